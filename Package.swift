@@ -1,0 +1,76 @@
+// swift-tools-version:6.0
+// Baton: a multi-zone audio router for embedded Linux speakers.
+//
+// Layers (see docs/ARCHITECTURE.md):
+//   C modules (C*)            .systemLibrary targets, one per Debian library, shims in shim.h
+//   wrapper modules           the only importers of their C module; typed errors, no C pointers above
+//   AudioCore, Arbiter        pure Swift: DSP kernels, rings, resampler protocol; the arbitration policy
+//   Engine, Media, BatonConfig  output threads, sound decoding, configuration
+//   BatonDaemon               wiring: API, announcer, zones
+import PackageDescription
+
+/// A Debian C library reached through pkg-config, with the apt package that provides it.
+func cLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
+    .systemLibrary(name: name, path: "Sources/CModules/\(name)", pkgConfig: pkgConfig,
+                   providers: [.apt(apt)])
+}
+
+let swiftSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "Baton",
+    products: [
+        .executable(name: "batond", targets: ["batond"]),
+        .executable(name: "baton-bench", targets: ["baton-bench"]),
+    ],
+    targets: [
+        // C libraries.
+        cLibrary("CALSA", pkgConfig: "alsa", apt: ["libasound2-dev"]),
+        cLibrary("CSampleRate", pkgConfig: "samplerate", apt: ["libsamplerate0-dev"]),
+        cLibrary("CSoxr", pkgConfig: "soxr", apt: ["libsoxr-dev"]),
+        cLibrary("COpus", pkgConfig: "opus", apt: ["libopus-dev"]),
+        cLibrary("COpusFile", pkgConfig: "opusfile", apt: ["libopusfile-dev"]),
+        cLibrary("CYAML", pkgConfig: "yaml-0.1", apt: ["libyaml-dev"]),
+        cLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
+
+        // One wrapper module per C library.
+        .target(name: "ALSA", dependencies: ["CALSA"], swiftSettings: swiftSettings),
+        .target(name: "SampleRate", dependencies: ["CSampleRate", "AudioCore"], swiftSettings: swiftSettings),
+        .target(name: "Soxr", dependencies: ["CSoxr", "AudioCore"], swiftSettings: swiftSettings),
+        .target(name: "OpusCodec", dependencies: ["COpus", "COpusFile"], swiftSettings: swiftSettings),
+        .target(name: "YAML", dependencies: ["CYAML"], swiftSettings: swiftSettings),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
+
+        // Pure Swift.
+        .target(name: "AudioCore", swiftSettings: swiftSettings),
+        .target(name: "Arbiter", swiftSettings: swiftSettings),
+
+        // Mechanism.
+        .target(name: "Engine", dependencies: ["ALSA", "AudioCore"], swiftSettings: swiftSettings),
+        .target(name: "Media", dependencies: ["OpusCodec", "AudioCore", "SampleRate", "Soxr"],
+                swiftSettings: swiftSettings),
+        .target(name: "BatonConfig", dependencies: ["YAML"], swiftSettings: swiftSettings),
+
+        // The daemon.
+        .target(name: "BatonDaemon",
+                dependencies: ["Arbiter", "AudioCore", "BatonConfig", "Engine", "HTTPServer", "Media"],
+                swiftSettings: swiftSettings),
+        .executableTarget(name: "batond", dependencies: ["BatonDaemon"], swiftSettings: swiftSettings),
+        .executableTarget(name: "baton-bench",
+                          dependencies: ["AudioCore", "Engine", "SampleRate", "Soxr", "Media"],
+                          swiftSettings: swiftSettings),
+
+        // Tests. CAllocCounter replaces malloc for the whole test process: never link it into a product.
+        .target(name: "CAllocCounter", path: "Tests/CAllocCounter"),
+        .target(name: "BatonTesting", dependencies: ["AudioCore", "CAllocCounter"], path: "Tests/BatonTesting",
+                swiftSettings: swiftSettings),
+        .testTarget(name: "ArbiterTests", dependencies: ["Arbiter"], swiftSettings: swiftSettings),
+        .testTarget(name: "AudioCoreTests", dependencies: ["AudioCore", "BatonTesting", "SampleRate", "Soxr"],
+                    swiftSettings: swiftSettings),
+        .testTarget(name: "ConfigTests", dependencies: ["BatonConfig", "YAML"], swiftSettings: swiftSettings),
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "ALSA", "BatonTesting", "Media"],
+                    swiftSettings: swiftSettings),
+        .testTarget(name: "DaemonTests", dependencies: ["BatonDaemon", "BatonTesting"],
+                    swiftSettings: swiftSettings),
+    ]
+)

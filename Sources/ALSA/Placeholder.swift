@@ -1,0 +1,1 @@
+// ALSA module: placeholder until its first real file lands.

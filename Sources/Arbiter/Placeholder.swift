@@ -1,0 +1,1 @@
+// Arbiter module: placeholder until its first real file lands.

@@ -1,0 +1,1 @@
+// AudioCore module: placeholder until its first real file lands.

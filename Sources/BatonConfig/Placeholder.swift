@@ -1,0 +1,1 @@
+// BatonConfig module: placeholder until its first real file lands.

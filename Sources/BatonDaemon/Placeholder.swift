@@ -1,0 +1,1 @@
+// BatonDaemon module: placeholder until its first real file lands.

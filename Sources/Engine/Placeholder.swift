@@ -1,0 +1,1 @@
+// Engine module: placeholder until its first real file lands.

@@ -1,0 +1,1 @@
+// HTTPServer module: placeholder until its first real file lands.

@@ -1,0 +1,1 @@
+// Media module: placeholder until its first real file lands.

@@ -1,0 +1,1 @@
+// OpusCodec module: placeholder until its first real file lands.

@@ -1,0 +1,1 @@
+// SampleRate module: placeholder until its first real file lands.

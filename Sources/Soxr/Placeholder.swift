@@ -1,0 +1,1 @@
+// Soxr module: placeholder until its first real file lands.

@@ -1,0 +1,1 @@
+// YAML module: placeholder until its first real file lands.

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Baton needs to build, run and test. Idempotent: installs only what
+# is missing, so a second run costs a dpkg query. Needs root (or sudo) when something is missing.
+set -euo pipefail
+
+build=(pkg-config libasound2-dev libsamplerate0-dev libsoxr-dev libopus-dev libopusfile-dev
+       libyaml-dev libmicrohttpd-dev)
+# Tools the daemon uses at run time (aplay to inspect PCMs, sox to convert/measure output files).
+runtime=(alsa-utils)
+# Only the test suite needs these.
+testing=(sox)
+
+want=("${build[@]}" "${runtime[@]}")
+if [ "${1:-}" = "--test" ]; then want+=("${testing[@]}"); fi
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "baton: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
