@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "ALSA", dependencies: ["CALSA"], swiftSettings: swiftSettings),
         .target(name: "SampleRate", dependencies: ["CSampleRate", "AudioCore"], swiftSettings: swiftSettings),
         .target(name: "Soxr", dependencies: ["CSoxr", "AudioCore"], swiftSettings: swiftSettings),
-        .target(name: "OpusCodec", dependencies: ["COpus", "COpusFile"], swiftSettings: swiftSettings),
+        .target(name: "OpusCodec", dependencies: ["COpus", "COpusFile", "AudioCore"], swiftSettings: swiftSettings),
         .target(name: "YAML", dependencies: ["CYAML"], swiftSettings: swiftSettings),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
 

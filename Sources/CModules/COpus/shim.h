@@ -1,2 +1,2 @@
 #pragma once
-#include <opus/opus.h>
+#include <opus.h>

@@ -1,0 +1,128 @@
+import CALSA
+
+/// What Baton asks of a playback PCM. The device may grant other sizes; see `PCM.Configuration`.
+public struct PCMRequest: Sendable, Equatable {
+    public var name: String
+    public var rate: Int
+    public var channels: Int
+    public var format: SampleFormat
+    public var periodFrames: Int
+    public var bufferFrames: Int
+
+    public init(name: String, rate: Int, channels: Int, format: SampleFormat, periodFrames: Int, bufferFrames: Int) {
+        self.name = name
+        self.rate = rate
+        self.channels = channels
+        self.format = format
+        self.periodFrames = periodFrames
+        self.bufferFrames = bufferFrames
+    }
+}
+
+/// An open ALSA playback PCM in interleaved read/write mode.
+///
+/// Thread: owned by one thread (the zone's output thread) from `open` to `deinit`; not shareable.
+/// `write`, `delay` and `recover` do not allocate.
+public final class PCM {
+    /// What the device granted.
+    public struct Configuration: Sendable, Equatable {
+        public var rate: Int
+        public var channels: Int
+        public var format: SampleFormat
+        public var periodFrames: Int
+        public var bufferFrames: Int
+    }
+
+    private let handle: OpaquePointer
+    public let name: String
+    public let configuration: Configuration
+
+    /// Silences alsa-lib's own stderr messages; Baton reports errors itself. Call once at start-up.
+    public static func silenceLibraryErrors() { baton_alsa_silence_errors() }
+
+    /// Opens `request.name` for playback and sets hardware and software parameters.
+    /// The rate, channel count and format must be granted exactly; period and buffer sizes are
+    /// requested "near" and reported in `configuration`.
+    /// The corresponding C functions are `snd_pcm_open`, `snd_pcm_hw_params`, `snd_pcm_sw_params`.
+    public init(_ request: PCMRequest) throws(ALSAError) {
+        name = request.name
+        var pcm: OpaquePointer?
+        try check(snd_pcm_open(&pcm, request.name, SND_PCM_STREAM_PLAYBACK, 0), "open", request.name)
+        guard let pcm else { throw ALSAError(operation: "open", pcm: request.name, code: -ENODEV) }
+        do {
+            configuration = try Self.configure(pcm, request)
+        } catch {
+            snd_pcm_close(pcm)
+            throw error
+        }
+        handle = pcm
+    }
+
+    deinit {
+        snd_pcm_drop(handle)
+        snd_pcm_close(handle)
+    }
+
+    private static func configure(_ pcm: OpaquePointer, _ r: PCMRequest) throws(ALSAError) -> Configuration {
+        let name = r.name
+        var hw: OpaquePointer?
+        try check(snd_pcm_hw_params_malloc(&hw), "allocate hw params", name)
+        defer { snd_pcm_hw_params_free(hw) }
+        try check(snd_pcm_hw_params_any(pcm, hw), "query hw params", name)
+        try check(snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED), "set interleaved access", name)
+        try check(snd_pcm_hw_params_set_format(pcm, hw, r.format.alsaFormat), "set format \(r.format.rawValue)", name)
+        try check(snd_pcm_hw_params_set_channels(pcm, hw, UInt32(r.channels)), "set \(r.channels) channels", name)
+        var rate = UInt32(r.rate)
+        var dir: Int32 = 0
+        try check(snd_pcm_hw_params_set_rate_resample(pcm, hw, 0), "disable ALSA resampling", name)
+        try check(snd_pcm_hw_params_set_rate(pcm, hw, rate, 0), "set rate \(r.rate) Hz", name)
+        var period = snd_pcm_uframes_t(r.periodFrames)
+        try check(snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, &dir), "set period \(r.periodFrames) frames", name)
+        var buffer = snd_pcm_uframes_t(max(r.bufferFrames, Int(period) * 2))
+        try check(snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer), "set buffer \(r.bufferFrames) frames", name)
+        try check(snd_pcm_hw_params(pcm, hw), "apply hw params", name)
+        try check(snd_pcm_hw_params_get_rate(hw, &rate, &dir), "read rate", name)
+        try check(snd_pcm_hw_params_get_period_size(hw, &period, &dir), "read period size", name)
+        try check(snd_pcm_hw_params_get_buffer_size(hw, &buffer), "read buffer size", name)
+
+        var sw: OpaquePointer?
+        try check(snd_pcm_sw_params_malloc(&sw), "allocate sw params", name)
+        defer { snd_pcm_sw_params_free(sw) }
+        try check(snd_pcm_sw_params_current(pcm, sw), "query sw params", name)
+        // Start once the buffer is full, so the first periods do not underrun.
+        try check(snd_pcm_sw_params_set_start_threshold(pcm, sw, buffer - buffer % period), "set start threshold", name)
+        try check(snd_pcm_sw_params_set_avail_min(pcm, sw, period), "set avail min", name)
+        try check(snd_pcm_sw_params(pcm, sw), "apply sw params", name)
+        try check(snd_pcm_prepare(pcm), "prepare", name)
+        return Configuration(rate: Int(rate), channels: r.channels, format: r.format,
+                             periodFrames: Int(period), bufferFrames: Int(buffer))
+    }
+
+    /// Writes `frames` interleaved frames from `bytes`, blocking while the device buffer is full.
+    /// Returns the frames written (may be fewer than asked), or throws the negative errno
+    /// (-EPIPE underrun, -ESTRPIPE suspended, -ENODEV gone). Does not allocate.
+    /// The corresponding C function is `snd_pcm_writei`.
+    @inline(__always)
+    public func write(_ bytes: UnsafeRawPointer, frames: Int) -> Int {
+        snd_pcm_writei(handle, bytes, snd_pcm_uframes_t(frames))
+    }
+
+    /// Recovers from an underrun (-EPIPE) or a suspend (-ESTRPIPE). Returns 0 on success or the
+    /// negative errno when the stream cannot be recovered. The corresponding C function is `snd_pcm_recover`.
+    public func recover(_ code: Int32) -> Int32 {
+        snd_pcm_recover(handle, code, 1)
+    }
+
+    /// Frames written but not yet heard (the distance between the write pointer and the DAC),
+    /// or nil when the device cannot tell. The corresponding C function is `snd_pcm_delay`.
+    public func delay() -> Int? {
+        var frames: snd_pcm_sframes_t = 0
+        return snd_pcm_delay(handle, &frames) == 0 ? frames : nil
+    }
+
+    /// Stops at once, discarding what is buffered; `prepare` makes the PCM writable again.
+    public func drop() { snd_pcm_drop(handle) }
+
+    /// Plays out what is buffered, blocking until done (used at shutdown).
+    public func drain() { snd_pcm_drain(handle) }
+}

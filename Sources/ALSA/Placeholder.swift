@@ -1,1 +1,0 @@
-// ALSA module: placeholder until its first real file lands.

@@ -1,0 +1,74 @@
+import Synchronization
+
+/// A single-producer/single-consumer ring of interleaved `Float` samples.
+///
+/// One thread writes (a source's producer), one thread reads (a zone's output thread); never swapped.
+/// `write` and `read` are wait-free and do not allocate. The storage is allocated once in `init`.
+// @unchecked: the storage is shared, but the producer only writes slots between `tail` and `head +
+// capacity`, the consumer only reads slots between `head` and `tail`; the counters are atomics with
+// acquire/release ordering, which publish the sample writes to the reader.
+public final class FloatRing: @unchecked Sendable {
+    /// Samples the ring holds at most.
+    public let capacity: Int
+    private let mask: Int
+    private let storage: UnsafeMutablePointer<Float>
+    private let head = Atomic<Int>(0)   // samples read so far (written by the consumer)
+    private let tail = Atomic<Int>(0)   // samples written so far (written by the producer)
+
+    /// Creates a ring holding at least `minimumCapacity` samples (rounded up to a power of two).
+    /// Thread: any; allocates.
+    public init(minimumCapacity: Int) {
+        precondition(minimumCapacity > 0, "a ring needs room for at least one sample")
+        var size = 1
+        while size < minimumCapacity { size <<= 1 }
+        capacity = size
+        mask = size - 1
+        storage = .allocate(capacity: size)
+        storage.initialize(repeating: 0, count: size)
+    }
+
+    deinit { storage.deallocate() }
+
+    /// Samples ready to read. Consumer thread (exact) or any thread (a snapshot).
+    public var readable: Int { tail.load(ordering: .acquiring) - head.load(ordering: .acquiring) }
+
+    /// Room for writing, in samples. Producer thread (exact) or any thread (a snapshot).
+    public var writable: Int { capacity - readable }
+
+    /// Copies up to `count` samples from `source`; returns how many fit. Producer thread only.
+    @discardableResult
+    public func write(_ source: UnsafePointer<Float>, count: Int) -> Int {
+        let t = tail.load(ordering: .relaxed)
+        let h = head.load(ordering: .acquiring)
+        let n = min(count, capacity - (t - h))
+        guard n > 0 else { return 0 }
+        let start = t & mask
+        let first = min(n, capacity - start)
+        (storage + start).update(from: source, count: first)
+        if first < n { storage.update(from: source + first, count: n - first) }
+        tail.store(t + n, ordering: .releasing)
+        return n
+    }
+
+    /// Copies up to `count` samples into `destination`; returns how many were there.
+    /// Consumer thread only. Real-time safe.
+    @discardableResult
+    public func read(into destination: UnsafeMutablePointer<Float>, count: Int) -> Int {
+        let h = head.load(ordering: .relaxed)
+        let t = tail.load(ordering: .acquiring)
+        let n = min(count, t - h)
+        guard n > 0 else { return 0 }
+        let start = h & mask
+        let first = min(n, capacity - start)
+        destination.update(from: storage + start, count: first)
+        if first < n { (destination + first).update(from: storage, count: n - first) }
+        head.store(h + n, ordering: .releasing)
+        return n
+    }
+
+    /// Empties the ring. Only while neither side is using it (e.g. the slot is free).
+    public func reset() {
+        head.store(0, ordering: .releasing)
+        tail.store(0, ordering: .releasing)
+    }
+}

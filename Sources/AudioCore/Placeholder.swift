@@ -1,1 +1,0 @@
-// AudioCore module: placeholder until its first real file lands.

@@ -1,1 +1,0 @@
-// Engine module: placeholder until its first real file lands.

@@ -1,0 +1,109 @@
+import AudioCore
+import Synchronization
+
+/// One source's place in a zone's mix: its sample ring, its gain, its pause state and its counters.
+///
+/// Three parties share a slot, each through atomics only:
+/// - the **control thread** claims it, sets the target gain, pauses/resumes and releases it;
+/// - the source's **producer thread** writes frames into `ring` and marks the end of the stream;
+/// - the zone's **output thread** reads frames, ramps the gain and reports what it did.
+/// Samples are interleaved Float at the zone's rate and channel count.
+// @unchecked: every field shared across threads is an `Atomic` or the SPSC `FloatRing`; `gain` is
+// touched by the output thread only.
+public final class SourceSlot: @unchecked Sendable {
+    /// Slot lifecycle, stored in `phase`.
+    enum Phase: UInt8 {
+        case free = 0       // unused; control may claim it
+        case active = 1     // the output thread mixes it
+        case releasing = 2  // control wants it back; the output thread sets `.free` when it stops reading
+    }
+
+    /// The frames this source feeds into the zone.
+    public let ring: FloatRing
+    /// Which slot of the zone this is (for telemetry).
+    public let index: Int
+
+    let phase = Atomic<UInt8>(Phase.free.rawValue)
+    let targetGainBits = Atomic<UInt32>(Float(1).bitPattern)
+    let currentGainBits = Atomic<UInt32>(0)
+    let pauseRequested = Atomic<Bool>(false)
+    let pausedNow = Atomic<Bool>(false)
+    let endOfStream = Atomic<Bool>(false)
+    let drainedFlag = Atomic<Bool>(false)
+    let consumed = Atomic<Int>(0)
+    let starved = Atomic<Int>(0)
+    /// The zone's frame counter when this slot's last frame was mixed (its end), or -1.
+    let drainedAtFrame = Atomic<Int>(-1)
+    /// The zone's frame counter when this slot's first frame was mixed, or -1.
+    let startedAtFrame = Atomic<Int>(-1)
+
+    /// The gain the output thread applied last. Output thread only.
+    var gain: Float = 0
+
+    init(index: Int, ringSamples: Int) {
+        self.index = index
+        ring = FloatRing(minimumCapacity: ringSamples)
+    }
+
+    // MARK: Control thread
+
+    /// Sets the gain the output thread ramps to (linear; 1 = unity). Control thread; any time.
+    public func setGain(_ linear: Float) { targetGainBits.store(linear.bitPattern, ordering: .releasing) }
+
+    /// The gain the output thread ramps to.
+    public var targetGain: Float { Float(bitPattern: targetGainBits.load(ordering: .acquiring)) }
+
+    /// Fades the source out and stops consuming its frames at the end of the fade, so `resume` goes
+    /// on from the very next sample. Control thread.
+    public func pause() { pauseRequested.store(true, ordering: .releasing) }
+
+    /// Fades the source back in from the sample where `pause` stopped it. Control thread.
+    public func resume() { pauseRequested.store(false, ordering: .releasing) }
+
+    /// True once a requested pause has taken effect (the fade reached 0 and consumption stopped).
+    public var isPaused: Bool { pausedNow.load(ordering: .acquiring) }
+
+    /// Frames of this source the output thread has mixed so far (its playback position).
+    public var framesConsumed: Int { consumed.load(ordering: .acquiring) }
+
+    /// The gain the output thread applied at the end of its last cycle.
+    public var appliedGain: Float { Float(bitPattern: currentGainBits.load(ordering: .acquiring)) }
+
+    /// Periods in which the ring ran dry before the end of the stream (the producer was late).
+    public var starvedPeriods: Int { starved.load(ordering: .acquiring) }
+
+    /// True when the producer marked the end and the output thread has mixed every frame.
+    public var isDrained: Bool { drainedFlag.load(ordering: .acquiring) }
+
+    /// The zone frame at which the first frame of this source was mixed, if it was.
+    public var firstFrameAt: Int? { let v = startedAtFrame.load(ordering: .acquiring); return v < 0 ? nil : v }
+
+    /// The zone frame just after the last frame of this source was mixed, once drained.
+    public var lastFrameAt: Int? { let v = drainedAtFrame.load(ordering: .acquiring); return v < 0 ? nil : v }
+
+    // MARK: Producer thread
+
+    /// Marks that no more frames will be written. Producer thread.
+    public func finish() { endOfStream.store(true, ordering: .releasing) }
+
+    // MARK: Slot lifecycle (Zone)
+
+    /// Prepares a free slot for a new source. Control thread, while the slot is free.
+    func activate(gain: Float) {
+        ring.reset()
+        setGain(gain)
+        currentGainBits.store(gain.bitPattern, ordering: .relaxed)
+        pauseRequested.store(false, ordering: .relaxed)
+        pausedNow.store(false, ordering: .relaxed)
+        endOfStream.store(false, ordering: .relaxed)
+        drainedFlag.store(false, ordering: .relaxed)
+        consumed.store(0, ordering: .relaxed)
+        starved.store(0, ordering: .relaxed)
+        drainedAtFrame.store(-1, ordering: .relaxed)
+        startedAtFrame.store(-1, ordering: .relaxed)
+        // A new source starts at its gain: it begins at its own first sample, so there is no jump to
+        // smooth. Ramps are for changes in the middle of a stream (duck, mute, pause, resume).
+        self.gain = gain
+        phase.store(Phase.active.rawValue, ordering: .releasing)
+    }
+}

@@ -1,0 +1,122 @@
+import AudioCore
+
+/// Mixes a zone's source slots into one period of interleaved Float frames.
+///
+/// Everything is allocated in `init`; `render` is real-time safe (no allocation, lock, log or await)
+/// and is called by one thread only: the zone's output thread (or a test standing in for it).
+// @unchecked: the slots are shared through their atomics; the buffers belong to the rendering thread.
+public final class ZoneMixer: @unchecked Sendable {
+    public let channels: Int
+    public let periodFrames: Int
+    /// The largest gain change per frame: a full 0→1 swing takes `rampFrames` frames.
+    public let rampStep: Float
+    public let slots: [SourceSlot]
+    /// The mixed period, `periodFrames × channels` samples, valid after `render`.
+    public let mix: UnsafeMutablePointer<Float>
+    private let scratch: UnsafeMutablePointer<Float>
+
+    /// The zone frame counter: frames rendered so far. Rendering thread only.
+    public private(set) var frame = 0
+
+    /// - Parameters:
+    ///   - slotCount: how many sources the zone can mix at once.
+    ///   - ringSamples: each slot's ring size in samples.
+    ///   - rampFrames: frames a full 0↔1 gain change takes (click-free ramps).
+    public init(channels: Int, periodFrames: Int, slotCount: Int, ringSamples: Int, rampFrames: Int) {
+        precondition(channels > 0 && periodFrames > 0 && slotCount > 0 && rampFrames > 0)
+        self.channels = channels
+        self.periodFrames = periodFrames
+        rampStep = 1 / Float(rampFrames)
+        slots = (0..<slotCount).map { SourceSlot(index: $0, ringSamples: ringSamples) }
+        mix = .allocate(capacity: periodFrames * channels)
+        mix.initialize(repeating: 0, count: periodFrames * channels)
+        scratch = .allocate(capacity: periodFrames * channels)
+        scratch.initialize(repeating: 0, count: periodFrames * channels)
+    }
+
+    deinit {
+        mix.deallocate()
+        scratch.deallocate()
+    }
+
+    /// Claims a free slot for a new source, or nil when all are busy. Control thread only.
+    public func claimSlot(gain: Float) -> SourceSlot? {
+        for slot in slots where slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.free.rawValue {
+            slot.activate(gain: gain)
+            return slot
+        }
+        return nil
+    }
+
+    /// Hands a slot back; the output thread stops reading it at its next cycle and marks it free.
+    /// Control thread only.
+    public func release(_ slot: SourceSlot) {
+        slot.phase.store(SourceSlot.Phase.releasing.rawValue, ordering: .releasing)
+    }
+
+    /// Renders one period into `mix`. Rendering thread only. Real-time safe.
+    public func render() {
+        let samples = periodFrames * channels
+        mix.update(repeating: 0, count: samples)
+        for slot in slots {
+            let phase = slot.phase.load(ordering: .acquiring)
+            if phase == SourceSlot.Phase.releasing.rawValue {
+                slot.phase.store(SourceSlot.Phase.free.rawValue, ordering: .releasing)
+                continue
+            }
+            if phase == SourceSlot.Phase.active.rawValue { renderSlot(slot) }
+        }
+        frame += periodFrames
+    }
+
+    @inline(__always)
+    private func renderSlot(_ slot: SourceSlot) {
+        let pausing = slot.pauseRequested.load(ordering: .acquiring)
+        if slot.drainedFlag.load(ordering: .relaxed) { return }
+        if pausing && slot.gain == 0 {
+            slot.pausedNow.store(true, ordering: .releasing)
+            return
+        }
+        if !pausing && slot.pausedNow.load(ordering: .relaxed) {
+            slot.pausedNow.store(false, ordering: .releasing)
+        }
+        let target: Float = pausing ? 0 : slot.targetGain
+        // Frames of the ramp toward the target, and how many frames to take from the ring: a pausing
+        // source is consumed only up to the frame where its fade reaches 0, so it resumes from the
+        // very next sample.
+        let distance = abs(target - slot.gain)
+        let fullRamp = distance == 0 ? 0 : Int((distance / rampStep).rounded(.up))
+        let rampFrames = min(periodFrames, fullRamp)
+        let want = pausing ? rampFrames : periodFrames
+        let got = want == 0 ? 0 : slot.ring.read(into: scratch, count: want * channels) / channels
+        if got > 0 && slot.startedAtFrame.load(ordering: .relaxed) < 0 {
+            slot.startedAtFrame.store(frame, ordering: .releasing)
+        }
+        if got < want {
+            if slot.endOfStream.load(ordering: .acquiring) && slot.ring.readable == 0 {
+                slot.drainedAtFrame.store(frame + got, ordering: .relaxed)
+                slot.drainedFlag.store(true, ordering: .releasing)
+            } else if !pausing {
+                slot.starved.add(1, ordering: .relaxed)
+            }
+        }
+        // Ramp segment, then the flat rest at the target.
+        let rampPart = min(got, rampFrames)
+        let step = rampFrames == 0 ? 0 : (target > slot.gain ? rampStep : -rampStep)
+        var g = slot.gain
+        if rampPart > 0 {
+            mixAdd(into: mix, from: scratch, frames: rampPart, channels: channels, startGain: g, step: step)
+            g += step * Float(rampPart)
+            if (step > 0 && g > target) || (step < 0 && g < target) || rampPart == fullRamp { g = target }
+        }
+        if got > rampPart {
+            mixAdd(into: mix + rampPart * channels, from: scratch + rampPart * channels,
+                   frames: got - rampPart, channels: channels, startGain: g, step: 0)
+        }
+        if got == 0 && pausing { g = target }  // nothing buffered: the fade is silent anyway
+        slot.gain = g
+        slot.currentGainBits.store(g.bitPattern, ordering: .relaxed)
+        slot.consumed.add(got, ordering: .releasing)
+        if pausing && g == 0 { slot.pausedNow.store(true, ordering: .releasing) }
+    }
+}

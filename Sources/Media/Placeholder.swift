@@ -1,1 +1,0 @@
-// Media module: placeholder until its first real file lands.

@@ -1,0 +1,90 @@
+import AudioCore
+
+/// Reads RIFF/WAVE files: PCM 8/16/24/32-bit integer and 32/64-bit float, any rate and channel
+/// count, including WAVE_FORMAT_EXTENSIBLE. Any thread.
+///
+/// Written by hand because it is a container of a few dozen bytes around raw samples; every
+/// compressed format goes through its library.
+public enum WAVFile {
+    /// Decodes a whole WAV file held in memory. `name` is used in error messages.
+    public static func decode(_ bytes: [UInt8], name: String) throws(MediaError) -> DecodedPCM {
+        func fail(_ problem: String) -> MediaError { MediaError(file: name, problem: problem) }
+        func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
+        func u32(_ at: Int) -> Int { u16(at) | u16(at + 2) << 16 }
+
+        guard bytes.count >= 12, bytes[0..<4].elementsEqual("RIFF".utf8), bytes[8..<12].elementsEqual("WAVE".utf8) else {
+            throw fail("not a WAV file (no RIFF/WAVE header)")
+        }
+        var format: (code: Int, channels: Int, rate: Int, bits: Int)?
+        var offset = 12
+        while offset + 8 <= bytes.count {
+            let id = bytes[offset..<(offset + 4)]
+            let size = u32(offset + 4)
+            let body = offset + 8
+            if id.elementsEqual("fmt ".utf8) {
+                guard size >= 16, body + 16 <= bytes.count else { throw fail("truncated fmt chunk") }
+                var code = u16(body)
+                if code == 0xFFFE {  // WAVE_FORMAT_EXTENSIBLE: the real code starts the sub-format GUID
+                    guard size >= 40, body + 40 <= bytes.count else { throw fail("truncated extensible fmt chunk") }
+                    code = u16(body + 24)
+                }
+                format = (code, u16(body + 2), u32(body + 4), u16(body + 14))
+            } else if id.elementsEqual("data".utf8) {
+                guard let f = format else { throw fail("data chunk before fmt chunk") }
+                // Streams written by a pipe say 0 or 0xFFFFFFFF: take what the file holds.
+                let available = bytes.count - body
+                let length = (size == 0 || size == 0xFFFF_FFFF) ? available : min(size, available)
+                return try samples(bytes, at: body, length: length, format: f, fail: fail)
+            }
+            offset = body + size + (size & 1)
+        }
+        throw fail(format == nil ? "no fmt chunk" : "no data chunk")
+    }
+
+    private static func samples(_ bytes: [UInt8], at start: Int, length: Int,
+                                format f: (code: Int, channels: Int, rate: Int, bits: Int),
+                                fail: (String) -> MediaError) throws(MediaError) -> DecodedPCM {
+        guard (1...32).contains(f.channels) else { throw fail("\(f.channels) channels is not supported") }
+        guard (1000...768_000).contains(f.rate) else { throw fail("sample rate \(f.rate) Hz is not supported") }
+        let width = f.bits / 8
+        guard width > 0, f.bits % 8 == 0 else { throw fail("\(f.bits)-bit samples are not supported") }
+        let count = length / width / f.channels * f.channels
+        var out = [Float](repeating: 0, count: count)
+        switch (f.code, f.bits) {
+        case (1, 8):
+            for i in 0..<count { out[i] = (Float(bytes[start + i]) - 128) / 128 }
+        case (1, 16):
+            for i in 0..<count {
+                let p = start + 2 * i
+                out[i] = Float(Int16(bitPattern: UInt16(bytes[p]) | UInt16(bytes[p + 1]) << 8)) / 32768
+            }
+        case (1, 24):
+            for i in 0..<count {
+                let p = start + 3 * i
+                let raw = Int32(bitPattern: UInt32(bytes[p]) << 8 | UInt32(bytes[p + 1]) << 16 | UInt32(bytes[p + 2]) << 24)
+                out[i] = Float(raw >> 8) / 8_388_608
+            }
+        case (1, 32):
+            for i in 0..<count {
+                let p = start + 4 * i
+                let raw = Int32(bitPattern: UInt32(bytes[p]) | UInt32(bytes[p + 1]) << 8 | UInt32(bytes[p + 2]) << 16 | UInt32(bytes[p + 3]) << 24)
+                out[i] = Float(Double(raw) / 2_147_483_648)
+            }
+        case (3, 32):
+            for i in 0..<count {
+                let p = start + 4 * i
+                out[i] = Float(bitPattern: UInt32(bytes[p]) | UInt32(bytes[p + 1]) << 8 | UInt32(bytes[p + 2]) << 16 | UInt32(bytes[p + 3]) << 24)
+            }
+        case (3, 64):
+            for i in 0..<count {
+                let p = start + 8 * i
+                var bits: UInt64 = 0
+                for k in 0..<8 { bits |= UInt64(bytes[p + k]) << (8 * k) }
+                out[i] = Float(Double(bitPattern: bits))
+            }
+        default:
+            throw fail("WAV format code \(f.code) with \(f.bits)-bit samples is not supported (use PCM or float)")
+        }
+        return DecodedPCM(samples: out, channels: f.channels, rate: f.rate)
+    }
+}

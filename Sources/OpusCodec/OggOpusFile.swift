@@ -1,0 +1,36 @@
+import AudioCore
+import COpusFile
+
+/// Decodes whole Ogg Opus files held in memory (announcement sounds).
+/// Any thread; each call uses its own decoder.
+public enum OggOpusFile {
+    /// Opus always decodes at 48 kHz.
+    public static let rate = 48_000
+
+    /// Decodes every link of an Ogg Opus file. `name` is used in error messages.
+    /// The corresponding C functions are `op_open_memory` and `op_read_float`.
+    public static func decode(_ bytes: [UInt8], name: String) throws(OpusError) -> DecodedPCM {
+        var status: Int32 = 0
+        let handle: OpaquePointer? = bytes.withUnsafeBufferPointer { op_open_memory($0.baseAddress, $0.count, &status) }
+        guard let handle else { throw OpusError(code: status == 0 ? OP_EFAULT : status, context: name) }
+        defer { op_free(handle) }
+        let channels = Int(op_channel_count(handle, -1))
+        var samples: [Float] = []
+        let total = op_pcm_total(handle, -1)
+        if total > 0 { samples.reserveCapacity(Int(total) * channels) }
+        let block = 5760 * max(channels, 2)  // 120 ms at 48 kHz, the largest Opus frame
+        var buffer = [Float](repeating: 0, count: block)
+        while true {
+            var link: Int32 = 0
+            let n = buffer.withUnsafeMutableBufferPointer { op_read_float(handle, $0.baseAddress, Int32(block), &link) }
+            if n == 0 { break }
+            if n == OP_HOLE { continue }  // opusfile reports a gap, then goes on decoding
+            if n < 0 { throw OpusError(code: n, context: name) }
+            guard Int(op_channel_count(handle, link)) == channels else {
+                throw OpusError(code: OP_EIMPL, context: "\(name): links with different channel counts")
+            }
+            samples.append(contentsOf: buffer[0..<(Int(n) * channels)])
+        }
+        return DecodedPCM(samples: samples, channels: channels, rate: rate)
+    }
+}

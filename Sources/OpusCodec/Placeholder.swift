@@ -1,1 +1,0 @@
-// OpusCodec module: placeholder until its first real file lands.
