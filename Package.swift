@@ -17,6 +17,11 @@ func cLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
 
 let swiftSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
+/// The real-time modules (what the output thread runs) are optimized in every build configuration:
+/// unoptimized Swift allocates coroutine frames when it reads atomics stored in classes, and the
+/// output thread must never allocate, in a debug build of the tests as in the shipped daemon.
+let realtimeSwiftSettings: [SwiftSetting] = swiftSettings + [.unsafeFlags(["-O"])]
+
 let package = Package(
     name: "Baton",
     products: [
@@ -34,7 +39,7 @@ let package = Package(
         cLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
 
         // One wrapper module per C library.
-        .target(name: "ALSA", dependencies: ["CALSA"], swiftSettings: swiftSettings),
+        .target(name: "ALSA", dependencies: ["CALSA"], swiftSettings: realtimeSwiftSettings),
         .target(name: "SampleRate", dependencies: ["CSampleRate", "AudioCore"], swiftSettings: swiftSettings),
         .target(name: "Soxr", dependencies: ["CSoxr", "AudioCore"], swiftSettings: swiftSettings),
         .target(name: "OpusCodec", dependencies: ["COpus", "COpusFile", "AudioCore"], swiftSettings: swiftSettings),
@@ -42,11 +47,11 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
 
         // Pure Swift.
-        .target(name: "AudioCore", swiftSettings: swiftSettings),
+        .target(name: "AudioCore", swiftSettings: realtimeSwiftSettings),
         .target(name: "Arbiter", swiftSettings: swiftSettings),
 
         // Mechanism.
-        .target(name: "Engine", dependencies: ["ALSA", "AudioCore"], swiftSettings: swiftSettings),
+        .target(name: "Engine", dependencies: ["ALSA", "AudioCore"], swiftSettings: realtimeSwiftSettings),
         .target(name: "Media", dependencies: ["OpusCodec", "AudioCore", "SampleRate", "Soxr"],
                 swiftSettings: swiftSettings),
         .target(name: "BatonConfig", dependencies: ["YAML"], swiftSettings: swiftSettings),
@@ -62,7 +67,7 @@ let package = Package(
 
         // Tests. CAllocCounter replaces malloc for the whole test process: never link it into a product.
         .target(name: "CAllocCounter", path: "Tests/CAllocCounter"),
-        .target(name: "BatonTesting", dependencies: ["AudioCore", "CAllocCounter"], path: "Tests/BatonTesting",
+        .target(name: "BatonTesting", dependencies: ["ALSA", "AudioCore", "CAllocCounter"], path: "Tests/BatonTesting",
                 swiftSettings: swiftSettings),
         .testTarget(name: "ArbiterTests", dependencies: ["Arbiter"], swiftSettings: swiftSettings),
         .testTarget(name: "AudioCoreTests", dependencies: ["AudioCore", "BatonTesting", "SampleRate", "Soxr"],

@@ -105,7 +105,10 @@ public final class ZoneMixer: @unchecked Sendable {
         let step = rampFrames == 0 ? 0 : (target > slot.gain ? rampStep : -rampStep)
         var g = slot.gain
         if rampPart > 0 {
-            mixAdd(into: mix, from: scratch, frames: rampPart, channels: channels, startGain: g, step: step)
+            // Rising ramps start one step up and falling ones at the current gain, so no frame of a
+            // fade is mixed at gain 0: every frame a source gives up is heard, however softly.
+            mixAdd(into: mix, from: scratch, frames: rampPart, channels: channels,
+                   startGain: step > 0 ? g + step : g, step: step)
             g += step * Float(rampPart)
             if (step > 0 && g > target) || (step < 0 && g < target) || rampPart == fullRamp { g = target }
         }

@@ -1,0 +1,69 @@
+import ALSA
+import Glibc
+import Synchronization
+
+/// An ALSA configuration for the whole test process: numbered `file` PCMs over `null` that write
+/// every sample to a raw file, plus PCMs that cannot open. alsa-lib reads its configuration once per
+/// process, so every test takes fresh PCM names from here instead of writing its own file.
+public enum ALSATestRig {
+    /// How many file PCMs the rig defines.
+    public static let pcmCount = 64
+    /// A PCM whose open fails with -ENOENT (its slave card does not exist).
+    public static let missingPCM = "baton_missing"
+
+    private static let counter = Atomic<Int>(0)
+
+    /// The directory the PCMs write into (created once per process).
+    public static let directory: String = {
+        let dir = "/tmp/baton-tests-\(getpid())"
+        mkdir(dir, 0o755)
+        var conf = "</usr/share/alsa/alsa.conf>\npcm.baton_null { type null }\n"
+        conf += "pcm.\(missingPCM) { type hw card 97 }\n"
+        for i in 0..<pcmCount {
+            conf += "pcm.test_\(i) { type file slave.pcm \"baton_null\" file \"\(dir)/test_\(i).raw\" format \"raw\" perm 0644 }\n"
+        }
+        let path = "\(dir)/asound.conf"
+        let f = fopen(path, "w")!
+        fputs(conf, f)
+        fclose(f)
+        ALSAConfiguration.use(file: path)
+        PCM.silenceLibraryErrors()
+        return dir
+    }()
+
+    /// A fresh file PCM: its ALSA name and the raw file it writes.
+    public static func makePCM() -> (name: String, file: String) {
+        let dir = directory
+        let i = counter.add(1, ordering: .relaxed).newValue - 1
+        precondition(i < pcmCount, "ALSATestRig: raise pcmCount")
+        return ("test_\(i)", "\(dir)/test_\(i).raw")
+    }
+
+    /// Reads a raw S16_LE file as Float samples in [-1, 1).
+    public static func readS16(_ path: String) -> [Float] {
+        guard let f = fopen(path, "rb") else { return [] }
+        defer { fclose(f) }
+        var out: [Float] = []
+        var buf = [Int16](repeating: 0, count: 8192)
+        while true {
+            let n = buf.withUnsafeMutableBytes { fread($0.baseAddress, 2, 8192, f) }
+            if n == 0 { break }
+            for i in 0..<n { out.append(Float(Int16(littleEndian: buf[i])) / 32768) }
+        }
+        return out
+    }
+}
+
+/// Polls `condition` every millisecond until it holds or `seconds` pass; returns whether it held.
+/// For waiting on another thread's progress with a bound, never for timing.
+public func waitUntil(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+    var start = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &start)
+    while true {
+        if condition() { return true }
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        if Double(now.tv_sec - start.tv_sec) + Double(now.tv_nsec - start.tv_nsec) / 1e9 > seconds { return false }
+        usleep(1000)
+    }
+}
