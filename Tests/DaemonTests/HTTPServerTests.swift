@@ -208,6 +208,41 @@ struct HTTPServerTests {
         server.stop()  // idempotent
     }
 
+    /// A client that leaves in the middle of a large body does not kill the process (no SIGPIPE), and
+    /// the server keeps serving.
+    @Test func survivesClientLeavingMidBody() throws {
+        let large = [UInt8](repeating: UInt8(ascii: "z"), count: 8 << 20)
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024) { request in
+            request.path == "/large" ? HTTPResponse(status: 200, body: .bytes(large)) : Self.echo(request)
+        }
+        defer { server.stop() }
+        // Only meaningful while SIGPIPE still has its default, process-killing action (SIG_DFL is 0).
+        var disposition = sigaction()
+        sigaction(SIGPIPE, nil, &disposition)
+        #expect(unsafeBitCast(disposition.__sigaction_handler.sa_handler, to: Int.self) == 0)
+        for _ in 0..<3 {
+            let leaving = try RawClient(port: server.port)
+            leaving.send("GET /large HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try leaving.readHead().status == 200)
+            leaving.close()
+        }
+        let client = try RawClient(port: server.port)
+        client.send("GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().text == "GET /after ? from 127.0.0.1 x-test=- body=")
+    }
+
+    /// Request headers larger than the connection memory limit are refused by libmicrohttpd with 431.
+    @Test func refusesOversizeHeaders() throws {
+        var limits = HTTPServer.Limits()
+        limits.connectionMemoryBytes = 8 * 1024
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, limits: limits,
+                                    handler: Self.echo)
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("GET / HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 16 * 1024))\r\n\r\n")
+        #expect(try client.readHead().status == 431)
+    }
+
     /// Listening on a port already in use fails with an error naming the address and the reason.
     @Test func reportsTakenPort() throws {
         let first = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, handler: Self.echo)
@@ -457,7 +492,11 @@ final class RawClient {
     /// True if the server closes the connection (within the receive timeout) with nothing more to say
     /// but perhaps the end of a chunked body.
     func readsEndOfFile() -> Bool {
-        while fill() {}
-        return errno != EAGAIN && errno != EWOULDBLOCK
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { return true }  // orderly end of file
+            if n < 0 { return errno == ECONNRESET }  // reset also means closed; a timeout does not
+        }
     }
 }
