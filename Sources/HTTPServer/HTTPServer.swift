@@ -70,7 +70,8 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops serving: open streams end (their `close()` runs), connections close, handler threads are joined
-    /// and the socket is released. Returns within about 100 ms plus the longest running handler. Idempotent.
+    /// and the socket is released. Returns within about 100 ms plus the longest running handler. Idempotent:
+    /// a later or concurrent second call returns at once.
     /// Any thread except a handler's (it would wait for itself).
     public func stop() {
         guard let daemon = self.daemon.withLock({ d -> OpaquePointer? in defer { d = nil }; return d }) else { return }
