@@ -1,0 +1,99 @@
+import CMicroHTTPD
+import Glibc
+import Synchronization
+
+/// An HTTP/1.1 server on one address, built on libmicrohttpd with one thread per connection.
+///
+/// Threads: the handler runs on the connection's own libmicrohttpd thread, possibly on several connections
+/// at once, so it must be `@Sendable` and may block only briefly (a streaming body blocks in its stream
+/// instead, on that same thread). `port` and `stop()` may be called from any thread except a handler's.
+///
+/// Answers the wrapper gives by itself are JSON `{"error": "..."}`: 400 for a request target that is not
+/// valid percent-encoded UTF-8, 413 for a body over `maxBodyBytes`, 500 for a response the handler built
+/// wrongly. libmicrohttpd itself answers a few malformed requests (431 for headers over the connection
+/// memory limit, 400 for a broken request line) with its own, empty bodies.
+///
+/// SIGPIPE: libmicrohttpd sends with `MSG_NOSIGNAL` on Linux, so a client that vanishes never raises it.
+public final class HTTPServer: Sendable {
+    /// Limits applied to every connection.
+    public struct Limits: Sendable {
+        /// libmicrohttpd's memory pool per connection; request line and headers must fit in about half.
+        public var connectionMemoryBytes: Int = 32 * 1024
+        /// Seconds of silence after which libmicrohttpd closes a connection (not while a stream waits).
+        public var idleTimeoutSeconds: Int = 30
+        /// Simultaneous connections (each is a thread).
+        public var maxConnections: Int = 64
+        /// Makes the default limits.
+        public init() {}
+    }
+
+    /// The actual bound port (the ephemeral one chosen by the kernel when `port` 0 was asked for).
+    public let port: Int
+    /// The host as given.
+    public let host: String
+
+    private let core: ServerCore
+    private let daemon: Mutex<OpaquePointer?>
+
+    /// Binds `host:port` and starts serving on libmicrohttpd's threads. Any thread.
+    ///
+    /// - Parameters:
+    ///   - host: a numeric IPv4 address (`127.0.0.1`, `0.0.0.0`), an IPv6 one (`::1`, `[::1]`), or
+    ///     `localhost` (= `127.0.0.1`). Only that address is bound.
+    ///   - port: 0...65535; 0 lets the kernel choose (read `port` afterwards).
+    ///   - maxBodyBytes: larger request bodies are answered 413 and never buffered.
+    ///   - handler: answers each request; called on the connection's thread (see the type).
+    /// - Throws: `HTTPServerError`, e.g. `cannot listen on 127.0.0.1:8470: Address already in use (errno 98)`.
+    public init(host: String, port: Int, maxBodyBytes: Int, limits: Limits = Limits(),
+                handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) throws(HTTPServerError) {
+        let listener = try ListeningSocket(host: host, port: port, connectionLimit: limits.maxConnections)
+        let core = ServerCore(maxBodyBytes: max(0, maxBodyBytes), handler: handler)
+        var flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
+            | MHD_USE_POLL.rawValue
+        if listener.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+        let context = Unmanaged.passUnretained(core).toOpaque()
+        guard let daemon = baton_mhd_start(
+            flags, listener.fd,
+            mhdAccessHandler, context,
+            mhdRequestCompleted, context,
+            mhdURILog, context,
+            max(4096, limits.connectionMemoryBytes), UInt32(clamping: max(1, limits.idleTimeoutSeconds)),
+            UInt32(clamping: max(1, limits.maxConnections)))
+        else {
+            // Leaked on purpose if libmicrohttpd already closed it: never risk closing a reused descriptor.
+            throw HTTPServerError(kind: .cannotStart, address: listener.displayAddress)
+        }
+        self.host = host
+        self.port = listener.boundPort
+        self.core = core
+        self.daemon = Mutex(daemon)
+    }
+
+    /// Stops serving: open streams end (their `close()` runs), connections close, handler threads are joined
+    /// and the socket is released. Returns within about 100 ms plus the longest running handler. Idempotent:
+    /// a later or concurrent second call returns at once.
+    /// Any thread except a handler's (it would wait for itself).
+    public func stop() {
+        guard let daemon = self.daemon.withLock({ d -> OpaquePointer? in defer { d = nil }; return d }) else { return }
+        core.stopping.store(true, ordering: .releasing)
+        MHD_stop_daemon(daemon)
+    }
+
+    deinit {
+        stop()
+    }
+}
+
+/// State shared by all of a server's libmicrohttpd callbacks; lives as long as the `HTTPServer`, which
+/// stops the daemon before releasing it.
+final class ServerCore: Sendable {
+    let maxBodyBytes: Int
+    let handler: @Sendable (HTTPRequest) -> HTTPResponse
+    /// Set by `stop()` before `MHD_stop_daemon`, so blocked stream readers give up.
+    let stopping = Atomic<Bool>(false)
+
+    init(maxBodyBytes: Int, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) {
+        self.maxBodyBytes = maxBodyBytes
+        self.handler = handler
+    }
+}

@@ -1,1 +1,0 @@
-// HTTPServer module: placeholder until its first real file lands.

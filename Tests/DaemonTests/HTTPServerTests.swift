@@ -1,0 +1,502 @@
+import Glibc
+import HTTPServer
+import Synchronization
+import Testing
+
+// Loopback tests of the HTTPServer wrapper through a tiny raw-socket HTTP/1.1 client, so that malformed
+// requests, oversize bodies and streamed chunks can be seen byte by byte.
+
+@Suite("HTTPServer")
+struct HTTPServerTests {
+    /// A handler echoing the request in a fixed textual form.
+    static let echo: @Sendable (HTTPRequest) -> HTTPResponse = { request in
+        let query = request.query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
+        let text = "\(request.method) \(request.path) ?\(query) from \(request.remoteAddress ?? "-") "
+            + "x-test=\(request.headers["x-test"] ?? "-") body=\(String(decoding: request.body, as: UTF8.self))"
+        return .text(200, text)
+    }
+
+    /// A GET reaches the handler with method, path, headers and client address, and the answer comes back.
+    @Test func answersGet() throws {
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, handler: Self.echo)
+        defer { server.stop() }
+        #expect(server.port > 0)
+        let client = try RawClient(port: server.port)
+        client.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Test: yes\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.headers["content-type"] == "text/plain; charset=utf-8")
+        #expect(response.text == "GET /hello ? from 127.0.0.1 x-test=yes body=")
+    }
+
+    /// A POST body with Content-Length is delivered whole to the handler.
+    @Test func echoesPostBody() throws {
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, handler: Self.echo)
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello world")
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.text == "POST /echo ? from 127.0.0.1 x-test=- body=hello world")
+    }
+
+    /// A chunked POST body is reassembled before the handler sees it.
+    @Test func echoesChunkedPostBody() throws {
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, handler: Self.echo)
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.text == "POST /echo ? from 127.0.0.1 x-test=- body=hello world")
+    }
+
+    /// Two requests on one kept-alive connection are both answered (per-request state is reset).
+    @Test func servesTwoRequestsOnOneConnection() throws {
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, handler: Self.echo)
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("POST /one HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+        #expect(try client.readResponse().text == "POST /one ? from 127.0.0.1 x-test=- body=abc")
+        client.send("GET /two?a=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().text == "GET /two ?a=1 from 127.0.0.1 x-test=- body=")
+    }
+
+    /// A declared body over the limit is refused with 413 JSON before the body is sent.
+    @Test func refusesDeclaredOversizeBody() throws {
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 100, handler: Self.echo)
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 413)
+        #expect(response.headers["content-type"] == "application/json")
+        #expect(response.text == #"{"error":"request body exceeds 100 bytes"}"#)
+    }
+
+    /// A chunked body that grows over the limit is answered 413 JSON without reaching the handler.
+    @Test func refusesChunkedOversizeBody() throws {
+        let called = Flag()
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 10) { request in
+            called.set()
+            return Self.echo(request)
+        }
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        let piece = String(repeating: "x", count: 8)
+        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "8\r\n\(piece)\r\n8\r\n\(piece)\r\n8\r\n\(piece)\r\n0\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 413)
+        #expect(response.text == #"{"error":"request body exceeds 10 bytes"}"#)
+        #expect(!called.isSet)
+    }
+
+    /// Path and query are percent-decoded by the wrapper: `+` is a space only in the query.
+    @Test func decodesPathAndQuery() throws {
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, handler: Self.echo)
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("GET /a%20b+c/%C3%A9?x=1+2&y=%26%3D&flag HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.text == "GET /a b+c/é ?flag=&x=1 2&y=&= from 127.0.0.1 x-test=- body=")
+    }
+
+    /// Invalid UTF-8, a broken escape or an encoded NUL in the path is refused with 400 JSON.
+    @Test(arguments: ["/%FF", "/%zz", "/abc%4", "/a%00b", "/q?x=%C3"])
+    func refusesUndecodableTarget(target: String) throws {
+        let called = Flag()
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024) { request in
+            called.set()
+            return Self.echo(request)
+        }
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 400)
+        #expect(response.headers["content-type"] == "application/json")
+        #expect(response.text.hasPrefix(#"{"error":"#))
+        #expect(!called.isSet)
+    }
+
+    /// A response with a header containing CR LF is replaced by a 500 JSON error.
+    @Test func refusesHeaderInjection() throws {
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024) { _ in
+            HTTPResponse(status: 200, headers: [("X-Evil", "a\r\nSet-Cookie: b")], body: .bytes([]))
+        }
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 500)
+        #expect(response.headers["set-cookie"] == nil)
+        #expect(response.text == #"{"error":"handler answered with an invalid header"}"#)
+    }
+
+    /// A streaming response delivers each chunk as it is sent, in order, then ends; the stream is closed.
+    @Test func streamsChunksInOrderThenEnds() throws {
+        let streams = StreamBox()
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024) { _ in
+            .eventStream(streams.make())
+        }
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        let queue = try #require(streams.waitForStream())
+        let head = try client.readHead()
+        #expect(head.status == 200)
+        #expect(head.headers["content-type"] == "text/event-stream")
+        #expect(head.headers["transfer-encoding"] == "chunked")
+        for index in 1...3 {
+            let event = ServerSentEvent.encode(event: "tick", data: "n=\(index)")
+            #expect(queue.send(event))
+            #expect(try client.readChunkedBytes(count: event.count) == event)
+        }
+        queue.finish()
+        #expect(try client.readChunkedEnd())
+        #expect(eventually { streams.closed.isSet })
+    }
+
+    /// An idle event stream sends the SSE keep-alive comment after its interval.
+    @Test func sendsKeepAliveWhileIdle() throws {
+        let streams = StreamBox()
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024) { _ in
+            .eventStream(streams.make(), keepAlive: .milliseconds(30))
+        }
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try client.readHead()
+        let comment = Array(": keep-alive\n\n".utf8)
+        #expect(try client.readChunkedBytes(count: comment.count) == comment)
+    }
+
+    /// A client that disconnects mid-stream makes the server close (and free) the stream.
+    @Test func closesStreamWhenClientLeaves() throws {
+        let streams = StreamBox()
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024) { _ in
+            HTTPResponse(status: 200, body: .stream(streams.make(), keepAlive: nil))
+        }
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        let queue = try #require(streams.waitForStream())
+        #expect(try client.readHead().status == 200)
+        #expect(queue.send("first"))
+        #expect(try client.readChunkedBytes(count: 5) == Array("first".utf8))
+        client.close()
+        #expect(eventually { streams.closed.isSet })
+        #expect(queue.isClosed)
+        #expect(!queue.send("late"))
+    }
+
+    /// `stop()` with an SSE client attached returns promptly, closes the stream and the connection.
+    @Test func stopsPromptlyWithOpenStream() throws {
+        let streams = StreamBox()
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024) { _ in
+            .eventStream(streams.make())
+        }
+        let client = try RawClient(port: server.port)
+        client.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try #require(streams.waitForStream())
+        _ = try client.readHead()
+        let started = ContinuousClock.now
+        server.stop()
+        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(streams.closed.isSet)
+        #expect(client.readsEndOfFile())
+        server.stop()  // idempotent
+    }
+
+    /// A client that leaves in the middle of a large body does not kill the process (no SIGPIPE), and
+    /// the server keeps serving.
+    @Test func survivesClientLeavingMidBody() throws {
+        let large = [UInt8](repeating: UInt8(ascii: "z"), count: 8 << 20)
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024) { request in
+            request.path == "/large" ? HTTPResponse(status: 200, body: .bytes(large)) : Self.echo(request)
+        }
+        defer { server.stop() }
+        // Only meaningful while SIGPIPE still has its default, process-killing action (SIG_DFL is 0).
+        var disposition = sigaction()
+        sigaction(SIGPIPE, nil, &disposition)
+        #expect(unsafeBitCast(disposition.__sigaction_handler.sa_handler, to: Int.self) == 0)
+        for _ in 0..<3 {
+            let leaving = try RawClient(port: server.port)
+            leaving.send("GET /large HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try leaving.readHead().status == 200)
+            leaving.close()
+        }
+        let client = try RawClient(port: server.port)
+        client.send("GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().text == "GET /after ? from 127.0.0.1 x-test=- body=")
+    }
+
+    /// Request headers larger than the connection memory limit are refused by libmicrohttpd with 431.
+    @Test func refusesOversizeHeaders() throws {
+        var limits = HTTPServer.Limits()
+        limits.connectionMemoryBytes = 8 * 1024
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, limits: limits,
+                                    handler: Self.echo)
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("GET / HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 16 * 1024))\r\n\r\n")
+        #expect(try client.readHead().status == 431)
+    }
+
+    /// Listening on a port already in use fails with an error naming the address and the reason.
+    @Test func reportsTakenPort() throws {
+        let first = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, handler: Self.echo)
+        defer { first.stop() }
+        let error = #expect(throws: HTTPServerError.self) {
+            _ = try HTTPServer(host: "127.0.0.1", port: first.port, maxBodyBytes: 1024, handler: Self.echo)
+        }
+        #expect(error?.kind == .cannotListen)
+        #expect(error?.errno == EADDRINUSE)
+        #expect(error?.description == "cannot listen on 127.0.0.1:\(first.port): Address already in use (errno 98)")
+    }
+
+    /// A host that is not a numeric address is refused without touching the network.
+    @Test func refusesNonNumericHost() throws {
+        let error = #expect(throws: HTTPServerError.self) {
+            _ = try HTTPServer(host: "speaker.local", port: 0, maxBodyBytes: 1024, handler: Self.echo)
+        }
+        #expect(error?.kind == .invalidAddress)
+    }
+
+    /// An IPv6 loopback address in brackets binds and serves (skipped when the host has no IPv6).
+    @Test func servesIPv6Loopback() throws {
+        let started = Result { () throws(HTTPServerError) -> HTTPServer in
+            try HTTPServer(host: "[::1]", port: 0, maxBodyBytes: 1024, handler: Self.echo)
+        }
+        if case .failure(let error) = started, error.kind == .cannotListen, error.errno == EADDRNOTAVAIL {
+            return  // no IPv6 loopback in this container
+        }
+        let server = try started.get()
+        defer { server.stop() }
+        let client = try RawClient(port: server.port, ipv6: true)
+        client.send("GET /six HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().text == "GET /six ? from ::1 x-test=- body=")
+    }
+
+    /// Server-Sent Events encoding splits multi-line data into one `data:` line each.
+    @Test func encodesServerSentEvents() {
+        let bytes = ServerSentEvent.encode(event: "zone", id: "7", data: "a\nb")
+        #expect(String(decoding: bytes, as: UTF8.self) == "event: zone\nid: 7\ndata: a\ndata: b\n\n")
+    }
+}
+
+// MARK: - Helpers
+
+/// Polls `condition` every 2 ms until it holds or `limit` passes.
+func eventually(within limit: Duration = .seconds(3), _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        usleep(2_000)
+    }
+    return condition()
+}
+
+/// A thread-safe boolean set once.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
+}
+
+/// Makes one `HTTPChunkQueue` for a streaming handler and lets the test reach it.
+final class StreamBox: Sendable {
+    let closed = Flag()
+    private let queue = Mutex<HTTPChunkQueue?>(nil)
+
+    func make() -> HTTPChunkQueue {
+        let closed = self.closed
+        let made = HTTPChunkQueue(onClose: { closed.set() })
+        queue.withLock { $0 = made }
+        return made
+    }
+
+    func waitForStream() -> HTTPChunkQueue? {
+        var found: HTTPChunkQueue?
+        _ = eventually { found = queue.withLock { $0 }; return found != nil }
+        return found
+    }
+}
+
+struct ClientError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// A blocking HTTP/1.1 client over a raw loopback socket, with a 5 s receive timeout.
+final class RawClient {
+    struct Head {
+        var status: Int
+        var headers: [String: String]
+    }
+
+    struct Response {
+        var status: Int
+        var headers: [String: String]
+        var body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    private var fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: Int, ipv6: Bool = false) throws {
+        fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ClientError(description: "socket: errno \(errno)") }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let result: Int32
+        if ipv6 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = in_port_t(UInt16(port).bigEndian)
+            address.sin6_addr = in6addr_loopback
+            result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
+            }
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian
+            result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+        guard result == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw ClientError(description: "connect: errno \(code)")
+        }
+    }
+
+    deinit { close() }
+
+    func close() {
+        if fd >= 0 { Glibc.close(fd) }
+        fd = -1
+    }
+
+    func send(_ text: String) {
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            sent += n
+        }
+    }
+
+    /// Reads more bytes into the buffer; false on end of file, error or timeout.
+    private func fill() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return false }
+        buffer += chunk[..<n]
+        return true
+    }
+
+    private func readLine() throws -> String {
+        while true {
+            if let index = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                var line = Array(buffer[..<index])
+                buffer.removeFirst(index + 1)
+                if line.last == UInt8(ascii: "\r") { line.removeLast() }
+                return String(decoding: line, as: UTF8.self)
+            }
+            guard fill() else { throw ClientError(description: "connection ended inside a line") }
+        }
+    }
+
+    private func readExactly(_ count: Int) throws -> [UInt8] {
+        while buffer.count < count {
+            guard fill() else { throw ClientError(description: "connection ended inside a body") }
+        }
+        defer { buffer.removeFirst(count) }
+        return Array(buffer[..<count])
+    }
+
+    func readHead() throws -> Head {
+        let statusLine = try readLine()
+        let parts = statusLine.split(separator: " ")
+        guard parts.count >= 2, let status = Int(parts[1]) else {
+            throw ClientError(description: "bad status line \(statusLine)")
+        }
+        var headers: [String: String] = [:]
+        while true {
+            let line = try readLine()
+            if line.isEmpty { break }
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let value = line[line.index(after: colon)...].drop { $0 == " " }
+            headers[line[..<colon].lowercased()] = String(value)
+        }
+        return Head(status: status, headers: headers)
+    }
+
+    /// Reads one whole response (Content-Length, chunked, or until the connection closes).
+    func readResponse() throws -> Response {
+        let head = try readHead()
+        var body: [UInt8] = []
+        if let length = head.headers["content-length"].flatMap({ Int($0) }) {
+            body = try readExactly(length)
+        } else if head.headers["transfer-encoding"] == "chunked" {
+            while let chunk = try readChunk() { body += chunk }
+        } else {
+            while fill() {}
+            body = buffer
+            buffer = []
+        }
+        return Response(status: head.status, headers: head.headers, body: body)
+    }
+
+    /// One chunk of a chunked body, or nil for the terminating chunk.
+    private func readChunk() throws -> [UInt8]? {
+        let sizeLine = try readLine()
+        guard let size = Int(sizeLine.split(separator: ";").first ?? "", radix: 16) else {
+            throw ClientError(description: "bad chunk size \(sizeLine)")
+        }
+        if size == 0 {
+            _ = try readLine()
+            return nil
+        }
+        let data = try readExactly(size)
+        _ = try readLine()
+        return data
+    }
+
+    private var pendingStream: [UInt8] = []
+
+    /// Reads `count` bytes of a chunked body, whatever the chunk boundaries.
+    func readChunkedBytes(count: Int) throws -> [UInt8] {
+        while pendingStream.count < count {
+            guard let chunk = try readChunk() else { throw ClientError(description: "stream ended early") }
+            pendingStream += chunk
+        }
+        defer { pendingStream.removeFirst(count) }
+        return Array(pendingStream[..<count])
+    }
+
+    /// True if the next thing in a chunked body is its end.
+    func readChunkedEnd() throws -> Bool {
+        pendingStream.isEmpty ? try readChunk() == nil : false
+    }
+
+    /// True if the server closes the connection (within the receive timeout) with nothing more to say
+    /// but perhaps the end of a chunked body.
+    func readsEndOfFile() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { return true }  // orderly end of file
+            if n < 0 { return errno == ECONNRESET }  // reset also means closed; a timeout does not
+        }
+    }
+}
