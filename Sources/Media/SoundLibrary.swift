@@ -1,0 +1,113 @@
+import AudioCore
+import Glibc
+import OpusCodec
+import Synchronization
+
+/// The named announcement sounds in a directory (`doorbell.wav`, `chime.opus`, …), decoded,
+/// mapped to a zone's channel count and resampled to its rate once, then cached.
+///
+/// Thread: any; the cache is behind a mutex, decoding happens outside it.
+public final class SoundLibrary: Sendable {
+    /// File endings tried, in order, for a sound name.
+    public static let extensions = ["wav", "opus"]
+    /// Largest sound file accepted (a 10-minute 48 kHz stereo 24-bit WAV is about 173 MB).
+    public static let maxFileBytes = 64 << 20
+
+    public let directory: String
+    public let resampler: ResamplerKind
+    private struct Key: Hashable { var name: String; var rate: Int; var channels: Int }
+    private let cache = Mutex<[Key: [Float]]>([:])
+
+    public init(directory: String, resampler: ResamplerKind = .announcementsDefault) {
+        self.directory = directory
+        self.resampler = resampler
+    }
+
+    /// Checks that `name` is a plain sound name: letters, digits, `-`, `_` and `.`, not starting with
+    /// a dot, so it can never leave the sound directory (no `/`, no `..`).
+    public static func validate(name: String) throws(MediaError) {
+        let allowed = name.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x5F || c == 0x2E
+        }
+        guard !name.isEmpty, name.utf8.count <= 64, allowed, !name.hasPrefix("."), !name.contains("..") else {
+            throw MediaError(file: name, problem: "invalid sound name (use letters, digits, '-', '_' and '.'; no '/' or '..')")
+        }
+    }
+
+    /// The names of the sounds in the directory, sorted.
+    public func names() -> [String] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var found = Set<String>()
+        while let entry = readdir(dir) {
+            let file = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            for ext in Self.extensions where file.hasSuffix(".\(ext)") && !file.hasPrefix(".") {
+                found.insert(String(file.dropLast(ext.count + 1)))
+            }
+        }
+        return found.sorted()
+    }
+
+    /// The sound `name` as interleaved Float frames at `rate` with `channels` channels.
+    /// Loads, decodes, maps and resamples it on first use; later calls return the cached samples.
+    public func samples(_ name: String, rate: Int, channels: Int) throws(MediaError) -> [Float] {
+        try Self.validate(name: name)
+        let key = Key(name: name, rate: rate, channels: channels)
+        if let hit = cache.withLock({ $0[key] }) { return hit }
+        let decoded = try decode(name)
+        var samples = mapChannels(decoded.samples, from: decoded.channels, to: channels)
+        if decoded.rate != rate {
+            do {
+                let converter = try makeResampler(resampler, inputRate: decoded.rate, outputRate: rate, channels: channels)
+                samples = try converter.resampleAll(samples)
+            } catch {
+                throw MediaError(file: name, problem: "cannot resample \(decoded.rate) Hz to \(rate) Hz: \(error)")
+            }
+        }
+        let result = samples
+        cache.withLock { $0[key] = result }
+        return result
+    }
+
+    /// Forgets every cached sound (after the files changed). Any thread.
+    public func clearCache() { cache.withLock { $0.removeAll() } }
+
+    /// Reads and decodes the file behind `name`.
+    public func decode(_ name: String) throws(MediaError) -> DecodedPCM {
+        try Self.validate(name: name)
+        for ext in Self.extensions {
+            let path = "\(directory)/\(name).\(ext)"
+            guard let bytes = try readFile(path) else { continue }
+            switch ext {
+            case "wav":
+                return try WAVFile.decode(bytes, name: path)
+            default:
+                do { return try OggOpusFile.decode(bytes, name: path) } catch {
+                    throw MediaError(file: path, problem: error.message)
+                }
+            }
+        }
+        throw MediaError(file: name, problem: "unknown sound (no \(name).wav or \(name).opus in \(directory))")
+    }
+
+    /// The whole file, or nil when it does not exist.
+    private func readFile(_ path: String) throws(MediaError) -> [UInt8]? {
+        guard let f = fopen(path, "rb") else {
+            if errno == ENOENT { return nil }
+            throw MediaError(file: path, problem: "cannot open: \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(f) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, 65_536, f) }
+            if n == 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+            if bytes.count > Self.maxFileBytes {
+                throw MediaError(file: path, problem: "larger than \(Self.maxFileBytes >> 20) MiB")
+            }
+        }
+        if ferror(f) != 0 { throw MediaError(file: path, problem: "read error") }
+        return bytes
+    }
+}
