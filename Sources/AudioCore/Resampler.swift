@@ -5,7 +5,8 @@
 /// A streaming sample-rate converter for interleaved `Float` frames.
 ///
 /// Not thread-safe: one thread feeds it (a source's producer thread, never the output thread).
-/// After `init`, `process`, `flush` and `reset` neither allocate nor lock.
+/// After `init` and a short warm-up, `process` and `flush` neither allocate nor lock; `reset` may
+/// allocate (libsoxr rebuilds its filters), so reset between streams, not in a real-time loop.
 ///
 /// Identity: when `inputRate == outputRate` callers skip resampling altogether and copy the samples;
 /// the converters accept equal rates, but still filter and still delay the signal.
@@ -40,6 +41,7 @@ public protocol Resampler: AnyObject {
     var latencyFrames: Double { get }
 
     /// Forgets all history and makes the converter ready for a new stream with the same rates.
+    /// May allocate (libsoxr rebuilds its filters); producer or control thread.
     func reset()
 }
 

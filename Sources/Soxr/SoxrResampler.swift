@@ -3,11 +3,17 @@ import CSoxr
 
 /// A streaming converter backed by libsoxr, interleaved 32-bit float in and out, single-threaded.
 ///
-/// libsoxr converts in the frequency domain: very cheap per sample, but it holds back ≈ 14 ms (HQ) of
-/// output. Output is time-aligned with the input (its filter delay is trimmed), and a flushed stream has
-/// exactly `expectedOutputFrames(inputFrames:)` frames.
+/// libsoxr converts in the frequency domain: very cheap per sample, but it holds back 11–24 ms (HQ) of
+/// output. Output is time-aligned with the input (its filter delay is trimmed).
 ///
-/// Not thread-safe: one producer thread feeds it. `process`, `flush`, `reset` do not allocate or lock.
+/// End of stream: libsoxr's own flush (`soxr_process` with a nil input) rounds the ideal length in
+/// floating point, so at an exact half it may round down (48080 frames at 48 → 44.1 kHz, ideally
+/// 44173.5, come out as 44173). `flush` instead feeds silence — what the stream is followed by, and what
+/// libsoxr's flush pads with internally, so the samples are the same — and stops at exactly
+/// `expectedOutputFrames(inputFrames:)` frames, like `SampleRateConverter`.
+///
+/// Not thread-safe: one producer thread feeds it. `process` and `flush` do not allocate or lock once
+/// warmed up; `reset` does allocate (`soxr_clear` rebuilds the filters).
 public final class SoxrResampler: Resampler {
     public let inputRate: Int
     public let outputRate: Int
@@ -16,6 +22,11 @@ public final class SoxrResampler: Resampler {
     public let quality: SoxrQuality
 
     private let handle: OpaquePointer
+    /// Zeros fed after the last input frame while flushing.
+    private let silence: UnsafeMutableBufferPointer<Float>
+    private static let silenceFrames = 256
+    private var consumedFrames = 0
+    private var producedFrames = 0
     private var flushed = false
 
     /// Creates a converter. Control thread; allocates libsoxr's filters.
@@ -37,13 +48,18 @@ public final class SoxrResampler: Resampler {
         }
         guard let handle else { throw ResamplerError(SoxrError(message: "soxr_create returned no resampler")) }
         self.handle = handle
+        self.silence = .allocate(capacity: Self.silenceFrames * channels)
+        silence.initialize(repeating: 0)
         self.quality = quality
         self.inputRate = inputRate
         self.outputRate = outputRate
         self.channels = channels
     }
 
-    deinit { soxr_delete(handle) }
+    deinit {
+        soxr_delete(handle)
+        silence.deallocate()
+    }
 
     /// Converts `input` into `output`. Producer thread only; does not allocate.
     /// The corresponding C function is `soxr_process`.
@@ -59,6 +75,7 @@ public final class SoxrResampler: Resampler {
             // stream, so this goes through soxr_output, which never asks for input without a callback.
             let produced = soxr_output(handle, out, outputFrames)
             if let error = soxr_error(handle) { throw ResamplerError(SoxrError(error)) }
+            producedFrames += produced
             return (0, produced)
         }
         var consumed = 0
@@ -67,29 +84,43 @@ public final class SoxrResampler: Resampler {
         if let error = soxr_process(handle, source, inputFrames, &consumed, out, outputFrames, &produced) {
             throw ResamplerError(SoxrError(error))
         }
+        consumedFrames += consumed
+        producedFrames += produced
         return (consumed, produced)
     }
 
-    /// Ends the stream and drains libsoxr's delay line. Producer thread only; does not allocate.
-    /// The corresponding C call is `soxr_process` with a nil input.
+    /// Ends the stream: feeds silence until the output reaches exactly the ideal length, draining
+    /// libsoxr's delay line. Producer thread only; does not allocate.
     public func flush(output: UnsafeMutableBufferPointer<Float>) throws(ResamplerError) -> Int {
         let outputFrames = output.count / channels
         guard outputFrames > 0, let out = output.baseAddress else { return 0 }
         flushed = true
-        var produced = 0
-        if let error = soxr_process(handle, nil, 0, nil, out, outputFrames, &produced) {
-            throw ResamplerError(SoxrError(error))
+        let wanted = min(expectedOutputFrames(inputFrames: consumedFrames) - producedFrames, outputFrames)
+        var written = 0
+        while written < wanted {
+            var consumed = 0
+            var produced = 0
+            if let error = soxr_process(handle, silence.baseAddress, Self.silenceFrames, &consumed,
+                                        out + written * channels, wanted - written, &produced) {
+                throw ResamplerError(SoxrError(error))
+            }
+            written += produced
+            if consumed == 0 && produced == 0 { break }  // cannot progress; the caller's next call retries
         }
-        return produced
+        producedFrames += written
+        return written
     }
 
     /// Output frames libsoxr currently holds back. The corresponding C function is `soxr_delay`.
     public var latencyFrames: Double { soxr_delay(handle) }
 
-    /// Ready for a new stream, same rates and quality. The corresponding C function is `soxr_clear`.
+    /// Ready for a new stream, same rates and quality. Allocates: libsoxr rebuilds its filters.
+    /// The corresponding C function is `soxr_clear`.
     public func reset() {
         // soxr_clear only fails on a nil handle, which cannot happen here.
         _ = soxr_clear(handle)
+        consumedFrames = 0
+        producedFrames = 0
         flushed = false
     }
 }
