@@ -105,6 +105,39 @@ struct ResamplerTests {
         }
     }
 
+    /// An empty input block is not the end of the stream: it only hands out frames already converted.
+    @Test(arguments: allKinds)
+    func treatsEmptyInputAsNoInput(kind: ResamplerKind) throws {
+        let resampler = try makeResampler(kind: kind, inputRate: 48000, outputRate: 44100, channels: 2)
+        let input = sine(frequency: 1000, rate: 48000, frames: 4800, channels: 2)
+        var output = [Float](repeating: 0, count: 8192 * 2)
+        var produced = 0
+        try input.withUnsafeBufferPointer { input in
+            try output.withUnsafeMutableBufferPointer { output in
+                let empty = UnsafeBufferPointer(rebasing: input[0..<0])
+                #expect(try resampler.process(input: empty, output: output) == (0, 0))
+                var offset = 0
+                while offset < input.count {
+                    let room = UnsafeMutableBufferPointer(rebasing: output[(produced * 2)...])
+                    let step = try resampler.process(input: UnsafeBufferPointer(rebasing: input[offset...]), output: room)
+                    offset += step.consumed * 2
+                    produced += step.produced
+                }
+                let drained = try resampler.process(input: empty,
+                                                    output: UnsafeMutableBufferPointer(rebasing: output[(produced * 2)...]))
+                #expect(drained.consumed == 0)
+                produced += drained.produced
+                while true {
+                    let room = UnsafeMutableBufferPointer(rebasing: output[(produced * 2)...])
+                    let more = try resampler.flush(output: room)
+                    if more == 0 { break }
+                    produced += more
+                }
+            }
+        }
+        #expect(produced == 4410)
+    }
+
     /// Rates of zero or below, or no channels, are refused with a typed error that says what was wrong.
     @Test(arguments: ResamplerLibrary.allCases, [
         (0, 48000, 2, ResamplerError.invalidRate(0)),
