@@ -1,1 +1,0 @@
-// SampleRate module: placeholder until its first real file lands.

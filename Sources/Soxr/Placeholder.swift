@@ -1,1 +1,0 @@
-// Soxr module: placeholder until its first real file lands.
