@@ -19,13 +19,14 @@ enum EditDistance {
     }
 
     /// The candidate closest to `word`, if it is close enough to be a likely typo: at most 2 edits,
-    /// or a third of the word's length for long words. Ties go to the earlier candidate.
+    /// or a third of the word's length for long words, and fewer edits than the word has characters
+    /// (so "ab" does not suggest "api"). Ties go to the earlier candidate.
     static func suggestion(for word: String, among candidates: [String]) -> String? {
         let limit = max(2, word.count / 3)
         var best: (candidate: String, distance: Int)?
         for candidate in candidates {
             let distance = between(word.lowercased(), candidate)
-            if distance <= limit, distance < (best?.distance ?? .max) {
+            if distance <= limit, distance < word.count, distance < (best?.distance ?? .max) {
                 best = (candidate, distance)
             }
         }

@@ -104,6 +104,23 @@ import Testing
         ])
     }
 
+    /// Class names follow the zone name rule, and an empty classes mapping is an error.
+    @Test func rejectsBadClasses() {
+        #expect(issueLines(minimalZone + "policy:\n  classes:\n    Music: {priority: 1, kind: permanent}\n") == [
+            #"test.yaml:6:5: policy.classes.Music: class name "Music" must match [a-z0-9_-]+"#,
+        ])
+        #expect(issueLines(minimalZone + "policy:\n  classes: {}\n") == [
+            "test.yaml:5:12: policy.classes: at least one class is required",
+        ])
+    }
+
+    /// A two-letter unknown key gets the list of valid keys, not a far-fetched suggestion.
+    @Test func doesNotSuggestForTinyKeys() {
+        #expect(issueLines(minimalZone + "ab: 1\n") == [
+            "test.yaml:4:1: ab: unknown key (expected one of: api, zones, sounds, resampler, alsa-config, output-dir, policy)",
+        ])
+    }
+
     /// A zone without a PCM names the zone; a PCM with no value or an empty one points at the value.
     @Test func requiresPCM() {
         #expect(issueLines("zones:\n  kitchen:\n    rate: 44100\n") == [

@@ -107,6 +107,13 @@ import Testing
         #expect(configuration.policy.duck == .default)
     }
 
+    /// A policy with only a duck section keeps the default classes.
+    @Test func keepsDefaultClassesWithDuckOnly() throws {
+        let policy = try load(minimalZone + "policy:\n  duck: {level: -6dB}\n").policy
+        #expect(policy.classes == PolicyConfig.defaultClasses)
+        #expect(policy.duck == DuckConfig(level: -6))
+    }
+
     /// A file that does not exist is reported with the system's reason and no position.
     @Test func reportsUnreadableFile() {
         #expect(throws: ConfigError(issues: [ConfigIssue(file: "/nonexistent/baton.yaml", line: nil, column: nil,
