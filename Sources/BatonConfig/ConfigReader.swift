@@ -1,0 +1,225 @@
+import YAML
+
+/// A key path such as `zones.kitchen.period`, for messages.
+struct ConfigPath: CustomStringConvertible {
+    var components: [String] = []
+
+    static let root = ConfigPath()
+
+    func appending(_ key: String) -> ConfigPath {
+        ConfigPath(components: components + [key])
+    }
+
+    var description: String { components.joined(separator: ".") }
+}
+
+/// How to read one kind of scalar value: its name for type errors and a conversion that either
+/// succeeds or says what is wrong with the text.
+struct ValueKind<Value> {
+    /// "an integer", "a duration": completes "expected …, found a mapping".
+    var name: String
+    var convert: (String) -> Result<Value, ValueProblem>
+}
+
+/// Why a scalar's text is not a valid value; the message completes "path: …".
+struct ValueProblem: Error {
+    var message: String
+}
+
+/// The entries of one mapping in the file, after unknown keys were reported.
+struct Fields {
+    /// The mapping's key path.
+    var path: ConfigPath
+    /// Where to point when a required key is missing: the mapping's own key, or the top of the file.
+    var anchor: Mark
+    /// Known keys with non-null values.
+    var values: [String: YAMLPair]
+    /// Known keys written with a null value (`key:` alone), treated as absent except for required keys.
+    var nulls: [String: YAMLPair]
+}
+
+/// Walks the YAML tree and collects every problem instead of stopping at the first.
+struct ConfigReader {
+    let file: String
+    private(set) var issues: [ConfigIssue] = []
+
+    init(file: String) { self.file = file }
+
+    /// Records a problem.
+    mutating func report(_ mark: Mark?, _ path: ConfigPath, _ message: String) {
+        issues.append(ConfigIssue(file: file, line: mark?.line, column: mark?.column,
+                                  path: path.description, message: message))
+    }
+
+    /// The fields of a mapping node, reporting a non-mapping node and every key not in `allowed`
+    /// (with the closest allowed key as a suggestion). A null node reads as an empty mapping.
+    mutating func fields(of node: YAMLNode, at path: ConfigPath, anchor: Mark, allowed: [String]) -> Fields? {
+        var fields = Fields(path: path, anchor: anchor, values: [:], nulls: [:])
+        if node.isNull { return fields }
+        guard let pairs = node.mapping else {
+            report(node.mark, path, "expected a mapping, found \(node.kindDescription)")
+            return nil
+        }
+        for pair in pairs {
+            guard allowed.contains(pair.key) else {
+                reportUnknownKey(pair, at: path, allowed: allowed)
+                continue
+            }
+            if pair.value.isNull {
+                fields.nulls[pair.key] = pair
+            } else {
+                fields.values[pair.key] = pair
+            }
+        }
+        return fields
+    }
+
+    /// The entries of a mapping whose keys are names chosen by the user (zones, classes).
+    mutating func namedEntries(of node: YAMLNode, at path: ConfigPath) -> [YAMLPair]? {
+        if node.isNull { return [] }
+        guard let pairs = node.mapping else {
+            report(node.mark, path, "expected a mapping, found \(node.kindDescription)")
+            return nil
+        }
+        return pairs
+    }
+
+    mutating func reportUnknownKey(_ pair: YAMLPair, at path: ConfigPath, allowed: [String]) {
+        let message = if let suggestion = EditDistance.suggestion(for: pair.key, among: allowed) {
+            "unknown key; did you mean \"\(suggestion)\"?"
+        } else {
+            "unknown key (expected one of: \(allowed.joined(separator: ", ")))"
+        }
+        report(pair.keyMark, path.appending(pair.key), message)
+    }
+
+    /// The value of an optional key: `nil` when absent, null or invalid (invalid is reported).
+    mutating func optional<Value>(_ fields: Fields, _ key: String, _ kind: ValueKind<Value>) -> Value? {
+        guard let pair = fields.values[key] else { return nil }
+        return convert(pair, at: fields.path.appending(key), kind)
+    }
+
+    /// The value of a key with a default: the default when absent or null, `nil` only when invalid
+    /// (and reported), so checks that combine values can skip values already reported.
+    mutating func value<Value>(_ fields: Fields, _ key: String, _ kind: ValueKind<Value>,
+                               default defaultValue: Value) -> Value? {
+        guard let pair = fields.values[key] else { return defaultValue }
+        return convert(pair, at: fields.path.appending(key), kind)
+    }
+
+    /// The value of a required key: `nil` (reported) when absent, null or invalid.
+    mutating func required<Value>(_ fields: Fields, _ key: String, _ kind: ValueKind<Value>) -> Value? {
+        if let pair = fields.values[key] {
+            return convert(pair, at: fields.path.appending(key), kind)
+        }
+        if let pair = fields.nulls[key] {
+            report(pair.value.mark, fields.path.appending(key), "a value is required")
+        } else {
+            report(fields.anchor, fields.path, "missing required key \"\(key)\"")
+        }
+        return nil
+    }
+
+    private mutating func convert<Value>(_ pair: YAMLPair, at path: ConfigPath, _ kind: ValueKind<Value>) -> Value? {
+        guard let scalar = pair.value.scalar else {
+            report(pair.value.mark, path, "expected \(kind.name), found \(pair.value.kindDescription)")
+            return nil
+        }
+        switch kind.convert(scalar.value) {
+        case .success(let value):
+            return value
+        case .failure(let problem):
+            report(pair.value.mark, path, problem.message)
+            return nil
+        }
+    }
+}
+
+// MARK: - Value kinds
+
+extension ValueKind {
+    /// Any non-empty text.
+    static var string: ValueKind<String> {
+        ValueKind<String>(name: "a string") { text in
+            text.isEmpty ? .failure(ValueProblem(message: "must not be empty")) : .success(text)
+        }
+    }
+
+    /// A decimal integer in `range`.
+    static func integer(_ range: ClosedRange<Int>) -> ValueKind<Int> {
+        ValueKind<Int>(name: "an integer") { text in
+            let digits = text.first == "-" ? text.dropFirst() : Substring(text)
+            guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy(\.isASCIIDigit), let number = Int(text) else {
+                return .failure(ValueProblem(message: "\"\(text)\" is not an integer"))
+            }
+            guard range.contains(number) else {
+                return .failure(ValueProblem(message: "\(number) is out of range (expected \(range.lowerBound)...\(range.upperBound))"))
+            }
+            return .success(number)
+        }
+    }
+
+    /// A duration (`500us`, `10ms`, `1.5s`, `5m`) in `range`.
+    static func duration(_ range: ClosedRange<Duration>) -> ValueKind<Duration> {
+        ValueKind<Duration>(name: "a duration") { text in
+            guard let duration = ConfigSyntax.duration(text) else {
+                return .failure(ValueProblem(message: "\"\(text)\" is not a duration (expected e.g. 500us, 10ms, 1.5s or 5m)"))
+            }
+            guard range.contains(duration) else {
+                let bounds = "\(ConfigSyntax.format(range.lowerBound))...\(ConfigSyntax.format(range.upperBound))"
+                return .failure(ValueProblem(message: "\(text) is out of range (expected \(bounds))"))
+            }
+            return .success(duration)
+        }
+    }
+
+    /// A byte size (`65536`, `64KiB`, `1MiB`) in `range`.
+    static func byteSize(_ range: ClosedRange<Int>) -> ValueKind<Int> {
+        ValueKind<Int>(name: "a size") { text in
+            guard let bytes = ConfigSyntax.byteSize(text) else {
+                return .failure(ValueProblem(message: "\"\(text)\" is not a size (expected e.g. 65536, 512B, 64KiB or 1MiB)"))
+            }
+            guard range.contains(bytes) else {
+                let bounds = "\(ConfigSyntax.formatByteSize(range.lowerBound))...\(ConfigSyntax.formatByteSize(range.upperBound))"
+                return .failure(ValueProblem(message: "\(text) is out of range (expected \(bounds))"))
+            }
+            return .success(bytes)
+        }
+    }
+
+    /// A level in decibels (`-15dB`) in `range`.
+    static func decibels(_ range: ClosedRange<Double>) -> ValueKind<Double> {
+        ValueKind<Double>(name: "a level") { text in
+            guard let level = ConfigSyntax.decibels(text) else {
+                return .failure(ValueProblem(message: "\"\(text)\" is not a level in decibels (expected e.g. -15dB)"))
+            }
+            guard range.contains(level) else {
+                let bounds = "\(ConfigSyntax.formatDecibels(range.lowerBound))...\(ConfigSyntax.formatDecibels(range.upperBound))"
+                return .failure(ValueProblem(message: "\(text) is out of range (expected \(bounds))"))
+            }
+            return .success(level)
+        }
+    }
+
+    /// A `host:port` address.
+    static var listenAddress: ValueKind<ListenAddress> {
+        ValueKind<ListenAddress>(name: "an address") { text in
+            guard let address = ListenAddress(parsing: text) else {
+                return .failure(ValueProblem(message: "\"\(text)\" is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or \"[::1]:8470\")"))
+            }
+            return .success(address)
+        }
+    }
+
+    /// One of an enumeration's raw values; `what` names it in messages ("format").
+    static func choice<Choice: RawRepresentable & CaseIterable>(_ type: Choice.Type, _ what: String) -> ValueKind<Choice>
+    where Choice.RawValue == String {
+        ValueKind<Choice>(name: ("aeiou".contains(what.first!) ? "an " : "a ") + what) { text in
+            if let choice = Choice(rawValue: text) { return .success(choice) }
+            let names = Choice.allCases.map(\.rawValue)
+            let expected = names.count == 1 ? names[0]
+                : names.dropLast().joined(separator: ", ") + " or " + names.last!
+            return .failure(ValueProblem(message: "\"\(text)\" is not a supported \(what) (expected \(expected))"))
+        }
+    }
+}

@@ -1,0 +1,88 @@
+/// The text forms of configuration values: durations, byte sizes and decibels, both ways.
+///
+/// The daemon uses the same forms wherever a person types a value (API requests, the CLI), so these
+/// are public. Pure functions: any thread.
+public enum ConfigSyntax {
+    private static let durationUnits: [(suffix: Substring, nanoseconds: Int)] = [
+        ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000),
+    ]
+
+    /// Parses a duration: a decimal number and a unit, `us`, `ms`, `s` or `m`, with no space
+    /// (`500us`, `10ms`, `1.5s`, `5m`). `nil` for anything else, for negative values and for values
+    /// finer than a microsecond.
+    public static func duration(_ text: String) -> Duration? {
+        let numberEnd = text.firstIndex { !($0.isASCIIDigit || $0 == ".") } ?? text.endIndex
+        guard let unit = durationUnits.first(where: { $0.suffix == text[numberEnd...] }),
+              let nanoseconds = decimal(text[..<numberEnd], scale: unit.nanoseconds),
+              nanoseconds % 1_000 == 0 else { return nil }
+        return .nanoseconds(nanoseconds)
+    }
+
+    /// The shortest exact text for a duration that ``duration(_:)`` reads back: `5m`, `30s`, `1500ms`,
+    /// `250us` (whole numbers of the largest unit that fits; `0ms` for zero).
+    public static func format(_ duration: Duration) -> String {
+        let nanoseconds = duration.nanoseconds
+        if nanoseconds == 0 { return "0ms" }
+        for unit in durationUnits.reversed() where nanoseconds % unit.nanoseconds == 0 {
+            return "\(nanoseconds / unit.nanoseconds)\(unit.suffix)"
+        }
+        return "\(nanoseconds)ns"  // finer than parsing accepts; shown for completeness
+    }
+
+    private static let sizeUnits: [(suffix: Substring, bytes: Int)] = [
+        ("", 1), ("B", 1), ("KiB", 1024), ("MiB", 1024 * 1024),
+    ]
+
+    /// Parses a byte size: a whole number with an optional unit `B`, `KiB` or `MiB` (`65536`,
+    /// `512B`, `64KiB`, `1MiB`). `nil` for anything else.
+    public static func byteSize(_ text: String) -> Int? {
+        let numberEnd = text.firstIndex { !$0.isASCIIDigit } ?? text.endIndex
+        let digits = text[..<numberEnd]
+        guard !digits.isEmpty, digits.count <= 9, let number = Int(digits),
+              let unit = sizeUnits.first(where: { $0.suffix == text[numberEnd...] }) else { return nil }
+        return number * unit.bytes
+    }
+
+    /// The shortest exact text for a byte size: `64KiB`, `1MiB`, `1000B`.
+    public static func formatByteSize(_ bytes: Int) -> String {
+        if bytes > 0, bytes % (1024 * 1024) == 0 { return "\(bytes / (1024 * 1024))MiB" }
+        if bytes > 0, bytes % 1024 == 0 { return "\(bytes / 1024)KiB" }
+        return "\(bytes)B"
+    }
+
+    /// Parses a level in decibels: an optionally signed decimal number followed by `dB`
+    /// (`-15dB`, `-3.5dB`, `0dB`). `nil` for anything else.
+    public static func decibels(_ text: String) -> Double? {
+        guard text.hasSuffix("dB") else { return nil }
+        let number = text.dropLast(2)
+        let unsigned = number.first == "-" || number.first == "+" ? number.dropFirst() : number
+        guard !unsigned.isEmpty, unsigned.first != ".", unsigned.last != ".",
+              unsigned.allSatisfy({ $0.isASCIIDigit || $0 == "." }),
+              unsigned.filter({ $0 == "." }).count <= 1 else { return nil }
+        return Double(number)
+    }
+
+    /// `-15dB`, `-3.5dB`, `0dB`.
+    public static func formatDecibels(_ level: Double) -> String {
+        if level == level.rounded(), abs(level) < 1e15 { return "\(Int(level))dB" }
+        return "\(level)dB"
+    }
+
+    /// `digits[.digits]` times `scale`, exactly; `nil` if malformed, too long or not a whole
+    /// number once scaled.
+    private static func decimal(_ text: Substring, scale: Int) -> Int? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), !parts[0].isEmpty, parts[0].count <= 6,
+              let whole = Int(parts[0]) else { return nil }
+        var result = whole * scale
+        if parts.count == 2 {
+            let fraction = parts[1]
+            guard !fraction.isEmpty, fraction.count <= 9, let digits = Int(fraction) else { return nil }
+            var divisor = 1
+            for _ in 0..<fraction.count { divisor *= 10 }
+            guard (digits * scale) % divisor == 0 else { return nil }
+            result += digits * scale / divisor
+        }
+        return result
+    }
+}

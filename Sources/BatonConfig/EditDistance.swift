@@ -1,0 +1,35 @@
+/// Suggestions for misspelt keys.
+enum EditDistance {
+    /// Levenshtein distance between two strings, by Unicode scalar.
+    static func between(_ a: String, _ b: String) -> Int {
+        let a = Array(a.unicodeScalars)
+        let b = Array(b.unicodeScalars)
+        if a.isEmpty { return b.count }
+        var previous = Array(0...b.count)
+        var current = previous
+        for i in 1...a.count {
+            current[0] = i
+            for j in stride(from: 1, through: b.count, by: 1) {
+                let substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, substitution)
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+
+    /// The candidate closest to `word`, if it is close enough to be a likely typo: at most 2 edits,
+    /// or a third of the word's length for long words, and fewer edits than the word has characters
+    /// (so "ab" does not suggest "api"). Ties go to the earlier candidate.
+    static func suggestion(for word: String, among candidates: [String]) -> String? {
+        let limit = max(2, word.count / 3)
+        var best: (candidate: String, distance: Int)?
+        for candidate in candidates {
+            let distance = between(word.lowercased(), candidate)
+            if distance <= limit, distance < word.count, distance < (best?.distance ?? .max) {
+                best = (candidate, distance)
+            }
+        }
+        return best?.candidate
+    }
+}

@@ -1,1 +1,0 @@
-// BatonConfig module: placeholder until its first real file lands.

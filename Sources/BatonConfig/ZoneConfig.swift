@@ -1,0 +1,94 @@
+/// One zone: a named ALSA output with its stream format and timing (`zones.<name>:` in the file).
+public struct ZoneConfig: Sendable, Equatable {
+    /// The sample format written to the device.
+    public enum SampleFormat: String, Sendable, Equatable, CaseIterable, Codable {
+        case s16LE = "S16_LE"
+        case s32LE = "S32_LE"
+
+        /// Bytes in one sample of one channel.
+        public var bytesPerSample: Int {
+            switch self {
+            case .s16LE: 2
+            case .s32LE: 4
+            }
+        }
+    }
+
+    /// What paces the zone's output thread.
+    public enum Clock: String, Sendable, Equatable, CaseIterable, Codable {
+        /// The device blocks until it has room: it paces the zone (real sound cards).
+        case device
+        /// Baton paces the zone from the system clock: for PCMs that never block (`file`, `null`).
+        case system
+    }
+
+    /// The zone's name: `[a-z0-9_-]+`, used in URLs and MQTT topics.
+    public var name: String
+    /// The ALSA PCM name (`hw:CARD=sndrpihifiberry,DEV=0`, `baton_kitchen`).
+    public var pcm: String
+    /// Frames per second, 8000...384000. Default 48000.
+    public var rate: Int
+    /// Channels, 1...8. Default 2.
+    public var channels: Int
+    /// Sample format. Default S16_LE.
+    public var format: SampleFormat
+    /// The ALSA period: how much is written at a time. Default 10 ms.
+    public var period: Duration
+    /// The ALSA buffer, at least two periods. Default 40 ms.
+    public var buffer: Duration
+    /// What paces the output. Default `device`.
+    public var clock: Clock
+    /// Overrides `resampler.music` for this zone; `nil` (written `auto`) uses the global choice.
+    public var resampler: Resampler?
+
+    /// Creates a zone; the defaults are those of the file format.
+    public init(name: String, pcm: String, rate: Int = 48000, channels: Int = 2, format: SampleFormat = .s16LE,
+                period: Duration = .milliseconds(10), buffer: Duration = .milliseconds(40),
+                clock: Clock = .device, resampler: Resampler? = nil) {
+        self.name = name
+        self.pcm = pcm
+        self.rate = rate
+        self.channels = channels
+        self.format = format
+        self.period = period
+        self.buffer = buffer
+        self.clock = clock
+        self.resampler = resampler
+    }
+
+    /// The accepted sample rates.
+    public static let rateRange = 8000...384_000
+    /// The accepted channel counts.
+    public static let channelRange = 1...8
+    /// The accepted periods.
+    public static let periodRange = Duration.milliseconds(1)...Duration.seconds(1)
+    /// The accepted buffers (also at least two periods).
+    public static let bufferRange = Duration.milliseconds(2)...Duration.seconds(10)
+
+    /// The period in frames: `rate × period`, rounded to the nearest frame (441 for 10 ms at 44100 Hz).
+    public var periodFrames: Int { Self.frames(period, rate: rate) }
+    /// The buffer in frames: `rate × buffer`, rounded (1764 for 40 ms at 44100 Hz).
+    public var bufferFrames: Int { Self.frames(buffer, rate: rate) }
+    /// Bytes in one frame: channels × bytes per sample.
+    public var bytesPerFrame: Int { channels * format.bytesPerSample }
+
+    /// True when `name` may be used as a zone name: non-empty, only `a-z`, `0-9`, `_` and `-`.
+    public static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.unicodeScalars.allSatisfy { scalar in
+            ("a"..."z").contains(scalar) || ("0"..."9").contains(scalar) || scalar == "_" || scalar == "-"
+        }
+    }
+
+    static func frames(_ duration: Duration, rate: Int) -> Int {
+        let nanoseconds = duration.nanoseconds
+        return (nanoseconds * rate + 500_000_000) / 1_000_000_000
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (configuration durations are never finer).
+    var nanoseconds: Int {
+        let (seconds, attoseconds) = components
+        return Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+    }
+}

@@ -1,1 +1,0 @@
-// YAML module: placeholder until its first real file lands.

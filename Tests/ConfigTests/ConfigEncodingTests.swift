@@ -1,0 +1,47 @@
+import BatonConfig
+import FoundationEssentials
+import Testing
+
+@Suite struct ConfigEncodingTests {
+    /// The effective configuration encodes with the YAML key names and the file's text forms.
+    @Test func encodesWithYAMLKeyNames() throws {
+        let configuration = try load("""
+            zones:
+              kitchen: {pcm: baton_kitchen, rate: 44100, clock: system}
+            sounds: /srv/sounds
+            policy:
+              classes:
+                music: {priority: 10, kind: permanent, resume-within: 5m}
+            """)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let json = String(decoding: try encoder.encode(configuration), as: UTF8.self)
+        #expect(json == """
+            {"api":{"listen":"127.0.0.1:8470","max-body":"64KiB"},\
+            "policy":{"classes":{"music":{"during-higher":"queue","kind":"permanent","lower":"interrupt",\
+            "priority":10,"resume-within":"5m","same":"queue"}},\
+            "duck":{"attack":"50ms","level":"-15dB","release":"300ms"}},\
+            "resampler":{"announcements":"soxr-hq","music":"soxr-hq"},"sounds":"/srv/sounds",\
+            "zones":{"kitchen":{"buffer":"40ms","channels":2,"clock":"system","format":"S16_LE","pcm":"baton_kitchen",\
+            "period":"10ms","rate":44100,"resampler":"auto"}}}
+            """)
+    }
+
+    /// The JSON of every shipped configuration parses back, as YAML, to an equal configuration (up to
+    /// the order of zones and classes, which JSON objects do not keep).
+    @Test(arguments: ["config/baton.yaml", "config/examples/pi-hifiberry.yaml"])
+    func roundTripsThroughJSON(file: String) throws {
+        let configuration = try BatonConfiguration.load(path: repositoryRoot + "/" + file)
+        let json = String(decoding: try JSONEncoder().encode(configuration), as: UTF8.self)
+        let reread = try BatonConfiguration.parse(text: json, file: "effective.json", baseDirectory: "")
+        #expect(sortedByName(reread) == sortedByName(configuration))
+    }
+}
+
+/// The configuration with zones and classes in name order.
+private func sortedByName(_ configuration: BatonConfiguration) -> BatonConfiguration {
+    var sorted = configuration
+    sorted.zones.sort { $0.name < $1.name }
+    sorted.policy.classes.sort { $0.name < $1.name }
+    return sorted
+}
