@@ -1,0 +1,165 @@
+// Requests: coalescing, equal-priority rules, the queue, expiry and the timer.
+extension Arbiter {
+    mutating func receive(_ request: Request, now: Instant) {
+        guard let rules = policy[request.sourceClass] else {
+            emit(.rejected(request.source), .unknownClass(request.sourceClass))
+            return
+        }
+        let zones = Array(Set(request.zones)).sorted()
+        guard !zones.isEmpty else {
+            emit(.rejected(request.source), .noZones)
+            return
+        }
+        if index(of: request.source) != nil {
+            finish(request.source, reason: .superseded)
+        }
+        if let key = request.coalesceKey, rules.coalesceWindow != nil,
+           let entry = coalesceMemory.first(where: {
+               $0.sourceClass == request.sourceClass && $0.key == key && zones.allSatisfy($0.zones.contains)
+           }) {
+            emit(.coalesced(request.source, into: entry.source), .coalesceWindow(key: key, window: entry.window))
+            return
+        }
+        let record = Record(id: request.source, sourceClass: request.sourceClass,
+                            kind: request.kind ?? rules.kind, zones: zones, coalesceKey: request.coalesceKey,
+                            sequence: nextSequence, requestedAt: now, rules: rules,
+                            outputs: Array(repeating: ZoneOutput(), count: zones.count))
+        nextSequence += 1
+
+        // Equal priority: the arriving class's `same` rule.
+        let equals = records.filter { $0.priority == rules.priority && $0.overlaps(zones) }
+        if let first = equals.first {
+            switch rules.same {
+            case .mix:
+                break
+            case .replace:
+                let newcomer = record.contender
+                records.removeAll { $0.priority == rules.priority && $0.overlaps(zones) }
+                for old in equals {
+                    emit(.lostForGood(old.id), .replacedBy(newcomer))
+                }
+            case .reject:
+                emit(.rejected(record.id), .sameRejects((equals.first { $0.granted } ?? first).contender))
+                return
+            case .queue:
+                enqueue(record, reason: .queuedBehind((equals.last { !$0.granted } ?? first).contender))
+                return
+            }
+        }
+
+        // Higher priority interrupting every zone: the arriving class's `during-higher` rule.
+        if let blocker = blockerInAllZones(priority: rules.priority, zones: zones) {
+            switch rules.duringHigher {
+            case .queue:
+                enqueue(record, reason: .delayedBy(blocker.contender))
+            case .reject:
+                emit(.rejected(record.id), .higherRejects(blocker.contender))
+            }
+            return
+        }
+
+        var granted = record
+        granted.granted = true
+        records.append(granted)
+        remember(granted, now: now)
+        let lower = records.filter { $0.granted && $0.priority < rules.priority && $0.overlaps(zones) }
+        emit(.granted(granted.id, zones: zones), .outranks(lower.map(\.contender)))
+    }
+
+    /// Queues `record` unless its class's queue is full.
+    mutating func enqueue(_ record: Record, reason: Reason) {
+        if let limit = record.rules.queueLimit,
+           records.count(where: { !$0.granted && $0.sourceClass == record.sourceClass }) >= limit {
+            emit(.rejected(record.id), .queueFull(limit: limit))
+            return
+        }
+        records.append(record)
+        remember(record, now: record.requestedAt)
+        emit(.queued(record.id), reason)
+    }
+
+    mutating func remember(_ record: Record, now: Instant) {
+        guard let key = record.coalesceKey, let window = record.rules.coalesceWindow else { return }
+        coalesceMemory.append(CoalesceEntry(sourceClass: record.sourceClass, key: key, zones: record.zones,
+                                            source: record.id, at: now, window: window))
+    }
+
+    mutating func pruneCoalesceMemory(now: Instant) {
+        coalesceMemory.removeAll { $0.at.advanced(by: $0.window) <= now }
+    }
+
+    /// The highest-priority granted source above `priority` if such sources interrupt every zone in `zones`
+    /// (so a request there would be heard nowhere); `nil` if some zone would hear it.
+    func blockerInAllZones(priority: Int, zones: [ZoneID]) -> Record? {
+        var strongest: Record?
+        for zone in zones {
+            guard let silencer = silencer(above: priority, in: zone, excluding: nil) else { return nil }
+            if strongest == nil || silencer.priority > strongest!.priority { strongest = silencer }
+        }
+        return strongest
+    }
+
+    /// Drops queued requests older than their class's ttl.
+    mutating func expireQueued(now: Instant) {
+        let stale = records.filter { record in
+            guard !record.granted, let ttl = record.rules.ttl else { return false }
+            return record.requestedAt.duration(to: now) >= ttl
+        }
+        guard !stale.isEmpty else { return }
+        records.removeAll { stale.map(\.id).contains($0.id) }
+        for record in stale {
+            emit(.expired(record.id), .ttlElapsed(record.rules.ttl!))
+        }
+    }
+
+    /// Grants queued requests that can be heard now: highest priority first, first in first out within one.
+    /// A waiting request reserves its zones against later requests of its priority, so the queue stays FIFO
+    /// per zone.
+    mutating func grantQueued(now: Instant) {
+        let waiting = records.filter { !$0.granted }
+            .sorted { ($0.priority, $1.sequence) > ($1.priority, $0.sequence) }
+        var reserved: [(priority: Int, zones: [ZoneID])] = []
+        for candidate in waiting {
+            let blockedByEqual = candidate.rules.same != .mix && (
+                records.contains { $0.granted && $0.priority == candidate.priority && $0.overlaps(candidate.zones) }
+                || reserved.contains { $0.priority == candidate.priority && candidate.overlaps($0.zones) })
+            if blockedByEqual || blockerInAllZones(priority: candidate.priority, zones: candidate.zones) != nil {
+                reserved.append((candidate.priority, candidate.zones))
+                continue
+            }
+            guard let i = index(of: candidate.id) else { continue }
+            records[i].granted = true
+            emit(.granted(candidate.id, zones: candidate.zones), .waited(candidate.requestedAt.duration(to: now)))
+        }
+    }
+
+    /// After a policy change, rejects the newest queued requests beyond their class's new limit.
+    mutating func trimQueues() {
+        var counts: [SourceClass: Int] = [:]
+        var dropped: [Record] = []
+        for record in records where !record.granted {
+            counts[record.sourceClass, default: 0] += 1
+            if let limit = record.rules.queueLimit, counts[record.sourceClass]! > limit {
+                dropped.append(record)
+            }
+        }
+        records.removeAll { r in dropped.contains { $0.id == r.id } }
+        for record in dropped {
+            emit(.rejected(record.id), .queueFull(limit: record.rules.queueLimit!))
+        }
+    }
+
+    /// Sends `scheduleTimer` when the earliest queue expiry changed.
+    mutating func scheduleNextExpiry() {
+        var deadline: Instant?
+        for record in records where !record.granted {
+            guard let ttl = record.rules.ttl else { continue }
+            let expiry = record.requestedAt.advanced(by: ttl)
+            if deadline == nil || expiry < deadline! { deadline = expiry }
+        }
+        if deadline != announcedDeadline, let deadline {
+            emit(.scheduleTimer(at: deadline), .nextExpiry)
+        }
+        announcedDeadline = deadline
+    }
+}

@@ -1,0 +1,59 @@
+/// The identity of one audio source known to the arbiter: a music player, one announcement, one call.
+///
+/// The daemon chooses the string; the arbiter only compares it. A new announcement should get a new id
+/// (for example `announcement-42`); a long-lived player keeps its id across requests.
+public struct SourceID: Hashable, Comparable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// The daemon's name for the source.
+    public var rawValue: String
+
+    /// Creates a source id from the daemon's name for it.
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// Creates a source id from a literal, as tests and examples write it.
+    public init(stringLiteral value: String) { self.rawValue = value }
+
+    public static func < (lhs: SourceID, rhs: SourceID) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public var description: String { rawValue }
+}
+
+/// One output of the speaker (an ALSA device or some of its channels), arbitrated on its own.
+public struct ZoneID: Hashable, Comparable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// The zone's name from the configuration.
+    public var rawValue: String
+
+    /// Creates a zone id from its configured name.
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// Creates a zone id from a literal, as tests and examples write it.
+    public init(stringLiteral value: String) { self.rawValue = value }
+
+    public static func < (lhs: ZoneID, rhs: ZoneID) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public var description: String { rawValue }
+}
+
+/// The class a source belongs to (`music`, `announcement`, `call`, or one declared in the configuration).
+///
+/// The class decides the source's priority and how it treats other sources; see ``ClassPolicy``.
+public struct SourceClass: Hashable, Comparable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// The class name as written in the configuration.
+    public var rawValue: String
+
+    /// Creates a class from its configured name.
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// Creates a class from a literal, as tests and examples write it.
+    public init(stringLiteral value: String) { self.rawValue = value }
+
+    public static func < (lhs: SourceClass, rhs: SourceClass) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public var description: String { rawValue }
+
+    /// Music and other long-running, user-started playback.
+    public static let music: SourceClass = "music"
+    /// Doorbell chimes, spoken text, alarms.
+    public static let announcement: SourceClass = "announcement"
+    /// Door intercom audio.
+    public static let call: SourceClass = "call"
+}

@@ -1,1 +1,0 @@
-// Arbiter module: placeholder until its first real file lands.

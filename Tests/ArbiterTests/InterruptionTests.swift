@@ -1,0 +1,179 @@
+import Arbiter
+import Testing
+
+@Suite("Interruption contract")
+struct InterruptionTests {
+    /// Music interrupted by an announcement gets began, shows interrupted, then ended(shouldResume: true) and plays.
+    @Test func resumesMusicAfterAnnouncement() {
+        var s = Script()
+        #expect(s.request("music", .music) == [.granted("music", zones: ["kitchen"])])
+        #expect(s.state("music") == .playing)
+        s.advance(.seconds(10))
+        #expect(s.request("chime", .announcement, key: "doorbell") == [
+            .granted("chime", zones: ["kitchen"]),
+            .interruptionBegan("music", zones: ["kitchen"]),
+        ])
+        #expect(s.state("music") == .interrupted)
+        #expect(s.reason(of: .interruptionBegan("music", zones: ["kitchen"]))
+                == .interruptedBy(Contender(source: "chime", sourceClass: .announcement, priority: 50, kind: .transient)))
+        s.advance(.seconds(2))
+        #expect(s.release("chime") == [.finished("chime"), .interruptionEnded("music", shouldResume: true)])
+        #expect(s.reason(of: .interruptionEnded("music", shouldResume: true)) == .interruptionOver(lasted: .seconds(2)))
+        #expect(s.state("music") == .playing)
+    }
+
+    /// A user pause during the announcement makes the end say shouldResume false, and music stays paused.
+    @Test func keepsMusicPausedWhenUserPausedDuringAnnouncement() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("chime", .announcement)
+        #expect(s.user(.pause, "music") == [])
+        #expect(s.state("music") == .interrupted)
+        #expect(s.release("chime") == [.finished("chime"), .interruptionEnded("music", shouldResume: false)])
+        #expect(s.reason(of: .interruptionEnded("music", shouldResume: false)) == .userCommand(.pause))
+        #expect(s.state("music") == .paused)
+        s.user(.play, "music")
+        #expect(s.state("music") == .playing)
+    }
+
+    /// Seek, change, or even play during the interruption count as the user changing the source.
+    @Test(arguments: [UserCommand.seek, .change, .play])
+    func refusesResumeAfterAnyPlaybackCommand(_ command: UserCommand) {
+        var s = Script()
+        s.request("music", .music)
+        s.request("chime", .announcement)
+        s.user(command, "music")
+        s.release("chime")
+        #expect(s.actions(for: "music").last == .interruptionEnded("music", shouldResume: false))
+        #expect(s.reason(of: .interruptionEnded("music", shouldResume: false)) == .userCommand(command))
+    }
+
+    /// A volume change during the interruption is not a playback change: music still resumes.
+    @Test func resumesDespiteVolumeChangeDuringInterruption() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("chime", .announcement)
+        #expect(s.user(.volume, "music") == [])
+        s.release("chime")
+        #expect(s.actions(for: "music").last == .interruptionEnded("music", shouldResume: true))
+    }
+
+    /// Music that was already paused is told began, then ended(shouldResume: false) because it was not playing.
+    @Test func refusesResumeForSourceNotPlayingWhenInterrupted() {
+        var s = Script()
+        s.request("music", .music)
+        s.user(.pause, "music")
+        s.request("chime", .announcement)
+        #expect(s.state("music") == .interrupted)
+        s.release("chime")
+        #expect(s.actions(for: "music").last == .interruptionEnded("music", shouldResume: false))
+        #expect(s.reason(of: .interruptionEnded("music", shouldResume: false)) == .notPlayingWhenBegan)
+        #expect(s.state("music") == .paused)
+    }
+
+    /// A call lasting longer than music's resume-within (5 min) ends with shouldResume false and says why.
+    @Test func refusesResumeAfterResumeWithinExceeded() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("intercom", .call)
+        s.advance(.seconds(301))
+        #expect(s.release("intercom") == [.finished("intercom"), .interruptionEnded("music", shouldResume: false)])
+        #expect(s.reason(of: .interruptionEnded("music", shouldResume: false))
+                == .resumeWindowExceeded(lasted: .seconds(301), limit: .seconds(300)))
+        #expect(s.state("music") == .paused)
+    }
+
+    /// A call of exactly resume-within still resumes music (the limit is inclusive).
+    @Test func resumesAtExactlyResumeWithin() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("intercom", .call)
+        s.advance(.seconds(300))
+        s.release("intercom")
+        #expect(s.actions(for: "music").last == .interruptionEnded("music", shouldResume: true))
+    }
+
+    /// Music, then a call, then a doorbell during the call: one began and one ended for music, after both;
+    /// the doorbell is queued behind the call and played after it.
+    @Test func coalescesNestedInterruptions() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("intercom", .call)
+        s.advance(.seconds(5))
+        #expect(s.request("chime", .announcement, key: "doorbell") == [.queued("chime")])
+        #expect(s.reason(of: .queued("chime"))
+                == .delayedBy(Contender(source: "intercom", sourceClass: .call, priority: 90, kind: .transient)))
+        s.advance(.seconds(5))
+        #expect(s.release("intercom") == [.finished("intercom"), .granted("chime", zones: ["kitchen"])])
+        #expect(s.reason(of: .granted("chime", zones: ["kitchen"])) == .waited(.seconds(5)))
+        #expect(s.state("music") == .interrupted)
+        s.advance(.seconds(1))
+        #expect(s.release("chime") == [.finished("chime"), .interruptionEnded("music", shouldResume: true)])
+        let music = s.actions(for: "music")
+        #expect(music == [.granted("music", zones: ["kitchen"]), .interruptionBegan("music", zones: ["kitchen"]),
+                          .interruptionEnded("music", shouldResume: true)])
+    }
+
+    /// Another music request replaces the playing one, which is told it lost for good (no began, no resume).
+    @Test func replacesMusicForGood() {
+        var s = Script()
+        s.request("radio", .music)
+        #expect(s.request("playlist", .music) == [.lostForGood("radio"), .granted("playlist", zones: ["kitchen"])])
+        #expect(s.reason(of: .lostForGood("radio"))
+                == .replacedBy(Contender(source: "playlist", sourceClass: .music, priority: 10, kind: .permanent)))
+        #expect(s.state("radio") == nil)
+        #expect(s.state("playlist") == .playing)
+    }
+
+    /// An interrupted source replaced during the interruption gets no ended: it went away.
+    @Test func sendsNoEndedToSourceThatWentAway() {
+        var s = Script()
+        s.request("radio", .music)
+        s.request("chime", .announcement)
+        s.request("playlist", .music)
+        s.release("chime")
+        #expect(s.actions(for: "radio") == [.granted("radio", zones: ["kitchen"]),
+                                            .interruptionBegan("radio", zones: ["kitchen"]), .lostForGood("radio")])
+        #expect(s.actions(for: "playlist") == [.queued("playlist"), .granted("playlist", zones: ["kitchen"])])
+    }
+
+    /// A permanent higher-priority request interrupting music ends with shouldResume false (permanent takeover).
+    @Test func refusesResumeAfterPermanentTakeover() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("alarm", .announcement, kind: .permanent)
+        s.release("alarm")
+        #expect(s.actions(for: "music").last == .interruptionEnded("music", shouldResume: false))
+        #expect(s.reason(of: .interruptionEnded("music", shouldResume: false))
+                == .permanentTakeover(Contender(source: "alarm", sourceClass: .announcement, priority: 50,
+                                                kind: .permanent)))
+    }
+
+    /// A call arriving during a call is rejected, with the holder named.
+    @Test func rejectsSecondCall() {
+        var s = Script()
+        s.request("door", .call)
+        #expect(s.request("gate", .call) == [.rejected("gate")])
+        #expect(s.reason(of: .rejected("gate"))
+                == .sameRejects(Contender(source: "door", sourceClass: .call, priority: 90, kind: .transient)))
+    }
+
+    /// A vanished source finishes and releases what it silenced.
+    @Test func finishesVanishedSource() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("chime", .announcement)
+        #expect(s.send(.vanished("chime")) == [.finished("chime"), .interruptionEnded("music", shouldResume: true)])
+        #expect(s.reason(of: .finished("chime")) == .vanished)
+    }
+
+    /// Stopping a source by the user finishes it: nothing more is sent to it.
+    @Test func finishesSourceStoppedByUser() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("chime", .announcement)
+        #expect(s.user(.stop, "music") == [.finished("music")])
+        #expect(s.release("chime") == [.finished("chime")])
+        #expect(s.reason(of: .finished("music")) == .userStopped)
+    }
+}

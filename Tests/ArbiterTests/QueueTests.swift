@@ -1,0 +1,114 @@
+import Arbiter
+import Testing
+
+@Suite("Announcement queue")
+struct QueueTests {
+    /// Five doorbell presses within 3 s play one chime; the other four are coalesced into it.
+    @Test func coalescesRepeatedDoorbell() {
+        var s = Script()
+        var actions: [Action] = []
+        for press in 0..<5 {
+            actions += s.request(SourceID("bell-\(press)"), .announcement, key: "doorbell")
+            s.advance(.milliseconds(500))
+        }
+        #expect(actions == [.granted("bell-0", zones: ["kitchen"])]
+            + (1..<5).map { .coalesced(SourceID("bell-\($0)"), into: "bell-0") })
+        #expect(s.reason(of: .coalesced("bell-4", into: "bell-0")) == .coalesceWindow(key: "doorbell", window: .seconds(3)))
+    }
+
+    /// A press after the window plays again, even if the first chime is over.
+    @Test func playsAgainAfterWindow() {
+        var s = Script()
+        s.request("bell-0", .announcement, key: "doorbell")
+        s.advance(.seconds(1))
+        s.release("bell-0")
+        s.advance(.seconds(1))
+        #expect(s.request("bell-1", .announcement, key: "doorbell") == [.coalesced("bell-1", into: "bell-0")])
+        s.advance(.seconds(1))
+        #expect(s.request("bell-2", .announcement, key: "doorbell") == [.granted("bell-2", zones: ["kitchen"])])
+    }
+
+    /// Announcements of equal priority play first in first out.
+    @Test func playsAnnouncementsInOrder() {
+        var s = Script()
+        s.request("a", .announcement)
+        #expect(s.request("b", .announcement) == [.queued("b")])
+        #expect(s.request("c", .announcement) == [.queued("c")])
+        #expect(s.reason(of: .queued("c"))
+                == .queuedBehind(Contender(source: "b", sourceClass: .announcement, priority: 50, kind: .transient)))
+        #expect(s.release("a") == [.finished("a"), .granted("b", zones: ["kitchen"])])
+        #expect(s.release("b") == [.finished("b"), .granted("c", zones: ["kitchen"])])
+    }
+
+    /// A queued announcement older than its ttl expires at the scheduled timer, and says why.
+    @Test func expiresStaleAnnouncement() {
+        var s = Script()
+        s.request("intercom", .call)
+        let effects = s.arbiter.request("chime", .announcement, zones: ["kitchen"], at: s.now)
+        #expect(effects.map(\.action) == [.queued("chime"), .scheduleTimer(at: s.now.advanced(by: .seconds(30)))])
+        s.advance(.seconds(29))
+        #expect(s.tick() == [])
+        s.advance(.seconds(1))
+        #expect(s.tick() == [.expired("chime")])
+        #expect(s.reason(of: .expired("chime")) == .ttlElapsed(.seconds(30)))
+        #expect(s.log.last?.at == s.now)
+        #expect(s.release("intercom") == [.finished("intercom")])
+    }
+
+    /// The queue holds at most 16 announcements; the 17th is rejected with the limit as reason.
+    @Test func rejectsBeyondQueueLimit() {
+        var s = Script()
+        s.request("intercom", .call)
+        for n in 0..<16 {
+            #expect(s.request(SourceID("a\(n)"), .announcement) == [.queued(SourceID("a\(n)"))])
+        }
+        #expect(s.request("a16", .announcement) == [.rejected("a16")])
+        #expect(s.reason(of: .rejected("a16")) == .queueFull(limit: 16))
+    }
+
+    /// A music request during a call waits (delayed focus) and is granted when the call ends.
+    @Test func delaysMusicDuringCall() {
+        var s = Script()
+        s.request("intercom", .call)
+        #expect(s.request("music", .music) == [.queued("music")])
+        #expect(s.state("music") == .queued)
+        #expect(s.release("intercom") == [.finished("intercom"), .granted("music", zones: ["kitchen"])])
+    }
+
+    /// A class set to reject during higher priority is refused while the call holds the zone.
+    @Test func rejectsDuringHigherWhenConfigured() {
+        var policy = Policy.default
+        policy.classes[.announcement]?.duringHigher = .reject
+        var s = Script(policy: policy)
+        s.request("intercom", .call)
+        #expect(s.request("chime", .announcement) == [.rejected("chime")])
+        #expect(s.reason(of: .rejected("chime"))
+                == .higherRejects(Contender(source: "intercom", sourceClass: .call, priority: 90, kind: .transient)))
+    }
+
+    /// A request of a class the policy does not declare is rejected.
+    @Test func rejectsUnknownClass() {
+        var s = Script()
+        #expect(s.request("x", "podcast") == [.rejected("x")])
+        #expect(s.reason(of: .rejected("x")) == .unknownClass("podcast"))
+    }
+
+    /// A policy change that removes a class makes its sources lose for good, and frees what they silenced.
+    @Test func dropsSourcesOfRemovedClass() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("chime", .announcement)
+        var policy = Policy.default
+        policy.classes[.announcement] = nil
+        #expect(s.send(.policy(policy)) == [.lostForGood("chime"), .interruptionEnded("music", shouldResume: true)])
+        #expect(s.reason(of: .lostForGood("chime")) == .classRemoved(.announcement))
+    }
+
+    /// Every effect carries the instant of the input that caused it.
+    @Test func stampsEffectsWithInputInstant() {
+        var s = Script()
+        s.advance(.seconds(7))
+        s.request("music", .music)
+        #expect(s.log.map(\.at) == [ManualInstant(.seconds(7))])
+    }
+}
