@@ -26,6 +26,8 @@ public final class SourceSlot: @unchecked Sendable {
     let phase = Atomic<UInt8>(Phase.free.rawValue)
     let targetGainBits = Atomic<UInt32>(Float(1).bitPattern)
     let currentGainBits = Atomic<UInt32>(0)
+    /// Gain change per frame for the current ramp; 0 uses the zone's default ramp.
+    let rampStepBits = Atomic<UInt32>(0)
     let pauseRequested = Atomic<Bool>(false)
     let pausedNow = Atomic<Bool>(false)
     let endOfStream = Atomic<Bool>(false)
@@ -47,8 +49,18 @@ public final class SourceSlot: @unchecked Sendable {
 
     // MARK: Control thread
 
-    /// Sets the gain the output thread ramps to (linear; 1 = unity). Control thread; any time.
-    public func setGain(_ linear: Float) { targetGainBits.store(linear.bitPattern, ordering: .releasing) }
+    /// Sets the gain the output thread ramps to (linear; 1 = unity), at the zone's default ramp speed
+    /// or, with `overFrames`, so that the change from the gain applied now takes that many frames
+    /// (duck attack and release). Control thread; any time.
+    public func setGain(_ linear: Float, overFrames frames: Int? = nil) {
+        if let frames, frames > 0 {
+            let step = max(abs(linear - appliedGain), 1e-4) / Float(frames)
+            rampStepBits.store(step.bitPattern, ordering: .relaxed)
+        } else {
+            rampStepBits.store(0, ordering: .relaxed)
+        }
+        targetGainBits.store(linear.bitPattern, ordering: .releasing)
+    }
 
     /// The gain the output thread ramps to.
     public var targetGain: Float { Float(bitPattern: targetGainBits.load(ordering: .acquiring)) }
@@ -93,6 +105,7 @@ public final class SourceSlot: @unchecked Sendable {
         ring.reset()
         setGain(gain)
         currentGainBits.store(gain.bitPattern, ordering: .relaxed)
+        rampStepBits.store(0, ordering: .relaxed)
         pauseRequested.store(false, ordering: .relaxed)
         pausedNow.store(false, ordering: .relaxed)
         endOfStream.store(false, ordering: .relaxed)

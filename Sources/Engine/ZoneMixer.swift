@@ -81,6 +81,9 @@ public final class ZoneMixer: @unchecked Sendable {
             slot.pausedNow.store(false, ordering: .releasing)
         }
         let target: Float = pausing ? 0 : slot.targetGain
+        let custom = Float(bitPattern: slot.rampStepBits.load(ordering: .relaxed))
+        // A pause always uses the zone's ramp, so it is consumed up to the same click-free fade.
+        let rampStep = custom > 0 && !pausing ? custom : self.rampStep
         // Frames of the ramp toward the target, and how many frames to take from the ring: a pausing
         // source is consumed only up to the frame where its fade reaches 0, so it resumes from the
         // very next sample.

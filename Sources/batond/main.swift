@@ -1,1 +1,38 @@
+import BatonConfig
 import BatonDaemon
+import Glibc
+
+// batond: the Baton daemon. `batond --config FILE` (default config/baton.yaml).
+
+func usage() -> Never {
+    print("usage: batond [--config FILE] [--check] [--verbose]\n  --check   validate the config and exit")
+    exit(2)
+}
+
+var configPath = "config/baton.yaml"
+var checkOnly = false
+var verbose = false
+var args = CommandLine.arguments.dropFirst()
+while let arg = args.popFirst() {
+    switch arg {
+    case "--config", "-c": guard let p = args.popFirst() else { usage() }; configPath = p
+    case "--check": checkOnly = true
+    case "--verbose", "-v": verbose = true
+    case "--help", "-h": usage()
+    default: print("batond: unknown argument \(arg)"); usage()
+    }
+}
+
+let logger = Logger(minimum: verbose ? .debug : .info)
+let config: BatonConfiguration
+do {
+    config = try BatonConfiguration.load(path: configPath)
+} catch {
+    logger.error("invalid configuration, not starting:\n\(error)")
+    exit(1)
+}
+if checkOnly {
+    print("\(configPath): ok (\(config.zones.count) zones)")
+    exit(0)
+}
+exit(Service.run(config: config, logger: logger))

@@ -1,0 +1,103 @@
+import Arbiter
+import BatonConfig
+import FoundationEssentials
+import HTTPServer
+
+/// The control API (`/api/v1/...`) over the daemon. Documented in docs/API.md.
+/// Thread: `handle` runs on libmicrohttpd's connection threads, any number at once.
+public struct API: Sendable {
+    let daemon: Daemon
+
+    public init(daemon: Daemon) { self.daemon = daemon }
+
+    struct PlayBody: Decodable {
+        var sound: String
+        var zones: [String]?
+        var volume: Float?
+        var loop: Bool?
+    }
+
+    struct SourceBody: Decodable {
+        var id: String?
+    }
+
+    /// Answers one request.
+    public func handle(_ r: HTTPRequest) -> HTTPResponse {
+        switch (r.method, r.path) {
+        case ("GET", "/api/v1/status"):
+            return json(200, daemon.status())
+        case ("GET", "/api/v1/events"):
+            let last = r.headers["last-event-id"].flatMap { Int($0) } ?? r.query["after"].flatMap { Int($0) }
+            return .eventStream(daemon.events.subscribe(lastEventID: last))
+        case ("GET", "/api/v1/events/recent"):
+            let after = r.query["after"].flatMap { Int($0) } ?? 0
+            return json(200, daemon.events.recent(after: after))
+        case ("GET", "/api/v1/sounds"):
+            return json(200, ["sounds": daemon.sounds.names()])
+        case ("GET", "/api/v1/config"):
+            return json(200, daemon.config.redacted())
+        case ("POST", "/api/v1/announce"):
+            return play(r, music: false)
+        case ("POST", "/api/v1/music/play"):
+            return play(r, music: true)
+        case ("POST", "/api/v1/music/pause"):
+            return command(r, .pause)
+        case ("POST", "/api/v1/music/resume"):
+            return command(r, .play)
+        case ("POST", "/api/v1/music/stop"):
+            return command(r, .stop)
+        case (_, "/api/v1/status"), (_, "/api/v1/events"), (_, "/api/v1/events/recent"), (_, "/api/v1/sounds"),
+             (_, "/api/v1/config"), (_, "/api/v1/announce"), (_, "/api/v1/music/play"), (_, "/api/v1/music/pause"),
+             (_, "/api/v1/music/resume"), (_, "/api/v1/music/stop"):
+            return .error(405, "method \(r.method) not allowed on \(r.path)")
+        case ("GET", "/"):
+            return .html(200, StatusPage.html)
+        default:
+            return .error(404, "no such endpoint: \(r.method) \(r.path) (see docs/API.md)")
+        }
+    }
+
+    private func play(_ r: HTTPRequest, music: Bool) -> HTTPResponse {
+        let keys: Set<String> = music ? ["sound", "zones", "volume", "loop"] : ["sound", "zones", "volume"]
+        let body: PlayBody
+        do { body = try JSONBody.decode(PlayBody.self, from: r.body, keys: keys) } catch {
+            return .error(400, error.message)
+        }
+        do {
+            let result = music
+                ? try daemon.playMusic(sound: body.sound, zones: body.zones ?? [], loop: body.loop ?? false, volume: body.volume ?? 1)
+                : try daemon.announce(sound: body.sound, zones: body.zones ?? [], volume: body.volume ?? 1)
+            var answer: [String: String] = ["id": result.id]
+            switch result.outcome {
+            case .playing: answer["status"] = "playing"
+            case .queued: answer["status"] = "queued"
+            case .coalesced(let into): answer["status"] = "coalesced"; answer["into"] = into
+            }
+            if !result.skipped.isEmpty { answer["skipped"] = result.skipped.joined(separator: ",") }
+            return json(202, answer)
+        } catch {
+            return .error(error.status, error.message)
+        }
+    }
+
+    private func command(_ r: HTTPRequest, _ command: UserCommand) -> HTTPResponse {
+        let body: SourceBody
+        do { body = try JSONBody.decode(SourceBody.self, from: r.body, keys: ["id"]) } catch {
+            return .error(400, error.message)
+        }
+        guard let id = body.id ?? daemon.latestSource(of: .music) else {
+            return .error(404, "no music source to \(command.rawValue)")
+        }
+        do {
+            try daemon.command(command, source: id)
+            return json(200, ["id": id, "command": command.rawValue])
+        } catch {
+            return .error(error.status, error.message)
+        }
+    }
+
+    private func json<T: Encodable>(_ status: Int, _ value: T) -> HTTPResponse {
+        guard let data = try? JSONEncoder.baton.encode(value) else { return .error(500, "cannot encode the response") }
+        return HTTPResponse(status: status, headers: [(name: "Content-Type", value: "application/json")], body: .bytes(Array(data)))
+    }
+}

@@ -1,1 +1,0 @@
-// BatonDaemon module: placeholder until its first real file lands.

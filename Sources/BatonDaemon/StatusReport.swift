@@ -1,0 +1,78 @@
+/// What `GET /api/v1/status` answers: every zone with its counters and who holds it, every source
+/// with its true state. A plain value; any thread.
+public struct StatusReport: Codable, Sendable, Equatable {
+    public struct Zone: Codable, Sendable, Equatable {
+        public var name: String
+        public var pcm: String
+        public var rate: Int
+        public var channels: Int
+        public var format: String
+        public var clock: String
+        /// `available` or `unavailable`.
+        public var state: String
+        /// Why the zone is unavailable.
+        public var error: String?
+        public var periodFrames: Int
+        public var bufferFrames: Int
+        /// Frames written to the device since start.
+        public var framesPlayed: Int
+        /// The frame heard now (`framesPlayed` minus the device's delay).
+        public var audibleFrame: Int
+        public var delayFrames: Int
+        public var xruns: Int
+        public var suspends: Int
+        public var lateCycles: Int
+        public var reopens: Int
+        public var realtime: Bool
+        /// Sources heard here (full level or ducked), highest priority first.
+        public var audible: [String]
+        public var ducked: [Ducked]
+        /// Granted sources not heard here, and who silences them.
+        public var silenced: [Silenced]
+        /// Sources waiting for this zone.
+        public var queued: [String]
+        /// Each source's slot in this zone: the gain the output thread applied last.
+        public var sources: [SlotGain]
+    }
+
+    public struct Ducked: Codable, Sendable, Equatable {
+        public var source: String
+        public var levelDb: Double
+        public var by: String
+    }
+
+    public struct Silenced: Codable, Sendable, Equatable {
+        public var source: String
+        public var by: String
+    }
+
+    public struct SlotGain: Codable, Sendable, Equatable {
+        public var source: String
+        /// Linear gain applied at the end of the last period (user volume × duck × mute).
+        public var gain: Double
+        public var targetGain: Double
+        /// True once a pause or interruption has faded it out and it stopped consuming frames.
+        public var paused: Bool
+        /// Frames of the source mixed here so far.
+        public var positionFrames: Int
+        public var starvedPeriods: Int
+    }
+
+    public struct Source: Codable, Sendable, Equatable {
+        public var id: String
+        public var `class`: String
+        public var sound: String
+        public var loop: Bool
+        public var volume: Double
+        /// `queued`, `playing`, `ducked`, `interrupted` or `paused` (the arbiter's word).
+        public var state: String
+        public var zones: [String]
+        public var skippedZones: [String]?
+        public var interruptedBy: String?
+        public var positionSeconds: Double?
+    }
+
+    public var zones: [Zone]
+    public var sources: [Source]
+    public var uptimeMs: Int
+}
