@@ -187,7 +187,7 @@ public final class Daemon: Sendable {
     private func apply(_ effects: [Effect<Instant>], _ s: inout State) {
         var ramps: [String: Int] = [:]  // "source/zone" → ramp frames for a duck change
         for e in effects {
-            publish(e)
+            publish(e, s)
             switch e.action {
             case .granted(let id, _):
                 start(id, &s)
@@ -260,8 +260,13 @@ public final class Daemon: Sendable {
         }
     }
 
-    private func publish(_ e: Effect<Instant>) {
+    private func publish(_ e: Effect<Instant>, _ s: borrowing State) {
         let reason = String(describing: e.reason)
+        var frames: [String: Int]?
+        if let id = e.action.source, let p = s.playbacks[id] {
+            frames = Dictionary(uniqueKeysWithValues: p.zones.compactMap { z in output(z).map { (z, $0.snapshot().framesPlayed) } })
+        }
+        let events = EventSink(log: self.events, frames: frames)
         switch e.action {
         case .granted(let id, let zones): events.publish(type: "granted", source: id.rawValue, zones: zones.map(\.rawValue), reason: reason)
         case .queued(let id): events.publish(type: "queued", source: id.rawValue, reason: reason)
@@ -304,7 +309,9 @@ public final class Daemon: Sendable {
             }
             for p in done.sorted(by: { $0.id < $1.id }) {
                 p.released = true
-                events.publish(type: "played", source: p.id.rawValue, zones: p.zones, reason: "sound \(p.sound) played to its end")
+                let frames = Dictionary(uniqueKeysWithValues: p.parts.compactMap { part in part.slot?.lastFrameAt.map { (part.zone, $0) } })
+                events.publish(type: "played", source: p.id.rawValue, zones: p.zones, reason: "sound \(p.sound) played to its end",
+                               zoneFrames: frames)
                 apply(s.arbiter.release(p.id, at: .now), &s)
             }
             if let t = s.timer, t <= .now {
@@ -382,6 +389,17 @@ public final class Daemon: Sendable {
             }
             return StatusReport(zones: zones, sources: sources, uptimeMs: events.uptimeMs)
         }
+    }
+}
+
+/// Publishes into the event log with the zone frames of the effect's source attached.
+struct EventSink {
+    let log: EventLog
+    let frames: [String: Int]?
+    func publish(type: String, source: String? = nil, zones: [String]? = nil, reason: String? = nil,
+                 shouldResume: Bool? = nil, level: Double? = nil, into: String? = nil) {
+        log.publish(type: type, source: source, zones: zones, reason: reason, shouldResume: shouldResume, level: level,
+                    into: into, zoneFrames: frames)
     }
 }
 

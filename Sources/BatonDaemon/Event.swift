@@ -21,4 +21,7 @@ public struct Event: Codable, Sendable, Equatable {
     public var level: Double?
     /// For `coalesced`: the request it was merged into.
     public var into: String?
+    /// For each zone involved: the zone's frame counter when the event happened. Audio rendered
+    /// after the event starts at this frame, so an effect is heard from here on (plus its ramp).
+    public var zoneFrames: [String: Int]?
 }

@@ -34,6 +34,22 @@ public enum Signals {
         return 2 * sqrt(max(power, 0)) / Double(n)
     }
 
+    /// The amplitude of `frequency` in `samples` through a Hann window, so a strong tone at another
+    /// frequency leaks far less into the estimate than with `toneLevel` (for short windows).
+    public static func windowedToneLevel(_ samples: ArraySlice<Float>, frequency: Double, rate: Int) -> Double {
+        let n = samples.count
+        guard n > 1 else { return 0 }
+        let w = 2 * Double.pi * frequency / Double(rate)
+        var re = 0.0, im = 0.0, sum = 0.0
+        for (i, x) in samples.enumerated() {
+            let hann = 0.5 - 0.5 * cos(2 * Double.pi * Double(i) / Double(n - 1))
+            re += Double(x) * hann * cos(w * Double(i))
+            im -= Double(x) * hann * sin(w * Double(i))
+            sum += hann
+        }
+        return 2 * sqrt(re * re + im * im) / sum
+    }
+
     /// The root-mean-square level of `samples`.
     public static func rms(_ samples: ArraySlice<Float>) -> Double {
         guard !samples.isEmpty else { return 0 }

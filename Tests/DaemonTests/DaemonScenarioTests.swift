@@ -1,0 +1,158 @@
+import BatonTesting
+import FoundationEssentials
+import Glibc
+import Testing
+@testable import BatonDaemon
+
+/// The doorbell scenario end to end: HTTP API → arbiter → slots → real alsa-lib file PCMs.
+@Suite(.serialized) struct DaemonScenarioTests {
+    let period = 441, ramp = 441  // kitchen: 44.1 kHz, 10 ms periods, 10 ms default ramp
+
+    func level(_ s: [Float], _ at: Int, _ hz: Double, frames: Int = 441) -> Double {
+        guard at >= 0, at + frames <= s.count else { return -1 }
+        return Signals.windowedToneLevel(s[at..<(at + frames)], frequency: hz, rate: 44_100)
+    }
+
+    /// A chime announced on one zone is in that zone's file (tone detected) and not in the other's.
+    @Test func announcementPlaysOnlyOnItsZone() throws {
+        let t = try TestDaemon()
+        let r = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        #expect(r.status == 202)
+        #expect(r.object["status"] == "playing")
+        let id = try #require(r.object["id"])
+        let granted = try #require(t.waitForEvent("granted", source: id))
+        #expect(t.waitForEvent("finished", source: id) != nil)
+        t.stop()
+        let kitchen = t.left("kitchen")
+        let f = try #require(granted.zoneFrames?["kitchen"])
+        #expect(level(kitchen, f + period, 1000) > 0.45, "the bell is playing one period after the grant")
+        #expect(level(kitchen, f - 441, 1000) < 0.001, "and not before")
+        let patio = Signals.channel(ALSATestRig.readS16(t.files["patio"]!), 0, of: 2)
+        #expect(patio.count > 4_800, "the patio zone played")
+        #expect(patio.allSatisfy { $0 == 0 }, "nothing reached the patio")
+    }
+
+    /// The seed scenario: music plays → doorbell → music `began`, state interrupted, position frozen →
+    /// doorbell ends → `ended(shouldResume: true)` → playing again. Each decision is audible within
+    /// one period plus the ramp in the zone's file.
+    @Test func doorbellInterruptsAndMusicResumes() throws {
+        let t = try TestDaemon()
+        let music = try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+        #expect(music.status == 202)
+        let musicID = try #require(music.object["id"])
+        #expect(waitUntil { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.3 })
+        let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        let bellID = try #require(bell.object["id"])
+        let began = try #require(t.waitForEvent("interruption-began", source: musicID))
+        #expect(began.zones == ["kitchen"])
+        #expect(began.reason?.contains(bellID) == true, "the reason names the interrupter: \(began.reason ?? "")")
+
+        let during = try t.status()
+        let m = try #require(during.sources.first { $0.id == musicID })
+        #expect(m.state == "interrupted")
+        #expect(m.interruptedBy == bellID)
+        #expect(during.zones[0].silenced.map(\.source) == [musicID])
+        #expect(during.zones[0].audible == [bellID])
+        // Paused at a fixed sample: the position does not move while interrupted.
+        #expect(waitUntil { (try? t.status().zones[0].sources.first { $0.source == musicID }?.paused) == true })
+        let frozen = try #require(try t.status().zones[0].sources.first { $0.source == musicID }?.positionFrames)
+        usleep(100_000)
+        #expect(try t.status().zones[0].sources.first { $0.source == musicID }?.positionFrames == frozen)
+
+        let ended = try #require(t.waitForEvent("interruption-ended", source: musicID))
+        #expect(ended.shouldResume == true)
+        #expect(waitUntil { (try? t.status().sources.first { $0.id == musicID }?.state) == "playing" })
+        #expect(waitUntil { (try? t.status().zones[0].sources.first { $0.source == musicID }?.positionFrames ?? 0) ?? 0 > frozen + 4_410 })
+        t.stop()
+
+        let out = t.left("kitchen")
+        let cut = try #require(began.zoneFrames?["kitchen"])
+        let resume = try #require(ended.zoneFrames?["kitchen"])
+        #expect(level(out, cut - 2 * 441, 440) > 0.4, "music before the doorbell")
+        #expect(level(out, cut + period + ramp, 440) < 0.01, "music silent one period + ramp after the decision")
+        #expect(level(out, cut + period, 1000) > 0.45, "doorbell audible one period after the decision")
+        #expect(level(out, resume + period + ramp, 440) > 0.4, "music back one period + ramp after ended")
+        #expect(level(out, resume + period + ramp, 1000) < 0.01, "doorbell over")
+        // Frames of music heard before the cut + frames heard after = the position: nothing skipped.
+        let frames = try #require(frozen > 0 ? frozen : nil)
+        #expect(frames >= cut - (try #require(t.daemon.events.recent().first { $0.type == "granted" && $0.source == musicID }?.zoneFrames?["kitchen"])) - period)
+    }
+
+    /// The user pausing music during the doorbell wins: `ended(shouldResume: false)` and it stays paused.
+    @Test func userPauseDuringDoorbellKeepsMusicPaused() throws {
+        let t = try TestDaemon()
+        let music = try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+        let musicID = try #require(music.object["id"])
+        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        #expect(t.waitForEvent("interruption-began", source: musicID) != nil)
+        let paused = try t.json("POST", "/api/v1/music/pause", #"{"id": "\#(musicID)"}"#)
+        #expect(paused.status == 200)
+        let ended = try #require(t.waitForEvent("interruption-ended", source: musicID))
+        #expect(ended.shouldResume == false)
+        #expect(ended.reason?.contains("pause") == true, "reason: \(ended.reason ?? "")")
+        usleep(200_000)
+        #expect(try t.status().sources.first { $0.id == musicID }?.state == "paused")
+        t.stop()
+        let out = t.left("kitchen")
+        let end = try #require(ended.zoneFrames?["kitchen"])
+        #expect(level(out, end + period + ramp, 440) < 0.001, "still silent after the doorbell")
+        #expect(level(out, out.count - 441, 440) < 0.001, "and to the end")
+    }
+
+    /// Five presses of the doorbell within the coalesce window play one chime; the others say coalesced.
+    @Test func repeatedDoorbellCoalesces() throws {
+        let t = try TestDaemon()
+        var statuses: [String] = []
+        for _ in 0..<5 { statuses.append(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).object["status"] ?? "?") }
+        #expect(statuses == ["playing", "coalesced", "coalesced", "coalesced", "coalesced"])
+        #expect(t.daemon.events.recent().filter { $0.type == "coalesced" }.count == 4)
+        t.stop()
+    }
+
+    /// A zone whose PCM cannot be opened is reported unavailable (with the ALSA error) while the other
+    /// zone plays; announcing to it alone is refused with 503, to all plays where possible.
+    @Test func unavailableZoneIsReportedAndSkipped() throws {
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil), ("garage", 48_000, ALSATestRig.missingPCM)])
+        let s = try t.status()
+        let garage = try #require(s.zones.first { $0.name == "garage" })
+        #expect(garage.state == "unavailable")
+        #expect(garage.error?.contains(ALSATestRig.missingPCM) == true, "error: \(garage.error ?? "")")
+        #expect(s.zones.first { $0.name == "kitchen" }?.state == "available")
+        let only = try t.request("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["garage"]}"#)
+        #expect(only.status == 503)
+        #expect(only.text.contains("garage"))
+        let all = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#)
+        #expect(all.status == 202)
+        #expect(all.object["skipped"] == "garage")
+        #expect(t.waitForEvent("zone-unavailable") != nil)
+        t.stop()
+    }
+
+    /// Bad requests get a 4xx JSON error naming the problem, and the daemon keeps serving.
+    @Test(arguments: [
+        ("POST", "/api/v1/announce", #"{"sound": "doorbell""#, 400, "malformed JSON"),
+        ("POST", "/api/v1/announce", #"["doorbell"]"#, 400, "JSON object"),
+        ("POST", "/api/v1/announce", #"{"sound": "doorbell", "zones": ["cellar"]}"#, 404, "unknown zone \"cellar\""),
+        ("POST", "/api/v1/announce", #"{"sound": "trumpet"}"#, 404, "unknown sound"),
+        ("POST", "/api/v1/announce", #"{"sound": "../etc/passwd"}"#, 400, "invalid sound name"),
+        ("POST", "/api/v1/announce", #"{"sound": "a/b"}"#, 400, "invalid sound name"),
+        ("POST", "/api/v1/announce", #"{"sound": 5}"#, 400, "field \"sound\": expected a string"),
+        ("POST", "/api/v1/announce", #"{"zones": ["kitchen"]}"#, 400, "missing field \"sound\""),
+        ("POST", "/api/v1/announce", #"{"sound": "doorbell", "volum": 1}"#, 400, "unknown field \"volum\""),
+        ("POST", "/api/v1/announce", #"{"sound": "doorbell", "volume": 3}"#, 400, "volume must be between 0 and 1"),
+        ("POST", "/api/v1/announce", "{\"sound\": \"" + String(repeating: "x", count: 5000) + "\"}", 413, "exceeds"),
+        ("GET", "/api/v1/announce", nil, 405, "not allowed"),
+        ("GET", "/api/v1/nothing", nil, 404, "no such endpoint"),
+        ("POST", "/api/v1/music/pause", #"{"id": "music-99"}"#, 404, "no source \"music-99\""),
+    ] as [(String, String, String?, Int, String)])
+    func badRequestsGetClearErrors(method: String, path: String, body: String?, status: Int, message: String) throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let r = try t.request(method, path, body)
+        #expect(r.status == status)
+        #expect(r.headers["content-type"]?.hasPrefix("application/json") == true)
+        let error = try JSONDecoder().decode([String: String].self, from: Data(r.body))["error"]
+        #expect(error?.contains(message) == true, "body: \(r.text)")
+        #expect(try t.request("GET", "/api/v1/status").status == 200, "still serving")
+    }
+}

@@ -1,0 +1,105 @@
+import BatonConfig
+import BatonTesting
+import FoundationEssentials
+import Glibc
+@testable import BatonDaemon
+import HTTPServer
+
+/// A daemon on fresh file PCMs with its API on an ephemeral loopback port, and test sounds:
+/// `music440` (1 s of 440 Hz, loops seamlessly), `bell1k` (0.5 s of 1 kHz), plus the shipped ones.
+final class TestDaemon {
+    let daemon: Daemon
+    let server: HTTPServer
+    let files: [String: String]
+    let sounds: String
+    var port: Int { server.port }
+
+    static let repoRoot: String = {
+        var path = #filePath
+        for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
+        return path
+    }()
+
+    /// `zones`: name → (rate, pcm override). A nil PCM takes a fresh file PCM.
+    init(zones: [(name: String, rate: Int, pcm: String?)] = [("kitchen", 44_100, nil), ("patio", 48_000, nil)],
+         policy: PolicyConfig = .default, maxBody: Int = 4096) throws {
+        sounds = WAVWriter.temporaryDirectory("sounds")
+        for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
+            let src = fopen("\(Self.repoRoot)/config/sounds/\(name)", "rb")!, dst = fopen("\(sounds)/\(name)", "wb")!
+            var buf = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let n = buf.withUnsafeMutableBytes { fread($0.baseAddress, 1, 65_536, src) }
+                if n == 0 { break }
+                _ = buf.withUnsafeBytes { fwrite($0.baseAddress, 1, n, dst) }
+            }
+            fclose(src); fclose(dst)
+        }
+        WAVWriter.write(Signals.sine(frequency: 440, rate: 44_100, frames: 44_100, channels: 1, amplitude: 0.5),
+                        rate: 44_100, channels: 1, to: "\(sounds)/music440.wav")
+        WAVWriter.write(Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2, amplitude: 0.5),
+                        rate: 48_000, channels: 2, to: "\(sounds)/bell1k.wav")
+        var configs: [ZoneConfig] = []
+        var files: [String: String] = [:]
+        for z in zones {
+            var pcm = z.pcm ?? ""
+            if z.pcm == nil {
+                let made = ALSATestRig.makePCM()
+                pcm = made.name
+                files[z.name] = made.file
+            } else {
+                _ = ALSATestRig.directory
+            }
+            configs.append(ZoneConfig(name: z.name, pcm: pcm, rate: z.rate, clock: .system))
+        }
+        self.files = files
+        let config = BatonConfiguration(api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), maxBody: maxBody),
+                                        zones: configs, sounds: sounds, policy: policy)
+        daemon = Daemon(config: config, logger: Logger(minimum: .error))
+        daemon.start()
+        let api = API(daemon: daemon)
+        server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: maxBody) { api.handle($0) }
+        // Wait until every zone with a real PCM is playing.
+        _ = waitUntil { files.keys.allSatisfy { z in self.daemon.status().zones.first { $0.name == z }?.state == "available" } }
+    }
+
+    /// Stops the API and the zones (closing the PCMs, so the files are complete).
+    func stop() {
+        server.stop()
+        daemon.stop()
+    }
+
+    func request(_ method: String, _ path: String, _ body: String? = nil) throws -> RawClient.Response {
+        let client = try RawClient(port: port)
+        var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        if let body { text += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)" } else { text += "\r\n" }
+        client.send(text)
+        return try client.readResponse()
+    }
+
+    func json(_ method: String, _ path: String, _ body: String? = nil) throws -> (status: Int, object: [String: String]) {
+        let r = try request(method, path, body)
+        let object = (try? JSONDecoder().decode([String: String].self, from: Data(r.body))) ?? [:]
+        return (r.status, object)
+    }
+
+    func status() throws -> StatusReport {
+        try JSONDecoder().decode(StatusReport.self, from: Data(try request("GET", "/api/v1/status").body))
+    }
+
+    func events() throws -> [Event] {
+        try JSONDecoder().decode([Event].self, from: Data(try request("GET", "/api/v1/events/recent").body))
+    }
+
+    /// Waits until an event of `type` (for `source`, if given) has been published; returns it.
+    func waitForEvent(_ type: String, source: String? = nil, seconds: Double = 10) -> Event? {
+        var found: Event?
+        _ = waitUntil(seconds: seconds) {
+            found = daemon.events.recent().first { $0.type == type && (source == nil || $0.source == source) }
+            return found != nil
+        }
+        return found
+    }
+
+    /// The left channel of a zone's output file (after `stop`).
+    func left(_ zone: String) -> [Float] { Signals.channel(ALSATestRig.readS16(files[zone]!), 0, of: 2) }
+}
