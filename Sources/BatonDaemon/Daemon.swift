@@ -215,16 +215,28 @@ public final class Daemon: Sendable {
     private func start(_ id: SourceID, _ s: inout State) {
         guard let p = s.playbacks[id], !p.started else { return }
         p.started = true
+        let audible = s.arbiter.state(of: p.id)?.isAudible ?? false
         for part in p.parts {
-            guard let slot = output(part.zone)?.mixer.claimSlot(gain: 0) else {
+            // A new source starts at its gain with no fade (it begins at its own first sample), or
+            // paused at 0 when it is granted but not heard anywhere yet.
+            let gain = audible ? target(p, zone: part.zone, s) : 0
+            guard let slot = output(part.zone)?.mixer.claimSlot(gain: gain) else {
                 logger.error("zone \(part.zone): every slot is busy; \(id) cannot play there")
                 continue
             }
+            if !audible { slot.pause() }
             part.slot = slot
             if part.samples.isEmpty { slot.finish() }
         }
-        reconcile(p, &s, ramps: [:], initial: true)
         p.feed()
+    }
+
+    /// The gain of `p` in `zone` the arbiter calls for: the user's volume × the duck stage, or 0
+    /// where it is muted.
+    private func target(_ p: Playback, zone: String, _ s: borrowing State) -> Float {
+        let z = ZoneID(zone)
+        if s.arbiter.isMuted(p.id, in: z) { return 0 }
+        return p.volume * linearGain(decibels: s.arbiter.duckGain(of: p.id, in: z).value)
     }
 
     private func finish(_ id: SourceID, _ s: inout State) {
@@ -236,26 +248,18 @@ public final class Daemon: Sendable {
     }
 
     private func reconcile(_ s: inout State, ramps: [String: Int]) {
-        for p in s.playbacks.values where p.started { reconcile(p, &s, ramps: ramps, initial: false) }
+        for p in s.playbacks.values where p.started { reconcile(p, &s, ramps: ramps) }
     }
 
     /// Sets each slot of `p` to what the arbiter says: paused unless the source is audible; in each
-    /// zone, the user's volume × the duck stage, or 0 where it is muted.
-    private func reconcile(_ p: Playback, _ s: inout State, ramps: [String: Int], initial: Bool) {
+    /// zone, the user's volume × the duck stage, or 0 where it is muted. Duck changes ramp over the
+    /// policy's attack or release; everything else over the zone's default ramp.
+    private func reconcile(_ p: Playback, _ s: inout State, ramps: [String: Int]) {
         let audible = s.arbiter.state(of: p.id)?.isAudible ?? false
         for part in p.parts {
             guard let slot = part.slot else { continue }
-            let zone = ZoneID(part.zone)
-            let muted = s.arbiter.isMuted(p.id, in: zone)
-            let duck = linearGain(decibels: s.arbiter.duckGain(of: p.id, in: zone).value)
-            let target: Float = muted ? 0 : p.volume * duck
-            if initial {
-                slot.setGain(target)
-                // A freshly started source begins at its gain (see SourceSlot.activate).
-                if !audible { slot.pause() }
-                continue
-            }
-            if slot.targetGain != target { slot.setGain(target, overFrames: ramps["\(p.id)/\(part.zone)"]) }
+            let gain = target(p, zone: part.zone, s)
+            if slot.targetGain != gain { slot.setGain(gain, overFrames: ramps["\(p.id)/\(part.zone)"]) }
             if audible { slot.resume() } else { slot.pause() }
         }
     }
