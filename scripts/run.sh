@@ -6,5 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build -c release --product batond 2>&1 | grep -v '^\[' || true
-swift build -c release --product batonctl 2>&1 | grep -v '^\[' || true
 exec .build/release/batond --config "${1:-config/baton.yaml}"
