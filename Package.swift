@@ -62,10 +62,14 @@ let package = Package(
                 swiftSettings: swiftSettings),
         .executableTarget(name: "batond", dependencies: ["BatonDaemon"], swiftSettings: swiftSettings),
         .executableTarget(name: "baton-bench",
-                          dependencies: ["AudioCore", "Engine", "SampleRate", "Soxr", "Media"],
+                          dependencies: ["ALSA", "AudioCore", "Engine", "Media", "BenchFloor", "CAllocCounter"],
                           swiftSettings: swiftSettings),
+        // The benchmark's floor: the same resampling by the bare C libraries (never in the daemon).
+        .target(name: "BenchFloor", linkerSettings: [.linkedLibrary("soxr"), .linkedLibrary("samplerate"),
+                                                     .linkedLibrary("m")]),
 
-        // Tests. CAllocCounter replaces malloc for the whole test process: never link it into a product.
+        // CAllocCounter replaces malloc for the whole process: only the tests and baton-bench link it,
+        // never the daemon.
         .target(name: "CAllocCounter", path: "Tests/CAllocCounter"),
         .target(name: "BatonTesting", dependencies: ["ALSA", "AudioCore", "CAllocCounter"], path: "Tests/BatonTesting",
                 swiftSettings: swiftSettings),
