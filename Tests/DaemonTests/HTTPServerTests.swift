@@ -500,3 +500,28 @@ final class RawClient {
         }
     }
 }
+
+extension RawClient {
+    /// Reads the next Server-Sent Event of a chunked `text/event-stream` body: its `event:` type and
+    /// `data:` text (comments skipped), or nil when the stream ends.
+    func readServerSentEvent() throws -> (type: String, data: String)? {
+        var line: [UInt8] = []
+        var type = "message", data = ""
+        var sawField = false
+        while true {
+            let byte: UInt8
+            do { byte = try readChunkedBytes(count: 1)[0] } catch { return nil }
+            if byte != UInt8(ascii: "\n") { line.append(byte); continue }
+            let text = String(decoding: line, as: UTF8.self)
+            line.removeAll()
+            if text.isEmpty {
+                if sawField { return (type, data) }
+                continue
+            }
+            if text.hasPrefix(":") { continue }
+            sawField = true
+            if text.hasPrefix("event: ") { type = String(text.dropFirst(7)) }
+            if text.hasPrefix("data: ") { data = String(text.dropFirst(6)) }
+        }
+    }
+}

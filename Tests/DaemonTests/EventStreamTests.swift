@@ -1,0 +1,49 @@
+import BatonTesting
+import FoundationEssentials
+import Testing
+@testable import BatonDaemon
+
+/// `GET /api/v1/events`: the arbiter's effects as Server-Sent Events, in order, with reasons.
+@Suite struct EventStreamTests {
+    /// Music then a doorbell streams granted → granted → interruption-began → played → finished →
+    /// interruption-ended(shouldResume: true), each with its source and reason.
+    @Test func streamsEveryEffectInOrder() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let client = try RawClient(port: t.port)
+        client.send("GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let head = try client.readHead()
+        #expect(head.status == 200)
+        #expect(head.headers["content-type"]?.hasPrefix("text/event-stream") == true)
+        #expect(waitUntil { t.daemon.events.subscriberCount == 1 })
+
+        let music = try #require(try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#).object["id"])
+        let bell = try #require(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
+        var seen: [(String, Event)] = []
+        while seen.last?.0 != "interruption-ended", let e = try client.readServerSentEvent() {
+            let event = try JSONDecoder().decode(Event.self, from: Data(e.data.utf8))
+            #expect(event.type == e.type)
+            if event.source == music || event.source == bell { seen.append((e.type, event)) }
+        }
+        #expect(seen.map(\.0) == ["granted", "granted", "interruption-began", "played", "finished", "interruption-ended"])
+        #expect(seen.map { $0.1.source ?? "" } == [music, bell, music, bell, bell, music])
+        #expect(seen.allSatisfy { $0.1.reason?.isEmpty == false })
+        #expect(seen.last?.1.shouldResume == true)
+        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.1.seq < $1.1.seq }, "sequence numbers increase")
+    }
+
+    /// A client reconnecting with Last-Event-ID first receives the kept events it missed.
+    @Test func reconnectReplaysMissedEvents() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["patio"]}"#)
+        let all = t.daemon.events.recent()
+        let first = try #require(all.first)
+        let client = try RawClient(port: t.port)
+        client.send("GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: \(first.seq)\r\n\r\n")
+        _ = try client.readHead()
+        let next = try #require(try client.readServerSentEvent())
+        let event = try JSONDecoder().decode(Event.self, from: Data(next.data.utf8))
+        #expect(event.seq == first.seq + 1)
+    }
+}
