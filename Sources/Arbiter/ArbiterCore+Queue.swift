@@ -112,7 +112,10 @@ extension ArbiterCore {
             j += 1
         }
         for j in stale {
-            emit(.expired(records[j].id), .ttlElapsed(records[j].rules.ttl!))
+            let id = records[j].id
+            emit(.expired(id), .ttlElapsed(records[j].rules.ttl!))
+            // It never played: a repeat of it must not be coalesced into nothing.
+            coalesceMemory.removeAll { $0.source == id }
         }
         for j in stale.reversed() {
             records.remove(at: j)

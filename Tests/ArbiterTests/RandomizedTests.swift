@@ -95,6 +95,38 @@ struct ContractChecker {
         return (false, duck)
     }
 
+    /// Whether the effect's reason is one its action can have, names a contender of the right priority, and
+    /// agrees with the operation that caused it (point 8: each decision carries its reason).
+    func reasonProblem(_ effect: TestEffect, _ op: Operation) -> String? {
+        let mine = effect.action.source.flatMap { granted[$0]?.sourceClass ?? lastRequest[$0]?.sourceClass }
+            .map(priority) ?? 0
+        let fits: Bool = switch (effect.action, effect.reason) {
+        case (.granted, .outranks(let lower)): lower.allSatisfy { $0.priority < mine }
+        case (.granted, .waited): true
+        case (.queued, .queuedBehind(let c)): c.priority == mine
+        case (.queued, .delayedBy(let c)), (.rejected, .higherRejects(let c)): c.priority > mine
+        case (.rejected, .sameRejects(let c)): c.priority == mine
+        case (.rejected, .queueFull(let limit)): limit == policy[lastRequest[effect.action.source!]!.sourceClass]?.queueLimit
+        case (.coalesced, .coalesceWindow), (.expired, .ttlElapsed), (.lostForGood, .classRemoved): true
+        case (.lostForGood, .replacedBy(let c)): c.priority == mine
+        case (.finished(let s), .released): if case .release(s) = op { true } else { false }
+        case (.finished(let s), .vanished): if case .vanish(s) = op { true } else { false }
+        case (.finished(let s), .userStopped): if case .user(s, .stop) = op { true } else { false }
+        case (.finished(let s), .superseded): if case .request(let r) = op { r.source == s } else { false }
+        case (.interruptionBegan, .interruptedBy(let c)), (.muted, .interruptedBy(let c)),
+             (.duckBegan, .duckedBy(let c)):
+            c.priority > mine
+        case (.interruptionEnded(_, true), .interruptionOver): true
+        case (.interruptionEnded(_, false), .notPlayingWhenBegan), (.interruptionEnded(_, false), .userCommand),
+             (.interruptionEnded(_, false), .resumeWindowExceeded):
+            true
+        case (.interruptionEnded(_, false), .permanentTakeover(let c)): c.priority > mine && c.kind == .permanent
+        case (.duckEnded, .restored), (.unmuted, .restored), (.scheduleTimer, .nextExpiry): true
+        default: false
+        }
+        return fits ? nil : "reason \(effect.reason) does not fit \(effect.action) after \(op)"
+    }
+
     /// Applies one operation's effects to the model and returns the first contract violation, if any.
     mutating func check(_ op: Operation, _ effects: [TestEffect], now: ManualInstant, arbiter: TestArbiter) -> String? {
         switch op {
@@ -114,6 +146,7 @@ struct ContractChecker {
         }
         for effect in effects {
             if effect.at != now { return "effect \(effect) stamped \(effect.at), not \(now)" }
+            if let problem = reasonProblem(effect, op) { return problem }
             switch effect.action {
             case .granted(let s, let zones):
                 guard let r = lastRequest[s] else { return "granted unknown \(s)" }
