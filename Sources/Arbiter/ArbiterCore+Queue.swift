@@ -35,6 +35,7 @@ extension ArbiterCore {
             case .replace:
                 let newcomer = record.contender
                 records.removeAll { $0.priority == rules.priority && $0.overlaps(zones) }
+                arbitrationChanged = true
                 for old in equals {
                     emit(.lostForGood(old.id), .replacedBy(newcomer))
                 }
@@ -61,6 +62,7 @@ extension ArbiterCore {
         var granted = record
         granted.granted = true
         records.append(granted)
+        arbitrationChanged = true
         remember(granted, now: now)
         let lower = records.filter { $0.granted && $0.priority < rules.priority && $0.overlaps(zones) }
         emit(.granted(granted.id, zones: zones), .outranks(lower.map(\.contender)))
@@ -76,6 +78,7 @@ extension ArbiterCore {
             return
         }
         records.append(record)
+        arbitrationChanged = true
         remember(record, now: record.requestedAt)
         emit(.queued(record.id), reason)
     }
@@ -119,6 +122,7 @@ extension ArbiterCore {
         }
         for j in stale.reversed() {
             records.remove(at: j)
+            arbitrationChanged = true
         }
     }
 
@@ -148,6 +152,7 @@ extension ArbiterCore {
             }
             holders[i].granted = true
             records[i].granted = true
+            arbitrationChanged = true
             records[i].paused = false  // a grant means "play now", whatever was done to the request while it waited
             emit(.granted(records[i].id, zones: zones), .waited(records[i].requestedAt.duration(to: now)))
         }
@@ -164,6 +169,7 @@ extension ArbiterCore {
             }
         }
         records.removeAll { r in dropped.contains { $0.id == r.id } }
+        arbitrationChanged = true
         for record in dropped {
             emit(.rejected(record.id), .queueFull(limit: record.rules.queueLimit!))
         }

@@ -60,11 +60,8 @@ extension ArbiterCore {
         if !record.granted { return .queued }
         if record.interruption != nil { return .interrupted }
         if record.paused { return .paused }
-        let holders = self.holders
-        let ducked = record.zones.contains { zone in
-            let verdict = verdict(priority: record.priority, in: zone, holders: holders)
-            return verdict.heard && verdict.duck != nil
-        }
+        // After every input the gain stages sent equal the zones' verdicts, so they tell whether it is ducked.
+        let ducked = record.outputs.contains { !$0.muted && $0.duck != nil }
         return ducked ? .ducked : .playing
     }
 

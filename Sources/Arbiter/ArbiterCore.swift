@@ -19,6 +19,9 @@ struct ArbiterCore: Sendable {
     var pending: [Effect<Instant>] = []
     /// The instant of the input being handled.
     var now: Instant?
+    /// Set when the records or grants changed: only then can the queue move or a zone's verdict change.
+    /// (User commands, and ticks that expire nothing, leave every verdict as it was.)
+    var arbitrationChanged = false
 
     init(policy: Policy) {
         self.policy = policy
@@ -70,14 +73,18 @@ struct ArbiterCore: Sendable {
     /// After any input: expire, grant what the queue allows, bring every source's zones in line, set the timer.
     mutating func settle(now: Instant) {
         expireQueued(now: now)
-        grantQueued(now: now)
-        reconcile(now: now)
+        if arbitrationChanged {
+            grantQueued(now: now)
+            reconcile(now: now)
+            arbitrationChanged = false
+        }
         scheduleNextExpiry()
     }
 
     mutating func finish(_ source: SourceID, reason: Reason) {
         guard let i = index(of: source) else { return }
         records.remove(at: i)
+        arbitrationChanged = true
         emit(.finished(source), reason)
     }
 
@@ -113,6 +120,7 @@ struct ArbiterCore: Sendable {
             }
         }
         records = kept
+        arbitrationChanged = true
         for record in lost {
             emit(.lostForGood(record.id), .classRemoved(record.sourceClass))
         }
