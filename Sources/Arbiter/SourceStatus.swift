@@ -33,6 +33,13 @@ public struct ZoneEntry: Hashable, Sendable {
     public var audibility: ZoneAudibility
     /// The higher-priority source silencing or ducking it there, if any.
     public var cause: Contender?
+
+    /// Creates an entry (for tests and status fakes; the arbiter makes its own).
+    public init(zone: ZoneID, audibility: ZoneAudibility, cause: Contender?) {
+        self.zone = zone
+        self.audibility = audibility
+        self.cause = cause
+    }
 }
 
 /// A snapshot of one source.
