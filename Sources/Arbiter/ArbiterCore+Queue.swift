@@ -13,9 +13,11 @@ extension ArbiterCore {
         if index(of: request.source) != nil {
             finish(request.source, reason: .superseded)
         }
+        // Never into the source's own earlier request: that one was just superseded and will not play.
         if let key = request.coalesceKey, rules.coalesceWindow != nil,
            let entry = coalesceMemory.first(where: {
-               $0.sourceClass == request.sourceClass && $0.key == key && zones.allSatisfy($0.zones.contains)
+               $0.sourceClass == request.sourceClass && $0.key == key && $0.source != request.source
+                   && zones.allSatisfy($0.zones.contains)
            }) {
             emit(.coalesced(request.source, into: entry.source), .coalesceWindow(key: key, window: entry.window))
             return

@@ -151,4 +151,23 @@ struct QueueEdgeTests {
         #expect(p.duck == DuckPolicy(level: Decibels(-15), attack: .milliseconds(50), release: .milliseconds(300)))
         #expect(p.classes.count == 3)
     }
+
+    /// A source asking again with the same key supersedes its old request and plays; it is not coalesced
+    /// into the request it just replaced.
+    @Test func doesNotCoalesceIntoOwnSupersededRequest() {
+        var s = Script()
+        s.request("bell", .announcement, key: "doorbell")
+        #expect(s.request("bell", .announcement, key: "doorbell") == [
+            .finished("bell"), .granted("bell", zones: ["kitchen"]),
+        ])
+        #expect(s.reason(of: .finished("bell")) == .superseded)
+    }
+
+    /// Coalescing needs the same zones or fewer: a doorbell for another zone plays.
+    @Test func doesNotCoalesceAcrossZones() {
+        var s = Script()
+        s.request("bell-0", .announcement, ["kitchen"], key: "doorbell")
+        #expect(s.request("bell-1", .announcement, ["hall"], key: "doorbell") == [.granted("bell-1", zones: ["hall"])])
+        #expect(s.request("bell-2", .announcement, ["hall"], key: "doorbell") == [.coalesced("bell-2", into: "bell-1")])
+    }
 }
