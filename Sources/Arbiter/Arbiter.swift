@@ -3,60 +3,36 @@
 /// A pure state machine in the style of Hummingbird's connection state machine: every input is a
 /// `mutating` call with the current instant, returning the ``Effect``s the daemon must carry out in order.
 /// It performs no I/O, never sleeps and reads no clock; when it needs to be woken it returns
-/// ``Effect/Action/scheduleTimer(at:)`` and expects ``tick(at:)`` then.
+/// ``Effect/Action/scheduleTimer(at:)`` and expects ``tick(at:)`` at that instant.
 ///
-/// Deterministic: the same inputs at the same instants give the same effects, in the same order
-/// (sources are kept in arrival order, zones sorted).
+/// Deterministic: the same inputs at the same instants give the same effects in the same order
+/// (sources are kept in arrival order, zones sorted; no dictionary order leaks out).
 ///
 /// Thread safety: any single thread; the arbiter is a value type with no synchronization.
 ///
 /// `Instant` is any `InstantProtocol` measured in `Duration`: `ContinuousClock.Instant`,
 /// `SuspendingClock.Instant`, or a test's manual instant. Instants passed in must never go backwards.
 public struct Arbiter<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
-    /// The policy in force.
-    public private(set) var policy: Policy
-
-    /// Every source the arbiter knows (granted or queued), in arrival order.
-    var records: [Record] = []
-    /// Keys accepted recently, oldest first, for coalescing.
-    var coalesceMemory: [CoalesceEntry] = []
-    /// Arrival counter: orders records and breaks ties.
-    var nextSequence: UInt64 = 0
-    /// The deadline last sent in a `scheduleTimer`, so it is sent once per change.
-    var announcedDeadline: Instant?
-    /// Effects of the input being handled.
-    var pending: [Effect<Instant>] = []
-    /// The instant of the input being handled.
-    var now: Instant?
+    var core: ArbiterCore
+    /// The instant of the first input: the core counts time from here.
+    var epoch: Instant?
 
     /// Creates an arbiter with no sources.
     public init(policy: Policy = .default) {
-        self.policy = policy
+        core = ArbiterCore(policy: policy)
     }
+
+    /// The policy in force.
+    public var policy: Policy { core.policy }
 
     /// Handles one input at `now` and returns the effects to carry out, in order.
     public mutating func handle(_ input: Input, at now: Instant) -> [Effect<Instant>] {
-        self.now = now
-        pending.removeAll(keepingCapacity: true)
-        pruneCoalesceMemory(now: now)
-        switch input {
-        case .request(let request):
-            receive(request, now: now)
-        case .release(let source):
-            finish(source, reason: .released)
-        case .vanished(let source):
-            finish(source, reason: .vanished)
-        case .user(let source, let command):
-            apply(command, to: source)
-        case .tick:
-            break
-        case .policy(let policy):
-            adopt(policy)
+        let epoch = self.epoch ?? now
+        self.epoch = epoch
+        let effects = core.handle(input, at: Moment(epoch.duration(to: now)))
+        return effects.map { effect in
+            Effect(at: now, action: Self.convert(effect.action, epoch: epoch), reason: effect.reason)
         }
-        settle(now: now)
-        let effects = pending
-        pending.removeAll(keepingCapacity: true)
-        return effects
     }
 
     /// Asks for `source` of `sourceClass` to be heard in `zones`. See ``Request``.
@@ -72,7 +48,7 @@ public struct Arbiter<Instant: InstantProtocol>: Sendable where Instant.Duration
         handle(.release(source), at: now)
     }
 
-    /// The user acted on `source`.
+    /// The user acted on `source` (pause, play, stop, seek, change, volume).
     public mutating func user(_ command: UserCommand, on source: SourceID, at now: Instant) -> [Effect<Instant>] {
         handle(.user(source, command), at: now)
     }
@@ -87,127 +63,55 @@ public struct Arbiter<Instant: InstantProtocol>: Sendable where Instant.Duration
         handle(.tick, at: now)
     }
 
-    /// Replaces the policy; sources of classes it no longer declares lose for good.
+    /// Replaces the policy; sources of classes it no longer declares lose for good, queues are trimmed to
+    /// the new limits, and every zone is re-arbitrated.
     public mutating func setPolicy(_ policy: Policy, at now: Instant) -> [Effect<Instant>] {
         handle(.policy(policy), at: now)
     }
 
-    // MARK: - Internals
+    // MARK: Status
 
-    mutating func emit(_ action: Effect<Instant>.Action, _ reason: Reason) {
-        guard let now else { preconditionFailure("emit outside handle") }
-        pending.append(Effect(at: now, action: action, reason: reason))
-    }
+    /// The state of `source`, or `nil` if the arbiter does not know it (never requested, or finished).
+    public func state(of source: SourceID) -> SourceState? { core.state(of: source) }
 
-    func index(of source: SourceID) -> Int? {
-        records.firstIndex { $0.id == source }
-    }
+    /// The duck stage of `source` in `zone` as last sent to the daemon: 0 dB when not ducked or unknown.
+    /// Independent of the user's volume, which the arbiter never changes.
+    public func duckGain(of source: SourceID, in zone: ZoneID) -> Decibels { core.duckGain(of: source, in: zone) }
 
-    /// After any input: expire, grant what the queue allows, bring every source's zones in line, set the timer.
-    mutating func settle(now: Instant) {
-        expireQueued(now: now)
-        grantQueued(now: now)
-        reconcile(now: now)
-        scheduleNextExpiry()
-    }
+    /// Whether `source` is muted in `zone` as last sent to the daemon.
+    public func isMuted(_ source: SourceID, in zone: ZoneID) -> Bool { core.isMuted(source, in: zone) }
 
-    mutating func finish(_ source: SourceID, reason: Reason) {
-        guard let i = index(of: source) else { return }
-        records.remove(at: i)
-        emit(.finished(source), reason)
-    }
+    /// A snapshot of `source`, or `nil` if unknown.
+    public func status(of source: SourceID) -> SourceStatus? { core.status(of: source) }
 
-    mutating func apply(_ command: UserCommand, to source: SourceID) {
-        guard let i = index(of: source) else { return }
-        switch command {
-        case .stop:
-            finish(source, reason: .userStopped)
-            return
-        case .pause:
-            records[i].paused = true
-        case .play:
-            records[i].paused = false
-        case .seek, .change, .volume:
-            break
+    /// Every known source (granted or queued), in arrival order.
+    public var sourceIDs: [SourceID] { core.records.map(\.id) }
+
+    /// Snapshots of every known source, in arrival order.
+    public var sources: [SourceStatus] { core.sources }
+
+    /// Every zone named by a known source, sorted.
+    public var zones: [ZoneID] { core.zones }
+
+    /// A snapshot of `zone`: who holds it, who is ducked or silenced there and why, who waits.
+    public func status(of zone: ZoneID) -> ZoneStatus { core.status(of: zone) }
+
+    static func convert(_ action: Effect<Moment>.Action, epoch: Instant) -> Effect<Instant>.Action {
+        switch action {
+        case .granted(let s, let zones): .granted(s, zones: zones)
+        case .queued(let s): .queued(s)
+        case .rejected(let s): .rejected(s)
+        case .coalesced(let s, let into): .coalesced(s, into: into)
+        case .expired(let s): .expired(s)
+        case .lostForGood(let s): .lostForGood(s)
+        case .finished(let s): .finished(s)
+        case .interruptionBegan(let s, let zones): .interruptionBegan(s, zones: zones)
+        case .interruptionEnded(let s, let resume): .interruptionEnded(s, shouldResume: resume)
+        case .duckBegan(let s, let zone, let level, let attack): .duckBegan(s, zone: zone, level: level, attack: attack)
+        case .duckEnded(let s, let zone, let release): .duckEnded(s, zone: zone, release: release)
+        case .muted(let s, let zone): .muted(s, zone: zone)
+        case .unmuted(let s, let zone): .unmuted(s, zone: zone)
+        case .scheduleTimer(let at): .scheduleTimer(at: epoch.advanced(by: at.offset))
         }
-        if command.changesPlayback, records[i].interruption != nil, records[i].interruption?.userCommand == nil {
-            records[i].interruption?.userCommand = command
-        }
-    }
-
-    mutating func adopt(_ newPolicy: Policy) {
-        policy = newPolicy
-        var kept: [Record] = []
-        var lost: [Record] = []
-        for record in records {
-            if let rules = newPolicy[record.sourceClass] {
-                var updated = record
-                updated.rules = rules
-                kept.append(updated)
-            } else {
-                lost.append(record)
-            }
-        }
-        records = kept
-        for record in lost {
-            emit(.lostForGood(record.id), .classRemoved(record.sourceClass))
-        }
-        trimQueues()
-    }
-}
-
-extension Arbiter {
-    /// What the arbiter remembers about one source.
-    struct Record: Sendable {
-        let id: SourceID
-        let sourceClass: SourceClass
-        let kind: RequestKind
-        /// Sorted, unique.
-        let zones: [ZoneID]
-        let coalesceKey: String?
-        let sequence: UInt64
-        let requestedAt: Instant
-        var rules: ClassPolicy
-        var granted: Bool = false
-        /// Not playing by the user's command or because it was told not to resume.
-        var paused: Bool = false
-        /// The gain stages last sent to the daemon, parallel to `zones`.
-        var outputs: [ZoneOutput]
-        var interruption: Interruption?
-
-        var priority: Int { rules.priority }
-
-        var contender: Contender {
-            Contender(source: id, sourceClass: sourceClass, priority: rules.priority, kind: kind)
-        }
-
-        func overlaps(_ other: [ZoneID]) -> Bool {
-            zones.contains { other.contains($0) }
-        }
-    }
-
-    /// The per-zone gain stages as last told to the daemon.
-    struct ZoneOutput: Sendable, Equatable {
-        var muted = false
-        var duck: DuckPolicy?
-    }
-
-    /// An interruption in progress: began was sent, ended not yet.
-    struct Interruption: Sendable {
-        let began: Instant
-        let wasPlaying: Bool
-        let by: Contender
-        var permanentBy: Contender?
-        var userCommand: UserCommand?
-    }
-
-    /// A coalesce key accepted at some instant.
-    struct CoalesceEntry: Sendable {
-        let sourceClass: SourceClass
-        let key: String
-        let zones: [ZoneID]
-        let source: SourceID
-        let at: Instant
-        let window: Duration
     }
 }

@@ -112,3 +112,62 @@ struct QueueTests {
         #expect(s.log.map(\.at) == [ManualInstant(.seconds(7))])
     }
 }
+
+@Suite("Announcement queue, edge cases")
+struct QueueEdgeTests {
+    /// A request that expired in the queue is forgotten for coalescing: the next press plays.
+    @Test func doesNotCoalesceIntoExpiredRequest() {
+        var policy = Policy.default
+        policy.classes[.announcement]?.ttl = .seconds(1)
+        var s = Script(policy: policy)
+        s.request("intercom", .call)
+        s.request("bell-0", .announcement, key: "doorbell")
+        s.advance(.seconds(1))
+        #expect(s.tick() == [.expired("bell-0")])
+        s.release("intercom")
+        #expect(s.request("bell-1", .announcement, key: "doorbell") == [.granted("bell-1", zones: ["kitchen"])])
+    }
+
+    /// A request paused while it waited is granted playing: a grant means play now.
+    @Test func grantsQueuedRequestPlayingEvenIfPausedWhileWaiting() {
+        var s = Script()
+        s.request("a", .announcement)
+        s.request("b", .announcement)
+        s.user(.pause, "b")
+        s.release("a")
+        #expect(s.state("b") == .playing)
+    }
+
+    /// The default policy is the one documented in docs/ARBITER.md.
+    @Test func matchesDocumentedDefaults() {
+        let p = Policy.default
+        #expect(p[.music] == ClassPolicy(priority: 10, kind: .permanent, lower: .mix, same: .replace,
+                                         duringHigher: .queue, resumeWithin: .seconds(300)))
+        #expect(p[.announcement] == ClassPolicy(priority: 50, kind: .transient, lower: .interrupt, same: .queue,
+                                                duringHigher: .queue, resumeWithin: .seconds(30),
+                                                coalesceWindow: .seconds(3), ttl: .seconds(30), queueLimit: 16))
+        #expect(p[.call] == ClassPolicy(priority: 90, kind: .transient, lower: .interrupt, same: .reject,
+                                        duringHigher: .reject))
+        #expect(p.duck == DuckPolicy(level: Decibels(-15), attack: .milliseconds(50), release: .milliseconds(300)))
+        #expect(p.classes.count == 3)
+    }
+
+    /// A source asking again with the same key supersedes its old request and plays; it is not coalesced
+    /// into the request it just replaced.
+    @Test func doesNotCoalesceIntoOwnSupersededRequest() {
+        var s = Script()
+        s.request("bell", .announcement, key: "doorbell")
+        #expect(s.request("bell", .announcement, key: "doorbell") == [
+            .finished("bell"), .granted("bell", zones: ["kitchen"]),
+        ])
+        #expect(s.reason(of: .finished("bell")) == .superseded)
+    }
+
+    /// Coalescing needs the same zones or fewer: a doorbell for another zone plays.
+    @Test func doesNotCoalesceAcrossZones() {
+        var s = Script()
+        s.request("bell-0", .announcement, ["kitchen"], key: "doorbell")
+        #expect(s.request("bell-1", .announcement, ["hall"], key: "doorbell") == [.granted("bell-1", zones: ["hall"])])
+        #expect(s.request("bell-2", .announcement, ["hall"], key: "doorbell") == [.coalesced("bell-2", into: "bell-1")])
+    }
+}

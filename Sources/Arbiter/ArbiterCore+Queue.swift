@@ -1,5 +1,5 @@
 // Requests: coalescing, equal-priority rules, the queue, expiry and the timer.
-extension Arbiter {
+extension ArbiterCore {
     mutating func receive(_ request: Request, now: Instant) {
         guard let rules = policy[request.sourceClass] else {
             emit(.rejected(request.source), .unknownClass(request.sourceClass))
@@ -13,9 +13,11 @@ extension Arbiter {
         if index(of: request.source) != nil {
             finish(request.source, reason: .superseded)
         }
+        // Never into the source's own earlier request: that one was just superseded and will not play.
         if let key = request.coalesceKey, rules.coalesceWindow != nil,
            let entry = coalesceMemory.first(where: {
-               $0.sourceClass == request.sourceClass && $0.key == key && zones.allSatisfy($0.zones.contains)
+               $0.sourceClass == request.sourceClass && $0.key == key && $0.source != request.source
+                   && zones.allSatisfy($0.zones.contains)
            }) {
             emit(.coalesced(request.source, into: entry.source), .coalesceWindow(key: key, window: entry.window))
             return
@@ -35,6 +37,7 @@ extension Arbiter {
             case .replace:
                 let newcomer = record.contender
                 records.removeAll { $0.priority == rules.priority && $0.overlaps(zones) }
+                arbitrationChanged = true
                 for old in equals {
                     emit(.lostForGood(old.id), .replacedBy(newcomer))
                 }
@@ -48,12 +51,12 @@ extension Arbiter {
         }
 
         // Higher priority interrupting every zone: the arriving class's `during-higher` rule.
-        if let blocker = blockerInAllZones(priority: rules.priority, zones: zones) {
+        if let blocker = blockerInAllZones(priority: rules.priority, zones: zones, holders: holders) {
             switch rules.duringHigher {
             case .queue:
-                enqueue(record, reason: .delayedBy(blocker.contender))
+                enqueue(record, reason: .delayedBy(records[blocker].contender))
             case .reject:
-                emit(.rejected(record.id), .higherRejects(blocker.contender))
+                emit(.rejected(record.id), .higherRejects(records[blocker].contender))
             }
             return
         }
@@ -61,6 +64,7 @@ extension Arbiter {
         var granted = record
         granted.granted = true
         records.append(granted)
+        arbitrationChanged = true
         remember(granted, now: now)
         let lower = records.filter { $0.granted && $0.priority < rules.priority && $0.overlaps(zones) }
         emit(.granted(granted.id, zones: zones), .outranks(lower.map(\.contender)))
@@ -69,11 +73,14 @@ extension Arbiter {
     /// Queues `record` unless its class's queue is full.
     mutating func enqueue(_ record: Record, reason: Reason) {
         if let limit = record.rules.queueLimit,
-           records.count(where: { !$0.granted && $0.sourceClass == record.sourceClass }) >= limit {
+           records.withUnsafeBufferPointer({ records in
+               records.indices.count { !records[$0].granted && records[$0].sourceClass == record.sourceClass }
+           }) >= limit {
             emit(.rejected(record.id), .queueFull(limit: limit))
             return
         }
         records.append(record)
+        arbitrationChanged = true
         remember(record, now: record.requestedAt)
         emit(.queued(record.id), reason)
     }
@@ -88,27 +95,36 @@ extension Arbiter {
         coalesceMemory.removeAll { $0.at.advanced(by: $0.window) <= now }
     }
 
-    /// The highest-priority granted source above `priority` if such sources interrupt every zone in `zones`
+    /// The index of the highest-priority granted source above `priority` if such sources interrupt every zone in `zones`
     /// (so a request there would be heard nowhere); `nil` if some zone would hear it.
-    func blockerInAllZones(priority: Int, zones: [ZoneID]) -> Record? {
-        var strongest: Record?
+    func blockerInAllZones(priority: Int, zones: [ZoneID], holders: [Holder]) -> Int? {
+        var strongest: Int?
         for zone in zones {
-            guard let silencer = silencer(above: priority, in: zone, excluding: nil) else { return nil }
-            if strongest == nil || silencer.priority > strongest!.priority { strongest = silencer }
+            guard let silencer = silencer(above: priority, in: zone, holders: holders) else { return nil }
+            if strongest == nil || holders[silencer].priority > holders[strongest!].priority { strongest = silencer }
         }
         return strongest
     }
 
     /// Drops queued requests older than their class's ttl.
     mutating func expireQueued(now: Instant) {
-        let stale = records.filter { record in
-            guard !record.granted, let ttl = record.rules.ttl else { return false }
-            return record.requestedAt.duration(to: now) >= ttl
+        var stale: [Int] = []
+        var j = 0
+        while j < records.count {
+            if !records[j].granted, let ttl = records[j].rules.ttl, records[j].requestedAt.duration(to: now) >= ttl {
+                stale.append(j)
+            }
+            j += 1
         }
-        guard !stale.isEmpty else { return }
-        records.removeAll { stale.map(\.id).contains($0.id) }
-        for record in stale {
-            emit(.expired(record.id), .ttlElapsed(record.rules.ttl!))
+        for j in stale {
+            let id = records[j].id
+            emit(.expired(id), .ttlElapsed(records[j].rules.ttl!))
+            // It never played: a repeat of it must not be coalesced into nothing.
+            coalesceMemory.removeAll { $0.source == id }
+        }
+        for j in stale.reversed() {
+            records.remove(at: j)
+            arbitrationChanged = true
         }
     }
 
@@ -116,20 +132,31 @@ extension Arbiter {
     /// A waiting request reserves its zones against later requests of its priority, so the queue stays FIFO
     /// per zone.
     mutating func grantQueued(now: Instant) {
-        let waiting = records.filter { !$0.granted }
-            .sorted { ($0.priority, $1.sequence) > ($1.priority, $0.sequence) }
+        var waiting: [Int] = []
+        var j = 0
+        while j < records.count {
+            if !records[j].granted { waiting.append(j) }
+            j += 1
+        }
+        guard !waiting.isEmpty else { return }
+        waiting.sort { (records[$0].priority, records[$1].sequence) > (records[$1].priority, records[$0].sequence) }
+        var holders = self.holders
         var reserved: [(priority: Int, zones: [ZoneID])] = []
-        for candidate in waiting {
-            let blockedByEqual = candidate.rules.same != .mix && (
-                records.contains { $0.granted && $0.priority == candidate.priority && $0.overlaps(candidate.zones) }
-                || reserved.contains { $0.priority == candidate.priority && candidate.overlaps($0.zones) })
-            if blockedByEqual || blockerInAllZones(priority: candidate.priority, zones: candidate.zones) != nil {
-                reserved.append((candidate.priority, candidate.zones))
+        for i in waiting {
+            let priority = holders[i].priority
+            let zones = holders[i].zones
+            let blockedByEqual = records[i].rules.same != .mix && (
+                holders.contains { $0.granted && $0.priority == priority && $0.zones.contains(where: zones.contains) }
+                || reserved.contains { $0.priority == priority && $0.zones.contains(where: zones.contains) })
+            if blockedByEqual || blockerInAllZones(priority: priority, zones: zones, holders: holders) != nil {
+                reserved.append((priority, zones))
                 continue
             }
-            guard let i = index(of: candidate.id) else { continue }
+            holders[i].granted = true
             records[i].granted = true
-            emit(.granted(candidate.id, zones: candidate.zones), .waited(candidate.requestedAt.duration(to: now)))
+            arbitrationChanged = true
+            records[i].paused = false  // a grant means "play now", whatever was done to the request while it waited
+            emit(.granted(records[i].id, zones: zones), .waited(records[i].requestedAt.duration(to: now)))
         }
     }
 
@@ -144,6 +171,7 @@ extension Arbiter {
             }
         }
         records.removeAll { r in dropped.contains { $0.id == r.id } }
+        arbitrationChanged = true
         for record in dropped {
             emit(.rejected(record.id), .queueFull(limit: record.rules.queueLimit!))
         }
@@ -151,11 +179,14 @@ extension Arbiter {
 
     /// Sends `scheduleTimer` when the earliest queue expiry changed.
     mutating func scheduleNextExpiry() {
-        var deadline: Instant?
-        for record in records where !record.granted {
-            guard let ttl = record.rules.ttl else { continue }
-            let expiry = record.requestedAt.advanced(by: ttl)
-            if deadline == nil || expiry < deadline! { deadline = expiry }
+        let deadline: Instant? = records.withUnsafeBufferPointer { records in
+            var deadline: Instant?
+            for j in records.indices where !records[j].granted {
+                guard let ttl = records[j].rules.ttl else { continue }
+                let expiry = records[j].requestedAt.advanced(by: ttl)
+                if deadline == nil || expiry < deadline! { deadline = expiry }
+            }
+            return deadline
         }
         if deadline != announcedDeadline, let deadline {
             emit(.scheduleTimer(at: deadline), .nextExpiry)
