@@ -26,6 +26,7 @@ let package = Package(
     name: "Baton",
     products: [
         .executable(name: "batond", targets: ["batond"]),
+        .executable(name: "batonctl", targets: ["batonctl"]),
         .executable(name: "baton-bench", targets: ["baton-bench"]),
     ],
     targets: [
@@ -37,6 +38,10 @@ let package = Package(
         cLibrary("COpusFile", pkgConfig: "opusfile", apt: ["libopusfile-dev"]),
         cLibrary("CYAML", pkgConfig: "yaml-0.1", apt: ["libyaml-dev"]),
         cLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
+        cLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
+        cLibrary("CFLAC", pkgConfig: "flac", apt: ["libflac-dev"]),
+        cLibrary("CMPG123", pkgConfig: "libmpg123", apt: ["libmpg123-dev"]),
+        cLibrary("CSystemd", pkgConfig: "libsystemd", apt: ["libsystemd-dev"]),
 
         // One wrapper module per C library.
         .target(name: "ALSA", dependencies: ["CALSA"], swiftSettings: realtimeSwiftSettings),
@@ -45,6 +50,10 @@ let package = Package(
         .target(name: "OpusCodec", dependencies: ["COpus", "COpusFile", "AudioCore"], swiftSettings: swiftSettings),
         .target(name: "YAML", dependencies: ["CYAML"], swiftSettings: swiftSettings),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
+        .target(name: "Curl", dependencies: ["CCurl"], swiftSettings: swiftSettings),
+        .target(name: "FLACCodec", dependencies: ["CFLAC", "AudioCore"], swiftSettings: swiftSettings),
+        .target(name: "MP3Codec", dependencies: ["CMPG123", "AudioCore"], swiftSettings: swiftSettings),
+        .target(name: "Systemd", dependencies: ["CSystemd"], swiftSettings: swiftSettings),
 
         // Pure Swift.
         .target(name: "AudioCore", swiftSettings: realtimeSwiftSettings),
@@ -52,15 +61,18 @@ let package = Package(
 
         // Mechanism.
         .target(name: "Engine", dependencies: ["ALSA", "AudioCore"], swiftSettings: realtimeSwiftSettings),
-        .target(name: "Media", dependencies: ["OpusCodec", "AudioCore", "SampleRate", "Soxr"],
+        .target(name: "Media", dependencies: ["OpusCodec", "FLACCodec", "MP3Codec", "AudioCore", "SampleRate", "Soxr"],
                 swiftSettings: swiftSettings),
         .target(name: "BatonConfig", dependencies: ["YAML"], swiftSettings: swiftSettings),
+        .target(name: "Subsonic", dependencies: ["Curl"], swiftSettings: swiftSettings),
 
         // The daemon.
         .target(name: "BatonDaemon",
-                dependencies: ["Arbiter", "AudioCore", "BatonConfig", "Engine", "HTTPServer", "Media"],
+                dependencies: ["Arbiter", "AudioCore", "BatonConfig", "Engine", "HTTPServer", "Media", "Subsonic",
+                               "Systemd"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "batond", dependencies: ["BatonDaemon"], swiftSettings: swiftSettings),
+        .executableTarget(name: "batonctl", dependencies: ["Curl"], swiftSettings: swiftSettings),
         .executableTarget(name: "baton-bench",
                           dependencies: ["ALSA", "AudioCore", "Engine", "Media", "BenchFloor", "CAllocCounter"],
                           swiftSettings: swiftSettings),
@@ -81,5 +93,9 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "DaemonTests", dependencies: ["BatonDaemon", "BatonTesting"],
                     swiftSettings: swiftSettings),
+        .testTarget(name: "SubsonicTests", dependencies: ["Subsonic", "Curl", "BatonTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "CodecTests", dependencies: ["Media", "FLACCodec", "MP3Codec", "OpusCodec", "BatonTesting"],
+                    swiftSettings: swiftSettings),
+        .testTarget(name: "ToolTests", dependencies: ["BatonTesting", "Systemd"], swiftSettings: swiftSettings),
     ]
 )

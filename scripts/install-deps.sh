@@ -4,11 +4,12 @@
 set -euo pipefail
 
 build=(pkg-config libasound2-dev libsamplerate0-dev libsoxr-dev libopus-dev libopusfile-dev
-       libyaml-dev libmicrohttpd-dev)
+       libyaml-dev libmicrohttpd-dev libcurl4-openssl-dev libflac-dev libmpg123-dev libsystemd-dev)
 # Tools the daemon uses at run time (aplay to inspect PCMs, sox to convert/measure output files).
 runtime=(alsa-utils)
 # Only the test suite needs these.
-testing=(sox)
+# (ffmpeg makes the Subsonic test library and transcodes for the test server; python3-venv hosts it.)
+testing=(sox ffmpeg python3-venv)
 
 want=("${build[@]}" "${runtime[@]}")
 if [ "${1:-}" = "--test" ]; then want+=("${testing[@]}"); fi

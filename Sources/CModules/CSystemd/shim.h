@@ -1,0 +1,2 @@
+#pragma once
+#include <systemd/sd-daemon.h>

@@ -1,0 +1,1 @@
+// Curl module: placeholder until its first real file lands.

@@ -1,0 +1,1 @@
+// FLACCodec module: placeholder until its first real file lands.

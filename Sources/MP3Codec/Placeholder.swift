@@ -1,0 +1,1 @@
+// MP3Codec module: placeholder until its first real file lands.

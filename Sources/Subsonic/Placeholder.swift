@@ -1,0 +1,1 @@
+// Subsonic module: placeholder until its first real file lands.

@@ -1,0 +1,1 @@
+// Systemd module: placeholder until its first real file lands.

@@ -1,0 +1,1 @@
+print("batonctl: not yet")
