@@ -20,8 +20,8 @@ public final class Daemon: Sendable {
     public let events: EventLog
     let logger: Logger
     let sounds: SoundLibrary
-    /// The zones in config order.
-    let outputs: [(name: String, output: ZoneOutput)]
+    /// The zones and devices; replaced as a whole on reload.
+    private let table: Mutex<ZoneTable>
     private let state: Mutex<State>
     private let running = Atomic<Bool>(false)
     private let monitorThread = Mutex<pthread_t?>(nil)
@@ -42,28 +42,20 @@ public final class Daemon: Sendable {
         events = EventLog()
         sounds = SoundLibrary(directory: config.sounds,
                               resampler: ResamplerKind(rawValue: config.resampler.announcements.rawValue) ?? .announcementsDefault)
-        outputs = config.zones.map { zone in
-            let request = PCMRequest(name: zone.pcm, rate: zone.rate, channels: zone.channels,
-                                     format: SampleFormat(rawValue: zone.format.rawValue) ?? .s16LE,
-                                     periodFrames: zone.periodFrames, bufferFrames: zone.bufferFrames)
-            return (zone.name, ZoneOutput(ZoneOutputSpec(zone: zone.name, pcm: request,
-                                                         clock: ZoneClock(rawValue: zone.clock.rawValue) ?? .device)))
-        }
+        table = Mutex(ZoneTable.build(config))
         state = Mutex(State(arbiter: Arbiter(policy: Policy(config.policy))))
     }
 
-    func output(_ zone: String) -> ZoneOutput? { outputs.first { $0.name == zone }?.output }
-    func zoneConfig(_ zone: String) -> ZoneConfig? { config.zone(named: zone) }
+    /// The current zones. Any thread.
+    var zones: ZoneTable { table.withLock { $0 } }
+    func output(_ zone: String) -> ZoneHandle? { zones.zone(zone) }
 
     // MARK: Lifecycle
 
     /// Starts the output threads and the monitor. Control thread.
     public func start() {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        for (name, output) in outputs {
-            output.start()
-            logger.info("zone \(name): output thread started on PCM \"\(output.spec.pcm.name)\" (\(output.spec.pcm.rate) Hz, \(output.spec.pcm.channels) ch, \(output.spec.pcm.format.rawValue), clock \(output.spec.clock.rawValue))")
-        }
+        for device in zones.devices { startDevice(device) }
         let thread = startThread { [self] in monitorLoop() }
         monitorThread.withLock { $0 = thread }
     }
@@ -73,7 +65,13 @@ public final class Daemon: Sendable {
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         if let t = monitorThread.withLock({ $0 }) { pthread_join(t, nil) }
-        for (_, output) in outputs { output.stop() }
+        for device in zones.devices { device.stop() }
+    }
+
+    private func startDevice(_ device: DeviceOutput) {
+        device.start()
+        let p = device.spec.pcm
+        logger.info("PCM \"\(p.name)\": output thread started for zone\(device.spec.zones.count == 1 ? "" : "s") \(device.spec.zones.map(\.name).joined(separator: ", ")) (\(p.rate) Hz, \(p.channels) ch, \(p.format.rawValue), clock \(device.spec.clock.rawValue))")
     }
 
     // MARK: Requests
@@ -106,11 +104,12 @@ public final class Daemon: Sendable {
 
     private func play(sound: String, zones requested: [String], sourceClass: SourceClass, loop: Bool, volume: Float,
                       prefix: String) throws(RequestError) -> (id: String, outcome: Outcome, skipped: [String]) {
-        let zones = requested.isEmpty ? outputs.map(\.name) : requested
+        let table = self.zones
+        let zones = requested.isEmpty ? table.names : requested
         var seen = Set<String>()
         for zone in zones {
-            guard output(zone) != nil else {
-                throw RequestError(status: 404, message: "unknown zone \"\(zone)\" (zones: \(outputs.map(\.name).joined(separator: ", ")))")
+            guard table.zone(zone) != nil else {
+                throw RequestError(status: 404, message: "unknown zone \"\(zone)\" (zones: \(table.names.joined(separator: ", ")))")
             }
             guard seen.insert(zone).inserted else { throw RequestError(status: 400, message: "zone \"\(zone)\" named twice") }
         }
@@ -120,7 +119,7 @@ public final class Daemon: Sendable {
         do { try SoundLibrary.validate(name: sound) } catch {
             throw RequestError(status: 400, message: "sound \"\(sound)\": \(error.problem)")
         }
-        let available = zones.filter { output($0)!.snapshot().available }
+        let available = zones.filter { table.zone($0)!.device.snapshot().available }
         let skipped = zones.filter { !available.contains($0) }
         guard !available.isEmpty else {
             let why = zones.map { z in "\(z): \(zoneErrorText(z))" }.joined(separator: "; ")
@@ -128,10 +127,10 @@ public final class Daemon: Sendable {
         }
         var parts: [Playback.ZonePart] = []
         for zone in available {
-            let spec = output(zone)!.spec.pcm
+            let z = table.zone(zone)!
             do {
-                parts.append(Playback.ZonePart(zone: zone, samples: try sounds.samples(sound, rate: spec.rate, channels: spec.channels),
-                                               channels: spec.channels))
+                parts.append(Playback.ZonePart(zone: zone, samples: try sounds.samples(sound, rate: z.rate, channels: z.channels),
+                                               channels: z.channels))
             } catch {
                 let unknown = error.problem.hasPrefix("unknown sound")
                 throw RequestError(status: unknown ? 404 : 422, message: "sound \"\(sound)\": \(error.problem)")
@@ -207,7 +206,7 @@ public final class Daemon: Sendable {
     }
 
     private func frames(_ d: Duration, zone: String) -> Int {
-        let rate = output(zone)?.spec.pcm.rate ?? 48_000
+        let rate = output(zone)?.rate ?? 48_000
         let (sec, atto) = d.components
         return max(1, Int(sec) * rate + Int(Double(atto) / 1e18 * Double(rate)))
     }
@@ -268,7 +267,7 @@ public final class Daemon: Sendable {
         let reason = String(describing: e.reason)
         var frames: [String: Int]?
         if let id = e.action.source, let p = s.playbacks[id] {
-            frames = Dictionary(uniqueKeysWithValues: p.zones.compactMap { z in output(z).map { (z, $0.snapshot().framesPlayed) } })
+            frames = Dictionary(uniqueKeysWithValues: p.zones.compactMap { z in output(z).map { (z, $0.device.snapshot().framesPlayed) } })
         }
         let events = EventSink(log: self.events, frames: frames)
         switch e.action {
@@ -322,14 +321,15 @@ public final class Daemon: Sendable {
                 s.timer = nil
                 apply(s.arbiter.tick(at: .now), &s)
             }
-            for (name, output) in outputs {
+            for zone in zones.zones {
+                let name = zone.name, output = zone.device
                 let snap = output.snapshot()
                 if s.zoneAvailable[name] != snap.available && (snap.available || snap.lastError != 0 || s.zoneAvailable[name] == true) {
                     s.zoneAvailable[name] = snap.available
                     if snap.available {
                         events.publish(type: "zone-available", zones: [name], reason: "PCM \"\(output.spec.pcm.name)\" open")
                         logger.info("zone \(name): available (PCM \"\(output.spec.pcm.name)\", period \(snap.periodFrames), buffer \(snap.bufferFrames) frames\(snap.realtime ? ", SCHED_FIFO" : ""))")
-                        if !snap.realtime && output.spec.realtimePriority > 0 {
+                        if !snap.realtime && zone.device.spec.realtimePriority > 0 {
                             logger.warning("zone \(name): real-time scheduling not granted (needs CAP_SYS_NICE or RLIMIT_RTPRIO); running at normal priority")
                         }
                     } else {
@@ -344,10 +344,10 @@ public final class Daemon: Sendable {
 
     func zoneErrorText(_ zone: String) -> String {
         guard let out = output(zone) else { return "unknown zone" }
-        let snap = out.snapshot()
+        let snap = out.device.snapshot()
         if snap.available { return "available" }
-        if snap.lastError == 0 { return "opening PCM \"\(out.spec.pcm.name)\"" }
-        return ALSAError(operation: "open", pcm: out.spec.pcm.name, code: snap.lastError).description
+        if snap.lastError == 0 { return "opening PCM \"\(out.pcm)\"" }
+        return ALSAError(operation: "open", pcm: out.pcm, code: snap.lastError).description
     }
 
     // MARK: Status
@@ -355,10 +355,10 @@ public final class Daemon: Sendable {
     /// Every zone and source as they are now. Any thread.
     public func status() -> StatusReport {
         state.withLock { s in
-            let zones = outputs.map { (name, output) -> StatusReport.Zone in
+            let zones = self.zones.zones.map { handle -> StatusReport.Zone in
+                let name = handle.name, output = handle.device
                 let snap = output.snapshot()
                 let z = s.arbiter.status(of: ZoneID(name))
-                let cfg = zoneConfig(name)
                 var slots: [StatusReport.SlotGain] = []
                 for p in s.playbacks.values.sorted(by: { $0.id < $1.id }) {
                     for part in p.parts where part.zone == name {
@@ -369,10 +369,10 @@ public final class Daemon: Sendable {
                     }
                 }
                 return StatusReport.Zone(
-                    name: name, pcm: output.spec.pcm.name, rate: output.spec.pcm.rate, channels: output.spec.pcm.channels,
+                    name: name, pcm: output.spec.pcm.name, rate: output.spec.pcm.rate, channels: handle.channels,
                     format: output.spec.pcm.format.rawValue, clock: output.spec.clock.rawValue,
                     state: snap.available ? "available" : "unavailable", error: snap.available ? nil : zoneErrorText(name),
-                    periodFrames: cfg?.periodFrames ?? snap.periodFrames, bufferFrames: snap.bufferFrames,
+                    periodFrames: output.spec.pcm.periodFrames, bufferFrames: snap.bufferFrames,
                     framesPlayed: snap.framesPlayed, audibleFrame: snap.audibleFrame, delayFrames: snap.delayFrames,
                     xruns: snap.xruns, suspends: snap.suspends, lateCycles: snap.lateCycles, reopens: snap.reopens,
                     realtime: snap.realtime,
@@ -384,7 +384,7 @@ public final class Daemon: Sendable {
             let sources = s.arbiter.sources.compactMap { st -> StatusReport.Source? in
                 guard let p = s.playbacks[st.contender.source] else { return nil }
                 let first = p.parts.first { $0.slot != nil }
-                let rate = first.flatMap { output($0.zone)?.spec.pcm.rate } ?? 1
+                let rate = first.flatMap { output($0.zone)?.rate } ?? 1
                 return StatusReport.Source(
                     id: p.id.rawValue, class: p.sourceClass.rawValue, sound: p.sound, loop: p.loop, volume: Double(p.volume),
                     state: st.state.rawValue, zones: p.zones, skippedZones: p.skipped.isEmpty ? nil : p.skipped,

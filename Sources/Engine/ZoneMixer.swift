@@ -1,4 +1,5 @@
 import AudioCore
+import Synchronization
 
 /// Mixes a zone's source slots into one period of interleaved Float frames.
 ///
@@ -17,6 +18,12 @@ public final class ZoneMixer: @unchecked Sendable {
 
     /// The zone frame counter: frames rendered so far. Rendering thread only.
     public private(set) var frame = 0
+
+    /// The zone's volume (the user's, linear), applied to the whole mix after the sources' own
+    /// gains and ducks. Set by the control thread, ramped by the rendering thread.
+    private let volumeBits = Atomic<UInt32>(Float(1).bitPattern)
+    private let appliedVolumeBits = Atomic<UInt32>(Float(1).bitPattern)
+    private var volumeGain: Float = 1
 
     /// - Parameters:
     ///   - slotCount: how many sources the zone can mix at once.
@@ -37,6 +44,23 @@ public final class ZoneMixer: @unchecked Sendable {
     deinit {
         mix.deallocate()
         scratch.deallocate()
+    }
+
+    /// Sets the zone's volume (linear, 0...1); the output thread ramps to it click-free.
+    /// Control thread; any time.
+    public func setVolume(_ linear: Float) { volumeBits.store(min(max(linear, 0), 1).bitPattern, ordering: .releasing) }
+
+    /// The zone volume the control thread asked for.
+    public var volume: Float { Float(bitPattern: volumeBits.load(ordering: .acquiring)) }
+
+    /// The zone volume the output thread applied at the end of its last period.
+    public var appliedVolume: Float { Float(bitPattern: appliedVolumeBits.load(ordering: .acquiring)) }
+
+    /// Sets the volume before the output thread starts, without a ramp. Control thread, before start.
+    public func setInitialVolume(_ linear: Float) {
+        setVolume(linear)
+        volumeGain = volume
+        appliedVolumeBits.store(volumeGain.bitPattern, ordering: .releasing)
     }
 
     /// Claims a free slot for a new source, or nil when all are busy. Control thread only.
@@ -66,7 +90,26 @@ public final class ZoneMixer: @unchecked Sendable {
             }
             if phase == SourceSlot.Phase.active.rawValue { renderSlot(slot) }
         }
+        applyVolume(samples: samples)
         frame += periodFrames
+    }
+
+    /// Multiplies the mix by the zone volume, ramping toward a new value at the zone's ramp speed.
+    @inline(__always)
+    private func applyVolume(samples: Int) {
+        let target = Float(bitPattern: volumeBits.load(ordering: .acquiring))
+        var g = volumeGain
+        if g == target {
+            if g != 1 { for i in 0..<samples { mix[i] *= g } }
+            return
+        }
+        var i = 0
+        for _ in 0..<periodFrames {
+            if g < target { g = min(target, g + rampStep) } else if g > target { g = max(target, g - rampStep) }
+            for _ in 0..<channels { mix[i] *= g; i += 1 }
+        }
+        volumeGain = g
+        appliedVolumeBits.store(g.bitPattern, ordering: .relaxed)
     }
 
     @inline(__always)

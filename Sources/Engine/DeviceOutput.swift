@@ -12,34 +12,63 @@ public enum ZoneClock: String, Sendable {
     case system
 }
 
-/// Everything a zone output needs to start.
-public struct ZoneOutputSpec: Sendable {
-    public var zone: String
-    public var pcm: PCMRequest
-    public var clock: ZoneClock
-    /// Frames a full 0↔1 gain change takes.
+/// One zone on a device: its name and which device channels it drives.
+public struct ZoneSpec: Sendable, Equatable {
+    public var name: String
+    /// Device channel for each of the zone's channels (zone channel i → device channel `deviceChannels[i]`).
+    public var deviceChannels: [Int]
+    /// Frames a full 0↔1 gain change takes (click-free ramps).
     public var rampFrames: Int
     /// How many sources the zone can mix at once.
     public var slotCount: Int
     /// Each slot's ring, in frames.
     public var ringFrames: Int
+    /// The zone's volume when it starts (linear).
+    public var volume: Float
+
+    public init(name: String, deviceChannels: [Int], rampFrames: Int, slotCount: Int = 8, ringFrames: Int, volume: Float = 1) {
+        self.name = name
+        self.deviceChannels = deviceChannels
+        self.rampFrames = rampFrames
+        self.slotCount = slotCount
+        self.ringFrames = ringFrames
+        self.volume = volume
+    }
+
+    /// The zone's own channel count.
+    public var channels: Int { deviceChannels.count }
+}
+
+/// Everything a device output needs to start: the PCM, who paces it, and its zones.
+public struct DeviceSpec: Sendable {
+    /// The PCM; `pcm.channels` is the device's channel count.
+    public var pcm: PCMRequest
+    public var clock: ZoneClock
     /// SCHED_FIFO priority to ask for (0: do not ask).
     public var realtimePriority: Int32
+    /// The zones, whose channel sets must not overlap.
+    public var zones: [ZoneSpec]
 
-    public init(zone: String, pcm: PCMRequest, clock: ZoneClock, rampFrames: Int? = nil, slotCount: Int = 8,
-                ringFrames: Int? = nil, realtimePriority: Int32 = 70) {
-        self.zone = zone
+    public init(pcm: PCMRequest, clock: ZoneClock, realtimePriority: Int32 = 70, zones: [ZoneSpec]) {
         self.pcm = pcm
         self.clock = clock
-        self.rampFrames = rampFrames ?? max(1, pcm.rate / 100)          // 10 ms
-        self.slotCount = slotCount
-        self.ringFrames = ringFrames ?? max(pcm.rate / 2, pcm.periodFrames * 4)  // 500 ms
         self.realtimePriority = realtimePriority
+        self.zones = zones
+    }
+
+    /// A device with one zone that owns every channel: 10 ms ramps, 8 slots, 500 ms rings.
+    public init(zone: String, pcm: PCMRequest, clock: ZoneClock, realtimePriority: Int32 = 70) {
+        self.init(pcm: pcm, clock: clock, realtimePriority: realtimePriority, zones: [
+            ZoneSpec(name: zone, deviceChannels: Array(0..<pcm.channels), rampFrames: max(1, pcm.rate / 100),
+                     ringFrames: max(pcm.rate / 2, pcm.periodFrames * 4)),
+        ])
     }
 }
 
-/// A zone's output: one dedicated thread that owns one ALSA PCM, pulls one period from the zone's
-/// `ZoneMixer`, converts it to the device format and writes it.
+/// A device's output: one dedicated thread that owns one ALSA PCM, pulls one period from each of
+/// its zones' `ZoneMixer`s, places each zone's channels on the device's channels, converts to the
+/// device format and writes it. Zones on one device share its clock, its availability and its
+/// counters; a device with one zone is the common case.
 ///
 /// The output thread never allocates, locks, logs or awaits once running; every buffer is allocated
 /// before it starts. It reports through atomics, read by `snapshot()` on any thread.
@@ -47,8 +76,8 @@ public struct ZoneOutputSpec: Sendable {
 /// backoff (0.25 s doubling to 8 s) while other zones play on.
 // @unchecked: fields shared with the output thread are atomics or immutable; the PCM and the byte
 // buffer belong to the output thread alone.
-public final class ZoneOutput: @unchecked Sendable {
-    /// What a zone reports. Any thread.
+public final class DeviceOutput: @unchecked Sendable {
+    /// What a device reports. Any thread.
     public struct Snapshot: Sendable, Equatable {
         public var available: Bool
         /// The last ALSA error (negative errno), 0 when none.
@@ -69,10 +98,21 @@ public final class ZoneOutput: @unchecked Sendable {
         public var bufferFrames: Int
     }
 
-    public let spec: ZoneOutputSpec
-    public let mixer: ZoneMixer
+    public let spec: DeviceSpec
+    /// One mixer per zone, in `spec.zones` order.
+    public let mixers: [ZoneMixer]
+    /// The first zone's mixer (the only one on a single-zone device).
+    public var mixer: ZoneMixer { mixers[0] }
+
+    /// The mixer of the zone named `zone`, if it is on this device.
+    public func mixer(for zone: String) -> ZoneMixer? {
+        spec.zones.firstIndex { $0.name == zone }.map { mixers[$0] }
+    }
 
     private let bytes: UnsafeMutableRawPointer
+    /// The interleaved device period when zones have to be placed on channels (nil: one zone owns
+    /// the device with channels in order, and its mix is used directly).
+    private let device: UnsafeMutablePointer<Float>?
     private let stopFlag = Atomic<Bool>(false)
     private let available = Atomic<Bool>(false)
     private let lastError = Atomic<Int32>(0)
@@ -93,20 +133,40 @@ public final class ZoneOutput: @unchecked Sendable {
     /// Set before `start`.
     public nonisolated(unsafe) var cycleObserver: (@Sendable (Int) -> Void)?
 
-    /// Creates the zone and allocates every buffer. Control thread.
-    public init(_ spec: ZoneOutputSpec) {
+    /// Creates the device and its zones and allocates every buffer. Control thread.
+    public init(_ spec: DeviceSpec) {
+        precondition(!spec.zones.isEmpty, "a device needs at least one zone")
         self.spec = spec
-        mixer = ZoneMixer(channels: spec.pcm.channels, periodFrames: spec.pcm.periodFrames,
-                          slotCount: spec.slotCount, ringSamples: spec.ringFrames * spec.pcm.channels,
-                          rampFrames: spec.rampFrames)
+        mixers = spec.zones.map { z in
+            let m = ZoneMixer(channels: z.channels, periodFrames: spec.pcm.periodFrames, slotCount: z.slotCount,
+                              ringSamples: z.ringFrames * z.channels, rampFrames: z.rampFrames)
+            m.setInitialVolume(z.volume)
+            return m
+        }
         bytes = .allocate(byteCount: spec.pcm.periodFrames * spec.pcm.channels * 4, alignment: 16)
+        let direct = spec.zones.count == 1 && spec.zones[0].deviceChannels == Array(0..<spec.pcm.channels)
+        if direct {
+            device = nil
+        } else {
+            let p = UnsafeMutablePointer<Float>.allocate(capacity: spec.pcm.periodFrames * spec.pcm.channels)
+            p.initialize(repeating: 0, count: spec.pcm.periodFrames * spec.pcm.channels)
+            device = p
+        }
     }
 
-    deinit { bytes.deallocate() }
+    /// Convenience for a device with one whole-device zone.
+    public convenience init(zone: String, pcm: PCMRequest, clock: ZoneClock, realtimePriority: Int32 = 70) {
+        self.init(DeviceSpec(zone: zone, pcm: pcm, clock: clock, realtimePriority: realtimePriority))
+    }
+
+    deinit {
+        bytes.deallocate()
+        device?.deallocate()
+    }
 
     /// Starts the output thread. Control thread.
     public func start() {
-        precondition(thread == nil, "zone \(spec.zone) started twice")
+        precondition(thread == nil, "device \(spec.pcm.name) started twice")
         thread = RealtimeThread.start { [self] in run() }
     }
 
@@ -176,10 +236,10 @@ public final class ZoneOutput: @unchecked Sendable {
         while !stopping {
             cycleObserver?(cycle)
             cycle += 1
-            mixer.render()
+            let mixed = renderDevice(period: period, channels: channels)
             switch spec.pcm.format {
-            case .s16LE: convertToS16(mixer.mix, bytes.assumingMemoryBound(to: Int16.self), count: period * channels)
-            case .s32LE: convertToS32(mixer.mix, bytes.assumingMemoryBound(to: Int32.self), count: period * channels)
+            case .s16LE: convertToS16(mixed, bytes.assumingMemoryBound(to: Int16.self), count: period * channels)
+            case .s32LE: convertToS32(mixed, bytes.assumingMemoryBound(to: Int32.self), count: period * channels)
             }
             var written = 0
             while written < period {
@@ -208,6 +268,32 @@ public final class ZoneOutput: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Renders every zone and places its channels on the device's. Output thread; real-time safe.
+    @inline(__always)
+    private func renderDevice(period: Int, channels: Int) -> UnsafeMutablePointer<Float> {
+        guard let device else {
+            mixers[0].render()
+            return mixers[0].mix
+        }
+        device.update(repeating: 0, count: period * channels)
+        for z in 0..<mixers.count {
+            let m = mixers[z]
+            m.render()
+            let map = spec.zones[z].deviceChannels
+            let zc = m.channels
+            for c in 0..<zc {
+                let d = map[c]
+                var src = c, dst = d
+                for _ in 0..<period {
+                    device[dst] += m.mix[src]
+                    src += zc
+                    dst += channels
+                }
+            }
+        }
+        return device
     }
 
     private func sleepInterruptibly(nanoseconds: Int) {

@@ -5,9 +5,9 @@ import Glibc
 import Testing
 
 /// Zone outputs through the real alsa-lib, writing into `file` PCMs whose bytes the tests read back.
-@Suite struct ZoneOutputTests {
-    func spec(_ pcm: String, rate: Int = 48_000, clock: ZoneClock = .device, format: SampleFormat = .s16LE) -> ZoneOutputSpec {
-        ZoneOutputSpec(zone: pcm, pcm: PCMRequest(name: pcm, rate: rate, channels: 2, format: format,
+@Suite struct DeviceOutputTests {
+    func spec(_ pcm: String, rate: Int = 48_000, clock: ZoneClock = .device, format: SampleFormat = .s16LE) -> DeviceSpec {
+        DeviceSpec(zone: pcm, pcm: PCMRequest(name: pcm, rate: rate, channels: 2, format: format,
                                                   periodFrames: rate / 100, bufferFrames: rate / 25),
                        clock: clock, realtimePriority: 0)
     }
@@ -25,7 +25,7 @@ import Testing
     /// A chime announced on one zone appears in that zone's file (tone detected) and not in the other's.
     @Test func toneLandsOnlyInItsZone() throws {
         let a = ALSATestRig.makePCM(), b = ALSATestRig.makePCM()
-        let zoneA = ZoneOutput(spec(a.name)), zoneB = ZoneOutput(spec(b.name))
+        let zoneA = DeviceOutput(spec(a.name)), zoneB = DeviceOutput(spec(b.name))
         let slot = try #require(zoneA.mixer.claimSlot(gain: 1))
         let tone = Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2)
         feed(slot, tone)
@@ -49,7 +49,7 @@ import Testing
     /// S32_LE zones get the exact 32-bit value of each mixed sample.
     @Test func writesExactS32Samples() throws {
         let a = ALSATestRig.makePCM()
-        let zone = ZoneOutput(spec(a.name, format: .s32LE))
+        let zone = DeviceOutput(spec(a.name, format: .s32LE))
         let slot = try #require(zone.mixer.claimSlot(gain: 1))
         feed(slot, [0.5, -0.5, 1.0, -1.0, 0.25, 0])
         zone.start()
@@ -65,8 +65,8 @@ import Testing
     /// A zone whose PCM cannot be opened is reported unavailable and retried while another zone plays.
     @Test func unopenablePCMIsUnavailableWhileOthersPlay() throws {
         let good = ALSATestRig.makePCM()
-        let broken = ZoneOutput(spec(ALSATestRig.missingPCM))
-        let zone = ZoneOutput(spec(good.name))
+        let broken = DeviceOutput(spec(ALSATestRig.missingPCM))
+        let zone = DeviceOutput(spec(good.name))
         broken.start(); zone.start()
         #expect(waitUntil { zone.snapshot().framesPlayed > 48_000 })
         #expect(waitUntil { broken.openAttemptCount >= 2 }, "retried with backoff")
@@ -81,7 +81,7 @@ import Testing
     /// A system-clocked zone plays 5 s of audio in 5 s ± 2 %, not all at once.
     @Test func systemClockPacesInRealTime() throws {
         let a = ALSATestRig.makePCM()
-        let zone = ZoneOutput(spec(a.name, rate: 44_100, clock: .system))
+        let zone = DeviceOutput(spec(a.name, rate: 44_100, clock: .system))
         var t0 = timespec(), t1 = timespec()
         zone.start()
         #expect(waitUntil { zone.snapshot().framesPlayed >= 441 })
@@ -99,7 +99,7 @@ import Testing
     /// (4 sources with gain ramps, S16 conversion and the real snd_pcm_writei).
     @Test func outputThreadDoesNotAllocate() throws {
         let a = ALSATestRig.makePCM()
-        let zone = ZoneOutput(spec(a.name))
+        let zone = DeviceOutput(spec(a.name))
         let result = AllocationProbe(from: 20, cycles: 1_000)
         zone.cycleObserver = { cycle in result.observe(cycle) }
         var slots: [SourceSlot] = []
@@ -138,5 +138,49 @@ struct FeedLoop {
         for slot in slots where slot.ring.writable >= block.count {
             block.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
         }
+    }
+}
+
+extension DeviceOutputTests {
+    /// Two zones share one stereo device by channel: the kitchen's tone is only on the left, the
+    /// patio's only on the right.
+    @Test func zonesShareADeviceByChannel() throws {
+        let a = ALSATestRig.makePCM()
+        let pcm = PCMRequest(name: a.name, rate: 48_000, channels: 2, format: .s16LE, periodFrames: 480, bufferFrames: 1_920)
+        let device = DeviceOutput(DeviceSpec(pcm: pcm, clock: .device, realtimePriority: 0, zones: [
+            ZoneSpec(name: "kitchen", deviceChannels: [0], rampFrames: 480, ringFrames: 48_000),
+            ZoneSpec(name: "patio", deviceChannels: [1], rampFrames: 480, ringFrames: 48_000),
+        ]))
+        let kitchen = try #require(device.mixer(for: "kitchen")?.claimSlot(gain: 1))
+        let patio = try #require(device.mixer(for: "patio")?.claimSlot(gain: 1))
+        #expect(device.mixer(for: "kitchen")?.channels == 1)
+        feed(kitchen, Signals.sine(frequency: 440, rate: 48_000, frames: 24_000, channels: 1))
+        feed(patio, Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 1))
+        device.start()
+        #expect(waitUntil { kitchen.isDrained && patio.isDrained })
+        device.stop()
+        let out = ALSATestRig.readS16(a.file)
+        let left = Signals.channel(out, 0, of: 2), right = Signals.channel(out, 1, of: 2)
+        #expect(Signals.windowedToneLevel(left[0..<24_000], frequency: 440, rate: 48_000) > 0.49)
+        #expect(Signals.windowedToneLevel(left[0..<24_000], frequency: 1000, rate: 48_000) < 0.001)
+        #expect(Signals.windowedToneLevel(right[0..<24_000], frequency: 1000, rate: 48_000) > 0.49)
+        #expect(Signals.windowedToneLevel(right[0..<24_000], frequency: 440, rate: 48_000) < 0.001)
+    }
+
+    /// A zone's volume scales its whole mix and ramps to a new value without a click.
+    @Test func zoneVolumeScalesTheMix() throws {
+        let mixer = ZoneMixer(channels: 1, periodFrames: 100, slotCount: 2, ringSamples: 1 << 14, rampFrames: 100)
+        mixer.setInitialVolume(0.5)
+        let slot = try #require(mixer.claimSlot(gain: 1))
+        let dc = [Float](repeating: 0.8, count: 5_000)
+        dc.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
+        mixer.render()
+        #expect(mixer.mix[50] == 0.4)
+        mixer.setVolume(1)
+        var out: [Float] = []
+        for _ in 0..<3 { mixer.render(); out += (0..<100).map { mixer.mix[$0] } }
+        #expect(out.last == 0.8)
+        #expect(zip(out, out.dropFirst()).allSatisfy { abs($1 - $0) <= 0.8 / 100 + 1e-6 }, "ramped")
+        #expect(mixer.appliedVolume == 1)
     }
 }
