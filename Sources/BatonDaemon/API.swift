@@ -46,9 +46,14 @@ public struct API: Sendable {
             return command(r, .play)
         case ("POST", "/api/v1/music/stop"):
             return command(r, .stop)
+        case ("POST", "/api/v1/reload"):
+            let report = daemon.reload()
+            return json(report.applied ? 200 : 422, report)
+        case ("POST", _) where r.path.hasPrefix("/api/v1/zones/") && r.path.hasSuffix("/volume"):
+            return volume(r)
         case (_, "/api/v1/status"), (_, "/api/v1/events"), (_, "/api/v1/events/recent"), (_, "/api/v1/sounds"),
              (_, "/api/v1/config"), (_, "/api/v1/announce"), (_, "/api/v1/music/play"), (_, "/api/v1/music/pause"),
-             (_, "/api/v1/music/resume"), (_, "/api/v1/music/stop"):
+             (_, "/api/v1/music/resume"), (_, "/api/v1/music/stop"), (_, "/api/v1/reload"):
             return .error(405, "method \(r.method) not allowed on \(r.path)")
         case ("GET", "/"):
             return .html(200, StatusPage.html)
@@ -75,6 +80,24 @@ public struct API: Sendable {
             }
             if !result.skipped.isEmpty { answer["skipped"] = result.skipped.joined(separator: ",") }
             return json(202, answer)
+        } catch {
+            return .error(error.status, error.message)
+        }
+    }
+
+    struct VolumeBody: Decodable {
+        var volume: Float
+    }
+
+    private func volume(_ r: HTTPRequest) -> HTTPResponse {
+        let zone = String(r.path.dropFirst("/api/v1/zones/".count).dropLast("/volume".count))
+        let body: VolumeBody
+        do { body = try JSONBody.decode(VolumeBody.self, from: r.body, keys: ["volume"]) } catch {
+            return .error(400, error.message)
+        }
+        do {
+            try daemon.setVolume(zone: zone, volume: body.volume)
+            return json(200, ["zone": zone, "volume": String(body.volume)])
         } catch {
             return .error(error.status, error.message)
         }

@@ -16,10 +16,14 @@ import Synchronization
 public final class Daemon: Sendable {
     typealias Instant = ContinuousClock.Instant
 
-    public let config: BatonConfiguration
+    /// The running configuration; replaced by a successful reload.
+    public var config: BatonConfiguration { current.withLock { $0.config } }
+    /// The file `reload()` reads, if the daemon was started from one.
+    public let configPath: String?
+    private let current: Mutex<(config: BatonConfiguration, sounds: SoundLibrary)>
     public let events: EventLog
     let logger: Logger
-    let sounds: SoundLibrary
+    var sounds: SoundLibrary { current.withLock { $0.sounds } }
     /// The zones and devices; replaced as a whole on reload.
     private let table: Mutex<ZoneTable>
     private let state: Mutex<State>
@@ -36,14 +40,18 @@ public final class Daemon: Sendable {
     }
 
     /// Builds the daemon from a checked configuration. Allocates every zone's buffers; starts nothing.
-    public init(config: BatonConfiguration, logger: Logger) {
-        self.config = config
+    public init(config: BatonConfiguration, configPath: String? = nil, logger: Logger) {
+        self.configPath = configPath
         self.logger = logger
         events = EventLog()
-        sounds = SoundLibrary(directory: config.sounds,
-                              resampler: ResamplerKind(rawValue: config.resampler.announcements.rawValue) ?? .announcementsDefault)
+        current = Mutex((config, Self.soundLibrary(config)))
         table = Mutex(ZoneTable.build(config))
         state = Mutex(State(arbiter: Arbiter(policy: Policy(config.policy))))
+    }
+
+    static func soundLibrary(_ config: BatonConfiguration) -> SoundLibrary {
+        SoundLibrary(directory: config.sounds,
+                     resampler: ResamplerKind(rawValue: config.resampler.announcements.rawValue) ?? .announcementsDefault)
     }
 
     /// The current zones. Any thread.
@@ -68,10 +76,41 @@ public final class Daemon: Sendable {
         for device in zones.devices { device.stop() }
     }
 
-    private func startDevice(_ device: DeviceOutput) {
+    func startDevice(_ device: DeviceOutput) {
         device.start()
         let p = device.spec.pcm
         logger.info("PCM \"\(p.name)\": output thread started for zone\(device.spec.zones.count == 1 ? "" : "s") \(device.spec.zones.map(\.name).joined(separator: ", ")) (\(p.rate) Hz, \(p.channels) ch, \(p.format.rawValue), clock \(device.spec.clock.rawValue))")
+    }
+
+    // MARK: Reload support
+
+    /// Ends every source that plays on one of `zones` (as vanished: its zones go away). Any thread.
+    func endSources(onZones zones: Set<String>) {
+        guard !zones.isEmpty else { return }
+        state.withLock { s in
+            for p in s.playbacks.values.sorted(by: { $0.id < $1.id }) where p.zones.contains(where: zones.contains) {
+                apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
+                finish(p.id, &s)
+            }
+        }
+    }
+
+    func replaceZones(_ new: ZoneTable) { table.withLock { $0 = new } }
+
+    func replaceConfig(_ config: BatonConfiguration, sounds: SoundLibrary) { current.withLock { $0 = (config, sounds) } }
+
+    func setPolicy(_ policy: Policy) { state.withLock { s in apply(s.arbiter.setPolicy(policy, at: .now), &s) } }
+
+    /// Sets a zone's volume (linear 0...1, the user's stage; ducking is separate). Any thread.
+    public func setVolume(zone: String, volume: Float) throws(RequestError) {
+        guard let z = output(zone) else {
+            throw RequestError(status: 404, message: "unknown zone \"\(zone)\" (zones: \(zones.names.joined(separator: ", ")))")
+        }
+        guard volume.isFinite, (0...1).contains(volume) else {
+            throw RequestError(status: 400, message: "volume must be between 0 and 1 (got \(volume))")
+        }
+        z.mixer.setVolume(volume)
+        events.publish(type: "volume", zones: [zone], reason: "zone volume set to \(volume)", level: Double(volume))
     }
 
     // MARK: Requests
@@ -375,7 +414,7 @@ public final class Daemon: Sendable {
                     periodFrames: output.spec.pcm.periodFrames, bufferFrames: snap.bufferFrames,
                     framesPlayed: snap.framesPlayed, audibleFrame: snap.audibleFrame, delayFrames: snap.delayFrames,
                     xruns: snap.xruns, suspends: snap.suspends, lateCycles: snap.lateCycles, reopens: snap.reopens,
-                    realtime: snap.realtime,
+                    realtime: snap.realtime, volume: Double(handle.mixer.volume), appliedVolume: Double(handle.mixer.appliedVolume),
                     audible: z.audible.map(\.rawValue),
                     ducked: z.ducked.map { .init(source: $0.source.rawValue, levelDb: $0.level.value, by: $0.by.source.rawValue) },
                     silenced: z.silenced.map { .init(source: $0.source.rawValue, by: $0.by.source.rawValue) },

@@ -7,7 +7,7 @@ import HTTPServer
 public enum Service {
     /// Runs until SIGTERM or SIGINT; returns the process exit status. Main thread only, before any
     /// other thread exists (it blocks the signals so that every thread inherits the mask).
-    public static func run(config: BatonConfiguration, logger: Logger) -> Int32 {
+    public static func run(config: BatonConfiguration, configPath: String?, logger: Logger) -> Int32 {
         var signals = sigset_t()
         sigemptyset(&signals)
         for s in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, s) }
@@ -34,7 +34,7 @@ public enum Service {
             logger.warning("cannot lock memory (mlockall: \(String(cString: strerror(errno)))): audio may glitch under memory pressure")
         }
 
-        let daemon = Daemon(config: config, logger: logger)
+        let daemon = Daemon(config: config, configPath: configPath, logger: logger)
         daemon.start()
         let api = API(daemon: daemon)
         let server: HTTPServer
@@ -52,7 +52,8 @@ public enum Service {
             var received: Int32 = 0
             sigwait(&signals, &received)
             if received == SIGHUP {
-                logger.warning("SIGHUP: configuration reload is not implemented yet; keeping the running config")
+                logger.info("SIGHUP: reloading \(configPath ?? "the configuration")")
+                _ = daemon.reload()
                 continue
             }
             logger.info("signal \(received): stopping")

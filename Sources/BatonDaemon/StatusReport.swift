@@ -24,6 +24,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var lateCycles: Int
         public var reopens: Int
         public var realtime: Bool
+        /// The user's zone volume (linear 0...1) and the one the output thread applied last.
+        public var volume: Double
+        public var appliedVolume: Double
         /// Sources heard here (full level or ducked), highest priority first.
         public var audible: [String]
         public var ducked: [Ducked]

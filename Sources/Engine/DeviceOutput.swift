@@ -40,7 +40,7 @@ public struct ZoneSpec: Sendable, Equatable {
 }
 
 /// Everything a device output needs to start: the PCM, who paces it, and its zones.
-public struct DeviceSpec: Sendable {
+public struct DeviceSpec: Sendable, Equatable {
     /// The PCM; `pcm.channels` is the device's channel count.
     public var pcm: PCMRequest
     public var clock: ZoneClock

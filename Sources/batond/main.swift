@@ -35,4 +35,4 @@ if checkOnly {
     print("\(configPath): ok (\(config.zones.count) zones)")
     exit(0)
 }
-exit(Service.run(config: config, logger: logger))
+exit(Service.run(config: config, configPath: configPath, logger: logger))

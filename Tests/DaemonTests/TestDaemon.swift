@@ -12,6 +12,7 @@ final class TestDaemon {
     let server: HTTPServer
     let files: [String: String]
     let sounds: String
+    let config: BatonConfiguration
     var port: Int { server.port }
 
     static let repoRoot: String = {
@@ -22,7 +23,7 @@ final class TestDaemon {
 
     /// `zones`: name → (rate, pcm override). A nil PCM takes a fresh file PCM.
     init(zones: [(name: String, rate: Int, pcm: String?)] = [("kitchen", 44_100, nil), ("patio", 48_000, nil)],
-         policy: PolicyConfig = .default, maxBody: Int = 4096) throws {
+         policy: PolicyConfig = .default, maxBody: Int = 4096, configPath: String? = nil) throws {
         sounds = WAVWriter.temporaryDirectory("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
             let src = fopen("\(Self.repoRoot)/config/sounds/\(name)", "rb")!, dst = fopen("\(sounds)/\(name)", "wb")!
@@ -54,7 +55,8 @@ final class TestDaemon {
         self.files = files
         let config = BatonConfiguration(api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), maxBody: maxBody),
                                         zones: configs, sounds: sounds, policy: policy)
-        daemon = Daemon(config: config, logger: Logger(minimum: .error))
+        self.config = config
+        daemon = Daemon(config: config, configPath: configPath, logger: Logger(minimum: .error))
         daemon.start()
         let api = API(daemon: daemon)
         server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: maxBody) { api.handle($0) }

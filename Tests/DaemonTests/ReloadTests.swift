@@ -1,0 +1,71 @@
+import BatonConfig
+import BatonTesting
+import FoundationEssentials
+import Glibc
+import Testing
+@testable import BatonDaemon
+
+/// Configuration reload: applied as a diff, unchanged zones never stop, invalid configs are refused.
+@Suite(.serialized) struct ReloadTests {
+    /// Changing one zone and adding another leaves the unchanged zone's device and its music
+    /// untouched: the tone in its file never breaks across the reload.
+    @Test func reloadKeepsUnchangedZonesPlaying() throws {
+        let t = try TestDaemon()
+        let music = try #require(try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#).object["id"])
+        #expect(waitUntil { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.3 })
+        let kitchenDevice = try #require(t.daemon.output("kitchen")?.device)
+        var new = t.config
+        new.zones[1].rate = 44_100                      // patio changes
+        let garage = ALSATestRig.makePCM()
+        new.zones.append(ZoneConfig(name: "garage", pcm: garage.name, rate: 48_000, clock: .system))
+        let before = kitchenDevice.snapshot().framesPlayed
+        let report = t.daemon.apply(new)
+        #expect(report.applied)
+        #expect(report.zonesUnchanged == ["kitchen"])
+        #expect(report.zonesChanged == ["patio"])
+        #expect(report.zonesAdded == ["garage"])
+        #expect(t.daemon.output("kitchen")?.device === kitchenDevice, "the kitchen's output thread was kept")
+        #expect(waitUntil { t.daemon.output("garage")?.device.snapshot().available == true })
+        #expect(try t.status().sources.first { $0.id == music }?.state == "playing")
+        usleep(300_000)
+        t.stop()
+        let out = t.left("kitchen")
+        for at in stride(from: before - 4_410, to: before + 8_820, by: 441) {
+            #expect(Signals.windowedToneLevel(out[at..<(at + 441)], frequency: 440, rate: 44_100) > 0.45, "tone at frame \(at)")
+        }
+        #expect(kitchenDevice.snapshot().lateCycles == 0)
+        #expect(t.daemon.zones.zone("patio")?.rate == 44_100)
+    }
+
+    /// An invalid config sent by `POST /api/v1/reload` is refused with its errors (file:line:col) and the
+    /// running configuration stays.
+    @Test func invalidReloadKeepsRunningConfig() throws {
+        let dir = WAVWriter.temporaryDirectory("reload")
+        let path = dir + "/baton.yaml"
+        let t = try TestDaemon(configPath: path)
+        defer { t.stop() }
+        let f = try #require(fopen(path, "w"))
+        fputs("zones:\n  kitchen:\n    pcm: x\n    rate: 12\n", f)
+        fclose(f)
+        let r = try t.request("POST", "/api/v1/reload")
+        #expect(r.status == 422)
+        let report = try JSONDecoder().decode(Daemon.ReloadReport.self, from: Data(r.body))
+        #expect(!report.applied)
+        #expect(report.errors.contains { $0.hasPrefix("\(path):4:11: zones.kitchen.rate") }, "\(report.errors)")
+        #expect(t.daemon.config == t.config)
+        #expect(try t.status().zones.map(\.name) == ["kitchen", "patio"])
+        #expect(t.daemon.events.recent().contains { $0.type == "reload-rejected" })
+    }
+
+    /// `POST /api/v1/zones/<zone>/volume` sets the user's zone volume; a bad value or zone is a clear error.
+    @Test func zoneVolumeOverTheAPI() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.25}"#).status == 200)
+        #expect(waitUntil { (try? t.status().zones[0].appliedVolume) == 0.25 })
+        let bad = try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 2}"#)
+        #expect(bad.status == 400)
+        #expect(bad.text.contains("between 0 and 1"))
+        #expect(try t.request("POST", "/api/v1/zones/cellar/volume", #"{"volume": 0.5}"#).status == 404)
+    }
+}
