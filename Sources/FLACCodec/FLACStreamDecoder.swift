@@ -12,8 +12,8 @@ import CFLAC
 /// Errors: bad data before STREAMINFO, a stream that changes its channel count, features libFLAC
 /// cannot parse, and a stream that ends before the sample count STREAMINFO announced (a truncated
 /// file or a dropped connection) throw `DecodeError`; once thrown, every later `read` throws it again.
-/// A corrupt frame in the middle (lost sync, bad CRC) is counted in `corruptFrames` and skipped, as
-/// libFLAC resynchronises by itself.
+/// A corrupt frame in the middle (lost sync, bad CRC) is counted in `corruptFrames`; libFLAC
+/// resynchronises by itself and writes silence in the lost frame's place, so the length stays right.
 ///
 /// Thread: the decoder's thread only (see `AudioDecoder`).
 public final class FLACStreamDecoder: AudioDecoder {
@@ -60,8 +60,8 @@ public final class FLACStreamDecoder: AudioDecoder {
             throw error
         }
         guard let info = state.streamInfo else {
-            FLAC__stream_decoder_delete(decoder)
             let seen = ok ? "" : " (\(Self.describe(FLAC__stream_decoder_get_state(decoder))))"
+            FLAC__stream_decoder_delete(decoder)
             throw DecodeError(format: Self.formatName,
                               message: "\(name): not a FLAC stream (no fLaC marker and STREAMINFO block)\(seen)")
         }
@@ -158,6 +158,7 @@ final class FLACDecodeState {
     var sourceFailure: ByteSourceError?
     var fatal: String?
     var corruptFrames = 0
+    /// Decoded frames not yet read, interleaved: `pendingOffset..<pendingFrames` are left.
     var pending: [Float] = []
     var pendingFrames = 0
     var pendingOffset = 0
@@ -201,21 +202,24 @@ final class FLACDecodeState {
             fatal = "a frame has \(bits)-bit samples"
             return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT
         }
+        // Appended: libFLAC may write more than once per `process_single` (since 1.4 it writes
+        // silence for a frame it lost, then the frame it resynchronised on).
         let frames = Int(header.blocksize)
-        if pending.count < frames * channels { pending = [Float](repeating: 0, count: frames * channels) }
+        let needed = (pendingFrames + frames) * channels
+        if pending.count < needed { pending += [Float](repeating: 0, count: needed - pending.count) }
         let scale = 1 / Float(sign: .plus, exponent: bits - 1, significand: 1)
+        let start = pendingFrames * channels
         pending.withUnsafeMutableBufferPointer { out in
             for c in 0..<channels {
                 guard let samples = channelData[c] else { continue }
-                var o = c
+                var o = start + c
                 for i in 0..<frames {
                     out[o] = Float(samples[i]) * scale
                     o += channels
                 }
             }
         }
-        pendingFrames = frames
-        pendingOffset = 0
+        pendingFrames += frames
         decodedFrames += frames
         bytesThisRead = 0
         return FLAC__STREAM_DECODER_WRITE_STATUS_CONTINUE
