@@ -1,1 +1,0 @@
-// FLACCodec module: placeholder until its first real file lands.

@@ -1,0 +1,193 @@
+import AudioCore
+import CMPG123
+
+/// Decodes an MPEG audio stream (MP3; also MPEG-1/2 layers I and II) as it arrives, pulling its
+/// bytes from a `ByteSource` and feeding them to libmpg123's feed API, which never seeks.
+///
+/// libmpg123 decodes straight to 32-bit float. Gapless: when the stream starts with a LAME/Info tag
+/// (every encoder of the last twenty years writes one), libmpg123 removes the encoder delay and the
+/// padding, so the frame count is the original's.
+///
+/// Errors: no MPEG frame within the first 16 MiB, a stream that changes its rate or channel count in
+/// the middle, and libmpg123's errors throw `DecodeError`; a failure of the source throws one with
+/// `sourceError` set. libmpg123 skips junk between frames by itself. Once thrown, every later `read`
+/// throws the same error.
+///
+/// Thread: the decoder's thread only (see `AudioDecoder`).
+public final class MP3StreamDecoder: AudioDecoder {
+    /// The format name in `DecodeError`s.
+    public static let formatName = "MP3"
+    /// How many bytes one `read` (or the header search) may feed before it gives up on finding audio.
+    static let maximumBytesWithoutAudio = 16 << 20
+    /// Bytes pulled from the source per feed.
+    static let feedSize = 16 << 10
+
+    public private(set) var rate: Int
+    public private(set) var channels: Int
+
+    private let handle: OpaquePointer
+    private let source: any ByteSource
+    private let name: String
+    private var feed: [UInt8]
+    private var sourceEnded = false
+    private var finalError: DecodeError?
+
+    /// libmpg123's global set-up, run once by the first decoder (a lazy global is initialised once,
+    /// thread-safely). It is a no-op in libmpg123 ≥ 1.27, but older ones require it.
+    private static let libraryStatus: Int32 = mpg123_init()
+
+    /// Finds the first MPEG frame (blocking on `source`) to learn the rate and channel count.
+    /// `name` (a file name or URL) appears in error messages.
+    /// The corresponding C functions are `mpg123_open_feed`, `mpg123_format` and `mpg123_read`.
+    public init(source: any ByteSource, name: String) throws(DecodeError) {
+        func fail(_ message: String) -> DecodeError {
+            DecodeError(format: Self.formatName, message: "\(name): \(message)")
+        }
+        guard Self.libraryStatus == MPG123_OK.rawValue else {
+            throw fail("libmpg123 did not initialise (\(Self.describe(Self.libraryStatus)))")
+        }
+        var status: Int32 = 0
+        guard let handle = mpg123_new(nil, &status) else {
+            throw fail("cannot create a decoder (\(Self.describe(status)))")
+        }
+        self.handle = handle
+        self.source = source
+        self.name = name
+        self.feed = [UInt8](repeating: 0, count: Self.feedSize)
+        self.rate = 0
+        self.channels = 0
+        // Quiet: libmpg123 otherwise prints its complaints about junk to stderr.
+        _ = mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue), 0)
+        // Float output at whatever rate and channel count the stream has.
+        _ = mpg123_format_none(handle)
+        var rates: UnsafePointer<Int>?
+        var rateCount = 0
+        mpg123_rates(&rates, &rateCount)
+        let bothLayouts = Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue)
+        for i in 0..<rateCount {
+            if let rates { _ = mpg123_format(handle, rates[i], bothLayouts, Int32(MPG123_ENC_FLOAT_32.rawValue)) }
+        }
+        status = mpg123_open_feed(handle)
+        guard status == MPG123_OK.rawValue else { throw fail("cannot open a feed (\(describe(status)))") }
+
+        // A read with no room stops at the first frame's MPG123_NEW_FORMAT.
+        var fed = 0
+        while true {
+            var done = 0
+            status = mpg123_read(handle, nil, 0, &done)
+            if status == MPG123_NEW_FORMAT.rawValue { break }
+            if status == MPG123_NEED_MORE.rawValue {
+                guard fed <= Self.maximumBytesWithoutAudio else {
+                    throw fail("no MPEG audio frame in the first \(Self.maximumBytesWithoutAudio >> 20) MiB")
+                }
+                let n = try feedMore()
+                guard n > 0 else {
+                    throw fail(fed == 0 ? "the stream is empty" : "no MPEG audio frame in the stream's \(fed) bytes")
+                }
+                fed += n
+                continue
+            }
+            if status == MPG123_OK.rawValue { continue }
+            throw fail(status == MPG123_DONE.rawValue ? "the stream ended before its first frame"
+                                                      : "cannot find the first frame (\(describe(status)))")
+        }
+        let format = self.format()
+        guard format.encoding == Int32(MPG123_ENC_FLOAT_32.rawValue), (1...2).contains(format.channels),
+              format.rate > 0 else {
+            throw fail("unexpected output format \(format.rate) Hz, \(format.channels) channels, "
+                       + "encoding \(format.encoding)")
+        }
+        self.rate = format.rate
+        self.channels = format.channels
+    }
+
+    deinit { mpg123_delete(handle) }
+
+    /// Decodes up to `output.count / channels` frames (blocking on the source for more bytes). Returns
+    /// 0 at the end of the stream.
+    /// The corresponding C functions are `mpg123_read` and `mpg123_feed`.
+    public func read(into output: UnsafeMutableBufferPointer<Float>) throws(DecodeError) -> Int {
+        if let finalError { throw finalError }
+        let frameBytes = channels * MemoryLayout<Float>.size
+        let room = output.count / channels
+        guard room > 0, let base = output.baseAddress else { return 0 }
+        var fed = 0
+        while true {
+            var done = 0
+            let status = mpg123_read(handle, base, room * frameBytes, &done)
+            if done > 0, status != MPG123_ERR.rawValue { return done / frameBytes }
+            switch status {
+            case MPG123_OK.rawValue:
+                continue
+            case MPG123_NEED_MORE.rawValue:
+                if sourceEnded { return 0 }
+                if fed > Self.maximumBytesWithoutAudio {
+                    return try fail("no MPEG audio in \(Self.maximumBytesWithoutAudio >> 20) MiB of the stream")
+                }
+                do {
+                    fed += try feedMore()
+                } catch {
+                    finalError = error
+                    throw error
+                }
+            case MPG123_NEW_FORMAT.rawValue:
+                let format = self.format()
+                guard format.rate == rate, format.channels == channels else {
+                    return try fail("the stream changes from \(rate) Hz, \(channels) channels to "
+                                    + "\(format.rate) Hz, \(format.channels) channels (not supported)")
+                }
+            case MPG123_DONE.rawValue:
+                return 0
+            default:
+                return try fail("decoding failed (\(describe(status)))")
+            }
+        }
+    }
+
+    /// Pulls the next bytes from the source into libmpg123; returns how many (0 at the source's end).
+    private func feedMore() throws(DecodeError) -> Int {
+        let source = self.source
+        let result = feed.withUnsafeMutableBytes { buffer in
+            Result { () throws(ByteSourceError) in try source.read(into: buffer) }
+        }
+        let n: Int
+        switch result {
+        case .success(let count): n = count
+        case .failure(let error):
+            throw DecodeError(format: Self.formatName, message: "\(name): \(error.message)", sourceError: error)
+        }
+        guard n > 0 else {
+            sourceEnded = true
+            return 0
+        }
+        let status = feed.withUnsafeBufferPointer { mpg123_feed(handle, $0.baseAddress, n) }
+        guard status == MPG123_OK.rawValue else {
+            throw DecodeError(format: Self.formatName, message: "\(name): cannot take more data (\(describe(status)))")
+        }
+        return n
+    }
+
+    private func format() -> (rate: Int, channels: Int, encoding: Int32) {
+        var rate = 0
+        var channels: Int32 = 0
+        var encoding: Int32 = 0
+        _ = mpg123_getformat(handle, &rate, &channels, &encoding)
+        return (rate, Int(channels), encoding)
+    }
+
+    private func fail(_ message: String) throws(DecodeError) -> Int {
+        let error = DecodeError(format: Self.formatName, message: "\(name): \(message)")
+        finalError = error
+        throw error
+    }
+
+    /// libmpg123's message for `status`, with the handle's detail when the status is the generic error.
+    private func describe(_ status: Int32) -> String {
+        status == MPG123_ERR.rawValue ? Self.describe(mpg123_errcode(handle)) : Self.describe(status)
+    }
+
+    private static func describe(_ status: Int32) -> String {
+        guard let text = mpg123_plain_strerror(status) else { return "error \(status)" }
+        return "\(String(cString: text)), \(status)"
+    }
+}

@@ -1,1 +1,0 @@
-// MP3Codec module: placeholder until its first real file lands.

@@ -1,0 +1,118 @@
+import AudioCore
+import COpusFile
+
+/// Decodes an Ogg Opus stream as it arrives (an HTTP body, a file), pulling its bytes from a
+/// `ByteSource`. The stream is opened unseekable: opusfile gets a read callback only, so it never
+/// asks to jump ahead to the end (which a network stream cannot do).
+///
+/// Always 48 kHz (Opus decodes at 48 kHz whatever the encoder's input was); the channel count is the
+/// first link's. A chained stream whose links change the channel count is an error.
+///
+/// Thread: the decoder's thread only (see `AudioDecoder`).
+public final class OggOpusStreamDecoder: AudioDecoder {
+    /// The format name in `DecodeError`s.
+    public static let formatName = "Ogg Opus"
+
+    public let rate = OggOpusFile.rate
+    public let channels: Int
+    /// How many gaps (lost or corrupt pages, `OP_HOLE`) were stepped over so far.
+    public private(set) var holes = 0
+
+    private let handle: OpaquePointer
+    private let reader: SourceReader
+    private let name: String
+
+    /// Opens the stream and reads its headers (blocking on `source` until they are there).
+    /// `name` (a file name or URL) appears in error messages.
+    /// The corresponding C function is `op_open_callbacks`.
+    public init(source: any ByteSource, name: String) throws(DecodeError) {
+        let reader = SourceReader(source: source)
+        var callbacks = OpusFileCallbacks(read: { stream, buffer, count in
+            guard let stream, let buffer, count > 0 else { return 0 }
+            let reader = Unmanaged<SourceReader>.fromOpaque(stream).takeUnretainedValue()
+            return reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: Int(count)))
+        }, seek: nil, tell: nil, close: nil)
+        var status: Int32 = 0
+        // Unretained: `self.reader` keeps it alive until `deinit` has freed the handle.
+        let context = Unmanaged.passUnretained(reader).toOpaque()
+        guard let handle = op_open_callbacks(context, &callbacks, nil, 0, &status) else {
+            throw Self.error(status == 0 ? OP_EFAULT : status, reader: reader, name: name)
+        }
+        self.handle = handle
+        self.reader = reader
+        self.name = name
+        self.channels = Int(op_channel_count(handle, -1))
+    }
+
+    deinit { op_free(handle) }
+
+    /// Decodes up to `output.count / channels` frames. Returns 0 at the end of the stream.
+    /// The corresponding C function is `op_read_float`.
+    public func read(into output: UnsafeMutableBufferPointer<Float>) throws(DecodeError) -> Int {
+        let room = output.count / channels * channels
+        guard room > 0, let base = output.baseAddress else { return 0 }
+        reader.startRead()
+        while true {
+            var link: Int32 = 0
+            let n = op_read_float(handle, base, Int32(clamping: room), &link)
+            if n == OP_HOLE {
+                holes += 1
+                continue
+            }
+            if n < 0 { throw Self.error(n, reader: reader, name: name) }
+            if n > 0, Int(op_channel_count(handle, link)) != channels {
+                throw DecodeError(format: Self.formatName, message: "\(name): a chained link changes the channel "
+                                  + "count from \(channels) to \(op_channel_count(handle, link)) (not supported)")
+            }
+            return Int(n)
+        }
+    }
+
+    /// An opusfile code as a `DecodeError`; a failure of the source itself wins, since opusfile only
+    /// saw it as a read error.
+    private static func error(_ code: Int32, reader: SourceReader, name: String) -> DecodeError {
+        if let failure = reader.failure {
+            return DecodeError(format: formatName, message: "\(name): \(failure.message)", sourceError: failure)
+        }
+        if reader.overBudget {
+            return DecodeError(format: formatName, message: "\(name): no Opus audio in the first "
+                               + "\(SourceReader.maximumBytesWithoutAudio >> 20) MiB of the stream")
+        }
+        let opus = OpusError(code: code, context: name)
+        return DecodeError(format: formatName, message: "\(name): \(opus.message) (\(code))")
+    }
+}
+
+/// The `ByteSource` as opusfile's read callback sees it: remembers why the source failed, and stops a
+/// stream that delivers a great many bytes without any audio (an endless stream that is not Opus).
+final class SourceReader {
+    /// How many bytes one `read` (or the open) may consume before it gives up on finding audio.
+    static let maximumBytesWithoutAudio = 16 << 20
+
+    let source: any ByteSource
+    private(set) var failure: ByteSourceError?
+    private(set) var overBudget = false
+    private var bytesThisRead = 0
+
+    init(source: any ByteSource) { self.source = source }
+
+    /// Starts counting a new `read` call's bytes.
+    func startRead() { bytesThisRead = 0 }
+
+    /// Returns the bytes read, 0 at the end, or -1 (opusfile's read error) when the source failed.
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int32 {
+        if failure != nil || overBudget { return -1 }
+        if bytesThisRead > Self.maximumBytesWithoutAudio {
+            overBudget = true
+            return -1
+        }
+        do {
+            let n = try source.read(into: buffer)
+            bytesThisRead += n
+            return Int32(n)
+        } catch {
+            failure = error
+            return -1
+        }
+    }
+}

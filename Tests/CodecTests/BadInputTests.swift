@@ -1,0 +1,136 @@
+import AudioCore
+import BatonTesting
+import FLACCodec
+import Media
+import OpusCodec
+import Testing
+
+/// Decodes `source` with the format's decoder to the end; returns the frames, or the error.
+func outcome(_ format: StreamFormat, _ source: any ByteSource) -> Result<Int, DecodeError> {
+    Result { () throws(DecodeError) in
+        let d = try decoder(format, source)
+        return try decodeAll(d).count / d.channels
+    }
+}
+
+@Suite("Bad input")
+struct BadInputTests {
+    /// Random bytes are rejected by every decoder with its own format name, as bad data (no
+    /// `sourceError`).
+    @Test(arguments: StreamFormat.allCases)
+    func rejectsGarbage(_ format: StreamFormat) {
+        let result = outcome(format, chunked(garbage(count: 65536)))
+        guard case .failure(let error) = result else {
+            Issue.record("garbage decoded to \(result)")
+            return
+        }
+        #expect(error.format == format.rawValue)
+        #expect(error.sourceError == nil)
+        #expect(error.message.hasPrefix("test.\(format): "))
+    }
+
+    /// An empty stream is an error of the chosen format, not an empty success.
+    @Test(arguments: StreamFormat.allCases)
+    func rejectsEmptyStream(_ format: StreamFormat) {
+        let result = outcome(format, MemoryByteSource([]))
+        guard case .failure(let error) = result else {
+            Issue.record("an empty stream decoded to \(result)")
+            return
+        }
+        #expect(error.format == format.rawValue)
+        #expect(error.sourceError == nil)
+    }
+
+    /// A stream cut anywhere ends cleanly: a cut in the header throws at once; a cut in the audio
+    /// gives fewer frames, and WAV and FLAC (which know their length) then throw "truncated". Never a
+    /// crash, never a hang.
+    @Test(arguments: oneOfEach)
+    func truncatedStreamsEndCleanly(_ file: Encoded) throws {
+        let bytes = try file.bytes()
+        let full = try outcome(file.format, MemoryByteSource(bytes)).get()
+        for cut in [1, 3, 4, 11, 12, 30, 43, 44, 100, 500, 2000, bytes.count / 2, bytes.count - 1] {
+            switch outcome(file.format, chunked(Array(bytes.prefix(cut)))) {
+            case .failure(let error):
+                #expect(error.format == file.format.rawValue, "cut at \(cut)")
+                #expect(error.sourceError == nil, "cut at \(cut)")
+            case .success(let frames):
+                #expect(cut >= 100, "a cut at \(cut) bytes must fail in the header, not decode \(frames) frames")
+                #expect(frames < full, "cut at \(cut)")
+                #expect(file.format != .wav && file.format != .flac, "cut at \(cut): no truncation error")
+            }
+        }
+    }
+
+    /// A source that fails (a dropped connection) before, during or after the header gives a
+    /// `DecodeError` carrying the source's error, so the player can tell it from bad data.
+    @Test(arguments: oneOfEach)
+    func reportsSourceFailure(_ file: Encoded) throws {
+        let bytes = try file.bytes()
+        for failAfter in [0, 10, bytes.count / 2] {
+            let source = FailingByteSource(bytes, failAfter: failAfter)
+            guard case .failure(let error) = outcome(file.format, source) else {
+                Issue.record("a failing source decoded without error (fail after \(failAfter))")
+                continue
+            }
+            #expect(error.sourceError == source.error, "fail after \(failAfter): \(error)")
+            #expect(error.format == file.format.rawValue)
+            #expect(error.message.contains("connection reset by peer"))
+        }
+    }
+
+    /// An endless stream of zero bytes (no audio ever) makes each decoder give up after its byte
+    /// budget (16 MiB) instead of reading forever.
+    @Test(.timeLimit(.minutes(1)), arguments: StreamFormat.allCases)
+    func givesUpOnEndlessNonAudio(_ format: StreamFormat) {
+        let source = EndlessByteSource(byte: 0)
+        guard case .failure(let error) = outcome(format, source) else {
+            Issue.record("an endless stream of zeros ended")
+            return
+        }
+        #expect(error.format == format.rawValue)
+        #expect(source.delivered <= 17 << 20, "read \(source.delivered) bytes")
+    }
+
+    /// A missing Ogg page mid-stream is an `OP_HOLE`: counted, stepped over, and decoding goes on to
+    /// the end with that page's audio (and at most 80 ms after it) missing.
+    @Test func stepsOverOggHoles() throws {
+        let path = WAVWriter.temporaryDirectory("codec") + "/tone.opus"
+        // 20 ms pages (ffmpeg's default is one a second), so one page is one packet.
+        try ffmpeg(toneInput(rate: 48000, channels: 2) + ["-c:a", "libopus", "-page_duration", "20000", path])
+        let bytes = try readBytes(path)
+        let pages = oggPageOffsets(bytes)
+        try #require(pages.count > 6)
+        let victim = pages.count / 2
+        let damaged = Array(bytes[..<pages[victim]] + bytes[pages[victim + 1]...])
+        let opus = try OggOpusStreamDecoder(source: chunked(damaged), name: "holey.opus")
+        let frames = try decodeAll(opus).count / 2
+        #expect(opus.holes == 1)
+        // The lost 20 ms packet, and up to 80 ms more that opusfile drops while the decoder settles
+        // after the gap (measured: 100 ms in all).
+        #expect(frames < 96000 && frames >= 96000 - 5 * 960, "decoded \(frames) frames")
+    }
+
+    /// A FLAC frame with damaged bytes is reported (lost sync or CRC mismatch) and counted; libFLAC
+    /// puts silence in its place and the rest decodes, to the full length.
+    @Test func skipsCorruptFLACFrames() throws {
+        var bytes = try Encoded(format: .flac, sample: "s16", rate: 44100, channels: 2).bytes()
+        for i in (bytes.count / 2)..<(bytes.count / 2 + 64) { bytes[i] ^= 0x5A }
+        let flac = try FLACStreamDecoder(source: chunked(bytes), name: "damaged.flac")
+        let samples = try decodeAll(flac)
+        #expect(flac.corruptFrames >= 1)
+        #expect(samples.count == 88200 * 2)
+    }
+}
+
+/// The byte offsets of each "OggS" page in an Ogg stream, read from the page headers.
+func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
+    var offsets: [Int] = []
+    var at = 0
+    while at + 27 <= bytes.count, bytes[at..<(at + 4)].elementsEqual("OggS".utf8) {
+        offsets.append(at)
+        let segments = Int(bytes[at + 26])
+        guard at + 27 + segments <= bytes.count else { break }
+        at += 27 + segments + bytes[(at + 27)..<(at + 27 + segments)].reduce(0) { $0 + Int($1) }
+    }
+    return offsets
+}
