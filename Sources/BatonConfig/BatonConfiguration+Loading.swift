@@ -118,6 +118,7 @@ extension ConfigReader {
         let api = top.values["api"].map { readAPI($0, baseDirectory: baseDirectory) } ?? APIConfig.default
         boards.configured = optional(top, "boards-dir", .string).map(resolve)
         boards.searchList = BoardProfile.searchDirectories(configDirectory: baseDirectory)
+        boards.topLevelWritten = top.values["board"] != nil
         let board = optional(top, "board", .name("board", why: "it names a file in the boards directory"))
         if let board {
             _ = boardProfile(named: board, at: top.values["board"]?.value.mark, ConfigPath.root.appending("board"),

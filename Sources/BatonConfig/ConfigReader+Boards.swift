@@ -14,6 +14,8 @@ struct BoardLookup {
     var configured: String?
     /// The directories searched in order when `boards-dir` is not set.
     var searchList: [String] = []
+    /// True when the file has a top-level `board:` (even an invalid one), so zones need not set `pcm`.
+    var topLevelWritten = false
     /// The directory in use, once a board was looked up (`nil` inside: none exists).
     var directory: String??
     var outcomes: [String: Outcome] = [:]

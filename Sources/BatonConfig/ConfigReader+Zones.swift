@@ -62,8 +62,9 @@ extension ConfigReader {
                                   buffer: profile?.buffer ?? .milliseconds(40), clock: profile?.clock ?? .device,
                                   mixer: profile?.mixer)
 
-        // With a board (even one that failed to load) the PCM may come from it.
-        let pcm = boardName == nil ? required(zone, "pcm", .string) : optional(zone, "pcm", .string) ?? defaults.pcm
+        // With a board (even one that failed to load or has a bad name) the PCM may come from it.
+        let namesBoard = zone.values["board"] != nil || boards.topLevelWritten
+        let pcm = namesBoard ? optional(zone, "pcm", .string) ?? defaults.pcm : required(zone, "pcm", .string)
         let rate = value(zone, "rate", .integer(ZoneConfig.rateRange), default: defaults.rate)
         let format = value(zone, "format", .choice(ZoneConfig.SampleFormat.self, "format"), default: defaults.format)
         let period = value(zone, "period", .duration(ZoneConfig.periodRange), default: defaults.period)
