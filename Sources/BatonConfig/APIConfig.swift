@@ -4,12 +4,20 @@ public struct APIConfig: Sendable, Equatable {
     public var listen: ListenAddress
     /// The largest request body accepted, in bytes. Default 64 KiB.
     public var maxBody: Int
+    /// The file holding the bearer token API clients must send (`token-file`), resolved like other
+    /// paths; required when ``requiresToken``. The daemon reads it; the configuration holds only the path.
+    public var tokenFile: String?
 
     /// Creates API settings.
-    public init(listen: ListenAddress = .default, maxBody: Int = 64 * 1024) {
+    public init(listen: ListenAddress = .default, maxBody: Int = 64 * 1024, tokenFile: String? = nil) {
         self.listen = listen
         self.maxBody = maxBody
+        self.tokenFile = tokenFile
     }
+
+    /// True when the API listens beyond this machine (the host is not a loopback address), so anyone
+    /// who can reach it could drive the speakers: a token is then required.
+    public var requiresToken: Bool { !listen.isLoopback }
 
     /// `127.0.0.1:8470`, 64 KiB bodies.
     public static let `default` = APIConfig()
@@ -56,6 +64,34 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
         guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(\.isASCIIDigit),
               let port = Int(portText), (1...65535).contains(port) else { return nil }
         self.init(host: String(host), port: UInt16(port))
+    }
+
+    /// True for `localhost`, 127.0.0.0/8 and `::1` (in any spelling): addresses only this machine reaches.
+    public var isLoopback: Bool {
+        if host.lowercased() == "localhost" { return true }
+        if Self.isIPv4(Substring(host)) { return host.hasPrefix("127.") }
+        return Self.ipv6Groups(host) == [0, 0, 0, 0, 0, 0, 0, 1]
+    }
+
+    /// The eight 16-bit groups of an IPv6 address in hex notation, with `::` expanded; `nil` for
+    /// anything else (including embedded IPv4, which is never treated as loopback).
+    private static func ipv6Groups(_ text: String) -> [Int]? {
+        let halves = text.split(separator: "::", maxSplits: 1, omittingEmptySubsequences: false)
+            .map { $0.isEmpty ? [] : $0.split(separator: ":", omittingEmptySubsequences: false) }
+        guard halves.count <= 2 else { return nil }
+        var groups: [Int] = []
+        for (position, half) in halves.enumerated() {
+            for part in half {
+                guard (1...4).contains(part.count), let value = Int(part, radix: 16) else { return nil }
+                groups.append(value)
+            }
+            if position == 0, halves.count == 2 {
+                let missing = 8 - halves.map(\.count).reduce(0, +)
+                guard missing >= 1 else { return nil }
+                groups += Array(repeating: 0, count: missing)
+            }
+        }
+        return groups.count == 8 ? groups : nil
     }
 
     /// `host:port`, with brackets around an IPv6 host.

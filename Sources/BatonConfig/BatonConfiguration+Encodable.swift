@@ -18,7 +18,8 @@ private struct NameKey: CodingKey {
 
 extension BatonConfiguration: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case api, zones, sounds, resampler, alsaConfig = "alsa-config", outputDir = "output-dir", policy
+        case api, zones, groups, board, boardsDir = "boards-dir", sounds, resampler, alsaConfig = "alsa-config"
+        case outputDir = "output-dir", stateDir = "state-dir", policy, music
     }
 
     /// Encodes with the YAML file's key names; optional paths are left out when unset.
@@ -29,43 +30,107 @@ extension BatonConfiguration: Encodable {
         for zone in zones {
             try zonesContainer.encode(zone, forKey: NameKey(zone.name))
         }
+        if !groups.isEmpty {
+            var groupsContainer = container.nestedContainer(keyedBy: NameKey.self, forKey: .groups)
+            for group in groups {
+                try groupsContainer.encode(group.zones, forKey: NameKey(group.name))
+            }
+        }
+        try container.encodeIfPresent(board, forKey: .board)
+        try container.encodeIfPresent(boardsDir, forKey: .boardsDir)
         try container.encode(sounds, forKey: .sounds)
         try container.encode(resampler, forKey: .resampler)
         try container.encodeIfPresent(alsaConfig, forKey: .alsaConfig)
         try container.encodeIfPresent(outputDir, forKey: .outputDir)
+        try container.encodeIfPresent(stateDir, forKey: .stateDir)
         try container.encode(policy, forKey: .policy)
+        try container.encodeIfPresent(music, forKey: .music)
     }
 }
 
 extension APIConfig: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case listen, maxBody = "max-body"
+        case listen, maxBody = "max-body", tokenFile = "token-file"
     }
 
-    /// `{"listen": "127.0.0.1:8470", "max-body": "64KiB"}`.
+    /// `{"listen": "127.0.0.1:8470", "max-body": "64KiB"}`, with `token-file` (the path) when set.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(listen.description, forKey: .listen)
         try container.encode(ConfigSyntax.formatByteSize(maxBody), forKey: .maxBody)
+        try container.encodeIfPresent(tokenFile, forKey: .tokenFile)
     }
 }
 
 extension ZoneConfig: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case pcm, rate, channels, format, period, buffer, clock, resampler
+        case pcm, board, rate, channels, deviceChannels = "device-channels", format, period, buffer, clock, resampler
+        case volume, maxVolume = "max-volume", mixer
     }
 
     /// The zone without its name (the name is its key in `zones`); `resampler` is `"auto"` when unset.
+    /// `channels` is a count, or for a zone driving some device channels their names with
+    /// `device-channels`; volumes are percentages (`"80%"`) when whole, else fractions.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(pcm, forKey: .pcm)
+        try container.encodeIfPresent(board, forKey: .board)
         try container.encode(rate, forKey: .rate)
-        try container.encode(channels, forKey: .channels)
+        if let deviceChannels {
+            try container.encode(deviceChannels.map { DeviceChannel(rawValue: $0)?.name ?? "\($0)" }, forKey: .channels)
+            try container.encode(deviceChannelCount, forKey: .deviceChannels)
+        } else {
+            try container.encode(channels, forKey: .channels)
+        }
         try container.encode(format, forKey: .format)
         try container.encode(ConfigSyntax.format(period), forKey: .period)
         try container.encode(ConfigSyntax.format(buffer), forKey: .buffer)
         try container.encode(clock, forKey: .clock)
         try container.encode(resampler?.rawValue ?? "auto", forKey: .resampler)
+        try container.encode(ConfigSyntax.formatVolume(volume), forKey: .volume)
+        try container.encode(ConfigSyntax.formatVolume(maxVolume), forKey: .maxVolume)
+        try container.encodeIfPresent(mixer, forKey: .mixer)
+    }
+}
+
+extension MusicConfig: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case subsonic, replayGain = "replay-gain", zones, retry
+    }
+
+    private enum RetryKeys: String, CodingKey {
+        case limit
+    }
+
+    /// `{"subsonic": {...}, "replay-gain": "track", "zones": ["all"], "retry": {"limit": "2m"}}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(subsonic, forKey: .subsonic)
+        try container.encode(replayGain, forKey: .replayGain)
+        try container.encode(zones, forKey: .zones)
+        var retry = container.nestedContainer(keyedBy: RetryKeys.self, forKey: .retry)
+        try retry.encode(ConfigSyntax.format(retryLimit), forKey: .limit)
+    }
+}
+
+extension SubsonicConfig: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case url, user, passwordFile = "password-file", passwordEnv = "password-env", format
+        case maxBitrate = "max-bitrate", apiKeyFile = "api-key-file"
+    }
+
+    /// The server with the password's file or variable name (never a password).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(url, forKey: .url)
+        try container.encode(user, forKey: .user)
+        switch password {
+        case .file(let path): try container.encode(path, forKey: .passwordFile)
+        case .environment(let name): try container.encode(name, forKey: .passwordEnv)
+        }
+        try container.encode(format, forKey: .format)
+        try container.encode(maxBitrate, forKey: .maxBitrate)
+        try container.encodeIfPresent(apiKeyFile, forKey: .apiKeyFile)
     }
 }
 

@@ -3,8 +3,9 @@ import YAML
 extension BatonConfiguration {
     /// Reads and checks the configuration file at `path`.
     ///
-    /// Relative paths inside it (`sounds`, `alsa-config`, `output-dir`) are resolved against the
-    /// directory that contains `path`.
+    /// Relative paths inside it (`sounds`, `alsa-config`, `output-dir`, `state-dir`, `boards-dir`,
+    /// `api.token-file` and the `music.subsonic` files) are resolved against the directory that
+    /// contains `path`. Board profiles named by `board:` are read from the boards directory.
     ///
     /// Thread safety: any thread; no shared state.
     /// - Throws: ``ConfigError`` with every problem found, each naming `path`, line, column and key
@@ -36,6 +37,27 @@ extension BatonConfiguration {
 
     private static func parse(utf8 bytes: [UInt8], file: String, baseDirectory: String) throws(ConfigError)
         -> BatonConfiguration {
+        let root = try document(utf8: bytes, file: file,
+                                emptyMessage: "the configuration is empty; at least one zone is required")
+        var reader = ConfigReader(file: file)
+        let configuration = reader.configuration(root, baseDirectory: baseDirectory)
+        guard let configuration, reader.issues.isEmpty else { throw ConfigError(issues: reader.sortedIssues) }
+        return configuration
+    }
+
+    /// The YAML document in the file at `path`, not null.
+    static func document(at path: String, emptyMessage: String) throws(ConfigError) -> YAMLNode {
+        switch FileReader.read(path: path) {
+        case .success(let bytes):
+            return try document(utf8: bytes, file: path, emptyMessage: emptyMessage)
+        case .failure(let error):
+            throw ConfigError(issues: [ConfigIssue(file: path, line: nil, column: nil, path: "",
+                                                   message: "cannot read the file: \(error.message)")])
+        }
+    }
+
+    /// The YAML document in `bytes`, not null: a syntax error or an empty document is the one issue.
+    static func document(utf8 bytes: [UInt8], file: String, emptyMessage: String) throws(ConfigError) -> YAMLNode {
         let root: YAMLNode?
         do {
             root = try YAMLParser.parse(utf8: bytes, file: file)
@@ -44,20 +66,9 @@ extension BatonConfiguration {
                                                    path: error.path, message: error.message)])
         }
         guard let root, !root.isNull else {
-            throw ConfigError(issues: [ConfigIssue(file: file, line: nil, column: nil, path: "",
-                                                   message: "the configuration is empty; at least one zone is required")])
+            throw ConfigError(issues: [ConfigIssue(file: file, line: nil, column: nil, path: "", message: emptyMessage)])
         }
-        var reader = ConfigReader(file: file)
-        let configuration = reader.configuration(root, baseDirectory: baseDirectory)
-        guard let configuration, reader.issues.isEmpty else {
-            let sorted = reader.issues.enumerated().sorted { a, b in
-                let left = (a.element.line ?? 0, a.element.column ?? 0, a.offset)
-                let right = (b.element.line ?? 0, b.element.column ?? 0, b.offset)
-                return left < right
-            }.map(\.element)
-            throw ConfigError(issues: sorted)
-        }
-        return configuration
+        return root
     }
 
     /// `config` for `config/baton.yaml`, `/` for `/baton.yaml`, `""` for `baton.yaml`.
@@ -76,14 +87,23 @@ extension BatonConfiguration {
 // MARK: - The schema
 
 extension ConfigReader {
-    static let topKeys = ["api", "zones", "sounds", "resampler", "alsa-config", "output-dir", "policy"]
-    static let apiKeys = ["listen", "max-body"]
-    static let zoneKeys = ["pcm", "rate", "channels", "format", "period", "buffer", "clock", "resampler"]
+    static let topKeys = ["api", "zones", "groups", "board", "boards-dir", "sounds", "resampler", "alsa-config",
+                          "output-dir", "state-dir", "policy", "music"]
+    static let apiKeys = ["listen", "max-body", "token-file"]
     static let resamplerKeys = ["music", "announcements"]
     static let policyKeys = ["classes", "duck"]
     static let classKeys = ["priority", "kind", "lower", "same", "during-higher", "resume-within", "coalesce",
                             "ttl", "queue-limit"]
     static let duckKeys = ["level", "attack", "release"]
+
+    /// The issues sorted by position, the configuration file's own first (a board profile's follow).
+    var sortedIssues: [ConfigIssue] {
+        issues.enumerated().sorted { a, b in
+            let left = (a.element.file == file ? 0 : 1, a.element.line ?? 0, a.element.column ?? 0, a.offset)
+            let right = (b.element.file == file ? 0 : 1, b.element.line ?? 0, b.element.column ?? 0, b.offset)
+            return left < right
+        }.map(\.element)
+    }
 
     /// The whole file. `nil` only if the top level is not a mapping; other problems are reported
     /// and a configuration with defaults in their place is returned (and then discarded).
@@ -93,71 +113,50 @@ extension ConfigReader {
             return nil
         }
         guard let top = fields(of: root, at: .root, anchor: root.mark, allowed: Self.topKeys) else { return nil }
+        let resolve = { (path: String) in BatonConfiguration.resolve(path, against: baseDirectory) }
 
-        let api = top.values["api"].map { readAPI($0) } ?? APIConfig.default
-        let zones = zones(in: top)
+        let api = top.values["api"].map { readAPI($0, baseDirectory: baseDirectory) } ?? APIConfig.default
+        boards.configured = optional(top, "boards-dir", .string).map(resolve)
+        boards.searchList = BoardProfile.searchDirectories(configDirectory: baseDirectory)
+        boards.topLevelWritten = top.values["board"] != nil
+        let board = optional(top, "board", .name("board", why: "it names a file in the boards directory"))
+        if let board {
+            _ = boardProfile(named: board, at: top.values["board"]?.value.mark, ConfigPath.root.appending("board"),
+                             report: true)
+        }
+        let (zones, zoneNames) = zones(in: top, board: board)
+        let groups = groups(in: top, zoneNames: zoneNames)
         let sounds = optional(top, "sounds", .string) ?? "sounds"
         let resampler = top.values["resampler"].map { readResamplers($0) } ?? ResamplerConfig.default
         let alsaConfig = optional(top, "alsa-config", .string)
         let outputDir = optional(top, "output-dir", .string)
+        let stateDir = optional(top, "state-dir", .string)
         let policy = top.values["policy"].map { readPolicy($0) } ?? PolicyConfig.default
+        let music = top.values["music"].map {
+            readMusic($0, zoneNames: zoneNames, groupNames: groups.map(\.name), baseDirectory: baseDirectory)
+        }
 
         return BatonConfiguration(
-            api: api, zones: zones,
-            sounds: BatonConfiguration.resolve(sounds, against: baseDirectory),
-            resampler: resampler,
-            alsaConfig: alsaConfig.map { BatonConfiguration.resolve($0, against: baseDirectory) },
-            outputDir: outputDir.map { BatonConfiguration.resolve($0, against: baseDirectory) },
-            policy: policy)
+            api: api, zones: zones, sounds: resolve(sounds), resampler: resampler,
+            alsaConfig: alsaConfig.map(resolve), outputDir: outputDir.map(resolve), policy: policy,
+            groups: groups, music: music ?? nil, stateDir: stateDir.map(resolve), board: board,
+            boardsDir: boards.configured ?? boards.directory ?? nil)
     }
 
-    mutating func readAPI(_ pair: YAMLPair) -> APIConfig {
+    mutating func readAPI(_ pair: YAMLPair, baseDirectory: String) -> APIConfig {
         guard let api = fields(of: pair.value, at: ConfigPath.root.appending("api"), anchor: pair.keyMark,
                                allowed: Self.apiKeys) else { return .default }
-        return APIConfig(listen: value(api, "listen", .listenAddress, default: .default) ?? .default,
-                         maxBody: value(api, "max-body", .byteSize(APIConfig.maxBodyRange), default: 64 * 1024) ?? 0)
-    }
-
-    mutating func zones(in top: Fields) -> [ZoneConfig] {
-        let path = ConfigPath.root.appending("zones")
-        let entries: [YAMLPair]
-        if let pair = top.values["zones"] {
-            guard let named = namedEntries(of: pair.value, at: path) else { return [] }
-            entries = named
-            if entries.isEmpty { report(pair.value.mark, path, "at least one zone is required") }
-        } else {
-            let mark = top.nulls["zones"]?.value.mark ?? top.anchor
-            report(mark, path, "at least one zone is required")
-            entries = []
+        let listen = value(api, "listen", .listenAddress, default: .default)
+        let tokenFile = optional(api, "token-file", .string)
+        let configuration = APIConfig(
+            listen: listen ?? .default,
+            maxBody: value(api, "max-body", .byteSize(APIConfig.maxBodyRange), default: 64 * 1024) ?? 0,
+            tokenFile: tokenFile.map { BatonConfiguration.resolve($0, against: baseDirectory) })
+        if let listen, !listen.isLoopback, tokenFile == nil, api.values["token-file"] == nil {
+            report(api.anchor, api.path, "missing required key \"token-file\": api.listen \(listen) is not a loopback "
+                   + "address, so clients must send a token (anyone who can reach it could otherwise control the speakers)")
         }
-        return entries.compactMap { zone($0, at: path.appending($0.key)) }
-    }
-
-    mutating func zone(_ pair: YAMLPair, at path: ConfigPath) -> ZoneConfig? {
-        if !ZoneConfig.isValidName(pair.key) {
-            report(pair.keyMark, path, "zone name \"\(pair.key)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)")
-        }
-        guard let zone = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.zoneKeys) else { return nil }
-        let defaults = ZoneConfig(name: pair.key, pcm: "")
-        let pcm = required(zone, "pcm", .string)
-        let rate = value(zone, "rate", .integer(ZoneConfig.rateRange), default: defaults.rate)
-        let channels = value(zone, "channels", .integer(ZoneConfig.channelRange), default: defaults.channels)
-        let format = value(zone, "format", .choice(ZoneConfig.SampleFormat.self, "format"), default: defaults.format)
-        let period = value(zone, "period", .duration(ZoneConfig.periodRange), default: defaults.period)
-        let buffer = value(zone, "buffer", .duration(ZoneConfig.bufferRange), default: defaults.buffer)
-        let clock = value(zone, "clock", .choice(ZoneConfig.Clock.self, "clock"), default: defaults.clock)
-        let resampler = value(zone, "resampler", .choice(ZoneResampler.self, "resampler"), default: .auto)
-
-        if let period, let buffer, buffer < period * 2 {
-            let mark = zone.values["buffer"]?.value.mark ?? zone.values["period"]?.value.mark ?? zone.anchor
-            let twice = ConfigSyntax.format(period * 2)
-            let message = "\(ConfigSyntax.format(buffer)) is shorter than 2 periods (2 × \(ConfigSyntax.format(period)) = \(twice))"
-            report(mark, path.appending("buffer"), message)
-        }
-        return ZoneConfig(name: pair.key, pcm: pcm ?? "", rate: rate ?? defaults.rate,
-                          channels: channels ?? defaults.channels, format: format ?? defaults.format,
-                          period: period ?? defaults.period, buffer: buffer ?? defaults.buffer,
-                          clock: clock ?? defaults.clock, resampler: resampler?.resampler)
+        return configuration
     }
 
     mutating func readResamplers(_ pair: YAMLPair) -> ResamplerConfig {

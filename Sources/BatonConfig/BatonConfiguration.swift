@@ -1,7 +1,8 @@
 /// Everything `batond --config FILE` reads: the control API, the zones, sounds, resamplers and the
 /// arbitration policy.
 ///
-/// Relative paths (`sounds`, `alsa-config`, `output-dir`) are resolved against the directory that
+/// Relative paths (`sounds`, `alsa-config`, `output-dir`, `state-dir`, `boards-dir` and the
+/// secret files) are resolved against the directory that
 /// contains the configuration file when it is loaded; the properties hold the resolved paths.
 ///
 /// A plain value: safe to share between threads.
@@ -17,11 +18,23 @@ public struct BatonConfiguration: Sendable, Equatable {
     /// Where `file` PCMs write (informational), if set.
     public var outputDir: String?
     public var policy: PolicyConfig
+    /// Named sets of zones, in file order.
+    public var groups: [GroupConfig]
+    /// Streamed music; `nil` when the file has no `music:` section.
+    public var music: MusicConfig?
+    /// Where the daemon keeps state (volumes, the play queue); `nil`: the daemon decides.
+    public var stateDir: String?
+    /// The board profile every zone without its own `board:` uses (top-level `board:`).
+    public var board: String?
+    /// The directory board profiles were read from: `boards-dir` if set, else the one found (see
+    /// ``BoardProfile/searchDirectories(configDirectory:)``) when a board was used; else `nil`.
+    public var boardsDir: String?
 
     /// Creates a configuration.
     public init(api: APIConfig = .default, zones: [ZoneConfig], sounds: String = "sounds",
                 resampler: ResamplerConfig = .default, alsaConfig: String? = nil, outputDir: String? = nil,
-                policy: PolicyConfig = .default) {
+                policy: PolicyConfig = .default, groups: [GroupConfig] = [], music: MusicConfig? = nil,
+                stateDir: String? = nil, board: String? = nil, boardsDir: String? = nil) {
         self.api = api
         self.zones = zones
         self.sounds = sounds
@@ -29,6 +42,11 @@ public struct BatonConfiguration: Sendable, Equatable {
         self.alsaConfig = alsaConfig
         self.outputDir = outputDir
         self.policy = policy
+        self.groups = groups
+        self.music = music
+        self.stateDir = stateDir
+        self.board = board
+        self.boardsDir = boardsDir
     }
 
     /// The zone named `name`, if there is one.
@@ -43,8 +61,11 @@ public struct BatonConfiguration: Sendable, Equatable {
 
     /// The configuration with secrets replaced by `"<redacted>"`, for `GET /api/v1/config` and logs.
     ///
-    /// There are no secrets yet, so this returns `self`. Any secret added later (an MQTT password,
-    /// an API token) must be blanked here, and the test "redacted() hides every secret" extended.
+    /// The configuration holds no secret values, so this returns `self`: the API token
+    /// (`api.token-file`), the Subsonic password (`music.subsonic.password-file` / `password-env`) and
+    /// API key (`api-key-file`) are named by path or variable and read by the daemon, which must never
+    /// store their contents here. Any secret value added later must be blanked here, and the test
+    /// "redacted() hides every secret" extended.
     public func redacted() -> BatonConfiguration {
         self
     }

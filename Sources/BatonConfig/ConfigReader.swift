@@ -42,8 +42,15 @@ struct Fields {
 struct ConfigReader {
     let file: String
     private(set) var issues: [ConfigIssue] = []
+    /// Board profiles looked up while reading zones (configuration files only).
+    var boards = BoardLookup()
 
     init(file: String) { self.file = file }
+
+    /// Records problems found in another file (a board profile), which keep their own file name.
+    mutating func append(_ other: [ConfigIssue]) {
+        issues += other
+    }
 
     /// Records a problem.
     mutating func report(_ mark: Mark?, _ path: ConfigPath, _ message: String) {
@@ -121,17 +128,62 @@ struct ConfigReader {
     }
 
     private mutating func convert<Value>(_ pair: YAMLPair, at path: ConfigPath, _ kind: ValueKind<Value>) -> Value? {
-        guard let scalar = pair.value.scalar else {
-            report(pair.value.mark, path, "expected \(kind.name), found \(pair.value.kindDescription)")
+        convert(pair.value, at: path, kind)
+    }
+
+    /// One scalar node as `kind`: `nil` (reported) for a non-scalar or null node or an invalid value.
+    mutating func convert<Value>(_ node: YAMLNode, at path: ConfigPath, _ kind: ValueKind<Value>) -> Value? {
+        guard let scalar = node.scalar, !scalar.isNull else {
+            report(node.mark, path, "expected \(kind.name), found \(node.kindDescription)")
             return nil
         }
         switch kind.convert(scalar.value) {
         case .success(let value):
             return value
         case .failure(let problem):
-            report(pair.value.mark, path, problem.message)
+            report(node.mark, path, problem.message)
             return nil
         }
+    }
+
+    /// The items of a sequence value: `nil` (reported) when the value is not a sequence.
+    mutating func items(of pair: YAMLPair, at path: ConfigPath) -> [YAMLNode]? {
+        guard let items = pair.value.sequence else {
+            report(pair.value.mark, path, "expected a sequence, found \(pair.value.kindDescription)")
+            return nil
+        }
+        return items
+    }
+
+    /// A required, non-empty list of distinct values (`rates: [44100, 48000]`); `nil` when absent or
+    /// wrong (reported). Invalid items are reported and left out.
+    mutating func requiredList<Value: Equatable & CustomStringConvertible>(
+        _ fields: Fields, _ key: String, _ kind: ValueKind<Value>
+    ) -> [Value]? {
+        let path = fields.path.appending(key)
+        guard let pair = fields.values[key] else {
+            if let pair = fields.nulls[key] {
+                report(pair.value.mark, path, "a value is required")
+            } else {
+                report(fields.anchor, fields.path, "missing required key \"\(key)\"")
+            }
+            return nil
+        }
+        guard let nodes = items(of: pair, at: path) else { return nil }
+        if nodes.isEmpty {
+            report(pair.value.mark, path, "at least one value is required")
+            return nil
+        }
+        var values: [Value] = []
+        for node in nodes {
+            guard let value = convert(node, at: path, kind) else { continue }
+            if values.contains(value) {
+                report(node.mark, path, "\(value) is listed twice")
+            } else {
+                values.append(value)
+            }
+        }
+        return values.isEmpty ? nil : values
     }
 }
 
@@ -220,6 +272,58 @@ extension ValueKind {
             let expected = names.count == 1 ? names[0]
                 : names.dropLast().joined(separator: ", ") + " or " + names.last!
             return .failure(ValueProblem(message: "\"\(text)\" is not a supported \(what) (expected \(expected))"))
+        }
+    }
+
+    /// A volume: `80%` or `0.8`, 0...1.
+    static var volume: ValueKind<Double> {
+        ValueKind<Double>(name: "a volume") { text in
+            guard let (value, isPercent) = ConfigSyntax.volumeParts(text) else {
+                return .failure(ValueProblem(message: "\"\(text)\" is not a volume (expected e.g. 80% or 0.8)"))
+            }
+            guard ZoneConfig.volumeRange.contains(value) else {
+                let expected = isPercent ? "0%...100%" : "0...1, or a percentage such as 80%"
+                return .failure(ValueProblem(message: "\(text) is out of range (expected \(expected))"))
+            }
+            return .success(value)
+        }
+    }
+
+    /// One device channel: a name (`left`) or an index 0...7.
+    static var deviceChannel: ValueKind<Int> {
+        ValueKind<Int>(name: "a channel") { text in
+            if let channel = DeviceChannel(name: text) { return .success(channel.rawValue) }
+            let last = DeviceChannel.allCases.count - 1
+            if !text.isEmpty, text.count <= 18, text.allSatisfy(\.isASCIIDigit), let index = Int(text) {
+                return index <= last ? .success(index)
+                    : .failure(ValueProblem(message: "\(index) is out of range (expected 0...\(last))"))
+            }
+            let names = DeviceChannel.allCases.map(\.name).joined(separator: ", ")
+            return .failure(ValueProblem(message: "\"\(text)\" is not a channel (expected 0...\(last) or \(names))"))
+        }
+    }
+
+    /// A name of a zone, group or board: `[a-z0-9_-]+`; `what` names it in the message.
+    static func name(_ what: String, why: String) -> ValueKind<String> {
+        ValueKind<String>(name: "a name") { text in
+            ZoneConfig.isValidName(text) ? .success(text)
+                : .failure(ValueProblem(message: "\(what) name \"\(text)\" must match [a-z0-9_-]+ (\(why))"))
+        }
+    }
+
+    /// An `http://` or `https://` URL.
+    static var httpURL: ValueKind<String> {
+        ValueKind<String>(name: "a URL") { text in
+            SubsonicConfig.isValidURL(text) ? .success(text)
+                : .failure(ValueProblem(message: "\"\(text)\" is not an http(s) URL (expected http://host[:port][/path], e.g. http://127.0.0.1:4533)"))
+        }
+    }
+
+    /// An environment variable name.
+    static var environmentName: ValueKind<String> {
+        ValueKind<String>(name: "a variable name") { text in
+            SubsonicConfig.isValidEnvironmentName(text) ? .success(text)
+                : .failure(ValueProblem(message: "\"\(text)\" is not an environment variable name (expected letters, digits and _, not starting with a digit)"))
         }
     }
 }

@@ -68,6 +68,31 @@ public enum ConfigSyntax {
         return "\(level)dB"
     }
 
+    /// Parses a volume: a percentage `0%`...`100%` (`80%`, `12.5%`) or a fraction `0`...`1` (`0.8`).
+    /// `nil` for anything else, including values out of range.
+    public static func volume(_ text: String) -> Double? {
+        guard let (value, _) = volumeParts(text), (0...1).contains(value) else { return nil }
+        return value
+    }
+
+    /// The value of a volume text and whether it was a percentage, before any range check.
+    static func volumeParts(_ text: String) -> (value: Double, isPercent: Bool)? {
+        let isPercent = text.hasSuffix("%")
+        let number = isPercent ? text.dropLast() : Substring(text)
+        guard !number.isEmpty, number.first != ".", number.last != ".", number.count <= 12,
+              number.allSatisfy({ $0.isASCIIDigit || $0 == "." }),
+              number.filter({ $0 == "." }).count <= 1, let value = Double(number) else { return nil }
+        return (isPercent ? value / 100 : value, isPercent)
+    }
+
+    /// A volume as a whole percentage when it is one (`80%`), else as a fraction (`0.855`); both
+    /// read back exactly with ``volume(_:)``.
+    public static func formatVolume(_ volume: Double) -> String {
+        let percent = (volume * 100).rounded()
+        if percent / 100 == volume { return "\(Int(percent))%" }
+        return "\(volume)"
+    }
+
     /// `digits[.digits]` times `scale`, exactly; `nil` if malformed, too long or not a whole
     /// number once scaled.
     private static func decimal(_ text: Substring, scale: Int) -> Int? {

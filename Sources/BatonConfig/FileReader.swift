@@ -22,6 +22,28 @@ enum FileReader {
     }
 }
 
+extension FileReader {
+    /// True when `path` names a directory (following symbolic links).
+    static func isDirectory(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// The names in a directory (without `.` and `..`), sorted, or the system's reason it cannot be read.
+    static func names(inDirectory path: String) -> Result<[String], FileReadError> {
+        guard let directory = opendir(path) else { return .failure(FileReadError(errno: errno)) }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return .success(names.sorted())
+    }
+}
+
 /// A failed read, with the system's text for it.
 struct FileReadError: Error {
     let message: String

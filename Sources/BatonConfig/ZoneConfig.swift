@@ -28,8 +28,16 @@ public struct ZoneConfig: Sendable, Equatable {
     public var pcm: String
     /// Frames per second, 8000...384000. Default 48000.
     public var rate: Int
-    /// Channels, 1...8. Default 2.
+    /// The zone's own channels, 1...8. Default 2. For a zone that drives a list of device channels
+    /// (`channels: [left]`) this is the length of the list.
     public var channels: Int
+    /// The device channels the zone drives, in zone channel order: zone channel `i` plays on device
+    /// channel `deviceChannels[i]` (ALSA order, see ``DeviceChannel``). `nil` when the zone owns the
+    /// whole device and zone channel `i` is device channel `i`.
+    public var deviceChannels: [Int]?
+    /// The device's channel count (`device-channels`): `channels` for a whole-device zone; for a list
+    /// zone the board's channels, else the highest listed index + 1, at least 2.
+    public var deviceChannelCount: Int
     /// Sample format. Default S16_LE.
     public var format: SampleFormat
     /// The ALSA period: how much is written at a time. Default 10 ms.
@@ -40,20 +48,42 @@ public struct ZoneConfig: Sendable, Equatable {
     public var clock: Clock
     /// Overrides `resampler.music` for this zone; `nil` (written `auto`) uses the global choice.
     public var resampler: Resampler?
+    /// The user volume the zone starts at, 0...1 (`volume: 80%` or `0.8`). Default 1.
+    public var volume: Double
+    /// The highest user volume the zone accepts, 0...1 (`max-volume`). Default 1 (no cap).
+    public var maxVolume: Double
+    /// The ALSA simple mixer control that sets the zone's hardware volume (`Digital`); `nil` means
+    /// Baton applies the volume as a software gain.
+    public var mixer: String?
+    /// The board profile the zone's defaults came from (its own `board:` or the top-level one).
+    public var board: String?
 
     /// Creates a zone; the defaults are those of the file format.
+    ///
+    /// When `deviceChannels` is given, `channels` is its length (the `channels` argument is ignored)
+    /// and `deviceChannelCount` defaults to the highest index + 1, at least 2; otherwise
+    /// `deviceChannelCount` defaults to `channels`.
     public init(name: String, pcm: String, rate: Int = 48000, channels: Int = 2, format: SampleFormat = .s16LE,
                 period: Duration = .milliseconds(10), buffer: Duration = .milliseconds(40),
-                clock: Clock = .device, resampler: Resampler? = nil) {
+                clock: Clock = .device, resampler: Resampler? = nil, deviceChannels: [Int]? = nil,
+                deviceChannelCount: Int? = nil, volume: Double = 1, maxVolume: Double = 1, mixer: String? = nil,
+                board: String? = nil) {
         self.name = name
         self.pcm = pcm
         self.rate = rate
-        self.channels = channels
+        self.channels = deviceChannels?.count ?? channels
+        self.deviceChannels = deviceChannels
+        self.deviceChannelCount = deviceChannelCount
+            ?? deviceChannels.map { Self.defaultDeviceChannelCount(for: $0) } ?? channels
         self.format = format
         self.period = period
         self.buffer = buffer
         self.clock = clock
         self.resampler = resampler
+        self.volume = volume
+        self.maxVolume = maxVolume
+        self.mixer = mixer
+        self.board = board
     }
 
     /// The accepted sample rates.
@@ -69,8 +99,22 @@ public struct ZoneConfig: Sendable, Equatable {
     public var periodFrames: Int { Self.frames(period, rate: rate) }
     /// The buffer in frames: `rate × buffer`, rounded (1764 for 40 ms at 44100 Hz).
     public var bufferFrames: Int { Self.frames(buffer, rate: rate) }
-    /// Bytes in one frame: channels × bytes per sample.
+    /// Bytes in one frame of the zone's own channels: channels × bytes per sample.
     public var bytesPerFrame: Int { channels * format.bytesPerSample }
+    /// The device channel of each zone channel: `deviceChannels`, or `0..<channels` for a zone that
+    /// owns its device.
+    public var channelMap: [Int] { deviceChannels ?? Array(0..<channels) }
+    /// True when the zone drives a list of channels of a device it may share with other zones.
+    public var usesChannelList: Bool { deviceChannels != nil }
+
+    /// The accepted volumes and volume caps.
+    public static let volumeRange = 0.0...1.0
+
+    /// The device channel count assumed for a channel list without `device-channels` or a board:
+    /// the highest index + 1, at least 2 (a stereo device for `[left]`).
+    static func defaultDeviceChannelCount(for channels: [Int]) -> Int {
+        max((channels.max() ?? 0) + 1, 2)
+    }
 
     /// True when `name` may be used as a zone name: non-empty, only `a-z`, `0-9`, `_` and `-`.
     public static func isValidName(_ name: String) -> Bool {

@@ -22,14 +22,14 @@ import Testing
             "priority":10,"resume-within":"5m","same":"queue"}},\
             "duck":{"attack":"50ms","level":"-15dB","release":"300ms"}},\
             "resampler":{"announcements":"soxr-hq","music":"soxr-hq"},"sounds":"/srv/sounds",\
-            "zones":{"kitchen":{"buffer":"40ms","channels":2,"clock":"system","format":"S16_LE","pcm":"baton_kitchen",\
-            "period":"10ms","rate":44100,"resampler":"auto"}}}
+            "zones":{"kitchen":{"buffer":"40ms","channels":2,"clock":"system","format":"S16_LE","max-volume":"100%",\
+            "pcm":"baton_kitchen","period":"10ms","rate":44100,"resampler":"auto","volume":"100%"}}}
             """)
     }
 
     /// The JSON of every shipped configuration parses back, as YAML, to an equal configuration (up to
     /// the order of zones and classes, which JSON objects do not keep).
-    @Test(arguments: ["config/baton.yaml", "config/examples/pi-hifiberry.yaml"])
+    @Test(arguments: ["config/baton.yaml", "config/examples/pi-hifiberry.yaml", "config/examples/shared-amp.yaml"])
     func roundTripsThroughJSON(file: String) throws {
         let configuration = try BatonConfiguration.load(path: repositoryRoot + "/" + file)
         let json = String(decoding: try JSONEncoder().encode(configuration), as: UTF8.self)

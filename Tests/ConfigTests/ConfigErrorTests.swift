@@ -35,8 +35,8 @@ import Testing
 
     /// An unknown key with no close match lists the valid keys instead.
     @Test func listsValidKeysWhenNothingIsClose() {
-        #expect(issueLines(minimalZone + "    volume: 3\n") == [
-            "test.yaml:4:5: zones.kitchen.volume: unknown key (expected one of: pcm, rate, channels, format, period, buffer, clock, resampler)",
+        #expect(issueLines(minimalZone + "    speaker: 3\n") == [
+            "test.yaml:4:5: zones.kitchen.speaker: unknown key (expected one of: pcm, board, rate, channels, device-channels, format, period, buffer, clock, resampler, volume, max-volume, mixer)",
         ])
     }
 
@@ -117,7 +117,7 @@ import Testing
     /// A two-letter unknown key gets the list of valid keys, not a far-fetched suggestion.
     @Test func doesNotSuggestForTinyKeys() {
         #expect(issueLines(minimalZone + "ab: 1\n") == [
-            "test.yaml:4:1: ab: unknown key (expected one of: api, zones, sounds, resampler, alsa-config, output-dir, policy)",
+            "test.yaml:4:1: ab: unknown key (expected one of: api, zones, groups, board, boards-dir, sounds, resampler, alsa-config, output-dir, state-dir, policy, music)",
         ])
     }
 

@@ -1,0 +1,50 @@
+import YAML
+
+extension ConfigReader {
+    /// `groups:`: each a name (not a zone's, not `all`) and a non-empty list of distinct zones.
+    mutating func groups(in top: Fields, zoneNames: [String]) -> [GroupConfig] {
+        let path = ConfigPath.root.appending("groups")
+        guard let pair = top.values["groups"], let entries = namedEntries(of: pair.value, at: path) else { return [] }
+        let groupNames = entries.map(\.key)
+        var groups: [GroupConfig] = []
+        for entry in entries {
+            let groupPath = path.appending(entry.key)
+            if !ZoneConfig.isValidName(entry.key) {
+                report(entry.keyMark, groupPath, "group name \"\(entry.key)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)")
+            } else if entry.key == GroupConfig.all {
+                report(entry.keyMark, groupPath, "\"all\" is reserved: it always means every zone")
+            } else if zoneNames.contains(entry.key) {
+                report(entry.keyMark, groupPath, "group name \"\(entry.key)\" is already a zone name")
+            }
+            if entry.value.isNull {
+                report(entry.value.mark, groupPath, "a group needs at least one zone")
+                continue
+            }
+            guard let nodes = items(of: entry, at: groupPath) else { continue }
+            if nodes.isEmpty { report(entry.value.mark, groupPath, "a group needs at least one zone") }
+            var members: [String] = []
+            for node in nodes {
+                guard let name = convert(node, at: groupPath, .string) else { continue }
+                if members.contains(name) {
+                    report(node.mark, groupPath, "zone \"\(name)\" is listed twice")
+                } else if zoneNames.contains(name) {
+                    members.append(name)
+                } else if name == GroupConfig.all || groupNames.contains(name) {
+                    report(node.mark, groupPath, "\"\(name)\" is not a zone: a group lists zones only")
+                } else {
+                    report(node.mark, groupPath, Self.unknownName(name, "zone", among: zoneNames))
+                }
+            }
+            groups.append(GroupConfig(name: entry.key, zones: members))
+        }
+        return groups
+    }
+
+    /// `unknown zone "patoi"; did you mean "patio"?`, or with the valid names when none is close.
+    static func unknownName(_ name: String, _ what: String, among names: [String]) -> String {
+        if let suggestion = EditDistance.suggestion(for: name, among: names) {
+            return "unknown \(what) \"\(name)\"; did you mean \"\(suggestion)\"?"
+        }
+        return "unknown \(what) \"\(name)\" (expected one of: \(names.joined(separator: ", ")))"
+    }
+}

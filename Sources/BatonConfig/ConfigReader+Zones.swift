@@ -1,0 +1,216 @@
+import YAML
+
+/// A zone as read, with what the device checks need: where its keys are and whether it was clean.
+struct ZoneSource {
+    var zone: ZoneConfig
+    var fields: Fields
+    /// False when reading the zone reported a problem: device checks then skip it, so a value already
+    /// reported is not reported again as a disagreement.
+    var isClean: Bool
+
+    /// Where `key`'s value is written, or the zone's name when it is not (a default or a board's).
+    func mark(_ key: String) -> Mark { fields.values[key]?.value.mark ?? fields.anchor }
+}
+
+/// A zone's `channels:` value.
+private enum ChannelsValue {
+    /// The zone owns a device with this many channels.
+    case count(Int)
+    /// The zone drives these device channels.
+    case list([Int])
+}
+
+extension ConfigReader {
+    static let zoneKeys = ["pcm", "board", "rate", "channels", "device-channels", "format", "period", "buffer",
+                           "clock", "resampler", "volume", "max-volume", "mixer"]
+
+    /// The zones, and the names of every zone entry (also those too broken to read), for checking
+    /// names elsewhere without piling up follow-on errors.
+    mutating func zones(in top: Fields, board: String?) -> ([ZoneConfig], [String]) {
+        let path = ConfigPath.root.appending("zones")
+        let entries: [YAMLPair]
+        if let pair = top.values["zones"] {
+            guard let named = namedEntries(of: pair.value, at: path) else { return ([], []) }
+            entries = named
+            if entries.isEmpty { report(pair.value.mark, path, "at least one zone is required") }
+        } else {
+            let mark = top.nulls["zones"]?.value.mark ?? top.anchor
+            report(mark, path, "at least one zone is required")
+            entries = []
+        }
+        let sources = entries.compactMap { zone($0, at: path.appending($0.key), topBoard: board) }
+        checkDevices(sources, at: path)
+        return (sources.map(\.zone), entries.map(\.key))
+    }
+
+    mutating func zone(_ pair: YAMLPair, at path: ConfigPath, topBoard: String?) -> ZoneSource? {
+        let issuesBefore = issues.count
+        if !ZoneConfig.isValidName(pair.key) {
+            report(pair.keyMark, path, "zone name \"\(pair.key)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)")
+        }
+        guard let zone = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.zoneKeys) else { return nil }
+
+        let ownBoard = optional(zone, "board", .name("board", why: "it names a file in the boards directory"))
+        let boardName = ownBoard ?? (zone.values["board"] == nil ? topBoard : nil)
+        let profile = boardName.flatMap { name in
+            boardProfile(named: name, at: zone.values["board"]?.value.mark, path.appending("board"),
+                         report: ownBoard != nil)
+        }
+        let defaults = ZoneConfig(name: pair.key, pcm: profile?.pcm ?? "", rate: profile?.defaultRate ?? 48000,
+                                  channels: profile?.channels ?? 2, format: profile?.defaultFormat ?? .s16LE,
+                                  period: profile?.period ?? .milliseconds(10),
+                                  buffer: profile?.buffer ?? .milliseconds(40), clock: profile?.clock ?? .device,
+                                  mixer: profile?.mixer)
+
+        // With a board (even one that failed to load or has a bad name) the PCM may come from it.
+        let namesBoard = zone.values["board"] != nil || boards.topLevelWritten
+        let pcm = namesBoard ? optional(zone, "pcm", .string) ?? defaults.pcm : required(zone, "pcm", .string)
+        let rate = value(zone, "rate", .integer(ZoneConfig.rateRange), default: defaults.rate)
+        let format = value(zone, "format", .choice(ZoneConfig.SampleFormat.self, "format"), default: defaults.format)
+        let period = value(zone, "period", .duration(ZoneConfig.periodRange), default: defaults.period)
+        let buffer = value(zone, "buffer", .duration(ZoneConfig.bufferRange), default: defaults.buffer)
+        let clock = value(zone, "clock", .choice(ZoneConfig.Clock.self, "clock"), default: defaults.clock)
+        let resampler = value(zone, "resampler", .choice(ZoneResampler.self, "resampler"), default: .auto)
+        let maxVolume = value(zone, "max-volume", .volume, default: 1)
+        // Without a volume of its own a zone starts at its cap.
+        let volume = value(zone, "volume", .volume, default: maxVolume ?? 1)
+        let mixer = optional(zone, "mixer", .string) ?? defaults.mixer
+        let deviceChannelCount = optional(zone, "device-channels", .integer(ZoneConfig.channelRange))
+        let channels = channelsValue(zone, default: defaults.channels)
+
+        if let period, let buffer { checkBuffer(buffer, period: period, in: zone) }
+        if let volume, let maxVolume, volume > maxVolume {
+            report(zone.values["volume"]?.value.mark, path.appending("volume"),
+                   "\(ConfigSyntax.formatVolume(volume)) is above max-volume \(ConfigSyntax.formatVolume(maxVolume))")
+        }
+        if let profile {
+            check(rate, in: profile.rates, of: profile, zone, "rate")
+            check(format, in: profile.formats, of: profile, zone, "format")
+        }
+
+        var deviceChannels: [Int]?
+        var deviceCount: Int
+        switch channels {
+        case .count(let count)?:
+            deviceCount = count
+            if let deviceChannelCount, deviceChannelCount != count {
+                report(zone.values["device-channels"]?.value.mark, path.appending("device-channels"),
+                       "\(deviceChannelCount) differs from channels \(count): a zone that owns its device drives "
+                       + "all its channels (to drive some, list them, e.g. channels: [left])")
+            }
+            if let profile, count > profile.channels {
+                report(zone.values["channels"]?.value.mark, path.appending("channels"),
+                       "\(count) is more than board \"\(profile.id)\" has (\(profile.channels) channels)")
+            }
+        case .list(let list)?:
+            deviceChannels = list
+            deviceCount = deviceChannelCount ?? profile?.channels ?? ZoneConfig.defaultDeviceChannelCount(for: list)
+            if let beyond = list.first(where: { $0 >= deviceCount }) {
+                report(zone.values["channels"]?.value.mark, path.appending("channels"),
+                       "channel \(DeviceChannel.describe(beyond)) does not exist on a \(deviceCount)-channel device "
+                       + "(expected 0...\(deviceCount - 1))")
+            }
+        case nil:
+            deviceCount = deviceChannelCount ?? defaults.channels
+        }
+
+        let config = ZoneConfig(
+            name: pair.key, pcm: pcm ?? "", rate: rate ?? defaults.rate, channels: deviceCount,
+            format: format ?? defaults.format, period: period ?? defaults.period, buffer: buffer ?? defaults.buffer,
+            clock: clock ?? defaults.clock, resampler: resampler?.resampler, deviceChannels: deviceChannels,
+            deviceChannelCount: deviceCount, volume: volume ?? maxVolume ?? 1, maxVolume: maxVolume ?? 1, mixer: mixer,
+            board: boardName)
+        return ZoneSource(zone: config, fields: zone, isClean: issues.count == issuesBefore)
+    }
+
+    /// Reports a zone's explicit `rate` or `format` that its board does not support.
+    private mutating func check<Value: Equatable & CustomStringConvertible>(
+        _ value: Value?, in allowed: [Value], of profile: BoardProfile, _ zone: Fields, _ key: String
+    ) {
+        guard let value, !allowed.contains(value), let pair = zone.values[key] else { return }
+        let list = allowed.map(\.description).joined(separator: ", ")
+        report(pair.value.mark, zone.path.appending(key),
+               "\(value) is not supported by board \"\(profile.id)\" (expected one of: \(list))")
+    }
+
+    /// `channels:` as a count or a list of device channels; `nil` when invalid (reported).
+    private mutating func channelsValue(_ zone: Fields, default defaultCount: Int) -> ChannelsValue? {
+        let path = zone.path.appending("channels")
+        guard let pair = zone.values["channels"] else { return .count(defaultCount) }
+        if pair.value.scalar != nil {
+            return optional(zone, "channels", .integer(ZoneConfig.channelRange)).map { .count($0) }
+        }
+        guard let nodes = pair.value.sequence else {
+            report(pair.value.mark, path, "expected an integer or a list of channels, found \(pair.value.kindDescription)")
+            return nil
+        }
+        if nodes.isEmpty {
+            report(pair.value.mark, path, "at least one channel is required")
+            return nil
+        }
+        var list: [Int] = []
+        var isValid = true
+        for node in nodes {
+            guard let channel = convert(node, at: path, .deviceChannel) else {
+                isValid = false
+                continue
+            }
+            if list.contains(channel) {
+                report(node.mark, path, "channel \(DeviceChannel.describe(channel)) is listed twice")
+                isValid = false
+            }
+            list.append(channel)
+        }
+        return isValid ? .list(list) : nil
+    }
+
+    /// Zones on one `pcm` form a device: more than one must each list their channels, without
+    /// overlap, and agree on every device setting.
+    mutating func checkDevices(_ sources: [ZoneSource], at path: ConfigPath) {
+        var order: [String] = []
+        var members: [String: [ZoneSource]] = [:]
+        for source in sources where !source.zone.pcm.isEmpty {
+            if members[source.zone.pcm] == nil { order.append(source.zone.pcm) }
+            members[source.zone.pcm, default: []].append(source)
+        }
+        for pcm in order {
+            let all = members[pcm]!
+            guard all.count > 1 else { continue }
+            let zones = all.filter(\.isClean)
+            for source in zones where source.zone.deviceChannels == nil {
+                let other = all.first { $0.zone.name != source.zone.name }!.zone.name
+                report(source.mark("channels"), path.appending(source.zone.name).appending("channels"),
+                       "device \"\(pcm)\" is shared with zone \"\(other)\", so this zone must list the device "
+                       + "channels it drives (e.g. channels: [left]) instead of a count")
+            }
+            let listed = zones.filter(\.zone.usesChannelList)
+            guard let reference = listed.first else { continue }
+            var owners: [Int: String] = [:]
+            for source in listed {
+                let zonePath = path.appending(source.zone.name)
+                for channel in source.zone.channelMap {
+                    if let owner = owners[channel] {
+                        report(source.mark("channels"), zonePath.appending("channels"),
+                               "device channel \(DeviceChannel.describe(channel)) of \"\(pcm)\" is also driven by zone \"\(owner)\"")
+                    } else {
+                        owners[channel] = source.zone.name
+                    }
+                }
+                guard source.zone.name != reference.zone.name else { continue }
+                let settings: [(key: String, mine: String, theirs: String)] = [
+                    ("rate", "\(source.zone.rate)", "\(reference.zone.rate)"),
+                    ("format", source.zone.format.rawValue, reference.zone.format.rawValue),
+                    ("period", ConfigSyntax.format(source.zone.period), ConfigSyntax.format(reference.zone.period)),
+                    ("buffer", ConfigSyntax.format(source.zone.buffer), ConfigSyntax.format(reference.zone.buffer)),
+                    ("clock", source.zone.clock.rawValue, reference.zone.clock.rawValue),
+                    ("device-channels", "\(source.zone.deviceChannelCount)", "\(reference.zone.deviceChannelCount)"),
+                ]
+                for setting in settings where setting.mine != setting.theirs {
+                    report(source.mark(setting.key), zonePath.appending(setting.key),
+                           "\(setting.mine) differs from zone \"\(reference.zone.name)\" (\(setting.theirs)); zones on "
+                           + "device \"\(pcm)\" must agree on \(setting.key)")
+                }
+            }
+        }
+    }
+}
