@@ -109,7 +109,7 @@ public struct ByteRange: Sendable, Equatable, CustomStringConvertible {
 extension StringProtocol {
     /// The text without leading and trailing spaces, tabs, CRs and LFs.
     func trimmingWhitespace() -> String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+        let isSpace: (Character) -> Bool = { $0.isWhitespace }
         guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
             return ""
         }
