@@ -15,7 +15,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 helpers="$here/subsonic"
 port="${BATON_SUBSONIC_PORT:-4533}"
-cache="${BATON_CACHE:-$HOME/.cache/baton}"
+cache="${BATON_CACHE:-${HOME:-/root}/.cache/baton}"
 venv="$cache/supysonic-venv"
 pointer="${BATON_SUBSONIC_ENV:-/tmp/baton-subsonic.env}"
 user="baton"

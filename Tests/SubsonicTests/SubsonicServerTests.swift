@@ -217,6 +217,29 @@ import Testing
         #expect(!curlError.description.contains(server.password))
     }
 
+    /// A reader that blocks in onData (back-pressure) for longer than the stall timeout still gets the whole file.
+    @Test func letsTheReaderBlockLongerThanTheStallTimeout() throws {
+        let server = try TestServer.current()
+        var options = HTTPClient.Options()
+        options.stallTimeout = .milliseconds(400)
+        let client = SubsonicClient(config: server.config, http: HTTPClient(options: options))
+        let song = try server.album("Large", client: client).songs[0]
+        let file = try #require(readFile(server.music + "/Large/01 Long Tone 330.wav"))
+        var received = 0
+        var blocks = 0
+        try client.stream(try client.streamRequest(id: song.id, format: "raw")) { chunk in
+            // Block twice: once at the start, once with the socket buffers surely full.
+            if (received == 0 && blocks == 0) || (received > 6_000_000 && blocks == 1) {
+                blocks += 1
+                usleep(1_000_000)
+            }
+            received += chunk.count
+            return true
+        }
+        #expect(blocks == 2)
+        #expect(received == file.count)
+    }
+
     /// fetch stops a body larger than its cap and says so.
     @Test func capsAFetchedBody() throws {
         let server = try TestServer.current()
