@@ -1,1 +1,0 @@
-// Curl module: placeholder until its first real file lands.

@@ -1,1 +1,0 @@
-// Subsonic module: placeholder until its first real file lands.

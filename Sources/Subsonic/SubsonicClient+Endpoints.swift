@@ -1,0 +1,116 @@
+import Curl
+import FoundationEssentials
+
+/// The browsing, search, playlist, play-queue and scrobbling endpoints.
+///
+/// All blocking, on the calling thread, any thread but an output thread; all throw ``SubsonicError``.
+extension SubsonicClient {
+    /// `ping`: checks the server answers and the credentials work (and settles the auth mode).
+    public func ping() throws(SubsonicError) {
+        _ = try call("ping")
+    }
+
+    /// `getOpenSubsonicExtensions`, asked without credentials (the OpenSubsonic spec makes it public).
+    /// - Returns: the extensions, or nil when the server is not an OpenSubsonic server (it answers 404
+    ///   or an API error, as Supysonic does).
+    public func openSubsonicExtensions() throws(SubsonicError) -> [OpenSubsonicExtension]? {
+        let body: [UInt8]
+        do {
+            body = try callOnce("getOpenSubsonicExtensions", [], mode: nil)
+        } catch {
+            switch error {
+            case .http(404, _), .api: return nil
+            default: throw error
+            }
+        }
+        do {
+            let (envelope, list) = try ResponseDecoder(bytes: body).payload("openSubsonicExtensions",
+                                                                             as: [OpenSubsonicExtension].self)
+            guard envelope.openSubsonic || list != nil else { return nil }
+            return list ?? []
+        } catch {
+            throw .decoding(endpoint: "getOpenSubsonicExtensions", detail: "\(error)")
+        }
+    }
+
+    /// `getArtists`: every artist (ID3 tags), flattened out of the index letters.
+    public func artists() throws(SubsonicError) -> [Artist] {
+        try call("getArtists", key: "artists", as: ArtistIndex.self)?.artists ?? []
+    }
+
+    /// `getArtist`: one artist with its albums.
+    public func artist(id: String) throws(SubsonicError) -> Artist {
+        try require("getArtist", [("id", id)], key: "artist", as: Artist.self)
+    }
+
+    /// `getAlbum`: one album with its songs in order.
+    public func album(id: String) throws(SubsonicError) -> Album {
+        try require("getAlbum", [("id", id)], key: "album", as: Album.self)
+    }
+
+    /// `getSong`: one song.
+    public func song(id: String) throws(SubsonicError) -> Song {
+        try require("getSong", [("id", id)], key: "song", as: Song.self)
+    }
+
+    /// `search3`: artists, albums and songs matching `query` (an empty query matches everything on
+    /// most servers). Counts and offsets page through the results.
+    public func search(_ query: String, artistCount: Int = 20, albumCount: Int = 20, songCount: Int = 20,
+                       songOffset: Int = 0) throws(SubsonicError) -> SearchResult {
+        try call("search3", [("query", query), ("artistCount", "\(artistCount)"), ("albumCount", "\(albumCount)"),
+                             ("songCount", "\(songCount)"), ("songOffset", "\(songOffset)")],
+                 key: "searchResult3", as: SearchResult.self) ?? SearchResult()
+    }
+
+    /// `getRandomSongs`: up to `size` random songs.
+    public func randomSongs(size: Int = 10) throws(SubsonicError) -> [Song] {
+        try call("getRandomSongs", [("size", "\(size)")], key: "randomSongs", as: SongList.self)?.songs ?? []
+    }
+
+    /// `getPlaylists`: the user's playlists and the public ones, without their songs.
+    public func playlists() throws(SubsonicError) -> [Playlist] {
+        try call("getPlaylists", key: "playlists", as: PlaylistList.self)?.playlists ?? []
+    }
+
+    /// `getPlaylist`: one playlist with its songs.
+    public func playlist(id: String) throws(SubsonicError) -> Playlist {
+        try require("getPlaylist", [("id", id)], key: "playlist", as: Playlist.self)
+    }
+
+    /// `createPlaylist`: a new playlist holding `songIDs` in order.
+    /// - Returns: the playlist when the server answers with it (API 1.14+), else nil (Supysonic).
+    @discardableResult
+    public func createPlaylist(name: String, songIDs: [String] = []) throws(SubsonicError) -> Playlist? {
+        try call("createPlaylist", [("name", name)] + songIDs.map { ("songId", $0) }, key: "playlist",
+                 as: Playlist.self)
+    }
+
+    /// `deletePlaylist`.
+    public func deletePlaylist(id: String) throws(SubsonicError) {
+        _ = try call("deletePlaylist", [("id", id)])
+    }
+
+    /// `getPlayQueue`: the queue saved by ``savePlayQueue(songIDs:current:positionMilliseconds:)``, or nil
+    /// when none was saved. Servers without play-queue support (Supysonic) throw
+    /// ``SubsonicError/http(status:body:)`` 404: see ``SubsonicError/isUnsupportedEndpoint``.
+    public func playQueue() throws(SubsonicError) -> PlayQueue? {
+        try call("getPlayQueue", key: "playQueue", as: PlayQueue.self)
+    }
+
+    /// `savePlayQueue`: stores the queue, the current song and the position in it (ms), to resume
+    /// elsewhere. An empty `songIDs` clears the saved queue on most servers.
+    public func savePlayQueue(songIDs: [String], current: String?, positionMilliseconds: Int64) throws(SubsonicError) {
+        var parameters = songIDs.map { ("id", $0) }
+        if let current { parameters.append(("current", current)) }
+        parameters.append(("position", "\(positionMilliseconds)"))
+        _ = try call("savePlayQueue", parameters)
+    }
+
+    /// `scrobble`: `submission == false` announces "now playing"; `true` records a play that
+    /// happened at `time` (ms since 1970; nil: now).
+    public func scrobble(id: String, submission: Bool, time: Int64? = nil) throws(SubsonicError) {
+        var parameters = [("id", id), ("submission", submission ? "true" : "false")]
+        if let time { parameters.append(("time", "\(time)")) }
+        _ = try call("scrobble", parameters)
+    }
+}

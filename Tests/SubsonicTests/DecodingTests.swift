@@ -1,0 +1,58 @@
+import Subsonic
+import Testing
+
+/// Decoding of shapes the test server (Supysonic) does not produce: OpenSubsonic fields, numeric IDs,
+/// single objects in place of lists. Fixtures follow the OpenSubsonic documentation's examples.
+@Suite struct DecodingTests {
+    private func decode<T: Decodable>(_ json: String, as type: T.Type = T.self) throws -> T {
+        try JSONTestDecoder.decode(json, as: type)
+    }
+
+    /// An OpenSubsonic song decodes replayGain, samplingRate and a numeric ID as a string.
+    @Test func decodesOpenSubsonicSongFields() throws {
+        let song: Song = try decode("""
+            {"id": 1234, "title": "T", "album": "A", "albumId": "al-1", "track": "3", "duration": 241,
+             "suffix": "flac", "contentType": "audio/flac", "bitRate": 880, "samplingRate": 44100,
+             "channelCount": 2, "size": 26000000,
+             "replayGain": {"trackGain": -6.5, "albumGain": -7.1, "trackPeak": 0.98, "albumPeak": 1.0}}
+            """)
+        #expect(song.id == "1234")
+        #expect(song.track == 3)
+        #expect(song.samplingRate == 44100)
+        #expect(song.replayGain == ReplayGain(trackGain: -6.5, albumGain: -7.1, trackPeak: 0.98, albumPeak: 1.0))
+    }
+
+    /// An empty replayGain object (an untagged file) decodes as no replayGain.
+    @Test func treatsEmptyReplayGainAsAbsent() throws {
+        let song: Song = try decode(#"{"id": "x", "title": "T", "replayGain": {}}"#)
+        #expect(song.replayGain == nil)
+    }
+
+    /// A play queue (OpenSubsonic example shape) decodes its entries, current ID and position in ms.
+    @Test func decodesAPlayQueue() throws {
+        let queue: PlayQueue = try decode("""
+            {"current": "s2", "position": 93500, "username": "baton", "changed": "2024-01-02T03:04:05Z",
+             "changedBy": "baton", "entry": [{"id": "s1", "title": "One"}, {"id": "s2", "title": "Two"}]}
+            """)
+        #expect(queue.entries.map(\.id) == ["s1", "s2"])
+        #expect(queue.current == "s2")
+        #expect(queue.position == 93500)
+    }
+
+    /// A list given as a single object (old servers' JSON) or as {} decodes as one element or none.
+    @Test func decodesSingleObjectAndEmptyLists() throws {
+        let one: Album = try decode(#"{"id": "a", "name": "N", "song": {"id": "s", "title": "T"}}"#)
+        #expect(one.songs.map(\.id) == ["s"])
+        let none: Playlist = try decode(#"{"id": "p", "name": "N", "entry": {}}"#)
+        #expect(none.entries.isEmpty)
+    }
+}
+
+import FoundationEssentials
+
+/// JSONDecoder over a string, for fixtures.
+enum JSONTestDecoder {
+    static func decode<T: Decodable>(_ json: String, as type: T.Type) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(json.utf8))
+    }
+}

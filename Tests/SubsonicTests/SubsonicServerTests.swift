@@ -1,0 +1,294 @@
+import BatonTesting
+import Curl
+import Glibc
+import Subsonic
+import Testing
+
+/// Against the real Supysonic 0.7.9 started by `scripts/subsonic-server.sh start` (never skipped: a
+/// missing server fails each test with the command to run). Serialized: one test restarts the server.
+@Suite(.serialized) struct SubsonicServerTests {
+    /// ping succeeds: Supysonic refuses the token (error 10), the client falls back to `p=enc:` and keeps it.
+    @Test func fallsBackFromTokenToEncodedPassword() throws {
+        let client = try TestServer.current().client()
+        #expect(client.authentication == .token)
+        try client.ping()
+        #expect(client.authentication == .password)
+        try client.ping()
+        #expect(client.authentication == .password)
+    }
+
+    /// With an API key configured, a server without the apiKeyAuthentication extension still gets the password.
+    @Test func ignoresTheAPIKeyWhenTheServerDoesNotOfferIt() throws {
+        let server = try TestServer.current()
+        var config = server.config
+        config.apiKey = "an-api-key-0123"
+        let client = SubsonicClient(config: config)
+        try client.ping()
+        #expect(client.authentication == .password)
+    }
+
+    /// A wrong password gives API error 40, and neither the error nor the config's description holds the password.
+    @Test func reportsAWrongPasswordWithoutRevealingIt() throws {
+        let server = try TestServer.current()
+        var config = server.config
+        config.password = "wrong-\(server.password)-pw"
+        let client = SubsonicClient(config: config)
+        let error = #expect(throws: SubsonicError.self) { try client.ping() }
+        guard case .api(let code, let message)? = error else {
+            Issue.record("expected an API error, got \(String(describing: error))")
+            return
+        }
+        #expect(code == SubsonicError.wrongCredentialsCode)
+        #expect(!message.isEmpty)
+        let hex = config.password.utf8.map { String($0, radix: 16) }.joined()
+        for text in ["\(error!)", String(reflecting: error!), config.description] {
+            #expect(!text.contains(config.password))
+            #expect(!text.contains(server.password))
+            #expect(!text.contains(hex))
+        }
+    }
+
+    /// getOpenSubsonicExtensions: Supysonic answers 404, so it is not an OpenSubsonic server.
+    @Test func detectsAPlainSubsonicServer() throws {
+        let client = try TestServer.current().client()
+        #expect(try client.openSubsonicExtensions() == nil)
+    }
+
+    /// getArtists lists "Baton Test"; getArtist lists its three albums.
+    @Test func listsArtistsAndTheirAlbums() throws {
+        let client = try TestServer.current().client()
+        let artists = try client.artists()
+        let artist = try #require(artists.first { $0.name == "Baton Test" })
+        let albums = try client.artist(id: artist.id).albums
+        #expect(Set(albums.map(\.name)) == ["Tones", "Gapless", "Large"])
+    }
+
+    /// getAlbum lists the Tones tracks in order, each with its format's suffix, a 20 s duration and string IDs.
+    @Test func listsAnAlbumsSongsWithSuffixes() throws {
+        let server = try TestServer.current()
+        let client = server.client()
+        let tones = try server.album("Tones", client: client)
+        #expect(tones.songs.map(\.suffix) == ["flac", "mp3", "opus", "wav", "wav"])
+        #expect(tones.songs.map(\.track) == [1, 2, 3, 4, 5])
+        #expect(tones.songs.map(\.title) == ["Tone 440 FLAC", "Tone 550 MP3", "Tone 660 Opus", "Tone 770 WAV 22050",
+                                             "Tone 880 WAV 48000"])
+        #expect(tones.songs.allSatisfy { $0.duration == 20 && $0.albumId == tones.id && !$0.id.isEmpty })
+        let song = try client.song(id: tones.songs[0].id)
+        #expect(song.contentType == "audio/flac")
+    }
+
+    /// search3 finds an album and its songs by name; an empty query returns the whole library (9 songs).
+    @Test func searches() throws {
+        let client = try TestServer.current().client()
+        let gapless = try client.search("Gapless")
+        #expect(gapless.albums.map(\.name) == ["Gapless"])
+        #expect(gapless.songs.count == 3)
+        #expect(try client.search("", songCount: 100).songs.count == 9)
+        #expect(try client.search("no-such-thing-here").songs.isEmpty)
+    }
+
+    /// getRandomSongs returns the number of songs asked for.
+    @Test func returnsRandomSongs() throws {
+        let client = try TestServer.current().client()
+        #expect(try client.randomSongs(size: 3).count == 3)
+    }
+
+    /// getPlaylists decodes an empty list ({}); a created playlist is listed with its songs, then deleted.
+    @Test func createsListsAndDeletesAPlaylist() throws {
+        let server = try TestServer.current()
+        let client = server.client()
+        for playlist in try client.playlists() where playlist.name.hasPrefix("baton-test") {
+            try client.deletePlaylist(id: playlist.id)
+        }
+        #expect(try client.playlists().isEmpty)
+        let gapless = try server.album("Gapless", client: client)
+        try client.createPlaylist(name: "baton-test list", songIDs: gapless.songs.map(\.id))
+        let listed = try #require(try client.playlists().first { $0.name == "baton-test list" })
+        #expect(listed.songCount == 3)
+        #expect(try client.playlist(id: listed.id).entries.map(\.id) == gapless.songs.map(\.id))
+        try client.deletePlaylist(id: listed.id)
+        #expect(try client.playlists().isEmpty)
+    }
+
+    /// Supysonic has no play queue: getPlayQueue and savePlayQueue report an unsupported endpoint (HTTP 404).
+    @Test func reportsThatThePlayQueueIsUnsupported() throws {
+        let server = try TestServer.current()
+        let client = server.client()
+        let song = try server.album("Tones", client: client).songs[0]
+        let getError = #expect(throws: SubsonicError.self) { try client.playQueue() }
+        #expect(getError?.isUnsupportedEndpoint == true)
+        let saveError = #expect(throws: SubsonicError.self) {
+            try client.savePlayQueue(songIDs: [song.id], current: song.id, positionMilliseconds: 1500)
+        }
+        #expect(saveError?.isUnsupportedEndpoint == true)
+    }
+
+    /// scrobble is accepted both as "now playing" and as a submission.
+    @Test func scrobbles() throws {
+        let server = try TestServer.current()
+        let client = server.client()
+        let song = try server.album("Tones", client: client).songs[0]
+        try client.scrobble(id: song.id, submission: false)
+        try client.scrobble(id: song.id, submission: true, time: 1_700_000_000_000)
+    }
+
+    /// A raw WAV streamed with Range: bytes=N- answers 206 with exactly the file's bytes from N.
+    @Test func streamsARawFileFromAnOffset() throws {
+        let server = try TestServer.current()
+        let client = server.client()
+        let song = try #require(try server.album("Tones", client: client).songs.first { $0.title.contains("880") })
+        let file = try #require(readFile(server.music + "/Tones/05 Tone 880.wav"))
+        let offset: Int64 = 1_000_003
+        let request = try client.streamRequest(id: song.id, format: "raw", offsetBytes: offset)
+        #expect(!request.description.contains(server.password))
+        var heads: [StreamResponse] = []
+        var bytes: [UInt8] = []
+        let response = try client.stream(request, onResponse: { heads.append($0) }) { chunk in
+            bytes.append(contentsOf: chunk)
+            return true
+        }
+        #expect(heads.count == 1)
+        #expect(response.status == 206)
+        #expect(response.startOffset == offset)
+        #expect(response.totalLength == Int64(file.count))
+        #expect(response.acceptsRanges)
+        #expect(response.bytesReceived == Int64(file.count) - offset)
+        #expect(bytes == Array(file[Int(offset)...]))
+    }
+
+    /// A FLAC streamed as format=opus&maxBitRate=128 arrives as Ogg data ("OggS") typed audio/ogg.
+    @Test func streamsATranscodeToOpus() throws {
+        let server = try TestServer.current()
+        let client = server.client(format: "opus", maxBitRate: 128)
+        let song = try server.album("Tones", client: client).songs[0]
+        let request = try client.streamRequest(id: song.id)
+        #expect(request.url.contains("format=opus") && request.url.contains("maxBitRate=128"))
+        var bytes: [UInt8] = []
+        let response = try client.stream(request) { chunk in
+            bytes.append(contentsOf: chunk)
+            return true
+        }
+        #expect(response.contentType == "audio/ogg")
+        #expect(Array(bytes.prefix(4)) == Array("OggS".utf8))
+        // 20 s at 128 kbit/s is about 320 kB; the source FLAC at 44.1 kHz would be far larger as PCM.
+        #expect(bytes.count > 100_000 && bytes.count < 600_000)
+    }
+
+    /// stream of an unknown ID answers a JSON error with HTTP 200: reported as notAudio with the server's message.
+    @Test func reportsAnErrorDocumentInsteadOfAudio() throws {
+        let client = try TestServer.current().client()
+        let request = try client.streamRequest(id: "00000000-0000-0000-0000-000000000000", format: "raw")
+        var delivered = 0
+        let error = #expect(throws: SubsonicError.self) {
+            try client.stream(request) { chunk in
+                delivered += chunk.count
+                return true
+            }
+        }
+        guard case .notAudio(let type, let code, let message)? = error else {
+            Issue.record("expected notAudio, got \(String(describing: error))")
+            return
+        }
+        #expect(type == "application/json")
+        #expect(code == SubsonicError.notFoundCode)
+        #expect(!message.isEmpty)
+        #expect(delivered == 0)
+    }
+
+    /// onData returning false stops the transfer: the error says cancelled.
+    @Test func cancelsATransfer() throws {
+        let server = try TestServer.current()
+        let client = server.client()
+        let song = try server.album("Large", client: client).songs[0]
+        let request = try client.streamRequest(id: song.id, format: "raw")
+        var chunks = 0
+        let error = #expect(throws: SubsonicError.self) {
+            try client.stream(request) { _ in
+                chunks += 1
+                return chunks < 3
+            }
+        }
+        guard case .transport(let curlError)? = error else {
+            Issue.record("expected a transport error, got \(String(describing: error))")
+            return
+        }
+        #expect(curlError.cancelled)
+        #expect(chunks == 3)
+        #expect(!curlError.description.contains(server.password))
+    }
+
+    /// A reader that blocks in onData (back-pressure) for longer than the stall timeout still gets the whole file.
+    @Test func letsTheReaderBlockLongerThanTheStallTimeout() throws {
+        let server = try TestServer.current()
+        var options = HTTPClient.Options()
+        options.stallTimeout = .milliseconds(400)
+        let client = SubsonicClient(config: server.config, http: HTTPClient(options: options))
+        let song = try server.album("Large", client: client).songs[0]
+        let file = try #require(readFile(server.music + "/Large/01 Long Tone 330.wav"))
+        var received = 0
+        var blocks = 0
+        try client.stream(try client.streamRequest(id: song.id, format: "raw")) { chunk in
+            // Block twice: once at the start, once with the socket buffers surely full.
+            if (received == 0 && blocks == 0) || (received > 6_000_000 && blocks == 1) {
+                blocks += 1
+                usleep(1_000_000)
+            }
+            received += chunk.count
+            return true
+        }
+        #expect(blocks == 2)
+        #expect(received == file.count)
+    }
+
+    /// fetch stops a body larger than its cap and says so.
+    @Test func capsAFetchedBody() throws {
+        let server = try TestServer.current()
+        let client = server.client()
+        let song = try server.album("Large", client: client).songs[0]
+        let request = try client.streamRequest(id: song.id, format: "raw")
+        let error = #expect(throws: CurlError.self) { try HTTPClient().fetch(url: request.url, maxBodyBytes: 100_000) }
+        #expect(error?.tooLarge == true)
+        #expect(error?.url.contains("p=***") == true)
+    }
+
+    /// The server killed mid-transfer: curl reports the early close (transient); after a restart the same
+    /// ID resumes with Range to a byte-identical file.
+    @Test func resumesAfterTheServerDiesMidTransfer() throws {
+        let server = try TestServer.current()
+        let client = server.client()
+        let song = try server.album("Large", client: client).songs[0]
+        let file = try #require(readFile(server.music + "/Large/01 Long Tone 330.wav"))
+        var bytes: [UInt8] = []
+        var killed = false
+        defer { if killed { restartServer() } }
+        let error = #expect(throws: SubsonicError.self) {
+            try client.stream(try client.streamRequest(id: song.id, format: "raw")) { chunk in
+                bytes.append(contentsOf: chunk)
+                if !killed && bytes.count > 1_000_000 {
+                    kill(server.pid, SIGKILL)
+                    killed = true
+                }
+                return true
+            }
+        }
+        #expect(killed)
+        #expect(error?.isTransient == true)
+        if case .transport(let curlError)? = error { #expect(curlError.code == CurlError.partialFile) }
+        #expect(bytes.count < file.count)
+        restartServer()
+        killed = false
+        let resumed = try client.stream(try client.streamRequest(id: song.id, format: "raw",
+                                                                 offsetBytes: Int64(bytes.count))) { chunk in
+            bytes.append(contentsOf: chunk)
+            return true
+        }
+        #expect(resumed.status == 206)
+        #expect(bytes == file)
+    }
+
+    private func restartServer() {
+        let script = TestServer.repositoryRoot + "/scripts/subsonic-server.sh"
+        let result = Subprocess.run("/bin/bash", [script, "restart-server-only"], seconds: 60)
+        #expect(result.status == 0, "restart-server-only failed: \(result.output)")
+    }
+}

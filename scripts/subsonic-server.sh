@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# A real Subsonic server on 127.0.0.1 for the Subsonic tests: Supysonic 0.7.9 (PyPI) behind waitress,
+# serving a test library generated on the spot with ffmpeg. See docs/SUBSONIC.md.
+#
+#   scripts/subsonic-server.sh start                 install (cached venv), generate, start; idempotent
+#   scripts/subsonic-server.sh stop                  kill the server, remove its data dir
+#   scripts/subsonic-server.sh status                print the env file; exit 0 when it answers ping
+#   scripts/subsonic-server.sh restart-server-only   kill and restart the server process, same data/IDs
+#
+# Environment: BATON_SUBSONIC_PORT (default 4533), BATON_CACHE (default ~/.cache/baton, holds the venv),
+# BATON_SUBSONIC_ENV (default /tmp/baton-subsonic.env: the file the tests read).
+# Needs: python3-venv and ffmpeg (apt, both in scripts/install-deps.sh --test); PyPI for the first start.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+helpers="$here/subsonic"
+port="${BATON_SUBSONIC_PORT:-4533}"
+cache="${BATON_CACHE:-${HOME:-/root}/.cache/baton}"
+venv="$cache/supysonic-venv"
+pointer="${BATON_SUBSONIC_ENV:-/tmp/baton-subsonic.env}"
+user="baton"
+
+say() { echo "subsonic-server: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+# Reads KEY from an env file (KEY=VALUE lines).
+env_get() { sed -n "s/^$2=//p" "$1" 2>/dev/null | head -n 1; }
+
+# Whether process $1 runs (a zombie does not: without a reaping init, a killed server lingers as one).
+alive() {
+  [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] || return 1
+  local state
+  state="$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)"
+  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+ping_ok() { "$venv/bin/python" "$helpers/ping.py" "$1" "$2" "$3"; }
+
+# The venv, reused when it holds exactly the pinned requirements.
+ensure_venv() {
+  local stamp="$venv/.baton-requirements"
+  if [ -x "$venv/bin/supysonic-server" ] && cmp -s "$helpers/requirements.txt" "$stamp"; then return; fi
+  say "installing Supysonic into $venv (about 20 s, once)"
+  command -v ffmpeg >/dev/null || die "ffmpeg is missing: run scripts/install-deps.sh --test"
+  rm -rf "$venv"
+  mkdir -p "$cache"
+  python3 -m venv "$venv" || die "python3 -m venv failed: run scripts/install-deps.sh --test (python3-venv)"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -r "$helpers/requirements.txt" \
+    || die "pip install failed"
+  "$venv/bin/pip" check -q >/dev/null || die "the pinned requirements are inconsistent: $("$venv/bin/pip" check)"
+  cp "$helpers/requirements.txt" "$stamp"
+}
+
+# sine FILE FREQ RATE SECONDS CODEC-ARGS...: a steady stereo sine.
+sine() {
+  local out="$1" freq="$2" rate="$3" secs="$4"; shift 4
+  ffmpeg -v error -nostdin -y -f lavfi -i "sine=frequency=$freq:sample_rate=$rate:duration=$secs" \
+    -ac 2 "$@" "$out"
+}
+
+# The test library. Tones: one steady sine per track, each a different format and frequency.
+# Gapless: one continuous 500 Hz sine cut at sample-exact boundaries into three FLAC tracks.
+# Large: a raw WAV bigger than the loopback socket buffers, for kill-mid-transfer tests.
+make_library() {
+  local music="$1" a="Baton Test"
+  mkdir -p "$music/Tones" "$music/Gapless" "$music/Large"
+  local t="$music/Tones"
+  sine "$t/01 Tone 440.flac" 440 44100 20 -c:a flac \
+    -metadata artist="$a" -metadata album_artist="$a" -metadata album=Tones -metadata title="Tone 440 FLAC" -metadata track=1 &
+  sine "$t/02 Tone 550.mp3" 550 44100 20 -c:a libmp3lame -b:a 192k -id3v2_version 3 \
+    -metadata artist="$a" -metadata album_artist="$a" -metadata album=Tones -metadata title="Tone 550 MP3" -metadata track=2 &
+  sine "$t/03 Tone 660.opus" 660 48000 20 -c:a libopus -b:a 128k \
+    -metadata artist="$a" -metadata album_artist="$a" -metadata album=Tones -metadata title="Tone 660 Opus" -metadata track=3 &
+  sine "$t/04 Tone 770.wav" 770 22050 20 -c:a pcm_s16le -map_metadata -1 &
+  sine "$t/05 Tone 880.wav" 880 48000 20 -c:a pcm_s16le -map_metadata -1 &
+  sine "$music/Large/01 Long Tone 330.wav" 330 44100 72 -c:a pcm_s16le -map_metadata -1 &
+  # Gapless: 15 s at 44100 Hz, cut at samples 220537 and 441048 (deliberately not on a frame boundary).
+  local whole="$music/.gapless-whole.wav"
+  sine "$whole" 500 44100 15 -c:a pcm_s16le &
+  wait
+  local cuts=(0 220537 441048 661500) i
+  for i in 1 2 3; do
+    ffmpeg -v error -nostdin -y -i "$whole" \
+      -af "atrim=start_sample=${cuts[$((i-1))]}:end_sample=${cuts[$i]},asetpts=N/SR/TB" -c:a flac \
+      -metadata artist="$a" -metadata album_artist="$a" -metadata album=Gapless \
+      -metadata title="Gapless Part $i" -metadata track="$i" "$music/Gapless/0$i Gapless Part $i.flac" &
+  done
+  wait
+  rm -f "$whole"
+  local py="$venv/bin/python"
+  "$py" "$helpers/tag_wav.py" "$t/04 Tone 770.wav" "$a" Tones "Tone 770 WAV 22050" 4
+  "$py" "$helpers/tag_wav.py" "$t/05 Tone 880.wav" "$a" Tones "Tone 880 WAV 48000" 5
+  "$py" "$helpers/tag_wav.py" "$music/Large/01 Long Tone 330.wav" "$a" Large "Long Tone 330" 1
+}
+
+write_config() {
+  local data="$1"
+  cat >"$data/supysonic.conf" <<EOF
+[base]
+database_uri = sqlite:///$data/supysonic.db
+
+[webapp]
+cache_dir = $data/cache
+mount_webui = no
+mount_api = yes
+log_file = $data/supysonic.log
+log_level = WARNING
+
+[daemon]
+run_watcher = no
+socket = $data/daemon.sock
+
+[transcoding]
+transcoder = ffmpeg -v error -nostdin -i %srcpath -map 0:a:0 -map_metadata -1 -b:a %outratek -f %outfmt -
+decoder = ffmpeg -v error -nostdin -i %srcpath -map 0:a:0 -map_metadata -1 -f wav -
+encoder_opus = sh -c 'r=%outrate; if [ "\$r" -gt 256 ]; then r=256; fi; exec ffmpeg -v error -nostdin -f wav -i - -c:a libopus -b:a "\$r"k -ar 48000 -f opus -'
+
+[mimetypes]
+opus = audio/ogg
+EOF
+}
+
+# Runs supysonic-cli inside the data dir (it reads ./supysonic.conf; HOME keeps ~/.supysonic out).
+cli() { (cd "$data" && HOME="$data/home" "$venv/bin/supysonic-cli" "$@"); }
+
+# Starts the server process for data dir $data; sets $pid. Clears the transcode cache first.
+launch() {
+  rm -rf "$data/cache/transcodes"
+  local url="http://127.0.0.1:$port"
+  if ping_ok "$url" "$user" "$data/password" 2>/dev/null; then
+    die "something already answers on $url: stop it or set BATON_SUBSONIC_PORT"
+  fi
+  (
+    # Close every inherited descriptor but 0-2: a caller reading our output through a pipe must see
+    # EOF when this script exits, not when the server does.
+    for fd in /proc/$BASHPID/fd/*; do
+      fd="${fd##*/}"
+      if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    cd "$data" && HOME="$data/home" exec setsid "$venv/bin/supysonic-server" -S waitress -h 127.0.0.1 \
+      -p "$port" --threads 8 </dev/null >>"$data/server.log" 2>&1
+  ) &
+  pid=$!
+  local i
+  for i in $(seq 1 150); do
+    if ping_ok "$url" "$user" "$data/password"; then return; fi
+    alive "$pid" || die "the server exited: $(tail -n 20 "$data/server.log")"
+    sleep 0.1
+  done
+  kill "$pid" 2>/dev/null || true
+  die "the server did not answer ping on $url within 15 s: $(tail -n 20 "$data/server.log")"
+}
+
+write_env() {
+  local tmp="$data/server.env.tmp"
+  cat >"$tmp" <<EOF
+url=http://127.0.0.1:$port
+user=$user
+password-file=$data/password
+pid=$pid
+data=$data
+music=$data/music
+port=$port
+EOF
+  mv "$tmp" "$data/server.env"
+  cp "$data/server.env" "$pointer.tmp" && mv "$pointer.tmp" "$pointer"
+}
+
+kill_server() {
+  local p="$1"
+  alive "$p" || return 0
+  kill "$p" 2>/dev/null || true
+  local i
+  for i in $(seq 1 50); do alive "$p" || return 0; sleep 0.1; done
+  kill -9 "$p" 2>/dev/null || true
+}
+
+start() {
+  if [ -f "$pointer" ]; then
+    data="$(env_get "$pointer" data)"
+    pid="$(env_get "$pointer" pid)"
+    if alive "$pid" && ping_ok "$(env_get "$pointer" url)" "$user" "$data/password" 2>/dev/null; then
+      say "already running: $(env_get "$pointer" url) (pid $pid)"
+      return
+    fi
+    say "a stale server env file was found: cleaning up"
+    stop
+  fi
+  ensure_venv
+  data="$(mktemp -d /tmp/baton-subsonic.XXXXXX)"
+  mkdir -p "$data/home" "$data/cache"
+  chmod 755 "$data"
+  make_library "$data/music"
+  write_config "$data"
+  # A fresh random password per start: tests read it from the password file.
+  "$venv/bin/python" -c 'import secrets; print("pw-" + secrets.token_hex(8))' >"$data/password"
+  chmod 600 "$data/password"
+  cli user add "$user" -p "$(cat "$data/password")" >/dev/null
+  cli folder add Music "$data/music" >/dev/null
+  cli folder scan Music >"$data/scan.log" 2>&1 || die "scan failed: $(cat "$data/scan.log")"
+  launch
+  write_env
+  say "running: http://127.0.0.1:$port (pid $pid, data $data, env $pointer)"
+}
+
+stop() {
+  [ -f "$pointer" ] || { say "not running"; return 0; }
+  local d p
+  d="$(env_get "$pointer" data)"
+  p="$(env_get "$pointer" pid)"
+  kill_server "$p"
+  case "$d" in /tmp/baton-subsonic.*) rm -rf "$d" ;; esac
+  rm -f "$pointer"
+  say "stopped"
+}
+
+restart_server_only() {
+  [ -f "$pointer" ] || die "not running: scripts/subsonic-server.sh start"
+  data="$(env_get "$pointer" data)"
+  kill_server "$(env_get "$pointer" pid)"
+  launch
+  write_env
+  say "restarted: pid $pid"
+}
+
+status() {
+  [ -f "$pointer" ] || { say "not running (no $pointer)"; exit 1; }
+  cat "$pointer"
+  local d
+  d="$(env_get "$pointer" data)"
+  if alive "$(env_get "$pointer" pid)" && ping_ok "$(env_get "$pointer" url)" "$user" "$d/password"; then
+    say "running"
+  else
+    say "not answering"; exit 1
+  fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  restart-server-only) restart_server_only ;;
+  *) echo "usage: $0 start|stop|status|restart-server-only" >&2; exit 2 ;;
+esac
