@@ -35,23 +35,33 @@ final class ZoneTable: Sendable {
     func zone(_ name: String) -> ZoneHandle? { zones.first { $0.name == name } }
     var names: [String] { zones.map(\.name) }
 
-    /// The device spec a zone's config asks for.
-    static func deviceSpec(for zone: ZoneConfig) -> DeviceSpec {
-        let request = PCMRequest(name: zone.pcm, rate: zone.rate, channels: zone.channels,
-                                 format: SampleFormat(rawValue: zone.format.rawValue) ?? .s16LE,
-                                 periodFrames: zone.periodFrames, bufferFrames: zone.bufferFrames)
-        return DeviceSpec(zone: zone.name, pcm: request, clock: ZoneClock(rawValue: zone.clock.rawValue) ?? .device)
+    /// The device spec for one configured device and its zones: 10 ms ramps, 8 slots per zone,
+    /// 500 ms rings, each zone starting at its configured volume.
+    static func deviceSpec(for device: DeviceConfig, zones: [ZoneConfig]) -> DeviceSpec {
+        let request = PCMRequest(name: device.pcm, rate: device.rate, channels: device.channels,
+                                 format: SampleFormat(rawValue: device.format.rawValue) ?? .s16LE,
+                                 periodFrames: device.periodFrames, bufferFrames: device.bufferFrames)
+        let specs = device.zones.map { z in
+            ZoneSpec(name: z.name, deviceChannels: z.deviceChannels, rampFrames: max(1, device.rate / 100),
+                     ringFrames: max(device.rate / 2, device.periodFrames * 4),
+                     volume: Float(zones.first { $0.name == z.name }?.volume ?? 1))
+        }
+        return DeviceSpec(pcm: request, clock: ZoneClock(rawValue: device.clock.rawValue) ?? .device, zones: specs)
     }
 
-    /// Builds the zones of `config`, one device per zone. Devices are created, not started.
+    /// Builds the zones of `config`: one device output per PCM, carrying every zone on it.
+    /// Devices are created, not started.
     static func build(_ config: BatonConfiguration) -> ZoneTable {
-        var zones: [ZoneHandle] = []
+        var handles: [String: ZoneHandle] = [:]
         var devices: [DeviceOutput] = []
-        for zone in config.zones {
-            let device = DeviceOutput(deviceSpec(for: zone))
+        for d in config.devices {
+            let device = DeviceOutput(deviceSpec(for: d, zones: config.zones))
             devices.append(device)
-            zones.append(ZoneHandle(name: zone.name, config: zone, device: device, mixer: device.mixer))
+            for z in d.zones {
+                guard let zc = config.zone(named: z.name), let mixer = device.mixer(for: z.name) else { continue }
+                handles[z.name] = ZoneHandle(name: z.name, config: zc, device: device, mixer: mixer)
+            }
         }
-        return ZoneTable(zones: zones, devices: devices)
+        return ZoneTable(zones: config.zones.compactMap { handles[$0.name] }, devices: devices)
     }
 }

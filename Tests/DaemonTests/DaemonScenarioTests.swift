@@ -134,7 +134,7 @@ import Testing
     @Test(arguments: [
         ("POST", "/api/v1/announce", #"{"sound": "doorbell""#, 400, "malformed JSON"),
         ("POST", "/api/v1/announce", #"["doorbell"]"#, 400, "JSON object"),
-        ("POST", "/api/v1/announce", #"{"sound": "doorbell", "zones": ["cellar"]}"#, 404, "unknown zone \"cellar\""),
+        ("POST", "/api/v1/announce", #"{"sound": "doorbell", "zones": ["cellar"]}"#, 404, "unknown zone or group \"cellar\""),
         ("POST", "/api/v1/announce", #"{"sound": "trumpet"}"#, 404, "unknown sound"),
         ("POST", "/api/v1/announce", #"{"sound": "../etc/passwd"}"#, 400, "invalid sound name"),
         ("POST", "/api/v1/announce", #"{"sound": "a/b"}"#, 400, "invalid sound name"),
