@@ -6,7 +6,8 @@ import Testing
 @Suite struct BatonctlTests {
     static var batonctl: String { Subprocess.buildDirectory + "/batonctl" }
 
-    /// `status` lists both zones as available with their format, and `--json` prints batond's answer.
+    /// `status` lists both zones as available with their format, and `--json` prints batond's answer;
+    /// SIGTERM then stops batond with exit status 0 (what systemd's stop relies on).
     @Test func statusListsTheZones() throws {
         let daemon = try BatondProcess()
         defer { daemon.stop() }
@@ -20,6 +21,7 @@ import Testing
         let json = daemon.batonctl("status", "--json")
         #expect(json.status == 0)
         #expect(json.output.hasPrefix("{") && json.output.contains("\"zones\":"), "\(json.output)")
+        #expect(daemon.stop() == 0, "SIGTERM stops batond cleanly:\n\(daemon.log)")
     }
 
     /// `announce doorbell --zones kitchen` prints the announcement's id and status; `status` shows it
