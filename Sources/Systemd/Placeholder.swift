@@ -1,1 +1,0 @@
-// Systemd module: placeholder until its first real file lands.

@@ -1,0 +1,70 @@
+import FoundationEssentials
+
+/// batond's control API as batonctl uses it: JSON in and out, errors turned into `Failure`s
+/// (connection refused → "batond is not running", an error answer → its `error` text).
+/// Main thread only.
+struct BatonClient {
+    var http: HTTPClient
+    var address: ServerAddress { http.address }
+
+    /// GETs `path` and returns the body of a 2xx answer.
+    func get(_ path: String) throws(Failure) -> [UInt8] {
+        try check(exchange { () throws(ConnectionError) in try http.request("GET", path) }, path: path)
+    }
+
+    /// POSTs `body` as JSON (none: an empty object) and returns the body of a 2xx answer.
+    func post<Body: Encodable>(_ path: String, _ body: Body) throws(Failure) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(body) else { throw .failed("cannot encode the request for \(path)") }
+        return try check(exchange { () throws(ConnectionError) in try http.request("POST", path, json: Array(data)) },
+                         path: path, method: "POST")
+    }
+
+    func post(_ path: String) throws(Failure) -> [UInt8] { try post(path, [String: String]()) }
+
+    /// Reads the Server-Sent Events at `path`, handing each complete event to `onEvent` until the
+    /// stream ends or `onEvent` returns false.
+    func events(_ path: String, onEvent: (ServerSentEvent) -> Bool) throws(Failure) {
+        var parser = ServerSentEventParser()
+        let failed = try exchange { () throws(ConnectionError) in
+            try http.stream(path, accept: "text/event-stream") { bytes in
+                for event in parser.feed(bytes) { if !onEvent(event) { return false } }
+                return true
+            }
+        }
+        if let failed { _ = try check(failed, path: path) }
+    }
+
+    /// Decodes a JSON answer, or explains that batond answered something else.
+    func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], what: String) throws(Failure) -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(body))
+        } catch {
+            throw .failed("unexpected answer for \(what) from batond at \(address.display): \(error)")
+        }
+    }
+
+    private func exchange<T>(_ body: () throws(ConnectionError) -> T) throws(Failure) -> T {
+        do {
+            return try body()
+        } catch .refused {
+            throw .notRunning(address)
+        } catch {
+            throw .unreachable(address, error.text)
+        }
+    }
+
+    private struct ErrorAnswer: Decodable { var error: String }
+
+    private func check(_ response: HTTPClient.Response, path: String, method: String = "GET") throws(Failure) -> [UInt8] {
+        if (200..<300).contains(response.status) { return response.body }
+        var message = (try? JSONDecoder().decode(ErrorAnswer.self, from: Data(response.body)))?.error
+            ?? String(decoding: response.body, as: UTF8.self).trimmed
+        if message.isEmpty { message = "HTTP \(response.status) for \(method) \(path)" }
+        if response.status == 404 && message.hasPrefix("no such endpoint") {
+            message += "; this batond is older than batonctl and does not have it yet"
+        }
+        throw .api(status: response.status, message: message)
+    }
+}

@@ -1,0 +1,150 @@
+/// A small HTTP/1.1 client over `Connection`: one request per connection (`Connection: close`),
+/// bodies by `Content-Length`, chunked transfer encoding or until close. Enough for batond's JSON
+/// API and its Server-Sent Events; no TLS, no redirects. Main thread only.
+struct HTTPClient {
+    var address: ServerAddress
+    /// Sent as `Authorization: Bearer <token>` when set.
+    var token: String?
+    var connectTimeout = 5
+    var readTimeout = 30
+
+    struct Response {
+        var status: Int
+        var headers: [(name: String, value: String)]
+        var body: [UInt8]
+
+        func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    /// Sends one request and reads the whole answer.
+    func request(_ method: String, _ path: String, json body: [UInt8]? = nil) throws(ConnectionError) -> Response {
+        let (connection, head) = try open(method, path, body: body, accept: "application/json", readTimeout: readTimeout)
+        var reader = BodyReader(connection: connection, head: head, method: method)
+        var bytes: [UInt8] = []
+        while let piece = try reader.next() { bytes += piece }
+        return Response(status: head.status, headers: head.headers, body: bytes)
+    }
+
+    /// Sends a GET and hands each piece of the body to `onBytes` as it arrives, until the server ends
+    /// it or `onBytes` returns false. A non-2xx answer is read whole and returned instead.
+    func stream(_ path: String, accept: String, onBytes: ([UInt8]) -> Bool) throws(ConnectionError) -> Response? {
+        let (connection, head) = try open("GET", path, body: nil, accept: accept, readTimeout: 0)
+        var reader = BodyReader(connection: connection, head: head, method: "GET")
+        if !(200..<300).contains(head.status) {
+            var bytes: [UInt8] = []
+            while let piece = try reader.next() { bytes += piece }
+            return Response(status: head.status, headers: head.headers, body: bytes)
+        }
+        while let piece = try reader.next() {
+            if !onBytes(piece) { break }
+        }
+        return nil
+    }
+
+    struct Head {
+        var status: Int
+        var headers: [(name: String, value: String)]
+        func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    private func open(_ method: String, _ path: String, body: [UInt8]?, accept: String,
+                      readTimeout: Int) throws(ConnectionError) -> (Connection, Head) {
+        let connection = try Connection(host: address.host, port: address.port, connectTimeout: connectTimeout,
+                                        readTimeout: readTimeout)
+        var text = "\(method) \(address.prefix)\(path) HTTP/1.1\r\n"
+        text += "Host: \(address.hostHeader)\r\nUser-Agent: batonctl\r\nAccept: \(accept)\r\nConnection: close\r\n"
+        if let token { text += "Authorization: Bearer \(token)\r\n" }
+        if let body { text += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
+        text += "\r\n"
+        try connection.send(Array(text.utf8) + (body ?? []))
+        return (connection, try readHead(connection))
+    }
+
+    private func readHead(_ connection: Connection) throws(ConnectionError) -> Head {
+        var head: Head
+        repeat {
+            guard let statusLine = try connection.readLine() else {
+                throw .protocolError("the server closed the connection without answering")
+            }
+            let parts = statusLine.split(separator: " ", maxSplits: 2)
+            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
+                throw .protocolError("not an HTTP answer: \"\(statusLine.prefix(80))\"")
+            }
+            head = Head(status: status, headers: [])
+            while let line = try connection.readLine(), !line.isEmpty {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                head.headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmed))
+            }
+        } while (100..<200).contains(head.status)   // skip 100 Continue
+        return head
+    }
+}
+
+/// Reads a response body piece by piece, undoing chunked transfer encoding.
+struct BodyReader {
+    private enum Framing { case none, length(Int), chunked(remaining: Int, done: Bool), untilClose }
+    private let connection: Connection
+    private var framing: Framing
+
+    init(connection: Connection, head: HTTPClient.Head, method: String) {
+        self.connection = connection
+        if method == "HEAD" || head.status == 204 || head.status == 304 {
+            framing = .none
+        } else if head.header("Transfer-Encoding")?.lowercased().contains("chunked") == true {
+            framing = .chunked(remaining: 0, done: false)
+        } else if let length = head.header("Content-Length").flatMap({ Int($0) }) {
+            framing = .length(length)
+        } else {
+            framing = .untilClose
+        }
+    }
+
+    /// The next piece of the body, or nil at its end.
+    mutating func next() throws(ConnectionError) -> [UInt8]? {
+        switch framing {
+        case .none:
+            return nil
+        case .length(let left):
+            guard left > 0 else { return nil }
+            let bytes = try connection.readSome(limit: left)
+            guard !bytes.isEmpty else { throw .protocolError("the body ended \(left) bytes early") }
+            framing = .length(left - bytes.count)
+            return bytes
+        case .untilClose:
+            let bytes = try connection.readSome()
+            return bytes.isEmpty ? nil : bytes
+        case .chunked(var remaining, let done):
+            if done { return nil }
+            if remaining == 0 {
+                guard let sizeLine = try connection.readLine() else { throw .protocolError("the chunked body ended early") }
+                let hex = sizeLine.split(separator: ";").first.map { String($0).trimmed } ?? ""
+                guard let size = Int(hex, radix: 16) else { throw .protocolError("bad chunk size \"\(sizeLine)\"") }
+                if size == 0 {
+                    while let trailer = try connection.readLine(), !trailer.isEmpty {}
+                    framing = .chunked(remaining: 0, done: true)
+                    return nil
+                }
+                remaining = size
+            }
+            let bytes = try connection.readSome(limit: remaining)
+            guard !bytes.isEmpty else { throw .protocolError("the chunked body ended early") }
+            remaining -= bytes.count
+            if remaining == 0 { _ = try connection.readLine() }   // the CRLF after the chunk
+            framing = .chunked(remaining: remaining, done: false)
+            return bytes
+        }
+    }
+}
+
+extension StringProtocol {
+    /// Without leading and trailing spaces, tabs and line breaks.
+    var trimmed: String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0.isNewline }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(self[first...last])
+    }
+}

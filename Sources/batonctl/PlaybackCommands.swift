@@ -1,0 +1,135 @@
+/// `announce`, `play`, `pause`/`resume`/`next`/`previous`/`stop` and `volume`.
+enum PlaybackCommands {
+    static let announce = Command(
+        name: "announce", synopsis: "SOUND [--zones a,b] [--volume V]",
+        summary: "play an announcement sound (e.g. doorbell) now or after the ones queued",
+        details: """
+            SOUND is a name from `batonctl sounds`. Without --zones it plays in every zone. Prints the
+            announcement's id and what happened to it: playing, queued, or coalesced into an equal one
+            requested moments ago (it then plays once).
+            """,
+        options: [
+            .value("zones", "a,b", "only these zones (comma-separated)"),
+            .value("volume", "V", "0...1 or a percentage like 40% (default 1)"),
+            .flag("json", "print batond's JSON answer as is"),
+        ],
+        positionals: 1...1,
+        run: { invocation throws(Failure) in
+            let a = invocation.arguments
+            let body = PlayBody(sound: a.positionals[0], zones: a.list("zones"),
+                                volume: try a["volume"].map { v throws(Failure) in try Volume.parse(v, what: "--volume", command: "announce") })
+            printOutcome(try invocation.client.post("/api/v1/announce", body), invocation)
+        })
+
+    /// The `play` forms: a local sound, or what the music library offers. Exactly one is given.
+    static let musicSelectors: [Option] = [
+        .value("album", "ID", "an album of the music server"),
+        .value("playlist", "ID", "a playlist"),
+        .value("songs", "ID,ID", "these songs, in order"),
+        .value("search", "TEXT", "what a search for TEXT finds"),
+        .value("random", "N", "N random songs"),
+    ]
+
+    static let play = Command(
+        name: "play", synopsis: "SOUND | --album ID | --playlist ID | --songs ID,ID | --search TEXT | --random N  [--zones a,b] [--volume V] [--loop]",
+        summary: "play music: a local sound file, or an album, playlist, songs, search or random songs",
+        details: """
+            `play SOUND` plays a file of the sounds directory as music (`--loop` repeats it). The library
+            forms (--album, --playlist, --songs, --search, --random) are sent to batond as the JSON fields
+            album, playlist, songs, search and random; a batond without a music library answers with an
+            error, which batonctl prints. A new play replaces the music that is playing.
+            """,
+        options: musicSelectors + [
+            .value("zones", "a,b", "only these zones (comma-separated)"),
+            .value("volume", "V", "0...1 or a percentage like 40% (default 1)"),
+            .flag("loop", "start again at the end"),
+            .flag("json", "print batond's JSON answer as is"),
+        ],
+        positionals: 0...1,
+        run: { invocation throws(Failure) in
+            let a = invocation.arguments
+            let given = musicSelectors.map(\.name).filter { a.has($0) } + (a.positionals.isEmpty ? [] : ["SOUND"])
+            guard given.count == 1 else {
+                throw .usage(given.isEmpty ? "what to play? give a SOUND or one of --album, --playlist, --songs, --search, --random"
+                                           : "give only one of SOUND, --album, --playlist, --songs, --search, --random (got \(given.joined(separator: ", ")))",
+                             command: "play")
+            }
+            if let songs = a.list("songs"), songs.isEmpty { throw .usage("--songs needs at least one id", command: "play") }
+            let body = PlayBody(
+                sound: a.positionals.first, zones: a.list("zones"),
+                volume: try a["volume"].map { v throws(Failure) in try Volume.parse(v, what: "--volume", command: "play") },
+                loop: a.has("loop") ? true : nil,
+                album: a["album"], playlist: a["playlist"], songs: a.list("songs"), search: a["search"],
+                random: try a.integer("random", in: 1...10_000, command: "play"))
+            printOutcome(try invocation.client.post("/api/v1/music/play", body), invocation)
+        })
+
+    /// `pause`, `resume`, `next`, `previous`, `stop`: `POST /api/v1/music/<name>`.
+    static let musicCommands: [Command] = [
+        ("pause", "pause the music (it stays paused after an interruption)"),
+        ("resume", "resume paused music"),
+        ("next", "skip to the next song"),
+        ("previous", "go back to the previous song"),
+        ("stop", "stop the music"),
+    ].map { name, summary in
+        Command(
+            name: name, synopsis: "[--id ID]", summary: summary,
+            details: "Acts on the newest music source, or on --id (an id from `batonctl status`).",
+            options: [.value("id", "ID", "the music source (default: the newest)"),
+                      .flag("json", "print batond's JSON answer as is")],
+            run: { invocation throws(Failure) in
+                let body = try invocation.client.post("/api/v1/music/\(name)", SourceBody(id: invocation.arguments["id"]))
+                if invocation.printRaw(body) { return }
+                let answer = try invocation.client.decode([String: String].self, body, what: "/api/v1/music/\(name)")
+                Console.out("\(answer["id"] ?? "music"): \(answer["command"] ?? name)")
+            })
+    }
+
+    static let volume = Command(
+        name: "volume", synopsis: "ZONE LEVEL",
+        summary: "set a zone's volume: LEVEL is 0...1 or a percentage (0.4 and 40% are the same)",
+        details: """
+            Sends `POST /api/v1/zones/ZONE/volume {"volume": LEVEL}` with LEVEL as 0...1 (a percentage is
+            divided by 100). The zone volume is the user's: ducking for announcements never changes it.
+            """,
+        options: [.flag("json", "print batond's JSON answer as is")],
+        positionals: 2...2,
+        run: { invocation throws(Failure) in
+            let zone = invocation.arguments.positionals[0]
+            guard !zone.isEmpty, zone.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" }) else {
+                throw .usage("\"\(zone)\" is not a zone name (zone names use a-z, 0-9, _ and -)", command: "volume")
+            }
+            let level = try Volume.parse(invocation.arguments.positionals[1], what: "LEVEL", command: "volume")
+            let body = try invocation.client.post("/api/v1/zones/\(zone)/volume", ["volume": level])
+            if invocation.printRaw(body) { return }
+            Console.out("\(zone): volume \(Format.number(level)) (\(Format.number(level * 100))%)")
+        })
+
+    /// The body of `announce` and `music/play`; absent fields are not sent.
+    struct PlayBody: Encodable {
+        var sound: String?
+        var zones: [String]?
+        var volume: Double?
+        var loop: Bool?
+        var album: String?
+        var playlist: String?
+        var songs: [String]?
+        var search: String?
+        var random: Int?
+    }
+
+    struct SourceBody: Encodable { var id: String? }
+
+    /// `{"id": …, "status": …, "into": …, "skipped": …}` as one line: `announce-3 playing`.
+    static func printOutcome(_ body: [UInt8], _ invocation: Invocation) {
+        if invocation.printRaw(body) { return }
+        guard let answer = try? invocation.client.decode([String: String].self, body, what: "the request") else {
+            Console.out(String(decoding: body, as: UTF8.self))
+            return
+        }
+        var line = "\(answer["id"] ?? "?") \(answer["status"] ?? "accepted")"
+        if let into = answer["into"] { line += " into \(into)" }
+        if let skipped = answer["skipped"] { line += " (skipped unavailable zones: \(skipped))" }
+        Console.out(line)
+    }
+}

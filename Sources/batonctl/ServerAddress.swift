@@ -1,0 +1,65 @@
+/// Where batond listens, from `--url`, `BATON_URL` or the default `http://127.0.0.1:8470`.
+/// Accepts `http://HOST[:PORT][/PREFIX]` or `HOST[:PORT]`; HOST is a name, IPv4 or `[IPv6]`;
+/// the port defaults to 8470. Only plain HTTP: batond serves no TLS.
+struct ServerAddress: Equatable, Sendable {
+    static let defaultURL = "http://127.0.0.1:8470"
+
+    var host: String
+    var port: UInt16
+    /// A path prefix before `/api/v1/...` (for a reverse proxy), without the trailing `/`.
+    var prefix: String
+
+    /// The address as the user should read it, e.g. `http://127.0.0.1:8470`.
+    var display: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return "http://\(h):\(port)\(prefix)"
+    }
+
+    /// The `Host:` header value.
+    var hostHeader: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    init(host: String, port: UInt16, prefix: String = "") {
+        self.host = host
+        self.port = port
+        self.prefix = prefix
+    }
+
+    init(parsing text: String) throws(Failure) {
+        var rest = Substring(text)
+        if let scheme = rest.firstRange(of: "://") {
+            let name = rest[..<scheme.lowerBound].lowercased()
+            guard name == "http" else {
+                throw .usage("--url \(text): only http:// is supported (batond serves plain HTTP; put a TLS proxy in front for https)")
+            }
+            rest = rest[scheme.upperBound...]
+        }
+        var prefix = ""
+        if let slash = rest.firstIndex(of: "/") {
+            prefix = String(rest[slash...])
+            rest = rest[..<slash]
+            while prefix.hasSuffix("/") { prefix.removeLast() }
+        }
+        var host: Substring
+        var portText: Substring?
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { throw .usage("--url \(text): missing ] after the IPv6 address") }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+                throw .usage("--url \(text): expected :PORT after the IPv6 address")
+            }
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = rest[..<colon]
+            portText = rest[rest.index(after: colon)...]
+        } else {
+            host = rest
+        }
+        guard !host.isEmpty else { throw .usage("--url \(text): no host (expected e.g. http://127.0.0.1:8470)") }
+        var port: UInt16 = 8470
+        if let portText {
+            guard let p = UInt16(portText), p > 0 else { throw .usage("--url \(text): \"\(portText)\" is not a port (1..65535)") }
+            port = p
+        }
+        self.init(host: String(host), port: port, prefix: prefix)
+    }
+}

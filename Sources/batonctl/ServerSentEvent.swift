@@ -1,0 +1,57 @@
+/// One Server-Sent Event: its `event:` type, `id:` and `data:` (lines joined with "\n").
+struct ServerSentEvent: Equatable {
+    var event: String?
+    var id: String?
+    var data: String
+}
+
+/// Splits a `text/event-stream` into events as bytes arrive (any chunking): fields per line, an event
+/// at each blank line; comment lines (`: keep-alive`) are skipped.
+struct ServerSentEventParser {
+    private var pending: [UInt8] = []
+    private var current = ServerSentEvent(event: nil, id: nil, data: "")
+    private var hasData = false
+    private var lastWasCR = false
+
+    /// The events completed by `bytes`.
+    mutating func feed(_ bytes: [UInt8]) -> [ServerSentEvent] {
+        var events: [ServerSentEvent] = []
+        for byte in bytes {
+            if byte == UInt8(ascii: "\n") && lastWasCR { lastWasCR = false; continue }   // CRLF
+            lastWasCR = byte == UInt8(ascii: "\r")
+            if byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") {
+                if let event = line(String(decoding: pending, as: UTF8.self)) { events.append(event) }
+                pending.removeAll(keepingCapacity: true)
+            } else {
+                pending.append(byte)
+            }
+        }
+        return events
+    }
+
+    private mutating func line(_ text: String) -> ServerSentEvent? {
+        if text.isEmpty {
+            defer { current = ServerSentEvent(event: nil, id: nil, data: ""); hasData = false }
+            return hasData ? current : nil
+        }
+        if text.hasPrefix(":") { return nil }
+        let name: Substring
+        var value: Substring = ""
+        if let colon = text.firstIndex(of: ":") {
+            name = text[..<colon]
+            value = text[text.index(after: colon)...]
+            if value.hasPrefix(" ") { value = value.dropFirst() }
+        } else {
+            name = Substring(text)
+        }
+        switch name {
+        case "event": current.event = String(value)
+        case "id": current.id = String(value)
+        case "data":
+            current.data += hasData ? "\n" + value : value
+            hasData = true
+        default: break
+        }
+        return nil
+    }
+}

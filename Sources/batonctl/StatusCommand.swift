@@ -1,0 +1,127 @@
+/// `batonctl status`: zones and sources as tables.
+enum StatusCommand {
+    static let command = Command(
+        name: "status", synopsis: "[--json]",
+        summary: "show the zones (who is audible, ducked, silenced, queued; xruns) and the sources",
+        details: """
+            Zones: STATE is available or unavailable (the ALSA error follows the table); AUDIBLE the sources
+            heard there; DUCKED those heard quieter (by whom, how much); SILENCED granted sources not heard
+            there (by whom); QUEUED those waiting; XRUNS the underruns recovered so far.
+            Sources: STATE is the arbiter's word (playing, ducked, interrupted, paused, queued); POSITION
+            is how far it has played.
+            """,
+        options: [.flag("json", "print batond's JSON answer as is")],
+        run: run)
+
+    /// The fields of `GET /api/v1/status` batonctl shows (docs/API.md); others are ignored.
+    struct Answer: Decodable {
+        struct Zone: Decodable {
+            struct Ducked: Decodable { var source: String; var levelDb: Double?; var by: String? }
+            struct Silenced: Decodable { var source: String; var by: String? }
+            var name: String
+            var pcm: String?
+            var rate: Int?
+            var channels: Int?
+            var format: String?
+            var clock: String?
+            var state: String
+            var error: String?
+            var xruns: Int?
+            var lateCycles: Int?
+            var audible: [String]?
+            var ducked: [Ducked]?
+            var silenced: [Silenced]?
+            var queued: [String]?
+        }
+        struct Source: Decodable {
+            var id: String
+            var `class`: String?
+            var sound: String?
+            var loop: Bool?
+            var volume: Double?
+            var state: String
+            var zones: [String]?
+            var skippedZones: [String]?
+            var interruptedBy: String?
+            var positionSeconds: Double?
+        }
+        var uptimeMs: Int?
+        var zones: [Zone]
+        var sources: [Source]
+    }
+
+    static func run(_ invocation: Invocation) throws(Failure) {
+        let body = try invocation.client.get("/api/v1/status")
+        if invocation.printRaw(body) { return }
+        let answer = try invocation.client.decode(Answer.self, body, what: "/api/v1/status")
+        Console.out(render(answer, address: invocation.client.address))
+    }
+
+    static func render(_ answer: Answer, address: ServerAddress) -> String {
+        var text = "batond at \(address.display)"
+        if let ms = answer.uptimeMs { text += ", up \(Format.duration(seconds: Double(ms) / 1000))" }
+        text += "\n\n"
+        var zones = TextTable("ZONE", "STATE", "OUTPUT", "AUDIBLE", "DUCKED", "SILENCED", "QUEUED", "XRUNS")
+        for z in answer.zones {
+            var output = [z.rate.map { "\($0) Hz" }, z.channels.map { "\($0)ch" }, z.format].compactMap { $0 }.joined(separator: " ")
+            if z.clock == "system" { output += " (system clock)" }
+            zones.add(z.name, z.state, output.isEmpty ? "-" : output,
+                      Format.list(z.audible ?? []),
+                      Format.list((z.ducked ?? []).map { d in
+                          "\(d.source)" + (d.by.map { " by \($0)" } ?? "") + (d.levelDb.map { " \(Format.number($0))dB" } ?? "")
+                      }),
+                      Format.list((z.silenced ?? []).map { s in s.source + (s.by.map { " by \($0)" } ?? "") }),
+                      Format.list(z.queued ?? []),
+                      String(z.xruns ?? 0) + ((z.lateCycles ?? 0) > 0 ? " (\(z.lateCycles!) late)" : ""))
+        }
+        text += zones.text
+        for z in answer.zones where z.error != nil { text += "\n  \(z.name): \(z.error!)" }
+        text += "\n\n"
+        if answer.sources.isEmpty {
+            text += "no sources"
+        } else {
+            var sources = TextTable("SOURCE", "CLASS", "SOUND", "STATE", "ZONES", "POSITION", "")
+            for s in answer.sources {
+                var notes: [String] = []
+                if let by = s.interruptedBy { notes.append("by \(by)") }
+                if s.loop == true { notes.append("loop") }
+                if let v = s.volume, v != 1 { notes.append("volume \(Format.number(v))") }
+                if let skipped = s.skippedZones, !skipped.isEmpty { notes.append("skipped \(skipped.joined(separator: ","))") }
+                sources.add(s.id, s.class ?? "-", s.sound ?? "-", s.state, Format.list(s.zones ?? []),
+                            s.positionSeconds.map { Format.position($0) } ?? "-", notes.joined(separator: ", "))
+            }
+            text += sources.text
+        }
+        return text
+    }
+}
+
+/// Number and time formats for humans.
+enum Format {
+    /// `a,b`, or `-` when empty.
+    static func list(_ items: [String]) -> String { items.isEmpty ? "-" : items.joined(separator: ", ") }
+
+    /// A number without a useless `.0`, at most 2 decimals.
+    static func number(_ value: Double) -> String {
+        if value == value.rounded() { return String(Int(value)) }
+        let hundredths = Int((value * 100).rounded())
+        let sign = hundredths < 0 ? "-" : ""
+        var text = "\(sign)\(abs(hundredths) / 100).\(String(abs(hundredths) % 100).leftPadded(2))"
+        while text.hasSuffix("0") { text.removeLast() }
+        return text
+    }
+
+    /// A playback position as `m:ss.s`.
+    static func position(_ seconds: Double) -> String {
+        let tenths = Int((max(0, seconds) * 10).rounded())
+        return "\(tenths / 600):\(String(tenths / 10 % 60).leftPadded(2)).\(tenths % 10)"
+    }
+
+    /// An uptime as `1h02m`, `3m05s` or `12.3s`.
+    static func duration(seconds: Double) -> String {
+        let s = Int(seconds)
+        if s >= 3600 { return "\(s / 3600)h\(String(s / 60 % 60).leftPadded(2))m" }
+        if s >= 60 { return "\(s / 60)m\(String(s % 60).leftPadded(2))s" }
+        return "\(Format.number((seconds * 10).rounded() / 10))s"
+    }
+}

@@ -1,0 +1,194 @@
+import BatonTesting
+import Glibc
+import Testing
+
+/// `batonctl` against the real `batond` executable on file PCMs, through its HTTP API.
+@Suite struct BatonctlTests {
+    static var batonctl: String { Subprocess.buildDirectory + "/batonctl" }
+
+    /// `status` lists both zones as available with their format, and `--json` prints batond's answer;
+    /// SIGTERM then stops batond with exit status 0 (what systemd's stop relies on).
+    @Test func statusListsTheZones() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        let r = daemon.batonctl("status")
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.output.contains("ZONE"))
+        let lines = r.output.split(separator: "\n")
+        #expect(lines.contains { $0.hasPrefix("kitchen") && $0.contains("available") && $0.contains("44100 Hz 2ch S16_LE") }, "\(r.output)")
+        #expect(lines.contains { $0.hasPrefix("patio") && $0.contains("available") && $0.contains("48000 Hz") }, "\(r.output)")
+        #expect(r.output.contains("no sources"))
+        let json = daemon.batonctl("status", "--json")
+        #expect(json.status == 0)
+        #expect(json.output.hasPrefix("{") && json.output.contains("\"zones\":"), "\(json.output)")
+        #expect(daemon.stop() == 0, "SIGTERM stops batond cleanly:\n\(daemon.log)")
+    }
+
+    /// `announce doorbell --zones kitchen` prints the announcement's id and status; `status` shows it
+    /// audible in the kitchen; `events` then shows it granted and, when done, played.
+    @Test func announceThenEvents() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        let r = daemon.batonctl("announce", "doorbell", "--zones", "kitchen")
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.output == "announce-1 playing\n")
+        let status = daemon.batonctl("status")
+        #expect(status.output.split(separator: "\n").contains { $0.hasPrefix("announce-1") && $0.contains("doorbell") && $0.contains("kitchen") },
+                "\(status.output)")
+        var events = ""
+        let played = waitUntil(seconds: 15) {
+            events = daemon.batonctl("events").output
+            if events.contains(" played ") { return true }
+            usleep(200_000)
+            return false
+        }
+        #expect(played, "\(events)")
+        let lines = events.split(separator: "\n")
+        #expect(lines.contains { $0.contains(" granted ") && $0.contains("announce-1") && $0.contains("kitchen") }, "\(events)")
+        #expect(lines.contains { $0.contains(" played ") && $0.contains("announce-1") && $0.contains("sound doorbell played to its end") }, "\(events)")
+    }
+
+    /// `events --follow` reads the Server-Sent Events stream (chunked): with `--after 0` it replays the
+    /// kept events first, and `--count 2` stops after the two zone-available ones.
+    @Test func eventsFollowReadsTheStream() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        let r = daemon.batonctl("events", "--follow", "--after", "0", "--count", "2")
+        #expect(r.status == 0, "\(r.output)")
+        let lines = r.output.split(separator: "\n")
+        #expect(lines.count == 2, "\(r.output)")
+        #expect(lines.allSatisfy { $0.contains("zone-available") }, "\(r.output)")
+        #expect(lines.first?.contains("#1") == true)
+        let json = daemon.batonctl("events", "--follow", "--after", "0", "--count", "1", "--json")
+        #expect(json.output.hasPrefix("{\"reason\":"), "\(json.output)")
+        #expect(json.output.contains("\"type\":\"zone-available\""))
+    }
+
+    /// Music: `play` then `pause` acts on the newest music source, and `status` reports it paused.
+    @Test func playAndPause() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        let play = daemon.batonctl("play", "chime", "--loop", "--zones", "kitchen,patio", "--volume", "50%")
+        #expect(play.status == 0, "\(play.output)")
+        #expect(play.output == "music-1 playing\n")
+        let pause = daemon.batonctl("pause")
+        #expect(pause.status == 0)
+        #expect(pause.output == "music-1: pause\n")
+        var status = ""
+        #expect(waitUntil(seconds: 5) {
+            status = daemon.batonctl("status").output
+            return status.split(separator: "\n").contains { $0.hasPrefix("music-1") && $0.contains("paused") && $0.contains("loop, volume 0.5") }
+        }, "\(status)")
+    }
+
+    /// An error answer: exit status 1 and batond's `error` text (the unknown zone and the zones there are).
+    @Test func unknownZoneExits1WithTheDaemonsText() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        let r = daemon.batonctl("announce", "doorbell", "--zones", "attic")
+        #expect(r.status == 1)
+        #expect(r.output == "batond: unknown zone \"attic\" (zones: kitchen, patio) (HTTP 404)\n")
+        let sound = daemon.batonctl("announce", "foghorn")
+        #expect(sound.status == 1)
+        #expect(sound.output.contains("sound \"foghorn\""), "\(sound.output)")
+    }
+
+    /// `sounds` lists the shipped sounds; `config` prints YAML that `batond --check` accepts again.
+    @Test func soundsAndConfig() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        let sounds = daemon.batonctl("sounds")
+        #expect(sounds.status == 0)
+        #expect(sounds.output.split(separator: "\n").contains("doorbell"))
+        let config = daemon.batonctl("config")
+        #expect(config.status == 0)
+        #expect(config.output.contains("zones:\n  kitchen:\n"), "\(config.output)")
+        let path = daemon.directory + "/round-trip.yaml"
+        let file = try #require(fopen(path, "w"))
+        fputs(config.output, file)
+        fclose(file)
+        let check = Subprocess.run(Subprocess.buildDirectory + "/batond", ["--config", path, "--check"])
+        #expect(check.status == 0, "\(check.output)\n\(config.output)")
+    }
+
+    /// Nothing listening: exit status 3 and the "batond is not running" message with the address.
+    @Test func notRunningExits3() {
+        let port = closedPort()
+        let r = Subprocess.run(Self.batonctl, ["--url", "http://127.0.0.1:\(port)", "status"])
+        #expect(r.status == 3)
+        #expect(r.output == "batond is not running at http://127.0.0.1:\(port) (connection refused). "
+                + "Start it with `systemctl start baton` or `scripts/run.sh`.\n")
+        let env = Subprocess.run(Self.batonctl, ["sounds"], environment: ["BATON_URL": "127.0.0.1:\(port)"])
+        #expect(env.status == 3)
+        #expect(env.output.contains("http://127.0.0.1:\(port)"))
+    }
+
+    /// Usage errors exit with status 2, say what is wrong and show the command's usage.
+    @Test(arguments: [
+        (["announce"], "missing argument"),
+        (["play"], "what to play?"),
+        (["play", "chime", "--album", "7"], "give only one of"),
+        (["volume", "kitchen", "150%"], "expected 0...1"),
+        (["volume", "Kitchen", "0.5"], "is not a zone name"),
+        (["announce", "doorbell", "--volume"], "--volume needs a value"),
+        (["status", "--bogus"], "unknown option --bogus"),
+        (["events", "--count", "0"], "--count 0"),
+        (["frobnicate"], "unknown command \"frobnicate\""),
+        ([], "no command given"),
+        (["--url", "https://speaker:8470", "status"], "only http://"),
+    ])
+    func usageErrorsExit2(arguments: [String], message: String) {
+        let r = Subprocess.run(Self.batonctl, arguments, environment: ["BATON_URL": "http://127.0.0.1:\(closedPort())"])
+        #expect(r.status == 2, "\(r.output)")
+        #expect(r.output.contains(message), "\(r.output)")
+        #expect(r.output.contains("usage: batonctl"))
+    }
+
+    /// Every command has `--help`: exit 0, its usage line and its options.
+    @Test(arguments: ["status", "announce", "play", "pause", "resume", "next", "previous", "stop", "volume",
+                      "events", "reload", "sounds", "config"])
+    func everyCommandHasHelp(command: String) {
+        let r = Subprocess.run(Self.batonctl, [command, "--help"])
+        #expect(r.status == 0)
+        #expect(r.output.hasPrefix("usage: batonctl \(command)"), "\(r.output)")
+        #expect(r.output.contains("--url URL"))
+    }
+
+    /// The request batonctl sends, seen by a loopback listener: the bearer token from `--token-file`,
+    /// the JSON body with only the given fields (the library forms of `play` as `album`, `songs`, …).
+    @Test func sendsTokenAndJSONFields() throws {
+        let dir = WAVWriter.temporaryDirectory("token")
+        let tokenFile = try #require(fopen(dir + "/token", "w"))
+        fputs("s3cret-token\n", tokenFile)
+        fclose(tokenFile)
+        // A chunked answer whose chunks split the JSON anywhere.
+        let chunks = ["{\"id\": \"musi", "c-9\", \"status\": \"queu", "ed\"}"]
+        let server = try OneShotServer(answer: "HTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                       + chunks.map { String($0.utf8.count, radix: 16) + "\r\n" + $0 + "\r\n" }.joined() + "0\r\n\r\n")
+        let r = Subprocess.run(Self.batonctl, ["--url", "http://127.0.0.1:\(server.port)/prefix/", "--token-file", dir + "/token",
+                                               "play", "--songs", "a1,b2", "--zones", "kitchen", "--volume", "0.25"])
+        let request = server.request()
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.output == "music-9 queued\n")
+        #expect(request.hasPrefix("POST /prefix/api/v1/music/play HTTP/1.1\r\n"), "\(request)")
+        #expect(request.contains("\r\nAuthorization: Bearer s3cret-token\r\n"), "\(request)")
+        #expect(request.hasSuffix("\r\n\r\n{\"songs\":[\"a1\",\"b2\"],\"volume\":0.25,\"zones\":[\"kitchen\"]}"), "\(request)")
+    }
+
+    /// A port nothing listens on (bound once to get it from the kernel, then closed).
+    func closedPort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p in
+                bind(fd, p, length)
+                return getsockname(fd, p, &length)
+            }
+        }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+}

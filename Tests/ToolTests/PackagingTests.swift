@@ -1,0 +1,82 @@
+import BatonTesting
+import Glibc
+import Testing
+
+/// The packaging: the default /etc config, the systemd unit and the .deb layout. The release build of
+/// `scripts/build-deb.sh` is too slow for the suite, so the layout is built from the test build's
+/// binaries (`BATON_BIN_DIR`); docs/PACKAGING.md shows the real package.
+@Suite struct PackagingTests {
+    static let root = BatondProcess.repoRoot
+
+    /// The shipped /etc/baton/baton.yaml is a valid configuration.
+    @Test func defaultEtcConfigChecksOut() {
+        let r = Subprocess.run(Subprocess.buildDirectory + "/batond", ["--config", Self.root + "/packaging/baton.yaml", "--check"])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.output.contains("ok (1 zones)"))
+    }
+
+    /// `systemd-analyze verify` accepts baton.service (with ExecStart pointed at the built batond,
+    /// since /usr/bin/batond is not installed here).
+    @Test(.enabled(if: access("/usr/bin/systemd-analyze", X_OK) == 0, "systemd-analyze is not installed"))
+    func unitVerifies() throws {
+        let dir = WAVWriter.temporaryDirectory("unit")
+        let unit = Self.read(Self.root + "/packaging/baton.service")
+        #expect(unit.contains("\nType=notify\n"))
+        #expect(unit.contains("\nExecStart=/usr/bin/batond --config /etc/baton/baton.yaml\n"))
+        let file = try #require(fopen(dir + "/baton.service", "w"))
+        fputs(unit.replacingFirst("/usr/bin/batond", with: Subprocess.buildDirectory + "/batond"), file)
+        fclose(file)
+        let r = Subprocess.run("/usr/bin/systemd-analyze", ["verify", dir + "/baton.service"])
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.output.isEmpty, "no warnings: \(r.output)")
+    }
+
+    /// scripts/build-deb.sh packages binaries, unit, conffile, sounds, boards, docs and maintainer
+    /// scripts, with Depends from dpkg-shlibdeps.
+    @Test(.enabled(if: access("/usr/bin/dpkg-deb", X_OK) == 0, "dpkg-deb is not installed"))
+    func debLayout() {
+        let out = WAVWriter.temporaryDirectory("deb")
+        let build = Subprocess.run("/bin/bash", [Self.root + "/scripts/build-deb.sh", out],
+                                   environment: ["BATON_BIN_DIR": Subprocess.buildDirectory, "BATON_VERSION": "0.0.0~test"],
+                                   seconds: 120)
+        #expect(build.status == 0, "\(build.output)")
+        let deb = out + "/baton_0.0.0~test_" + Subprocess.run("/usr/bin/dpkg", ["--print-architecture"]).output.trimmed + ".deb"
+        let contents = Subprocess.run("/usr/bin/dpkg-deb", ["-c", deb]).output
+        for path in ["./usr/bin/batond", "./usr/bin/batonctl", "./lib/systemd/system/baton.service", "./etc/baton/baton.yaml",
+                     "./usr/share/baton/sounds/doorbell.wav", "./usr/share/baton/boards/pi4-hifiberry-dacplus.yaml",
+                     "./usr/share/doc/baton/copyright", "./usr/share/doc/baton/BATONCTL.md"] {
+            #expect(contents.contains(" \(path)\n"), "\(path) in\n\(contents)")
+        }
+        #expect(contents.contains("-rwxr-xr-x root/root"), "binaries are executable and owned by root")
+        let info = Subprocess.run("/usr/bin/dpkg-deb", ["-I", deb]).output
+        #expect(info.contains(" Package: baton\n"))
+        #expect(info.contains(" Version: 0.0.0~test\n"))
+        for library in ["libasound2", "libsamplerate0", "libsoxr0", "libopus0", "libyaml-0-2", "libmicrohttpd12", "libsystemd0"] {
+            #expect(info.contains(library), "Depends has \(library):\n\(info)")
+        }
+        for script in ["postinst", "prerm", "postrm", "conffiles"] { #expect(info.contains(" \(script)"), "\(info)") }
+        #expect(Subprocess.run("/usr/bin/dpkg-deb", ["-I", deb, "conffiles"]).output == "/etc/baton/baton.yaml\n")
+        let postinst = Subprocess.run("/usr/bin/dpkg-deb", ["-I", deb, "postinst"]).output
+        #expect(postinst.contains("useradd --system"))
+        #expect(postinst.contains("--groups audio baton"))
+    }
+
+    /// The maintainer scripts are valid POSIX shell.
+    @Test(arguments: ["postinst", "prerm", "postrm"])
+    func maintainerScriptParses(script: String) {
+        let r = Subprocess.run("/bin/sh", ["-n", Self.root + "/packaging/debian/" + script])
+        #expect(r.status == 0, "\(r.output)")
+    }
+
+    static func read(_ path: String) -> String {
+        guard let file = fopen(path, "rb") else { return "" }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        while true {
+            let c = fgetc(file)
+            if c == EOF { break }
+            bytes.append(UInt8(truncatingIfNeeded: c))
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
