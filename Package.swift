@@ -72,7 +72,7 @@ let package = Package(
                                "Systemd"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "batond", dependencies: ["BatonDaemon"], swiftSettings: swiftSettings),
-        .executableTarget(name: "batonctl", dependencies: ["Curl"], swiftSettings: swiftSettings),
+        .executableTarget(name: "batonctl", swiftSettings: swiftSettings),
         .executableTarget(name: "baton-bench",
                           dependencies: ["ALSA", "AudioCore", "Engine", "Media", "BenchFloor", "CAllocCounter"],
                           swiftSettings: swiftSettings),

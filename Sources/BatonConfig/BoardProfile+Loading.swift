@@ -50,8 +50,8 @@ extension BoardProfile {
 // MARK: - The schema
 
 extension ConfigReader {
-    static let boardKeys = ["name", "pcm", "rates", "formats", "channels", "mixer", "dtoverlay", "period", "buffer",
-                            "clock", "notes"]
+    static let boardKeys = ["name", "pcm", "rates", "formats", "channels", "mixer", "volume", "dtoverlay", "period",
+                            "buffer", "clock", "notes"]
 
     /// A whole board profile file; `nil` when a required key is missing or wrong (reported).
     mutating func boardProfile(_ root: YAMLNode, id: String) -> BoardProfile? {
@@ -66,6 +66,10 @@ extension ConfigReader {
         let formats = requiredList(board, "formats", .choice(ZoneConfig.SampleFormat.self, "format"))
         let channels = required(board, "channels", .integer(ZoneConfig.channelRange))
         let mixer = optional(board, "mixer", .string)
+        let volume = optional(board, "volume", .choice(BoardProfile.VolumeControl.self, "volume control"))
+        if volume == .hardware && mixer == nil, let mark = board.values["volume"]?.value.mark {
+            report(mark, board.path.appending("volume"), "hardware volume needs a `mixer:` control name")
+        }
         let dtoverlay = optional(board, "dtoverlay", .string)
         let period = required(board, "period", .duration(ZoneConfig.periodRange))
         let buffer = required(board, "buffer", .duration(ZoneConfig.bufferRange))
@@ -77,7 +81,7 @@ extension ConfigReader {
         }
         return BoardProfile(id: id, name: name, pcm: pcm, rates: rates, formats: formats, channels: channels,
                             mixer: mixer, dtoverlay: dtoverlay, period: period, buffer: buffer, clock: clock,
-                            notes: notes)
+                            notes: notes, volume: volume ?? (mixer == nil ? .software : .hardware))
     }
 
     /// Reports a buffer shorter than two periods, at the buffer (or the period when it is the one set).

@@ -18,6 +18,16 @@ public struct BoardProfile: Sendable, Equatable {
     public var channels: Int
     /// The ALSA simple mixer control for hardware volume, if the DAC has one.
     public var mixer: String?
+    /// How volume is set on this board: the ALSA `mixer` control (`hardware`) or Baton's own gain
+    /// stage (`software`, for DACs and amps without a control, like the MAX98357A).
+    public enum VolumeControl: String, Sendable, Equatable, CaseIterable, Codable {
+        case hardware
+        case software
+    }
+
+    /// `volume:` in the profile; defaults to `hardware` when the board names a mixer, else `software`.
+    public var volume: VolumeControl = .software
+
     /// The `config.txt` line that enables the DAC (`dtoverlay=hifiberry-dacplus`), for documentation.
     public var dtoverlay: String?
     public var period: Duration
@@ -30,7 +40,7 @@ public struct BoardProfile: Sendable, Equatable {
     /// Creates a profile.
     public init(id: String, name: String, pcm: String, rates: [Int], formats: [ZoneConfig.SampleFormat], channels: Int,
                 mixer: String? = nil, dtoverlay: String? = nil, period: Duration, buffer: Duration,
-                clock: ZoneConfig.Clock = .device, notes: String? = nil) {
+                clock: ZoneConfig.Clock = .device, notes: String? = nil, volume: VolumeControl? = nil) {
         self.id = id
         self.name = name
         self.pcm = pcm
@@ -43,6 +53,7 @@ public struct BoardProfile: Sendable, Equatable {
         self.buffer = buffer
         self.clock = clock
         self.notes = notes
+        self.volume = volume ?? (mixer == nil ? .software : .hardware)
     }
 
     /// The rate a zone gets when it sets none: 48000 if the board plays it, else its first rate.

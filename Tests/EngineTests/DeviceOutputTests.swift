@@ -30,7 +30,7 @@ import Testing
         let tone = Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2)
         feed(slot, tone)
         zoneA.start(); zoneB.start()
-        #expect(waitUntil { slot.isDrained })
+        #expect(waitUntil { slot.isDrained && zoneB.snapshot().framesPlayed >= 24_000 })
         zoneA.stop(); zoneB.stop()
 
         let written = ALSATestRig.readS16(a.file)

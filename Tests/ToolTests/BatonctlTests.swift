@@ -87,7 +87,7 @@ import Testing
         defer { daemon.stop() }
         let r = daemon.batonctl("announce", "doorbell", "--zones", "attic")
         #expect(r.status == 1)
-        #expect(r.output == "batond: unknown zone \"attic\" (zones: kitchen, patio) (HTTP 404)\n")
+        #expect(r.output == "batond: unknown zone or group \"attic\" (zones: kitchen, patio; groups: none; all: every zone) (HTTP 404)\n")
         let sound = daemon.batonctl("announce", "foghorn")
         #expect(sound.status == 1)
         #expect(sound.output.contains("sound \"foghorn\""), "\(sound.output)")
