@@ -43,5 +43,6 @@ private func sortedByName(_ configuration: BatonConfiguration) -> BatonConfigura
     var sorted = configuration
     sorted.zones.sort { $0.name < $1.name }
     sorted.policy.classes.sort { $0.name < $1.name }
+    sorted.groups.sort { $0.name < $1.name }
     return sorted
 }
