@@ -7,8 +7,21 @@ import HTTPServer
 /// Thread: `handle` runs on libmicrohttpd's connection threads, any number at once.
 public struct API: Sendable {
     let daemon: Daemon
+    /// The bearer token every request must carry, when the API is reachable beyond loopback.
+    let token: String?
 
-    public init(daemon: Daemon) { self.daemon = daemon }
+    public init(daemon: Daemon, token: String? = nil) {
+        self.daemon = daemon
+        self.token = token
+    }
+
+    /// Compares in time independent of where the strings differ.
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var diff = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<max(x.count, y.count) { diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0) }
+        return diff == 0
+    }
 
     struct PlayBody: Decodable {
         var sound: String
@@ -23,6 +36,14 @@ public struct API: Sendable {
 
     /// Answers one request.
     public func handle(_ r: HTTPRequest) -> HTTPResponse {
+        if let token {
+            let given = r.headers["authorization"] ?? ""
+            guard given.hasPrefix("Bearer "), Self.constantTimeEqual(String(given.dropFirst(7)), token) else {
+                var response = HTTPResponse.error(401, "a bearer token is required (Authorization: Bearer <token from api.token-file>)")
+                response.headers.append((name: "WWW-Authenticate", value: "Bearer"))
+                return response
+            }
+        }
         switch (r.method, r.path) {
         case ("GET", "/api/v1/status"):
             return json(200, daemon.status())

@@ -2,6 +2,7 @@ import ALSA
 import BatonConfig
 import Glibc
 import HTTPServer
+import Systemd
 
 /// The daemon process: start the parts in order, wait for SIGTERM/SIGINT, stop in reverse.
 public enum Service {
@@ -34,9 +35,22 @@ public enum Service {
             logger.warning("cannot lock memory (mlockall: \(String(cString: strerror(errno)))): audio may glitch under memory pressure")
         }
 
+        var token: String?
+        if let file = config.api.tokenFile {
+            guard let text = readSecret(file) else {
+                logger.error("api.token-file \(file): cannot read: \(String(cString: strerror(errno)))")
+                return 1
+            }
+            guard !text.isEmpty else {
+                logger.error("api.token-file \(file) is empty")
+                return 1
+            }
+            token = text
+        }
+        let systemd = SystemdNotifier()
         let daemon = Daemon(config: config, configPath: configPath, logger: logger)
         daemon.start()
-        let api = API(daemon: daemon)
+        let api = API(daemon: daemon, token: token)
         let server: HTTPServer
         do {
             server = try HTTPServer(host: config.api.listen.host, port: Int(config.api.listen.port),
@@ -46,22 +60,52 @@ public enum Service {
             daemon.stop()
             return 1
         }
-        logger.info("control API on http://\(config.api.listen.host):\(server.port)/ (status page), /api/v1/...")
+        logger.info("control API on http://\(config.api.listen.host):\(server.port)/ (status page), /api/v1/...\(token == nil ? "" : " (bearer token required)")")
+        notify(systemd, logger) { try systemd.ready() }
+        notify(systemd, logger) { try systemd.status("\(config.zones.count) zones; API on \(config.api.listen)") }
+        if let interval = systemd.watchdogInterval {
+            // Pet the watchdog only while the monitor thread is alive: a wedged daemon gets restarted.
+            let half = Int(interval.components.seconds) * 500_000 + Int(interval.components.attoseconds / 2_000_000_000_000)
+            _ = startThread {
+                while true {
+                    usleep(UInt32(max(half, 10_000)))
+                    if daemon.monitorIsAlive { _ = try? systemd.watchdog() }
+                }
+            }
+        }
 
         while true {
             var received: Int32 = 0
             sigwait(&signals, &received)
             if received == SIGHUP {
                 logger.info("SIGHUP: reloading \(configPath ?? "the configuration")")
+                notify(systemd, logger) { try systemd.reloading() }
                 _ = daemon.reload()
+                notify(systemd, logger) { try systemd.ready() }
                 continue
             }
             logger.info("signal \(received): stopping")
             break
         }
+        notify(systemd, logger) { try systemd.stopping() }
         server.stop()
+        daemon.fadeOut()
         daemon.stop()
         logger.info("stopped")
         return 0
+    }
+
+    private static func notify(_ systemd: SystemdNotifier, _ logger: Logger, _ body: () throws -> Bool) {
+        do { _ = try body() } catch { logger.warning("systemd: \(error)") }
+    }
+
+    /// The first line of a secret file, without surrounding white space; nil when unreadable.
+    static func readSecret(_ path: String) -> String? {
+        guard let f = fopen(path, "r") else { return nil }
+        defer { fclose(f) }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard fgets(&buffer, 4096, f) != nil else { return "" }
+        let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(line.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }.reversed())
     }
 }
