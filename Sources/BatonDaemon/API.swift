@@ -30,6 +30,18 @@ public struct API: Sendable {
         var loop: Bool?
     }
 
+    struct MusicBody: Decodable {
+        var sound: String?
+        var zones: [String]?
+        var volume: Float?
+        var loop: Bool?
+        var album: String?
+        var playlist: String?
+        var songs: [String]?
+        var search: String?
+        var random: Int?
+    }
+
     struct SourceBody: Decodable {
         var id: String?
     }
@@ -60,7 +72,11 @@ public struct API: Sendable {
         case ("POST", "/api/v1/announce"):
             return play(r, music: false)
         case ("POST", "/api/v1/music/play"):
-            return play(r, music: true)
+            return playMusic(r)
+        case ("POST", "/api/v1/music/next"):
+            return skip(1)
+        case ("POST", "/api/v1/music/previous"):
+            return skip(-1)
         case ("POST", "/api/v1/music/pause"):
             return command(r, .pause)
         case ("POST", "/api/v1/music/resume"):
@@ -74,7 +90,8 @@ public struct API: Sendable {
             return volume(r)
         case (_, "/api/v1/status"), (_, "/api/v1/events"), (_, "/api/v1/events/recent"), (_, "/api/v1/sounds"),
              (_, "/api/v1/config"), (_, "/api/v1/announce"), (_, "/api/v1/music/play"), (_, "/api/v1/music/pause"),
-             (_, "/api/v1/music/resume"), (_, "/api/v1/music/stop"), (_, "/api/v1/reload"):
+             (_, "/api/v1/music/resume"), (_, "/api/v1/music/stop"), (_, "/api/v1/reload"),
+             (_, "/api/v1/music/next"), (_, "/api/v1/music/previous"):
             return .error(405, "method \(r.method) not allowed on \(r.path)")
         case ("GET", "/"):
             return .html(200, StatusPage.html)
@@ -101,6 +118,34 @@ public struct API: Sendable {
             }
             if !result.skipped.isEmpty { answer["skipped"] = result.skipped.joined(separator: ",") }
             return json(202, answer)
+        } catch {
+            return .error(error.status, error.message)
+        }
+    }
+
+    private func playMusic(_ r: HTTPRequest) -> HTTPResponse {
+        let body: MusicBody
+        do {
+            body = try JSONBody.decode(MusicBody.self, from: r.body,
+                                       keys: ["sound", "zones", "volume", "loop", "album", "playlist", "songs", "search", "random"])
+        } catch {
+            return .error(400, error.message)
+        }
+        if body.sound != nil { return play(r, music: true) }
+        do {
+            let selection = Daemon.MusicSelection(album: body.album, playlist: body.playlist, songs: body.songs,
+                                                  search: body.search, random: body.random)
+            let result = try daemon.playFromServer(selection, zones: body.zones ?? [])
+            return json(202, ["id": result.id, "status": result.outcome == .playing ? "playing" : "queued"])
+        } catch {
+            return .error(error.status, error.message)
+        }
+    }
+
+    private func skip(_ offset: Int) -> HTTPResponse {
+        do {
+            let id = try daemon.skip(by: offset)
+            return json(200, ["id": id, "command": offset > 0 ? "next" : "previous"])
         } catch {
             return .error(error.status, error.message)
         }

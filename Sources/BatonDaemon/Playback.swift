@@ -1,5 +1,6 @@
 import Arbiter
 import Engine
+import Subsonic
 
 /// A source that plays samples held in memory on one or more zones: an announcement (a sound file,
 /// played once) or local music (a sound file, possibly looped). Lives in the daemon's state, under
@@ -35,6 +36,11 @@ final class Playback {
     var started = false
     /// Set when every slot drained and the arbiter was told.
     var released = false
+    /// Subsonic songs streamed into the slots (music from the server), or empty for a sound file.
+    var songs: [Song] = []
+    var startIndex = 0
+    /// The streamer feeding the slots while songs play.
+    var streamer: MusicStreamer?
 
     init(id: SourceID, sourceClass: SourceClass, sound: String, loop: Bool, volume: Float, parts: [ZonePart]) {
         self.id = id
@@ -50,6 +56,7 @@ final class Playback {
     /// Tops up every slot's ring from the samples; marks the end when a one-shot sound is all written.
     /// Control thread (under the daemon lock).
     func feed() {
+        guard songs.isEmpty else { return }  // a streamer feeds its own slots
         for part in parts {
             guard let slot = part.slot, !part.samples.isEmpty else { continue }
             while true {

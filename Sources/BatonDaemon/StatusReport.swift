@@ -72,7 +72,24 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var zones: [String]
         public var skippedZones: [String]?
         public var interruptedBy: String?
+        /// Position of the audible frame in the current sound or track.
         public var positionSeconds: Double?
+        /// Music from the server: the track heard now, its place in the queue, the queue's length.
+        public var track: Track?
+        public var trackIndex: Int?
+        public var queueLength: Int?
+        /// The stream is waiting for the server (reconnecting after a failure); the message says why.
+        public var buffering: String?
+        /// The last stream error (a track that could not be played).
+        public var streamError: String?
+    }
+
+    public struct Track: Codable, Sendable, Equatable {
+        public var id: String
+        public var title: String
+        public var artist: String?
+        public var album: String?
+        public var durationSeconds: Int?
     }
 
     public var zones: [Zone]

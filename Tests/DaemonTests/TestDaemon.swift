@@ -23,7 +23,8 @@ final class TestDaemon {
 
     /// `zones`: name → (rate, pcm override). A nil PCM takes a fresh file PCM.
     init(zones: [(name: String, rate: Int, pcm: String?)] = [("kitchen", 44_100, nil), ("patio", 48_000, nil)],
-         policy: PolicyConfig = .default, maxBody: Int = 4096, configPath: String? = nil) throws {
+         policy: PolicyConfig = .default, maxBody: Int = 4096, configPath: String? = nil,
+         music: MusicConfig? = nil) throws {
         sounds = WAVWriter.temporaryDirectory("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
             let src = fopen("\(Self.repoRoot)/config/sounds/\(name)", "rb")!, dst = fopen("\(sounds)/\(name)", "wb")!
@@ -54,7 +55,7 @@ final class TestDaemon {
         }
         self.files = files
         let config = BatonConfiguration(api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), maxBody: maxBody),
-                                        zones: configs, sounds: sounds, policy: policy)
+                                        zones: configs, sounds: sounds, policy: policy, music: music)
         self.config = config
         daemon = Daemon(config: config, configPath: configPath, logger: Logger(minimum: .error))
         daemon.start()
@@ -105,3 +106,30 @@ final class TestDaemon {
     /// The left channel of a zone's output file (after `stop`).
     func left(_ zone: String) -> [Float] { Signals.channel(ALSATestRig.readS16(files[zone]!), 0, of: 2) }
 }
+
+/// The real Subsonic test server started by `scripts/subsonic-server.sh start` (test.sh does it).
+enum TestSubsonic {
+    static var env: [String: String] {
+        let path = getenv("BATON_SUBSONIC_ENV").map { String(cString: $0) } ?? "/tmp/baton-subsonic.env"
+        guard let f = fopen(path, "r") else { return [:] }
+        defer { fclose(f) }
+        var out: [String: String] = [:]
+        var line = [CChar](repeating: 0, count: 1024)
+        while fgets(&line, 1024, f) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if let eq = text.firstIndex(of: "=") { out[String(text[..<eq])] = String(text[text.index(after: eq)...]) }
+        }
+        return out
+    }
+
+    /// The music section for the test server, or an error saying how to start it.
+    static func music(format: SubsonicConfig.StreamFormat = .raw, retry: Duration = .seconds(20)) throws -> MusicConfig {
+        let e = env
+        guard let url = e["url"], let user = e["user"], let password = e["password-file"] else {
+            throw TestSetupError(message: "no Subsonic test server: run scripts/subsonic-server.sh start (scripts/test.sh does)")
+        }
+        return MusicConfig(subsonic: .init(url: url, user: user, password: .file(password), format: format), retryLimit: retry)
+    }
+}
+
+struct TestSetupError: Error, CustomStringConvertible { var message: String; var description: String { message } }

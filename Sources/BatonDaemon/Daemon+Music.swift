@@ -1,0 +1,166 @@
+import Arbiter
+import AudioCore
+import BatonConfig
+import Engine
+import Glibc
+import Subsonic
+
+/// Music from the household's Subsonic server, through the same arbiter and slots as everything else.
+struct MusicContext: Sendable {
+    let config: MusicConfig
+    let client: SubsonicClient
+    let resampler: ResamplerKind
+
+    /// The client for `music.subsonic`, with the password read from its file or environment variable.
+    static func make(_ config: BatonConfiguration) -> Result<MusicContext, Daemon.RequestError> {
+        guard let music = config.music else {
+            return .failure(.init(status: 409, message: "no music server is configured (add a music: section, see docs/CONFIG.md)"))
+        }
+        let password: String
+        switch music.subsonic.password {
+        case .file(let path):
+            guard let secret = Service.readSecret(path) else {
+                return .failure(.init(status: 503, message: "music.subsonic.password-file \(path): cannot read: \(String(cString: strerror(errno)))"))
+            }
+            password = secret
+        case .environment(let name):
+            guard let value = getenv(name) else {
+                return .failure(.init(status: 503, message: "music.subsonic.password-env: \(name) is not set"))
+            }
+            password = String(cString: value)
+        }
+        let client = SubsonicClient(config: Subsonic.SubsonicConfig(
+            url: music.subsonic.url, user: music.subsonic.user, password: password,
+            format: music.subsonic.format.rawValue, maxBitRate: music.subsonic.format == .raw ? nil : music.subsonic.maxBitrate))
+        let kind = ResamplerKind(rawValue: config.resampler.music.rawValue) ?? .musicDefault
+        return .success(MusicContext(config: music, client: client, resampler: kind))
+    }
+}
+
+extension Daemon {
+    /// What to play from the server; exactly one is set.
+    public struct MusicSelection: Sendable, Equatable {
+        public var album: String?
+        public var playlist: String?
+        public var songs: [String]?
+        public var search: String?
+        public var random: Int?
+
+        public init(album: String? = nil, playlist: String? = nil, songs: [String]? = nil, search: String? = nil, random: Int? = nil) {
+            self.album = album
+            self.playlist = playlist
+            self.songs = songs
+            self.search = search
+            self.random = random
+        }
+    }
+
+    /// Resolves `selection` on the server and plays it as music (class `music`, permanent) on `zones`
+    /// (empty: `music.zones`). Blocking (it asks the server): any thread but an output thread.
+    public func playFromServer(_ selection: MusicSelection, zones requested: [String]) throws(RequestError) -> (id: String, outcome: Outcome, skipped: [String]) {
+        let music: MusicContext
+        switch MusicContext.make(config) {
+        case .success(let m): music = m
+        case .failure(let e): throw e
+        }
+        let count = [selection.album != nil, selection.playlist != nil, selection.songs != nil, selection.search != nil,
+                     selection.random != nil].filter { $0 }.count
+        guard count == 1 else {
+            throw RequestError(status: 400, message: "give exactly one of sound, album, playlist, songs, search, random")
+        }
+        let songs: [Song]
+        do {
+            if let id = selection.album {
+                songs = try music.client.album(id: id).songs
+            } else if let id = selection.playlist {
+                songs = try music.client.playlist(id: id).entries
+            } else if let ids = selection.songs {
+                var list: [Song] = []
+                for id in ids { list.append(try music.client.song(id: id)) }
+                songs = list
+            } else if let text = selection.search {
+                songs = try music.client.search(text, artistCount: 0, albumCount: 0, songCount: 50).songs
+            } else {
+                songs = try music.client.randomSongs(size: max(1, min(selection.random ?? 10, 500)))
+            }
+        } catch {
+            let notFound: Bool
+            if case .api(let code, _) = error { notFound = code == 70 } else { notFound = false }
+            throw RequestError(status: notFound ? 404 : 502, message: "music server: \(error)")
+        }
+        guard !songs.isEmpty else { throw RequestError(status: 404, message: "nothing to play: the selection has no songs") }
+        return try startSongs(songs, zones: requested.isEmpty ? music.config.zones : requested)
+    }
+
+    /// Plays resolved songs on zones through the arbiter. Any thread.
+    func startSongs(_ songs: [Song], zones requested: [String]) throws(RequestError) -> (id: String, outcome: Outcome, skipped: [String]) {
+        let table = self.zones
+        var zones = table.names
+        switch expandZones(requested) {
+        case .success(let names): zones = names
+        case .failure(let error): throw RequestError(status: 404, message: error.description)
+        }
+        let available = zones.filter { table.zone($0)!.device.snapshot().available }
+        guard !available.isEmpty else { throw RequestError(status: 503, message: "no requested zone is available") }
+        let parts = available.map { z in Playback.ZonePart(zone: z, samples: [], channels: table.zone(z)!.channels) }
+        return try state.withLock { (s: inout State) throws(RequestError) in
+            let id = SourceID("music-\(s.nextID)")
+            s.nextID += 1
+            let p = Playback(id: id, sourceClass: .music, sound: songs[0].title, loop: false, volume: 1, parts: parts)
+            p.songs = songs
+            p.skipped = zones.filter { !available.contains($0) }
+            s.playbacks[id] = p
+            let effects = s.arbiter.handle(.request(Request(source: id, sourceClass: .music, zones: available.map { ZoneID($0) })), at: .now)
+            apply(effects, &s)
+            let granted = effects.contains { if case .granted(let g, _) = $0.action { return g == id } else { return false } }
+            return (id.rawValue, granted ? .playing : .queued, p.skipped)
+        }
+    }
+
+    /// Starts a streamer for `p` at song `index` over its current slots. Under the lock.
+    func startStreamer(_ p: Playback, at index: Int) {
+        guard case .success(let music) = MusicContext.make(config) else {
+            logger.error("music: \(p.id): no usable music server configuration")
+            return
+        }
+        let targets = p.parts.compactMap { part -> MusicStreamer.Target? in
+            guard let slot = part.slot, let zone = output(part.zone) else { return nil }
+            return MusicStreamer.Target(zone: part.zone, slot: slot, mixer: zone.mixer, rate: zone.rate, channels: zone.channels)
+        }
+        let streamer = MusicStreamer(songs: p.songs, startAt: index, targets: targets, client: music.client,
+                                     resampler: music.resampler, retryLimit: music.config.retryLimit, logger: logger)
+        p.streamer = streamer
+        streamer.start()
+    }
+
+    /// Skips `by` tracks (1: next, -1: previous) in the newest music source. Any thread.
+    public func skip(by offset: Int) throws(RequestError) -> String {
+        try state.withLock { (s: inout State) throws(RequestError) in
+            guard let p = s.playbacks.values.filter({ !$0.songs.isEmpty && $0.streamer != nil }).max(by: { $0.id < $1.id }),
+                  let streamer = p.streamer else {
+                throw RequestError(status: 404, message: "no music from the server is playing")
+            }
+            let current = streamer.nowPlaying()?.index ?? p.startIndex
+            let index = current + offset
+            guard index >= 0 && index < p.songs.count else {
+                throw RequestError(status: 409, message: offset > 0 ? "already at the last track" : "already at the first track")
+            }
+            // The old streamer gives up its slots; the source goes on in fresh ones from the new track.
+            let releaseNow = streamer.cancel()
+            for part in p.parts {
+                if releaseNow, let slot = part.slot { output(part.zone)?.mixer.release(slot) }
+                part.slot = nil
+                let audible = s.arbiter.state(of: p.id)?.isAudible ?? false
+                if let slot = output(part.zone)?.mixer.claimSlot(gain: audible ? target(p, zone: part.zone, s) : 0) {
+                    if !audible { slot.pause() }
+                    part.slot = slot
+                }
+            }
+            p.startIndex = index
+            startStreamer(p, at: index)
+            apply(s.arbiter.user(.change, on: p.id, at: .now), &s)
+            events.publish(type: "track", source: p.id.rawValue, zones: p.zones, reason: "skipped to \(p.songs[index].title)")
+            return p.id.rawValue
+        }
+    }
+}

@@ -1,0 +1,238 @@
+import AudioCore
+import Engine
+import Glibc
+import Media
+import Subsonic
+import Synchronization
+
+/// Streams a queue of Subsonic songs into a music source's slots: for each track a network thread
+/// fills a `StreamBuffer` (reconnecting with `Range` after a transient failure), and this streamer's
+/// own thread decodes, maps channels, resamples to each zone's rate and writes into the slot rings,
+/// waiting while they are full. Consecutive tracks go into the same rings with nothing in between:
+/// gapless. When the source is paused or interrupted the output threads stop reading, the rings
+/// fill, this thread waits, the byte buffer fills, and the network thread waits: memory per stream
+/// stays bounded (rings of 0.5 s per zone + 256 KiB of bytes).
+///
+/// Thread: created and cancelled by the control thread; runs on its own thread; never takes the
+/// daemon lock. It owns its slots once started and releases them when it ends after a cancel.
+final class MusicStreamer: @unchecked Sendable {
+    // @unchecked: `targets` and `songs` are immutable after init; mutable state is in `progress`
+    // (a mutex) and `cancelled` (an atomic).
+    struct Target {
+        let zone: String
+        let slot: SourceSlot
+        let mixer: ZoneMixer
+        let rate: Int
+        let channels: Int
+    }
+
+    struct Progress: Sendable {
+        /// Where each started track begins, in frames of the first zone's slot.
+        var trackStarts: [(index: Int, frame: Int)] = []
+        var error: String?
+        var retrying: String?
+        var finished = false
+    }
+
+    let songs: [Song]
+    let firstIndex: Int
+    private let targets: [Target]
+    private let client: SubsonicClient
+    private let resampler: ResamplerKind
+    private let retryLimit: Duration
+    private let logger: Logger
+    private let cancelled = Atomic<Bool>(false)
+    /// Set by whichever comes second of "the thread ended" and "cancel was called" (see `cancel`).
+    private let ended = Atomic<Bool>(false)
+    private let progressState = Mutex(Progress())
+    private let currentBuffer = Mutex<StreamBuffer?>(nil)
+
+    init(songs: [Song], startAt: Int, targets: [Target], client: SubsonicClient, resampler: ResamplerKind,
+         retryLimit: Duration, logger: Logger) {
+        self.songs = songs
+        firstIndex = startAt
+        self.targets = targets
+        self.client = client
+        self.resampler = resampler
+        self.retryLimit = retryLimit
+        self.logger = logger
+    }
+
+    var progress: Progress { progressState.withLock { $0 } }
+
+    /// The track audible now in the first zone and the position in it (seconds).
+    func nowPlaying() -> (index: Int, seconds: Double)? {
+        guard let first = targets.first else { return nil }
+        let consumed = first.slot.framesConsumed
+        let starts = progress.trackStarts
+        guard let current = starts.last(where: { $0.frame <= consumed }) ?? starts.first else { return nil }
+        return (current.index, Double(max(0, consumed - current.frame)) / Double(first.rate))
+    }
+
+    func start() { _ = startThread { [self] in run() } }
+
+    /// Stops streaming. Returns true when the thread has already ended, so the caller releases the
+    /// slots; false when the thread still runs and will release them itself. Control thread.
+    func cancel() -> Bool {
+        cancelled.store(true, ordering: .releasing)
+        currentBuffer.withLock { $0?.cancel() }
+        return ended.exchange(true, ordering: .acquiringAndReleasing)
+    }
+
+    private var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+    private func run() {
+        var written = 0  // frames written into the first zone's slot
+        var index = firstIndex
+        while index < songs.count && !isCancelled {
+            let song = songs[index]
+            progressState.withLock { $0.trackStarts.append((index, written)) }
+            do {
+                written += try play(song)
+            } catch {
+                if isCancelled { break }
+                logger.error("music: \(song.title) (\(song.id)): \(error)")
+                progressState.withLock { $0.error = "\(song.title): \(error)" }
+            }
+            index += 1
+        }
+        progressState.withLock { $0.finished = !isCancelled }
+        if ended.exchange(true, ordering: .acquiringAndReleasing) {
+            // cancel() came first and left the slots to this thread.
+            for t in targets { t.mixer.release(t.slot) }
+        } else {
+            for t in targets { t.slot.finish() }
+        }
+    }
+
+    /// Streams one song into the rings; returns the frames written per zone (first zone).
+    private func play(_ song: Song) throws -> Int {
+        let buffer = StreamBuffer()
+        currentBuffer.withLock { $0 = buffer }
+        let contentType = ContentTypeBox()
+        let network = startThread { [self] in fetch(song, into: buffer, contentType: contentType) }
+        defer {
+            buffer.cancel()
+            pthread_join(network, nil)
+        }
+        // Wait for the answer's content type (or the end of the transfer).
+        while !contentType.isSet && !isCancelled { usleep(2_000) }
+        if isCancelled { return 0 }
+        let type = contentType.value
+        let decoder = try StreamDecoders.make(contentType: type, source: buffer, name: song.title)
+        var converters: [(any Resampler)?] = []
+        for t in targets {
+            converters.append(decoder.rate == t.rate ? nil
+                : try makeResampler(resampler, inputRate: decoder.rate, outputRate: t.rate, channels: t.channels))
+        }
+        let block = 2_048
+        var decoded = [Float](repeating: 0, count: block * decoder.channels)
+        var out = [Float](repeating: 0, count: (block * 2 + 64) * 8)
+        var firstZoneFrames = 0
+        while !isCancelled {
+            let n = try decoded.withUnsafeMutableBufferPointer { try decoder.read(into: $0) }
+            let done = n == 0
+            for (k, t) in targets.enumerated() {
+                let mapped = mapChannels(Array(decoded[0..<(n * decoder.channels)]), from: decoder.channels, to: t.channels)
+                var frames = mapped
+                if let c = converters[k] {
+                    var produced = 0
+                    try mapped.withUnsafeBufferPointer { input in
+                        try out.withUnsafeMutableBufferPointer { output in
+                            if done {
+                                while true {
+                                    let p = try c.flush(output: UnsafeMutableBufferPointer(rebasing: output[(produced * t.channels)...]))
+                                    if p == 0 || (produced + p + 64) * t.channels > output.count { produced += p; break }
+                                    produced += p
+                                }
+                            } else {
+                                var offset = 0
+                                while offset < input.count {
+                                    let r = try c.process(input: UnsafeBufferPointer(rebasing: input[offset...]),
+                                                          output: UnsafeMutableBufferPointer(rebasing: output[(produced * t.channels)...]))
+                                    offset += r.consumed * t.channels
+                                    produced += r.produced
+                                    if r.consumed == 0 && r.produced == 0 { break }
+                                }
+                            }
+                        }
+                    }
+                    frames = Array(out[0..<(produced * t.channels)])
+                }
+                if !push(frames, into: t) { return firstZoneFrames }
+                if k == 0 { firstZoneFrames += frames.count / t.channels }
+            }
+            if done { break }
+        }
+        return firstZoneFrames
+    }
+
+    /// Writes all of `samples` into the slot's ring, waiting for room. False when cancelled.
+    private func push(_ samples: [Float], into t: Target) -> Bool {
+        var offset = 0
+        while offset < samples.count {
+            if isCancelled { return false }
+            let n = samples[offset...].withUnsafeBufferPointer { t.slot.ring.write($0.baseAddress!, count: $0.count) }
+            offset += n
+            if n == 0 { usleep(2_000) }
+        }
+        return true
+    }
+
+    /// The network thread: streams the song into `buffer`, resuming after transient failures with
+    /// `Range` (or by skipping what was already received when the server answers from the start),
+    /// until `retryLimit` passes without progress.
+    private func fetch(_ song: Song, into buffer: StreamBuffer, contentType: ContentTypeBox) {
+        var received: Int64 = 0
+        var failingSince: ContinuousClock.Instant?
+        var backoff = Duration.milliseconds(250)
+        while !buffer.isCancelled {
+            do {
+                let request = try client.streamRequest(id: song.id, offsetBytes: received)
+                var skip: Int64 = 0
+                try client.stream(request, onResponse: { r in
+                    // A server that ignores Range answers from byte 0: skip what the decoder already has.
+                    skip = r.status == 206 ? 0 : received
+                    contentType.set(r.contentType)
+                }, onData: { chunk in
+                    var bytes = chunk
+                    if skip > 0 {
+                        let drop = Int(min(skip, Int64(bytes.count)))
+                        skip -= Int64(drop)
+                        bytes = UnsafeRawBufferPointer(rebasing: bytes[drop...])
+                    }
+                    guard buffer.write(bytes) else { return false }
+                    received += Int64(bytes.count)
+                    failingSince = nil
+                    self.progressState.withLock { $0.retrying = nil }
+                    return true
+                })
+                buffer.finish()
+                contentType.set(nil)
+                return
+            } catch {
+                if buffer.isCancelled { return }
+                let start = failingSince ?? .now
+                failingSince = start
+                guard error.isTransient, ContinuousClock.now - start < retryLimit else {
+                    buffer.fail(ByteSourceError(message: "\(error)"))
+                    contentType.set(nil)
+                    return
+                }
+                progressState.withLock { $0.retrying = "\(error)" }
+                logger.warning("music: \(song.title): \(error); retrying at byte \(received)")
+                let (s, a) = backoff.components
+                usleep(UInt32(s) * 1_000_000 + UInt32(a / 1_000_000_000_000))
+                backoff = min(backoff * 2, .seconds(4))
+            }
+        }
+    }
+}
+
+/// The content type of a stream's answer, set once by the network thread (nil inside: none given).
+final class ContentTypeBox: Sendable {
+    private let state = Mutex<(set: Bool, value: String?)>((false, nil))
+    func set(_ value: String?) { state.withLock { if !$0.set { $0 = (true, value) } } }
+    var isSet: Bool { state.withLock { $0.set } }
+    var value: String? { state.withLock { $0.value } }
+}

@@ -1,0 +1,85 @@
+import AudioCore
+import Glibc
+import Synchronization
+
+/// A bounded byte buffer between a track's network thread (writer) and its decoder thread (reader):
+/// the back-pressure point of the music pipeline. When it is full the writer waits inside libcurl's
+/// write callback, so TCP holds the server back and memory stays bounded at `capacity` bytes.
+///
+/// Thread: one writer thread, one reader thread; both may block (never an output thread).
+final class StreamBuffer: ByteSource, Sendable {
+    private struct State {
+        var bytes: [UInt8] = []
+        var head = 0
+        var finished = false
+        var failure: ByteSourceError?
+    }
+
+    let capacity: Int
+    private let state = Mutex(State())
+    private let cancelled: Atomic<Bool>
+
+    init(capacity: Int = 256 * 1024) {
+        self.capacity = capacity
+        self.cancelled = Atomic(false)
+    }
+
+    /// Stops both sides: the writer's next `write` returns false, the reader's `read` throws.
+    func cancel() { cancelled.store(true, ordering: .releasing) }
+    var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+    /// Appends `chunk`, waiting while the buffer is full. False when cancelled. Writer thread.
+    func write(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while offset < chunk.count {
+            if isCancelled { return false }
+            let n = state.withLock { s -> Int in
+                if s.head > 0 && s.head >= s.bytes.count / 2 {
+                    s.bytes.removeFirst(s.head)
+                    s.head = 0
+                }
+                let room = capacity - (s.bytes.count - s.head)
+                let n = min(room, chunk.count - offset)
+                if n > 0 { s.bytes.append(contentsOf: chunk[offset..<(offset + n)]) }
+                return n
+            }
+            offset += n
+            if n == 0 { usleep(2_000) }
+        }
+        return true
+    }
+
+    /// No more bytes will come. Writer thread.
+    func finish() { state.withLock { $0.finished = true } }
+
+    /// The transfer failed for good; the reader gets `error` once the buffered bytes are read.
+    func fail(_ error: ByteSourceError) { state.withLock { $0.failure = error } }
+
+    /// Bytes buffered and not yet read. Any thread.
+    var buffered: Int { state.withLock { $0.bytes.count - $0.head } }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(ByteSourceError) -> Int {
+        while true {
+            if isCancelled { throw ByteSourceError(message: "stream cancelled", cancelled: true) }
+            let result: Result<Int, ByteSourceError>? = state.withLock { s in
+                let available = s.bytes.count - s.head
+                if available > 0 {
+                    let n = min(available, buffer.count)
+                    s.bytes.withUnsafeBytes { src in
+                        buffer.baseAddress!.copyMemory(from: src.baseAddress! + s.head, byteCount: n)
+                    }
+                    s.head += n
+                    return .success(n)
+                }
+                if let failure = s.failure { return .failure(failure) }
+                if s.finished { return .success(0) }
+                return nil
+            }
+            switch result {
+            case .success(let n)?: return n
+            case .failure(let e)?: throw e
+            case nil: usleep(2_000)
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import BatonConfig
+import BatonTesting
+import FoundationEssentials
+import Glibc
+import Testing
+@testable import BatonDaemon
+
+/// Music streamed from the real Subsonic test server (Supysonic on 127.0.0.1) through the pipeline:
+/// libcurl → decoder → resampler → slot ring → output thread → ALSA file PCM.
+@Suite(.serialized) struct MusicTests {
+    func level(_ s: [Float], _ at: Int, _ hz: Double, frames: Int = 4_410) -> Double {
+        guard at >= 0, at + frames <= s.count else { return -1 }
+        return Signals.windowedToneLevel(s[at..<(at + frames)], frequency: hz, rate: 44_100)
+    }
+
+    func position(_ t: TestDaemon, _ id: String) -> Double {
+        (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0
+    }
+
+    /// A FLAC track streamed raw and an Opus transcode both play their tone in the zone's file, and
+    /// status names the track.
+    @Test(arguments: [SubsonicConfig.StreamFormat.raw, .opus])
+    func playsATrackFromTheServer(format: SubsonicConfig.StreamFormat) throws {
+        let t = try TestDaemon(music: try TestSubsonic.music(format: format))
+        let r = try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#)
+        #expect(r.status == 202, "\(r.object)")
+        let id = try #require(r.object["id"])
+        #expect(waitUntil(seconds: 15) { position(t, id) > 1.0 })
+        let source = try #require(try t.status().sources.first { $0.id == id })
+        #expect(source.track?.title.hasPrefix("Tone 440") == true)
+        #expect(source.state == "playing")
+        let granted = try #require(t.waitForEvent("granted", source: id))
+        t.stop()
+        let out = t.left("kitchen")
+        let start = try #require(granted.zoneFrames?["kitchen"])
+        let at = try #require(Signals.onset(Array(out[start...]), threshold: 0.01)) + start + 4_410
+        #expect(level(out, at, 440) > 0.05, "440 Hz in the kitchen (\(format))")
+        #expect(level(out, at, 550) < 0.01)
+    }
+
+    /// The seed scenario with server music: the doorbell interrupts the track (state interrupted,
+    /// position frozen), and it resumes where it was cut with `ended(shouldResume: true)`.
+    @Test func doorbellInterruptsServerMusic() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
+        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        let began = try #require(t.waitForEvent("interruption-began", source: id))
+        #expect(waitUntil { (try? t.status().zones[0].sources.first { $0.source == id }?.paused) == true })
+        let frozen = position(t, id)
+        #expect(try t.status().sources.first { $0.id == id }?.state == "interrupted")
+        usleep(150_000)
+        #expect(abs(position(t, id) - frozen) < 0.0001, "the position does not move while interrupted")
+        let ended = try #require(t.waitForEvent("interruption-ended", source: id))
+        #expect(ended.shouldResume == true)
+        #expect(waitUntil { position(t, id) > frozen + 0.2 })
+        #expect(try t.status().sources.first { $0.id == id }?.track?.title.hasPrefix("Tone 440") == true, "the same track goes on")
+        t.stop()
+        let out = t.left("kitchen")
+        let cut = try #require(began.zoneFrames?["kitchen"]), back = try #require(ended.zoneFrames?["kitchen"])
+        #expect(level(out, cut - 4_410, 440) > 0.05, "music before")
+        #expect(level(out, cut + 882, 440, frames: 4_410) < 0.01, "silent during the doorbell")
+        #expect(level(out, back + 882, 440) > 0.05, "music after")
+    }
+
+    /// `next` moves to the following track of the queue: its tone replaces the first one.
+    @Test func nextPlaysTheFollowingTrack() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Tone", "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
+        let first = try #require(try t.status().sources.first { $0.id == id }?.track?.title)
+        #expect(try t.request("POST", "/api/v1/music/next").status == 200)
+        #expect(waitUntil(seconds: 15) { (try? t.status().sources.first { $0.id == id }?.track?.title) != first && position(t, id) > 0.3 })
+        let second = try #require(try t.status().sources.first { $0.id == id })
+        #expect(second.trackIndex == 1)
+        #expect(second.queueLength ?? 0 >= 2)
+        t.stop()
+    }
+
+    /// Without a music section, asking for server music is a clear 409; an unknown album is a 404.
+    @Test func serverMusicErrorsAreClear() throws {
+        let t = try TestDaemon()
+        let none = try t.request("POST", "/api/v1/music/play", #"{"album": "x"}"#)
+        #expect(none.status == 409)
+        #expect(none.text.contains("no music server is configured"))
+        t.stop()
+        let m = try TestDaemon(music: try TestSubsonic.music())
+        defer { m.stop() }
+        let missing = try m.request("POST", "/api/v1/music/play", #"{"album": "00000000-0000-0000-0000-000000000000"}"#)
+        #expect(missing.status == 404, "\(missing.text)")
+        let two = try m.request("POST", "/api/v1/music/play", #"{"album": "a", "search": "b"}"#)
+        #expect(two.status == 400)
+    }
+}
