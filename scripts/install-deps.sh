@@ -9,7 +9,7 @@ build=(pkg-config libasound2-dev libsamplerate0-dev libsoxr-dev libopus-dev libo
 runtime=(alsa-utils)
 # Only the test suite needs these.
 # (ffmpeg makes the Subsonic test library and transcodes for the test server; python3-venv hosts it.)
-testing=(sox ffmpeg python3-venv)
+testing=(sox ffmpeg python3-venv chromium)
 
 want=("${build[@]}" "${runtime[@]}")
 if [ "${1:-}" = "--test" ]; then want+=("${testing[@]}"); fi

@@ -1,4 +1,5 @@
 import BatonConfig
+import Subsonic
 import BatonTesting
 import FoundationEssentials
 import Glibc
@@ -19,8 +20,8 @@ import Testing
 
     /// A FLAC track streamed raw and an Opus transcode both play their tone in the zone's file, and
     /// status names the track.
-    @Test(arguments: [SubsonicConfig.StreamFormat.raw, .opus])
-    func playsATrackFromTheServer(format: SubsonicConfig.StreamFormat) throws {
+    @Test(arguments: [BatonConfig.SubsonicConfig.StreamFormat.raw, .opus])
+    func playsATrackFromTheServer(format: BatonConfig.SubsonicConfig.StreamFormat) throws {
         let t = try TestDaemon(music: try TestSubsonic.music(format: format))
         let r = try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#)
         #expect(r.status == 202, "\(r.object)")
@@ -90,5 +91,62 @@ import Testing
         #expect(missing.status == 404, "\(missing.text)")
         let two = try m.request("POST", "/api/v1/music/play", #"{"album": "a", "search": "b"}"#)
         #expect(two.status == 400)
+    }
+}
+
+extension MusicTests {
+    /// An album cut from one continuous tone plays with no gap at the track joint: no silence, no
+    /// jump larger than the tone's own slope, full level in every 10 ms around the joint.
+    @Test func gaplessAlbumHasNoJoint() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        guard case .success(let music) = MusicContext.make(t.daemon.config) else { throw TestSetupError(message: "no music config") }
+        let album = try #require(try music.client.search("Gapless", artistCount: 0, albumCount: 5, songCount: 0).albums.first { $0.name == "Gapless" })
+        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"album": "\#(album.id)", "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { position(t, id) > 0.2 })
+        #expect(try t.status().sources.first { $0.id == id }?.track?.title == "Gapless Part 1")
+        #expect(waitUntil(seconds: 20) { (try? t.status().sources.first { $0.id == id }?.trackIndex) == 1 && position(t, id) > 0.3 })
+        #expect(try t.status().sources.first { $0.id == id }?.track?.title == "Gapless Part 2")
+        let granted = try #require(t.waitForEvent("granted", source: id))
+        t.stop()
+        let out = t.left("kitchen")
+        let g = try #require(granted.zoneFrames?["kitchen"])
+        let start = try #require(Signals.onset(Array(out[g...]), threshold: 0.0001)) + g
+        let joint = start + 220_537   // the first cut, in samples of the 44.1 kHz source = zone frames
+        let slope = Float(2 * Double.pi * 500 / 44_100) * 0.13 + 2 / 32_768
+        var zeros = 0, worst: Float = 0
+        for i in (joint - 4_410)..<(joint + 4_410) {
+            worst = max(worst, abs(out[i] - out[i - 1]))
+            zeros = out[i] == 0 ? zeros + 1 : 0
+            #expect(zeros < 3, "silence at frame \(i) (joint at \(joint))")
+            if zeros >= 3 { break }
+        }
+        #expect(worst <= slope, "largest step \(worst) near the joint, the tone's own \(slope)")
+        for at in stride(from: joint - 2_205, to: joint + 2_205, by: 441) {
+            #expect(level(out, at, 500, frames: 441) > 0.08, "tone at frame \(at)")
+        }
+    }
+
+    /// The server killed mid-track and restarted: the stream resumes at the exact byte with Range,
+    /// the music goes on without an error, and the tone in the file never breaks.
+    @Test func serverKilledMidTrackResumes() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music(envPath: TestSubsonic.faultsEnv))
+        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { position(t, id) > 1.0 })
+        let killedAt = try #require(t.daemon.output("kitchen")?.device.snapshot().framesPlayed)
+        let script = TestDaemon.repoRoot + "/scripts/subsonic-server.sh"
+        let restart = Subprocess.run("/bin/bash", [script, "restart-server-only"],
+                                     environment: ["BATON_SUBSONIC_PORT": "4534", "BATON_SUBSONIC_ENV": TestSubsonic.faultsEnv],
+                                     seconds: 60)
+        #expect(restart.status == 0, "\(restart.output)")
+        let before = position(t, id)
+        #expect(waitUntil(seconds: 20) { position(t, id) > before + 3 }, "played on well past what was buffered")
+        let s = try #require(try t.status().sources.first { $0.id == id })
+        #expect(s.streamError == nil)
+        #expect(s.state == "playing")
+        t.stop()
+        let out = t.left("kitchen")
+        for at in stride(from: killedAt, to: killedAt + 44_100 * 3, by: 4_410) {
+            #expect(level(out, at, 330) > 0.05, "tone at frame \(at)")
+        }
     }
 }

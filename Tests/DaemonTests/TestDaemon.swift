@@ -109,8 +109,11 @@ final class TestDaemon {
 
 /// The real Subsonic test server started by `scripts/subsonic-server.sh start` (test.sh does it).
 enum TestSubsonic {
-    static var env: [String: String] {
-        let path = getenv("BATON_SUBSONIC_ENV").map { String(cString: $0) } ?? "/tmp/baton-subsonic.env"
+    static let mainEnv = getenv("BATON_SUBSONIC_ENV").map { String(cString: $0) } ?? "/tmp/baton-subsonic.env"
+    /// The second server that fault tests kill (see scripts/test.sh).
+    static let faultsEnv = "/tmp/baton-subsonic-faults.env"
+
+    static func env(_ path: String = mainEnv) -> [String: String] {
         guard let f = fopen(path, "r") else { return [:] }
         defer { fclose(f) }
         var out: [String: String] = [:]
@@ -123,10 +126,11 @@ enum TestSubsonic {
     }
 
     /// The music section for the test server, or an error saying how to start it.
-    static func music(format: SubsonicConfig.StreamFormat = .raw, retry: Duration = .seconds(20)) throws -> MusicConfig {
-        let e = env
+    static func music(format: SubsonicConfig.StreamFormat = .raw, retry: Duration = .seconds(20),
+                      envPath: String = mainEnv) throws -> MusicConfig {
+        let e = env(envPath)
         guard let url = e["url"], let user = e["user"], let password = e["password-file"] else {
-            throw TestSetupError(message: "no Subsonic test server: run scripts/subsonic-server.sh start (scripts/test.sh does)")
+            throw TestSetupError(message: "no Subsonic test server at \(envPath): run scripts/subsonic-server.sh start (scripts/test.sh does)")
         }
         return MusicConfig(subsonic: .init(url: url, user: user, password: .file(password), format: format), retryLimit: retry)
     }

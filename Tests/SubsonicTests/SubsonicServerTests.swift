@@ -254,7 +254,7 @@ import Testing
     /// The server killed mid-transfer: curl reports the early close (transient); after a restart the same
     /// ID resumes with Range to a byte-identical file.
     @Test func resumesAfterTheServerDiesMidTransfer() throws {
-        let server = try TestServer.current()
+        let server = try TestServer.current(envPath: TestServer.faultsEnvPath)
         let client = server.client()
         let song = try server.album("Large", client: client).songs[0]
         let file = try #require(readFile(server.music + "/Large/01 Long Tone 330.wav"))
@@ -288,7 +288,9 @@ import Testing
 
     private func restartServer() {
         let script = TestServer.repositoryRoot + "/scripts/subsonic-server.sh"
-        let result = Subprocess.run("/bin/bash", [script, "restart-server-only"], seconds: 60)
+        let result = Subprocess.run("/bin/bash", [script, "restart-server-only"],
+                                    environment: ["BATON_SUBSONIC_PORT": TestServer.faultsPort,
+                                                  "BATON_SUBSONIC_ENV": TestServer.faultsEnvPath], seconds: 60)
         #expect(result.status == 0, "restart-server-only failed: \(result.output)")
     }
 }

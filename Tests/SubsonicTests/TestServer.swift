@@ -9,6 +9,10 @@ struct TestServer {
     }
 
     static let envPath = getenv("BATON_SUBSONIC_ENV").map { String(cString: $0) } ?? "/tmp/baton-subsonic.env"
+    /// A second server that fault tests kill and restart, so they never disturb tests running in
+    /// parallel against the first (`BATON_SUBSONIC_PORT=4534 BATON_SUBSONIC_ENV=… scripts/subsonic-server.sh start`).
+    static let faultsEnvPath = "/tmp/baton-subsonic-faults.env"
+    static let faultsPort = "4534"
 
     let url: String
     let user: String
@@ -17,7 +21,7 @@ struct TestServer {
     let pid: Int32
 
     /// Reads the env file; throws ``Missing`` (failing the test) when the server was not started.
-    static func current() throws -> TestServer {
+    static func current(envPath: String = TestServer.envPath) throws -> TestServer {
         guard let text = readText(envPath) else {
             throw Missing(description: "no Subsonic test server (\(envPath) is missing): run "
                               + "`scripts/subsonic-server.sh start` first")
