@@ -7,12 +7,18 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test || exit 1
 swift build --build-tests || exit 1
 # The real Subsonic server the music tests stream from (Supysonic on 127.0.0.1, library made by ffmpeg).
-# A second one on another port for the fault tests, which kill and restart it.
-scripts/subsonic-server.sh start || exit 1
-BATON_SUBSONIC_PORT=4534 BATON_SUBSONIC_ENV=/tmp/baton-subsonic-faults.env scripts/subsonic-server.sh start || exit 1
+# Two more on other ports for the fault tests (the client's and the daemon's), which kill and
+# restart theirs, so tests running in parallel against the first are never disturbed.
+servers=("4533 /tmp/baton-subsonic.env" "4534 /tmp/baton-subsonic-faults.env" "4535 /tmp/baton-subsonic-daemon-faults.env")
+for s in "${servers[@]}"; do
+  set -- $s
+  BATON_SUBSONIC_PORT=$1 BATON_SUBSONIC_ENV=$2 scripts/subsonic-server.sh start || exit 1
+done
 stop_servers() {
-  scripts/subsonic-server.sh stop >/dev/null 2>&1 || true
-  BATON_SUBSONIC_PORT=4534 BATON_SUBSONIC_ENV=/tmp/baton-subsonic-faults.env scripts/subsonic-server.sh stop >/dev/null 2>&1 || true
+  for s in "${servers[@]}"; do
+    set -- $s
+    BATON_SUBSONIC_PORT=$1 BATON_SUBSONIC_ENV=$2 scripts/subsonic-server.sh stop >/dev/null 2>&1 || true
+  done
 }
 trap stop_servers EXIT
 swift test --skip-build 2>&1 | tee .build/test.log | grep --line-buffered -vE '^(◇|↳ (Testing Library|Target Platform))'

@@ -135,7 +135,8 @@ public struct API: Sendable {
         do {
             let selection = Daemon.MusicSelection(album: body.album, playlist: body.playlist, songs: body.songs,
                                                   search: body.search, random: body.random)
-            let result = try daemon.playFromServer(selection, zones: body.zones ?? [])
+            if body.loop != nil { return .error(400, "loop applies to a local sound, not to music from the server") }
+            let result = try daemon.playFromServer(selection, zones: body.zones ?? [], volume: body.volume ?? 1)
             return json(202, ["id": result.id, "status": result.outcome == .playing ? "playing" : "queued"])
         } catch {
             return .error(error.status, error.message)
@@ -163,7 +164,8 @@ public struct API: Sendable {
         }
         do {
             try daemon.setVolume(zone: zone, volume: body.volume)
-            return json(200, ["zone": zone, "volume": String(body.volume)])
+            struct Answer: Encodable { var zone: String; var volume: Float }
+            return json(200, Answer(zone: zone, volume: body.volume))
         } catch {
             return .error(error.status, error.message)
         }

@@ -57,7 +57,7 @@ extension Daemon {
 
     /// Resolves `selection` on the server and plays it as music (class `music`, permanent) on `zones`
     /// (empty: `music.zones`). Blocking (it asks the server): any thread but an output thread.
-    public func playFromServer(_ selection: MusicSelection, zones requested: [String]) throws(RequestError) -> (id: String, outcome: Outcome, skipped: [String]) {
+    public func playFromServer(_ selection: MusicSelection, zones requested: [String], volume: Float = 1) throws(RequestError) -> (id: String, outcome: Outcome, skipped: [String]) {
         let music: MusicContext
         switch MusicContext.make(config) {
         case .success(let m): music = m
@@ -89,11 +89,12 @@ extension Daemon {
             throw RequestError(status: notFound ? 404 : 502, message: "music server: \(error)")
         }
         guard !songs.isEmpty else { throw RequestError(status: 404, message: "nothing to play: the selection has no songs") }
-        return try startSongs(songs, zones: requested.isEmpty ? music.config.zones : requested)
+        guard volume.isFinite, (0...1).contains(volume) else { throw RequestError(status: 400, message: "volume must be between 0 and 1") }
+        return try startSongs(songs, zones: requested.isEmpty ? music.config.zones : requested, volume: volume)
     }
 
     /// Plays resolved songs on zones through the arbiter. Any thread.
-    func startSongs(_ songs: [Song], zones requested: [String]) throws(RequestError) -> (id: String, outcome: Outcome, skipped: [String]) {
+    func startSongs(_ songs: [Song], zones requested: [String], volume: Float = 1) throws(RequestError) -> (id: String, outcome: Outcome, skipped: [String]) {
         let table = self.zones
         var zones = table.names
         switch expandZones(requested) {
@@ -106,7 +107,7 @@ extension Daemon {
         return try state.withLock { (s: inout State) throws(RequestError) in
             let id = SourceID("music-\(s.nextID)")
             s.nextID += 1
-            let p = Playback(id: id, sourceClass: .music, sound: songs[0].title, loop: false, volume: 1, parts: parts)
+            let p = Playback(id: id, sourceClass: .music, sound: songs[0].title, loop: false, volume: volume, parts: parts)
             p.songs = songs
             p.skipped = zones.filter { !available.contains($0) }
             s.playbacks[id] = p

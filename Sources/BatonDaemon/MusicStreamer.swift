@@ -81,21 +81,52 @@ final class MusicStreamer: @unchecked Sendable {
 
     private var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
 
+    /// One track's transfer: its byte buffer, its network thread and the answer's content type.
+    private final class Fetch: @unchecked Sendable {
+        // @unchecked: immutable after init but for `thread`, set once right after init on the streamer thread.
+        let song: Song
+        let buffer = StreamBuffer()
+        let contentType = ContentTypeBox()
+        var thread: pthread_t?
+        init(song: Song) { self.song = song }
+    }
+
+    private func startFetch(_ song: Song) -> Fetch {
+        let fetch = Fetch(song: song)
+        fetch.thread = startThread { [self] in self.fetch(song, into: fetch.buffer, contentType: fetch.contentType) }
+        return fetch
+    }
+
+    private func end(_ fetch: Fetch) {
+        fetch.buffer.cancel()
+        if let t = fetch.thread { pthread_join(t, nil) }
+    }
+
     private func run() {
         var written = 0  // frames written into the first zone's slot
         var index = firstIndex
+        var next: Fetch? = nil
         while index < songs.count && !isCancelled {
             let song = songs[index]
             progressState.withLock { $0.trackStarts.append((index, written)) }
+            let fetch = next ?? startFetch(song)
+            next = nil
+            currentBuffer.withLock { $0 = fetch.buffer }
             do {
-                written += try play(song)
+                written += try play(fetch) {
+                    // Once this track's bytes are all here, fetch the next one, so it is ready at the joint.
+                    if next == nil && index + 1 < songs.count { next = startFetch(songs[index + 1]) }
+                }
             } catch {
-                if isCancelled { break }
-                logger.error("music: \(song.title) (\(song.id)): \(error)")
-                progressState.withLock { $0.error = "\(song.title): \(error)" }
+                if !isCancelled {
+                    logger.error("music: \(song.title) (\(song.id)): \(error)")
+                    progressState.withLock { $0.error = "\(song.title): \(error)" }
+                }
             }
+            end(fetch)
             index += 1
         }
+        if let next { end(next) }
         progressState.withLock { $0.finished = !isCancelled }
         if ended.exchange(true, ordering: .acquiringAndReleasing) {
             // cancel() came first and left the slots to this thread.
@@ -105,20 +136,14 @@ final class MusicStreamer: @unchecked Sendable {
         }
     }
 
-    /// Streams one song into the rings; returns the frames written per zone (first zone).
-    private func play(_ song: Song) throws -> Int {
-        let buffer = StreamBuffer()
-        currentBuffer.withLock { $0 = buffer }
-        let contentType = ContentTypeBox()
-        let network = startThread { [self] in fetch(song, into: buffer, contentType: contentType) }
-        defer {
-            buffer.cancel()
-            pthread_join(network, nil)
-        }
+    /// Streams one fetched song into the rings; returns the frames written (first zone).
+    /// `downloaded` is called (on this thread) once the song's transfer has completed.
+    private func play(_ fetch: Fetch, downloaded: () -> Void) throws -> Int {
+        let buffer = fetch.buffer, song = fetch.song
         // Wait for the answer's content type (or the end of the transfer).
-        while !contentType.isSet && !isCancelled { usleep(2_000) }
+        while !fetch.contentType.isSet && !isCancelled { usleep(2_000) }
         if isCancelled { return 0 }
-        let type = contentType.value
+        let type = fetch.contentType.value
         let decoder = try StreamDecoders.make(contentType: type, source: buffer, name: song.title)
         var converters: [(any Resampler)?] = []
         for t in targets {
@@ -131,6 +156,7 @@ final class MusicStreamer: @unchecked Sendable {
         var firstZoneFrames = 0
         while !isCancelled {
             let n = try decoded.withUnsafeMutableBufferPointer { try decoder.read(into: $0) }
+            if buffer.isComplete { downloaded() }
             let done = n == 0
             for (k, t) in targets.enumerated() {
                 let mapped = mapChannels(Array(decoded[0..<(n * decoder.channels)]), from: decoder.channels, to: t.channels)

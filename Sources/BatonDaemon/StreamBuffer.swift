@@ -55,6 +55,9 @@ final class StreamBuffer: ByteSource, Sendable {
     /// The transfer failed for good; the reader gets `error` once the buffered bytes are read.
     func fail(_ error: ByteSourceError) { state.withLock { $0.failure = error } }
 
+    /// True once the writer finished (every byte of the transfer is here). Any thread.
+    var isComplete: Bool { state.withLock { $0.finished } }
+
     /// Bytes buffered and not yet read. Any thread.
     var buffered: Int { state.withLock { $0.bytes.count - $0.head } }
 

@@ -7,7 +7,7 @@ import Synchronization
 /// process, so every test takes fresh PCM names from here instead of writing its own file.
 public enum ALSATestRig {
     /// How many file PCMs the rig defines.
-    public static let pcmCount = 64
+    public static let pcmCount = 256
     /// A PCM whose open fails with -ENOENT (its slave card does not exist).
     public static let missingPCM = "baton_missing"
 

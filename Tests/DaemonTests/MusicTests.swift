@@ -135,7 +135,7 @@ extension MusicTests {
         let killedAt = try #require(t.daemon.output("kitchen")?.device.snapshot().framesPlayed)
         let script = TestDaemon.repoRoot + "/scripts/subsonic-server.sh"
         let restart = Subprocess.run("/bin/bash", [script, "restart-server-only"],
-                                     environment: ["BATON_SUBSONIC_PORT": "4534", "BATON_SUBSONIC_ENV": TestSubsonic.faultsEnv],
+                                     environment: ["BATON_SUBSONIC_PORT": TestSubsonic.faultsPort, "BATON_SUBSONIC_ENV": TestSubsonic.faultsEnv],
                                      seconds: 60)
         #expect(restart.status == 0, "\(restart.output)")
         let before = position(t, id)

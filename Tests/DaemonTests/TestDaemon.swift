@@ -110,8 +110,9 @@ final class TestDaemon {
 /// The real Subsonic test server started by `scripts/subsonic-server.sh start` (test.sh does it).
 enum TestSubsonic {
     static let mainEnv = getenv("BATON_SUBSONIC_ENV").map { String(cString: $0) } ?? "/tmp/baton-subsonic.env"
-    /// The second server that fault tests kill (see scripts/test.sh).
-    static let faultsEnv = "/tmp/baton-subsonic-faults.env"
+    /// The server the daemon's fault tests kill and restart (see scripts/test.sh), port 4535.
+    static let faultsEnv = "/tmp/baton-subsonic-daemon-faults.env"
+    static let faultsPort = "4535"
 
     static func env(_ path: String = mainEnv) -> [String: String] {
         guard let f = fopen(path, "r") else { return [:] }
