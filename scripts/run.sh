@@ -6,4 +6,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build -c release --product batond 2>&1 | grep -v '^\[' || true
-exec .build/release/batond --config "${1:-config/baton.yaml}"
+config="${1:-config/baton.yaml}"
+cat <<EOF
+
+Baton is starting on $config. In another terminal:
+  status page    http://127.0.0.1:8470/
+  ring the bell  curl -X POST localhost:8470/api/v1/announce -d '{"sound": "doorbell"}'
+  play music     curl -X POST localhost:8470/api/v1/music/play -d '{"sound": "chime", "loop": true}'
+  watch events   curl -N localhost:8470/api/v1/events
+Without a sound card the zones write out/kitchen.wav and out/patio.wav in real time;
+Ctrl-C stops Baton and completes the files (then: aplay out/kitchen.wav).
+
+EOF
+exec .build/release/batond --config "$config"
