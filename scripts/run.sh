@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-swift build -c release --product batond 2>&1 | grep -v '^\[' || true
+swift build -c release --product batond
 config="${1:-config/baton.yaml}"
 cat <<EOF
 
