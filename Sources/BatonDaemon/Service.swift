@@ -31,7 +31,9 @@ public enum Service {
             ALSAConfiguration.use(file: alsa)
         }
         PCM.silenceLibraryErrors()
-        if mlockall(MCL_CURRENT | MCL_FUTURE) != 0 {
+        // MCL_ONFAULT: lock pages as they are touched instead of faulting in every mapping whole
+        // (each thread's 8 MiB stack would otherwise become resident: ~100 MiB RSS measured).
+        if mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0 {
             logger.warning("cannot lock memory (mlockall: \(String(cString: strerror(errno)))): audio may glitch under memory pressure")
         }
 
