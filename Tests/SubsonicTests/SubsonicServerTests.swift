@@ -221,7 +221,8 @@ import Testing
     @Test func letsTheReaderBlockLongerThanTheStallTimeout() throws {
         let server = try TestServer.current()
         var options = HTTPClient.Options()
-        options.stallTimeout = .milliseconds(400)
+        // Long enough for a loaded test machine's Python server to start answering, shorter than the blocks.
+        options.stallTimeout = .milliseconds(1_500)
         // Look the song up with the default timeouts (a loaded test machine may take longer than
         // 400 ms to answer); only the stream runs with the short stall timeout.
         let song = try server.album("Large", client: server.client()).songs[0]
@@ -233,7 +234,7 @@ import Testing
             // Block twice: once at the start, once with the socket buffers surely full.
             if (received == 0 && blocks == 0) || (received > 6_000_000 && blocks == 1) {
                 blocks += 1
-                usleep(1_000_000)
+                usleep(2_000_000)
             }
             received += chunk.count
             return true
