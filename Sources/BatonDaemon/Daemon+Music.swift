@@ -3,6 +3,7 @@ import AudioCore
 import BatonConfig
 import Engine
 import Glibc
+import FoundationEssentials
 import Subsonic
 
 /// Music from the household's Subsonic server, through the same arbiter and slots as everything else.
@@ -162,6 +163,42 @@ extension Daemon {
             apply(s.arbiter.user(.change, on: p.id, at: .now), &s)
             events.publish(type: "track", source: p.id.rawValue, zones: p.zones, reason: "skipped to \(p.songs[index].title)")
             return p.id.rawValue
+        }
+    }
+}
+
+extension Daemon {
+    /// Scrobbles server music by what is audible: "now playing" (`submission=false`) when a track
+    /// starts being heard, and a submission once half the track or 4 minutes were heard (the
+    /// last.fm rule). The calls run on their own short-lived threads, never under the lock; each
+    /// accepted call is published as a `scrobbled` event. Monitor thread, under the lock.
+    func scrobble(_ p: Playback) {
+        guard let streamer = p.streamer, let now = streamer.nowPlaying(), now.index < p.songs.count else { return }
+        let song = p.songs[now.index]
+        if p.scrobbledIndex != now.index {
+            p.scrobbledIndex = now.index
+            p.submitted = false
+            send(song, submission: false, source: p.id.rawValue)
+        }
+        let threshold = min(Double(song.duration ?? 0) / 2, 240)
+        if !p.submitted && song.duration != nil && now.seconds >= threshold {
+            p.submitted = true
+            send(song, submission: true, source: p.id.rawValue)
+        }
+    }
+
+    private func send(_ song: Song, submission: Bool, source: String) {
+        guard case .success(let music) = MusicContext.make(config) else { return }
+        let events = self.events, logger = self.logger
+        let time = Int64(Date.now.timeIntervalSince1970 * 1000)
+        _ = startThread {
+            do {
+                try music.client.scrobble(id: song.id, submission: submission, time: time)
+                events.publish(type: "scrobbled", source: source,
+                               reason: "\(submission ? "submitted" : "now playing"): \(song.title)")
+            } catch {
+                logger.warning("music: scrobble of \(song.title) failed: \(error)")
+            }
         }
     }
 }

@@ -41,6 +41,9 @@ final class Playback {
     var startIndex = 0
     /// The streamer feeding the slots while songs play.
     var streamer: MusicStreamer?
+    /// Scrobbling: the track last announced as now playing, and whether it was submitted.
+    var scrobbledIndex: Int?
+    var submitted = false
 
     init(id: SourceID, sourceClass: SourceClass, sound: String, loop: Bool, volume: Float, parts: [ZonePart]) {
         self.id = id

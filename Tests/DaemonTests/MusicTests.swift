@@ -150,3 +150,23 @@ extension MusicTests {
         }
     }
 }
+
+extension MusicTests {
+    /// The server is told "now playing" when a track starts being heard and gets the submission once
+    /// half of it was heard (a 5 s track: after 2.5 s of audible time), each accepted by the server.
+    @Test func scrobblesByWhatIsHeard() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        defer { t.stop() }
+        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Gapless Part 1", "zones": ["kitchen"]}"#).object["id"])
+        let nowPlaying = try #require(t.waitForEvent("scrobbled", source: id, seconds: 15))
+        #expect(nowPlaying.reason == "now playing: Gapless Part 1")
+        var submitted: Event?
+        #expect(waitUntil(seconds: 15) {
+            submitted = t.daemon.events.recent().first { $0.type == "scrobbled" && $0.reason?.hasPrefix("submitted") == true }
+            return submitted != nil
+        })
+        let heard = position(t, id)
+        #expect(submitted?.reason == "submitted: Gapless Part 1")
+        #expect(heard >= 2.5, "submitted only after half the track was heard (position \(heard) s)")
+    }
+}
