@@ -97,20 +97,14 @@ extension Daemon {
     /// Plays resolved songs on zones through the arbiter. Any thread.
     func startSongs(_ songs: [Song], zones requested: [String], volume: Float = 1) throws(RequestError) -> (id: String, outcome: Outcome, skipped: [String]) {
         let table = self.zones
-        var zones = table.names
-        switch expandZones(requested) {
-        case .success(let names): zones = names
-        case .failure(let error): throw RequestError(status: 404, message: error.description)
-        }
-        let available = zones.filter { table.zone($0)!.device.snapshot().available }
-        guard !available.isEmpty else { throw RequestError(status: 503, message: "no requested zone is available") }
+        let (available, skipped) = try availableZones(try requestedZones(requested, in: table), in: table)
         let parts = available.map { z in Playback.ZonePart(zone: z, samples: [], channels: table.zone(z)!.channels) }
         return try state.withLock { (s: inout State) throws(RequestError) in
             let id = SourceID("music-\(s.nextID)")
             s.nextID += 1
             let p = Playback(id: id, sourceClass: .music, sound: songs[0].title, loop: false, volume: volume, parts: parts)
             p.songs = songs
-            p.skipped = zones.filter { !available.contains($0) }
+            p.skipped = skipped
             s.playbacks[id] = p
             let effects = s.arbiter.handle(.request(Request(source: id, sourceClass: .music, zones: available.map { ZoneID($0) })), at: .now)
             apply(effects, &s)

@@ -1,3 +1,4 @@
+import Engine
 import FoundationEssentials
 import HTTPServer
 import Synchronization

@@ -1,5 +1,6 @@
 import ALSA
 import BatonConfig
+import Engine
 import Glibc
 import HTTPServer
 import Systemd

@@ -3,24 +3,8 @@ import Glibc
 /// Starts dedicated OS threads for audio output (not Tasks: an output thread must never wait on the
 /// cooperative pool) and asks for real-time scheduling.
 enum RealtimeThread {
-    private final class Box {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
-    }
-
-    /// Starts a joinable thread that runs `body`.
-    /// Control thread; allocates.
-    static func start(_ body: @escaping () -> Void) -> pthread_t {
-        var thread = pthread_t()
-        let context = Unmanaged.passRetained(Box(body)).toOpaque()
-        let rc = pthread_create(&thread, nil, { raw in
-            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-            box.body()
-            return nil
-        }, context)
-        precondition(rc == 0, "pthread_create failed: \(rc)")
-        return thread
-    }
+    /// Starts a joinable thread that runs `body` (see `startThread`). Control thread; allocates.
+    static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t { startThread(body) }
 
     /// Asks for SCHED_FIFO at `priority` for the calling thread. Returns 0 or the errno (EPERM when
     /// the process has no CAP_SYS_NICE / RLIMIT_RTPRIO), so the caller can warn and run on.
@@ -31,9 +15,26 @@ enum RealtimeThread {
     }
 }
 
+/// Starts a joinable OS thread that runs `body` (a dedicated thread, not a Task: what runs on it may
+/// block). The daemon uses it for its control and streaming threads too. Any thread; allocates.
+public func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+    final class Box: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    var thread = pthread_t()
+    let context = Unmanaged.passRetained(Box(body)).toOpaque()
+    let rc = pthread_create(&thread, nil, { raw in
+        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+        return nil
+    }, context)
+    precondition(rc == 0, "pthread_create failed: \(rc)")
+    return thread
+}
+
 /// Monotonic time in nanoseconds. Any thread; real-time safe.
 @inline(__always)
-func monotonicNanoseconds() -> Int {
+public func monotonicNanoseconds() -> Int {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return ts.tv_sec * 1_000_000_000 + ts.tv_nsec
