@@ -61,6 +61,7 @@ sine() {
 # The test library. Tones: one steady sine per track, each a different format and frequency.
 # Gapless: one continuous 500 Hz sine cut at sample-exact boundaries into three FLAC tracks.
 # Large: a raw WAV bigger than the loopback socket buffers, for kill-mid-transfer tests.
+# Steps: a tone that rises by 100 Hz every second, for seek tests.
 make_library() {
   local music="$1" a="Baton Test"
   mkdir -p "$music/Tones" "$music/Gapless" "$music/Large"
@@ -74,6 +75,12 @@ make_library() {
   sine "$t/04 Tone 770.wav" 770 22050 20 -c:a pcm_s16le -map_metadata -1 &
   sine "$t/05 Tone 880.wav" 880 48000 20 -c:a pcm_s16le -map_metadata -1 &
   sine "$music/Large/01 Long Tone 330.wav" 330 44100 72 -c:a pcm_s16le -map_metadata -1 &
+  # Steps: 1 s of 300 Hz, then 400, 500, … 1200 Hz: where a seek lands can be heard.
+  mkdir -p "$music/Steps"
+  ffmpeg -v error -nostdin -y -f lavfi \
+    -i "aevalsrc=0.4*sin(2*PI*(300+100*floor(t))*t):s=44100:d=10" -ac 2 -c:a flac \
+    -metadata artist="$a" -metadata album_artist="$a" -metadata album=Steps -metadata title="Steps" -metadata track=1 \
+    "$music/Steps/01 Steps.flac" &
   # Gapless: 15 s at 44100 Hz, cut at samples 220537 and 441048 (deliberately not on a frame boundary).
   local whole="$music/.gapless-whole.wav"
   sine "$whole" 500 44100 15 -c:a pcm_s16le &

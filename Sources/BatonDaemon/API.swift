@@ -80,7 +80,9 @@ public struct API: Sendable {
         case ("POST", "/api/v1/music/pause"):
             return command(r, .pause)
         case ("POST", "/api/v1/music/resume"):
-            return command(r, .play)
+            return resume(r)
+        case ("POST", "/api/v1/music/seek"):
+            return seek(r)
         case ("POST", "/api/v1/music/stop"):
             return command(r, .stop)
         case ("POST", "/api/v1/reload"):
@@ -91,7 +93,7 @@ public struct API: Sendable {
         case (_, "/api/v1/status"), (_, "/api/v1/events"), (_, "/api/v1/events/recent"), (_, "/api/v1/sounds"),
              (_, "/api/v1/config"), (_, "/api/v1/announce"), (_, "/api/v1/music/play"), (_, "/api/v1/music/pause"),
              (_, "/api/v1/music/resume"), (_, "/api/v1/music/stop"), (_, "/api/v1/reload"),
-             (_, "/api/v1/music/next"), (_, "/api/v1/music/previous"):
+             (_, "/api/v1/music/next"), (_, "/api/v1/music/previous"), (_, "/api/v1/music/seek"):
             return .error(405, "method \(r.method) not allowed on \(r.path)")
         case ("GET", "/"):
             return .html(200, StatusPage.html)
@@ -147,6 +149,40 @@ public struct API: Sendable {
         do {
             let id = try daemon.skip(by: offset)
             return json(200, ["id": id, "command": offset > 0 ? "next" : "previous"])
+        } catch {
+            return .error(error.status, error.message)
+        }
+    }
+
+    /// `music/resume`: the newest music source, or else the queue saved before a restart or stop.
+    private func resume(_ r: HTTPRequest) -> HTTPResponse {
+        let body: SourceBody
+        do { body = try JSONBody.decode(SourceBody.self, from: r.body, keys: ["id"]) } catch {
+            return .error(400, error.message)
+        }
+        if body.id != nil || daemon.latestSource(of: .music) != nil { return command(r, .play) }
+        do {
+            let result = try daemon.resumeSavedQueue()
+            return json(202, ["id": result.id, "command": "play", "status": result.outcome == .playing ? "playing" : "queued"])
+        } catch {
+            return .error(error.status, error.message)
+        }
+    }
+
+    struct SeekBody: Decodable {
+        var position: Double
+        var track: Int?
+    }
+
+    private func seek(_ r: HTTPRequest) -> HTTPResponse {
+        let body: SeekBody
+        do { body = try JSONBody.decode(SeekBody.self, from: r.body, keys: ["position", "track"]) } catch {
+            return .error(400, error.message)
+        }
+        do {
+            let id = try daemon.seek(to: body.position, track: body.track)
+            struct Answer: Encodable { var id: String; var command = "seek"; var position: Double; var track: Int? }
+            return json(200, Answer(id: id, position: body.position, track: body.track))
         } catch {
             return .error(error.status, error.message)
         }

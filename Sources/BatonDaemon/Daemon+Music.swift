@@ -12,6 +12,14 @@ struct MusicContext: Sendable {
     let client: SubsonicClient
     let resampler: ResamplerKind
 
+    /// Each song's ReplayGain factor under `music.replay-gain` (1 when off or untagged).
+    func gains(_ songs: [Song]) -> [Float] {
+        songs.map { song in
+            guard config.replayGain != .off, let rg = song.replayGain else { return 1 }
+            return rg.factor(album: config.replayGain == .album)
+        }
+    }
+
     /// The client for `music.subsonic`, with the password read from its file or environment variable.
     static func make(_ config: BatonConfiguration) -> Result<MusicContext, Daemon.RequestError> {
         guard let music = config.music else {
@@ -39,6 +47,18 @@ struct MusicContext: Sendable {
 }
 
 extension Daemon {
+    /// The music context of the running configuration, made once per `music:` section (so the
+    /// client keeps what it learnt of the server: auth mode, extensions). Any thread.
+    func musicContext() -> Result<MusicContext, RequestError> {
+        let config = self.config
+        if let cached = musicCache.withLock({ $0 }), cached.config == config.music, cached.context.resampler.rawValue == config.resampler.music.rawValue {
+            return .success(cached.context)
+        }
+        let made = MusicContext.make(config)
+        if case .success(let context) = made { musicCache.withLock { $0 = (config.music, context) } }
+        return made
+    }
+
     /// What to play from the server; exactly one is set.
     public struct MusicSelection: Sendable, Equatable {
         public var album: String?
@@ -60,7 +80,7 @@ extension Daemon {
     /// (empty: `music.zones`). Blocking (it asks the server): any thread but an output thread.
     public func playFromServer(_ selection: MusicSelection, zones requested: [String], volume: Float = 1) throws(RequestError) -> (id: String, outcome: Outcome, skipped: [String]) {
         let music: MusicContext
-        switch MusicContext.make(config) {
+        switch musicContext() {
         case .success(let m): music = m
         case .failure(let e): throw e
         }
@@ -94,8 +114,9 @@ extension Daemon {
         return try startSongs(songs, zones: requested.isEmpty ? music.config.zones : requested, volume: volume)
     }
 
-    /// Plays resolved songs on zones through the arbiter. Any thread.
-    func startSongs(_ songs: [Song], zones requested: [String], volume: Float = 1) throws(RequestError) -> (id: String, outcome: Outcome, skipped: [String]) {
+    /// Plays resolved songs on zones through the arbiter, from song `index` at `offset` seconds
+    /// (a restored queue). Any thread.
+    func startSongs(_ songs: [Song], zones requested: [String], volume: Float = 1, index: Int = 0, offset: Double = 0) throws(RequestError) -> (id: String, outcome: Outcome, skipped: [String]) {
         let table = self.zones
         let (available, skipped) = try availableZones(try requestedZones(requested, in: table), in: table)
         let parts = available.map { z in Playback.ZonePart(zone: z, samples: [], channels: table.zone(z)!.channels) }
@@ -104,6 +125,8 @@ extension Daemon {
             s.nextID += 1
             let p = Playback(id: id, sourceClass: .music, sound: songs[0].title, loop: false, volume: volume, parts: parts)
             p.songs = songs
+            p.startIndex = min(max(0, index), songs.count - 1)
+            p.startOffset = max(0, offset)
             p.skipped = skipped
             s.playbacks[id] = p
             let effects = s.arbiter.handle(.request(Request(source: id, sourceClass: .music, zones: available.map { ZoneID($0) })), at: .now)
@@ -113,18 +136,21 @@ extension Daemon {
         }
     }
 
-    /// Starts a streamer for `p` at song `index` over its current slots. Under the lock.
-    func startStreamer(_ p: Playback, at index: Int) {
-        guard case .success(let music) = MusicContext.make(config) else {
+    /// Starts a streamer for `p` at song `index`, `offset` seconds in, over its current slots.
+    /// Each zone resamples with its own `resampler:` or else `resampler.music`. Under the lock.
+    func startStreamer(_ p: Playback, at index: Int, offset: Double = 0) {
+        guard case .success(let music) = musicContext() else {
             logger.error("music: \(p.id): no usable music server configuration")
             return
         }
         let targets = p.parts.compactMap { part -> MusicStreamer.Target? in
             guard let slot = part.slot, let zone = output(part.zone) else { return nil }
-            return MusicStreamer.Target(zone: part.zone, slot: slot, mixer: zone.mixer, rate: zone.rate, channels: zone.channels)
+            let kind = zone.config.resampler.flatMap { ResamplerKind(rawValue: $0.rawValue) } ?? music.resampler
+            return MusicStreamer.Target(zone: part.zone, slot: slot, mixer: zone.mixer, rate: zone.rate, channels: zone.channels,
+                                        resampler: kind)
         }
-        let streamer = MusicStreamer(songs: p.songs, startAt: index, targets: targets, client: music.client,
-                                     resampler: music.resampler, retryLimit: music.config.retryLimit, logger: logger)
+        let streamer = MusicStreamer(songs: p.songs, startAt: index, offset: offset, gains: music.gains(p.songs), targets: targets,
+                                     client: music.client, retryLimit: music.config.retryLimit, logger: logger)
         p.streamer = streamer
         streamer.start()
     }
@@ -141,23 +167,50 @@ extension Daemon {
             guard index >= 0 && index < p.songs.count else {
                 throw RequestError(status: 409, message: offset > 0 ? "already at the last track" : "already at the first track")
             }
-            // The old streamer gives up its slots; the source goes on in fresh ones from the new track.
-            let releaseNow = streamer.cancel()
-            for part in p.parts {
-                if releaseNow, let slot = part.slot { output(part.zone)?.mixer.release(slot) }
-                part.slot = nil
-                let audible = s.arbiter.state(of: p.id)?.isAudible ?? false
-                if let slot = output(part.zone)?.mixer.claimSlot(gain: audible ? target(p, zone: part.zone, s) : 0) {
-                    if !audible { slot.pause() }
-                    part.slot = slot
-                }
-            }
-            p.startIndex = index
-            startStreamer(p, at: index)
-            apply(s.arbiter.user(.change, on: p.id, at: .now), &s)
-            events.publish(type: "track", source: p.id.rawValue, zones: p.zones, reason: "skipped to \(p.songs[index].title)")
+            restart(p, streamer, at: index, offset: 0, &s)
             return p.id.rawValue
         }
+    }
+
+    /// Moves the newest music source to `position` seconds of its current track (or of track
+    /// `track`, 0-based, when given): the track is fetched again and decoded frames before the
+    /// position are dropped, exact to the decoded frame. Any thread.
+    public func seek(to position: Double, track: Int? = nil) throws(RequestError) -> String {
+        guard position.isFinite, position >= 0 else { throw RequestError(status: 400, message: "position must be a number of seconds ≥ 0") }
+        return try state.withLock { (s: inout State) throws(RequestError) in
+            guard let p = s.playbacks.values.filter({ !$0.songs.isEmpty && $0.streamer != nil }).max(by: { $0.id < $1.id }),
+                  let streamer = p.streamer else {
+                throw RequestError(status: 404, message: "no music from the server is playing")
+            }
+            let index = track ?? streamer.nowPlaying()?.index ?? p.startIndex
+            guard index >= 0 && index < p.songs.count else {
+                throw RequestError(status: 400, message: "track \(index) is not in the queue (0...\(p.songs.count - 1))")
+            }
+            if let duration = p.songs[index].duration, duration > 0, position >= Double(duration) {
+                throw RequestError(status: 400, message: "position \(position) s is past the end of \(p.songs[index].title) (\(duration) s)")
+            }
+            restart(p, streamer, at: index, offset: position, &s)
+            return p.id.rawValue
+        }
+    }
+
+    /// Replaces `p`'s streamer by one that starts at track `index`, `offset` seconds in. Under the lock.
+    private func restart(_ p: Playback, _ streamer: MusicStreamer, at index: Int, offset: Double, _ s: inout State) {
+        // The old streamer gives up its slots; the source goes on in fresh ones from the new track.
+        let releaseNow = streamer.cancel()
+        for part in p.parts {
+            if releaseNow, let slot = part.slot { output(part.zone)?.mixer.release(slot) }
+            part.slot = nil
+            let audible = s.arbiter.state(of: p.id)?.isAudible ?? false
+            if let slot = output(part.zone)?.mixer.claimSlot(gain: audible ? target(p, zone: part.zone, s) : 0) {
+                if !audible { slot.pause() }
+                part.slot = slot
+            }
+        }
+        p.startIndex = index
+        p.startOffset = offset
+        startStreamer(p, at: index, offset: offset)
+        apply(s.arbiter.user(.change, on: p.id, at: .now), &s)
     }
 }
 
@@ -172,6 +225,8 @@ extension Daemon {
         if p.scrobbledIndex != now.index {
             p.scrobbledIndex = now.index
             p.submitted = false
+            events.publish(type: "track", source: p.id.rawValue, zones: p.zones,
+                           reason: "now playing: \(song.title) (\(now.index + 1)/\(p.songs.count))")
             send(song, submission: false, source: p.id.rawValue)
         }
         let threshold = min(Double(song.duration ?? 0) / 2, 240)
@@ -182,7 +237,7 @@ extension Daemon {
     }
 
     private func send(_ song: Song, submission: Bool, source: String) {
-        guard case .success(let music) = MusicContext.make(config) else { return }
+        guard case .success(let music) = musicContext() else { return }
         let events = self.events, logger = self.logger
         let time = Int64(Date.now.timeIntervalSince1970 * 1000)
         _ = startThread {
@@ -192,6 +247,29 @@ extension Daemon {
                                reason: "\(submission ? "submitted" : "now playing"): \(song.title)")
             } catch {
                 logger.warning("music: scrobble of \(song.title) failed: \(error)")
+            }
+        }
+    }
+}
+
+extension Daemon {
+    /// Tells an OpenSubsonic server that offers `playbackReport` what the player truly does: `playing`
+    /// while the music is audible, `paused` while it is paused or interrupted, `stopped` when it
+    /// ends; again whenever the track changes. A server without the extension is asked once (its
+    /// extension list is remembered) and never sent a report. Monitor thread, under the lock.
+    func reportPlayback(_ p: Playback, state: SubsonicClient.PlaybackState) {
+        guard let streamer = p.streamer, let now = streamer.nowPlaying(), now.index < p.songs.count else { return }
+        guard p.reported?.state != state || p.reported?.index != now.index else { return }
+        p.reported = (state, now.index)
+        guard case .success(let music) = musicContext() else { return }
+        let song = p.songs[now.index], logger = self.logger
+        let ms = Int64(now.seconds * 1000)
+        _ = startThread {
+            do {
+                guard try music.client.supportsPlaybackReport() else { return }
+                try music.client.reportPlayback(id: song.id, state: state, positionMilliseconds: ms)
+            } catch {
+                logger.warning("music: reportPlayback (\(state.rawValue)) of \(song.title) failed: \(error)")
             }
         }
     }

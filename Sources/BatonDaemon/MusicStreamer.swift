@@ -24,11 +24,14 @@ final class MusicStreamer: @unchecked Sendable {
         let mixer: ZoneMixer
         let rate: Int
         let channels: Int
+        /// The converter used when the track's rate differs from the zone's.
+        let resampler: ResamplerKind
     }
 
     struct Progress: Sendable {
-        /// Where each started track begins, in frames of the first zone's slot.
-        var trackStarts: [(index: Int, frame: Int)] = []
+        /// Where each started track begins, in frames of the first zone's slot, and the track
+        /// position (seconds) of that frame: 0, or where a seek or a restored queue started it.
+        var trackStarts: [(index: Int, frame: Int, offset: Double)] = []
         var error: String?
         var retrying: String?
         var finished = false
@@ -36,9 +39,12 @@ final class MusicStreamer: @unchecked Sendable {
 
     let songs: [Song]
     let firstIndex: Int
+    /// Where in the first track to start (seconds): decoded frames before it are skipped.
+    let startOffset: Double
+    /// Each song's linear gain (ReplayGain; 1 when off or unknown), in `songs` order.
+    private let gains: [Float]
     private let targets: [Target]
     private let client: SubsonicClient
-    private let resampler: ResamplerKind
     private let retryLimit: Duration
     private let logger: Logger
     private let cancelled = Atomic<Bool>(false)
@@ -47,13 +53,15 @@ final class MusicStreamer: @unchecked Sendable {
     private let progressState = Mutex(Progress())
     private let currentBuffer = Mutex<StreamBuffer?>(nil)
 
-    init(songs: [Song], startAt: Int, targets: [Target], client: SubsonicClient, resampler: ResamplerKind,
+    init(songs: [Song], startAt: Int, offset: Double = 0, gains: [Float]? = nil, targets: [Target], client: SubsonicClient,
          retryLimit: Duration, logger: Logger) {
+        precondition(gains == nil || gains!.count == songs.count, "one gain per song")
         self.songs = songs
         firstIndex = startAt
+        startOffset = max(0, offset)
+        self.gains = gains ?? Array(repeating: 1, count: songs.count)
         self.targets = targets
         self.client = client
-        self.resampler = resampler
         self.retryLimit = retryLimit
         self.logger = logger
     }
@@ -66,7 +74,7 @@ final class MusicStreamer: @unchecked Sendable {
         let consumed = first.slot.framesConsumed
         let starts = progress.trackStarts
         guard let current = starts.last(where: { $0.frame <= consumed }) ?? starts.first else { return nil }
-        return (current.index, Double(max(0, consumed - current.frame)) / Double(first.rate))
+        return (current.index, current.offset + Double(max(0, consumed - current.frame)) / Double(first.rate))
     }
 
     func start() { _ = startThread { [self] in run() } }
@@ -108,12 +116,13 @@ final class MusicStreamer: @unchecked Sendable {
         var next: Fetch? = nil
         while index < songs.count && !isCancelled {
             let song = songs[index]
-            progressState.withLock { $0.trackStarts.append((index, written)) }
+            let offset = index == firstIndex ? startOffset : 0
+            progressState.withLock { $0.trackStarts.append((index, written, offset)) }
             let fetch = next ?? startFetch(song)
             next = nil
             currentBuffer.withLock { $0 = fetch.buffer }
             do {
-                written += try play(fetch) {
+                written += try play(fetch, skipSeconds: offset, gain: gains[index]) {
                     // Once this track's bytes are all here, fetch the next one, so it is ready at the joint.
                     if next == nil && index + 1 < songs.count { next = startFetch(songs[index + 1]) }
                 }
@@ -136,9 +145,11 @@ final class MusicStreamer: @unchecked Sendable {
         }
     }
 
-    /// Streams one fetched song into the rings; returns the frames written (first zone).
-    /// `downloaded` is called (on this thread) once the song's transfer has completed.
-    private func play(_ fetch: Fetch, downloaded: () -> Void) throws -> Int {
+    /// Streams one fetched song into the rings; returns the frames written (first zone). The first
+    /// `skipSeconds` of decoded audio are dropped (a seek: exact to the decoded frame), and every
+    /// sample is scaled by `gain` (ReplayGain). `downloaded` is called (on this thread) once the
+    /// song's transfer has completed.
+    private func play(_ fetch: Fetch, skipSeconds: Double, gain: Float, downloaded: () -> Void) throws -> Int {
         let buffer = fetch.buffer, song = fetch.song
         // Wait for the answer's content type (or the end of the transfer).
         while !fetch.contentType.isSet && !isCancelled { usleep(2_000) }
@@ -148,18 +159,25 @@ final class MusicStreamer: @unchecked Sendable {
         var converters: [(any Resampler)?] = []
         for t in targets {
             converters.append(decoder.rate == t.rate ? nil
-                : try makeResampler(resampler, inputRate: decoder.rate, outputRate: t.rate, channels: t.channels))
+                : try makeResampler(t.resampler, inputRate: decoder.rate, outputRate: t.rate, channels: t.channels))
         }
-        let block = 2_048
-        var decoded = [Float](repeating: 0, count: block * decoder.channels)
-        var out = [Float](repeating: 0, count: (block * 2 + 64) * 8)
+        var skip = Int((skipSeconds * Double(decoder.rate)).rounded())
+        let blockFrames = 2_048
+        var decoded = [Float](repeating: 0, count: blockFrames * decoder.channels)
+        var out = [Float](repeating: 0, count: (blockFrames * 2 + 64) * 8)
         var firstZoneFrames = 0
         while !isCancelled {
             let n = try decoded.withUnsafeMutableBufferPointer { try decoder.read(into: $0) }
             if buffer.isComplete { downloaded() }
             let done = n == 0
+            // A seek drops whole decoded frames until its position.
+            let dropped = min(skip, n)
+            skip -= dropped
+            if dropped == n && !done { continue }
+            var block = Array(decoded[(dropped * decoder.channels)..<(n * decoder.channels)])
+            if gain != 1 { for i in block.indices { block[i] *= gain } }
             for (k, t) in targets.enumerated() {
-                let mapped = mapChannels(Array(decoded[0..<(n * decoder.channels)]), from: decoder.channels, to: t.channels)
+                let mapped = mapChannels(block, from: decoder.channels, to: t.channels)
                 var frames = mapped
                 if let c = converters[k] {
                     var produced = 0

@@ -39,6 +39,10 @@ final class Playback {
     /// Subsonic songs streamed into the slots (music from the server), or empty for a sound file.
     var songs: [Song] = []
     var startIndex = 0
+    /// Where in the start track the streamer began (seconds): a seek or a restored queue.
+    var startOffset: Double = 0
+    /// The state and track last reported with OpenSubsonic `reportPlayback`.
+    var reported: (state: SubsonicClient.PlaybackState, index: Int)?
     /// The streamer feeding the slots while songs play.
     var streamer: MusicStreamer?
     /// Scrobbling: the track last announced as now playing, and whether it was submitted.

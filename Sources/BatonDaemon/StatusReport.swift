@@ -92,7 +92,19 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var durationSeconds: Int?
     }
 
+    /// The music queue kept across restarts (`state-dir`): what `music/resume` plays when no music
+    /// source exists.
+    public struct SavedQueue: Codable, Sendable, Equatable {
+        public var track: Track
+        public var trackIndex: Int
+        public var queueLength: Int
+        public var positionSeconds: Double
+        public var zones: [String]
+        public var playing: Bool
+    }
+
     public var zones: [Zone]
     public var sources: [Source]
     public var uptimeMs: Int
+    public var savedQueue: SavedQueue?
 }

@@ -3,7 +3,7 @@ import FoundationEssentials
 /// OpenSubsonic ReplayGain values of a song, in dB (gains) and linear full-scale units (peaks).
 ///
 /// A plain value: safe to use from any thread.
-public struct ReplayGain: Sendable, Equatable, Decodable {
+public struct ReplayGain: Sendable, Equatable, Codable {
     /// The track gain in dB.
     public var trackGain: Double?
     /// The album gain in dB.

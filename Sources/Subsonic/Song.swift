@@ -3,7 +3,7 @@ import FoundationEssentials
 /// A song (a Subsonic "child" entry) as the server describes it.
 ///
 /// A plain value: safe to use from any thread.
-public struct Song: Sendable, Equatable, Identifiable, Decodable {
+public struct Song: Sendable, Equatable, Identifiable, Codable {
     /// The server's ID: a string (UUID, number, hash: opaque).
     public var id: String
     /// The title.

@@ -54,6 +54,8 @@ public final class SubsonicClient: Sendable {
     /// The bound on each API call (streams have none: see ``stream(_:onResponse:onData:)``).
     public let requestTimeout: Duration
     let auth = Mutex(AuthState())
+    /// The OpenSubsonic extension names, once asked (`[]` for a plain Subsonic server).
+    let knownExtensions = Mutex<[String]?>(nil)
 
     /// Creates a client. Does no I/O.
     public init(config: SubsonicConfig, http: HTTPClient = HTTPClient(), requestTimeout: Duration = .seconds(30)) {

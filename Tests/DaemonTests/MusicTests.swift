@@ -106,6 +106,8 @@ extension MusicTests {
         #expect(try t.status().sources.first { $0.id == id }?.track?.title == "Gapless Part 1")
         #expect(waitUntil(seconds: 20) { (try? t.status().sources.first { $0.id == id }?.trackIndex) == 1 && position(t, id) > 0.3 })
         #expect(try t.status().sources.first { $0.id == id }?.track?.title == "Gapless Part 2")
+        let changes = t.daemon.events.recent().filter { $0.type == "track" && $0.source == id }.compactMap(\.reason)
+        #expect(changes == ["now playing: Gapless Part 1 (1/3)", "now playing: Gapless Part 2 (2/3)"], "a track event per audible track change")
         let granted = try #require(t.waitForEvent("granted", source: id))
         t.stop()
         let out = t.left("kitchen")

@@ -56,3 +56,18 @@ enum JSONTestDecoder {
         try JSONDecoder().decode(T.self, from: Data(json.utf8))
     }
 }
+
+/// ReplayGain factors: the chosen gain, the other as a fallback, the peak as a limit.
+@Suite struct ReplayGainFactorTests {
+    @Test func picksTrackOrAlbumAndLimitsByPeak() {
+        let rg = ReplayGain(trackGain: -6.0206, albumGain: -9.5424, trackPeak: 0.5, albumPeak: 0.9)
+        #expect(abs(rg.factor(album: false) - 0.5) < 1e-4)
+        #expect(abs(rg.factor(album: true) - 0.3333) < 1e-4)
+        // +12 dB would put a 0.5 peak at 2.0: limited to 1 / 0.5.
+        #expect(abs(ReplayGain(trackGain: 12, trackPeak: 0.5).factor(album: false) - 2) < 1e-4)
+        // Album mode falls back to the track gain; no gain at all is unity.
+        #expect(abs(ReplayGain(trackGain: -6.0206).factor(album: true) - 0.5) < 1e-4)
+        #expect(ReplayGain(trackPeak: 0.3).factor(album: false) == 1)
+        #expect(abs(rg.factor(album: false, preampDecibels: 6.0206) - 1) < 1e-4)
+    }
+}

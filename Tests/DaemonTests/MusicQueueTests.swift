@@ -1,0 +1,161 @@
+import BatonConfig
+import BatonTesting
+import FoundationEssentials
+import Glibc
+import Subsonic
+import Testing
+@testable import BatonDaemon
+
+/// Seek, ReplayGain, the play queue kept across a restart, and a pause long enough for the server
+/// to drop the idle connection — all against the real Subsonic test server, checked in the zone's file.
+@Suite(.serialized) struct MusicQueueTests {
+    func position(_ t: TestDaemon, _ id: String) -> Double {
+        (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0
+    }
+
+    /// Which step of the "Steps" track (300 Hz + 100 Hz per second) sounds in 100 ms from `at`,
+    /// or nil when none is clearly there.
+    func step(_ out: [Float], at: Int) -> Int? {
+        guard at >= 0, at + 4_410 <= out.count else { return nil }
+        let window = out[at..<(at + 4_410)]
+        let levels = (0..<10).map { Signals.windowedToneLevel(window, frequency: Double(300 + 100 * $0), rate: 44_100) }
+        let best = levels.indices.max { levels[$0] < levels[$1] }!
+        return levels[best] > 0.1 ? best : nil
+    }
+
+    /// The steps heard from `from` on, one per 50 ms, with repeats collapsed.
+    func steps(_ out: [Float], from: Int) -> [Int] {
+        var seen: [Int] = []
+        for at in stride(from: from, to: out.count - 4_410, by: 2_205) {
+            if let s = step(out, at: at), seen.last != s { seen.append(s) }
+        }
+        return seen
+    }
+
+    /// The ID of the "Steps" song on the server.
+    func steps(_ t: TestDaemon) throws -> String {
+        guard case .success(let music) = t.daemon.musicContext() else { throw TestSetupError(message: "no music config") }
+        return try #require(try music.client.search("Steps", artistCount: 0, albumCount: 0, songCount: 5).songs.first { $0.title == "Steps" }).id
+    }
+
+    /// A seek to 6.5 s jumps from the first step (300 Hz) straight to the seventh (900 Hz), which
+    /// then lasts the half second left of it; status reports the new position.
+    @Test(arguments: [BatonConfig.SubsonicConfig.StreamFormat.raw, .opus])
+    func seekJumpsToThePosition(format: BatonConfig.SubsonicConfig.StreamFormat) throws {
+        let t = try TestDaemon(music: try TestSubsonic.music(format: format))
+        let song = try steps(t)
+        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { position(t, id) > 0.3 })
+        let r = try t.request("POST", "/api/v1/music/seek", #"{"position": 6.5}"#)
+        #expect(r.status == 200, "\(r.text)")
+        #expect(waitUntil(seconds: 15) { position(t, id) > 6.6 })
+        #expect(position(t, id) < 7.5, "the position counts on from where the seek landed")
+        #expect(waitUntil(seconds: 5) { position(t, id) > 7.3 })
+        let granted = try #require(t.waitForEvent("granted", source: id))
+        let bad = try t.request("POST", "/api/v1/music/seek", #"{"position": 60}"#)
+        #expect(bad.status == 400 && bad.text.contains("past the end"), "\(bad.text)")
+        t.stop()
+        let out = t.left("kitchen")
+        let heard = steps(out, from: try #require(granted.zoneFrames?["kitchen"]))
+        #expect(heard.first == 0, "starts at 300 Hz: \(heard)")
+        let jump = try #require(heard.firstIndex(of: 6), "900 Hz after the seek: \(heard)")
+        #expect(heard[1..<jump].allSatisfy { $0 <= 1 }, "nothing between the start and the seek target: \(heard)")
+        #expect(heard.dropFirst(jump).prefix(2) == [6, 7], "then 1000 Hz: \(heard)")
+        // The 900 Hz step lasts what was left of it: 0.5 s.
+        let g = try #require(granted.zoneFrames?["kitchen"])
+        let run = stride(from: g, to: out.count - 4_410, by: 441).filter { step(out, at: $0) == 6 }
+        let seconds = Double(run.count) * 0.01
+        #expect(abs(seconds - 0.5) < 0.12, "900 Hz for \(seconds) s")
+    }
+
+    /// ReplayGain (`track`): a song tagged −6.02 dB plays at half the level of the same song untagged.
+    @Test func replayGainScalesTheTrack() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        guard case .success(let music) = t.daemon.musicContext() else { throw TestSetupError(message: "no music config") }
+        var song = try #require(try music.client.search("Tone 440", artistCount: 0, albumCount: 0, songCount: 5).songs.first)
+        let plain = try t.daemon.startSongs([song], zones: ["kitchen"])
+        #expect(waitUntil(seconds: 15) { position(t, plain.id) > 0.6 })
+        try t.daemon.command(.stop, source: plain.id)
+        song.replayGain = ReplayGain(trackGain: -6.0206, albumGain: -20, trackPeak: 0.5)
+        let quiet = try t.daemon.startSongs([song], zones: ["kitchen"])
+        #expect(waitUntil(seconds: 15) { position(t, quiet.id) > 0.6 })
+        let a = try #require(t.waitForEvent("granted", source: plain.id)?.zoneFrames?["kitchen"])
+        let b = try #require(t.waitForEvent("granted", source: quiet.id)?.zoneFrames?["kitchen"])
+        t.stop()
+        let out = t.left("kitchen")
+        let full = Signals.windowedToneLevel(out[(a + 8_820)..<(a + 13_230)], frequency: 440, rate: 44_100)
+        let half = Signals.windowedToneLevel(out[(b + 8_820)..<(b + 13_230)], frequency: 440, rate: 44_100)
+        #expect(full > 0.05)
+        #expect(abs(half / full - 0.5) < 0.01, "level ratio \(half / full)")
+    }
+
+    /// The queue, the position heard and the zone volume survive a restart: after it, status shows
+    /// the saved queue, and `music/resume` plays on from the saved position (the fifth step, 700 Hz).
+    @Test func queueAndVolumeSurviveARestart() throws {
+        let dir = WAVWriter.temporaryDirectory("state")
+        let first = try TestDaemon(music: try TestSubsonic.music(), stateDir: dir)
+        let song = try steps(first)
+        let id = try #require(try first.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { position(first, id) > 0.2 })
+        #expect(try first.request("POST", "/api/v1/music/seek", #"{"position": 4.2}"#).status == 200)
+        #expect(try first.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.5}"#).status == 200)
+        #expect(waitUntil(seconds: 15) { position(first, id) > 4.3 })
+        let stoppedAt = position(first, id)
+        first.stop()
+        #expect(access(dir + "/state.json", R_OK) == 0)
+
+        let second = try TestDaemon(music: try TestSubsonic.music(), stateDir: dir)
+        let saved = try #require(try second.status().savedQueue)
+        #expect(saved.track.title == "Steps")
+        #expect(saved.zones == ["kitchen"])
+        #expect(saved.playing)
+        #expect(saved.positionSeconds >= stoppedAt - 0.001 && saved.positionSeconds - stoppedAt < 0.1, "saved \(saved.positionSeconds) s, heard \(stoppedAt) s")
+        #expect(try second.status().zones.first { $0.name == "kitchen" }?.volume == 0.5)
+        let resumed = try second.json("POST", "/api/v1/music/resume")
+        #expect(resumed.status == 202, "\(resumed.object)")
+        let again = try #require(resumed.object["id"])
+        #expect(waitUntil(seconds: 15) { position(second, again) > saved.positionSeconds + 0.2 })
+        #expect(position(second, again) < saved.positionSeconds + 2, "resumed from the saved position, not from 0")
+        let granted = try #require(second.waitForEvent("granted", source: again)?.zoneFrames?["kitchen"])
+        second.stop()
+        let out = second.left("kitchen")
+        let start = try #require(Signals.onset(Array(out[granted...]), threshold: 0.01)) + granted
+        #expect(step(out, at: start + 441) == 4, "700 Hz first: where it was heard before the restart")
+    }
+
+}
+
+/// In `MusicTests` (serialized) with the other test that restarts the daemon-faults server.
+extension MusicTests {
+    /// A long pause: the server goes away and comes back while the music is paused (its idle
+    /// connection is gone). On resume the stream reopens with Range at the exact byte and the tone
+    /// goes on past everything that was buffered, with no stream error.
+    @Test func resumeAfterTheServerDroppedThePausedStream() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music(envPath: TestSubsonic.faultsEnv))
+        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { position(t, id) > 1.0 })
+        #expect(try t.json("POST", "/api/v1/music/pause").status == 200)
+        #expect(waitUntil { (try? t.status().zones[0].sources.first { $0.source == id }?.paused) == true })
+        let pausedAt = position(t, id)
+        let script = TestDaemon.repoRoot + "/scripts/subsonic-server.sh"
+        let restart = Subprocess.run("/bin/bash", [script, "restart-server-only"],
+                                     environment: ["BATON_SUBSONIC_PORT": TestSubsonic.faultsPort, "BATON_SUBSONIC_ENV": TestSubsonic.faultsEnv],
+                                     seconds: 60)
+        #expect(restart.status == 0, "\(restart.output)")
+        #expect(abs(position(t, id) - pausedAt) < 0.001, "paused: the position stays")
+        #expect(try t.status().sources.first { $0.id == id }?.state == "paused")
+        let resumedAtFrame = try #require(t.daemon.output("kitchen")?.device.snapshot().framesPlayed)
+        #expect(try t.json("POST", "/api/v1/music/resume").status == 200)
+        #expect(waitUntil(seconds: 20) { position(t, id) > pausedAt + 4 }, "played on well past what was buffered")
+        let s = try #require(try t.status().sources.first { $0.id == id })
+        #expect(s.streamError == nil)
+        #expect(s.state == "playing")
+        t.stop()
+        let out = t.left("kitchen")
+        let back = try #require(Signals.onset(Array(out[resumedAtFrame...]), threshold: 0.01)) + resumedAtFrame
+        #expect(out.count >= back + 44_100 * 3 + 4_410, "3 s of music after the resume")
+        for at in stride(from: back + 882, to: min(back + 44_100 * 3, out.count - 4_410), by: 4_410) {
+            #expect(Signals.windowedToneLevel(out[at..<(at + 4_410)], frequency: 330, rate: 44_100) > 0.05, "tone at frame \(at)")
+        }
+    }
+}
