@@ -14,6 +14,7 @@ enum CLI {
         PlaybackCommands.announce,
         PlaybackCommands.play,
     ] + PlaybackCommands.musicCommands + [
+        PlaybackCommands.seek,
         PlaybackCommands.volume,
         EventsCommand.command,
         InfoCommands.reload,

@@ -85,6 +85,48 @@ enum PlaybackCommands {
             })
     }
 
+    /// `seek POSITION [--track N]`: `POST /api/v1/music/seek`.
+    static let seek = Command(
+        name: "seek", synopsis: "POSITION [--track N]",
+        summary: "move the music to POSITION (seconds, or M:SS) in the current track, or in track N",
+        details: """
+            Sends `POST /api/v1/music/seek {"position": SECONDS}` for the newest music source. The track
+            is fetched again and decoded up to the position, so a seek is exact to the sample for raw
+            and transcoded streams alike. --track N (0-based, as `status` shows) seeks into another
+            track of the queue.
+            """,
+        options: [.value("track", "N", "the track of the queue (default: the current one)"),
+                  .flag("json", "print batond's JSON answer as is")],
+        positionals: 1...1,
+        run: { invocation throws(Failure) in
+            let text = invocation.arguments.positionals[0]
+            guard let seconds = parsePosition(text) else {
+                throw .usage("\"\(text)\" is not a position (seconds like 75 or 75.5, or M:SS like 1:15)", command: "seek")
+            }
+            let track = try invocation.arguments.integer("track", in: 0...100_000, command: "seek")
+            struct Body: Encodable { var position: Double; var track: Int? }
+            let body = try invocation.client.post("/api/v1/music/seek", Body(position: seconds, track: track))
+            if invocation.printRaw(body) { return }
+            struct Answer: Decodable { var id: String }
+            let answer = try invocation.client.decode(Answer.self, body, what: "/api/v1/music/seek")
+            Console.out("\(answer.id): seek to \(Format.number(seconds)) s\(track.map { " of track \($0)" } ?? "")")
+        })
+
+    /// Seconds from `75`, `75.5` or `1:15` (minutes:seconds); nil when it is neither.
+    static func parsePosition(_ text: String) -> Double? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        switch parts.count {
+        case 1:
+            guard let s = Double(text), s.isFinite, s >= 0 else { return nil }
+            return s
+        case 2:
+            guard let m = Int(parts[0]), m >= 0, let s = Double(parts[1]), s.isFinite, s >= 0, s < 60 else { return nil }
+            return Double(m * 60) + s
+        default:
+            return nil
+        }
+    }
+
     static let volume = Command(
         name: "volume", synopsis: "ZONE LEVEL",
         summary: "set a zone's volume: LEVEL is 0...1 or a percentage (0.4 and 40% are the same)",

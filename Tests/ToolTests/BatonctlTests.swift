@@ -24,6 +24,25 @@ import Testing
         #expect(daemon.stop() == 0, "SIGTERM stops batond cleanly:\n\(daemon.log)")
     }
 
+    /// SIGTERM saves the zone volumes (and the play queue) into `state-dir` before the fade-out
+    /// turns the zones down, and exits 0 within 2 s; a bad seek position is a usage error.
+    @Test func sigtermSavesTheVolumes() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        #expect(daemon.batonctl("volume", "kitchen", "40%").status == 0)
+        let bad = daemon.batonctl("seek", "1:75")
+        #expect(bad.status == 2 && bad.output.contains("is not a position"), "\(bad.output)")
+        let started = ContinuousClock.now
+        #expect(daemon.stop() == 0, "\(daemon.log)")
+        #expect(ContinuousClock.now - started < .seconds(2), "stopped within 2 s")
+        let f = try #require(fopen(daemon.directory + "/state/state.json", "r"))
+        var buffer = [CChar](repeating: 0, count: 65_536)
+        let n = fread(&buffer, 1, buffer.count - 1, f)
+        fclose(f)
+        let text = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        #expect(text.contains("\"kitchen\":0.4") && text.contains("\"patio\":1"), "\(text)")
+    }
+
     /// `announce doorbell --zones kitchen` prints the announcement's id and status; `status` shows it
     /// audible in the kitchen; `events` then shows it granted and, when done, played.
     @Test func announceThenEvents() throws {

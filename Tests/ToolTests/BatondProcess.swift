@@ -48,6 +48,7 @@ final class BatondProcess {
                 sounds: \(Self.repoRoot)/config/sounds
                 alsa-config: alsa.conf
                 output-dir: out
+                state-dir: state
 
                 """)
             pid = try spawn()
