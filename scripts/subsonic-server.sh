@@ -225,6 +225,8 @@ restart_server_only() {
   [ -f "$pointer" ] || die "not running: scripts/subsonic-server.sh start"
   data="$(env_get "$pointer" data)"
   kill_server "$(env_get "$pointer" pid)"
+  # An optional pause (seconds) while the server is away, for retry-limit tests.
+  if [ -n "${2:-}" ]; then sleep "$2"; fi
   launch
   write_env
   say "restarted: pid $pid"
@@ -246,6 +248,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  restart-server-only) restart_server_only ;;
-  *) echo "usage: $0 start|stop|status|restart-server-only" >&2; exit 2 ;;
+  restart-server-only) restart_server_only "$@" ;;
+  *) echo "usage: $0 start|stop|status|restart-server-only [SECONDS-AWAY]" >&2; exit 2 ;;
 esac

@@ -34,7 +34,11 @@ final class MusicStreamer: @unchecked Sendable {
         var trackStarts: [(index: Int, frame: Int, offset: Double)] = []
         var error: String?
         var retrying: String?
+        /// The queue played to its end (not cancelled, not given up).
         var finished = false
+        /// The server stayed unreachable past the retry limit: the queue stopped where it was
+        /// (it can be resumed from there); the message says why.
+        var gaveUp: String?
     }
 
     let songs: [Song]
@@ -127,16 +131,24 @@ final class MusicStreamer: @unchecked Sendable {
                     if next == nil && index + 1 < songs.count { next = startFetch(songs[index + 1]) }
                 }
             } catch {
-                if !isCancelled {
+                if let failure = fetch.buffer.networkFailure, !isCancelled {
+                    logger.error("music: \(song.title) (\(song.id)): the server stayed unreachable past retry.limit (\(failure.message)); stopping the queue here")
+                } else if !isCancelled {
                     logger.error("music: \(song.title) (\(song.id)): \(error)")
                     progressState.withLock { $0.error = "\(song.title): \(error)" }
                 }
+            }
+            if let failure = fetch.buffer.networkFailure, !isCancelled {
+                // The next track would fail the same way: stop here, resumable from what was heard.
+                progressState.withLock { $0.gaveUp = "\(song.title): \(failure.message)" }
+                end(fetch)
+                break
             }
             end(fetch)
             index += 1
         }
         if let next { end(next) }
-        progressState.withLock { $0.finished = !isCancelled }
+        progressState.withLock { $0.finished = !isCancelled && $0.gaveUp == nil }
         if ended.exchange(true, ordering: .acquiringAndReleasing) {
             // cancel() came first and left the slots to this thread.
             for t in targets { t.mixer.release(t.slot) }

@@ -48,6 +48,8 @@ final class Playback {
     /// Scrobbling: the track last announced as now playing, and whether it was submitted.
     var scrobbledIndex: Int?
     var submitted = false
+    /// The streamer's giving up was published as a `stream-error` event.
+    var gaveUpReported = false
 
     init(id: SourceID, sourceClass: SourceClass, sound: String, loop: Bool, volume: Float, parts: [ZonePart]) {
         self.id = id

@@ -57,6 +57,8 @@ final class StreamBuffer: ByteSource, Sendable {
 
     /// True once the writer finished (every byte of the transfer is here). Any thread.
     var isComplete: Bool { state.withLock { $0.finished } }
+    /// Set when the network thread gave up (the server stayed unreachable past the retry limit).
+    var networkFailure: ByteSourceError? { state.withLock { $0.failure } }
 
     /// Bytes buffered and not yet read. Any thread.
     var buffered: Int { state.withLock { $0.bytes.count - $0.head } }

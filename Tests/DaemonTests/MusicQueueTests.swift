@@ -159,3 +159,72 @@ extension MusicTests {
         }
     }
 }
+
+extension MusicTests {
+    /// The server stays away longer than `retry.limit` when the stream needs it (a seek while it is
+    /// down): the queue stops with a `stream-error` event and a saved queue (not playing) at the
+    /// position asked for; once the server is back, `music/resume` plays on from there.
+    @Test func givesUpAfterTheRetryLimitAndResumesLater() async throws {
+        let t = try TestDaemon(music: try TestSubsonic.music(retry: .seconds(1), envPath: TestSubsonic.faultsEnv))
+        defer { t.stop() }
+        guard case .success(let music) = t.daemon.musicContext() else { throw TestSetupError(message: "no music config") }
+        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
+        let script = TestDaemon.repoRoot + "/scripts/subsonic-server.sh"
+        async let restart = Subprocess.run("/bin/bash", [script, "restart-server-only", "6"],
+                                           environment: ["BATON_SUBSONIC_PORT": TestSubsonic.faultsPort, "BATON_SUBSONIC_ENV": TestSubsonic.faultsEnv],
+                                           seconds: 60)
+        #expect(waitUntil(seconds: 10) { (try? music.client.ping()) == nil }, "the server went away")
+        #expect(try t.request("POST", "/api/v1/music/seek", #"{"position": 10}"#).status == 200)
+        let failed = try #require(t.waitForEvent("stream-error", source: id, seconds: 10))
+        #expect(failed.reason?.contains("Long Tone 330") == true, "\(failed.reason ?? "")")
+        #expect(waitUntil(seconds: 10) { (try? t.status().sources.contains { $0.id == id }) == false }, "the source ended")
+        let saved = try #require(try t.status().savedQueue)
+        #expect(!saved.playing)
+        #expect(abs(saved.positionSeconds - 10) < 0.01)
+        #expect(await restart.status == 0)
+        let resumed = try t.json("POST", "/api/v1/music/resume")
+        #expect(resumed.status == 202, "\(resumed.object)")
+        let again = try #require(resumed.object["id"])
+        #expect(waitUntil(seconds: 15) { position(t, again) > 10.5 })
+        #expect(position(t, again) < 13, "from where it stopped, not from the start")
+    }
+}
+
+extension MusicQueueTests {
+    /// The user pauses server music during the doorbell: `ended(shouldResume: false)`, the state
+    /// says paused, and the zone stays silent after the chime.
+    @Test func pauseDuringTheDoorbellKeepsServerMusicPaused() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
+        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        #expect(t.waitForEvent("interruption-began", source: id) != nil)
+        #expect(try t.json("POST", "/api/v1/music/pause").status == 200)
+        let ended = try #require(t.waitForEvent("interruption-ended", source: id))
+        #expect(ended.shouldResume == false)
+        usleep(300_000)
+        #expect(try t.status().sources.first { $0.id == id }?.state == "paused")
+        t.stop()
+        let out = t.left("kitchen")
+        let end = try #require(ended.zoneFrames?["kitchen"])
+        for at in stride(from: end + 882, to: out.count - 4_410, by: 4_410) {
+            #expect(Signals.windowedToneLevel(out[at..<(at + 4_410)], frequency: 440, rate: 44_100) < 0.001, "silent at \(at)")
+        }
+    }
+
+    /// A server that does not answer: `music/play` is a clear 502 naming the failure, and the daemon
+    /// plays announcements on.
+    @Test func unreachableServerIsAClearErrorAndTheDaemonRunsOn() throws {
+        let password = WAVWriter.temporaryDirectory("pw") + "/password"
+        let f = try #require(fopen(password, "w")); fputs("secret-pw\n", f); fclose(f)
+        let music = MusicConfig(subsonic: .init(url: "http://127.0.0.1:9", user: "baton", password: .file(password), format: .opus))
+        let t = try TestDaemon(music: music)
+        defer { t.stop() }
+        let r = try t.request("POST", "/api/v1/music/play", #"{"random": 5}"#)
+        #expect(r.status == 502, "\(r.text)")
+        #expect(r.text.contains("music server") && r.text.contains("127.0.0.1:9"), "\(r.text)")
+        #expect(!r.text.contains("secret-pw"))
+        #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).status == 202)
+    }
+}
