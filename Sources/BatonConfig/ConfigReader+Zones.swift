@@ -60,7 +60,7 @@ extension ConfigReader {
                                   channels: profile?.channels ?? 2, format: profile?.defaultFormat ?? .s16LE,
                                   period: profile?.period ?? .milliseconds(10),
                                   buffer: profile?.buffer ?? .milliseconds(40), clock: profile?.clock ?? .device,
-                                  mixer: profile?.mixer)
+                                  mixer: profile?.volume == .hardware ? profile?.mixer : nil)
 
         // With a board (even one that failed to load or has a bad name) the PCM may come from it.
         let namesBoard = zone.values["board"] != nil || boards.topLevelWritten
@@ -74,7 +74,8 @@ extension ConfigReader {
         let maxVolume = value(zone, "max-volume", .volume, default: 1)
         // Without a volume of its own a zone starts at its cap.
         let volume = value(zone, "volume", .volume, default: maxVolume ?? 1)
-        let mixer = optional(zone, "mixer", .string) ?? defaults.mixer
+        // `mixer: none` (or a board with software volume) means Baton's own gain.
+        let mixer = (optional(zone, "mixer", .string) ?? defaults.mixer).flatMap { $0 == "none" ? nil : $0 }
         let deviceChannelCount = optional(zone, "device-channels", .integer(ZoneConfig.channelRange))
         let channels = channelsValue(zone, default: defaults.channels)
 

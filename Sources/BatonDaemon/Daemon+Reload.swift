@@ -81,6 +81,7 @@ extension Daemon {
         replaceZones(ZoneTable(zones: handles, devices: devices))
         replaceConfig(new, sounds: report.soundsChanged ? Self.soundLibrary(new) : sounds)
         if report.policyChanged { setPolicy(Policy(new.policy)) }
+        openHardwareVolumes(report.zonesAdded + report.zonesChanged)
         for d in started { startDevice(d) }
         logger.info("reload: applied (added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged), unchanged \(report.zonesUnchanged)\(report.policyChanged ? ", new policy" : "")\(report.needsRestart.isEmpty ? "" : "; restart needed for \(report.needsRestart)"))")
         events.publish(type: "reloaded", zones: new.zones.map(\.name),

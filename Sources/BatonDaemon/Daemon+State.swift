@@ -9,7 +9,7 @@ extension Daemon {
     /// was stopped). A queue that played to its end is dropped. Under the lock.
     func currentSavedState(_ s: borrowing State) -> SavedState {
         var saved = SavedState()
-        for zone in zones.zones { saved.volumes[zone.name] = Double(zone.mixer.volume) }
+        for zone in zones.zones { saved.volumes[zone.name] = userVolume(zone) }
         let music = s.playbacks.values.filter { !$0.songs.isEmpty && $0.streamer != nil }.max { $0.id < $1.id }
         if let p = music, let streamer = p.streamer {
             if streamer.progress.finished {

@@ -27,6 +27,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// The user's zone volume (linear 0...1) and the one the output thread applied last.
         public var volume: Double
         public var appliedVolume: Double
+        /// `software` (Baton's gain stage), or `hardware: CONTROL on DEVICE` (an ALSA mixer control).
+        public var volumeControl: String
         /// Sources heard here (full level or ducked), highest priority first.
         public var audible: [String]
         public var ducked: [Ducked]

@@ -119,6 +119,12 @@ private func boardIssues(_ text: String, directory: String) -> [String]? {
                                    board: "dacplus"))
     }
 
+    /// `mixer: none` on a zone turns a board's hardware volume into Baton's software gain.
+    @Test func mixerNoneMeansSoftwareGain() throws {
+        let zone = try load("boards-dir: \(boardsDirectory())\nzones:\n  living: {board: dacplus, mixer: none}\n").zones[0]
+        #expect(zone.mixer == nil)
+    }
+
     /// The top-level board applies to zones without their own; a board without 48000 Hz or S16_LE
     /// gives its first rate and format.
     @Test func inheritsTopLevelBoard() throws {

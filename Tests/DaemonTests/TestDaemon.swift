@@ -24,7 +24,7 @@ final class TestDaemon {
     /// `zones`: name → (rate, pcm override). A nil PCM takes a fresh file PCM.
     init(zones: [(name: String, rate: Int, pcm: String?)] = [("kitchen", 44_100, nil), ("patio", 48_000, nil)],
          policy: PolicyConfig = .default, maxBody: Int = 4096, configPath: String? = nil,
-         music: MusicConfig? = nil, stateDir: String? = nil) throws {
+         music: MusicConfig? = nil, stateDir: String? = nil, mixers: [String: String] = [:]) throws {
         sounds = WAVWriter.temporaryDirectory("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
             let src = fopen("\(Self.repoRoot)/config/sounds/\(name)", "rb")!, dst = fopen("\(sounds)/\(name)", "wb")!
@@ -51,7 +51,7 @@ final class TestDaemon {
             } else {
                 _ = ALSATestRig.directory
             }
-            configs.append(ZoneConfig(name: z.name, pcm: pcm, rate: z.rate, clock: .system))
+            configs.append(ZoneConfig(name: z.name, pcm: pcm, rate: z.rate, clock: .system, mixer: mixers[z.name]))
         }
         self.files = files
         let config = BatonConfiguration(api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), maxBody: maxBody),
