@@ -37,7 +37,7 @@ public struct JitterBuffer: Sendable {
         public var maximumDelay = 200_000_000
         public var initialDelay = 60_000_000
         /// Added to the measured transit spread to form the target.
-        public var margin = 10_000_000
+        public var margin = 20_000_000
         /// How long an underrun is concealed before the buffer gives up and re-anchors (ns).
         public var maximumUnderrun = 100_000_000
         /// How long the locked SSRC must be silent before another SSRC may take over (ns).
