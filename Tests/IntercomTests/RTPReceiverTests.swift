@@ -164,7 +164,9 @@ import Testing
         #expect(throws: IntercomError.invalidAddress("localhost")) {
             try RTPReceiver(configuration: .init(host: "localhost", port: 0), onEvent: { _ in })
         }
-        _ = first
+        #expect(throws: IntercomError.socket(operation: "bind 127.0.0.1:\(first.port)", errno: EADDRINUSE)) {
+            try RTPReceiver(configuration: .init(host: "127.0.0.1", port: first.port), onEvent: { _ in })
+        }
     }
 }
 
