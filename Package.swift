@@ -65,6 +65,7 @@ let package = Package(
                 swiftSettings: swiftSettings),
         .target(name: "BatonConfig", dependencies: ["YAML"], swiftSettings: swiftSettings),
         .target(name: "Subsonic", dependencies: ["Curl"], swiftSettings: swiftSettings),
+        .target(name: "Intercom", dependencies: ["OpusCodec", "AudioCore"], swiftSettings: swiftSettings),
 
         // The daemon.
         .target(name: "BatonDaemon",
@@ -95,6 +96,8 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "SubsonicTests", dependencies: ["Subsonic", "Curl", "BatonTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "CodecTests", dependencies: ["Media", "FLACCodec", "MP3Codec", "OpusCodec", "BatonTesting"],
+                    swiftSettings: swiftSettings),
+        .testTarget(name: "IntercomTests", dependencies: ["Intercom", "OpusCodec", "AudioCore", "BatonTesting"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "ToolTests", dependencies: ["BatonTesting", "Systemd"], swiftSettings: swiftSettings),
     ]

@@ -1,0 +1,131 @@
+import AudioCore
+import Glibc
+import Synchronization
+
+/// Moves a receiver's audio into zone rings at each zone's rate: a thread that keeps every ring filled
+/// to `lead` of audio, pulling 48 kHz frames from the receiver, copying mono (or stereo) to the zone's
+/// channels and resampling to the zone's rate. The output threads read the rings as usual, so the
+/// output device paces the call; the jitter buffer absorbs the sender's clock.
+///
+/// Threads: `init`, `start`, `stop` on the control thread; the pump runs on its own thread, and is the
+/// receiver's only consumer while it runs. Allocates in `init` only.
+// @unchecked: `targets` (with their non-Sendable resamplers) and the buffers are used only by the pump
+// thread between `start` and `stop`; `thread` only by the control thread; the rest is atomics.
+public final class IntercomPump: @unchecked Sendable {
+    /// One zone's ring.
+    public struct Target {
+        public let ring: FloatRing
+        public let channels: Int
+        public let rate: Int
+        /// A 48 kHz → `rate` converter for `channels` channels (Media's `makeResampler`); nil when the
+        /// zone runs at 48 kHz.
+        public let resampler: (any Resampler)?
+
+        public init(ring: FloatRing, channels: Int, rate: Int, resampler: (any Resampler)?) {
+            self.ring = ring
+            self.channels = channels
+            self.rate = rate
+            self.resampler = resampler
+        }
+    }
+
+    /// Audio kept in the emptiest ring (ns): the latency the pump adds beyond the jitter buffer.
+    public let lead: Int
+    private let receiver: RTPReceiver
+    private let targets: [Target]
+    private let clock: @Sendable () -> Int
+    private let running = Atomic<Bool>(false)
+    private let overflow = Atomic<Int>(0)
+    private var thread: pthread_t?
+    private var pcm: [Float]
+    private var mapped: [Float]
+    private var resampled: [Float]
+    private static let block = 240  // 5 ms at 48 kHz
+
+    public init(receiver: RTPReceiver, targets: [Target], lead: Int = 30_000_000,
+                clock: @escaping @Sendable () -> Int = monotonicNanoseconds) {
+        self.receiver = receiver
+        self.targets = targets
+        self.lead = lead
+        self.clock = clock
+        let maxChannels = targets.map(\.channels).max() ?? 1
+        pcm = [Float](repeating: 0, count: Self.block * receiver.configuration.channels)
+        mapped = [Float](repeating: 0, count: Self.block * maxChannels)
+        let maxRate = targets.map(\.rate).max() ?? 48_000
+        resampled = [Float](repeating: 0, count: (Self.block * maxRate / 48_000 + 64) * maxChannels)
+    }
+
+    /// Samples that did not fit into a full ring (a zone that stopped reading). Any thread.
+    public var overflowSamples: Int { overflow.load(ordering: .relaxed) }
+
+    /// Starts the pump thread. Control thread.
+    public func start() {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        thread = startIntercomThread { [self] in run() }
+    }
+
+    /// Stops the pump thread and waits for it (≤ 5 ms). Control thread.
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing), let thread else { return }
+        pthread_join(thread, nil)
+        self.thread = nil
+    }
+
+    private func run() {
+        while running.load(ordering: .acquiring) {
+            // The emptiest ring decides: top it up to `lead`, 5 ms at a time.
+            var lowest = Int.max
+            for t in targets {
+                lowest = min(lowest, t.ring.readable / t.channels * 1_000_000_000 / t.rate)
+            }
+            if targets.isEmpty || lowest >= lead {
+                usleep(2_000)
+                continue
+            }
+            pumpBlock()
+        }
+    }
+
+    private func pumpBlock() {
+        let inChannels = receiver.configuration.channels
+        _ = pcm.withUnsafeMutableBufferPointer { receiver.pull(into: $0, now: clock()) }
+        for t in targets {
+            // Channel map: mono to every channel; stereo to the first two, their mean to the rest.
+            for f in 0..<Self.block {
+                for c in 0..<t.channels {
+                    let v: Float = inChannels == 1 ? pcm[f]
+                        : (t.channels == 1 ? (pcm[2 * f] + pcm[2 * f + 1]) / 2
+                           : (c < 2 ? pcm[2 * f + c] : (pcm[2 * f] + pcm[2 * f + 1]) / 2))
+                    mapped[f * t.channels + c] = v
+                }
+            }
+            let count = Self.block * t.channels
+            if let r = t.resampler {
+                var produced = 0
+                mapped.withUnsafeBufferPointer { input in
+                    resampled.withUnsafeMutableBufferPointer { output in
+                        var offset = 0
+                        while offset < count {
+                            guard let (c, p) = try? r.process(
+                                input: UnsafeBufferPointer(rebasing: input[offset..<count]),
+                                output: UnsafeMutableBufferPointer(rebasing: output[(produced * t.channels)...]))
+                            else { break }
+                            offset += c * t.channels
+                            produced += p
+                            if c == 0 && p == 0 { break }
+                        }
+                    }
+                }
+                write(resampled, count: produced * t.channels, to: t.ring)
+            } else {
+                write(mapped, count: count, to: t.ring)
+            }
+        }
+    }
+
+    private func write(_ samples: [Float], count: Int, to ring: FloatRing) {
+        guard count > 0 else { return }
+        let n = samples.withUnsafeBufferPointer { ring.write($0.baseAddress!, count: count) }
+        if n < count { overflow.add(count - n, ordering: .relaxed) }
+    }
+}

@@ -1,0 +1,501 @@
+import OpusCodec
+
+/// An adaptive jitter buffer for one Opus RTP stream: a pure state machine, clocked by the caller.
+///
+/// The receive side calls `insert(datagram:now:)` for every datagram; the play-out side calls
+/// `next(now:)` each time it needs the next packet's worth of audio, at the pace the output consumes,
+/// and carries out the returned `Playout` (decode, recover from FEC, conceal, or silence). Time is a
+/// parameter (monotonic nanoseconds), so tests drive it with a manual clock. Nothing here does I/O.
+///
+/// Behaviour:
+/// - Locks onto the first valid stream: its SSRC and its payload type (the configured one, or the first
+///   dynamic type 96…127 seen). Other SSRCs and types are `foreign`, until the locked SSRC has been
+///   silent for `Configuration.sourceTakeover`: then the new SSRC takes over and the buffer resets.
+/// - Keys packets by their 16-bit sequence number, extended across wraparound; RTP timestamps are in
+///   48 kHz samples (RFC 7587). Reorders; drops duplicates and packets that come after their turn.
+/// - Play-out starts `targetDelay` after the first packet. A packet missing at its turn while a later one
+///   is there is lost: rebuilt from the next packet's in-band FEC when it has some, else concealed (PLC).
+/// - Nothing queued at all (an underrun) is concealed for up to `maximumUnderrun` without advancing, so
+///   the delay grows by what the network held back; past that the buffer waits and re-anchors on the
+///   next packet. A sequence jump beyond the buffer's reach resets it.
+/// - The target delay is the spread of packet transit times (arrival minus RTP timestamp) over the last
+///   `jitterWindow` packets plus a margin, within `minimumDelay…maximumDelay`; it starts at
+///   `initialDelay`. The buffered audio is steered towards it by dropping a packet when it is one
+///   packet too deep, or concealing one frame when one packet too shallow, at most once every
+///   `adjustEvery` packets.
+///
+/// Memory: `slots × maximumPayload` bytes of payload (128 × 1500 = 192 000 by default), allocated in
+/// `init`; nothing is allocated afterwards.
+///
+/// Thread: a value; whoever owns it serialises access (`RTPReceiver` keeps it in a mutex).
+public struct JitterBuffer: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// The payload type to accept; nil: the first dynamic type (96…127) of the first valid stream.
+        public var payloadType: UInt8?
+        /// Bounds of the target delay, and where it starts, in nanoseconds.
+        public var minimumDelay = 20_000_000
+        public var maximumDelay = 200_000_000
+        public var initialDelay = 60_000_000
+        /// Added to the measured transit spread to form the target.
+        public var margin = 20_000_000
+        /// How long an underrun is concealed before the buffer gives up and re-anchors (ns).
+        public var maximumUnderrun = 100_000_000
+        /// How long the locked SSRC must be silent before another SSRC may take over (ns).
+        public var sourceTakeover = 500_000_000
+        /// Packets held at most (sequence numbers further ahead reset the buffer).
+        public var slots = 128
+        /// The largest payload accepted, in bytes.
+        public var maximumPayload = 1_500
+        /// Packets whose transit times form the jitter estimate.
+        public var jitterWindow = 100
+        /// The fewest packets played between two delay adjustments (drop or stretch).
+        public var adjustEvery = 5
+
+        public init(payloadType: UInt8? = nil) { self.payloadType = payloadType }
+    }
+
+    /// What happened, for the counters and status. All counts since `init`.
+    public struct Counters: Sendable, Equatable {
+        /// Valid packets of the locked stream (including late and duplicate ones).
+        public var received = 0
+        /// Packets decoded at their turn.
+        public var played = 0
+        /// Packets missing at their turn (`concealed + fecRecovered`).
+        public var lost = 0
+        /// Missing packets replaced by packet-loss concealment.
+        public var concealed = 0
+        /// Missing packets rebuilt from the next packet's in-band FEC.
+        public var fecRecovered = 0
+        /// Packets that arrived after their turn had passed.
+        public var late = 0
+        /// Packets received twice.
+        public var duplicate = 0
+        /// Datagrams that are not valid RTP/Opus (see `InsertOutcome.malformed`).
+        public var malformed = 0
+        /// Valid RTP of another stream: wrong payload type, another SSRC while locked, or an ended stream.
+        public var foreign = 0
+        /// Packets dropped to bring the delay down to the target.
+        public var trimmed = 0
+        /// Frames of concealment inserted without a loss: to raise the delay, or during an underrun.
+        public var stretched = 0
+        /// Restarts of the stream: SSRC change or sequence jump.
+        public var resets = 0
+        /// Underruns that outlasted `maximumUnderrun`, after which play-out re-anchored.
+        public var rebuffers = 0
+        public init() {}
+    }
+
+    /// What `insert` did with a datagram.
+    public enum InsertOutcome: Sendable, Equatable {
+        /// The first packet of a new stream (the buffer was idle).
+        case started
+        case accepted
+        /// Accepted after restarting the stream.
+        case reset(ResetReason)
+        case duplicate
+        case late
+        case malformed(MalformedReason)
+        case foreign(ForeignReason)
+    }
+
+    public enum ResetReason: Sendable, Equatable {
+        /// Another SSRC took over after the locked one fell silent.
+        case newSource(ssrc: UInt32)
+        /// The sequence number jumped further than the buffer holds.
+        case sequenceJump(from: Int64, to: Int64)
+    }
+
+    public enum MalformedReason: Error, Sendable, Equatable, CustomStringConvertible {
+        case rtp(RTPPacketError)
+        case emptyPayload
+        case payloadTooLarge(bytes: Int, maximum: Int)
+        case opus(OpusPacketError)
+        public var description: String {
+            switch self {
+            case .rtp(let e): "\(e)"
+            case .emptyPayload: "an RTP packet without payload"
+            case .payloadTooLarge(let bytes, let maximum): "a \(bytes)-byte payload, more than \(maximum)"
+            case .opus(let e): "not an Opus packet: \(e)"
+            }
+        }
+    }
+
+    public enum ForeignReason: Sendable, Equatable {
+        case payloadType(UInt8)
+        case ssrc(UInt32)
+        /// The stream that was ended explicitly, still sending.
+        case endedStream(ssrc: UInt32)
+    }
+
+    /// What the play-out side does next.
+    public enum Playout: Sendable, Equatable {
+        /// Nothing to play yet (idle, filling, or waiting after a long underrun): output silence.
+        case silence
+        /// Decode the packet in `slot` (read it with `withPayload`); `frames` at 48 kHz.
+        case decode(slot: Int, frames: Int)
+        /// The packet before the one in `slot` is lost: rebuild its `frames` from this one's FEC.
+        case recover(fromSlot: Int, frames: Int)
+        /// Conceal `frames` frames (PLC).
+        case conceal(frames: Int)
+    }
+
+    private enum Phase: Sendable, Equatable {
+        case idle
+        case filling(since: Int)
+        case playing
+        case rebuffering
+    }
+
+    private enum SlotState: UInt8, Sendable {
+        case empty, queued, played, lost
+    }
+
+    public let configuration: Configuration
+    public private(set) var counters = Counters()
+    /// Bumped whenever the stream restarts: the play-out side resets its decoder when it changes.
+    public private(set) var generation = 0
+    /// The locked stream's SSRC, nil while idle.
+    public private(set) var ssrc: UInt32?
+    /// When the locked stream last sent a valid packet (ns).
+    public private(set) var lastArrival: Int?
+
+    private var phase = Phase.idle
+    private var payloadType: UInt8?
+    private var ignored: (ssrc: UInt32, lastSeen: Int, quiet: Int)?
+    // Play-out position: the next sequence number and timestamp to play (extended to 64 bits).
+    private var nextSeq: Int64 = 0
+    private var nextTimestamp: Int64 = 0
+    private var highestSeq: Int64 = 0
+    private var highestTimestamp: Int64 = 0
+    private var newestEnd: Int64 = 0
+    private var lastFrames = 960
+    private var underrunFrames = 0
+    private var playedSinceAdjust = 0
+    // Slots, indexed by extended sequence number modulo `slots`.
+    private var slotSeq: [Int64]
+    private var slotState: [SlotState]
+    private var slotTimestamp: [Int64]
+    private var slotFrames: [Int]
+    private var slotFEC: [Bool]
+    private var slotLength: [Int]
+    private var payloads: [UInt8]
+    // Transit times (arrival in 48 kHz samples minus RTP timestamp), a ring of the last `jitterWindow`.
+    private var transits: [Int64]
+    private var transitCount = 0
+    private var transitIndex = 0
+    private var target: Int
+
+    /// Allocates the slots. Any thread.
+    public init(configuration: Configuration = Configuration()) {
+        precondition(configuration.slots > 1 && configuration.maximumPayload > 0 && configuration.jitterWindow > 0)
+        self.configuration = configuration
+        let n = configuration.slots
+        slotSeq = [Int64](repeating: -1, count: n)
+        slotState = [SlotState](repeating: .empty, count: n)
+        slotTimestamp = [Int64](repeating: 0, count: n)
+        slotFrames = [Int](repeating: 0, count: n)
+        slotFEC = [Bool](repeating: false, count: n)
+        slotLength = [Int](repeating: 0, count: n)
+        payloads = [UInt8](repeating: 0, count: n * configuration.maximumPayload)
+        transits = [Int64](repeating: 0, count: configuration.jitterWindow)
+        target = Self.samples(configuration.initialDelay)
+        payloadType = configuration.payloadType
+    }
+
+    /// The delay play-out aims at (ns).
+    public var targetDelay: Int { Self.nanoseconds(target) }
+
+    /// Audio queued ahead of the play-out position (ns); 0 while idle.
+    public var bufferedDelay: Int {
+        phase == .idle || phase == .rebuffering ? 0 : Self.nanoseconds(max(0, newestEnd - nextTimestamp))
+    }
+
+    /// Whether a stream is locked (from its first packet until `reset`).
+    public var isActive: Bool { ssrc != nil }
+
+    // MARK: - Receive side
+
+    /// Takes one datagram that arrived at `now` (monotonic ns). Never fails: every datagram is either
+    /// queued or counted with its reason.
+    public mutating func insert(datagram: UnsafeRawBufferPointer, now: Int) -> InsertOutcome {
+        let packet: RTPPacket
+        do { packet = try RTPPacket(parsing: datagram) } catch { return malformed(.rtp(error)) }
+        if let want = payloadType {
+            guard packet.payloadType == want else { return foreign(.payloadType(packet.payloadType)) }
+        } else if !(96...127).contains(packet.payloadType) {
+            return foreign(.payloadType(packet.payloadType))
+        }
+        let payload = UnsafeRawBufferPointer(rebasing: datagram[packet.payload])
+        guard !payload.isEmpty else { return malformed(.emptyPayload) }
+        guard payload.count <= configuration.maximumPayload else {
+            return malformed(.payloadTooLarge(bytes: payload.count, maximum: configuration.maximumPayload))
+        }
+        let frames: Int
+        do { frames = try OpusPacket.frameCount(payload) } catch { return malformed(.opus(error)) }
+
+        if let ignored, ignored.ssrc == packet.ssrc {
+            if now - ignored.lastSeen < ignored.quiet {
+                self.ignored?.lastSeen = now
+                return foreign(.endedStream(ssrc: packet.ssrc))
+            }
+            self.ignored = nil
+        }
+        var outcome = InsertOutcome.accepted
+        if let locked = ssrc, locked != packet.ssrc {
+            if let last = lastArrival, now - last < configuration.sourceTakeover { return foreign(.ssrc(packet.ssrc)) }
+            counters.resets += 1
+            outcome = .reset(.newSource(ssrc: packet.ssrc))
+            ssrc = nil
+        }
+        if ssrc == nil {
+            start(packet, now: now)
+            if outcome == .accepted { outcome = .started }
+        }
+        let seq = Self.extend(packet.sequenceNumber, around: highestSeq)
+        let timestamp = Self.extend(packet.timestamp, around: highestTimestamp)
+        counters.received += 1
+        lastArrival = now
+        recordTransit(now: now, timestamp: timestamp)
+
+        if phase == .rebuffering { anchor(seq: seq, timestamp: timestamp, now: now) }
+        let ahead = seq - nextSeq
+        if ahead >= Int64(configuration.slots) || ahead <= -Int64(configuration.slots) {
+            counters.resets += 1
+            outcome = .reset(.sequenceJump(from: nextSeq, to: seq))
+            anchor(seq: seq, timestamp: timestamp, now: now)
+        }
+        let slot = index(seq)
+        if seq < nextSeq {
+            if slotSeq[slot] == seq && slotState[slot] == .played {
+                counters.duplicate += 1
+                return .duplicate
+            }
+            guard case .filling = phase, slotState[slot] != .queued else {
+                counters.late += 1
+                return .late
+            }
+            // Reordered before play-out began: start from this earlier packet instead.
+            nextSeq = seq
+            nextTimestamp = timestamp
+        }
+        if slotSeq[slot] == seq && slotState[slot] == .queued {
+            counters.duplicate += 1
+            return .duplicate
+        }
+        slotSeq[slot] = seq
+        slotState[slot] = .queued
+        slotTimestamp[slot] = timestamp
+        slotFrames[slot] = frames
+        slotFEC[slot] = OpusPacket.hasInbandFEC(payload)
+        slotLength[slot] = payload.count
+        let base = slot * configuration.maximumPayload
+        payloads.withUnsafeMutableBytes { $0.baseAddress!.advanced(by: base).copyMemory(from: payload.baseAddress!, byteCount: payload.count) }
+        if seq >= highestSeq {
+            highestSeq = seq
+            highestTimestamp = timestamp
+            newestEnd = timestamp + Int64(frames)
+        }
+        return outcome
+    }
+
+    /// Forgets the stream and goes idle (the call ended). With `ignoreUntilQuietFor` (ns), packets of
+    /// the same SSRC are then `foreign(.endedStream)` until it has been silent that long, so a sender
+    /// that keeps going after an explicit hang-up does not start a new call at once.
+    public mutating func reset(now: Int, ignoreUntilQuietFor quiet: Int? = nil) {
+        if let quiet, let ssrc { ignored = (ssrc, now, quiet) }
+        ssrc = nil
+        lastArrival = nil
+        payloadType = configuration.payloadType
+        phase = .idle
+        clearSlots()
+        transitCount = 0
+        transitIndex = 0
+        target = Self.samples(configuration.initialDelay)
+        generation += 1
+    }
+
+    // MARK: - Play-out side
+
+    /// What to play next, at `now` (monotonic ns). Call it whenever the previous result has been
+    /// played out; for `.decode` and `.recover`, read the packet with `withPayload(slot:)` before the
+    /// next mutating call.
+    public mutating func next(now: Int) -> Playout {
+        switch phase {
+        case .idle, .rebuffering:
+            return .silence
+        case .filling(let since):
+            if now - since < Self.nanoseconds(target) { return .silence }
+            phase = .playing
+        case .playing:
+            break
+        }
+        while true {
+            let slot = index(nextSeq)
+            if slotSeq[slot] == nextSeq && slotState[slot] == .queued {
+                let frames = slotFrames[slot]
+                let end = slotTimestamp[slot] + Int64(frames)
+                let after = newestEnd - end  // what stays queued once this packet is played
+                let step = Int64(max(frames, lastFrames))
+                if playedSinceAdjust >= configuration.adjustEvery {
+                    if after > Int64(target) + step {
+                        slotState[slot] = .played
+                        counters.trimmed += 1
+                        advance(past: slot)
+                        playedSinceAdjust = 0
+                        continue
+                    }
+                    if after + step < Int64(target) {
+                        counters.stretched += 1
+                        playedSinceAdjust = 0
+                        return .conceal(frames: lastFrames)
+                    }
+                }
+                slotState[slot] = .played
+                counters.played += 1
+                advance(past: slot)
+                underrunFrames = 0
+                playedSinceAdjust += 1
+                return .decode(slot: slot, frames: frames)
+            }
+            if let later = nearestQueued(after: nextSeq) {
+                let laterSlot = index(later)
+                let missing = later - nextSeq
+                var frames = Int((slotTimestamp[laterSlot] - nextTimestamp) / missing)
+                if frames < 120 || frames > OpusPacket.maximumFrames || frames % 120 != 0 { frames = lastFrames }
+                slotSeq[slot] = nextSeq
+                slotState[slot] = .lost
+                nextSeq += 1
+                nextTimestamp += Int64(frames)
+                counters.lost += 1
+                playedSinceAdjust += 1
+                if missing == 1 && slotFEC[laterSlot] {
+                    counters.fecRecovered += 1
+                    return .recover(fromSlot: laterSlot, frames: frames)
+                }
+                counters.concealed += 1
+                return .conceal(frames: frames)
+            }
+            if Self.nanoseconds(Int64(underrunFrames)) < configuration.maximumUnderrun {
+                underrunFrames += lastFrames
+                counters.stretched += 1
+                return .conceal(frames: lastFrames)
+            }
+            counters.rebuffers += 1
+            phase = .rebuffering
+            underrunFrames = 0
+            return .silence
+        }
+    }
+
+    /// Calls `body` with the payload of the packet in `slot` (from `.decode` or `.recover`).
+    public func withPayload<R>(slot: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        let base = slot * configuration.maximumPayload
+        let length = slotLength[slot]
+        return payloads.withUnsafeBytes { all in body(UnsafeRawBufferPointer(rebasing: all[base..<(base + length)])) }
+    }
+
+    /// Counts a datagram too large to have been read whole (`bytes` long) as malformed. Receive side.
+    public mutating func rejectOversized(bytes: Int) -> InsertOutcome {
+        malformed(.payloadTooLarge(bytes: bytes, maximum: configuration.maximumPayload))
+    }
+
+    /// Counts a packet the decoder rejected although its header looked valid. Play-out side.
+    public mutating func countUndecodable() { counters.malformed += 1 }
+
+    // MARK: - Internals
+
+    private mutating func malformed(_ reason: MalformedReason) -> InsertOutcome {
+        counters.malformed += 1
+        return .malformed(reason)
+    }
+
+    private mutating func foreign(_ reason: ForeignReason) -> InsertOutcome {
+        counters.foreign += 1
+        return .foreign(reason)
+    }
+
+    private mutating func start(_ packet: RTPPacket, now: Int) {
+        ssrc = packet.ssrc
+        payloadType = configuration.payloadType ?? packet.payloadType
+        highestSeq = Int64(packet.sequenceNumber)
+        highestTimestamp = Int64(packet.timestamp)
+        transitCount = 0
+        transitIndex = 0
+        anchor(seq: highestSeq, timestamp: highestTimestamp, now: now)
+    }
+
+    /// Starts play-out afresh at this packet, after the target delay.
+    private mutating func anchor(seq: Int64, timestamp: Int64, now: Int) {
+        clearSlots()
+        nextSeq = seq
+        nextTimestamp = timestamp
+        highestSeq = seq
+        highestTimestamp = timestamp
+        newestEnd = timestamp
+        underrunFrames = 0
+        playedSinceAdjust = 0
+        phase = .filling(since: now)
+        generation += 1
+    }
+
+    private mutating func clearSlots() {
+        for i in 0..<configuration.slots {
+            slotSeq[i] = -1
+            slotState[i] = .empty
+        }
+    }
+
+    private mutating func advance(past slot: Int) {
+        nextSeq += 1
+        nextTimestamp = slotTimestamp[slot] + Int64(slotFrames[slot])
+        lastFrames = slotFrames[slot]
+    }
+
+    private func nearestQueued(after seq: Int64) -> Int64? {
+        guard highestSeq > seq else { return nil }
+        var s = seq + 1
+        while s <= highestSeq {
+            let i = index(s)
+            if slotSeq[i] == s && slotState[i] == .queued { return s }
+            s += 1
+        }
+        return nil
+    }
+
+    private func index(_ seq: Int64) -> Int {
+        let n = Int64(configuration.slots)
+        return Int(((seq % n) + n) % n)
+    }
+
+    private mutating func recordTransit(now: Int, timestamp: Int64) {
+        transits[transitIndex] = Int64(Self.samples(now)) - timestamp
+        transitIndex = (transitIndex + 1) % transits.count
+        transitCount = min(transitCount + 1, transits.count)
+        // Until half a window is measured, keep the initial target.
+        guard transitCount * 2 >= transits.count else { return }
+        var low = Int64.max, high = Int64.min
+        for i in 0..<transitCount {
+            low = min(low, transits[i])
+            high = max(high, transits[i])
+        }
+        let spread = Int(high - low) + Self.samples(configuration.margin)
+        target = min(max(spread, Self.samples(configuration.minimumDelay)), Self.samples(configuration.maximumDelay))
+    }
+
+    /// Extends a 16-bit sequence number to the value nearest `reference`.
+    static func extend(_ value: UInt16, around reference: Int64) -> Int64 {
+        reference + Int64(Int16(truncatingIfNeeded: value &- UInt16(truncatingIfNeeded: reference)))
+    }
+
+    /// Extends a 32-bit timestamp to the value nearest `reference`.
+    static func extend(_ value: UInt32, around reference: Int64) -> Int64 {
+        reference + Int64(Int32(truncatingIfNeeded: value &- UInt32(truncatingIfNeeded: reference)))
+    }
+
+    /// Nanoseconds as 48 kHz samples.
+    static func samples(_ ns: Int) -> Int { ns / 1_000_000 * 48 + (ns % 1_000_000) * 48 / 1_000_000 }
+
+    /// 48 kHz samples as nanoseconds.
+    static func nanoseconds(_ samples: Int64) -> Int { Int(samples) * 1_000_000 / 48 }
+    static func nanoseconds(_ samples: Int) -> Int { samples * 1_000_000 / 48 }
+}

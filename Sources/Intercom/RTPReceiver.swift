@@ -1,0 +1,259 @@
+import Glibc
+import OpusCodec
+import Synchronization
+
+/// Receives one Opus RTP stream on a UDP port: the intercom's `call` source.
+///
+/// A receive thread reads datagrams, feeds the `JitterBuffer` and runs the `CallMonitor`; the consumer
+/// pulls decoded 48 kHz audio with `pull(into:now:)` (or lets an `IntercomPump` do it for zone rings).
+///
+/// Threads:
+/// - `init`, `start`, `stop`, `counters`, `delays`, `isInCall`, `endCall`: any thread (the control thread).
+/// - `pull`: one consumer thread at a time (the pump's thread). Never blocks for long: it takes the
+///   state mutex for a few microseconds per packet and decodes outside it. Not for the real-time
+///   output thread (it decodes and takes a mutex).
+/// - `onEvent` is called on the receive thread only, in order: `callStarted`, then one `callEnded`.
+///   It must return quickly and must not call `stop` (which joins that thread).
+///
+/// Memory: the jitter buffer's slots (192 000 bytes by default) plus one packet and 120 ms of PCM;
+/// all allocated in `init`.
+// @unchecked: mutable state is in `state` (a mutex) or atomics; `playout` is used by the one consumer
+// thread only (documented above); `thread` is touched by `start` and `stop` on the control thread.
+public final class RTPReceiver: @unchecked Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// The IPv4 address to bind (e.g. "0.0.0.0", "127.0.0.1").
+        public var host: String
+        /// The UDP port; 0 picks a free one (see `port`).
+        public var port: UInt16
+        /// Output channels of the decoded audio (1 or 2); libopus mixes the stream to this.
+        public var channels: Int
+        /// No packets for this long ends the call (ns).
+        public var silenceTimeout: Int
+        public var jitter: JitterBuffer.Configuration
+
+        public init(host: String = "0.0.0.0", port: UInt16 = 5004, channels: Int = 1,
+                    silenceTimeout: Int = 2_000_000_000, jitter: JitterBuffer.Configuration = .init()) {
+            self.host = host
+            self.port = port
+            self.channels = channels
+            self.silenceTimeout = silenceTimeout
+            self.jitter = jitter
+        }
+    }
+
+    struct State {
+        var jitter: JitterBuffer
+        var monitor: CallMonitor
+        var endRequested = false
+    }
+
+    public let configuration: Configuration
+    /// The UDP port actually bound.
+    public let port: UInt16
+    private let socket: Int32
+    private let clock: @Sendable () -> Int
+    private let onEvent: @Sendable (CallEvent) -> Void
+    private let state: Mutex<State>
+    private let playout: PacketPlayout
+    private let running = Atomic<Bool>(false)
+    private var thread: pthread_t?
+
+    /// Binds the socket (so a busy port fails here) and allocates everything; call `start` to receive.
+    /// `clock` gives monotonic ns (the same clock as the `now` passed to `pull`).
+    public init(configuration: Configuration, clock: @escaping @Sendable () -> Int = monotonicNanoseconds,
+                onEvent: @escaping @Sendable (CallEvent) -> Void) throws(IntercomError) {
+        do {
+            playout = try PacketPlayout(channels: configuration.channels,
+                                        maximumPayload: configuration.jitter.maximumPayload)
+        } catch {
+            throw .decoder(error)
+        }
+        let (socket, port) = try Self.bind(host: configuration.host, port: configuration.port)
+        self.configuration = configuration
+        self.socket = socket
+        self.port = port
+        self.clock = clock
+        self.onEvent = onEvent
+        state = Mutex(State(jitter: JitterBuffer(configuration: configuration.jitter),
+                            monitor: CallMonitor(silenceTimeout: configuration.silenceTimeout)))
+    }
+
+    deinit {
+        stop()
+        close(socket)
+    }
+
+    /// Starts the receive thread. Control thread; idempotent.
+    public func start() {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        thread = startIntercomThread { [self] in receiveLoop() }
+    }
+
+    /// Stops the receive thread and waits for it (at most one poll interval, 20 ms). Control thread;
+    /// idempotent. A call in progress gets no `callEnded`: the owner is going away.
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing), let thread else { return }
+        pthread_join(thread, nil)
+        self.thread = nil
+    }
+
+    /// Ends the current call (hang-up). The receive thread reports `callEnded(.explicit)` within one
+    /// poll interval; packets of the same stream are then ignored (counted foreign) until it has been
+    /// silent for the silence timeout. Any thread.
+    public func endCall() { state.withLock { $0.endRequested = true } }
+
+    /// Whether a call is in progress. Any thread (a snapshot).
+    public var isInCall: Bool { state.withLock { $0.monitor.inCall } }
+
+    /// The jitter buffer's counters. Any thread (a snapshot).
+    public var counters: JitterBuffer.Counters { state.withLock { $0.jitter.counters } }
+
+    /// The jitter buffer's target delay and the audio queued now (ns). Any thread (a snapshot).
+    public var delays: (target: Int, buffered: Int) {
+        state.withLock { ($0.jitter.targetDelay, $0.jitter.bufferedDelay) }
+    }
+
+    /// Fills `output` (interleaved, `configuration.channels` per frame) with the call's audio at 48 kHz
+    /// as of `now` (monotonic ns from the same clock), silence where there is none. Returns the frames
+    /// that came from the call. Consumer thread only (one at a time).
+    public func pull(into output: UnsafeMutableBufferPointer<Float>, now: Int) -> Int {
+        playout.fill(output, now: now, state: state)
+    }
+
+    // MARK: - Receive thread
+
+    /// The poll interval: how often the silence timeout and `endCall` are looked at.
+    static let pollMilliseconds: Int32 = 20
+
+    private func receiveLoop() {
+        var buffer = [UInt8](repeating: 0, count: 2_048)
+        var events: [CallEvent] = []
+        events.reserveCapacity(4)
+        while running.load(ordering: .acquiring) {
+            var pfd = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, Self.pollMilliseconds)
+            housekeeping(&events)
+            if ready > 0 {
+                // Drain what is there, a bounded batch so timeouts stay checked under a flood.
+                for _ in 0..<64 {
+                    let n = buffer.withUnsafeMutableBytes {
+                        recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_TRUNC))
+                    }
+                    if n < 0 { break }
+                    let now = clock()
+                    state.withLock { s in
+                        if n > buffer.count {
+                            // Truncated: longer than any RTP/Opus packet the buffer accepts.
+                            _ = s.jitter.rejectOversized(bytes: n)
+                            return
+                        }
+                        let outcome = buffer.withUnsafeBytes {
+                            s.jitter.insert(datagram: UnsafeRawBufferPointer(rebasing: $0[0..<n]), now: now)
+                        }
+                        switch outcome {
+                        case .started, .accepted, .reset, .duplicate, .late:
+                            if let ssrc = s.jitter.ssrc, let e = s.monitor.packet(ssrc: ssrc, now: now) { events.append(e) }
+                        case .malformed, .foreign:
+                            break
+                        }
+                    }
+                    deliver(&events)
+                }
+            }
+        }
+    }
+
+    /// Ends the call on request or after the silence timeout.
+    private func housekeeping(_ events: inout [CallEvent]) {
+        let now = clock()
+        state.withLock { s in
+            if s.endRequested {
+                s.endRequested = false
+                if let e = s.monitor.end() { events.append(e) }
+                s.jitter.reset(now: now, ignoreUntilQuietFor: configuration.silenceTimeout)
+            } else if let e = s.monitor.tick(now: now) {
+                events.append(e)
+                s.jitter.reset(now: now)
+            }
+        }
+        deliver(&events)
+    }
+
+    private func deliver(_ events: inout [CallEvent]) {
+        for e in events { onEvent(e) }
+        events.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: - Socket
+
+    private static func bind(host: String, port: UInt16) throws(IntercomError) -> (Int32, UInt16) {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { throw .invalidAddress(host) }
+        let fd = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .socket(operation: "socket", errno: errno) }
+        // No SO_REUSEADDR: for UDP it would let a second receiver bind the same port and silently
+        // take the packets; a busy port must fail here instead.
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard rc == 0 else {
+            let e = errno
+            close(fd)
+            throw .socket(operation: "bind \(host):\(port)", errno: e)
+        }
+        var bound = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return (fd, UInt16(bigEndian: bound.sin_port))
+    }
+}
+
+/// Why a receiver could not be set up.
+public enum IntercomError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The listen address is not an IPv4 address.
+    case invalidAddress(String)
+    /// A socket call failed with `errno`.
+    case socket(operation: String, errno: Int32)
+    /// libopus refused to create the decoder.
+    case decoder(OpusPacketError)
+    /// A resampler could not be built or run (the pump).
+    case resampler(String)
+
+    public var description: String {
+        switch self {
+        case .invalidAddress(let host): "listen address \(host) is not an IPv4 address (e.g. 0.0.0.0)"
+        case .socket(let operation, let code): "\(operation): \(String(cString: strerror(code)))"
+        case .decoder(let e): "\(e)"
+        case .resampler(let message): message
+        }
+    }
+}
+
+/// Monotonic time in nanoseconds (`CLOCK_MONOTONIC`). Any thread; real-time safe.
+public func monotonicNanoseconds() -> Int {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// Starts a joinable pthread running `body`.
+func startIntercomThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+    final class Box: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    var thread = pthread_t()
+    let context = Unmanaged.passRetained(Box(body)).toOpaque()
+    let rc = pthread_create(&thread, nil, { raw in
+        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+        return nil
+    }, context)
+    precondition(rc == 0, "pthread_create failed: \(rc)")
+    return thread
+}

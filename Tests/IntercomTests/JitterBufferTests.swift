@@ -1,0 +1,194 @@
+import BatonTesting
+@testable import Intercom
+import OpusCodec
+import Testing
+
+/// The jitter buffer driven by a manual clock: packets "arrive" at chosen instants, the output consumes
+/// 20 ms every 20 ms, and the real libopus decodes what the buffer says to play.
+@Suite struct JitterBufferTests {
+    /// In-order packets all play; none is lost, late or duplicate, and the tone comes out.
+    @Test func playsInOrderPackets() throws {
+        let packets = try tonePackets(seconds: 2)
+        let sim = try PlayoutSimulation()
+        try sim.run(packets.indices.map { datagram(packets[$0], index: $0) })
+        let c = sim.buffer.counters
+        #expect(c.received == packets.count)
+        #expect(c.played + c.trimmed == packets.count)
+        #expect(c.lost == 0 && c.late == 0 && c.duplicate == 0 && c.malformed == 0 && c.foreign == 0)
+        // Play-out starts after the initial 60 ms target.
+        let firstAudio = try #require(sim.actions.firstIndex { $0 != .silence })
+        #expect(firstAudio == 3)
+        let levels = toneLevels(sim.audio)
+        let steady = levels[10..<(levels.count - 30)]
+        // Full level throughout, but for the one packet dropped when the 60 ms start settles to 20 ms.
+        #expect(steady.allSatisfy { $0 > 0.3 }, "levels \(steady.map { Int($0 * 100) })")
+        #expect(steady.filter { $0 < 0.45 }.count <= c.trimmed * 2)
+    }
+
+    /// Packets that arrive out of order within the delay are put back in order: nothing is lost.
+    @Test func reordersPackets() throws {
+        let packets = try tonePackets(seconds: 2)
+        let sim = try PlayoutSimulation()
+        // Packets 10, 30, 50, 70 arrive 30 ms late: after their successor.
+        try sim.run(packets.indices.map { datagram(packets[$0], index: $0) }, delay: { [10, 30, 50, 70].contains($0) ? 30 * ms : 0 })
+        let c = sim.buffer.counters
+        #expect(c.lost == 0 && c.late == 0)
+        #expect(c.played + c.trimmed == packets.count)
+    }
+
+    /// A packet received twice is counted as a duplicate, before and after it was played.
+    @Test func dropsDuplicates() throws {
+        let packets = try tonePackets(seconds: 1)
+        let sim = try PlayoutSimulation()
+        for i in 0..<10 { #expect(sim.insert(datagram(packets[i], index: i), at: i * 20 * ms) != .duplicate) }
+        #expect(sim.insert(datagram(packets[8], index: 8), at: 190 * ms) == .duplicate)
+        for t in 0..<8 { try sim.consume(at: (200 + t * 20) * ms) }
+        #expect(sim.insert(datagram(packets[1], index: 1), at: 400 * ms) == .duplicate)
+        #expect(sim.buffer.counters.duplicate == 2)
+        #expect(sim.buffer.counters.late == 0)
+    }
+
+    /// Lost packets without FEC are concealed (PLC); the tone dips but carries on.
+    @Test func concealsLostPackets() throws {
+        let packets = try tonePackets(seconds: 2)
+        let sim = try PlayoutSimulation()
+        let dropped: Set = [40, 41, 70]
+        try sim.run(packets.indices.filter { !dropped.contains($0) }.map { datagram(packets[$0], index: $0) })
+        let c = sim.buffer.counters
+        #expect(c.lost == 3 && c.concealed == 3 && c.fecRecovered == 0)
+        #expect(c.late == 0)
+        #expect(sim.actions.filter { if case .conceal = $0 { true } else { false } }.count >= 3)
+    }
+
+    /// A lost packet whose successor carries in-band FEC is rebuilt from it and counted as recovered.
+    @Test func recoversLostPacketsFromFEC() throws {
+        let packets = try tonePackets(seconds: 2, fec: true)
+        let withFEC = packets.filter { $0.withUnsafeBytes { OpusPacket.hasInbandFEC($0) } }.count
+        #expect(withFEC > packets.count * 3 / 4, "\(withFEC) of \(packets.count) packets carry FEC")
+        let sim = try PlayoutSimulation()
+        let dropped: Set = [30, 50, 70]
+        try sim.run(packets.indices.filter { !dropped.contains($0) }.map { datagram(packets[$0], index: $0) })
+        let c = sim.buffer.counters
+        #expect(c.lost == 3)
+        #expect(c.fecRecovered == 3 && c.concealed == 0)
+        #expect(sim.actions.filter { if case .recover = $0 { true } else { false } }.count == 3)
+        let levels = toneLevels(sim.audio)
+        #expect(levels[10..<(levels.count - 30)].allSatisfy { $0 > 0.25 }, "\(levels.map { Int($0 * 100) })")
+    }
+
+    /// A packet that arrives after its turn is late: it was already concealed, and is dropped.
+    @Test func dropsLatePackets() throws {
+        let packets = try tonePackets(seconds: 2)
+        let sim = try PlayoutSimulation()
+        try sim.run(packets.indices.map { datagram(packets[$0], index: $0) }, delay: { $0 == 30 ? 300 * ms : 0 })
+        let c = sim.buffer.counters
+        #expect(c.late == 1)
+        #expect(c.lost == 1 && c.concealed == 1)
+    }
+
+    /// Sequence numbers wrap from 65535 to 0 without a loss or a reset.
+    @Test func followsSequenceWraparound() throws {
+        let packets = try tonePackets(seconds: 2)
+        let sim = try PlayoutSimulation()
+        try sim.run(packets.indices.map { datagram(packets[$0], index: $0, firstSeq: 65_500) })
+        let c = sim.buffer.counters
+        #expect(c.lost == 0 && c.late == 0 && c.resets == 0 && c.duplicate == 0)
+        #expect(c.played + c.trimmed == packets.count)
+    }
+
+    /// Under jitter the target delay grows (and the queue follows by stretching); when the network
+    /// calms down it shrinks back to the minimum (and the queue follows by dropping).
+    @Test func adaptsTheDelayToJitter() throws {
+        let packets = try tonePackets(seconds: 12)
+        let sim = try PlayoutSimulation()
+        // 4 s calm, 4 s with every 7th packet 100 ms late, 4 s calm.
+        let jittery = 200..<400
+        var seen: [Int: (target: Int, buffered: Int, counters: JitterBuffer.Counters)] = [:]
+        try sim.run(packets.indices.map { datagram(packets[$0], index: $0) }, observe: { tick in
+            seen[tick] = (sim.buffer.targetDelay, sim.buffer.bufferedDelay, sim.buffer.counters)
+        }, delay: { jittery.contains($0) && $0 % 7 == 0 ? 100 * ms : 0 })
+        let calm = try #require(seen[199]), jitter = try #require(seen[399]), after = try #require(seen[599])
+        let midJitter = try #require(seen[300])
+        #expect(calm.target == 20 * ms)
+        #expect(jitter.target >= 100 * ms, "target \(jitter.target / ms) ms")
+        #expect(jitter.buffered >= 80 * ms, "buffered \(jitter.buffered / ms) ms")
+        #expect(jitter.counters.stretched > calm.counters.stretched)
+        // Once grown, the delayed packets arrive in time.
+        #expect(jitter.counters.late == midJitter.counters.late)
+        #expect(after.target == 20 * ms)
+        #expect(after.buffered <= 60 * ms, "buffered \(after.buffered / ms) ms")
+        #expect(after.counters.trimmed > jitter.counters.trimmed)
+    }
+
+    /// A new SSRC is foreign while the locked stream is alive; once that one has been silent for the
+    /// takeover time, the new one resets the buffer and plays.
+    @Test func switchesToANewSourceAfterTheOldFallsSilent() throws {
+        let packets = try tonePackets(seconds: 2)
+        let sim = try PlayoutSimulation()
+        #expect(sim.insert(datagram(packets[0], index: 0, ssrc: 1), at: 0) == .started)
+        for i in 1..<20 { #expect(sim.insert(datagram(packets[i], index: i, ssrc: 1), at: i * 20 * ms) == .accepted) }
+        #expect(sim.insert(datagram(packets[0], index: 0, firstSeq: 7, ssrc: 2), at: 390 * ms) == .foreign(.ssrc(2)))
+        let generation = sim.buffer.generation
+        #expect(sim.insert(datagram(packets[1], index: 1, firstSeq: 7, ssrc: 2), at: 380 * ms + 500 * ms)
+                == .reset(.newSource(ssrc: 2)))
+        #expect(sim.buffer.ssrc == 2)
+        #expect(sim.buffer.generation > generation)
+        #expect(sim.buffer.counters.foreign == 1 && sim.buffer.counters.resets == 1)
+        for i in 2..<40 { sim.insert(datagram(packets[i], index: i, firstSeq: 7, ssrc: 2), at: 880 * ms + i * 20 * ms) }
+        for t in 0..<20 { try sim.consume(at: 1_000 * ms + t * 20 * ms) }
+        #expect(sim.actions.contains { if case .decode = $0 { true } else { false } })
+    }
+
+    /// Garbage, RTCP and wrong payload types are counted (malformed / foreign) and do not disturb the stream.
+    @Test func countsMalformedAndForeignDatagrams() throws {
+        let packets = try tonePackets(seconds: 1)
+        let sim = try PlayoutSimulation()
+        #expect(sim.insert(datagram(packets[0], index: 0), at: 0) == .started)
+        #expect(sim.insert([1, 2, 3], at: 1) == .malformed(.rtp(.tooShort(length: 3))))
+        #expect(sim.insert([0x80, 200, 0, 6] + [UInt8](repeating: 0, count: 24), at: 2) == .malformed(.rtp(.rtcp(packetType: 200))))
+        #expect(sim.insert(datagram(packets[1], index: 1, payloadType: 0), at: 3) == .foreign(.payloadType(0)))
+        #expect(sim.insert(datagram([], index: 1), at: 4) == .malformed(.emptyPayload))
+        #expect(sim.insert(datagram([0xFF, 0xFF], index: 1), at: 5) == .malformed(.opus(OpusPacketError(code: -4, operation: "read packet duration"))))
+        #expect(sim.insert(datagram([UInt8](repeating: 0xF8, count: 1_600), index: 1), at: 6)
+                == .malformed(.payloadTooLarge(bytes: 1_600, maximum: 1_500)))
+        #expect(sim.insert(datagram(packets[1], index: 1), at: 20 * ms) == .accepted)
+        let c = sim.buffer.counters
+        #expect(c.malformed == 5 && c.foreign == 1 && c.received == 2)
+    }
+
+    /// Before anything is locked, only dynamic payload types (96…127) start a stream; a configured
+    /// type is the only one accepted.
+    @Test func choosesThePayloadType() throws {
+        let packets = try tonePackets(seconds: 1)
+        let sim = try PlayoutSimulation()
+        #expect(sim.insert(datagram(packets[0], index: 0, payloadType: 8), at: 0) == .foreign(.payloadType(8)))
+        #expect(sim.insert(datagram(packets[0], index: 0, payloadType: 111), at: 1) == .started)
+        #expect(sim.insert(datagram(packets[1], index: 1, payloadType: 96), at: 2) == .foreign(.payloadType(96)))
+        let fixed = try PlayoutSimulation(configuration: .init(payloadType: 100))
+        #expect(fixed.insert(datagram(packets[0], index: 0, payloadType: 96), at: 0) == .foreign(.payloadType(96)))
+        #expect(fixed.insert(datagram(packets[0], index: 0, payloadType: 100), at: 1) == .started)
+    }
+
+    /// A jump in sequence numbers beyond the buffer's reach resets it to the new position.
+    @Test func resetsOnASequenceJump() throws {
+        let packets = try tonePackets(seconds: 1)
+        let sim = try PlayoutSimulation()
+        for i in 0..<10 { sim.insert(datagram(packets[i], index: i), at: i * 20 * ms) }
+        let outcome = sim.insert(datagram(packets[10], index: 5_000), at: 200 * ms)
+        #expect(outcome == .reset(.sequenceJump(from: 1_000, to: 6_000)))
+        #expect(sim.buffer.counters.resets == 1)
+    }
+
+    /// After an underrun longer than the limit, play-out waits (silence) and re-anchors on the next packet.
+    @Test func rebuffersAfterALongUnderrun() throws {
+        let packets = try tonePackets(seconds: 2)
+        let sim = try PlayoutSimulation()
+        // 0.5 s of packets, a 1 s pause (sender stalled), then the rest.
+        try sim.run(packets.indices.map { datagram(packets[$0], index: $0) }, until: 3_500 * ms,
+                    delay: { $0 >= 25 ? 1_000 * ms : 0 })
+        let c = sim.buffer.counters
+        #expect(c.rebuffers == 2)  // one in the pause, one when the stream ends
+        #expect(c.lost == 0 && c.late == 0)
+        #expect(c.played + c.trimmed == packets.count)
+    }
+}
