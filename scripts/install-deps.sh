@@ -11,8 +11,14 @@ runtime=(alsa-utils)
 # (ffmpeg makes the Subsonic test library and transcodes for the test server; python3-venv hosts it.)
 testing=(sox ffmpeg python3-venv chromium)
 
+# The demo of scripts/run.sh runs a local Subsonic server (Supysonic in a venv, library made by ffmpeg).
+demo=(ffmpeg python3-venv)
+
 want=("${build[@]}" "${runtime[@]}")
-if [ "${1:-}" = "--test" ]; then want+=("${testing[@]}"); fi
+case "${1:-}" in
+  --test) want+=("${testing[@]}") ;;
+  --demo) want+=("${demo[@]}") ;;
+esac
 
 missing=()
 for p in "${want[@]}"; do

@@ -8,7 +8,8 @@
 #   scripts/subsonic-server.sh restart-server-only   kill and restart the server process, same data/IDs
 #
 # Environment: BATON_SUBSONIC_PORT (default 4533), BATON_CACHE (default ~/.cache/baton, holds the venv),
-# BATON_SUBSONIC_ENV (default /tmp/baton-subsonic.env: the file the tests read).
+# BATON_SUBSONIC_ENV (default /tmp/baton-subsonic.env: the file the tests read),
+# BATON_SUBSONIC_LIBRARY (`test`, the default, or `demo`: the album scripts/run.sh plays).
 # Needs: python3-venv and ffmpeg (apt, both in scripts/install-deps.sh --test); PyPI for the first start.
 set -euo pipefail
 
@@ -98,6 +99,26 @@ make_library() {
   "$py" "$helpers/tag_wav.py" "$t/04 Tone 770.wav" "$a" Tones "Tone 770 WAV 22050" 4
   "$py" "$helpers/tag_wav.py" "$t/05 Tone 880.wav" "$a" Tones "Tone 880 WAV 48000" 5
   "$py" "$helpers/tag_wav.py" "$music/Large/01 Long Tone 330.wav" "$a" Large "Long Tone 330" 1
+}
+
+# The demo library (BATON_SUBSONIC_LIBRARY=demo, used by scripts/run.sh): one album of three
+# short arpeggio pieces, pleasant enough to hear the doorbell interrupt them.
+# arpeggio FILE TITLE TRACK ROOT-HZ THIRD-RATIO
+arpeggio() {
+  local out="$1" title="$2" track="$3" b="$4" r="$5"
+  local n="mod(floor(4*t),4)"
+  ffmpeg -v error -nostdin -y -f lavfi \
+    -i "aevalsrc='0.22*sin(PI*mod(4*t,1))*sin(2*PI*$b*if(eq($n,0),1,if(eq($n,1),$r,if(eq($n,2),1.5,2)))*t)+0.08*sin(2*PI*$b/2*t)':s=44100:d=40" \
+    -ac 2 -c:a flac -metadata artist="Baton" -metadata album_artist="Baton" -metadata album="Baton Demo" \
+    -metadata title="$title" -metadata track="$track" "$out"
+}
+make_demo_library() {
+  local d="$1/Baton Demo"
+  mkdir -p "$d"
+  arpeggio "$d/01 Morning.flac" "Morning (C major)" 1 261.63 1.25 &
+  arpeggio "$d/02 Doorstep.flac" "Doorstep (A minor)" 2 220.00 1.2 &
+  arpeggio "$d/03 Evening.flac" "Evening (F major)" 3 174.61 1.25 &
+  wait
 }
 
 write_config() {
@@ -197,7 +218,7 @@ start() {
   data="$(mktemp -d /tmp/baton-subsonic.XXXXXX)"
   mkdir -p "$data/home" "$data/cache"
   chmod 755 "$data"
-  make_library "$data/music"
+  if [ "${BATON_SUBSONIC_LIBRARY:-test}" = demo ]; then make_demo_library "$data/music"; else make_library "$data/music"; fi
   write_config "$data"
   # A fresh random password per start: tests read it from the password file.
   "$venv/bin/python" -c 'import secrets; print("pw-" + secrets.token_hex(8))' >"$data/password"
