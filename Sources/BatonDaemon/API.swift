@@ -48,9 +48,13 @@ public struct API: Sendable {
 
     /// Answers one request.
     public func handle(_ r: HTTPRequest) -> HTTPResponse {
-        if let token {
-            let given = r.headers["authorization"] ?? ""
-            guard given.hasPrefix("Bearer "), Self.constantTimeEqual(String(given.dropFirst(7)), token) else {
+        // The status page itself holds no data: it asks for the token and sends it with its requests.
+        if let token, !(r.method == "GET" && r.path == "/") {
+            let header = r.headers["authorization"] ?? ""
+            // A browser's EventSource cannot set headers: GET requests may carry `?access_token=`.
+            let given = header.hasPrefix("Bearer ") ? String(header.dropFirst(7))
+                : r.method == "GET" ? r.query["access_token"] ?? "" : ""
+            guard !given.isEmpty, Self.constantTimeEqual(given, token) else {
                 var response = HTTPResponse.error(401, "a bearer token is required (Authorization: Bearer <token from api.token-file>)")
                 response.headers.append((name: "WWW-Authenticate", value: "Bearer"))
                 return response

@@ -96,11 +96,20 @@ function drawTimeline(){
   const legend=[...new Set(bars.map(b=>b.id))].slice(-8).map(id=>`<tspan fill="${color(id)}">■</tspan> ${esc(id)}`).join('  ');
   svg.innerHTML=out+`<text x="${left+60}" y="${h-2}" font-size="10">${legend}</text>`;
 }
-async function refresh(){try{render(await (await fetch('/api/v1/status')).json());}catch(e){document.getElementById('sub').textContent='batond is not reachable';}}
+// Beyond loopback the API wants a bearer token: from the address (#token=…, then dropped from it)
+// or asked for once, kept for this tab only.
+const hashToken=new URLSearchParams(location.hash.slice(1)).get('token');
+if(hashToken){sessionStorage.setItem('batonToken',hashToken);history.replaceState(null,'',location.pathname);}
+let token=sessionStorage.getItem('batonToken');
+async function refresh(){try{const r=await fetch('/api/v1/status',token?{headers:{Authorization:'Bearer '+token}}:{});
+  if(r.status===401){const t=prompt('batond wants its API token (the first line of api.token-file):');if(t){token=t;sessionStorage.setItem('batonToken',t);location.reload();}
+    document.getElementById('sub').textContent='batond needs its API token (open this page as /#token=…)';return;}
+  render(await r.json());}catch(e){document.getElementById('sub').textContent='batond is not reachable';}}
 const log=document.getElementById('events');
-const es=new EventSource('/api/v1/events?after=0');
+const es=new EventSource('/api/v1/events?after=0'+(token?'&access_token='+encodeURIComponent(token):''));
 ['granted','queued','rejected','coalesced','expired','lost-for-good','finished','played','interruption-began','interruption-ended',
- 'duck-began','duck-ended','muted','unmuted','zone-available','zone-unavailable','volume','reloaded','reload-rejected'].forEach(t=>
+ 'duck-began','duck-ended','muted','unmuted','zone-available','zone-unavailable','volume','volume-control','track','scrobbled',
+ 'stream-error','state-error','reloaded','reload-rejected'].forEach(t=>
   es.addEventListener(t,m=>{const e=JSON.parse(m.data);
     events.push(e);
     const d=document.createElement('div');d.className='ev ev-'+t;

@@ -26,4 +26,26 @@ import Testing
         #expect(try get("Basic czNjcmV0LXRva2Vu").status == 401)
         #expect(try get("Bearer s3cret-token").status == 200)
     }
+
+    /// The status page loads without the token (it holds no data and asks for it); its event stream
+    /// may carry the token as `?access_token=` (EventSource cannot set headers), GET requests only.
+    @Test func statusPageAndQueryToken() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let api = API(daemon: t.daemon, token: "s3cret-token")
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
+        defer { server.stop() }
+        func send(_ line: String, body: String = "") throws -> RawClient.Response {
+            let c = try RawClient(port: server.port)
+            c.send("\(line) HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            return try c.readResponse()
+        }
+        let page = try send("GET /")
+        #expect(page.status == 200 && page.text.contains("batonToken"))
+        #expect(try send("GET /api/v1/status?access_token=s3cret-token").status == 200)
+        #expect(try send("GET /api/v1/status?access_token=wrong").status == 401)
+        #expect(try send("GET /api/v1/status?access_token=").status == 401)
+        #expect(try send("POST /api/v1/announce?access_token=s3cret-token", body: #"{"sound": "bell1k"}"#).status == 401,
+                "a query token is for GET only")
+    }
 }
