@@ -1,5 +1,7 @@
 import Arbiter
+import Engine
 import Subsonic
+import Synchronization
 
 /// Keeping what the user set across restarts: zone volumes and the music queue with the position
 /// heard, in `<state-dir>/state.json` (see `StateStore`).
@@ -37,6 +39,7 @@ extension Daemon {
             events.publish(type: "state-error", reason: failure.description)
         case .success(nil):
             if store.path == nil { logger.info("state: no state-dir configured: volumes and the play queue are not kept across restarts") }
+            if config.music != nil, let q = queueFromServer() { state.withLock { $0.saved.queue = q; $0.written.queue = q } }
         case .success(let saved?):
             for (name, volume) in saved.volumes.sorted(by: { $0.key < $1.key }) {
                 guard let zone = output(name), volume.isFinite, (0...zone.config.maxVolume).contains(volume) else { continue }
@@ -63,6 +66,57 @@ extension Daemon {
         guard let pending else { return }
         if case .failure(let failure) = store.save(pending) {
             logger.error("state: \(failure)")
+        }
+        syncQueueToServer(pending.queue)
+    }
+
+    /// Mirrors the queue to the server with `savePlayQueue` (so other Subsonic clients can pick it
+    /// up) when its songs, track or playing state changed, or 30 s after the last call; a server
+    /// without play-queue endpoints (Supysonic) is noticed once and never asked again. Runs the call
+    /// on its own thread. Any thread.
+    func syncQueueToServer(_ queue: SavedQueue?) {
+        guard let queue, queue.index < queue.songs.count, case .success(let music) = musicContext() else { return }
+        let now = monotonicNanoseconds()
+        let due: Bool = queueSync.withLock { s in
+            guard !s.unsupported else { return false }
+            let changed = s.last.map { $0.songs.map(\.id) != queue.songs.map(\.id) || $0.index != queue.index || $0.playing != queue.playing } ?? true
+            guard changed || now - s.at >= 30_000_000_000 else { return false }
+            s.last = queue
+            s.at = now
+            return true
+        }
+        guard due else { return }
+        let logger = self.logger
+        _ = startThread {
+            do {
+                try music.client.savePlayQueue(songIDs: queue.songs.map(\.id), current: queue.songs[queue.index].id,
+                                               positionMilliseconds: Int64(queue.position * 1000))
+            } catch let error as SubsonicError where error.isUnsupportedEndpoint {
+                self.queueSync.withLock { $0.unsupported = true }
+                logger.info("music: the server has no savePlayQueue; the queue is kept in state-dir only")
+            } catch {
+                logger.warning("music: savePlayQueue failed: \(error)")
+            }
+        }
+    }
+
+    /// When nothing was saved locally, the queue the server keeps (`getPlayQueue`) for `music.zones`.
+    /// Blocking (it asks the server); at start, before the zones play.
+    func queueFromServer() -> SavedQueue? {
+        guard case .success(let music) = musicContext() else { return nil }
+        do {
+            guard let q = try music.client.playQueue(), !q.entries.isEmpty else { return nil }
+            let index = q.current.flatMap { id in q.entries.firstIndex { $0.id == id } } ?? 0
+            let zones: [String]
+            switch expandZones(music.config.zones) {
+            case .success(let names): zones = names
+            case .failure: zones = self.zones.names
+            }
+            logger.info("music: restored the server's play queue (\(q.entries.count) songs, changed by \(q.changedBy ?? "?"))")
+            return SavedQueue(songs: q.entries, index: index, position: Double(q.position) / 1000, zones: zones, volume: 1, playing: false)
+        } catch {
+            if !error.isUnsupportedEndpoint { logger.warning("music: getPlayQueue failed: \(error)") }
+            return nil
         }
     }
 
