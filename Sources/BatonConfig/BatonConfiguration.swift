@@ -29,12 +29,24 @@ public struct BatonConfiguration: Sendable, Equatable {
     /// The directory board profiles were read from: `boards-dir` if set, else the one found (see
     /// ``BoardProfile/searchDirectories(configDirectory:)``) when a board was used; else `nil`.
     public var boardsDir: String?
+    /// The speaker's name in MQTT topics and Home Assistant (`device:`); default `baton`.
+    public var device: String
+    /// The MQTT broker, if any.
+    public var mqtt: MQTTConfig?
+    /// GPIO buttons, in file order.
+    public var gpio: [GPIOButtonConfig]
+    /// The RTP intercom, if any.
+    public var intercom: IntercomConfig?
+    /// Spoken announcements (espeak-ng).
+    public var speech: SpeechConfig
 
     /// Creates a configuration.
     public init(api: APIConfig = .default, zones: [ZoneConfig], sounds: String = "sounds",
                 resampler: ResamplerConfig = .default, alsaConfig: String? = nil, outputDir: String? = nil,
                 policy: PolicyConfig = .default, groups: [GroupConfig] = [], music: MusicConfig? = nil,
-                stateDir: String? = nil, board: String? = nil, boardsDir: String? = nil) {
+                stateDir: String? = nil, board: String? = nil, boardsDir: String? = nil, device: String = "baton",
+                mqtt: MQTTConfig? = nil, gpio: [GPIOButtonConfig] = [], intercom: IntercomConfig? = nil,
+                speech: SpeechConfig = .default) {
         self.api = api
         self.zones = zones
         self.sounds = sounds
@@ -47,6 +59,11 @@ public struct BatonConfiguration: Sendable, Equatable {
         self.stateDir = stateDir
         self.board = board
         self.boardsDir = boardsDir
+        self.device = device
+        self.mqtt = mqtt
+        self.gpio = gpio
+        self.intercom = intercom
+        self.speech = speech
     }
 
     /// The zone named `name`, if there is one.
