@@ -1,3 +1,4 @@
+import AudioCore
 import Arbiter
 import Engine
 import Subsonic

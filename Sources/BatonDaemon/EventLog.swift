@@ -1,3 +1,4 @@
+import AudioCore
 import Engine
 import FoundationEssentials
 import HTTPServer

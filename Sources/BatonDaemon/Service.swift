@@ -1,3 +1,4 @@
+import AudioCore
 import ALSA
 import BatonConfig
 import Engine

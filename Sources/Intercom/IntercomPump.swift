@@ -61,7 +61,7 @@ public final class IntercomPump: @unchecked Sendable {
     /// Starts the pump thread. Control thread.
     public func start() {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        thread = startIntercomThread { [self] in run() }
+        thread = startThread { [self] in run() }
     }
 
     /// Stops the pump thread and waits for it (≤ 5 ms). Control thread.

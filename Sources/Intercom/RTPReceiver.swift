@@ -1,3 +1,4 @@
+import AudioCore
 import Glibc
 import OpusCodec
 import Synchronization
@@ -86,7 +87,7 @@ public final class RTPReceiver: @unchecked Sendable {
     /// Starts the receive thread. Control thread; idempotent.
     public func start() {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        thread = startIntercomThread { [self] in receiveLoop() }
+        thread = startThread { [self] in receiveLoop() }
     }
 
     /// Stops the receive thread and waits for it (at most one poll interval, 20 ms). Control thread;
@@ -235,25 +236,3 @@ public enum IntercomError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Monotonic time in nanoseconds (`CLOCK_MONOTONIC`). Any thread; real-time safe.
-public func monotonicNanoseconds() -> Int {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec * 1_000_000_000 + ts.tv_nsec
-}
-
-/// Starts a joinable pthread running `body`.
-func startIntercomThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
-    final class Box: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    var thread = pthread_t()
-    let context = Unmanaged.passRetained(Box(body)).toOpaque()
-    let rc = pthread_create(&thread, nil, { raw in
-        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-        return nil
-    }, context)
-    precondition(rc == 0, "pthread_create failed: \(rc)")
-    return thread
-}

@@ -1,3 +1,4 @@
+import AudioCore
 import BatonTesting
 import Glibc
 import Intercom
@@ -20,7 +21,7 @@ import Testing
         let sender = Task.detached {
             Subprocess.run("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-f", "lavfi",
                                                "-i", "sine=frequency=440:sample_rate=48000:duration=3", "-c:a", "libopus",
-                                               "-b:a", "64k", "-f", "rtp", "rtp://127.0.0.1:\(port)"], seconds: 20)
+                                               "-b:a", "64k", "-f", "rtp", "rtp://127.0.0.1:\(port)"], seconds: 40)
         }
         // The consumer: 10 ms every 10 ms of real time (the network is real here).
         var audio: [Float] = []
@@ -28,7 +29,8 @@ import Testing
         var block = [Float](repeating: 0, count: 480)
         let start = monotonicNanoseconds()
         var tick = 0
-        while monotonicNanoseconds() - start < 6_000 * ms && !events.all.contains(.callEnded(.silenceTimeout)) {
+        // Up to 20 s: ffmpeg may take seconds to start on a loaded machine.
+        while monotonicNanoseconds() - start < 20_000 * ms && !events.all.contains(.callEnded(.silenceTimeout)) {
             tick += 1
             let deadline = start + tick * 10 * ms
             while monotonicNanoseconds() < deadline { usleep(1_000) }
