@@ -5,8 +5,8 @@ set -euo pipefail
 
 build=(pkg-config libasound2-dev libsamplerate0-dev libsoxr-dev libopus-dev libopusfile-dev
        libyaml-dev libmicrohttpd-dev libcurl4-openssl-dev libflac-dev libmpg123-dev libsystemd-dev)
-# Tools the daemon uses at run time (aplay to inspect PCMs, sox to convert/measure output files).
-runtime=(alsa-utils)
+# Tools the daemon uses at run time (aplay to inspect PCMs; espeak-ng speaks text announcements).
+runtime=(alsa-utils espeak-ng)
 # Only the test suite needs these.
 # (ffmpeg makes the Subsonic test library and transcodes for the test server; python3-venv hosts it.)
 testing=(sox ffmpeg python3-venv chromium)

@@ -74,7 +74,7 @@ public struct API: Sendable {
         case ("GET", "/api/v1/config"):
             return json(200, daemon.config.redacted())
         case ("POST", "/api/v1/announce"):
-            return play(r, music: false)
+            return announce(r)
         case ("POST", "/api/v1/music/play"):
             return playMusic(r)
         case ("POST", "/api/v1/music/next"):
@@ -106,6 +106,46 @@ public struct API: Sendable {
         }
     }
 
+    struct AnnounceBody: Decodable {
+        var sound: String?
+        var text: String?
+        var voice: String?
+        var zones: [String]?
+        var volume: Float?
+    }
+
+    /// `announce`: a named sound, or a text spoken by espeak-ng.
+    private func announce(_ r: HTTPRequest) -> HTTPResponse {
+        let body: AnnounceBody
+        do { body = try JSONBody.decode(AnnounceBody.self, from: r.body, keys: ["sound", "text", "voice", "zones", "volume"]) } catch {
+            return .error(400, error.message)
+        }
+        switch (body.sound, body.text) {
+        case (_?, nil):
+            if body.voice != nil { return .error(400, "voice applies to a text announcement, not to a sound") }
+            return play(r, music: false)
+        case (nil, let text?):
+            do {
+                return outcome(try daemon.announce(text: text, voice: body.voice, zones: body.zones ?? [], volume: body.volume ?? 1))
+            } catch {
+                return .error(error.status, error.message)
+            }
+        default:
+            return .error(400, "give exactly one of sound and text")
+        }
+    }
+
+    private func outcome(_ result: (id: String, outcome: Daemon.Outcome, skipped: [String])) -> HTTPResponse {
+        var answer: [String: String] = ["id": result.id]
+        switch result.outcome {
+        case .playing: answer["status"] = "playing"
+        case .queued: answer["status"] = "queued"
+        case .coalesced(let into): answer["status"] = "coalesced"; answer["into"] = into
+        }
+        if !result.skipped.isEmpty { answer["skipped"] = result.skipped.joined(separator: ",") }
+        return json(202, answer)
+    }
+
     private func play(_ r: HTTPRequest, music: Bool) -> HTTPResponse {
         let keys: Set<String> = music ? ["sound", "zones", "volume", "loop"] : ["sound", "zones", "volume"]
         let body: PlayBody
@@ -113,17 +153,9 @@ public struct API: Sendable {
             return .error(400, error.message)
         }
         do {
-            let result = music
+            return outcome(music
                 ? try daemon.playMusic(sound: body.sound, zones: body.zones ?? [], loop: body.loop ?? false, volume: body.volume ?? 1)
-                : try daemon.announce(sound: body.sound, zones: body.zones ?? [], volume: body.volume ?? 1)
-            var answer: [String: String] = ["id": result.id]
-            switch result.outcome {
-            case .playing: answer["status"] = "playing"
-            case .queued: answer["status"] = "queued"
-            case .coalesced(let into): answer["status"] = "coalesced"; answer["into"] = into
-            }
-            if !result.skipped.isEmpty { answer["skipped"] = result.skipped.joined(separator: ",") }
-            return json(202, answer)
+                : try daemon.announce(sound: body.sound, zones: body.zones ?? [], volume: body.volume ?? 1))
         } catch {
             return .error(error.status, error.message)
         }

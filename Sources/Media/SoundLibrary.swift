@@ -54,7 +54,14 @@ public final class SoundLibrary: Sendable {
         try Self.validate(name: name)
         let key = Key(name: name, rate: rate, channels: channels)
         if let hit = cache.withLock({ $0[key] }) { return hit }
-        let decoded = try decode(name)
+        let result = try convert(try decode(name), name: name, rate: rate, channels: channels)
+        cache.withLock { $0[key] = result }
+        return result
+    }
+
+    /// `decoded` mapped to `channels` and resampled to `rate` with this library's resampler (not
+    /// cached: for audio that is not a named sound, such as speech). Any thread.
+    public func convert(_ decoded: DecodedPCM, name: String, rate: Int, channels: Int) throws(MediaError) -> [Float] {
         var samples = mapChannels(decoded.samples, from: decoded.channels, to: channels)
         if decoded.rate != rate {
             do {
@@ -64,9 +71,7 @@ public final class SoundLibrary: Sendable {
                 throw MediaError(file: name, problem: "cannot resample \(decoded.rate) Hz to \(rate) Hz: \(error)")
             }
         }
-        let result = samples
-        cache.withLock { $0[key] = result }
-        return result
+        return samples
     }
 
     /// Forgets every cached sound (after the files changed). Any thread.

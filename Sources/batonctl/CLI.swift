@@ -12,6 +12,7 @@ enum CLI {
     static let commands: [Command] = [
         StatusCommand.command,
         PlaybackCommands.announce,
+        PlaybackCommands.say,
         PlaybackCommands.play,
     ] + PlaybackCommands.musicCommands + [
         PlaybackCommands.seek,

@@ -1,4 +1,4 @@
-/// `announce`, `play`, `pause`/`resume`/`next`/`previous`/`stop` and `volume`.
+/// `announce`, `say`, `play`, `pause`/`resume`/`next`/`previous`/`stop` and `volume`.
 enum PlaybackCommands {
     static let announce = Command(
         name: "announce", synopsis: "SOUND [--zones a,b] [--volume V]",
@@ -18,6 +18,29 @@ enum PlaybackCommands {
             let a = invocation.arguments
             let body = PlayBody(sound: a.positionals[0], zones: a.list("zones"),
                                 volume: try a["volume"].map { v throws(Failure) in try Volume.parse(v, what: "--volume", command: "announce") })
+            printOutcome(try invocation.client.post("/api/v1/announce", body), invocation)
+        })
+
+    static let say = Command(
+        name: "say", synopsis: "TEXT [--voice V] [--zones a,b] [--volume V]",
+        summary: "speak TEXT as an announcement (espeak-ng on the speaker)",
+        details: """
+            Sends `POST /api/v1/announce {"text": TEXT}`. The speaker renders it with espeak-ng (cached per
+            text and voice) and plays it like any announcement: it interrupts music and queues behind
+            other announcements. --voice is an espeak-ng voice (`en`, `en-us`, `de`, `en+f3`).
+            """,
+        options: [
+            .value("voice", "V", "espeak-ng voice (default: speech.voice of the config)"),
+            .value("zones", "a,b", "only these zones (comma-separated)"),
+            .value("volume", "V", "0...1 or a percentage like 40% (default 1)"),
+            .flag("json", "print batond's JSON answer as is"),
+        ],
+        positionals: 1...1,
+        run: { invocation throws(Failure) in
+            let a = invocation.arguments
+            struct SayBody: Encodable { var text: String; var voice: String?; var zones: [String]?; var volume: Double? }
+            let body = SayBody(text: a.positionals[0], voice: a["voice"], zones: a.list("zones"),
+                               volume: try a["volume"].map { v throws(Failure) in try Volume.parse(v, what: "--volume", command: "say") })
             printOutcome(try invocation.client.post("/api/v1/announce", body), invocation)
         })
 

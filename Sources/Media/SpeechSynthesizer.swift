@@ -1,0 +1,107 @@
+import AudioCore
+import Glibc
+import Synchronization
+
+/// Spoken announcements: a text rendered to audio by espeak-ng (`espeak-ng -w FILE -v VOICE -s WPM
+/// TEXT`, run as a child process with no shell), decoded, and cached per text, voice and speed (the
+/// 32 most recent renderings). The text is passed as one argument, never interpreted.
+///
+/// Thread: any but an output thread (it runs a process and waits for it); the cache is behind a mutex.
+public final class SpeechSynthesizer: Sendable {
+    /// The espeak-ng executable (a name looked up in PATH, or a path).
+    public let command: String
+    public let voice: String
+    public let speed: Int
+    private struct Key: Hashable { var text: String; var voice: String; var speed: Int }
+    private let cache = Mutex<(entries: [Key: DecodedPCM], order: [Key])>(([:], []))
+    private static let cacheLimit = 32
+
+    public init(command: String = "espeak-ng", voice: String = "en", speed: Int = 160) {
+        self.command = command
+        self.voice = voice
+        self.speed = speed
+    }
+
+    /// `text` spoken in `voice` (default: this synthesizer's), as decoded PCM (espeak-ng: 22050 Hz mono).
+    public func render(_ text: String, voice: String? = nil) throws(MediaError) -> DecodedPCM {
+        let voice = voice ?? self.voice
+        let key = Key(text: text, voice: voice, speed: speed)
+        if let hit = cache.withLock({ $0.entries[key] }) { return hit }
+        let pcm = try run(text, voice: voice)
+        cache.withLock { c in
+            if c.entries[key] == nil { c.order.append(key) }
+            c.entries[key] = pcm
+            while c.order.count > Self.cacheLimit { c.entries.removeValue(forKey: c.order.removeFirst()) }
+        }
+        return pcm
+    }
+
+    /// A voice name espeak-ng could know: letters, digits, `-`, `_`, `+` and `/` (e.g. `en-us`,
+    /// `de`, `en+f3`), at most 40 characters, not starting with `-` (never an option).
+    public static func isValidVoice(_ voice: String) -> Bool {
+        !voice.isEmpty && voice.utf8.count <= 40 && !voice.hasPrefix("-") && voice.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x5F || c == 0x2B || c == 0x2F
+        }
+    }
+
+    private func run(_ text: String, voice: String) throws(MediaError) -> DecodedPCM {
+        var template = Array("/tmp/baton-speech-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        guard fd >= 0 else { throw MediaError(file: "speech", problem: "cannot make a temporary file: \(String(cString: strerror(errno)))") }
+        close(fd)
+        let wav = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let errors = wav + ".err"
+        defer { unlink(wav); unlink(errors) }
+        // "--" ends the options: a text starting with "-" is still only text.
+        let arguments = [command, "-w", wav, "-v", voice, "-s", "\(speed)", "--", text]
+        let status = try Self.spawn(arguments, stderrPath: errors)
+        guard status == 0 else {
+            let message = Self.readText(errors).split(separator: "\n").first.map(String.init) ?? "exit status \(status)"
+            throw MediaError(file: "speech", problem: "espeak-ng failed (voice \"\(voice)\"): \(message)")
+        }
+        guard let bytes = Self.readBytes(wav), bytes.count > 44 else {
+            throw MediaError(file: "speech", problem: "espeak-ng wrote no audio")
+        }
+        return try WAVFile.decode(bytes, name: "speech")
+    }
+
+    /// Runs `arguments` (argv[0] looked up in PATH) with stdout discarded and stderr to a file;
+    /// returns the exit status.
+    private static func spawn(_ arguments: [String], stderrPath: String) throws(MediaError) -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var pid = pid_t()
+        let rc = posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ)
+        guard rc == 0 else {
+            let why = rc == ENOENT ? "not installed (apt install espeak-ng), or `speech.command` is wrong" : String(cString: strerror(rc))
+            throw MediaError(file: "speech", problem: "cannot run \(arguments[0]): \(why)")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // WIFEXITED / WEXITSTATUS are macros: decode the wait status by hand.
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+
+    private static func readBytes(_ path: String) -> [UInt8]? {
+        guard let f = fopen(path, "rb") else { return nil }
+        defer { fclose(f) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, 65_536, f) }
+            if n == 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+        return bytes
+    }
+
+    private static func readText(_ path: String) -> String {
+        String(decoding: readBytes(path) ?? [], as: UTF8.self)
+    }
+}
