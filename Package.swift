@@ -69,7 +69,7 @@ let package = Package(
 
         // The daemon.
         .target(name: "BatonDaemon",
-                dependencies: ["Arbiter", "AudioCore", "BatonConfig", "Engine", "HTTPServer", "Media", "Subsonic",
+                dependencies: ["Arbiter", "AudioCore", "BatonConfig", "Engine", "HTTPServer", "Intercom", "Media", "Subsonic",
                                "Systemd"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "batond", dependencies: ["BatonDaemon"], swiftSettings: swiftSettings),

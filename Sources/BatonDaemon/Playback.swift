@@ -1,5 +1,6 @@
 import Arbiter
 import Engine
+import Intercom
 import Subsonic
 
 /// A source that plays samples held in memory on one or more zones: an announcement (a sound file,
@@ -50,6 +51,10 @@ final class Playback {
     var submitted = false
     /// The streamer's giving up was published as a `stream-error` event.
     var gaveUpReported = false
+    /// An intercom call: live audio from `receiver`, fed by `pump` once granted.
+    var isCall = false
+    var receiver: RTPReceiver?
+    var pump: IntercomPump?
 
     init(id: SourceID, sourceClass: SourceClass, sound: String, loop: Bool, volume: Float, parts: [ZonePart]) {
         self.id = id

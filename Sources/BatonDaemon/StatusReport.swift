@@ -109,4 +109,22 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var sources: [Source]
     public var uptimeMs: Int
     public var savedQueue: SavedQueue?
+
+    /// The RTP intercom (when configured): where it listens, whether a call is on, why it could not
+    /// start, and the receiver's counters since start.
+    public struct Intercom: Codable, Sendable, Equatable {
+        public var listen: String
+        public var inCall: Bool
+        public var error: String?
+        public var received: Int
+        public var lost: Int
+        public var concealed: Int
+        public var fecRecovered: Int
+        public var late: Int
+        public var duplicate: Int
+        public var malformed: Int
+        public var foreign: Int
+        public var targetDelayMs: Int
+    }
+    public var intercom: Intercom?
 }
