@@ -19,7 +19,7 @@ private struct NameKey: CodingKey {
 extension BatonConfiguration: Encodable {
     private enum CodingKeys: String, CodingKey {
         case api, zones, groups, board, boardsDir = "boards-dir", sounds, resampler, alsaConfig = "alsa-config"
-        case outputDir = "output-dir", stateDir = "state-dir", policy, music
+        case outputDir = "output-dir", stateDir = "state-dir", policy, music, device, mqtt, gpio, intercom, speech
     }
 
     /// Encodes with the YAML file's key names; optional paths are left out when unset.
@@ -45,6 +45,11 @@ extension BatonConfiguration: Encodable {
         try container.encodeIfPresent(stateDir, forKey: .stateDir)
         try container.encode(policy, forKey: .policy)
         try container.encodeIfPresent(music, forKey: .music)
+        try container.encode(device, forKey: .device)
+        try container.encodeIfPresent(mqtt, forKey: .mqtt)
+        if !gpio.isEmpty { try container.encode(gpio, forKey: .gpio) }
+        try container.encodeIfPresent(intercom, forKey: .intercom)
+        try container.encode(speech, forKey: .speech)
     }
 }
 
@@ -195,5 +200,97 @@ extension DuckConfig: Encodable {
         try container.encode(ConfigSyntax.formatDecibels(level), forKey: .level)
         try container.encode(ConfigSyntax.format(attack), forKey: .attack)
         try container.encode(ConfigSyntax.format(release), forKey: .release)
+    }
+}
+
+extension MQTTConfig: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case broker, username, passwordFile = "password-file", caFile = "ca-file", certFile = "cert-file"
+        case keyFile = "key-file", discovery, discoveryPrefix = "discovery-prefix", topicPrefix = "topic-prefix"
+        case keepalive
+    }
+
+    /// The broker with the password's file (never a password); unset optional values are left out.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(broker, forKey: .broker)
+        try container.encodeIfPresent(username, forKey: .username)
+        try container.encodeIfPresent(passwordFile, forKey: .passwordFile)
+        try container.encodeIfPresent(caFile, forKey: .caFile)
+        try container.encodeIfPresent(certFile, forKey: .certFile)
+        try container.encodeIfPresent(keyFile, forKey: .keyFile)
+        try container.encode(discovery, forKey: .discovery)
+        try container.encode(discoveryPrefix, forKey: .discoveryPrefix)
+        try container.encode(topicPrefix, forKey: .topicPrefix)
+        try container.encode(ConfigSyntax.format(keepalive), forKey: .keepalive)
+    }
+}
+
+extension GPIOButtonConfig: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case chip, line, edge, bias, debounce, announce
+    }
+
+    /// `{"chip": "gpiochip0", "line": 17, "edge": "falling", "bias": "pull-up", "debounce": "50ms", "announce": {...}}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(chip, forKey: .chip)
+        try container.encode(line, forKey: .line)
+        try container.encode(edge, forKey: .edge)
+        try container.encode(bias, forKey: .bias)
+        try container.encode(ConfigSyntax.format(debounce), forKey: .debounce)
+        try container.encode(announce, forKey: .announce)
+    }
+}
+
+extension AnnounceAction: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case sound, text, zones, volume
+    }
+
+    /// `{"sound": "doorbell", "zones": ["all"], "volume": "100%"}`, or `text` in place of `sound`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(sound, forKey: .sound)
+        try container.encodeIfPresent(text, forKey: .text)
+        try container.encode(zones, forKey: .zones)
+        try container.encode(ConfigSyntax.formatVolume(volume), forKey: .volume)
+    }
+}
+
+extension IntercomConfig: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case rtp
+    }
+
+    private enum RTPKeys: String, CodingKey {
+        case listen, zones, silenceTimeout = "silence-timeout", payloadType = "payload-type", channels
+    }
+
+    /// `{"rtp": {"listen": "0.0.0.0:5004", "zones": ["all"], "silence-timeout": "2s", "channels": 1}}`, with
+    /// `payload-type` when set.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        var rtp = container.nestedContainer(keyedBy: RTPKeys.self, forKey: .rtp)
+        try rtp.encode(listen.description, forKey: .listen)
+        try rtp.encode(zones, forKey: .zones)
+        try rtp.encode(ConfigSyntax.format(silenceTimeout), forKey: .silenceTimeout)
+        try rtp.encodeIfPresent(payloadType, forKey: .payloadType)
+        try rtp.encode(channels, forKey: .channels)
+    }
+}
+
+extension SpeechConfig: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case voice, speed, command, maxLength = "max-length"
+    }
+
+    /// `{"voice": "en", "speed": 160, "command": "espeak-ng", "max-length": 500}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(voice, forKey: .voice)
+        try container.encode(speed, forKey: .speed)
+        try container.encode(command, forKey: .command)
+        try container.encode(maxLength, forKey: .maxLength)
     }
 }

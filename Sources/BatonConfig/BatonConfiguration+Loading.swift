@@ -4,7 +4,7 @@ extension BatonConfiguration {
     /// Reads and checks the configuration file at `path`.
     ///
     /// Relative paths inside it (`sounds`, `alsa-config`, `output-dir`, `state-dir`, `boards-dir`,
-    /// `api.token-file` and the `music.subsonic` files) are resolved against the directory that
+    /// `api.token-file`, the `music.subsonic` files and the `mqtt` files) are resolved against the directory that
     /// contains `path`. Board profiles named by `board:` are read from the boards directory.
     ///
     /// Thread safety: any thread; no shared state.
@@ -88,7 +88,7 @@ extension BatonConfiguration {
 
 extension ConfigReader {
     static let topKeys = ["api", "zones", "groups", "board", "boards-dir", "sounds", "resampler", "alsa-config",
-                          "output-dir", "state-dir", "policy", "music"]
+                          "output-dir", "state-dir", "policy", "music", "device", "mqtt", "gpio", "intercom", "speech"]
     static let apiKeys = ["listen", "max-body", "token-file"]
     static let resamplerKeys = ["music", "announcements"]
     static let policyKeys = ["classes", "duck"]
@@ -135,12 +135,22 @@ extension ConfigReader {
         let music = top.values["music"].map {
             readMusic($0, zoneNames: zoneNames, groupNames: groups.map(\.name), baseDirectory: baseDirectory)
         }
+        let device = value(top, "device", .deviceName, default: "baton") ?? "baton"
+        let mqtt = top.values["mqtt"].map { readMQTT($0, baseDirectory: baseDirectory) }
+        let speech = top.values["speech"].map { readSpeech($0) } ?? SpeechConfig.default
+        let gpio = top.values["gpio"].map {
+            readGPIO($0, zoneNames: zoneNames, groupNames: groups.map(\.name), speech: speech)
+        } ?? []
+        let intercom = top.values["intercom"].map {
+            readIntercom($0, zoneNames: zoneNames, groupNames: groups.map(\.name))
+        }
 
         return BatonConfiguration(
             api: api, zones: zones, sounds: resolve(sounds), resampler: resampler,
             alsaConfig: alsaConfig.map(resolve), outputDir: outputDir.map(resolve), policy: policy,
             groups: groups, music: music ?? nil, stateDir: stateDir.map(resolve), board: board,
-            boardsDir: boards.configured ?? boards.directory ?? nil)
+            boardsDir: boards.configured ?? boards.directory ?? nil, device: device, mqtt: mqtt ?? nil, gpio: gpio,
+            intercom: intercom ?? nil, speech: speech)
     }
 
     mutating func readAPI(_ pair: YAMLPair, baseDirectory: String) -> APIConfig {

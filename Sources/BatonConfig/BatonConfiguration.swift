@@ -80,7 +80,8 @@ public struct BatonConfiguration: Sendable, Equatable {
     ///
     /// The configuration holds no secret values, so this returns `self`: the API token
     /// (`api.token-file`), the Subsonic password (`music.subsonic.password-file` / `password-env`) and
-    /// API key (`api-key-file`) are named by path or variable and read by the daemon, which must never
+    /// API key (`api-key-file`), the MQTT password (`mqtt.password-file`) and TLS client key
+    /// (`mqtt.key-file`) are named by path or variable and read by the daemon, which must never
     /// store their contents here. Any secret value added later must be blanked here, and the test
     /// "redacted() hides every secret" extended.
     public func redacted() -> BatonConfiguration {

@@ -23,8 +23,8 @@ extension ConfigReader {
         let defaults = MusicConfig(subsonic: SubsonicConfig(url: "", user: "", password: .environment("")))
         let replayGain = value(music, "replay-gain", .choice(MusicConfig.ReplayGain.self, "replay-gain mode"),
                                default: defaults.replayGain)
-        let zones = music.values["zones"].map { musicZones($0, at: path.appending("zones"), zoneNames: zoneNames,
-                                                           groupNames: groupNames) } ?? defaults.zones
+        let zones = music.values["zones"].map { zoneList($0, at: path.appending("zones"), zoneNames: zoneNames,
+                                                         groupNames: groupNames) } ?? defaults.zones
         var retryLimit = defaults.retryLimit
         if let retryPair = music.values["retry"],
            let retry = fields(of: retryPair.value, at: path.appending("retry"), anchor: retryPair.keyMark,
@@ -67,8 +67,9 @@ extension ConfigReader {
                               maxBitrate: maxBitrate ?? 128, apiKeyFile: apiKeyFile.map(resolve))
     }
 
-    /// `music.zones`: a non-empty list of zones, groups or `all`.
-    private mutating func musicZones(_ pair: YAMLPair, at path: ConfigPath, zoneNames: [String],
+    /// A non-empty list of zones, groups or `all` (`music.zones`, `gpio[n].announce.zones`,
+    /// `intercom.rtp.zones`), as written; unknown names are reported with the closest suggested.
+    mutating func zoneList(_ pair: YAMLPair, at path: ConfigPath, zoneNames: [String],
                                      groupNames: [String]) -> [String] {
         guard let nodes = items(of: pair, at: path) else { return [] }
         if nodes.isEmpty { report(pair.value.mark, path, "at least one zone or group is required") }

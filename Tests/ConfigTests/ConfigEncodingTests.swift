@@ -17,11 +17,12 @@ import Testing
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let json = String(decoding: try encoder.encode(configuration), as: UTF8.self)
         #expect(json == """
-            {"api":{"listen":"127.0.0.1:8470","max-body":"64KiB"},\
+            {"api":{"listen":"127.0.0.1:8470","max-body":"64KiB"},"device":"baton",\
             "policy":{"classes":{"music":{"during-higher":"queue","kind":"permanent","lower":"interrupt",\
             "priority":10,"resume-within":"5m","same":"queue"}},\
             "duck":{"attack":"50ms","level":"-15dB","release":"300ms"}},\
             "resampler":{"announcements":"soxr-hq","music":"soxr-hq"},"sounds":"/srv/sounds",\
+            "speech":{"command":"espeak-ng","max-length":500,"speed":160,"voice":"en"},\
             "zones":{"kitchen":{"buffer":"40ms","channels":2,"clock":"system","format":"S16_LE","max-volume":"100%",\
             "pcm":"baton_kitchen","period":"10ms","rate":44100,"resampler":"auto","volume":"100%"}}}
             """)

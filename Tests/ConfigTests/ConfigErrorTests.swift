@@ -117,7 +117,7 @@ import Testing
     /// A two-letter unknown key gets the list of valid keys, not a far-fetched suggestion.
     @Test func doesNotSuggestForTinyKeys() {
         #expect(issueLines(minimalZone + "ab: 1\n") == [
-            "test.yaml:4:1: ab: unknown key (expected one of: api, zones, groups, board, boards-dir, sounds, resampler, alsa-config, output-dir, state-dir, policy, music)",
+            "test.yaml:4:1: ab: unknown key (expected one of: api, zones, groups, board, boards-dir, sounds, resampler, alsa-config, output-dir, state-dir, policy, music, device, mqtt, gpio, intercom, speech)",
         ])
     }
 
