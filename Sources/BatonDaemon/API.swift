@@ -89,6 +89,14 @@ public struct API: Sendable {
             return seek(r)
         case ("POST", "/api/v1/music/stop"):
             return command(r, .stop)
+        case ("POST", "/api/v1/call/start"):
+            do { return outcome(try daemon.startCall(reason: "requested through the API")) } catch {
+                return .error(error.status, error.message)
+            }
+        case ("POST", "/api/v1/call/end"):
+            do { return json(200, ["id": try daemon.hangUp(), "command": "end"]) } catch {
+                return .error(error.status, error.message)
+            }
         case ("POST", "/api/v1/reload"):
             let report = daemon.reload()
             return json(report.applied ? 200 : 422, report)
@@ -97,7 +105,8 @@ public struct API: Sendable {
         case (_, "/api/v1/status"), (_, "/api/v1/events"), (_, "/api/v1/events/recent"), (_, "/api/v1/sounds"),
              (_, "/api/v1/config"), (_, "/api/v1/announce"), (_, "/api/v1/music/play"), (_, "/api/v1/music/pause"),
              (_, "/api/v1/music/resume"), (_, "/api/v1/music/stop"), (_, "/api/v1/reload"),
-             (_, "/api/v1/music/next"), (_, "/api/v1/music/previous"), (_, "/api/v1/music/seek"):
+             (_, "/api/v1/music/next"), (_, "/api/v1/music/previous"), (_, "/api/v1/music/seek"),
+             (_, "/api/v1/call/start"), (_, "/api/v1/call/end"):
             return .error(405, "method \(r.method) not allowed on \(r.path)")
         case ("GET", "/"):
             return .html(200, StatusPage.html)

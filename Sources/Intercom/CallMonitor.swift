@@ -8,7 +8,7 @@ public enum CallEndReason: Sendable, Equatable {
 
 /// What a receiver reports about calls.
 public enum CallEvent: Sendable, Equatable {
-    /// The first valid packet of a stream arrived (`ssrc` names the stream).
+    /// A stream proved itself: `CallMonitor.packetsToStart` valid packets of the same `ssrc` in a row.
     case callStarted(ssrc: UInt32)
     case callEnded(CallEndReason)
 }
@@ -20,13 +20,26 @@ public struct CallMonitor: Sendable, Equatable {
     public let silenceTimeout: Int
     public private(set) var inCall = false
     public private(set) var lastPacket = 0
+    /// Valid packets in a row from one stream before a call starts: a stray datagram that happens to
+    /// parse as RTP/Opus (1 in ~16 random ones does) never starts a call by itself.
+    public static let packetsToStart = 3
+    private struct Candidate: Sendable, Equatable { var ssrc: UInt32; var count: Int; var last: Int }
+    private var candidate: Candidate?
 
     public init(silenceTimeout: Int) { self.silenceTimeout = silenceTimeout }
 
-    /// A valid packet of the stream `ssrc` arrived at `now`. Returns `.callStarted` for the first one.
+    /// A valid packet of the stream `ssrc` arrived at `now`. Returns `.callStarted` once
+    /// `packetsToStart` packets of one stream came in a row, each within the silence timeout of the last.
     public mutating func packet(ssrc: UInt32, now: Int) -> CallEvent? {
         lastPacket = now
         if inCall { return nil }
+        if let c = candidate, c.ssrc == ssrc, now - c.last < silenceTimeout {
+            candidate = Candidate(ssrc: ssrc, count: c.count + 1, last: now)
+        } else {
+            candidate = Candidate(ssrc: ssrc, count: 1, last: now)
+        }
+        guard let c = candidate, c.count >= Self.packetsToStart else { return nil }
+        candidate = nil
         inCall = true
         return .callStarted(ssrc: ssrc)
     }

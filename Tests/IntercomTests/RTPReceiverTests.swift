@@ -146,17 +146,23 @@ import Testing
         #expect(waitUntil { events.all.last == .callEnded(.silenceTimeout) })
         #expect(!receiver.isInCall)
 
-        // A new call from the same sender, ended explicitly.
-        sender.send(datagram(packets[5], index: 5))
+        // A new call from the same sender (three packets), ended explicitly.
+        for i in 5..<8 {
+            clock.advance(20 * ms)
+            sender.send(datagram(packets[i], index: i))
+        }
         #expect(waitUntil { events.all.count == 3 })
         receiver.endCall()
         #expect(waitUntil { events.all.last == .callEnded(.explicit) })
         let foreign = receiver.counters.foreign
         clock.advance(20 * ms)
-        sender.send(datagram(packets[6], index: 6))
+        sender.send(datagram(packets[8], index: 8))
         #expect(waitUntil { receiver.counters.foreign == foreign + 1 })
         #expect(events.all.count == 4)
-        sender.send(datagram(packets[0], index: 0, ssrc: 99))
+        for i in 0..<3 {
+            clock.advance(20 * ms)
+            sender.send(datagram(packets[i], index: i, ssrc: 99))
+        }
         #expect(waitUntil { events.all.last == .callStarted(ssrc: 99) })
     }
 
