@@ -82,7 +82,7 @@ public final class SoundLibrary: Sendable {
         try Self.validate(name: name)
         for ext in Self.extensions {
             let path = "\(directory)/\(name).\(ext)"
-            guard let bytes = try readFile(path) else { continue }
+            guard let bytes = try Self.readFile(path) else { continue }
             switch ext {
             case "wav":
                 return try WAVFile.decode(bytes, name: path)
@@ -95,8 +95,8 @@ public final class SoundLibrary: Sendable {
         throw MediaError(file: name, problem: "unknown sound (no \(name).wav or \(name).opus in \(directory))")
     }
 
-    /// The whole file, or nil when it does not exist.
-    private func readFile(_ path: String) throws(MediaError) -> [UInt8]? {
+    /// The whole file (at most `limit` bytes), or nil when it does not exist. Any thread.
+    static func readFile(_ path: String, limit: Int = maxFileBytes) throws(MediaError) -> [UInt8]? {
         guard let f = fopen(path, "rb") else {
             if errno == ENOENT { return nil }
             throw MediaError(file: path, problem: "cannot open: \(String(cString: strerror(errno)))")
@@ -108,8 +108,8 @@ public final class SoundLibrary: Sendable {
             let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, 65_536, f) }
             if n == 0 { break }
             bytes.append(contentsOf: chunk[0..<n])
-            if bytes.count > Self.maxFileBytes {
-                throw MediaError(file: path, problem: "larger than \(Self.maxFileBytes >> 20) MiB")
+            if bytes.count > limit {
+                throw MediaError(file: path, problem: "larger than \(limit >> 20) MiB")
             }
         }
         if ferror(f) != 0 { throw MediaError(file: path, problem: "read error") }

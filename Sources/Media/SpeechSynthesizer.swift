@@ -59,7 +59,7 @@ public final class SpeechSynthesizer: Sendable {
             let message = Self.readText(errors).split(separator: "\n").first.map(String.init) ?? "exit status \(status)"
             throw MediaError(file: "speech", problem: "espeak-ng failed (voice \"\(voice)\"): \(message)")
         }
-        guard let bytes = Self.readBytes(wav), bytes.count > 44 else {
+        guard let bytes = try SoundLibrary.readFile(wav), bytes.count > 44 else {
             throw MediaError(file: "speech", problem: "espeak-ng wrote no audio")
         }
         return try WAVFile.decode(bytes, name: "speech")
@@ -88,20 +88,7 @@ public final class SpeechSynthesizer: Sendable {
         return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
-    private static func readBytes(_ path: String) -> [UInt8]? {
-        guard let f = fopen(path, "rb") else { return nil }
-        defer { fclose(f) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, 65_536, f) }
-            if n == 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
-        }
-        return bytes
-    }
-
     private static func readText(_ path: String) -> String {
-        String(decoding: readBytes(path) ?? [], as: UTF8.self)
+        String(decoding: ((try? SoundLibrary.readFile(path)) ?? nil) ?? [], as: UTF8.self)
     }
 }
