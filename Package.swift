@@ -42,6 +42,7 @@ let package = Package(
         cLibrary("CFLAC", pkgConfig: "flac", apt: ["libflac-dev"]),
         cLibrary("CMPG123", pkgConfig: "libmpg123", apt: ["libmpg123-dev"]),
         cLibrary("CSystemd", pkgConfig: "libsystemd", apt: ["libsystemd-dev"]),
+        cLibrary("CMosquitto", pkgConfig: "libmosquitto", apt: ["libmosquitto-dev"]),
 
         // One wrapper module per C library.
         .target(name: "ALSA", dependencies: ["CALSA"], swiftSettings: realtimeSwiftSettings),
@@ -54,6 +55,7 @@ let package = Package(
         .target(name: "FLACCodec", dependencies: ["CFLAC", "AudioCore"], swiftSettings: swiftSettings),
         .target(name: "MP3Codec", dependencies: ["CMPG123", "AudioCore"], swiftSettings: swiftSettings),
         .target(name: "Systemd", dependencies: ["CSystemd"], swiftSettings: swiftSettings),
+        .target(name: "MQTT", dependencies: ["CMosquitto"], swiftSettings: swiftSettings),
 
         // Pure Swift.
         .target(name: "AudioCore", swiftSettings: realtimeSwiftSettings),
