@@ -101,6 +101,7 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "IntercomTests", dependencies: ["Intercom", "OpusCodec", "AudioCore", "BatonTesting"],
                     swiftSettings: swiftSettings),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BatonTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "ToolTests", dependencies: ["BatonTesting", "Systemd"], swiftSettings: swiftSettings),
     ]
 )
