@@ -421,6 +421,8 @@ public final class MQTTClient: @unchecked Sendable {
         switch code {
         case MOSQ_ERR_ERRNO.rawValue: return String(cString: strerror(errno))
         case MOSQ_ERR_EAI.rawValue: return "cannot resolve the host name \"\(host)\""
+        // libmosquitto 2.0.11's mosquitto_strerror has no text for this one ("Unknown error.").
+        case MOSQ_ERR_KEEPALIVE.rawValue: return "the broker did not answer within the keep-alive time"
         default: return String(cString: mosquitto_strerror(code))
         }
     }
