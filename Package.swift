@@ -42,6 +42,8 @@ let package = Package(
         cLibrary("CFLAC", pkgConfig: "flac", apt: ["libflac-dev"]),
         cLibrary("CMPG123", pkgConfig: "libmpg123", apt: ["libmpg123-dev"]),
         cLibrary("CSystemd", pkgConfig: "libsystemd", apt: ["libsystemd-dev"]),
+        cLibrary("CMosquitto", pkgConfig: "libmosquitto", apt: ["libmosquitto-dev"]),
+        cLibrary("CGPIOD", pkgConfig: "libgpiod", apt: ["libgpiod-dev"]),
 
         // One wrapper module per C library.
         .target(name: "ALSA", dependencies: ["CALSA"], swiftSettings: realtimeSwiftSettings),
@@ -54,6 +56,8 @@ let package = Package(
         .target(name: "FLACCodec", dependencies: ["CFLAC", "AudioCore"], swiftSettings: swiftSettings),
         .target(name: "MP3Codec", dependencies: ["CMPG123", "AudioCore"], swiftSettings: swiftSettings),
         .target(name: "Systemd", dependencies: ["CSystemd"], swiftSettings: swiftSettings),
+        .target(name: "MQTT", dependencies: ["CMosquitto"], swiftSettings: swiftSettings),
+        .target(name: "GPIO", dependencies: ["CGPIOD"], swiftSettings: swiftSettings),
 
         // Pure Swift.
         .target(name: "AudioCore", swiftSettings: realtimeSwiftSettings),
@@ -99,6 +103,8 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "IntercomTests", dependencies: ["Intercom", "OpusCodec", "AudioCore", "BatonTesting"],
                     swiftSettings: swiftSettings),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BatonTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "GPIOTests", dependencies: ["GPIO"], swiftSettings: swiftSettings),
         .testTarget(name: "ToolTests", dependencies: ["BatonTesting", "Systemd"], swiftSettings: swiftSettings),
     ]
 )

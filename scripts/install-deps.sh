@@ -4,12 +4,12 @@
 set -euo pipefail
 
 build=(pkg-config libasound2-dev libsamplerate0-dev libsoxr-dev libopus-dev libopusfile-dev
-       libyaml-dev libmicrohttpd-dev libcurl4-openssl-dev libflac-dev libmpg123-dev libsystemd-dev)
+       libyaml-dev libmicrohttpd-dev libcurl4-openssl-dev libflac-dev libmpg123-dev libsystemd-dev libmosquitto-dev libgpiod-dev)
 # Tools the daemon uses at run time (aplay to inspect PCMs; espeak-ng speaks text announcements).
 runtime=(alsa-utils espeak-ng)
 # Only the test suite needs these.
 # (ffmpeg makes the Subsonic test library and transcodes for the test server; python3-venv hosts it.)
-testing=(sox ffmpeg python3-venv chromium)
+testing=(sox ffmpeg python3-venv chromium mosquitto mosquitto-clients)
 
 # The demo of scripts/run.sh runs a local Subsonic server (Supysonic in a venv, library made by ffmpeg).
 demo=(ffmpeg python3-venv)

@@ -1,0 +1,9 @@
+/// Something that reports a line's raw edges: the real line (``GPIOLineReader``) or a recorded
+/// trace (``RecordedEdgeSource``).
+public protocol EdgeSource: AnyObject, Sendable {
+    /// Starts delivering edges, in order, to `handler`, on a thread the source chooses (documented
+    /// by each). Control thread; once.
+    func start(_ handler: @escaping @Sendable (EdgeEvent) -> Void)
+    /// Stops delivering; after it returns `handler` is not called again. Control thread.
+    func stop()
+}

@@ -1,0 +1,429 @@
+import CMosquitto
+import Glibc
+import Synchronization
+
+/// libmosquitto's global state, initialized once, on first use (a global `let` is initialized
+/// exactly once, thread-safely). Never cleaned up: it lives as long as the process.
+private let libraryInitResult: Int32 = mosquitto_lib_init()
+
+/// An MQTT 3.1.1 client over libmosquitto that stays connected: it connects on its own thread,
+/// reconnects with exponential backoff after every failure or drop, re-subscribes on every connect,
+/// and keeps an availability topic truthful (`online` on connect, `offline` by will or on stop).
+///
+/// Threads:
+/// - ``start()`` starts one network thread that owns the connection. Every callback
+///   runs on it: `onMessage` for each message received, `onStatusChange` for each state change. They
+///   must return quickly (no blocking I/O, no waiting for the network thread) and must not call
+///   ``stop()``. They may call ``publish(_:payload:qos:retain:)`` and ``subscribe(_:qos:)``.
+/// - ``publish(_:payload:qos:retain:)``, ``subscribe(_:qos:)``, ``unsubscribe(_:)`` and ``status``:
+///   any thread, at any time (before ``start()`` too). They never block on the network.
+/// - ``start()`` and ``stop()``: the control thread, once each.
+///
+/// While running, the network thread keeps the client alive: call ``stop()`` before dropping it.
+///
+/// What happens to messages published while disconnected: QoS 0 ones are dropped and `publish`
+/// throws ``MQTTError/notConnected(topic:)``; QoS 1 and 2 ones are kept in memory (without bound) and
+/// sent once the next connection is up, in order. The broker's session is clean on every connect, so
+/// messages *to* us while we are disconnected are not kept by the broker unless retained.
+public final class MQTTClient: @unchecked Sendable {
+    // @unchecked: `handle` is a libmosquitto client in threaded mode (`mosquitto_threaded_set`):
+    // publish, subscribe, unsubscribe and disconnect lock inside libmosquitto and may be called from
+    // any thread; connect and loop are called only on the network thread, and destroy only in deinit,
+    // after the network thread is joined. All Swift state is in `shared` (a Mutex); the rest is `let`.
+
+    /// Receives each message: its topic and payload. Called on the network thread.
+    public typealias MessageHandler = @Sendable (_ topic: String, _ payload: [UInt8]) -> Void
+    /// Receives the new status after each change. Called on the network thread (and, for the final
+    /// `.stopped`, on the thread that called ``stop()``).
+    public typealias StatusHandler = @Sendable (_ status: MQTTStatus) -> Void
+
+    /// The configuration the client was created with.
+    public let configuration: MQTTConfiguration
+    private let handle: OpaquePointer
+    private let onMessage: MessageHandler
+    private let onStatusChange: StatusHandler
+    /// A pipe the network thread polls while it waits out a backoff, so `stop()` ends the wait at once.
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let shared = Mutex(Shared())
+
+    private struct Shared {
+        var status = MQTTStatus()
+        /// Every filter subscribed to, in subscription order, with its QoS: re-subscribed on connect.
+        var subscriptions: [(filter: String, qos: MQTTQoS)] = []
+        /// Message ids of the SUBSCRIBEs sent on this connect and not yet acknowledged.
+        var pendingSubscribes: Set<Int32> = []
+        /// Whether CONNACK arrived (accepted) on the current connection.
+        var sessionUp = false
+        /// Whether a connect succeeded since the network thread last looked (resets the backoff).
+        var connectedSinceAttempt = false
+        /// The text of a CONNACK refusal, kept over libmosquitto's vaguer "connection refused".
+        var refusal: String?
+        var thread: pthread_t?
+        var started = false
+        var stopping = false
+    }
+
+    /// Creates a client (not yet connecting: see ``start()``).
+    /// - Parameters:
+    ///   - onMessage: called on the network thread for every message matching a subscription.
+    ///   - onStatusChange: called on the network thread after every status change.
+    /// - Throws: ``MQTTError/invalidConfiguration(field:reason:)`` for the first unusable field, or
+    ///   ``MQTTError/library(operation:code:message:)`` when libmosquitto refuses a setting (e.g. a
+    ///   TLS file it cannot load).
+    public init(configuration: MQTTConfiguration, onMessage: @escaping MessageHandler,
+                onStatusChange: @escaping StatusHandler = { _ in }) throws(MQTTError) {
+        try configuration.validate()
+        guard libraryInitResult == MOSQ_ERR_SUCCESS.rawValue else {
+            throw .library(operation: "mosquitto_lib_init", code: libraryInitResult,
+                           message: Self.text(of: libraryInitResult, errno: 0))
+        }
+        handle = try Self.makeHandle(configuration)
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else {
+            let code = errno
+            mosquitto_destroy(handle)
+            throw .library(operation: "pipe", code: MOSQ_ERR_ERRNO.rawValue, message: String(cString: strerror(code)))
+        }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+        self.configuration = configuration
+        self.onMessage = onMessage
+        self.onStatusChange = onStatusChange
+    }
+
+    deinit {
+        mosquitto_destroy(handle)
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    /// A libmosquitto client with every setting of `configuration` applied, and our callbacks.
+    private static func makeHandle(_ configuration: MQTTConfiguration) throws(MQTTError) -> OpaquePointer {
+        guard let handle = mosquitto_new(configuration.clientID, true, nil) else {
+            throw .library(operation: "mosquitto_new", code: MOSQ_ERR_ERRNO.rawValue, message: String(cString: strerror(errno)))
+        }
+        func check(_ rc: Int32, _ operation: String) throws(MQTTError) {
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                let code = errno
+                mosquitto_destroy(handle)
+                throw .library(operation: operation, code: rc, message: text(of: rc, errno: code))
+            }
+        }
+        try check(mosquitto_threaded_set(handle, true), "mosquitto_threaded_set")
+        if let username = configuration.username {
+            try check(mosquitto_username_pw_set(handle, username, configuration.password), "setting the username and password")
+        }
+        if let will = configuration.effectiveWill {
+            let rc = will.payload.withUnsafeBytes {
+                mosquitto_will_set(handle, will.topic, Int32($0.count), $0.baseAddress, will.qos.rawValue, will.retain)
+            }
+            try check(rc, "setting the will on \"\(will.topic)\"")
+        }
+        if configuration.broker.usesTLS {
+            let tls = configuration.tls
+            // Without a CA file, trust the system's store (hashed certificates in /etc/ssl/certs).
+            let rc = mosquitto_tls_set(handle, tls.caFile, tls.caFile == nil ? "/etc/ssl/certs" : nil, tls.certFile,
+                                       tls.keyFile, nil)
+            try check(rc, "loading the TLS files (ca \(tls.caFile ?? "/etc/ssl/certs"), cert \(tls.certFile ?? "none"), key \(tls.keyFile ?? "none"))")
+        }
+        mosquitto_connect_callback_set(handle) { _, context, code in
+            guard let context else { return }
+            Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().didConnect(code: code)
+        }
+        mosquitto_disconnect_callback_set(handle) { _, context, code in
+            let savedErrno = errno
+            guard let context else { return }
+            Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().didDisconnect(code: code, errno: savedErrno)
+        }
+        mosquitto_subscribe_callback_set(handle) { _, context, mid, count, granted in
+            guard let context else { return }
+            let codes = (0..<Int(max(0, count))).map { granted![$0] }
+            Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().didSubscribe(mid: mid, granted: codes)
+        }
+        mosquitto_message_callback_set(handle) { _, context, message in
+            guard let context, let message = message?.pointee, let topic = message.topic else { return }
+            let payload = message.payloadlen > 0
+                ? Array(UnsafeRawBufferPointer(start: message.payload, count: Int(message.payloadlen)))
+                : []
+            Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().onMessage(String(cString: topic), payload)
+        }
+        return handle
+    }
+
+    // MARK: - Control
+
+    /// The current status. Any thread.
+    public var status: MQTTStatus { shared.withLock { $0.status } }
+
+    /// Starts the network thread, which connects at once and keeps reconnecting until ``stop()``.
+    /// A second call does nothing. Control thread; returns at once (the connection comes later:
+    /// watch ``status`` or `onStatusChange`; the status is `.connecting` once the thread runs).
+    public func start() {
+        shared.withLock { shared in
+            guard !shared.started else { return }
+            shared.started = true
+            mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+            shared.thread = startThread { [self] in run() }
+        }
+    }
+
+    /// Publishes `offline` to the availability topic (when connected), disconnects cleanly (so the
+    /// broker does not publish the will), and joins the network thread. Blocks for at most about
+    /// 2 s (a broker that stops answering mid-disconnect). Control thread, never a callback. After it
+    /// returns no callback runs; the client cannot be started again.
+    public func stop() {
+        let (thread, connected) = shared.withLock { shared -> (pthread_t?, Bool) in
+            guard shared.started, !shared.stopping else { return (nil, false) }
+            shared.stopping = true
+            return (shared.thread, shared.sessionUp)
+        }
+        guard let thread else { return }
+        precondition(pthread_equal(thread, pthread_self()) == 0, "MQTTClient.stop() called from its own callback")
+        if connected, let topic = configuration.availabilityTopic {
+            _ = try? publish(topic, payload: Array(MQTTConfiguration.offlinePayload.utf8), qos: .atLeastOnce, retain: true)
+        }
+        _ = mosquitto_disconnect(handle)
+        wake()
+        pthread_join(thread, nil)
+        updateStatus { $0.connection = .stopped }
+    }
+
+    // MARK: - Messages
+
+    /// Publishes `payload` to `topic`.
+    ///
+    /// Any thread; never blocks on the network (the network thread sends it). While disconnected, a
+    /// QoS 1 or 2 message is queued in memory and sent after the next connect; a QoS 0 one is dropped
+    /// and this throws ``MQTTError/notConnected(topic:)``. Retained messages that describe current
+    /// state are best republished by the caller on each connect (see `onStatusChange`) rather than
+    /// queued. The corresponding C function is `mosquitto_publish`.
+    /// - Throws: ``MQTTError/invalidTopic(topic:reason:)``, ``MQTTError/notConnected(topic:)``, or
+    ///   ``MQTTError/library(operation:code:message:)`` (e.g. a payload over 256 MB).
+    public func publish(_ topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false) throws(MQTTError) {
+        try MQTTTopic.checkName(topic)
+        let rc = payload.withUnsafeBytes {
+            mosquitto_publish(handle, nil, topic, Int32(clamping: $0.count), $0.baseAddress, qos.rawValue, retain)
+        }
+        let code = errno
+        // libmosquitto 2.0 queues a QoS 1 or 2 message *before* trying to send it, and then returns
+        // the send's MOSQ_ERR_NO_CONN although the message stays queued and goes out after the next
+        // connect. Only for QoS 0 does NO_CONN mean dropped.
+        if rc == MOSQ_ERR_NO_CONN.rawValue && qos != .atMostOnce { return }
+        if rc == MOSQ_ERR_NO_CONN.rawValue { throw .notConnected(topic: topic) }
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            throw .library(operation: "publish to \"\(topic)\"", code: rc, message: Self.text(of: rc, errno: code))
+        }
+    }
+
+    /// Publishes the UTF-8 of `text` to `topic` (see ``publish(_:payload:qos:retain:)``). Any thread.
+    public func publish(_ topic: String, text: String, qos: MQTTQoS = .atLeastOnce, retain: Bool = false) throws(MQTTError) {
+        try publish(topic, payload: Array(text.utf8), qos: qos, retain: retain)
+    }
+
+    /// Subscribes to `filter` now (when connected) and on every later connect. Messages arrive in
+    /// `onMessage` on the network thread. Subscribing to the same filter again changes its QoS.
+    /// Any thread. The corresponding C function is `mosquitto_subscribe`.
+    /// - Throws: ``MQTTError/invalidTopic(topic:reason:)`` for a filter MQTT does not allow.
+    public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) throws(MQTTError) {
+        try MQTTTopic.checkFilter(filter)
+        let connected = shared.withLock { shared -> Bool in
+            shared.subscriptions.removeAll { $0.filter == filter }
+            shared.subscriptions.append((filter, qos))
+            return shared.sessionUp
+        }
+        // Not connected: the network thread subscribes on connect. A connect racing with this call
+        // may subscribe twice, which the broker treats as one subscription.
+        if connected { _ = mosquitto_subscribe(handle, nil, filter, qos.rawValue) }
+    }
+
+    /// Stops receiving messages for `filter` (exactly as subscribed), now and after reconnects.
+    /// Any thread. The corresponding C function is `mosquitto_unsubscribe`.
+    public func unsubscribe(_ filter: String) {
+        let connected = shared.withLock { shared -> Bool in
+            shared.subscriptions.removeAll { $0.filter == filter }
+            return shared.sessionUp
+        }
+        if connected { _ = mosquitto_unsubscribe(handle, nil, filter) }
+    }
+
+    // MARK: - The network thread
+
+    private var isStopping: Bool { shared.withLock { $0.stopping } }
+
+    /// Connects, serves the connection until it ends, waits out the backoff, and again, until stopped.
+    private func run() {
+        var backoff = ReconnectBackoff(minimum: configuration.minimumReconnectDelay,
+                                       maximum: configuration.maximumReconnectDelay)
+        let broker = configuration.broker
+        let keepAlive = Int32(configuration.keepAlive.components.seconds)
+        while !isStopping {
+            updateStatus { $0.connection = .connecting }
+            // Non-blocking TCP connect (the DNS lookup still blocks); the loop completes it.
+            let rc = mosquitto_connect_async(handle, broker.host, Int32(broker.port), keepAlive)
+            let code = errno
+            if rc == MOSQ_ERR_SUCCESS.rawValue {
+                serveConnection()
+            } else {
+                failed(Self.text(of: rc, errno: code, host: broker.host))
+            }
+            let connected = shared.withLock { shared in
+                defer { shared.connectedSinceAttempt = false }
+                return shared.connectedSinceAttempt
+            }
+            if connected { backoff.reset() }
+            if isStopping { break }
+            waitForWake(backoff.nextDelay())
+        }
+    }
+
+    /// Runs libmosquitto's loop until the connection ends (or, once stopping, until the DISCONNECT
+    /// is sent, at most 2 s).
+    private func serveConnection() {
+        var stopDeadline: ContinuousClock.Instant?
+        while true {
+            let rc = mosquitto_loop(handle, 1000, 1)
+            let code = errno
+            if rc != MOSQ_ERR_SUCCESS.rawValue {
+                // libmosquitto reports most ends through the disconnect callback; report the rest.
+                let unreported = shared.withLock { $0.status.connection != .disconnected }
+                if unreported && !isStopping {
+                    failed(Self.text(of: rc, errno: code, host: configuration.broker.host))
+                }
+                return
+            }
+            let (stopping, up) = shared.withLock { ($0.stopping, $0.sessionUp) }
+            if stopping {
+                if !up { return }
+                let now = ContinuousClock.now
+                if let stopDeadline, now > stopDeadline { return }
+                if stopDeadline == nil { stopDeadline = now + .seconds(2) }
+            }
+        }
+    }
+
+    /// CONNACK arrived: re-subscribe, and when there is nothing to wait for, go online.
+    private func didConnect(code: Int32) {
+        guard code == 0 else {
+            let reason = "the broker refused the connection: \(String(cString: mosquitto_connack_string(code)))"
+            shared.withLock { $0.refusal = reason }
+            failed(reason)
+            return
+        }
+        let subscriptions = shared.withLock { shared in
+            shared.sessionUp = true
+            shared.connectedSinceAttempt = true
+            shared.refusal = nil
+            shared.pendingSubscribes = []
+            return shared.subscriptions
+        }
+        var mids: Set<Int32> = []
+        for (filter, qos) in subscriptions {
+            var mid: Int32 = 0
+            if mosquitto_subscribe(handle, &mid, filter, qos.rawValue) == MOSQ_ERR_SUCCESS.rawValue { mids.insert(mid) }
+        }
+        let ready = shared.withLock { shared in
+            // SUBACKs arrive on this thread, so none can have been handled before this point.
+            shared.pendingSubscribes = mids
+            return mids.isEmpty
+        }
+        if ready { goOnline() }
+    }
+
+    /// A SUBACK: when the last re-subscription is acknowledged, go online.
+    private func didSubscribe(mid: Int32, granted: [Int32]) {
+        let refused = granted.contains(0x80)
+        let ready = shared.withLock { shared in
+            guard shared.pendingSubscribes.remove(mid) != nil else { return false }
+            return shared.pendingSubscribes.isEmpty
+        }
+        if refused {
+            updateStatus { $0.lastError = "the broker refused a subscription (not authorised for the topic filter?)" }
+        }
+        if ready { goOnline() }
+    }
+
+    /// Every subscription is in place: publish `online` and report `.connected`.
+    private func goOnline() {
+        if let topic = configuration.availabilityTopic {
+            let online = Array(MQTTConfiguration.onlinePayload.utf8)
+            _ = online.withUnsafeBytes {
+                mosquitto_publish(handle, nil, topic, Int32($0.count), $0.baseAddress, MQTTQoS.atLeastOnce.rawValue, true)
+            }
+        }
+        updateStatus {
+            $0.connection = .connected
+            $0.connectCount += 1
+        }
+    }
+
+    /// The connection ended: `code` 0 when we asked for it.
+    private func didDisconnect(code: Int32, errno savedErrno: Int32) {
+        let refusal = shared.withLock { shared in
+            shared.sessionUp = false
+            shared.pendingSubscribes = []
+            return shared.refusal
+        }
+        if code == 0 {
+            updateStatus { $0.connection = .disconnected }
+        } else if code == MOSQ_ERR_CONN_REFUSED.rawValue, let refusal {
+            failed(refusal)
+        } else {
+            failed(Self.text(of: code, errno: savedErrno, host: configuration.broker.host))
+        }
+    }
+
+    /// Records a failed attempt or a dropped connection.
+    private func failed(_ reason: String) {
+        let broker = configuration.broker.description
+        updateStatus {
+            $0.connection = .disconnected
+            $0.lastError = "\(broker): \(reason)"
+        }
+    }
+
+    /// Applies `change` and reports the new status if it differs. Never called with the lock held.
+    private func updateStatus(_ change: (inout MQTTStatus) -> Void) {
+        let changed = shared.withLock { shared -> MQTTStatus? in
+            let old = shared.status
+            change(&shared.status)
+            return shared.status == old ? nil : shared.status
+        }
+        if let changed { onStatusChange(changed) }
+    }
+
+    /// Waits `delay` or until ``stop()`` writes to the wake pipe.
+    private func waitForWake(_ delay: Duration) {
+        var pfd = pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)
+        let deadline = ContinuousClock.now + delay
+        while true {
+            let (seconds, attoseconds) = (deadline - ContinuousClock.now).components
+            let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+            if milliseconds <= 0 { break }
+            let rc = poll(&pfd, 1, Int32(clamping: milliseconds))
+            if rc > 0 || rc < 0 && errno != EINTR { break }
+        }
+        var byte: UInt8 = 0
+        while read(wakeRead, &byte, 1) == 1 {}
+    }
+
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+    }
+
+    /// libmosquitto's text for `code`, with errno's text for `MOSQ_ERR_ERRNO`.
+    static func text(of code: Int32, errno: Int32, host: String = "") -> String {
+        switch code {
+        case MOSQ_ERR_ERRNO.rawValue: return String(cString: strerror(errno))
+        case MOSQ_ERR_EAI.rawValue: return "cannot resolve the host name \"\(host)\""
+        // libmosquitto 2.0.11's mosquitto_strerror has no text for this one ("Unknown error.").
+        case MOSQ_ERR_KEEPALIVE.rawValue: return "the broker did not answer within the keep-alive time"
+        default: return String(cString: mosquitto_strerror(code))
+        }
+    }
+}

@@ -1,0 +1,200 @@
+import Glibc
+
+/// A real mosquitto broker on 127.0.0.1, started from a generated config for one test (or suite),
+/// with helpers that drive the independent command-line peers `mosquitto_pub` and `mosquitto_sub`.
+///
+/// Thread: one test at a time. Stopped and its directory removed on deinit.
+public final class MosquittoBroker: @unchecked Sendable {
+    // @unchecked: `process` changes only in start/stop/kill, which a test calls from one thread.
+    public static let brokerPath = "/usr/sbin/mosquitto"
+    public static let publisherPath = "/usr/bin/mosquitto_pub"
+    public static let subscriberPath = "/usr/bin/mosquitto_sub"
+    public static let passwdPath = "/usr/bin/mosquitto_passwd"
+
+    /// Why the broker could not be started: the message says how to fix it.
+    public struct StartError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// The TCP port on 127.0.0.1; the same across restarts.
+    public let port: Int
+    /// The temporary directory holding `mosquitto.conf`, the password file and `broker.log`.
+    public let directory: String
+    private var process: BackgroundProcess?
+
+    /// `mqtt://127.0.0.1:<port>`.
+    public var url: String { "mqtt://127.0.0.1:\(port)" }
+    /// The broker's log (connections, wills, errors), for failure messages.
+    public var log: String { process?.output ?? "" }
+    /// Whether the broker process is running.
+    public var isRunning: Bool { process != nil }
+
+    /// Writes a config and starts the broker on `port` (a free one when nil), anonymous access
+    /// allowed when `users` is empty, else only those users with those passwords (a password file
+    /// made with `mosquitto_passwd -b`). Returns once the port accepts connections.
+    public init(port: Int? = nil, users: [String: String] = [:]) throws {
+        for path in [Self.brokerPath, Self.publisherPath, Self.subscriberPath, Self.passwdPath] where access(path, X_OK) != 0 {
+            throw StartError(description: "\(path) is missing: run `scripts/install-deps.sh --test` "
+                                 + "(packages mosquitto and mosquitto-clients)")
+        }
+        guard let made = mkdtemp(strdup("/tmp/baton-mosquitto-XXXXXX")) else {
+            throw StartError(description: "mkdtemp failed: \(String(cString: strerror(errno)))")
+        }
+        directory = String(cString: made)
+        free(made)
+        self.port = try port ?? Self.freePort()
+        var config = [
+            "listener \(self.port) 127.0.0.1",
+            "persistence false",
+            // As root, mosquitto would switch to the `mosquitto` user, which cannot read our files.
+            "user root",
+            "log_dest stderr",
+            "log_type error", "log_type warning", "log_type notice", "log_type information",
+            "connection_messages true",
+        ]
+        if users.isEmpty {
+            config.append("allow_anonymous true")
+        } else {
+            let passwordFile = directory + "/passwords"
+            for (index, (user, password)) in users.sorted(by: { $0.key < $1.key }).enumerated() {
+                let arguments = (index == 0 ? ["-c"] : []) + ["-b", passwordFile, user, password]
+                let result = Subprocess.run(Self.passwdPath, arguments)
+                guard result.status == 0 else {
+                    throw StartError(description: "mosquitto_passwd failed (\(result.status)): \(result.output)")
+                }
+            }
+            config += ["allow_anonymous false", "password_file \(passwordFile)"]
+        }
+        guard writeText(directory + "/mosquitto.conf", config.joined(separator: "\n") + "\n") else {
+            throw StartError(description: "cannot write \(directory)/mosquitto.conf")
+        }
+        try start()
+    }
+
+    deinit {
+        process?.stop()
+        if let entries = opendir(directory) {
+            while let entry = readdir(entries) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." { unlink(directory + "/" + name) }
+            }
+            closedir(entries)
+        }
+        rmdir(directory)
+    }
+
+    /// Starts the broker (again) on the same port; returns once the port accepts connections.
+    public func start() throws {
+        guard process == nil else { return }
+        let process = try BackgroundProcess(Self.brokerPath, ["-c", directory + "/mosquitto.conf"],
+                                            outputPath: directory + "/broker.log")
+        self.process = process
+        let port = self.port
+        let listening = waitUntil(seconds: 10) { process.wait(seconds: 0) != nil || Self.accepts(port: port) }
+        guard listening, process.wait(seconds: 0) == nil else {
+            let log = process.output
+            self.process = nil
+            throw StartError(description: "mosquitto did not start on 127.0.0.1:\(port): \(log)")
+        }
+    }
+
+    /// Stops the broker with SIGTERM (it closes every connection; clients publish no will).
+    public func stop() {
+        process?.stop(signal: SIGTERM)
+        process = nil
+    }
+
+    /// Kills the broker with SIGKILL, as a crash or power loss would.
+    public func kill() {
+        process?.stop(signal: SIGKILL)
+        process = nil
+    }
+
+    /// Publishes with `mosquitto_pub` (a separate client) and returns once it has been sent.
+    /// - Throws: ``StartError`` with the tool's output when it fails.
+    public func publish(topic: String, message: String, qos: Int = 1, retain: Bool = false,
+                        user: (name: String, password: String)? = nil) throws {
+        var arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-m", message, "-q", "\(qos)"]
+        if retain { arguments.append("-r") }
+        if let user { arguments += ["-u", user.name, "-P", user.password] }
+        let result = Subprocess.run(Self.publisherPath, arguments, seconds: 10)
+        guard result.status == 0 else {
+            throw StartError(description: "mosquitto_pub -t \(topic) failed (\(result.status)): \(result.output)")
+        }
+    }
+
+    /// Starts `mosquitto_sub` on `topic`, exiting after `count` messages or `seconds`, and returns
+    /// once its subscription is acknowledged (so nothing published afterwards can be missed).
+    public func subscribe(topic: String, count: Int = 1, seconds: Int = 10,
+                          user: (name: String, password: String)? = nil) throws -> MosquittoSubscription {
+        var arguments = ["-d", "-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-C", "\(count)", "-W", "\(seconds)",
+                         "-F", "%t %p"]
+        if let user { arguments += ["-u", user.name, "-P", user.password] }
+        // stdbuf: mosquitto_sub's stdout is a file, fully buffered; its lines must show as they come.
+        let process = try BackgroundProcess("/usr/bin/stdbuf", ["-oL", Self.subscriberPath] + arguments,
+                                            outputPath: directory + "/sub-\(UInt32.random(in: 0...UInt32.max)).log")
+        guard waitUntil(seconds: 10, { process.output.contains("Subscribed (mid") || process.wait(seconds: 0) != nil }),
+              process.output.contains("Subscribed (mid") else {
+            throw StartError(description: "mosquitto_sub -t \(topic) did not subscribe: \(process.output)")
+        }
+        return MosquittoSubscription(process: process)
+    }
+
+    /// A port on 127.0.0.1 that nothing listens on right now (the kernel's choice for port 0).
+    public static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw StartError(description: "no free port: \(String(cString: strerror(errno)))") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    public static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
+
+/// A running `mosquitto_sub` (see ``MosquittoBroker/subscribe(topic:count:seconds:user:)``).
+public final class MosquittoSubscription: Sendable {
+    let process: BackgroundProcess
+
+    init(process: BackgroundProcess) {
+        self.process = process
+    }
+
+    /// Waits for it to exit (after its count of messages, or its timeout) and returns the messages
+    /// received as `topic payload` lines, without the debug lines.
+    public func messages(seconds: Double = 15) -> [String] {
+        process.wait(seconds: seconds)
+        return process.output.split(separator: "\n").map(String.init).filter {
+            !$0.hasPrefix("Client ") && !$0.hasPrefix("Subscribed (mid")
+        }
+    }
+}
+
+/// Writes `text` to `path`; returns whether it worked.
+private func writeText(_ path: String, _ text: String) -> Bool {
+    guard let file = fopen(path, "wb") else { return false }
+    defer { fclose(file) }
+    let bytes = Array(text.utf8)
+    return fwrite(bytes, 1, bytes.count, file) == bytes.count
+}
