@@ -73,8 +73,8 @@ let package = Package(
 
         // The daemon.
         .target(name: "BatonDaemon",
-                dependencies: ["Arbiter", "AudioCore", "BatonConfig", "Engine", "HTTPServer", "Intercom", "Media", "Subsonic",
-                               "Systemd"],
+                dependencies: ["Arbiter", "AudioCore", "BatonConfig", "Engine", "GPIO", "HTTPServer", "Intercom", "Media", "MQTT",
+                               "Subsonic", "Systemd"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "batond", dependencies: ["BatonDaemon"], swiftSettings: swiftSettings),
         .executableTarget(name: "batonctl", swiftSettings: swiftSettings),
@@ -96,7 +96,7 @@ let package = Package(
         .testTarget(name: "ConfigTests", dependencies: ["BatonConfig", "YAML"], swiftSettings: swiftSettings),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "ALSA", "BatonTesting", "Media"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "DaemonTests", dependencies: ["BatonDaemon", "BatonTesting"],
+        .testTarget(name: "DaemonTests", dependencies: ["BatonDaemon", "BatonTesting", "GPIO"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "SubsonicTests", dependencies: ["Subsonic", "Curl", "BatonTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "CodecTests", dependencies: ["Media", "FLACCodec", "MP3Codec", "OpusCodec", "BatonTesting"],

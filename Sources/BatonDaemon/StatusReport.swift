@@ -127,4 +127,23 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var targetDelayMs: Int
     }
     public var intercom: Intercom?
+
+    /// The MQTT connection (when configured): `connecting`, `connected`, `disconnected` or `off`.
+    public struct MQTT: Codable, Sendable, Equatable {
+        public var broker: String
+        public var topic: String?
+        public var connection: String
+        public var error: String?
+    }
+    public var mqtt: MQTT?
+
+    /// A GPIO button: `listening` or `unavailable` (with the error), and its debounced presses.
+    public struct Button: Codable, Sendable, Equatable {
+        public var chip: String
+        public var line: Int
+        public var state: String
+        public var error: String?
+        public var presses: Int
+    }
+    public var gpio: [Button]?
 }

@@ -25,10 +25,13 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     public let zones: [String]
     /// HA's discovery prefix (its `discovery_prefix`), `homeassistant` by default.
     public let prefix: String
+    /// The first level of Baton's own topics (`baton`).
+    public let topicPrefix: String
 
     /// - Throws: ``MQTTError/invalidConfiguration(field:reason:)`` naming a device or zone name that
     ///   cannot be part of a topic and an HA id.
-    public init(device: String, name: String, zones: [String], prefix: String = "homeassistant") throws(MQTTError) {
+    public init(device: String, name: String, zones: [String], prefix: String = "homeassistant",
+                topicPrefix: String = "baton") throws(MQTTError) {
         try Self.checkID(device, field: "device")
         for (index, zone) in zones.enumerated() { try Self.checkID(zone, field: "zones[\(index)]") }
         if prefix.isEmpty || prefix.contains("+") || prefix.contains("#") {
@@ -38,6 +41,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         self.name = name
         self.zones = zones
         self.prefix = prefix
+        self.topicPrefix = topicPrefix
     }
 
     private static func checkID(_ id: String, field: String) throws(MQTTError) {
@@ -49,8 +53,8 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         }
     }
 
-    /// `baton/<device>`.
-    public var baseTopic: String { "baton/\(device)" }
+    /// `<topicPrefix>/<device>` (`baton/kitchen`).
+    public var baseTopic: String { "\(topicPrefix)/\(device)" }
     /// `baton/<device>/availability`.
     public var availabilityTopic: String { "\(baseTopic)/availability" }
     /// HA's node id for this speaker: `baton_<device>`.

@@ -25,7 +25,8 @@ final class TestDaemon {
     init(zones: [(name: String, rate: Int, pcm: String?)] = [("kitchen", 44_100, nil), ("patio", 48_000, nil)],
          policy: PolicyConfig = .default, maxBody: Int = 4096, configPath: String? = nil,
          music: MusicConfig? = nil, stateDir: String? = nil, mixers: [String: String] = [:],
-         speech: SpeechConfig = .default, intercom: IntercomConfig? = nil) throws {
+         speech: SpeechConfig = .default, intercom: IntercomConfig? = nil, mqtt: MQTTConfig? = nil,
+         gpio: [GPIOButtonConfig] = [], edgeSources: Daemon.EdgeSourceFactory? = nil) throws {
         sounds = WAVWriter.temporaryDirectory("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
             let src = fopen("\(Self.repoRoot)/config/sounds/\(name)", "rb")!, dst = fopen("\(sounds)/\(name)", "wb")!
@@ -57,9 +58,10 @@ final class TestDaemon {
         self.files = files
         let config = BatonConfiguration(api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), maxBody: maxBody),
                                         zones: configs, sounds: sounds, policy: policy, music: music, stateDir: stateDir,
-                                        intercom: intercom, speech: speech)
+                                        device: "test-speaker", mqtt: mqtt, gpio: gpio, intercom: intercom, speech: speech)
         self.config = config
         daemon = Daemon(config: config, configPath: configPath, logger: Logger(minimum: .error))
+        if let edgeSources { daemon.useEdgeSources(edgeSources) }
         daemon.start()
         let api = API(daemon: daemon)
         server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: maxBody) { api.handle($0) }

@@ -1,0 +1,54 @@
+import BatonConfig
+import BatonTesting
+import GPIO
+import Testing
+@testable import BatonDaemon
+
+/// An edge source whose edges the test replays when it wants (the daemon's zones are up by then).
+final class HeldEdgeSource: EdgeSource, @unchecked Sendable {
+    // @unchecked: `handler` is set once by start() before the test replays.
+    private var handler: (@Sendable (EdgeEvent) -> Void)?
+    func start(_ handler: @escaping @Sendable (EdgeEvent) -> Void) { self.handler = handler }
+    func stop() {}
+    /// Delivers `events` in order on the calling thread, as a reader thread would.
+    func replay(_ events: [EdgeEvent]) { RecordedEdgeSource(events).start(handler!) }
+}
+
+/// GPIO buttons in the daemon. This machine has no GPIO chip: the edges come from a recorded trace
+/// through the same `EdgeSource` interface the libgpiod reader implements; the real reader is used
+/// for the missing-chip case.
+@Suite(.serialized) struct GPIOButtonTests {
+    /// A press with contact bounce (falling edge, bounces within 50 ms, release) rings the doorbell
+    /// once: one announcement, one press counted, 1 kHz in the kitchen.
+    @Test func bouncyPressRingsOnce() throws {
+        let trace: [EdgeEvent] = [.falling(ms: 0), .rising(ms: 0.4), .falling(ms: 1.1), .rising(ms: 2.0), .falling(ms: 3.5),
+                                  .rising(ms: 180), .falling(ms: 181), .rising(ms: 183)]
+        let button = GPIOButtonConfig(line: 17, announce: AnnounceAction(sound: "bell1k", zones: ["kitchen"]))
+        let line = HeldEdgeSource()
+        let t = try TestDaemon(gpio: [button], edgeSources: { _ in line })
+        line.replay(trace)
+        let granted = try #require(t.waitForEvent("granted", seconds: 10))
+        #expect(granted.source == "announce-1")
+        #expect(t.waitForEvent("played", source: "announce-1") != nil)
+        #expect(!t.daemon.events.recent().contains { $0.source == "announce-2" }, "one press, one announcement")
+        let status = try #require(try t.status().gpio?.first)
+        #expect(status.state == "listening" && status.presses == 1 && status.line == 17)
+        t.stop()
+        let out = t.left("kitchen")
+        let at = try #require(granted.zoneFrames?["kitchen"]) + 882
+        #expect(Signals.windowedToneLevel(out[at..<(at + 4_410)], frequency: 1000, rate: 44_100) > 0.4)
+    }
+
+    /// The real libgpiod reader on a machine without the chip: a clear error (chip and errno text) in
+    /// status and as a `gpio-error` event; announcements still play.
+    @Test func missingChipIsAClearError() throws {
+        let button = GPIOButtonConfig(chip: "gpiochip0", line: 17, announce: AnnounceAction(sound: "bell1k"))
+        let t = try TestDaemon(gpio: [button])
+        defer { t.stop() }
+        let status = try #require(try t.status().gpio?.first)
+        #expect(status.state == "unavailable")
+        #expect(status.error?.contains("gpiochip0: No such file or directory") == true, "\(status.error ?? "")")
+        #expect(t.waitForEvent("gpio-error")?.reason?.contains("gpio[0] (gpiochip0 line 17)") == true)
+        #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).status == 202)
+    }
+}

@@ -1,0 +1,111 @@
+import BatonConfig
+import BatonTesting
+import Glibc
+import Testing
+@testable import BatonDaemon
+
+/// The daemon on a real mosquitto broker (one per test, on a free loopback port), driven and watched
+/// by `mosquitto_pub` / `mosquitto_sub` as independent clients.
+@Suite(.serialized) struct MQTTBridgeTests {
+    let base = "baton/test-speaker"
+
+    func connected(_ t: TestDaemon) -> Bool {
+        waitUntil(seconds: 15) { (try? t.status().mqtt?.connection) == "connected" }
+    }
+
+    /// An announcement sent over MQTT plays (1 kHz in the kitchen's file); availability, zone state
+    /// and Home Assistant discovery are retained on the broker; every event is published.
+    @Test func announcesOverMQTTAndPublishesState() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+        #expect(connected(t), "\(String(describing: try? t.status().mqtt))")
+        let events = try broker.subscribe(topic: "\(base)/events", count: 50, seconds: 3)
+        try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        let granted = try #require(t.waitForEvent("granted", seconds: 10))
+        #expect(granted.source == "announce-1")
+        #expect(events.messages().contains { $0.contains(#""type":"granted""#) && $0.contains("announce-1") })
+        #expect(try broker.subscribe(topic: "\(base)/availability").messages() == ["\(base)/availability online"])
+        let state = try broker.subscribe(topic: "\(base)/zones/kitchen/state").messages().first ?? ""
+        #expect(state.contains(#""state":"#) && state.contains(#""volume":1"#), "\(state)")
+        let button = try broker.subscribe(topic: "homeassistant/button/baton_test-speaker/doorbell/config").messages().first ?? ""
+        #expect(button.contains(#""command_topic":"baton/test-speaker/announce""#), "\(button)")
+        #expect(t.waitForEvent("played", source: "announce-1") != nil)
+        t.stop()
+        let out = t.left("kitchen")
+        let at = try #require(granted.zoneFrames?["kitchen"]) + 882
+        #expect(Signals.windowedToneLevel(out[at..<(at + 4_410)], frequency: 1000, rate: 44_100) > 0.4)
+        // A clean stop says offline.
+        #expect(try broker.subscribe(topic: "\(base)/availability").messages() == ["\(base)/availability offline"])
+    }
+
+    /// Home Assistant's volume number (0–100) sets the zone volume, and the retained volume follows;
+    /// a bad command gets a clear error on `<base>/errors` and changes nothing.
+    @Test func volumeAndErrors() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "40")
+        #expect(waitUntil { abs(((try? t.status().zones.first { $0.name == "kitchen" }?.volume) ?? 0) - 0.4) < 1e-6 })
+        #expect(waitUntil(seconds: 5) { ((try? broker.subscribe(topic: "\(base)/zones/kitchen/volume").messages()) ?? []) == ["\(base)/zones/kitchen/volume 40"] })
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 3)
+        try broker.publish(topic: "\(base)/announce", message: "ding dong")
+        try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "140")
+        try broker.publish(topic: "\(base)/zones/garage/volume/set", message: "10")
+        let got = errors.messages()
+        #expect(got.count == 3, "\(got)")
+        #expect(got.first?.contains(#""status":400"#) == true && got.first?.contains("announce") == true, "\(got)")
+        #expect(got.dropFirst().first?.contains("volume 140 is not 0–100") == true, "\(got)")
+        #expect(got.last?.contains(#""status":404"#) == true && got.last?.contains("garage") == true, "\(got)")
+        #expect(abs((try t.status().zones.first { $0.name == "kitchen" }?.volume ?? 0) - 0.4) < 1e-6)
+    }
+
+    /// The broker dies and comes back on the same port: the daemon reconnects, re-subscribes, and a
+    /// command sent after the broker is back is carried out.
+    @Test func survivesABrokerRestart() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        broker.kill()
+        #expect(waitUntil(seconds: 10) { (try? t.status().mqtt?.connection) != "connected" })
+        try broker.start()
+        #expect(connected(t), "reconnected")
+        try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        #expect(t.waitForEvent("granted", seconds: 10)?.source == "announce-1")
+    }
+
+    /// The seed scenario through MQTT: music started over MQTT, a doorbell over MQTT interrupts it,
+    /// and five more presses at once (MQTT and HTTP) coalesce into the one doorbell; the music
+    /// resumes after it. Checked on the event stream in order.
+    @Test func doorbellOverMQTTInterruptsMusicAndPressesCoalesce() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        try broker.publish(topic: "\(base)/music/play", message: #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+        let music = try #require(t.waitForEvent("granted", seconds: 10)?.source)
+        for _ in 0..<3 { try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#) }
+        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        #expect(waitUntil { t.daemon.events.recent().filter { $0.type == "coalesced" }.count == 3 })
+        let ended = try #require(t.waitForEvent("interruption-ended", source: music, seconds: 10))
+        #expect(ended.shouldResume == true)
+        let order = t.daemon.events.recent().map(\.type).filter { ["granted", "interruption-began", "coalesced", "played", "interruption-ended"].contains($0) }
+        #expect(order == ["granted", "granted", "interruption-began", "coalesced", "coalesced", "coalesced", "played", "interruption-ended"], "\(order)")
+    }
+
+    /// A broker that does not answer: MQTT shows `connecting`/`disconnected` with the error, and the
+    /// daemon plays on.
+    @Test func unreachableBrokerLeavesTheDaemonRunning() throws {
+        let port = try MosquittoBroker.freePort()
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: "mqtt://127.0.0.1:\(port)"))
+        defer { t.stop() }
+        #expect(waitUntil(seconds: 5) { (try? t.status().mqtt?.error) != nil })
+        #expect(try t.status().mqtt?.connection != "connected")
+        #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).status == 202)
+    }
+}
