@@ -56,11 +56,13 @@ let package = Package(
         .target(name: "FLACCodec", dependencies: ["CFLAC", "AudioCore"], swiftSettings: swiftSettings),
         .target(name: "MP3Codec", dependencies: ["CMPG123", "AudioCore"], swiftSettings: swiftSettings),
         .target(name: "Systemd", dependencies: ["CSystemd"], swiftSettings: swiftSettings),
-        .target(name: "MQTT", dependencies: ["CMosquitto"], swiftSettings: swiftSettings),
-        .target(name: "GPIO", dependencies: ["CGPIOD"], swiftSettings: swiftSettings),
+        .target(name: "MQTT", dependencies: ["CMosquitto", "OSThread"], swiftSettings: swiftSettings),
+        .target(name: "GPIO", dependencies: ["CGPIOD", "OSThread"], swiftSettings: swiftSettings),
 
         // Pure Swift.
-        .target(name: "AudioCore", swiftSettings: realtimeSwiftSettings),
+        .target(name: "AudioCore", dependencies: ["OSThread"], swiftSettings: realtimeSwiftSettings),
+        // Dedicated OS threads and the monotonic clock, for every module that runs its own threads.
+        .target(name: "OSThread", swiftSettings: realtimeSwiftSettings),
         .target(name: "Arbiter", swiftSettings: swiftSettings),
 
         // Mechanism.

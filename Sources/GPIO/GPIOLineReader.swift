@@ -1,4 +1,5 @@
 import CGPIOD
+import OSThread
 import Glibc
 import Synchronization
 
@@ -101,14 +102,7 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
     public func start(_ handler: @escaping @Sendable (EdgeEvent) -> Void) {
         thread.withLock { thread in
             guard thread == nil else { return }
-            var created = pthread_t()
-            let context = Unmanaged.passRetained(ReaderContext(reader: self, handler: handler)).toOpaque()
-            let rc = pthread_create(&created, nil, { raw in
-                let context = Unmanaged<ReaderContext>.fromOpaque(raw!).takeRetainedValue()
-                context.reader.readEdges(context.handler)
-                return nil
-            }, context)
-            precondition(rc == 0, "pthread_create failed: \(String(cString: strerror(rc)))")
+            let created = startThread { [self] in readEdges(handler) }
             thread = created
         }
     }
@@ -122,14 +116,6 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
         while read(wakeRead, &byte, 1) == 1 {}
     }
 
-    private final class ReaderContext {
-        let reader: GPIOLineReader
-        let handler: @Sendable (EdgeEvent) -> Void
-        init(reader: GPIOLineReader, handler: @escaping @Sendable (EdgeEvent) -> Void) {
-            self.reader = reader
-            self.handler = handler
-        }
-    }
 
     /// The reader thread: waits for an edge or the wake pipe, and reads edges until stopped.
     private func readEdges(_ handler: @Sendable (EdgeEvent) -> Void) {

@@ -1,4 +1,5 @@
 import CMosquitto
+import OSThread
 import Glibc
 import Synchronization
 

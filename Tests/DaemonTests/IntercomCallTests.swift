@@ -23,7 +23,7 @@ import Testing
     /// Music plays; ffmpeg calls with an 880 Hz tone: the music is interrupted (`interruption-began`),
     /// the call is heard in the kitchen, and when the packets stop the call ends after the silence
     /// timeout and the music resumes (`interruption-ended`, shouldResume true).
-    @Test func callInterruptsMusicWhichResumesAfterIt() async throws {
+    @Test func callInterruptsMusicWhichResumesAfterIt() throws {
         let (t, port) = try daemon()
         let music = try #require(try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#).object["id"])
         #expect(waitUntil { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.3 })

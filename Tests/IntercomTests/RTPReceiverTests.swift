@@ -18,10 +18,14 @@ import Testing
         receiver.start()
         defer { receiver.stop() }
         let port = receiver.port
-        let sender = Task.detached {
-            Subprocess.run("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-f", "lavfi",
+        // On a thread of its own, not a Task: the cooperative pool's threads may all be busy in
+        // other tests' waits, and ffmpeg must start now.
+        let sent = Mutex<(status: Int32, output: String)?>(nil)
+        let sender = startThread {
+            let r = Subprocess.run("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-f", "lavfi",
                                                "-i", "sine=frequency=440:sample_rate=48000:duration=3", "-c:a", "libopus",
                                                "-b:a", "64k", "-f", "rtp", "rtp://127.0.0.1:\(port)"], seconds: 40)
+            sent.withLock { $0 = r }
         }
         // The consumer: 10 ms every 10 ms of real time (the network is real here).
         var audio: [Float] = []
@@ -38,7 +42,8 @@ import Testing
             audio += block
             callFrames.append(n)
         }
-        let result = await sender.value
+        pthread_join(sender, nil)
+        let result = try #require(sent.withLock { $0 })
         #expect(result.status == 0, "\(result.output)")
         let e = events.all
         #expect(e.count == 2)

@@ -1,0 +1,2 @@
+// Threads and the monotonic clock come from OSThread; every user of AudioCore gets them too.
+@_exported import OSThread
