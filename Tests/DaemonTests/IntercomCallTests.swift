@@ -1,5 +1,6 @@
 import BatonConfig
 import BatonTesting
+import AudioCore
 import Glibc
 import Testing
 @testable import BatonDaemon
@@ -104,5 +105,51 @@ import Testing
         #expect(try t.status().sources.isEmpty)
         let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         #expect(bell.object["status"] == "playing")
+    }
+}
+
+extension IntercomCallTests {
+    /// Real triggers together: music from HTTP, a call over RTP from ffmpeg, a doorbell over MQTT
+    /// during the call. The doorbell waits for the call (queued), plays when the call has ended, and
+    /// the music resumes after both — in that order on the event stream.
+    @Test func doorbellOverMQTTWaitsForAnRTPCall() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(intercom: IntercomConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"],
+                                                        silenceTimeout: .milliseconds(600)),
+                               mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        let listen = try #require(try t.status().intercom?.listen)
+        let port = try #require(UInt16(listen.split(separator: ":").last ?? ""))
+        #expect(waitUntil(seconds: 15) { (try? t.status().mqtt?.connection) == "connected" })
+        let music = try #require(try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#).object["id"])
+        let caller = startThread {
+            _ = Subprocess.run("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-f", "lavfi",
+                                                   "-i", "sine=frequency=880:sample_rate=48000:duration=2", "-c:a", "libopus",
+                                                   "-b:a", "64k", "-f", "rtp", "rtp://127.0.0.1:\(port)"], seconds: 60)
+        }
+        defer { pthread_join(caller, nil) }
+        var call: Event?
+        #expect(waitUntil(seconds: 20) {
+            call = t.daemon.events.recent().first { $0.type == "granted" && $0.source?.hasPrefix("call-") == true }
+            return call != nil
+        }, "the RTP call starts")
+        try broker.publish(topic: "baton/test-speaker/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        let queued = try #require(t.waitForEvent("queued", seconds: 10))
+        let bell = try #require(queued.source)
+        #expect(t.waitForEvent("played", source: bell, seconds: 20) != nil)
+        let ended = try #require(t.waitForEvent("interruption-ended", source: music, seconds: 10))
+        #expect(ended.shouldResume == true)
+        let order = t.daemon.events.recent().compactMap { e -> String? in
+            switch (e.type, e.source) {
+            case ("granted", let s?) where s == bell: return "bell granted"
+            case ("played", let s?) where s == bell: return "bell played"
+            case ("finished", let s?) where s == call?.source: return "call finished"
+            case ("interruption-began", let s?) where s == music: return "music interrupted"
+            case ("interruption-ended", let s?) where s == music: return "music resumes"
+            default: return nil
+            }
+        }
+        #expect(order == ["music interrupted", "call finished", "bell granted", "bell played", "music resumes"], "\(order)")
     }
 }
