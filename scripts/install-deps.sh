@@ -9,7 +9,7 @@ build=(pkg-config libasound2-dev libsamplerate0-dev libsoxr-dev libopus-dev libo
 runtime=(alsa-utils espeak-ng)
 # Only the test suite needs these.
 # (ffmpeg makes the Subsonic test library and transcodes for the test server; python3-venv hosts it.)
-testing=(sox ffmpeg python3-venv chromium mosquitto mosquitto-clients)
+testing=(sox ffmpeg python3-venv chromium openssl mosquitto mosquitto-clients)
 
 # The demo of scripts/run.sh runs a local Subsonic server (Supysonic in a venv, library made by ffmpeg).
 demo=(ffmpeg python3-venv)

@@ -23,7 +23,9 @@ public final class MosquittoBroker: @unchecked Sendable {
     private var process: BackgroundProcess?
 
     /// `mqtt://127.0.0.1:<port>`.
-    public var url: String { "mqtt://127.0.0.1:\(port)" }
+    public var url: String { "\(caFile == nil ? "mqtt" : "mqtts")://127.0.0.1:\(port)" }
+    /// With TLS: the CA certificate that signed the broker's (for the client's `ca-file`).
+    public private(set) var caFile: String?
     /// The broker's log (connections, wills, errors), for failure messages.
     public var log: String { process?.output ?? "" }
     /// Whether the broker process is running.
@@ -32,7 +34,9 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// Writes a config and starts the broker on `port` (a free one when nil), anonymous access
     /// allowed when `users` is empty, else only those users with those passwords (a password file
     /// made with `mosquitto_passwd -b`). Returns once the port accepts connections.
-    public init(port: Int? = nil, users: [String: String] = [:]) throws {
+    /// With `tls`, the listener speaks TLS only, with a certificate for 127.0.0.1 signed by a CA made
+    /// on the spot with openssl (``caFile``).
+    public init(port: Int? = nil, users: [String: String] = [:], tls: Bool = false) throws {
         for path in [Self.brokerPath, Self.publisherPath, Self.subscriberPath, Self.passwdPath] where access(path, X_OK) != 0 {
             throw StartError(description: "\(path) is missing: run `scripts/install-deps.sh --test` "
                                  + "(packages mosquitto and mosquitto-clients)")
@@ -52,6 +56,23 @@ public final class MosquittoBroker: @unchecked Sendable {
             "log_type error", "log_type warning", "log_type notice", "log_type information",
             "connection_messages true",
         ]
+        if tls {
+            let d = directory
+            let steps: [[String]] = [
+                ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=Baton test CA",
+                 "-keyout", "\(d)/ca.key", "-out", "\(d)/ca.crt"],
+                ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "\(d)/server.key", "-out", "\(d)/server.csr"],
+                ["x509", "-req", "-in", "\(d)/server.csr", "-CA", "\(d)/ca.crt", "-CAkey", "\(d)/ca.key", "-CAcreateserial",
+                 "-days", "2", "-extfile", "\(d)/san.cnf", "-out", "\(d)/server.crt"],
+            ]
+            guard writeText(d + "/san.cnf", "subjectAltName=IP:127.0.0.1\n") else { throw StartError(description: "cannot write san.cnf") }
+            for arguments in steps {
+                let result = Subprocess.run("/usr/bin/openssl", arguments)
+                guard result.status == 0 else { throw StartError(description: "openssl \(arguments[0]) failed: \(result.output)") }
+            }
+            config += ["cafile \(d)/ca.crt", "certfile \(d)/server.crt", "keyfile \(d)/server.key"]
+            caFile = d + "/ca.crt"
+        }
         if users.isEmpty {
             config.append("allow_anonymous true")
         } else {
@@ -115,6 +136,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     public func publish(topic: String, message: String, qos: Int = 1, retain: Bool = false,
                         user: (name: String, password: String)? = nil) throws {
         var arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-m", message, "-q", "\(qos)"]
+        if let caFile { arguments += ["--cafile", caFile] }
         if retain { arguments.append("-r") }
         if let user { arguments += ["-u", user.name, "-P", user.password] }
         let result = Subprocess.run(Self.publisherPath, arguments, seconds: 10)
@@ -129,6 +151,7 @@ public final class MosquittoBroker: @unchecked Sendable {
                           user: (name: String, password: String)? = nil) throws -> MosquittoSubscription {
         var arguments = ["-d", "-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-C", "\(count)", "-W", "\(seconds)",
                          "-F", "%t %p"]
+        if let caFile { arguments += ["--cafile", caFile] }
         if let user { arguments += ["-u", user.name, "-P", user.password] }
         // stdbuf: mosquitto_sub's stdout is a file, fully buffered; its lines must show as they come.
         let process = try BackgroundProcess("/usr/bin/stdbuf", ["-oL", Self.subscriberPath] + arguments,

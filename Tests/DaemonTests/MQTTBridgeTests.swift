@@ -98,6 +98,25 @@ import Testing
         #expect(order == ["granted", "granted", "interruption-began", "coalesced", "coalesced", "coalesced", "played", "interruption-ended"], "\(order)")
     }
 
+    /// mqtts:// with the broker's CA: the daemon connects over TLS (the certificate is checked against
+    /// 127.0.0.1) and takes commands; with a CA that did not sign the broker's certificate it does not
+    /// connect, and says why.
+    @Test func connectsOverTLS() throws {
+        let broker = try MosquittoBroker(tls: true)
+        defer { broker.stop() }
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url, caFile: broker.caFile))
+        #expect(connected(t), "\(String(describing: try? t.status().mqtt))")
+        try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        #expect(t.waitForEvent("granted", seconds: 10)?.source == "announce-1")
+        t.stop()
+        let other = try MosquittoBroker(tls: true)
+        defer { other.stop() }
+        let wrong = try TestDaemon(mqtt: MQTTConfig(broker: broker.url, caFile: other.caFile))
+        defer { wrong.stop() }
+        #expect(waitUntil(seconds: 10) { (try? wrong.status().mqtt?.error) != nil })
+        #expect(try wrong.status().mqtt?.connection != "connected")
+    }
+
     /// A broker that does not answer: MQTT shows `connecting`/`disconnected` with the error, and the
     /// daemon plays on.
     @Test func unreachableBrokerLeavesTheDaemonRunning() throws {
