@@ -36,6 +36,10 @@ public final class PCM {
     private let handle: OpaquePointer
     public let name: String
     public let configuration: Configuration
+    /// Frames the PCM holds back beyond what `snd_pcm_delay` reports: an ALSA `file` plugin writes
+    /// each period to its file only once a whole buffer follows it (measured: the file lags the
+    /// written frames by exactly the buffer size), so what reaches the file is heard that much later.
+    public let hiddenDelayFrames: Int
 
     /// Silences alsa-lib's own stderr messages; Baton reports errors itself. Call once at start-up.
     public static func silenceLibraryErrors() { baton_alsa_silence_errors() }
@@ -56,6 +60,7 @@ public final class PCM {
             throw error
         }
         handle = pcm
+        hiddenDelayFrames = snd_pcm_type(pcm) == SND_PCM_TYPE_FILE ? configuration.bufferFrames : 0
     }
 
     deinit {

@@ -147,7 +147,7 @@ extension Daemon {
             guard let slot = part.slot, let zone = output(part.zone) else { return nil }
             let kind = zone.config.resampler.flatMap { ResamplerKind(rawValue: $0.rawValue) } ?? music.resampler
             return MusicStreamer.Target(zone: part.zone, slot: slot, mixer: zone.mixer, rate: zone.rate, channels: zone.channels,
-                                        resampler: kind)
+                                        resampler: kind, device: zone.device)
         }
         let streamer = MusicStreamer(songs: p.songs, startAt: index, offset: offset, gains: music.gains(p.songs), targets: targets,
                                      client: music.client, retryLimit: music.config.retryLimit, logger: logger)

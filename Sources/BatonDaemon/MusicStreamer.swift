@@ -26,6 +26,8 @@ final class MusicStreamer: @unchecked Sendable {
         let channels: Int
         /// The converter used when the track's rate differs from the zone's.
         let resampler: ResamplerKind
+        /// The zone's device: how many rendered frames are not heard yet.
+        let device: DeviceOutput
     }
 
     struct Progress: Sendable {
@@ -72,10 +74,13 @@ final class MusicStreamer: @unchecked Sendable {
 
     var progress: Progress { progressState.withLock { $0 } }
 
-    /// The track audible now in the first zone and the position in it (seconds).
+    /// The track audible now in the first zone and the position in it (seconds): the frames the
+    /// mixer took, less those still in the device's buffer while the slot plays (a paused slot's
+    /// last frames are heard within one buffer).
     func nowPlaying() -> (index: Int, seconds: Double)? {
         guard let first = targets.first else { return nil }
-        let consumed = first.slot.framesConsumed
+        let rendered = first.slot.framesConsumed
+        let consumed = first.slot.isPaused ? rendered : max(0, rendered - first.device.snapshot().delayFrames)
         let starts = progress.trackStarts
         guard let current = starts.last(where: { $0.frame <= consumed }) ?? starts.first else { return nil }
         return (current.index, current.offset + Double(max(0, consumed - current.frame)) / Double(first.rate))

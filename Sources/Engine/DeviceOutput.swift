@@ -88,7 +88,7 @@ public final class DeviceOutput: @unchecked Sendable {
         /// Cycles that woke up later than a whole buffer behind (system clock only).
         public var lateCycles: Int
         public var reopens: Int
-        /// Frames written but not yet heard (`snd_pcm_delay`; 0 on a system-paced zone).
+        /// Frames written but not yet heard: `snd_pcm_delay` plus what an ALSA `file` plugin holds back (one buffer).
         public var delayFrames: Int
         /// The zone frame that is audible now: `framesPlayed - delayFrames`.
         public var audibleFrame: Int { framesPlayed - delayFrames }
@@ -256,8 +256,9 @@ public final class DeviceOutput: @unchecked Sendable {
             framesPlayed.add(period, ordering: .releasing)
             switch spec.clock {
             case .device:
-                delayFrames.store(pcm.delay() ?? 0, ordering: .relaxed)
+                delayFrames.store((pcm.delay() ?? 0) + pcm.hiddenDelayFrames, ordering: .relaxed)
             case .system:
+                delayFrames.store((pcm.delay() ?? 0) + pcm.hiddenDelayFrames, ordering: .relaxed)
                 deadline += periodNanoseconds
                 let now = monotonicNanoseconds()
                 if now > deadline + bufferNanoseconds {
