@@ -56,19 +56,35 @@ extension Daemon {
     /// Writes the state now if it changed since the last write. Any thread but an output thread;
     /// the monitor calls it about once a second and shutdown once more, before the fade-out (which
     /// turns the zone volumes down and must not be saved).
+    /// A write that fails (full disk, read-only state-dir) is retried at the next call; the first
+    /// failure of a streak is logged and published (`state-error`), and the recovery is logged.
     public func saveState() {
-        let pending: SavedState? = state.withLock { s in
+        let pending: (state: SavedState, previous: SavedState)? = state.withLock { s in
             let now = currentSavedState(s)
             s.saved = now
             guard s.written != now else { return nil }
+            let previous = s.written
             s.written = now
-            return now
+            return (now, previous)
         }
         guard let pending else { return }
-        if case .failure(let failure) = store.save(pending) {
-            logger.error("state: \(failure)")
+        switch store.save(pending.state) {
+        case .failure(let failure):
+            let first = state.withLock { s -> Bool in
+                if s.written == pending.state { s.written = pending.previous }  // retry next time
+                defer { s.saveFailing = true }
+                return !s.saveFailing
+            }
+            if first {
+                logger.error("state: \(failure); volumes and the queue are kept in memory and saved again once it works")
+                events.publish(type: "state-error", reason: failure.description)
+            }
+        case .success:
+            if state.withLock({ s in defer { s.saveFailing = false }; return s.saveFailing }) {
+                logger.info("state: saved again to \(store.path ?? "")")
+            }
         }
-        syncQueueToServer(pending.queue)
+        syncQueueToServer(pending.state.queue)
     }
 
     /// Mirrors the queue to the server with `savePlayQueue` (so other Subsonic clients can pick it

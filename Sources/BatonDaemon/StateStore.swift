@@ -79,8 +79,9 @@ struct StateStore: Sendable {
             return .failure(Failure(description: "\(temporary): cannot write: \(String(cString: strerror(errno)))"))
         }
         let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        let code = errno
+        var code = errno
+        let synced = written == data.count && fsync(fd) == 0
+        if written == data.count { code = errno }
         close(fd)
         guard written == data.count, synced else {
             unlink(temporary)

@@ -10,6 +10,10 @@ public enum ALSATestRig {
     public static let pcmCount = 256
     /// A PCM whose open fails with -ENOENT (its slave card does not exist).
     public static let missingPCM = "baton_missing"
+    /// A PCM that cannot be opened until a test names a real one in the environment variable
+    /// ``lateVariable`` (ALSA reads it at each open): a device that appears later.
+    public static let latePCM = "baton_late"
+    public static let lateVariable = "BATON_TEST_LATE_PCM"
 
     private static let counter = Atomic<Int>(0)
 
@@ -19,6 +23,7 @@ public enum ALSATestRig {
         mkdir(dir, 0o755)
         var conf = "</usr/share/alsa/alsa.conf>\npcm.baton_null { type null }\n"
         conf += "pcm.\(missingPCM) { type hw card 97 }\n"
+        conf += "pcm.\(latePCM) { type plug slave.pcm { @func getenv vars [ \(lateVariable) ] default \"\(missingPCM)\" } }\n"
         for i in 0..<pcmCount {
             conf += "pcm.test_\(i) { type file slave.pcm \"baton_null\" file \"\(dir)/test_\(i).raw\" format \"raw\" perm 0644 }\n"
         }

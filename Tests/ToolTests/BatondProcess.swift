@@ -26,7 +26,8 @@ final class BatondProcess {
 
     /// Starts batond and waits until its API listens. A port that turns out to be taken is replaced
     /// by another, up to 5 times.
-    init() throws {
+    /// `extra` is appended to the configuration (e.g. a `music:` section).
+    init(extra: String = "") throws {
         directory = WAVWriter.temporaryDirectory("batonctl")
         mkdir(directory + "/out", 0o755)
         Self.write(directory + "/alsa.conf", """
@@ -49,6 +50,7 @@ final class BatondProcess {
                 alsa-config: alsa.conf
                 output-dir: out
                 state-dir: state
+                \(extra)
 
                 """)
             pid = try spawn()
@@ -96,6 +98,17 @@ final class BatondProcess {
             waitpid(pid, &status, 0)
         }
         return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+
+    /// SIGKILL, as a power cut or an OOM kill would: no fade-out, no final save. Then starts batond
+    /// again on the same configuration and state, and waits until its API listens.
+    func killAndRestart() throws {
+        kill(pid, SIGKILL)
+        waitpid(pid, nil, 0)
+        pid = try spawn()
+        guard waitUntil(seconds: 15, { usleep(20_000); return batonctl("status").status == 0 }) else {
+            throw StartError(description: "batond did not come back:\n\(log)")
+        }
     }
 
     /// Runs batonctl against this daemon.

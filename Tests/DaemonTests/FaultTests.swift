@@ -1,0 +1,64 @@
+import BatonTesting
+import FoundationEssentials
+import Glibc
+import Testing
+@testable import BatonDaemon
+
+/// Faults the daemon lives through: a PCM that cannot be opened until later, and a state file that
+/// cannot be written (full disk, a state-dir that cannot exist). Each: what the user sees, and
+/// nothing lost.
+@Suite(.serialized) struct FaultTests {
+    /// A zone whose PCM cannot be opened is `unavailable` with the ALSA error while the other plays;
+    /// once the device can be opened (here: its file's directory appears) the zone becomes available
+    /// by itself and plays.
+    @Test func pcmThatOpensLaterBecomesAvailable() throws {
+        unsetenv(ALSATestRig.lateVariable)
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil), ("garage", 48_000, ALSATestRig.latePCM)])
+        defer { t.stop() }
+        #expect(waitUntil { (try? t.status().zones.first { $0.name == "garage" }?.error) != nil })
+        let garage = try #require(try t.status().zones.first { $0.name == "garage" })
+        #expect(garage.state == "unavailable")
+        #expect(garage.error?.contains("ALSA PCM \"baton_late\": open failed") == true, "\(garage.error ?? "")")
+        let skipped = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#)
+        #expect(skipped.object["skipped"] == "garage", "\(skipped.object)")
+        setenv(ALSATestRig.lateVariable, ALSATestRig.makePCM().name, 1)
+        #expect(waitUntil(seconds: 15) { (try? t.status().zones.first { $0.name == "garage" }?.state) == "available" })
+        #expect(waitUntil { t.daemon.events.recent().contains { $0.type == "zone-available" && $0.zones == ["garage"] } })
+        #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["garage"]}"#).status == 202)
+    }
+
+    /// The state file on a full disk (its temporary file is /dev/full): the failure is published
+    /// once (`state-error`: No space left on device), the daemon runs on with its state in memory,
+    /// and the save is retried: once space returns (the monitor's first attempt removed the
+    /// temporary file) the state reaches the disk.
+    @Test func fullDiskDoesNotLoseState() throws {
+        let dir = WAVWriter.temporaryDirectory("fullstate")
+        #expect(symlink("/dev/full", dir + "/state.json.tmp") == 0)
+        let t = try TestDaemon(stateDir: dir)
+        defer { t.stop() }
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.3}"#).status == 200)
+        let failed = try #require(t.waitForEvent("state-error", seconds: 5))
+        #expect(failed.reason?.hasSuffix("state.json.tmp: write failed: No space left on device") == true, "\(failed.reason ?? "")")
+        #expect(try t.status().zones.first { $0.name == "kitchen" }?.volume == Double(Float(0.3)), "the volume is kept")
+        #expect(waitUntil(seconds: 5) { ((try? StateStore(directory: dir).load().get())??.volumes["kitchen"]) == Double(Float(0.3)) },
+                "saved once the disk takes it")
+    }
+
+    /// A state-dir that cannot be created (its parent is a file): an error naming it, and the daemon
+    /// plays on.
+    @Test func unwritableStateDirIsAClearError() throws {
+        let file = WAVWriter.temporaryDirectory("notadir") + "/file"
+        fclose(fopen(file, "w"))
+        let store = StateStore(directory: file + "/state")
+        guard case .failure(let failure) = store.save(SavedState()) else {
+            Issue.record("saving under a file succeeded")
+            return
+        }
+        #expect(failure.description == "state-dir \(file)/state: cannot create: Not a directory")
+        let t = try TestDaemon(stateDir: file + "/state")
+        defer { t.stop() }
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.5}"#).status == 200)
+        t.daemon.saveState()
+        #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).status == 202)
+    }
+}

@@ -1,0 +1,56 @@
+import BatonTesting
+import FoundationEssentials
+import Glibc
+import Testing
+
+/// batond killed with SIGKILL (no fade-out, no final save) and started again: the music queue and
+/// the position heard come back from state-dir (saved about once a second), and `resume` plays on.
+@Suite struct CrashRecoveryTests {
+    /// The music section for the test Subsonic server that scripts/test.sh starts.
+    static func musicSection() throws -> String {
+        let env = getenv("BATON_SUBSONIC_ENV").map { String(cString: $0) } ?? "/tmp/baton-subsonic.env"
+        guard let f = fopen(env, "r") else { throw BatondProcess.StartError(description: "no Subsonic test server at \(env): run scripts/subsonic-server.sh start") }
+        defer { fclose(f) }
+        var values: [String: String] = [:]
+        var line = [CChar](repeating: 0, count: 4096)
+        while fgets(&line, 4096, f) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if let eq = text.firstIndex(of: "=") { values[String(text[..<eq])] = String(text[text.index(after: eq)...]) }
+        }
+        return """
+            music:
+              subsonic: {url: "\(values["url"] ?? "")", user: baton, password-file: "\(values["password-file"] ?? "")", format: raw}
+            """
+    }
+
+    struct Source: Decodable { var id: String; var positionSeconds: Double?; var track: Track? }
+    struct Track: Decodable { var title: String }
+    struct Saved: Decodable { var positionSeconds: Double; var track: Track; var playing: Bool }
+    struct Status: Decodable { var sources: [Source]; var savedQueue: Saved? }
+
+    func status(_ d: BatondProcess) throws -> Status {
+        let r = d.batonctl("status", "--json")
+        return try JSONDecoder().decode(Status.self, from: Data(r.output.utf8))
+    }
+
+    @Test func queueAndPositionSurviveSIGKILL() throws {
+        let daemon = try BatondProcess(extra: try Self.musicSection())
+        defer { daemon.stop() }
+        let play = daemon.batonctl("play", "--search", "Long Tone", "--zones", "kitchen")
+        #expect(play.status == 0, "\(play.output)")
+        #expect(waitUntil(seconds: 20) { ((try? status(daemon).sources.first?.positionSeconds) ?? nil ?? 0) > 3 })
+        usleep(1_200_000)  // at least one periodic save after the position passed 3 s
+        let before = try #require(try status(daemon).sources.first?.positionSeconds ?? nil)
+        try daemon.killAndRestart()
+        let saved = try #require(try status(daemon).savedQueue, "\(daemon.log)")
+        #expect(saved.track.title == "Long Tone 330")
+        #expect(saved.playing)
+        #expect(saved.positionSeconds > 3 && saved.positionSeconds <= before + 0.01 && before - saved.positionSeconds < 1.5,
+                "saved \(saved.positionSeconds) s, heard \(before) s before the kill")
+        #expect(try status(daemon).sources.isEmpty, "nothing plays by itself after a restart")
+        #expect(daemon.batonctl("resume").status == 0)
+        #expect(waitUntil(seconds: 20) { ((try? status(daemon).sources.first?.positionSeconds) ?? nil ?? 0) > saved.positionSeconds + 0.3 })
+        let now = try #require(try status(daemon).sources.first?.positionSeconds ?? nil)
+        #expect(now < saved.positionSeconds + 3, "resumed from the saved position (\(now) s)")
+    }
+}
