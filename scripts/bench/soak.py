@@ -4,8 +4,9 @@
   - RSS grows by less than 1 MiB from the end of the warm-up (1 minute, or a quarter of a short run);
   - every interruption-began has exactly one interruption-ended after it;
   - the state reported each second matches the output file: where status says a source of class X is
-    heard in a zone, the file holds X's tone at that zone's audible frame (music 440 Hz, bell 1 kHz,
-    call 880 Hz), and where it says nothing is heard, the file is silent.
+    heard in a zone, the file holds X's tone at that zone's audible frame (music 440 Hz, bell 1 kHz;
+    a call 880 Hz or silence, as its caller sends), nothing else, and where it says nothing is
+    heard, the file is silent.
 Usage: soak.py BATOND MINUTES
 """
 import array, http.client, json, math, os, shutil, signal, socket, struct, subprocess, sys, tempfile, time, wave
@@ -139,6 +140,10 @@ for zone in ("kitchen", "patio"):
         checked += 1
         if want is None:
             ok = all(v < 0.01 for v in levels.values())
+        elif heard[0] == "call":
+            # A call holds the zone while its caller is silent too (the jitter buffer's start, the
+            # silence timeout): nothing else may be heard; the call's tone when it sends one.
+            ok = levels["music"] < 0.05 and levels["announcement"] < 0.05
         else:
             ok = levels[heard[0]] > 0.1 and all(v < 0.05 for c, v in levels.items() if c != heard[0])
         if not ok:
