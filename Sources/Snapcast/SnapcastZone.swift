@@ -42,6 +42,11 @@ public struct SnapcastZone: Sendable, Equatable {
         public var actions: [Action] = []
         /// `stream "upstairs" is not configured on the server`, `bath-pi has never connected`.
         public var problems: [String] = []
+
+        public init(actions: [Action] = [], problems: [String] = []) {
+            self.actions = actions
+            self.problems = problems
+        }
     }
 
     /// The stream's name in snapserver (`name=` of its source).
