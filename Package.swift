@@ -110,7 +110,7 @@ let package = Package(
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BatonTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "GPIOTests", dependencies: ["GPIO"], swiftSettings: swiftSettings),
         .testTarget(name: "SnapcastTests",
-                    dependencies: ["Snapcast", "BatonDaemon", "BatonConfig", "Engine", "AudioCore", "BatonTesting"],
+                    dependencies: ["Snapcast", "BatonDaemon", "BatonConfig", "Engine", "AudioCore", "BatonTesting", "HTTPServer"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "ToolTests", dependencies: ["BatonTesting", "Systemd"], swiftSettings: swiftSettings),
     ]

@@ -114,6 +114,19 @@ public struct SnapcastControl: Sendable {
         return result
     }
 
+    /// The JSON kind a Swift type decodes from, for messages.
+    private static func kind(_ type: Any.Type) -> String {
+        let name = "\(type)"
+        if name.hasPrefix("Array") { return "an array" }
+        if name.hasPrefix("Dictionary") { return "an object" }
+        switch name {
+        case "String": return "a string"
+        case "Bool": return "true or false"
+        case "Int", "Double": return "a number"
+        default: return "an object"
+        }
+    }
+
     /// `result.server.groups[0].clients[1].id: missing` and the like.
     static func describe(_ error: DecodingError) -> String {
         func path(_ keys: [any CodingKey]) -> String {
@@ -127,9 +140,9 @@ public struct SnapcastControl: Sendable {
         case .keyNotFound(let key, let context):
             return "\(path(context.codingPath + [key])): missing"
         case .typeMismatch(let type, let context):
-            return "\(path(context.codingPath)): expected \(type)"
+            return "\(path(context.codingPath)): expected \(kind(type))"
         case .valueNotFound(let type, let context):
-            return "\(path(context.codingPath)): expected \(type), found null"
+            return "\(path(context.codingPath)): expected \(kind(type)), found null"
         case .dataCorrupted(let context):
             return "\(path(context.codingPath)): not valid JSON (\(context.debugDescription))"
         @unknown default:
