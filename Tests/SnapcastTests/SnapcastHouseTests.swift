@@ -41,6 +41,8 @@ import Testing
         let musicAt = monotonicNanoseconds()
         rig.pause(1.0)
         let bell2 = try rig.ring("bell2")
+        // The zone's frame clock now, to turn event frames into times.
+        let mark = (frames: rig.snapshot.framesPlayed, at: monotonicNanoseconds())
         let began = try #require(rig.waitForEvent("interruption-began", source: music.id),
                                  "events: \(rig.daemon.events.recent().map { "\($0.type) \($0.source ?? "") \($0.reason ?? "")" })")
         let ended = try #require(rig.waitForEvent("interruption-ended", source: music.id))
@@ -71,6 +73,9 @@ import Testing
         rig.daemon.stop()
 
         // Analysis, per speaker.
+        // The interruption's zoneFrames are heard when audibleFrame (framesPlayed − buffer) reaches them.
+        let cut = try #require(began.zoneFrames?["upstairs"])
+        let cutHeard = mark.at + (cut - mark.frames + buffer * 48) * 1_000_000 / 48
         var heard: [String: [Int]] = [:]
         for tap in [rig.bedroom, rig.bath] {
             let left = tap.left()
@@ -87,6 +92,8 @@ import Testing
             let quiet = b2.frame + 19_200 + Int((Double(buffer) / 1000 + 0.7) * 48_000)
             let b3 = try #require(tap.onset(in: left, from: quiet), "\(tap.id) heard the doorbell after the restart")
             heard[tap.id] = [b1.at, m.at, b2.at, b3.at]
+            #expect(abs(Double(b2.at - cutHeard) / 1e6) < 30, "\(tap.id): the bell is heard where the event's frame says (\(Double(b2.at - cutHeard) / 1e6) ms off)")
+            #expect(abs(Double(b2.at - bell2.at) / 1e6 - Double(buffer)) < 40 && abs(Double(m.at - musicAt) / 1e6 - Double(buffer)) < 40)
             let ms = { (ns: Int) in Double(ns) / 1e6 }
             print("snapcast \(tap.id): bell latency \(ms(b1.at - bell1.at)) ms, music \(ms(m.at - musicAt)) ms, bell over music \(ms(b2.at - bell2.at)) ms, after restart \(ms(b3.at - bell3.at)) ms")
             #expect(abs(ms(b1.at - bell1.at) - Double(buffer)) < 40, "\(tap.id): heard one buffer after the request")
@@ -97,6 +104,5 @@ import Testing
         print("snapcast sync bedroom−bath: \(skew.map { "\(($0 * 1000).rounded() / 1000)" }.joined(separator: ", ")) ms (bell, music, bell over music, bell after restart)")
         #expect(abs(skew[0]) < 2 && abs(skew[1]) < 2 && abs(skew[3]) < 2, "onsets within 2 ms on both speakers: \(skew)")
         #expect(abs(skew[2]) < 6, "the bell's start over music (found in 5 ms blocks) agrees: \(skew)")
-        _ = began
     }
 }
