@@ -65,6 +65,51 @@ import Testing
         #expect(zone.droppedFrames > Self.rate / 3, "the outage's audio was dropped")
     }
 
+    /// A FIFO source: without a reader the open fails at once (ENXIO, never blocking); once the
+    /// server reads, real time flows; a regular file at the path is refused, never written.
+    @Test func writesIntoAFIFOWithoutBlocking() throws {
+        let directory = WAVWriter.temporaryDirectory("stream-fifo")
+        let path = "\(directory)/upstairs.fifo"
+        #expect(mkfifo(path, 0o644) == 0)
+        let pcm = PCMRequest(name: path, rate: Self.rate, channels: 2, format: .s16LE, periodFrames: 480, bufferFrames: 1_920)
+        let stream = StreamSpec(target: .fifo(path: path), latencyFrames: 0, prefillFrames: 960,
+                                backoffNanoseconds: 20_000_000, maxBackoffNanoseconds: 50_000_000)
+        let zone = DeviceOutput(DeviceSpec(pcm: pcm, clock: .system, realtimePriority: 0,
+                                           zones: [ZoneSpec(name: "upstairs", deviceChannels: [0, 1], rampFrames: 480, ringFrames: 24_000)],
+                                           stream: stream))
+        zone.start()
+        defer { zone.stop() }
+        #expect(waitUntil(seconds: 2) { zone.snapshot().lastError == ENXIO })
+        let reader = open(path, O_RDONLY | O_NONBLOCK)
+        defer { close(reader) }
+        #expect(waitUntil(seconds: 2) { zone.snapshot().available })
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var total = 0
+        let t0 = monotonicNanoseconds()
+        while monotonicNanoseconds() - t0 < 1_000_000_000 {
+            let n = buffer.withUnsafeMutableBytes { read(reader, $0.baseAddress, $0.count) }
+            if n > 0 { total += n } else { usleep(2_000) }
+        }
+        let seconds = Double(total) / Double(Self.rate * 4)
+        #expect(abs(seconds - 1) < 0.08, "about 1 s of audio (plus the pre-fill) in 1 s: \(seconds) s")
+
+        let plain = "\(directory)/plain.raw"
+        writeNothing(to: plain)
+        let wrong = DeviceOutput(DeviceSpec(pcm: pcm, clock: .system, realtimePriority: 0,
+                                            zones: [ZoneSpec(name: "upstairs", deviceChannels: [0, 1], rampFrames: 480, ringFrames: 24_000)],
+                                            stream: StreamSpec(target: .fifo(path: plain), latencyFrames: 0, prefillFrames: 960)))
+        wrong.start()
+        #expect(waitUntil(seconds: 2) { wrong.snapshot().lastError == ENOTSUP })
+        wrong.stop()
+        var info = stat()
+        #expect(stat(plain, &info) == 0 && info.st_size == 0, "nothing written into a regular file")
+    }
+
+    func writeNothing(to path: String) {
+        let f = fopen(path, "w")
+        fclose(f)
+    }
+
     /// The output thread makes no heap allocation across 300 cycles (3 s) that include failed
     /// connects, a connect, writes, a broken connection and reconnect attempts.
     @Test func streamOutputThreadDoesNotAllocate() throws {
