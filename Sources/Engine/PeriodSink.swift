@@ -13,6 +13,8 @@ protocol PeriodSink: AnyObject {
     func recover(_ code: Int32) -> Int32
     /// Frames taken but not yet heard, or nil when the sink cannot tell.
     func delay() -> Int?
+    /// Frames held back beyond what `delay()` reports (an ALSA `file` plugin's buffer), constant.
+    var hiddenDelayFrames: Int { get }
 }
 
 extension PCM: PeriodSink {}

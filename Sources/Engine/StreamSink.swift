@@ -160,6 +160,9 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// The server's buffer, in frames. Output thread (any thread in fact: it is constant).
     func delay() -> Int? { spec.latencyFrames }
 
+    /// Nothing is held back beyond the server's buffer.
+    var hiddenDelayFrames: Int { 0 }
+
     /// Closes the connection. Output thread, or the control thread after it stopped.
     func close() {
         if fd >= 0 { Glibc.close(fd) }
