@@ -41,11 +41,6 @@ extension Daemon {
         for keeper in keepers { keeper.stop() }
     }
 
-    /// What the keeper of a Snapcast zone last saw, nil for other zones. Any thread.
-    func snapcastState(zone: String) -> GroupKeeper.State? {
-        snapcastKeepers.withLock { $0[zone]?.state }
-    }
-
     /// Why a Snapcast zone is unavailable (its stream source refuses or is gone), nil for ALSA zones.
     func snapcastErrorText(_ zone: ZoneHandle, _ snap: DeviceOutput.Snapshot) -> String? {
         guard let snapcast = zone.config.snapcast else { return nil }
