@@ -72,11 +72,13 @@ let package = Package(
         .target(name: "BatonConfig", dependencies: ["YAML"], swiftSettings: swiftSettings),
         .target(name: "Subsonic", dependencies: ["Curl"], swiftSettings: swiftSettings),
         .target(name: "Intercom", dependencies: ["OpusCodec", "AudioCore"], swiftSettings: swiftSettings),
+        // Snapcast zones: snapserver's JSON-RPC control (groups, speaker volume and latency).
+        .target(name: "Snapcast", dependencies: ["Curl", "OSThread"], swiftSettings: swiftSettings),
 
         // The daemon.
         .target(name: "BatonDaemon",
                 dependencies: ["Arbiter", "AudioCore", "BatonConfig", "Engine", "GPIO", "HTTPServer", "Intercom", "Media", "MQTT",
-                               "Subsonic", "Systemd"],
+                               "Snapcast", "Subsonic", "Systemd"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "batond", dependencies: ["BatonDaemon"], swiftSettings: swiftSettings),
         .executableTarget(name: "batonctl", swiftSettings: swiftSettings),
@@ -107,6 +109,9 @@ let package = Package(
                     swiftSettings: swiftSettings),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BatonTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "GPIOTests", dependencies: ["GPIO"], swiftSettings: swiftSettings),
+        .testTarget(name: "SnapcastTests",
+                    dependencies: ["Snapcast", "BatonDaemon", "BatonConfig", "Engine", "AudioCore", "BatonTesting", "HTTPServer"],
+                    swiftSettings: swiftSettings),
         .testTarget(name: "ToolTests", dependencies: ["BatonTesting", "Systemd"], swiftSettings: swiftSettings),
     ]
 )

@@ -8,8 +8,9 @@ build=(pkg-config libasound2-dev libsamplerate0-dev libsoxr-dev libopus-dev libo
 # Tools the daemon uses at run time (aplay to inspect PCMs; espeak-ng speaks text announcements).
 runtime=(alsa-utils espeak-ng)
 # Only the test suite needs these.
-# (ffmpeg makes the Subsonic test library and transcodes for the test server; python3-venv hosts it.)
-testing=(sox ffmpeg python3-venv chromium openssl mosquitto mosquitto-clients)
+# (ffmpeg makes the Subsonic test library and transcodes for the test server; python3-venv hosts it;
+# snapserver and snapclient for the Snapcast zone tests, which run their own on loopback ports.)
+testing=(sox ffmpeg python3-venv chromium openssl mosquitto mosquitto-clients snapserver snapclient)
 
 # The demo of scripts/run.sh runs a local Subsonic server (Supysonic in a venv, library made by ffmpeg).
 demo=(ffmpeg python3-venv)

@@ -70,14 +70,25 @@ extension APIConfig: Encodable {
 extension ZoneConfig: Encodable {
     private enum CodingKeys: String, CodingKey {
         case pcm, board, rate, channels, deviceChannels = "device-channels", format, period, buffer, clock, resampler
-        case volume, maxVolume = "max-volume", mixer
+        case volume, maxVolume = "max-volume", mixer, snapcast
     }
 
     /// The zone without its name (the name is its key in `zones`); `resampler` is `"auto"` when unset.
     /// `channels` is a count, or for a zone driving some device channels their names with
     /// `device-channels`; volumes are percentages (`"80%"`) when whole, else fractions.
+    /// A Snapcast zone has `snapcast` instead of the ALSA keys (pcm, board, format, buffer, clock, mixer).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
+        if let snapcast {
+            try container.encode(snapcast, forKey: .snapcast)
+            try container.encode(rate, forKey: .rate)
+            try container.encode(channels, forKey: .channels)
+            try container.encode(ConfigSyntax.format(period), forKey: .period)
+            try container.encode(resampler?.rawValue ?? "auto", forKey: .resampler)
+            try container.encode(ConfigSyntax.formatVolume(volume), forKey: .volume)
+            try container.encode(ConfigSyntax.formatVolume(maxVolume), forKey: .maxVolume)
+            return
+        }
         try container.encode(pcm, forKey: .pcm)
         try container.encodeIfPresent(board, forKey: .board)
         try container.encode(rate, forKey: .rate)
@@ -95,6 +106,38 @@ extension ZoneConfig: Encodable {
         try container.encode(ConfigSyntax.formatVolume(volume), forKey: .volume)
         try container.encode(ConfigSyntax.formatVolume(maxVolume), forKey: .maxVolume)
         try container.encodeIfPresent(mixer, forKey: .mixer)
+    }
+}
+
+extension SnapcastConfig: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case source, control, stream, clients, buffer
+    }
+
+    private enum ClientKeys: String, CodingKey {
+        case id, volume, latency
+    }
+
+    /// `{"source": "tcp://127.0.0.1:4953", "control": "http://127.0.0.1:1780", "stream": "upstairs",
+    /// "clients": ["bath-pi", {"id": "bedroom-pi", "volume": "80%", "latency": "20ms"}], "buffer": "1s"}`:
+    /// a speaker without trims is its bare ID.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(source.description, forKey: .source)
+        try container.encodeIfPresent(control, forKey: .control)
+        try container.encode(stream, forKey: .stream)
+        var list = container.nestedUnkeyedContainer(forKey: .clients)
+        for client in clients {
+            if client.volume == nil && client.latency == nil {
+                try list.encode(client.id)
+            } else {
+                var entry = list.nestedContainer(keyedBy: ClientKeys.self)
+                try entry.encode(client.id, forKey: .id)
+                try entry.encodeIfPresent(client.volume.map(ConfigSyntax.formatVolume), forKey: .volume)
+                try entry.encodeIfPresent(client.latency.map(ConfigSyntax.format), forKey: .latency)
+            }
+        }
+        try container.encode(ConfigSyntax.format(buffer), forKey: .buffer)
     }
 }
 

@@ -22,7 +22,7 @@ private enum ChannelsValue {
 
 extension ConfigReader {
     static let zoneKeys = ["pcm", "board", "rate", "channels", "device-channels", "format", "period", "buffer",
-                           "clock", "resampler", "volume", "max-volume", "mixer"]
+                           "clock", "resampler", "volume", "max-volume", "mixer", "snapcast"]
 
     /// The zones, and the names of every zone entry (also those too broken to read), for checking
     /// names elsewhere without piling up follow-on errors.
@@ -39,7 +39,8 @@ extension ConfigReader {
             entries = []
         }
         let sources = entries.compactMap { zone($0, at: path.appending($0.key), topBoard: board) }
-        checkDevices(sources, at: path)
+        checkDevices(sources.filter { $0.zone.snapcast == nil }, at: path)
+        checkSnapcastSources(sources, at: path)
         return (sources.map(\.zone), entries.map(\.key))
     }
 
@@ -49,6 +50,9 @@ extension ConfigReader {
             report(pair.keyMark, path, "zone name \"\(pair.key)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)")
         }
         guard let zone = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.zoneKeys) else { return nil }
+        if let snapcast = zone.values["snapcast"] {
+            return snapcastZone(pair.key, zone, snapcast, at: path, issuesBefore: issuesBefore)
+        }
 
         let ownBoard = optional(zone, "board", .name("board", why: "it names a file in the boards directory"))
         let boardName = ownBoard ?? (zone.values["board"] == nil ? topBoard : nil)

@@ -31,10 +31,12 @@ public struct DeviceConfig: Sendable, Equatable {
     public var channels: Int
     /// The zones on the device, in file order.
     public var zones: [Zone]
+    /// For a Snapcast zone's "device" (its one zone): the stream it writes into instead of a PCM.
+    public var snapcast: SnapcastConfig?
 
     /// Creates a device.
     public init(pcm: String, rate: Int, format: ZoneConfig.SampleFormat, period: Duration, buffer: Duration,
-                clock: ZoneConfig.Clock, channels: Int, zones: [Zone]) {
+                clock: ZoneConfig.Clock, channels: Int, zones: [Zone], snapcast: SnapcastConfig? = nil) {
         self.pcm = pcm
         self.rate = rate
         self.format = format
@@ -43,6 +45,7 @@ public struct DeviceConfig: Sendable, Equatable {
         self.clock = clock
         self.channels = channels
         self.zones = zones
+        self.snapcast = snapcast
     }
 
     /// The period in frames, rounded to the nearest frame.
@@ -69,7 +72,7 @@ extension BatonConfiguration {
                 index[zone.pcm] = devices.count
                 devices.append(DeviceConfig(pcm: zone.pcm, rate: zone.rate, format: zone.format, period: zone.period,
                                             buffer: zone.buffer, clock: zone.clock, channels: zone.deviceChannelCount,
-                                            zones: [entry]))
+                                            zones: [entry], snapcast: zone.snapcast))
             }
         }
         return devices

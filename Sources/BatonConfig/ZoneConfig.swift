@@ -57,6 +57,9 @@ public struct ZoneConfig: Sendable, Equatable {
     public var mixer: String?
     /// The board profile the zone's defaults came from (its own `board:` or the top-level one).
     public var board: String?
+    /// Set for a zone heard on Snapcast speakers: its audio goes to this snapserver source instead
+    /// of an ALSA PCM (`pcm` then holds the source, for display), paced by the system clock.
+    public var snapcast: SnapcastConfig?
 
     /// Creates a zone; the defaults are those of the file format.
     ///
@@ -67,7 +70,7 @@ public struct ZoneConfig: Sendable, Equatable {
                 period: Duration = .milliseconds(10), buffer: Duration = .milliseconds(40),
                 clock: Clock = .device, resampler: Resampler? = nil, deviceChannels: [Int]? = nil,
                 deviceChannelCount: Int? = nil, volume: Double = 1, maxVolume: Double = 1, mixer: String? = nil,
-                board: String? = nil) {
+                board: String? = nil, snapcast: SnapcastConfig? = nil) {
         self.name = name
         self.pcm = pcm
         self.rate = rate
@@ -84,6 +87,7 @@ public struct ZoneConfig: Sendable, Equatable {
         self.maxVolume = maxVolume
         self.mixer = mixer
         self.board = board
+        self.snapcast = snapcast
     }
 
     /// The accepted sample rates.

@@ -83,6 +83,7 @@ extension Daemon {
         if report.policyChanged { setPolicy(Policy(new.policy)) }
         openHardwareVolumes(report.zonesAdded + report.zonesChanged)
         for d in started { startDevice(d) }
+        updateSnapcastKeepers()
         logger.info("reload: applied (added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged), unchanged \(report.zonesUnchanged)\(report.policyChanged ? ", new policy" : "")\(report.needsRestart.isEmpty ? "" : "; restart needed for \(report.needsRestart)"))")
         events.publish(type: "reloaded", zones: new.zones.map(\.name),
                        reason: "added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged)")

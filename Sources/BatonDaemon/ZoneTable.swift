@@ -46,7 +46,26 @@ final class ZoneTable: Sendable {
                      ringFrames: max(device.rate / 2, device.periodFrames * 4),
                      volume: Float(zones.first { $0.name == z.name }?.volume ?? 1))
         }
+        if let snapcast = device.snapcast {
+            return snapcastSpec(request, snapcast, zones: specs)
+        }
         return DeviceSpec(pcm: request, clock: ZoneClock(rawValue: device.clock.rawValue) ?? .device, zones: specs)
+    }
+
+    /// A Snapcast zone's output: S16_LE into the stream source, paced by the system clock, heard one
+    /// server buffer later; 20 ms of silence (one server chunk) after each connect.
+    static func snapcastSpec(_ request: PCMRequest, _ snapcast: SnapcastConfig, zones: [ZoneSpec]) -> DeviceSpec {
+        var pcm = request
+        pcm.name = snapcast.source.description
+        pcm.format = .s16LE
+        pcm.bufferFrames = 4 * pcm.periodFrames  // a cycle this late counts as late
+        let target: StreamTarget = switch snapcast.source {
+        case .tcp(let host, let port): .tcp(host: host, port: port)
+        case .fifo(let path): .fifo(path: path)
+        }
+        let stream = StreamSpec(target: target, latencyFrames: snapcast.bufferFrames(rate: pcm.rate),
+                                prefillFrames: pcm.rate / 50)
+        return DeviceSpec(pcm: pcm, clock: .system, zones: zones, stream: stream)
     }
 
     /// Builds the zones of `config`: one device output per PCM, carrying every zone on it.

@@ -75,10 +75,48 @@ public struct HTTPClient: Sendable {
             withoutActuallyEscaping(onData) { onData in
                 let transfer = Transfer(url: url, stallTimeout: options.stallTimeout, onResponse: onResponse,
                                         onData: onData)
-                return transfer.run(options: options, headers: headers, range: range, timeout: timeout)
+                return transfer.run(options: options, headers: headers, range: range, timeout: timeout, body: nil)
             }
         }
         return try result.get()
+    }
+
+    /// Sends `POST url` with `body` (of type `contentType`) and reads the whole answer into memory
+    /// (for JSON-RPC and similar small requests).
+    ///
+    /// Blocks the calling thread. Any thread but an output thread.
+    /// - Throws: ``CurlError`` when the transfer could not complete, or the answer is larger than
+    ///   `maxBodyBytes` (``CurlError/tooLarge``). HTTP error statuses are returned.
+    public func post(url: String, body: [UInt8], contentType: String, headers: HTTPHeaders = HTTPHeaders(),
+                     maxBodyBytes: Int = 8 << 20, timeout: Duration = .seconds(30)) throws(CurlError) -> HTTPResponse {
+        var requestHeaders = headers
+        requestHeaders.append(name: "Content-Type", value: contentType)
+        var answer: [UInt8] = []
+        var overflow = false
+        let result = withoutActuallyEscaping({ (_: HTTPResponseHead) in }) { onResponse in
+            withoutActuallyEscaping({ (chunk: UnsafeRawBufferPointer) -> Bool in
+                guard answer.count + chunk.count <= maxBodyBytes else {
+                    overflow = true
+                    return false
+                }
+                answer.append(contentsOf: chunk)
+                return true
+            }) { onData in
+                Transfer(url: url, stallTimeout: options.stallTimeout, onResponse: onResponse, onData: onData)
+                    .run(options: options, headers: requestHeaders, range: nil, timeout: timeout, body: body)
+            }
+        }
+        switch result {
+        case .success(let head):
+            return HTTPResponse(status: head.status, headers: head.headers, body: answer)
+        case .failure(var error):
+            if overflow {
+                error.cancelled = false
+                error.tooLarge = true
+                error.detail = "the body is larger than \(maxBodyBytes) bytes"
+            }
+            throw error
+        }
     }
 
     /// Reads the whole body of `GET url` into memory.
@@ -148,8 +186,9 @@ private final class Transfer {
         self.onData = onData
     }
 
+    /// - Parameter body: sent as a POST body when given (a GET otherwise).
     func run(options: HTTPClient.Options, headers requestHeaders: HTTPHeaders, range: ByteRange?,
-             timeout: Duration?) -> Result<HTTPResponseHead, CurlError> {
+             timeout: Duration?, body: [UInt8]?) -> Result<HTTPResponseHead, CurlError> {
         guard globalInitResult == 0 else { return .failure(error(code: globalInitResult, detail: "curl_global_init failed")) }
         guard let handle = curl_easy_init() else {
             return .failure(error(code: 2, detail: "curl_easy_init failed"))
@@ -192,6 +231,15 @@ private final class Transfer {
             }
             if let range {
                 try check(baton_curl_setopt_string(handle, CURLOPT_RANGE, range.description))
+            }
+            if let body {
+                // POSTFIELDSIZE first: COPYPOSTFIELDS copies that many bytes (the body may hold NULs).
+                try check(baton_curl_setopt_long(handle, CURLOPT_POSTFIELDSIZE, body.count))
+                let rc = body.withUnsafeBytes { bytes in
+                    bytes.baseAddress.map { baton_curl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0)) }
+                        ?? baton_curl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, "")
+                }
+                try check(rc)
             }
             try check(baton_curl_setopt_write_callback(handle, CURLOPT_WRITEFUNCTION) { bytes, size, count, context in
                 let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()

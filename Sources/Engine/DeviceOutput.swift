@@ -48,12 +48,17 @@ public struct DeviceSpec: Sendable, Equatable {
     public var realtimePriority: Int32
     /// The zones, whose channel sets must not overlap.
     public var zones: [ZoneSpec]
+    /// When set, the periods go to a Snapcast stream source instead of the ALSA PCM; `pcm` then
+    /// gives only the format (S16_LE) and a display name, and the zone is paced by the system clock.
+    public var stream: StreamSpec?
 
-    public init(pcm: PCMRequest, clock: ZoneClock, realtimePriority: Int32 = 70, zones: [ZoneSpec]) {
+    public init(pcm: PCMRequest, clock: ZoneClock, realtimePriority: Int32 = 70, zones: [ZoneSpec],
+                stream: StreamSpec? = nil) {
         self.pcm = pcm
-        self.clock = clock
+        self.clock = stream == nil ? clock : .system
         self.realtimePriority = realtimePriority
         self.zones = zones
+        self.stream = stream
     }
 
     /// A device with one zone that owns every channel: 10 ms ramps, 8 slots, 500 ms rings.
@@ -65,15 +70,20 @@ public struct DeviceSpec: Sendable, Equatable {
     }
 }
 
-/// A device's output: one dedicated thread that owns one ALSA PCM, pulls one period from each of
-/// its zones' `ZoneMixer`s, places each zone's channels on the device's channels, converts to the
-/// device format and writes it. Zones on one device share its clock, its availability and its
+/// A device's output: one dedicated thread that owns one ALSA PCM (or one Snapcast stream source,
+/// see ``StreamSink``), pulls one period from each of its zones' `ZoneMixer`s, places each zone's
+/// channels on the device's channels, converts to the device format and writes it. Zones on one device share its clock, its availability and its
 /// counters; a device with one zone is the common case.
 ///
 /// The output thread never allocates, locks, logs or awaits once running; every buffer is allocated
 /// before it starts. It reports through atomics, read by `snapshot()` on any thread.
 /// A PCM that cannot be opened, or disappears, makes the zone unavailable; the thread retries with
 /// backoff (0.25 s doubling to 8 s) while other zones play on.
+///
+/// A stream output (`spec.stream`) never stops rendering: it is paced by the system clock and
+/// drops what the server cannot take, so its zone's timeline goes on through a server outage; it is
+/// `available` while connected, its `delayFrames` is the server's buffer and `reopens` counts
+/// reconnects.
 // @unchecked: fields shared with the output thread are atomics or immutable; the PCM and the byte
 // buffer belong to the output thread alone.
 public final class DeviceOutput: @unchecked Sendable {
@@ -127,6 +137,8 @@ public final class DeviceOutput: @unchecked Sendable {
     private let grantedBuffer = Atomic<Int>(0)
     private let openAttempts = Atomic<Int>(0)
     private var thread: pthread_t?
+    /// The Snapcast sink of a stream output; nil for an ALSA device.
+    private let streamSink: StreamSink?
 
     /// Called by the output thread at the top of every render cycle with the cycle number, before
     /// it renders. For tests that count allocations on the real output thread; must be real-time safe.
@@ -144,6 +156,7 @@ public final class DeviceOutput: @unchecked Sendable {
             return m
         }
         bytes = .allocate(byteCount: spec.pcm.periodFrames * spec.pcm.channels * 4, alignment: 16)
+        streamSink = spec.stream.map { StreamSink($0, frameBytes: spec.pcm.channels * spec.pcm.format.bytesPerSample) }
         let direct = spec.zones.count == 1 && spec.zones[0].deviceChannels == Array(0..<spec.pcm.channels)
         if direct {
             device = nil
@@ -180,9 +193,20 @@ public final class DeviceOutput: @unchecked Sendable {
     /// How many times the output thread tried to open the PCM. Any thread.
     public var openAttemptCount: Int { openAttempts.load(ordering: .acquiring) }
 
+    /// Frames a stream output mixed but dropped because the server was away or did not keep up
+    /// (0 for an ALSA device). Any thread.
+    public var droppedFrames: Int { streamSink?.droppedFrames ?? 0 }
+
     /// The zone's counters now. Any thread.
     public func snapshot() -> Snapshot {
-        Snapshot(available: available.load(ordering: .acquiring), lastError: lastError.load(ordering: .acquiring),
+        if let sink = streamSink {
+            return Snapshot(available: sink.isConnected, lastError: sink.lastError,
+                            framesPlayed: framesPlayed.load(ordering: .acquiring), xruns: 0, suspends: 0,
+                            lateCycles: lateCycles.load(ordering: .acquiring), reopens: max(0, sink.connects - 1),
+                            delayFrames: sink.spec.latencyFrames, realtime: realtime.load(ordering: .acquiring),
+                            periodFrames: spec.pcm.periodFrames, bufferFrames: sink.spec.latencyFrames)
+        }
+        return Snapshot(available: available.load(ordering: .acquiring), lastError: lastError.load(ordering: .acquiring),
                  framesPlayed: framesPlayed.load(ordering: .acquiring), xruns: xruns.load(ordering: .acquiring),
                  suspends: suspends.load(ordering: .acquiring), lateCycles: lateCycles.load(ordering: .acquiring),
                  reopens: reopens.load(ordering: .acquiring), delayFrames: delayFrames.load(ordering: .acquiring),
@@ -198,8 +222,14 @@ public final class DeviceOutput: @unchecked Sendable {
         if spec.realtimePriority > 0 {
             realtime.store(RealtimeThread.requestRealtime(priority: spec.realtimePriority) == 0, ordering: .releasing)
         }
-        var backoff = 250_000_000
         var cycle = 0
+        if let sink = streamSink {
+            sink.prepareThread()
+            play(on: sink, bufferFrames: spec.pcm.bufferFrames, cycle: &cycle)
+            sink.close()
+            return
+        }
+        var backoff = 250_000_000
         while !stopping {
             let pcm: PCM
             do {
@@ -220,18 +250,20 @@ public final class DeviceOutput: @unchecked Sendable {
             }
             lastError.store(0, ordering: .releasing)
             available.store(true, ordering: .releasing)
-            play(on: pcm, cycle: &cycle)
+            play(on: pcm, bufferFrames: pcm.configuration.bufferFrames, cycle: &cycle)
             available.store(false, ordering: .releasing)
         }
     }
 
-    /// Renders and writes periods until stopped or the device is gone. Real-time safe.
-    private func play(on pcm: PCM, cycle: inout Int) {
+    /// Renders and writes periods until stopped or the sink is gone (a stream sink never is).
+    /// `bufferFrames`: how late a system-paced cycle may wake before it counts as late.
+    /// Output thread; real-time safe.
+    private func play<Sink: PeriodSink>(on pcm: Sink, bufferFrames: Int, cycle: inout Int) {
         let period = spec.pcm.periodFrames
         let channels = spec.pcm.channels
         let frameBytes = channels * spec.pcm.format.bytesPerSample
         let periodNanoseconds = period * 1_000_000_000 / spec.pcm.rate
-        let bufferNanoseconds = pcm.configuration.bufferFrames * 1_000_000_000 / spec.pcm.rate
+        let bufferNanoseconds = bufferFrames * 1_000_000_000 / spec.pcm.rate
         var deadline = monotonicNanoseconds()
         while !stopping {
             cycleObserver?(cycle)

@@ -36,7 +36,7 @@ import Testing
     /// An unknown key with no close match lists the valid keys instead.
     @Test func listsValidKeysWhenNothingIsClose() {
         #expect(issueLines(minimalZone + "    speaker: 3\n") == [
-            "test.yaml:4:5: zones.kitchen.speaker: unknown key (expected one of: pcm, board, rate, channels, device-channels, format, period, buffer, clock, resampler, volume, max-volume, mixer)",
+            "test.yaml:4:5: zones.kitchen.speaker: unknown key (expected one of: pcm, board, rate, channels, device-channels, format, period, buffer, clock, resampler, volume, max-volume, mixer, snapcast)",
         ])
     }
 

@@ -1,0 +1,269 @@
+import AudioCore
+import Glibc
+import Synchronization
+
+/// Writes a zone's periods into a Snapcast stream source (a TCP `mode=server` source or a FIFO),
+/// never blocking and never queueing.
+///
+/// Every call is non-blocking: the connect is started and later polled; a write the kernel cannot
+/// take at once is dropped. Audio that falls due while the server is away (refused, restarting,
+/// stalled) is dropped, so when it comes back Baton is again only one period ahead of the server
+/// and the listener hears the zone one server `buffer` after it was mixed, as before the outage.
+/// Reconnects back off from `backoffNanoseconds` doubling to `maxBackoffNanoseconds`.
+///
+/// The socket/FIFO belongs to the output thread; the counters are atomics, read by any thread.
+/// The address and path are prepared in `init` (control thread), so the output thread never
+/// resolves, converts or allocates.
+// @unchecked: the descriptor, state and buffers belong to the output thread alone; what other threads
+// read is atomic or immutable.
+final class StreamSink: PeriodSink, @unchecked Sendable {
+    private enum State { case closed, connecting, open }
+
+    let spec: StreamSpec
+    private let frameBytes: Int
+    /// sockaddr_in / sockaddr_in6 for a TCP target; the NUL-terminated path for a FIFO.
+    private let address: UnsafeMutableRawPointer
+    private let addressLength: socklen_t
+    private let family: Int32
+    /// Zeros for the pre-fill after a connect.
+    private let silence: UnsafeMutableRawPointer
+    private let silenceBytes: Int
+    /// The rest of a frame a short write left unsent (the stream must stay frame-aligned).
+    private let owed: UnsafeMutableRawPointer
+    private var owedOffset = 0
+    private var owedCount = 0
+
+    private var fd: Int32 = -1
+    private var state = State.closed
+    private var retryAt = 0
+    private var connectStarted = 0
+    private var backoff: Int
+
+    private let connected = Atomic<Bool>(false)
+    private let lastErrorCode = Atomic<Int32>(0)
+    private let connectCount = Atomic<Int>(0)
+    private let droppedFrameCount = Atomic<Int>(0)
+
+    /// A connect that has not completed after this long is abandoned and retried.
+    private static let connectTimeout = 2_000_000_000
+
+    /// Prepares the target's address (a numeric IP, or the FIFO path) and the buffers. Control thread.
+    /// - Parameter frameBytes: bytes in one frame as written (channels × 2 for S16_LE).
+    init(_ spec: StreamSpec, frameBytes: Int) {
+        self.spec = spec
+        self.frameBytes = frameBytes
+        backoff = spec.backoffNanoseconds
+        silenceBytes = max(0, spec.prefillFrames) * frameBytes
+        silence = .allocate(byteCount: max(silenceBytes, 1), alignment: 16)
+        silence.initializeMemory(as: UInt8.self, repeating: 0, count: max(silenceBytes, 1))
+        owed = .allocate(byteCount: max(frameBytes, 1), alignment: 16)
+        switch spec.target {
+        case .tcp(let host, let port):
+            let storage = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<sockaddr_in6>.size, alignment: 16)
+            storage.initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<sockaddr_in6>.size)
+            var v4 = sockaddr_in()
+            var v6 = sockaddr_in6()
+            if inet_pton(AF_INET, host, &v4.sin_addr) == 1 {
+                v4.sin_family = sa_family_t(AF_INET)
+                v4.sin_port = in_port_t(UInt16(truncatingIfNeeded: port).bigEndian)
+                storage.storeBytes(of: v4, as: sockaddr_in.self)
+                addressLength = socklen_t(MemoryLayout<sockaddr_in>.size)
+                family = AF_INET
+            } else if inet_pton(AF_INET6, host, &v6.sin6_addr) == 1 {
+                v6.sin6_family = sa_family_t(AF_INET6)
+                v6.sin6_port = in_port_t(UInt16(truncatingIfNeeded: port).bigEndian)
+                storage.storeBytes(of: v6, as: sockaddr_in6.self)
+                addressLength = socklen_t(MemoryLayout<sockaddr_in6>.size)
+                family = AF_INET6
+            } else {
+                // Not numeric (the configuration checks this): every connect fails with EINVAL.
+                addressLength = 0
+                family = -1
+            }
+            address = storage
+        case .fifo(let path):
+            let bytes = Array(path.utf8) + [0]
+            let storage = UnsafeMutableRawPointer.allocate(byteCount: bytes.count, alignment: 1)
+            storage.copyMemory(from: bytes, byteCount: bytes.count)
+            address = storage
+            addressLength = 0
+            family = AF_UNIX
+        }
+    }
+
+    deinit {
+        close()
+        address.deallocate()
+        silence.deallocate()
+        owed.deallocate()
+    }
+
+    // MARK: Any thread
+
+    /// True while the server takes the zone's audio. Any thread.
+    var isConnected: Bool { connected.load(ordering: .acquiring) }
+    /// The errno of the last failed connect or write (0 after a successful connect). Any thread.
+    var lastError: Int32 { lastErrorCode.load(ordering: .acquiring) }
+    /// Successful connects so far. Any thread.
+    var connects: Int { connectCount.load(ordering: .acquiring) }
+    /// Frames mixed but dropped (no server, or it did not keep up). Any thread.
+    var droppedFrames: Int { droppedFrameCount.load(ordering: .acquiring) }
+
+    // MARK: Output thread
+
+    /// Blocks SIGPIPE on the calling thread, so a FIFO whose reader went away gives EPIPE instead of
+    /// killing the process (sockets use MSG_NOSIGNAL). Output thread, once before writing.
+    func prepareThread() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// Sends the period if the server is there, else drops it; advances the connection by one
+    /// non-blocking step. Always takes every frame (the zone's clock goes on). Output thread.
+    func write(_ bytes: UnsafeRawPointer, frames: Int) -> Int {
+        let now = monotonicNanoseconds()
+        if state == .closed && now >= retryAt { startConnect(now) }
+        if state == .connecting { finishConnect(now) }
+        guard state == .open else {
+            droppedFrameCount.add(frames, ordering: .relaxed)
+            return frames
+        }
+        // First the rest of a frame a short write split, then the period.
+        if owedCount > 0 {
+            let n = send(owed + owedOffset, owedCount)
+            if n > 0 { owedOffset += n; owedCount -= n }
+            if owedCount > 0 || state != .open {
+                droppedFrameCount.add(frames, ordering: .relaxed)
+                return frames
+            }
+        }
+        let total = frames * frameBytes
+        let n = send(bytes, total)
+        if n < total {
+            let sent = max(n, 0)
+            let split = sent % frameBytes
+            if split > 0 {
+                owedOffset = 0
+                owedCount = frameBytes - split
+                owed.copyMemory(from: bytes + sent, byteCount: owedCount)
+            }
+            droppedFrameCount.add(frames - (sent + frameBytes - 1) / frameBytes, ordering: .relaxed)
+        }
+        return frames
+    }
+
+    /// Never needed: a stream sink reports no errors to the loop. Output thread.
+    func recover(_ code: Int32) -> Int32 { 0 }
+
+    /// The server's buffer, in frames. Output thread (any thread in fact: it is constant).
+    func delay() -> Int? { spec.latencyFrames }
+
+    /// Nothing is held back beyond the server's buffer.
+    var hiddenDelayFrames: Int { 0 }
+
+    /// Closes the connection. Output thread, or the control thread after it stopped.
+    func close() {
+        if fd >= 0 { Glibc.close(fd) }
+        fd = -1
+        state = .closed
+        owedCount = 0
+        connected.store(false, ordering: .releasing)
+    }
+
+    /// Writes what the kernel takes now; 0 when it takes nothing; -1 after the connection failed
+    /// (closed here, retried after the backoff).
+    private func send(_ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+        while true {
+            let n: Int
+            if family == AF_UNIX {
+                n = Glibc.write(fd, bytes, count)
+            } else {
+                n = Glibc.send(fd, bytes, count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            if n >= 0 { return n }
+            let e = errno
+            if e == EINTR { continue }
+            if e == EAGAIN || e == EWOULDBLOCK { return 0 }
+            fail(e, at: monotonicNanoseconds())
+            return -1
+        }
+    }
+
+    private func startConnect(_ now: Int) {
+        switch spec.target {
+        case .fifo:
+            let f = open(address.assumingMemoryBound(to: CChar.self), O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            guard f >= 0 else { return failConnect(errno, at: now) }
+            var info = stat()
+            guard fstat(f, &info) == 0, (info.st_mode & S_IFMT) == S_IFIFO else {
+                Glibc.close(f)
+                return failConnect(ENOTSUP, at: now)  // not a FIFO: never write into a regular file
+            }
+            // A small pipe: what the server has not read yet is latency (64 KiB would be 341 ms).
+            // F_SETPIPE_SZ (1031) is a GNU fcntl Swift does not import.
+            _ = fcntl(f, 1031, Int32(max(4096, 4 * spec.prefillFrames * frameBytes)))
+            fd = f
+            opened(at: now)
+        case .tcp:
+            guard addressLength > 0 else { return failConnect(EINVAL, at: now) }
+            let s = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard s >= 0 else { return failConnect(errno, at: now) }
+            // A small send buffer: what waits in it is latency if the server stalls.
+            var size = Int32(max(4096, 4 * spec.prefillFrames * frameBytes))
+            setsockopt(s, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            var one: Int32 = 1
+            setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            fd = s
+            let rc = connect(s, address.assumingMemoryBound(to: sockaddr.self), addressLength)
+            if rc == 0 {
+                opened(at: now)
+            } else if errno == EINPROGRESS || errno == EINTR {
+                state = .connecting
+                connectStarted = now
+            } else {
+                let e = errno
+                Glibc.close(s)
+                fd = -1
+                failConnect(e, at: now)
+            }
+        }
+    }
+
+    private func finishConnect(_ now: Int) {
+        var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        let ready = poll(&p, 1, 0)
+        if ready == 0 {
+            if now - connectStarted > Self.connectTimeout { fail(ETIMEDOUT, at: now) }
+            return
+        }
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+        if ready < 0 || error != 0 { return fail(error != 0 ? error : errno, at: now) }
+        opened(at: now)
+    }
+
+    private func opened(at now: Int) {
+        state = .open
+        backoff = spec.backoffNanoseconds
+        owedCount = 0
+        lastErrorCode.store(0, ordering: .relaxed)
+        connectCount.add(1, ordering: .relaxed)
+        connected.store(true, ordering: .releasing)
+        if silenceBytes > 0 { _ = send(silence, silenceBytes) }
+    }
+
+    /// The connection failed or broke: close it and retry after the backoff.
+    private func fail(_ code: Int32, at now: Int) {
+        close()
+        failConnect(code, at: now)
+    }
+
+    private func failConnect(_ code: Int32, at now: Int) {
+        lastErrorCode.store(code, ordering: .releasing)
+        retryAt = now + backoff
+        backoff = min(backoff * 2, spec.maxBackoffNanoseconds)
+    }
+}

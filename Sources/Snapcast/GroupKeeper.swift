@@ -1,0 +1,113 @@
+import OSThread
+import Synchronization
+import Glibc
+
+/// Keeps one zone's speakers grouped on its stream: a dedicated thread polls `Server.GetStatus`
+/// every `interval` and makes the calls ``SnapcastZone/plan(for:volumesSet:)`` asks for, so
+/// speakers that reconnect, or that someone moved in Snapweb, come back to the zone.
+///
+/// Never stops the daemon: an unreachable server or a bad answer is reported (once per distinct
+/// problem, through `log`) and retried at the next poll. Start and stop from the control thread;
+/// `state` may be read from any thread.
+public final class GroupKeeper: Sendable {
+    /// What the keeper last saw. A plain value.
+    public struct State: Sendable, Equatable {
+        /// Polls that reached the server and found nothing to fix, or fixed it.
+        public var polls = 0
+        /// Calls made to fix drift, since start.
+        public var fixes = 0
+        /// The speakers the server reports connected, in zone order.
+        public var connected: [String] = []
+        /// The last problem (server unreachable, bad answer, unknown stream), nil when all is well.
+        public var problem: String?
+    }
+
+    public let zone: SnapcastZone
+    public let control: SnapcastControl
+    public let interval: Duration
+    private let log: @Sendable (_ isError: Bool, _ message: String) -> Void
+    private let name: String
+    private let stopping = Atomic<Bool>(false)
+    private let thread = Mutex<pthread_t?>(nil)
+    private let shared = Mutex(State())
+
+    /// - Parameters:
+    ///   - name: the zone's name, for messages.
+    ///   - log: receives one line per change of what is wrong (`isError`) or each fix made.
+    public init(name: String, zone: SnapcastZone, control: SnapcastControl, interval: Duration = .seconds(2),
+                log: @escaping @Sendable (_ isError: Bool, _ message: String) -> Void) {
+        self.name = name
+        self.zone = zone
+        self.control = control
+        self.interval = interval
+        self.log = log
+    }
+
+    /// What the keeper last saw. Any thread.
+    public var state: State { shared.withLock { $0 } }
+
+    /// Starts polling (the first poll at once). Control thread.
+    public func start() {
+        let t = startThread { [self] in run() }
+        thread.withLock { $0 = t }
+    }
+
+    /// Stops polling and waits for the thread (at most one call's timeout). Control thread.
+    public func stop() {
+        stopping.store(true, ordering: .releasing)
+        if let t = thread.withLock({ t in defer { t = nil }; return t }) { pthread_join(t, nil) }
+    }
+
+    /// One poll: read the status and fix what differs. Returns the problem, if any. Keeper thread
+    /// (or a test).
+    @discardableResult
+    public func pollOnce(volumesSet: inout Set<String>) -> String? {
+        do {
+            let status = try control.status()
+            // A speaker that left must get its volume again when it is back.
+            volumesSet = volumesSet.filter { status.client($0)?.connected == true }
+            let plan = zone.plan(for: status, volumesSet: volumesSet)
+            var fixed = 0
+            for action in plan.actions {
+                switch action {
+                case .setClients(let group, let clients): try control.setClients(group: group, clients: clients)
+                case .setStream(let group, let stream): try control.setStream(group: group, stream: stream)
+                case .setVolume(let client, let percent):
+                    try control.setVolume(client: client, percent: percent)
+                    volumesSet.insert(client)
+                case .setLatency(let client, let ms): try control.setLatency(client: client, milliseconds: ms)
+                }
+                fixed += 1
+                log(false, "zone \(name): snapcast: \(action)")
+            }
+            let connected = zone.speakers.map(\.id).filter { status.client($0)?.connected == true }
+            let problem = plan.problems.isEmpty ? nil : plan.problems.joined(separator: "; ")
+            shared.withLock { s in
+                s.polls += 1
+                s.fixes += fixed
+                s.connected = connected
+            }
+            return problem
+        } catch {
+            return error.description
+        }
+    }
+
+    private func run() {
+        var volumesSet: Set<String> = []
+        var reported: String?
+        while !stopping.load(ordering: .acquiring) {
+            let problem = pollOnce(volumesSet: &volumesSet)
+            shared.withLock { $0.problem = problem }
+            if problem != reported {
+                if let problem { log(true, "zone \(name): snapcast: \(problem)") } else if reported != nil {
+                    log(false, "zone \(name): snapcast: speakers grouped on stream \"\(zone.stream)\" again")
+                }
+                reported = problem
+            }
+            let end = monotonicNanoseconds() + Int(interval.components.seconds) * 1_000_000_000
+                + Int(interval.components.attoseconds / 1_000_000_000)
+            while !stopping.load(ordering: .acquiring) && monotonicNanoseconds() < end { usleep(20_000) }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+/// What `Server.GetStatus` says, reduced to what Baton keeps in line: groups, their clients and
+/// streams. Decoded from the answer's `result.server`; unknown keys are ignored. A plain value.
+public struct ServerStatus: Sendable, Equatable, Decodable {
+    /// One Snapcast client (a speaker), identified by its host ID (`--hostID`).
+    public struct Client: Sendable, Equatable, Decodable {
+        public struct Volume: Sendable, Equatable, Decodable {
+            public var muted: Bool
+            public var percent: Int
+            public init(muted: Bool, percent: Int) { self.muted = muted; self.percent = percent }
+        }
+        public struct Config: Sendable, Equatable, Decodable {
+            /// Milliseconds the client plays earlier than the others (DAC compensation).
+            public var latency: Int
+            public var volume: Volume
+            public init(latency: Int, volume: Volume) { self.latency = latency; self.volume = volume }
+        }
+        public var id: String
+        public var connected: Bool
+        public var config: Config
+
+        public init(id: String, connected: Bool, config: Config) {
+            self.id = id
+            self.connected = connected
+            self.config = config
+        }
+    }
+
+    /// Clients that play one stream together.
+    public struct Group: Sendable, Equatable, Decodable {
+        public var id: String
+        public var streamID: String
+        public var clients: [Client]
+
+        public init(id: String, streamID: String, clients: [Client]) {
+            self.id = id
+            self.streamID = streamID
+            self.clients = clients
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, clients
+            case streamID = "stream_id"
+        }
+    }
+
+    /// One stream source (`idle` or `playing`).
+    public struct Stream: Sendable, Equatable, Decodable {
+        public var id: String
+        public var status: String
+        public init(id: String, status: String) { self.id = id; self.status = status }
+    }
+
+    public var groups: [Group]
+    public var streams: [Stream]
+
+    public init(groups: [Group], streams: [Stream]) {
+        self.groups = groups
+        self.streams = streams
+    }
+
+    /// The group `client` is in, if the server knows it.
+    public func group(of client: String) -> Group? {
+        groups.first { $0.clients.contains { $0.id == client } }
+    }
+
+    /// The client with host ID `id`, if the server knows it.
+    public func client(_ id: String) -> Client? {
+        for g in groups { if let c = g.clients.first(where: { $0.id == id }) { return c } }
+        return nil
+    }
+}

@@ -1,0 +1,152 @@
+import Curl
+import FoundationEssentials
+
+/// snapserver's JSON-RPC control API over HTTP (`POST /jsonrpc`), through libcurl's wrapper.
+///
+/// Every call blocks the calling thread until the answer (at most `timeout`). Any thread but an
+/// output thread; many threads may call at once.
+public struct SnapcastControl: Sendable {
+    /// The endpoint, `http://HOST:PORT/jsonrpc`.
+    public let endpoint: String
+    public let timeout: Duration
+    private let http: HTTPClient
+
+    /// - Parameter control: `http://HOST:PORT` (the server's `[http]` section); `/jsonrpc` is added
+    ///   unless the URL already ends with it.
+    public init(control: String, timeout: Duration = .seconds(3)) {
+        var base = control
+        while base.hasSuffix("/") { base.removeLast() }
+        endpoint = base.hasSuffix("/jsonrpc") ? base : base + "/jsonrpc"
+        self.timeout = timeout
+        var options = HTTPClient.Options()
+        options.connectTimeout = .seconds(2)
+        options.maxRedirects = 0
+        http = HTTPClient(options: options)
+    }
+
+    /// Groups, clients and streams now. The corresponding method is `Server.GetStatus`.
+    public func status() throws(SnapcastError) -> ServerStatus {
+        struct Result: Decodable { var server: ServerStatus }
+        return try call("Server.GetStatus", Empty(), answer: Result.self).server
+    }
+
+    /// Makes `clients` the members of group `group` (others are moved to groups of their own).
+    /// The corresponding method is `Group.SetClients`.
+    public func setClients(group: String, clients: [String]) throws(SnapcastError) {
+        struct Params: Encodable { var id: String; var clients: [String] }
+        _ = try call("Group.SetClients", Params(id: group, clients: clients), answer: Ignored.self)
+    }
+
+    /// Makes group `group` play stream `stream`. The corresponding method is `Group.SetStream`.
+    public func setStream(group: String, stream: String) throws(SnapcastError) {
+        struct Params: Encodable { var id: String; var stream_id: String }
+        _ = try call("Group.SetStream", Params(id: group, stream_id: stream), answer: Ignored.self)
+    }
+
+    /// Sets a client's volume (0...100, unmuted). The corresponding method is `Client.SetVolume`.
+    public func setVolume(client: String, percent: Int) throws(SnapcastError) {
+        struct Volume: Encodable { var muted: Bool; var percent: Int }
+        struct Params: Encodable { var id: String; var volume: Volume }
+        _ = try call("Client.SetVolume", Params(id: client, volume: Volume(muted: false, percent: percent)),
+                     answer: Ignored.self)
+    }
+
+    /// Sets how many milliseconds earlier a client plays. The corresponding method is `Client.SetLatency`.
+    public func setLatency(client: String, milliseconds: Int) throws(SnapcastError) {
+        struct Params: Encodable { var id: String; var latency: Int }
+        _ = try call("Client.SetLatency", Params(id: client, latency: milliseconds), answer: Ignored.self)
+    }
+
+    // MARK: JSON-RPC
+
+    private struct Empty: Encodable {}
+    private struct Ignored: Decodable {}
+    private struct Request<Params: Encodable>: Encodable {
+        var id: Int
+        var jsonrpc = "2.0"
+        var method: String
+        var params: Params
+    }
+    private struct RPCError: Decodable {
+        var code: Int
+        var message: String
+        var data: String?
+    }
+    private struct Response<Answer: Decodable>: Decodable {
+        var result: Answer?
+        var error: RPCError?
+    }
+
+    private func call<Params: Encodable, Answer: Decodable>(_ method: String, _ params: Params,
+                                                            answer: Answer.Type) throws(SnapcastError) -> Answer {
+        func failure(_ problem: String, transient: Bool = false) -> SnapcastError {
+            SnapcastError(endpoint: endpoint, method: method, problem: problem, isTransient: transient)
+        }
+        let body: Data
+        do {
+            body = try JSONEncoder().encode(Request(id: 1, method: method, params: params))
+        } catch {
+            throw failure("cannot encode the request: \(error)")
+        }
+        let response: HTTPResponse
+        do {
+            response = try http.post(url: endpoint, body: Array(body), contentType: "application/json",
+                                     maxBodyBytes: 4 << 20, timeout: timeout)
+        } catch {
+            throw failure(error.description, transient: true)
+        }
+        guard response.status == 200 else {
+            let text = String(decoding: response.body.prefix(200), as: UTF8.self)
+            throw failure("HTTP \(response.status)\(text.isEmpty ? "" : ": \(text)")", transient: response.status >= 500)
+        }
+        let decoded: Response<Answer>
+        do {
+            decoded = try JSONDecoder().decode(Response<Answer>.self, from: Data(response.body))
+        } catch let error as DecodingError {
+            throw failure("unexpected answer: \(Self.describe(error))")
+        } catch {
+            throw failure("unexpected answer: \(error)")
+        }
+        if let error = decoded.error {
+            throw failure("error \(error.code): \(error.message)\(error.data.map { " (\($0))" } ?? "")")
+        }
+        guard let result = decoded.result else { throw failure("unexpected answer: neither result nor error") }
+        return result
+    }
+
+    /// The JSON kind a Swift type decodes from, for messages.
+    private static func kind(_ type: Any.Type) -> String {
+        let name = "\(type)"
+        if name.hasPrefix("Array") { return "an array" }
+        if name.hasPrefix("Dictionary") { return "an object" }
+        switch name {
+        case "String": return "a string"
+        case "Bool": return "true or false"
+        case "Int", "Double": return "a number"
+        default: return "an object"
+        }
+    }
+
+    /// `result.server.groups[0].clients[1].id: missing` and the like.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            var text = ""
+            for key in keys {
+                if let index = key.intValue { text += "[\(index)]" } else { text += text.isEmpty ? key.stringValue : ".\(key.stringValue)" }
+            }
+            return text.isEmpty ? "(top level)" : text
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "\(path(context.codingPath + [key])): missing"
+        case .typeMismatch(let type, let context):
+            return "\(path(context.codingPath)): expected \(kind(type))"
+        case .valueNotFound(let type, let context):
+            return "\(path(context.codingPath)): expected \(kind(type)), found null"
+        case .dataCorrupted(let context):
+            return "\(path(context.codingPath)): not valid JSON (\(context.debugDescription))"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,111 @@
+/// What Baton wants snapserver to do for one zone: the speakers (clients) that form it, playing
+/// the zone's stream together, each at its configured volume and latency trim.
+///
+/// `plan(for:volumesSet:)` compares that with what the server says and returns the calls that
+/// close the gap: a pure function, no I/O (the ``GroupKeeper`` performs them). A plain value.
+public struct SnapcastZone: Sendable, Equatable {
+    /// One speaker of the zone.
+    public struct Speaker: Sendable, Equatable {
+        /// The client's host ID (`snapclient --hostID`).
+        public var id: String
+        /// The volume to set when it connects (0...100), nil to leave it to the user.
+        public var volumePercent: Int?
+        /// Milliseconds it should play earlier (its DAC's delay), nil to leave it alone.
+        public var latencyMilliseconds: Int?
+
+        public init(id: String, volumePercent: Int? = nil, latencyMilliseconds: Int? = nil) {
+            self.id = id
+            self.volumePercent = volumePercent
+            self.latencyMilliseconds = latencyMilliseconds
+        }
+    }
+
+    /// One call to make.
+    public enum Action: Sendable, Equatable, CustomStringConvertible {
+        case setClients(group: String, clients: [String])
+        case setStream(group: String, stream: String)
+        case setVolume(client: String, percent: Int)
+        case setLatency(client: String, milliseconds: Int)
+
+        public var description: String {
+            switch self {
+            case .setClients(let group, let clients): "Group.SetClients \(group) [\(clients.joined(separator: ", "))]"
+            case .setStream(let group, let stream): "Group.SetStream \(group) → \(stream)"
+            case .setVolume(let client, let percent): "Client.SetVolume \(client) \(percent)%"
+            case .setLatency(let client, let ms): "Client.SetLatency \(client) \(ms) ms"
+            }
+        }
+    }
+
+    /// The calls to make, and what cannot be fixed from here (for the log and status).
+    public struct Plan: Sendable, Equatable {
+        public var actions: [Action] = []
+        /// `stream "upstairs" is not configured on the server`, `bath-pi has never connected`.
+        public var problems: [String] = []
+
+        public init(actions: [Action] = [], problems: [String] = []) {
+            self.actions = actions
+            self.problems = problems
+        }
+    }
+
+    /// The stream's name in snapserver (`name=` of its source).
+    public var stream: String
+    public var speakers: [Speaker]
+
+    public init(stream: String, speakers: [Speaker]) {
+        self.stream = stream
+        self.speakers = speakers
+    }
+
+    /// The calls that make the server match this zone.
+    ///
+    /// - The zone's group is the one holding most of its known speakers (ties: the one already on
+    ///   the stream, then the first); it is made to hold exactly the known speakers (the server puts
+    ///   anyone else in a group of their own) and to play the zone's stream.
+    /// - Latency is kept at its configured value; volume is set once per connection (listed in
+    ///   `volumesSet` once done), so a listener's later change on that speaker stands.
+    /// - Speakers the server has never seen are reported, and joined as soon as they connect.
+    public func plan(for status: ServerStatus, volumesSet: Set<String> = []) -> Plan {
+        var plan = Plan()
+        if !status.streams.contains(where: { $0.id == stream }) {
+            let names = status.streams.map(\.id).joined(separator: ", ")
+            plan.problems.append("stream \"\(stream)\" is not configured on the server (streams: \(names.isEmpty ? "none" : names))")
+            return plan
+        }
+        let known = speakers.filter { status.client($0.id) != nil }
+        for s in speakers where status.client(s.id) == nil {
+            plan.problems.append("speaker \"\(s.id)\" has never connected to the server")
+        }
+        guard !known.isEmpty else { return plan }
+        let wanted = known.map(\.id)
+        var best: ServerStatus.Group?
+        var bestScore = (-1, false)
+        for group in status.groups {
+            let members = group.clients.filter { wanted.contains($0.id) }.count
+            guard members > 0 else { continue }
+            let score = (members, group.streamID == stream)
+            if score.0 > bestScore.0 || (score.0 == bestScore.0 && score.1 && !bestScore.1) {
+                best = group
+                bestScore = score
+            }
+        }
+        guard let group = best else { return plan }
+        if Set(group.clients.map(\.id)) != Set(wanted) {
+            plan.actions.append(.setClients(group: group.id, clients: wanted))
+        }
+        if group.streamID != stream {
+            plan.actions.append(.setStream(group: group.id, stream: stream))
+        }
+        for s in known {
+            guard let client = status.client(s.id), client.connected else { continue }
+            if let percent = s.volumePercent, !volumesSet.contains(s.id) {
+                plan.actions.append(.setVolume(client: s.id, percent: percent))
+            }
+            if let ms = s.latencyMilliseconds, client.config.latency != ms {
+                plan.actions.append(.setLatency(client: s.id, milliseconds: ms))
+            }
+        }
+        return plan
+    }
+}

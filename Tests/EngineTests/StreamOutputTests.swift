@@ -1,0 +1,200 @@
+import ALSA
+import AudioCore
+import BatonTesting
+import Engine
+import Glibc
+import Synchronization
+import Testing
+
+/// Stream outputs (Snapcast zones) against a plain TCP listener standing in for snapserver's
+/// `mode=server` source: a server that is absent, present, or goes away never blocks the zone, and
+/// nothing that fell due meanwhile is sent later.
+@Suite struct StreamOutputTests {
+    static let rate = 48_000
+
+    func output(port: Int, latencyFrames: Int = 48_000) -> DeviceOutput {
+        let pcm = PCMRequest(name: "tcp://127.0.0.1:\(port)", rate: Self.rate, channels: 2, format: .s16LE,
+                             periodFrames: Self.rate / 100, bufferFrames: Self.rate / 25)
+        let stream = StreamSpec(target: .tcp(host: "127.0.0.1", port: port), latencyFrames: latencyFrames,
+                                prefillFrames: Self.rate / 50, backoffNanoseconds: 50_000_000, maxBackoffNanoseconds: 200_000_000)
+        return DeviceOutput(DeviceSpec(pcm: pcm, clock: .device, realtimePriority: 0,
+                                       zones: [ZoneSpec(name: "upstairs", deviceChannels: [0, 1], rampFrames: 480, ringFrames: 24_000)],
+                                       stream: stream))
+    }
+
+    /// With no server the zone runs on its own clock (real time, not faster, never stuck), reports
+    /// itself unavailable with the connect error, and drops what it mixes.
+    @Test func runsOnItsClockWithoutAServer() throws {
+        let port = try MosquittoBroker.freePort()
+        let zone = output(port: port)
+        #expect(zone.spec.clock == .system, "a stream output is paced by the system clock")
+        let t0 = monotonicNanoseconds()
+        zone.start()
+        usleep(500_000)
+        let snap = zone.snapshot()
+        let elapsed = Double(monotonicNanoseconds() - t0) / 1e9
+        zone.stop()
+        #expect(!snap.available)
+        #expect(snap.lastError == ECONNREFUSED)
+        #expect(abs(Double(snap.framesPlayed) / Double(Self.rate) - elapsed) < 0.05, "\(snap.framesPlayed) frames in \(elapsed) s")
+        #expect(zone.droppedFrames >= snap.framesPlayed - 480)
+        #expect(snap.delayFrames == 48_000 && snap.audibleFrame == snap.framesPlayed - 48_000)
+    }
+
+    /// The server receives audio in real time plus the pre-fill; after an outage the zone
+    /// reconnects and sends, again, only what is due — never the audio of the outage.
+    @Test func sendsNoBacklogAfterAnOutage() throws {
+        let port = try MosquittoBroker.freePort()
+        let zone = output(port: port)
+        var listener = try PCMListener(port: port)
+        zone.start()
+        defer { zone.stop() }
+        #expect(waitUntil(seconds: 3) { zone.snapshot().available })
+        let first = listener.bytesOver(seconds: 1.0)
+        listener.close()
+        #expect(waitUntil(seconds: 3) { !zone.snapshot().available }, "the outage is noticed")
+        usleep(500_000)
+        listener = try PCMListener(port: port)
+        #expect(waitUntil(seconds: 3) { zone.snapshot().available })
+        #expect(zone.snapshot().reopens == 1)
+        let second = listener.bytesOver(seconds: 1.0)
+        listener.close()
+        let perSecond = Double(Self.rate * 4)
+        #expect(abs(Double(first) / perSecond - 1) < 0.06, "1 s of audio in 1 s (got \(Double(first) / perSecond) s)")
+        #expect(abs(Double(second) / perSecond - 1) < 0.06, "no backlog after the outage (got \(Double(second) / perSecond) s)")
+        #expect(zone.droppedFrames > Self.rate / 3, "the outage's audio was dropped")
+    }
+
+    /// A FIFO source: without a reader the open fails at once (ENXIO, never blocking); once the
+    /// server reads, real time flows; a regular file at the path is refused, never written.
+    @Test func writesIntoAFIFOWithoutBlocking() throws {
+        let directory = WAVWriter.temporaryDirectory("stream-fifo")
+        let path = "\(directory)/upstairs.fifo"
+        #expect(mkfifo(path, 0o644) == 0)
+        let pcm = PCMRequest(name: path, rate: Self.rate, channels: 2, format: .s16LE, periodFrames: 480, bufferFrames: 1_920)
+        let stream = StreamSpec(target: .fifo(path: path), latencyFrames: 0, prefillFrames: 960,
+                                backoffNanoseconds: 20_000_000, maxBackoffNanoseconds: 50_000_000)
+        let zone = DeviceOutput(DeviceSpec(pcm: pcm, clock: .system, realtimePriority: 0,
+                                           zones: [ZoneSpec(name: "upstairs", deviceChannels: [0, 1], rampFrames: 480, ringFrames: 24_000)],
+                                           stream: stream))
+        zone.start()
+        defer { zone.stop() }
+        #expect(waitUntil(seconds: 2) { zone.snapshot().lastError == ENXIO })
+        let reader = open(path, O_RDONLY | O_NONBLOCK)
+        defer { close(reader) }
+        #expect(waitUntil(seconds: 2) { zone.snapshot().available })
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var total = 0
+        let t0 = monotonicNanoseconds()
+        while monotonicNanoseconds() - t0 < 1_000_000_000 {
+            let n = buffer.withUnsafeMutableBytes { read(reader, $0.baseAddress, $0.count) }
+            if n > 0 { total += n } else { usleep(2_000) }
+        }
+        let seconds = Double(total) / Double(Self.rate * 4)
+        #expect(abs(seconds - 1) < 0.08, "about 1 s of audio (plus the pre-fill) in 1 s: \(seconds) s")
+
+        let plain = "\(directory)/plain.raw"
+        writeNothing(to: plain)
+        let wrong = DeviceOutput(DeviceSpec(pcm: pcm, clock: .system, realtimePriority: 0,
+                                            zones: [ZoneSpec(name: "upstairs", deviceChannels: [0, 1], rampFrames: 480, ringFrames: 24_000)],
+                                            stream: StreamSpec(target: .fifo(path: plain), latencyFrames: 0, prefillFrames: 960)))
+        wrong.start()
+        #expect(waitUntil(seconds: 2) { wrong.snapshot().lastError == ENOTSUP })
+        wrong.stop()
+        var info = stat()
+        #expect(stat(plain, &info) == 0 && info.st_size == 0, "nothing written into a regular file")
+    }
+
+    func writeNothing(to path: String) {
+        let f = fopen(path, "w")
+        fclose(f)
+    }
+
+    /// The output thread makes no heap allocation across 300 cycles (3 s) that include failed
+    /// connects, a connect, writes, a broken connection and reconnect attempts.
+    @Test func streamOutputThreadDoesNotAllocate() throws {
+        let port = try MosquittoBroker.freePort()
+        let zone = output(port: port)
+        let result = AllocationProbe(from: 20, cycles: 300)
+        zone.cycleObserver = { cycle in result.observe(cycle) }
+        let slot = try #require(zone.mixer.claimSlot(gain: 0.5))
+        let feeder = FeedLoop(slots: [slot], block: Signals.sine(frequency: 440, rate: Self.rate, frames: 4_800, channels: 2))
+        zone.start()
+        let t0 = monotonicNanoseconds()
+        var listener: PCMListener?
+        var phase = 0
+        while !result.done {
+            feeder.topUp()
+            let t = monotonicNanoseconds() - t0
+            if phase == 0 && t > 800_000_000 { listener = try PCMListener(port: port); phase = 1 }
+            if phase == 1 && t > 1_800_000_000 { listener?.close(); listener = nil; phase = 2 }
+            usleep(1_000)
+        }
+        zone.stop()
+        #expect(zone.snapshot().reopens == 0 && zone.droppedFrames > 0)
+        #expect(result.count == 0, "allocations on the stream output thread over 300 cycles")
+    }
+}
+
+/// A TCP listener on 127.0.0.1 that accepts one connection and counts what it reads, on its own
+/// thread. Stands in for snapserver's `mode=server` source.
+final class PCMListener: @unchecked Sendable {
+    // @unchecked: `thread` is touched only by the test's thread; the counters are atomics.
+    private let fd: Int32
+    private let received = Atomic<Int>(0)
+    private let stopping = Atomic<Bool>(false)
+    private var thread: pthread_t?
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard bound, listen(fd, 1) == 0 else { throw ListenError(port: port) }
+        let listening = fd
+        thread = startThread { [self] in serve(listening) }
+    }
+
+    /// Bytes received over the next `seconds`.
+    func bytesOver(seconds: Double) -> Int {
+        let before = received.load(ordering: .acquiring)
+        usleep(UInt32(seconds * 1_000_000))
+        return received.load(ordering: .acquiring) - before
+    }
+
+    /// Closes the connection and the listening socket: the writer sees the server gone.
+    func close() {
+        stopping.store(true, ordering: .releasing)
+        if let thread { pthread_join(thread, nil) }
+        thread = nil
+        Glibc.close(fd)
+    }
+
+    private func serve(_ fd: Int32) {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while !stopping.load(ordering: .acquiring) && poll(&p, 1, 20) <= 0 {}
+        guard !stopping.load(ordering: .acquiring) else { return }
+        let client = accept(fd, nil, nil)
+        guard client >= 0 else { return }
+        defer { Glibc.close(client) }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var c = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+        while !stopping.load(ordering: .acquiring) {
+            if poll(&c, 1, 20) <= 0 { continue }
+            let n = buffer.withUnsafeMutableBytes { read(client, $0.baseAddress, $0.count) }
+            if n <= 0 { return }
+            received.add(n, ordering: .releasing)
+        }
+    }
+}
+
+struct ListenError: Error, CustomStringConvertible {
+    var port: Int
+    var description: String { "cannot listen on 127.0.0.1:\(port)" }
+}

@@ -1,0 +1,120 @@
+import AudioCore
+import BatonConfig
+import BatonTesting
+@testable import BatonDaemon
+import Engine
+import Glibc
+import Snapcast
+import Synchronization
+
+/// A house in a test: a real snapserver, two real snapclients (`bedroom-pi`, `bath-pi`) whose
+/// output the test reads, and a Baton daemon with one Snapcast zone `upstairs` feeding the server
+/// and grouping both speakers. Sounds: `music440` (1 s of 440 Hz, loops seamlessly) and `bell1`,
+/// `bell2`, `bell3` (0.4 s of 1 kHz), at 48 kHz stereo like the stream.
+final class SnapcastTestRig {
+    let server: SnapcastServer
+    let bedroom: SnapcastClientTap
+    let bath: SnapcastClientTap
+    let daemon: Daemon
+    let control: SnapcastControl
+    let log = LogLines()
+
+    init(bufferMilliseconds: Int, clients: [SnapcastConfig.Client]) throws {
+        server = try SnapcastServer(bufferMilliseconds: bufferMilliseconds)
+        control = SnapcastControl(control: server.control)
+        bedroom = try SnapcastClientTap(id: "bedroom-pi", server: server)
+        bath = try SnapcastClientTap(id: "bath-pi", server: server)
+        let control = self.control
+        guard waitUntil(seconds: 10, {
+            let status = try? control.status()
+            return ["bedroom-pi", "bath-pi"].allSatisfy { status?.client($0)?.connected == true }
+        }) else { throw TestSetupError("the snapclients did not connect:\n\(bedroom.log)\n\(server.log)") }
+
+        let sounds = WAVWriter.temporaryDirectory("snapcast-sounds")
+        WAVWriter.write(Signals.sine(frequency: 440, rate: 48_000, frames: 48_000, channels: 2, amplitude: 0.5),
+                        rate: 48_000, channels: 2, to: "\(sounds)/music440.wav")
+        // Three names for one bell: equal announcements within 3 s would coalesce into one.
+        for name in ["bell1", "bell2", "bell3"] {
+            WAVWriter.write(Signals.sine(frequency: 1000, rate: 48_000, frames: 19_200, channels: 2, amplitude: 0.5),
+                            rate: 48_000, channels: 2, to: "\(sounds)/\(name).wav")
+        }
+        let snapcast = SnapcastConfig(source: .tcp(host: "127.0.0.1", port: server.sourcePort), control: server.control,
+                                      stream: server.stream, clients: clients, buffer: .milliseconds(bufferMilliseconds))
+        let zone = ZoneConfig(name: "upstairs", pcm: snapcast.source.description, rate: 48_000, channels: 2, clock: .system,
+                              snapcast: snapcast)
+        let config = BatonConfiguration(api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0)), zones: [zone],
+                                        sounds: sounds, device: "test-house")
+        let log = self.log
+        daemon = Daemon(config: config, logger: Logger(minimum: .info) { line in log.lines.withLock { $0.append(line) } })
+        daemon.start()
+    }
+
+    deinit {
+        daemon.stop()
+        bedroom.stop()
+        bath.stop()
+        server.stop()
+    }
+
+    /// The zone's output counters.
+    var snapshot: DeviceOutputSnapshot { daemon.output("upstairs")!.device.snapshot() }
+
+    /// Waits for an event of `type` for `source`.
+    func waitForEvent(_ type: String, source: String, seconds: Double = 10) -> Event? {
+        var found: Event?
+        _ = waitUntil(seconds: seconds) {
+            found = daemon.events.recent().first { $0.type == type && $0.source == source }
+            return found != nil
+        }
+        return found
+    }
+
+    /// Announces `sound` (a 0.4 s 1 kHz bell) and returns its id and the monotonic time of the request (the grant, and
+    /// so the mix of its first frame, follows within one period).
+    func ring(_ sound: String) throws -> (id: String, at: Int) {
+        let at = monotonicNanoseconds()
+        let r = try daemon.announce(sound: sound, zones: ["upstairs"])
+        return (r.id, at)
+    }
+
+    /// Sleeps on the test's own thread (never a Task).
+    func pause(_ seconds: Double) { usleep(UInt32(seconds * 1_000_000)) }
+}
+
+typealias DeviceOutputSnapshot = DeviceOutput.Snapshot
+
+/// The daemon's log lines, for failure messages.
+final class LogLines: Sendable {
+    let lines = Mutex<[String]>([])
+}
+
+struct TestSetupError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Where a tone starts in one client's output, and when that sample was played.
+struct Onset {
+    var frame: Int
+    var at: Int
+}
+
+extension SnapcastClientTap {
+    /// The first frame at or after `from` whose left sample exceeds `threshold` (over silence).
+    func onset(in left: [Float], from: Int, threshold: Float = 0.02) -> Onset? {
+        guard from < left.count, let i = left[from...].firstIndex(where: { abs($0) > threshold }) else { return nil }
+        return Onset(frame: i, at: playTime(ofFrame: i))
+    }
+
+    /// The first 5 ms block at or after `from` where `frequency` reaches `level` (over other sound).
+    func toneStart(in left: [Float], frequency: Double, from: Int, level: Double = 0.1) -> Onset? {
+        var i = from
+        while i + 240 <= left.count {
+            if Signals.windowedToneLevel(left[i..<i + 240], frequency: frequency, rate: 48_000) > level {
+                return Onset(frame: i, at: playTime(ofFrame: i))
+            }
+            i += 240
+        }
+        return nil
+    }
+}
