@@ -55,4 +55,13 @@ extension Daemon {
                                  latencyMilliseconds: c.latency.map { Int($0.components.seconds) * 1000 + Int($0.components.attoseconds / 1_000_000_000_000_000) })
         })
     }
+
+    /// The zone's Snapcast part of the status report (nil for an ALSA zone). Any thread.
+    func snapcastStatus(_ zone: ZoneHandle) -> StatusReport.Snapcast? {
+        guard let s = zone.config.snapcast else { return nil }
+        let keeper = snapcastKeepers.withLock { $0[zone.name] }
+        let state = keeper?.state
+        return StatusReport.Snapcast(source: "\(s.source)", speakers: s.clients.map(\.id), connected: state?.connected ?? [],
+                                     problem: state?.problem, fixes: state?.fixes ?? 0, droppedFrames: zone.device.droppedFrames)
+    }
 }

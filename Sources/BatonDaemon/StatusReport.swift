@@ -38,6 +38,20 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var queued: [String]
         /// Each source's slot in this zone: the gain the output thread applied last.
         public var sources: [SlotGain]
+        /// A Snapcast zone: its speakers and how its stream fares.
+        public var snapcast: Snapcast?
+    }
+
+    /// A Snapcast zone's speakers as snapserver reports them, the last problem the keeper met (a
+    /// speaker not connected, the server unreachable), the group fixes it made, and the audio dropped
+    /// while the stream source was away.
+    public struct Snapcast: Codable, Sendable, Equatable {
+        public var source: String
+        public var speakers: [String]
+        public var connected: [String]
+        public var problem: String?
+        public var fixes: Int
+        public var droppedFrames: Int
     }
 
     public struct Ducked: Codable, Sendable, Equatable {

@@ -26,6 +26,11 @@ import Testing
             return grouped
         }, "Baton put both speakers in one group on stream upstairs (log: \(rig.log.lines.withLock { $0 }))")
         #expect(waitUntil(seconds: 5) { rig.snapshot.available })
+        // Status says the same: both speakers connected, nothing wrong.
+        #expect(waitUntil(seconds: 5) {
+            let z = rig.daemon.status().zones.first { $0.name == "upstairs" }?.snapcast
+            return Set(z?.connected ?? []) == ["bedroom-pi", "bath-pi"] && z?.problem == nil
+        }, "\(String(describing: rig.daemon.status().zones.first?.snapcast))")
         let snap = rig.snapshot
         #expect(snap.delayFrames == buffer * 48, "delay = the server buffer")
         #expect(snap.audibleFrame == snap.framesPlayed - buffer * 48)
