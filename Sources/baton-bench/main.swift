@@ -14,17 +14,37 @@ import Media
 // Single thread, so thread CPU time is exact; `null` never blocks, so it runs as fast as it can.
 //
 //   swift run -c release baton-bench [--seconds N] [--resampler soxr-hq|src-medium|…]
+//
+// With `--pipeline URL|PATH` it plays one Ogg Opus stream through Baton's music pipeline instead
+// (see Pipeline.swift); with `--floor URL|PATH` through the minimal C pipeline (BenchFloor).
+// Both: [--resampler KIND] [--device PCM (null)] [--volume 0.8] [--stages (pipeline only)].
 
 var seconds = 120
 var kind = ResamplerKind.musicDefault
+var pipelineTarget: String?, floorTarget: String?
+var device = "null", volume: Float = 0.8, timeStages = false
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
     case "--seconds": seconds = Int(args.popFirst() ?? "") ?? seconds
-    case "--resampler": kind = ResamplerKind(rawValue: args.popFirst() ?? "") ?? kind
-    default: print("usage: baton-bench [--seconds N] [--resampler KIND]"); exit(2)
+    case "--resampler":
+        let name = args.popFirst() ?? ""
+        guard let k = ResamplerKind(rawValue: name) else { print("baton-bench: unknown resampler \(name)"); exit(2) }
+        kind = k
+    case "--pipeline": pipelineTarget = args.popFirst()
+    case "--floor": floorTarget = args.popFirst()
+    case "--device": device = args.popFirst() ?? device
+    case "--volume": volume = Float(args.popFirst() ?? "") ?? volume
+    case "--stages": timeStages = true
+    default:
+        print("usage: baton-bench [--seconds N] [--resampler KIND]\n"
+              + "       baton-bench --pipeline URL|PATH [--resampler KIND] [--device PCM] [--volume G] [--stages]\n"
+              + "       baton-bench --floor URL|PATH [--resampler soxr-hq|soxr-vhq|src-medium|src-fastest] [--device PCM] [--volume G]")
+        exit(2)
     }
 }
+if let pipelineTarget { exit(runPipeline(target: pipelineTarget, kind: kind, device: device, volume: volume, timeStages: timeStages)) }
+if let floorTarget { exit(baton_floor_pipeline(floorTarget, kind.rawValue, device, Double(volume), 1)) }
 
 func threadSeconds() -> Double {
     var ts = timespec()

@@ -9,3 +9,9 @@ double baton_floor_soxr_hq(int sources, int seconds);
 
 /// The same with libsamplerate at `converter` (SRC_SINC_FASTEST = 2, MEDIUM = 1, BEST = 0).
 double baton_floor_samplerate(int sources, int seconds, int converter);
+
+/// The minimal C music pipeline: `target` (http://IPv4:port/path or a file of Ogg Opus) → opusfile
+/// → × `gain` → `converter` ("soxr-hq", "soxr-vhq", "src-medium", "src-fastest", …) to 44.1 kHz →
+/// S16 → snd_pcm_writei on `device`, one thread. Prints CPU and peak RSS when `report` is set.
+/// Returns 0, or an exit status on error.
+int baton_floor_pipeline(const char *target, const char *converter, const char *device, double gain, int report);
