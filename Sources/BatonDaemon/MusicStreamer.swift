@@ -180,45 +180,55 @@ final class MusicStreamer: @unchecked Sendable {
         }
         var skip = Int((skipSeconds * Double(decoder.rate)).rounded())
         let blockFrames = 2_048
-        var decoded = [Float](repeating: 0, count: blockFrames * decoder.channels)
-        var out = [Float](repeating: 0, count: (blockFrames * 2 + 64) * 8)
+        // Buffers for the whole track, reused block after block: the decoded block (ReplayGain is
+        // applied in place), the block mapped to a zone's channel count (only when it differs) and the
+        // resampler's output. Nothing is allocated per block unless a zone needs its channels mapped.
+        let maxChannels = max(decoder.channels, targets.map(\.channels).max() ?? 1)
+        let decoded = UnsafeMutableBufferPointer<Float>.allocate(capacity: blockFrames * decoder.channels)
+        let mapped = UnsafeMutableBufferPointer<Float>.allocate(capacity: blockFrames * maxChannels)
+        let out = UnsafeMutableBufferPointer<Float>.allocate(capacity: (blockFrames * 2 + 64) * max(8, maxChannels))
+        defer {
+            decoded.deallocate()
+            mapped.deallocate()
+            out.deallocate()
+        }
         var firstZoneFrames = 0
         while !isCancelled {
-            let n = try decoded.withUnsafeMutableBufferPointer { try decoder.read(into: $0) }
+            let n = try decoder.read(into: decoded)
             if buffer.isComplete { downloaded() }
             let done = n == 0
             // A seek drops whole decoded frames until its position.
             let dropped = min(skip, n)
             skip -= dropped
             if dropped == n && !done { continue }
-            var block = Array(decoded[(dropped * decoder.channels)..<(n * decoder.channels)])
+            let block = UnsafeMutableBufferPointer(rebasing: decoded[(dropped * decoder.channels)..<(n * decoder.channels)])
             if gain != 1 { for i in block.indices { block[i] *= gain } }
             for (k, t) in targets.enumerated() {
-                let mapped = mapChannels(block, from: decoder.channels, to: t.channels)
-                var frames = mapped
+                var input = UnsafeBufferPointer(block)
+                if t.channels != decoder.channels {
+                    let m = mapChannels(Array(block), from: decoder.channels, to: t.channels)
+                    input = UnsafeBufferPointer(rebasing: mapped[..<mapped.initialize(fromContentsOf: m)])
+                }
+                var frames = input
                 if let c = converters[k] {
                     var produced = 0
-                    try mapped.withUnsafeBufferPointer { input in
-                        try out.withUnsafeMutableBufferPointer { output in
-                            if done {
-                                while true {
-                                    let p = try c.flush(output: UnsafeMutableBufferPointer(rebasing: output[(produced * t.channels)...]))
-                                    if p == 0 || (produced + p + 64) * t.channels > output.count { produced += p; break }
-                                    produced += p
-                                }
-                            } else {
-                                var offset = 0
-                                while offset < input.count {
-                                    let r = try c.process(input: UnsafeBufferPointer(rebasing: input[offset...]),
-                                                          output: UnsafeMutableBufferPointer(rebasing: output[(produced * t.channels)...]))
-                                    offset += r.consumed * t.channels
-                                    produced += r.produced
-                                    if r.consumed == 0 && r.produced == 0 { break }
-                                }
-                            }
+                    if done {
+                        while true {
+                            let p = try c.flush(output: UnsafeMutableBufferPointer(rebasing: out[(produced * t.channels)...]))
+                            if p == 0 || (produced + p + 64) * t.channels > out.count { produced += p; break }
+                            produced += p
+                        }
+                    } else {
+                        var offset = 0
+                        while offset < input.count {
+                            let r = try c.process(input: UnsafeBufferPointer(rebasing: input[offset...]),
+                                                  output: UnsafeMutableBufferPointer(rebasing: out[(produced * t.channels)...]))
+                            offset += r.consumed * t.channels
+                            produced += r.produced
+                            if r.consumed == 0 && r.produced == 0 { break }
                         }
                     }
-                    frames = Array(out[0..<(produced * t.channels)])
+                    frames = UnsafeBufferPointer(rebasing: out[..<(produced * t.channels)])
                 }
                 if !push(frames, into: t) { return firstZoneFrames }
                 if k == 0 { firstZoneFrames += frames.count / t.channels }
@@ -229,11 +239,11 @@ final class MusicStreamer: @unchecked Sendable {
     }
 
     /// Writes all of `samples` into the slot's ring, waiting for room. False when cancelled.
-    private func push(_ samples: [Float], into t: Target) -> Bool {
+    private func push(_ samples: UnsafeBufferPointer<Float>, into t: Target) -> Bool {
         var offset = 0
         while offset < samples.count {
             if isCancelled { return false }
-            let n = samples[offset...].withUnsafeBufferPointer { t.slot.ring.write($0.baseAddress!, count: $0.count) }
+            let n = t.slot.ring.write(samples.baseAddress! + offset, count: samples.count - offset)
             offset += n
             if n == 0 { usleep(2_000) }
         }
