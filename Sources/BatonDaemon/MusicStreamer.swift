@@ -239,13 +239,19 @@ final class MusicStreamer: @unchecked Sendable {
     }
 
     /// Writes all of `samples` into the slot's ring, waiting for room. False when cancelled.
+    /// While the ring is full (nearly always once a track plays: the ring holds 0.5 s), it sleeps about
+    /// as long as the output takes to make room for the rest of the block, at least 10 ms (room comes
+    /// a period at a time) and at most 40 ms, not 2 ms at a time: tens of wake-ups a second, not 500.
     private func push(_ samples: UnsafeBufferPointer<Float>, into t: Target) -> Bool {
         var offset = 0
         while offset < samples.count {
             if isCancelled { return false }
             let n = t.slot.ring.write(samples.baseAddress! + offset, count: samples.count - offset)
             offset += n
-            if n == 0 { usleep(2_000) }
+            if n == 0 {
+                let frames = (samples.count - offset) / max(1, t.channels)
+                usleep(UInt32(min(40_000, max(10_000, frames * 1_000_000 / max(1, t.rate)))))
+            }
         }
         return true
     }
