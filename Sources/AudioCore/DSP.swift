@@ -24,12 +24,20 @@ public func mixAdd(into destination: UnsafeMutablePointer<Float>, from source: U
     }
 }
 
-/// Converts Float samples in [-1, 1] to signed 16-bit little-endian, clipping what lies outside.
+/// Converts Float samples in [-1, 1] to signed 16-bit little-endian, clipping what lies outside,
+/// rounding to the nearest (ties to even).
+///
+/// The rounding adds 1.5 × 2^23: the float addition itself rounds to the nearest integer, ties to
+/// even, exactly as `rounded(.toNearestOrEven)` does for |x| < 2^22, and the integer is then read
+/// from the low bits. So the loop has no libm call (`rounded` is a `rintf` call per sample on x86-64's
+/// baseline SSE2) and vectorizes: 6 % of the music pipeline's CPU measured (docs/PERFORMANCE.md).
+/// A NaN sample gives an unspecified value instead of a trap. Bit-identical to the plain rounding:
+/// `AudioCoreTests` compares them on edge cases and 4 M pseudo-random samples.
 @inline(__always)
 public func convertToS16(_ source: UnsafePointer<Float>, _ destination: UnsafeMutablePointer<Int16>, count: Int) {
     for i in 0..<count {
-        let s = min(max(source[i], -1), 1) * 32767
-        destination[i] = Int16(s.rounded(.toNearestOrEven)).littleEndian
+        let s = min(max(source[i], -1), 1) * 32767 + 12_582_912
+        destination[i] = Int16(truncatingIfNeeded: Int32(bitPattern: s.bitPattern) &- 0x4B40_0000).littleEndian
     }
 }
 

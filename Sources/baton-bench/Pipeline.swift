@@ -179,14 +179,12 @@ final class PipelineStreamer {
     let pcm: PCM
     let bytes: UnsafeMutableRawPointer
     let timeStages: Bool
-    /// `--s16 magic`: an experiment, not the daemon's code (see `convertToS16Magic`).
-    let magicS16: Bool
     var stages = StageTimes()
     var framesWritten = 0
     private var mark = 0.0
 
     init(zoneRate: Int, channels: Int, periodFrames: Int, bufferFrames: Int, device: String, volume: Float,
-         resampler: ResamplerKind, timeStages: Bool, magicS16: Bool = false) throws {
+         resampler: ResamplerKind, timeStages: Bool) throws {
         // The daemon's zone: 10 ms ramps, 8 slots, 500 ms rings (ZoneTable.deviceSpec).
         mixer = ZoneMixer(channels: channels, periodFrames: periodFrames, slotCount: 8,
                           ringSamples: max(zoneRate / 2, periodFrames * 4) * channels, rampFrames: max(1, zoneRate / 100))
@@ -196,7 +194,6 @@ final class PipelineStreamer {
         bytes = .allocate(byteCount: periodFrames * channels * 2, alignment: 16)
         targets = [Target(slot: mixer.claimSlot(gain: 1)!, rate: zoneRate, channels: channels, resampler: resampler)]
         self.timeStages = timeStages
-        self.magicS16 = magicS16
     }
 
     deinit { bytes.deallocate() }
@@ -212,11 +209,7 @@ final class PipelineStreamer {
     private func renderPeriod() {
         let period = mixer.periodFrames, channels = mixer.channels
         mixer.render()
-        if magicS16 {
-            convertToS16Magic(mixer.mix, bytes.assumingMemoryBound(to: Int16.self), count: period * channels)
-        } else {
-            convertToS16(mixer.mix, bytes.assumingMemoryBound(to: Int16.self), count: period * channels)
-        }
+        convertToS16(mixer.mix, bytes.assumingMemoryBound(to: Int16.self), count: period * channels)
         var written = 0
         while written < period {
             let r = pcm.write(bytes + written * channels * 2, frames: period - written)
@@ -330,44 +323,14 @@ final class PipelineStreamer {
     // END copy of MusicStreamer.play
 }
 
-/// An experiment for `--s16 magic`: AudioCore's `convertToS16` with the rounding done by adding
-/// 1.5 × 2^23 (the float addition rounds to the nearest integer, ties to even, exactly as
-/// `rounded(.toNearestOrEven)` does for |x| < 2^22), so the loop has no libm call and vectorizes on
-/// x86-64's baseline SSE2 (where `rounded` is a call to `rintf` per sample; on ARMv8 it is one
-/// `frintn` instruction and vectorizes anyway). Bit-identical output: `checkMagicS16` verifies it.
-@inline(__always)
-func convertToS16Magic(_ source: UnsafePointer<Float>, _ destination: UnsafeMutablePointer<Int16>, count: Int) {
-    for i in 0..<count {
-        let s = min(max(source[i], -1), 1) * 32767 + 12_582_912
-        destination[i] = Int16(truncatingIfNeeded: Int32(bitPattern: s.bitPattern) &- 0x4B40_0000).littleEndian
-    }
-}
-
-/// Compares `convertToS16Magic` with `convertToS16` on edge cases and 4 M pseudo-random samples.
-func checkMagicS16() -> Bool {
-    var x: UInt64 = 0x9E37_79B9_7F4A_7C15
-    var input: [Float] = [0, -0, 1, -1, 1.5, -1.5, .infinity, -.infinity, 0.5 / 32767, -0.5 / 32767, 1.5 / 32767,
-                          -1.5 / 32767, 2.5 / 32767, 32766.5 / 32767, -32766.5 / 32767, .leastNonzeroMagnitude]
-    for _ in 0..<(1 << 22) {
-        x = x &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        input.append(Float(Int32(truncatingIfNeeded: x >> 32)) / Float(1 << 30))  // ±2: clipping included
-    }
-    var a = [Int16](repeating: 0, count: input.count), b = a
-    a.withUnsafeMutableBufferPointer { convertToS16(input, $0.baseAddress!, count: input.count) }
-    b.withUnsafeMutableBufferPointer { convertToS16Magic(input, $0.baseAddress!, count: input.count) }
-    return a == b
-}
-
 /// `--pipeline`: plays `target` (an http:// URL or a file) through Baton's pipeline and prints the
 /// figures. Returns the exit status.
-func runPipeline(target: String, kind: ResamplerKind, device: String, volume: Float, timeStages: Bool,
-                 magicS16: Bool = false) -> Int32 {
+func runPipeline(target: String, kind: ResamplerKind, device: String, volume: Float, timeStages: Bool) -> Int32 {
     PCM.silenceLibraryErrors()
     let wall0 = monotonicNanoseconds()
     do {
         let streamer = try PipelineStreamer(zoneRate: 44_100, channels: 2, periodFrames: 441, bufferFrames: 1_764,
-                                            device: device, volume: volume, resampler: kind, timeStages: timeStages,
-                                            magicS16: magicS16)
+                                            device: device, volume: volume, resampler: kind, timeStages: timeStages)
         let source: any ByteSource, contentType: String?
         var get: BenchHTTPGet?
         if target.hasPrefix("http://") {
@@ -390,7 +353,7 @@ func runPipeline(target: String, kind: ResamplerKind, device: String, volume: Fl
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
         let audio = Double(streamer.framesWritten) / 44_100
         print("""
-        baton-bench --pipeline: \(target) → \(kind.rawValue) → 44100 Hz S16\(magicS16 ? " (--s16 magic)" : "") stereo, zone volume \(volume), ALSA \(device)
+        baton-bench --pipeline: \(target) → \(kind.rawValue) → 44100 Hz S16 stereo, zone volume \(volume), ALSA \(device)
           audio: \(f(audio, 2)) s in \(f(wall, 2)) s wall
           process CPU (all threads, incl. start-up): \(f(cpu, 3)) s = \(f(cpu / audio, 5)) s per audio second (\(f(audio / cpu, 1))× real time)
           peak RSS: \(f(Double(usage.ru_maxrss) / 1024, 1)) MiB

@@ -18,13 +18,12 @@ import Media
 // With `--pipeline URL|PATH` it plays one Ogg Opus stream through Baton's music pipeline instead
 // (see Pipeline.swift); with `--floor URL|PATH` through the minimal C pipeline (BenchFloor).
 // Both: [--resampler KIND] [--device PCM (null)] [--volume 0.8]; pipeline only: [--stages] (CPU per
-// stage) and [--s16 magic] (an experiment: a vectorizable S16 conversion, not the daemon's;
-// `--s16 check` verifies it is bit-identical).
+// stage).
 
 var seconds = 120
 var kind = ResamplerKind.musicDefault
 var pipelineTarget: String?, floorTarget: String?
-var device = "null", volume: Float = 0.8, timeStages = false, magicS16 = false
+var device = "null", volume: Float = 0.8, timeStages = false
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
@@ -38,24 +37,14 @@ while let a = args.popFirst() {
     case "--device": device = args.popFirst() ?? device
     case "--volume": volume = Float(args.popFirst() ?? "") ?? volume
     case "--stages": timeStages = true
-    case "--s16":
-        switch args.popFirst() {
-        case "magic": magicS16 = true
-        case "check":
-            let same = checkMagicS16()
-            print("convertToS16Magic \(same ? "matches" : "DIFFERS FROM") convertToS16 on 4 M samples")
-            exit(same ? 0 : 1)
-        default: break
-        }
     default:
         print("usage: baton-bench [--seconds N] [--resampler KIND]\n"
-              + "       baton-bench --pipeline URL|PATH [--resampler KIND] [--device PCM] [--volume G] [--stages] [--s16 magic|check]\n"
+              + "       baton-bench --pipeline URL|PATH [--resampler KIND] [--device PCM] [--volume G] [--stages]\n"
               + "       baton-bench --floor URL|PATH [--resampler soxr-hq|soxr-vhq|src-medium|src-fastest] [--device PCM] [--volume G]")
         exit(2)
     }
 }
-if let pipelineTarget { exit(runPipeline(target: pipelineTarget, kind: kind, device: device, volume: volume, timeStages: timeStages,
-                                                  magicS16: magicS16)) }
+if let pipelineTarget { exit(runPipeline(target: pipelineTarget, kind: kind, device: device, volume: volume, timeStages: timeStages)) }
 if let floorTarget { exit(baton_floor_pipeline(floorTarget, kind.rawValue, device, Double(volume), 1)) }
 
 func threadSeconds() -> Double {
