@@ -173,69 +173,16 @@ final class MusicStreamer: @unchecked Sendable {
         if isCancelled { return 0 }
         let type = fetch.contentType.value
         let decoder = try StreamDecoders.make(contentType: type, source: buffer, name: song.title)
-        var converters: [(any Resampler)?] = []
-        for t in targets {
-            converters.append(decoder.rate == t.rate ? nil
-                : try makeResampler(t.resampler, inputRate: decoder.rate, outputRate: t.rate, channels: t.channels))
-        }
-        var skip = Int((skipSeconds * Double(decoder.rate)).rounded())
-        let blockFrames = 2_048
-        // Buffers for the whole track, reused block after block: the decoded block (ReplayGain is
-        // applied in place), the block mapped to a zone's channel count (only when it differs) and the
-        // resampler's output. Nothing is allocated per block unless a zone needs its channels mapped.
-        let maxChannels = max(decoder.channels, targets.map(\.channels).max() ?? 1)
-        let decoded = UnsafeMutableBufferPointer<Float>.allocate(capacity: blockFrames * decoder.channels)
-        let mapped = UnsafeMutableBufferPointer<Float>.allocate(capacity: blockFrames * maxChannels)
-        let out = UnsafeMutableBufferPointer<Float>.allocate(capacity: (blockFrames * 2 + 64) * max(8, maxChannels))
-        defer {
-            decoded.deallocate()
-            mapped.deallocate()
-            out.deallocate()
-        }
-        var firstZoneFrames = 0
+        let renderer = try TrackRenderer(decoder: decoder, outputs: targets.map {
+            TrackRenderer.Output(channels: $0.channels, rate: $0.rate, resampler: $0.resampler)
+        }, skipSeconds: skipSeconds, gain: gain)
         while !isCancelled {
-            let n = try decoder.read(into: decoded)
-            if buffer.isComplete { downloaded() }
-            let done = n == 0
-            // A seek drops whole decoded frames until its position.
-            let dropped = min(skip, n)
-            skip -= dropped
-            if dropped == n && !done { continue }
-            let block = UnsafeMutableBufferPointer(rebasing: decoded[(dropped * decoder.channels)..<(n * decoder.channels)])
-            if gain != 1 { for i in block.indices { block[i] *= gain } }
-            for (k, t) in targets.enumerated() {
-                var input = UnsafeBufferPointer(block)
-                if t.channels != decoder.channels {
-                    let m = mapChannels(Array(block), from: decoder.channels, to: t.channels)
-                    input = UnsafeBufferPointer(rebasing: mapped[..<mapped.initialize(fromContentsOf: m)])
-                }
-                var frames = input
-                if let c = converters[k] {
-                    var produced = 0
-                    if done {
-                        while true {
-                            let p = try c.flush(output: UnsafeMutableBufferPointer(rebasing: out[(produced * t.channels)...]))
-                            if p == 0 || (produced + p + 64) * t.channels > out.count { produced += p; break }
-                            produced += p
-                        }
-                    } else {
-                        var offset = 0
-                        while offset < input.count {
-                            let r = try c.process(input: UnsafeBufferPointer(rebasing: input[offset...]),
-                                                  output: UnsafeMutableBufferPointer(rebasing: out[(produced * t.channels)...]))
-                            offset += r.consumed * t.channels
-                            produced += r.produced
-                            if r.consumed == 0 && r.produced == 0 { break }
-                        }
-                    }
-                    frames = UnsafeBufferPointer(rebasing: out[..<(produced * t.channels)])
-                }
-                if !push(frames, into: t) { return firstZoneFrames }
-                if k == 0 { firstZoneFrames += frames.count / t.channels }
+            let more = try renderer.step(afterRead: { if buffer.isComplete { downloaded() } }) { k, samples in
+                push(samples, into: targets[k])
             }
-            if done { break }
+            if !more { break }
         }
-        return firstZoneFrames
+        return renderer.framesDelivered.first ?? 0
     }
 
     /// Writes all of `samples` into the slot's ring, waiting for room. False when cancelled.

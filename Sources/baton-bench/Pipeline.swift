@@ -9,10 +9,10 @@ import Synchronization
 // `baton-bench --pipeline URL|PATH`: one music stream through Baton's own pipeline, unpaced.
 //
 // What runs is what the daemon runs for one Subsonic track into one zone:
-//   network thread:  HTTP body → a bounded byte buffer (256 KiB, the daemon's `StreamBuffer` design)
-//   streamer thread: `StreamDecoders.make` (by Content-Type) → the decoder (opusfile) → the per-block
-//                    glue of `MusicStreamer.play` (`PipelineStreamer.play` below is a copy of it) →
-//                    `makeResampler` (soxr-hq by default) → the slot's `FloatRing`
+//   network thread:  HTTP body → the daemon's `StreamBuffer` (Media, 256 KiB)
+//   streamer thread: `StreamDecoders.make` (by Content-Type) → the decoder (opusfile) → the daemon's
+//                    `TrackRenderer` (Media: gain, channel map, `makeResampler`, soxr-hq by default)
+//                    → the slot's `FloatRing`
 //                    → `ZoneMixer.render` (slot gain, zone volume 0.8) → `convertToS16` → `PCM.write`.
 // Differences from the daemon, all outside the per-sample path:
 // - the HTTP GET is a plain socket read here (baton-bench may not link libcurl); its cost is a few
@@ -21,68 +21,6 @@ import Synchronization
 //   blocks, so a separate output thread would spin on silence), instead of on `DeviceOutput`'s thread
 //   paced by the device — same calls (`render`, `convertToS16`, `PCM.write`), in the same order;
 // - no HTTP API, no arbiter, no Subsonic client (the URL is played as is), no control thread.
-
-/// A byte buffer between the network thread and the decoder: the daemon's `StreamBuffer`
-/// (Sources/BatonDaemon/StreamBuffer.swift) as it is, less cancellation.
-final class BenchStreamBuffer: ByteSource, Sendable {
-    private struct State {
-        var bytes: [UInt8] = []
-        var head = 0
-        var finished = false
-        var failure: ByteSourceError?
-    }
-
-    let capacity: Int
-    private let state = Mutex(State())
-
-    init(capacity: Int = 256 * 1024) { self.capacity = capacity }
-
-    func write(_ chunk: UnsafeRawBufferPointer) {
-        var offset = 0
-        while offset < chunk.count {
-            let n = state.withLock { s -> Int in
-                if s.head > 0 && s.head >= s.bytes.count / 2 {
-                    s.bytes.removeFirst(s.head)
-                    s.head = 0
-                }
-                let room = capacity - (s.bytes.count - s.head)
-                let n = min(room, chunk.count - offset)
-                if n > 0 { s.bytes.append(contentsOf: chunk[offset..<(offset + n)]) }
-                return n
-            }
-            offset += n
-            if n == 0 { usleep(2_000) }
-        }
-    }
-
-    func finish() { state.withLock { $0.finished = true } }
-    func fail(_ error: ByteSourceError) { state.withLock { $0.failure = error } }
-    var isComplete: Bool { state.withLock { $0.finished } }
-
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws(ByteSourceError) -> Int {
-        while true {
-            let result: Result<Int, ByteSourceError>? = state.withLock { s in
-                let available = s.bytes.count - s.head
-                if available > 0 {
-                    let n = min(available, buffer.count)
-                    s.bytes.withUnsafeBytes { src in
-                        buffer.baseAddress!.copyMemory(from: src.baseAddress! + s.head, byteCount: n)
-                    }
-                    s.head += n
-                    return .success(n)
-                }
-                if let failure = s.failure { return .failure(failure) }
-                if s.finished { return .success(0) }
-                return nil
-            }
-            switch result {
-            case .success(let n)?: return n
-            case .failure(let e)?: throw e
-            case nil: usleep(2_000)
-            }
-        }
-    }
-}
 
 struct BenchError: Error, CustomStringConvertible {
     var description: String
@@ -93,7 +31,7 @@ struct BenchError: Error, CustomStringConvertible {
 /// write-callback size) until the server closes.
 final class BenchHTTPGet: @unchecked Sendable {
     // @unchecked: `fd` and `leftover` are handed to the network thread once and not touched again here.
-    let buffer = BenchStreamBuffer()
+    let buffer = StreamBuffer()  // the daemon's (Media)
     let contentType: String?
     private let fd: Int32
     private var leftover: [UInt8]
@@ -144,14 +82,14 @@ final class BenchHTTPGet: @unchecked Sendable {
 
     func start() {
         thread = startThread { [self] in
-            leftover.withUnsafeBytes { buffer.write($0) }
+            _ = leftover.withUnsafeBytes { buffer.write($0) }
             var chunk = [UInt8](repeating: 0, count: 16_384)
             while true {
                 let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 if n < 0 && errno == EINTR { continue }
                 if n < 0 { buffer.fail(ByteSourceError(message: "recv: \(String(cString: strerror(errno)))")); break }
                 if n == 0 { buffer.finish(); break }
-                chunk.withUnsafeBytes { buffer.write(UnsafeRawBufferPointer(rebasing: $0[..<n])) }
+                _ = chunk.withUnsafeBytes { buffer.write(UnsafeRawBufferPointer(rebasing: $0[..<n])) }
             }
             close(fd)
         }
@@ -227,10 +165,20 @@ final class PipelineStreamer {
         lap(\.render)
     }
 
-    /// Plays the stream to its end, then renders what is left in the ring.
+    /// Plays the stream to its end through the daemon's `TrackRenderer`, rendering a period whenever
+    /// one is buffered (the output thread's share of the work), then renders what is left.
     func run(decoder: any AudioDecoder, downloaded: () -> Bool) throws {
         if timeStages { mark = threadSeconds() }
-        _ = try play(decoder: decoder, skipSeconds: 0, gain: 1, downloaded: { _ = downloaded() })
+        let renderer = try TrackRenderer(decoder: decoder, outputs: targets.map {
+            TrackRenderer.Output(channels: $0.channels, rate: $0.rate, resampler: $0.resampler)
+        })
+        while true {
+            lap(\.glue)
+            let more = try renderer.step(afterRead: { lap(\.decode); _ = downloaded() }) { k, samples in
+                push(samples, into: targets[k])
+            }
+            if !more { break }
+        }
         lap(\.glue)
         let t = targets[0]
         t.slot.finish()
@@ -238,89 +186,17 @@ final class PipelineStreamer {
         lap(\.render)
     }
 
-    // MARK: A copy of MusicStreamer's per-block glue (Sources/BatonDaemon/MusicStreamer.swift)
-
-    private var isCancelled: Bool { false }
-
-    // BEGIN copy of MusicStreamer.play (decoder made by the caller; `push` renders instead of waiting;
-    // `lap` calls added for --stages)
-    private func play(decoder: any AudioDecoder, skipSeconds: Double, gain: Float, downloaded: () -> Void) throws -> Int {
-        var converters: [(any Resampler)?] = []
-        for t in targets {
-            converters.append(decoder.rate == t.rate ? nil
-                : try makeResampler(t.resampler, inputRate: decoder.rate, outputRate: t.rate, channels: t.channels))
-        }
-        var skip = Int((skipSeconds * Double(decoder.rate)).rounded())
-        let blockFrames = 2_048
-        let maxChannels = max(decoder.channels, targets.map(\.channels).max() ?? 1)
-        let decoded = UnsafeMutableBufferPointer<Float>.allocate(capacity: blockFrames * decoder.channels)
-        let mapped = UnsafeMutableBufferPointer<Float>.allocate(capacity: blockFrames * maxChannels)
-        let out = UnsafeMutableBufferPointer<Float>.allocate(capacity: (blockFrames * 2 + 64) * max(8, maxChannels))
-        defer {
-            decoded.deallocate()
-            mapped.deallocate()
-            out.deallocate()
-        }
-        var firstZoneFrames = 0
-        while !isCancelled {
-            lap(\.glue)
-            let n = try decoder.read(into: decoded)
-            lap(\.decode)
-            downloaded()
-            let done = n == 0
-            // A seek drops whole decoded frames until its position.
-            let dropped = min(skip, n)
-            skip -= dropped
-            if dropped == n && !done { continue }
-            let block = UnsafeMutableBufferPointer(rebasing: decoded[(dropped * decoder.channels)..<(n * decoder.channels)])
-            if gain != 1 { for i in block.indices { block[i] *= gain } }
-            for (k, t) in targets.enumerated() {
-                var input = UnsafeBufferPointer(block)
-                if t.channels != decoder.channels {
-                    let m = mapChannels(Array(block), from: decoder.channels, to: t.channels)
-                    input = UnsafeBufferPointer(rebasing: mapped[..<mapped.initialize(fromContentsOf: m)])
-                }
-                var frames = input
-                if let c = converters[k] {
-                    var produced = 0
-                    if done {
-                        while true {
-                            let p = try c.flush(output: UnsafeMutableBufferPointer(rebasing: out[(produced * t.channels)...]))
-                            if p == 0 || (produced + p + 64) * t.channels > out.count { produced += p; break }
-                            produced += p
-                        }
-                    } else {
-                        var offset = 0
-                        while offset < input.count {
-                            let r = try c.process(input: UnsafeBufferPointer(rebasing: input[offset...]),
-                                                  output: UnsafeMutableBufferPointer(rebasing: out[(produced * t.channels)...]))
-                            offset += r.consumed * t.channels
-                            produced += r.produced
-                            if r.consumed == 0 && r.produced == 0 { break }
-                        }
-                    }
-                    frames = UnsafeBufferPointer(rebasing: out[..<(produced * t.channels)])
-                }
-                if !push(frames, into: t) { return firstZoneFrames }
-                if k == 0 { firstZoneFrames += frames.count / t.channels }
-            }
-            if done { break }
-        }
-        return firstZoneFrames
-    }
-
+    /// Writes `samples` into the slot's ring, rendering periods when it is full (where the daemon's
+    /// streamer waits for its output thread).
     private func push(_ samples: UnsafeBufferPointer<Float>, into t: Target) -> Bool {
         var offset = 0
         while offset < samples.count {
-            if isCancelled { return false }
             let n = t.slot.ring.write(samples.baseAddress! + offset, count: samples.count - offset)
             offset += n
-            if n == 0 { drain() }  // the daemon waits here for its output thread
+            if n == 0 { drain() }
         }
-        drain()
         return true
     }
-    // END copy of MusicStreamer.play
 }
 
 /// `--pipeline`: plays `target` (an http:// URL or a file) through Baton's pipeline and prints the

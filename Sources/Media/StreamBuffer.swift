@@ -3,11 +3,11 @@ import Glibc
 import Synchronization
 
 /// A bounded byte buffer between a track's network thread (writer) and its decoder thread (reader):
-/// the back-pressure point of the music pipeline. When it is full the writer waits inside libcurl's
+/// the back-pressure point of the music pipeline (the daemon's streamer and baton-bench's pipeline). When it is full the writer waits inside libcurl's
 /// write callback, so TCP holds the server back and memory stays bounded at `capacity` bytes.
 ///
 /// Thread: one writer thread, one reader thread; both may block (never an output thread).
-final class StreamBuffer: ByteSource, Sendable {
+public final class StreamBuffer: ByteSource, Sendable {
     private struct State {
         var bytes: [UInt8] = []
         var head = 0
@@ -15,21 +15,21 @@ final class StreamBuffer: ByteSource, Sendable {
         var failure: ByteSourceError?
     }
 
-    let capacity: Int
+    public let capacity: Int
     private let state = Mutex(State())
     private let cancelled: Atomic<Bool>
 
-    init(capacity: Int = 256 * 1024) {
+    public init(capacity: Int = 256 * 1024) {
         self.capacity = capacity
         self.cancelled = Atomic(false)
     }
 
     /// Stops both sides: the writer's next `write` returns false, the reader's `read` throws.
-    func cancel() { cancelled.store(true, ordering: .releasing) }
-    var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+    public func cancel() { cancelled.store(true, ordering: .releasing) }
+    public var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
 
     /// Appends `chunk`, waiting while the buffer is full. False when cancelled. Writer thread.
-    func write(_ chunk: UnsafeRawBufferPointer) -> Bool {
+    public func write(_ chunk: UnsafeRawBufferPointer) -> Bool {
         var offset = 0
         while offset < chunk.count {
             if isCancelled { return false }
@@ -50,20 +50,20 @@ final class StreamBuffer: ByteSource, Sendable {
     }
 
     /// No more bytes will come. Writer thread.
-    func finish() { state.withLock { $0.finished = true } }
+    public func finish() { state.withLock { $0.finished = true } }
 
     /// The transfer failed for good; the reader gets `error` once the buffered bytes are read.
-    func fail(_ error: ByteSourceError) { state.withLock { $0.failure = error } }
+    public func fail(_ error: ByteSourceError) { state.withLock { $0.failure = error } }
 
     /// True once the writer finished (every byte of the transfer is here). Any thread.
-    var isComplete: Bool { state.withLock { $0.finished } }
+    public var isComplete: Bool { state.withLock { $0.finished } }
     /// Set when the network thread gave up (the server stayed unreachable past the retry limit).
-    var networkFailure: ByteSourceError? { state.withLock { $0.failure } }
+    public var networkFailure: ByteSourceError? { state.withLock { $0.failure } }
 
     /// Bytes buffered and not yet read. Any thread.
-    var buffered: Int { state.withLock { $0.bytes.count - $0.head } }
+    public var buffered: Int { state.withLock { $0.bytes.count - $0.head } }
 
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws(ByteSourceError) -> Int {
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(ByteSourceError) -> Int {
         while true {
             if isCancelled { throw ByteSourceError(message: "stream cancelled", cancelled: true) }
             let result: Result<Int, ByteSourceError>? = state.withLock { s in

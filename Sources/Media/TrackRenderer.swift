@@ -1,0 +1,111 @@
+import AudioCore
+
+/// Decodes a track block by block and hands each output (a zone) its share: the first
+/// `skipSeconds` dropped (a seek, exact to the decoded frame), the gain applied (ReplayGain), the
+/// channels mapped to the output's count and the rate converted to its rate; at the end of the track
+/// each resampler is flushed. Buffers are allocated once per track and reused for every block.
+///
+/// The daemon's music streamer and baton-bench's pipeline both run tracks through it, so the
+/// benchmark measures the daemon's code. Thread: one thread at a time (the streamer's).
+public final class TrackRenderer {
+    /// Where a track goes: the zone's channel count, rate, and the resampler used when the track's
+    /// rate differs.
+    public struct Output: Sendable {
+        public let channels: Int
+        public let rate: Int
+        public let resampler: ResamplerKind
+        public init(channels: Int, rate: Int, resampler: ResamplerKind) {
+            self.channels = channels
+            self.rate = rate
+            self.resampler = resampler
+        }
+    }
+
+    public let decoder: any AudioDecoder
+    public let outputs: [Output]
+    /// Frames delivered to each output so far (at its rate).
+    public private(set) var framesDelivered: [Int]
+    private let gain: Float
+    private var skip: Int
+    private var converters: [(any Resampler)?] = []
+    private let decoded: UnsafeMutableBufferPointer<Float>
+    private let mapped: UnsafeMutableBufferPointer<Float>
+    private let out: UnsafeMutableBufferPointer<Float>
+    private var finished = false
+    private static let blockFrames = 2_048
+
+    /// Prepares the resamplers and buffers. Throws when a resampler cannot be made.
+    public init(decoder: any AudioDecoder, outputs: [Output], skipSeconds: Double = 0, gain: Float = 1) throws {
+        self.decoder = decoder
+        self.outputs = outputs
+        self.gain = gain
+        framesDelivered = Array(repeating: 0, count: outputs.count)
+        skip = Int((max(0, skipSeconds) * Double(decoder.rate)).rounded())
+        for o in outputs {
+            converters.append(decoder.rate == o.rate ? nil
+                : try makeResampler(o.resampler, inputRate: decoder.rate, outputRate: o.rate, channels: o.channels))
+        }
+        let maxChannels = max(decoder.channels, outputs.map(\.channels).max() ?? 1)
+        decoded = .allocate(capacity: Self.blockFrames * decoder.channels)
+        mapped = .allocate(capacity: Self.blockFrames * maxChannels)
+        out = .allocate(capacity: (Self.blockFrames * 2 + 64) * max(8, maxChannels))
+    }
+
+    deinit {
+        decoded.deallocate()
+        mapped.deallocate()
+        out.deallocate()
+    }
+
+    /// Decodes the next block (`afterRead` runs right after the decoder returns) and calls
+    /// `deliver(k, samples)` for each output `k` in order, with interleaved samples at its rate and
+    /// channel count. Returns true while there is more to come; false after the last block (the
+    /// resamplers flushed) or when `deliver` returned false (the caller stopped).
+    public func step(afterRead: () -> Void = {}, deliver: (Int, UnsafeBufferPointer<Float>) -> Bool) throws -> Bool {
+        guard !finished else { return false }
+        let n = try decoder.read(into: decoded)
+        afterRead()
+        let done = n == 0
+        // A seek drops whole decoded frames until its position.
+        let dropped = min(skip, n)
+        skip -= dropped
+        if dropped == n && !done { return true }
+        let block = UnsafeMutableBufferPointer(rebasing: decoded[(dropped * decoder.channels)..<(n * decoder.channels)])
+        if gain != 1 { for i in block.indices { block[i] *= gain } }
+        for (k, o) in outputs.enumerated() {
+            var input = UnsafeBufferPointer(block)
+            if o.channels != decoder.channels {
+                let m = mapChannels(Array(block), from: decoder.channels, to: o.channels)
+                input = UnsafeBufferPointer(rebasing: mapped[..<mapped.initialize(fromContentsOf: m)])
+            }
+            var frames = input
+            if let c = converters[k] {
+                var produced = 0
+                if done {
+                    while true {
+                        let p = try c.flush(output: UnsafeMutableBufferPointer(rebasing: out[(produced * o.channels)...]))
+                        if p == 0 || (produced + p + 64) * o.channels > out.count { produced += p; break }
+                        produced += p
+                    }
+                } else {
+                    var offset = 0
+                    while offset < input.count {
+                        let r = try c.process(input: UnsafeBufferPointer(rebasing: input[offset...]),
+                                              output: UnsafeMutableBufferPointer(rebasing: out[(produced * o.channels)...]))
+                        offset += r.consumed * o.channels
+                        produced += r.produced
+                        if r.consumed == 0 && r.produced == 0 { break }
+                    }
+                }
+                frames = UnsafeBufferPointer(rebasing: out[..<(produced * o.channels)])
+            }
+            guard deliver(k, frames) else {
+                finished = true
+                return false
+            }
+            framesDelivered[k] += frames.count / o.channels
+        }
+        finished = done
+        return !done
+    }
+}
