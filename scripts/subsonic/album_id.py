@@ -3,29 +3,13 @@
 Usage: album_id.py URL USER PASSWORD_FILE NAME
 Used by scripts/run.sh to play the demo album; talks to 127.0.0.1 only.
 """
-import binascii
-import json
 import sys
-import urllib.parse
-import urllib.request
+
+from api import call
 
 url, user, password_file, name = sys.argv[1:5]
-with open(password_file, encoding="utf-8") as f:
-    password = f.read().strip()
-query = urllib.parse.urlencode({
-    "u": user,
-    "p": "enc:" + binascii.hexlify(password.encode("utf-8")).decode("ascii"),
-    "v": "1.12.0",
-    "c": "baton-script",
-    "f": "json",
-    "query": name,
-    "artistCount": 0,
-    "songCount": 0,
-})
-with urllib.request.urlopen(f"{url}/rest/search3.view?{query}", timeout=5) as r:
-    body = json.load(r)
-albums = body.get("subsonic-response", {}).get("searchResult3", {}).get("album", [])
-for album in albums:
+body = call(url, user, password_file, "search3", query=name, artistCount=0, songCount=0)
+for album in body.get("searchResult3", {}).get("album", []):
     if album.get("name") == name:
         print(album["id"])
         sys.exit(0)
