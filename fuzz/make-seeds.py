@@ -33,8 +33,9 @@ def decoders():
             path = os.path.join(tmp, "tone." + ext)
             subprocess.run(["ffmpeg", "-v", "error", "-y"] + tone + codec + ["-map_metadata", "-1", path], check=True)
             data = open(path, "rb").read()
-            # Sniffed (selector 0) and by Content-Type, whole and in network-sized pieces (bit 3).
-            for s in (0, selector, 8):
+            # Sniffed (selector 0) and by Content-Type, whole and in network-sized pieces (bit 3), and
+            # read 1 and 3 frames at a time (high bits).
+            for s in (0, selector, 8, 0x10 | selector, 0x38):
                 open(os.path.join(out, "%s-%d" % (ext, s)), "wb").write(bytes([s]) + data)
 
 def rtp():

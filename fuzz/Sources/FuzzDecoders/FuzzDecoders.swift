@@ -3,11 +3,14 @@ import AudioCore
 import Media
 
 // The stream decoders on arbitrary bytes, as a music stream reaches them: `StreamDecoders.make` picks
-// the decoder by Content-Type or by sniffing, then the stream is decoded to its end (at most 10 s of
+// the decoder by Content-Type or by sniffing, then the stream is decoded to its end (at most 2 s of
 // audio). Every input must decode or throw a `DecodeError`; the decoder must report at least one channel and a positive rate.
 //
 // Input: one selector byte (its low 3 bits: no Content-Type, or one of the four formats' types, or an
-// unknown type; bit 3: deliver the bytes in network-sized pieces), then the stream.
+// unknown type; bit 3: deliver the bytes in network-sized pieces; its high 4 bits: how many frames
+// each `read` asks for, from 1 to 4096), then the stream.
+
+let readSizes = [4096, 1, 2, 3, 7, 64, 100, 441, 479, 480, 960, 1024, 1152, 2047, 2304, 4095]
 
 let contentTypes: [String?] = [nil, "audio/ogg", "audio/flac", "audio/mpeg", "audio/wav", "application/octet-stream",
                                "text/html", nil]
@@ -23,11 +26,12 @@ public func fuzzDecoders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
                                               name: "fuzz")
         precondition((1...255).contains(decoder.channels), "\(decoder.channels) channels")
         precondition(decoder.rate > 0, "\(decoder.rate) Hz")
-        var output = [Float](repeating: 0, count: 4096 * decoder.channels)
+        let room = readSizes[Int(selector >> 4)]
+        var output = [Float](repeating: 0, count: room * decoder.channels)
         var frames = 0
-        while frames < 10 * decoder.rate {
+        while frames < 2 * decoder.rate {
             let n = try output.withUnsafeMutableBufferPointer { try decoder.read(into: $0) }
-            precondition(n >= 0 && n <= 4096, "read \(n) frames into room for 4096")
+            precondition(n >= 0 && n <= room, "read \(n) frames into room for \(room)")
             if n == 0 { break }
             frames += n
         }

@@ -51,6 +51,8 @@ public func fuzzRTP(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             case .malformed, .foreign:
                 break
             }
+            // What the status report reads.
+            _ = (s.jitter.targetDelay, s.jitter.bufferedDelay, s.jitter.counters)
             if control & 0x40 != 0 {
                 _ = s.monitor.end()
                 s.jitter.reset(now: now, ignoreUntilQuietFor: 2_000_000_000)
