@@ -28,6 +28,15 @@ let package = Package(
         .executable(name: "batond", targets: ["batond"]),
         .executable(name: "batonctl", targets: ["batonctl"]),
         .executable(name: "baton-bench", targets: ["baton-bench"]),
+        // Libraries for the fuzzers in fuzz/ (a separate package that depends on this one by path).
+        .library(name: "BatonConfig", targets: ["BatonConfig"]),
+        .library(name: "Subsonic", targets: ["Subsonic"]),
+        .library(name: "Intercom", targets: ["Intercom"]),
+        .library(name: "OpusCodec", targets: ["OpusCodec"]),
+        .library(name: "AudioCore", targets: ["AudioCore"]),
+        .library(name: "Media", targets: ["Media"]),
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "BatonDaemon", targets: ["BatonDaemon"]),
     ],
     targets: [
         // C libraries.

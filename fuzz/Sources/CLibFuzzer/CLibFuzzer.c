@@ -1,0 +1,1 @@
+// Intentionally empty: the module is its header (CLibFuzzer.h).
