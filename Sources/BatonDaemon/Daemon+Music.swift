@@ -186,6 +186,10 @@ extension Daemon {
             guard index >= 0 && index < p.songs.count else {
                 throw RequestError(status: 400, message: "track \(index) is not in the queue (0...\(p.songs.count - 1))")
             }
+            // A song without a duration still has a bound: a week is past the end of any track.
+            guard position < 604_800 else {
+                throw RequestError(status: 400, message: "position \(position) s is past the end of \(p.songs[index].title)")
+            }
             if let duration = p.songs[index].duration, duration > 0, position >= Double(duration) {
                 throw RequestError(status: 400, message: "position \(position) s is past the end of \(p.songs[index].title) (\(duration) s)")
             }

@@ -40,7 +40,8 @@ public final class TrackRenderer {
         self.outputs = outputs
         self.gain = gain
         framesDelivered = Array(repeating: 0, count: outputs.count)
-        skip = Int((max(0, skipSeconds) * Double(decoder.rate)).rounded())
+        // Clamped: no skip, however large, may trap in the conversion to Int.
+        skip = Int(min((max(0, skipSeconds.isFinite ? skipSeconds : 0) * Double(decoder.rate)).rounded(), Double(Int32.max)))
         for o in outputs {
             converters.append(decoder.rate == o.rate ? nil
                 : try makeResampler(o.resampler, inputRate: decoder.rate, outputRate: o.rate, channels: o.channels))

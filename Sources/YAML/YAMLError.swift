@@ -21,6 +21,8 @@ public struct YAMLError: Error, Sendable, Equatable, CustomStringConvertible {
         case multipleDocuments
         /// Resolving aliases would create more nodes than the limit (an "alias bomb").
         case tooManyNodes(limit: Int)
+        /// Collections nested deeper than the limit (libyaml slows down quadratically with depth).
+        case tooDeep(limit: Int)
         /// libyaml could not allocate memory.
         case outOfMemory
     }
@@ -62,6 +64,8 @@ public struct YAMLError: Error, Sendable, Equatable, CustomStringConvertible {
             return "expected a single YAML document, found another one"
         case .tooManyNodes(let limit):
             return "the document expands to more than \(limit) nodes (too many aliases)"
+        case .tooDeep(let limit):
+            return "collections are nested more than \(limit) deep"
         case .outOfMemory:
             return "libyaml ran out of memory"
         }

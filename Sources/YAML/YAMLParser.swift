@@ -8,6 +8,10 @@ public enum YAMLParser {
     /// The most nodes a document may expand to once aliases are resolved. Guards against
     /// "billion laughs" documents; a Baton configuration has a few hundred.
     public static let nodeLimit = 100_000
+    /// The deepest nesting of sequences and mappings accepted. A Baton configuration nests 5 deep;
+    /// libyaml's time grows with the square of the depth (a 100 KB line of `[` took 17 s), so the
+    /// parse stops at the first collection past it.
+    public static let depthLimit = 64
 
     /// Parses one YAML document from text.
     ///
@@ -154,9 +158,11 @@ private struct TreeBuilder {
             guard let anchored = anchors[name] else { throw error(at: mark, .undefinedAlias(name)) }
             try add(anchored.node, size: anchored.size, anchor: nil)
         case YAML_SEQUENCE_START_EVENT:
+            guard stack.count < YAMLParser.depthLimit else { throw error(at: mark, .tooDeep(limit: YAMLParser.depthLimit)) }
             let anchor = event.data.sequence_start.anchor.map { String(cString: $0) }
             stack.append(Frame(mark: mark, anchor: anchor, isMapping: false))
         case YAML_MAPPING_START_EVENT:
+            guard stack.count < YAMLParser.depthLimit else { throw error(at: mark, .tooDeep(limit: YAMLParser.depthLimit)) }
             let anchor = event.data.mapping_start.anchor.map { String(cString: $0) }
             stack.append(Frame(mark: mark, anchor: anchor, isMapping: true))
         case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:

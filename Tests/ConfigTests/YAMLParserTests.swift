@@ -96,6 +96,21 @@ import YAML
         }
     }
 
+    /// A 100 KB line of `[` is rejected at the 65th level, at once (libyaml alone took 17 s on it):
+    /// the error names where the nesting went too deep.
+    @Test func rejectsDeepNesting() {
+        let text = "zones:\n  k: " + String(repeating: "[", count: 100_000)
+        let started = ContinuousClock.now
+        #expect {
+            try YAMLParser.parse(text: text, file: "t.yaml")
+        } throws: { error in
+            (error as? YAMLError)?.reason == .tooDeep(limit: YAMLParser.depthLimit) && (error as? YAMLError)?.mark.line == 2
+        }
+        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect((try? YAMLParser.parse(text: "a: " + String(repeating: "[", count: 63) + String(repeating: "]", count: 63), file: "t.yaml")) != nil,
+                "63 levels are fine")
+    }
+
     /// A second document in the stream is an error.
     @Test func rejectsMultipleDocuments() {
         #expect(throws: YAMLError(file: "t.yaml", mark: Mark(line: 2, column: 1), reason: .multipleDocuments)) {

@@ -56,6 +56,8 @@ import Testing
         let granted = try #require(t.waitForEvent("granted", source: id))
         let bad = try t.request("POST", "/api/v1/music/seek", #"{"position": 60}"#)
         #expect(bad.status == 400 && bad.text.contains("past the end"), "\(bad.text)")
+        let huge = try t.request("POST", "/api/v1/music/seek", #"{"position": 1e300}"#)
+        #expect(huge.status == 400 && huge.text.contains("past the end"), "a huge position is refused, not a trap: \(huge.text)")
         t.stop()
         let out = t.left("kitchen")
         let heard = steps(out, from: try #require(granted.zoneFrames?["kitchen"]))
