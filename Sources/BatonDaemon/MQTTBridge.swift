@@ -46,27 +46,9 @@ final class MQTTBridge: @unchecked Sendable {
     }
     /// Shared with the client's callbacks, which exist before `self` does. A command wakes the
     /// bridge's thread at once through the semaphore.
-    private final class Inbox: @unchecked Sendable {
-        // @unchecked: the semaphore is thread-safe by POSIX; `shared` is a mutex.
+    private final class Inbox: Sendable {
         let shared = Mutex(Shared())
-        let wake: UnsafeMutablePointer<sem_t> = {
-            let s = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
-            sem_init(s, 0, 0)
-            return s
-        }()
-        deinit {
-            sem_destroy(wake)
-            wake.deallocate()
-        }
-        /// Waits up to `nanoseconds` for a command (or returns at once when one is queued).
-        func wait(nanoseconds: Int) {
-            var ts = timespec()
-            clock_gettime(CLOCK_REALTIME, &ts)
-            let total = ts.tv_nsec + nanoseconds
-            ts.tv_sec += total / 1_000_000_000
-            ts.tv_nsec = total % 1_000_000_000
-            while sem_timedwait(wake, &ts) != 0 && errno == EINTR {}
-        }
+        let wake = Semaphore()
     }
     private let inbox = Inbox()
 
@@ -97,7 +79,7 @@ final class MQTTBridge: @unchecked Sendable {
         do {
             client = try MQTTClient(configuration: c, onMessage: { topic, payload in
                 inbox.shared.withLock { $0.commands.append((topic, payload)) }
-                sem_post(inbox.wake)
+                inbox.wake.post()
             }, onStatusChange: { status in
                 if status.connection == .connected { inbox.shared.withLock { $0.republish = true } }
             })
@@ -148,7 +130,7 @@ final class MQTTBridge: @unchecked Sendable {
             }
             if let last = events.last { inbox.shared.withLock { $0.lastEventSeq = last.seq } }
             publishState()
-            inbox.wait(nanoseconds: 50_000_000)
+            inbox.wake.wait(nanoseconds: 50_000_000)
         }
     }
 

@@ -1,0 +1,33 @@
+import Glibc
+
+/// A POSIX counting semaphore: one thread waits (with a timeout, so it can also notice a stop
+/// flag), others post to wake it at once instead of making it poll.
+///
+/// Thread: `post` from any thread (async-signal-safe); `wait` from any thread but an output thread.
+public final class Semaphore: @unchecked Sendable {
+    // @unchecked: sem_t is thread-safe by POSIX; the pointer never changes.
+    private let semaphore: UnsafeMutablePointer<sem_t>
+
+    public init() {
+        semaphore = .allocate(capacity: 1)
+        sem_init(semaphore, 0, 0)
+    }
+
+    deinit {
+        sem_destroy(semaphore)
+        semaphore.deallocate()
+    }
+
+    /// Wakes one waiter (or the next one to wait).
+    public func post() { sem_post(semaphore) }
+
+    /// Waits until a post or `nanoseconds` have passed.
+    public func wait(nanoseconds: Int) {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let total = ts.tv_nsec + nanoseconds
+        ts.tv_sec += total / 1_000_000_000
+        ts.tv_nsec = total % 1_000_000_000
+        while sem_timedwait(semaphore, &ts) != 0 && errno == EINTR {}
+    }
+}
