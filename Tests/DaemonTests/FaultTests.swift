@@ -15,7 +15,8 @@ import Testing
         unsetenv(ALSATestRig.lateVariable)
         let t = try TestDaemon(zones: [("kitchen", 44_100, nil), ("garage", 48_000, ALSATestRig.latePCM)])
         defer { t.stop() }
-        #expect(waitUntil { (try? t.status().zones.first { $0.name == "garage" }?.error) != nil })
+        // The first open attempt may not have failed yet ("opening PCM …"): wait for its ALSA error.
+        #expect(waitUntil { ((try? t.status().zones.first { $0.name == "garage" }?.error) ?? nil)?.contains("open failed") == true })
         let garage = try #require(try t.status().zones.first { $0.name == "garage" })
         #expect(garage.state == "unavailable")
         #expect(garage.error?.contains("ALSA PCM \"baton_late\": open failed") == true, "\(garage.error ?? "")")
