@@ -67,14 +67,7 @@ extension Daemon {
             events.publish(type: "call", source: id.rawValue, zones: available, reason: "call started: \(reason)")
             let effects = s.arbiter.handle(.request(Request(source: id, sourceClass: .call, zones: available.map { ZoneID($0) })), at: .now)
             apply(effects, &s)
-            for e in effects where e.action.source == id {
-                switch e.action {
-                case .granted: return (id.rawValue, .playing, skipped)
-                case .rejected: throw RequestError(status: 409, message: "rejected: \(e.reason)")
-                default: continue
-                }
-            }
-            return (id.rawValue, .queued, skipped)
+            return (id.rawValue, try outcome(of: id, in: effects), skipped)
         }
     }
 

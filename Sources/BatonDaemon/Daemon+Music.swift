@@ -131,8 +131,7 @@ extension Daemon {
             s.playbacks[id] = p
             let effects = s.arbiter.handle(.request(Request(source: id, sourceClass: .music, zones: available.map { ZoneID($0) })), at: .now)
             apply(effects, &s)
-            let granted = effects.contains { if case .granted(let g, _) = $0.action { return g == id } else { return false } }
-            return (id.rawValue, granted ? .playing : .queued, p.skipped)
+            return (id.rawValue, try outcome(of: id, in: effects), p.skipped)
         }
     }
 
@@ -158,8 +157,7 @@ extension Daemon {
     /// Skips `by` tracks (1: next, -1: previous) in the newest music source. Any thread.
     public func skip(by offset: Int) throws(RequestError) -> String {
         try state.withLock { (s: inout State) throws(RequestError) in
-            guard let p = s.playbacks.values.filter({ !$0.songs.isEmpty && $0.streamer != nil }).max(by: { $0.id < $1.id }),
-                  let streamer = p.streamer else {
+            guard let (p, streamer) = newestServerMusic(s) else {
                 throw RequestError(status: 404, message: "no music from the server is playing")
             }
             let current = streamer.nowPlaying()?.index ?? p.startIndex
@@ -178,8 +176,7 @@ extension Daemon {
     public func seek(to position: Double, track: Int? = nil) throws(RequestError) -> String {
         guard position.isFinite, position >= 0 else { throw RequestError(status: 400, message: "position must be a number of seconds ≥ 0") }
         return try state.withLock { (s: inout State) throws(RequestError) in
-            guard let p = s.playbacks.values.filter({ !$0.songs.isEmpty && $0.streamer != nil }).max(by: { $0.id < $1.id }),
-                  let streamer = p.streamer else {
+            guard let (p, streamer) = newestServerMusic(s) else {
                 throw RequestError(status: 404, message: "no music from the server is playing")
             }
             let index = track ?? streamer.nowPlaying()?.index ?? p.startIndex

@@ -13,16 +13,11 @@ extension Daemon {
     func currentSavedState(_ s: borrowing State) -> SavedState {
         var saved = SavedState()
         for zone in zones.zones { saved.volumes[zone.name] = userVolume(zone) }
-        let music = s.playbacks.values.filter { !$0.songs.isEmpty && $0.streamer != nil }.max { $0.id < $1.id }
-        if let p = music, let streamer = p.streamer {
+        if let (p, streamer) = newestServerMusic(s) {
             if streamer.progress.finished {
                 saved.queue = nil
-            } else if let now = streamer.nowPlaying() {
-                let audible = s.arbiter.state(of: p.id)?.isAudible ?? false
-                saved.queue = SavedQueue(songs: p.songs, index: now.index, position: (now.seconds * 1000).rounded() / 1000,
-                                         zones: p.zones, volume: Double(p.volume), playing: audible)
             } else {
-                saved.queue = s.saved.queue
+                saved.queue = SavedQueue(p, playing: s.arbiter.state(of: p.id)?.isAudible ?? false) ?? s.saved.queue
             }
         } else {
             saved.queue = s.saved.queue.map { var q = $0; q.playing = false; return q }

@@ -23,6 +23,16 @@ struct SavedQueue: Codable, Equatable, Sendable {
     var playing: Bool
 }
 
+extension SavedQueue {
+    /// The queue of server music `p` at the track and position heard now (to the millisecond); nil
+    /// before its first track has begun. Under the daemon lock.
+    init?(_ p: Playback, playing: Bool) {
+        guard let now = p.streamer?.nowPlaying() else { return nil }
+        self.init(songs: p.songs, index: now.index, position: (now.seconds * 1000).rounded() / 1000, zones: p.zones,
+                  volume: Double(p.volume), playing: playing)
+    }
+}
+
 /// Reads and writes `SavedState` atomically (a temporary file, fsync, rename), so a power cut leaves
 /// either the old file or the new one. Any thread; callers serialize writes (the monitor thread
 /// and shutdown write, never at once).
