@@ -34,9 +34,11 @@ let package = Package(
         .library(name: "Intercom", targets: ["Intercom"]),
         .library(name: "OpusCodec", targets: ["OpusCodec"]),
         .library(name: "AudioCore", targets: ["AudioCore"]),
+        .library(name: "OSThread", targets: ["OSThread"]),
         .library(name: "Media", targets: ["Media"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "BatonDaemon", targets: ["BatonDaemon"]),
+        .library(name: "BatonService", targets: ["BatonService"]),
     ],
     targets: [
         // C libraries.
@@ -78,18 +80,27 @@ let package = Package(
         .target(name: "Engine", dependencies: ["ALSA", "AudioCore"], swiftSettings: realtimeSwiftSettings),
         .target(name: "Media", dependencies: ["OpusCodec", "FLACCodec", "MP3Codec", "AudioCore", "SampleRate", "Soxr"],
                 swiftSettings: swiftSettings),
-        .target(name: "BatonConfig", dependencies: ["YAML"], swiftSettings: swiftSettings),
+        .target(name: "BatonConfig", dependencies: ["AudioCore", "YAML"], swiftSettings: swiftSettings),
         .target(name: "Subsonic", dependencies: ["Curl"], swiftSettings: swiftSettings),
         .target(name: "Intercom", dependencies: ["OpusCodec", "AudioCore"], swiftSettings: swiftSettings),
         // Snapcast zones: snapserver's JSON-RPC control (groups, speaker volume and latency).
         .target(name: "Snapcast", dependencies: ["Curl", "OSThread"], swiftSettings: swiftSettings),
 
-        // The daemon.
-        .target(name: "BatonDaemon",
-                dependencies: ["Arbiter", "AudioCore", "BatonConfig", "Engine", "GPIO", "HTTPServer", "Intercom", "Media", "MQTT",
-                               "Snapcast", "Subsonic", "Systemd"],
+        // The sources layer: every kind of source the control plane admits (sound, server music, call).
+        .target(name: "Players", dependencies: ["AudioCore", "Engine", "Intercom", "Media", "OSThread", "Subsonic"],
                 swiftSettings: swiftSettings),
-        .executableTarget(name: "batond", dependencies: ["BatonDaemon"], swiftSettings: swiftSettings),
+        // The control plane (admit, route, report; domain errors, no transport).
+        .target(name: "BatonDaemon",
+                dependencies: ["ALSA", "Arbiter", "AudioCore", "BatonConfig", "Engine", "Intercom", "Media", "OSThread",
+                               "Players", "Snapcast", "Subsonic"],
+                swiftSettings: swiftSettings),
+        // The service: the control plane's transports (HTTP API, MQTT, GPIO) and the process around it.
+        .target(name: "BatonService",
+                dependencies: ["ALSA", "Arbiter", "BatonConfig", "BatonDaemon", "GPIO", "HTTPServer", "MQTT", "OSThread",
+                               "Systemd"],
+                swiftSettings: swiftSettings),
+        .executableTarget(name: "batond", dependencies: ["BatonConfig", "BatonDaemon", "BatonService", "OSThread"],
+                          swiftSettings: swiftSettings),
         .executableTarget(name: "batonctl", swiftSettings: swiftSettings),
         .executableTarget(name: "baton-bench",
                           dependencies: ["ALSA", "AudioCore", "Engine", "Media", "BenchFloor", "CAllocCounter"],
@@ -106,10 +117,10 @@ let package = Package(
         .testTarget(name: "ArbiterTests", dependencies: ["Arbiter"], swiftSettings: swiftSettings),
         .testTarget(name: "AudioCoreTests", dependencies: ["AudioCore", "BatonTesting", "SampleRate", "Soxr"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "ConfigTests", dependencies: ["BatonConfig", "YAML"], swiftSettings: swiftSettings),
+        .testTarget(name: "ConfigTests", dependencies: ["AudioCore", "BatonConfig", "YAML"], swiftSettings: swiftSettings),
         .testTarget(name: "EngineTests", dependencies: ["Engine", "ALSA", "BatonTesting", "Media"],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "DaemonTests", dependencies: ["BatonDaemon", "BatonTesting", "GPIO"],
+        .testTarget(name: "DaemonTests", dependencies: ["BatonDaemon", "BatonService", "BatonTesting", "GPIO"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "SubsonicTests", dependencies: ["Subsonic", "Curl", "BatonTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "CodecTests", dependencies: ["Media", "FLACCodec", "MP3Codec", "OpusCodec", "BatonTesting"],
@@ -119,7 +130,7 @@ let package = Package(
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BatonTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "GPIOTests", dependencies: ["GPIO"], swiftSettings: swiftSettings),
         .testTarget(name: "SnapcastTests",
-                    dependencies: ["Snapcast", "BatonDaemon", "BatonConfig", "Engine", "AudioCore", "BatonTesting", "HTTPServer"],
+                    dependencies: ["Snapcast", "BatonDaemon", "BatonConfig", "Engine", "AudioCore", "BatonTesting", "HTTPServer", "OSThread"],
                     swiftSettings: swiftSettings),
         .testTarget(name: "ToolTests", dependencies: ["BatonTesting", "Systemd"], swiftSettings: swiftSettings),
     ]

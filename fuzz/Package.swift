@@ -28,7 +28,7 @@ let package = Package(
         fuzzer("FuzzConfig", ["BatonConfig"]),
         fuzzer("FuzzSubsonic", ["Subsonic"]),
         fuzzer("FuzzRTP", ["Intercom", "OpusCodec"]),
-        fuzzer("FuzzAPI", ["BatonDaemon", "BatonConfig", "HTTPServer"]),
+        fuzzer("FuzzAPI", ["BatonDaemon", "BatonService", "BatonConfig", "HTTPServer", "OSThread"]),
         fuzzer("FuzzDecoders", ["Media", "AudioCore"]),
     ]
 )

@@ -60,9 +60,10 @@ public enum ResamplerKind: Hashable, Sendable, CaseIterable, RawRepresentable, C
     /// Music streams: libsoxr HQ. About 10× cheaper than libsamplerate MEDIUM at equal or better quality;
     /// its ≈ 14 ms delay does not matter for music.
     public static let musicDefault = ResamplerKind.soxr(.high)
-    /// Announcement sounds, resampled once at load and cached, so quality costs nothing: libsoxr VHQ.
-    public static let announcementsDefault = ResamplerKind.soxr(.veryHigh)
-    /// Calls and intercom (latency-sensitive; not built yet): libsamplerate MEDIUM, ≈ 1 ms of delay and
+    /// Announcement sounds, resampled once at load and cached: libsoxr HQ, as music (VHQ would cost
+    /// nothing audible either way; HQ keeps one quality for everything Baton plays from files).
+    public static let announcementsDefault = ResamplerKind.soxr(.high)
+    /// Calls and intercom (latency-sensitive): libsamplerate MEDIUM, ≈ 1 ms of delay and
     /// smooth ratio changes for clock-drift correction.
     public static let callsDefault = ResamplerKind.samplerate(.medium)
 
@@ -107,5 +108,13 @@ public enum ResamplerKind: Hashable, Sendable, CaseIterable, RawRepresentable, C
     public static func expectedOutputFrames(inputFrames: Int, inputRate: Int, outputRate: Int) -> Int {
         let (whole, remainder) = (inputFrames * outputRate).quotientAndRemainder(dividingBy: inputRate)
         return whole + (2 * remainder >= inputRate ? 1 : 0)
+    }
+}
+
+extension ResamplerKind: Encodable {
+    /// Encodes the configuration spelling (`"soxr-hq"`).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
     }
 }

@@ -1,3 +1,4 @@
+import AudioCore
 import YAML
 
 extension BatonConfiguration {
@@ -172,9 +173,9 @@ extension ConfigReader {
     mutating func readResamplers(_ pair: YAMLPair) -> ResamplerConfig {
         guard let section = fields(of: pair.value, at: ConfigPath.root.appending("resampler"), anchor: pair.keyMark,
                                    allowed: Self.resamplerKeys) else { return .default }
-        let kind = ValueKind<Resampler>.choice(Resampler.self, "resampler")
-        return ResamplerConfig(music: value(section, "music", kind, default: .soxrHQ) ?? .soxrHQ,
-                               announcements: value(section, "announcements", kind, default: .soxrHQ) ?? .soxrHQ)
+        let kind = ValueKind<ResamplerKind>.choice(ResamplerKind.self, "resampler")
+        return ResamplerConfig(music: value(section, "music", kind, default: .musicDefault) ?? .musicDefault,
+                               announcements: value(section, "announcements", kind, default: .announcementsDefault) ?? .announcementsDefault)
     }
 
     mutating func readPolicy(_ pair: YAMLPair) -> PolicyConfig {
@@ -248,14 +249,14 @@ extension ConfigReader {
 /// A zone's `resampler:` value: `auto` or a resampler.
 enum ZoneResampler: RawRepresentable, CaseIterable {
     case auto
-    case fixed(Resampler)
+    case fixed(ResamplerKind)
 
-    static var allCases: [ZoneResampler] { [.auto] + Resampler.allCases.map { .fixed($0) } }
+    static var allCases: [ZoneResampler] { [.auto] + ResamplerKind.allCases.map { .fixed($0) } }
 
     init?(rawValue: String) {
         if rawValue == "auto" {
             self = .auto
-        } else if let resampler = Resampler(rawValue: rawValue) {
+        } else if let resampler = ResamplerKind(rawValue: rawValue) {
             self = .fixed(resampler)
         } else {
             return nil
@@ -269,7 +270,7 @@ enum ZoneResampler: RawRepresentable, CaseIterable {
         }
     }
 
-    var resampler: Resampler? {
+    var resampler: ResamplerKind? {
         if case .fixed(let resampler) = self { return resampler }
         return nil
     }

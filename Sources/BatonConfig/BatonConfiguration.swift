@@ -1,3 +1,5 @@
+import AudioCore
+
 /// Everything `batond --config FILE` reads: the control API, the zones, sounds, resamplers and the
 /// arbitration policy.
 ///
@@ -72,7 +74,7 @@ public struct BatonConfiguration: Sendable, Equatable {
     }
 
     /// The resampler for music played in `zone`: its override, else `resampler.music`.
-    public func musicResampler(for zone: ZoneConfig) -> Resampler {
+    public func musicResampler(for zone: ZoneConfig) -> ResamplerKind {
         zone.resampler ?? resampler.music
     }
 

@@ -1,3 +1,4 @@
+import AudioCore
 import YAML
 
 extension ConfigReader {
@@ -62,7 +63,7 @@ extension ConfigReader {
 
     private mutating func snapcastSection(_ pair: YAMLPair, zoneName: String, at path: ConfigPath) -> SnapcastConfig? {
         guard let fields = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.snapcastKeys) else { return nil }
-        let source = required(fields, "source", ValueKind<SnapcastConfig.Source>(name: "a stream source") {
+        let source = required(fields, "source", ValueKind<StreamTarget>(name: "a stream source") {
             SnapcastConfig.parseSource($0)
         })
         let control = optional(fields, "control", .httpURL)

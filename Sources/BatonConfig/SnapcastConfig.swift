@@ -1,25 +1,10 @@
+import AudioCore
+
 /// A zone heard on Snapcast speakers (`zones.<name>.snapcast:`): Baton writes the zone's mix into a
 /// snapserver stream source, and keeps the zone's speakers (snapclients) grouped on that stream.
 ///
 /// A plain value: safe to share between threads.
 public struct SnapcastConfig: Sendable, Equatable {
-    /// Where Baton writes the zone's raw S16_LE PCM.
-    public enum Source: Sendable, Equatable, CustomStringConvertible {
-        /// A `tcp://…?mode=server` source: Baton connects to it. `host` is a numeric IPv4 or IPv6
-        /// address (`localhost` is read as 127.0.0.1).
-        case tcp(host: String, port: Int)
-        /// A `pipe://` source's FIFO (an absolute path).
-        case fifo(path: String)
-
-        /// `tcp://127.0.0.1:4953`, `tcp://[::1]:4953`, or the path: as written in the file.
-        public var description: String {
-            switch self {
-            case .tcp(let host, let port): host.contains(":") ? "tcp://[\(host)]:\(port)" : "tcp://\(host):\(port)"
-            case .fifo(let path): path
-            }
-        }
-    }
-
     /// One speaker of the zone (`clients:` item): a snapclient host ID, with optional trims.
     public struct Client: Sendable, Equatable {
         /// The client's host ID (`snapclient --hostID`).
@@ -36,7 +21,8 @@ public struct SnapcastConfig: Sendable, Equatable {
         }
     }
 
-    public var source: Source
+    /// Where Baton writes the zone's raw S16_LE PCM (`localhost` is read as 127.0.0.1).
+    public var source: StreamTarget
     /// snapserver's JSON-RPC over HTTP (`http://127.0.0.1:1780`); nil: Baton only feeds the stream.
     public var control: String?
     /// The stream's name in snapserver (`name=` of the source). Default: the zone's name.
@@ -47,7 +33,7 @@ public struct SnapcastConfig: Sendable, Equatable {
     /// the server's setting. Default 1000 ms.
     public var buffer: Duration
 
-    public init(source: Source, control: String? = nil, stream: String, clients: [Client] = [],
+    public init(source: StreamTarget, control: String? = nil, stream: String, clients: [Client] = [],
                 buffer: Duration = .milliseconds(1000)) {
         self.source = source
         self.control = control
@@ -66,7 +52,7 @@ public struct SnapcastConfig: Sendable, Equatable {
 
     /// Reads `tcp://HOST:PORT` (numeric host, `[v6]`, or `localhost`) or an absolute FIFO path;
     /// the reason otherwise.
-    static func parseSource(_ text: String) -> Result<Source, ValueProblem> {
+    static func parseSource(_ text: String) -> Result<StreamTarget, ValueProblem> {
         let expected = "expected tcp://ADDRESS:PORT (a numeric address, e.g. tcp://127.0.0.1:4953) or the absolute path of the source's FIFO"
         if text.hasPrefix("/") { return .success(.fifo(path: text)) }
         guard text.hasPrefix("tcp://") else { return .failure(ValueProblem(message: "\"\(text)\": \(expected)")) }

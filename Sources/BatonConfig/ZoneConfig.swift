@@ -1,3 +1,5 @@
+import AudioCore
+
 /// One zone: a named ALSA output with its stream format and timing (`zones.<name>:` in the file).
 public struct ZoneConfig: Sendable, Equatable {
     /// The sample format written to the device.
@@ -47,7 +49,7 @@ public struct ZoneConfig: Sendable, Equatable {
     /// What paces the output. Default `device`.
     public var clock: Clock
     /// Overrides `resampler.music` for this zone; `nil` (written `auto`) uses the global choice.
-    public var resampler: Resampler?
+    public var resampler: ResamplerKind?
     /// The user volume the zone starts at, 0...1 (`volume: 80%` or `0.8`). Default 1.
     public var volume: Double
     /// The highest user volume the zone accepts, 0...1 (`max-volume`). Default 1 (no cap).
@@ -68,7 +70,7 @@ public struct ZoneConfig: Sendable, Equatable {
     /// `deviceChannelCount` defaults to `channels`.
     public init(name: String, pcm: String, rate: Int = 48000, channels: Int = 2, format: SampleFormat = .s16LE,
                 period: Duration = .milliseconds(10), buffer: Duration = .milliseconds(40),
-                clock: Clock = .device, resampler: Resampler? = nil, deviceChannels: [Int]? = nil,
+                clock: Clock = .device, resampler: ResamplerKind? = nil, deviceChannels: [Int]? = nil,
                 deviceChannelCount: Int? = nil, volume: Double = 1, maxVolume: Double = 1, mixer: String? = nil,
                 board: String? = nil, snapcast: SnapcastConfig? = nil) {
         self.name = name

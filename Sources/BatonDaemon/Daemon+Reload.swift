@@ -3,39 +3,15 @@ import BatonConfig
 import Engine
 
 extension Daemon {
-    /// What a reload did.
-    public struct ReloadReport: Codable, Sendable, Equatable {
-        /// True when the new configuration was applied.
-        public var applied: Bool
-        /// The problems that kept an invalid configuration from being applied (one per line).
-        public var errors: [String]
-        public var zonesAdded: [String]
-        public var zonesRemoved: [String]
-        /// Zones whose settings changed (their device was reopened; what played there stopped).
-        public var zonesChanged: [String]
-        /// Zones left untouched: their audio never stopped.
-        public var zonesUnchanged: [String]
-        public var policyChanged: Bool
-        public var soundsChanged: Bool
-        /// Settings that only take effect after a restart (e.g. `api.listen`).
-        public var needsRestart: [String]
-    }
-
     /// Re-reads the configuration file and applies it (see `apply(_:)`). Any thread.
     public func reload() -> ReloadReport {
-        guard let path = configPath else {
-            return ReloadReport(applied: false, errors: ["the daemon was not started from a config file"], zonesAdded: [],
-                                zonesRemoved: [], zonesChanged: [], zonesUnchanged: [], policyChanged: false,
-                                soundsChanged: false, needsRestart: [])
-        }
+        guard let path = configPath else { return .refused(["the daemon was not started from a config file"]) }
         do {
             return apply(try BatonConfiguration.load(path: path))
         } catch {
             logger.error("reload: \(path) is invalid; keeping the running configuration:\n\(error)")
             events.publish(type: "reload-rejected", reason: error.issues.map(\.description).joined(separator: "\n"))
-            return ReloadReport(applied: false, errors: error.issues.map(\.description), zonesAdded: [], zonesRemoved: [],
-                                zonesChanged: [], zonesUnchanged: [], policyChanged: false, soundsChanged: false,
-                                needsRestart: [])
+            return .refused(error.issues.map(\.description))
         }
     }
 
@@ -43,47 +19,34 @@ extension Daemon {
     /// playing untouched; removed or changed ones stop (their sources end as `vanished`), new ones
     /// start; a new policy goes to the arbiter. Any thread.
     public func apply(_ new: BatonConfiguration) -> ReloadReport {
-        let old = config
-        let oldTable = zones
-        let fresh = ZoneTable.build(new)
-        // Keep every old device whose spec is identical; use the new one otherwise.
-        var keptDevices: [DeviceOutput] = []
-        var devices: [DeviceOutput] = []
-        var handles: [ZoneHandle] = []
-        for device in fresh.devices {
-            if let same = oldTable.devices.first(where: { $0.spec == device.spec }) {
-                keptDevices.append(same)
-                devices.append(same)
-            } else {
-                devices.append(device)
-            }
-        }
-        for zone in new.zones {
-            let device = devices.first { $0.mixer(for: zone.name) != nil }!
-            handles.append(ZoneHandle(name: zone.name, config: zone, device: device, mixer: device.mixer(for: zone.name)!))
-        }
-        let stopped = oldTable.devices.filter { d in !keptDevices.contains { $0 === d } }
-        let started = devices.filter { d in !keptDevices.contains { $0 === d } }
+        let old = config, oldTable = zones
+        let (table, stopped, started) = oldTable.rebuilt(for: new)
         let stoppedZones = Set(stopped.flatMap { $0.spec.zones.map(\.name) })
-        let report = ReloadReport(
-            applied: true, errors: [],
-            zonesAdded: new.zones.map(\.name).filter { oldTable.zone($0) == nil },
-            zonesRemoved: oldTable.names.filter { n in !new.zones.contains { $0.name == n } },
-            zonesChanged: new.zones.map(\.name).filter { oldTable.zone($0) != nil && stoppedZones.contains($0) },
-            zonesUnchanged: new.zones.map(\.name).filter { !stoppedZones.contains($0) && oldTable.zone($0) != nil },
-            policyChanged: old.policy != new.policy,
-            soundsChanged: old.sounds != new.sounds || old.resampler != new.resampler,
-            needsRestart: old.api != new.api ? ["api"] : [])
+        var report = ReloadReport(applied: true, errors: [])
+        report.zonesAdded = new.zones.map(\.name).filter { oldTable.zone($0) == nil }
+        report.zonesRemoved = oldTable.names.filter { n in !new.zones.contains { $0.name == n } }
+        report.zonesChanged = new.zones.map(\.name).filter { oldTable.zone($0) != nil && stoppedZones.contains($0) }
+        report.zonesUnchanged = new.zones.map(\.name).filter { !stoppedZones.contains($0) && oldTable.zone($0) != nil }
+        report.policyChanged = old.policy != new.policy
+        report.soundsChanged = old.sounds != new.sounds || old.resampler != new.resampler
+        report.needsRestart = old.api != new.api ? ["api"] : []
 
         // Sources on zones that go away end first, so nothing keeps a slot of a stopped device.
-        endSources(onZones: stoppedZones)
+        if !stoppedZones.isEmpty {
+            state.withLock { s in
+                for p in s.playbacks.values.sorted(by: { $0.id < $1.id }) where p.zones.contains(where: stoppedZones.contains) {
+                    apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
+                    finish(p.id, &s)
+                }
+            }
+        }
         for d in stopped { d.stop() }
-        replaceZones(ZoneTable(zones: handles, devices: devices))
+        replaceZones(table)
         replaceConfig(new, sounds: report.soundsChanged ? Self.soundLibrary(new) : sounds)
-        if report.policyChanged { setPolicy(Policy(new.policy)) }
-        openHardwareVolumes(report.zonesAdded + report.zonesChanged)
+        if report.policyChanged { state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) } }
+        parts.volumes.open(table.zones.filter { (report.zonesAdded + report.zonesChanged).contains($0.name) })
         for d in started { startDevice(d) }
-        updateSnapcastKeepers()
+        parts.snapcast.update(new.zones)
         logger.info("reload: applied (added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged), unchanged \(report.zonesUnchanged)\(report.policyChanged ? ", new policy" : "")\(report.needsRestart.isEmpty ? "" : "; restart needed for \(report.needsRestart)"))")
         events.publish(type: "reloaded", zones: new.zones.map(\.name),
                        reason: "added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged)")

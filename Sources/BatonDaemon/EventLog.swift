@@ -1,16 +1,21 @@
 import AudioCore
-import Engine
 import FoundationEssentials
-import HTTPServer
+import OSThread
 import Synchronization
 
-/// Keeps the recent events (for the status timeline) and fans every new one out to the Server-Sent
-/// Events subscribers. Thread: any; `publish` never blocks (a slow subscriber is dropped).
+/// Receives every new event (an SSE stream, the MQTT bridge). `deliver` is called on the thread that
+/// published, in order, and must not block; returning false drops the subscriber (a slow client).
+public protocol EventSubscriber: AnyObject, Sendable {
+    func deliver(_ event: Event) -> Bool
+}
+
+/// Keeps the recent events (for the status timeline) and fans every new one out to the
+/// subscribers. Thread: any; `publish` never blocks.
 public final class EventLog: Sendable {
     private struct State {
         var recent: [Event] = []
         var next = 1
-        var subscribers: [Int: HTTPChunkQueue] = [:]
+        var subscribers: [Int: any EventSubscriber] = [:]
         var nextSubscriber = 0
     }
 
@@ -31,18 +36,16 @@ public final class EventLog: Sendable {
                         zoneFrames: [String: Int]? = nil) -> Event {
         let uptime = uptimeMs
         let now = Date.now.formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true).timeSeparator(.colon))
-        let (event, queues): (Event, [HTTPChunkQueue]) = state.withLock { s in
+        let (event, subscribers): (Event, [(Int, any EventSubscriber)]) = state.withLock { s in
             let e = Event(seq: s.next, time: now + "Z", uptimeMs: uptime, type: type, source: source, zones: zones,
                           reason: reason, shouldResume: shouldResume, level: level, into: into,
                           zoneFrames: zoneFrames)
             s.next += 1
             s.recent.append(e)
             if s.recent.count > capacity { s.recent.removeFirst(s.recent.count - capacity) }
-            return (e, Array(s.subscribers.values))
+            return (e, s.subscribers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
         }
-        if !queues.isEmpty, let chunk = Self.encode(event) {
-            for q in queues where !q.send(chunk) { unsubscribe(q) }
-        }
+        for (id, subscriber) in subscribers where !subscriber.deliver(event) { unsubscribe(id) }
         return event
     }
 
@@ -51,41 +54,31 @@ public final class EventLog: Sendable {
         state.withLock { s in s.recent.filter { $0.seq > seq } }
     }
 
-    /// A new SSE stream: first the kept events after `lastEventID` (so a reconnecting client misses
-    /// nothing still kept), then every new one.
-    public func subscribe(lastEventID: Int?) -> HTTPChunkQueue {
-        let id = state.withLock { s in s.nextSubscriber += 1; return s.nextSubscriber }
-        let queue = HTTPChunkQueue(capacity: 4_096, onClose: { [weak self] in
-            self?.state.withLock { s in _ = s.subscribers.removeValue(forKey: id) }
-        })
+    /// Adds a subscriber: first it gets the kept events after `lastEventID` (so a reconnecting client
+    /// misses nothing still kept), then every new one. Returns its id for `unsubscribe`.
+    @discardableResult
+    public func subscribe(_ subscriber: any EventSubscriber, after lastEventID: Int?) -> Int {
         state.withLock { s in
+            s.nextSubscriber += 1
             if let lastEventID {
-                for e in s.recent where e.seq > lastEventID { if let c = Self.encode(e) { queue.send(c) } }
+                for e in s.recent where e.seq > lastEventID { _ = subscriber.deliver(e) }
             }
-            s.subscribers[id] = queue
+            s.subscribers[s.nextSubscriber] = subscriber
+            return s.nextSubscriber
         }
-        queue.send(": baton events\n\n")
-        return queue
     }
 
-    /// How many SSE clients are connected.
+    public func unsubscribe(_ id: Int) {
+        state.withLock { s in _ = s.subscribers.removeValue(forKey: id) }
+    }
+
+    /// How many subscribers are connected.
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
-
-    private func unsubscribe(_ queue: HTTPChunkQueue) {
-        state.withLock { s in
-            if let key = s.subscribers.first(where: { $0.value === queue })?.key { s.subscribers.removeValue(forKey: key) }
-        }
-    }
-
-    private static func encode(_ e: Event) -> [UInt8]? {
-        guard let data = try? JSONEncoder.baton.encode(e), let text = String(data: data, encoding: .utf8) else { return nil }
-        return ServerSentEvent.encode(event: e.type, id: String(e.seq), data: text)
-    }
 }
 
 extension JSONEncoder {
     /// Sorted keys, so API output is stable and diffable.
-    static var baton: JSONEncoder {
+    public static var baton: JSONEncoder {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys]
         return e

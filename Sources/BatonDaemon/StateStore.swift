@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import OSThread
 import Subsonic
 
 /// What the daemon keeps across restarts: each zone's volume and the music play queue with the
@@ -25,10 +26,10 @@ struct SavedQueue: Codable, Equatable, Sendable {
 
 extension SavedQueue {
     /// The queue of server music `p` at the track and position heard now (to the millisecond); nil
-    /// before its first track has begun. Under the daemon lock.
+    /// before its first track has begun, or when `p` is not server music. Under the daemon lock.
     init?(_ p: Playback, playing: Bool) {
-        guard let now = p.streamer?.nowPlaying() else { return nil }
-        self.init(songs: p.songs, index: now.index, position: (now.seconds * 1000).rounded() / 1000, zones: p.zones,
+        guard let music = p.music, let now = music.nowPlaying() else { return nil }
+        self.init(songs: music.songs, index: now.index, position: (now.seconds * 1000).rounded() / 1000, zones: p.zones,
                   volume: Double(p.volume), playing: playing)
     }
 }
@@ -53,22 +54,15 @@ struct StateStore: Sendable {
     /// failure naming the file (the caller logs it and starts fresh; the file is left for inspection).
     func load() -> Result<SavedState?, Failure> {
         guard let path else { return .success(nil) }
-        guard let f = fopen(path, "r") else {
-            if errno == ENOENT { return .success(nil) }
-            return .failure(Failure(description: "\(path): cannot read: \(String(cString: strerror(errno)))"))
-        }
-        defer { fclose(f) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = fread(&chunk, 1, chunk.count, f)
-            if n > 0 { bytes += chunk[0..<n] }
-            if n < chunk.count { break }
-        }
-        do {
-            return .success(try JSONDecoder().decode(SavedState.self, from: Data(bytes)))
-        } catch {
-            return .failure(Failure(description: "\(path): not a Baton state file (\(error)); starting without saved state"))
+        switch FileIO.read(path) {
+        case .success(nil): return .success(nil)
+        case .failure(let error): return .failure(Failure(description: "\(path): cannot read: \(String(cString: strerror(error.code)))"))
+        case .success(let bytes?):
+            do {
+                return .success(try JSONDecoder().decode(SavedState.self, from: Data(bytes)))
+            } catch {
+                return .failure(Failure(description: "\(path): not a Baton state file (\(error)); starting without saved state"))
+            }
         }
     }
 
@@ -76,30 +70,13 @@ struct StateStore: Sendable {
     func save(_ state: SavedState) -> Result<Void, Failure> {
         guard let path else { return .success(()) }
         let directory = String(path.dropLast("/state.json".count))
-        if !directory.isEmpty && mkdir(directory, 0o755) != 0 && errno != EEXIST {
-            return .failure(Failure(description: "state-dir \(directory): cannot create: \(String(cString: strerror(errno)))"))
+        if !directory.isEmpty, case .failure(let error) = FileIO.makeDirectory(directory) {
+            return .failure(Failure(description: "state-dir \(directory): cannot create: \(String(cString: strerror(error.code)))"))
         }
         let data: Data
         do { data = try JSONEncoder.baton.encode(state) } catch {
             return .failure(Failure(description: "cannot encode the state: \(error)"))
         }
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            return .failure(Failure(description: "\(temporary): cannot write: \(String(cString: strerror(errno)))"))
-        }
-        let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        var code = errno
-        let synced = written == data.count && fsync(fd) == 0
-        if written == data.count { code = errno }
-        close(fd)
-        guard written == data.count, synced else {
-            unlink(temporary)
-            return .failure(Failure(description: "\(temporary): write failed: \(String(cString: strerror(code)))"))
-        }
-        guard rename(temporary, path) == 0 else {
-            return .failure(Failure(description: "\(path): cannot replace: \(String(cString: strerror(errno)))"))
-        }
-        return .success(())
+        return FileIO.writeAtomically(Array(data), to: path).mapError { Failure(description: $0.description) }
     }
 }

@@ -148,6 +148,13 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var topic: String?
         public var connection: String
         public var error: String?
+
+        public init(broker: String, topic: String?, connection: String, error: String?) {
+            self.broker = broker
+            self.topic = topic
+            self.connection = connection
+            self.error = error
+        }
     }
     public var mqtt: MQTT?
 
@@ -158,6 +165,14 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var state: String
         public var error: String?
         public var presses: Int
+
+        public init(chip: String, line: Int, state: String, error: String?, presses: Int) {
+            self.chip = chip
+            self.line = line
+            self.state = state
+            self.error = error
+            self.presses = presses
+        }
     }
     public var gpio: [Button]?
 }

@@ -39,7 +39,7 @@ final class ZoneTable: Sendable {
     /// 500 ms rings, each zone starting at its configured volume.
     static func deviceSpec(for device: DeviceConfig, zones: [ZoneConfig]) -> DeviceSpec {
         let request = PCMRequest(name: device.pcm, rate: device.rate, channels: device.channels,
-                                 format: SampleFormat(rawValue: device.format.rawValue) ?? .s16LE,
+                                 format: SampleFormat(device.format),
                                  periodFrames: device.periodFrames, bufferFrames: device.bufferFrames)
         let specs = device.zones.map { z in
             ZoneSpec(name: z.name, deviceChannels: z.deviceChannels, rampFrames: max(1, device.rate / 100),
@@ -49,7 +49,7 @@ final class ZoneTable: Sendable {
         if let snapcast = device.snapcast {
             return snapcastSpec(request, snapcast, zones: specs)
         }
-        return DeviceSpec(pcm: request, clock: ZoneClock(rawValue: device.clock.rawValue) ?? .device, zones: specs)
+        return DeviceSpec(pcm: request, clock: ZoneClock(device.clock), zones: specs)
     }
 
     /// A Snapcast zone's output: S16_LE into the stream source, paced by the system clock, heard one
@@ -59,11 +59,7 @@ final class ZoneTable: Sendable {
         pcm.name = snapcast.source.description
         pcm.format = .s16LE
         pcm.bufferFrames = 4 * pcm.periodFrames  // a cycle this late counts as late
-        let target: StreamTarget = switch snapcast.source {
-        case .tcp(let host, let port): .tcp(host: host, port: port)
-        case .fifo(let path): .fifo(path: path)
-        }
-        let stream = StreamSpec(target: target, latencyFrames: snapcast.bufferFrames(rate: pcm.rate),
+        let stream = StreamSpec(target: snapcast.source, latencyFrames: snapcast.bufferFrames(rate: pcm.rate),
                                 prefillFrames: pcm.rate / 50)
         return DeviceSpec(pcm: pcm, clock: .system, zones: zones, stream: stream)
     }
@@ -82,5 +78,19 @@ final class ZoneTable: Sendable {
             }
         }
         return ZoneTable(zones: config.zones.compactMap { handles[$0.name] }, devices: devices)
+    }
+
+    /// The zones of `new`, keeping every device of this table whose spec is identical (it plays on
+    /// untouched): the table, the devices to stop, and the new devices to start.
+    func rebuilt(for new: BatonConfiguration) -> (table: ZoneTable, stopped: [DeviceOutput], started: [DeviceOutput]) {
+        let devices = ZoneTable.build(new).devices.map { device in self.devices.first { $0.spec == device.spec } ?? device }
+        let handles = new.zones.compactMap { zone -> ZoneHandle? in
+            guard let device = devices.first(where: { $0.mixer(for: zone.name) != nil }), let mixer = device.mixer(for: zone.name)
+            else { return nil }
+            return ZoneHandle(name: zone.name, config: zone, device: device, mixer: mixer)
+        }
+        let stopped = self.devices.filter { d in !devices.contains { $0 === d } }
+        let started = devices.filter { d in !self.devices.contains { $0 === d } }
+        return (ZoneTable(zones: handles, devices: devices), stopped, started)
     }
 }

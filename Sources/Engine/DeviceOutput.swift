@@ -136,7 +136,7 @@ public final class DeviceOutput: @unchecked Sendable {
     private let grantedPeriod = Atomic<Int>(0)
     private let grantedBuffer = Atomic<Int>(0)
     private let openAttempts = Atomic<Int>(0)
-    private var thread: pthread_t?
+    private var thread: OSThread?
     /// The Snapcast sink of a stream output; nil for an ALSA device.
     private let streamSink: StreamSink?
 
@@ -186,7 +186,7 @@ public final class DeviceOutput: @unchecked Sendable {
     /// Stops the output thread and waits for it, closing the PCM. Control thread.
     public func stop() {
         stopFlag.store(true, ordering: .releasing)
-        if let thread { pthread_join(thread, nil) }
+        thread?.join()
         thread = nil
     }
 

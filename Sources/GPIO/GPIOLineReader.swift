@@ -24,7 +24,7 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let onError: @Sendable (GPIOError) -> Void
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Mutex<OSThread?>(nil)
 
     /// Opens `chip` and requests line `offset` as an input with edge events and `bias`, under the
     /// consumer name `consumer` (shown by `gpioinfo`). Control thread.
@@ -102,7 +102,7 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
     public func start(_ handler: @escaping @Sendable (EdgeEvent) -> Void) {
         thread.withLock { thread in
             guard thread == nil else { return }
-            let created = startThread { [self] in readEdges(handler) }
+            let created = OSThread.start { [self] in readEdges(handler) }
             thread = created
         }
     }
@@ -112,7 +112,7 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
         guard let running = thread.withLock({ thread in defer { thread = nil }; return thread }) else { return }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
-        pthread_join(running, nil)
+        running.join()
         while read(wakeRead, &byte, 1) == 1 {}
     }
 

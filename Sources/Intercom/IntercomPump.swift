@@ -36,7 +36,7 @@ public final class IntercomPump: @unchecked Sendable {
     private let clock: @Sendable () -> Int
     private let running = Atomic<Bool>(false)
     private let overflow = Atomic<Int>(0)
-    private var thread: pthread_t?
+    private var thread: OSThread?
     private var pcm: [Float]
     private var mapped: [Float]
     private var resampled: [Float]
@@ -61,13 +61,13 @@ public final class IntercomPump: @unchecked Sendable {
     /// Starts the pump thread. Control thread.
     public func start() {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        thread = startThread { [self] in run() }
+        thread = OSThread.start { [self] in run() }
     }
 
     /// Stops the pump thread and waits for it (≤ 5 ms). Control thread.
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing), let thread else { return }
-        pthread_join(thread, nil)
+        thread.join()
         self.thread = nil
     }
 

@@ -57,7 +57,7 @@ public final class RTPReceiver: @unchecked Sendable {
     private let state: Mutex<State>
     private let playout: PacketPlayout
     private let running = Atomic<Bool>(false)
-    private var thread: pthread_t?
+    private var thread: OSThread?
 
     /// Binds the socket (so a busy port fails here) and allocates everything; call `start` to receive.
     /// `clock` gives monotonic ns (the same clock as the `now` passed to `pull`).
@@ -87,14 +87,14 @@ public final class RTPReceiver: @unchecked Sendable {
     /// Starts the receive thread. Control thread; idempotent.
     public func start() {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        thread = startThread { [self] in receiveLoop() }
+        thread = OSThread.start { [self] in receiveLoop() }
     }
 
     /// Stops the receive thread and waits for it (at most one poll interval, 20 ms). Control thread;
     /// idempotent. A call in progress gets no `callEnded`: the owner is going away.
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing), let thread else { return }
-        pthread_join(thread, nil)
+        thread.join()
         self.thread = nil
     }
 

@@ -60,7 +60,7 @@ public final class MQTTClient: @unchecked Sendable {
         var connectedSinceAttempt = false
         /// The text of a CONNACK refusal, kept over libmosquitto's vaguer "connection refused".
         var refusal: String?
-        var thread: pthread_t?
+        var thread: OSThread?
         var started = false
         var stopping = false
     }
@@ -169,7 +169,7 @@ public final class MQTTClient: @unchecked Sendable {
             guard !shared.started else { return }
             shared.started = true
             mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
-            shared.thread = startThread { [self] in run() }
+            shared.thread = OSThread.start { [self] in run() }
         }
     }
 
@@ -178,19 +178,19 @@ public final class MQTTClient: @unchecked Sendable {
     /// 2 s (a broker that stops answering mid-disconnect). Control thread, never a callback. After it
     /// returns no callback runs; the client cannot be started again.
     public func stop() {
-        let (thread, connected) = shared.withLock { shared -> (pthread_t?, Bool) in
+        let (thread, connected) = shared.withLock { shared -> (OSThread?, Bool) in
             guard shared.started, !shared.stopping else { return (nil, false) }
             shared.stopping = true
             return (shared.thread, shared.sessionUp)
         }
         guard let thread else { return }
-        precondition(pthread_equal(thread, pthread_self()) == 0, "MQTTClient.stop() called from its own callback")
+        precondition(!thread.isCurrent, "MQTTClient.stop() called from its own callback")
         if connected, let topic = configuration.availabilityTopic {
             _ = try? publish(topic, payload: Array(MQTTConfiguration.offlinePayload.utf8), qos: .atLeastOnce, retain: true)
         }
         _ = mosquitto_disconnect(handle)
         wake()
-        pthread_join(thread, nil)
+        thread.join()
         updateStatus { $0.connection = .stopped }
     }
 

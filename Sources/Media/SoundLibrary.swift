@@ -97,22 +97,10 @@ public final class SoundLibrary: Sendable {
 
     /// The whole file (at most `limit` bytes), or nil when it does not exist. Any thread.
     static func readFile(_ path: String, limit: Int = maxFileBytes) throws(MediaError) -> [UInt8]? {
-        guard let f = fopen(path, "rb") else {
-            if errno == ENOENT { return nil }
-            throw MediaError(file: path, problem: "cannot open: \(String(cString: strerror(errno)))")
+        switch FileIO.read(path, limit: limit) {
+        case .success(let bytes): return bytes
+        case .failure(let error) where error.code == 0: throw MediaError(file: path, problem: "larger than \(limit >> 20) MiB")
+        case .failure(let error): throw MediaError(file: path, problem: "cannot read: \(String(cString: strerror(error.code)))")
         }
-        defer { fclose(f) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, 65_536, f) }
-            if n == 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
-            if bytes.count > limit {
-                throw MediaError(file: path, problem: "larger than \(limit >> 20) MiB")
-            }
-        }
-        if ferror(f) != 0 { throw MediaError(file: path, problem: "read error") }
-        return bytes
     }
 }

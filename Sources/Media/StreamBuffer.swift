@@ -13,6 +13,9 @@ public final class StreamBuffer: ByteSource, Sendable {
         var head = 0
         var finished = false
         var failure: ByteSourceError?
+        /// The answer's content type, known once the writer set it or the transfer ended.
+        var contentType: String?
+        var typeKnown = false
         /// A side is waiting for the other: the other posts its semaphore when it changes something.
         var writerWaiting = false
         var readerWaiting = false
@@ -62,6 +65,30 @@ public final class StreamBuffer: ByteSource, Sendable {
             if n == 0 { roomMade.wait(nanoseconds: 50_000_000) }
         }
         return true
+    }
+
+    /// The answer's content type (nil: none given), before its first bytes. The first call counts.
+    /// Writer thread.
+    public func setContentType(_ type: String?) {
+        state.withLock { s in
+            if !s.typeKnown { s.contentType = type; s.typeKnown = true }
+        }
+        bytesCame.post()
+    }
+
+    /// Waits until the answer's content type is known (set by the writer, or nil when the transfer
+    /// ended without one). Throws when cancelled. Reader thread.
+    public func waitForContentType() throws(ByteSourceError) -> String? {
+        while true {
+            if isCancelled { throw ByteSourceError(message: "stream cancelled", cancelled: true) }
+            let known: String?? = state.withLock { s in
+                if s.typeKnown || s.finished || s.failure != nil { return .some(s.contentType) }
+                s.readerWaiting = true
+                return .none
+            }
+            if let known { return known }
+            bytesCame.wait(nanoseconds: 50_000_000)
+        }
     }
 
     /// No more bytes will come. Writer thread.

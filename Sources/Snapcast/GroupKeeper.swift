@@ -28,7 +28,7 @@ public final class GroupKeeper: Sendable {
     private let log: @Sendable (_ isError: Bool, _ message: String) -> Void
     private let name: String
     private let stopping = Atomic<Bool>(false)
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Mutex<OSThread?>(nil)
     private let shared = Mutex(State())
 
     /// - Parameters:
@@ -48,14 +48,14 @@ public final class GroupKeeper: Sendable {
 
     /// Starts polling (the first poll at once). Control thread.
     public func start() {
-        let t = startThread { [self] in run() }
+        let t = OSThread.start { [self] in run() }
         thread.withLock { $0 = t }
     }
 
     /// Stops polling and waits for the thread (at most one call's timeout). Control thread.
     public func stop() {
         stopping.store(true, ordering: .releasing)
-        if let t = thread.withLock({ t in defer { t = nil }; return t }) { pthread_join(t, nil) }
+        if let t = thread.withLock({ t in defer { t = nil }; return t }) { t.join() }
     }
 
     /// One poll: read the status and fix what differs. Returns the problem, if any. Keeper thread

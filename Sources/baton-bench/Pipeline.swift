@@ -35,7 +35,7 @@ final class BenchHTTPGet: @unchecked Sendable {
     let contentType: String?
     private let fd: Int32
     private var leftover: [UInt8]
-    private var thread: pthread_t?
+    private var thread: OSThread?
 
     init(_ url: String) throws {
         guard url.hasPrefix("http://") else { throw BenchError(description: "\(url): only http:// URLs") }
@@ -81,7 +81,7 @@ final class BenchHTTPGet: @unchecked Sendable {
     }
 
     func start() {
-        thread = startThread { [self] in
+        thread = OSThread.start { [self] in
             _ = leftover.withUnsafeBytes { buffer.write($0) }
             var chunk = [UInt8](repeating: 0, count: 16_384)
             while true {
@@ -95,7 +95,7 @@ final class BenchHTTPGet: @unchecked Sendable {
         }
     }
 
-    func join() { if let thread { pthread_join(thread, nil) } }
+    func join() { thread?.join() }
 }
 
 /// CPU seconds each stage took on the streamer thread (with `--stages`; else zeros).

@@ -1,6 +1,8 @@
 import BatonConfig
 import BatonDaemon
+import BatonService
 import Glibc
+import OSThread
 
 // batond: the Baton daemon. `batond --config FILE` (default config/baton.yaml).
 

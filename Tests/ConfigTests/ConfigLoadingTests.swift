@@ -37,7 +37,7 @@ import Testing
         let zone = try #require(configuration.zone(named: "living-room"))
         #expect(zone.pcm == "hw:CARD=sndrpihifiberry,DEV=0")
         #expect(zone.clock == .device)
-        #expect(configuration.musicResampler(for: zone) == .soxrMQ)
+        #expect(configuration.musicResampler(for: zone) == .soxr(.medium))
         #expect(configuration.sounds == "/var/lib/baton/sounds")
     }
 
@@ -48,7 +48,7 @@ import Testing
         let zone = configuration.zones[0]
         #expect(zone.rate == 48000 && zone.channels == 2 && zone.format == .s16LE && zone.clock == .device)
         #expect(zone.resampler == nil)
-        #expect(configuration.musicResampler(for: zone) == .soxrHQ)
+        #expect(configuration.musicResampler(for: zone) == .soxr(.high))
         #expect(configuration.api.listen.description == "127.0.0.1:8470")
         #expect(configuration.api.maxBody == 64 * 1024)
     }

@@ -1,3 +1,4 @@
+import AudioCore
 import BatonConfig
 import FoundationEssentials
 import Testing
@@ -35,12 +36,12 @@ private let upstairs = """
     /// The stream defaults to the zone's name; a FIFO source is an absolute path; `localhost` is read
     /// as 127.0.0.1; IPv6 in brackets.
     @Test(arguments: [
-        ("/run/snapserver/upstairs.fifo", SnapcastConfig.Source.fifo(path: "/run/snapserver/upstairs.fifo")),
+        ("/run/snapserver/upstairs.fifo", StreamTarget.fifo(path: "/run/snapserver/upstairs.fifo")),
         ("tcp://localhost:4953", .tcp(host: "127.0.0.1", port: 4953)),
         ("tcp://[::1]:4953", .tcp(host: "::1", port: 4953)),
         ("tcp://192.168.1.20:4953/", .tcp(host: "192.168.1.20", port: 4953)),
     ])
-    func readsSources(text: String, source: SnapcastConfig.Source) throws {
+    func readsSources(text: String, source: StreamTarget) throws {
         let zone = try #require(try load("zones:\n  attic:\n    snapcast: {source: \"\(text)\", buffer: 400ms}\n").zones.first)
         #expect(zone.snapcast?.source == source)
         #expect(zone.snapcast?.stream == "attic" && zone.snapcast?.buffer == .milliseconds(400))

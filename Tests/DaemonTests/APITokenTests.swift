@@ -1,7 +1,9 @@
+@testable import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import HTTPServer
+import OSThread
 import Testing
-@testable import BatonDaemon
 
 /// The bearer token required when the API is reachable beyond loopback.
 @Suite struct APITokenTests {

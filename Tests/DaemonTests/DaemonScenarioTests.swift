@@ -1,8 +1,10 @@
+@testable import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
+import OSThread
 import Testing
-@testable import BatonDaemon
 
 /// The doorbell scenario end to end: HTTP API → arbiter → slots → real alsa-lib file PCMs.
 @Suite(.serialized) struct DaemonScenarioTests {

@@ -1,9 +1,11 @@
 import BatonConfig
+@testable import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
+import OSThread
 import Testing
-@testable import BatonDaemon
 
 /// Ducking and per-zone muting, checked on the zones' output files.
 @Suite(.serialized) struct DuckAndMuteTests {

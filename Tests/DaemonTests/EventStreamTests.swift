@@ -1,7 +1,9 @@
+@testable import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import FoundationEssentials
+import OSThread
 import Testing
-@testable import BatonDaemon
 
 /// `GET /api/v1/events`: the arbiter's effects as Server-Sent Events, in order, with reasons.
 @Suite struct EventStreamTests {

@@ -1,8 +1,10 @@
+@testable import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
+import OSThread
 import Testing
-@testable import BatonDaemon
 
 /// Faults the daemon lives through: a PCM that cannot be opened until later, and a state file that
 /// cannot be written (full disk, a state-dir that cannot exist). Each: what the user sees, and

@@ -1,8 +1,10 @@
 import BatonConfig
+@testable import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import GPIO
+import OSThread
 import Testing
-@testable import BatonDaemon
 
 /// An edge source whose edges the test replays when it wants (the daemon's zones are up by then).
 final class HeldEdgeSource: EdgeSource, @unchecked Sendable {

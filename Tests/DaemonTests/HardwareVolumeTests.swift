@@ -1,6 +1,8 @@
-import BatonTesting
-import Testing
 @testable import BatonDaemon
+@testable import BatonService
+import BatonTesting
+import OSThread
+import Testing
 
 /// A zone configured for hardware volume whose mixer control cannot be opened (this machine has
 /// no sound card) says so and falls back to software gain; the volume API works on.

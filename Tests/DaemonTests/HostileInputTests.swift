@@ -1,10 +1,12 @@
 import AudioCore
 import BatonConfig
 import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
 import Media
+import OSThread
 import Testing
 
 // Hand-made hostile inputs (issue 7 point 5), each sent to a real daemon through its HTTP server and
@@ -205,7 +207,7 @@ struct HostileInputTests {
             Self.write(bytes, to: path)
             let r = try t.request("POST", "/api/v1/reload", "{}")
             #expect(r.status == 422)
-            let report = try JSONDecoder().decode(Daemon.ReloadReport.self, from: Data(r.body))
+            let report = try JSONDecoder().decode(ReloadReport.self, from: Data(r.body))
             #expect(!report.applied)
             #expect(report.errors == [expected])
             Self.expectAlive(t)

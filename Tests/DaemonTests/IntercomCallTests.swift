@@ -1,9 +1,11 @@
-import BatonConfig
-import BatonTesting
 import AudioCore
-import Glibc
-import Testing
+import BatonConfig
 @testable import BatonDaemon
+@testable import BatonService
+import BatonTesting
+import Glibc
+import OSThread
+import Testing
 
 /// Intercom calls end to end: RTP/Opus from ffmpeg (an independent sender) into the daemon's
 /// receiver, through the arbiter, into the zone's output file; and the policy between calls and

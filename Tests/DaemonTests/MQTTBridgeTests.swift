@@ -1,8 +1,10 @@
 import BatonConfig
+@testable import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import Glibc
+import OSThread
 import Testing
-@testable import BatonDaemon
 
 /// The daemon on a real mosquitto broker (one per test, on a free loopback port), driven and watched
 /// by `mosquitto_pub` / `mosquitto_sub` as independent clients.

@@ -1,12 +1,14 @@
 import AudioCore
 import BatonConfig
+@testable import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
+import OSThread
 import Subsonic
 import Synchronization
 import Testing
-@testable import BatonDaemon
 
 /// Seek, ReplayGain, the play queue kept across a restart, and a pause long enough for the server
 /// to drop the idle connection — all against the real Subsonic test server, checked in the zone's file.
@@ -36,7 +38,7 @@ import Testing
 
     /// The ID of the "Steps" song on the server.
     func steps(_ t: TestDaemon) throws -> String {
-        guard case .success(let music) = t.daemon.musicContext() else { throw TestSetupError(message: "no music config") }
+        let music = try t.daemon.parts.music.context(t.daemon.config)
         return try #require(try music.client.search("Steps", artistCount: 0, albumCount: 0, songCount: 5).songs.first { $0.title == "Steps" }).id
     }
 
@@ -75,7 +77,7 @@ import Testing
     /// ReplayGain (`track`): a song tagged −6.02 dB plays at half the level of the same song untagged.
     @Test func replayGainScalesTheTrack() throws {
         let t = try TestDaemon(music: try TestSubsonic.music())
-        guard case .success(let music) = t.daemon.musicContext() else { throw TestSetupError(message: "no music config") }
+        let music = try t.daemon.parts.music.context(t.daemon.config)
         var song = try #require(try music.client.search("Tone 440", artistCount: 0, albumCount: 0, songCount: 5).songs.first)
         let plain = try t.daemon.startSongs([song], zones: ["kitchen"])
         #expect(waitUntil(seconds: 15) { position(t, plain.id) > 0.6 })
@@ -171,7 +173,7 @@ extension MusicTests {
     @Test func givesUpAfterTheRetryLimitAndResumesLater() throws {
         let t = try TestDaemon(music: try TestSubsonic.music(retry: .seconds(1), envPath: TestSubsonic.faultsEnv))
         defer { t.stop() }
-        guard case .success(let music) = t.daemon.musicContext() else { throw TestSetupError(message: "no music config") }
+        let music = try t.daemon.parts.music.context(t.daemon.config)
         let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
         #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
         let script = TestDaemon.repoRoot + "/scripts/subsonic-server.sh"

@@ -1,10 +1,12 @@
 import BatonConfig
-import Subsonic
+@testable import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
+import OSThread
+import Subsonic
 import Testing
-@testable import BatonDaemon
 
 /// Music streamed from the real Subsonic test server (Supysonic on 127.0.0.1) through the pipeline:
 /// libcurl → decoder → resampler → slot ring → output thread → ALSA file PCM.
@@ -99,7 +101,7 @@ extension MusicTests {
     /// jump larger than the tone's own slope, full level in every 10 ms around the joint.
     @Test func gaplessAlbumHasNoJoint() throws {
         let t = try TestDaemon(music: try TestSubsonic.music())
-        guard case .success(let music) = MusicContext.make(t.daemon.config) else { throw TestSetupError(message: "no music config") }
+        let music = try t.daemon.parts.music.context(t.daemon.config)
         let album = try #require(try music.client.search("Gapless", artistCount: 0, albumCount: 5, songCount: 0).albums.first { $0.name == "Gapless" })
         let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"album": "\#(album.id)", "zones": ["kitchen"]}"#).object["id"])
         #expect(waitUntil(seconds: 15) { position(t, id) > 0.2 })

@@ -1,9 +1,11 @@
 import BatonConfig
+@testable import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
+import OSThread
 import Testing
-@testable import BatonDaemon
 
 /// Configuration reload: applied as a diff, unchanged zones never stop, invalid configs are refused.
 @Suite(.serialized) struct ReloadTests {
@@ -49,7 +51,7 @@ import Testing
         fclose(f)
         let r = try t.request("POST", "/api/v1/reload")
         #expect(r.status == 422)
-        let report = try JSONDecoder().decode(Daemon.ReloadReport.self, from: Data(r.body))
+        let report = try JSONDecoder().decode(ReloadReport.self, from: Data(r.body))
         #expect(!report.applied)
         #expect(report.errors.contains { $0.hasPrefix("\(path):4:11: zones.kitchen.rate") }, "\(report.errors)")
         #expect(t.daemon.config == t.config)

@@ -1,8 +1,10 @@
 import BatonConfig
+@testable import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import Glibc
+import OSThread
 import Testing
-@testable import BatonDaemon
 
 /// Spoken announcements through the real espeak-ng, checked in the zone's output file.
 @Suite(.serialized) struct SpeechTests {

@@ -1,11 +1,13 @@
+@testable import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import Dispatch
 import FoundationEssentials
 import Glibc
 import HTTPServer
+import OSThread
 import Synchronization
 import Testing
-@testable import BatonDaemon
 
 /// The live status page (`GET /`) rendered by a real headless browser (Debian's `chromium`).
 @Suite struct StatusPageTests {

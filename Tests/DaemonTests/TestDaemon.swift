@@ -1,14 +1,17 @@
 import BatonConfig
+@testable import BatonDaemon
+@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
-@testable import BatonDaemon
 import HTTPServer
+import OSThread
 
 /// A daemon on fresh file PCMs with its API on an ephemeral loopback port, and test sounds:
 /// `music440` (1 s of 440 Hz, loops seamlessly), `bell1k` (0.5 s of 1 kHz), plus the shipped ones.
 final class TestDaemon {
     let daemon: Daemon
+    let triggers: Triggers
     let server: HTTPServer
     let files: [String: String]
     let sounds: String
@@ -26,7 +29,7 @@ final class TestDaemon {
          policy: PolicyConfig = .default, maxBody: Int = 4096, configPath: String? = nil,
          music: MusicConfig? = nil, stateDir: String? = nil, mixers: [String: String] = [:],
          speech: SpeechConfig = .default, intercom: IntercomConfig? = nil, mqtt: MQTTConfig? = nil,
-         gpio: [GPIOButtonConfig] = [], edgeSources: Daemon.EdgeSourceFactory? = nil) throws {
+         gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil) throws {
         sounds = WAVWriter.temporaryDirectory("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
             let src = fopen("\(Self.repoRoot)/config/sounds/\(name)", "rb")!, dst = fopen("\(sounds)/\(name)", "wb")!
@@ -61,9 +64,10 @@ final class TestDaemon {
                                         device: "test-speaker", mqtt: mqtt, gpio: gpio, intercom: intercom, speech: speech)
         self.config = config
         daemon = Daemon(config: config, configPath: configPath, logger: Logger(minimum: .error))
-        if let edgeSources { daemon.useEdgeSources(edgeSources) }
         daemon.start()
-        let api = API(daemon: daemon)
+        triggers = Triggers(daemon: daemon, logger: Logger(minimum: .error), edgeSources: edgeSources)
+        triggers.start()
+        let api = API(daemon: daemon, triggers: triggers)
         server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: maxBody) { api.handle($0) }
         // Wait until every zone with a real PCM is playing.
         _ = waitUntil { files.keys.allSatisfy { z in self.daemon.status().zones.first { $0.name == z }?.state == "available" } }
@@ -72,6 +76,7 @@ final class TestDaemon {
     /// Stops the API and the zones (closing the PCMs, so the files are complete).
     func stop() {
         server.stop()
+        triggers.stop()
         daemon.stop()
     }
 

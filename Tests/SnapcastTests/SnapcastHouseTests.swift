@@ -1,8 +1,9 @@
 import AudioCore
 import BatonConfig
-import BatonTesting
 @testable import BatonDaemon
+import BatonTesting
 import Glibc
+import OSThread
 import Snapcast
 import Testing
 

@@ -1,9 +1,10 @@
 import AudioCore
 import BatonConfig
-import BatonTesting
 @testable import BatonDaemon
+import BatonTesting
 import Engine
 import Glibc
+import OSThread
 import Snapcast
 import Synchronization
 

@@ -1,6 +1,8 @@
 import FuzzSupport
 import BatonConfig
 @testable import BatonDaemon
+@testable import BatonService
+import OSThread
 import FoundationEssentials
 @testable import HTTPServer
 

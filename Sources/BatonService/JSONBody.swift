@@ -1,9 +1,15 @@
+import BatonDaemon
 import FoundationEssentials
 
 /// Decodes API request bodies strictly: a JSON object, only the known keys, each of the right type,
 /// with an error message that names the field. Any thread.
 enum JSONBody {
     struct Problem: Error { var message: String }
+
+    /// Decodes like `decode`, with a malformed body as a bad request.
+    static func command<T: Decodable>(_ type: T.Type, _ body: [UInt8], keys: Set<String>) throws(ControlError) -> T {
+        do { return try decode(type, from: body, keys: keys) } catch { throw ControlError(.badRequest, error.message) }
+    }
 
     private struct AnyKey: CodingKey {
         var stringValue: String

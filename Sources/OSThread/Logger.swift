@@ -8,7 +8,7 @@ public final class Logger: Sendable {
     public enum Level: Int, Sendable, Comparable {
         case debug, info, warning, error
         public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
-        var label: String { ["debug", "info", "warning", "error"][rawValue] }
+        public var label: String { ["debug", "info", "warning", "error"][rawValue] }
     }
 
     private let minimum: Level

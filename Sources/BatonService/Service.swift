@@ -1,12 +1,13 @@
-import AudioCore
 import ALSA
 import BatonConfig
-import Engine
+import BatonDaemon
 import Glibc
 import HTTPServer
+import OSThread
 import Systemd
 
-/// The daemon process: start the parts in order, wait for SIGTERM/SIGINT, stop in reverse.
+/// The daemon process: start the parts in order — the control plane, its triggers (MQTT, GPIO), the
+/// HTTP API, systemd — wait for SIGTERM/SIGINT, stop in reverse. SIGHUP reloads.
 public enum Service {
     /// Runs until SIGTERM or SIGINT; returns the process exit status. Main thread only, before any
     /// other thread exists (it blocks the signals so that every thread inherits the mask).
@@ -19,8 +20,8 @@ public enum Service {
 
         if let dir = config.outputDir {
             setenv("BATON_OUTPUT_DIR", dir, 1)
-            if mkdir(dir, 0o755) != 0 && errno != EEXIST {
-                logger.error("output-dir \(dir): cannot create: \(String(cString: strerror(errno)))")
+            if case .failure(let error) = FileIO.makeDirectory(dir) {
+                logger.error("output-dir \(error)")
                 return 1
             }
             logger.info("file PCMs write into \(dir)")
@@ -41,7 +42,7 @@ public enum Service {
 
         var token: String?
         if let file = config.api.tokenFile {
-            guard let text = readSecret(file) else {
+            guard let text = FileIO.firstLine(file) else {
                 logger.error("api.token-file \(file): cannot read: \(String(cString: strerror(errno)))")
                 return 1
             }
@@ -54,13 +55,16 @@ public enum Service {
         let systemd = SystemdNotifier()
         let daemon = Daemon(config: config, configPath: configPath, logger: logger)
         daemon.start()
-        let api = API(daemon: daemon, token: token)
+        let triggers = Triggers(daemon: daemon, logger: logger)
+        triggers.start()
+        let api = API(daemon: daemon, token: token, triggers: triggers)
         let server: HTTPServer
         do {
             server = try HTTPServer(host: config.api.listen.host, port: Int(config.api.listen.port),
                                     maxBodyBytes: config.api.maxBody) { api.handle($0) }
         } catch {
             logger.error("control API: \(error)")
+            triggers.stop()
             daemon.stop()
             return 1
         }
@@ -70,7 +74,7 @@ public enum Service {
         if let interval = systemd.watchdogInterval {
             // Pet the watchdog only while the monitor thread is alive: a wedged daemon gets restarted.
             let half = Int(interval.components.seconds) * 500_000 + Int(interval.components.attoseconds / 2_000_000_000_000)
-            _ = startThread {
+            OSThread.detach {
                 while true {
                     usleep(UInt32(max(half, 10_000)))
                     if daemon.monitorIsAlive { _ = try? systemd.watchdog() }
@@ -93,6 +97,7 @@ public enum Service {
         }
         notify(systemd, logger) { try systemd.stopping() }
         server.stop()
+        triggers.stop()
         daemon.fadeOut()
         daemon.stop()
         logger.info("stopped")
@@ -101,15 +106,5 @@ public enum Service {
 
     private static func notify(_ systemd: SystemdNotifier, _ logger: Logger, _ body: () throws -> Bool) {
         do { _ = try body() } catch { logger.warning("systemd: \(error)") }
-    }
-
-    /// The first line of a secret file, without surrounding white space; nil when unreadable.
-    static func readSecret(_ path: String) -> String? {
-        guard let f = fopen(path, "r") else { return nil }
-        defer { fclose(f) }
-        var buffer = [CChar](repeating: 0, count: 4096)
-        guard fgets(&buffer, 4096, f) != nil else { return "" }
-        let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return String(line.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }.reversed())
     }
 }

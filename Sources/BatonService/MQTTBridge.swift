@@ -1,9 +1,9 @@
-import AudioCore
 import BatonConfig
+import BatonDaemon
 import FoundationEssentials
 import Glibc
-import HTTPServer
 import MQTT
+import OSThread
 import Synchronization
 
 /// Baton on an MQTT broker (`mqtt:`): commands in, state and events out, Home Assistant discovery.
@@ -19,10 +19,11 @@ import Synchronization
 ///   0–100), `<base>/events` (every event as in `GET /api/v1/events`), `<base>/errors` (a command that
 ///   failed: its topic, status and message).
 ///
-/// A command is carried out exactly as the HTTP request it mirrors (same validation, same errors).
-/// Commands run in arrival order on the bridge's own thread, which also publishes events (polled
-/// every 50 ms) and state whenever it changes; on every (re)connect the retained topics and the
-/// discovery messages are published again.
+/// A command is carried out by the same `Commands` as the HTTP request it mirrors (same validation,
+/// same errors). Commands run in arrival order on the bridge's own thread, which also publishes
+/// events (it subscribes to the event log: woken by each one) and state whenever it changes (looked
+/// at every 50 ms at most); on every (re)connect the retained topics and the discovery messages are
+/// published again.
 ///
 /// Thread: created, started and stopped by the control thread; the MQTT client's network thread only
 /// queues commands.
@@ -31,44 +32,50 @@ final class MQTTBridge: @unchecked Sendable {
     // immutable after init.
     let base: String
     private let daemon: Daemon
-    private let api: API
+    private let commands: Commands
     private let client: MQTTClient
     private let config: MQTTConfig
     private let logger: Logger
     private let running = Atomic<Bool>(false)
-    private var thread: pthread_t?
+    private var thread: OSThread?
+    private var subscription: Int?
     private struct Shared {
         var commands: [(topic: String, payload: [UInt8])] = []
         /// Set on connect: every retained topic is published again.
         var republish = true
-        var lastEventSeq = 0
+        var events: [Event] = []
         var retained: [String: String] = [:]
     }
     /// Shared with the client's callbacks, which exist before `self` does. A command wakes the
     /// bridge's thread at once through the semaphore.
-    private final class Inbox: Sendable {
+    private final class Inbox: EventSubscriber {
         let shared = Mutex(Shared())
         let wake = Semaphore()
+        func deliver(_ event: Event) -> Bool {
+            shared.withLock { $0.events.append(event) }
+            wake.post()
+            return true
+        }
     }
     private let inbox = Inbox()
 
     /// Connects to the configured broker (in the background; failures are retried and shown in
     /// `status`). Throws when the settings cannot make a client (bad URL, unreadable password file).
-    init(daemon: Daemon, config: MQTTConfig, device: String, logger: Logger) throws(Daemon.RequestError) {
+    init(daemon: Daemon, config: MQTTConfig, device: String, logger: Logger) throws(ControlError) {
         self.daemon = daemon
         self.config = config
         self.logger = logger
-        api = API(daemon: daemon)
+        commands = Commands(daemon: daemon)
         base = "\(config.topicPrefix)/\(device)"
         guard let endpoint = config.endpoint else {
-            throw Daemon.RequestError(status: 500, message: "mqtt.broker \"\(config.broker)\" is not mqtt://host[:port] or mqtts://host[:port]")
+            throw ControlError(.misconfigured, "mqtt.broker \"\(config.broker)\" is not mqtt://host[:port] or mqtts://host[:port]")
         }
         var c = MQTTConfiguration(broker: MQTTURL(host: endpoint.host, port: Int(endpoint.port), usesTLS: endpoint.useTLS),
                                   clientID: "baton-\(device)")
         c.username = config.username
         if let file = config.passwordFile {
-            guard let password = Service.readSecret(file) else {
-                throw Daemon.RequestError(status: 500, message: "mqtt.password-file \(file): cannot read: \(String(cString: strerror(errno)))")
+            guard let password = FileIO.firstLine(file) else {
+                throw ControlError(.misconfigured, "mqtt.password-file \(file): cannot read: \(String(cString: strerror(errno)))")
             }
             c.password = password
         }
@@ -87,9 +94,8 @@ final class MQTTBridge: @unchecked Sendable {
                 try client.subscribe("\(base)/\(filter)")
             }
         } catch {
-            throw Daemon.RequestError(status: 500, message: "mqtt: \(error)")
+            throw ControlError(.misconfigured, "mqtt: \(error)")
         }
-        inbox.shared.withLock { $0.lastEventSeq = daemon.events.recent().last?.seq ?? 0 }
     }
 
     /// The connection as the client sees it. Any thread.
@@ -97,38 +103,36 @@ final class MQTTBridge: @unchecked Sendable {
 
     func start() {
         running.store(true, ordering: .releasing)
+        subscription = daemon.events.subscribe(inbox, after: nil)
         client.start()
-        thread = startThread { [self] in run() }
+        thread = OSThread.start { [self] in run() }
         logger.info("mqtt: connecting to \(config.broker) as \(base)")
     }
 
     /// Publishes `offline`, disconnects and ends the bridge thread. Control thread.
     func stop() {
         running.store(false, ordering: .releasing)
-        if let thread { pthread_join(thread, nil) }
+        inbox.wake.post()
+        thread?.join()
         thread = nil
+        if let subscription { daemon.events.unsubscribe(subscription) }
         client.stop()
     }
 
     private func run() {
         while running.load(ordering: .acquiring) {
-            let (commands, republish, after) = inbox.shared.withLock { s in
-                let c = s.commands
-                s.commands.removeAll()
-                let r = s.republish
-                s.republish = false
-                return (c, r, s.lastEventSeq)
+            let (commands, republish, events) = inbox.shared.withLock { s in
+                defer { s.commands.removeAll(); s.republish = false; s.events.removeAll() }
+                return (s.commands, s.republish, s.events)
             }
             for command in commands { handle(command.topic, command.payload) }
             if republish {
                 inbox.shared.withLock { $0.retained.removeAll() }
                 if config.discovery { publishDiscovery() }
             }
-            let events = daemon.events.recent(after: after)
             for event in events {
                 if let data = try? JSONEncoder.baton.encode(event) { publish("\(base)/events", Array(data), retain: false) }
             }
-            if let last = events.last { inbox.shared.withLock { $0.lastEventSeq = last.seq } }
             publishState()
             inbox.wake.wait(nanoseconds: 50_000_000)
         }
@@ -137,49 +141,37 @@ final class MQTTBridge: @unchecked Sendable {
     /// Carries out one command as the HTTP request it mirrors; a failure goes to `<base>/errors`.
     private func handle(_ topic: String, _ payload: [UInt8]) {
         guard topic.hasPrefix(base + "/") else { return }
-        let rest = String(topic.dropFirst(base.count + 1))
+        var name = String(topic.dropFirst(base.count + 1))
         var body = payload
-        let path: String
-        if rest == "announce" {
-            path = "/api/v1/announce"
-        } else if rest.hasPrefix("music/") {
-            path = "/api/v1/music/" + rest.dropFirst("music/".count)
-        } else if rest.hasPrefix("call/") {
-            path = "/api/v1/call/" + rest.dropFirst("call/".count)
-        } else if rest == "reload" {
-            path = "/api/v1/reload"
-        } else if rest.hasPrefix("zones/") && rest.hasSuffix("/volume/set") {
-            let zone = rest.dropFirst("zones/".count).dropLast("/volume/set".count)
-            path = "/api/v1/zones/\(zone)/volume"
+        if name.hasPrefix("zones/") && name.hasSuffix("/volume/set") {
+            name = String(name.dropLast("/set".count))
             // Home Assistant's number entity sends 0–100.
             let text = String(String(decoding: payload, as: UTF8.self).filter { !$0.isWhitespace })
             if let percent = Double(text) {
                 guard percent.isFinite, (0...100).contains(percent) else {
-                    publishError(topic, 400, "volume \(text) is not 0–100")
+                    publishError(topic, ControlError(.badRequest, "volume \(text) is not 0–100"))
                     return
                 }
                 body = Array("{\"volume\": \(percent / 100)}".utf8)
             }
-        } else {
-            publishError(topic, 404, "unknown command topic (see docs/MQTT.md)")
+        } else if !Commands.names.contains(name) {
+            publishError(topic, ControlError(.notFound, "unknown command topic (see docs/MQTT.md)"))
             return
         }
-        let response = api.handle(HTTPRequest(method: "POST", path: path, body: body))
-        guard (200..<300).contains(response.status) else {
-            var message = "failed"
-            if case .bytes(let b) = response.body,
-               let object = try? JSONDecoder().decode([String: String].self, from: Data(b)), let error = object["error"] {
-                message = error
+        do throws(ControlError) {
+            if case .reload(let report) = try commands.run(name, body: body), !report.applied {
+                throw ControlError(.unprocessable, report.errors.joined(separator: "\n"))
             }
-            publishError(topic, response.status, message)
-            logger.warning("mqtt: \(topic): \(response.status) \(message)")
-            return
+        } catch {
+            publishError(topic, error)
+            logger.warning("mqtt: \(topic): \(error.kind.httpStatus) \(error.message)")
         }
     }
 
-    private func publishError(_ topic: String, _ status: Int, _ message: String) {
-        struct Failure: Encodable { var topic: String; var status: Int; var error: String }
-        if let data = try? JSONEncoder.baton.encode(Failure(topic: topic, status: status, error: message)) {
+    private func publishError(_ topic: String, _ error: ControlError) {
+        struct Failure: Encodable { var topic: String; var status: Int; var kind: String; var error: String }
+        let failure = Failure(topic: topic, status: error.kind.httpStatus, kind: error.kind.rawValue, error: error.message)
+        if let data = try? JSONEncoder.baton.encode(failure) {
             publish("\(base)/errors", Array(data), retain: false)
         }
     }
@@ -229,7 +221,7 @@ final class MQTTBridge: @unchecked Sendable {
     private func publishDiscovery() {
         do {
             let discovery = try HomeAssistantDiscovery(device: String(base.split(separator: "/").last ?? ""), name: "Baton \(base.split(separator: "/").last ?? "")",
-                                                       zones: daemon.zones.names, prefix: config.discoveryPrefix,
+                                                       zones: daemon.zoneNames, prefix: config.discoveryPrefix,
                                                        topicPrefix: config.topicPrefix)
             for m in discovery.messages() { publish(m.topic, m.payload, retain: true) }
         } catch {

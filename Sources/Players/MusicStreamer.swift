@@ -2,6 +2,7 @@ import AudioCore
 import Engine
 import Glibc
 import Media
+import OSThread
 import Subsonic
 import Synchronization
 
@@ -18,18 +19,6 @@ import Synchronization
 final class MusicStreamer: @unchecked Sendable {
     // @unchecked: `targets` and `songs` are immutable after init; mutable state is in `progress`
     // (a mutex) and `cancelled` (an atomic).
-    struct Target {
-        let zone: String
-        let slot: SourceSlot
-        let mixer: ZoneMixer
-        let rate: Int
-        let channels: Int
-        /// The converter used when the track's rate differs from the zone's.
-        let resampler: ResamplerKind
-        /// The zone's device: how many rendered frames are not heard yet.
-        let device: DeviceOutput
-    }
-
     struct Progress: Sendable {
         /// Where each started track begins, in frames of the first zone's slot, and the track
         /// position (seconds) of that frame: 0, or where a seek or a restored queue started it.
@@ -49,18 +38,18 @@ final class MusicStreamer: @unchecked Sendable {
     let startOffset: Double
     /// Each song's linear gain (ReplayGain; 1 when off or unknown), in `songs` order.
     private let gains: [Float]
-    private let targets: [Target]
+    private let targets: [SourceOutput]
     private let client: SubsonicClient
     private let retryLimit: Duration
-    private let logger: Logger
+    private let report: SourceReporter
     private let cancelled = Atomic<Bool>(false)
     /// Set by whichever comes second of "the thread ended" and "cancel was called" (see `cancel`).
     private let ended = Atomic<Bool>(false)
     private let progressState = Mutex(Progress())
     private let currentBuffer = Mutex<StreamBuffer?>(nil)
 
-    init(songs: [Song], startAt: Int, offset: Double = 0, gains: [Float]? = nil, targets: [Target], client: SubsonicClient,
-         retryLimit: Duration, logger: Logger) {
+    init(songs: [Song], startAt: Int, offset: Double = 0, gains: [Float]? = nil, targets: [SourceOutput], client: SubsonicClient,
+         retryLimit: Duration, report: @escaping SourceReporter) {
         precondition(gains == nil || gains!.count == songs.count, "one gain per song")
         self.songs = songs
         firstIndex = startAt
@@ -69,10 +58,13 @@ final class MusicStreamer: @unchecked Sendable {
         self.targets = targets
         self.client = client
         self.retryLimit = retryLimit
-        self.logger = logger
+        self.report = report
     }
 
     var progress: Progress { progressState.withLock { $0 } }
+
+    /// True once every slot played the queue's last frame. Any thread.
+    var isDrained: Bool { allDrained(targets) }
 
     /// The track audible now in the first zone and the position in it (seconds): the frames the
     /// mixer took, less those still in the device's buffer while the slot plays (a paused slot's
@@ -86,7 +78,7 @@ final class MusicStreamer: @unchecked Sendable {
         return (current.index, current.offset + Double(max(0, consumed - current.frame)) / Double(first.rate))
     }
 
-    func start() { _ = startThread { [self] in run() } }
+    func start() { OSThread.detach { [self] in run() } }
 
     /// Stops streaming. Returns true when the thread has already ended, so the caller releases the
     /// slots; false when the thread still runs and will release them itself. Control thread.
@@ -98,25 +90,22 @@ final class MusicStreamer: @unchecked Sendable {
 
     private var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
 
-    /// One track's transfer: its byte buffer, its network thread and the answer's content type.
-    private final class Fetch: @unchecked Sendable {
-        // @unchecked: immutable after init but for `thread`, set once right after init on the streamer thread.
+    /// One track's transfer: its byte buffer (which also carries the answer's content type) and its
+    /// network thread.
+    private struct Fetch {
         let song: Song
-        let buffer = StreamBuffer()
-        let contentType = ContentTypeBox()
-        var thread: pthread_t?
-        init(song: Song) { self.song = song }
+        let buffer: StreamBuffer
+        let thread: OSThread
     }
 
     private func startFetch(_ song: Song) -> Fetch {
-        let fetch = Fetch(song: song)
-        fetch.thread = startThread { [self] in self.fetch(song, into: fetch.buffer, contentType: fetch.contentType) }
-        return fetch
+        let buffer = StreamBuffer()
+        return Fetch(song: song, buffer: buffer, thread: OSThread.start { [self] in self.fetch(song, into: buffer) })
     }
 
     private func end(_ fetch: Fetch) {
         fetch.buffer.cancel()
-        if let t = fetch.thread { pthread_join(t, nil) }
+        fetch.thread.join()
     }
 
     private func run() {
@@ -137,9 +126,9 @@ final class MusicStreamer: @unchecked Sendable {
                 }
             } catch {
                 if let failure = fetch.buffer.networkFailure, !isCancelled {
-                    logger.error("music: \(song.title) (\(song.id)): the server stayed unreachable past retry.limit (\(failure.message)); stopping the queue here")
+                    report(.error("music: \(song.title) (\(song.id)): the server stayed unreachable past retry.limit (\(failure.message)); stopping the queue here"))
                 } else if !isCancelled {
-                    logger.error("music: \(song.title) (\(song.id)): \(error)")
+                    report(.error("music: \(song.title) (\(song.id)): \(error)"))
                     progressState.withLock { $0.error = "\(song.title): \(error)" }
                 }
             }
@@ -168,10 +157,8 @@ final class MusicStreamer: @unchecked Sendable {
     /// song's transfer has completed.
     private func play(_ fetch: Fetch, skipSeconds: Double, gain: Float, downloaded: () -> Void) throws -> Int {
         let buffer = fetch.buffer, song = fetch.song
-        // Wait for the answer's content type (or the end of the transfer).
-        while !fetch.contentType.isSet && !isCancelled { usleep(2_000) }
-        if isCancelled { return 0 }
-        let type = fetch.contentType.value
+        // The answer's content type comes with its first bytes (or the end of the transfer).
+        let type = try buffer.waitForContentType()
         let decoder = try StreamDecoders.make(contentType: type, source: buffer, name: song.title)
         let renderer = try TrackRenderer(decoder: decoder, outputs: targets.map {
             TrackRenderer.Output(channels: $0.channels, rate: $0.rate, resampler: $0.resampler)
@@ -189,7 +176,7 @@ final class MusicStreamer: @unchecked Sendable {
     /// While the ring is full (nearly always once a track plays: the ring holds 0.5 s), it sleeps about
     /// as long as the output takes to make room for the rest of the block, at least 10 ms (room comes
     /// a period at a time) and at most 40 ms, not 2 ms at a time: tens of wake-ups a second, not 500.
-    private func push(_ samples: UnsafeBufferPointer<Float>, into t: Target) -> Bool {
+    private func push(_ samples: UnsafeBufferPointer<Float>, into t: SourceOutput) -> Bool {
         var offset = 0
         while offset < samples.count {
             if isCancelled { return false }
@@ -206,7 +193,7 @@ final class MusicStreamer: @unchecked Sendable {
     /// The network thread: streams the song into `buffer`, resuming after transient failures with
     /// `Range` (or by skipping what was already received when the server answers from the start),
     /// until `retryLimit` passes without progress.
-    private func fetch(_ song: Song, into buffer: StreamBuffer, contentType: ContentTypeBox) {
+    private func fetch(_ song: Song, into buffer: StreamBuffer) {
         var received: Int64 = 0
         var failingSince: ContinuousClock.Instant?
         var backoff = Duration.milliseconds(250)
@@ -217,7 +204,7 @@ final class MusicStreamer: @unchecked Sendable {
                 try client.stream(request, onResponse: { r in
                     // A server that ignores Range answers from byte 0: skip what the decoder already has.
                     skip = r.status == 206 ? 0 : received
-                    contentType.set(r.contentType)
+                    buffer.setContentType(r.contentType)
                 }, onData: { chunk in
                     var bytes = chunk
                     if skip > 0 {
@@ -232,7 +219,6 @@ final class MusicStreamer: @unchecked Sendable {
                     return true
                 })
                 buffer.finish()
-                contentType.set(nil)
                 return
             } catch {
                 if buffer.isCancelled { return }
@@ -240,23 +226,14 @@ final class MusicStreamer: @unchecked Sendable {
                 failingSince = start
                 guard error.isTransient, ContinuousClock.now - start < retryLimit else {
                     buffer.fail(ByteSourceError(message: "\(error)"))
-                    contentType.set(nil)
                     return
                 }
                 progressState.withLock { $0.retrying = "\(error)" }
-                logger.warning("music: \(song.title): \(error); retrying at byte \(received)")
+                report(.warning("music: \(song.title): \(error); retrying at byte \(received)"))
                 let (s, a) = backoff.components
                 usleep(UInt32(s) * 1_000_000 + UInt32(a / 1_000_000_000_000))
                 backoff = min(backoff * 2, .seconds(4))
             }
         }
     }
-}
-
-/// The content type of a stream's answer, set once by the network thread (nil inside: none given).
-final class ContentTypeBox: Sendable {
-    private let state = Mutex<(set: Bool, value: String?)>((false, nil))
-    func set(_ value: String?) { state.withLock { if !$0.set { $0 = (true, value) } } }
-    var isSet: Bool { state.withLock { $0.set } }
-    var value: String? { state.withLock { $0.value } }
 }

@@ -1,0 +1,144 @@
+import Arbiter
+import BatonConfig
+import Media
+import Players
+
+/// Admitting a source: every request — a sound, speech, server music, a call — becomes a `Playback`
+/// that goes through the arbiter by one path, `admit`.
+extension Daemon {
+    /// Plays the named sound as an announcement on `zones` (empty: every zone). Any thread. Decoding
+    /// and resampling happen before the lock (once per sound and zone format).
+    public func announce(sound: String, zones: [String], volume: Float = 1) throws(ControlError) -> Admission {
+        try play(sound: sound, zones: zones, sourceClass: .announcement, loop: false, volume: volume)
+    }
+
+    /// Plays a local sound file as music (class `music`, permanent) on `zones`, looping when asked.
+    public func playMusic(sound: String, zones: [String], loop: Bool, volume: Float = 1) throws(ControlError) -> Admission {
+        try play(sound: sound, zones: zones, sourceClass: .music, loop: loop, volume: volume)
+    }
+
+    /// Speaks `text` as an announcement on `zones` (empty: every zone). Rendering happens before the
+    /// lock (a few hundred ms for a sentence the first time; cached afterwards). Any thread.
+    public func announce(text: String, voice: String? = nil, zones: [String], volume: Float = 1) throws(ControlError) -> Admission {
+        let speech = try parts.speech.render(text, voice: voice, config: config.speech)
+        let library = sounds
+        return try admit(.announcement, zones: zones, volume: volume, coalesceKey: speech.coalesceKey) { (available: [ZoneHandle]) throws(ControlError) in
+            var samples: [String: [Float]] = [:]
+            for zone in available {
+                do throws(MediaError) {
+                    samples[zone.name] = try library.convert(speech.pcm, name: "speech", rate: zone.rate, channels: zone.channels)
+                } catch {
+                    throw ControlError(.unprocessable, "speech: \(error.problem)")
+                }
+            }
+            return SoundPlayer(label: speech.label, samples: samples, loop: false)
+        }
+    }
+
+    private func play(sound: String, zones: [String], sourceClass: SourceClass, loop: Bool, volume: Float) throws(ControlError) -> Admission {
+        do { try SoundLibrary.validate(name: sound) } catch {
+            throw ControlError(.badRequest, "sound \"\(sound)\": \(error.problem)")
+        }
+        let library = sounds
+        return try admit(sourceClass, zones: zones, volume: volume, coalesceKey: sound) { (available: [ZoneHandle]) throws(ControlError) in
+            var samples: [String: [Float]] = [:]
+            for zone in available {
+                do throws(MediaError) {
+                    samples[zone.name] = try library.samples(sound, rate: zone.rate, channels: zone.channels)
+                } catch {
+                    let kind: ControlError.Kind = error.problem.hasPrefix("unknown sound") ? .unknownSound : .unprocessable
+                    throw ControlError(kind, "sound \"\(sound)\": \(error.problem)")
+                }
+            }
+            return SoundPlayer(label: sound, samples: samples, loop: loop)
+        }
+    }
+
+    /// The one admit path: resolves `requested` zones (empty: every zone) to those that can play,
+    /// makes the source for them (before the lock: decoding, rendering), gives it an id, and asks
+    /// the arbiter. Announcements coalesce by `coalesceKey`. Any thread.
+    func admit(_ sourceClass: SourceClass, zones requested: [String], volume: Float, coalesceKey: String? = nil,
+               before announce: ((SourceID) -> Void)? = nil,
+               make: ([ZoneHandle]) throws(ControlError) -> any Source) throws(ControlError) -> Admission {
+        guard volume.isFinite, (0...1).contains(volume) else { throw ControlError(.badRequest, "volume must be between 0 and 1") }
+        let table = self.zones
+        let (available, skipped) = try availableZones(try requestedZones(requested, in: table), in: table)
+        let source = try make(available.compactMap(table.zone))
+        return try state.withLock { (s: inout State) throws(ControlError) in
+            let id = SourceID("\(Self.prefix(sourceClass))-\(s.nextID)")
+            s.nextID += 1
+            s.playbacks[id] = Playback(id: id, sourceClass: sourceClass, source: source, volume: volume, zones: available,
+                                       skipped: skipped)
+            announce?(id)
+            let request = Request(source: id, sourceClass: sourceClass, zones: available.map { ZoneID($0) },
+                                  coalesceKey: sourceClass == .announcement ? coalesceKey : nil)
+            let effects = s.arbiter.handle(.request(request), at: .now)
+            apply(effects, &s)
+            return Admission(id: id.rawValue, outcome: try outcome(of: id, in: effects), skipped: skipped)
+        }
+    }
+
+    /// Source ids read as what they are: `announce-3`, `music-4`, `call-5`.
+    private static func prefix(_ sourceClass: SourceClass) -> String {
+        switch sourceClass {
+        case .announcement: "announce"
+        case .call: "call"
+        default: "music"
+        }
+    }
+
+    /// What the arbiter's answer to a request means for its source: playing, queued (also when the
+    /// effects say nothing of it), coalesced, or a conflict naming the rule that rejected it.
+    private func outcome(of id: SourceID, in effects: [Effect<Instant>]) throws(ControlError) -> Outcome {
+        for e in effects where e.action.source == id {
+            switch e.action {
+            case .granted: return .playing
+            case .queued: return .queued
+            case .coalesced(_, let into): return .coalesced(into: into.rawValue)
+            case .rejected: throw ControlError(.conflict, "rejected: \(e.reason)")
+            default: continue
+            }
+        }
+        return .queued
+    }
+
+    /// The zones a request names: every zone when it names none; groups and `all` expanded to their
+    /// zones, in config order, without duplicates. Any thread.
+    func requestedZones(_ requested: [String], in table: ZoneTable) throws(ControlError) -> [String] {
+        requested.isEmpty ? table.names : try expandZones(requested)
+    }
+
+    /// Expands zone and group names (and `all`) to zone names in config order. Any thread.
+    func expandZones(_ names: [String]) throws(ControlError) -> [String] {
+        do { return try config.expand(names) } catch { throw ControlError(.unknownZone, error.description) }
+    }
+
+    /// Splits `zones` into those whose device plays now and those skipped; unavailable, with each
+    /// zone's ALSA error, when none is. Any thread.
+    private func availableZones(_ zones: [String], in table: ZoneTable) throws(ControlError) -> (available: [String], skipped: [String]) {
+        let available = zones.filter { table.zone($0)?.device.snapshot().available == true }
+        guard !available.isEmpty else {
+            let why = zones.map { z in "\(z): \(table.zone(z)?.errorText ?? "unknown zone")" }.joined(separator: "; ")
+            throw ControlError(.unavailable, "no requested zone is available (\(why))")
+        }
+        return (available, zones.filter { !available.contains($0) })
+    }
+
+    /// A user command on a source: `pause`, `play` (resume), `stop`. Any thread.
+    public func command(_ command: UserCommand, source: String) throws(ControlError) {
+        try state.withLock { (s: inout State) throws(ControlError) in
+            let id = SourceID(source)
+            guard s.playbacks[id] != nil, s.arbiter.state(of: id) != nil else { throw ControlError(.notFound, "no source \"\(source)\"") }
+            apply(s.arbiter.user(command, on: id, at: .now), &s)
+        }
+    }
+
+    /// The newest source of `class` still known (for "pause the music" without an id). Any thread.
+    public func latestSource(of sourceClass: SourceClass) -> String? {
+        state.withLock { s in
+            s.playbacks.values.filter { $0.sourceClass == sourceClass && s.arbiter.state(of: $0.id) != nil }
+                .max { $0.id.rawValue.count == $1.id.rawValue.count ? $0.id < $1.id : $0.id.rawValue.count < $1.id.rawValue.count }?
+                .id.rawValue
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import Arbiter
+import AudioCore
+import Engine
+import Players
+
+/// Carrying out the arbiter's effects: events for all, slots claimed for grants and released for
+/// ends, and every slot brought in line with what the arbiter says (paused, resumed, muted, ducked).
+extension Daemon {
+    /// Under the lock.
+    func apply(_ effects: [Effect<Instant>], _ s: inout State) {
+        var ramps: [String: Int] = [:]  // "source/zone" → ramp frames for a duck change
+        for e in effects {
+            let frames = e.action.source.flatMap { s.playbacks[$0] }.map { p in
+                Dictionary(uniqueKeysWithValues: p.zones.compactMap { z in output(z).map { (z, $0.device.snapshot().framesPlayed) } })
+            }
+            events.publish(e, zoneFrames: frames)
+            logger.debug("arbiter: \(e)")
+            switch e.action {
+            case .granted(let id, _):
+                start(id, &s)
+            case .rejected(let id), .coalesced(let id, _), .expired(let id), .lostForGood(let id), .finished(let id):
+                finish(id, &s)
+            case .duckBegan(let id, let zone, _, let attack):
+                ramps["\(id)/\(zone)"] = self.frames(attack, zone: zone.rawValue)
+            case .duckEnded(let id, let zone, let release):
+                ramps["\(id)/\(zone)"] = self.frames(release, zone: zone.rawValue)
+            case .scheduleTimer(let at):
+                s.timer = at
+            default:
+                break
+            }
+        }
+        for p in s.playbacks.values where p.started { reconcile(p, &s, ramps: ramps) }
+    }
+
+    private func frames(_ d: Duration, zone: String) -> Int {
+        let rate = output(zone)?.rate ?? 48_000
+        let (sec, atto) = d.components
+        return max(1, Int(sec) * rate + Int(Double(atto) / 1e18 * Double(rate)))
+    }
+
+    /// Claims a slot in each of `p`'s zones, at its gain, or paused at 0 when it is granted but not
+    /// heard anywhere yet (a new source begins at its own first sample: no fade in).
+    func claimSlots(_ p: Playback, _ s: borrowing State) -> [SourceOutput] {
+        let audible = s.arbiter.state(of: p.id)?.isAudible ?? false
+        var outputs: [SourceOutput] = []
+        for part in p.parts {
+            guard let zone = output(part.zone), let slot = zone.mixer.claimSlot(gain: audible ? target(p, zone: part.zone, s) : 0) else {
+                logger.error("zone \(part.zone): every slot is busy; \(p.id) cannot play there")
+                continue
+            }
+            if !audible { slot.pause() }
+            part.slot = slot
+            let resampler = p.sourceClass == .call ? ResamplerKind.callsDefault : config.musicResampler(for: zone.config)
+            outputs.append(SourceOutput(zone: zone.name, slot: slot, mixer: zone.mixer, device: zone.device, rate: zone.rate,
+                                        channels: zone.channels, resampler: resampler))
+        }
+        return outputs
+    }
+
+    private func start(_ id: SourceID, _ s: inout State) {
+        guard let p = s.playbacks[id], !p.started else { return }
+        p.started = true
+        p.source.start(claimSlots(p, s))
+    }
+
+    /// Releases the slots of `p`'s zones now (false: the source's own thread releases them when it ends).
+    func releaseSlots(_ p: Playback, now: Bool) {
+        for part in p.parts {
+            if now, let slot = part.slot { output(part.zone)?.mixer.release(slot) }
+            part.slot = nil
+        }
+    }
+
+    func finish(_ id: SourceID, _ s: inout State) {
+        guard let p = s.playbacks.removeValue(forKey: id) else { return }
+        if let music = p.music {
+            // Keep the queue where it was heard (unless it played to its end).
+            if music.progress.finished {
+                parts.persistence.keep(queue: nil)
+            } else if let queue = SavedQueue(p, playing: false) {
+                parts.persistence.keep(queue: queue)
+            }
+        }
+        releaseSlots(p, now: p.source.stop())
+    }
+
+    /// The gain of `p` in `zone` the arbiter calls for: the user's volume × the duck stage, or 0
+    /// where it is muted.
+    func target(_ p: Playback, zone: String, _ s: borrowing State) -> Float {
+        let z = ZoneID(zone)
+        if s.arbiter.isMuted(p.id, in: z) { return 0 }
+        return p.volume * linearGain(decibels: s.arbiter.duckGain(of: p.id, in: z).value)
+    }
+
+    /// Sets each slot of `p` to what the arbiter says: paused unless the source is audible; in each
+    /// zone, the user's volume × the duck stage, or 0 where it is muted. Duck changes ramp over the
+    /// policy's attack or release; everything else over the zone's default ramp.
+    private func reconcile(_ p: Playback, _ s: inout State, ramps: [String: Int]) {
+        let audible = s.arbiter.state(of: p.id)?.isAudible ?? false
+        for part in p.parts {
+            guard let slot = part.slot else { continue }
+            let gain = target(p, zone: part.zone, s)
+            if slot.targetGain != gain { slot.setGain(gain, overFrames: ramps["\(p.id)/\(part.zone)"]) }
+            if audible { slot.resume() } else { slot.pause() }
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import ALSA
+import Arbiter
+import Engine
+import Players
+
+extension Daemon {
+    /// One pass of the monitor: sources' upkeep (feeding rings, track changes), drained sources
+    /// released, timers fired, zone availability reported. Monitor thread; tests call it directly.
+    func tick() {
+        state.withLock { s in
+            var done: [Playback] = []
+            for p in s.playbacks.values where p.started {
+                p.source.tick(audible: s.arbiter.state(of: p.id)?.isAudible ?? false)
+                if p.source.isDrained && !p.released { done.append(p) }
+            }
+            for p in done.sorted(by: { $0.id < $1.id }) {
+                p.released = true
+                let frames = Dictionary(uniqueKeysWithValues: p.parts.compactMap { part in part.slot?.lastFrameAt.map { (part.zone, $0) } })
+                let why = p.music?.progress.gaveUp.map { "stopped: the server stayed unreachable (\($0))" }
+                events.publish(type: "played", source: p.id.rawValue, zones: p.zones,
+                               reason: why ?? "sound \(p.source.label) played to its end", zoneFrames: frames)
+                apply(s.arbiter.release(p.id, at: .now), &s)
+            }
+            if let t = s.timer, t <= .now {
+                s.timer = nil
+                apply(s.arbiter.tick(at: .now), &s)
+            }
+            for zone in zones.zones { s.availability.report(zone, events: events, logger: logger) }
+        }
+    }
+}

@@ -1,0 +1,25 @@
+import Arbiter
+import Players
+
+extension Daemon {
+    /// Every zone and source as they are now. Any thread.
+    public func status() -> StatusReport {
+        let config = self.config
+        return state.withLock { s in
+            let playbacks = s.playbacks.values.sorted { $0.id < $1.id }
+            let zones = self.zones.zones.map { handle in
+                StatusReport.Zone(
+                    handle, s.arbiter.status(of: ZoneID(handle.name)), error: handle.errorText,
+                    volume: parts.volumes.userVolume(handle), volumeControl: parts.volumes.description(handle),
+                    slots: playbacks.flatMap { p in
+                        p.parts.filter { $0.zone == handle.name }.compactMap { part in part.slot.map { (p.id.rawValue, $0) } }
+                    },
+                    snapcast: parts.snapcast.status(handle))
+            }
+            let sources = s.arbiter.sources.compactMap { st in s.playbacks[st.contender.source].map { StatusReport.Source($0, st) } }
+            return StatusReport(
+                zones: zones, sources: sources, uptimeMs: events.uptimeMs, savedQueue: parts.persistence.saved.queue.flatMap(StatusReport.SavedQueue.init),
+                intercom: config.intercom.map(parts.intercom.status), mqtt: nil, gpio: nil)
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import ALSA
+import OSThread
+import Synchronization
+
+/// Zone volume through an ALSA mixer control (`mixer:` on the zone or its board with
+/// `volume: hardware`). The user's volume goes to the control and the zone's software volume stage
+/// stays at 1; ducking and fades remain software gains on each source, so they never touch the
+/// hardware setting. A control that cannot be opened leaves the zone on software gain, with a
+/// warning and a `volume-control` event that say why. Any thread (one mutex).
+final class HardwareVolumes: Sendable {
+    private let controls = Mutex<[String: (control: MixerControl, volume: Double)]>([:])
+    private let logger: Logger
+    private let events: EventLog
+
+    init(logger: Logger, events: EventLog) {
+        self.logger = logger
+        self.events = events
+    }
+
+    /// Opens the controls of `zones`, moving each zone's current user volume onto its control.
+    /// Control thread, before or right after the zones start.
+    func open(_ zones: [ZoneHandle]) {
+        for zone in zones {
+            guard let control = zone.config.mixer else {
+                controls.withLock { _ = $0.removeValue(forKey: zone.name) }
+                continue
+            }
+            let device = MixerControl.device(forPCM: zone.pcm)
+            do {
+                let mixer = try MixerControl(device: device, control: control)
+                let volume = Double(zone.mixer.volume)
+                try mixer.setVolume(volume)
+                zone.mixer.setInitialVolume(1)
+                controls.withLock { $0[zone.name] = (mixer, volume) }
+                let range = mixer.decibelRange.map { " (\($0.lowerBound)…\($0.upperBound) dB)" } ?? " (no dB scale: linear)"
+                logger.info("zone \(zone.name): hardware volume on \(device) control \"\(control)\"\(range)")
+            } catch {
+                controls.withLock { _ = $0.removeValue(forKey: zone.name) }
+                logger.warning("zone \(zone.name): hardware volume unavailable (\(error)); using software gain")
+                events.publish(
+                    type: "volume-control", zones: [zone.name],
+                    reason: "hardware volume \"\(control)\" on \(device) unavailable: \(error.message); using software gain")
+            }
+        }
+    }
+
+    /// The zone's user volume (0...1): the hardware control's when it has one.
+    func userVolume(_ zone: ZoneHandle) -> Double {
+        controls.withLock { $0[zone.name]?.volume } ?? Double(zone.mixer.volume)
+    }
+
+    /// How the zone's volume is applied: `software`, or `hardware: CONTROL on DEVICE`.
+    func description(_ zone: ZoneHandle) -> String {
+        controls.withLock { $0[zone.name] }.map { "hardware: \($0.control.control) on \($0.control.device)" } ?? "software"
+    }
+
+    /// Sets the user volume on the zone's hardware control; false when it has none. Throws
+    /// (upstream failure) when the control refuses.
+    func set(_ zone: ZoneHandle, _ volume: Double) throws(ControlError) -> Bool {
+        guard let entry = controls.withLock({ $0[zone.name] }) else { return false }
+        do {
+            try entry.control.setVolume(volume)
+        } catch {
+            throw ControlError(.upstreamFailure, "zone \(zone.name): \(error)")
+        }
+        controls.withLock { $0[zone.name]?.volume = volume }
+        return true
+    }
+}

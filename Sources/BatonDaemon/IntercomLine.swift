@@ -1,0 +1,49 @@
+import BatonConfig
+import Intercom
+import OSThread
+import Synchronization
+
+/// The intercom's RTP/Opus receiver on `intercom.rtp.listen`, or why it could not start. Any thread.
+final class IntercomLine: Sendable {
+    private let line = Mutex<(receiver: RTPReceiver?, error: String?)>((nil, nil))
+
+    /// The receiver while it runs.
+    var receiver: RTPReceiver? { line.withLock { $0.receiver } }
+
+    /// Binds and starts the receiver; `onEvent` runs on its thread (short, see `RTPReceiver`). A port
+    /// that cannot be bound is logged and published (`intercom-error`); the daemon runs on without
+    /// calls. Control thread, at start.
+    func start(_ config: IntercomConfig, logger: Logger, events: EventLog, onEvent: @escaping @Sendable (CallEvent) -> Void) {
+        let timeout = config.silenceTimeout.components
+        let configuration = RTPReceiver.Configuration(
+            host: config.listen.host, port: config.listen.port, channels: config.channels,
+            silenceTimeout: Int(timeout.seconds) * 1_000_000_000 + Int(timeout.attoseconds / 1_000_000_000),
+            jitter: JitterBuffer.Configuration(payloadType: config.payloadType.map { UInt8($0) }))
+        do {
+            let receiver = try RTPReceiver(configuration: configuration, onEvent: onEvent)
+            receiver.start()
+            line.withLock { $0 = (receiver, nil) }
+            logger.info("intercom: listening for RTP/Opus on \(config.listen.host):\(receiver.port)")
+        } catch {
+            line.withLock { $0 = (nil, "\(error)") }
+            logger.error("intercom: \(error); calls are off")
+            events.publish(type: "intercom-error", reason: "\(error)")
+        }
+    }
+
+    /// Stops the receiver. Control thread, at stop.
+    func stop() {
+        line.withLock { s in defer { s.receiver = nil }; return s.receiver }?.stop()
+    }
+
+    /// The intercom part of the status report.
+    func status(_ config: IntercomConfig) -> StatusReport.Intercom {
+        let (receiver, error) = line.withLock { ($0.receiver, $0.error) }
+        let c = receiver?.counters
+        return StatusReport.Intercom(
+            listen: "\(config.listen.host):\(receiver?.port ?? config.listen.port)", inCall: receiver?.isInCall ?? false, error: error,
+            received: c?.received ?? 0, lost: c?.lost ?? 0, concealed: c?.concealed ?? 0, fecRecovered: c?.fecRecovered ?? 0,
+            late: c?.late ?? 0, duplicate: c?.duplicate ?? 0, malformed: c?.malformed ?? 0, foreign: c?.foreign ?? 0,
+            targetDelayMs: (receiver?.delays.target ?? 0) / 1_000_000)
+    }
+}

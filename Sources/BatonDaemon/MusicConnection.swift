@@ -1,0 +1,160 @@
+import AudioCore
+import BatonConfig
+import Glibc
+import OSThread
+import Players
+import Subsonic
+import Synchronization
+
+/// The household's Subsonic server as the `music:` section names it: one client per section (so it
+/// keeps what it learnt of the server: auth mode, extensions), and the play queue mirrored there
+/// with `savePlayQueue`. Any thread (its own locks).
+final class MusicConnection: Sendable {
+    /// A configured server: the client, the section, and the resampler music uses by default.
+    struct Context: Sendable {
+        let config: MusicConfig
+        let client: SubsonicClient
+        let resampler: ResamplerKind
+
+        /// The player's view of the server for `songs`: the client, the retry limit, and each song's
+        /// ReplayGain factor under `music.replay-gain` (1 when off or untagged).
+        func server(for songs: [Song]) -> MusicPlayer.Server {
+            let gains = songs.map { song -> Float in
+                guard config.replayGain != .off, let rg = song.replayGain else { return 1 }
+                return rg.factor(album: config.replayGain == .album)
+            }
+            return MusicPlayer.Server(client: client, retryLimit: config.retryLimit, gains: gains)
+        }
+    }
+
+    private let cache = Mutex<(config: MusicConfig, resampler: ResamplerKind, context: Context)?>(nil)
+    /// What was last sent with `savePlayQueue`, when, and whether the server lacks the call.
+    private let sync = Mutex<(last: SavedQueue?, at: Int, unsupported: Bool)>((nil, 0, false))
+    private let logger: Logger
+
+    init(logger: Logger) { self.logger = logger }
+
+    /// The context of `config`'s `music:` section, made once per section. Fails (conflict) without
+    /// one, or (unavailable) when its password cannot be read.
+    func context(_ config: BatonConfiguration) throws(ControlError) -> Context {
+        guard let music = config.music else {
+            throw ControlError(.conflict, "no music server is configured (add a music: section, see docs/CONFIG.md)")
+        }
+        let resampler = config.resampler.music
+        if let cached = cache.withLock({ $0 }), cached.config == music, cached.resampler == resampler { return cached.context }
+        let password: String
+        switch music.subsonic.password {
+        case .file(let path):
+            guard let secret = FileIO.firstLine(path) else {
+                throw ControlError(.unavailable, "music.subsonic.password-file \(path): cannot read: \(String(cString: strerror(errno)))")
+            }
+            password = secret
+        case .environment(let name):
+            guard let value = getenv(name) else { throw ControlError(.unavailable, "music.subsonic.password-env: \(name) is not set") }
+            password = String(cString: value)
+        }
+        let client = SubsonicClient(config: SubsonicConfig(
+            url: music.subsonic.url, user: music.subsonic.user, password: password, format: music.subsonic.format.rawValue,
+            maxBitRate: music.subsonic.format == .raw ? nil : music.subsonic.maxBitrate))
+        let context = Context(config: music, client: client, resampler: resampler)
+        cache.withLock { $0 = (music, resampler, context) }
+        return context
+    }
+
+    /// Mirrors the queue to the server with `savePlayQueue` (so other Subsonic clients can pick it
+    /// up) when its songs, track or playing state changed, or 30 s after the last call; a server
+    /// without play-queue endpoints (Supysonic) is noticed once and never asked again. The call runs
+    /// on its own thread.
+    func mirror(_ queue: SavedQueue?, _ config: BatonConfiguration) {
+        guard let queue, queue.index < queue.songs.count, let music = try? context(config) else { return }
+        let now = monotonicNanoseconds()
+        let due: Bool = sync.withLock { s in
+            guard !s.unsupported else { return false }
+            let changed = s.last.map {
+                $0.songs.map(\.id) != queue.songs.map(\.id) || $0.index != queue.index || $0.playing != queue.playing
+            } ?? true
+            guard changed || now - s.at >= 30_000_000_000 else { return false }
+            s.last = queue
+            s.at = now
+            return true
+        }
+        guard due else { return }
+        let logger = self.logger
+        OSThread.detach { [self] in
+            do {
+                try music.client.savePlayQueue(
+                    songIDs: queue.songs.map(\.id), current: queue.songs[queue.index].id,
+                    positionMilliseconds: Int64(queue.position * 1000))
+            } catch let error as SubsonicError where error.isUnsupportedEndpoint {
+                sync.withLock { $0.unsupported = true }
+                logger.info("music: the server has no savePlayQueue; the queue is kept in state-dir only")
+            } catch {
+                logger.warning("music: savePlayQueue failed: \(error)")
+            }
+        }
+    }
+
+    /// The queue the server keeps (`getPlayQueue`), to play on `zones`; nil when there is none or the
+    /// server has no such call. Blocking (it asks the server).
+    func serverQueue(_ config: BatonConfiguration, zones: [String]) -> SavedQueue? {
+        guard let music = try? context(config) else { return nil }
+        do {
+            guard let q = try music.client.playQueue(), !q.entries.isEmpty else { return nil }
+            let index = q.current.flatMap { id in q.entries.firstIndex { $0.id == id } } ?? 0
+            logger.info("music: restored the server's play queue (\(q.entries.count) songs, changed by \(q.changedBy ?? "?"))")
+            return SavedQueue(songs: q.entries, index: index, position: Double(q.position) / 1000, zones: zones, volume: 1, playing: false)
+        } catch {
+            if !error.isUnsupportedEndpoint { logger.warning("music: getPlayQueue failed: \(error)") }
+            return nil
+        }
+    }
+}
+
+/// What to play from the server; exactly one is set.
+public struct MusicSelection: Sendable, Equatable {
+    public var album: String?
+    public var playlist: String?
+    public var songs: [String]?
+    public var search: String?
+    public var random: Int?
+
+    public init(album: String? = nil, playlist: String? = nil, songs: [String]? = nil, search: String? = nil, random: Int? = nil) {
+        self.album = album
+        self.playlist = playlist
+        self.songs = songs
+        self.search = search
+        self.random = random
+    }
+}
+
+extension MusicConnection.Context {
+    /// The songs `selection` names, asked from the server (blocking). Not found for an unknown id
+    /// (Subsonic error 70) or an empty selection; an upstream failure for anything else.
+    func songs(_ selection: MusicSelection) throws(ControlError) -> [Song] {
+        let count = [selection.album != nil, selection.playlist != nil, selection.songs != nil, selection.search != nil,
+                     selection.random != nil].filter { $0 }.count
+        guard count == 1 else { throw ControlError(.badRequest, "give exactly one of sound, album, playlist, songs, search, random") }
+        let songs: [Song]
+        do {
+            if let id = selection.album {
+                songs = try client.album(id: id).songs
+            } else if let id = selection.playlist {
+                songs = try client.playlist(id: id).entries
+            } else if let ids = selection.songs {
+                var list: [Song] = []
+                for id in ids { list.append(try client.song(id: id)) }
+                songs = list
+            } else if let text = selection.search {
+                songs = try client.search(text, artistCount: 0, albumCount: 0, songCount: 50).songs
+            } else {
+                songs = try client.randomSongs(size: max(1, min(selection.random ?? 10, 500)))
+            }
+        } catch {
+            let notFound: Bool
+            if case .api(let code, _) = error { notFound = code == 70 } else { notFound = false }
+            throw ControlError(notFound ? .notFound : .upstreamFailure, "music server: \(error)")
+        }
+        guard !songs.isEmpty else { throw ControlError(.notFound, "nothing to play: the selection has no songs") }
+        return songs
+    }
+}

@@ -1,0 +1,132 @@
+import BatonConfig
+import Glibc
+import OSThread
+import Synchronization
+
+/// What the control plane drives beside the zones, each its own object with its own lock: the
+/// state file, the ALSA mixer controls, speech, the Snapcast speakers, the intercom line and the
+/// music server. Made from the configuration at start; any thread.
+final class Peripherals: Sendable {
+    let persistence: Persistence
+    let volumes: HardwareVolumes
+    let speech = Speech()
+    let snapcast: SnapcastKeepers
+    let intercom = IntercomLine()
+    let music: MusicConnection
+
+    init(config: BatonConfiguration, logger: Logger, events: EventLog) {
+        // Without state-dir, systemd's StateDirectory= (STATE_DIRECTORY) is used when set.
+        let directory = config.stateDir ?? getenv("STATE_DIRECTORY").flatMap {
+            String(cString: $0).split(separator: ":").first.map(String.init)
+        }
+        persistence = Persistence(store: StateStore(directory: directory), logger: logger, events: events)
+        volumes = HardwareVolumes(logger: logger, events: events)
+        snapcast = SnapcastKeepers(logger: logger)
+        music = MusicConnection(logger: logger)
+    }
+}
+
+/// The monitor thread: runs the control plane's upkeep every 5 ms (rings hold 0.5 s, so feeding is
+/// never late; a drained source is released, and the music it interrupted resumes, within 5 ms) and
+/// saves the state about once a second. At 2 ms the idle wake-ups alone cost about as much CPU as
+/// decoding a stream (docs/PERFORMANCE.md).
+final class Monitor: Sendable {
+    private let running = Atomic<Bool>(false)
+    private let thread = Mutex<OSThread?>(nil)
+    private let lastTick = Atomic<Int>(0)
+
+    /// Marks the monitor as starting; false when it already runs. Control thread.
+    func begin() -> Bool { !running.exchange(true, ordering: .acquiringAndReleasing) }
+
+    /// Starts the thread. Control thread, after `begin()`.
+    func launch(tick: @escaping @Sendable () -> Void, save: @escaping @Sendable () -> Void) {
+        let started = OSThread.start { [self] in
+            var lastSave = monotonicNanoseconds()
+            while running.load(ordering: .acquiring) {
+                lastTick.store(monotonicNanoseconds(), ordering: .releasing)
+                tick()
+                let now = monotonicNanoseconds()
+                if now - lastSave >= 1_000_000_000 {
+                    lastSave = now
+                    save()
+                }
+                usleep(5_000)
+            }
+        }
+        thread.withLock { $0 = started }
+    }
+
+    /// Ends the thread and waits for it; false when it was not running. Control thread.
+    func stop() -> Bool {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return false }
+        thread.withLock { t in defer { t = nil }; return t }?.join()
+        return true
+    }
+
+    /// True while the thread has run within the last 2 s. Any thread.
+    var isAlive: Bool { monotonicNanoseconds() - lastTick.load(ordering: .acquiring) < 2_000_000_000 }
+}
+
+/// Keeping what the user set across restarts (zone volumes, the play queue at the position heard)
+/// in `state-dir`: what was last computed and last written, and whether writing fails. Any thread.
+final class Persistence: Sendable {
+    let store: StateStore
+    private let logger: Logger
+    private let events: EventLog
+    fileprivate let state = Mutex<(saved: SavedState, written: SavedState, failing: Bool, fadedOut: Bool)>(
+        (SavedState(), SavedState(), false, false))
+
+    init(store: StateStore, logger: Logger, events: EventLog) {
+        self.store = store
+        self.logger = logger
+        self.events = events
+    }
+
+    /// The state as last computed (the saved queue `music/resume` plays).
+    var saved: SavedState { state.withLock { $0.saved } }
+
+    /// Set by the fade-out (after saving): the zone volumes are down and must not be saved.
+    var fadedOut: Bool {
+        get { state.withLock { $0.fadedOut } }
+        set { state.withLock { $0.fadedOut = newValue } }
+    }
+
+    /// Takes `saved` as both computed and written (read at start).
+    func restored(_ saved: SavedState) { state.withLock { $0.saved = saved; $0.written = saved } }
+
+    /// Records `now` and writes it if it changed since the last write. A write that fails (full
+    /// disk, read-only state-dir) is retried at the next call; the first failure of a streak is
+    /// logged and published (`state-error`), and the recovery is logged. Returns the queue written.
+    func save(_ now: SavedState) -> SavedQueue?? {
+        let previous: SavedState? = state.withLock { s in
+            s.saved = now
+            guard s.written != now else { return nil }
+            defer { s.written = now }
+            return s.written
+        }
+        guard let previous else { return nil }
+        switch store.save(now) {
+        case .failure(let failure):
+            let first = state.withLock { s -> Bool in
+                if s.written == now { s.written = previous }  // retry next time
+                defer { s.failing = true }
+                return !s.failing
+            }
+            if first {
+                logger.error("state: \(failure); volumes and the queue are kept in memory and saved again once it works")
+                events.publish(type: "state-error", reason: failure.description)
+            }
+        case .success:
+            if state.withLock({ s in defer { s.failing = false }; return s.failing }) {
+                logger.info("state: saved again to \(store.path ?? "")")
+            }
+        }
+        return .some(now.queue)
+    }
+}
+
+extension Persistence {
+    /// Keeps `queue` as the saved queue (a music source ended: where it was heard, or nil when it
+    /// played to its end).
+    func keep(queue: SavedQueue?) { state.withLock { $0.saved.queue = queue } }
+}

@@ -1,0 +1,83 @@
+import BatonConfig
+import Engine
+import Glibc
+import OSThread
+import Snapcast
+import Synchronization
+
+/// The group keepers of the Snapcast zones, by zone: each keeps its zone's speakers grouped on the
+/// zone's stream (see `GroupKeeper`). Control thread for `update`/`stop`; any thread for the rest.
+final class SnapcastKeepers: Sendable {
+    private let keepers = Mutex<[String: GroupKeeper]>([:])
+    private let logger: Logger
+
+    init(logger: Logger) { self.logger = logger }
+
+    /// Starts a keeper for each Snapcast zone with `control` and speakers, stops those whose zone went
+    /// away or changed, and leaves the others running. Control thread (start, reload).
+    func update(_ zones: [ZoneConfig]) {
+        let wanted = zones.compactMap { zone -> (String, SnapcastConfig, SnapcastControl)? in
+            guard let s = zone.snapcast, let control = s.control, !s.clients.isEmpty else { return nil }
+            return (zone.name, s, SnapcastControl(control: control))
+        }
+        var stale: [GroupKeeper] = []
+        var fresh: [GroupKeeper] = []
+        keepers.withLock { keepers in
+            for (name, keeper) in keepers {
+                guard let (_, s, control) = wanted.first(where: { $0.0 == name }), keeper.zone == Self.zone(s),
+                    keeper.control.endpoint == control.endpoint
+                else {
+                    stale.append(keeper)
+                    keepers[name] = nil
+                    continue
+                }
+            }
+            for (name, s, control) in wanted where keepers[name] == nil {
+                let logger = self.logger
+                let keeper = GroupKeeper(name: name, zone: Self.zone(s), control: control) { isError, message in
+                    if isError { logger.warning(message) } else { logger.info(message) }
+                }
+                keepers[name] = keeper
+                fresh.append(keeper)
+            }
+        }
+        for keeper in stale { keeper.stop() }
+        for keeper in fresh { keeper.start() }
+    }
+
+    /// Stops every keeper. Control thread.
+    func stop() {
+        let all = keepers.withLock { k in
+            defer { k = [:] }
+            return Array(k.values)
+        }
+        for keeper in all { keeper.stop() }
+    }
+
+    /// Why a Snapcast zone is unavailable (its stream source refuses or is gone), nil for ALSA zones.
+    static func errorText(_ zone: ZoneHandle, _ snap: DeviceOutput.Snapshot) -> String? {
+        guard let snapcast = zone.config.snapcast else { return nil }
+        if snap.lastError == 0 { return "connecting to snapserver source \(snapcast.source)" }
+        return "snapserver source \(snapcast.source): \(String(cString: strerror(snap.lastError))) (errno \(snap.lastError)); retrying"
+    }
+
+    /// The speakers a zone's configuration asks for, as the keeper's planner takes them.
+    static func zone(_ s: SnapcastConfig) -> SnapcastZone {
+        SnapcastZone(
+            stream: s.stream,
+            speakers: s.clients.map { c in
+                SnapcastZone.Speaker(
+                    id: c.id, volumePercent: c.volume.map { Int(($0 * 100).rounded()) },
+                    latencyMilliseconds: c.latency.map { Int($0.components.seconds) * 1000 + Int($0.components.attoseconds / 1_000_000_000_000_000) })
+            })
+    }
+
+    /// The zone's Snapcast part of the status report (nil for an ALSA zone).
+    func status(_ zone: ZoneHandle) -> StatusReport.Snapcast? {
+        guard let s = zone.config.snapcast else { return nil }
+        let state = keepers.withLock { $0[zone.name] }?.state
+        return StatusReport.Snapcast(
+            source: "\(s.source)", speakers: s.clients.map(\.id), connected: state?.connected ?? [],
+            problem: state?.problem, fixes: state?.fixes ?? 0, droppedFrames: zone.device.droppedFrames)
+    }
+}

@@ -1,0 +1,49 @@
+import AudioCore
+import BatonConfig
+import Media
+import Synchronization
+
+/// Spoken announcements: a text rendered by espeak-ng (see `SpeechSynthesizer`), with one
+/// synthesizer (and its cache of rendered texts) per `speech:` section. Any thread.
+final class Speech: Sendable {
+    private let cache = Mutex<(config: SpeechConfig, synthesizer: SpeechSynthesizer)?>(nil)
+
+    /// A checked text, rendered: its audio, a label for status, and the key that coalesces repeats.
+    struct Rendered {
+        let pcm: DecodedPCM
+        let label: String
+        let coalesceKey: String
+    }
+
+    /// Checks `text` and `voice` against `config` and renders it (a few hundred ms for a sentence
+    /// the first time; cached afterwards). Blocking; never under the control plane's lock.
+    func render(_ text: String, voice: String?, config: SpeechConfig) throws(ControlError) -> Rendered {
+        let blank: (Character) -> Bool = { $0.isWhitespace }
+        let trimmed = String(text.drop(while: blank).reversed().drop(while: blank).reversed())
+        guard !trimmed.isEmpty else { throw ControlError(.badRequest, "text is empty") }
+        guard trimmed.count <= config.maxLength else {
+            throw ControlError(.badRequest, "text is \(trimmed.count) characters; at most \(config.maxLength) (speech.max-length)")
+        }
+        if let voice, !SpeechSynthesizer.isValidVoice(voice) {
+            throw ControlError(.badRequest, "voice \"\(voice)\" is not a voice name (letters, digits, -, _, +, /)")
+        }
+        let synthesizer = self.synthesizer(config)
+        switch Result(catching: { () throws(MediaError) -> DecodedPCM in try synthesizer.render(trimmed, voice: voice) }) {
+        case .success(let pcm):
+            let label = "speech: " + (trimmed.count > 40 ? String(trimmed.prefix(40)) + "…" : trimmed)
+            return Rendered(pcm: pcm, label: label, coalesceKey: "speech:\(voice ?? config.voice):\(trimmed)")
+        case .failure(let error):
+            throw ControlError(error.problem.hasPrefix("cannot run") ? .unavailable : .unprocessable, "speech: \(error.problem)")
+        }
+    }
+
+    /// The synthesizer for `config`, kept while the settings do not change.
+    private func synthesizer(_ config: SpeechConfig) -> SpeechSynthesizer {
+        cache.withLock { cached in
+            if let cached, cached.config == config { return cached.synthesizer }
+            let made = SpeechSynthesizer(command: config.command, voice: config.voice, speed: config.speed)
+            cached = (config, made)
+            return made
+        }
+    }
+}

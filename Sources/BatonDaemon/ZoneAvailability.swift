@@ -1,0 +1,39 @@
+import ALSA
+import Engine
+import OSThread
+
+/// Which zones were last reported available, so each change is published once (`zone-available`,
+/// `zone-unavailable`) and logged. Part of the control plane's state, under its lock.
+struct ZoneAvailability {
+    private var available: [String: Bool] = [:]
+
+    /// Publishes `zone`'s change of availability, if it changed.
+    mutating func report(_ zone: ZoneHandle, events: EventLog, logger: Logger) {
+        let name = zone.name, pcm = zone.device.spec.pcm.name
+        let snap = zone.device.snapshot()
+        guard available[name] != snap.available && (snap.available || snap.lastError != 0 || available[name] == true) else { return }
+        available[name] = snap.available
+        if snap.available {
+            events.publish(type: "zone-available", zones: [name], reason: "PCM \"\(pcm)\" open")
+            logger.info("zone \(name): available (PCM \"\(pcm)\", period \(snap.periodFrames), buffer \(snap.bufferFrames) frames\(snap.realtime ? ", SCHED_FIFO" : ""))")
+            if !snap.realtime && zone.device.spec.realtimePriority > 0 {
+                logger.warning("zone \(name): real-time scheduling not granted (needs CAP_SYS_NICE or RLIMIT_RTPRIO); running at normal priority")
+            }
+        } else {
+            let why = zone.errorText
+            events.publish(type: "zone-unavailable", zones: [name], reason: why)
+            logger.error("zone \(name): unavailable: \(why); retrying with backoff")
+        }
+    }
+}
+
+extension ZoneHandle {
+    /// Why the zone cannot play (or `available`). Any thread.
+    var errorText: String {
+        let snap = device.snapshot()
+        if snap.available { return "available" }
+        if let text = SnapcastKeepers.errorText(self, snap) { return text }
+        if snap.lastError == 0 { return "opening PCM \"\(pcm)\"" }
+        return ALSAError(operation: "open", pcm: pcm, code: snap.lastError).description
+    }
+}

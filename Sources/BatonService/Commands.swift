@@ -1,0 +1,184 @@
+import Arbiter
+import BatonDaemon
+import FoundationEssentials
+
+/// The control commands as both transports carry them — a name (`announce`, `music/play`,
+/// `zones/kitchen/volume`, …) and a JSON body — decoded once and carried out on the control plane.
+/// The HTTP API (`POST /api/v1/<name>`) and the MQTT bridge (`<base>/<name>`) both call `run`, so a
+/// command is validated and answered the same way whichever way it came. Any thread.
+struct Commands: Sendable {
+    let daemon: Daemon
+
+    /// What a command answers: `accepted` (a source was admitted: 202 over HTTP), `done` (200), or a
+    /// reload's report (200 when applied, 422 when refused).
+    enum Reply {
+        case accepted([String: String])
+        case done(any Encodable & Sendable)
+        case reload(ReloadReport)
+    }
+
+    /// Every command name, for the API's method check.
+    static let names: Set<String> = [
+        "announce", "music/play", "music/next", "music/previous", "music/pause", "music/resume", "music/seek", "music/stop",
+        "call/start", "call/end", "reload",
+    ]
+
+    func run(_ name: String, body: [UInt8]) throws(ControlError) -> Reply {
+        switch name {
+        case "announce": return try announce(body)
+        case "music/play": return try play(body)
+        case "music/next": return try skip(1, body)
+        case "music/previous": return try skip(-1, body)
+        case "music/pause": return try command(.pause, body)
+        case "music/resume": return try resume(body)
+        case "music/seek": return try seek(body)
+        case "music/stop": return try command(.stop, body)
+        case "call/start": return .accepted(Self.answer(try daemon.startCall(reason: "requested through the API")))
+        case "call/end": return .done(["id": try daemon.hangUp(), "command": "end"])
+        case "reload": return .reload(daemon.reload())
+        case _ where name.hasPrefix("zones/") && name.hasSuffix("/volume"):
+            return try volume(String(name.dropFirst("zones/".count).dropLast("/volume".count)), body)
+        default: throw ControlError(.notFound, "no such command: \(name)")
+        }
+    }
+
+    private struct AnnounceBody: Decodable {
+        var sound: String?
+        var text: String?
+        var voice: String?
+        var zones: [String]?
+        var volume: Float?
+    }
+
+    /// A named sound, or a text spoken by espeak-ng.
+    private func announce(_ body: [UInt8]) throws(ControlError) -> Reply {
+        let b = try JSONBody.command(AnnounceBody.self, body, keys: ["sound", "text", "voice", "zones", "volume"])
+        switch (b.sound, b.text) {
+        case (let sound?, nil):
+            if b.voice != nil { throw ControlError(.badRequest, "voice applies to a text announcement, not to a sound") }
+            return .accepted(Self.answer(try daemon.announce(sound: sound, zones: b.zones ?? [], volume: b.volume ?? 1)))
+        case (nil, let text?):
+            return .accepted(Self.answer(try daemon.announce(text: text, voice: b.voice, zones: b.zones ?? [], volume: b.volume ?? 1)))
+        default:
+            throw ControlError(.badRequest, "give exactly one of sound and text")
+        }
+    }
+
+    private struct MusicBody: Decodable {
+        var sound: String?
+        var zones: [String]?
+        var volume: Float?
+        var loop: Bool?
+        var album: String?
+        var playlist: String?
+        var songs: [String]?
+        var search: String?
+        var random: Int?
+    }
+
+    /// A local sound as music (`sound`, maybe looped), or a selection from the server.
+    private func play(_ body: [UInt8]) throws(ControlError) -> Reply {
+        let b = try JSONBody.command(
+            MusicBody.self, body, keys: ["sound", "zones", "volume", "loop", "album", "playlist", "songs", "search", "random"])
+        if let sound = b.sound {
+            if b.album != nil || b.playlist != nil || b.songs != nil || b.search != nil || b.random != nil {
+                throw ControlError(.badRequest, "give exactly one of sound, album, playlist, songs, search, random")
+            }
+            return .accepted(Self.answer(try daemon.playMusic(sound: sound, zones: b.zones ?? [], loop: b.loop ?? false, volume: b.volume ?? 1)))
+        }
+        if b.loop != nil { throw ControlError(.badRequest, "loop applies to a local sound, not to music from the server") }
+        let selection = MusicSelection(album: b.album, playlist: b.playlist, songs: b.songs, search: b.search, random: b.random)
+        let result = try daemon.playFromServer(selection, zones: b.zones ?? [], volume: b.volume ?? 1)
+        return .accepted(["id": result.id, "status": result.outcome == .playing ? "playing" : "queued"])
+    }
+
+    private struct SourceBody: Decodable {
+        var id: String?
+    }
+
+    private func skip(_ offset: Int, _ body: [UInt8]) throws(ControlError) -> Reply {
+        _ = try JSONBody.command(SourceBody.self, body, keys: ["id"])
+        return .done(["id": try daemon.skip(by: offset), "command": offset > 0 ? "next" : "previous"])
+    }
+
+    /// `music/resume`: the newest music source, or else the queue saved before a restart or stop.
+    private func resume(_ body: [UInt8]) throws(ControlError) -> Reply {
+        let b = try JSONBody.command(SourceBody.self, body, keys: ["id"])
+        if b.id != nil || daemon.latestSource(of: .music) != nil { return try command(.play, b) }
+        let result = try daemon.resumeSavedQueue()
+        return .accepted(["id": result.id, "command": "play", "status": result.outcome == .playing ? "playing" : "queued"])
+    }
+
+    private struct SeekBody: Decodable {
+        var position: Double
+        var track: Int?
+    }
+
+    private struct SeekAnswer: Encodable, Sendable {
+        var id: String
+        var command = "seek"
+        var position: Double
+        var track: Int?
+    }
+
+    private func seek(_ body: [UInt8]) throws(ControlError) -> Reply {
+        let b = try JSONBody.command(SeekBody.self, body, keys: ["position", "track"])
+        return .done(SeekAnswer(id: try daemon.seek(to: b.position, track: b.track), position: b.position, track: b.track))
+    }
+
+    private struct VolumeBody: Decodable {
+        var volume: Float
+    }
+
+    private struct VolumeAnswer: Encodable, Sendable {
+        var zone: String
+        var volume: Float
+    }
+
+    private func volume(_ zone: String, _ body: [UInt8]) throws(ControlError) -> Reply {
+        let b = try JSONBody.command(VolumeBody.self, body, keys: ["volume"])
+        try daemon.setVolume(zone: zone, volume: b.volume)
+        return .done(VolumeAnswer(zone: zone, volume: b.volume))
+    }
+
+    private func command(_ command: UserCommand, _ body: [UInt8]) throws(ControlError) -> Reply {
+        try self.command(command, try JSONBody.command(SourceBody.self, body, keys: ["id"]))
+    }
+
+    private func command(_ command: UserCommand, _ b: SourceBody) throws(ControlError) -> Reply {
+        guard let id = b.id ?? daemon.latestSource(of: .music) else {
+            throw ControlError(.notFound, "no music source to \(command.rawValue)")
+        }
+        try daemon.command(command, source: id)
+        return .done(["id": id, "command": command.rawValue])
+    }
+
+    /// A play request's answer: its id, `playing`/`queued`/`coalesced` (and `into`), skipped zones.
+    static func answer(_ result: Admission) -> [String: String] {
+        var answer: [String: String] = ["id": result.id]
+        switch result.outcome {
+        case .playing: answer["status"] = "playing"
+        case .queued: answer["status"] = "queued"
+        case .coalesced(let into):
+            answer["status"] = "coalesced"
+            answer["into"] = into
+        }
+        if !result.skipped.isEmpty { answer["skipped"] = result.skipped.joined(separator: ",") }
+        return answer
+    }
+}
+
+extension ControlError.Kind {
+    /// The HTTP status the API answers a failure of this kind with (also in MQTT's `errors`).
+    var httpStatus: Int {
+        switch self {
+        case .badRequest: 400
+        case .unknownZone, .unknownSound, .notFound: 404
+        case .conflict: 409
+        case .unprocessable: 422
+        case .upstreamFailure: 502
+        case .unavailable: 503
+        case .misconfigured: 500
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import BatonConfig
+import BatonDaemon
+import GPIO
+import MQTT
+import OSThread
+import Synchronization
+
+/// The triggers that are not HTTP: the MQTT bridge (see `MQTTBridge`) and the GPIO buttons. Each
+/// press of a button, after debouncing, announces its `announce:` (a sound or a text) through the
+/// control plane like any request. A chip or broker that cannot be used is reported (log, event,
+/// status) and the daemon runs on without it. Owned by the service: `start` after the daemon's,
+/// `stop` before it. Any thread for the status.
+public final class Triggers: Sendable {
+    /// Where a button's edges come from: the real GPIO line, or what a test installs.
+    public typealias EdgeSourceFactory = @Sendable (GPIOButtonConfig) throws(GPIOError) -> any EdgeSource
+
+    private let daemon: Daemon
+    private let logger: Logger
+    private let edgeSources: EdgeSourceFactory?
+    /// The MQTT bridge, or why it could not start.
+    private let mqtt = Mutex<(bridge: MQTTBridge?, error: String?)>((nil, nil))
+    /// The buttons as configured, each running or with the reason it is not, and their presses.
+    private let buttons = Mutex<[(config: GPIOButtonConfig, button: GPIOButton?, error: String?, presses: Int)]>([])
+
+    /// `edgeSources` replaces the GPIO line reader (tests, on a machine without a GPIO chip).
+    public init(daemon: Daemon, logger: Logger, edgeSources: EdgeSourceFactory? = nil) {
+        self.daemon = daemon
+        self.logger = logger
+        self.edgeSources = edgeSources
+    }
+
+    /// Starts the MQTT bridge and the GPIO buttons of the daemon's configuration. Control thread.
+    public func start() {
+        let config = daemon.config
+        if let m = config.mqtt {
+            do {
+                let bridge = try MQTTBridge(daemon: daemon, config: m, device: config.device, logger: logger)
+                bridge.start()
+                mqtt.withLock { $0 = (bridge, nil) }
+            } catch {
+                logger.error("\(error.message); MQTT is off")
+                mqtt.withLock { $0 = (nil, error.message) }
+                daemon.events.publish(type: "mqtt-error", reason: error.message)
+            }
+        }
+        let real: EdgeSourceFactory = { (button: GPIOButtonConfig) throws(GPIOError) -> any EdgeSource in
+            try GPIOLineReader(chip: button.chip, line: button.line, bias: GPIOBias(button.bias))
+        }
+        let factory = edgeSources ?? real
+        var started: [(config: GPIOButtonConfig, button: GPIOButton?, error: String?, presses: Int)] = []
+        for (index, button) in config.gpio.enumerated() {
+            let name = "gpio[\(index)] (\(button.chip) line \(button.line))"
+            switch Result(catching: { () throws(GPIOError) -> any EdgeSource in try factory(button) }) {
+            case .success(let source):
+                let debouncer = EdgeDebouncer(edges: EdgeSelection(button.edge), debounce: button.debounce)
+                let gpio = GPIOButton(source: source, debouncer: debouncer) { [weak self] _ in
+                    // The reader's thread: the announcement (possibly speech) is made on its own thread.
+                    guard let self else { return }
+                    self.buttons.withLock { $0[index].presses += 1 }
+                    OSThread.detach { self.press(button.announce, from: name) }
+                }
+                started.append((button, gpio, nil, 0))
+                logger.info("\(name): listening for \(button.edge.rawValue) edges (debounce \(button.debounce))")
+            case .failure(let error):
+                started.append((button, nil, error.description, 0))
+                logger.error("\(name): \(error); this button is off")
+                daemon.events.publish(type: "gpio-error", reason: "\(name): \(error)")
+            }
+        }
+        buttons.withLock { $0 = started }
+        for case let gpio? in started.map(\.button) { gpio.start() }
+    }
+
+    /// Stops the buttons and the MQTT bridge (which publishes `offline`). Control thread.
+    public func stop() {
+        for case let gpio? in buttons.withLock({ $0.map(\.button) }) { gpio.stop() }
+        mqtt.withLock { $0.bridge }?.stop()
+    }
+
+    /// A debounced press: its announcement through the control plane. Any thread.
+    private func press(_ action: AnnounceAction, from name: String) {
+        do throws(ControlError) {
+            let volume = Float(action.volume)
+            let r = if let text = action.text {
+                try daemon.announce(text: text, zones: action.zones, volume: volume)
+            } else {
+                try daemon.announce(sound: action.sound ?? "doorbell", zones: action.zones, volume: volume)
+            }
+            logger.info("\(name): pressed → \(r.id) \(r.outcome)")
+        } catch {
+            logger.error("\(name): pressed, but \(error.message)")
+        }
+    }
+
+    /// The MQTT connection for the status report. Any thread.
+    public var mqttStatus: StatusReport.MQTT? {
+        daemon.config.mqtt.map { m in
+            let (bridge, error) = mqtt.withLock { ($0.bridge, $0.error) }
+            let status = bridge?.status
+            return StatusReport.MQTT(broker: m.broker, topic: bridge?.base, connection: status?.connection.rawValue ?? "off",
+                                     error: error ?? status?.lastError)
+        }
+    }
+
+    /// The GPIO buttons for the status report. Any thread.
+    public var gpioStatus: [StatusReport.Button] {
+        buttons.withLock { $0 }.map { b in
+            StatusReport.Button(chip: b.config.chip, line: b.config.line, state: b.button == nil ? "unavailable" : "listening",
+                                error: b.error, presses: b.presses)
+        }
+    }
+}
+
+extension GPIOBias {
+    init(_ bias: GPIOButtonConfig.Bias) {
+        switch bias {
+        case .pullUp: self = .pullUp
+        case .pullDown: self = .pullDown
+        case .disabled: self = .disabled
+        case .asIs: self = .asIs
+        }
+    }
+}
+
+extension EdgeSelection {
+    init(_ edge: GPIOButtonConfig.Edge) {
+        switch edge {
+        case .falling: self = .falling
+        case .rising: self = .rising
+        case .both: self = .both
+        }
+    }
+}

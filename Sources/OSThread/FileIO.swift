@@ -1,0 +1,79 @@
+import Glibc
+
+/// Why a file could not be read or written: the path, what was tried, and the errno's text.
+public struct FileError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let path: String
+    /// The errno (0 when the problem is not the system's, e.g. a size limit).
+    public let code: Int32
+    public let description: String
+}
+
+/// Whole-file reads and atomic writes: the only place above the C wrappers that does file I/O.
+/// Any thread but an output thread (they block and allocate).
+public enum FileIO {
+    /// The whole file, at most `limit` bytes; nil when it does not exist.
+    public static func read(_ path: String, limit: Int = 64 << 20) -> Result<[UInt8]?, FileError> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return .success(nil) }
+            return .failure(failure(path, "cannot open"))
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return .failure(failure(path, "read error"))
+            }
+            if n == 0 { return .success(bytes) }
+            bytes.append(contentsOf: chunk[0..<n])
+            if bytes.count > limit {
+                return .failure(FileError(path: path, code: 0, description: "\(path): larger than \(limit >> 20) MiB"))
+            }
+        }
+    }
+
+    /// The first line of a small text file (a secret, a token), without surrounding white space;
+    /// nil when it cannot be read (errno says why).
+    public static func firstLine(_ path: String) -> String? {
+        guard case .success(let bytes?) = read(path, limit: 1 << 20) else {
+            if errno == 0 { errno = ENOENT }
+            return nil
+        }
+        let line = String(decoding: bytes.prefix { $0 != 0x0A }, as: UTF8.self)
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" }
+        return String(line.drop(while: blank).reversed().drop(while: blank).reversed())
+    }
+
+    /// Writes `bytes` to `path` atomically (a temporary file, fsync, rename): a power cut leaves
+    /// either the old file or the new one.
+    public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) -> Result<Void, FileError> {
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        guard fd >= 0 else { return .failure(failure(temporary, "cannot write")) }
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        var code = errno
+        let synced = written == bytes.count && fsync(fd) == 0
+        if written == bytes.count { code = errno }
+        close(fd)
+        guard written == bytes.count, synced else {
+            unlink(temporary)
+            return .failure(FileError(path: temporary, code: code, description: "\(temporary): write failed: \(String(cString: strerror(code)))"))
+        }
+        guard rename(temporary, path) == 0 else { return .failure(failure(path, "cannot replace")) }
+        return .success(())
+    }
+
+    /// Creates `path` as a directory unless it exists.
+    public static func makeDirectory(_ path: String, mode: mode_t = 0o755) -> Result<Void, FileError> {
+        if mkdir(path, mode) != 0 && errno != EEXIST { return .failure(failure(path, "cannot create")) }
+        return .success(())
+    }
+
+    private static func failure(_ path: String, _ what: String) -> FileError {
+        let code = errno
+        return FileError(path: path, code: code, description: "\(path): \(what): \(String(cString: strerror(code)))")
+    }
+}

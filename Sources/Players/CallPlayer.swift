@@ -1,0 +1,43 @@
+import AudioCore
+import Media
+import Intercom
+import Synchronization
+
+/// An intercom call (class `call`): live audio from the RTP receiver, pumped into each zone's slot
+/// (48 kHz → the zone's rate with the calls resampler) once the arbiter grants it. It never drains by
+/// itself: the control plane ends it on `call/end` or when the receiver reports silence.
+public final class CallPlayer: Source, @unchecked Sendable {
+    // @unchecked: `pump` is set in start and cleared in stop, both under the control plane's lock.
+    public let label = "intercom call"
+    private let receiver: RTPReceiver
+    private var pump: IntercomPump?
+    private let outputs = Mutex<[SourceOutput]>([])
+
+    public init(receiver: RTPReceiver) { self.receiver = receiver }
+
+    public func start(_ outputs: [SourceOutput]) {
+        guard pump == nil else { return }
+        self.outputs.withLock { $0 = outputs }
+        let targets = outputs.map { o in
+            IntercomPump.Target(
+                ring: o.slot.ring, channels: o.channels, rate: o.rate,
+                resampler: o.rate == 48_000
+                    ? nil : try? makeResampler(o.resampler, inputRate: 48_000, outputRate: o.rate, channels: o.channels))
+        }
+        let pump = IntercomPump(receiver: receiver, targets: targets)
+        self.pump = pump
+        pump.start()
+    }
+
+    public func tick(audible: Bool) {}
+
+    /// Stops the pump before the slots it writes are released.
+    public func stop() -> Bool {
+        pump?.stop()
+        pump = nil
+        return true
+    }
+
+    public var position: Double? { slotPosition(outputs.withLock { $0 }) }
+    public var isDrained: Bool { false }
+}

@@ -1,0 +1,87 @@
+import AudioCore
+import Engine
+
+/// One zone's share of a granted source: the slot it writes (claimed by the control plane, paused
+/// or playing as the arbiter says), the zone's format, and the device that plays it.
+public struct SourceOutput: Sendable {
+    public let zone: String
+    public let slot: SourceSlot
+    public let mixer: ZoneMixer
+    public let device: DeviceOutput
+    public let rate: Int
+    public let channels: Int
+    /// The converter for audio at another rate: the zone's `resampler:`, or the class default.
+    public let resampler: ResamplerKind
+
+    public init(zone: String, slot: SourceSlot, mixer: ZoneMixer, device: DeviceOutput, rate: Int, channels: Int,
+                resampler: ResamplerKind) {
+        self.zone = zone
+        self.slot = slot
+        self.mixer = mixer
+        self.device = device
+        self.rate = rate
+        self.channels = channels
+        self.resampler = resampler
+    }
+}
+
+/// What a source tells the control plane as it plays (published as events or logged there).
+public enum SourceNotice: Sendable, Equatable {
+    /// A new track became audible (server music): 0-based index, queue length, title.
+    case track(index: Int, count: Int, title: String)
+    /// The server accepted a scrobble ("now playing" or a submission).
+    case scrobbled(submission: Bool, title: String)
+    /// The source stopped for good on a network failure (resumable from what was heard).
+    case gaveUp(String)
+    /// Something the user should see in the log.
+    case warning(String)
+    case error(String)
+}
+
+/// Receives a source's notices. Called on the monitor thread under the control plane's lock, or on a
+/// source's own threads; must not block and must not call back into the source.
+public typealias SourceReporter = @Sendable (SourceNotice) -> Void
+
+/// Every kind of source Baton plays — an announcement or a local sound, music from the server, an
+/// intercom call, and (later) an external ALSA player — as the control plane drives it.
+///
+/// The control plane owns the arbitration: it claims the slots, pauses and resumes them, sets their
+/// gains, and releases them. A source only fills its slots' rings and reports what it is doing.
+/// Threads: every method is called by the control plane under its lock (from the monitor thread or
+/// a request's thread) and must return quickly, never waiting on the network or a device; `label`,
+/// `position` and `isDrained` may be read from any thread.
+public protocol Source: AnyObject, Sendable {
+    /// What plays now, in words: the sound's name, the current track's title.
+    var label: String { get }
+    /// Begins filling `outputs` (one per zone; the slots are claimed already). Called once, when the
+    /// arbiter first grants the source.
+    func start(_ outputs: [SourceOutput])
+    /// The arbiter made the source heard (true) or silent everywhere (false: paused, interrupted).
+    /// Its slots are paused or resumed by the control plane; this is what the source itself must do
+    /// (tell a server or a player).
+    func audibilityChanged(_ audible: Bool)
+    /// Periodic upkeep on the monitor thread: top up rings, notice track changes and failures.
+    func tick(audible: Bool)
+    /// Ends the source. True when its slots may be released now; false when a thread of the source
+    /// still writes into them and releases them itself when it ends.
+    func stop() -> Bool
+    /// Seconds into what plays, as heard (nil before anything played).
+    var position: Double? { get }
+    /// True once every frame it will ever write was played.
+    var isDrained: Bool { get }
+}
+
+extension Source {
+    public func audibilityChanged(_ audible: Bool) {}
+}
+
+/// The position of a slot-fed source: frames the first zone's mixer took, in seconds.
+func slotPosition(_ outputs: [SourceOutput]) -> Double? {
+    guard let first = outputs.first else { return nil }
+    return Double(first.slot.framesConsumed) / Double(first.rate)
+}
+
+/// True when every slot played its last frame (and there is at least one).
+func allDrained(_ outputs: [SourceOutput]) -> Bool {
+    !outputs.isEmpty && outputs.allSatisfy(\.slot.isDrained)
+}
