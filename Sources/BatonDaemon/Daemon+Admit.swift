@@ -1,6 +1,4 @@
 import Arbiter
-import BatonConfig
-import Media
 import Players
 
 /// Admitting a source: every request — a sound, speech, server music, a call — becomes a `Playback`
@@ -20,37 +18,17 @@ extension Daemon {
     /// Speaks `text` as an announcement on `zones` (empty: every zone). Rendering happens before the
     /// lock (a few hundred ms for a sentence the first time; cached afterwards). Any thread.
     public func announce(text: String, voice: String? = nil, zones: [String], volume: Float = 1) throws(ControlError) -> Admission {
-        let speech = try parts.speech.render(text, voice: voice, config: config.speech)
-        let library = sounds
-        return try admit(.announcement, zones: zones, volume: volume, coalesceKey: speech.coalesceKey) { (available: [ZoneHandle]) throws(ControlError) in
-            var samples: [String: [Float]] = [:]
-            for zone in available {
-                do throws(MediaError) {
-                    samples[zone.name] = try library.convert(speech.pcm, name: "speech", rate: zone.rate, channels: zone.channels)
-                } catch {
-                    throw ControlError(.unprocessable, "speech: \(error.problem)")
-                }
-            }
-            return SoundPlayer(label: speech.label, samples: samples, loop: false)
+        let speech = try parts.speech.render(text, voice: voice, config: config.speech), library = sounds
+        return try admit(.announcement, zones: zones, volume: volume, coalesceKey: speech.coalesceKey) { available throws(ControlError) in
+            try library.player(speech, in: available)
         }
     }
 
     private func play(sound: String, zones: [String], sourceClass: SourceClass, loop: Bool, volume: Float) throws(ControlError) -> Admission {
-        do { try SoundLibrary.validate(name: sound) } catch {
-            throw ControlError(.badRequest, "sound \"\(sound)\": \(error.problem)")
-        }
         let library = sounds
-        return try admit(sourceClass, zones: zones, volume: volume, coalesceKey: sound) { (available: [ZoneHandle]) throws(ControlError) in
-            var samples: [String: [Float]] = [:]
-            for zone in available {
-                do throws(MediaError) {
-                    samples[zone.name] = try library.samples(sound, rate: zone.rate, channels: zone.channels)
-                } catch {
-                    let kind: ControlError.Kind = error.problem.hasPrefix("unknown sound") ? .unknownSound : .unprocessable
-                    throw ControlError(kind, "sound \"\(sound)\": \(error.problem)")
-                }
-            }
-            return SoundPlayer(label: sound, samples: samples, loop: loop)
+        try library.check(sound)
+        return try admit(sourceClass, zones: zones, volume: volume, coalesceKey: sound) { available throws(ControlError) in
+            try library.player(sound, loop: loop, in: available)
         }
     }
 
@@ -62,7 +40,7 @@ extension Daemon {
                make: ([ZoneHandle]) throws(ControlError) -> any Source) throws(ControlError) -> Admission {
         guard volume.isFinite, (0...1).contains(volume) else { throw ControlError(.badRequest, "volume must be between 0 and 1") }
         let table = self.zones
-        let (available, skipped) = try availableZones(try requestedZones(requested, in: table), in: table)
+        let (available, skipped) = try table.available(requested.isEmpty ? table.names : try expandZones(requested))
         let source = try make(available.compactMap(table.zone))
         return try state.withLock { (s: inout State) throws(ControlError) in
             let id = SourceID("\(Self.prefix(sourceClass))-\(s.nextID)")
@@ -102,26 +80,9 @@ extension Daemon {
         return .queued
     }
 
-    /// The zones a request names: every zone when it names none; groups and `all` expanded to their
-    /// zones, in config order, without duplicates. Any thread.
-    func requestedZones(_ requested: [String], in table: ZoneTable) throws(ControlError) -> [String] {
-        requested.isEmpty ? table.names : try expandZones(requested)
-    }
-
     /// Expands zone and group names (and `all`) to zone names in config order. Any thread.
     func expandZones(_ names: [String]) throws(ControlError) -> [String] {
         do { return try config.expand(names) } catch { throw ControlError(.unknownZone, error.description) }
-    }
-
-    /// Splits `zones` into those whose device plays now and those skipped; unavailable, with each
-    /// zone's ALSA error, when none is. Any thread.
-    private func availableZones(_ zones: [String], in table: ZoneTable) throws(ControlError) -> (available: [String], skipped: [String]) {
-        let available = zones.filter { table.zone($0)?.device.snapshot().available == true }
-        guard !available.isEmpty else {
-            let why = zones.map { z in "\(z): \(table.zone(z)?.errorText ?? "unknown zone")" }.joined(separator: "; ")
-            throw ControlError(.unavailable, "no requested zone is available (\(why))")
-        }
-        return (available, zones.filter { !available.contains($0) })
     }
 
     /// A user command on a source: `pause`, `play` (resume), `stop`. Any thread.

@@ -1,4 +1,3 @@
-import Arbiter
 import Players
 
 /// Intercom calls (class `call`): a call starts on the first valid RTP packets (or by `call/start`)

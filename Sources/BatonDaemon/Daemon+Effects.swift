@@ -1,6 +1,5 @@
 import Arbiter
 import AudioCore
-import Engine
 import Players
 
 /// Carrying out the arbiter's effects: events for all, slots claimed for grants and released for
@@ -21,9 +20,9 @@ extension Daemon {
             case .rejected(let id), .coalesced(let id, _), .expired(let id), .lostForGood(let id), .finished(let id):
                 finish(id, &s)
             case .duckBegan(let id, let zone, _, let attack):
-                ramps["\(id)/\(zone)"] = self.frames(attack, zone: zone.rawValue)
+                ramps["\(id)/\(zone)"] = output(zone.rawValue)?.frames(attack)
             case .duckEnded(let id, let zone, let release):
-                ramps["\(id)/\(zone)"] = self.frames(release, zone: zone.rawValue)
+                ramps["\(id)/\(zone)"] = output(zone.rawValue)?.frames(release)
             case .scheduleTimer(let at):
                 s.timer = at
             default:
@@ -31,12 +30,6 @@ extension Daemon {
             }
         }
         for p in s.playbacks.values where p.started { reconcile(p, &s, ramps: ramps) }
-    }
-
-    private func frames(_ d: Duration, zone: String) -> Int {
-        let rate = output(zone)?.rate ?? 48_000
-        let (sec, atto) = d.components
-        return max(1, Int(sec) * rate + Int(Double(atto) / 1e18 * Double(rate)))
     }
 
     /// Claims a slot in each of `p`'s zones, at its gain, or paused at 0 when it is granted but not
@@ -51,9 +44,7 @@ extension Daemon {
             }
             if !audible { slot.pause() }
             part.slot = slot
-            let resampler = p.sourceClass == .call ? ResamplerKind.callsDefault : config.musicResampler(for: zone.config)
-            outputs.append(SourceOutput(zone: zone.name, slot: slot, mixer: zone.mixer, device: zone.device, rate: zone.rate,
-                                        channels: zone.channels, resampler: resampler))
+            outputs.append(zone.output(slot, resampler: p.sourceClass == .call ? .callsDefault : config.musicResampler(for: zone.config)))
         }
         return outputs
     }

@@ -1,7 +1,3 @@
-import ALSA
-import Arbiter
-import Engine
-import Players
 
 extension Daemon {
     /// One pass of the monitor: sources' upkeep (feeding rings, track changes), drained sources

@@ -1,4 +1,3 @@
-import Arbiter
 import Players
 import Subsonic
 import Synchronization
@@ -47,15 +46,10 @@ extension Daemon {
         guard position.isFinite, position >= 0 else { throw ControlError(.badRequest, "position must be a number of seconds ≥ 0") }
         return try state.withLock { (s: inout State) throws(ControlError) in
             guard let p = newestServerMusic(s), let music = p.music else { throw ControlError(.notFound, "no music from the server is playing") }
-            let index = track ?? music.nowPlaying()?.index ?? music.startIndex
-            guard index >= 0 && index < music.songs.count else {
-                throw ControlError(.badRequest, "track \(index) is not in the queue (0...\(music.songs.count - 1))")
-            }
-            let song = music.songs[index]
-            // A song without a duration still has a bound: a week is past the end of any track.
-            guard position < 604_800 else { throw ControlError(.badRequest, "position \(position) s is past the end of \(song.title)") }
-            if let duration = song.duration, duration > 0, position >= Double(duration) {
-                throw ControlError(.badRequest, "position \(position) s is past the end of \(song.title) (\(duration) s)")
+            let index: Int
+            switch music.seekTarget(position, track: track) {
+            case .success(let i): index = i
+            case .failure(let problem): throw ControlError(.badRequest, problem.message)
             }
             restart(p, music, at: index, offset: position, &s)
             return p.id.rawValue

@@ -1,6 +1,5 @@
 import Arbiter
 import BatonConfig
-import Engine
 
 extension Daemon {
     /// Re-reads the configuration file and applies it (see `apply(_:)`). Any thread.
@@ -22,14 +21,7 @@ extension Daemon {
         let old = config, oldTable = zones
         let (table, stopped, started) = oldTable.rebuilt(for: new)
         let stoppedZones = Set(stopped.flatMap { $0.spec.zones.map(\.name) })
-        var report = ReloadReport(applied: true, errors: [])
-        report.zonesAdded = new.zones.map(\.name).filter { oldTable.zone($0) == nil }
-        report.zonesRemoved = oldTable.names.filter { n in !new.zones.contains { $0.name == n } }
-        report.zonesChanged = new.zones.map(\.name).filter { oldTable.zone($0) != nil && stoppedZones.contains($0) }
-        report.zonesUnchanged = new.zones.map(\.name).filter { !stoppedZones.contains($0) && oldTable.zone($0) != nil }
-        report.policyChanged = old.policy != new.policy
-        report.soundsChanged = old.sounds != new.sounds || old.resampler != new.resampler
-        report.needsRestart = old.api != new.api ? ["api"] : []
+        let report = ReloadReport(from: old, to: new, zones: oldTable.names, stopping: stoppedZones)
 
         // Sources on zones that go away end first, so nothing keeps a slot of a stopped device.
         if !stoppedZones.isEmpty {
@@ -45,7 +37,7 @@ extension Daemon {
         replaceConfig(new, sounds: report.soundsChanged ? Self.soundLibrary(new) : sounds)
         if report.policyChanged { state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) } }
         parts.volumes.open(table.zones.filter { (report.zonesAdded + report.zonesChanged).contains($0.name) })
-        for d in started { startDevice(d) }
+        for d in started { d.start(logger) }
         parts.snapcast.update(new.zones)
         logger.info("reload: applied (added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged), unchanged \(report.zonesUnchanged)\(report.policyChanged ? ", new policy" : "")\(report.needsRestart.isEmpty ? "" : "; restart needed for \(report.needsRestart)"))")
         events.publish(type: "reloaded", zones: new.zones.map(\.name),

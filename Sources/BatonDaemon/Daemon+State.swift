@@ -1,35 +1,14 @@
-import Arbiter
-import Engine
 
 /// Keeping what the user set across restarts: zone volumes and the music queue with the position
 /// heard, in `<state-dir>/state.json` (see `Persistence`, `StateStore`).
 extension Daemon {
-    /// Reads the saved state at start: applies each known zone's volume (within its max-volume)
-    /// and keeps the queue for `music/resume`. A damaged file is logged and left alone. Before the
-    /// output threads start.
+    /// Reads the saved state at start (volumes onto the zones, the queue for `music/resume`), or
+    /// else the queue the server keeps. Before the output threads start.
     func restoreSavedState() {
-        let persistence = parts.persistence
-        switch persistence.store.load() {
-        case .failure(let failure):
-            logger.error("state: \(failure)")
-            events.publish(type: "state-error", reason: failure.description)
-        case .success(nil):
-            if persistence.store.path == nil {
-                logger.info("state: no state-dir configured: volumes and the play queue are not kept across restarts")
-            }
-            let zones = (try? expandZones(config.music?.zones ?? [])) ?? self.zones.names
-            if config.music != nil, let q = parts.music.serverQueue(config, zones: zones) {
-                persistence.restored(SavedState(queue: q))
-            }
-        case .success(let saved?):
-            for (name, volume) in saved.volumes.sorted(by: { $0.key < $1.key }) {
-                guard let zone = output(name), volume.isFinite, (0...zone.config.maxVolume).contains(volume) else { continue }
-                zone.mixer.setInitialVolume(Float(volume))
-            }
-            persistence.restored(saved)
-            if let q = saved.queue, q.index < q.songs.count {
-                logger.info("state: restored volumes and a queue of \(q.songs.count) songs at \(q.songs[q.index].title) \(Int(q.position)) s (music/resume plays it)")
-            }
+        let config = self.config
+        parts.persistence.restore(zones) { [self] in
+            guard config.music != nil else { return nil }
+            return parts.music.serverQueue(config, zones: (try? expandZones(config.music?.zones ?? [])) ?? zones.names)
         }
     }
 

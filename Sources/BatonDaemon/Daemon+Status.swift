@@ -1,10 +1,9 @@
 import Arbiter
-import Players
 
 extension Daemon {
     /// Every zone and source as they are now. Any thread.
     public func status() -> StatusReport {
-        let config = self.config
+        let intercom = config.intercom.map(parts.intercom.status)
         return state.withLock { s in
             let playbacks = s.playbacks.values.sorted { $0.id < $1.id }
             let zones = self.zones.zones.map { handle in
@@ -19,7 +18,7 @@ extension Daemon {
             let sources = s.arbiter.sources.compactMap { st in s.playbacks[st.contender.source].map { StatusReport.Source($0, st) } }
             return StatusReport(
                 zones: zones, sources: sources, uptimeMs: events.uptimeMs, savedQueue: parts.persistence.saved.queue.flatMap(StatusReport.SavedQueue.init),
-                intercom: config.intercom.map(parts.intercom.status), mqtt: nil, gpio: nil)
+                intercom: intercom, mqtt: nil, gpio: nil)
         }
     }
 }

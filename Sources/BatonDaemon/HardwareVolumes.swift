@@ -54,9 +54,20 @@ final class HardwareVolumes: Sendable {
         controls.withLock { $0[zone.name] }.map { "hardware: \($0.control.control) on \($0.control.device)" } ?? "software"
     }
 
-    /// Sets the user volume on the zone's hardware control; false when it has none. Throws
-    /// (upstream failure) when the control refuses.
-    func set(_ zone: ZoneHandle, _ volume: Double) throws(ControlError) -> Bool {
+    /// Sets the zone's user volume (0...1, at most its max-volume): on its hardware control when it
+    /// has one (an upstream failure when the control refuses), else on its software stage.
+    func setUserVolume(_ zone: ZoneHandle, _ volume: Float) throws(ControlError) {
+        guard volume.isFinite, (0...1).contains(volume) else {
+            throw ControlError(.badRequest, "volume must be between 0 and 1 (got \(volume))")
+        }
+        guard Double(volume) <= zone.config.maxVolume + 1e-9 else {
+            throw ControlError(.badRequest, "volume \(volume) is above zone \(zone.name)'s max-volume \(zone.config.maxVolume)")
+        }
+        if try !set(zone, Double(volume)) { zone.mixer.setVolume(volume) }
+    }
+
+    /// Sets the user volume on the zone's hardware control; false when it has none.
+    private func set(_ zone: ZoneHandle, _ volume: Double) throws(ControlError) -> Bool {
         guard let entry = controls.withLock({ $0[zone.name] }) else { return false }
         do {
             try entry.control.setVolume(volume)

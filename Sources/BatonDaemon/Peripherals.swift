@@ -91,8 +91,30 @@ final class Persistence: Sendable {
         set { state.withLock { $0.fadedOut = newValue } }
     }
 
-    /// Takes `saved` as both computed and written (read at start).
-    func restored(_ saved: SavedState) { state.withLock { $0.saved = saved; $0.written = saved } }
+    /// Reads the saved state at start: applies each known zone's volume (within its max-volume)
+    /// and keeps the queue for `music/resume`; with no file yet, the queue `serverQueue` finds. A
+    /// damaged file is logged and left alone. Before the output threads start.
+    func restore(_ zones: ZoneTable, serverQueue: () -> SavedQueue?) {
+        switch store.load() {
+        case .failure(let failure):
+            logger.error("state: \(failure)")
+            events.publish(type: "state-error", reason: failure.description)
+        case .success(nil):
+            if store.path == nil {
+                logger.info("state: no state-dir configured: volumes and the play queue are not kept across restarts")
+            }
+            if let q = serverQueue() { state.withLock { $0.saved.queue = q; $0.written.queue = q } }
+        case .success(let saved?):
+            for (name, volume) in saved.volumes.sorted(by: { $0.key < $1.key }) {
+                guard let zone = zones.zone(name), volume.isFinite, (0...zone.config.maxVolume).contains(volume) else { continue }
+                zone.mixer.setInitialVolume(Float(volume))
+            }
+            state.withLock { $0.saved = saved; $0.written = saved }
+            if let q = saved.queue, q.index < q.songs.count {
+                logger.info("state: restored volumes and a queue of \(q.songs.count) songs at \(q.songs[q.index].title) \(Int(q.position)) s (music/resume plays it)")
+            }
+        }
+    }
 
     /// Records `now` and writes it if it changed since the last write. A write that fails (full
     /// disk, read-only state-dir) is retried at the next call; the first failure of a streak is

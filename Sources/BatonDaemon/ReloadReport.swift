@@ -1,3 +1,5 @@
+import BatonConfig
+
 /// What a reload did.
 public struct ReloadReport: Codable, Sendable, Equatable {
     /// True when the new configuration was applied.
@@ -15,6 +17,24 @@ public struct ReloadReport: Codable, Sendable, Equatable {
     /// Settings that only take effect after a restart (e.g. `api.listen`).
     public var needsRestart: [String] = []
 
+    init(applied: Bool, errors: [String]) {
+        self.applied = applied
+        self.errors = errors
+    }
+
     /// A reload that was refused, with why.
     static func refused(_ errors: [String]) -> ReloadReport { ReloadReport(applied: false, errors: errors) }
+
+    /// What applying `new` over `old` does, when the devices of `stopping` zones are stopped.
+    init(from old: BatonConfiguration, to new: BatonConfiguration, zones: [String], stopping: Set<String>) {
+        let names = new.zones.map(\.name), known = Set(zones)
+        self.init(applied: true, errors: [])
+        zonesAdded = names.filter { !known.contains($0) }
+        zonesRemoved = zones.filter { !names.contains($0) }
+        zonesChanged = names.filter { known.contains($0) && stopping.contains($0) }
+        zonesUnchanged = names.filter { known.contains($0) && !stopping.contains($0) }
+        policyChanged = old.policy != new.policy
+        soundsChanged = old.sounds != new.sounds || old.resampler != new.resampler
+        needsRestart = old.api != new.api ? ["api"] : []
+    }
 }

@@ -1,6 +1,10 @@
 import ALSA
+import AudioCore
 import BatonConfig
 import Engine
+import Glibc
+import OSThread
+import Players
 
 /// One configured zone as the daemon drives it: its device output and its mixer there.
 /// Immutable; shared between threads.
@@ -20,6 +24,17 @@ final class ZoneHandle: Sendable {
     var rate: Int { device.spec.pcm.rate }
     var channels: Int { mixer.channels }
     var pcm: String { device.spec.pcm.name }
+
+    /// What a source writes into `slot` of this zone, resampling with `resampler`.
+    func output(_ slot: SourceSlot, resampler: ResamplerKind) -> SourceOutput {
+        SourceOutput(zone: name, slot: slot, mixer: mixer, device: device, rate: rate, channels: channels, resampler: resampler)
+    }
+
+    /// `d` in frames at the zone's rate (at least 1).
+    func frames(_ d: Duration) -> Int {
+        let (sec, atto) = d.components
+        return max(1, Int(sec) * rate + Int(Double(atto) / 1e18 * Double(rate)))
+    }
 }
 
 /// The zones and devices of one configuration. Replaced as a whole on reload; any thread reads it.
@@ -92,5 +107,35 @@ final class ZoneTable: Sendable {
         let stopped = self.devices.filter { d in !devices.contains { $0 === d } }
         let started = devices.filter { d in !self.devices.contains { $0 === d } }
         return (ZoneTable(zones: handles, devices: devices), stopped, started)
+    }
+
+    /// Splits `zones` into those whose device plays now and those skipped; unavailable, with each
+    /// zone's error, when none is. Any thread.
+    func available(_ zones: [String]) throws(ControlError) -> (available: [String], skipped: [String]) {
+        let available = zones.filter { zone($0)?.device.snapshot().available == true }
+        guard !available.isEmpty else {
+            let why = zones.map { z in "\(z): \(zone(z)?.errorText ?? "unknown zone")" }.joined(separator: "; ")
+            throw ControlError(.unavailable, "no requested zone is available (\(why))")
+        }
+        return (available, zones.filter { !available.contains($0) })
+    }
+
+    /// Fades every zone to silence over its ramp and waits for it, at most 0.5 s. Control thread.
+    func fadeOut() {
+        for zone in zones { zone.mixer.setVolume(0) }
+        let deadline = monotonicNanoseconds() + 500_000_000
+        while monotonicNanoseconds() < deadline && zones.contains(where: { $0.device.snapshot().available && $0.mixer.appliedVolume > 0 }) {
+            usleep(5_000)
+        }
+    }
+}
+
+extension DeviceOutput {
+    /// Starts the output thread and says so. Control thread.
+    func start(_ logger: Logger) {
+        start()
+        let p = spec.pcm, names = spec.zones.map(\.name)
+        logger.info(
+            "PCM \"\(p.name)\": output thread started for zone\(names.count == 1 ? "" : "s") \(names.joined(separator: ", ")) (\(p.rate) Hz, \(p.channels) ch, \(p.format.rawValue), clock \(spec.clock.rawValue))")
     }
 }

@@ -40,15 +40,15 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// The configuration the client was created with.
     public let configuration: MQTTConfiguration
-    private let handle: OpaquePointer
-    private let onMessage: MessageHandler
-    private let onStatusChange: StatusHandler
+    let handle: OpaquePointer
+    let onMessage: MessageHandler
+    let onStatusChange: StatusHandler
     /// A pipe the network thread polls while it waits out a backoff, so `stop()` ends the wait at once.
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
-    private let shared = Mutex(Shared())
+    let wakeRead: Int32
+    let wakeWrite: Int32
+    let shared = Mutex(Shared())
 
-    private struct Shared {
+    struct Shared {
         var status = MQTTStatus()
         /// Every filter subscribed to, in subscription order, with its QoS: re-subscribed on connect.
         var subscriptions: [(filter: String, qos: MQTTQoS)] = []
@@ -104,7 +104,7 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// A libmosquitto client with every setting of `configuration` applied, and our callbacks.
-    private static func makeHandle(_ configuration: MQTTConfiguration) throws(MQTTError) -> OpaquePointer {
+    static func makeHandle(_ configuration: MQTTConfiguration) throws(MQTTError) -> OpaquePointer {
         guard let handle = mosquitto_new(configuration.clientID, true, nil) else {
             throw .library(operation: "mosquitto_new", code: MOSQ_ERR_ERRNO.rawValue, message: String(cString: strerror(errno)))
         }
@@ -252,179 +252,4 @@ public final class MQTTClient: @unchecked Sendable {
         if connected { _ = mosquitto_unsubscribe(handle, nil, filter) }
     }
 
-    // MARK: - The network thread
-
-    private var isStopping: Bool { shared.withLock { $0.stopping } }
-
-    /// Connects, serves the connection until it ends, waits out the backoff, and again, until stopped.
-    private func run() {
-        var backoff = ReconnectBackoff(minimum: configuration.minimumReconnectDelay,
-                                       maximum: configuration.maximumReconnectDelay)
-        let broker = configuration.broker
-        let keepAlive = Int32(configuration.keepAlive.components.seconds)
-        while !isStopping {
-            updateStatus { $0.connection = .connecting }
-            // Non-blocking TCP connect (the DNS lookup still blocks); the loop completes it.
-            let rc = mosquitto_connect_async(handle, broker.host, Int32(broker.port), keepAlive)
-            let code = errno
-            if rc == MOSQ_ERR_SUCCESS.rawValue {
-                serveConnection()
-            } else {
-                failed(Self.text(of: rc, errno: code, host: broker.host))
-            }
-            let connected = shared.withLock { shared in
-                defer { shared.connectedSinceAttempt = false }
-                return shared.connectedSinceAttempt
-            }
-            if connected { backoff.reset() }
-            if isStopping { break }
-            waitForWake(backoff.nextDelay())
-        }
-    }
-
-    /// Runs libmosquitto's loop until the connection ends (or, once stopping, until the DISCONNECT
-    /// is sent, at most 2 s).
-    private func serveConnection() {
-        var stopDeadline: ContinuousClock.Instant?
-        while true {
-            let rc = mosquitto_loop(handle, 1000, 1)
-            let code = errno
-            if rc != MOSQ_ERR_SUCCESS.rawValue {
-                // libmosquitto reports most ends through the disconnect callback; report the rest.
-                let unreported = shared.withLock { $0.status.connection != .disconnected }
-                if unreported && !isStopping {
-                    failed(Self.text(of: rc, errno: code, host: configuration.broker.host))
-                }
-                return
-            }
-            let (stopping, up) = shared.withLock { ($0.stopping, $0.sessionUp) }
-            if stopping {
-                if !up { return }
-                let now = ContinuousClock.now
-                if let stopDeadline, now > stopDeadline { return }
-                if stopDeadline == nil { stopDeadline = now + .seconds(2) }
-            }
-        }
-    }
-
-    /// CONNACK arrived: re-subscribe, and when there is nothing to wait for, go online.
-    private func didConnect(code: Int32) {
-        guard code == 0 else {
-            let reason = "the broker refused the connection: \(String(cString: mosquitto_connack_string(code)))"
-            shared.withLock { $0.refusal = reason }
-            failed(reason)
-            return
-        }
-        let subscriptions = shared.withLock { shared in
-            shared.sessionUp = true
-            shared.connectedSinceAttempt = true
-            shared.refusal = nil
-            shared.pendingSubscribes = []
-            return shared.subscriptions
-        }
-        var mids: Set<Int32> = []
-        for (filter, qos) in subscriptions {
-            var mid: Int32 = 0
-            if mosquitto_subscribe(handle, &mid, filter, qos.rawValue) == MOSQ_ERR_SUCCESS.rawValue { mids.insert(mid) }
-        }
-        let ready = shared.withLock { shared in
-            // SUBACKs arrive on this thread, so none can have been handled before this point.
-            shared.pendingSubscribes = mids
-            return mids.isEmpty
-        }
-        if ready { goOnline() }
-    }
-
-    /// A SUBACK: when the last re-subscription is acknowledged, go online.
-    private func didSubscribe(mid: Int32, granted: [Int32]) {
-        let refused = granted.contains(0x80)
-        let ready = shared.withLock { shared in
-            guard shared.pendingSubscribes.remove(mid) != nil else { return false }
-            return shared.pendingSubscribes.isEmpty
-        }
-        if refused {
-            updateStatus { $0.lastError = "the broker refused a subscription (not authorised for the topic filter?)" }
-        }
-        if ready { goOnline() }
-    }
-
-    /// Every subscription is in place: publish `online` and report `.connected`.
-    private func goOnline() {
-        if let topic = configuration.availabilityTopic {
-            let online = Array(MQTTConfiguration.onlinePayload.utf8)
-            _ = online.withUnsafeBytes {
-                mosquitto_publish(handle, nil, topic, Int32($0.count), $0.baseAddress, MQTTQoS.atLeastOnce.rawValue, true)
-            }
-        }
-        updateStatus {
-            $0.connection = .connected
-            $0.connectCount += 1
-        }
-    }
-
-    /// The connection ended: `code` 0 when we asked for it.
-    private func didDisconnect(code: Int32, errno savedErrno: Int32) {
-        let refusal = shared.withLock { shared in
-            shared.sessionUp = false
-            shared.pendingSubscribes = []
-            return shared.refusal
-        }
-        if code == 0 {
-            updateStatus { $0.connection = .disconnected }
-        } else if code == MOSQ_ERR_CONN_REFUSED.rawValue, let refusal {
-            failed(refusal)
-        } else {
-            failed(Self.text(of: code, errno: savedErrno, host: configuration.broker.host))
-        }
-    }
-
-    /// Records a failed attempt or a dropped connection.
-    private func failed(_ reason: String) {
-        let broker = configuration.broker.description
-        updateStatus {
-            $0.connection = .disconnected
-            $0.lastError = "\(broker): \(reason)"
-        }
-    }
-
-    /// Applies `change` and reports the new status if it differs. Never called with the lock held.
-    private func updateStatus(_ change: (inout MQTTStatus) -> Void) {
-        let changed = shared.withLock { shared -> MQTTStatus? in
-            let old = shared.status
-            change(&shared.status)
-            return shared.status == old ? nil : shared.status
-        }
-        if let changed { onStatusChange(changed) }
-    }
-
-    /// Waits `delay` or until ``stop()`` writes to the wake pipe.
-    private func waitForWake(_ delay: Duration) {
-        var pfd = pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)
-        let deadline = ContinuousClock.now + delay
-        while true {
-            let (seconds, attoseconds) = (deadline - ContinuousClock.now).components
-            let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-            if milliseconds <= 0 { break }
-            let rc = poll(&pfd, 1, Int32(clamping: milliseconds))
-            if rc > 0 || rc < 0 && errno != EINTR { break }
-        }
-        var byte: UInt8 = 0
-        while read(wakeRead, &byte, 1) == 1 {}
-    }
-
-    private func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
-    }
-
-    /// libmosquitto's text for `code`, with errno's text for `MOSQ_ERR_ERRNO`.
-    static func text(of code: Int32, errno: Int32, host: String = "") -> String {
-        switch code {
-        case MOSQ_ERR_ERRNO.rawValue: return String(cString: strerror(errno))
-        case MOSQ_ERR_EAI.rawValue: return "cannot resolve the host name \"\(host)\""
-        // libmosquitto 2.0.11's mosquitto_strerror has no text for this one ("Unknown error.").
-        case MOSQ_ERR_KEEPALIVE.rawValue: return "the broker did not answer within the keep-alive time"
-        default: return String(cString: mosquitto_strerror(code))
-        }
-    }
 }

@@ -80,6 +80,25 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         start(outputs)
     }
 
+    /// Why a seek cannot go where it asks.
+    public struct SeekProblem: Error, Sendable { public let message: String }
+
+    /// The track a seek to `position` seconds goes to: `track` (0-based) or the current one; a
+    /// problem when it is not in the queue or the position is past its end.
+    public func seekTarget(_ position: Double, track: Int?) -> Result<Int, SeekProblem> {
+        let index = track ?? nowPlaying()?.index ?? state.startIndex
+        guard index >= 0 && index < songs.count else {
+            return .failure(SeekProblem(message: "track \(index) is not in the queue (0...\(songs.count - 1))"))
+        }
+        let song = songs[index]
+        // A song without a duration still has a bound: a week is past the end of any track.
+        guard position < 604_800 else { return .failure(SeekProblem(message: "position \(position) s is past the end of \(song.title)")) }
+        if let duration = song.duration, duration > 0, position >= Double(duration) {
+            return .failure(SeekProblem(message: "position \(position) s is past the end of \(song.title) (\(duration) s)"))
+        }
+        return .success(index)
+    }
+
     /// The track the streamer started with (before anything of it was heard).
     public var startIndex: Int { state.startIndex }
 

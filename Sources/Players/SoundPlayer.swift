@@ -20,7 +20,7 @@ public final class SoundPlayer: Source, @unchecked Sendable {
     }
 
     /// `samples`: per zone name, interleaved at that zone's rate and channels.
-    public init(label: String, samples: [String: [Float]], loop: Bool) {
+    public init(label: String, loop: Bool, samples: [String: [Float]]) {
         self.label = label
         self.samples = samples
         self.loop = loop

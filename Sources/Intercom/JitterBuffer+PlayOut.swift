@@ -1,0 +1,189 @@
+import OpusCodec
+
+// The jitter buffer's play-out side and its internals (see JitterBuffer.swift).
+extension JitterBuffer {
+    // MARK: - Play-out side
+
+    /// What to play next, at `now` (monotonic ns). Call it whenever the previous result has been
+    /// played out; for `.decode` and `.recover`, read the packet with `withPayload(slot:)` before the
+    /// next mutating call.
+    public mutating func next(now: Int) -> Playout {
+        switch phase {
+        case .idle, .rebuffering:
+            return .silence
+        case .filling(let since):
+            if now - since < Self.nanoseconds(target) { return .silence }
+            phase = .playing
+        case .playing:
+            break
+        }
+        while true {
+            let slot = index(nextSeq)
+            if slotSeq[slot] == nextSeq && slotState[slot] == .queued {
+                let frames = slotFrames[slot]
+                let end = slotTimestamp[slot] + Int64(frames)
+                let after = newestEnd - end  // what stays queued once this packet is played
+                let step = Int64(max(frames, lastFrames))
+                if playedSinceAdjust >= configuration.adjustEvery {
+                    if after > Int64(target) + step {
+                        slotState[slot] = .played
+                        counters.trimmed += 1
+                        advance(past: slot)
+                        playedSinceAdjust = 0
+                        continue
+                    }
+                    if after + step < Int64(target) {
+                        counters.stretched += 1
+                        playedSinceAdjust = 0
+                        return .conceal(frames: lastFrames)
+                    }
+                }
+                slotState[slot] = .played
+                counters.played += 1
+                advance(past: slot)
+                underrunFrames = 0
+                playedSinceAdjust += 1
+                return .decode(slot: slot, frames: frames)
+            }
+            if let later = nearestQueued(after: nextSeq) {
+                let laterSlot = index(later)
+                let missing = later - nextSeq
+                var frames = Int((slotTimestamp[laterSlot] - nextTimestamp) / missing)
+                if frames < 120 || frames > OpusPacket.maximumFrames || frames % 120 != 0 { frames = lastFrames }
+                slotSeq[slot] = nextSeq
+                slotState[slot] = .lost
+                nextSeq += 1
+                nextTimestamp += Int64(frames)
+                counters.lost += 1
+                playedSinceAdjust += 1
+                if missing == 1 && slotFEC[laterSlot] {
+                    counters.fecRecovered += 1
+                    return .recover(fromSlot: laterSlot, frames: frames)
+                }
+                counters.concealed += 1
+                return .conceal(frames: frames)
+            }
+            if Self.nanoseconds(Int64(underrunFrames)) < configuration.maximumUnderrun {
+                underrunFrames += lastFrames
+                counters.stretched += 1
+                return .conceal(frames: lastFrames)
+            }
+            counters.rebuffers += 1
+            phase = .rebuffering
+            underrunFrames = 0
+            return .silence
+        }
+    }
+
+    /// Calls `body` with the payload of the packet in `slot` (from `.decode` or `.recover`).
+    public func withPayload<R>(slot: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        let base = slot * configuration.maximumPayload
+        let length = slotLength[slot]
+        return payloads.withUnsafeBytes { all in body(UnsafeRawBufferPointer(rebasing: all[base..<(base + length)])) }
+    }
+
+    /// Counts a datagram too large to have been read whole (`bytes` long) as malformed. Receive side.
+    public mutating func rejectOversized(bytes: Int) -> InsertOutcome {
+        malformed(.payloadTooLarge(bytes: bytes, maximum: configuration.maximumPayload))
+    }
+
+    /// Counts a packet the decoder rejected although its header looked valid. Play-out side.
+    public mutating func countUndecodable() { counters.malformed += 1 }
+
+    // MARK: - Internals
+
+    mutating func malformed(_ reason: MalformedReason) -> InsertOutcome {
+        counters.malformed += 1
+        return .malformed(reason)
+    }
+
+    mutating func foreign(_ reason: ForeignReason) -> InsertOutcome {
+        counters.foreign += 1
+        return .foreign(reason)
+    }
+
+    mutating func start(_ packet: RTPPacket, now: Int) {
+        ssrc = packet.ssrc
+        payloadType = configuration.payloadType ?? packet.payloadType
+        highestSeq = Int64(packet.sequenceNumber)
+        highestTimestamp = Int64(packet.timestamp)
+        transitCount = 0
+        transitIndex = 0
+        anchor(seq: highestSeq, timestamp: highestTimestamp, now: now)
+    }
+
+    /// Starts play-out afresh at this packet, after the target delay.
+    mutating func anchor(seq: Int64, timestamp: Int64, now: Int) {
+        clearSlots()
+        nextSeq = seq
+        nextTimestamp = timestamp
+        highestSeq = seq
+        highestTimestamp = timestamp
+        newestEnd = timestamp
+        underrunFrames = 0
+        playedSinceAdjust = 0
+        phase = .filling(since: now)
+        generation += 1
+    }
+
+    mutating func clearSlots() {
+        for i in 0..<configuration.slots {
+            slotSeq[i] = -1
+            slotState[i] = .empty
+        }
+    }
+
+    mutating func advance(past slot: Int) {
+        nextSeq += 1
+        nextTimestamp = slotTimestamp[slot] + Int64(slotFrames[slot])
+        lastFrames = slotFrames[slot]
+    }
+
+    func nearestQueued(after seq: Int64) -> Int64? {
+        guard highestSeq > seq else { return nil }
+        var s = seq + 1
+        while s <= highestSeq {
+            let i = index(s)
+            if slotSeq[i] == s && slotState[i] == .queued { return s }
+            s += 1
+        }
+        return nil
+    }
+
+    func index(_ seq: Int64) -> Int {
+        let n = Int64(configuration.slots)
+        return Int(((seq % n) + n) % n)
+    }
+
+    mutating func recordTransit(now: Int, timestamp: Int64) {
+        transits[transitIndex] = Int64(Self.samples(now)) - timestamp
+        transitIndex = (transitIndex + 1) % transits.count
+        transitCount = min(transitCount + 1, transits.count)
+        // Until half a window is measured, keep the initial target.
+        guard transitCount * 2 >= transits.count else { return }
+        var low = Int64.max, high = Int64.min
+        for i in 0..<transitCount {
+            low = min(low, transits[i])
+            high = max(high, transits[i])
+        }
+        let spread = Int(high - low) + Self.samples(configuration.margin)
+        target = min(max(spread, Self.samples(configuration.minimumDelay)), Self.samples(configuration.maximumDelay))
+    }
+
+    /// Extends a 16-bit sequence number to the value nearest `reference`.
+    static func extend(_ value: UInt16, around reference: Int64) -> Int64 {
+        reference + Int64(Int16(truncatingIfNeeded: value &- UInt16(truncatingIfNeeded: reference)))
+    }
+
+    /// Extends a 32-bit timestamp to the value nearest `reference`.
+    static func extend(_ value: UInt32, around reference: Int64) -> Int64 {
+        reference + Int64(Int32(truncatingIfNeeded: value &- UInt32(truncatingIfNeeded: reference)))
+    }
+
+    /// Nanoseconds as 48 kHz samples.
+    static func samples(_ ns: Int) -> Int { ns / 1_000_000 * 48 + (ns % 1_000_000) * 48 / 1_000_000 }
+
+    /// 48 kHz samples as nanoseconds.
+    static func nanoseconds(_ samples: Int64) -> Int { Int(samples) * 1_000_000 / 48 }
+    static func nanoseconds(_ samples: Int) -> Int { samples * 1_000_000 / 48 }
+}
