@@ -104,7 +104,7 @@ public final class PCM {
     }
 
     /// Writes `frames` interleaved frames from `bytes`, blocking while the device buffer is full.
-    /// Returns the frames written (may be fewer than asked), or throws the negative errno
+    /// Returns the frames written (may be fewer than asked), or the negative errno
     /// (-EPIPE underrun, -ESTRPIPE suspended, -ENODEV gone). Does not allocate.
     /// The corresponding C function is `snd_pcm_writei`.
     @inline(__always)

@@ -2,8 +2,11 @@ import Synchronization
 
 /// A single-producer/single-consumer ring of interleaved `Float` samples.
 ///
-/// One thread writes (a source's producer), one thread reads (a zone's output thread); never swapped.
-/// `write` and `read` are wait-free and do not allocate. The storage is allocated once in `init`.
+/// One producer at a time writes and one thread reads (a zone's output thread). The producer is one
+/// thread (a music streamer, a call pump), or several threads that serialize their writes under a
+/// lock of their own: the control plane feeds sound players from request threads and the monitor,
+/// always under its mutex. `write` and `read` are wait-free and do not allocate. The storage is
+/// allocated once in `init`.
 // @unchecked: the storage is shared, but the producer only writes slots between `tail` and `head +
 // capacity`, the consumer only reads slots between `head` and `tail`; the counters are atomics with
 // acquire/release ordering, which publish the sample writes to the reader.

@@ -5,8 +5,19 @@
 /// extra input channels are dropped.
 public func mapChannels(_ samples: [Float], from input: Int, to output: Int) -> [Float] {
     if input == output { return samples }
+    var out = [Float](repeating: 0, count: samples.count / input * output)
+    samples.withUnsafeBufferPointer { src in
+        out.withUnsafeMutableBufferPointer { dst in _ = mapChannels(src, from: input, to: output, into: dst) }
+    }
+    return out
+}
+
+/// The same mapping into a buffer the caller owns (room for `samples.count / input * output`);
+/// returns the samples written. Does not allocate.
+public func mapChannels(_ samples: UnsafeBufferPointer<Float>, from input: Int, to output: Int,
+                        into out: UnsafeMutableBufferPointer<Float>) -> Int {
     let frames = samples.count / input
-    var out = [Float](repeating: 0, count: frames * output)
+    precondition(out.count >= frames * output, "mapChannels: the output buffer is too small")
     for f in 0..<frames {
         let base = f * input
         var sum: Float = 0
@@ -16,5 +27,5 @@ public func mapChannels(_ samples: [Float], from input: Int, to output: Int) -> 
             out[f * output + c] = input == 1 ? samples[base] : (output == 1 ? mean : (c < input ? samples[base + c] : mean))
         }
     }
-    return out
+    return frames * output
 }

@@ -76,8 +76,8 @@ public final class TrackRenderer {
         for (k, o) in outputs.enumerated() {
             var input = UnsafeBufferPointer(block)
             if o.channels != decoder.channels {
-                let m = mapChannels(Array(block), from: decoder.channels, to: o.channels)
-                input = UnsafeBufferPointer(rebasing: mapped[..<mapped.initialize(fromContentsOf: m)])
+                let count = mapChannels(UnsafeBufferPointer(block), from: decoder.channels, to: o.channels, into: mapped)
+                input = UnsafeBufferPointer(rebasing: mapped[..<count])
             }
             var frames = input
             if let c = converters[k] {
