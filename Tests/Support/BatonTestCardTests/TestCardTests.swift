@@ -5,10 +5,16 @@ import Glibc
 import Testing
 
 // The virtual sound card through the real alsa-lib API. The suite is serialized: its tests measure
-// time against the card's clock, and a machine with two shared cores should not add wake-up latency
-// from tests running beside them.
+// time against the card's clock. Tests that are not about underruns give the card a 100 ms buffer
+// (`roomy`), so that a writer descheduled for tens of milliseconds on a busy two-core machine (seen
+// with the whole suite running) does not underrun where the test did not mean it to.
 @Suite(.serialized)
 struct TestCardTests {
+    /// 480-frame periods in a 4800-frame buffer: ten periods of headroom.
+    static let roomy = 4800
+    /// Periods that fill a roomy buffer and start the card, plus two it had to wait for.
+    static let startPeriods = roomy / 480 + 2
+
     init() throws {
         _ = ALSATestRig.directory
         try #require(ALSATestRig.cardLibrary != nil,
@@ -18,7 +24,7 @@ struct TestCardTests {
     /// One second of audio takes one second to play, and the card records exactly the bytes written,
     /// with one sidecar line per period at the rate's spacing.
     @Test func playsOneSecondInOneSecondAndRecordsItExactly() throws {
-        let card = ALSATestRig.makeCard()
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
         let writer = try CardWriter(card)
         let t0 = monotonicNanoseconds()
         #expect(writer.write(periods: 100) == 0)
@@ -39,7 +45,7 @@ struct TestCardTests {
 
     /// The sidecar follows the definition's rate: at 44.1 kHz a period of 441 frames is 10 ms.
     @Test func timestampsFollowTheRate() throws {
-        let card = ALSATestRig.makeCard(rate: 44100, periodFrames: 441, bufferFrames: 1764)
+        let card = ALSATestRig.makeCard(rate: 44100, periodFrames: 441, bufferFrames: 4410)
         let writer = try CardWriter(card)
         #expect(writer.write(periods: 20) == 0)
         writer.pcm.drain()
@@ -60,7 +66,7 @@ struct TestCardTests {
         let start = try #require(card.startNanoseconds)
         #expect(writer.writePeriod() == 480)            // waits for the first period to be taken
         let waited = monotonicNanoseconds() - start
-        #expect(waited >= 10_000_000 && waited < 14_000_000, "returned \(waited) ns after start")
+        #expect(waited >= 10_000_000 && waited < 20_000_000, "returned \(waited) ns after start")
         #expect(writer.pcm.avail() < 480)
     }
 
@@ -111,9 +117,9 @@ struct TestCardTests {
 
     /// An injected xrun stops a running stream at once: -EPIPE, then `snd_pcm_recover` prepares it.
     @Test func anInjectedXrunStopsTheStreamUntilRecovered() throws {
-        let card = ALSATestRig.makeCard()
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
         let writer = try CardWriter(card)
-        #expect(writer.write(periods: 8) == 0)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
         card.send(.xrun)
         #expect(writer.writePeriod() == -Int(EPIPE))
         #expect(writer.pcm.recover(-EPIPE) == 0)
@@ -132,9 +138,9 @@ struct TestCardTests {
     /// A suspend injected by another process gives -ESTRPIPE until `snd_pcm_resume`, which continues
     /// where the card stopped: nothing written is lost.
     @Test func suspendGivesESTRPIPEUntilResume() throws {
-        let card = ALSATestRig.makeCard()
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
         let writer = try CardWriter(card)
-        #expect(writer.write(periods: 8) == 0)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
         let sh = Subprocess.run("/bin/sh", ["-c", "echo suspend >> '\(card.control)'"])
         #expect(sh.status == 0)
         #expect(writer.writePeriod() == -Int(ESTRPIPE))
@@ -152,9 +158,9 @@ struct TestCardTests {
     /// tries resume (alsa-lib reports success for an ioplug), the next write fails with -EPIPE, and
     /// recovering from that prepares the stream.
     @Test func suspendWithoutResumeNeedsPrepare() throws {
-        let card = ALSATestRig.makeCard()
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
         let writer = try CardWriter(card)
-        #expect(writer.write(periods: 8) == 0)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
         #expect(baton_testcard_command(card.control, "suspend norecover") == 0)   // the C helper
         #expect(writer.writePeriod() == -Int(ESTRPIPE))
         #expect(writer.pcm.recover(-ESTRPIPE) == 0)
@@ -167,9 +173,9 @@ struct TestCardTests {
     /// Unplugged, every call fails with -ENODEV and the card cannot be opened, also by a new handle,
     /// until it is replugged; then a new handle plays (the old one stays dead, as with a USB DAC).
     @Test func unplugFailsEveryCallAndOpenUntilReplug() throws {
-        let card = ALSATestRig.makeCard()
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
         let writer = try CardWriter(card)
-        #expect(writer.write(periods: 6) == 0)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
         card.send(.unplug)
         #expect(writer.writePeriod() == -Int(ENODEV))
         #expect(writer.pcm.prepare() == -ENODEV)
@@ -184,7 +190,7 @@ struct TestCardTests {
         }
         card.send(.replug)
         let again = try CardWriter(card)
-        #expect(again.write(periods: 6) == 0)
+        #expect(again.write(periods: Self.startPeriods) == 0)
         again.pcm.drain()
         #expect(writer.writePeriod() == -Int(ENODEV))
         // Events are recorded by the handles that see them: the dead one saw the unplug; the new one
@@ -195,14 +201,14 @@ struct TestCardTests {
     /// A stall stops consumption for its length: a writer keeping the buffer full blocks that long and
     /// never underruns (a stalled card holds its buffer), and afterwards the card runs at its rate again.
     @Test func aStallBlocksTheWriterWithoutAnUnderrun() throws {
-        let card = ALSATestRig.makeCard()
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
         let writer = try CardWriter(card)
-        #expect(writer.write(periods: 10) == 0)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
         card.send(.stall(milliseconds: 200))
         let t0 = monotonicNanoseconds()
         #expect(writer.writePeriod() == 480)
         let blocked = monotonicNanoseconds() - t0
-        #expect(blocked >= 195_000_000 && blocked < 220_000_000, "blocked \(blocked) ns")
+        #expect(blocked >= 195_000_000 && blocked < 240_000_000, "blocked \(blocked) ns")
         #expect(writer.write(periods: 10) == 0)
         writer.pcm.drain()
         #expect(card.events("xrun").isEmpty)
@@ -210,16 +216,17 @@ struct TestCardTests {
         let periods = card.events("period")
         let gaps = zip(periods.dropFirst(), periods).map { $0.nanoseconds - $1.nanoseconds }
         let longest = try #require(gaps.max())
-        #expect(longest > 200_000_000 && longest <= 210_000_000, "longest gap \(longest) ns")
+        // The period that straddles the stall took exactly its 10 ms plus the 200 ms.
+        #expect(abs(longest - 210_000_000) <= 2, "longest gap \(longest) ns")
         #expect(gaps.filter { $0 != 10_000_000 }.count == 1)
     }
 
     /// A card with +500 ppm drift consumes 96 048 frames in 2 s, not 96 000: measured by the test's clock
     /// and `snd_pcm_delay` on a frame-exact pointer. A `drift` command changes the rate from then on.
     @Test func driftChangesTheConsumptionRate() throws {
-        let card = ALSATestRig.makeCard(driftPPM: 500, pointer: .frame)
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy, driftPPM: 500, pointer: .frame)
         let writer = try CardWriter(card)
-        #expect(writer.write(periods: 10) == 0)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
         func consumedNow() throws -> (t: Double, frames: Int) {
             let before = monotonicNanoseconds()
             let delay = try #require(writer.pcm.delay())
@@ -251,14 +258,14 @@ struct TestCardTests {
     @Test(arguments: [(SampleFormat.s16LE, 1, 48000, 480), (.s32LE, 2, 44100, 441), (.s32LE, 8, 48000, 240),
                       (.s16LE, 6, 32000, 320)])
     func recordsEveryFormatExactly(format: SampleFormat, channels: Int, rate: Int, period: Int) throws {
-        let card = ALSATestRig.makeCard(rate: rate, periodFrames: period, bufferFrames: 4 * period,
+        let card = ALSATestRig.makeCard(rate: rate, periodFrames: period, bufferFrames: 10 * period,
                                         format: format == .s16LE ? .s16LE : .s32LE, channels: channels)
         let writer = try CardWriter(card, sampleFormat: format)
-        #expect(writer.pcm.configuration.periodFrames == period && writer.pcm.configuration.bufferFrames == 4 * period)
+        #expect(writer.pcm.configuration.periodFrames == period && writer.pcm.configuration.bufferFrames == 10 * period)
         #expect(writer.write(periods: 12) == 0)
         writer.pcm.drain()
         #expect(card.recordedBytes() == writer.written)
-        #expect(card.events("setup").first?.detail == "\(rate) \(channels) \(format.rawValue) \(period) \(4 * period) record-offset=0")
+        #expect(card.events("setup").first?.detail == "\(rate) \(channels) \(format.rawValue) \(period) \(10 * period) record-offset=0")
     }
 
     /// The card grants only its own sizes: a request for other ones is answered with the card's.
@@ -275,9 +282,9 @@ struct TestCardTests {
 
     /// The transfer, pointer, delay, avail and poll paths make no heap allocation on the writing thread.
     @Test func writingDoesNotAllocate() throws {
-        let card = ALSATestRig.makeCard()
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
         let writer = try CardWriter(card)
-        #expect(writer.write(periods: 6) == 0)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
         var failures = 0
         let count = countAllocations {
             for _ in 0..<40 {
@@ -299,7 +306,7 @@ struct TestCardTests {
         try #require(access(aplay, X_OK) == 0, "aplay not installed (scripts/install-deps.sh)")
         let float = format == .floatLE
         let (rate, channels, period) = float ? (44100, 8, 441) : (48000, 2, 480)
-        let card = ALSATestRig.makeCard(rate: rate, periodFrames: period, bufferFrames: 4 * period, format: format,
+        let card = ALSATestRig.makeCard(rate: rate, periodFrames: period, bufferFrames: 10 * period, format: format,
                                         channels: channels)
         let frames = 30 * period
         var data: [UInt8] = []
