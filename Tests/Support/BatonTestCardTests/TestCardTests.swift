@@ -70,6 +70,40 @@ struct TestCardTests {
         #expect(writer.pcm.avail() < 480)
     }
 
+    /// Polling the card (`snd_pcm_wait`) with a full buffer wakes once a period, when the card has
+    /// taken one.
+    @Test func pollWakesOncePerPeriod() throws {
+        let card = ALSATestRig.makeCard()
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: 4) == 0)
+        let start = try #require(card.startNanoseconds)
+        for k in 1...8 {
+            #expect(writer.pcm.wait(milliseconds: 100) == 1)
+            let late = monotonicNanoseconds() - start - Int64(k) * 10_000_000
+            #expect(late >= 0 && late < 8_000_000, "woke \(late) ns after period \(k)")
+            #expect(writer.pcm.avail() == 480)
+            #expect(writer.writePeriod() == 480)
+        }
+    }
+
+    /// The control file outlives handles: levels written while no handle is open (a drift) apply to the
+    /// next open; one-shot faults written then (an xrun, a stall) are history and do not.
+    @Test func levelsApplyAtOpenAndPastFaultsDoNot() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        card.send(.drift(ppm: 250))
+        card.send(.xrun)
+        card.send(.stall(milliseconds: 500))
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: 20) == 0)
+        writer.pcm.drain()
+        let periods = card.events("period")
+        #expect(periods.count == 20)
+        // 480 frames at 48 000 × 1.00025 Hz: 9 997 500.6 ns.
+        for (a, b) in zip(periods.dropFirst(), periods) { #expect(abs(a.nanoseconds - b.nanoseconds - 9_997_501) <= 1) }
+        #expect(card.events("xrun").isEmpty && card.events("stall").isEmpty)
+        #expect(card.recordedBytes() == writer.written)
+    }
+
     /// `snd_pcm_delay` is the frames written but not yet consumed, and `snd_pcm_avail` the room left:
     /// both exact to the pointer's granule (a period, or a frame).
     @Test(arguments: [TestCard.Pointer.period, .frame])
