@@ -378,7 +378,10 @@ static int sync_card(card_t *c, int64_t now) {
 
 /// Arms the poll timer for the instant the writer should wake: at once when there is room (or an
 /// error to report), else when the pointer will have freed avail_min frames (or, draining, at the next
-/// granule). Only this changes the descriptor's readiness; re-arming also clears it.
+/// granule). With a control file it also wakes at least once a period, like a period interrupt, so
+/// that a writer blocked through a long stall or on a full, unstarted buffer still sees a command
+/// within a period (those wakes report no event, and alsa-lib polls again). Only this changes the
+/// descriptor's readiness; re-arming also clears it.
 static void arm_timer(card_t *c, int64_t now) {
     struct itimerspec when = {{0, 0}, {0, 0}};
     int flags = 0;
@@ -387,7 +390,7 @@ static void arm_timer(card_t *c, int64_t now) {
     if (c->running) {
         uint64_t g = granule(c);
         if (state == SND_PCM_STATE_DRAINING) {
-            uint64_t next = (c->hw / g + 1) * g, end = (c->written + g - 1) / g * g;
+            uint64_t next = (c->hw / c->period + 1) * c->period, end = (c->written + g - 1) / g * g;
             at = time_of(c, next < end ? next : end);
         } else if (c->written + c->avail_min <= c->buffer + c->hw) {
             at = 0;
@@ -399,6 +402,10 @@ static void arm_timer(card_t *c, int64_t now) {
         at = avail(c) >= c->avail_min ? 0 : -1;
     } else {
         at = 0;
+    }
+    if (c->control_fd >= 0 && c->io.rate && at != 0) {
+        int64_t tick = now + (int64_t)c->period * 1000000000LL / c->io.rate;
+        if (at < 0 || at > tick) at = tick;
     }
     if (at == 0 || (at > 0 && at <= now)) {
         when.it_value.tv_nsec = 1;    // relative: fires at once

@@ -255,6 +255,23 @@ struct TestCardTests {
         #expect(gaps.filter { $0 != 10_000_000 }.count == 1)
     }
 
+    /// A writer blocked through a long stall still sees a fault within a period: the card's poll
+    /// descriptor wakes once a period while a control file is watched. Here another process unplugs the
+    /// card 100 ms into a 1 s stall.
+    @Test func aBlockedWriterSeesAnUnplugDuringAStall() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
+        card.send(.stall(milliseconds: 1000))
+        let t0 = monotonicNanoseconds()
+        let injector = try BackgroundProcess("/bin/sh", ["-c", "sleep 0.1; echo unplug >> '\(card.control)'"],
+                                             outputPath: card.control + ".sh.log")
+        #expect(writer.writePeriod() == -Int(ENODEV))
+        let blocked = monotonicNanoseconds() - t0
+        #expect(blocked >= 100_000_000 && blocked < 300_000_000, "blocked \(blocked) ns")
+        #expect(injector.wait(seconds: 5) == 0)
+    }
+
     /// A card with +500 ppm drift consumes 96 048 frames in 2 s, not 96 000: measured by the test's clock
     /// and `snd_pcm_delay` on a frame-exact pointer. A `drift` command changes the rate from then on.
     @Test func driftChangesTheConsumptionRate() throws {
