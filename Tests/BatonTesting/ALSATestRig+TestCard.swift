@@ -47,8 +47,16 @@ public struct TestCard: Sendable {
             case .unplug: "unplug"
             case .replug: "replug"
             case .stall(let ms): "stall \(ms)"
-            case .drift(let ppm): "drift \(ppm)"
+            case .drift(let ppm): "drift \(Self.decimal(ppm))"
             }
+        }
+
+        /// `ppm` as the card parses it: a plain decimal with at most three places (never `1e-05`).
+        static func decimal(_ ppm: Double) -> String {
+            let thousandths = Int((ppm * 1000).rounded())
+            let whole = abs(thousandths) / 1000, fraction = abs(thousandths) % 1000
+            let digits = String(fraction + 1000).dropFirst()
+            return (thousandths < 0 ? "-" : "") + "\(whole).\(digits)"
         }
     }
 
@@ -189,7 +197,7 @@ extension ALSATestRig {
         let dir = directory
         let id = cardCounter.add(1, ordering: .relaxed).newValue
         let name = "\(cardPCM):RATE=\(rate),PERIOD=\(periodFrames),BUFFER=\(bufferFrames),FORMAT=\(format.rawValue),"
-            + "CHANNELS=\(channels),DRIFT=\(driftPPM),POINTER=\(pointer.rawValue),ID=\(id)"
+            + "CHANNELS=\(channels),DRIFT=\(TestCard.Command.decimal(driftPPM)),POINTER=\(pointer.rawValue),ID=\(id)"
         let base = "\(dir)/card_\(id)"
         return TestCard(name: name, control: base + ".ctl", record: base + ".raw", timing: base + ".raw.timing",
                         rate: rate, periodFrames: periodFrames, bufferFrames: bufferFrames, format: format,
