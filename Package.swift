@@ -135,3 +135,16 @@ let package = Package(
         .testTarget(name: "ToolTests", dependencies: ["BatonTesting", "Systemd"], swiftSettings: swiftSettings),
     ]
 )
+
+// MARK: - The virtual sound card for tests (issue 14 §1; kept in one block for merging)
+// CBatonTestCard is an alsa-lib ioplug PCM plugin (`type batontest`); the dynamic library product
+// libasound_module_pcm_batontest.so is what alsa-lib dlopen()s through the rig's `pcm_type.batontest`.
+package.products += [
+    .library(name: "asound_module_pcm_batontest", type: .dynamic, targets: ["CBatonTestCard"]),
+]
+package.targets += [
+    .target(name: "CBatonTestCard", path: "Tests/Support/BatonTestCard",
+            cSettings: [.unsafeFlags(["-Wall", "-Wextra"])], linkerSettings: [.linkedLibrary("asound")]),
+    .testTarget(name: "BatonTestCardTests", dependencies: ["ALSA", "BatonTesting", "CBatonTestCard"],
+                path: "Tests/Support/BatonTestCardTests", swiftSettings: swiftSettings),
+]

@@ -118,6 +118,24 @@ public final class PCM {
         snd_pcm_recover(handle, code, 1)
     }
 
+    /// Makes a stopped PCM (after an underrun, a drop, a suspend) writable again, discarding what it
+    /// held. Returns 0 or the negative errno (-ENODEV when the device is gone).
+    /// The corresponding C function is `snd_pcm_prepare`.
+    public func prepare() -> Int32 { snd_pcm_prepare(handle) }
+
+    /// Resumes a suspended PCM where it stopped. Returns 0, -EAGAIN while the device is still waking,
+    /// or -ENOSYS when it cannot resume (then `prepare`). The corresponding C function is `snd_pcm_resume`.
+    public func resume() -> Int32 { snd_pcm_resume(handle) }
+
+    /// Frames that can be written now, or the negative errno. Does not allocate.
+    /// The corresponding C function is `snd_pcm_avail`.
+    public func avail() -> Int { snd_pcm_avail(handle) }
+
+    /// Waits until the device can take a period (`avail_min` frames), at most `milliseconds` (negative:
+    /// no limit). Returns 1 when ready, 0 on timeout, or the negative errno (-EPIPE, -ESTRPIPE, -ENODEV).
+    /// Does not allocate. The corresponding C function is `snd_pcm_wait`.
+    public func wait(milliseconds: Int32) -> Int32 { snd_pcm_wait(handle, milliseconds) }
+
     /// Frames written but not yet heard (the distance between the write pointer and the DAC),
     /// or nil when the device cannot tell. The corresponding C function is `snd_pcm_delay`.
     public func delay() -> Int? {

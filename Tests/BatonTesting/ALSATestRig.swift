@@ -3,8 +3,9 @@ import Glibc
 import Synchronization
 
 /// An ALSA configuration for the whole test process: numbered `file` PCMs over `null` that write
-/// every sample to a raw file, plus PCMs that cannot open. alsa-lib reads its configuration once per
-/// process, so every test takes fresh PCM names from here instead of writing its own file.
+/// every sample to a raw file, PCMs that cannot open, and virtual sound cards (`makeCard`). alsa-lib
+/// reads its configuration once per process, so every test takes fresh PCM names from here instead of
+/// writing its own file.
 public enum ALSATestRig {
     /// How many file PCMs the rig defines.
     public static let pcmCount = 256
@@ -27,6 +28,7 @@ public enum ALSATestRig {
         for i in 0..<pcmCount {
             conf += "pcm.test_\(i) { type file slave.pcm \"baton_null\" file \"\(dir)/test_\(i).raw\" format \"raw\" perm 0644 }\n"
         }
+        conf += cardDefinition(directory: dir)
         let path = "\(dir)/asound.conf"
         let f = fopen(path, "w")!
         fputs(conf, f)

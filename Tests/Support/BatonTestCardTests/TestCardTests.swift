@@ -1,0 +1,403 @@
+import ALSA
+import BatonTesting
+import CBatonTestCard
+import Glibc
+import Testing
+
+// The virtual sound card through the real alsa-lib API. The suite is serialized: its tests measure
+// time against the card's clock. Tests that are not about underruns give the card a 100 ms buffer
+// (`roomy`), so that a writer descheduled for tens of milliseconds on a busy two-core machine (seen
+// with the whole suite running) does not underrun where the test did not mean it to.
+@Suite(.serialized)
+struct TestCardTests {
+    /// 480-frame periods in a 4800-frame buffer: ten periods of headroom.
+    static let roomy = 4800
+    /// Periods that fill a roomy buffer and start the card, plus two it had to wait for.
+    static let startPeriods = roomy / 480 + 2
+
+    init() throws {
+        _ = ALSATestRig.directory
+        try #require(ALSATestRig.cardLibrary != nil,
+                     "libasound_module_pcm_batontest.so not built (swift build builds it; or set BATON_TESTCARD_LIB)")
+    }
+
+    /// One second of audio takes one second to play, and the card records exactly the bytes written,
+    /// with one sidecar line per period at the rate's spacing.
+    @Test func playsOneSecondInOneSecondAndRecordsItExactly() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        let writer = try CardWriter(card)
+        let t0 = monotonicNanoseconds()
+        #expect(writer.write(periods: 100) == 0)
+        writer.pcm.drain()
+        let seconds = Double(monotonicNanoseconds() - t0) / 1e9
+        #expect(abs(seconds - 1) < 0.01, "took \(seconds) s")
+        #expect(card.recordedBytes() == writer.written)
+
+        let start = try #require(card.startNanoseconds)
+        let periods = card.events("period")
+        #expect(periods.count == 100)
+        for (k, p) in periods.enumerated() {
+            #expect(p.frames == (k + 1) * 480)
+            #expect(abs(p.nanoseconds - start - Int64(k + 1) * 10_000_000) <= 1)
+        }
+        #expect(card.events("drained").first?.frames == 48000)
+    }
+
+    /// The sidecar follows the definition's rate: at 44.1 kHz a period of 441 frames is 10 ms.
+    @Test func timestampsFollowTheRate() throws {
+        let card = ALSATestRig.makeCard(rate: 44100, periodFrames: 441, bufferFrames: 4410)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: 20) == 0)
+        writer.pcm.drain()
+        let start = try #require(card.startNanoseconds)
+        let periods = card.events("period")
+        #expect(periods.count == 20)
+        for (k, p) in periods.enumerated() { #expect(abs(p.nanoseconds - start - Int64(k + 1) * 10_000_000) <= 1) }
+        #expect(card.recordedBytes() == writer.written)
+    }
+
+    /// Once the buffer is full, `snd_pcm_writei` blocks until the card has taken a period.
+    @Test func writeBlocksWhileTheBufferIsFull() throws {
+        let card = ALSATestRig.makeCard()
+        let writer = try CardWriter(card)
+        let t0 = monotonicNanoseconds()
+        #expect(writer.write(periods: 4) == 0)          // fills the buffer; the card starts
+        #expect(monotonicNanoseconds() - t0 < 5_000_000)
+        let start = try #require(card.startNanoseconds)
+        #expect(writer.writePeriod() == 480)            // waits for the first period to be taken
+        let waited = monotonicNanoseconds() - start
+        #expect(waited >= 10_000_000 && waited < 20_000_000, "returned \(waited) ns after start")
+        #expect(writer.pcm.avail() < 480)
+    }
+
+    /// Polling the card (`snd_pcm_wait`) with a full buffer wakes once a period, when the card has
+    /// taken one.
+    @Test func pollWakesOncePerPeriod() throws {
+        let card = ALSATestRig.makeCard()
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: 4) == 0)
+        let start = try #require(card.startNanoseconds)
+        for k in 1...8 {
+            #expect(writer.pcm.wait(milliseconds: 100) == 1)
+            let late = monotonicNanoseconds() - start - Int64(k) * 10_000_000
+            #expect(late >= 0 && late < 8_000_000, "woke \(late) ns after period \(k)")
+            #expect(writer.pcm.avail() == 480)
+            #expect(writer.writePeriod() == 480)
+        }
+    }
+
+    /// The control file outlives handles: levels written while no handle is open (a drift) apply to the
+    /// next open; one-shot faults written then (an xrun, a stall) are history and do not.
+    @Test func levelsApplyAtOpenAndPastFaultsDoNot() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        card.send(.drift(ppm: 250))
+        card.send(.xrun)
+        card.send(.stall(milliseconds: 500))
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: 20) == 0)
+        writer.pcm.drain()
+        let periods = card.events("period")
+        #expect(periods.count == 20)
+        // 480 frames at 48 000 × 1.00025 Hz: 9 997 500.6 ns.
+        for (a, b) in zip(periods.dropFirst(), periods) { #expect(abs(a.nanoseconds - b.nanoseconds - 9_997_501) <= 1) }
+        #expect(card.events("xrun").isEmpty && card.events("stall").isEmpty)
+        #expect(card.recordedBytes() == writer.written)
+    }
+
+    /// `snd_pcm_delay` is the frames written but not yet consumed, and `snd_pcm_avail` the room left:
+    /// both exact to the pointer's granule (a period, or a frame).
+    @Test(arguments: [TestCard.Pointer.period, .frame])
+    func delayAndAvailAreTrue(pointer: TestCard.Pointer) throws {
+        let card = ALSATestRig.makeCard(pointer: pointer)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: 4) == 0)
+        let start = try #require(card.startNanoseconds)
+        let granule = pointer == .period ? 480 : 1
+        for k in 0..<30 {
+            if k % 3 == 0 { #expect(writer.writePeriod() == 480) }
+            let before = monotonicNanoseconds()
+            let delay = try #require(writer.pcm.delay())
+            let after = monotonicNanoseconds()
+            let avail = writer.pcm.avail()
+            let consumed = writer.frames - delay
+            let low = Int((before - start) * 48 / 1_000_000) / granule * granule
+            let high = Int((after - start) * 48 / 1_000_000) / granule * granule
+            #expect(consumed >= low - 1 && consumed <= high + 1, "consumed \(consumed), clock says \(low)...\(high)")
+            #expect(avail >= 1920 - delay && avail <= 1920 - delay + granule + 2, "avail \(avail), delay \(delay)")
+            #expect(delay >= 0 && delay <= 1920)
+        }
+    }
+
+    /// A writer that comes back after the buffer ran empty gets -EPIPE (the underrun happened at the
+    /// period the buffer emptied), and the stream stays stopped until prepare.
+    @Test func aLateWriterUnderrunsAndRecoversAfterPrepare() throws {
+        let card = ALSATestRig.makeCard()
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: 4) == 0)
+        let start = try #require(card.startNanoseconds)
+        sleep(untilNanoseconds: start + 55_000_000)      // 15 ms after the 40 ms buffer ran out
+        #expect(writer.writePeriod() == -Int(EPIPE))
+        #expect(writer.writePeriod() == -Int(EPIPE))
+        #expect(writer.pcm.delay() == nil)
+        let xrun = try #require(card.events("xrun").first)
+        #expect(xrun.detail == "underrun" && xrun.frames == 1920)
+        #expect(abs(xrun.nanoseconds - start - 40_000_000) <= 1)
+
+        #expect(writer.pcm.prepare() == 0)
+        #expect(writer.write(periods: 6) == 0)
+        writer.pcm.drain()
+        #expect(card.recordedBytes() == writer.written)
+    }
+
+    /// An injected xrun stops a running stream at once: -EPIPE, then `snd_pcm_recover` prepares it.
+    @Test func anInjectedXrunStopsTheStreamUntilRecovered() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
+        card.send(.xrun)
+        #expect(writer.writePeriod() == -Int(EPIPE))
+        #expect(writer.pcm.recover(-EPIPE) == 0)
+        #expect(writer.write(periods: 6) == 0)
+        writer.pcm.drain()
+        let xrun = try #require(card.events("xrun").first)
+        #expect(xrun.detail == "injected")
+        // What was buffered at the xrun is dropped: the record is the frames played before it, then the rest.
+        let fb = card.frameBytes
+        let recorded = card.recordedBytes()
+        #expect(recorded.count == (xrun.frames + 6 * 480) * fb)
+        #expect(Array(recorded[0..<(xrun.frames * fb)]) == Array(writer.written[0..<(xrun.frames * fb)]))
+        #expect(Array(recorded.suffix(6 * 480 * fb)) == Array(writer.written.suffix(6 * 480 * fb)))
+    }
+
+    /// A suspend injected by another process gives -ESTRPIPE until `snd_pcm_resume`, which continues
+    /// where the card stopped: nothing written is lost.
+    @Test func suspendGivesESTRPIPEUntilResume() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
+        let sh = Subprocess.run("/bin/sh", ["-c", "echo suspend >> '\(card.control)'"])
+        #expect(sh.status == 0)
+        #expect(writer.writePeriod() == -Int(ESTRPIPE))
+        #expect(writer.writePeriod() == -Int(ESTRPIPE))
+        #expect(writer.pcm.delay() == nil)
+        #expect(writer.pcm.wait(milliseconds: 100) == -ESTRPIPE)
+        #expect(writer.pcm.resume() == 0)
+        #expect(writer.write(periods: 8) == 0)
+        writer.pcm.drain()
+        #expect(card.recordedBytes() == writer.written)
+        #expect(card.events().map(\.kind).filter { ["suspend", "resume", "xrun"].contains($0) } == ["suspend", "resume"])
+    }
+
+    /// On a card that cannot resume, the application falls back to prepare: `snd_pcm_recover` first
+    /// tries resume (alsa-lib reports success for an ioplug), the next write fails with -EPIPE, and
+    /// recovering from that prepares the stream.
+    @Test func suspendWithoutResumeNeedsPrepare() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
+        #expect(baton_testcard_command(card.control, "suspend norecover") == 0)   // the C helper
+        #expect(writer.writePeriod() == -Int(ESTRPIPE))
+        #expect(writer.pcm.recover(-ESTRPIPE) == 0)
+        #expect(writer.writePeriod() == -Int(EPIPE))
+        #expect(writer.pcm.recover(-EPIPE) == 0)
+        #expect(writer.write(periods: 4) == 0)
+        #expect(card.events("resume-refused").count == 1)
+    }
+
+    /// Unplugged, every call fails with -ENODEV and the card cannot be opened, also by a new handle,
+    /// until it is replugged; then a new handle plays (the old one stays dead, as with a USB DAC).
+    @Test func unplugFailsEveryCallAndOpenUntilReplug() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
+        card.send(.unplug)
+        #expect(writer.writePeriod() == -Int(ENODEV))
+        #expect(writer.pcm.prepare() == -ENODEV)
+        #expect(writer.pcm.delay() == nil)
+        #expect(writer.pcm.recover(-ENODEV) == -ENODEV)
+        #expect(writer.writePeriod() == -Int(ENODEV))
+        do {
+            _ = try CardWriter(card)
+            Issue.record("opened an unplugged card")
+        } catch let error as ALSAError {
+            #expect(error.code == -ENODEV && error.isDeviceGone)
+        }
+        card.send(.replug)
+        let again = try CardWriter(card)
+        #expect(again.write(periods: Self.startPeriods) == 0)
+        again.pcm.drain()
+        #expect(writer.writePeriod() == -Int(ENODEV))
+        // Events are recorded by the handles that see them: the dead one saw the unplug; the new one
+        // opened after the replug (it reads the log's levels at open, not its past events).
+        #expect(card.events("unplug").count == 1 && card.events("open").count == 2)
+    }
+
+    /// A stall stops consumption for its length: a writer keeping the buffer full blocks that long and
+    /// never underruns (a stalled card holds its buffer), and afterwards the card runs at its rate again.
+    @Test func aStallBlocksTheWriterWithoutAnUnderrun() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
+        card.send(.stall(milliseconds: 200))
+        let t0 = monotonicNanoseconds()
+        #expect(writer.writePeriod() == 480)
+        let blocked = monotonicNanoseconds() - t0
+        #expect(blocked >= 195_000_000 && blocked < 240_000_000, "blocked \(blocked) ns")
+        #expect(writer.write(periods: 10) == 0)
+        writer.pcm.drain()
+        #expect(card.events("xrun").isEmpty)
+        #expect(card.recordedBytes() == writer.written)
+        let periods = card.events("period")
+        let gaps = zip(periods.dropFirst(), periods).map { $0.nanoseconds - $1.nanoseconds }
+        let longest = try #require(gaps.max())
+        // The period that straddles the stall took exactly its 10 ms plus the 200 ms.
+        #expect(abs(longest - 210_000_000) <= 2, "longest gap \(longest) ns")
+        #expect(gaps.filter { $0 != 10_000_000 }.count == 1)
+    }
+
+    /// A writer blocked through a long stall still sees a fault within a period: the card's poll
+    /// descriptor wakes once a period while a control file is watched. Here another process unplugs the
+    /// card 100 ms into a 1 s stall.
+    @Test func aBlockedWriterSeesAnUnplugDuringAStall() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
+        card.send(.stall(milliseconds: 1000))
+        let t0 = monotonicNanoseconds()
+        let injector = try BackgroundProcess("/bin/sh", ["-c", "sleep 0.1; echo unplug >> '\(card.control)'"],
+                                             outputPath: card.control + ".sh.log")
+        #expect(writer.writePeriod() == -Int(ENODEV))
+        let blocked = monotonicNanoseconds() - t0
+        #expect(blocked >= 100_000_000 && blocked < 300_000_000, "blocked \(blocked) ns")
+        #expect(injector.wait(seconds: 5) == 0)
+    }
+
+    /// A card with +500 ppm drift consumes 96 048 frames in 2 s, not 96 000: measured by the test's clock
+    /// and `snd_pcm_delay` on a frame-exact pointer. A `drift` command changes the rate from then on.
+    @Test func driftChangesTheConsumptionRate() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy, driftPPM: 500, pointer: .frame)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
+        func consumedNow() throws -> (t: Double, frames: Int) {
+            let before = monotonicNanoseconds()
+            let delay = try #require(writer.pcm.delay())
+            let after = monotonicNanoseconds()
+            return (Double(before + after) / 2e9, writer.frames - delay)
+        }
+        let first = try consumedNow()
+        #expect(writer.write(periods: 200) == 0)
+        let second = try consumedNow()
+        let seconds = second.t - first.t
+        let consumed = Double(second.frames - first.frames)
+        let expected = 48000 * 1.0005 * seconds
+        #expect(abs(consumed - expected) <= 3, "consumed \(consumed) in \(seconds) s, expected \(expected)")
+        #expect(abs(consumed - 48000 * seconds) > 40)
+
+        card.send(.drift(ppm: -1000))
+        #expect(writer.write(periods: 20) == 0)
+        writer.pcm.drain()
+        let drift = try #require(card.events("drift").first)
+        let after = card.events("period").filter { $0.nanoseconds > drift.nanoseconds + 20_000_000 }
+        let spacing = zip(after.dropFirst(), after).map { $0.nanoseconds - $1.nanoseconds }
+        #expect(spacing.count > 10)
+        // 480 frames at 48 000 × 0.999 Hz: 10 010 010 ns.
+        for gap in spacing { #expect(abs(gap - 10_010_010) <= 1) }
+        #expect(card.recordedBytes() == writer.written)
+    }
+
+    /// Every sample format and channel count the card takes is recorded byte for byte, at the shape given.
+    @Test(arguments: [(SampleFormat.s16LE, 1, 48000, 480), (.s32LE, 2, 44100, 441), (.s32LE, 8, 48000, 240),
+                      (.s16LE, 6, 32000, 320)])
+    func recordsEveryFormatExactly(format: SampleFormat, channels: Int, rate: Int, period: Int) throws {
+        let card = ALSATestRig.makeCard(rate: rate, periodFrames: period, bufferFrames: 10 * period,
+                                        format: format == .s16LE ? .s16LE : .s32LE, channels: channels)
+        let writer = try CardWriter(card, sampleFormat: format)
+        #expect(writer.pcm.configuration.periodFrames == period && writer.pcm.configuration.bufferFrames == 10 * period)
+        #expect(writer.write(periods: 12) == 0)
+        writer.pcm.drain()
+        #expect(card.recordedBytes() == writer.written)
+        #expect(card.events("setup").first?.detail == "\(rate) \(channels) \(format.rawValue) \(period) \(10 * period) record-offset=0")
+    }
+
+    /// The card grants only its own sizes: a request for other ones is answered with the card's.
+    @Test func grantsOnlyItsOwnPeriodAndBuffer() throws {
+        let card = ALSATestRig.makeCard(periodFrames: 256, bufferFrames: 1024)
+        let pcm = try PCM(PCMRequest(name: card.name, rate: 48000, channels: 2, format: .s16LE, periodFrames: 480,
+                                     bufferFrames: 1920))
+        #expect(pcm.configuration.periodFrames == 256 && pcm.configuration.bufferFrames == 1024)
+        #expect(throws: ALSAError.self) {
+            try PCM(PCMRequest(name: card.name, rate: 44100, channels: 2, format: .s16LE, periodFrames: 256,
+                               bufferFrames: 1024))
+        }
+    }
+
+    /// The transfer, pointer, delay, avail and poll paths make no heap allocation on the writing thread.
+    @Test func writingDoesNotAllocate() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
+        var failures = 0
+        let count = countAllocations {
+            for _ in 0..<40 {
+                if writer.writePeriodUnrecorded() != 480 { failures += 1 }
+                if writer.pcm.delay() == nil { failures += 1 }
+                if writer.pcm.avail() < 0 { failures += 1 }
+                if writer.pcm.wait(milliseconds: 50) < 0 { failures += 1 }
+            }
+        }
+        #expect(failures == 0)
+        #expect(count == 0, "\(count) allocations")
+    }
+
+    /// `aplay` plays a WAV through the card (its own parameter choices, drain and close), and the record is
+    /// the WAV's data: S16_LE stereo at 48 kHz and FLOAT_LE in 8 channels at 44.1 kHz.
+    @Test(arguments: [TestCard.Format.s16LE, .floatLE])
+    func aplayPlaysAWAVThroughTheCard(format: TestCard.Format) throws {
+        let aplay = "/usr/bin/aplay"
+        try #require(access(aplay, X_OK) == 0, "aplay not installed (scripts/install-deps.sh)")
+        let float = format == .floatLE
+        let (rate, channels, period) = float ? (44100, 8, 441) : (48000, 2, 480)
+        let card = ALSATestRig.makeCard(rate: rate, periodFrames: period, bufferFrames: 10 * period, format: format,
+                                        channels: channels)
+        let frames = 30 * period
+        var data: [UInt8] = []
+        for i in 0..<(frames * channels) {
+            if float {
+                let v = Float(sin(Double(i) * 0.001)) * 0.5
+                withUnsafeBytes(of: v.bitPattern.littleEndian) { data += $0 }
+            } else {
+                withUnsafeBytes(of: Int16(truncatingIfNeeded: i &* 37).littleEndian) { data += $0 }
+            }
+        }
+        let wav = "\(ALSATestRig.directory)/aplay-\(format.rawValue).wav"
+        writeWAV(data, formatTag: float ? 3 : 1, bits: float ? 32 : 16, rate: rate, channels: channels, to: wav)
+        let t0 = monotonicNanoseconds()
+        let run = Subprocess.run(aplay, ["-q", "-D", card.name, wav], environment: ["ALSA_CONFIG_PATH": "\(ALSATestRig.directory)/asound.conf"])
+        let seconds = Double(monotonicNanoseconds() - t0) / 1e9
+        #expect(run.status == 0, "\(run.output)")
+        #expect(card.recordedBytes() == data)
+        #expect(seconds >= 0.3, "aplay returned after \(seconds) s for 0.3 s of audio")
+        #expect(card.events("drained").count == 1)
+    }
+
+    /// A definition the card cannot honour does not open.
+    @Test func aBadDefinitionDoesNotOpen() {
+        let card = ALSATestRig.makeCard(periodFrames: 500, bufferFrames: 1700)
+        #expect(throws: ALSAError.self) { try CardWriter(card) }
+    }
+}
+
+/// A minimal WAV: `fmt ` (16 bytes) and `data`.
+private func writeWAV(_ data: [UInt8], formatTag: Int, bits: Int, rate: Int, channels: Int, to path: String) {
+    var bytes: [UInt8] = []
+    func u32(_ v: Int) { for k in 0..<4 { bytes.append(UInt8((v >> (8 * k)) & 0xFF)) } }
+    func u16(_ v: Int) { for k in 0..<2 { bytes.append(UInt8((v >> (8 * k)) & 0xFF)) } }
+    let block = channels * bits / 8
+    bytes += Array("RIFF".utf8); u32(36 + data.count); bytes += Array("WAVE".utf8)
+    bytes += Array("fmt ".utf8); u32(16); u16(formatTag); u16(channels); u32(rate); u32(rate * block); u16(block); u16(bits)
+    bytes += Array("data".utf8); u32(data.count)
+    bytes += data
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+}
