@@ -4,7 +4,10 @@
 # pages (docs/man/*.md through pandoc), the Debian changelog, copyright and lintian overrides, and
 # any ALSA plugin the build made (libasound_module_pcm_*.so).
 #
-#   scripts/build-deb.sh [OUTPUT_DIR]      (default: dist/)
+#   scripts/build-deb.sh [--debug-binaries] [OUTPUT_DIR]      (default: dist/)
+#
+# --debug-binaries packages swift build's debug output instead of a release build: quick, for testing
+# the packaging only (the binaries need the toolchain's Swift runtime; the version ends in +debug).
 #
 # Environment: BATON_VERSION (default 0.1.0~git<date>.<commit>-1), BATON_MAINTAINER, BATON_SCRATCH
 # (SwiftPM scratch path, default .build), BATON_BIN_DIR (package the binaries and plugins from there
@@ -15,6 +18,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
+debug_binaries=""
+if [ "${1:-}" = "--debug-binaries" ]; then
+    debug_binaries=1
+    shift
+fi
 out=${1:-dist}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -29,12 +37,35 @@ elif git rev-parse --git-dir >/dev/null 2>&1; then
 else
     version="0.1.0-1"
 fi
+# A package of the debug build says so in its version (dpkg -l shows it).
+[ -n "$debug_binaries" ] && [ -z "${BATON_VERSION:-}" ] && version="$version+debug"
 upstream=${version%-*}
 for tool in dpkg-deb dpkg-parsechangelog pandoc gzip; do
     command -v "$tool" >/dev/null 2>&1 || { echo "baton: $tool is missing: run scripts/install-deps.sh --package" >&2; exit 1; }
 done
 
+# swift build with its progress lines filtered out; fails when the build fails (a failed build must
+# not package the binary a previous build left).
+quiet_build() {
+    local log status=0
+    log=$(mktemp "${TMPDIR:-/tmp}/baton-build.XXXXXX")
+    swift build "$@" > "$log" 2>&1 || status=$?
+    grep -vE '^\[[0-9]+/[0-9]+\]|^Building for|^Build of product|^Compiling|^Write |use of .mktemp. is dangerous' "$log" >&2 || true
+    rm -f "$log"
+    [ "$status" -eq 0 ] || echo "baton: swift build $* failed" >&2
+    return "$status"
+}
+
 shlibdeps_options=()
+if [ -n "$debug_binaries" ]; then
+    # --debug-binaries: swift build's debug output (what the test suite already has), built here if
+    # needed. These link the toolchain's Swift runtime dynamically: the package tests the packaging
+    # (scripts/test-deb.sh copies the runtime into its root) but does not run on a user's system.
+    for product in batond batonctl; do
+        quiet_build --scratch-path "$scratch" --product "$product" || exit 1
+    done
+    BATON_BIN_DIR=$(swift build --scratch-path "$scratch" --show-bin-path)
+fi
 if [ -n "${BATON_BIN_DIR:-}" ]; then
     # Prebuilt binaries (the test suite packages its debug build this way, without a release build).
     bin=$BATON_BIN_DIR
@@ -55,8 +86,7 @@ for p in json.load(sys.stdin).get("products", []):
     if p["name"].startswith("asound_module_pcm_") and "library" in p.get("type", {}):
         print(p["name"])' || true))
     for product in "${products[@]}"; do
-        swift build -c release --static-swift-stdlib "${link_options[@]}" --scratch-path "$scratch" --product "$product" 2>&1 \
-            | grep -vE '^\[[0-9]+/[0-9]+\]|^Building for|^Build of product|^Compiling|^Write |use of .mktemp. is dangerous' >&2 || true
+        quiet_build -c release --static-swift-stdlib "${link_options[@]}" --scratch-path "$scratch" --product "$product" || exit 1
     done
     bin=$(swift build -c release --static-swift-stdlib "${link_options[@]}" --scratch-path "$scratch" --show-bin-path)
 fi
