@@ -17,7 +17,6 @@
 # BATON_KEEP_ROOT=1 (leave the root for a look). Prints one line per check and `N passed, N failed`; exits 1 if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-repo=$(pwd)
 
 [ "$(id -u)" -eq 0 ] || { echo "baton: test-deb.sh needs root (debootstrap, chroot)" >&2; exit 1; }
 scripts/install-deps.sh --package-test || exit 1
@@ -46,8 +45,12 @@ cleanup() {
     if [ "${BATON_KEEP_ROOT:-}" = 1 ]; then
         echo "baton: the root is kept in $root" >&2
     else
-        # Never follow anything out of the root: it holds no mounts by now (checked).
-        if [ -d "$root" ] && ! grep -q " $root/" /proc/mounts; then rm -rf "$work"; fi
+        # rm -rf only when nothing is mounted below (a killed debootstrap may leave its /proc, /sys).
+        if grep -q " $work/" /proc/mounts; then
+            echo "baton: something is still mounted below $work; not deleting it" >&2
+        else
+            rm -rf "$work"
+        fi
     fi
 }
 trap cleanup EXIT
