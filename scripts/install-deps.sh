@@ -12,14 +12,26 @@ runtime=(alsa-utils espeak-ng)
 # snapserver and snapclient for the Snapcast zone tests, which run their own on loopback ports.)
 testing=(sox ffmpeg python3-venv chromium openssl mosquitto mosquitto-clients snapserver snapclient)
 
+# scripts/build-deb.sh: dpkg-shlibdeps, dpkg-parsechangelog and dpkg-architecture (dpkg-dev), pandoc for
+# the man pages. The test suite builds a package too, so --test includes them.
+package=(dpkg-dev pandoc)
+# scripts/test-deb.sh: a Debian 12 root to install the package into, and lintian to check it.
+package_test=(debootstrap lintian)
+
 # The demo of scripts/run.sh runs a local Subsonic server (Supysonic in a venv, library made by ffmpeg).
 demo=(ffmpeg python3-venv)
 
+#   scripts/install-deps.sh [--test] [--demo] [--package] [--package-test]   (several may be given)
 want=("${build[@]}" "${runtime[@]}")
-case "${1:-}" in
-  --test) want+=("${testing[@]}") ;;
-  --demo) want+=("${demo[@]}") ;;
-esac
+for mode in "$@"; do
+  case "$mode" in
+    --test) want+=("${testing[@]}" "${package[@]}") ;;
+    --demo) want+=("${demo[@]}") ;;
+    --package) want+=("${package[@]}") ;;
+    --package-test) want+=("${package[@]}" "${package_test[@]}") ;;
+    *) echo "usage: scripts/install-deps.sh [--test] [--demo] [--package] [--package-test]" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${want[@]}"; do
