@@ -1,18 +1,24 @@
 // swift-tools-version:6.0
+// SPDX-License-Identifier: MIT
 // Baton: a multi-zone audio router for embedded Linux speakers.
 //
-// Layers (see docs/ARCHITECTURE.md):
-//   C modules (C*)            .systemLibrary targets, one per Debian library, shims in shim.h
-//   wrapper modules           the only importers of their C module; typed errors, no C pointers above
-//   AudioCore, Arbiter        pure Swift: DSP kernels, rings, resampler protocol; the arbitration policy
-//   Engine, Media, BatonConfig  output threads, sound decoding, configuration
-//   BatonDaemon               wiring: API, announcer, zones
+// The folders are the layers (docs/ARCHITECTURE.md), bottom up:
+//   Sources/System/    each Debian C library (.systemLibrary, shims in shim.h) with its one Swift
+//                      wrapper, the only importer of it; OSThread (threads, clock, files, logging)
+//   Sources/Audio/     AudioCore (rings, DSP, resampler protocol), Engine (output threads), Media
+//   Sources/Network/   Subsonic, Intercom (RTP), Snapcast: the protocols Baton speaks
+//   Sources/Arbiter/   the pure policy
+//   Sources/Players/   the sources layer: every kind of source, one protocol
+//   Sources/Control/   BatonConfig and the control plane (BatonDaemon): admit, route, report
+//   Sources/Service/   the transports (HTTP API, MQTT, GPIO) and the process around the control plane
+//   Sources/Programs/  batond, batonctl, baton-bench
+// Tests/ mirrors the same folders; Tests/Support holds the test rigs and the virtual sound card.
 import PackageDescription
 
-/// A Debian C library reached through pkg-config, with the apt package that provides it.
-func cLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
-    .systemLibrary(name: name, path: "Sources/CModules/\(name)", pkgConfig: pkgConfig,
-                   providers: [.apt(apt)])
+/// A Debian C library reached through pkg-config, with the apt package that provides it, in
+/// `Sources/System/<group>/`.
+func cLibrary(_ name: String, in group: String, pkgConfig: String, apt: [String]) -> Target {
+    .systemLibrary(name: name, path: "Sources/System/\(group)/\(name)", pkgConfig: pkgConfig, providers: [.apt(apt)])
 }
 
 let swiftSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
@@ -21,6 +27,23 @@ let swiftSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 /// unoptimized Swift allocates coroutine frames when it reads atomics stored in classes, and the
 /// output thread must never allocate, in a debug build of the tests as in the shipped daemon.
 let realtimeSwiftSettings: [SwiftSetting] = swiftSettings + [.unsafeFlags(["-O"])]
+
+/// The one Swift wrapper of a C library, beside it in `Sources/System/<group>/`.
+func wrapper(_ name: String, in group: String, _ dependencies: [Target.Dependency],
+             settings: [SwiftSetting] = swiftSettings) -> Target {
+    .target(name: name, dependencies: dependencies, path: "Sources/System/\(group)/\(name)", swiftSettings: settings)
+}
+
+/// A module of the layer `folder` (`Sources/<folder>/<name>`, or `Sources/<folder>` when it is the layer).
+func module(_ name: String, _ folder: String, _ dependencies: [Target.Dependency],
+            settings: [SwiftSetting] = swiftSettings) -> Target {
+    .target(name: name, dependencies: dependencies, path: "Sources/\(folder)", swiftSettings: settings)
+}
+
+/// A test target at `Tests/<path>`.
+func tests(_ name: String, _ path: String, _ dependencies: [Target.Dependency]) -> Target {
+    .testTarget(name: name, dependencies: dependencies, path: "Tests/\(path)", swiftSettings: swiftSettings)
+}
 
 let package = Package(
     name: "Baton",
@@ -41,98 +64,97 @@ let package = Package(
         .library(name: "BatonService", targets: ["BatonService"]),
     ],
     targets: [
-        // C libraries.
-        cLibrary("CALSA", pkgConfig: "alsa", apt: ["libasound2-dev"]),
-        cLibrary("CSampleRate", pkgConfig: "samplerate", apt: ["libsamplerate0-dev"]),
-        cLibrary("CSoxr", pkgConfig: "soxr", apt: ["libsoxr-dev"]),
-        cLibrary("COpus", pkgConfig: "opus", apt: ["libopus-dev"]),
-        cLibrary("COpusFile", pkgConfig: "opusfile", apt: ["libopusfile-dev"]),
-        cLibrary("CYAML", pkgConfig: "yaml-0.1", apt: ["libyaml-dev"]),
-        cLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
-        cLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
-        cLibrary("CFLAC", pkgConfig: "flac", apt: ["libflac-dev"]),
-        cLibrary("CMPG123", pkgConfig: "libmpg123", apt: ["libmpg123-dev"]),
-        cLibrary("CSystemd", pkgConfig: "libsystemd", apt: ["libsystemd-dev"]),
-        cLibrary("CMosquitto", pkgConfig: "libmosquitto", apt: ["libmosquitto-dev"]),
-        cLibrary("CGPIOD", pkgConfig: "libgpiod", apt: ["libgpiod-dev"]),
+        // System: C libraries, each with its wrapper; the OS.
+        cLibrary("CALSA", in: "ALSA", pkgConfig: "alsa", apt: ["libasound2-dev"]),
+        wrapper("ALSA", in: "ALSA", ["CALSA"], settings: realtimeSwiftSettings),
+        cLibrary("CSampleRate", in: "SampleRate", pkgConfig: "samplerate", apt: ["libsamplerate0-dev"]),
+        wrapper("SampleRate", in: "SampleRate", ["CSampleRate", "AudioCore"]),
+        cLibrary("CSoxr", in: "Soxr", pkgConfig: "soxr", apt: ["libsoxr-dev"]),
+        wrapper("Soxr", in: "Soxr", ["CSoxr", "AudioCore"]),
+        cLibrary("COpus", in: "Opus", pkgConfig: "opus", apt: ["libopus-dev"]),
+        cLibrary("COpusFile", in: "Opus", pkgConfig: "opusfile", apt: ["libopusfile-dev"]),
+        wrapper("OpusCodec", in: "Opus", ["COpus", "COpusFile", "AudioCore"]),
+        cLibrary("CYAML", in: "YAML", pkgConfig: "yaml-0.1", apt: ["libyaml-dev"]),
+        wrapper("YAML", in: "YAML", ["CYAML"]),
+        cLibrary("CMicroHTTPD", in: "HTTPServer", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
+        wrapper("HTTPServer", in: "HTTPServer", ["CMicroHTTPD"]),
+        cLibrary("CCurl", in: "Curl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
+        wrapper("Curl", in: "Curl", ["CCurl"]),
+        cLibrary("CFLAC", in: "FLAC", pkgConfig: "flac", apt: ["libflac-dev"]),
+        wrapper("FLACCodec", in: "FLAC", ["CFLAC", "AudioCore"]),
+        cLibrary("CMPG123", in: "MPG123", pkgConfig: "libmpg123", apt: ["libmpg123-dev"]),
+        wrapper("MP3Codec", in: "MPG123", ["CMPG123", "AudioCore"]),
+        cLibrary("CSystemd", in: "Systemd", pkgConfig: "libsystemd", apt: ["libsystemd-dev"]),
+        wrapper("Systemd", in: "Systemd", ["CSystemd"]),
+        cLibrary("CMosquitto", in: "Mosquitto", pkgConfig: "libmosquitto", apt: ["libmosquitto-dev"]),
+        wrapper("MQTT", in: "Mosquitto", ["CMosquitto", "OSThread"]),
+        cLibrary("CGPIOD", in: "GPIOD", pkgConfig: "libgpiod", apt: ["libgpiod-dev"]),
+        wrapper("GPIO", in: "GPIOD", ["CGPIOD", "OSThread"]),
+        // Dedicated OS threads, the monotonic clock, whole-file I/O and the logger.
+        module("OSThread", "System/OSThread", [], settings: realtimeSwiftSettings),
 
-        // One wrapper module per C library.
-        .target(name: "ALSA", dependencies: ["CALSA"], swiftSettings: realtimeSwiftSettings),
-        .target(name: "SampleRate", dependencies: ["CSampleRate", "AudioCore"], swiftSettings: swiftSettings),
-        .target(name: "Soxr", dependencies: ["CSoxr", "AudioCore"], swiftSettings: swiftSettings),
-        .target(name: "OpusCodec", dependencies: ["COpus", "COpusFile", "AudioCore"], swiftSettings: swiftSettings),
-        .target(name: "YAML", dependencies: ["CYAML"], swiftSettings: swiftSettings),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
-        .target(name: "Curl", dependencies: ["CCurl"], swiftSettings: swiftSettings),
-        .target(name: "FLACCodec", dependencies: ["CFLAC", "AudioCore"], swiftSettings: swiftSettings),
-        .target(name: "MP3Codec", dependencies: ["CMPG123", "AudioCore"], swiftSettings: swiftSettings),
-        .target(name: "Systemd", dependencies: ["CSystemd"], swiftSettings: swiftSettings),
-        .target(name: "MQTT", dependencies: ["CMosquitto", "OSThread"], swiftSettings: swiftSettings),
-        .target(name: "GPIO", dependencies: ["CGPIOD", "OSThread"], swiftSettings: swiftSettings),
+        // Audio: rings and DSP, the output threads, decoding and the track renderer.
+        module("AudioCore", "Audio/AudioCore", ["OSThread"], settings: realtimeSwiftSettings),
+        module("Engine", "Audio/Engine", ["ALSA", "AudioCore", "OSThread"], settings: realtimeSwiftSettings),
+        module("Media", "Audio/Media", ["OpusCodec", "FLACCodec", "MP3Codec", "AudioCore", "OSThread", "SampleRate", "Soxr"]),
 
-        // Pure Swift.
-        .target(name: "AudioCore", dependencies: ["OSThread"], swiftSettings: realtimeSwiftSettings),
-        // Dedicated OS threads and the monotonic clock, for every module that runs its own threads.
-        .target(name: "OSThread", swiftSettings: realtimeSwiftSettings),
-        .target(name: "Arbiter", swiftSettings: swiftSettings),
-
-        // Mechanism.
-        .target(name: "Engine", dependencies: ["ALSA", "AudioCore"], swiftSettings: realtimeSwiftSettings),
-        .target(name: "Media", dependencies: ["OpusCodec", "FLACCodec", "MP3Codec", "AudioCore", "SampleRate", "Soxr"],
-                swiftSettings: swiftSettings),
-        .target(name: "BatonConfig", dependencies: ["AudioCore", "YAML"], swiftSettings: swiftSettings),
-        .target(name: "Subsonic", dependencies: ["Curl"], swiftSettings: swiftSettings),
-        .target(name: "Intercom", dependencies: ["OpusCodec", "AudioCore"], swiftSettings: swiftSettings),
+        // Network: the protocols Baton speaks.
+        module("Subsonic", "Network/Subsonic", ["Curl"]),
+        module("Intercom", "Network/Intercom", ["OpusCodec", "AudioCore", "OSThread"]),
         // Snapcast zones: snapserver's JSON-RPC control (groups, speaker volume and latency).
-        .target(name: "Snapcast", dependencies: ["Curl", "OSThread"], swiftSettings: swiftSettings),
+        module("Snapcast", "Network/Snapcast", ["Curl", "OSThread"]),
 
+        // The pure arbitration policy.
+        module("Arbiter", "Arbiter", []),
         // The sources layer: every kind of source the control plane admits (sound, server music, call).
-        .target(name: "Players", dependencies: ["AudioCore", "Engine", "Intercom", "Media", "OSThread", "Subsonic"],
-                swiftSettings: swiftSettings),
-        // The control plane (admit, route, report; domain errors, no transport).
-        .target(name: "BatonDaemon",
-                dependencies: ["ALSA", "Arbiter", "AudioCore", "BatonConfig", "Engine", "Intercom", "Media", "OSThread",
-                               "Players", "Snapcast", "Subsonic"],
-                swiftSettings: swiftSettings),
+        module("Players", "Players", ["AudioCore", "Engine", "Intercom", "Media", "OSThread", "Subsonic"]),
+        // Configuration, and the control plane (admit, route, report; domain errors, no transport).
+        module("BatonConfig", "Control/BatonConfig", ["AudioCore", "YAML"]),
+        module("BatonDaemon", "Control/BatonDaemon",
+               ["ALSA", "Arbiter", "AudioCore", "BatonConfig", "Engine", "Intercom", "Media", "OSThread", "Players", "Snapcast",
+                "Subsonic"]),
         // The service: the control plane's transports (HTTP API, MQTT, GPIO) and the process around it.
-        .target(name: "BatonService",
-                dependencies: ["ALSA", "Arbiter", "BatonConfig", "BatonDaemon", "GPIO", "HTTPServer", "MQTT", "OSThread",
-                               "Systemd"],
-                swiftSettings: swiftSettings),
-        .executableTarget(name: "batond", dependencies: ["BatonConfig", "BatonDaemon", "BatonService", "OSThread"],
-                          swiftSettings: swiftSettings),
-        .executableTarget(name: "batonctl", swiftSettings: swiftSettings),
-        .executableTarget(name: "baton-bench",
-                          dependencies: ["ALSA", "AudioCore", "Engine", "Media", "BenchFloor", "CAllocCounter"],
-                          swiftSettings: swiftSettings),
-        // The benchmark's floor: the same resampling by the bare C libraries (never in the daemon).
-        .target(name: "BenchFloor", linkerSettings: [.linkedLibrary("soxr"), .linkedLibrary("samplerate"),
-                                                     .linkedLibrary("m")]),
+        module("BatonService", "Service",
+               ["ALSA", "Arbiter", "BatonConfig", "BatonDaemon", "GPIO", "HTTPServer", "MQTT", "OSThread", "Systemd"]),
 
-        // CAllocCounter replaces malloc for the whole process: only the tests and baton-bench link it,
-        // never the daemon.
-        .target(name: "CAllocCounter", path: "Tests/CAllocCounter"),
-        .target(name: "BatonTesting", dependencies: ["ALSA", "AudioCore", "CAllocCounter"], path: "Tests/BatonTesting",
-                swiftSettings: swiftSettings),
-        .testTarget(name: "ArbiterTests", dependencies: ["Arbiter"], swiftSettings: swiftSettings),
-        .testTarget(name: "AudioCoreTests", dependencies: ["AudioCore", "BatonTesting", "SampleRate", "Soxr"],
-                    swiftSettings: swiftSettings),
-        .testTarget(name: "ConfigTests", dependencies: ["AudioCore", "BatonConfig", "YAML"], swiftSettings: swiftSettings),
-        .testTarget(name: "EngineTests", dependencies: ["Engine", "ALSA", "BatonTesting", "Media"],
-                    swiftSettings: swiftSettings),
-        .testTarget(name: "DaemonTests", dependencies: ["BatonDaemon", "BatonService", "BatonTesting", "GPIO"],
-                    swiftSettings: swiftSettings),
-        .testTarget(name: "SubsonicTests", dependencies: ["Subsonic", "Curl", "BatonTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "CodecTests", dependencies: ["Media", "FLACCodec", "MP3Codec", "OpusCodec", "BatonTesting"],
-                    swiftSettings: swiftSettings),
-        .testTarget(name: "IntercomTests", dependencies: ["Intercom", "OpusCodec", "AudioCore", "BatonTesting"],
-                    swiftSettings: swiftSettings),
-        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "BatonTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "GPIOTests", dependencies: ["GPIO"], swiftSettings: swiftSettings),
-        .testTarget(name: "SnapcastTests",
-                    dependencies: ["Snapcast", "BatonDaemon", "BatonConfig", "Engine", "AudioCore", "BatonTesting", "HTTPServer", "OSThread"],
-                    swiftSettings: swiftSettings),
-        .testTarget(name: "ToolTests", dependencies: ["BatonTesting", "Systemd"], swiftSettings: swiftSettings),
+        // Programs.
+        .executableTarget(name: "batond", dependencies: ["BatonConfig", "BatonDaemon", "BatonService", "OSThread"],
+                          path: "Sources/Programs/batond", swiftSettings: swiftSettings),
+        // batonctl depends on no module of the daemon, by design: a small client of the HTTP API.
+        .executableTarget(name: "batonctl", path: "Sources/Programs/batonctl", swiftSettings: swiftSettings),
+        .executableTarget(name: "baton-bench",
+                          dependencies: ["ALSA", "AudioCore", "Engine", "Media", "OSThread", "BenchFloor", "CAllocCounter"],
+                          path: "Sources/Programs/baton-bench", swiftSettings: swiftSettings),
+        // The benchmark's floor: the same resampling by the bare C libraries (never in the daemon).
+        .target(name: "BenchFloor", path: "Sources/Programs/BenchFloor",
+                linkerSettings: [.linkedLibrary("soxr"), .linkedLibrary("samplerate"), .linkedLibrary("m")]),
+
+        // Test support. CAllocCounter replaces malloc for the whole process: only the tests and
+        // baton-bench link it, never the daemon.
+        .target(name: "CAllocCounter", path: "Tests/Support/CAllocCounter"),
+        .target(name: "BatonTesting", dependencies: ["ALSA", "AudioCore", "CAllocCounter", "OSThread"],
+                path: "Tests/Support/BatonTesting", swiftSettings: swiftSettings),
+
+        // Tests, by layer; each wrapper's in a target named after it.
+        tests("ALSATests", "System/ALSATests", ["ALSA"]),
+        tests("CurlTests", "System/CurlTests", ["Curl", "BatonTesting"]),
+        tests("HTTPServerTests", "System/HTTPServerTests", ["HTTPServer", "BatonTesting"]),
+        tests("YAMLTests", "System/YAMLTests", ["YAML"]),
+        tests("MQTTTests", "System/MQTTTests", ["MQTT", "BatonTesting"]),
+        tests("GPIOTests", "System/GPIOTests", ["GPIO"]),
+        tests("AudioCoreTests", "Audio/AudioCoreTests", ["AudioCore", "BatonTesting", "SampleRate", "Soxr"]),
+        tests("EngineTests", "Audio/EngineTests", ["Engine", "ALSA", "AudioCore", "BatonTesting", "Media"]),
+        tests("CodecTests", "Audio/CodecTests", ["Media", "FLACCodec", "MP3Codec", "OpusCodec", "AudioCore", "BatonTesting"]),
+        tests("SubsonicTests", "Network/SubsonicTests", ["Subsonic", "Curl", "BatonTesting"]),
+        tests("IntercomTests", "Network/IntercomTests", ["Intercom", "OpusCodec", "AudioCore", "BatonTesting"]),
+        tests("SnapcastTests", "Network/SnapcastTests",
+              ["Snapcast", "BatonDaemon", "BatonConfig", "Engine", "AudioCore", "BatonTesting", "HTTPServer", "OSThread"]),
+        tests("ArbiterTests", "Arbiter", ["Arbiter"]),
+        tests("ConfigTests", "Control/ConfigTests", ["AudioCore", "BatonConfig", "YAML"]),
+        tests("DaemonTests", "Service/DaemonTests",
+              ["BatonDaemon", "BatonService", "BatonConfig", "BatonTesting", "AudioCore", "Engine", "GPIO", "HTTPServer", "Media",
+               "OSThread", "Snapcast", "Subsonic"]),
+        tests("ToolTests", "Service/ToolTests", ["BatonTesting", "Systemd"]),
     ]
 )
 

@@ -2,7 +2,7 @@
 # Side-by-side pipeline benchmark (issue 7 point 1): the same Ogg Opus stream from the same local
 # HTTP server, played to the end through Baton (baton-bench --pipeline: the daemon's decode →
 # resample → mix → S16 → snd_pcm_writei path, one zone, 48000 → 44100), the minimal C pipeline
-# (Sources/BenchFloor/PipelineFloor.c), GStreamer, ffmpeg, mpv and MPD, all to the same ALSA PCM
+# (Sources/Programs/BenchFloor/PipelineFloor.c), GStreamer, ffmpeg, mpv and MPD, all to the same ALSA PCM
 # (`null`, which never blocks, so every pipeline runs as fast as it can), gain 0.8, 44100 Hz S16.
 # Reports CPU seconds per audio second, × real time, peak RSS and Baton's ratio to each.
 #
@@ -45,7 +45,7 @@ work=$(mktemp -d)
 server=""
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
 # shellcheck disable=SC2046
-cc -O2 -DBATON_FLOOR_MAIN -I Sources/BenchFloor/include Sources/BenchFloor/PipelineFloor.c -o "$work/floor" \
+cc -O2 -DBATON_FLOOR_MAIN -I Sources/Programs/BenchFloor/include Sources/Programs/BenchFloor/PipelineFloor.c -o "$work/floor" \
     $(pkg-config --libs opusfile soxr samplerate alsa) -lm
 
 # The stream: 48 kHz stereo Ogg Opus at 150 kb/s; chords with vibrato, tremolo and steps, and pink

@@ -150,9 +150,9 @@ extension ALSATestRig {
         var candidates: [String] = []
         if let p = getenv(cardLibraryVariable) { candidates.append(String(cString: p)) }
         candidates.append(Subprocess.buildDirectory + "/" + file)
-        // #filePath is <package>/Tests/BatonTesting/ALSATestRig+TestCard.swift.
+        // #filePath is <package>/Tests/Support/BatonTesting/ALSATestRig+TestCard.swift.
         var root = "\(#filePath)"
-        for _ in 0..<3 { root = String(root[..<(root.lastIndex(of: "/") ?? root.startIndex)]) }
+        for _ in 0..<4 { root = String(root[..<(root.lastIndex(of: "/") ?? root.startIndex)]) }
         candidates += ["debug", "release"].map { "\(root)/.build/\($0)/\(file)" }
         return candidates.first { access($0, R_OK) == 0 }
     }()

@@ -1,10 +1,10 @@
 import BatonConfig
 import Glibc
 
-/// The repository root, found from this file's path (Tests/ConfigTests/ConfigTestSupport.swift).
+/// The repository root, found from this file's path (Tests/Control/ConfigTests/ConfigTestSupport.swift).
 let repositoryRoot: String = {
     var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
-    parts.removeLast(3)
+    parts.removeLast(4)
     return parts.joined(separator: "/")
 }()
 

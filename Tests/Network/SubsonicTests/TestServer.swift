@@ -63,7 +63,7 @@ struct TestServer {
     /// The repository's root (for running scripts/subsonic-server.sh).
     static var repositoryRoot: String {
         var path = #filePath
-        for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
+        for _ in 0..<4 { path = String(path[..<path.lastIndex(of: "/")!]) }
         return path
     }
 }

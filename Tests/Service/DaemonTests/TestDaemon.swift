@@ -20,7 +20,7 @@ final class TestDaemon {
 
     static let repoRoot: String = {
         var path = #filePath
-        for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
+        for _ in 0..<4 { path = String(path[..<path.lastIndex(of: "/")!]) }
         return path
     }()
 
