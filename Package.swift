@@ -29,14 +29,18 @@ let swiftSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 let realtimeSwiftSettings: [SwiftSetting] = swiftSettings + [.unsafeFlags(["-O"])]
 
 /// The one Swift wrapper of a C library, beside it in `Sources/System/<group>/`.
-func wrapper(_ name: String, in group: String, _ dependencies: [Target.Dependency],
-             settings: [SwiftSetting] = swiftSettings) -> Target {
+func wrapper(
+    _ name: String, in group: String, _ dependencies: [Target.Dependency],
+    settings: [SwiftSetting] = swiftSettings
+) -> Target {
     .target(name: name, dependencies: dependencies, path: "Sources/System/\(group)/\(name)", swiftSettings: settings)
 }
 
 /// A module of the layer `folder` (`Sources/<folder>/<name>`, or `Sources/<folder>` when it is the layer).
-func module(_ name: String, _ folder: String, _ dependencies: [Target.Dependency],
-            settings: [SwiftSetting] = swiftSettings) -> Target {
+func module(
+    _ name: String, _ folder: String, _ dependencies: [Target.Dependency],
+    settings: [SwiftSetting] = swiftSettings
+) -> Target {
     .target(name: name, dependencies: dependencies, path: "Sources/\(folder)", swiftSettings: settings)
 }
 
@@ -96,7 +100,9 @@ let package = Package(
         // Audio: rings and DSP, the output threads, decoding and the track renderer.
         module("AudioCore", "Audio/AudioCore", ["OSThread"], settings: realtimeSwiftSettings),
         module("Engine", "Audio/Engine", ["ALSA", "AudioCore", "OSThread"], settings: realtimeSwiftSettings),
-        module("Media", "Audio/Media", ["OpusCodec", "FLACCodec", "MP3Codec", "AudioCore", "OSThread", "SampleRate", "Soxr"]),
+        module(
+            "Media", "Audio/Media",
+            ["OpusCodec", "FLACCodec", "MP3Codec", "AudioCore", "OSThread", "SampleRate", "Soxr"]),
 
         // Network: the protocols Baton speaks.
         module("Subsonic", "Network/Subsonic", ["Curl"]),
@@ -110,30 +116,39 @@ let package = Package(
         module("Players", "Players", ["AudioCore", "Engine", "Intercom", "Media", "OSThread", "Subsonic"]),
         // Configuration, and the control plane (admit, route, report; domain errors, no transport).
         module("BatonConfig", "Control/BatonConfig", ["AudioCore", "YAML"]),
-        module("BatonDaemon", "Control/BatonDaemon",
-               ["ALSA", "Arbiter", "AudioCore", "BatonConfig", "Engine", "Intercom", "Media", "OSThread", "Players", "Snapcast",
-                "Subsonic"]),
+        module(
+            "BatonDaemon", "Control/BatonDaemon",
+            [
+                "ALSA", "Arbiter", "AudioCore", "BatonConfig", "Engine", "Intercom", "Media", "OSThread", "Players",
+                "Snapcast",
+                "Subsonic",
+            ]),
         // The service: the control plane's transports (HTTP API, MQTT, GPIO) and the process around it.
-        module("BatonService", "Service",
-               ["ALSA", "Arbiter", "BatonConfig", "BatonDaemon", "GPIO", "HTTPServer", "MQTT", "OSThread", "Systemd"]),
+        module(
+            "BatonService", "Service",
+            ["ALSA", "Arbiter", "BatonConfig", "BatonDaemon", "GPIO", "HTTPServer", "MQTT", "OSThread", "Systemd"]),
 
         // Programs.
-        .executableTarget(name: "batond", dependencies: ["BatonConfig", "BatonDaemon", "BatonService", "OSThread"],
-                          path: "Sources/Programs/batond", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "batond", dependencies: ["BatonConfig", "BatonDaemon", "BatonService", "OSThread"],
+            path: "Sources/Programs/batond", swiftSettings: swiftSettings),
         // batonctl depends on no module of the daemon, by design: a small client of the HTTP API.
         .executableTarget(name: "batonctl", path: "Sources/Programs/batonctl", swiftSettings: swiftSettings),
-        .executableTarget(name: "baton-bench",
-                          dependencies: ["ALSA", "AudioCore", "Engine", "Media", "OSThread", "BenchFloor", "CAllocCounter"],
-                          path: "Sources/Programs/baton-bench", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "baton-bench",
+            dependencies: ["ALSA", "AudioCore", "Engine", "Media", "OSThread", "BenchFloor", "CAllocCounter"],
+            path: "Sources/Programs/baton-bench", swiftSettings: swiftSettings),
         // The benchmark's floor: the same resampling by the bare C libraries (never in the daemon).
-        .target(name: "BenchFloor", path: "Sources/Programs/BenchFloor",
-                linkerSettings: [.linkedLibrary("soxr"), .linkedLibrary("samplerate"), .linkedLibrary("m")]),
+        .target(
+            name: "BenchFloor", path: "Sources/Programs/BenchFloor",
+            linkerSettings: [.linkedLibrary("soxr"), .linkedLibrary("samplerate"), .linkedLibrary("m")]),
 
         // Test support. CAllocCounter replaces malloc for the whole process: only the tests and
         // baton-bench link it, never the daemon.
         .target(name: "CAllocCounter", path: "Tests/Support/CAllocCounter"),
-        .target(name: "BatonTesting", dependencies: ["ALSA", "AudioCore", "CAllocCounter", "OSThread"],
-                path: "Tests/Support/BatonTesting", swiftSettings: swiftSettings),
+        .target(
+            name: "BatonTesting", dependencies: ["ALSA", "AudioCore", "CAllocCounter", "OSThread"],
+            path: "Tests/Support/BatonTesting", swiftSettings: swiftSettings),
 
         // Tests, by layer; each wrapper's in a target named after it.
         tests("ALSATests", "System/ALSATests", ["ALSA"]),
@@ -144,16 +159,23 @@ let package = Package(
         tests("GPIOTests", "System/GPIOTests", ["GPIO"]),
         tests("AudioCoreTests", "Audio/AudioCoreTests", ["AudioCore", "BatonTesting", "SampleRate", "Soxr"]),
         tests("EngineTests", "Audio/EngineTests", ["Engine", "ALSA", "AudioCore", "BatonTesting", "Media"]),
-        tests("CodecTests", "Audio/CodecTests", ["Media", "FLACCodec", "MP3Codec", "OpusCodec", "AudioCore", "BatonTesting"]),
+        tests(
+            "CodecTests", "Audio/CodecTests",
+            ["Media", "FLACCodec", "MP3Codec", "OpusCodec", "AudioCore", "BatonTesting"]),
         tests("SubsonicTests", "Network/SubsonicTests", ["Subsonic", "Curl", "BatonTesting"]),
         tests("IntercomTests", "Network/IntercomTests", ["Intercom", "OpusCodec", "AudioCore", "BatonTesting"]),
-        tests("SnapcastTests", "Network/SnapcastTests",
-              ["Snapcast", "BatonDaemon", "BatonConfig", "Engine", "AudioCore", "BatonTesting", "HTTPServer", "OSThread"]),
+        tests(
+            "SnapcastTests", "Network/SnapcastTests",
+            ["Snapcast", "BatonDaemon", "BatonConfig", "Engine", "AudioCore", "BatonTesting", "HTTPServer", "OSThread"]),
         tests("ArbiterTests", "Arbiter", ["Arbiter"]),
         tests("ConfigTests", "Control/ConfigTests", ["AudioCore", "BatonConfig", "YAML"]),
-        tests("DaemonTests", "Service/DaemonTests",
-              ["BatonDaemon", "BatonService", "BatonConfig", "BatonTesting", "AudioCore", "Engine", "GPIO", "HTTPServer", "Media",
-               "OSThread", "Snapcast", "Subsonic"]),
+        tests(
+            "DaemonTests", "Service/DaemonTests",
+            [
+                "BatonDaemon", "BatonService", "BatonConfig", "BatonTesting", "AudioCore", "Engine", "GPIO",
+                "HTTPServer", "Media",
+                "OSThread", "Snapcast", "Subsonic",
+            ]),
         tests("ToolTests", "Service/ToolTests", ["BatonTesting", "Systemd"]),
     ]
 )
@@ -162,11 +184,13 @@ let package = Package(
 // CBatonTestCard is an alsa-lib ioplug PCM plugin (`type batontest`); the dynamic library product
 // libasound_module_pcm_batontest.so is what alsa-lib dlopen()s through the rig's `pcm_type.batontest`.
 package.products += [
-    .library(name: "asound_module_pcm_batontest", type: .dynamic, targets: ["CBatonTestCard"]),
+    .library(name: "asound_module_pcm_batontest", type: .dynamic, targets: ["CBatonTestCard"])
 ]
 package.targets += [
-    .target(name: "CBatonTestCard", path: "Tests/Support/BatonTestCard",
-            cSettings: [.unsafeFlags(["-Wall", "-Wextra"])], linkerSettings: [.linkedLibrary("asound")]),
-    .testTarget(name: "BatonTestCardTests", dependencies: ["ALSA", "BatonTesting", "CBatonTestCard"],
-                path: "Tests/Support/BatonTestCardTests", swiftSettings: swiftSettings),
+    .target(
+        name: "CBatonTestCard", path: "Tests/Support/BatonTestCard",
+        cSettings: [.unsafeFlags(["-Wall", "-Wextra"])], linkerSettings: [.linkedLibrary("asound")]),
+    .testTarget(
+        name: "BatonTestCardTests", dependencies: ["ALSA", "BatonTesting", "CBatonTestCard"],
+        path: "Tests/Support/BatonTestCardTests", swiftSettings: swiftSettings),
 ]

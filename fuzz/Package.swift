@@ -15,8 +15,9 @@ import PackageDescription
 /// A fuzzer: an executable whose `@main` runs libFuzzer's driver on its `LLVMFuzzerTestOneInput`
 /// (see Sources/CLibFuzzer/include/CLibFuzzer.h for why not libFuzzer's own `main`).
 func fuzzer(_ name: String, _ products: [String]) -> Target {
-    .executableTarget(name: name, dependencies: ["FuzzSupport"] + products.map { .product(name: $0, package: "Baton") },
-                      swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-parse-as-library"])])
+    .executableTarget(
+        name: name, dependencies: ["FuzzSupport"] + products.map { .product(name: $0, package: "Baton") },
+        swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-parse-as-library"])])
 }
 
 let package = Package(

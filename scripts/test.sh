@@ -5,7 +5,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh --test || exit 1
-swift build --build-tests || exit 1
+# The format (.swift-format: 4 spaces, 120 columns) as a lint: `swift format -i -r -p Sources Tests
+# Package.swift fuzz/Sources fuzz/Package.swift` fixes what it reports.
+swift format lint --strict -r -p Sources Tests Package.swift fuzz/Sources fuzz/Package.swift || {
+  echo "baton: swift format lint failed (run: swift format -i -r -p Sources Tests Package.swift fuzz/Sources fuzz/Package.swift)" >&2
+  exit 1
+}
+# Every module imports only what Package.swift declares for it (the layer rules, docs/ARCHITECTURE.md).
+swift build --build-tests --explicit-target-dependency-import-check error || exit 1
 # The real Subsonic server the music tests stream from (Supysonic on 127.0.0.1, library made by ffmpeg).
 # Two more on other ports for the fault tests (the client's and the daemon's), which kill and
 # restart theirs, so tests running in parallel against the first are never disturbed.
@@ -23,5 +30,12 @@ stop_servers() {
 trap stop_servers EXIT
 swift test --skip-build 2>&1 | tee .build/test.log | grep --line-buffered -vE '^(◇|↳ (Testing Library|Target Platform))'
 status=${PIPESTATUS[0]}
+# The .deb installed into a fresh Debian 12 root, and lintian (docs/PACKAGING.md), packaged from the
+# debug binaries just tested so the suite builds nothing twice.
+if [ "$(id -u)" -eq 0 ]; then
+  BATON_BIN_DIR=$(swift build --show-bin-path) scripts/test-deb.sh || status=1
+else
+  echo "baton: scripts/test-deb.sh skipped: it needs root (debootstrap, chroot)" >&2
+fi
 [ "$status" -eq 0 ] && echo "baton: all tests passed" || echo "baton: tests FAILED (exit $status)" >&2
 exit "$status"

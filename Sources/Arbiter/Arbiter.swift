@@ -36,11 +36,16 @@ public struct Arbiter<Instant: InstantProtocol>: Sendable where Instant.Duration
     }
 
     /// Asks for `source` of `sourceClass` to be heard in `zones`. See ``Request``.
-    public mutating func request(_ source: SourceID, _ sourceClass: SourceClass, zones: [ZoneID],
-                                 kind: RequestKind? = nil, coalesceKey: String? = nil,
-                                 at now: Instant) -> [Effect<Instant>] {
-        handle(.request(Request(source: source, sourceClass: sourceClass, zones: zones, kind: kind,
-                                coalesceKey: coalesceKey)), at: now)
+    public mutating func request(
+        _ source: SourceID, _ sourceClass: SourceClass, zones: [ZoneID],
+        kind: RequestKind? = nil, coalesceKey: String? = nil,
+        at now: Instant
+    ) -> [Effect<Instant>] {
+        handle(
+            .request(
+                Request(
+                    source: source, sourceClass: sourceClass, zones: zones, kind: kind,
+                    coalesceKey: coalesceKey)), at: now)
     }
 
     /// The source finished or gave up; whatever it silenced may resume.

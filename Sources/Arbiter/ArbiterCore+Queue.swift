@@ -15,17 +15,19 @@ extension ArbiterCore {
         }
         // Never into the source's own earlier request: that one was just superseded and will not play.
         if let key = request.coalesceKey, rules.coalesceWindow != nil,
-           let entry = coalesceMemory.first(where: {
-               $0.sourceClass == request.sourceClass && $0.key == key && $0.source != request.source
-                   && zones.allSatisfy($0.zones.contains)
-           }) {
+            let entry = coalesceMemory.first(where: {
+                $0.sourceClass == request.sourceClass && $0.key == key && $0.source != request.source
+                    && zones.allSatisfy($0.zones.contains)
+            })
+        {
             emit(.coalesced(request.source, into: entry.source), .coalesceWindow(key: key, window: entry.window))
             return
         }
-        let record = Record(id: request.source, sourceClass: request.sourceClass,
-                            kind: request.kind ?? rules.kind, zones: zones, coalesceKey: request.coalesceKey,
-                            sequence: nextSequence, requestedAt: now, rules: rules,
-                            outputs: Array(repeating: ZoneOutput(), count: zones.count))
+        let record = Record(
+            id: request.source, sourceClass: request.sourceClass,
+            kind: request.kind ?? rules.kind, zones: zones, coalesceKey: request.coalesceKey,
+            sequence: nextSequence, requestedAt: now, rules: rules,
+            outputs: Array(repeating: ZoneOutput(), count: zones.count))
         nextSequence += 1
 
         // Equal priority: the arriving class's `same` rule.
@@ -73,9 +75,10 @@ extension ArbiterCore {
     /// Queues `record` unless its class's queue is full.
     mutating func enqueue(_ record: Record, reason: Reason) {
         if let limit = record.rules.queueLimit,
-           records.withUnsafeBufferPointer({ records in
-               records.indices.count { !records[$0].granted && records[$0].sourceClass == record.sourceClass }
-           }) >= limit {
+            records.withUnsafeBufferPointer({ records in
+                records.indices.count { !records[$0].granted && records[$0].sourceClass == record.sourceClass }
+            }) >= limit
+        {
             emit(.rejected(record.id), .queueFull(limit: limit))
             return
         }
@@ -87,8 +90,10 @@ extension ArbiterCore {
 
     mutating func remember(_ record: Record, now: Instant) {
         guard let key = record.coalesceKey, let window = record.rules.coalesceWindow else { return }
-        coalesceMemory.append(CoalesceEntry(sourceClass: record.sourceClass, key: key, zones: record.zones,
-                                            source: record.id, at: now, window: window))
+        coalesceMemory.append(
+            CoalesceEntry(
+                sourceClass: record.sourceClass, key: key, zones: record.zones,
+                source: record.id, at: now, window: window))
     }
 
     mutating func pruneCoalesceMemory(now: Instant) {
@@ -145,9 +150,12 @@ extension ArbiterCore {
         for i in waiting {
             let priority = holders[i].priority
             let zones = holders[i].zones
-            let blockedByEqual = records[i].rules.same != .mix && (
-                holders.contains { $0.granted && $0.priority == priority && $0.zones.contains(where: zones.contains) }
-                || reserved.contains { $0.priority == priority && $0.zones.contains(where: zones.contains) })
+            let blockedByEqual =
+                records[i].rules.same != .mix
+                && (holders.contains {
+                    $0.granted && $0.priority == priority && $0.zones.contains(where: zones.contains)
+                }
+                    || reserved.contains { $0.priority == priority && $0.zones.contains(where: zones.contains) })
             if blockedByEqual || blockerInAllZones(priority: priority, zones: zones, holders: holders) != nil {
                 reserved.append((priority, zones))
                 continue

@@ -74,11 +74,13 @@ extension ArbiterCore {
                 return ZoneEntry(zone: zone, audibility: .silenced, cause: records[silencer].contender)
             }
             if let duck = verdict.duck {
-                return ZoneEntry(zone: zone, audibility: .ducked(duck.level), cause: verdict.duckedBy.map { records[$0].contender })
+                return ZoneEntry(
+                    zone: zone, audibility: .ducked(duck.level), cause: verdict.duckedBy.map { records[$0].contender })
             }
             return ZoneEntry(zone: zone, audibility: .audible, cause: nil)
         }
-        return SourceStatus(contender: record.contender, state: state(of: record), zones: entries,
-                            interruptedBy: record.interruption?.by)
+        return SourceStatus(
+            contender: record.contender, state: state(of: record), zones: entries,
+            interruptedBy: record.interruption?.by)
     }
 }

@@ -27,8 +27,10 @@ extension ArbiterCore {
         var result: [Holder] = []
         result.reserveCapacity(records.count)
         for record in records {
-            result.append(Holder(granted: record.granted, priority: record.rules.priority, lower: record.rules.lower,
-                                 duck: record.rules.duck ?? policy.duck, zones: record.zones))
+            result.append(
+                Holder(
+                    granted: record.granted, priority: record.rules.priority, lower: record.rules.lower,
+                    duck: record.rules.duck ?? policy.duck, zones: record.zones))
         }
         return result
     }
@@ -76,7 +78,8 @@ extension ArbiterCore {
             }
             // The deepest duck wins; equal depth goes to the higher priority, then the earlier arrival.
             if verdict.duck == nil || h.duck.level < verdict.duck!.level
-                || (h.duck.level == verdict.duck!.level && h.priority > duckPriority) {
+                || (h.duck.level == verdict.duck!.level && h.priority > duckPriority)
+            {
                 verdict.duck = h.duck
                 verdict.duckedBy = j - 1
                 duckPriority = h.priority
@@ -133,8 +136,9 @@ extension ArbiterCore {
             if verdict.heard { wanted.duck = verdict.duck }
             if wanted.duck != current.duck {
                 if let duck = wanted.duck {
-                    emit(.duckBegan(id, zone: zone, level: duck.level, attack: duck.attack),
-                         .duckedBy(records[verdict.duckedBy!].contender))
+                    emit(
+                        .duckBegan(id, zone: zone, level: duck.level, attack: duck.attack),
+                        .duckedBy(records[verdict.duckedBy!].contender))
                 } else if let old = current.duck {
                     emit(.duckEnded(id, zone: zone, release: old.release), .restored)
                 }

@@ -36,9 +36,9 @@ where Instant.Duration == Duration {
         public var source: SourceID? {
             switch self {
             case .granted(let s, _), .queued(let s), .rejected(let s), .coalesced(let s, _), .expired(let s),
-                 .lostForGood(let s), .finished(let s), .interruptionBegan(let s, _),
-                 .interruptionEnded(let s, _), .duckBegan(let s, _, _, _), .duckEnded(let s, _, _),
-                 .muted(let s, _), .unmuted(let s, _):
+                .lostForGood(let s), .finished(let s), .interruptionBegan(let s, _),
+                .interruptionEnded(let s, _), .duckBegan(let s, _, _, _), .duckEnded(let s, _, _),
+                .muted(let s, _), .unmuted(let s, _):
                 s
             case .scheduleTimer:
                 nil

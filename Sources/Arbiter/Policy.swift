@@ -70,7 +70,8 @@ public struct DuckPolicy: Hashable, Sendable {
     }
 
     /// -15 dB, 50 ms attack, 300 ms release.
-    public static let `default` = DuckPolicy(level: Decibels(-15), attack: .milliseconds(50), release: .milliseconds(300))
+    public static let `default` = DuckPolicy(
+        level: Decibels(-15), attack: .milliseconds(50), release: .milliseconds(300))
 }
 
 /// The rules of one class of sources.
@@ -100,10 +101,12 @@ public struct ClassPolicy: Hashable, Sendable {
 
     /// Creates the rules of a class. Defaults describe a transient class that interrupts lower ones,
     /// queues its equals, waits behind higher ones and never coalesces or expires.
-    public init(priority: Int, kind: RequestKind = .transient, lower: LowerAction = .interrupt,
-                same: SameAction = .queue, duringHigher: DuringHigherAction = .queue,
-                resumeWithin: Duration? = nil, coalesceWindow: Duration? = nil, ttl: Duration? = nil,
-                queueLimit: Int? = nil, duck: DuckPolicy? = nil) {
+    public init(
+        priority: Int, kind: RequestKind = .transient, lower: LowerAction = .interrupt,
+        same: SameAction = .queue, duringHigher: DuringHigherAction = .queue,
+        resumeWithin: Duration? = nil, coalesceWindow: Duration? = nil, ttl: Duration? = nil,
+        queueLimit: Int? = nil, duck: DuckPolicy? = nil
+    ) {
         self.priority = priority
         self.kind = kind
         self.lower = lower
@@ -145,12 +148,15 @@ public struct Policy: Hashable, Sendable {
     /// | call         | 90       | transient | interrupt | reject  | reject        | –             | –        | –   | –     |
     ///
     /// Duck (for classes set to `duck`): -15 dB, 50 ms attack, 300 ms release.
-    public static let `default` = Policy(classes: [
-        .music: ClassPolicy(priority: 10, kind: .permanent, lower: .mix, same: .replace, duringHigher: .queue,
-                            resumeWithin: .seconds(300)),
-        .announcement: ClassPolicy(priority: 50, kind: .transient, lower: .interrupt, same: .queue,
-                                   duringHigher: .queue, resumeWithin: .seconds(30),
-                                   coalesceWindow: .seconds(3), ttl: .seconds(30), queueLimit: 16),
-        .call: ClassPolicy(priority: 90, kind: .transient, lower: .interrupt, same: .reject, duringHigher: .reject),
-    ], duck: .default)
+    public static let `default` = Policy(
+        classes: [
+            .music: ClassPolicy(
+                priority: 10, kind: .permanent, lower: .mix, same: .replace, duringHigher: .queue,
+                resumeWithin: .seconds(300)),
+            .announcement: ClassPolicy(
+                priority: 50, kind: .transient, lower: .interrupt, same: .queue,
+                duringHigher: .queue, resumeWithin: .seconds(30),
+                coalesceWindow: .seconds(3), ttl: .seconds(30), queueLimit: 16),
+            .call: ClassPolicy(priority: 90, kind: .transient, lower: .interrupt, same: .reject, duringHigher: .reject),
+        ], duck: .default)
 }

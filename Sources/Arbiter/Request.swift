@@ -13,8 +13,10 @@ public struct Request: Hashable, Sendable {
     public var coalesceKey: String?
 
     /// Creates a request.
-    public init(source: SourceID, sourceClass: SourceClass, zones: [ZoneID], kind: RequestKind? = nil,
-                coalesceKey: String? = nil) {
+    public init(
+        source: SourceID, sourceClass: SourceClass, zones: [ZoneID], kind: RequestKind? = nil,
+        coalesceKey: String? = nil
+    ) {
         self.source = source
         self.sourceClass = sourceClass
         self.zones = zones

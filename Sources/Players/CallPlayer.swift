@@ -1,6 +1,6 @@
 import AudioCore
-import Media
 import Intercom
+import Media
 import Synchronization
 
 /// An intercom call (class `call`): live audio from the RTP receiver, pumped into each zone's slot
@@ -22,7 +22,8 @@ public final class CallPlayer: Source, @unchecked Sendable {
             IntercomPump.Target(
                 ring: o.slot.ring, channels: o.channels, rate: o.rate,
                 resampler: o.rate == 48_000
-                    ? nil : try? makeResampler(o.resampler, inputRate: 48_000, outputRate: o.rate, channels: o.channels))
+                    ? nil : try? makeResampler(o.resampler, inputRate: 48_000, outputRate: o.rate, channels: o.channels)
+            )
         }
         let pump = IntercomPump(receiver: receiver, targets: targets)
         self.pump = pump

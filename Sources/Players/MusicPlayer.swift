@@ -63,8 +63,9 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     public var label: String { nowPlaying()?.song.title ?? songs[state.startIndex].title }
 
     public func start(_ outputs: [SourceOutput]) {
-        let streamer = MusicStreamer(songs: songs, startAt: state.startIndex, offset: state.startOffset, gains: server.gains,
-                                     targets: outputs, client: server.client, retryLimit: server.retryLimit, report: report)
+        let streamer = MusicStreamer(
+            songs: songs, startAt: state.startIndex, offset: state.startOffset, gains: server.gains,
+            targets: outputs, client: server.client, retryLimit: server.retryLimit, report: report)
         self.streamer.withLock { $0 = streamer }
         streamer.start()
     }
@@ -92,9 +93,12 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         }
         let song = songs[index]
         // A song without a duration still has a bound: a week is past the end of any track.
-        guard position < 604_800 else { return .failure(SeekProblem(message: "position \(position) s is past the end of \(song.title)")) }
+        guard position < 604_800 else {
+            return .failure(SeekProblem(message: "position \(position) s is past the end of \(song.title)"))
+        }
         if let duration = song.duration, duration > 0, position >= Double(duration) {
-            return .failure(SeekProblem(message: "position \(position) s is past the end of \(song.title) (\(duration) s)"))
+            return .failure(
+                SeekProblem(message: "position \(position) s is past the end of \(song.title) (\(duration) s)"))
         }
         return .success(index)
     }
@@ -150,7 +154,8 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     }
 
     private func send(_ song: Song, submission: Bool) {
-        let client = server.client, report = self.report
+        let client = server.client
+        let report = self.report
         let time = Int64(Date.now.timeIntervalSince1970 * 1000)
         OSThread.detach {
             do {
@@ -169,7 +174,9 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         guard let now = nowPlaying() else { return }
         guard state.reported?.state != playback || state.reported?.index != now.index else { return }
         state.reported = (playback, now.index)
-        let client = server.client, report = self.report, song = now.song
+        let client = server.client
+        let report = self.report
+        let song = now.song
         let ms = Int64(now.seconds * 1000)
         OSThread.detach {
             do {

@@ -48,8 +48,11 @@ final class MusicStreamer: @unchecked Sendable {
     private let progressState = Mutex(Progress())
     private let currentBuffer = Mutex<StreamBuffer?>(nil)
 
-    init(songs: [Song], startAt: Int, offset: Double = 0, gains: [Float]? = nil, targets: [SourceOutput], client: SubsonicClient,
-         retryLimit: Duration, report: @escaping SourceReporter) {
+    init(
+        songs: [Song], startAt: Int, offset: Double = 0, gains: [Float]? = nil, targets: [SourceOutput],
+        client: SubsonicClient,
+        retryLimit: Duration, report: @escaping SourceReporter
+    ) {
         precondition(gains == nil || gains!.count == songs.count, "one gain per song")
         self.songs = songs
         firstIndex = startAt
@@ -126,7 +129,10 @@ final class MusicStreamer: @unchecked Sendable {
                 }
             } catch {
                 if let failure = fetch.buffer.networkFailure, !isCancelled {
-                    report(.error("music: \(song.title) (\(song.id)): the server stayed unreachable past retry.limit (\(failure.message)); stopping the queue here"))
+                    report(
+                        .error(
+                            "music: \(song.title) (\(song.id)): the server stayed unreachable past retry.limit (\(failure.message)); stopping the queue here"
+                        ))
                 } else if !isCancelled {
                     report(.error("music: \(song.title) (\(song.id)): \(error)"))
                     progressState.withLock { $0.error = "\(song.title): \(error)" }
@@ -156,13 +162,16 @@ final class MusicStreamer: @unchecked Sendable {
     /// sample is scaled by `gain` (ReplayGain). `downloaded` is called (on this thread) once the
     /// song's transfer has completed.
     private func play(_ fetch: Fetch, skipSeconds: Double, gain: Float, downloaded: () -> Void) throws -> Int {
-        let buffer = fetch.buffer, song = fetch.song
+        let buffer = fetch.buffer
+        let song = fetch.song
         // The answer's content type comes with its first bytes (or the end of the transfer).
         let type = try buffer.waitForContentType()
         let decoder = try StreamDecoders.make(contentType: type, source: buffer, name: song.title)
-        let renderer = try TrackRenderer(decoder: decoder, outputs: targets.map {
-            TrackRenderer.Output(channels: $0.channels, rate: $0.rate, resampler: $0.resampler)
-        }, skipSeconds: skipSeconds, gain: gain)
+        let renderer = try TrackRenderer(
+            decoder: decoder,
+            outputs: targets.map {
+                TrackRenderer.Output(channels: $0.channels, rate: $0.rate, resampler: $0.resampler)
+            }, skipSeconds: skipSeconds, gain: gain)
         while !isCancelled {
             let more = try renderer.step(afterRead: { if buffer.isComplete { downloaded() } }) { k, samples in
                 push(samples, into: targets[k])
@@ -201,23 +210,26 @@ final class MusicStreamer: @unchecked Sendable {
             do {
                 let request = try client.streamRequest(id: song.id, offsetBytes: received)
                 var skip: Int64 = 0
-                try client.stream(request, onResponse: { r in
-                    // A server that ignores Range answers from byte 0: skip what the decoder already has.
-                    skip = r.status == 206 ? 0 : received
-                    buffer.setContentType(r.contentType)
-                }, onData: { chunk in
-                    var bytes = chunk
-                    if skip > 0 {
-                        let drop = Int(min(skip, Int64(bytes.count)))
-                        skip -= Int64(drop)
-                        bytes = UnsafeRawBufferPointer(rebasing: bytes[drop...])
-                    }
-                    guard buffer.write(bytes) else { return false }
-                    received += Int64(bytes.count)
-                    failingSince = nil
-                    self.progressState.withLock { $0.retrying = nil }
-                    return true
-                })
+                try client.stream(
+                    request,
+                    onResponse: { r in
+                        // A server that ignores Range answers from byte 0: skip what the decoder already has.
+                        skip = r.status == 206 ? 0 : received
+                        buffer.setContentType(r.contentType)
+                    },
+                    onData: { chunk in
+                        var bytes = chunk
+                        if skip > 0 {
+                            let drop = Int(min(skip, Int64(bytes.count)))
+                            skip -= Int64(drop)
+                            bytes = UnsafeRawBufferPointer(rebasing: bytes[drop...])
+                        }
+                        guard buffer.write(bytes) else { return false }
+                        received += Int64(bytes.count)
+                        failingSince = nil
+                        self.progressState.withLock { $0.retrying = nil }
+                        return true
+                    })
                 buffer.finish()
                 return
             } catch {

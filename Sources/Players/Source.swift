@@ -13,8 +13,10 @@ public struct SourceOutput: Sendable {
     /// The converter for audio at another rate: the zone's `resampler:`, or the class default.
     public let resampler: ResamplerKind
 
-    public init(zone: String, slot: SourceSlot, mixer: ZoneMixer, device: DeviceOutput, rate: Int, channels: Int,
-                resampler: ResamplerKind) {
+    public init(
+        zone: String, slot: SourceSlot, mixer: ZoneMixer, device: DeviceOutput, rate: Int, channels: Int,
+        resampler: ResamplerKind
+    ) {
         self.zone = zone
         self.slot = slot
         self.mixer = mixer

@@ -22,13 +22,16 @@ public struct API: Sendable {
 
     /// Compares in time independent of where the strings differ.
     static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
         var diff = UInt8(x.count == y.count ? 0 : 1)
         for i in 0..<max(x.count, y.count) { diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0) }
         return diff == 0
     }
 
-    private static let readable: Set<String> = ["/api/v1/status", "/api/v1/events", "/api/v1/events/recent", "/api/v1/sounds", "/api/v1/config"]
+    private static let readable: Set<String> = [
+        "/api/v1/status", "/api/v1/events", "/api/v1/events/recent", "/api/v1/sounds", "/api/v1/config",
+    ]
 
     /// Answers one request.
     public func handle(_ r: HTTPRequest) -> HTTPResponse {
@@ -36,9 +39,12 @@ public struct API: Sendable {
         if let token, !(r.method == "GET" && r.path == "/") {
             let header = r.headers["authorization"] ?? ""
             // A browser's EventSource cannot set headers: GET requests may carry `?access_token=`.
-            let given = header.hasPrefix("Bearer ") ? String(header.dropFirst(7)) : r.method == "GET" ? r.query["access_token"] ?? "" : ""
+            let given =
+                header.hasPrefix("Bearer ")
+                ? String(header.dropFirst(7)) : r.method == "GET" ? r.query["access_token"] ?? "" : ""
             guard !given.isEmpty, Self.constantTimeEqual(given, token) else {
-                var response = HTTPResponse.error(401, "a bearer token is required (Authorization: Bearer <token from api.token-file>)")
+                var response = HTTPResponse.error(
+                    401, "a bearer token is required (Authorization: Bearer <token from api.token-file>)")
                 response.headers.append((name: "WWW-Authenticate", value: "Bearer"))
                 return response
             }
@@ -84,7 +90,8 @@ public struct API: Sendable {
 
     private func json<T: Encodable>(_ status: Int, _ value: T) -> HTTPResponse {
         guard let data = try? JSONEncoder.baton.encode(value) else { return .error(500, "cannot encode the response") }
-        return HTTPResponse(status: status, headers: [(name: "Content-Type", value: "application/json")], body: .bytes(Array(data)))
+        return HTTPResponse(
+            status: status, headers: [(name: "Content-Type", value: "application/json")], body: .bytes(Array(data)))
     }
 }
 
@@ -97,16 +104,20 @@ final class EventStream: EventSubscriber {
 
     static func open(_ log: EventLog, after lastEventID: Int?) -> HTTPChunkQueue {
         let id = Mutex<Int?>(nil)
-        let queue = HTTPChunkQueue(capacity: 4_096, onClose: { [weak log] in
-            if let subscriber = id.withLock({ $0 }) { log?.unsubscribe(subscriber) }
-        })
+        let queue = HTTPChunkQueue(
+            capacity: 4_096,
+            onClose: { [weak log] in
+                if let subscriber = id.withLock({ $0 }) { log?.unsubscribe(subscriber) }
+            })
         queue.send(": baton events\n\n")
         id.withLock { $0 = log.subscribe(EventStream(queue: queue), after: lastEventID) }
         return queue
     }
 
     func deliver(_ event: Event) -> Bool {
-        guard let data = try? JSONEncoder.baton.encode(event), let text = String(data: data, encoding: .utf8) else { return true }
+        guard let data = try? JSONEncoder.baton.encode(event), let text = String(data: data, encoding: .utf8) else {
+            return true
+        }
         return queue.send(ServerSentEvent.encode(event: event.type, id: String(event.seq), data: text))
     }
 }

@@ -19,7 +19,8 @@ struct Commands: Sendable {
 
     /// Every command name, for the API's method check.
     static let names: Set<String> = [
-        "announce", "music/play", "music/next", "music/previous", "music/pause", "music/resume", "music/seek", "music/stop",
+        "announce", "music/play", "music/next", "music/previous", "music/pause", "music/resume", "music/seek",
+        "music/stop",
         "call/start", "call/end", "reload",
     ]
 
@@ -55,10 +56,15 @@ struct Commands: Sendable {
         let b = try JSONBody.command(AnnounceBody.self, body, keys: ["sound", "text", "voice", "zones", "volume"])
         switch (b.sound, b.text) {
         case (let sound?, nil):
-            if b.voice != nil { throw ControlError(.badRequest, "voice applies to a text announcement, not to a sound") }
-            return .accepted(Self.answer(try daemon.announce(sound: sound, zones: b.zones ?? [], volume: b.volume ?? 1)))
+            if b.voice != nil {
+                throw ControlError(.badRequest, "voice applies to a text announcement, not to a sound")
+            }
+            return .accepted(
+                Self.answer(try daemon.announce(sound: sound, zones: b.zones ?? [], volume: b.volume ?? 1)))
         case (nil, let text?):
-            return .accepted(Self.answer(try daemon.announce(text: text, voice: b.voice, zones: b.zones ?? [], volume: b.volume ?? 1)))
+            return .accepted(
+                Self.answer(
+                    try daemon.announce(text: text, voice: b.voice, zones: b.zones ?? [], volume: b.volume ?? 1)))
         default:
             throw ControlError(.badRequest, "give exactly one of sound and text")
         }
@@ -79,15 +85,22 @@ struct Commands: Sendable {
     /// A local sound as music (`sound`, maybe looped), or a selection from the server.
     private func play(_ body: [UInt8]) throws(ControlError) -> Reply {
         let b = try JSONBody.command(
-            MusicBody.self, body, keys: ["sound", "zones", "volume", "loop", "album", "playlist", "songs", "search", "random"])
+            MusicBody.self, body,
+            keys: ["sound", "zones", "volume", "loop", "album", "playlist", "songs", "search", "random"])
         if let sound = b.sound {
             if b.album != nil || b.playlist != nil || b.songs != nil || b.search != nil || b.random != nil {
                 throw ControlError(.badRequest, "give exactly one of sound, album, playlist, songs, search, random")
             }
-            return .accepted(Self.answer(try daemon.playMusic(sound: sound, zones: b.zones ?? [], loop: b.loop ?? false, volume: b.volume ?? 1)))
+            return .accepted(
+                Self.answer(
+                    try daemon.playMusic(
+                        sound: sound, zones: b.zones ?? [], loop: b.loop ?? false, volume: b.volume ?? 1)))
         }
-        if b.loop != nil { throw ControlError(.badRequest, "loop applies to a local sound, not to music from the server") }
-        let selection = MusicSelection(album: b.album, playlist: b.playlist, songs: b.songs, search: b.search, random: b.random)
+        if b.loop != nil {
+            throw ControlError(.badRequest, "loop applies to a local sound, not to music from the server")
+        }
+        let selection = MusicSelection(
+            album: b.album, playlist: b.playlist, songs: b.songs, search: b.search, random: b.random)
         let result = try daemon.playFromServer(selection, zones: b.zones ?? [], volume: b.volume ?? 1)
         return .accepted(["id": result.id, "status": result.outcome == .playing ? "playing" : "queued"])
     }
@@ -106,7 +119,9 @@ struct Commands: Sendable {
         let b = try JSONBody.command(SourceBody.self, body, keys: ["id"])
         if b.id != nil || daemon.latestSource(of: .music) != nil { return try command(.play, b) }
         let result = try daemon.resumeSavedQueue()
-        return .accepted(["id": result.id, "command": "play", "status": result.outcome == .playing ? "playing" : "queued"])
+        return .accepted([
+            "id": result.id, "command": "play", "status": result.outcome == .playing ? "playing" : "queued",
+        ])
     }
 
     private struct SeekBody: Decodable {
@@ -123,7 +138,8 @@ struct Commands: Sendable {
 
     private func seek(_ body: [UInt8]) throws(ControlError) -> Reply {
         let b = try JSONBody.command(SeekBody.self, body, keys: ["position", "track"])
-        return .done(SeekAnswer(id: try daemon.seek(to: b.position, track: b.track), position: b.position, track: b.track))
+        return .done(
+            SeekAnswer(id: try daemon.seek(to: b.position, track: b.track), position: b.position, track: b.track))
     }
 
     private struct VolumeBody: Decodable {

@@ -68,14 +68,17 @@ final class MQTTBridge: @unchecked Sendable {
         commands = Commands(daemon: daemon)
         base = "\(config.topicPrefix)/\(device)"
         guard let endpoint = config.endpoint else {
-            throw ControlError(.misconfigured, "mqtt.broker \"\(config.broker)\" is not mqtt://host[:port] or mqtts://host[:port]")
+            throw ControlError(
+                .misconfigured, "mqtt.broker \"\(config.broker)\" is not mqtt://host[:port] or mqtts://host[:port]")
         }
-        var c = MQTTConfiguration(broker: MQTTURL(host: endpoint.host, port: Int(endpoint.port), usesTLS: endpoint.useTLS),
-                                  clientID: "baton-\(device)")
+        var c = MQTTConfiguration(
+            broker: MQTTURL(host: endpoint.host, port: Int(endpoint.port), usesTLS: endpoint.useTLS),
+            clientID: "baton-\(device)")
         c.username = config.username
         if let file = config.passwordFile {
             guard let password = FileIO.firstLine(file) else {
-                throw ControlError(.misconfigured, "mqtt.password-file \(file): cannot read: \(String(cString: strerror(errno)))")
+                throw ControlError(
+                    .misconfigured, "mqtt.password-file \(file): cannot read: \(String(cString: strerror(errno)))")
             }
             c.password = password
         }
@@ -84,12 +87,15 @@ final class MQTTBridge: @unchecked Sendable {
         c.availabilityTopic = "\(base)/availability"
         let inbox = self.inbox
         do {
-            client = try MQTTClient(configuration: c, onMessage: { topic, payload in
-                inbox.shared.withLock { $0.commands.append((topic, payload)) }
-                inbox.wake.post()
-            }, onStatusChange: { status in
-                if status.connection == .connected { inbox.shared.withLock { $0.republish = true } }
-            })
+            client = try MQTTClient(
+                configuration: c,
+                onMessage: { topic, payload in
+                    inbox.shared.withLock { $0.commands.append((topic, payload)) }
+                    inbox.wake.post()
+                },
+                onStatusChange: { status in
+                    if status.connection == .connected { inbox.shared.withLock { $0.republish = true } }
+                })
             for filter in ["announce", "music/+", "zones/+/volume/set", "call/+", "reload"] {
                 try client.subscribe("\(base)/\(filter)")
             }
@@ -122,7 +128,11 @@ final class MQTTBridge: @unchecked Sendable {
     private func run() {
         while running.load(ordering: .acquiring) {
             let (commands, republish, events) = inbox.shared.withLock { s in
-                defer { s.commands.removeAll(); s.republish = false; s.events.removeAll() }
+                defer {
+                    s.commands.removeAll()
+                    s.republish = false
+                    s.events.removeAll()
+                }
                 return (s.commands, s.republish, s.events)
             }
             for command in commands { handle(command.topic, command.payload) }
@@ -131,7 +141,9 @@ final class MQTTBridge: @unchecked Sendable {
                 if config.discovery { publishDiscovery() }
             }
             for event in events {
-                if let data = try? JSONEncoder.baton.encode(event) { publish("\(base)/events", Array(data), retain: false) }
+                if let data = try? JSONEncoder.baton.encode(event) {
+                    publish("\(base)/events", Array(data), retain: false)
+                }
             }
             publishState()
             inbox.wake.wait(nanoseconds: 50_000_000)
@@ -169,8 +181,14 @@ final class MQTTBridge: @unchecked Sendable {
     }
 
     private func publishError(_ topic: String, _ error: ControlError) {
-        struct Failure: Encodable { var topic: String; var status: Int; var kind: String; var error: String }
-        let failure = Failure(topic: topic, status: error.kind.httpStatus, kind: error.kind.rawValue, error: error.message)
+        struct Failure: Encodable {
+            var topic: String
+            var status: Int
+            var kind: String
+            var error: String
+        }
+        let failure = Failure(
+            topic: topic, status: error.kind.httpStatus, kind: error.kind.rawValue, error: error.message)
         if let data = try? JSONEncoder.baton.encode(failure) {
             publish("\(base)/errors", Array(data), retain: false)
         }
@@ -189,11 +207,18 @@ final class MQTTBridge: @unchecked Sendable {
         for zone in status.zones {
             let top = zone.audible.first.flatMap { id in status.sources.first { $0.id == id } }
             let state = zone.state != "available" ? "unavailable" : top?.class ?? "idle"
-            zones.append((zone.name, ZoneState(state: state, audible: zone.audible, volume: zone.volume,
-                                               sources: zone.sources.map(\.source))))
+            zones.append(
+                (
+                    zone.name,
+                    ZoneState(
+                        state: state, audible: zone.audible, volume: zone.volume,
+                        sources: zone.sources.map(\.source))
+                ))
         }
         for (name, z) in zones {
-            if let data = try? JSONEncoder.baton.encode(z) { retain("\(base)/zones/\(name)/state", String(decoding: data, as: UTF8.self)) }
+            if let data = try? JSONEncoder.baton.encode(z) {
+                retain("\(base)/zones/\(name)/state", String(decoding: data, as: UTF8.self))
+            }
             retain("\(base)/zones/\(name)/volume", "\(Int((z.volume * 100).rounded()))")
         }
         struct Summary: Encodable {
@@ -201,12 +226,23 @@ final class MQTTBridge: @unchecked Sendable {
             var sources: [StatusReport.Source]
             var intercom: StatusReport.Intercom?
         }
-        let summary = Summary(zones: Dictionary(uniqueKeysWithValues: zones), sources: status.sources.map { s in
-            var s = s
-            s.positionSeconds = s.positionSeconds.map { ($0 * 10).rounded(.down) / 10 }  // not a new state every period
-            return s
-        }, intercom: status.intercom.map { var i = $0; i.received = 0; i.targetDelayMs = 0; return i })
-        if let data = try? JSONEncoder.baton.encode(summary) { retain("\(base)/state", String(decoding: data, as: UTF8.self)) }
+        let summary = Summary(
+            zones: Dictionary(uniqueKeysWithValues: zones),
+            sources: status.sources.map { s in
+                var s = s
+                // Not a new state every period.
+                s.positionSeconds = s.positionSeconds.map { ($0 * 10).rounded(.down) / 10 }
+                return s
+            },
+            intercom: status.intercom.map {
+                var i = $0
+                i.received = 0
+                i.targetDelayMs = 0
+                return i
+            })
+        if let data = try? JSONEncoder.baton.encode(summary) {
+            retain("\(base)/state", String(decoding: data, as: UTF8.self))
+        }
     }
 
     private func retain(_ topic: String, _ text: String) {
@@ -220,9 +256,11 @@ final class MQTTBridge: @unchecked Sendable {
 
     private func publishDiscovery() {
         do {
-            let discovery = try HomeAssistantDiscovery(device: String(base.split(separator: "/").last ?? ""), name: "Baton \(base.split(separator: "/").last ?? "")",
-                                                       zones: daemon.zoneNames, prefix: config.discoveryPrefix,
-                                                       topicPrefix: config.topicPrefix)
+            let discovery = try HomeAssistantDiscovery(
+                device: String(base.split(separator: "/").last ?? ""),
+                name: "Baton \(base.split(separator: "/").last ?? "")",
+                zones: daemon.zoneNames, prefix: config.discoveryPrefix,
+                topicPrefix: config.topicPrefix)
             for m in discovery.messages() { publish(m.topic, m.payload, retain: true) }
         } catch {
             logger.warning("mqtt: Home Assistant discovery: \(error)")

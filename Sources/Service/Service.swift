@@ -37,7 +37,9 @@ public enum Service {
         // MCL_ONFAULT: lock pages as they are touched instead of faulting in every mapping whole
         // (each thread's 8 MiB stack would otherwise become resident: ~100 MiB RSS measured).
         if mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0 {
-            logger.warning("cannot lock memory (mlockall: \(String(cString: strerror(errno)))): audio may glitch under memory pressure")
+            logger.warning(
+                "cannot lock memory (mlockall: \(String(cString: strerror(errno)))): audio may glitch under memory pressure"
+            )
         }
 
         var token: String?
@@ -60,20 +62,25 @@ public enum Service {
         let api = API(daemon: daemon, token: token, triggers: triggers)
         let server: HTTPServer
         do {
-            server = try HTTPServer(host: config.api.listen.host, port: Int(config.api.listen.port),
-                                    maxBodyBytes: config.api.maxBody) { api.handle($0) }
+            server = try HTTPServer(
+                host: config.api.listen.host, port: Int(config.api.listen.port),
+                maxBodyBytes: config.api.maxBody
+            ) { api.handle($0) }
         } catch {
             logger.error("control API: \(error)")
             triggers.stop()
             daemon.stop()
             return 1
         }
-        logger.info("control API on http://\(config.api.listen.host):\(server.port)/ (status page), /api/v1/...\(token == nil ? "" : " (bearer token required)")")
+        logger.info(
+            "control API on http://\(config.api.listen.host):\(server.port)/ (status page), /api/v1/...\(token == nil ? "" : " (bearer token required)")"
+        )
         notify(systemd, logger) { try systemd.ready() }
         notify(systemd, logger) { try systemd.status("\(config.zones.count) zones; API on \(config.api.listen)") }
         if let interval = systemd.watchdogInterval {
             // Pet the watchdog only while the monitor thread is alive: a wedged daemon gets restarted.
-            let half = Int(interval.components.seconds) * 500_000 + Int(interval.components.attoseconds / 2_000_000_000_000)
+            let half =
+                Int(interval.components.seconds) * 500_000 + Int(interval.components.attoseconds / 2_000_000_000_000)
             OSThread.detach {
                 while true {
                     usleep(UInt32(max(half, 10_000)))

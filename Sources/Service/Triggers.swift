@@ -81,11 +81,12 @@ public final class Triggers: Sendable {
     private func press(_ action: AnnounceAction, from name: String) {
         do throws(ControlError) {
             let volume = Float(action.volume)
-            let r = if let text = action.text {
-                try daemon.announce(text: text, zones: action.zones, volume: volume)
-            } else {
-                try daemon.announce(sound: action.sound ?? "doorbell", zones: action.zones, volume: volume)
-            }
+            let r =
+                if let text = action.text {
+                    try daemon.announce(text: text, zones: action.zones, volume: volume)
+                } else {
+                    try daemon.announce(sound: action.sound ?? "doorbell", zones: action.zones, volume: volume)
+                }
             logger.info("\(name): pressed → \(r.id) \(r.outcome)")
         } catch {
             logger.error("\(name): pressed, but \(error.message)")
@@ -97,16 +98,18 @@ public final class Triggers: Sendable {
         daemon.config.mqtt.map { m in
             let (bridge, error) = mqtt.withLock { ($0.bridge, $0.error) }
             let status = bridge?.status
-            return StatusReport.MQTT(broker: m.broker, topic: bridge?.base, connection: status?.connection.rawValue ?? "off",
-                                     error: error ?? status?.lastError)
+            return StatusReport.MQTT(
+                broker: m.broker, topic: bridge?.base, connection: status?.connection.rawValue ?? "off",
+                error: error ?? status?.lastError)
         }
     }
 
     /// The GPIO buttons for the status report. Any thread.
     public var gpioStatus: [StatusReport.Button] {
         buttons.withLock { $0 }.map { b in
-            StatusReport.Button(chip: b.config.chip, line: b.config.line, state: b.button == nil ? "unavailable" : "listening",
-                                error: b.error, presses: b.presses)
+            StatusReport.Button(
+                chip: b.config.chip, line: b.config.line, state: b.button == nil ? "unavailable" : "listening",
+                error: b.error, presses: b.presses)
         }
     }
 }

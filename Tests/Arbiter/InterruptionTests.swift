@@ -9,13 +9,16 @@ struct InterruptionTests {
         #expect(s.request("music", .music) == [.granted("music", zones: ["kitchen"])])
         #expect(s.state("music") == .playing)
         s.advance(.seconds(10))
-        #expect(s.request("chime", .announcement, key: "doorbell") == [
-            .granted("chime", zones: ["kitchen"]),
-            .interruptionBegan("music", zones: ["kitchen"]),
-        ])
+        #expect(
+            s.request("chime", .announcement, key: "doorbell") == [
+                .granted("chime", zones: ["kitchen"]),
+                .interruptionBegan("music", zones: ["kitchen"]),
+            ])
         #expect(s.state("music") == .interrupted)
-        #expect(s.reason(of: .interruptionBegan("music", zones: ["kitchen"]))
-                == .interruptedBy(Contender(source: "chime", sourceClass: .announcement, priority: 50, kind: .transient)))
+        #expect(
+            s.reason(of: .interruptionBegan("music", zones: ["kitchen"]))
+                == .interruptedBy(
+                    Contender(source: "chime", sourceClass: .announcement, priority: 50, kind: .transient)))
         s.advance(.seconds(2))
         #expect(s.release("chime") == [.finished("chime"), .interruptionEnded("music", shouldResume: true)])
         #expect(s.reason(of: .interruptionEnded("music", shouldResume: true)) == .interruptionOver(lasted: .seconds(2)))
@@ -78,7 +81,8 @@ struct InterruptionTests {
         s.request("intercom", .call)
         s.advance(.seconds(301))
         #expect(s.release("intercom") == [.finished("intercom"), .interruptionEnded("music", shouldResume: false)])
-        #expect(s.reason(of: .interruptionEnded("music", shouldResume: false))
+        #expect(
+            s.reason(of: .interruptionEnded("music", shouldResume: false))
                 == .resumeWindowExceeded(lasted: .seconds(301), limit: .seconds(300)))
         #expect(s.state("music") == .paused)
     }
@@ -101,7 +105,8 @@ struct InterruptionTests {
         s.request("intercom", .call)
         s.advance(.seconds(5))
         #expect(s.request("chime", .announcement, key: "doorbell") == [.queued("chime")])
-        #expect(s.reason(of: .queued("chime"))
+        #expect(
+            s.reason(of: .queued("chime"))
                 == .delayedBy(Contender(source: "intercom", sourceClass: .call, priority: 90, kind: .transient)))
         s.advance(.seconds(5))
         #expect(s.release("intercom") == [.finished("intercom"), .granted("chime", zones: ["kitchen"])])
@@ -110,8 +115,11 @@ struct InterruptionTests {
         s.advance(.seconds(1))
         #expect(s.release("chime") == [.finished("chime"), .interruptionEnded("music", shouldResume: true)])
         let music = s.actions(for: "music")
-        #expect(music == [.granted("music", zones: ["kitchen"]), .interruptionBegan("music", zones: ["kitchen"]),
-                          .interruptionEnded("music", shouldResume: true)])
+        #expect(
+            music == [
+                .granted("music", zones: ["kitchen"]), .interruptionBegan("music", zones: ["kitchen"]),
+                .interruptionEnded("music", shouldResume: true),
+            ])
     }
 
     /// Another music request replaces the playing one, which is told it lost for good (no began, no resume).
@@ -119,7 +127,8 @@ struct InterruptionTests {
         var s = Script()
         s.request("radio", .music)
         #expect(s.request("playlist", .music) == [.lostForGood("radio"), .granted("playlist", zones: ["kitchen"])])
-        #expect(s.reason(of: .lostForGood("radio"))
+        #expect(
+            s.reason(of: .lostForGood("radio"))
                 == .replacedBy(Contender(source: "playlist", sourceClass: .music, priority: 10, kind: .permanent)))
         #expect(s.state("radio") == nil)
         #expect(s.state("playlist") == .playing)
@@ -132,8 +141,11 @@ struct InterruptionTests {
         s.request("chime", .announcement)
         s.request("playlist", .music)
         s.release("chime")
-        #expect(s.actions(for: "radio") == [.granted("radio", zones: ["kitchen"]),
-                                            .interruptionBegan("radio", zones: ["kitchen"]), .lostForGood("radio")])
+        #expect(
+            s.actions(for: "radio") == [
+                .granted("radio", zones: ["kitchen"]),
+                .interruptionBegan("radio", zones: ["kitchen"]), .lostForGood("radio"),
+            ])
         #expect(s.actions(for: "playlist") == [.queued("playlist"), .granted("playlist", zones: ["kitchen"])])
     }
 
@@ -144,9 +156,12 @@ struct InterruptionTests {
         s.request("alarm", .announcement, kind: .permanent)
         s.release("alarm")
         #expect(s.actions(for: "music").last == .interruptionEnded("music", shouldResume: false))
-        #expect(s.reason(of: .interruptionEnded("music", shouldResume: false))
-                == .permanentTakeover(Contender(source: "alarm", sourceClass: .announcement, priority: 50,
-                                                kind: .permanent)))
+        #expect(
+            s.reason(of: .interruptionEnded("music", shouldResume: false))
+                == .permanentTakeover(
+                    Contender(
+                        source: "alarm", sourceClass: .announcement, priority: 50,
+                        kind: .permanent)))
     }
 
     /// A call arriving during a call is rejected, with the holder named.
@@ -154,7 +169,8 @@ struct InterruptionTests {
         var s = Script()
         s.request("door", .call)
         #expect(s.request("gate", .call) == [.rejected("gate")])
-        #expect(s.reason(of: .rejected("gate"))
+        #expect(
+            s.reason(of: .rejected("gate"))
                 == .sameRejects(Contender(source: "door", sourceClass: .call, priority: 90, kind: .transient)))
     }
 

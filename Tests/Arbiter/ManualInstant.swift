@@ -39,8 +39,10 @@ struct Script {
     func reason(of action: Action) -> Reason? { log.last { $0.action == action }?.reason }
 
     @discardableResult
-    mutating func request(_ source: SourceID, _ sourceClass: SourceClass, _ zones: [ZoneID] = ["kitchen"],
-                          kind: RequestKind? = nil, key: String? = nil) -> [Action] {
+    mutating func request(
+        _ source: SourceID, _ sourceClass: SourceClass, _ zones: [ZoneID] = ["kitchen"],
+        kind: RequestKind? = nil, key: String? = nil
+    ) -> [Action] {
         send(.request(Request(source: source, sourceClass: sourceClass, zones: zones, kind: kind, coalesceKey: key)))
     }
 

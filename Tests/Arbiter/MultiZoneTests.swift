@@ -7,9 +7,10 @@ struct MultiZoneTests {
     @Test func mutesInOneZoneWithoutBegan() {
         var s = Script()
         s.request("music", .music, ["kitchen", "living"])
-        #expect(s.request("chime", .announcement, ["kitchen"]) == [
-            .granted("chime", zones: ["kitchen"]), .muted("music", zone: "kitchen"),
-        ])
+        #expect(
+            s.request("chime", .announcement, ["kitchen"]) == [
+                .granted("chime", zones: ["kitchen"]), .muted("music", zone: "kitchen"),
+            ])
         #expect(s.state("music") == .playing)
         #expect(s.arbiter.isMuted("music", in: "kitchen"))
         let kitchen = s.arbiter.status(of: ZoneID("kitchen"))
@@ -25,9 +26,10 @@ struct MultiZoneTests {
         var s = Script()
         s.request("music", .music, ["kitchen", "living"])
         s.request("chime", .announcement, ["kitchen"])
-        #expect(s.request("intercom", .call, ["living"]) == [
-            .granted("intercom", zones: ["living"]), .interruptionBegan("music", zones: ["kitchen", "living"]),
-        ])
+        #expect(
+            s.request("intercom", .call, ["living"]) == [
+                .granted("intercom", zones: ["living"]), .interruptionBegan("music", zones: ["kitchen", "living"]),
+            ])
         #expect(s.state("music") == .interrupted)
         // The call ends: music is heard in the living room again, still muted in the kitchen.
         #expect(s.release("intercom") == [.finished("intercom"), .interruptionEnded("music", shouldResume: true)])
@@ -43,10 +45,11 @@ struct MultiZoneTests {
         s.request("music", .music, ["kitchen", "living"])
         s.request("chime", .announcement, ["kitchen"])
         s.request("intercom", .call, ["living"])
-        #expect(s.release("chime") == [
-            .finished("chime"), .unmuted("music", zone: "kitchen"), .muted("music", zone: "living"),
-            .interruptionEnded("music", shouldResume: true),
-        ])
+        #expect(
+            s.release("chime") == [
+                .finished("chime"), .unmuted("music", zone: "kitchen"), .muted("music", zone: "living"),
+                .interruptionEnded("music", shouldResume: true),
+            ])
         #expect(s.state("music") == .playing)
         #expect(s.release("intercom") == [.finished("intercom"), .unmuted("music", zone: "living")])
     }
@@ -60,15 +63,17 @@ struct MultiZoneTests {
         s.request("chime", .announcement, ["kitchen"])
         s.request("weather", "tts", ["living"])
         #expect(s.state("music") == .ducked)
-        #expect(s.arbiter.status(of: SourceID("music"))?.zones.map(\.audibility) == [.silenced, .ducked(Decibels(-15))])
+        #expect(
+            s.arbiter.status(of: SourceID("music"))?.zones.map(\.audibility) == [.silenced, .ducked(Decibels(-15))])
     }
 
     /// A request in two zones, one held by a call, is granted and muted where the call is.
     @Test func grantsPartlyBlockedRequest() {
         var s = Script()
         s.request("intercom", .call, ["kitchen"])
-        #expect(s.request("chime", .announcement, ["kitchen", "living"]) == [
-            .granted("chime", zones: ["kitchen", "living"]), .muted("chime", zone: "kitchen"),
-        ])
+        #expect(
+            s.request("chime", .announcement, ["kitchen", "living"]) == [
+                .granted("chime", zones: ["kitchen", "living"]), .muted("chime", zone: "kitchen"),
+            ])
     }
 }

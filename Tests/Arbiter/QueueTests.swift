@@ -11,9 +11,11 @@ struct QueueTests {
             actions += s.request(SourceID("bell-\(press)"), .announcement, key: "doorbell")
             s.advance(.milliseconds(500))
         }
-        #expect(actions == [.granted("bell-0", zones: ["kitchen"])]
-            + (1..<5).map { .coalesced(SourceID("bell-\($0)"), into: "bell-0") })
-        #expect(s.reason(of: .coalesced("bell-4", into: "bell-0")) == .coalesceWindow(key: "doorbell", window: .seconds(3)))
+        #expect(
+            actions == [.granted("bell-0", zones: ["kitchen"])]
+                + (1..<5).map { .coalesced(SourceID("bell-\($0)"), into: "bell-0") })
+        #expect(
+            s.reason(of: .coalesced("bell-4", into: "bell-0")) == .coalesceWindow(key: "doorbell", window: .seconds(3)))
     }
 
     /// A press after the window plays again, even if the first chime is over.
@@ -34,7 +36,8 @@ struct QueueTests {
         s.request("a", .announcement)
         #expect(s.request("b", .announcement) == [.queued("b")])
         #expect(s.request("c", .announcement) == [.queued("c")])
-        #expect(s.reason(of: .queued("c"))
+        #expect(
+            s.reason(of: .queued("c"))
                 == .queuedBehind(Contender(source: "b", sourceClass: .announcement, priority: 50, kind: .transient)))
         #expect(s.release("a") == [.finished("a"), .granted("b", zones: ["kitchen"])])
         #expect(s.release("b") == [.finished("b"), .granted("c", zones: ["kitchen"])])
@@ -82,7 +85,8 @@ struct QueueTests {
         var s = Script(policy: policy)
         s.request("intercom", .call)
         #expect(s.request("chime", .announcement) == [.rejected("chime")])
-        #expect(s.reason(of: .rejected("chime"))
+        #expect(
+            s.reason(of: .rejected("chime"))
                 == .higherRejects(Contender(source: "intercom", sourceClass: .call, priority: 90, kind: .transient)))
     }
 
@@ -141,13 +145,22 @@ struct QueueEdgeTests {
     /// The default policy is the one documented in docs/ARBITER.md.
     @Test func matchesDocumentedDefaults() {
         let p = Policy.default
-        #expect(p[.music] == ClassPolicy(priority: 10, kind: .permanent, lower: .mix, same: .replace,
-                                         duringHigher: .queue, resumeWithin: .seconds(300)))
-        #expect(p[.announcement] == ClassPolicy(priority: 50, kind: .transient, lower: .interrupt, same: .queue,
-                                                duringHigher: .queue, resumeWithin: .seconds(30),
-                                                coalesceWindow: .seconds(3), ttl: .seconds(30), queueLimit: 16))
-        #expect(p[.call] == ClassPolicy(priority: 90, kind: .transient, lower: .interrupt, same: .reject,
-                                        duringHigher: .reject))
+        #expect(
+            p[.music]
+                == ClassPolicy(
+                    priority: 10, kind: .permanent, lower: .mix, same: .replace,
+                    duringHigher: .queue, resumeWithin: .seconds(300)))
+        #expect(
+            p[.announcement]
+                == ClassPolicy(
+                    priority: 50, kind: .transient, lower: .interrupt, same: .queue,
+                    duringHigher: .queue, resumeWithin: .seconds(30),
+                    coalesceWindow: .seconds(3), ttl: .seconds(30), queueLimit: 16))
+        #expect(
+            p[.call]
+                == ClassPolicy(
+                    priority: 90, kind: .transient, lower: .interrupt, same: .reject,
+                    duringHigher: .reject))
         #expect(p.duck == DuckPolicy(level: Decibels(-15), attack: .milliseconds(50), release: .milliseconds(300)))
         #expect(p.classes.count == 3)
     }
@@ -157,9 +170,10 @@ struct QueueEdgeTests {
     @Test func doesNotCoalesceIntoOwnSupersededRequest() {
         var s = Script()
         s.request("bell", .announcement, key: "doorbell")
-        #expect(s.request("bell", .announcement, key: "doorbell") == [
-            .finished("bell"), .granted("bell", zones: ["kitchen"]),
-        ])
+        #expect(
+            s.request("bell", .announcement, key: "doorbell") == [
+                .finished("bell"), .granted("bell", zones: ["kitchen"]),
+            ])
         #expect(s.reason(of: .finished("bell")) == .superseded)
     }
 

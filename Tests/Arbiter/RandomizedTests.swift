@@ -103,32 +103,35 @@ struct ContractChecker {
     /// Whether the effect's reason is one its action can have, names a contender of the right priority, and
     /// agrees with the operation that caused it (point 8: each decision carries its reason).
     func reasonProblem(_ effect: TestEffect, _ op: Operation) -> String? {
-        let mine = effect.action.source.flatMap { granted[$0]?.sourceClass ?? lastRequest[$0]?.sourceClass }
+        let mine =
+            effect.action.source.flatMap { granted[$0]?.sourceClass ?? lastRequest[$0]?.sourceClass }
             .map(priority) ?? 0
-        let fits: Bool = switch (effect.action, effect.reason) {
-        case (.granted, .outranks(let lower)): lower.allSatisfy { $0.priority < mine }
-        case (.granted, .waited): true
-        case (.queued, .queuedBehind(let c)): c.priority == mine
-        case (.queued, .delayedBy(let c)), (.rejected, .higherRejects(let c)): c.priority > mine
-        case (.rejected, .sameRejects(let c)): c.priority == mine
-        case (.rejected, .queueFull(let limit)): limit == policy[lastRequest[effect.action.source!]!.sourceClass]?.queueLimit
-        case (.coalesced, .coalesceWindow), (.expired, .ttlElapsed), (.lostForGood, .classRemoved): true
-        case (.lostForGood, .replacedBy(let c)): c.priority == mine
-        case (.finished(let s), .released): if case .release(s) = op { true } else { false }
-        case (.finished(let s), .vanished): if case .vanish(s) = op { true } else { false }
-        case (.finished(let s), .userStopped): if case .user(s, .stop) = op { true } else { false }
-        case (.finished(let s), .superseded): if case .request(let r) = op { r.source == s } else { false }
-        case (.interruptionBegan, .interruptedBy(let c)), (.muted, .interruptedBy(let c)),
-             (.duckBegan, .duckedBy(let c)):
-            c.priority > mine
-        case (.interruptionEnded(_, true), .interruptionOver): true
-        case (.interruptionEnded(_, false), .notPlayingWhenBegan), (.interruptionEnded(_, false), .userCommand),
-             (.interruptionEnded(_, false), .resumeWindowExceeded):
-            true
-        case (.interruptionEnded(_, false), .permanentTakeover(let c)): c.priority > mine && c.kind == .permanent
-        case (.duckEnded, .restored), (.unmuted, .restored), (.scheduleTimer, .nextExpiry): true
-        default: false
-        }
+        let fits: Bool =
+            switch (effect.action, effect.reason) {
+            case (.granted, .outranks(let lower)): lower.allSatisfy { $0.priority < mine }
+            case (.granted, .waited): true
+            case (.queued, .queuedBehind(let c)): c.priority == mine
+            case (.queued, .delayedBy(let c)), (.rejected, .higherRejects(let c)): c.priority > mine
+            case (.rejected, .sameRejects(let c)): c.priority == mine
+            case (.rejected, .queueFull(let limit)):
+                limit == policy[lastRequest[effect.action.source!]!.sourceClass]?.queueLimit
+            case (.coalesced, .coalesceWindow), (.expired, .ttlElapsed), (.lostForGood, .classRemoved): true
+            case (.lostForGood, .replacedBy(let c)): c.priority == mine
+            case (.finished(let s), .released): if case .release(s) = op { true } else { false }
+            case (.finished(let s), .vanished): if case .vanish(s) = op { true } else { false }
+            case (.finished(let s), .userStopped): if case .user(s, .stop) = op { true } else { false }
+            case (.finished(let s), .superseded): if case .request(let r) = op { r.source == s } else { false }
+            case (.interruptionBegan, .interruptedBy(let c)), (.muted, .interruptedBy(let c)),
+                (.duckBegan, .duckedBy(let c)):
+                c.priority > mine
+            case (.interruptionEnded(_, true), .interruptionOver): true
+            case (.interruptionEnded(_, false), .notPlayingWhenBegan), (.interruptionEnded(_, false), .userCommand),
+                (.interruptionEnded(_, false), .resumeWindowExceeded):
+                true
+            case (.interruptionEnded(_, false), .permanentTakeover(let c)): c.priority > mine && c.kind == .permanent
+            case (.duckEnded, .restored), (.unmuted, .restored), (.scheduleTimer, .nextExpiry): true
+            default: false
+            }
         return fits ? nil : "reason \(effect.reason) does not fit \(effect.action) after \(op)"
     }
 
@@ -143,9 +146,11 @@ struct ContractChecker {
             if c == .play { granted[s]?.paused = false }
         default: break
         }
-        if case .request(let r) = op, let key = r.coalesceKey, effects.contains(where: {
-            $0.action == .granted(r.source, zones: Array(Set(r.zones)).sorted()) || $0.action == .queued(r.source)
-        }) {
+        if case .request(let r) = op, let key = r.coalesceKey,
+            effects.contains(where: {
+                $0.action == .granted(r.source, zones: Array(Set(r.zones)).sorted()) || $0.action == .queued(r.source)
+            })
+        {
             accepted.append((r.source, key, now))
             if accepted.count > 64 { accepted.removeFirst() }
         }
@@ -161,22 +166,26 @@ struct ContractChecker {
                     if let earlier = queued.first(where: { _, o in
                         o.order < w.order && priority(o.sourceClass) == priority(w.sourceClass)
                             && o.zones.contains(where: w.zones.contains)
-                    }) { return "FIFO broken: \(s) granted before \(earlier.key)" }
+                    }) {
+                        return "FIFO broken: \(s) granted before \(earlier.key)"
+                    }
                 }
-                granted[s] = Granted(sourceClass: r.sourceClass, kind: r.kind ?? policy[r.sourceClass]!.kind,
-                                     zones: zones)
+                granted[s] = Granted(
+                    sourceClass: r.sourceClass, kind: r.kind ?? policy[r.sourceClass]!.kind,
+                    zones: zones)
             case .queued(let s):
                 guard let r = lastRequest[s] else { return "queued unknown \(s)" }
                 order += 1
-                queued[s] = Waiting(sourceClass: r.sourceClass, zones: Array(Set(r.zones)).sorted(), at: now,
-                                    order: order)
+                queued[s] = Waiting(
+                    sourceClass: r.sourceClass, zones: Array(Set(r.zones)).sorted(), at: now,
+                    order: order)
             case .rejected:
                 break
             case .coalesced(let s, let into):
                 coalescedCount += 1
                 guard let key = lastRequest[s]?.coalesceKey,
-                      let window = policy[lastRequest[s]!.sourceClass]?.coalesceWindow,
-                      accepted.contains(where: { $0.source == into && $0.key == key && $0.at.duration(to: now) < window })
+                    let window = policy[lastRequest[s]!.sourceClass]?.coalesceWindow,
+                    accepted.contains(where: { $0.source == into && $0.key == key && $0.at.duration(to: now) < window })
                 else { return "coalesced \(s) into \(into) without an accepted request of its key in the window" }
             case .expired(let s):
                 guard let w = queued.removeValue(forKey: s) else { return "expired unqueued \(s)" }
@@ -197,7 +206,8 @@ struct ContractChecker {
                 let inTime = limit.map { o.began.duration(to: now) <= $0 } ?? true
                 let expect = o.wasPlaying && !o.permanent && !o.userChanged && inTime
                 if shouldResume != expect {
-                    return "ended(shouldResume: \(shouldResume)) for \(s), expected \(expect) (\(o)); reason \(effect.reason)"
+                    return
+                        "ended(shouldResume: \(shouldResume)) for \(s), expected \(expect) (\(o)); reason \(effect.reason)"
                 }
                 if case .interruptionOver = effect.reason, !shouldResume { return "reason/resume mismatch" }
                 granted[s]!.paused = !shouldResume
@@ -224,8 +234,9 @@ struct ContractChecker {
     mutating func invariants(now: ManualInstant, arbiter: TestArbiter) -> String? {
         let rows = granted.sorted { $0.key < $1.key }.map { id, g in
             let rules = policy[g.sourceClass]!
-            return Row(id: id, granted: g, priority: rules.priority, lower: rules.lower,
-                       duck: (rules.duck ?? policy.duck).level)
+            return Row(
+                id: id, granted: g, priority: rules.priority, lower: rules.lower,
+                duck: (rules.duck ?? policy.duck).level)
         }
         for row in rows {
             let s = row.id
@@ -233,12 +244,17 @@ struct ContractChecker {
             let verdicts = g.zones.map { Self.expected(row, in: $0, among: rows) }
             let heard = verdicts.contains { !$0.silenced }
             // A higher permanent interrupter in any zone while interrupted forbids the resume.
-            if open[s] != nil, rows.contains(where: { o in
-                o.granted.kind == .permanent && o.lower == .interrupt && o.priority > row.priority
-                    && o.granted.zones.contains(where: g.zones.contains)
-            }) { open[s]!.permanent = true }
+            if open[s] != nil,
+                rows.contains(where: { o in
+                    o.granted.kind == .permanent && o.lower == .interrupt && o.priority > row.priority
+                        && o.granted.zones.contains(where: g.zones.contains)
+                })
+            {
+                open[s]!.permanent = true
+            }
             if heard == (open[s] != nil) {
-                return heard ? "\(s) heard somewhere but still interrupted (ended missing)"
+                return heard
+                    ? "\(s) heard somewhere but still interrupted (ended missing)"
                     : "\(s) heard nowhere but not interrupted (began missing)"
             }
             let state = arbiter.state(of: s)
@@ -248,10 +264,17 @@ struct ContractChecker {
             }
             var ducked = false
             for (zone, v) in zip(g.zones, verdicts) {
-                if g.muted.contains(zone) != v.silenced { return "\(s) mute in \(zone) is \(!v.silenced), want \(v.silenced)" }
+                if g.muted.contains(zone) != v.silenced {
+                    return "\(s) mute in \(zone) is \(!v.silenced), want \(v.silenced)"
+                }
                 if !v.silenced {
-                    if g.duck[zone] != v.duck { return "\(s) duck in \(zone) is \(String(describing: g.duck[zone])), want \(String(describing: v.duck))" }
-                    if arbiter.duckGain(of: s, in: zone) != (v.duck ?? .unity) { return "\(s) duck gain query wrong in \(zone)" }
+                    if g.duck[zone] != v.duck {
+                        return
+                            "\(s) duck in \(zone) is \(String(describing: g.duck[zone])), want \(String(describing: v.duck))"
+                    }
+                    if arbiter.duckGain(of: s, in: zone) != (v.duck ?? .unity) {
+                        return "\(s) duck gain query wrong in \(zone)"
+                    }
                     if v.duck != nil { ducked = true }
                 }
             }
@@ -261,7 +284,9 @@ struct ContractChecker {
         var counts: [SourceClass: Int] = [:]
         var earliest: ManualInstant?
         for (s, w) in queued {
-            if arbiter.state(of: s) != .queued { return "\(s) queued but state \(String(describing: arbiter.state(of: s)))" }
+            if arbiter.state(of: s) != .queued {
+                return "\(s) queued but state \(String(describing: arbiter.state(of: s)))"
+            }
             counts[w.sourceClass, default: 0] += 1
             if let ttl = policy[w.sourceClass]?.ttl {
                 let expiry = w.at.advanced(by: ttl)
@@ -271,7 +296,9 @@ struct ContractChecker {
         }
         for (c, n) in counts where n > (policy[c]?.queueLimit ?? .max) { return "queue of \(c) holds \(n)" }
         if let earliest, timer != earliest { return "timer \(String(describing: timer)) but next expiry \(earliest)" }
-        if arbiter.sourceIDs.count != granted.count + queued.count { return "arbiter knows \(arbiter.sourceIDs.count) sources, model \(granted.count + queued.count)" }
+        if arbiter.sourceIDs.count != granted.count + queued.count {
+            return "arbiter knows \(arbiter.sourceIDs.count) sources, model \(granted.count + queued.count)"
+        }
         return nil
     }
 }
@@ -295,8 +322,10 @@ struct RandomizedTests {
         case 12..<30:
             let key = [nil, "bell", "tts"].randomElement(using: &rng)!
             let kind: RequestKind? = Int.random(in: 0..<20, using: &rng) == 0 ? .permanent : nil
-            return .request(Request(source: announcements.randomElement(using: &rng)!, sourceClass: .announcement,
-                                    zones: zones(), kind: kind, coalesceKey: key))
+            return .request(
+                Request(
+                    source: announcements.randomElement(using: &rng)!, sourceClass: .announcement,
+                    zones: zones(), kind: kind, coalesceKey: key))
         case 30..<36:
             return .request(Request(source: calls.randomElement(using: &rng)!, sourceClass: .call, zones: zones()))
         case 36..<56:
@@ -306,8 +335,10 @@ struct RandomizedTests {
         case 70..<74:
             return .vanish(everyone.randomElement(using: &rng)!)
         case 74..<98:
-            let steps: [Duration] = [.milliseconds(10), .milliseconds(500), .seconds(1), .seconds(2), .seconds(5),
-                                     .seconds(20), .seconds(70)]
+            let steps: [Duration] = [
+                .milliseconds(10), .milliseconds(500), .seconds(1), .seconds(2), .seconds(5),
+                .seconds(20), .seconds(70),
+            ]
             return .advance(steps.randomElement(using: &rng)!)
         default:
             return .policy(Int.random(in: 0..<randomPolicies.count, using: &rng))

@@ -29,9 +29,13 @@ struct StatusTests {
         #expect(after.audible == ["weather", "music"])
         #expect(after.ducked.map(\.source) == ["music"])
         #expect(after.ducked.first?.level == Decibels(-15))
-        #expect(s.arbiter.status(of: SourceID("music"))?.zones
-                == [ZoneEntry(zone: "kitchen", audibility: .ducked(Decibels(-15)),
-                              cause: Contender(source: "weather", sourceClass: "tts", priority: 40, kind: .transient))])
+        #expect(
+            s.arbiter.status(of: SourceID("music"))?.zones
+                == [
+                    ZoneEntry(
+                        zone: "kitchen", audibility: .ducked(Decibels(-15)),
+                        cause: Contender(source: "weather", sourceClass: "tts", priority: 40, kind: .transient))
+                ])
         #expect(s.state("music") == .ducked)
         #expect(s.arbiter.sourceIDs == ["music", "weather"])
         #expect(s.arbiter.zones == ["kitchen"])
@@ -84,7 +88,9 @@ struct StatusTests {
         var s = Script()
         s.request("music", .music)
         s.request("chime", .announcement)
-        #expect(s.log.last?.description
-                == "interruptionBegan(music, zones: [kitchen]) — interrupted by chime (announcement, priority 50, transient)")
+        #expect(
+            s.log.last?.description
+                == "interruptionBegan(music, zones: [kitchen]) — interrupted by chime (announcement, priority 50, transient)"
+        )
     }
 }

@@ -6,8 +6,10 @@ import Glibc
 /// Adds `source` × a linear gain ramp into `destination` (both interleaved, `channels` per frame).
 /// The gain of frame `i` is `startGain + Float(i) * step`, the same for every channel of the frame.
 @inline(__always)
-public func mixAdd(into destination: UnsafeMutablePointer<Float>, from source: UnsafePointer<Float>,
-                   frames: Int, channels: Int, startGain: Float, step: Float) {
+public func mixAdd(
+    into destination: UnsafeMutablePointer<Float>, from source: UnsafePointer<Float>,
+    frames: Int, channels: Int, startGain: Float, step: Float
+) {
     if step == 0 {
         if startGain == 0 { return }
         for i in 0..<(frames * channels) { destination[i] += source[i] * startGain }
@@ -46,7 +48,7 @@ public func convertToS16(_ source: UnsafePointer<Float>, _ destination: UnsafeMu
 public func convertToS32(_ source: UnsafePointer<Float>, _ destination: UnsafeMutablePointer<Int32>, count: Int) {
     for i in 0..<count {
         // Double keeps 2^31 - 1 exact; Float would round it to 2^31 and overflow.
-        let s = Double(min(max(source[i], -1), 1)) * 2147483647
+        let s = Double(min(max(source[i], -1), 1)) * 2_147_483_647
         destination[i] = Int32(s.rounded(.toNearestOrEven)).littleEndian
     }
 }

@@ -15,8 +15,8 @@ public final class FloatRing: @unchecked Sendable {
     public let capacity: Int
     private let mask: Int
     private let storage: UnsafeMutablePointer<Float>
-    private let head = Atomic<Int>(0)   // samples read so far (written by the consumer)
-    private let tail = Atomic<Int>(0)   // samples written so far (written by the producer)
+    private let head = Atomic<Int>(0)  // samples read so far (written by the consumer)
+    private let tail = Atomic<Int>(0)  // samples written so far (written by the producer)
 
     /// Creates a ring holding at least `minimumCapacity` samples (rounded up to a power of two).
     /// Thread: any; allocates.

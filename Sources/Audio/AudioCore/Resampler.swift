@@ -119,8 +119,11 @@ public enum ResamplerError: Error, Equatable, Sendable, CustomStringConvertible 
         case .finished:
             "the resampler was flushed; reset it before feeding a new stream"
         case .converter(let library, let code, let message):
-            if let code { "\(library.displayName) error \(code): \(message)" }
-            else { "\(library.displayName) error: \(message)" }
+            if let code {
+                "\(library.displayName) error \(code): \(message)"
+            } else {
+                "\(library.displayName) error: \(message)"
+            }
         }
     }
 

@@ -26,7 +26,9 @@ public struct ZoneSpec: Sendable, Equatable {
     /// The zone's volume when it starts (linear).
     public var volume: Float
 
-    public init(name: String, deviceChannels: [Int], rampFrames: Int, slotCount: Int = 8, ringFrames: Int, volume: Float = 1) {
+    public init(
+        name: String, deviceChannels: [Int], rampFrames: Int, slotCount: Int = 8, ringFrames: Int, volume: Float = 1
+    ) {
         self.name = name
         self.deviceChannels = deviceChannels
         self.rampFrames = rampFrames
@@ -52,8 +54,10 @@ public struct DeviceSpec: Sendable, Equatable {
     /// gives only the format (S16_LE) and a display name, and the zone is paced by the system clock.
     public var stream: StreamSpec?
 
-    public init(pcm: PCMRequest, clock: ZoneClock, realtimePriority: Int32 = 70, zones: [ZoneSpec],
-                stream: StreamSpec? = nil) {
+    public init(
+        pcm: PCMRequest, clock: ZoneClock, realtimePriority: Int32 = 70, zones: [ZoneSpec],
+        stream: StreamSpec? = nil
+    ) {
         self.pcm = pcm
         self.clock = stream == nil ? clock : .system
         self.realtimePriority = realtimePriority
@@ -63,10 +67,13 @@ public struct DeviceSpec: Sendable, Equatable {
 
     /// A device with one zone that owns every channel: 10 ms ramps, 8 slots, 500 ms rings.
     public init(zone: String, pcm: PCMRequest, clock: ZoneClock, realtimePriority: Int32 = 70) {
-        self.init(pcm: pcm, clock: clock, realtimePriority: realtimePriority, zones: [
-            ZoneSpec(name: zone, deviceChannels: Array(0..<pcm.channels), rampFrames: max(1, pcm.rate / 100),
-                     ringFrames: max(pcm.rate / 2, pcm.periodFrames * 4)),
-        ])
+        self.init(
+            pcm: pcm, clock: clock, realtimePriority: realtimePriority,
+            zones: [
+                ZoneSpec(
+                    name: zone, deviceChannels: Array(0..<pcm.channels), rampFrames: max(1, pcm.rate / 100),
+                    ringFrames: max(pcm.rate / 2, pcm.periodFrames * 4))
+            ])
     }
 }
 
@@ -150,8 +157,9 @@ public final class DeviceOutput: @unchecked Sendable {
         precondition(!spec.zones.isEmpty, "a device needs at least one zone")
         self.spec = spec
         mixers = spec.zones.map { z in
-            let m = ZoneMixer(channels: z.channels, periodFrames: spec.pcm.periodFrames, slotCount: z.slotCount,
-                              ringSamples: z.ringFrames * z.channels, rampFrames: z.rampFrames)
+            let m = ZoneMixer(
+                channels: z.channels, periodFrames: spec.pcm.periodFrames, slotCount: z.slotCount,
+                ringSamples: z.ringFrames * z.channels, rampFrames: z.rampFrames)
             m.setInitialVolume(z.volume)
             return m
         }
@@ -200,18 +208,20 @@ public final class DeviceOutput: @unchecked Sendable {
     /// The zone's counters now. Any thread.
     public func snapshot() -> Snapshot {
         if let sink = streamSink {
-            return Snapshot(available: sink.isConnected, lastError: sink.lastError,
-                            framesPlayed: framesPlayed.load(ordering: .acquiring), xruns: 0, suspends: 0,
-                            lateCycles: lateCycles.load(ordering: .acquiring), reopens: max(0, sink.connects - 1),
-                            delayFrames: sink.spec.latencyFrames, realtime: realtime.load(ordering: .acquiring),
-                            periodFrames: spec.pcm.periodFrames, bufferFrames: sink.spec.latencyFrames)
+            return Snapshot(
+                available: sink.isConnected, lastError: sink.lastError,
+                framesPlayed: framesPlayed.load(ordering: .acquiring), xruns: 0, suspends: 0,
+                lateCycles: lateCycles.load(ordering: .acquiring), reopens: max(0, sink.connects - 1),
+                delayFrames: sink.spec.latencyFrames, realtime: realtime.load(ordering: .acquiring),
+                periodFrames: spec.pcm.periodFrames, bufferFrames: sink.spec.latencyFrames)
         }
-        return Snapshot(available: available.load(ordering: .acquiring), lastError: lastError.load(ordering: .acquiring),
-                 framesPlayed: framesPlayed.load(ordering: .acquiring), xruns: xruns.load(ordering: .acquiring),
-                 suspends: suspends.load(ordering: .acquiring), lateCycles: lateCycles.load(ordering: .acquiring),
-                 reopens: reopens.load(ordering: .acquiring), delayFrames: delayFrames.load(ordering: .acquiring),
-                 realtime: realtime.load(ordering: .acquiring), periodFrames: grantedPeriod.load(ordering: .acquiring),
-                 bufferFrames: grantedBuffer.load(ordering: .acquiring))
+        return Snapshot(
+            available: available.load(ordering: .acquiring), lastError: lastError.load(ordering: .acquiring),
+            framesPlayed: framesPlayed.load(ordering: .acquiring), xruns: xruns.load(ordering: .acquiring),
+            suspends: suspends.load(ordering: .acquiring), lateCycles: lateCycles.load(ordering: .acquiring),
+            reopens: reopens.load(ordering: .acquiring), delayFrames: delayFrames.load(ordering: .acquiring),
+            realtime: realtime.load(ordering: .acquiring), periodFrames: grantedPeriod.load(ordering: .acquiring),
+            bufferFrames: grantedBuffer.load(ordering: .acquiring))
     }
 
     // MARK: Output thread
@@ -276,7 +286,10 @@ public final class DeviceOutput: @unchecked Sendable {
             var written = 0
             while written < period {
                 let r = pcm.write(bytes + written * frameBytes, frames: period - written)
-                if r >= 0 { written += r; continue }
+                if r >= 0 {
+                    written += r
+                    continue
+                }
                 let code = Int32(r)
                 if code == -EAGAIN || code == -EINTR { continue }
                 if code == -EPIPE { xruns.add(1, ordering: .relaxed) }
@@ -318,7 +331,8 @@ public final class DeviceOutput: @unchecked Sendable {
             let zc = m.channels
             for c in 0..<zc {
                 let d = map[c]
-                var src = c, dst = d
+                var src = c
+                var dst = d
                 for _ in 0..<period {
                     device[dst] += m.mix[src]
                     src += zc

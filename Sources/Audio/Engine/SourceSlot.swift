@@ -13,8 +13,8 @@ import Synchronization
 public final class SourceSlot: @unchecked Sendable {
     /// Slot lifecycle, stored in `phase`.
     enum Phase: UInt8 {
-        case free = 0       // unused; control may claim it
-        case active = 1     // the output thread mixes it
+        case free = 0  // unused; control may claim it
+        case active = 1  // the output thread mixes it
         case releasing = 2  // control wants it back; the output thread sets `.free` when it stops reading
     }
 
@@ -88,10 +88,16 @@ public final class SourceSlot: @unchecked Sendable {
     public var isDrained: Bool { drainedFlag.load(ordering: .acquiring) }
 
     /// The zone frame at which the first frame of this source was mixed, if it was.
-    public var firstFrameAt: Int? { let v = startedAtFrame.load(ordering: .acquiring); return v < 0 ? nil : v }
+    public var firstFrameAt: Int? {
+        let v = startedAtFrame.load(ordering: .acquiring)
+        return v < 0 ? nil : v
+    }
 
     /// The zone frame just after the last frame of this source was mixed, once drained.
-    public var lastFrameAt: Int? { let v = drainedAtFrame.load(ordering: .acquiring); return v < 0 ? nil : v }
+    public var lastFrameAt: Int? {
+        let v = drainedAtFrame.load(ordering: .acquiring)
+        return v < 0 ? nil : v
+    }
 
     // MARK: Producer thread
 

@@ -133,7 +133,10 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         // First the rest of a frame a short write split, then the period.
         if owedCount > 0 {
             let n = send(owed + owedOffset, owedCount)
-            if n > 0 { owedOffset += n; owedCount -= n }
+            if n > 0 {
+                owedOffset += n
+                owedCount -= n
+            }
             if owedCount > 0 || state != .open {
                 droppedFrameCount.add(frames, ordering: .relaxed)
                 return frames
@@ -208,7 +211,8 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
             opened(at: now)
         case .tcp:
             guard addressLength > 0 else { return failConnect(EINVAL, at: now) }
-            let s = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let s = socket(
+                family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard s >= 0 else { return failConnect(errno, at: now) }
             // A small send buffer: what waits in it is latency if the server stalls.
             var size = Int32(max(4096, 4 * spec.prefillFrames * frameBytes))

@@ -13,8 +13,10 @@ public struct StreamSpec: Sendable, Equatable {
     public var backoffNanoseconds: Int
     public var maxBackoffNanoseconds: Int
 
-    public init(target: StreamTarget, latencyFrames: Int, prefillFrames: Int, backoffNanoseconds: Int = 100_000_000,
-                maxBackoffNanoseconds: Int = 2_000_000_000) {
+    public init(
+        target: StreamTarget, latencyFrames: Int, prefillFrames: Int, backoffNanoseconds: Int = 100_000_000,
+        maxBackoffNanoseconds: Int = 2_000_000_000
+    ) {
         self.target = target
         self.latencyFrames = latencyFrames
         self.prefillFrames = prefillFrames

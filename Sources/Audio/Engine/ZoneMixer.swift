@@ -106,7 +106,10 @@ public final class ZoneMixer: @unchecked Sendable {
         var i = 0
         for _ in 0..<periodFrames {
             if g < target { g = min(target, g + rampStep) } else if g > target { g = max(target, g - rampStep) }
-            for _ in 0..<channels { mix[i] *= g; i += 1 }
+            for _ in 0..<channels {
+                mix[i] *= g
+                i += 1
+            }
         }
         volumeGain = g
         appliedVolumeBits.store(g.bitPattern, ordering: .relaxed)
@@ -153,14 +156,16 @@ public final class ZoneMixer: @unchecked Sendable {
         if rampPart > 0 {
             // Rising ramps start one step up and falling ones at the current gain, so no frame of a
             // fade is mixed at gain 0: every frame a source gives up is heard, however softly.
-            mixAdd(into: mix, from: scratch, frames: rampPart, channels: channels,
-                   startGain: step > 0 ? g + step : g, step: step)
+            mixAdd(
+                into: mix, from: scratch, frames: rampPart, channels: channels,
+                startGain: step > 0 ? g + step : g, step: step)
             g += step * Float(rampPart)
             if (step > 0 && g > target) || (step < 0 && g < target) || rampPart == fullRamp { g = target }
         }
         if got > rampPart {
-            mixAdd(into: mix + rampPart * channels, from: scratch + rampPart * channels,
-                   frames: got - rampPart, channels: channels, startGain: g, step: 0)
+            mixAdd(
+                into: mix + rampPart * channels, from: scratch + rampPart * channels,
+                frames: got - rampPart, channels: channels, startGain: g, step: 0)
         }
         if got == 0 && pausing { g = target }  // nothing buffered: the fade is silent anyway
         slot.gain = g

@@ -14,8 +14,10 @@ public func mapChannels(_ samples: [Float], from input: Int, to output: Int) -> 
 
 /// The same mapping into a buffer the caller owns (room for `samples.count / input * output`);
 /// returns the samples written. Does not allocate.
-public func mapChannels(_ samples: UnsafeBufferPointer<Float>, from input: Int, to output: Int,
-                        into out: UnsafeMutableBufferPointer<Float>) -> Int {
+public func mapChannels(
+    _ samples: UnsafeBufferPointer<Float>, from input: Int, to output: Int,
+    into out: UnsafeMutableBufferPointer<Float>
+) -> Int {
     let frames = samples.count / input
     precondition(out.count >= frames * output, "mapChannels: the output buffer is too small")
     for f in 0..<frames {
@@ -24,7 +26,8 @@ public func mapChannels(_ samples: UnsafeBufferPointer<Float>, from input: Int, 
         for c in 0..<input { sum += samples[base + c] }
         let mean = sum / Float(input)
         for c in 0..<output {
-            out[f * output + c] = input == 1 ? samples[base] : (output == 1 ? mean : (c < input ? samples[base + c] : mean))
+            out[f * output + c] =
+                input == 1 ? samples[base] : (output == 1 ? mean : (c < input ? samples[base + c] : mean))
         }
     }
     return frames * output

@@ -15,7 +15,11 @@ public final class SoundLibrary: Sendable {
 
     public let directory: String
     public let resampler: ResamplerKind
-    private struct Key: Hashable { var name: String; var rate: Int; var channels: Int }
+    private struct Key: Hashable {
+        var name: String
+        var rate: Int
+        var channels: Int
+    }
     private let cache = Mutex<[Key: [Float]]>([:])
 
     public init(directory: String, resampler: ResamplerKind = .announcementsDefault) {
@@ -27,10 +31,12 @@ public final class SoundLibrary: Sendable {
     /// a dot, so it can never leave the sound directory (no `/`, no `..`).
     public static func validate(name: String) throws(MediaError) {
         let allowed = name.utf8.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x5F || c == 0x2E
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x5F
+                || c == 0x2E
         }
         guard !name.isEmpty, name.utf8.count <= 64, allowed, !name.hasPrefix("."), !name.contains("..") else {
-            throw MediaError(file: name, problem: "invalid sound name (use letters, digits, '-', '_' and '.'; no '/' or '..')")
+            throw MediaError(
+                file: name, problem: "invalid sound name (use letters, digits, '-', '_' and '.'; no '/' or '..')")
         }
     }
 
@@ -40,7 +46,9 @@ public final class SoundLibrary: Sendable {
         defer { closedir(dir) }
         var found = Set<String>()
         while let entry = readdir(dir) {
-            let file = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            let file = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            }
             for ext in Self.extensions where file.hasSuffix(".\(ext)") && !file.hasPrefix(".") {
                 found.insert(String(file.dropLast(ext.count + 1)))
             }
@@ -65,7 +73,8 @@ public final class SoundLibrary: Sendable {
         var samples = mapChannels(decoded.samples, from: decoded.channels, to: channels)
         if decoded.rate != rate {
             do {
-                let converter = try makeResampler(resampler, inputRate: decoded.rate, outputRate: rate, channels: channels)
+                let converter = try makeResampler(
+                    resampler, inputRate: decoded.rate, outputRate: rate, channels: channels)
                 samples = try converter.resampleAll(samples)
             } catch {
                 throw MediaError(file: name, problem: "cannot resample \(decoded.rate) Hz to \(rate) Hz: \(error)")
@@ -99,8 +108,10 @@ public final class SoundLibrary: Sendable {
     static func readFile(_ path: String, limit: Int = maxFileBytes) throws(MediaError) -> [UInt8]? {
         switch FileIO.read(path, limit: limit) {
         case .success(let bytes): return bytes
-        case .failure(let error) where error.code == 0: throw MediaError(file: path, problem: "larger than \(limit >> 20) MiB")
-        case .failure(let error): throw MediaError(file: path, problem: "cannot read: \(String(cString: strerror(error.code)))")
+        case .failure(let error) where error.code == 0:
+            throw MediaError(file: path, problem: "larger than \(limit >> 20) MiB")
+        case .failure(let error):
+            throw MediaError(file: path, problem: "cannot read: \(String(cString: strerror(error.code)))")
         }
     }
 }

@@ -12,7 +12,11 @@ public final class SpeechSynthesizer: Sendable {
     public let command: String
     public let voice: String
     public let speed: Int
-    private struct Key: Hashable { var text: String; var voice: String; var speed: Int }
+    private struct Key: Hashable {
+        var text: String
+        var voice: String
+        var speed: Int
+    }
     private let cache = Mutex<(entries: [Key: DecodedPCM], order: [Key])>(([:], []))
     private static let cacheLimit = 32
 
@@ -39,19 +43,27 @@ public final class SpeechSynthesizer: Sendable {
     /// A voice name espeak-ng could know: letters, digits, `-`, `_`, `+` and `/` (e.g. `en-us`,
     /// `de`, `en+f3`), at most 40 characters, not starting with `-` (never an option).
     public static func isValidVoice(_ voice: String) -> Bool {
-        !voice.isEmpty && voice.utf8.count <= 40 && !voice.hasPrefix("-") && voice.utf8.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x5F || c == 0x2B || c == 0x2F
-        }
+        !voice.isEmpty && voice.utf8.count <= 40 && !voice.hasPrefix("-")
+            && voice.utf8.allSatisfy { c in
+                (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D
+                    || c == 0x5F || c == 0x2B || c == 0x2F
+            }
     }
 
     private func run(_ text: String, voice: String) throws(MediaError) -> DecodedPCM {
         var template = Array("/tmp/baton-speech-XXXXXX".utf8CString)
         let fd = mkstemp(&template)
-        guard fd >= 0 else { throw MediaError(file: "speech", problem: "cannot make a temporary file: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw MediaError(
+                file: "speech", problem: "cannot make a temporary file: \(String(cString: strerror(errno)))")
+        }
         close(fd)
         let wav = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let errors = wav + ".err"
-        defer { unlink(wav); unlink(errors) }
+        defer {
+            unlink(wav)
+            unlink(errors)
+        }
         // "--" ends the options: a text starting with "-" is still only text.
         let arguments = [command, "-w", wav, "-v", voice, "-s", "\(speed)", "--", text]
         let status = try Self.spawn(arguments, stderrPath: errors)
@@ -79,7 +91,9 @@ public final class SpeechSynthesizer: Sendable {
         var pid = pid_t()
         let rc = posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ)
         guard rc == 0 else {
-            let why = rc == ENOENT ? "not installed (apt install espeak-ng), or `speech.command` is wrong" : String(cString: strerror(rc))
+            let why =
+                rc == ENOENT
+                ? "not installed (apt install espeak-ng), or `speech.command` is wrong" : String(cString: strerror(rc))
             throw MediaError(file: "speech", problem: "cannot run \(arguments[0]): \(why)")
         }
         var status: Int32 = 0

@@ -71,7 +71,10 @@ public final class StreamBuffer: ByteSource, Sendable {
     /// Writer thread.
     public func setContentType(_ type: String?) {
         state.withLock { s in
-            if !s.typeKnown { s.contentType = type; s.typeKnown = true }
+            if !s.typeKnown {
+                s.contentType = type
+                s.typeKnown = true
+            }
         }
         bytesCame.post()
     }

@@ -43,7 +43,8 @@ public enum StreamDecoders {
     /// bytes are no known format, when the stream is empty, when the source fails (`sourceError` set),
     /// or when the chosen decoder rejects the header.
     public static func make(contentType: String?, source: any ByteSource, name: String)
-        throws(DecodeError) -> any AudioDecoder {
+        throws(DecodeError) -> any AudioDecoder
+    {
         let peekable = PeekableByteSource(source)
         let mediaType = contentType.map(Self.mediaType) ?? ""
         let format: StreamFormat
@@ -52,8 +53,10 @@ public enum StreamDecoders {
         } else {
             let head = try peek(peekable, sniffBytes, name: name)
             if !genericContentTypes.contains(mediaType) {
-                throw DecodeError(format: unknownFormatName, message: "\(name): Content-Type \"\(contentType ?? "")\" "
-                                  + "is not a format Baton decodes (first bytes: \(hex(head)))")
+                throw DecodeError(
+                    format: unknownFormatName,
+                    message: "\(name): Content-Type \"\(contentType ?? "")\" "
+                        + "is not a format Baton decodes (first bytes: \(hex(head)))")
             }
             guard !head.isEmpty else {
                 throw DecodeError(format: unknownFormatName, message: "\(name): the stream is empty")
@@ -62,7 +65,8 @@ public enum StreamDecoders {
             case .success(let sniffed)?:
                 format = sniffed
             case .failure(let problem)?:
-                throw DecodeError(format: unknownFormatName, message: "\(name): \(problem.message) (first bytes: \(hex(head)))")
+                throw DecodeError(
+                    format: unknownFormatName, message: "\(name): \(problem.message) (first bytes: \(hex(head)))")
             case nil:
                 format = try sniffBehindID3(peekable, head: head, name: name)
             }
@@ -72,7 +76,8 @@ public enum StreamDecoders {
 
     /// Opens the decoder for `format` on `source`.
     public static func open(_ format: StreamFormat, source: any ByteSource, name: String)
-        throws(DecodeError) -> any AudioDecoder {
+        throws(DecodeError) -> any AudioDecoder
+    {
         switch format {
         case .oggOpus: try OggOpusStreamDecoder(source: source, name: name)
         case .flac: try FLACStreamDecoder(source: source, name: name)
@@ -103,7 +108,9 @@ public enum StreamDecoders {
         if starts("OggS") {
             // The first page holds the codec's identification header after 27 + segment-count bytes.
             let body = head.count > 26 ? 27 + Int(head[26]) : 28
-            if starts("\u{01}vorbis", at: body) { return .failure(SniffProblem(message: "Ogg Vorbis is not supported")) }
+            if starts("\u{01}vorbis", at: body) {
+                return .failure(SniffProblem(message: "Ogg Vorbis is not supported"))
+            }
             if starts("\u{7F}FLAC", at: body) { return .failure(SniffProblem(message: "Ogg FLAC is not supported")) }
             return .success(.oggOpus)  // OpusHead, or opusfile says what it is
         }
@@ -122,15 +129,18 @@ public enum StreamDecoders {
     /// layer, bitrate and sample rate.
     static func isMPEGAudioHeader(_ head: [UInt8]) -> Bool {
         guard head.count >= 4, head[0] == 0xFF, head[1] & 0xE0 == 0xE0 else { return false }
-        let version = (head[1] >> 3) & 3, layer = (head[1] >> 1) & 3
-        let bitrate = head[2] >> 4, sampleRate = (head[2] >> 2) & 3
+        let version = (head[1] >> 3) & 3
+        let layer = (head[1] >> 1) & 3
+        let bitrate = head[2] >> 4
+        let sampleRate = (head[2] >> 2) & 3
         return version != 1 && layer != 0 && bitrate != 15 && sampleRate != 3
     }
 
     /// An ID3v2 tag is in front of MP3 (nearly always) or FLAC (rarely): look past it when it is small
     /// enough to hold in memory, else assume MP3.
     private static func sniffBehindID3(_ source: PeekableByteSource, head: [UInt8], name: String)
-        throws(DecodeError) -> StreamFormat {
+        throws(DecodeError) -> StreamFormat
+    {
         guard head.count >= 10 else { return .mp3 }
         // Syncsafe size (7 bits a byte), plus the 10-byte header and a 10-byte footer when flagged.
         let size = head[6..<10].reduce(0) { $0 << 7 | Int($1 & 0x7F) } + 10 + (head[5] & 0x10 != 0 ? 10 : 0)
@@ -211,8 +221,8 @@ public final class PeekableByteSource: ByteSource {
     }
 }
 
-private extension Substring {
-    func trimmingSpaces() -> Substring {
+extension Substring {
+    fileprivate func trimmingSpaces() -> Substring {
         var s = self
         while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
         while let c = s.last, c == " " || c == "\t" { s.removeLast() }

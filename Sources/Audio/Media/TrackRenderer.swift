@@ -41,10 +41,13 @@ public final class TrackRenderer {
         self.gain = gain
         framesDelivered = Array(repeating: 0, count: outputs.count)
         // Clamped: no skip, however large, may trap in the conversion to Int.
-        skip = Int(min((max(0, skipSeconds.isFinite ? skipSeconds : 0) * Double(decoder.rate)).rounded(), Double(Int32.max)))
+        skip = Int(
+            min((max(0, skipSeconds.isFinite ? skipSeconds : 0) * Double(decoder.rate)).rounded(), Double(Int32.max)))
         for o in outputs {
-            converters.append(decoder.rate == o.rate ? nil
-                : try makeResampler(o.resampler, inputRate: decoder.rate, outputRate: o.rate, channels: o.channels))
+            converters.append(
+                decoder.rate == o.rate
+                    ? nil
+                    : try makeResampler(o.resampler, inputRate: decoder.rate, outputRate: o.rate, channels: o.channels))
         }
         let maxChannels = max(decoder.channels, outputs.map(\.channels).max() ?? 1)
         decoded = .allocate(capacity: Self.blockFrames * decoder.channels)
@@ -76,7 +79,8 @@ public final class TrackRenderer {
         for (k, o) in outputs.enumerated() {
             var input = UnsafeBufferPointer(block)
             if o.channels != decoder.channels {
-                let count = mapChannels(UnsafeBufferPointer(block), from: decoder.channels, to: o.channels, into: mapped)
+                let count = mapChannels(
+                    UnsafeBufferPointer(block), from: decoder.channels, to: o.channels, into: mapped)
                 input = UnsafeBufferPointer(rebasing: mapped[..<count])
             }
             var frames = input
@@ -84,15 +88,20 @@ public final class TrackRenderer {
                 var produced = 0
                 if done {
                     while true {
-                        let p = try c.flush(output: UnsafeMutableBufferPointer(rebasing: out[(produced * o.channels)...]))
-                        if p == 0 || (produced + p + 64) * o.channels > out.count { produced += p; break }
+                        let p = try c.flush(
+                            output: UnsafeMutableBufferPointer(rebasing: out[(produced * o.channels)...]))
+                        if p == 0 || (produced + p + 64) * o.channels > out.count {
+                            produced += p
+                            break
+                        }
                         produced += p
                     }
                 } else {
                     var offset = 0
                     while offset < input.count {
-                        let r = try c.process(input: UnsafeBufferPointer(rebasing: input[offset...]),
-                                              output: UnsafeMutableBufferPointer(rebasing: out[(produced * o.channels)...]))
+                        let r = try c.process(
+                            input: UnsafeBufferPointer(rebasing: input[offset...]),
+                            output: UnsafeMutableBufferPointer(rebasing: out[(produced * o.channels)...]))
                         offset += r.consumed * o.channels
                         produced += r.produced
                         if r.consumed == 0 && r.produced == 0 { break }

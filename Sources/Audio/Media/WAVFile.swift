@@ -12,7 +12,8 @@ public enum WAVFile {
         func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
         func u32(_ at: Int) -> Int { u16(at) | u16(at + 2) << 16 }
 
-        guard bytes.count >= 12, bytes[0..<4].elementsEqual("RIFF".utf8), bytes[8..<12].elementsEqual("WAVE".utf8) else {
+        guard bytes.count >= 12, bytes[0..<4].elementsEqual("RIFF".utf8), bytes[8..<12].elementsEqual("WAVE".utf8)
+        else {
             throw fail("not a WAV file (no RIFF/WAVE header)")
         }
         var format: (code: Int, channels: Int, rate: Int, bits: Int)?
@@ -41,9 +42,11 @@ public enum WAVFile {
         throw fail(format == nil ? "no fmt chunk" : "no data chunk")
     }
 
-    private static func samples(_ bytes: [UInt8], at start: Int, length: Int,
-                                format f: (code: Int, channels: Int, rate: Int, bits: Int),
-                                fail: (String) -> MediaError) throws(MediaError) -> DecodedPCM {
+    private static func samples(
+        _ bytes: [UInt8], at start: Int, length: Int,
+        format f: (code: Int, channels: Int, rate: Int, bits: Int),
+        fail: (String) -> MediaError
+    ) throws(MediaError) -> DecodedPCM {
         guard (1...32).contains(f.channels) else { throw fail("\(f.channels) channels is not supported") }
         guard (1000...768_000).contains(f.rate) else { throw fail("sample rate \(f.rate) Hz is not supported") }
         let width = f.bits / 8
@@ -61,19 +64,24 @@ public enum WAVFile {
         case (1, 24):
             for i in 0..<count {
                 let p = start + 3 * i
-                let raw = Int32(bitPattern: UInt32(bytes[p]) << 8 | UInt32(bytes[p + 1]) << 16 | UInt32(bytes[p + 2]) << 24)
+                let raw = Int32(
+                    bitPattern: UInt32(bytes[p]) << 8 | UInt32(bytes[p + 1]) << 16 | UInt32(bytes[p + 2]) << 24)
                 out[i] = Float(raw >> 8) / 8_388_608
             }
         case (1, 32):
             for i in 0..<count {
                 let p = start + 4 * i
-                let raw = Int32(bitPattern: UInt32(bytes[p]) | UInt32(bytes[p + 1]) << 8 | UInt32(bytes[p + 2]) << 16 | UInt32(bytes[p + 3]) << 24)
+                let raw = Int32(
+                    bitPattern: UInt32(bytes[p]) | UInt32(bytes[p + 1]) << 8 | UInt32(bytes[p + 2]) << 16 | UInt32(
+                        bytes[p + 3]) << 24)
                 out[i] = Float(Double(raw) / 2_147_483_648)
             }
         case (3, 32):
             for i in 0..<count {
                 let p = start + 4 * i
-                out[i] = Float(bitPattern: UInt32(bytes[p]) | UInt32(bytes[p + 1]) << 8 | UInt32(bytes[p + 2]) << 16 | UInt32(bytes[p + 3]) << 24)
+                out[i] = Float(
+                    bitPattern: UInt32(bytes[p]) | UInt32(bytes[p + 1]) << 8 | UInt32(bytes[p + 2]) << 16 | UInt32(
+                        bytes[p + 3]) << 24)
             }
         case (3, 64):
             for i in 0..<count {

@@ -127,8 +127,10 @@ public final class WAVStreamDecoder: AudioDecoder {
             case .success(let n):
                 have += n
             case .failure(let error):
-                throw remember(DecodeError(format: Self.formatName, message: "\(name): \(error.message)",
-                                           sourceError: error))
+                throw remember(
+                    DecodeError(
+                        format: Self.formatName, message: "\(name): \(error.message)",
+                        sourceError: error))
             }
         }
         let frames = have / frameBytes
@@ -146,8 +148,11 @@ public final class WAVStreamDecoder: AudioDecoder {
     /// The end of the data: fine when the declared size has all come (or none was declared).
     private func finish() throws(DecodeError) -> Int {
         if let total = totalFrames, decodedFrames < total {
-            throw remember(DecodeError(format: Self.formatName, message: "\(name): the stream ended after "
-                                       + "\(decodedFrames) of its \(total) frames (truncated)"))
+            throw remember(
+                DecodeError(
+                    format: Self.formatName,
+                    message: "\(name): the stream ended after "
+                        + "\(decodedFrames) of its \(total) frames (truncated)"))
         }
         return 0
     }
@@ -176,15 +181,17 @@ public final class WAVStreamDecoder: AudioDecoder {
             case .signed32:
                 for i in 0..<count {
                     let p = 4 * i
-                    let raw = Int32(bitPattern: UInt32(b[p]) | UInt32(b[p + 1]) << 8 | UInt32(b[p + 2]) << 16
-                                    | UInt32(b[p + 3]) << 24)
+                    let raw = Int32(
+                        bitPattern: UInt32(b[p]) | UInt32(b[p + 1]) << 8 | UInt32(b[p + 2]) << 16
+                            | UInt32(b[p + 3]) << 24)
                     output[i] = Float(Double(raw) / 2_147_483_648)
                 }
             case .float32:
                 for i in 0..<count {
                     let p = 4 * i
-                    output[i] = Float(bitPattern: UInt32(b[p]) | UInt32(b[p + 1]) << 8 | UInt32(b[p + 2]) << 16
-                                      | UInt32(b[p + 3]) << 24)
+                    output[i] = Float(
+                        bitPattern: UInt32(b[p]) | UInt32(b[p + 1]) << 8 | UInt32(b[p + 2]) << 16
+                            | UInt32(b[p + 3]) << 24)
                 }
             case .float64:
                 for i in 0..<count {
@@ -231,13 +238,16 @@ private struct HeaderReader {
             }
             switch result {
             case .success(0):
-                throw fail(consumed + have == 0 ? "the stream is empty"
-                                                : "the stream ended in the \(what) (truncated after \(consumed + have) bytes)")
+                throw fail(
+                    consumed + have == 0
+                        ? "the stream is empty"
+                        : "the stream ended in the \(what) (truncated after \(consumed + have) bytes)")
             case .success(let n):
                 have += n
             case .failure(let error):
-                throw DecodeError(format: WAVStreamDecoder.formatName, message: "\(name): \(error.message)",
-                                  sourceError: error)
+                throw DecodeError(
+                    format: WAVStreamDecoder.formatName, message: "\(name): \(error.message)",
+                    sourceError: error)
             }
         }
         consumed += count

@@ -54,7 +54,8 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
             guard rest.hasPrefix(":") else { return nil }
             portText = rest.dropFirst()
             guard !host.isEmpty, host.contains(":"),
-                  host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else { return nil }
+                host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." })
+            else { return nil }
         } else {
             guard let colon = text.lastIndex(of: ":") else { return nil }
             host = text[..<colon]
@@ -62,7 +63,8 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
             guard Self.isIPv4(host) || Self.isHostName(host) else { return nil }
         }
         guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy(\.isASCIIDigit),
-              let port = Int(portText), (1...65535).contains(port) else { return nil }
+            let port = Int(portText), (1...65535).contains(port)
+        else { return nil }
         self.init(host: String(host), port: UInt16(port))
     }
 
@@ -101,9 +103,10 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
 
     private static func isIPv4(_ text: Substring) -> Bool {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts.allSatisfy { part in
-            !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCIIDigit) && Int(part)! <= 255
-        }
+        return parts.count == 4
+            && parts.allSatisfy { part in
+                !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCIIDigit) && Int(part)! <= 255
+            }
     }
 
     private static func isHostName(_ text: Substring) -> Bool {

@@ -18,8 +18,13 @@ private struct NameKey: CodingKey {
 
 extension BatonConfiguration: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case api, zones, groups, board, boardsDir = "boards-dir", sounds, resampler, alsaConfig = "alsa-config"
-        case outputDir = "output-dir", stateDir = "state-dir", policy, music, device, mqtt, gpio, intercom, speech
+        case api, zones, groups, board
+        case boardsDir = "boards-dir"
+        case sounds, resampler
+        case alsaConfig = "alsa-config"
+        case outputDir = "output-dir"
+        case stateDir = "state-dir"
+        case policy, music, device, mqtt, gpio, intercom, speech
     }
 
     /// Encodes with the YAML file's key names; optional paths are left out when unset.
@@ -55,7 +60,9 @@ extension BatonConfiguration: Encodable {
 
 extension APIConfig: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case listen, maxBody = "max-body", tokenFile = "token-file"
+        case listen
+        case maxBody = "max-body"
+        case tokenFile = "token-file"
     }
 
     /// `{"listen": "127.0.0.1:8470", "max-body": "64KiB"}`, with `token-file` (the path) when set.
@@ -69,8 +76,12 @@ extension APIConfig: Encodable {
 
 extension ZoneConfig: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case pcm, board, rate, channels, deviceChannels = "device-channels", format, period, buffer, clock, resampler
-        case volume, maxVolume = "max-volume", mixer, snapcast
+        case pcm, board, rate, channels
+        case deviceChannels = "device-channels"
+        case format, period, buffer, clock, resampler
+        case volume
+        case maxVolume = "max-volume"
+        case mixer, snapcast
     }
 
     /// The zone without its name (the name is its key in `zones`); `resampler` is `"auto"` when unset.
@@ -143,7 +154,9 @@ extension SnapcastConfig: Encodable {
 
 extension MusicConfig: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case subsonic, replayGain = "replay-gain", zones, retry
+        case subsonic
+        case replayGain = "replay-gain"
+        case zones, retry
     }
 
     private enum RetryKeys: String, CodingKey {
@@ -163,8 +176,12 @@ extension MusicConfig: Encodable {
 
 extension SubsonicConfig: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case url, user, passwordFile = "password-file", passwordEnv = "password-env", format
-        case maxBitrate = "max-bitrate", apiKeyFile = "api-key-file"
+        case url, user
+        case passwordFile = "password-file"
+        case passwordEnv = "password-env"
+        case format
+        case maxBitrate = "max-bitrate"
+        case apiKeyFile = "api-key-file"
     }
 
     /// The server with the password's file or variable name (never a password).
@@ -213,8 +230,11 @@ extension PolicyConfig: Encodable {
 
 extension ClassConfig: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case priority, kind, lower, same, duringHigher = "during-higher", resumeWithin = "resume-within"
-        case coalesce, ttl, queueLimit = "queue-limit"
+        case priority, kind, lower, same
+        case duringHigher = "during-higher"
+        case resumeWithin = "resume-within"
+        case coalesce, ttl
+        case queueLimit = "queue-limit"
     }
 
     /// The class without its name (its key in `classes`); unset optional values are left out.
@@ -248,8 +268,14 @@ extension DuckConfig: Encodable {
 
 extension MQTTConfig: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case broker, username, passwordFile = "password-file", caFile = "ca-file", certFile = "cert-file"
-        case keyFile = "key-file", discovery, discoveryPrefix = "discovery-prefix", topicPrefix = "topic-prefix"
+        case broker, username
+        case passwordFile = "password-file"
+        case caFile = "ca-file"
+        case certFile = "cert-file"
+        case keyFile = "key-file"
+        case discovery
+        case discoveryPrefix = "discovery-prefix"
+        case topicPrefix = "topic-prefix"
         case keepalive
     }
 
@@ -307,7 +333,10 @@ extension IntercomConfig: Encodable {
     }
 
     private enum RTPKeys: String, CodingKey {
-        case listen, zones, silenceTimeout = "silence-timeout", payloadType = "payload-type", channels
+        case listen, zones
+        case silenceTimeout = "silence-timeout"
+        case payloadType = "payload-type"
+        case channels
     }
 
     /// `{"rtp": {"listen": "0.0.0.0:5004", "zones": ["all"], "silence-timeout": "2s", "channels": 1}}`, with
@@ -325,7 +354,8 @@ extension IntercomConfig: Encodable {
 
 extension SpeechConfig: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case voice, speed, command, maxLength = "max-length"
+        case voice, speed, command
+        case maxLength = "max-length"
     }
 
     /// `{"voice": "en", "speed": 160, "command": "espeak-ng", "max-length": 500}`.

@@ -16,8 +16,11 @@ extension BatonConfiguration {
         case .success(let bytes):
             return try parse(utf8: bytes, file: path, baseDirectory: directory(of: path))
         case .failure(let error):
-            throw ConfigError(issues: [ConfigIssue(file: path, line: nil, column: nil, path: "",
-                                                   message: "cannot read the file: \(error.message)")])
+            throw ConfigError(issues: [
+                ConfigIssue(
+                    file: path, line: nil, column: nil, path: "",
+                    message: "cannot read the file: \(error.message)")
+            ])
         }
     }
 
@@ -32,14 +35,17 @@ extension BatonConfiguration {
     /// Thread safety: any thread; no shared state.
     /// - Throws: ``ConfigError`` with every problem found.
     public static func parse(text: String, file: String, baseDirectory: String? = nil) throws(ConfigError)
-        -> BatonConfiguration {
+        -> BatonConfiguration
+    {
         try parse(utf8: Array(text.utf8), file: file, baseDirectory: baseDirectory ?? directory(of: file))
     }
 
     private static func parse(utf8 bytes: [UInt8], file: String, baseDirectory: String) throws(ConfigError)
-        -> BatonConfiguration {
-        let root = try document(utf8: bytes, file: file,
-                                emptyMessage: "the configuration is empty; at least one zone is required")
+        -> BatonConfiguration
+    {
+        let root = try document(
+            utf8: bytes, file: file,
+            emptyMessage: "the configuration is empty; at least one zone is required")
         var reader = ConfigReader(file: file)
         let configuration = reader.configuration(root, baseDirectory: baseDirectory)
         guard let configuration, reader.issues.isEmpty else { throw ConfigError(issues: reader.sortedIssues) }
@@ -52,8 +58,11 @@ extension BatonConfiguration {
         case .success(let bytes):
             return try document(utf8: bytes, file: path, emptyMessage: emptyMessage)
         case .failure(let error):
-            throw ConfigError(issues: [ConfigIssue(file: path, line: nil, column: nil, path: "",
-                                                   message: "cannot read the file: \(error.message)")])
+            throw ConfigError(issues: [
+                ConfigIssue(
+                    file: path, line: nil, column: nil, path: "",
+                    message: "cannot read the file: \(error.message)")
+            ])
         }
     }
 
@@ -63,11 +72,15 @@ extension BatonConfiguration {
         do {
             root = try YAMLParser.parse(utf8: bytes, file: file)
         } catch {
-            throw ConfigError(issues: [ConfigIssue(file: file, line: error.mark.line, column: error.mark.column,
-                                                   path: error.path, message: error.message)])
+            throw ConfigError(issues: [
+                ConfigIssue(
+                    file: file, line: error.mark.line, column: error.mark.column,
+                    path: error.path, message: error.message)
+            ])
         }
         guard let root, !root.isNull else {
-            throw ConfigError(issues: [ConfigIssue(file: file, line: nil, column: nil, path: "", message: emptyMessage)])
+            throw ConfigError(issues: [ConfigIssue(file: file, line: nil, column: nil, path: "", message: emptyMessage)]
+            )
         }
         return root
     }
@@ -88,13 +101,17 @@ extension BatonConfiguration {
 // MARK: - The schema
 
 extension ConfigReader {
-    static let topKeys = ["api", "zones", "groups", "board", "boards-dir", "sounds", "resampler", "alsa-config",
-                          "output-dir", "state-dir", "policy", "music", "device", "mqtt", "gpio", "intercom", "speech"]
+    static let topKeys = [
+        "api", "zones", "groups", "board", "boards-dir", "sounds", "resampler", "alsa-config",
+        "output-dir", "state-dir", "policy", "music", "device", "mqtt", "gpio", "intercom", "speech",
+    ]
     static let apiKeys = ["listen", "max-body", "token-file"]
     static let resamplerKeys = ["music", "announcements"]
     static let policyKeys = ["classes", "duck"]
-    static let classKeys = ["priority", "kind", "lower", "same", "during-higher", "resume-within", "coalesce",
-                            "ttl", "queue-limit"]
+    static let classKeys = [
+        "priority", "kind", "lower", "same", "during-higher", "resume-within", "coalesce",
+        "ttl", "queue-limit",
+    ]
     static let duckKeys = ["level", "attack", "release"]
 
     /// The issues sorted by position, the configuration file's own first (a board profile's follow).
@@ -122,8 +139,9 @@ extension ConfigReader {
         boards.topLevelWritten = top.values["board"] != nil
         let board = optional(top, "board", .name("board", why: "it names a file in the boards directory"))
         if let board {
-            _ = boardProfile(named: board, at: top.values["board"]?.value.mark, ConfigPath.root.appending("board"),
-                             report: true)
+            _ = boardProfile(
+                named: board, at: top.values["board"]?.value.mark, ConfigPath.root.appending("board"),
+                report: true)
         }
         let (zones, zoneNames) = zones(in: top, board: board)
         let groups = groups(in: top, zoneNames: zoneNames)
@@ -139,9 +157,10 @@ extension ConfigReader {
         let device = value(top, "device", .deviceName, default: "baton") ?? "baton"
         let mqtt = top.values["mqtt"].map { readMQTT($0, baseDirectory: baseDirectory) }
         let speech = top.values["speech"].map { readSpeech($0) } ?? SpeechConfig.default
-        let gpio = top.values["gpio"].map {
-            readGPIO($0, zoneNames: zoneNames, groupNames: groups.map(\.name), speech: speech)
-        } ?? []
+        let gpio =
+            top.values["gpio"].map {
+                readGPIO($0, zoneNames: zoneNames, groupNames: groups.map(\.name), speech: speech)
+            } ?? []
         let intercom = top.values["intercom"].map {
             readIntercom($0, zoneNames: zoneNames, groupNames: groups.map(\.name))
         }
@@ -155,8 +174,11 @@ extension ConfigReader {
     }
 
     mutating func readAPI(_ pair: YAMLPair, baseDirectory: String) -> APIConfig {
-        guard let api = fields(of: pair.value, at: ConfigPath.root.appending("api"), anchor: pair.keyMark,
-                               allowed: Self.apiKeys) else { return .default }
+        guard
+            let api = fields(
+                of: pair.value, at: ConfigPath.root.appending("api"), anchor: pair.keyMark,
+                allowed: Self.apiKeys)
+        else { return .default }
         let listen = value(api, "listen", .listenAddress, default: .default)
         let tokenFile = optional(api, "token-file", .string)
         let configuration = APIConfig(
@@ -164,18 +186,26 @@ extension ConfigReader {
             maxBody: value(api, "max-body", .byteSize(APIConfig.maxBodyRange), default: 64 * 1024) ?? 0,
             tokenFile: tokenFile.map { BatonConfiguration.resolve($0, against: baseDirectory) })
         if let listen, !listen.isLoopback, tokenFile == nil, api.values["token-file"] == nil {
-            report(api.anchor, api.path, "missing required key \"token-file\": api.listen \(listen) is not a loopback "
-                   + "address, so clients must send a token (anyone who can reach it could otherwise control the speakers)")
+            report(
+                api.anchor, api.path,
+                "missing required key \"token-file\": api.listen \(listen) is not a loopback "
+                    + "address, so clients must send a token (anyone who can reach it could otherwise control the speakers)"
+            )
         }
         return configuration
     }
 
     mutating func readResamplers(_ pair: YAMLPair) -> ResamplerConfig {
-        guard let section = fields(of: pair.value, at: ConfigPath.root.appending("resampler"), anchor: pair.keyMark,
-                                   allowed: Self.resamplerKeys) else { return .default }
+        guard
+            let section = fields(
+                of: pair.value, at: ConfigPath.root.appending("resampler"), anchor: pair.keyMark,
+                allowed: Self.resamplerKeys)
+        else { return .default }
         let kind = ValueKind<ResamplerKind>.choice(ResamplerKind.self, "resampler")
-        return ResamplerConfig(music: value(section, "music", kind, default: .musicDefault) ?? .musicDefault,
-                               announcements: value(section, "announcements", kind, default: .announcementsDefault) ?? .announcementsDefault)
+        return ResamplerConfig(
+            music: value(section, "music", kind, default: .musicDefault) ?? .musicDefault,
+            announcements: value(section, "announcements", kind, default: .announcementsDefault)
+                ?? .announcementsDefault)
     }
 
     mutating func readPolicy(_ pair: YAMLPair) -> PolicyConfig {
@@ -199,8 +229,9 @@ extension ConfigReader {
                 classes.append(audioClass)
                 guard priorityIsValid else { continue }
                 if let owner = owners[audioClass.priority] {
-                    report(entry.value["priority"]?.mark, classesPath.appending(entry.key).appending("priority"),
-                           "priority \(audioClass.priority) is already used by class \"\(owner)\"")
+                    report(
+                        entry.value["priority"]?.mark, classesPath.appending(entry.key).appending("priority"),
+                        "priority \(audioClass.priority) is already used by class \"\(owner)\"")
                 } else {
                     owners[audioClass.priority] = audioClass.name
                 }
@@ -208,12 +239,15 @@ extension ConfigReader {
         }
         var duck = DuckConfig.default
         if let duckPair = policy.values["duck"],
-           let section = fields(of: duckPair.value, at: path.appending("duck"), anchor: duckPair.keyMark,
-                                allowed: Self.duckKeys) {
+            let section = fields(
+                of: duckPair.value, at: path.appending("duck"), anchor: duckPair.keyMark,
+                allowed: Self.duckKeys)
+        {
             duck = DuckConfig(
                 level: value(section, "level", .decibels(DuckConfig.levelRange), default: duck.level) ?? duck.level,
                 attack: value(section, "attack", .duration(DuckConfig.rampRange), default: duck.attack) ?? duck.attack,
-                release: value(section, "release", .duration(DuckConfig.rampRange), default: duck.release) ?? duck.release)
+                release: value(section, "release", .duration(DuckConfig.rampRange), default: duck.release)
+                    ?? duck.release)
         }
         return PolicyConfig(classes: classes, duck: duck)
     }
@@ -234,10 +268,13 @@ extension ConfigReader {
             name: pair.key,
             priority: priority ?? defaults.priority,
             kind: required(entry, "kind", .choice(ClassConfig.Kind.self, "kind")) ?? defaults.kind,
-            lower: value(entry, "lower", .choice(ClassConfig.LowerAction.self, "action"), default: defaults.lower) ?? defaults.lower,
-            same: value(entry, "same", .choice(ClassConfig.SameAction.self, "action"), default: defaults.same) ?? defaults.same,
-            duringHigher: value(entry, "during-higher", .choice(ClassConfig.HigherAction.self, "action"),
-                                default: defaults.duringHigher) ?? defaults.duringHigher,
+            lower: value(entry, "lower", .choice(ClassConfig.LowerAction.self, "action"), default: defaults.lower)
+                ?? defaults.lower,
+            same: value(entry, "same", .choice(ClassConfig.SameAction.self, "action"), default: defaults.same)
+                ?? defaults.same,
+            duringHigher: value(
+                entry, "during-higher", .choice(ClassConfig.HigherAction.self, "action"),
+                default: defaults.duringHigher) ?? defaults.duringHigher,
             resumeWithin: optional(entry, "resume-within", time),
             coalesce: optional(entry, "coalesce", time),
             ttl: optional(entry, "ttl", time),

@@ -43,12 +43,14 @@ public struct BatonConfiguration: Sendable, Equatable {
     public var speech: SpeechConfig
 
     /// Creates a configuration.
-    public init(api: APIConfig = .default, zones: [ZoneConfig], sounds: String = "sounds",
-                resampler: ResamplerConfig = .default, alsaConfig: String? = nil, outputDir: String? = nil,
-                policy: PolicyConfig = .default, groups: [GroupConfig] = [], music: MusicConfig? = nil,
-                stateDir: String? = nil, board: String? = nil, boardsDir: String? = nil, device: String = "baton",
-                mqtt: MQTTConfig? = nil, gpio: [GPIOButtonConfig] = [], intercom: IntercomConfig? = nil,
-                speech: SpeechConfig = .default) {
+    public init(
+        api: APIConfig = .default, zones: [ZoneConfig], sounds: String = "sounds",
+        resampler: ResamplerConfig = .default, alsaConfig: String? = nil, outputDir: String? = nil,
+        policy: PolicyConfig = .default, groups: [GroupConfig] = [], music: MusicConfig? = nil,
+        stateDir: String? = nil, board: String? = nil, boardsDir: String? = nil, device: String = "baton",
+        mqtt: MQTTConfig? = nil, gpio: [GPIOButtonConfig] = [], intercom: IntercomConfig? = nil,
+        speech: SpeechConfig = .default
+    ) {
         self.api = api
         self.zones = zones
         self.sounds = sounds

@@ -24,8 +24,11 @@ extension BoardProfile {
         case .success(let all):
             names = all.filter { $0.hasSuffix(".yaml") }
         case .failure(let error):
-            throw ConfigError(issues: [ConfigIssue(file: directory, line: nil, column: nil, path: "",
-                                                   message: "cannot read the directory: \(error.message)")])
+            throw ConfigError(issues: [
+                ConfigIssue(
+                    file: directory, line: nil, column: nil, path: "",
+                    message: "cannot read the directory: \(error.message)")
+            ])
         }
         var profiles: [BoardProfile] = []
         var issues: [ConfigIssue] = []
@@ -50,8 +53,10 @@ extension BoardProfile {
 // MARK: - The schema
 
 extension ConfigReader {
-    static let boardKeys = ["name", "pcm", "rates", "formats", "channels", "mixer", "volume", "dtoverlay", "period",
-                            "buffer", "clock", "notes"]
+    static let boardKeys = [
+        "name", "pcm", "rates", "formats", "channels", "mixer", "volume", "dtoverlay", "period",
+        "buffer", "clock", "notes",
+    ]
 
     /// A whole board profile file; `nil` when a required key is missing or wrong (reported).
     mutating func boardProfile(_ root: YAMLNode, id: String) -> BoardProfile? {
@@ -79,9 +84,10 @@ extension ConfigReader {
         guard let name, let pcm, let rates, let formats, let channels, let period, let buffer, let clock else {
             return nil
         }
-        return BoardProfile(id: id, name: name, pcm: pcm, rates: rates, formats: formats, channels: channels,
-                            mixer: mixer, dtoverlay: dtoverlay, period: period, buffer: buffer, clock: clock,
-                            notes: notes, volume: volume ?? (mixer == nil ? .software : .hardware))
+        return BoardProfile(
+            id: id, name: name, pcm: pcm, rates: rates, formats: formats, channels: channels,
+            mixer: mixer, dtoverlay: dtoverlay, period: period, buffer: buffer, clock: clock,
+            notes: notes, volume: volume ?? (mixer == nil ? .software : .hardware))
     }
 
     /// Reports a buffer shorter than two periods, at the buffer (or the period when it is the one set).
@@ -89,7 +95,8 @@ extension ConfigReader {
         guard buffer < period * 2 else { return }
         let mark = fields.values["buffer"]?.value.mark ?? fields.values["period"]?.value.mark ?? fields.anchor
         let twice = ConfigSyntax.format(period * 2)
-        let message = "\(ConfigSyntax.format(buffer)) is shorter than 2 periods (2 × \(ConfigSyntax.format(period)) = \(twice))"
+        let message =
+            "\(ConfigSyntax.format(buffer)) is shorter than 2 periods (2 × \(ConfigSyntax.format(period)) = \(twice))"
         report(mark, fields.path.appending("buffer"), message)
     }
 }

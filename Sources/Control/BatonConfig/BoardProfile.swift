@@ -38,9 +38,11 @@ public struct BoardProfile: Sendable, Equatable {
     public var notes: String?
 
     /// Creates a profile.
-    public init(id: String, name: String, pcm: String, rates: [Int], formats: [ZoneConfig.SampleFormat], channels: Int,
-                mixer: String? = nil, dtoverlay: String? = nil, period: Duration, buffer: Duration,
-                clock: ZoneConfig.Clock = .device, notes: String? = nil, volume: VolumeControl? = nil) {
+    public init(
+        id: String, name: String, pcm: String, rates: [Int], formats: [ZoneConfig.SampleFormat], channels: Int,
+        mixer: String? = nil, dtoverlay: String? = nil, period: Duration, buffer: Duration,
+        clock: ZoneConfig.Clock = .device, notes: String? = nil, volume: VolumeControl? = nil
+    ) {
         self.id = id
         self.name = name
         self.pcm = pcm

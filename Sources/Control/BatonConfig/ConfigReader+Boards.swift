@@ -40,7 +40,8 @@ extension ConfigReader {
     /// The profile named `name`; `nil` when it cannot be used, which is reported at `mark` when
     /// `report` is true. The profile file's own problems are added (once) with its file name.
     mutating func boardProfile(named name: String, at mark: Mark?, _ path: ConfigPath, report shouldReport: Bool)
-        -> BoardProfile? {
+        -> BoardProfile?
+    {
         let outcome = boards.outcomes[name] ?? lookUpBoard(named: name)
         boards.outcomes[name] = outcome
         switch outcome {
@@ -63,7 +64,8 @@ extension ConfigReader {
         case .success(let names):
             available = names.filter { $0.hasSuffix(".yaml") }.map { BoardProfile.id(ofFile: $0) }
         case .failure(let error):
-            return .unusable("no board profile \"\(name)\": cannot read the boards directory \(directory): \(error.message)")
+            return .unusable(
+                "no board profile \"\(name)\": cannot read the boards directory \(directory): \(error.message)")
         }
         guard available.contains(name) else {
             var message = "no board profile \"\(name)\" in \(directory)"

@@ -10,7 +10,9 @@ extension ConfigReader {
         for entry in entries {
             let groupPath = path.appending(entry.key)
             if !ZoneConfig.isValidName(entry.key) {
-                report(entry.keyMark, groupPath, "group name \"\(entry.key)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)")
+                report(
+                    entry.keyMark, groupPath,
+                    "group name \"\(entry.key)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)")
             } else if entry.key == GroupConfig.all {
                 report(entry.keyMark, groupPath, "\"all\" is reserved: it always means every zone")
             } else if zoneNames.contains(entry.key) {

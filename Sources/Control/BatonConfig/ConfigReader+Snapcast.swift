@@ -15,8 +15,10 @@ extension ConfigReader {
 
     /// A zone with a `snapcast:` section: the zone keys that apply (rate, channels, period,
     /// resampler, volume, max-volume; format only S16_LE, clock only system) and the section.
-    mutating func snapcastZone(_ name: String, _ zone: Fields, _ section: YAMLPair, at path: ConfigPath,
-                               issuesBefore: Int) -> ZoneSource? {
+    mutating func snapcastZone(
+        _ name: String, _ zone: Fields, _ section: YAMLPair, at path: ConfigPath,
+        issuesBefore: Int
+    ) -> ZoneSource? {
         for (key, why) in Self.keysNotForSnapcast {
             if let pair = zone.values[key] {
                 report(pair.keyMark, path.appending(key), "not used by a Snapcast zone (\(why))")
@@ -26,8 +28,9 @@ extension ConfigReader {
         var channels: Int? = 2
         if let pair = zone.values["channels"] {
             if pair.value.sequence != nil {
-                report(pair.value.mark, path.appending("channels"),
-                       "a Snapcast zone owns its stream: give a count (the stream's channels), not a list")
+                report(
+                    pair.value.mark, path.appending("channels"),
+                    "a Snapcast zone owns its stream: give a count (the stream's channels), not a list")
                 channels = nil
             } else {
                 channels = optional(zone, "channels", .integer(ZoneConfig.channelRange))
@@ -35,21 +38,24 @@ extension ConfigReader {
         }
         let format = value(zone, "format", .choice(ZoneConfig.SampleFormat.self, "format"), default: .s16LE)
         if format == .s32LE {
-            report(zone.values["format"]?.value.mark, path.appending("format"),
-                   "a Snapcast zone writes S16_LE (the source's sampleformat must be RATE:16:CHANNELS)")
+            report(
+                zone.values["format"]?.value.mark, path.appending("format"),
+                "a Snapcast zone writes S16_LE (the source's sampleformat must be RATE:16:CHANNELS)")
         }
         let clock = value(zone, "clock", .choice(ZoneConfig.Clock.self, "clock"), default: .system)
         if clock == .device {
-            report(zone.values["clock"]?.value.mark, path.appending("clock"),
-                   "a Snapcast zone is paced by the system clock (the server reads in real time)")
+            report(
+                zone.values["clock"]?.value.mark, path.appending("clock"),
+                "a Snapcast zone is paced by the system clock (the server reads in real time)")
         }
         let period = value(zone, "period", .duration(ZoneConfig.periodRange), default: .milliseconds(10))
         let resampler = value(zone, "resampler", .choice(ZoneResampler.self, "resampler"), default: .auto)
         let maxVolume = value(zone, "max-volume", .volume, default: 1)
         let volume = value(zone, "volume", .volume, default: maxVolume ?? 1)
         if let volume, let maxVolume, volume > maxVolume {
-            report(zone.values["volume"]?.value.mark, path.appending("volume"),
-                   "\(ConfigSyntax.formatVolume(volume)) is above max-volume \(ConfigSyntax.formatVolume(maxVolume))")
+            report(
+                zone.values["volume"]?.value.mark, path.appending("volume"),
+                "\(ConfigSyntax.formatVolume(volume)) is above max-volume \(ConfigSyntax.formatVolume(maxVolume))")
         }
         let snapcast = snapcastSection(section, zoneName: name, at: path.appending("snapcast"))
         guard let snapcast else { return nil }
@@ -62,17 +68,23 @@ extension ConfigReader {
     }
 
     private mutating func snapcastSection(_ pair: YAMLPair, zoneName: String, at path: ConfigPath) -> SnapcastConfig? {
-        guard let fields = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.snapcastKeys) else { return nil }
-        let source = required(fields, "source", ValueKind<StreamTarget>(name: "a stream source") {
-            SnapcastConfig.parseSource($0)
-        })
+        guard let fields = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.snapcastKeys) else {
+            return nil
+        }
+        let source = required(
+            fields, "source",
+            ValueKind<StreamTarget>(name: "a stream source") {
+                SnapcastConfig.parseSource($0)
+            })
         let control = optional(fields, "control", .httpURL)
         let stream = value(fields, "stream", .string, default: zoneName)
         let buffer = value(fields, "buffer", .duration(SnapcastConfig.bufferRange), default: .milliseconds(1000))
         var clients: [SnapcastConfig.Client] = []
         if let list = fields.values["clients"], let nodes = items(of: list, at: path.appending("clients")) {
             for (index, node) in nodes.enumerated() {
-                guard let client = snapcastClient(node, at: path.appending("clients").appending("\(index)")) else { continue }
+                guard let client = snapcastClient(node, at: path.appending("clients").appending("\(index)")) else {
+                    continue
+                }
                 if clients.contains(where: { $0.id == client.id }) {
                     report(node.mark, path.appending("clients"), "speaker \"\(client.id)\" is listed twice")
                     continue
@@ -80,8 +92,9 @@ extension ConfigReader {
                 clients.append(client)
             }
             if control == nil && !nodes.isEmpty {
-                report(list.keyMark, path.appending("clients"),
-                       "grouping speakers needs control: (snapserver's JSON-RPC URL, e.g. http://127.0.0.1:1780)")
+                report(
+                    list.keyMark, path.appending("clients"),
+                    "grouping speakers needs control: (snapserver's JSON-RPC URL, e.g. http://127.0.0.1:1780)")
             }
         }
         guard let source, let stream, let buffer else { return nil }
@@ -96,7 +109,8 @@ extension ConfigReader {
         let volume = optional(fields, "volume", .volume)
         let latency = optional(fields, "latency", .duration(SnapcastConfig.latencyRange))
         if let latency, latency.nanoseconds % 1_000_000 != 0 {
-            report(fields.values["latency"]?.value.mark, path.appending("latency"), "snapclient takes whole milliseconds")
+            report(
+                fields.values["latency"]?.value.mark, path.appending("latency"), "snapclient takes whole milliseconds")
         }
         return id.map { SnapcastConfig.Client(id: $0, volume: volume, latency: latency) }
     }
@@ -108,8 +122,10 @@ extension ConfigReader {
             guard let snapcast = s.zone.snapcast else { continue }
             let key = snapcast.source.description
             if let owner = owners[key] {
-                report(s.fields.values["snapcast"]?.value.mark ?? s.fields.anchor, path.appending(s.zone.name).appending("snapcast").appending("source"),
-                       "\(key) is also the source of zone \"\(owner)\" (each Snapcast zone needs its own stream)")
+                report(
+                    s.fields.values["snapcast"]?.value.mark ?? s.fields.anchor,
+                    path.appending(s.zone.name).appending("snapcast").appending("source"),
+                    "\(key) is also the source of zone \"\(owner)\" (each Snapcast zone needs its own stream)")
             } else {
                 owners[key] = s.zone.name
             }

@@ -3,8 +3,10 @@ import YAML
 // `device:`, `mqtt:`, `gpio:`, `intercom:` and `speech:`: what starts announcements and calls.
 
 extension ConfigReader {
-    static let mqttKeys = ["broker", "username", "password-file", "ca-file", "cert-file", "key-file", "discovery",
-                           "discovery-prefix", "topic-prefix", "keepalive"]
+    static let mqttKeys = [
+        "broker", "username", "password-file", "ca-file", "cert-file", "key-file", "discovery",
+        "discovery-prefix", "topic-prefix", "keepalive",
+    ]
     static let gpioKeys = ["chip", "line", "edge", "bias", "debounce", "announce"]
     static let announceKeys = ["sound", "text", "zones", "volume"]
     static let intercomKeys = ["rtp"]
@@ -34,40 +36,51 @@ extension ConfigReader {
         let keepalive = value(mqtt, "keepalive", .duration(MQTTConfig.keepaliveRange), default: defaults.keepalive)
 
         if mqtt.values["password-file"] != nil, mqtt.values["username"] == nil {
-            report(mqtt.anchor, path, "missing required key \"username\": password-file is set, and the broker "
-                   + "checks a password together with a user name")
+            report(
+                mqtt.anchor, path,
+                "missing required key \"username\": password-file is set, and the broker "
+                    + "checks a password together with a user name")
         }
         let tlsKeys = ["ca-file", "cert-file", "key-file"]
         if let broker, let endpoint = MQTTConfig.Endpoint(parsing: broker), !endpoint.useTLS {
             for key in tlsKeys {
                 guard let keyPair = mqtt.values[key] else { continue }
-                report(keyPair.keyMark, path.appending(key), "only used with TLS, and the broker \(broker) is not "
-                       + "mqtts://")
+                report(
+                    keyPair.keyMark, path.appending(key),
+                    "only used with TLS, and the broker \(broker) is not "
+                        + "mqtts://")
             }
         } else {
             switch (mqtt.values["cert-file"], mqtt.values["key-file"]) {
             case (_?, nil):
-                report(mqtt.anchor, path, "missing required key \"key-file\": cert-file is set, and a client "
-                       + "certificate needs its private key")
+                report(
+                    mqtt.anchor, path,
+                    "missing required key \"key-file\": cert-file is set, and a client "
+                        + "certificate needs its private key")
             case (nil, _?):
-                report(mqtt.anchor, path, "missing required key \"cert-file\": key-file is set, and a private key "
-                       + "needs its client certificate")
+                report(
+                    mqtt.anchor, path,
+                    "missing required key \"cert-file\": key-file is set, and a private key "
+                        + "needs its client certificate")
             default:
                 break
             }
         }
         guard let broker else { return nil }
-        return MQTTConfig(broker: broker, username: username, passwordFile: passwordFile.map(resolve),
-                          caFile: caFile.map(resolve), certFile: certFile.map(resolve), keyFile: keyFile.map(resolve),
-                          discovery: discovery ?? defaults.discovery,
-                          discoveryPrefix: discoveryPrefix ?? defaults.discoveryPrefix,
-                          topicPrefix: topicPrefix ?? defaults.topicPrefix, keepalive: keepalive ?? defaults.keepalive)
+        return MQTTConfig(
+            broker: broker, username: username, passwordFile: passwordFile.map(resolve),
+            caFile: caFile.map(resolve), certFile: certFile.map(resolve), keyFile: keyFile.map(resolve),
+            discovery: discovery ?? defaults.discovery,
+            discoveryPrefix: discoveryPrefix ?? defaults.discoveryPrefix,
+            topicPrefix: topicPrefix ?? defaults.topicPrefix, keepalive: keepalive ?? defaults.keepalive)
     }
 
     /// `gpio:`: a list of buttons, each on its own chip line. Entries with problems are reported and
     /// left out.
-    mutating func readGPIO(_ pair: YAMLPair, zoneNames: [String], groupNames: [String],
-                           speech: SpeechConfig) -> [GPIOButtonConfig] {
+    mutating func readGPIO(
+        _ pair: YAMLPair, zoneNames: [String], groupNames: [String],
+        speech: SpeechConfig
+    ) -> [GPIOButtonConfig] {
         let path = ConfigPath.root.appending("gpio")
         guard let nodes = items(of: pair, at: path) else { return [] }
         var buttons: [GPIOButtonConfig] = []
@@ -82,12 +95,14 @@ extension ConfigReader {
             let line = required(entry, "line", .integer(GPIOButtonConfig.lineRange))
             let edge = value(entry, "edge", .choice(GPIOButtonConfig.Edge.self, "edge"), default: defaults.edge)
             let bias = value(entry, "bias", .choice(GPIOButtonConfig.Bias.self, "bias"), default: defaults.bias)
-            let debounce = value(entry, "debounce", .duration(GPIOButtonConfig.debounceRange),
-                                 default: defaults.debounce)
+            let debounce = value(
+                entry, "debounce", .duration(GPIOButtonConfig.debounceRange),
+                default: defaults.debounce)
             var announce: AnnounceAction?
             if let announcePair = entry.values["announce"] {
-                announce = readAnnounce(announcePair, at: entryPath.appending("announce"), zoneNames: zoneNames,
-                                        groupNames: groupNames, speech: speech)
+                announce = readAnnounce(
+                    announcePair, at: entryPath.appending("announce"), zoneNames: zoneNames,
+                    groupNames: groupNames, speech: speech)
             } else if let null = entry.nulls["announce"] {
                 report(null.value.mark, entryPath.appending("announce"), "a value is required")
             } else {
@@ -96,33 +111,39 @@ extension ConfigReader {
             if let chip, let line {
                 let chipName = chip.hasPrefix("/dev/") ? String(chip.dropFirst(5)) : chip
                 if let owner = owners["\(chipName):\(line)"] {
-                    report(entry.values["line"]?.value.mark, entryPath.appending("line"),
-                           "line \(line) of \(chipName) is already used by \(owner)")
+                    report(
+                        entry.values["line"]?.value.mark, entryPath.appending("line"),
+                        "line \(line) of \(chipName) is already used by \(owner)")
                 } else {
                     owners["\(chipName):\(line)"] = entryPath
                 }
             }
             guard let line, let announce else { continue }
-            buttons.append(GPIOButtonConfig(chip: chip ?? defaults.chip, line: line, edge: edge ?? defaults.edge,
-                                            bias: bias ?? defaults.bias, debounce: debounce ?? defaults.debounce,
-                                            announce: announce))
+            buttons.append(
+                GPIOButtonConfig(
+                    chip: chip ?? defaults.chip, line: line, edge: edge ?? defaults.edge,
+                    bias: bias ?? defaults.bias, debounce: debounce ?? defaults.debounce,
+                    announce: announce))
         }
         return buttons
     }
 
     /// An `announce:` mapping; `nil` when it is not a mapping or names neither or both of sound and
     /// text (reported).
-    private mutating func readAnnounce(_ pair: YAMLPair, at path: ConfigPath, zoneNames: [String],
-                                       groupNames: [String], speech: SpeechConfig) -> AnnounceAction? {
+    private mutating func readAnnounce(
+        _ pair: YAMLPair, at path: ConfigPath, zoneNames: [String],
+        groupNames: [String], speech: SpeechConfig
+    ) -> AnnounceAction? {
         guard let announce = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.announceKeys) else {
             return nil
         }
         let defaults = AnnounceAction()
         let sound = optional(announce, "sound", .soundName)
         let text = optional(announce, "text", .string)
-        let zones = announce.values["zones"].map {
-            zoneList($0, at: path.appending("zones"), zoneNames: zoneNames, groupNames: groupNames)
-        } ?? defaults.zones
+        let zones =
+            announce.values["zones"].map {
+                zoneList($0, at: path.appending("zones"), zoneNames: zoneNames, groupNames: groupNames)
+            } ?? defaults.zones
         let volume = value(announce, "volume", .volume, default: defaults.volume)
         switch (announce.values["sound"], announce.values["text"]) {
         case (_?, let textPair?):
@@ -135,8 +156,9 @@ extension ConfigReader {
             break
         }
         if let text, text.count > speech.maxLength {
-            report(announce.values["text"]?.value.mark, path.appending("text"),
-                   "the text is \(text.count) characters long, more than speech.max-length (\(speech.maxLength))")
+            report(
+                announce.values["text"]?.value.mark, path.appending("text"),
+                "the text is \(text.count) characters long, more than speech.max-length (\(speech.maxLength))")
         }
         guard sound != nil || text != nil else { return nil }
         return AnnounceAction(sound: sound, text: text, zones: zones, volume: volume ?? defaults.volume)
@@ -152,8 +174,10 @@ extension ConfigReader {
             if let null = intercom.nulls["rtp"] {
                 report(null.value.mark, path.appending("rtp"), "a value is required (rtp: {} for the defaults)")
             } else {
-                report(intercom.anchor, path, "missing required key \"rtp\" (the only kind of intercom; "
-                       + "rtp: {} for the defaults)")
+                report(
+                    intercom.anchor, path,
+                    "missing required key \"rtp\" (the only kind of intercom; "
+                        + "rtp: {} for the defaults)")
             }
             return nil
         }
@@ -163,23 +187,29 @@ extension ConfigReader {
         }
         let defaults = IntercomConfig()
         let listen = value(rtp, "listen", .ipv4Address, default: defaults.listen)
-        let zones = rtp.values["zones"].map {
-            zoneList($0, at: rtpPath.appending("zones"), zoneNames: zoneNames, groupNames: groupNames)
-        } ?? defaults.zones
-        let silenceTimeout = value(rtp, "silence-timeout", .duration(IntercomConfig.silenceTimeoutRange),
-                                   default: defaults.silenceTimeout)
+        let zones =
+            rtp.values["zones"].map {
+                zoneList($0, at: rtpPath.appending("zones"), zoneNames: zoneNames, groupNames: groupNames)
+            } ?? defaults.zones
+        let silenceTimeout = value(
+            rtp, "silence-timeout", .duration(IntercomConfig.silenceTimeoutRange),
+            default: defaults.silenceTimeout)
         let payloadType = optional(rtp, "payload-type", .integer(IntercomConfig.payloadTypeRange))
         let channels = value(rtp, "channels", .integer(Self.intercomChannelsRange), default: defaults.channels)
-        return IntercomConfig(listen: listen ?? defaults.listen, zones: zones,
-                              silenceTimeout: silenceTimeout ?? defaults.silenceTimeout, payloadType: payloadType,
-                              channels: channels ?? defaults.channels)
+        return IntercomConfig(
+            listen: listen ?? defaults.listen, zones: zones,
+            silenceTimeout: silenceTimeout ?? defaults.silenceTimeout, payloadType: payloadType,
+            channels: channels ?? defaults.channels)
     }
 
     /// `speech:`; the defaults in place of anything wrong (reported).
     mutating func readSpeech(_ pair: YAMLPair) -> SpeechConfig {
         let defaults = SpeechConfig.default
-        guard let speech = fields(of: pair.value, at: ConfigPath.root.appending("speech"), anchor: pair.keyMark,
-                                  allowed: Self.speechKeys) else { return defaults }
+        guard
+            let speech = fields(
+                of: pair.value, at: ConfigPath.root.appending("speech"), anchor: pair.keyMark,
+                allowed: Self.speechKeys)
+        else { return defaults }
         return SpeechConfig(
             voice: value(speech, "voice", .voiceName, default: defaults.voice) ?? defaults.voice,
             speed: value(speech, "speed", .integer(SpeechConfig.speedRange), default: defaults.speed) ?? defaults.speed,
@@ -205,11 +235,14 @@ extension ValueKind {
     static var deviceName: ValueKind<String> {
         ValueKind<String>(name: "a name") { text in
             guard ZoneConfig.isValidName(text) else {
-                return .failure(ValueProblem(message: "device name \"\(text)\" must match [a-z0-9_-]+ (it appears in "
-                                             + "MQTT topics and Home Assistant)"))
+                return .failure(
+                    ValueProblem(
+                        message: "device name \"\(text)\" must match [a-z0-9_-]+ (it appears in "
+                            + "MQTT topics and Home Assistant)"))
             }
             guard text.count <= 64 else {
-                return .failure(ValueProblem(message: "device name is \(text.count) characters long (expected at most 64)"))
+                return .failure(
+                    ValueProblem(message: "device name is \(text.count) characters long (expected at most 64)"))
             }
             return .success(text)
         }
@@ -231,11 +264,15 @@ extension ValueKind {
         ValueKind<String>(name: "a URL") { text in
             if MQTTConfig.Endpoint(parsing: text) != nil { return .success(text) }
             if text.contains("@") {
-                return .failure(ValueProblem(message: "\"\(text)\" has a user name or password in it (set username "
-                                             + "and password-file instead)"))
+                return .failure(
+                    ValueProblem(
+                        message: "\"\(text)\" has a user name or password in it (set username "
+                            + "and password-file instead)"))
             }
-            return .failure(ValueProblem(message: "\"\(text)\" is not a broker URL (expected mqtt://host[:port] or "
-                                         + "mqtts://host[:port], e.g. mqtt://127.0.0.1:1883)"))
+            return .failure(
+                ValueProblem(
+                    message: "\"\(text)\" is not a broker URL (expected mqtt://host[:port] or "
+                        + "mqtts://host[:port], e.g. mqtt://127.0.0.1:1883)"))
         }
     }
 
@@ -244,9 +281,12 @@ extension ValueKind {
         ValueKind<String>(name: "a topic prefix") { text in
             let levels = text.split(separator: "/", omittingEmptySubsequences: false)
             guard !text.isEmpty, levels.allSatisfy({ !$0.isEmpty }),
-                  !text.contains(where: { $0 == "+" || $0 == "#" || $0.isWhitespace || $0 == "\0" }) else {
-                return .failure(ValueProblem(message: "\"\(text)\" is not a topic prefix (expected levels separated by "
-                                             + "/, without +, #, spaces or empty levels, e.g. baton)"))
+                !text.contains(where: { $0 == "+" || $0 == "#" || $0.isWhitespace || $0 == "\0" })
+            else {
+                return .failure(
+                    ValueProblem(
+                        message: "\"\(text)\" is not a topic prefix (expected levels separated by "
+                            + "/, without +, #, spaces or empty levels, e.g. baton)"))
             }
             return .success(text)
         }
@@ -257,11 +297,14 @@ extension ValueKind {
         ValueKind<String>(name: "a GPIO chip") { text in
             let number = text.hasPrefix("gpiochip") ? text.dropFirst(8) : ""
             let isName = !number.isEmpty && number.count <= 4 && number.allSatisfy(\.isASCIIDigit)
-            let isPath = text.hasPrefix("/dev/") && text.count > 5 && !text.contains("..")
+            let isPath =
+                text.hasPrefix("/dev/") && text.count > 5 && !text.contains("..")
                 && !text.contains(where: \.isWhitespace)
             guard isName || isPath else {
-                return .failure(ValueProblem(message: "\"\(text)\" is not a GPIO chip (expected gpiochipN or a path "
-                                             + "such as /dev/gpiochip0)"))
+                return .failure(
+                    ValueProblem(
+                        message: "\"\(text)\" is not a GPIO chip (expected gpiochipN or a path "
+                            + "such as /dev/gpiochip0)"))
             }
             return .success(text)
         }
@@ -271,11 +314,15 @@ extension ValueKind {
     /// `-`, `_` and `.`, at most 64, not starting with `.`, no `..`), so a name accepted here can be played.
     static var soundName: ValueKind<String> {
         ValueKind<String>(name: "a sound name") { text in
-            let isValid = !text.isEmpty && text.utf8.count <= 64 && !text.hasPrefix(".") && !text.contains("..")
+            let isValid =
+                !text.isEmpty && text.utf8.count <= 64 && !text.hasPrefix(".") && !text.contains("..")
                 && text.allSatisfy { $0.isASCIILetterOrDigit || $0 == "-" || $0 == "_" || $0 == "." }
-            return isValid ? .success(text)
-                : .failure(ValueProblem(message: "\"\(text)\" is not a sound name (expected a file name in the sounds "
-                                        + "directory without its extension: letters, digits, -, _ and ., e.g. doorbell)"))
+            return isValid
+                ? .success(text)
+                : .failure(
+                    ValueProblem(
+                        message: "\"\(text)\" is not a sound name (expected a file name in the sounds "
+                            + "directory without its extension: letters, digits, -, _ and ., e.g. doorbell)"))
         }
     }
 
@@ -284,9 +331,12 @@ extension ValueKind {
         ValueKind<ListenAddress>(name: "an address") { text in
             // ListenAddress reads all-digit dotted hosts only as IPv4, never as names.
             guard let address = ListenAddress(parsing: text),
-                  address.host.allSatisfy({ $0.isASCIIDigit || $0 == "." }) else {
-                return .failure(ValueProblem(message: "\"\(text)\" is not an IPv4 address and port (expected e.g. "
-                                             + "0.0.0.0:5004; host names and IPv6 are not accepted)"))
+                address.host.allSatisfy({ $0.isASCIIDigit || $0 == "." })
+            else {
+                return .failure(
+                    ValueProblem(
+                        message: "\"\(text)\" is not an IPv4 address and port (expected e.g. "
+                            + "0.0.0.0:5004; host names and IPv6 are not accepted)"))
             }
             return .success(address)
         }
@@ -297,9 +347,12 @@ extension ValueKind {
     static var voiceName: ValueKind<String> {
         ValueKind<String>(name: "a voice") { text in
             let isControl = { (c: Character) in c.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true }
-            guard !text.isEmpty, !text.hasPrefix("-"), !text.contains(where: { $0.isWhitespace || isControl($0) }) else {
-                return .failure(ValueProblem(message: "\"\(text)\" is not a voice name (expected e.g. en, en-us or "
-                                             + "en+f3: no spaces, not starting with -)"))
+            guard !text.isEmpty, !text.hasPrefix("-"), !text.contains(where: { $0.isWhitespace || isControl($0) })
+            else {
+                return .failure(
+                    ValueProblem(
+                        message: "\"\(text)\" is not a voice name (expected e.g. en, en-us or "
+                            + "en+f3: no spaces, not starting with -)"))
             }
             return .success(text)
         }
@@ -309,9 +362,12 @@ extension ValueKind {
     static var command: ValueKind<String> {
         ValueKind<String>(name: "a command") { text in
             guard !text.isEmpty, !text.hasPrefix("-"), !text.contains(where: \.isWhitespace),
-                  !text.contains("/") || text.hasPrefix("/") else {
-                return .failure(ValueProblem(message: "\"\(text)\" is not a command (expected a program name looked up "
-                                             + "in PATH, e.g. espeak-ng, or an absolute path; no arguments)"))
+                !text.contains("/") || text.hasPrefix("/")
+            else {
+                return .failure(
+                    ValueProblem(
+                        message: "\"\(text)\" is not a command (expected a program name looked up "
+                            + "in PATH, e.g. espeak-ng, or an absolute path; no arguments)"))
             }
             return .success(text)
         }

@@ -21,8 +21,10 @@ private enum ChannelsValue {
 }
 
 extension ConfigReader {
-    static let zoneKeys = ["pcm", "board", "rate", "channels", "device-channels", "format", "period", "buffer",
-                           "clock", "resampler", "volume", "max-volume", "mixer", "snapcast"]
+    static let zoneKeys = [
+        "pcm", "board", "rate", "channels", "device-channels", "format", "period", "buffer",
+        "clock", "resampler", "volume", "max-volume", "mixer", "snapcast",
+    ]
 
     /// The zones, and the names of every zone entry (also those too broken to read), for checking
     /// names elsewhere without piling up follow-on errors.
@@ -47,9 +49,13 @@ extension ConfigReader {
     mutating func zone(_ pair: YAMLPair, at path: ConfigPath, topBoard: String?) -> ZoneSource? {
         let issuesBefore = issues.count
         if !ZoneConfig.isValidName(pair.key) {
-            report(pair.keyMark, path, "zone name \"\(pair.key)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)")
+            report(
+                pair.keyMark, path,
+                "zone name \"\(pair.key)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)")
         }
-        guard let zone = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.zoneKeys) else { return nil }
+        guard let zone = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.zoneKeys) else {
+            return nil
+        }
         if let snapcast = zone.values["snapcast"] {
             return snapcastZone(pair.key, zone, snapcast, at: path, issuesBefore: issuesBefore)
         }
@@ -57,14 +63,16 @@ extension ConfigReader {
         let ownBoard = optional(zone, "board", .name("board", why: "it names a file in the boards directory"))
         let boardName = ownBoard ?? (zone.values["board"] == nil ? topBoard : nil)
         let profile = boardName.flatMap { name in
-            boardProfile(named: name, at: zone.values["board"]?.value.mark, path.appending("board"),
-                         report: ownBoard != nil)
+            boardProfile(
+                named: name, at: zone.values["board"]?.value.mark, path.appending("board"),
+                report: ownBoard != nil)
         }
-        let defaults = ZoneConfig(name: pair.key, pcm: profile?.pcm ?? "", rate: profile?.defaultRate ?? 48000,
-                                  channels: profile?.channels ?? 2, format: profile?.defaultFormat ?? .s16LE,
-                                  period: profile?.period ?? .milliseconds(10),
-                                  buffer: profile?.buffer ?? .milliseconds(40), clock: profile?.clock ?? .device,
-                                  mixer: profile?.volume == .hardware ? profile?.mixer : nil)
+        let defaults = ZoneConfig(
+            name: pair.key, pcm: profile?.pcm ?? "", rate: profile?.defaultRate ?? 48000,
+            channels: profile?.channels ?? 2, format: profile?.defaultFormat ?? .s16LE,
+            period: profile?.period ?? .milliseconds(10),
+            buffer: profile?.buffer ?? .milliseconds(40), clock: profile?.clock ?? .device,
+            mixer: profile?.volume == .hardware ? profile?.mixer : nil)
 
         // With a board (even one that failed to load or has a bad name) the PCM may come from it.
         let namesBoard = zone.values["board"] != nil || boards.topLevelWritten
@@ -85,8 +93,9 @@ extension ConfigReader {
 
         if let period, let buffer { checkBuffer(buffer, period: period, in: zone) }
         if let volume, let maxVolume, volume > maxVolume {
-            report(zone.values["volume"]?.value.mark, path.appending("volume"),
-                   "\(ConfigSyntax.formatVolume(volume)) is above max-volume \(ConfigSyntax.formatVolume(maxVolume))")
+            report(
+                zone.values["volume"]?.value.mark, path.appending("volume"),
+                "\(ConfigSyntax.formatVolume(volume)) is above max-volume \(ConfigSyntax.formatVolume(maxVolume))")
         }
         if let profile {
             check(rate, in: profile.rates, of: profile, zone, "rate")
@@ -99,21 +108,24 @@ extension ConfigReader {
         case .count(let count)?:
             deviceCount = count
             if let deviceChannelCount, deviceChannelCount != count {
-                report(zone.values["device-channels"]?.value.mark, path.appending("device-channels"),
-                       "\(deviceChannelCount) differs from channels \(count): a zone that owns its device drives "
-                       + "all its channels (to drive some, list them, e.g. channels: [left])")
+                report(
+                    zone.values["device-channels"]?.value.mark, path.appending("device-channels"),
+                    "\(deviceChannelCount) differs from channels \(count): a zone that owns its device drives "
+                        + "all its channels (to drive some, list them, e.g. channels: [left])")
             }
             if let profile, count > profile.channels {
-                report(zone.values["channels"]?.value.mark, path.appending("channels"),
-                       "\(count) is more than board \"\(profile.id)\" has (\(profile.channels) channels)")
+                report(
+                    zone.values["channels"]?.value.mark, path.appending("channels"),
+                    "\(count) is more than board \"\(profile.id)\" has (\(profile.channels) channels)")
             }
         case .list(let list)?:
             deviceChannels = list
             deviceCount = deviceChannelCount ?? profile?.channels ?? ZoneConfig.defaultDeviceChannelCount(for: list)
             if let beyond = list.first(where: { $0 >= deviceCount }) {
-                report(zone.values["channels"]?.value.mark, path.appending("channels"),
-                       "channel \(DeviceChannel.describe(beyond)) does not exist on a \(deviceCount)-channel device "
-                       + "(expected 0...\(deviceCount - 1))")
+                report(
+                    zone.values["channels"]?.value.mark, path.appending("channels"),
+                    "channel \(DeviceChannel.describe(beyond)) does not exist on a \(deviceCount)-channel device "
+                        + "(expected 0...\(deviceCount - 1))")
             }
         case nil:
             deviceCount = deviceChannelCount ?? defaults.channels
@@ -134,8 +146,9 @@ extension ConfigReader {
     ) {
         guard let value, !allowed.contains(value), let pair = zone.values[key] else { return }
         let list = allowed.map(\.description).joined(separator: ", ")
-        report(pair.value.mark, zone.path.appending(key),
-               "\(value) is not supported by board \"\(profile.id)\" (expected one of: \(list))")
+        report(
+            pair.value.mark, zone.path.appending(key),
+            "\(value) is not supported by board \"\(profile.id)\" (expected one of: \(list))")
     }
 
     /// `channels:` as a count or a list of device channels; `nil` when invalid (reported).
@@ -146,7 +159,8 @@ extension ConfigReader {
             return optional(zone, "channels", .integer(ZoneConfig.channelRange)).map { .count($0) }
         }
         guard let nodes = pair.value.sequence else {
-            report(pair.value.mark, path, "expected an integer or a list of channels, found \(pair.value.kindDescription)")
+            report(
+                pair.value.mark, path, "expected an integer or a list of channels, found \(pair.value.kindDescription)")
             return nil
         }
         if nodes.isEmpty {
@@ -184,9 +198,10 @@ extension ConfigReader {
             let zones = all.filter(\.isClean)
             for source in zones where source.zone.deviceChannels == nil {
                 let other = all.first { $0.zone.name != source.zone.name }!.zone.name
-                report(source.mark("channels"), path.appending(source.zone.name).appending("channels"),
-                       "device \"\(pcm)\" is shared with zone \"\(other)\", so this zone must list the device "
-                       + "channels it drives (e.g. channels: [left]) instead of a count")
+                report(
+                    source.mark("channels"), path.appending(source.zone.name).appending("channels"),
+                    "device \"\(pcm)\" is shared with zone \"\(other)\", so this zone must list the device "
+                        + "channels it drives (e.g. channels: [left]) instead of a count")
             }
             let listed = zones.filter(\.zone.usesChannelList)
             guard let reference = listed.first else { continue }
@@ -195,8 +210,10 @@ extension ConfigReader {
                 let zonePath = path.appending(source.zone.name)
                 for channel in source.zone.channelMap {
                     if let owner = owners[channel] {
-                        report(source.mark("channels"), zonePath.appending("channels"),
-                               "device channel \(DeviceChannel.describe(channel)) of \"\(pcm)\" is also driven by zone \"\(owner)\"")
+                        report(
+                            source.mark("channels"), zonePath.appending("channels"),
+                            "device channel \(DeviceChannel.describe(channel)) of \"\(pcm)\" is also driven by zone \"\(owner)\""
+                        )
                     } else {
                         owners[channel] = source.zone.name
                     }
@@ -211,9 +228,10 @@ extension ConfigReader {
                     ("device-channels", "\(source.zone.deviceChannelCount)", "\(reference.zone.deviceChannelCount)"),
                 ]
                 for setting in settings where setting.mine != setting.theirs {
-                    report(source.mark(setting.key), zonePath.appending(setting.key),
-                           "\(setting.mine) differs from zone \"\(reference.zone.name)\" (\(setting.theirs)); zones on "
-                           + "device \"\(pcm)\" must agree on \(setting.key)")
+                    report(
+                        source.mark(setting.key), zonePath.appending(setting.key),
+                        "\(setting.mine) differs from zone \"\(reference.zone.name)\" (\(setting.theirs)); zones on "
+                            + "device \"\(pcm)\" must agree on \(setting.key)")
                 }
             }
         }

@@ -54,8 +54,10 @@ struct ConfigReader {
 
     /// Records a problem.
     mutating func report(_ mark: Mark?, _ path: ConfigPath, _ message: String) {
-        issues.append(ConfigIssue(file: file, line: mark?.line, column: mark?.column,
-                                  path: path.description, message: message))
+        issues.append(
+            ConfigIssue(
+                file: file, line: mark?.line, column: mark?.column,
+                path: path.description, message: message))
     }
 
     /// The fields of a mapping node, reporting a non-mapping node and every key not in `allowed`
@@ -92,11 +94,12 @@ struct ConfigReader {
     }
 
     mutating func reportUnknownKey(_ pair: YAMLPair, at path: ConfigPath, allowed: [String]) {
-        let message = if let suggestion = EditDistance.suggestion(for: pair.key, among: allowed) {
-            "unknown key; did you mean \"\(suggestion)\"?"
-        } else {
-            "unknown key (expected one of: \(allowed.joined(separator: ", ")))"
-        }
+        let message =
+            if let suggestion = EditDistance.suggestion(for: pair.key, among: allowed) {
+                "unknown key; did you mean \"\(suggestion)\"?"
+            } else {
+                "unknown key (expected one of: \(allowed.joined(separator: ", ")))"
+            }
         report(pair.keyMark, path.appending(pair.key), message)
     }
 
@@ -108,8 +111,10 @@ struct ConfigReader {
 
     /// The value of a key with a default: the default when absent or null, `nil` only when invalid
     /// (and reported), so checks that combine values can skip values already reported.
-    mutating func value<Value>(_ fields: Fields, _ key: String, _ kind: ValueKind<Value>,
-                               default defaultValue: Value) -> Value? {
+    mutating func value<Value>(
+        _ fields: Fields, _ key: String, _ kind: ValueKind<Value>,
+        default defaultValue: Value
+    ) -> Value? {
         guard let pair = fields.values[key] else { return defaultValue }
         return convert(pair, at: fields.path.appending(key), kind)
     }
@@ -205,7 +210,9 @@ extension ValueKind {
                 return .failure(ValueProblem(message: "\"\(text)\" is not an integer"))
             }
             guard range.contains(number) else {
-                return .failure(ValueProblem(message: "\(number) is out of range (expected \(range.lowerBound)...\(range.upperBound))"))
+                return .failure(
+                    ValueProblem(
+                        message: "\(number) is out of range (expected \(range.lowerBound)...\(range.upperBound))"))
             }
             return .success(number)
         }
@@ -215,7 +222,8 @@ extension ValueKind {
     static func duration(_ range: ClosedRange<Duration>) -> ValueKind<Duration> {
         ValueKind<Duration>(name: "a duration") { text in
             guard let duration = ConfigSyntax.duration(text) else {
-                return .failure(ValueProblem(message: "\"\(text)\" is not a duration (expected e.g. 500us, 10ms, 1.5s or 5m)"))
+                return .failure(
+                    ValueProblem(message: "\"\(text)\" is not a duration (expected e.g. 500us, 10ms, 1.5s or 5m)"))
             }
             guard range.contains(duration) else {
                 let bounds = "\(ConfigSyntax.format(range.lowerBound))...\(ConfigSyntax.format(range.upperBound))"
@@ -229,10 +237,12 @@ extension ValueKind {
     static func byteSize(_ range: ClosedRange<Int>) -> ValueKind<Int> {
         ValueKind<Int>(name: "a size") { text in
             guard let bytes = ConfigSyntax.byteSize(text) else {
-                return .failure(ValueProblem(message: "\"\(text)\" is not a size (expected e.g. 65536, 512B, 64KiB or 1MiB)"))
+                return .failure(
+                    ValueProblem(message: "\"\(text)\" is not a size (expected e.g. 65536, 512B, 64KiB or 1MiB)"))
             }
             guard range.contains(bytes) else {
-                let bounds = "\(ConfigSyntax.formatByteSize(range.lowerBound))...\(ConfigSyntax.formatByteSize(range.upperBound))"
+                let bounds =
+                    "\(ConfigSyntax.formatByteSize(range.lowerBound))...\(ConfigSyntax.formatByteSize(range.upperBound))"
                 return .failure(ValueProblem(message: "\(text) is out of range (expected \(bounds))"))
             }
             return .success(bytes)
@@ -246,7 +256,8 @@ extension ValueKind {
                 return .failure(ValueProblem(message: "\"\(text)\" is not a level in decibels (expected e.g. -15dB)"))
             }
             guard range.contains(level) else {
-                let bounds = "\(ConfigSyntax.formatDecibels(range.lowerBound))...\(ConfigSyntax.formatDecibels(range.upperBound))"
+                let bounds =
+                    "\(ConfigSyntax.formatDecibels(range.lowerBound))...\(ConfigSyntax.formatDecibels(range.upperBound))"
                 return .failure(ValueProblem(message: "\(text) is out of range (expected \(bounds))"))
             }
             return .success(level)
@@ -257,19 +268,27 @@ extension ValueKind {
     static var listenAddress: ValueKind<ListenAddress> {
         ValueKind<ListenAddress>(name: "an address") { text in
             guard let address = ListenAddress(parsing: text) else {
-                return .failure(ValueProblem(message: "\"\(text)\" is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or \"[::1]:8470\")"))
+                return .failure(
+                    ValueProblem(
+                        message:
+                            "\"\(text)\" is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or \"[::1]:8470\")"
+                    ))
             }
             return .success(address)
         }
     }
 
     /// One of an enumeration's raw values; `what` names it in messages ("format").
-    static func choice<Choice: RawRepresentable & CaseIterable>(_ type: Choice.Type, _ what: String) -> ValueKind<Choice>
+    static func choice<Choice: RawRepresentable & CaseIterable>(_ type: Choice.Type, _ what: String) -> ValueKind<
+        Choice
+    >
     where Choice.RawValue == String {
         ValueKind<Choice>(name: ("aeiou".contains(what.first!) ? "an " : "a ") + what) { text in
             if let choice = Choice(rawValue: text) { return .success(choice) }
             let names = Choice.allCases.map(\.rawValue)
-            let expected = names.count == 1 ? names[0]
+            let expected =
+                names.count == 1
+                ? names[0]
                 : names.dropLast().joined(separator: ", ") + " or " + names.last!
             return .failure(ValueProblem(message: "\"\(text)\" is not a supported \(what) (expected \(expected))"))
         }
@@ -295,7 +314,8 @@ extension ValueKind {
             if let channel = DeviceChannel(name: text) { return .success(channel.rawValue) }
             let last = DeviceChannel.allCases.count - 1
             if !text.isEmpty, text.count <= 18, text.allSatisfy(\.isASCIIDigit), let index = Int(text) {
-                return index <= last ? .success(index)
+                return index <= last
+                    ? .success(index)
                     : .failure(ValueProblem(message: "\(index) is out of range (expected 0...\(last))"))
             }
             let names = DeviceChannel.allCases.map(\.name).joined(separator: ", ")
@@ -306,7 +326,8 @@ extension ValueKind {
     /// A name of a zone, group or board: `[a-z0-9_-]+`; `what` names it in the message.
     static func name(_ what: String, why: String) -> ValueKind<String> {
         ValueKind<String>(name: "a name") { text in
-            ZoneConfig.isValidName(text) ? .success(text)
+            ZoneConfig.isValidName(text)
+                ? .success(text)
                 : .failure(ValueProblem(message: "\(what) name \"\(text)\" must match [a-z0-9_-]+ (\(why))"))
         }
     }
@@ -314,16 +335,26 @@ extension ValueKind {
     /// An `http://` or `https://` URL.
     static var httpURL: ValueKind<String> {
         ValueKind<String>(name: "a URL") { text in
-            SubsonicConfig.isValidURL(text) ? .success(text)
-                : .failure(ValueProblem(message: "\"\(text)\" is not an http(s) URL (expected http://host[:port][/path], e.g. http://127.0.0.1:4533)"))
+            SubsonicConfig.isValidURL(text)
+                ? .success(text)
+                : .failure(
+                    ValueProblem(
+                        message:
+                            "\"\(text)\" is not an http(s) URL (expected http://host[:port][/path], e.g. http://127.0.0.1:4533)"
+                    ))
         }
     }
 
     /// An environment variable name.
     static var environmentName: ValueKind<String> {
         ValueKind<String>(name: "a variable name") { text in
-            SubsonicConfig.isValidEnvironmentName(text) ? .success(text)
-                : .failure(ValueProblem(message: "\"\(text)\" is not an environment variable name (expected letters, digits and _, not starting with a digit)"))
+            SubsonicConfig.isValidEnvironmentName(text)
+                ? .success(text)
+                : .failure(
+                    ValueProblem(
+                        message:
+                            "\"\(text)\" is not an environment variable name (expected letters, digits and _, not starting with a digit)"
+                    ))
         }
     }
 }

@@ -13,8 +13,9 @@ public enum ConfigSyntax {
     public static func duration(_ text: String) -> Duration? {
         let numberEnd = text.firstIndex { !($0.isASCIIDigit || $0 == ".") } ?? text.endIndex
         guard let unit = durationUnits.first(where: { $0.suffix == text[numberEnd...] }),
-              let nanoseconds = decimal(text[..<numberEnd], scale: unit.nanoseconds),
-              nanoseconds % 1_000 == 0 else { return nil }
+            let nanoseconds = decimal(text[..<numberEnd], scale: unit.nanoseconds),
+            nanoseconds % 1_000 == 0
+        else { return nil }
         return .nanoseconds(nanoseconds)
     }
 
@@ -39,7 +40,8 @@ public enum ConfigSyntax {
         let numberEnd = text.firstIndex { !$0.isASCIIDigit } ?? text.endIndex
         let digits = text[..<numberEnd]
         guard !digits.isEmpty, digits.count <= 9, let number = Int(digits),
-              let unit = sizeUnits.first(where: { $0.suffix == text[numberEnd...] }) else { return nil }
+            let unit = sizeUnits.first(where: { $0.suffix == text[numberEnd...] })
+        else { return nil }
         return number * unit.bytes
     }
 
@@ -57,8 +59,9 @@ public enum ConfigSyntax {
         let number = text.dropLast(2)
         let unsigned = number.first == "-" || number.first == "+" ? number.dropFirst() : number
         guard !unsigned.isEmpty, unsigned.first != ".", unsigned.last != ".",
-              unsigned.allSatisfy({ $0.isASCIIDigit || $0 == "." }),
-              unsigned.filter({ $0 == "." }).count <= 1 else { return nil }
+            unsigned.allSatisfy({ $0.isASCIIDigit || $0 == "." }),
+            unsigned.filter({ $0 == "." }).count <= 1
+        else { return nil }
         return Double(number)
     }
 
@@ -80,8 +83,9 @@ public enum ConfigSyntax {
         let isPercent = text.hasSuffix("%")
         let number = isPercent ? text.dropLast() : Substring(text)
         guard !number.isEmpty, number.first != ".", number.last != ".", number.count <= 12,
-              number.allSatisfy({ $0.isASCIIDigit || $0 == "." }),
-              number.filter({ $0 == "." }).count <= 1, let value = Double(number) else { return nil }
+            number.allSatisfy({ $0.isASCIIDigit || $0 == "." }),
+            number.filter({ $0 == "." }).count <= 1, let value = Double(number)
+        else { return nil }
         return (isPercent ? value / 100 : value, isPercent)
     }
 
@@ -98,7 +102,8 @@ public enum ConfigSyntax {
     private static func decimal(_ text: Substring, scale: Int) -> Int? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count), !parts[0].isEmpty, parts[0].count <= 6,
-              let whole = Int(parts[0]) else { return nil }
+            let whole = Int(parts[0])
+        else { return nil }
         var result = whole * scale
         if parts.count == 2 {
             let fraction = parts[1]

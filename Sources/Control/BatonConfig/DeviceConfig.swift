@@ -35,8 +35,10 @@ public struct DeviceConfig: Sendable, Equatable {
     public var snapcast: SnapcastConfig?
 
     /// Creates a device.
-    public init(pcm: String, rate: Int, format: ZoneConfig.SampleFormat, period: Duration, buffer: Duration,
-                clock: ZoneConfig.Clock, channels: Int, zones: [Zone], snapcast: SnapcastConfig? = nil) {
+    public init(
+        pcm: String, rate: Int, format: ZoneConfig.SampleFormat, period: Duration, buffer: Duration,
+        clock: ZoneConfig.Clock, channels: Int, zones: [Zone], snapcast: SnapcastConfig? = nil
+    ) {
         self.pcm = pcm
         self.rate = rate
         self.format = format
@@ -70,9 +72,11 @@ extension BatonConfiguration {
                 devices[position].zones.append(entry)
             } else {
                 index[zone.pcm] = devices.count
-                devices.append(DeviceConfig(pcm: zone.pcm, rate: zone.rate, format: zone.format, period: zone.period,
-                                            buffer: zone.buffer, clock: zone.clock, channels: zone.deviceChannelCount,
-                                            zones: [entry], snapcast: zone.snapcast))
+                devices.append(
+                    DeviceConfig(
+                        pcm: zone.pcm, rate: zone.rate, format: zone.format, period: zone.period,
+                        buffer: zone.buffer, clock: zone.clock, channels: zone.deviceChannelCount,
+                        zones: [entry], snapcast: zone.snapcast))
             }
         }
         return devices

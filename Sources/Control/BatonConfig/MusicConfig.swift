@@ -23,8 +23,10 @@ public struct MusicConfig: Sendable, Equatable {
     public var retryLimit: Duration
 
     /// Creates music settings; the defaults are those of the file format.
-    public init(subsonic: SubsonicConfig, replayGain: ReplayGain = .track, zones: [String] = [GroupConfig.all],
-                retryLimit: Duration = .seconds(120)) {
+    public init(
+        subsonic: SubsonicConfig, replayGain: ReplayGain = .track, zones: [String] = [GroupConfig.all],
+        retryLimit: Duration = .seconds(120)
+    ) {
         self.subsonic = subsonic
         self.replayGain = replayGain
         self.zones = zones
@@ -67,8 +69,10 @@ public struct SubsonicConfig: Sendable, Equatable {
     public var apiKeyFile: String?
 
     /// Creates server settings; the defaults are those of the file format.
-    public init(url: String, user: String, password: Password, format: StreamFormat = .opus, maxBitrate: Int = 128,
-                apiKeyFile: String? = nil) {
+    public init(
+        url: String, user: String, password: Password, format: StreamFormat = .opus, maxBitrate: Int = 128,
+        apiKeyFile: String? = nil
+    ) {
         self.url = url
         self.user = user
         self.password = password

@@ -22,10 +22,12 @@ public struct PolicyConfig: Sendable, Equatable {
     /// `music`, `announcement` and `call`, as in the shipped `config/baton.yaml`.
     public static let defaultClasses: [ClassConfig] = [
         ClassConfig(name: "music", priority: 10, kind: .permanent, same: .replace, resumeWithin: .seconds(300)),
-        ClassConfig(name: "announcement", priority: 50, kind: .transient, lower: .interrupt, same: .queue,
-                    duringHigher: .queue, coalesce: .seconds(3), ttl: .seconds(30), queueLimit: 16),
-        ClassConfig(name: "call", priority: 90, kind: .transient, lower: .interrupt, same: .reject,
-                    duringHigher: .reject),
+        ClassConfig(
+            name: "announcement", priority: 50, kind: .transient, lower: .interrupt, same: .queue,
+            duringHigher: .queue, coalesce: .seconds(3), ttl: .seconds(30), queueLimit: 16),
+        ClassConfig(
+            name: "call", priority: 90, kind: .transient, lower: .interrupt, same: .reject,
+            duringHigher: .reject),
     ]
 
     /// The policy used when the file has no `policy:` section.
@@ -87,9 +89,11 @@ public struct ClassConfig: Sendable, Equatable {
     public var queueLimit: Int?
 
     /// Creates a class; the defaults are those of the file format.
-    public init(name: String, priority: Int, kind: Kind, lower: LowerAction = .interrupt, same: SameAction = .queue,
-                duringHigher: HigherAction = .queue, resumeWithin: Duration? = nil, coalesce: Duration? = nil,
-                ttl: Duration? = nil, queueLimit: Int? = nil) {
+    public init(
+        name: String, priority: Int, kind: Kind, lower: LowerAction = .interrupt, same: SameAction = .queue,
+        duringHigher: HigherAction = .queue, resumeWithin: Duration? = nil, coalesce: Duration? = nil,
+        ttl: Duration? = nil, queueLimit: Int? = nil
+    ) {
         self.name = name
         self.priority = priority
         self.kind = kind

@@ -33,8 +33,10 @@ public struct SnapcastConfig: Sendable, Equatable {
     /// the server's setting. Default 1000 ms.
     public var buffer: Duration
 
-    public init(source: StreamTarget, control: String? = nil, stream: String, clients: [Client] = [],
-                buffer: Duration = .milliseconds(1000)) {
+    public init(
+        source: StreamTarget, control: String? = nil, stream: String, clients: [Client] = [],
+        buffer: Duration = .milliseconds(1000)
+    ) {
         self.source = source
         self.control = control
         self.stream = stream
@@ -53,12 +55,14 @@ public struct SnapcastConfig: Sendable, Equatable {
     /// Reads `tcp://HOST:PORT` (numeric host, `[v6]`, or `localhost`) or an absolute FIFO path;
     /// the reason otherwise.
     static func parseSource(_ text: String) -> Result<StreamTarget, ValueProblem> {
-        let expected = "expected tcp://ADDRESS:PORT (a numeric address, e.g. tcp://127.0.0.1:4953) or the absolute path of the source's FIFO"
+        let expected =
+            "expected tcp://ADDRESS:PORT (a numeric address, e.g. tcp://127.0.0.1:4953) or the absolute path of the source's FIFO"
         if text.hasPrefix("/") { return .success(.fifo(path: text)) }
         guard text.hasPrefix("tcp://") else { return .failure(ValueProblem(message: "\"\(text)\": \(expected)")) }
         var rest = Substring(text.dropFirst(6))
         if rest.hasSuffix("/") { rest = rest.dropLast() }
-        let host: Substring, portText: Substring
+        let host: Substring
+        let portText: Substring
         if rest.hasPrefix("[") {
             guard let close = rest.firstIndex(of: "]"), rest[rest.index(after: close)...].hasPrefix(":") else {
                 return .failure(ValueProblem(message: "\"\(text)\": \(expected)"))
@@ -77,7 +81,11 @@ public struct SnapcastConfig: Sendable, Equatable {
         }
         if host == "localhost" { return .success(.tcp(host: "127.0.0.1", port: port)) }
         guard isNumericAddress(host) else {
-            return .failure(ValueProblem(message: "\"\(text)\": \"\(host)\" is not a numeric address (Baton's output thread never resolves names; write the server's IP address)"))
+            return .failure(
+                ValueProblem(
+                    message:
+                        "\"\(text)\": \"\(host)\" is not a numeric address (Baton's output thread never resolves names; write the server's IP address)"
+                ))
         }
         return .success(.tcp(host: String(host), port: port))
     }
@@ -85,7 +93,9 @@ public struct SnapcastConfig: Sendable, Equatable {
     /// True for a dotted IPv4 address or an IPv6 address (hex digits and colons).
     static func isNumericAddress(_ host: Substring) -> Bool {
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        if parts.count == 4, parts.allSatisfy({ !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCIIDigit) && Int($0)! <= 255 }) {
+        if parts.count == 4,
+            parts.allSatisfy({ !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCIIDigit) && Int($0)! <= 255 })
+        {
             return true
         }
         return host.contains(":") && host.allSatisfy { $0 == ":" || $0.isHexDigit || $0 == "." }

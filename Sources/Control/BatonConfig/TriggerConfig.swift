@@ -21,9 +21,11 @@ public struct MQTTConfig: Sendable, Equatable {
     /// MQTT keepalive (default 30 s).
     public var keepalive: Duration
 
-    public init(broker: String, username: String? = nil, passwordFile: String? = nil, caFile: String? = nil,
-                certFile: String? = nil, keyFile: String? = nil, discovery: Bool = true,
-                discoveryPrefix: String = "homeassistant", topicPrefix: String = "baton", keepalive: Duration = .seconds(30)) {
+    public init(
+        broker: String, username: String? = nil, passwordFile: String? = nil, caFile: String? = nil,
+        certFile: String? = nil, keyFile: String? = nil, discovery: Bool = true,
+        discoveryPrefix: String = "homeassistant", topicPrefix: String = "baton", keepalive: Duration = .seconds(30)
+    ) {
         self.broker = broker
         self.username = username
         self.passwordFile = passwordFile
@@ -63,7 +65,10 @@ public struct AnnounceAction: Sendable, Equatable {
 public struct GPIOButtonConfig: Sendable, Equatable {
     public enum Edge: String, Sendable, Equatable, CaseIterable, Codable { case rising, falling, both }
     public enum Bias: String, Sendable, Equatable, CaseIterable, Codable {
-        case pullUp = "pull-up", pullDown = "pull-down", disabled, asIs = "as-is"
+        case pullUp = "pull-up"
+        case pullDown = "pull-down"
+        case disabled
+        case asIs = "as-is"
     }
     /// `gpiochip0` or a path (`/dev/gpiochip0`).
     public var chip: String
@@ -77,8 +82,10 @@ public struct GPIOButtonConfig: Sendable, Equatable {
     public var debounce: Duration
     public var announce: AnnounceAction
 
-    public init(chip: String = "gpiochip0", line: Int, edge: Edge = .falling, bias: Bias = .pullUp,
-                debounce: Duration = .milliseconds(50), announce: AnnounceAction) {
+    public init(
+        chip: String = "gpiochip0", line: Int, edge: Edge = .falling, bias: Bias = .pullUp,
+        debounce: Duration = .milliseconds(50), announce: AnnounceAction
+    ) {
         self.chip = chip
         self.line = line
         self.edge = edge
@@ -104,8 +111,10 @@ public struct IntercomConfig: Sendable, Equatable {
     /// Mono (1, default) or stereo (2) decoding.
     public var channels: Int
 
-    public init(listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 5004), zones: [String] = [GroupConfig.all],
-                silenceTimeout: Duration = .seconds(2), payloadType: Int? = nil, channels: Int = 1) {
+    public init(
+        listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 5004), zones: [String] = [GroupConfig.all],
+        silenceTimeout: Duration = .seconds(2), payloadType: Int? = nil, channels: Int = 1
+    ) {
         self.listen = listen
         self.zones = zones
         self.silenceTimeout = silenceTimeout

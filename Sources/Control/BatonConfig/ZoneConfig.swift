@@ -68,17 +68,20 @@ public struct ZoneConfig: Sendable, Equatable {
     /// When `deviceChannels` is given, `channels` is its length (the `channels` argument is ignored)
     /// and `deviceChannelCount` defaults to the highest index + 1, at least 2; otherwise
     /// `deviceChannelCount` defaults to `channels`.
-    public init(name: String, pcm: String, rate: Int = 48000, channels: Int = 2, format: SampleFormat = .s16LE,
-                period: Duration = .milliseconds(10), buffer: Duration = .milliseconds(40),
-                clock: Clock = .device, resampler: ResamplerKind? = nil, deviceChannels: [Int]? = nil,
-                deviceChannelCount: Int? = nil, volume: Double = 1, maxVolume: Double = 1, mixer: String? = nil,
-                board: String? = nil, snapcast: SnapcastConfig? = nil) {
+    public init(
+        name: String, pcm: String, rate: Int = 48000, channels: Int = 2, format: SampleFormat = .s16LE,
+        period: Duration = .milliseconds(10), buffer: Duration = .milliseconds(40),
+        clock: Clock = .device, resampler: ResamplerKind? = nil, deviceChannels: [Int]? = nil,
+        deviceChannelCount: Int? = nil, volume: Double = 1, maxVolume: Double = 1, mixer: String? = nil,
+        board: String? = nil, snapcast: SnapcastConfig? = nil
+    ) {
         self.name = name
         self.pcm = pcm
         self.rate = rate
         self.channels = deviceChannels?.count ?? channels
         self.deviceChannels = deviceChannels
-        self.deviceChannelCount = deviceChannelCount
+        self.deviceChannelCount =
+            deviceChannelCount
             ?? deviceChannels.map { Self.defaultDeviceChannelCount(for: $0) } ?? channels
         self.format = format
         self.period = period
@@ -124,9 +127,10 @@ public struct ZoneConfig: Sendable, Equatable {
 
     /// True when `name` may be used as a zone name: non-empty, only `a-z`, `0-9`, `_` and `-`.
     public static func isValidName(_ name: String) -> Bool {
-        !name.isEmpty && name.unicodeScalars.allSatisfy { scalar in
-            ("a"..."z").contains(scalar) || ("0"..."9").contains(scalar) || scalar == "_" || scalar == "-"
-        }
+        !name.isEmpty
+            && name.unicodeScalars.allSatisfy { scalar in
+                ("a"..."z").contains(scalar) || ("0"..."9").contains(scalar) || scalar == "_" || scalar == "-"
+            }
     }
 
     static func frames(_ duration: Duration, rate: Int) -> Int {

@@ -10,11 +10,13 @@ extension Policy {
     /// The arbiter's policy from the config file's `policy:` section.
     init(_ config: PolicyConfig) {
         var classes: [SourceClass: ClassPolicy] = [:]
-        let duck = DuckPolicy(level: Decibels(config.duck.level), attack: config.duck.attack, release: config.duck.release)
+        let duck = DuckPolicy(
+            level: Decibels(config.duck.level), attack: config.duck.attack, release: config.duck.release)
         for c in config.classes {
             classes[SourceClass(c.name)] = ClassPolicy(
                 priority: c.priority, kind: RequestKind(c.kind), lower: LowerAction(c.lower), same: SameAction(c.same),
-                duringHigher: DuringHigherAction(c.duringHigher), resumeWithin: c.resumeWithin, coalesceWindow: c.coalesce,
+                duringHigher: DuringHigherAction(c.duringHigher), resumeWithin: c.resumeWithin,
+                coalesceWindow: c.coalesce,
                 ttl: c.ttl, queueLimit: c.queueLimit, duck: nil)
         }
         self.init(classes: classes, duck: duck)

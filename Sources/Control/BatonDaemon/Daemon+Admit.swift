@@ -11,23 +11,32 @@ extension Daemon {
     }
 
     /// Plays a local sound file as music (class `music`, permanent) on `zones`, looping when asked.
-    public func playMusic(sound: String, zones: [String], loop: Bool, volume: Float = 1) throws(ControlError) -> Admission {
+    public func playMusic(sound: String, zones: [String], loop: Bool, volume: Float = 1) throws(ControlError)
+        -> Admission
+    {
         try play(sound: sound, zones: zones, sourceClass: .music, loop: loop, volume: volume)
     }
 
     /// Speaks `text` as an announcement on `zones` (empty: every zone). Rendering happens before the
     /// lock (a few hundred ms for a sentence the first time; cached afterwards). Any thread.
-    public func announce(text: String, voice: String? = nil, zones: [String], volume: Float = 1) throws(ControlError) -> Admission {
-        let speech = try parts.speech.render(text, voice: voice, config: config.speech), library = sounds
-        return try admit(.announcement, zones: zones, volume: volume, coalesceKey: speech.coalesceKey) { available throws(ControlError) in
+    public func announce(text: String, voice: String? = nil, zones: [String], volume: Float = 1) throws(ControlError)
+        -> Admission
+    {
+        let speech = try parts.speech.render(text, voice: voice, config: config.speech)
+        let library = sounds
+        return try admit(.announcement, zones: zones, volume: volume, coalesceKey: speech.coalesceKey) {
+            available throws(ControlError) in
             try library.player(speech, in: available)
         }
     }
 
-    private func play(sound: String, zones: [String], sourceClass: SourceClass, loop: Bool, volume: Float) throws(ControlError) -> Admission {
+    private func play(sound: String, zones: [String], sourceClass: SourceClass, loop: Bool, volume: Float)
+        throws(ControlError) -> Admission
+    {
         let library = sounds
         try library.check(sound)
-        return try admit(sourceClass, zones: zones, volume: volume, coalesceKey: sound) { available throws(ControlError) in
+        return try admit(sourceClass, zones: zones, volume: volume, coalesceKey: sound) {
+            available throws(ControlError) in
             try library.player(sound, loop: loop, in: available)
         }
     }
@@ -35,21 +44,27 @@ extension Daemon {
     /// The one admit path: resolves `requested` zones (empty: every zone) to those that can play,
     /// makes the source for them (before the lock: decoding, rendering), gives it an id, and asks
     /// the arbiter. Announcements coalesce by `coalesceKey`. Any thread.
-    func admit(_ sourceClass: SourceClass, zones requested: [String], volume: Float, coalesceKey: String? = nil,
-               before announce: ((SourceID) -> Void)? = nil,
-               make: ([ZoneHandle]) throws(ControlError) -> any Source) throws(ControlError) -> Admission {
-        guard volume.isFinite, (0...1).contains(volume) else { throw ControlError(.badRequest, "volume must be between 0 and 1") }
+    func admit(
+        _ sourceClass: SourceClass, zones requested: [String], volume: Float, coalesceKey: String? = nil,
+        before announce: ((SourceID) -> Void)? = nil,
+        make: ([ZoneHandle]) throws(ControlError) -> any Source
+    ) throws(ControlError) -> Admission {
+        guard volume.isFinite, (0...1).contains(volume) else {
+            throw ControlError(.badRequest, "volume must be between 0 and 1")
+        }
         let table = self.zones
         let (available, skipped) = try table.available(requested.isEmpty ? table.names : try expandZones(requested))
         let source = try make(available.compactMap(table.zone))
         return try state.withLock { (s: inout State) throws(ControlError) in
             let id = SourceID("\(Self.prefix(sourceClass))-\(s.nextID)")
             s.nextID += 1
-            s.playbacks[id] = Playback(id: id, sourceClass: sourceClass, source: source, volume: volume, zones: available,
-                                       skipped: skipped)
+            s.playbacks[id] = Playback(
+                id: id, sourceClass: sourceClass, source: source, volume: volume, zones: available,
+                skipped: skipped)
             announce?(id)
-            let request = Request(source: id, sourceClass: sourceClass, zones: available.map { ZoneID($0) },
-                                  coalesceKey: sourceClass == .announcement ? coalesceKey : nil)
+            let request = Request(
+                source: id, sourceClass: sourceClass, zones: available.map { ZoneID($0) },
+                coalesceKey: sourceClass == .announcement ? coalesceKey : nil)
             let effects = s.arbiter.handle(.request(request), at: .now)
             apply(effects, &s)
             return Admission(id: id.rawValue, outcome: try outcome(of: id, in: effects), skipped: skipped)
@@ -89,7 +104,9 @@ extension Daemon {
     public func command(_ command: UserCommand, source: String) throws(ControlError) {
         try state.withLock { (s: inout State) throws(ControlError) in
             let id = SourceID(source)
-            guard s.playbacks[id] != nil, s.arbiter.state(of: id) != nil else { throw ControlError(.notFound, "no source \"\(source)\"") }
+            guard s.playbacks[id] != nil, s.arbiter.state(of: id) != nil else {
+                throw ControlError(.notFound, "no source \"\(source)\"")
+            }
             apply(s.arbiter.user(command, on: id, at: .now), &s)
         }
     }
@@ -98,7 +115,10 @@ extension Daemon {
     public func latestSource(of sourceClass: SourceClass) -> String? {
         state.withLock { s in
             s.playbacks.values.filter { $0.sourceClass == sourceClass && s.arbiter.state(of: $0.id) != nil }
-                .max { $0.id.rawValue.count == $1.id.rawValue.count ? $0.id < $1.id : $0.id.rawValue.count < $1.id.rawValue.count }?
+                .max {
+                    $0.id.rawValue.count == $1.id.rawValue.count
+                        ? $0.id < $1.id : $0.id.rawValue.count < $1.id.rawValue.count
+                }?
                 .id.rawValue
         }
     }

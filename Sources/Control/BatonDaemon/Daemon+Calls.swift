@@ -10,7 +10,8 @@ extension Daemon {
         parts.intercom.start(config, logger: logger, events: events) { [weak self] event in
             switch event {
             case .callStarted: _ = try? self?.startCall(reason: "RTP packets on port \(config.listen.port)")
-            case .callEnded(let why): self?.endCall(reason: why == .silenceTimeout ? "no packets for \(config.silenceTimeout)" : "ended")
+            case .callEnded(let why):
+                self?.endCall(reason: why == .silenceTimeout ? "no packets for \(config.silenceTimeout)" : "ended")
             }
         }
     }
@@ -27,9 +28,12 @@ extension Daemon {
         }
         let events = self.events
         var zones: [String] = []
-        return try admit(.call, zones: config.zones, volume: 1, before: { id in
-            events.publish(type: "call", source: id.rawValue, zones: zones, reason: "call started: \(reason)")
-        }) { (available: [ZoneHandle]) throws(ControlError) in
+        return try admit(
+            .call, zones: config.zones, volume: 1,
+            before: { id in
+                events.publish(type: "call", source: id.rawValue, zones: zones, reason: "call started: \(reason)")
+            }
+        ) { (available: [ZoneHandle]) throws(ControlError) in
             zones = available.map(\.name)
             return CallPlayer(receiver: receiver)
         }

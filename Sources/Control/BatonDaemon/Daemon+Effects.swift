@@ -10,7 +10,10 @@ extension Daemon {
         var ramps: [String: Int] = [:]  // "source/zone" → ramp frames for a duck change
         for e in effects {
             let frames = e.action.source.flatMap { s.playbacks[$0] }.map { p in
-                Dictionary(uniqueKeysWithValues: p.zones.compactMap { z in output(z).map { (z, $0.device.snapshot().framesPlayed) } })
+                Dictionary(
+                    uniqueKeysWithValues: p.zones.compactMap { z in
+                        output(z).map { (z, $0.device.snapshot().framesPlayed) }
+                    })
             }
             events.publish(e, zoneFrames: frames)
             logger.debug("arbiter: \(e)")
@@ -38,13 +41,17 @@ extension Daemon {
         let audible = s.arbiter.state(of: p.id)?.isAudible ?? false
         var outputs: [SourceOutput] = []
         for part in p.parts {
-            guard let zone = output(part.zone), let slot = zone.mixer.claimSlot(gain: audible ? target(p, zone: part.zone, s) : 0) else {
+            guard let zone = output(part.zone),
+                let slot = zone.mixer.claimSlot(gain: audible ? target(p, zone: part.zone, s) : 0)
+            else {
                 logger.error("zone \(part.zone): every slot is busy; \(p.id) cannot play there")
                 continue
             }
             if !audible { slot.pause() }
             part.slot = slot
-            outputs.append(zone.output(slot, resampler: p.sourceClass == .call ? .callsDefault : config.musicResampler(for: zone.config)))
+            outputs.append(
+                zone.output(
+                    slot, resampler: p.sourceClass == .call ? .callsDefault : config.musicResampler(for: zone.config)))
         }
         return outputs
     }

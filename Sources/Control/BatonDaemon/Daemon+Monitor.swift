@@ -1,4 +1,3 @@
-
 extension Daemon {
     /// One pass of the monitor: sources' upkeep (feeding rings, track changes), drained sources
     /// released, timers fired, zone availability reported. Monitor thread; tests call it directly.
@@ -11,10 +10,12 @@ extension Daemon {
             }
             for p in done.sorted(by: { $0.id < $1.id }) {
                 p.released = true
-                let frames = Dictionary(uniqueKeysWithValues: p.parts.compactMap { part in part.slot?.lastFrameAt.map { (part.zone, $0) } })
+                let frames = Dictionary(
+                    uniqueKeysWithValues: p.parts.compactMap { part in part.slot?.lastFrameAt.map { (part.zone, $0) } })
                 let why = p.music?.progress.gaveUp.map { "stopped: the server stayed unreachable (\($0))" }
-                events.publish(type: "played", source: p.id.rawValue, zones: p.zones,
-                               reason: why ?? "sound \(p.source.label) played to its end", zoneFrames: frames)
+                events.publish(
+                    type: "played", source: p.id.rawValue, zones: p.zones,
+                    reason: why ?? "sound \(p.source.label) played to its end", zoneFrames: frames)
                 apply(s.arbiter.release(p.id, at: .now), &s)
             }
             if let t = s.timer, t <= .now {

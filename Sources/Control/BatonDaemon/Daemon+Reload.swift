@@ -18,7 +18,8 @@ extension Daemon {
     /// playing untouched; removed or changed ones stop (their sources end as `vanished`), new ones
     /// start; a new policy goes to the arbiter. Any thread.
     public func apply(_ new: BatonConfiguration) -> ReloadReport {
-        let old = config, oldTable = zones
+        let old = config
+        let oldTable = zones
         let (table, stopped, started) = oldTable.rebuilt(for: new)
         let stoppedZones = Set(stopped.flatMap { $0.spec.zones.map(\.name) })
         let report = ReloadReport(from: old, to: new, zones: oldTable.names, stopping: stoppedZones)
@@ -26,7 +27,8 @@ extension Daemon {
         // Sources on zones that go away end first, so nothing keeps a slot of a stopped device.
         if !stoppedZones.isEmpty {
             state.withLock { s in
-                for p in s.playbacks.values.sorted(by: { $0.id < $1.id }) where p.zones.contains(where: stoppedZones.contains) {
+                for p in s.playbacks.values.sorted(by: { $0.id < $1.id })
+                where p.zones.contains(where: stoppedZones.contains) {
                     apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
                     finish(p.id, &s)
                 }
@@ -39,9 +41,12 @@ extension Daemon {
         parts.volumes.open(table.zones.filter { (report.zonesAdded + report.zonesChanged).contains($0.name) })
         for d in started { d.start(logger) }
         parts.snapcast.update(new.zones)
-        logger.info("reload: applied (added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged), unchanged \(report.zonesUnchanged)\(report.policyChanged ? ", new policy" : "")\(report.needsRestart.isEmpty ? "" : "; restart needed for \(report.needsRestart)"))")
-        events.publish(type: "reloaded", zones: new.zones.map(\.name),
-                       reason: "added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged)")
+        logger.info(
+            "reload: applied (added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged), unchanged \(report.zonesUnchanged)\(report.policyChanged ? ", new policy" : "")\(report.needsRestart.isEmpty ? "" : "; restart needed for \(report.needsRestart)"))"
+        )
+        events.publish(
+            type: "reloaded", zones: new.zones.map(\.name),
+            reason: "added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged)")
         return report
     }
 }

@@ -1,4 +1,3 @@
-
 /// Keeping what the user set across restarts: zone volumes and the music queue with the position
 /// heard, in `<state-dir>/state.json` (see `Persistence`, `StateStore`).
 extension Daemon {
@@ -22,7 +21,13 @@ extension Daemon {
         var now = SavedState()
         for zone in zones.zones { now.volumes[zone.name] = parts.volumes.userVolume(zone) }
         now.queue = state.withLock { s in
-            guard let p = newestServerMusic(s) else { return previous.map { var q = $0; q.playing = false; return q } }
+            guard let p = newestServerMusic(s) else {
+                return previous.map {
+                    var q = $0
+                    q.playing = false
+                    return q
+                }
+            }
             if p.music!.progress.finished { return nil }
             return SavedQueue(p, playing: s.arbiter.state(of: p.id)?.isAudible ?? false) ?? previous
         }
@@ -40,8 +45,10 @@ extension Daemon {
         }
         let zoneNames = q.zones.filter(Set(zones.names).contains)
         guard !zoneNames.isEmpty else {
-            throw ControlError(.conflict, "the saved queue played on zones that no longer exist (\(q.zones.joined(separator: ", ")))")
+            throw ControlError(
+                .conflict, "the saved queue played on zones that no longer exist (\(q.zones.joined(separator: ", ")))")
         }
-        return try startSongs(q.songs, zones: zoneNames, volume: Float(min(max(q.volume, 0), 1)), index: q.index, offset: q.position)
+        return try startSongs(
+            q.songs, zones: zoneNames, volume: Float(min(max(q.volume, 0), 1)), index: q.index, offset: q.position)
     }
 }

@@ -11,13 +11,18 @@ extension Daemon {
                     handle, s.arbiter.status(of: ZoneID(handle.name)), error: handle.errorText,
                     volume: parts.volumes.userVolume(handle), volumeControl: parts.volumes.description(handle),
                     slots: playbacks.flatMap { p in
-                        p.parts.filter { $0.zone == handle.name }.compactMap { part in part.slot.map { (p.id.rawValue, $0) } }
+                        p.parts.filter { $0.zone == handle.name }.compactMap { part in
+                            part.slot.map { (p.id.rawValue, $0) }
+                        }
                     },
                     snapcast: parts.snapcast.status(handle))
             }
-            let sources = s.arbiter.sources.compactMap { st in s.playbacks[st.contender.source].map { StatusReport.Source($0, st) } }
+            let sources = s.arbiter.sources.compactMap { st in
+                s.playbacks[st.contender.source].map { StatusReport.Source($0, st) }
+            }
             return StatusReport(
-                zones: zones, sources: sources, uptimeMs: events.uptimeMs, savedQueue: parts.persistence.saved.queue.flatMap(StatusReport.SavedQueue.init),
+                zones: zones, sources: sources, uptimeMs: events.uptimeMs,
+                savedQueue: parts.persistence.saved.queue.flatMap(StatusReport.SavedQueue.init),
                 intercom: intercom, mqtt: nil, gpio: nil)
         }
     }

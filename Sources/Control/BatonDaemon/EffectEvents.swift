@@ -6,10 +6,14 @@ extension EventLog {
     /// Publishes an arbiter effect as its event, with the zone frames of its source attached.
     func publish<Instant>(_ e: Effect<Instant>, zoneFrames frames: [String: Int]?) {
         let reason = String(describing: e.reason)
-        func put(_ type: String, _ id: SourceID, zones: [ZoneID]? = nil, shouldResume: Bool? = nil, level: Double? = nil,
-                 into: String? = nil) {
-            publish(type: type, source: id.rawValue, zones: zones?.map(\.rawValue), reason: reason, shouldResume: shouldResume,
-                    level: level, into: into, zoneFrames: frames)
+        func put(
+            _ type: String, _ id: SourceID, zones: [ZoneID]? = nil, shouldResume: Bool? = nil, level: Double? = nil,
+            into: String? = nil
+        ) {
+            publish(
+                type: type, source: id.rawValue, zones: zones?.map(\.rawValue), reason: reason,
+                shouldResume: shouldResume,
+                level: level, into: into, zoneFrames: frames)
         }
         switch e.action {
         case .granted(let id, let zones): put("granted", id, zones: zones)
@@ -38,12 +42,16 @@ extension EventLog {
             let (source, zones) = identity()
             switch notice {
             case .track(let index, let count, let title):
-                publish(type: "track", source: source, zones: zones, reason: "now playing: \(title) (\(index + 1)/\(count))")
+                publish(
+                    type: "track", source: source, zones: zones, reason: "now playing: \(title) (\(index + 1)/\(count))"
+                )
             case .scrobbled(let submission, let title):
-                publish(type: "scrobbled", source: source, reason: "\(submission ? "submitted" : "now playing"): \(title)")
+                publish(
+                    type: "scrobbled", source: source, reason: "\(submission ? "submitted" : "now playing"): \(title)")
             case .gaveUp(let why):
-                publish(type: "stream-error", source: source, zones: zones,
-                        reason: "gave up after retry.limit: \(why); music/resume continues from what was heard")
+                publish(
+                    type: "stream-error", source: source, zones: zones,
+                    reason: "gave up after retry.limit: \(why); music/resume continues from what was heard")
             case .warning(let message): logger.warning(message)
             case .error(let message): logger.error(message)
             }

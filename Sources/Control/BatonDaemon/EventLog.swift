@@ -31,15 +31,20 @@ public final class EventLog: Sendable {
 
     /// Records an event, stamping its sequence number and times, and sends it to every subscriber.
     @discardableResult
-    public func publish(type: String, source: String? = nil, zones: [String]? = nil, reason: String? = nil,
-                        shouldResume: Bool? = nil, level: Double? = nil, into: String? = nil,
-                        zoneFrames: [String: Int]? = nil) -> Event {
+    public func publish(
+        type: String, source: String? = nil, zones: [String]? = nil, reason: String? = nil,
+        shouldResume: Bool? = nil, level: Double? = nil, into: String? = nil,
+        zoneFrames: [String: Int]? = nil
+    ) -> Event {
         let uptime = uptimeMs
-        let now = Date.now.formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true).timeSeparator(.colon))
+        let now = Date.now.formatted(
+            .iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true).timeSeparator(
+                .colon))
         let (event, subscribers): (Event, [(Int, any EventSubscriber)]) = state.withLock { s in
-            let e = Event(seq: s.next, time: now + "Z", uptimeMs: uptime, type: type, source: source, zones: zones,
-                          reason: reason, shouldResume: shouldResume, level: level, into: into,
-                          zoneFrames: zoneFrames)
+            let e = Event(
+                seq: s.next, time: now + "Z", uptimeMs: uptime, type: type, source: source, zones: zones,
+                reason: reason, shouldResume: shouldResume, level: level, into: into,
+                zoneFrames: zoneFrames)
             s.next += 1
             s.recent.append(e)
             if s.recent.count > capacity { s.recent.removeFirst(s.recent.count - capacity) }

@@ -32,14 +32,17 @@ final class HardwareVolumes: Sendable {
                 try mixer.setVolume(volume)
                 zone.mixer.setInitialVolume(1)
                 controls.withLock { $0[zone.name] = (mixer, volume) }
-                let range = mixer.decibelRange.map { " (\($0.lowerBound)…\($0.upperBound) dB)" } ?? " (no dB scale: linear)"
+                let range =
+                    mixer.decibelRange.map { " (\($0.lowerBound)…\($0.upperBound) dB)" } ?? " (no dB scale: linear)"
                 logger.info("zone \(zone.name): hardware volume on \(device) control \"\(control)\"\(range)")
             } catch {
                 controls.withLock { _ = $0.removeValue(forKey: zone.name) }
                 logger.warning("zone \(zone.name): hardware volume unavailable (\(error)); using software gain")
                 events.publish(
                     type: "volume-control", zones: [zone.name],
-                    reason: "hardware volume \"\(control)\" on \(device) unavailable: \(error.message); using software gain")
+                    reason:
+                        "hardware volume \"\(control)\" on \(device) unavailable: \(error.message); using software gain"
+                )
             }
         }
     }
@@ -51,7 +54,8 @@ final class HardwareVolumes: Sendable {
 
     /// How the zone's volume is applied: `software`, or `hardware: CONTROL on DEVICE`.
     func description(_ zone: ZoneHandle) -> String {
-        controls.withLock { $0[zone.name] }.map { "hardware: \($0.control.control) on \($0.control.device)" } ?? "software"
+        controls.withLock { $0[zone.name] }.map { "hardware: \($0.control.control) on \($0.control.device)" }
+            ?? "software"
     }
 
     /// Sets the zone's user volume (0...1, at most its max-volume): on its hardware control when it
@@ -61,7 +65,8 @@ final class HardwareVolumes: Sendable {
             throw ControlError(.badRequest, "volume must be between 0 and 1 (got \(volume))")
         }
         guard Double(volume) <= zone.config.maxVolume + 1e-9 else {
-            throw ControlError(.badRequest, "volume \(volume) is above zone \(zone.name)'s max-volume \(zone.config.maxVolume)")
+            throw ControlError(
+                .badRequest, "volume \(volume) is above zone \(zone.name)'s max-volume \(zone.config.maxVolume)")
         }
         if try !set(zone, Double(volume)) { zone.mixer.setVolume(volume) }
     }

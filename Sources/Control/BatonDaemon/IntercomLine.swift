@@ -13,7 +13,9 @@ final class IntercomLine: Sendable {
     /// Binds and starts the receiver; `onEvent` runs on its thread (short, see `RTPReceiver`). A port
     /// that cannot be bound is logged and published (`intercom-error`); the daemon runs on without
     /// calls. Control thread, at start.
-    func start(_ config: IntercomConfig, logger: Logger, events: EventLog, onEvent: @escaping @Sendable (CallEvent) -> Void) {
+    func start(
+        _ config: IntercomConfig, logger: Logger, events: EventLog, onEvent: @escaping @Sendable (CallEvent) -> Void
+    ) {
         let timeout = config.silenceTimeout.components
         let configuration = RTPReceiver.Configuration(
             host: config.listen.host, port: config.listen.port, channels: config.channels,
@@ -33,7 +35,10 @@ final class IntercomLine: Sendable {
 
     /// Stops the receiver. Control thread, at stop.
     func stop() {
-        line.withLock { s in defer { s.receiver = nil }; return s.receiver }?.stop()
+        line.withLock { s in
+            defer { s.receiver = nil }
+            return s.receiver
+        }?.stop()
     }
 
     /// The intercom part of the status report.
@@ -41,8 +46,10 @@ final class IntercomLine: Sendable {
         let (receiver, error) = line.withLock { ($0.receiver, $0.error) }
         let c = receiver?.counters
         return StatusReport.Intercom(
-            listen: "\(config.listen.host):\(receiver?.port ?? config.listen.port)", inCall: receiver?.isInCall ?? false, error: error,
-            received: c?.received ?? 0, lost: c?.lost ?? 0, concealed: c?.concealed ?? 0, fecRecovered: c?.fecRecovered ?? 0,
+            listen: "\(config.listen.host):\(receiver?.port ?? config.listen.port)",
+            inCall: receiver?.isInCall ?? false, error: error,
+            received: c?.received ?? 0, lost: c?.lost ?? 0, concealed: c?.concealed ?? 0,
+            fecRecovered: c?.fecRecovered ?? 0,
             late: c?.late ?? 0, duplicate: c?.duplicate ?? 0, malformed: c?.malformed ?? 0, foreign: c?.foreign ?? 0,
             targetDelayMs: (receiver?.delays.target ?? 0) / 1_000_000)
     }

@@ -41,21 +41,29 @@ final class MusicConnection: Sendable {
             throw ControlError(.conflict, "no music server is configured (add a music: section, see docs/CONFIG.md)")
         }
         let resampler = config.resampler.music
-        if let cached = cache.withLock({ $0 }), cached.config == music, cached.resampler == resampler { return cached.context }
+        if let cached = cache.withLock({ $0 }), cached.config == music, cached.resampler == resampler {
+            return cached.context
+        }
         let password: String
         switch music.subsonic.password {
         case .file(let path):
             guard let secret = FileIO.firstLine(path) else {
-                throw ControlError(.unavailable, "music.subsonic.password-file \(path): cannot read: \(String(cString: strerror(errno)))")
+                throw ControlError(
+                    .unavailable,
+                    "music.subsonic.password-file \(path): cannot read: \(String(cString: strerror(errno)))")
             }
             password = secret
         case .environment(let name):
-            guard let value = getenv(name) else { throw ControlError(.unavailable, "music.subsonic.password-env: \(name) is not set") }
+            guard let value = getenv(name) else {
+                throw ControlError(.unavailable, "music.subsonic.password-env: \(name) is not set")
+            }
             password = String(cString: value)
         }
-        let client = SubsonicClient(config: SubsonicConfig(
-            url: music.subsonic.url, user: music.subsonic.user, password: password, format: music.subsonic.format.rawValue,
-            maxBitRate: music.subsonic.format == .raw ? nil : music.subsonic.maxBitrate))
+        let client = SubsonicClient(
+            config: SubsonicConfig(
+                url: music.subsonic.url, user: music.subsonic.user, password: password,
+                format: music.subsonic.format.rawValue,
+                maxBitRate: music.subsonic.format == .raw ? nil : music.subsonic.maxBitrate))
         let context = Context(config: music, client: client, resampler: resampler)
         cache.withLock { $0 = (music, resampler, context) }
         return context
@@ -70,9 +78,11 @@ final class MusicConnection: Sendable {
         let now = monotonicNanoseconds()
         let due: Bool = sync.withLock { s in
             guard !s.unsupported else { return false }
-            let changed = s.last.map {
-                $0.songs.map(\.id) != queue.songs.map(\.id) || $0.index != queue.index || $0.playing != queue.playing
-            } ?? true
+            let changed =
+                s.last.map {
+                    $0.songs.map(\.id) != queue.songs.map(\.id) || $0.index != queue.index
+                        || $0.playing != queue.playing
+                } ?? true
             guard changed || now - s.at >= 30_000_000_000 else { return false }
             s.last = queue
             s.at = now
@@ -101,8 +111,11 @@ final class MusicConnection: Sendable {
         do {
             guard let q = try music.client.playQueue(), !q.entries.isEmpty else { return nil }
             let index = q.current.flatMap { id in q.entries.firstIndex { $0.id == id } } ?? 0
-            logger.info("music: restored the server's play queue (\(q.entries.count) songs, changed by \(q.changedBy ?? "?"))")
-            return SavedQueue(songs: q.entries, index: index, position: Double(q.position) / 1000, zones: zones, volume: 1, playing: false)
+            logger.info(
+                "music: restored the server's play queue (\(q.entries.count) songs, changed by \(q.changedBy ?? "?"))")
+            return SavedQueue(
+                songs: q.entries, index: index, position: Double(q.position) / 1000, zones: zones, volume: 1,
+                playing: false)
         } catch {
             if !error.isUnsupportedEndpoint { logger.warning("music: getPlayQueue failed: \(error)") }
             return nil
@@ -118,7 +131,9 @@ public struct MusicSelection: Sendable, Equatable {
     public var search: String?
     public var random: Int?
 
-    public init(album: String? = nil, playlist: String? = nil, songs: [String]? = nil, search: String? = nil, random: Int? = nil) {
+    public init(
+        album: String? = nil, playlist: String? = nil, songs: [String]? = nil, search: String? = nil, random: Int? = nil
+    ) {
         self.album = album
         self.playlist = playlist
         self.songs = songs
@@ -131,9 +146,13 @@ extension MusicConnection.Context {
     /// The songs `selection` names, asked from the server (blocking). Not found for an unknown id
     /// (Subsonic error 70) or an empty selection; an upstream failure for anything else.
     func songs(_ selection: MusicSelection) throws(ControlError) -> [Song] {
-        let count = [selection.album != nil, selection.playlist != nil, selection.songs != nil, selection.search != nil,
-                     selection.random != nil].filter { $0 }.count
-        guard count == 1 else { throw ControlError(.badRequest, "give exactly one of sound, album, playlist, songs, search, random") }
+        let count = [
+            selection.album != nil, selection.playlist != nil, selection.songs != nil, selection.search != nil,
+            selection.random != nil,
+        ].filter { $0 }.count
+        guard count == 1 else {
+            throw ControlError(.badRequest, "give exactly one of sound, album, playlist, songs, search, random")
+        }
         let songs: [Song]
         do {
             if let id = selection.album {

@@ -16,9 +16,11 @@ final class Peripherals: Sendable {
 
     init(config: BatonConfiguration, logger: Logger, events: EventLog) {
         // Without state-dir, systemd's StateDirectory= (STATE_DIRECTORY) is used when set.
-        let directory = config.stateDir ?? getenv("STATE_DIRECTORY").flatMap {
-            String(cString: $0).split(separator: ":").first.map(String.init)
-        }
+        let directory =
+            config.stateDir
+            ?? getenv("STATE_DIRECTORY").flatMap {
+                String(cString: $0).split(separator: ":").first.map(String.init)
+            }
         persistence = Persistence(store: StateStore(directory: directory), logger: logger, events: events)
         volumes = HardwareVolumes(logger: logger, events: events)
         snapcast = SnapcastKeepers(logger: logger)
@@ -59,7 +61,10 @@ final class Monitor: Sendable {
     /// Ends the thread and waits for it; false when it was not running. Control thread.
     func stop() -> Bool {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return false }
-        thread.withLock { t in defer { t = nil }; return t }?.join()
+        thread.withLock { t in
+            defer { t = nil }
+            return t
+        }?.join()
         return true
     }
 
@@ -103,15 +108,27 @@ final class Persistence: Sendable {
             if store.path == nil {
                 logger.info("state: no state-dir configured: volumes and the play queue are not kept across restarts")
             }
-            if let q = serverQueue() { state.withLock { $0.saved.queue = q; $0.written.queue = q } }
+            if let q = serverQueue() {
+                state.withLock {
+                    $0.saved.queue = q
+                    $0.written.queue = q
+                }
+            }
         case .success(let saved?):
             for (name, volume) in saved.volumes.sorted(by: { $0.key < $1.key }) {
-                guard let zone = zones.zone(name), volume.isFinite, (0...zone.config.maxVolume).contains(volume) else { continue }
+                guard let zone = zones.zone(name), volume.isFinite, (0...zone.config.maxVolume).contains(volume) else {
+                    continue
+                }
                 zone.mixer.setInitialVolume(Float(volume))
             }
-            state.withLock { $0.saved = saved; $0.written = saved }
+            state.withLock {
+                $0.saved = saved
+                $0.written = saved
+            }
             if let q = saved.queue, q.index < q.songs.count {
-                logger.info("state: restored volumes and a queue of \(q.songs.count) songs at \(q.songs[q.index].title) \(Int(q.position)) s (music/resume plays it)")
+                logger.info(
+                    "state: restored volumes and a queue of \(q.songs.count) songs at \(q.songs[q.index].title) \(Int(q.position)) s (music/resume plays it)"
+                )
             }
         }
     }
@@ -135,11 +152,15 @@ final class Persistence: Sendable {
                 return !s.failing
             }
             if first {
-                logger.error("state: \(failure); volumes and the queue are kept in memory and saved again once it works")
+                logger.error(
+                    "state: \(failure); volumes and the queue are kept in memory and saved again once it works")
                 events.publish(type: "state-error", reason: failure.description)
             }
         case .success:
-            if state.withLock({ s in defer { s.failing = false }; return s.failing }) {
+            if state.withLock({ s in
+                defer { s.failing = false }
+                return s.failing
+            }) {
                 logger.info("state: saved again to \(store.path ?? "")")
             }
         }

@@ -26,7 +26,8 @@ final class Playback {
     /// Set when every slot drained and the arbiter was told.
     var released = false
 
-    init(id: SourceID, sourceClass: SourceClass, source: any Source, volume: Float, zones: [String], skipped: [String]) {
+    init(id: SourceID, sourceClass: SourceClass, source: any Source, volume: Float, zones: [String], skipped: [String])
+    {
         self.id = id
         self.sourceClass = sourceClass
         self.source = source

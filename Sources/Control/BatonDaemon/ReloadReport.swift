@@ -27,7 +27,8 @@ public struct ReloadReport: Codable, Sendable, Equatable {
 
     /// What applying `new` over `old` does, when the devices of `stopping` zones are stopped.
     init(from old: BatonConfiguration, to new: BatonConfiguration, zones: [String], stopping: Set<String>) {
-        let names = new.zones.map(\.name), known = Set(zones)
+        let names = new.zones.map(\.name)
+        let known = Set(zones)
         self.init(applied: true, errors: [])
         zonesAdded = names.filter { !known.contains($0) }
         zonesRemoved = zones.filter { !names.contains($0) }

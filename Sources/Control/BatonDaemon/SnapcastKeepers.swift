@@ -58,7 +58,8 @@ final class SnapcastKeepers: Sendable {
     static func errorText(_ zone: ZoneHandle, _ snap: DeviceOutput.Snapshot) -> String? {
         guard let snapcast = zone.config.snapcast else { return nil }
         if snap.lastError == 0 { return "connecting to snapserver source \(snapcast.source)" }
-        return "snapserver source \(snapcast.source): \(String(cString: strerror(snap.lastError))) (errno \(snap.lastError)); retrying"
+        return
+            "snapserver source \(snapcast.source): \(String(cString: strerror(snap.lastError))) (errno \(snap.lastError)); retrying"
     }
 
     /// The speakers a zone's configuration asks for, as the keeper's planner takes them.
@@ -68,7 +69,9 @@ final class SnapcastKeepers: Sendable {
             speakers: s.clients.map { c in
                 SnapcastZone.Speaker(
                     id: c.id, volumePercent: c.volume.map { Int(($0 * 100).rounded()) },
-                    latencyMilliseconds: c.latency.map { Int($0.components.seconds) * 1000 + Int($0.components.attoseconds / 1_000_000_000_000_000) })
+                    latencyMilliseconds: c.latency.map {
+                        Int($0.components.seconds) * 1000 + Int($0.components.attoseconds / 1_000_000_000_000_000)
+                    })
             })
     }
 

@@ -6,27 +6,39 @@ import Players
 extension SoundLibrary {
     /// Checks a requested sound name (a bad request when it could escape the directory).
     func check(_ sound: String) throws(ControlError) {
-        do { try SoundLibrary.validate(name: sound) } catch { throw ControlError(.badRequest, "sound \"\(sound)\": \(error.problem)") }
+        do { try SoundLibrary.validate(name: sound) } catch {
+            throw ControlError(.badRequest, "sound \"\(sound)\": \(error.problem)")
+        }
     }
 
     /// The named sound, in each of `zones`' formats.
     func player(_ sound: String, loop: Bool, in zones: [ZoneHandle]) throws(ControlError) -> SoundPlayer {
-        SoundPlayer(label: sound, loop: loop, samples: try perZone(zones) { zone throws(MediaError) in
-            try samples(sound, rate: zone.rate, channels: zone.channels)
-        } failure: { error in
-            ControlError(error.problem.hasPrefix("unknown sound") ? .unknownSound : .unprocessable, "sound \"\(sound)\": \(error.problem)")
-        })
+        SoundPlayer(
+            label: sound, loop: loop,
+            samples: try perZone(zones) { zone throws(MediaError) in
+                try samples(sound, rate: zone.rate, channels: zone.channels)
+            } failure: { error in
+                ControlError(
+                    error.problem.hasPrefix("unknown sound") ? .unknownSound : .unprocessable,
+                    "sound \"\(sound)\": \(error.problem)")
+            })
     }
 
     /// Rendered speech, in each of `zones`' formats.
     func player(_ speech: Speech.Rendered, in zones: [ZoneHandle]) throws(ControlError) -> SoundPlayer {
-        SoundPlayer(label: speech.label, loop: false, samples: try perZone(zones) { zone throws(MediaError) in
-            try convert(speech.pcm, name: "speech", rate: zone.rate, channels: zone.channels)
-        } failure: { ControlError(.unprocessable, "speech: \($0.problem)") })
+        SoundPlayer(
+            label: speech.label, loop: false,
+            samples: try perZone(zones) { zone throws(MediaError) in
+                try convert(speech.pcm, name: "speech", rate: zone.rate, channels: zone.channels)
+            } failure: {
+                ControlError(.unprocessable, "speech: \($0.problem)")
+            })
     }
 
-    private func perZone(_ zones: [ZoneHandle], _ make: (ZoneHandle) throws(MediaError) -> [Float],
-                         failure: (MediaError) -> ControlError) throws(ControlError) -> [String: [Float]] {
+    private func perZone(
+        _ zones: [ZoneHandle], _ make: (ZoneHandle) throws(MediaError) -> [Float],
+        failure: (MediaError) -> ControlError
+    ) throws(ControlError) -> [String: [Float]] {
         var samples: [String: [Float]] = [:]
         for zone in zones {
             do throws(MediaError) { samples[zone.name] = try make(zone) } catch { throw failure(error) }

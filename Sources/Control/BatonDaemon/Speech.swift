@@ -22,18 +22,21 @@ final class Speech: Sendable {
         let trimmed = String(text.drop(while: blank).reversed().drop(while: blank).reversed())
         guard !trimmed.isEmpty else { throw ControlError(.badRequest, "text is empty") }
         guard trimmed.count <= config.maxLength else {
-            throw ControlError(.badRequest, "text is \(trimmed.count) characters; at most \(config.maxLength) (speech.max-length)")
+            throw ControlError(
+                .badRequest, "text is \(trimmed.count) characters; at most \(config.maxLength) (speech.max-length)")
         }
         if let voice, !SpeechSynthesizer.isValidVoice(voice) {
             throw ControlError(.badRequest, "voice \"\(voice)\" is not a voice name (letters, digits, -, _, +, /)")
         }
         let synthesizer = self.synthesizer(config)
-        switch Result(catching: { () throws(MediaError) -> DecodedPCM in try synthesizer.render(trimmed, voice: voice) }) {
+        switch Result(catching: { () throws(MediaError) -> DecodedPCM in try synthesizer.render(trimmed, voice: voice) }
+        ) {
         case .success(let pcm):
             let label = "speech: " + (trimmed.count > 40 ? String(trimmed.prefix(40)) + "…" : trimmed)
             return Rendered(pcm: pcm, label: label, coalesceKey: "speech:\(voice ?? config.voice):\(trimmed)")
         case .failure(let error):
-            throw ControlError(error.problem.hasPrefix("cannot run") ? .unavailable : .unprocessable, "speech: \(error.problem)")
+            throw ControlError(
+                error.problem.hasPrefix("cannot run") ? .unavailable : .unprocessable, "speech: \(error.problem)")
         }
     }
 

@@ -29,8 +29,9 @@ extension SavedQueue {
     /// before its first track has begun, or when `p` is not server music. Under the daemon lock.
     init?(_ p: Playback, playing: Bool) {
         guard let music = p.music, let now = music.nowPlaying() else { return nil }
-        self.init(songs: music.songs, index: now.index, position: (now.seconds * 1000).rounded() / 1000, zones: p.zones,
-                  volume: Double(p.volume), playing: playing)
+        self.init(
+            songs: music.songs, index: now.index, position: (now.seconds * 1000).rounded() / 1000, zones: p.zones,
+            volume: Double(p.volume), playing: playing)
     }
 }
 
@@ -56,12 +57,14 @@ struct StateStore: Sendable {
         guard let path else { return .success(nil) }
         switch FileIO.read(path) {
         case .success(nil): return .success(nil)
-        case .failure(let error): return .failure(Failure(description: "\(path): cannot read: \(String(cString: strerror(error.code)))"))
+        case .failure(let error):
+            return .failure(Failure(description: "\(path): cannot read: \(String(cString: strerror(error.code)))"))
         case .success(let bytes?):
             do {
                 return .success(try JSONDecoder().decode(SavedState.self, from: Data(bytes)))
             } catch {
-                return .failure(Failure(description: "\(path): not a Baton state file (\(error)); starting without saved state"))
+                return .failure(
+                    Failure(description: "\(path): not a Baton state file (\(error)); starting without saved state"))
             }
         }
     }
@@ -71,7 +74,8 @@ struct StateStore: Sendable {
         guard let path else { return .success(()) }
         let directory = String(path.dropLast("/state.json".count))
         if !directory.isEmpty, case .failure(let error) = FileIO.makeDirectory(directory) {
-            return .failure(Failure(description: "state-dir \(directory): cannot create: \(String(cString: strerror(error.code)))"))
+            return .failure(
+                Failure(description: "state-dir \(directory): cannot create: \(String(cString: strerror(error.code)))"))
         }
         let data: Data
         do { data = try JSONEncoder.baton.encode(state) } catch {

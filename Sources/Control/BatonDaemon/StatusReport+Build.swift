@@ -6,9 +6,12 @@ import Subsonic
 // How the status report is made from the running parts (see `Daemon.status()`).
 
 extension StatusReport.Zone {
-    init(_ handle: ZoneHandle, _ z: ZoneStatus, error: String, volume: Double, volumeControl: String,
-         slots: [(source: String, slot: SourceSlot)], snapcast: StatusReport.Snapcast?) {
-        let output = handle.device, snap = output.snapshot()
+    init(
+        _ handle: ZoneHandle, _ z: ZoneStatus, error: String, volume: Double, volumeControl: String,
+        slots: [(source: String, slot: SourceSlot)], snapcast: StatusReport.Snapcast?
+    ) {
+        let output = handle.device
+        let snap = output.snapshot()
         self.init(
             name: handle.name, pcm: output.spec.pcm.name, rate: output.spec.pcm.rate, channels: handle.channels,
             format: output.spec.pcm.format.rawValue, clock: output.spec.clock.rawValue,
@@ -18,12 +21,16 @@ extension StatusReport.Zone {
             xruns: snap.xruns, suspends: snap.suspends, lateCycles: snap.lateCycles, reopens: snap.reopens,
             realtime: snap.realtime, volume: volume, appliedVolume: Double(handle.mixer.appliedVolume),
             volumeControl: volumeControl, audible: z.audible.map(\.rawValue),
-            ducked: z.ducked.map { .init(source: $0.source.rawValue, levelDb: $0.level.value, by: $0.by.source.rawValue) },
+            ducked: z.ducked.map {
+                .init(source: $0.source.rawValue, levelDb: $0.level.value, by: $0.by.source.rawValue)
+            },
             silenced: z.silenced.map { .init(source: $0.source.rawValue, by: $0.by.source.rawValue) },
             queued: z.queued.map(\.rawValue),
             sources: slots.map { source, slot in
-                .init(source: source, gain: Double(slot.appliedGain), targetGain: Double(slot.targetGain), paused: slot.isPaused,
-                      positionFrames: slot.framesConsumed, starvedPeriods: slot.starvedPeriods)
+                .init(
+                    source: source, gain: Double(slot.appliedGain), targetGain: Double(slot.targetGain),
+                    paused: slot.isPaused,
+                    positionFrames: slot.framesConsumed, starvedPeriods: slot.starvedPeriods)
             },
             snapcast: snapcast)
     }
@@ -32,10 +39,14 @@ extension StatusReport.Zone {
 extension StatusReport.Source {
     /// A source as the arbiter sees it (`st`) and as it plays (`p`): what is heard now.
     init(_ p: Playback, _ st: SourceStatus) {
-        let music = p.music, now = music?.nowPlaying(), progress = music?.progress
+        let music = p.music
+        let now = music?.nowPlaying()
+        let progress = music?.progress
         self.init(
-            id: p.id.rawValue, class: p.sourceClass.rawValue, sound: p.source.label, loop: (p.source as? SoundPlayer)?.loop ?? false,
-            volume: Double(p.volume), state: st.state.rawValue, zones: p.zones, skippedZones: p.skipped.isEmpty ? nil : p.skipped,
+            id: p.id.rawValue, class: p.sourceClass.rawValue, sound: p.source.label,
+            loop: (p.source as? SoundPlayer)?.loop ?? false,
+            volume: Double(p.volume), state: st.state.rawValue, zones: p.zones,
+            skippedZones: p.skipped.isEmpty ? nil : p.skipped,
             interruptedBy: st.interruptedBy?.source.rawValue, positionSeconds: p.source.position,
             track: now.map { StatusReport.Track($0.song) }, trackIndex: now?.index, queueLength: music?.songs.count,
             buffering: progress?.retrying, streamError: progress?.error)
@@ -44,7 +55,8 @@ extension StatusReport.Source {
 
 extension StatusReport.Track {
     init(_ song: Song) {
-        self.init(id: song.id, title: song.title, artist: song.artist, album: song.album, durationSeconds: song.duration)
+        self.init(
+            id: song.id, title: song.title, artist: song.artist, album: song.album, durationSeconds: song.duration)
     }
 }
 
@@ -52,7 +64,8 @@ extension StatusReport.SavedQueue {
     /// The saved queue for the status report; nil when its track index is out of range.
     init?(_ q: SavedQueue) {
         guard q.index < q.songs.count else { return nil }
-        self.init(track: StatusReport.Track(q.songs[q.index]), trackIndex: q.index, queueLength: q.songs.count,
-                  positionSeconds: q.position, zones: q.zones, playing: q.playing)
+        self.init(
+            track: StatusReport.Track(q.songs[q.index]), trackIndex: q.index, queueLength: q.songs.count,
+            positionSeconds: q.position, zones: q.zones, playing: q.playing)
     }
 }

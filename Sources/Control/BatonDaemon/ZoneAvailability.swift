@@ -9,15 +9,21 @@ struct ZoneAvailability {
 
     /// Publishes `zone`'s change of availability, if it changed.
     mutating func report(_ zone: ZoneHandle, events: EventLog, logger: Logger) {
-        let name = zone.name, pcm = zone.device.spec.pcm.name
+        let name = zone.name
+        let pcm = zone.device.spec.pcm.name
         let snap = zone.device.snapshot()
-        guard available[name] != snap.available && (snap.available || snap.lastError != 0 || available[name] == true) else { return }
+        guard available[name] != snap.available && (snap.available || snap.lastError != 0 || available[name] == true)
+        else { return }
         available[name] = snap.available
         if snap.available {
             events.publish(type: "zone-available", zones: [name], reason: "PCM \"\(pcm)\" open")
-            logger.info("zone \(name): available (PCM \"\(pcm)\", period \(snap.periodFrames), buffer \(snap.bufferFrames) frames\(snap.realtime ? ", SCHED_FIFO" : ""))")
+            logger.info(
+                "zone \(name): available (PCM \"\(pcm)\", period \(snap.periodFrames), buffer \(snap.bufferFrames) frames\(snap.realtime ? ", SCHED_FIFO" : ""))"
+            )
             if !snap.realtime && zone.device.spec.realtimePriority > 0 {
-                logger.warning("zone \(name): real-time scheduling not granted (needs CAP_SYS_NICE or RLIMIT_RTPRIO); running at normal priority")
+                logger.warning(
+                    "zone \(name): real-time scheduling not granted (needs CAP_SYS_NICE or RLIMIT_RTPRIO); running at normal priority"
+                )
             }
         } else {
             let why = zone.errorText

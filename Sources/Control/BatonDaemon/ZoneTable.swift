@@ -27,7 +27,8 @@ final class ZoneHandle: Sendable {
 
     /// What a source writes into `slot` of this zone, resampling with `resampler`.
     func output(_ slot: SourceSlot, resampler: ResamplerKind) -> SourceOutput {
-        SourceOutput(zone: name, slot: slot, mixer: mixer, device: device, rate: rate, channels: channels, resampler: resampler)
+        SourceOutput(
+            zone: name, slot: slot, mixer: mixer, device: device, rate: rate, channels: channels, resampler: resampler)
     }
 
     /// `d` in frames at the zone's rate (at least 1).
@@ -53,13 +54,15 @@ final class ZoneTable: Sendable {
     /// The device spec for one configured device and its zones: 10 ms ramps, 8 slots per zone,
     /// 500 ms rings, each zone starting at its configured volume.
     static func deviceSpec(for device: DeviceConfig, zones: [ZoneConfig]) -> DeviceSpec {
-        let request = PCMRequest(name: device.pcm, rate: device.rate, channels: device.channels,
-                                 format: SampleFormat(device.format),
-                                 periodFrames: device.periodFrames, bufferFrames: device.bufferFrames)
+        let request = PCMRequest(
+            name: device.pcm, rate: device.rate, channels: device.channels,
+            format: SampleFormat(device.format),
+            periodFrames: device.periodFrames, bufferFrames: device.bufferFrames)
         let specs = device.zones.map { z in
-            ZoneSpec(name: z.name, deviceChannels: z.deviceChannels, rampFrames: max(1, device.rate / 100),
-                     ringFrames: max(device.rate / 2, device.periodFrames * 4),
-                     volume: Float(zones.first { $0.name == z.name }?.volume ?? 1))
+            ZoneSpec(
+                name: z.name, deviceChannels: z.deviceChannels, rampFrames: max(1, device.rate / 100),
+                ringFrames: max(device.rate / 2, device.periodFrames * 4),
+                volume: Float(zones.first { $0.name == z.name }?.volume ?? 1))
         }
         if let snapcast = device.snapcast {
             return snapcastSpec(request, snapcast, zones: specs)
@@ -74,8 +77,9 @@ final class ZoneTable: Sendable {
         pcm.name = snapcast.source.description
         pcm.format = .s16LE
         pcm.bufferFrames = 4 * pcm.periodFrames  // a cycle this late counts as late
-        let stream = StreamSpec(target: snapcast.source, latencyFrames: snapcast.bufferFrames(rate: pcm.rate),
-                                prefillFrames: pcm.rate / 50)
+        let stream = StreamSpec(
+            target: snapcast.source, latencyFrames: snapcast.bufferFrames(rate: pcm.rate),
+            prefillFrames: pcm.rate / 50)
         return DeviceSpec(pcm: pcm, clock: .system, zones: zones, stream: stream)
     }
 
@@ -98,9 +102,12 @@ final class ZoneTable: Sendable {
     /// The zones of `new`, keeping every device of this table whose spec is identical (it plays on
     /// untouched): the table, the devices to stop, and the new devices to start.
     func rebuilt(for new: BatonConfiguration) -> (table: ZoneTable, stopped: [DeviceOutput], started: [DeviceOutput]) {
-        let devices = ZoneTable.build(new).devices.map { device in self.devices.first { $0.spec == device.spec } ?? device }
+        let devices = ZoneTable.build(new).devices.map { device in
+            self.devices.first { $0.spec == device.spec } ?? device
+        }
         let handles = new.zones.compactMap { zone -> ZoneHandle? in
-            guard let device = devices.first(where: { $0.mixer(for: zone.name) != nil }), let mixer = device.mixer(for: zone.name)
+            guard let device = devices.first(where: { $0.mixer(for: zone.name) != nil }),
+                let mixer = device.mixer(for: zone.name)
             else { return nil }
             return ZoneHandle(name: zone.name, config: zone, device: device, mixer: mixer)
         }
@@ -124,7 +131,9 @@ final class ZoneTable: Sendable {
     func fadeOut() {
         for zone in zones { zone.mixer.setVolume(0) }
         let deadline = monotonicNanoseconds() + 500_000_000
-        while monotonicNanoseconds() < deadline && zones.contains(where: { $0.device.snapshot().available && $0.mixer.appliedVolume > 0 }) {
+        while monotonicNanoseconds() < deadline
+            && zones.contains(where: { $0.device.snapshot().available && $0.mixer.appliedVolume > 0 })
+        {
             usleep(5_000)
         }
     }
@@ -134,8 +143,10 @@ extension DeviceOutput {
     /// Starts the output thread and says so. Control thread.
     func start(_ logger: Logger) {
         start()
-        let p = spec.pcm, names = spec.zones.map(\.name)
+        let p = spec.pcm
+        let names = spec.zones.map(\.name)
         logger.info(
-            "PCM \"\(p.name)\": output thread started for zone\(names.count == 1 ? "" : "s") \(names.joined(separator: ", ")) (\(p.rate) Hz, \(p.channels) ch, \(p.format.rawValue), clock \(spec.clock.rawValue))")
+            "PCM \"\(p.name)\": output thread started for zone\(names.count == 1 ? "" : "s") \(names.joined(separator: ", ")) (\(p.rate) Hz, \(p.channels) ch, \(p.format.rawValue), clock \(spec.clock.rawValue))"
+        )
     }
 }

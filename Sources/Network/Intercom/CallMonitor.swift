@@ -23,7 +23,11 @@ public struct CallMonitor: Sendable, Equatable {
     /// Valid packets in a row from one stream before a call starts: a stray datagram that happens to
     /// parse as RTP/Opus (1 in ~16 random ones does) never starts a call by itself.
     public static let packetsToStart = 3
-    private struct Candidate: Sendable, Equatable { var ssrc: UInt32; var count: Int; var last: Int }
+    private struct Candidate: Sendable, Equatable {
+        var ssrc: UInt32
+        var count: Int
+        var last: Int
+    }
     private var candidate: Candidate?
 
     public init(silenceTimeout: Int) { self.silenceTimeout = silenceTimeout }

@@ -42,8 +42,10 @@ public final class IntercomPump: @unchecked Sendable {
     private var resampled: [Float]
     private static let block = 240  // 5 ms at 48 kHz
 
-    public init(receiver: RTPReceiver, targets: [Target], lead: Int = 30_000_000,
-                clock: @escaping @Sendable () -> Int = monotonicNanoseconds) {
+    public init(
+        receiver: RTPReceiver, targets: [Target], lead: Int = 30_000_000,
+        clock: @escaping @Sendable () -> Int = monotonicNanoseconds
+    ) {
         self.receiver = receiver
         self.targets = targets
         self.lead = lead
@@ -93,9 +95,12 @@ public final class IntercomPump: @unchecked Sendable {
             // Channel map: mono to every channel; stereo to the first two, their mean to the rest.
             for f in 0..<Self.block {
                 for c in 0..<t.channels {
-                    let v: Float = inChannels == 1 ? pcm[f]
-                        : (t.channels == 1 ? (pcm[2 * f] + pcm[2 * f + 1]) / 2
-                           : (c < 2 ? pcm[2 * f + c] : (pcm[2 * f] + pcm[2 * f + 1]) / 2))
+                    let v: Float =
+                        inChannels == 1
+                        ? pcm[f]
+                        : (t.channels == 1
+                            ? (pcm[2 * f] + pcm[2 * f + 1]) / 2
+                            : (c < 2 ? pcm[2 * f + c] : (pcm[2 * f] + pcm[2 * f + 1]) / 2))
                     mapped[f * t.channels + c] = v
                 }
             }
@@ -106,9 +111,10 @@ public final class IntercomPump: @unchecked Sendable {
                     resampled.withUnsafeMutableBufferPointer { output in
                         var offset = 0
                         while offset < count {
-                            guard let (c, p) = try? r.process(
-                                input: UnsafeBufferPointer(rebasing: input[offset..<count]),
-                                output: UnsafeMutableBufferPointer(rebasing: output[(produced * t.channels)...]))
+                            guard
+                                let (c, p) = try? r.process(
+                                    input: UnsafeBufferPointer(rebasing: input[offset..<count]),
+                                    output: UnsafeMutableBufferPointer(rebasing: output[(produced * t.channels)...]))
                             else { break }
                             offset += c * t.channels
                             produced += p

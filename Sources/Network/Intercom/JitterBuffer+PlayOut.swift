@@ -161,7 +161,8 @@ extension JitterBuffer {
         transitCount = min(transitCount + 1, transits.count)
         // Until half a window is measured, keep the initial target.
         guard transitCount * 2 >= transits.count else { return }
-        var low = Int64.max, high = Int64.min
+        var low = Int64.max
+        var high = Int64.min
         for i in 0..<transitCount {
             low = min(low, transits[i])
             high = max(high, transits[i])

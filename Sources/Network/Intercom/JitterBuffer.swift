@@ -289,7 +289,9 @@ public struct JitterBuffer: Sendable {
         slotFEC[slot] = OpusPacket.hasInbandFEC(payload)
         slotLength[slot] = payload.count
         let base = slot * configuration.maximumPayload
-        payloads.withUnsafeMutableBytes { $0.baseAddress!.advanced(by: base).copyMemory(from: payload.baseAddress!, byteCount: payload.count) }
+        payloads.withUnsafeMutableBytes {
+            $0.baseAddress!.advanced(by: base).copyMemory(from: payload.baseAddress!, byteCount: payload.count)
+        }
         if seq >= highestSeq {
             highestSeq = seq
             highestTimestamp = timestamp

@@ -23,8 +23,10 @@ public struct RTPPacket: Equatable, Sendable {
     /// The smallest RTP packet: the 12-byte fixed header.
     public static let headerSize = 12
 
-    public init(marker: Bool, payloadType: UInt8, sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32,
-                csrcCount: Int = 0, extensionProfile: UInt16? = nil, payload: Range<Int>, padding: Int = 0) {
+    public init(
+        marker: Bool, payloadType: UInt8, sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32,
+        csrcCount: Int = 0, extensionProfile: UInt16? = nil, payload: Range<Int>, padding: Int = 0
+    ) {
         self.marker = marker
         self.payloadType = payloadType
         self.sequenceNumber = sequenceNumber
@@ -40,7 +42,8 @@ public struct RTPPacket: Equatable, Sendable {
     public init(parsing bytes: UnsafeRawBufferPointer) throws(RTPPacketError) {
         let length = bytes.count
         guard length >= Self.headerSize else { throw .tooShort(length: length) }
-        let b0 = bytes[0], b1 = bytes[1]
+        let b0 = bytes[0]
+        let b1 = bytes[1]
         let version = Int(b0 >> 6)
         guard version == 2 else { throw .wrongVersion(version) }
         // RFC 5761 §4: with RTP and RTCP on one port, a second byte of 192…223 is RTCP (SR 200, RR 201, …).
@@ -63,14 +66,17 @@ public struct RTPPacket: Equatable, Sendable {
         if b0 & 0x20 != 0 {
             padding = Int(bytes[length - 1])
             guard padding > 0 else { throw .zeroPadding }
-            guard padding <= length - offset else { throw .paddingTooLong(padding: padding, available: length - offset) }
+            guard padding <= length - offset else {
+                throw .paddingTooLong(padding: padding, available: length - offset)
+            }
         }
-        self.init(marker: b1 & 0x80 != 0, payloadType: b1 & 0x7f,
-                  sequenceNumber: UInt16(bytes[2]) << 8 | UInt16(bytes[3]),
-                  timestamp: UInt32(bytes[4]) << 24 | UInt32(bytes[5]) << 16 | UInt32(bytes[6]) << 8 | UInt32(bytes[7]),
-                  ssrc: UInt32(bytes[8]) << 24 | UInt32(bytes[9]) << 16 | UInt32(bytes[10]) << 8 | UInt32(bytes[11]),
-                  csrcCount: csrcCount, extensionProfile: extensionProfile, payload: offset..<(length - padding),
-                  padding: padding)
+        self.init(
+            marker: b1 & 0x80 != 0, payloadType: b1 & 0x7f,
+            sequenceNumber: UInt16(bytes[2]) << 8 | UInt16(bytes[3]),
+            timestamp: UInt32(bytes[4]) << 24 | UInt32(bytes[5]) << 16 | UInt32(bytes[6]) << 8 | UInt32(bytes[7]),
+            ssrc: UInt32(bytes[8]) << 24 | UInt32(bytes[9]) << 16 | UInt32(bytes[10]) << 8 | UInt32(bytes[11]),
+            csrcCount: csrcCount, extensionProfile: extensionProfile, payload: offset..<(length - padding),
+            padding: padding)
     }
 
     /// Parses an array of bytes (tests, tools). See `init(parsing:)` for the raw-buffer version.
@@ -83,10 +89,14 @@ public struct RTPPacket: Equatable, Sendable {
 
     /// A datagram with this header (no CSRCs, no extension, no padding) followed by `payload`:
     /// for test senders and tools. Any thread; allocates.
-    public static func datagram(payloadType: UInt8, sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32,
-                                marker: Bool = false, payload: [UInt8]) -> [UInt8] {
-        var bytes: [UInt8] = [0x80, (marker ? 0x80 : 0) | (payloadType & 0x7f),
-                              UInt8(sequenceNumber >> 8), UInt8(sequenceNumber & 0xff)]
+    public static func datagram(
+        payloadType: UInt8, sequenceNumber: UInt16, timestamp: UInt32, ssrc: UInt32,
+        marker: Bool = false, payload: [UInt8]
+    ) -> [UInt8] {
+        var bytes: [UInt8] = [
+            0x80, (marker ? 0x80 : 0) | (payloadType & 0x7f),
+            UInt8(sequenceNumber >> 8), UInt8(sequenceNumber & 0xff),
+        ]
         for word in [timestamp, ssrc] {
             bytes += [UInt8(word >> 24), UInt8((word >> 16) & 0xff), UInt8((word >> 8) & 0xff), UInt8(word & 0xff)]
         }

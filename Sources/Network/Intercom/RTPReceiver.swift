@@ -32,8 +32,10 @@ public final class RTPReceiver: @unchecked Sendable {
         public var silenceTimeout: Int
         public var jitter: JitterBuffer.Configuration
 
-        public init(host: String = "0.0.0.0", port: UInt16 = 5004, channels: Int = 1,
-                    silenceTimeout: Int = 2_000_000_000, jitter: JitterBuffer.Configuration = .init()) {
+        public init(
+            host: String = "0.0.0.0", port: UInt16 = 5004, channels: Int = 1,
+            silenceTimeout: Int = 2_000_000_000, jitter: JitterBuffer.Configuration = .init()
+        ) {
             self.host = host
             self.port = port
             self.channels = channels
@@ -61,11 +63,14 @@ public final class RTPReceiver: @unchecked Sendable {
 
     /// Binds the socket (so a busy port fails here) and allocates everything; call `start` to receive.
     /// `clock` gives monotonic ns (the same clock as the `now` passed to `pull`).
-    public init(configuration: Configuration, clock: @escaping @Sendable () -> Int = monotonicNanoseconds,
-                onEvent: @escaping @Sendable (CallEvent) -> Void) throws(IntercomError) {
+    public init(
+        configuration: Configuration, clock: @escaping @Sendable () -> Int = monotonicNanoseconds,
+        onEvent: @escaping @Sendable (CallEvent) -> Void
+    ) throws(IntercomError) {
         do {
-            playout = try PacketPlayout(channels: configuration.channels,
-                                        maximumPayload: configuration.jitter.maximumPayload)
+            playout = try PacketPlayout(
+                channels: configuration.channels,
+                maximumPayload: configuration.jitter.maximumPayload)
         } catch {
             throw .decoder(error)
         }
@@ -75,8 +80,10 @@ public final class RTPReceiver: @unchecked Sendable {
         self.port = port
         self.clock = clock
         self.onEvent = onEvent
-        state = Mutex(State(jitter: JitterBuffer(configuration: configuration.jitter),
-                            monitor: CallMonitor(silenceTimeout: configuration.silenceTimeout)))
+        state = Mutex(
+            State(
+                jitter: JitterBuffer(configuration: configuration.jitter),
+                monitor: CallMonitor(silenceTimeout: configuration.silenceTimeout)))
     }
 
     deinit {
@@ -153,7 +160,9 @@ public final class RTPReceiver: @unchecked Sendable {
                         }
                         switch outcome {
                         case .started, .accepted, .reset, .duplicate, .late:
-                            if let ssrc = s.jitter.ssrc, let e = s.monitor.packet(ssrc: ssrc, now: now) { events.append(e) }
+                            if let ssrc = s.jitter.ssrc, let e = s.monitor.packet(ssrc: ssrc, now: now) {
+                                events.append(e)
+                            }
                         case .malformed, .foreign:
                             break
                         }
@@ -235,4 +244,3 @@ public enum IntercomError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 }
-

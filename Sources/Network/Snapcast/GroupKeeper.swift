@@ -1,6 +1,6 @@
+import Glibc
 import OSThread
 import Synchronization
-import Glibc
 
 /// Keeps one zone's speakers grouped on its stream: a dedicated thread polls `Server.GetStatus`
 /// every `interval` and makes the calls ``SnapcastZone/plan(for:volumesSet:)`` asks for, so
@@ -34,8 +34,10 @@ public final class GroupKeeper: Sendable {
     /// - Parameters:
     ///   - name: the zone's name, for messages.
     ///   - log: receives one line per change of what is wrong (`isError`) or each fix made.
-    public init(name: String, zone: SnapcastZone, control: SnapcastControl, interval: Duration = .seconds(2),
-                log: @escaping @Sendable (_ isError: Bool, _ message: String) -> Void) {
+    public init(
+        name: String, zone: SnapcastZone, control: SnapcastControl, interval: Duration = .seconds(2),
+        log: @escaping @Sendable (_ isError: Bool, _ message: String) -> Void
+    ) {
         self.name = name
         self.zone = zone
         self.control = control
@@ -55,7 +57,12 @@ public final class GroupKeeper: Sendable {
     /// Stops polling and waits for the thread (at most one call's timeout). Control thread.
     public func stop() {
         stopping.store(true, ordering: .releasing)
-        if let t = thread.withLock({ t in defer { t = nil }; return t }) { t.join() }
+        if let t = thread.withLock({ t in
+            defer { t = nil }
+            return t
+        }) {
+            t.join()
+        }
     }
 
     /// One poll: read the status and fix what differs. Returns the problem, if any. Keeper thread
@@ -100,12 +107,15 @@ public final class GroupKeeper: Sendable {
             let problem = pollOnce(volumesSet: &volumesSet)
             shared.withLock { $0.problem = problem }
             if problem != reported {
-                if let problem { log(true, "zone \(name): snapcast: \(problem)") } else if reported != nil {
+                if let problem {
+                    log(true, "zone \(name): snapcast: \(problem)")
+                } else if reported != nil {
                     log(false, "zone \(name): snapcast: speakers grouped on stream \"\(zone.stream)\" again")
                 }
                 reported = problem
             }
-            let end = monotonicNanoseconds() + Int(interval.components.seconds) * 1_000_000_000
+            let end =
+                monotonicNanoseconds() + Int(interval.components.seconds) * 1_000_000_000
                 + Int(interval.components.attoseconds / 1_000_000_000)
             while !stopping.load(ordering: .acquiring) && monotonicNanoseconds() < end { usleep(20_000) }
         }

@@ -6,13 +6,19 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
         public struct Volume: Sendable, Equatable, Decodable {
             public var muted: Bool
             public var percent: Int
-            public init(muted: Bool, percent: Int) { self.muted = muted; self.percent = percent }
+            public init(muted: Bool, percent: Int) {
+                self.muted = muted
+                self.percent = percent
+            }
         }
         public struct Config: Sendable, Equatable, Decodable {
             /// Milliseconds the client plays earlier than the others (DAC compensation).
             public var latency: Int
             public var volume: Volume
-            public init(latency: Int, volume: Volume) { self.latency = latency; self.volume = volume }
+            public init(latency: Int, volume: Volume) {
+                self.latency = latency
+                self.volume = volume
+            }
         }
         public var id: String
         public var connected: Bool
@@ -47,7 +53,10 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
     public struct Stream: Sendable, Equatable, Decodable {
         public var id: String
         public var status: String
-        public init(id: String, status: String) { self.id = id; self.status = status }
+        public init(id: String, status: String) {
+            self.id = id
+            self.status = status
+        }
     }
 
     public var groups: [Group]

@@ -33,27 +33,47 @@ public struct SnapcastControl: Sendable {
     /// Makes `clients` the members of group `group` (others are moved to groups of their own).
     /// The corresponding method is `Group.SetClients`.
     public func setClients(group: String, clients: [String]) throws(SnapcastError) {
-        struct Params: Encodable { var id: String; var clients: [String] }
+        struct Params: Encodable {
+            var id: String
+            var clients: [String]
+        }
         _ = try call("Group.SetClients", Params(id: group, clients: clients), answer: Ignored.self)
     }
 
     /// Makes group `group` play stream `stream`. The corresponding method is `Group.SetStream`.
     public func setStream(group: String, stream: String) throws(SnapcastError) {
-        struct Params: Encodable { var id: String; var stream_id: String }
-        _ = try call("Group.SetStream", Params(id: group, stream_id: stream), answer: Ignored.self)
+        struct Params: Encodable {
+            var id: String
+            var streamID: String
+            enum CodingKeys: String, CodingKey {
+                case id
+                case streamID = "stream_id"
+            }
+        }
+        _ = try call("Group.SetStream", Params(id: group, streamID: stream), answer: Ignored.self)
     }
 
     /// Sets a client's volume (0...100, unmuted). The corresponding method is `Client.SetVolume`.
     public func setVolume(client: String, percent: Int) throws(SnapcastError) {
-        struct Volume: Encodable { var muted: Bool; var percent: Int }
-        struct Params: Encodable { var id: String; var volume: Volume }
-        _ = try call("Client.SetVolume", Params(id: client, volume: Volume(muted: false, percent: percent)),
-                     answer: Ignored.self)
+        struct Volume: Encodable {
+            var muted: Bool
+            var percent: Int
+        }
+        struct Params: Encodable {
+            var id: String
+            var volume: Volume
+        }
+        _ = try call(
+            "Client.SetVolume", Params(id: client, volume: Volume(muted: false, percent: percent)),
+            answer: Ignored.self)
     }
 
     /// Sets how many milliseconds earlier a client plays. The corresponding method is `Client.SetLatency`.
     public func setLatency(client: String, milliseconds: Int) throws(SnapcastError) {
-        struct Params: Encodable { var id: String; var latency: Int }
+        struct Params: Encodable {
+            var id: String
+            var latency: Int
+        }
         _ = try call("Client.SetLatency", Params(id: client, latency: milliseconds), answer: Ignored.self)
     }
 
@@ -77,8 +97,10 @@ public struct SnapcastControl: Sendable {
         var error: RPCError?
     }
 
-    private func call<Params: Encodable, Answer: Decodable>(_ method: String, _ params: Params,
-                                                            answer: Answer.Type) throws(SnapcastError) -> Answer {
+    private func call<Params: Encodable, Answer: Decodable>(
+        _ method: String, _ params: Params,
+        answer: Answer.Type
+    ) throws(SnapcastError) -> Answer {
         func failure(_ problem: String, transient: Bool = false) -> SnapcastError {
             SnapcastError(endpoint: endpoint, method: method, problem: problem, isTransient: transient)
         }
@@ -90,14 +112,16 @@ public struct SnapcastControl: Sendable {
         }
         let response: HTTPResponse
         do {
-            response = try http.post(url: endpoint, body: Array(body), contentType: "application/json",
-                                     maxBodyBytes: 4 << 20, timeout: timeout)
+            response = try http.post(
+                url: endpoint, body: Array(body), contentType: "application/json",
+                maxBodyBytes: 4 << 20, timeout: timeout)
         } catch {
             throw failure(error.description, transient: true)
         }
         guard response.status == 200 else {
             let text = String(decoding: response.body.prefix(200), as: UTF8.self)
-            throw failure("HTTP \(response.status)\(text.isEmpty ? "" : ": \(text)")", transient: response.status >= 500)
+            throw failure(
+                "HTTP \(response.status)\(text.isEmpty ? "" : ": \(text)")", transient: response.status >= 500)
         }
         let decoded: Response<Answer>
         do {
@@ -132,7 +156,11 @@ public struct SnapcastControl: Sendable {
         func path(_ keys: [any CodingKey]) -> String {
             var text = ""
             for key in keys {
-                if let index = key.intValue { text += "[\(index)]" } else { text += text.isEmpty ? key.stringValue : ".\(key.stringValue)" }
+                if let index = key.intValue {
+                    text += "[\(index)]"
+                } else {
+                    text += text.isEmpty ? key.stringValue : ".\(key.stringValue)"
+                }
             }
             return text.isEmpty ? "(top level)" : text
         }

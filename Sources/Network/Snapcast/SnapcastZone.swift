@@ -70,7 +70,8 @@ public struct SnapcastZone: Sendable, Equatable {
         var plan = Plan()
         if !status.streams.contains(where: { $0.id == stream }) {
             let names = status.streams.map(\.id).joined(separator: ", ")
-            plan.problems.append("stream \"\(stream)\" is not configured on the server (streams: \(names.isEmpty ? "none" : names))")
+            plan.problems.append(
+                "stream \"\(stream)\" is not configured on the server (streams: \(names.isEmpty ? "none" : names))")
             return plan
         }
         let known = speakers.filter { status.client($0.id) != nil }

@@ -24,8 +24,10 @@ public struct Album: Sendable, Equatable, Identifiable, Decodable {
     public var songs: [Song]
 
     /// Creates an album.
-    public init(id: String, name: String, artist: String? = nil, artistId: String? = nil, songCount: Int? = nil,
-                duration: Int? = nil, year: Int? = nil, coverArt: String? = nil, songs: [Song] = []) {
+    public init(
+        id: String, name: String, artist: String? = nil, artistId: String? = nil, songCount: Int? = nil,
+        duration: Int? = nil, year: Int? = nil, coverArt: String? = nil, songs: [Song] = []
+    ) {
         self.id = id
         self.name = name
         self.artist = artist
@@ -39,10 +41,11 @@ public struct Album: Sendable, Equatable, Identifiable, Decodable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: AnyKey.self)
-        self.init(id: try c.requiredString("id"), name: c.string("name") ?? c.string("title") ?? "",
-                  artist: c.string("artist"), artistId: c.string("artistId"), songCount: c.int("songCount"),
-                  duration: c.int("duration"), year: c.int("year"), coverArt: c.string("coverArt"),
-                  songs: try c.list("song"))
+        self.init(
+            id: try c.requiredString("id"), name: c.string("name") ?? c.string("title") ?? "",
+            artist: c.string("artist"), artistId: c.string("artistId"), songCount: c.int("songCount"),
+            duration: c.int("duration"), year: c.int("year"), coverArt: c.string("coverArt"),
+            songs: try c.list("song"))
     }
 }
 
@@ -69,8 +72,9 @@ public struct Artist: Sendable, Equatable, Identifiable, Decodable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: AnyKey.self)
-        self.init(id: try c.requiredString("id"), name: c.string("name") ?? "", albumCount: c.int("albumCount"),
-                  albums: try c.list("album"))
+        self.init(
+            id: try c.requiredString("id"), name: c.string("name") ?? "", albumCount: c.int("albumCount"),
+            albums: try c.list("album"))
     }
 }
 

@@ -22,7 +22,8 @@ extension KeyedDecodingContainer where Key == AnyKey {
 
     func requiredString(_ key: String) throws -> String {
         guard let value = string(key) else {
-            throw DecodingError.keyNotFound(AnyKey(key), .init(codingPath: codingPath, debugDescription: "missing \(key)"))
+            throw DecodingError.keyNotFound(
+                AnyKey(key), .init(codingPath: codingPath, debugDescription: "missing \(key)"))
         }
         return value
     }
@@ -111,16 +112,19 @@ struct Root<T: Decodable>: Decodable {
     init(from decoder: any Decoder) throws {
         let root = try decoder.container(keyedBy: AnyKey.self)
         guard let response = try root.object("subsonic-response") else {
-            throw DecodingError.keyNotFound(AnyKey("subsonic-response"),
-                                            .init(codingPath: [], debugDescription: "not a Subsonic response"))
+            throw DecodingError.keyNotFound(
+                AnyKey("subsonic-response"),
+                .init(codingPath: [], debugDescription: "not a Subsonic response"))
         }
         let error = (try? response.object("error")) ?? nil
-        envelope = Envelope(status: response.string("status") ?? "", version: response.string("version"),
-                            type: response.string("type"), serverVersion: response.string("serverVersion"),
-                            openSubsonic: response.bool("openSubsonic") ?? false,
-                            errorCode: error?.int("code"), errorMessage: error?.string("message"))
+        envelope = Envelope(
+            status: response.string("status") ?? "", version: response.string("version"),
+            type: response.string("type"), serverVersion: response.string("serverVersion"),
+            openSubsonic: response.bool("openSubsonic") ?? false,
+            errorCode: error?.int("code"), errorMessage: error?.string("message"))
         if let key = decoder.userInfo[Self.payloadKey] as? String, response.contains(AnyKey(key)),
-           (try? response.decodeNil(forKey: AnyKey(key))) != true {
+            (try? response.decodeNil(forKey: AnyKey(key))) != true
+        {
             payload = try response.decode(T.self, forKey: AnyKey(key))
         }
     }

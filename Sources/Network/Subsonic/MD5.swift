@@ -7,7 +7,10 @@
 public enum MD5 {
     /// The 16-byte digest of `message`.
     public static func digest(_ message: some Collection<UInt8>) -> [UInt8] {
-        var a0: UInt32 = 0x6745_2301, b0: UInt32 = 0xefcd_ab89, c0: UInt32 = 0x98ba_dcfe, d0: UInt32 = 0x1032_5476
+        var a0: UInt32 = 0x6745_2301
+        var b0: UInt32 = 0xefcd_ab89
+        var c0: UInt32 = 0x98ba_dcfe
+        var d0: UInt32 = 0x1032_5476
         // Padding: 0x80, zeros to 56 mod 64, then the bit length, little-endian.
         var bytes = Array(message)
         let bitLength = UInt64(bytes.count) &* 8
@@ -19,18 +22,30 @@ public enum MD5 {
         for chunk in stride(from: 0, to: bytes.count, by: 64) {
             for i in 0..<16 {
                 let j = chunk + 4 * i
-                m[i] = UInt32(bytes[j]) | UInt32(bytes[j + 1]) << 8 | UInt32(bytes[j + 2]) << 16
+                m[i] =
+                    UInt32(bytes[j]) | UInt32(bytes[j + 1]) << 8 | UInt32(bytes[j + 2]) << 16
                     | UInt32(bytes[j + 3]) << 24
             }
-            var a = a0, b = b0, c = c0, d = d0
+            var a = a0
+            var b = b0
+            var c = c0
+            var d = d0
             for i in 0..<64 {
                 var f: UInt32
                 let g: Int
                 switch i {
-                case 0..<16: f = (b & c) | (~b & d); g = i
-                case 16..<32: f = (d & b) | (~d & c); g = (5 * i + 1) % 16
-                case 32..<48: f = b ^ c ^ d; g = (3 * i + 5) % 16
-                default: f = c ^ (b | ~d); g = (7 * i) % 16
+                case 0..<16:
+                    f = (b & c) | (~b & d)
+                    g = i
+                case 16..<32:
+                    f = (d & b) | (~d & c)
+                    g = (5 * i + 1) % 16
+                case 32..<48:
+                    f = b ^ c ^ d
+                    g = (3 * i + 5) % 16
+                default:
+                    f = c ^ (b | ~d)
+                    g = (7 * i) % 16
                 }
                 f = f &+ a &+ k[i] &+ m[g]
                 a = d
@@ -52,10 +67,12 @@ public enum MD5 {
     }
 
     /// Per-round left rotations.
-    private static let shifts: [UInt32] = [7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
-                                           5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20,
-                                           4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
-                                           6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21]
+    private static let shifts: [UInt32] = [
+        7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
+        5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20,
+        4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
+        6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
+    ]
 
     /// `floor(abs(sin(i + 1)) * 2^32)`, as RFC 1321 tabulates it.
     private static let k: [UInt32] = [

@@ -22,8 +22,10 @@ public struct Playlist: Sendable, Equatable, Identifiable, Decodable {
     public var entries: [Song]
 
     /// Creates a playlist.
-    public init(id: String, name: String, owner: String? = nil, isPublic: Bool? = nil, songCount: Int? = nil,
-                duration: Int? = nil, comment: String? = nil, entries: [Song] = []) {
+    public init(
+        id: String, name: String, owner: String? = nil, isPublic: Bool? = nil, songCount: Int? = nil,
+        duration: Int? = nil, comment: String? = nil, entries: [Song] = []
+    ) {
         self.id = id
         self.name = name
         self.owner = owner
@@ -36,9 +38,10 @@ public struct Playlist: Sendable, Equatable, Identifiable, Decodable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: AnyKey.self)
-        self.init(id: try c.requiredString("id"), name: c.string("name") ?? "", owner: c.string("owner"),
-                  isPublic: c.bool("public"), songCount: c.int("songCount"), duration: c.int("duration"),
-                  comment: c.string("comment"), entries: try c.list("entry"))
+        self.init(
+            id: try c.requiredString("id"), name: c.string("name") ?? "", owner: c.string("owner"),
+            isPublic: c.bool("public"), songCount: c.int("songCount"), duration: c.int("duration"),
+            comment: c.string("comment"), entries: try c.list("entry"))
     }
 }
 
@@ -73,8 +76,9 @@ public struct PlayQueue: Sendable, Equatable, Decodable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: AnyKey.self)
-        self.init(entries: try c.list("entry"), current: c.string("current"),
-                  position: Int64(c.int("position") ?? 0), changedBy: c.string("changedBy"))
+        self.init(
+            entries: try c.list("entry"), current: c.string("current"),
+            position: Int64(c.int("position") ?? 0), changedBy: c.string("changedBy"))
     }
 }
 

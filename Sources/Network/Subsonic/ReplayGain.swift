@@ -16,8 +16,10 @@ public struct ReplayGain: Sendable, Equatable, Codable {
     public var baseGain: Double?
 
     /// Creates values.
-    public init(trackGain: Double? = nil, albumGain: Double? = nil, trackPeak: Double? = nil,
-                albumPeak: Double? = nil, baseGain: Double? = nil) {
+    public init(
+        trackGain: Double? = nil, albumGain: Double? = nil, trackPeak: Double? = nil,
+        albumPeak: Double? = nil, baseGain: Double? = nil
+    ) {
         self.trackGain = trackGain
         self.albumGain = albumGain
         self.trackPeak = trackPeak
@@ -27,8 +29,9 @@ public struct ReplayGain: Sendable, Equatable, Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: AnyKey.self)
-        self.init(trackGain: c.double("trackGain"), albumGain: c.double("albumGain"),
-                  trackPeak: c.double("trackPeak"), albumPeak: c.double("albumPeak"), baseGain: c.double("baseGain"))
+        self.init(
+            trackGain: c.double("trackGain"), albumGain: c.double("albumGain"),
+            trackPeak: c.double("trackPeak"), albumPeak: c.double("albumPeak"), baseGain: c.double("baseGain"))
     }
 
     /// Whether no value is present (servers send `{}` for untagged files).

@@ -40,11 +40,13 @@ public struct Song: Sendable, Equatable, Identifiable, Codable {
     public var replayGain: ReplayGain?
 
     /// Creates a song.
-    public init(id: String, title: String, artist: String? = nil, artistId: String? = nil, album: String? = nil,
-                albumId: String? = nil, track: Int? = nil, discNumber: Int? = nil, duration: Int? = nil,
-                suffix: String? = nil, contentType: String? = nil, bitRate: Int? = nil, samplingRate: Int? = nil,
-                channelCount: Int? = nil, size: Int64? = nil, coverArt: String? = nil,
-                replayGain: ReplayGain? = nil) {
+    public init(
+        id: String, title: String, artist: String? = nil, artistId: String? = nil, album: String? = nil,
+        albumId: String? = nil, track: Int? = nil, discNumber: Int? = nil, duration: Int? = nil,
+        suffix: String? = nil, contentType: String? = nil, bitRate: Int? = nil, samplingRate: Int? = nil,
+        channelCount: Int? = nil, size: Int64? = nil, coverArt: String? = nil,
+        replayGain: ReplayGain? = nil
+    ) {
         self.id = id
         self.title = title
         self.artist = artist
@@ -67,12 +69,13 @@ public struct Song: Sendable, Equatable, Identifiable, Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: AnyKey.self)
         let gain = (try? c.decodeIfPresent(ReplayGain.self, forKey: AnyKey("replayGain"))) ?? nil
-        self.init(id: try c.requiredString("id"), title: c.string("title") ?? "", artist: c.string("artist"),
-                  artistId: c.string("artistId"), album: c.string("album"), albumId: c.string("albumId"),
-                  track: c.int("track"), discNumber: c.int("discNumber"), duration: c.int("duration"),
-                  suffix: c.string("suffix"), contentType: c.string("contentType"), bitRate: c.int("bitRate"),
-                  samplingRate: c.int("samplingRate"), channelCount: c.int("channelCount"),
-                  size: c.int("size").map(Int64.init), coverArt: c.string("coverArt"),
-                  replayGain: gain.flatMap { $0.isEmpty ? nil : $0 })
+        self.init(
+            id: try c.requiredString("id"), title: c.string("title") ?? "", artist: c.string("artist"),
+            artistId: c.string("artistId"), album: c.string("album"), albumId: c.string("albumId"),
+            track: c.int("track"), discNumber: c.int("discNumber"), duration: c.int("duration"),
+            suffix: c.string("suffix"), contentType: c.string("contentType"), bitRate: c.int("bitRate"),
+            samplingRate: c.int("samplingRate"), channelCount: c.int("channelCount"),
+            size: c.int("size").map(Int64.init), coverArt: c.string("coverArt"),
+            replayGain: gain.flatMap { $0.isEmpty ? nil : $0 })
     }
 }

@@ -24,8 +24,9 @@ extension SubsonicClient {
             }
         }
         do {
-            let (envelope, list) = try ResponseDecoder(bytes: body).payload("openSubsonicExtensions",
-                                                                             as: [OpenSubsonicExtension].self)
+            let (envelope, list) = try ResponseDecoder(bytes: body).payload(
+                "openSubsonicExtensions",
+                as: [OpenSubsonicExtension].self)
             guard envelope.openSubsonic || list != nil else { return nil }
             return list ?? []
         } catch {
@@ -55,11 +56,17 @@ extension SubsonicClient {
 
     /// `search3`: artists, albums and songs matching `query` (an empty query matches everything on
     /// most servers). Counts and offsets page through the results.
-    public func search(_ query: String, artistCount: Int = 20, albumCount: Int = 20, songCount: Int = 20,
-                       songOffset: Int = 0) throws(SubsonicError) -> SearchResult {
-        try call("search3", [("query", query), ("artistCount", "\(artistCount)"), ("albumCount", "\(albumCount)"),
-                             ("songCount", "\(songCount)"), ("songOffset", "\(songOffset)")],
-                 key: "searchResult3", as: SearchResult.self) ?? SearchResult()
+    public func search(
+        _ query: String, artistCount: Int = 20, albumCount: Int = 20, songCount: Int = 20,
+        songOffset: Int = 0
+    ) throws(SubsonicError) -> SearchResult {
+        try call(
+            "search3",
+            [
+                ("query", query), ("artistCount", "\(artistCount)"), ("albumCount", "\(albumCount)"),
+                ("songCount", "\(songCount)"), ("songOffset", "\(songOffset)"),
+            ],
+            key: "searchResult3", as: SearchResult.self) ?? SearchResult()
     }
 
     /// `getRandomSongs`: up to `size` random songs.
@@ -81,8 +88,9 @@ extension SubsonicClient {
     /// - Returns: the playlist when the server answers with it (API 1.14+), else nil (Supysonic).
     @discardableResult
     public func createPlaylist(name: String, songIDs: [String] = []) throws(SubsonicError) -> Playlist? {
-        try call("createPlaylist", [("name", name)] + songIDs.map { ("songId", $0) }, key: "playlist",
-                 as: Playlist.self)
+        try call(
+            "createPlaylist", [("name", name)] + songIDs.map { ("songId", $0) }, key: "playlist",
+            as: Playlist.self)
     }
 
     /// `deletePlaylist`.

@@ -28,8 +28,12 @@ extension SubsonicClient {
     /// `reportPlayback`: the song, its state and the position heard (ms). Callers check
     /// ``supportsPlaybackReport()`` first; a server without the extension answers an error.
     public func reportPlayback(id: String, state: PlaybackState, positionMilliseconds: Int64) throws(SubsonicError) {
-        _ = try call("reportPlayback", [("mediaId", id), ("mediaType", "song"), ("positionMs", "\(max(0, positionMilliseconds))"),
-                                        ("state", state.rawValue)])
+        _ = try call(
+            "reportPlayback",
+            [
+                ("mediaId", id), ("mediaType", "song"), ("positionMs", "\(max(0, positionMilliseconds))"),
+                ("state", state.rawValue),
+            ])
     }
 }
 

@@ -48,8 +48,10 @@ public struct StreamResponse: Sendable, Equatable {
     public var bytesReceived: Int64
 
     /// Creates a response description.
-    public init(status: Int, contentType: String?, contentLength: Int64?, totalLength: Int64?, acceptsRanges: Bool,
-                startOffset: Int64, bytesReceived: Int64 = 0) {
+    public init(
+        status: Int, contentType: String?, contentLength: Int64?, totalLength: Int64?, acceptsRanges: Bool,
+        startOffset: Int64, bytesReceived: Int64 = 0
+    ) {
         self.status = status
         self.contentType = contentType
         self.contentLength = contentLength
@@ -72,8 +74,10 @@ extension SubsonicClient {
     ///   - offsetBytes: resume at this byte of the answer (`Range: bytes=N-`); 0 for the start.
     /// Blocking: the first call may `ping` the server to settle the authentication mode. Any thread but
     /// an output thread.
-    public func streamRequest(id: String, format: String? = nil, maxBitRate: Int? = nil,
-                              offsetBytes: Int64 = 0) throws(SubsonicError) -> StreamRequest {
+    public func streamRequest(
+        id: String, format: String? = nil, maxBitRate: Int? = nil,
+        offsetBytes: Int64 = 0
+    ) throws(SubsonicError) -> StreamRequest {
         if !auth.withLock({ $0.settled }) { try ping() }
         var parameters = [("id", id)]
         let format = format ?? config.format
@@ -105,41 +109,45 @@ extension SubsonicClient {
     /// thread.
     /// - Returns: the response with ``StreamResponse/bytesReceived`` filled in.
     @discardableResult
-    public func stream(_ request: StreamRequest, onResponse: (StreamResponse) -> Void = { _ in },
-                       onData: (UnsafeRawBufferPointer) -> Bool) throws(SubsonicError) -> StreamResponse {
+    public func stream(
+        _ request: StreamRequest, onResponse: (StreamResponse) -> Void = { _ in },
+        onData: (UnsafeRawBufferPointer) -> Bool
+    ) throws(SubsonicError) -> StreamResponse {
         var response: StreamResponse? = nil
         var rejectedType: String?? = nil  // .some when the answer is not audio
         var rejectedStatus = 0
         var rejectedBody: [UInt8] = []
         var received: Int64 = 0
         do {
-            try http.get(url: request.url, headers: request.headers, range: request.range,
-                         onResponse: { head in
-                             let type = head.headers.mediaType
-                             guard (200..<300).contains(head.status), Self.isAudio(type) else {
-                                 rejectedType = .some(type)
-                                 rejectedStatus = head.status
-                                 return
-                             }
-                             let ranged = head.status == 206
-                             let contentRange = head.headers["Content-Range"].flatMap(Self.parseContentRange)
-                             let start = ranged ? (contentRange?.start ?? request.range?.start ?? 0) : 0
-                             let total = ranged ? contentRange?.total : head.headers.contentLength
-                             let value = StreamResponse(status: head.status, contentType: type,
-                                                        contentLength: head.headers.contentLength, totalLength: total,
-                                                        acceptsRanges: head.headers.acceptsByteRanges || ranged,
-                                                        startOffset: start)
-                             response = value
-                             onResponse(value)
-                         },
-                         onData: { chunk in
-                             if rejectedType != nil {
-                                 rejectedBody.append(contentsOf: chunk.prefix(64 << 10 - rejectedBody.count))
-                                 return rejectedBody.count < 64 << 10
-                             }
-                             received += Int64(chunk.count)
-                             return onData(chunk)
-                         })
+            try http.get(
+                url: request.url, headers: request.headers, range: request.range,
+                onResponse: { head in
+                    let type = head.headers.mediaType
+                    guard (200..<300).contains(head.status), Self.isAudio(type) else {
+                        rejectedType = .some(type)
+                        rejectedStatus = head.status
+                        return
+                    }
+                    let ranged = head.status == 206
+                    let contentRange = head.headers["Content-Range"].flatMap(Self.parseContentRange)
+                    let start = ranged ? (contentRange?.start ?? request.range?.start ?? 0) : 0
+                    let total = ranged ? contentRange?.total : head.headers.contentLength
+                    let value = StreamResponse(
+                        status: head.status, contentType: type,
+                        contentLength: head.headers.contentLength, totalLength: total,
+                        acceptsRanges: head.headers.acceptsByteRanges || ranged,
+                        startOffset: start)
+                    response = value
+                    onResponse(value)
+                },
+                onData: { chunk in
+                    if rejectedType != nil {
+                        rejectedBody.append(contentsOf: chunk.prefix(64 << 10 - rejectedBody.count))
+                        return rejectedBody.count < 64 << 10
+                    }
+                    received += Int64(chunk.count)
+                    return onData(chunk)
+                })
         } catch {
             if rejectedType == nil || !error.cancelled { throw .transport(error) }
         }
@@ -155,8 +163,9 @@ extension SubsonicClient {
             throw .notAudio(contentType: nil, code: nil, message: "no answer")
         }
         guard received > 0 else {
-            throw .notAudio(contentType: response.contentType, code: nil,
-                            message: "empty body (a failed transcode?)")
+            throw .notAudio(
+                contentType: response.contentType, code: nil,
+                message: "empty body (a failed transcode?)")
         }
         response.bytesReceived = received
         return response
@@ -176,7 +185,8 @@ extension SubsonicClient {
         let spec = value.dropFirst(6)
         let parts = spec.split(separator: "/", maxSplits: 1)
         guard let range = parts.first, let dash = range.firstIndex(of: "-"),
-              let start = Int64(range[..<dash]) else { return nil }
+            let start = Int64(range[..<dash])
+        else { return nil }
         let total = parts.count == 2 ? Int64(parts[1]) : nil
         return (start, total)
     }

@@ -79,7 +79,8 @@ public final class SubsonicClient: Sendable {
             return body
         } catch {
             guard mode == .token, !auth.withLock({ $0.settled }), case .api(let code, _) = error,
-                  Self.tokenRefusalCodes.contains(code), tokenIsRefused(endpoint: endpoint, code: code) else {
+                Self.tokenRefusalCodes.contains(code), tokenIsRefused(endpoint: endpoint, code: code)
+            else {
                 throw error
             }
             auth.withLock {
@@ -126,8 +127,10 @@ public final class SubsonicClient: Sendable {
     }
 
     /// One request in one mode; `nil` sends no credentials.
-    func callOnce(_ endpoint: String, _ parameters: [(String, String)],
-                  mode: Authentication?) throws(SubsonicError) -> [UInt8] {
+    func callOnce(
+        _ endpoint: String, _ parameters: [(String, String)],
+        mode: Authentication?
+    ) throws(SubsonicError) -> [UInt8] {
         let url = self.url(endpoint, parameters, mode: mode)
         let response: HTTPResponse
         do {
@@ -158,8 +161,10 @@ public final class SubsonicClient: Sendable {
     }
 
     /// Calls `endpoint` and decodes the payload under `key`; a missing payload is nil.
-    func call<T: Decodable>(_ endpoint: String, _ parameters: [(String, String)] = [], key: String,
-                            as type: T.Type) throws(SubsonicError) -> T? {
+    func call<T: Decodable>(
+        _ endpoint: String, _ parameters: [(String, String)] = [], key: String,
+        as type: T.Type
+    ) throws(SubsonicError) -> T? {
         let body = try call(endpoint, parameters)
         guard !body.isEmpty else { return nil }
         do {
@@ -170,8 +175,10 @@ public final class SubsonicClient: Sendable {
     }
 
     /// Like ``call(_:_:key:as:)`` for payloads that must be there.
-    func require<T: Decodable>(_ endpoint: String, _ parameters: [(String, String)] = [], key: String,
-                               as type: T.Type) throws(SubsonicError) -> T {
+    func require<T: Decodable>(
+        _ endpoint: String, _ parameters: [(String, String)] = [], key: String,
+        as type: T.Type
+    ) throws(SubsonicError) -> T {
         guard let value = try call(endpoint, parameters, key: key, as: type) else {
             throw .decoding(endpoint: endpoint, detail: "the answer has no \"\(key)\"")
         }
@@ -179,8 +186,10 @@ public final class SubsonicClient: Sendable {
     }
 
     /// `<base>/rest/<endpoint>?v=…&c=…&f=json&<credentials>&<parameters>`. Holds secrets: never log it.
-    func url(_ endpoint: String, _ parameters: [(String, String)], mode: Authentication?,
-             format: String = "json") -> String {
+    func url(
+        _ endpoint: String, _ parameters: [(String, String)], mode: Authentication?,
+        format: String = "json"
+    ) -> String {
         var base = config.url
         while base.hasSuffix("/") { base.removeLast() }
         var items: [(String, String)] = [("v", Self.apiVersion), ("c", config.clientName), ("f", format)]
@@ -212,8 +221,8 @@ public final class SubsonicClient: Sendable {
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                 UInt8(ascii: "~"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 let digits = Array("0123456789ABCDEF".unicodeScalars)

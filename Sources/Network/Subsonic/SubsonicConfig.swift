@@ -25,8 +25,10 @@ public struct SubsonicConfig: Sendable, Equatable, CustomStringConvertible {
     public var clientName: String
 
     /// Creates a configuration.
-    public init(url: String, user: String, password: String, apiKey: String? = nil, format: String? = nil,
-                maxBitRate: Int? = nil, clientName: String = "baton") {
+    public init(
+        url: String, user: String, password: String, apiKey: String? = nil, format: String? = nil,
+        maxBitRate: Int? = nil, clientName: String = "baton"
+    ) {
         self.url = url
         self.user = user
         self.password = password

@@ -43,7 +43,8 @@ final class BenchHTTPGet: @unchecked Sendable {
         let hostPort = rest.prefix { $0 != "/" }
         let path = rest.dropFirst(hostPort.count)
         let parts = hostPort.split(separator: ":")
-        let host = String(parts[0]), port = parts.count > 1 ? UInt16(parts[1]) ?? 80 : 80
+        let host = String(parts[0])
+        let port = parts.count > 1 ? UInt16(parts[1]) ?? 80 : 80
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -53,19 +54,27 @@ final class BenchHTTPGet: @unchecked Sendable {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
-        guard connected == 0 else { throw BenchError(description: "\(url): connect: \(String(cString: strerror(errno)))") }
-        let request = "GET \(path.isEmpty ? "/" : path) HTTP/1.1\r\nHost: \(hostPort)\r\nUser-Agent: baton-bench\r\n"
+        guard connected == 0 else {
+            throw BenchError(description: "\(url): connect: \(String(cString: strerror(errno)))")
+        }
+        let request =
+            "GET \(path.isEmpty ? "/" : path) HTTP/1.1\r\nHost: \(hostPort)\r\nUser-Agent: baton-bench\r\n"
             + "Accept: */*\r\nConnection: close\r\n\r\n"
         _ = request.utf8CString.withUnsafeBufferPointer { send(fd, $0.baseAddress, $0.count - 1, 0) }
-        var head: [UInt8] = [], body: [UInt8] = []
+        var head: [UInt8] = []
+        var body: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             guard n > 0 else { throw BenchError(description: "\(url): the server closed before its answer's head") }
             head += chunk[..<n]
-            if let end = head.indices.first(where: { i in i + 3 < head.count && head[i..<(i + 4)].elementsEqual([13, 10, 13, 10]) }) {
+            if let end = head.indices.first(where: { i in
+                i + 3 < head.count && head[i..<(i + 4)].elementsEqual([13, 10, 13, 10])
+            }) {
                 body = Array(head[(end + 4)...])
                 head = Array(head[..<end])
                 break
@@ -87,8 +96,14 @@ final class BenchHTTPGet: @unchecked Sendable {
             while true {
                 let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 if n < 0 && errno == EINTR { continue }
-                if n < 0 { buffer.fail(ByteSourceError(message: "recv: \(String(cString: strerror(errno)))")); break }
-                if n == 0 { buffer.finish(); break }
+                if n < 0 {
+                    buffer.fail(ByteSourceError(message: "recv: \(String(cString: strerror(errno)))"))
+                    break
+                }
+                if n == 0 {
+                    buffer.finish()
+                    break
+                }
                 _ = chunk.withUnsafeBytes { buffer.write(UnsafeRawBufferPointer(rebasing: $0[..<n])) }
             }
             close(fd)
@@ -121,14 +136,19 @@ final class PipelineStreamer {
     var framesWritten = 0
     private var mark = 0.0
 
-    init(zoneRate: Int, channels: Int, periodFrames: Int, bufferFrames: Int, device: String, volume: Float,
-         resampler: ResamplerKind, timeStages: Bool) throws {
+    init(
+        zoneRate: Int, channels: Int, periodFrames: Int, bufferFrames: Int, device: String, volume: Float,
+        resampler: ResamplerKind, timeStages: Bool
+    ) throws {
         // The daemon's zone: 10 ms ramps, 8 slots, 500 ms rings (ZoneTable.deviceSpec).
-        mixer = ZoneMixer(channels: channels, periodFrames: periodFrames, slotCount: 8,
-                          ringSamples: max(zoneRate / 2, periodFrames * 4) * channels, rampFrames: max(1, zoneRate / 100))
+        mixer = ZoneMixer(
+            channels: channels, periodFrames: periodFrames, slotCount: 8,
+            ringSamples: max(zoneRate / 2, periodFrames * 4) * channels, rampFrames: max(1, zoneRate / 100))
         mixer.setInitialVolume(volume)
-        pcm = try PCM(PCMRequest(name: device, rate: zoneRate, channels: channels, format: .s16LE,
-                                 periodFrames: periodFrames, bufferFrames: bufferFrames))
+        pcm = try PCM(
+            PCMRequest(
+                name: device, rate: zoneRate, channels: channels, format: .s16LE,
+                periodFrames: periodFrames, bufferFrames: bufferFrames))
         bytes = .allocate(byteCount: periodFrames * channels * 2, alignment: 16)
         targets = [Target(slot: mixer.claimSlot(gain: 1)!, rate: zoneRate, channels: channels, resampler: resampler)]
         self.timeStages = timeStages
@@ -145,13 +165,17 @@ final class PipelineStreamer {
 
     /// One output cycle of `DeviceOutput.play` (one zone owning the device): render, convert, write.
     private func renderPeriod() {
-        let period = mixer.periodFrames, channels = mixer.channels
+        let period = mixer.periodFrames
+        let channels = mixer.channels
         mixer.render()
         convertToS16(mixer.mix, bytes.assumingMemoryBound(to: Int16.self), count: period * channels)
         var written = 0
         while written < period {
             let r = pcm.write(bytes + written * channels * 2, frames: period - written)
-            if r >= 0 { written += r; continue }
+            if r >= 0 {
+                written += r
+                continue
+            }
             if pcm.recover(Int32(r)) != 0 { return }
         }
         framesWritten += period
@@ -169,12 +193,17 @@ final class PipelineStreamer {
     /// one is buffered (the output thread's share of the work), then renders what is left.
     func run(decoder: any AudioDecoder, downloaded: () -> Bool) throws {
         if timeStages { mark = threadSeconds() }
-        let renderer = try TrackRenderer(decoder: decoder, outputs: targets.map {
-            TrackRenderer.Output(channels: $0.channels, rate: $0.rate, resampler: $0.resampler)
-        })
+        let renderer = try TrackRenderer(
+            decoder: decoder,
+            outputs: targets.map {
+                TrackRenderer.Output(channels: $0.channels, rate: $0.rate, resampler: $0.resampler)
+            })
         while true {
             lap(\.glue)
-            let more = try renderer.step(afterRead: { lap(\.decode); _ = downloaded() }) { k, samples in
+            let more = try renderer.step(afterRead: {
+                lap(\.decode)
+                _ = downloaded()
+            }) { k, samples in
                 push(samples, into: targets[k])
             }
             if !more { break }
@@ -205,9 +234,11 @@ func runPipeline(target: String, kind: ResamplerKind, device: String, volume: Fl
     PCM.silenceLibraryErrors()
     let wall0 = monotonicNanoseconds()
     do {
-        let streamer = try PipelineStreamer(zoneRate: 44_100, channels: 2, periodFrames: 441, bufferFrames: 1_764,
-                                            device: device, volume: volume, resampler: kind, timeStages: timeStages)
-        let source: any ByteSource, contentType: String?
+        let streamer = try PipelineStreamer(
+            zoneRate: 44_100, channels: 2, periodFrames: 441, bufferFrames: 1_764,
+            device: device, volume: volume, resampler: kind, timeStages: timeStages)
+        let source: any ByteSource
+        let contentType: String?
         var get: BenchHTTPGet?
         if target.hasPrefix("http://") {
             let g = try BenchHTTPGet(target)
@@ -225,23 +256,27 @@ func runPipeline(target: String, kind: ResamplerKind, device: String, volume: Fl
         let wall = Double(monotonicNanoseconds() - wall0) / 1e9
         var usage = rusage()
         getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-        let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        let cpu =
+            Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
         let audio = Double(streamer.framesWritten) / 44_100
-        print("""
-        baton-bench --pipeline: \(target) → \(kind.rawValue) → 44100 Hz S16 stereo, zone volume \(volume), ALSA \(device)
-          audio: \(f(audio, 2)) s in \(f(wall, 2)) s wall
-          process CPU (all threads, incl. start-up): \(f(cpu, 3)) s = \(f(cpu / audio, 5)) s per audio second (\(f(audio / cpu, 1))× real time)
-          peak RSS: \(f(Double(usage.ru_maxrss) / 1024, 1)) MiB
-        """)
-        if timeStages {
-            let s = streamer.stages, total = s.decode + s.glue + s.render
-            print("""
-              streamer thread, by stage (thread CPU; the timing itself adds ≈ 1 %):
-                decode (opusfile):                 \(f(s.decode / audio, 5)) s/s (\(f(100 * s.decode / total, 1)) %)
-                glue + resample (MusicStreamer):   \(f(s.glue / audio, 5)) s/s (\(f(100 * s.glue / total, 1)) %)
-                mix + S16 + snd_pcm_writei:        \(f(s.render / audio, 5)) s/s (\(f(100 * s.render / total, 1)) %)
+        print(
+            """
+            baton-bench --pipeline: \(target) → \(kind.rawValue) → 44100 Hz S16 stereo, zone volume \(volume), ALSA \(device)
+              audio: \(f(audio, 2)) s in \(f(wall, 2)) s wall
+              process CPU (all threads, incl. start-up): \(f(cpu, 3)) s = \(f(cpu / audio, 5)) s per audio second (\(f(audio / cpu, 1))× real time)
+              peak RSS: \(f(Double(usage.ru_maxrss) / 1024, 1)) MiB
             """)
+        if timeStages {
+            let s = streamer.stages
+            let total = s.decode + s.glue + s.render
+            print(
+                """
+                  streamer thread, by stage (thread CPU; the timing itself adds ≈ 1 %):
+                    decode (opusfile):                 \(f(s.decode / audio, 5)) s/s (\(f(100 * s.decode / total, 1)) %)
+                    glue + resample (MusicStreamer):   \(f(s.glue / audio, 5)) s/s (\(f(100 * s.glue / total, 1)) %)
+                    mix + S16 + snd_pcm_writei:        \(f(s.render / audio, 5)) s/s (\(f(100 * s.render / total, 1)) %)
+                """)
         }
         return 0
     } catch {

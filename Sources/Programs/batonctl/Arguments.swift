@@ -32,7 +32,10 @@ struct Arguments {
                 positionals.append(word)
                 continue
             }
-            if word == "--" { optionsEnded = true; continue }
+            if word == "--" {
+                optionsEnded = true
+                continue
+            }
             var name = word == "-h" ? "help" : String(word.drop { $0 == "-" })
             var inline: String?
             if let equals = name.firstIndex(of: "=") {
@@ -68,7 +71,9 @@ struct Arguments {
     func integer(_ name: String, in range: ClosedRange<Int>, command: String) throws(Failure) -> Int? {
         guard let text = values[name] else { return nil }
         guard let n = Int(text), range.contains(n) else {
-            throw .usage("--\(name) \(text): expected a whole number in \(range.lowerBound)...\(range.upperBound)", command: command)
+            throw .usage(
+                "--\(name) \(text): expected a whole number in \(range.lowerBound)...\(range.upperBound)",
+                command: command)
         }
         return n
     }
@@ -84,7 +89,8 @@ enum Volume {
             value = Double(text)
         }
         guard let value, value.isFinite, (0...1).contains(value) else {
-            throw .usage("\(what) \"\(text)\": expected 0...1 or a percentage 0%...100% (e.g. 0.4 or 40%)", command: command)
+            throw .usage(
+                "\(what) \"\(text)\": expected 0...1 or a percentage 0%...100% (e.g. 0.4 or 40%)", command: command)
         }
         return value
     }

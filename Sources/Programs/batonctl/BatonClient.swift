@@ -17,8 +17,9 @@ struct BatonClient {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         guard let data = try? encoder.encode(body) else { throw .failed("cannot encode the request for \(path)") }
-        return try check(exchange { () throws(ConnectionError) in try http.request("POST", path, json: Array(data)) },
-                         path: path, method: "POST")
+        return try check(
+            exchange { () throws(ConnectionError) in try http.request("POST", path, json: Array(data)) },
+            path: path, method: "POST")
     }
 
     func post(_ path: String) throws(Failure) -> [UInt8] { try post(path, [String: String]()) }
@@ -57,9 +58,11 @@ struct BatonClient {
 
     private struct ErrorAnswer: Decodable { var error: String }
 
-    private func check(_ response: HTTPClient.Response, path: String, method: String = "GET") throws(Failure) -> [UInt8] {
+    private func check(_ response: HTTPClient.Response, path: String, method: String = "GET") throws(Failure) -> [UInt8]
+    {
         if (200..<300).contains(response.status) { return response.body }
-        var message = (try? JSONDecoder().decode(ErrorAnswer.self, from: Data(response.body)))?.error
+        var message =
+            (try? JSONDecoder().decode(ErrorAnswer.self, from: Data(response.body)))?.error
             ?? String(decoding: response.body, as: UTF8.self).trimmed
         if message.isEmpty { message = "HTTP \(response.status) for \(method) \(path)" }
         if response.status == 404 && message.hasPrefix("no such endpoint") {

@@ -9,19 +9,20 @@ enum CLI {
         .flag("help", "show this help"),
     ]
 
-    static let commands: [Command] = [
-        StatusCommand.command,
-        PlaybackCommands.announce,
-        PlaybackCommands.say,
-        PlaybackCommands.play,
-    ] + PlaybackCommands.musicCommands + [
-        PlaybackCommands.seek,
-        PlaybackCommands.volume,
-        EventsCommand.command,
-        InfoCommands.reload,
-        InfoCommands.sounds,
-        InfoCommands.config,
-    ]
+    static let commands: [Command] =
+        [
+            StatusCommand.command,
+            PlaybackCommands.announce,
+            PlaybackCommands.say,
+            PlaybackCommands.play,
+        ] + PlaybackCommands.musicCommands + [
+            PlaybackCommands.seek,
+            PlaybackCommands.volume,
+            EventsCommand.command,
+            InfoCommands.reload,
+            InfoCommands.sounds,
+            InfoCommands.config,
+        ]
 
     static var overview: String {
         let width = commands.map(\.name.count).max() ?? 0
@@ -52,7 +53,9 @@ enum CLI {
                 if let name, let command = commands.first(where: { $0.name == name }) {
                     Console.error("usage: \(command.usageLine)\n(`batonctl \(name) --help` for details)")
                 } else {
-                    Console.error("usage: batonctl [--url URL] [--token-file FILE] COMMAND [ARGUMENTS]\n(`batonctl --help` lists the commands)")
+                    Console.error(
+                        "usage: batonctl [--url URL] [--token-file FILE] COMMAND [ARGUMENTS]\n(`batonctl --help` lists the commands)"
+                    )
                 }
             }
             return error.exitStatus
@@ -62,14 +65,22 @@ enum CLI {
     private static func run(_ words: [String]) throws(Failure) {
         guard let index = commandIndex(words) else {
             let global = try Arguments(parsing: words[...], options: globalOptions, command: nil)
-            if global.has("help") { Console.out(overview); return }
+            if global.has("help") {
+                Console.out(overview)
+                return
+            }
             throw .usage("no command given")
         }
         let name = words[index]
         if name == "help" {
             let topic = words[(index + 1)...].first { !$0.hasPrefix("-") }
-            guard let topic else { Console.out(overview); return }
-            guard let command = commands.first(where: { $0.name == topic }) else { throw .usage("unknown command \"\(topic)\"") }
+            guard let topic else {
+                Console.out(overview)
+                return
+            }
+            guard let command = commands.first(where: { $0.name == topic }) else {
+                throw .usage("unknown command \"\(topic)\"")
+            }
             Console.out(command.help)
             return
         }
@@ -79,12 +90,17 @@ enum CLI {
         var rest = words
         rest.remove(at: index)
         let arguments = try Arguments(parsing: rest[...], options: command.options + globalOptions, command: name)
-        if arguments.has("help") { Console.out(command.help); return }
+        if arguments.has("help") {
+            Console.out(command.help)
+            return
+        }
         let count = arguments.positionals.count
         guard command.positionals.contains(count) else {
             let extra = count > command.positionals.upperBound
-            throw .usage(extra ? "unexpected argument \"\(arguments.positionals[command.positionals.upperBound])\""
-                               : "missing argument", command: name)
+            throw .usage(
+                extra
+                    ? "unexpected argument \"\(arguments.positionals[command.positionals.upperBound])\""
+                    : "missing argument", command: name)
         }
         try command.run(Invocation(command: command, arguments: arguments, client: try client(arguments)))
     }
@@ -109,7 +125,9 @@ enum CLI {
         if let path = arguments["token-file"] ?? environment("BATON_TOKEN_FILE") {
             let text = try Console.readFile(path).get().trimmed
             guard !text.isEmpty else { throw .failed("the token file \(path) is empty") }
-            guard !text.contains(where: { $0.isNewline }) else { throw .failed("the token file \(path) holds more than one line") }
+            guard !text.contains(where: { $0.isNewline }) else {
+                throw .failed("the token file \(path) holds more than one line")
+            }
             token = text
         }
         return BatonClient(http: HTTPClient(address: address, token: token))

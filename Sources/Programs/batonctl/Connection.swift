@@ -38,7 +38,8 @@ final class Connection {
         var list: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(host, String(port), &hints, &list)
         guard rc == 0, let first = list else {
-            throw .cannotResolve(rc == EAI_SYSTEM ? String(cString: strerror(errno)) : String(cString: gai_strerror(rc)))
+            throw .cannotResolve(
+                rc == EAI_SYSTEM ? String(cString: strerror(errno)) : String(cString: gai_strerror(rc)))
         }
         defer { freeaddrinfo(list) }
         var lastError = ConnectionError.refused
@@ -47,7 +48,11 @@ final class Connection {
         while let info = node?.pointee {
             node = info.ai_next
             let fd = socket(info.ai_family, info.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), info.ai_protocol)
-            if fd < 0 { lastError = .system("socket", errno); allRefused = false; continue }
+            if fd < 0 {
+                lastError = .system("socket", errno)
+                allRefused = false
+                continue
+            }
             switch Self.connect(fd, info.ai_addr, info.ai_addrlen, seconds: connectTimeout) {
             case nil:
                 self.fd = fd
@@ -68,8 +73,10 @@ final class Connection {
     deinit { close(fd) }
 
     /// A non-blocking connect bounded by `seconds`, then back to blocking. Nil on success.
-    private static func connect(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: socklen_t,
-                                seconds: Int) -> ConnectionError? {
+    private static func connect(
+        _ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: socklen_t,
+        seconds: Int
+    ) -> ConnectionError? {
         let flags = fcntl(fd, F_GETFL)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
         if Glibc.connect(fd, address, length) != 0 {
@@ -93,7 +100,9 @@ final class Connection {
     func send(_ bytes: [UInt8]) throws(ConnectionError) {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw .system("send", errno)
@@ -104,11 +113,17 @@ final class Connection {
 
     /// Reads more from the socket into the buffer; false at end of stream.
     private func fill() throws(ConnectionError) -> Bool {
-        if start > 0 && start == buffer.count { buffer.removeAll(keepingCapacity: true); start = 0 }
+        if start > 0 && start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+        }
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while true {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n > 0 { buffer += chunk[0..<n]; return true }
+            if n > 0 {
+                buffer += chunk[0..<n]
+                return true
+            }
             if n == 0 { return false }
             if errno == EINTR { continue }
             if errno == EAGAIN || errno == EWOULDBLOCK { throw .timedOut }

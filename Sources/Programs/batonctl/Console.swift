@@ -15,7 +15,10 @@ enum Console {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
-            if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
+            if n <= 0 {
+                if n < 0 && errno == EINTR { continue }
+                return
+            }
             offset += n
         }
     }

@@ -44,7 +44,9 @@ enum EventsCommand {
                 if invocation.json {
                     Console.out(sse.data)
                 } else {
-                    do throws(Failure) { Console.out(line(try client.decode(Event.self, Array(sse.data.utf8), what: "an event"))) } catch {
+                    do throws(Failure) {
+                        Console.out(line(try client.decode(Event.self, Array(sse.data.utf8), what: "an event")))
+                    } catch {
                         problem = error
                         return false
                     }
@@ -73,8 +75,10 @@ enum EventsCommand {
 
     /// `20:09:18.269  #7  interruption-ended  music-1  kitchen  shouldResume=true  reason`
     static func line(_ e: Event) -> String {
-        var fields = [localTime(e.time), "#\(e.seq)", e.type.padding(18), (e.source ?? "-").padding(12),
-                      (e.zones.map { $0.isEmpty ? "-" : $0.joined(separator: ",") } ?? "-").padding(14)]
+        var fields = [
+            localTime(e.time), "#\(e.seq)", e.type.padding(18), (e.source ?? "-").padding(12),
+            (e.zones.map { $0.isEmpty ? "-" : $0.joined(separator: ",") } ?? "-").padding(14),
+        ]
         if let resume = e.shouldResume { fields.append("shouldResume=\(resume)") }
         if let level = e.level { fields.append("level=\(Format.number(level))dB") }
         if let into = e.into { fields.append("into=\(into)") }
@@ -87,8 +91,12 @@ enum EventsCommand {
         let digits = iso.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
         guard iso.hasSuffix("Z"), digits.count >= 6 else { return iso }
         var t = tm()
-        t.tm_year = Int32(digits[0] - 1900); t.tm_mon = Int32(digits[1] - 1); t.tm_mday = Int32(digits[2])
-        t.tm_hour = Int32(digits[3]); t.tm_min = Int32(digits[4]); t.tm_sec = Int32(digits[5])
+        t.tm_year = Int32(digits[0] - 1900)
+        t.tm_mon = Int32(digits[1] - 1)
+        t.tm_mday = Int32(digits[2])
+        t.tm_hour = Int32(digits[3])
+        t.tm_min = Int32(digits[4])
+        t.tm_sec = Int32(digits[5])
         var seconds = timegm(&t)
         var local = tm()
         localtime_r(&seconds, &local)
@@ -115,7 +123,8 @@ extension JSONValue {
         case .number(let n): n == n.rounded() && abs(n) < 1e15 ? String(Int(n)) : String(n)
         case .string(let s): Self.quoted(s)
         case .array(let items): "[" + items.map(\.compact).joined(separator: ",") + "]"
-        case .object(let fields): "{" + fields.keys.sorted().map { Self.quoted($0) + ":" + fields[$0]!.compact }.joined(separator: ",") + "}"
+        case .object(let fields):
+            "{" + fields.keys.sorted().map { Self.quoted($0) + ":" + fields[$0]!.compact }.joined(separator: ",") + "}"
         }
     }
 
@@ -129,7 +138,11 @@ extension JSONValue {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             default:
-                if ch.value < 0x20 { out += "\\u" + String(ch.value, radix: 16).leftPadded(4) } else { out.unicodeScalars.append(ch) }
+                if ch.value < 0x20 {
+                    out += "\\u" + String(ch.value, radix: 16).leftPadded(4)
+                } else {
+                    out.unicodeScalars.append(ch)
+                }
             }
         }
         return out + "\""

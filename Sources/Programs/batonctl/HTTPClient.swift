@@ -20,7 +20,8 @@ struct HTTPClient {
 
     /// Sends one request and reads the whole answer.
     func request(_ method: String, _ path: String, json body: [UInt8]? = nil) throws(ConnectionError) -> Response {
-        let (connection, head) = try open(method, path, body: body, accept: "application/json", readTimeout: readTimeout)
+        let (connection, head) = try open(
+            method, path, body: body, accept: "application/json", readTimeout: readTimeout)
         var reader = BodyReader(connection: connection, head: head, method: method)
         var bytes: [UInt8] = []
         while let piece = try reader.next() { bytes += piece }
@@ -51,10 +52,13 @@ struct HTTPClient {
         }
     }
 
-    private func open(_ method: String, _ path: String, body: [UInt8]?, accept: String,
-                      readTimeout: Int) throws(ConnectionError) -> (Connection, Head) {
-        let connection = try Connection(host: address.host, port: address.port, connectTimeout: connectTimeout,
-                                        readTimeout: readTimeout)
+    private func open(
+        _ method: String, _ path: String, body: [UInt8]?, accept: String,
+        readTimeout: Int
+    ) throws(ConnectionError) -> (Connection, Head) {
+        let connection = try Connection(
+            host: address.host, port: address.port, connectTimeout: connectTimeout,
+            readTimeout: readTimeout)
         var text = "\(method) \(address.prefix)\(path) HTTP/1.1\r\n"
         text += "Host: \(address.hostHeader)\r\nUser-Agent: batonctl\r\nAccept: \(accept)\r\nConnection: close\r\n"
         if let token { text += "Authorization: Bearer \(token)\r\n" }
@@ -79,14 +83,19 @@ struct HTTPClient {
                 guard let colon = line.firstIndex(of: ":") else { continue }
                 head.headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmed))
             }
-        } while (100..<200).contains(head.status)   // skip 100 Continue
+        } while (100..<200).contains(head.status)  // skip 100 Continue
         return head
     }
 }
 
 /// Reads a response body piece by piece, undoing chunked transfer encoding.
 struct BodyReader {
-    private enum Framing { case none, length(Int), chunked(remaining: Int, done: Bool), untilClose }
+    private enum Framing {
+        case none
+        case length(Int)
+        case chunked(remaining: Int, done: Bool)
+        case untilClose
+    }
     private let connection: Connection
     private var framing: Framing
 
@@ -120,7 +129,9 @@ struct BodyReader {
         case .chunked(var remaining, let done):
             if done { return nil }
             if remaining == 0 {
-                guard let sizeLine = try connection.readLine() else { throw .protocolError("the chunked body ended early") }
+                guard let sizeLine = try connection.readLine() else {
+                    throw .protocolError("the chunked body ended early")
+                }
                 let hex = sizeLine.split(separator: ";").first.map { String($0).trimmed } ?? ""
                 guard let size = Int(hex, radix: 16) else { throw .protocolError("bad chunk size \"\(sizeLine)\"") }
                 if size == 0 {
@@ -133,7 +144,7 @@ struct BodyReader {
             let bytes = try connection.readSome(limit: remaining)
             guard !bytes.isEmpty else { throw .protocolError("the chunked body ended early") }
             remaining -= bytes.count
-            if remaining == 0 { _ = try connection.readLine() }   // the CRLF after the chunk
+            if remaining == 0 { _ = try connection.readLine() }  // the CRLF after the chunk
             framing = .chunked(remaining: remaining, done: false)
             return bytes
         }
@@ -144,7 +155,9 @@ extension StringProtocol {
     /// Without leading and trailing spaces, tabs and line breaks.
     var trimmed: String {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0.isNewline }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
         return String(self[first...last])
     }
 }

@@ -3,7 +3,8 @@ enum InfoCommands {
     static let reload = Command(
         name: "reload", synopsis: "",
         summary: "make batond re-read its configuration file",
-        details: "Sends `POST /api/v1/reload`. batond checks the file first; an invalid file is refused and the running configuration stays.",
+        details:
+            "Sends `POST /api/v1/reload`. batond checks the file first; an invalid file is refused and the running configuration stays.",
         options: [.flag("json", "print batond's JSON answer as is")],
         run: { invocation throws(Failure) in
             let body = try invocation.client.post("/api/v1/reload")
@@ -27,7 +28,8 @@ enum InfoCommands {
     static let config = Command(
         name: "config", synopsis: "[--json]",
         summary: "print the configuration batond runs with (YAML; secrets redacted)",
-        details: "The effective configuration: defaults filled in, paths resolved. The YAML is itself a valid configuration file.",
+        details:
+            "The effective configuration: defaults filled in, paths resolved. The YAML is itself a valid configuration file.",
         options: [.flag("json", "print batond's JSON answer as is")],
         run: { invocation throws(Failure) in
             let body = try invocation.client.get("/api/v1/config")

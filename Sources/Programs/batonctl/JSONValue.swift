@@ -9,12 +9,19 @@ enum JSONValue: Decodable, Equatable {
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let n = try? c.decode(Double.self) { self = .number(n) }
-        else if let s = try? c.decode(String.self) { self = .string(s) }
-        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
-        else { self = .object(try c.decode([String: JSONValue].self)) }
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let n = try? c.decode(Double.self) {
+            self = .number(n)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let a = try? c.decode([JSONValue].self) {
+            self = .array(a)
+        } else {
+            self = .object(try c.decode([String: JSONValue].self))
+        }
     }
 
     /// The value as block-style YAML, keys sorted: readable, and for `GET /api/v1/config` a valid
@@ -69,7 +76,8 @@ enum JSONValue: Decodable, Equatable {
         let plain: (Character) -> Bool = { $0.isLetter || $0.isNumber || "_./:@+-=".contains($0) }
         let reserved = ["true", "false", "null", "yes", "no", "on", "off", "~", "-", ".inf", "-.inf", ".nan"]
         if let first = text.first, first != ":", first != "@", text.last != ":", text.allSatisfy(plain),
-           !reserved.contains(text.lowercased()), Double(text) == nil {
+            !reserved.contains(text.lowercased()), Double(text) == nil
+        {
             return text
         }
         var quoted = "\""
@@ -80,7 +88,11 @@ enum JSONValue: Decodable, Equatable {
             case "\n": quoted += "\\n"
             case "\t": quoted += "\\t"
             default:
-                if ch.value < 0x20 { quoted += "\\x" + String(ch.value, radix: 16).leftPadded(2) } else { quoted.unicodeScalars.append(ch) }
+                if ch.value < 0x20 {
+                    quoted += "\\x" + String(ch.value, radix: 16).leftPadded(2)
+                } else {
+                    quoted.unicodeScalars.append(ch)
+                }
             }
         }
         return quoted + "\""

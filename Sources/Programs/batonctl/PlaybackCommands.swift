@@ -16,8 +16,11 @@ enum PlaybackCommands {
         positionals: 1...1,
         run: { invocation throws(Failure) in
             let a = invocation.arguments
-            let body = PlayBody(sound: a.positionals[0], zones: a.list("zones"),
-                                volume: try a["volume"].map { v throws(Failure) in try Volume.parse(v, what: "--volume", command: "announce") })
+            let body = PlayBody(
+                sound: a.positionals[0], zones: a.list("zones"),
+                volume: try a["volume"].map { v throws(Failure) in
+                    try Volume.parse(v, what: "--volume", command: "announce")
+                })
             printOutcome(try invocation.client.post("/api/v1/announce", body), invocation)
         })
 
@@ -38,9 +41,16 @@ enum PlaybackCommands {
         positionals: 1...1,
         run: { invocation throws(Failure) in
             let a = invocation.arguments
-            struct SayBody: Encodable { var text: String; var voice: String?; var zones: [String]?; var volume: Double? }
-            let body = SayBody(text: a.positionals[0], voice: a["voice"], zones: a.list("zones"),
-                               volume: try a["volume"].map { v throws(Failure) in try Volume.parse(v, what: "--volume", command: "say") })
+            struct SayBody: Encodable {
+                var text: String
+                var voice: String?
+                var zones: [String]?
+                var volume: Double?
+            }
+            let body = SayBody(
+                text: a.positionals[0], voice: a["voice"], zones: a.list("zones"),
+                volume: try a["volume"].map { v throws(Failure) in try Volume.parse(v, what: "--volume", command: "say")
+                })
             printOutcome(try invocation.client.post("/api/v1/announce", body), invocation)
         })
 
@@ -54,7 +64,9 @@ enum PlaybackCommands {
     ]
 
     static let play = Command(
-        name: "play", synopsis: "SOUND | --album ID | --playlist ID | --songs ID,ID | --search TEXT | --random N  [--zones a,b] [--volume V] [--loop]",
+        name: "play",
+        synopsis:
+            "SOUND | --album ID | --playlist ID | --songs ID,ID | --search TEXT | --random N  [--zones a,b] [--volume V] [--loop]",
         summary: "play music: a local sound file, or an album, playlist, songs, search or random songs",
         details: """
             `play SOUND` plays a file of the sounds directory as music (`--loop` repeats it). The library
@@ -73,14 +85,20 @@ enum PlaybackCommands {
             let a = invocation.arguments
             let given = musicSelectors.map(\.name).filter { a.has($0) } + (a.positionals.isEmpty ? [] : ["SOUND"])
             guard given.count == 1 else {
-                throw .usage(given.isEmpty ? "what to play? give a SOUND or one of --album, --playlist, --songs, --search, --random"
-                                           : "give only one of SOUND, --album, --playlist, --songs, --search, --random (got \(given.joined(separator: ", ")))",
-                             command: "play")
+                throw .usage(
+                    given.isEmpty
+                        ? "what to play? give a SOUND or one of --album, --playlist, --songs, --search, --random"
+                        : "give only one of SOUND, --album, --playlist, --songs, --search, --random (got \(given.joined(separator: ", ")))",
+                    command: "play")
             }
-            if let songs = a.list("songs"), songs.isEmpty { throw .usage("--songs needs at least one id", command: "play") }
+            if let songs = a.list("songs"), songs.isEmpty {
+                throw .usage("--songs needs at least one id", command: "play")
+            }
             let body = PlayBody(
                 sound: a.positionals.first, zones: a.list("zones"),
-                volume: try a["volume"].map { v throws(Failure) in try Volume.parse(v, what: "--volume", command: "play") },
+                volume: try a["volume"].map { v throws(Failure) in
+                    try Volume.parse(v, what: "--volume", command: "play")
+                },
                 loop: a.has("loop") ? true : nil,
                 album: a["album"], playlist: a["playlist"], songs: a.list("songs"), search: a["search"],
                 random: try a.integer("random", in: 1...10_000, command: "play"))
@@ -98,10 +116,13 @@ enum PlaybackCommands {
         Command(
             name: name, synopsis: "[--id ID]", summary: summary,
             details: "Acts on the newest music source, or on --id (an id from `batonctl status`).",
-            options: [.value("id", "ID", "the music source (default: the newest)"),
-                      .flag("json", "print batond's JSON answer as is")],
+            options: [
+                .value("id", "ID", "the music source (default: the newest)"),
+                .flag("json", "print batond's JSON answer as is"),
+            ],
             run: { invocation throws(Failure) in
-                let body = try invocation.client.post("/api/v1/music/\(name)", SourceBody(id: invocation.arguments["id"]))
+                let body = try invocation.client.post(
+                    "/api/v1/music/\(name)", SourceBody(id: invocation.arguments["id"]))
                 if invocation.printRaw(body) { return }
                 let answer = try invocation.client.decode([String: String].self, body, what: "/api/v1/music/\(name)")
                 Console.out("\(answer["id"] ?? "music"): \(answer["command"] ?? name)")
@@ -118,16 +139,22 @@ enum PlaybackCommands {
             and transcoded streams alike. --track N (0-based, as `status` shows) seeks into another
             track of the queue.
             """,
-        options: [.value("track", "N", "the track of the queue (default: the current one)"),
-                  .flag("json", "print batond's JSON answer as is")],
+        options: [
+            .value("track", "N", "the track of the queue (default: the current one)"),
+            .flag("json", "print batond's JSON answer as is"),
+        ],
         positionals: 1...1,
         run: { invocation throws(Failure) in
             let text = invocation.arguments.positionals[0]
             guard let seconds = parsePosition(text) else {
-                throw .usage("\"\(text)\" is not a position (seconds like 75 or 75.5, or M:SS like 1:15)", command: "seek")
+                throw .usage(
+                    "\"\(text)\" is not a position (seconds like 75 or 75.5, or M:SS like 1:15)", command: "seek")
             }
             let track = try invocation.arguments.integer("track", in: 0...100_000, command: "seek")
-            struct Body: Encodable { var position: Double; var track: Int? }
+            struct Body: Encodable {
+                var position: Double
+                var track: Int?
+            }
             let body = try invocation.client.post("/api/v1/music/seek", Body(position: seconds, track: track))
             if invocation.printRaw(body) { return }
             struct Answer: Decodable { var id: String }
@@ -143,7 +170,9 @@ enum PlaybackCommands {
             guard let s = Double(text), s.isFinite, s >= 0 else { return nil }
             return s
         case 2:
-            guard let m = Int(parts[0]), m >= 0, let s = Double(parts[1]), s.isFinite, s >= 0, s < 60 else { return nil }
+            guard let m = Int(parts[0]), m >= 0, let s = Double(parts[1]), s.isFinite, s >= 0, s < 60 else {
+                return nil
+            }
             return Double(m * 60) + s
         default:
             return nil
@@ -161,7 +190,9 @@ enum PlaybackCommands {
         positionals: 2...2,
         run: { invocation throws(Failure) in
             let zone = invocation.arguments.positionals[0]
-            guard !zone.isEmpty, zone.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" }) else {
+            guard !zone.isEmpty,
+                zone.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" })
+            else {
                 throw .usage("\"\(zone)\" is not a zone name (zone names use a-z, 0-9, _ and -)", command: "volume")
             }
             let level = try Volume.parse(invocation.arguments.positionals[1], what: "LEVEL", command: "volume")

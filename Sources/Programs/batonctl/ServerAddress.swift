@@ -29,7 +29,9 @@ struct ServerAddress: Equatable, Sendable {
         if let scheme = rest.firstRange(of: "://") {
             let name = rest[..<scheme.lowerBound].lowercased()
             guard name == "http" else {
-                throw .usage("--url \(text): only http:// is supported (batond serves plain HTTP; put a TLS proxy in front for https)")
+                throw .usage(
+                    "--url \(text): only http:// is supported (batond serves plain HTTP; put a TLS proxy in front for https)"
+                )
             }
             rest = rest[scheme.upperBound...]
         }
@@ -42,10 +44,14 @@ struct ServerAddress: Equatable, Sendable {
         var host: Substring
         var portText: Substring?
         if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]") else { throw .usage("--url \(text): missing ] after the IPv6 address") }
+            guard let close = rest.firstIndex(of: "]") else {
+                throw .usage("--url \(text): missing ] after the IPv6 address")
+            }
             host = rest[rest.index(after: rest.startIndex)..<close]
             let after = rest[rest.index(after: close)...]
-            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+            if after.hasPrefix(":") {
+                portText = after.dropFirst()
+            } else if !after.isEmpty {
                 throw .usage("--url \(text): expected :PORT after the IPv6 address")
             }
         } else if let colon = rest.lastIndex(of: ":") {
@@ -57,7 +63,9 @@ struct ServerAddress: Equatable, Sendable {
         guard !host.isEmpty else { throw .usage("--url \(text): no host (expected e.g. http://127.0.0.1:8470)") }
         var port: UInt16 = 8470
         if let portText {
-            guard let p = UInt16(portText), p > 0 else { throw .usage("--url \(text): \"\(portText)\" is not a port (1..65535)") }
+            guard let p = UInt16(portText), p > 0 else {
+                throw .usage("--url \(text): \"\(portText)\" is not a port (1..65535)")
+            }
             port = p
         }
         self.init(host: String(host), port: port, prefix: prefix)

@@ -17,7 +17,10 @@ struct ServerSentEventParser {
     mutating func feed(_ bytes: [UInt8]) -> [ServerSentEvent] {
         var events: [ServerSentEvent] = []
         for byte in bytes {
-            if byte == UInt8(ascii: "\n") && lastWasCR { lastWasCR = false; continue }   // CRLF
+            if byte == UInt8(ascii: "\n") && lastWasCR {
+                lastWasCR = false
+                continue
+            }  // CRLF
             lastWasCR = byte == UInt8(ascii: "\r")
             if byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") {
                 if let event = line(String(decoding: pending, as: UTF8.self)) { events.append(event) }
@@ -31,7 +34,10 @@ struct ServerSentEventParser {
 
     private mutating func line(_ text: String) -> ServerSentEvent? {
         if text.isEmpty {
-            defer { current = ServerSentEvent(event: nil, id: nil, data: ""); hasData = false }
+            defer {
+                current = ServerSentEvent(event: nil, id: nil, data: "")
+                hasData = false
+            }
             return hasData ? current : nil
         }
         if text.hasPrefix(":") { return nil }

@@ -16,8 +16,15 @@ enum StatusCommand {
     /// The fields of `GET /api/v1/status` batonctl shows (docs/API.md); others are ignored.
     struct Answer: Decodable {
         struct Zone: Decodable {
-            struct Ducked: Decodable { var source: String; var levelDb: Double?; var by: String? }
-            struct Silenced: Decodable { var source: String; var by: String? }
+            struct Ducked: Decodable {
+                var source: String
+                var levelDb: Double?
+                var by: String?
+            }
+            struct Silenced: Decodable {
+                var source: String
+                var by: String?
+            }
             var name: String
             var pcm: String?
             var rate: Int?
@@ -63,16 +70,20 @@ enum StatusCommand {
         text += "\n\n"
         var zones = TextTable("ZONE", "STATE", "OUTPUT", "AUDIBLE", "DUCKED", "SILENCED", "QUEUED", "XRUNS")
         for z in answer.zones {
-            var output = [z.rate.map { "\($0) Hz" }, z.channels.map { "\($0)ch" }, z.format].compactMap { $0 }.joined(separator: " ")
+            var output = [z.rate.map { "\($0) Hz" }, z.channels.map { "\($0)ch" }, z.format].compactMap { $0 }.joined(
+                separator: " ")
             if z.clock == "system" { output += " (system clock)" }
-            zones.add(z.name, z.state, output.isEmpty ? "-" : output,
-                      Format.list(z.audible ?? []),
-                      Format.list((z.ducked ?? []).map { d in
-                          "\(d.source)" + (d.by.map { " by \($0)" } ?? "") + (d.levelDb.map { " \(Format.number($0))dB" } ?? "")
-                      }),
-                      Format.list((z.silenced ?? []).map { s in s.source + (s.by.map { " by \($0)" } ?? "") }),
-                      Format.list(z.queued ?? []),
-                      String(z.xruns ?? 0) + ((z.lateCycles ?? 0) > 0 ? " (\(z.lateCycles!) late)" : ""))
+            zones.add(
+                z.name, z.state, output.isEmpty ? "-" : output,
+                Format.list(z.audible ?? []),
+                Format.list(
+                    (z.ducked ?? []).map { d in
+                        "\(d.source)" + (d.by.map { " by \($0)" } ?? "")
+                            + (d.levelDb.map { " \(Format.number($0))dB" } ?? "")
+                    }),
+                Format.list((z.silenced ?? []).map { s in s.source + (s.by.map { " by \($0)" } ?? "") }),
+                Format.list(z.queued ?? []),
+                String(z.xruns ?? 0) + ((z.lateCycles ?? 0) > 0 ? " (\(z.lateCycles!) late)" : ""))
         }
         text += zones.text
         for z in answer.zones where z.error != nil { text += "\n  \(z.name): \(z.error!)" }
@@ -86,9 +97,12 @@ enum StatusCommand {
                 if let by = s.interruptedBy { notes.append("by \(by)") }
                 if s.loop == true { notes.append("loop") }
                 if let v = s.volume, v != 1 { notes.append("volume \(Format.number(v))") }
-                if let skipped = s.skippedZones, !skipped.isEmpty { notes.append("skipped \(skipped.joined(separator: ","))") }
-                sources.add(s.id, s.class ?? "-", s.sound ?? "-", s.state, Format.list(s.zones ?? []),
-                            s.positionSeconds.map { Format.position($0) } ?? "-", notes.joined(separator: ", "))
+                if let skipped = s.skippedZones, !skipped.isEmpty {
+                    notes.append("skipped \(skipped.joined(separator: ","))")
+                }
+                sources.add(
+                    s.id, s.class ?? "-", s.sound ?? "-", s.state, Format.list(s.zones ?? []),
+                    s.positionSeconds.map { Format.position($0) } ?? "-", notes.joined(separator: ", "))
             }
             text += sources.text
         }

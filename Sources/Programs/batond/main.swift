@@ -17,11 +17,15 @@ var verbose = false
 var args = CommandLine.arguments.dropFirst()
 while let arg = args.popFirst() {
     switch arg {
-    case "--config", "-c": guard let p = args.popFirst() else { usage() }; configPath = p
+    case "--config", "-c":
+        guard let p = args.popFirst() else { usage() }
+        configPath = p
     case "--check": checkOnly = true
     case "--verbose", "-v": verbose = true
     case "--help", "-h": usage()
-    default: print("batond: unknown argument \(arg)"); usage()
+    default:
+        print("batond: unknown argument \(arg)")
+        usage()
     }
 }
 

@@ -49,7 +49,9 @@ public enum FileIO {
 
     /// Writes `bytes` to `path` atomically (a temporary file, fsync, rename): a power cut leaves
     /// either the old file or the new one.
-    public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) -> Result<Void, FileError> {
+    public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) -> Result<
+        Void, FileError
+    > {
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         guard fd >= 0 else { return .failure(failure(temporary, "cannot write")) }
@@ -60,7 +62,10 @@ public enum FileIO {
         close(fd)
         guard written == bytes.count, synced else {
             unlink(temporary)
-            return .failure(FileError(path: temporary, code: code, description: "\(temporary): write failed: \(String(cString: strerror(code)))"))
+            return .failure(
+                FileError(
+                    path: temporary, code: code,
+                    description: "\(temporary): write failed: \(String(cString: strerror(code)))"))
         }
         guard rename(temporary, path) == 0 else { return .failure(failure(path, "cannot replace")) }
         return .success(())

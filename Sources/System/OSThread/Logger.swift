@@ -18,10 +18,11 @@ public final class Logger: Sendable {
     /// A logger writing lines at `minimum` or above to `sink` (standard error by default).
     public init(minimum: Level = .info, sink: (@Sendable (String) -> Void)? = nil) {
         self.minimum = minimum
-        self.sink = sink ?? { line in
-            var text = line + "\n"
-            text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
-        }
+        self.sink =
+            sink ?? { line in
+                var text = line + "\n"
+                text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+            }
     }
 
     public func log(_ level: Level, _ message: @autoclosure () -> String) {

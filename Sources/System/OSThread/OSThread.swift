@@ -41,10 +41,12 @@ public func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
     }
     var thread = pthread_t()
     let context = Unmanaged.passRetained(Box(body)).toOpaque()
-    let rc = pthread_create(&thread, nil, { raw in
-        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-        return nil
-    }, context)
+    let rc = pthread_create(
+        &thread, nil,
+        { raw in
+            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+            return nil
+        }, context)
     precondition(rc == 0, "pthread_create failed: \(rc)")
     return thread
 }

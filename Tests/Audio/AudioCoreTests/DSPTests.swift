@@ -7,8 +7,10 @@ import Testing
 @Suite struct S16ConversionTests {
     @Test func matchesPlainRounding() {
         var x: UInt64 = 0x9E37_79B9_7F4A_7C15
-        var input: [Float] = [0, -0, 1, -1, 1.5, -1.5, .infinity, -.infinity, 0.5 / 32767, -0.5 / 32767, 1.5 / 32767,
-                              -1.5 / 32767, 2.5 / 32767, 32766.5 / 32767, -32766.5 / 32767, .leastNonzeroMagnitude]
+        var input: [Float] = [
+            0, -0, 1, -1, 1.5, -1.5, .infinity, -.infinity, 0.5 / 32767, -0.5 / 32767, 1.5 / 32767,
+            -1.5 / 32767, 2.5 / 32767, 32766.5 / 32767, -32766.5 / 32767, .leastNonzeroMagnitude,
+        ]
         for _ in 0..<(1 << 22) {
             x = x &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             input.append(Float(Int32(truncatingIfNeeded: x >> 32)) / Float(1 << 30))

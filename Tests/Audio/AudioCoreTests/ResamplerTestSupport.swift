@@ -6,7 +6,8 @@ import Testing
 
 /// The factory the daemon will have: AudioCore names the kind, this switch builds it.
 func makeResampler(kind: ResamplerKind, inputRate: Int, outputRate: Int, channels: Int)
-    throws(ResamplerError) -> any Resampler {
+    throws(ResamplerError) -> any Resampler
+{
     switch kind {
     case .soxr(let quality):
         try SoxrResampler(quality: quality, inputRate: inputRate, outputRate: outputRate, channels: channels)
@@ -47,12 +48,16 @@ func sine(frequency: Double, rate: Int, frames: Int, channels: Int, amplitude: D
 /// Streams `input` through `resampler` in blocks whose frame counts `nextBlock` chooses, then flushes.
 /// Returns the whole output, and the mean of `latencyFrames` read after each block once `warmUpFrames`
 /// input frames have gone in.
-func stream(_ resampler: any Resampler, _ input: [Float], warmUpFrames: Int = 0,
-            nextBlock: (inout SplitMix) -> Int) throws -> (output: [Float], meanLatency: Double) {
+func stream(
+    _ resampler: any Resampler, _ input: [Float], warmUpFrames: Int = 0,
+    nextBlock: (inout SplitMix) -> Int
+) throws -> (output: [Float], meanLatency: Double) {
     let channels = resampler.channels
     let inputFrames = input.count / channels
-    var output = [Float](repeating: .nan, count: (resampler.expectedOutputFrames(inputFrames: inputFrames) + 64)
-                                                  * channels)
+    var output = [Float](
+        repeating: .nan,
+        count: (resampler.expectedOutputFrames(inputFrames: inputFrames) + 64)
+            * channels)
     var written = 0
     var latencySum = 0.0
     var latencyReads = 0

@@ -15,7 +15,9 @@ let ratePairs = [22050, 44100, 48000].flatMap { input in
 struct ResamplerTests {
     /// Every configuration spelling parses to its kind and prints back the same; others are rejected.
     @Test func parsesConfigurationSpellings() {
-        let spellings = ["soxr-qq", "soxr-lq", "soxr-mq", "soxr-hq", "soxr-vhq", "src-fastest", "src-medium", "src-best"]
+        let spellings = [
+            "soxr-qq", "soxr-lq", "soxr-mq", "soxr-hq", "soxr-vhq", "src-fastest", "src-medium", "src-best",
+        ]
         #expect(allKinds.map(\.rawValue) == spellings)
         for spelling in spellings { #expect(ResamplerKind(rawValue: spelling)?.rawValue == spelling) }
         for wrong in ["soxr", "soxr-", "src-hq", "soxr-best", "SOXR-HQ", "auto", ""] {
@@ -40,15 +42,20 @@ struct ResamplerTests {
                 defer { index += 1 }
                 return blockSizes[index % blockSizes.count]
             }
-            let expected = ResamplerKind.expectedOutputFrames(inputFrames: frames, inputRate: rates.input,
-                                                              outputRate: rates.output)
+            let expected = ResamplerKind.expectedOutputFrames(
+                inputFrames: frames, inputRate: rates.input,
+                outputRate: rates.output)
             #expect(output.count == expected * 2, "\(frames) frames")
         }
     }
 
     /// A 1 kHz sine comes out time-aligned with the ideal one, with THD+N under the converter's floor.
-    @Test(arguments: allKinds, [RatePair(input: 44100, output: 48000), RatePair(input: 48000, output: 44100),
-                                RatePair(input: 22050, output: 48000)])
+    @Test(
+        arguments: allKinds,
+        [
+            RatePair(input: 44100, output: 48000), RatePair(input: 48000, output: 44100),
+            RatePair(input: 22050, output: 48000),
+        ])
     func keepsSineDistortionUnderFloor(kind: ResamplerKind, rates: RatePair) throws {
         let resampler = try makeResampler(kind: kind, inputRate: rates.input, outputRate: rates.output, channels: 2)
         let input = sine(frequency: 1000, rate: rates.input, frames: rates.input, channels: 2)
@@ -58,8 +65,10 @@ struct ResamplerTests {
         let middle = (frames / 10)..<(frames - frames / 10)
         let fit = SineFit(output, channels: 2, frequency: 1000, rate: rates.output, range: middle)
         let latencyMs = latency / Double(rates.output) * 1000
-        print("figure \(kind) \(rates.testDescription): THD+N \(fmt(fit.thdPlusNoise)) dB, "
-              + "delay \(fmt(latencyMs, 2)) ms (\(fmt(latency, 1)) frames), alignment \(fmt(fit.delayFrames, 3)) frames")
+        print(
+            "figure \(kind) \(rates.testDescription): THD+N \(fmt(fit.thdPlusNoise)) dB, "
+                + "delay \(fmt(latencyMs, 2)) ms (\(fmt(latency, 1)) frames), alignment \(fmt(fit.delayFrames, 3)) frames"
+        )
         #expect(fit.thdPlusNoise < kind.thdPlusNoiseFloor)
         #expect(abs(fit.delayFrames) < 0.05, "output is time-aligned with the input")
         #expect(abs(fit.amplitude - 0.5) < 0.005)
@@ -119,12 +128,14 @@ struct ResamplerTests {
                 var offset = 0
                 while offset < input.count {
                     let room = UnsafeMutableBufferPointer(rebasing: output[(produced * 2)...])
-                    let step = try resampler.process(input: UnsafeBufferPointer(rebasing: input[offset...]), output: room)
+                    let step = try resampler.process(
+                        input: UnsafeBufferPointer(rebasing: input[offset...]), output: room)
                     offset += step.consumed * 2
                     produced += step.produced
                 }
-                let drained = try resampler.process(input: empty,
-                                                    output: UnsafeMutableBufferPointer(rebasing: output[(produced * 2)...]))
+                let drained = try resampler.process(
+                    input: empty,
+                    output: UnsafeMutableBufferPointer(rebasing: output[(produced * 2)...]))
                 #expect(drained.consumed == 0)
                 produced += drained.produced
                 while true {
@@ -139,13 +150,15 @@ struct ResamplerTests {
     }
 
     /// Rates of zero or below, or no channels, are refused with a typed error that says what was wrong.
-    @Test(arguments: ResamplerLibrary.allCases, [
-        (0, 48000, 2, ResamplerError.invalidRate(0)),
-        (44100, -1, 2, .invalidRate(-1)),
-        (-44100, 48000, 2, .invalidRate(-44100)),
-        (44100, 48000, 0, .invalidChannelCount(0)),
-        (44100, 48000, -2, .invalidChannelCount(-2)),
-    ])
+    @Test(
+        arguments: ResamplerLibrary.allCases,
+        [
+            (0, 48000, 2, ResamplerError.invalidRate(0)),
+            (44100, -1, 2, .invalidRate(-1)),
+            (-44100, 48000, 2, .invalidRate(-44100)),
+            (44100, 48000, 0, .invalidChannelCount(0)),
+            (44100, 48000, -2, .invalidChannelCount(-2)),
+        ])
     func rejectsInvalidArguments(library: ResamplerLibrary, arguments: (Int, Int, Int, ResamplerError)) {
         let (input, output, channels, expected) = arguments
         let kind: ResamplerKind = library == .soxr ? .soxr(.high) : .samplerate(.medium)

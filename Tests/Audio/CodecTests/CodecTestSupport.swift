@@ -14,8 +14,9 @@ let toneSeconds = 2
 
 /// Runs ffmpeg (quiet, overwriting) and fails the test with its output when it fails.
 func ffmpeg(_ arguments: [String]) throws {
-    let result = Subprocess.run(ffmpegPath, ["-hide_banner", "-loglevel", "error", "-nostdin", "-y"] + arguments,
-                                seconds: 60)
+    let result = Subprocess.run(
+        ffmpegPath, ["-hide_banner", "-loglevel", "error", "-nostdin", "-y"] + arguments,
+        seconds: 60)
     try #require(result.status == 0, "ffmpeg \(arguments.joined(separator: " ")): \(result.output)")
 }
 
@@ -62,8 +63,10 @@ func chunked(_ bytes: [UInt8], seed: UInt64 = 7) -> MemoryByteSource {
 
 /// Checks each channel carries its own test tone at the test amplitude (within `tolerance`) and not
 /// the other channel's, over the middle of the signal (clear of codec start-up and fade).
-func expectTone(_ samples: [Float], rate: Int, channels: Int, tolerance: Double,
-                sourceLocation: SourceLocation = #_sourceLocation) {
+func expectTone(
+    _ samples: [Float], rate: Int, channels: Int, tolerance: Double,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     for c in 0..<channels {
         let channel = Signals.channel(samples, c, of: channels)
         let middle = channel[(channel.count / 4)..<(channel.count * 3 / 4)]
@@ -71,8 +74,9 @@ func expectTone(_ samples: [Float], rate: Int, channels: Int, tolerance: Double,
         #expect(abs(own - toneAmplitude) < tolerance, "channel \(c): tone level \(own)", sourceLocation: sourceLocation)
         if channels > 1 {
             let other = Signals.windowedToneLevel(middle, frequency: toneFrequencies[1 - c], rate: rate)
-            #expect(other < 0.01, "channel \(c): the other channel's tone leaks in at \(other)",
-                    sourceLocation: sourceLocation)
+            #expect(
+                other < 0.01, "channel \(c): the other channel's tone leaks in at \(other)",
+                sourceLocation: sourceLocation)
         }
     }
 }

@@ -1,8 +1,8 @@
 import AudioCore
 import BatonTesting
 import FLACCodec
-import Media
 import MP3Codec
+import Media
 import OpusCodec
 import Testing
 
@@ -45,8 +45,9 @@ struct StreamDecodersTests {
     /// peeked bytes reach it: the whole stream decodes.
     @Test(arguments: StreamFormat.allCases, [nil, "application/octet-stream", ""])
     func sniffsTheFormat(_ format: StreamFormat, contentType: String?) throws {
-        let decoder = try StreamDecoders.make(contentType: contentType, source: chunked(sampleFile(format)),
-                                              name: "stream")
+        let decoder = try StreamDecoders.make(
+            contentType: contentType, source: chunked(sampleFile(format)),
+            name: "stream")
         #expect(formatOf(decoder) == format)
         let frames = try decodeAll(decoder).count / decoder.channels
         #expect(frames == decoder.rate * toneSeconds)
@@ -57,8 +58,9 @@ struct StreamDecodersTests {
     func picksByContentType(_ contentType: String) throws {
         let format = try #require(StreamDecoders.contentTypes[contentType])
         for spelling in [contentType, contentType.uppercased(), " \(contentType) ; charset=binary"] {
-            let decoder = try StreamDecoders.make(contentType: spelling, source: chunked(sampleFile(format)),
-                                                  name: "stream")
+            let decoder = try StreamDecoders.make(
+                contentType: spelling, source: chunked(sampleFile(format)),
+                name: "stream")
             #expect(formatOf(decoder) == format, "\(spelling)")
         }
     }
@@ -88,8 +90,10 @@ struct StreamDecodersTests {
     @Test(arguments: [
         (Array("<html><body>".utf8), "3C 68 74 6D 6C", "not a format Baton decodes"),
         ([0xFF, 0xF1, 0x50, 0x80, 0, 0, 0, 0], "FF F1 50 80", "AAC"),
-        (Array("OggS".utf8) + [UInt8](repeating: 0, count: 22) + [1, 30] + [1] + Array("vorbis".utf8), "4F 67 67 53",
-         "Ogg Vorbis"),
+        (
+            Array("OggS".utf8) + [UInt8](repeating: 0, count: 22) + [1, 30] + [1] + Array("vorbis".utf8), "4F 67 67 53",
+            "Ogg Vorbis"
+        ),
         (Array("RF64".utf8) + [UInt8](repeating: 0, count: 12), "52 46 36 34", "RF64"),
     ])
     func rejectsUnknownBytes(_ bytes: [UInt8], hex: String, problem: String) throws {
@@ -119,16 +123,20 @@ struct StreamDecodersTests {
     /// MP3 is recognised by its frame header alone (no ID3 tag), and FLAC behind an ID3 tag is FLAC.
     @Test func looksBehindAndWithoutID3() throws {
         let directory = WAVWriter.temporaryDirectory("codec")
-        try ffmpeg(toneInput(rate: 44100, channels: 1) + ["-c:a", "libmp3lame", "-id3v2_version", "0",
-                                                          "-write_xing", "0", "\(directory)/bare.mp3"])
+        try ffmpeg(
+            toneInput(rate: 44100, channels: 1) + [
+                "-c:a", "libmp3lame", "-id3v2_version", "0",
+                "-write_xing", "0", "\(directory)/bare.mp3",
+            ])
         let bare = try readBytes("\(directory)/bare.mp3")
         #expect(bare.starts(with: [0xFF]))
         let mp3 = try StreamDecoders.make(contentType: nil, source: chunked(bare), name: "bare.mp3")
         #expect(formatOf(mp3) == .mp3)
 
         let tag: [UInt8] = Array("ID3".utf8) + [4, 0, 0, 0, 0, 0, 20] + [UInt8](repeating: 0, count: 20)
-        let flac = try StreamDecoders.make(contentType: nil, source: chunked(tag + sampleFile(.flac)),
-                                           name: "tagged.flac")
+        let flac = try StreamDecoders.make(
+            contentType: nil, source: chunked(tag + sampleFile(.flac)),
+            name: "tagged.flac")
         #expect(formatOf(flac) == .flac)
         #expect(try decodeAll(flac).count == 88200 * 2)
     }
@@ -161,8 +169,9 @@ struct StreamDecodersTests {
     @Test func fileSourceReadsTheFile() throws {
         let directory = WAVWriter.temporaryDirectory("codec")
         let path = "\(directory)/tone.wav"
-        WAVWriter.write(Signals.sine(frequency: 440, rate: 8000, frames: 8000, channels: 1), rate: 8000, channels: 1,
-                        to: path)
+        WAVWriter.write(
+            Signals.sine(frequency: 440, rate: 8000, frames: 8000, channels: 1), rate: 8000, channels: 1,
+            to: path)
         let decoder = try StreamDecoders.make(contentType: nil, source: FileByteSource(path: path), name: path)
         #expect(try decodeAll(decoder).count == 8000)
         #expect(throws: ByteSourceError.self) { try FileByteSource(path: "\(directory)/missing.wav") }

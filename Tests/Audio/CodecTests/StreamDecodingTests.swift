@@ -1,8 +1,8 @@
 import AudioCore
 import BatonTesting
 import FLACCodec
-import Media
 import MP3Codec
+import Media
 import OpusCodec
 import Testing
 

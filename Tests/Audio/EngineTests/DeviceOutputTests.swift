@@ -6,11 +6,16 @@ import Testing
 
 /// Zone outputs through the real alsa-lib, writing into `file` PCMs whose bytes the tests read back.
 @Suite struct DeviceOutputTests {
-    func spec(_ pcm: String, rate: Int = 48_000, clock: ZoneClock = .device, format: SampleFormat = .s16LE,
-              realtime: Int32 = 0) -> DeviceSpec {
-        DeviceSpec(zone: pcm, pcm: PCMRequest(name: pcm, rate: rate, channels: 2, format: format,
-                                                  periodFrames: rate / 100, bufferFrames: rate / 25),
-                       clock: clock, realtimePriority: realtime)
+    func spec(
+        _ pcm: String, rate: Int = 48_000, clock: ZoneClock = .device, format: SampleFormat = .s16LE,
+        realtime: Int32 = 0
+    ) -> DeviceSpec {
+        DeviceSpec(
+            zone: pcm,
+            pcm: PCMRequest(
+                name: pcm, rate: rate, channels: 2, format: format,
+                periodFrames: rate / 100, bufferFrames: rate / 25),
+            clock: clock, realtimePriority: realtime)
     }
 
     /// Writes all of `samples` into `slot`, waiting for room, then marks the end.
@@ -25,14 +30,18 @@ import Testing
 
     /// A chime announced on one zone appears in that zone's file (tone detected) and not in the other's.
     @Test func toneLandsOnlyInItsZone() throws {
-        let a = ALSATestRig.makePCM(), b = ALSATestRig.makePCM()
-        let zoneA = DeviceOutput(spec(a.name)), zoneB = DeviceOutput(spec(b.name))
+        let a = ALSATestRig.makePCM()
+        let b = ALSATestRig.makePCM()
+        let zoneA = DeviceOutput(spec(a.name))
+        let zoneB = DeviceOutput(spec(b.name))
         let slot = try #require(zoneA.mixer.claimSlot(gain: 1))
         let tone = Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2)
         feed(slot, tone)
-        zoneA.start(); zoneB.start()
+        zoneA.start()
+        zoneB.start()
         #expect(waitUntil { slot.isDrained && zoneB.snapshot().framesPlayed >= 24_000 })
-        zoneA.stop(); zoneB.stop()
+        zoneA.stop()
+        zoneB.stop()
 
         let written = ALSATestRig.readS16(a.file)
         #expect(written.count >= tone.count)
@@ -68,7 +77,8 @@ import Testing
         let good = ALSATestRig.makePCM()
         let broken = DeviceOutput(spec(ALSATestRig.missingPCM))
         let zone = DeviceOutput(spec(good.name))
-        broken.start(); zone.start()
+        broken.start()
+        zone.start()
         #expect(waitUntil { zone.snapshot().framesPlayed > 48_000 })
         #expect(waitUntil { broken.openAttemptCount >= 2 }, "retried with backoff")
         let s = broken.snapshot()
@@ -76,7 +86,8 @@ import Testing
         #expect(s.lastError < 0)
         #expect(s.framesPlayed == 0)
         #expect(zone.snapshot().available)
-        broken.stop(); zone.stop()
+        broken.stop()
+        zone.stop()
     }
 
     /// A system-clocked zone plays 5 s of audio in 5 s ± 2 %, not all at once.
@@ -84,7 +95,8 @@ import Testing
         let a = ALSATestRig.makePCM()
         // SCHED_FIFO, as the daemon asks for: the suite loads both cores while this runs.
         let zone = DeviceOutput(spec(a.name, rate: 44_100, clock: .system, realtime: 70))
-        var t0 = timespec(), t1 = timespec()
+        var t0 = timespec()
+        var t1 = timespec()
         zone.start()
         #expect(waitUntil { zone.snapshot().framesPlayed >= 441 })
         clock_gettime(CLOCK_MONOTONIC, &t0)
@@ -113,7 +125,10 @@ import Testing
         }
         let feeder = FeedLoop(slots: slots, block: tone)
         zone.start()
-        while !result.done { feeder.topUp(); usleep(200) }
+        while !result.done {
+            feeder.topUp()
+            usleep(200)
+        }
         zone.stop()
         #expect(result.count == 0, "allocations on the output thread over 1,000 cycles")
     }
@@ -124,11 +139,18 @@ final class AllocationProbe: @unchecked Sendable {  // @unchecked: written by th
     let from: Int, cycles: Int
     nonisolated(unsafe) var count: UInt64 = .max
     private let finished = UnsafeMutablePointer<Bool>.allocate(capacity: 1)
-    init(from: Int, cycles: Int) { self.from = from; self.cycles = cycles; finished.initialize(to: false) }
+    init(from: Int, cycles: Int) {
+        self.from = from
+        self.cycles = cycles
+        finished.initialize(to: false)
+    }
     var done: Bool { finished.pointee }
     func observe(_ cycle: Int) {
         if cycle == from { allocationCountStart() }
-        if cycle == from + cycles { count = allocationCountStop(); finished.pointee = true }
+        if cycle == from + cycles {
+            count = allocationCountStop()
+            finished.pointee = true
+        }
     }
 }
 
@@ -148,11 +170,15 @@ extension DeviceOutputTests {
     /// patio's only on the right.
     @Test func zonesShareADeviceByChannel() throws {
         let a = ALSATestRig.makePCM()
-        let pcm = PCMRequest(name: a.name, rate: 48_000, channels: 2, format: .s16LE, periodFrames: 480, bufferFrames: 1_920)
-        let device = DeviceOutput(DeviceSpec(pcm: pcm, clock: .device, realtimePriority: 0, zones: [
-            ZoneSpec(name: "kitchen", deviceChannels: [0], rampFrames: 480, ringFrames: 48_000),
-            ZoneSpec(name: "patio", deviceChannels: [1], rampFrames: 480, ringFrames: 48_000),
-        ]))
+        let pcm = PCMRequest(
+            name: a.name, rate: 48_000, channels: 2, format: .s16LE, periodFrames: 480, bufferFrames: 1_920)
+        let device = DeviceOutput(
+            DeviceSpec(
+                pcm: pcm, clock: .device, realtimePriority: 0,
+                zones: [
+                    ZoneSpec(name: "kitchen", deviceChannels: [0], rampFrames: 480, ringFrames: 48_000),
+                    ZoneSpec(name: "patio", deviceChannels: [1], rampFrames: 480, ringFrames: 48_000),
+                ]))
         let kitchen = try #require(device.mixer(for: "kitchen")?.claimSlot(gain: 1))
         let patio = try #require(device.mixer(for: "patio")?.claimSlot(gain: 1))
         #expect(device.mixer(for: "kitchen")?.channels == 1)
@@ -162,7 +188,8 @@ extension DeviceOutputTests {
         #expect(waitUntil { kitchen.isDrained && patio.isDrained })
         device.stop()
         let out = ALSATestRig.readS16(a.file)
-        let left = Signals.channel(out, 0, of: 2), right = Signals.channel(out, 1, of: 2)
+        let left = Signals.channel(out, 0, of: 2)
+        let right = Signals.channel(out, 1, of: 2)
         #expect(Signals.windowedToneLevel(left[0..<24_000], frequency: 440, rate: 48_000) > 0.49)
         #expect(Signals.windowedToneLevel(left[0..<24_000], frequency: 1000, rate: 48_000) < 0.001)
         #expect(Signals.windowedToneLevel(right[0..<24_000], frequency: 1000, rate: 48_000) > 0.49)
@@ -180,7 +207,10 @@ extension DeviceOutputTests {
         #expect(mixer.mix[50] == 0.4)
         mixer.setVolume(1)
         var out: [Float] = []
-        for _ in 0..<3 { mixer.render(); out += (0..<100).map { mixer.mix[$0] } }
+        for _ in 0..<3 {
+            mixer.render()
+            out += (0..<100).map { mixer.mix[$0] }
+        }
         #expect(out.last == 0.8)
         #expect(zip(out, out.dropFirst()).allSatisfy { abs($1 - $0) <= 0.8 / 100 + 1e-6 }, "ramped")
         #expect(mixer.appliedVolume == 1)

@@ -13,13 +13,17 @@ import Testing
     static let rate = 48_000
 
     func output(port: Int, latencyFrames: Int = 48_000) -> DeviceOutput {
-        let pcm = PCMRequest(name: "tcp://127.0.0.1:\(port)", rate: Self.rate, channels: 2, format: .s16LE,
-                             periodFrames: Self.rate / 100, bufferFrames: Self.rate / 25)
-        let stream = StreamSpec(target: .tcp(host: "127.0.0.1", port: port), latencyFrames: latencyFrames,
-                                prefillFrames: Self.rate / 50, backoffNanoseconds: 50_000_000, maxBackoffNanoseconds: 200_000_000)
-        return DeviceOutput(DeviceSpec(pcm: pcm, clock: .device, realtimePriority: 0,
-                                       zones: [ZoneSpec(name: "upstairs", deviceChannels: [0, 1], rampFrames: 480, ringFrames: 24_000)],
-                                       stream: stream))
+        let pcm = PCMRequest(
+            name: "tcp://127.0.0.1:\(port)", rate: Self.rate, channels: 2, format: .s16LE,
+            periodFrames: Self.rate / 100, bufferFrames: Self.rate / 25)
+        let stream = StreamSpec(
+            target: .tcp(host: "127.0.0.1", port: port), latencyFrames: latencyFrames,
+            prefillFrames: Self.rate / 50, backoffNanoseconds: 50_000_000, maxBackoffNanoseconds: 200_000_000)
+        return DeviceOutput(
+            DeviceSpec(
+                pcm: pcm, clock: .device, realtimePriority: 0,
+                zones: [ZoneSpec(name: "upstairs", deviceChannels: [0, 1], rampFrames: 480, ringFrames: 24_000)],
+                stream: stream))
     }
 
     /// With no server the zone runs on its own clock (real time, not faster, never stuck), reports
@@ -36,7 +40,9 @@ import Testing
         zone.stop()
         #expect(!snap.available)
         #expect(snap.lastError == ECONNREFUSED)
-        #expect(abs(Double(snap.framesPlayed) / Double(Self.rate) - elapsed) < 0.05, "\(snap.framesPlayed) frames in \(elapsed) s")
+        #expect(
+            abs(Double(snap.framesPlayed) / Double(Self.rate) - elapsed) < 0.05,
+            "\(snap.framesPlayed) frames in \(elapsed) s")
         #expect(zone.droppedFrames >= snap.framesPlayed - 480)
         #expect(snap.delayFrames == 48_000 && snap.audibleFrame == snap.framesPlayed - 48_000)
     }
@@ -61,7 +67,9 @@ import Testing
         listener.close()
         let perSecond = Double(Self.rate * 4)
         #expect(abs(Double(first) / perSecond - 1) < 0.06, "1 s of audio in 1 s (got \(Double(first) / perSecond) s)")
-        #expect(abs(Double(second) / perSecond - 1) < 0.06, "no backlog after the outage (got \(Double(second) / perSecond) s)")
+        #expect(
+            abs(Double(second) / perSecond - 1) < 0.06,
+            "no backlog after the outage (got \(Double(second) / perSecond) s)")
         #expect(zone.droppedFrames > Self.rate / 3, "the outage's audio was dropped")
     }
 
@@ -71,12 +79,16 @@ import Testing
         let directory = WAVWriter.temporaryDirectory("stream-fifo")
         let path = "\(directory)/upstairs.fifo"
         #expect(mkfifo(path, 0o644) == 0)
-        let pcm = PCMRequest(name: path, rate: Self.rate, channels: 2, format: .s16LE, periodFrames: 480, bufferFrames: 1_920)
-        let stream = StreamSpec(target: .fifo(path: path), latencyFrames: 0, prefillFrames: 960,
-                                backoffNanoseconds: 20_000_000, maxBackoffNanoseconds: 50_000_000)
-        let zone = DeviceOutput(DeviceSpec(pcm: pcm, clock: .system, realtimePriority: 0,
-                                           zones: [ZoneSpec(name: "upstairs", deviceChannels: [0, 1], rampFrames: 480, ringFrames: 24_000)],
-                                           stream: stream))
+        let pcm = PCMRequest(
+            name: path, rate: Self.rate, channels: 2, format: .s16LE, periodFrames: 480, bufferFrames: 1_920)
+        let stream = StreamSpec(
+            target: .fifo(path: path), latencyFrames: 0, prefillFrames: 960,
+            backoffNanoseconds: 20_000_000, maxBackoffNanoseconds: 50_000_000)
+        let zone = DeviceOutput(
+            DeviceSpec(
+                pcm: pcm, clock: .system, realtimePriority: 0,
+                zones: [ZoneSpec(name: "upstairs", deviceChannels: [0, 1], rampFrames: 480, ringFrames: 24_000)],
+                stream: stream))
         zone.start()
         defer { zone.stop() }
         #expect(waitUntil(seconds: 2) { zone.snapshot().lastError == ENXIO })
@@ -95,9 +107,11 @@ import Testing
 
         let plain = "\(directory)/plain.raw"
         writeNothing(to: plain)
-        let wrong = DeviceOutput(DeviceSpec(pcm: pcm, clock: .system, realtimePriority: 0,
-                                            zones: [ZoneSpec(name: "upstairs", deviceChannels: [0, 1], rampFrames: 480, ringFrames: 24_000)],
-                                            stream: StreamSpec(target: .fifo(path: plain), latencyFrames: 0, prefillFrames: 960)))
+        let wrong = DeviceOutput(
+            DeviceSpec(
+                pcm: pcm, clock: .system, realtimePriority: 0,
+                zones: [ZoneSpec(name: "upstairs", deviceChannels: [0, 1], rampFrames: 480, ringFrames: 24_000)],
+                stream: StreamSpec(target: .fifo(path: plain), latencyFrames: 0, prefillFrames: 960)))
         wrong.start()
         #expect(waitUntil(seconds: 2) { wrong.snapshot().lastError == ENOTSUP })
         wrong.stop()
@@ -118,7 +132,8 @@ import Testing
         let result = AllocationProbe(from: 20, cycles: 300)
         zone.cycleObserver = { cycle in result.observe(cycle) }
         let slot = try #require(zone.mixer.claimSlot(gain: 0.5))
-        let feeder = FeedLoop(slots: [slot], block: Signals.sine(frequency: 440, rate: Self.rate, frames: 4_800, channels: 2))
+        let feeder = FeedLoop(
+            slots: [slot], block: Signals.sine(frequency: 440, rate: Self.rate, frames: 4_800, channels: 2))
         zone.start()
         let t0 = monotonicNanoseconds()
         var listener: PCMListener?
@@ -126,8 +141,15 @@ import Testing
         while !result.done {
             feeder.topUp()
             let t = monotonicNanoseconds() - t0
-            if phase == 0 && t > 800_000_000 { listener = try PCMListener(port: port); phase = 1 }
-            if phase == 1 && t > 1_800_000_000 { listener?.close(); listener = nil; phase = 2 }
+            if phase == 0 && t > 800_000_000 {
+                listener = try PCMListener(port: port)
+                phase = 1
+            }
+            if phase == 1 && t > 1_800_000_000 {
+                listener?.close()
+                listener = nil
+                phase = 2
+            }
             usleep(1_000)
         }
         zone.stop()
@@ -154,7 +176,9 @@ final class PCMListener: @unchecked Sendable {
         address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
         guard bound, listen(fd, 1) == 0 else { throw ListenError(port: port) }
         let listening = fd

@@ -19,15 +19,18 @@ import Testing
     @Test(arguments: ["0.0.0.0:8470", "192.168.1.20:80", #""[::]:8470""#])
     func requiresTokenOffLoopback(listen: String) {
         let shown = listen.replacing("\"", with: "")
-        #expect(issueLines(minimalZone + "api:\n  listen: \(listen)\n") == [
-            #"test.yaml:4:1: api: missing required key "token-file": api.listen \#(shown) is not a loopback address, so clients must send a token (anyone who can reach it could otherwise control the speakers)"#,
-        ])
+        #expect(
+            issueLines(minimalZone + "api:\n  listen: \(listen)\n") == [
+                #"test.yaml:4:1: api: missing required key "token-file": api.listen \#(shown) is not a loopback address, so clients must send a token (anyone who can reach it could otherwise control the speakers)"#
+            ])
     }
 
     /// The token file's path is resolved like other paths; its content is never read by the loader.
     @Test func readsTokenFile() throws {
-        let api = try load(minimalZone + "api:\n  listen: 0.0.0.0:8470\n  token-file: secrets/api.token\n",
-                           file: "config/baton.yaml").api
+        let api = try load(
+            minimalZone + "api:\n  listen: 0.0.0.0:8470\n  token-file: secrets/api.token\n",
+            file: "config/baton.yaml"
+        ).api
         #expect(api.tokenFile == "config/secrets/api.token")
         #expect(api.requiresToken)
         #expect(try load(minimalZone).api.tokenFile == nil)
@@ -40,8 +43,10 @@ import Testing
     }
 
     /// state-dir is optional and resolved against the config directory.
-    @Test(arguments: [("state-dir: state\n", "config/state"), ("state-dir: /var/lib/baton\n", "/var/lib/baton"),
-                      ("", nil)])
+    @Test(arguments: [
+        ("state-dir: state\n", "config/state"), ("state-dir: /var/lib/baton\n", "/var/lib/baton"),
+        ("", nil),
+    ])
     func resolvesStateDir(snippet: String, expected: String?) throws {
         #expect(try load(minimalZone + snippet, file: "config/baton.yaml").stateDir == expected)
     }
@@ -74,36 +79,44 @@ private let musicSection = """
     /// A minimal music section gets the documented defaults.
     @Test func appliesMusicDefaults() throws {
         let music = try #require(try load(minimalZone + musicSection).music)
-        #expect(music == MusicConfig(subsonic: SubsonicConfig(url: "http://127.0.0.1:4533", user: "baton",
-                                                              password: .environment("SUBSONIC_PASSWORD"))))
+        #expect(
+            music
+                == MusicConfig(
+                    subsonic: SubsonicConfig(
+                        url: "http://127.0.0.1:4533", user: "baton",
+                        password: .environment("SUBSONIC_PASSWORD"))))
         #expect(music.replayGain == .track && music.zones == ["all"] && music.retryLimit == .seconds(120))
         #expect(music.subsonic.format == .opus && music.subsonic.maxBitrate == 128 && music.subsonic.apiKeyFile == nil)
     }
 
     /// Every key is read; file paths are resolved against the config directory.
     @Test func readsEveryMusicKey() throws {
-        let text = minimalZone + """
-            groups:
-              inside: [kitchen]
-            music:
-              subsonic:
-                url: https://music.example.com/navidrome
-                user: baton
-                password-file: secrets/subsonic.password
-                format: flac
-                max-bitrate: 1411
-                api-key-file: /etc/baton/subsonic.key
-              replay-gain: album
-              zones: [inside]
-              retry: {limit: 30s}
+        let text =
+            minimalZone + """
+                groups:
+                  inside: [kitchen]
+                music:
+                  subsonic:
+                    url: https://music.example.com/navidrome
+                    user: baton
+                    password-file: secrets/subsonic.password
+                    format: flac
+                    max-bitrate: 1411
+                    api-key-file: /etc/baton/subsonic.key
+                  replay-gain: album
+                  zones: [inside]
+                  retry: {limit: 30s}
 
-            """
+                """
         let music = try #require(try load(text, file: "config/baton.yaml").music)
-        #expect(music == MusicConfig(
-            subsonic: SubsonicConfig(url: "https://music.example.com/navidrome", user: "baton",
-                                     password: .file("config/secrets/subsonic.password"), format: .flac,
-                                     maxBitrate: 1411, apiKeyFile: "/etc/baton/subsonic.key"),
-            replayGain: .album, zones: ["inside"], retryLimit: .seconds(30)))
+        #expect(
+            music
+                == MusicConfig(
+                    subsonic: SubsonicConfig(
+                        url: "https://music.example.com/navidrome", user: "baton",
+                        password: .file("config/secrets/subsonic.password"), format: .flac,
+                        maxBitrate: 1411, apiKeyFile: "/etc/baton/subsonic.key"),
+                    replayGain: .album, zones: ["inside"], retryLimit: .seconds(30)))
     }
 
     /// Subsonic URLs are http(s) with a host, optional port and path, and nothing else.
@@ -120,32 +133,60 @@ private let musicSection = """
 
     /// Bad music values each give one exact message.
     @Test(arguments: [
-        (musicSection.replacing("http://127.0.0.1:4533", with: "ftp://x"),
-         #"test.yaml:6:10: music.subsonic.url: "ftp://x" is not an http(s) URL (expected http://host[:port][/path], e.g. http://127.0.0.1:4533)"#),
-        (musicSection.replacing("    password-env: SUBSONIC_PASSWORD\n", with: ""),
-         #"test.yaml:5:3: music.subsonic: missing required key "password-file" or "password-env" (the password itself is never written in this file)"#),
-        (musicSection + "    password-file: pw\n",
-         "test.yaml:8:5: music.subsonic.password-env: password-file and password-env are both set; set exactly one"),
-        (musicSection.replacing("SUBSONIC_PASSWORD", with: "my-pass"),
-         #"test.yaml:8:19: music.subsonic.password-env: "my-pass" is not an environment variable name (expected letters, digits and _, not starting with a digit)"#),
-        (musicSection.replacing("    user: baton\n", with: ""),
-         #"test.yaml:5:3: music.subsonic: missing required key "user""#),
-        (musicSection + "    format: aac\n",
-         #"test.yaml:9:13: music.subsonic.format: "aac" is not a supported format (expected opus, raw, mp3 or flac)"#),
-        (musicSection + "    max-bitrate: 2000\n",
-         "test.yaml:9:18: music.subsonic.max-bitrate: 2000 is out of range (expected 32...1411)"),
-        (musicSection + "    passwd: x\n", "test.yaml:9:5: music.subsonic.passwd: unknown key (expected one of: url, user, password-file, password-env, format, max-bitrate, api-key-file)"),
-        (musicSection + "  replay-gain: on\n",
-         #"test.yaml:9:16: music.replay-gain: "on" is not a supported replay-gain mode (expected off, track or album)"#),
-        (musicSection + "  zones: [kitchn]\n",
-         #"test.yaml:9:11: music.zones: unknown zone or group "kitchn"; did you mean "kitchen"?"#),
-        (musicSection + "  zones: [garage]\n",
-         #"test.yaml:9:11: music.zones: unknown zone or group "garage" (expected one of: all, kitchen)"#),
+        (
+            musicSection.replacing("http://127.0.0.1:4533", with: "ftp://x"),
+            #"test.yaml:6:10: music.subsonic.url: "ftp://x" is not an http(s) URL (expected http://host[:port][/path], e.g. http://127.0.0.1:4533)"#
+        ),
+        (
+            musicSection.replacing("    password-env: SUBSONIC_PASSWORD\n", with: ""),
+            #"test.yaml:5:3: music.subsonic: missing required key "password-file" or "password-env" (the password itself is never written in this file)"#
+        ),
+        (
+            musicSection + "    password-file: pw\n",
+            "test.yaml:8:5: music.subsonic.password-env: password-file and password-env are both set; set exactly one"
+        ),
+        (
+            musicSection.replacing("SUBSONIC_PASSWORD", with: "my-pass"),
+            #"test.yaml:8:19: music.subsonic.password-env: "my-pass" is not an environment variable name (expected letters, digits and _, not starting with a digit)"#
+        ),
+        (
+            musicSection.replacing("    user: baton\n", with: ""),
+            #"test.yaml:5:3: music.subsonic: missing required key "user""#
+        ),
+        (
+            musicSection + "    format: aac\n",
+            #"test.yaml:9:13: music.subsonic.format: "aac" is not a supported format (expected opus, raw, mp3 or flac)"#
+        ),
+        (
+            musicSection + "    max-bitrate: 2000\n",
+            "test.yaml:9:18: music.subsonic.max-bitrate: 2000 is out of range (expected 32...1411)"
+        ),
+        (
+            musicSection + "    passwd: x\n",
+            "test.yaml:9:5: music.subsonic.passwd: unknown key (expected one of: url, user, password-file, password-env, format, max-bitrate, api-key-file)"
+        ),
+        (
+            musicSection + "  replay-gain: on\n",
+            #"test.yaml:9:16: music.replay-gain: "on" is not a supported replay-gain mode (expected off, track or album)"#
+        ),
+        (
+            musicSection + "  zones: [kitchn]\n",
+            #"test.yaml:9:11: music.zones: unknown zone or group "kitchn"; did you mean "kitchen"?"#
+        ),
+        (
+            musicSection + "  zones: [garage]\n",
+            #"test.yaml:9:11: music.zones: unknown zone or group "garage" (expected one of: all, kitchen)"#
+        ),
         (musicSection + "  zones: []\n", "test.yaml:9:10: music.zones: at least one zone or group is required"),
         (musicSection + "  zones: all\n", "test.yaml:9:10: music.zones: expected a sequence, found a scalar"),
-        (musicSection + "  retry: {limit: 2h}\n",
-         #"test.yaml:9:18: music.retry.limit: "2h" is not a duration (expected e.g. 500us, 10ms, 1.5s or 5m)"#),
-        (musicSection + "  retry: {limit: 90m}\n", "test.yaml:9:18: music.retry.limit: 90m is out of range (expected 0ms...60m)"),
+        (
+            musicSection + "  retry: {limit: 2h}\n",
+            #"test.yaml:9:18: music.retry.limit: "2h" is not a duration (expected e.g. 500us, 10ms, 1.5s or 5m)"#
+        ),
+        (
+            musicSection + "  retry: {limit: 90m}\n",
+            "test.yaml:9:18: music.retry.limit: 90m is out of range (expected 0ms...60m)"
+        ),
         ("music:\n  replay-gain: off\n", #"test.yaml:4:1: music: missing required key "subsonic""#),
         ("music:\n  subsonic:\n", "test.yaml:5:12: music.subsonic: a value is required"),
     ])
@@ -155,8 +196,9 @@ private let musicSection = """
 
     /// Music zones may name zones, groups and all, and they expand without error.
     @Test func expandsMusicZones() throws {
-        let configuration = try load(minimalZone + "  patio:\n    pcm: p\ngroups:\n  outside: [patio]\n"
-                                     + musicSection + "  zones: [outside, kitchen]\n")
+        let configuration = try load(
+            minimalZone + "  patio:\n    pcm: p\ngroups:\n  outside: [patio]\n"
+                + musicSection + "  zones: [outside, kitchen]\n")
         let music = try #require(configuration.music)
         #expect(try configuration.expand(music.zones) == ["kitchen", "patio"])
     }

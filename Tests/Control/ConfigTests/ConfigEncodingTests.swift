@@ -5,7 +5,8 @@ import Testing
 @Suite struct ConfigEncodingTests {
     /// The effective configuration encodes with the YAML key names and the file's text forms.
     @Test func encodesWithYAMLKeyNames() throws {
-        let configuration = try load("""
+        let configuration = try load(
+            """
             zones:
               kitchen: {pcm: baton_kitchen, rate: 44100, clock: system}
             sounds: /srv/sounds
@@ -16,16 +17,17 @@ import Testing
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let json = String(decoding: try encoder.encode(configuration), as: UTF8.self)
-        #expect(json == """
-            {"api":{"listen":"127.0.0.1:8470","max-body":"64KiB"},"device":"baton",\
-            "policy":{"classes":{"music":{"during-higher":"queue","kind":"permanent","lower":"interrupt",\
-            "priority":10,"resume-within":"5m","same":"queue"}},\
-            "duck":{"attack":"50ms","level":"-15dB","release":"300ms"}},\
-            "resampler":{"announcements":"soxr-hq","music":"soxr-hq"},"sounds":"/srv/sounds",\
-            "speech":{"command":"espeak-ng","max-length":500,"speed":160,"voice":"en"},\
-            "zones":{"kitchen":{"buffer":"40ms","channels":2,"clock":"system","format":"S16_LE","max-volume":"100%",\
-            "pcm":"baton_kitchen","period":"10ms","rate":44100,"resampler":"auto","volume":"100%"}}}
-            """)
+        #expect(
+            json == """
+                {"api":{"listen":"127.0.0.1:8470","max-body":"64KiB"},"device":"baton",\
+                "policy":{"classes":{"music":{"during-higher":"queue","kind":"permanent","lower":"interrupt",\
+                "priority":10,"resume-within":"5m","same":"queue"}},\
+                "duck":{"attack":"50ms","level":"-15dB","release":"300ms"}},\
+                "resampler":{"announcements":"soxr-hq","music":"soxr-hq"},"sounds":"/srv/sounds",\
+                "speech":{"command":"espeak-ng","max-length":500,"speed":160,"voice":"en"},\
+                "zones":{"kitchen":{"buffer":"40ms","channels":2,"clock":"system","format":"S16_LE","max-volume":"100%",\
+                "pcm":"baton_kitchen","period":"10ms","rate":44100,"resampler":"auto","volume":"100%"}}}
+                """)
     }
 
     /// The JSON of every shipped configuration parses back, as YAML, to an equal configuration (up to

@@ -4,16 +4,18 @@ import Testing
 @Suite struct ConfigErrorTests {
     /// An unsupported format names file, line, column (of the value), key path and the choices.
     @Test func reportsUnsupportedFormat() {
-        #expect(issueLines(minimalZone + "    format: S24_LE\n") == [
-            #"test.yaml:4:13: zones.kitchen.format: "S24_LE" is not a supported format (expected S16_LE or S32_LE)"#,
-        ])
+        #expect(
+            issueLines(minimalZone + "    format: S24_LE\n") == [
+                #"test.yaml:4:13: zones.kitchen.format: "S24_LE" is not a supported format (expected S16_LE or S32_LE)"#
+            ])
     }
 
     /// A misspelt key is rejected at the key, with the closest valid key suggested.
     @Test func suggestsClosestKey() {
-        #expect(issueLines(minimalZone + "    perod: 10ms\n") == [
-            #"test.yaml:4:5: zones.kitchen.perod: unknown key; did you mean "period"?"#,
-        ])
+        #expect(
+            issueLines(minimalZone + "    perod: 10ms\n") == [
+                #"test.yaml:4:5: zones.kitchen.perod: unknown key; did you mean "period"?"#
+            ])
     }
 
     /// Misspellings across sections are each matched to their own section's keys.
@@ -35,9 +37,10 @@ import Testing
 
     /// An unknown key with no close match lists the valid keys instead.
     @Test func listsValidKeysWhenNothingIsClose() {
-        #expect(issueLines(minimalZone + "    speaker: 3\n") == [
-            "test.yaml:4:5: zones.kitchen.speaker: unknown key (expected one of: pcm, board, rate, channels, device-channels, format, period, buffer, clock, resampler, volume, max-volume, mixer, snapcast)",
-        ])
+        #expect(
+            issueLines(minimalZone + "    speaker: 3\n") == [
+                "test.yaml:4:5: zones.kitchen.speaker: unknown key (expected one of: pcm, board, rate, channels, device-channels, format, period, buffer, clock, resampler, volume, max-volume, mixer, snapcast)"
+            ])
     }
 
     /// Bad values each give one exact message at the value's position.
@@ -54,25 +57,53 @@ import Testing
         ("period: 2s", "2s is out of range (expected 1ms...1s)"),
         ("period: 500us", "500us is out of range (expected 1ms...1s)"),
         ("clock: wall", #""wall" is not a supported clock (expected device or system)"#),
-        ("resampler: best", #""best" is not a supported resampler (expected auto, soxr-qq, soxr-lq, soxr-mq, soxr-hq, soxr-vhq, src-fastest, src-medium or src-best)"#),
+        (
+            "resampler: best",
+            #""best" is not a supported resampler (expected auto, soxr-qq, soxr-lq, soxr-mq, soxr-hq, soxr-vhq, src-fastest, src-medium or src-best)"#
+        ),
     ])
     func reportsBadZoneValue(line: String, message: String) {
         let key = line.prefix { $0 != ":" }
         let column = 4 + key.count + 3  // indent, key, ": "
-        #expect(issueLines(minimalZone + "    \(line)\n") == ["test.yaml:4:\(column): zones.kitchen.\(key): \(message)"])
+        #expect(
+            issueLines(minimalZone + "    \(line)\n") == ["test.yaml:4:\(column): zones.kitchen.\(key): \(message)"])
     }
 
     /// Bad values outside zones give exact messages too.
     @Test(arguments: [
-        ("api:\n  listen: localhost\n", #"test.yaml:5:11: api.listen: "localhost" is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or "[::1]:8470")"#),
-        ("api:\n  max-body: 64kb\n", #"test.yaml:5:13: api.max-body: "64kb" is not a size (expected e.g. 65536, 512B, 64KiB or 1MiB)"#),
+        (
+            "api:\n  listen: localhost\n",
+            #"test.yaml:5:11: api.listen: "localhost" is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or "[::1]:8470")"#
+        ),
+        (
+            "api:\n  max-body: 64kb\n",
+            #"test.yaml:5:13: api.max-body: "64kb" is not a size (expected e.g. 65536, 512B, 64KiB or 1MiB)"#
+        ),
         ("api:\n  max-body: 32MiB\n", "test.yaml:5:13: api.max-body: 32MiB is out of range (expected 1B...16MiB)"),
-        ("resampler:\n  music: sox\n", #"test.yaml:5:10: resampler.music: "sox" is not a supported resampler (expected soxr-qq, soxr-lq, soxr-mq, soxr-hq, soxr-vhq, src-fastest, src-medium or src-best)"#),
-        ("policy:\n  duck: {level: -15}\n", #"test.yaml:5:17: policy.duck.level: "-15" is not a level in decibels (expected e.g. -15dB)"#),
-        ("policy:\n  duck: {level: 6dB}\n", "test.yaml:5:17: policy.duck.level: 6dB is out of range (expected -96dB...0dB)"),
-        ("policy:\n  classes:\n    music: {priority: 10, kind: forever}\n", #"test.yaml:6:33: policy.classes.music.kind: "forever" is not a supported kind (expected transient or permanent)"#),
-        ("policy:\n  classes:\n    music: {priority: 10, kind: permanent, ttl: 2h}\n", #"test.yaml:6:49: policy.classes.music.ttl: "2h" is not a duration (expected e.g. 500us, 10ms, 1.5s or 5m)"#),
-        ("policy:\n  classes:\n    music: {priority: 10, kind: permanent, lower: cork}\n", #"test.yaml:6:51: policy.classes.music.lower: "cork" is not a supported action (expected interrupt, duck or mix)"#),
+        (
+            "resampler:\n  music: sox\n",
+            #"test.yaml:5:10: resampler.music: "sox" is not a supported resampler (expected soxr-qq, soxr-lq, soxr-mq, soxr-hq, soxr-vhq, src-fastest, src-medium or src-best)"#
+        ),
+        (
+            "policy:\n  duck: {level: -15}\n",
+            #"test.yaml:5:17: policy.duck.level: "-15" is not a level in decibels (expected e.g. -15dB)"#
+        ),
+        (
+            "policy:\n  duck: {level: 6dB}\n",
+            "test.yaml:5:17: policy.duck.level: 6dB is out of range (expected -96dB...0dB)"
+        ),
+        (
+            "policy:\n  classes:\n    music: {priority: 10, kind: forever}\n",
+            #"test.yaml:6:33: policy.classes.music.kind: "forever" is not a supported kind (expected transient or permanent)"#
+        ),
+        (
+            "policy:\n  classes:\n    music: {priority: 10, kind: permanent, ttl: 2h}\n",
+            #"test.yaml:6:49: policy.classes.music.ttl: "2h" is not a duration (expected e.g. 500us, 10ms, 1.5s or 5m)"#
+        ),
+        (
+            "policy:\n  classes:\n    music: {priority: 10, kind: permanent, lower: cork}\n",
+            #"test.yaml:6:51: policy.classes.music.lower: "cork" is not a supported action (expected interrupt, duck or mix)"#
+        ),
         ("sounds: [a]\n", "test.yaml:4:9: sounds: expected a string, found a sequence"),
     ])
     func reportsBadValue(snippet: String, expected: String) {
@@ -81,9 +112,10 @@ import Testing
 
     /// A buffer shorter than two periods is reported at the buffer, with the arithmetic.
     @Test func rejectsBufferShorterThanTwoPeriods() {
-        #expect(issueLines(minimalZone + "    period: 10ms\n    buffer: 15ms\n") == [
-            "test.yaml:5:13: zones.kitchen.buffer: 15ms is shorter than 2 periods (2 × 10ms = 20ms)",
-        ])
+        #expect(
+            issueLines(minimalZone + "    period: 10ms\n    buffer: 15ms\n") == [
+                "test.yaml:5:13: zones.kitchen.buffer: 15ms is shorter than 2 periods (2 × 10ms = 20ms)"
+            ])
     }
 
     /// A config with no zones, or an empty zones mapping, is an error.
@@ -99,67 +131,78 @@ import Testing
     /// Zone names outside [a-z0-9_-] are rejected at the name.
     @Test(arguments: ["Kitchen", "living room", "küche", "a.b"])
     func rejectsBadZoneName(name: String) {
-        #expect(issueLines("zones:\n  \(name):\n    pcm: x\n") == [
-            "test.yaml:2:3: zones.\(name): zone name \"\(name)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)",
-        ])
+        #expect(
+            issueLines("zones:\n  \(name):\n    pcm: x\n") == [
+                "test.yaml:2:3: zones.\(name): zone name \"\(name)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)"
+            ])
     }
 
     /// Class names follow the zone name rule, and an empty classes mapping is an error.
     @Test func rejectsBadClasses() {
-        #expect(issueLines(minimalZone + "policy:\n  classes:\n    Music: {priority: 1, kind: permanent}\n") == [
-            #"test.yaml:6:5: policy.classes.Music: class name "Music" must match [a-z0-9_-]+"#,
-        ])
-        #expect(issueLines(minimalZone + "policy:\n  classes: {}\n") == [
-            "test.yaml:5:12: policy.classes: at least one class is required",
-        ])
+        #expect(
+            issueLines(minimalZone + "policy:\n  classes:\n    Music: {priority: 1, kind: permanent}\n") == [
+                #"test.yaml:6:5: policy.classes.Music: class name "Music" must match [a-z0-9_-]+"#
+            ])
+        #expect(
+            issueLines(minimalZone + "policy:\n  classes: {}\n") == [
+                "test.yaml:5:12: policy.classes: at least one class is required"
+            ])
     }
 
     /// A two-letter unknown key gets the list of valid keys, not a far-fetched suggestion.
     @Test func doesNotSuggestForTinyKeys() {
-        #expect(issueLines(minimalZone + "ab: 1\n") == [
-            "test.yaml:4:1: ab: unknown key (expected one of: api, zones, groups, board, boards-dir, sounds, resampler, alsa-config, output-dir, state-dir, policy, music, device, mqtt, gpio, intercom, speech)",
-        ])
+        #expect(
+            issueLines(minimalZone + "ab: 1\n") == [
+                "test.yaml:4:1: ab: unknown key (expected one of: api, zones, groups, board, boards-dir, sounds, resampler, alsa-config, output-dir, state-dir, policy, music, device, mqtt, gpio, intercom, speech)"
+            ])
     }
 
     /// A zone without a PCM names the zone; a PCM with no value or an empty one points at the value.
     @Test func requiresPCM() {
-        #expect(issueLines("zones:\n  kitchen:\n    rate: 44100\n") == [
-            #"test.yaml:2:3: zones.kitchen: missing required key "pcm""#,
-        ])
-        #expect(issueLines("zones:\n  kitchen:\n    pcm:\n") == [
-            "test.yaml:3:9: zones.kitchen.pcm: a value is required",
-        ])
-        #expect(issueLines("zones:\n  kitchen:\n    pcm: ''\n") == [
-            "test.yaml:3:10: zones.kitchen.pcm: must not be empty",
-        ])
+        #expect(
+            issueLines("zones:\n  kitchen:\n    rate: 44100\n") == [
+                #"test.yaml:2:3: zones.kitchen: missing required key "pcm""#
+            ])
+        #expect(
+            issueLines("zones:\n  kitchen:\n    pcm:\n") == [
+                "test.yaml:3:9: zones.kitchen.pcm: a value is required"
+            ])
+        #expect(
+            issueLines("zones:\n  kitchen:\n    pcm: ''\n") == [
+                "test.yaml:3:10: zones.kitchen.pcm: must not be empty"
+            ])
     }
 
     /// A zone written as a scalar is a type error at its value.
     @Test func rejectsScalarZone() {
-        #expect(issueLines("zones:\n  kitchen: baton\n") == [
-            "test.yaml:2:12: zones.kitchen: expected a mapping, found a scalar",
-        ])
+        #expect(
+            issueLines("zones:\n  kitchen: baton\n") == [
+                "test.yaml:2:12: zones.kitchen: expected a mapping, found a scalar"
+            ])
     }
 
     /// A duplicate key is reported with both positions and its key path.
     @Test func rejectsDuplicateKey() {
-        #expect(issueLines(minimalZone + "    pcm: other\n") == [
-            #"test.yaml:4:5: zones.kitchen.pcm: duplicate key "pcm" (first at line 3, column 5)"#,
-        ])
+        #expect(
+            issueLines(minimalZone + "    pcm: other\n") == [
+                #"test.yaml:4:5: zones.kitchen.pcm: duplicate key "pcm" (first at line 3, column 5)"#
+            ])
     }
 
     /// Two classes with the same priority are ambiguous and rejected at the second.
     @Test func rejectsDuplicatePriority() {
-        let text = minimalZone + """
-            policy:
-              classes:
-                music: {priority: 10, kind: permanent}
-                radio: {priority: 10, kind: permanent}
+        let text =
+            minimalZone + """
+                policy:
+                  classes:
+                    music: {priority: 10, kind: permanent}
+                    radio: {priority: 10, kind: permanent}
 
-            """
-        #expect(issueLines(text) == [
-            #"test.yaml:7:23: policy.classes.radio.priority: priority 10 is already used by class "music""#,
-        ])
+                """
+        #expect(
+            issueLines(text) == [
+                #"test.yaml:7:23: policy.classes.radio.priority: priority 10 is already used by class "music""#
+            ])
     }
 
     /// An empty file, or one with only comments, is an error without a position.
@@ -175,9 +218,10 @@ import Testing
 
     /// A YAML syntax error reports libyaml's problem at its line and column.
     @Test func reportsSyntaxErrorPosition() {
-        #expect(issueLines("zones:\n  kitchen:\n    pcm: a\n   rate: 1\n") == [
-            "test.yaml:4:4: did not find expected key (while parsing a block mapping at line 2, column 3)",
-        ])
+        #expect(
+            issueLines("zones:\n  kitchen:\n    pcm: a\n   rate: 1\n") == [
+                "test.yaml:4:4: did not find expected key (while parsing a block mapping at line 2, column 3)"
+            ])
     }
 
     /// Every problem in a file is reported in one pass, in source order, one per line.
@@ -194,15 +238,21 @@ import Testing
                 clock: wall
             """
         let error = try #require(throws: ConfigError.self) { try BatonConfiguration.parse(text: text, file: "c.yaml") }
-        #expect(error.description == """
-            c.yaml:2:11: api.listen: "nowhere" is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or "[::1]:8470")
-            c.yaml:6:11: zones.kitchen.rate: 1 is out of range (expected 8000...384000)
-            c.yaml:7:5: zones.kitchen.perod: unknown key; did you mean "period"?
-            c.yaml:8:3: zones.Patio: zone name "Patio" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)
-            c.yaml:8:3: zones.Patio: missing required key "pcm"
-            c.yaml:9:12: zones.Patio.clock: "wall" is not a supported clock (expected device or system)
-            """)
-        #expect(error.issues.first == ConfigIssue(file: "c.yaml", line: 2, column: 11, path: "api.listen",
-            message: #""nowhere" is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or "[::1]:8470")"#))
+        #expect(
+            error.description == """
+                c.yaml:2:11: api.listen: "nowhere" is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or "[::1]:8470")
+                c.yaml:6:11: zones.kitchen.rate: 1 is out of range (expected 8000...384000)
+                c.yaml:7:5: zones.kitchen.perod: unknown key; did you mean "period"?
+                c.yaml:8:3: zones.Patio: zone name "Patio" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)
+                c.yaml:8:3: zones.Patio: missing required key "pcm"
+                c.yaml:9:12: zones.Patio.clock: "wall" is not a supported clock (expected device or system)
+                """)
+        #expect(
+            error.issues.first
+                == ConfigIssue(
+                    file: "c.yaml", line: 2, column: 11, path: "api.listen",
+                    message:
+                        #""nowhere" is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or "[::1]:8470")"#
+                ))
     }
 }

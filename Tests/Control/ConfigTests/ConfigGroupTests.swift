@@ -10,19 +10,23 @@ private let threeZones = """
 
     """
 
-private let withGroups = threeZones + """
-    groups:
-      downstairs: [living, kitchen]
-      outside: [patio]
+private let withGroups =
+    threeZones + """
+        groups:
+          downstairs: [living, kitchen]
+          outside: [patio]
 
-    """
+        """
 
 @Suite struct ConfigGroupTests {
     /// Groups are read in file order with their zones as listed.
     @Test func readsGroups() throws {
         let configuration = try load(withGroups)
-        #expect(configuration.groups == [GroupConfig(name: "downstairs", zones: ["living", "kitchen"]),
-                                         GroupConfig(name: "outside", zones: ["patio"])])
+        #expect(
+            configuration.groups == [
+                GroupConfig(name: "downstairs", zones: ["living", "kitchen"]),
+                GroupConfig(name: "outside", zones: ["patio"]),
+            ])
         #expect(configuration.group(named: "outside")?.zones == ["patio"])
         #expect(try load(threeZones).groups == [])
     }
@@ -42,8 +46,14 @@ private let withGroups = threeZones + """
 
     /// An unknown name is an error listing the zones and groups, with a suggestion when one is close.
     @Test(arguments: [
-        (["patoi"], #"unknown zone or group "patoi"; did you mean "patio"? (zones: kitchen, living, patio; groups: downstairs, outside; all: every zone)"#),
-        (["all", "xyz"], #"unknown zone or group "xyz" (zones: kitchen, living, patio; groups: downstairs, outside; all: every zone)"#),
+        (
+            ["patoi"],
+            #"unknown zone or group "patoi"; did you mean "patio"? (zones: kitchen, living, patio; groups: downstairs, outside; all: every zone)"#
+        ),
+        (
+            ["all", "xyz"],
+            #"unknown zone or group "xyz" (zones: kitchen, living, patio; groups: downstairs, outside; all: every zone)"#
+        ),
     ])
     func rejectsUnknownName(names: [String], message: String) throws {
         let configuration = try load(withGroups)
@@ -54,22 +64,33 @@ private let withGroups = threeZones + """
     /// With no groups the error says so.
     @Test func saysWhenThereAreNoGroups() throws {
         let error = #expect(throws: UnknownZoneError.self) { try load(threeZones).expand(["x"]) }
-        #expect(error?.description == #"unknown zone or group "x" (zones: kitchen, living, patio; groups: none; all: every zone)"#)
+        #expect(
+            error?.description
+                == #"unknown zone or group "x" (zones: kitchen, living, patio; groups: none; all: every zone)"#)
     }
 
     /// Bad groups each give one exact message.
     @Test(arguments: [
-        ("  Outside: [patio]\n", #"test.yaml:6:3: groups.Outside: group name "Outside" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)"#),
+        (
+            "  Outside: [patio]\n",
+            #"test.yaml:6:3: groups.Outside: group name "Outside" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)"#
+        ),
         ("  all: [patio]\n", #"test.yaml:6:3: groups.all: "all" is reserved: it always means every zone"#),
         ("  kitchen: [patio]\n", #"test.yaml:6:3: groups.kitchen: group name "kitchen" is already a zone name"#),
         ("  outside: []\n", "test.yaml:6:12: groups.outside: a group needs at least one zone"),
         ("  outside:\n", "test.yaml:6:11: groups.outside: a group needs at least one zone"),
         ("  outside: patio\n", "test.yaml:6:12: groups.outside: expected a sequence, found a scalar"),
         ("  outside: [patoi]\n", #"test.yaml:6:13: groups.outside: unknown zone "patoi"; did you mean "patio"?"#),
-        ("  outside: [garage]\n", #"test.yaml:6:13: groups.outside: unknown zone "garage" (expected one of: kitchen, living, patio)"#),
+        (
+            "  outside: [garage]\n",
+            #"test.yaml:6:13: groups.outside: unknown zone "garage" (expected one of: kitchen, living, patio)"#
+        ),
         ("  outside: [patio, patio]\n", #"test.yaml:6:20: groups.outside: zone "patio" is listed twice"#),
         ("  outside: [all]\n", #"test.yaml:6:13: groups.outside: "all" is not a zone: a group lists zones only"#),
-        ("  outside: [patio]\n  both: [outside]\n", #"test.yaml:7:10: groups.both: "outside" is not a zone: a group lists zones only"#),
+        (
+            "  outside: [patio]\n  both: [outside]\n",
+            #"test.yaml:7:10: groups.both: "outside" is not a zone: a group lists zones only"#
+        ),
         ("  outside: [{a: 1}]\n", "test.yaml:6:13: groups.outside: expected a string, found a mapping"),
     ])
     func reportsBadGroup(snippet: String, expected: String) {
@@ -79,8 +100,10 @@ private let withGroups = threeZones + """
 
 @Suite struct ConfigVolumeTests {
     /// Volumes are percentages or fractions of 1.
-    @Test(arguments: [("80%", 0.8), ("0.8", 0.8), ("100%", 1.0), ("0%", 0.0), ("1", 1.0), ("0", 0.0),
-                      ("12.5%", 0.125), ("0.05", 0.05)])
+    @Test(arguments: [
+        ("80%", 0.8), ("0.8", 0.8), ("100%", 1.0), ("0%", 0.0), ("1", 1.0), ("0", 0.0),
+        ("12.5%", 0.125), ("0.05", 0.05),
+    ])
     func parsesVolume(text: String, volume: Double) throws {
         #expect(ConfigSyntax.volume(text) == volume)
         #expect(try load(minimalZone + "    volume: \(text)\n").zones[0].volume == volume)
@@ -118,13 +141,15 @@ private let withGroups = threeZones + """
     func reportsBadVolume(line: String, message: String) {
         let key = line.prefix { $0 != ":" }
         let column = 4 + key.count + 3
-        #expect(issueLines(minimalZone + "    \(line)\n") == ["test.yaml:4:\(column): zones.kitchen.\(key): \(message)"])
+        #expect(
+            issueLines(minimalZone + "    \(line)\n") == ["test.yaml:4:\(column): zones.kitchen.\(key): \(message)"])
     }
 
     /// A volume above the zone's cap is reported at the volume.
     @Test func rejectsVolumeAboveCap() {
-        #expect(issueLines(minimalZone + "    volume: 95%\n    max-volume: 90%\n") == [
-            "test.yaml:4:13: zones.kitchen.volume: 95% is above max-volume 90%",
-        ])
+        #expect(
+            issueLines(minimalZone + "    volume: 95%\n    max-volume: 90%\n") == [
+                "test.yaml:4:13: zones.kitchen.volume: 95% is above max-volume 90%"
+            ])
     }
 }

@@ -11,11 +11,13 @@ import Testing
         let configDirectory = repositoryRoot + "/config"
 
         #expect(configuration.api == APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 8470), maxBody: 65536))
-        #expect(configuration.zones == [
-            ZoneConfig(name: "kitchen", pcm: "baton_kitchen", rate: 44100, channels: 2, format: .s16LE,
-                       period: .milliseconds(10), buffer: .milliseconds(40), clock: .system),
-            ZoneConfig(name: "patio", pcm: "baton_patio", rate: 48000, channels: 2, format: .s16LE, clock: .system),
-        ])
+        #expect(
+            configuration.zones == [
+                ZoneConfig(
+                    name: "kitchen", pcm: "baton_kitchen", rate: 44100, channels: 2, format: .s16LE,
+                    period: .milliseconds(10), buffer: .milliseconds(40), clock: .system),
+                ZoneConfig(name: "patio", pcm: "baton_patio", rate: 48000, channels: 2, format: .s16LE, clock: .system),
+            ])
         #expect(configuration.sounds == configDirectory + "/sounds")
         #expect(configuration.alsaConfig == configDirectory + "/alsa/baton-files.conf")
         #expect(configuration.outputDir == configDirectory + "/../out")
@@ -57,14 +59,21 @@ import Testing
     @Test func definesDefaultPolicy() throws {
         let policy = try load(minimalZone).policy
         #expect(policy.classes.map(\.name) == ["music", "announcement", "call"])
-        #expect(policy.class(named: "music") == ClassConfig(
-            name: "music", priority: 10, kind: .permanent, lower: .interrupt, same: .replace,
-            duringHigher: .queue, resumeWithin: .seconds(300)))
-        #expect(policy.class(named: "announcement") == ClassConfig(
-            name: "announcement", priority: 50, kind: .transient, lower: .interrupt, same: .queue,
-            duringHigher: .queue, coalesce: .seconds(3), ttl: .seconds(30), queueLimit: 16))
-        #expect(policy.class(named: "call") == ClassConfig(
-            name: "call", priority: 90, kind: .transient, lower: .interrupt, same: .reject, duringHigher: .reject))
+        #expect(
+            policy.class(named: "music")
+                == ClassConfig(
+                    name: "music", priority: 10, kind: .permanent, lower: .interrupt, same: .replace,
+                    duringHigher: .queue, resumeWithin: .seconds(300)))
+        #expect(
+            policy.class(named: "announcement")
+                == ClassConfig(
+                    name: "announcement", priority: 50, kind: .transient, lower: .interrupt, same: .queue,
+                    duringHigher: .queue, coalesce: .seconds(3), ttl: .seconds(30), queueLimit: 16))
+        #expect(
+            policy.class(named: "call")
+                == ClassConfig(
+                    name: "call", priority: 90, kind: .transient, lower: .interrupt, same: .reject,
+                    duringHigher: .reject))
         #expect(policy.duck == DuckConfig(level: -15, attack: .milliseconds(50), release: .milliseconds(300)))
     }
 
@@ -97,13 +106,17 @@ import Testing
 
     /// A policy section replaces the default classes wholesale and keeps the default duck when it has none.
     @Test func replacesDefaultClasses() throws {
-        let configuration = try load(minimalZone + """
-            policy:
-              classes:
-                doorbell: {priority: 70, kind: transient, lower: duck}
+        let configuration = try load(
+            minimalZone + """
+                policy:
+                  classes:
+                    doorbell: {priority: 70, kind: transient, lower: duck}
 
-            """)
-        #expect(configuration.policy.classes == [ClassConfig(name: "doorbell", priority: 70, kind: .transient, lower: .duck)])
+                """)
+        #expect(
+            configuration.policy.classes == [
+                ClassConfig(name: "doorbell", priority: 70, kind: .transient, lower: .duck)
+            ])
         #expect(configuration.policy.duck == .default)
     }
 
@@ -116,8 +129,13 @@ import Testing
 
     /// A file that does not exist is reported with the system's reason and no position.
     @Test func reportsUnreadableFile() {
-        #expect(throws: ConfigError(issues: [ConfigIssue(file: "/nonexistent/baton.yaml", line: nil, column: nil,
-                                                         path: "", message: "cannot read the file: No such file or directory")])) {
+        #expect(
+            throws: ConfigError(issues: [
+                ConfigIssue(
+                    file: "/nonexistent/baton.yaml", line: nil, column: nil,
+                    path: "", message: "cannot read the file: No such file or directory")
+            ])
+        ) {
             try BatonConfiguration.load(path: "/nonexistent/baton.yaml")
         }
     }

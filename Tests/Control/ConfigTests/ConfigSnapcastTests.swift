@@ -23,10 +23,12 @@ private let upstairs = """
     @Test func readsASnapcastZone() throws {
         let configuration = try load(upstairs)
         let zone = try #require(configuration.zone(named: "upstairs"))
-        #expect(zone.snapcast == SnapcastConfig(
-            source: .tcp(host: "127.0.0.1", port: 4953), control: "http://127.0.0.1:1780", stream: "upstairs",
-            clients: [.init(id: "bedroom-pi"), .init(id: "bath-pi", volume: 0.8, latency: .milliseconds(20))],
-            buffer: .milliseconds(1000)))
+        #expect(
+            zone.snapcast
+                == SnapcastConfig(
+                    source: .tcp(host: "127.0.0.1", port: 4953), control: "http://127.0.0.1:1780", stream: "upstairs",
+                    clients: [.init(id: "bedroom-pi"), .init(id: "bath-pi", volume: 0.8, latency: .milliseconds(20))],
+                    buffer: .milliseconds(1000)))
         #expect(zone.clock == .system && zone.format == .s16LE && zone.mixer == nil)
         #expect(zone.snapcast?.bufferFrames(rate: 48000) == 48000)
         #expect(configuration.devices.map(\.pcm) == ["tcp://127.0.0.1:4953"])
@@ -42,7 +44,8 @@ private let upstairs = """
         ("tcp://192.168.1.20:4953/", .tcp(host: "192.168.1.20", port: 4953)),
     ])
     func readsSources(text: String, source: StreamTarget) throws {
-        let zone = try #require(try load("zones:\n  attic:\n    snapcast: {source: \"\(text)\", buffer: 400ms}\n").zones.first)
+        let zone = try #require(
+            try load("zones:\n  attic:\n    snapcast: {source: \"\(text)\", buffer: 400ms}\n").zones.first)
         #expect(zone.snapcast?.source == source)
         #expect(zone.snapcast?.stream == "attic" && zone.snapcast?.buffer == .milliseconds(400))
     }
@@ -67,28 +70,32 @@ private let upstairs = """
                 snapcast: {control: http://127.0.0.1:1780}
 
             """
-        #expect(issueLines(text) == [
-            "test.yaml:3:5: zones.upstairs.pcm: not used by a Snapcast zone (its audio goes to snapcast.source)",
-            "test.yaml:4:5: zones.upstairs.buffer: not used by a Snapcast zone (the latency is the server's buffer: write it as snapcast.buffer)",
-            "test.yaml:5:13: zones.upstairs.format: a Snapcast zone writes S16_LE (the source's sampleformat must be RATE:16:CHANNELS)",
-            "test.yaml:6:15: zones.upstairs.channels: a Snapcast zone owns its stream: give a count (the stream's channels), not a list",
-            #"test.yaml:8:15: zones.upstairs.snapcast.source: "tcp://snapserver.lan:4953": "snapserver.lan" is not a numeric address (Baton's output thread never resolves names; write the server's IP address)"#,
-            "test.yaml:9:15: zones.upstairs.snapcast.stream: must not be empty",
-            "test.yaml:10:7: zones.upstairs.snapcast.clients: grouping speakers needs control: (snapserver's JSON-RPC URL, e.g. http://127.0.0.1:1780)",
-            "test.yaml:10:36: zones.upstairs.snapcast.clients.1.volume: 120% is out of range (expected 0%...100%)",
-            "test.yaml:10:51: zones.upstairs.snapcast.clients.1.latency: snapclient takes whole milliseconds",
-            #"test.yaml:10:59: zones.upstairs.snapcast.clients: speaker "a" is listed twice"#,
-            "test.yaml:11:15: zones.upstairs.snapcast.buffer: 5ms is out of range (expected 20ms...10s)",
-            #"test.yaml:13:24: zones.attic.snapcast.source: "udp://1.2.3.4:5": expected tcp://ADDRESS:PORT (a numeric address, e.g. tcp://127.0.0.1:4953) or the absolute path of the source's FIFO"#,
-            #"test.yaml:15:5: zones.cellar.snapcast: missing required key "source""#,
-        ])
+        #expect(
+            issueLines(text) == [
+                "test.yaml:3:5: zones.upstairs.pcm: not used by a Snapcast zone (its audio goes to snapcast.source)",
+                "test.yaml:4:5: zones.upstairs.buffer: not used by a Snapcast zone (the latency is the server's buffer: write it as snapcast.buffer)",
+                "test.yaml:5:13: zones.upstairs.format: a Snapcast zone writes S16_LE (the source's sampleformat must be RATE:16:CHANNELS)",
+                "test.yaml:6:15: zones.upstairs.channels: a Snapcast zone owns its stream: give a count (the stream's channels), not a list",
+                #"test.yaml:8:15: zones.upstairs.snapcast.source: "tcp://snapserver.lan:4953": "snapserver.lan" is not a numeric address (Baton's output thread never resolves names; write the server's IP address)"#,
+                "test.yaml:9:15: zones.upstairs.snapcast.stream: must not be empty",
+                "test.yaml:10:7: zones.upstairs.snapcast.clients: grouping speakers needs control: (snapserver's JSON-RPC URL, e.g. http://127.0.0.1:1780)",
+                "test.yaml:10:36: zones.upstairs.snapcast.clients.1.volume: 120% is out of range (expected 0%...100%)",
+                "test.yaml:10:51: zones.upstairs.snapcast.clients.1.latency: snapclient takes whole milliseconds",
+                #"test.yaml:10:59: zones.upstairs.snapcast.clients: speaker "a" is listed twice"#,
+                "test.yaml:11:15: zones.upstairs.snapcast.buffer: 5ms is out of range (expected 20ms...10s)",
+                #"test.yaml:13:24: zones.attic.snapcast.source: "udp://1.2.3.4:5": expected tcp://ADDRESS:PORT (a numeric address, e.g. tcp://127.0.0.1:4953) or the absolute path of the source's FIFO"#,
+                #"test.yaml:15:5: zones.cellar.snapcast: missing required key "source""#,
+            ])
     }
 
     /// Two Snapcast zones cannot share a source.
     @Test func rejectsASharedSource() {
-        #expect(issueLines("zones:\n  a:\n    snapcast: {source: \"tcp://127.0.0.1:4953\"}\n  b:\n    snapcast: {source: \"tcp://127.0.0.1:4953\"}\n") == [
-            #"test.yaml:5:15: zones.b.snapcast.source: tcp://127.0.0.1:4953 is also the source of zone "a" (each Snapcast zone needs its own stream)"#,
-        ])
+        #expect(
+            issueLines(
+                "zones:\n  a:\n    snapcast: {source: \"tcp://127.0.0.1:4953\"}\n  b:\n    snapcast: {source: \"tcp://127.0.0.1:4953\"}\n"
+            ) == [
+                #"test.yaml:5:15: zones.b.snapcast.source: tcp://127.0.0.1:4953 is also the source of zone "a" (each Snapcast zone needs its own stream)"#
+            ])
     }
 
     /// The effective configuration encodes the section (bare IDs for speakers without trims) and
@@ -98,11 +105,12 @@ private let upstairs = """
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let json = String(decoding: try encoder.encode(configuration.zones[0]), as: UTF8.self)
-        #expect(json == """
-            {"channels":2,"max-volume":"100%","period":"10ms","rate":48000,"resampler":"auto",\
-            "snapcast":{"buffer":"1s","clients":["bedroom-pi",{"id":"bath-pi","latency":"20ms","volume":"80%"}],\
-            "control":"http://127.0.0.1:1780","source":"tcp://127.0.0.1:4953","stream":"upstairs"},"volume":"100%"}
-            """)
+        #expect(
+            json == """
+                {"channels":2,"max-volume":"100%","period":"10ms","rate":48000,"resampler":"auto",\
+                "snapcast":{"buffer":"1s","clients":["bedroom-pi",{"id":"bath-pi","latency":"20ms","volume":"80%"}],\
+                "control":"http://127.0.0.1:1780","source":"tcp://127.0.0.1:4953","stream":"upstairs"},"volume":"100%"}
+                """)
         let whole = String(decoding: try encoder.encode(configuration), as: UTF8.self)
         let reread = try BatonConfiguration.parse(text: whole, file: "effective.json", baseDirectory: "")
         #expect(reread.zones == configuration.zones)

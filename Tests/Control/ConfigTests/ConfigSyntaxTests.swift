@@ -18,8 +18,10 @@ import Testing
     }
 
     /// Durations without a unit, with spaces, negative, in unknown units or finer than 1us are rejected.
-    @Test(arguments: ["", "10", "ms", "10 ms", "-5ms", "10h", "10MS", ".5s", "5.s", "1e3ms", "1.0005ms", "1.5us",
-                      "1234567m", "1..2s", "+1s"])
+    @Test(arguments: [
+        "", "10", "ms", "10 ms", "-5ms", "10h", "10MS", ".5s", "5.s", "1e3ms", "1.0005ms", "1.5us",
+        "1234567m", "1..2s", "+1s",
+    ])
     func rejectsBadDuration(text: String) {
         #expect(ConfigSyntax.duration(text) == nil)
     }
@@ -67,8 +69,10 @@ import Testing
     }
 
     /// Addresses without a port, with port 0 or >65535, or with a malformed host are rejected.
-    @Test(arguments: ["127.0.0.1", ":8470", "127.0.0.1:0", "127.0.0.1:65536", "256.1.1.1:80", "1.2.3:80",
-                      "[::1:80", "::1:80", "host:port", "a b:80", "-pi:80", "127.0.0.1:+80"])
+    @Test(arguments: [
+        "127.0.0.1", ":8470", "127.0.0.1:0", "127.0.0.1:65536", "256.1.1.1:80", "1.2.3:80",
+        "[::1:80", "::1:80", "host:port", "a b:80", "-pi:80", "127.0.0.1:+80",
+    ])
     func rejectsBadListenAddress(text: String) {
         #expect(ListenAddress(parsing: text) == nil)
     }

@@ -1,9 +1,10 @@
 import BatonTesting
 import Glibc
-@testable import Intercom
 import OpusCodec
 import Synchronization
 import Testing
+
+@testable import Intercom
 
 let ms = 1_000_000
 
@@ -12,17 +13,23 @@ let ms = 1_000_000
 func tonePackets(seconds: Double, fec: Bool = false, frequency: Double = 440) throws -> [[UInt8]] {
     let frames = Int(seconds * 48_000)
     let pcm = Signals.sine(frequency: frequency, rate: 48_000, frames: frames, channels: 1)
-    let encoder = fec ? try OpusPacketEncoder(channels: 1, application: .voip, bitrate: 24_000, inbandFEC: true,
-                                              expectedLossPercent: 10)
-                      : try OpusPacketEncoder(channels: 1, application: .audio, bitrate: 64_000)
+    let encoder =
+        fec
+        ? try OpusPacketEncoder(
+            channels: 1, application: .voip, bitrate: 24_000, inbandFEC: true,
+            expectedLossPercent: 10)
+        : try OpusPacketEncoder(channels: 1, application: .audio, bitrate: 64_000)
     return try encoder.encodeAll(pcm, frameSize: 960)
 }
 
 /// The RTP datagram of packet `index` of a stream.
-func datagram(_ payload: [UInt8], index: Int, firstSeq: UInt16 = 1000, ssrc: UInt32 = 0x1234_5678,
-              payloadType: UInt8 = 96) -> [UInt8] {
-    RTPPacket.datagram(payloadType: payloadType, sequenceNumber: firstSeq &+ UInt16(truncatingIfNeeded: index),
-                       timestamp: 90_000 &+ UInt32(index * 960), ssrc: ssrc, payload: payload)
+func datagram(
+    _ payload: [UInt8], index: Int, firstSeq: UInt16 = 1000, ssrc: UInt32 = 0x1234_5678,
+    payloadType: UInt8 = 96
+) -> [UInt8] {
+    RTPPacket.datagram(
+        payloadType: payloadType, sequenceNumber: firstSeq &+ UInt16(truncatingIfNeeded: index),
+        timestamp: 90_000 &+ UInt32(index * 960), ssrc: ssrc, payload: payload)
 }
 
 /// Drives a jitter buffer like an output that consumes 20 ms every 20 ms, with the real decoder, and
@@ -76,8 +83,10 @@ final class PlayoutSimulation {
     /// Sends `packets` (datagrams) at 20 ms intervals from `start`, each arriving `delay(i)` later,
     /// and consumes 20 ms every 20 ms, until `until`.
     /// `observe` is called after each tick with the tick's number.
-    func run(_ datagrams: [[UInt8]], start: Int = 0, until end: Int? = nil, observe: (Int) -> Void = { _ in },
-             delay: (Int) -> Int = { _ in 0 }) throws {
+    func run(
+        _ datagrams: [[UInt8]], start: Int = 0, until end: Int? = nil, observe: (Int) -> Void = { _ in },
+        delay: (Int) -> Int = { _ in 0 }
+    ) throws {
         let arrivals = datagrams.indices.map { (time: start + $0 * 20 * ms + delay($0), index: $0) }
             .sorted { $0.time < $1.time }
         var next = 0

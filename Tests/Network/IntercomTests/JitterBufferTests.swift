@@ -1,7 +1,8 @@
 import BatonTesting
-@testable import Intercom
 import OpusCodec
 import Testing
+
+@testable import Intercom
 
 /// The jitter buffer driven by a manual clock: packets "arrive" at chosen instants, the output consumes
 /// 20 ms every 20 ms, and the real libopus decodes what the buffer says to play.
@@ -30,7 +31,9 @@ import Testing
         let packets = try tonePackets(seconds: 2)
         let sim = try PlayoutSimulation()
         // Packets 10, 30, 50, 70 arrive 30 ms late: after their successor.
-        try sim.run(packets.indices.map { datagram(packets[$0], index: $0) }, delay: { [10, 30, 50, 70].contains($0) ? 30 * ms : 0 })
+        try sim.run(
+            packets.indices.map { datagram(packets[$0], index: $0) },
+            delay: { [10, 30, 50, 70].contains($0) ? 30 * ms : 0 })
         let c = sim.buffer.counters
         #expect(c.lost == 0 && c.late == 0)
         #expect(c.played + c.trimmed == packets.count)
@@ -104,10 +107,14 @@ import Testing
         // 4 s calm, 4 s with every 7th packet 100 ms late, 4 s calm.
         let jittery = 200..<400
         var seen: [Int: (target: Int, buffered: Int, counters: JitterBuffer.Counters)] = [:]
-        try sim.run(packets.indices.map { datagram(packets[$0], index: $0) }, observe: { tick in
-            seen[tick] = (sim.buffer.targetDelay, sim.buffer.bufferedDelay, sim.buffer.counters)
-        }, delay: { jittery.contains($0) && $0 % 7 == 0 ? 100 * ms : 0 })
-        let calm = try #require(seen[199]), jitter = try #require(seen[399]), after = try #require(seen[599])
+        try sim.run(
+            packets.indices.map { datagram(packets[$0], index: $0) },
+            observe: { tick in
+                seen[tick] = (sim.buffer.targetDelay, sim.buffer.bufferedDelay, sim.buffer.counters)
+            }, delay: { jittery.contains($0) && $0 % 7 == 0 ? 100 * ms : 0 })
+        let calm = try #require(seen[199])
+        let jitter = try #require(seen[399])
+        let after = try #require(seen[599])
         let midJitter = try #require(seen[300])
         #expect(calm.target == 20 * ms)
         #expect(jitter.target >= 100 * ms, "target \(jitter.target / ms) ms")
@@ -129,7 +136,8 @@ import Testing
         for i in 1..<20 { #expect(sim.insert(datagram(packets[i], index: i, ssrc: 1), at: i * 20 * ms) == .accepted) }
         #expect(sim.insert(datagram(packets[0], index: 0, firstSeq: 7, ssrc: 2), at: 390 * ms) == .foreign(.ssrc(2)))
         let generation = sim.buffer.generation
-        #expect(sim.insert(datagram(packets[1], index: 1, firstSeq: 7, ssrc: 2), at: 380 * ms + 500 * ms)
+        #expect(
+            sim.insert(datagram(packets[1], index: 1, firstSeq: 7, ssrc: 2), at: 380 * ms + 500 * ms)
                 == .reset(.newSource(ssrc: 2)))
         #expect(sim.buffer.ssrc == 2)
         #expect(sim.buffer.generation > generation)
@@ -145,11 +153,16 @@ import Testing
         let sim = try PlayoutSimulation()
         #expect(sim.insert(datagram(packets[0], index: 0), at: 0) == .started)
         #expect(sim.insert([1, 2, 3], at: 1) == .malformed(.rtp(.tooShort(length: 3))))
-        #expect(sim.insert([0x80, 200, 0, 6] + [UInt8](repeating: 0, count: 24), at: 2) == .malformed(.rtp(.rtcp(packetType: 200))))
+        #expect(
+            sim.insert([0x80, 200, 0, 6] + [UInt8](repeating: 0, count: 24), at: 2)
+                == .malformed(.rtp(.rtcp(packetType: 200))))
         #expect(sim.insert(datagram(packets[1], index: 1, payloadType: 0), at: 3) == .foreign(.payloadType(0)))
         #expect(sim.insert(datagram([], index: 1), at: 4) == .malformed(.emptyPayload))
-        #expect(sim.insert(datagram([0xFF, 0xFF], index: 1), at: 5) == .malformed(.opus(OpusPacketError(code: -4, operation: "read packet duration"))))
-        #expect(sim.insert(datagram([UInt8](repeating: 0xF8, count: 1_600), index: 1), at: 6)
+        #expect(
+            sim.insert(datagram([0xFF, 0xFF], index: 1), at: 5)
+                == .malformed(.opus(OpusPacketError(code: -4, operation: "read packet duration"))))
+        #expect(
+            sim.insert(datagram([UInt8](repeating: 0xF8, count: 1_600), index: 1), at: 6)
                 == .malformed(.payloadTooLarge(bytes: 1_600, maximum: 1_500)))
         #expect(sim.insert(datagram(packets[1], index: 1), at: 20 * ms) == .accepted)
         let c = sim.buffer.counters
@@ -184,8 +197,9 @@ import Testing
         let packets = try tonePackets(seconds: 2)
         let sim = try PlayoutSimulation()
         // 0.5 s of packets, a 1 s pause (sender stalled), then the rest.
-        try sim.run(packets.indices.map { datagram(packets[$0], index: $0) }, until: 3_500 * ms,
-                    delay: { $0 >= 25 ? 1_000 * ms : 0 })
+        try sim.run(
+            packets.indices.map { datagram(packets[$0], index: $0) }, until: 3_500 * ms,
+            delay: { $0 >= 25 ? 1_000 * ms : 0 })
         let c = sim.buffer.counters
         #expect(c.rebuffers == 2)  // one in the pause, one when the stream ends
         #expect(c.lost == 0 && c.late == 0)

@@ -20,10 +20,10 @@ import Testing
     /// CSRCs, a header extension and padding are stepped over: the payload is what remains.
     @Test func skipsCSRCsExtensionAndPadding() throws {
         var bytes: [UInt8] = [0xB2, 0x61, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3]  // V=2 P=1 X=1 CC=2, PT 97
-        bytes += [0, 0, 0, 9, 0, 0, 0, 10]                                // two CSRCs
-        bytes += [0xBE, 0xDE, 0, 1, 1, 2, 3, 4]                           // extension, one word
-        bytes += [0x55, 0x66, 0x77]                                       // payload
-        bytes += [0, 0, 3]                                                // 3 bytes of padding
+        bytes += [0, 0, 0, 9, 0, 0, 0, 10]  // two CSRCs
+        bytes += [0xBE, 0xDE, 0, 1, 1, 2, 3, 4]  // extension, one word
+        bytes += [0x55, 0x66, 0x77]  // payload
+        bytes += [0, 0, 3]  // 3 bytes of padding
         let p = try RTPPacket(parsing: bytes)
         #expect(p.payloadType == 97)
         #expect(!p.marker)
@@ -36,8 +36,11 @@ import Testing
 
     /// A packet that is only a header (no payload) parses; the empty payload is the jitter buffer's concern.
     @Test func parsesAHeaderOnlyPacket() throws {
-        let p = try RTPPacket(parsing: [UInt8](RTPPacket.datagram(payloadType: 96, sequenceNumber: 1, timestamp: 2,
-                                                                   ssrc: 3, payload: [])))
+        let p = try RTPPacket(
+            parsing: [UInt8](
+                RTPPacket.datagram(
+                    payloadType: 96, sequenceNumber: 1, timestamp: 2,
+                    ssrc: 3, payload: [])))
         #expect(p.payload.isEmpty)
     }
 
@@ -50,8 +53,10 @@ import Testing
         ([0x81, 201, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3], .rtcp(packetType: 201)),
         ([0x83, 0x60, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 9], .csrcListTruncated(csrcCount: 3, length: 16)),
         ([0x90, 0x60, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0xBE, 0xDE], .extensionTruncated(declaredBytes: 4, available: 2)),
-        ([0x90, 0x60, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0xBE, 0xDE, 0, 2, 1, 2, 3, 4],
-         .extensionTruncated(declaredBytes: 12, available: 8)),
+        (
+            [0x90, 0x60, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0xBE, 0xDE, 0, 2, 1, 2, 3, 4],
+            .extensionTruncated(declaredBytes: 12, available: 8)
+        ),
         ([0xA0, 0x60, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 1, 2, 0], .zeroPadding),
         ([0xA0, 0x60, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 1, 2, 9], .paddingTooLong(padding: 9, available: 3)),
     ]

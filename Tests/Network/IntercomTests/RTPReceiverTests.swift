@@ -13,8 +13,9 @@ import Testing
     /// the 440 Hz tone is present without a gap over the steady part, and the call ends on silence.
     @Test func receivesFFmpegRTP() async throws {
         let events = EventLog()
-        let receiver = try RTPReceiver(configuration: .init(host: "127.0.0.1", port: 0, silenceTimeout: 500 * ms),
-                                       onEvent: events.append)
+        let receiver = try RTPReceiver(
+            configuration: .init(host: "127.0.0.1", port: 0, silenceTimeout: 500 * ms),
+            onEvent: events.append)
         receiver.start()
         defer { receiver.stop() }
         let port = receiver.port
@@ -22,9 +23,13 @@ import Testing
         // other tests' waits, and ffmpeg must start now.
         let sent = Mutex<(status: Int32, output: String)?>(nil)
         let sender = startThread {
-            let r = Subprocess.run("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-f", "lavfi",
-                                               "-i", "sine=frequency=440:sample_rate=48000:duration=3", "-c:a", "libopus",
-                                               "-b:a", "64k", "-f", "rtp", "rtp://127.0.0.1:\(port)"], seconds: 40)
+            let r = Subprocess.run(
+                "/usr/bin/ffmpeg",
+                [
+                    "-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-f", "lavfi",
+                    "-i", "sine=frequency=440:sample_rate=48000:duration=3", "-c:a", "libopus",
+                    "-b:a", "64k", "-f", "rtp", "rtp://127.0.0.1:\(port)",
+                ], seconds: 40)
             sent.withLock { $0 = r }
         }
         // The consumer: 10 ms every 10 ms of real time (the network is real here).
@@ -67,8 +72,9 @@ import Testing
     @Test func survivesLossReorderingAndGarbage() throws {
         let clock = ManualClock()
         let events = EventLog()
-        let receiver = try RTPReceiver(configuration: .init(host: "127.0.0.1", port: 0), clock: { clock.now },
-                                       onEvent: events.append)
+        let receiver = try RTPReceiver(
+            configuration: .init(host: "127.0.0.1", port: 0), clock: { clock.now },
+            onEvent: events.append)
         receiver.start()
         defer { receiver.stop() }
         let sender = UDPSender(port: receiver.port)
@@ -77,7 +83,8 @@ import Testing
         var order = Array(packets.indices).filter { !dropped.contains($0) }
         var swaps = 0
         // Some neighbours swapped (20 ms of reordering), away from the drops.
-        for i in stride(from: 22, to: order.count - 10, by: 25) where order[i + 1] == order[i] + 1 && order[i] == order[i - 1] + 1 {
+        for i in stride(from: 22, to: order.count - 10, by: 25)
+        where order[i + 1] == order[i] + 1 && order[i] == order[i - 1] + 1 {
             order.swapAt(i, i + 1)
             swaps += 1
         }
@@ -97,12 +104,15 @@ import Testing
             if index % 17 == 5 {
                 let n = Int(rng.next() % 100)
                 sender.send((0..<n).map { _ in UInt8(truncatingIfNeeded: rng.next()) })  // random bytes
-                sender.send([0x80, 200, 0, 6] + [UInt8](repeating: 0, count: 24))          // an RTCP sender report
-                sender.send(datagram(packets[index], index: index, payloadType: 0))      // wrong payload type
+                sender.send([0x80, 200, 0, 6] + [UInt8](repeating: 0, count: 24))  // an RTCP sender report
+                sender.send(datagram(packets[index], index: index, payloadType: 0))  // wrong payload type
                 garbage += 3
                 datagrams += 3
             }
-            let seen = { let c = receiver.counters; return c.received + c.malformed + c.foreign }
+            let seen = {
+                let c = receiver.counters
+                return c.received + c.malformed + c.foreign
+            }
             #expect(waitUntil { seen() == datagrams }, "receiver saw \(seen()) of \(datagrams)")
             // The output consumes 20 ms per 20 ms of the clock, whether packets came or not.
             while consumed <= clock.now {
@@ -133,8 +143,9 @@ import Testing
     @Test func endsCallsOnSilenceAndOnRequest() throws {
         let clock = ManualClock()
         let events = EventLog()
-        let receiver = try RTPReceiver(configuration: .init(host: "127.0.0.1", port: 0, silenceTimeout: 2_000 * ms),
-                                       clock: { clock.now }, onEvent: events.append)
+        let receiver = try RTPReceiver(
+            configuration: .init(host: "127.0.0.1", port: 0, silenceTimeout: 2_000 * ms),
+            clock: { clock.now }, onEvent: events.append)
         receiver.start()
         defer { receiver.stop() }
         let sender = UDPSender(port: receiver.port)

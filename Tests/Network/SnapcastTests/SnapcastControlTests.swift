@@ -20,24 +20,35 @@ import Testing
         do throws(SnapcastError) {
             try control.setStream(group: "no-such-group", stream: "upstairs")
         } catch {
-            #expect(error.description.hasPrefix("snapserver \(server.control)/jsonrpc: Group.SetStream: error "), "\(error)")
+            #expect(
+                error.description.hasPrefix("snapserver \(server.control)/jsonrpc: Group.SetStream: error "), "\(error)"
+            )
             #expect(!error.isTransient)
         }
     }
 
     /// Malformed answers, HTTP errors and an absent server each give a clear, located error.
     @Test(arguments: [
-        (200, #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"s","clients":[{"connected":true}]}],"streams":[]}}}"#,
-         "Server.GetStatus: unexpected answer: result.server.groups[0].clients[0].id: missing"),
-        (200, #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":"none","streams":[]}}}"#,
-         "Server.GetStatus: unexpected answer: result.server.groups: expected an array"),
-        (200, "not json", "Server.GetStatus: unexpected answer: (top level): not valid JSON (The given data was not valid JSON.)"),
+        (
+            200,
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"s","clients":[{"connected":true}]}],"streams":[]}}}"#,
+            "Server.GetStatus: unexpected answer: result.server.groups[0].clients[0].id: missing"
+        ),
+        (
+            200, #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":"none","streams":[]}}}"#,
+            "Server.GetStatus: unexpected answer: result.server.groups: expected an array"
+        ),
+        (
+            200, "not json",
+            "Server.GetStatus: unexpected answer: (top level): not valid JSON (The given data was not valid JSON.)"
+        ),
         (200, #"{"id":1,"jsonrpc":"2.0"}"#, "Server.GetStatus: unexpected answer: neither result nor error"),
         (503, "busy", "Server.GetStatus: HTTP 503: busy"),
     ])
     func reportsBadAnswers(status: Int, body: String, problem: String) throws {
         let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { _ in
-            HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
+            HTTPResponse(
+                status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
         }
         defer { fake.stop() }
         let control = SnapcastControl(control: "http://127.0.0.1:\(fake.port)")

@@ -1,11 +1,12 @@
 import AudioCore
 import BatonConfig
-@testable import BatonDaemon
 import BatonTesting
 import Glibc
 import OSThread
 import Snapcast
 import Testing
+
+@testable import BatonDaemon
 
 /// Baton feeding a real snapserver with two real snapclients: what the speakers play, when, and
 /// how the house recovers from a server restart.
@@ -16,22 +17,28 @@ import Testing
     /// the zone reconnects and the latency is back to the buffer within a few seconds.
     @Test func doorbellAndMusicInSyncThroughARestart() throws {
         let buffer = 600
-        let rig = try SnapcastTestRig(bufferMilliseconds: buffer,
-                                      clients: [.init(id: "bedroom-pi", volume: 0.8), .init(id: "bath-pi")])
+        let rig = try SnapcastTestRig(
+            bufferMilliseconds: buffer,
+            clients: [.init(id: "bedroom-pi", volume: 0.8), .init(id: "bath-pi")])
         // Grouped by Baton: one group, both speakers, the zone's stream; the volume applied.
         var grouped = false
-        #expect(waitUntil(seconds: 8) {
-            guard let status = try? rig.control.status(), let g = status.group(of: "bedroom-pi") else { return false }
-            grouped = g.streamID == "upstairs" && Set(g.clients.map(\.id)) == ["bedroom-pi", "bath-pi"]
-                && status.client("bedroom-pi")?.config.volume.percent == 80
-            return grouped
-        }, "Baton put both speakers in one group on stream upstairs (log: \(rig.log.lines.withLock { $0 }))")
+        #expect(
+            waitUntil(seconds: 8) {
+                guard let status = try? rig.control.status(), let g = status.group(of: "bedroom-pi") else {
+                    return false
+                }
+                grouped =
+                    g.streamID == "upstairs" && Set(g.clients.map(\.id)) == ["bedroom-pi", "bath-pi"]
+                    && status.client("bedroom-pi")?.config.volume.percent == 80
+                return grouped
+            }, "Baton put both speakers in one group on stream upstairs (log: \(rig.log.lines.withLock { $0 }))")
         #expect(waitUntil(seconds: 5) { rig.snapshot.available })
         // Status says the same: both speakers connected, nothing wrong.
-        #expect(waitUntil(seconds: 5) {
-            let z = rig.daemon.status().zones.first { $0.name == "upstairs" }?.snapcast
-            return Set(z?.connected ?? []) == ["bedroom-pi", "bath-pi"] && z?.problem == nil
-        }, "\(String(describing: rig.daemon.status().zones.first?.snapcast))")
+        #expect(
+            waitUntil(seconds: 5) {
+                let z = rig.daemon.status().zones.first { $0.name == "upstairs" }?.snapcast
+                return Set(z?.connected ?? []) == ["bedroom-pi", "bath-pi"] && z?.problem == nil
+            }, "\(String(describing: rig.daemon.status().zones.first?.snapcast))")
         let snap = rig.snapshot
         #expect(snap.delayFrames == buffer * 48, "delay = the server buffer")
         #expect(snap.audibleFrame == snap.framesPlayed - buffer * 48)
@@ -49,8 +56,9 @@ import Testing
         let bell2 = try rig.ring("bell2")
         // The zone's frame clock now, to turn event frames into times.
         let mark = (frames: rig.snapshot.framesPlayed, at: monotonicNanoseconds())
-        let began = try #require(rig.waitForEvent("interruption-began", source: music.id),
-                                 "events: \(rig.daemon.events.recent().map { "\($0.type) \($0.source ?? "") \($0.reason ?? "")" })")
+        let began = try #require(
+            rig.waitForEvent("interruption-began", source: music.id),
+            "events: \(rig.daemon.events.recent().map { "\($0.type) \($0.source ?? "") \($0.reason ?? "")" })")
         let ended = try #require(rig.waitForEvent("interruption-ended", source: music.id))
         #expect(ended.shouldResume == true)
         rig.pause(Double(buffer) / 1000 + 0.6)
@@ -66,11 +74,12 @@ import Testing
         try rig.server.start()
         let restarted = monotonicNanoseconds()
         #expect(waitUntil(seconds: 6) { rig.snapshot.available && rig.snapshot.reopens >= 1 })
-        #expect(waitUntil(seconds: 8) {
-            let s = try? rig.control.status()
-            return s?.client("bedroom-pi")?.connected == true && s?.client("bath-pi")?.connected == true
-                && s?.group(of: "bath-pi")?.streamID == "upstairs"
-        })
+        #expect(
+            waitUntil(seconds: 8) {
+                let s = try? rig.control.status()
+                return s?.client("bedroom-pi")?.connected == true && s?.client("bath-pi")?.connected == true
+                    && s?.group(of: "bath-pi")?.streamID == "upstairs"
+            })
         rig.pause(max(0, 3.0 - Double(monotonicNanoseconds() - restarted) / 1e9))
         let bell3 = try rig.ring("bell3")
         #expect(rig.waitForEvent("played", source: bell3.id) != nil)
@@ -87,28 +96,43 @@ import Testing
             let left = tap.left()
             let b1 = try #require(tap.onset(in: left, from: 0), "\(tap.id) heard the first doorbell")
             let m = try #require(tap.onset(in: left, from: b1.frame + 19_200 + 4_800), "\(tap.id) heard the music")
-            let b2 = try #require(tap.toneStart(in: left, frequency: 1000, from: m.frame), "\(tap.id) heard the second doorbell")
+            let b2 = try #require(
+                tap.toneStart(in: left, frequency: 1000, from: m.frame), "\(tap.id) heard the second doorbell")
             // While the bell rings the music is silent; after it, the music is back.
-            let during = Signals.windowedToneLevel(left[(b2.frame + 4_800)..<(b2.frame + 14_400)], frequency: 440, rate: 48_000)
+            let during = Signals.windowedToneLevel(
+                left[(b2.frame + 4_800)..<(b2.frame + 14_400)], frequency: 440, rate: 48_000)
             #expect(during < 0.01, "\(tap.id): music interrupted during the bell (440 Hz at \(during))")
             let afterStart = b2.frame + 19_200 + 4_800
-            let after = Signals.windowedToneLevel(left[afterStart..<min(left.count, afterStart + 9_600)], frequency: 440, rate: 48_000)
+            let after = Signals.windowedToneLevel(
+                left[afterStart..<min(left.count, afterStart + 9_600)], frequency: 440, rate: 48_000)
             #expect(after > 0.1, "\(tap.id): music resumed after the bell (440 Hz at \(after))")
             // The music stopped before the restart, so the last bell starts over silence.
             let quiet = b2.frame + 19_200 + Int((Double(buffer) / 1000 + 0.7) * 48_000)
             let b3 = try #require(tap.onset(in: left, from: quiet), "\(tap.id) heard the doorbell after the restart")
             heard[tap.id] = [b1.at, m.at, b2.at, b3.at]
-            #expect(abs(Double(b2.at - cutHeard) / 1e6) < 30, "\(tap.id): the bell is heard where the event's frame says (\(Double(b2.at - cutHeard) / 1e6) ms off)")
-            #expect(abs(Double(b2.at - bell2.at) / 1e6 - Double(buffer)) < 40 && abs(Double(m.at - musicAt) / 1e6 - Double(buffer)) < 40)
+            #expect(
+                abs(Double(b2.at - cutHeard) / 1e6) < 30,
+                "\(tap.id): the bell is heard where the event's frame says (\(Double(b2.at - cutHeard) / 1e6) ms off)")
+            #expect(
+                abs(Double(b2.at - bell2.at) / 1e6 - Double(buffer)) < 40
+                    && abs(Double(m.at - musicAt) / 1e6 - Double(buffer)) < 40)
             let ms = { (ns: Int) in Double(ns) / 1e6 }
-            print("snapcast \(tap.id): bell latency \(ms(b1.at - bell1.at)) ms, music \(ms(m.at - musicAt)) ms, bell over music \(ms(b2.at - bell2.at)) ms, after restart \(ms(b3.at - bell3.at)) ms")
+            print(
+                "snapcast \(tap.id): bell latency \(ms(b1.at - bell1.at)) ms, music \(ms(m.at - musicAt)) ms, bell over music \(ms(b2.at - bell2.at)) ms, after restart \(ms(b3.at - bell3.at)) ms"
+            )
             #expect(abs(ms(b1.at - bell1.at) - Double(buffer)) < 40, "\(tap.id): heard one buffer after the request")
-            #expect(abs(ms(b3.at - bell3.at) - Double(buffer)) < 40, "\(tap.id): latency back to the buffer \(backAfter) s after the restart")
+            #expect(
+                abs(ms(b3.at - bell3.at) - Double(buffer)) < 40,
+                "\(tap.id): latency back to the buffer \(backAfter) s after the restart")
         }
-        let a = try #require(heard["bedroom-pi"]), b = try #require(heard["bath-pi"])
+        let a = try #require(heard["bedroom-pi"])
+        let b = try #require(heard["bath-pi"])
         let skew = zip(a, b).map { Double($0 - $1) / 1e6 }
-        print("snapcast sync bedroom−bath: \(skew.map { "\(($0 * 1000).rounded() / 1000)" }.joined(separator: ", ")) ms (bell, music, bell over music, bell after restart)")
-        #expect(abs(skew[0]) < 2 && abs(skew[1]) < 2 && abs(skew[3]) < 2, "onsets within 2 ms on both speakers: \(skew)")
+        print(
+            "snapcast sync bedroom−bath: \(skew.map { "\(($0 * 1000).rounded() / 1000)" }.joined(separator: ", ")) ms (bell, music, bell over music, bell after restart)"
+        )
+        #expect(
+            abs(skew[0]) < 2 && abs(skew[1]) < 2 && abs(skew[3]) < 2, "onsets within 2 ms on both speakers: \(skew)")
         #expect(abs(skew[2]) < 6, "the bell's start over music (found in 5 ms blocks) agrees: \(skew)")
     }
 }

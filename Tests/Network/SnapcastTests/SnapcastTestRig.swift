@@ -1,12 +1,13 @@
 import AudioCore
 import BatonConfig
-@testable import BatonDaemon
 import BatonTesting
 import Engine
 import Glibc
 import OSThread
 import Snapcast
 import Synchronization
+
+@testable import BatonDaemon
 
 /// A house in a test: a real snapserver, two real snapclients (`bedroom-pi`, `bath-pi`) whose
 /// output the test reads, and a Baton daemon with one Snapcast zone `upstairs` feeding the server
@@ -26,27 +27,37 @@ final class SnapcastTestRig {
         bedroom = try SnapcastClientTap(id: "bedroom-pi", server: server)
         bath = try SnapcastClientTap(id: "bath-pi", server: server)
         let control = self.control
-        guard waitUntil(seconds: 10, {
-            let status = try? control.status()
-            return ["bedroom-pi", "bath-pi"].allSatisfy { status?.client($0)?.connected == true }
-        }) else { throw TestSetupError("the snapclients did not connect:\n\(bedroom.log)\n\(server.log)") }
+        guard
+            waitUntil(
+                seconds: 10,
+                {
+                    let status = try? control.status()
+                    return ["bedroom-pi", "bath-pi"].allSatisfy { status?.client($0)?.connected == true }
+                })
+        else { throw TestSetupError("the snapclients did not connect:\n\(bedroom.log)\n\(server.log)") }
 
         let sounds = WAVWriter.temporaryDirectory("snapcast-sounds")
-        WAVWriter.write(Signals.sine(frequency: 440, rate: 48_000, frames: 48_000, channels: 2, amplitude: 0.5),
-                        rate: 48_000, channels: 2, to: "\(sounds)/music440.wav")
+        WAVWriter.write(
+            Signals.sine(frequency: 440, rate: 48_000, frames: 48_000, channels: 2, amplitude: 0.5),
+            rate: 48_000, channels: 2, to: "\(sounds)/music440.wav")
         // Three names for one bell: equal announcements within 3 s would coalesce into one.
         for name in ["bell1", "bell2", "bell3"] {
-            WAVWriter.write(Signals.sine(frequency: 1000, rate: 48_000, frames: 19_200, channels: 2, amplitude: 0.5),
-                            rate: 48_000, channels: 2, to: "\(sounds)/\(name).wav")
+            WAVWriter.write(
+                Signals.sine(frequency: 1000, rate: 48_000, frames: 19_200, channels: 2, amplitude: 0.5),
+                rate: 48_000, channels: 2, to: "\(sounds)/\(name).wav")
         }
-        let snapcast = SnapcastConfig(source: .tcp(host: "127.0.0.1", port: server.sourcePort), control: server.control,
-                                      stream: server.stream, clients: clients, buffer: .milliseconds(bufferMilliseconds))
-        let zone = ZoneConfig(name: "upstairs", pcm: snapcast.source.description, rate: 48_000, channels: 2, clock: .system,
-                              snapcast: snapcast)
-        let config = BatonConfiguration(api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0)), zones: [zone],
-                                        sounds: sounds, device: "test-house")
+        let snapcast = SnapcastConfig(
+            source: .tcp(host: "127.0.0.1", port: server.sourcePort), control: server.control,
+            stream: server.stream, clients: clients, buffer: .milliseconds(bufferMilliseconds))
+        let zone = ZoneConfig(
+            name: "upstairs", pcm: snapcast.source.description, rate: 48_000, channels: 2, clock: .system,
+            snapcast: snapcast)
+        let config = BatonConfiguration(
+            api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0)), zones: [zone],
+            sounds: sounds, device: "test-house")
         let log = self.log
-        daemon = Daemon(config: config, logger: Logger(minimum: .info) { line in log.lines.withLock { $0.append(line) } })
+        daemon = Daemon(
+            config: config, logger: Logger(minimum: .info) { line in log.lines.withLock { $0.append(line) } })
         daemon.start()
     }
 

@@ -8,7 +8,9 @@ import Testing
     typealias Group = ServerStatus.Group
 
     func client(_ id: String, connected: Bool = true, latency: Int = 0, percent: Int = 100) -> Client {
-        Client(id: id, connected: connected, config: .init(latency: latency, volume: .init(muted: false, percent: percent)))
+        Client(
+            id: id, connected: connected, config: .init(latency: latency, volume: .init(muted: false, percent: percent))
+        )
     }
 
     let streams = [ServerStatus.Stream(id: "default", status: "idle"), .init(id: "upstairs", status: "playing")]
@@ -17,53 +19,85 @@ import Testing
     /// Two speakers each alone in a group on another stream: the larger (first) group takes both
     /// and is switched to the zone's stream.
     @Test func groupsSpeakersOnTheZoneStream() {
-        let status = ServerStatus(groups: [Group(id: "g1", streamID: "default", clients: [client("bedroom-pi")]),
-                                           Group(id: "g2", streamID: "default", clients: [client("bath-pi")])],
-                                  streams: streams)
-        #expect(zone.plan(for: status).actions == [.setClients(group: "g1", clients: ["bedroom-pi", "bath-pi"]),
-                                                   .setStream(group: "g1", stream: "upstairs")])
+        let status = ServerStatus(
+            groups: [
+                Group(id: "g1", streamID: "default", clients: [client("bedroom-pi")]),
+                Group(id: "g2", streamID: "default", clients: [client("bath-pi")]),
+            ],
+            streams: streams)
+        #expect(
+            zone.plan(for: status).actions == [
+                .setClients(group: "g1", clients: ["bedroom-pi", "bath-pi"]),
+                .setStream(group: "g1", stream: "upstairs"),
+            ])
     }
 
     /// Nothing to do when the group is right; a stranger in the group is moved out.
     @Test func keepsAGoodGroupAndEvictsStrangers() {
-        let good = ServerStatus(groups: [Group(id: "g", streamID: "upstairs", clients: [client("bath-pi"), client("bedroom-pi")])],
-                                streams: streams)
+        let good = ServerStatus(
+            groups: [Group(id: "g", streamID: "upstairs", clients: [client("bath-pi"), client("bedroom-pi")])],
+            streams: streams)
         #expect(zone.plan(for: good) == SnapcastZone.Plan())
-        let crowded = ServerStatus(groups: [Group(id: "g", streamID: "upstairs",
-                                                  clients: [client("bath-pi"), client("bedroom-pi"), client("kitchen-pi")])],
-                                   streams: streams)
+        let crowded = ServerStatus(
+            groups: [
+                Group(
+                    id: "g", streamID: "upstairs",
+                    clients: [client("bath-pi"), client("bedroom-pi"), client("kitchen-pi")])
+            ],
+            streams: streams)
         #expect(zone.plan(for: crowded).actions == [.setClients(group: "g", clients: ["bedroom-pi", "bath-pi"])])
     }
 
     /// On a tie the group already on the zone's stream is kept.
     @Test func prefersTheGroupOnTheStream() {
-        let status = ServerStatus(groups: [Group(id: "a", streamID: "default", clients: [client("bedroom-pi")]),
-                                           Group(id: "b", streamID: "upstairs", clients: [client("bath-pi")])],
-                                  streams: streams)
+        let status = ServerStatus(
+            groups: [
+                Group(id: "a", streamID: "default", clients: [client("bedroom-pi")]),
+                Group(id: "b", streamID: "upstairs", clients: [client("bath-pi")]),
+            ],
+            streams: streams)
         #expect(zone.plan(for: status).actions == [.setClients(group: "b", clients: ["bedroom-pi", "bath-pi"])])
     }
 
     /// A speaker the server never saw is reported and left out until it connects; an unknown stream
     /// is reported and nothing is changed.
     @Test func reportsWhatItCannotFix() {
-        let one = ServerStatus(groups: [Group(id: "g", streamID: "upstairs", clients: [client("bedroom-pi")])], streams: streams)
+        let one = ServerStatus(
+            groups: [Group(id: "g", streamID: "upstairs", clients: [client("bedroom-pi")])], streams: streams)
         let plan = zone.plan(for: one)
         #expect(plan.actions.isEmpty)
         #expect(plan.problems == ["speaker \"bath-pi\" has never connected to the server"])
         let noStream = ServerStatus(groups: one.groups, streams: [.init(id: "default", status: "idle")])
-        #expect(zone.plan(for: noStream).problems == ["stream \"upstairs\" is not configured on the server (streams: default)"])
+        #expect(
+            zone.plan(for: noStream).problems == [
+                "stream \"upstairs\" is not configured on the server (streams: default)"
+            ])
         #expect(zone.plan(for: noStream).actions.isEmpty)
     }
 
     /// Volume is set once per connection; latency is kept; disconnected speakers are left alone.
     @Test func setsVolumeOnceAndKeepsLatency() {
-        let trimmed = SnapcastZone(stream: "upstairs", speakers: [.init(id: "bedroom-pi", volumePercent: 80, latencyMilliseconds: 20),
-                                                                  .init(id: "bath-pi", volumePercent: 50)])
-        let status = ServerStatus(groups: [Group(id: "g", streamID: "upstairs",
-                                                 clients: [client("bedroom-pi", latency: 0), client("bath-pi", connected: false)])],
-                                  streams: streams)
-        #expect(trimmed.plan(for: status).actions == [.setVolume(client: "bedroom-pi", percent: 80),
-                                                      .setLatency(client: "bedroom-pi", milliseconds: 20)])
-        #expect(trimmed.plan(for: status, volumesSet: ["bedroom-pi"]).actions == [.setLatency(client: "bedroom-pi", milliseconds: 20)])
+        let trimmed = SnapcastZone(
+            stream: "upstairs",
+            speakers: [
+                .init(id: "bedroom-pi", volumePercent: 80, latencyMilliseconds: 20),
+                .init(id: "bath-pi", volumePercent: 50),
+            ])
+        let status = ServerStatus(
+            groups: [
+                Group(
+                    id: "g", streamID: "upstairs",
+                    clients: [client("bedroom-pi", latency: 0), client("bath-pi", connected: false)])
+            ],
+            streams: streams)
+        #expect(
+            trimmed.plan(for: status).actions == [
+                .setVolume(client: "bedroom-pi", percent: 80),
+                .setLatency(client: "bedroom-pi", milliseconds: 20),
+            ])
+        #expect(
+            trimmed.plan(for: status, volumesSet: ["bedroom-pi"]).actions == [
+                .setLatency(client: "bedroom-pi", milliseconds: 20)
+            ])
     }
 }

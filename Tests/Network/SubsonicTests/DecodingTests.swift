@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Subsonic
 import Testing
 
@@ -10,7 +11,8 @@ import Testing
 
     /// An OpenSubsonic song decodes replayGain, samplingRate and a numeric ID as a string.
     @Test func decodesOpenSubsonicSongFields() throws {
-        let song: Song = try decode("""
+        let song: Song = try decode(
+            """
             {"id": 1234, "title": "T", "album": "A", "albumId": "al-1", "track": "3", "duration": 241,
              "suffix": "flac", "contentType": "audio/flac", "bitRate": 880, "samplingRate": 44100,
              "channelCount": 2, "size": 26000000,
@@ -30,7 +32,8 @@ import Testing
 
     /// A play queue (OpenSubsonic example shape) decodes its entries, current ID and position in ms.
     @Test func decodesAPlayQueue() throws {
-        let queue: PlayQueue = try decode("""
+        let queue: PlayQueue = try decode(
+            """
             {"current": "s2", "position": 93500, "username": "baton", "changed": "2024-01-02T03:04:05Z",
              "changedBy": "baton", "entry": [{"id": "s1", "title": "One"}, {"id": "s2", "title": "Two"}]}
             """)
@@ -47,8 +50,6 @@ import Testing
         #expect(none.entries.isEmpty)
     }
 }
-
-import FoundationEssentials
 
 /// JSONDecoder over a string, for fixtures.
 enum JSONTestDecoder {

@@ -70,8 +70,11 @@ import Testing
         let tones = try server.album("Tones", client: client)
         #expect(tones.songs.map(\.suffix) == ["flac", "mp3", "opus", "wav", "wav"])
         #expect(tones.songs.map(\.track) == [1, 2, 3, 4, 5])
-        #expect(tones.songs.map(\.title) == ["Tone 440 FLAC", "Tone 550 MP3", "Tone 660 Opus", "Tone 770 WAV 22050",
-                                             "Tone 880 WAV 48000"])
+        #expect(
+            tones.songs.map(\.title) == [
+                "Tone 440 FLAC", "Tone 550 MP3", "Tone 660 Opus", "Tone 770 WAV 22050",
+                "Tone 880 WAV 48000",
+            ])
         #expect(tones.songs.allSatisfy { $0.duration == 20 && $0.albumId == tones.id && !$0.id.isEmpty })
         let song = try client.song(id: tones.songs[0].id)
         #expect(song.contentType == "audio/flac")
@@ -280,8 +283,11 @@ import Testing
         #expect(bytes.count < file.count)
         restartServer()
         killed = false
-        let resumed = try client.stream(try client.streamRequest(id: song.id, format: "raw",
-                                                                 offsetBytes: Int64(bytes.count))) { chunk in
+        let resumed = try client.stream(
+            try client.streamRequest(
+                id: song.id, format: "raw",
+                offsetBytes: Int64(bytes.count))
+        ) { chunk in
             bytes.append(contentsOf: chunk)
             return true
         }
@@ -291,9 +297,12 @@ import Testing
 
     private func restartServer() {
         let script = TestServer.repositoryRoot + "/scripts/subsonic-server.sh"
-        let result = Subprocess.run("/bin/bash", [script, "restart-server-only"],
-                                    environment: ["BATON_SUBSONIC_PORT": TestServer.faultsPort,
-                                                  "BATON_SUBSONIC_ENV": TestServer.faultsEnvPath], seconds: 60)
+        let result = Subprocess.run(
+            "/bin/bash", [script, "restart-server-only"],
+            environment: [
+                "BATON_SUBSONIC_PORT": TestServer.faultsPort,
+                "BATON_SUBSONIC_ENV": TestServer.faultsEnvPath,
+            ], seconds: 60)
         #expect(result.status == 0, "restart-server-only failed: \(result.output)")
     }
 }

@@ -23,8 +23,9 @@ struct TestServer {
     /// Reads the env file; throws ``Missing`` (failing the test) when the server was not started.
     static func current(envPath: String = TestServer.envPath) throws -> TestServer {
         guard let text = readText(envPath) else {
-            throw Missing(description: "no Subsonic test server (\(envPath) is missing): run "
-                              + "`scripts/subsonic-server.sh start` first")
+            throw Missing(
+                description: "no Subsonic test server (\(envPath) is missing): run "
+                    + "`scripts/subsonic-server.sh start` first")
         }
         var values: [String: String] = [:]
         for line in text.split(separator: "\n") {
@@ -32,8 +33,9 @@ struct TestServer {
             values[String(line[..<equals])] = String(line[line.index(after: equals)...])
         }
         guard let url = values["url"], let user = values["user"], let passwordFile = values["password-file"],
-              let music = values["music"], let pid = values["pid"].flatMap({ Int32($0) }),
-              let password = readText(passwordFile)?.split(separator: "\n").first.map(String.init) else {
+            let music = values["music"], let pid = values["pid"].flatMap({ Int32($0) }),
+            let password = readText(passwordFile)?.split(separator: "\n").first.map(String.init)
+        else {
             throw Missing(description: "\(envPath) is incomplete: run `scripts/subsonic-server.sh stop` and `start`")
         }
         return TestServer(url: url, user: user, password: password, music: music, pid: pid)

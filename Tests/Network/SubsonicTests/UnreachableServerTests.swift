@@ -7,8 +7,10 @@ import Testing
     /// A Subsonic client pointed at a closed port reports a transport error without the password.
     @Test func reportsAnUnreachableSubsonicServer() throws {
         let port = try Listener.closedPort()
-        let client = SubsonicClient(config: SubsonicConfig(url: "http://127.0.0.1:\(port)", user: "u",
-                                                           password: "pa55word-secret"))
+        let client = SubsonicClient(
+            config: SubsonicConfig(
+                url: "http://127.0.0.1:\(port)", user: "u",
+                password: "pa55word-secret"))
         let error = #expect(throws: SubsonicError.self) { try client.ping() }
         guard case .transport(let curlError)? = error else {
             Issue.record("expected a transport error, got \(String(describing: error))")

@@ -1,9 +1,10 @@
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import HTTPServer
 import OSThread
 import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// The bearer token required when the API is reachable beyond loopback.
 @Suite struct APITokenTests {
@@ -16,7 +17,9 @@ import Testing
         defer { server.stop() }
         func get(_ auth: String?) throws -> RawClient.Response {
             let c = try RawClient(port: server.port)
-            c.send("GET /api/v1/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\(auth.map { "Authorization: \($0)\r\n" } ?? "")\r\n")
+            c.send(
+                "GET /api/v1/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\(auth.map { "Authorization: \($0)\r\n" } ?? "")\r\n"
+            )
             return try c.readResponse()
         }
         let none = try get(nil)
@@ -39,7 +42,8 @@ import Testing
         defer { server.stop() }
         func send(_ line: String, body: String = "") throws -> RawClient.Response {
             let c = try RawClient(port: server.port)
-            c.send("\(line) HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            c.send(
+                "\(line) HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
             return try c.readResponse()
         }
         let page = try send("GET /")
@@ -47,7 +51,8 @@ import Testing
         #expect(try send("GET /api/v1/status?access_token=s3cret-token").status == 200)
         #expect(try send("GET /api/v1/status?access_token=wrong").status == 401)
         #expect(try send("GET /api/v1/status?access_token=").status == 401)
-        #expect(try send("POST /api/v1/announce?access_token=s3cret-token", body: #"{"sound": "bell1k"}"#).status == 401,
-                "a query token is for GET only")
+        #expect(
+            try send("POST /api/v1/announce?access_token=s3cret-token", body: #"{"sound": "bell1k"}"#).status == 401,
+            "a query token is for GET only")
     }
 }

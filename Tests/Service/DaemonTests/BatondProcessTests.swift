@@ -19,7 +19,9 @@ import Testing
         let dir = WAVWriter.temporaryDirectory("badconfig")
         let path = dir + "/baton.yaml"
         let f = try #require(fopen(path, "w"))
-        fputs("api:\n  listen: 127.0.0.1:8470\nzones:\n  kitchen:\n    pcm: null\n    perod: 10ms\n    format: S24_LE\n", f)
+        fputs(
+            "api:\n  listen: 127.0.0.1:8470\nzones:\n  kitchen:\n    pcm: null\n    perod: 10ms\n    format: S24_LE\n",
+            f)
         fclose(f)
         let r = Subprocess.run(batond, ["--config", path])
         #expect(r.status == 1)

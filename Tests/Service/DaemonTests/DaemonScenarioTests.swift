@@ -1,10 +1,11 @@
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
 import OSThread
 import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// The doorbell scenario end to end: HTTP API → arbiter → slots → real alsa-lib file PCMs.
 @Suite(.serialized) struct DaemonScenarioTests {
@@ -27,8 +28,11 @@ import Testing
         t.stop()
         let kitchen = t.left("kitchen")
         let f = try #require(granted.zoneFrames?["kitchen"])
-        let onset = try #require(Signals.onset(Array(kitchen[max(0, f - 4_410)...]), threshold: 0.001)).advanced(by: max(0, f - 4_410))
-        #expect(onset >= f && onset <= f + period + 2, "the bell starts within one period of the grant (\(onset - f) frames)")
+        let onset = try #require(Signals.onset(Array(kitchen[max(0, f - 4_410)...]), threshold: 0.001)).advanced(
+            by: max(0, f - 4_410))
+        #expect(
+            onset >= f && onset <= f + period + 2,
+            "the bell starts within one period of the grant (\(onset - f) frames)")
         #expect(level(kitchen, onset + 2, 1000) > 0.45, "at full level from its first period: no fade-in")
         #expect(level(kitchen, f - 441, 1000) < 0.001, "and not before")
         let patio = Signals.channel(ALSATestRig.readS16(t.files["patio"]!), 0, of: 2)
@@ -41,7 +45,8 @@ import Testing
     /// one period plus the ramp in the zone's file.
     @Test func doorbellInterruptsAndMusicResumes() throws {
         let t = try TestDaemon()
-        let music = try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+        let music = try t.json(
+            "POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
         #expect(music.status == 202)
         let musicID = try #require(music.object["id"])
         #expect(waitUntil { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.3 })
@@ -66,7 +71,11 @@ import Testing
         let ended = try #require(t.waitForEvent("interruption-ended", source: musicID))
         #expect(ended.shouldResume == true)
         #expect(waitUntil { (try? t.status().sources.first { $0.id == musicID }?.state) == "playing" })
-        #expect(waitUntil { (try? t.status().zones[0].sources.first { $0.source == musicID }?.positionFrames ?? 0) ?? 0 > frozen + 4_410 })
+        #expect(
+            waitUntil {
+                (try? t.status().zones[0].sources.first { $0.source == musicID }?.positionFrames ?? 0) ?? 0 > frozen
+                    + 4_410
+            })
         t.stop()
 
         let out = t.left("kitchen")
@@ -79,13 +88,18 @@ import Testing
         #expect(level(out, resume + period + ramp, 1000) < 0.01, "doorbell over")
         // Frames of music heard before the cut + frames heard after = the position: nothing skipped.
         let frames = try #require(frozen > 0 ? frozen : nil)
-        #expect(frames >= cut - (try #require(t.daemon.events.recent().first { $0.type == "granted" && $0.source == musicID }?.zoneFrames?["kitchen"])) - period)
+        #expect(
+            frames >= cut
+                - (try #require(
+                    t.daemon.events.recent().first { $0.type == "granted" && $0.source == musicID }?.zoneFrames?[
+                        "kitchen"])) - period)
     }
 
     /// The user pausing music during the doorbell wins: `ended(shouldResume: false)` and it stays paused.
     @Test func userPauseDuringDoorbellKeepsMusicPaused() throws {
         let t = try TestDaemon()
-        let music = try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+        let music = try t.json(
+            "POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
         let musicID = try #require(music.object["id"])
         _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         #expect(t.waitForEvent("interruption-began", source: musicID) != nil)
@@ -107,7 +121,9 @@ import Testing
     @Test func repeatedDoorbellCoalesces() throws {
         let t = try TestDaemon()
         var statuses: [String] = []
-        for _ in 0..<5 { statuses.append(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).object["status"] ?? "?") }
+        for _ in 0..<5 {
+            statuses.append(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).object["status"] ?? "?")
+        }
         #expect(statuses == ["playing", "coalesced", "coalesced", "coalesced", "coalesced"])
         #expect(t.daemon.events.recent().filter { $0.type == "coalesced" }.count == 4)
         t.stop()
@@ -133,22 +149,29 @@ import Testing
     }
 
     /// Bad requests get a 4xx JSON error naming the problem, and the daemon keeps serving.
-    @Test(arguments: [
-        ("POST", "/api/v1/announce", #"{"sound": "doorbell""#, 400, "malformed JSON"),
-        ("POST", "/api/v1/announce", #"["doorbell"]"#, 400, "JSON object"),
-        ("POST", "/api/v1/announce", #"{"sound": "doorbell", "zones": ["cellar"]}"#, 404, "unknown zone or group \"cellar\""),
-        ("POST", "/api/v1/announce", #"{"sound": "trumpet"}"#, 404, "unknown sound"),
-        ("POST", "/api/v1/announce", #"{"sound": "../etc/passwd"}"#, 400, "invalid sound name"),
-        ("POST", "/api/v1/announce", #"{"sound": "a/b"}"#, 400, "invalid sound name"),
-        ("POST", "/api/v1/announce", #"{"sound": 5}"#, 400, "field \"sound\": expected a string"),
-        ("POST", "/api/v1/announce", #"{"zones": ["kitchen"]}"#, 400, "give exactly one of sound and text"),
-        ("POST", "/api/v1/announce", #"{"sound": "doorbell", "volum": 1}"#, 400, "unknown field \"volum\""),
-        ("POST", "/api/v1/announce", #"{"sound": "doorbell", "volume": 3}"#, 400, "volume must be between 0 and 1"),
-        ("POST", "/api/v1/announce", "{\"sound\": \"" + String(repeating: "x", count: 5000) + "\"}", 413, "exceeds"),
-        ("GET", "/api/v1/announce", nil, 405, "not allowed"),
-        ("GET", "/api/v1/nothing", nil, 404, "no such endpoint"),
-        ("POST", "/api/v1/music/pause", #"{"id": "music-99"}"#, 404, "no source \"music-99\""),
-    ] as [(String, String, String?, Int, String)])
+    @Test(
+        arguments: [
+            ("POST", "/api/v1/announce", #"{"sound": "doorbell""#, 400, "malformed JSON"),
+            ("POST", "/api/v1/announce", #"["doorbell"]"#, 400, "JSON object"),
+            (
+                "POST", "/api/v1/announce", #"{"sound": "doorbell", "zones": ["cellar"]}"#, 404,
+                "unknown zone or group \"cellar\""
+            ),
+            ("POST", "/api/v1/announce", #"{"sound": "trumpet"}"#, 404, "unknown sound"),
+            ("POST", "/api/v1/announce", #"{"sound": "../etc/passwd"}"#, 400, "invalid sound name"),
+            ("POST", "/api/v1/announce", #"{"sound": "a/b"}"#, 400, "invalid sound name"),
+            ("POST", "/api/v1/announce", #"{"sound": 5}"#, 400, "field \"sound\": expected a string"),
+            ("POST", "/api/v1/announce", #"{"zones": ["kitchen"]}"#, 400, "give exactly one of sound and text"),
+            ("POST", "/api/v1/announce", #"{"sound": "doorbell", "volum": 1}"#, 400, "unknown field \"volum\""),
+            ("POST", "/api/v1/announce", #"{"sound": "doorbell", "volume": 3}"#, 400, "volume must be between 0 and 1"),
+            (
+                "POST", "/api/v1/announce", "{\"sound\": \"" + String(repeating: "x", count: 5000) + "\"}", 413,
+                "exceeds"
+            ),
+            ("GET", "/api/v1/announce", nil, 405, "not allowed"),
+            ("GET", "/api/v1/nothing", nil, 404, "no such endpoint"),
+            ("POST", "/api/v1/music/pause", #"{"id": "music-99"}"#, 404, "no source \"music-99\""),
+        ] as [(String, String, String?, Int, String)])
     func badRequestsGetClearErrors(method: String, path: String, body: String?, status: Int, message: String) throws {
         let t = try TestDaemon()
         defer { t.stop() }

@@ -1,11 +1,12 @@
 import BatonConfig
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
 import OSThread
 import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// Ducking and per-zone muting, checked on the zones' output files.
 @Suite(.serialized) struct DuckAndMuteTests {
@@ -24,7 +25,9 @@ import Testing
         policy.classes[1].lower = .duck
         policy.duck = DuckConfig(level: -15, attack: .milliseconds(50), release: .milliseconds(100))
         let t = try TestDaemon(policy: policy)
-        let music = try #require(try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#).object["id"])
+        let music = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+                .object["id"])
         #expect(waitUntil { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.2 })
         _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         let duck = try #require(t.waitForEvent("duck-began", source: music))
@@ -35,11 +38,13 @@ import Testing
         let unduck = try #require(t.waitForEvent("duck-ended", source: music))
         usleep(300_000)
         t.stop()
-        #expect(!t.daemon.events.recent().contains { $0.type.hasPrefix("interruption") && $0.source == music },
-                "a ducked source is never interrupted")
+        #expect(
+            !t.daemon.events.recent().contains { $0.type.hasPrefix("interruption") && $0.source == music },
+            "a ducked source is never interrupted")
 
         let out = t.left("kitchen")
-        let d = try #require(duck.zoneFrames?["kitchen"]), u = try #require(unduck.zoneFrames?["kitchen"])
+        let d = try #require(duck.zoneFrames?["kitchen"])
+        let u = try #require(unduck.zoneFrames?["kitchen"])
         let expected = 0.5 * 0.17783  // -15 dB
         #expect(level(out, d - 882, 440) > 0.45)
         let ducked = level(out, d + period + 2_205, 440)  // attack: 50 ms = 2205 frames
@@ -52,7 +57,10 @@ import Testing
     /// zone, with no `interruption-began` (it is still heard somewhere).
     @Test func partialInterruptionMutesOneZone() throws {
         let t = try TestDaemon()
-        let music = try #require(try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen", "patio"], "loop": true}"#).object["id"])
+        let music = try #require(
+            try t.json(
+                "POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen", "patio"], "loop": true}"#
+            ).object["id"])
         #expect(waitUntil { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.2 })
         _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         let muted = try #require(t.waitForEvent("muted", source: music))
@@ -65,7 +73,8 @@ import Testing
 
         let kitchen = t.left("kitchen")
         let patio = Signals.channel(ALSATestRig.readS16(t.files["patio"]!), 0, of: 2)
-        let m = try #require(muted.zoneFrames?["kitchen"]), u = try #require(unmuted.zoneFrames?["kitchen"])
+        let m = try #require(muted.zoneFrames?["kitchen"])
+        let u = try #require(unmuted.zoneFrames?["kitchen"])
         #expect(level(kitchen, m + period + ramp, 440) < 0.01, "muted in the kitchen")
         #expect(level(kitchen, u + period + ramp, 440) > 0.45, "back after the doorbell")
         let pm = try #require(muted.zoneFrames?["patio"])

@@ -1,9 +1,10 @@
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import OSThread
 import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// `GET /api/v1/events`: the arbiter's effects as Server-Sent Events, in order, with reasons.
 @Suite struct EventStreamTests {
@@ -19,15 +20,19 @@ import Testing
         #expect(head.headers["content-type"]?.hasPrefix("text/event-stream") == true)
         #expect(waitUntil { t.daemon.events.subscriberCount == 1 })
 
-        let music = try #require(try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#).object["id"])
-        let bell = try #require(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
+        let music = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+                .object["id"])
+        let bell = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
         var seen: [(String, Event)] = []
         while seen.last?.0 != "interruption-ended", let e = try client.readServerSentEvent() {
             let event = try JSONDecoder().decode(Event.self, from: Data(e.data.utf8))
             #expect(event.type == e.type)
             if event.source == music || event.source == bell { seen.append((e.type, event)) }
         }
-        #expect(seen.map(\.0) == ["granted", "granted", "interruption-began", "played", "finished", "interruption-ended"])
+        #expect(
+            seen.map(\.0) == ["granted", "granted", "interruption-began", "played", "finished", "interruption-ended"])
         #expect(seen.map { $0.1.source ?? "" } == [music, bell, music, bell, bell, music])
         #expect(seen.allSatisfy { $0.1.reason?.isEmpty == false })
         #expect(seen.last?.1.shouldResume == true)

@@ -1,10 +1,11 @@
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
 import OSThread
 import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// Faults the daemon lives through: a PCM that cannot be opened until later, and a state file that
 /// cannot be written (full disk, a state-dir that cannot exist). Each: what the user sees, and
@@ -18,7 +19,10 @@ import Testing
         let t = try TestDaemon(zones: [("kitchen", 44_100, nil), ("garage", 48_000, ALSATestRig.latePCM)])
         defer { t.stop() }
         // The first open attempt may not have failed yet ("opening PCM …"): wait for its ALSA error.
-        #expect(waitUntil { ((try? t.status().zones.first { $0.name == "garage" }?.error) ?? nil)?.contains("open failed") == true })
+        #expect(
+            waitUntil {
+                ((try? t.status().zones.first { $0.name == "garage" }?.error) ?? nil)?.contains("open failed") == true
+            })
         let garage = try #require(try t.status().zones.first { $0.name == "garage" })
         #expect(garage.state == "unavailable")
         #expect(garage.error?.contains("ALSA PCM \"baton_late\": open failed") == true, "\(garage.error ?? "")")
@@ -26,7 +30,8 @@ import Testing
         #expect(skipped.object["skipped"] == "garage", "\(skipped.object)")
         setenv(ALSATestRig.lateVariable, ALSATestRig.makePCM().name, 1)
         #expect(waitUntil(seconds: 15) { (try? t.status().zones.first { $0.name == "garage" }?.state) == "available" })
-        #expect(waitUntil { t.daemon.events.recent().contains { $0.type == "zone-available" && $0.zones == ["garage"] } })
+        #expect(
+            waitUntil { t.daemon.events.recent().contains { $0.type == "zone-available" && $0.zones == ["garage"] } })
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["garage"]}"#).status == 202)
     }
 
@@ -41,10 +46,15 @@ import Testing
         defer { t.stop() }
         #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.3}"#).status == 200)
         let failed = try #require(t.waitForEvent("state-error", seconds: 5))
-        #expect(failed.reason?.hasSuffix("state.json.tmp: write failed: No space left on device") == true, "\(failed.reason ?? "")")
+        #expect(
+            failed.reason?.hasSuffix("state.json.tmp: write failed: No space left on device") == true,
+            "\(failed.reason ?? "")")
         #expect(try t.status().zones.first { $0.name == "kitchen" }?.volume == Double(Float(0.3)), "the volume is kept")
-        #expect(waitUntil(seconds: 5) { ((try? StateStore(directory: dir).load().get())??.volumes["kitchen"]) == Double(Float(0.3)) },
-                "saved once the disk takes it")
+        #expect(
+            waitUntil(seconds: 5) {
+                ((try? StateStore(directory: dir).load().get())??.volumes["kitchen"]) == Double(Float(0.3))
+            },
+            "saved once the disk takes it")
     }
 
     /// A state-dir that cannot be created (its parent is a file): an error naming it, and the daemon

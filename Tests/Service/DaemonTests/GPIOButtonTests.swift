@@ -1,10 +1,11 @@
 import BatonConfig
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import GPIO
 import OSThread
 import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// An edge source whose edges the test replays when it wants (the daemon's zones are up by then).
 final class HeldEdgeSource: EdgeSource, @unchecked Sendable {
@@ -23,8 +24,10 @@ final class HeldEdgeSource: EdgeSource, @unchecked Sendable {
     /// A press with contact bounce (falling edge, bounces within 50 ms, release) rings the doorbell
     /// once: one announcement, one press counted, 1 kHz in the kitchen.
     @Test func bouncyPressRingsOnce() throws {
-        let trace: [EdgeEvent] = [.falling(ms: 0), .rising(ms: 0.4), .falling(ms: 1.1), .rising(ms: 2.0), .falling(ms: 3.5),
-                                  .rising(ms: 180), .falling(ms: 181), .rising(ms: 183)]
+        let trace: [EdgeEvent] = [
+            .falling(ms: 0), .rising(ms: 0.4), .falling(ms: 1.1), .rising(ms: 2.0), .falling(ms: 3.5),
+            .rising(ms: 180), .falling(ms: 181), .rising(ms: 183),
+        ]
         let button = GPIOButtonConfig(line: 17, announce: AnnounceAction(sound: "bell1k", zones: ["kitchen"]))
         let line = HeldEdgeSource()
         let t = try TestDaemon(gpio: [button], edgeSources: { _ in line })

@@ -1,8 +1,9 @@
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import OSThread
 import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// A zone configured for hardware volume whose mixer control cannot be opened (this machine has
 /// no sound card) says so and falls back to software gain; the volume API works on.
@@ -12,7 +13,9 @@ import Testing
         defer { t.stop() }
         let event = try #require(t.waitForEvent("volume-control"))
         #expect(event.zones == ["kitchen"])
-        #expect(event.reason?.contains("hardware volume \"Digital\" on default unavailable") == true, "\(event.reason ?? "")")
+        #expect(
+            event.reason?.contains("hardware volume \"Digital\" on default unavailable") == true,
+            "\(event.reason ?? "")")
         #expect(event.reason?.hasSuffix("using software gain") == true)
         let kitchen = try #require(try t.status().zones.first { $0.name == "kitchen" })
         #expect(kitchen.volumeControl == "software")

@@ -1,13 +1,14 @@
 import AudioCore
 import BatonConfig
 import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
 import Media
 import OSThread
 import Testing
+
+@testable import BatonService
 
 // Hand-made hostile inputs (issue 7 point 5), each sent to a real daemon through its HTTP server and
 // answered with a clear error, after which the daemon still answers `GET /api/v1/status`. What other
@@ -17,13 +18,15 @@ import Testing
 struct HostileInputTests {
     /// The error text of a JSON error answer, or the body when it is not one.
     static func error(_ r: RawClient.Response) -> String {
-        (try? JSONDecoder().decode([String: String].self, from: Data(r.body)))?["error"] ?? "not a JSON error: \(r.text)"
+        (try? JSONDecoder().decode([String: String].self, from: Data(r.body)))?["error"]
+            ?? "not a JSON error: \(r.text)"
     }
 
     /// Asserts the daemon still serves its status.
     static func expectAlive(_ t: TestDaemon, sourceLocation: SourceLocation = #_sourceLocation) {
         let status = try? t.request("GET", "/api/v1/status")
-        #expect(status?.status == 200, "the daemon no longer answers GET /api/v1/status", sourceLocation: sourceLocation)
+        #expect(
+            status?.status == 200, "the daemon no longer answers GET /api/v1/status", sourceLocation: sourceLocation)
     }
 
     /// A 10 MB body (the configured limit is 64 KiB) is refused with 413 naming the limit: declared
@@ -32,16 +35,21 @@ struct HostileInputTests {
         let t = try TestDaemon(maxBody: 64 * 1024)
         defer { t.stop() }
         let body = [UInt8](repeating: UInt8(ascii: "x"), count: 10 << 20)
-        let declared = try Self.exchange(t.port, Array("POST /api/v1/announce HTTP/1.1\r\nHost: x\r\n".utf8)
-                                         + Array("Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
-                                         + body)
+        let declared = try Self.exchange(
+            t.port,
+            Array("POST /api/v1/announce HTTP/1.1\r\nHost: x\r\n".utf8)
+                + Array("Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+                + body)
         #expect(declared.status == 413)
         #expect(Self.error(declared) == "request body exceeds 65536 bytes")
 
-        let piece = Array("100000\r\n".utf8) + [UInt8](repeating: UInt8(ascii: "y"), count: 1 << 20) + Array("\r\n".utf8)
-        let chunked = try Self.exchange(t.port, Array("POST /api/v1/announce HTTP/1.1\r\nHost: x\r\n".utf8)
-                                        + Array("Transfer-Encoding: chunked\r\n\r\n".utf8)
-                                        + Array([[UInt8]](repeating: piece, count: 10).joined()) + Array("0\r\n\r\n".utf8))
+        let piece =
+            Array("100000\r\n".utf8) + [UInt8](repeating: UInt8(ascii: "y"), count: 1 << 20) + Array("\r\n".utf8)
+        let chunked = try Self.exchange(
+            t.port,
+            Array("POST /api/v1/announce HTTP/1.1\r\nHost: x\r\n".utf8)
+                + Array("Transfer-Encoding: chunked\r\n\r\n".utf8)
+                + Array([[UInt8]](repeating: piece, count: 10).joined()) + Array("0\r\n\r\n".utf8))
         #expect(chunked.status == 413)
         #expect(Self.error(chunked) == "request body exceeds 65536 bytes")
         Self.expectAlive(t)
@@ -61,17 +69,20 @@ struct HostileInputTests {
 
     /// Sound names that try to leave the sound directory are refused before any file is opened:
     /// parent directories, percent-encoded dots (taken literally), absolute paths, NUL bytes, hidden files.
-    @Test(arguments: ["../../etc/passwd", "%2e%2e/%2e%2e/etc/passwd", "..%2F..%2Fetc%2Fpasswd", "/etc/passwd",
-                      "doorbell\\u0000.wav", "\\u0000", "..", ".hidden", "doorbell/../../etc/passwd",
-                      String(repeating: "a", count: 65)])
+    @Test(arguments: [
+        "../../etc/passwd", "%2e%2e/%2e%2e/etc/passwd", "..%2F..%2Fetc%2Fpasswd", "/etc/passwd",
+        "doorbell\\u0000.wav", "\\u0000", "..", ".hidden", "doorbell/../../etc/passwd",
+        String(repeating: "a", count: 65),
+    ])
     func refusesPathTraversalInSoundNames(name: String) throws {
         let t = try TestDaemon()
         defer { t.stop() }
         for path in ["/api/v1/announce", "/api/v1/music/play"] {
             let r = try t.request("POST", path, #"{"sound": "\#(name)"}"#)
             #expect(r.status == 400, "\(path)")
-            #expect(Self.error(r).hasSuffix(": invalid sound name (use letters, digits, '-', '_' and '.'; no '/' or '..')"),
-                    "\(path): \(Self.error(r))")
+            #expect(
+                Self.error(r).hasSuffix(": invalid sound name (use letters, digits, '-', '_' and '.'; no '/' or '..')"),
+                "\(path): \(Self.error(r))")
         }
         Self.expectAlive(t)
     }
@@ -83,7 +94,10 @@ struct HostileInputTests {
         defer { t.stop() }
         let announce = try t.request("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["../kitchen"]}"#)
         #expect(announce.status == 404)
-        #expect(Self.error(announce) == #"unknown zone or group "../kitchen"; did you mean "kitchen"? (zones: kitchen, patio; groups: none; all: every zone)"#)
+        #expect(
+            Self.error(announce)
+                == #"unknown zone or group "../kitchen"; did you mean "kitchen"? (zones: kitchen, patio; groups: none; all: every zone)"#
+        )
         for zone in ["cellar", "..%2F..%2Fkitchen", "kitchen%2Fpatio", "%20kitchen"] {
             let r = try t.request("POST", "/api/v1/zones/\(zone)/volume", #"{"volume": 0.5}"#)
             let decoded = zone.replacing("%2F", with: "/").replacing("%20", with: " ")
@@ -98,8 +112,10 @@ struct HostileInputTests {
         let t = try TestDaemon()
         defer { t.stop() }
         let body: [UInt8] = Array(#"{"sound": "door"#.utf8) + [0xFF, 0xFE] + Array(#"bell"}"#.utf8)
-        let r = try Self.exchange(t.port, Array("POST /api/v1/announce HTTP/1.1\r\nHost: x\r\nConnection: close\r\n".utf8)
-                                  + Array("Content-Length: \(body.count)\r\n\r\n".utf8) + body)
+        let r = try Self.exchange(
+            t.port,
+            Array("POST /api/v1/announce HTTP/1.1\r\nHost: x\r\nConnection: close\r\n".utf8)
+                + Array("Content-Length: \(body.count)\r\n\r\n".utf8) + body)
         #expect(r.status == 400)
         // The keys are read first (they are valid); the bad bytes are met decoding the value.
         #expect(Self.error(r) == "not valid JSON (The given data was not valid JSON.)")
@@ -111,8 +127,10 @@ struct HostileInputTests {
     func refusesInvalidUTF8InPath(bytes: [UInt8]) throws {
         let t = try TestDaemon()
         defer { t.stop() }
-        let r = try Self.exchange(t.port, Array("POST /api/v1/zones/".utf8) + bytes
-                                  + Array("/volume HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}".utf8))
+        let r = try Self.exchange(
+            t.port,
+            Array("POST /api/v1/zones/".utf8) + bytes
+                + Array("/volume HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}".utf8))
         #expect(r.status == 400)
         #expect(Self.error(r) == "request path is not valid percent-encoded UTF-8")
         Self.expectAlive(t)
@@ -126,8 +144,9 @@ struct HostileInputTests {
         big.send("GET /api/v1/status HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 1 << 20))\r\n\r\n")
         #expect(try big.readHead().status == 431)
         let many = try RawClient(port: t.port)
-        many.send("GET /api/v1/status HTTP/1.1\r\nHost: x\r\n"
-                  + (0..<10_000).map { "X-H\($0): v\r\n" }.joined() + "\r\n")
+        many.send(
+            "GET /api/v1/status HTTP/1.1\r\nHost: x\r\n"
+                + (0..<10_000).map { "X-H\($0): v\r\n" }.joined() + "\r\n")
         #expect(try many.readHead().status == 431)
         Self.expectAlive(t)
     }
@@ -145,8 +164,10 @@ struct HostileInputTests {
         Self.write(Array(opus[..<(pages[2] + 40)]), to: "\(t.sounds)/cutaudio.opus")
         Self.write([], to: "\(t.sounds)/empty.wav")
         Self.write((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }, to: "\(t.sounds)/noise.wav")
-        let expected = [("cutpage", "not an Ogg Opus stream"), ("cutaudio", "the stream has invalid timestamps"),
-                        ("empty", "not a WAV file (no RIFF/WAVE header)"), ("noise", "not a WAV file (no RIFF/WAVE header)")]
+        let expected = [
+            ("cutpage", "not an Ogg Opus stream"), ("cutaudio", "the stream has invalid timestamps"),
+            ("empty", "not a WAV file (no RIFF/WAVE header)"), ("noise", "not a WAV file (no RIFF/WAVE header)"),
+        ]
         for (name, problem) in expected {
             let r = try t.request("POST", "/api/v1/announce", #"{"sound": "\#(name)"}"#)
             #expect(r.status == 422, "\(name): \(r.text)")
@@ -163,12 +184,15 @@ struct HostileInputTests {
         let pages = Self.oggPages(opus)
         func outcome(_ type: String?, _ bytes: [UInt8]) -> Result<Int, DecodeError> {
             Result { () throws(DecodeError) -> Int in
-                let decoder = try StreamDecoders.make(contentType: type, source: MemoryByteSource(bytes, chunkSizes: 1...700),
-                                                      name: "song")
+                let decoder = try StreamDecoders.make(
+                    contentType: type, source: MemoryByteSource(bytes, chunkSizes: 1...700),
+                    name: "song")
                 var out = [Float](repeating: 0, count: 4096 * decoder.channels)
                 var frames = 0
                 while true {
-                    let n = try out.withUnsafeMutableBufferPointer { (b) throws(DecodeError) -> Int in try decoder.read(into: b) }
+                    let n = try out.withUnsafeMutableBufferPointer { (b) throws(DecodeError) -> Int in
+                        try decoder.read(into: b)
+                    }
                     if n == 0 { return frames }
                     frames += n
                 }
@@ -180,7 +204,8 @@ struct HostileInputTests {
         let empty = try #require(outcome("audio/ogg", []).failure)
         #expect(empty.description == "Ogg Opus: song: not an Ogg Opus stream (-132)")
         let noise = try #require(outcome(nil, (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919 >> 3) }).failure)
-        #expect(noise.description == "unknown format: song: not a format Baton decodes (Ogg Opus, FLAC, MP3, WAV) "
+        #expect(
+            noise.description == "unknown format: song: not a format Baton decodes (Ogg Opus, FLAC, MP3, WAV) "
                 + "(first bytes: 00 DD BA 97 74 51 2E 0B E8 C5 A2 7F 5C 39 16 F3 …)")
         let cutPage = try #require(outcome(nil, Array(opus[..<20])).failure)
         #expect(cutPage.description == "Ogg Opus: song: not an Ogg Opus stream (-132)")
@@ -197,11 +222,15 @@ struct HostileInputTests {
         let t = try TestDaemon(configPath: path)
         defer { t.stop() }
         let cases: [([UInt8], String)] = [
-            (Array("zones:\n  kitchen: {pcm: \"".utf8) + [0xC3, 0x28] + Array("\"}\n".utf8),
-             "\(path):2:20: invalid trailing UTF-8 octet (byte 0x28)"),
-            (Array("zones:\n  kitchen: {pcm: hw0}\nsounds: ".utf8) + [UInt8](repeating: 0x61, count: 1 << 20)
-                + Array("\nzonez: 1\n".utf8),
-             #"\#(path):4:1: zonez: unknown key; did you mean "zones"?"#),
+            (
+                Array("zones:\n  kitchen: {pcm: \"".utf8) + [0xC3, 0x28] + Array("\"}\n".utf8),
+                "\(path):2:20: invalid trailing UTF-8 octet (byte 0x28)"
+            ),
+            (
+                Array("zones:\n  kitchen: {pcm: hw0}\nsounds: ".utf8) + [UInt8](repeating: 0x61, count: 1 << 20)
+                    + Array("\nzonez: 1\n".utf8),
+                #"\#(path):4:1: zonez: unknown key; did you mean "zones"?"#
+            ),
         ]
         for (bytes, expected) in cases {
             Self.write(bytes, to: path)
@@ -231,7 +260,9 @@ struct HostileInputTests {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else { throw ClientError(description: "connect: errno \(errno)") }
         var sent = 0
@@ -287,8 +318,8 @@ struct HostileInputTests {
     }
 }
 
-private extension Result {
-    var failure: Failure? {
+extension Result {
+    fileprivate var failure: Failure? {
         if case .failure(let error) = self { return error }
         return nil
     }

@@ -1,11 +1,12 @@
 import AudioCore
 import BatonConfig
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import Glibc
 import OSThread
 import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// Intercom calls end to end: RTP/Opus from ffmpeg (an independent sender) into the daemon's
 /// receiver, through the arbiter, into the zone's output file; and the policy between calls and
@@ -17,8 +18,10 @@ import Testing
     }
 
     func daemon(timeout: Duration = .milliseconds(600)) throws -> (TestDaemon, UInt16) {
-        let t = try TestDaemon(intercom: IntercomConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"],
-                                                        silenceTimeout: timeout))
+        let t = try TestDaemon(
+            intercom: IntercomConfig(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"],
+                silenceTimeout: timeout))
         let listen = try #require(try t.status().intercom?.listen)
         return (t, try #require(UInt16(listen.split(separator: ":").last ?? "")))
     }
@@ -28,23 +31,34 @@ import Testing
     /// timeout and the music resumes (`interruption-ended`, shouldResume true).
     @Test func callInterruptsMusicWhichResumesAfterIt() throws {
         let (t, port) = try daemon()
-        let music = try #require(try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#).object["id"])
+        let music = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+                .object["id"])
         #expect(waitUntil { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.3 })
-        let sent = Subprocess.run("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-f", "lavfi",
-                                                      "-i", "sine=frequency=880:sample_rate=48000:duration=2", "-c:a", "libopus",
-                                                      "-b:a", "64k", "-f", "rtp", "rtp://127.0.0.1:\(port)"], seconds: 60)
+        let sent = Subprocess.run(
+            "/usr/bin/ffmpeg",
+            [
+                "-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-f", "lavfi",
+                "-i", "sine=frequency=880:sample_rate=48000:duration=2", "-c:a", "libopus",
+                "-b:a", "64k", "-f", "rtp", "rtp://127.0.0.1:\(port)",
+            ], seconds: 60)
         #expect(sent.status == 0, "\(sent.output)")
         let began = try #require(t.waitForEvent("interruption-began", source: music))
         let ended = try #require(t.waitForEvent("interruption-ended", source: music, seconds: 10))
         #expect(ended.shouldResume == true)
-        let call = try #require(t.daemon.events.recent().first { $0.type == "granted" && $0.source?.hasPrefix("call-") == true })
-        #expect(t.daemon.events.recent().contains { $0.type == "call" && $0.reason?.hasPrefix("call ended: no packets for") == true })
+        let call = try #require(
+            t.daemon.events.recent().first { $0.type == "granted" && $0.source?.hasPrefix("call-") == true })
+        #expect(
+            t.daemon.events.recent().contains {
+                $0.type == "call" && $0.reason?.hasPrefix("call ended: no packets for") == true
+            })
         let counters = try #require(try t.status().intercom)
         #expect(counters.received >= 90 && counters.malformed == 0 && counters.lost == 0, "\(counters)")
         usleep(300_000)
         t.stop()
         let out = t.left("kitchen")
-        let cut = try #require(began.zoneFrames?["kitchen"]), back = try #require(ended.zoneFrames?["kitchen"])
+        let cut = try #require(began.zoneFrames?["kitchen"])
+        let back = try #require(ended.zoneFrames?["kitchen"])
         #expect(call.zoneFrames?["kitchen"] == cut)
         #expect(level(out, cut - 4_410, 440) > 0.3, "music before the call")
         // The call's tone (ffmpeg's sine: amplitude 1/8) over its middle second.
@@ -69,7 +83,8 @@ import Testing
         #expect(t.waitForEvent("played", source: bellID) != nil)
         #expect(try t.json("POST", "/api/v1/call/end").status == 404, "no call is on")
 
-        let second = try #require(try t.json("POST", "/api/v1/announce", #"{"sound": "doorbell", "zones": ["kitchen"]}"#).object["id"])
+        let second = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"sound": "doorbell", "zones": ["kitchen"]}"#).object["id"])
         #expect(t.waitForEvent("granted", source: second) != nil)
         let callID = try #require(try t.json("POST", "/api/v1/call/start").object["id"])
         let cut = try #require(t.waitForEvent("interruption-began", source: second))
@@ -78,9 +93,13 @@ import Testing
         let resumed = try #require(t.waitForEvent("interruption-ended", source: second))
         #expect(resumed.shouldResume == true)
         #expect(t.waitForEvent("played", source: second, seconds: 15) != nil, "the doorbell finishes after the call")
-        let order = t.daemon.events.recent().filter { [bellID, second, callID].contains($0.source ?? "") || $0.source?.hasPrefix("call-") == true }
-            .map { "\($0.type) \($0.source ?? "")" }
-        #expect(order.firstIndex(of: "interruption-began \(second)")! < order.firstIndex(of: "interruption-ended \(second)")!)
+        let order = t.daemon.events.recent().filter {
+            [bellID, second, callID].contains($0.source ?? "") || $0.source?.hasPrefix("call-") == true
+        }
+        .map { "\($0.type) \($0.source ?? "")" }
+        #expect(
+            order.firstIndex(of: "interruption-began \(second)")! < order.firstIndex(
+                of: "interruption-ended \(second)")!)
     }
 
     /// Garbage datagrams on the intercom port are counted as malformed, start no call and stall
@@ -99,7 +118,9 @@ import Testing
             var bytes = (0..<(1 + i % 300)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             if i % 2 == 0 && bytes.count > 0 { bytes[0] = 0x00 }  // never valid RTP version 2
             _ = withUnsafePointer(to: &address) { a in
-                a.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                a.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         }
         #expect(waitUntil { (try? t.status().intercom?.malformed ?? 0) ?? 0 >= 100 })
@@ -117,25 +138,34 @@ extension IntercomCallTests {
     @Test func doorbellOverMQTTWaitsForAnRTPCall() throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        let t = try TestDaemon(intercom: IntercomConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"],
-                                                        silenceTimeout: .milliseconds(600)),
-                               mqtt: MQTTConfig(broker: broker.url))
+        let t = try TestDaemon(
+            intercom: IntercomConfig(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"],
+                silenceTimeout: .milliseconds(600)),
+            mqtt: MQTTConfig(broker: broker.url))
         defer { t.stop() }
         let listen = try #require(try t.status().intercom?.listen)
         let port = try #require(UInt16(listen.split(separator: ":").last ?? ""))
         #expect(waitUntil(seconds: 15) { (try? t.status().mqtt?.connection) == "connected" })
-        let music = try #require(try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#).object["id"])
+        let music = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+                .object["id"])
         let caller = startThread {
-            _ = Subprocess.run("/usr/bin/ffmpeg", ["-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-f", "lavfi",
-                                                   "-i", "sine=frequency=880:sample_rate=48000:duration=2", "-c:a", "libopus",
-                                                   "-b:a", "64k", "-f", "rtp", "rtp://127.0.0.1:\(port)"], seconds: 60)
+            _ = Subprocess.run(
+                "/usr/bin/ffmpeg",
+                [
+                    "-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-f", "lavfi",
+                    "-i", "sine=frequency=880:sample_rate=48000:duration=2", "-c:a", "libopus",
+                    "-b:a", "64k", "-f", "rtp", "rtp://127.0.0.1:\(port)",
+                ], seconds: 60)
         }
         defer { pthread_join(caller, nil) }
         var call: Event?
-        #expect(waitUntil(seconds: 20) {
-            call = t.daemon.events.recent().first { $0.type == "granted" && $0.source?.hasPrefix("call-") == true }
-            return call != nil
-        }, "the RTP call starts")
+        #expect(
+            waitUntil(seconds: 20) {
+                call = t.daemon.events.recent().first { $0.type == "granted" && $0.source?.hasPrefix("call-") == true }
+                return call != nil
+            }, "the RTP call starts")
         try broker.publish(topic: "baton/test-speaker/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         let queued = try #require(t.waitForEvent("queued", seconds: 10))
         let bell = try #require(queued.source)
@@ -152,6 +182,7 @@ extension IntercomCallTests {
             default: return nil
             }
         }
-        #expect(order == ["music interrupted", "call finished", "bell granted", "bell played", "music resumes"], "\(order)")
+        #expect(
+            order == ["music interrupted", "call finished", "bell granted", "bell played", "music resumes"], "\(order)")
     }
 }

@@ -1,10 +1,11 @@
 import BatonConfig
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import Glibc
 import OSThread
 import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// The daemon on a real mosquitto broker (one per test, on a free loopback port), driven and watched
 /// by `mosquitto_pub` / `mosquitto_sub` as independent clients.
@@ -30,7 +31,9 @@ import Testing
         #expect(try broker.subscribe(topic: "\(base)/availability").messages() == ["\(base)/availability online"])
         let state = try broker.subscribe(topic: "\(base)/zones/kitchen/state").messages().first ?? ""
         #expect(state.contains(#""state":"#) && state.contains(#""volume":1"#), "\(state)")
-        let button = try broker.subscribe(topic: "homeassistant/button/baton_test-speaker/doorbell/config").messages().first ?? ""
+        let button =
+            try broker.subscribe(topic: "homeassistant/button/baton_test-speaker/doorbell/config").messages().first
+            ?? ""
         #expect(button.contains(#""command_topic":"baton/test-speaker/announce""#), "\(button)")
         #expect(t.waitForEvent("played", source: "announce-1") != nil)
         t.stop()
@@ -51,7 +54,12 @@ import Testing
         #expect(connected(t))
         try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "40")
         #expect(waitUntil { abs(((try? t.status().zones.first { $0.name == "kitchen" }?.volume) ?? 0) - 0.4) < 1e-6 })
-        #expect(waitUntil(seconds: 5) { ((try? broker.subscribe(topic: "\(base)/zones/kitchen/volume").messages()) ?? []) == ["\(base)/zones/kitchen/volume 40"] })
+        #expect(
+            waitUntil(seconds: 5) {
+                ((try? broker.subscribe(topic: "\(base)/zones/kitchen/volume").messages()) ?? []) == [
+                    "\(base)/zones/kitchen/volume 40"
+                ]
+            })
         let errors = try broker.subscribe(topic: "\(base)/errors", count: 3)
         try broker.publish(topic: "\(base)/announce", message: "ding dong")
         try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "140")
@@ -89,15 +97,24 @@ import Testing
         let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
         defer { t.stop() }
         #expect(connected(t))
-        try broker.publish(topic: "\(base)/music/play", message: #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+        try broker.publish(
+            topic: "\(base)/music/play", message: #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
         let music = try #require(t.waitForEvent("granted", seconds: 10)?.source)
-        for _ in 0..<3 { try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#) }
+        for _ in 0..<3 {
+            try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        }
         _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         #expect(waitUntil { t.daemon.events.recent().filter { $0.type == "coalesced" }.count == 3 })
         let ended = try #require(t.waitForEvent("interruption-ended", source: music, seconds: 10))
         #expect(ended.shouldResume == true)
-        let order = t.daemon.events.recent().map(\.type).filter { ["granted", "interruption-began", "coalesced", "played", "interruption-ended"].contains($0) }
-        #expect(order == ["granted", "granted", "interruption-began", "coalesced", "coalesced", "coalesced", "played", "interruption-ended"], "\(order)")
+        let order = t.daemon.events.recent().map(\.type).filter {
+            ["granted", "interruption-began", "coalesced", "played", "interruption-ended"].contains($0)
+        }
+        #expect(
+            order == [
+                "granted", "granted", "interruption-began", "coalesced", "coalesced", "coalesced", "played",
+                "interruption-ended",
+            ], "\(order)")
     }
 
     /// mqtts:// with the broker's CA: the daemon connects over TLS (the certificate is checked against

@@ -1,7 +1,5 @@
 import AudioCore
 import BatonConfig
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
@@ -9,6 +7,9 @@ import OSThread
 import Subsonic
 import Synchronization
 import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// Seek, ReplayGain, the play queue kept across a restart, and a pause long enough for the server
 /// to drop the idle connection — all against the real Subsonic test server, checked in the zone's file.
@@ -39,7 +40,11 @@ import Testing
     /// The ID of the "Steps" song on the server.
     func steps(_ t: TestDaemon) throws -> String {
         let music = try t.daemon.parts.music.context(t.daemon.config)
-        return try #require(try music.client.search("Steps", artistCount: 0, albumCount: 0, songCount: 5).songs.first { $0.title == "Steps" }).id
+        return try #require(
+            try music.client.search("Steps", artistCount: 0, albumCount: 0, songCount: 5).songs.first {
+                $0.title == "Steps"
+            }
+        ).id
     }
 
     /// A seek to 6.5 s jumps from the first step (300 Hz) straight to the seventh (900 Hz), which
@@ -48,7 +53,8 @@ import Testing
     func seekJumpsToThePosition(format: BatonConfig.SubsonicConfig.StreamFormat) throws {
         let t = try TestDaemon(music: try TestSubsonic.music(format: format))
         let song = try steps(t)
-        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#).object["id"])
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#).object["id"])
         #expect(waitUntil(seconds: 15) { position(t, id) > 0.3 })
         let r = try t.request("POST", "/api/v1/music/seek", #"{"position": 6.5}"#)
         #expect(r.status == 200, "\(r.text)")
@@ -59,7 +65,9 @@ import Testing
         let bad = try t.request("POST", "/api/v1/music/seek", #"{"position": 60}"#)
         #expect(bad.status == 400 && bad.text.contains("past the end"), "\(bad.text)")
         let huge = try t.request("POST", "/api/v1/music/seek", #"{"position": 1e300}"#)
-        #expect(huge.status == 400 && huge.text.contains("past the end"), "a huge position is refused, not a trap: \(huge.text)")
+        #expect(
+            huge.status == 400 && huge.text.contains("past the end"),
+            "a huge position is refused, not a trap: \(huge.text)")
         t.stop()
         let out = t.left("kitchen")
         let heard = steps(out, from: try #require(granted.zoneFrames?["kitchen"]))
@@ -78,7 +86,8 @@ import Testing
     @Test func replayGainScalesTheTrack() throws {
         let t = try TestDaemon(music: try TestSubsonic.music())
         let music = try t.daemon.parts.music.context(t.daemon.config)
-        var song = try #require(try music.client.search("Tone 440", artistCount: 0, albumCount: 0, songCount: 5).songs.first)
+        var song = try #require(
+            try music.client.search("Tone 440", artistCount: 0, albumCount: 0, songCount: 5).songs.first)
         let plain = try t.daemon.startSongs([song], zones: ["kitchen"])
         #expect(waitUntil(seconds: 15) { position(t, plain.id) > 0.6 })
         try t.daemon.command(.stop, source: plain.id)
@@ -101,7 +110,9 @@ import Testing
         let dir = WAVWriter.temporaryDirectory("state")
         let first = try TestDaemon(music: try TestSubsonic.music(), stateDir: dir)
         let song = try steps(first)
-        let id = try #require(try first.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#).object["id"])
+        let id = try #require(
+            try first.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#).object["id"]
+        )
         #expect(waitUntil(seconds: 15) { position(first, id) > 0.2 })
         #expect(try first.request("POST", "/api/v1/music/seek", #"{"position": 4.2}"#).status == 200)
         #expect(try first.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.5}"#).status == 200)
@@ -115,7 +126,9 @@ import Testing
         #expect(saved.track.title == "Steps")
         #expect(saved.zones == ["kitchen"])
         #expect(saved.playing)
-        #expect(saved.positionSeconds >= stoppedAt - 0.001 && saved.positionSeconds - stoppedAt < 0.1, "saved \(saved.positionSeconds) s, heard \(stoppedAt) s")
+        #expect(
+            saved.positionSeconds >= stoppedAt - 0.001 && saved.positionSeconds - stoppedAt < 0.1,
+            "saved \(saved.positionSeconds) s, heard \(stoppedAt) s")
         #expect(try second.status().zones.first { $0.name == "kitchen" }?.volume == 0.5)
         let resumed = try second.json("POST", "/api/v1/music/resume")
         #expect(resumed.status == 202, "\(resumed.object)")
@@ -138,15 +151,19 @@ extension MusicTests {
     /// goes on past everything that was buffered, with no stream error.
     @Test func resumeAfterTheServerDroppedThePausedStream() throws {
         let t = try TestDaemon(music: try TestSubsonic.music(envPath: TestSubsonic.faultsEnv))
-        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
         #expect(waitUntil(seconds: 15) { position(t, id) > 1.0 })
         #expect(try t.json("POST", "/api/v1/music/pause").status == 200)
         #expect(waitUntil { (try? t.status().zones[0].sources.first { $0.source == id }?.paused) == true })
         let pausedAt = position(t, id)
         let script = TestDaemon.repoRoot + "/scripts/subsonic-server.sh"
-        let restart = Subprocess.run("/bin/bash", [script, "restart-server-only"],
-                                     environment: ["BATON_SUBSONIC_PORT": TestSubsonic.faultsPort, "BATON_SUBSONIC_ENV": TestSubsonic.faultsEnv],
-                                     seconds: 60)
+        let restart = Subprocess.run(
+            "/bin/bash", [script, "restart-server-only"],
+            environment: [
+                "BATON_SUBSONIC_PORT": TestSubsonic.faultsPort, "BATON_SUBSONIC_ENV": TestSubsonic.faultsEnv,
+            ],
+            seconds: 60)
         #expect(restart.status == 0, "\(restart.output)")
         #expect(abs(position(t, id) - pausedAt) < 0.001, "paused: the position stays")
         #expect(try t.status().sources.first { $0.id == id }?.state == "paused")
@@ -161,7 +178,9 @@ extension MusicTests {
         let back = try #require(Signals.onset(Array(out[resumedAtFrame...]), threshold: 0.01)) + resumedAtFrame
         #expect(out.count >= back + 44_100 * 3 + 4_410, "3 s of music after the resume")
         for at in stride(from: back + 882, to: min(back + 44_100 * 3, out.count - 4_410), by: 4_410) {
-            #expect(Signals.windowedToneLevel(out[at..<(at + 4_410)], frequency: 330, rate: 44_100) > 0.05, "tone at frame \(at)")
+            #expect(
+                Signals.windowedToneLevel(out[at..<(at + 4_410)], frequency: 330, rate: 44_100) > 0.05,
+                "tone at frame \(at)")
         }
     }
 }
@@ -174,22 +193,27 @@ extension MusicTests {
         let t = try TestDaemon(music: try TestSubsonic.music(retry: .seconds(1), envPath: TestSubsonic.faultsEnv))
         defer { t.stop() }
         let music = try t.daemon.parts.music.context(t.daemon.config)
-        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
         #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
         let script = TestDaemon.repoRoot + "/scripts/subsonic-server.sh"
         // On a thread of its own: the test's cooperative-pool threads may all be busy waiting.
         let restart = Mutex<Int32?>(nil)
         let thread = startThread {
-            let r = Subprocess.run("/bin/bash", [script, "restart-server-only", "6"],
-                                   environment: ["BATON_SUBSONIC_PORT": TestSubsonic.faultsPort, "BATON_SUBSONIC_ENV": TestSubsonic.faultsEnv],
-                                   seconds: 60)
+            let r = Subprocess.run(
+                "/bin/bash", [script, "restart-server-only", "6"],
+                environment: [
+                    "BATON_SUBSONIC_PORT": TestSubsonic.faultsPort, "BATON_SUBSONIC_ENV": TestSubsonic.faultsEnv,
+                ],
+                seconds: 60)
             restart.withLock { $0 = r.status }
         }
         #expect(waitUntil(seconds: 10) { (try? music.client.ping()) == nil }, "the server went away")
         #expect(try t.request("POST", "/api/v1/music/seek", #"{"position": 10}"#).status == 200)
         let failed = try #require(t.waitForEvent("stream-error", source: id, seconds: 10))
         #expect(failed.reason?.contains("Long Tone 330") == true, "\(failed.reason ?? "")")
-        #expect(waitUntil(seconds: 10) { (try? t.status().sources.contains { $0.id == id }) == false }, "the source ended")
+        #expect(
+            waitUntil(seconds: 10) { (try? t.status().sources.contains { $0.id == id }) == false }, "the source ended")
         let saved = try #require(try t.status().savedQueue)
         #expect(!saved.playing)
         #expect(abs(saved.positionSeconds - 10) < 0.01)
@@ -208,7 +232,8 @@ extension MusicQueueTests {
     /// says paused, and the zone stays silent after the chime.
     @Test func pauseDuringTheDoorbellKeepsServerMusicPaused() throws {
         let t = try TestDaemon(music: try TestSubsonic.music())
-        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#).object["id"])
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#).object["id"])
         #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
         _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         #expect(t.waitForEvent("interruption-began", source: id) != nil)
@@ -221,7 +246,9 @@ extension MusicQueueTests {
         let out = t.left("kitchen")
         let end = try #require(ended.zoneFrames?["kitchen"])
         for at in stride(from: end + 882, to: out.count - 4_410, by: 4_410) {
-            #expect(Signals.windowedToneLevel(out[at..<(at + 4_410)], frequency: 440, rate: 44_100) < 0.001, "silent at \(at)")
+            #expect(
+                Signals.windowedToneLevel(out[at..<(at + 4_410)], frequency: 440, rate: 44_100) < 0.001,
+                "silent at \(at)")
         }
     }
 
@@ -229,8 +256,11 @@ extension MusicQueueTests {
     /// plays announcements on.
     @Test func unreachableServerIsAClearErrorAndTheDaemonRunsOn() throws {
         let password = WAVWriter.temporaryDirectory("pw") + "/password"
-        let f = try #require(fopen(password, "w")); fputs("secret-pw\n", f); fclose(f)
-        let music = MusicConfig(subsonic: .init(url: "http://127.0.0.1:9", user: "baton", password: .file(password), format: .opus))
+        let f = try #require(fopen(password, "w"))
+        fputs("secret-pw\n", f)
+        fclose(f)
+        let music = MusicConfig(
+            subsonic: .init(url: "http://127.0.0.1:9", user: "baton", password: .file(password), format: .opus))
         let t = try TestDaemon(music: music)
         defer { t.stop() }
         let r = try t.request("POST", "/api/v1/music/play", #"{"random": 5}"#)

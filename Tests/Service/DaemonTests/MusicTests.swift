@@ -1,12 +1,13 @@
 import BatonConfig
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
 import OSThread
 import Subsonic
 import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// Music streamed from the real Subsonic test server (Supysonic on 127.0.0.1) through the pipeline:
 /// libcurl → decoder → resampler → slot ring → output thread → ALSA file PCM.
@@ -45,7 +46,8 @@ import Testing
     /// position frozen), and it resumes where it was cut with `ended(shouldResume: true)`.
     @Test func doorbellInterruptsServerMusic() throws {
         let t = try TestDaemon(music: try TestSubsonic.music())
-        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#).object["id"])
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#).object["id"])
         #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
         _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         let began = try #require(t.waitForEvent("interruption-began", source: id))
@@ -57,10 +59,13 @@ import Testing
         let ended = try #require(t.waitForEvent("interruption-ended", source: id))
         #expect(ended.shouldResume == true)
         #expect(waitUntil { position(t, id) > frozen + 0.2 })
-        #expect(try t.status().sources.first { $0.id == id }?.track?.title.hasPrefix("Tone 440") == true, "the same track goes on")
+        #expect(
+            try t.status().sources.first { $0.id == id }?.track?.title.hasPrefix("Tone 440") == true,
+            "the same track goes on")
         t.stop()
         let out = t.left("kitchen")
-        let cut = try #require(began.zoneFrames?["kitchen"]), back = try #require(ended.zoneFrames?["kitchen"])
+        let cut = try #require(began.zoneFrames?["kitchen"])
+        let back = try #require(ended.zoneFrames?["kitchen"])
         #expect(level(out, cut - 4_410, 440) > 0.05, "music before")
         #expect(level(out, cut + 882, 440, frames: 4_410) < 0.01, "silent during the doorbell")
         #expect(level(out, back + 882, 440) > 0.05, "music after")
@@ -69,11 +74,15 @@ import Testing
     /// `next` moves to the following track of the queue: its tone replaces the first one.
     @Test func nextPlaysTheFollowingTrack() throws {
         let t = try TestDaemon(music: try TestSubsonic.music())
-        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Tone", "zones": ["kitchen"]}"#).object["id"])
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone", "zones": ["kitchen"]}"#).object["id"])
         #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
         let first = try #require(try t.status().sources.first { $0.id == id }?.track?.title)
         #expect(try t.request("POST", "/api/v1/music/next").status == 200)
-        #expect(waitUntil(seconds: 15) { (try? t.status().sources.first { $0.id == id }?.track?.title) != first && position(t, id) > 0.3 })
+        #expect(
+            waitUntil(seconds: 15) {
+                (try? t.status().sources.first { $0.id == id }?.track?.title) != first && position(t, id) > 0.3
+            })
         let second = try #require(try t.status().sources.first { $0.id == id })
         #expect(second.trackIndex == 1)
         #expect(second.queueLength ?? 0 >= 2)
@@ -102,22 +111,32 @@ extension MusicTests {
     @Test func gaplessAlbumHasNoJoint() throws {
         let t = try TestDaemon(music: try TestSubsonic.music())
         let music = try t.daemon.parts.music.context(t.daemon.config)
-        let album = try #require(try music.client.search("Gapless", artistCount: 0, albumCount: 5, songCount: 0).albums.first { $0.name == "Gapless" })
-        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"album": "\#(album.id)", "zones": ["kitchen"]}"#).object["id"])
+        let album = try #require(
+            try music.client.search("Gapless", artistCount: 0, albumCount: 5, songCount: 0).albums.first {
+                $0.name == "Gapless"
+            })
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"album": "\#(album.id)", "zones": ["kitchen"]}"#).object["id"])
         #expect(waitUntil(seconds: 15) { position(t, id) > 0.2 })
         #expect(try t.status().sources.first { $0.id == id }?.track?.title == "Gapless Part 1")
-        #expect(waitUntil(seconds: 20) { (try? t.status().sources.first { $0.id == id }?.trackIndex) == 1 && position(t, id) > 0.3 })
+        #expect(
+            waitUntil(seconds: 20) {
+                (try? t.status().sources.first { $0.id == id }?.trackIndex) == 1 && position(t, id) > 0.3
+            })
         #expect(try t.status().sources.first { $0.id == id }?.track?.title == "Gapless Part 2")
         let changes = t.daemon.events.recent().filter { $0.type == "track" && $0.source == id }.compactMap(\.reason)
-        #expect(changes == ["now playing: Gapless Part 1 (1/3)", "now playing: Gapless Part 2 (2/3)"], "a track event per audible track change")
+        #expect(
+            changes == ["now playing: Gapless Part 1 (1/3)", "now playing: Gapless Part 2 (2/3)"],
+            "a track event per audible track change")
         let granted = try #require(t.waitForEvent("granted", source: id))
         t.stop()
         let out = t.left("kitchen")
         let g = try #require(granted.zoneFrames?["kitchen"])
         let start = try #require(Signals.onset(Array(out[g...]), threshold: 0.0001)) + g
-        let joint = start + 220_537   // the first cut, in samples of the 44.1 kHz source = zone frames
+        let joint = start + 220_537  // the first cut, in samples of the 44.1 kHz source = zone frames
         let slope = Float(2 * Double.pi * 500 / 44_100) * 0.13 + 2 / 32_768
-        var zeros = 0, worst: Float = 0
+        var zeros = 0
+        var worst: Float = 0
         for i in (joint - 4_410)..<(joint + 4_410) {
             worst = max(worst, abs(out[i] - out[i - 1]))
             zeros = out[i] == 0 ? zeros + 1 : 0
@@ -134,13 +153,17 @@ extension MusicTests {
     /// the music goes on without an error, and the tone in the file never breaks.
     @Test func serverKilledMidTrackResumes() throws {
         let t = try TestDaemon(music: try TestSubsonic.music(envPath: TestSubsonic.faultsEnv))
-        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
         #expect(waitUntil(seconds: 15) { position(t, id) > 1.0 })
         let killedAt = try #require(t.daemon.output("kitchen")?.device.snapshot().framesPlayed)
         let script = TestDaemon.repoRoot + "/scripts/subsonic-server.sh"
-        let restart = Subprocess.run("/bin/bash", [script, "restart-server-only"],
-                                     environment: ["BATON_SUBSONIC_PORT": TestSubsonic.faultsPort, "BATON_SUBSONIC_ENV": TestSubsonic.faultsEnv],
-                                     seconds: 60)
+        let restart = Subprocess.run(
+            "/bin/bash", [script, "restart-server-only"],
+            environment: [
+                "BATON_SUBSONIC_PORT": TestSubsonic.faultsPort, "BATON_SUBSONIC_ENV": TestSubsonic.faultsEnv,
+            ],
+            seconds: 60)
         #expect(restart.status == 0, "\(restart.output)")
         let before = position(t, id)
         #expect(waitUntil(seconds: 20) { position(t, id) > before + 3 }, "played on well past what was buffered")
@@ -161,14 +184,19 @@ extension MusicTests {
     @Test func scrobblesByWhatIsHeard() throws {
         let t = try TestDaemon(music: try TestSubsonic.music())
         defer { t.stop() }
-        let id = try #require(try t.json("POST", "/api/v1/music/play", #"{"search": "Gapless Part 1", "zones": ["kitchen"]}"#).object["id"])
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Gapless Part 1", "zones": ["kitchen"]}"#).object[
+                "id"])
         let nowPlaying = try #require(t.waitForEvent("scrobbled", source: id, seconds: 15))
         #expect(nowPlaying.reason == "now playing: Gapless Part 1")
         var submitted: Event?
-        #expect(waitUntil(seconds: 15) {
-            submitted = t.daemon.events.recent().first { $0.type == "scrobbled" && $0.reason?.hasPrefix("submitted") == true }
-            return submitted != nil
-        })
+        #expect(
+            waitUntil(seconds: 15) {
+                submitted = t.daemon.events.recent().first {
+                    $0.type == "scrobbled" && $0.reason?.hasPrefix("submitted") == true
+                }
+                return submitted != nil
+            })
         let heard = position(t, id)
         #expect(submitted?.reason == "submitted: Gapless Part 1")
         #expect(heard >= 2.5, "submitted only after half the track was heard (position \(heard) s)")

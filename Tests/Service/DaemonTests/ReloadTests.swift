@@ -1,11 +1,12 @@
 import BatonConfig
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
 import OSThread
 import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// Configuration reload: applied as a diff, unchanged zones never stop, invalid configs are refused.
 @Suite(.serialized) struct ReloadTests {
@@ -13,11 +14,13 @@ import Testing
     /// untouched: the tone in its file never breaks across the reload.
     @Test func reloadKeepsUnchangedZonesPlaying() throws {
         let t = try TestDaemon()
-        let music = try #require(try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#).object["id"])
+        let music = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+                .object["id"])
         #expect(waitUntil { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.3 })
         let kitchenDevice = try #require(t.daemon.output("kitchen")?.device)
         var new = t.config
-        new.zones[1].rate = 44_100                      // patio changes
+        new.zones[1].rate = 44_100  // patio changes
         let garage = ALSATestRig.makePCM()
         new.zones.append(ZoneConfig(name: "garage", pcm: garage.name, rate: 48_000, clock: .system))
         let before = kitchenDevice.snapshot().framesPlayed
@@ -33,7 +36,9 @@ import Testing
         t.stop()
         let out = t.left("kitchen")
         for at in stride(from: before - 4_410, to: before + 8_820, by: 441) {
-            #expect(Signals.windowedToneLevel(out[at..<(at + 441)], frequency: 440, rate: 44_100) > 0.45, "tone at frame \(at)")
+            #expect(
+                Signals.windowedToneLevel(out[at..<(at + 441)], frequency: 440, rate: 44_100) > 0.45,
+                "tone at frame \(at)")
         }
         #expect(kitchenDevice.snapshot().lateCycles == 0)
         #expect(t.daemon.zones.zone("patio")?.rate == 44_100)

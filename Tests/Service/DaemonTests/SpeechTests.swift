@@ -1,10 +1,11 @@
 import BatonConfig
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import Glibc
 import OSThread
 import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// Spoken announcements through the real espeak-ng, checked in the zone's output file.
 @Suite(.serialized) struct SpeechTests {
@@ -13,11 +14,13 @@ import Testing
     /// window plays once.
     @Test func speaksAText() throws {
         let t = try TestDaemon()
-        let r = try t.json("POST", "/api/v1/announce", #"{"text": "Someone is at the front door", "zones": ["kitchen"]}"#)
+        let r = try t.json(
+            "POST", "/api/v1/announce", #"{"text": "Someone is at the front door", "zones": ["kitchen"]}"#)
         #expect(r.status == 202, "\(r.object)")
         let id = try #require(r.object["id"])
         #expect(try t.status().sources.first { $0.id == id }?.sound == "speech: Someone is at the front door")
-        let again = try t.json("POST", "/api/v1/announce", #"{"text": "Someone is at the front door", "zones": ["kitchen"]}"#)
+        let again = try t.json(
+            "POST", "/api/v1/announce", #"{"text": "Someone is at the front door", "zones": ["kitchen"]}"#)
         #expect(again.object["status"] == "coalesced" && again.object["into"] == id, "\(again.object)")
         let played = try #require(t.waitForEvent("played", source: id, seconds: 15))
         let granted = try #require(t.waitForEvent("granted", source: id)?.zoneFrames?["kitchen"])
@@ -27,10 +30,14 @@ import Testing
         let out = t.left("kitchen")
         let seconds = Double(end - granted) / 44_100
         #expect(seconds > 1 && seconds < 4, "spoken for \(seconds) s")
-        let loud = stride(from: granted, to: end - 2_205, by: 2_205).filter { Signals.rms(out[$0..<($0 + 2_205)]) > 0.02 }.count
+        let loud = stride(from: granted, to: end - 2_205, by: 2_205).filter {
+            Signals.rms(out[$0..<($0 + 2_205)]) > 0.02
+        }.count
         #expect(Double(loud) * 0.05 > 0.6, "speech in \(loud) of the 50 ms windows")
         #expect(out.count >= end + 8_820)
-        if out.count >= end + 8_820 { #expect(Signals.rms(out[(end + 4_410)..<(end + 8_820)]) == 0, "silence after it") }
+        if out.count >= end + 8_820 {
+            #expect(Signals.rms(out[(end + 4_410)..<(end + 8_820)]) == 0, "silence after it")
+        }
     }
 
     /// Bad requests are clear: empty or too long text, a voice that could be an option, both sound and
@@ -59,7 +66,8 @@ import Testing
         defer { t.stop() }
         let r = try t.request("POST", "/api/v1/announce", #"{"text": "hello"}"#)
         #expect(r.status == 503)
-        #expect(r.text.contains("cannot run /nonexistent/espeak-ng: not installed (apt install espeak-ng)"), "\(r.text)")
+        #expect(
+            r.text.contains("cannot run /nonexistent/espeak-ng: not installed (apt install espeak-ng)"), "\(r.text)")
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).status == 202)
     }
 }

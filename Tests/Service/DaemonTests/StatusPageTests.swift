@@ -1,5 +1,3 @@
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import Dispatch
 import FoundationEssentials
@@ -9,6 +7,9 @@ import OSThread
 import Synchronization
 import Testing
 
+@testable import BatonDaemon
+@testable import BatonService
+
 /// The live status page (`GET /`) rendered by a real headless browser (Debian's `chromium`).
 @Suite struct StatusPageTests {
     static let chromium = "/usr/bin/chromium"
@@ -17,8 +18,9 @@ import Testing
     /// shows the bell's row in the sources table as `playing`, the music muted (interrupted) in the
     /// kitchen card, a `granted` line for the bell in `#events`, and a timeline bar for the bell.
     @Test func showsAnAnnouncementInterruptingMusic() throws {
-        try #require(access(Self.chromium, X_OK) == 0,
-                     "\(Self.chromium) is missing: scripts/install-deps.sh --test installs Debian's chromium")
+        try #require(
+            access(Self.chromium, X_OK) == 0,
+            "\(Self.chromium) is missing: scripts/install-deps.sh --test installs Debian's chromium")
         // The rig's null PCM: this test needs no output files, and the numbered file PCMs are counted.
         let t = try TestDaemon(zones: [("kitchen", 44_100, "baton_null"), ("patio", 48_000, "baton_null")])
         defer { t.stop() }
@@ -31,63 +33,90 @@ import Testing
         let page = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { request in
             let response = api.handle(request)
             if request.path == "/api/v1/status", case .bytes(let body) = response.body,
-               let report = try? JSONDecoder().decode(StatusReport.self, from: Data(body)) {
+                let report = try? JSONDecoder().decode(StatusReport.self, from: Data(body))
+            {
                 answered.reports.withLock { $0.append(report) }
             }
             return response
         }
         defer { page.stop() }
 
-        let music = try #require(try t.json("POST", "/api/v1/music/play",
-                                            #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#).object["id"])
+        let music = try #require(
+            try t.json(
+                "POST", "/api/v1/music/play",
+                #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#
+            ).object["id"])
 
         // Chromium's virtual time stands still while a request is pending, and the page's event stream
         // always is: `--dump-dom` comes once the server has stopped and the 3 s budget has run out.
         let profile = WAVWriter.temporaryDirectory("chromium")
         defer { _ = Subprocess.run("/bin/rm", ["-rf", profile]) }
         let browser = BrowserRun()
-        browser.start(Self.chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(profile)",
-                                      "--virtual-time-budget=3000", "--dump-dom", "http://127.0.0.1:\(page.port)/"])
-        defer { page.stop(); _ = browser.wait(seconds: 30) }  // Chromium is done before its profile goes.
+        browser.start(
+            Self.chromium,
+            [
+                "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(profile)",
+                "--virtual-time-budget=3000", "--dump-dom", "http://127.0.0.1:\(page.port)/",
+            ])
+        defer {
+            page.stop()
+            _ = browser.wait(seconds: 30)
+        }  // Chromium is done before its profile goes.
         // The page is open once it follows the event stream.
-        try #require(waitUntil(seconds: 30) { t.daemon.events.subscriberCount == 1 || browser.result != nil },
-                     "the page never opened the event stream: \(browser.result?.output ?? "")")
+        try #require(
+            waitUntil(seconds: 30) { t.daemon.events.subscriberCount == 1 || browser.result != nil },
+            "the page never opened the event stream: \(browser.result?.output ?? "")")
         try #require(browser.result == nil, "chromium ended early: \(browser.result?.output ?? "")")
 
         let before = answered.count
-        let bell = try #require(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
+        let bell = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
         // Each event the page receives makes it fetch the status: wait for two answered with the bell
         // playing (granted and interruption-began), give the page a moment to render, then stop.
         let fetched = waitUntil(seconds: 5) {
-            answered.reports.withLock { $0.dropFirst(before).filter { $0.sources.contains { $0.id == bell && $0.state == "playing" } }.count >= 2 }
+            answered.reports.withLock {
+                $0.dropFirst(before).filter { $0.sources.contains { $0.id == bell && $0.state == "playing" } }.count
+                    >= 2
+            }
         }
         usleep(150_000)
         page.stop()
         let result = try #require(browser.wait(seconds: 30), "chromium did not finish after the server stopped")
         try #require(fetched, "the page never fetched a status with the bell playing")
-        try #require(answered.reports.withLock { $0.last?.sources.contains { $0.id == bell && $0.state == "playing" } } == true,
-                     "the bell had ended before the page's last status fetch (the test stopped the server too late)")
+        try #require(
+            answered.reports.withLock { $0.last?.sources.contains { $0.id == bell && $0.state == "playing" } } == true,
+            "the bell had ended before the page's last status fetch (the test stopped the server too late)")
 
-        let html = try #require(Self.document(in: result.output), "no DOM dumped (exit \(result.status)): \(result.output)")
-        let row = try #require(Self.element(html, from: "<tr data-source=\"\(bell)\"", to: "</tr>"),
-                               "no sources row for the bell \(bell)")
+        let html = try #require(
+            Self.document(in: result.output), "no DOM dumped (exit \(result.status)): \(result.output)")
+        let row = try #require(
+            Self.element(html, from: "<tr data-source=\"\(bell)\"", to: "</tr>"),
+            "no sources row for the bell \(bell)")
         #expect(row.contains("class=\"state-playing\">playing"), "bell row: \(row)")
-        let kitchen = try #require(Self.element(html, from: "data-zone=\"kitchen\"", to: "</div></div>"),
-                                   "no kitchen zone card")
-        let musicLine = try #require(Self.element(kitchen, from: "data-source=\"\(music)\"", to: "</div>"),
-                                     "the kitchen card does not list the music \(music): \(kitchen)")
+        let kitchen = try #require(
+            Self.element(html, from: "data-zone=\"kitchen\"", to: "</div></div>"),
+            "no kitchen zone card")
+        let musicLine = try #require(
+            Self.element(kitchen, from: "data-source=\"\(music)\"", to: "</div>"),
+            "the kitchen card does not list the music \(music): \(kitchen)")
         #expect(musicLine.contains("state-interrupted") || musicLine.contains("muted by"), "music line: \(musicLine)")
         let events = try #require(Self.element(html, from: "<div id=\"events\">", to: "<script"), "no #events")
-        #expect(events.split(separator: "</div>").contains { $0.contains("ev-granted") && $0.contains(" granted \(bell) ") },
-                "no granted line for the bell in #events: \(events)")
+        #expect(
+            events.split(separator: "</div>").contains {
+                $0.contains("ev-granted") && $0.contains(" granted \(bell) ")
+            },
+            "no granted line for the bell in #events: \(events)")
         let timeline = try #require(Self.element(html, from: "<svg id=\"timeline\"", to: "</svg>"), "no timeline svg")
-        #expect(timeline.contains("<rect class=\"bar\" data-source=\"\(bell)\""), "no timeline bar for the bell: \(timeline)")
+        #expect(
+            timeline.contains("<rect class=\"bar\" data-source=\"\(bell)\""),
+            "no timeline bar for the bell: \(timeline)")
     }
 
     /// The `<html>…</html>` Chromium printed, among its log lines.
     static func document(in output: String) -> String? {
         guard let start = output.firstRange(of: "<html"), let end = output.ranges(of: "</html>").last,
-              start.lowerBound < end.upperBound else { return nil }
+            start.lowerBound < end.upperBound
+        else { return nil }
         return String(output[start.lowerBound..<end.upperBound])
     }
 

@@ -1,11 +1,12 @@
 import BatonConfig
-@testable import BatonDaemon
-@testable import BatonService
 import BatonTesting
 import FoundationEssentials
 import Glibc
 import HTTPServer
 import OSThread
+
+@testable import BatonDaemon
+@testable import BatonService
 
 /// A daemon on fresh file PCMs with its API on an ephemeral loopback port, and test sounds:
 /// `music440` (1 s of 440 Hz, loops seamlessly), `bell1k` (0.5 s of 1 kHz), plus the shipped ones.
@@ -25,26 +26,32 @@ final class TestDaemon {
     }()
 
     /// `zones`: name → (rate, pcm override). A nil PCM takes a fresh file PCM.
-    init(zones: [(name: String, rate: Int, pcm: String?)] = [("kitchen", 44_100, nil), ("patio", 48_000, nil)],
-         policy: PolicyConfig = .default, maxBody: Int = 4096, configPath: String? = nil,
-         music: MusicConfig? = nil, stateDir: String? = nil, mixers: [String: String] = [:],
-         speech: SpeechConfig = .default, intercom: IntercomConfig? = nil, mqtt: MQTTConfig? = nil,
-         gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil) throws {
+    init(
+        zones: [(name: String, rate: Int, pcm: String?)] = [("kitchen", 44_100, nil), ("patio", 48_000, nil)],
+        policy: PolicyConfig = .default, maxBody: Int = 4096, configPath: String? = nil,
+        music: MusicConfig? = nil, stateDir: String? = nil, mixers: [String: String] = [:],
+        speech: SpeechConfig = .default, intercom: IntercomConfig? = nil, mqtt: MQTTConfig? = nil,
+        gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil
+    ) throws {
         sounds = WAVWriter.temporaryDirectory("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
-            let src = fopen("\(Self.repoRoot)/config/sounds/\(name)", "rb")!, dst = fopen("\(sounds)/\(name)", "wb")!
+            let src = fopen("\(Self.repoRoot)/config/sounds/\(name)", "rb")!
+            let dst = fopen("\(sounds)/\(name)", "wb")!
             var buf = [UInt8](repeating: 0, count: 65_536)
             while true {
                 let n = buf.withUnsafeMutableBytes { fread($0.baseAddress, 1, 65_536, src) }
                 if n == 0 { break }
                 _ = buf.withUnsafeBytes { fwrite($0.baseAddress, 1, n, dst) }
             }
-            fclose(src); fclose(dst)
+            fclose(src)
+            fclose(dst)
         }
-        WAVWriter.write(Signals.sine(frequency: 440, rate: 44_100, frames: 44_100, channels: 1, amplitude: 0.5),
-                        rate: 44_100, channels: 1, to: "\(sounds)/music440.wav")
-        WAVWriter.write(Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2, amplitude: 0.5),
-                        rate: 48_000, channels: 2, to: "\(sounds)/bell1k.wav")
+        WAVWriter.write(
+            Signals.sine(frequency: 440, rate: 44_100, frames: 44_100, channels: 1, amplitude: 0.5),
+            rate: 44_100, channels: 1, to: "\(sounds)/music440.wav")
+        WAVWriter.write(
+            Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2, amplitude: 0.5),
+            rate: 48_000, channels: 2, to: "\(sounds)/bell1k.wav")
         var configs: [ZoneConfig] = []
         var files: [String: String] = [:]
         for z in zones {
@@ -59,9 +66,10 @@ final class TestDaemon {
             configs.append(ZoneConfig(name: z.name, pcm: pcm, rate: z.rate, clock: .system, mixer: mixers[z.name]))
         }
         self.files = files
-        let config = BatonConfiguration(api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), maxBody: maxBody),
-                                        zones: configs, sounds: sounds, policy: policy, music: music, stateDir: stateDir,
-                                        device: "test-speaker", mqtt: mqtt, gpio: gpio, intercom: intercom, speech: speech)
+        let config = BatonConfiguration(
+            api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), maxBody: maxBody),
+            zones: configs, sounds: sounds, policy: policy, music: music, stateDir: stateDir,
+            device: "test-speaker", mqtt: mqtt, gpio: gpio, intercom: intercom, speech: speech)
         self.config = config
         daemon = Daemon(config: config, configPath: configPath, logger: Logger(minimum: .error))
         daemon.start()
@@ -70,7 +78,9 @@ final class TestDaemon {
         let api = API(daemon: daemon, triggers: triggers)
         server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: maxBody) { api.handle($0) }
         // Wait until every zone with a real PCM is playing.
-        _ = waitUntil { files.keys.allSatisfy { z in self.daemon.status().zones.first { $0.name == z }?.state == "available" } }
+        _ = waitUntil {
+            files.keys.allSatisfy { z in self.daemon.status().zones.first { $0.name == z }?.state == "available" }
+        }
     }
 
     /// Stops the API and the zones (closing the PCMs, so the files are complete).
@@ -83,12 +93,17 @@ final class TestDaemon {
     func request(_ method: String, _ path: String, _ body: String? = nil) throws -> RawClient.Response {
         let client = try RawClient(port: port)
         var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-        if let body { text += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)" } else { text += "\r\n" }
+        if let body {
+            text += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        } else {
+            text += "\r\n"
+        }
         client.send(text)
         return try client.readResponse()
     }
 
-    func json(_ method: String, _ path: String, _ body: String? = nil) throws -> (status: Int, object: [String: String]) {
+    func json(_ method: String, _ path: String, _ body: String? = nil) throws -> (status: Int, object: [String: String])
+    {
         let r = try request(method, path, body)
         let object = (try? JSONDecoder().decode([String: String].self, from: Data(r.body))) ?? [:]
         return (r.status, object)
@@ -129,21 +144,31 @@ enum TestSubsonic {
         var out: [String: String] = [:]
         var line = [CChar](repeating: 0, count: 1024)
         while fgets(&line, 1024, f) != nil {
-            let text = String(decoding: line.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let text = String(
+                decoding: line.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             if let eq = text.firstIndex(of: "=") { out[String(text[..<eq])] = String(text[text.index(after: eq)...]) }
         }
         return out
     }
 
     /// The music section for the test server, or an error saying how to start it.
-    static func music(format: SubsonicConfig.StreamFormat = .raw, retry: Duration = .seconds(20),
-                      envPath: String = mainEnv) throws -> MusicConfig {
+    static func music(
+        format: SubsonicConfig.StreamFormat = .raw, retry: Duration = .seconds(20),
+        envPath: String = mainEnv
+    ) throws -> MusicConfig {
         let e = env(envPath)
         guard let url = e["url"], let user = e["user"], let password = e["password-file"] else {
-            throw TestSetupError(message: "no Subsonic test server at \(envPath): run scripts/subsonic-server.sh start (scripts/test.sh does)")
+            throw TestSetupError(
+                message:
+                    "no Subsonic test server at \(envPath): run scripts/subsonic-server.sh start (scripts/test.sh does)"
+            )
         }
-        return MusicConfig(subsonic: .init(url: url, user: user, password: .file(password), format: format), retryLimit: retry)
+        return MusicConfig(
+            subsonic: .init(url: url, user: user, password: .file(password), format: format), retryLimit: retry)
     }
 }
 
-struct TestSetupError: Error, CustomStringConvertible { var message: String; var description: String { message } }
+struct TestSetupError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}

@@ -15,8 +15,13 @@ import Testing
         #expect(r.status == 0, "\(r.output)")
         #expect(r.output.contains("ZONE"))
         let lines = r.output.split(separator: "\n")
-        #expect(lines.contains { $0.hasPrefix("kitchen") && $0.contains("available") && $0.contains("44100 Hz 2ch S16_LE") }, "\(r.output)")
-        #expect(lines.contains { $0.hasPrefix("patio") && $0.contains("available") && $0.contains("48000 Hz") }, "\(r.output)")
+        #expect(
+            lines.contains {
+                $0.hasPrefix("kitchen") && $0.contains("available") && $0.contains("44100 Hz 2ch S16_LE")
+            }, "\(r.output)")
+        #expect(
+            lines.contains { $0.hasPrefix("patio") && $0.contains("available") && $0.contains("48000 Hz") },
+            "\(r.output)")
         #expect(r.output.contains("no sources"))
         let json = daemon.batonctl("status", "--json")
         #expect(json.status == 0)
@@ -52,8 +57,11 @@ import Testing
         #expect(r.status == 0, "\(r.output)")
         #expect(r.output == "announce-1 playing\n")
         let status = daemon.batonctl("status")
-        #expect(status.output.split(separator: "\n").contains { $0.hasPrefix("announce-1") && $0.contains("doorbell") && $0.contains("kitchen") },
-                "\(status.output)")
+        #expect(
+            status.output.split(separator: "\n").contains {
+                $0.hasPrefix("announce-1") && $0.contains("doorbell") && $0.contains("kitchen")
+            },
+            "\(status.output)")
         var events = ""
         let played = waitUntil(seconds: 15) {
             events = daemon.batonctl("events").output
@@ -63,8 +71,13 @@ import Testing
         }
         #expect(played, "\(events)")
         let lines = events.split(separator: "\n")
-        #expect(lines.contains { $0.contains(" granted ") && $0.contains("announce-1") && $0.contains("kitchen") }, "\(events)")
-        #expect(lines.contains { $0.contains(" played ") && $0.contains("announce-1") && $0.contains("sound doorbell played to its end") }, "\(events)")
+        #expect(
+            lines.contains { $0.contains(" granted ") && $0.contains("announce-1") && $0.contains("kitchen") },
+            "\(events)")
+        #expect(
+            lines.contains {
+                $0.contains(" played ") && $0.contains("announce-1") && $0.contains("sound doorbell played to its end")
+            }, "\(events)")
     }
 
     /// `events --follow` reads the Server-Sent Events stream (chunked): with `--after 0` it replays the
@@ -94,10 +107,13 @@ import Testing
         #expect(pause.status == 0)
         #expect(pause.output == "music-1: pause\n")
         var status = ""
-        #expect(waitUntil(seconds: 5) {
-            status = daemon.batonctl("status").output
-            return status.split(separator: "\n").contains { $0.hasPrefix("music-1") && $0.contains("paused") && $0.contains("loop, volume 0.5") }
-        }, "\(status)")
+        #expect(
+            waitUntil(seconds: 5) {
+                status = daemon.batonctl("status").output
+                return status.split(separator: "\n").contains {
+                    $0.hasPrefix("music-1") && $0.contains("paused") && $0.contains("loop, volume 0.5")
+                }
+            }, "\(status)")
     }
 
     /// An error answer: exit status 1 and batond's `error` text (the unknown zone and the zones there are).
@@ -106,7 +122,10 @@ import Testing
         defer { daemon.stop() }
         let r = daemon.batonctl("announce", "doorbell", "--zones", "attic")
         #expect(r.status == 1)
-        #expect(r.output == "batond: unknown zone or group \"attic\" (zones: kitchen, patio; groups: none; all: every zone) (HTTP 404)\n")
+        #expect(
+            r.output
+                == "batond: unknown zone or group \"attic\" (zones: kitchen, patio; groups: none; all: every zone) (HTTP 404)\n"
+        )
         let sound = daemon.batonctl("announce", "foghorn")
         #expect(sound.status == 1)
         #expect(sound.output.contains("sound \"foghorn\""), "\(sound.output)")
@@ -135,7 +154,8 @@ import Testing
         let port = closedPort()
         let r = Subprocess.run(Self.batonctl, ["--url", "http://127.0.0.1:\(port)", "status"])
         #expect(r.status == 3)
-        #expect(r.output == "batond is not running at http://127.0.0.1:\(port) (connection refused). "
+        #expect(
+            r.output == "batond is not running at http://127.0.0.1:\(port) (connection refused). "
                 + "Start it with `systemctl start baton` or `scripts/run.sh`.\n")
         let env = Subprocess.run(Self.batonctl, ["sounds"], environment: ["BATON_URL": "127.0.0.1:\(port)"])
         #expect(env.status == 3)
@@ -164,8 +184,10 @@ import Testing
     }
 
     /// Every command has `--help`: exit 0, its usage line and its options.
-    @Test(arguments: ["status", "announce", "play", "pause", "resume", "next", "previous", "stop", "volume",
-                      "events", "reload", "sounds", "config"])
+    @Test(arguments: [
+        "status", "announce", "play", "pause", "resume", "next", "previous", "stop", "volume",
+        "events", "reload", "sounds", "config",
+    ])
     func everyCommandHasHelp(command: String) {
         let r = Subprocess.run(Self.batonctl, [command, "--help"])
         #expect(r.status == 0)
@@ -182,16 +204,23 @@ import Testing
         fclose(tokenFile)
         // A chunked answer whose chunks split the JSON anywhere.
         let chunks = ["{\"id\": \"musi", "c-9\", \"status\": \"queu", "ed\"}"]
-        let server = try OneShotServer(answer: "HTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                       + chunks.map { String($0.utf8.count, radix: 16) + "\r\n" + $0 + "\r\n" }.joined() + "0\r\n\r\n")
-        let r = Subprocess.run(Self.batonctl, ["--url", "http://127.0.0.1:\(server.port)/prefix/", "--token-file", dir + "/token",
-                                               "play", "--songs", "a1,b2", "--zones", "kitchen", "--volume", "0.25"])
+        let server = try OneShotServer(
+            answer: "HTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + chunks.map { String($0.utf8.count, radix: 16) + "\r\n" + $0 + "\r\n" }.joined() + "0\r\n\r\n")
+        let r = Subprocess.run(
+            Self.batonctl,
+            [
+                "--url", "http://127.0.0.1:\(server.port)/prefix/", "--token-file", dir + "/token",
+                "play", "--songs", "a1,b2", "--zones", "kitchen", "--volume", "0.25",
+            ])
         let request = server.request()
         #expect(r.status == 0, "\(r.output)")
         #expect(r.output == "music-9 queued\n")
         #expect(request.hasPrefix("POST /prefix/api/v1/music/play HTTP/1.1\r\n"), "\(request)")
         #expect(request.contains("\r\nAuthorization: Bearer s3cret-token\r\n"), "\(request)")
-        #expect(request.hasSuffix("\r\n\r\n{\"songs\":[\"a1\",\"b2\"],\"volume\":0.25,\"zones\":[\"kitchen\"]}"), "\(request)")
+        #expect(
+            request.hasSuffix("\r\n\r\n{\"songs\":[\"a1\",\"b2\"],\"volume\":0.25,\"zones\":[\"kitchen\"]}"),
+            "\(request)")
     }
 
     /// A port nothing listens on (bound once to get it from the kernel, then closed).

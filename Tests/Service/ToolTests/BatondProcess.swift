@@ -30,7 +30,9 @@ final class BatondProcess {
     init(extra: String = "") throws {
         directory = WAVWriter.temporaryDirectory("batonctl")
         mkdir(directory + "/out", 0o755)
-        Self.write(directory + "/alsa.conf", """
+        Self.write(
+            directory + "/alsa.conf",
+            """
             </usr/share/alsa/alsa.conf>
             pcm.tool_null { type null }
             pcm.tool_kitchen { type file slave.pcm "tool_null" file "\(directory)/out/kitchen.wav" format "wav" }
@@ -40,7 +42,9 @@ final class BatondProcess {
         var lastLog = ""
         for _ in 0..<5 {
             port = Int.random(in: 20_000...60_000)
-            Self.write(directory + "/baton.yaml", """
+            Self.write(
+                directory + "/baton.yaml",
+                """
                 api:
                   listen: 127.0.0.1:\(port)
                 zones:
@@ -57,13 +61,19 @@ final class BatondProcess {
             var exited = false
             let listening = waitUntil(seconds: 15) {
                 var status: Int32 = 0
-                if waitpid(pid, &status, WNOHANG) == pid { exited = true; return true }
+                if waitpid(pid, &status, WNOHANG) == pid {
+                    exited = true
+                    return true
+                }
                 usleep(20_000)
                 return log.contains("control API on")
             }
             if listening && !exited { return }
             lastLog = log
-            if !exited { kill(pid, SIGKILL); waitpid(pid, nil, 0) }
+            if !exited {
+                kill(pid, SIGKILL)
+                waitpid(pid, nil, 0)
+            }
         }
         stopped = true
         throw StartError(description: "batond did not start:\n\(lastLog)")
@@ -92,7 +102,10 @@ final class BatondProcess {
         stopped = true
         kill(pid, SIGTERM)
         var status: Int32 = 0
-        let exited = waitUntil(seconds: 5) { usleep(5_000); return waitpid(pid, &status, WNOHANG) == pid }
+        let exited = waitUntil(seconds: 5) {
+            usleep(5_000)
+            return waitpid(pid, &status, WNOHANG) == pid
+        }
         if !exited {
             kill(pid, SIGKILL)
             waitpid(pid, &status, 0)
@@ -106,7 +119,14 @@ final class BatondProcess {
         kill(pid, SIGKILL)
         waitpid(pid, nil, 0)
         pid = try spawn()
-        guard waitUntil(seconds: 15, { usleep(20_000); return batonctl("status").status == 0 }) else {
+        guard
+            waitUntil(
+                seconds: 15,
+                {
+                    usleep(20_000)
+                    return batonctl("status").status == 0
+                })
+        else {
             throw StartError(description: "batond did not come back:\n\(log)")
         }
     }
@@ -131,14 +151,21 @@ final class BatondProcess {
         var e = environ
         while let p = e.pointee {
             let entry = String(cString: p)
-            if !["NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID="].contains(where: entry.hasPrefix) { env.append(entry) }
+            if !["NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID="].contains(where: entry.hasPrefix) {
+                env.append(entry)
+            }
             e += 1
         }
         let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard rc == 0 else { throw StartError(description: "cannot start \(executable): \(String(cString: strerror(rc)))") }
+        guard rc == 0 else {
+            throw StartError(description: "cannot start \(executable): \(String(cString: strerror(rc)))")
+        }
         return pid
     }
 

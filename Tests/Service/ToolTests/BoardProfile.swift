@@ -5,8 +5,10 @@ import Glibc
 /// `key: value` lines, lists in `[a, b]` flow style, and `notes: >` followed by indented lines.
 /// The daemon will load them through the real YAML module.
 struct BoardProfile {
-    static let keys = ["name", "pcm", "rates", "formats", "channels", "mixer", "volume", "dtoverlay",
-                       "period", "buffer", "notes"]
+    static let keys = [
+        "name", "pcm", "rates", "formats", "channels", "mixer", "volume", "dtoverlay",
+        "period", "buffer", "notes",
+    ]
     static let formats: Set<String> = ["S16_LE", "S32_LE"]
 
     var values: [String: String] = [:]
@@ -18,17 +20,28 @@ struct BoardProfile {
             let line = String(raw)
             if line.trimmed.isEmpty || line.trimmed.hasPrefix("#") { continue }
             if line.hasPrefix(" ") {
-                guard let key = foldedKey else { problems.append("line \(number + 1): unexpected indentation"); continue }
+                guard let key = foldedKey else {
+                    problems.append("line \(number + 1): unexpected indentation")
+                    continue
+                }
                 values[key, default: ""] += (values[key]!.isEmpty ? "" : " ") + line.trimmed
                 continue
             }
             foldedKey = nil
-            guard let colon = line.firstIndex(of: ":") else { problems.append("line \(number + 1): expected key: value"); continue }
+            guard let colon = line.firstIndex(of: ":") else {
+                problems.append("line \(number + 1): expected key: value")
+                continue
+            }
             let key = String(line[..<colon])
             var value = line[line.index(after: colon)...].trimmed
             if values[key] != nil { problems.append("\(key): given twice") }
-            if value == ">" || value == "|" { foldedKey = key; value = "" }
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            if value == ">" || value == "|" {
+                foldedKey = key
+                value = ""
+            }
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                value = String(value.dropFirst().dropLast())
+            }
             values[key] = value
         }
         check()
@@ -57,7 +70,9 @@ struct BoardProfile {
         }
         if let text = values["rates"] {
             let rates = Self.list(text)?.map { Int($0) }
-            if rates == nil || rates!.isEmpty || rates!.contains(where: { $0 == nil || !(8_000...384_000).contains($0!) }) {
+            if rates == nil || rates!.isEmpty
+                || rates!.contains(where: { $0 == nil || !(8_000...384_000).contains($0!) })
+            {
                 problems.append("rates: \(text) must be a list of rates in 8000...384000")
             }
         }
@@ -71,13 +86,18 @@ struct BoardProfile {
             problems.append("channels: \(text) must be 1...8")
         }
         if let volume = values["volume"], let mixer = values["mixer"] {
-            if !["hardware", "software"].contains(volume) { problems.append("volume: \(volume) must be hardware or software") }
+            if !["hardware", "software"].contains(volume) {
+                problems.append("volume: \(volume) must be hardware or software")
+            }
             if (mixer == "none") != (volume == "software") {
-                problems.append("volume: \(volume) with mixer \(mixer): a board without a mixer (none) has software volume, and only then")
+                problems.append(
+                    "volume: \(volume) with mixer \(mixer): a board without a mixer (none) has software volume, and only then"
+                )
             }
         }
         if let line = values["dtoverlay"], line != "none", !line.hasPrefix("dtoverlay="), !line.hasPrefix("dtparam=") {
-            problems.append("dtoverlay: \(line) must be a config.txt line starting with dtoverlay= or dtparam=, or none")
+            problems.append(
+                "dtoverlay: \(line) must be a config.txt line starting with dtoverlay= or dtparam=, or none")
         }
         let period = values["period"].flatMap(Self.duration)
         let buffer = values["buffer"].flatMap(Self.duration)
@@ -98,7 +118,9 @@ struct BoardProfile {
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             if name.hasSuffix(".yaml") { names.append(name) }
         }
         return names.sorted()
@@ -108,7 +130,9 @@ struct BoardProfile {
 extension StringProtocol {
     var trimmed: String {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0.isNewline }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
         return String(self[first...last])
     }
 }

@@ -21,7 +21,10 @@ import Testing
     /// The four documented boards are there.
     @Test func theDocumentedBoardsExist() {
         let files = BoardProfile.files(in: Self.directory)
-        for name in ["pi4-hifiberry-dacplus.yaml", "pizero2w-max98357a.yaml", "pi-headphones-bcm2835.yaml", "usb-dac-generic.yaml"] {
+        for name in [
+            "pi4-hifiberry-dacplus.yaml", "pizero2w-max98357a.yaml", "pi-headphones-bcm2835.yaml",
+            "usb-dac-generic.yaml",
+        ] {
             #expect(files.contains(name), "\(files)")
         }
     }
@@ -32,12 +35,16 @@ import Testing
     func profileIsValid(file: String) {
         let profile = BoardProfile(text: Self.read(file))
         #expect(profile.problems == [], "\(file)")
-        #expect(file.dropLast(5).allSatisfy { $0.isLowercase || $0.isNumber || $0 == "-" }, "file names are [a-z0-9-]+.yaml")
+        #expect(
+            file.dropLast(5).allSatisfy { $0.isLowercase || $0.isNumber || $0 == "-" }, "file names are [a-z0-9-]+.yaml"
+        )
     }
 
     /// No two profiles share a name.
     @Test func namesAreUnique() {
-        let names = BoardProfile.files(in: Self.directory).map { BoardProfile(text: Self.read($0)).values["name"] ?? "" }
+        let names = BoardProfile.files(in: Self.directory).map {
+            BoardProfile(text: Self.read($0)).values["name"] ?? ""
+        }
         #expect(Set(names).count == names.count, "\(names)")
     }
 

@@ -9,13 +9,19 @@ import Testing
     /// The music section for the test Subsonic server that scripts/test.sh starts.
     static func musicSection() throws -> String {
         let env = getenv("BATON_SUBSONIC_ENV").map { String(cString: $0) } ?? "/tmp/baton-subsonic.env"
-        guard let f = fopen(env, "r") else { throw BatondProcess.StartError(description: "no Subsonic test server at \(env): run scripts/subsonic-server.sh start") }
+        guard let f = fopen(env, "r") else {
+            throw BatondProcess.StartError(
+                description: "no Subsonic test server at \(env): run scripts/subsonic-server.sh start")
+        }
         defer { fclose(f) }
         var values: [String: String] = [:]
         var line = [CChar](repeating: 0, count: 4096)
         while fgets(&line, 4096, f) != nil {
-            let text = String(decoding: line.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if let eq = text.firstIndex(of: "=") { values[String(text[..<eq])] = String(text[text.index(after: eq)...]) }
+            let text = String(
+                decoding: line.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if let eq = text.firstIndex(of: "=") {
+                values[String(text[..<eq])] = String(text[text.index(after: eq)...])
+            }
         }
         return """
             music:
@@ -23,10 +29,21 @@ import Testing
             """
     }
 
-    struct Source: Decodable { var id: String; var positionSeconds: Double?; var track: Track? }
+    struct Source: Decodable {
+        var id: String
+        var positionSeconds: Double?
+        var track: Track?
+    }
     struct Track: Decodable { var title: String }
-    struct Saved: Decodable { var positionSeconds: Double; var track: Track; var playing: Bool }
-    struct Status: Decodable { var sources: [Source]; var savedQueue: Saved? }
+    struct Saved: Decodable {
+        var positionSeconds: Double
+        var track: Track
+        var playing: Bool
+    }
+    struct Status: Decodable {
+        var sources: [Source]
+        var savedQueue: Saved?
+    }
 
     func status(_ d: BatondProcess) throws -> Status {
         let r = d.batonctl("status", "--json")
@@ -45,11 +62,15 @@ import Testing
         let saved = try #require(try status(daemon).savedQueue, "\(daemon.log)")
         #expect(saved.track.title == "Long Tone 330")
         #expect(saved.playing)
-        #expect(saved.positionSeconds > 3 && saved.positionSeconds <= before + 0.01 && before - saved.positionSeconds < 1.5,
-                "saved \(saved.positionSeconds) s, heard \(before) s before the kill")
+        #expect(
+            saved.positionSeconds > 3 && saved.positionSeconds <= before + 0.01 && before - saved.positionSeconds < 1.5,
+            "saved \(saved.positionSeconds) s, heard \(before) s before the kill")
         #expect(try status(daemon).sources.isEmpty, "nothing plays by itself after a restart")
         #expect(daemon.batonctl("resume").status == 0)
-        #expect(waitUntil(seconds: 20) { ((try? status(daemon).sources.first?.positionSeconds) ?? nil ?? 0) > saved.positionSeconds + 0.3 })
+        #expect(
+            waitUntil(seconds: 20) {
+                ((try? status(daemon).sources.first?.positionSeconds) ?? nil ?? 0) > saved.positionSeconds + 0.3
+            })
         let now = try #require(try status(daemon).sources.first?.positionSeconds ?? nil)
         #expect(now < saved.positionSeconds + 3, "resumed from the saved position (\(now) s)")
     }

@@ -32,7 +32,7 @@ final class NotifySocket {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(name.utf8)
-        let offset = kind == .abstract ? 1 : 0   // abstract: a leading NUL, then the name
+        let offset = kind == .abstract ? 1 : 0  // abstract: a leading NUL, then the name
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in
             raw.initializeMemory(as: UInt8.self, repeating: 0)
             for (i, b) in bytes.enumerated() { raw[offset + i] = b }

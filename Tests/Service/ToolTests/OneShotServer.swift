@@ -9,7 +9,10 @@ final class OneShotServer: Sendable {
     private let listener: Int32
     private let received = Mutex<String?>(nil)
 
-    struct SetupError: Error { var call: String; var code: Int32 }
+    struct SetupError: Error {
+        var call: String
+        var code: Int32
+    }
 
     init(answer: String) throws {
         listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -27,11 +30,13 @@ final class OneShotServer: Sendable {
         port = Int(UInt16(bigEndian: addr.sin_port))
         let context = Unmanaged.passRetained(Box(server: self, answer: answer)).toOpaque()
         var thread = pthread_t()
-        let rc = pthread_create(&thread, nil, { raw in
-            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-            box.server.serve(answer: box.answer)
-            return nil
-        }, context)
+        let rc = pthread_create(
+            &thread, nil,
+            { raw in
+                let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+                box.server.serve(answer: box.answer)
+                return nil
+            }, context)
         guard rc == 0 else { throw SetupError(call: "pthread_create", code: rc) }
         pthread_detach(thread)
     }
@@ -39,21 +44,28 @@ final class OneShotServer: Sendable {
     private final class Box {
         let server: OneShotServer
         let answer: String
-        init(server: OneShotServer, answer: String) { self.server = server; self.answer = answer }
+        init(server: OneShotServer, answer: String) {
+            self.server = server
+            self.answer = answer
+        }
     }
 
     deinit { close(listener) }
 
     private func serve(answer: String) {
         let connection = accept(listener, nil, nil)
-        guard connection >= 0 else { received.withLock { $0 = "" }; return }
+        guard connection >= 0 else {
+            received.withLock { $0 = "" }
+            return
+        }
         defer { close(connection) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
             let text = String(decoding: bytes, as: UTF8.self)
             if let end = text.firstRange(of: "\r\n\r\n") {
-                let length = text[..<end.lowerBound].split(separator: "\r\n")
+                let length =
+                    text[..<end.lowerBound].split(separator: "\r\n")
                     .first { $0.lowercased().hasPrefix("content-length:") }
                     .flatMap { Int($0.split(separator: ":")[1].filter { $0 != " " }) } ?? 0
                 if text.utf8.count - text[..<end.upperBound].utf8.count >= length { break }

@@ -10,7 +10,8 @@ import Testing
 
     /// The shipped /etc/baton/baton.yaml is a valid configuration.
     @Test func defaultEtcConfigChecksOut() {
-        let r = Subprocess.run(Subprocess.buildDirectory + "/batond", ["--config", Self.root + "/packaging/baton.yaml", "--check"])
+        let r = Subprocess.run(
+            Subprocess.buildDirectory + "/batond", ["--config", Self.root + "/packaging/baton.yaml", "--check"])
         #expect(r.status == 0, "\(r.output)")
         #expect(r.output.contains("ok (1 zones)"))
     }
@@ -36,22 +37,29 @@ import Testing
     @Test(.enabled(if: access("/usr/bin/dpkg-deb", X_OK) == 0, "dpkg-deb is not installed"))
     func debLayout() {
         let out = WAVWriter.temporaryDirectory("deb")
-        let build = Subprocess.run("/bin/bash", [Self.root + "/scripts/build-deb.sh", out],
-                                   environment: ["BATON_BIN_DIR": Subprocess.buildDirectory, "BATON_VERSION": "0.0.0~test"],
-                                   seconds: 120)
+        let build = Subprocess.run(
+            "/bin/bash", [Self.root + "/scripts/build-deb.sh", out],
+            environment: ["BATON_BIN_DIR": Subprocess.buildDirectory, "BATON_VERSION": "0.0.0~test"],
+            seconds: 120)
         #expect(build.status == 0, "\(build.output)")
-        let deb = out + "/baton_0.0.0~test_" + Subprocess.run("/usr/bin/dpkg", ["--print-architecture"]).output.trimmed + ".deb"
+        let deb =
+            out + "/baton_0.0.0~test_" + Subprocess.run("/usr/bin/dpkg", ["--print-architecture"]).output.trimmed
+            + ".deb"
         let contents = Subprocess.run("/usr/bin/dpkg-deb", ["-c", deb]).output
-        for path in ["./usr/bin/batond", "./usr/bin/batonctl", "./lib/systemd/system/baton.service", "./etc/baton/baton.yaml",
-                     "./usr/share/baton/sounds/doorbell.wav", "./usr/share/baton/boards/pi4-hifiberry-dacplus.yaml",
-                     "./usr/share/doc/baton/copyright", "./usr/share/doc/baton/BATONCTL.md"] {
+        for path in [
+            "./usr/bin/batond", "./usr/bin/batonctl", "./lib/systemd/system/baton.service", "./etc/baton/baton.yaml",
+            "./usr/share/baton/sounds/doorbell.wav", "./usr/share/baton/boards/pi4-hifiberry-dacplus.yaml",
+            "./usr/share/doc/baton/copyright", "./usr/share/doc/baton/BATONCTL.md",
+        ] {
             #expect(contents.contains(" \(path)\n"), "\(path) in\n\(contents)")
         }
         #expect(contents.contains("-rwxr-xr-x root/root"), "binaries are executable and owned by root")
         let info = Subprocess.run("/usr/bin/dpkg-deb", ["-I", deb]).output
         #expect(info.contains(" Package: baton\n"))
         #expect(info.contains(" Version: 0.0.0~test\n"))
-        for library in ["libasound2", "libsamplerate0", "libsoxr0", "libopus0", "libyaml-0-2", "libmicrohttpd12", "libsystemd0"] {
+        for library in [
+            "libasound2", "libsamplerate0", "libsoxr0", "libopus0", "libyaml-0-2", "libmicrohttpd12", "libsystemd0",
+        ] {
             #expect(info.contains(library), "Depends has \(library):\n\(info)")
         }
         for script in ["postinst", "prerm", "postrm", "conffiles"] { #expect(info.contains(" \(script)"), "\(info)") }

@@ -9,7 +9,8 @@ import Testing
 @Suite struct SecretsTests {
     @Test func secretsAreNeverLoggedOrReturned() throws {
         let dir = WAVWriter.temporaryDirectory("secrets")
-        let subsonicSecret = "subsonic-Secret-\(UInt32.random(in: 1000...9999))", mqttSecret = "mqtt-Secret-\(UInt32.random(in: 1000...9999))"
+        let subsonicSecret = "subsonic-Secret-\(UInt32.random(in: 1000...9999))"
+        let mqttSecret = "mqtt-Secret-\(UInt32.random(in: 1000...9999))"
         for (name, secret) in [("subsonic.pw", subsonicSecret), ("mqtt.pw", mqttSecret)] {
             let f = try #require(fopen(dir + "/" + name, "w"))
             fputs(secret + "\n", f)
@@ -18,15 +19,18 @@ import Testing
         let music = try CrashRecoveryTests.musicSection()
             .replacingPasswordFile(with: dir + "/subsonic.pw")
         let port = try MosquittoBroker.freePort()
-        let daemon = try BatondProcess(extra: music + """
+        let daemon = try BatondProcess(
+            extra: music + """
 
-            mqtt: {broker: "mqtt://127.0.0.1:\(port)", username: baton, password-file: "\(dir)/mqtt.pw"}
-            """)
+                mqtt: {broker: "mqtt://127.0.0.1:\(port)", username: baton, password-file: "\(dir)/mqtt.pw"}
+                """)
         defer { daemon.stop() }
         let play = daemon.batonctl("play", "--search", "Tone 440")
         #expect(play.status != 0 && play.output.contains("music server"), "\(play.output)")
-        let outputs = [play.output, daemon.batonctl("status", "--json").output, daemon.batonctl("events").output,
-                       daemon.batonctl("config").output]
+        let outputs = [
+            play.output, daemon.batonctl("status", "--json").output, daemon.batonctl("events").output,
+            daemon.batonctl("config").output,
+        ]
         #expect(waitUntil(seconds: 5) { daemon.log.contains("mqtt") })
         daemon.stop()
         for text in outputs + [daemon.log] {

@@ -8,7 +8,8 @@ import Testing
 @Suite struct SoakTests {
     @Test func twoMinuteSoak() {
         let batond = Subprocess.buildDirectory + "/batond"
-        let r = Subprocess.run("/usr/bin/python3", [BatondProcess.repoRoot + "/scripts/bench/soak.py", batond, "2"], seconds: 400)
+        let r = Subprocess.run(
+            "/usr/bin/python3", [BatondProcess.repoRoot + "/scripts/bench/soak.py", batond, "2"], seconds: 400)
         #expect(r.status == 0, "\(r.output)")
         #expect(r.output.contains("0 mismatches"), "\(r.output)")
     }

@@ -77,7 +77,10 @@ import Testing
 
     /// WatchdogSec= reaches the process as WATCHDOG_USEC (+ WATCHDOG_PID); for another PID it is off.
     @Test func watchdogIntervalFromTheEnvironment() {
-        defer { unsetenv("WATCHDOG_USEC"); unsetenv("WATCHDOG_PID") }
+        defer {
+            unsetenv("WATCHDOG_USEC")
+            unsetenv("WATCHDOG_PID")
+        }
         setenv("WATCHDOG_USEC", "10000000", 1)
         setenv("WATCHDOG_PID", "\(getpid())", 1)
         #expect(notifier.watchdogInterval == .seconds(10))

@@ -26,8 +26,10 @@ final class CardWriter {
 
     init(_ card: TestCard, sampleFormat: SampleFormat = .s16LE) throws {
         self.card = card
-        pcm = try PCM(PCMRequest(name: card.name, rate: card.rate, channels: card.channels, format: sampleFormat,
-                                 periodFrames: card.periodFrames, bufferFrames: card.bufferFrames))
+        pcm = try PCM(
+            PCMRequest(
+                name: card.name, rate: card.rate, channels: card.channels, format: sampleFormat,
+                periodFrames: card.periodFrames, bufferFrames: card.bufferFrames))
         chunk = [UInt8](repeating: 0, count: card.periodFrames * card.frameBytes)
         written.reserveCapacity(card.rate * card.frameBytes * 3)
     }

@@ -17,8 +17,9 @@ struct TestCardTests {
 
     init() throws {
         _ = ALSATestRig.directory
-        try #require(ALSATestRig.cardLibrary != nil,
-                     "libasound_module_pcm_batontest.so not built (swift build builds it; or set BATON_TESTCARD_LIB)")
+        try #require(
+            ALSATestRig.cardLibrary != nil,
+            "libasound_module_pcm_batontest.so not built (swift build builds it; or set BATON_TESTCARD_LIB)")
     }
 
     /// One second of audio takes one second to play, and the card records exactly the bytes written,
@@ -61,10 +62,10 @@ struct TestCardTests {
         let card = ALSATestRig.makeCard()
         let writer = try CardWriter(card)
         let t0 = monotonicNanoseconds()
-        #expect(writer.write(periods: 4) == 0)          // fills the buffer; the card starts
+        #expect(writer.write(periods: 4) == 0)  // fills the buffer; the card starts
         #expect(monotonicNanoseconds() - t0 < 5_000_000)
         let start = try #require(card.startNanoseconds)
-        #expect(writer.writePeriod() == 480)            // waits for the first period to be taken
+        #expect(writer.writePeriod() == 480)  // waits for the first period to be taken
         let waited = monotonicNanoseconds() - start
         #expect(waited >= 10_000_000 && waited < 20_000_000, "returned \(waited) ns after start")
         #expect(writer.pcm.avail() < 480)
@@ -135,7 +136,7 @@ struct TestCardTests {
         let writer = try CardWriter(card)
         #expect(writer.write(periods: 4) == 0)
         let start = try #require(card.startNanoseconds)
-        sleep(untilNanoseconds: start + 55_000_000)      // 15 ms after the 40 ms buffer ran out
+        sleep(untilNanoseconds: start + 55_000_000)  // 15 ms after the 40 ms buffer ran out
         #expect(writer.writePeriod() == -Int(EPIPE))
         #expect(writer.writePeriod() == -Int(EPIPE))
         #expect(writer.pcm.delay() == nil)
@@ -185,7 +186,8 @@ struct TestCardTests {
         #expect(writer.write(periods: 8) == 0)
         writer.pcm.drain()
         #expect(card.recordedBytes() == writer.written)
-        #expect(card.events().map(\.kind).filter { ["suspend", "resume", "xrun"].contains($0) } == ["suspend", "resume"])
+        #expect(
+            card.events().map(\.kind).filter { ["suspend", "resume", "xrun"].contains($0) } == ["suspend", "resume"])
     }
 
     /// On a card that cannot resume, the application falls back to prepare: `snd_pcm_recover` first
@@ -195,7 +197,7 @@ struct TestCardTests {
         let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
         let writer = try CardWriter(card)
         #expect(writer.write(periods: Self.startPeriods) == 0)
-        #expect(baton_testcard_command(card.control, "suspend norecover") == 0)   // the C helper
+        #expect(baton_testcard_command(card.control, "suspend norecover") == 0)  // the C helper
         #expect(writer.writePeriod() == -Int(ESTRPIPE))
         #expect(writer.pcm.recover(-ESTRPIPE) == 0)
         #expect(writer.writePeriod() == -Int(EPIPE))
@@ -264,8 +266,9 @@ struct TestCardTests {
         #expect(writer.write(periods: Self.startPeriods) == 0)
         card.send(.stall(milliseconds: 1000))
         let t0 = monotonicNanoseconds()
-        let injector = try BackgroundProcess("/bin/sh", ["-c", "sleep 0.1; echo unplug >> '\(card.control)'"],
-                                             outputPath: card.control + ".sh.log")
+        let injector = try BackgroundProcess(
+            "/bin/sh", ["-c", "sleep 0.1; echo unplug >> '\(card.control)'"],
+            outputPath: card.control + ".sh.log")
         #expect(writer.writePeriod() == -Int(ENODEV))
         let blocked = monotonicNanoseconds() - t0
         #expect(blocked >= 100_000_000 && blocked < 300_000_000, "blocked \(blocked) ns")
@@ -306,28 +309,37 @@ struct TestCardTests {
     }
 
     /// Every sample format and channel count the card takes is recorded byte for byte, at the shape given.
-    @Test(arguments: [(SampleFormat.s16LE, 1, 48000, 480), (.s32LE, 2, 44100, 441), (.s32LE, 8, 48000, 240),
-                      (.s16LE, 6, 32000, 320)])
+    @Test(arguments: [
+        (SampleFormat.s16LE, 1, 48000, 480), (.s32LE, 2, 44100, 441), (.s32LE, 8, 48000, 240),
+        (.s16LE, 6, 32000, 320),
+    ])
     func recordsEveryFormatExactly(format: SampleFormat, channels: Int, rate: Int, period: Int) throws {
-        let card = ALSATestRig.makeCard(rate: rate, periodFrames: period, bufferFrames: 10 * period,
-                                        format: format == .s16LE ? .s16LE : .s32LE, channels: channels)
+        let card = ALSATestRig.makeCard(
+            rate: rate, periodFrames: period, bufferFrames: 10 * period,
+            format: format == .s16LE ? .s16LE : .s32LE, channels: channels)
         let writer = try CardWriter(card, sampleFormat: format)
         #expect(writer.pcm.configuration.periodFrames == period && writer.pcm.configuration.bufferFrames == 10 * period)
         #expect(writer.write(periods: 12) == 0)
         writer.pcm.drain()
         #expect(card.recordedBytes() == writer.written)
-        #expect(card.events("setup").first?.detail == "\(rate) \(channels) \(format.rawValue) \(period) \(10 * period) record-offset=0")
+        #expect(
+            card.events("setup").first?.detail
+                == "\(rate) \(channels) \(format.rawValue) \(period) \(10 * period) record-offset=0")
     }
 
     /// The card grants only its own sizes: a request for other ones is answered with the card's.
     @Test func grantsOnlyItsOwnPeriodAndBuffer() throws {
         let card = ALSATestRig.makeCard(periodFrames: 256, bufferFrames: 1024)
-        let pcm = try PCM(PCMRequest(name: card.name, rate: 48000, channels: 2, format: .s16LE, periodFrames: 480,
-                                     bufferFrames: 1920))
+        let pcm = try PCM(
+            PCMRequest(
+                name: card.name, rate: 48000, channels: 2, format: .s16LE, periodFrames: 480,
+                bufferFrames: 1920))
         #expect(pcm.configuration.periodFrames == 256 && pcm.configuration.bufferFrames == 1024)
         #expect(throws: ALSAError.self) {
-            try PCM(PCMRequest(name: card.name, rate: 44100, channels: 2, format: .s16LE, periodFrames: 256,
-                               bufferFrames: 1024))
+            try PCM(
+                PCMRequest(
+                    name: card.name, rate: 44100, channels: 2, format: .s16LE, periodFrames: 256,
+                    bufferFrames: 1024))
         }
     }
 
@@ -357,8 +369,9 @@ struct TestCardTests {
         try #require(access(aplay, X_OK) == 0, "aplay not installed (scripts/install-deps.sh)")
         let float = format == .floatLE
         let (rate, channels, period) = float ? (44100, 8, 441) : (48000, 2, 480)
-        let card = ALSATestRig.makeCard(rate: rate, periodFrames: period, bufferFrames: 10 * period, format: format,
-                                        channels: channels)
+        let card = ALSATestRig.makeCard(
+            rate: rate, periodFrames: period, bufferFrames: 10 * period, format: format,
+            channels: channels)
         let frames = 30 * period
         var data: [UInt8] = []
         for i in 0..<(frames * channels) {
@@ -372,7 +385,9 @@ struct TestCardTests {
         let wav = "\(ALSATestRig.directory)/aplay-\(format.rawValue).wav"
         writeWAV(data, formatTag: float ? 3 : 1, bits: float ? 32 : 16, rate: rate, channels: channels, to: wav)
         let t0 = monotonicNanoseconds()
-        let run = Subprocess.run(aplay, ["-q", "-D", card.name, wav], environment: ["ALSA_CONFIG_PATH": "\(ALSATestRig.directory)/asound.conf"])
+        let run = Subprocess.run(
+            aplay, ["-q", "-D", card.name, wav],
+            environment: ["ALSA_CONFIG_PATH": "\(ALSATestRig.directory)/asound.conf"])
         let seconds = Double(monotonicNanoseconds() - t0) / 1e9
         #expect(run.status == 0, "\(run.output)")
         #expect(card.recordedBytes() == data)
@@ -393,9 +408,19 @@ private func writeWAV(_ data: [UInt8], formatTag: Int, bits: Int, rate: Int, cha
     func u32(_ v: Int) { for k in 0..<4 { bytes.append(UInt8((v >> (8 * k)) & 0xFF)) } }
     func u16(_ v: Int) { for k in 0..<2 { bytes.append(UInt8((v >> (8 * k)) & 0xFF)) } }
     let block = channels * bits / 8
-    bytes += Array("RIFF".utf8); u32(36 + data.count); bytes += Array("WAVE".utf8)
-    bytes += Array("fmt ".utf8); u32(16); u16(formatTag); u16(channels); u32(rate); u32(rate * block); u16(block); u16(bits)
-    bytes += Array("data".utf8); u32(data.count)
+    bytes += Array("RIFF".utf8)
+    u32(36 + data.count)
+    bytes += Array("WAVE".utf8)
+    bytes += Array("fmt ".utf8)
+    u32(16)
+    u16(formatTag)
+    u16(channels)
+    u32(rate)
+    u32(rate * block)
+    u16(block)
+    u16(bits)
+    bytes += Array("data".utf8)
+    u32(data.count)
     bytes += data
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

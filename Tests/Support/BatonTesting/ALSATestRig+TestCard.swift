@@ -54,7 +54,8 @@ public struct TestCard: Sendable {
         /// `ppm` as the card parses it: a plain decimal with at most three places (never `1e-05`).
         static func decimal(_ ppm: Double) -> String {
             let thousandths = Int((ppm * 1000).rounded())
-            let whole = abs(thousandths) / 1000, fraction = abs(thousandths) % 1000
+            let whole = abs(thousandths) / 1000
+            let fraction = abs(thousandths) % 1000
             let digits = String(fraction + 1000).dropFirst()
             return (thousandths < 0 ? "-" : "") + "\(whole).\(digits)"
         }
@@ -111,8 +112,9 @@ public struct TestCard: Sendable {
         return text.split(separator: "\n").compactMap { line in
             let parts = line.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: true)
             guard parts.count >= 3, let ns = Int64(parts[0]), let frames = Int(parts[1]) else { return nil }
-            return Event(nanoseconds: ns, frames: frames, kind: String(parts[2]),
-                         detail: parts.count > 3 ? String(parts[3]) : "")
+            return Event(
+                nanoseconds: ns, frames: frames, kind: String(parts[2]),
+                detail: parts.count > 3 ? String(parts[3]) : "")
         }
     }
 
@@ -162,45 +164,49 @@ extension ALSATestRig {
     static func cardDefinition(directory dir: String) -> String {
         let library = cardLibrary ?? "/nonexistent/libasound_module_pcm_batontest.so"
         return """
-        pcm_type.batontest { lib "\(library)" }
-        pcm.\(cardPCM) {
-            @args [ RATE PERIOD BUFFER FORMAT CHANNELS DRIFT POINTER ID ]
-            @args.RATE { type integer default 48000 }
-            @args.PERIOD { type integer default 480 }
-            @args.BUFFER { type integer default 1920 }
-            @args.FORMAT { type string default "S16_LE" }
-            @args.CHANNELS { type integer default 2 }
-            @args.DRIFT { type string default "0" }
-            @args.POINTER { type string default "period" }
-            @args.ID { type string default "0" }
-            type batontest
-            rate $RATE
-            period $PERIOD
-            buffer $BUFFER
-            format $FORMAT
-            channels $CHANNELS
-            drift-ppm $DRIFT
-            pointer $POINTER
-            control { @func concat strings [ "\(dir)/card_" $ID ".ctl" ] }
-            record { @func concat strings [ "\(dir)/card_" $ID ".raw" ] }
-        }
+            pcm_type.batontest { lib "\(library)" }
+            pcm.\(cardPCM) {
+                @args [ RATE PERIOD BUFFER FORMAT CHANNELS DRIFT POINTER ID ]
+                @args.RATE { type integer default 48000 }
+                @args.PERIOD { type integer default 480 }
+                @args.BUFFER { type integer default 1920 }
+                @args.FORMAT { type string default "S16_LE" }
+                @args.CHANNELS { type integer default 2 }
+                @args.DRIFT { type string default "0" }
+                @args.POINTER { type string default "period" }
+                @args.ID { type string default "0" }
+                type batontest
+                rate $RATE
+                period $PERIOD
+                buffer $BUFFER
+                format $FORMAT
+                channels $CHANNELS
+                drift-ppm $DRIFT
+                pointer $POINTER
+                control { @func concat strings [ "\(dir)/card_" $ID ".ctl" ] }
+                record { @func concat strings [ "\(dir)/card_" $ID ".raw" ] }
+            }
 
-        """
+            """
     }
 
     /// A fresh virtual card of this shape, with its own control, record and timing files.
     /// `rate`, `periodFrames` and `bufferFrames` are what the card grants (nothing else);
     /// `driftPPM` is its clock's error from the start (a `drift` command changes it later).
-    public static func makeCard(rate: Int = 48000, periodFrames: Int = 480, bufferFrames: Int = 1920,
-                                format: TestCard.Format = .s16LE, channels: Int = 2, driftPPM: Double = 0,
-                                pointer: TestCard.Pointer = .period) -> TestCard {
+    public static func makeCard(
+        rate: Int = 48000, periodFrames: Int = 480, bufferFrames: Int = 1920,
+        format: TestCard.Format = .s16LE, channels: Int = 2, driftPPM: Double = 0,
+        pointer: TestCard.Pointer = .period
+    ) -> TestCard {
         let dir = directory
         let id = cardCounter.add(1, ordering: .relaxed).newValue
-        let name = "\(cardPCM):RATE=\(rate),PERIOD=\(periodFrames),BUFFER=\(bufferFrames),FORMAT=\(format.rawValue),"
+        let name =
+            "\(cardPCM):RATE=\(rate),PERIOD=\(periodFrames),BUFFER=\(bufferFrames),FORMAT=\(format.rawValue),"
             + "CHANNELS=\(channels),DRIFT=\(TestCard.Command.decimal(driftPPM)),POINTER=\(pointer.rawValue),ID=\(id)"
         let base = "\(dir)/card_\(id)"
-        return TestCard(name: name, control: base + ".ctl", record: base + ".raw", timing: base + ".raw.timing",
-                        rate: rate, periodFrames: periodFrames, bufferFrames: bufferFrames, format: format,
-                        channels: channels)
+        return TestCard(
+            name: name, control: base + ".ctl", record: base + ".raw", timing: base + ".raw.timing",
+            rate: rate, periodFrames: periodFrames, bufferFrames: bufferFrames, format: format,
+            channels: channels)
     }
 }

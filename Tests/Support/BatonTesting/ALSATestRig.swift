@@ -24,9 +24,11 @@ public enum ALSATestRig {
         mkdir(dir, 0o755)
         var conf = "</usr/share/alsa/alsa.conf>\npcm.baton_null { type null }\n"
         conf += "pcm.\(missingPCM) { type hw card 97 }\n"
-        conf += "pcm.\(latePCM) { type plug slave.pcm { @func getenv vars [ \(lateVariable) ] default \"\(missingPCM)\" } }\n"
+        conf +=
+            "pcm.\(latePCM) { type plug slave.pcm { @func getenv vars [ \(lateVariable) ] default \"\(missingPCM)\" } }\n"
         for i in 0..<pcmCount {
-            conf += "pcm.test_\(i) { type file slave.pcm \"baton_null\" file \"\(dir)/test_\(i).raw\" format \"raw\" perm 0644 }\n"
+            conf +=
+                "pcm.test_\(i) { type file slave.pcm \"baton_null\" file \"\(dir)/test_\(i).raw\" format \"raw\" perm 0644 }\n"
         }
         conf += cardDefinition(directory: dir)
         let path = "\(dir)/asound.conf"

@@ -37,9 +37,11 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// With `tls`, the listener speaks TLS only, with a certificate for 127.0.0.1 signed by a CA made
     /// on the spot with openssl (``caFile``).
     public init(port: Int? = nil, users: [String: String] = [:], tls: Bool = false) throws {
-        for path in [Self.brokerPath, Self.publisherPath, Self.subscriberPath, Self.passwdPath] where access(path, X_OK) != 0 {
-            throw StartError(description: "\(path) is missing: run `scripts/install-deps.sh --test` "
-                                 + "(packages mosquitto and mosquitto-clients)")
+        for path in [Self.brokerPath, Self.publisherPath, Self.subscriberPath, Self.passwdPath]
+        where access(path, X_OK) != 0 {
+            throw StartError(
+                description: "\(path) is missing: run `scripts/install-deps.sh --test` "
+                    + "(packages mosquitto and mosquitto-clients)")
         }
         guard let made = mkdtemp(strdup("/tmp/baton-mosquitto-XXXXXX")) else {
             throw StartError(description: "mkdtemp failed: \(String(cString: strerror(errno)))")
@@ -59,16 +61,28 @@ public final class MosquittoBroker: @unchecked Sendable {
         if tls {
             let d = directory
             let steps: [[String]] = [
-                ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=Baton test CA",
-                 "-keyout", "\(d)/ca.key", "-out", "\(d)/ca.crt"],
-                ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "\(d)/server.key", "-out", "\(d)/server.csr"],
-                ["x509", "-req", "-in", "\(d)/server.csr", "-CA", "\(d)/ca.crt", "-CAkey", "\(d)/ca.key", "-CAcreateserial",
-                 "-days", "2", "-extfile", "\(d)/san.cnf", "-out", "\(d)/server.crt"],
+                [
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=Baton test CA",
+                    "-keyout", "\(d)/ca.key", "-out", "\(d)/ca.crt",
+                ],
+                [
+                    "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "\(d)/server.key",
+                    "-out", "\(d)/server.csr",
+                ],
+                [
+                    "x509", "-req", "-in", "\(d)/server.csr", "-CA", "\(d)/ca.crt", "-CAkey", "\(d)/ca.key",
+                    "-CAcreateserial",
+                    "-days", "2", "-extfile", "\(d)/san.cnf", "-out", "\(d)/server.crt",
+                ],
             ]
-            guard writeText(d + "/san.cnf", "subjectAltName=IP:127.0.0.1\n") else { throw StartError(description: "cannot write san.cnf") }
+            guard writeText(d + "/san.cnf", "subjectAltName=IP:127.0.0.1\n") else {
+                throw StartError(description: "cannot write san.cnf")
+            }
             for arguments in steps {
                 let result = Subprocess.run("/usr/bin/openssl", arguments)
-                guard result.status == 0 else { throw StartError(description: "openssl \(arguments[0]) failed: \(result.output)") }
+                guard result.status == 0 else {
+                    throw StartError(description: "openssl \(arguments[0]) failed: \(result.output)")
+                }
             }
             config += ["cafile \(d)/ca.crt", "certfile \(d)/server.crt", "keyfile \(d)/server.key"]
             caFile = d + "/ca.crt"
@@ -96,7 +110,9 @@ public final class MosquittoBroker: @unchecked Sendable {
         process?.stop()
         if let entries = opendir(directory) {
             while let entry = readdir(entries) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                    String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+                }
                 if name != "." && name != ".." { unlink(directory + "/" + name) }
             }
             closedir(entries)
@@ -107,8 +123,9 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// Starts the broker (again) on the same port; returns once the port accepts connections.
     public func start() throws {
         guard process == nil else { return }
-        let process = try BackgroundProcess(Self.brokerPath, ["-c", directory + "/mosquitto.conf"],
-                                            outputPath: directory + "/broker.log")
+        let process = try BackgroundProcess(
+            Self.brokerPath, ["-c", directory + "/mosquitto.conf"],
+            outputPath: directory + "/broker.log")
         self.process = process
         let port = self.port
         let listening = waitUntil(seconds: 10) { process.wait(seconds: 0) != nil || Self.accepts(port: port) }
@@ -133,8 +150,10 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     /// Publishes with `mosquitto_pub` (a separate client) and returns once it has been sent.
     /// - Throws: ``StartError`` with the tool's output when it fails.
-    public func publish(topic: String, message: String, qos: Int = 1, retain: Bool = false,
-                        user: (name: String, password: String)? = nil) throws {
+    public func publish(
+        topic: String, message: String, qos: Int = 1, retain: Bool = false,
+        user: (name: String, password: String)? = nil
+    ) throws {
         var arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-m", message, "-q", "\(qos)"]
         if let caFile { arguments += ["--cafile", caFile] }
         if retain { arguments.append("-r") }
@@ -147,17 +166,23 @@ public final class MosquittoBroker: @unchecked Sendable {
 
     /// Starts `mosquitto_sub` on `topic`, exiting after `count` messages or `seconds`, and returns
     /// once its subscription is acknowledged (so nothing published afterwards can be missed).
-    public func subscribe(topic: String, count: Int = 1, seconds: Int = 10,
-                          user: (name: String, password: String)? = nil) throws -> MosquittoSubscription {
-        var arguments = ["-d", "-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-C", "\(count)", "-W", "\(seconds)",
-                         "-F", "%t %p"]
+    public func subscribe(
+        topic: String, count: Int = 1, seconds: Int = 10,
+        user: (name: String, password: String)? = nil
+    ) throws -> MosquittoSubscription {
+        var arguments = [
+            "-d", "-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-C", "\(count)", "-W", "\(seconds)",
+            "-F", "%t %p",
+        ]
         if let caFile { arguments += ["--cafile", caFile] }
         if let user { arguments += ["-u", user.name, "-P", user.password] }
         // stdbuf: mosquitto_sub's stdout is a file, fully buffered; its lines must show as they come.
-        let process = try BackgroundProcess("/usr/bin/stdbuf", ["-oL", Self.subscriberPath] + arguments,
-                                            outputPath: directory + "/sub-\(UInt32.random(in: 0...UInt32.max)).log")
+        let process = try BackgroundProcess(
+            "/usr/bin/stdbuf", ["-oL", Self.subscriberPath] + arguments,
+            outputPath: directory + "/sub-\(UInt32.random(in: 0...UInt32.max)).log")
         guard waitUntil(seconds: 10, { process.output.contains("Subscribed (mid") || process.wait(seconds: 0) != nil }),
-              process.output.contains("Subscribed (mid") else {
+            process.output.contains("Subscribed (mid")
+        else {
             throw StartError(description: "mosquitto_sub -t \(topic) did not subscribe: \(process.output)")
         }
         return MosquittoSubscription(process: process)

@@ -190,12 +190,16 @@ extension RawClient {
     /// `data:` text (comments skipped), or nil when the stream ends.
     public func readServerSentEvent() throws -> (type: String, data: String)? {
         var line: [UInt8] = []
-        var type = "message", data = ""
+        var type = "message"
+        var data = ""
         var sawField = false
         while true {
             let byte: UInt8
             do { byte = try readChunkedBytes(count: 1)[0] } catch { return nil }
-            if byte != UInt8(ascii: "\n") { line.append(byte); continue }
+            if byte != UInt8(ascii: "\n") {
+                line.append(byte)
+                continue
+            }
             let text = String(decoding: line, as: UTF8.self)
             line.removeAll()
             if text.isEmpty {

@@ -3,7 +3,8 @@ import Glibc
 /// Test signals and their analysis. Any thread.
 public enum Signals {
     /// An interleaved sine of `frequency` Hz at `amplitude` on every channel.
-    public static func sine(frequency: Double, rate: Int, frames: Int, channels: Int, amplitude: Float = 0.5) -> [Float] {
+    public static func sine(frequency: Double, rate: Int, frames: Int, channels: Int, amplitude: Float = 0.5) -> [Float]
+    {
         var out = [Float](repeating: 0, count: frames * channels)
         for f in 0..<frames {
             let v = amplitude * Float(sin(2 * Double.pi * frequency * Double(f) / Double(rate)))
@@ -24,7 +25,8 @@ public enum Signals {
         guard n > 0 else { return 0 }
         let w = 2 * Double.pi * frequency / Double(rate)
         let coeff = 2 * cos(w)
-        var s1 = 0.0, s2 = 0.0
+        var s1 = 0.0
+        var s2 = 0.0
         for x in samples {
             let s0 = Double(x) + coeff * s1 - s2
             s2 = s1
@@ -40,7 +42,9 @@ public enum Signals {
         let n = samples.count
         guard n > 1 else { return 0 }
         let w = 2 * Double.pi * frequency / Double(rate)
-        var re = 0.0, im = 0.0, sum = 0.0
+        var re = 0.0
+        var im = 0.0
+        var sum = 0.0
         for (i, x) in samples.enumerated() {
             let hann = 0.5 - 0.5 * cos(2 * Double.pi * Double(i) / Double(n - 1))
             re += Double(x) * hann * cos(w * Double(i))

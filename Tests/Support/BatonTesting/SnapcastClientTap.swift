@@ -30,10 +30,12 @@ public final class SnapcastClientTap: @unchecked Sendable {
             throw BackgroundProcess.SpawnError(description: "mkfifo \(fifo): \(String(cString: strerror(errno)))")
         }
         pthread_mutex_init(lock, nil)
-        process = try BackgroundProcess("/usr/bin/snapclient", [
-            "-h", "127.0.0.1", "-p", "\(server.streamPort)", "--hostID", id, "--player", "file:filename=\(fifo)",
-            "--logfilter", "*:notice",
-        ], outputPath: "\(server.directory)/\(id).log")
+        process = try BackgroundProcess(
+            "/usr/bin/snapclient",
+            [
+                "-h", "127.0.0.1", "-p", "\(server.streamPort)", "--hostID", id, "--player", "file:filename=\(fifo)",
+                "--logfilter", "*:notice",
+            ], outputPath: "\(server.directory)/\(id).log")
         let fifo = self.fifo
         reader = startThread { [self] in read(fifo) }
     }

@@ -35,16 +35,18 @@ public final class SnapcastServer: @unchecked Sendable {
 
     /// Starts the server and waits (up to 10 s) until its JSON-RPC port accepts connections.
     public func start() throws {
-        let p = try BackgroundProcess("/usr/bin/snapserver", [
-            "--config=\(directory)/snapserver.conf", "--server.datadir=\(directory)",
-            "--stream.bind_to_address=127.0.0.1", "--stream.port=\(streamPort)",
-            "--http.bind_to_address=127.0.0.1", "--http.port=\(httpPort)",
-            "--tcp.bind_to_address=127.0.0.1", "--tcp.port=\(tcpPort)",
-            "--stream.source=tcp://127.0.0.1:\(sourcePort)?name=\(stream)&mode=server&sampleformat=48000:16:2",
-            // A second stream, so the speakers start somewhere else and Baton has to move them.
-            "--stream.source=pipe://\(directory)/other.fifo?name=other&mode=create&sampleformat=48000:16:2",
-            "--stream.codec=pcm", "--stream.buffer=\(bufferMilliseconds)", "--logging.filter=*:notice",
-        ], outputPath: "\(directory)/snapserver.log")
+        let p = try BackgroundProcess(
+            "/usr/bin/snapserver",
+            [
+                "--config=\(directory)/snapserver.conf", "--server.datadir=\(directory)",
+                "--stream.bind_to_address=127.0.0.1", "--stream.port=\(streamPort)",
+                "--http.bind_to_address=127.0.0.1", "--http.port=\(httpPort)",
+                "--tcp.bind_to_address=127.0.0.1", "--tcp.port=\(tcpPort)",
+                "--stream.source=tcp://127.0.0.1:\(sourcePort)?name=\(stream)&mode=server&sampleformat=48000:16:2",
+                // A second stream, so the speakers start somewhere else and Baton has to move them.
+                "--stream.source=pipe://\(directory)/other.fifo?name=other&mode=create&sampleformat=48000:16:2",
+                "--stream.codec=pcm", "--stream.buffer=\(bufferMilliseconds)", "--logging.filter=*:notice",
+            ], outputPath: "\(directory)/snapserver.log")
         process = p
         guard waitUntil(seconds: 10, { MosquittoBroker.accepts(port: httpPort) }) else {
             throw BackgroundProcess.SpawnError(description: "snapserver did not open port \(httpPort):\n\(p.output)")
@@ -52,7 +54,10 @@ public final class SnapcastServer: @unchecked Sendable {
     }
 
     /// Stops the server (SIGTERM, waiting for it) — an outage.
-    public func stop() { process?.stop(); process = nil }
+    public func stop() {
+        process?.stop()
+        process = nil
+    }
 
     /// What the server printed.
     public var log: String { process?.output ?? "" }

@@ -15,8 +15,10 @@ public enum Subprocess {
 
     /// Runs `executable` (a path) with `arguments`, environment additions `environment`, and returns
     /// its exit status and combined standard output and error. Waits at most `seconds`, then kills it.
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
-                           seconds: Double = 30) -> (status: Int32, output: String) {
+    public static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+        seconds: Double = 30
+    ) -> (status: Int32, output: String) {
         var pipe: [Int32] = [0, 0]
         Glibc.pipe(&pipe)
         var actions = posix_spawn_file_actions_t()
@@ -27,7 +29,10 @@ public enum Subprocess {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         var env = environment.map { "\($0.key)=\($0.value)" }
         var e = environ
-        while let p = e.pointee { env.append(String(cString: p)); e += 1 }
+        while let p = e.pointee {
+            env.append(String(cString: p))
+            e += 1
+        }
         let envp = env.map { strdup($0) } + [nil]
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, executable, &actions, nil, argv, envp)
@@ -44,7 +49,10 @@ public enum Subprocess {
         var pfd = pollfd(fd: pipe[0], events: Int16(POLLIN), revents: 0)
         var waited = 0.0
         while waited < seconds {
-            if poll(&pfd, 1, 100) == 0 { waited += 0.1; continue }
+            if poll(&pfd, 1, 100) == 0 {
+                waited += 0.1
+                continue
+            }
             let n = chunk.withUnsafeMutableBytes { read(pipe[0], $0.baseAddress, $0.count) }
             if n <= 0 { break }
             output += chunk[0..<n]

@@ -8,9 +8,19 @@ public enum WAVWriter {
         func u32(_ v: Int) { for k in 0..<4 { bytes.append(UInt8((v >> (8 * k)) & 0xFF)) } }
         func u16(_ v: Int) { for k in 0..<2 { bytes.append(UInt8((v >> (8 * k)) & 0xFF)) } }
         let data = samples.count * 2
-        bytes += Array("RIFF".utf8); u32(36 + data); bytes += Array("WAVE".utf8)
-        bytes += Array("fmt ".utf8); u32(16); u16(1); u16(channels); u32(rate); u32(rate * channels * 2); u16(channels * 2); u16(16)
-        bytes += Array("data".utf8); u32(data)
+        bytes += Array("RIFF".utf8)
+        u32(36 + data)
+        bytes += Array("WAVE".utf8)
+        bytes += Array("fmt ".utf8)
+        u32(16)
+        u16(1)
+        u16(channels)
+        u32(rate)
+        u32(rate * channels * 2)
+        u16(channels * 2)
+        u16(16)
+        bytes += Array("data".utf8)
+        u32(data)
         for s in samples {
             let v = Int16((min(max(s, -1), 1) * 32767).rounded())
             u16(Int(UInt16(bitPattern: v)))

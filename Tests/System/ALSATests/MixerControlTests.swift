@@ -9,7 +9,8 @@ import Testing
         let range: ClosedRange<Double> = -103.5...0
         #expect(MixerControl.setting(for: 1, decibels: range, raw: 0...207) == .decibels(0))
         guard case .decibels(let half) = MixerControl.setting(for: 0.5, decibels: range, raw: 0...207) else {
-            Issue.record("0.5 should be a dB setting"); return
+            Issue.record("0.5 should be a dB setting")
+            return
         }
         #expect(abs(half - -6.0206) < 1e-3)
         #expect(MixerControl.setting(for: 0, decibels: range, raw: 0...207) == .mute)
@@ -21,15 +22,19 @@ import Testing
         #expect(MixerControl.setting(for: 1, decibels: nil, raw: 10...110) == .raw(110))
     }
 
-    @Test(arguments: [("hw:CARD=sndrpihifiberry,DEV=0", "hw:CARD=sndrpihifiberry"), ("hw:0,0", "hw:0"),
-                      ("plughw:1,0", "hw:1"), ("hw:Device", "hw:Device"), ("default", "default"),
-                      ("baton_kitchen", "default")])
+    @Test(arguments: [
+        ("hw:CARD=sndrpihifiberry,DEV=0", "hw:CARD=sndrpihifiberry"), ("hw:0,0", "hw:0"),
+        ("plughw:1,0", "hw:1"), ("hw:Device", "hw:Device"), ("default", "default"),
+        ("baton_kitchen", "default"),
+    ])
     func findsTheMixerDeviceOfAPCM(pcm: String, device: String) {
         #expect(MixerControl.device(forPCM: pcm) == device)
     }
 
     @Test func missingCardIsAClearError() {
-        let error = #expect(throws: ALSAError.self) { try MixerControl(device: "hw:CARD=nonexistent", control: "Digital") }
+        let error = #expect(throws: ALSAError.self) {
+            try MixerControl(device: "hw:CARD=nonexistent", control: "Digital")
+        }
         let text = error?.description ?? ""
         #expect(text.contains("hw:CARD=nonexistent") && text.contains("\"Digital\""), "\(text)")
         #expect(text.contains("attach"), "\(text)")

@@ -1,6 +1,6 @@
+import BatonTesting
 import Curl
 import Glibc
-import BatonTesting
 import Testing
 
 /// HTTPClient failures that need no Subsonic server: a closed port and a server that never answers.
@@ -27,4 +27,3 @@ import Testing
         #expect(error?.detail.contains("stall") == true)
     }
 }
-

@@ -6,17 +6,21 @@ import Testing
     /// A press with contact bounce (five edges in 1.4 ms) is one press, on its first edge.
     @Test func ignoresBounceAfterAPress() {
         var debouncer = EdgeDebouncer(edges: .falling, debounce: .milliseconds(50))
-        let trace: [EdgeEvent] = [.falling(ms: 10), .rising(ms: 10.3), .falling(ms: 10.5), .rising(ms: 11.1),
-                                  .falling(ms: 11.4)]
+        let trace: [EdgeEvent] = [
+            .falling(ms: 10), .rising(ms: 10.3), .falling(ms: 10.5), .rising(ms: 11.1),
+            .falling(ms: 11.4),
+        ]
         #expect(debouncer.presses(in: trace) == [.falling(ms: 10)])
     }
 
     /// A button held for 1.5 s then released with bounce (which has falling edges) is one press.
     @Test func countsAHeldButtonOnce() {
         var debouncer = EdgeDebouncer(edges: .falling, debounce: .milliseconds(50))
-        let trace: [EdgeEvent] = [.falling(ms: 0), .rising(ms: 0.2), .falling(ms: 0.9),
-                                  .rising(ms: 1500), .falling(ms: 1500.4), .rising(ms: 1500.9), .falling(ms: 1502),
-                                  .rising(ms: 1503)]
+        let trace: [EdgeEvent] = [
+            .falling(ms: 0), .rising(ms: 0.2), .falling(ms: 0.9),
+            .rising(ms: 1500), .falling(ms: 1500.4), .rising(ms: 1500.9), .falling(ms: 1502),
+            .rising(ms: 1503),
+        ]
         #expect(debouncer.presses(in: trace) == [.falling(ms: 0)])
     }
 
@@ -24,8 +28,10 @@ import Testing
     @Test func countsTwoPressesFurtherApartThanTheDebounce() {
         var debouncer = EdgeDebouncer(edges: .falling, debounce: .milliseconds(50))
         let press: (Double) -> [EdgeEvent] = { t in
-            [.falling(ms: t), .rising(ms: t + 0.4), .falling(ms: t + 0.7), .rising(ms: t + 2.5), .falling(ms: t + 3),
-             .rising(ms: t + 100), .falling(ms: t + 100.3), .rising(ms: t + 102)]
+            [
+                .falling(ms: t), .rising(ms: t + 0.4), .falling(ms: t + 0.7), .rising(ms: t + 2.5), .falling(ms: t + 3),
+                .rising(ms: t + 100), .falling(ms: t + 100.3), .rising(ms: t + 102),
+            ]
         }
         #expect(debouncer.presses(in: press(0) + press(200)) == [.falling(ms: 0), .falling(ms: 200)])
     }
@@ -40,23 +46,29 @@ import Testing
     /// The quiet time is measured from the last edge of either kind, and exactly the debounce is enough.
     @Test func needsTheDebounceTimeOfQuietBeforeAPress() {
         var debouncer = EdgeDebouncer(edges: .falling, debounce: .milliseconds(50))
-        let trace: [EdgeEvent] = [.falling(ms: 0), .rising(ms: 30), .falling(ms: 79.9), .rising(ms: 90), .falling(ms: 140)]
+        let trace: [EdgeEvent] = [
+            .falling(ms: 0), .rising(ms: 30), .falling(ms: 79.9), .rising(ms: 90), .falling(ms: 140),
+        ]
         #expect(debouncer.presses(in: trace) == [.falling(ms: 0), .falling(ms: 140)])
     }
 
     /// A button to 3.3 V with a pull-down presses on the rising edge.
     @Test func pressesOnRisingEdges() {
         var debouncer = EdgeDebouncer(edges: .rising, debounce: .milliseconds(30))
-        let trace: [EdgeEvent] = [.rising(ms: 5), .falling(ms: 5.2), .rising(ms: 5.6), .falling(ms: 400), .rising(ms: 400.5),
-                                  .falling(ms: 401)]
+        let trace: [EdgeEvent] = [
+            .rising(ms: 5), .falling(ms: 5.2), .rising(ms: 5.6), .falling(ms: 400), .rising(ms: 400.5),
+            .falling(ms: 401),
+        ]
         #expect(debouncer.presses(in: trace) == [.rising(ms: 5)])
     }
 
     /// With both edges selected, press and release each trigger once, bounce ignored.
     @Test func reportsPressAndReleaseWithBothEdges() {
         var debouncer = EdgeDebouncer(edges: .both, debounce: .milliseconds(50))
-        let trace: [EdgeEvent] = [.falling(ms: 0), .rising(ms: 0.3), .falling(ms: 0.8),
-                                  .rising(ms: 700), .falling(ms: 700.2), .rising(ms: 701)]
+        let trace: [EdgeEvent] = [
+            .falling(ms: 0), .rising(ms: 0.3), .falling(ms: 0.8),
+            .rising(ms: 700), .falling(ms: 700.2), .rising(ms: 701),
+        ]
         #expect(debouncer.presses(in: trace) == [.falling(ms: 0), .rising(ms: 700)])
     }
 
@@ -77,6 +89,7 @@ import Testing
     /// A timestamp that goes backwards counts as no time passed, so it is never a new press.
     @Test func treatsAnEarlierTimestampAsSimultaneous() {
         var debouncer = EdgeDebouncer(edges: .falling, debounce: .milliseconds(50))
-        #expect(debouncer.presses(in: [.falling(ms: 1000), .rising(ms: 1010), .falling(ms: 100)]) == [.falling(ms: 1000)])
+        #expect(
+            debouncer.presses(in: [.falling(ms: 1000), .rising(ms: 1010), .falling(ms: 100)]) == [.falling(ms: 1000)])
     }
 }

@@ -12,7 +12,8 @@ struct HTTPServerTests {
     /// A handler echoing the request in a fixed textual form.
     static let echo: @Sendable (HTTPRequest) -> HTTPResponse = { request in
         let query = request.query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
-        let text = "\(request.method) \(request.path) ?\(query) from \(request.remoteAddress ?? "-") "
+        let text =
+            "\(request.method) \(request.path) ?\(query) from \(request.remoteAddress ?? "-") "
             + "x-test=\(request.headers["x-test"] ?? "-") body=\(String(decoding: request.body, as: UTF8.self))"
         return .text(200, text)
     }
@@ -46,7 +47,9 @@ struct HTTPServerTests {
         let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, handler: Self.echo)
         defer { server.stop() }
         let client = try RawClient(port: server.port)
-        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+        client.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+        )
         let response = try client.readResponse()
         #expect(response.text == "POST /echo ? from 127.0.0.1 x-test=- body=hello world")
     }
@@ -84,8 +87,9 @@ struct HTTPServerTests {
         defer { server.stop() }
         let client = try RawClient(port: server.port)
         let piece = String(repeating: "x", count: 8)
-        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                    + "8\r\n\(piece)\r\n8\r\n\(piece)\r\n8\r\n\(piece)\r\n0\r\n\r\n")
+        client.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "8\r\n\(piece)\r\n8\r\n\(piece)\r\n8\r\n\(piece)\r\n0\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 413)
         #expect(response.text == #"{"error":"request body exceeds 10 bytes"}"#)
@@ -237,8 +241,9 @@ struct HTTPServerTests {
     @Test func refusesOversizeHeaders() throws {
         var limits = HTTPServer.Limits()
         limits.connectionMemoryBytes = 8 * 1024
-        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, limits: limits,
-                                    handler: Self.echo)
+        let server = try HTTPServer(
+            host: "127.0.0.1", port: 0, maxBodyBytes: 1024, limits: limits,
+            handler: Self.echo)
         defer { server.stop() }
         let client = try RawClient(port: server.port)
         client.send("GET / HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 16 * 1024))\r\n\r\n")
@@ -320,7 +325,10 @@ final class StreamBox: Sendable {
 
     func waitForStream() -> HTTPChunkQueue? {
         var found: HTTPChunkQueue?
-        _ = eventually { found = queue.withLock { $0 }; return found != nil }
+        _ = eventually {
+            found = queue.withLock { $0 }
+            return found != nil
+        }
         return found
     }
 }

@@ -10,11 +10,12 @@ final class Recorder: Sendable {
     let statuses = Mutex<[MQTTStatus]>([])
 
     func client(_ configuration: MQTTConfiguration) throws -> MQTTClient {
-        try MQTTClient(configuration: configuration,
-                       onMessage: { topic, payload in
-                           self.messages.withLock { $0.append((topic, String(decoding: payload, as: UTF8.self))) }
-                       },
-                       onStatusChange: { status in self.statuses.withLock { $0.append(status) } })
+        try MQTTClient(
+            configuration: configuration,
+            onMessage: { topic, payload in
+                self.messages.withLock { $0.append((topic, String(decoding: payload, as: UTF8.self))) }
+            },
+            onStatusChange: { status in self.statuses.withLock { $0.append(status) } })
     }
 
     var received: [String] { messages.withLock { $0.map { "\($0.topic) \($0.payload)" } } }
@@ -70,12 +71,16 @@ func configuration(_ broker: MosquittoBroker, clientID: String = "baton-test") t
         client.start()
         #expect(waitUntil { client.status.isConnected })
         // Retained: a subscriber that comes later still sees it.
-        #expect(try broker.subscribe(topic: "baton/kitchen/availability").messages() == ["baton/kitchen/availability online"])
+        #expect(
+            try broker.subscribe(topic: "baton/kitchen/availability").messages() == [
+                "baton/kitchen/availability online"
+            ])
         let watcher = try broker.subscribe(topic: "baton/kitchen/availability", count: 2)
         client.stop()
         #expect(watcher.messages() == ["baton/kitchen/availability online", "baton/kitchen/availability offline"])
         #expect(client.status.connection == .stopped)
-        #expect(recorder.statuses.withLock { $0.map(\.connection) } == [.connecting, .connected, .disconnected, .stopped])
+        #expect(
+            recorder.statuses.withLock { $0.map(\.connection) } == [.connecting, .connected, .disconnected, .stopped])
     }
 
     /// When the process dies without disconnecting, the broker publishes the will: `offline`, retained.
@@ -101,8 +106,9 @@ func configuration(_ broker: MosquittoBroker, clientID: String = "baton-test") t
             guard waitUntil(seconds: 10, { recorder.received == ["baton/hall/echo ping"] }) else { _exit(4) }
             _exit(7)  // no DISCONNECT: the broker sees the socket close
         }
-        #expect(try broker.subscribe(topic: "baton/hall/availability").messages() == ["baton/hall/availability offline"],
-                "\(broker.log)")
+        #expect(
+            try broker.subscribe(topic: "baton/hall/availability").messages() == ["baton/hall/availability offline"],
+            "\(broker.log)")
         #expect(broker.log.contains("baton-hall"), "the child connected: \(broker.log)")
     }
 
@@ -136,7 +142,8 @@ func configuration(_ broker: MosquittoBroker, clientID: String = "baton-test") t
         #expect(waitUntil { recorder.received.count == 2 })
         #expect(recorder.received == ["baton/kitchen/announce before", "baton/kitchen/announce after"])
         // The broker keeps nothing across a restart here, so this retained message was sent after it.
-        #expect(try broker.subscribe(topic: "baton/kitchen/state").messages() == ["baton/kitchen/state queued while down"])
+        #expect(
+            try broker.subscribe(topic: "baton/kitchen/state").messages() == ["baton/kitchen/state queued while down"])
     }
 
     /// A wrong password leaves the client disconnected with the broker's reason; the right one connects.

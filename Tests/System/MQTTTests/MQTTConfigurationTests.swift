@@ -66,20 +66,29 @@ struct BadField: Sendable, CustomTestStringConvertible {
         var configuration = Self.base()
         #expect(configuration.effectiveWill == nil)
         configuration.availabilityTopic = "baton/kitchen/availability"
-        #expect(configuration.effectiveWill == MQTTMessage(topic: "baton/kitchen/availability", text: "offline",
-                                                          qos: .atLeastOnce, retain: true))
+        #expect(
+            configuration.effectiveWill
+                == MQTTMessage(
+                    topic: "baton/kitchen/availability", text: "offline",
+                    qos: .atLeastOnce, retain: true))
     }
 
     /// Topic filters and names are checked by libmosquitto's rules, with a reason.
     @Test func checksTopicsAndFilters() throws {
         try MQTTTopic.checkFilter("baton/+/zones/#")
         try MQTTTopic.checkName("baton/kitchen/state")
-        #expect(throws: MQTTError.invalidTopic(topic: "baton/#/x",
-                                               reason: "+ must be a whole level and # the whole last level (a/+/c, a/#)")) {
+        #expect(
+            throws: MQTTError.invalidTopic(
+                topic: "baton/#/x",
+                reason: "+ must be a whole level and # the whole last level (a/+/c, a/#)")
+        ) {
             try MQTTTopic.checkFilter("baton/#/x")
         }
-        #expect(throws: MQTTError.invalidTopic(topic: "baton/k+/x",
-                                               reason: "+ must be a whole level and # the whole last level (a/+/c, a/#)")) {
+        #expect(
+            throws: MQTTError.invalidTopic(
+                topic: "baton/k+/x",
+                reason: "+ must be a whole level and # the whole last level (a/+/c, a/#)")
+        ) {
             try MQTTTopic.checkFilter("baton/k+/x")
         }
         #expect(throws: MQTTError.invalidTopic(topic: "", reason: "is empty")) { try MQTTTopic.checkName("") }

@@ -19,14 +19,29 @@ import Testing
     /// Each bad URL is refused with a message naming the URL and the fault.
     @Test(arguments: [
         ("broker.lan:1883", "MQTT broker URL \"broker.lan:1883\": expected mqtt://host:port or mqtts://host:port"),
-        ("http://broker.lan", "MQTT broker URL \"http://broker.lan\": the scheme must be mqtt:// or mqtts://, not \"http://\""),
+        (
+            "http://broker.lan",
+            "MQTT broker URL \"http://broker.lan\": the scheme must be mqtt:// or mqtts://, not \"http://\""
+        ),
         ("mqtt://", "MQTT broker URL \"mqtt://\": the host is missing"),
         ("mqtt://:1883", "MQTT broker URL \"mqtt://:1883\": the host is missing"),
         ("mqtt://broker:0", "MQTT broker URL \"mqtt://broker:0\": the port \"0\" is not a number from 1 to 65535"),
-        ("mqtt://broker:http", "MQTT broker URL \"mqtt://broker:http\": the port \"http\" is not a number from 1 to 65535"),
-        ("mqtt://broker:70000", "MQTT broker URL \"mqtt://broker:70000\": the port \"70000\" is not a number from 1 to 65535"),
-        ("mqtt://user:pw@broker", "MQTT broker URL \"mqtt://user:pw@broker\": credentials do not belong in the URL: set the username and the password file"),
-        ("mqtt://broker/baton", "MQTT broker URL \"mqtt://broker/baton\": unexpected \"/baton\" after the host and port"),
+        (
+            "mqtt://broker:http",
+            "MQTT broker URL \"mqtt://broker:http\": the port \"http\" is not a number from 1 to 65535"
+        ),
+        (
+            "mqtt://broker:70000",
+            "MQTT broker URL \"mqtt://broker:70000\": the port \"70000\" is not a number from 1 to 65535"
+        ),
+        (
+            "mqtt://user:pw@broker",
+            "MQTT broker URL \"mqtt://user:pw@broker\": credentials do not belong in the URL: set the username and the password file"
+        ),
+        (
+            "mqtt://broker/baton",
+            "MQTT broker URL \"mqtt://broker/baton\": unexpected \"/baton\" after the host and port"
+        ),
         ("mqtt://[::1", "MQTT broker URL \"mqtt://[::1\": the IPv6 address has no closing \"]\""),
         ("mqtt://bro ker", "MQTT broker URL \"mqtt://bro ker\": the host \"bro ker\" is not a host name or address"),
     ])

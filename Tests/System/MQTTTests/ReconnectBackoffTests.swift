@@ -13,7 +13,10 @@ import Testing
     /// A connect brings the next wait back to the minimum.
     @Test func resetsAfterAConnect() {
         var backoff = ReconnectBackoff(minimum: .milliseconds(250), maximum: .seconds(2))
-        #expect([backoff.nextDelay(), backoff.nextDelay(), backoff.nextDelay()] == [.milliseconds(250), .milliseconds(500), .seconds(1)])
+        #expect(
+            [backoff.nextDelay(), backoff.nextDelay(), backoff.nextDelay()] == [
+                .milliseconds(250), .milliseconds(500), .seconds(1),
+            ])
         backoff.reset()
         #expect(backoff.nextDelay() == .milliseconds(250))
     }

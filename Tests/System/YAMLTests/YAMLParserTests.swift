@@ -76,8 +76,11 @@ import YAML
 
     /// An alias to an undefined anchor is an error naming it.
     @Test func rejectsUndefinedAlias() {
-        #expect(throws: YAMLError(file: "t.yaml", mark: Mark(line: 1, column: 4), path: "a",
-                                  reason: .undefinedAlias("nope"))) {
+        #expect(
+            throws: YAMLError(
+                file: "t.yaml", mark: Mark(line: 1, column: 4), path: "a",
+                reason: .undefinedAlias("nope"))
+        ) {
             try YAMLParser.parse(text: "a: *nope\n", file: "t.yaml")
         }
     }
@@ -104,11 +107,15 @@ import YAML
         #expect {
             try YAMLParser.parse(text: text, file: "t.yaml")
         } throws: { error in
-            (error as? YAMLError)?.reason == .tooDeep(limit: YAMLParser.depthLimit) && (error as? YAMLError)?.mark.line == 2
+            (error as? YAMLError)?.reason == .tooDeep(limit: YAMLParser.depthLimit)
+                && (error as? YAMLError)?.mark.line == 2
         }
         #expect(ContinuousClock.now - started < .seconds(2))
-        #expect((try? YAMLParser.parse(text: "a: " + String(repeating: "[", count: 63) + String(repeating: "]", count: 63), file: "t.yaml")) != nil,
-                "63 levels are fine")
+        #expect(
+            (try? YAMLParser.parse(
+                text: "a: " + String(repeating: "[", count: 63) + String(repeating: "]", count: 63), file: "t.yaml"))
+                != nil,
+            "63 levels are fine")
     }
 
     /// A second document in the stream is an error.

@@ -1,9 +1,10 @@
-import FuzzSupport
 import BatonConfig
+import FoundationEssentials
+import FuzzSupport
+import OSThread
+
 @testable import BatonDaemon
 @testable import BatonService
-import OSThread
-import FoundationEssentials
 @testable import HTTPServer
 
 // The control API on arbitrary requests: `API.handle` against one running daemon whose zones play to
@@ -23,12 +24,15 @@ let soundsDirectory: String = {
 }()
 
 let api: API = {
-    let zones = [ZoneConfig(name: "kitchen", pcm: "null", rate: 44_100, clock: .system),
-                 ZoneConfig(name: "patio", pcm: "null", rate: 48_000, clock: .system)]
+    let zones = [
+        ZoneConfig(name: "kitchen", pcm: "null", rate: 44_100, clock: .system),
+        ZoneConfig(name: "patio", pcm: "null", rate: 48_000, clock: .system),
+    ]
     // A speech command that cannot run: text announcements are answered 503 without spawning espeak-ng.
-    let config = BatonConfiguration(zones: zones, sounds: soundsDirectory,
-                                    groups: [GroupConfig(name: "outside", zones: ["patio"])], device: "fuzz",
-                                    speech: SpeechConfig(command: "/nonexistent/espeak-ng"))
+    let config = BatonConfiguration(
+        zones: zones, sounds: soundsDirectory,
+        groups: [GroupConfig(name: "outside", zones: ["patio"])], device: "fuzz",
+        speech: SpeechConfig(command: "/nonexistent/espeak-ng"))
     let daemon = Daemon(config: config, logger: Logger(minimum: .error, sink: { _ in }))
     daemon.start()
     return API(daemon: daemon)
@@ -58,8 +62,9 @@ public func fuzzAPI(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             headers[header[..<colon].lowercased()] = String(header[header.index(after: colon)...].drop { $0 == " " })
         }
     }
-    let request = HTTPRequest(method: method, path: target.path, query: target.query, headers: headers,
-                              body: Array(bytes[at...]), remoteAddress: "127.0.0.1")
+    let request = HTTPRequest(
+        method: method, path: target.path, query: target.query, headers: headers,
+        body: Array(bytes[at...]), remoteAddress: "127.0.0.1")
     let response = api.handle(request)
     precondition((100...599).contains(response.status), "status \(response.status)")
     precondition(response.status != 500, "500 for \(method) \(target.path)")

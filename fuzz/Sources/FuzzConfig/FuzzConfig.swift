@@ -1,5 +1,5 @@
-import FuzzSupport
 import BatonConfig
+import FuzzSupport
 import Glibc
 
 // The configuration loader on arbitrary bytes: written to a file and read back through

@@ -1,5 +1,5 @@
-import FuzzSupport
 import AudioCore
+import FuzzSupport
 import Media
 
 // The stream decoders on arbitrary bytes, as a music stream reaches them: `StreamDecoders.make` picks
@@ -12,8 +12,10 @@ import Media
 
 let readSizes = [4096, 1, 2, 3, 7, 64, 100, 441, 479, 480, 960, 1024, 1152, 2047, 2304, 4095]
 
-let contentTypes: [String?] = [nil, "audio/ogg", "audio/flac", "audio/mpeg", "audio/wav", "application/octet-stream",
-                               "text/html", nil]
+let contentTypes: [String?] = [
+    nil, "audio/ogg", "audio/flac", "audio/mpeg", "audio/wav", "application/octet-stream",
+    "text/html", nil,
+]
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDecoders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
@@ -22,8 +24,9 @@ public func fuzzDecoders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let stream = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
     let source = MemoryByteSource(stream, chunkSizes: selector & 8 != 0 ? 1...1500 : nil, seed: UInt64(size))
     do {
-        let decoder = try StreamDecoders.make(contentType: contentTypes[Int(selector & 7)], source: source,
-                                              name: "fuzz")
+        let decoder = try StreamDecoders.make(
+            contentType: contentTypes[Int(selector & 7)], source: source,
+            name: "fuzz")
         precondition((1...255).contains(decoder.channels), "\(decoder.channels) channels")
         precondition(decoder.rate > 0, "\(decoder.rate) Hz")
         let room = readSizes[Int(selector >> 4)]

@@ -1,7 +1,8 @@
 import FuzzSupport
-@testable import Intercom
 import OpusCodec
 import Synchronization
+
+@testable import Intercom
 
 // The intercom's receive path on a sequence of arbitrary datagrams: RTP parsing, the jitter buffer
 // (insert on the receive side, `next` on the play-out side) and the real Opus decoder behind
@@ -25,8 +26,10 @@ public func fuzzRTP(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let channels = options & 1 == 0 ? 1 : 2
     var jitter = JitterBuffer.Configuration(payloadType: options & 2 == 0 ? nil : 111)
     jitter.slots = 32
-    let state = Mutex(RTPReceiver.State(jitter: JitterBuffer(configuration: jitter),
-                                        monitor: CallMonitor(silenceTimeout: 2_000_000_000)))
+    let state = Mutex(
+        RTPReceiver.State(
+            jitter: JitterBuffer(configuration: jitter),
+            monitor: CallMonitor(silenceTimeout: 2_000_000_000)))
     guard let playout = try? PacketPlayout(channels: channels, maximumPayload: jitter.maximumPayload) else {
         fatalError("no Opus decoder")
     }
@@ -41,8 +44,9 @@ public func fuzzRTP(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         at += 3 + length
         now += Int(control & 0x1f) * 1_000_000
         if let packet = try? RTPPacket(parsing: datagram) {
-            precondition(packet.payload.lowerBound >= RTPPacket.headerSize && packet.payload.upperBound <= length,
-                         "payload \(packet.payload) outside a \(length)-byte datagram")
+            precondition(
+                packet.payload.lowerBound >= RTPPacket.headerSize && packet.payload.upperBound <= length,
+                "payload \(packet.payload) outside a \(length)-byte datagram")
         }
         state.withLock { s in
             switch s.jitter.insert(datagram: datagram, now: now) {

@@ -1,12 +1,15 @@
 import FuzzSupport
+
 @testable import Subsonic
 
 // Subsonic response decoding on arbitrary bytes: the envelope, each payload type under the key its
 // endpoint reads, and the error text the client would show. Every input must decode or throw.
 
 /// A client that is never connected: only its text helpers (`serverText`, which scrubs secrets) run.
-let client = SubsonicClient(config: SubsonicConfig(url: "http://127.0.0.1:1", user: "fuzz",
-                                                                       password: "hunter2"))
+let client = SubsonicClient(
+    config: SubsonicConfig(
+        url: "http://127.0.0.1:1", user: "fuzz",
+        password: "hunter2"))
 
 func attempt<T: Decodable>(_ bytes: [UInt8], _ key: String, _ type: T.Type) {
     _ = try? ResponseDecoder(bytes: bytes).payload(key, as: type)

@@ -59,10 +59,12 @@ public final class MixerControl: @unchecked Sendable {
         }
         handle = mixer
         self.element = element
-        var low = 0, high = 0
+        var low = 0
+        var high = 0
         snd_mixer_selem_get_playback_volume_range(element, &low, &high)
         rawRange = low...max(low, high)
-        var dbLow = 0, dbHigh = 0
+        var dbLow = 0
+        var dbHigh = 0
         if snd_mixer_selem_get_playback_dB_range(element, &dbLow, &dbHigh) == 0, dbHigh > dbLow {
             decibelRange = Double(dbLow) / 100...Double(dbHigh) / 100
         } else {
@@ -88,7 +90,8 @@ public final class MixerControl: @unchecked Sendable {
                 try check(snd_mixer_selem_set_playback_volume_all(element, rawRange.lowerBound), "set volume", what)
             }
             if hasSwitch {
-                try check(snd_mixer_selem_set_playback_switch_all(element, setting == .mute ? 0 : 1), "set switch", what)
+                try check(
+                    snd_mixer_selem_set_playback_switch_all(element, setting == .mute ? 0 : 1), "set switch", what)
             }
         }
     }

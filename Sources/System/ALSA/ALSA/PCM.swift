@@ -82,7 +82,8 @@ public final class PCM {
         try check(snd_pcm_hw_params_set_rate_resample(pcm, hw, 0), "disable ALSA resampling", name)
         try check(snd_pcm_hw_params_set_rate(pcm, hw, rate, 0), "set rate \(r.rate) Hz", name)
         var period = snd_pcm_uframes_t(r.periodFrames)
-        try check(snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, &dir), "set period \(r.periodFrames) frames", name)
+        try check(
+            snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, &dir), "set period \(r.periodFrames) frames", name)
         var buffer = snd_pcm_uframes_t(max(r.bufferFrames, Int(period) * 2))
         try check(snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer), "set buffer \(r.bufferFrames) frames", name)
         try check(snd_pcm_hw_params(pcm, hw), "apply hw params", name)
@@ -99,8 +100,9 @@ public final class PCM {
         try check(snd_pcm_sw_params_set_avail_min(pcm, sw, period), "set avail min", name)
         try check(snd_pcm_sw_params(pcm, sw), "apply sw params", name)
         try check(snd_pcm_prepare(pcm), "prepare", name)
-        return Configuration(rate: Int(rate), channels: r.channels, format: r.format,
-                             periodFrames: Int(period), bufferFrames: Int(buffer))
+        return Configuration(
+            rate: Int(rate), channels: r.channels, format: r.format,
+            periodFrames: Int(period), bufferFrames: Int(buffer))
     }
 
     /// Writes `frames` interleaved frames from `bytes`, blocking while the device buffer is full.

@@ -22,8 +22,10 @@ public struct CurlError: Error, Sendable, Equatable, CustomStringConvertible {
     public var tooLarge: Bool
 
     /// Creates an error; `url` is redacted here.
-    public init(code: Int32, message: String, detail: String = "", url: String, cancelled: Bool = false,
-                tooLarge: Bool = false) {
+    public init(
+        code: Int32, message: String, detail: String = "", url: String, cancelled: Bool = false,
+        tooLarge: Bool = false
+    ) {
         self.code = code
         self.message = message
         self.detail = detail
@@ -47,8 +49,9 @@ public struct CurlError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Whether the server or the network is at fault (could not connect, timed out, stalled, closed
     /// early): the case where a retry, or a `Range` resume, makes sense.
     public var isTransient: Bool {
-        !cancelled && !tooLarge && [5, 6, 7, Self.partialFile, Self.timedOut, Self.abortedByCallback, 52, 55, 56]
-            .contains(code)
+        !cancelled && !tooLarge
+            && [5, 6, 7, Self.partialFile, Self.timedOut, Self.abortedByCallback, 52, 55, 56]
+                .contains(code)
     }
 
     /// `curl error 7 (Couldn't connect to server: Failed to connect …) for http://host/rest/ping?p=***`.

@@ -67,14 +67,17 @@ public struct HTTPClient: Sendable {
     /// - Throws: ``CurlError`` when the transfer could not complete (connect, timeout, stall, closed
     ///   early, cancelled).
     @discardableResult
-    public func get(url: String, headers: HTTPHeaders = HTTPHeaders(), range: ByteRange? = nil,
-                    timeout: Duration? = nil,
-                    onResponse: (HTTPResponseHead) -> Void = { _ in },
-                    onData: (UnsafeRawBufferPointer) -> Bool) throws(CurlError) -> HTTPResponseHead {
+    public func get(
+        url: String, headers: HTTPHeaders = HTTPHeaders(), range: ByteRange? = nil,
+        timeout: Duration? = nil,
+        onResponse: (HTTPResponseHead) -> Void = { _ in },
+        onData: (UnsafeRawBufferPointer) -> Bool
+    ) throws(CurlError) -> HTTPResponseHead {
         let result = withoutActuallyEscaping(onResponse) { onResponse in
             withoutActuallyEscaping(onData) { onData in
-                let transfer = Transfer(url: url, stallTimeout: options.stallTimeout, onResponse: onResponse,
-                                        onData: onData)
+                let transfer = Transfer(
+                    url: url, stallTimeout: options.stallTimeout, onResponse: onResponse,
+                    onData: onData)
                 return transfer.run(options: options, headers: headers, range: range, timeout: timeout, body: nil)
             }
         }
@@ -87,8 +90,10 @@ public struct HTTPClient: Sendable {
     /// Blocks the calling thread. Any thread but an output thread.
     /// - Throws: ``CurlError`` when the transfer could not complete, or the answer is larger than
     ///   `maxBodyBytes` (``CurlError/tooLarge``). HTTP error statuses are returned.
-    public func post(url: String, body: [UInt8], contentType: String, headers: HTTPHeaders = HTTPHeaders(),
-                     maxBodyBytes: Int = 8 << 20, timeout: Duration = .seconds(30)) throws(CurlError) -> HTTPResponse {
+    public func post(
+        url: String, body: [UInt8], contentType: String, headers: HTTPHeaders = HTTPHeaders(),
+        maxBodyBytes: Int = 8 << 20, timeout: Duration = .seconds(30)
+    ) throws(CurlError) -> HTTPResponse {
         var requestHeaders = headers
         requestHeaders.append(name: "Content-Type", value: contentType)
         var answer: [UInt8] = []
@@ -127,27 +132,30 @@ public struct HTTPClient: Sendable {
     ///     ``CurlError`` with ``CurlError/tooLarge`` set.
     ///   - timeout: bounds the whole transfer.
     /// - Throws: ``CurlError`` when the transfer could not complete. HTTP error statuses are returned.
-    public func fetch(url: String, headers: HTTPHeaders = HTTPHeaders(), maxBodyBytes: Int = 8 << 20,
-                      timeout: Duration = .seconds(30)) throws(CurlError) -> HTTPResponse {
+    public func fetch(
+        url: String, headers: HTTPHeaders = HTTPHeaders(), maxBodyBytes: Int = 8 << 20,
+        timeout: Duration = .seconds(30)
+    ) throws(CurlError) -> HTTPResponse {
         var body: [UInt8] = []
         var overflow = false
         let head: HTTPResponseHead
         do {
-            head = try get(url: url, headers: headers, timeout: timeout,
-                           onResponse: { head in
-                               if let length = head.headers.contentLength, length > 0, length <= maxBodyBytes {
-                                   body.reserveCapacity(Int(length))
-                               }
-                           },
-                           onData: { chunk in
-                               guard body.count + chunk.count <= maxBodyBytes else {
-                                   overflow = true
-                                   return false
-                               }
-                               body.append(contentsOf: chunk)
-                               return true
-                           })
-        } catch where overflow {
+            head = try get(
+                url: url, headers: headers, timeout: timeout,
+                onResponse: { head in
+                    if let length = head.headers.contentLength, length > 0, length <= maxBodyBytes {
+                        body.reserveCapacity(Int(length))
+                    }
+                },
+                onData: { chunk in
+                    guard body.count + chunk.count <= maxBodyBytes else {
+                        overflow = true
+                        return false
+                    }
+                    body.append(contentsOf: chunk)
+                    return true
+                })
+        } catch  where overflow {
             var error = error
             error.cancelled = false
             error.tooLarge = true
@@ -178,8 +186,10 @@ private final class Transfer {
     var lastActivity = ContinuousClock.now
     var lastDownloaded: Int64 = 0
 
-    init(url: String, stallTimeout: Duration?, onResponse: @escaping (HTTPResponseHead) -> Void,
-         onData: @escaping (UnsafeRawBufferPointer) -> Bool) {
+    init(
+        url: String, stallTimeout: Duration?, onResponse: @escaping (HTTPResponseHead) -> Void,
+        onData: @escaping (UnsafeRawBufferPointer) -> Bool
+    ) {
         self.url = url
         self.stallTimeout = stallTimeout
         self.onResponse = onResponse
@@ -187,9 +197,13 @@ private final class Transfer {
     }
 
     /// - Parameter body: sent as a POST body when given (a GET otherwise).
-    func run(options: HTTPClient.Options, headers requestHeaders: HTTPHeaders, range: ByteRange?,
-             timeout: Duration?, body: [UInt8]?) -> Result<HTTPResponseHead, CurlError> {
-        guard globalInitResult == 0 else { return .failure(error(code: globalInitResult, detail: "curl_global_init failed")) }
+    func run(
+        options: HTTPClient.Options, headers requestHeaders: HTTPHeaders, range: ByteRange?,
+        timeout: Duration?, body: [UInt8]?
+    ) -> Result<HTTPResponseHead, CurlError> {
+        guard globalInitResult == 0 else {
+            return .failure(error(code: globalInitResult, detail: "curl_global_init failed"))
+        }
         guard let handle = curl_easy_init() else {
             return .failure(error(code: 2, detail: "curl_easy_init failed"))
         }
@@ -236,26 +250,31 @@ private final class Transfer {
                 // POSTFIELDSIZE first: COPYPOSTFIELDS copies that many bytes (the body may hold NULs).
                 try check(baton_curl_setopt_long(handle, CURLOPT_POSTFIELDSIZE, body.count))
                 let rc = body.withUnsafeBytes { bytes in
-                    bytes.baseAddress.map { baton_curl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0)) }
+                    bytes.baseAddress.map {
+                        baton_curl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0))
+                    }
                         ?? baton_curl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, "")
                 }
                 try check(rc)
             }
-            try check(baton_curl_setopt_write_callback(handle, CURLOPT_WRITEFUNCTION) { bytes, size, count, context in
-                let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-                return transfer.received(UnsafeRawBufferPointer(start: bytes, count: size * count))
-            })
+            try check(
+                baton_curl_setopt_write_callback(handle, CURLOPT_WRITEFUNCTION) { bytes, size, count, context in
+                    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+                    return transfer.received(UnsafeRawBufferPointer(start: bytes, count: size * count))
+                })
             try check(baton_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context))
-            try check(baton_curl_setopt_write_callback(handle, CURLOPT_HEADERFUNCTION) { bytes, size, count, context in
-                let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-                transfer.receivedHeader(UnsafeRawBufferPointer(start: bytes, count: size * count))
-                return size * count
-            })
+            try check(
+                baton_curl_setopt_write_callback(handle, CURLOPT_HEADERFUNCTION) { bytes, size, count, context in
+                    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+                    transfer.receivedHeader(UnsafeRawBufferPointer(start: bytes, count: size * count))
+                    return size * count
+                })
             try check(baton_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context))
-            try check(baton_curl_setopt_xferinfo_callback(handle) { context, _, downloaded, _, _ in
-                let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-                return transfer.progress(downloaded: Int64(downloaded)) ? 0 : 1
-            })
+            try check(
+                baton_curl_setopt_xferinfo_callback(handle) { context, _, downloaded, _, _ in
+                    let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+                    return transfer.progress(downloaded: Int64(downloaded)) ? 0 : 1
+                })
             try check(baton_curl_setopt_pointer(handle, CURLOPT_XFERINFODATA, context))
             try check(baton_curl_setopt_long(handle, CURLOPT_NOPROGRESS, 0))
         } catch {
@@ -273,8 +292,10 @@ private final class Transfer {
             return .failure(error(code: rc.rawValue, detail: "the receiver stopped the transfer", cancelled: true))
         }
         if stalled, let stallTimeout {
-            return .failure(error(code: UInt32(CurlError.timedOut),
-                                  detail: "no data received for \(stallTimeout.milliseconds / 1000) s (stall timeout)"))
+            return .failure(
+                error(
+                    code: UInt32(CurlError.timedOut),
+                    detail: "no data received for \(stallTimeout.milliseconds / 1000) s (stall timeout)"))
         }
         return .failure(error(code: rc.rawValue, detail: detail))
     }
@@ -285,8 +306,9 @@ private final class Transfer {
 
     private func error(code: UInt32, detail: String, cancelled: Bool = false) -> CurlError {
         let message = String(cString: curl_easy_strerror(CURLcode(rawValue: code)))
-        return CurlError(code: Int32(bitPattern: code), message: message, detail: detail, url: url,
-                         cancelled: cancelled)
+        return CurlError(
+            code: Int32(bitPattern: code), message: message, detail: detail, url: url,
+            cancelled: cancelled)
     }
 
     private func deliverHead() {
@@ -318,8 +340,9 @@ private final class Transfer {
         if line.hasPrefix("HTTP/") {
             headers = HTTPHeaders()
         } else if let colon = line.firstIndex(of: ":") {
-            headers.append(name: line[..<colon].trimmingWhitespace(),
-                           value: line[line.index(after: colon)...].trimmingWhitespace())
+            headers.append(
+                name: line[..<colon].trimmingWhitespace(),
+                value: line[line.index(after: colon)...].trimmingWhitespace())
         }
     }
 

@@ -47,12 +47,14 @@ public final class FLACStreamDecoder: AudioDecoder {
         // Unretained: `self.state` keeps it alive until `deinit` has deleted the decoder. Before
         // `self` exists, `withExtendedLifetime` below does.
         let context = Unmanaged.passUnretained(state).toOpaque()
-        let status = FLAC__stream_decoder_init_stream(decoder, flacRead, nil, nil, nil, nil, flacWrite, flacMetadata,
-                                                      flacError, context)
+        let status = FLAC__stream_decoder_init_stream(
+            decoder, flacRead, nil, nil, nil, nil, flacWrite, flacMetadata,
+            flacError, context)
         guard status == FLAC__STREAM_DECODER_INIT_STATUS_OK else {
             FLAC__stream_decoder_delete(decoder)
-            throw DecodeError(format: Self.formatName,
-                              message: "\(name): cannot start the decoder (init status \(status.rawValue))")
+            throw DecodeError(
+                format: Self.formatName,
+                message: "\(name): cannot start the decoder (init status \(status.rawValue))")
         }
         let ok = withExtendedLifetime(state) { FLAC__stream_decoder_process_until_end_of_metadata(decoder) != 0 }
         if let error = Self.failure(of: state, name: name) {
@@ -62,13 +64,16 @@ public final class FLACStreamDecoder: AudioDecoder {
         guard let info = state.streamInfo else {
             let seen = ok ? "" : " (\(Self.describe(FLAC__stream_decoder_get_state(decoder))))"
             FLAC__stream_decoder_delete(decoder)
-            throw DecodeError(format: Self.formatName,
-                              message: "\(name): not a FLAC stream (no fLaC marker and STREAMINFO block)\(seen)")
+            throw DecodeError(
+                format: Self.formatName,
+                message: "\(name): not a FLAC stream (no fLaC marker and STREAMINFO block)\(seen)")
         }
         guard (1...8).contains(info.channels), info.rate > 0, (4...32).contains(info.bits) else {
             FLAC__stream_decoder_delete(decoder)
-            throw DecodeError(format: Self.formatName, message: "\(name): STREAMINFO is invalid "
-                              + "(\(info.rate) Hz, \(info.channels) channels, \(info.bits) bits)")
+            throw DecodeError(
+                format: Self.formatName,
+                message: "\(name): STREAMINFO is invalid "
+                    + "(\(info.rate) Hz, \(info.channels) channels, \(info.bits) bits)")
         }
         self.decoder = decoder
         self.state = state
@@ -99,13 +104,19 @@ public final class FLACStreamDecoder: AudioDecoder {
             if decoderState == FLAC__STREAM_DECODER_END_OF_STREAM {
                 ended = true
                 if let total = totalFrames, state.decodedFrames < total {
-                    return try fail(DecodeError(format: Self.formatName, message: "\(name): the stream ended after "
-                                                + "\(state.decodedFrames) of its \(total) frames (truncated)"))
+                    return try fail(
+                        DecodeError(
+                            format: Self.formatName,
+                            message: "\(name): the stream ended after "
+                                + "\(state.decodedFrames) of its \(total) frames (truncated)"))
                 }
             } else if !ok || decoderState == FLAC__STREAM_DECODER_ABORTED
-                        || decoderState == FLAC__STREAM_DECODER_MEMORY_ALLOCATION_ERROR {
-                return try fail(DecodeError(format: Self.formatName,
-                                            message: "\(name): decoding failed (\(Self.describe(decoderState)))"))
+                || decoderState == FLAC__STREAM_DECODER_MEMORY_ALLOCATION_ERROR
+            {
+                return try fail(
+                    DecodeError(
+                        format: Self.formatName,
+                        message: "\(name): decoding failed (\(Self.describe(decoderState)))"))
             }
         }
         let count = min(room, state.pendingFrames - state.pendingOffset)
@@ -187,7 +198,8 @@ final class FLACDecodeState {
     }
 
     func write(_ header: FLAC__FrameHeader, _ channelData: UnsafePointer<UnsafePointer<FLAC__int32>?>)
-        -> FLAC__StreamDecoderWriteStatus {
+        -> FLAC__StreamDecoderWriteStatus
+    {
         guard let info = streamInfo else {
             fatal = "audio frames before the STREAMINFO block"
             return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT

@@ -46,8 +46,10 @@ public struct GPIOButtonConfiguration: Sendable, Equatable {
     /// The longest debounce accepted.
     public static let maximumDebounce = Duration.seconds(5)
 
-    public init(chip: String = "gpiochip0", line: Int, edge: EdgeSelection = .falling, bias: GPIOBias = .pullUp,
-                debounce: Duration = .milliseconds(50)) {
+    public init(
+        chip: String = "gpiochip0", line: Int, edge: EdgeSelection = .falling, bias: GPIOBias = .pullUp,
+        debounce: Duration = .milliseconds(50)
+    ) {
         self.chip = chip
         self.line = line
         self.edge = edge
@@ -57,16 +59,21 @@ public struct GPIOButtonConfiguration: Sendable, Equatable {
 
     /// Builds a configuration from the text of a config file, checking every value; errors name the
     /// key under `path` (e.g. `gpio.doorbell.edge: "up" is not an edge: use rising, falling or both`).
-    public init(chip: String, line: Int, edge: String, bias: String, debounceMilliseconds: Int,
-                at path: String) throws(GPIOError) {
+    public init(
+        chip: String, line: Int, edge: String, bias: String, debounceMilliseconds: Int,
+        at path: String
+    ) throws(GPIOError) {
         guard let parsedEdge = EdgeSelection(rawValue: edge) else {
-            throw .invalidConfiguration(field: "\(path).edge", reason: "\"\(edge)\" is not an edge: use rising, falling or both")
+            throw .invalidConfiguration(
+                field: "\(path).edge", reason: "\"\(edge)\" is not an edge: use rising, falling or both")
         }
         guard let parsedBias = GPIOBias(rawValue: bias) else {
-            throw .invalidConfiguration(field: "\(path).bias",
-                                        reason: "\"\(bias)\" is not a bias: use pull-up, pull-down, disabled or as-is")
+            throw .invalidConfiguration(
+                field: "\(path).bias",
+                reason: "\"\(bias)\" is not a bias: use pull-up, pull-down, disabled or as-is")
         }
-        self.init(chip: chip, line: line, edge: parsedEdge, bias: parsedBias, debounce: .milliseconds(debounceMilliseconds))
+        self.init(
+            chip: chip, line: line, edge: parsedEdge, bias: parsedBias, debounce: .milliseconds(debounceMilliseconds))
         try validate(at: path)
     }
 
@@ -79,14 +86,16 @@ public struct GPIOButtonConfiguration: Sendable, Equatable {
             throw .invalidConfiguration(field: "\(path).chip", reason: "\"\(chip)\" contains spaces")
         }
         if chip.contains("/") && !chip.hasPrefix("/") {
-            throw .invalidConfiguration(field: "\(path).chip", reason: "\"\(chip)\" is a relative path: use /dev/gpiochipN")
+            throw .invalidConfiguration(
+                field: "\(path).chip", reason: "\"\(chip)\" is a relative path: use /dev/gpiochipN")
         }
         if !(0...65535).contains(line) {
             throw .invalidConfiguration(field: "\(path).line", reason: "\(line) is not a line number (0 or more)")
         }
         if debounce < .zero || debounce > Self.maximumDebounce {
-            throw .invalidConfiguration(field: "\(path).debounce",
-                                        reason: "\(debounce) is not between 0 ms and \(Self.maximumDebounce)")
+            throw .invalidConfiguration(
+                field: "\(path).debounce",
+                reason: "\(debounce) is not between 0 ms and \(Self.maximumDebounce)")
         }
     }
 }

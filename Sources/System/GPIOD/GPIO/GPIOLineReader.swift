@@ -1,6 +1,6 @@
 import CGPIOD
-import OSThread
 import Glibc
+import OSThread
 import Synchronization
 
 /// One GPIO line requested for edge events through libgpiod v1 (the kernel's GPIO character
@@ -32,16 +32,19 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
     ///   file or directory`) or the line (`gpiochip0 line 17: request for edge events: Device or
     ///   resource busy`), or ``GPIOError/invalidConfiguration(field:reason:)`` for a line the chip
     ///   does not have.
-    public init(chip chipName: String, line offset: Int, bias: GPIOBias, consumer: String = "batond",
-                onError: @escaping @Sendable (GPIOError) -> Void = { _ in }) throws(GPIOError) {
+    public init(
+        chip chipName: String, line offset: Int, bias: GPIOBias, consumer: String = "batond",
+        onError: @escaping @Sendable (GPIOError) -> Void = { _ in }
+    ) throws(GPIOError) {
         guard let chip = Self.open(chipName) else {
             throw .system(subject: chipName, action: "", code: errno)
         }
         let lines = Int(gpiod_chip_num_lines(chip))
         guard offset >= 0, offset < lines else {
             gpiod_chip_close(chip)
-            throw .invalidConfiguration(field: "\(chipName) line \(offset)",
-                                        reason: "the chip has \(lines) lines (0...\(lines - 1))")
+            throw .invalidConfiguration(
+                field: "\(chipName) line \(offset)",
+                reason: "the chip has \(lines) lines (0...\(lines - 1))")
         }
         guard let line = gpiod_chip_get_line(chip, UInt32(offset)) else {
             let code = errno
@@ -56,8 +59,9 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
         case .asIs: flags = 0
         }
         let rc = consumer.withCString { name in
-            var request = gpiod_line_request_config(consumer: name, request_type: Int32(GPIOD_LINE_REQUEST_EVENT_BOTH_EDGES),
-                                                    flags: flags)
+            var request = gpiod_line_request_config(
+                consumer: name, request_type: Int32(GPIOD_LINE_REQUEST_EVENT_BOTH_EDGES),
+                flags: flags)
             return gpiod_line_request(line, &request, 0)
         }
         guard rc == 0 else {
@@ -109,19 +113,25 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
 
     /// Ends the reader thread and waits for it. Control thread, never the handler.
     public func stop() {
-        guard let running = thread.withLock({ thread in defer { thread = nil }; return thread }) else { return }
+        guard
+            let running = thread.withLock({ thread in
+                defer { thread = nil }
+                return thread
+            })
+        else { return }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
         running.join()
         while read(wakeRead, &byte, 1) == 1 {}
     }
 
-
     /// The reader thread: waits for an edge or the wake pipe, and reads edges until stopped.
     private func readEdges(_ handler: @Sendable (EdgeEvent) -> Void) {
         let eventFD = gpiod_line_event_get_fd(line)
-        var fds = [pollfd(fd: eventFD, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        var fds = [
+            pollfd(fd: eventFD, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+        ]
         while true {
             let ready = poll(&fds, 2, -1)
             if ready < 0 {
@@ -137,7 +147,8 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
                 return
             }
             let timestamp = Int64(event.ts.tv_sec) * 1_000_000_000 + Int64(event.ts.tv_nsec)
-            handler(EdgeEvent(event.event_type == Int32(GPIOD_LINE_EVENT_RISING_EDGE) ? .rising : .falling, at: timestamp))
+            handler(
+                EdgeEvent(event.event_type == Int32(GPIOD_LINE_EVENT_RISING_EDGE) ? .rising : .falling, at: timestamp))
         }
     }
 }

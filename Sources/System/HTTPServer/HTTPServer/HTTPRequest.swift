@@ -20,8 +20,10 @@ public struct HTTPRequest: Sendable {
     public var remoteAddress: String?
 
     /// Makes a request; the server uses this, and tests may use it to call a handler directly.
-    public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-                body: [UInt8] = [], remoteAddress: String? = nil) {
+    public init(
+        method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
+        body: [UInt8] = [], remoteAddress: String? = nil
+    ) {
         self.method = method
         self.path = path
         self.query = query

@@ -34,14 +34,16 @@ public struct HTTPResponse: Sendable {
 
     /// A response with `Content-Type: text/plain; charset=utf-8`.
     public static func text(_ status: Int, _ text: String) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")],
-                     body: .bytes(Array(text.utf8)))
+        HTTPResponse(
+            status: status, headers: [("Content-Type", "text/plain; charset=utf-8")],
+            body: .bytes(Array(text.utf8)))
     }
 
     /// A response with `Content-Type: text/html; charset=utf-8`.
     public static func html(_ status: Int, _ html: String) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "text/html; charset=utf-8")],
-                     body: .bytes(Array(html.utf8)))
+        HTTPResponse(
+            status: status, headers: [("Content-Type", "text/html; charset=utf-8")],
+            body: .bytes(Array(html.utf8)))
     }
 
     /// The wrapper's own error shape: `{"error": message}` as JSON, `message` escaped.
@@ -53,10 +55,13 @@ public struct HTTPResponse: Sendable {
     /// `stream`, with an SSE comment `": keep-alive\n\n"` after `keepAlive` of silence so that proxies and
     /// the server's idle timeout leave the connection open and a vanished client is noticed.
     public static func eventStream(_ stream: any HTTPStream, keepAlive: Duration = .seconds(15)) -> HTTPResponse {
-        HTTPResponse(status: 200,
-                     headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
-                               ("X-Accel-Buffering", "no")],
-                     body: .stream(stream, keepAlive: .sseComment(every: keepAlive)))
+        HTTPResponse(
+            status: 200,
+            headers: [
+                ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                ("X-Accel-Buffering", "no"),
+            ],
+            body: .stream(stream, keepAlive: .sseComment(every: keepAlive)))
     }
 }
 

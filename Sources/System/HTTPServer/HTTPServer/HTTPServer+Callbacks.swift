@@ -27,16 +27,20 @@ let streamPollSlice = Duration.milliseconds(100)
 
 /// URI log callback: sees the raw request target before libmicrohttpd unescapes it; the result becomes
 /// the request's context (`*req_cls`).
-func mhdURILog(_ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?,
-               _ connection: OpaquePointer?) -> UnsafeMutableRawPointer? {
+func mhdURILog(
+    _ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?,
+    _ connection: OpaquePointer?
+) -> UnsafeMutableRawPointer? {
     let raw = uri.map { Array(UnsafeRawBufferPointer(start: $0, count: strlen($0))) } ?? []
     return Unmanaged.passRetained(RequestContext(rawTarget: raw)).toOpaque()
 }
 
 /// Request-completed callback: releases the request's context, whatever way the request ended.
-func mhdRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
-                         _ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
-                         _ code: MHD_RequestTerminationCode) {
+func mhdRequestCompleted(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+    _ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+    _ code: MHD_RequestTerminationCode
+) {
     guard let requestContext, let context = requestContext.pointee else { return }
     requestContext.pointee = nil
     Unmanaged<RequestContext>.fromOpaque(context).release()
@@ -44,11 +48,13 @@ func mhdRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
 
 /// Access handler: called once after the headers (validate; refuse early), once per body fragment
 /// (accumulate up to the limit), and once with `*upload_data_size == 0` at the end (answer).
-func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
-                      _ url: UnsafePointer<CChar>?, _ method: UnsafePointer<CChar>?,
-                      _ version: UnsafePointer<CChar>?, _ uploadData: UnsafePointer<CChar>?,
-                      _ uploadDataSize: UnsafeMutablePointer<Int>?,
-                      _ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> MHD_Result {
+func mhdAccessHandler(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+    _ url: UnsafePointer<CChar>?, _ method: UnsafePointer<CChar>?,
+    _ version: UnsafePointer<CChar>?, _ uploadData: UnsafePointer<CChar>?,
+    _ uploadDataSize: UnsafeMutablePointer<Int>?,
+    _ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+) -> MHD_Result {
     guard let cls, let connection, let uploadDataSize, let requestContext else { return .NO }
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
     let context: RequestContext
@@ -71,7 +77,8 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         // Refuse a declared oversize body now, before any of it is read; libmicrohttpd then closes the
         // connection instead of reading the body.
         if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
-           let length = UInt64(String(cString: declared)), length > UInt64(core.maxBodyBytes) {
+            let length = UInt64(String(cString: declared)), length > UInt64(core.maxBodyBytes)
+        {
             return queue(tooLarge(core), on: connection, core: core)
         }
         return .YES
@@ -113,9 +120,11 @@ private func tooLarge(_ core: ServerCore) -> HTTPResponse {
 }
 
 /// Header iterator: adds one header to the `[String: String]` at `cls`, name lowercased, repeats joined.
-private func collectHeader(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind,
-                           _ key: UnsafePointer<CChar>?, _ keySize: Int,
-                           _ value: UnsafePointer<CChar>?, _ valueSize: Int) -> MHD_Result {
+private func collectHeader(
+    _ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind,
+    _ key: UnsafePointer<CChar>?, _ keySize: Int,
+    _ value: UnsafePointer<CChar>?, _ valueSize: Int
+) -> MHD_Result {
     guard let cls, let key else { return .YES }
     let headers = cls.assumingMemoryBound(to: [String: String].self)
     let name = String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self).lowercased()
@@ -144,15 +153,19 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, core:
     switch response.body {
     case .bytes(let bytes):
         made = bytes.withUnsafeBytes {
-            MHD_create_response_from_buffer($0.count, UnsafeMutableRawPointer(mutating: $0.baseAddress),
-                                            .RESPMEM_MUST_COPY)
+            MHD_create_response_from_buffer(
+                $0.count, UnsafeMutableRawPointer(mutating: $0.baseAddress),
+                .RESPMEM_MUST_COPY)
         }
     case .stream(let stream, let keepAlive):
-        let streamContext = StreamContext(stream: stream, keepAlive: keepAlive, core: core,
-                                          fd: baton_mhd_connection_fd(connection))
+        let streamContext = StreamContext(
+            stream: stream, keepAlive: keepAlive, core: core,
+            fd: baton_mhd_connection_fd(connection))
         let opaque = Unmanaged.passRetained(streamContext).toOpaque()
-        made = MHD_create_response_from_callback(UInt64.max /* MHD_SIZE_UNKNOWN */, streamBlockSize,
-                                                 mhdStreamRead, opaque, mhdStreamFree)
+        // UInt64.max is MHD_SIZE_UNKNOWN.
+        made = MHD_create_response_from_callback(
+            UInt64.max, streamBlockSize,
+            mhdStreamRead, opaque, mhdStreamFree)
         if made == nil {
             // No response, so no free callback: release here.
             Unmanaged<StreamContext>.fromOpaque(opaque).release()
@@ -226,8 +239,10 @@ final class StreamContext {
 }
 
 /// Content reader: see `StreamContext.read(into:)`.
-private func mhdStreamRead(_ cls: UnsafeMutableRawPointer?, _ position: UInt64,
-                           _ buffer: UnsafeMutablePointer<CChar>?, _ max: Int) -> Int {
+private func mhdStreamRead(
+    _ cls: UnsafeMutableRawPointer?, _ position: UInt64,
+    _ buffer: UnsafeMutablePointer<CChar>?, _ max: Int
+) -> Int {
     guard let cls, let buffer, max > 0 else { return MHD_CONTENT_READER_END_WITH_ERROR }
     let context = Unmanaged<StreamContext>.fromOpaque(cls).takeUnretainedValue()
     return context.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max))

@@ -44,21 +44,25 @@ public final class HTTPServer: Sendable {
     ///   - maxBodyBytes: larger request bodies are answered 413 and never buffered.
     ///   - handler: answers each request; called on the connection's thread (see the type).
     /// - Throws: `HTTPServerError`, e.g. `cannot listen on 127.0.0.1:8470: Address already in use (errno 98)`.
-    public init(host: String, port: Int, maxBodyBytes: Int, limits: Limits = Limits(),
-                handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) throws(HTTPServerError) {
+    public init(
+        host: String, port: Int, maxBodyBytes: Int, limits: Limits = Limits(),
+        handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
+    ) throws(HTTPServerError) {
         let listener = try ListeningSocket(host: host, port: port, connectionLimit: limits.maxConnections)
         let core = ServerCore(maxBodyBytes: max(0, maxBodyBytes), handler: handler)
-        var flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
+        var flags =
+            MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
             | MHD_USE_POLL.rawValue
         if listener.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         let context = Unmanaged.passUnretained(core).toOpaque()
-        guard let daemon = baton_mhd_start(
-            flags, listener.fd,
-            mhdAccessHandler, context,
-            mhdRequestCompleted, context,
-            mhdURILog, context,
-            max(4096, limits.connectionMemoryBytes), UInt32(clamping: max(1, limits.idleTimeoutSeconds)),
-            UInt32(clamping: max(1, limits.maxConnections)))
+        guard
+            let daemon = baton_mhd_start(
+                flags, listener.fd,
+                mhdAccessHandler, context,
+                mhdRequestCompleted, context,
+                mhdURILog, context,
+                max(4096, limits.connectionMemoryBytes), UInt32(clamping: max(1, limits.idleTimeoutSeconds)),
+                UInt32(clamping: max(1, limits.maxConnections)))
         else {
             // Leaked on purpose if libmicrohttpd already closed it: never risk closing a reused descriptor.
             throw HTTPServerError(kind: .cannotStart, address: listener.displayAddress)
@@ -74,7 +78,12 @@ public final class HTTPServer: Sendable {
     /// a later or concurrent second call returns at once.
     /// Any thread except a handler's (it would wait for itself).
     public func stop() {
-        guard let daemon = self.daemon.withLock({ d -> OpaquePointer? in defer { d = nil }; return d }) else { return }
+        guard
+            let daemon = self.daemon.withLock({ d -> OpaquePointer? in
+                defer { d = nil }
+                return d
+            })
+        else { return }
         core.stopping.store(true, ordering: .releasing)
         MHD_stop_daemon(daemon)
     }

@@ -39,8 +39,9 @@ struct ListeningSocket {
         guard parsed else { throw HTTPServerError(kind: .invalidAddress, address: displayAddress) }
         length = socklen_t(isIPv6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
 
-        let socketFD = socket(isIPv6 ? AF_INET6 : AF_INET,
-                        Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let socketFD = socket(
+            isIPv6 ? AF_INET6 : AF_INET,
+            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard socketFD >= 0 else { throw HTTPServerError(kind: .cannotListen, address: display, errno: Glibc.errno) }
         func fail() -> HTTPServerError {
             let error = HTTPServerError(kind: .cannotListen, address: display, errno: Glibc.errno)
@@ -49,7 +50,9 @@ struct ListeningSocket {
         }
         var one: Int32 = 1
         // SO_REUSEADDR only lets a restarted daemon bind past TIME_WAIT; a live listener still gets EADDRINUSE.
-        guard setsockopt(socketFD, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 else { throw fail() }
+        guard setsockopt(socketFD, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+            throw fail()
+        }
         if isIPv6 {
             guard setsockopt(socketFD, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) == 0
             else { throw fail() }

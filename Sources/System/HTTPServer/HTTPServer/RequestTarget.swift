@@ -20,7 +20,8 @@ struct RequestTarget: Equatable {
                 throw Invalid(message: "request target must start with /")
             }
             let afterAuthority = target[schemeEnd.upperBound...]
-            target = afterAuthority.firstIndex(of: UInt8(ascii: "/")).map { afterAuthority[$0...] }
+            target =
+                afterAuthority.firstIndex(of: UInt8(ascii: "/")).map { afterAuthority[$0...] }
                 ?? [UInt8(ascii: "/")][...]
         }
         let queryStart = target.firstIndex(of: UInt8(ascii: "?"))
@@ -36,7 +37,8 @@ struct RequestTarget: Equatable {
             let rawName = equals.map { pair[..<$0] } ?? pair
             let rawValue = equals.map { pair[pair.index(after: $0)...] } ?? []
             guard let name = Self.decode(rawName, plusIsSpace: true),
-                  let value = Self.decode(rawValue, plusIsSpace: true) else {
+                let value = Self.decode(rawValue, plusIsSpace: true)
+            else {
                 throw Invalid(message: "query is not valid percent-encoded UTF-8")
             }
             query[name] = value
@@ -52,7 +54,8 @@ struct RequestTarget: Equatable {
             var byte = bytes[index]
             if byte == UInt8(ascii: "%") {
                 guard bytes.endIndex - index >= 3,
-                      let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else { return nil }
+                    let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
+                else { return nil }
                 byte = high << 4 | low
                 index += 3
             } else {

@@ -88,14 +88,18 @@ public final class MP3StreamDecoder: AudioDecoder {
                 continue
             }
             if status == MPG123_OK.rawValue { continue }
-            throw fail(status == MPG123_DONE.rawValue ? "the stream ended before its first frame"
-                                                      : "cannot find the first frame (\(describe(status)))")
+            throw fail(
+                status == MPG123_DONE.rawValue
+                    ? "the stream ended before its first frame"
+                    : "cannot find the first frame (\(describe(status)))")
         }
         let format = self.format()
         guard format.encoding == Int32(MPG123_ENC_FLOAT_32.rawValue), (1...2).contains(format.channels),
-              format.rate > 0 else {
-            throw fail("unexpected output format \(format.rate) Hz, \(format.channels) channels, "
-                       + "encoding \(format.encoding)")
+            format.rate > 0
+        else {
+            throw fail(
+                "unexpected output format \(format.rate) Hz, \(format.channels) channels, "
+                    + "encoding \(format.encoding)")
         }
         self.rate = format.rate
         self.channels = format.channels
@@ -133,8 +137,9 @@ public final class MP3StreamDecoder: AudioDecoder {
             case MPG123_NEW_FORMAT.rawValue:
                 let format = self.format()
                 guard format.rate == rate, format.channels == channels else {
-                    return try fail("the stream changes from \(rate) Hz, \(channels) channels to "
-                                    + "\(format.rate) Hz, \(format.channels) channels (not supported)")
+                    return try fail(
+                        "the stream changes from \(rate) Hz, \(channels) channels to "
+                            + "\(format.rate) Hz, \(format.channels) channels (not supported)")
                 }
             case MPG123_DONE.rawValue:
                 return 0

@@ -30,8 +30,10 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
 
     /// - Throws: ``MQTTError/invalidConfiguration(field:reason:)`` naming a device or zone name that
     ///   cannot be part of a topic and an HA id.
-    public init(device: String, name: String, zones: [String], prefix: String = "homeassistant",
-                topicPrefix: String = "baton") throws(MQTTError) {
+    public init(
+        device: String, name: String, zones: [String], prefix: String = "homeassistant",
+        topicPrefix: String = "baton"
+    ) throws(MQTTError) {
         try Self.checkID(device, field: "device")
         for (index, zone) in zones.enumerated() { try Self.checkID(zone, field: "zones[\(index)]") }
         if prefix.isEmpty || prefix.contains("+") || prefix.contains("#") {
@@ -46,10 +48,14 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
 
     private static func checkID(_ id: String, field: String) throws(MQTTError) {
         let allowed = id.utf8.allSatisfy {
-            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D
+                || $0 == 0x5F
         }
         guard !id.isEmpty, allowed else {
-            throw .invalidConfiguration(field: field, reason: "\"\(id)\" must be letters, digits, \"-\" or \"_\" (it is used in topics and Home Assistant ids)")
+            throw .invalidConfiguration(
+                field: field,
+                reason:
+                    "\"\(id)\" must be letters, digits, \"-\" or \"_\" (it is used in topics and Home Assistant ids)")
         }
     }
 
@@ -67,29 +73,35 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
 
     /// A `button` that publishes `{"sound":"doorbell"}` to `baton/<device>/announce`.
     public func doorbellButton() -> Message {
-        message(component: "button", objectID: "doorbell",
-                Entity(name: "Doorbell", uniqueID: "\(nodeID)_doorbell", commandTopic: "\(baseTopic)/announce",
-                       payloadPress: #"{"sound":"doorbell"}"#, icon: "mdi:doorbell"))
+        message(
+            component: "button", objectID: "doorbell",
+            Entity(
+                name: "Doorbell", uniqueID: "\(nodeID)_doorbell", commandTopic: "\(baseTopic)/announce",
+                payloadPress: #"{"sound":"doorbell"}"#, icon: "mdi:doorbell"))
     }
 
     /// A `number` 0–100 for `zone`'s volume: commands to `…/zones/<zone>/volume/set`, state from
     /// `…/zones/<zone>/volume`.
     public func volumeNumber(zone: String) -> Message {
         let zoneTopic = "\(baseTopic)/zones/\(zone)"
-        return message(component: "number", objectID: "\(zone)_volume",
-                       Entity(name: "\(zone) volume", uniqueID: "\(nodeID)_\(zone)_volume",
-                              commandTopic: "\(zoneTopic)/volume/set", stateTopic: "\(zoneTopic)/volume",
-                              min: 0, max: 100, step: 1, mode: "slider", icon: "mdi:volume-high"))
+        return message(
+            component: "number", objectID: "\(zone)_volume",
+            Entity(
+                name: "\(zone) volume", uniqueID: "\(nodeID)_\(zone)_volume",
+                commandTopic: "\(zoneTopic)/volume/set", stateTopic: "\(zoneTopic)/volume",
+                min: 0, max: 100, step: 1, mode: "slider", icon: "mdi:volume-high"))
     }
 
     /// A `sensor` showing `zone`'s state: the `state` field of the JSON on `…/zones/<zone>/state`,
     /// the other fields as attributes.
     public func stateSensor(zone: String) -> Message {
         let stateTopic = "\(baseTopic)/zones/\(zone)/state"
-        return message(component: "sensor", objectID: "\(zone)_state",
-                       Entity(name: "\(zone) state", uniqueID: "\(nodeID)_\(zone)_state", stateTopic: stateTopic,
-                              valueTemplate: "{{ value_json.state }}", jsonAttributesTopic: stateTopic,
-                              icon: "mdi:speaker"))
+        return message(
+            component: "sensor", objectID: "\(zone)_state",
+            Entity(
+                name: "\(zone) state", uniqueID: "\(nodeID)_\(zone)_state", stateTopic: stateTopic,
+                valueTemplate: "{{ value_json.state }}", jsonAttributesTopic: stateTopic,
+                icon: "mdi:speaker"))
     }
 
     private func message(component: String, objectID: String, _ entity: Entity) -> Message {
@@ -120,9 +132,11 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         var availabilityTopic: String?
         var device: Device?
 
-        init(name: String, uniqueID: String, commandTopic: String? = nil, stateTopic: String? = nil,
-             payloadPress: String? = nil, valueTemplate: String? = nil, jsonAttributesTopic: String? = nil,
-             min: Int? = nil, max: Int? = nil, step: Int? = nil, mode: String? = nil, icon: String? = nil) {
+        init(
+            name: String, uniqueID: String, commandTopic: String? = nil, stateTopic: String? = nil,
+            payloadPress: String? = nil, valueTemplate: String? = nil, jsonAttributesTopic: String? = nil,
+            min: Int? = nil, max: Int? = nil, step: Int? = nil, mode: String? = nil, icon: String? = nil
+        ) {
             self.name = name
             self.uniqueID = uniqueID
             self.commandTopic = commandTopic

@@ -1,6 +1,6 @@
 import CMosquitto
-import OSThread
 import Glibc
+import OSThread
 import Synchronization
 
 // The MQTT client's network thread (see MQTTClient.swift).
@@ -11,8 +11,9 @@ extension MQTTClient {
 
     /// Connects, serves the connection until it ends, waits out the backoff, and again, until stopped.
     func run() {
-        var backoff = ReconnectBackoff(minimum: configuration.minimumReconnectDelay,
-                                       maximum: configuration.maximumReconnectDelay)
+        var backoff = ReconnectBackoff(
+            minimum: configuration.minimumReconnectDelay,
+            maximum: configuration.maximumReconnectDelay)
         let broker = configuration.broker
         let keepAlive = Int32(configuration.keepAlive.components.seconds)
         while !isStopping {
@@ -106,7 +107,8 @@ extension MQTTClient {
         if let topic = configuration.availabilityTopic {
             let online = Array(MQTTConfiguration.onlinePayload.utf8)
             _ = online.withUnsafeBytes {
-                mosquitto_publish(handle, nil, topic, Int32($0.count), $0.baseAddress, MQTTQoS.atLeastOnce.rawValue, true)
+                mosquitto_publish(
+                    handle, nil, topic, Int32($0.count), $0.baseAddress, MQTTQoS.atLeastOnce.rawValue, true)
             }
         }
         updateStatus {

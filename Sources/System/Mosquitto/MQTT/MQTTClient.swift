@@ -1,6 +1,6 @@
 import CMosquitto
-import OSThread
 import Glibc
+import OSThread
 import Synchronization
 
 /// libmosquitto's global state, initialized once, on first use (a global `let` is initialized
@@ -72,12 +72,15 @@ public final class MQTTClient: @unchecked Sendable {
     /// - Throws: ``MQTTError/invalidConfiguration(field:reason:)`` for the first unusable field, or
     ///   ``MQTTError/library(operation:code:message:)`` when libmosquitto refuses a setting (e.g. a
     ///   TLS file it cannot load).
-    public init(configuration: MQTTConfiguration, onMessage: @escaping MessageHandler,
-                onStatusChange: @escaping StatusHandler = { _ in }) throws(MQTTError) {
+    public init(
+        configuration: MQTTConfiguration, onMessage: @escaping MessageHandler,
+        onStatusChange: @escaping StatusHandler = { _ in }
+    ) throws(MQTTError) {
         try configuration.validate()
         guard libraryInitResult == MOSQ_ERR_SUCCESS.rawValue else {
-            throw .library(operation: "mosquitto_lib_init", code: libraryInitResult,
-                           message: Self.text(of: libraryInitResult, errno: 0))
+            throw .library(
+                operation: "mosquitto_lib_init", code: libraryInitResult,
+                message: Self.text(of: libraryInitResult, errno: 0))
         }
         handle = try Self.makeHandle(configuration)
         var fds: [Int32] = [0, 0]
@@ -106,7 +109,8 @@ public final class MQTTClient: @unchecked Sendable {
     /// A libmosquitto client with every setting of `configuration` applied, and our callbacks.
     static func makeHandle(_ configuration: MQTTConfiguration) throws(MQTTError) -> OpaquePointer {
         guard let handle = mosquitto_new(configuration.clientID, true, nil) else {
-            throw .library(operation: "mosquitto_new", code: MOSQ_ERR_ERRNO.rawValue, message: String(cString: strerror(errno)))
+            throw .library(
+                operation: "mosquitto_new", code: MOSQ_ERR_ERRNO.rawValue, message: String(cString: strerror(errno)))
         }
         func check(_ rc: Int32, _ operation: String) throws(MQTTError) {
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
@@ -117,7 +121,9 @@ public final class MQTTClient: @unchecked Sendable {
         }
         try check(mosquitto_threaded_set(handle, true), "mosquitto_threaded_set")
         if let username = configuration.username {
-            try check(mosquitto_username_pw_set(handle, username, configuration.password), "setting the username and password")
+            try check(
+                mosquitto_username_pw_set(handle, username, configuration.password), "setting the username and password"
+            )
         }
         if let will = configuration.effectiveWill {
             let rc = will.payload.withUnsafeBytes {
@@ -128,9 +134,13 @@ public final class MQTTClient: @unchecked Sendable {
         if configuration.broker.usesTLS {
             let tls = configuration.tls
             // Without a CA file, trust the system's store (hashed certificates in /etc/ssl/certs).
-            let rc = mosquitto_tls_set(handle, tls.caFile, tls.caFile == nil ? "/etc/ssl/certs" : nil, tls.certFile,
-                                       tls.keyFile, nil)
-            try check(rc, "loading the TLS files (ca \(tls.caFile ?? "/etc/ssl/certs"), cert \(tls.certFile ?? "none"), key \(tls.keyFile ?? "none"))")
+            let rc = mosquitto_tls_set(
+                handle, tls.caFile, tls.caFile == nil ? "/etc/ssl/certs" : nil, tls.certFile,
+                tls.keyFile, nil)
+            try check(
+                rc,
+                "loading the TLS files (ca \(tls.caFile ?? "/etc/ssl/certs"), cert \(tls.certFile ?? "none"), key \(tls.keyFile ?? "none"))"
+            )
         }
         mosquitto_connect_callback_set(handle) { _, context, code in
             guard let context else { return }
@@ -148,7 +158,8 @@ public final class MQTTClient: @unchecked Sendable {
         }
         mosquitto_message_callback_set(handle) { _, context, message in
             guard let context, let message = message?.pointee, let topic = message.topic else { return }
-            let payload = message.payloadlen > 0
+            let payload =
+                message.payloadlen > 0
                 ? Array(UnsafeRawBufferPointer(start: message.payload, count: Int(message.payloadlen)))
                 : []
             Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().onMessage(String(cString: topic), payload)
@@ -186,7 +197,8 @@ public final class MQTTClient: @unchecked Sendable {
         guard let thread else { return }
         precondition(!thread.isCurrent, "MQTTClient.stop() called from its own callback")
         if connected, let topic = configuration.availabilityTopic {
-            _ = try? publish(topic, payload: Array(MQTTConfiguration.offlinePayload.utf8), qos: .atLeastOnce, retain: true)
+            _ = try? publish(
+                topic, payload: Array(MQTTConfiguration.offlinePayload.utf8), qos: .atLeastOnce, retain: true)
         }
         _ = mosquitto_disconnect(handle)
         wake()
@@ -205,7 +217,9 @@ public final class MQTTClient: @unchecked Sendable {
     /// queued. The corresponding C function is `mosquitto_publish`.
     /// - Throws: ``MQTTError/invalidTopic(topic:reason:)``, ``MQTTError/notConnected(topic:)``, or
     ///   ``MQTTError/library(operation:code:message:)`` (e.g. a payload over 256 MB).
-    public func publish(_ topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false) throws(MQTTError) {
+    public func publish(_ topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false)
+        throws(MQTTError)
+    {
         try MQTTTopic.checkName(topic)
         let rc = payload.withUnsafeBytes {
             mosquitto_publish(handle, nil, topic, Int32(clamping: $0.count), $0.baseAddress, qos.rawValue, retain)
@@ -222,7 +236,9 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// Publishes the UTF-8 of `text` to `topic` (see ``publish(_:payload:qos:retain:)``). Any thread.
-    public func publish(_ topic: String, text: String, qos: MQTTQoS = .atLeastOnce, retain: Bool = false) throws(MQTTError) {
+    public func publish(_ topic: String, text: String, qos: MQTTQoS = .atLeastOnce, retain: Bool = false)
+        throws(MQTTError)
+    {
         try publish(topic, payload: Array(text.utf8), qos: qos, retain: retain)
     }
 

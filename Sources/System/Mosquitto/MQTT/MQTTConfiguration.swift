@@ -73,13 +73,17 @@ public struct MQTTConfiguration: Sendable, Equatable {
 
     /// Checks every field; the error names the first one at fault (`client-id`, `tls.ca-file`, ...).
     public func validate() throws(MQTTError) {
-        func fail(_ field: String, _ reason: String) -> MQTTError { .invalidConfiguration(field: field, reason: reason) }
+        func fail(_ field: String, _ reason: String) -> MQTTError {
+            .invalidConfiguration(field: field, reason: reason)
+        }
         guard !broker.host.isEmpty else { throw fail("url", "the broker host is empty") }
         guard (1...65535).contains(broker.port) else { throw fail("url", "the port \(broker.port) is not 1...65535") }
         guard !clientID.isEmpty else { throw fail("client-id", "is empty") }
-        guard clientID.utf8.count <= 128, !clientID.unicodeScalars.contains(where: {
-            $0.properties.isWhitespace || $0.properties.generalCategory == .control
-        }) else {
+        guard clientID.utf8.count <= 128,
+            !clientID.unicodeScalars.contains(where: {
+                $0.properties.isWhitespace || $0.properties.generalCategory == .control
+            })
+        else {
             throw fail("client-id", "\"\(clientID)\" must be 1 to 128 bytes without spaces or control characters")
         }
         if let username, username.isEmpty { throw fail("username", "is empty (leave it out for anonymous access)") }
@@ -90,7 +94,8 @@ public struct MQTTConfiguration: Sendable, Equatable {
         }
         guard minimumReconnectDelay > .zero else { throw fail("reconnect-delay.min", "must be more than 0 s") }
         guard maximumReconnectDelay >= minimumReconnectDelay else {
-            throw fail("reconnect-delay.max", "\(maximumReconnectDelay) is shorter than the minimum \(minimumReconnectDelay)")
+            throw fail(
+                "reconnect-delay.max", "\(maximumReconnectDelay) is shorter than the minimum \(minimumReconnectDelay)")
         }
         if will != nil && availabilityTopic != nil {
             throw fail("will", "cannot be set together with the availability topic, whose will is \"offline\"")
@@ -99,10 +104,13 @@ public struct MQTTConfiguration: Sendable, Equatable {
         if let availabilityTopic { try MQTTTopic.checkName(availabilityTopic) }
         if broker.usesTLS {
             if (tls.certFile == nil) != (tls.keyFile == nil) {
-                throw fail(tls.certFile == nil ? "tls.cert-file" : "tls.key-file",
-                           "tls.cert-file and tls.key-file go together: set both or neither")
+                throw fail(
+                    tls.certFile == nil ? "tls.cert-file" : "tls.key-file",
+                    "tls.cert-file and tls.key-file go together: set both or neither")
             }
-            for (field, path) in [("tls.ca-file", tls.caFile), ("tls.cert-file", tls.certFile), ("tls.key-file", tls.keyFile)] {
+            for (field, path) in [
+                ("tls.ca-file", tls.caFile), ("tls.cert-file", tls.certFile), ("tls.key-file", tls.keyFile),
+            ] {
                 guard let path else { continue }
                 if access(path, R_OK) != 0 {
                     throw fail(field, "\(path): \(String(cString: strerror(errno)))")

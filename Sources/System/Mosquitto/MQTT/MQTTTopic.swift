@@ -18,9 +18,12 @@ public enum MQTTTopic {
     /// Thread: any.
     public static func checkFilter(_ filter: String) throws(MQTTError) {
         guard !filter.isEmpty else { throw .invalidTopic(topic: filter, reason: "is empty") }
-        guard filter.utf8.count <= 65535 else { throw .invalidTopic(topic: filter, reason: "is longer than 65535 bytes") }
+        guard filter.utf8.count <= 65535 else {
+            throw .invalidTopic(topic: filter, reason: "is longer than 65535 bytes")
+        }
         if mosquitto_sub_topic_check(filter) != MOSQ_ERR_SUCCESS.rawValue {
-            throw .invalidTopic(topic: filter, reason: "+ must be a whole level and # the whole last level (a/+/c, a/#)")
+            throw .invalidTopic(
+                topic: filter, reason: "+ must be a whole level and # the whole last level (a/+/c, a/#)")
         }
     }
 }

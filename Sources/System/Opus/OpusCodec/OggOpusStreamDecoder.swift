@@ -27,11 +27,12 @@ public final class OggOpusStreamDecoder: AudioDecoder {
     /// The corresponding C function is `op_open_callbacks`.
     public init(source: any ByteSource, name: String) throws(DecodeError) {
         let reader = SourceReader(source: source)
-        var callbacks = OpusFileCallbacks(read: { stream, buffer, count in
-            guard let stream, let buffer, count > 0 else { return 0 }
-            let reader = Unmanaged<SourceReader>.fromOpaque(stream).takeUnretainedValue()
-            return reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: Int(count)))
-        }, seek: nil, tell: nil, close: nil)
+        var callbacks = OpusFileCallbacks(
+            read: { stream, buffer, count in
+                guard let stream, let buffer, count > 0 else { return 0 }
+                let reader = Unmanaged<SourceReader>.fromOpaque(stream).takeUnretainedValue()
+                return reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: Int(count)))
+            }, seek: nil, tell: nil, close: nil)
         var status: Int32 = 0
         // Unretained: `self.reader` keeps it alive until `deinit` has freed the handle.
         let context = Unmanaged.passUnretained(reader).toOpaque()
@@ -61,8 +62,10 @@ public final class OggOpusStreamDecoder: AudioDecoder {
             }
             if n < 0 { throw Self.error(n, reader: reader, name: name) }
             if n > 0, Int(op_channel_count(handle, link)) != channels {
-                throw DecodeError(format: Self.formatName, message: "\(name): a chained link changes the channel "
-                                  + "count from \(channels) to \(op_channel_count(handle, link)) (not supported)")
+                throw DecodeError(
+                    format: Self.formatName,
+                    message: "\(name): a chained link changes the channel "
+                        + "count from \(channels) to \(op_channel_count(handle, link)) (not supported)")
             }
             return Int(n)
         }
@@ -75,8 +78,10 @@ public final class OggOpusStreamDecoder: AudioDecoder {
             return DecodeError(format: formatName, message: "\(name): \(failure.message)", sourceError: failure)
         }
         if reader.overBudget {
-            return DecodeError(format: formatName, message: "\(name): no Opus audio in the first "
-                               + "\(SourceReader.maximumBytesWithoutAudio >> 20) MiB of the stream")
+            return DecodeError(
+                format: formatName,
+                message: "\(name): no Opus audio in the first "
+                    + "\(SourceReader.maximumBytesWithoutAudio >> 20) MiB of the stream")
         }
         let opus = OpusError(code: code, context: name)
         return DecodeError(format: formatName, message: "\(name): \(opus.message) (\(code))")

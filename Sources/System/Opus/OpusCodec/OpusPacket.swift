@@ -13,7 +13,8 @@ public enum OpusPacket {
         guard let base = packet.baseAddress, packet.count > 0 else {
             throw OpusPacketError(code: OPUS_BAD_ARG, operation: "read packet duration (empty packet)")
         }
-        let n = opus_packet_get_nb_samples(base.assumingMemoryBound(to: UInt8.self), Int32(clamping: packet.count), 48_000)
+        let n = opus_packet_get_nb_samples(
+            base.assumingMemoryBound(to: UInt8.self), Int32(clamping: packet.count), 48_000)
         guard n > 0 else {
             throw OpusPacketError(code: n == 0 ? OPUS_INVALID_PACKET : n, operation: "read packet duration")
         }

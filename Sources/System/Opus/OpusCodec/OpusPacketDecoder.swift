@@ -67,14 +67,19 @@ public final class OpusPacketDecoder {
         _ = opus_decoder_init(state, Int32(Self.rate), Int32(channels))
     }
 
-    private func run(_ data: UnsafeRawPointer?, _ length: Int, _ output: UnsafeMutableBufferPointer<Float>,
-                     frames: Int, fec: Bool, operation: String) throws(OpusPacketError) -> Int {
+    private func run(
+        _ data: UnsafeRawPointer?, _ length: Int, _ output: UnsafeMutableBufferPointer<Float>,
+        frames: Int, fec: Bool, operation: String
+    ) throws(OpusPacketError) -> Int {
         guard let out = output.baseAddress, frames > 0, frames * channels <= output.count else {
-            throw OpusPacketError(code: OPUS_BUFFER_TOO_SMALL, operation: "\(operation) (\(frames) frames into "
-                                  + "\(output.count / channels))")
+            throw OpusPacketError(
+                code: OPUS_BUFFER_TOO_SMALL,
+                operation: "\(operation) (\(frames) frames into "
+                    + "\(output.count / channels))")
         }
-        let n = opus_decode_float(state, data?.assumingMemoryBound(to: UInt8.self), Int32(clamping: length), out,
-                                  Int32(clamping: frames), fec ? 1 : 0)
+        let n = opus_decode_float(
+            state, data?.assumingMemoryBound(to: UInt8.self), Int32(clamping: length), out,
+            Int32(clamping: frames), fec ? 1 : 0)
         guard n >= 0 else { throw OpusPacketError(code: n, operation: operation) }
         return Int(n)
     }

@@ -20,8 +20,10 @@ public final class OpusPacketEncoder {
     /// Creates an encoder. `inbandFEC` makes libopus add LBRR data for the previous frame when it
     /// codes with SILK, sized for `expectedLossPercent` (0…100); `bitrate` is in bits per second.
     /// The corresponding C functions are `opus_encoder_create` and `opus_encoder_ctl`.
-    public init(channels: Int, application: Application = .voip, bitrate: Int = 32_000, inbandFEC: Bool = false,
-                expectedLossPercent: Int = 0) throws(OpusPacketError) {
+    public init(
+        channels: Int, application: Application = .voip, bitrate: Int = 32_000, inbandFEC: Bool = false,
+        expectedLossPercent: Int = 0
+    ) throws(OpusPacketError) {
         var status: Int32 = OPUS_OK
         let app = application == .voip ? OPUS_APPLICATION_VOIP : OPUS_APPLICATION_AUDIO
         guard let state = opus_encoder_create(Int32(Self.rate), Int32(channels), app, &status), status == OPUS_OK else {
@@ -29,9 +31,11 @@ public final class OpusPacketEncoder {
         }
         self.channels = channels
         self.state = state
-        for (request, value, name) in [(OPUS_SET_BITRATE_REQUEST, bitrate, "set bitrate"),
-                                       (OPUS_SET_INBAND_FEC_REQUEST, inbandFEC ? 1 : 0, "set in-band FEC"),
-                                       (OPUS_SET_PACKET_LOSS_PERC_REQUEST, expectedLossPercent, "set packet loss")] {
+        for (request, value, name) in [
+            (OPUS_SET_BITRATE_REQUEST, bitrate, "set bitrate"),
+            (OPUS_SET_INBAND_FEC_REQUEST, inbandFEC ? 1 : 0, "set in-band FEC"),
+            (OPUS_SET_PACKET_LOSS_PERC_REQUEST, expectedLossPercent, "set packet loss"),
+        ] {
             let rc = baton_opus_encoder_set_int(state, request, Int32(clamping: value))
             guard rc == OPUS_OK else {
                 opus_encoder_destroy(state)

@@ -44,7 +44,8 @@ public final class SampleRateConverter: Resampler {
     /// - Throws: `.invalidRate`, `.invalidChannelCount`, `.unsupportedRatio` (ratio outside 1/256 … 256),
     ///   or `.converter` with `src_strerror`'s text.
     public init(quality: SampleRateQuality, inputRate: Int, outputRate: Int, channels: Int)
-        throws(ResamplerError) {
+        throws(ResamplerError)
+    {
         try ResamplerError.validate(inputRate: inputRate, outputRate: outputRate, channels: channels)
         guard let channelCount = Int32(exactly: channels) else { throw .invalidChannelCount(channels) }
         let ratio = Double(outputRate) / Double(inputRate)
@@ -74,13 +75,15 @@ public final class SampleRateConverter: Resampler {
     /// Converts `input` into `output`. Producer thread only; does not allocate.
     /// The corresponding C function is `src_process`.
     public func process(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>)
-        throws(ResamplerError) -> (consumed: Int, produced: Int) {
+        throws(ResamplerError) -> (consumed: Int, produced: Int)
+    {
         guard !flushing else { throw .finished }
         guard input.count % channels == 0 else { throw .partialFrame(samples: input.count, channels: channels) }
         let outputFrames = output.count / channels
         guard outputFrames > 0, let out = output.baseAddress else { return (0, 0) }
-        let (consumed, produced) = try convert(input.baseAddress, frames: input.count / channels,
-                                               into: out, frames: outputFrames)
+        let (consumed, produced) = try convert(
+            input.baseAddress, frames: input.count / channels,
+            into: out, frames: outputFrames)
         account(consumed: consumed)
         producedFrames += produced
         return (consumed, produced)
@@ -95,8 +98,9 @@ public final class SampleRateConverter: Resampler {
         let wanted = min(targetFrames - producedFrames, outputFrames)
         var written = 0
         while written < wanted {
-            let (consumed, produced) = try convert(UnsafePointer(silence.baseAddress), frames: Self.silenceFrames,
-                                                   into: out + written * channels, frames: wanted - written)
+            let (consumed, produced) = try convert(
+                UnsafePointer(silence.baseAddress), frames: Self.silenceFrames,
+                into: out + written * channels, frames: wanted - written)
             written += produced
             if consumed == 0 && produced == 0 { break }  // cannot progress; the caller's next call retries
         }
@@ -156,12 +160,16 @@ public final class SampleRateConverter: Resampler {
     }
 
     /// One `src_process` call at the current ratio.
-    private func convert(_ input: UnsafePointer<Float>?, frames inputFrames: Int,
-                         into output: UnsafeMutablePointer<Float>, frames outputFrames: Int)
-        throws(ResamplerError) -> (consumed: Int, produced: Int) {
-        var data = SRC_DATA(data_in: input, data_out: output, input_frames: input == nil ? 0 : inputFrames,
-                            output_frames: outputFrames, input_frames_used: 0, output_frames_gen: 0,
-                            end_of_input: 0, src_ratio: ratio)
+    private func convert(
+        _ input: UnsafePointer<Float>?, frames inputFrames: Int,
+        into output: UnsafeMutablePointer<Float>, frames outputFrames: Int
+    )
+        throws(ResamplerError) -> (consumed: Int, produced: Int)
+    {
+        var data = SRC_DATA(
+            data_in: input, data_out: output, input_frames: input == nil ? 0 : inputFrames,
+            output_frames: outputFrames, input_frames_used: 0, output_frames_gen: 0,
+            end_of_input: 0, src_ratio: ratio)
         let status = src_process(state, &data)
         guard status == 0 else { throw ResamplerError(SampleRateError(code: status)) }
         return (data.input_frames_used, data.output_frames_gen)

@@ -40,8 +40,9 @@ public final class SoxrResampler: Resampler {
         // One thread: the producer thread does the work; libsoxr's OpenMP threads would compete with it.
         var runtime = soxr_runtime_spec(1)
         var error: soxr_error_t? = nil
-        let handle = soxr_create(Double(inputRate), Double(outputRate), channelCount,
-                                 &error, &io, &recipe, &runtime)
+        let handle = soxr_create(
+            Double(inputRate), Double(outputRate), channelCount,
+            &error, &io, &recipe, &runtime)
         if let error {
             if let handle { soxr_delete(handle) }
             throw ResamplerError(SoxrError(error))
@@ -64,7 +65,8 @@ public final class SoxrResampler: Resampler {
     /// Converts `input` into `output`. Producer thread only; does not allocate.
     /// The corresponding C function is `soxr_process`.
     public func process(input: UnsafeBufferPointer<Float>, output: UnsafeMutableBufferPointer<Float>)
-        throws(ResamplerError) -> (consumed: Int, produced: Int) {
+        throws(ResamplerError) -> (consumed: Int, produced: Int)
+    {
         guard !flushed else { throw .finished }
         guard input.count % channels == 0 else { throw .partialFrame(samples: input.count, channels: channels) }
         let inputFrames = input.count / channels
@@ -100,8 +102,10 @@ public final class SoxrResampler: Resampler {
         while written < wanted {
             var consumed = 0
             var produced = 0
-            if let error = soxr_process(handle, silence.baseAddress, Self.silenceFrames, &consumed,
-                                        out + written * channels, wanted - written, &produced) {
+            if let error = soxr_process(
+                handle, silence.baseAddress, Self.silenceFrames, &consumed,
+                out + written * channels, wanted - written, &produced)
+            {
                 throw ResamplerError(SoxrError(error))
             }
             written += produced

@@ -84,8 +84,9 @@ public enum YAMLParser {
         }
         let context = parser.context.map { String(cString: $0) }
         let contextMark = context == nil ? nil : Mark(parser.context_mark)
-        return YAMLError(file: file, mark: mark,
-                         reason: .syntax(problem: problem, context: context, contextMark: contextMark))
+        return YAMLError(
+            file: file, mark: mark,
+            reason: .syntax(problem: problem, context: context, contextMark: contextMark))
     }
 
     /// The 1-based line and column of a byte offset, counting columns in UTF-8 lead bytes.
@@ -158,11 +159,15 @@ private struct TreeBuilder {
             guard let anchored = anchors[name] else { throw error(at: mark, .undefinedAlias(name)) }
             try add(anchored.node, size: anchored.size, anchor: nil)
         case YAML_SEQUENCE_START_EVENT:
-            guard stack.count < YAMLParser.depthLimit else { throw error(at: mark, .tooDeep(limit: YAMLParser.depthLimit)) }
+            guard stack.count < YAMLParser.depthLimit else {
+                throw error(at: mark, .tooDeep(limit: YAMLParser.depthLimit))
+            }
             let anchor = event.data.sequence_start.anchor.map { String(cString: $0) }
             stack.append(Frame(mark: mark, anchor: anchor, isMapping: false))
         case YAML_MAPPING_START_EVENT:
-            guard stack.count < YAMLParser.depthLimit else { throw error(at: mark, .tooDeep(limit: YAMLParser.depthLimit)) }
+            guard stack.count < YAMLParser.depthLimit else {
+                throw error(at: mark, .tooDeep(limit: YAMLParser.depthLimit))
+            }
             let anchor = event.data.mapping_start.anchor.map { String(cString: $0) }
             stack.append(Frame(mark: mark, anchor: anchor, isMapping: true))
         case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
