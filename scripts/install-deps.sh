@@ -15,10 +15,19 @@ testing=(sox ffmpeg python3-venv chromium openssl mosquitto mosquitto-clients sn
 # The demo of scripts/run.sh runs a local Subsonic server (Supysonic in a venv, library made by ffmpeg).
 demo=(ffmpeg python3-venv)
 
+# The benchmarks against other players (scripts/bench-realtime.sh, scripts/bench-pipelines.sh): MPD
+# (+ mpc), mpv, GStreamer (souphttpsrc is in -good, opusdec and audioresample in -base, alsasink in
+# -alsa), ffmpeg (makes the stream), GNU time, and python3-venv for the Supysonic server.
+bench=(mpd mpc mpv gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-alsa
+       ffmpeg time python3-venv)
+
 want=("${build[@]}" "${runtime[@]}")
 case "${1:-}" in
   --test) want+=("${testing[@]}") ;;
   --demo) want+=("${demo[@]}") ;;
+  --bench) want+=("${bench[@]}") ;;
+  "") ;;
+  *) echo "usage: $0 [--test|--demo|--bench]" >&2; exit 2 ;;
 esac
 
 missing=()
