@@ -17,9 +17,10 @@ demo=(ffmpeg python3-venv)
 
 # The benchmarks against other players (scripts/bench-realtime.sh, scripts/bench-pipelines.sh): MPD
 # (+ mpc), mpv, GStreamer (souphttpsrc is in -good, opusdec and audioresample in -base, alsasink in
-# -alsa), ffmpeg (makes the stream), GNU time, and python3-venv for the Supysonic server.
+# -alsa), ffmpeg (makes the stream), GNU time, python3-venv for the Supysonic server, and gdb (names
+# batond's threads by their entry functions in bench-realtime.sh).
 bench=(mpd mpc mpv gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-alsa
-       ffmpeg time python3-venv)
+       ffmpeg time python3-venv gdb)
 
 want=("${build[@]}" "${runtime[@]}")
 case "${1:-}" in
