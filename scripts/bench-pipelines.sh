@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Side-by-side pipeline benchmark (issue 7 point 1): the same Ogg Opus stream from the same local
+# Side-by-side pipeline benchmark (issue 7 point 1) — a pipeline harness, not the daemon (for the
+# whole daemon at real time see bench-realtime.sh): the same Ogg Opus stream from the same local
 # HTTP server, played to the end through Baton (baton-bench --pipeline: the daemon's decode →
 # resample → mix → S16 → snd_pcm_writei path, one zone, 48000 → 44100), the minimal C pipeline
 # (Sources/BenchFloor/PipelineFloor.c), GStreamer, ffmpeg, mpv and MPD, all to the same ALSA PCM
