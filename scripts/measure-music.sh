@@ -29,7 +29,7 @@ music:
 YAML
 "$bin" --config "$dir/baton.yaml" 2>"$dir/log" &
 pid=$!
-trap 'kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
 api=http://127.0.0.1:$port/api/v1
 for _ in $(seq 100); do curl -fs "$api/status" >/dev/null && break; sleep 0.05; done
 sleep 1
