@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Side-by-side pipeline benchmark (issue 7 point 1): the same Ogg Opus stream from the same local
+# Side-by-side pipeline benchmark (issue 7 point 1) — a pipeline harness, not the daemon (for the
+# whole daemon at real time see bench-realtime.sh): the same Ogg Opus stream from the same local
 # HTTP server, played to the end through Baton (baton-bench --pipeline: the daemon's decode →
 # resample → mix → S16 → snd_pcm_writei path, one zone, 48000 → 44100), the minimal C pipeline
 # (Sources/Programs/BenchFloor/PipelineFloor.c), GStreamer, ffmpeg, mpv and MPD, all to the same ALSA PCM
@@ -48,19 +49,11 @@ trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
 cc -O2 -DBATON_FLOOR_MAIN -I Sources/Programs/BenchFloor/include Sources/Programs/BenchFloor/PipelineFloor.c -o "$work/floor" \
     $(pkg-config --libs opusfile soxr samplerate alsa) -lm
 
-# The stream: 48 kHz stereo Ogg Opus at 150 kb/s; chords with vibrato, tremolo and steps, and pink
-# noise decorrelated between the channels (so the encoder and decoder work as on music).
+# The stream: 48 kHz stereo Ogg Opus at 150 kb/s, chords and pink noise (scripts/bench/make-stream.sh).
 mkdir -p "$cache"
 stream="$cache/music-${seconds}s.opus"
-if [ ! -s "$stream" ]; then
-    say "generating $stream"
-    left='0.22*sin(2*PI*220*t)*(0.6+0.4*sin(2*PI*0.5*t))+0.12*sin(2*PI*330*t+2*sin(2*PI*5*t))+0.08*sin(2*PI*(440+110*floor(mod(t\,4)))*t)'
-    right='0.22*sin(2*PI*277.2*t)+0.12*sin(2*PI*415.3*t)*(0.5+0.5*sin(2*PI*0.3*t))+0.08*sin(2*PI*(554.4+55*floor(mod(t\,3)))*t)'
-    ffmpeg -nostdin -v error -y -filter_complex \
-        "aevalsrc=exprs='$left|$right':s=48000:d=$seconds[t];anoisesrc=c=pink:a=0.07:r=48000:seed=1:d=$seconds[nl];anoisesrc=c=pink:a=0.07:r=48000:seed=2:d=$seconds[nr];[nl][nr]join=inputs=2:channel_layout=stereo[n];[t][n]amix=inputs=2:normalize=0" \
-        -c:a libopus -b:a 150k -ar 48000 "$stream.tmp.opus"
-    mv "$stream.tmp.opus" "$stream"
-fi
+[ -s "$stream" ] || say "generating $stream"
+scripts/bench/make-stream.sh "$seconds" "$stream"
 duration=$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$stream")
 bitrate=$(ffprobe -v error -show_entries format=bit_rate -of csv=p=0 "$stream")
 ln -s "$stream" "$work/music.opus"

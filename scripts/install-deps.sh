@@ -21,15 +21,23 @@ package_test=(debootstrap lintian)
 # The demo of scripts/run.sh runs a local Subsonic server (Supysonic in a venv, library made by ffmpeg).
 demo=(ffmpeg python3-venv)
 
-#   scripts/install-deps.sh [--test] [--demo] [--package] [--package-test]   (several may be given)
+# The benchmarks against other players (scripts/bench-realtime.sh, scripts/bench-pipelines.sh): MPD
+# (+ mpc), mpv, GStreamer (souphttpsrc is in -good, opusdec and audioresample in -base, alsasink in
+# -alsa), ffmpeg (makes the stream), GNU time, python3-venv for the Supysonic server, and gdb (names
+# batond's threads by their entry functions in bench-realtime.sh).
+bench=(mpd mpc mpv gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-alsa
+       ffmpeg time python3-venv gdb)
+
+#   scripts/install-deps.sh [--test] [--demo] [--bench] [--package] [--package-test]   (several may be given)
 want=("${build[@]}" "${runtime[@]}")
 for mode in "$@"; do
   case "$mode" in
     --test) want+=("${testing[@]}" "${package[@]}") ;;
     --demo) want+=("${demo[@]}") ;;
+    --bench) want+=("${bench[@]}") ;;
     --package) want+=("${package[@]}") ;;
     --package-test) want+=("${package[@]}" "${package_test[@]}") ;;
-    *) echo "usage: scripts/install-deps.sh [--test] [--demo] [--package] [--package-test]" >&2; exit 2 ;;
+    *) echo "usage: scripts/install-deps.sh [--test] [--demo] [--bench] [--package] [--package-test]" >&2; exit 2 ;;
   esac
 done
 

@@ -6,8 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-20}"
-bin="${BATOND:-.build/release/batond}"
-[ -x "$bin" ] || swift build -c release --product batond >/dev/null
+. scripts/bench/build-batond.sh
+build_batond
+bin="$batond"
+echo "$(basename "$0"): release batond at commit $baton_commit; $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 env_file="${BATON_SUBSONIC_ENV:-/tmp/baton-subsonic.env}"
 url=$(grep '^url=' "$env_file" | cut -d= -f2-); pw=$(grep '^password-file=' "$env_file" | cut -d= -f2-)
 dir=$(mktemp -d); port=8479
@@ -27,7 +29,7 @@ music:
 YAML
 "$bin" --config "$dir/baton.yaml" 2>"$dir/log" &
 pid=$!
-trap 'kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
 api=http://127.0.0.1:$port/api/v1
 for _ in $(seq 100); do curl -fs "$api/status" >/dev/null && break; sleep 0.05; done
 sleep 1

@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 minutes="${1:-30}"
-bin="${BATOND:-.build/release/batond}"
-[ -x "$bin" ] || swift build -c release --product batond >/dev/null
+. scripts/bench/build-batond.sh
+build_batond
+bin="$batond"
+echo "$(basename "$0"): release batond at commit $baton_commit; $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 exec python3 scripts/bench/soak.py "$bin" "$minutes"

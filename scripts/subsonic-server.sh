@@ -9,7 +9,8 @@
 #
 # Environment: BATON_SUBSONIC_PORT (default 4533), BATON_CACHE (default ~/.cache/baton, holds the venv),
 # BATON_SUBSONIC_ENV (default /tmp/baton-subsonic.env: the file the tests read),
-# BATON_SUBSONIC_LIBRARY (`test`, the default, or `demo`: the album scripts/run.sh plays).
+# BATON_SUBSONIC_LIBRARY (`test`, the default; `demo`: the album scripts/run.sh plays; or the absolute
+# path of a directory whose files are copied in as the library, as scripts/bench-realtime.sh does).
 # Needs: python3-venv and ffmpeg (apt, both in scripts/install-deps.sh --test); PyPI for the first start.
 set -euo pipefail
 
@@ -218,7 +219,14 @@ start() {
   data="$(mktemp -d /tmp/baton-subsonic.XXXXXX)"
   mkdir -p "$data/home" "$data/cache"
   chmod 755 "$data"
-  if [ "${BATON_SUBSONIC_LIBRARY:-test}" = demo ]; then make_demo_library "$data/music"; else make_library "$data/music"; fi
+  local library="${BATON_SUBSONIC_LIBRARY:-test}"
+  case "$library" in
+    test) make_library "$data/music" ;;
+    demo) make_demo_library "$data/music" ;;
+    /*) [ -d "$library" ] || die "BATON_SUBSONIC_LIBRARY: $library is not a directory"
+        mkdir -p "$data/music" && cp -R "$library/." "$data/music/" ;;
+    *) die "BATON_SUBSONIC_LIBRARY: test, demo or the absolute path of a directory (got $library)" ;;
+  esac
   write_config "$data"
   # A fresh random password per start: tests read it from the password file.
   "$venv/bin/python" -c 'import secrets; print("pw-" + secrets.token_hex(8))' >"$data/password"

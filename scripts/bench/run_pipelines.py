@@ -197,21 +197,27 @@ def main():
     baton = {res: med[i] for i, (name, res, cmp, _) in enumerate(rows) if cmp is None}
 
     header = ("| pipeline | resampler | CPU s per audio s (min–max) | × real time | peak RSS | "
-              "Baton at | Baton/peer CPU | Baton/peer RSS |")
-    lines = [header, "|---|---|---|---|---|---|---|---|"]
+              "Baton at | Baton/peer CPU | CPU reading | Baton/peer RSS |")
+    lines = [header, "|---|---|---|---|---|---|---|---|---|"]
     for i, (name, res, cmp, _) in enumerate(rows):
         cpu, rss, lo, hi = med[i]
-        ratio_cpu = ratio_rss = at = "—"
+        ratio_cpu = ratio_rss = at = reading = "—"
         if cmp is not None:
             b = baton[cmp]
             at = cmp
             ratio_cpu = f"{b[0] / cpu:.2f}×"
             ratio_rss = f"{b[1] / rss:.2f}×"
+            # A difference inside the run-to-run spread is no difference.
+            if b[2] <= hi and lo <= b[3]:
+                reading = "tie (spreads overlap)"
+            else:
+                reading = "Baton below" if b[3] < lo else "Baton above"
         lines.append(f"| {name} | {res} | {cpu / audio:.5f} ({lo / audio:.5f}–{hi / audio:.5f}) | "
-                     f"{audio / cpu:.0f}× | {rss:.1f} MiB | {at} | {ratio_cpu} | {ratio_rss} |")
+                     f"{audio / cpu:.0f}× | {rss:.1f} MiB | {at} | {ratio_cpu} | {reading} | {ratio_rss} |")
     table = "\n".join(lines)
     print(f"\n{audio:.0f} s of 48 kHz stereo Ogg Opus from {a.url} → gain {GAIN} → 44100 Hz S16 → ALSA {a.device}; "
-          f"medians of {a.reps} runs, whole process from exec to exit (GNU time)\n")
+          f"medians of {a.reps} runs, whole process from exec to exit (GNU time); this is baton-bench's pipeline "
+          "harness, not the daemon (scripts/bench-realtime.sh measures the daemon)\n")
     print(table)
     if a.markdown:
         with open(a.markdown, "w") as f:
