@@ -34,7 +34,7 @@ api=http://127.0.0.1:$port/api/v1
 for _ in $(seq 100); do curl -fs "$api/status" >/dev/null && break; sleep 0.05; done
 sleep 1
 before=$(curl -fs "$api/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["zones"][0]["framesPlayed"])')
-curl -fs -X POST "$api/music/play" -d '{"search": "Tone 440", "zones": ["kitchen"]}' >/dev/null
+curl -fs -X POST -H 'Content-Type: application/json' "$api/music/play" -d '{"search": "Tone 440", "zones": ["kitchen"]}' >/dev/null
 sleep 3
 t0=$(awk '{print $14+$15}' /proc/$pid/stat)
 sleep "$seconds"

@@ -65,7 +65,7 @@ cat <<TEXT
 Baton runs on $config. In another terminal:
   status page    http://$api/
   ring the bell  .build/release/batonctl --url http://$api announce doorbell
-                 (or: curl -X POST $api/api/v1/announce -d '{"sound": "doorbell"}')
+                 (or: curl -X POST -H 'Content-Type: application/json' $api/api/v1/announce -d '{"sound": "doorbell"}')
   play music     .build/release/batonctl --url http://$api play --search "Miles Davis"   (with a music: server)
                  .build/release/batonctl --url http://$api play chime --loop               (a local sound)
   pause / resume .build/release/batonctl --url http://$api pause   (resume, next, previous, seek 1:15)

@@ -13,12 +13,12 @@ pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$out"' EXIT
 api=http://127.0.0.1:8470/api/v1
 for _ in $(seq 50); do curl -fs "$api/status" >/dev/null && break; sleep 0.1; done
-curl -fs -X POST "$api/music/play" -d '{"sound": "chime", "zones": ["kitchen", "patio"], "loop": true}' >/dev/null
+curl -fs -X POST -H 'Content-Type: application/json' "$api/music/play" -d '{"sound": "chime", "zones": ["kitchen", "patio"], "loop": true}' >/dev/null
 sleep 8
-curl -fs -X POST "$api/announce" -d '{"sound": "doorbell"}' >/dev/null
-curl -fs -X POST "$api/announce" -d '{"sound": "chime", "zones": ["kitchen"]}' >/dev/null
+curl -fs -X POST -H 'Content-Type: application/json' "$api/announce" -d '{"sound": "doorbell"}' >/dev/null
+curl -fs -X POST -H 'Content-Type: application/json' "$api/announce" -d '{"sound": "chime", "zones": ["kitchen"]}' >/dev/null
 sleep 6
-curl -fs -X POST "$api/announce" -d '{"sound": "doorbell", "zones": ["kitchen"]}' >/dev/null
+curl -fs -X POST -H 'Content-Type: application/json' "$api/announce" -d '{"sound": "doorbell", "zones": ["kitchen"]}' >/dev/null
 sleep 0.7
 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,900 \
   --timeout=2500 --screenshot=docs/status-page.png http://127.0.0.1:8470/ 2>/dev/null

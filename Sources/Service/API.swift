@@ -12,12 +12,15 @@ public struct API: Sendable {
     let token: String?
     /// The MQTT bridge and GPIO buttons, for their part of the status.
     let triggers: Triggers?
+    /// The Host, Content-Type and Origin rules (cross-site safety), from `api:` at start.
+    let crossSite: CrossSiteGuard
 
     public init(daemon: Daemon, token: String? = nil, triggers: Triggers? = nil) {
         self.daemon = daemon
         commands = Commands(daemon: daemon)
         self.token = token
         self.triggers = triggers
+        crossSite = CrossSiteGuard(config: daemon.config.api)
     }
 
     /// Compares in time independent of where the strings differ.
@@ -35,6 +38,7 @@ public struct API: Sendable {
 
     /// Answers one request.
     public func handle(_ r: HTTPRequest) -> HTTPResponse {
+        if let refusal = crossSite.refusal(r) { return refusal }
         // The status page itself holds no data: it asks for the token and sends it with its requests.
         if let token, !(r.method == "GET" && r.path == "/") {
             let header = r.headers["authorization"] ?? ""

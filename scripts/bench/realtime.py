@@ -184,7 +184,7 @@ def http_json(port, method, path, body=None, timeout=5):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         c.request(method, path, json.dumps(body) if body is not None else None,
-                  {"Content-Type": "application/json"} if body is not None else {})
+                  {"Content-Type": "application/json"} if method != "GET" else {})
         r = c.getresponse()
         data = r.read()
         return r.status, (json.loads(data) if data else None)

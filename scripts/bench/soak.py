@@ -51,7 +51,7 @@ daemon = subprocess.Popen([batond, "--config", os.path.join(d, "baton.yaml")], s
 
 def request(method, path, body=None):
     c = http.client.HTTPConnection("127.0.0.1", api, timeout=10)
-    c.request(method, path, body, {"Content-Type": "application/json"} if body else {})
+    c.request(method, path, body, {"Content-Type": "application/json"} if method != "GET" else {})
     r = c.getresponse(); data = r.read(); c.close()
     return r.status, data
 for _ in range(300):

@@ -7,12 +7,20 @@ public struct APIConfig: Sendable, Equatable {
     /// The file holding the bearer token API clients must send (`token-file`), resolved like other
     /// paths; required when ``requiresToken``. The daemon reads it; the configuration holds only the path.
     public var tokenFile: String?
+    /// More names the API answers to (`allowed-hosts`), beside its own (the listen address,
+    /// `localhost`, the loopback addresses, the machine's host names and addresses): a request whose
+    /// `Host` is none of them is refused (DNS rebinding). Lowercased host names or addresses, no port.
+    public var allowedHosts: [String]
 
     /// Creates API settings.
-    public init(listen: ListenAddress = .default, maxBody: Int = 64 * 1024, tokenFile: String? = nil) {
+    public init(
+        listen: ListenAddress = .default, maxBody: Int = 64 * 1024, tokenFile: String? = nil,
+        allowedHosts: [String] = []
+    ) {
         self.listen = listen
         self.maxBody = maxBody
         self.tokenFile = tokenFile
+        self.allowedHosts = allowedHosts
     }
 
     /// True when the API listens beyond this machine (the host is not a loopback address), so anyone

@@ -63,6 +63,7 @@ extension APIConfig: Encodable {
         case listen
         case maxBody = "max-body"
         case tokenFile = "token-file"
+        case allowedHosts = "allowed-hosts"
     }
 
     /// `{"listen": "127.0.0.1:8470", "max-body": "64KiB"}`, with `token-file` (the path) when set.
@@ -71,6 +72,7 @@ extension APIConfig: Encodable {
         try container.encode(listen.description, forKey: .listen)
         try container.encode(ConfigSyntax.formatByteSize(maxBody), forKey: .maxBody)
         try container.encodeIfPresent(tokenFile, forKey: .tokenFile)
+        if !allowedHosts.isEmpty { try container.encode(allowedHosts, forKey: .allowedHosts) }
     }
 }
 

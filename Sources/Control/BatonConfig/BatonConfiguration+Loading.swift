@@ -105,7 +105,7 @@ extension ConfigReader {
         "api", "zones", "groups", "board", "boards-dir", "sounds", "resampler", "alsa-config",
         "output-dir", "state-dir", "policy", "music", "device", "mqtt", "gpio", "intercom", "speech",
     ]
-    static let apiKeys = ["listen", "max-body", "token-file"]
+    static let apiKeys = ["listen", "max-body", "token-file", "allowed-hosts"]
     static let resamplerKeys = ["music", "announcements"]
     static let policyKeys = ["classes", "duck"]
     static let classKeys = [
@@ -184,7 +184,9 @@ extension ConfigReader {
         let configuration = APIConfig(
             listen: listen ?? .default,
             maxBody: value(api, "max-body", .byteSize(APIConfig.maxBodyRange), default: 64 * 1024) ?? 0,
-            tokenFile: tokenFile.map { BatonConfiguration.resolve($0, against: baseDirectory) })
+            tokenFile: tokenFile.map { BatonConfiguration.resolve($0, against: baseDirectory) },
+            allowedHosts: api.values["allowed-hosts"].map { allowedHosts($0, at: api.path.appending("allowed-hosts")) }
+                ?? [])
         if let listen, !listen.isLoopback, tokenFile == nil, api.values["token-file"] == nil {
             report(
                 api.anchor, api.path,
@@ -193,6 +195,25 @@ extension ConfigReader {
             )
         }
         return configuration
+    }
+
+    /// `api.allowed-hosts`: host names or addresses (no port, no scheme), lowercased.
+    mutating func allowedHosts(_ pair: YAMLPair, at path: ConfigPath) -> [String] {
+        guard let nodes = items(of: pair, at: path) else { return [] }
+        var names: [String] = []
+        for node in nodes {
+            guard let name = convert(node, at: path, .string) else { continue }
+            let host = name.hasPrefix("[") && name.hasSuffix("]") ? String(name.dropFirst().dropLast()) : name
+            if ListenAddress(parsing: host.contains(":") ? "[\(host)]:1" : "\(host):1") == nil {
+                report(
+                    node.mark, path,
+                    "\"\(name)\" is not a host name or address (give a name like speaker.example.org or an address, without a port)"
+                )
+            } else {
+                names.append(host.lowercased())
+            }
+        }
+        return names
     }
 
     mutating func readResamplers(_ pair: YAMLPair) -> ResamplerConfig {

@@ -18,7 +18,7 @@ import Testing
         func get(_ auth: String?) throws -> RawClient.Response {
             let c = try RawClient(port: server.port)
             c.send(
-                "GET /api/v1/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\(auth.map { "Authorization: \($0)\r\n" } ?? "")\r\n"
+                "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\(auth.map { "Authorization: \($0)\r\n" } ?? "")\r\n"
             )
             return try c.readResponse()
         }
@@ -43,7 +43,8 @@ import Testing
         func send(_ line: String, body: String = "") throws -> RawClient.Response {
             let c = try RawClient(port: server.port)
             c.send(
-                "\(line) HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+                "\(line) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            )
             return try c.readResponse()
         }
         let page = try send("GET /")

@@ -37,7 +37,7 @@ struct HostileInputTests {
         let body = [UInt8](repeating: UInt8(ascii: "x"), count: 10 << 20)
         let declared = try Self.exchange(
             t.port,
-            Array("POST /api/v1/announce HTTP/1.1\r\nHost: x\r\n".utf8)
+            Array("POST /api/v1/announce HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8)
                 + Array("Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
                 + body)
         #expect(declared.status == 413)
@@ -47,7 +47,7 @@ struct HostileInputTests {
             Array("100000\r\n".utf8) + [UInt8](repeating: UInt8(ascii: "y"), count: 1 << 20) + Array("\r\n".utf8)
         let chunked = try Self.exchange(
             t.port,
-            Array("POST /api/v1/announce HTTP/1.1\r\nHost: x\r\n".utf8)
+            Array("POST /api/v1/announce HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8)
                 + Array("Transfer-Encoding: chunked\r\n\r\n".utf8)
                 + Array([[UInt8]](repeating: piece, count: 10).joined()) + Array("0\r\n\r\n".utf8))
         #expect(chunked.status == 413)
@@ -114,7 +114,9 @@ struct HostileInputTests {
         let body: [UInt8] = Array(#"{"sound": "door"#.utf8) + [0xFF, 0xFE] + Array(#"bell"}"#.utf8)
         let r = try Self.exchange(
             t.port,
-            Array("POST /api/v1/announce HTTP/1.1\r\nHost: x\r\nConnection: close\r\n".utf8)
+            Array(
+                "POST /api/v1/announce HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                    .utf8)
                 + Array("Content-Length: \(body.count)\r\n\r\n".utf8) + body)
         #expect(r.status == 400)
         // The keys are read first (they are valid); the bad bytes are met decoding the value.
@@ -130,7 +132,9 @@ struct HostileInputTests {
         let r = try Self.exchange(
             t.port,
             Array("POST /api/v1/zones/".utf8) + bytes
-                + Array("/volume HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}".utf8))
+                + Array(
+                    "/volume HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}"
+                        .utf8))
         #expect(r.status == 400)
         #expect(Self.error(r) == "request path is not valid percent-encoded UTF-8")
         Self.expectAlive(t)
@@ -141,11 +145,13 @@ struct HostileInputTests {
         let t = try TestDaemon()
         defer { t.stop() }
         let big = try RawClient(port: t.port)
-        big.send("GET /api/v1/status HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 1 << 20))\r\n\r\n")
+        big.send(
+            "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: \(String(repeating: "b", count: 1 << 20))\r\n\r\n"
+        )
         #expect(try big.readHead().status == 431)
         let many = try RawClient(port: t.port)
         many.send(
-            "GET /api/v1/status HTTP/1.1\r\nHost: x\r\n"
+            "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 + (0..<10_000).map { "X-H\($0): v\r\n" }.joined() + "\r\n")
         #expect(try many.readHead().status == 431)
         Self.expectAlive(t)

@@ -93,7 +93,9 @@ final class TestDaemon {
     func request(_ method: String, _ path: String, _ body: String? = nil) throws -> RawClient.Response {
         let client = try RawClient(port: port)
         var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-        if let body {
+        // Every state-changing request is JSON (the API's cross-site rule), with or without a body.
+        if body != nil || method != "GET" {
+            let body = body ?? ""
             text += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
         } else {
             text += "\r\n"

@@ -1,0 +1,144 @@
+import BatonConfig
+import BatonTesting
+import FoundationEssentials
+import Glibc
+import HTTPServer
+import OSThread
+import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
+
+/// The cross-site rules, through the real HTTP server: a page on another site must not be able to
+/// ring the doorbell through a browser, nor reach the API under a rebound DNS name.
+@Suite struct CrossSiteTests {
+    /// Sends one raw request with the given headers (and body) to the daemon's API.
+    static func send(
+        _ t: TestDaemon, _ method: String, _ path: String, headers: [String], body: String = ""
+    ) throws -> RawClient.Response {
+        let c = try RawClient(port: t.port)
+        var text = "\(method) \(path) HTTP/1.1\r\nConnection: close\r\n"
+        for h in headers { text += h + "\r\n" }
+        text += "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        c.send(text)
+        return try c.readResponse()
+    }
+
+    static func rule(_ r: RawClient.Response) -> String? {
+        (try? JSONDecoder().decode([String: String].self, from: Data(r.body)))?["rule"]
+    }
+
+    /// A `text/plain` POST from origin evil.example (what a cross-site form or `fetch` without a
+    /// preflight sends) is 403 naming the content-type rule, and no doorbell is admitted.
+    @Test func refusesATextPlainPostFromAnotherSite() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let r = try Self.send(
+            t, "POST", "/api/v1/announce",
+            headers: ["Host: 127.0.0.1:\(t.port)", "Content-Type: text/plain", "Origin: http://evil.example"],
+            body: #"{"sound": "doorbell"}"#)
+        #expect(r.status == 403)
+        #expect(Self.rule(r) == "content-type")
+        let error = (try? JSONDecoder().decode([String: String].self, from: Data(r.body)))?["error"] ?? ""
+        #expect(error.contains("Content-Type: application/json") && error.contains("text/plain"), "\(error)")
+        usleep(200_000)
+        #expect(t.daemon.events.recent().allSatisfy { $0.type != "granted" }, "a doorbell was admitted")
+        #expect(t.daemon.status().sources.isEmpty)
+    }
+
+    /// JSON with a foreign Origin is 403 naming the origin rule (a page elsewhere cannot send JSON
+    /// without a preflight, but the check holds on its own), and so is Sec-Fetch-Site: cross-site.
+    @Test func refusesAForeignOrigin() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        for extra in [
+            "Origin: http://evil.example", "Origin: null", "Origin: http://127.0.0.1:1", "Sec-Fetch-Site: cross-site",
+        ] {
+            let r = try Self.send(
+                t, "POST", "/api/v1/announce",
+                headers: ["Host: 127.0.0.1:\(t.port)", "Content-Type: application/json", extra],
+                body: #"{"sound": "doorbell"}"#)
+            #expect(r.status == 403, "\(extra)")
+            #expect(Self.rule(r) == "origin", "\(extra): \(r.text)")
+        }
+        usleep(200_000)
+        #expect(t.daemon.status().sources.isEmpty)
+    }
+
+    /// A request under a name that is not the API's (DNS rebinding: evil.example resolving to
+    /// 127.0.0.1) is 403 naming the host rule, GET as well as POST.
+    @Test func refusesAForeignHost() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let get = try Self.send(t, "GET", "/api/v1/status", headers: ["Host: evil.example:8470"])
+        #expect(get.status == 403)
+        #expect(Self.rule(get) == "host")
+        #expect(get.text.contains("api.allowed-hosts"))
+        let page = try Self.send(t, "GET", "/", headers: ["Host: evil.example"])
+        #expect(page.status == 403)
+        let post = try Self.send(
+            t, "POST", "/api/v1/announce", headers: ["Host: evil.example:8470", "Content-Type: application/json"],
+            body: #"{"sound": "doorbell"}"#)
+        #expect(post.status == 403)
+        #expect(Self.rule(post) == "host")
+        let none = try Self.send(t, "GET", "/api/v1/status", headers: [])
+        #expect(none.status == 403 || none.status == 400, "no Host header: \(none.status)")
+    }
+
+    /// The API's own names work: the loopback addresses, localhost, the machine's host name, and
+    /// a same-origin POST from the page rings the doorbell (202).
+    @Test func acceptsItsOwnNamesAndASameOriginPost() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        var name = [CChar](repeating: 0, count: 256)
+        gethostname(&name, 255)
+        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        for h in ["127.0.0.1:\(t.port)", "localhost:\(t.port)", "[::1]:\(t.port)", "\(host):\(t.port)", "LOCALHOST"] {
+            let r = try Self.send(t, "GET", "/api/v1/status", headers: ["Host: \(h)"])
+            #expect(r.status == 200, "Host: \(h): \(r.text)")
+        }
+        let r = try Self.send(
+            t, "POST", "/api/v1/announce",
+            headers: [
+                "Host: 127.0.0.1:\(t.port)", "Content-Type: application/json; charset=utf-8",
+                "Origin: http://127.0.0.1:\(t.port)", "Sec-Fetch-Site: same-origin",
+            ],
+            body: #"{"sound": "bell1k"}"#)
+        #expect(r.status == 202, "\(r.text)")
+        // A POST without a body still needs the JSON type; with it, it works.
+        let bare = try Self.send(t, "POST", "/api/v1/music/stop", headers: ["Host: 127.0.0.1"])
+        #expect(bare.status == 403)
+        #expect(Self.rule(bare) == "content-type")
+    }
+
+    /// `api.allowed-hosts` adds names (read from the file, checked, lowercased).
+    @Test func allowedHostsAddNames() throws {
+        let dir = WAVWriter.temporaryDirectory("allowed-hosts")
+        let yaml = """
+            api:
+              listen: 127.0.0.1:8470
+              allowed-hosts: [Speaker.Example.org, "10.1.2.3"]
+            zones:
+              kitchen: {pcm: "null"}
+            """
+        let path = "\(dir)/baton.yaml"
+        _ = FileIO.writeAtomically(Array(yaml.utf8), to: path)
+        let config = try BatonConfiguration.load(path: path)
+        #expect(config.api.allowedHosts == ["speaker.example.org", "10.1.2.3"])
+        let guardrail = CrossSiteGuard(config: config.api)
+        #expect(
+            guardrail.refusal(HTTPRequest(method: "GET", path: "/", headers: ["host": "speaker.example.org:8470"]))
+                == nil)
+        #expect(guardrail.refusal(HTTPRequest(method: "GET", path: "/", headers: ["host": "10.1.2.3"])) == nil)
+        #expect(guardrail.refusal(HTTPRequest(method: "GET", path: "/", headers: ["host": "other.example.org"])) != nil)
+
+        let bad = "api:\n  allowed-hosts: [\"http://x\"]\nzones:\n  kitchen: {pcm: \"null\"}\n"
+        _ = FileIO.writeAtomically(Array(bad.utf8), to: path)
+        do {
+            _ = try BatonConfiguration.load(path: path)
+            Issue.record("a URL in allowed-hosts was accepted")
+        } catch {
+            #expect("\(error)".contains("allowed-hosts"), "\(error)")
+        }
+    }
+}
