@@ -33,20 +33,23 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         public let song: Song
     }
 
-    public let songs: [Song]
+    /// The queue; edited only through `edit` (under the control plane's lock).
+    public let queue: MusicQueue
+    /// The songs of the queue, in order.
+    public var songs: [Song] { queue.songs }
     private let server: Server
     private let report: SourceReporter
     private let streamer = Mutex<MusicStreamer?>(nil)
     private var state: State
 
     private struct State {
-        /// Where the current streamer started: the track and seconds into it.
-        var startIndex: Int
+        /// Where the current streamer started: the track (its queue key) and seconds into it.
+        var startKey: Int
         var startOffset: Double
         /// The state and track last reported with `reportPlayback`.
         var reported: (state: SubsonicClient.PlaybackState, index: Int)?
-        /// The track last announced as now playing, and whether it was submitted.
-        var scrobbledIndex: Int?
+        /// The track (key) last announced as now playing, and whether it was submitted.
+        var scrobbledKey: Int?
         var submitted = false
         var gaveUpReported = false
     }
@@ -54,18 +57,20 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// Plays `songs` from track `index`, `offset` seconds in (a seek or a restored queue).
     public init(songs: [Song], index: Int = 0, offset: Double = 0, server: Server, report: @escaping SourceReporter) {
         precondition(!songs.isEmpty && server.gains.count == songs.count, "one gain per song, at least one song")
-        self.songs = songs
+        queue = MusicQueue(songs: songs, gains: server.gains)
         self.server = server
         self.report = report
-        state = State(startIndex: min(max(0, index), songs.count - 1), startOffset: max(0, offset))
+        state = State(startKey: min(max(0, index), songs.count - 1), startOffset: max(0, offset))
     }
 
-    public var label: String { nowPlaying()?.song.title ?? songs[state.startIndex].title }
+    public var label: String {
+        nowPlaying()?.song.title ?? queue.entry(key: state.startKey)?.song.title ?? queue.songs.first?.title ?? ""
+    }
 
     public func start(_ outputs: [SourceOutput]) {
         let streamer = MusicStreamer(
-            songs: songs, startAt: state.startIndex, offset: state.startOffset, gains: server.gains,
-            targets: outputs, client: server.client, retryLimit: server.retryLimit, report: report)
+            queue: queue, startAt: state.startKey, offset: state.startOffset, targets: outputs,
+            client: server.client, retryLimit: server.retryLimit, report: report)
         self.streamer.withLock { $0 = streamer }
         streamer.start()
     }
@@ -76,7 +81,8 @@ public final class MusicPlayer: Source, @unchecked Sendable {
 
     /// Plays on from track `index`, `offset` seconds in, in `outputs` (fresh slots). After `endStream()`.
     public func restart(at index: Int, offset: Double, in outputs: [SourceOutput]) {
-        state.startIndex = index
+        let entries = queue.entries
+        state.startKey = entries[min(max(0, index), entries.count - 1)].key
         state.startOffset = offset
         start(outputs)
     }
@@ -87,7 +93,8 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// The track a seek to `position` seconds goes to: `track` (0-based) or the current one; a
     /// problem when it is not in the queue or the position is past its end.
     public func seekTarget(_ position: Double, track: Int?) -> Result<Int, SeekProblem> {
-        let index = track ?? nowPlaying()?.index ?? state.startIndex
+        let index = track ?? nowPlaying()?.index ?? startIndex
+        let songs = queue.songs
         guard index >= 0 && index < songs.count else {
             return .failure(SeekProblem(message: "track \(index) is not in the queue (0...\(songs.count - 1))"))
         }
@@ -104,7 +111,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     }
 
     /// The track the streamer started with (before anything of it was heard).
-    public var startIndex: Int { state.startIndex }
+    public var startIndex: Int { queue.index(of: state.startKey) ?? 0 }
 
     public func tick(audible: Bool) {
         guard let streamer = streamer.withLock({ $0 }) else { return }
@@ -126,8 +133,10 @@ public final class MusicPlayer: Source, @unchecked Sendable {
 
     /// The track heard now and the position in it. Any thread.
     public func nowPlaying() -> NowPlaying? {
-        guard let now = streamer.withLock({ $0 })?.nowPlaying(), now.index < songs.count else { return nil }
-        return NowPlaying(index: now.index, seconds: now.seconds, song: songs[now.index])
+        guard let now = streamer.withLock({ $0 })?.nowPlaying(), let entry = queue.entry(key: now.key),
+            let index = queue.index(of: now.key)
+        else { return nil }
+        return NowPlaying(index: index, seconds: now.seconds, song: entry.song)
     }
 
     /// The streamer's view: waiting for the server, the last stream error, played to its end, gave up.
@@ -139,11 +148,11 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// Scrobbles by what is audible: "now playing" when a track starts being heard, and a submission
     /// once half the track or 4 minutes were heard (the last.fm rule).
     private func scrobble() {
-        guard let now = nowPlaying() else { return }
-        if state.scrobbledIndex != now.index {
-            state.scrobbledIndex = now.index
+        guard let now = nowPlaying(), let audibleKey = streamer.withLock({ $0 })?.nowPlaying()?.key else { return }
+        if state.scrobbledKey != audibleKey {
+            state.scrobbledKey = audibleKey
             state.submitted = false
-            report(.track(index: now.index, count: songs.count, title: now.song.title))
+            report(.track(index: now.index, count: queue.count, title: now.song.title))
             send(now.song, submission: false)
         }
         let threshold = min(Double(now.song.duration ?? 0) / 2, 240)
@@ -186,5 +195,76 @@ public final class MusicPlayer: Source, @unchecked Sendable {
                 report(.warning("music: reportPlayback (\(playback.rawValue)) of \(song.title) failed: \(error)"))
             }
         }
+    }
+
+    /// A change of the queue.
+    public enum QueueEdit: Sendable {
+        /// Songs (each with its gain) at the end, or right after the track heard now (`next`).
+        case add([(song: Song, gain: Float)], next: Bool)
+        case remove(Int)
+        case move(from: Int, to: Int)
+        /// Every track but the one heard now.
+        case clear
+    }
+
+    /// What the control plane must do after an edit: nothing (the edit is beyond what is being heard
+    /// and written, and the streamer picks it up at the next joint), or play on from `index`,
+    /// `offset` seconds in, in fresh slots (the edit touched the track heard now or the one already
+    /// written ahead into the rings).
+    public enum EditOutcome: Sendable, Equatable {
+        case playsOn
+        case restart(index: Int, offset: Double)
+    }
+
+    /// Why an edit cannot be made.
+    public struct EditProblem: Error, Sendable { public let message: String }
+
+    /// Edits the queue. The tracks from the one heard now to the one being written must stay
+    /// together and in order, or the stream restarts: at the track heard now, where it is heard, if
+    /// it is still there, else at the track that took its place. Under the control plane's lock.
+    public func edit(_ change: QueueEdit) -> Result<EditOutcome, EditProblem> {
+        let before = queue.entries
+        let range = 0...(before.count - 1)
+        let now = streamer.withLock { $0 }?.nowPlaying()
+        let audible = now?.key ?? state.startKey
+        let writing = streamer.withLock { $0 }?.writingKey ?? audible
+        let a = before.firstIndex { $0.key == audible } ?? 0
+        let w = max(a, before.firstIndex { $0.key == writing } ?? a)
+        let run = before[a...w].map(\.key)
+        switch change {
+        case .remove(let i), .move(let i, _):
+            guard range.contains(i) else {
+                return .failure(EditProblem(message: "index \(i) is not in the queue (0...\(before.count - 1))"))
+            }
+            if case .remove = change, before.count == 1 {
+                return .failure(EditProblem(message: "the queue has only this track: stop the music instead"))
+            }
+            if case .move(_, let to) = change, !range.contains(to) {
+                return .failure(EditProblem(message: "to \(to) is not a place in the queue (0...\(before.count - 1))"))
+            }
+        case .add(let songs, _):
+            guard !songs.isEmpty else { return .failure(EditProblem(message: "no songs to add")) }
+        case .clear: break
+        }
+        queue.edit { entries, make in
+            switch change {
+            case .add(let songs, let next):
+                let new = songs.map { make($0.song, $0.gain) }
+                entries.insert(contentsOf: new, at: next ? a + 1 : entries.count)
+            case .remove(let i): entries.remove(at: i)
+            case .move(let from, let to): entries.insert(entries.remove(at: from), at: to)
+            case .clear: entries = [before[a]]
+            }
+        }
+        let after = queue.entries.map(\.key)
+        if let start = after.firstIndex(of: audible), start + run.count <= after.count,
+            Array(after[start..<(start + run.count)]) == run
+        {
+            return .success(.playsOn)
+        }
+        if let index = after.firstIndex(of: audible) {
+            return .success(.restart(index: index, offset: now?.seconds ?? 0))
+        }
+        return .success(.restart(index: min(a, after.count - 1), offset: 0))
     }
 }

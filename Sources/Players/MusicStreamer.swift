@@ -17,12 +17,12 @@ import Synchronization
 /// Thread: created and cancelled by the control thread; runs on its own thread; never takes the
 /// daemon lock. It owns its slots once started and releases them when it ends after a cancel.
 final class MusicStreamer: @unchecked Sendable {
-    // @unchecked: `targets` and `songs` are immutable after init; mutable state is in `progress`
-    // (a mutex) and `cancelled` (an atomic).
+    // @unchecked: `targets` is immutable after init; the queue has its own lock; mutable state is in
+    // `progress` (a mutex) and `cancelled` (an atomic).
     struct Progress: Sendable {
-        /// Where each started track begins, in frames of the first zone's slot, and the track
-        /// position (seconds) of that frame: 0, or where a seek or a restored queue started it.
-        var trackStarts: [(index: Int, frame: Int, offset: Double)] = []
+        /// Where each started track (by queue key) begins, in frames of the first zone's slot, and
+        /// the track position (seconds) of that frame: 0, or where a seek or a restored queue started it.
+        var trackStarts: [(key: Int, frame: Int, offset: Double)] = []
         var error: String?
         var retrying: String?
         /// The queue played to its end (not cancelled, not given up).
@@ -32,12 +32,12 @@ final class MusicStreamer: @unchecked Sendable {
         var gaveUp: String?
     }
 
-    let songs: [Song]
-    let firstIndex: Int
+    /// The queue, walked by key: after each track the streamer plays the entry that follows it now,
+    /// so edits of the queue beyond the track being written take effect without a restart.
+    let queue: MusicQueue
+    let firstKey: Int
     /// Where in the first track to start (seconds): decoded frames before it are skipped.
     let startOffset: Double
-    /// Each song's linear gain (ReplayGain; 1 when off or unknown), in `songs` order.
-    private let gains: [Float]
     private let targets: [SourceOutput]
     private let client: SubsonicClient
     private let retryLimit: Duration
@@ -49,15 +49,12 @@ final class MusicStreamer: @unchecked Sendable {
     private let currentBuffer = Mutex<StreamBuffer?>(nil)
 
     init(
-        songs: [Song], startAt: Int, offset: Double = 0, gains: [Float]? = nil, targets: [SourceOutput],
-        client: SubsonicClient,
+        queue: MusicQueue, startAt key: Int, offset: Double = 0, targets: [SourceOutput], client: SubsonicClient,
         retryLimit: Duration, report: @escaping SourceReporter
     ) {
-        precondition(gains == nil || gains!.count == songs.count, "one gain per song")
-        self.songs = songs
-        firstIndex = startAt
+        self.queue = queue
+        firstKey = key
         startOffset = max(0, offset)
-        self.gains = gains ?? Array(repeating: 1, count: songs.count)
         self.targets = targets
         self.client = client
         self.retryLimit = retryLimit
@@ -72,13 +69,13 @@ final class MusicStreamer: @unchecked Sendable {
     /// The track audible now in the first zone and the position in it (seconds): the frames the
     /// mixer took, less those still in the device's buffer while the slot plays (a paused slot's
     /// last frames are heard within one buffer).
-    func nowPlaying() -> (index: Int, seconds: Double)? {
+    func nowPlaying() -> (key: Int, seconds: Double)? {
         guard let first = targets.first else { return nil }
         let rendered = first.slot.framesConsumed
         let consumed = first.slot.isPaused ? rendered : max(0, rendered - first.device.snapshot().delayFrames)
         let starts = progress.trackStarts
         guard let current = starts.last(where: { $0.frame <= consumed }) ?? starts.first else { return nil }
-        return (current.index, current.offset + Double(max(0, consumed - current.frame)) / Double(first.rate))
+        return (current.key, current.offset + Double(max(0, consumed - current.frame)) / Double(first.rate))
     }
 
     func start() { OSThread.detach { [self] in run() } }
@@ -96,15 +93,22 @@ final class MusicStreamer: @unchecked Sendable {
     /// One track's transfer: its byte buffer (which also carries the answer's content type) and its
     /// network thread.
     private struct Fetch {
+        let key: Int
         let song: Song
         let buffer: StreamBuffer
         let thread: OSThread
     }
 
-    private func startFetch(_ song: Song) -> Fetch {
+    private func startFetch(_ entry: MusicQueue.Entry) -> Fetch {
         let buffer = StreamBuffer()
-        return Fetch(song: song, buffer: buffer, thread: OSThread.start { [self] in self.fetch(song, into: buffer) })
+        let song = entry.song
+        return Fetch(
+            key: entry.key, song: song, buffer: buffer,
+            thread: OSThread.start { [self] in self.fetch(song, into: buffer) })
     }
+
+    /// The key of the track being written into the rings now (the last one started). Any thread.
+    var writingKey: Int? { progress.trackStarts.last?.key }
 
     private func end(_ fetch: Fetch) {
         fetch.buffer.cancel()
@@ -113,19 +117,26 @@ final class MusicStreamer: @unchecked Sendable {
 
     private func run() {
         var written = 0  // frames written into the first zone's slot
-        var index = firstIndex
+        var entry = queue.entry(key: firstKey)
         var next: Fetch? = nil
-        while index < songs.count && !isCancelled {
-            let song = songs[index]
-            let offset = index == firstIndex ? startOffset : 0
-            progressState.withLock { $0.trackStarts.append((index, written, offset)) }
-            let fetch = next ?? startFetch(song)
+        while let current = entry, !isCancelled {
+            let song = current.song
+            let offset = current.key == firstKey ? startOffset : 0
+            progressState.withLock { $0.trackStarts.append((current.key, written, offset)) }
+            // The track fetched ahead is used only if it is still the one that comes next.
+            let fetch: Fetch
+            if let ahead = next, ahead.key == current.key {
+                fetch = ahead
+            } else {
+                if let ahead = next { end(ahead) }
+                fetch = startFetch(current)
+            }
             next = nil
             currentBuffer.withLock { $0 = fetch.buffer }
             do {
-                written += try play(fetch, skipSeconds: offset, gain: gains[index]) {
+                written += try play(fetch, skipSeconds: offset, gain: current.gain) {
                     // Once this track's bytes are all here, fetch the next one, so it is ready at the joint.
-                    if next == nil && index + 1 < songs.count { next = startFetch(songs[index + 1]) }
+                    if next == nil, let after = queue.entry(after: current.key) { next = startFetch(after) }
                 }
             } catch {
                 if let failure = fetch.buffer.networkFailure, !isCancelled {
@@ -145,7 +156,7 @@ final class MusicStreamer: @unchecked Sendable {
                 break
             }
             end(fetch)
-            index += 1
+            entry = queue.entry(after: current.key)
         }
         if let next { end(next) }
         progressState.withLock { $0.finished = !isCancelled && $0.gaveUp == nil }

@@ -75,7 +75,7 @@ extension Daemon {
 
     /// Plays `p` on from track `index`, `offset` seconds in: the old stream gives up its slots and
     /// the source goes on in fresh ones. A user change for the arbiter. Under the lock.
-    private func restart(_ p: Playback, _ music: MusicPlayer, at index: Int, offset: Double, _ s: inout State) {
+    func restart(_ p: Playback, _ music: MusicPlayer, at index: Int, offset: Double, _ s: inout State) {
         releaseSlots(p, now: music.endStream())
         music.restart(at: index, offset: offset, in: claimSlots(p, s))
         apply(s.arbiter.user(.change, on: p.id, at: .now), &s)

@@ -13,6 +13,7 @@ final class Peripherals: Sendable {
     let snapcast: SnapcastKeepers
     let intercom = IntercomLine()
     let music: MusicConnection
+    let covers: CoverCache
 
     init(config: BatonConfiguration, logger: Logger, events: EventLog) {
         // Without state-dir, systemd's StateDirectory= (STATE_DIRECTORY) is used when set.
@@ -25,6 +26,7 @@ final class Peripherals: Sendable {
         volumes = HardwareVolumes(logger: logger, events: events)
         snapcast = SnapcastKeepers(logger: logger)
         music = MusicConnection(logger: logger)
+        covers = CoverCache(directory: directory.map { "\($0)/covers" })
     }
 }
 

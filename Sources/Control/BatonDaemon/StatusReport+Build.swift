@@ -56,7 +56,8 @@ extension StatusReport.Source {
 extension StatusReport.Track {
     init(_ song: Song) {
         self.init(
-            id: song.id, title: song.title, artist: song.artist, album: song.album, durationSeconds: song.duration)
+            id: song.id, title: song.title, artist: song.artist, album: song.album, durationSeconds: song.duration,
+            coverArt: song.coverArt)
     }
 }
 

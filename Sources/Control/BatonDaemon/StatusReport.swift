@@ -106,6 +106,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var artist: String?
         public var album: String?
         public var durationSeconds: Int?
+        /// The server's cover art id (`GET /api/v1/library/cover/<id>`).
+        public var coverArt: String?
     }
 
     /// The music queue kept across restarts (`state-dir`): what `music/resume` plays when no music

@@ -122,3 +122,32 @@ extension SubsonicClient {
         _ = try call("scrobble", parameters)
     }
 }
+
+extension SubsonicClient {
+    /// `getCoverArt`: the image for a cover art id (a song's, album's or artist's `coverArt`), scaled
+    /// by the server to `size` pixels when given. A server answers a failure with a JSON envelope
+    /// instead of an image: that becomes ``SubsonicError/api(code:message:)`` (70: no such image).
+    public func coverArt(id: String, size: Int? = nil) throws(SubsonicError) -> (bytes: [UInt8], contentType: String) {
+        let mode = try authenticationMode()
+        var parameters = [("id", id)]
+        if let size { parameters.append(("size", "\(size)")) }
+        let response: HTTPResponse
+        do {
+            response = try http.fetch(
+                url: url("getCoverArt", parameters, mode: mode), maxBodyBytes: 16 << 20, timeout: requestTimeout)
+        } catch {
+            throw .transport(error)
+        }
+        guard (200..<300).contains(response.status) else {
+            throw .http(status: response.status, body: serverText(response.body))
+        }
+        let type = response.headers.mediaType ?? ""
+        guard type.hasPrefix("image/") else {
+            let envelope = try? ResponseDecoder(bytes: response.body).envelope()
+            throw .api(
+                code: envelope?.errorCode ?? 0,
+                message: scrub(envelope?.errorMessage ?? "the server answered \(type.isEmpty ? "no" : type) image"))
+        }
+        return (response.body, type)
+    }
+}

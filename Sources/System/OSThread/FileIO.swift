@@ -77,6 +77,29 @@ public enum FileIO {
         return .success(())
     }
 
+    /// The regular files in `directory` with their sizes and modification times (seconds since 1970),
+    /// in no order; empty when the directory cannot be read.
+    public static func files(in directory: String) -> [(name: String, size: Int, modified: Int)] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var out: [(name: String, size: Int, modified: Int)] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            var info = stat()
+            guard name != ".", name != "..", stat("\(directory)/\(name)", &info) == 0,
+                (info.st_mode & S_IFMT) == S_IFREG
+            else { continue }
+            out.append((name, Int(info.st_size), Int(info.st_mtim.tv_sec)))
+        }
+        return out
+    }
+
+    /// Removes a file; true when it is gone (or was not there).
+    @discardableResult
+    public static func remove(_ path: String) -> Bool { unlink(path) == 0 || errno == ENOENT }
+
     private static func failure(_ path: String, _ what: String) -> FileError {
         let code = errno
         return FileError(path: path, code: code, description: "\(path): \(what): \(String(cString: strerror(code)))")

@@ -1,0 +1,85 @@
+import Players
+import Subsonic
+
+/// The play queue of the newest music source from the server, seen and edited. An edit restarts
+/// nothing that is playing unless it must: the streamer walks the queue by key, so changes beyond
+/// the track being written into the rings take effect at the next joint; only an edit that removes
+/// or moves the track heard now, or the one already written ahead of it (the last ~0.5 s of a
+/// track), makes the source go on in fresh slots — at the sample heard, when that track is still
+/// in the queue. Any thread.
+extension Daemon {
+    /// The queue as the API shows it: the source, the songs, which one is heard.
+    public struct QueueListing: Sendable {
+        public var id: String
+        public var songs: [Song]
+        public var current: Int?
+        /// True when the edit made the stream restart (it touched the track heard now).
+        public var restarted: Bool
+    }
+
+    /// A change of the queue.
+    public enum QueueOperation: Sendable, Equatable {
+        /// Songs by id, at the end or right after the track heard now (`next`).
+        case add(songs: [String], next: Bool)
+        case remove(Int)
+        case move(from: Int, to: Int)
+        case clear
+        /// Plays the track at this place from its start.
+        case jump(Int)
+    }
+
+    /// The newest server music's queue.
+    public func musicQueue() throws(ControlError) -> QueueListing {
+        try state.withLock { (s: inout State) throws(ControlError) in
+            guard let p = newestServerMusic(s), let music = p.music else {
+                throw ControlError(.notFound, "no music from the server is playing")
+            }
+            return QueueListing(
+                id: p.id.rawValue, songs: music.songs, current: music.nowPlaying()?.index ?? music.startIndex,
+                restarted: false)
+        }
+    }
+
+    /// Edits the newest server music's queue; new songs are asked from the server first.
+    public func editQueue(_ operation: QueueOperation) throws(ControlError) -> QueueListing {
+        var added: [(song: Song, gain: Float)] = []
+        if case .add(let ids, _) = operation {
+            guard !ids.isEmpty else { throw ControlError(.badRequest, "songs: give at least one song id") }
+            let music = try parts.music.context(config)
+            let songs = try music.songs(MusicSelection(songs: ids))
+            added = Array(zip(songs, music.server(for: songs).gains)).map { (song: $0.0, gain: $0.1) }
+        }
+        return try state.withLock { (s: inout State) throws(ControlError) in
+            guard let p = newestServerMusic(s), let music = p.music else {
+                throw ControlError(.notFound, "no music from the server is playing (play something first)")
+            }
+            var restarted = false
+            if case .jump(let index) = operation {
+                guard index >= 0 && index < music.songs.count else {
+                    throw ControlError(.badRequest, "index \(index) is not in the queue (0...\(music.songs.count - 1))")
+                }
+                restart(p, music, at: index, offset: 0, &s)
+                restarted = true
+            } else {
+                let edit: MusicPlayer.QueueEdit
+                switch operation {
+                case .add(_, let next): edit = .add(added, next: next)
+                case .remove(let i): edit = .remove(i)
+                case .move(let from, let to): edit = .move(from: from, to: to)
+                case .clear, .jump: edit = .clear
+                }
+                switch music.edit(edit) {
+                case .failure(let problem): throw ControlError(.badRequest, problem.message)
+                case .success(.playsOn): break
+                case .success(.restart(let index, let offset)):
+                    restart(p, music, at: index, offset: offset, &s)
+                    restarted = true
+                }
+            }
+            return QueueListing(
+                id: p.id.rawValue, songs: music.songs,
+                current: restarted ? music.startIndex : (music.nowPlaying()?.index ?? music.startIndex),
+                restarted: restarted)
+        }
+    }
+}

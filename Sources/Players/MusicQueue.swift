@@ -1,0 +1,53 @@
+import Subsonic
+import Synchronization
+
+/// A music source's queue: songs in play order, each with a key that stays with it when the queue
+/// is edited, so the streamer (which walks the queue by key, asking for the entry after the one it
+/// finished) and the player (which maps what is heard back to a place in the queue) keep their
+/// place while entries are added, removed or moved around them. Any thread (its own lock).
+public final class MusicQueue: Sendable {
+    /// One song in the queue and its linear gain (ReplayGain; 1 when off or untagged).
+    public struct Entry: Sendable, Equatable {
+        public let key: Int
+        public let song: Song
+        public let gain: Float
+    }
+
+    private let state: Mutex<(entries: [Entry], nextKey: Int)>
+
+    /// A queue of `songs`, with one gain per song.
+    public init(songs: [Song], gains: [Float]) {
+        precondition(songs.count == gains.count, "one gain per song")
+        state = Mutex((zip(songs, gains).enumerated().map { Entry(key: $0, song: $1.0, gain: $1.1) }, songs.count))
+    }
+
+    public var entries: [Entry] { state.withLock { $0.entries } }
+    public var songs: [Song] { entries.map(\.song) }
+    public var count: Int { state.withLock { $0.entries.count } }
+
+    /// The entry with `key`, if it is still in the queue.
+    public func entry(key: Int) -> Entry? { state.withLock { s in s.entries.first { $0.key == key } } }
+
+    /// The entry after the one with `key`; nil at the end, or when `key` is no longer in the queue.
+    public func entry(after key: Int) -> Entry? {
+        state.withLock { s in
+            guard let i = s.entries.firstIndex(where: { $0.key == key }), i + 1 < s.entries.count else { return nil }
+            return s.entries[i + 1]
+        }
+    }
+
+    /// The place of the entry with `key` (0-based), if it is still in the queue.
+    public func index(of key: Int) -> Int? { state.withLock { s in s.entries.firstIndex { $0.key == key } } }
+
+    /// Replaces the entries by what `edit` makes of them; new songs get fresh keys through `make`.
+    func edit(_ edit: (inout [Entry], (Song, Float) -> Entry) -> Void) {
+        state.withLock { s in
+            var next = s.nextKey
+            edit(&s.entries) { song, gain in
+                defer { next += 1 }
+                return Entry(key: next, song: song, gain: gain)
+            }
+            s.nextKey = next
+        }
+    }
+}
