@@ -126,7 +126,10 @@ let package = Package(
         // The service: the control plane's transports (HTTP API, MQTT, GPIO) and the process around it.
         module(
             "BatonService", "Service",
-            ["ALSA", "Arbiter", "BatonConfig", "BatonDaemon", "GPIO", "HTTPServer", "MQTT", "OSThread", "Systemd"]),
+            [
+                "ALSA", "Arbiter", "BatonConfig", "BatonDaemon", "GPIO", "HTTPServer", "MQTT", "OSThread", "Subsonic",
+                "Systemd",
+            ]),
 
         // Programs.
         .executableTarget(

@@ -1,19 +1,22 @@
 import BatonDaemon
 import FoundationEssentials
+import Glibc
 import HTTPServer
 import Synchronization
 
-/// The control API (`/api/v1/...`) over the control plane. Documented in docs/API.md.
-/// Thread: `handle` runs on libmicrohttpd's connection threads, any number at once.
+/// The control API (`/api/v1/...`) and the web app (`/`) over the control plane. Documented in
+/// docs/API.md. Thread: `handle` runs on libmicrohttpd's connection threads, any number at once.
 public struct API: Sendable {
     let daemon: Daemon
     let commands: Commands
-    /// The bearer token every request must carry, when the API is reachable beyond loopback.
+    /// The token every request must carry (as a bearer header, or through a session cookie), when
+    /// one is configured: always when the API is reachable beyond loopback.
     let token: String?
     /// The MQTT bridge and GPIO buttons, for their part of the status.
     let triggers: Triggers?
     /// The Host, Content-Type and Origin rules (cross-site safety), from `api:` at start.
     let crossSite: CrossSiteGuard
+    let sessions = Sessions()
 
     public init(daemon: Daemon, token: String? = nil, triggers: Triggers? = nil) {
         self.daemon = daemon
@@ -34,21 +37,47 @@ public struct API: Sendable {
 
     private static let readable: Set<String> = [
         "/api/v1/status", "/api/v1/events", "/api/v1/events/recent", "/api/v1/sounds", "/api/v1/config",
+        "/api/v1/music/queue",
     ]
+
+    /// Who a request is: a bearer-token client (batonctl, scripts), a logged-in page, or nobody.
+    enum Caller {
+        case open  // no token configured
+        case bearer
+        case session(id: String, csrf: String)
+        case anonymous
+    }
+
+    func caller(_ r: HTTPRequest) -> Caller {
+        guard let token else { return .open }
+        let header = r.headers["authorization"] ?? ""
+        if header.hasPrefix("Bearer "), Self.constantTimeEqual(String(header.dropFirst(7)), token) { return .bearer }
+        if !header.isEmpty { return .anonymous }  // a wrong token is not rescued by a cookie
+        if let s = sessions.session(cookieHeader: r.headers["cookie"]) { return .session(id: s.id, csrf: s.csrf) }
+        return .anonymous
+    }
 
     /// Answers one request.
     public func handle(_ r: HTTPRequest) -> HTTPResponse {
         if let refusal = crossSite.refusal(r) { return refusal }
-        // The status page itself holds no data: it asks for the token and sends it with its requests.
-        if let token, !(r.method == "GET" && r.path == "/") {
-            let header = r.headers["authorization"] ?? ""
-            // A browser's EventSource cannot set headers: GET requests may carry `?access_token=`.
-            let given =
-                header.hasPrefix("Bearer ")
-                ? String(header.dropFirst(7)) : r.method == "GET" ? r.query["access_token"] ?? "" : ""
-            guard !given.isEmpty, Self.constantTimeEqual(given, token) else {
+        let who = caller(r)
+        // The page and its login need no token: they hold no data.
+        let isPublic = (r.method == "GET" && WebApp.asset(r.path) != nil) || r.path == "/api/v1/session"
+        if !isPublic {
+            switch who {
+            case .open, .bearer: break
+            case .session(_, let csrf):
+                if r.method != "GET" && r.method != "HEAD" {
+                    guard let given = r.headers["x-baton-csrf"], Self.constantTimeEqual(given, csrf) else {
+                        return CrossSiteGuard.forbidden(
+                            "csrf", "a \(r.method) with a session cookie must carry the page's X-Baton-CSRF header")
+                    }
+                }
+            case .anonymous:
                 var response = HTTPResponse.error(
-                    401, "a bearer token is required (Authorization: Bearer <token from api.token-file>)")
+                    401,
+                    "a bearer token is required (Authorization: Bearer <token from api.token-file>), "
+                        + "or a session: log in with POST /api/v1/session")
                 response.headers.append((name: "WWW-Authenticate", value: "Bearer"))
                 return response
             }
@@ -73,6 +102,14 @@ public struct API: Sendable {
             return json(200, ["sounds": daemon.sounds.names()])
         case ("GET", "/api/v1/config"):
             return json(200, daemon.config.redacted())
+        case ("GET", "/api/v1/music/queue"):
+            do { return json(200, QueueAnswer(try daemon.musicQueue())) } catch {
+                return .error(error.kind.httpStatus, error.message)
+            }
+        case (_, "/api/v1/session"):
+            return session(r, who)
+        case ("GET", _) where r.path.hasPrefix("/api/v1/library/"):
+            return library(r)
         case ("POST", _) where isCommand:
             do {
                 switch try commands.run(name, body: r.body) {
@@ -85,20 +122,82 @@ public struct API: Sendable {
             }
         case (_, _) where isCommand && !name.hasPrefix("zones/"), (_, _) where Self.readable.contains(r.path):
             return .error(405, "method \(r.method) not allowed on \(r.path)")
-        case ("GET", "/"):
-            return .html(200, StatusPage.html)
+        case ("GET", _) where WebApp.asset(r.path) != nil:
+            let asset = WebApp.asset(r.path)!
+            return HTTPResponse(
+                status: 200,
+                headers: [
+                    (name: "Content-Type", value: asset.type), (name: "Cache-Control", value: "no-cache"),
+                    (name: "X-Content-Type-Options", value: "nosniff"), (name: "X-Frame-Options", value: "DENY"),
+                    (name: "Content-Security-Policy", value: WebApp.contentSecurityPolicy),
+                ], body: .bytes(Array(asset.text.utf8)))
         default:
             return .error(404, "no such endpoint: \(r.method) \(r.path) (see docs/API.md)")
         }
     }
 
-    private func json<T: Encodable>(_ status: Int, _ value: T) -> HTTPResponse {
+    /// `/api/v1/session`: GET says whether a login is needed and, to a logged-in page, its CSRF
+    /// secret; POST `{"token": …}` logs in (a session cookie); DELETE logs out.
+    private func session(_ r: HTTPRequest, _ who: Caller) -> HTTPResponse {
+        struct Login: Decodable { var token: String }
+        struct State: Encodable {
+            var login: String
+            var authenticated: Bool
+            var csrf: String?
+        }
+        switch r.method {
+        case "GET":
+            switch who {
+            case .open: return json(200, State(login: "none", authenticated: true))
+            case .bearer: return json(200, State(login: "required", authenticated: true))
+            case .session(_, let csrf): return json(200, State(login: "required", authenticated: true, csrf: csrf))
+            case .anonymous: return json(200, State(login: "required", authenticated: false))
+            }
+        case "POST":
+            guard let token else {
+                return .error(409, "no token is configured (api.token-file): this API needs no login")
+            }
+            let login: Login
+            do { login = try JSONBody.decode(Login.self, from: r.body, keys: ["token"]) } catch {
+                return .error(400, error.message)
+            }
+            guard Self.constantTimeEqual(login.token, token) else {
+                usleep(250_000)  // a guesser gets four tries a second per connection
+                return .error(401, "wrong token (it is the first line of the file api.token-file names)")
+            }
+            let s = sessions.open()
+            var response = json(200, State(login: "required", authenticated: true, csrf: s.csrf))
+            response.headers.append(
+                (
+                    name: "Set-Cookie",
+                    value:
+                        "\(Sessions.cookieName)=\(s.id); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(sessions.idleSeconds)"
+                ))
+            return response
+        case "DELETE":
+            guard case .session(let id, let csrf) = who else {
+                return .error(409, "not logged in with a session (nothing to log out of)")
+            }
+            guard let given = r.headers["x-baton-csrf"], Self.constantTimeEqual(given, csrf) else {
+                return CrossSiteGuard.forbidden(
+                    "csrf", "a DELETE with a session cookie must carry the page's X-Baton-CSRF header")
+            }
+            sessions.close(id)
+            var response = json(200, ["loggedOut": true])
+            response.headers.append(
+                (name: "Set-Cookie", value: "\(Sessions.cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"))
+            return response
+        default:
+            return .error(405, "method \(r.method) not allowed on /api/v1/session")
+        }
+    }
+
+    func json<T: Encodable>(_ status: Int, _ value: T) -> HTTPResponse {
         guard let data = try? JSONEncoder.baton.encode(value) else { return .error(500, "cannot encode the response") }
         return HTTPResponse(
             status: status, headers: [(name: "Content-Type", value: "application/json")], body: .bytes(Array(data)))
     }
 }
-
 /// One Server-Sent Events stream of the event log: an `EventSubscriber` writing into the HTTP
 /// server's chunk queue, unsubscribed when the client goes away.
 final class EventStream: EventSubscriber {

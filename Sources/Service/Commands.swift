@@ -20,7 +20,8 @@ struct Commands: Sendable {
     /// Every command name, for the API's method check.
     static let names: Set<String> = [
         "announce", "music/play", "music/next", "music/previous", "music/pause", "music/resume", "music/seek",
-        "music/stop",
+        "music/stop", "music/queue/add", "music/queue/remove", "music/queue/move", "music/queue/clear",
+        "music/queue/jump",
         "call/start", "call/end", "reload",
     ]
 
@@ -34,6 +35,8 @@ struct Commands: Sendable {
         case "music/resume": return try resume(body)
         case "music/seek": return try seek(body)
         case "music/stop": return try command(.stop, body)
+        case _ where name.hasPrefix("music/queue/"):
+            return try queue(String(name.dropFirst("music/queue/".count)), body)
         case "call/start": return .accepted(Self.answer(try daemon.startCall(reason: "requested through the API")))
         case "call/end": return .done(["id": try daemon.hangUp(), "command": "end"])
         case "reload": return .reload(daemon.reload())
@@ -140,6 +143,42 @@ struct Commands: Sendable {
         let b = try JSONBody.command(SeekBody.self, body, keys: ["position", "track"])
         return .done(
             SeekAnswer(id: try daemon.seek(to: b.position, track: b.track), position: b.position, track: b.track))
+    }
+
+    private struct QueueBody: Decodable {
+        var songs: [String]?
+        var next: Bool?
+        var index: Int?
+        var from: Int?
+        var to: Int?
+    }
+
+    /// `music/queue/add` (`songs`, `next`), `remove` (`index`), `move` (`from`, `to`), `clear`,
+    /// `jump` (`index`): edits of the newest server music's queue; the answer is the queue.
+    private func queue(_ operation: String, _ body: [UInt8]) throws(ControlError) -> Reply {
+        func need(_ value: Int?, _ field: String) throws(ControlError) -> Int {
+            guard let value else { throw ControlError(.badRequest, "missing field \"\(field)\"") }
+            return value
+        }
+        let op: Daemon.QueueOperation
+        switch operation {
+        case "add":
+            let b = try JSONBody.command(QueueBody.self, body, keys: ["songs", "next"])
+            guard let songs = b.songs else { throw ControlError(.badRequest, "missing field \"songs\"") }
+            op = .add(songs: songs, next: b.next ?? false)
+        case "remove":
+            op = .remove(try need(try JSONBody.command(QueueBody.self, body, keys: ["index"]).index, "index"))
+        case "jump":
+            op = .jump(try need(try JSONBody.command(QueueBody.self, body, keys: ["index"]).index, "index"))
+        case "move":
+            let b = try JSONBody.command(QueueBody.self, body, keys: ["from", "to"])
+            op = .move(from: try need(b.from, "from"), to: try need(b.to, "to"))
+        case "clear":
+            _ = try JSONBody.command(QueueBody.self, body, keys: [])
+            op = .clear
+        default: throw ControlError(.notFound, "no such command: music/queue/\(operation)")
+        }
+        return .done(QueueAnswer(try daemon.editQueue(op)))
     }
 
     private struct VolumeBody: Decodable {

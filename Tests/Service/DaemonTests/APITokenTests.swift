@@ -1,4 +1,5 @@
 import BatonTesting
+import FoundationEssentials
 import HTTPServer
 import OSThread
 import Testing
@@ -32,9 +33,9 @@ import Testing
         #expect(try get("Bearer s3cret-token").status == 200)
     }
 
-    /// The status page loads without the token (it holds no data and asks for it); its event stream
-    /// may carry the token as `?access_token=` (EventSource cannot set headers), GET requests only.
-    @Test func statusPageAndQueryToken() throws {
+    /// The web app loads without the token (it holds no data); a token in the address
+    /// (`?access_token=`) is refused now, for GET as for POST: it would end up in logs and history.
+    @Test func webAppLoadsAndQueryTokenIsRefused() throws {
         let t = try TestDaemon()
         defer { t.stop() }
         let api = API(daemon: t.daemon, token: "s3cret-token")
@@ -48,12 +49,79 @@ import Testing
             return try c.readResponse()
         }
         let page = try send("GET /")
-        #expect(page.status == 200 && page.text.contains("batonToken"))
-        #expect(try send("GET /api/v1/status?access_token=s3cret-token").status == 200)
-        #expect(try send("GET /api/v1/status?access_token=wrong").status == 401)
-        #expect(try send("GET /api/v1/status?access_token=").status == 401)
+        #expect(page.status == 200 && page.text.contains("/app.js") && !page.text.contains("token="))
+        #expect(try send("GET /app.js").status == 200)
+        #expect(try send("GET /api/v1/status?access_token=s3cret-token").status == 401)
         #expect(
-            try send("POST /api/v1/announce?access_token=s3cret-token", body: #"{"sound": "bell1k"}"#).status == 401,
-            "a query token is for GET only")
+            try send("POST /api/v1/announce?access_token=s3cret-token", body: #"{"sound": "bell1k"}"#).status == 401)
     }
+
+    /// The login: a wrong token is 401; the right one gives an HttpOnly, SameSite=Strict session
+    /// cookie and the CSRF secret; with the cookie, GET works, a POST needs the X-Baton-CSRF header
+    /// (403 without it, naming the csrf rule); logout ends the session.
+    @Test func sessionCookieLoginWithCSRF() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let api = API(daemon: t.daemon, token: "s3cret-token")
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
+        defer { server.stop() }
+        func send(_ method: String, _ path: String, body: String = "", headers: [String] = []) throws
+            -> RawClient.Response
+        {
+            let c = try RawClient(port: server.port)
+            var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nConnection: close\r\n"
+            if method != "GET" { text += "Content-Type: application/json\r\n" }
+            for h in headers { text += h + "\r\n" }
+            c.send(text + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            return try c.readResponse()
+        }
+        func object(_ r: RawClient.Response) -> [String: String] {
+            (try? JSONDecoder().decode([String: String].self, from: Data(r.body))) ?? [:]
+        }
+        #expect(try send("GET", "/api/v1/session").text.contains(#""authenticated":false"#))
+        let wrong = try send("POST", "/api/v1/session", body: #"{"token": "guess"}"#)
+        #expect(wrong.status == 401)
+        #expect(wrong.headers["set-cookie"] == nil)
+        #expect(object(wrong)["error"]?.contains("wrong token") == true)
+        #expect(try send("POST", "/api/v1/session", body: #"{"tokn": "x"}"#).status == 400)
+
+        let login = try send("POST", "/api/v1/session", body: #"{"token": "s3cret-token"}"#)
+        #expect(login.status == 200)
+        let cookieHeader = try #require(login.headers["set-cookie"])
+        #expect(cookieHeader.contains("HttpOnly") && cookieHeader.contains("SameSite=Strict"))
+        let cookie = String(cookieHeader.split(separator: ";")[0])
+        let csrf = try #require(
+            (try? JSONDecoder().decode([String: SessionField].self, from: Data(login.body)))?["csrf"]?.text)
+        #expect(!login.text.contains("s3cret-token"))
+
+        #expect(try send("GET", "/api/v1/status", headers: ["Cookie: \(cookie)"]).status == 200)
+        #expect(try send("GET", "/api/v1/session", headers: ["Cookie: \(cookie)"]).text.contains(csrf))
+        let noCSRF = try send("POST", "/api/v1/music/stop", headers: ["Cookie: \(cookie)"])
+        #expect(noCSRF.status == 403)
+        #expect(object(noCSRF)["rule"] == "csrf")
+        let badCSRF = try send("POST", "/api/v1/music/stop", headers: ["Cookie: \(cookie)", "X-Baton-CSRF: nope"])
+        #expect(badCSRF.status == 403)
+        let ok = try send(
+            "POST", "/api/v1/announce", body: #"{"sound": "bell1k"}"#,
+            headers: ["Cookie: \(cookie)", "X-Baton-CSRF: \(csrf)", "Origin: http://127.0.0.1:\(server.port)"])
+        #expect(ok.status == 202, "\(ok.text)")
+        // A forged cookie is nobody.
+        #expect(try send("GET", "/api/v1/status", headers: ["Cookie: baton-session=forged"]).status == 401)
+
+        let out = try send("DELETE", "/api/v1/session", headers: ["Cookie: \(cookie)", "X-Baton-CSRF: \(csrf)"])
+        #expect(out.status == 200)
+        #expect(out.headers["set-cookie"]?.contains("Max-Age=0") == true)
+        #expect(try send("GET", "/api/v1/status", headers: ["Cookie: \(cookie)"]).status == 401)
+    }
+}
+
+/// A string or a boolean in a JSON object, for answers that mix them.
+private enum SessionField: Decodable {
+    case string(String)
+    case other
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        self = (try? c.decode(String.self)).map(SessionField.string) ?? .other
+    }
+    var text: String? { if case .string(let s) = self { s } else { nil } }
 }

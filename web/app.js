@@ -1,0 +1,455 @@
+"use strict";
+// Baton's web app: talks only to this batond (same origin), keeps no token anywhere: beyond loopback
+// the login exchanges the token for an HttpOnly session cookie, and every change carries the
+// session's CSRF secret (held in this variable only) as X-Baton-CSRF.
+const $ = s => document.querySelector(s);
+const esc = s => String(s ?? '').replace(/[&<>"']/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
+let csrf = null, status = null, config = null, lastSeq = 0, es = null;
+const events = [];
+
+// ---- requests: every failure is shown in plain words -------------------------------------------
+async function api(method, path, body) {
+  const opt = {method, headers: {Accept: 'application/json'}, credentials: 'same-origin'};
+  if (method !== 'GET') {
+    opt.headers['Content-Type'] = 'application/json';
+    if (csrf) opt.headers['X-Baton-CSRF'] = csrf;
+    opt.body = JSON.stringify(body || {});
+  }
+  let r;
+  try { r = await fetch(path, opt); } catch (e) { throw new Error('batond is not reachable (' + e.message + ')'); }
+  let data = null;
+  try { data = await r.json(); } catch (e) { /* not JSON */ }
+  if (!r.ok) {
+    if (r.status === 401 && path !== '/api/v1/session') showLogin();
+    throw new Error((data && data.error) || ('HTTP ' + r.status));
+  }
+  return data;
+}
+function notify(text, ok) {
+  const n = $('#notice');
+  n.className = ok ? 'ok' : '';
+  n.innerHTML = `<span>${esc(text)}</span><button type="button" id="notice-close" aria-label="Dismiss">×</button>`;
+  n.hidden = false;
+  $('#notice-close').addEventListener('click', () => { n.hidden = true; });
+  if (ok) setTimeout(() => { if (n.textContent.startsWith(text)) n.hidden = true; }, 4000);
+}
+function say(text) { $('#live').textContent = text; }
+async function act(what, method, path, body) {
+  try {
+    const answer = await api(method, path, body);
+    refreshSoon();
+    return answer;
+  } catch (e) {
+    notify(what + ' failed: ' + e.message);
+    return null;
+  }
+}
+
+// ---- login / session ----------------------------------------------------------------------------
+function showLogin() {
+  $('#login').hidden = false; $('#tabs').hidden = true; $('#main').hidden = true; $('#logout').hidden = true;
+  if (es) { es.close(); es = null; }
+  $('#token').focus();
+}
+async function start() {
+  let s;
+  try { s = await api('GET', '/api/v1/session'); } catch (e) { $('#conn').textContent = 'batond is not reachable'; $('#conn').className = 'conn down'; setTimeout(start, 2000); return; }
+  if (!s.authenticated) { showLogin(); return; }
+  csrf = s.csrf || null;
+  $('#login').hidden = true; $('#tabs').hidden = false; $('#main').hidden = false;
+  $('#logout').hidden = s.login !== 'required' || !csrf;
+  try { config = await api('GET', '/api/v1/config'); } catch (e) { notify('Reading the configuration failed: ' + e.message); }
+  await refresh();
+  loadSounds();
+  connect(0);
+}
+$('#login').addEventListener('submit', async ev => {
+  ev.preventDefault();
+  const token = $('#token').value;
+  $('#login-error').textContent = '';
+  try {
+    const s = await api('POST', '/api/v1/session', {token});
+    $('#token').value = '';
+    csrf = s.csrf;
+    start();
+  } catch (e) {
+    $('#login-error').textContent = 'Login refused: ' + e.message;
+    $('#token').select();
+  }
+});
+$('#logout').addEventListener('click', async () => {
+  if (await act('Log out', 'DELETE', '/api/v1/session')) { csrf = null; showLogin(); }
+});
+
+// ---- tabs ---------------------------------------------------------------------------------------
+const tabs = [...document.querySelectorAll('[role=tab]')];
+function selectTab(tab, focus) {
+  for (const t of tabs) {
+    const on = t === tab;
+    t.setAttribute('aria-selected', on); t.tabIndex = on ? 0 : -1;
+    document.getElementById(t.getAttribute('aria-controls')).hidden = !on;
+  }
+  if (focus) tab.focus();
+  const id = tab.getAttribute('aria-controls');
+  if (id === 'queue') loadQueue();
+  if (id === 'timeline') drawTimeline();
+  if (id === 'library' && !$('#lib-results').innerHTML) showArtists();
+}
+tabs.forEach((t, i) => {
+  t.addEventListener('click', () => selectTab(t));
+  t.addEventListener('keydown', e => {
+    const k = {ArrowRight: 1, ArrowLeft: -1}[e.key];
+    if (k) { e.preventDefault(); selectTab(tabs[(i + k + tabs.length) % tabs.length], true); }
+    if (e.key === 'Home') { e.preventDefault(); selectTab(tabs[0], true); }
+    if (e.key === 'End') { e.preventDefault(); selectTab(tabs[tabs.length - 1], true); }
+  });
+});
+
+// ---- status -------------------------------------------------------------------------------------
+// A refresh asked for while one runs runs once more after it: no answer is missed, none doubled.
+let refreshing = false, again = false;
+function refreshSoon() { refresh(); }
+async function refresh() {
+  if (refreshing) { again = true; return; }
+  refreshing = true;
+  try { status = await api('GET', '/api/v1/status'); uptimeAt = Date.now(); render(); }
+  catch (e) { $('#conn').textContent = e.message; $('#conn').className = 'conn down'; }
+  finally { refreshing = false; if (again) { again = false; refresh(); } }
+}
+const fmt = t => { if (t == null || !isFinite(t)) return '–:––'; t = Math.max(0, Math.floor(t)); return Math.floor(t / 60) + ':' + String(t % 60).padStart(2, '0'); };
+const sourceById = id => status && status.sources.find(s => s.id === id);
+function who(id) { const s = sourceById(id); return s ? `${s.sound} (${id})` : id; }
+// The source's true state in words, as heard in zone z.
+function stateWords(src, z) {
+  if (!src) return ['silent', 'silent'];
+  const extra = src.activity || src.sourceState || src.phase;
+  if (z) {
+    const m = z.silenced.find(x => x.source === src.id);
+    if (m) return ['interrupted by ' + who(m.by), 'interrupted'];
+  }
+  if (src.state === 'interrupted') return ['interrupted' + (src.interruptedBy ? ' by ' + who(src.interruptedBy) : ''), 'interrupted'];
+  if (src.state === 'paused') return ['paused', 'paused'];
+  if (src.state === 'queued') return ['waiting for the zone (queued)', 'queued'];
+  if (src.buffering) return ['buffering: ' + src.buffering, 'buffering'];
+  if (['starting', 'buffering', 'silent'].includes(extra)) return [extra, extra];
+  if (['starting', 'buffering', 'silent'].includes(src.state)) return [src.state, src.state];
+  if (z) {
+    const d = z.ducked.find(x => x.source === src.id);
+    if (d) return [`playing, ducked ${d.levelDb} dB by ${who(d.by)}`, 'ducked'];
+  }
+  return ['playing', 'playing'];
+}
+function groupsOf(zone) { return ((config && config.groups) ? Object.entries(config.groups) : []).filter(([, zs]) => (zs.zones || zs).includes(zone)).map(([g]) => g); }
+function levelText(z) {
+  const l = z.level ?? z.levelDb ?? z.meter;
+  if (l == null) return '';
+  if (typeof l === 'number') return `level ${l.toFixed(1)} dB`;
+  const peak = l.peakDb ?? l.peak, rms = l.rmsDb ?? l.rms;
+  return 'level' + (rms != null ? ` ${Number(rms).toFixed(1)} dB rms` : '') + (peak != null ? ` ${Number(peak).toFixed(1)} dB peak` : '');
+}
+let dragging = null, prevStates = {};
+function render() {
+  const s = status;
+  $('#device').textContent = config && config.device ? '· ' + config.device : '';
+  const cards = $('#zone-cards');
+  const music = s.sources.filter(x => x.class === 'music');
+  const html = s.zones.map(z => {
+    // What this zone plays: the newest music source in it (or the newest source heard here).
+    const here = music.filter(x => x.zones.includes(z.name)).sort((a, b) => b.id.localeCompare(a.id, undefined, {numeric: true}))[0];
+    const [words, cls] = stateWords(here, z);
+    const key = z.name + '|' + (here ? here.id : '') ;
+    if (prevStates[z.name] !== undefined && prevStates[z.name] !== key + words) say(`${z.name}: ${here ? (here.track ? here.track.title : here.sound) + ' ' : ''}${words}`);
+    prevStates[z.name] = key + words;
+    const t = here && here.track;
+    const cover = t && t.coverArt ? `<img class="cover" alt="Cover of ${esc(t.album || t.title)}" src="/api/v1/library/cover/${encodeURIComponent(t.coverArt)}?size=176">` : `<div class="cover" aria-hidden="true">♪</div>`;
+    const dur = t && t.durationSeconds, pos = here ? here.positionSeconds : null;
+    const ducks = z.ducked.map(d => `<div class="duck">ducked to ${d.levelDb} dB by ${esc(who(d.by))} (the volume stays ${Math.round(z.volume * 100)}%)</div>`).join('');
+    const heard = z.audible.filter(id => !here || id !== here.id).map(id => `<div class="meta">also heard: ${esc(who(id))}</div>`).join('');
+    const paused = here && (here.state === 'paused');
+    const lvl = levelText(z);
+    return `<article class="card" data-zone="${esc(z.name)}" aria-labelledby="zone-h-${esc(z.name)}">
+      <h3 id="zone-h-${esc(z.name)}"><span>${esc(z.name)}</span><span class="badge ${esc(z.state)}">${esc(z.state)}</span></h3>
+      ${groupsOf(z.name).length ? `<div class="chips" aria-label="groups">${groupsOf(z.name).map(g => `<span>${esc(g)}</span>`).join('')}</div>` : ''}
+      <div class="np">${cover}<div>
+        <div class="title">${here ? esc(t ? t.title : here.sound) : 'Nothing playing'}</div>
+        ${t ? `<div class="meta">${esc(t.artist || '')}${t.album ? ' — ' + esc(t.album) : ''}</div>` : ''}
+        <div class="state ${esc(cls)}" data-state="${esc(cls)}">${esc(words)}</div>
+        ${here && here.streamError ? `<div class="err">${esc(here.streamError)}</div>` : ''}
+        ${z.error ? `<div class="err">${esc(z.error)}</div>` : ''}
+      </div></div>
+      ${here ? `<div class="pos"><span>${fmt(pos)}</span>
+        <input type="range" class="seek" data-source="${esc(here.id)}" min="0" max="${dur || Math.max(1, Math.ceil(pos || 0))}" step="1" value="${Math.floor(pos || 0)}" aria-label="Position in ${esc(t ? t.title : here.sound)}" ${t ? '' : 'disabled'}>
+        <span>${fmt(dur)}</span></div>
+      <div class="controls" data-source="${esc(here.id)}">
+        <button type="button" data-act="previous" aria-label="Previous track" ${t ? '' : 'disabled'}>⏮</button>
+        <button type="button" data-act="${paused ? 'resume' : 'pause'}" class="primary" aria-label="${paused ? 'Play' : 'Pause'}">${paused ? '▶' : '⏸'}</button>
+        <button type="button" data-act="next" aria-label="Next track" ${t ? '' : 'disabled'}>⏭</button>
+        <button type="button" data-act="stop" aria-label="Stop">⏹</button>
+        ${t && here.queueLength ? `<span class="meta">track ${here.trackIndex + 1} of ${here.queueLength}</span>` : ''}
+      </div>` : ''}
+      ${heard}
+      <div class="vol"><label for="vol-${esc(z.name)}">Volume</label>
+        <input type="range" id="vol-${esc(z.name)}" class="volume" data-zone="${esc(z.name)}" min="0" max="100" step="1" value="${Math.round(z.volume * 100)}">
+        <output for="vol-${esc(z.name)}">${Math.round(z.volume * 100)}%</output></div>
+      ${ducks}
+      ${lvl ? `<div class="meta level">${esc(lvl)}</div>` : ''}
+    </article>`;
+  }).join('');
+  // Do not rebuild a card the user is dragging a slider in.
+  if (!dragging) cards.innerHTML = html;
+  cards.querySelectorAll('img.cover').forEach(img => img.addEventListener('error', () => { const d = document.createElement('div'); d.className = 'cover'; d.textContent = '♪'; d.setAttribute('aria-hidden', 'true'); img.replaceWith(d); }, {once: true}));
+  const others = s.sources.filter(x => x.class !== 'music');
+  $('#other-sources').innerHTML = others.length ? others.map(x => { const [w] = stateWords(x); return `<li data-source="${esc(x.id)}">${esc(x.sound)} <span class="dim">${esc(x.id)} · ${esc(x.class)} · ${esc(x.zones.join(', '))}</span> — <b>${esc(w)}</b> <button type="button" data-stop="${esc(x.id)}" aria-label="Stop ${esc(x.sound)}">Stop</button></li>`; }).join('') : '<li class="dim">none</li>';
+  renderZones();
+  renderChoosers();
+}
+$('#zone-cards').addEventListener('click', e => {
+  const b = e.target.closest('button[data-act]'); if (!b) return;
+  const id = b.closest('.controls').dataset.source;
+  const names = {pause: 'Pause', resume: 'Play', next: 'Next', previous: 'Previous', stop: 'Stop'};
+  act(names[b.dataset.act], 'POST', '/api/v1/music/' + b.dataset.act, b.dataset.act === 'next' || b.dataset.act === 'previous' ? {} : {id});
+});
+$('#other-sources').addEventListener('click', e => { const b = e.target.closest('button[data-stop]'); if (b) act('Stop', 'POST', '/api/v1/music/stop', {id: b.dataset.stop}); });
+const volTimers = {};
+$('#zone-cards').addEventListener('input', e => {
+  const el = e.target;
+  if (el.classList.contains('volume')) {
+    dragging = el; el.nextElementSibling.textContent = el.value + '%';
+    clearTimeout(volTimers[el.dataset.zone]);
+    volTimers[el.dataset.zone] = setTimeout(() => act('Volume of ' + el.dataset.zone, 'POST', `/api/v1/zones/${encodeURIComponent(el.dataset.zone)}/volume`, {volume: el.value / 100}), 150);
+  } else if (el.classList.contains('seek')) { dragging = el; }
+});
+$('#zone-cards').addEventListener('change', e => {
+  const el = e.target; dragging = null;
+  if (el.classList.contains('seek')) act('Seek', 'POST', '/api/v1/music/seek', {position: Number(el.value)});
+});
+$('#zone-cards').addEventListener('focusout', () => { setTimeout(() => { if (dragging && document.activeElement !== dragging) dragging = null; }, 0); });
+
+// ---- zones & settings ---------------------------------------------------------------------------
+function renderZones() {
+  const s = status;
+  $('#zone-table tbody').innerHTML = s.zones.map(z => `<tr><th scope="row">${esc(z.name)}</th><td>${esc(z.pcm)}</td><td>${z.rate} Hz · ${z.channels} ch · ${esc(z.format)} · clock ${esc(z.clock)}</td>
+    <td>${esc(z.state)}${z.error ? ' — ' + esc(z.error) : ''}</td><td>${Math.round(z.volume * 100)}% (${esc(z.volumeControl)})</td><td>${(z.framesPlayed / z.rate).toFixed(1)} s</td><td>${z.xruns}</td><td>${z.lateCycles}</td><td>${z.reopens}</td></tr>`).join('');
+  const groups = config && config.groups ? Object.entries(config.groups) : [];
+  $('#group-table tbody').innerHTML = groups.length ? groups.map(([g, zs]) => `<tr><th scope="row">${esc(g)}</th><td>${esc((zs.zones || zs).join(', '))}</td></tr>`).join('') : '<tr><td colspan="2" class="dim">no groups</td></tr>';
+  const policy = config && config.policy;
+  if (policy) {
+    const classes = policy.classes || policy;
+    const rows = Object.entries(classes).filter(([, v]) => v && typeof v === 'object');
+    const cols = [...new Set(rows.flatMap(([, v]) => Object.keys(v)))];
+    $('#policy-table thead').innerHTML = `<tr><th scope="col">class</th>${cols.map(c => `<th scope="col">${esc(c)}</th>`).join('')}</tr>`;
+    $('#policy-table tbody').innerHTML = rows.map(([k, v]) => `<tr><th scope="row">${esc(k)}</th>${cols.map(c => `<td>${esc(typeof v[c] === 'object' ? JSON.stringify(v[c]) : v[c] ?? '')}</td>`).join('')}</tr>`).join('');
+  }
+  const bits = [];
+  if (s.mqtt) bits.push(`MQTT ${s.mqtt.broker}: ${s.mqtt.connection}${s.mqtt.error ? ' (' + s.mqtt.error + ')' : ''}`);
+  if (s.intercom) bits.push(`intercom ${s.intercom.listen}: ${s.intercom.inCall ? 'in a call' : 'idle'}`);
+  if (s.savedQueue) bits.push(`saved queue: ${s.savedQueue.track.title} (${s.savedQueue.trackIndex + 1}/${s.savedQueue.queueLength})`);
+  bits.push(`up ${(s.uptimeMs / 1000).toFixed(0)} s`);
+  $('#extra').textContent = bits.join(' · ');
+}
+$('#reload').addEventListener('click', async () => {
+  const r = await act('Reload', 'POST', '/api/v1/reload');
+  if (r) { notify('Reloaded: ' + JSON.stringify(r), true); config = await api('GET', '/api/v1/config').catch(() => config); }
+});
+
+// ---- zone choosers (play on…, announce on…) -----------------------------------------------------
+const chosen = {'play-on': new Set(), 'announce-on': new Set()};
+function renderChoosers() {
+  const names = [...status.zones.map(z => z.name), ...(config && config.groups ? Object.keys(config.groups) : [])];
+  for (const id of Object.keys(chosen)) {
+    const box = document.getElementById(id);
+    const key = names.join(',');
+    if (box.dataset.names === key) continue;
+    box.dataset.names = key;
+    box.innerHTML = `<legend>${id === 'play-on' ? 'Play on' : 'Announce on'} <span class="dim">(none ticked: the default zones)</span></legend>` +
+      names.map(n => `<label><input type="checkbox" value="${esc(n)}" ${chosen[id].has(n) ? 'checked' : ''}> ${esc(n)}</label>`).join('');
+    box.addEventListener('change', e => { if (e.target.checked) chosen[id].add(e.target.value); else chosen[id].delete(e.target.value); });
+  }
+}
+const zonesFor = id => [...chosen[id]];
+
+// ---- library ------------------------------------------------------------------------------------
+const results = $('#lib-results');
+function crumbs(list) { $('#crumbs').innerHTML = list.map(([label, fn], i) => i < list.length - 1 ? `<button type="button" class="linkish" data-crumb="${i}">${esc(label)}</button> › ` : `<span aria-current="page">${esc(label)}</span>`).join(''); crumbActions = list.map(x => x[1]); }
+let crumbActions = [];
+$('#crumbs').addEventListener('click', e => { const b = e.target.closest('[data-crumb]'); if (b) crumbActions[b.dataset.crumb](); });
+function songRows(songs) {
+  if (!songs.length) return '<p class="dim">no songs</p>';
+  return `<ul class="list songs">${songs.map(s => `<li data-song="${esc(s.id)}"><span class="what"><span class="title">${esc(s.title)}</span> <span class="meta">${esc(s.artist || '')}${s.album ? ' — ' + esc(s.album) : ''} · ${fmt(s.durationSeconds)}</span></span>
+    <span class="acts"><button type="button" data-play-song="${esc(s.id)}" aria-label="Play ${esc(s.title)}">Play</button><button type="button" data-next-song="${esc(s.id)}" aria-label="Play ${esc(s.title)} next">Play next</button><button type="button" data-add-song="${esc(s.id)}" aria-label="Add ${esc(s.title)} to the queue">Add to queue</button></span></li>`).join('')}</ul>`;
+}
+function albumRows(albums) {
+  if (!albums.length) return '<p class="dim">no albums</p>';
+  return `<ul class="list">${albums.map(a => `<li><span class="what"><button type="button" class="linkish" data-album="${esc(a.id)}">${esc(a.name)}</button> <span class="meta">${esc(a.artist || '')}${a.year ? ' · ' + a.year : ''}${a.songCount ? ' · ' + a.songCount + ' songs' : ''}</span></span>
+    <span class="acts"><button type="button" data-play-album="${esc(a.id)}" aria-label="Play the album ${esc(a.name)}">Play</button></span></li>`).join('')}</ul>`;
+}
+function artistRows(artists) {
+  if (!artists.length) return '<p class="dim">no artists</p>';
+  return `<ul class="list">${artists.map(a => `<li><span class="what"><button type="button" class="linkish" data-artist="${esc(a.id)}">${esc(a.name)}</button> <span class="meta">${a.albumCount != null ? a.albumCount + ' albums' : ''}</span></span></li>`).join('')}</ul>`;
+}
+async function load(what, path, draw) {
+  results.setAttribute('aria-busy', 'true');
+  try { draw(await api('GET', path)); } catch (e) { results.innerHTML = `<p class="err">${esc(what)} failed: ${esc(e.message)}</p>`; }
+  finally { results.removeAttribute('aria-busy'); }
+}
+function showArtists() { crumbs([['Artists', showArtists]]); load('Loading the artists', '/api/v1/library/artists', d => { results.innerHTML = artistRows(d.artists); }); }
+function showArtist(id) { load('Loading the artist', '/api/v1/library/artists/' + encodeURIComponent(id), d => { crumbs([['Artists', showArtists], [d.artist.name, () => showArtist(id)]]); results.innerHTML = `<h3>${esc(d.artist.name)}</h3>` + albumRows(d.artist.albums || []); }); }
+function showAlbum(id) { load('Loading the album', '/api/v1/library/albums/' + encodeURIComponent(id), d => { const a = d.album; const path = [['Artists', showArtists]]; if (a.artistId) path.push([a.artist || 'artist', () => showArtist(a.artistId)]); path.push([a.name, () => showAlbum(id)]); crumbs(path);
+  results.innerHTML = `<div class="row"><h3>${esc(a.name)} <span class="dim">${esc(a.artist || '')}${a.year ? ' · ' + a.year : ''}</span></h3><button type="button" class="primary" data-play-album="${esc(a.id)}">Play album</button></div>` + songRows(a.songs || []); }); }
+function showPlaylists() { crumbs([['Playlists', showPlaylists]]); load('Loading the playlists', '/api/v1/library/playlists', d => { results.innerHTML = d.playlists.length ? `<ul class="list">${d.playlists.map(p => `<li><span class="what"><button type="button" class="linkish" data-playlist="${esc(p.id)}">${esc(p.name)}</button> <span class="meta">${p.songCount ?? ''} songs</span></span><span class="acts"><button type="button" data-play-playlist="${esc(p.id)}" aria-label="Play the playlist ${esc(p.name)}">Play</button></span></li>`).join('')}</ul>` : '<p class="dim">no playlists</p>'; }); }
+function showPlaylist(id) { load('Loading the playlist', '/api/v1/library/playlists/' + encodeURIComponent(id), d => { crumbs([['Playlists', showPlaylists], [d.playlist.name, () => showPlaylist(id)]]); results.innerHTML = `<div class="row"><h3>${esc(d.playlist.name)}</h3><button type="button" class="primary" data-play-playlist="${esc(id)}">Play playlist</button></div>` + songRows(d.playlist.songs || []); }); }
+let randomSongs = [];
+function showRandom() { crumbs([['Random', showRandom]]); load('Loading random songs', '/api/v1/library/random?size=20', d => { randomSongs = d.songs; results.innerHTML = `<div class="row"><button type="button" class="primary" id="play-random">Play these ${d.songs.length}</button><button type="button" id="more-random">Others</button></div>` + songRows(d.songs); }); }
+let searchTimer = null, searchSeq = 0;
+$('#search').addEventListener('input', () => {
+  clearTimeout(searchTimer);
+  const q = $('#search').value.trim();
+  if (!q) { showArtists(); return; }
+  searchTimer = setTimeout(() => {
+    const seq = ++searchSeq;
+    crumbs([['Search: ' + q, () => {}]]);
+    api('GET', '/api/v1/library/search?q=' + encodeURIComponent(q)).then(d => {
+      if (seq !== searchSeq) return;
+      results.innerHTML = (d.artists.length ? '<h3>Artists</h3>' + artistRows(d.artists) : '') + (d.albums.length ? '<h3>Albums</h3>' + albumRows(d.albums) : '') + '<h3>Songs</h3>' + songRows(d.songs);
+      say(`${d.songs.length} songs, ${d.albums.length} albums, ${d.artists.length} artists found`);
+    }).catch(e => { if (seq === searchSeq) results.innerHTML = `<p class="err">Search failed: ${esc(e.message)}</p>`; });
+  }, 250);
+});
+$('#lib-artists').addEventListener('click', showArtists);
+$('#lib-playlists').addEventListener('click', showPlaylists);
+$('#lib-random').addEventListener('click', showRandom);
+async function play(what, selection) {
+  const zones = zonesFor('play-on');
+  const r = await act(what, 'POST', '/api/v1/music/play', zones.length ? {...selection, zones} : selection);
+  if (r) notify(`${what}: ${r.status} (${r.id})${r.skipped ? ', skipped ' + r.skipped : ''}`, true);
+}
+results.addEventListener('click', async e => {
+  const b = e.target.closest('button'); if (!b) return;
+  const d = b.dataset;
+  if (d.artist) showArtist(d.artist);
+  else if (d.album) showAlbum(d.album);
+  else if (d.playlist) showPlaylist(d.playlist);
+  else if (d.playSong) play('Play', {songs: [d.playSong]});
+  else if (d.playAlbum) play('Play album', {album: d.playAlbum});
+  else if (d.playPlaylist) play('Play playlist', {playlist: d.playPlaylist});
+  else if (d.nextSong || d.addSong) {
+    const r = await act(d.nextSong ? 'Play next' : 'Add to queue', 'POST', '/api/v1/music/queue/add', {songs: [d.nextSong || d.addSong], next: !!d.nextSong});
+    if (r) { notify(`${d.nextSong ? 'Plays next' : 'Added to the queue'} (${r.songs.length} in the queue)`, true); renderQueue(r); }
+  } else if (b.id === 'play-random') play('Play random', {songs: randomSongs.map(s => s.id)});
+  else if (b.id === 'more-random') showRandom();
+});
+
+// ---- queue --------------------------------------------------------------------------------------
+function renderQueue(q) {
+  if (!q) { $('#queue-info').textContent = 'Nothing is playing from the music server.'; $('#queue-list').innerHTML = ''; return; }
+  $('#queue-info').textContent = `${q.songs.length} tracks in ${q.id}` + (q.restarted ? ' (the stream restarted)' : '');
+  $('#queue-list').innerHTML = q.songs.map((s, i) => `<li data-index="${i}" ${i === q.current ? 'aria-current="true"' : ''}><span class="what">${i === q.current ? '<span class="now">▶ now playing</span> ' : ''}<span class="title">${esc(s.title)}</span> <span class="meta">${esc(s.artist || '')} · ${fmt(s.durationSeconds)}</span></span>
+    <span class="acts"><button type="button" data-q="jump" aria-label="Play ${esc(s.title)} now">Play</button><button type="button" data-q="up" aria-label="Move ${esc(s.title)} up" ${i === 0 ? 'disabled' : ''}>↑</button><button type="button" data-q="down" aria-label="Move ${esc(s.title)} down" ${i === q.songs.length - 1 ? 'disabled' : ''}>↓</button><button type="button" data-q="remove" aria-label="Remove ${esc(s.title)}">Remove</button></span></li>`).join('');
+  $('#queue-list').classList.add('list');
+}
+async function loadQueue() {
+  try { renderQueue(await api('GET', '/api/v1/music/queue')); }
+  catch (e) { if (/no music/.test(e.message)) renderQueue(null); else notify('Loading the queue failed: ' + e.message); }
+}
+$('#queue-refresh').addEventListener('click', loadQueue);
+$('#queue-clear').addEventListener('click', async () => { const r = await act('Clear the queue', 'POST', '/api/v1/music/queue/clear'); if (r) renderQueue(r); });
+$('#queue-list').addEventListener('click', async e => {
+  const b = e.target.closest('button[data-q]'); if (!b) return;
+  const i = Number(b.closest('li').dataset.index);
+  const op = b.dataset.q;
+  const r = op === 'jump' ? await act('Jump', 'POST', '/api/v1/music/queue/jump', {index: i})
+    : op === 'remove' ? await act('Remove', 'POST', '/api/v1/music/queue/remove', {index: i})
+    : await act('Move', 'POST', '/api/v1/music/queue/move', {from: i, to: op === 'up' ? i - 1 : i + 1});
+  if (r) { renderQueue(r); const li = $(`#queue-list li[data-index="${op === 'up' ? i - 1 : op === 'down' ? i + 1 : i}"] button[data-q="${op}"]`); if (li && !li.disabled) li.focus(); }
+});
+
+// ---- announce -----------------------------------------------------------------------------------
+async function loadSounds() {
+  try {
+    const d = await api('GET', '/api/v1/sounds');
+    $('#sound-buttons').innerHTML = d.sounds.map(n => `<button type="button" data-sound="${esc(n)}">${esc(n)}</button>`).join('') || '<span class="dim">no sounds</span>';
+  } catch (e) { notify('Loading the sounds failed: ' + e.message); }
+}
+async function announce(what, body) {
+  const zones = zonesFor('announce-on');
+  const r = await act(what, 'POST', '/api/v1/announce', zones.length ? {...body, zones} : body);
+  if (r) notify(`${what}: ${r.status} (${r.id})${r.into ? ' into ' + r.into : ''}${r.skipped ? ', skipped ' + r.skipped : ''}`, true);
+}
+$('#sound-buttons').addEventListener('click', e => { const b = e.target.closest('button[data-sound]'); if (b) announce('Announce ' + b.dataset.sound, {sound: b.dataset.sound}); });
+$('#speak').addEventListener('submit', e => { e.preventDefault(); const text = $('#speak-text').value.trim(); if (!text) { notify('Speak failed: type a text first'); return; } announce('Speak', {text}); });
+
+// ---- live: the event stream (EventSource reconnects by itself and sends Last-Event-ID) ----------
+const types = ['granted', 'queued', 'rejected', 'coalesced', 'expired', 'lost-for-good', 'finished', 'played', 'interruption-began', 'interruption-ended',
+  'duck-began', 'duck-ended', 'muted', 'unmuted', 'zone-available', 'zone-unavailable', 'volume', 'volume-control', 'track', 'scrobbled',
+  'stream-error', 'state-error', 'reloaded', 'reload-rejected', 'warning', 'error', 'call-started', 'call-ended'];
+function connect(after) {
+  if (es) es.close();
+  es = new EventSource('/api/v1/events?after=' + after);
+  es.onopen = () => { $('#conn').textContent = 'live'; $('#conn').className = 'conn live'; refreshSoon(); };
+  es.onerror = () => {
+    $('#conn').textContent = 'reconnecting…'; $('#conn').className = 'conn down';
+    // A stream the server closed for good (a restart, a lost session) is opened again from the last event seen.
+    if (es.readyState === 2) setTimeout(async () => { try { const s = await api('GET', '/api/v1/session'); if (s.authenticated) connect(lastSeq); else showLogin(); } catch (e) { connect(lastSeq); } }, 1500);
+  };
+  const onEvent = m => {
+    let e; try { e = JSON.parse(m.data); } catch (x) { return; }
+    if (e.seq != null) { if (e.seq <= lastSeq) return; lastSeq = e.seq; }
+    events.push(e); if (events.length > 3000) events.splice(0, 1000);
+    const d = document.createElement('div'); d.className = 'ev ev-' + e.type;
+    d.textContent = `${(e.time || '').slice(11, 23)} ${e.type} ${e.source || ''}${e.zones ? ' [' + e.zones.join(',') + ']' : ''}${e.shouldResume != null ? ' shouldResume=' + e.shouldResume : ''} — ${e.reason || e.message || ''}`;
+    const log = $('#events'); log.prepend(d); while (log.childElementCount > 500) log.lastChild.remove();
+    if (e.type === 'track' && !$('#queue').hidden) loadQueue();
+    refreshSoon();
+  };
+  types.forEach(t => es.addEventListener(t, onEvent));
+  es.onmessage = onEvent;
+}
+
+// ---- timeline: who was audible in each zone, rebuilt from the event log -------------------------
+const WINDOW = 180000, colors = {}, palette = ['#3b82f6', '#f59e0b', '#10b981', '#ef4444', '#8b5cf6', '#14b8a6', '#ec4899', '#84cc16'];
+const color = id => colors[id] || (colors[id] = palette[Object.keys(colors).length % palette.length]);
+let uptimeAt = Date.now();
+const nowMs = () => status ? status.uptimeMs + (Date.now() - uptimeAt) : 0;
+function intervals() {
+  const granted = {}, open = {}, out = [], marks = [], muted = {};
+  const startI = (z, id, t) => { const k = z + '|' + id; if (!(k in open)) open[k] = t; };
+  const stopI = (z, id, t) => { const k = z + '|' + id; if (k in open) { out.push({zone: z, id, from: open[k], to: t}); delete open[k]; } };
+  for (const e of events) {
+    const t = e.uptimeMs, id = e.source;
+    switch (e.type) {
+      case 'granted': granted[id] = e.zones || []; granted[id].forEach(z => startI(z, id, t)); break;
+      case 'muted': (e.zones || []).forEach(z => { muted[z + '|' + id] = 1; stopI(z, id, t); }); break;
+      case 'unmuted': (e.zones || []).forEach(z => { delete muted[z + '|' + id]; startI(z, id, t); }); break;
+      case 'interruption-began': (granted[id] || []).forEach(z => stopI(z, id, t)); marks.push({t, began: true, zones: granted[id] || []}); break;
+      case 'interruption-ended': marks.push({t, began: false, zones: granted[id] || []}); if (e.shouldResume) (granted[id] || []).forEach(z => { if (!muted[z + '|' + id]) startI(z, id, t); }); break;
+      case 'finished': case 'lost-for-good': (granted[id] || []).forEach(z => stopI(z, id, t)); delete granted[id]; break;
+    }
+  }
+  const n = nowMs();
+  for (const k in open) { const [z, id] = k.split('|'); out.push({zone: z, id, from: open[k], to: n}); }
+  return {out, marks};
+}
+function drawTimeline() {
+  if (!status) return;
+  const svg = $('#timeline-svg'), W = svg.clientWidth || 900, rowH = 22, left = 90, names = status.zones.map(z => z.name), h = names.length * rowH + 18, now = nowMs();
+  svg.setAttribute('height', h);
+  let out = ''; const {out: bars, marks} = intervals();
+  const x = t => left + (W - left - 10) * Math.max(0, 1 - (now - t) / WINDOW);
+  names.forEach((z, i) => {
+    const y = i * rowH + 4;
+    out += `<text x="4" y="${y + 14}" font-size="12">${esc(z)}</text><rect x="${left}" y="${y}" width="${W - left - 10}" height="${rowH - 6}" fill="#f1f3f5"/>`;
+    const here = bars.filter(b => b.zone === z && b.to > now - WINDOW);
+    here.forEach(b => {
+      const over = here.filter(o => o.from < b.to && o.to > b.from), lanes = over.length, lane = over.indexOf(b);
+      out += `<rect class="bar" data-source="${esc(b.id)}" x="${x(b.from)}" y="${y + lane * (rowH - 6) / lanes}" width="${Math.max(1, x(b.to) - x(b.from))}" height="${(rowH - 6) / lanes}" fill="${color(b.id)}"><title>${esc(b.id)}</title></rect>`;
+    });
+    marks.filter(m => m.t > now - WINDOW && m.zones.includes(z)).forEach(m => { out += `<text x="${x(m.t) - 4}" y="${y + (m.began ? 10 : rowH - 4)}" font-size="10" fill="#b42318">${m.began ? '▼' : '▲'}</text>`; });
+  });
+  out += `<text x="${left}" y="${h - 2}" font-size="10" fill="#5f6b76">−3 min</text><text x="${W - 40}" y="${h - 2}" font-size="10" fill="#5f6b76">now</text>`;
+  const legend = [...new Set(bars.map(b => b.id))].slice(-8).map(id => `<tspan fill="${color(id)}">■</tspan> ${esc(id)}`).join('  ');
+  svg.innerHTML = out + `<text x="${left + 60}" y="${h - 2}" font-size="10">${legend}</text>`;
+}
+setInterval(() => { if (status && !$('#main').hidden) refresh(); }, 1000);
+setInterval(drawTimeline, 500);
+document.addEventListener('visibilitychange', () => { if (!document.hidden) refreshSoon(); });
+start();
