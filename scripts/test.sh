@@ -11,6 +11,8 @@ swift format lint --strict -r -p Sources Tests Package.swift fuzz/Sources fuzz/P
   echo "baton: swift format lint failed (run: swift format -i -r -p Sources Tests Package.swift fuzz/Sources fuzz/Package.swift)" >&2
   exit 1
 }
+# The web app embedded in batond is the one in web/ (scripts/embed-webapp.py writes it).
+python3 scripts/embed-webapp.py --check || exit 1
 # Every module imports only what Package.swift declares for it (the layer rules, docs/ARCHITECTURE.md).
 swift build --build-tests --explicit-target-dependency-import-check error || exit 1
 # The real Subsonic server the music tests stream from (Supysonic on 127.0.0.1, library made by ffmpeg).
@@ -30,6 +32,10 @@ stop_servers() {
 trap stop_servers EXIT
 swift test --skip-build 2>&1 | tee .build/test.log | grep --line-buffered -vE '^(◇|↳ (Testing Library|Target Platform))'
 status=${PIPESTATUS[0]}
+# The web app in a real browser (Selenium, chromium-driver) against the real batond and the first
+# Subsonic server; it prints 'webapp: N passed, N failed'.
+scripts/test-webapp.sh 2>&1 | tee .build/test-webapp.log | grep --line-buffered -vE '^(#[0-9]+ 0x|Stacktrace:)'
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 # The .deb installed into a fresh Debian 12 root, and lintian (docs/PACKAGING.md), packaged from the
 # debug binaries just tested so the suite builds nothing twice.
 if [ "$(id -u)" -eq 0 ]; then

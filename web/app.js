@@ -47,6 +47,7 @@ async function act(what, method, path, body) {
 
 // ---- login / session ----------------------------------------------------------------------------
 function showLogin() {
+  $('#conn').textContent = 'login needed'; $('#conn').className = 'conn';
   $('#login').hidden = false; $('#tabs').hidden = true; $('#main').hidden = true; $('#logout').hidden = true;
   if (es) { es.close(); es = null; }
   $('#token').focus();
@@ -147,7 +148,10 @@ function levelText(z) {
   const peak = l.peakDb ?? l.peak, rms = l.rmsDb ?? l.rms;
   return 'level' + (rms != null ? ` ${Number(rms).toFixed(1)} dB rms` : '') + (peak != null ? ` ${Number(peak).toFixed(1)} dB peak` : '');
 }
-let dragging = null, prevStates = {};
+// Icons as inline SVG (no font needs to have the media symbols).
+const icon = d => `<svg viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false"><path fill="currentColor" d="${d}"/></svg>`;
+const ICON = {previous: icon('M6 5h2v14H6zM20 5v14L9 12z'), next: icon('M16 5h2v14h-2zM4 5v14l11-7z'), pause: icon('M6 5h4v14H6zM14 5h4v14h-4z'), play: icon('M7 5v14l12-7z'), stop: icon('M6 6h12v12H6z')};
+let dragging = null, prevStates = {}, drawnCards = '';
 function render() {
   const s = status;
   $('#device').textContent = config && config.device ? '· ' + config.device : '';
@@ -181,10 +185,10 @@ function render() {
         <input type="range" class="seek" data-source="${esc(here.id)}" min="0" max="${dur || Math.max(1, Math.ceil(pos || 0))}" step="1" value="${Math.floor(pos || 0)}" aria-label="Position in ${esc(t ? t.title : here.sound)}" ${t ? '' : 'disabled'}>
         <span>${fmt(dur)}</span></div>
       <div class="controls" data-source="${esc(here.id)}">
-        <button type="button" data-act="previous" aria-label="Previous track" ${t ? '' : 'disabled'}>⏮</button>
-        <button type="button" data-act="${paused ? 'resume' : 'pause'}" class="primary" aria-label="${paused ? 'Play' : 'Pause'}">${paused ? '▶' : '⏸'}</button>
-        <button type="button" data-act="next" aria-label="Next track" ${t ? '' : 'disabled'}>⏭</button>
-        <button type="button" data-act="stop" aria-label="Stop">⏹</button>
+        <button type="button" data-act="previous" aria-label="Previous track" ${t ? '' : 'disabled'}>${ICON.previous}</button>
+        <button type="button" data-act="${paused ? 'resume' : 'pause'}" class="primary" aria-label="${paused ? 'Play' : 'Pause'}">${paused ? ICON.play : ICON.pause}</button>
+        <button type="button" data-act="next" aria-label="Next track" ${t ? '' : 'disabled'}>${ICON.next}</button>
+        <button type="button" data-act="stop" aria-label="Stop">${ICON.stop}</button>
         ${t && here.queueLength ? `<span class="meta">track ${here.trackIndex + 1} of ${here.queueLength}</span>` : ''}
       </div>` : ''}
       ${heard}
@@ -195,8 +199,20 @@ function render() {
       ${lvl ? `<div class="meta level">${esc(lvl)}</div>` : ''}
     </article>`;
   }).join('');
-  // Do not rebuild a card the user is dragging a slider in.
-  if (!dragging) cards.innerHTML = html;
+  // Rebuilding keeps the keyboard focus where it was (same card, same control) and a focused
+  // slider's value as the user set it; while a slider is dragged with the pointer nothing is rebuilt.
+  if (!dragging && html !== drawnCards) {
+    drawnCards = html;
+    const active = document.activeElement, card = active && active.closest && active.closest('#zone-cards article[data-zone]');
+    let keep = null;
+    if (card) { const all = [...card.querySelectorAll('button, input')]; keep = {zone: card.dataset.zone, index: all.indexOf(active), value: active.type === 'range' ? active.value : null}; }
+    cards.innerHTML = html;
+    if (keep) {
+      const c = [...cards.querySelectorAll('article[data-zone]')].find(x => x.dataset.zone === keep.zone);
+      const el = c && c.querySelectorAll('button, input')[keep.index];
+      if (el) { if (keep.value != null && el.type === 'range') { el.value = keep.value; if (el.nextElementSibling && el.classList.contains('volume')) el.nextElementSibling.textContent = keep.value + '%'; } el.focus(); }
+    }
+  }
   cards.querySelectorAll('img.cover').forEach(img => img.addEventListener('error', () => { const d = document.createElement('div'); d.className = 'cover'; d.textContent = '♪'; d.setAttribute('aria-hidden', 'true'); img.replaceWith(d); }, {once: true}));
   const others = s.sources.filter(x => x.class !== 'music');
   $('#other-sources').innerHTML = others.length ? others.map(x => { const [w] = stateWords(x); return `<li data-source="${esc(x.id)}">${esc(x.sound)} <span class="dim">${esc(x.id)} · ${esc(x.class)} · ${esc(x.zones.join(', '))}</span> — <b>${esc(w)}</b> <button type="button" data-stop="${esc(x.id)}" aria-label="Stop ${esc(x.sound)}">Stop</button></li>`; }).join('') : '<li class="dim">none</li>';
@@ -214,16 +230,18 @@ const volTimers = {};
 $('#zone-cards').addEventListener('input', e => {
   const el = e.target;
   if (el.classList.contains('volume')) {
-    dragging = el; el.nextElementSibling.textContent = el.value + '%';
+    el.nextElementSibling.textContent = el.value + '%';
     clearTimeout(volTimers[el.dataset.zone]);
     volTimers[el.dataset.zone] = setTimeout(() => act('Volume of ' + el.dataset.zone, 'POST', `/api/v1/zones/${encodeURIComponent(el.dataset.zone)}/volume`, {volume: el.value / 100}), 150);
-  } else if (el.classList.contains('seek')) { dragging = el; }
+  }
 });
+// A pointer drag on a slider holds the cards still until it is let go.
+$('#zone-cards').addEventListener('pointerdown', e => { if (e.target.type === 'range') dragging = e.target; });
+document.addEventListener('pointerup', () => { if (dragging) { dragging = null; refreshSoon(); } });
 $('#zone-cards').addEventListener('change', e => {
-  const el = e.target; dragging = null;
+  const el = e.target;
   if (el.classList.contains('seek')) act('Seek', 'POST', '/api/v1/music/seek', {position: Number(el.value)});
 });
-$('#zone-cards').addEventListener('focusout', () => { setTimeout(() => { if (dragging && document.activeElement !== dragging) dragging = null; }, 0); });
 
 // ---- zones & settings ---------------------------------------------------------------------------
 function renderZones() {

@@ -6,6 +6,7 @@ extension WebApp {
         <!doctype html>
         <html lang="en"><head><meta charset="utf-8"><title>Baton</title>
         <meta name="viewport" content="width=device-width, initial-scale=1">
+        <link rel="icon" href="data:,">
         <link rel="stylesheet" href="/app.css">
         <script src="/app.js" defer></script>
         </head><body>
@@ -95,6 +96,7 @@ extension WebApp {
     /// web/app.css
     static let css = #"""
         :root{--bg:#f4f5f7;--card:#fff;--line:#d5dae0;--text:#1d2327;--dim:#5f6b76;--ok:#1a7f37;--bad:#b42318;--warn:#9a5b00;--accent:#2557c7;--focus:#f59e0b}
+        [hidden]{display:none !important}
         *{box-sizing:border-box}
         html{-webkit-text-size-adjust:100%}
         body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:var(--text);background:var(--bg)}
@@ -126,7 +128,8 @@ extension WebApp {
         .title{font-weight:600;overflow-wrap:anywhere}.meta{color:var(--dim);font-size:.9em;overflow-wrap:anywhere}
         .state{font-weight:600}.state.playing{color:var(--ok)}.state.paused,.state.interrupted{color:var(--bad)}.state.ducked,.state.buffering,.state.starting{color:var(--warn)}.state.silent,.state.queued{color:var(--dim)}
         .controls{display:flex;gap:.35em;flex-wrap:wrap;margin:.5em 0}
-        .controls button{min-width:2.6em}
+        .controls button{min-width:2.6em;display:inline-flex;align-items:center;justify-content:center}
+        button:disabled{opacity:.45;cursor:default}
         .pos{display:grid;grid-template-columns:3.2em 1fr 3.2em;gap:.4em;align-items:center;font-size:.85em;color:var(--dim)}
         .vol{display:grid;grid-template-columns:auto 1fr 3em;gap:.5em;align-items:center;margin-top:.4em}
         .duck{font-size:.85em;color:var(--warn)}
@@ -157,7 +160,7 @@ extension WebApp {
         #events{font:12px ui-monospace,monospace;max-height:24em;overflow:auto;background:var(--card);border:1px solid var(--line);border-radius:8px;padding:.4em .6em}
         #events div{white-space:nowrap}
         .err{color:var(--bad)}
-        @media (max-width:480px){main{padding:.5em .6em 2em}header{padding:.5em .6em}.cards{grid-template-columns:1fr}.np{grid-template-columns:64px 1fr}.cover{width:64px;height:64px}}
+        @media (max-width:480px){nav[role=tablist]{flex-wrap:wrap;padding:.2em .4em 0}nav[role=tablist] button{padding:.45em .5em}main{padding:.5em .6em 2em}header{padding:.5em .6em}.cards{grid-template-columns:1fr}.np{grid-template-columns:64px 1fr}.cover{width:64px;height:64px}}
         """#
 
     /// web/app.js
@@ -211,6 +214,7 @@ extension WebApp {
 
         // ---- login / session ----------------------------------------------------------------------------
         function showLogin() {
+          $('#conn').textContent = 'login needed'; $('#conn').className = 'conn';
           $('#login').hidden = false; $('#tabs').hidden = true; $('#main').hidden = true; $('#logout').hidden = true;
           if (es) { es.close(); es = null; }
           $('#token').focus();
@@ -311,7 +315,10 @@ extension WebApp {
           const peak = l.peakDb ?? l.peak, rms = l.rmsDb ?? l.rms;
           return 'level' + (rms != null ? ` ${Number(rms).toFixed(1)} dB rms` : '') + (peak != null ? ` ${Number(peak).toFixed(1)} dB peak` : '');
         }
-        let dragging = null, prevStates = {};
+        // Icons as inline SVG (no font needs to have the media symbols).
+        const icon = d => `<svg viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false"><path fill="currentColor" d="${d}"/></svg>`;
+        const ICON = {previous: icon('M6 5h2v14H6zM20 5v14L9 12z'), next: icon('M16 5h2v14h-2zM4 5v14l11-7z'), pause: icon('M6 5h4v14H6zM14 5h4v14h-4z'), play: icon('M7 5v14l12-7z'), stop: icon('M6 6h12v12H6z')};
+        let dragging = null, prevStates = {}, drawnCards = '';
         function render() {
           const s = status;
           $('#device').textContent = config && config.device ? '· ' + config.device : '';
@@ -345,10 +352,10 @@ extension WebApp {
                 <input type="range" class="seek" data-source="${esc(here.id)}" min="0" max="${dur || Math.max(1, Math.ceil(pos || 0))}" step="1" value="${Math.floor(pos || 0)}" aria-label="Position in ${esc(t ? t.title : here.sound)}" ${t ? '' : 'disabled'}>
                 <span>${fmt(dur)}</span></div>
               <div class="controls" data-source="${esc(here.id)}">
-                <button type="button" data-act="previous" aria-label="Previous track" ${t ? '' : 'disabled'}>⏮</button>
-                <button type="button" data-act="${paused ? 'resume' : 'pause'}" class="primary" aria-label="${paused ? 'Play' : 'Pause'}">${paused ? '▶' : '⏸'}</button>
-                <button type="button" data-act="next" aria-label="Next track" ${t ? '' : 'disabled'}>⏭</button>
-                <button type="button" data-act="stop" aria-label="Stop">⏹</button>
+                <button type="button" data-act="previous" aria-label="Previous track" ${t ? '' : 'disabled'}>${ICON.previous}</button>
+                <button type="button" data-act="${paused ? 'resume' : 'pause'}" class="primary" aria-label="${paused ? 'Play' : 'Pause'}">${paused ? ICON.play : ICON.pause}</button>
+                <button type="button" data-act="next" aria-label="Next track" ${t ? '' : 'disabled'}>${ICON.next}</button>
+                <button type="button" data-act="stop" aria-label="Stop">${ICON.stop}</button>
                 ${t && here.queueLength ? `<span class="meta">track ${here.trackIndex + 1} of ${here.queueLength}</span>` : ''}
               </div>` : ''}
               ${heard}
@@ -359,8 +366,20 @@ extension WebApp {
               ${lvl ? `<div class="meta level">${esc(lvl)}</div>` : ''}
             </article>`;
           }).join('');
-          // Do not rebuild a card the user is dragging a slider in.
-          if (!dragging) cards.innerHTML = html;
+          // Rebuilding keeps the keyboard focus where it was (same card, same control) and a focused
+          // slider's value as the user set it; while a slider is dragged with the pointer nothing is rebuilt.
+          if (!dragging && html !== drawnCards) {
+            drawnCards = html;
+            const active = document.activeElement, card = active && active.closest && active.closest('#zone-cards article[data-zone]');
+            let keep = null;
+            if (card) { const all = [...card.querySelectorAll('button, input')]; keep = {zone: card.dataset.zone, index: all.indexOf(active), value: active.type === 'range' ? active.value : null}; }
+            cards.innerHTML = html;
+            if (keep) {
+              const c = [...cards.querySelectorAll('article[data-zone]')].find(x => x.dataset.zone === keep.zone);
+              const el = c && c.querySelectorAll('button, input')[keep.index];
+              if (el) { if (keep.value != null && el.type === 'range') { el.value = keep.value; if (el.nextElementSibling && el.classList.contains('volume')) el.nextElementSibling.textContent = keep.value + '%'; } el.focus(); }
+            }
+          }
           cards.querySelectorAll('img.cover').forEach(img => img.addEventListener('error', () => { const d = document.createElement('div'); d.className = 'cover'; d.textContent = '♪'; d.setAttribute('aria-hidden', 'true'); img.replaceWith(d); }, {once: true}));
           const others = s.sources.filter(x => x.class !== 'music');
           $('#other-sources').innerHTML = others.length ? others.map(x => { const [w] = stateWords(x); return `<li data-source="${esc(x.id)}">${esc(x.sound)} <span class="dim">${esc(x.id)} · ${esc(x.class)} · ${esc(x.zones.join(', '))}</span> — <b>${esc(w)}</b> <button type="button" data-stop="${esc(x.id)}" aria-label="Stop ${esc(x.sound)}">Stop</button></li>`; }).join('') : '<li class="dim">none</li>';
@@ -378,16 +397,18 @@ extension WebApp {
         $('#zone-cards').addEventListener('input', e => {
           const el = e.target;
           if (el.classList.contains('volume')) {
-            dragging = el; el.nextElementSibling.textContent = el.value + '%';
+            el.nextElementSibling.textContent = el.value + '%';
             clearTimeout(volTimers[el.dataset.zone]);
             volTimers[el.dataset.zone] = setTimeout(() => act('Volume of ' + el.dataset.zone, 'POST', `/api/v1/zones/${encodeURIComponent(el.dataset.zone)}/volume`, {volume: el.value / 100}), 150);
-          } else if (el.classList.contains('seek')) { dragging = el; }
+          }
         });
+        // A pointer drag on a slider holds the cards still until it is let go.
+        $('#zone-cards').addEventListener('pointerdown', e => { if (e.target.type === 'range') dragging = e.target; });
+        document.addEventListener('pointerup', () => { if (dragging) { dragging = null; refreshSoon(); } });
         $('#zone-cards').addEventListener('change', e => {
-          const el = e.target; dragging = null;
+          const el = e.target;
           if (el.classList.contains('seek')) act('Seek', 'POST', '/api/v1/music/seek', {position: Number(el.value)});
         });
-        $('#zone-cards').addEventListener('focusout', () => { setTimeout(() => { if (dragging && document.activeElement !== dragging) dragging = null; }, 0); });
 
         // ---- zones & settings ---------------------------------------------------------------------------
         function renderZones() {

@@ -1,0 +1,378 @@
+#!/usr/bin/env python3
+"""Drives Baton's web app in a real browser (Selenium + Debian's chromium and chromium-driver)
+against the real batond executable on file PCMs and the Subsonic test server, as a person would:
+search a song, play it on one zone, pause, ring the doorbell during the music, change a volume,
+log in on a token-protected config. Checks the page's words and the zones' output files.
+
+Usage: test_webapp.py BATOND SUBSONIC_ENV [--screenshots DIR]
+Prints one line per check and closes with 'webapp: N passed, N failed'. Loopback only.
+"""
+import array, json, math, os, random, shutil, signal, socket, struct, subprocess, sys, tempfile, time, traceback
+import http.client
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BATOND, SUBSONIC_ENV = sys.argv[1], sys.argv[2]
+SHOTS = sys.argv[sys.argv.index("--screenshots") + 1] if "--screenshots" in sys.argv else None
+RATE = 44100
+results = []
+
+
+def env(path):
+    out = {}
+    for line in open(path):
+        if "=" in line:
+            k, v = line.rstrip("\n").split("=", 1)
+            out[k] = v
+    return out
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Batond:
+    """The batond executable on a temporary config: zones kitchen and patio on file PCMs."""
+
+    def __init__(self, music, token=None):
+        self.dir = tempfile.mkdtemp(prefix="baton-webapp-")
+        self.port = free_port()
+        os.mkdir(self.dir + "/out")
+        with open(self.dir + "/alsa.conf", "w") as f:
+            f.write("</usr/share/alsa/alsa.conf>\npcm.web_null { type null }\n")
+            for z in ("kitchen", "patio"):
+                f.write(f'pcm.web_{z} {{ type file slave.pcm "web_null" file "{self.dir}/out/{z}.raw" format "raw" }}\n')
+        api = f"api:\n  listen: 127.0.0.1:{self.port}\n"
+        if token:
+            with open(self.dir + "/token", "w") as f:
+                f.write(token + "\n")
+            api = f"api:\n  listen: 0.0.0.0:{self.port}\n  token-file: token\n"
+        with open(self.dir + "/baton.yaml", "w") as f:
+            f.write(api + f"""zones:
+  kitchen: {{pcm: web_kitchen, rate: {RATE}, channels: 2, format: S16_LE, clock: system}}
+  patio: {{pcm: web_patio, rate: {RATE}, channels: 2, format: S16_LE, clock: system}}
+groups:
+  downstairs: [kitchen, patio]
+sounds: {ROOT}/config/sounds
+alsa-config: alsa.conf
+output-dir: out
+state-dir: state
+music:
+  subsonic: {{url: "{music['url']}", user: {music['user']}, password-file: "{music['password-file']}", format: raw}}
+""")
+        self.log = open(self.dir + "/batond.log", "w")
+        self.proc = subprocess.Popen([BATOND, "--config", self.dir + "/baton.yaml"], stdout=self.log, stderr=self.log)
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("batond exited: " + open(self.dir + "/batond.log").read())
+            if "control API on" in open(self.dir + "/batond.log").read():
+                return
+            time.sleep(0.05)
+        raise RuntimeError("batond did not start: " + open(self.dir + "/batond.log").read())
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}/"
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def tail(self, zone, seconds=0.2):
+        """The left channel of the last `seconds` written to a zone's file, as floats."""
+        path = f"{self.dir}/out/{zone}.raw"
+        size = os.path.getsize(path)
+        n = int(seconds * RATE) * 4
+        with open(path, "rb") as f:
+            f.seek(max(0, (size - n) // 4 * 4))
+            data = f.read(n)
+        samples = array.array("h", data[: len(data) // 4 * 4])
+        return [x / 32768 for x in samples[0::2]]
+
+    def api(self, method, path, body=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        c.request(method, path, json.dumps(body) if body is not None else None,
+                  {"Content-Type": "application/json"} if method != "GET" else {})
+        r = c.getresponse()
+        return r.status, json.loads(r.read() or b"null")
+
+
+def rms(s):
+    return math.sqrt(sum(x * x for x in s) / max(1, len(s)))
+
+
+def tone(s, hz):
+    """The amplitude of the `hz` component of `s` (Goertzel with a Hann window)."""
+    n = len(s)
+    if n == 0:
+        return 0
+    k = 2 * math.cos(2 * math.pi * hz / RATE)
+    a = b = 0.0
+    for i, x in enumerate(s):
+        w = 0.5 - 0.5 * math.cos(2 * math.pi * i / (n - 1))
+        a, b = x * w + k * a - b, a
+    power = a * a + b * b - k * a * b
+    return 2 * math.sqrt(max(power, 0)) / (n * 0.5)
+
+
+def db(x):
+    return 20 * math.log10(max(x, 1e-9))
+
+
+def check(name, fn):
+    start = time.time()
+    try:
+        fn()
+        results.append(True)
+        print(f"ok   {name} ({time.time() - start:.1f} s)", flush=True)
+    except Exception as e:
+        results.append(False)
+        print(f"FAIL {name} ({time.time() - start:.1f} s): {e}", flush=True)
+        traceback.print_exc()
+
+
+def wait_for(what, fn, seconds=10):
+    deadline = time.time() + seconds
+    last = None
+    while time.time() < deadline:
+        try:
+            last = fn()
+            if last:
+                return last
+        except Exception as e:  # the page is being redrawn
+            last = e
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what} (last: {last})")
+
+
+def browser(width, height):
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              f"--window-size={width},{height}", "--hide-scrollbars", "--force-device-scale-factor=1"):
+        options.add_argument(a)
+    d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    if width < 500:  # headless windows are at least 500 px wide: emulate the phone's viewport
+        d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                          {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True})
+    return d
+
+
+def resize(d, width, height):
+    if width < 500:
+        d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                          {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True})
+    else:
+        d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        d.set_window_size(width, height)
+
+
+def card(d, zone):
+    return d.find_element(By.CSS_SELECTOR, f'#zone-cards [data-zone="{zone}"]')
+
+
+def card_state(d, zone):
+    return card(d, zone).find_element(By.CSS_SELECTOR, ".state").text
+
+
+def click(d, css, what=None):
+    """Clicks the element `css` names, finding it afresh if the page redrew it meanwhile (the
+    cards are redrawn with every status), as a person's click lands on whatever is there now."""
+    wait_for(what or css, lambda: d.find_element(By.CSS_SELECTOR, css).click() or True, 5)
+
+
+def tab(d, name):
+    click(d, "#tab-" + name)
+
+
+def shot(d, name):
+    if SHOTS:
+        d.save_screenshot(os.path.join(SHOTS, name))
+        print(f"     wrote {os.path.join(SHOTS, name)}")
+
+
+def scenario(music):
+    b = Batond(music)
+    d = browser(*(360, 800) if SHOTS else (1280, 900))
+    try:
+        d.get(b.url)
+        wait_for("the page to show the zones", lambda: len(d.find_elements(By.CSS_SELECTOR, "#zone-cards article[data-zone]")) == 2)
+
+        def search_and_play():
+            tab(d, "library")
+            box = d.find_element(By.ID, "search")
+            box.send_keys("Tone 440")
+            row = wait_for("the song in the search results", lambda: next(
+                (li for li in d.find_elements(By.CSS_SELECTOR, "#lib-results li[data-song]") if "Tone 440" in li.text), None))
+            click(d, '#play-on input[value="kitchen"]')
+            wait_for("the play button", lambda: row.find_element(By.CSS_SELECTOR, "button[data-play-song]").click() or True)
+            wait_for("the page to confirm", lambda: "Play: playing" in d.find_element(By.ID, "notice").text)
+            tab(d, "now")
+            wait_for("kitchen playing", lambda: card_state(d, "kitchen") == "playing" and "Tone 440" in card(d, "kitchen").text)
+            assert card_state(d, "patio") == "silent", card_state(d, "patio")
+            time.sleep(0.6)
+            k, p = b.tail("kitchen"), b.tail("patio")
+            assert tone(k, 440) > 0.03, f"440 Hz in kitchen at {db(tone(k, 440)):.1f} dBFS"
+            assert rms(p) < 1e-4, f"patio not silent: rms {rms(p)}"
+            shot(d, "webapp-phone-now-playing.png")
+        check("search a song, play it on the kitchen: the page says playing, the file has the tone", search_and_play)
+
+        def errors_in_words():
+            click(d, '#zone-cards article[data-zone="kitchen"] button[data-act="next"]')
+            wait_for("the error in words", lambda: "Next failed: already at the last track" in d.find_element(By.ID, "notice").text)
+        check("an action that fails shows the answer in words", errors_in_words)
+
+        def pause():
+            click(d, '#zone-cards article[data-zone="kitchen"] button[data-act="pause"]')
+            wait_for("paused", lambda: card_state(d, "kitchen") == "paused")
+            assert d.find_element(By.ID, "live").text.startswith("kitchen:"), d.find_element(By.ID, "live").text
+            time.sleep(0.5)
+            k = b.tail("kitchen")
+            assert rms(k) < 1e-4, f"kitchen not silent while paused: rms {rms(k)}"
+            click(d, '#zone-cards article[data-zone="kitchen"] button[data-act="resume"]')
+            wait_for("playing again", lambda: card_state(d, "kitchen") == "playing")
+            time.sleep(0.5)
+            assert tone(b.tail("kitchen"), 440) > 0.03, "the tone came back"
+        check("pause from the page: the file goes silent and the page says paused; play resumes", pause)
+
+        def doorbell():
+            music_level = tone(b.tail("kitchen"), 440)
+            tab(d, "announce")
+            wait_for("the sound buttons", lambda: d.find_elements(By.CSS_SELECTOR, '#sound-buttons button[data-sound="doorbell"]'))
+            click(d, '#sound-buttons button[data-sound="doorbell"]')
+            tab(d, "now")
+            words = wait_for("the interruption in words", lambda: (lambda t: t if t.startswith("interrupted by doorbell") else None)(card_state(d, "kitchen")), 5)
+            shot(d, "webapp-phone-doorbell.png")
+            time.sleep(0.4)
+            k = b.tail("kitchen", 0.1)
+            assert rms(k) > 0.01, f"no chime in the kitchen: rms {rms(k)}"
+            under = db(tone(k, 440)) - db(music_level)
+            assert under < -20, f"the music is still heard under the chime: 440 Hz at {under:.1f} dB from its level"
+            wait_for("music to resume", lambda: card_state(d, "kitchen") == "playing", 10)
+            time.sleep(0.5)
+            assert tone(b.tail("kitchen"), 440) > 0.03, "the tone is back after the chime"
+            print(f"     page said: {words!r}")
+        check("ring the doorbell during music: the page shows the interruption, the file has the chime, music resumes", doorbell)
+
+        def volume():
+            before = tone(b.tail("kitchen", 0.3), 440)
+            wait_for("the slider focused", lambda: d.execute_script(
+                "const s = document.querySelector('#zone-cards article[data-zone=kitchen] input.volume');"
+                " s.focus(); return document.activeElement === s;"))
+            # By keyboard, as a person without a mouse would: the page keeps the focus on the slider
+            # across its redraws, and the keys go to whatever has the focus.
+            ActionChains(d).send_keys(Keys.END).perform()
+            for _ in range(5):
+                ActionChains(d).send_keys(Keys.PAGE_DOWN).perform()  # 10 % a step
+            wait_for("the zone volume at 50 %", lambda: b.api("GET", "/api/v1/status")[1]["zones"][0]["volume"] == 0.5)
+            wait_for("the page to show 50 %", lambda: card(d, "kitchen").find_element(By.CSS_SELECTOR, "output").text == "50%")
+            time.sleep(0.8)  # the output thread's ramp
+            after = tone(b.tail("kitchen", 0.3), 440)
+            change = db(after) - db(before)
+            assert abs(change - db(0.5)) < 0.5, f"level changed by {change:.2f} dB, expected {db(0.5):.2f} dB"
+            print(f"     440 Hz: {db(before):.2f} → {db(after):.2f} dBFS ({change:+.2f} dB for volume 1 → 0.5)")
+        check("change a volume: the file's level changes by the expected dB", volume)
+
+        def queue():
+            tab(d, "library")
+            box = d.find_element(By.ID, "search")
+            box.clear()
+            box.send_keys("Tone 550")
+            row = wait_for("Tone 550", lambda: next((li for li in d.find_elements(By.CSS_SELECTOR, "#lib-results li[data-song]") if "Tone 550" in li.text), None))
+            row.find_element(By.CSS_SELECTOR, "button[data-add-song]").click()
+            wait_for("added", lambda: "Added to the queue" in d.find_element(By.ID, "notice").text)
+            tab(d, "queue")
+            items = wait_for("two tracks", lambda: (lambda l: l if len(l) == 2 else None)(d.find_elements(By.CSS_SELECTOR, "#queue-list li")))
+            assert items[0].get_attribute("aria-current") == "true" and "Tone 440" in items[0].text, items[0].text
+            assert tone(b.tail("kitchen"), 440) > 0.01, "adding restarted nothing: still the tone"
+            if SHOTS:
+                resize(d, 1280, 900)
+                tab(d, "now")
+                time.sleep(0.5)
+                shot(d, "webapp-desktop-now-playing.png")
+                tab(d, "library")
+                shot(d, "webapp-desktop-library.png")
+                tab(d, "zones")
+                shot(d, "webapp-desktop-zones.png")
+                tab(d, "timeline")
+                time.sleep(0.6)
+                shot(d, "webapp-desktop-timeline.png")
+                resize(d, 360, 800)
+                tab(d, "queue")
+                shot(d, "webapp-phone-queue.png")
+        check("add to queue from the library: the queue lists it after the current track", queue)
+    finally:
+        d.quit()
+        b.stop()
+
+
+def login(music):
+    token = "".join(random.choice("abcdef0123456789") for _ in range(32))
+    b = Batond(music, token=token)
+    d = browser(360, 800)
+    try:
+        d.get(b.url)
+
+        def wrong():
+            wait_for("the login form", lambda: d.find_element(By.ID, "login").is_displayed())
+            assert not d.find_element(By.ID, "tabs").is_displayed()
+            d.find_element(By.ID, "token").send_keys("not-the-token" + Keys.ENTER)
+            wait_for("the refusal", lambda: "Login refused: wrong token" in d.find_element(By.ID, "login-error").text)
+            assert not d.find_element(By.ID, "tabs").is_displayed()
+            shot(d, "webapp-phone-login.png")
+        check("a wrong token is refused on a non-loopback config", wrong)
+
+        def right():
+            box = d.find_element(By.ID, "token")
+            box.clear()
+            box.send_keys(token + Keys.ENTER)
+            wait_for("the zones", lambda: len(d.find_elements(By.CSS_SELECTOR, "#zone-cards article[data-zone]")) == 2)
+            assert d.find_element(By.ID, "logout").is_displayed()
+            assert d.execute_script("return document.cookie") == "", "the session cookie is HttpOnly"
+            stored = d.execute_script("return JSON.stringify([Object.keys(localStorage), Object.keys(sessionStorage), location.href])")
+            assert token not in stored and stored.startswith("[[],[]"), stored
+            # A change works through the page (cookie + CSRF header): the doorbell.
+            tab(d, "announce")
+            wait_for("the sound buttons", lambda: d.find_elements(By.CSS_SELECTOR, '#sound-buttons button[data-sound="doorbell"]'))
+            click(d, '#sound-buttons button[data-sound="doorbell"]')
+            wait_for("the doorbell accepted", lambda: "Announce doorbell: playing" in d.find_element(By.ID, "notice").text)
+            status, _ = b.api("GET", "/api/v1/status")
+            assert status == 401, f"without the cookie the API still wants the token ({status})"
+            d.find_element(By.ID, "logout").click()
+            wait_for("the login form again", lambda: d.find_element(By.ID, "login").is_displayed())
+        check("log in with the token on a non-loopback config; the cookie is HttpOnly, nothing stored; log out", right)
+    finally:
+        d.quit()
+        b.stop()
+
+
+def main():
+    music = env(SUBSONIC_ENV)
+    started = time.time()
+    for part in (scenario, login):
+        try:
+            part(music)
+        except Exception as e:
+            results.append(False)
+            print(f"FAIL {part.__name__}: {e}", flush=True)
+            traceback.print_exc()
+    passed = results.count(True)
+    print(f"webapp: {passed} passed, {len(results) - passed} failed ({time.time() - started:.0f} s)")
+    sys.exit(0 if passed == len(results) else 1)
+
+
+main()
