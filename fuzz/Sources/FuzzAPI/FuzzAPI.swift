@@ -62,6 +62,11 @@ public func fuzzAPI(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             headers[header[..<colon].lowercased()] = String(header[header.index(after: colon)...].drop { $0 == " " })
         }
     }
+    // What a real client sends unless the input says otherwise, so that inputs reach past the
+    // cross-site rules (Host must be the API's, a change must be JSON) into the endpoints; inputs
+    // that give their own Host or Content-Type fuzz those rules.
+    if headers["host"] == nil { headers["host"] = "127.0.0.1" }
+    if headers["content-type"] == nil && method != "GET" { headers["content-type"] = "application/json" }
     let request = HTTPRequest(
         method: method, path: target.path, query: target.query, headers: headers,
         body: Array(bytes[at...]), remoteAddress: "127.0.0.1")
