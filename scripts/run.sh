@@ -63,7 +63,7 @@ done
 cat <<TEXT
 
 Baton runs on $config. In another terminal:
-  status page    http://$api/
+  web app        http://$api/
   ring the bell  .build/release/batonctl --url http://$api announce doorbell
                  (or: curl -X POST -H 'Content-Type: application/json' $api/api/v1/announce -d '{"sound": "doorbell"}')
   play music     .build/release/batonctl --url http://$api play --search "Miles Davis"   (with a music: server)
@@ -83,6 +83,6 @@ if [ $demo = 1 ]; then
   sleep 8
   echo "demo: ding-dong: the doorbell interrupts the music, which resumes where it was cut…"
   $ctl announce doorbell
-  echo "demo: watch it on the status page, or: .build/release/batonctl --url http://$api status"
+  echo "demo: watch it in the web app, or: .build/release/batonctl --url http://$api status"
 fi
 wait "$batond_pid"

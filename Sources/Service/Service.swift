@@ -73,7 +73,7 @@ public enum Service {
             return 1
         }
         logger.info(
-            "control API on http://\(config.api.listen.host):\(server.port)/ (status page), /api/v1/...\(token == nil ? "" : " (bearer token required)")"
+            "control API on http://\(config.api.listen.host):\(server.port)/ (web app), /api/v1/...\(token == nil ? "" : " (bearer token required)")"
         )
         notify(systemd, logger) { try systemd.ready() }
         notify(systemd, logger) { try systemd.status("\(config.zones.count) zones; API on \(config.api.listen)") }
