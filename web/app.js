@@ -127,6 +127,8 @@ function stateWords(src, z) {
   if (z) {
     const m = z.silenced.find(x => x.source === src.id);
     if (m) return ['interrupted by ' + who(m.by), 'interrupted'];
+    // The zone's own alarm (when the status has it): a source is meant to be heard, the output is not.
+    if (z.state === 'silent' && ['playing', 'ducked'].includes(src.state)) return ['silent: nothing comes out of the zone', 'silent'];
   }
   if (src.state === 'interrupted') return ['interrupted' + (src.interruptedBy ? ' by ' + who(src.interruptedBy) : ''), 'interrupted'];
   if (src.state === 'paused') return ['paused', 'paused'];
@@ -141,12 +143,13 @@ function stateWords(src, z) {
   return ['playing', 'playing'];
 }
 function groupsOf(zone) { return ((config && config.groups) ? Object.entries(config.groups) : []).filter(([, zs]) => (zs.zones || zs).includes(zone)).map(([g]) => g); }
-function levelText(z) {
-  const l = z.level ?? z.levelDb ?? z.meter;
-  if (l == null) return '';
-  if (typeof l === 'number') return `level ${l.toFixed(1)} dB`;
-  const peak = l.peakDb ?? l.peak, rms = l.rmsDb ?? l.rms;
-  return 'level' + (rms != null ? ` ${Number(rms).toFixed(1)} dB rms` : '') + (peak != null ? ` ${Number(peak).toFixed(1)} dB peak` : '');
+// The zone's output level (when the status has it: {peakDb, rmsDb}, −200 for digital silence).
+function levelMeter(z) {
+  const l = z.level;
+  if (!l || typeof l !== 'object' || l.rmsDb == null) return '';
+  const rms = Number(l.rmsDb), peak = Number(l.peakDb);
+  const words = rms <= -120 ? 'silence' : `${rms.toFixed(0)} dBFS rms, peak ${peak.toFixed(0)}`;
+  return `<div class="level"><span class="meta">Level</span><meter min="-60" max="0" low="-20" high="-6" optimum="-30" value="${Math.max(-60, rms)}" aria-label="Output level of ${esc(z.name)}: ${esc(words)}"></meter><span class="meta">${esc(words)}</span></div>`;
 }
 // Icons as inline SVG (no font needs to have the media symbols).
 const icon = d => `<svg viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false"><path fill="currentColor" d="${d}"/></svg>`;
@@ -170,7 +173,6 @@ function render() {
     const ducks = z.ducked.map(d => `<div class="duck">ducked to ${d.levelDb} dB by ${esc(who(d.by))} (the volume stays ${Math.round(z.volume * 100)}%)</div>`).join('');
     const heard = z.audible.filter(id => !here || id !== here.id).map(id => `<div class="meta">also heard: ${esc(who(id))}</div>`).join('');
     const paused = here && (here.state === 'paused');
-    const lvl = levelText(z);
     return `<article class="card" data-zone="${esc(z.name)}" aria-labelledby="zone-h-${esc(z.name)}">
       <h3 id="zone-h-${esc(z.name)}"><span>${esc(z.name)}</span><span class="badge ${esc(z.state)}">${esc(z.state)}</span></h3>
       ${groupsOf(z.name).length ? `<div class="chips" aria-label="groups">${groupsOf(z.name).map(g => `<span>${esc(g)}</span>`).join('')}</div>` : ''}
@@ -196,7 +198,7 @@ function render() {
         <input type="range" id="vol-${esc(z.name)}" class="volume" data-zone="${esc(z.name)}" min="0" max="100" step="1" value="${Math.round(z.volume * 100)}">
         <output for="vol-${esc(z.name)}">${Math.round(z.volume * 100)}%</output></div>
       ${ducks}
-      ${lvl ? `<div class="meta level">${esc(lvl)}</div>` : ''}
+      ${levelMeter(z)}
     </article>`;
   }).join('');
   // Rebuilding keeps the keyboard focus where it was (same card, same control) and a focused
