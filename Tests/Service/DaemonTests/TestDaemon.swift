@@ -31,7 +31,8 @@ final class TestDaemon {
         policy: PolicyConfig = .default, maxBody: Int = 4096, configPath: String? = nil,
         music: MusicConfig? = nil, stateDir: String? = nil, mixers: [String: String] = [:],
         speech: SpeechConfig = .default, intercom: IntercomConfig? = nil, mqtt: MQTTConfig? = nil,
-        gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil
+        gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil,
+        deviceClocked: Set<String> = []
     ) throws {
         sounds = WAVWriter.temporaryDirectory("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
@@ -63,7 +64,10 @@ final class TestDaemon {
             } else {
                 _ = ALSATestRig.directory
             }
-            configs.append(ZoneConfig(name: z.name, pcm: pcm, rate: z.rate, clock: .system, mixer: mixers[z.name]))
+            configs.append(
+                ZoneConfig(
+                    name: z.name, pcm: pcm, rate: z.rate, clock: deviceClocked.contains(z.name) ? .device : .system,
+                    mixer: mixers[z.name]))
         }
         self.files = files
         let config = BatonConfiguration(
