@@ -31,7 +31,8 @@ final class TestDaemon {
         policy: PolicyConfig = .default, maxBody: Int = 4096, configPath: String? = nil,
         music: MusicConfig? = nil, stateDir: String? = nil, mixers: [String: String] = [:],
         speech: SpeechConfig = .default, intercom: IntercomConfig? = nil, mqtt: MQTTConfig? = nil,
-        gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil
+        gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil,
+        announce: AnnounceConfig = .default
     ) throws {
         sounds = WAVWriter.temporaryDirectory("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
@@ -69,7 +70,7 @@ final class TestDaemon {
         let config = BatonConfiguration(
             api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), maxBody: maxBody),
             zones: configs, sounds: sounds, policy: policy, music: music, stateDir: stateDir,
-            device: "test-speaker", mqtt: mqtt, gpio: gpio, intercom: intercom, speech: speech)
+            device: "test-speaker", mqtt: mqtt, gpio: gpio, intercom: intercom, speech: speech, announce: announce)
         self.config = config
         daemon = Daemon(config: config, configPath: configPath, logger: Logger(minimum: .error))
         daemon.start()
