@@ -192,16 +192,14 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
                 let more = try renderer.step { k, samples in push(samples, into: targets[k]) }
                 if !more { break }
                 if (renderer.framesDelivered.first ?? 0) >= maxFrames {
-                    report(
-                        .warning(
-                            "announce: \(shownURL): cut after \(limits.maxSeconds) s (announce.max-duration)"))
+                    report(.streamEnded("\(shownURL): cut after \(limits.maxSeconds) s (announce.max-duration)"))
                     break
                 }
             }
         } catch {
             if !isCancelled {
                 let failure = shared.withLock { $0.fetchFailure }
-                report(.error("announce: \(failure?.message ?? "\(shownURL): \(error)")"))
+                report(.streamEnded(failure?.message ?? "\(shownURL): \(error)"))
             }
         }
         return targets

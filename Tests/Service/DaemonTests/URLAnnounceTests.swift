@@ -13,15 +13,15 @@ import Testing
 @Suite(.serialized) struct URLAnnounceTests {
     static let allowLoopback = AnnounceConfig(allowURLHosts: ["127.0.0.1"])
 
-    /// A 4 s 1 kHz MP3 (stereo, 44.1 kHz) made by ffmpeg, loud (about 0.5).
-    static func toneMP3(seconds: Int = 4) throws -> [UInt8] {
+    /// A 1 kHz MP3 (4 s, stereo, 44.1 kHz, 96 kbit/s by default) made by ffmpeg, loud (about 0.5).
+    static func toneMP3(seconds: Int = 4, bitrate: String = "96k") throws -> [UInt8] {
         let dir = WAVWriter.temporaryDirectory("url-announce")
         let made = Subprocess.run(
             "/usr/bin/ffmpeg",
             [
                 "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi",
                 "-i", "sine=frequency=1000:sample_rate=44100:duration=\(seconds)", "-af", "volume=4",
-                "-ac", "2", "-b:a", "96k", "\(dir)/tone.mp3",
+                "-ac", "2", "-b:a", bitrate, "\(dir)/tone.mp3",
             ])
         guard made.status == 0, case .success(let bytes?) = FileIO.read("\(dir)/tone.mp3") else {
             throw TestSetupError(message: "ffmpeg could not make the MP3: \(made.output)")
@@ -129,5 +129,70 @@ import Testing
         #expect(first.object["status"] == "playing", "\(first.object)")
         #expect(second.object["status"] == "coalesced" && second.object["into"] == first.object["id"])
         #expect(t.waitForEvent("played", source: first.object["id"], seconds: 10) != nil)
+    }
+
+    /// The caps while playing: a 4 s file is cut at `announce.max-duration` (2 s), and a body with
+    /// no Content-Length that grows past `max-bytes` (64 KiB of 320 kbit/s: 1.6 s) ends where the
+    /// bytes stopped; a server that
+    /// never answers fails the request after `first-byte-timeout` (502); bytes that claim to be
+    /// MP3 but are noise are refused (422).
+    @Test func capsDurationBytesAndWaiting() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        let silent = try Listener()  // accepts nothing: the connection waits in the backlog
+        defer { close(silent.fd) }
+        let mp3 = try Self.toneMP3()
+        server.route("/long.mp3", .init(contentType: "audio/mpeg", body: mp3))
+        let dense = try Self.toneMP3(bitrate: "320k")
+        #expect(dense.count > 64 << 10)
+        server.route("/unsized.mp3", .init(contentType: "audio/mpeg", body: dense, sendLength: false))
+        var x: UInt32 = 7  // a fixed LCG: the same noise every run
+        let noise = (0..<60_000).map { _ in
+            x = x &* 1_664_525 &+ 1_013_904_223
+            return UInt8(truncatingIfNeeded: x >> 24)
+        }
+        server.route("/noise.mp3", .init(contentType: "audio/mpeg", body: noise))
+        let t = try TestDaemon(
+            zones: [("kitchen", 44_100, nil)],
+            announce: AnnounceConfig(
+                allowURLHosts: ["127.0.0.1"], maxBytes: 64 << 10, maxDuration: .seconds(2),
+                firstByteTimeout: .milliseconds(500)))
+        defer { t.stop() }
+        for (path, expected) in [("/long.mp3", 2.0), ("/unsized.mp3", Double(64 << 10) * 8 / 320_000)] {
+            let r = try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url(path))"}"#)
+            #expect(r.status == 202, "\(path): \(r.object)")
+            let id = try #require(r.object["id"])
+            let granted = try #require(t.waitForEvent("granted", source: id)?.zoneFrames?["kitchen"])
+            let played = try #require(t.waitForEvent("played", source: id, seconds: 10)?.zoneFrames?["kitchen"])
+            let seconds = Double(played - granted) / 44_100
+            #expect(abs(seconds - expected) < 0.25, "\(path) played \(seconds) s, expected about \(expected) s")
+            let cut = t.waitForEvent("stream-error", source: id)?.reason ?? ""
+            #expect(cut.contains(path == "/long.mp3" ? "announce.max-duration" : "announce.max-bytes"), "\(cut)")
+        }
+        let started = SlowHTTPServer.now()
+        let waited = try t.json("POST", "/api/v1/announce", #"{"url": "http://127.0.0.1:\#(silent.port)/x.mp3"}"#)
+        #expect(waited.status == 502 && waited.object["error"]?.contains("announce.first-byte-timeout") == true)
+        #expect(SlowHTTPServer.now() - started < 3)
+        let noisy = try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url("/noise.mp3"))"}"#)
+        #expect(noisy.status == 422, "\(noisy.object)")
+        #expect(try t.status().sources.isEmpty)
+    }
+
+    /// Stopping a URL announcement while it downloads ends it at once (`finished`), the download
+    /// is dropped, and the zone plays the next announcement.
+    @Test func stopsWhileDownloading() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        server.route("/slow.mp3", .init(contentType: "audio/mpeg", body: try Self.toneMP3(), seconds: 3, chunks: 30))
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], announce: Self.allowLoopback)
+        defer { t.stop() }
+        let id = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url("/slow.mp3"))"}"#).object["id"])
+        #expect(waitUntil { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.3 })
+        #expect(try t.json("POST", "/api/v1/music/stop", #"{"id": "\#(id)"}"#).status == 200)
+        #expect(t.waitForEvent("finished", source: id) != nil)
+        let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#)
+        #expect(bell.object["status"] == "playing", "\(bell.object)")
+        #expect(t.waitForEvent("played", source: bell.object["id"]) != nil)
     }
 }
