@@ -227,6 +227,9 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         var options = HTTPClient.Options()
         options.maxRedirects = 0
         options.connectTimeout = min(options.connectTimeout, limits.firstByteTimeout)
+        // A server that stops sending (or never answers) frees this thread soon after `open` gave
+        // up on it, instead of after libcurl's default 20 s.
+        options.stallTimeout = max(limits.firstByteTimeout, .seconds(5))
         let client = HTTPClient(options: options)
         var refused: Failure?
         var overflow = false
