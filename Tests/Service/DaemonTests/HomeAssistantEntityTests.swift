@@ -137,6 +137,54 @@ import Testing
         #expect(kitchen == #"{"state":"idle"}"#, "\(kitchen)")
     }
 
+    /// Every command topic in the discovery payloads is one Baton acts on: what HA sends there (a
+    /// button's `payload_press`, a select option, a number, a message) either makes an event or,
+    /// when it cannot be done now (pause with no music), a clear error on `<base>/errors`; the
+    /// select's choice shows on its state topic.
+    @Test func everyCommandTopicIsCarriedOut() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        let entities = try retained(broker, "homeassistant/#", count: 7 + 3).map {
+            (topic: $0.topic, payload: try JSONDecoder().decode(Payload.self, from: Data($0.payload.utf8)))
+        }
+        let commands = entities.filter { $0.payload.commandTopic != nil }
+        #expect(commands.count == 8, "\(commands.map(\.topic))")
+        for (topic, payload) in commands {
+            let command = try #require(payload.commandTopic)
+            let platform = topic.split(separator: "/")[1]
+            let message =
+                switch platform {
+                case "button": try #require(payload.payloadPress, "\(topic)")
+                case "select": try #require(payload.options?.last, "\(topic)")
+                case "number": "30"
+                default: "Hello"
+                }
+            let before = t.daemon.events.recent().count
+            let errors = try broker.subscribe(topic: "\(base)/errors", count: 1, seconds: 3)
+            try broker.publish(topic: command, message: message)
+            if platform == "select" {
+                let state = try #require(payload.stateTopic)
+                #expect(
+                    waitUntil(seconds: 5) { (try? retained(broker, state, count: 1).first?.payload) == message },
+                    "\(topic): the choice \(message) is not on \(state)")
+                continue
+            }
+            _ = waitUntil(seconds: 5) {
+                t.daemon.events.recent().count > before || !errors.messages(seconds: 0).isEmpty
+            }
+            let acted = t.daemon.events.recent().count > before
+            let error = acted ? nil : errors.messages().first?.replacing(#"\/"#, with: "/")  // JSON escapes "/"
+            #expect(
+                acted || error?.contains(#""topic":"\#(command)""#) == true,
+                "\(topic): nothing happened: \(error ?? "")")
+            // Let an announcement end before the next command.
+            _ = waitUntil(seconds: 10) { (try? t.status().sources.isEmpty) ?? false }
+        }
+    }
+
     /// The sound select and its button: choosing `bell1k` is retained on `<base>/sound`, and the
     /// button announces it (1 kHz in the kitchen); an unknown choice is a clear error and changes
     /// nothing.
