@@ -80,6 +80,39 @@ import Testing
         }
     }
 
+    /// Each format HA's TTS engines hand out is decoded by its Content-Type, or by its bytes when
+    /// the type says nothing: a 1 s 1 kHz tone heard in the kitchen (48 kHz Opus resampled).
+    @Test(arguments: [
+        ("ogg", "libopus", "audio/ogg"), ("wav", "pcm_s16le", "audio/wav"), ("flac", "flac", "audio/flac"),
+        ("mp3", "libmp3lame", "application/octet-stream"), ("ogg", "libopus", nil),
+    ])
+    func decodesEachFormat(ext: String, codec: String, contentType: String?) throws {
+        let dir = WAVWriter.temporaryDirectory("url-format")
+        let made = Subprocess.run(
+            "/usr/bin/ffmpeg",
+            [
+                "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi",
+                "-i", "sine=frequency=1000:sample_rate=48000:duration=1", "-af", "volume=4", "-ac", "1",
+                "-c:a", codec, "\(dir)/tone.\(ext)",
+            ])
+        guard made.status == 0, case .success(let body?) = FileIO.read("\(dir)/tone.\(ext)") else {
+            throw TestSetupError(message: "ffmpeg: \(made.output)")
+        }
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        server.route("/tone", .init(contentType: contentType, body: body, seconds: 0.5, chunks: 5))
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], announce: Self.allowLoopback)
+        let r = try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url("/tone"))"}"#)
+        #expect(r.status == 202, "\(ext) \(contentType ?? "none"): \(r.object)")
+        let id = try #require(r.object["id"])
+        let granted = try #require(t.waitForEvent("granted", source: id)?.zoneFrames?["kitchen"])
+        #expect(t.waitForEvent("played", source: id) != nil)
+        t.stop()
+        let out = t.left("kitchen")
+        let first = try #require(Signals.onset(Array(out[granted...]), threshold: 0.05)) + granted
+        #expect(Signals.windowedToneLevel(out[(first + 4_410)..<(first + 8_820)], frequency: 1000, rate: 44_100) > 0.3)
+    }
+
     /// Every bad URL is a clear error naming its cause, and the daemon plays on: a host not in
     /// `announce.allow-url-hosts` (403 naming the key), a 404, a file larger than `max-bytes` by its
     /// Content-Length, bytes that are no audio, a server that is not there, a bad URL.
