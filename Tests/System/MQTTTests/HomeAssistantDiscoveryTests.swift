@@ -82,7 +82,7 @@ import Testing
                 + #","icon":"mdi:music","json_attributes_topic":"baton/kitchen/zones/patio/now-playing","#
                 + #""name":"patio now playing","state_topic":"baton/kitchen/zones/patio/now-playing","#
                 + #""unique_id":"baton_kitchen_patio_now_playing","#
-                + #""value_template":"{{ value_json.title | default('idle') }}"}"#)
+                + #""value_template":"{{ (value_json.title | default('idle'))[:255] }}"}"#)
     }
 
     /// All messages: the doorbell, play/pause/next, the sound select and its button, notify, then

@@ -154,16 +154,16 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
                 icon: "mdi:account-voice"))
     }
 
-    /// A `sensor` with what plays in `zone`: the title (or `idle`) from the JSON on
-    /// `…/zones/<zone>/now-playing`, which also gives the attributes (title, artist, album, position,
-    /// state).
+    /// A `sensor` with what plays in `zone`: the title (or `idle`; at most 255 characters, HA's
+    /// limit for a state) from the JSON on `…/zones/<zone>/now-playing`, which also gives the
+    /// attributes (title, artist, album, position, state).
     public func nowPlayingSensor(zone: String) -> Message {
         let topic = "\(baseTopic)/zones/\(zone)/now-playing"
         return message(
             component: "sensor", objectID: "\(zone)_now_playing",
             Entity(
                 name: "\(zone) now playing", uniqueID: "\(nodeID)_\(zone)_now_playing", stateTopic: topic,
-                valueTemplate: "{{ value_json.title | default('idle') }}", jsonAttributesTopic: topic,
+                valueTemplate: "{{ (value_json.title | default('idle'))[:255] }}", jsonAttributesTopic: topic,
                 icon: "mdi:music"), zone: zone)
     }
 
