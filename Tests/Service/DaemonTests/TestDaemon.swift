@@ -32,7 +32,7 @@ final class TestDaemon {
         music: MusicConfig? = nil, stateDir: String? = nil, mixers: [String: String] = [:],
         speech: SpeechConfig = .default, intercom: IntercomConfig? = nil, mqtt: MQTTConfig? = nil,
         gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil,
-        deviceClocked: Set<String> = []
+        announce: AnnounceConfig = .default, deviceClocked: Set<String> = []
     ) throws {
         sounds = WAVWriter.temporaryDirectory("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
@@ -73,7 +73,7 @@ final class TestDaemon {
         let config = BatonConfiguration(
             api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), maxBody: maxBody),
             zones: configs, sounds: sounds, policy: policy, music: music, stateDir: stateDir,
-            device: "test-speaker", mqtt: mqtt, gpio: gpio, intercom: intercom, speech: speech)
+            device: "test-speaker", mqtt: mqtt, gpio: gpio, intercom: intercom, speech: speech, announce: announce)
         self.config = config
         daemon = Daemon(config: config, configPath: configPath, logger: Logger(minimum: .error))
         daemon.start()
