@@ -35,6 +35,9 @@ public enum SourceNotice: Sendable, Equatable {
     case scrobbled(submission: Bool, title: String)
     /// The source stopped for good on a network failure (resumable from what was heard).
     case gaveUp(String)
+    /// A stream ended before its end, or was cut (a URL announcement past a cap, a broken
+    /// transfer); the message says why. Published as a `stream-error` event.
+    case streamEnded(String)
     /// Something the user should see in the log.
     case warning(String)
     case error(String)

@@ -49,27 +49,31 @@ struct Commands: Sendable {
     private struct AnnounceBody: Decodable {
         var sound: String?
         var text: String?
+        var url: String?
         var voice: String?
         var zones: [String]?
         var volume: Float?
     }
 
-    /// A named sound, or a text spoken by espeak-ng.
+    /// A named sound, a text spoken by espeak-ng, or the audio at a URL (streamed as it downloads).
     private func announce(_ body: [UInt8]) throws(ControlError) -> Reply {
-        let b = try JSONBody.command(AnnounceBody.self, body, keys: ["sound", "text", "voice", "zones", "volume"])
-        switch (b.sound, b.text) {
-        case (let sound?, nil):
-            if b.voice != nil {
-                throw ControlError(.badRequest, "voice applies to a text announcement, not to a sound")
-            }
+        let b = try JSONBody.command(
+            AnnounceBody.self, body, keys: ["sound", "text", "url", "voice", "zones", "volume"])
+        if b.voice != nil && b.text == nil {
+            throw ControlError(.badRequest, "voice applies to a text announcement, not to a sound or a URL")
+        }
+        let zones = b.zones ?? []
+        let volume = b.volume ?? 1
+        switch (b.sound, b.text, b.url) {
+        case (let sound?, nil, nil):
+            return .accepted(Self.answer(try daemon.announce(sound: sound, zones: zones, volume: volume)))
+        case (nil, let text?, nil):
             return .accepted(
-                Self.answer(try daemon.announce(sound: sound, zones: b.zones ?? [], volume: b.volume ?? 1)))
-        case (nil, let text?):
-            return .accepted(
-                Self.answer(
-                    try daemon.announce(text: text, voice: b.voice, zones: b.zones ?? [], volume: b.volume ?? 1)))
+                Self.answer(try daemon.announce(text: text, voice: b.voice, zones: zones, volume: volume)))
+        case (nil, nil, let url?):
+            return .accepted(Self.answer(try daemon.announce(url: url, zones: zones, volume: volume)))
         default:
-            throw ControlError(.badRequest, "give exactly one of sound and text")
+            throw ControlError(.badRequest, "give exactly one of sound, text and url")
         }
     }
 
@@ -234,6 +238,7 @@ extension ControlError.Kind {
         case .upstreamFailure: 502
         case .unavailable: 503
         case .misconfigured: 500
+        case .forbidden: 403
         }
     }
 }

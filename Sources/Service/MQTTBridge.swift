@@ -45,6 +45,8 @@ final class MQTTBridge: @unchecked Sendable {
         var republish = true
         var events: [Event] = []
         var retained: [String: String] = [:]
+        /// The sound chosen in Home Assistant's select (nil: the default, see `selectedSound`).
+        var selectedSound: String?
     }
     /// Shared with the client's callbacks, which exist before `self` does. A command wakes the
     /// bridge's thread at once through the semaphore.
@@ -96,7 +98,7 @@ final class MQTTBridge: @unchecked Sendable {
                 onStatusChange: { status in
                     if status.connection == .connected { inbox.shared.withLock { $0.republish = true } }
                 })
-            for filter in ["announce", "music/+", "zones/+/volume/set", "call/+", "reload"] {
+            for filter in ["announce", "music/+", "zones/+/volume/set", "call/+", "reload"] + Self.homeAssistantTopics {
                 try client.subscribe("\(base)/\(filter)")
             }
         } catch {
@@ -165,6 +167,14 @@ final class MQTTBridge: @unchecked Sendable {
                     return
                 }
                 body = Array("{\"volume\": \(percent / 100)}".utf8)
+            }
+        } else if Self.homeAssistantTopics.contains(name) {
+            do throws(ControlError) {
+                guard let command = try homeAssistantCommand(name, payload) else { return }
+                (name, body) = command
+            } catch {
+                publishError(topic, error)
+                return
             }
         } else if !Commands.names.contains(name) {
             publishError(topic, ControlError(.notFound, "unknown command topic (see docs/MQTT.md)"))
@@ -243,6 +253,7 @@ final class MQTTBridge: @unchecked Sendable {
         if let data = try? JSONEncoder.baton.encode(summary) {
             retain("\(base)/state", String(decoding: data, as: UTF8.self))
         }
+        publishHomeAssistantState(status)
     }
 
     private func retain(_ topic: String, _ text: String) {
@@ -260,7 +271,7 @@ final class MQTTBridge: @unchecked Sendable {
                 device: String(base.split(separator: "/").last ?? ""),
                 name: "Baton \(base.split(separator: "/").last ?? "")",
                 zones: daemon.zoneNames, prefix: config.discoveryPrefix,
-                topicPrefix: config.topicPrefix)
+                topicPrefix: config.topicPrefix, sounds: daemon.sounds.names())
             for m in discovery.messages() { publish(m.topic, m.payload, retain: true) }
         } catch {
             logger.warning("mqtt: Home Assistant discovery: \(error)")
@@ -271,5 +282,82 @@ final class MQTTBridge: @unchecked Sendable {
         do { try client.publish(topic, payload: payload, qos: .atLeastOnce, retain: retain) } catch {
             logger.debug("mqtt: publish \(topic): \(error)")
         }
+    }
+}
+
+// MARK: - Home Assistant's entities (docs/HOME-ASSISTANT.md)
+
+extension MQTTBridge {
+    /// Topics of Home Assistant entities that are not an HTTP command of their own: the sound
+    /// select (`sound/set`), its announce button (`sound/announce`), the notify entity (`notify`).
+    static let homeAssistantTopics = ["sound/set", "sound/announce", "notify"]
+
+    /// Turns an entity's message into the command it stands for (name and JSON body), or carries it
+    /// out itself and returns nil (the select's choice). Errors are the commands' own.
+    fileprivate func homeAssistantCommand(_ name: String, _ payload: [UInt8]) throws(ControlError) -> (
+        String, [UInt8]
+    )? {
+        let text = String(decoding: payload, as: UTF8.self)
+        switch name {
+        case "sound/set":
+            let sound = String(text.filter { !$0.isWhitespace })
+            guard daemon.sounds.names().contains(sound) else {
+                throw ControlError(
+                    .unknownSound,
+                    "unknown sound \"\(sound)\" (the sounds are \(daemon.sounds.names().joined(separator: ", ")))")
+            }
+            inbox.shared.withLock { $0.selectedSound = sound }
+            return nil
+        case "sound/announce":
+            guard let sound = selectedSound() else {
+                throw ControlError(.unknownSound, "no sound to announce: the sounds directory is empty")
+            }
+            return ("announce", Self.json(["sound": sound]))
+        default:  // notify: Home Assistant sends the message as it is.
+            return ("announce", Self.json(["text": text]))
+        }
+    }
+
+    /// The sound the select shows: the one chosen, else `doorbell`, else the first.
+    fileprivate func selectedSound() -> String? {
+        let names = daemon.sounds.names()
+        if let chosen = inbox.shared.withLock({ $0.selectedSound }), names.contains(chosen) { return chosen }
+        return names.contains("doorbell") ? "doorbell" : names.first
+    }
+
+    private static func json(_ object: [String: String]) -> [UInt8] {
+        (try? JSONEncoder.baton.encode(object)).map { Array($0) } ?? []
+    }
+
+    /// What the now-playing sensor of a zone shows: the source heard there (else a paused one),
+    /// its title, artist, album, position (whole seconds) and state; `idle` when none.
+    struct NowPlaying: Encodable, Equatable {
+        var state: String
+        var title: String?
+        var artist: String?
+        var album: String?
+        var position: Int?
+        var source: String?
+    }
+
+    /// The retained state of the Home Assistant entities: each zone's now-playing and the sound
+    /// select's choice.
+    fileprivate func publishHomeAssistantState(_ status: StatusReport) {
+        for zone in status.zones {
+            let id = zone.audible.first ?? zone.sources.first?.source
+            let playing = id.flatMap { id in status.sources.first { $0.id == id } }
+            var now = NowPlaying(state: zone.state != "available" ? "unavailable" : playing?.state ?? "idle")
+            if let playing {
+                now.title = playing.track?.title ?? playing.sound
+                now.artist = playing.track?.artist
+                now.album = playing.track?.album
+                now.position = playing.positionSeconds.map { Int($0.rounded(.down)) }
+                now.source = playing.id
+            }
+            if let data = try? JSONEncoder.baton.encode(now) {
+                retain("\(base)/zones/\(zone.name)/now-playing", String(decoding: data, as: UTF8.self))
+            }
+        }
+        if let sound = selectedSound() { retain("\(base)/sound", sound) }
     }
 }

@@ -18,6 +18,20 @@ public enum Service {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
 
+        // One daemon per configuration, decided before anything (a PCM, a port, a file) is touched.
+        let lock = lockPath(config: config, configPath: configPath)
+        switch FileLock.acquire(lock) {
+        case .success: break
+        case .failure(.held(let pid)):
+            logger.error(
+                "another batond (pid \(pid.map(String.init) ?? "unknown")) runs this configuration (lock \(lock)); not starting"
+            )
+            return 1
+        case .failure(.failed(let error)):
+            logger.error("cannot take the instance lock: \(error); not starting")
+            return 1
+        }
+
         if let dir = config.outputDir {
             setenv("BATON_OUTPUT_DIR", dir, 1)
             if case .failure(let error) = FileIO.makeDirectory(dir) {
@@ -109,6 +123,32 @@ public enum Service {
         daemon.stop()
         logger.info("stopped")
         return 0
+    }
+
+    /// The file whose `flock` makes a configuration's daemon the only one: `batond.lock` in the
+    /// `state-dir` (a state directory belongs to one daemon; created here if missing). Without a
+    /// state-dir (or when it cannot be created): `batond-HASH.lock`, HASH naming the configuration
+    /// file's absolute path, in `$RUNTIME_DIRECTORY` (systemd's `RuntimeDirectory=`), else in
+    /// `/run/baton` when writable, else in `/tmp`.
+    static func lockPath(config: BatonConfiguration, configPath: String?) -> String {
+        if let dir = config.stateDir, case .success = FileIO.makeDirectory(dir) { return dir + "/batond.lock" }
+        var absolute = configPath ?? "(built-in configuration)"
+        if let configPath, let resolved = realpath(configPath, nil) {
+            absolute = String(cString: resolved)
+            free(resolved)
+        }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, 64 bits
+        for byte in absolute.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        let name = "batond-" + String(hash, radix: 16) + ".lock"
+        if let runtime = getenv("RUNTIME_DIRECTORY").map({ String(cString: $0) }),
+            let first = runtime.split(separator: ":").first, access(String(first), W_OK) == 0
+        {
+            return "\(first)/\(name)"
+        }
+        if access("/run/baton", W_OK) == 0 { return "/run/baton/" + name }
+        return "/tmp/" + name
     }
 
     private static func notify(_ systemd: SystemdNotifier, _ logger: Logger, _ body: () throws -> Bool) {

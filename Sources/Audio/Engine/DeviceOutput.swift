@@ -102,7 +102,8 @@ public final class DeviceOutput: @unchecked Sendable {
         public var framesPlayed: Int
         public var xruns: Int
         public var suspends: Int
-        /// Cycles that woke up later than a whole buffer behind (system clock only).
+        /// Late cycles. System clock: woke up later than a whole buffer behind. Device clock: found
+        /// less than a period left in the device buffer after it had been full (nearly ran dry).
         public var lateCycles: Int
         public var reopens: Int
         /// Frames written but not yet heard: `snd_pcm_delay` plus what an ALSA `file` plugin holds back (one buffer).
@@ -113,6 +114,9 @@ public final class DeviceOutput: @unchecked Sendable {
         /// The period and buffer the device granted (0 until it opened).
         public var periodFrames: Int
         public var bufferFrames: Int
+        /// A device-clocked zone: the card's rate relative to its nominal one, in ppm (positive: it
+        /// consumes faster), measured from its consumption against CLOCK_MONOTONIC; nil until known.
+        public var rateEstimatePPM: Double? = nil
     }
 
     public let spec: DeviceSpec
@@ -132,18 +136,25 @@ public final class DeviceOutput: @unchecked Sendable {
     private let device: UnsafeMutablePointer<Float>?
     private let stopFlag = Atomic<Bool>(false)
     private let available = Atomic<Bool>(false)
-    private let lastError = Atomic<Int32>(0)
+    let lastError = Atomic<Int32>(0)
     private let framesPlayed = Atomic<Int>(0)
-    private let xruns = Atomic<Int>(0)
-    private let suspends = Atomic<Int>(0)
-    private let lateCycles = Atomic<Int>(0)
+    let xruns = Atomic<Int>(0)
+    let suspends = Atomic<Int>(0)
+    let lateCycles = Atomic<Int>(0)
     private let reopens = Atomic<Int>(0)
-    private let delayFrames = Atomic<Int>(0)
+    let delayFrames = Atomic<Int>(0)
     private let realtime = Atomic<Bool>(false)
     private let grantedPeriod = Atomic<Int>(0)
     private let grantedBuffer = Atomic<Int>(0)
     private let openAttempts = Atomic<Int>(0)
     private var thread: OSThread?
+    /// Output-thread state for writing and recovery (DeviceOutput+Delivery.swift).
+    let history: WrittenFrames
+    var rateEstimator: RateEstimator
+    let rateEstimateBits = Atomic<UInt64>(Double.nan.bitPattern)
+    var framesSincePrepare = 0
+    var lastDelayAfterWrite = 0
+    var deliveredThisCycle = 0
     /// The Snapcast sink of a stream output; nil for an ALSA device.
     private let streamSink: StreamSink?
 
@@ -164,6 +175,11 @@ public final class DeviceOutput: @unchecked Sendable {
             return m
         }
         bytes = .allocate(byteCount: spec.pcm.periodFrames * spec.pcm.channels * 4, alignment: 16)
+        history = WrittenFrames(
+            periodFrames: spec.pcm.periodFrames, bufferFrames: spec.pcm.bufferFrames,
+            frameBytes: spec.pcm.channels * spec.pcm.format.bytesPerSample)
+        rateEstimator = RateEstimator(
+            nominalRate: spec.pcm.rate, maximumGapNanoseconds: spec.pcm.bufferFrames * 1_000_000_000 / spec.pcm.rate)
         streamSink = spec.stream.map { StreamSink($0, frameBytes: spec.pcm.channels * spec.pcm.format.bytesPerSample) }
         let direct = spec.zones.count == 1 && spec.zones[0].deviceChannels == Array(0..<spec.pcm.channels)
         if direct {
@@ -221,12 +237,12 @@ public final class DeviceOutput: @unchecked Sendable {
             suspends: suspends.load(ordering: .acquiring), lateCycles: lateCycles.load(ordering: .acquiring),
             reopens: reopens.load(ordering: .acquiring), delayFrames: delayFrames.load(ordering: .acquiring),
             realtime: realtime.load(ordering: .acquiring), periodFrames: grantedPeriod.load(ordering: .acquiring),
-            bufferFrames: grantedBuffer.load(ordering: .acquiring))
+            bufferFrames: grantedBuffer.load(ordering: .acquiring), rateEstimatePPM: rateEstimatePPM)
     }
 
     // MARK: Output thread
 
-    private var stopping: Bool { stopFlag.load(ordering: .acquiring) }
+    var stopping: Bool { stopFlag.load(ordering: .acquiring) }
 
     private func run() {
         if spec.realtimePriority > 0 {
@@ -259,8 +275,10 @@ public final class DeviceOutput: @unchecked Sendable {
                 reopens.add(1, ordering: .relaxed)
             }
             lastError.store(0, ordering: .releasing)
+            deviceOpened()
             available.store(true, ordering: .releasing)
             play(on: pcm, bufferFrames: pcm.configuration.bufferFrames, cycle: &cycle)
+            deviceLost()
             available.store(false, ordering: .releasing)
         }
     }
@@ -271,7 +289,6 @@ public final class DeviceOutput: @unchecked Sendable {
     private func play<Sink: PeriodSink>(on pcm: Sink, bufferFrames: Int, cycle: inout Int) {
         let period = spec.pcm.periodFrames
         let channels = spec.pcm.channels
-        let frameBytes = channels * spec.pcm.format.bytesPerSample
         let periodNanoseconds = period * 1_000_000_000 / spec.pcm.rate
         let bufferNanoseconds = bufferFrames * 1_000_000_000 / spec.pcm.rate
         var deadline = monotonicNanoseconds()
@@ -283,25 +300,16 @@ public final class DeviceOutput: @unchecked Sendable {
             case .s16LE: convertToS16(mixed, bytes.assumingMemoryBound(to: Int16.self), count: period * channels)
             case .s32LE: convertToS32(mixed, bytes.assumingMemoryBound(to: Int32.self), count: period * channels)
             }
-            var written = 0
-            while written < period {
-                let r = pcm.write(bytes + written * frameBytes, frames: period - written)
-                if r >= 0 {
-                    written += r
-                    continue
-                }
-                let code = Int32(r)
-                if code == -EAGAIN || code == -EINTR { continue }
-                if code == -EPIPE { xruns.add(1, ordering: .relaxed) }
-                if code == -ESTRPIPE { suspends.add(1, ordering: .relaxed) }
-                if (code == -EPIPE || code == -ESTRPIPE) && pcm.recover(code) == 0 { continue }
-                lastError.store(code, ordering: .releasing)
-                return  // gone (-ENODEV) or unrecoverable: reopen with backoff
+            history.append(bytes, frames: period)
+            // Gone (-ENODEV) or unrecoverable: reopen with backoff; what the device dropped is kept.
+            guard deliver(to: pcm, bufferFrames: bufferFrames) else {
+                framesPlayed.add(period, ordering: .releasing)
+                return
             }
             framesPlayed.add(period, ordering: .releasing)
             switch spec.clock {
             case .device:
-                delayFrames.store((pcm.delay() ?? 0) + pcm.hiddenDelayFrames, ordering: .relaxed)
+                measureDevice(pcm, bufferFrames: bufferFrames)
             case .system:
                 delayFrames.store((pcm.delay() ?? 0) + pcm.hiddenDelayFrames, ordering: .relaxed)
                 deadline += periodNanoseconds

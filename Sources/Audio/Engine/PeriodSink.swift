@@ -15,6 +15,23 @@ protocol PeriodSink: AnyObject {
     func delay() -> Int?
     /// Frames held back beyond what `delay()` reports (an ALSA `file` plugin's buffer), constant.
     var hiddenDelayFrames: Int { get }
+    /// Frames taken but never played, once the sink stopped (xrun, suspend, gone); see
+    /// ``WrittenFrames``.
+    func unplayedFrames() -> Int
+    /// Resumes after a suspend: 0, -EAGAIN while waking, or the negative errno when it cannot.
+    func resume() -> Int32
+    /// Makes a stopped sink writable again, discarding what it held: 0 or the negative errno.
+    func prepare() -> Int32
+    /// True when the sink is stopped by an xrun (e.g. a resume the device refused).
+    var isInXrun: Bool { get }
 }
 
 extension PCM: PeriodSink {}
+
+extension PeriodSink {
+    /// A sink that never stops (a stream sink) drops nothing.
+    func unplayedFrames() -> Int { 0 }
+    func resume() -> Int32 { 0 }
+    func prepare() -> Int32 { 0 }
+    var isInXrun: Bool { false }
+}

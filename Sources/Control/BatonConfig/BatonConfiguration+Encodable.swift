@@ -24,7 +24,7 @@ extension BatonConfiguration: Encodable {
         case alsaConfig = "alsa-config"
         case outputDir = "output-dir"
         case stateDir = "state-dir"
-        case policy, music, device, mqtt, gpio, intercom, speech
+        case policy, music, device, mqtt, gpio, intercom, speech, announce
     }
 
     /// Encodes with the YAML file's key names; optional paths are left out when unset.
@@ -55,6 +55,7 @@ extension BatonConfiguration: Encodable {
         if !gpio.isEmpty { try container.encode(gpio, forKey: .gpio) }
         try container.encodeIfPresent(intercom, forKey: .intercom)
         try container.encode(speech, forKey: .speech)
+        try container.encode(announce, forKey: .announce)
     }
 }
 

@@ -104,6 +104,7 @@ extension ConfigReader {
     static let topKeys = [
         "api", "zones", "groups", "board", "boards-dir", "sounds", "resampler", "alsa-config",
         "output-dir", "state-dir", "policy", "music", "device", "mqtt", "gpio", "intercom", "speech",
+        "announce",
     ]
     static let apiKeys = ["listen", "max-body", "token-file", "allowed-hosts"]
     static let resamplerKeys = ["music", "announcements"]
@@ -157,6 +158,7 @@ extension ConfigReader {
         let device = value(top, "device", .deviceName, default: "baton") ?? "baton"
         let mqtt = top.values["mqtt"].map { readMQTT($0, baseDirectory: baseDirectory) }
         let speech = top.values["speech"].map { readSpeech($0) } ?? SpeechConfig.default
+        let announce = top.values["announce"].map { readAnnounceSection($0) } ?? AnnounceConfig.default
         let gpio =
             top.values["gpio"].map {
                 readGPIO($0, zoneNames: zoneNames, groupNames: groups.map(\.name), speech: speech)
@@ -170,7 +172,7 @@ extension ConfigReader {
             alsaConfig: alsaConfig.map(resolve), outputDir: outputDir.map(resolve), policy: policy,
             groups: groups, music: music ?? nil, stateDir: stateDir.map(resolve), board: board,
             boardsDir: boards.configured ?? boards.directory ?? nil, device: device, mqtt: mqtt ?? nil, gpio: gpio,
-            intercom: intercom ?? nil, speech: speech)
+            intercom: intercom ?? nil, speech: speech, announce: announce)
     }
 
     mutating func readAPI(_ pair: YAMLPair, baseDirectory: String) -> APIConfig {

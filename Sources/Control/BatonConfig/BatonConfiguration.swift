@@ -41,6 +41,8 @@ public struct BatonConfiguration: Sendable, Equatable {
     public var intercom: IntercomConfig?
     /// Spoken announcements (espeak-ng).
     public var speech: SpeechConfig
+    /// Announcements from a URL (`announce:`): allowed hosts and caps.
+    public var announce: AnnounceConfig
 
     /// Creates a configuration.
     public init(
@@ -49,7 +51,7 @@ public struct BatonConfiguration: Sendable, Equatable {
         policy: PolicyConfig = .default, groups: [GroupConfig] = [], music: MusicConfig? = nil,
         stateDir: String? = nil, board: String? = nil, boardsDir: String? = nil, device: String = "baton",
         mqtt: MQTTConfig? = nil, gpio: [GPIOButtonConfig] = [], intercom: IntercomConfig? = nil,
-        speech: SpeechConfig = .default
+        speech: SpeechConfig = .default, announce: AnnounceConfig = .default
     ) {
         self.api = api
         self.zones = zones
@@ -68,6 +70,7 @@ public struct BatonConfiguration: Sendable, Equatable {
         self.gpio = gpio
         self.intercom = intercom
         self.speech = speech
+        self.announce = announce
     }
 
     /// The zone named `name`, if there is one.

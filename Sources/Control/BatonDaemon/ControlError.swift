@@ -21,6 +21,9 @@ public struct ControlError: Error, Sendable, Equatable, CustomStringConvertible 
         case upstreamFailure
         /// Baton's own settings do not allow it (an unusable broker URL, an unreadable secret).
         case misconfigured
+        /// The configuration forbids what the request asks for (a URL host not in
+        /// `announce.allow-url-hosts`); the message names the key that would allow it.
+        case forbidden
     }
 
     public var kind: Kind

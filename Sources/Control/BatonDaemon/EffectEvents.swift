@@ -52,6 +52,9 @@ extension EventLog {
                 publish(
                     type: "stream-error", source: source, zones: zones,
                     reason: "gave up after retry.limit: \(why); music/resume continues from what was heard")
+            case .streamEnded(let why):
+                logger.warning(why)
+                publish(type: "stream-error", source: source, zones: zones, reason: why)
             case .warning(let message): logger.warning(message)
             case .error(let message): logger.error(message)
             }

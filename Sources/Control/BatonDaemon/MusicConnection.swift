@@ -60,7 +60,7 @@ final class MusicConnection: Sendable {
             password = String(cString: value)
         }
         let client = SubsonicClient(
-            config: SubsonicConfig(
+            config: SubsonicSettings(
                 url: music.subsonic.url, user: music.subsonic.user, password: password,
                 format: music.subsonic.format.rawValue,
                 maxBitRate: music.subsonic.format == .raw ? nil : music.subsonic.maxBitrate))

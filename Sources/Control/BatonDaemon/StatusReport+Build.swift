@@ -19,7 +19,8 @@ extension StatusReport.Zone {
             periodFrames: output.spec.pcm.periodFrames, bufferFrames: snap.bufferFrames,
             framesPlayed: snap.framesPlayed, audibleFrame: snap.audibleFrame, delayFrames: snap.delayFrames,
             xruns: snap.xruns, suspends: snap.suspends, lateCycles: snap.lateCycles, reopens: snap.reopens,
-            realtime: snap.realtime, volume: volume, appliedVolume: Double(handle.mixer.appliedVolume),
+            rateEstimatePPM: snap.rateEstimatePPM.map { ($0 * 10).rounded() / 10 }, realtime: snap.realtime,
+            volume: volume, appliedVolume: Double(handle.mixer.appliedVolume),
             volumeControl: volumeControl, audible: z.audible.map(\.rawValue),
             ducked: z.ducked.map {
                 .init(source: $0.source.rawValue, levelDb: $0.level.value, by: $0.by.source.rawValue)

@@ -23,6 +23,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var suspends: Int
         public var lateCycles: Int
         public var reopens: Int
+        /// A `clock: device` zone: the card's rate against CLOCK_MONOTONIC, in ppm from its nominal
+        /// rate (positive: it plays fast), from what it consumed; absent until measured.
+        public var rateEstimatePPM: Double?
         public var realtime: Bool
         /// The user's zone volume (linear 0...1) and the one the output thread applied last.
         public var volume: Double

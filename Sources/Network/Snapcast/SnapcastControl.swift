@@ -110,7 +110,7 @@ public struct SnapcastControl: Sendable {
         } catch {
             throw failure("cannot encode the request: \(error)")
         }
-        let response: HTTPResponse
+        let response: HTTPClientResponse
         do {
             response = try http.post(
                 url: endpoint, body: Array(body), contentType: "application/json",

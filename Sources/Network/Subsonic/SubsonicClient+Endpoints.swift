@@ -131,7 +131,7 @@ extension SubsonicClient {
         let mode = try authenticationMode()
         var parameters = [("id", id)]
         if let size { parameters.append(("size", "\(size)")) }
-        let response: HTTPResponse
+        let response: HTTPClientResponse
         do {
             response = try http.fetch(
                 url: url("getCoverArt", parameters, mode: mode), maxBodyBytes: 16 << 20, timeout: requestTimeout)

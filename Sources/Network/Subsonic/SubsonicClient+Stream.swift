@@ -67,8 +67,8 @@ extension SubsonicClient {
     /// The request that streams song `id`.
     ///
     /// - Parameters:
-    ///   - format: `opus`, `mp3`, `raw` (the original file)…; nil uses ``SubsonicConfig/format``.
-    ///   - maxBitRate: kbit/s; nil uses ``SubsonicConfig/maxBitRate``, else
+    ///   - format: `opus`, `mp3`, `raw` (the original file)…; nil uses ``SubsonicSettings/format``.
+    ///   - maxBitRate: kbit/s; nil uses ``SubsonicSettings/maxBitRate``, else
     ///     ``SubsonicClient/defaultMaxBitRate`` whenever a format other than `raw` is asked for (some
     ///     servers otherwise transcode at the source's bit rate).
     ///   - offsetBytes: resume at this byte of the answer (`Range: bytes=N-`); 0 for the start.

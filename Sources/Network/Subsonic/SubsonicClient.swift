@@ -48,7 +48,7 @@ public final class SubsonicClient: Sendable {
     }
 
     /// The server and credentials.
-    public let config: SubsonicConfig
+    public let config: SubsonicSettings
     /// The HTTP client used for every request.
     public let http: HTTPClient
     /// The bound on each API call (streams have none: see ``stream(_:onResponse:onData:)``).
@@ -58,7 +58,7 @@ public final class SubsonicClient: Sendable {
     let knownExtensions = Mutex<[String]?>(nil)
 
     /// Creates a client. Does no I/O.
-    public init(config: SubsonicConfig, http: HTTPClient = HTTPClient(), requestTimeout: Duration = .seconds(30)) {
+    public init(config: SubsonicSettings, http: HTTPClient = HTTPClient(), requestTimeout: Duration = .seconds(30)) {
         self.config = config
         self.http = http
         self.requestTimeout = requestTimeout
@@ -132,7 +132,7 @@ public final class SubsonicClient: Sendable {
         mode: Authentication?
     ) throws(SubsonicError) -> [UInt8] {
         let url = self.url(endpoint, parameters, mode: mode)
-        let response: HTTPResponse
+        let response: HTTPClientResponse
         do {
             response = try http.fetch(url: url, maxBodyBytes: 64 << 20, timeout: requestTimeout)
         } catch {

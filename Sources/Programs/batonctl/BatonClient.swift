@@ -4,7 +4,7 @@ import FoundationEssentials
 /// (connection refused → "batond is not running", an error answer → its `error` text).
 /// Main thread only.
 struct BatonClient {
-    var http: HTTPClient
+    var http: APIConnection
     var address: ServerAddress { http.address }
 
     /// GETs `path` and returns the body of a 2xx answer.
@@ -26,7 +26,7 @@ struct BatonClient {
 
     /// Reads the Server-Sent Events at `path`, handing each complete event to `onEvent` until the
     /// stream ends or `onEvent` returns false.
-    func events(_ path: String, onEvent: (ServerSentEvent) -> Bool) throws(Failure) {
+    func events(_ path: String, onEvent: (EventStreamReader) -> Bool) throws(Failure) {
         var parser = ServerSentEventParser()
         let failed = try exchange { () throws(ConnectionError) in
             try http.stream(path, accept: "text/event-stream") { bytes in
@@ -58,7 +58,8 @@ struct BatonClient {
 
     private struct ErrorAnswer: Decodable { var error: String }
 
-    private func check(_ response: HTTPClient.Response, path: String, method: String = "GET") throws(Failure) -> [UInt8]
+    private func check(_ response: APIConnection.Response, path: String, method: String = "GET") throws(Failure)
+        -> [UInt8]
     {
         if (200..<300).contains(response.status) { return response.body }
         var message =

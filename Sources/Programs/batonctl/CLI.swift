@@ -130,7 +130,7 @@ enum CLI {
             }
             token = text
         }
-        return BatonClient(http: HTTPClient(address: address, token: token))
+        return BatonClient(http: APIConnection(address: address, token: token))
     }
 
     private static func environment(_ name: String) -> String? {

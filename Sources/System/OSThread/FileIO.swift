@@ -105,3 +105,49 @@ public enum FileIO {
         return FileError(path: path, code: code, description: "\(path): \(what): \(String(cString: strerror(code)))")
     }
 }
+
+/// An exclusive lock on a file (`flock`), held by this process until it exits: the kernel releases
+/// it when the process dies, however it dies, so a lock left by a killed process is simply taken.
+public enum FileLock {
+    /// Why the lock was not taken.
+    public enum Failure: Error, Sendable, Equatable {
+        /// Another process holds it; the pid it wrote in the file, if it could be read.
+        case held(pid: Int32?)
+        case failed(FileError)
+    }
+
+    /// Takes the lock on `path` (created when missing) without waiting and writes the calling
+    /// process's pid into the file. The descriptor stays open (close-on-exec) for the life of the
+    /// process. The corresponding C function is `flock`.
+    public static func acquire(_ path: String) -> Result<Void, Failure> {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            let code = errno
+            return .failure(
+                .failed(
+                    FileError(
+                        path: path, code: code, description: "\(path): cannot open: \(String(cString: strerror(code)))")
+                ))
+        }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            defer { close(fd) }
+            if code == EWOULDBLOCK {
+                var bytes = [UInt8](repeating: 0, count: 32)
+                let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 31, 0) }
+                let text = String(decoding: bytes.prefix(max(n, 0)).prefix { $0 >= 0x30 && $0 <= 0x39 }, as: UTF8.self)
+                return .failure(.held(pid: Int32(text)))
+            }
+            return .failure(
+                .failed(
+                    FileError(
+                        path: path, code: code, description: "\(path): cannot lock: \(String(cString: strerror(code)))")
+                ))
+        }
+        let line = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = line.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return .success(())
+    }
+}

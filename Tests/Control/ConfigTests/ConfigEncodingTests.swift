@@ -19,7 +19,8 @@ import Testing
         let json = String(decoding: try encoder.encode(configuration), as: UTF8.self)
         #expect(
             json == """
-                {"api":{"listen":"127.0.0.1:8470","max-body":"64KiB"},"device":"baton",\
+                {"announce":{"allow-url-hosts":[],"first-byte-timeout":"10s","max-bytes":"16MiB","max-duration":"5m"},\
+                "api":{"listen":"127.0.0.1:8470","max-body":"64KiB"},"device":"baton",\
                 "policy":{"classes":{"music":{"during-higher":"queue","kind":"permanent","lower":"interrupt",\
                 "priority":10,"resume-within":"5m","same":"queue"}},\
                 "duck":{"attack":"50ms","level":"-15dB","release":"300ms"}},\

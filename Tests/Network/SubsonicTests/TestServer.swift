@@ -41,7 +41,7 @@ struct TestServer {
         return TestServer(url: url, user: user, password: password, music: music, pid: pid)
     }
 
-    var config: SubsonicConfig { SubsonicConfig(url: url, user: user, password: password) }
+    var config: SubsonicSettings { SubsonicSettings(url: url, user: user, password: password) }
 
     /// A fresh client (its authentication mode not yet learnt).
     func client(format: String? = nil, maxBitRate: Int? = nil) -> SubsonicClient {

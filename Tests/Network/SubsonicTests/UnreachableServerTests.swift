@@ -8,7 +8,7 @@ import Testing
     @Test func reportsAnUnreachableSubsonicServer() throws {
         let port = try Listener.closedPort()
         let client = SubsonicClient(
-            config: SubsonicConfig(
+            config: SubsonicSettings(
                 url: "http://127.0.0.1:\(port)", user: "u",
                 password: "pa55word-secret"))
         let error = #expect(throws: SubsonicError.self) { try client.ping() }

@@ -161,7 +161,7 @@ import Testing
             ("POST", "/api/v1/announce", #"{"sound": "../etc/passwd"}"#, 400, "invalid sound name"),
             ("POST", "/api/v1/announce", #"{"sound": "a/b"}"#, 400, "invalid sound name"),
             ("POST", "/api/v1/announce", #"{"sound": 5}"#, 400, "field \"sound\": expected a string"),
-            ("POST", "/api/v1/announce", #"{"zones": ["kitchen"]}"#, 400, "give exactly one of sound and text"),
+            ("POST", "/api/v1/announce", #"{"zones": ["kitchen"]}"#, 400, "give exactly one of sound, text and url"),
             ("POST", "/api/v1/announce", #"{"sound": "doorbell", "volum": 1}"#, 400, "unknown field \"volum\""),
             ("POST", "/api/v1/announce", #"{"sound": "doorbell", "volume": 3}"#, 400, "volume must be between 0 and 1"),
             (

@@ -49,7 +49,7 @@ import Testing
             (#"{"text": "   "}"#, 400, "text is empty"),
             (#"{"text": "this text is longer than twenty"}"#, 400, "at most 20 (speech.max-length)"),
             (#"{"text": "hi", "voice": "--help"}"#, 400, "is not a voice name"),
-            (#"{"text": "hi", "sound": "bell1k"}"#, 400, "exactly one of sound and text"),
+            (#"{"text": "hi", "sound": "bell1k"}"#, 400, "exactly one of sound, text and url"),
             (#"{"sound": "bell1k", "voice": "en"}"#, 400, "voice applies to a text"),
             (#"{"text": "hi", "voice": "xx-nosuchvoice"}"#, 422, "espeak-ng failed (voice"),
         ]

@@ -31,7 +31,8 @@ final class TestDaemon {
         policy: PolicyConfig = .default, maxBody: Int = 4096, configPath: String? = nil,
         music: MusicConfig? = nil, stateDir: String? = nil, mixers: [String: String] = [:],
         speech: SpeechConfig = .default, intercom: IntercomConfig? = nil, mqtt: MQTTConfig? = nil,
-        gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil
+        gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil,
+        announce: AnnounceConfig = .default, deviceClocked: Set<String> = []
     ) throws {
         sounds = WAVWriter.temporaryDirectory("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
@@ -63,13 +64,16 @@ final class TestDaemon {
             } else {
                 _ = ALSATestRig.directory
             }
-            configs.append(ZoneConfig(name: z.name, pcm: pcm, rate: z.rate, clock: .system, mixer: mixers[z.name]))
+            configs.append(
+                ZoneConfig(
+                    name: z.name, pcm: pcm, rate: z.rate, clock: deviceClocked.contains(z.name) ? .device : .system,
+                    mixer: mixers[z.name]))
         }
         self.files = files
         let config = BatonConfiguration(
             api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), maxBody: maxBody),
             zones: configs, sounds: sounds, policy: policy, music: music, stateDir: stateDir,
-            device: "test-speaker", mqtt: mqtt, gpio: gpio, intercom: intercom, speech: speech)
+            device: "test-speaker", mqtt: mqtt, gpio: gpio, intercom: intercom, speech: speech, announce: announce)
         self.config = config
         daemon = Daemon(config: config, configPath: configPath, logger: Logger(minimum: .error))
         daemon.start()

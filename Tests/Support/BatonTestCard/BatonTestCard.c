@@ -447,11 +447,13 @@ static int card_stop(snd_pcm_ioplug_t *io) {
     return 0;
 }
 
+/// The hardware pointer, in every state: a stopped stream (xrun, suspend, unplug) keeps it where it
+/// stopped, as a kernel driver does, so that `snd_pcm_status` tells the application how many written
+/// frames were never played. The state itself (XRUN, set by the card) is what makes I/O fail.
 static snd_pcm_sframes_t card_pointer(snd_pcm_ioplug_t *io) {
     card_t *c = io->private_data;
-    int err = sync_card(c, now_ns());
+    sync_card(c, now_ns());
     flush_output(c);
-    if (err == -EPIPE && io->state != SND_PCM_STATE_DRAINING) return -EPIPE;
     return (snd_pcm_sframes_t)(c->hw % (c->boundary ? c->boundary : c->buffer));
 }
 

@@ -3,7 +3,16 @@ import Testing
 
 @Suite struct HomeAssistantDiscoveryTests {
     static func discovery() throws -> HomeAssistantDiscovery {
-        try HomeAssistantDiscovery(device: "kitchen", name: "Kitchen speaker", zones: ["main", "patio"])
+        try HomeAssistantDiscovery(
+            device: "kitchen", name: "Kitchen speaker", zones: ["main", "patio"], sounds: ["chime", "doorbell"])
+    }
+
+    /// A zone entity's availability: the speaker online and the zone's state not `unavailable`.
+    static func zoneAvailability(_ zone: String) -> String {
+        #""availability":[{"topic":"baton/kitchen/availability"},{"topic":"baton/kitchen/zones/"#
+            + zone
+            + #"/state","value_template":"{{ 'offline' if value_json.state == 'unavailable' else 'online' }}"}],"#
+            + #""availability_mode":"all","#
     }
 
     static let device =
@@ -25,7 +34,7 @@ import Testing
         let message = try Self.discovery().volumeNumber(zone: "patio")
         #expect(message.topic == "homeassistant/number/baton_kitchen/patio_volume/config")
         #expect(
-            message.text == #"{"availability_topic":"baton/kitchen/availability","#
+            message.text == "{" + Self.zoneAvailability("patio")
                 + #""command_topic":"baton/kitchen/zones/patio/volume/set","# + Self.device
                 + #","icon":"mdi:volume-high","max":100,"min":0,"mode":"slider","name":"patio volume","#
                 + #""state_topic":"baton/kitchen/zones/patio/volume","step":1,"unique_id":"baton_kitchen_patio_volume"}"#
@@ -37,22 +46,62 @@ import Testing
         let message = try Self.discovery().stateSensor(zone: "main")
         #expect(message.topic == "homeassistant/sensor/baton_kitchen/main_state/config")
         #expect(
-            message.text == #"{"availability_topic":"baton/kitchen/availability","# + Self.device
+            message.text == "{" + Self.zoneAvailability("main") + Self.device
                 + #","icon":"mdi:speaker","json_attributes_topic":"baton/kitchen/zones/main/state","#
                 + #""name":"main state","state_topic":"baton/kitchen/zones/main/state","#
                 + #""unique_id":"baton_kitchen_main_state","value_template":"{{ value_json.state }}"}"#)
     }
 
-    /// All messages: the button, then volume and state per zone, in zone order.
-    @Test func listsEveryEntity() throws {
+    /// The select of sounds: every sound an option, its choice read back from `baton/<device>/sound`.
+    @Test func buildsTheSoundSelect() throws {
+        let message = try Self.discovery().soundSelect()
+        #expect(message.topic == "homeassistant/select/baton_kitchen/sound/config")
         #expect(
-            try Self.discovery().messages().map(\.topic) == [
-                "homeassistant/button/baton_kitchen/doorbell/config",
-                "homeassistant/number/baton_kitchen/main_volume/config",
-                "homeassistant/sensor/baton_kitchen/main_state/config",
-                "homeassistant/number/baton_kitchen/patio_volume/config",
-                "homeassistant/sensor/baton_kitchen/patio_state/config",
-            ])
+            message.text
+                == #"{"availability_topic":"baton/kitchen/availability","command_topic":"baton/kitchen/sound/set","#
+                + Self.device + #","icon":"mdi:bell-ring","name":"Sound","options":["chime","doorbell"],"#
+                + #""state_topic":"baton/kitchen/sound","unique_id":"baton_kitchen_sound"}"#)
+    }
+
+    /// The notify entity: HA publishes the message to `baton/<device>/notify`.
+    @Test func buildsTheNotifyEntity() throws {
+        let message = try Self.discovery().notify()
+        #expect(message.topic == "homeassistant/notify/baton_kitchen/speak/config")
+        #expect(
+            message.text
+                == #"{"availability_topic":"baton/kitchen/availability","command_topic":"baton/kitchen/notify","#
+                + Self.device + #","icon":"mdi:account-voice","name":"Speak","unique_id":"baton_kitchen_speak"}"#)
+    }
+
+    /// A zone's now-playing sensor: the title or `idle`, the JSON as attributes, the zone's availability.
+    @Test func buildsANowPlayingSensor() throws {
+        let message = try Self.discovery().nowPlayingSensor(zone: "patio")
+        #expect(message.topic == "homeassistant/sensor/baton_kitchen/patio_now_playing/config")
+        #expect(
+            message.text == "{" + Self.zoneAvailability("patio") + Self.device
+                + #","icon":"mdi:music","json_attributes_topic":"baton/kitchen/zones/patio/now-playing","#
+                + #""name":"patio now playing","state_topic":"baton/kitchen/zones/patio/now-playing","#
+                + #""unique_id":"baton_kitchen_patio_now_playing","#
+                + #""value_template":"{{ (value_json.title | default('idle'))[:255] }}"}"#)
+    }
+
+    /// All messages: the doorbell, play/pause/next, the sound select and its button, notify, then
+    /// volume, state and now playing per zone, in zone order; without sounds, no select.
+    @Test func listsEveryEntity() throws {
+        let device = [
+            "button/baton_kitchen/doorbell", "button/baton_kitchen/music_play", "button/baton_kitchen/music_pause",
+            "button/baton_kitchen/music_next", "select/baton_kitchen/sound", "button/baton_kitchen/announce_sound",
+            "notify/baton_kitchen/speak",
+        ]
+        let zones = ["main", "patio"].flatMap {
+            [
+                "number/baton_kitchen/\($0)_volume", "sensor/baton_kitchen/\($0)_state",
+                "sensor/baton_kitchen/\($0)_now_playing",
+            ]
+        }
+        #expect(try Self.discovery().messages().map(\.topic) == (device + zones).map { "homeassistant/\($0)/config" })
+        let silent = try HomeAssistantDiscovery(device: "kitchen", name: "K", zones: [])
+        #expect(!silent.messages().map(\.topic).contains { $0.contains("/select/") })
     }
 
     /// Names that cannot be topic levels and HA ids are refused, naming the field.

@@ -7,7 +7,7 @@ import FuzzSupport
 
 /// A client that is never connected: only its text helpers (`serverText`, which scrubs secrets) run.
 let client = SubsonicClient(
-    config: SubsonicConfig(
+    config: SubsonicSettings(
         url: "http://127.0.0.1:1", user: "fuzz",
         password: "hunter2"))
 

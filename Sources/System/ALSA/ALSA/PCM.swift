@@ -34,6 +34,8 @@ public final class PCM {
     }
 
     private let handle: OpaquePointer
+    /// Reused by `unplayedFrames()`, so that the output thread never allocates one.
+    private let status: OpaquePointer
     public let name: String
     public let configuration: Configuration
     /// Frames the PCM holds back beyond what `snd_pcm_delay` reports: an ALSA `file` plugin writes
@@ -53,19 +55,23 @@ public final class PCM {
         var pcm: OpaquePointer?
         try check(snd_pcm_open(&pcm, request.name, SND_PCM_STREAM_PLAYBACK, 0), "open", request.name)
         guard let pcm else { throw ALSAError(operation: "open", pcm: request.name, code: -ENODEV) }
+        var status: OpaquePointer?
         do {
             configuration = try Self.configure(pcm, request)
+            try check(snd_pcm_status_malloc(&status), "allocate status", request.name)
         } catch {
             snd_pcm_close(pcm)
             throw error
         }
         handle = pcm
+        self.status = status!
         hiddenDelayFrames = snd_pcm_type(pcm) == SND_PCM_TYPE_FILE ? configuration.bufferFrames : 0
     }
 
     deinit {
         snd_pcm_drop(handle)
         snd_pcm_close(handle)
+        snd_pcm_status_free(status)
     }
 
     private static func configure(_ pcm: OpaquePointer, _ r: PCMRequest) throws(ALSAError) -> Configuration {
@@ -144,6 +150,21 @@ public final class PCM {
         var frames: snd_pcm_sframes_t = 0
         return snd_pcm_delay(handle, &frames) == 0 ? frames : nil
     }
+
+    /// Frames written but never played: what the device still held when it stopped (after an xrun,
+    /// a suspend, or when it is gone), or still holds while it runs. Read from the hardware pointer
+    /// through `snd_pcm_status`, which answers in every state (a stopped stream keeps its pointer
+    /// where it stopped), before `prepare` discards it; 0 when the status cannot be read.
+    /// Does not allocate. The corresponding C functions are `snd_pcm_status`, `snd_pcm_status_get_avail`.
+    public func unplayedFrames() -> Int {
+        guard snd_pcm_status(handle, status) == 0 else { return 0 }
+        let avail = Int(snd_pcm_status_get_avail(status))
+        return max(0, configuration.bufferFrames - avail)
+    }
+
+    /// True when the stream is stopped by an xrun (e.g. after a resume the device refused, which
+    /// alsa-lib's ioplug PCMs report as success). The corresponding C function is `snd_pcm_state`.
+    public var isInXrun: Bool { snd_pcm_state(handle) == SND_PCM_STATE_XRUN }
 
     /// Stops at once, discarding what is buffered; `prepare` makes the PCM writable again.
     public func drop() { snd_pcm_drop(handle) }

@@ -93,7 +93,7 @@ public struct HTTPClient: Sendable {
     public func post(
         url: String, body: [UInt8], contentType: String, headers: HTTPHeaders = HTTPHeaders(),
         maxBodyBytes: Int = 8 << 20, timeout: Duration = .seconds(30)
-    ) throws(CurlError) -> HTTPResponse {
+    ) throws(CurlError) -> HTTPClientResponse {
         var requestHeaders = headers
         requestHeaders.append(name: "Content-Type", value: contentType)
         var answer: [UInt8] = []
@@ -113,7 +113,7 @@ public struct HTTPClient: Sendable {
         }
         switch result {
         case .success(let head):
-            return HTTPResponse(status: head.status, headers: head.headers, body: answer)
+            return HTTPClientResponse(status: head.status, headers: head.headers, body: answer)
         case .failure(var error):
             if overflow {
                 error.cancelled = false
@@ -135,7 +135,7 @@ public struct HTTPClient: Sendable {
     public func fetch(
         url: String, headers: HTTPHeaders = HTTPHeaders(), maxBodyBytes: Int = 8 << 20,
         timeout: Duration = .seconds(30)
-    ) throws(CurlError) -> HTTPResponse {
+    ) throws(CurlError) -> HTTPClientResponse {
         var body: [UInt8] = []
         var overflow = false
         let head: HTTPResponseHead
@@ -162,7 +162,7 @@ public struct HTTPClient: Sendable {
             error.detail = "the body is larger than \(maxBodyBytes) bytes"
             throw error
         }
-        return HTTPResponse(status: head.status, headers: head.headers, body: body)
+        return HTTPClientResponse(status: head.status, headers: head.headers, body: body)
     }
 }
 

@@ -67,7 +67,7 @@ public struct HTTPResponseHead: Sendable, Equatable {
 /// A whole response read into memory by ``HTTPClient/fetch(url:headers:maxBodyBytes:timeout:)``.
 ///
 /// A plain value: safe to use from any thread.
-public struct HTTPResponse: Sendable, Equatable {
+public struct HTTPClientResponse: Sendable, Equatable {
     /// The HTTP status code of the final response.
     public var status: Int
     /// The final response's header fields.

@@ -1,8 +1,9 @@
 import FoundationEssentials
 
-/// Builds Home Assistant MQTT discovery messages for one Baton speaker: a doorbell button, and per
-/// zone a volume number and a state sensor, all tied to one HA device and to Baton's availability
-/// topic. Publish each ``Message`` retained (QoS 1) on every connect; HA then creates the entities.
+/// Builds Home Assistant MQTT discovery messages for one Baton speaker: a doorbell button, music
+/// buttons, a sound select with its announce button, a notify entity that speaks, and per zone a
+/// volume number, a state sensor and a now-playing sensor, all tied to one HA device and to Baton's
+/// availability topic (zone entities also to their zone's state). Publish each ``Message`` retained (QoS 1) on every connect; HA then creates the entities.
 ///
 /// Topics follow Baton's scheme (docs/MQTT.md): commands under `baton/<device>/…`, discovery at
 /// `<prefix>/<component>/<node_id>/<object_id>/config` with node id `baton_<device>`.
@@ -27,12 +28,14 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     public let prefix: String
     /// The first level of Baton's own topics (`baton`).
     public let topicPrefix: String
+    /// The announcement sounds, the options of the sound `select` (none: no select).
+    public let sounds: [String]
 
     /// - Throws: ``MQTTError/invalidConfiguration(field:reason:)`` naming a device or zone name that
     ///   cannot be part of a topic and an HA id.
     public init(
         device: String, name: String, zones: [String], prefix: String = "homeassistant",
-        topicPrefix: String = "baton"
+        topicPrefix: String = "baton", sounds: [String] = []
     ) throws(MQTTError) {
         try Self.checkID(device, field: "device")
         for (index, zone) in zones.enumerated() { try Self.checkID(zone, field: "zones[\(index)]") }
@@ -44,6 +47,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         self.zones = zones
         self.prefix = prefix
         self.topicPrefix = topicPrefix
+        self.sounds = sounds
     }
 
     private static func checkID(_ id: String, field: String) throws(MQTTError) {
@@ -66,9 +70,11 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     /// HA's node id for this speaker: `baton_<device>`.
     public var nodeID: String { "baton_\(device)" }
 
-    /// Every discovery message: the doorbell button, then per zone its volume and state.
+    /// Every discovery message: the doorbell button, the music buttons, the sound select with its
+    /// announce button, the notify entity, then per zone its volume, state and now-playing sensor.
     public func messages() -> [Message] {
-        [doorbellButton()] + zones.flatMap { [volumeNumber(zone: $0), stateSensor(zone: $0)] }
+        [doorbellButton()] + musicButtons() + (sounds.isEmpty ? [] : [soundSelect()]) + [announceButton(), notify()]
+            + zones.flatMap { [volumeNumber(zone: $0), stateSensor(zone: $0), nowPlayingSensor(zone: $0)] }
     }
 
     /// A `button` that publishes `{"sound":"doorbell"}` to `baton/<device>/announce`.
@@ -89,7 +95,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             Entity(
                 name: "\(zone) volume", uniqueID: "\(nodeID)_\(zone)_volume",
                 commandTopic: "\(zoneTopic)/volume/set", stateTopic: "\(zoneTopic)/volume",
-                min: 0, max: 100, step: 1, mode: "slider", icon: "mdi:volume-high"))
+                min: 0, max: 100, step: 1, mode: "slider", icon: "mdi:volume-high"), zone: zone)
     }
 
     /// A `sensor` showing `zone`'s state: the `state` field of the JSON on `…/zones/<zone>/state`,
@@ -101,12 +107,80 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             Entity(
                 name: "\(zone) state", uniqueID: "\(nodeID)_\(zone)_state", stateTopic: stateTopic,
                 valueTemplate: "{{ value_json.state }}", jsonAttributesTopic: stateTopic,
-                icon: "mdi:speaker"))
+                icon: "mdi:speaker"), zone: zone)
     }
 
-    private func message(component: String, objectID: String, _ entity: Entity) -> Message {
+    /// Play, pause and next `button`s for the newest music source: each publishes `{}` to
+    /// `baton/<device>/music/resume`, `…/pause`, `…/next` (play resumes, or plays the saved queue).
+    public func musicButtons() -> [Message] {
+        [
+            ("play", "resume", "Play", "mdi:play"), ("pause", "pause", "Pause", "mdi:pause"),
+            ("next", "next", "Next track", "mdi:skip-next"),
+        ].map { id, command, name, icon in
+            message(
+                component: "button", objectID: "music_\(id)",
+                Entity(
+                    name: name, uniqueID: "\(nodeID)_music_\(id)", commandTopic: "\(baseTopic)/music/\(command)",
+                    payloadPress: "{}", icon: icon))
+        }
+    }
+
+    /// A `select` of the announcement sounds: the choice goes to `baton/<device>/sound/set`, and
+    /// the chosen one is read back from `baton/<device>/sound` (retained).
+    public func soundSelect() -> Message {
+        message(
+            component: "select", objectID: "sound",
+            Entity(
+                name: "Sound", uniqueID: "\(nodeID)_sound", commandTopic: "\(baseTopic)/sound/set",
+                stateTopic: "\(baseTopic)/sound", icon: "mdi:bell-ring", options: sounds))
+    }
+
+    /// A `button` that announces the sound chosen in the select (`baton/<device>/sound/announce`).
+    public func announceButton() -> Message {
+        message(
+            component: "button", objectID: "announce_sound",
+            Entity(
+                name: "Announce sound", uniqueID: "\(nodeID)_announce_sound",
+                commandTopic: "\(baseTopic)/sound/announce", payloadPress: "{}", icon: "mdi:bullhorn"))
+    }
+
+    /// A `notify` entity: `notify.send_message` publishes the message to `baton/<device>/notify`,
+    /// and Baton speaks it on every zone.
+    public func notify() -> Message {
+        message(
+            component: "notify", objectID: "speak",
+            Entity(
+                name: "Speak", uniqueID: "\(nodeID)_speak", commandTopic: "\(baseTopic)/notify",
+                icon: "mdi:account-voice"))
+    }
+
+    /// A `sensor` with what plays in `zone`: the title (or `idle`; at most 255 characters, HA's
+    /// limit for a state) from the JSON on `…/zones/<zone>/now-playing`, which also gives the
+    /// attributes (title, artist, album, position, state).
+    public func nowPlayingSensor(zone: String) -> Message {
+        let topic = "\(baseTopic)/zones/\(zone)/now-playing"
+        return message(
+            component: "sensor", objectID: "\(zone)_now_playing",
+            Entity(
+                name: "\(zone) now playing", uniqueID: "\(nodeID)_\(zone)_now_playing", stateTopic: topic,
+                valueTemplate: "{{ (value_json.title | default('idle'))[:255] }}", jsonAttributesTopic: topic,
+                icon: "mdi:music"), zone: zone)
+    }
+
+    private func message(component: String, objectID: String, _ entity: Entity, zone: String? = nil) -> Message {
         var entity = entity
-        entity.availabilityTopic = availabilityTopic
+        if let zone {
+            // Unavailable when the speaker is offline or the zone's device cannot be opened.
+            entity.availability = [
+                Availability(topic: availabilityTopic),
+                Availability(
+                    topic: "\(baseTopic)/zones/\(zone)/state",
+                    valueTemplate: "{{ 'offline' if value_json.state == 'unavailable' else 'online' }}"),
+            ]
+            entity.availabilityMode = "all"
+        } else {
+            entity.availabilityTopic = availabilityTopic
+        }
         entity.device = Device(identifiers: [nodeID], name: name, model: "Baton", manufacturer: "Baton")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -129,13 +203,17 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         var step: Int?
         var mode: String?
         var icon: String?
+        var options: [String]?
         var availabilityTopic: String?
+        var availability: [Availability]?
+        var availabilityMode: String?
         var device: Device?
 
         init(
             name: String, uniqueID: String, commandTopic: String? = nil, stateTopic: String? = nil,
             payloadPress: String? = nil, valueTemplate: String? = nil, jsonAttributesTopic: String? = nil,
-            min: Int? = nil, max: Int? = nil, step: Int? = nil, mode: String? = nil, icon: String? = nil
+            min: Int? = nil, max: Int? = nil, step: Int? = nil, mode: String? = nil, icon: String? = nil,
+            options: [String]? = nil
         ) {
             self.name = name
             self.uniqueID = uniqueID
@@ -149,10 +227,12 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             self.step = step
             self.mode = mode
             self.icon = icon
+            self.options = options
         }
 
         enum CodingKeys: String, CodingKey {
-            case name, min, max, step, mode, icon, device
+            case name, min, max, step, mode, icon, device, options, availability
+            case availabilityMode = "availability_mode"
             case uniqueID = "unique_id"
             case commandTopic = "command_topic"
             case stateTopic = "state_topic"
@@ -160,6 +240,18 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             case valueTemplate = "value_template"
             case jsonAttributesTopic = "json_attributes_topic"
             case availabilityTopic = "availability_topic"
+        }
+    }
+
+    /// One entry of HA's `availability` list: `online`/`offline` on `topic`, or what
+    /// `value_template` makes of its payload.
+    private struct Availability: Encodable {
+        var topic: String
+        var valueTemplate: String?
+
+        enum CodingKeys: String, CodingKey {
+            case topic
+            case valueTemplate = "value_template"
         }
     }
 

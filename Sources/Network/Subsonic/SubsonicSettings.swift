@@ -5,7 +5,7 @@
 /// password or the API key.
 ///
 /// A plain value: safe to use from any thread.
-public struct SubsonicConfig: Sendable, Equatable, CustomStringConvertible {
+public struct SubsonicSettings: Sendable, Equatable, CustomStringConvertible {
     /// The server's base URL, e.g. `http://192.168.1.5:4533` or `https://host/music` (no `/rest`).
     public var url: String
     /// The user name.

@@ -1,5 +1,5 @@
 /// One Server-Sent Event: its `event:` type, `id:` and `data:` (lines joined with "\n").
-struct ServerSentEvent: Equatable {
+struct EventStreamReader: Equatable {
     var event: String?
     var id: String?
     var data: String
@@ -9,13 +9,13 @@ struct ServerSentEvent: Equatable {
 /// at each blank line; comment lines (`: keep-alive`) are skipped.
 struct ServerSentEventParser {
     private var pending: [UInt8] = []
-    private var current = ServerSentEvent(event: nil, id: nil, data: "")
+    private var current = EventStreamReader(event: nil, id: nil, data: "")
     private var hasData = false
     private var lastWasCR = false
 
     /// The events completed by `bytes`.
-    mutating func feed(_ bytes: [UInt8]) -> [ServerSentEvent] {
-        var events: [ServerSentEvent] = []
+    mutating func feed(_ bytes: [UInt8]) -> [EventStreamReader] {
+        var events: [EventStreamReader] = []
         for byte in bytes {
             if byte == UInt8(ascii: "\n") && lastWasCR {
                 lastWasCR = false
@@ -32,10 +32,10 @@ struct ServerSentEventParser {
         return events
     }
 
-    private mutating func line(_ text: String) -> ServerSentEvent? {
+    private mutating func line(_ text: String) -> EventStreamReader? {
         if text.isEmpty {
             defer {
-                current = ServerSentEvent(event: nil, id: nil, data: "")
+                current = EventStreamReader(event: nil, id: nil, data: "")
                 hasData = false
             }
             return hasData ? current : nil

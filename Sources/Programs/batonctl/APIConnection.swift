@@ -1,7 +1,7 @@
 /// A small HTTP/1.1 client over `Connection`: one request per connection (`Connection: close`),
 /// bodies by `Content-Length`, chunked transfer encoding or until close. Enough for batond's JSON
 /// API and its Server-Sent Events; no TLS, no redirects. Main thread only.
-struct HTTPClient {
+struct APIConnection {
     var address: ServerAddress
     /// Sent as `Authorization: Bearer <token>` when set.
     var token: String?
@@ -99,7 +99,7 @@ struct BodyReader {
     private let connection: Connection
     private var framing: Framing
 
-    init(connection: Connection, head: HTTPClient.Head, method: String) {
+    init(connection: Connection, head: APIConnection.Head, method: String) {
         self.connection = connection
         if method == "HEAD" || head.status == 204 || head.status == 304 {
             framing = .none

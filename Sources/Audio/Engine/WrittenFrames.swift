@@ -1,0 +1,75 @@
+/// The device frames an output thread has rendered, kept until the device has surely played them,
+/// so that frames a device drops are written again instead of being lost.
+///
+/// A device can stop with frames still in its buffer: an xrun that a driver raises while data is
+/// buffered (an injected one, a DMA error), a resume the device refuses (it must be prepared, which
+/// discards the buffer), a device that is unplugged. Those frames were mixed — the sources' rings were
+/// consumed, their gain ramps advanced — but never heard. The output thread therefore keeps every
+/// rendered period here, in stream order, and tracks how far the device has taken them (`sent`).
+/// At a fault it asks the PCM how many of the frames it took were never played
+/// (`PCM.unplayedFrames()`, the hardware pointer where the stream stopped) and moves `sent` back by
+/// that many; after recovery (or after the reopen of a device that came back) it writes them again
+/// before the next period. The device plays each rendered frame exactly once, in order, so a
+/// source's position is the frame the device consumed, and the zone's `audibleFrame` holds still
+/// while the device is away (`pending` counts as delay).
+///
+/// Capacity: twice the requested buffer plus two periods, rounded to whole periods; a device that
+/// grants a larger buffer than that and drops it whole loses what does not fit (never repeats it).
+///
+/// Output thread only (after `init`); real-time safe: no allocation, lock or log.
+final class WrittenFrames {
+    let frameBytes: Int
+    /// Frames kept, a multiple of the period.
+    let capacity: Int
+    private let storage: UnsafeMutableRawPointer
+    /// Stream frames rendered so far (the next period goes there).
+    private(set) var rendered = 0
+    /// Stream frames the device has taken (played, or in its buffer). `rendered - sent` are to write.
+    private(set) var sent = 0
+
+    /// Control thread, before the output thread starts: allocates the history.
+    init(periodFrames: Int, bufferFrames: Int, frameBytes: Int) {
+        let periods = (2 * bufferFrames + periodFrames - 1) / periodFrames + 2
+        self.frameBytes = frameBytes
+        capacity = periods * periodFrames
+        storage = .allocate(byteCount: capacity * frameBytes, alignment: 16)
+    }
+
+    deinit { storage.deallocate() }
+
+    /// Frames rendered but not taken by the device yet.
+    var pending: Int { rendered - sent }
+
+    /// Keeps a rendered period (`frames` ≤ the period). Real-time safe.
+    func append(_ bytes: UnsafeRawPointer, frames: Int) {
+        var done = 0
+        while done < frames {
+            let at = (rendered + done) % capacity
+            let n = min(frames - done, capacity - at)
+            (storage + at * frameBytes).copyMemory(from: bytes + done * frameBytes, byteCount: n * frameBytes)
+            done += n
+        }
+        rendered += frames
+        // Never more pending than is kept (only a device that dropped more than the capacity).
+        sent = max(sent, rendered - capacity)
+    }
+
+    /// The next contiguous run of frames to write: from `sent`, at most to the end of the storage.
+    func nextRun() -> (bytes: UnsafeRawPointer, frames: Int) {
+        let at = sent % capacity
+        return (UnsafeRawPointer(storage + at * frameBytes), min(pending, capacity - at))
+    }
+
+    /// The device took `frames` of the run.
+    func markSent(_ frames: Int) { sent += frames }
+
+    /// The device dropped the last `frames` it took without playing them: they are to be written
+    /// again. Returns how many will be (what is still kept).
+    @discardableResult
+    func rewind(_ frames: Int) -> Int {
+        let oldest = max(0, rendered - capacity)
+        let back = min(max(frames, 0), sent - oldest)
+        sent -= back
+        return back
+    }
+}

@@ -1,0 +1,84 @@
+import BatonConfig
+import Players
+import Synchronization
+
+/// Announcements from a URL (Home Assistant's TTS): the host checked against
+/// `announce.allow-url-hosts`, the file opened (status, size, header) before the lock, then the one
+/// admit path like any announcement; the same URL within the coalesce window plays once.
+extension Daemon {
+    /// Plays the audio at `url` as an announcement on `zones` (empty: every zone), streamed as it
+    /// downloads. Blocking until the server answered and the audio's header was read (at most
+    /// `announce.first-byte-timeout`); any thread but an output thread.
+    public func announce(url: String, zones: [String], volume: Float = 1) throws(ControlError) -> Admission {
+        let settings = config.announce
+        let host = try Self.urlHost(url)
+        guard settings.allows(host: host) else {
+            let allowed =
+                settings.allowURLHosts.isEmpty
+                ? "it is empty, so no URL is allowed" : "it has \(settings.allowURLHosts.joined(separator: ", "))"
+            throw ControlError(
+                .forbidden, "url: host \"\(host)\" is not in announce.allow-url-hosts (\(allowed); see docs/CONFIG.md)")
+        }
+        let identity = Mutex<(id: String, zones: [String])>(("", []))
+        let report = events.reporter(logger: logger) { identity.withLock { $0 } }
+        let limits = URLAnnouncementPlayer.Limits(
+            maxBytes: settings.maxBytes, maxSeconds: Double(settings.maxDuration.components.seconds),
+            firstByteTimeout: settings.firstByteTimeout)
+        return try admit(
+            .announcement, zones: zones, volume: volume, coalesceKey: "url:\(url)",
+            before: { id in identity.withLock { $0.id = id.rawValue } }
+        ) { (available: [ZoneHandle]) throws(ControlError) in
+            identity.withLock { $0.zones = available.map(\.name) }
+            let player = URLAnnouncementPlayer(url: url, label: Self.urlLabel(url), limits: limits, report: report)
+            do throws(URLAnnouncementPlayer.Failure) { try player.open() } catch {
+                let kind: ControlError.Kind =
+                    switch error.kind {
+                    case .notFound: .notFound
+                    case .badStatus, .unreachable: .upstreamFailure
+                    case .tooLarge, .undecodable: .unprocessable
+                    }
+                throw ControlError(kind, "url: \(error.message)")
+            }
+            return player
+        }
+    }
+
+    /// The host of an `http://` or `https://` URL (IPv6 in brackets), or a bad request saying what
+    /// is wrong with it.
+    static func urlHost(_ url: String) throws(ControlError) -> String {
+        let lower = url.lowercased()
+        guard let scheme = ["http://", "https://"].first(where: { lower.hasPrefix($0) }) else {
+            throw ControlError(.badRequest, "url \"\(url)\": expected http:// or https://")
+        }
+        guard url.utf8.count <= 2048,
+            !url.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 } == true })
+        else {
+            throw ControlError(.badRequest, "url: longer than 2048 bytes or holds spaces or control characters")
+        }
+        let rest = url.dropFirst(scheme.count)
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if authority.contains("@") {
+            throw ControlError(.badRequest, "url: credentials in the URL are not supported")
+        }
+        var host = Substring(authority)
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else {
+                throw ControlError(.badRequest, "url \"\(url)\": unclosed [ in the host")
+            }
+            host = host[host.startIndex...close]
+        } else if let colon = host.firstIndex(of: ":") {
+            host = host[..<colon]
+        }
+        guard !host.isEmpty else { throw ControlError(.badRequest, "url \"\(url)\": no host") }
+        return host.lowercased()
+    }
+
+    /// `url: tts_proxy/abc.mp3` — the URL's last two path levels, without query, for status.
+    static func urlLabel(_ url: String) -> String {
+        let path = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
+        let levels = path.split(separator: "/").dropFirst(2).suffix(2)
+        return "url: "
+            + (levels.isEmpty
+                ? (path.split(separator: "/").last.map(String.init) ?? url) : levels.joined(separator: "/"))
+    }
+}

@@ -1,0 +1,283 @@
+import AudioCore
+import Curl
+import Engine
+import Glibc
+import Media
+import OSThread
+import Synchronization
+
+/// An announcement played from a URL as it downloads (Home Assistant's TTS hands out speech as
+/// `http://ha.local:8123/api/tts_proxy/….mp3`): a network thread fetches the file into a bounded
+/// `StreamBuffer`, and the player's own thread decodes it by its Content-Type (MP3, Ogg Opus, WAV,
+/// FLAC, or sniffed), maps channels, resamples per zone (`TrackRenderer`) and writes into the slot
+/// rings, waiting while they are full, so the first sample is heard long before the last byte came.
+///
+/// `open()` runs before the request reaches the arbiter: it starts both threads and waits until the
+/// decoder has read the file's header, so a refused status, a file too large by its Content-Length,
+/// and bytes that are no audio fail the request itself (``Failure``). What goes wrong later (the
+/// transfer breaks, the file grows past `maxBytes`, the audio passes `maxSeconds`) ends the
+/// announcement there, reported through `report`.
+///
+/// Threads: as `Source`; `open` on the request's thread (blocking, never under the control plane's
+/// lock). The player thread never takes the control plane's lock; after a `stop` that came while it
+/// still ran it releases its slots itself.
+public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
+    // @unchecked: every mutable field is in `shared` (a mutex) or an atomic; the rest is `let`.
+
+    /// The caps on one URL announcement.
+    public struct Limits: Sendable, Equatable {
+        /// The largest file fetched: a larger Content-Length fails `open`, a longer body ends the
+        /// announcement at this many bytes.
+        public var maxBytes: Int
+        /// The longest the announcement plays; the rest is cut.
+        public var maxSeconds: Double
+        /// How long `open` waits for the server's answer and the audio's header.
+        public var firstByteTimeout: Duration
+
+        public init(maxBytes: Int, maxSeconds: Double, firstByteTimeout: Duration) {
+            self.maxBytes = maxBytes
+            self.maxSeconds = maxSeconds
+            self.firstByteTimeout = firstByteTimeout
+        }
+    }
+
+    /// Why `open` failed; the message names the URL (credentials hidden) and the cause.
+    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        public enum Kind: Sendable, Equatable {
+            /// The server answered 404 or 410.
+            case notFound
+            /// The server answered another status than 200 (a redirect is not followed: the allowed
+            /// hosts are checked on the URL given).
+            case badStatus
+            /// The server could not be reached, or did not answer in time.
+            case unreachable
+            /// The Content-Length is larger than `maxBytes`.
+            case tooLarge
+            /// The bytes are not audio Baton decodes.
+            case undecodable
+        }
+        public var kind: Kind
+        public var message: String
+        public var description: String { message }
+        public init(_ kind: Kind, _ message: String) {
+            self.kind = kind
+            self.message = message
+        }
+    }
+
+    public let label: String
+    /// The URL with credentials hidden, for messages.
+    public let shownURL: String
+    private let url: String
+    private let limits: Limits
+    private let report: SourceReporter
+    private let buffer = StreamBuffer()
+    private let cancelled = Atomic<Bool>(false)
+    /// Set by whichever comes second of "the player thread ended" and "stop was called".
+    private let ended = Atomic<Bool>(false)
+    private let opened = Semaphore()
+    private let started = Semaphore()
+    private struct Shared {
+        /// Set once the header was read (success) or the request failed.
+        var ready: Result<Void, Failure>?
+        /// What the network thread knows went wrong, before the buffer fails.
+        var fetchFailure: Failure?
+        /// The slots, from `start`.
+        var outputs: [SourceOutput]?
+        /// Bytes of the body received so far.
+        var bytesReceived = 0
+    }
+    private let shared = Mutex(Shared())
+
+    /// `label`: what status shows (`url: tts_proxy/abc.mp3`).
+    public init(url: String, label: String, limits: Limits, report: @escaping SourceReporter) {
+        self.url = url
+        self.label = label
+        self.limits = limits
+        self.report = report
+        shownURL = URLRedaction.redact(url)
+    }
+
+    /// Starts the transfer and the decoder, and waits until the audio's header was read (or
+    /// `firstByteTimeout` passed). Blocking; call once, before the player is admitted.
+    public func open() throws(Failure) {
+        OSThread.detach { [self] in run() }
+        let deadline = ContinuousClock.now + limits.firstByteTimeout
+        while true {
+            if let ready = shared.withLock({ $0.ready }) {
+                switch ready {
+                case .success: return
+                case .failure(let failure): throw failure
+                }
+            }
+            if ContinuousClock.now >= deadline {
+                _ = stop()
+                throw Failure(
+                    .unreachable,
+                    "\(shownURL): no audio within \(limits.firstByteTimeout) (announce.first-byte-timeout)")
+            }
+            opened.wait(nanoseconds: 20_000_000)
+        }
+    }
+
+    /// Bytes received so far. Any thread.
+    public var bytesReceived: Int { shared.withLock { $0.bytesReceived } }
+
+    public func start(_ outputs: [SourceOutput]) {
+        shared.withLock { $0.outputs = outputs }
+        started.post()
+    }
+
+    public func tick(audible: Bool) {}
+
+    public func stop() -> Bool {
+        cancelled.store(true, ordering: .releasing)
+        buffer.cancel()
+        started.post()
+        return ended.exchange(true, ordering: .acquiringAndReleasing)
+    }
+
+    public var position: Double? { slotPosition(shared.withLock { $0.outputs } ?? []) }
+    public var isDrained: Bool { allDrained(shared.withLock { $0.outputs } ?? []) }
+
+    private var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+    private func setReady(_ result: Result<Void, Failure>) {
+        shared.withLock { if $0.ready == nil { $0.ready = result } }
+        opened.post()
+    }
+
+    /// The player thread: the network thread, the decoder, then the rings.
+    private func run() {
+        let network = OSThread.start { [self] in fetch() }
+        let outputs = decodeAll()
+        buffer.cancel()
+        network.join()
+        if ended.exchange(true, ordering: .acquiringAndReleasing) {
+            // stop() came first and left the slots to this thread.
+            for t in outputs { t.mixer.release(t.slot) }
+        } else {
+            for t in outputs { t.slot.finish() }
+        }
+    }
+
+    /// Opens the decoder (then `open` returns), waits for the slots, and streams into them. Returns
+    /// the slots it was given (none when it never started).
+    private func decodeAll() -> [SourceOutput] {
+        let decoder: any AudioDecoder
+        do {
+            let type = try buffer.waitForContentType()
+            decoder = try StreamDecoders.make(contentType: type, source: buffer, name: shownURL)
+        } catch {
+            let failure = shared.withLock { $0.fetchFailure } ?? Failure(.undecodable, "\(error)")
+            setReady(.failure(failure))
+            return []
+        }
+        setReady(.success(()))
+        var outputs: [SourceOutput]?
+        while !isCancelled {
+            outputs = shared.withLock { $0.outputs }
+            if outputs != nil { break }
+            started.wait(nanoseconds: 50_000_000)
+        }
+        guard let targets = outputs, !isCancelled, let first = targets.first else { return outputs ?? [] }
+        let maxFrames = Int(limits.maxSeconds * Double(first.rate))
+        do {
+            let renderer = try TrackRenderer(
+                decoder: decoder,
+                outputs: targets.map {
+                    TrackRenderer.Output(channels: $0.channels, rate: $0.rate, resampler: $0.resampler)
+                })
+            while !isCancelled {
+                let more = try renderer.step { k, samples in push(samples, into: targets[k]) }
+                if !more { break }
+                if (renderer.framesDelivered.first ?? 0) >= maxFrames {
+                    report(.streamEnded("\(shownURL): cut after \(limits.maxSeconds) s (announce.max-duration)"))
+                    break
+                }
+            }
+        } catch {
+            if !isCancelled {
+                let failure = shared.withLock { $0.fetchFailure }
+                report(.streamEnded(failure?.message ?? "\(shownURL): \(error)"))
+            }
+        }
+        return targets
+    }
+
+    /// Writes all of `samples` into the slot's ring, waiting for room (as `MusicStreamer` does:
+    /// about as long as the output takes to make room, 10–40 ms). False when cancelled.
+    private func push(_ samples: UnsafeBufferPointer<Float>, into t: SourceOutput) -> Bool {
+        var offset = 0
+        while offset < samples.count {
+            if isCancelled { return false }
+            let n = t.slot.ring.write(samples.baseAddress! + offset, count: samples.count - offset)
+            offset += n
+            if n == 0 {
+                let frames = (samples.count - offset) / max(1, t.channels)
+                usleep(UInt32(min(40_000, max(10_000, frames * 1_000_000 / max(1, t.rate)))))
+            }
+        }
+        return true
+    }
+
+    /// The network thread: one GET, no redirects, no retries (an announcement is short and late is
+    /// worse than never); the body into the buffer, at most `maxBytes`.
+    private func fetch() {
+        var options = HTTPClient.Options()
+        options.maxRedirects = 0
+        options.connectTimeout = min(options.connectTimeout, limits.firstByteTimeout)
+        // A server that stops sending (or never answers) frees this thread soon after `open` gave
+        // up on it, instead of after libcurl's default 20 s.
+        options.stallTimeout = max(limits.firstByteTimeout, .seconds(5))
+        let client = HTTPClient(options: options)
+        var refused: Failure?
+        var overflow = false
+        var received = 0
+        let maxBytes = limits.maxBytes
+        do {
+            try client.get(
+                url: url,
+                onResponse: { head in
+                    if head.status == 404 || head.status == 410 {
+                        refused = Failure(.notFound, "\(shownURL): the server answered HTTP \(head.status)")
+                    } else if (300..<400).contains(head.status) {
+                        refused = Failure(
+                            .badStatus,
+                            "\(shownURL): the server answered HTTP \(head.status) (a redirect, not followed: "
+                                + "announce.allow-url-hosts is checked on the URL given)")
+                    } else if head.status != 200 {
+                        refused = Failure(.badStatus, "\(shownURL): the server answered HTTP \(head.status)")
+                    } else if let length = head.headers.contentLength, length > maxBytes {
+                        refused = Failure(
+                            .tooLarge,
+                            "\(shownURL): the file is \(length) bytes; at most \(maxBytes) (announce.max-bytes)")
+                    } else {
+                        buffer.setContentType(head.headers["Content-Type"])
+                    }
+                },
+                onData: { chunk in
+                    if refused != nil { return false }
+                    if received + chunk.count > maxBytes {
+                        overflow = true
+                        return false
+                    }
+                    guard buffer.write(chunk) else { return false }
+                    received += chunk.count
+                    shared.withLock { $0.bytesReceived = received }
+                    return true
+                })
+            if let refused { throw refused }
+            buffer.finish()
+        } catch {
+            if buffer.isCancelled { return }
+            let failure =
+                refused
+                ?? (overflow
+                    ? Failure(.tooLarge, "\(shownURL): the file is larger than \(maxBytes) bytes (announce.max-bytes)")
+                    : Failure(.unreachable, "\(shownURL): \(error)"))
+            shared.withLock { $0.fetchFailure = failure }
+            buffer.fail(ByteSourceError(message: failure.message))
+        }
+    }
+}

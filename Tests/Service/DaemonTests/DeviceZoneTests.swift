@@ -1,0 +1,57 @@
+import BatonTesting
+import Glibc
+import Testing
+
+@testable import BatonDaemon
+
+/// What the daemon reports for a `clock: device` zone on the virtual sound card (docs/TESTING.md):
+/// the card's faults as the status and the event stream show them, while another zone plays on.
+/// The engine-level proofs (every frame once, positions to the card's count) are DeviceCardTests.
+@Suite struct DeviceZoneTests {
+    func zone(_ t: TestDaemon, _ name: String) throws -> StatusReport.Zone? {
+        try t.status().zones.first { $0.name == name }
+    }
+
+    /// Music on a card zone: an injected xrun and a suspend are counted and the zone plays on; an
+    /// unplug makes it unavailable with the ALSA error and a replug brings it back by itself, while
+    /// the file zone beside it never stops; the card's rate estimate settles near its true rate.
+    @Test func cardFaultsShowInStatus() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920, driftPPM: 300)
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name), ("kitchen", 44_100, nil)], deviceClocked: ["card"])
+        defer { t.stop() }
+        #expect(waitUntil { (try? zone(t, "card"))??.state == "available" })
+        let music = try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true}"#)
+        #expect(music.status == 202, "\(music.object)")
+        #expect(waitUntil { card.recordedFrames > 48_000 })
+
+        card.send(.xrun)
+        #expect(waitUntil { ((try? zone(t, "card"))??.xruns ?? 0) == 1 })
+        let afterXrun = card.recordedFrames
+        #expect(waitUntil { card.recordedFrames > afterXrun + 4_800 }, "the card zone plays on after the xrun")
+
+        card.send(.suspend)
+        #expect(waitUntil { ((try? zone(t, "card"))??.suspends ?? 0) == 1 })
+
+        let kitchenBefore = try #require(try zone(t, "kitchen")?.framesPlayed)
+        card.send(.unplug)
+        #expect(waitUntil { (try? zone(t, "card"))??.state == "unavailable" })
+        let unplugged = try #require(try zone(t, "card"))
+        #expect(unplugged.error?.contains("No such device") == true, "\(unplugged.error ?? "nil")")
+        #expect(t.waitForEvent("zone-unavailable", seconds: 5) != nil)
+        #expect(waitUntil { ((try? zone(t, "kitchen"))??.framesPlayed ?? 0) > kitchenBefore + 44_100 / 2 })
+
+        card.send(.replug)
+        #expect(waitUntil(seconds: 12) { (try? zone(t, "card"))??.state == "available" })
+        let back = card.recordedFrames
+        #expect(waitUntil { card.recordedFrames > back + 4_800 }, "the card zone plays again after the replug")
+        #expect(try t.status().sources.first { $0.id == music.object["id"] }?.state == "playing")
+
+        // +300 ppm, estimated over the seconds since the replug restarted the estimate.
+        #expect(
+            waitUntil(seconds: 8) {
+                guard let ppm = (try? zone(t, "card"))??.rateEstimatePPM else { return false }
+                return abs(ppm - 300) < 50
+            }, "rate estimate \(String(describing: try? zone(t, "card")?.rateEstimatePPM))")
+    }
+}

@@ -1,0 +1,298 @@
+import BatonConfig
+import BatonTesting
+import FoundationEssentials
+import Glibc
+import OSThread
+import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
+
+/// The Home Assistant entities as HA would see them: the retained discovery payloads read from the
+/// real mosquitto broker, checked against HA's MQTT discovery keys per platform, and each entity's
+/// command topic driven with `mosquitto_pub` the way HA publishes to it.
+@Suite(.serialized) struct HomeAssistantEntityTests {
+    let base = "baton/test-speaker"
+
+    /// The keys HA's MQTT integration documents for each platform Baton uses (those shared by every
+    /// entity, and each platform's own), and the ones it requires.
+    static let commonKeys: Set<String> = [
+        "name", "unique_id", "device", "icon", "availability", "availability_topic", "availability_mode",
+    ]
+    static let platformKeys: [String: (allowed: Set<String>, required: Set<String>)] = [
+        "button": (["command_topic", "payload_press"], ["command_topic"]),
+        "number": (["command_topic", "state_topic", "min", "max", "step", "mode"], ["command_topic"]),
+        "select": (["command_topic", "state_topic", "options"], ["command_topic", "options"]),
+        "sensor": (["state_topic", "value_template", "json_attributes_topic"], ["state_topic"]),
+        "notify": (["command_topic"], ["command_topic"]),
+    ]
+
+    /// One discovery payload: every key it has, and the values the test follows.
+    struct Payload: Decodable {
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+        struct Availability: Decodable {
+            var topic: String
+            var valueTemplate: String?
+            enum CodingKeys: String, CodingKey {
+                case topic
+                case valueTemplate = "value_template"
+            }
+        }
+        struct Device: Decodable {
+            var identifiers: [String]
+        }
+        var keys: Set<String>
+        var commandTopic: String?
+        var stateTopic: String?
+        var attributesTopic: String?
+        var availabilityTopic: String?
+        var availability: [Availability]?
+        var options: [String]?
+        var payloadPress: String?
+        var uniqueID: String?
+        var device: Device?
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: Key.self)
+            keys = Set(c.allKeys.map(\.stringValue))
+            commandTopic = try c.decodeIfPresent(String.self, forKey: Key(stringValue: "command_topic"))
+            stateTopic = try c.decodeIfPresent(String.self, forKey: Key(stringValue: "state_topic"))
+            attributesTopic = try c.decodeIfPresent(String.self, forKey: Key(stringValue: "json_attributes_topic"))
+            availabilityTopic = try c.decodeIfPresent(String.self, forKey: Key(stringValue: "availability_topic"))
+            availability = try c.decodeIfPresent([Availability].self, forKey: Key(stringValue: "availability"))
+            options = try c.decodeIfPresent([String].self, forKey: Key(stringValue: "options"))
+            payloadPress = try c.decodeIfPresent(String.self, forKey: Key(stringValue: "payload_press"))
+            uniqueID = try c.decodeIfPresent(String.self, forKey: Key(stringValue: "unique_id"))
+            device = try c.decodeIfPresent(Device.self, forKey: Key(stringValue: "device"))
+        }
+    }
+
+    func connected(_ t: TestDaemon) -> Bool {
+        waitUntil(seconds: 15) { (try? t.status().mqtt?.connection) == "connected" }
+    }
+
+    /// Every retained message under `filter` (as `topic payload` lines) within a few seconds.
+    func retained(_ broker: MosquittoBroker, _ filter: String, count: Int) throws -> [(topic: String, payload: String)]
+    {
+        try broker.subscribe(topic: filter, count: count, seconds: 5).messages().map { line in
+            let space = line.firstIndex(of: " ") ?? line.endIndex
+            return (String(line[..<space]), String(line[space...].dropFirst()))
+        }
+    }
+
+    /// Every discovery payload has its platform's required keys and only documented ones, a unique
+    /// id and the device; every topic HA reads from (state, attributes, availability) holds a
+    /// retained message; every zone entity is unavailable with its zone (the garage's PCM is
+    /// missing: its state says `unavailable`, which its availability template turns into offline).
+    @Test func discoveryHasHomeAssistantsKeysAndLiveTopics() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(
+            zones: [("kitchen", 44_100, nil), ("garage", 48_000, ALSATestRig.missingPCM)],
+            mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        // The doorbell, play, pause, next, the sound select, its button, notify; volume, state and
+        // now playing per zone.
+        let expected = 7 + 3 * 2
+        let messages = try retained(broker, "homeassistant/#", count: expected)
+        #expect(messages.count == expected, "\(messages.map(\.topic))")
+        var readTopics: Set<String> = []
+        var uniqueIDs: Set<String> = []
+        for (topic, text) in messages {
+            let platform = String(topic.split(separator: "/")[1])
+            let payload = try JSONDecoder().decode(Payload.self, from: Data(text.utf8))
+            let keys = try #require(Self.platformKeys[platform], "unexpected platform \(platform)")
+            #expect(
+                keys.required.isSubset(of: payload.keys), "\(topic): missing \(keys.required.subtracting(payload.keys))"
+            )
+            let unknown = payload.keys.subtracting(keys.allowed).subtracting(Self.commonKeys)
+            #expect(unknown.isEmpty, "\(topic): keys HA does not document for \(platform): \(unknown)")
+            #expect(payload.device?.identifiers == ["baton_test-speaker"], "\(topic)")
+            let id = try #require(payload.uniqueID, "\(topic)")
+            #expect(uniqueIDs.insert(id).inserted, "\(topic): unique_id \(id) twice")
+            #expect((payload.availabilityTopic == nil) != (payload.availability == nil), "\(topic): one availability")
+            if platform == "select" { #expect(payload.options == t.daemon.sounds.names()) }
+            readTopics.formUnion(
+                [payload.stateTopic, payload.attributesTopic, payload.availabilityTopic].compactMap { $0 })
+            readTopics.formUnion(payload.availability?.map(\.topic) ?? [])
+            if topic.contains("/garage_") {
+                #expect(payload.availability?.map(\.topic) == ["\(base)/availability", "\(base)/zones/garage/state"])
+            }
+        }
+        for topic in readTopics.sorted() {
+            let got = try retained(broker, topic, count: 1)
+            #expect(got.count == 1 && !(got.first?.payload.isEmpty ?? true), "nothing retained on \(topic)")
+        }
+        let garage = try retained(broker, "\(base)/zones/garage/state", count: 1).first?.payload ?? ""
+        #expect(garage.contains(#""state":"unavailable""#), "\(garage)")
+        let nowPlaying = try retained(broker, "\(base)/zones/garage/now-playing", count: 1).first?.payload ?? ""
+        #expect(nowPlaying == #"{"state":"unavailable"}"#, "\(nowPlaying)")
+        let kitchen = try retained(broker, "\(base)/zones/kitchen/now-playing", count: 1).first?.payload ?? ""
+        #expect(kitchen == #"{"state":"idle"}"#, "\(kitchen)")
+    }
+
+    /// Every command topic in the discovery payloads is one Baton acts on: what HA sends there (a
+    /// button's `payload_press`, a select option, a number, a message) either makes an event or,
+    /// when it cannot be done now (pause with no music), a clear error on `<base>/errors`; the
+    /// select's choice shows on its state topic.
+    @Test func everyCommandTopicIsCarriedOut() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        let entities = try retained(broker, "homeassistant/#", count: 7 + 3).map {
+            (topic: $0.topic, payload: try JSONDecoder().decode(Payload.self, from: Data($0.payload.utf8)))
+        }
+        let commands = entities.filter { $0.payload.commandTopic != nil }
+        #expect(commands.count == 8, "\(commands.map(\.topic))")
+        for (topic, payload) in commands {
+            let command = try #require(payload.commandTopic)
+            let platform = topic.split(separator: "/")[1]
+            let message =
+                switch platform {
+                case "button": try #require(payload.payloadPress, "\(topic)")
+                case "select": try #require(payload.options?.last, "\(topic)")
+                case "number": "30"
+                default: "Hello"
+                }
+            let before = t.daemon.events.recent().count
+            let errors = try broker.subscribe(topic: "\(base)/errors", count: 1, seconds: 3)
+            try broker.publish(topic: command, message: message)
+            if platform == "select" {
+                let state = try #require(payload.stateTopic)
+                #expect(
+                    waitUntil(seconds: 5) { (try? retained(broker, state, count: 1).first?.payload) == message },
+                    "\(topic): the choice \(message) is not on \(state)")
+                continue
+            }
+            _ = waitUntil(seconds: 5) {
+                t.daemon.events.recent().count > before || !errors.messages(seconds: 0).isEmpty
+            }
+            let acted = t.daemon.events.recent().count > before
+            let error = acted ? nil : errors.messages().first?.replacing(#"\/"#, with: "/")  // JSON escapes "/"
+            #expect(
+                acted || error?.contains(#""topic":"\#(command)""#) == true,
+                "\(topic): nothing happened: \(error ?? "")")
+            // Let an announcement end before the next command.
+            _ = waitUntil(seconds: 10) { (try? t.status().sources.isEmpty) ?? false }
+        }
+    }
+
+    /// The sound select and its button: choosing `bell1k` is retained on `<base>/sound`, and the
+    /// button announces it (1 kHz in the kitchen); an unknown choice is a clear error and changes
+    /// nothing.
+    @Test func selectedSoundIsAnnouncedByTheButton() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], mqtt: MQTTConfig(broker: broker.url))
+        #expect(connected(t))
+        #expect(try retained(broker, "\(base)/sound", count: 1).first?.payload == "doorbell")
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 1)
+        try broker.publish(topic: "\(base)/sound/set", message: "trumpet")
+        let error = errors.messages().first ?? ""
+        #expect(error.contains(#""status":404"#) && error.contains(#"unknown sound \"trumpet\""#), "\(error)")
+        try broker.publish(topic: "\(base)/sound/set", message: "bell1k")
+        #expect(
+            waitUntil(seconds: 5) { (try? retained(broker, "\(base)/sound", count: 1).first?.payload) == "bell1k" })
+        try broker.publish(topic: "\(base)/sound/announce", message: "{}")
+        let granted = try #require(t.waitForEvent("granted", seconds: 10))
+        #expect(try t.status().sources.first { $0.id == granted.source }?.sound == "bell1k")
+        #expect(t.waitForEvent("played", source: granted.source) != nil)
+        t.stop()
+        let at = try #require(granted.zoneFrames?["kitchen"]) + 882
+        #expect(Signals.windowedToneLevel(t.left("kitchen")[at..<(at + 4_410)], frequency: 1000, rate: 44_100) > 0.4)
+    }
+
+    /// `notify.send_message` publishes its message as it is: Baton speaks it (espeak-ng) on every
+    /// zone, and the kitchen's file holds speech-level audio after the grant; an empty message is a
+    /// clear error.
+    @Test func notifySpeaksTheMessage() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], mqtt: MQTTConfig(broker: broker.url))
+        #expect(connected(t))
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 1)
+        try broker.publish(topic: "\(base)/notify", message: " ")
+        #expect(errors.messages().first?.contains("text is empty") == true)
+        try broker.publish(topic: "\(base)/notify", message: "The washing machine is done")
+        let granted = try #require(t.waitForEvent("granted", seconds: 15))
+        #expect(
+            try t.status().sources.first { $0.id == granted.source }?.sound == "speech: The washing machine is done")
+        let played = try #require(t.waitForEvent("played", source: granted.source, seconds: 15))
+        t.stop()
+        let start = try #require(granted.zoneFrames?["kitchen"])
+        let end = try #require(played.zoneFrames?["kitchen"])
+        let out = t.left("kitchen")
+        let loud = stride(from: start, to: end - 2_205, by: 2_205).filter { Signals.rms(out[$0..<($0 + 2_205)]) > 0.02 }
+        #expect(loud.count >= 10, "speech in \(loud.count) windows of 50 ms")
+    }
+
+    /// Play, pause and next buttons (payload `{}`) drive the newest music, and the zone's
+    /// now-playing sensor follows: playing with its title, then paused, then playing again; the
+    /// 440 Hz music stops being heard while paused. Next on a local sound is a clear error.
+    @Test func musicButtonsAndNowPlaying() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], mqtt: MQTTConfig(broker: broker.url))
+        #expect(connected(t))
+        let r = try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+        let id = try #require(r.object["id"])
+        func nowPlaying() -> String {
+            (try? retained(broker, "\(base)/zones/kitchen/now-playing", count: 1))?.first?.payload ?? ""
+        }
+        #expect(waitUntil(seconds: 5) { nowPlaying().contains(#""state":"playing""#) }, "\(nowPlaying())")
+        #expect(nowPlaying().contains(#""title":"music440""#) && nowPlaying().contains(#""source":"\#(id)""#))
+        try broker.publish(topic: "\(base)/music/pause", message: "{}")
+        #expect(waitUntil(seconds: 5) { (try? t.status().sources.first?.state) == "paused" })
+        #expect(waitUntil(seconds: 5) { nowPlaying().contains(#""state":"paused""#) }, "\(nowPlaying())")
+        let pausedAt = try #require(try t.status().zones.first?.framesPlayed)
+        usleep(500_000)
+        try broker.publish(topic: "\(base)/music/resume", message: "{}")
+        #expect(waitUntil(seconds: 5) { (try? t.status().sources.first?.state) == "playing" })
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 1)
+        try broker.publish(topic: "\(base)/music/next", message: "{}")
+        let error = errors.messages().first ?? ""
+        #expect(error.contains(#""status":404"#) && error.contains("no music from the server"), "\(error)")
+        usleep(300_000)
+        t.stop()
+        let out = t.left("kitchen")
+        // 0.2 s after the pause, before the resume: silence.
+        let quiet = Int(pausedAt) + 8_820
+        #expect(Signals.rms(out[quiet..<(quiet + 8_820)]) < 0.01)
+        #expect(Signals.windowedToneLevel(out[(out.count - 8_820)...], frequency: 440, rate: 44_100) > 0.3)
+    }
+
+    /// Home Assistant's TTS path over MQTT: `{"url": …}` on `<base>/announce` streams the MP3 from
+    /// 127.0.0.1 (1 kHz heard in the kitchen); a host not allowed gets a 403 on `<base>/errors`
+    /// naming `announce.allow-url-hosts`.
+    @Test func announcesAURLOverMQTT() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        server.route("/tts.mp3", .init(contentType: "audio/mpeg", body: try URLAnnounceTests.toneMP3(seconds: 1)))
+        let t = try TestDaemon(
+            zones: [("kitchen", 44_100, nil)], mqtt: MQTTConfig(broker: broker.url),
+            announce: URLAnnounceTests.allowLoopback)
+        #expect(connected(t))
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 1)
+        try broker.publish(topic: "\(base)/announce", message: #"{"url": "http://ha.local:8123/api/tts_proxy/a.mp3"}"#)
+        let error = errors.messages().first ?? ""
+        #expect(error.contains(#""status":403"#) && error.contains("announce.allow-url-hosts"), "\(error)")
+        try broker.publish(topic: "\(base)/announce", message: #"{"url": "\#(server.url("/tts.mp3"))"}"#)
+        let granted = try #require(t.waitForEvent("granted", seconds: 10))
+        #expect(t.waitForEvent("played", source: granted.source) != nil)
+        t.stop()
+        let out = t.left("kitchen")
+        let start = try #require(granted.zoneFrames?["kitchen"])
+        let first = try #require(Signals.onset(Array(out[start...]), threshold: 0.05)) + start
+        #expect(Signals.windowedToneLevel(out[(first + 4_410)..<(first + 8_820)], frequency: 1000, rate: 44_100) > 0.3)
+    }
+}

@@ -1,0 +1,231 @@
+import BatonConfig
+import BatonTesting
+import Glibc
+import OSThread
+import Synchronization
+import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
+
+/// Announcements from a URL (Home Assistant's TTS), served by a slow HTTP server on 127.0.0.1 and
+/// checked in the zone's output file.
+@Suite(.serialized) struct URLAnnounceTests {
+    static let allowLoopback = AnnounceConfig(allowURLHosts: ["127.0.0.1"])
+
+    /// A 1 kHz MP3 (4 s, stereo, 44.1 kHz, 96 kbit/s by default) made by ffmpeg, loud (about 0.5).
+    static func toneMP3(seconds: Int = 4, bitrate: String = "96k") throws -> [UInt8] {
+        let dir = WAVWriter.temporaryDirectory("url-announce")
+        let made = Subprocess.run(
+            "/usr/bin/ffmpeg",
+            [
+                "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi",
+                "-i", "sine=frequency=1000:sample_rate=44100:duration=\(seconds)", "-af", "volume=4",
+                "-ac", "2", "-b:a", bitrate, "\(dir)/tone.mp3",
+            ])
+        guard made.status == 0, case .success(let bytes?) = FileIO.read("\(dir)/tone.mp3") else {
+            throw TestSetupError(message: "ffmpeg could not make the MP3: \(made.output)")
+        }
+        return bytes
+    }
+
+    /// The MP3 is sent over 3 s: its first tone sample is in the kitchen's output file before the
+    /// server sent the last byte (playback starts while the file downloads), and the whole tone is
+    /// heard; the source is labelled with the URL's last levels and plays once (`played`).
+    @Test func playsWhileItDownloads() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        let t = try TestDaemon(announce: Self.allowLoopback)
+        let kitchen = try #require(t.files["kitchen"])
+        let snapshot = Mutex<(samples: [Float], at: Double)>(([], 0))
+        server.route(
+            "/api/tts_proxy/hello.mp3",
+            .init(
+                contentType: "audio/mpeg", body: try Self.toneMP3(), seconds: 3, chunks: 30,
+                beforeLastChunk: {
+                    let now = SlowHTTPServer.now()
+                    let left = Signals.channel(ALSATestRig.readS16(kitchen), 0, of: 2)
+                    snapshot.withLock { $0 = (left, now) }
+                }))
+        let requested = SlowHTTPServer.now()
+        let r = try t.json(
+            "POST", "/api/v1/announce",
+            #"{"url": "\#(server.url("/api/tts_proxy/hello.mp3"))", "zones": ["kitchen"]}"#)
+        #expect(r.status == 202 && r.object["status"] == "playing", "\(r.object)")
+        let id = try #require(r.object["id"])
+        #expect(try t.status().sources.first { $0.id == id }?.sound == "url: tts_proxy/hello.mp3")
+        let granted = try #require(t.waitForEvent("granted", source: id)?.zoneFrames?["kitchen"])
+        #expect(t.waitForEvent("played", source: id, seconds: 15) != nil)
+        let lastByte = try #require(server.lastByteAt("/api/tts_proxy/hello.mp3"))
+        t.stop()
+        let (before, snappedAt) = snapshot.withLock { $0 }
+        #expect(snappedAt <= lastByte)
+        // The first sample of the tone, as written before the last byte went out.
+        let onset = before.count > granted ? Signals.onset(Array(before[granted...]), threshold: 0.05) : nil
+        let first = try #require(onset, "no tone in the output before the last byte was sent").advanced(by: granted)
+        let heardBeforeLastByte = Double(before.count - first) / 44_100
+        let sinceRequest = snappedAt - requested
+        print(
+            "URL announce: first tone sample at output frame \(first); \(heardBeforeLastByte) s of it written "
+                + "before the last byte was sent (\(sinceRequest) s after the request, \(lastByte - requested) s to the last byte)"
+        )
+        #expect(heardBeforeLastByte > 1.5, "only \(heardBeforeLastByte) s of tone before the last byte")
+        let out = t.left("kitchen")
+        #expect(Signals.windowedToneLevel(out[(first + 4_410)..<(first + 8_820)], frequency: 1000, rate: 44_100) > 0.3)
+        // The whole 4 s: still the tone 3.5 s in.
+        let late = first + 3 * 44_100 + 22_050
+        #expect(out.count > late + 4_410)
+        if out.count > late + 4_410 {
+            #expect(Signals.windowedToneLevel(out[late..<(late + 4_410)], frequency: 1000, rate: 44_100) > 0.3)
+        }
+    }
+
+    /// Each format HA's TTS engines hand out is decoded by its Content-Type, or by its bytes when
+    /// the type says nothing: a 1 s 1 kHz tone heard in the kitchen (48 kHz Opus resampled).
+    @Test(arguments: [
+        ("ogg", "libopus", "audio/ogg"), ("wav", "pcm_s16le", "audio/wav"), ("flac", "flac", "audio/flac"),
+        ("mp3", "libmp3lame", "application/octet-stream"), ("ogg", "libopus", nil),
+    ])
+    func decodesEachFormat(ext: String, codec: String, contentType: String?) throws {
+        let dir = WAVWriter.temporaryDirectory("url-format")
+        let made = Subprocess.run(
+            "/usr/bin/ffmpeg",
+            [
+                "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi",
+                "-i", "sine=frequency=1000:sample_rate=48000:duration=1", "-af", "volume=4", "-ac", "1",
+                "-c:a", codec, "\(dir)/tone.\(ext)",
+            ])
+        guard made.status == 0, case .success(let body?) = FileIO.read("\(dir)/tone.\(ext)") else {
+            throw TestSetupError(message: "ffmpeg: \(made.output)")
+        }
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        server.route("/tone", .init(contentType: contentType, body: body, seconds: 0.5, chunks: 5))
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], announce: Self.allowLoopback)
+        let r = try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url("/tone"))"}"#)
+        #expect(r.status == 202, "\(ext) \(contentType ?? "none"): \(r.object)")
+        let id = try #require(r.object["id"])
+        let granted = try #require(t.waitForEvent("granted", source: id)?.zoneFrames?["kitchen"])
+        #expect(t.waitForEvent("played", source: id) != nil)
+        t.stop()
+        let out = t.left("kitchen")
+        let first = try #require(Signals.onset(Array(out[granted...]), threshold: 0.05)) + granted
+        #expect(Signals.windowedToneLevel(out[(first + 4_410)..<(first + 8_820)], frequency: 1000, rate: 44_100) > 0.3)
+    }
+
+    /// Every bad URL is a clear error naming its cause, and the daemon plays on: a host not in
+    /// `announce.allow-url-hosts` (403 naming the key), a 404, a file larger than `max-bytes` by its
+    /// Content-Length, bytes that are no audio, a server that is not there, a bad URL.
+    @Test func refusesBadURLsClearly() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        let closed = try Listener.closedPort()
+        let t = try TestDaemon(announce: AnnounceConfig(allowURLHosts: ["127.0.0.1"], maxBytes: 64 << 10))
+        defer { t.stop() }
+        server.route("/big.mp3", .init(contentType: "audio/mpeg", body: [UInt8](repeating: 0, count: 100_000)))
+        server.route(
+            "/garbage.bin", .init(contentType: "application/octet-stream", body: Array("hello, not audio".utf8)))
+        server.route("/page.mp3", .init(contentType: "text/html", body: Array("<html>hi</html>".utf8)))
+        let cases: [(url: String, status: Int, text: String)] = [
+            (
+                "http://ha.local:8123/api/tts_proxy/x.mp3", 403,
+                #"host "ha.local" is not in announce.allow-url-hosts"#
+            ),
+            (server.url("/missing.mp3"), 404, "HTTP 404"),
+            (server.url("/big.mp3"), 422, "at most 65536 (announce.max-bytes)"),
+            (server.url("/garbage.bin"), 422, "first bytes"),
+            (server.url("/page.mp3"), 422, #"Content-Type "text/html""#),
+            ("http://127.0.0.1:\(closed)/x.mp3", 502, "url: "),
+            ("ftp://127.0.0.1/x.mp3", 400, "expected http:// or https://"),
+        ]
+        for c in cases {
+            let r = try t.json("POST", "/api/v1/announce", #"{"url": "\#(c.url)"}"#)
+            #expect(r.status == c.status, "\(c.url): \(r.object)")
+            #expect(r.object["error"]?.contains(c.text) == true, "\(c.url): \(r.object)")
+        }
+        // Still playing: a sound is heard, and nothing was left behind.
+        #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).status == 202)
+        #expect(t.waitForEvent("played", seconds: 10) != nil)
+        #expect(try t.status().sources.isEmpty)
+    }
+
+    /// The same URL twice within the coalesce window plays once (`coalesced` into the first).
+    @Test func coalescesTheSameURL() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        let t = try TestDaemon(announce: Self.allowLoopback)
+        defer { t.stop() }
+        server.route("/a.mp3", .init(contentType: "audio/mpeg", body: try Self.toneMP3(seconds: 1)))
+        let body = #"{"url": "\#(server.url("/a.mp3"))", "zones": ["kitchen"]}"#
+        let first = try t.json("POST", "/api/v1/announce", body)
+        let second = try t.json("POST", "/api/v1/announce", body)
+        #expect(first.object["status"] == "playing", "\(first.object)")
+        #expect(second.object["status"] == "coalesced" && second.object["into"] == first.object["id"])
+        #expect(t.waitForEvent("played", source: first.object["id"], seconds: 10) != nil)
+    }
+
+    /// The caps while playing: a 4 s file is cut at `announce.max-duration` (2 s), and a body with
+    /// no Content-Length that grows past `max-bytes` (64 KiB of 320 kbit/s: 1.6 s) ends where the
+    /// bytes stopped; a server that
+    /// never answers fails the request after `first-byte-timeout` (502); bytes that claim to be
+    /// MP3 but are noise are refused (422).
+    @Test func capsDurationBytesAndWaiting() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        let silent = try Listener()  // accepts nothing: the connection waits in the backlog
+        defer { close(silent.fd) }
+        let mp3 = try Self.toneMP3()
+        server.route("/long.mp3", .init(contentType: "audio/mpeg", body: mp3))
+        let dense = try Self.toneMP3(bitrate: "320k")
+        #expect(dense.count > 64 << 10)
+        server.route("/unsized.mp3", .init(contentType: "audio/mpeg", body: dense, sendLength: false))
+        var x: UInt32 = 7  // a fixed LCG: the same noise every run
+        let noise = (0..<60_000).map { _ in
+            x = x &* 1_664_525 &+ 1_013_904_223
+            return UInt8(truncatingIfNeeded: x >> 24)
+        }
+        server.route("/noise.mp3", .init(contentType: "audio/mpeg", body: noise))
+        let t = try TestDaemon(
+            zones: [("kitchen", 44_100, nil)],
+            announce: AnnounceConfig(
+                allowURLHosts: ["127.0.0.1"], maxBytes: 64 << 10, maxDuration: .seconds(2),
+                firstByteTimeout: .milliseconds(500)))
+        defer { t.stop() }
+        for (path, expected) in [("/long.mp3", 2.0), ("/unsized.mp3", Double(64 << 10) * 8 / 320_000)] {
+            let r = try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url(path))"}"#)
+            #expect(r.status == 202, "\(path): \(r.object)")
+            let id = try #require(r.object["id"])
+            let granted = try #require(t.waitForEvent("granted", source: id)?.zoneFrames?["kitchen"])
+            let played = try #require(t.waitForEvent("played", source: id, seconds: 10)?.zoneFrames?["kitchen"])
+            let seconds = Double(played - granted) / 44_100
+            #expect(abs(seconds - expected) < 0.25, "\(path) played \(seconds) s, expected about \(expected) s")
+            let cut = t.waitForEvent("stream-error", source: id)?.reason ?? ""
+            #expect(cut.contains(path == "/long.mp3" ? "announce.max-duration" : "announce.max-bytes"), "\(cut)")
+        }
+        let started = SlowHTTPServer.now()
+        let waited = try t.json("POST", "/api/v1/announce", #"{"url": "http://127.0.0.1:\#(silent.port)/x.mp3"}"#)
+        #expect(waited.status == 502 && waited.object["error"]?.contains("announce.first-byte-timeout") == true)
+        #expect(SlowHTTPServer.now() - started < 3)
+        let noisy = try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url("/noise.mp3"))"}"#)
+        #expect(noisy.status == 422, "\(noisy.object)")
+        #expect(try t.status().sources.isEmpty)
+    }
+
+    /// Stopping a URL announcement while it downloads ends it at once (`finished`), the download
+    /// is dropped, and the zone plays the next announcement.
+    @Test func stopsWhileDownloading() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        server.route("/slow.mp3", .init(contentType: "audio/mpeg", body: try Self.toneMP3(), seconds: 3, chunks: 30))
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], announce: Self.allowLoopback)
+        defer { t.stop() }
+        let id = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url("/slow.mp3"))"}"#).object["id"])
+        #expect(waitUntil { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.3 })
+        #expect(try t.json("POST", "/api/v1/music/stop", #"{"id": "\#(id)"}"#).status == 200)
+        #expect(t.waitForEvent("finished", source: id) != nil)
+        let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#)
+        #expect(bell.object["status"] == "playing", "\(bell.object)")
+        #expect(t.waitForEvent("played", source: bell.object["id"]) != nil)
+    }
+}

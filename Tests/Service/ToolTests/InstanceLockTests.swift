@@ -1,0 +1,37 @@
+import BatonTesting
+import Glibc
+import Testing
+
+/// One batond per configuration: a second one on the same configuration refuses to start before it
+/// touches a device, naming the one that runs; the lock of a killed daemon is taken over.
+@Suite struct InstanceLockTests {
+    /// A second `batond --config X` exits non-zero with "another batond (pid N) runs this
+    /// configuration" and never opens the PCMs; after SIGKILL of the first, a new one starts.
+    @Test func secondDaemonOnOneConfigurationRefusesToStart() throws {
+        let first = try BatondProcess()
+        let out = first.directory + "/out"
+        // The running daemon keeps writing through its open descriptors; were the second one to
+        // open its file PCMs, these paths would exist again.
+        for zone in ["kitchen", "patio"] {
+            #expect(rename("\(out)/\(zone).wav", "\(out)/\(zone)-first.wav") == 0)
+        }
+        let second = try BackgroundProcess(
+            Subprocess.buildDirectory + "/batond", ["--config", first.directory + "/baton.yaml"],
+            outputPath: first.directory + "/second.log")
+        let status = second.wait(seconds: 10)
+        if status == nil { second.stop(signal: SIGKILL) }
+        #expect(status == 1, "the second batond exits with 1 (it exited with \(String(describing: status)))")
+        let log = second.output
+        #expect(log.contains("another batond (pid \(first.pid)) runs this configuration"), "\(log)")
+        #expect(log.contains("/state/batond.lock"), "the lock is in the state-dir: \(log)")
+        for zone in ["kitchen", "patio"] {
+            #expect(access("\(out)/\(zone).wav", F_OK) != 0, "the second batond never opened \(zone)'s PCM")
+        }
+        #expect(first.batonctl("status").status == 0, "the first one plays on")
+
+        try first.killAndRestart()  // SIGKILL: the lock dies with it; the new daemon takes it
+        #expect(first.log.contains("control API on"))
+        #expect(!first.log.contains("another batond"))
+        #expect(access("\(out)/kitchen.wav", F_OK) == 0, "the new daemon opened its PCMs")
+    }
+}
