@@ -194,3 +194,22 @@ package.targets += [
         name: "BatonTestCardTests", dependencies: ["ALSA", "BatonTesting", "CBatonTestCard"],
         path: "Tests/Support/BatonTestCardTests", swiftSettings: swiftSettings),
 ]
+
+// MARK: - The `baton` ALSA PCM type (issue 13; kept in one block for merging)
+// CBatonPCM is an alsa-lib ioplug plugin: every ALSA program that writes to a `type baton` PCM plays
+// through batond as an external source. Plain C, linked to alsa-lib only (never the Swift runtime):
+// the dynamic library product libasound_module_pcm_baton.so is what alsa-lib dlopen()s, and what
+// scripts/build-deb.sh installs into the alsa-lib plugin directory.
+package.products += [
+    .library(name: "asound_module_pcm_baton", type: .dynamic, targets: ["CBatonPCM"])
+]
+package.targets += [
+    .target(
+        name: "CBatonPCM", path: "Sources/Plugins/ALSABaton",
+        cSettings: [.unsafeFlags(["-Wall", "-Wextra"])],
+        // The Swift driver links every product: -nostartfiles leaves out its start-up object (swiftrt.o,
+        // which references the runtime), and -static-stdlib turns its -lswiftCore into an archive from
+        // which nothing is taken. So the plugin needs alsa-lib and libc only (`ldd` shows no Swift;
+        // ToolTests checks it), and any program can load it.
+        linkerSettings: [.linkedLibrary("asound"), .unsafeFlags(["-nostartfiles", "-static-stdlib"])])
+]
