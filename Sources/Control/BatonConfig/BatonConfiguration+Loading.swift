@@ -104,6 +104,7 @@ extension ConfigReader {
     static let topKeys = [
         "api", "zones", "groups", "board", "boards-dir", "sounds", "resampler", "alsa-config",
         "output-dir", "state-dir", "policy", "music", "device", "mqtt", "gpio", "intercom", "speech",
+        "external-sources",
     ]
     static let apiKeys = ["listen", "max-body", "token-file"]
     static let resamplerKeys = ["music", "announcements"]
@@ -164,13 +165,18 @@ extension ConfigReader {
         let intercom = top.values["intercom"].map {
             readIntercom($0, zoneNames: zoneNames, groupNames: groups.map(\.name))
         }
+        let externalSources = top.values["external-sources"].map {
+            readExternalSources(
+                $0, zoneNames: zoneNames, groupNames: groups.map(\.name), classNames: policy.classes.map(\.name),
+                baseDirectory: baseDirectory)
+        }
 
         return BatonConfiguration(
             api: api, zones: zones, sounds: resolve(sounds), resampler: resampler,
             alsaConfig: alsaConfig.map(resolve), outputDir: outputDir.map(resolve), policy: policy,
             groups: groups, music: music ?? nil, stateDir: stateDir.map(resolve), board: board,
             boardsDir: boards.configured ?? boards.directory ?? nil, device: device, mqtt: mqtt ?? nil, gpio: gpio,
-            intercom: intercom ?? nil, speech: speech)
+            intercom: intercom ?? nil, speech: speech, externalSources: externalSources ?? nil)
     }
 
     mutating func readAPI(_ pair: YAMLPair, baseDirectory: String) -> APIConfig {

@@ -41,6 +41,8 @@ public struct BatonConfiguration: Sendable, Equatable {
     public var intercom: IntercomConfig?
     /// Spoken announcements (espeak-ng).
     public var speech: SpeechConfig
+    /// ALSA programs that play through a `baton` PCM (`external-sources:`); nil when not configured.
+    public var externalSources: ExternalSourcesConfig?
 
     /// Creates a configuration.
     public init(
@@ -49,7 +51,7 @@ public struct BatonConfiguration: Sendable, Equatable {
         policy: PolicyConfig = .default, groups: [GroupConfig] = [], music: MusicConfig? = nil,
         stateDir: String? = nil, board: String? = nil, boardsDir: String? = nil, device: String = "baton",
         mqtt: MQTTConfig? = nil, gpio: [GPIOButtonConfig] = [], intercom: IntercomConfig? = nil,
-        speech: SpeechConfig = .default
+        speech: SpeechConfig = .default, externalSources: ExternalSourcesConfig? = nil
     ) {
         self.api = api
         self.zones = zones
@@ -68,6 +70,7 @@ public struct BatonConfiguration: Sendable, Equatable {
         self.gpio = gpio
         self.intercom = intercom
         self.speech = speech
+        self.externalSources = externalSources
     }
 
     /// The zone named `name`, if there is one.

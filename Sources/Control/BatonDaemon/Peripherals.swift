@@ -13,6 +13,7 @@ final class Peripherals: Sendable {
     let snapcast: SnapcastKeepers
     let intercom = IntercomLine()
     let music: MusicConnection
+    let external = ExternalSources()
 
     init(config: BatonConfiguration, logger: Logger, events: EventLog) {
         // Without state-dir, systemd's StateDirectory= (STATE_DIRECTORY) is used when set.

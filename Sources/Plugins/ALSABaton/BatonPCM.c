@@ -177,7 +177,7 @@ static int await_reply(baton_t *b, const char *what, int refused) {
         }
     }
     if (b->got_error) {
-        fprintf(stderr, "baton: batond at %s refused %s for source \"%s\": %s\n", b->socket_path, what, b->source,
+        fprintf(stderr, "baton: batond at %s refused source \"%s\" (%s): %s\n", b->socket_path, b->source, what,
                 b->error);
         return refused;
     }
@@ -350,7 +350,7 @@ static int connect_to_batond(baton_t *b) {
                 b->source);
         return -ECONNREFUSED;
     }
-    return await_reply(b, "the source", -ENOENT);
+    return await_reply(b, "at open", -ENOENT);
 }
 
 static int parse_definition(baton_t *b, snd_config_t *conf) {
