@@ -213,3 +213,9 @@ package.targets += [
         // ToolTests checks it), and any program can load it.
         linkerSettings: [.linkedLibrary("asound"), .unsafeFlags(["-nostartfiles", "-static-stdlib"])])
 ]
+package.targets += [
+    // aplay, MPD and the others through the real plugin and the real batond.
+    .testTarget(
+        name: "ExternalTests", dependencies: ["BatonTesting"], path: "Tests/Players/ExternalTests",
+        swiftSettings: swiftSettings)
+]

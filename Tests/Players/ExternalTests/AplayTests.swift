@@ -1,0 +1,90 @@
+import BatonTesting
+import Glibc
+import Testing
+
+/// aplay through `baton_x`, the real plugin and the real batond (issue 13 §3).
+@Suite(.serialized) struct AplayTests {
+    /// The music: the left channel carries 10000 + (n mod 20000) at frame n, the right is silent, so
+    /// every frame is recognisable in the zone's output (and never rounds to 0 in a fade).
+    static func music(frames: Int) -> [Int16] {
+        (0..<frames).flatMap { [Int16(10_000 + $0 % 20_000), 0] }
+    }
+
+    /// A bell on the right channel only.
+    static let bell: [Int16] = (0..<(48_000 / 4)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
+
+    /// With `hold`, a doorbell interrupts aplay: every input frame reaches the zone exactly once and
+    /// in order (the only changes are the pause and resume fades), the bell plays in between, and
+    /// aplay finishes normally.
+    @Test func holdPlaysEveryFrameOnceInOrderAroundADoorbell() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music, when-interrupted: hold}", sounds: ["bell": Self.bell])
+        let frames = 48_000 * 3
+        let input = Self.music(frames: frames)
+        ExternalRig.writeWAV(rig.directory + "/music.wav", input, channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
+        usleep(1_000_000)
+        #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
+        #expect(aplay.wait(seconds: 15) == 0, "aplay: \(aplay.output)")
+        usleep(300_000)
+        let events = rig.get("/api/v1/events/recent")
+        #expect(events.contains("interruption-began") && events.contains("interruption-ended"), "\(events)")
+        #expect(events.contains("aplay (pid \(aplay.pid)) writes S16_LE 2 ch 48000 Hz to baton_x"), "\(events)")
+
+        let out = rig.zoneSamples()
+        let left = stride(from: 0, to: out.count, by: 2).map { out[$0] }.filter { $0 != 0 }
+        #expect(left.count == frames, "every frame exactly once")
+        var faded = 0
+        var wrong = 0
+        for (k, v) in left.prefix(frames).enumerated() {
+            let x = input[2 * k]
+            if v == x { continue }
+            if v > 0 && v < x { faded += 1 } else { wrong += 1 }
+        }
+        #expect(wrong == 0, "frames out of order or changed")
+        #expect(faded <= 2 * 480 + 2, "only the pause and resume fades (10 ms each) differ: \(faded)")
+        // The bell was heard while the music was held: on the right channel, between its halves.
+        let right = stride(from: 1, to: out.count, by: 2).filter { out[$0] != 0 }
+        #expect(right.count > 48_000 / 8)
+    }
+
+    /// batond killed while aplay writes: aplay fails within 2 s (no hang); with batond started
+    /// again, a new aplay plays.
+    @Test func aplayFailsWhenBatondDiesAndANewOnePlaysAfterARestart() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music, when-interrupted: hold}")
+        ExternalRig.writeWAV(rig.directory + "/music.wav", Self.music(frames: 48_000 * 10), channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
+        usleep(800_000)
+        rig.killBatond()
+        let killed = monotonicSeconds()
+        let status = aplay.wait(seconds: 5)
+        #expect(status != nil && status != 0, "aplay exits with an error")
+        #expect(monotonicSeconds() - killed < 2, "within 2 s")
+        try rig.startBatond()
+        ExternalRig.writeWAV(rig.directory + "/short.wav", Self.music(frames: 24_000), channels: 2)
+        let again = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "aplay2.log")
+        #expect(again.wait(seconds: 10) == 0, "aplay after the restart: \(again.output)")
+    }
+
+    /// No batond: the open fails with ECONNREFUSED and one line saying what and where; an unknown
+    /// source name fails with batond's sentence naming the configured ones.
+    @Test func openFailsClearlyWithoutBatondOrWithAnUnknownSource() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music}")
+        ExternalRig.writeWAV(rig.directory + "/short.wav", Self.music(frames: 4_800), channels: 2)
+        let unknown = try rig.program("aplay", ["-D", "baton_nope", rig.directory + "/short.wav"], log: "nope.log")
+        #expect(unknown.wait(seconds: 5) == 1)
+        #expect(unknown.output.contains("unknown source \"nope\" (batond's external sources: x)"), "\(unknown.output)")
+        rig.killBatond()
+        let refused = try rig.program("aplay", ["-D", "baton_x", rig.directory + "/short.wav"], log: "refused.log")
+        #expect(refused.wait(seconds: 5) == 1)
+        #expect(
+            refused.output.contains("baton: cannot reach batond at \(rig.socket) for source \"x\""), "\(refused.output)"
+        )
+        #expect(refused.output.contains("Connection refused"), "\(refused.output)")
+    }
+}
+
+func monotonicSeconds() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+}
