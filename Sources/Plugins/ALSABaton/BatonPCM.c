@@ -5,7 +5,8 @@
 // many frames it has taken off this stream's buffer and how far they still are from the speaker. The
 // hardware pointer is that count, so `snd_pcm_writei` blocks while batond's buffer for the program is
 // full (a held source blocks its writer), `snd_pcm_delay` is the real delay to the zone's speaker, and
-// the poll descriptor is the socket itself: it is readable when batond has consumed something.
+// poll waits on the socket (batond consumed something) and on an eventfd kept readable while there
+// is room, so a non-blocking writer with an empty buffer is not left waiting for batond.
 //
 // Failures: no batond at open → -ECONNREFUSED and one line on stderr saying what and where; batond
 // refusing the source or the format → the open or hw_params fails with its sentence on stderr; batond
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -40,6 +42,8 @@ enum { INPUT_BUFFER = 1024, NAME_MAX_BYTES = 200, REPLY_TIMEOUT_MS = 3000, SEND_
 typedef struct baton {
     snd_pcm_ioplug_t io;
     int fd;
+    int ready_fd;            // an eventfd, readable while there is room (avail ≥ avail_min) or an error
+    bool ready;
     char source[NAME_MAX_BYTES + 1];
     char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
@@ -61,8 +65,11 @@ typedef struct baton {
 
 // MARK: - The socket
 
+static void update_ready(baton_t *b);
+
 static void fail(baton_t *b) {
     b->dead = true;
+    update_ready(b);
     if (b->io.state != SND_PCM_STATE_DISCONNECTED && b->io.pcm) snd_pcm_ioplug_set_state(&b->io, SND_PCM_STATE_XRUN);
 }
 
@@ -191,6 +198,23 @@ static snd_pcm_uframes_t outstanding(const baton_t *b) {
     return (snd_pcm_uframes_t)(b->sent - start);
 }
 
+/// Keeps the eventfd readable exactly while a program waiting in poll should wake: there is room for
+/// avail_min frames, or the connection failed. (The socket alone is readable only when batond has
+/// consumed something; a non-blocking writer with an empty buffer would wait for it forever.)
+static void update_ready(baton_t *b) {
+    bool ready = b->dead || b->io.buffer_size == 0 || b->io.buffer_size - outstanding(b) >= b->avail_min;
+    if (ready == b->ready) return;
+    uint64_t v = 1;
+    if (ready) {
+        if (write(b->ready_fd, &v, sizeof v) < 0) {
+            // EAGAIN: already readable.
+        }
+    } else if (read(b->ready_fd, &v, sizeof v) < 0) {
+        // EAGAIN: already clear.
+    }
+    b->ready = ready;
+}
+
 static int baton_start(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     return b->dead ? -ENODEV : 0;
@@ -204,7 +228,9 @@ static int baton_stop(snd_pcm_ioplug_t *io) {
 
 static snd_pcm_sframes_t baton_pointer(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
-    if (!read_input(b, 0)) return -EPIPE;
+    bool alive = read_input(b, 0);
+    update_ready(b);
+    if (!alive) return -EPIPE;
     uint64_t hw = b->consumed > b->base ? b->consumed - b->base : 0;
     return (snd_pcm_sframes_t)(hw % (b->boundary ? b->boundary : io->buffer_size));
 }
@@ -218,6 +244,7 @@ static snd_pcm_sframes_t baton_transfer(snd_pcm_ioplug_t *io, const snd_pcm_chan
     int err = send_message(b, BATON_MSG_DATA, frames, (size_t)size * b->frame_bytes, NULL, 0);
     if (err < 0) return err;
     b->sent += size;
+    update_ready(b);
     return (snd_pcm_sframes_t)size;
 }
 
@@ -235,6 +262,7 @@ static int baton_prepare(snd_pcm_ioplug_t *io) {
         return -ENODEV;
     }
     b->base = b->sent;
+    update_ready(b);
     return 0;
 }
 
@@ -273,6 +301,7 @@ static int baton_sw_params(snd_pcm_ioplug_t *io, snd_pcm_sw_params_t *params) {
     snd_pcm_uframes_t v;
     if (snd_pcm_sw_params_get_boundary(params, &v) == 0) b->boundary = v;
     if (snd_pcm_sw_params_get_avail_min(params, &v) == 0) b->avail_min = v ? v : 1;
+    update_ready(b);
     return 0;
 }
 
@@ -281,7 +310,9 @@ static int baton_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned
     (void)pfd;
     (void)nfds;
     baton_t *b = io->private_data;
-    if (!read_input(b, 0)) {
+    bool alive = read_input(b, 0);
+    update_ready(b);
+    if (!alive) {
         *revents = POLLOUT | POLLERR;
         return 0;
     }
@@ -292,9 +323,23 @@ static int baton_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned
     return 0;
 }
 
+static int baton_poll_descriptors_count(snd_pcm_ioplug_t *io) {
+    (void)io;
+    return 2;
+}
+
+static int baton_poll_descriptors(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned int space) {
+    baton_t *b = io->private_data;
+    if (space < 2) return -EINVAL;
+    pfd[0] = (struct pollfd){.fd = b->fd, .events = POLLIN};
+    pfd[1] = (struct pollfd){.fd = b->ready_fd, .events = POLLIN};
+    return 2;
+}
+
 static int baton_close(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     if (b->fd >= 0) close(b->fd);
+    if (b->ready_fd >= 0) close(b->ready_fd);
     free(b);
     return 0;
 }
@@ -309,6 +354,8 @@ static const snd_pcm_ioplug_callback_t baton_callbacks = {
     .sw_params = baton_sw_params,
     .prepare = baton_prepare,
     .drain = baton_drain,
+    .poll_descriptors_count = baton_poll_descriptors_count,
+    .poll_descriptors = baton_poll_descriptors,
     .poll_revents = baton_poll_revents,
     .delay = baton_delay,
 };
@@ -390,11 +437,17 @@ SND_PCM_PLUGIN_DEFINE_FUNC(baton) {
     if (!b) return -ENOMEM;
     b->fd = -1;
     b->avail_min = 1;
+    b->ready_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (b->ready_fd < 0) {
+        free(b);
+        return -errno;
+    }
     strcpy(b->socket_path, BATON_PCM_DEFAULT_SOCKET);
     int err = parse_definition(b, conf);
     if (err == 0) err = connect_to_batond(b);
     if (err < 0) {
         if (b->fd >= 0) close(b->fd);
+        close(b->ready_fd);
         free(b);
         return err;
     }
@@ -409,6 +462,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(baton) {
     err = snd_pcm_ioplug_create(&b->io, name, stream, mode);
     if (err < 0) {
         close(b->fd);
+        close(b->ready_fd);
         free(b);
         return err;
     }

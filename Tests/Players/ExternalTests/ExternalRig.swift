@@ -33,6 +33,7 @@ final class ExternalRig {
             pcm.zone_a { type file slave.pcm "null" file "\(zoneFile)" format "raw" perm 0644 }
             pcm.baton_x { type baton source "x" socket "\(socket)" }
             pcm.baton_nope { type baton source "nope" socket "\(socket)" }
+            pcm.baton_mpd { type baton source "mpd" socket "\(socket)" }
 
             """)
         Self.write(
