@@ -113,7 +113,8 @@ let package = Package(
         // The pure arbitration policy.
         module("Arbiter", "Arbiter", []),
         // The sources layer: every kind of source the control plane admits (sound, server music, call).
-        module("Players", "Players", ["AudioCore", "Engine", "Intercom", "Media", "OSThread", "Subsonic"]),
+        module(
+            "Players", "Players", ["AudioCore", "Engine", "Intercom", "Media", "OSThread", "Subsonic", "Systemd"]),
         // Configuration, and the control plane (admit, route, report; domain errors, no transport).
         module("BatonConfig", "Control/BatonConfig", ["AudioCore", "YAML"]),
         module(

@@ -90,9 +90,7 @@ extension Daemon {
         case nil: return nil
         case .mpd(let host, let port): return MPDControl(host: host, port: port, report: report)
         case .command(let pause, let resume): return CommandControl(pause: pause, resume: resume, report: report)
-        case .mpris(let bus, _):
-            report("MPRIS control (\(bus)) is not available in this build; the player is not paused")
-            return nil
+        case .mpris(let bus, let system): return MPRISControl(busName: bus, systemBus: system, report: report)
         }
     }
 

@@ -19,7 +19,11 @@ final class ExternalRig {
     }()
 
     /// `sources` is the body of `external-sources:` (one entry a line, indented by 2).
-    init(sources: String, sounds: [String: [Int16]] = [:]) throws {
+    /// Environment for batond and the programs (`NAME=value`), e.g. a private D-Bus session bus.
+    let environment: [String]
+
+    init(sources: String, sounds: [String: [Int16]] = [:], environment: [String] = []) throws {
+        self.environment = environment
         directory = WAVWriter.temporaryDirectory("external")
         port = Int.random(in: 20_000...60_000)
         let plugin = Subprocess.buildDirectory + "/libasound_module_pcm_baton.so"
@@ -34,6 +38,7 @@ final class ExternalRig {
             pcm.baton_x { type baton source "x" socket "\(socket)" }
             pcm.baton_nope { type baton source "nope" socket "\(socket)" }
             pcm.baton_mpd { type baton source "mpd" socket "\(socket)" }
+            pcm.baton_mpv { type baton source "mpv" socket "\(socket)" }
 
             """)
         Self.write(
@@ -57,7 +62,8 @@ final class ExternalRig {
 
     func startBatond() throws {
         let process = try BackgroundProcess(
-            Subprocess.buildDirectory + "/batond", ["--config", directory + "/baton.yaml"],
+            "/usr/bin/env",
+            environment + [Subprocess.buildDirectory + "/batond", "--config", directory + "/baton.yaml"],
             outputPath: directory + "/batond.log")
         batond = process
         guard
@@ -80,7 +86,8 @@ final class ExternalRig {
     /// A program with the rig's ALSA configuration.
     func program(_ name: String, _ arguments: [String], log: String) throws -> BackgroundProcess {
         try BackgroundProcess(
-            "/usr/bin/env", ["ALSA_CONFIG_PATH=\(alsaConfig)", name] + arguments, outputPath: directory + "/" + log)
+            "/usr/bin/env", ["ALSA_CONFIG_PATH=\(alsaConfig)"] + environment + [name] + arguments,
+            outputPath: directory + "/" + log)
     }
 
     /// POSTs `body` to the API; the answer's body.
