@@ -211,7 +211,7 @@ package.targets += [
         // The Swift driver links every product: -nostartfiles leaves out its start-up object (swiftrt.o,
         // which references the runtime), and -static-stdlib turns its -lswiftCore into an archive from
         // which nothing is taken. So the plugin needs alsa-lib and libc only (`ldd` shows no Swift;
-        // ToolTests checks it), and any program can load it.
+        // ExternalTests checks it), and any program can load it.
         linkerSettings: [.linkedLibrary("asound"), .unsafeFlags(["-nostartfiles", "-static-stdlib"])])
 ]
 package.targets += [

@@ -23,6 +23,7 @@ hz=$(getconf CLK_TCK)
 batond_pid=""
 cleanup() { [ -n "$batond_pid" ] && kill "$batond_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
+[ -n "${KEEP:-}" ] && trap - EXIT && echo "bench-external: files in $dir"
 
 cc -O2 -o "$dir/probe" "$root/scripts/bench/baton-delay-probe.c" -lasound
 mkdir -p "$dir/sounds"
@@ -91,6 +92,7 @@ for _, ns, delay, written, level in (p for p in probe if p[0] == "step"):
     if at >= len(left): break
     last = level
     errors.append((heard(at) - (int(ns) + int(delay) * 1e9 / rate)) / 1e6)
+    at += 1   # past the crossing (it may sit exactly half-way)
 print("delay error (heard - promised by snd_pcm_delay), ms:", " ".join(f"{e:+.2f}" for e in errors))
 print(f"  mean {sum(errors)/len(errors):+.2f} ms, worst {max(errors, key=abs):+.2f} ms; "
       f"one program period = {period * 1000 / rate:.1f} ms ({period} frames at {rate} Hz)")

@@ -88,3 +88,17 @@ func monotonicSeconds() -> Double {
     clock_gettime(CLOCK_MONOTONIC, &t)
     return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
 }
+
+/// The plugin any ALSA program loads.
+@Suite struct PluginTests {
+    /// It needs alsa-lib and libc, never the Swift runtime (a program loading it gets no Swift).
+    @Test func thePluginDoesNotLinkTheSwiftRuntime() {
+        let plugin = Subprocess.buildDirectory + "/libasound_module_pcm_baton.so"
+        let (status, output) = Subprocess.run("/usr/bin/ldd", [plugin])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("libasound.so"))
+        #expect(!output.lowercased().contains("swift"), "\(output)")
+        let symbols = Subprocess.run("/usr/bin/nm", ["-D", "--defined-only", plugin]).output
+        #expect(symbols.contains("_snd_pcm_baton_open"), "the entry alsa-lib looks up")
+    }
+}

@@ -39,6 +39,7 @@ final class ExternalRig {
             pcm.baton_nope { type baton source "nope" socket "\(socket)" }
             pcm.baton_mpd { type baton source "mpd" socket "\(socket)" }
             pcm.baton_mpv { type baton source "mpv" socket "\(socket)" }
+            pcm.baton_airplay { type baton source "airplay" socket "\(socket)" }
 
             """)
         Self.write(
