@@ -12,7 +12,7 @@ runtime=(alsa-utils espeak-ng)
 # snapserver and snapclient for the Snapcast zone tests, which run their own on loopback ports.)
 # (mpd, mpc, mpv + mpv-mpris, shairport-sync, pulseaudio-utils and dbus play through the baton PCM in ExternalTests.)
 testing=(sox ffmpeg python3-venv chromium openssl mosquitto mosquitto-clients snapserver snapclient
-         mpd mpc mpv mpv-mpris shairport-sync pulseaudio pulseaudio-utils avahi-daemon dbus)
+         mpd mpc mpv mpv-mpris shairport-sync pulseaudio pulseaudio-utils pulseaudio-module-raop avahi-daemon dbus)
 
 # scripts/build-deb.sh: dpkg-shlibdeps, dpkg-parsechangelog and dpkg-architecture (dpkg-dev), pandoc for
 # the man pages. The test suite builds a package too, so --test includes them.
