@@ -1,7 +1,7 @@
 /// `external-sources:` — ALSA programs that play through a `baton` PCM (docs/EXTERNAL.md).
 public struct ExternalSourcesConfig: Sendable, Equatable {
-    /// The Unix socket the plugin connects to (mode 0660, group audio). Default: `sources.sock` under
-    /// the runtime directory (`/run/baton`, or the state dir's when one is set).
+    /// The Unix socket the plugin connects to (mode 0660, group audio). Default (nil):
+    /// `/run/baton/sources.sock`, the plugin's default too (systemd's RuntimeDirectory=baton).
     public var socket: String?
     /// The sources, in file order.
     public var sources: [ExternalSourceConfig]
