@@ -102,3 +102,37 @@ func monotonicSeconds() -> Double {
         #expect(symbols.contains("_snd_pcm_baton_open"), "the entry alsa-lib looks up")
     }
 }
+
+/// idle-release: a program that keeps its device open but stops writing gives the zones back.
+@Suite struct IdleReleaseTests {
+    /// aplay reading raw frames from a FIFO: 1 s of frames, then nothing for longer than
+    /// `idle-release` (the source is released: `played`), then frames again (admitted anew).
+    @Test func aSilentProgramIsReleasedAndAdmittedAgainWhenItWrites() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music, idle-release: 500ms}")
+        let fifo = rig.directory + "/frames.fifo"
+        mkfifo(fifo, 0o644)
+        let aplay = try rig.program(
+            "aplay", ["-q", "-D", "baton_x", "-t", "raw", "-f", "S16_LE", "-r", "48000", "-c", "2", fifo],
+            log: "aplay.log")
+        defer { aplay.stop() }
+        let fd = open(fifo, O_WRONLY)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        let second = AplayTests.music(frames: 48_000)
+        func send() { _ = second.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+        send()
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(50_000)
+                return rig.get("/api/v1/events/recent").contains("\"played\"")
+            },
+            "released after idle-release")
+        send()
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(50_000)
+                return rig.get("/api/v1/events/recent").contains("\"music-2\"")
+            },
+            "admitted again: \(rig.get("/api/v1/events/recent"))")
+    }
+}

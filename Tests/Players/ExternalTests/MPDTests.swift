@@ -83,6 +83,10 @@ import Testing
                 usleep(20_000)
                 return Self.heard(rig).count > 48_000 / 2
             }, "MPD is heard")
+        // Status shows the program, its pid and the control, beside the class and state.
+        let status = rig.get("/api/v1/status")
+        #expect(status.contains("\"program\":\"mpd\"") && status.contains("\"pid\":\(mpd.process.pid)"), "\(status)")
+        #expect(status.contains("\"control\":\"mpd 127.0.0.1:\(port)\""), "\(status)")
         #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
         let began = monotonicSeconds()
         #expect(waitUntil(seconds: 2) { mpd.state == "paused" })
