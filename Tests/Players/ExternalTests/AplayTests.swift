@@ -136,3 +136,56 @@ func monotonicSeconds() -> Double {
             "admitted again: \(rig.get("/api/v1/events/recent"))")
     }
 }
+
+/// A peer that is not the plugin gets a clear ERROR, and batond runs on.
+@Suite struct HostilePeerTests {
+    /// Connects to the socket, sends `bytes`, and returns what batond answers before it closes.
+    static func exchange(_ socketPath: String, _ bytes: [UInt8]) -> String {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in socketPath.utf8.enumerated() { raw[i] = b }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { return "connect failed" }
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var answer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            answer += chunk[0..<n]
+        }
+        return String(decoding: answer.dropFirst(answer.count > 8 ? 8 : 0), as: UTF8.self)
+    }
+
+    static func message(_ type: UInt32, _ payload: [UInt8]) -> [UInt8] {
+        func le(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8((v >> (8 * UInt32($0))) & 0xff) } }
+        return le(type) + le(UInt32(payload.count)) + payload
+    }
+
+    /// Garbage, a wrong first message and an unsupported format each get a sentence saying what is
+    /// wrong; afterwards aplay still plays.
+    @Test func garbageAndBadFormatsGetClearErrorsAndBatondRunsOn() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music}")
+        #expect(Self.exchange(rig.socket, Array("GET / HTTP/1.0\r\n\r\n".utf8)).contains("not the baton PCM protocol"))
+        let open = Self.message(1, [1, 0, 0, 0] + Array("x".utf8))
+        let nineChannels = Self.message(4, [0, 0, 0, 0, 9, 0, 0, 0, 0x80, 0xbb, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0])
+        let answer = Self.exchange(rig.socket, open + nineChannels)
+        #expect(answer.contains("unsupported format: 9 channels (batond takes 1 to 8)"), "\(answer)")
+        let unknownType = Self.exchange(rig.socket, open + Self.message(77, []))
+        #expect(unknownType.contains("unknown message type 77"), "\(unknownType)")
+        ExternalRig.writeWAV(rig.directory + "/short.wav", AplayTests.music(frames: 4_800), channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "aplay.log")
+        #expect(aplay.wait(seconds: 10) == 0, "batond runs on: \(aplay.output)")
+        #expect(rig.batond?.wait(seconds: 0) == nil, "batond is still running")
+    }
+}
