@@ -112,8 +112,11 @@ let package = Package(
 
         // The pure arbitration policy.
         module("Arbiter", "Arbiter", []),
-        // The sources layer: every kind of source the control plane admits (sound, URL, server music, call).
-        module("Players", "Players", ["AudioCore", "Curl", "Engine", "Intercom", "Media", "OSThread", "Subsonic"]),
+        // The sources layer: every kind of source the control plane admits (sound, URL, server music, call,
+        // external player).
+        module(
+            "Players", "Players",
+            ["AudioCore", "Curl", "Engine", "Intercom", "Media", "OSThread", "Subsonic", "Systemd"]),
         // Configuration, and the control plane (admit, route, report; domain errors, no transport).
         module("BatonConfig", "Control/BatonConfig", ["AudioCore", "YAML"]),
         module(
@@ -196,4 +199,29 @@ package.targets += [
     .testTarget(
         name: "BatonTestCardTests", dependencies: ["ALSA", "BatonTesting", "CBatonTestCard"],
         path: "Tests/Support/BatonTestCardTests", swiftSettings: swiftSettings),
+]
+
+// MARK: - The `baton` ALSA PCM type (issue 13; kept in one block for merging)
+// CBatonPCM is an alsa-lib ioplug plugin: every ALSA program that writes to a `type baton` PCM plays
+// through batond as an external source. Plain C, linked to alsa-lib only (never the Swift runtime):
+// the dynamic library product libasound_module_pcm_baton.so is what alsa-lib dlopen()s, and what
+// scripts/build-deb.sh installs into the alsa-lib plugin directory.
+package.products += [
+    .library(name: "asound_module_pcm_baton", type: .dynamic, targets: ["CBatonPCM"])
+]
+package.targets += [
+    .target(
+        name: "CBatonPCM", path: "Sources/Plugins/ALSABaton",
+        cSettings: [.unsafeFlags(["-Wall", "-Wextra"])],
+        // The Swift driver links every product: -nostartfiles leaves out its start-up object (swiftrt.o,
+        // which references the runtime), and -static-stdlib turns its -lswiftCore into an archive from
+        // which nothing is taken. So the plugin needs alsa-lib and libc only (`ldd` shows no Swift;
+        // ExternalTests checks it), and any program can load it.
+        linkerSettings: [.linkedLibrary("asound"), .unsafeFlags(["-nostartfiles", "-static-stdlib"])])
+]
+package.targets += [
+    // aplay, MPD and the others through the real plugin and the real batond.
+    .testTarget(
+        name: "ExternalTests", dependencies: ["BatonTesting"], path: "Tests/Players/ExternalTests",
+        swiftSettings: swiftSettings)
 ]

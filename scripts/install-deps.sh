@@ -11,7 +11,9 @@ runtime=(alsa-utils espeak-ng)
 # (ffmpeg makes the Subsonic test library and transcodes for the test server; python3-venv hosts it;
 # snapserver and snapclient for the Snapcast zone tests, which run their own on loopback ports;
 # chromium-driver lets Selenium drive chromium in scripts/test-webapp.sh.)
-testing=(sox ffmpeg python3-venv chromium chromium-driver openssl mosquitto mosquitto-clients snapserver snapclient)
+# (mpd, mpc, mpv + mpv-mpris, shairport-sync, pulseaudio-utils and dbus play through the baton PCM in ExternalTests.)
+testing=(sox ffmpeg python3-venv chromium chromium-driver openssl mosquitto mosquitto-clients snapserver snapclient
+         mpd mpc mpv mpv-mpris shairport-sync pulseaudio pulseaudio-utils pulseaudio-module-raop avahi-daemon dbus)
 
 # scripts/build-deb.sh: dpkg-shlibdeps, dpkg-parsechangelog and dpkg-architecture (dpkg-dev), pandoc for
 # the man pages. The test suite builds a package too, so --test includes them.

@@ -25,6 +25,7 @@ extension BatonConfiguration: Encodable {
         case outputDir = "output-dir"
         case stateDir = "state-dir"
         case policy, music, device, mqtt, gpio, intercom, speech, announce
+        case externalSources = "external-sources"
     }
 
     /// Encodes with the YAML file's key names; optional paths are left out when unset.
@@ -54,6 +55,7 @@ extension BatonConfiguration: Encodable {
         try container.encodeIfPresent(mqtt, forKey: .mqtt)
         if !gpio.isEmpty { try container.encode(gpio, forKey: .gpio) }
         try container.encodeIfPresent(intercom, forKey: .intercom)
+        try container.encodeIfPresent(externalSources, forKey: .externalSources)
         try container.encode(speech, forKey: .speech)
         try container.encode(announce, forKey: .announce)
     }
@@ -368,5 +370,55 @@ extension SpeechConfig: Encodable {
         try container.encode(speed, forKey: .speed)
         try container.encode(command, forKey: .command)
         try container.encode(maxLength, forKey: .maxLength)
+    }
+}
+
+extension ExternalSourcesConfig: Encodable {
+    /// A key chosen by the user (a source's name) or `socket`.
+    private struct NameKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    /// `{"socket": "/run/baton/sources.sock", "mpd": {"class": "music", ...}}`, the socket when set.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: NameKey.self)
+        try container.encodeIfPresent(socket, forKey: NameKey(stringValue: "socket"))
+        for source in sources { try container.encode(source, forKey: NameKey(stringValue: source.name)) }
+    }
+}
+
+extension ExternalSourceConfig: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case `class`, zones, control
+        case whenInterrupted = "when-interrupted"
+        case idleRelease = "idle-release"
+    }
+    private enum ControlKeys: String, CodingKey { case mpris, bus, mpd, command }
+    private enum CommandKeys: String, CodingKey { case pause, resume }
+
+    /// `{"class": "music", "zones": ["all"], "when-interrupted": "pause", "control": {"mpd": "127.0.0.1:6600"},
+    /// "idle-release": "5s"}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(sourceClass, forKey: .class)
+        try container.encode(zones, forKey: .zones)
+        try container.encode(whenInterrupted.rawValue, forKey: .whenInterrupted)
+        try container.encode(ConfigSyntax.format(idleRelease), forKey: .idleRelease)
+        guard let control else { return }
+        var c = container.nestedContainer(keyedBy: ControlKeys.self, forKey: .control)
+        switch control {
+        case .mpris(let busName, let systemBus):
+            try c.encode(busName, forKey: .mpris)
+            try c.encode(systemBus ? "system" : "session", forKey: .bus)
+        case .mpd(let host, let port):
+            try c.encode("\(host):\(port)", forKey: .mpd)
+        case .command(let pause, let resume):
+            var command = c.nestedContainer(keyedBy: CommandKeys.self, forKey: .command)
+            try command.encode(pause, forKey: .pause)
+            try command.encode(resume, forKey: .resume)
+        }
     }
 }

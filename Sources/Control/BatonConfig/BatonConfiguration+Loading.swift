@@ -105,6 +105,7 @@ extension ConfigReader {
         "api", "zones", "groups", "board", "boards-dir", "sounds", "resampler", "alsa-config",
         "output-dir", "state-dir", "policy", "music", "device", "mqtt", "gpio", "intercom", "speech",
         "announce",
+        "external-sources",
     ]
     static let apiKeys = ["listen", "max-body", "token-file", "allowed-hosts"]
     static let resamplerKeys = ["music", "announcements"]
@@ -166,13 +167,18 @@ extension ConfigReader {
         let intercom = top.values["intercom"].map {
             readIntercom($0, zoneNames: zoneNames, groupNames: groups.map(\.name))
         }
+        let externalSources = top.values["external-sources"].map {
+            readExternalSources(
+                $0, zoneNames: zoneNames, groupNames: groups.map(\.name), classNames: policy.classes.map(\.name),
+                baseDirectory: baseDirectory)
+        }
 
         return BatonConfiguration(
             api: api, zones: zones, sounds: resolve(sounds), resampler: resampler,
             alsaConfig: alsaConfig.map(resolve), outputDir: outputDir.map(resolve), policy: policy,
             groups: groups, music: music ?? nil, stateDir: stateDir.map(resolve), board: board,
             boardsDir: boards.configured ?? boards.directory ?? nil, device: device, mqtt: mqtt ?? nil, gpio: gpio,
-            intercom: intercom ?? nil, speech: speech, announce: announce)
+            intercom: intercom ?? nil, speech: speech, announce: announce, externalSources: externalSources ?? nil)
     }
 
     mutating func readAPI(_ pair: YAMLPair, baseDirectory: String) -> APIConfig {

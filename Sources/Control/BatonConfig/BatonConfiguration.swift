@@ -43,6 +43,8 @@ public struct BatonConfiguration: Sendable, Equatable {
     public var speech: SpeechConfig
     /// Announcements from a URL (`announce:`): allowed hosts and caps.
     public var announce: AnnounceConfig
+    /// ALSA programs that play through a `baton` PCM (`external-sources:`); nil when not configured.
+    public var externalSources: ExternalSourcesConfig?
 
     /// Creates a configuration.
     public init(
@@ -51,7 +53,8 @@ public struct BatonConfiguration: Sendable, Equatable {
         policy: PolicyConfig = .default, groups: [GroupConfig] = [], music: MusicConfig? = nil,
         stateDir: String? = nil, board: String? = nil, boardsDir: String? = nil, device: String = "baton",
         mqtt: MQTTConfig? = nil, gpio: [GPIOButtonConfig] = [], intercom: IntercomConfig? = nil,
-        speech: SpeechConfig = .default, announce: AnnounceConfig = .default
+        speech: SpeechConfig = .default, announce: AnnounceConfig = .default,
+        externalSources: ExternalSourcesConfig? = nil
     ) {
         self.api = api
         self.zones = zones
@@ -71,6 +74,7 @@ public struct BatonConfiguration: Sendable, Equatable {
         self.intercom = intercom
         self.speech = speech
         self.announce = announce
+        self.externalSources = externalSources
     }
 
     /// The zone named `name`, if there is one.

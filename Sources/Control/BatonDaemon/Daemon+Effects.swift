@@ -26,6 +26,10 @@ extension Daemon {
                 ramps["\(id)/\(zone)"] = output(zone.rawValue)?.frames(attack)
             case .duckEnded(let id, let zone, let release):
                 ramps["\(id)/\(zone)"] = output(zone.rawValue)?.frames(release)
+            case .interruptionBegan(let id, _):
+                (s.playbacks[id]?.source as? ExternalPlayer)?.interruption(began: true)
+            case .interruptionEnded(let id, let resume):
+                (s.playbacks[id]?.source as? ExternalPlayer)?.interruption(began: false, shouldResume: resume)
             case .scheduleTimer(let at):
                 s.timer = at
             default:
@@ -101,6 +105,10 @@ extension Daemon {
             let gain = target(p, zone: part.zone, s)
             if slot.targetGain != gain { slot.setGain(gain, overFrames: ramps["\(p.id)/\(part.zone)"]) }
             if audible { slot.resume() } else { slot.pause() }
+        }
+        if p.audible != audible {
+            if p.audible != nil { p.source.audibilityChanged(audible) }
+            p.audible = audible
         }
     }
 }

@@ -3,6 +3,7 @@ extension Daemon {
     /// released, timers fired, zone availability reported. Monitor thread; tests call it directly.
     func tick() {
         state.withLock { s in
+            tickExternal(&s)
             var done: [Playback] = []
             for p in s.playbacks.values where p.started {
                 p.source.tick(audible: s.arbiter.state(of: p.id)?.isAudible ?? false)

@@ -14,6 +14,7 @@ final class Peripherals: Sendable {
     let intercom = IntercomLine()
     let music: MusicConnection
     let covers: CoverCache
+    let external = ExternalSources()
 
     init(config: BatonConfiguration, logger: Logger, events: EventLog) {
         // Without state-dir, systemd's StateDirectory= (STATE_DIRECTORY) is used when set.

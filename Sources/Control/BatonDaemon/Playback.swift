@@ -25,6 +25,8 @@ final class Playback {
     var started = false
     /// Set when every slot drained and the arbiter was told.
     var released = false
+    /// Whether the arbiter let it be heard at the last reconcile (nil before the first).
+    var audible: Bool?
 
     init(id: SourceID, sourceClass: SourceClass, source: any Source, volume: Float, zones: [String], skipped: [String])
     {

@@ -51,6 +51,14 @@ extension StatusReport.Source {
             interruptedBy: st.interruptedBy?.source.rawValue, positionSeconds: p.source.position,
             track: now.map { StatusReport.Track($0.song) }, trackIndex: now?.index, queueLength: music?.songs.count,
             buffering: progress?.retrying, streamError: progress?.error)
+        if let external = p.source as? ExternalPlayer {
+            let peer = external.peer
+            program = peer.program
+            pid = peer.pid
+            format = external.format
+            control = external.settings.control?.description
+            controlError = external.settings.control?.lastError
+        }
     }
 }
 

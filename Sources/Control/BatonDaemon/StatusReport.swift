@@ -101,6 +101,12 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var buffering: String?
         /// The last stream error (a track that could not be played).
         public var streamError: String?
+        /// An external player: the program writing to `baton_<name>`, its pid, and its control.
+        public var program: String?
+        public var pid: Int?
+        public var format: String?
+        public var control: String?
+        public var controlError: String?
     }
 
     public struct Track: Codable, Sendable, Equatable {

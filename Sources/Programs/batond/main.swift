@@ -7,13 +7,21 @@ import OSThread
 // batond: the Baton daemon. `batond --config FILE` (default config/baton.yaml).
 
 func usage() -> Never {
-    print("usage: batond [--config FILE] [--check] [--verbose]\n  --check   validate the config and exit")
+    print(
+        """
+        usage: batond [--config FILE] [--check] [--verbose] [--alsa-snippet [--plugin PATH]]
+          --check         validate the config and exit
+          --alsa-snippet  print the pcm.baton_<name> definitions of the external sources and exit
+                          (--plugin PATH adds the pcm_type.baton line for a plugin outside alsa-lib's dir)
+        """)
     exit(2)
 }
 
 var configPath = "config/baton.yaml"
 var checkOnly = false
 var verbose = false
+var alsaSnippet = false
+var pluginPath: String?
 var args = CommandLine.arguments.dropFirst()
 while let arg = args.popFirst() {
     switch arg {
@@ -21,6 +29,10 @@ while let arg = args.popFirst() {
         guard let p = args.popFirst() else { usage() }
         configPath = p
     case "--check": checkOnly = true
+    case "--alsa-snippet": alsaSnippet = true
+    case "--plugin":
+        guard let p = args.popFirst() else { usage() }
+        pluginPath = p
     case "--verbose", "-v": verbose = true
     case "--help", "-h": usage()
     default:
@@ -36,6 +48,14 @@ do {
 } catch {
     logger.error("invalid configuration, not starting:\n\(error)")
     exit(1)
+}
+if alsaSnippet {
+    guard let external = config.externalSources, !external.sources.isEmpty else {
+        logger.error("\(configPath) defines no external-sources: nothing to print")
+        exit(1)
+    }
+    print(external.alsaSnippet(plugin: pluginPath), terminator: "")
+    exit(0)
 }
 if checkOnly {
     print("\(configPath): ok (\(config.zones.count) zones)")

@@ -33,7 +33,10 @@ import Testing
 
     /// The JSON of every shipped configuration parses back, as YAML, to an equal configuration (up to
     /// the order of zones and classes, which JSON objects do not keep).
-    @Test(arguments: ["config/baton.yaml", "config/examples/pi-hifiberry.yaml", "config/examples/shared-amp.yaml"])
+    @Test(arguments: [
+        "config/baton.yaml", "config/examples/pi-hifiberry.yaml", "config/examples/shared-amp.yaml",
+        "config/examples/external-players.yaml",
+    ])
     func roundTripsThroughJSON(file: String) throws {
         let configuration = try BatonConfiguration.load(path: repositoryRoot + "/" + file)
         let json = String(decoding: try JSONEncoder().encode(configuration), as: UTF8.self)
@@ -48,5 +51,6 @@ private func sortedByName(_ configuration: BatonConfiguration) -> BatonConfigura
     sorted.zones.sort { $0.name < $1.name }
     sorted.policy.classes.sort { $0.name < $1.name }
     sorted.groups.sort { $0.name < $1.name }
+    sorted.externalSources?.sources.sort { $0.name < $1.name }
     return sorted
 }

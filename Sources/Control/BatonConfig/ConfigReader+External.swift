@@ -1,0 +1,111 @@
+import YAML
+
+extension ConfigReader {
+    static let externalSourceKeys = ["class", "zones", "when-interrupted", "control", "idle-release"]
+    static let externalControlKeys = ["mpris", "mpd", "command", "bus"]
+    static let externalCommandKeys = ["pause", "resume"]
+
+    /// `external-sources:` — `socket:` and one entry per source name.
+    mutating func readExternalSources(
+        _ pair: YAMLPair, zoneNames: [String], groupNames: [String], classNames: [String], baseDirectory: String
+    ) -> ExternalSourcesConfig? {
+        let path = ConfigPath.root.appending("external-sources")
+        guard let entries = namedEntries(of: pair.value, at: path) else { return nil }
+        var config = ExternalSourcesConfig(sources: [])
+        for entry in entries {
+            let entryPath = path.appending(entry.key)
+            if entry.key == "socket" {
+                config.socket = convert(entry.value, at: entryPath, .string).map {
+                    BatonConfiguration.resolve($0, against: baseDirectory)
+                }
+                continue
+            }
+            guard Self.isSourceName(entry.key) else {
+                report(
+                    entry.keyMark, entryPath,
+                    "a source name is letters, digits, - and _ (it becomes the ALSA PCM baton_\(entry.key))")
+                continue
+            }
+            guard
+                let fields = fields(
+                    of: entry.value, at: entryPath, anchor: entry.keyMark, allowed: Self.externalSourceKeys)
+            else { continue }
+            let defaults = ExternalSourceConfig(name: entry.key)
+            let sourceClass = value(fields, "class", .string, default: "music") ?? "music"
+            if !classNames.contains(sourceClass) {
+                report(
+                    fields.values["class"]?.value.mark ?? entry.keyMark, entryPath.appending("class"),
+                    Self.unknownName(sourceClass, "class", among: classNames))
+            }
+            let zones =
+                fields.values["zones"].map {
+                    zoneList($0, at: entryPath.appending("zones"), zoneNames: zoneNames, groupNames: groupNames)
+                } ?? defaults.zones
+            let mode = value(
+                fields, "when-interrupted", .choice(ExternalSourceConfig.WhenInterrupted.self, "when-interrupted"),
+                default: .hold)
+            let idle = value(
+                fields, "idle-release", .duration(ExternalSourceConfig.idleReleaseRange), default: defaults.idleRelease)
+            let control = fields.values["control"].flatMap {
+                readExternalControl($0, at: entryPath.appending("control"))
+            }
+            if mode == .pause && control == nil {
+                report(
+                    fields.values["when-interrupted"]?.value.mark, entryPath.appending("when-interrupted"),
+                    "pause needs a control (mpris, mpd or command) to tell the player")
+            }
+            if config.sources.contains(where: { $0.name == entry.key }) {
+                report(entry.keyMark, entryPath, "source \(entry.key) is defined twice")
+            }
+            config.sources.append(
+                ExternalSourceConfig(
+                    name: entry.key, sourceClass: sourceClass, zones: zones, whenInterrupted: mode ?? .hold,
+                    control: control, idleRelease: idle ?? defaults.idleRelease))
+        }
+        return config
+    }
+
+    private static func isSourceName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 64
+            && name.unicodeScalars.allSatisfy {
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "_")
+            }
+    }
+
+    private mutating func readExternalControl(_ pair: YAMLPair, at path: ConfigPath) -> ExternalSourceConfig.Control? {
+        guard let fields = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.externalControlKeys)
+        else {
+            return nil
+        }
+        let kinds = ["mpris", "mpd", "command"].filter { fields.values[$0] != nil }
+        guard kinds.count == 1 else {
+            report(pair.keyMark, path, "give exactly one of mpris, mpd, command (found \(kinds.count))")
+            return nil
+        }
+        switch kinds[0] {
+        case "mpris":
+            let bus = value(fields, "bus", .string, default: "session") ?? "session"
+            guard bus == "session" || bus == "system" else {
+                report(fields.values["bus"]?.value.mark, path.appending("bus"), "bus is session or system")
+                return nil
+            }
+            return optional(fields, "mpris", .string).map { .mpris(busName: $0, systemBus: bus == "system") }
+        case "mpd":
+            guard let text = optional(fields, "mpd", .string) else { return nil }
+            let parts = text.split(separator: ":")
+            guard parts.count == 2, let port = UInt16(parts[1]), port > 0 else {
+                report(fields.values["mpd"]?.value.mark, path.appending("mpd"), "expected HOST:PORT (127.0.0.1:6600)")
+                return nil
+            }
+            return .mpd(host: String(parts[0]), port: port)
+        default:
+            guard let pair = fields.values["command"],
+                let command = self.fields(
+                    of: pair.value, at: path.appending("command"), anchor: pair.keyMark,
+                    allowed: Self.externalCommandKeys),
+                let pause = required(command, "pause", .string), let resume = required(command, "resume", .string)
+            else { return nil }
+            return .command(pause: pause, resume: resume)
+        }
+    }
+}

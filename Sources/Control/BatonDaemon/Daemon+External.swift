@@ -1,0 +1,117 @@
+import Arbiter
+import BatonConfig
+import OSThread
+import Players
+
+/// External players: ALSA programs writing to a `baton_<name>` PCM. A program that starts writing
+/// asks for its zones as that source through `admit`, like every source; an interruption holds it,
+/// drops its audio or pauses the player through its control, as `when-interrupted:` says.
+extension Daemon {
+    /// Starts the socket server when external sources are configured. A socket that cannot be set
+    /// up is logged and published (`external-error`); the daemon runs on without them. Control thread.
+    func startExternalSources() {
+        guard let external = config.externalSources, !external.sources.isEmpty else { return }
+        let server = ExternalSourceServer(
+            path: external.socketPath, logger: logger,
+            lookup: { [weak self] name in
+                guard let self else { return "batond is stopping" }
+                return self.externalLookup(name)
+            },
+            onFrames: { [weak self] stream in self?.externalFrames(stream) })
+        do {
+            try server.start()
+            parts.external.started(server)
+        } catch {
+            parts.external.failed(error.description)
+            logger.error("external sources: \(error); ALSA programs cannot play through Baton")
+            events.publish(type: "external-error", reason: error.description)
+        }
+    }
+
+    /// Nil when `name` is a configured external source, else why not. Any thread.
+    func externalLookup(_ name: String) -> String? {
+        guard let external = config.externalSources else { return "no external sources are configured" }
+        guard external.source(name) != nil else {
+            let names = external.sources.map(\.name).joined(separator: ", ")
+            return "unknown source \"\(name)\" (batond's external sources: \(names))"
+        }
+        return nil
+    }
+
+    /// A program's first frames (again): it joins the source of its name if that one still plays,
+    /// else asks for the zones as a new source. Stream thread.
+    func externalFrames(_ stream: ExternalStream) {
+        let name = stream.name
+        guard let source = config.externalSources?.source(name) else {
+            stream.refuse("unknown source \"\(name)\" (it was removed from batond's config)")
+            return
+        }
+        let what = "\(stream.peer) writes \(stream.formatDescription) to baton_\(name)"
+        let joined = state.withLock { s -> String? in
+            for p in s.playbacks.values {
+                guard let x = p.source as? ExternalPlayer, x.name == name, x.acceptsStreams else { continue }
+                x.enqueue(stream)
+                return p.id.rawValue
+            }
+            return nil
+        }
+        if let joined {
+            events.publish(type: "external", source: joined, reason: "\(what) (continues \(joined))")
+            return
+        }
+        let events = self.events
+        let settings = ExternalPlayer.Settings(
+            name: name,
+            whenInterrupted: ExternalPlayer.WhenInterrupted(rawValue: source.whenInterrupted.rawValue) ?? .hold,
+            idleReleaseNanoseconds: Int(source.idleRelease.components.seconds) * 1_000_000_000
+                + Int(source.idleRelease.components.attoseconds / 1_000_000_000),
+            control: makeControl(source))
+        do {
+            _ = try admit(
+                SourceClass(source.sourceClass), zones: source.zones, volume: 1,
+                before: { id in events.publish(type: "external", source: id.rawValue, reason: what) }
+            ) { _ throws(ControlError) in ExternalPlayer(settings: settings, stream: stream) }
+        } catch {
+            settings.control?.close()
+            stream.refuse("batond refused source \(name): \(error.message)")
+            events.publish(type: "external-error", reason: "\(what): \(error.message)")
+        }
+    }
+
+    private func makeControl(_ source: ExternalSourceConfig) -> (any PlayerControl)? {
+        let events = self.events
+        let logger = self.logger
+        let name = source.name
+        let report: @Sendable (String) -> Void = { why in
+            logger.warning("external \(name): \(why)")
+            events.publish(type: "control-error", reason: "external source \(name): \(why)")
+        }
+        switch source.control {
+        case nil: return nil
+        case .mpd(let host, let port): return MPDControl(host: host, port: port, report: report)
+        case .command(let pause, let resume): return CommandControl(pause: pause, resume: resume, report: report)
+        case .mpris(let bus, let system): return MPRISControl(busName: bus, systemBus: system, report: report)
+        }
+    }
+
+    /// Monitor upkeep for external players, under the lock: a change the user made through the
+    /// player's own controls is a user command to the arbiter; a program that left before its
+    /// source was granted releases it.
+    func tickExternal(_ s: inout State) {
+        var changes: [(SourceID, UserCommand)] = []
+        var abandoned: [SourceID] = []
+        for p in s.playbacks.values {
+            guard let x = p.source as? ExternalPlayer else { continue }
+            if let change = x.takeUserChange() {
+                changes.append((p.id, change == .paused ? .pause : (change == .played ? .play : .stop)))
+            }
+            if !p.started && x.isAbandoned { abandoned.append(p.id) }
+        }
+        for (id, command) in changes {
+            events.publish(
+                type: "external", source: id.rawValue, reason: "the user gave the player \(command.rawValue)")
+            apply(s.arbiter.user(command, on: id, at: .now), &s)
+        }
+        for id in abandoned { apply(s.arbiter.release(id, at: .now), &s) }
+    }
+}

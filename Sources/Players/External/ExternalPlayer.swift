@@ -1,0 +1,172 @@
+import Engine
+import OSThread
+import Synchronization
+
+/// An external player — any ALSA program writing to a `baton_<name>` PCM — as a source: the frames of
+/// its connection (an `ExternalStream`) go into the source's slots; an interruption holds the writer
+/// (`hold`), discards its audio in real time (`drop`) or tells the player to pause and, when the
+/// arbiter says so, to play again (`pause`, through its `PlayerControl`).
+///
+/// Threads: as `Source` (the control plane's lock); `takeUserChange` and the stream's own thread aside.
+public final class ExternalPlayer: Source, @unchecked Sendable {
+    // @unchecked: `state` is touched only under the control plane's lock; `outputs` and `userChange`
+    // are behind mutexes for readers on other threads.
+    /// What an interruption does to the program (`when-interrupted:`).
+    public enum WhenInterrupted: String, Sendable, CaseIterable {
+        /// Muted where interrupted and its audio discarded at its own pace; it never blocks.
+        case drop
+        /// Baton tells the player to pause, and to play again when the interruption ends with shouldResume.
+        case pause
+        /// Baton stops reading: the writer blocks and resumes on the same sample.
+        case hold
+    }
+
+    public struct Settings: Sendable {
+        public let name: String
+        public let whenInterrupted: WhenInterrupted
+        /// Released after this long without frames (ns) while it could be heard.
+        public let idleReleaseNanoseconds: Int
+        public let control: (any PlayerControl)?
+        public init(
+            name: String, whenInterrupted: WhenInterrupted, idleReleaseNanoseconds: Int, control: (any PlayerControl)?
+        ) {
+            self.name = name
+            self.whenInterrupted = whenInterrupted
+            self.idleReleaseNanoseconds = idleReleaseNanoseconds
+            self.control = control
+        }
+    }
+
+    public let settings: Settings
+    private let outputs = Mutex<[SourceOutput]>([])
+    private let info: Mutex<(peer: ExternalPeer, format: String)>
+    private var state = State()
+
+    private struct State {
+        var current: ExternalStream?
+        var pending: [ExternalStream] = []
+        var interrupted = false
+        var audible = true
+        var ended = false
+        /// The source ended by itself (idle, the program left): its stream may stay open.
+        var selfEnded = false
+        /// CLOCK_MONOTONIC ns since which no stream is attached.
+        var streamlessSince: Int?
+    }
+
+    public init(settings: Settings, stream: ExternalStream) {
+        self.settings = settings
+        info = Mutex((stream.peer, stream.formatDescription))
+        state.current = stream
+    }
+
+    public var name: String { settings.name }
+    public var label: String {
+        let (peer, _) = info.withLock { $0 }
+        return "\(peer.program) on baton_\(settings.name)"
+    }
+    /// The program writing now (the last one, when none does).
+    public var peer: ExternalPeer { info.withLock { $0.peer } }
+    public var format: String { info.withLock { $0.format } }
+    /// True while a new connection for this source may join it rather than start a new one.
+    public var acceptsStreams: Bool { !state.ended }
+    /// The program left before the arbiter granted the source. Under the lock.
+    public var isAbandoned: Bool { state.current?.isFinished ?? true && state.pending.isEmpty }
+
+    /// A program (again) sends frames as this source: it plays once the one before it is done.
+    /// Under the lock.
+    public func enqueue(_ stream: ExternalStream) {
+        if state.current == nil {
+            use(stream)
+        } else {
+            state.pending.append(stream)
+        }
+    }
+
+    private func use(_ stream: ExternalStream) {
+        state.current = stream
+        state.streamlessSince = nil
+        info.withLock { $0 = (stream.peer, stream.formatDescription) }
+        let outputs = self.outputs.withLock { $0 }
+        if settings.whenInterrupted == .drop { stream.setDiscarding(!state.audible) }
+        if !outputs.isEmpty { stream.attach(outputs) }
+    }
+
+    public func start(_ outputs: [SourceOutput]) {
+        self.outputs.withLock { $0 = outputs }
+        if let stream = state.current {
+            info.withLock { $0.format = stream.formatDescription }
+            stream.attach(outputs)
+        }
+    }
+
+    public func audibilityChanged(_ audible: Bool) {
+        state.audible = audible
+        if settings.whenInterrupted == .drop { state.current?.setDiscarding(!audible) }
+    }
+
+    /// The arbiter's interruption of this source began (true) or ended. For `pause`, the player is
+    /// told to pause, and to play again only on `shouldResume`. Under the lock; the control runs off it.
+    public func interruption(began: Bool, shouldResume: Bool = false) {
+        state.interrupted = began
+        guard settings.whenInterrupted == .pause, let control = settings.control else { return }
+        if began {
+            control.pause()
+        } else if shouldResume {
+            control.play()
+        }
+    }
+
+    /// A change the user made to the player through its own controls (not Baton's), once. Any thread.
+    public func takeUserChange() -> PlayerChange? { settings.control?.takeUserChange() }
+
+    public func tick(audible: Bool) {
+        state.audible = audible
+        let now = monotonicNanoseconds()
+        if let current = state.current, current.isFinished {
+            state.current = nil
+            state.streamlessSince = now
+        }
+        if state.current == nil, !state.pending.isEmpty {
+            use(state.pending.removeFirst())
+        }
+        guard !state.ended else { return }
+        let waitingForPlayer = settings.whenInterrupted == .pause && (state.interrupted || !audible)
+        if let current = state.current {
+            let idle = current.lastData > 0 && now - current.lastData >= settings.idleReleaseNanoseconds
+            if idle && audible && !current.isClosed { end(now) }
+        } else if !waitingForPlayer {
+            end(now)
+        } else if let since = state.streamlessSince, !state.interrupted,
+            now - since >= settings.idleReleaseNanoseconds
+        {
+            end(now)
+        }
+    }
+
+    private func end(_ now: Int) {
+        state.ended = true
+        state.selfEnded = true
+        state.current?.detach()
+        for o in outputs.withLock({ $0 }) { o.slot.finish() }
+        for p in state.pending { p.refuse("batond released source \(settings.name)") }
+        state.pending = []
+    }
+
+    public func stop() -> Bool {
+        if let current = state.current {
+            current.detach()
+            if !state.selfEnded { current.refuse("batond stopped source \(settings.name)") }
+        }
+        for p in state.pending { p.refuse("batond stopped source \(settings.name)") }
+        state.pending = []
+        state.ended = true
+        settings.control?.close()
+        return true
+    }
+
+    public var position: Double? { slotPosition(outputs.withLock { $0 }) }
+    public var isDrained: Bool {
+        state.ended && (outputs.withLock { $0 }.isEmpty || allDrained(outputs.withLock { $0 }))
+    }
+}

@@ -1,0 +1,198 @@
+import Glibc
+import OSThread
+import Synchronization
+
+/// The Unix socket the `baton` ALSA PCM connects to (`external-sources.socket`): it accepts
+/// programs, checks the source each one names (OPEN) and runs an `ExternalStream` per connection.
+///
+/// Threads: an accept thread; per connection, one thread for the handshake and then the stream. The
+/// `lookup` and `onFrames` closures run on a connection's thread: `lookup` answers quickly; `onFrames`
+/// (the program's first frames, the moment to admit it) may take the control plane's lock.
+public final class ExternalSourceServer: @unchecked Sendable {
+    // @unchecked: `listener` and `thread` are set in start and cleared in stop (control thread);
+    // `streams` and `running` are the shared state.
+    public let path: String
+    private let logger: Logger
+    private let lookup: @Sendable (String) -> String?
+    private let onFrames: @Sendable (ExternalStream) -> Void
+    private var listener: Int32 = -1
+    private var thread: OSThread?
+    private let running = Atomic<Bool>(false)
+    private let streams = Mutex<[ObjectIdentifier: ExternalStream]>([:])
+    private let handshakes = Atomic<Int>(0)
+
+    /// Why the socket could not be set up.
+    public struct SetupError: Error, Sendable, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// - Parameters:
+    ///   - lookup: nil when the name is a configured external source, else the sentence to refuse it with.
+    ///   - onFrames: a stream sent its first frames (again, after it was detached).
+    public init(
+        path: String, logger: Logger, lookup: @escaping @Sendable (String) -> String?,
+        onFrames: @escaping @Sendable (ExternalStream) -> Void
+    ) {
+        self.path = path
+        self.logger = logger
+        self.lookup = lookup
+        self.onFrames = onFrames
+    }
+
+    /// Creates the socket (replacing a stale one), mode 0660 and group `group` when it exists, and
+    /// starts accepting. Control thread.
+    public func start(group: String = "audio") throws(SetupError) {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SetupError(description: "socket: \(String(cString: strerror(errno)))") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            throw SetupError(
+                description:
+                    "socket path \(path) is longer than \(MemoryLayout.size(ofValue: address.sun_path) - 1) bytes")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+            raw[bytes.count] = 0
+        }
+        if let directory = path.lastIndex(of: "/").map({ String(path[..<$0]) }), !directory.isEmpty {
+            _ = FileIO.makeDirectory(directory, mode: 0o755)
+        }
+        unlink(path)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 16) == 0 else {
+            let e = errno
+            close(fd)
+            throw SetupError(description: "cannot listen on \(path): \(String(cString: strerror(e)))")
+        }
+        chmod(path, 0o660)
+        if let g = getgrnam(group) { chown(path, getuid(), g.pointee.gr_gid) }
+        listener = fd
+        running.store(true, ordering: .releasing)
+        thread = OSThread.start { [self] in acceptLoop(fd) }
+        logger.info("external sources: listening on \(path)")
+    }
+
+    /// Stops accepting, closes every connection (their programs get an error) and removes the socket.
+    /// Control thread.
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        thread?.join()
+        thread = nil
+        close(listener)
+        unlink(path)
+        for s in streams.withLock({ Array($0.values) }) { s.stop() }
+        let deadline = monotonicNanoseconds() + 500_000_000
+        while (!streams.withLock { $0.isEmpty } || handshakes.load(ordering: .acquiring) > 0)
+            && monotonicNanoseconds() < deadline
+        {
+            usleep(1_000)
+        }
+    }
+
+    /// The connections open now. Any thread.
+    public var connections: [ExternalStream] { streams.withLock { Array($0.values) } }
+
+    private func acceptLoop(_ fd: Int32) {
+        while running.load(ordering: .acquiring) {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 50) > 0 else { continue }
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { continue }
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            handshakes.add(1, ordering: .acquiringAndReleasing)
+            OSThread.detach { [self] in
+                serve(client)
+            }
+        }
+    }
+
+    /// The handshake (OPEN → OK or ERROR), then the stream until it ends.
+    private func serve(_ fd: Int32) {
+        let peer = ExternalPeer.of(socket: fd)
+        let opened = readOpen(fd)
+        guard case .success(let name) = opened else {
+            if case .failure(let error) = opened {
+                logger.warning("external sources: \(peer): \(error)")
+                sendAll(fd, ExternalWire.message(.error, Array(error.description.utf8)))
+            }
+            close(fd)
+            handshakes.subtract(1, ordering: .acquiringAndReleasing)
+            return
+        }
+        if let why = lookup(name) {
+            logger.warning("external sources: \(peer) asked for \(why)")
+            sendAll(fd, ExternalWire.message(.error, Array(why.utf8)))
+            close(fd)
+            handshakes.subtract(1, ordering: .acquiringAndReleasing)
+            return
+        }
+        sendAll(fd, ExternalWire.message(.ok))
+        let stream = ExternalStream(name: name, peer: peer, fd: fd, logger: logger, onFrames: onFrames)
+        streams.withLock { $0[ObjectIdentifier(stream)] = stream }
+        handshakes.subtract(1, ordering: .acquiringAndReleasing)
+        logger.info("external \(name): \(peer) connected")
+        if !running.load(ordering: .acquiring) { stream.stop() }
+        stream.run()
+        streams.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(stream)) }
+        logger.info("external \(name): \(peer) disconnected")
+    }
+
+    /// Reads the OPEN message (within 3 s): the source's name.
+    private func readOpen(_ fd: Int32) -> Result<String, ExternalStreamError> {
+        var timeout = timeval(tv_sec: 3, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        defer {
+            var none = timeval(tv_sec: 0, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
+        }
+        guard let header = readExactly(fd, 8) else {
+            return .failure(.protocolViolation("no OPEN message within 3 s"))
+        }
+        let type = ExternalWire.u32(header[...], at: 0)
+        let length = Int(ExternalWire.u32(header[...], at: 4))
+        guard type == ExternalWire.Message.open.rawValue else {
+            return .failure(.protocolViolation("the first message must be OPEN, not type \(type)"))
+        }
+        guard (5...260).contains(length), let payload = readExactly(fd, length) else {
+            return .failure(.protocolViolation("OPEN with a payload of \(length) bytes"))
+        }
+        let version = ExternalWire.u32(payload[...], at: 0)
+        guard version == ExternalWire.version else {
+            return .failure(
+                .protocolViolation("protocol version \(version); this batond speaks \(ExternalWire.version)"))
+        }
+        guard let name = String(validating: payload[4...], as: UTF8.self) else {
+            return .failure(.protocolViolation("the source name is not UTF-8"))
+        }
+        return .success(name)
+    }
+
+    private func readExactly(_ fd: Int32, _ count: Int) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var have = 0
+        while have < count {
+            let n = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + have, count - have, 0) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return nil }
+            have += n
+        }
+        return bytes
+    }
+
+    private func sendAll(_ fd: Int32, _ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+}

@@ -1,0 +1,523 @@
+import AudioCore
+import Glibc
+import Media
+import OSThread
+import Synchronization
+
+/// One program's connection to a `baton` PCM, after its OPEN was accepted: the socket, the frames it
+/// sent that batond has not taken yet (at most the program's ALSA buffer), and the thread that moves
+/// them — converted to Float, channel-mapped and resampled — into the slots of the external source it
+/// is attached to, answering with POSITION messages that pace the program.
+///
+/// Threads: the stream's own thread (`run`) owns the socket, the byte FIFO and the converters. The
+/// control plane (under its lock) attaches and detaches slots, switches discarding and refuses the
+/// stream, through `shared`; the atomics are read from any thread.
+public final class ExternalStream: @unchecked Sendable {
+    // @unchecked: the `var`s below `shared` are touched only by the stream's thread; what other
+    // threads touch is `shared` (a Mutex) and the atomics.
+    public let name: String
+    public let peer: ExternalPeer
+    private let fd: Int32
+    private let logger: Logger
+    /// How far ahead of the output thread the slot rings are kept: the latency batond adds.
+    static let leadNanoseconds = 40_000_000
+    static let block = 256
+
+    private struct Shared {
+        /// The slots to fill; nil while not attached (queued, or released while the program stays open).
+        var targets: [SourceOutput]?
+        var generation = 0
+        /// Drop mode while interrupted: take frames at the program's rate and throw them away.
+        var discarding = false
+        /// The control plane refused the stream: the sentence to send before closing.
+        var refusal: String?
+        var stop = false
+    }
+    private let shared = Mutex(Shared())
+    private let appliedGeneration = Atomic<Int>(0)
+    private let closedFlag = Atomic<Bool>(false)
+    private let finishedFlag = Atomic<Bool>(false)
+    private let lastDataAt = Atomic<Int>(0)
+    private let consumedFrames = Atomic<Int>(0)
+    private let formatBits = Atomic<Int>(0)
+
+    // Stream thread only.
+    private var format: ExternalFormat?
+    private var fifo: [UInt8] = []
+    private var fifoStart = 0
+    private var fifoCount = 0
+    private var received: UInt64 = 0
+    private var consumed: UInt64 = 0
+    private var drainAt: UInt64?
+    private var announced = false
+    /// `received` when the stream was last detached: only frames after it announce it again.
+    private var receivedAtDetach: UInt64 = 0
+    private var flushedForDrain = false
+    private var onFrames: @Sendable (ExternalStream) -> Void
+    private var parser = Parser()
+    private var pumps: [Pump] = []
+    private var pumpGeneration = 0
+    private var discardSince: Int?
+    private var discarded: UInt64 = 0
+    private var lastPosition: (consumed: UInt64, delay: UInt64) = (0, 0)
+    private var lastPositionAt = 0
+    private var input: [Float] = []
+
+    /// One target's conversion state.
+    private struct Pump {
+        let output: SourceOutput
+        let resampler: (any Resampler)?
+        var mapped: [Float]
+        var resampled: [Float]
+        let leadSamples: Int
+    }
+
+    /// The reader's position in the byte stream.
+    private struct Parser {
+        var header: [UInt8] = []
+        var control: (type: ExternalWire.Message, need: Int, payload: [UInt8])?
+        /// Bytes of the current DATA message still to come.
+        var dataLeft = 0
+        /// Bytes of a partial frame carried over (a DATA message split inside a frame is a violation).
+    }
+
+    init(
+        name: String, peer: ExternalPeer, fd: Int32, logger: Logger,
+        onFrames: @escaping @Sendable (ExternalStream) -> Void
+    ) {
+        self.name = name
+        self.peer = peer
+        self.fd = fd
+        self.logger = logger
+        self.onFrames = onFrames
+    }
+
+    // MARK: Any thread
+
+    /// The peer closed (or the connection failed).
+    public var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
+    /// The thread ended: everything the program sent was moved or the stream was abandoned.
+    public var isFinished: Bool { finishedFlag.load(ordering: .acquiring) }
+    /// CLOCK_MONOTONIC ns of the last DATA (0: none yet).
+    public var lastData: Int { lastDataAt.load(ordering: .acquiring) }
+    /// Frames taken from the program so far.
+    public var framesConsumed: Int { consumedFrames.load(ordering: .acquiring) }
+    /// The program's format, once it sent one.
+    public var formatDescription: String {
+        shared.withLock { _ in formatText }
+    }
+    private var formatText = ""
+
+    // MARK: Control plane
+
+    /// Starts (or replaces) the slots this stream fills. Control thread.
+    public func attach(_ outputs: [SourceOutput]) {
+        shared.withLock {
+            $0.targets = outputs
+            $0.generation += 1
+        }
+    }
+
+    /// Stops filling the slots and waits (a few ms at most) until the stream's thread no longer touches
+    /// them, so they may be released. The next frames the program sends announce it again. Control thread.
+    public func detach() {
+        let generation = shared.withLock {
+            $0.targets = nil
+            $0.generation += 1
+            return $0.generation
+        }
+        let deadline = monotonicNanoseconds() + 100_000_000
+        while appliedGeneration.load(ordering: .acquiring) < generation && !isFinished
+            && monotonicNanoseconds() < deadline
+        {
+            usleep(500)
+        }
+    }
+
+    /// Drop mode: while true, frames are taken at the program's rate and discarded. Control thread.
+    public func setDiscarding(_ on: Bool) { shared.withLock { $0.discarding = on } }
+
+    /// Sends `why` to the program as an ERROR and closes the connection. Control thread.
+    public func refuse(_ why: String) { shared.withLock { $0.refusal = why } }
+
+    /// Closes the connection at once (batond stops). Any thread.
+    public func stop() { shared.withLock { $0.stop = true } }
+
+    // MARK: The stream's thread
+
+    /// Reads, pumps and answers until the program leaves and everything it sent was taken.
+    func run() {
+        defer {
+            close(fd)
+            closedFlag.store(true, ordering: .releasing)
+            finishedFlag.store(true, ordering: .releasing)
+        }
+        while true {
+            let s = shared.withLock { $0 }
+            if s.stop { return }
+            if let why = s.refusal {
+                send(ExternalWire.message(.error, Array(why.utf8)))
+                return
+            }
+            if s.generation != pumpGeneration { rebuildPumps(s.targets, generation: s.generation) }
+            if !isClosed {
+                if case .failure(let error) = readSocket() {
+                    logger.warning("external \(name): \(peer): \(error); closing its connection")
+                    send(ExternalWire.message(.error, Array(error.description.utf8)))
+                    return
+                }
+            }
+            if received > receivedAtDetach && !announced && s.targets == nil {
+                announced = true
+                onFrames(self)
+                continue
+            }
+            let moved = s.discarding ? discard() : pump()
+            if !s.discarding { discardSince = nil }
+            answer()
+            if isClosed {
+                if fifoCount == 0 || s.targets == nil && !announced {
+                    flushResamplers()
+                    return
+                }
+                if !moved { usleep(2_000) }
+            }
+        }
+    }
+
+    private func send(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                closedFlag.store(true, ordering: .releasing)
+                return
+            }
+            offset += n
+        }
+    }
+
+    private var fifoCapacity: Int { fifo.count }
+    private var fifoRoom: Int { fifoCapacity - fifoCount }
+
+    /// Waits up to 2 ms for the socket when there is room for more, then reads what is there.
+    private func readSocket() -> Result<Void, ExternalStreamError> {
+        let wantData = parser.dataLeft > 0
+        if wantData && fifoRoom == 0 {
+            usleep(2_000)
+            return .success(())
+        }
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&p, 1, 2)
+        guard ready > 0 else { return .success(()) }
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        while !isClosed {
+            if parser.dataLeft > 0 {
+                guard fifoRoom > 0 else { return .success(()) }
+                // Straight into the FIFO (its free part up to the end, then the wrap).
+                let end = (fifoStart + fifoCount) % fifoCapacity
+                let span = min(parser.dataLeft, fifoRoom, fifoCapacity - end)
+                let n = fifo.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + end, span, Int32(MSG_DONTWAIT)) }
+                if n == 0 { return peerClosed() }
+                if n < 0 { return errno == EAGAIN || errno == EINTR ? .success(()) : peerClosed() }
+                fifoCount += n
+                parser.dataLeft -= n
+                guard let format else { return .failure(.protocolViolation("DATA before FORMAT")) }
+                received = consumed + UInt64(fifoCount / format.frameBytes)
+                lastDataAt.store(monotonicNanoseconds(), ordering: .releasing)
+                continue
+            }
+            let want: Int
+            if let control = parser.control {
+                want = control.need - control.payload.count
+            } else {
+                want = 8 - parser.header.count
+            }
+            let n = scratch.withUnsafeMutableBytes {
+                recv(fd, $0.baseAddress!, min(want, $0.count), Int32(MSG_DONTWAIT))
+            }
+            if n == 0 { return peerClosed() }
+            if n < 0 { return errno == EAGAIN || errno == EINTR ? .success(()) : peerClosed() }
+            if parser.control != nil {
+                parser.control!.payload += scratch[0..<n]
+                if parser.control!.payload.count == parser.control!.need {
+                    let control = parser.control!
+                    parser.control = nil
+                    if case .failure(let e) = handle(control.type, control.payload[...]) { return .failure(e) }
+                }
+                continue
+            }
+            parser.header += scratch[0..<n]
+            guard parser.header.count == 8 else { continue }
+            let code = ExternalWire.u32(parser.header[...], at: 0)
+            let length = Int(ExternalWire.u32(parser.header[...], at: 4))
+            parser.header = []
+            guard let type = ExternalWire.Message(rawValue: code) else {
+                return .failure(.protocolViolation("unknown message type \(code)"))
+            }
+            if type == .data {
+                guard let format else { return .failure(.protocolViolation("DATA before FORMAT")) }
+                guard length % format.frameBytes == 0 else {
+                    return .failure(.protocolViolation("DATA of \(length) bytes is not whole \(format) frames"))
+                }
+                parser.dataLeft = length
+                continue
+            }
+            guard length <= ExternalWire.maxControlPayload else {
+                return .failure(.protocolViolation("a \(type) message of \(length) bytes"))
+            }
+            if length == 0 {
+                if case .failure(let e) = handle(type, []) { return .failure(e) }
+            } else {
+                parser.control = (type, length, [])
+            }
+        }
+        return .success(())
+    }
+
+    private func peerClosed() -> Result<Void, ExternalStreamError> {
+        closedFlag.store(true, ordering: .releasing)
+        return .success(())
+    }
+
+    private func handle(_ type: ExternalWire.Message, _ payload: ArraySlice<UInt8>) -> Result<Void, ExternalStreamError>
+    {
+        switch type {
+        case .format:
+            switch ExternalFormat.parse(payload) {
+            case .failure(let e): return .failure(e)
+            case .success(let f):
+                consumed = received  // what the old format left is forgotten (the plugin does the same)
+                fifo = [UInt8](repeating: 0, count: f.bufferFrames * f.frameBytes)
+                fifoStart = 0
+                fifoCount = 0
+                format = f
+                shared.withLock { _ in formatText = f.description }
+                formatBits.store(1, ordering: .releasing)
+                pumpGeneration = -1  // rebuild the converters for the new format
+                send(ExternalWire.message(.ok))
+            }
+        case .drain:
+            drainAt = received
+            flushedForDrain = false
+        case .drop:
+            if let format {
+                consumed += UInt64(fifoCount / format.frameBytes)
+                fifoCount = 0
+                fifoStart = 0
+                consumedFrames.store(Int(consumed), ordering: .releasing)
+            }
+            drainAt = nil
+            answer(force: true)
+        case .open, .ok, .error, .drained, .position, .data:
+            return .failure(.protocolViolation("unexpected \(type) message"))
+        }
+        return .success(())
+    }
+
+    // MARK: Moving frames
+
+    private func rebuildPumps(_ targets: [SourceOutput]?, generation: Int) {
+        pumpGeneration = generation
+        if targets == nil && !pumps.isEmpty {
+            announced = false
+            receivedAtDetach = received
+        }
+        pumps = []
+        if let targets, let format {
+            pumps = targets.map { o in
+                let resampler =
+                    o.rate == format.rate
+                    ? nil
+                    : (try? makeResampler(o.resampler, inputRate: format.rate, outputRate: o.rate, channels: o.channels))
+                let outFrames = Self.block * o.rate / format.rate + 64
+                return Pump(
+                    output: o, resampler: resampler,
+                    mapped: [Float](repeating: 0, count: Self.block * o.channels),
+                    resampled: [Float](repeating: 0, count: outFrames * o.channels),
+                    leadSamples: Self.leadNanoseconds / 1000 * o.rate / 1_000_000 * o.channels)
+            }
+            input = [Float](repeating: 0, count: Self.block * format.channels)
+        }
+        appliedGeneration.store(generation, ordering: .releasing)
+    }
+
+    /// Moves blocks into every slot ring while all of them are below the lead. True if it moved any.
+    private func pump() -> Bool {
+        guard let format, !pumps.isEmpty else { return false }
+        var moved = false
+        while fifoCount >= format.frameBytes {
+            for p in pumps
+            where p.output.slot.ring.readable >= p.leadSamples || p.output.slot.ring.writable < p.resampled.count {
+                return moved
+            }
+            let frames = min(Self.block, fifoCount / format.frameBytes)
+            decode(frames, format)
+            for i in pumps.indices { deliver(frames, format, &pumps[i]) }
+            consumed += UInt64(frames)
+            consumedFrames.store(Int(consumed), ordering: .releasing)
+            moved = true
+        }
+        return moved
+    }
+
+    /// Drop mode: takes frames at the program's own rate (from the monotonic clock) and throws them away.
+    private func discard() -> Bool {
+        guard let format else { return false }
+        let now = monotonicNanoseconds()
+        if discardSince == nil {
+            discardSince = now
+            discarded = 0
+        }
+        let due = UInt64((now - discardSince!) / 1000 * format.rate / 1_000_000)
+        let frames = min(Int(due > discarded ? due - discarded : 0), fifoCount / format.frameBytes)
+        guard frames > 0 else { return false }
+        take(frames * format.frameBytes)
+        discarded += UInt64(frames)
+        consumed += UInt64(frames)
+        consumedFrames.store(Int(consumed), ordering: .releasing)
+        return true
+    }
+
+    private func take(_ bytes: Int) {
+        fifoStart = (fifoStart + bytes) % fifoCapacity
+        fifoCount -= bytes
+    }
+
+    /// Converts `frames` frames from the FIFO's head into `input` (interleaved Float) and removes them.
+    private func decode(_ frames: Int, _ format: ExternalFormat) {
+        let samples = frames * format.channels
+        let width = format.sample.bytesPerSample
+        fifo.withUnsafeBytes { raw in
+            input.withUnsafeMutableBufferPointer { out in
+                var at = fifoStart
+                for i in 0..<samples {
+                    switch format.sample {
+                    case .s16LE:
+                        let v = Int16(bitPattern: UInt16(raw[at]) | UInt16(raw[(at + 1) % fifoCapacity]) << 8)
+                        // ÷ 32767, the scale the engine writes S16 with: S16 passes through bit-exact.
+                        out[i] = Float(v) / 32767
+                    case .s32LE:
+                        var u: UInt32 = 0
+                        for k in 0..<4 { u |= UInt32(raw[(at + k) % fifoCapacity]) << (8 * UInt32(k)) }
+                        out[i] = Float(Double(Int32(bitPattern: u)) / 2_147_483_648)
+                    case .floatLE:
+                        var u: UInt32 = 0
+                        for k in 0..<4 { u |= UInt32(raw[(at + k) % fifoCapacity]) << (8 * UInt32(k)) }
+                        let f = Float(bitPattern: u)
+                        out[i] = f.isFinite ? f : 0
+                    }
+                    at = (at + width) % fifoCapacity
+                }
+            }
+        }
+        take(frames * format.frameBytes)
+    }
+
+    /// Maps `input`'s channels to the zone's, resamples and writes into the slot's ring.
+    private func deliver(_ frames: Int, _ format: ExternalFormat, _ p: inout Pump) {
+        let inChannels = format.channels
+        let outChannels = p.output.channels
+        for f in 0..<frames {
+            for c in 0..<outChannels {
+                let v: Float
+                if inChannels == outChannels || c < inChannels && outChannels > 1 {
+                    v = input[f * inChannels + c]
+                } else if inChannels == 1 {
+                    v = input[f]
+                } else if outChannels == 1 {
+                    var sum: Float = 0
+                    for k in 0..<inChannels { sum += input[f * inChannels + k] }
+                    v = sum / Float(inChannels)
+                } else {
+                    v = (input[f * inChannels] + input[f * inChannels + 1]) / 2
+                }
+                p.mapped[f * outChannels + c] = v
+            }
+        }
+        let count = frames * outChannels
+        guard let r = p.resampler else {
+            _ = p.mapped.withUnsafeBufferPointer { p.output.slot.ring.write($0.baseAddress!, count: count) }
+            return
+        }
+        var produced = 0
+        p.mapped.withUnsafeBufferPointer { inBuf in
+            p.resampled.withUnsafeMutableBufferPointer { outBuf in
+                var offset = 0
+                while offset < count {
+                    guard
+                        let (c, made) = try? r.process(
+                            input: UnsafeBufferPointer(rebasing: inBuf[offset..<count]),
+                            output: UnsafeMutableBufferPointer(rebasing: outBuf[(produced * outChannels)...]))
+                    else { break }
+                    offset += c * outChannels
+                    produced += made
+                    if c == 0 && made == 0 { break }
+                }
+            }
+        }
+        if produced > 0 {
+            _ = p.resampled.withUnsafeBufferPointer {
+                p.output.slot.ring.write($0.baseAddress!, count: produced * outChannels)
+            }
+        }
+    }
+
+    /// The end of the program's stream: the frames the resamplers hold back go into the rings.
+    private func flushResamplers() {
+        for i in pumps.indices {
+            guard let r = pumps[i].resampler else { continue }
+            let channels = pumps[i].output.channels
+            while true {
+                let made = pumps[i].resampled.withUnsafeMutableBufferPointer { (try? r.flush(output: $0)) ?? 0 }
+                if made == 0 { break }
+                _ = pumps[i].resampled.withUnsafeBufferPointer {
+                    pumps[i].output.slot.ring.write($0.baseAddress!, count: made * channels)
+                }
+            }
+            r.reset()
+        }
+    }
+
+    // MARK: Answers
+
+    /// Frames between what was consumed and the speaker, at the program's rate: the slot ring, the
+    /// resampler's delay and the device's buffer.
+    private func pipelineDelay() -> UInt64 {
+        guard let format, let p = pumps.first else { return 0 }
+        let o = p.output
+        let outFrames =
+            Double(o.slot.ring.readable / o.channels) + (p.resampler?.latencyFrames ?? 0)
+            + Double(o.device.snapshot().delayFrames)
+        return UInt64(max(0, outFrames * Double(format.rate) / Double(o.rate)))
+    }
+
+    /// Sends POSITION when something was consumed (or every 20 ms while the delay moves), and DRAINED
+    /// once everything before a DRAIN was played.
+    private func answer(force: Bool = false) {
+        let now = monotonicNanoseconds()
+        let delay = pipelineDelay()
+        if force || consumed != lastPosition.consumed
+            || (delay != lastPosition.delay && now - lastPositionAt > 20_000_000)
+        {
+            lastPosition = (consumed, delay)
+            lastPositionAt = now
+            send(ExternalWire.position(consumed: consumed, delay: delay))
+        }
+        if let at = drainAt, consumed >= at {
+            let empty = pumps.allSatisfy { $0.output.slot.ring.readable == 0 }
+            if fifoCount == 0 && !empty && !flushedForDrain {
+                flushedForDrain = true
+                flushResamplers()
+            }
+            if empty || shared.withLock({ $0.discarding }) {
+                drainAt = nil
+                send(ExternalWire.message(.drained))
+            }
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import Glibc
+import OSThread
+import Synchronization
+
+/// `control: {mpd: HOST:PORT}`: MPD's own protocol over TCP. Commands (`pause 1`, `play`) go on a
+/// fresh connection each, from the control's queue; a watcher thread keeps a connection in `idle
+/// player` and reads `status` after every change, so a pause or play the user gives MPD (mpc, an app)
+/// is seen — and told apart from Baton's own by what Baton asked for last.
+public final class MPDControl: PlayerControl, @unchecked Sendable {
+    // @unchecked: the mutable state is behind Mutexes and atomics; the rest is `let`.
+    public let host: String
+    public let port: UInt16
+    private let queue = ControlQueue()
+    private let report: @Sendable (String) -> Void
+    private let failure = Mutex<String?>(nil)
+    /// The state Baton asked for and until when a change to it is Baton's own (ns).
+    private let expected = Mutex<(state: String, until: Int)?>(nil)
+    private let change = Mutex<PlayerChange?>(nil)
+    private let observed = Mutex<String?>(nil)
+    private let running = Atomic<Bool>(true)
+
+    public init(host: String, port: UInt16, report: @escaping @Sendable (String) -> Void) {
+        self.host = host
+        self.port = port
+        self.report = report
+        OSThread.detach { [self] in watch() }
+    }
+
+    public var description: String { "mpd \(host):\(port)" }
+    public var lastError: String? { failure.withLock { $0 } }
+    /// MPD's state as last seen: `play`, `pause`, `stop`.
+    public var state: String? { observed.withLock { $0 } }
+    public func takeUserChange() -> PlayerChange? {
+        change.withLock { c in
+            defer { c = nil }
+            return c
+        }
+    }
+
+    public func pause() { command("pause 1", expecting: "pause") }
+    public func play() { command("play", expecting: "play") }
+
+    public func close() {
+        running.store(false, ordering: .releasing)
+        queue.close()
+    }
+
+    private func command(_ line: String, expecting state: String) {
+        expected.withLock { $0 = (state, monotonicNanoseconds() + 3_000_000_000) }
+        queue.run { [self] in
+            do {
+                let connection = try MPDConnection(host: host, port: port, timeoutMilliseconds: 2000)
+                defer { connection.close() }
+                _ = try connection.run(line)
+                failure.withLock { $0 = nil }
+            } catch {
+                let why = "mpd \(host):\(port): \"\(line)\" failed: \(error)"
+                failure.withLock { $0 = why }
+                report(why)
+            }
+        }
+    }
+
+    /// Follows MPD's player state until closed, reconnecting every second after a failure.
+    private func watch() {
+        var reported = false
+        while running.load(ordering: .acquiring) {
+            do {
+                let connection = try MPDConnection(host: host, port: port, timeoutMilliseconds: 2000)
+                defer { connection.close() }
+                reported = false
+                while running.load(ordering: .acquiring) {
+                    let status = try connection.run("status")
+                    if let line = status.first(where: { $0.hasPrefix("state: ") }) {
+                        saw(String(line.dropFirst(7)))
+                    }
+                    // Wake every 500 ms to notice close(); MPD answers `noidle` with what changed so far.
+                    try connection.idle(timeoutMilliseconds: 500) { [self] in running.load(ordering: .acquiring) }
+                }
+            } catch {
+                if !reported {
+                    reported = true
+                    let why = "mpd \(host):\(port): cannot follow its state: \(error)"
+                    failure.withLock { $0 = why }
+                    report(why)
+                }
+                usleep(1_000_000)
+            }
+        }
+    }
+
+    private func saw(_ state: String) {
+        let previous = observed.withLock { o in
+            defer { o = state }
+            return o
+        }
+        guard let previous, previous != state else { return }
+        let now = monotonicNanoseconds()
+        let ours = expected.withLock { e -> Bool in
+            guard let x = e, x.until >= now, x.state == state else { return false }
+            e = nil
+            return true
+        }
+        if ours { return }
+        let c: PlayerChange = state == "pause" ? .paused : (state == "play" ? .played : .stopped)
+        change.withLock { $0 = c }
+    }
+}
+
+/// MPD's protocol failed.
+struct MPDError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// One TCP connection to MPD: the greeting, then a command at a time (answers up to `OK` or `ACK`).
+final class MPDConnection {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(host: String, port: UInt16, timeoutMilliseconds: Int) throws(MPDError) {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &address.sin_addr) == 1 else {
+            throw MPDError(description: "\(host) is not an IPv4 address")
+        }
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw MPDError(description: "socket: \(String(cString: strerror(errno)))") }
+        var timeout = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: Int(timeoutMilliseconds % 1000) * 1000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw MPDError(description: "cannot connect: \(String(cString: strerror(e)))")
+        }
+        let greeting = try readLine()
+        guard greeting.hasPrefix("OK MPD") else {
+            Glibc.close(fd)
+            throw MPDError(description: "not MPD (it said \"\(greeting.prefix(60))\")")
+        }
+    }
+
+    func close() { Glibc.close(fd) }
+
+    /// Sends one command; the lines before `OK`. `ACK` throws MPD's message.
+    func run(_ command: String) throws(MPDError) -> [String] {
+        try send(command + "\n")
+        return try readAnswer()
+    }
+
+    /// `idle player`; returns when the player changed, or after `timeoutMilliseconds` (`noidle`) while
+    /// `keepGoing()` holds.
+    func idle(timeoutMilliseconds: Int32, keepGoing: () -> Bool) throws(MPDError) {
+        try send("idle player\n")
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while keepGoing() && buffer.isEmpty {
+            if poll(&p, 1, timeoutMilliseconds) > 0 { break }
+        }
+        if buffer.isEmpty && !(poll(&p, 1, 0) > 0) { try send("noidle\n") }
+        _ = try readAnswer()
+    }
+
+    private func send(_ text: String) throws(MPDError) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw MPDError(description: "send: \(String(cString: strerror(errno)))") }
+            offset += n
+        }
+    }
+
+    private func readAnswer() throws(MPDError) -> [String] {
+        var lines: [String] = []
+        while true {
+            let line = try readLine()
+            if line == "OK" { return lines }
+            if line.hasPrefix("ACK") { throw MPDError(description: line) }
+            lines.append(line)
+        }
+    }
+
+    private func readLine() throws(MPDError) -> String {
+        while true {
+            if let end = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[..<end], as: UTF8.self)
+                buffer.removeSubrange(...end)
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                throw MPDError(
+                    description: n == 0
+                        ? "MPD closed the connection" : "no answer (\(String(cString: strerror(errno))))")
+            }
+            buffer += chunk[0..<n]
+        }
+    }
+}

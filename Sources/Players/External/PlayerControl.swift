@@ -1,0 +1,100 @@
+import Glibc
+import OSThread
+import Synchronization
+
+/// Something the user did to an external player through its own controls.
+public enum PlayerChange: Sendable, Equatable {
+    case paused
+    case played
+    case stopped
+}
+
+/// How Baton tells an external player to pause and play (`control:` of an external source): MPD's
+/// protocol, MPRIS, a command pair. `pause` and `play` return at once: the work runs on the control's
+/// own thread, never under the control plane's lock. Failures are reported (`control-error`).
+public protocol PlayerControl: AnyObject, Sendable {
+    /// What it talks to, for status: `mpd 127.0.0.1:6600`.
+    var description: String { get }
+    func pause()
+    func play()
+    /// A change the user made (seen through the player's interface, not commanded by Baton), once.
+    func takeUserChange() -> PlayerChange?
+    /// The last failure, if the last attempt failed.
+    var lastError: String? { get }
+    func close()
+}
+
+/// Runs a control's commands one after another on a thread of its own, so that the arbiter never waits.
+final class ControlQueue: Sendable {
+    private let jobs = Mutex<[@Sendable () -> Void]>([])
+    private let wake = Semaphore()
+    private let running = Atomic<Bool>(true)
+
+    init() {
+        OSThread.detach { [self] in
+            while running.load(ordering: .acquiring) {
+                wake.wait(nanoseconds: 100_000_000)
+                while let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { job() }
+            }
+        }
+    }
+
+    func run(_ job: @escaping @Sendable () -> Void) {
+        jobs.withLock { $0.append(job) }
+        wake.post()
+    }
+
+    func close() {
+        running.store(false, ordering: .releasing)
+        wake.post()
+    }
+}
+
+/// `control: {command: {pause: "...", resume: "..."}}`: each runs with `/bin/sh -c`; a non-zero exit
+/// is a control error. It cannot see what the user does to the player.
+public final class CommandControl: PlayerControl, @unchecked Sendable {
+    // @unchecked: `failure` is behind a Mutex; the rest is `let`.
+    public let pauseCommand: String
+    public let resumeCommand: String
+    private let queue = ControlQueue()
+    private let failure = Mutex<String?>(nil)
+    private let report: @Sendable (String) -> Void
+
+    public init(pause: String, resume: String, report: @escaping @Sendable (String) -> Void) {
+        pauseCommand = pause
+        resumeCommand = resume
+        self.report = report
+    }
+
+    public var description: String { "command" }
+    public func pause() { run(pauseCommand) }
+    public func play() { run(resumeCommand) }
+    public func takeUserChange() -> PlayerChange? { nil }
+    public var lastError: String? { failure.withLock { $0 } }
+    public func close() { queue.close() }
+
+    private func run(_ command: String) {
+        queue.run { [self] in
+            let status = Self.shell(command)
+            if status == 0 {
+                failure.withLock { $0 = nil }
+            } else {
+                let why = "command \"\(command)\" exited with status \(status)"
+                failure.withLock { $0 = why }
+                report(why)
+            }
+        }
+    }
+
+    /// `/bin/sh -c command`, waited for; its exit status (127 when it could not run).
+    static func shell(_ command: String) -> Int32 {
+        var pid: pid_t = 0
+        let args = ["/bin/sh", "-c", command]
+        var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        guard posix_spawn(&pid, "/bin/sh", nil, nil, &argv, environ) == 0 else { return 127 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+}

@@ -1,0 +1,75 @@
+import BatonConfig
+import Testing
+
+/// `external-sources:` (docs/CONFIG.md, docs/EXTERNAL.md).
+@Suite struct ConfigExternalTests {
+    /// The issue's example reads as written: classes, zones, modes, each kind of control, the socket.
+    @Test func readsEveryKindOfExternalSource() throws {
+        let config = try load(
+            minimalZone + """
+                external-sources:
+                  socket: /run/baton/sources.sock
+                  airplay: {class: music, zones: [all], when-interrupted: drop, control: {mpris: org.mpris.MediaPlayer2.ShairportSync, bus: system}}
+                  mpd: {class: music, zones: [kitchen], when-interrupted: pause, control: {mpd: 127.0.0.1:6600}}
+                  cmd: {when-interrupted: pause, control: {command: {pause: "echo p", resume: "echo r"}}, idle-release: 2s}
+                  radio: {class: music, when-interrupted: hold}
+
+                """)
+        let external = try #require(config.externalSources)
+        #expect(external.socketPath == "/run/baton/sources.sock")
+        #expect(external.sources.map(\.name) == ["airplay", "mpd", "cmd", "radio"])
+        #expect(
+            external.source("airplay")?.control
+                == .mpris(busName: "org.mpris.MediaPlayer2.ShairportSync", systemBus: true))
+        #expect(external.source("airplay")?.whenInterrupted == .drop)
+        #expect(external.source("mpd")?.control == .mpd(host: "127.0.0.1", port: 6600))
+        #expect(external.source("mpd")?.zones == ["kitchen"])
+        #expect(external.source("cmd")?.control == .command(pause: "echo p", resume: "echo r"))
+        #expect(external.source("cmd")?.idleRelease == .seconds(2))
+        #expect(external.source("radio")?.whenInterrupted == .hold)
+        #expect(external.source("radio")?.idleRelease == .seconds(5))
+        #expect(external.source("radio")?.zones == ["all"])
+    }
+
+    /// Mistakes are reported where they are: an unknown class, zone, mode or key; pause without a
+    /// control; a control of two kinds; a bad MPD address.
+    @Test func reportsMistakesInExternalSources() {
+        let lines =
+            issueLines(
+                minimalZone + """
+                    external-sources:
+                      a: {class: musik}
+                      b: {zones: [garage]}
+                      c: {when-interrupted: stop}
+                      d: {when-interrupted: pause}
+                      e: {control: {mpd: localhost, command: {pause: x, resume: y}}}
+                      f: {control: {mpd: "127.0.0.1:x"}}
+                      g: {volume: 1}
+
+                    """) ?? []
+        #expect(lines.count == 7, "\(lines)")
+        #expect(lines.contains { $0.contains("external-sources.a.class") && $0.contains("musik") })
+        #expect(lines.contains { $0.contains("external-sources.b.zones") && $0.contains("garage") })
+        #expect(lines.contains { $0.contains("external-sources.c.when-interrupted") })
+        #expect(lines.contains { $0.contains("external-sources.d.when-interrupted: pause needs a control") })
+        #expect(lines.contains { $0.contains("external-sources.e.control: give exactly one of mpris, mpd, command") })
+        #expect(lines.contains { $0.contains("external-sources.f.control.mpd: expected HOST:PORT") })
+        #expect(lines.contains { $0.contains("external-sources.g.volume: unknown key") })
+    }
+
+    /// `batond --alsa-snippet` prints one `type baton` PCM per source, with the socket when it is not
+    /// the default and the plugin line when asked.
+    @Test func printsTheALSASnippet() throws {
+        let config = try load(
+            minimalZone + """
+                external-sources:
+                  socket: /tmp/s.sock
+                  airplay: {class: music}
+
+                """)
+        let snippet = try #require(config.externalSources).alsaSnippet(plugin: "/x/libasound_module_pcm_baton.so")
+        #expect(snippet.contains("pcm_type.baton { lib \"/x/libasound_module_pcm_baton.so\" }"))
+        #expect(
+            snippet.contains("pcm.baton_airplay {\n    type baton\n    source \"airplay\"\n    socket \"/tmp/s.sock\""))
+    }
+}

@@ -1,0 +1,191 @@
+import BatonTesting
+import Glibc
+import Testing
+
+/// aplay through `baton_x`, the real plugin and the real batond (issue 13 §3).
+@Suite(.serialized) struct AplayTests {
+    /// The music: the left channel carries 10000 + (n mod 20000) at frame n, the right is silent, so
+    /// every frame is recognisable in the zone's output (and never rounds to 0 in a fade).
+    static func music(frames: Int) -> [Int16] {
+        (0..<frames).flatMap { [Int16(10_000 + $0 % 20_000), 0] }
+    }
+
+    /// A bell on the right channel only.
+    static let bell: [Int16] = (0..<(48_000 / 4)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
+
+    /// With `hold`, a doorbell interrupts aplay: every input frame reaches the zone exactly once and
+    /// in order (the only changes are the pause and resume fades), the bell plays in between, and
+    /// aplay finishes normally.
+    @Test func holdPlaysEveryFrameOnceInOrderAroundADoorbell() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music, when-interrupted: hold}", sounds: ["bell": Self.bell])
+        let frames = 48_000 * 3
+        let input = Self.music(frames: frames)
+        ExternalRig.writeWAV(rig.directory + "/music.wav", input, channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
+        usleep(1_000_000)
+        #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
+        #expect(aplay.wait(seconds: 15) == 0, "aplay: \(aplay.output)")
+        usleep(300_000)
+        let events = rig.get("/api/v1/events/recent")
+        #expect(events.contains("interruption-began") && events.contains("interruption-ended"), "\(events)")
+        #expect(events.contains("aplay (pid \(aplay.pid)) writes S16_LE 2 ch 48000 Hz to baton_x"), "\(events)")
+
+        let out = rig.zoneSamples()
+        let left = stride(from: 0, to: out.count, by: 2).map { out[$0] }.filter { $0 != 0 }
+        #expect(left.count == frames, "every frame exactly once")
+        var faded = 0
+        var wrong = 0
+        for (k, v) in left.prefix(frames).enumerated() {
+            let x = input[2 * k]
+            if v == x { continue }
+            if v > 0 && v < x { faded += 1 } else { wrong += 1 }
+        }
+        #expect(wrong == 0, "frames out of order or changed")
+        #expect(faded <= 2 * 480 + 2, "only the pause and resume fades (10 ms each) differ: \(faded)")
+        // The bell was heard while the music was held: on the right channel, between its halves.
+        let right = stride(from: 1, to: out.count, by: 2).filter { out[$0] != 0 }
+        #expect(right.count > 48_000 / 8)
+    }
+
+    /// batond killed while aplay writes: aplay fails within 2 s (no hang); with batond started
+    /// again, a new aplay plays.
+    @Test func aplayFailsWhenBatondDiesAndANewOnePlaysAfterARestart() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music, when-interrupted: hold}")
+        ExternalRig.writeWAV(rig.directory + "/music.wav", Self.music(frames: 48_000 * 10), channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
+        usleep(800_000)
+        rig.killBatond()
+        let killed = monotonicSeconds()
+        let status = aplay.wait(seconds: 5)
+        #expect(status != nil && status != 0, "aplay exits with an error")
+        #expect(monotonicSeconds() - killed < 2, "within 2 s")
+        try rig.startBatond()
+        ExternalRig.writeWAV(rig.directory + "/short.wav", Self.music(frames: 24_000), channels: 2)
+        let again = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "aplay2.log")
+        #expect(again.wait(seconds: 10) == 0, "aplay after the restart: \(again.output)")
+    }
+
+    /// No batond: the open fails with ECONNREFUSED and one line saying what and where; an unknown
+    /// source name fails with batond's sentence naming the configured ones.
+    @Test func openFailsClearlyWithoutBatondOrWithAnUnknownSource() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music}")
+        ExternalRig.writeWAV(rig.directory + "/short.wav", Self.music(frames: 4_800), channels: 2)
+        let unknown = try rig.program("aplay", ["-D", "baton_nope", rig.directory + "/short.wav"], log: "nope.log")
+        #expect(unknown.wait(seconds: 5) == 1)
+        #expect(unknown.output.contains("unknown source \"nope\" (batond's external sources: x)"), "\(unknown.output)")
+        rig.killBatond()
+        let refused = try rig.program("aplay", ["-D", "baton_x", rig.directory + "/short.wav"], log: "refused.log")
+        #expect(refused.wait(seconds: 5) == 1)
+        #expect(
+            refused.output.contains("baton: cannot reach batond at \(rig.socket) for source \"x\""), "\(refused.output)"
+        )
+        #expect(refused.output.contains("Connection refused"), "\(refused.output)")
+    }
+}
+
+func monotonicSeconds() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+}
+
+/// The plugin any ALSA program loads.
+@Suite struct PluginTests {
+    /// It needs alsa-lib and libc, never the Swift runtime (a program loading it gets no Swift).
+    @Test func thePluginDoesNotLinkTheSwiftRuntime() {
+        let plugin = Subprocess.buildDirectory + "/libasound_module_pcm_baton.so"
+        let (status, output) = Subprocess.run("/usr/bin/ldd", [plugin])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("libasound.so"))
+        #expect(!output.lowercased().contains("swift"), "\(output)")
+        let symbols = Subprocess.run("/usr/bin/nm", ["-D", "--defined-only", plugin]).output
+        #expect(symbols.contains("_snd_pcm_baton_open"), "the entry alsa-lib looks up")
+    }
+}
+
+/// idle-release: a program that keeps its device open but stops writing gives the zones back.
+@Suite struct IdleReleaseTests {
+    /// aplay reading raw frames from a FIFO: 1 s of frames, then nothing for longer than
+    /// `idle-release` (the source is released: `played`), then frames again (admitted anew).
+    @Test func aSilentProgramIsReleasedAndAdmittedAgainWhenItWrites() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music, idle-release: 500ms}")
+        let fifo = rig.directory + "/frames.fifo"
+        mkfifo(fifo, 0o644)
+        let aplay = try rig.program(
+            "aplay", ["-q", "-D", "baton_x", "-t", "raw", "-f", "S16_LE", "-r", "48000", "-c", "2", fifo],
+            log: "aplay.log")
+        defer { aplay.stop() }
+        let fd = open(fifo, O_WRONLY)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        let second = AplayTests.music(frames: 48_000)
+        func send() { _ = second.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+        send()
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(50_000)
+                return rig.get("/api/v1/events/recent").contains("\"played\"")
+            },
+            "released after idle-release")
+        send()
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(50_000)
+                return rig.get("/api/v1/events/recent").contains("\"music-2\"")
+            },
+            "admitted again: \(rig.get("/api/v1/events/recent"))")
+    }
+}
+
+/// A peer that is not the plugin gets a clear ERROR, and batond runs on.
+@Suite struct HostilePeerTests {
+    /// Connects to the socket, sends `bytes`, and returns what batond answers before it closes.
+    static func exchange(_ socketPath: String, _ bytes: [UInt8]) -> String {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in socketPath.utf8.enumerated() { raw[i] = b }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { return "connect failed" }
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var answer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            answer += chunk[0..<n]
+        }
+        return String(decoding: answer.dropFirst(answer.count > 8 ? 8 : 0), as: UTF8.self)
+    }
+
+    static func message(_ type: UInt32, _ payload: [UInt8]) -> [UInt8] {
+        func le(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8((v >> (8 * UInt32($0))) & 0xff) } }
+        return le(type) + le(UInt32(payload.count)) + payload
+    }
+
+    /// Garbage, a wrong first message and an unsupported format each get a sentence saying what is
+    /// wrong; afterwards aplay still plays.
+    @Test func garbageAndBadFormatsGetClearErrorsAndBatondRunsOn() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music}")
+        #expect(Self.exchange(rig.socket, Array("GET / HTTP/1.0\r\n\r\n".utf8)).contains("not the baton PCM protocol"))
+        let open = Self.message(1, [1, 0, 0, 0] + Array("x".utf8))
+        let nineChannels = Self.message(4, [0, 0, 0, 0, 9, 0, 0, 0, 0x80, 0xbb, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0])
+        let answer = Self.exchange(rig.socket, open + nineChannels)
+        #expect(answer.contains("unsupported format: 9 channels (batond takes 1 to 8)"), "\(answer)")
+        let unknownType = Self.exchange(rig.socket, open + Self.message(77, []))
+        #expect(unknownType.contains("unknown message type 77"), "\(unknownType)")
+        ExternalRig.writeWAV(rig.directory + "/short.wav", AplayTests.music(frames: 4_800), channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "aplay.log")
+        #expect(aplay.wait(seconds: 10) == 0, "batond runs on: \(aplay.output)")
+        #expect(rig.batond?.wait(seconds: 0) == nil, "batond is still running")
+    }
+}

@@ -1,0 +1,153 @@
+import BatonTesting
+import Glibc
+
+/// The real batond with one 48 kHz stereo S16 zone `a` on a raw `file` PCM (`clock: system`) and
+/// external sources; the real `baton` plugin from this build; real programs (aplay) started through
+/// `/usr/bin/env` with the rig's `ALSA_CONFIG_PATH`. Test thread only.
+final class ExternalRig {
+    let directory: String
+    let port: Int
+    private(set) var batond: BackgroundProcess?
+    var alsaConfig: String { directory + "/alsa.conf" }
+    var zoneFile: String { directory + "/a.raw" }
+    var socket: String { directory + "/sources.sock" }
+
+    static let repoRoot: String = {
+        var path = #filePath
+        for _ in 0..<4 { path = String(path[..<path.lastIndex(of: "/")!]) }
+        return path
+    }()
+
+    /// `sources` is the body of `external-sources:` (one entry a line, indented by 2).
+    /// Environment for batond and the programs (`NAME=value`), e.g. a private D-Bus session bus.
+    let environment: [String]
+
+    init(sources: String, sounds: [String: [Int16]] = [:], environment: [String] = []) throws {
+        self.environment = environment
+        directory = WAVWriter.temporaryDirectory("external")
+        port = Int.random(in: 20_000...60_000)
+        let plugin = Subprocess.buildDirectory + "/libasound_module_pcm_baton.so"
+        mkdir(directory + "/sounds", 0o755)
+        for (name, samples) in sounds { Self.writeWAV(directory + "/sounds/\(name).wav", samples, channels: 2) }
+        Self.write(
+            alsaConfig,
+            """
+            </usr/share/alsa/alsa.conf>
+            pcm_type.baton { lib "\(plugin)" }
+            pcm.zone_a { type file slave.pcm "null" file "\(zoneFile)" format "raw" perm 0644 }
+            pcm.baton_x { type baton source "x" socket "\(socket)" }
+            pcm.baton_nope { type baton source "nope" socket "\(socket)" }
+            pcm.baton_mpd { type baton source "mpd" socket "\(socket)" }
+            pcm.baton_mpv { type baton source "mpv" socket "\(socket)" }
+            pcm.baton_airplay { type baton source "airplay" socket "\(socket)" }
+
+            """)
+        Self.write(
+            directory + "/baton.yaml",
+            """
+            api:
+              listen: 127.0.0.1:\(port)
+            zones:
+              a: {pcm: zone_a, rate: 48000, channels: 2, format: S16_LE, clock: system}
+            sounds: sounds
+            alsa-config: alsa.conf
+            external-sources:
+              socket: \(socket)
+            \(sources)
+
+            """)
+        try startBatond()
+    }
+
+    deinit { _ = batond?.stop() }
+
+    func startBatond() throws {
+        let process = try BackgroundProcess(
+            "/usr/bin/env",
+            environment + [Subprocess.buildDirectory + "/batond", "--config", directory + "/baton.yaml"],
+            outputPath: directory + "/batond.log")
+        batond = process
+        guard
+            waitUntil(
+                seconds: 15,
+                {
+                    usleep(20_000)
+                    return process.output.contains("control API on")
+                })
+        else {
+            throw RigError(description: "batond did not start:\n\(process.output)")
+        }
+    }
+
+    func killBatond() {
+        _ = batond?.stop(signal: SIGKILL)
+        batond = nil
+    }
+
+    /// A program with the rig's ALSA configuration.
+    func program(_ name: String, _ arguments: [String], log: String) throws -> BackgroundProcess {
+        try BackgroundProcess(
+            "/usr/bin/env", ["ALSA_CONFIG_PATH=\(alsaConfig)"] + environment + [name] + arguments,
+            outputPath: directory + "/" + log)
+    }
+
+    /// POSTs `body` to the API; the answer's body.
+    @discardableResult
+    func post(_ path: String, _ body: String) -> String {
+        Subprocess.run(
+            "/usr/bin/curl", ["-s", "-m", "5", "-X", "POST", "-d", body, "http://127.0.0.1:\(port)\(path)"]
+        ).output
+    }
+
+    func get(_ path: String) -> String {
+        Subprocess.run("/usr/bin/curl", ["-s", "-m", "5", "http://127.0.0.1:\(port)\(path)"]).output
+    }
+
+    /// The zone's output so far, as interleaved S16 samples.
+    func zoneSamples() -> [Int16] {
+        guard case .success(let bytes?) = FileReading.read(zoneFile) else { return [] }
+        return stride(from: 0, to: bytes.count - 1, by: 2).map {
+            Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)
+        }
+    }
+
+    struct RigError: Error, CustomStringConvertible { let description: String }
+
+    static func write(_ path: String, _ text: String) {
+        let f = fopen(path, "w")!
+        fputs(text, f)
+        fclose(f)
+    }
+
+    /// A 48 kHz S16 WAV file of interleaved `samples`.
+    static func writeWAV(_ path: String, _ samples: [Int16], channels: Int) {
+        func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8((v >> (8 * $0)) & 0xff) } }
+        func le16(_ v: Int) -> [UInt8] { (0..<2).map { UInt8((v >> (8 * $0)) & 0xff) } }
+        let data = samples.flatMap { s -> [UInt8] in
+            let u = UInt16(bitPattern: s)
+            return [UInt8(u & 0xff), UInt8(u >> 8)]
+        }
+        var bytes = Array("RIFF".utf8) + le32(36 + data.count) + Array("WAVEfmt ".utf8) + le32(16) + le16(1)
+        bytes += le16(channels) + le32(48000) + le32(48000 * 2 * channels) + le16(2 * channels) + le16(16)
+        bytes += Array("data".utf8) + le32(data.count) + data
+        let f = fopen(path, "wb")!
+        _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, f) }
+        fclose(f)
+    }
+}
+
+/// Whole-file reads for the test (the rig's own; tests may use C file I/O).
+enum FileReading {
+    static func read(_ path: String) -> Result<[UInt8]?, Never> {
+        guard let f = fopen(path, "rb") else { return .success(nil) }
+        defer { fclose(f) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, f) }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return .success(bytes)
+    }
+}

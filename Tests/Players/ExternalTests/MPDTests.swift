@@ -1,0 +1,139 @@
+import BatonTesting
+import Glibc
+import Testing
+
+/// MPD (with mpc) playing to `baton_mpd`, `when-interrupted: pause`, controlled through MPD's protocol.
+@Suite(.serialized) struct MPDTests {
+    final class MPD {
+        let port: Int
+        let process: BackgroundProcess
+        let rig: ExternalRig
+
+        init(_ rig: ExternalRig, port: Int) throws {
+            self.rig = rig
+            self.port = port
+            let d = rig.directory
+            mkdir(d + "/music", 0o755)
+            ExternalRig.writeWAV(d + "/music/song.wav", AplayTests.music(frames: 48_000 * 30), channels: 2)
+            ExternalRig.write(
+                d + "/mpd.conf",
+                """
+                music_directory "\(d)/music"
+                db_file "\(d)/mpd.db"
+                bind_to_address "127.0.0.1"
+                port "\(port)"
+                audio_output {
+                    type "alsa"
+                    name "baton"
+                    device "baton_mpd"
+                    mixer_type "none"
+                }
+
+                """)
+            process = try rig.program("mpd", ["--no-daemon", "--stderr", d + "/mpd.conf"], log: "mpd.log")
+            guard
+                waitUntil(
+                    seconds: 10,
+                    {
+                        usleep(50_000)
+                        return self.mpc(["status"]).status == 0
+                    })
+            else {
+                throw ExternalRig.RigError(description: "mpd did not start: \(process.output)")
+            }
+            _ = mpc(["update", "--wait"])
+            _ = mpc(["add", "song.wav"])
+        }
+
+        @discardableResult
+        func mpc(_ arguments: [String]) -> (status: Int32, output: String) {
+            Subprocess.run("/usr/bin/mpc", ["-p", "\(port)"] + arguments, seconds: 5)
+        }
+
+        var state: String {
+            let out = mpc(["status"]).output
+            return out.contains("[playing]") ? "playing" : (out.contains("[paused]") ? "paused" : "stopped")
+        }
+
+        deinit { process.stop() }
+    }
+
+    static func rig(mpdPort: Int) throws -> ExternalRig {
+        let bell: [Int16] = (0..<(48_000 / 2)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
+        return try ExternalRig(
+            sources: "  mpd: {class: music, when-interrupted: pause, control: {mpd: 127.0.0.1:\(mpdPort)}}",
+            sounds: ["bell": bell])
+    }
+
+    /// The music's frames heard so far (left channel non-zero).
+    static func heard(_ rig: ExternalRig) -> [Int16] {
+        let out = rig.zoneSamples()
+        return stride(from: 0, to: out.count, by: 2).map { out[$0] }.filter { $0 != 0 }
+    }
+
+    /// An announcement interrupts MPD: `mpc status` shows it paused within 200 ms of the
+    /// interruption's beginning; after the bell MPD plays again and the music goes on in the zone.
+    @Test func anAnnouncementPausesMPDAndItPlaysOnAfter() throws {
+        let port = Int.random(in: 20_000...60_000)
+        let rig = try Self.rig(mpdPort: port)
+        let mpd = try MPD(rig, port: port)
+        mpd.mpc(["play"])
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return Self.heard(rig).count > 48_000 / 2
+            }, "MPD is heard")
+        // Status shows the program, its pid and the control, beside the class and state.
+        let status = rig.get("/api/v1/status")
+        #expect(status.contains("\"program\":\"mpd\"") && status.contains("\"pid\":\(mpd.process.pid)"), "\(status)")
+        #expect(status.contains("\"control\":\"mpd 127.0.0.1:\(port)\""), "\(status)")
+        #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
+        let began = monotonicSeconds()
+        #expect(waitUntil(seconds: 2) { mpd.state == "paused" })
+        let pausedAfter = monotonicSeconds() - began
+        #expect(pausedAfter < 0.2, "paused \(Int(pausedAfter * 1000)) ms after interruption-began")
+        let before = Self.heard(rig)
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return mpd.state == "playing"
+            }, "MPD plays again")
+        usleep(1_000_000)
+        let after = Self.heard(rig)
+        #expect(after.count > before.count + 48_000 / 2, "the music goes on in the zone")
+        if let last = before.last, after.count > before.count {
+            let next = after[before.count]
+            #expect(next != last, "the music continues from where it was")
+        }
+        let events = rig.get("/api/v1/events/recent")
+        #expect(events.contains("\"shouldResume\":true"), "\(events)")
+        #expect(events.contains("mpd (pid \(mpd.process.pid))"), "\(events)")
+    }
+
+    /// A change the user makes through MPD during the interruption (here `mpc play` then `mpc
+    /// pause`) is a user pause: the interruption ends with shouldResume false and MPD stays paused.
+    @Test func aUserPauseDuringTheInterruptionLeavesMPDPaused() throws {
+        let port = Int.random(in: 20_000...60_000)
+        let bell: [Int16] = (0..<(48_000 * 2)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
+        let rig = try ExternalRig(
+            sources: "  mpd: {class: music, when-interrupted: pause, control: {mpd: 127.0.0.1:\(port)}}",
+            sounds: ["bell": bell])
+        let mpd = try MPD(rig, port: port)
+        mpd.mpc(["play"])
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return Self.heard(rig).count > 48_000 / 2
+            })
+        rig.post("/api/v1/announce", #"{"sound": "bell"}"#)
+        #expect(waitUntil(seconds: 2) { mpd.state == "paused" })
+        usleep(200_000)
+        mpd.mpc(["play"])
+        usleep(200_000)
+        mpd.mpc(["pause"])
+        usleep(2_500_000)  // the bell ends
+        #expect(mpd.state == "paused", "MPD stays paused")
+        let events = rig.get("/api/v1/events/recent")
+        #expect(events.contains("\"shouldResume\":false"), "\(events)")
+    }
+}

@@ -1,0 +1,81 @@
+import BatonTesting
+import Glibc
+import Testing
+
+/// mpv with mpv-mpris on a private D-Bus session bus, playing to `baton_mpv`, `when-interrupted:
+/// pause`, controlled through MPRIS (sd-bus).
+@Suite(.serialized) struct MPVTests {
+    /// A private session bus (dbus-daemon --session) in `directory`; killed on deinit.
+    final class SessionBus {
+        let address: String
+        let process: BackgroundProcess
+        init(_ directory: String) throws {
+            address = "unix:path=\(directory)/bus.sock"
+            process = try BackgroundProcess(
+                "/usr/bin/dbus-daemon", ["--session", "--nofork", "--address=\(address)"],
+                outputPath: directory + "/dbus.log")
+            guard
+                waitUntil(
+                    seconds: 5,
+                    {
+                        usleep(20_000)
+                        return access(directory + "/bus.sock", F_OK) == 0
+                    })
+            else {
+                throw ExternalRig.RigError(description: "dbus-daemon did not start: \(process.output)")
+            }
+        }
+        deinit { process.stop() }
+    }
+
+    func status(_ rig: ExternalRig) -> String {
+        let out = Subprocess.run(
+            "/usr/bin/env",
+            rig.environment + [
+                "busctl", "--user", "get-property", "org.mpris.MediaPlayer2.mpv", "/org/mpris/MediaPlayer2",
+                "org.mpris.MediaPlayer2.Player", "PlaybackStatus",
+            ], seconds: 5
+        ).output
+        return out.contains("Playing") ? "Playing" : (out.contains("Paused") ? "Paused" : out)
+    }
+
+    /// An announcement pauses mpv through MPRIS within 200 ms; after it, mpv plays again and is heard.
+    @Test func anAnnouncementPausesMPVThroughMPRISAndItPlaysOnAfter() throws {
+        let directory = WAVWriter.temporaryDirectory("external-bus")
+        let bus = try SessionBus(directory)
+        let bell: [Int16] = (0..<(48_000 / 2)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
+        let rig = try ExternalRig(
+            sources: "  mpv: {class: music, when-interrupted: pause, control: {mpris: org.mpris.MediaPlayer2.mpv}}",
+            sounds: ["bell": bell], environment: ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)"])
+        ExternalRig.writeWAV(rig.directory + "/song.wav", AplayTests.music(frames: 48_000 * 20), channels: 2)
+        let mpv = try rig.program(
+            "mpv",
+            [
+                "--no-video", "--no-config", "--ao=alsa", "--audio-device=alsa/baton_mpv",
+                "--script=/usr/lib/mpv-mpris/mpris.so", rig.directory + "/song.wav",
+            ], log: "mpv.log")
+        defer { mpv.stop() }
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(20_000)
+                return MPDTests.heard(rig).count > 48_000 / 2
+            }, "mpv is heard")
+        #expect(status(rig) == "Playing")
+        #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
+        let began = monotonicSeconds()
+        #expect(waitUntil(seconds: 2) { status(rig) == "Paused" })
+        let pausedAfter = monotonicSeconds() - began
+        #expect(pausedAfter < 0.2, "paused \(Int(pausedAfter * 1000)) ms after interruption-began")
+        let before = MPDTests.heard(rig)
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return status(rig) == "Playing"
+            }, "mpv plays again")
+        usleep(1_000_000)
+        #expect(MPDTests.heard(rig).count > before.count + 48_000 / 2, "the music goes on in the zone")
+        let events = rig.get("/api/v1/events/recent")
+        #expect(events.contains("\"shouldResume\":true"), "\(events)")
+        #expect(!events.contains("control-error"), "\(events)")
+    }
+}
