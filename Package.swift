@@ -39,9 +39,11 @@ func wrapper(
 /// A module of the layer `folder` (`Sources/<folder>/<name>`, or `Sources/<folder>` when it is the layer).
 func module(
     _ name: String, _ folder: String, _ dependencies: [Target.Dependency],
-    settings: [SwiftSetting] = swiftSettings
+    settings: [SwiftSetting] = swiftSettings, resources: [Resource]? = nil
 ) -> Target {
-    .target(name: name, dependencies: dependencies, path: "Sources/\(folder)", swiftSettings: settings)
+    .target(
+        name: name, dependencies: dependencies, path: "Sources/\(folder)", resources: resources, swiftSettings: settings
+    )
 }
 
 /// A test target at `Tests/<path>`.
@@ -132,7 +134,9 @@ let package = Package(
             [
                 "ALSA", "Arbiter", "BatonConfig", "BatonDaemon", "GPIO", "HTTPServer", "MQTT", "OSThread", "Subsonic",
                 "Systemd",
-            ]),
+            ],
+            // The web app, compiled into batond (PackageResources.index_html, …).
+            resources: ["index.html", "app.css", "app.js"].map { .embedInCode("WebApp/\($0)") }),
 
         // Programs.
         .executableTarget(

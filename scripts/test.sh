@@ -11,8 +11,6 @@ swift format lint --strict -r -p Sources Tests Package.swift fuzz/Sources fuzz/P
   echo "baton: swift format lint failed (run: swift format -i -r -p Sources Tests Package.swift fuzz/Sources fuzz/Package.swift)" >&2
   exit 1
 }
-# The web app embedded in batond is the one in web/ (scripts/embed-webapp.py writes it).
-python3 scripts/embed-webapp.py --check || exit 1
 # Every module imports only what Package.swift declares for it (the layer rules, docs/ARCHITECTURE.md).
 swift build --build-tests --explicit-target-dependency-import-check error || exit 1
 # The real Subsonic server the music tests stream from (Supysonic on 127.0.0.1, library made by ffmpeg).
