@@ -25,6 +25,7 @@ extension BatonConfiguration: Encodable {
         case outputDir = "output-dir"
         case stateDir = "state-dir"
         case policy, music, device, mqtt, gpio, intercom, speech
+        case silenceAlarm = "silence-alarm"
     }
 
     /// Encodes with the YAML file's key names; optional paths are left out when unset.
@@ -55,6 +56,7 @@ extension BatonConfiguration: Encodable {
         if !gpio.isEmpty { try container.encode(gpio, forKey: .gpio) }
         try container.encodeIfPresent(intercom, forKey: .intercom)
         try container.encode(speech, forKey: .speech)
+        try container.encode(ConfigSyntax.format(silenceAlarm), forKey: .silenceAlarm)
     }
 }
 

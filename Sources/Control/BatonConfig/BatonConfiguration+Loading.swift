@@ -104,6 +104,7 @@ extension ConfigReader {
     static let topKeys = [
         "api", "zones", "groups", "board", "boards-dir", "sounds", "resampler", "alsa-config",
         "output-dir", "state-dir", "policy", "music", "device", "mqtt", "gpio", "intercom", "speech",
+        "silence-alarm",
     ]
     static let apiKeys = ["listen", "max-body", "token-file"]
     static let resamplerKeys = ["music", "announcements"]
@@ -164,13 +165,17 @@ extension ConfigReader {
         let intercom = top.values["intercom"].map {
             readIntercom($0, zoneNames: zoneNames, groupNames: groups.map(\.name))
         }
+        let silenceAlarm =
+            value(
+                top, "silence-alarm", .duration(BatonConfiguration.silenceAlarmRange),
+                default: BatonConfiguration.defaultSilenceAlarm) ?? BatonConfiguration.defaultSilenceAlarm
 
         return BatonConfiguration(
             api: api, zones: zones, sounds: resolve(sounds), resampler: resampler,
             alsaConfig: alsaConfig.map(resolve), outputDir: outputDir.map(resolve), policy: policy,
             groups: groups, music: music ?? nil, stateDir: stateDir.map(resolve), board: board,
             boardsDir: boards.configured ?? boards.directory ?? nil, device: device, mqtt: mqtt ?? nil, gpio: gpio,
-            intercom: intercom ?? nil, speech: speech)
+            intercom: intercom ?? nil, speech: speech, silenceAlarm: silenceAlarm)
     }
 
     mutating func readAPI(_ pair: YAMLPair, baseDirectory: String) -> APIConfig {

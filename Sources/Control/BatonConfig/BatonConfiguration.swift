@@ -41,6 +41,13 @@ public struct BatonConfiguration: Sendable, Equatable {
     public var intercom: IntercomConfig?
     /// Spoken announcements (espeak-ng).
     public var speech: SpeechConfig
+    /// How long a zone may stay below −70 dBFS while a source is heard there before the daemon
+    /// raises `silent-while-playing` (`silence-alarm:`, default 2 s).
+    public var silenceAlarm: Duration
+
+    /// `silence-alarm:`'s default and its accepted range.
+    public static let defaultSilenceAlarm = Duration.seconds(2)
+    public static let silenceAlarmRange = Duration.milliseconds(100)...Duration.seconds(3600)
 
     /// Creates a configuration.
     public init(
@@ -49,7 +56,7 @@ public struct BatonConfiguration: Sendable, Equatable {
         policy: PolicyConfig = .default, groups: [GroupConfig] = [], music: MusicConfig? = nil,
         stateDir: String? = nil, board: String? = nil, boardsDir: String? = nil, device: String = "baton",
         mqtt: MQTTConfig? = nil, gpio: [GPIOButtonConfig] = [], intercom: IntercomConfig? = nil,
-        speech: SpeechConfig = .default
+        speech: SpeechConfig = .default, silenceAlarm: Duration = defaultSilenceAlarm
     ) {
         self.api = api
         self.zones = zones
@@ -68,6 +75,7 @@ public struct BatonConfiguration: Sendable, Equatable {
         self.gpio = gpio
         self.intercom = intercom
         self.speech = speech
+        self.silenceAlarm = silenceAlarm
     }
 
     /// The zone named `name`, if there is one.
