@@ -130,10 +130,14 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         return NowPlaying(index: now.index, seconds: now.seconds, song: songs[now.index])
     }
 
-    /// The streamer's view: waiting for the server, the last stream error, played to its end, gave up.
+    /// The streamer's view: waiting for the server, the error of the track heard now (or of a later
+    /// one that failed before anything of it was heard), played to its end, gave up.
     public var progress: (retrying: String?, error: String?, finished: Bool, gaveUp: String?) {
         let p = streamer.withLock { $0 }?.progress
-        return (p?.retrying, p?.error, p?.finished ?? false, p?.gaveUp)
+        // A stream error describes the present only until a later track is heard.
+        let heard = nowPlaying()?.index ?? state.startIndex
+        let error = p.flatMap { $0.errorIndex >= heard ? $0.error : nil }
+        return (p?.retrying, error, p?.finished ?? false, p?.gaveUp)
     }
 
     /// Scrobbles by what is audible: "now playing" when a track starts being heard, and a submission

@@ -22,6 +22,7 @@ extension Daemon {
                 s.timer = nil
                 apply(s.arbiter.tick(at: .now), &s)
             }
+            followAudio(&s)
             for zone in zones.zones { s.availability.report(zone, events: events, logger: logger) }
         }
     }

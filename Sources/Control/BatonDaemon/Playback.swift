@@ -25,6 +25,10 @@ final class Playback {
     var started = false
     /// Set when every slot drained and the arbiter was told.
     var released = false
+    /// The state reported at the monitor's last look (`AudioTruth.swift`), and whether its frames
+    /// were heard then.
+    var reported: String?
+    var heard = false
 
     init(id: SourceID, sourceClass: SourceClass, source: any Source, volume: Float, zones: [String], skipped: [String])
     {
