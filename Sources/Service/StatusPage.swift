@@ -56,7 +56,7 @@ enum StatusPage {
             const queued=z.queued.length?`<div class="kv">queued: <b>${z.queued.map(esc).join(', ')}</b></div>`:'';
             return `<div class="zone" data-zone="${esc(z.name)}"><h3>${esc(z.name)} <span class="badge ${esc(z.state)}">${esc(z.state)}</span></h3>
               <div class="kv">${esc(z.pcm)} · ${z.rate} Hz · ${z.channels} ch · ${esc(z.format)} · clock ${esc(z.clock)}</div>
-              <div class="kv">holder: <b>${z.audible.map(esc).join(', ')||'—'}</b> · volume <b>${Math.round(z.volume*100)}%</b> · xruns <b>${z.xruns}</b> · played <b>${(z.framesPlayed/z.rate).toFixed(1)} s</b></div>
+              <div class="kv">holder: <b>${z.audible.map(esc).join(', ')||'—'}</b> · volume <b>${Math.round(z.volume*100)}%</b> · xruns <b>${z.xruns}</b> · level <b class="level">${z.level.peakDb.toFixed(1)} / ${z.level.rmsDb.toFixed(1)} dBFS</b> <span class="kv">(peak / RMS)</span> · played <b>${(z.framesPlayed/z.rate).toFixed(1)} s</b></div>
               ${z.error?`<div class="err">${esc(z.error)}</div>`:''}${queued}${rows||'<div class="kv">silent</div>'}</div>`;}).join('');
           document.querySelector('#sources tbody').innerHTML=s.sources.map(x=>`<tr data-source="${esc(x.id)}"><td>${esc(x.id)}</td><td>${esc(x.class)}</td><td>${esc(x.sound)}</td>
             <td class="state-${esc(x.state)}">${esc(x.state)}${x.interruptedBy?' by '+esc(x.interruptedBy):''}</td><td>${x.zones.map(esc).join(', ')}</td>
