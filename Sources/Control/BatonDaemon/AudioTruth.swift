@@ -51,6 +51,15 @@ struct Hearing {
     }
 }
 
+/// A source that played to its end and was released (the arbiter was told when its last frame was
+/// mixed, so what follows is gapless), while its last frames are still in the zone's device.
+struct Retiring {
+    let source: String
+    let zone: String
+    /// The zone frame just after its last frame.
+    let end: Int
+}
+
 /// A zone's silence watch: since when a source is heard there, and whether the alarm is raised.
 struct SilenceWatch {
     var heardSince: Int?
@@ -76,17 +85,19 @@ extension Daemon {
     }
 
     /// The sources heard in `zone` now (their frames mixed at a gain above 0 at the audible frame),
-    /// highest priority first. Under the lock.
+    /// highest priority first; a released source's last frames first of all. Under the lock.
     func heardSources(in zone: ZoneHandle, _ s: borrowing State) -> [String] {
         let audible = zone.device.snapshot().audibleFrame
         let order = s.arbiter.sources.map(\.contender.source)
-        return order.compactMap { id -> String? in
-            guard let p = s.playbacks[id],
-                let slot = p.parts.first(where: { $0.zone == zone.name })?.slot,
-                slot.sounding.snapshot().isOn(at: audible)
-            else { return nil }
-            return id.rawValue
-        }
+        let tails = s.retiring.filter { $0.zone == zone.name && audible < $0.end }.map(\.source)
+        return tails
+            + order.compactMap { id -> String? in
+                guard let p = s.playbacks[id],
+                    let slot = p.parts.first(where: { $0.zone == zone.name })?.slot,
+                    slot.sounding.snapshot().isOn(at: audible)
+                else { return nil }
+                return id.rawValue
+            }
     }
 
     /// One pass of following the audio (monitor tick): each source's reported state, with an
