@@ -9,8 +9,9 @@ build=(pkg-config libasound2-dev libsamplerate0-dev libsoxr-dev libopus-dev libo
 runtime=(alsa-utils espeak-ng)
 # Only the test suite needs these.
 # (ffmpeg makes the Subsonic test library and transcodes for the test server; python3-venv hosts it;
-# snapserver and snapclient for the Snapcast zone tests, which run their own on loopback ports.)
-testing=(sox ffmpeg python3-venv chromium openssl mosquitto mosquitto-clients snapserver snapclient)
+# snapserver and snapclient for the Snapcast zone tests, which run their own on loopback ports;
+# stress-ng loads every core next to batond in the soak.)
+testing=(sox ffmpeg python3-venv chromium openssl mosquitto mosquitto-clients snapserver snapclient stress-ng)
 
 # scripts/build-deb.sh: dpkg-shlibdeps, dpkg-parsechangelog and dpkg-architecture (dpkg-dev), pandoc for
 # the man pages. The test suite builds a package too, so --test includes them.

@@ -30,7 +30,8 @@ public final class Meter: @unchecked Sendable {
     public let loudness = Timeline()
     private var wasLoud = false
 
-    init() {}
+    /// A meter for one zone's mix. Control thread, before its output thread starts.
+    public init() {}
 
     /// dBFS of a linear level, floored at −200 (for silence) and rounded to 0.1 dB.
     public static func decibels(_ linear: Float) -> Double {
@@ -46,9 +47,10 @@ public final class Meter: @unchecked Sendable {
     }
 
     /// Measures `frames` frames of `mix` (interleaved, `channels` each), rendered at zone frame
-    /// `frame`. Output thread only. Real-time safe.
+    /// `frame`. Output thread only (the zone's mixer calls it; public for baton-bench --meter).
+    /// Real-time safe.
     @inline(__always)
-    func measure(_ mix: UnsafePointer<Float>, frames: Int, channels: Int, frame: Int) {
+    public func measure(_ mix: UnsafePointer<Float>, frames: Int, channels: Int, frame: Int) {
         let samples = frames * channels
         var peak: Float = 0
         var sum: Float = 0
