@@ -20,6 +20,12 @@ public final class ZoneMixer: @unchecked Sendable {
 
     /// The zone frame counter: frames rendered so far. Rendering thread only.
     public private(set) var frame = 0
+    private let renderedFrames = Atomic<Int>(0)
+
+    /// The first frame the next `render` produces: a change made now (a gain, a pause, a new slot)
+    /// is in the audio from this frame on, or one period later when a render is in progress. Any
+    /// thread.
+    public var nextFrame: Int { renderedFrames.load(ordering: .acquiring) }
 
     /// The zone's volume (the user's, linear), applied to the whole mix after the sources' own
     /// gains and ducks. Set by the control thread, ramped by the rendering thread.
@@ -95,6 +101,7 @@ public final class ZoneMixer: @unchecked Sendable {
         applyVolume(samples: samples)
         meter.measure(mix, frames: periodFrames, channels: channels, frame: frame)
         frame += periodFrames
+        renderedFrames.store(frame, ordering: .releasing)
     }
 
     /// Multiplies the mix by the zone volume, ramping toward a new value at the zone's ramp speed.
