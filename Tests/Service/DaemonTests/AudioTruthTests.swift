@@ -280,3 +280,20 @@ extension AudioTruthTests {
         #expect(verdict.widestDisagreementMs <= 20)
     }
 }
+
+extension AudioTruthTests {
+    /// A server track that decodes to digital zeros ("Digital Silence", FLAC) is heard but silent:
+    /// `silent-while-playing` at the frame its first frame was heard, the zone `silent`.
+    @Test func silentServerTrackRaisesTheSilenceAlarm() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music(), silenceAlarm: .milliseconds(500))
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Digital Silence", "zones": ["kitchen"]}"#)
+                .object["id"])
+        let audible = try #require(t.waitForEvent("audible", source: id, seconds: 15))
+        let alarm = try #require(t.waitForEvent("silent-while-playing", source: id, seconds: 5))
+        #expect(alarm.zoneFrames?["kitchen"] == audible.zoneFrames?["kitchen"])
+        #expect(try t.status().zones.first { $0.name == "kitchen" }?.state == "silent")
+        #expect(try t.status().sources.first { $0.id == id }?.track?.title == "Digital Silence")
+        t.stop()
+    }
+}
