@@ -182,6 +182,7 @@ extension AudioTruthTests {
             "/usr/bin/python3",
             [TestDaemon.repoRoot + "/scripts/subsonic/slow-proxy.py", upstream, "96000", "0.7", "120000"],
             outputPath: WAVWriter.temporaryDirectory("proxy") + "/out")
+        defer { _ = proxy.stop() }
         #expect(waitUntil { proxy.output.hasPrefix("port ") })
         let port = proxy.output.dropFirst(5).prefix { $0.isNumber }
         var slow = music
@@ -234,7 +235,6 @@ extension AudioTruthTests {
                 out[s.audibleFrame..<(s.audibleFrame + 64)].contains { $0 != 0 },
                 "playing at \(s.audibleFrame) but the file is silent")
         }
-        _ = proxy.stop()
     }
 }
 
