@@ -5,7 +5,9 @@ extension Daemon {
         state.withLock { s in
             var done: [Playback] = []
             for p in s.playbacks.values where p.started {
-                p.source.tick(audible: s.arbiter.state(of: p.id)?.isAudible ?? false)
+                // What the source tells others (scrobbles, the server's playback report, `track`)
+                // follows what is heard (the monitor's last look), not the arbiter's grant.
+                p.source.tick(audible: p.heard && (s.arbiter.state(of: p.id)?.isAudible ?? false))
                 if p.source.isDrained && !p.released { done.append(p) }
             }
             for p in done.sorted(by: { $0.id < $1.id }) {
