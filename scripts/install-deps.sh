@@ -10,10 +10,12 @@ runtime=(alsa-utils espeak-ng)
 # Only the test suite needs these.
 # (ffmpeg makes the Subsonic test library and transcodes for the test server; python3-venv hosts it;
 # snapserver and snapclient for the Snapcast zone tests, which run their own on loopback ports;
-# chromium-driver lets Selenium drive chromium in scripts/test-webapp.sh.)
+# chromium-driver lets Selenium drive chromium in scripts/test-webapp.sh; stress-ng loads every core
+# next to batond in the soak.)
 # (mpd, mpc, mpv + mpv-mpris, shairport-sync, pulseaudio-utils and dbus play through the baton PCM in ExternalTests.)
 testing=(sox ffmpeg python3-venv chromium chromium-driver openssl mosquitto mosquitto-clients snapserver snapclient
-         mpd mpc mpv mpv-mpris shairport-sync pulseaudio pulseaudio-utils pulseaudio-module-raop avahi-daemon dbus)
+         mpd mpc mpv mpv-mpris shairport-sync pulseaudio pulseaudio-utils pulseaudio-module-raop avahi-daemon dbus
+         stress-ng)
 
 # scripts/build-deb.sh: dpkg-shlibdeps, dpkg-parsechangelog and dpkg-architecture (dpkg-dev), pandoc for
 # the man pages. The test suite builds a package too, so --test includes them.

@@ -64,6 +64,7 @@ sine() {
 # Gapless: one continuous 500 Hz sine cut at sample-exact boundaries into three FLAC tracks.
 # Large: a raw WAV bigger than the loopback socket buffers, for kill-mid-transfer tests.
 # Steps: a tone that rises by 100 Hz every second, for seek tests.
+# Silence: digital zeros, for the silence alarm.
 make_library() {
   local music="$1" a="Baton Test"
   mkdir -p "$music/Tones" "$music/Gapless" "$music/Large"
@@ -83,6 +84,11 @@ make_library() {
     -i "aevalsrc=0.4*sin(2*PI*(300+100*floor(t))*t):s=44100:d=10" -ac 2 -c:a flac \
     -metadata artist="$a" -metadata album_artist="$a" -metadata album=Steps -metadata title="Steps" -metadata track=1 \
     "$music/Steps/01 Steps.flac" &
+  # Silence: 10 s of digital zeros (a track that decodes to silence, for silent-while-playing).
+  mkdir -p "$music/Silence"
+  ffmpeg -v error -nostdin -y -f lavfi -i "anullsrc=r=44100:cl=stereo:d=10" -c:a flac \
+    -metadata artist="$a" -metadata album_artist="$a" -metadata album=Silence -metadata title="Digital Silence" \
+    -metadata track=1 "$music/Silence/01 Digital Silence.flac" &
   # Gapless: 15 s at 44100 Hz, cut at samples 220537 and 441048 (deliberately not on a frame boundary).
   local whole="$music/.gapless-whole.wav"
   sine "$whole" 500 44100 15 -c:a pcm_s16le &

@@ -139,10 +139,16 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         return NowPlaying(index: index, seconds: now.seconds, song: entry.song)
     }
 
-    /// The streamer's view: waiting for the server, the last stream error, played to its end, gave up.
+    /// The streamer's view: waiting for the server, the error of the track heard now (or of a later
+    /// one that failed before anything of it was heard), played to its end, gave up.
     public var progress: (retrying: String?, error: String?, finished: Bool, gaveUp: String?) {
         let p = streamer.withLock { $0 }?.progress
-        return (p?.retrying, p?.error, p?.finished ?? false, p?.gaveUp)
+        // A stream error describes the present only until a later track is heard.
+        let heard = nowPlaying()?.index ?? startIndex
+        let error = p.flatMap { p in
+            p.errorKey.flatMap { queue.index(of: $0) }.map { $0 >= heard } == true ? p.error : nil
+        }
+        return (p?.retrying, error, p?.finished ?? false, p?.gaveUp)
     }
 
     /// Scrobbles by what is audible: "now playing" when a track starts being heard, and a submission

@@ -24,6 +24,8 @@ final class MusicStreamer: @unchecked Sendable {
         /// the track position (seconds) of that frame: 0, or where a seek or a restored queue started it.
         var trackStarts: [(key: Int, frame: Int, offset: Double)] = []
         var error: String?
+        /// The queue entry (key) of the track `error` is about.
+        var errorKey: Int?
         var retrying: String?
         /// The queue played to its end (not cancelled, not given up).
         var finished = false
@@ -67,12 +69,10 @@ final class MusicStreamer: @unchecked Sendable {
     var isDrained: Bool { allDrained(targets) }
 
     /// The track audible now in the first zone and the position in it (seconds): the frames the
-    /// mixer took, less those still in the device's buffer while the slot plays (a paused slot's
-    /// last frames are heard within one buffer).
+    /// mixer took, less those still in the device's buffer (`SourceOutput.heardFrames`).
     func nowPlaying() -> (key: Int, seconds: Double)? {
         guard let first = targets.first else { return nil }
-        let rendered = first.slot.framesConsumed
-        let consumed = first.slot.isPaused ? rendered : max(0, rendered - first.device.snapshot().delayFrames)
+        let consumed = first.heardFrames
         let starts = progress.trackStarts
         guard let current = starts.last(where: { $0.frame <= consumed }) ?? starts.first else { return nil }
         return (current.key, current.offset + Double(max(0, consumed - current.frame)) / Double(first.rate))
@@ -146,7 +146,10 @@ final class MusicStreamer: @unchecked Sendable {
                         ))
                 } else if !isCancelled {
                     report(.error("music: \(song.title) (\(song.id)): \(error)"))
-                    progressState.withLock { $0.error = "\(song.title): \(error)" }
+                    progressState.withLock {
+                        $0.error = "\(song.title): \(error)"
+                        $0.errorKey = current.key
+                    }
                 }
             }
             if let failure = fetch.buffer.networkFailure, !isCancelled {

@@ -80,10 +80,16 @@ extension Source {
     public func audibilityChanged(_ audible: Bool) {}
 }
 
-/// The position of a slot-fed source: frames the first zone's mixer took, in seconds.
+/// The position of a slot-fed source: frames of it heard in the first zone, in seconds.
 func slotPosition(_ outputs: [SourceOutput]) -> Double? {
     guard let first = outputs.first else { return nil }
-    return Double(first.slot.framesConsumed) / Double(first.rate)
+    return Double(first.heardFrames) / Double(first.rate)
+}
+
+extension SourceOutput {
+    /// Frames of the source heard in this zone by now: the slot's frames mixed, less those still
+    /// in the device's buffer.
+    public var heardFrames: Int { slot.framesHeard(atZoneFrame: device.snapshot().audibleFrame) }
 }
 
 /// True when every slot played its last frame (and there is at least one).

@@ -15,7 +15,8 @@ import Synchronization
 ///   `<base>/call/start`, `<base>/call/end`, `<base>/reload`;
 /// - published: `<base>/availability` (`online`/`offline`, retained, the last will), `<base>/state`
 ///   (retained JSON: every zone and source), `<base>/zones/<zone>/state` (retained, `state` is
-///   `idle`, `music`, `announcement`, `call` or `unavailable`), `<base>/zones/<zone>/volume` (retained
+///   `idle`, `music`, `announcement`, `call`, `silent` or `unavailable`; `level` the final mix's
+///   peak and RMS in whole dBFS), `<base>/zones/<zone>/volume` (retained
 ///   0–100), `<base>/events` (every event as in `GET /api/v1/events`), `<base>/errors` (a command that
 ///   failed: its topic, status and message).
 ///
@@ -212,17 +213,25 @@ final class MQTTBridge: @unchecked Sendable {
             var audible: [String]
             var volume: Double
             var sources: [String]
+            /// The final mix's level, to the whole dB (not a new state every period).
+            var level: StatusReport.Level
         }
         var zones: [(String, ZoneState)] = []
         for zone in status.zones {
             let top = zone.audible.first.flatMap { id in status.sources.first { $0.id == id } }
-            let state = zone.state != "available" ? "unavailable" : top?.class ?? "idle"
+            let state =
+                switch zone.state {
+                case "available": top?.class ?? "idle"
+                case "silent": "silent"
+                default: "unavailable"
+                }
             zones.append(
                 (
                     zone.name,
                     ZoneState(
                         state: state, audible: zone.audible, volume: zone.volume,
-                        sources: zone.sources.map(\.source))
+                        sources: zone.sources.map(\.source),
+                        level: .init(peakDb: zone.level.peakDb.rounded(), rmsDb: zone.level.rmsDb.rounded()))
                 ))
         }
         for (name, z) in zones {

@@ -38,6 +38,14 @@ public final class SourceSlot: @unchecked Sendable {
     let drainedAtFrame = Atomic<Int>(-1)
     /// The zone's frame counter when this slot's first frame was mixed, or -1.
     let startedAtFrame = Atomic<Int>(-1)
+    /// The zone frame just after the last frame of this slot that was mixed, or -1.
+    let lastMixedEndFrame = Atomic<Int>(-1)
+    /// When the slot's frames are in the mix at a gain above 0 (heard, once the device plays them):
+    /// on from the first such frame, off from the frame after the last; the off is tagged when the
+    /// ring ran dry before the end of the stream (the producer is late: buffering).
+    public let sounding = Timeline()
+    /// Whether the slot ended its last period sounding. Output thread only.
+    var soundingNow = false
 
     /// The gain the output thread applied last. Output thread only.
     var gain: Float = 0
@@ -93,6 +101,16 @@ public final class SourceSlot: @unchecked Sendable {
         return v < 0 ? nil : v
     }
 
+    /// Frames of this source heard by zone frame `audibleFrame` (the device's audible frame): the
+    /// frames mixed, less those mixed at or after that frame (still in the device's buffer).
+    /// Any thread.
+    public func framesHeard(atZoneFrame audibleFrame: Int) -> Int {
+        let mixed = consumed.load(ordering: .acquiring)
+        let end = lastMixedEndFrame.load(ordering: .acquiring)
+        guard end >= 0 else { return mixed }
+        return max(0, mixed - max(0, end - audibleFrame))
+    }
+
     /// The zone frame just after the last frame of this source was mixed, once drained.
     public var lastFrameAt: Int? {
         let v = drainedAtFrame.load(ordering: .acquiring)
@@ -120,6 +138,9 @@ public final class SourceSlot: @unchecked Sendable {
         starved.store(0, ordering: .relaxed)
         drainedAtFrame.store(-1, ordering: .relaxed)
         startedAtFrame.store(-1, ordering: .relaxed)
+        lastMixedEndFrame.store(-1, ordering: .relaxed)
+        sounding.reset()
+        soundingNow = false
         // A new source starts at its gain: it begins at its own first sample, so there is no jump to
         // smooth. Ramps are for changes in the middle of a stream (duck, mute, pause, resume).
         self.gain = gain

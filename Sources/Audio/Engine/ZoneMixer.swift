@@ -15,9 +15,17 @@ public final class ZoneMixer: @unchecked Sendable {
     /// The mixed period, `periodFrames × channels` samples, valid after `render`.
     public let mix: UnsafeMutablePointer<Float>
     private let scratch: UnsafeMutablePointer<Float>
+    /// The level of the final mix (after the zone volume), measured every period.
+    public let meter = Meter()
 
     /// The zone frame counter: frames rendered so far. Rendering thread only.
     public private(set) var frame = 0
+    private let renderedFrames = Atomic<Int>(0)
+
+    /// The first frame the next `render` produces: a change made now (a gain, a pause, a new slot)
+    /// is in the audio from this frame on, or one period later when a render is in progress. Any
+    /// thread.
+    public var nextFrame: Int { renderedFrames.load(ordering: .acquiring) }
 
     /// The zone's volume (the user's, linear), applied to the whole mix after the sources' own
     /// gains and ducks. Set by the control thread, ramped by the rendering thread.
@@ -91,7 +99,9 @@ public final class ZoneMixer: @unchecked Sendable {
             if phase == SourceSlot.Phase.active.rawValue { renderSlot(slot) }
         }
         applyVolume(samples: samples)
+        meter.measure(mix, frames: periodFrames, channels: channels, frame: frame)
         frame += periodFrames
+        renderedFrames.store(frame, ordering: .releasing)
     }
 
     /// Multiplies the mix by the zone volume, ramping toward a new value at the zone's ramp speed.
@@ -141,14 +151,17 @@ public final class ZoneMixer: @unchecked Sendable {
         if got > 0 && slot.startedAtFrame.load(ordering: .relaxed) < 0 {
             slot.startedAtFrame.store(frame, ordering: .releasing)
         }
+        var ranDry = false
         if got < want {
             if slot.endOfStream.load(ordering: .acquiring) && slot.ring.readable == 0 {
                 slot.drainedAtFrame.store(frame + got, ordering: .relaxed)
                 slot.drainedFlag.store(true, ordering: .releasing)
             } else if !pausing {
                 slot.starved.add(1, ordering: .relaxed)
+                ranDry = true
             }
         }
+        let startGain = slot.gain
         // Ramp segment, then the flat rest at the target.
         let rampPart = min(got, rampFrames)
         let step = rampFrames == 0 ? 0 : (target > slot.gain ? rampStep : -rampStep)
@@ -168,9 +181,30 @@ public final class ZoneMixer: @unchecked Sendable {
                 frames: got - rampPart, channels: channels, startGain: g, step: 0)
         }
         if got == 0 && pausing { g = target }  // nothing buffered: the fade is silent anyway
+        trackSounding(
+            slot, got: got, startGain: startGain, endGain: g, rising: step > 0, rampPart: rampPart, ranDry: ranDry)
+        if got > 0 { slot.lastMixedEndFrame.store(frame + got, ordering: .releasing) }
         slot.gain = g
         slot.currentGainBits.store(g.bitPattern, ordering: .relaxed)
         slot.consumed.add(got, ordering: .releasing)
         if pausing && g == 0 { slot.pausedNow.store(true, ordering: .releasing) }
+    }
+
+    /// Records when the slot's frames start and stop being mixed at a gain above 0 (see
+    /// `SourceSlot.sounding`). Rendering thread only. Real-time safe.
+    @inline(__always)
+    private func trackSounding(
+        _ slot: SourceSlot, got: Int, startGain: Float, endGain: Float, rising: Bool, rampPart: Int, ranDry: Bool
+    ) {
+        let contributes = got > 0 && (startGain > 0 || endGain > 0 || rising)
+        let onAtEnd = got == periodFrames && endGain > 0
+        let on = contributes && !slot.soundingNow ? frame : nil
+        var off: Int? = nil
+        if (slot.soundingNow || on != nil) && !onAtEnd {
+            // Heard up to the last frame mixed, or up to where a fade reached 0.
+            off = frame + (endGain > 0 ? got : (startGain > 0 ? min(got, rampPart) : 0))
+        }
+        if on != nil || off != nil { slot.sounding.record(on: on, off: off, tag: ranDry) }
+        slot.soundingNow = onAtEnd
     }
 }

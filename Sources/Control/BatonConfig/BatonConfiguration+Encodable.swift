@@ -26,6 +26,7 @@ extension BatonConfiguration: Encodable {
         case stateDir = "state-dir"
         case policy, music, device, mqtt, gpio, intercom, speech, announce
         case externalSources = "external-sources"
+        case silenceAlarm = "silence-alarm"
     }
 
     /// Encodes with the YAML file's key names; optional paths are left out when unset.
@@ -58,6 +59,7 @@ extension BatonConfiguration: Encodable {
         try container.encodeIfPresent(externalSources, forKey: .externalSources)
         try container.encode(speech, forKey: .speech)
         try container.encode(announce, forKey: .announce)
+        try container.encode(ConfigSyntax.format(silenceAlarm), forKey: .silenceAlarm)
     }
 }
 

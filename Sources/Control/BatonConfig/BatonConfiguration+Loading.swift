@@ -106,6 +106,7 @@ extension ConfigReader {
         "output-dir", "state-dir", "policy", "music", "device", "mqtt", "gpio", "intercom", "speech",
         "announce",
         "external-sources",
+        "silence-alarm",
     ]
     static let apiKeys = ["listen", "max-body", "token-file", "allowed-hosts"]
     static let resamplerKeys = ["music", "announcements"]
@@ -172,13 +173,18 @@ extension ConfigReader {
                 $0, zoneNames: zoneNames, groupNames: groups.map(\.name), classNames: policy.classes.map(\.name),
                 baseDirectory: baseDirectory)
         }
+        let silenceAlarm =
+            value(
+                top, "silence-alarm", .duration(BatonConfiguration.silenceAlarmRange),
+                default: BatonConfiguration.defaultSilenceAlarm) ?? BatonConfiguration.defaultSilenceAlarm
 
         return BatonConfiguration(
             api: api, zones: zones, sounds: resolve(sounds), resampler: resampler,
             alsaConfig: alsaConfig.map(resolve), outputDir: outputDir.map(resolve), policy: policy,
             groups: groups, music: music ?? nil, stateDir: stateDir.map(resolve), board: board,
             boardsDir: boards.configured ?? boards.directory ?? nil, device: device, mqtt: mqtt ?? nil, gpio: gpio,
-            intercom: intercom ?? nil, speech: speech, announce: announce, externalSources: externalSources ?? nil)
+            intercom: intercom ?? nil, speech: speech, announce: announce, externalSources: externalSources ?? nil,
+            silenceAlarm: silenceAlarm)
     }
 
     mutating func readAPI(_ pair: YAMLPair, baseDirectory: String) -> APIConfig {

@@ -45,6 +45,13 @@ public struct BatonConfiguration: Sendable, Equatable {
     public var announce: AnnounceConfig
     /// ALSA programs that play through a `baton` PCM (`external-sources:`); nil when not configured.
     public var externalSources: ExternalSourcesConfig?
+    /// How long a zone may stay below −70 dBFS while a source is heard there before the daemon
+    /// raises `silent-while-playing` (`silence-alarm:`, default 2 s).
+    public var silenceAlarm: Duration
+
+    /// `silence-alarm:`'s default and its accepted range.
+    public static let defaultSilenceAlarm = Duration.seconds(2)
+    public static let silenceAlarmRange = Duration.milliseconds(100)...Duration.seconds(3600)
 
     /// Creates a configuration.
     public init(
@@ -54,7 +61,7 @@ public struct BatonConfiguration: Sendable, Equatable {
         stateDir: String? = nil, board: String? = nil, boardsDir: String? = nil, device: String = "baton",
         mqtt: MQTTConfig? = nil, gpio: [GPIOButtonConfig] = [], intercom: IntercomConfig? = nil,
         speech: SpeechConfig = .default, announce: AnnounceConfig = .default,
-        externalSources: ExternalSourcesConfig? = nil
+        externalSources: ExternalSourcesConfig? = nil, silenceAlarm: Duration = defaultSilenceAlarm
     ) {
         self.api = api
         self.zones = zones
@@ -75,6 +82,7 @@ public struct BatonConfiguration: Sendable, Equatable {
         self.speech = speech
         self.announce = announce
         self.externalSources = externalSources
+        self.silenceAlarm = silenceAlarm
     }
 
     /// The zone named `name`, if there is one.

@@ -12,7 +12,10 @@ extension Daemon {
             let frames = e.action.source.flatMap { s.playbacks[$0] }.map { p in
                 Dictionary(
                     uniqueKeysWithValues: p.zones.compactMap { z in
-                        output(z).map { (z, $0.device.snapshot().framesPlayed) }
+                        // The frame the next render starts at: with a device-paced zone the output
+                        // thread may be blocked writing a period rendered before the decision, so
+                        // the device's frames-played counter would be a period early.
+                        output(z).map { (z, $0.mixer.nextFrame) }
                     })
             }
             events.publish(e, zoneFrames: frames)

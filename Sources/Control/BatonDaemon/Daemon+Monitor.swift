@@ -6,7 +6,9 @@ extension Daemon {
             tickExternal(&s)
             var done: [Playback] = []
             for p in s.playbacks.values where p.started {
-                p.source.tick(audible: s.arbiter.state(of: p.id)?.isAudible ?? false)
+                // What the source tells others (scrobbles, the server's playback report, `track`)
+                // follows what is heard (the monitor's last look), not the arbiter's grant.
+                p.source.tick(audible: p.heard && (s.arbiter.state(of: p.id)?.isAudible ?? false))
                 if p.source.isDrained && !p.released { done.append(p) }
             }
             for p in done.sorted(by: { $0.id < $1.id }) {
@@ -18,11 +20,19 @@ extension Daemon {
                     type: "played", source: p.id.rawValue, zones: p.zones,
                     reason: why ?? "sound \(p.source.label) played to its end", zoneFrames: frames)
                 apply(s.arbiter.release(p.id, at: .now), &s)
+                // Its last frames are still in the devices' buffers: heard until they play out.
+                for (zone, end) in frames { s.retiring.append(Retiring(source: p.id.rawValue, zone: zone, end: end)) }
+            }
+            s.retiring.removeAll { r in
+                guard let zone = output(r.zone) else { return true }
+                let snap = zone.device.snapshot()
+                return !snap.available || snap.audibleFrame >= r.end
             }
             if let t = s.timer, t <= .now {
                 s.timer = nil
                 apply(s.arbiter.tick(at: .now), &s)
             }
+            followAudio(&s)
             for zone in zones.zones { s.availability.report(zone, events: events, logger: logger) }
         }
     }

@@ -8,7 +8,8 @@ extension Daemon {
             let playbacks = s.playbacks.values.sorted { $0.id < $1.id }
             let zones = self.zones.zones.map { handle in
                 StatusReport.Zone(
-                    handle, s.arbiter.status(of: ZoneID(handle.name)), error: handle.errorText,
+                    handle, s.arbiter.status(of: ZoneID(handle.name)), heard: heardSources(in: handle, s),
+                    silent: s.silence[handle.name]?.alarmed ?? false, error: handle.errorText,
                     volume: parts.volumes.userVolume(handle), volumeControl: parts.volumes.description(handle),
                     slots: playbacks.flatMap { p in
                         p.parts.filter { $0.zone == handle.name }.compactMap { part in
@@ -18,7 +19,9 @@ extension Daemon {
                     snapcast: parts.snapcast.status(handle))
             }
             let sources = s.arbiter.sources.compactMap { st in
-                s.playbacks[st.contender.source].map { StatusReport.Source($0, st) }
+                s.playbacks[st.contender.source].map { p in
+                    StatusReport.Source(p, st, state: p.started ? reportedState(p, s) : st.state.rawValue)
+                }
             }
             return StatusReport(
                 zones: zones, sources: sources, uptimeMs: events.uptimeMs,

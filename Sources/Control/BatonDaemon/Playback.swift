@@ -27,6 +27,10 @@ final class Playback {
     var released = false
     /// Whether the arbiter let it be heard at the last reconcile (nil before the first).
     var audible: Bool?
+    /// The state reported at the monitor's last look (`AudioTruth.swift`), and whether its frames
+    /// were heard then.
+    var reported: String?
+    var heard = false
 
     init(id: SourceID, sourceClass: SourceClass, source: any Source, volume: Float, zones: [String], skipped: [String])
     {

@@ -7,21 +7,23 @@ import Subsonic
 
 extension StatusReport.Zone {
     init(
-        _ handle: ZoneHandle, _ z: ZoneStatus, error: String, volume: Double, volumeControl: String,
-        slots: [(source: String, slot: SourceSlot)], snapcast: StatusReport.Snapcast?
+        _ handle: ZoneHandle, _ z: ZoneStatus, heard: [String], silent: Bool, error: String, volume: Double,
+        volumeControl: String, slots: [(source: String, slot: SourceSlot)], snapcast: StatusReport.Snapcast?
     ) {
         let output = handle.device
         let snap = output.snapshot()
+        let level = handle.mixer.meter.level
         self.init(
             name: handle.name, pcm: output.spec.pcm.name, rate: output.spec.pcm.rate, channels: handle.channels,
             format: output.spec.pcm.format.rawValue, clock: output.spec.clock.rawValue,
-            state: snap.available ? "available" : "unavailable", error: snap.available ? nil : error,
+            state: !snap.available ? "unavailable" : silent ? "silent" : "available",
+            error: snap.available ? nil : error,
             periodFrames: output.spec.pcm.periodFrames, bufferFrames: snap.bufferFrames,
             framesPlayed: snap.framesPlayed, audibleFrame: snap.audibleFrame, delayFrames: snap.delayFrames,
             xruns: snap.xruns, suspends: snap.suspends, lateCycles: snap.lateCycles, reopens: snap.reopens,
             rateEstimatePPM: snap.rateEstimatePPM.map { ($0 * 10).rounded() / 10 }, realtime: snap.realtime,
             volume: volume, appliedVolume: Double(handle.mixer.appliedVolume),
-            volumeControl: volumeControl, audible: z.audible.map(\.rawValue),
+            volumeControl: volumeControl, level: .init(peakDb: level.peakDb, rmsDb: level.rmsDb), audible: heard,
             ducked: z.ducked.map {
                 .init(source: $0.source.rawValue, levelDb: $0.level.value, by: $0.by.source.rawValue)
             },
@@ -31,7 +33,8 @@ extension StatusReport.Zone {
                 .init(
                     source: source, gain: Double(slot.appliedGain), targetGain: Double(slot.targetGain),
                     paused: slot.isPaused,
-                    positionFrames: slot.framesConsumed, starvedPeriods: slot.starvedPeriods)
+                    positionFrames: slot.framesHeard(atZoneFrame: snap.audibleFrame),
+                    starvedPeriods: slot.starvedPeriods)
             },
             snapcast: snapcast)
     }
@@ -39,14 +42,14 @@ extension StatusReport.Zone {
 
 extension StatusReport.Source {
     /// A source as the arbiter sees it (`st`) and as it plays (`p`): what is heard now.
-    init(_ p: Playback, _ st: SourceStatus) {
+    init(_ p: Playback, _ st: SourceStatus, state: String) {
         let music = p.music
         let now = music?.nowPlaying()
         let progress = music?.progress
         self.init(
             id: p.id.rawValue, class: p.sourceClass.rawValue, sound: p.source.label,
             loop: (p.source as? SoundPlayer)?.loop ?? false,
-            volume: Double(p.volume), state: st.state.rawValue, zones: p.zones,
+            volume: Double(p.volume), state: state, zones: p.zones,
             skippedZones: p.skipped.isEmpty ? nil : p.skipped,
             interruptedBy: st.interruptedBy?.source.rawValue, positionSeconds: p.source.position,
             track: now.map { StatusReport.Track($0.song) }, trackIndex: now?.index, queueLength: music?.songs.count,

@@ -8,7 +8,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var channels: Int
         public var format: String
         public var clock: String
-        /// `available` or `unavailable`.
+        /// `available`, `unavailable`, or `silent`: a source is heard here but the output stayed
+        /// below −70 dBFS for longer than `silence-alarm`.
         public var state: String
         /// Why the zone is unavailable.
         public var error: String?
@@ -32,7 +33,10 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var appliedVolume: Double
         /// `software` (Baton's gain stage), or `hardware: CONTROL on DEVICE` (an ALSA mixer control).
         public var volumeControl: String
-        /// Sources heard here (full level or ducked), highest priority first.
+        /// The final mix's level over the last period: what was written to the device.
+        public var level: Level
+        /// Sources heard here now (full level or ducked: their frames are in the mix at the frame
+        /// heard now, at a gain above 0), highest priority first.
         public var audible: [String]
         public var ducked: [Ducked]
         /// Granted sources not heard here, and who silences them.
@@ -57,6 +61,17 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var droppedFrames: Int
     }
 
+    /// Peak and RMS of one period, in dBFS (−200 for digital silence).
+    public struct Level: Codable, Sendable, Equatable {
+        public var peakDb: Double
+        public var rmsDb: Double
+
+        public init(peakDb: Double, rmsDb: Double) {
+            self.peakDb = peakDb
+            self.rmsDb = rmsDb
+        }
+    }
+
     public struct Ducked: Codable, Sendable, Equatable {
         public var source: String
         public var levelDb: Double
@@ -75,7 +90,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var targetGain: Double
         /// True once a pause or interruption has faded it out and it stopped consuming frames.
         public var paused: Bool
-        /// Frames of the source mixed here so far.
+        /// Frames of the source heard here so far (mixed, less what the device still holds).
         public var positionFrames: Int
         public var starvedPeriods: Int
     }
@@ -86,7 +101,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var sound: String
         public var loop: Bool
         public var volume: Double
-        /// `queued`, `playing`, `ducked`, `interrupted` or `paused` (the arbiter's word).
+        /// What is heard: `queued`, `starting` (granted, its first frame not heard yet), `playing`,
+        /// `ducked`, `buffering` (its audio ran out before its end: the stream is late),
+        /// `interrupted` or `paused`. `playing` and `ducked` only while its frames are heard.
         public var state: String
         public var zones: [String]
         public var skippedZones: [String]?
@@ -97,9 +114,11 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var track: Track?
         public var trackIndex: Int?
         public var queueLength: Int?
-        /// The stream is waiting for the server (reconnecting after a failure); the message says why.
+        /// The stream is waiting for the server now (reconnecting after a failure); the message says
+        /// why.
         public var buffering: String?
-        /// The last stream error (a track that could not be played).
+        /// Why the track heard now (or the last one, when nothing came after it) could not be
+        /// played; gone once a later track is heard.
         public var streamError: String?
         /// An external player: the program writing to `baton_<name>`, its pid, and its control.
         public var program: String?

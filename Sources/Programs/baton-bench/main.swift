@@ -27,6 +27,7 @@ var floorTarget: String?
 var device = "null"
 var volume: Float = 0.8
 var timeStages = false
+var meterOnly = false
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
@@ -43,11 +44,13 @@ while let a = args.popFirst() {
     case "--device": device = args.popFirst() ?? device
     case "--volume": volume = Float(args.popFirst() ?? "") ?? volume
     case "--stages": timeStages = true
+    case "--meter": meterOnly = true
     default:
         print(
             "usage: baton-bench [--seconds N] [--resampler KIND]\n"
                 + "       baton-bench --pipeline URL|PATH [--resampler KIND] [--device PCM] [--volume G] [--stages]\n"
-                + "       baton-bench --floor URL|PATH [--resampler soxr-hq|soxr-vhq|src-medium|src-fastest] [--device PCM] [--volume G]"
+                + "       baton-bench --floor URL|PATH [--resampler soxr-hq|soxr-vhq|src-medium|src-fastest] [--device PCM] [--volume G]\n"
+                + "       baton-bench --meter"
         )
         exit(2)
     }
@@ -56,6 +59,7 @@ if let pipelineTarget {
     exit(runPipeline(target: pipelineTarget, kind: kind, device: device, volume: volume, timeStages: timeStages))
 }
 if let floorTarget { exit(baton_floor_pipeline(floorTarget, kind.rawValue, device, Double(volume), 1)) }
+if meterOnly { exit(runMeterBench()) }
 
 func threadSeconds() -> Double {
     var ts = timespec()

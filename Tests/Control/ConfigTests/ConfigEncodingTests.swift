@@ -24,7 +24,8 @@ import Testing
                 "policy":{"classes":{"music":{"during-higher":"queue","kind":"permanent","lower":"interrupt",\
                 "priority":10,"resume-within":"5m","same":"queue"}},\
                 "duck":{"attack":"50ms","level":"-15dB","release":"300ms"}},\
-                "resampler":{"announcements":"soxr-hq","music":"soxr-hq"},"sounds":"/srv/sounds",\
+                "resampler":{"announcements":"soxr-hq","music":"soxr-hq"},"silence-alarm":"2s",\
+                "sounds":"/srv/sounds",\
                 "speech":{"command":"espeak-ng","max-length":500,"speed":160,"voice":"en"},\
                 "zones":{"kitchen":{"buffer":"40ms","channels":2,"clock":"system","format":"S16_LE","max-volume":"100%",\
                 "pcm":"baton_kitchen","period":"10ms","rate":44100,"resampler":"auto","volume":"100%"}}}

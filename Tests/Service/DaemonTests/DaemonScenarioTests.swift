@@ -56,6 +56,9 @@ import Testing
         #expect(began.zones == ["kitchen"])
         #expect(began.reason?.contains(bellID) == true, "the reason names the interrupter: \(began.reason ?? "")")
 
+        // Status follows the audio: interrupted once the music's fade-out has been heard (the
+        // device's delay plus the ramp after the decision).
+        #expect(waitUntil { (try? t.status().sources.first { $0.id == musicID }?.state) == "interrupted" })
         let during = try t.status()
         let m = try #require(during.sources.first { $0.id == musicID })
         #expect(m.state == "interrupted")

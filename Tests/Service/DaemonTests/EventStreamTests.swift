@@ -9,7 +9,8 @@ import Testing
 /// `GET /api/v1/events`: the arbiter's effects as Server-Sent Events, in order, with reasons.
 @Suite struct EventStreamTests {
     /// Music then a doorbell streams granted → granted → interruption-began → played → finished →
-    /// interruption-ended(shouldResume: true), each with its source and reason.
+    /// interruption-ended(shouldResume: true), each with its source and reason, and an `audible`
+    /// event for each source once its first frame is heard.
     @Test func streamsEveryEffectInOrder() throws {
         let t = try TestDaemon()
         defer { t.stop() }
@@ -31,9 +32,19 @@ import Testing
             #expect(event.type == e.type)
             if event.source == music || event.source == bell { seen.append((e.type, event)) }
         }
+        // The arbiter's effects, in order; the audio's own events (`audible`: a source's first
+        // frame heard) fall in between, each after its source's grant.
+        let effects = seen.filter { $0.0 != "audible" }
         #expect(
-            seen.map(\.0) == ["granted", "granted", "interruption-began", "played", "finished", "interruption-ended"])
-        #expect(seen.map { $0.1.source ?? "" } == [music, bell, music, bell, bell, music])
+            effects.map(\.0) == [
+                "granted", "granted", "interruption-began", "played", "finished", "interruption-ended",
+            ])
+        #expect(effects.map { $0.1.source ?? "" } == [music, bell, music, bell, bell, music])
+        for id in [music, bell] {
+            let granted = try #require(seen.firstIndex { $0.0 == "granted" && $0.1.source == id })
+            let audible = try #require(seen.firstIndex { $0.0 == "audible" && $0.1.source == id }, "\(id) heard")
+            #expect(granted < audible)
+        }
         #expect(seen.allSatisfy { $0.1.reason?.isEmpty == false })
         #expect(seen.last?.1.shouldResume == true)
         #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.1.seq < $1.1.seq }, "sequence numbers increase")

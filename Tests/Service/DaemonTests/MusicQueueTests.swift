@@ -156,6 +156,8 @@ extension MusicTests {
         #expect(waitUntil(seconds: 15) { position(t, id) > 1.0 })
         #expect(try t.json("POST", "/api/v1/music/pause").status == 200)
         #expect(waitUntil { (try? t.status().zones[0].sources.first { $0.source == id }?.paused) == true })
+        // Paused once the fade-out has been heard; from then on the position stays.
+        #expect(waitUntil { (try? t.status().sources.first { $0.id == id }?.state) == "paused" })
         let pausedAt = position(t, id)
         let script = TestDaemon.repoRoot + "/scripts/subsonic-server.sh"
         let restart = Subprocess.run(

@@ -52,8 +52,9 @@ import Testing
         _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         let began = try #require(t.waitForEvent("interruption-began", source: id))
         #expect(waitUntil { (try? t.status().zones[0].sources.first { $0.source == id }?.paused) == true })
+        // Interrupted once the fade-out has been heard; from then on the position is frozen.
+        #expect(waitUntil { (try? t.status().sources.first { $0.id == id }?.state) == "interrupted" })
         let frozen = position(t, id)
-        #expect(try t.status().sources.first { $0.id == id }?.state == "interrupted")
         usleep(150_000)
         #expect(abs(position(t, id) - frozen) < 0.0001, "the position does not move while interrupted")
         let ended = try #require(t.waitForEvent("interruption-ended", source: id))

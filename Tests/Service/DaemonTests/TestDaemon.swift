@@ -9,7 +9,8 @@ import OSThread
 @testable import BatonService
 
 /// A daemon on fresh file PCMs with its API on an ephemeral loopback port, and test sounds:
-/// `music440` (1 s of 440 Hz, loops seamlessly), `bell1k` (0.5 s of 1 kHz), plus the shipped ones.
+/// `music440` (1 s of 440 Hz, loops seamlessly), `bell1k` (0.5 s of 1 kHz), `zeros` (1 s of digital
+/// silence), plus the shipped ones.
 final class TestDaemon {
     let daemon: Daemon
     let triggers: Triggers
@@ -32,7 +33,8 @@ final class TestDaemon {
         music: MusicConfig? = nil, stateDir: String? = nil, mixers: [String: String] = [:],
         speech: SpeechConfig = .default, intercom: IntercomConfig? = nil, mqtt: MQTTConfig? = nil,
         gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil,
-        announce: AnnounceConfig = .default, deviceClocked: Set<String> = []
+        announce: AnnounceConfig = .default, deviceClocked: Set<String> = [],
+        silenceAlarm: Duration = BatonConfiguration.defaultSilenceAlarm
     ) throws {
         sounds = WAVWriter.temporaryDirectory("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
@@ -53,6 +55,8 @@ final class TestDaemon {
         WAVWriter.write(
             Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2, amplitude: 0.5),
             rate: 48_000, channels: 2, to: "\(sounds)/bell1k.wav")
+        WAVWriter.write(
+            [Float](repeating: 0, count: 44_100), rate: 44_100, channels: 1, to: "\(sounds)/zeros.wav")
         var configs: [ZoneConfig] = []
         var files: [String: String] = [:]
         for z in zones {
@@ -73,7 +77,8 @@ final class TestDaemon {
         let config = BatonConfiguration(
             api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0), maxBody: maxBody),
             zones: configs, sounds: sounds, policy: policy, music: music, stateDir: stateDir,
-            device: "test-speaker", mqtt: mqtt, gpio: gpio, intercom: intercom, speech: speech, announce: announce)
+            device: "test-speaker", mqtt: mqtt, gpio: gpio, intercom: intercom, speech: speech, announce: announce,
+            silenceAlarm: silenceAlarm)
         self.config = config
         daemon = Daemon(config: config, configPath: configPath, logger: Logger(minimum: .error))
         daemon.start()

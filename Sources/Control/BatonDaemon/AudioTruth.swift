@@ -1,0 +1,169 @@
+import Arbiter
+import BatonConfig
+import Engine
+
+/// What the audio says about a source now: whether its frames are heard in each of its zones at the
+/// zone's audible frame (the device's delay behind the frame rendered), from its slots' atomics.
+/// The arbiter says what should be heard; this says what is, and the reported state follows it.
+struct Hearing {
+    /// One zone's share.
+    struct Part {
+        let zone: String
+        /// The zone frame heard now.
+        let audibleFrame: Int
+        let sounding: Timeline.Snapshot
+        /// The zone frame of the source's first frame there, if it was mixed.
+        let firstFrame: Int?
+        var heard: Bool { sounding.isOn(at: audibleFrame) }
+        /// Its first frame has not been heard yet.
+        var notYetHeard: Bool { firstFrame.map { audibleFrame < $0 } ?? true }
+        /// It ran dry before its end and that silence is what is heard now.
+        var starved: Bool {
+            !heard && sounding.offTag && sounding.offFrom >= 0 && audibleFrame >= sounding.offFrom
+        }
+    }
+
+    let parts: [Part]
+    var heard: Bool { parts.contains(where: \.heard) }
+    /// Where each heard zone began hearing it (zone frames).
+    var heardFrom: [String: Int] {
+        Dictionary(
+            parts.compactMap { p in p.heard ? (p.zone, p.sounding.onFrom) : nil }, uniquingKeysWith: { a, _ in a })
+    }
+    /// Where each starved zone stopped hearing it (zone frames).
+    var starvedFrom: [String: Int] {
+        Dictionary(
+            parts.compactMap { p in p.starved ? (p.zone, p.sounding.offFrom) : nil }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// The state to report, from the arbiter's word and the audio: `playing`/`ducked` only while
+    /// heard; `starting` while granted but its first frame is not heard yet; `buffering` while its
+    /// ring ran dry and the silence is heard; while the arbiter's word is audible but the audio is
+    /// not back yet (a resume within the device's delay), the word reported before.
+    func state(arbiter: SourceState?, previous: String?) -> String {
+        guard let arbiter else { return previous ?? "queued" }
+        if heard { return arbiter == .ducked ? "ducked" : "playing" }
+        guard arbiter.isAudible else { return arbiter.rawValue }
+        if parts.isEmpty || parts.allSatisfy(\.notYetHeard) { return "starting" }
+        if parts.contains(where: \.starved) { return "buffering" }
+        if let previous, previous == "interrupted" || previous == "paused" { return previous }
+        return "buffering"
+    }
+}
+
+/// A source that played to its end and was released (the arbiter was told when its last frame was
+/// mixed, so what follows is gapless), while its last frames are still in the zone's device.
+struct Retiring {
+    let source: String
+    let zone: String
+    /// The zone frame just after its last frame.
+    let end: Int
+}
+
+/// A zone's silence watch: since when a source is heard there, and whether the alarm is raised.
+struct SilenceWatch {
+    var heardSince: Int?
+    var quietSince: Int?
+    var alarmed = false
+}
+
+extension Daemon {
+    /// What `p`'s slots say now. Under the lock.
+    func hearing(_ p: Playback) -> Hearing {
+        Hearing(
+            parts: p.parts.compactMap { part in
+                guard let slot = part.slot, let zone = output(part.zone) else { return nil }
+                return Hearing.Part(
+                    zone: part.zone, audibleFrame: zone.device.snapshot().audibleFrame,
+                    sounding: slot.sounding.snapshot(), firstFrame: slot.firstFrameAt)
+            })
+    }
+
+    /// The state reported for `p` now. Under the lock.
+    func reportedState(_ p: Playback, _ s: borrowing State) -> String {
+        hearing(p).state(arbiter: s.arbiter.state(of: p.id), previous: p.reported)
+    }
+
+    /// The sources heard in `zone` now (their frames mixed at a gain above 0 at the audible frame),
+    /// highest priority first; a released source's last frames first of all. Under the lock.
+    func heardSources(in zone: ZoneHandle, _ s: borrowing State) -> [String] {
+        let audible = zone.device.snapshot().audibleFrame
+        let order = s.arbiter.sources.map(\.contender.source)
+        let tails = s.retiring.filter { $0.zone == zone.name && audible < $0.end }.map(\.source)
+        return tails
+            + order.compactMap { id -> String? in
+                guard let p = s.playbacks[id],
+                    let slot = p.parts.first(where: { $0.zone == zone.name })?.slot,
+                    slot.sounding.snapshot().isOn(at: audible)
+                else { return nil }
+                return id.rawValue
+            }
+    }
+
+    /// One pass of following the audio (monitor tick): each source's reported state, with an
+    /// `audible` event when it starts being heard (the zone frames where its frames begin) and a
+    /// `buffering` event when its ring ran dry (where the silence begins); each zone's silence
+    /// watch. Under the lock.
+    func followAudio(_ s: inout State) {
+        for p in s.playbacks.values.sorted(by: { $0.id < $1.id }) where p.started {
+            let h = hearing(p)
+            let state = h.state(arbiter: s.arbiter.state(of: p.id), previous: p.reported)
+            if h.heard && !p.heard {
+                events.publish(
+                    type: "audible", source: p.id.rawValue, zones: h.heardFrom.keys.sorted(),
+                    reason: "first frame heard", zoneFrames: h.heardFrom)
+            }
+            if state == "buffering" && p.reported != "buffering" && !h.starvedFrom.isEmpty {
+                events.publish(
+                    type: "buffering", source: p.id.rawValue, zones: h.starvedFrom.keys.sorted(),
+                    reason: "its audio ran out before its end (the stream is late)", zoneFrames: h.starvedFrom)
+            }
+            p.heard = h.heard
+            p.reported = state
+        }
+        for zone in zones.zones { watchSilence(zone, &s) }
+    }
+
+    /// Raises `silent-while-playing` when a source is heard in `zone` but its final mix stayed below
+    /// the meter's threshold for `silence-alarm`; `sound-returned` when it is above again.
+    private func watchSilence(_ zone: ZoneHandle, _ s: inout State) {
+        let heard = heardSources(in: zone, s)
+        let audible = zone.device.snapshot().audibleFrame
+        var w = s.silence[zone.name] ?? SilenceWatch()
+        defer { s.silence[zone.name] = w }
+        guard let first = heard.first else {
+            w = SilenceWatch()
+            return
+        }
+        if w.heardSince == nil {
+            // From the frame the source heard first began there (it is heard, so that is known).
+            let slot = s.playbacks[SourceID(first)]?.parts.first { $0.zone == zone.name }?.slot
+            w.heardSince = slot.map { $0.sounding.snapshot().onFrom } ?? audible
+        }
+        let loud = zone.mixer.meter.loudness.snapshot()
+        if loud.isOn(at: audible) {
+            w.quietSince = nil
+            if w.alarmed {
+                w.alarmed = false
+                events.publish(
+                    type: "sound-returned", source: first, zones: [zone.name],
+                    reason: "the zone's output is above \(Int(Meter.silenceThresholdDb)) dBFS again",
+                    zoneFrames: [zone.name: loud.onFrom <= audible ? loud.onFrom : audible])
+            }
+            return
+        }
+        if w.quietSince == nil {
+            w.quietSince = loud.offFrom >= 0 && loud.offFrom <= audible ? loud.offFrom : (loud.onFrom < 0 ? 0 : audible)
+        }
+        let silentFrom = max(w.quietSince ?? audible, w.heardSince ?? audible)
+        let limit = zone.frames(config.silenceAlarm)
+        if !w.alarmed && audible - silentFrom >= limit {
+            w.alarmed = true
+            events.publish(
+                type: "silent-while-playing", source: first, zones: [zone.name],
+                reason:
+                    "\(first) is playing but the zone's output stayed below \(Int(Meter.silenceThresholdDb)) dBFS for \(ConfigSyntax.format(config.silenceAlarm))",
+                zoneFrames: [zone.name: silentFrom])
+        }
+    }
+}

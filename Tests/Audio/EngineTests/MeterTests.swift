@@ -1,0 +1,79 @@
+import BatonTesting
+import Engine
+import Testing
+
+/// The zone meter and the slots' sounding timelines: what the output thread says about the audio,
+/// exact to the frame.
+@Suite struct MeterTests {
+    func write(_ slot: SourceSlot, _ samples: [Float]) {
+        samples.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
+    }
+
+    /// A full-scale square wave of ±0.5 on both channels reads peak and RMS −6.0 dBFS; a sine of
+    /// 0.5, peak −6.0 and RMS −9.0; digital silence −200; values above full scale are clipped (the
+    /// conversion clips them).
+    @Test(arguments: [
+        ([Float](repeating: 0.5, count: 960), -6.0, -6.0),
+        (Signals.sine(frequency: 1_000, rate: 48_000, frames: 480, channels: 2, amplitude: 0.5), -6.0, -9.0),
+        ([Float](repeating: 0, count: 960), -200.0, -200.0),
+        ([Float](repeating: 1.5, count: 960), 0.0, 0.0),
+    ])
+    func measuresPeakAndRMS(samples: [Float], peakDb: Double, rmsDb: Double) throws {
+        let mixer = ZoneMixer(channels: 2, periodFrames: 480, slotCount: 1, ringSamples: 4_096, rampFrames: 48)
+        write(try #require(mixer.claimSlot(gain: 1)), samples)
+        mixer.render()
+        #expect(abs(mixer.meter.level.peakDb - peakDb) < 0.05, "\(mixer.meter.level)")
+        #expect(abs(mixer.meter.level.rmsDb - rmsDb) < 0.05, "\(mixer.meter.level)")
+    }
+
+    /// Loudness turns on at the first period at or above −70 dBFS and off at the first period
+    /// below it, at those periods' first frames; −71 dBFS is silent, −69 is not.
+    @Test func loudnessFollowsTheThreshold() throws {
+        let mixer = ZoneMixer(channels: 1, periodFrames: 100, slotCount: 1, ringSamples: 4_096, rampFrames: 10)
+        let slot = try #require(mixer.claimSlot(gain: 1))
+        let quiet = Float(0.000_281_8)  // −71 dBFS
+        let loud = Float(0.000_354_8)  // −69 dBFS
+        write(slot, [Float](repeating: quiet, count: 200) + [Float](repeating: loud, count: 300) + [quiet])
+        mixer.render()
+        mixer.render()
+        #expect(mixer.meter.loudness.snapshot().onFrom == -1, "never loud yet")
+        mixer.render()
+        #expect(mixer.meter.loudness.snapshot() == .init(onFrom: 200, offFrom: -1, offTag: false))
+        mixer.render()
+        mixer.render()
+        mixer.render()
+        let s = mixer.meter.loudness.snapshot()
+        #expect(s == .init(onFrom: 200, offFrom: 500, offTag: false))
+        #expect(s.isOn(at: 499) && !s.isOn(at: 500) && !s.isOn(at: 199))
+    }
+
+    /// A slot sounds from its first frame; a pause is heard until its fade reaches 0 (one ramp);
+    /// a ring that runs dry stops it at the last frame mixed, tagged as starved, and it sounds again
+    /// from the first frame mixed after.
+    @Test func soundingTracksStartPauseAndStarvation() throws {
+        let mixer = ZoneMixer(channels: 1, periodFrames: 100, slotCount: 1, ringSamples: 8_192, rampFrames: 40)
+        let slot = try #require(mixer.claimSlot(gain: 1))
+        mixer.render()  // nothing written yet: not started, so not starved in the timeline
+        #expect(slot.sounding.snapshot() == .init(onFrom: -1, offFrom: -1, offTag: false))
+        write(slot, [Float](repeating: 0.25, count: 250))
+        mixer.render()
+        #expect(slot.sounding.snapshot().onFrom == 100)
+        mixer.render()
+        mixer.render()  // 50 frames, then dry
+        var s = slot.sounding.snapshot()
+        #expect(s == .init(onFrom: 100, offFrom: 350, offTag: true))
+        #expect(s.isOn(at: 349) && !s.isOn(at: 350))
+        mixer.render()
+        write(slot, [Float](repeating: 0.25, count: 1_000))
+        mixer.render()
+        s = slot.sounding.snapshot()
+        #expect(s == .init(onFrom: 500, offFrom: 350, offTag: true))
+        #expect(s.isOn(at: 200) && !s.isOn(at: 400) && s.isOn(at: 500))
+        slot.pause()
+        mixer.render()  // fades over 40 frames: heard up to 640
+        s = slot.sounding.snapshot()
+        #expect(s == .init(onFrom: 500, offFrom: 640, offTag: false))
+        #expect(slot.framesHeard(atZoneFrame: 640) == slot.framesConsumed)
+        #expect(slot.framesHeard(atZoneFrame: 620) == slot.framesConsumed - 20)
+    }
+}

@@ -1,0 +1,299 @@
+import BatonConfig
+import BatonTesting
+import FoundationEssentials
+import Glibc
+import OSThread
+import Subsonic
+import Testing
+
+@testable import BatonDaemon
+@testable import BatonService
+
+/// The state never lies, down to the period: what status and the events say is checked against the
+/// samples the zone wrote (an ALSA file PCM, whose frame n is the zone's frame n).
+@Suite(.serialized) struct AudioTruthTests {
+    /// Status samples taken as fast as the daemon answers, each with the zone's audible frame.
+    struct Sample {
+        var state: String
+        var audibleFrame: Int
+        var positionSeconds: Double?
+        var title: String
+    }
+
+    static func sample(_ t: TestDaemon, _ id: String, zone: String = "kitchen") -> Sample? {
+        let status = t.daemon.status()
+        guard let source = status.sources.first(where: { $0.id == id }),
+            let z = status.zones.first(where: { $0.name == zone })
+        else { return nil }
+        return Sample(
+            state: source.state, audibleFrame: z.audibleFrame, positionSeconds: source.positionSeconds,
+            title: source.track?.title ?? source.sound)
+    }
+
+    /// A period of the test zones (10 ms at 44.1 kHz) and their ramp (10 ms): the tolerance.
+    static let period = 441
+    static let ramp = 441
+
+    /// A local sound played as music is `starting` until its first frame is heard, then `playing`;
+    /// the `audible` event (after `granted`) carries the zone frame where the file's tone begins,
+    /// and no status sample says `playing` before it.
+    @Test func musicIsStartingUntilItsFirstFrameIsHeard() throws {
+        let t = try TestDaemon()
+        let r = try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true, "zones": ["kitchen"]}"#)
+        let id = try #require(r.object["id"])
+        var samples: [Sample] = []
+        _ = waitUntil(seconds: 5) {
+            if let s = Self.sample(t, id) { samples.append(s) }
+            return samples.count > 20 && samples.last?.state == "playing"
+        }
+        let audible = try #require(t.waitForEvent("audible", source: id))
+        let granted = try #require(t.waitForEvent("granted", source: id))
+        #expect(granted.seq < audible.seq, "granted comes first")
+        t.stop()
+        let heard = try #require(audible.zoneFrames?["kitchen"])
+        let out = t.left("kitchen")
+        let onset = try #require(Signals.onset(Array(out[heard...]), threshold: 0.001))
+        #expect(onset <= 2, "the tone starts at the audible event's frame (\(onset) frames later)")
+        #expect(out[max(0, heard - 441)..<heard].allSatisfy { $0 == 0 }, "silence before it")
+        #expect(samples.first?.state == "starting", "right after the request nothing is heard yet: \(samples.first!)")
+        for s in samples {
+            if s.state == "playing" {
+                #expect(s.audibleFrame >= heard - Self.period, "playing before the first frame is heard: \(s)")
+            } else {
+                #expect(s.state == "starting")
+                #expect(s.audibleFrame < heard + Self.period, "starting after it was heard: \(s)")
+            }
+        }
+    }
+
+    /// The position reported is the frame heard now, not the frame mixed: for a sound playing from
+    /// its first frame it is the audible frame less the frame it began at, within a period.
+    @Test func positionIsWhatIsHeard() throws {
+        let t = try TestDaemon()
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true, "zones": ["kitchen"]}"#)
+                .object["id"])
+        let audible = try #require(t.waitForEvent("audible", source: id))
+        let heard = try #require(audible.zoneFrames?["kitchen"])
+        var checked = 0
+        _ = waitUntil(seconds: 3) {
+            guard let s = Self.sample(t, id), let position = s.positionSeconds, s.audibleFrame > heard else {
+                return false
+            }
+            let want = s.audibleFrame - heard
+            #expect(
+                abs(Int((position * 44_100).rounded()) - want) <= Self.period,
+                "position \(position) s vs \(want) frames heard")
+            checked += 1
+            return checked >= 50
+        }
+        #expect(checked >= 50)
+        t.stop()
+    }
+
+    /// A sound that decodes to digital zeros is heard (its frames are mixed) but the zone is silent:
+    /// after `silence-alarm` the zone's state is `silent` with a `silent-while-playing` event at the
+    /// frame the silence began; a bell brings the sound back (`sound-returned` at the bell's first
+    /// frame) and the zone is `available` again. The meter reads −200 dBFS, then the bell's level.
+    @Test func silentSourceRaisesTheSilenceAlarm() throws {
+        let t = try TestDaemon(silenceAlarm: .milliseconds(300))
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "zeros", "loop": true, "zones": ["kitchen"]}"#)
+                .object["id"])
+        let audible = try #require(t.waitForEvent("audible", source: id))
+        let alarm = try #require(t.waitForEvent("silent-while-playing", source: id, seconds: 5))
+        #expect(alarm.zones == ["kitchen"])
+        #expect(alarm.zoneFrames?["kitchen"] == audible.zoneFrames?["kitchen"], "silent from its first frame")
+        let silent = try t.status().zones.first { $0.name == "kitchen" }!
+        #expect(silent.state == "silent")
+        #expect(silent.level.peakDb == -200)
+        #expect(try t.status().zones.first { $0.name == "patio" }?.state == "available", "nothing plays there")
+        #expect(try t.status().sources.first { $0.id == id }?.state == "playing", "the source does play")
+        let bell = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
+        let back = try #require(t.waitForEvent("sound-returned", seconds: 5))
+        let bellHeard = try #require(t.waitForEvent("audible", source: bell))
+        #expect(back.zoneFrames?["kitchen"] == bellHeard.zoneFrames?["kitchen"], "the sound returns with the bell")
+        #expect(waitUntil { (try? t.status().zones.first { $0.name == "kitchen" }?.state) == "available" })
+        let level = try #require(try t.status().zones.first { $0.name == "kitchen" }?.level)
+        // The bell: a 0.5 sine: peak −6.0 dBFS, RMS −9.0 dBFS.
+        #expect(abs(level.peakDb - -6.0) < 0.2, "\(level)")
+        #expect(abs(level.rmsDb - -9.0) < 0.2, "\(level)")
+        t.stop()
+    }
+}
+
+extension AudioTruthTests {
+    /// The status's title follows what is heard across a track change (`next`): each `playing`
+    /// sample's track ("Tone NNN") is the tone the file holds just before its audible frame, not the
+    /// other track's.
+    @Test func titleIsTheTrackHeard() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone", "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { (Self.sample(t, id)?.positionSeconds ?? 0) > 0.5 })
+        let first = try #require(Self.sample(t, id)?.title)
+        #expect(try t.request("POST", "/api/v1/music/next").status == 200)
+        var samples: [Sample] = []
+        _ = waitUntil(seconds: 15) {
+            if let s = Self.sample(t, id) { samples.append(s) }
+            guard let last = samples.last else { return false }
+            return last.title != first && (last.positionSeconds ?? 0) > 0.5
+        }
+        t.stop()
+        let hz = { (title: String) in title.split(separator: " ").compactMap { Double($0) }.first ?? 0 }
+        let titles = Set(samples.map(\.title)).union([first])
+        #expect(titles.count == 2, "\(titles)")
+        let out = t.left("kitchen")
+        var checked = 0
+        for s in samples where s.state == "playing" {
+            // 50 ms from the audible frame; a sample a period + ramp before the tone begins is
+            // judged on the 50 ms after that (the tolerance), so silence there is a lie.
+            let other = titles.first { $0 != s.title }.map(hz) ?? 0
+            var at = s.audibleFrame
+            var level = 0.0
+            var wrong = 0.0
+            for start in [at, at + Self.period + Self.ramp] {
+                at = start
+                guard at > 0, at + 2_205 <= out.count else { break }
+                let window = out[at..<(at + 2_205)]
+                level = Signals.windowedToneLevel(window, frequency: hz(s.title), rate: 44_100)
+                wrong = Signals.windowedToneLevel(window, frequency: other, rate: 44_100)
+                if level > 0.05 || wrong > 0.05 { break }
+            }
+            guard at + 2_205 <= out.count else { continue }
+            // A window across the change holds both: not judged.
+            if level > 0.05 && wrong > 0.05 { continue }
+            checked += 1
+            #expect(level > wrong, "status says \(s.title) at \(s.audibleFrame), the file has \(other) Hz")
+        }
+        #expect(checked > 10)
+    }
+
+    /// A server slower than real time: the stream's audio runs out mid-track. The source goes
+    /// `buffering` at the frame where its audio stops (a `buffering` event there, digital silence
+    /// after it in the file) and back to `playing` with an `audible` event where it resumes; every
+    /// status sample that says `buffering` is silent at its audible frame.
+    @Test func starvedStreamGoesBufferingAndBack() throws {
+        let music = try TestSubsonic.music()
+        let upstream = try #require(music.subsonic.url.split(separator: ":").last.map { String($0) })
+        // Tone 880 WAV 48000: 192 000 bytes a second. The proxy sends 0.5 s of it every 0.7 s.
+        let proxy = try BackgroundProcess(
+            "/usr/bin/python3",
+            [TestDaemon.repoRoot + "/scripts/subsonic/slow-proxy.py", upstream, "96000", "0.7", "120000"],
+            outputPath: WAVWriter.temporaryDirectory("proxy") + "/out")
+        defer { _ = proxy.stop() }
+        #expect(waitUntil { proxy.output.hasPrefix("port ") })
+        let port = proxy.output.dropFirst(5).prefix { $0.isNumber }
+        var slow = music
+        slow.subsonic.url = "http://127.0.0.1:\(port)"
+        let t = try TestDaemon(music: slow)
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 880", "zones": ["kitchen"]}"#).object["id"])
+        var samples: [Sample] = []
+        _ = waitUntil(seconds: 20) {
+            if let s = Self.sample(t, id) { samples.append(s) }
+            return t.daemon.events.recent().filter { $0.type == "audible" && $0.source == id }.count >= 3
+        }
+        t.stop()
+        let events = t.daemon.events.recent().filter { $0.source == id }
+        let buffering = events.filter { $0.type == "buffering" }
+        let audible = events.filter { $0.type == "audible" }
+        #expect(buffering.count >= 2, "\(events.map(\.type))")
+        #expect(audible.count >= 3)
+        // They alternate: audible, buffering, audible, …
+        let order = events.filter { $0.type == "audible" || $0.type == "buffering" }.map(\.type)
+        for (i, type) in order.enumerated() { #expect(type == (i % 2 == 0 ? "audible" : "buffering"), "\(order)") }
+        let out = t.left("kitchen")
+        for e in buffering {
+            let f = try #require(e.zoneFrames?["kitchen"])
+            #expect(out[(f - 64)..<f].contains { $0 != 0 }, "the tone plays up to the buffering frame \(f)")
+            #expect(out[f..<(f + 441)].allSatisfy { $0 == 0 }, "silence from the buffering frame \(f)")
+        }
+        for e in audible.dropFirst() {
+            let f = try #require(e.zoneFrames?["kitchen"])
+            #expect(out[(f - 64)..<f].allSatisfy { $0 == 0 }, "silence up to the audible frame \(f)")
+            #expect(out[f..<(f + 64)].contains { $0 != 0 }, "the tone is back at the audible frame \(f)")
+        }
+        // Each sample that says buffering is silent at its audible frame, unless a change of the
+        // audio is within a period of it (the sample and the zone's counter are a moment apart).
+        let changes = (buffering + audible).compactMap { $0.zoneFrames?["kitchen"] }
+        let judged = samples.filter { s in
+            s.state == "buffering" && !changes.contains { abs($0 - s.audibleFrame) <= Self.period }
+        }
+        #expect(!judged.isEmpty)
+        for s in judged {
+            #expect(
+                out[s.audibleFrame..<(s.audibleFrame + 64)].allSatisfy { $0 == 0 },
+                "buffering at \(s.audibleFrame) but the file plays")
+        }
+        let playing = samples.filter { s in
+            s.state == "playing" && !changes.contains { abs($0 - s.audibleFrame) <= Self.period }
+        }
+        for s in playing {
+            #expect(
+                out[s.audibleFrame..<(s.audibleFrame + 64)].contains { $0 != 0 },
+                "playing at \(s.audibleFrame) but the file is silent")
+        }
+    }
+}
+
+extension AudioTruthTests {
+    /// Music, three doorbells and a pause/resume, recorded by the harness (every event, a status
+    /// sample every period) and judged against the kitchen's file: every sample checked, none
+    /// further than a period + ramp from the audio, every event's frame where the audio changes.
+    @Test func doorbellsAgreeWithTheAudioAtPeriodResolution() throws {
+        var policy = PolicyConfig.default
+        for i in policy.classes.indices where policy.classes[i].name == "announcement" {
+            policy.classes[i].coalesce = nil
+        }
+        let t = try TestDaemon(policy: policy)
+        let recorder = TruthRecorder(port: t.port, intervalMilliseconds: 10)
+        recorder.start()
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true, "zones": ["kitchen"]}"#)
+                .object["id"])
+        for _ in 0..<3 {
+            usleep(400_000)
+            _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+            _ = t.waitForEvent("interruption-ended", source: id)
+        }
+        usleep(300_000)
+        #expect(try t.request("POST", "/api/v1/music/pause").status == 200)
+        usleep(300_000)
+        #expect(try t.request("POST", "/api/v1/music/resume").status == 200)
+        usleep(400_000)
+        let recording = recorder.stop()
+        t.stop()
+        let judge = TruthJudge(tones: ["music": 440, "announcement": 1000])
+        let verdict = judge.judge(
+            recording,
+            zones: [.init(name: "kitchen", rate: 44_100, periodFrames: 441, rampFrames: 441, left: t.left("kitchen"))])
+        print("harness: \(verdict.summary)")
+        #expect(recording.samples.count > 150, "a sample every period: \(recording.samples.count)")
+        #expect(verdict.samplesChecked >= recording.samples.count - 10)
+        #expect(verdict.mismatches == 0, "\(verdict.problems)")
+        #expect(verdict.eventMismatches == 0, "\(verdict.problems)")
+        // Music: granted, audible; each bell heard (two at least; a third may queue behind the
+        // second): granted, audible, began, played, ended, audible.
+        #expect(verdict.eventsChecked >= 2 + 2 * 6, "\(verdict.eventsChecked)")
+        #expect(verdict.widestDisagreementMs <= 20)
+    }
+}
+
+extension AudioTruthTests {
+    /// A server track that decodes to digital zeros ("Digital Silence", FLAC) is heard but silent:
+    /// `silent-while-playing` at the frame its first frame was heard, the zone `silent`.
+    @Test func silentServerTrackRaisesTheSilenceAlarm() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music(), silenceAlarm: .milliseconds(500))
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Digital Silence", "zones": ["kitchen"]}"#)
+                .object["id"])
+        let audible = try #require(t.waitForEvent("audible", source: id, seconds: 15))
+        let alarm = try #require(t.waitForEvent("silent-while-playing", source: id, seconds: 5))
+        #expect(alarm.zoneFrames?["kitchen"] == audible.zoneFrames?["kitchen"])
+        #expect(try t.status().zones.first { $0.name == "kitchen" }?.state == "silent")
+        #expect(try t.status().sources.first { $0.id == id }?.track?.title == "Digital Silence")
+        t.stop()
+    }
+}
