@@ -157,7 +157,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         let client = server.client
         let report = self.report
         let time = Int64(Date.now.timeIntervalSince1970 * 1000)
-        OSThread.detach {
+        OSThread.detach(name: "scrobble") {
             do {
                 try client.scrobble(id: song.id, submission: submission, time: time)
                 report(.scrobbled(submission: submission, title: song.title))
@@ -178,7 +178,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         let report = self.report
         let song = now.song
         let ms = Int64(now.seconds * 1000)
-        OSThread.detach {
+        OSThread.detach(name: "report-playback") {
             do {
                 guard try client.supportsPlaybackReport() else { return }
                 try client.reportPlayback(id: song.id, state: playback, positionMilliseconds: ms)

@@ -81,7 +81,7 @@ final class MusicStreamer: @unchecked Sendable {
         return (current.index, current.offset + Double(max(0, consumed - current.frame)) / Double(first.rate))
     }
 
-    func start() { OSThread.detach { [self] in run() } }
+    func start() { OSThread.detach(name: "stream") { [self] in run() } }
 
     /// Stops streaming. Returns true when the thread has already ended, so the caller releases the
     /// slots; false when the thread still runs and will release them itself. Control thread.
@@ -103,7 +103,7 @@ final class MusicStreamer: @unchecked Sendable {
 
     private func startFetch(_ song: Song) -> Fetch {
         let buffer = StreamBuffer()
-        return Fetch(song: song, buffer: buffer, thread: OSThread.start { [self] in self.fetch(song, into: buffer) })
+        return Fetch(song: song, buffer: buffer, thread: OSThread.start(name: "fetch") { [self] in self.fetch(song, into: buffer) })
     }
 
     private func end(_ fetch: Fetch) {

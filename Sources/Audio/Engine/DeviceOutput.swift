@@ -188,7 +188,7 @@ public final class DeviceOutput: @unchecked Sendable {
     /// Starts the output thread. Control thread.
     public func start() {
         precondition(thread == nil, "device \(spec.pcm.name) started twice")
-        thread = RealtimeThread.start { [self] in run() }
+        thread = RealtimeThread.start(name: "out:\(spec.pcm.name)") { [self] in run() }
     }
 
     /// Stops the output thread and waits for it, closing the PCM. Control thread.
