@@ -124,6 +124,11 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     public var position: Double? { nowPlaying()?.seconds }
     public var isDrained: Bool { streamer.withLock { $0 }?.isDrained ?? false }
 
+    /// When the next track begins (its `track` notice and scrobble are due), when the last frame will
+    /// have been played once the queue is all written, and otherwise every 250 ms (pause and
+    /// playback reports, the scrobble threshold, a give-up). Under the control plane's lock.
+    public var nextTick: Int? { streamer.withLock { $0 }?.nextLook }
+
     /// The track heard now and the position in it. Any thread.
     public func nowPlaying() -> NowPlaying? {
         guard let now = streamer.withLock({ $0 })?.nowPlaying(), now.index < songs.count else { return nil }

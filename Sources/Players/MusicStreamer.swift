@@ -81,6 +81,23 @@ final class MusicStreamer: @unchecked Sendable {
         return (current.index, current.offset + Double(max(0, consumed - current.frame)) / Double(first.rate))
     }
 
+    /// Nanoseconds until the monitor should look at this stream again: once the queue is all
+    /// written (or given up), when its last frame will have been played; otherwise when the next
+    /// track begins in the first zone, at most 250 ms. Any thread.
+    var nextLook: Int {
+        let p = progress
+        if p.finished || p.gaveUp != nil { return nanosecondsToDrain(targets) }
+        var n = 250_000_000
+        if let first = targets.first {
+            let rendered = first.slot.framesConsumed
+            let consumed = first.slot.isPaused ? rendered : max(0, rendered - first.device.snapshot().delayFrames)
+            if let next = p.trackStarts.first(where: { $0.frame > consumed }) {
+                n = min(n, (next.frame - consumed) * 1_000_000_000 / max(1, first.rate) + 1_000_000)
+            }
+        }
+        return n
+    }
+
     func start() { OSThread.detach(name: "stream") { [self] in run() } }
 
     /// Stops streaming. Returns true when the thread has already ended, so the caller releases the

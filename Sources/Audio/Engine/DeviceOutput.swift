@@ -147,6 +147,10 @@ public final class DeviceOutput: @unchecked Sendable {
     /// The Snapcast sink of a stream output; nil for an ALSA device.
     private let streamSink: StreamSink?
 
+    /// Called on the output thread when the device becomes available or unavailable (the PCM opened,
+    /// or was lost); must be quick and must not block. Set before `start`.
+    public nonisolated(unsafe) var availabilityObserver: (@Sendable () -> Void)?
+
     /// Called by the output thread at the top of every render cycle with the cycle number, before
     /// it renders. For tests that count allocations on the real output thread; must be real-time safe.
     /// Set before `start`.
@@ -247,7 +251,7 @@ public final class DeviceOutput: @unchecked Sendable {
                 pcm = try PCM(spec.pcm)
             } catch {
                 lastError.store(error.code, ordering: .releasing)
-                available.store(false, ordering: .releasing)
+                setAvailable(false)
                 sleepInterruptibly(nanoseconds: backoff)
                 backoff = min(backoff * 2, 8_000_000_000)
                 continue
@@ -259,10 +263,14 @@ public final class DeviceOutput: @unchecked Sendable {
                 reopens.add(1, ordering: .relaxed)
             }
             lastError.store(0, ordering: .releasing)
-            available.store(true, ordering: .releasing)
+            setAvailable(true)
             play(on: pcm, bufferFrames: pcm.configuration.bufferFrames, cycle: &cycle)
-            available.store(false, ordering: .releasing)
+            setAvailable(false)
         }
+    }
+
+    private func setAvailable(_ value: Bool) {
+        if available.exchange(value, ordering: .acquiringAndReleasing) != value { availabilityObserver?() }
     }
 
     /// Renders and writes periods until stopped or the sink is gone (a stream sink never is).

@@ -33,6 +33,8 @@ extension Daemon {
             }
         }
         for p in s.playbacks.values where p.started { reconcile(p, &s, ramps: ramps) }
+        // The monitor sleeps until something needs it: sources, drains and timers may have changed.
+        if !effects.isEmpty { monitor.wake() }
     }
 
     /// Claims a slot in each of `p`'s zones, at its gain, or paused at 0 when it is granted but not
@@ -53,6 +55,7 @@ extension Daemon {
                 zone.output(
                     slot, resampler: p.sourceClass == .call ? .callsDefault : config.musicResampler(for: zone.config)))
         }
+        monitor.wake()  // a new source: the monitor computes when to feed it
         return outputs
     }
 

@@ -141,7 +141,10 @@ final class ZoneTable: Sendable {
 
 extension DeviceOutput {
     /// Starts the output thread and says so. Control thread.
-    func start(_ logger: Logger) {
+    /// Starts the output thread; `availabilityChanged` runs on it when the PCM opens or is lost
+    /// (it wakes the monitor, which reports the change).
+    func start(_ logger: Logger, availabilityChanged: @escaping @Sendable () -> Void) {
+        availabilityObserver = availabilityChanged
         start()
         let p = spec.pcm
         let names = spec.zones.map(\.name)
