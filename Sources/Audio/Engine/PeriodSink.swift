@@ -15,6 +15,15 @@ protocol PeriodSink: AnyObject {
     func delay() -> Int?
     /// Frames held back beyond what `delay()` reports (an ALSA `file` plugin's buffer), constant.
     var hiddenDelayFrames: Int { get }
+    /// Plays what was written, then stops (before the output thread waits with nothing to play).
+    func drain()
+    /// Makes a drained sink ready to be written again; 0, or a negative errno.
+    func prepare() -> Int32
+}
+
+extension PeriodSink {
+    func drain() {}
+    func prepare() -> Int32 { 0 }
 }
 
 extension PCM: PeriodSink {}

@@ -62,7 +62,10 @@ extension Daemon {
     private func start(_ id: SourceID, _ s: inout State) {
         guard let p = s.playbacks[id], !p.started else { return }
         p.started = true
-        p.source.start(claimSlots(p, s))
+        let outputs = claimSlots(p, s)
+        p.source.start(outputs)
+        // Once the source has written its first frames: an idle zone's output thread restarts now.
+        for o in outputs { o.device.wake() }
     }
 
     /// Releases the slots of `p`'s zones now (false: the source's own thread releases them when it ends).

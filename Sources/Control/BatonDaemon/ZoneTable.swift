@@ -67,7 +67,9 @@ final class ZoneTable: Sendable {
         if let snapcast = device.snapcast {
             return snapcastSpec(request, snapcast, zones: specs)
         }
-        return DeviceSpec(pcm: request, clock: ZoneClock(device.clock), zones: specs)
+        // An ALSA device with nothing to play stops its PCM and its thread sleeps (docs/PERFORMANCE.md);
+        // the control plane wakes it when it starts a source there.
+        return DeviceSpec(pcm: request, clock: ZoneClock(device.clock), zones: specs, stopsWhenIdle: true)
     }
 
     /// A Snapcast zone's output: S16_LE into the stream source, paced by the system clock, heard one
