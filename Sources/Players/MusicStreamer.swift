@@ -47,6 +47,8 @@ final class MusicStreamer: @unchecked Sendable {
     private let ended = Atomic<Bool>(false)
     private let progressState = Mutex(Progress())
     private let currentBuffer = Mutex<StreamBuffer?>(nil)
+    /// The streamer thread sleeps here while a ring is full; `cancel` posts it.
+    private let roomOrCancel = Semaphore()
 
     init(
         songs: [Song], startAt: Int, offset: Double = 0, gains: [Float]? = nil, targets: [SourceOutput],
@@ -104,6 +106,7 @@ final class MusicStreamer: @unchecked Sendable {
     /// slots; false when the thread still runs and will release them itself. Control thread.
     func cancel() -> Bool {
         cancelled.store(true, ordering: .releasing)
+        roomOrCancel.post()
         currentBuffer.withLock { $0?.cancel() }
         return ended.exchange(true, ordering: .acquiringAndReleasing)
     }
@@ -120,7 +123,9 @@ final class MusicStreamer: @unchecked Sendable {
 
     private func startFetch(_ song: Song) -> Fetch {
         let buffer = StreamBuffer()
-        return Fetch(song: song, buffer: buffer, thread: OSThread.start(name: "fetch") { [self] in self.fetch(song, into: buffer) })
+        return Fetch(
+            song: song, buffer: buffer,
+            thread: OSThread.start(name: "fetch") { [self] in self.fetch(song, into: buffer) })
     }
 
     private func end(_ fetch: Fetch) {
@@ -199,18 +204,21 @@ final class MusicStreamer: @unchecked Sendable {
     }
 
     /// Writes all of `samples` into the slot's ring, waiting for room. False when cancelled.
-    /// While the ring is full (nearly always once a track plays: the ring holds 0.5 s), it sleeps about
-    /// as long as the output takes to make room for the rest of the block, at least 10 ms (room comes
-    /// a period at a time) and at most 40 ms, not 2 ms at a time: tens of wake-ups a second, not 500.
+    /// While the ring is full (nearly always once a track plays) it sleeps until the output has
+    /// taken it down to half full — with 500 ms rings about 0.3 s of audio, then decoded in one go:
+    /// a few wake-ups a second, not one per 20 ms block (which cost 74 wake-ups a second and cold
+    /// caches at each). The other half is the margin against a late wake-up. `cancel` wakes it.
     private func push(_ samples: UnsafeBufferPointer<Float>, into t: SourceOutput) -> Bool {
         var offset = 0
+        let ring = t.slot.ring
         while offset < samples.count {
             if isCancelled { return false }
-            let n = t.slot.ring.write(samples.baseAddress! + offset, count: samples.count - offset)
+            let n = ring.write(samples.baseAddress! + offset, count: samples.count - offset)
             offset += n
             if n == 0 {
-                let frames = (samples.count - offset) / max(1, t.channels)
-                usleep(UInt32(min(40_000, max(10_000, frames * 1_000_000 / max(1, t.rate)))))
+                let aboveHalf = max(0, ring.readable - ring.capacity / 2) / max(1, t.channels)
+                let nanoseconds = aboveHalf * 1_000_000_000 / max(1, t.rate)
+                roomOrCancel.wait(nanoseconds: min(500_000_000, max(10_000_000, nanoseconds)))
             }
         }
         return true
