@@ -297,10 +297,18 @@ music:
         super().check(None)
         after = self.snapshot()
         seconds = time.monotonic() - self.t_before
+        stopped = 0
         for z0, z1 in zip(self.before["zones"], after["zones"]):
             played = (z1["framesPlayed"] - z0["framesPlayed"]) / RATE
+            if z1.get("state", "available") != "available":
+                raise RuntimeError(f"{self.name}: zone {z1['name']} is unavailable")
+            if not self.play and played == 0:
+                stopped += 1  # an idle zone stops its PCM (DeviceSpec.stopsWhenIdle): no frames
+                continue
             if abs(played - seconds) > 0.1 * seconds:
                 raise RuntimeError(f"{self.name}: zone {z1['name']} played {played:.1f} s in {seconds:.1f} s")
+        if not self.play:
+            self.note = f"{stopped} of {len(after['zones'])} idle zones stopped"
         if self.play:
             src0 = [s for s in self.before["sources"] if s["class"] == "music"]
             src1 = [s for s in after["sources"] if s["class"] == "music"]
