@@ -15,7 +15,8 @@
 # threads, /proc/PID/stat) over SECONDS after a WARMUP; peak RSS = VmHWM. Every case is a fresh
 # process; cases run round-robin, REPS rounds; medians and min–max, ratios with ties called ties.
 # For batond, per thread: CPU and wake-ups per second from /proc/PID/task/*/schedstat, each thread
-# named by its entry function (a gdb backtrace after the window; batond's threads are all "batond").
+# by its name (batond names its threads: monitor, out:<pcm>, stream, fetch, …; gdb backtraces only
+# for an older binary whose threads are all "batond").
 # Also the cold start: exec → first 200 from GET /api/v1/status.
 #
 #   scripts/bench-realtime.sh [SECONDS]     measured window per case, default 30 (about 6 min per round)

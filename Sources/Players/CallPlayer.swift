@@ -31,6 +31,8 @@ public final class CallPlayer: Source, @unchecked Sendable {
     }
 
     public func tick(audible: Bool) {}
+    /// Never: the pump feeds the rings, and a call ends through the control plane.
+    public var nextTick: Int? { nil }
 
     /// Stops the pump before the slots it writes are released.
     public func stop() -> Bool {

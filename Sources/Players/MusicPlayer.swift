@@ -131,6 +131,11 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     public var position: Double? { nowPlaying()?.seconds }
     public var isDrained: Bool { streamer.withLock { $0 }?.isDrained ?? false }
 
+    /// When the next track begins (its `track` notice and scrobble are due), when the last frame will
+    /// have been played once the queue is all written, and otherwise every 250 ms (pause and
+    /// playback reports, the scrobble threshold, a give-up). Under the control plane's lock.
+    public var nextTick: Int? { streamer.withLock { $0 }?.nextLook }
+
     /// The track heard now and the position in it. Any thread.
     public func nowPlaying() -> NowPlaying? {
         guard let now = streamer.withLock({ $0 })?.nowPlaying(), let entry = queue.entry(key: now.key),
@@ -172,7 +177,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         let client = server.client
         let report = self.report
         let time = Int64(Date.now.timeIntervalSince1970 * 1000)
-        OSThread.detach {
+        OSThread.detach(name: "scrobble") {
             do {
                 try client.scrobble(id: song.id, submission: submission, time: time)
                 report(.scrobbled(submission: submission, title: song.title))
@@ -193,7 +198,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         let report = self.report
         let song = now.song
         let ms = Int64(now.seconds * 1000)
-        OSThread.detach {
+        OSThread.detach(name: "report-playback") {
             do {
                 guard try client.supportsPlaybackReport() else { return }
                 try client.reportPlayback(id: song.id, state: playback, positionMilliseconds: ms)

@@ -49,6 +49,8 @@ final class MusicStreamer: @unchecked Sendable {
     private let ended = Atomic<Bool>(false)
     private let progressState = Mutex(Progress())
     private let currentBuffer = Mutex<StreamBuffer?>(nil)
+    /// The streamer thread sleeps here while a ring is full; `cancel` posts it.
+    private let roomOrCancel = Semaphore()
 
     init(
         queue: MusicQueue, startAt key: Int, offset: Double = 0, targets: [SourceOutput], client: SubsonicClient,
@@ -78,12 +80,30 @@ final class MusicStreamer: @unchecked Sendable {
         return (current.key, current.offset + Double(max(0, consumed - current.frame)) / Double(first.rate))
     }
 
-    func start() { OSThread.detach { [self] in run() } }
+    /// Nanoseconds until the monitor should look at this stream again: once the queue is all
+    /// written (or given up), when its last frame will have been played; otherwise when the next
+    /// track begins in the first zone, at most 250 ms. Any thread.
+    var nextLook: Int {
+        let p = progress
+        if p.finished || p.gaveUp != nil { return nanosecondsToDrain(targets) }
+        var n = 250_000_000
+        if let first = targets.first {
+            let rendered = first.slot.framesConsumed
+            let consumed = first.slot.isPaused ? rendered : max(0, rendered - first.device.snapshot().delayFrames)
+            if let next = p.trackStarts.first(where: { $0.frame > consumed }) {
+                n = min(n, (next.frame - consumed) * 1_000_000_000 / max(1, first.rate) + 1_000_000)
+            }
+        }
+        return n
+    }
+
+    func start() { OSThread.detach(name: "stream") { [self] in run() } }
 
     /// Stops streaming. Returns true when the thread has already ended, so the caller releases the
     /// slots; false when the thread still runs and will release them itself. Control thread.
     func cancel() -> Bool {
         cancelled.store(true, ordering: .releasing)
+        roomOrCancel.post()
         currentBuffer.withLock { $0?.cancel() }
         return ended.exchange(true, ordering: .acquiringAndReleasing)
     }
@@ -104,7 +124,7 @@ final class MusicStreamer: @unchecked Sendable {
         let song = entry.song
         return Fetch(
             key: entry.key, song: song, buffer: buffer,
-            thread: OSThread.start { [self] in self.fetch(song, into: buffer) })
+            thread: OSThread.start(name: "fetch") { [self] in self.fetch(song, into: buffer) })
     }
 
     /// The key of the track being written into the rings now (the last one started). Any thread.
@@ -196,18 +216,21 @@ final class MusicStreamer: @unchecked Sendable {
     }
 
     /// Writes all of `samples` into the slot's ring, waiting for room. False when cancelled.
-    /// While the ring is full (nearly always once a track plays: the ring holds 0.5 s), it sleeps about
-    /// as long as the output takes to make room for the rest of the block, at least 10 ms (room comes
-    /// a period at a time) and at most 40 ms, not 2 ms at a time: tens of wake-ups a second, not 500.
+    /// While the ring is full (nearly always once a track plays) it sleeps until the output has
+    /// taken it down to half full — with 500 ms rings about 0.3 s of audio, then decoded in one go:
+    /// a few wake-ups a second, not one per 20 ms block (which cost 74 wake-ups a second and cold
+    /// caches at each). The other half is the margin against a late wake-up. `cancel` wakes it.
     private func push(_ samples: UnsafeBufferPointer<Float>, into t: SourceOutput) -> Bool {
         var offset = 0
+        let ring = t.slot.ring
         while offset < samples.count {
             if isCancelled { return false }
-            let n = t.slot.ring.write(samples.baseAddress! + offset, count: samples.count - offset)
+            let n = ring.write(samples.baseAddress! + offset, count: samples.count - offset)
             offset += n
             if n == 0 {
-                let frames = (samples.count - offset) / max(1, t.channels)
-                usleep(UInt32(min(40_000, max(10_000, frames * 1_000_000 / max(1, t.rate)))))
+                let aboveHalf = max(0, ring.readable - ring.capacity / 2) / max(1, t.channels)
+                let nanoseconds = aboveHalf * 1_000_000_000 / max(1, t.rate)
+                roomOrCancel.wait(nanoseconds: min(500_000_000, max(10_000_000, nanoseconds)))
             }
         }
         return true

@@ -51,6 +51,16 @@ public final class SoundPlayer: Source, @unchecked Sendable {
         }
     }
 
+    /// While it still writes: when the fullest ring falls to half full (one tick a few hundred ms, not
+    /// 200 a second). Once all is written: when the last frame will have been played, so it is
+    /// released within about a millisecond of it. Under the control plane's lock.
+    public var nextTick: Int? {
+        let feeding = parts.filter { !$0.samples.isEmpty && (loop || $0.offset < $0.samples.count) }
+        if !feeding.isEmpty { return nanosecondsToHalfFull(feeding.map(\.output)) }
+        let outputs = parts.map(\.output)
+        return outputs.isEmpty || allDrained(outputs) ? nil : nanosecondsToDrain(outputs)
+    }
+
     public func stop() -> Bool { true }
     public var position: Double? { slotPosition(outputs.withLock { $0 }) }
     public var isDrained: Bool { allDrained(outputs.withLock { $0 }) }

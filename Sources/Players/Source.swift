@@ -65,8 +65,14 @@ public protocol Source: AnyObject, Sendable {
     /// Its slots are paused or resumed by the control plane; this is what the source itself must do
     /// (tell a server or a player).
     func audibilityChanged(_ audible: Bool)
-    /// Periodic upkeep on the monitor thread: top up rings, notice track changes and failures.
+    /// Upkeep on the monitor thread: top up rings, notice track changes and failures.
     func tick(audible: Bool)
+    /// Nanoseconds from now until the source needs its next `tick` (its ring falls to the point where
+    /// it must be topped up, its last frame will have been played, its next track begins), or nil
+    /// when it needs none. The monitor sleeps until the soonest of these (it also ticks at least
+    /// once a second, and whenever the control plane's state changes). Read after `tick`, under the
+    /// control plane's lock. The default, 5 ms, is the monitor's old fixed rate.
+    var nextTick: Int? { get }
     /// Ends the source. True when its slots may be released now; false when a thread of the source
     /// still writes into them and releases them itself when it ends.
     func stop() -> Bool
@@ -78,6 +84,29 @@ public protocol Source: AnyObject, Sendable {
 
 extension Source {
     public func audibilityChanged(_ audible: Bool) {}
+    public var nextTick: Int? { 5_000_000 }
+}
+
+/// Nanoseconds until the output threads have taken what `outputs`' rings still hold (when a source
+/// that wrote its last frame will be drained), plus 1 ms; at least 2 ms. Monitor thread.
+func nanosecondsToDrain(_ outputs: [SourceOutput]) -> Int {
+    var most = 0
+    for o in outputs where !o.slot.isDrained {
+        most = max(most, o.slot.ring.readable / max(1, o.channels) * 1_000_000_000 / max(1, o.rate))
+    }
+    return max(2_000_000, most + 1_000_000)
+}
+
+/// Nanoseconds until the fullest of `outputs`' rings falls to half full (where a source topped up
+/// by the monitor is fed again: the other half is 250 ms of margin with 500 ms rings), at least 5 ms.
+/// Monitor thread.
+func nanosecondsToHalfFull(_ outputs: [SourceOutput]) -> Int {
+    var least = Int.max
+    for o in outputs {
+        let frames = (o.slot.ring.readable - o.slot.ring.capacity / 2) / max(1, o.channels)
+        least = min(least, frames * 1_000_000_000 / max(1, o.rate))
+    }
+    return max(5_000_000, least == Int.max ? 5_000_000 : least)
 }
 
 /// The position of a slot-fed source: frames of it heard in the first zone, in seconds.

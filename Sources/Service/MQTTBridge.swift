@@ -114,7 +114,7 @@ final class MQTTBridge: @unchecked Sendable {
         running.store(true, ordering: .releasing)
         subscription = daemon.events.subscribe(inbox, after: nil)
         client.start()
-        thread = OSThread.start { [self] in run() }
+        thread = OSThread.start(name: "mqtt-bridge") { [self] in run() }
         logger.info("mqtt: connecting to \(config.broker) as \(base)")
     }
 

@@ -95,7 +95,7 @@ public enum Service {
             // Pet the watchdog only while the monitor thread is alive: a wedged daemon gets restarted.
             let half =
                 Int(interval.components.seconds) * 500_000 + Int(interval.components.attoseconds / 2_000_000_000_000)
-            OSThread.detach {
+            OSThread.detach(name: "watchdog") {
                 while true {
                     usleep(UInt32(max(half, 10_000)))
                     if daemon.monitorIsAlive { _ = try? systemd.watchdog() }

@@ -57,7 +57,7 @@ public final class Triggers: Sendable {
                     // The reader's thread: the announcement (possibly speech) is made on its own thread.
                     guard let self else { return }
                     self.buttons.withLock { $0[index].presses += 1 }
-                    OSThread.detach { self.press(button.announce, from: name) }
+                    OSThread.detach(name: "press") { self.press(button.announce, from: name) }
                 }
                 started.append((button, gpio, nil, 0))
                 logger.info("\(name): listening for \(button.edge.rawValue) edges (debounce \(button.debounce))")

@@ -119,8 +119,10 @@ def descendants(pid):
 
 
 # ---------------------------------------------------------------------------------------------
-# Thread names: batond's threads are all called "batond" (only libmicrohttpd names its own), so each
-# is labelled by its entry function, read once from a gdb backtrace after the measurement window.
+# Thread names: batond names its threads (`OSThread.start(name:)`: monitor, out:<pcm>, stream,
+# fetch, …; libmicrohttpd names its own), and the tables use those names. A batond built before that
+# has threads all called "batond": each is then labelled by its entry function, read once from a gdb
+# backtrace after the measurement window.
 
 SKIP = re.compile(r"^(\?\?|__|clone|start_thread|usleep|nanosleep|poll|sleep|pthread_|sigwait|epoll_|"
                   r"select|read|write|futex|syscall|main$|batond_main|@objc |closure #\d+ in startThread|"
@@ -295,10 +297,18 @@ music:
         super().check(None)
         after = self.snapshot()
         seconds = time.monotonic() - self.t_before
+        stopped = 0
         for z0, z1 in zip(self.before["zones"], after["zones"]):
             played = (z1["framesPlayed"] - z0["framesPlayed"]) / RATE
+            if z1.get("state", "available") != "available":
+                raise RuntimeError(f"{self.name}: zone {z1['name']} is unavailable")
+            if not self.play and played == 0:
+                stopped += 1  # an idle zone stops its PCM (DeviceSpec.stopsWhenIdle): no frames
+                continue
             if abs(played - seconds) > 0.1 * seconds:
                 raise RuntimeError(f"{self.name}: zone {z1['name']} played {played:.1f} s in {seconds:.1f} s")
+        if not self.play:
+            self.note = f"{stopped} of {len(after['zones'])} idle zones stopped"
         if self.play:
             src0 = [s for s in self.before["sources"] if s["class"] == "music"]
             src1 = [s for s in after["sources"] if s["class"] == "music"]
@@ -463,7 +473,10 @@ def measure(player, a, servers):
         rec["ended_threads"] = len(set(th0) - set(th1))
         rec["nthreads"] = len(th1)
         if player.batond:
-            roles = thread_roles(pid)
+            # batond names its threads (monitor, out:<pcm>, stream, fetch, …); gdb only for a binary
+            # whose threads are still all called "batond" (one built before the names).
+            comms = [v[0] for t, v in per.items() if t != pid]
+            roles = thread_roles(pid) if comms.count("batond") > 1 else {}
             labels = label_threads(pid, per.keys(), roles, {t: v[0] for t, v in per.items()})
             rec["threads"] = {labels[t]: (v[1], v[2], v[3], v[0]) for t, v in per.items()}
         return rec
@@ -634,7 +647,8 @@ def main():
                 if k not in labels:
                     labels.append(k)
         p(f"Per thread, {name} (schedstat over the window; median (min–max) of the rounds it appears in; "
-          "threads named by the outermost of their own frames in a gdb backtrace taken after the window):")
+          "threads by name (/proc/PID/task/*/comm), or, for a binary without thread names, by the outermost of "
+          "their own frames in a gdb backtrace taken after the window):")
         p("")
         p("| thread | comm | policy | CPU s/s | wake-ups/s | rounds |")
         p("|---|---|---|---|---|---|")

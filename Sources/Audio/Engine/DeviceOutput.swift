@@ -1,6 +1,7 @@
 import ALSA
 import AudioCore
 import Glibc
+import OSThread
 import Synchronization
 
 /// Who paces a zone.
@@ -53,12 +54,18 @@ public struct DeviceSpec: Sendable, Equatable {
     /// When set, the periods go to a Snapcast stream source instead of the ALSA PCM; `pcm` then
     /// gives only the format (S16_LE) and a display name, and the zone is paced by the system clock.
     public var stream: StreamSpec?
+    /// Stop the PCM while every zone is idle (no slot claimed) for half a second: drain it and wait,
+    /// costing nothing, until `DeviceOutput.wake()` (after a slot is claimed and fed) or a volume
+    /// change; then prepare it and play from the next period. The zone's frame counter pauses
+    /// meanwhile. Never for a stream output (snapserver is fed without a break).
+    public var stopsWhenIdle: Bool
 
     public init(
         pcm: PCMRequest, clock: ZoneClock, realtimePriority: Int32 = 70, zones: [ZoneSpec],
-        stream: StreamSpec? = nil
+        stream: StreamSpec? = nil, stopsWhenIdle: Bool = false
     ) {
         self.pcm = pcm
+        self.stopsWhenIdle = stopsWhenIdle && stream == nil
         self.clock = stream == nil ? clock : .system
         self.realtimePriority = realtimePriority
         self.zones = zones
@@ -158,6 +165,14 @@ public final class DeviceOutput: @unchecked Sendable {
     /// The Snapcast sink of a stream output; nil for an ALSA device.
     private let streamSink: StreamSink?
 
+    /// Called on the output thread when the device becomes available or unavailable (the PCM opened,
+    /// or was lost); must be quick and must not block. Set before `start`.
+    public nonisolated(unsafe) var availabilityObserver: (@Sendable () -> Void)?
+    /// Wakes the output thread while it waits with nothing to play (`stopsWhenIdle`).
+    private let doorbell = Semaphore()
+    private let idleStopCount = Atomic<Int>(0)
+    private let stoppedIdle = Atomic<Bool>(false)
+
     /// Called by the output thread at the top of every render cycle with the cycle number, before
     /// it renders. For tests that count allocations on the real output thread; must be real-time safe.
     /// Set before `start`.
@@ -167,10 +182,11 @@ public final class DeviceOutput: @unchecked Sendable {
     public init(_ spec: DeviceSpec) {
         precondition(!spec.zones.isEmpty, "a device needs at least one zone")
         self.spec = spec
+        let doorbell = self.doorbell
         mixers = spec.zones.map { z in
             let m = ZoneMixer(
                 channels: z.channels, periodFrames: spec.pcm.periodFrames, slotCount: z.slotCount,
-                ringSamples: z.ringFrames * z.channels, rampFrames: z.rampFrames)
+                ringSamples: z.ringFrames * z.channels, rampFrames: z.rampFrames, doorbell: doorbell)
             m.setInitialVolume(z.volume)
             return m
         }
@@ -204,15 +220,26 @@ public final class DeviceOutput: @unchecked Sendable {
     /// Starts the output thread. Control thread.
     public func start() {
         precondition(thread == nil, "device \(spec.pcm.name) started twice")
-        thread = RealtimeThread.start { [self] in run() }
+        thread = RealtimeThread.start(name: "out:\(spec.pcm.name)") { [self] in run() }
     }
 
     /// Stops the output thread and waits for it, closing the PCM. Control thread.
     public func stop() {
         stopFlag.store(true, ordering: .releasing)
+        doorbell.post()
         thread?.join()
         thread = nil
     }
+
+    /// Wakes the output thread if it stopped with nothing to play (`stopsWhenIdle`): call it after
+    /// claiming a slot and writing its first frames, so they go out in the very next period.
+    /// Any thread but the output thread; does not block.
+    public func wake() { doorbell.post() }
+
+    /// True while the output thread has stopped its PCM with nothing to play (`stopsWhenIdle`). Any thread.
+    public var isStoppedIdle: Bool { stoppedIdle.load(ordering: .acquiring) }
+    /// How many times the output thread stopped with nothing to play. Any thread.
+    public var idleStops: Int { idleStopCount.load(ordering: .acquiring) }
 
     /// How many times the output thread tried to open the PCM. Any thread.
     public var openAttemptCount: Int { openAttempts.load(ordering: .acquiring) }
@@ -263,7 +290,7 @@ public final class DeviceOutput: @unchecked Sendable {
                 pcm = try PCM(spec.pcm)
             } catch {
                 lastError.store(error.code, ordering: .releasing)
-                available.store(false, ordering: .releasing)
+                setAvailable(false)
                 sleepInterruptibly(nanoseconds: backoff)
                 backoff = min(backoff * 2, 8_000_000_000)
                 continue
@@ -276,11 +303,15 @@ public final class DeviceOutput: @unchecked Sendable {
             }
             lastError.store(0, ordering: .releasing)
             deviceOpened()
-            available.store(true, ordering: .releasing)
+            setAvailable(true)
             play(on: pcm, bufferFrames: pcm.configuration.bufferFrames, cycle: &cycle)
             deviceLost()
-            available.store(false, ordering: .releasing)
+            setAvailable(false)
         }
+    }
+
+    private func setAvailable(_ value: Bool) {
+        if available.exchange(value, ordering: .acquiringAndReleasing) != value { availabilityObserver?() }
     }
 
     /// Renders and writes periods until stopped or the sink is gone (a stream sink never is).
@@ -292,6 +323,7 @@ public final class DeviceOutput: @unchecked Sendable {
         let periodNanoseconds = period * 1_000_000_000 / spec.pcm.rate
         let bufferNanoseconds = bufferFrames * 1_000_000_000 / spec.pcm.rate
         var deadline = monotonicNanoseconds()
+        var idleFrames = 0
         while !stopping {
             cycleObserver?(cycle)
             cycle += 1
@@ -321,7 +353,40 @@ public final class DeviceOutput: @unchecked Sendable {
                     sleepUntil(deadline)
                 }
             }
+            if spec.stopsWhenIdle {
+                idleFrames = allZonesIdle ? idleFrames + period : 0
+                if idleFrames >= spec.pcm.rate / 2 {
+                    idleFrames = 0
+                    guard waitWhileIdle(pcm) else { return }
+                    deadline = monotonicNanoseconds()
+                }
+            }
         }
+    }
+
+    /// True when no zone has anything to play. Output thread; real-time safe.
+    private var allZonesIdle: Bool {
+        for m in mixers where !m.isIdle { return false }
+        return true
+    }
+
+    /// Plays out the PCM's buffer, stops it and waits (no wake-ups) until a zone has something to
+    /// play or the thread is told to stop; then prepares the PCM. False when it cannot be prepared
+    /// (the caller reopens it). Output thread; blocks, but only with nothing to play.
+    private func waitWhileIdle<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
+        pcm.drain()
+        delayFrames.store(0, ordering: .relaxed)
+        idleStopCount.add(1, ordering: .relaxed)
+        stoppedIdle.store(true, ordering: .releasing)
+        doorbell.drain()
+        while !stopping && allZonesIdle { doorbell.wait() }
+        stoppedIdle.store(false, ordering: .releasing)
+        let r = pcm.prepare()
+        if r < 0 {
+            lastError.store(r, ordering: .releasing)
+            return false
+        }
+        return true
     }
 
     /// Renders every zone and places its channels on the device's. Output thread; real-time safe.
@@ -356,7 +421,7 @@ public final class DeviceOutput: @unchecked Sendable {
         while !stopping {
             let now = monotonicNanoseconds()
             if now >= end { return }
-            sleepUntil(min(end, now + 50_000_000))
+            doorbell.wait(nanoseconds: end - now)  // stop() posts it
         }
     }
 }

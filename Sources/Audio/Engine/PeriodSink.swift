@@ -24,12 +24,15 @@ protocol PeriodSink: AnyObject {
     func prepare() -> Int32
     /// True when the sink is stopped by an xrun (e.g. a resume the device refused).
     var isInXrun: Bool { get }
+    /// Plays what was written, then stops (before the output thread waits with nothing to play).
+    func drain()
 }
 
 extension PCM: PeriodSink {}
 
 extension PeriodSink {
-    /// A sink that never stops (a stream sink) drops nothing.
+    /// A sink that never stops (a stream sink) drops nothing and is never drained.
+    func drain() {}
     func unplayedFrames() -> Int { 0 }
     func resume() -> Int32 { 0 }
     func prepare() -> Int32 { 0 }

@@ -4,8 +4,10 @@ import Glibc
 /// Starts dedicated OS threads for audio output (not Tasks: an output thread must never wait on the
 /// cooperative pool) and asks for real-time scheduling.
 enum RealtimeThread {
-    /// Starts a joinable thread that runs `body`. Control thread; allocates.
-    static func start(_ body: @escaping @Sendable () -> Void) -> OSThread { OSThread.start(body) }
+    /// Starts a joinable thread named `name` that runs `body`. Control thread; allocates.
+    static func start(name: String, _ body: @escaping @Sendable () -> Void) -> OSThread {
+        OSThread.start(name: name, body)
+    }
 
     /// Asks for SCHED_FIFO at `priority` for the calling thread. Returns 0 or the errno (EPERM when
     /// the process has no CAP_SYS_NICE / RLIMIT_RTPRIO), so the caller can warn and run on.

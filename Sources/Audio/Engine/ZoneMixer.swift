@@ -1,4 +1,5 @@
 import AudioCore
+import OSThread
 import Synchronization
 
 /// Mixes a zone's source slots into one period of interleaved Float frames.
@@ -32,15 +33,22 @@ public final class ZoneMixer: @unchecked Sendable {
     private let volumeBits = Atomic<UInt32>(Float(1).bitPattern)
     private let appliedVolumeBits = Atomic<UInt32>(Float(1).bitPattern)
     private var volumeGain: Float = 1
+    private let doorbell: Semaphore?
 
     /// - Parameters:
     ///   - slotCount: how many sources the zone can mix at once.
     ///   - ringSamples: each slot's ring size in samples.
     ///   - rampFrames: frames a full 0↔1 gain change takes (click-free ramps).
-    public init(channels: Int, periodFrames: Int, slotCount: Int, ringSamples: Int, rampFrames: Int) {
+    ///   - doorbell: posted when the volume changes, so an output thread that stopped while its zones
+    ///     were idle ramps to it (see `DeviceSpec.stopsWhenIdle`).
+    public init(
+        channels: Int, periodFrames: Int, slotCount: Int, ringSamples: Int, rampFrames: Int,
+        doorbell: Semaphore? = nil
+    ) {
         precondition(channels > 0 && periodFrames > 0 && slotCount > 0 && rampFrames > 0)
         self.channels = channels
         self.periodFrames = periodFrames
+        self.doorbell = doorbell
         rampStep = 1 / Float(rampFrames)
         slots = (0..<slotCount).map { SourceSlot(index: $0, ringSamples: ringSamples) }
         mix = .allocate(capacity: periodFrames * channels)
@@ -56,7 +64,10 @@ public final class ZoneMixer: @unchecked Sendable {
 
     /// Sets the zone's volume (linear, 0...1); the output thread ramps to it click-free.
     /// Control thread; any time.
-    public func setVolume(_ linear: Float) { volumeBits.store(min(max(linear, 0), 1).bitPattern, ordering: .releasing) }
+    public func setVolume(_ linear: Float) {
+        volumeBits.store(min(max(linear, 0), 1).bitPattern, ordering: .releasing)
+        doorbell?.post()
+    }
 
     /// The zone volume the control thread asked for.
     public var volume: Float { Float(bitPattern: volumeBits.load(ordering: .acquiring)) }
@@ -84,6 +95,15 @@ public final class ZoneMixer: @unchecked Sendable {
     /// Control thread only.
     public func release(_ slot: SourceSlot) {
         slot.phase.store(SourceSlot.Phase.releasing.rawValue, ordering: .releasing)
+    }
+
+    /// True when the zone has nothing to play: every slot is free and the volume ramp is done, so
+    /// `render` would give silence. Rendering thread only (after `render`). Real-time safe.
+    public var isIdle: Bool {
+        for slot in slots where slot.phase.load(ordering: .acquiring) != SourceSlot.Phase.free.rawValue {
+            return false
+        }
+        return volumeGain == Float(bitPattern: volumeBits.load(ordering: .acquiring))
     }
 
     /// Renders one period into `mix`. Rendering thread only. Real-time safe.

@@ -24,9 +24,9 @@ public final class StreamBuffer: ByteSource, Sendable {
     public let capacity: Int
     private let state = Mutex(State())
     private let cancelled: Atomic<Bool>
-    /// The writer waits here for room, the reader for bytes: woken by the other side at once (the
-    /// 50 ms timeout only bounds how late a cancel is noticed). While a track plays the writer is
-    /// nearly always waiting (TCP back-pressure), so this replaced a 2 ms poll — 500 wake-ups a second.
+    /// The writer waits here for room, the reader for bytes: woken by the other side (or `cancel`),
+    /// never by a timeout. While a track plays the writer is nearly always waiting (TCP
+    /// back-pressure), so it is woken only once a quarter of the buffer is free, not at every read.
     private let roomMade = Semaphore(), bytesCame = Semaphore()
 
     public init(capacity: Int = 256 * 1024) {
@@ -62,7 +62,7 @@ public final class StreamBuffer: ByteSource, Sendable {
             }
             if wakeReader { bytesCame.post() }
             offset += n
-            if n == 0 { roomMade.wait(nanoseconds: 50_000_000) }
+            if n == 0 { roomMade.wait() }
         }
         return true
     }
@@ -90,7 +90,7 @@ public final class StreamBuffer: ByteSource, Sendable {
                 return .none
             }
             if let known { return known }
-            bytesCame.wait(nanoseconds: 50_000_000)
+            bytesCame.wait()
         }
     }
 
@@ -126,8 +126,14 @@ public final class StreamBuffer: ByteSource, Sendable {
                         buffer.baseAddress!.copyMemory(from: src.baseAddress! + s.head, byteCount: n)
                     }
                     s.head += n
-                    wakeWriter = s.writerWaiting
-                    s.writerWaiting = false
+                    // The writer goes on once there is room for a good part of the buffer (or the
+                    // buffer is empty), not for each read's few KiB.
+                    if s.writerWaiting
+                        && (capacity - (s.bytes.count - s.head) >= capacity / 4 || s.head == s.bytes.count)
+                    {
+                        wakeWriter = true
+                        s.writerWaiting = false
+                    }
                     return .success(n)
                 }
                 if let failure = s.failure { return .failure(failure) }
@@ -139,7 +145,7 @@ public final class StreamBuffer: ByteSource, Sendable {
             switch result {
             case .success(let n)?: return n
             case .failure(let e)?: throw e
-            case nil: bytesCame.wait(nanoseconds: 50_000_000)
+            case nil: bytesCame.wait()
             }
         }
     }

@@ -40,6 +40,8 @@ extension Daemon {
             }
         }
         for p in s.playbacks.values where p.started { reconcile(p, &s, ramps: ramps) }
+        // The monitor sleeps until something needs it: sources, drains and timers may have changed.
+        if !effects.isEmpty { monitor.wake() }
     }
 
     /// Claims a slot in each of `p`'s zones, at its gain, or paused at 0 when it is granted but not
@@ -60,13 +62,17 @@ extension Daemon {
                 zone.output(
                     slot, resampler: p.sourceClass == .call ? .callsDefault : config.musicResampler(for: zone.config)))
         }
+        monitor.wake()  // a new source: the monitor computes when to feed it
         return outputs
     }
 
     private func start(_ id: SourceID, _ s: inout State) {
         guard let p = s.playbacks[id], !p.started else { return }
         p.started = true
-        p.source.start(claimSlots(p, s))
+        let outputs = claimSlots(p, s)
+        p.source.start(outputs)
+        // Once the source has written its first frames: an idle zone's output thread restarts now.
+        for o in outputs { o.device.wake() }
     }
 
     /// Releases the slots of `p`'s zones now (false: the source's own thread releases them when it ends).

@@ -1,8 +1,11 @@
 extension Daemon {
     /// One pass of the monitor: sources' upkeep (feeding rings, track changes), drained sources
-    /// released, timers fired, zone availability reported. Monitor thread; tests call it directly.
-    func tick() {
-        state.withLock { s in
+    /// released, timers fired, zone availability reported. Returns the nanoseconds until the next
+    /// pass is needed (the soonest of the sources' `nextTick` and the arbiter's timer), nil when
+    /// nothing is due. Monitor thread; tests call it directly.
+    @discardableResult
+    func tick() -> Int? {
+        state.withLock { s -> Int? in
             tickExternal(&s)
             var done: [Playback] = []
             for p in s.playbacks.values where p.started {
@@ -34,6 +37,16 @@ extension Daemon {
             }
             followAudio(&s)
             for zone in zones.zones { s.availability.report(zone, events: events, logger: logger) }
+            var next: Int? = nil
+            for p in s.playbacks.values where p.started && !p.released {
+                if let n = p.source.nextTick { next = min(next ?? n, n) }
+            }
+            if let t = s.timer {
+                let (seconds, attoseconds) = ContinuousClock.now.duration(to: t).components
+                let n = max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+                next = min(next ?? n, n)
+            }
+            return next
         }
     }
 }

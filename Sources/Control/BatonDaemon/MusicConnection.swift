@@ -90,7 +90,7 @@ final class MusicConnection: Sendable {
         }
         guard due else { return }
         let logger = self.logger
-        OSThread.detach { [self] in
+        OSThread.detach(name: "save-queue") { [self] in
             do {
                 try music.client.savePlayQueue(
                     songIDs: queue.songs.map(\.id), current: queue.songs[queue.index].id,

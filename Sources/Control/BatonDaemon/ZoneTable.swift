@@ -67,7 +67,9 @@ final class ZoneTable: Sendable {
         if let snapcast = device.snapcast {
             return snapcastSpec(request, snapcast, zones: specs)
         }
-        return DeviceSpec(pcm: request, clock: ZoneClock(device.clock), zones: specs)
+        // An ALSA device with nothing to play stops its PCM and its thread sleeps (docs/PERFORMANCE.md);
+        // the control plane wakes it when it starts a source there.
+        return DeviceSpec(pcm: request, clock: ZoneClock(device.clock), zones: specs, stopsWhenIdle: true)
     }
 
     /// A Snapcast zone's output: S16_LE into the stream source, paced by the system clock, heard one
@@ -141,7 +143,10 @@ final class ZoneTable: Sendable {
 
 extension DeviceOutput {
     /// Starts the output thread and says so. Control thread.
-    func start(_ logger: Logger) {
+    /// Starts the output thread; `availabilityChanged` runs on it when the PCM opens or is lost
+    /// (it wakes the monitor, which reports the change).
+    func start(_ logger: Logger, availabilityChanged: @escaping @Sendable () -> Void) {
+        availabilityObserver = availabilityChanged
         start()
         let p = spec.pcm
         let names = spec.zones.map(\.name)

@@ -63,7 +63,7 @@ public final class IntercomPump: @unchecked Sendable {
     /// Starts the pump thread. Control thread.
     public func start() {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        thread = OSThread.start { [self] in run() }
+        thread = OSThread.start(name: "call-pump") { [self] in run() }
     }
 
     /// Stops the pump thread and waits for it (≤ 5 ms). Control thread.

@@ -94,7 +94,7 @@ public final class RTPReceiver: @unchecked Sendable {
     /// Starts the receive thread. Control thread; idempotent.
     public func start() {
         guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        thread = OSThread.start { [self] in receiveLoop() }
+        thread = OSThread.start(name: "rtp") { [self] in receiveLoop() }
     }
 
     /// Stops the receive thread and waits for it (at most one poll interval, 20 ms). Control thread;

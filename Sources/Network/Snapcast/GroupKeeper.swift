@@ -50,7 +50,7 @@ public final class GroupKeeper: Sendable {
 
     /// Starts polling (the first poll at once). Control thread.
     public func start() {
-        let t = OSThread.start { [self] in run() }
+        let t = OSThread.start(name: "snapcast") { [self] in run() }
         thread.withLock { $0 = t }
     }
 

@@ -12,9 +12,9 @@ public final class OSThread: Sendable {
 
     private init(handle: pthread_t) { self.handle = handle }
 
-    /// Starts a thread that runs `body`.
-    public static func start(_ body: @escaping @Sendable () -> Void) -> OSThread {
-        OSThread(handle: startThread(body))
+    /// Starts a thread that runs `body`, named `name` (see `startThread`).
+    public static func start(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> OSThread {
+        OSThread(handle: startThread(name: name, body))
     }
 
     /// Waits for the thread's body to return. Idempotent.
@@ -27,28 +27,52 @@ public final class OSThread: Sendable {
     public var isCurrent: Bool { pthread_equal(handle, pthread_self()) != 0 }
 
     /// Starts a thread nobody waits for: short jobs that end by themselves (a server call).
-    public static func detach(_ body: @escaping @Sendable () -> Void) {
-        pthread_detach(startThread(body))
+    public static func detach(name: String? = nil, _ body: @escaping @Sendable () -> Void) {
+        pthread_detach(startThread(name: name, body))
     }
 }
 
 /// Starts a joinable OS thread that runs `body`; the caller owns joining it (prefer `OSThread`,
-/// which does). Any thread; allocates.
-public func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+/// which does). With a `name`, the thread names itself (`pthread_setname_np`; the kernel keeps 15
+/// bytes) before `body` runs, so `top -H`, `ps -L` and `/proc/PID/task/*/comm` tell the threads
+/// apart; without one it keeps the creator's name. Any thread; allocates.
+public func startThread(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> pthread_t {
     final class Box: Sendable {
+        let name: String?
         let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        init(_ name: String?, _ body: @escaping @Sendable () -> Void) {
+            self.name = name
+            self.body = body
+        }
     }
     var thread = pthread_t()
-    let context = Unmanaged.passRetained(Box(body)).toOpaque()
+    let context = Unmanaged.passRetained(Box(name, body)).toOpaque()
     let rc = pthread_create(
         &thread, nil,
         { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+            if let name = box.name { setCurrentThreadName(name) }
+            box.body()
             return nil
         }, context)
     precondition(rc == 0, "pthread_create failed: \(rc)")
     return thread
+}
+
+/// Names the calling thread: its first 15 bytes (cut at a character boundary), the kernel's limit,
+/// written to `/proc/thread-self/comm` (what `pthread_setname_np` does; Swift's Glibc does not
+/// export it). Nothing happens where /proc is not mounted. Any thread; allocates.
+public func setCurrentThreadName(_ name: String) {
+    var bytes: [UInt8] = []
+    for c in name.unicodeScalars {
+        let utf8 = Array(String(c).utf8)
+        if bytes.count + utf8.count > 15 { break }
+        bytes += utf8
+    }
+    let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+    guard fd >= 0 else { return }
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
 }
 
 /// Monotonic time in nanoseconds. Any thread; real-time safe.

@@ -21,11 +21,23 @@ public final class Semaphore: @unchecked Sendable {
     /// Wakes one waiter (or the next one to wait).
     public func post() { sem_post(semaphore) }
 
+    /// Waits until a post, however long it takes.
+    public func wait() {
+        while sem_wait(semaphore) != 0 && errno == EINTR {}
+    }
+
+    /// Takes a post that is already there, without waiting; false when there is none.
+    public func tryWait() -> Bool { sem_trywait(semaphore) == 0 }
+
+    /// Takes every post already there (several wake-ups asked for while the waiter was busy: one is
+    /// enough).
+    public func drain() { while sem_trywait(semaphore) == 0 {} }
+
     /// Waits until a post or `nanoseconds` have passed.
     public func wait(nanoseconds: Int) {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
-        let total = ts.tv_nsec + nanoseconds
+        let total = ts.tv_nsec + max(0, nanoseconds)
         ts.tv_sec += total / 1_000_000_000
         ts.tv_nsec = total % 1_000_000_000
         while sem_timedwait(semaphore, &ts) != 0 && errno == EINTR {}

@@ -106,7 +106,7 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
     public func start(_ handler: @escaping @Sendable (EdgeEvent) -> Void) {
         thread.withLock { thread in
             guard thread == nil else { return }
-            let created = OSThread.start { [self] in readEdges(handler) }
+            let created = OSThread.start(name: "gpio") { [self] in readEdges(handler) }
             thread = created
         }
     }

@@ -180,7 +180,7 @@ public final class MQTTClient: @unchecked Sendable {
             guard !shared.started else { return }
             shared.started = true
             mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
-            shared.thread = OSThread.start { [self] in run() }
+            shared.thread = OSThread.start(name: "mqtt-net") { [self] in run() }
         }
     }
 
