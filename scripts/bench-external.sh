@@ -56,7 +56,7 @@ c0=$(cpu "$batond_pid"); sleep 5; c1=$(cpu "$batond_pid")
 echo "batond idle:                         $(share $((c1 - c0)) 5) of one core"
 
 c0=$(cpu "$batond_pid")
-curl -s -X POST -d '{"sound": "music"}' "http://127.0.0.1:$port/api/v1/music/play" > /dev/null
+curl -s -X POST -H 'Content-Type: application/json' -d '{"sound": "music"}' "http://127.0.0.1:$port/api/v1/music/play" > /dev/null
 sleep $((seconds + 1))
 c1=$(cpu "$batond_pid")
 echo "batond playing the file itself:      $(share $((c1 - c0)) "$seconds") per audio second (incl. idle)"

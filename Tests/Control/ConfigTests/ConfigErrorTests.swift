@@ -153,7 +153,7 @@ import Testing
     @Test func doesNotSuggestForTinyKeys() {
         #expect(
             issueLines(minimalZone + "ab: 1\n") == [
-                "test.yaml:4:1: ab: unknown key (expected one of: api, zones, groups, board, boards-dir, sounds, resampler, alsa-config, output-dir, state-dir, policy, music, device, mqtt, gpio, intercom, speech, announce, external-sources)"
+                "test.yaml:4:1: ab: unknown key (expected one of: api, zones, groups, board, boards-dir, sounds, resampler, alsa-config, output-dir, state-dir, policy, music, device, mqtt, gpio, intercom, speech, announce, external-sources, silence-alarm)"
             ])
     }
 

@@ -95,7 +95,11 @@ final class ExternalRig {
     @discardableResult
     func post(_ path: String, _ body: String) -> String {
         Subprocess.run(
-            "/usr/bin/curl", ["-s", "-m", "5", "-X", "POST", "-d", body, "http://127.0.0.1:\(port)\(path)"]
+            "/usr/bin/curl",
+            [
+                "-s", "-m", "5", "-X", "POST", "-H", "Content-Type: application/json", "-d", body,
+                "http://127.0.0.1:\(port)\(path)",
+            ]
         ).output
     }
 

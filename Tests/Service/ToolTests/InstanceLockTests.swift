@@ -13,6 +13,8 @@ import Testing
         // The running daemon keeps writing through its open descriptors; were the second one to
         // open its file PCMs, these paths would exist again.
         for zone in ["kitchen", "patio"] {
+            // The output threads open their PCMs on their own, just after the API is up.
+            #expect(waitUntil { access("\(out)/\(zone).wav", F_OK) == 0 }, "the first batond opened \(zone)'s PCM")
             #expect(rename("\(out)/\(zone).wav", "\(out)/\(zone)-first.wav") == 0)
         }
         let second = try BackgroundProcess(
