@@ -41,6 +41,18 @@ extension Daemon {
             for p in s.playbacks.values where p.started && !p.released {
                 if let n = p.source.nextTick { next = min(next ?? n, n) }
             }
+            // Following the audio (AudioTruth.swift): a source the arbiter lets be heard but whose
+            // first frame is not heard yet, or a finished sound's tail, is looked at every 5 ms, so
+            // `audible` is published within a period of that frame; sources being heard every 20 ms,
+            // for `buffering` and the silence watch (status computes states live, at any time).
+            let heardNow = s.playbacks.values.filter {
+                $0.started && !$0.released && (s.arbiter.state(of: $0.id)?.isAudible ?? false)
+            }
+            if heardNow.contains(where: { !$0.heard }) || !s.retiring.isEmpty {
+                next = min(next ?? 5_000_000, 5_000_000)
+            } else if !heardNow.isEmpty {
+                next = min(next ?? 20_000_000, 20_000_000)
+            }
             if let t = s.timer {
                 let (seconds, attoseconds) = ContinuousClock.now.duration(to: t).components
                 let n = max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
