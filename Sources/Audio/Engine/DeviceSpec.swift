@@ -1,0 +1,82 @@
+import ALSA
+import AudioCore
+
+/// Who paces a zone.
+public enum ZoneClock: String, Sendable {
+    /// The device blocks in `snd_pcm_writei` when its buffer is full (a real sound card).
+    case device
+    /// Baton paces the zone period by period from CLOCK_MONOTONIC, for PCMs that never block
+    /// (ALSA `null` and `file` PCMs, pipes).
+    case system
+}
+
+/// One zone on a device: its name and which device channels it drives.
+public struct ZoneSpec: Sendable, Equatable {
+    public var name: String
+    /// Device channel for each of the zone's channels (zone channel i → device channel `deviceChannels[i]`).
+    public var deviceChannels: [Int]
+    /// Frames a full 0↔1 gain change takes (click-free ramps).
+    public var rampFrames: Int
+    /// How many sources the zone can mix at once.
+    public var slotCount: Int
+    /// Each slot's ring, in frames.
+    public var ringFrames: Int
+    /// The zone's volume when it starts (linear).
+    public var volume: Float
+
+    public init(
+        name: String, deviceChannels: [Int], rampFrames: Int, slotCount: Int = 8, ringFrames: Int, volume: Float = 1
+    ) {
+        self.name = name
+        self.deviceChannels = deviceChannels
+        self.rampFrames = rampFrames
+        self.slotCount = slotCount
+        self.ringFrames = ringFrames
+        self.volume = volume
+    }
+
+    /// The zone's own channel count.
+    public var channels: Int { deviceChannels.count }
+}
+
+/// Everything a device output needs to start: the PCM, who paces it, and its zones.
+public struct DeviceSpec: Sendable, Equatable {
+    /// The PCM; `pcm.channels` is the device's channel count.
+    public var pcm: PCMRequest
+    public var clock: ZoneClock
+    /// SCHED_FIFO priority to ask for (0: do not ask).
+    public var realtimePriority: Int32
+    /// The zones, whose channel sets must not overlap.
+    public var zones: [ZoneSpec]
+    /// When set, the periods go to a Snapcast stream source instead of the ALSA PCM; `pcm` then
+    /// gives only the format (S16_LE) and a display name, and the zone is paced by the system clock.
+    public var stream: StreamSpec?
+    /// Stop the PCM while every zone is idle (no slot claimed) for half a second: drain it and wait,
+    /// costing nothing, until `DeviceOutput.wake()` (after a slot is claimed and fed) or a volume
+    /// change; then prepare it and play from the next period. The zone's frame counter pauses
+    /// meanwhile. Never for a stream output (snapserver is fed without a break).
+    public var stopsWhenIdle: Bool
+
+    public init(
+        pcm: PCMRequest, clock: ZoneClock, realtimePriority: Int32 = 70, zones: [ZoneSpec],
+        stream: StreamSpec? = nil, stopsWhenIdle: Bool = false
+    ) {
+        self.pcm = pcm
+        self.stopsWhenIdle = stopsWhenIdle && stream == nil
+        self.clock = stream == nil ? clock : .system
+        self.realtimePriority = realtimePriority
+        self.zones = zones
+        self.stream = stream
+    }
+
+    /// A device with one zone that owns every channel: 10 ms ramps, 8 slots, 500 ms rings.
+    public init(zone: String, pcm: PCMRequest, clock: ZoneClock, realtimePriority: Int32 = 70) {
+        self.init(
+            pcm: pcm, clock: clock, realtimePriority: realtimePriority,
+            zones: [
+                ZoneSpec(
+                    name: zone, deviceChannels: Array(0..<pcm.channels), rampFrames: max(1, pcm.rate / 100),
+                    ringFrames: max(pcm.rate / 2, pcm.periodFrames * 4))
+            ])
+    }
+}

@@ -1,0 +1,211 @@
+import AudioCore
+import Glibc
+import Media
+import OSThread
+import Synchronization
+
+// An external stream's frames: decoded, resampled and pumped into the slots, and the answers to the
+// program (see ExternalStream.swift).
+extension ExternalStream {
+    // MARK: Moving frames
+
+    func rebuildPumps(_ targets: [SourceOutput]?, generation: Int) {
+        pumpGeneration = generation
+        if targets == nil && !pumps.isEmpty {
+            announced = false
+            receivedAtDetach = received
+        }
+        pumps = []
+        if let targets, let format {
+            pumps = targets.map { o in
+                let resampler =
+                    o.rate == format.rate
+                    ? nil
+                    : (try? makeResampler(o.resampler, inputRate: format.rate, outputRate: o.rate, channels: o.channels))
+                let outFrames = Self.block * o.rate / format.rate + 64
+                return Pump(
+                    output: o, resampler: resampler,
+                    mapped: [Float](repeating: 0, count: Self.block * o.channels),
+                    resampled: [Float](repeating: 0, count: outFrames * o.channels),
+                    leadSamples: Self.leadNanoseconds / 1000 * o.rate / 1_000_000 * o.channels)
+            }
+            input = [Float](repeating: 0, count: Self.block * format.channels)
+        }
+        appliedGeneration.store(generation, ordering: .releasing)
+    }
+
+    /// Moves blocks into every slot ring while all of them are below the lead. True if it moved any.
+    func pump() -> Bool {
+        guard let format, !pumps.isEmpty else { return false }
+        var moved = false
+        while fifoCount >= format.frameBytes {
+            for p in pumps
+            where p.output.slot.ring.readable >= p.leadSamples || p.output.slot.ring.writable < p.resampled.count {
+                return moved
+            }
+            let frames = min(Self.block, fifoCount / format.frameBytes)
+            decode(frames, format)
+            for i in pumps.indices { deliver(frames, format, &pumps[i]) }
+            consumed += UInt64(frames)
+            consumedFrames.store(Int(consumed), ordering: .releasing)
+            moved = true
+        }
+        return moved
+    }
+
+    /// Drop mode: takes frames at the program's own rate (from the monotonic clock) and throws them away.
+    func discard() -> Bool {
+        guard let format else { return false }
+        let now = monotonicNanoseconds()
+        if discardSince == nil {
+            discardSince = now
+            discarded = 0
+        }
+        let due = UInt64((now - discardSince!) / 1000 * format.rate / 1_000_000)
+        let frames = min(Int(due > discarded ? due - discarded : 0), fifoCount / format.frameBytes)
+        guard frames > 0 else { return false }
+        take(frames * format.frameBytes)
+        discarded += UInt64(frames)
+        consumed += UInt64(frames)
+        consumedFrames.store(Int(consumed), ordering: .releasing)
+        return true
+    }
+
+    func take(_ bytes: Int) {
+        fifoStart = (fifoStart + bytes) % fifoCapacity
+        fifoCount -= bytes
+    }
+
+    /// Converts `frames` frames from the FIFO's head into `input` (interleaved Float) and removes them.
+    func decode(_ frames: Int, _ format: ExternalFormat) {
+        let samples = frames * format.channels
+        let width = format.sample.bytesPerSample
+        fifo.withUnsafeBytes { raw in
+            input.withUnsafeMutableBufferPointer { out in
+                var at = fifoStart
+                for i in 0..<samples {
+                    switch format.sample {
+                    case .s16LE:
+                        let v = Int16(bitPattern: UInt16(raw[at]) | UInt16(raw[(at + 1) % fifoCapacity]) << 8)
+                        // ÷ 32767, the scale the engine writes S16 with: S16 passes through bit-exact.
+                        out[i] = Float(v) / 32767
+                    case .s32LE:
+                        var u: UInt32 = 0
+                        for k in 0..<4 { u |= UInt32(raw[(at + k) % fifoCapacity]) << (8 * UInt32(k)) }
+                        out[i] = Float(Double(Int32(bitPattern: u)) / 2_147_483_648)
+                    case .floatLE:
+                        var u: UInt32 = 0
+                        for k in 0..<4 { u |= UInt32(raw[(at + k) % fifoCapacity]) << (8 * UInt32(k)) }
+                        let f = Float(bitPattern: u)
+                        out[i] = f.isFinite ? f : 0
+                    }
+                    at = (at + width) % fifoCapacity
+                }
+            }
+        }
+        take(frames * format.frameBytes)
+    }
+
+    /// Maps `input`'s channels to the zone's, resamples and writes into the slot's ring.
+    func deliver(_ frames: Int, _ format: ExternalFormat, _ p: inout Pump) {
+        let inChannels = format.channels
+        let outChannels = p.output.channels
+        for f in 0..<frames {
+            for c in 0..<outChannels {
+                let v: Float
+                if inChannels == outChannels || c < inChannels && outChannels > 1 {
+                    v = input[f * inChannels + c]
+                } else if inChannels == 1 {
+                    v = input[f]
+                } else if outChannels == 1 {
+                    var sum: Float = 0
+                    for k in 0..<inChannels { sum += input[f * inChannels + k] }
+                    v = sum / Float(inChannels)
+                } else {
+                    v = (input[f * inChannels] + input[f * inChannels + 1]) / 2
+                }
+                p.mapped[f * outChannels + c] = v
+            }
+        }
+        let count = frames * outChannels
+        guard let r = p.resampler else {
+            _ = p.mapped.withUnsafeBufferPointer { p.output.slot.ring.write($0.baseAddress!, count: count) }
+            return
+        }
+        var produced = 0
+        p.mapped.withUnsafeBufferPointer { inBuf in
+            p.resampled.withUnsafeMutableBufferPointer { outBuf in
+                var offset = 0
+                while offset < count {
+                    guard
+                        let (c, made) = try? r.process(
+                            input: UnsafeBufferPointer(rebasing: inBuf[offset..<count]),
+                            output: UnsafeMutableBufferPointer(rebasing: outBuf[(produced * outChannels)...]))
+                    else { break }
+                    offset += c * outChannels
+                    produced += made
+                    if c == 0 && made == 0 { break }
+                }
+            }
+        }
+        if produced > 0 {
+            _ = p.resampled.withUnsafeBufferPointer {
+                p.output.slot.ring.write($0.baseAddress!, count: produced * outChannels)
+            }
+        }
+    }
+
+    /// The end of the program's stream: the frames the resamplers hold back go into the rings.
+    func flushResamplers() {
+        for i in pumps.indices {
+            guard let r = pumps[i].resampler else { continue }
+            let channels = pumps[i].output.channels
+            while true {
+                let made = pumps[i].resampled.withUnsafeMutableBufferPointer { (try? r.flush(output: $0)) ?? 0 }
+                if made == 0 { break }
+                _ = pumps[i].resampled.withUnsafeBufferPointer {
+                    pumps[i].output.slot.ring.write($0.baseAddress!, count: made * channels)
+                }
+            }
+            r.reset()
+        }
+    }
+
+    // MARK: Answers
+
+    /// Frames between what was consumed and the speaker, at the program's rate: the slot ring, the
+    /// resampler's delay and the device's buffer.
+    func pipelineDelay() -> UInt64 {
+        guard let format, let p = pumps.first else { return 0 }
+        let o = p.output
+        let outFrames =
+            Double(o.slot.ring.readable / o.channels) + (p.resampler?.latencyFrames ?? 0)
+            + Double(o.device.snapshot().delayFrames)
+        return UInt64(max(0, outFrames * Double(format.rate) / Double(o.rate)))
+    }
+
+    /// Sends POSITION when something was consumed (or every 20 ms while the delay moves), and DRAINED
+    /// once everything before a DRAIN was played.
+    func answer(force: Bool = false) {
+        let now = monotonicNanoseconds()
+        let delay = pipelineDelay()
+        if force || consumed != lastPosition.consumed
+            || (delay != lastPosition.delay && now - lastPositionAt > 20_000_000)
+        {
+            lastPosition = (consumed, delay)
+            lastPositionAt = now
+            send(ExternalWire.position(consumed: consumed, delay: delay))
+        }
+        if let at = drainAt, consumed >= at {
+            let empty = pumps.allSatisfy { $0.output.slot.ring.readable == 0 }
+            if fifoCount == 0 && !empty && !flushedForDrain {
+                flushedForDrain = true
+                flushResamplers()
+            }
+            if empty || shared.withLock({ $0.discarding }) {
+                drainAt = nil
+                send(ExternalWire.message(.drained))
+            }
+        }
+    }
+}
