@@ -25,7 +25,7 @@ final class ExternalRig {
     init(sources: String, sounds: [String: [Int16]] = [:], environment: [String] = []) throws {
         self.environment = environment
         directory = WAVWriter.temporaryDirectory("external")
-        port = Int.random(in: 20_000...60_000)
+        port = try MosquittoBroker.freePort()
         let plugin = Subprocess.buildDirectory + "/libasound_module_pcm_baton.so"
         mkdir(directory + "/sounds", 0o755)
         for (name, samples) in sounds { Self.writeWAV(directory + "/sounds/\(name).wav", samples, channels: 2) }
@@ -69,7 +69,7 @@ final class ExternalRig {
         batond = process
         guard
             waitUntil(
-                seconds: 15,
+                seconds: 30,
                 {
                     usleep(20_000)
                     return process.output.contains("control API on")

@@ -35,7 +35,7 @@ import Testing
                 usleep(50_000)
                 return avahi.output.contains("Server startup complete")
             }, "\(avahi.output)")
-        let port = Int.random(in: 20_000...40_000)
+        let port = try MosquittoBroker.freePort()
         ExternalRig.write(
             rig.directory + "/shairport.conf",
             """
