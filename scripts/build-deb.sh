@@ -83,7 +83,8 @@ else
     products+=($(swift package dump-package 2>/dev/null | python3 -c '
 import json, sys
 for p in json.load(sys.stdin).get("products", []):
-    if p["name"].startswith("asound_module_pcm_") and "library" in p.get("type", {}):
+    # The virtual test card (batontest) is for the tests only, never shipped.
+    if p["name"].startswith("asound_module_pcm_") and p["name"] != "asound_module_pcm_batontest" and "library" in p.get("type", {}):
         print(p["name"])' || true))
     for product in "${products[@]}"; do
         quiet_build -c release --static-swift-stdlib "${link_options[@]}" --scratch-path "$scratch" --product "$product" || exit 1
@@ -150,7 +151,8 @@ done
 # them: /usr/lib/<multiarch triplet>/alsa-lib/. None built: nothing is added.
 plugins=()
 for plugin in "$bin"/libasound_module_pcm_*.so; do
-    [ -f "$plugin" ] && plugins+=("$plugin")
+    # The tests' virtual sound card is never shipped.
+    [ -f "$plugin" ] && [ "$(basename "$plugin")" != libasound_module_pcm_batontest.so ] && plugins+=("$plugin")
 done
 if [ ${#plugins[@]} -gt 0 ]; then
     triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
