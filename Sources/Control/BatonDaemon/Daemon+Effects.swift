@@ -8,14 +8,19 @@ extension Daemon {
     /// Under the lock.
     func apply(_ effects: [Effect<Instant>], _ s: inout State) {
         var ramps: [String: Int] = [:]  // "source/zone" → ramp frames for a duck change
+        // The frame the next render starts at, read once for the whole decision so that all its
+        // events carry the same frame (an output thread may render between two of them): with a
+        // device-paced zone the output thread may be blocked writing a period rendered before the
+        // decision, so the device's frames-played counter would be a period early.
+        var next: [String: Int] = [:]
         for e in effects {
             let frames = e.action.source.flatMap { s.playbacks[$0] }.map { p in
                 Dictionary(
-                    uniqueKeysWithValues: p.zones.compactMap { z in
-                        // The frame the next render starts at: with a device-paced zone the output
-                        // thread may be blocked writing a period rendered before the decision, so
-                        // the device's frames-played counter would be a period early.
-                        output(z).map { (z, $0.mixer.nextFrame) }
+                    uniqueKeysWithValues: p.zones.compactMap { z -> (String, Int)? in
+                        if let frame = next[z] { return (z, frame) }
+                        guard let frame = output(z)?.mixer.nextFrame else { return nil }
+                        next[z] = frame
+                        return (z, frame)
                     })
             }
             events.publish(e, zoneFrames: frames)
