@@ -13,10 +13,7 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
     private let queue = ControlQueue()
     private let report: @Sendable (String) -> Void
     private let failure = Mutex<String?>(nil)
-    /// The state Baton asked for and until when a change to it is Baton's own (ns).
-    private let expected = Mutex<(state: String, until: Int)?>(nil)
-    private let change = Mutex<PlayerChange?>(nil)
-    private let observed = Mutex<String?>(nil)
+    private let states = PlayerStateWatch(paused: "pause", playing: "play")
     private let running = Atomic<Bool>(true)
 
     public init(host: String, port: UInt16, report: @escaping @Sendable (String) -> Void) {
@@ -29,13 +26,8 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
     public var description: String { "mpd \(host):\(port)" }
     public var lastError: String? { failure.withLock { $0 } }
     /// MPD's state as last seen: `play`, `pause`, `stop`.
-    public var state: String? { observed.withLock { $0 } }
-    public func takeUserChange() -> PlayerChange? {
-        change.withLock { c in
-            defer { c = nil }
-            return c
-        }
-    }
+    public var state: String? { states.state }
+    public func takeUserChange() -> PlayerChange? { states.takeUserChange() }
 
     public func pause() { command("pause 1", expecting: "pause") }
     public func play() { command("play", expecting: "play") }
@@ -46,7 +38,7 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
     }
 
     private func command(_ line: String, expecting state: String) {
-        expected.withLock { $0 = (state, monotonicNanoseconds() + 3_000_000_000) }
+        states.expect(state)
         queue.run { [self] in
             do {
                 let connection = try MPDConnection(host: host, port: port, timeoutMilliseconds: 2000)
@@ -72,7 +64,7 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
                 while running.load(ordering: .acquiring) {
                     let status = try connection.run("status")
                     if let line = status.first(where: { $0.hasPrefix("state: ") }) {
-                        saw(String(line.dropFirst(7)))
+                        states.saw(String(line.dropFirst(7)))
                     }
                     // Wake every 500 ms to notice close(); MPD answers `noidle` with what changed so far.
                     try connection.idle(timeoutMilliseconds: 500) { [self] in running.load(ordering: .acquiring) }
@@ -87,23 +79,6 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
                 usleep(1_000_000)
             }
         }
-    }
-
-    private func saw(_ state: String) {
-        let previous = observed.withLock { o in
-            defer { o = state }
-            return o
-        }
-        guard let previous, previous != state else { return }
-        let now = monotonicNanoseconds()
-        let ours = expected.withLock { e -> Bool in
-            guard let x = e, x.until >= now, x.state == state else { return false }
-            e = nil
-            return true
-        }
-        if ours { return }
-        let c: PlayerChange = state == "pause" ? .paused : (state == "play" ? .played : .stopped)
-        change.withLock { $0 = c }
     }
 }
 

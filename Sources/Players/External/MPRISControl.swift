@@ -14,9 +14,7 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     private let queue = ControlQueue()
     private let report: @Sendable (String) -> Void
     private let failure = Mutex<String?>(nil)
-    private let expected = Mutex<(state: String, until: Int)?>(nil)
-    private let change = Mutex<PlayerChange?>(nil)
-    private let observed = Mutex<String?>(nil)
+    private let states = PlayerStateWatch(paused: "Paused", playing: "Playing")
     private let running = Atomic<Bool>(true)
     static let path = "/org/mpris/MediaPlayer2"
     static let interface = "org.mpris.MediaPlayer2.Player"
@@ -30,12 +28,7 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
 
     public var description: String { "mpris \(busName) (\(systemBus ? "system" : "session") bus)" }
     public var lastError: String? { failure.withLock { $0 } }
-    public func takeUserChange() -> PlayerChange? {
-        change.withLock { c in
-            defer { c = nil }
-            return c
-        }
-    }
+    public func takeUserChange() -> PlayerChange? { states.takeUserChange() }
     public func pause() { command("Pause", expecting: "Paused") }
     public func play() { command("Play", expecting: "Playing") }
 
@@ -45,7 +38,7 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     }
 
     private func command(_ member: String, expecting state: String) {
-        expected.withLock { $0 = (state, monotonicNanoseconds() + 3_000_000_000) }
+        states.expect(state)
         queue.run { [self] in
             do {
                 let bus = try DBusConnection(systemBus: systemBus)
@@ -68,7 +61,7 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
                     let state = try bus.stringProperty(
                         destination: busName, path: Self.path, interface: Self.interface, name: "PlaybackStatus")
                     reported = false
-                    saw(state)
+                    states.saw(state)
                     usleep(50_000)
                 }
             } catch {
@@ -81,22 +74,5 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
                 usleep(1_000_000)
             }
         }
-    }
-
-    private func saw(_ state: String) {
-        let previous = observed.withLock { o in
-            defer { o = state }
-            return o
-        }
-        guard let previous, previous != state else { return }
-        let now = monotonicNanoseconds()
-        let ours = expected.withLock { e -> Bool in
-            guard let x = e, x.until >= now, x.state == state else { return false }
-            e = nil
-            return true
-        }
-        if ours { return }
-        let c: PlayerChange = state == "Paused" ? .paused : (state == "Playing" ? .played : .stopped)
-        change.withLock { $0 = c }
     }
 }

@@ -98,3 +98,52 @@ public final class CommandControl: PlayerControl, @unchecked Sendable {
         return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 }
+
+/// A player's state as its own interface reports it, told apart from what Baton asked for: a change
+/// to the state Baton commanded within 3 s is Baton's own; any other change is the user's, kept once
+/// for `takeUserChange`. Shared by the MPD and MPRIS controls. Any thread.
+final class PlayerStateWatch: Sendable {
+    /// The player's words for paused and playing (`pause`/`play`, `Paused`/`Playing`).
+    private let paused: String
+    private let playing: String
+    /// The state Baton asked for and until when a change to it is Baton's own (ns).
+    private let expected = Mutex<(state: String, until: Int)?>(nil)
+    private let change = Mutex<PlayerChange?>(nil)
+    private let observed = Mutex<String?>(nil)
+
+    init(paused: String, playing: String) {
+        self.paused = paused
+        self.playing = playing
+    }
+
+    /// The state as last seen.
+    var state: String? { observed.withLock { $0 } }
+
+    /// Baton is about to command `state`.
+    func expect(_ state: String) { expected.withLock { $0 = (state, monotonicNanoseconds() + 3_000_000_000) } }
+
+    func takeUserChange() -> PlayerChange? {
+        change.withLock { c in
+            defer { c = nil }
+            return c
+        }
+    }
+
+    /// The interface reported `state` now.
+    func saw(_ state: String) {
+        let previous = observed.withLock { o in
+            defer { o = state }
+            return o
+        }
+        guard let previous, previous != state else { return }
+        let now = monotonicNanoseconds()
+        let ours = expected.withLock { e -> Bool in
+            guard let x = e, x.until >= now, x.state == state else { return false }
+            e = nil
+            return true
+        }
+        if ours { return }
+        let c: PlayerChange = state == paused ? .paused : (state == playing ? .played : .stopped)
+        change.withLock { $0 = c }
+    }
+}
