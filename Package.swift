@@ -9,7 +9,8 @@
 //   Sources/Network/   Subsonic, Intercom (RTP), Snapcast: the protocols Baton speaks
 //   Sources/Arbiter/   the pure policy
 //   Sources/Players/   the sources layer: every kind of source, one protocol
-//   Sources/Control/   BatonConfig and the control plane (BatonDaemon): admit, route, report
+//   Sources/Control/   BatonConfig; ControlParts (zones, events, domain error, peripherals) and the
+//                      control plane (BatonDaemon): admit, route, report
 //   Sources/Service/   the transports (HTTP API, MQTT, GPIO) and the process around the control plane
 //   Sources/Programs/  batond, batonctl, baton-bench
 // Tests/ mirrors the same folders; Tests/Support holds the test rigs and the virtual sound card.
@@ -66,6 +67,7 @@ let package = Package(
         .library(name: "OSThread", targets: ["OSThread"]),
         .library(name: "Media", targets: ["Media"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "ControlParts", targets: ["ControlParts"]),
         .library(name: "BatonDaemon", targets: ["BatonDaemon"]),
         .library(name: "BatonService", targets: ["BatonService"]),
     ],
@@ -121,18 +123,30 @@ let package = Package(
             ["AudioCore", "Curl", "Engine", "Intercom", "Media", "OSThread", "Subsonic", "Systemd"]),
         // Configuration, and the control plane (admit, route, report; domain errors, no transport).
         module("BatonConfig", "Control/BatonConfig", ["AudioCore", "YAML"]),
+        // What the control plane is made of beside its decisions: the zones built from the config, the
+        // domain error, the event log, and the peripherals it drives (state file, mixer controls, speech,
+        // Snapcast speakers, the intercom line, the music server, cover art, the external-sources socket).
+        module(
+            "ControlParts", "Control/ControlParts",
+            [
+                "ALSA", "Arbiter", "AudioCore", "BatonConfig", "Engine", "Intercom", "Media", "OSThread", "Players",
+                "Snapcast", "Subsonic",
+            ]),
+        // The control plane itself: one admit path, the arbiter's effects on the slots, the monitor, what is
+        // heard, status and reload; the fronts that make sources (announcer, music, calls, external players).
         module(
             "BatonDaemon", "Control/BatonDaemon",
             [
-                "ALSA", "Arbiter", "AudioCore", "BatonConfig", "Engine", "Intercom", "Media", "OSThread", "Players",
-                "Snapcast",
+                "Arbiter", "AudioCore", "BatonConfig", "ControlParts", "Engine", "Media", "OSThread", "Players",
                 "Subsonic",
             ]),
         // The service: the control plane's transports (HTTP API, MQTT, GPIO) and the process around it.
         module(
             "BatonService", "Service",
             [
-                "ALSA", "Arbiter", "BatonConfig", "BatonDaemon", "GPIO", "HTTPServer", "MQTT", "OSThread", "Subsonic",
+                "ALSA", "Arbiter", "BatonConfig", "BatonDaemon", "ControlParts", "GPIO", "HTTPServer", "MQTT",
+                "OSThread",
+                "Subsonic",
                 "Systemd",
             ],
             // The web app, compiled into batond (PackageResources.index_html, …).
@@ -176,13 +190,17 @@ let package = Package(
         tests("IntercomTests", "Network/IntercomTests", ["Intercom", "OpusCodec", "AudioCore", "BatonTesting"]),
         tests(
             "SnapcastTests", "Network/SnapcastTests",
-            ["Snapcast", "BatonDaemon", "BatonConfig", "Engine", "AudioCore", "BatonTesting", "HTTPServer", "OSThread"]),
+            [
+                "Snapcast", "BatonDaemon", "ControlParts", "BatonConfig", "Engine", "AudioCore", "BatonTesting",
+                "HTTPServer", "OSThread",
+            ]),
         tests("ArbiterTests", "Arbiter", ["Arbiter"]),
         tests("ConfigTests", "Control/ConfigTests", ["AudioCore", "BatonConfig", "YAML"]),
         tests(
             "DaemonTests", "Service/DaemonTests",
             [
-                "BatonDaemon", "BatonService", "BatonConfig", "BatonTesting", "AudioCore", "Engine", "GPIO",
+                "BatonDaemon", "ControlParts", "BatonService", "BatonConfig", "BatonTesting", "AudioCore", "Engine",
+                "GPIO",
                 "HTTPServer", "Media",
                 "OSThread", "Snapcast", "Subsonic",
             ]),

@@ -1,4 +1,5 @@
 import BatonDaemon
+import ControlParts
 import HTTPServer
 import Subsonic
 
@@ -101,7 +102,7 @@ struct QueueAnswer: Encodable, Sendable {
     var songs: [SongAnswer]
     var restarted: Bool
 
-    init(_ q: Daemon.QueueListing) {
+    init(_ q: MusicControl.QueueListing) {
         id = q.id
         current = q.current
         songs = q.songs.map(SongAnswer.init)
@@ -129,26 +130,26 @@ extension API {
         do {
             switch (rest.first ?? "", rest.count) {
             case ("artists", 1):
-                guard case .artists(let list) = try daemon.library(.artists) else { break }
+                guard case .artists(let list) = try daemon.library.ask(.artists) else { break }
                 return json(200, ["artists": list.map { ArtistAnswer($0, albums: false) }])
             case ("artists", 2) where !rest[1].isEmpty:
-                guard case .artist(let a) = try daemon.library(.artist(rest[1])) else { break }
+                guard case .artist(let a) = try daemon.library.ask(.artist(rest[1])) else { break }
                 return json(200, ["artist": ArtistAnswer(a, albums: true)])
             case ("albums", 2) where !rest[1].isEmpty:
-                guard case .album(let a) = try daemon.library(.album(rest[1])) else { break }
+                guard case .album(let a) = try daemon.library.ask(.album(rest[1])) else { break }
                 return json(200, ["album": AlbumAnswer(a, songs: true)])
             case ("playlists", 1):
-                guard case .playlists(let list) = try daemon.library(.playlists) else { break }
+                guard case .playlists(let list) = try daemon.library.ask(.playlists) else { break }
                 return json(200, ["playlists": list.map { PlaylistAnswer($0, songs: false) }])
             case ("playlists", 2) where !rest[1].isEmpty:
-                guard case .playlist(let p) = try daemon.library(.playlist(rest[1])) else { break }
+                guard case .playlist(let p) = try daemon.library.ask(.playlist(rest[1])) else { break }
                 return json(200, ["playlist": PlaylistAnswer(p, songs: true)])
             case ("search", 1):
                 guard let q = r.query["q"], !q.isEmpty else {
                     return .error(400, "query parameter q (the text to search for) is required")
                 }
                 let count = try integer(r, "count", 1...100, default: 20)
-                guard case .search(let found) = try daemon.library(.search(q, count: count ?? 20)) else { break }
+                guard case .search(let found) = try daemon.library.ask(.search(q, count: count ?? 20)) else { break }
                 struct Found: Encodable {
                     var artists: [ArtistAnswer]
                     var albums: [AlbumAnswer]
@@ -162,11 +163,11 @@ extension API {
                         songs: found.songs.map(SongAnswer.init)))
             case ("random", 1):
                 let size = try integer(r, "size", 1...500, default: 20)
-                guard case .songs(let songs) = try daemon.library(.random(size ?? 20)) else { break }
+                guard case .songs(let songs) = try daemon.library.ask(.random(size ?? 20)) else { break }
                 return json(200, ["songs": songs.map(SongAnswer.init)])
             case ("cover", 2) where !rest[1].isEmpty:
                 let size = try integer(r, "size", 16...2000, default: nil)
-                let image = try daemon.coverArt(id: rest[1], size: size)
+                let image = try daemon.library.coverArt(id: rest[1], size: size)
                 return HTTPResponse(
                     status: 200,
                     headers: [

@@ -1,4 +1,5 @@
 import BatonDaemon
+import ControlParts
 import FoundationEssentials
 import Glibc
 import HTTPServer
@@ -103,7 +104,7 @@ public struct API: Sendable {
         case ("GET", "/api/v1/config"):
             return json(200, daemon.config.redacted())
         case ("GET", "/api/v1/music/queue"):
-            do { return json(200, QueueAnswer(try daemon.musicQueue())) } catch {
+            do { return json(200, QueueAnswer(try daemon.music.queue())) } catch {
                 return .error(error.kind.httpStatus, error.message)
             }
         case (_, "/api/v1/session"):

@@ -1,5 +1,6 @@
 import Arbiter
 import BatonDaemon
+import ControlParts
 import FoundationEssentials
 
 /// The control commands as both transports carry them — a name (`announce`, `music/play`,
@@ -37,8 +38,8 @@ struct Commands: Sendable {
         case "music/stop": return try command(.stop, body)
         case _ where name.hasPrefix("music/queue/"):
             return try queue(String(name.dropFirst("music/queue/".count)), body)
-        case "call/start": return .accepted(Self.answer(try daemon.startCall(reason: "requested through the API")))
-        case "call/end": return .done(["id": try daemon.hangUp(), "command": "end"])
+        case "call/start": return .accepted(Self.answer(try daemon.calls.start(reason: "requested through the API")))
+        case "call/end": return .done(["id": try daemon.calls.hangUp(), "command": "end"])
         case "reload": return .reload(daemon.reload())
         case _ where name.hasPrefix("zones/") && name.hasSuffix("/volume"):
             return try volume(String(name.dropFirst("zones/".count).dropLast("/volume".count)), body)
@@ -66,12 +67,12 @@ struct Commands: Sendable {
         let volume = b.volume ?? 1
         switch (b.sound, b.text, b.url) {
         case (let sound?, nil, nil):
-            return .accepted(Self.answer(try daemon.announce(sound: sound, zones: zones, volume: volume)))
+            return .accepted(Self.answer(try daemon.announcer.announce(sound: sound, zones: zones, volume: volume)))
         case (nil, let text?, nil):
             return .accepted(
-                Self.answer(try daemon.announce(text: text, voice: b.voice, zones: zones, volume: volume)))
+                Self.answer(try daemon.announcer.announce(text: text, voice: b.voice, zones: zones, volume: volume)))
         case (nil, nil, let url?):
-            return .accepted(Self.answer(try daemon.announce(url: url, zones: zones, volume: volume)))
+            return .accepted(Self.answer(try daemon.announcer.announce(url: url, zones: zones, volume: volume)))
         default:
             throw ControlError(.badRequest, "give exactly one of sound, text and url")
         }
@@ -100,7 +101,7 @@ struct Commands: Sendable {
             }
             return .accepted(
                 Self.answer(
-                    try daemon.playMusic(
+                    try daemon.announcer.playMusic(
                         sound: sound, zones: b.zones ?? [], loop: b.loop ?? false, volume: b.volume ?? 1)))
         }
         if b.loop != nil {
@@ -108,7 +109,7 @@ struct Commands: Sendable {
         }
         let selection = MusicSelection(
             album: b.album, playlist: b.playlist, songs: b.songs, search: b.search, random: b.random)
-        let result = try daemon.playFromServer(selection, zones: b.zones ?? [], volume: b.volume ?? 1)
+        let result = try daemon.music.play(selection, zones: b.zones ?? [], volume: b.volume ?? 1)
         return .accepted(["id": result.id, "status": result.outcome == .playing ? "playing" : "queued"])
     }
 
@@ -118,14 +119,14 @@ struct Commands: Sendable {
 
     private func skip(_ offset: Int, _ body: [UInt8]) throws(ControlError) -> Reply {
         _ = try JSONBody.command(SourceBody.self, body, keys: ["id"])
-        return .done(["id": try daemon.skip(by: offset), "command": offset > 0 ? "next" : "previous"])
+        return .done(["id": try daemon.music.skip(by: offset), "command": offset > 0 ? "next" : "previous"])
     }
 
     /// `music/resume`: the newest music source, or else the queue saved before a restart or stop.
     private func resume(_ body: [UInt8]) throws(ControlError) -> Reply {
         let b = try JSONBody.command(SourceBody.self, body, keys: ["id"])
         if b.id != nil || daemon.latestSource(of: .music) != nil { return try command(.play, b) }
-        let result = try daemon.resumeSavedQueue()
+        let result = try daemon.music.resumeSavedQueue()
         return .accepted([
             "id": result.id, "command": "play", "status": result.outcome == .playing ? "playing" : "queued",
         ])
@@ -146,7 +147,7 @@ struct Commands: Sendable {
     private func seek(_ body: [UInt8]) throws(ControlError) -> Reply {
         let b = try JSONBody.command(SeekBody.self, body, keys: ["position", "track"])
         return .done(
-            SeekAnswer(id: try daemon.seek(to: b.position, track: b.track), position: b.position, track: b.track))
+            SeekAnswer(id: try daemon.music.seek(to: b.position, track: b.track), position: b.position, track: b.track))
     }
 
     private struct QueueBody: Decodable {
@@ -164,7 +165,7 @@ struct Commands: Sendable {
             guard let value else { throw ControlError(.badRequest, "missing field \"\(field)\"") }
             return value
         }
-        let op: Daemon.QueueOperation
+        let op: MusicControl.QueueOperation
         switch operation {
         case "add":
             let b = try JSONBody.command(QueueBody.self, body, keys: ["songs", "next"])
@@ -182,7 +183,7 @@ struct Commands: Sendable {
             op = .clear
         default: throw ControlError(.notFound, "no such command: music/queue/\(operation)")
         }
-        return .done(QueueAnswer(try daemon.editQueue(op)))
+        return .done(QueueAnswer(try daemon.music.editQueue(op)))
     }
 
     private struct VolumeBody: Decodable {

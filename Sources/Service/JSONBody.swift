@@ -1,4 +1,5 @@
 import BatonDaemon
+import ControlParts
 import FoundationEssentials
 
 /// Decodes API request bodies strictly: a JSON object, only the known keys, each of the right type,

@@ -1,5 +1,6 @@
 import BatonConfig
 import BatonDaemon
+import ControlParts
 import FoundationEssentials
 import Glibc
 import MQTT

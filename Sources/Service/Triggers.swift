@@ -1,5 +1,6 @@
 import BatonConfig
 import BatonDaemon
+import ControlParts
 import GPIO
 import MQTT
 import OSThread
@@ -83,9 +84,10 @@ public final class Triggers: Sendable {
             let volume = Float(action.volume)
             let r =
                 if let text = action.text {
-                    try daemon.announce(text: text, zones: action.zones, volume: volume)
+                    try daemon.announcer.announce(text: text, zones: action.zones, volume: volume)
                 } else {
-                    try daemon.announce(sound: action.sound ?? "doorbell", zones: action.zones, volume: volume)
+                    try daemon.announcer.announce(
+                        sound: action.sound ?? "doorbell", zones: action.zones, volume: volume)
                 }
             logger.info("\(name): pressed → \(r.id) \(r.outcome)")
         } catch {

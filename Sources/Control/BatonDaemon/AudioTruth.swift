@@ -1,5 +1,6 @@
 import Arbiter
 import BatonConfig
+import ControlParts
 import Engine
 
 /// What the audio says about a source now: whether its frames are heard in each of its zones at the
@@ -67,12 +68,20 @@ struct SilenceWatch {
     var alarmed = false
 }
 
-extension Daemon {
+/// Following the audio: each source's reported state and the zones' silence watches, from the
+/// slots' and devices' atomics (what is heard), with the events that mark the changes. Made for one
+/// look from the daemon's zones, event log and config; used under the daemon's lock (monitor tick,
+/// status).
+struct AudioTruth {
+    let zones: ZoneTable
+    let events: EventLog
+    let silenceAlarm: Duration
+
     /// What `p`'s slots say now. Under the lock.
     func hearing(_ p: Playback) -> Hearing {
         Hearing(
             parts: p.parts.compactMap { part in
-                guard let slot = part.slot, let zone = output(part.zone) else { return nil }
+                guard let slot = part.slot, let zone = zones.zone(part.zone) else { return nil }
                 return Hearing.Part(
                     zone: part.zone, audibleFrame: zone.device.snapshot().audibleFrame,
                     sounding: slot.sounding.snapshot(), firstFrame: slot.firstFrameAt)
@@ -80,13 +89,13 @@ extension Daemon {
     }
 
     /// The state reported for `p` now. Under the lock.
-    func reportedState(_ p: Playback, _ s: borrowing State) -> String {
+    func reportedState(_ p: Playback, _ s: borrowing Daemon.State) -> String {
         hearing(p).state(arbiter: s.arbiter.state(of: p.id), previous: p.reported)
     }
 
     /// The sources heard in `zone` now (their frames mixed at a gain above 0 at the audible frame),
     /// highest priority first; a released source's last frames first of all. Under the lock.
-    func heardSources(in zone: ZoneHandle, _ s: borrowing State) -> [String] {
+    func heardSources(in zone: ZoneHandle, _ s: borrowing Daemon.State) -> [String] {
         let audible = zone.device.snapshot().audibleFrame
         let order = s.arbiter.sources.map(\.contender.source)
         let tails = s.retiring.filter { $0.zone == zone.name && audible < $0.end }.map(\.source)
@@ -104,7 +113,7 @@ extension Daemon {
     /// `audible` event when it starts being heard (the zone frames where its frames begin) and a
     /// `buffering` event when its ring ran dry (where the silence begins); each zone's silence
     /// watch. Under the lock.
-    func followAudio(_ s: inout State) {
+    func follow(_ s: inout Daemon.State) {
         for p in s.playbacks.values.sorted(by: { $0.id < $1.id }) where p.started {
             let h = hearing(p)
             let state = h.state(arbiter: s.arbiter.state(of: p.id), previous: p.reported)
@@ -126,7 +135,7 @@ extension Daemon {
 
     /// Raises `silent-while-playing` when a source is heard in `zone` but its final mix stayed below
     /// the meter's threshold for `silence-alarm`; `sound-returned` when it is above again.
-    private func watchSilence(_ zone: ZoneHandle, _ s: inout State) {
+    private func watchSilence(_ zone: ZoneHandle, _ s: inout Daemon.State) {
         let heard = heardSources(in: zone, s)
         let audible = zone.device.snapshot().audibleFrame
         var w = s.silence[zone.name] ?? SilenceWatch()
@@ -156,14 +165,27 @@ extension Daemon {
             w.quietSince = loud.offFrom >= 0 && loud.offFrom <= audible ? loud.offFrom : (loud.onFrom < 0 ? 0 : audible)
         }
         let silentFrom = max(w.quietSince ?? audible, w.heardSince ?? audible)
-        let limit = zone.frames(config.silenceAlarm)
+        let limit = zone.frames(silenceAlarm)
         if !w.alarmed && audible - silentFrom >= limit {
             w.alarmed = true
             events.publish(
                 type: "silent-while-playing", source: first, zones: [zone.name],
                 reason:
-                    "\(first) is playing but the zone's output stayed below \(Int(Meter.silenceThresholdDb)) dBFS for \(ConfigSyntax.format(config.silenceAlarm))",
+                    "\(first) is playing but the zone's output stayed below \(Int(Meter.silenceThresholdDb)) dBFS for \(ConfigSyntax.format(silenceAlarm))",
                 zoneFrames: [zone.name: silentFrom])
         }
+    }
+
+    /// How soon the monitor must look again to follow the audio (nanoseconds), nil when nothing is
+    /// to be followed: every 5 ms while a source the arbiter lets be heard has its first frame not
+    /// heard yet, or a finished sound's tail plays out — so `audible` is published within a period of
+    /// that frame; every 20 ms while sources are heard, for `buffering` and the silence watch
+    /// (status computes states live, at any time). Under the lock.
+    static func nextLook(_ s: borrowing Daemon.State) -> Int? {
+        let heardNow = s.playbacks.values.filter {
+            $0.started && !$0.released && (s.arbiter.state(of: $0.id)?.isAudible ?? false)
+        }
+        if heardNow.contains(where: { !$0.heard }) || !s.retiring.isEmpty { return 5_000_000 }
+        return heardNow.isEmpty ? nil : 20_000_000
     }
 }

@@ -1,46 +1,11 @@
 import Arbiter
+import ControlParts
 import Players
 
-/// Admitting a source: every request — a sound, speech, server music, a call — becomes a `Playback`
-/// that goes through the arbiter by one path, `admit`.
+/// Admitting a source: every request — a sound, speech, a URL, server music, a call, an external
+/// player — becomes a `Playback` that goes through the arbiter by one path, `admit`; the fronts that
+/// make the sources (`Announcer`, `MusicControl`, `Calls`, `ExternalPlayers`) all call it.
 extension Daemon {
-    /// Plays the named sound as an announcement on `zones` (empty: every zone). Any thread. Decoding
-    /// and resampling happen before the lock (once per sound and zone format).
-    public func announce(sound: String, zones: [String], volume: Float = 1) throws(ControlError) -> Admission {
-        try play(sound: sound, zones: zones, sourceClass: .announcement, loop: false, volume: volume)
-    }
-
-    /// Plays a local sound file as music (class `music`, permanent) on `zones`, looping when asked.
-    public func playMusic(sound: String, zones: [String], loop: Bool, volume: Float = 1) throws(ControlError)
-        -> Admission
-    {
-        try play(sound: sound, zones: zones, sourceClass: .music, loop: loop, volume: volume)
-    }
-
-    /// Speaks `text` as an announcement on `zones` (empty: every zone). Rendering happens before the
-    /// lock (a few hundred ms for a sentence the first time; cached afterwards). Any thread.
-    public func announce(text: String, voice: String? = nil, zones: [String], volume: Float = 1) throws(ControlError)
-        -> Admission
-    {
-        let speech = try parts.speech.render(text, voice: voice, config: config.speech)
-        let library = sounds
-        return try admit(.announcement, zones: zones, volume: volume, coalesceKey: speech.coalesceKey) {
-            available throws(ControlError) in
-            try library.player(speech, in: available)
-        }
-    }
-
-    private func play(sound: String, zones: [String], sourceClass: SourceClass, loop: Bool, volume: Float)
-        throws(ControlError) -> Admission
-    {
-        let library = sounds
-        try library.check(sound)
-        return try admit(sourceClass, zones: zones, volume: volume, coalesceKey: sound) {
-            available throws(ControlError) in
-            try library.player(sound, loop: loop, in: available)
-        }
-    }
-
     /// The one admit path: resolves `requested` zones (empty: every zone) to those that can play,
     /// makes the source for them (before the lock: decoding, rendering), gives it an id, and asks
     /// the arbiter. Announcements coalesce by `coalesceKey`. Any thread.

@@ -1,5 +1,6 @@
 import Arbiter
 import AudioCore
+import ControlParts
 import Players
 
 /// Carrying out the arbiter's effects: events for all, slots claimed for grants and released for

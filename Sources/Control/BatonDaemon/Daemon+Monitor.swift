@@ -6,7 +6,7 @@ extension Daemon {
     @discardableResult
     func tick() -> Int? {
         state.withLock { s -> Int? in
-            tickExternal(&s)
+            external.tick(&s)
             var done: [Playback] = []
             for p in s.playbacks.values where p.started {
                 // What the source tells others (scrobbles, the server's playback report, `track`)
@@ -35,24 +35,13 @@ extension Daemon {
                 s.timer = nil
                 apply(s.arbiter.tick(at: .now), &s)
             }
-            followAudio(&s)
+            truth.follow(&s)
             for zone in zones.zones { s.availability.report(zone, events: events, logger: logger) }
             var next: Int? = nil
             for p in s.playbacks.values where p.started && !p.released {
                 if let n = p.source.nextTick { next = min(next ?? n, n) }
             }
-            // Following the audio (AudioTruth.swift): a source the arbiter lets be heard but whose
-            // first frame is not heard yet, or a finished sound's tail, is looked at every 5 ms, so
-            // `audible` is published within a period of that frame; sources being heard every 20 ms,
-            // for `buffering` and the silence watch (status computes states live, at any time).
-            let heardNow = s.playbacks.values.filter {
-                $0.started && !$0.released && (s.arbiter.state(of: $0.id)?.isAudible ?? false)
-            }
-            if heardNow.contains(where: { !$0.heard }) || !s.retiring.isEmpty {
-                next = min(next ?? 5_000_000, 5_000_000)
-            } else if !heardNow.isEmpty {
-                next = min(next ?? 20_000_000, 20_000_000)
-            }
+            if let look = AudioTruth.nextLook(s) { next = min(next ?? look, look) }
             if let t = s.timer {
                 let (seconds, attoseconds) = ContinuousClock.now.duration(to: t).components
                 let n = max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))

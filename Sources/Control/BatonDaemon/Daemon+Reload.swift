@@ -1,5 +1,6 @@
 import Arbiter
 import BatonConfig
+import ControlParts
 
 extension Daemon {
     /// Re-reads the configuration file and applies it (see `apply(_:)`). Any thread.

@@ -1,3 +1,5 @@
+import ControlParts
+
 /// Keeping what the user set across restarts: zone volumes and the music queue with the position
 /// heard, in `<state-dir>/state.json` (see `Persistence`, `StateStore`).
 extension Daemon {
@@ -21,7 +23,7 @@ extension Daemon {
         var now = SavedState()
         for zone in zones.zones { now.volumes[zone.name] = parts.volumes.userVolume(zone) }
         now.queue = state.withLock { s in
-            guard let p = newestServerMusic(s) else {
+            guard let p = MusicControl.newest(s) else {
                 return previous.map {
                     var q = $0
                     q.playing = false
@@ -33,22 +35,15 @@ extension Daemon {
         }
         if let written = parts.persistence.save(now) { parts.music.mirror(written, config) }
     }
+}
 
-    /// Plays the saved queue again from its track and position when no music source exists
-    /// (`music/resume` after a restart or a stop). Any thread.
-    public func resumeSavedQueue() throws(ControlError) -> Admission {
-        guard let q = parts.persistence.saved.queue, q.index < q.songs.count else {
-            throw ControlError(.notFound, "no music source to resume and no saved queue")
-        }
-        guard (try? parts.music.context(config)) != nil else {
-            throw ControlError(.conflict, "a queue was saved but no music server is configured")
-        }
-        let zoneNames = q.zones.filter(Set(zones.names).contains)
-        guard !zoneNames.isEmpty else {
-            throw ControlError(
-                .conflict, "the saved queue played on zones that no longer exist (\(q.zones.joined(separator: ", ")))")
-        }
-        return try startSongs(
-            q.songs, zones: zoneNames, volume: Float(min(max(q.volume, 0), 1)), index: q.index, offset: q.position)
+extension SavedQueue {
+    /// The queue of server music `p` at the track and position heard now (to the millisecond); nil
+    /// before its first track has begun, or when `p` is not server music. Under the daemon lock.
+    init?(_ p: Playback, playing: Bool) {
+        guard let music = p.music, let now = music.nowPlaying() else { return nil }
+        self.init(
+            songs: music.songs, index: now.index, position: (now.seconds * 1000).rounded() / 1000, zones: p.zones,
+            volume: Double(p.volume), playing: playing)
     }
 }

@@ -4,11 +4,12 @@ extension Daemon {
     /// Every zone and source as they are now. Any thread.
     public func status() -> StatusReport {
         let intercom = config.intercom.map(parts.intercom.status)
+        let truth = self.truth
         return state.withLock { s in
             let playbacks = s.playbacks.values.sorted { $0.id < $1.id }
             let zones = self.zones.zones.map { handle in
                 StatusReport.Zone(
-                    handle, s.arbiter.status(of: ZoneID(handle.name)), heard: heardSources(in: handle, s),
+                    handle, s.arbiter.status(of: ZoneID(handle.name)), heard: truth.heardSources(in: handle, s),
                     silent: s.silence[handle.name]?.alarmed ?? false, error: handle.errorText,
                     volume: parts.volumes.userVolume(handle), volumeControl: parts.volumes.description(handle),
                     slots: playbacks.flatMap { p in
@@ -20,7 +21,7 @@ extension Daemon {
             }
             let sources = s.arbiter.sources.compactMap { st in
                 s.playbacks[st.contender.source].map { p in
-                    StatusReport.Source(p, st, state: p.started ? reportedState(p, s) : st.state.rawValue)
+                    StatusReport.Source(p, st, state: p.started ? truth.reportedState(p, s) : st.state.rawValue)
                 }
             }
             return StatusReport(

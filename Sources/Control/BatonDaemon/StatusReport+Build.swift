@@ -1,4 +1,5 @@
 import Arbiter
+import ControlParts
 import Engine
 import Players
 import Subsonic

@@ -1,3 +1,5 @@
+import ControlParts
+
 /// What `GET /api/v1/status` answers: every zone with its counters and who holds it, every source
 /// with its true state. A plain value; any thread.
 public struct StatusReport: Codable, Sendable, Equatable {
@@ -49,17 +51,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var snapcast: Snapcast?
     }
 
-    /// A Snapcast zone's speakers as snapserver reports them, the last problem the keeper met (a
-    /// speaker not connected, the server unreachable), the group fixes it made, and the audio dropped
-    /// while the stream source was away.
-    public struct Snapcast: Codable, Sendable, Equatable {
-        public var source: String
-        public var speakers: [String]
-        public var connected: [String]
-        public var problem: String?
-        public var fixes: Int
-        public var droppedFrames: Int
-    }
+    public typealias Snapcast = SnapcastStatus
 
     /// Peak and RMS of one period, in dBFS (−200 for digital silence).
     public struct Level: Codable, Sendable, Equatable {
@@ -154,22 +146,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var uptimeMs: Int
     public var savedQueue: SavedQueue?
 
-    /// The RTP intercom (when configured): where it listens, whether a call is on, why it could not
-    /// start, and the receiver's counters since start.
-    public struct Intercom: Codable, Sendable, Equatable {
-        public var listen: String
-        public var inCall: Bool
-        public var error: String?
-        public var received: Int
-        public var lost: Int
-        public var concealed: Int
-        public var fecRecovered: Int
-        public var late: Int
-        public var duplicate: Int
-        public var malformed: Int
-        public var foreign: Int
-        public var targetDelayMs: Int
-    }
+    public typealias Intercom = IntercomStatus
     public var intercom: Intercom?
 
     /// The MQTT connection (when configured): `connecting`, `connected`, `disconnected` or `off`.

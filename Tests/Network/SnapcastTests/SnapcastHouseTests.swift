@@ -7,6 +7,7 @@ import Snapcast
 import Testing
 
 @testable import BatonDaemon
+@testable import ControlParts
 
 /// Baton feeding a real snapserver with two real snapclients: what the speakers play, when, and
 /// how the house recovers from a server restart.
@@ -50,7 +51,7 @@ import Testing
         rig.pause(Double(buffer) / 1000 + 0.3)
 
         // 2. Music, interrupted by a doorbell, resumed.
-        let music = try rig.daemon.playMusic(sound: "music440", zones: ["upstairs"], loop: true)
+        let music = try rig.daemon.announcer.playMusic(sound: "music440", zones: ["upstairs"], loop: true)
         let musicAt = monotonicNanoseconds()
         rig.pause(1.0)
         let bell2 = try rig.ring("bell2")

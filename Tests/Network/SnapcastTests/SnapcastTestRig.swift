@@ -8,6 +8,7 @@ import Snapcast
 import Synchronization
 
 @testable import BatonDaemon
+@testable import ControlParts
 
 /// A house in a test: a real snapserver, two real snapclients (`bedroom-pi`, `bath-pi`) whose
 /// output the test reads, and a Baton daemon with one Snapcast zone `upstairs` feeding the server
@@ -85,7 +86,7 @@ final class SnapcastTestRig {
     /// so the mix of its first frame, follows within one period).
     func ring(_ sound: String) throws -> (id: String, at: Int) {
         let at = monotonicNanoseconds()
-        let r = try daemon.announce(sound: sound, zones: ["upstairs"])
+        let r = try daemon.announcer.announce(sound: sound, zones: ["upstairs"])
         return (r.id, at)
     }
 

@@ -6,6 +6,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// The bearer token required when the API is reachable beyond loopback.
 @Suite struct APITokenTests {

@@ -8,6 +8,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// The state never lies, down to the period: what status and the events say is checked against the
 /// samples the zone wrote (an ALSA file PCM, whose frame n is the zone's frame n).

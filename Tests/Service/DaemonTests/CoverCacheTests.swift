@@ -3,6 +3,7 @@ import OSThread
 import Testing
 
 @testable import BatonDaemon
+@testable import ControlParts
 
 /// The disk cache of cover art: bounded, oldest out first, and safe whatever the server's ids are.
 @Suite struct CoverCacheTests {

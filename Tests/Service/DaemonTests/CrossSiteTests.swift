@@ -8,6 +8,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// The cross-site rules, through the real HTTP server: a page on another site must not be able to
 /// ring the doorbell through a browser, nor reach the API under a rebound DNS name.

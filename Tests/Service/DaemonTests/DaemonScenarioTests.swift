@@ -6,6 +6,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// The doorbell scenario end to end: HTTP API → arbiter → slots → real alsa-lib file PCMs.
 @Suite(.serialized) struct DaemonScenarioTests {

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 
 @testable import BatonDaemon
+@testable import ControlParts
 
 /// What the daemon reports for a `clock: device` zone on the virtual sound card (docs/TESTING.md):
 /// the card's faults as the status and the event stream show them, while another zone plays on.

@@ -7,6 +7,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// Ducking and per-zone muting, checked on the zones' output files.
 @Suite(.serialized) struct DuckAndMuteTests {

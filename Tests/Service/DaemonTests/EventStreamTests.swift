@@ -5,6 +5,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// `GET /api/v1/events`: the arbiter's effects as Server-Sent Events, in order, with reasons.
 @Suite struct EventStreamTests {

@@ -6,6 +6,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// Faults the daemon lives through: a PCM that cannot be opened until later, and a state file that
 /// cannot be written (full disk, a state-dir that cannot exist). Each: what the user sees, and

@@ -6,6 +6,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// An edge source whose edges the test replays when it wants (the daemon's zones are up by then).
 final class HeldEdgeSource: EdgeSource, @unchecked Sendable {

@@ -4,6 +4,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// A zone configured for hardware volume whose mixer control cannot be opened (this machine has
 /// no sound card) says so and falls back to software gain; the volume API works on.

@@ -7,6 +7,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// The Home Assistant entities as HA would see them: the retained discovery payloads read from the
 /// real mosquitto broker, checked against HA's MQTT discovery keys per platform, and each entity's

@@ -2,6 +2,7 @@ import AudioCore
 import BatonConfig
 import BatonDaemon
 import BatonTesting
+import ControlParts
 import FoundationEssentials
 import Glibc
 import Media

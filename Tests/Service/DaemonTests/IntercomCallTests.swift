@@ -7,6 +7,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// Intercom calls end to end: RTP/Opus from ffmpeg (an independent sender) into the daemon's
 /// receiver, through the arbiter, into the zone's output file; and the policy between calls and

@@ -5,6 +5,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// The web app's library endpoints and queue edits, against the real Subsonic test server.
 @Suite struct LibraryAndQueueTests {

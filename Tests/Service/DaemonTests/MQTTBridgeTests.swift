@@ -6,6 +6,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// The daemon on a real mosquitto broker (one per test, on a free loopback port), driven and watched
 /// by `mosquitto_pub` / `mosquitto_sub` as independent clients.

@@ -8,6 +8,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// Music streamed from the real Subsonic test server (Supysonic on 127.0.0.1) through the pipeline:
 /// libcurl → decoder → resampler → slot ring → output thread → ALSA file PCM.

@@ -7,6 +7,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// Configuration reload: applied as a diff, unchanged zones never stop, invalid configs are refused.
 @Suite(.serialized) struct ReloadTests {

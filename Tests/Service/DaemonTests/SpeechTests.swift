@@ -6,6 +6,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// Spoken announcements through the real espeak-ng, checked in the zone's output file.
 @Suite(.serialized) struct SpeechTests {

@@ -9,6 +9,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// The web app (`GET /`) rendered by a real headless browser (Debian's `chromium`), as a DOM dump:
 /// the quick check; the Selenium run (`scripts/test-webapp.py`) drives it like a person.

@@ -7,6 +7,7 @@ import OSThread
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// A daemon on fresh file PCMs with its API on an ephemeral loopback port, and test sounds:
 /// `music440` (1 s of 440 Hz, loops seamlessly), `bell1k` (0.5 s of 1 kHz), `zeros` (1 s of digital

@@ -7,6 +7,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// Announcements from a URL (Home Assistant's TTS), served by a slow HTTP server on 127.0.0.1 and
 /// checked in the zone's output file.

@@ -5,14 +5,14 @@ import Players
 /// zone format (cached by the library), before the request reaches the control plane's lock.
 extension SoundLibrary {
     /// Checks a requested sound name (a bad request when it could escape the directory).
-    func check(_ sound: String) throws(ControlError) {
+    package func check(_ sound: String) throws(ControlError) {
         do { try SoundLibrary.validate(name: sound) } catch {
             throw ControlError(.badRequest, "sound \"\(sound)\": \(error.problem)")
         }
     }
 
     /// The named sound, in each of `zones`' formats.
-    func player(_ sound: String, loop: Bool, in zones: [ZoneHandle]) throws(ControlError) -> SoundPlayer {
+    package func player(_ sound: String, loop: Bool, in zones: [ZoneHandle]) throws(ControlError) -> SoundPlayer {
         SoundPlayer(
             label: sound, loop: loop,
             samples: try perZone(zones) { zone throws(MediaError) in
@@ -25,7 +25,7 @@ extension SoundLibrary {
     }
 
     /// Rendered speech, in each of `zones`' formats.
-    func player(_ speech: Speech.Rendered, in zones: [ZoneHandle]) throws(ControlError) -> SoundPlayer {
+    package func player(_ speech: Speech.Rendered, in zones: [ZoneHandle]) throws(ControlError) -> SoundPlayer {
         SoundPlayer(
             label: speech.label, loop: false,
             samples: try perZone(zones) { zone throws(MediaError) in

@@ -1,36 +1,39 @@
 import Arbiter
 import BatonConfig
+import ControlParts
 import OSThread
 import Players
 
 /// External players: ALSA programs writing to a `baton_<name>` PCM. A program that starts writing
 /// asks for its zones as that source through `admit`, like every source; an interruption holds it,
 /// drops its audio or pauses the player through its control, as `when-interrupted:` says.
-extension Daemon {
+struct ExternalPlayers {
+    let daemon: Daemon
+
     /// Starts the socket server when external sources are configured. A socket that cannot be set
     /// up is logged and published (`external-error`); the daemon runs on without them. Control thread.
-    func startExternalSources() {
-        guard let external = config.externalSources, !external.sources.isEmpty else { return }
+    func listen() {
+        guard let external = daemon.config.externalSources, !external.sources.isEmpty else { return }
         let server = ExternalSourceServer(
-            path: external.socketPath, logger: logger,
-            lookup: { [weak self] name in
-                guard let self else { return "batond is stopping" }
-                return self.externalLookup(name)
+            path: external.socketPath, logger: daemon.logger,
+            lookup: { [weak d = daemon] name in
+                guard let d else { return "batond is stopping" }
+                return ExternalPlayers(daemon: d).lookup(name)
             },
-            onFrames: { [weak self] stream in self?.externalFrames(stream) })
+            onFrames: { [weak d = daemon] stream in d.map { ExternalPlayers(daemon: $0).frames(stream) } })
         do {
             try server.start()
-            parts.external.started(server)
+            daemon.parts.external.started(server)
         } catch {
-            parts.external.failed(error.description)
-            logger.error("external sources: \(error); ALSA programs cannot play through Baton")
-            events.publish(type: "external-error", reason: error.description)
+            daemon.parts.external.failed(error.description)
+            daemon.logger.error("external sources: \(error); ALSA programs cannot play through Baton")
+            daemon.events.publish(type: "external-error", reason: error.description)
         }
     }
 
     /// Nil when `name` is a configured external source, else why not. Any thread.
-    func externalLookup(_ name: String) -> String? {
-        guard let external = config.externalSources else { return "no external sources are configured" }
+    func lookup(_ name: String) -> String? {
+        guard let external = daemon.config.externalSources else { return "no external sources are configured" }
         guard external.source(name) != nil else {
             let names = external.sources.map(\.name).joined(separator: ", ")
             return "unknown source \"\(name)\" (batond's external sources: \(names))"
@@ -40,14 +43,14 @@ extension Daemon {
 
     /// A program's first frames (again): it joins the source of its name if that one still plays,
     /// else asks for the zones as a new source. Stream thread.
-    func externalFrames(_ stream: ExternalStream) {
+    func frames(_ stream: ExternalStream) {
         let name = stream.name
-        guard let source = config.externalSources?.source(name) else {
+        guard let source = daemon.config.externalSources?.source(name) else {
             stream.refuse("unknown source \"\(name)\" (it was removed from batond's config)")
             return
         }
         let what = "\(stream.peer) writes \(stream.formatDescription) to baton_\(name)"
-        let joined = state.withLock { s -> String? in
+        let joined = daemon.state.withLock { s -> String? in
             for p in s.playbacks.values {
                 guard let x = p.source as? ExternalPlayer, x.name == name, x.acceptsStreams else { continue }
                 x.enqueue(stream)
@@ -55,19 +58,19 @@ extension Daemon {
             }
             return nil
         }
+        let events = daemon.events
         if let joined {
             events.publish(type: "external", source: joined, reason: "\(what) (continues \(joined))")
             return
         }
-        let events = self.events
         let settings = ExternalPlayer.Settings(
             name: name,
-            whenInterrupted: ExternalPlayer.WhenInterrupted(rawValue: source.whenInterrupted.rawValue) ?? .hold,
+            whenInterrupted: ExternalPlayer.WhenInterrupted(source.whenInterrupted),
             idleReleaseNanoseconds: Int(source.idleRelease.components.seconds) * 1_000_000_000
                 + Int(source.idleRelease.components.attoseconds / 1_000_000_000),
-            control: makeControl(source))
+            control: control(source))
         do {
-            _ = try admit(
+            _ = try daemon.admit(
                 SourceClass(source.sourceClass), zones: source.zones, volume: 1,
                 before: { id in events.publish(type: "external", source: id.rawValue, reason: what) }
             ) { _ throws(ControlError) in ExternalPlayer(settings: settings, stream: stream) }
@@ -78,9 +81,9 @@ extension Daemon {
         }
     }
 
-    private func makeControl(_ source: ExternalSourceConfig) -> (any PlayerControl)? {
-        let events = self.events
-        let logger = self.logger
+    private func control(_ source: ExternalSourceConfig) -> (any PlayerControl)? {
+        let events = daemon.events
+        let logger = daemon.logger
         let name = source.name
         let report: @Sendable (String) -> Void = { why in
             logger.warning("external \(name): \(why)")
@@ -97,7 +100,7 @@ extension Daemon {
     /// Monitor upkeep for external players, under the lock: a change the user made through the
     /// player's own controls is a user command to the arbiter; a program that left before its
     /// source was granted releases it.
-    func tickExternal(_ s: inout State) {
+    func tick(_ s: inout Daemon.State) {
         var changes: [(SourceID, UserCommand)] = []
         var abandoned: [SourceID] = []
         for p in s.playbacks.values {
@@ -108,10 +111,10 @@ extension Daemon {
             if !p.started && x.isAbandoned { abandoned.append(p.id) }
         }
         for (id, command) in changes {
-            events.publish(
+            daemon.events.publish(
                 type: "external", source: id.rawValue, reason: "the user gave the player \(command.rawValue)")
-            apply(s.arbiter.user(command, on: id, at: .now), &s)
+            daemon.apply(s.arbiter.user(command, on: id, at: .now), &s)
         }
-        for id in abandoned { apply(s.arbiter.release(id, at: .now), &s) }
+        for id in abandoned { daemon.apply(s.arbiter.release(id, at: .now), &s) }
     }
 }

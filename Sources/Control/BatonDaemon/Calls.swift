@@ -1,34 +1,39 @@
+import ControlParts
 import Players
 
 /// Intercom calls (class `call`): a call starts on the first valid RTP packets (or by `call/start`)
 /// and goes through the arbiter like any source — by the default policy it interrupts music and
 /// announcements queue behind it. It ends on `silence-timeout` without packets or on `call/end`.
-extension Daemon {
+/// Any thread.
+public struct Calls: Sendable {
+    let daemon: Daemon
+
     /// Binds the receiver when `intercom:` is configured; its calls start and end here. Control thread.
-    func startIntercom() {
-        guard let config = config.intercom else { return }
-        parts.intercom.start(config, logger: logger, events: events) { [weak self] event in
+    func listen() {
+        guard let config = daemon.config.intercom else { return }
+        daemon.parts.intercom.start(config, logger: daemon.logger, events: daemon.events) { [weak d = daemon] event in
+            guard let calls = d?.calls else { return }
             switch event {
-            case .callStarted: _ = try? self?.startCall(reason: "RTP packets on port \(config.listen.port)")
+            case .callStarted: _ = try? calls.start(reason: "RTP packets on port \(config.listen.port)")
             case .callEnded(let why):
-                self?.endCall(reason: why == .silenceTimeout ? "no packets for \(config.silenceTimeout)" : "ended")
+                calls.end(reason: why == .silenceTimeout ? "no packets for \(config.silenceTimeout)" : "ended")
             }
         }
     }
 
     /// Starts the call source on `intercom.rtp.zones` (silence until packets arrive), unless one
-    /// exists. Any thread.
+    /// exists.
     @discardableResult
-    public func startCall(reason: String) throws(ControlError) -> Admission {
-        guard let config = config.intercom, let receiver = parts.intercom.receiver else {
+    public func start(reason: String) throws(ControlError) -> Admission {
+        guard let config = daemon.config.intercom, let receiver = daemon.parts.intercom.receiver else {
             throw ControlError(.conflict, "no intercom is configured or it could not start (intercom: in the config)")
         }
-        if let existing = state.withLock({ s in s.playbacks.values.first { $0.sourceClass == .call }?.id }) {
+        if let existing = daemon.state.withLock({ s in s.playbacks.values.first { $0.sourceClass == .call }?.id }) {
             return Admission(id: existing.rawValue, outcome: .playing, skipped: [])
         }
-        let events = self.events
+        let events = daemon.events
         var zones: [String] = []
-        return try admit(
+        return try daemon.admit(
             .call, zones: config.zones, volume: 1,
             before: { id in
                 events.publish(type: "call", source: id.rawValue, zones: zones, reason: "call started: \(reason)")
@@ -39,22 +44,22 @@ extension Daemon {
         }
     }
 
-    /// Ends the call source, if any: the arbiter releases it (music resumes). Any thread.
+    /// Ends the call source, if any: the arbiter releases it (music resumes).
     @discardableResult
-    public func endCall(reason: String) -> String? {
-        state.withLock { s in
+    public func end(reason: String) -> String? {
+        daemon.state.withLock { s in
             guard let p = s.playbacks.values.first(where: { $0.sourceClass == .call }) else { return nil }
-            events.publish(type: "call", source: p.id.rawValue, zones: p.zones, reason: "call ended: \(reason)")
-            apply(s.arbiter.release(p.id, at: .now), &s)
+            daemon.events.publish(type: "call", source: p.id.rawValue, zones: p.zones, reason: "call ended: \(reason)")
+            daemon.apply(s.arbiter.release(p.id, at: .now), &s)
             return p.id.rawValue
         }
     }
 
     /// Ends the call by request: tells the receiver (so a sender that keeps sending does not start a
-    /// new call at once) and releases the source. Any thread.
+    /// new call at once) and releases the source.
     public func hangUp() throws(ControlError) -> String {
-        parts.intercom.receiver?.endCall()
-        guard let id = endCall(reason: "hung up by request") else { throw ControlError(.notFound, "no call is on") }
+        daemon.parts.intercom.receiver?.endCall()
+        guard let id = end(reason: "hung up by request") else { throw ControlError(.notFound, "no call is on") }
         return id
     }
 }

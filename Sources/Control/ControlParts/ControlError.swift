@@ -49,4 +49,10 @@ public struct Admission: Sendable, Equatable {
     public var id: String
     public var outcome: Outcome
     public var skipped: [String]
+
+    package init(id: String, outcome: Outcome, skipped: [String]) {
+        self.id = id
+        self.outcome = outcome
+        self.skipped = skipped
+    }
 }

@@ -5,19 +5,19 @@ import Synchronization
 
 /// Spoken announcements: a text rendered by espeak-ng (see `SpeechSynthesizer`), with one
 /// synthesizer (and its cache of rendered texts) per `speech:` section. Any thread.
-final class Speech: Sendable {
+package final class Speech: Sendable {
     private let cache = Mutex<(config: SpeechConfig, synthesizer: SpeechSynthesizer)?>(nil)
 
     /// A checked text, rendered: its audio, a label for status, and the key that coalesces repeats.
-    struct Rendered {
-        let pcm: DecodedPCM
-        let label: String
-        let coalesceKey: String
+    package struct Rendered {
+        package let pcm: DecodedPCM
+        package let label: String
+        package let coalesceKey: String
     }
 
     /// Checks `text` and `voice` against `config` and renders it (a few hundred ms for a sentence
     /// the first time; cached afterwards). Blocking; never under the control plane's lock.
-    func render(_ text: String, voice: String?, config: SpeechConfig) throws(ControlError) -> Rendered {
+    package func render(_ text: String, voice: String?, config: SpeechConfig) throws(ControlError) -> Rendered {
         let blank: (Character) -> Bool = { $0.isWhitespace }
         let trimmed = String(text.drop(while: blank).reversed().drop(while: blank).reversed())
         guard !trimmed.isEmpty else { throw ControlError(.badRequest, "text is empty") }

@@ -4,11 +4,13 @@ import OSThread
 
 /// Which zones were last reported available, so each change is published once (`zone-available`,
 /// `zone-unavailable`) and logged. Part of the control plane's state, under its lock.
-struct ZoneAvailability {
+package struct ZoneAvailability {
     private var available: [String: Bool] = [:]
 
+    package init() {}
+
     /// Publishes `zone`'s change of availability, if it changed.
-    mutating func report(_ zone: ZoneHandle, events: EventLog, logger: Logger) {
+    package mutating func report(_ zone: ZoneHandle, events: EventLog, logger: Logger) {
         let name = zone.name
         let pcm = zone.device.spec.pcm.name
         let snap = zone.device.snapshot()
@@ -35,7 +37,7 @@ struct ZoneAvailability {
 
 extension ZoneHandle {
     /// Why the zone cannot play (or `available`). Any thread.
-    var errorText: String {
+    package var errorText: String {
         let snap = device.snapshot()
         if snap.available { return "available" }
         if let text = SnapcastKeepers.errorText(self, snap) { return text }

@@ -13,10 +13,10 @@ public protocol EventSubscriber: AnyObject, Sendable {
 /// subscribers. Thread: any; `publish` never blocks.
 public final class EventLog: Sendable {
     private struct State {
-        var recent: [Event] = []
-        var next = 1
-        var subscribers: [Int: any EventSubscriber] = [:]
-        var nextSubscriber = 0
+        package var recent: [Event] = []
+        package var next = 1
+        package var subscribers: [Int: any EventSubscriber] = [:]
+        package var nextSubscriber = 0
     }
 
     /// How many events `recent` keeps.

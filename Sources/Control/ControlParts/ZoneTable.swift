@@ -8,52 +8,52 @@ import Players
 
 /// One configured zone as the daemon drives it: its device output and its mixer there.
 /// Immutable; shared between threads.
-final class ZoneHandle: Sendable {
-    let name: String
-    let config: ZoneConfig
-    let device: DeviceOutput
-    let mixer: ZoneMixer
+package final class ZoneHandle: Sendable {
+    package let name: String
+    package let config: ZoneConfig
+    package let device: DeviceOutput
+    package let mixer: ZoneMixer
 
-    init(name: String, config: ZoneConfig, device: DeviceOutput, mixer: ZoneMixer) {
+    package init(name: String, config: ZoneConfig, device: DeviceOutput, mixer: ZoneMixer) {
         self.name = name
         self.config = config
         self.device = device
         self.mixer = mixer
     }
 
-    var rate: Int { device.spec.pcm.rate }
-    var channels: Int { mixer.channels }
-    var pcm: String { device.spec.pcm.name }
+    package var rate: Int { device.spec.pcm.rate }
+    package var channels: Int { mixer.channels }
+    package var pcm: String { device.spec.pcm.name }
 
     /// What a source writes into `slot` of this zone, resampling with `resampler`.
-    func output(_ slot: SourceSlot, resampler: ResamplerKind) -> SourceOutput {
+    package func output(_ slot: SourceSlot, resampler: ResamplerKind) -> SourceOutput {
         SourceOutput(
             zone: name, slot: slot, mixer: mixer, device: device, rate: rate, channels: channels, resampler: resampler)
     }
 
     /// `d` in frames at the zone's rate (at least 1).
-    func frames(_ d: Duration) -> Int {
+    package func frames(_ d: Duration) -> Int {
         let (sec, atto) = d.components
         return max(1, Int(sec) * rate + Int(Double(atto) / 1e18 * Double(rate)))
     }
 }
 
 /// The zones and devices of one configuration. Replaced as a whole on reload; any thread reads it.
-final class ZoneTable: Sendable {
-    let zones: [ZoneHandle]
-    let devices: [DeviceOutput]
+package final class ZoneTable: Sendable {
+    package let zones: [ZoneHandle]
+    package let devices: [DeviceOutput]
 
-    init(zones: [ZoneHandle], devices: [DeviceOutput]) {
+    package init(zones: [ZoneHandle], devices: [DeviceOutput]) {
         self.zones = zones
         self.devices = devices
     }
 
-    func zone(_ name: String) -> ZoneHandle? { zones.first { $0.name == name } }
-    var names: [String] { zones.map(\.name) }
+    package func zone(_ name: String) -> ZoneHandle? { zones.first { $0.name == name } }
+    package var names: [String] { zones.map(\.name) }
 
     /// The device spec for one configured device and its zones: 10 ms ramps, 8 slots per zone,
     /// 500 ms rings, each zone starting at its configured volume.
-    static func deviceSpec(for device: DeviceConfig, zones: [ZoneConfig]) -> DeviceSpec {
+    package static func deviceSpec(for device: DeviceConfig, zones: [ZoneConfig]) -> DeviceSpec {
         let request = PCMRequest(
             name: device.pcm, rate: device.rate, channels: device.channels,
             format: SampleFormat(device.format),
@@ -74,7 +74,8 @@ final class ZoneTable: Sendable {
 
     /// A Snapcast zone's output: S16_LE into the stream source, paced by the system clock, heard one
     /// server buffer later; 20 ms of silence (one server chunk) after each connect.
-    static func snapcastSpec(_ request: PCMRequest, _ snapcast: SnapcastConfig, zones: [ZoneSpec]) -> DeviceSpec {
+    package static func snapcastSpec(_ request: PCMRequest, _ snapcast: SnapcastConfig, zones: [ZoneSpec]) -> DeviceSpec
+    {
         var pcm = request
         pcm.name = snapcast.source.description
         pcm.format = .s16LE
@@ -87,7 +88,7 @@ final class ZoneTable: Sendable {
 
     /// Builds the zones of `config`: one device output per PCM, carrying every zone on it.
     /// Devices are created, not started.
-    static func build(_ config: BatonConfiguration) -> ZoneTable {
+    package static func build(_ config: BatonConfiguration) -> ZoneTable {
         var handles: [String: ZoneHandle] = [:]
         var devices: [DeviceOutput] = []
         for d in config.devices {
@@ -103,7 +104,9 @@ final class ZoneTable: Sendable {
 
     /// The zones of `new`, keeping every device of this table whose spec is identical (it plays on
     /// untouched): the table, the devices to stop, and the new devices to start.
-    func rebuilt(for new: BatonConfiguration) -> (table: ZoneTable, stopped: [DeviceOutput], started: [DeviceOutput]) {
+    package func rebuilt(for new: BatonConfiguration) -> (
+        table: ZoneTable, stopped: [DeviceOutput], started: [DeviceOutput]
+    ) {
         let devices = ZoneTable.build(new).devices.map { device in
             self.devices.first { $0.spec == device.spec } ?? device
         }
@@ -120,7 +123,7 @@ final class ZoneTable: Sendable {
 
     /// Splits `zones` into those whose device plays now and those skipped; unavailable, with each
     /// zone's error, when none is. Any thread.
-    func available(_ zones: [String]) throws(ControlError) -> (available: [String], skipped: [String]) {
+    package func available(_ zones: [String]) throws(ControlError) -> (available: [String], skipped: [String]) {
         let available = zones.filter { zone($0)?.device.snapshot().available == true }
         guard !available.isEmpty else {
             let why = zones.map { z in "\(z): \(zone(z)?.errorText ?? "unknown zone")" }.joined(separator: "; ")
@@ -130,7 +133,7 @@ final class ZoneTable: Sendable {
     }
 
     /// Fades every zone to silence over its ramp and waits for it, at most 0.5 s. Control thread.
-    func fadeOut() {
+    package func fadeOut() {
         for zone in zones { zone.mixer.setVolume(0) }
         let deadline = monotonicNanoseconds() + 500_000_000
         while monotonicNanoseconds() < deadline
@@ -145,7 +148,7 @@ extension DeviceOutput {
     /// Starts the output thread and says so. Control thread.
     /// Starts the output thread; `availabilityChanged` runs on it when the PCM opens or is lost
     /// (it wakes the monitor, which reports the change).
-    func start(_ logger: Logger, availabilityChanged: @escaping @Sendable () -> Void) {
+    package func start(_ logger: Logger, availabilityChanged: @escaping @Sendable () -> Void) {
         availabilityObserver = availabilityChanged
         start()
         let p = spec.pcm

@@ -7,15 +7,15 @@ import Synchronization
 
 /// The group keepers of the Snapcast zones, by zone: each keeps its zone's speakers grouped on the
 /// zone's stream (see `GroupKeeper`). Control thread for `update`/`stop`; any thread for the rest.
-final class SnapcastKeepers: Sendable {
+package final class SnapcastKeepers: Sendable {
     private let keepers = Mutex<[String: GroupKeeper]>([:])
     private let logger: Logger
 
-    init(logger: Logger) { self.logger = logger }
+    package init(logger: Logger) { self.logger = logger }
 
     /// Starts a keeper for each Snapcast zone with `control` and speakers, stops those whose zone went
     /// away or changed, and leaves the others running. Control thread (start, reload).
-    func update(_ zones: [ZoneConfig]) {
+    package func update(_ zones: [ZoneConfig]) {
         let wanted = zones.compactMap { zone -> (String, SnapcastConfig, SnapcastControl)? in
             guard let s = zone.snapcast, let control = s.control, !s.clients.isEmpty else { return nil }
             return (zone.name, s, SnapcastControl(control: control))
@@ -46,7 +46,7 @@ final class SnapcastKeepers: Sendable {
     }
 
     /// Stops every keeper. Control thread.
-    func stop() {
+    package func stop() {
         let all = keepers.withLock { k in
             defer { k = [:] }
             return Array(k.values)
@@ -55,7 +55,7 @@ final class SnapcastKeepers: Sendable {
     }
 
     /// Why a Snapcast zone is unavailable (its stream source refuses or is gone), nil for ALSA zones.
-    static func errorText(_ zone: ZoneHandle, _ snap: DeviceOutput.Snapshot) -> String? {
+    package static func errorText(_ zone: ZoneHandle, _ snap: DeviceOutput.Snapshot) -> String? {
         guard let snapcast = zone.config.snapcast else { return nil }
         if snap.lastError == 0 { return "connecting to snapserver source \(snapcast.source)" }
         return
@@ -63,7 +63,7 @@ final class SnapcastKeepers: Sendable {
     }
 
     /// The speakers a zone's configuration asks for, as the keeper's planner takes them.
-    static func zone(_ s: SnapcastConfig) -> SnapcastZone {
+    package static func zone(_ s: SnapcastConfig) -> SnapcastZone {
         SnapcastZone(
             stream: s.stream,
             speakers: s.clients.map { c in
@@ -76,11 +76,23 @@ final class SnapcastKeepers: Sendable {
     }
 
     /// The zone's Snapcast part of the status report (nil for an ALSA zone).
-    func status(_ zone: ZoneHandle) -> StatusReport.Snapcast? {
+    package func status(_ zone: ZoneHandle) -> SnapcastStatus? {
         guard let s = zone.config.snapcast else { return nil }
         let state = keepers.withLock { $0[zone.name] }?.state
-        return StatusReport.Snapcast(
+        return SnapcastStatus(
             source: "\(s.source)", speakers: s.clients.map(\.id), connected: state?.connected ?? [],
             problem: state?.problem, fixes: state?.fixes ?? 0, droppedFrames: zone.device.droppedFrames)
     }
+}
+
+/// A Snapcast zone's speakers as snapserver reports them, the last problem the keeper met (a
+/// speaker not connected, the server unreachable), the group fixes it made, and the audio dropped
+/// while the stream source was away.
+public struct SnapcastStatus: Codable, Sendable, Equatable {
+    public var source: String
+    public var speakers: [String]
+    public var connected: [String]
+    public var problem: String?
+    public var fixes: Int
+    public var droppedFrames: Int
 }

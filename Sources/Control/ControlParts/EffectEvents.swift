@@ -4,7 +4,7 @@ import Players
 
 extension EventLog {
     /// Publishes an arbiter effect as its event, with the zone frames of its source attached.
-    func publish<Instant>(_ e: Effect<Instant>, zoneFrames frames: [String: Int]?) {
+    package func publish<Instant>(_ e: Effect<Instant>, zoneFrames frames: [String: Int]?) {
         let reason = String(describing: e.reason)
         func put(
             _ type: String, _ id: SourceID, zones: [ZoneID]? = nil, shouldResume: Bool? = nil, level: Double? = nil,
@@ -37,7 +37,9 @@ extension EventLog {
 extension EventLog {
     /// What a source reports, said where the user sees it: events (`track`, `scrobbled`,
     /// `stream-error`) and the log. `identity` names the source and its zones when it reports.
-    func reporter(logger: Logger, identity: @escaping @Sendable () -> (id: String, zones: [String])) -> SourceReporter {
+    package func reporter(logger: Logger, identity: @escaping @Sendable () -> (id: String, zones: [String]))
+        -> SourceReporter
+    {
         { [self] notice in
             let (source, zones) = identity()
             switch notice {

@@ -9,16 +9,16 @@ import Synchronization
 /// The household's Subsonic server as the `music:` section names it: one client per section (so it
 /// keeps what it learnt of the server: auth mode, extensions), and the play queue mirrored there
 /// with `savePlayQueue`. Any thread (its own locks).
-final class MusicConnection: Sendable {
+package final class MusicConnection: Sendable {
     /// A configured server: the client, the section, and the resampler music uses by default.
-    struct Context: Sendable {
-        let config: MusicConfig
-        let client: SubsonicClient
-        let resampler: ResamplerKind
+    package struct Context: Sendable {
+        package let config: MusicConfig
+        package let client: SubsonicClient
+        package let resampler: ResamplerKind
 
         /// The player's view of the server for `songs`: the client, the retry limit, and each song's
         /// ReplayGain factor under `music.replay-gain` (1 when off or untagged).
-        func server(for songs: [Song]) -> MusicPlayer.Server {
+        package func server(for songs: [Song]) -> MusicPlayer.Server {
             let gains = songs.map { song -> Float in
                 guard config.replayGain != .off, let rg = song.replayGain else { return 1 }
                 return rg.factor(album: config.replayGain == .album)
@@ -32,11 +32,11 @@ final class MusicConnection: Sendable {
     private let sync = Mutex<(last: SavedQueue?, at: Int, unsupported: Bool)>((nil, 0, false))
     private let logger: Logger
 
-    init(logger: Logger) { self.logger = logger }
+    package init(logger: Logger) { self.logger = logger }
 
     /// The context of `config`'s `music:` section, made once per section. Fails (conflict) without
     /// one, or (unavailable) when its password cannot be read.
-    func context(_ config: BatonConfiguration) throws(ControlError) -> Context {
+    package func context(_ config: BatonConfiguration) throws(ControlError) -> Context {
         guard let music = config.music else {
             throw ControlError(.conflict, "no music server is configured (add a music: section, see docs/CONFIG.md)")
         }
@@ -73,7 +73,7 @@ final class MusicConnection: Sendable {
     /// up) when its songs, track or playing state changed, or 30 s after the last call; a server
     /// without play-queue endpoints (Supysonic) is noticed once and never asked again. The call runs
     /// on its own thread.
-    func mirror(_ queue: SavedQueue?, _ config: BatonConfiguration) {
+    package func mirror(_ queue: SavedQueue?, _ config: BatonConfiguration) {
         guard let queue, queue.index < queue.songs.count, let music = try? context(config) else { return }
         let now = monotonicNanoseconds()
         let due: Bool = sync.withLock { s in
@@ -106,7 +106,7 @@ final class MusicConnection: Sendable {
 
     /// The queue the server keeps (`getPlayQueue`), to play on `zones`; nil when there is none or the
     /// server has no such call. Blocking (it asks the server).
-    func serverQueue(_ config: BatonConfiguration, zones: [String]) -> SavedQueue? {
+    package func serverQueue(_ config: BatonConfiguration, zones: [String]) -> SavedQueue? {
         guard let music = try? context(config) else { return nil }
         do {
             guard let q = try music.client.playQueue(), !q.entries.isEmpty else { return nil }
@@ -145,7 +145,7 @@ public struct MusicSelection: Sendable, Equatable {
 extension MusicConnection.Context {
     /// The songs `selection` names, asked from the server (blocking). Not found for an unknown id
     /// (Subsonic error 70) or an empty selection; an upstream failure for anything else.
-    func songs(_ selection: MusicSelection) throws(ControlError) -> [Song] {
+    package func songs(_ selection: MusicSelection) throws(ControlError) -> [Song] {
         let count = [
             selection.album != nil, selection.playlist != nil, selection.songs != nil, selection.search != nil,
             selection.random != nil,

@@ -1,16 +1,57 @@
-import BatonConfig
+import Arbiter
+import ControlParts
 import Players
 import Synchronization
 
-/// Announcements from a URL (Home Assistant's TTS): the host checked against
-/// `announce.allow-url-hosts`, the file opened (status, size, header) before the lock, then the one
-/// admit path like any announcement; the same URL within the coalesce window plays once.
-extension Daemon {
-    /// Plays the audio at `url` as an announcement on `zones` (empty: every zone), streamed as it
-    /// downloads. Blocking until the server answered and the audio's header was read (at most
-    /// `announce.first-byte-timeout`); any thread but an output thread.
+/// Announcements and local sounds, made into sources before the lock (decoding and resampling
+/// once per sound and zone format, rendering speech, opening a URL) and admitted by the control
+/// plane's one path (`Daemon.admit`). Announcements coalesce: the same sound, text or URL within
+/// the policy's window plays once. Any thread but an output thread.
+public struct Announcer: Sendable {
+    let daemon: Daemon
+
+    /// Plays the named sound as an announcement on `zones` (empty: every zone).
+    public func announce(sound: String, zones: [String], volume: Float = 1) throws(ControlError) -> Admission {
+        try play(sound: sound, zones: zones, sourceClass: .announcement, loop: false, volume: volume)
+    }
+
+    /// Plays a local sound file as music (class `music`, permanent) on `zones`, looping when asked.
+    public func playMusic(sound: String, zones: [String], loop: Bool, volume: Float = 1) throws(ControlError)
+        -> Admission
+    {
+        try play(sound: sound, zones: zones, sourceClass: .music, loop: loop, volume: volume)
+    }
+
+    /// Speaks `text` as an announcement on `zones` (empty: every zone). Rendering takes a few hundred
+    /// ms for a sentence the first time; it is cached afterwards.
+    public func announce(text: String, voice: String? = nil, zones: [String], volume: Float = 1) throws(ControlError)
+        -> Admission
+    {
+        let speech = try daemon.parts.speech.render(text, voice: voice, config: daemon.config.speech)
+        let library = daemon.sounds
+        return try daemon.admit(.announcement, zones: zones, volume: volume, coalesceKey: speech.coalesceKey) {
+            available throws(ControlError) in
+            try library.player(speech, in: available)
+        }
+    }
+
+    private func play(sound: String, zones: [String], sourceClass: SourceClass, loop: Bool, volume: Float)
+        throws(ControlError) -> Admission
+    {
+        let library = daemon.sounds
+        try library.check(sound)
+        return try daemon.admit(sourceClass, zones: zones, volume: volume, coalesceKey: sound) {
+            available throws(ControlError) in
+            try library.player(sound, loop: loop, in: available)
+        }
+    }
+
+    /// Plays the audio at `url` (Home Assistant's TTS) as an announcement on `zones` (empty: every
+    /// zone), streamed as it downloads: the host checked against `announce.allow-url-hosts`, the
+    /// file opened (status, size, header) before the lock. Blocks until the server answered and the
+    /// audio's header was read (at most `announce.first-byte-timeout`).
     public func announce(url: String, zones: [String], volume: Float = 1) throws(ControlError) -> Admission {
-        let settings = config.announce
+        let settings = daemon.config.announce
         let host = try Self.urlHost(url)
         guard settings.allows(host: host) else {
             let allowed =
@@ -20,11 +61,11 @@ extension Daemon {
                 .forbidden, "url: host \"\(host)\" is not in announce.allow-url-hosts (\(allowed); see docs/CONFIG.md)")
         }
         let identity = Mutex<(id: String, zones: [String])>(("", []))
-        let report = events.reporter(logger: logger) { identity.withLock { $0 } }
+        let report = daemon.events.reporter(logger: daemon.logger) { identity.withLock { $0 } }
         let limits = URLAnnouncementPlayer.Limits(
             maxBytes: settings.maxBytes, maxSeconds: Double(settings.maxDuration.components.seconds),
             firstByteTimeout: settings.firstByteTimeout)
-        return try admit(
+        return try daemon.admit(
             .announcement, zones: zones, volume: volume, coalesceKey: "url:\(url)",
             before: { id in identity.withLock { $0.id = id.rawValue } }
         ) { (available: [ZoneHandle]) throws(ControlError) in
@@ -45,7 +86,7 @@ extension Daemon {
 
     /// The host of an `http://` or `https://` URL (IPv6 in brackets), or a bad request saying what
     /// is wrong with it.
-    static func urlHost(_ url: String) throws(ControlError) -> String {
+    public static func urlHost(_ url: String) throws(ControlError) -> String {
         let lower = url.lowercased()
         guard let scheme = ["http://", "https://"].first(where: { lower.hasPrefix($0) }) else {
             throw ControlError(.badRequest, "url \"\(url)\": expected http:// or https://")

@@ -4,16 +4,16 @@ import OSThread
 import Synchronization
 
 /// The intercom's RTP/Opus receiver on `intercom.rtp.listen`, or why it could not start. Any thread.
-final class IntercomLine: Sendable {
+package final class IntercomLine: Sendable {
     private let line = Mutex<(receiver: RTPReceiver?, error: String?)>((nil, nil))
 
     /// The receiver while it runs.
-    var receiver: RTPReceiver? { line.withLock { $0.receiver } }
+    package var receiver: RTPReceiver? { line.withLock { $0.receiver } }
 
     /// Binds and starts the receiver; `onEvent` runs on its thread (short, see `RTPReceiver`). A port
     /// that cannot be bound is logged and published (`intercom-error`); the daemon runs on without
     /// calls. Control thread, at start.
-    func start(
+    package func start(
         _ config: IntercomConfig, logger: Logger, events: EventLog, onEvent: @escaping @Sendable (CallEvent) -> Void
     ) {
         let timeout = config.silenceTimeout.components
@@ -34,7 +34,7 @@ final class IntercomLine: Sendable {
     }
 
     /// Stops the receiver. Control thread, at stop.
-    func stop() {
+    package func stop() {
         line.withLock { s in
             defer { s.receiver = nil }
             return s.receiver
@@ -42,10 +42,10 @@ final class IntercomLine: Sendable {
     }
 
     /// The intercom part of the status report.
-    func status(_ config: IntercomConfig) -> StatusReport.Intercom {
+    package func status(_ config: IntercomConfig) -> IntercomStatus {
         let (receiver, error) = line.withLock { ($0.receiver, $0.error) }
         let c = receiver?.counters
-        return StatusReport.Intercom(
+        return IntercomStatus(
             listen: "\(config.listen.host):\(receiver?.port ?? config.listen.port)",
             inCall: receiver?.isInCall ?? false, error: error,
             received: c?.received ?? 0, lost: c?.lost ?? 0, concealed: c?.concealed ?? 0,
@@ -53,4 +53,21 @@ final class IntercomLine: Sendable {
             late: c?.late ?? 0, duplicate: c?.duplicate ?? 0, malformed: c?.malformed ?? 0, foreign: c?.foreign ?? 0,
             targetDelayMs: (receiver?.delays.target ?? 0) / 1_000_000)
     }
+}
+
+/// The RTP intercom (when configured): where it listens, whether a call is on, why it could not
+/// start, and the receiver's counters since start.
+public struct IntercomStatus: Codable, Sendable, Equatable {
+    public var listen: String
+    public var inCall: Bool
+    public var error: String?
+    public var received: Int
+    public var lost: Int
+    public var concealed: Int
+    public var fecRecovered: Int
+    public var late: Int
+    public var duplicate: Int
+    public var malformed: Int
+    public var foreign: Int
+    public var targetDelayMs: Int
 }

@@ -1,12 +1,15 @@
+import ControlParts
 import Subsonic
 
 /// Browsing the music server for the web app: artists, albums, playlists, search, random songs and
 /// cover art, each asked from the server (blocking: any thread but an output thread). Errors: no
 /// `music:` section (conflict), an unknown id (not found: Subsonic error 70), anything else from
 /// the server (upstream failure; the text never holds a secret).
-extension Daemon {
+public struct MusicLibrary: Sendable {
+    let daemon: Daemon
+
     /// What the library has to say, as the server answered it.
-    public enum LibraryAnswer: Sendable {
+    public enum Answer: Sendable {
         case artists([Artist])
         case artist(Artist)
         case album(Album)
@@ -17,7 +20,7 @@ extension Daemon {
     }
 
     /// A library question.
-    public enum LibraryQuery: Sendable, Equatable {
+    public enum Query: Sendable, Equatable {
         case artists
         case artist(String)
         case album(String)
@@ -28,8 +31,8 @@ extension Daemon {
         case random(Int)
     }
 
-    public func library(_ query: LibraryQuery) throws(ControlError) -> LibraryAnswer {
-        let client = try parts.music.context(config).client
+    public func ask(_ query: Query) throws(ControlError) -> Answer {
+        let client = try daemon.parts.music.context(daemon.config).client
         do {
             switch query {
             case .artists: return .artists(try client.artists())
@@ -42,25 +45,25 @@ extension Daemon {
             case .random(let size): return .songs(try client.randomSongs(size: max(1, min(size, 500))))
             }
         } catch {
-            throw Self.libraryError(error)
+            throw Self.error(error)
         }
     }
 
     /// The cover art `id` at `size` pixels (nil: as the server keeps it), from the disk cache or the
     /// server (then kept).
     public func coverArt(id: String, size: Int?) throws(ControlError) -> (bytes: [UInt8], contentType: String) {
-        if let kept = parts.covers.lookup(id: id, size: size) { return kept }
-        let client = try parts.music.context(config).client
+        if let kept = daemon.parts.covers.lookup(id: id, size: size) { return kept }
+        let client = try daemon.parts.music.context(daemon.config).client
         do {
             let image = try client.coverArt(id: id, size: size)
-            parts.covers.store(id: id, size: size, bytes: image.bytes, contentType: image.contentType)
+            daemon.parts.covers.store(id: id, size: size, bytes: image.bytes, contentType: image.contentType)
             return image
         } catch {
-            throw Self.libraryError(error)
+            throw Self.error(error)
         }
     }
 
-    static func libraryError(_ error: SubsonicError) -> ControlError {
+    static func error(_ error: SubsonicError) -> ControlError {
         if case .api(70, _) = error { return ControlError(.notFound, "music server: \(error)") }
         return ControlError(.upstreamFailure, "music server: \(error)")
     }

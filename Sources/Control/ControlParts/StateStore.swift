@@ -5,55 +5,58 @@ import Subsonic
 
 /// What the daemon keeps across restarts: each zone's volume and the music play queue with the
 /// position heard. Written as JSON to `<state-dir>/state.json`.
-struct SavedState: Codable, Equatable, Sendable {
+package struct SavedState: Codable, Equatable, Sendable {
     /// The user's volume per zone (linear 0...1).
-    var volumes: [String: Double] = [:]
+    package var volumes: [String: Double] = [:]
     /// The last music queue from the server, if any.
-    var queue: SavedQueue?
+    package var queue: SavedQueue?
+
+    package init(volumes: [String: Double] = [:], queue: SavedQueue? = nil) {
+        self.volumes = volumes
+        self.queue = queue
+    }
 }
 
 /// A music queue as it stood: its songs, the track and position heard, where and how loud it played,
 /// and whether it was playing (a paused or interrupted queue is saved as paused).
-struct SavedQueue: Codable, Equatable, Sendable {
-    var songs: [Song]
-    var index: Int
+package struct SavedQueue: Codable, Equatable, Sendable {
+    package var songs: [Song]
+    package var index: Int
     /// Seconds into `songs[index]`, of the audible frame.
-    var position: Double
-    var zones: [String]
-    var volume: Double
-    var playing: Bool
-}
+    package var position: Double
+    package var zones: [String]
+    package var volume: Double
+    package var playing: Bool
 
-extension SavedQueue {
-    /// The queue of server music `p` at the track and position heard now (to the millisecond); nil
-    /// before its first track has begun, or when `p` is not server music. Under the daemon lock.
-    init?(_ p: Playback, playing: Bool) {
-        guard let music = p.music, let now = music.nowPlaying() else { return nil }
-        self.init(
-            songs: music.songs, index: now.index, position: (now.seconds * 1000).rounded() / 1000, zones: p.zones,
-            volume: Double(p.volume), playing: playing)
+    package init(songs: [Song], index: Int, position: Double, zones: [String], volume: Double, playing: Bool) {
+        self.songs = songs
+        self.index = index
+        self.position = position
+        self.zones = zones
+        self.volume = volume
+        self.playing = playing
     }
 }
 
 /// Reads and writes `SavedState` atomically (a temporary file, fsync, rename), so a power cut leaves
 /// either the old file or the new one. Any thread; callers serialize writes (the monitor thread
 /// and shutdown write, never at once).
-struct StateStore: Sendable {
+package struct StateStore: Sendable {
     /// The file, or nil when no state directory is configured (nothing is kept).
-    let path: String?
+    package let path: String?
 
     /// `<directory>/state.json`; nil keeps nothing.
-    init(directory: String?) {
+    package init(directory: String?) {
         path = directory.map { $0.hasSuffix("/") ? $0 + "state.json" : $0 + "/state.json" }
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// The saved state; nil when there is none yet. A file that cannot be read or parsed is a
     /// failure naming the file (the caller logs it and starts fresh; the file is left for inspection).
-    func load() -> Result<SavedState?, Failure> {
+    package func load() -> Result<SavedState?, Failure> {
         guard let path else { return .success(nil) }
         switch FileIO.read(path) {
         case .success(nil): return .success(nil)
@@ -70,7 +73,7 @@ struct StateStore: Sendable {
     }
 
     /// Writes `state` atomically, creating the directory when missing.
-    func save(_ state: SavedState) -> Result<Void, Failure> {
+    package func save(_ state: SavedState) -> Result<Void, Failure> {
         guard let path else { return .success(()) }
         let directory = String(path.dropLast("/state.json".count))
         if !directory.isEmpty, case .failure(let error) = FileIO.makeDirectory(directory) {

@@ -2,13 +2,14 @@ import ALSA
 import Arbiter
 import BatonConfig
 import Engine
+import Players
 
 // The one mapping from the configuration's types to the mechanism's. Every switch is exhaustive: a
 // case added on either side stops the build here instead of silently becoming a default.
 
 extension Policy {
     /// The arbiter's policy from the config file's `policy:` section.
-    init(_ config: PolicyConfig) {
+    package init(_ config: PolicyConfig) {
         var classes: [SourceClass: ClassPolicy] = [:]
         let duck = DuckPolicy(
             level: Decibels(config.duck.level), attack: config.duck.attack, release: config.duck.release)
@@ -24,7 +25,7 @@ extension Policy {
 }
 
 extension RequestKind {
-    init(_ kind: ClassConfig.Kind) {
+    package init(_ kind: ClassConfig.Kind) {
         switch kind {
         case .transient: self = .transient
         case .permanent: self = .permanent
@@ -33,7 +34,7 @@ extension RequestKind {
 }
 
 extension LowerAction {
-    init(_ action: ClassConfig.LowerAction) {
+    package init(_ action: ClassConfig.LowerAction) {
         switch action {
         case .interrupt: self = .interrupt
         case .duck: self = .duck
@@ -43,7 +44,7 @@ extension LowerAction {
 }
 
 extension SameAction {
-    init(_ action: ClassConfig.SameAction) {
+    package init(_ action: ClassConfig.SameAction) {
         switch action {
         case .queue: self = .queue
         case .replace: self = .replace
@@ -54,7 +55,7 @@ extension SameAction {
 }
 
 extension DuringHigherAction {
-    init(_ action: ClassConfig.HigherAction) {
+    package init(_ action: ClassConfig.HigherAction) {
         switch action {
         case .queue: self = .queue
         case .reject: self = .reject
@@ -63,7 +64,7 @@ extension DuringHigherAction {
 }
 
 extension SampleFormat {
-    init(_ format: ZoneConfig.SampleFormat) {
+    package init(_ format: ZoneConfig.SampleFormat) {
         switch format {
         case .s16LE: self = .s16LE
         case .s32LE: self = .s32LE
@@ -72,10 +73,20 @@ extension SampleFormat {
 }
 
 extension ZoneClock {
-    init(_ clock: ZoneConfig.Clock) {
+    package init(_ clock: ZoneConfig.Clock) {
         switch clock {
         case .device: self = .device
         case .system: self = .system
+        }
+    }
+}
+
+extension ExternalPlayer.WhenInterrupted {
+    package init(_ config: ExternalSourceConfig.WhenInterrupted) {
+        switch config {
+        case .drop: self = .drop
+        case .pause: self = .pause
+        case .hold: self = .hold
         }
     }
 }

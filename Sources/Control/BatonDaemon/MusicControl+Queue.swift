@@ -1,3 +1,4 @@
+import ControlParts
 import Players
 import Subsonic
 
@@ -7,7 +8,7 @@ import Subsonic
 /// or moves the track heard now, or the one already written ahead of it (the last ~0.5 s of a
 /// track), makes the source go on in fresh slots — at the sample heard, when that track is still
 /// in the queue. Any thread.
-extension Daemon {
+extension MusicControl {
     /// The queue as the API shows it: the source, the songs, which one is heard.
     public struct QueueListing: Sendable {
         public var id: String
@@ -29,12 +30,9 @@ extension Daemon {
     }
 
     /// The newest server music's queue.
-    public func musicQueue() throws(ControlError) -> QueueListing {
-        try state.withLock { (s: inout State) throws(ControlError) in
-            guard let p = newestServerMusic(s), let music = p.music else {
-                throw ControlError(.notFound, "no music from the server is playing")
-            }
-            return QueueListing(
+    public func queue() throws(ControlError) -> QueueListing {
+        try withNewest { p, music, _ in
+            QueueListing(
                 id: p.id.rawValue, songs: music.songs, current: music.nowPlaying()?.index ?? music.startIndex,
                 restarted: false)
         }
@@ -45,14 +43,11 @@ extension Daemon {
         var added: [(song: Song, gain: Float)] = []
         if case .add(let ids, _) = operation {
             guard !ids.isEmpty else { throw ControlError(.badRequest, "songs: give at least one song id") }
-            let music = try parts.music.context(config)
+            let music = try daemon.parts.music.context(daemon.config)
             let songs = try music.songs(MusicSelection(songs: ids))
             added = Array(zip(songs, music.server(for: songs).gains)).map { (song: $0.0, gain: $0.1) }
         }
-        return try state.withLock { (s: inout State) throws(ControlError) in
-            guard let p = newestServerMusic(s), let music = p.music else {
-                throw ControlError(.notFound, "no music from the server is playing (play something first)")
-            }
+        return try withNewest(hint: " (play something first)") { p, music, s throws(ControlError) in
             var restarted = false
             if case .jump(let index) = operation {
                 guard index >= 0 && index < music.songs.count else {

@@ -17,16 +17,16 @@ public struct ReloadReport: Codable, Sendable, Equatable {
     /// Settings that only take effect after a restart (e.g. `api.listen`).
     public var needsRestart: [String] = []
 
-    init(applied: Bool, errors: [String]) {
+    package init(applied: Bool, errors: [String]) {
         self.applied = applied
         self.errors = errors
     }
 
     /// A reload that was refused, with why.
-    static func refused(_ errors: [String]) -> ReloadReport { ReloadReport(applied: false, errors: errors) }
+    package static func refused(_ errors: [String]) -> ReloadReport { ReloadReport(applied: false, errors: errors) }
 
     /// What applying `new` over `old` does, when the devices of `stopping` zones are stopped.
-    init(from old: BatonConfiguration, to new: BatonConfiguration, zones: [String], stopping: Set<String>) {
+    package init(from old: BatonConfiguration, to new: BatonConfiguration, zones: [String], stopping: Set<String>) {
         let names = new.zones.map(\.name)
         let known = Set(zones)
         self.init(applied: true, errors: [])

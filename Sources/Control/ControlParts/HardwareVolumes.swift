@@ -7,19 +7,19 @@ import Synchronization
 /// stays at 1; ducking and fades remain software gains on each source, so they never touch the
 /// hardware setting. A control that cannot be opened leaves the zone on software gain, with a
 /// warning and a `volume-control` event that say why. Any thread (one mutex).
-final class HardwareVolumes: Sendable {
+package final class HardwareVolumes: Sendable {
     private let controls = Mutex<[String: (control: MixerControl, volume: Double)]>([:])
     private let logger: Logger
     private let events: EventLog
 
-    init(logger: Logger, events: EventLog) {
+    package init(logger: Logger, events: EventLog) {
         self.logger = logger
         self.events = events
     }
 
     /// Opens the controls of `zones`, moving each zone's current user volume onto its control.
     /// Control thread, before or right after the zones start.
-    func open(_ zones: [ZoneHandle]) {
+    package func open(_ zones: [ZoneHandle]) {
         for zone in zones {
             guard let control = zone.config.mixer else {
                 controls.withLock { _ = $0.removeValue(forKey: zone.name) }
@@ -48,19 +48,19 @@ final class HardwareVolumes: Sendable {
     }
 
     /// The zone's user volume (0...1): the hardware control's when it has one.
-    func userVolume(_ zone: ZoneHandle) -> Double {
+    package func userVolume(_ zone: ZoneHandle) -> Double {
         controls.withLock { $0[zone.name]?.volume } ?? Double(zone.mixer.volume)
     }
 
     /// How the zone's volume is applied: `software`, or `hardware: CONTROL on DEVICE`.
-    func description(_ zone: ZoneHandle) -> String {
+    package func description(_ zone: ZoneHandle) -> String {
         controls.withLock { $0[zone.name] }.map { "hardware: \($0.control.control) on \($0.control.device)" }
             ?? "software"
     }
 
     /// Sets the zone's user volume (0...1, at most its max-volume): on its hardware control when it
     /// has one (an upstream failure when the control refuses), else on its software stage.
-    func setUserVolume(_ zone: ZoneHandle, _ volume: Float) throws(ControlError) {
+    package func setUserVolume(_ zone: ZoneHandle, _ volume: Float) throws(ControlError) {
         guard volume.isFinite, (0...1).contains(volume) else {
             throw ControlError(.badRequest, "volume must be between 0 and 1 (got \(volume))")
         }

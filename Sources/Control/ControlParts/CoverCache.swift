@@ -4,20 +4,20 @@ import Synchronization
 /// Cover art fetched from the music server, kept on disk in `<state-dir>/covers` so that the web
 /// app's images cost the server one request each. Bounded: past `limit` bytes the least recently
 /// stored images are removed. Without a state directory nothing is kept. Any thread (its own lock).
-final class CoverCache: Sendable {
-    let directory: String?
-    let limit: Int
+package final class CoverCache: Sendable {
+    package let directory: String?
+    package let limit: Int
     /// The files kept and their sizes, oldest first; read from the directory at first use.
     private let index = Mutex<[(name: String, size: Int)]?>(nil)
 
-    init(directory: String?, limit: Int = 64 << 20) {
+    package init(directory: String?, limit: Int = 64 << 20) {
         self.directory = directory
         self.limit = limit
     }
 
     /// The file name for an id and size: only letters, digits, `-` and `_` survive from the id (a
     /// server's ids are such), with a hash of the whole id so that two ids never share a file.
-    static func fileName(id: String, size: Int?, type: String) -> String {
+    package static func fileName(id: String, size: Int?, type: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in id.utf8 {
             hash ^= UInt64(byte)
@@ -32,7 +32,7 @@ final class CoverCache: Sendable {
     }
 
     /// A kept image for id and size, with its content type.
-    func lookup(id: String, size: Int?) -> (bytes: [UInt8], contentType: String)? {
+    package func lookup(id: String, size: Int?) -> (bytes: [UInt8], contentType: String)? {
         guard let directory else { return nil }
         for (ext, type) in [("jpg", "image/jpeg"), ("png", "image/png"), ("webp", "image/webp"), ("gif", "image/gif")] {
             let name = Self.fileName(id: id, size: size, type: type)
@@ -45,7 +45,7 @@ final class CoverCache: Sendable {
     }
 
     /// Keeps an image, removing the oldest ones past the limit.
-    func store(id: String, size: Int?, bytes: [UInt8], contentType: String) {
+    package func store(id: String, size: Int?, bytes: [UInt8], contentType: String) {
         guard let directory, bytes.count <= limit else { return }
         guard case .success = FileIO.makeDirectory(directory) else { return }
         let name = Self.fileName(id: id, size: size, type: contentType)
@@ -67,7 +67,7 @@ final class CoverCache: Sendable {
     }
 
     /// Bytes kept now.
-    var bytesKept: Int {
+    package var bytesKept: Int {
         guard let directory else { return 0 }
         return FileIO.files(in: directory).reduce(0) { $0 + $1.size }
     }

@@ -1,0 +1,113 @@
+import ControlParts
+import Players
+import Subsonic
+import Synchronization
+
+/// Music from the household's Subsonic server, through the same admit path and slots as everything
+/// else (the player itself is `MusicPlayer`, Players): playing a selection, skipping, seeking,
+/// resuming the saved queue, and the queue of the newest music source seen and edited
+/// (`MusicControl+Queue.swift`). Calls that ask the server block: any thread but an output thread.
+public struct MusicControl: Sendable {
+    let daemon: Daemon
+
+    /// Resolves `selection` on the server and plays it as music (class `music`, permanent) on `zones`
+    /// (empty: `music.zones`).
+    public func play(_ selection: MusicSelection, zones requested: [String], volume: Float = 1)
+        throws(ControlError) -> Admission
+    {
+        let music = try daemon.parts.music.context(daemon.config)
+        let songs = try music.songs(selection)
+        return try start(songs, zones: requested.isEmpty ? music.config.zones : requested, volume: volume)
+    }
+
+    /// Plays resolved songs on zones through the arbiter, from song `index` at `offset` seconds
+    /// (a restored queue).
+    func start(_ songs: [Song], zones: [String], volume: Float = 1, index: Int = 0, offset: Double = 0)
+        throws(ControlError) -> Admission
+    {
+        let server = try daemon.parts.music.context(daemon.config).server(for: songs)
+        let identity = Mutex<(id: String, zones: [String])>(("", []))
+        let report = daemon.events.reporter(logger: daemon.logger) { identity.withLock { $0 } }
+        return try daemon.admit(
+            .music, zones: zones, volume: volume, before: { id in identity.withLock { $0.id = id.rawValue } }
+        ) {
+            (available: [ZoneHandle]) throws(ControlError) in
+            identity.withLock { $0.zones = available.map(\.name) }
+            return MusicPlayer(songs: songs, index: index, offset: offset, server: server, report: report)
+        }
+    }
+
+    /// Skips `by` tracks (1: next, -1: previous) in the newest music source.
+    public func skip(by offset: Int) throws(ControlError) -> String {
+        try withNewest { p, music, s throws(ControlError) in
+            let index = (music.nowPlaying()?.index ?? music.startIndex) + offset
+            guard index >= 0 && index < music.songs.count else {
+                throw ControlError(.conflict, offset > 0 ? "already at the last track" : "already at the first track")
+            }
+            restart(p, music, at: index, offset: 0, &s)
+            return p.id.rawValue
+        }
+    }
+
+    /// Moves the newest music source to `position` seconds of its current track (or of track
+    /// `track`, 0-based, when given): the track is fetched again and decoded frames before the
+    /// position are dropped, exact to the decoded frame.
+    public func seek(to position: Double, track: Int? = nil) throws(ControlError) -> String {
+        guard position.isFinite, position >= 0 else {
+            throw ControlError(.badRequest, "position must be a number of seconds ≥ 0")
+        }
+        return try withNewest { p, music, s throws(ControlError) in
+            let index: Int
+            switch music.seekTarget(position, track: track) {
+            case .success(let i): index = i
+            case .failure(let problem): throw ControlError(.badRequest, problem.message)
+            }
+            restart(p, music, at: index, offset: position, &s)
+            return p.id.rawValue
+        }
+    }
+
+    /// Plays the saved queue again from its track and position when no music source exists
+    /// (`music/resume` after a restart or a stop).
+    public func resumeSavedQueue() throws(ControlError) -> Admission {
+        guard let q = daemon.parts.persistence.saved.queue, q.index < q.songs.count else {
+            throw ControlError(.notFound, "no music source to resume and no saved queue")
+        }
+        guard (try? daemon.parts.music.context(daemon.config)) != nil else {
+            throw ControlError(.conflict, "a queue was saved but no music server is configured")
+        }
+        let zoneNames = q.zones.filter(Set(daemon.zones.names).contains)
+        guard !zoneNames.isEmpty else {
+            throw ControlError(
+                .conflict, "the saved queue played on zones that no longer exist (\(q.zones.joined(separator: ", ")))")
+        }
+        return try start(
+            q.songs, zones: zoneNames, volume: Float(min(max(q.volume, 0), 1)), index: q.index, offset: q.position)
+    }
+
+    /// Runs `body` under the lock with the newest granted music source from the server, or throws
+    /// not found (`hint` added) when there is none.
+    func withNewest<T: Sendable>(
+        hint: String = "", _ body: (Playback, MusicPlayer, inout Daemon.State) throws(ControlError) -> T
+    ) throws(ControlError) -> T {
+        try daemon.state.withLock { (s: inout Daemon.State) throws(ControlError) in
+            guard let p = Self.newest(s), let music = p.music else {
+                throw ControlError(.notFound, "no music from the server is playing\(hint)")
+            }
+            return try body(p, music, &s)
+        }
+    }
+
+    /// Plays `p` on from track `index`, `offset` seconds in: the old stream gives up its slots and
+    /// the source goes on in fresh ones. A user change for the arbiter. Under the lock.
+    func restart(_ p: Playback, _ music: MusicPlayer, at index: Int, offset: Double, _ s: inout Daemon.State) {
+        daemon.releaseSlots(p, now: music.endStream())
+        music.restart(at: index, offset: offset, in: daemon.claimSlots(p, s))
+        daemon.apply(s.arbiter.user(.change, on: p.id, at: .now), &s)
+    }
+
+    /// The newest granted source of music from the server, if any. Under the lock.
+    static func newest(_ s: borrowing Daemon.State) -> Playback? {
+        s.playbacks.values.filter { $0.music != nil && $0.started }.max { $0.id < $1.id }
+    }
+}
