@@ -10,6 +10,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import BatonService
+@testable import ControlParts
 
 /// Seek, ReplayGain, the play queue kept across a restart, and a pause long enough for the server
 /// to drop the idle connection — all against the real Subsonic test server, checked in the zone's file.
@@ -88,14 +89,15 @@ import Testing
         let music = try t.daemon.parts.music.context(t.daemon.config)
         var song = try #require(
             try music.client.search("Tone 440", artistCount: 0, albumCount: 0, songCount: 5).songs.first)
-        let plain = try t.daemon.startSongs([song], zones: ["kitchen"])
+        let plain = try t.daemon.music.start([song], zones: ["kitchen"])
         #expect(waitUntil(seconds: 15) { position(t, plain.id) > 0.6 })
         try t.daemon.command(.stop, source: plain.id)
         song.replayGain = ReplayGain(trackGain: -6.0206, albumGain: -20, trackPeak: 0.5)
-        let quiet = try t.daemon.startSongs([song], zones: ["kitchen"])
+        let quiet = try t.daemon.music.start([song], zones: ["kitchen"])
         #expect(waitUntil(seconds: 15) { position(t, quiet.id) > 0.6 })
-        let a = try #require(t.waitForEvent("granted", source: plain.id)?.zoneFrames?["kitchen"])
-        let b = try #require(t.waitForEvent("granted", source: quiet.id)?.zoneFrames?["kitchen"])
+        // From each one's first frame heard (under load a stream may start well after its grant).
+        let a = try #require(t.waitForEvent("audible", source: plain.id)?.zoneFrames?["kitchen"])
+        let b = try #require(t.waitForEvent("audible", source: quiet.id)?.zoneFrames?["kitchen"])
         t.stop()
         let out = t.left("kitchen")
         let full = Signals.windowedToneLevel(out[(a + 8_820)..<(a + 13_230)], frequency: 440, rate: 44_100)
