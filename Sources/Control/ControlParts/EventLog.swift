@@ -4,13 +4,16 @@ import OSThread
 import Synchronization
 
 /// Receives every new event (an SSE stream, the MQTT bridge). `deliver` is called on the thread that
-/// published, in order, and must not block; returning false drops the subscriber (a slow client).
+/// published, in sequence order (never two at once), and must not block nor publish; returning false
+/// drops the subscriber (a slow client).
 public protocol EventSubscriber: AnyObject, Sendable {
     func deliver(_ event: Event) -> Bool
 }
 
 /// Keeps the recent events (for the status timeline) and fans every new one out to the
-/// subscribers. Thread: any; `publish` never blocks.
+/// subscribers, in sequence order: two threads publishing at once cannot hand a subscriber seq 101
+/// before seq 100 (a client that then resumes with `Last-Event-ID: 101` would never get 100).
+/// Thread: any; `publish` waits only for another publish's delivery, which never blocks.
 public final class EventLog: Sendable {
     private struct State {
         package var recent: [Event] = []
@@ -22,6 +25,10 @@ public final class EventLog: Sendable {
     /// How many events `recent` keeps.
     public let capacity: Int
     private let state = Mutex(State())
+    /// Held from numbering an event until it is delivered, and while a new subscriber gets the
+    /// replay and joins: deliveries go out one at a time, in sequence order. Never held by a
+    /// subscriber's `deliver` (which may `unsubscribe`: that takes `state` only).
+    private let delivery = Mutex(())
     private let startNanoseconds = monotonicNanoseconds()
 
     public init(capacity: Int = 2_000) { self.capacity = capacity }
@@ -40,18 +47,20 @@ public final class EventLog: Sendable {
         let now = Date.now.formatted(
             .iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true).timeSeparator(
                 .colon))
-        let (event, subscribers): (Event, [(Int, any EventSubscriber)]) = state.withLock { s in
-            let e = Event(
-                seq: s.next, time: now + "Z", uptimeMs: uptime, type: type, source: source, zones: zones,
-                reason: reason, shouldResume: shouldResume, level: level, into: into,
-                zoneFrames: zoneFrames)
-            s.next += 1
-            s.recent.append(e)
-            if s.recent.count > capacity { s.recent.removeFirst(s.recent.count - capacity) }
-            return (e, s.subscribers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        return delivery.withLock { _ in
+            let (event, subscribers): (Event, [(Int, any EventSubscriber)]) = state.withLock { s in
+                let e = Event(
+                    seq: s.next, time: now + "Z", uptimeMs: uptime, type: type, source: source, zones: zones,
+                    reason: reason, shouldResume: shouldResume, level: level, into: into,
+                    zoneFrames: zoneFrames)
+                s.next += 1
+                s.recent.append(e)
+                if s.recent.count > capacity { s.recent.removeFirst(s.recent.count - capacity) }
+                return (e, s.subscribers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+            }
+            for (id, subscriber) in subscribers where !subscriber.deliver(event) { unsubscribe(id) }
+            return event
         }
-        for (id, subscriber) in subscribers where !subscriber.deliver(event) { unsubscribe(id) }
-        return event
     }
 
     /// The events still kept, oldest first; only those after `seq` when given.
@@ -63,13 +72,14 @@ public final class EventLog: Sendable {
     /// misses nothing still kept), then every new one. Returns its id for `unsubscribe`.
     @discardableResult
     public func subscribe(_ subscriber: any EventSubscriber, after lastEventID: Int?) -> Int {
-        state.withLock { s in
-            s.nextSubscriber += 1
-            if let lastEventID {
-                for e in s.recent where e.seq > lastEventID { _ = subscriber.deliver(e) }
+        delivery.withLock { _ in
+            let missed = lastEventID.map { recent(after: $0) } ?? []
+            for e in missed { _ = subscriber.deliver(e) }
+            return state.withLock { s in
+                s.nextSubscriber += 1
+                s.subscribers[s.nextSubscriber] = subscriber
+                return s.nextSubscriber
             }
-            s.subscribers[s.nextSubscriber] = subscriber
-            return s.nextSubscriber
         }
     }
 

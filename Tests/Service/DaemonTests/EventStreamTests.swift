@@ -1,6 +1,7 @@
 import BatonTesting
 import FoundationEssentials
 import OSThread
+import Synchronization
 import Testing
 
 @testable import BatonDaemon
@@ -52,6 +53,39 @@ import Testing
     }
 
     /// A client reconnecting with Last-Event-ID first receives the kept events it missed.
+    /// Four threads publishing at once: a subscriber gets every event exactly once, in sequence
+    /// order, also one that joins with a replay halfway (a client that saw seq 101 before 100 and
+    /// then resumed with `Last-Event-ID: 101` would have lost 100 for good; the soak caught one).
+    @Test func subscribersGetEventsInSequenceOrderWhilePublishersRace() {
+        final class Seqs: EventSubscriber {
+            let seen = Mutex<[Int]>([])
+            func deliver(_ event: Event) -> Bool {
+                seen.withLock { $0.append(event.seq) }
+                return true
+            }
+        }
+        let log = EventLog(capacity: 20_000)
+        let first = Seqs()
+        let late = Seqs()
+        log.subscribe(first, after: nil)
+        let threads = (0..<4).map { n in
+            OSThread.start(name: "publish\(n)") {
+                for i in 0..<2_000 {
+                    log.publish(type: "test", reason: "\(n)/\(i)")
+                    if n == 0 && i == 1_000 { log.subscribe(late, after: 1) }
+                }
+            }
+        }
+        for t in threads { t.join() }
+        /// Where `seen` first differs from `from...8000` (nil: it is exactly that).
+        func disorder(_ seen: [Int], from: Int) -> String? {
+            for (i, seq) in seen.enumerated() where seq != from + i { return "seq \(seq) where \(from + i) was due" }
+            return seen.count == 8_001 - from ? nil : "\(seen.count) events, \(8_001 - from) due"
+        }
+        #expect(disorder(first.seen.withLock { $0 }, from: 1) == nil)
+        #expect(disorder(late.seen.withLock { $0 }, from: 2) == nil)
+    }
+
     @Test func reconnectReplaysMissedEvents() throws {
         let t = try TestDaemon()
         defer { t.stop() }
