@@ -88,6 +88,11 @@ public final class DeviceOutput: @unchecked Sendable {
     /// Called on the output thread when the device becomes available or unavailable (the PCM opened,
     /// or was lost); must be quick and must not block. Set before `start`.
     public nonisolated(unsafe) var availabilityObserver: (@Sendable () -> Void)?
+    /// Called on the output thread after a period in which what a zone mixes changed (a source's
+    /// frames began or stopped being mixed, a ring ran dry, the loudness crossed the meter's
+    /// threshold: `ZoneMixer.takeChanged`), so that whoever follows the audio looks again instead
+    /// of polling; must be quick and must not block. Set before `start`.
+    public nonisolated(unsafe) var audioObserver: (@Sendable () -> Void)?
     /// Wakes the output thread while it waits with nothing to play (`stopsWhenIdle`).
     private let doorbell = Semaphore()
     private let idleStopCount = Atomic<Int>(0)
@@ -314,12 +319,15 @@ public final class DeviceOutput: @unchecked Sendable {
     private func renderDevice(period: Int, channels: Int) -> UnsafeMutablePointer<Float> {
         guard let device else {
             mixers[0].render()
+            if mixers[0].takeChanged() { audioObserver?() }
             return mixers[0].mix
         }
         device.update(repeating: 0, count: period * channels)
+        var changed = false
         for z in 0..<mixers.count {
             let m = mixers[z]
             m.render()
+            if m.takeChanged() { changed = true }
             let map = spec.zones[z].deviceChannels
             let zc = m.channels
             for c in 0..<zc {
@@ -333,6 +341,7 @@ public final class DeviceOutput: @unchecked Sendable {
                 }
             }
         }
+        if changed { audioObserver?() }
         return device
     }
 

@@ -50,7 +50,9 @@ public final class Meter: @unchecked Sendable {
     /// `frame`. Output thread only (the zone's mixer calls it; public for baton-bench --meter).
     /// Real-time safe.
     @inline(__always)
-    public func measure(_ mix: UnsafePointer<Float>, frames: Int, channels: Int, frame: Int) {
+    /// Returns true when the zone's loudness crossed the threshold in this period.
+    @discardableResult
+    public func measure(_ mix: UnsafePointer<Float>, frames: Int, channels: Int, frame: Int) -> Bool {
         let samples = frames * channels
         var peak: Float = 0
         var sum: Float = 0
@@ -65,6 +67,8 @@ public final class Meter: @unchecked Sendable {
         if loud != wasLoud {
             wasLoud = loud
             if loud { loudness.record(on: frame, off: nil) } else { loudness.record(on: nil, off: frame) }
+            return true
         }
+        return false
     }
 }

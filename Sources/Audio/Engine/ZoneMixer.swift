@@ -21,6 +21,10 @@ public final class ZoneMixer: @unchecked Sendable {
 
     /// The zone frame counter: frames rendered so far. Rendering thread only.
     public private(set) var frame = 0
+    /// Set by `render` when what the zone mixes changed — a slot began or stopped sounding (its
+    /// first frame, a fade to 0, a ring run dry) or the loudness crossed the meter's threshold —
+    /// and cleared by `takeChanged`. Rendering thread only.
+    private var changed = false
     private let renderedFrames = Atomic<Int>(0)
 
     /// The first frame the next `render` produces: a change made now (a gain, a pause, a new slot)
@@ -119,9 +123,16 @@ public final class ZoneMixer: @unchecked Sendable {
             if phase == SourceSlot.Phase.active.rawValue { renderSlot(slot) }
         }
         applyVolume(samples: samples)
-        meter.measure(mix, frames: periodFrames, channels: channels, frame: frame)
+        if meter.measure(mix, frames: periodFrames, channels: channels, frame: frame) { changed = true }
         frame += periodFrames
         renderedFrames.store(frame, ordering: .releasing)
+    }
+
+    /// Whether what the zone mixes changed since the last call (see `changed`). Rendering thread
+    /// only, after `render`. Real-time safe.
+    public func takeChanged() -> Bool {
+        defer { changed = false }
+        return changed
     }
 
     /// Multiplies the mix by the zone volume, ramping toward a new value at the zone's ramp speed.
@@ -224,7 +235,10 @@ public final class ZoneMixer: @unchecked Sendable {
             // Heard up to the last frame mixed, or up to where a fade reached 0.
             off = frame + (endGain > 0 ? got : (startGain > 0 ? min(got, rampPart) : 0))
         }
-        if on != nil || off != nil { slot.sounding.record(on: on, off: off, tag: ranDry) }
+        if on != nil || off != nil {
+            slot.sounding.record(on: on, off: off, tag: ranDry)
+            changed = true
+        }
         slot.soundingNow = onAtEnd
     }
 }

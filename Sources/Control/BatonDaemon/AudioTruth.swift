@@ -176,16 +176,43 @@ struct AudioTruth {
         }
     }
 
-    /// How soon the monitor must look again to follow the audio (nanoseconds), nil when nothing is
-    /// to be followed: every 5 ms while a source the arbiter lets be heard has its first frame not
-    /// heard yet, or a finished sound's tail plays out — so `audible` is published within a period of
-    /// that frame; every 20 ms while sources are heard, for `buffering` and the silence watch
-    /// (status computes states live, at any time). Under the lock.
-    static func nextLook(_ s: borrowing Daemon.State) -> Int? {
+    /// How soon the monitor must look again to follow the audio (nanoseconds), nil when only a
+    /// wake-up can make it due: every 5 ms while a source the arbiter lets be heard has its first
+    /// frame not heard yet, or a finished sound's tail plays out — so `audible` is published within
+    /// a period of that frame. While sources are heard it does not poll: a change the output thread
+    /// mixed (a fade to 0, a ring run dry, the loudness crossing the threshold) wakes the monitor
+    /// (`DeviceOutput.audioObserver`), and this says when that change is heard — a device delay
+    /// later — or when a quiet zone's silence alarm is due. Under the lock.
+    func nextLook(_ s: borrowing Daemon.State) -> Int? {
         let heardNow = s.playbacks.values.filter {
             $0.started && !$0.released && (s.arbiter.state(of: $0.id)?.isAudible ?? false)
         }
         if heardNow.contains(where: { !$0.heard }) || !s.retiring.isEmpty { return 5_000_000 }
-        return heardNow.isEmpty ? nil : 20_000_000
+        var soonest: Int?
+        func due(_ frame: Int, in zone: ZoneHandle, audible: Int) {
+            guard frame > audible else { return }
+            let n = (frame - audible) * 1_000_000_000 / zone.rate + 1_000_000
+            soonest = min(soonest ?? n, n)
+        }
+        for p in heardNow {
+            for part in p.parts {
+                guard let slot = part.slot, let zone = zones.zone(part.zone) else { continue }
+                let audible = zone.device.snapshot().audibleFrame
+                let sounding = slot.sounding.snapshot()
+                due(sounding.onFrom, in: zone, audible: audible)
+                due(sounding.offFrom, in: zone, audible: audible)
+            }
+        }
+        for zone in zones.zones {
+            guard let w = s.silence[zone.name], w.heardSince != nil else { continue }
+            let audible = zone.device.snapshot().audibleFrame
+            let loud = zone.mixer.meter.loudness.snapshot()
+            due(loud.onFrom, in: zone, audible: audible)
+            due(loud.offFrom, in: zone, audible: audible)
+            if !w.alarmed, let quiet = w.quietSince {
+                due(max(quiet, w.heardSince ?? quiet) + zone.frames(silenceAlarm), in: zone, audible: audible)
+            }
+        }
+        return soonest
     }
 }

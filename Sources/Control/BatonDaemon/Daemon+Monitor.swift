@@ -5,7 +5,8 @@ extension Daemon {
     /// nothing is due. Monitor thread; tests call it directly.
     @discardableResult
     func tick() -> Int? {
-        state.withLock { s -> Int? in
+        let truth = self.truth
+        return state.withLock { s -> Int? in
             external.tick(&s)
             var done: [Playback] = []
             for p in s.playbacks.values where p.started {
@@ -41,7 +42,7 @@ extension Daemon {
             for p in s.playbacks.values where p.started && !p.released {
                 if let n = p.source.nextTick { next = min(next ?? n, n) }
             }
-            if let look = AudioTruth.nextLook(s) { next = min(next ?? look, look) }
+            if let look = truth.nextLook(s) { next = min(next ?? look, look) }
             if let t = s.timer {
                 let (seconds, attoseconds) = ContinuousClock.now.duration(to: t).components
                 let n = max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))

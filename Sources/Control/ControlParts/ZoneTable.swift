@@ -146,10 +146,11 @@ package final class ZoneTable: Sendable {
 
 extension DeviceOutput {
     /// Starts the output thread and says so. Control thread.
-    /// Starts the output thread; `availabilityChanged` runs on it when the PCM opens or is lost
-    /// (it wakes the monitor, which reports the change).
-    package func start(_ logger: Logger, availabilityChanged: @escaping @Sendable () -> Void) {
-        availabilityObserver = availabilityChanged
+    /// Starts the output thread; `changed` runs on it when the PCM opens or is lost and when what a
+    /// zone mixes changed (it wakes the monitor, which reports availability and follows the audio).
+    package func start(_ logger: Logger, changed: @escaping @Sendable () -> Void) {
+        availabilityObserver = changed
+        audioObserver = changed
         start()
         let p = spec.pcm
         let names = spec.zones.map(\.name)
