@@ -60,14 +60,20 @@ def get(path):
     c = http.client.HTTPConnection("127.0.0.1", api_port, timeout=5); c.request("GET", path)
     r = c.getresponse(); data = r.read(); c.close(); return r.status, data
 
+send_gaps = []   # ns between the request time and the return of send(2): the client itself descheduled
 def post(path, body):
-    """POSTs `body`; returns the CLOCK_MONOTONIC ns taken right before the request went out."""
-    c = http.client.HTTPConnection("127.0.0.1", api_port, timeout=5)
-    c.connect()
+    """POSTs `body`; returns the CLOCK_MONOTONIC ns taken right before the request went out (one
+    send(2) of the whole request, formatted beforehand, on a connected socket)."""
+    request = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n{body}").encode()
+    s = socket.create_connection(("127.0.0.1", api_port), timeout=5)
     t = now_ns()
-    c.request("POST", path, body, {"Content-Type": "application/json"})
-    r = c.getresponse(); data = r.read(); c.close()
-    assert r.status == 202, (path, r.status, data)
+    s.sendall(request)
+    send_gaps.append(now_ns() - t)
+    reply = b""
+    while chunk := s.recv(4096): reply += chunk
+    s.close()
+    assert reply.startswith(b"HTTP/1.1 202"), (path, reply[:200])
     return t
 
 def status():
@@ -109,7 +115,7 @@ zone = status()
 daemon.send_signal(signal.SIGTERM); daemon.wait(timeout=10)
 
 # The sidecar: per open, the record offset (setup) and its period lines (ns, frames since open).
-opens, events = [], []   # opens: [record base frame, [counts], [ns]]; events: (ns, kind)
+opens, events, events3 = [], [], []   # opens: [record base frame, [counts], [ns]]; events: (ns, kind)
 for line in open(timing):
     ns, frames, kind, *rest = line.split()
     ns, frames = int(ns), int(frames)
@@ -119,7 +125,7 @@ for line in open(timing):
     elif kind == "period":
         opens[-1][1].append(opens[-1][0] + frames); opens[-1][2].append(ns)
     else:
-        events.append((ns, kind))
+        events.append((ns, kind)); events3.append((ns, kind, frames))
 counts = [c for o in opens for c in o[1]]    # record frame index just past each period, in time order
 ends = [t for o in opens for t in o[2]]      # the instant the card finished taking that period
 assert counts == sorted(counts) and ends == sorted(ends)
@@ -194,6 +200,36 @@ if stopped:
           f"{statistics.median((m['prepare'] - m['t']) / 1e6 for m in stopped):.2f} ms, prepare → start "
           f"{statistics.median((m['start'] - m['prepare']) / 1e6 for m in stopped):.2f} ms, start → first frame "
           f"{statistics.median((m['exact'] - m['start']) / 1e6 for m in stopped):.2f} ms")
+# Where the tail's time goes. Idle: request → prepare is the daemon (HTTP, admission, arbiter, slot,
+# wake-up of the output thread); prepare → start the output thread filling the empty buffer (the card
+# starts at the start threshold, a full buffer); start → the first frame, which frames of the new
+# stream came before the announcement. With music: the announcement is mixed by the first render after
+# the grant, and a render starts when the card frees a period (its period end, T); what it mixes is
+# heard a buffer later (first frame at T + buffer). So latency − buffer = request → that render, and
+# the periods it missed = how many period ends passed between the request and it.
+def period_ends_between(a, b): return bisect.bisect_left(ends, b) - bisect.bisect_right(ends, a)
+def stream_start_frame(t):
+    i = bisect.bisect_left(prepares, t)
+    return prepare_frames[i] if i < len(prepares) else None
+prepares = [t for t, k2, _ in events3 if k2 == "prepare"]
+prepare_frames = [f for _, k2, f in events3 if k2 == "prepare"]
+for m in stopped:
+    m["into_stream"] = m["frame"] - opens[-1][0] - (stream_start_frame(m["t"]) or 0)
+print("idle, the 5 slowest: " + "; ".join(
+    f"{m['ms']:.1f} ms = request → prepare {(m['prepare'] - m['t']) / 1e6:.1f} + prepare → start "
+    f"{(m['start'] - m['prepare']) / 1e6:.1f} + start → frame {(m['exact'] - m['start']) / 1e6:.1f} "
+    f"(frame {m['into_stream']} of the new stream)"
+    for m in sorted(stopped, key=lambda m: -m["ms"])[:5]))
+print(f"idle, the announcement was not the new stream's first frame: {sum(m['into_stream'] != 0 for m in stopped)} of {len(stopped)}")
+if running:
+    render = [m["ms"] - buffer_ms for m in running]
+    missed = [period_ends_between(m["t"], m["exact"] - BUFFER * 1e9 / RATE - 1e5) for m in running]
+    print(f"music: request → the render that mixed it (latency − buffer): {summary(render)}; periods it missed "
+          f"(period ends between the request and that render): " +
+          ", ".join(f"{k}: {missed.count(k)}" for k in sorted(set(missed))))
+    print("music, the 5 slowest: " + "; ".join(
+        f"{m['ms']:.1f} ms (missed {period_ends_between(m['t'], m['exact'] - BUFFER * 1e9 / RATE - 1e5)})"
+        for m in sorted(running, key=lambda m: -m["ms"])[:5]))
 for name, p99 in (("idle", pct([m["ms"] for m in stopped], 0.99) if stopped else None),
                   ("music", pct([m["ms"] for m in running], 0.99) if running else None)):
     if p99 is not None:
@@ -201,6 +237,8 @@ for name, p99 in (("idle", pct([m["ms"] for m in stopped], 0.99) if stopped else
 print(f"first announcement frame exactly the sound's first frame ({A}, {-A}), idle: {exact_first} of {len(idle_m)}")
 print(f"idle requests that found the PCM running: {len(idle_m) - len(stopped)}; music requests during a PCM restart: "
       f"{len(music_m) - len(running)}")
+print(f"client: request time → its send(2) returned: max {max(send_gaps) / 1e6:.2f} ms, "
+      f"over 1 ms {sum(g > 1_000_000 for g in send_gaps)} of {len(send_gaps)}")
 print(f"not measured: idle {len(idle_p)} {sorted(set(idle_p))[:3]}, music {len(music_p)} {sorted(set(music_p))[:3]}")
 if os.environ.get("KEEP"):
     print(f"files kept in {d}")
