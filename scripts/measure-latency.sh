@@ -27,7 +27,8 @@
 # it in that period) / rate earlier (exact: the card consumes at its rate within a period). Prints
 # p50/p99/max of request → that instant, idle and with music, and of request → the end of its period
 # (what a period-granule pointer reports, up to one period later), with the target: p99 ≤ period +
-# buffer + 5 ms. The card mode also builds the card's plugin (release) next to batond.
+# buffer + 5 ms, and where the time goes. The card mode also builds the card's plugin (release) next to
+# batond. BATOND_NICE=-10 runs batond at that nice value (an experiment: its SCHED_OTHER threads).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=file
