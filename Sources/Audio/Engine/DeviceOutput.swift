@@ -311,6 +311,11 @@ public final class DeviceOutput: @unchecked Sendable {
             lastError.store(r, ordering: .releasing)
             return false
         }
+        // A new stream from an empty buffer, as after a fault: its first writes, made before it
+        // starts, must not count as the device nearly running dry (a late cycle at every restart).
+        rateEstimator.reset()
+        framesSincePrepare = 0
+        lastDelayAfterWrite = 0
         return true
     }
 

@@ -75,6 +75,32 @@ import Testing
         #expect(exact, "every sample of the sound, from the first, converted to S16")
     }
 
+    /// On a card (`clock: device`), a restart after an idle stop is a new stream that fills an empty
+    /// buffer before it starts: not a late cycle (the device nearly running dry), and no xrun.
+    @Test func restartingACardIsNotALateCycle() throws {
+        let card = ALSATestRig.makeCard(rate: Self.rate, periodFrames: Self.period, bufferFrames: Self.buffer)
+        let zone = DeviceOutput(spec(card.name, clock: .device))
+        zone.start()
+        #expect(waitUntil(seconds: 5) { zone.isStoppedIdle })
+        let sound = [Float](repeating: 0.25, count: 4_800 * 2)
+        for round in 0..<3 {
+            let slot = try #require(zone.mixer.claimSlot(gain: 1))
+            _ = sound.withUnsafeBufferPointer { slot.ring.write($0.baseAddress!, count: $0.count) }
+            slot.finish()
+            zone.wake()
+            #expect(waitUntil { slot.isDrained })
+            zone.mixer.release(slot)
+            #expect(waitUntil(seconds: 5) { zone.isStoppedIdle && zone.idleStops == round + 2 })
+        }
+        let snapshot = zone.snapshot()
+        zone.stop()
+        #expect(snapshot.lateCycles == 0, "\(snapshot.lateCycles) late cycles over 3 restarts")
+        #expect(snapshot.xruns == 0)
+        #expect(card.events("start").count == 4, "the card started once, then once a restart")
+        #expect(card.events("drained").count == 4)
+        #expect(card.events("xrun").isEmpty)
+    }
+
     /// A volume change reaches an idle, stopped zone: the thread wakes, ramps over silence, stops again.
     @Test func volumeChangeWakesAStoppedZone() throws {
         let pcm = ALSATestRig.makePCM()
