@@ -9,13 +9,13 @@
 #  2. Delay: baton-delay-probe writes level steps through baton_x; before each step it reads
 #     snd_pcm_delay. The step should be heard DELAY frames later; the card's record and timing say
 #     when it was. The error is reported in ms and in the program's periods.
-# Needs a release build: swift build -c release (batond and both plugins).
+# Needs a release build: . scripts/release-flags.sh; swift build "${release_flags[@]}" (batond and both plugins).
 set -euo pipefail
 seconds=${1:-20}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/.build/release
 for f in batond libasound_module_pcm_baton.so libasound_module_pcm_batontest.so; do
-  [ -e "$bin/$f" ] || { echo "bench-external: $bin/$f is missing: swift build -c release" >&2; exit 1; }
+  [ -e "$bin/$f" ] || { echo "bench-external: $bin/$f is missing: swift build with scripts/release-flags.sh" >&2; exit 1; }
 done
 dir=$(mktemp -d /tmp/baton-bench-external.XXXXXX)
 port=$((20000 + RANDOM % 30000))

@@ -39,8 +39,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Builds: baton-bench (release) and the C floor as a standalone program (no Swift runtime in its RSS).
-swift build -c release --product baton-bench >/dev/null
+# Builds: baton-bench (release, the package's options: scripts/release-flags.sh) and the C floor as a
+# standalone program (no Swift runtime in its RSS).
+. scripts/release-flags.sh
+swift build "${release_flags[@]}" --product baton-bench >/dev/null
 baton="$PWD/.build/release/baton-bench"
 work=$(mktemp -d)
 server=""

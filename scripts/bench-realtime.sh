@@ -25,8 +25,9 @@
 # and config, default 5), ONLY (cases whose name contains one of these comma-separated words),
 # MARKDOWN (also write the tables to this file), BATON_CACHE (default ~/.cache/baton: the stream and
 # the Supysonic venv are kept there).
-# Always builds the release batond it measures (nice'd) and prints its commit. Installs what is
-# missing (scripts/install-deps.sh --bench); the first Supysonic start needs PyPI.
+# Always builds the release batond it measures (nice'd; the package's build, scripts/release-flags.sh)
+# and prints its commit. Installs what is missing (scripts/install-deps.sh --bench); the first
+# Supysonic start needs PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"
@@ -93,7 +94,7 @@ cmp -s <(curl -fs "$url") <(curl -fs "$subsonic_url/rest/stream.view?u=baton&p=$
   || { say "the two servers do not serve the same bytes"; exit 1; }
 
 say "$(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); stream ${duration} s, $((bitrate / 1000)) kb/s; $reps rounds of ${warmup} + ${seconds} s"
-header="commit $baton_commit (release batond), $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -m)
+header="commit $baton_commit (release batond: swift build ${release_flags[*]}), $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -m)
 peers: $(mpd --version | head -n 1); $(mpv --version | head -n 1 | cut -d' ' -f1-2); $(gst-launch-1.0 --version | sed -n 2p)
 stream: ${duration} s of 48 kHz stereo Ogg Opus, $((bitrate / 1000)) kb/s; batond from Supysonic $subsonic_url (format=raw, song $song_id), the peers from $url"
 echo "$header"

@@ -78,8 +78,8 @@ else
     # The executables, and the ALSA plugin products (dynamic libraries named asound_module_pcm_*) if
     # Package.swift declares any.
     products=(batond batonctl)
-    # Full RELRO (-z now, as Debian's hardening=+bindnow): the GOT is read-only once loaded.
-    link_options=(-Xlinker -z -Xlinker now)
+    # The one release build (scripts/release-flags.sh): static Swift runtime, full RELRO (-z now).
+    . scripts/release-flags.sh
     products+=($(swift package dump-package 2>/dev/null | python3 -c '
 import json, sys
 for p in json.load(sys.stdin).get("products", []):
@@ -87,9 +87,9 @@ for p in json.load(sys.stdin).get("products", []):
     if p["name"].startswith("asound_module_pcm_") and p["name"] != "asound_module_pcm_batontest" and "library" in p.get("type", {}):
         print(p["name"])' || true))
     for product in "${products[@]}"; do
-        quiet_build -c release --static-swift-stdlib "${link_options[@]}" --scratch-path "$scratch" --product "$product" || exit 1
+        quiet_build "${release_flags[@]}" --scratch-path "$scratch" --product "$product" || exit 1
     done
-    bin=$(swift build -c release --static-swift-stdlib "${link_options[@]}" --scratch-path "$scratch" --show-bin-path)
+    bin=$(swift build "${release_flags[@]}" --scratch-path "$scratch" --show-bin-path)
 fi
 for product in batond batonctl; do
     [ -x "$bin/$product" ] || { echo "baton: $bin/$product was not built" >&2; exit 1; }

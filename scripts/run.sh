@@ -15,8 +15,10 @@ demo=0
 if [ "${BATON_DEMO:-1}" != 0 ] && ! grep -q '^music:' "$config"; then demo=1; fi
 
 if [ $demo = 1 ]; then scripts/install-deps.sh --demo; else scripts/install-deps.sh; fi
-swift build -c release --product batond
-swift build -c release --product batonctl
+# The package's build (static Swift runtime, -z now): what runs here is what the .deb installs.
+. scripts/release-flags.sh
+swift build "${release_flags[@]}" --product batond
+swift build "${release_flags[@]}" --product batonctl
 
 api="$(sed -n 's/^  listen: *\([0-9.:]*\).*/\1/p' "$config" | head -n 1)"
 api="${api:-127.0.0.1:8470}"

@@ -1,14 +1,17 @@
 # Sourced by the scripts that measure batond (bench-realtime.sh, measure-latency.sh, measure-music.sh,
 # soak.sh): `build_batond` always builds the release binary it then measures (nice'd, so it yields to
-# others' work; an up-to-date build costs a few seconds), never reuses a stale one, sets $batond to it
+# others' work; an up-to-date build costs a few seconds) with the package's options
+# (scripts/release-flags.sh: static Swift runtime, -z now), never reuses a stale one, sets $batond to it
 # and $baton_commit to the commit it was built from, and prints that on stderr.
 # The commit is `git rev-parse --short HEAD`, with `-dirty` when the files the binary is built from
-# (Sources/, Package.swift, Package.resolved) differ from it, untracked files there included.
+# (Sources/, Package.swift, Package.resolved, scripts/release-flags.sh) differ from it, untracked files
+# there included.
 build_batond() {
   local log
   log="$(mktemp)"
-  echo "$(basename "$0"): building the release batond (swift build -c release --product batond, nice'd)" >&2
-  if ! nice -n 10 swift build -c release --product batond >"$log" 2>&1; then
+  . scripts/release-flags.sh
+  echo "$(basename "$0"): building the release batond (swift build ${release_flags[*]} --product batond, nice'd)" >&2
+  if ! nice -n 10 swift build "${release_flags[@]}" --product batond >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     rm -f "$log"
     echo "$(basename "$0"): the release build failed" >&2
@@ -17,7 +20,7 @@ build_batond() {
   rm -f "$log"
   batond="$PWD/.build/release/batond"
   baton_commit="$(git rev-parse --short HEAD)"
-  if [ -n "$(git status --porcelain -- Sources Package.swift Package.resolved 2>/dev/null)" ]; then
+  if [ -n "$(git status --porcelain -- Sources Package.swift Package.resolved scripts/release-flags.sh 2>/dev/null)" ]; then
     baton_commit="$baton_commit-dirty"
   fi
   echo "$(basename "$0"): measuring $batond, built from commit $baton_commit" >&2
