@@ -117,11 +117,15 @@ struct AudioTruth {
         for p in s.playbacks.values.sorted(by: { $0.id < $1.id }) where p.started {
             let h = hearing(p)
             let state = h.state(arbiter: s.arbiter.state(of: p.id), previous: p.reported)
-            if h.heard && !p.heard {
+            // Each zone that begins hearing it (its zones' devices need not start at the same look).
+            let heardFrom = h.heardFrom
+            let newly = heardFrom.filter { !p.heardZones.contains($0.key) }
+            if !newly.isEmpty {
                 events.publish(
-                    type: "audible", source: p.id.rawValue, zones: h.heardFrom.keys.sorted(),
-                    reason: "first frame heard", zoneFrames: h.heardFrom)
+                    type: "audible", source: p.id.rawValue, zones: newly.keys.sorted(),
+                    reason: "first frame heard", zoneFrames: newly)
             }
+            p.heardZones = Set(heardFrom.keys)
             if state == "buffering" && p.reported != "buffering" && !h.starvedFrom.isEmpty {
                 events.publish(
                     type: "buffering", source: p.id.rawValue, zones: h.starvedFrom.keys.sorted(),

@@ -31,6 +31,8 @@ final class Playback {
     /// were heard then.
     var reported: String?
     var heard = false
+    /// The zones it was heard in at that look (each zone that begins hearing it gets its `audible`).
+    var heardZones: Set<String> = []
 
     init(id: SourceID, sourceClass: SourceClass, source: any Source, volume: Float, zones: [String], skipped: [String])
     {
