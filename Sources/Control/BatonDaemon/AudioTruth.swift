@@ -131,7 +131,6 @@ struct AudioTruth {
                     type: "buffering", source: p.id.rawValue, zones: h.starvedFrom.keys.sorted(),
                     reason: "its audio ran out before its end (the stream is late)", zoneFrames: h.starvedFrom)
             }
-            p.heard = h.heard
             p.reported = state
         }
         for zone in zones.zones { watchSilence(zone, &s) }

@@ -27,12 +27,12 @@ final class Playback {
     var released = false
     /// Whether the arbiter let it be heard at the last reconcile (nil before the first).
     var audible: Bool?
-    /// The state reported at the monitor's last look (`AudioTruth.swift`), and whether its frames
-    /// were heard then.
+    /// The state reported at the monitor's last look (`AudioTruth.swift`), and the zones it was
+    /// heard in then (each zone that begins hearing it gets its `audible`).
     var reported: String?
-    var heard = false
-    /// The zones it was heard in at that look (each zone that begins hearing it gets its `audible`).
     var heardZones: Set<String> = []
+    /// Whether its frames were heard anywhere at the monitor's last look.
+    var heard: Bool { !heardZones.isEmpty }
 
     init(id: SourceID, sourceClass: SourceClass, source: any Source, volume: Float, zones: [String], skipped: [String])
     {
