@@ -7,7 +7,7 @@ log in on a token-protected config. Checks the page's words and the zones' outpu
 Usage: test_webapp.py BATOND SUBSONIC_ENV [--screenshots DIR]
 Prints one line per check and closes with 'webapp: N passed, N failed'. Loopback only.
 """
-import array, json, math, os, random, shutil, signal, socket, struct, subprocess, sys, tempfile, time, traceback
+import array, json, math, os, random, shutil, signal, socket, statistics, struct, subprocess, sys, tempfile, time, traceback
 import http.client
 
 from selenium import webdriver
@@ -195,8 +195,22 @@ def click(d, css, what=None):
     wait_for(what or css, lambda: d.find_element(By.CSS_SELECTOR, css).click() or True, 5)
 
 
+def click_in_result(d, song, button):
+    """Clicks `button` in the library result row that names `song`, finding the row afresh on
+    every try: the results are redrawn as the search's answers arrive."""
+    def attempt():
+        row = next((li for li in d.find_elements(By.CSS_SELECTOR, "#lib-results li[data-song]") if song in li.text), None)
+        return row is not None and (row.find_element(By.CSS_SELECTOR, button).click() or True)
+    wait_for(f"{song} in the search results", attempt)
+
+
 def tab(d, name):
-    click(d, "#tab-" + name)
+    """Selects a tab and waits for its panel: a click can land while the tab bar is being laid out."""
+    def attempt():
+        if not d.find_element(By.ID, name).is_displayed():
+            d.find_element(By.ID, "tab-" + name).click()
+        return d.find_element(By.ID, name).is_displayed()
+    wait_for(f"the {name} tab", attempt, 5)
 
 
 def shot(d, name):
@@ -216,10 +230,8 @@ def scenario(music):
             tab(d, "library")
             box = d.find_element(By.ID, "search")
             box.send_keys("Tone 440")
-            row = wait_for("the song in the search results", lambda: next(
-                (li for li in d.find_elements(By.CSS_SELECTOR, "#lib-results li[data-song]") if "Tone 440" in li.text), None))
             click(d, '#play-on input[value="kitchen"]')
-            wait_for("the play button", lambda: row.find_element(By.CSS_SELECTOR, "button[data-play-song]").click() or True)
+            click_in_result(d, "Tone 440", "button[data-play-song]")
             wait_for("the page to confirm", lambda: "Play: playing" in d.find_element(By.ID, "notice").text)
             tab(d, "now")
             wait_for("kitchen playing", lambda: card_state(d, "kitchen") == "playing" and "Tone 440" in card(d, "kitchen").text)
@@ -258,9 +270,12 @@ def scenario(music):
             words = wait_for("the interruption in words", lambda: (lambda t: t if t.startswith("interrupted by doorbell") else None)(card_state(d, "kitchen")), 5)
             shot(d, "webapp-phone-doorbell.png")
             time.sleep(0.4)
-            k = b.tail("kitchen", 0.1)
+            k = b.tail("kitchen", 0.3)
             assert rms(k) > 0.01, f"no chime in the kitchen: rms {rms(k)}"
-            under = db(tone(k, 440)) - db(music_level)
+            # The median over five 0.1 s windows: music still playing would be in every window, while the
+            # doorbell's own onset of its second note leaks into 440 Hz (-38 dBFS) in the one that holds it.
+            hop = int(0.05 * RATE)
+            under = statistics.median(db(tone(k[i * hop:i * hop + 2 * hop], 440)) for i in range(5)) - db(music_level)
             assert under < -20, f"the music is still heard under the chime: 440 Hz at {under:.1f} dB from its level"
             wait_for("music to resume", lambda: card_state(d, "kitchen") == "playing", 10)
             time.sleep(0.5)
@@ -269,6 +284,7 @@ def scenario(music):
         check("ring the doorbell during music: the page shows the interruption, the file has the chime, music resumes", doorbell)
 
         def volume():
+            wait_for("kitchen playing", lambda: card_state(d, "kitchen") == "playing")
             before = tone(b.tail("kitchen", 0.3), 440)
             wait_for("the slider focused", lambda: d.execute_script(
                 "const s = document.querySelector('#zone-cards article[data-zone=kitchen] input.volume');"
@@ -292,12 +308,16 @@ def scenario(music):
             box = d.find_element(By.ID, "search")
             box.clear()
             box.send_keys("Tone 550")
-            row = wait_for("Tone 550", lambda: next((li for li in d.find_elements(By.CSS_SELECTOR, "#lib-results li[data-song]") if "Tone 550" in li.text), None))
-            row.find_element(By.CSS_SELECTOR, "button[data-add-song]").click()
+            click_in_result(d, "Tone 550", "button[data-add-song]")
             wait_for("added", lambda: "Added to the queue" in d.find_element(By.ID, "notice").text)
             tab(d, "queue")
-            items = wait_for("two tracks", lambda: (lambda l: l if len(l) == 2 else None)(d.find_elements(By.CSS_SELECTOR, "#queue-list li")))
-            assert items[0].get_attribute("aria-current") == "true" and "Tone 440" in items[0].text, items[0].text
+            # The list is redrawn whenever the status changes, so read it in one script, not element by element
+            # (an element found before a redraw is stale after it).
+            items = wait_for("two tracks", lambda: (lambda l: l if len(l) == 2 else None)(d.execute_script(
+                "return [...document.querySelectorAll('#queue-list li')]"
+                ".map(li => ({current: li.getAttribute('aria-current'), text: li.textContent}));")))
+            assert items[0]["current"] == "true" and "Tone 440" in items[0]["text"], items
+            assert items[1]["current"] != "true" and "Tone 550" in items[1]["text"], items
             assert tone(b.tail("kitchen"), 440) > 0.01, "adding restarted nothing: still the tone"
             if SHOTS:
                 resize(d, 1280, 900)
