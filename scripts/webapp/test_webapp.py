@@ -186,7 +186,11 @@ def card(d, zone):
 
 
 def card_state(d, zone):
-    return card(d, zone).find_element(By.CSS_SELECTOR, ".state").text
+    """The zone card's state words, read in one script: the cards are redrawn with every status, so
+    an element found a moment before can be gone when its text is asked for."""
+    return d.execute_script(
+        "const e = document.querySelector(`#zone-cards [data-zone=\"${arguments[0]}\"] .state`);"
+        " return e ? e.innerText.trim() : null;", zone)
 
 
 def click(d, css, what=None):
@@ -267,7 +271,7 @@ def scenario(music):
             wait_for("the sound buttons", lambda: d.find_elements(By.CSS_SELECTOR, '#sound-buttons button[data-sound="doorbell"]'))
             click(d, '#sound-buttons button[data-sound="doorbell"]')
             tab(d, "now")
-            words = wait_for("the interruption in words", lambda: (lambda t: t if t.startswith("interrupted by doorbell") else None)(card_state(d, "kitchen")), 5)
+            words = wait_for("the interruption in words", lambda: (lambda t: t if (t or "").startswith("interrupted by doorbell") else None)(card_state(d, "kitchen")), 5)
             shot(d, "webapp-phone-doorbell.png")
             time.sleep(0.4)
             k = b.tail("kitchen", 0.3)
