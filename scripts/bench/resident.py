@@ -4,9 +4,10 @@ file (default: the process's executable) per section, from /proc/PID/smaps and /
 
   scripts/bench/resident.py PID [ELF]        needs root (pagemap's present bits)
 
-Prints the resident KiB of each mapped file (its Rss over all its mappings, largest first) and, for
-the ELF file, the resident KiB of each allocated section in its first (text) mapping, so that one
-sees whether the code, the relocations or the Swift metadata are what is mapped.
+Prints the resident KiB of each mapped file (its Rss over all its mappings, largest first); for
+the ELF file, the resident KiB of each allocated section of 16 KiB or more (over all its mappings),
+so that one sees whether the code, the relocations or the Swift metadata are what is mapped; and
+the resident bytes of `.text` by the module its symbols belong to.
 """
 import collections, os, re, struct, subprocess, sys
 
@@ -23,12 +24,13 @@ def per_file(pid):
 
 
 def sections(elf):
+    """The allocated sections of `elf` as (file offset, size, name, address), by offset."""
     out = subprocess.run(["readelf", "-SW", elf], capture_output=True, text=True, check=True).stdout
     found = []
     for m in re.finditer(r"\]\s+(\S+)\s+\S+\s+([0-9a-f]{16})\s+([0-9a-f]+)\s+([0-9a-f]+)\s+\S+\s+(\S*A\S*)", out):
         name, addr, off, size = m.group(1), int(m.group(2), 16), int(m.group(3), 16), int(m.group(4), 16)
         if size:
-            found.append((off, size, name))
+            found.append((off, size, name, addr))
     return sorted(found)
 
 
@@ -59,19 +61,20 @@ def main():
     for a, b, off in maps:
         for i, bit in enumerate(present_pages(pid, a, b)):
             resident[off // 4096 + i] = resident.get(off // 4096 + i, 0) | bit
-    for off, size, name in sections(elf):
+    secs = sections(elf)
+    for off, size, name, _ in secs:
         pages = range(off // 4096, (off + size + 4095) // 4096)
         kib = 4 * sum(resident.get(p, 0) for p in pages)
         if size >= 16 * 1024:
             print(f"  {name:30s} {size // 1024:8d} KiB, {kib:6d} KiB resident")
     print(f"{elf}, resident code by owner (the symbols' bytes on resident pages of .text, KiB):")
-    for owner, kib in text_owners(elf, resident).most_common(20):
+    for owner, kib in text_owners(elf, secs, resident).most_common(20):
         print(f"  {kib:7.0f}  {owner}")
 
 
 def owner(symbol):
-    """The module a symbol belongs to: a Swift mangled name's first module, the Swift runtime's C++,
-    or the C library it came from as far as the name tells."""
+    """The module a symbol belongs to: a Swift mangled name's first module, the Swift standard
+    library, the Swift runtime, other C++, or else C (the name does not tell which library)."""
     m = re.match(r"^\$s(s|\d+)", symbol)
     if m:
         if m.group(1) == "s":
@@ -86,12 +89,12 @@ def owner(symbol):
     return "C (other)"
 
 
-def text_owners(elf, resident):
-    """Resident KiB of .text per symbol owner; `resident` maps file page numbers to present bits."""
-    text = next(((o, s) for o, s, n in sections(elf) if n == ".text"), None)
-    hdr = subprocess.run(["readelf", "-SW", elf], capture_output=True, text=True, check=True).stdout
-    m = re.search(r"\]\s+\.text\s+\S+\s+([0-9a-f]{16})\s+([0-9a-f]+)", hdr)
-    delta = int(m.group(1), 16) - int(m.group(2), 16)  # address minus file offset
+def text_owners(elf, secs, resident):
+    """Resident KiB of .text per symbol owner; `secs` from `sections`, `resident` maps file page
+    numbers to present bits."""
+    text_off, text_size, _, text_addr = next(s for s in secs if s[2] == ".text")
+    text = (text_off, text_size)
+    delta = text_addr - text_off  # address minus file offset
     syms = []
     for line in subprocess.run(["nm", "--defined-only", "-n", elf], capture_output=True, text=True).stdout.splitlines():
         f = line.split()
