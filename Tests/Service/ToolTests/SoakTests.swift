@@ -44,24 +44,6 @@ struct Soak {
         var problems: [String]
     }
 
-    func freePort(_ kind: Int32) -> Int {
-        let s = socket(AF_INET, kind, 0)
-        defer { close(s) }
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &a) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &a) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &len) }
-        }
-        return Int(UInt16(bigEndian: a.sin_port))
-    }
-
     func monotonic() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -87,8 +69,8 @@ struct Soak {
             channels: 1, to: sounds + "/bell.wav")
         let kitchen = ALSATestRig.makeCard(rate: 44_100, periodFrames: 441, bufferFrames: 1_764)
         let patio = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
-        let api = freePort(Int32(SOCK_STREAM.rawValue))
-        let rtp = freePort(Int32(SOCK_DGRAM.rawValue))
+        let api = try FreePort.next()
+        let rtp = try FreePort.next(kind: Int32(SOCK_DGRAM.rawValue))
         let configPath = dir + "/baton.yaml"
         func writeConfig(coalesce: String) {
             let text = """

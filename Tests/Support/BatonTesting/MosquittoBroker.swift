@@ -188,22 +188,9 @@ public final class MosquittoBroker: @unchecked Sendable {
         return MosquittoSubscription(process: process)
     }
 
-    /// A port on 127.0.0.1 that nothing listens on right now (the kernel's choice for port 0).
-    public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else { throw StartError(description: "no free port: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
+    /// A port on 127.0.0.1 that nothing listens on right now and no other test of this process
+    /// was given (`FreePort`).
+    public static func freePort() throws -> Int { try FreePort.next() }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port`.
     public static func accepts(port: Int) -> Bool {
