@@ -222,7 +222,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
             fd = s
             let rc = connect(s, address.assumingMemoryBound(to: sockaddr.self), addressLength)
             if rc == 0 {
-                opened(at: now)
+                connectedTCP(at: now)
             } else if errno == EINPROGRESS || errno == EINTR {
                 state = .connecting
                 connectStarted = now
@@ -246,7 +246,32 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         var length = socklen_t(MemoryLayout<Int32>.size)
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
         if ready < 0 || error != 0 { return fail(error != 0 ? error : errno, at: now) }
+        connectedTCP(at: now)
+    }
+
+    /// A TCP connect completed: open, unless it reached itself.
+    private func connectedTCP(at now: Int) {
+        // With nothing listening on a port of this host's ephemeral range, the connect may pick
+        // that very port as its own and connect to itself (TCP simultaneous open): it succeeds and
+        // every byte comes back, so the zone would say "available" with no server. Refused instead.
+        if Self.isConnectedToItself(fd) { return fail(ECONNREFUSED, at: now) }
         opened(at: now)
+    }
+
+    /// Whether the socket's local and peer addresses are the same. Any thread; no allocation.
+    static func isConnectedToItself(_ fd: Int32) -> Bool {
+        var local = sockaddr_storage()
+        var peer = sockaddr_storage()
+        var localLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        var peerLength = localLength
+        let named = withUnsafeMutablePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &localLength) == 0 }
+        }
+        let peered = withUnsafeMutablePointer(to: &peer) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &peerLength) == 0 }
+        }
+        guard named, peered, localLength == peerLength else { return false }
+        return memcmp(&local, &peer, Int(localLength)) == 0
     }
 
     private func opened(at now: Int) {

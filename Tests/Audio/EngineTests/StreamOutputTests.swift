@@ -1,10 +1,11 @@
 import ALSA
 import AudioCore
 import BatonTesting
-import Engine
 import Glibc
 import Synchronization
 import Testing
+
+@testable import Engine
 
 /// Stream outputs (Snapcast zones) against a plain TCP listener standing in for snapserver's
 /// `mode=server` source: a server that is absent, present, or goes away never blocks the zone, and
@@ -119,6 +120,37 @@ import Testing
         #expect(stat(plain, &info) == 0 && info.st_size == 0, "nothing written into a regular file")
     }
 
+    /// A socket bound to a port and connected to that same port reaches itself (TCP simultaneous
+    /// open): what a zone's connect can do when nothing listens on a port of the ephemeral range.
+    /// The sink sees it and does not take it for a server; a real connection it takes.
+    @Test func tellsAConnectionToItselfFromAServer() throws {
+        let port = try FreePort.next()
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        func withAddress(_ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+        let selfish = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(selfish) }
+        #expect(withAddress { bind(selfish, $0, $1) } == 0)
+        #expect(withAddress { connect(selfish, $0, $1) } == 0, "connect to itself: \(String(cString: strerror(errno)))")
+        #expect(StreamSink.isConnectedToItself(selfish))
+
+        let listener = try PCMListener(port: try FreePort.next())
+        defer { listener.close() }
+        address.sin_port = UInt16(listener.port).bigEndian
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(client) }
+        #expect(withAddress { connect(client, $0, $1) } == 0)
+        #expect(!StreamSink.isConnectedToItself(client))
+    }
+
     func writeNothing(to path: String) {
         let f = fopen(path, "w")
         fclose(f)
@@ -166,8 +198,10 @@ final class PCMListener: @unchecked Sendable {
     private let received = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     private var thread: pthread_t?
+    let port: Int
 
     init(port: Int) throws {
+        self.port = port
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
