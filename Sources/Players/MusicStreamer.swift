@@ -217,7 +217,7 @@ final class MusicStreamer: @unchecked Sendable {
 
     /// Writes all of `samples` into the slot's ring, waiting for room. False when cancelled.
     /// While the ring is full (nearly always once a track plays) it sleeps until the output has
-    /// taken it down to half full — with 500 ms rings about 0.3 s of audio, then decoded in one go:
+    /// taken it down to half full — with 500 ms rings 0.25 s of audio, then decoded in one go:
     /// a few wake-ups a second, not one per 20 ms block (which cost 74 wake-ups a second and cold
     /// caches at each). The other half is the margin against a late wake-up. `cancel` wakes it.
     private func push(_ samples: UnsafeBufferPointer<Float>, into t: SourceOutput) -> Bool {

@@ -9,28 +9,25 @@ import Synchronization
 /// allocated and touched once in `init`, so its memory is resident from the start and stays so: a
 /// lazily faulted ring (calloc) saved 2 MiB of RSS per idle zone but made RSS creep up for the
 /// whole soak as slots were first used, and moved page faults to whenever a producer first
-/// reached a page.
+/// reached a page. The capacity is what was asked for, not the next power of two: a zone's eight
+/// half-second rings at 44.1 kHz stereo were 8 × 256 KiB with 33 % of it never used (44 100
+/// samples rounded to 65 536); the one remainder per call costs less than a cache miss.
 // @unchecked: the storage is shared, but the producer only writes slots between `tail` and `head +
 // capacity`, the consumer only reads slots between `head` and `tail`; the counters are atomics with
 // acquire/release ordering, which publish the sample writes to the reader.
 public final class FloatRing: @unchecked Sendable {
     /// Samples the ring holds at most.
     public let capacity: Int
-    private let mask: Int
     private let storage: UnsafeMutablePointer<Float>
     private let head = Atomic<Int>(0)  // samples read so far (written by the consumer)
     private let tail = Atomic<Int>(0)  // samples written so far (written by the producer)
 
-    /// Creates a ring holding at least `minimumCapacity` samples (rounded up to a power of two).
-    /// Thread: any; allocates.
-    public init(minimumCapacity: Int) {
-        precondition(minimumCapacity > 0, "a ring needs room for at least one sample")
-        var size = 1
-        while size < minimumCapacity { size <<= 1 }
-        capacity = size
-        mask = size - 1
-        storage = .allocate(capacity: size)
-        storage.initialize(repeating: 0, count: size)
+    /// Creates a ring holding `capacity` samples. Thread: any; allocates.
+    public init(capacity: Int) {
+        precondition(capacity > 0, "a ring needs room for at least one sample")
+        self.capacity = capacity
+        storage = .allocate(capacity: capacity)
+        storage.initialize(repeating: 0, count: capacity)
     }
 
     deinit { storage.deallocate() }
@@ -48,7 +45,7 @@ public final class FloatRing: @unchecked Sendable {
         let h = head.load(ordering: .acquiring)
         let n = min(count, capacity - (t - h))
         guard n > 0 else { return 0 }
-        let start = t & mask
+        let start = t % capacity
         let first = min(n, capacity - start)
         (storage + start).update(from: source, count: first)
         if first < n { storage.update(from: source + first, count: n - first) }
@@ -64,7 +61,7 @@ public final class FloatRing: @unchecked Sendable {
         let t = tail.load(ordering: .acquiring)
         let n = min(count, t - h)
         guard n > 0 else { return 0 }
-        let start = h & mask
+        let start = h % capacity
         let first = min(n, capacity - start)
         destination.update(from: storage + start, count: first)
         if first < n { (destination + first).update(from: storage, count: n - first) }

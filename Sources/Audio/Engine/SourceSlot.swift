@@ -52,7 +52,7 @@ public final class SourceSlot: @unchecked Sendable {
 
     init(index: Int, ringSamples: Int) {
         self.index = index
-        ring = FloatRing(minimumCapacity: ringSamples)
+        ring = FloatRing(capacity: ringSamples)
     }
 
     // MARK: Control thread
