@@ -29,6 +29,8 @@ public final class Meter: @unchecked Sendable {
     /// On from the first period at or above the threshold, off from the end of the last one.
     public let loudness = Timeline()
     private var wasLoud = false
+    /// `silenceThreshold`, copied: a `static let` is read through `swift_once` on every period.
+    private let threshold = Meter.silenceThreshold
 
     /// A meter for one zone's mix. Control thread, before its output thread starts.
     public init() {}
@@ -63,7 +65,7 @@ public final class Meter: @unchecked Sendable {
         }
         peakBits.store(peak.bitPattern, ordering: .relaxed)
         rmsBits.store((samples > 0 ? (sum / Float(samples)).squareRoot() : 0).bitPattern, ordering: .relaxed)
-        let loud = peak >= Self.silenceThreshold
+        let loud = peak >= threshold
         if loud != wasLoud {
             wasLoud = loud
             if loud { loudness.record(on: frame, off: nil) } else { loudness.record(on: nil, off: frame) }
