@@ -8,6 +8,7 @@
 #   MPD        `null` output, `sync "yes"`, `format "44100:16:2"`, resampler soxr "high"
 #   mpv        `--ao=null` (paced), 44100 Hz s16
 #   GStreamer  souphttpsrc ! oggdemux ! opusdec ! audioconvert ! audioresample ! S16 44.1k ! fakesink sync=true
+#   batond with `period: 40ms, buffer: 160ms` (the default is 10 ms / 40 ms): what the period costs
 #   batond idle with 1, 2 and 4 zones (nothing playing), and batond playing to 2 zones
 #
 # The peers get the same file over HTTP from scripts/bench/range_server.py (it answers Range, which
@@ -19,7 +20,7 @@
 # for an older binary whose threads are all "batond").
 # Also the cold start: exec → first 200 from GET /api/v1/status.
 #
-#   scripts/bench-realtime.sh [SECONDS]     measured window per case, default 30 (about 6 min per round)
+#   scripts/bench-realtime.sh [SECONDS]     measured window per case, default 30 (about 7 min per round)
 #
 # Environment: REPS (rounds, default 3), WARMUP (seconds, default 5), COLD_RUNS (cold starts per round
 # and config, default 5), ONLY (cases whose name contains one of these comma-separated words),

@@ -245,8 +245,8 @@ class Player:
 class Batond(Player):
     batond = True
 
-    def __init__(self, a, zones, play, sounds=None):
-        self.a, self.zones, self.play = a, zones, play
+    def __init__(self, a, zones, play, sounds=None, period_ms=None):
+        self.a, self.zones, self.play, self.period_ms = a, zones, play, period_ms
         self.sounds = sounds or a.sounds
         self.name = f"batond ({zones} zone{'s' if zones > 1 else ''}, {'playing' if play else 'idle'})"
 
@@ -258,7 +258,8 @@ class Batond(Player):
             for i in range(1, self.zones + 1):
                 f.write(f"pcm.rt_zone{i} {{ type null }}\n")
         self.port = free_port()
-        zones = "".join(f"  zone{i}: {{pcm: rt_zone{i}, rate: {RATE}, channels: 2, clock: system}}\n"
+        timing = f", period: {self.period_ms}ms, buffer: {4 * self.period_ms}ms" if self.period_ms else ""
+        zones = "".join(f"  zone{i}: {{pcm: rt_zone{i}, rate: {RATE}, channels: 2, clock: system{timing}}}\n"
                         for i in range(1, self.zones + 1))
         conf = os.path.join(d, "baton.yaml")
         with open(conf, "w") as f:
@@ -540,7 +541,10 @@ def main():
     a = ap.parse_args()
 
     cases = [("batond", "one `clock: system` zone on ALSA `null`, Subsonic (Supysonic) `format: raw`, soxr-hq",
-              lambda: Batond(a, 1, True))]
+              lambda: Batond(a, 1, True)),
+             ("batond, 40 ms period", "the first row with `period: 40ms, buffer: 160ms` (the default is 10 ms / 40 ms): "
+              "a quarter of the output wake-ups, 150 ms more between a request and its first sample",
+              lambda: Batond(a, 1, True, period_ms=40))]
     howto = {
         "MPD": "`audio_output { type \"null\" sync \"yes\" format \"44100:16:2\" }`, resampler soxr \"high\", curl input (its opus plugin decodes to S16)",
         "mpv": "`--no-config --ao=null --audio-samplerate=44100 --audio-format=s16 URL` (swr)",
@@ -605,6 +609,8 @@ def main():
     for peer in ("mpv", "GStreamer"):
         if results.get("batond") and results.get(peer):
             p(f"- {ratio_text(col('batond', 'cpu'), col(peer, 'cpu'), f'CPU, batond / {peer}')}")
+    if results.get("batond, 40 ms period") and results.get("MPD"):
+        p(f"- {ratio_text(col('batond, 40 ms period', 'cpu'), col('MPD', 'cpu'), 'CPU, batond at 40 ms / MPD')}")
     if results.get("batond") and results.get("GStreamer"):
         p(f"- {ratio_text(col('batond', 'rss_mib'), col('GStreamer', 'rss_mib'), 'peak RSS, batond / GStreamer')}")
     if results.get("batond") and results.get("MPD"):
