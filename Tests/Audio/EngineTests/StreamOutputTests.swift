@@ -30,7 +30,7 @@ import Testing
     /// With no server the zone runs on its own clock (real time, not faster, never stuck), reports
     /// itself unavailable with the connect error, and drops what it mixes.
     @Test func runsOnItsClockWithoutAServer() throws {
-        let port = try MosquittoBroker.freePort()
+        let port = try FreePort.next()
         let zone = output(port: port)
         #expect(zone.spec.clock == .system, "a stream output is paced by the system clock")
         let t0 = monotonicNanoseconds()
@@ -51,7 +51,7 @@ import Testing
     /// The server receives audio in real time plus the pre-fill; after an outage the zone
     /// reconnects and sends, again, only what is due — never the audio of the outage.
     @Test func sendsNoBacklogAfterAnOutage() throws {
-        let port = try MosquittoBroker.freePort()
+        let port = try FreePort.next()
         let zone = output(port: port)
         var listener = try PCMListener(port: port)
         zone.start()
@@ -159,7 +159,7 @@ import Testing
     /// The output thread makes no heap allocation across 300 cycles (3 s) that include failed
     /// connects, a connect, writes, a broken connection and reconnect attempts.
     @Test func streamOutputThreadDoesNotAllocate() throws {
-        let port = try MosquittoBroker.freePort()
+        let port = try FreePort.next()
         let zone = output(port: port)
         let result = AllocationProbe(from: 20, cycles: 300)
         zone.cycleObserver = { cycle in result.observe(cycle) }

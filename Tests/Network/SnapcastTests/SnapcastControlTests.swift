@@ -63,7 +63,7 @@ import Testing
 
     /// No server: a transient transport error.
     @Test func reportsAnAbsentServer() throws {
-        let control = SnapcastControl(control: "http://127.0.0.1:\(try MosquittoBroker.freePort())")
+        let control = SnapcastControl(control: "http://127.0.0.1:\(try FreePort.next())")
         do throws(SnapcastError) {
             _ = try control.status()
             Issue.record("no error without a server")

@@ -6,7 +6,7 @@ import Testing
 @Suite struct UnreachableServerTests {
     /// A Subsonic client pointed at a closed port reports a transport error without the password.
     @Test func reportsAnUnreachableSubsonicServer() throws {
-        let port = try Listener.closedPort()
+        let port = try FreePort.next()
         let client = SubsonicClient(
             config: SubsonicSettings(
                 url: "http://127.0.0.1:\(port)", user: "u",

@@ -25,7 +25,7 @@ final class ExternalRig {
     init(sources: String, sounds: [String: [Int16]] = [:], environment: [String] = []) throws {
         self.environment = environment
         directory = WAVWriter.temporaryDirectory("external")
-        port = try MosquittoBroker.freePort()
+        port = try FreePort.next()
         let plugin = Subprocess.buildDirectory + "/libasound_module_pcm_baton.so"
         mkdir(directory + "/sounds", 0o755)
         for (name, samples) in sounds { Self.writeWAV(directory + "/sounds/\(name).wav", samples, channels: 2) }

@@ -74,7 +74,7 @@ import Testing
     /// An announcement interrupts MPD: `mpc status` shows it paused within 200 ms of the
     /// interruption's beginning; after the bell MPD plays again and the music goes on in the zone.
     @Test func anAnnouncementPausesMPDAndItPlaysOnAfter() throws {
-        let port = try MosquittoBroker.freePort()
+        let port = try FreePort.next()
         let rig = try Self.rig(mpdPort: port)
         let mpd = try MPD(rig, port: port)
         mpd.mpc(["play"])
@@ -113,7 +113,7 @@ import Testing
     /// A change the user makes through MPD during the interruption (here `mpc play` then `mpc
     /// pause`) is a user pause: the interruption ends with shouldResume false and MPD stays paused.
     @Test func aUserPauseDuringTheInterruptionLeavesMPDPaused() throws {
-        let port = try MosquittoBroker.freePort()
+        let port = try FreePort.next()
         let bell: [Int16] = (0..<(48_000 * 2)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
         let rig = try ExternalRig(
             sources: "  mpd: {class: music, when-interrupted: pause, control: {mpd: 127.0.0.1:\(port)}}",

@@ -35,7 +35,7 @@ import Testing
                 usleep(50_000)
                 return avahi.output.contains("Server startup complete")
             }, "\(avahi.output)")
-        let port = try MosquittoBroker.freePort()
+        let port = try FreePort.next()
         ExternalRig.write(
             rig.directory + "/shairport.conf",
             """

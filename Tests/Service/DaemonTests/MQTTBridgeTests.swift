@@ -140,7 +140,7 @@ import Testing
     /// A broker that does not answer: MQTT shows `connecting`/`disconnected` with the error, and the
     /// daemon plays on.
     @Test func unreachableBrokerLeavesTheDaemonRunning() throws {
-        let port = try MosquittoBroker.freePort()
+        let port = try FreePort.next()
         let t = try TestDaemon(mqtt: MQTTConfig(broker: "mqtt://127.0.0.1:\(port)"))
         defer { t.stop() }
         #expect(waitUntil(seconds: 5) { (try? t.status().mqtt?.error) != nil })

@@ -120,7 +120,7 @@ import Testing
     @Test func refusesBadURLsClearly() throws {
         let server = try SlowHTTPServer()
         defer { server.stop() }
-        let closed = try Listener.closedPort()
+        let closed = try FreePort.next()
         let t = try TestDaemon(announce: AnnounceConfig(allowURLHosts: ["127.0.0.1"], maxBytes: 64 << 10))
         defer { t.stop() }
         server.route("/big.mp3", .init(contentType: "audio/mpeg", body: [UInt8](repeating: 0, count: 100_000)))

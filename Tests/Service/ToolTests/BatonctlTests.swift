@@ -150,8 +150,8 @@ import Testing
     }
 
     /// Nothing listening: exit status 3 and the "batond is not running" message with the address.
-    @Test func notRunningExits3() {
-        let port = closedPort()
+    @Test func notRunningExits3() throws {
+        let port = try FreePort.next()
         let r = Subprocess.run(Self.batonctl, ["--url", "http://127.0.0.1:\(port)", "status"])
         #expect(r.status == 3)
         #expect(
@@ -176,8 +176,9 @@ import Testing
         ([], "no command given"),
         (["--url", "https://speaker:8470", "status"], "only http://"),
     ])
-    func usageErrorsExit2(arguments: [String], message: String) {
-        let r = Subprocess.run(Self.batonctl, arguments, environment: ["BATON_URL": "http://127.0.0.1:\(closedPort())"])
+    func usageErrorsExit2(arguments: [String], message: String) throws {
+        let port = try FreePort.next()
+        let r = Subprocess.run(Self.batonctl, arguments, environment: ["BATON_URL": "http://127.0.0.1:\(port)"])
         #expect(r.status == 2, "\(r.output)")
         #expect(r.output.contains(message), "\(r.output)")
         #expect(r.output.contains("usage: batonctl"))
@@ -221,22 +222,5 @@ import Testing
         #expect(
             request.hasSuffix("\r\n\r\n{\"songs\":[\"a1\",\"b2\"],\"volume\":0.25,\"zones\":[\"kitchen\"]}"),
             "\(request)")
-    }
-
-    /// A port nothing listens on (bound once to get it from the kernel, then closed).
-    func closedPort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p in
-                bind(fd, p, length)
-                return getsockname(fd, p, &length)
-            }
-        }
-        return Int(UInt16(bigEndian: addr.sin_port))
     }
 }

@@ -18,7 +18,7 @@ import Testing
         }
         let music = try CrashRecoveryTests.musicSection()
             .replacingPasswordFile(with: dir + "/subsonic.pw")
-        let port = try MosquittoBroker.freePort()
+        let port = try FreePort.next()
         let daemon = try BatondProcess(
             extra: music + """
 

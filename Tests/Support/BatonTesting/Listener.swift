@@ -25,11 +25,4 @@ public struct Listener {
         self.fd = fd
         port = UInt16(bigEndian: address.sin_port)
     }
-
-    /// A port on 127.0.0.1 that nothing listens on (bound, then released).
-    public static func closedPort() throws -> UInt16 {
-        let listener = try Listener()
-        close(listener.fd)
-        return listener.port
-    }
 }

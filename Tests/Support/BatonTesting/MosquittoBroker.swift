@@ -48,7 +48,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         }
         directory = String(cString: made)
         free(made)
-        self.port = try port ?? Self.freePort()
+        self.port = try port ?? FreePort.next()
         var config = [
             "listener \(self.port) 127.0.0.1",
             "persistence false",
@@ -187,10 +187,6 @@ public final class MosquittoBroker: @unchecked Sendable {
         }
         return MosquittoSubscription(process: process)
     }
-
-    /// A port on 127.0.0.1 that nothing listens on right now and no other test of this process
-    /// was given (`FreePort`).
-    public static func freePort() throws -> Int { try FreePort.next() }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port`.
     public static func accepts(port: Int) -> Bool {

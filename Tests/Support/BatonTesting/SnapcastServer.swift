@@ -22,10 +22,10 @@ public final class SnapcastServer: @unchecked Sendable {
         directory = WAVWriter.temporaryDirectory("snapserver")
         self.stream = stream
         self.bufferMilliseconds = bufferMilliseconds
-        streamPort = try MosquittoBroker.freePort()
-        httpPort = try MosquittoBroker.freePort()
-        tcpPort = try MosquittoBroker.freePort()
-        sourcePort = try MosquittoBroker.freePort()
+        streamPort = try FreePort.next()
+        httpPort = try FreePort.next()
+        tcpPort = try FreePort.next()
+        sourcePort = try FreePort.next()
         let empty = fopen("\(directory)/snapserver.conf", "w")
         fclose(empty)
         try start()

@@ -7,7 +7,7 @@ import Testing
 @Suite struct HTTPClientTests {
     /// A closed port on 127.0.0.1 fails at once with curl's "couldn't connect" (7), a transient error.
     @Test func reportsAClosedPort() throws {
-        let port = try Listener.closedPort()
+        let port = try FreePort.next()
         let error = #expect(throws: CurlError.self) { try HTTPClient().fetch(url: "http://127.0.0.1:\(port)/x") }
         #expect(error?.code == CurlError.couldNotConnect)
         #expect(error?.isTransient == true)

@@ -168,7 +168,7 @@ func configuration(_ broker: MosquittoBroker, clientID: String = "baton-test") t
 
     /// Stopping while waiting out a long backoff returns at once rather than after the wait.
     @Test func stopsWhileWaitingToReconnect() throws {
-        let port = try MosquittoBroker.freePort()  // nothing listens there
+        let port = try FreePort.next()  // nothing listens there
         var settings = MQTTConfiguration(broker: MQTTURL(host: "127.0.0.1", port: port), clientID: "baton-test")
         settings.minimumReconnectDelay = .seconds(600)
         settings.maximumReconnectDelay = .seconds(600)
