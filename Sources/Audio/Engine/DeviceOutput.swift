@@ -57,7 +57,6 @@ public final class DeviceOutput: @unchecked Sendable {
         spec.zones.firstIndex { $0.name == zone }.map { mixers[$0] }
     }
 
-    private let bytes: UnsafeMutableRawPointer
     /// The interleaved device period when zones have to be placed on channels (nil: one zone owns
     /// the device with channels in order, and its mix is used directly).
     private let device: UnsafeMutablePointer<Float>?
@@ -115,7 +114,6 @@ public final class DeviceOutput: @unchecked Sendable {
             m.setInitialVolume(z.volume)
             return m
         }
-        bytes = .allocate(byteCount: spec.pcm.periodFrames * spec.pcm.channels * 4, alignment: 16)
         history = WrittenFrames(
             periodFrames: spec.pcm.periodFrames, bufferFrames: spec.pcm.bufferFrames,
             frameBytes: spec.pcm.channels * spec.pcm.format.bytesPerSample)
@@ -138,7 +136,6 @@ public final class DeviceOutput: @unchecked Sendable {
     }
 
     deinit {
-        bytes.deallocate()
         device?.deallocate()
     }
 
@@ -253,11 +250,12 @@ public final class DeviceOutput: @unchecked Sendable {
             cycleObserver?(cycle)
             cycle += 1
             let mixed = renderDevice(period: period, channels: channels)
+            let bytes = history.nextPeriod
             switch spec.pcm.format {
             case .s16LE: convertToS16(mixed, bytes.assumingMemoryBound(to: Int16.self), count: period * channels)
             case .s32LE: convertToS32(mixed, bytes.assumingMemoryBound(to: Int32.self), count: period * channels)
             }
-            history.append(bytes, frames: period)
+            history.commit(frames: period)
             // Gone (-ENODEV) or unrecoverable: reopen with backoff; what the device dropped is kept.
             guard deliver(to: pcm, bufferFrames: bufferFrames) else {
                 framesPlayed.add(period, ordering: .releasing)

@@ -29,6 +29,7 @@ final class WrittenFrames {
 
     /// Control thread, before the output thread starts: allocates the history.
     init(periodFrames: Int, bufferFrames: Int, frameBytes: Int) {
+        precondition(periodFrames > 0 && bufferFrames >= 0 && frameBytes > 0)
         let periods = (2 * bufferFrames + periodFrames - 1) / periodFrames + 2
         self.frameBytes = frameBytes
         capacity = periods * periodFrames
@@ -40,15 +41,13 @@ final class WrittenFrames {
     /// Frames rendered but not taken by the device yet.
     var pending: Int { rendered - sent }
 
-    /// Keeps a rendered period (`frames` ≤ the period). Real-time safe.
-    func append(_ bytes: UnsafeRawPointer, frames: Int) {
-        var done = 0
-        while done < frames {
-            let at = (rendered + done) % capacity
-            let n = min(frames - done, capacity - at)
-            (storage + at * frameBytes).copyMemory(from: bytes + done * frameBytes, byteCount: n * frameBytes)
-            done += n
-        }
+    /// Where the next period goes: the output thread converts its mix straight into the history
+    /// (no copy), then calls `commit`. Periods are appended whole and the capacity is a multiple of
+    /// the period, so a period never wraps. Real-time safe.
+    var nextPeriod: UnsafeMutableRawPointer { storage + (rendered % capacity) * frameBytes }
+
+    /// Keeps the period just written at `nextPeriod` (`frames`: the period). Real-time safe.
+    func commit(frames: Int) {
         rendered += frames
         // Never more pending than is kept (only a device that dropped more than the capacity).
         sent = max(sent, rendered - capacity)

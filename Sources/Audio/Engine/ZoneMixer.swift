@@ -113,15 +113,19 @@ public final class ZoneMixer: @unchecked Sendable {
     /// Renders one period into `mix`. Rendering thread only. Real-time safe.
     public func render() {
         let samples = periodFrames * channels
-        mix.update(repeating: 0, count: samples)
+        // `filled`: `mix` holds this period's sum so far. The first slot that sounds at a steady
+        // gain is read straight into it (no clearing, no scratch copy: the common case of one
+        // source); every other slot is added to it.
+        var filled = false
         for slot in slots {
             let phase = slot.phase.load(ordering: .acquiring)
             if phase == SourceSlot.Phase.releasing.rawValue {
                 slot.phase.store(SourceSlot.Phase.free.rawValue, ordering: .releasing)
                 continue
             }
-            if phase == SourceSlot.Phase.active.rawValue { renderSlot(slot) }
+            if phase == SourceSlot.Phase.active.rawValue { filled = renderSlot(slot, filled: filled) }
         }
+        if !filled { mix.update(repeating: 0, count: samples) }
         applyVolume(samples: samples)
         if meter.measure(mix, frames: periodFrames, channels: channels, frame: frame) { changed = true }
         frame += periodFrames
@@ -156,13 +160,16 @@ public final class ZoneMixer: @unchecked Sendable {
         appliedVolumeBits.store(g.bitPattern, ordering: .relaxed)
     }
 
+    /// Mixes one period of `slot` into `mix`; `filled`: whether `mix` already holds other slots'
+    /// frames (if not, this slot's frames are the first: they are written, not added). Returns
+    /// whether `mix` holds this period's sum now.
     @inline(__always)
-    private func renderSlot(_ slot: SourceSlot) {
+    private func renderSlot(_ slot: SourceSlot, filled: Bool) -> Bool {
         let pausing = slot.pauseRequested.load(ordering: .acquiring)
-        if slot.drainedFlag.load(ordering: .relaxed) { return }
+        if slot.drainedFlag.load(ordering: .relaxed) { return filled }
         if pausing && slot.gain == 0 {
             slot.pausedNow.store(true, ordering: .releasing)
-            return
+            return filled
         }
         if !pausing && slot.pausedNow.load(ordering: .relaxed) {
             slot.pausedNow.store(false, ordering: .releasing)
@@ -178,7 +185,9 @@ public final class ZoneMixer: @unchecked Sendable {
         let fullRamp = distance == 0 ? 0 : Int((distance / rampStep).rounded(.up))
         let rampFrames = min(periodFrames, fullRamp)
         let want = pausing ? rampFrames : periodFrames
-        let got = want == 0 ? 0 : slot.ring.read(into: scratch, count: want * channels) / channels
+        // Steady gain into an empty mix: read the ring straight into it (see `render`).
+        let direct = !filled && rampFrames == 0 && want > 0
+        let got = want == 0 ? 0 : slot.ring.read(into: direct ? mix : scratch, count: want * channels) / channels
         if got > 0 && slot.startedAtFrame.load(ordering: .relaxed) < 0 {
             slot.startedAtFrame.store(frame, ordering: .releasing)
         }
@@ -197,6 +206,19 @@ public final class ZoneMixer: @unchecked Sendable {
         let rampPart = min(got, rampFrames)
         let step = rampFrames == 0 ? 0 : (target > slot.gain ? rampStep : -rampStep)
         var g = slot.gain
+        if direct {
+            // What `mixAdd` into a cleared mix gives, bit for bit: the frames times the gain
+            // (none at gain 0), silence after the last frame read.
+            let n = got * channels
+            if g == 0 {
+                mix.update(repeating: 0, count: n)
+            } else if g != 1 {
+                for i in 0..<n { mix[i] *= g }
+            }
+            (mix + n).update(repeating: 0, count: periodFrames * channels - n)
+        } else if !filled {
+            mix.update(repeating: 0, count: periodFrames * channels)
+        }
         if rampPart > 0 {
             // Rising ramps start one step up and falling ones at the current gain, so no frame of a
             // fade is mixed at gain 0: every frame a source gives up is heard, however softly.
@@ -206,7 +228,7 @@ public final class ZoneMixer: @unchecked Sendable {
             g += step * Float(rampPart)
             if (step > 0 && g > target) || (step < 0 && g < target) || rampPart == fullRamp { g = target }
         }
-        if got > rampPart {
+        if got > rampPart && !direct {
             mixAdd(
                 into: mix + rampPart * channels, from: scratch + rampPart * channels,
                 frames: got - rampPart, channels: channels, startGain: g, step: 0)
@@ -219,6 +241,7 @@ public final class ZoneMixer: @unchecked Sendable {
         slot.currentGainBits.store(g.bitPattern, ordering: .relaxed)
         slot.consumed.add(got, ordering: .releasing)
         if pausing && g == 0 { slot.pausedNow.store(true, ordering: .releasing) }
+        return true
     }
 
     /// Records when the slot's frames start and stop being mixed at a gain above 0 (see

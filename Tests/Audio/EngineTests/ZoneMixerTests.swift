@@ -91,3 +91,50 @@ extension ZoneMixerTests {
         #expect(slot.framesConsumed == input.count)
     }
 }
+
+extension ZoneMixerTests {
+    /// The mix is each sounding slot's frames times its gain, added in slot order, bit for bit —
+    /// whether a slot is the first in the period (read straight into the mix) or added to others,
+    /// whether its ring runs dry in the middle of a period, at gain 1, ½ and 0 — and silence once
+    /// nothing sounds (the last period's frames do not linger).
+    @Test func mixIsEverySlotTimesItsGainExactly() throws {
+        let period = 64
+        let channels = 2
+        let mixer = ZoneMixer(
+            channels: channels, periodFrames: period, slotCount: 3, ringSamples: 1 << 14, rampFrames: 32)
+        let a = try #require(mixer.claimSlot(gain: 0.5))
+        let b = try #require(mixer.claimSlot(gain: 1))
+        let c = try #require(mixer.claimSlot(gain: 0))
+        let sa = Signals.sine(frequency: 440, rate: 48_000, frames: 2 * period + 10, channels: channels, amplitude: 0.7)
+        let sb = Signals.sine(frequency: 997, rate: 48_000, frames: 5 * period, channels: channels, amplitude: 0.3)
+        let sc = Signals.sine(frequency: 3000, rate: 48_000, frames: 5 * period, channels: channels, amplitude: 0.9)
+        for (slot, s) in [(a, sa), (b, sb), (c, sc)] {
+            s.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
+        }
+        // What a slot gives in period `p`: its frames times its gain, zero where its ring is dry.
+        func part(_ s: [Float], _ gain: Float, _ p: Int, _ i: Int) -> Float {
+            let at = p * period * channels + i
+            return at < s.count && gain != 0 ? s[at] * gain : 0
+        }
+        // a first (its ring runs dry 10 frames into period 2), b added, c at gain 0; then, with a
+        // released, b is the first slot read.
+        for p in 0..<4 {
+            if p == 3 { mixer.release(a) }
+            mixer.render()
+            for i in 0..<(period * channels) {
+                var expected: Float = 0
+                if p < 3 { expected += part(sa, 0.5, p, i) }
+                expected += part(sb, 1, p, i)
+                expected += part(sc, 0, p, i)
+                #expect(mixer.mix[i] == expected, "period \(p), sample \(i)")
+            }
+        }
+        // Every slot gone: silence, not the last period again.
+        mixer.release(b)
+        mixer.release(c)
+        mixer.render()
+        #expect((0..<(period * channels)).allSatisfy { mixer.mix[$0] == 0 })
+        #expect(a.framesConsumed == 2 * period + 10 && b.framesConsumed == 4 * period)
+        #expect(c.framesConsumed == 4 * period)
+    }
+}
