@@ -23,7 +23,10 @@
 #   scripts/bench-realtime.sh [SECONDS]     measured window per case, default 30 (about 7 min per round)
 #
 # Environment: REPS (rounds, default 3), WARMUP (seconds, default 5), COLD_RUNS (cold starts per round
-# and config, default 5), ONLY (cases whose name contains one of these comma-separated words),
+# and config, default 5), ONLY (comma-separated: a case's whole name, e.g. `batond` or `MPD`, picks that
+# case; another word every case whose name contains it, e.g. `idle`), BASELINE (a git revision: its
+# release batond is built too, in a worktree under BATON_CACHE, and measured as the `batond` case
+# beside the tree's, round-robin, for a before/after in one run),
 # MARKDOWN (also write the tables to this file), BATON_CACHE (default ~/.cache/baton: the stream and
 # the Supysonic venv are kept there).
 # Always builds the release batond it measures (nice'd; the package's build, scripts/release-flags.sh)
@@ -45,6 +48,11 @@ fi
 scripts/install-deps.sh --bench
 . scripts/bench/build-batond.sh
 build_batond
+baseline_args=()
+if [ -n "${BASELINE:-}" ]; then
+  build_baseline_batond "$BASELINE" "$cache/baseline"
+  baseline_args=(--baseline-batond "$baseline_batond" --baseline-label "$baseline_commit")
+fi
 
 work="$(mktemp -d /tmp/baton-bench-realtime.XXXXXX)"
 chmod 755 "$work"
@@ -102,7 +110,8 @@ echo "$header"
 python3 scripts/bench/realtime.py --batond "$batond" --url "$url" --subsonic-url "$subsonic_url" \
   --subsonic-password-file "$subsonic_pw" --song-id "$song_id" --sounds "$PWD/config/sounds" \
   --workdir "$work" --reps "$reps" --seconds "$seconds" --warmup "$warmup" --cold-runs "${COLD_RUNS:-5}" \
-  --server-pids "$subsonic_pid,$range_server" ${ONLY:+--only "$ONLY"} ${MARKDOWN:+--markdown "$MARKDOWN"}
+  --server-pids "$subsonic_pid,$range_server" ${ONLY:+--only "$ONLY"} ${MARKDOWN:+--markdown "$MARKDOWN"} \
+  "${baseline_args[@]}"
 
 # Supysonic served the file as it is: nothing was transcoded.
 if [ -n "$(find "$subsonic_data/cache" -type f -path '*transcodes*' 2>/dev/null)" ]; then
@@ -110,5 +119,5 @@ if [ -n "$(find "$subsonic_data/cache" -type f -path '*transcodes*' 2>/dev/null)
 fi
 echo
 echo "Supysonic transcoded nothing (format=raw: the file as it is)."
-envs="${REPS:+REPS=$REPS }${WARMUP:+WARMUP=$WARMUP }${COLD_RUNS:+COLD_RUNS=$COLD_RUNS }${ONLY:+ONLY=$ONLY }"
+envs="${REPS:+REPS=$REPS }${WARMUP:+WARMUP=$WARMUP }${COLD_RUNS:+COLD_RUNS=$COLD_RUNS }${ONLY:+ONLY=$ONLY }${BASELINE:+BASELINE=$BASELINE }"
 echo "command: ${envs}scripts/bench-realtime.sh $seconds; load $(cut -d' ' -f1-3 /proc/loadavg) at the end; commit $baton_commit"

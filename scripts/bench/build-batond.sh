@@ -25,3 +25,30 @@ build_batond() {
   fi
   echo "$(basename "$0"): measuring $batond, built from commit $baton_commit" >&2
 }
+
+# `build_baseline_batond REV DIR`: the same build of another revision, for a before/after in one run:
+# a detached git worktree at DIR checked out at REV (kept, so its build is incremental next time),
+# built there with the package's options as that revision defines them. Sets $baseline_batond and
+# $baseline_commit.
+build_baseline_batond() {
+  local rev="$1" dir="$2" log
+  baseline_commit="$(git rev-parse --short "$rev^{commit}")" || { echo "$(basename "$0"): no revision $rev" >&2; exit 2; }
+  if [ -d "$dir/.git" ] || [ -f "$dir/.git" ]; then
+    git -C "$dir" checkout -q --detach "$baseline_commit"
+  else
+    mkdir -p "$(dirname "$dir")"
+    git worktree prune
+    git worktree add -q --detach "$dir" "$baseline_commit"
+  fi
+  log="$(mktemp)"
+  echo "$(basename "$0"): building the release batond of $baseline_commit in $dir (nice'd)" >&2
+  if ! (cd "$dir" && . scripts/release-flags.sh && nice -n 10 swift build "${release_flags[@]}" --product batond) >"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    rm -f "$log"
+    echo "$(basename "$0"): the baseline's release build failed" >&2
+    exit 1
+  fi
+  rm -f "$log"
+  baseline_batond="$dir/.build/release/batond"
+  echo "$(basename "$0"): baseline $baseline_batond, built from commit $baseline_commit" >&2
+}

@@ -245,8 +245,9 @@ class Player:
 class Batond(Player):
     batond = True
 
-    def __init__(self, a, zones, play, sounds=None, period_ms=None):
+    def __init__(self, a, zones, play, sounds=None, period_ms=None, binary=None):
         self.a, self.zones, self.play, self.period_ms = a, zones, play, period_ms
+        self.binary = binary or a.batond
         self.sounds = sounds or a.sounds
         self.name = f"batond ({zones} zone{'s' if zones > 1 else ''}, {'playing' if play else 'idle'})"
 
@@ -277,7 +278,7 @@ music:
         conf, d = self.write_config()
         self.log = open(os.path.join(d, "log"), "w")
         t0 = time.monotonic()
-        self.proc = subprocess.Popen([self.a.batond, "--config", conf], stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([self.binary, "--config", conf], stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=self.log)
         self.ready_s = wait_status_200(self.port, self.proc) - t0
         if self.play:
@@ -537,7 +538,10 @@ def main():
     ap.add_argument("--cold-runs", type=int, default=5, help="cold starts per round")
     ap.add_argument("--server-pids", default="", help="the Supysonic and Range servers (comma-separated)")
     ap.add_argument("--markdown")
-    ap.add_argument("--only", help="run only the cases whose name contains this (comma-separated)")
+    ap.add_argument("--only", help="run only these cases (comma-separated): a case's whole name picks it alone, "
+                    "another word every case whose name contains it")
+    ap.add_argument("--baseline-batond", help="another batond binary, measured as the first row beside it")
+    ap.add_argument("--baseline-label", default="baseline", help="what the baseline binary is (its commit)")
     a = ap.parse_args()
 
     cases = [("batond", "one `clock: system` zone on ALSA `null`, Subsonic (Supysonic) `format: raw`, soxr-hq",
@@ -545,6 +549,10 @@ def main():
              ("batond, 40 ms period", "the first row with `period: 40ms, buffer: 160ms` (the default is 10 ms / 40 ms): "
               "a quarter of the output wake-ups, 150 ms more between a request and its first sample",
               lambda: Batond(a, 1, True, period_ms=40))]
+    baseline = f"batond at {a.baseline_label}"
+    if a.baseline_batond:
+        cases.insert(1, (baseline, f"the first row's case with the release batond built from {a.baseline_label}",
+                         lambda: Batond(a, 1, True, binary=a.baseline_batond)))
     howto = {
         "MPD": "`audio_output { type \"null\" sync \"yes\" format \"44100:16:2\" }`, resampler soxr \"high\", curl input (its opus plugin decodes to S16)",
         "mpv": "`--no-config --ao=null --audio-samplerate=44100 --audio-format=s16 URL` (swr)",
@@ -560,7 +568,10 @@ def main():
                   lambda: Batond(a, 2, True)))
     if a.only:
         keys = [k.strip().lower() for k in a.only.split(",")]
-        cases = [c for c in cases if any(k in c[0].lower() for k in keys)]
+        # A word that is a case's whole name picks that case alone; others pick every case containing them.
+        names = {c[0].lower() for c in cases}
+        cases = [c for c in cases if c[0] == baseline
+                 or any(c[0].lower() == k if k in names else k in c[0].lower() for k in keys)]
 
     servers = set()
     for p in (int(x) for x in a.server_pids.split(",") if x):
@@ -604,6 +615,9 @@ def main():
 
     p("Ratios (median of batond over median of the peer; the range is batond's min over the peer's max "
       "to batond's max over the peer's min):")
+    if results.get("batond") and results.get(baseline):
+        p(f"- {ratio_text(col('batond', 'cpu'), col(baseline, 'cpu'), f'CPU, batond / {baseline}')}")
+        p(f"- {ratio_text(col('batond', 'rss_mib'), col(baseline, 'rss_mib'), f'peak RSS, batond / {baseline}')}")
     if results.get("batond") and results.get("MPD"):
         p(f"- {ratio_text(col('batond', 'cpu'), col('MPD', 'cpu'), 'CPU, batond / MPD')}")
     for peer in ("mpv", "GStreamer"):
