@@ -245,9 +245,10 @@ class Player:
 class Batond(Player):
     batond = True
 
-    def __init__(self, a, zones, play, sounds=None, period_ms=None, binary=None):
+    def __init__(self, a, zones, play, sounds=None, period_ms=None, binary=None, prefix=(), spinners=0):
         self.a, self.zones, self.play, self.period_ms = a, zones, play, period_ms
         self.binary = binary or a.batond
+        self.prefix, self.spinners, self.spinning = list(prefix), spinners, []
         self.sounds = sounds or a.sounds
         self.name = f"batond ({zones} zone{'s' if zones > 1 else ''}, {'playing' if play else 'idle'})"
 
@@ -277,8 +278,11 @@ music:
     def start(self):
         conf, d = self.write_config()
         self.log = open(os.path.join(d, "log"), "w")
+        # SCHED_IDLE busy loops: they run only when nothing else wants the CPU, so no vCPU halts.
+        self.spinning = [subprocess.Popen(["chrt", "-i", "0", "sh", "-c", "while :; do :; done"])
+                         for _ in range(self.spinners)]
         t0 = time.monotonic()
-        self.proc = subprocess.Popen([self.binary, "--config", conf], stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(self.prefix + [self.binary, "--config", conf], stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=self.log)
         self.ready_s = wait_status_200(self.port, self.proc) - t0
         if self.play:
@@ -291,6 +295,12 @@ music:
     def snapshot(self):
         st, body = http_json(self.port, "GET", "/api/v1/status")
         return body
+
+    def stop(self):
+        super().stop()
+        for p in self.spinning:
+            p.kill()
+            p.wait()
 
     def begin(self):
         self.before, self.t_before = self.snapshot(), time.monotonic()
@@ -566,7 +576,15 @@ def main():
                       (lambda n=n: Batond(a, n, False))))
     cases.append(("batond playing to 2 zones", "the first row's stream to two `clock: system` zones on `null` PCMs",
                   lambda: Batond(a, 2, True)))
+    # What an output wake-up costs on this machine, run only when ONLY names them.
+    optional = [("batond SCHED_OTHER", "the first row without CAP_SYS_NICE (`setpriv --inh-caps=-sys_nice "
+                 "--bounding-set=-sys_nice`): the output thread runs SCHED_OTHER",
+                 lambda: Batond(a, 1, True, prefix=["setpriv", "--inh-caps=-sys_nice", "--bounding-set=-sys_nice"])),
+                ("batond with CPUs kept awake", "the first row beside one `chrt -i 0` busy loop per CPU (SCHED_IDLE: "
+                 "they take only idle time, so no CPU halts between periods)",
+                 lambda: Batond(a, 1, True, spinners=os.cpu_count()))]
     if a.only:
+        cases += [c for c in optional if c[0].lower() in [k.strip().lower() for k in a.only.split(",")]]
         keys = [k.strip().lower() for k in a.only.split(",")]
         # A word that is a case's whole name picks that case alone; others pick every case containing them.
         names = {c[0].lower() for c in cases}
