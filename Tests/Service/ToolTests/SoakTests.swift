@@ -56,6 +56,41 @@ struct Soak {
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
+    /// The machine's steal time so far (s): what the hypervisor took from this VM's CPUs.
+    func stealSeconds() -> Double {
+        let text = (try? String(contentsOfFile: "/proc/stat", encoding: .utf8)) ?? ""
+        let cpu = text.split(separator: "\n").first { $0.hasPrefix("cpu ") } ?? ""
+        let fields = cpu.split(separator: " ").dropFirst().compactMap { Double($0) }
+        return fields.count > 7 ? fields[7] / Double(sysconf(Int32(_SC_CLK_TCK))) : 0
+    }
+
+    /// The process's major page faults so far (a page read from disk: what stalls a real-time thread).
+    func majorFaults(_ pid: pid_t) -> Int {
+        let text = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        guard let close = text.lastIndex(of: ")") else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        return fields.count > 9 ? Int(fields[9]) ?? 0 : 0
+    }
+
+    /// Each underrun a card recorded: when (s since the card opened) and how long the output thread
+    /// then took to prepare it again (ms): the stall is at least a buffer plus that.
+    func underruns(_ card: TestCard) -> [String] {
+        let events = card.events()
+        guard let opened = events.first?.nanoseconds else { return [] }
+        var out: [String] = []
+        for i in events.indices where events[i].kind == "xrun" {
+            let at: Int64 = events[i].nanoseconds
+            var text = "\(tenths(Double(at - opened) / 1e9)) s"
+            if let prepare = events[(i + 1)...].first(where: { $0.kind == "prepare" }) {
+                text += ", prepared \(tenths(Double(prepare.nanoseconds - at) / 1e6)) ms later"
+            }
+            out.append(text)
+        }
+        return out
+    }
+
+    func tenths(_ x: Double) -> String { "\((x * 10).rounded() / 10)" }
+
     func run() throws -> Result {
         let duration = minutes * 60
         let dir = WAVWriter.temporaryDirectory("soak")
@@ -146,6 +181,8 @@ struct Soak {
         var reloads = 0
         var calls: [BackgroundProcess] = []
         var rssAfterWarmup: Int?
+        var stealAfterWarmup = stealSeconds()
+        var faultsAfterWarmup = 0
         while seconds() < duration {
             let now = seconds()
             if now >= nextBell {
@@ -169,12 +206,18 @@ struct Soak {
                 kill(daemon.pid, SIGHUP)
                 nextReload += 30
             }
-            if rssAfterWarmup == nil && now >= warmup { rssAfterWarmup = rssKiB(daemon.pid) }
+            if rssAfterWarmup == nil && now >= warmup {
+                rssAfterWarmup = rssKiB(daemon.pid)
+                stealAfterWarmup = stealSeconds()
+                faultsAfterWarmup = majorFaults(daemon.pid)
+            }
             usleep(50_000)
         }
         for c in calls { _ = c.wait(seconds: 10) }
         usleep(300_000)
         let rssEnd = rssKiB(daemon.pid)
+        let steal = stealSeconds() - stealAfterWarmup
+        let faults = majorFaults(daemon.pid) - faultsAfterWarmup
         let recording = recorder.stop()
         let final = status()
         _ = daemon.stop()
@@ -202,7 +245,12 @@ struct Soak {
         let xruns = final?.zones.map(\.xruns).reduce(0, +) ?? -1
         let late = final?.zones.map(\.lateCycles).reduce(0, +) ?? -1
         if xruns != 0 || cardXruns != 0 || late != 0 {
-            problems.append("\(xruns) xruns (the cards saw \(cardXruns)), \(late) late cycles")
+            let at = [("kitchen", kitchen), ("patio", patio)].flatMap { zone, card in
+                underruns(card).map { "\(zone) at \($0)" }
+            }
+            problems.append(
+                "\(xruns) xruns (the cards saw \(cardXruns)\(at.isEmpty ? "" : ": " + at.joined(separator: "; "))), "
+                    + "\(late) late cycles")
         }
         let growth = rssEnd - (rssAfterWarmup ?? rssEnd)
         if growth >= 1_024 { problems.append("RSS grew by \(growth) KiB after the warm-up") }
@@ -256,6 +304,8 @@ struct Soak {
             + "(\(recording.failedSamples) failed), \(events.count) events; \(interruptions) interruptions, "
             + "\(heardCalls.count) calls heard, \(reloads) reloads; RSS \(rssAfterWarmup ?? 0) KiB after warm-up → "
             + "\(rssEnd) KiB (\(growth >= 0 ? "+" : "")\(growth) KiB); xruns \(xruns) (cards \(cardXruns)), late cycles \(late)"
-        return Result(summary: summary, problems: problems)
+        let machine =
+            "; after the warm-up the hypervisor stole \(tenths(steal)) s of CPU, batond had \(faults) major faults"
+        return Result(summary: summary + machine, problems: problems)
     }
 }
