@@ -6,18 +6,25 @@
 # The commit is `git rev-parse --short HEAD`, with `-dirty` when the files the binary is built from
 # (Sources/, Package.swift, Package.resolved, scripts/release-flags.sh) differ from it, untracked files
 # there included.
-build_batond() {
-  local log
+
+# `release_build DIR WHAT`: builds batond in DIR with the package's options as DIR's tree defines
+# them (nice'd); on failure prints the build's tail and exits.
+release_build() {
+  local dir="$1" what="$2" log
   log="$(mktemp)"
-  . scripts/release-flags.sh
-  echo "$(basename "$0"): building the release batond (swift build ${release_flags[*]} --product batond, nice'd)" >&2
-  if ! nice -n 10 swift build "${release_flags[@]}" --product batond >"$log" 2>&1; then
+  echo "$(basename "$0"): building $what, nice'd" >&2
+  if ! (cd "$dir" && . scripts/release-flags.sh && nice -n 10 swift build "${release_flags[@]}" --product batond) >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     rm -f "$log"
-    echo "$(basename "$0"): the release build failed" >&2
+    echo "$(basename "$0"): the release build of $what failed" >&2
     exit 1
   fi
   rm -f "$log"
+}
+
+build_batond() {
+  . scripts/release-flags.sh
+  release_build "$PWD" "the release batond (swift build ${release_flags[*]} --product batond)"
   batond="$PWD/.build/release/batond"
   baton_commit="$(git rev-parse --short HEAD)"
   if [ -n "$(git status --porcelain -- Sources Package.swift Package.resolved scripts/release-flags.sh 2>/dev/null)" ]; then
@@ -31,7 +38,7 @@ build_batond() {
 # built there with the package's options as that revision defines them. Sets $baseline_batond and
 # $baseline_commit.
 build_baseline_batond() {
-  local rev="$1" dir="$2" log
+  local rev="$1" dir="$2"
   baseline_commit="$(git rev-parse --short "$rev^{commit}")" || { echo "$(basename "$0"): no revision $rev" >&2; exit 2; }
   if [ -d "$dir/.git" ] || [ -f "$dir/.git" ]; then
     git -C "$dir" checkout -q --detach "$baseline_commit"
@@ -40,15 +47,7 @@ build_baseline_batond() {
     git worktree prune
     git worktree add -q --detach "$dir" "$baseline_commit"
   fi
-  log="$(mktemp)"
-  echo "$(basename "$0"): building the release batond of $baseline_commit in $dir (nice'd)" >&2
-  if ! (cd "$dir" && . scripts/release-flags.sh && nice -n 10 swift build "${release_flags[@]}" --product batond) >"$log" 2>&1; then
-    tail -n 40 "$log" >&2
-    rm -f "$log"
-    echo "$(basename "$0"): the baseline's release build failed" >&2
-    exit 1
-  fi
-  rm -f "$log"
+  release_build "$dir" "the release batond of $baseline_commit in $dir"
   baseline_batond="$dir/.build/release/batond"
   echo "$(basename "$0"): baseline $baseline_batond, built from commit $baseline_commit" >&2
 }
