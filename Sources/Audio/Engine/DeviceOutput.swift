@@ -255,7 +255,7 @@ public final class DeviceOutput: @unchecked Sendable {
             case .s16LE: convertToS16(mixed, bytes.assumingMemoryBound(to: Int16.self), count: period * channels)
             case .s32LE: convertToS32(mixed, bytes.assumingMemoryBound(to: Int32.self), count: period * channels)
             }
-            history.commit(frames: period)
+            history.commit()
             // Gone (-ENODEV) or unrecoverable: reopen with backoff; what the device dropped is kept.
             guard deliver(to: pcm, bufferFrames: bufferFrames) else {
                 framesPlayed.add(period, ordering: .releasing)

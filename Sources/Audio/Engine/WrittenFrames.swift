@@ -19,6 +19,8 @@
 /// Output thread only (after `init`); real-time safe: no allocation, lock or log.
 final class WrittenFrames {
     let frameBytes: Int
+    /// Frames per period: the history is appended a whole period at a time.
+    let periodFrames: Int
     /// Frames kept, a multiple of the period.
     let capacity: Int
     private let storage: UnsafeMutableRawPointer
@@ -32,6 +34,7 @@ final class WrittenFrames {
         precondition(periodFrames > 0 && bufferFrames >= 0 && frameBytes > 0)
         let periods = (2 * bufferFrames + periodFrames - 1) / periodFrames + 2
         self.frameBytes = frameBytes
+        self.periodFrames = periodFrames
         capacity = periods * periodFrames
         storage = .allocate(byteCount: capacity * frameBytes, alignment: 16)
     }
@@ -42,13 +45,13 @@ final class WrittenFrames {
     var pending: Int { rendered - sent }
 
     /// Where the next period goes: the output thread converts its mix straight into the history
-    /// (no copy), then calls `commit`. Periods are appended whole and the capacity is a multiple of
+    /// (no copy), then calls `commit`. Only whole periods are kept and the capacity is a multiple of
     /// the period, so a period never wraps. Real-time safe.
     var nextPeriod: UnsafeMutableRawPointer { storage + (rendered % capacity) * frameBytes }
 
-    /// Keeps the period just written at `nextPeriod` (`frames`: the period). Real-time safe.
-    func commit(frames: Int) {
-        rendered += frames
+    /// Keeps the period just written at `nextPeriod`. Real-time safe.
+    func commit() {
+        rendered += periodFrames
         // Never more pending than is kept (only a device that dropped more than the capacity).
         sent = max(sent, rendered - capacity)
     }
