@@ -584,8 +584,8 @@ def main():
                  "they take only idle time, so no CPU halts between periods)",
                  lambda: Batond(a, 1, True, spinners=os.cpu_count()))]
     if a.only:
-        cases += [c for c in optional if c[0].lower() in [k.strip().lower() for k in a.only.split(",")]]
         keys = [k.strip().lower() for k in a.only.split(",")]
+        cases += [c for c in optional if c[0].lower() in keys]
         # A word that is a case's whole name picks that case alone; others pick every case containing them.
         names = {c[0].lower() for c in cases}
         cases = [c for c in cases if c[0] == baseline
