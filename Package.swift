@@ -219,7 +219,7 @@ package.targets += [
         name: "CBatonTestCard", path: "Tests/Support/BatonTestCard",
         cSettings: [.unsafeFlags(["-Wall", "-Wextra"])], linkerSettings: [.linkedLibrary("asound")]),
     .testTarget(
-        name: "BatonTestCardTests", dependencies: ["ALSA", "BatonTesting", "CBatonTestCard"],
+        name: "BatonTestCardTests", dependencies: ["ALSA", "BatonTesting", "CBatonTestCard", "OSThread"],
         path: "Tests/Support/BatonTestCardTests", swiftSettings: swiftSettings),
 ]
 

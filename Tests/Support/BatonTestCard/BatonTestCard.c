@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -71,6 +72,7 @@ typedef struct card {
     char timing_path[PATH_MAX];
 
     int control_fd, record_fd, timing_fd, timer_fd;
+    int notify_fd;               // inotify on the control file: a command wakes a blocked writer
     off_t control_done;          // bytes of the control log already acted on
     bool replaying;              // reading the log at open: only levels count
     bool unplugged;
@@ -378,10 +380,11 @@ static int sync_card(card_t *c, int64_t now) {
 
 /// Arms the poll timer for the instant the writer should wake: at once when there is room (or an
 /// error to report), else when the pointer will have freed avail_min frames (or, draining, at the next
-/// granule). With a control file it also wakes at least once a period, like a period interrupt, so
-/// that a writer blocked through a long stall or on a full, unstarted buffer still sees a command
-/// within a period (those wakes report no event, and alsa-lib polls again). Only this changes the
-/// descriptor's readiness; re-arming also clears it.
+/// granule) — as a kernel driver wakes a poller only once avail_min frames are free, so a writer that
+/// sets avail_min to several periods wakes that much less often. A command appended to the control
+/// file wakes a blocked writer through the second descriptor (inotify), whatever the timer says: a
+/// writer blocked through a long stall or on a full, unstarted buffer still sees it at once. Only
+/// this changes the timer's readiness; re-arming also clears it.
 static void arm_timer(card_t *c, int64_t now) {
     struct itimerspec when = {{0, 0}, {0, 0}};
     int flags = 0;
@@ -403,7 +406,9 @@ static void arm_timer(card_t *c, int64_t now) {
     } else {
         at = 0;
     }
-    if (c->control_fd >= 0 && c->io.rate && at != 0) {
+    if (c->control_fd >= 0 && c->notify_fd < 0 && c->io.rate && at != 0) {
+        // No inotify (it failed at open): wake once a period, like a period interrupt, to look
+        // for commands (those wakes report no event, and alsa-lib polls again).
         int64_t tick = now + (int64_t)c->period * 1000000000LL / c->io.rate;
         if (at < 0 || at > tick) at = tick;
     }
@@ -576,8 +581,8 @@ static int card_sw_params(snd_pcm_ioplug_t *io, snd_pcm_sw_params_t *params) {
 }
 
 static int card_poll_descriptors_count(snd_pcm_ioplug_t *io) {
-    (void)io;
-    return 1;
+    card_t *c = io->private_data;
+    return c->notify_fd >= 0 ? 2 : 1;
 }
 
 static int card_poll_descriptors(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned int space) {
@@ -586,7 +591,11 @@ static int card_poll_descriptors(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsig
     pfd[0].fd = c->timer_fd;
     pfd[0].events = POLLIN;
     pfd[0].revents = 0;
-    return 1;
+    if (c->notify_fd < 0 || space < 2) return 1;
+    pfd[1].fd = c->notify_fd;
+    pfd[1].events = POLLIN;
+    pfd[1].revents = 0;
+    return 2;
 }
 
 static int card_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned int nfds, unsigned short *revents) {
@@ -595,6 +604,11 @@ static int card_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned 
     bool fired = nfds >= 1 && (pfd[0].revents & POLLIN);
     if (read(c->timer_fd, &ticks, sizeof ticks) < 0) {
         // EAGAIN: the timer had not fired (or was re-armed since poll returned).
+    }
+    if (c->notify_fd >= 0) {
+        // Empty the notifications: the control file itself is read by sync_card below.
+        char events[sizeof(struct inotify_event) + NAME_MAX + 1] __attribute__((aligned(8)));
+        while (read(c->notify_fd, events, sizeof events) > 0) {}
     }
     int64_t now = now_ns();
     int err = sync_card(c, now);
@@ -624,6 +638,7 @@ static int card_close(snd_pcm_ioplug_t *io) {
     if (c->record_fd >= 0) close(c->record_fd);
     if (c->timing_fd >= 0) close(c->timing_fd);
     if (c->timer_fd >= 0) close(c->timer_fd);
+    if (c->notify_fd >= 0) close(c->notify_fd);
     free(c->ring);
     free(c);
     return 0;
@@ -793,6 +808,7 @@ static void free_card(card_t *c) {
     if (c->record_fd >= 0) close(c->record_fd);
     if (c->timing_fd >= 0) close(c->timing_fd);
     if (c->timer_fd >= 0) close(c->timer_fd);
+    if (c->notify_fd >= 0) close(c->notify_fd);
     free(c);
 }
 
@@ -804,7 +820,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(batontest) {
     }
     card_t *c = calloc(1, sizeof *c);
     if (!c) return -ENOMEM;
-    c->control_fd = c->record_fd = c->timing_fd = c->timer_fd = -1;
+    c->control_fd = c->record_fd = c->timing_fd = c->timer_fd = c->notify_fd = -1;
     c->rates[0] = 48000;
     c->rate_count = 1;
     c->formats[0] = SND_PCM_FORMAT_S16_LE;
@@ -828,6 +844,11 @@ SND_PCM_PLUGIN_DEFINE_FUNC(batontest) {
         c->replaying = true;
         read_control(c, now_ns());
         c->replaying = false;
+        c->notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (c->notify_fd >= 0 && inotify_add_watch(c->notify_fd, c->control_path, IN_MODIFY) < 0) {
+            close(c->notify_fd);
+            c->notify_fd = -1;
+        }
     }
     if (c->unplugged) { free_card(c); return -ENODEV; }
     if (*c->record_path && !*c->timing_path) {

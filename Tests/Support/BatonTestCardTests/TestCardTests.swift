@@ -4,6 +4,8 @@ import CBatonTestCard
 import Glibc
 import Testing
 
+import class OSThread.OSThread
+
 // The virtual sound card through the real alsa-lib API. The suite is serialized: its tests measure
 // time against the card's clock. Tests that are not about underruns give the card a 100 ms buffer
 // (`roomy`), so that a writer descheduled for tens of milliseconds on a busy two-core machine (seen
@@ -85,6 +87,39 @@ struct TestCardTests {
             #expect(writer.pcm.avail() == 480)
             #expect(writer.writePeriod() == 480)
         }
+    }
+
+    /// With `avail_min` at two periods the card wakes its poller once every two periods, as a
+    /// kernel driver does (no wake-up at the period between), and a command still wakes a poller at
+    /// once: an unplug sent while it waits on a full buffer is reported within a few milliseconds.
+    @Test func pollWakesWhenAvailMinIsFree() throws {
+        let card = ALSATestRig.makeCard()
+        let writer = try CardWriter(card)
+        try writer.pcm.setWakeThreshold(frames: 960)
+        #expect(writer.write(periods: 4) == 0)
+        let start = try #require(card.startNanoseconds)
+        for k in 1...4 {
+            var usage = rusage()
+            getrusage(__rusage_who_t(1), &usage)  // RUSAGE_THREAD: this thread's own count
+            let before = usage.ru_nvcsw
+            #expect(writer.pcm.wait(milliseconds: 100) == 1)
+            getrusage(__rusage_who_t(1), &usage)
+            let late = monotonicNanoseconds() - start - Int64(2 * k) * 10_000_000
+            #expect(late >= 0 && late < 8_000_000, "woke \(late) ns after period \(2 * k)")
+            #expect(usage.ru_nvcsw - before == 1, "blocked once for two periods")
+            #expect(writer.pcm.avail() == 960)
+            #expect(writer.write(periods: 2) == 0)
+        }
+        // Sent 5 ms into a wait that the clock would end only at 20 ms.
+        let sender = OSThread.start {
+            usleep(5_000)
+            card.send(.unplug)
+        }
+        let t0 = monotonicNanoseconds()
+        #expect(writer.pcm.wait(milliseconds: 100) < 0)
+        let waited = monotonicNanoseconds() - t0
+        sender.join()
+        #expect(waited < 9_000_000, "the unplug woke the poller after \(waited) ns")
     }
 
     /// The control file outlives handles: levels written while no handle is open (a drift) apply to the

@@ -139,10 +139,28 @@ public final class PCM {
     /// The corresponding C function is `snd_pcm_avail`.
     public func avail() -> Int { snd_pcm_avail(handle) }
 
-    /// Waits until the device can take a period (`avail_min` frames), at most `milliseconds` (negative:
-    /// no limit). Returns 1 when ready, 0 on timeout, or the negative errno (-EPIPE, -ESTRPIPE, -ENODEV).
+    /// Waits until the device has room for its wake-up threshold (`avail_min`: one period after
+    /// `open`, see `setWakeThreshold`), at most `milliseconds` (negative: no limit). Returns 1 when
+    /// ready, 0 on timeout, or the negative errno (-EPIPE, -ESTRPIPE, -ENODEV).
     /// Does not allocate. The corresponding C function is `snd_pcm_wait`.
     public func wait(milliseconds: Int32) -> Int32 { snd_pcm_wait(handle, milliseconds) }
+
+    /// Sets how much room the device must have before `wait` (and a blocking `write` that found the
+    /// buffer full) returns: `frames`, clamped to one period … the buffer. Call it after `init`,
+    /// not while writing: it allocates. The corresponding C function is `snd_pcm_sw_params_set_avail_min`.
+    public func setWakeThreshold(frames: Int) throws(ALSAError) {
+        let frames = min(max(frames, configuration.periodFrames), configuration.bufferFrames)
+        var sw: OpaquePointer?
+        try check(snd_pcm_sw_params_malloc(&sw), "allocate sw params", name)
+        defer { snd_pcm_sw_params_free(sw) }
+        try check(snd_pcm_sw_params_current(handle, sw), "query sw params", name)
+        try check(snd_pcm_sw_params_set_avail_min(handle, sw, snd_pcm_uframes_t(frames)), "set avail min", name)
+        try check(snd_pcm_sw_params(handle, sw), "apply sw params", name)
+    }
+
+    /// True while the stream runs (started, not stopped by an xrun, a suspend or a drain).
+    /// The corresponding C function is `snd_pcm_state`.
+    public var isRunning: Bool { snd_pcm_state(handle) == SND_PCM_STATE_RUNNING }
 
     /// Frames written but not yet heard (the distance between the write pointer and the DAC),
     /// or nil when the device cannot tell. The corresponding C function is `snd_pcm_delay`.
