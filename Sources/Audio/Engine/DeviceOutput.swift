@@ -224,6 +224,11 @@ public final class DeviceOutput: @unchecked Sendable {
                 reopens.add(1, ordering: .relaxed)
             }
             lastError.store(0, ordering: .releasing)
+            // Wake when half the buffer is free (see `play`); a device that refuses it wakes every
+            // period and is written a period at a time, as before.
+            let wake = Self.wakePeriods(
+                bufferFrames: pcm.configuration.bufferFrames, periodFrames: spec.pcm.periodFrames)
+            try? pcm.setWakeThreshold(frames: wake * spec.pcm.periodFrames)
             deviceOpened()
             setAvailable(true)
             play(on: pcm, bufferFrames: pcm.configuration.bufferFrames, cycle: &cycle)
@@ -237,37 +242,56 @@ public final class DeviceOutput: @unchecked Sendable {
     }
 
     /// Renders and writes periods until stopped or the sink is gone (a stream sink never is).
-    /// `bufferFrames`: how late a system-paced cycle may wake before it counts as late.
+    /// `bufferFrames`: the sink's buffer (granted by the device), and how late a system-paced cycle
+    /// may wake before it counts as late.
+    ///
+    /// The thread wakes when half the buffer is free (`wakePeriods`), not every period, and renders
+    /// then, not before: a device-clocked sink is waited for first (`snd_pcm_wait`, with `avail_min`
+    /// at that threshold), then the periods that fit are rendered and written. So what is rendered
+    /// reaches the device at once (a request is heard at most a buffer after it is rendered, not a
+    /// period more), the device holds at least half its buffer when the thread wakes, and the thread
+    /// wakes half as often as the periods when the buffer is four of them (the default). Frame
+    /// accounting is by period as before: every period is rendered, converted and kept on its own.
     /// Output thread; real-time safe.
     private func play<Sink: PeriodSink>(on pcm: Sink, bufferFrames: Int, cycle: inout Int) {
         let period = spec.pcm.periodFrames
         let channels = spec.pcm.channels
-        let periodNanoseconds = period * 1_000_000_000 / spec.pcm.rate
+        let wake = Self.wakePeriods(bufferFrames: bufferFrames, periodFrames: period)
+        let wakeNanoseconds = wake * period * 1_000_000_000 / spec.pcm.rate
         let bufferNanoseconds = bufferFrames * 1_000_000_000 / spec.pcm.rate
+        // A device that stops consuming (a stall) is waited for in steps, so that `stop` is seen.
+        let waitMilliseconds = Int32(clamping: max(100, 2 * bufferNanoseconds / 1_000_000))
         var deadline = monotonicNanoseconds()
         var idleFrames = 0
         while !stopping {
-            cycleObserver?(cycle)
-            cycle += 1
-            let mixed = renderDevice(period: period, channels: channels)
-            let bytes = history.nextPeriod
-            switch spec.pcm.format {
-            case .s16LE: convertToS16(mixed, bytes.assumingMemoryBound(to: Int16.self), count: period * channels)
-            case .s32LE: convertToS32(mixed, bytes.assumingMemoryBound(to: Int32.self), count: period * channels)
+            var periods = wake
+            if spec.clock == .device {
+                periods = periodsToRender(pcm, wake: wake, period: period, waitMilliseconds: waitMilliseconds)
+                if periods == 0 { continue }
             }
-            history.commit()
+            for _ in 0..<periods {
+                cycleObserver?(cycle)
+                cycle += 1
+                let mixed = renderDevice(period: period, channels: channels)
+                let bytes = history.nextPeriod
+                switch spec.pcm.format {
+                case .s16LE: convertToS16(mixed, bytes.assumingMemoryBound(to: Int16.self), count: period * channels)
+                case .s32LE: convertToS32(mixed, bytes.assumingMemoryBound(to: Int32.self), count: period * channels)
+                }
+                history.commit()
+            }
             // Gone (-ENODEV) or unrecoverable: reopen with backoff; what the device dropped is kept.
             guard deliver(to: pcm, bufferFrames: bufferFrames) else {
-                framesPlayed.add(period, ordering: .releasing)
+                framesPlayed.add(periods * period, ordering: .releasing)
                 return
             }
-            framesPlayed.add(period, ordering: .releasing)
+            framesPlayed.add(periods * period, ordering: .releasing)
             switch spec.clock {
             case .device:
                 measureDevice(pcm, bufferFrames: bufferFrames)
             case .system:
                 delayFrames.store((pcm.delay() ?? 0) + pcm.hiddenDelayFrames, ordering: .relaxed)
-                deadline += periodNanoseconds
+                deadline += wakeNanoseconds
                 let now = monotonicNanoseconds()
                 if now > deadline + bufferNanoseconds {
                     lateCycles.add(1, ordering: .relaxed)
@@ -277,7 +301,7 @@ public final class DeviceOutput: @unchecked Sendable {
                 }
             }
             if spec.stopsWhenIdle {
-                idleFrames = allZonesIdle ? idleFrames + period : 0
+                idleFrames = allZonesIdle ? idleFrames + periods * period : 0
                 if idleFrames >= spec.pcm.rate / 2 {
                     idleFrames = 0
                     guard waitWhileIdle(pcm) else { return }
@@ -285,6 +309,23 @@ public final class DeviceOutput: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Periods rendered per wake-up: as many as fill half the buffer, at least one. Any thread.
+    static func wakePeriods(bufferFrames: Int, periodFrames: Int) -> Int {
+        max(1, bufferFrames / 2 / max(1, periodFrames))
+    }
+
+    /// A device-clocked sink: waits until it has room for `wake` periods, then says how many to
+    /// render now (0: the wait timed out, look again). A sink that is not running yet (being filled
+    /// after a prepare) is not waited for: what fits is rendered, at least one period, whose write
+    /// starts it. An error is left to the write (`deliver` recovers from it). Output thread; real-time safe.
+    private func periodsToRender<Sink: PeriodSink>(
+        _ pcm: Sink, wake: Int, period: Int, waitMilliseconds: Int32
+    ) -> Int {
+        if pcm.isRunning && pcm.wait(milliseconds: waitMilliseconds) == 0 { return 0 }
+        let room = pcm.avail() - history.pending
+        return min(wake, max(1, room / period))
     }
 
     /// True when no zone has anything to play. Output thread; real-time safe.

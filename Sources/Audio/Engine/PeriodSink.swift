@@ -26,6 +26,13 @@ protocol PeriodSink: AnyObject {
     var isInXrun: Bool { get }
     /// Plays what was written, then stops (before the output thread waits with nothing to play).
     func drain()
+    /// True while a device-clocked sink runs (plays what it holds at its own pace).
+    var isRunning: Bool { get }
+    /// Frames the sink can take now without blocking, or a negative errno.
+    func avail() -> Int
+    /// Waits until a running sink has room for its wake-up threshold (`PCM.setWakeThreshold`), at
+    /// most `milliseconds`: 1 ready, 0 timed out, or a negative errno (which the next write meets too).
+    func wait(milliseconds: Int32) -> Int32
 }
 
 extension PCM: PeriodSink {}
@@ -37,4 +44,8 @@ extension PeriodSink {
     func resume() -> Int32 { 0 }
     func prepare() -> Int32 { 0 }
     var isInXrun: Bool { false }
+    /// A stream sink is paced by the system clock: never "running" on a clock of its own.
+    var isRunning: Bool { false }
+    func avail() -> Int { Int.max }
+    func wait(milliseconds: Int32) -> Int32 { 1 }
 }

@@ -268,6 +268,38 @@ import Testing
         print("stall: card held \(held) ms, no xrun; the other card took \(spacing.count) periods 10 ms apart")
     }
 
+    /// The output thread wakes when half the card's buffer is free, not every period: over 2 s of
+    /// the card's clock (200 periods of 10 ms, 40 ms buffer) it blocks about 100 times (what the
+    /// kernel counts as its voluntary context switches), renders two periods each time, and the card
+    /// never runs dry. Rendering a period and then waiting for room blocked 200 times.
+    @Test func wakesWhenHalfTheBufferIsFree() throws {
+        let card = Self.card()
+        let output = Self.device(card)
+        let feeder = SlotFeeder([try #require(output.mixer.claimSlot(gain: 1))])
+        // The output thread's own count, read there at every period it renders (getrusage: one
+        // system call, no allocation; 1 is RUSAGE_THREAD, which Swift does not import).
+        let blocked = Atomic<Int>(-1)
+        output.cycleObserver = { _ in
+            var usage = rusage()
+            if getrusage(__rusage_who_t(1), &usage) == 0 { blocked.store(usage.ru_nvcsw, ordering: .relaxed) }
+        }
+        output.start()
+        #expect(waitUntil { output.snapshot().framesPlayed >= Self.rate / 2 })
+        let before = blocked.load(ordering: .relaxed)
+        let from = output.snapshot().framesPlayed
+        #expect(waitUntil(seconds: 4) { output.snapshot().framesPlayed >= from + 2 * Self.rate })
+        let switches = blocked.load(ordering: .relaxed) - before
+        let periods = (output.snapshot().framesPlayed - from) / Self.period
+        output.stop()
+        feeder.stop()
+        #expect(before >= 0 && periods >= 200)
+        #expect(switches <= periods * 6 / 10, "\(switches) wake-ups for \(periods) periods (half: \(periods / 2))")
+        #expect(switches >= periods / 4, "\(switches) wake-ups for \(periods) periods: it must wait for the card")
+        #expect(output.snapshot().xruns == 0)
+        #expect(IndexSignal.firstBreak(in: card.recordedBytes()) == nil)
+        print("wake-ups: \(switches) for \(periods) periods")
+    }
+
     /// The output thread makes no heap allocation over 300 paced cycles on the card, with two zones
     /// on the device (by channel), four sources with gain ramps and a zone-volume ramp in flight;
     /// the rings never run dry.
