@@ -208,9 +208,11 @@ if stopped:
 # wake-up of the output thread); prepare → start the output thread filling the empty buffer (the card
 # starts at the start threshold, a full buffer); start → the first frame, which frames of the new
 # stream came before the announcement. With music: the announcement is mixed by the first render after
-# the grant, and a render starts when the card frees a period (its period end, T); what it mixes is
-# heard a buffer later (first frame at T + buffer). So latency − buffer = request → that render, and
-# the periods it missed = how many period ends passed between the request and it.
+# the grant. The output thread wakes when half the buffer is free (at every WAKE_PERIODS-th period end,
+# T) and renders that many periods at once; what it mixes first is heard at T + LEAD, the buffer less
+# what it renders (the card still holds that much). So latency − LEAD = request → that render, and the
+# period ends between the request and it say how long it waited: below WAKE_PERIODS, for the next
+# wake-up; WAKE_PERIODS or more, it missed one.
 def period_ends_between(a, b): return bisect.bisect_left(ends, b) - bisect.bisect_right(ends, a)
 def stream_start_frame(t):
     i = bisect.bisect_left(prepares, t)
@@ -226,15 +228,17 @@ print("idle, the 5 slowest: " + "; ".join(
     f"(frame {m['into_stream']} of the new stream)"
     for m in sorted(stopped, key=lambda m: -m["ms"])[:5]))
 print(f"idle, the announcement was not the new stream's first frame: {sum(m['into_stream'] != 0 for m in stopped)} of {len(stopped)}")
+WAKE_PERIODS = max(1, BUFFER // 2 // PERIOD)   # DeviceOutput.wakePeriods
+LEAD = BUFFER - WAKE_PERIODS * PERIOD
 if running:
-    render = [m["ms"] - buffer_ms for m in running]
-    missed = [period_ends_between(m["t"], m["exact"] - BUFFER * 1e9 / RATE - 1e5) for m in running]
-    print(f"music: request → the render that mixed it (latency − buffer): {summary(render)}; periods it missed "
-          f"(period ends between the request and that render): " +
-          ", ".join(f"{k}: {missed.count(k)}" for k in sorted(set(missed))))
+    render = [m["ms"] - LEAD * 1000 / RATE for m in running]
+    def waited(m): return period_ends_between(m["t"], m["exact"] - LEAD * 1e9 / RATE - 1e5)
+    print(f"music: request → the render that mixed it (latency − {LEAD * 1000 / RATE:g} ms, the buffer less the "
+          f"{WAKE_PERIODS} periods rendered per wake-up): {summary(render)}; period ends between the request and "
+          f"that render (below {WAKE_PERIODS}: the next wake-up; {WAKE_PERIODS} or more: it missed one): " +
+          ", ".join(f"{k}: {[waited(m) for m in running].count(k)}" for k in sorted({waited(m) for m in running})))
     print("music, the 5 slowest: " + "; ".join(
-        f"{m['ms']:.1f} ms (missed {period_ends_between(m['t'], m['exact'] - BUFFER * 1e9 / RATE - 1e5)})"
-        for m in sorted(running, key=lambda m: -m["ms"])[:5]))
+        f"{m['ms']:.1f} ms ({waited(m)} period ends)" for m in sorted(running, key=lambda m: -m["ms"])[:5]))
 for name, p99 in (("idle", pct([m["ms"] for m in stopped], 0.99) if stopped else None),
                   ("music", pct([m["ms"] for m in running], 0.99) if running else None)):
     if p99 is not None:

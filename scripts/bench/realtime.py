@@ -557,7 +557,7 @@ def main():
     cases = [("batond", "one `clock: system` zone on ALSA `null`, Subsonic (Supysonic) `format: raw`, soxr-hq",
               lambda: Batond(a, 1, True)),
              ("batond, 40 ms period", "the first row with `period: 40ms, buffer: 160ms` (the default is 10 ms / 40 ms): "
-              "a quarter of the output wake-ups, 150 ms more between a request and its first sample",
+              "a quarter of the output wake-ups, up to 120 ms more between a request and its first sample (a buffer: 160 against 40 ms)",
               lambda: Batond(a, 1, True, period_ms=40))]
     baseline = f"batond at {a.baseline_label}"
     if a.baseline_batond:
