@@ -224,10 +224,10 @@ public final class DeviceOutput: @unchecked Sendable {
                 reopens.add(1, ordering: .relaxed)
             }
             lastError.store(0, ordering: .releasing)
-            // Wake when half the buffer is free (see `play`); a device that refuses it wakes every
-            // period and is written a period at a time, as before.
+            // Wake when `wakePeriods` are free (see `play`); a device that refuses it wakes every
+            // period and is written a period at a time.
             let wake = Self.wakePeriods(
-                bufferFrames: pcm.configuration.bufferFrames, periodFrames: spec.pcm.periodFrames)
+                bufferFrames: pcm.configuration.bufferFrames, periodFrames: spec.pcm.periodFrames, rate: spec.pcm.rate)
             try? pcm.setWakeThreshold(frames: wake * spec.pcm.periodFrames)
             deviceOpened()
             setAvailable(true)
@@ -245,18 +245,20 @@ public final class DeviceOutput: @unchecked Sendable {
     /// `bufferFrames`: the sink's buffer (granted by the device), and how late a system-paced cycle
     /// may wake before it counts as late.
     ///
-    /// The thread wakes when half the buffer is free (`wakePeriods`), not every period, and renders
-    /// then, not before: a device-clocked sink is waited for first (`snd_pcm_wait`, with `avail_min`
-    /// at that threshold), then the periods that fit are rendered and written. So what is rendered
-    /// reaches the device at once (a request is heard at most a buffer after it is rendered, not a
-    /// period more), the device holds at least half its buffer when the thread wakes, and the thread
-    /// wakes half as often as the periods when the buffer is four of them (the default). Frame
-    /// accounting is by period as before: every period is rendered, converted and kept on its own.
+    /// The thread wakes when half the buffer is free, or less when the device would then hold under
+    /// 30 ms (`wakePeriods`), and renders then, not before: a device-clocked sink is waited for first
+    /// (`snd_pcm_wait`, with `avail_min` at that threshold), then the periods that fit are rendered
+    /// and written. So what is rendered reaches the device at once (a request is heard at most a
+    /// buffer after it is rendered, not a period more), and with a buffer of at least four periods
+    /// and 30 ms + two periods the thread wakes less often than the periods (40 ms / 160 ms: every
+    /// 80 ms; 10 ms / 100 ms: every 50 ms; the default 10 ms / 40 ms: every period, the device
+    /// holding 30 ms). Frame accounting is by period as before: every
+    /// period is rendered, converted and kept on its own.
     /// Output thread; real-time safe.
     private func play<Sink: PeriodSink>(on pcm: Sink, bufferFrames: Int, cycle: inout Int) {
         let period = spec.pcm.periodFrames
         let channels = spec.pcm.channels
-        let wake = Self.wakePeriods(bufferFrames: bufferFrames, periodFrames: period)
+        let wake = Self.wakePeriods(bufferFrames: bufferFrames, periodFrames: period, rate: spec.pcm.rate)
         let wakeNanoseconds = wake * period * 1_000_000_000 / spec.pcm.rate
         let bufferNanoseconds = bufferFrames * 1_000_000_000 / spec.pcm.rate
         // A device that stops consuming (a stall) is waited for in steps, so that `stop` is seen.
@@ -311,10 +313,20 @@ public final class DeviceOutput: @unchecked Sendable {
         }
     }
 
-    /// Periods rendered per wake-up: as many as fill half the buffer, at least one. Any thread.
-    static func wakePeriods(bufferFrames: Int, periodFrames: Int) -> Int {
-        max(1, bufferFrames / 2 / max(1, periodFrames))
+    /// Periods rendered per wake-up: as many as fill half the buffer, but never so many that the
+    /// device holds less than `minimumHeldNanoseconds` when the thread wakes; at least one.
+    /// At the default 10 ms / 40 ms that is one period (the device holds 30 ms, as it did when the
+    /// thread rendered before waiting); with 40 ms / 160 ms, two. Any thread.
+    static func wakePeriods(bufferFrames: Int, periodFrames: Int, rate: Int) -> Int {
+        let held = Int(Int64(minimumHeldNanoseconds) * Int64(rate) / 1_000_000_000)
+        let free = min(bufferFrames / 2, bufferFrames - held)
+        return max(1, free / max(1, periodFrames))
     }
+
+    /// What the device must still hold when the output thread wakes: 30 ms. The 30-minute soak
+    /// (`scripts/soak.sh 30`, stress-ng on both cores) underran once in each of two runs with 20 ms
+    /// (a 40 ms buffer woken at half), and not in five of seven with 30 ms (docs/RELIABILITY.md).
+    static let minimumHeldNanoseconds = 30_000_000
 
     /// A device-clocked sink: waits until it has room for `wake` periods, then says how many to
     /// render now (0: the wait timed out, look again). A sink that is not running yet (being filled
