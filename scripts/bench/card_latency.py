@@ -208,8 +208,8 @@ if stopped:
 # wake-up of the output thread); prepare → start the output thread filling the empty buffer (the card
 # starts at the start threshold, a full buffer); start → the first frame, which frames of the new
 # stream came before the announcement. With music: the announcement is mixed by the first render after
-# the grant. The output thread wakes when half the buffer is free (at every WAKE_PERIODS-th period end,
-# T) and renders that many periods at once; what it mixes first is heard at T + LEAD, the buffer less
+# the grant. The output thread wakes when half the buffer is free, as long as the card then still holds
+# 30 ms (at every WAKE_PERIODS-th period end, T), and renders that many periods at once; what it mixes first is heard at T + LEAD, the buffer less
 # what it renders (the card still holds that much). So latency − LEAD = request → that render, and the
 # period ends between the request and it say how long it waited: below WAKE_PERIODS, for the next
 # wake-up; WAKE_PERIODS or more, it missed one.
@@ -228,7 +228,8 @@ print("idle, the 5 slowest: " + "; ".join(
     f"(frame {m['into_stream']} of the new stream)"
     for m in sorted(stopped, key=lambda m: -m["ms"])[:5]))
 print(f"idle, the announcement was not the new stream's first frame: {sum(m['into_stream'] != 0 for m in stopped)} of {len(stopped)}")
-WAKE_PERIODS = max(1, BUFFER // 2 // PERIOD)   # DeviceOutput.wakePeriods
+# DeviceOutput.wakePeriods: half the buffer, as long as the card still holds 30 ms.
+WAKE_PERIODS = max(1, min(BUFFER // 2, BUFFER - 30 * RATE // 1000) // PERIOD)
 LEAD = BUFFER - WAKE_PERIODS * PERIOD
 if running:
     render = [m["ms"] - LEAD * 1000 / RATE for m in running]
