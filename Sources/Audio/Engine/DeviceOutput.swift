@@ -336,6 +336,9 @@ public final class DeviceOutput: @unchecked Sendable {
         _ pcm: Sink, wake: Int, period: Int, waitMilliseconds: Int32
     ) -> Int {
         if pcm.isRunning && pcm.wait(milliseconds: waitMilliseconds) == 0 { return 0 }
+        // One period per wake-up (the default 10 ms / 40 ms): the room cannot change the answer,
+        // so it is not asked for (snd_pcm_avail syncs the hardware pointer: a system call).
+        guard wake > 1 else { return 1 }
         let room = pcm.avail() - history.pending
         return min(wake, max(1, room / period))
     }
