@@ -170,6 +170,14 @@ public final class DeviceOutput: @unchecked Sendable {
     /// (0 for an ALSA device). Any thread.
     public var droppedFrames: Int { streamSink?.droppedFrames ?? 0 }
 
+    /// True while a stream output's new connection waits for the server to be seen running
+    /// (`StreamSpec.awaitsServer`). Any thread.
+    public var awaitsServer: Bool { streamSink?.isAwaitingServer ?? false }
+
+    /// A stream output's server answered a call made at `callStartedAt` (monotonic ns): a
+    /// connection made before it may carry audio (`StreamSpec.awaitsServer`). Any thread.
+    public func serverAnswered(callStartedAt: Int) { streamSink?.serverAnswered(callStartedAt: callStartedAt) }
+
     /// The zone's counters now. Any thread.
     public func snapshot() -> Snapshot {
         if let sink = streamSink {

@@ -9,6 +9,10 @@ import Synchronization
 /// take at once is dropped. Audio that falls due while the server is away (refused, restarting,
 /// stalled) is dropped, so when it comes back Baton is again only one period ahead of the server
 /// and the listener hears the zone one server `buffer` after it was mixed, as before the outage.
+/// With `awaitsServer`, a new connection carries nothing (the audio is dropped) until the server
+/// is seen to run — a JSON-RPC call made after the connect was answered (`serverAnswered`) — as
+/// a server that listens but does not read yet (snapserver starting) would leave what was written
+/// unread in its socket, heard that much later for as long as the connection lasts.
 /// Reconnects back off from `backoffNanoseconds` doubling to `maxBackoffNanoseconds`.
 ///
 /// The socket/FIFO belongs to the output thread; the counters are atomics, read by any thread.
@@ -17,7 +21,7 @@ import Synchronization
 // @unchecked: the descriptor, state and buffers belong to the output thread alone; what other threads
 // read is atomic or immutable.
 final class StreamSink: PeriodSink, @unchecked Sendable {
-    private enum State { case closed, connecting, open }
+    private enum State { case closed, connecting, awaitingServer, open }
 
     let spec: StreamSpec
     private let frameBytes: Int
@@ -37,12 +41,17 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     private var state = State.closed
     private var retryAt = 0
     private var connectStarted = 0
+    /// When the connection awaiting the server completed.
+    private var openedAt = 0
     private var backoff: Int
 
     private let connected = Atomic<Bool>(false)
     private let lastErrorCode = Atomic<Int32>(0)
     private let connectCount = Atomic<Int>(0)
     private let droppedFrameCount = Atomic<Int>(0)
+    /// When the latest call the server answered was made (monotonic ns; `Int.min`: none yet).
+    private let answeredCallAt = Atomic<Int>(Int.min)
+    private let awaiting = Atomic<Bool>(false)
 
     /// A connect that has not completed after this long is abandoned and retried.
     private static let connectTimeout = 2_000_000_000
@@ -104,10 +113,24 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     var isConnected: Bool { connected.load(ordering: .acquiring) }
     /// The errno of the last failed connect or write (0 after a successful connect). Any thread.
     var lastError: Int32 { lastErrorCode.load(ordering: .acquiring) }
-    /// Successful connects so far. Any thread.
+    /// Connections that carried audio so far. Any thread.
     var connects: Int { connectCount.load(ordering: .acquiring) }
     /// Frames mixed but dropped (no server, or it did not keep up). Any thread.
     var droppedFrames: Int { droppedFrameCount.load(ordering: .acquiring) }
+    /// True while a connection waits for `serverAnswered` before it carries audio. Any thread.
+    var isAwaitingServer: Bool { awaiting.load(ordering: .acquiring) }
+
+    /// The server answered a call made at `callStartedAt` (monotonic ns): it runs, and reads what a
+    /// connection made before that call is sent. Any thread.
+    func serverAnswered(callStartedAt: Int) {
+        var seen = answeredCallAt.load(ordering: .relaxed)
+        while seen < callStartedAt {
+            let (exchanged, original) = answeredCallAt.compareExchange(
+                expected: seen, desired: callStartedAt, ordering: .acquiringAndReleasing)
+            if exchanged { break }
+            seen = original
+        }
+    }
 
     // MARK: Output thread
 
@@ -126,6 +149,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         let now = monotonicNanoseconds()
         if state == .closed && now >= retryAt { startConnect(now) }
         if state == .connecting { finishConnect(now) }
+        if state == .awaitingServer && answeredCallAt.load(ordering: .acquiring) >= openedAt { carryAudio() }
         guard state == .open else {
             droppedFrameCount.add(frames, ordering: .relaxed)
             return frames
@@ -172,6 +196,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         fd = -1
         state = .closed
         owedCount = 0
+        awaiting.store(false, ordering: .releasing)
         connected.store(false, ordering: .releasing)
     }
 
@@ -275,10 +300,19 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     }
 
     private func opened(at now: Int) {
-        state = .open
         backoff = spec.backoffNanoseconds
         owedCount = 0
         lastErrorCode.store(0, ordering: .relaxed)
+        guard spec.awaitsServer else { return carryAudio() }
+        state = .awaitingServer
+        openedAt = now
+        awaiting.store(true, ordering: .releasing)
+    }
+
+    /// The connection carries audio from now on: the pre-fill first.
+    private func carryAudio() {
+        state = .open
+        awaiting.store(false, ordering: .releasing)
         connectCount.add(1, ordering: .relaxed)
         connected.store(true, ordering: .releasing)
         if silenceBytes > 0 { _ = send(silence, silenceBytes) }

@@ -44,6 +44,11 @@ public struct SnapcastConfig: Sendable, Equatable {
         self.buffer = buffer
     }
 
+    /// Whether Baton keeps the speakers grouped (there is a `control` URL and speakers): then its
+    /// answers also tell that the server runs, and the zone's audio waits for that after each
+    /// connect (`StreamSpec.awaitsServer`).
+    public var keepsSpeakers: Bool { control != nil && !clients.isEmpty }
+
     /// The accepted server buffers.
     public static let bufferRange = Duration.milliseconds(20)...Duration.seconds(10)
     /// The accepted latency trims.

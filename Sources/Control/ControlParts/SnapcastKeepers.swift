@@ -14,10 +14,13 @@ package final class SnapcastKeepers: Sendable {
     package init(logger: Logger) { self.logger = logger }
 
     /// Starts a keeper for each Snapcast zone with `control` and speakers, stops those whose zone went
-    /// away or changed, and leaves the others running. Control thread (start, reload).
-    package func update(_ zones: [ZoneConfig]) {
+    /// away or changed, and leaves the others running. Each keeper's answers go to the zone's
+    /// current output (`device(zone)`, looked up at each answer, so a reload's new device gets
+    /// them): its new connections carry audio once the server is seen running. Control thread
+    /// (start, reload).
+    package func update(_ zones: [ZoneConfig], device: @escaping @Sendable (_ zone: String) -> DeviceOutput?) {
         let wanted = zones.compactMap { zone -> (String, SnapcastConfig, SnapcastControl)? in
-            guard let s = zone.snapcast, let control = s.control, !s.clients.isEmpty else { return nil }
+            guard let s = zone.snapcast, let control = s.control, s.keepsSpeakers else { return nil }
             return (zone.name, s, SnapcastControl(control: control))
         }
         var stale: [GroupKeeper] = []
@@ -34,7 +37,11 @@ package final class SnapcastKeepers: Sendable {
             }
             for (name, s, control) in wanted where keepers[name] == nil {
                 let logger = self.logger
-                let keeper = GroupKeeper(name: name, zone: Self.zone(s), control: control) { isError, message in
+                let keeper = GroupKeeper(
+                    name: name, zone: Self.zone(s), control: control,
+                    answered: { device(name)?.serverAnswered(callStartedAt: $0) },
+                    hurry: { device(name)?.awaitsServer ?? false }
+                ) { isError, message in
                     if isError { logger.warning(message) } else { logger.info(message) }
                 }
                 keepers[name] = keeper
@@ -57,6 +64,9 @@ package final class SnapcastKeepers: Sendable {
     /// Why a Snapcast zone is unavailable (its stream source refuses or is gone), nil for ALSA zones.
     package static func errorText(_ zone: ZoneHandle, _ snap: DeviceOutput.Snapshot) -> String? {
         guard let snapcast = zone.config.snapcast else { return nil }
+        if zone.device.awaitsServer, let control = snapcast.control {
+            return "connected to snapserver source \(snapcast.source); waiting for its JSON-RPC (\(control)) to answer"
+        }
         if snap.lastError == 0 { return "connecting to snapserver source \(snapcast.source)" }
         return
             "snapserver source \(snapcast.source): \(String(cString: strerror(snap.lastError))) (errno \(snap.lastError)); retrying"

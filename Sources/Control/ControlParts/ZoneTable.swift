@@ -73,7 +73,8 @@ package final class ZoneTable: Sendable {
     }
 
     /// A Snapcast zone's output: S16_LE into the stream source, paced by the system clock, heard one
-    /// server buffer later; 20 ms of silence (one server chunk) after each connect.
+    /// server buffer later; 20 ms of silence (one server chunk) after each connect, once the server's
+    /// JSON-RPC has answered after it (when Baton keeps the zone's speakers: `GroupKeeper`).
     package static func snapcastSpec(_ request: PCMRequest, _ snapcast: SnapcastConfig, zones: [ZoneSpec]) -> DeviceSpec
     {
         var pcm = request
@@ -82,7 +83,7 @@ package final class ZoneTable: Sendable {
         pcm.bufferFrames = 4 * pcm.periodFrames  // a cycle this late counts as late
         let stream = StreamSpec(
             target: snapcast.source, latencyFrames: snapcast.bufferFrames(rate: pcm.rate),
-            prefillFrames: pcm.rate / 50)
+            prefillFrames: pcm.rate / 50, awaitsServer: snapcast.keepsSpeakers)
         return DeviceSpec(pcm: pcm, clock: .system, zones: zones, stream: stream)
     }
 

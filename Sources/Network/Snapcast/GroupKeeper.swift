@@ -6,6 +6,10 @@ import Synchronization
 /// every `interval` and makes the calls ``SnapcastZone/plan(for:volumesSet:)`` asks for, so
 /// speakers that reconnect, or that someone moved in Snapweb, come back to the zone.
 ///
+/// Each answer is also proof that the server runs: `answered` gets the time the call was made (the
+/// zone's stream output carries audio on a new connection only after that), and while `hurry`
+/// says the output waits for it the keeper polls every `hurryInterval` instead.
+///
 /// Never stops the daemon: an unreachable server or a bad answer is reported (once per distinct
 /// problem, through `log`) and retried at the next poll. Start and stop from the control thread;
 /// `state` may be read from any thread.
@@ -25,7 +29,11 @@ public final class GroupKeeper: Sendable {
     public let zone: SnapcastZone
     public let control: SnapcastControl
     public let interval: Duration
+    /// How often to poll while `hurry` says so.
+    public static let hurryInterval = 100_000_000
     private let log: @Sendable (_ isError: Bool, _ message: String) -> Void
+    private let answered: @Sendable (_ callStartedAt: Int) -> Void
+    private let hurry: @Sendable () -> Bool
     private let name: String
     private let stopping = Atomic<Bool>(false)
     private let thread = Mutex<OSThread?>(nil)
@@ -34,14 +42,20 @@ public final class GroupKeeper: Sendable {
     /// - Parameters:
     ///   - name: the zone's name, for messages.
     ///   - log: receives one line per change of what is wrong (`isError`) or each fix made.
+    ///   - answered: told, after each call the server answered, when (monotonic ns) it was made.
+    ///   - hurry: whether someone waits for the next answer (poll every `hurryInterval`).
     public init(
         name: String, zone: SnapcastZone, control: SnapcastControl, interval: Duration = .seconds(2),
+        answered: @escaping @Sendable (_ callStartedAt: Int) -> Void = { _ in },
+        hurry: @escaping @Sendable () -> Bool = { false },
         log: @escaping @Sendable (_ isError: Bool, _ message: String) -> Void
     ) {
         self.name = name
         self.zone = zone
         self.control = control
         self.interval = interval
+        self.answered = answered
+        self.hurry = hurry
         self.log = log
     }
 
@@ -70,7 +84,9 @@ public final class GroupKeeper: Sendable {
     @discardableResult
     public func pollOnce(volumesSet: inout Set<String>) -> String? {
         do {
+            let started = monotonicNanoseconds()
             let status = try control.status()
+            answered(started)
             // A speaker that left must get its volume again when it is back.
             volumesSet = volumesSet.filter { status.client($0)?.connected == true }
             let plan = zone.plan(for: status, volumesSet: volumesSet)
@@ -104,6 +120,7 @@ public final class GroupKeeper: Sendable {
         var volumesSet: Set<String> = []
         var reported: String?
         while !stopping.load(ordering: .acquiring) {
+            let started = monotonicNanoseconds()
             let problem = pollOnce(volumesSet: &volumesSet)
             shared.withLock { $0.problem = problem }
             if problem != reported {
@@ -117,7 +134,10 @@ public final class GroupKeeper: Sendable {
             let end =
                 monotonicNanoseconds() + Int(interval.components.seconds) * 1_000_000_000
                 + Int(interval.components.attoseconds / 1_000_000_000)
-            while !stopping.load(ordering: .acquiring) && monotonicNanoseconds() < end { usleep(20_000) }
+            while !stopping.load(ordering: .acquiring) && monotonicNanoseconds() < end {
+                if hurry() && monotonicNanoseconds() >= started + Self.hurryInterval { break }
+                usleep(20_000)
+            }
         }
     }
 }

@@ -13,13 +13,14 @@ import Testing
 @Suite struct StreamOutputTests {
     static let rate = 48_000
 
-    func output(port: Int, latencyFrames: Int = 48_000) -> DeviceOutput {
+    func output(port: Int, latencyFrames: Int = 48_000, awaitsServer: Bool = false) -> DeviceOutput {
         let pcm = PCMRequest(
             name: "tcp://127.0.0.1:\(port)", rate: Self.rate, channels: 2, format: .s16LE,
             periodFrames: Self.rate / 100, bufferFrames: Self.rate / 25)
         let stream = StreamSpec(
             target: .tcp(host: "127.0.0.1", port: port), latencyFrames: latencyFrames,
-            prefillFrames: Self.rate / 50, backoffNanoseconds: 50_000_000, maxBackoffNanoseconds: 200_000_000)
+            prefillFrames: Self.rate / 50, awaitsServer: awaitsServer, backoffNanoseconds: 50_000_000,
+            maxBackoffNanoseconds: 200_000_000)
         return DeviceOutput(
             DeviceSpec(
                 pcm: pcm, clock: .device, realtimePriority: 0,
@@ -72,6 +73,31 @@ import Testing
             abs(Double(second) / perSecond - 1) < 0.06,
             "no backlog after the outage (got \(Double(second) / perSecond) s)")
         #expect(zone.droppedFrames > Self.rate / 3, "the outage's audio was dropped")
+    }
+
+    /// With `awaitsServer`, a connection the kernel completed carries nothing until the server is
+    /// seen running by a call made after the connect (an answer to an earlier call proves nothing:
+    /// the server may have restarted since); then it carries real time, not the audio of the wait.
+    @Test func awaitsTheServerBeforeSendingAudio() throws {
+        let port = try FreePort.next()
+        let zone = output(port: port, awaitsServer: true)
+        let listener = try PCMListener(port: port)
+        defer { listener.close() }
+        let beforeConnect = monotonicNanoseconds()
+        zone.start()
+        defer { zone.stop() }
+        #expect(waitUntil(seconds: 3) { zone.awaitsServer }, "connected, waiting for the server")
+        zone.serverAnswered(callStartedAt: beforeConnect)
+        #expect(listener.bytesOver(seconds: 0.3) == 0, "an answer to a call made before the connect opens nothing")
+        let waiting = zone.snapshot()
+        #expect(!waiting.available && waiting.reopens == 0 && zone.awaitsServer)
+        zone.serverAnswered(callStartedAt: monotonicNanoseconds())
+        #expect(waitUntil(seconds: 1) { zone.snapshot().available }, "an answer to a later call opens it")
+        #expect(!zone.awaitsServer)
+        let perSecond = Double(Self.rate * 4)
+        let sent = Double(listener.bytesOver(seconds: 1.0)) / perSecond
+        #expect(abs(sent - 1) < 0.06, "1 s of audio in 1 s, none of the wait (got \(sent) s)")
+        #expect(zone.droppedFrames > Self.rate / 4, "the wait's audio was dropped")
     }
 
     /// A FIFO source: without a reader the open fails at once (ENXIO, never blocking); once the

@@ -136,4 +136,45 @@ import Testing
             abs(skew[0]) < 2 && abs(skew[1]) < 2 && abs(skew[3]) < 2, "onsets within 2 ms on both speakers: \(skew)")
         #expect(abs(skew[2]) < 6, "the bell's start over music (found in 5 ms blocks) agrees: \(skew)")
     }
+
+    /// A server that accepts Baton's connection but reads nothing for a while (snapserver still
+    /// starting: a busy Pi at boot, or a restart under load) adds nothing to the latency. What Baton
+    /// wrote into that connection would wait unread in the server's socket and be heard that much
+    /// later for as long as the connection lasts (snapserver stamps its first read "now" and then
+    /// reads at exactly real time), so Baton sends no audio on a new connection before the
+    /// server's JSON-RPC has answered a call made after it: the doorbell is heard one buffer after
+    /// the request.
+    @Test func aServerThatStartsSlowlyAddsNoLatency() throws {
+        let buffer = 300
+        let rig = try SnapcastTestRig(
+            bufferMilliseconds: buffer, clients: [.init(id: "bedroom-pi"), .init(id: "bath-pi")])
+        #expect(waitUntil(seconds: 8) { rig.snapshot.available })
+        // Baton must connect while the server is frozen, not in the moment before (up to 3 tries).
+        var connectedWhileFrozen = false
+        for _ in 0..<3 where !connectedWhileFrozen {
+            rig.server.stop()
+            #expect(waitUntil(seconds: 5) { !rig.snapshot.available })
+            connectedWhileFrozen = try rig.server.start(frozenFor: 1.5)
+        }
+        #expect(connectedWhileFrozen, "Baton connected while the server read nothing (else this tests nothing)")
+        let restarted = monotonicNanoseconds()
+        #expect(waitUntil(seconds: 6) { rig.snapshot.available && rig.snapshot.reopens >= 1 })
+        #expect(
+            waitUntil(seconds: 8) {
+                let s = try? rig.control.status()
+                return s?.client("bedroom-pi")?.connected == true && s?.client("bath-pi")?.connected == true
+                    && s?.group(of: "bath-pi")?.streamID == "upstairs"
+            })
+        rig.pause(max(0, 3.0 - Double(monotonicNanoseconds() - restarted) / 1e9))
+        let bell = try rig.ring("bell1")
+        #expect(rig.waitForEvent("played", source: bell.id) != nil)
+        rig.pause(Double(buffer) / 1000 + 0.5)
+        rig.daemon.stop()
+        for tap in [rig.bedroom, rig.bath] {
+            let heard = try #require(tap.onset(in: tap.left(), from: 0), "\(tap.id) heard the doorbell")
+            let latency = Double(heard.at - bell.at) / 1e6
+            print("snapcast \(tap.id): bell latency after a frozen start \(latency) ms")
+            #expect(abs(latency - Double(buffer)) < 40, "\(tap.id): heard one buffer after the request (\(latency) ms)")
+        }
+    }
 }

@@ -35,6 +35,13 @@ public final class SnapcastServer: @unchecked Sendable {
 
     /// Starts the server and waits (up to 10 s) until its JSON-RPC port accepts connections.
     public func start() throws {
+        let p = try spawn()
+        guard waitUntil(seconds: 10, { MosquittoBroker.accepts(port: httpPort) }) else {
+            throw BackgroundProcess.SpawnError(description: "snapserver did not open port \(httpPort):\n\(p.output)")
+        }
+    }
+
+    private func spawn() throws -> BackgroundProcess {
         let p = try BackgroundProcess(
             "/usr/bin/snapserver",
             [
@@ -48,9 +55,41 @@ public final class SnapcastServer: @unchecked Sendable {
                 "--stream.codec=pcm", "--stream.buffer=\(bufferMilliseconds)", "--logging.filter=*:notice",
             ], outputPath: "\(directory)/snapserver.log")
         process = p
-        guard waitUntil(seconds: 10, { MosquittoBroker.accepts(port: httpPort) }) else {
-            throw BackgroundProcess.SpawnError(description: "snapserver did not open port \(httpPort):\n\(p.output)")
+        return p
+    }
+
+    /// Starts the server and freezes it (SIGSTOP) as soon as its stream source listens, for
+    /// `seconds`: a server that accepts connections but reads and answers nothing yet, as a slow
+    /// start (a busy Pi at boot) looks from outside. Then resumes it (SIGCONT). Returns whether a
+    /// client connected to the stream source while it was frozen and not before (on a busy machine
+    /// the client may connect, and the server answer, between the listen and the freeze).
+    @discardableResult
+    public func start(frozenFor seconds: Double) throws -> Bool {
+        let p = try spawn()
+        guard waitUntil(seconds: 10, { Self.tcpStates(port: sourcePort).contains("0A") }) else {
+            throw BackgroundProcess.SpawnError(description: "snapserver did not listen on \(sourcePort):\n\(p.output)")
         }
+        kill(p.pid, SIGSTOP)
+        let before = Self.tcpStates(port: sourcePort).contains("01")
+        usleep(UInt32(seconds * 1_000_000))
+        let after = Self.tcpStates(port: sourcePort).contains("01")
+        kill(p.pid, SIGCONT)
+        return after && !before
+    }
+
+    /// The states (/proc/net/tcp's `st`: 0A listening, 01 established) of the TCP sockets whose
+    /// local address is 127.0.0.1:`port`, read without connecting to it.
+    static func tcpStates(port: Int) -> [String] {
+        let hex = String(port, radix: 16, uppercase: true)
+        let local = "0100007F:" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+        var states: [String] = []
+        let table = String(decoding: TestCard.readFile("/proc/net/tcp"), as: UTF8.self)
+        for line in table.split(separator: "\n") {
+            // sl, local_address, rem_address, st, …
+            let fields = line.split(separator: " ")
+            if fields.count > 3 && fields[1] == local { states.append(String(fields[3])) }
+        }
+        return states
     }
 
     /// Stops the server (SIGTERM, waiting for it) — an outage.
