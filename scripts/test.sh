@@ -28,8 +28,13 @@ stop_servers() {
   done
 }
 trap stop_servers EXIT
-swift test --skip-build --skip SoakTests 2>&1 | tee .build/test.log | grep --line-buffered -vE '^(◇|↳ (Testing Library|Target Platform))'
+swift test --skip-build --skip SoakTests --skip SnapcastHouseTests 2>&1 | tee .build/test.log | grep --line-buffered -vE '^(◇|↳ (Testing Library|Target Platform))'
 status=${PIPESTATUS[0]}
+# The Snapcast house alone: snapserver and the snapclients are not real-time programs, and beside the
+# ~100 parallel suites on two cores they read late and stamp their own late reads into the latency
+# (a first doorbell 50 ms late, speakers 4 ms apart) — the test would measure the suite, not Baton.
+swift test --skip-build --filter SnapcastHouseTests 2>&1 | tee .build/test-snapcast.log | grep --line-buffered -vE '^(◇|↳ (Testing Library|Target Platform))'
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 # The 2-minute soak alone afterwards: it loads both cores with stress-ng itself and requires 0 xruns
 # on its virtual cards; beside the rest of the suite it measured the other tests, not batond.
 swift test --skip-build --filter SoakTests 2>&1 | tee .build/soak.log | grep --line-buffered -vE '^(◇|↳ (Testing Library|Target Platform))'
