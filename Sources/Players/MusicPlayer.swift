@@ -39,6 +39,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     public var songs: [Song] { queue.songs }
     private let server: Server
     private let report: SourceReporter
+    private let changed: @Sendable () -> Void
     private let streamer = Mutex<MusicStreamer?>(nil)
     private var state: State
 
@@ -55,11 +56,18 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     }
 
     /// Plays `songs` from track `index`, `offset` seconds in (a seek or a restored queue).
-    public init(songs: [Song], index: Int = 0, offset: Double = 0, server: Server, report: @escaping SourceReporter) {
+    /// `changed` is called on the streamer's thread when `nextTick` may have come closer (a track
+    /// began to be written, the queue ended or gave up): the control plane wakes its monitor, which
+    /// otherwise sleeps until the soonest `nextTick` (at most a second).
+    public init(
+        songs: [Song], index: Int = 0, offset: Double = 0, server: Server, report: @escaping SourceReporter,
+        changed: @escaping @Sendable () -> Void = {}
+    ) {
         precondition(!songs.isEmpty && server.gains.count == songs.count, "one gain per song, at least one song")
         queue = MusicQueue(songs: songs, gains: server.gains)
         self.server = server
         self.report = report
+        self.changed = changed
         state = State(startKey: min(max(0, index), songs.count - 1), startOffset: max(0, offset))
     }
 
@@ -70,7 +78,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     public func start(_ outputs: [SourceOutput]) {
         let streamer = MusicStreamer(
             queue: queue, startAt: state.startKey, offset: state.startOffset, targets: outputs,
-            client: server.client, retryLimit: server.retryLimit, report: report)
+            client: server.client, retryLimit: server.retryLimit, report: report, changed: changed)
         self.streamer.withLock { $0 = streamer }
         streamer.start()
     }
@@ -131,10 +139,25 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     public var position: Double? { nowPlaying()?.seconds }
     public var isDrained: Bool { streamer.withLock { $0 }?.isDrained ?? false }
 
-    /// When the next track begins (its `track` notice and scrobble are due), when the last frame will
-    /// have been played once the queue is all written, and otherwise every 250 ms (pause and
-    /// playback reports, the scrobble threshold, a give-up). Under the control plane's lock.
-    public var nextTick: Int? { streamer.withLock { $0 }?.nextLook }
+    /// When the next track begins (its `track` notice and scrobble are due), when the track heard
+    /// now reaches its scrobble threshold, when the last frame will have been played once the queue
+    /// is all written; nil while none of these is known (a track's start becomes known when the
+    /// streamer begins writing it, and it calls `changed`). Pause and playback reports follow the
+    /// arbiter's changes, which wake the monitor themselves. Under the control plane's lock.
+    public var nextTick: Int? {
+        guard let streamer = streamer.withLock({ $0 }) else { return nil }
+        var next = streamer.nextLook
+        // Past the threshold but not submitted: it is submitted at the next tick that hears it (a
+        // source silenced there is resumed by the arbiter, which wakes the monitor).
+        if !state.submitted, let now = nowPlaying(), let duration = now.song.duration {
+            let remaining = min(Double(duration) / 2, 240) - now.seconds
+            if remaining > 0 {
+                let due = Int(remaining * 1e9) + 1_000_000
+                next = min(next ?? due, due)
+            }
+        }
+        return next
+    }
 
     /// The track heard now and the position in it. Any thread.
     public func nowPlaying() -> NowPlaying? {

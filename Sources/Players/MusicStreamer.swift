@@ -44,6 +44,9 @@ final class MusicStreamer: @unchecked Sendable {
     private let client: SubsonicClient
     private let retryLimit: Duration
     private let report: SourceReporter
+    /// Called on the streamer's thread when `nextLook` may have come closer: a track began to be
+    /// written (its start is now known), the queue ended or gave up.
+    private let changed: @Sendable () -> Void
     private let cancelled = Atomic<Bool>(false)
     /// Set by whichever comes second of "the thread ended" and "cancel was called" (see `cancel`).
     private let ended = Atomic<Bool>(false)
@@ -54,7 +57,7 @@ final class MusicStreamer: @unchecked Sendable {
 
     init(
         queue: MusicQueue, startAt key: Int, offset: Double = 0, targets: [SourceOutput], client: SubsonicClient,
-        retryLimit: Duration, report: @escaping SourceReporter
+        retryLimit: Duration, report: @escaping SourceReporter, changed: @escaping @Sendable () -> Void = {}
     ) {
         self.queue = queue
         firstKey = key
@@ -63,6 +66,7 @@ final class MusicStreamer: @unchecked Sendable {
         self.client = client
         self.retryLimit = retryLimit
         self.report = report
+        self.changed = changed
     }
 
     var progress: Progress { progressState.withLock { $0 } }
@@ -82,19 +86,17 @@ final class MusicStreamer: @unchecked Sendable {
 
     /// Nanoseconds until the monitor should look at this stream again: once the queue is all
     /// written (or given up), when its last frame will have been played; otherwise when the next
-    /// track begins in the first zone, at most 250 ms. Any thread.
-    var nextLook: Int {
+    /// track begins in the first zone, or nil while that is not known yet (the streamer calls
+    /// `changed` when it is: a track's start is known at least a quarter second, half a slot ring,
+    /// before it is heard). Any thread.
+    var nextLook: Int? {
         let p = progress
         if p.finished || p.gaveUp != nil { return nanosecondsToDrain(targets) }
-        var n = 250_000_000
-        if let first = targets.first {
-            let rendered = first.slot.framesConsumed
-            let consumed = first.slot.isPaused ? rendered : max(0, rendered - first.device.snapshot().delayFrames)
-            if let next = p.trackStarts.first(where: { $0.frame > consumed }) {
-                n = min(n, (next.frame - consumed) * 1_000_000_000 / max(1, first.rate) + 1_000_000)
-            }
-        }
-        return n
+        guard let first = targets.first else { return nil }
+        let rendered = first.slot.framesConsumed
+        let consumed = first.slot.isPaused ? rendered : max(0, rendered - first.device.snapshot().delayFrames)
+        guard let next = p.trackStarts.first(where: { $0.frame > consumed }) else { return nil }
+        return (next.frame - consumed) * 1_000_000_000 / max(1, first.rate) + 1_000_000
     }
 
     func start() { OSThread.detach(name: "stream") { [self] in run() } }
@@ -143,6 +145,7 @@ final class MusicStreamer: @unchecked Sendable {
             let song = current.song
             let offset = current.key == firstKey ? startOffset : 0
             progressState.withLock { $0.trackStarts.append((current.key, written, offset)) }
+            changed()
             // The track fetched ahead is used only if it is still the one that comes next.
             let fetch: Fetch
             if let ahead = next, ahead.key == current.key {
@@ -183,6 +186,7 @@ final class MusicStreamer: @unchecked Sendable {
         }
         if let next { end(next) }
         progressState.withLock { $0.finished = !isCancelled && $0.gaveUp == nil }
+        changed()
         if ended.exchange(true, ordering: .acquiringAndReleasing) {
             // cancel() came first and left the slots to this thread.
             for t in targets { t.mixer.release(t.slot) }

@@ -33,7 +33,9 @@ public struct MusicControl: Sendable {
         ) {
             (available: [ZoneHandle]) throws(ControlError) in
             identity.withLock { $0.zones = available.map(\.name) }
-            return MusicPlayer(songs: songs, index: index, offset: offset, server: server, report: report)
+            return MusicPlayer(
+                songs: songs, index: index, offset: offset, server: server, report: report,
+                changed: { [monitor = daemon.monitor] in monitor.wake() })
         }
     }
 

@@ -203,4 +203,24 @@ extension MusicTests {
         #expect(submitted?.reason == "submitted: Gapless Part 1")
         #expect(heard >= 2.5, "submitted only after half the track was heard (position \(heard) s)")
     }
+
+    /// While a track plays and nothing is due, music does not ask the monitor to look again before
+    /// the next thing that is: 2.5 s into a 5 s track its scrobble threshold, while the next track's
+    /// start is not known yet (the streamer is still writing this one). It used to ask every 250 ms.
+    @Test func musicAsksForATickOnlyWhenSomethingIsDue() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        defer { t.stop() }
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Gapless Part 1", "zones": ["kitchen"]}"#).object[
+                "id"])
+        #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
+        let (tick, heard) = t.daemon.state.withLock { s -> (Int?, Double?) in
+            let source = s.playbacks.first { "\($0.key)" == id }?.value.source
+            return (source?.nextTick, source?.position)
+        }
+        let seconds = Double(try #require(tick)) / 1e9
+        let at = try #require(heard)
+        #expect(at < 1.5, "still early in the track: \(at) s")
+        #expect(abs(seconds - (2.5 - at)) < 0.1, "next tick in \(seconds) s at \(at) s into the track")
+    }
 }
