@@ -24,10 +24,11 @@
 #
 # Environment: REPS (rounds, default 3), WARMUP (seconds, default 5), COLD_RUNS (cold starts per round
 # and config, default 5), ONLY (comma-separated: a case's whole name, e.g. `batond` or `MPD`, picks that
-# case; another word every case whose name contains it, e.g. `idle`; two cases run only when named:
-# `batond SCHED_OTHER` — batond without CAP_SYS_NICE, so its output thread is not real-time — and
+# case; another word every case whose name contains it, e.g. `idle`; three cases run only when named:
+# `batond SCHED_OTHER` — batond without CAP_SYS_NICE, so its output thread is not real-time —,
 # `batond with CPUs kept awake` — beside a SCHED_IDLE busy loop per CPU: what an output wake-up
-# costs, and what of it is a CPU coming out of idle), BASELINE (a git revision: its
+# costs, and what of it is a CPU coming out of idle —, and `batond buffer 50ms` — two periods per
+# output wake-up), BASELINE (a git revision: its
 # release batond is built too, in a worktree under BATON_CACHE, and measured as the `batond` case
 # beside the tree's, round-robin, for a before/after in one run),
 # MARKDOWN (also write the tables to this file), BATON_CACHE (default ~/.cache/baton: the stream and

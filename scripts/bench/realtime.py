@@ -245,8 +245,9 @@ class Player:
 class Batond(Player):
     batond = True
 
-    def __init__(self, a, zones, play, sounds=None, period_ms=None, binary=None, prefix=(), spinners=0):
-        self.a, self.zones, self.play, self.period_ms = a, zones, play, period_ms
+    def __init__(self, a, zones, play, sounds=None, period_ms=None, binary=None, prefix=(), spinners=0,
+                 buffer_ms=None):
+        self.a, self.zones, self.play, self.period_ms, self.buffer_ms = a, zones, play, period_ms, buffer_ms
         self.binary = binary or a.batond
         self.prefix, self.spinners, self.spinning = list(prefix), spinners, []
         self.sounds = sounds or a.sounds
@@ -261,6 +262,8 @@ class Batond(Player):
                 f.write(f"pcm.rt_zone{i} {{ type null }}\n")
         self.port = free_port()
         timing = f", period: {self.period_ms}ms, buffer: {4 * self.period_ms}ms" if self.period_ms else ""
+        if self.buffer_ms:
+            timing = f", buffer: {self.buffer_ms}ms"
         zones = "".join(f"  zone{i}: {{pcm: rt_zone{i}, rate: {RATE}, channels: 2, clock: system{timing}}}\n"
                         for i in range(1, self.zones + 1))
         conf = os.path.join(d, "baton.yaml")
@@ -582,7 +585,10 @@ def main():
                  lambda: Batond(a, 1, True, prefix=["setpriv", "--inh-caps=-sys_nice", "--bounding-set=-sys_nice"])),
                 ("batond with CPUs kept awake", "the first row beside one `chrt -i 0` busy loop per CPU (SCHED_IDLE: "
                  "they take only idle time, so no CPU halts between periods)",
-                 lambda: Batond(a, 1, True, spinners=os.cpu_count()))]
+                 lambda: Batond(a, 1, True, spinners=os.cpu_count())),
+                ("batond buffer 50ms", "the first row with `buffer: 50ms` (the default 10 ms period): two periods per "
+                 "output wake-up with 30 ms still held, up to 10 ms more between a request and its first sample",
+                 lambda: Batond(a, 1, True, buffer_ms=50))]
     if a.only:
         keys = [k.strip().lower() for k in a.only.split(",")]
         cases += [c for c in optional if c[0].lower() in keys]
@@ -641,8 +647,11 @@ def main():
     for peer in ("mpv", "GStreamer"):
         if results.get("batond") and results.get(peer):
             p(f"- {ratio_text(col('batond', 'cpu'), col(peer, 'cpu'), f'CPU, batond / {peer}')}")
-    if results.get("batond, 40 ms period") and results.get("MPD"):
-        p(f"- {ratio_text(col('batond, 40 ms period', 'cpu'), col('MPD', 'cpu'), 'CPU, batond at 40 ms / MPD')}")
+    for variant, label in (("batond, 40 ms period", "batond at 40 ms"), ("batond buffer 50ms", "batond buffer 50ms")):
+        if results.get(variant) and results.get("MPD"):
+            p(f"- {ratio_text(col(variant, 'cpu'), col('MPD', 'cpu'), f'CPU, {label} / MPD')}")
+        if results.get(variant) and results.get("batond"):
+            p(f"- {ratio_text(col(variant, 'cpu'), col('batond', 'cpu'), f'CPU, {label} / batond')}")
     if results.get("batond") and results.get("GStreamer"):
         p(f"- {ratio_text(col('batond', 'rss_mib'), col('GStreamer', 'rss_mib'), 'peak RSS, batond / GStreamer')}")
     if results.get("batond") and results.get("MPD"):
