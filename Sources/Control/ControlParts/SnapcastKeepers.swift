@@ -40,7 +40,11 @@ package final class SnapcastKeepers: Sendable {
                 let keeper = GroupKeeper(
                     name: name, zone: Self.zone(s), control: control,
                     answered: { device(name)?.serverAnswered(callStartedAt: $0) },
-                    hurry: { device(name)?.awaitsServer ?? false }
+                    output: {
+                        guard let d = device(name) else { return .nothing }
+                        if d.awaitsServer { return .answer }
+                        return d.snapshot().available ? .nothing : .watch
+                    }
                 ) { isError, message in
                     if isError { logger.warning(message) } else { logger.info(message) }
                 }

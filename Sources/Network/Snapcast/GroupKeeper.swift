@@ -7,8 +7,11 @@ import Synchronization
 /// speakers that reconnect, or that someone moved in Snapweb, come back to the zone.
 ///
 /// Each answer is also proof that the server runs: `answered` gets the time the call was made (the
-/// zone's stream output carries audio on a new connection only after that), and while `hurry`
-/// says the output waits for it the keeper polls every `hurryInterval` instead.
+/// zone's stream output carries audio on a new connection only after that). Between polls the
+/// thread sleeps (a stop wakes it at once); `output` says what the zone's output needs: nothing
+/// (it carries audio: look again every `calmInterval`, poll at the interval), a watch (it does
+/// not: look again every `hurryInterval`), or an answer (a new connection waits for one: poll
+/// every `hurryInterval`).
 ///
 /// Never stops the daemon: an unreachable server or a bad answer is reported (once per distinct
 /// problem, through `log`) and retried at the next poll. Start and stop from the control thread;
@@ -26,16 +29,30 @@ public final class GroupKeeper: Sendable {
         public var problem: String?
     }
 
+    /// What the zone's stream output needs from the keeper now.
+    public enum OutputNeed: Sendable {
+        /// It carries audio: poll at the interval.
+        case nothing
+        /// It does not (the server away, a connect under way): look again every `hurryInterval`.
+        case watch
+        /// A new connection waits for an answer: poll every `hurryInterval`.
+        case answer
+    }
+
     public let zone: SnapcastZone
     public let control: SnapcastControl
     public let interval: Duration
-    /// How often to poll while `hurry` says so.
+    /// How often to look at the output, and poll, while it needs it.
     public static let hurryInterval = 100_000_000
+    /// How often to look at an output that carries audio: how late, at most, the keeper sees that
+    /// it lost its connection and starts watching it closely.
+    public static let calmInterval = 500_000_000
     private let log: @Sendable (_ isError: Bool, _ message: String) -> Void
     private let answered: @Sendable (_ callStartedAt: Int) -> Void
-    private let hurry: @Sendable () -> Bool
+    private let output: @Sendable () -> OutputNeed
     private let name: String
     private let stopping = Atomic<Bool>(false)
+    private let wake = Semaphore()
     private let thread = Mutex<OSThread?>(nil)
     private let shared = Mutex(State())
 
@@ -43,11 +60,11 @@ public final class GroupKeeper: Sendable {
     ///   - name: the zone's name, for messages.
     ///   - log: receives one line per change of what is wrong (`isError`) or each fix made.
     ///   - answered: told, after each call the server answered, when (monotonic ns) it was made.
-    ///   - hurry: whether someone waits for the next answer (poll every `hurryInterval`).
+    ///   - output: what the zone's stream output needs now (see `OutputNeed`); asked between polls.
     public init(
         name: String, zone: SnapcastZone, control: SnapcastControl, interval: Duration = .seconds(2),
         answered: @escaping @Sendable (_ callStartedAt: Int) -> Void = { _ in },
-        hurry: @escaping @Sendable () -> Bool = { false },
+        output: @escaping @Sendable () -> OutputNeed = { .nothing },
         log: @escaping @Sendable (_ isError: Bool, _ message: String) -> Void
     ) {
         self.name = name
@@ -55,7 +72,7 @@ public final class GroupKeeper: Sendable {
         self.control = control
         self.interval = interval
         self.answered = answered
-        self.hurry = hurry
+        self.output = output
         self.log = log
     }
 
@@ -71,6 +88,7 @@ public final class GroupKeeper: Sendable {
     /// Stops polling and waits for the thread (at most one call's timeout). Control thread.
     public func stop() {
         stopping.store(true, ordering: .releasing)
+        wake.post()
         if let t = thread.withLock({ t in
             defer { t = nil }
             return t
@@ -134,9 +152,12 @@ public final class GroupKeeper: Sendable {
             let end =
                 monotonicNanoseconds() + Int(interval.components.seconds) * 1_000_000_000
                 + Int(interval.components.attoseconds / 1_000_000_000)
-            while !stopping.load(ordering: .acquiring) && monotonicNanoseconds() < end {
-                if hurry() && monotonicNanoseconds() >= started + Self.hurryInterval { break }
-                usleep(20_000)
+            while !stopping.load(ordering: .acquiring) {
+                let now = monotonicNanoseconds()
+                if now >= end { break }
+                let need = output()
+                if need == .answer && now >= started + Self.hurryInterval { break }
+                wake.wait(nanoseconds: min(end - now, need == .nothing ? Self.calmInterval : Self.hurryInterval))
             }
         }
     }

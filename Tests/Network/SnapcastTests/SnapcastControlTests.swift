@@ -1,7 +1,9 @@
 import BatonTesting
 import Glibc
 import HTTPServer
+import OSThread
 import Snapcast
+import Synchronization
 import Testing
 
 /// The JSON-RPC client against a real snapserver, and against answers snapserver would never give
@@ -71,5 +73,52 @@ import Testing
             #expect(error.isTransient)
             #expect(error.description.contains("Server.GetStatus"), "\(error)")
         }
+    }
+
+    /// The group keeper polls as often as the zone's output needs, and sleeps in between: with an
+    /// output that carries audio, once per interval, its thread looking at the output every 0.5 s
+    /// in between (the keeper used to look every 20 ms); once a new connection waits for an answer
+    /// it sees that within 0.5 s and polls every 0.1 s; a stop wakes it at once.
+    @Test func keeperPollsAsOftenAsTheOutputNeeds() throws {
+        let server = try SnapcastServer()
+        defer { server.stop() }
+        let need = Mutex(GroupKeeper.OutputNeed.nothing)
+        let answers = Mutex<[Int]>([])
+        let keeper = GroupKeeper(
+            name: "upstairs", zone: SnapcastZone(stream: "upstairs", speakers: []),
+            control: SnapcastControl(control: server.control), interval: .seconds(1),
+            answered: { at in answers.withLock { $0.append(at) } }, output: { need.withLock { $0 } }
+        ) { _, _ in }
+        let before = Set(ProcessThreads.named("snapcast"))
+        keeper.start()
+        defer { keeper.stop() }
+        let count = { answers.withLock { $0.count } }
+        #expect(waitUntil(seconds: 5) { count() >= 2 })
+        let tid = try #require(ProcessThreads.named("snapcast").first { !before.contains($0) }, "the keeper's thread")
+        let slices = ProcessThreads.timeslices(tid)
+        #expect(waitUntil(seconds: 5) { count() >= 3 })
+        let asleep = ProcessThreads.timeslices(tid) - slices
+        let calm = answers.withLock { $0 }
+        let gap = Double(calm[2] - calm[1]) / 1e9
+        #expect(gap >= 0.95, "polls one interval apart while the output carries audio (\(gap) s)")
+        #expect(asleep < 25, "one poll and two looks: \(asleep) time slices (looking every 20 ms: over 50)")
+
+        need.withLock { $0 = .answer }
+        let calmCount = count()
+        let asked = monotonicNanoseconds()
+        #expect(waitUntil(seconds: 5) { count() > calmCount })
+        let noticed = Double(monotonicNanoseconds() - asked) / 1e9
+        #expect(noticed < 0.8, "the wait is seen within half a second (\(noticed) s)")
+        let hurried = count()
+        let t0 = monotonicNanoseconds()
+        #expect(waitUntil(seconds: 5) { count() >= hurried + 5 })
+        let five = Double(monotonicNanoseconds() - t0) / 1e9
+        #expect(five < 0.9, "five polls within \(five) s while an answer is awaited")
+
+        need.withLock { $0 = .nothing }
+        let stopAt = monotonicNanoseconds()
+        keeper.stop()
+        let stopped = Double(monotonicNanoseconds() - stopAt) / 1e9
+        #expect(stopped < 0.5, "a stop wakes the keeper at once (\(stopped) s; the interval is 1 s)")
     }
 }

@@ -1,0 +1,29 @@
+import Glibc
+
+/// This process's threads as the kernel counts them (/proc/self/task): to find a thread by the
+/// name Baton gives it and see how often it ran.
+public enum ProcessThreads {
+    /// The ids of this process's threads named `name` (/proc/self/task/*/comm).
+    public static func named(_ name: String) -> [Int] {
+        guard let dir = opendir("/proc/self/task") else { return [] }
+        defer { closedir(dir) }
+        var found: [Int] = []
+        while let entry = readdir(dir) {
+            let id = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard let tid = Int(id) else { continue }
+            let comm = String(decoding: TestCard.readFile("/proc/self/task/\(tid)/comm"), as: UTF8.self)
+            if comm == name + "\n" { found.append(tid) }
+        }
+        return found
+    }
+
+    /// How many times thread `tid` has been given a CPU (the third field of
+    /// /proc/self/task/TID/schedstat); 0 if it is gone.
+    public static func timeslices(_ tid: Int) -> Int {
+        let text = String(decoding: TestCard.readFile("/proc/self/task/\(tid)/schedstat"), as: UTF8.self)
+        let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        return fields.count > 2 ? Int(fields[2]) ?? 0 : 0
+    }
+}
