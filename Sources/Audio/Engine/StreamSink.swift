@@ -149,7 +149,14 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         let now = monotonicNanoseconds()
         if state == .closed && now >= retryAt { startConnect(now) }
         if state == .connecting { finishConnect(now) }
-        if state == .awaitingServer && answeredCallAt.load(ordering: .acquiring) >= openedAt { carryAudio() }
+        if state == .awaitingServer {
+            if answeredCallAt.load(ordering: .acquiring) >= openedAt {
+                carryAudio()
+            } else if let gone = hungUp() {
+                // Nothing is sent while waiting, so no write would notice a server that went away.
+                fail(gone, at: now)
+            }
+        }
         guard state == .open else {
             droppedFrameCount.add(frames, ordering: .relaxed)
             return frames
@@ -198,6 +205,21 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         owedCount = 0
         awaiting.store(false, ordering: .releasing)
         connected.store(false, ordering: .releasing)
+    }
+
+    /// Whether the server closed or reset the connection (it never sends anything, so anything
+    /// readable is its end); the error to report, nil while it is open. One non-blocking `poll`.
+    private func hungUp() -> Int32? {
+        // POLLRDHUP (0x2000, the peer shut its side) is a GNU flag Swift does not import.
+        var p = pollfd(fd: fd, events: Int16(POLLIN) | 0x2000, revents: 0)
+        guard poll(&p, 1, 0) > 0 else { return nil }
+        if p.revents & Int16(POLLERR) != 0 {
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            return error != 0 ? error : EPIPE
+        }
+        return p.revents & (Int16(POLLIN) | Int16(POLLHUP) | 0x2000) != 0 ? ECONNRESET : nil
     }
 
     /// Writes what the kernel takes now; 0 when it takes nothing; -1 after the connection failed

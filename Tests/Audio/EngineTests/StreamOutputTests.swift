@@ -100,6 +100,23 @@ import Testing
         #expect(zone.droppedFrames > Self.rate / 4, "the wait's audio was dropped")
     }
 
+    /// A connection that waits for the server and sends nothing still notices the server going
+    /// away (no write would): it reconnects to the next server, and waits for that one.
+    @Test func aWaitingConnectionNoticesTheServerLeaving() throws {
+        let port = try FreePort.next()
+        let zone = output(port: port, awaitsServer: true)
+        var listener = try PCMListener(port: port)
+        zone.start()
+        defer { zone.stop() }
+        #expect(waitUntil(seconds: 3) { listener.accepted && zone.awaitsServer })
+        listener.close()
+        #expect(waitUntil(seconds: 3) { !zone.awaitsServer }, "the closed connection is seen")
+        listener = try PCMListener(port: port)
+        defer { listener.close() }
+        #expect(waitUntil(seconds: 3) { listener.accepted && zone.awaitsServer }, "a new connection, waiting again")
+        #expect(listener.bytesOver(seconds: 0.2) == 0 && !zone.snapshot().available)
+    }
+
     /// A FIFO source: without a reader the open fails at once (ENXIO, never blocking); once the
     /// server reads, real time flows; a regular file at the path is refused, never written.
     @Test func writesIntoAFIFOWithoutBlocking() throws {
@@ -183,10 +200,11 @@ import Testing
     }
 
     /// The output thread makes no heap allocation across 300 cycles (3 s) that include failed
-    /// connects, a connect, writes, a broken connection and reconnect attempts.
-    @Test func streamOutputThreadDoesNotAllocate() throws {
+    /// connects, a connect, writes (or, awaiting the server, the looks for a hang-up), a broken
+    /// connection and reconnect attempts.
+    @Test(arguments: [false, true]) func streamOutputThreadDoesNotAllocate(awaitsServer: Bool) throws {
         let port = try FreePort.next()
-        let zone = output(port: port)
+        let zone = output(port: port, awaitsServer: awaitsServer)
         let result = AllocationProbe(from: 20, cycles: 300)
         zone.cycleObserver = { cycle in result.observe(cycle) }
         let slot = try #require(zone.mixer.claimSlot(gain: 0.5))
@@ -222,6 +240,7 @@ final class PCMListener: @unchecked Sendable {
     // @unchecked: `thread` is touched only by the test's thread; the counters are atomics.
     private let fd: Int32
     private let received = Atomic<Int>(0)
+    private let acceptedFlag = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
     private var thread: pthread_t?
     let port: Int
@@ -245,6 +264,9 @@ final class PCMListener: @unchecked Sendable {
         thread = startThread { [self] in serve(listening) }
     }
 
+    /// Whether a client's connection was accepted.
+    var accepted: Bool { acceptedFlag.load(ordering: .acquiring) }
+
     /// Bytes received over the next `seconds`.
     func bytesOver(seconds: Double) -> Int {
         let before = received.load(ordering: .acquiring)
@@ -266,6 +288,7 @@ final class PCMListener: @unchecked Sendable {
         guard !stopping.load(ordering: .acquiring) else { return }
         let client = accept(fd, nil, nil)
         guard client >= 0 else { return }
+        acceptedFlag.store(true, ordering: .releasing)
         defer { Glibc.close(client) }
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var c = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
