@@ -61,33 +61,76 @@ public final class SnapcastServer: @unchecked Sendable {
     /// Starts the server and freezes it (SIGSTOP) as soon as its stream source listens, for
     /// `seconds`: a server that accepts connections but reads and answers nothing yet, as a slow
     /// start (a busy Pi at boot) looks from outside. Then resumes it (SIGCONT). Returns whether a
-    /// client connected to the stream source while it was frozen and not before (on a busy machine
-    /// the client may connect, and the server answer, between the listen and the freeze).
+    /// client's connection to the stream source was accepted (by the kernel) by then.
+    ///
+    /// The server starts frozen and runs in 10 ms slices, looked at between them while stopped,
+    /// so it runs at most one slice past its `listen` however long the look takes (reading
+    /// /proc/net/tcp after the parallel suites, thousands of sockets long, takes longer than
+    /// snapserver needs to start answering): a client that connects has found a server that
+    /// cannot have read or answered anything yet.
     @discardableResult
     public func start(frozenFor seconds: Double) throws -> Bool {
         let p = try spawn()
-        guard waitUntil(seconds: 10, { Self.tcpStates(port: sourcePort).contains("0A") }) else {
+        var listening = false
+        for _ in 0..<1000 where !listening {  // 10 s of slices
+            kill(p.pid, SIGCONT)
+            usleep(10_000)
+            kill(p.pid, SIGSTOP)
+            _ = waitUntil(seconds: 1) { Self.isStopped(p.pid) }
+            listening = Self.tcpStates(port: sourcePort).contains("0A")
+        }
+        guard listening else {
+            kill(p.pid, SIGCONT)
             throw BackgroundProcess.SpawnError(description: "snapserver did not listen on \(sourcePort):\n\(p.output)")
         }
-        kill(p.pid, SIGSTOP)
-        let before = Self.tcpStates(port: sourcePort).contains("01")
         usleep(UInt32(seconds * 1_000_000))
-        let after = Self.tcpStates(port: sourcePort).contains("01")
+        let connected = Self.tcpStates(port: sourcePort).contains("01")
         kill(p.pid, SIGCONT)
-        return after && !before
+        return connected
+    }
+
+    /// Whether process `pid` is stopped by a signal (state `T` in /proc/PID/stat).
+    static func isStopped(_ pid: pid_t) -> Bool {
+        let stat = String(decoding: TestCard.readFile("/proc/\(pid)/stat"), as: UTF8.self)
+        // pid (comm) STATE …: the state follows the last ')'.
+        guard let close = stat.lastIndex(of: ")") else { return false }
+        return stat[close...].dropFirst().trimmingPrefix(" ").first == "T"
     }
 
     /// The states (/proc/net/tcp's `st`: 0A listening, 01 established) of the TCP sockets whose
-    /// local address is 127.0.0.1:`port`, read without connecting to it.
+    /// local address is 127.0.0.1:`port`, read without connecting to it. After the parallel suites
+    /// the table holds thousands of sockets in TIME_WAIT, so it is searched as bytes (`memmem`).
     static func tcpStates(port: Int) -> [String] {
         let hex = String(port, radix: 16, uppercase: true)
-        let local = "0100007F:" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+        // A line is "  sl: local remote st …"; the local address alone follows ": ".
+        let local = ": 0100007F:" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex + " "
+        let skip = local.utf8.count
+        let fd = open("/proc/net/tcp", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        // Read straight into one NUL-terminated buffer (16 MiB: 100 000 sockets) for strstr; memmem
+        // is a GNU function Swift does not import.
+        var table = [CChar](repeating: 0, count: 1 << 24)
         var states: [String] = []
-        let table = String(decoding: TestCard.readFile("/proc/net/tcp"), as: UTF8.self)
-        for line in table.split(separator: "\n") {
-            // sl, local_address, rem_address, st, …
-            let fields = line.split(separator: " ")
-            if fields.count > 3 && fields[1] == local { states.append(String(fields[3])) }
+        table.withUnsafeMutableBufferPointer { text in
+            guard let base = text.baseAddress else { return }
+            var used = 0
+            while used < text.count - 1 {
+                let n = read(fd, base + used, text.count - 1 - used)
+                if n <= 0 { break }
+                used += n
+            }
+            base[used] = 0
+            var from = UnsafePointer(base)
+            while let hit = strstr(from, local) {
+                // The remote address (13 characters) and a space, then the state.
+                let state = UnsafePointer(hit) + skip + 14
+                if state - UnsafePointer(base) + 2 <= used {
+                    let pair: [UInt8] = [UInt8(bitPattern: state[0]), UInt8(bitPattern: state[1])]
+                    states.append(String(decoding: pair, as: UTF8.self))
+                }
+                from = UnsafePointer(hit) + skip
+            }
         }
         return states
     }
