@@ -74,14 +74,7 @@ import Testing
         #expect(rig.snapshot.framesPlayed > played, "the zone's clock runs on through the outage")
         try rig.server.start()
         let restarted = monotonicNanoseconds()
-        #expect(waitUntil(seconds: 6) { rig.snapshot.available && rig.snapshot.reopens >= 1 })
-        #expect(
-            waitUntil(seconds: 8) {
-                let s = try? rig.control.status()
-                return s?.client("bedroom-pi")?.connected == true && s?.client("bath-pi")?.connected == true
-                    && s?.group(of: "bath-pi")?.streamID == "upstairs"
-            })
-        rig.pause(max(0, 3.0 - Double(monotonicNanoseconds() - restarted) / 1e9))
+        #expect(rig.waitUntilBack(restarted: restarted), "the zone and both speakers are back")
         let bell3 = try rig.ring("bell3")
         #expect(rig.waitForEvent("played", source: bell3.id) != nil)
         rig.pause(Double(buffer) / 1000 + 0.5)
@@ -154,14 +147,7 @@ import Testing
         let connectedWhileFrozen = try rig.server.start(frozenFor: 1.5)
         #expect(connectedWhileFrozen, "Baton connected while the server read nothing (else this tests nothing)")
         let restarted = monotonicNanoseconds()
-        #expect(waitUntil(seconds: 6) { rig.snapshot.available && rig.snapshot.reopens >= 1 })
-        #expect(
-            waitUntil(seconds: 8) {
-                let s = try? rig.control.status()
-                return s?.client("bedroom-pi")?.connected == true && s?.client("bath-pi")?.connected == true
-                    && s?.group(of: "bath-pi")?.streamID == "upstairs"
-            })
-        rig.pause(max(0, 3.0 - Double(monotonicNanoseconds() - restarted) / 1e9))
+        #expect(rig.waitUntilBack(restarted: restarted), "the zone and both speakers are back")
         let bell = try rig.ring("bell1")
         #expect(rig.waitForEvent("played", source: bell.id) != nil)
         rig.pause(Double(buffer) / 1000 + 0.5)

@@ -90,6 +90,20 @@ final class SnapcastTestRig {
         return (r.id, at)
     }
 
+    /// After snapserver (re)started at `restarted` (monotonic ns): waits until the zone carries
+    /// audio again and the server has both speakers on the zone's stream, then until 3 s after the
+    /// start (the latency has settled by then). False if the zone or the speakers did not come back.
+    func waitUntilBack(restarted: Int) -> Bool {
+        guard waitUntil(seconds: 6, { snapshot.available && snapshot.reopens >= 1 }) else { return false }
+        let grouped = waitUntil(seconds: 8) {
+            let s = try? control.status()
+            return s?.client("bedroom-pi")?.connected == true && s?.client("bath-pi")?.connected == true
+                && s?.group(of: "bath-pi")?.streamID == "upstairs"
+        }
+        pause(max(0, 3.0 - Double(monotonicNanoseconds() - restarted) / 1e9))
+        return grouped
+    }
+
     /// Sleeps on the test's own thread (never a Task).
     func pause(_ seconds: Double) { usleep(UInt32(seconds * 1_000_000)) }
 }
