@@ -18,6 +18,13 @@ import Testing
         return Signals.windowedToneLevel(s[at..<(at + frames)], frequency: hz, rate: 44_100)
     }
 
+    /// Starts "Gapless Part 1" (5 s) on the kitchen; its source id.
+    func playGaplessPart1(_ t: TestDaemon) throws -> String {
+        try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Gapless Part 1", "zones": ["kitchen"]}"#).object[
+                "id"])
+    }
+
     func position(_ t: TestDaemon, _ id: String) -> Double {
         (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0
     }
@@ -186,9 +193,7 @@ extension MusicTests {
     @Test func scrobblesByWhatIsHeard() throws {
         let t = try TestDaemon(music: try TestSubsonic.music())
         defer { t.stop() }
-        let id = try #require(
-            try t.json("POST", "/api/v1/music/play", #"{"search": "Gapless Part 1", "zones": ["kitchen"]}"#).object[
-                "id"])
+        let id = try playGaplessPart1(t)
         let nowPlaying = try #require(t.waitForEvent("scrobbled", source: id, seconds: 15))
         #expect(nowPlaying.reason == "now playing: Gapless Part 1")
         var submitted: Event?
@@ -210,9 +215,7 @@ extension MusicTests {
     @Test func musicAsksForATickOnlyWhenSomethingIsDue() throws {
         let t = try TestDaemon(music: try TestSubsonic.music())
         defer { t.stop() }
-        let id = try #require(
-            try t.json("POST", "/api/v1/music/play", #"{"search": "Gapless Part 1", "zones": ["kitchen"]}"#).object[
-                "id"])
+        let id = try playGaplessPart1(t)
         #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
         let (tick, heard) = t.daemon.state.withLock { s -> (Int?, Double?) in
             let source = s.playbacks.first { "\($0.key)" == id }?.value.source
