@@ -149,8 +149,8 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         var next = streamer.nextLook
         // Past the threshold but not submitted: it is submitted at the next tick that hears it (a
         // source silenced there is resumed by the arbiter, which wakes the monitor).
-        if !state.submitted, let now = nowPlaying(), let duration = now.song.duration {
-            let remaining = min(Double(duration) / 2, 240) - now.seconds
+        if !state.submitted, let now = nowPlaying(), let threshold = Self.scrobbleThreshold(now.song) {
+            let remaining = threshold - now.seconds
             if remaining > 0 {
                 let due = Int(remaining * 1e9) + 1_000_000
                 next = min(next ?? due, due)
@@ -189,11 +189,16 @@ public final class MusicPlayer: Source, @unchecked Sendable {
             report(.track(index: now.index, count: queue.count, title: now.song.title))
             send(now.song, submission: false)
         }
-        let threshold = min(Double(now.song.duration ?? 0) / 2, 240)
-        if !state.submitted && now.song.duration != nil && now.seconds >= threshold {
+        if !state.submitted, let threshold = Self.scrobbleThreshold(now.song), now.seconds >= threshold {
             state.submitted = true
             send(now.song, submission: true)
         }
+    }
+
+    /// Seconds of `song` to be heard before it is submitted: half of it or 4 minutes, whichever
+    /// comes first (the last.fm rule); nil when its duration is unknown (it is never submitted).
+    private static func scrobbleThreshold(_ song: Song) -> Double? {
+        song.duration.map { min(Double($0) / 2, 240) }
     }
 
     private func send(_ song: Song, submission: Bool) {

@@ -214,12 +214,18 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         var p = pollfd(fd: fd, events: Int16(POLLIN) | 0x2000, revents: 0)
         guard poll(&p, 1, 0) > 0 else { return nil }
         if p.revents & Int16(POLLERR) != 0 {
-            var error: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            let error = socketError()
             return error != 0 ? error : EPIPE
         }
         return p.revents & (Int16(POLLIN) | Int16(POLLHUP) | 0x2000) != 0 ? ECONNRESET : nil
+    }
+
+    /// The socket's pending error (SO_ERROR, which reading clears); 0 when there is none.
+    private func socketError() -> Int32 {
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+        return error
     }
 
     /// Writes what the kernel takes now; 0 when it takes nothing; -1 after the connection failed
@@ -289,9 +295,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
             if now - connectStarted > Self.connectTimeout { fail(ETIMEDOUT, at: now) }
             return
         }
-        var error: Int32 = 0
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+        let error = socketError()
         if ready < 0 || error != 0 { return fail(error != 0 ? error : errno, at: now) }
         connectedTCP(at: now)
     }
