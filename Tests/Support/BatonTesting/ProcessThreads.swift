@@ -1,4 +1,5 @@
 import Glibc
+import OSThread
 
 /// This process's threads as the kernel counts them (/proc/self/task): to find a thread by the
 /// name Baton gives it and see how often it ran.
@@ -13,8 +14,7 @@ public enum ProcessThreads {
                 String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
             }
             guard let tid = Int(id) else { continue }
-            let comm = String(decoding: TestCard.readFile("/proc/self/task/\(tid)/comm"), as: UTF8.self)
-            if comm == name + "\n" { found.append(tid) }
+            if FileIO.firstLine("/proc/self/task/\(tid)/comm") == name { found.append(tid) }
         }
         return found
     }
@@ -22,8 +22,7 @@ public enum ProcessThreads {
     /// How many times thread `tid` has been given a CPU (the third field of
     /// /proc/self/task/TID/schedstat); 0 if it is gone.
     public static func timeslices(_ tid: Int) -> Int {
-        let text = String(decoding: TestCard.readFile("/proc/self/task/\(tid)/schedstat"), as: UTF8.self)
-        let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        let fields = (FileIO.firstLine("/proc/self/task/\(tid)/schedstat") ?? "").split(separator: " ")
         return fields.count > 2 ? Int(fields[2]) ?? 0 : 0
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import OSThread
 
 /// A real snapserver on 127.0.0.1 for tests: free ports, its own datadir and an empty config file
 /// (so the packaged /etc/snapserver.conf adds no stream), one `tcp://…?mode=server` source named
@@ -99,37 +100,29 @@ public final class SnapcastServer: @unchecked Sendable {
 
     /// The states (/proc/net/tcp's `st`: 0A listening, 01 established) of the TCP sockets whose
     /// local address is 127.0.0.1:`port`, read without connecting to it. After the parallel suites
-    /// the table holds thousands of sockets in TIME_WAIT, so it is searched as bytes (`memmem`).
+    /// the table holds thousands of sockets in TIME_WAIT, so it is searched as bytes (`strstr`).
     static func tcpStates(port: Int) -> [String] {
         let hex = String(port, radix: 16, uppercase: true)
         // A line is "  sl: local remote st …"; the local address alone follows ": ".
         let local = ": 0100007F:" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex + " "
         let skip = local.utf8.count
-        let fd = open("/proc/net/tcp", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return [] }
-        defer { close(fd) }
-        // Read straight into one NUL-terminated buffer (16 MiB: 100 000 sockets) for strstr; memmem
-        // is a GNU function Swift does not import.
-        var table = [CChar](repeating: 0, count: 1 << 24)
+        // NUL-terminated for strstr (memmem is a GNU function Swift does not import).
+        guard case .success(var table?) = FileIO.read("/proc/net/tcp") else { return [] }
+        table.append(0)
         var states: [String] = []
-        table.withUnsafeMutableBufferPointer { text in
-            guard let base = text.baseAddress else { return }
-            var used = 0
-            while used < text.count - 1 {
-                let n = read(fd, base + used, text.count - 1 - used)
-                if n <= 0 { break }
-                used += n
-            }
-            base[used] = 0
-            var from = UnsafePointer(base)
-            while let hit = strstr(from, local) {
-                // The remote address (13 characters) and a space, then the state.
-                let state = UnsafePointer(hit) + skip + 14
-                if state - UnsafePointer(base) + 2 <= used {
-                    let pair: [UInt8] = [UInt8(bitPattern: state[0]), UInt8(bitPattern: state[1])]
-                    states.append(String(decoding: pair, as: UTF8.self))
+        table.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { text in
+                guard let base = text.baseAddress else { return }
+                var from = base
+                while let hit = strstr(from, local) {
+                    // The remote address (13 characters) and a space, then the state.
+                    let state = UnsafePointer(hit) + skip + 14
+                    if state - base + 2 < text.count {
+                        let pair: [UInt8] = [UInt8(bitPattern: state[0]), UInt8(bitPattern: state[1])]
+                        states.append(String(decoding: pair, as: UTF8.self))
+                    }
+                    from = UnsafePointer(hit) + skip
                 }
-                from = UnsafePointer(hit) + skip
             }
         }
         return states
