@@ -88,15 +88,15 @@ final class MusicStreamer: @unchecked Sendable {
     /// written (or given up), when its last frame will have been played; otherwise when the next
     /// track begins in the first zone, or nil while that is not known yet (the streamer calls
     /// `changed` when it is: a track's start is known at least a quarter second, half a slot ring,
-    /// before it is heard). Any thread.
+    /// before it is heard). "Begins" by the measure `nowPlaying` uses (`heardFrames`), so the
+    /// tick that is due finds the new track. Any thread.
     var nextLook: Int? {
         let p = progress
         if p.finished || p.gaveUp != nil { return nanosecondsToDrain(targets) }
         guard let first = targets.first else { return nil }
-        let rendered = first.slot.framesConsumed
-        let consumed = first.slot.isPaused ? rendered : max(0, rendered - first.device.snapshot().delayFrames)
-        guard let next = p.trackStarts.first(where: { $0.frame > consumed }) else { return nil }
-        return (next.frame - consumed) * 1_000_000_000 / max(1, first.rate) + 1_000_000
+        let heard = first.heardFrames
+        guard let next = p.trackStarts.first(where: { $0.frame > heard }) else { return nil }
+        return (next.frame - heard) * 1_000_000_000 / max(1, first.rate) + 1_000_000
     }
 
     func start() { OSThread.detach(name: "stream") { [self] in run() } }
