@@ -283,10 +283,14 @@ final class PCMListener: @unchecked Sendable {
     }
 
     private func serve(_ fd: Int32) {
+        // Non-blocking accept: a connection reset between the poll and the accept must not hold
+        // this thread (and `close`, which joins it) until some other connection arrives.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        while !stopping.load(ordering: .acquiring) && poll(&p, 1, 20) <= 0 {}
-        guard !stopping.load(ordering: .acquiring) else { return }
-        let client = accept(fd, nil, nil)
+        var client: Int32 = -1
+        while client < 0 && !stopping.load(ordering: .acquiring) {
+            if poll(&p, 1, 20) > 0 { client = accept(fd, nil, nil) }
+        }
         guard client >= 0 else { return }
         acceptedFlag.store(true, ordering: .releasing)
         defer { Glibc.close(client) }
