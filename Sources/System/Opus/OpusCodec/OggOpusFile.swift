@@ -10,10 +10,20 @@ public enum OggOpusFile {
     /// Decodes every link of an Ogg Opus file. `name` is used in error messages.
     /// The corresponding C functions are `op_open_memory` and `op_read_float`.
     public static func decode(_ bytes: [UInt8], name: String) throws(OpusError) -> DecodedPCM {
+        try decode(bytes, name: name, singleStream: true)
+    }
+
+    /// `singleStream`: mono and stereo links are decoded by ``OpusLinkDecoder`` (the same samples);
+    /// false leaves all decoding to libopusfile.
+    static func decode(_ bytes: [UInt8], name: String, singleStream: Bool) throws(OpusError) -> DecodedPCM {
         var status: Int32 = 0
         let handle: OpaquePointer? = bytes.withUnsafeBufferPointer { op_open_memory($0.baseAddress, $0.count, &status) }
         guard let handle else { throw OpusError(code: status == 0 ? OP_EFAULT : status, context: name) }
-        defer { op_free(handle) }
+        let linkDecoder = singleStream ? OpusLinkDecoder(installingOn: handle) : nil
+        defer {
+            op_free(handle)
+            withExtendedLifetime(linkDecoder) {}
+        }
         let channels = Int(op_channel_count(handle, -1))
         var samples: [Float] = []
         let total = op_pcm_total(handle, -1)

@@ -21,11 +21,21 @@ public final class OggOpusStreamDecoder: AudioDecoder {
     private let handle: OpaquePointer
     private let reader: SourceReader
     private let name: String
+    /// Decodes single-stream links in libopusfile's place (see ``OpusLinkDecoder``); nil when
+    /// libopusfile decodes everything itself (tests compare the two).
+    let linkDecoder: OpusLinkDecoder?
 
     /// Opens the stream and reads its headers (blocking on `source` until they are there).
     /// `name` (a file name or URL) appears in error messages.
     /// The corresponding C function is `op_open_callbacks`.
-    public init(source: any ByteSource, name: String) throws(DecodeError) {
+    public convenience init(source: any ByteSource, name: String) throws(DecodeError) {
+        try self.init(source: source, name: name, singleStream: true)
+    }
+
+    /// `singleStream`: decode mono and stereo links with libopus's single-stream decoder
+    /// (``OpusLinkDecoder``: the same samples, without the cost of the multistream decoder's calls);
+    /// false leaves all decoding to libopusfile.
+    init(source: any ByteSource, name: String, singleStream: Bool) throws(DecodeError) {
         let reader = SourceReader(source: source)
         var callbacks = OpusFileCallbacks(
             read: { stream, buffer, count in
@@ -43,9 +53,10 @@ public final class OggOpusStreamDecoder: AudioDecoder {
         self.reader = reader
         self.name = name
         self.channels = Int(op_channel_count(handle, -1))
+        linkDecoder = singleStream ? OpusLinkDecoder(installingOn: handle) : nil
     }
 
-    deinit { op_free(handle) }
+    deinit { op_free(handle) }  // before `linkDecoder` is released: libopusfile calls it until then
 
     /// Decodes up to `output.count / channels` frames. Returns 0 at the end of the stream.
     /// The corresponding C function is `op_read_float`.
