@@ -494,6 +494,15 @@ def measure(player, a, servers):
             roles = thread_roles(pid) if comms.count("batond") > 1 else {}
             labels = label_threads(pid, per.keys(), roles, {t: v[0] for t, v in per.items()})
             rec["threads"] = {labels[t]: (v[1], v[2], v[3], v[0]) for t, v in per.items()}
+        else:
+            # A peer's threads by their own names (MPD: "io", "decoder:…", "output:…"; GStreamer:
+            # its element threads), a repeated name numbered, for what costs what beside batond's.
+            rec["threads"] = {}
+            for t, v in sorted(per.items()):
+                key, n = v[0], 2
+                while key in rec["threads"]:
+                    key, n = f"{v[0]} #{n}", n + 1
+                rec["threads"][key] = (v[1], v[2], v[3], v[0])
         return rec
     finally:
         player.stop()
