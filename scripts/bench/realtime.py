@@ -288,6 +288,13 @@ music:
         self.proc = subprocess.Popen(self.prefix + [self.binary, "--config", conf], stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=self.log)
         self.ready_s = wait_status_200(self.port, self.proc) - t0
+        # The API answers before the output threads have opened their PCMs; a play request then is
+        # refused (503, "opening PCM"), so wait for every zone to be available first.
+        deadline = time.monotonic() + 10
+        while any(z.get("state") != "available" for z in self.snapshot()["zones"]):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name}: zones not available after 10 s: {self.snapshot()['zones']}")
+            time.sleep(0.01)
         if self.play:
             st, body = http_json(self.port, "POST", "/api/v1/music/play",
                                  {"songs": [self.a.song_id], "zones": [f"zone{i}" for i in range(1, self.zones + 1)]},
