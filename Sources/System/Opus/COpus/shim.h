@@ -16,6 +16,9 @@ static inline int baton_opus_encoder_get_int(OpusEncoder *encoder, int request, 
 static inline int baton_opus_decoder_set_int(OpusDecoder *decoder, int request, opus_int32 value) {
     return opus_decoder_ctl(decoder, request, value);
 }
+static inline int baton_opus_decoder_reset(OpusDecoder *decoder) {
+    return opus_decoder_ctl(decoder, OPUS_RESET_STATE);
+}
 static inline int baton_opus_multistream_decoder_get_int(OpusMSDecoder *decoder, int request, opus_int32 *value) {
     return opus_multistream_decoder_ctl(decoder, request, value);
 }

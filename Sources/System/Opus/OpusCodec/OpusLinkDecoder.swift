@@ -66,9 +66,9 @@ final class OpusLinkDecoder {
             ? opus_decode_float(
                 decoder, packet.pointee.packet, bytes, pcm.assumingMemoryBound(to: Float.self), samples, 0)
             : opus_decode(decoder, packet.pointee.packet, bytes, pcm.assumingMemoryBound(to: Int16.self), samples, 0)
-        if n < 0 { return n }
+        guard n == samples else { return n < 0 ? n : OPUS_INVALID_PACKET }
         packetsDecoded += 1
-        return n == samples ? 0 : OPUS_INVALID_PACKET
+        return 0
     }
 
     /// A new link (or libopusfile's first packet): decode it here if it carries one stream, as a
@@ -82,8 +82,8 @@ final class OpusLinkDecoder {
             return
         }
         if let decoder, decoderChannels == channels {
-            // As a new decoder (a reset keeps the gain; it is set again below anyway).
-            guard opus_decoder_init(decoder, 48_000, channels) == OPUS_OK else { return dropDecoder() }
+            // What libopusfile does to its decoder when the new link has the same layout.
+            guard baton_opus_decoder_reset(decoder) == OPUS_OK else { return dropDecoder() }
         } else {
             dropDecoder()
             var status: Int32 = OPUS_OK
