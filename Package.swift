@@ -165,7 +165,9 @@ let package = Package(
         // The benchmark's floor: the same resampling by the bare C libraries (never in the daemon).
         .target(
             name: "BenchFloor", path: "Sources/Programs/BenchFloor",
-            linkerSettings: [.linkedLibrary("soxr"), .linkedLibrary("samplerate"), .linkedLibrary("m")]),
+            linkerSettings: [
+                .linkedLibrary("soxr"), .linkedLibrary("samplerate"), .linkedLibrary("opus"), .linkedLibrary("m"),
+            ]),
 
         // Test support. CAllocCounter replaces malloc for the whole process: only the tests and
         // baton-bench link it, never the daemon.

@@ -49,7 +49,7 @@ server=""
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
 # shellcheck disable=SC2046
 cc -O2 -DBATON_FLOOR_MAIN -I Sources/Programs/BenchFloor/include Sources/Programs/BenchFloor/PipelineFloor.c -o "$work/floor" \
-    $(pkg-config --libs opusfile soxr samplerate alsa) -lm
+    $(pkg-config --libs opusfile opus soxr samplerate alsa) -lm
 
 # The stream: 48 kHz stereo Ogg Opus at 150 kb/s, chords and pink noise (scripts/bench/make-stream.sh).
 mkdir -p "$cache"

@@ -1,5 +1,6 @@
 // The minimal C music pipeline, the floor for `baton-bench --pipeline` and scripts/bench-pipelines.sh:
-// one thread, HTTP GET on a plain socket (or a file) → opusfile → gain → libsoxr / libsamplerate →
+// one thread, HTTP GET on a plain socket (or a file) → opusfile (packets decoded by libopus's
+// single-stream decoder, as in the daemon) → gain → libsoxr / libsamplerate →
 // S16 → snd_pcm_writei. No buffering beyond the libraries' own, no threads, no mixing. Built into
 // baton-bench (`--floor`) and, with -DBATON_FLOOR_MAIN, as a standalone program (the script does
 // that, so its peak RSS carries no Swift runtime).
@@ -10,6 +11,8 @@
 #include <fcntl.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <ogg/ogg.h>
+#include <opus/opus.h>
 #include <samplerate.h>
 #include <soxr.h>
 #include <stdint.h>
@@ -35,6 +38,17 @@ int op_read_float(OggOpusFile *of, float *pcm, int buf_size, int *li);
 int op_channel_count(const OggOpusFile *of, int li);
 void op_free(OggOpusFile *of);
 #define OP_HOLE (-3)
+// Packets are decoded by libopus's single-stream decoder, as the daemon decodes them (OpusLinkDecoder):
+// libopusfile's own opus_multistream_decode_float runs `cpuid` four times a packet in Debian's libopus
+// (docs/PERFORMANCE.md), which would make this floor costlier than the pipeline it is the floor of.
+// The bench stream is one stereo link whose header gain is 0, so one decoder at gain 0 is libopusfile's.
+typedef struct OpusMSDecoder OpusMSDecoder;
+typedef int (*op_decode_cb_func)(void *ctx, OpusMSDecoder *decoder, void *pcm, const ogg_packet *op, int nsamples,
+                                 int nchannels, int format, int li);
+void op_set_decode_callback(OggOpusFile *of, op_decode_cb_func cb, void *ctx);
+#define OP_DEC_FORMAT_FLOAT (7040)
+#define OP_DEC_USE_DEFAULT (6720)
+
 
 typedef struct {
     int fd;
@@ -129,6 +143,16 @@ static int write_s16(snd_pcm_t *pcm, const float *samples, long frames) {
     return 0;
 }
 
+static int decode_packet(void *ctx, OpusMSDecoder *decoder, void *pcm, const ogg_packet *op, int nsamples,
+                         int nchannels, int format, int li) {
+    (void)decoder;
+    (void)li;
+    OpusDecoder *dec = ctx;
+    if (format != OP_DEC_FORMAT_FLOAT || nchannels != CH) return OP_DEC_USE_DEFAULT;
+    int n = opus_decode_float(dec, op->packet, (opus_int32)op->bytes, pcm, nsamples, 0);
+    return n == nsamples ? 0 : (n < 0 ? n : OPUS_INVALID_PACKET);
+}
+
 int baton_floor_pipeline(const char *target, const char *converter, const char *device, double gain, int report) {
     int soxr_recipe = -1, src_type = -1;
     if (!strcmp(converter, "soxr-hq")) soxr_recipe = SOXR_HQ;
@@ -146,6 +170,9 @@ int baton_floor_pipeline(const char *target, const char *converter, const char *
     int err = 0;
     OggOpusFile *of = op_open_callbacks(&src, &cb, NULL, 0, &err);
     if (!of || op_channel_count(of, -1) != CH) { fprintf(stderr, "floor: not stereo Ogg Opus (%d)\n", err); return 1; }
+    OpusDecoder *dec = opus_decoder_create(IN_RATE, CH, &err);
+    if (!dec) { fprintf(stderr, "floor: opus_decoder_create: %d\n", err); return 1; }
+    op_set_decode_callback(of, decode_packet, dec);
 
     snd_pcm_t *pcm = NULL;
     if (snd_pcm_open(&pcm, device, SND_PCM_STREAM_PLAYBACK, 0) < 0 ||
@@ -198,6 +225,7 @@ int baton_floor_pipeline(const char *target, const char *converter, const char *
     snd_pcm_drain(pcm);
     snd_pcm_close(pcm);
     op_free(of);
+    opus_decoder_destroy(dec);
     if (sox) soxr_delete(sox);
     if (rabbit) src_delete(rabbit);
     close(src.fd);
