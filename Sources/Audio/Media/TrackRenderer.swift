@@ -4,6 +4,9 @@ import AudioCore
 /// `skipSeconds` dropped (a seek, exact to the decoded frame), the gain applied (ReplayGain), the
 /// channels mapped to the output's count and the rate converted to its rate; at the end of the track
 /// each resampler is flushed. Buffers are allocated once per track and reused for every block.
+/// Outputs that want the same channels, rate and resampler get the same frames, mapped and
+/// resampled once: two 44.1 kHz stereo zones cost one resampler, not two (the samples are those a
+/// resampler of their own would give: the same input through the same converter from the same start).
 ///
 /// The daemon's music streamer and baton-bench's pipeline both run tracks through it, so the
 /// benchmark measures the daemon's code. Thread: one thread at a time (the streamer's).
@@ -27,6 +30,9 @@ public final class TrackRenderer {
     public private(set) var framesDelivered: [Int]
     private let gain: Float
     private var skip: Int
+    /// The outputs that share one conversion, in the order of their first member.
+    let groups: [[Int]]
+    /// One converter per group (nil where the group's rate is the track's).
     private var converters: [(any Resampler)?] = []
     private let decoded: UnsafeMutableBufferPointer<Float>
     private let mapped: UnsafeMutableBufferPointer<Float>
@@ -43,12 +49,24 @@ public final class TrackRenderer {
         // Clamped: no skip, however large, may trap in the conversion to Int.
         skip = Int(
             min((max(0, skipSeconds.isFinite ? skipSeconds : 0) * Double(decoder.rate)).rounded(), Double(Int32.max)))
-        for o in outputs {
+        var groups: [[Int]] = []
+        for (k, o) in outputs.enumerated() {
+            let same = groups.firstIndex { g in
+                let first = outputs[g[0]]
+                return first.channels == o.channels && first.rate == o.rate
+                    && (o.rate == decoder.rate || first.resampler == o.resampler)
+            }
+            if let same {
+                groups[same].append(k)
+                continue
+            }
+            groups.append([k])
             converters.append(
                 decoder.rate == o.rate
                     ? nil
                     : try makeResampler(o.resampler, inputRate: decoder.rate, outputRate: o.rate, channels: o.channels))
         }
+        self.groups = groups
         let maxChannels = max(decoder.channels, outputs.map(\.channels).max() ?? 1)
         decoded = .allocate(capacity: Self.blockFrames * decoder.channels)
         mapped = .allocate(capacity: Self.blockFrames * maxChannels)
@@ -62,8 +80,8 @@ public final class TrackRenderer {
     }
 
     /// Decodes the next block (`afterRead` runs right after the decoder returns) and calls
-    /// `deliver(k, samples)` for each output `k` in order, with interleaved samples at its rate and
-    /// channel count. Returns true while there is more to come; false after the last block (the
+    /// `deliver(k, samples)` for each output `k` (outputs sharing a conversion one after the other),
+    /// with interleaved samples at its rate and channel count. Returns true while there is more to come; false after the last block (the
     /// resamplers flushed) or when `deliver` returned false (the caller stopped).
     public func step(afterRead: () -> Void = {}, deliver: (Int, UnsafeBufferPointer<Float>) -> Bool) throws -> Bool {
         guard !finished else { return false }
@@ -76,7 +94,8 @@ public final class TrackRenderer {
         if dropped == n && !done { return true }
         let block = UnsafeMutableBufferPointer(rebasing: decoded[(dropped * decoder.channels)..<(n * decoder.channels)])
         if gain != 1 { for i in block.indices { block[i] *= gain } }
-        for (k, o) in outputs.enumerated() {
+        for (g, members) in groups.enumerated() {
+            let o = outputs[members[0]]
             var input = UnsafeBufferPointer(block)
             if o.channels != decoder.channels {
                 let count = mapChannels(
@@ -84,7 +103,7 @@ public final class TrackRenderer {
                 input = UnsafeBufferPointer(rebasing: mapped[..<count])
             }
             var frames = input
-            if let c = converters[k] {
+            if let c = converters[g] {
                 var produced = 0
                 if done {
                     while true {
@@ -109,11 +128,13 @@ public final class TrackRenderer {
                 }
                 frames = UnsafeBufferPointer(rebasing: out[..<(produced * o.channels)])
             }
-            guard deliver(k, frames) else {
-                finished = true
-                return false
+            for k in members {
+                guard deliver(k, frames) else {
+                    finished = true
+                    return false
+                }
+                framesDelivered[k] += frames.count / o.channels
             }
-            framesDelivered[k] += frames.count / o.channels
         }
         finished = done
         return !done

@@ -1,0 +1,50 @@
+import AudioCore
+import BatonTesting
+import Testing
+
+@testable import Media
+
+/// Every output's samples when `outputs` render the file together, block by block.
+private func render(_ bytes: [UInt8], _ outputs: [TrackRenderer.Output]) throws -> (samples: [[Float]], groups: [[Int]])
+{
+    let decoder = try StreamDecoders.open(.wav, source: MemoryByteSource(bytes), name: "tone.wav")
+    let renderer = try TrackRenderer(decoder: decoder, outputs: outputs, gain: 0.8)
+    var samples = Array(repeating: [Float](), count: outputs.count)
+    while try renderer.step(deliver: { k, frames in
+        samples[k] += frames
+        return true
+    }) {}
+    return (samples, renderer.groups)
+}
+
+@Suite("Track rendering")
+struct TrackRendererTests {
+    /// Outputs that want the same channels, rate and resampler share one conversion, and each gets
+    /// exactly the samples it would get rendered alone (bit for bit, to the last flushed frame);
+    /// outputs that differ in any of the three get their own.
+    @Test func outputsAlikeShareOneConversion() throws {
+        let directory = WAVWriter.temporaryDirectory("track-renderer")
+        try ffmpeg(toneInput(rate: 48_000, channels: 2, seconds: 1) + ["-c:a", "pcm_s16le", "\(directory)/tone.wav"])
+        let bytes = try readBytes("\(directory)/tone.wav")
+        let outputs = [
+            TrackRenderer.Output(channels: 2, rate: 44_100, resampler: .soxr(.high)),
+            TrackRenderer.Output(channels: 2, rate: 48_000, resampler: .soxr(.high)),
+            TrackRenderer.Output(channels: 2, rate: 44_100, resampler: .soxr(.high)),
+            TrackRenderer.Output(channels: 1, rate: 44_100, resampler: .soxr(.high)),
+            TrackRenderer.Output(channels: 2, rate: 44_100, resampler: .samplerate(.medium)),
+            TrackRenderer.Output(channels: 2, rate: 48_000, resampler: .samplerate(.medium)),
+        ]
+        let together = try render(bytes, outputs)
+        #expect(together.groups == [[0, 2], [1, 5], [3], [4]])
+        for (k, output) in outputs.enumerated() {
+            let alone = try render(bytes, [output]).samples[0]
+            let same =
+                alone.count == together.samples[k].count
+                && alone.elementsEqual(together.samples[k]) {
+                    $0.bitPattern == $1.bitPattern
+                }
+            #expect(same, "output \(k): \(together.samples[k].count) samples together, \(alone.count) alone")
+            #expect(alone.count > output.rate * output.channels * 99 / 100, "output \(k): about 1 s")
+        }
+    }
+}
