@@ -40,6 +40,8 @@ public final class TruthRecorder: @unchecked Sendable {
         public var zones: [Zone]
         public var sources: [Source]
         public var uptimeMs: Int
+        /// When the answer was read (CLOCK_MONOTONIC ns; set by the recorder, not in the JSON).
+        public var takenAt: Int?
     }
 
     /// Everything recorded.
@@ -118,9 +120,10 @@ public final class TruthRecorder: @unchecked Sendable {
     private func sampleStatus() {
         var next = monotonicNanoseconds()
         while !isStopping {
-            let sample = try? RawClient(port: port).get("/api/v1/status").flatMap {
+            var sample = try? RawClient(port: port).get("/api/v1/status").flatMap {
                 try? JSONDecoder().decode(Sample.self, from: Data($0))
             }
+            sample?.takenAt = monotonicNanoseconds()
             shared.withLock {
                 if let sample { $0.samples.append(sample) } else { $0.failed += 1 }
             }
