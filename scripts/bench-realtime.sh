@@ -30,7 +30,7 @@
 # costs, and what of it is a CPU coming out of idle —, and `batond buffer 50ms` — two periods per
 # output wake-up), BASELINE (a git revision: its
 # release batond is built too, in a worktree under BATON_CACHE, and measured as the `batond` case
-# beside the tree's, round-robin, for a before/after in one run),
+# and the `batond playing to 2 zones` case beside the tree's, round-robin, for a before/after in one run),
 # MARKDOWN (also write the tables to this file), BATON_CACHE (default ~/.cache/baton: the stream and
 # the Supysonic venv are kept there).
 # Always builds the release batond it measures (nice'd; the package's build, scripts/release-flags.sh)

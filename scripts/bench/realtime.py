@@ -595,6 +595,9 @@ def main():
                       (lambda n=n: Batond(a, n, False))))
     cases.append(("batond playing to 2 zones", "the first row's stream to two `clock: system` zones on `null` PCMs",
                   lambda: Batond(a, 2, True)))
+    if a.baseline_batond:
+        cases.append((f"{baseline} playing to 2 zones", f"the row above with the release batond built from {a.baseline_label}",
+                      lambda: Batond(a, 2, True, binary=a.baseline_batond)))
     # What an output wake-up costs on this machine, run only when ONLY names them.
     optional = [("batond SCHED_OTHER", "the first row without CAP_SYS_NICE (`setpriv --inh-caps=-sys_nice "
                  "--bounding-set=-sys_nice`): the output thread runs SCHED_OTHER",
@@ -658,6 +661,9 @@ def main():
     if results.get("batond") and results.get(baseline):
         p(f"- {ratio_text(col('batond', 'cpu'), col(baseline, 'cpu'), f'CPU, batond / {baseline}')}")
         p(f"- {ratio_text(col('batond', 'rss_mib'), col(baseline, 'rss_mib'), f'peak RSS, batond / {baseline}')}")
+    two, two_base = "batond playing to 2 zones", f"{baseline} playing to 2 zones"
+    if results.get(two) and results.get(two_base):
+        p(f"- {ratio_text(col(two, 'cpu'), col(two_base, 'cpu'), f'CPU, {two} / {two_base}')}")
     if results.get("batond") and results.get("MPD"):
         p(f"- {ratio_text(col('batond', 'cpu'), col('MPD', 'cpu'), 'CPU, batond / MPD')}")
     for peer in ("mpv", "GStreamer"):
