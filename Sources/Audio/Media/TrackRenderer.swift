@@ -81,8 +81,9 @@ public final class TrackRenderer {
 
     /// Decodes the next block (`afterRead` runs right after the decoder returns) and calls
     /// `deliver(k, samples)` for each output `k` (outputs sharing a conversion one after the other),
-    /// with interleaved samples at its rate and channel count. Returns true while there is more to come; false after the last block (the
-    /// resamplers flushed) or when `deliver` returned false (the caller stopped).
+    /// with interleaved samples at its rate and channel count. Returns true while there is more to
+    /// come; false after the last block (the resamplers flushed) or when `deliver` returned false
+    /// (the caller stopped).
     public func step(afterRead: () -> Void = {}, deliver: (Int, UnsafeBufferPointer<Float>) -> Bool) throws -> Bool {
         guard !finished else { return false }
         let n = try decoder.read(into: decoded)

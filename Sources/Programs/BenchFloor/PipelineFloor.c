@@ -49,7 +49,6 @@ void op_set_decode_callback(OggOpusFile *of, op_decode_cb_func cb, void *ctx);
 #define OP_DEC_FORMAT_FLOAT (7040)
 #define OP_DEC_USE_DEFAULT (6720)
 
-
 typedef struct {
     int fd;
     int is_socket;

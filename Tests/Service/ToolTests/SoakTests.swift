@@ -68,17 +68,18 @@ struct Soak {
 
     /// Each underrun a card recorded: when (s since the card opened) and how long the output thread
     /// then took to prepare it again (ms): the stall is at least a buffer plus that.
-    func underruns(_ card: TestCard) -> [String] {
+    /// Each as its CLOCK_MONOTONIC instant and a text.
+    func underruns(_ card: TestCard) -> [(nanoseconds: Int, text: String)] {
         let events = card.events()
         guard let opened = events.first?.nanoseconds else { return [] }
-        var out: [String] = []
+        var out: [(nanoseconds: Int, text: String)] = []
         for i in events.indices where events[i].kind == "xrun" {
             let at: Int64 = events[i].nanoseconds
             var text = "\(tenths(Double(at - opened) / 1e9)) s"
             if let prepare = events[(i + 1)...].first(where: { $0.kind == "prepare" }) {
                 text += ", prepared \(tenths(Double(prepare.nanoseconds - at) / 1e6)) ms later"
             }
-            out.append(text)
+            out.append((Int(at), text))
         }
         return out
     }
@@ -250,12 +251,9 @@ struct Soak {
         var excused: [String] = []
         var unexcused: [String] = []
         for (zone, card) in [("kitchen", kitchen), ("patio", patio)] {
-            let events = card.events()
-            let opened = events.first?.nanoseconds ?? 0
-            for e in events where e.kind == "xrun" {
-                let stolen = hostTook(Int(e.nanoseconds), Int(e.nanoseconds))
-                let text =
-                    "\(zone) xrun at \(tenths(Double(e.nanoseconds - opened) / 1e9)) s (host took \(Int(stolen * 1000)) ms)"
+            for u in underruns(card) {
+                let stolen = hostTook(u.nanoseconds, u.nanoseconds)
+                let text = "\(zone) xrun at \(u.text) (host took \(Int(stolen * 1000)) ms)"
                 if stolen >= 0.02 { excused.append(text) } else { unexcused.append(text) }
             }
         }
@@ -276,13 +274,10 @@ struct Soak {
             }
         }
         if xruns != cardXruns || !unexcused.isEmpty || lateLocated < late {
-            let at = [("kitchen", kitchen), ("patio", patio)].flatMap { zone, card in
-                underruns(card).map { "\(zone) at \($0)" }
-            }
             problems.append(
-                "\(xruns) xruns (the cards saw \(cardXruns)\(at.isEmpty ? "" : ": " + at.joined(separator: "; "))), "
-                    + "\(late) late cycles; not while the host took the CPU: "
-                    + (unexcused.isEmpty ? "none found" : unexcused.joined(separator: "; ")))
+                "\(xruns) xruns (the cards saw \(cardXruns)), \(late) late cycles (\(lateLocated) found between "
+                    + "status samples); not while the host took the CPU: "
+                    + (unexcused.isEmpty ? "none" : unexcused.joined(separator: "; ")))
         }
         let growth = rssEnd - (rssAfterWarmup ?? rssEnd)
         if growth >= 1_024 { problems.append("RSS grew by \(growth) KiB after the warm-up") }

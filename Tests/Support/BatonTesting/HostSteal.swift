@@ -22,13 +22,8 @@ public final class HostSteal: Sendable {
 
     /// The steal time so far (s), all CPUs. Any thread.
     public static func now() -> Double {
-        guard let file = fopen("/proc/stat", "r") else { return 0 }
-        defer { fclose(file) }
-        var line = [CChar](repeating: 0, count: 512)
-        guard fgets(&line, Int32(line.count), file) != nil else { return 0 }
         // "cpu  user nice system idle iowait irq softirq steal ..."
-        let fields = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            .split(separator: " ").dropFirst().compactMap { Double($0.trimmingSpaces) }
+        let fields = (FileIO.firstLine("/proc/stat") ?? "").split(separator: " ").dropFirst().compactMap { Double($0) }
         return fields.count > 7 ? fields[7] / Double(sysconf(Int32(_SC_CLK_TCK))) : 0
     }
 
@@ -63,13 +58,5 @@ public final class HostSteal: Sendable {
             let last = readings.first(where: { $0.nanoseconds >= to }) ?? readings.last
         else { return 0 }
         return max(0, last.seconds - first.seconds)
-    }
-}
-
-extension Substring {
-    fileprivate var trimmingSpaces: Substring {
-        var s = self
-        while let c = s.last, c == "\n" || c == " " { s.removeLast() }
-        return s
     }
 }

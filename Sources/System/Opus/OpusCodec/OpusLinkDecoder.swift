@@ -87,7 +87,9 @@ final class OpusLinkDecoder {
         } else {
             dropDecoder()
             var status: Int32 = OPUS_OK
-            guard let made = opus_decoder_create(48_000, channels, &status), status == OPUS_OK else { return }
+            guard let made = opus_decoder_create(Int32(OggOpusFile.rate), channels, &status), status == OPUS_OK else {
+                return
+            }
             decoder = made
             decoderChannels = channels
         }
