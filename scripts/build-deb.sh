@@ -69,7 +69,7 @@ fi
 if [ -n "${BATON_BIN_DIR:-}" ]; then
     # Prebuilt binaries (the test suite packages its debug build this way, without a release build).
     bin=$BATON_BIN_DIR
-    if ldd "$bin/batond" 2>/dev/null | grep -q 'libswiftCore\.so'; then
+    if grep -q 'libswiftCore\.so' <<<"$(ldd "$bin/batond" 2>/dev/null)"; then
         echo "baton: warning: $bin/batond links the Swift runtime dynamically; this package will not run without it" >&2
         shlibdeps_options=(--ignore-missing-info)
     fi
