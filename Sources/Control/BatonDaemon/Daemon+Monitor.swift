@@ -9,12 +9,7 @@ extension Daemon {
         return state.withLock { s -> Int? in
             external.tick(&s)
             var done: [Playback] = []
-            for p in s.playbacks.values where p.started {
-                // What the source tells others (scrobbles, the server's playback report, `track`)
-                // follows what is heard (the monitor's last look), not the arbiter's grant.
-                p.source.tick(audible: p.heard && (s.arbiter.state(of: p.id)?.isAudible ?? false))
-                if p.source.isDrained && !p.released { done.append(p) }
-            }
+            for p in s.playbacks.values where p.started && p.source.isDrained && !p.released { done.append(p) }
             for p in done.sorted(by: { $0.id < $1.id }) {
                 p.released = true
                 let frames = Dictionary(
@@ -37,6 +32,12 @@ extension Daemon {
                 apply(s.arbiter.tick(at: .now), &s)
             }
             truth.follow(&s)
+            // What a source tells others (scrobbles, the server's playback report, `track`) follows
+            // what is heard — this look, so a source heard for the first time now says so now, not
+            // at the next look (up to a second later: nothing else may be due).
+            for p in s.playbacks.values where p.started {
+                p.source.tick(audible: p.heard && (s.arbiter.state(of: p.id)?.isAudible ?? false))
+            }
             for zone in zones.zones { s.availability.report(zone, events: events, logger: logger) }
             var next: Int? = nil
             for p in s.playbacks.values where p.started && !p.released {
