@@ -178,6 +178,19 @@ public final class DeviceOutput: @unchecked Sendable {
     /// connection made before it may carry audio (`StreamSpec.awaitsServer`). Any thread.
     public func serverAnswered(callStartedAt: Int) { streamSink?.serverAnswered(callStartedAt: callStartedAt) }
 
+    /// How much audio one wake-up of the output thread takes from each slot ring at once (ns):
+    /// `wakePeriods` of the granted buffer (the configured one until the device opened). A producer
+    /// that feeds a ring live (a call, an external player) must keep at least this much in it, or
+    /// the slot runs dry at every wake-up: 10 ms at the default period and a 40 ms buffer, 50 ms
+    /// with a 100 ms buffer. Any thread.
+    public var burstNanoseconds: Int {
+        let granted = grantedBuffer.load(ordering: .acquiring)
+        let buffer = granted > 0 ? granted : spec.pcm.bufferFrames
+        let period = spec.pcm.periodFrames
+        let periods = Self.wakePeriods(bufferFrames: buffer, periodFrames: period, rate: spec.pcm.rate)
+        return periods * period * 1_000_000_000 / max(1, spec.pcm.rate)
+    }
+
     /// The zone's counters now. Any thread.
     public func snapshot() -> Snapshot {
         if let sink = streamSink {

@@ -27,7 +27,8 @@ extension ExternalStream {
                     output: o, resampler: resampler,
                     mapped: [Float](repeating: 0, count: Self.block * o.channels),
                     resampled: [Float](repeating: 0, count: outFrames * o.channels),
-                    leadSamples: Self.leadNanoseconds / 1000 * o.rate / 1_000_000 * o.channels)
+                    leadSamples: (Self.marginNanoseconds + o.device.burstNanoseconds) / 1000 * o.rate / 1_000_000
+                        * o.channels)
             }
             input = [Float](repeating: 0, count: Self.block * format.channels)
         }

@@ -19,8 +19,10 @@ public final class ExternalStream: @unchecked Sendable {
     public let peer: ExternalPeer
     let fd: Int32
     let logger: Logger
-    /// How far ahead of the output thread the slot rings are kept: the latency batond adds.
-    static let leadNanoseconds = 40_000_000
+    /// How far ahead of the output thread the slot rings are kept beyond what one of its wake-ups
+    /// takes (`DeviceOutput.burstNanoseconds`): with it, the latency batond adds (40 ms at the
+    /// default period and a 40 ms buffer).
+    static let marginNanoseconds = 30_000_000
     static let block = 256
 
     struct Shared {

@@ -22,7 +22,10 @@ final class ExternalRig {
     /// Environment for batond and the programs (`NAME=value`), e.g. a private D-Bus session bus.
     let environment: [String]
 
-    init(sources: String, sounds: [String: [Int16]] = [:], environment: [String] = []) throws {
+    /// `zoneOptions`: more keys for zone `a`, each after ", " (e.g. `, buffer: 100ms`).
+    init(sources: String, sounds: [String: [Int16]] = [:], environment: [String] = [], zoneOptions: String = "")
+        throws
+    {
         self.environment = environment
         directory = WAVWriter.temporaryDirectory("external")
         port = try FreePort.next()
@@ -48,7 +51,7 @@ final class ExternalRig {
             api:
               listen: 127.0.0.1:\(port)
             zones:
-              a: {pcm: zone_a, rate: 48000, channels: 2, format: S16_LE, clock: system}
+              a: {pcm: zone_a, rate: 48000, channels: 2, format: S16_LE, clock: system\(zoneOptions)}
             sounds: sounds
             alsa-config: alsa.conf
             external-sources:
