@@ -607,7 +607,11 @@ def main():
                  lambda: Batond(a, 1, True, spinners=os.cpu_count())),
                 ("batond buffer 50ms", "the first row with `buffer: 50ms` (the default 10 ms period): two periods per "
                  "output wake-up with 30 ms still held, up to 10 ms more between a request and its first sample",
-                 lambda: Batond(a, 1, True, buffer_ms=50))]
+                 lambda: Batond(a, 1, True, buffer_ms=50)),
+                ("batond buffer 100ms", "the first row with `buffer: 100ms` (the default 10 ms period): five "
+                 "periods per output wake-up with 50 ms still held, up to 60 ms more between a request and its "
+                 "first sample",
+                 lambda: Batond(a, 1, True, buffer_ms=100))]
     if a.only:
         keys = [k.strip().lower() for k in a.only.split(",")]
         cases += [c for c in optional if c[0].lower() in keys]
