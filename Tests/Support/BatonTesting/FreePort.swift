@@ -1,47 +1,50 @@
 import Glibc
+import OSThread
 import Synchronization
 
-/// Ports on 127.0.0.1 for servers the tests start. The kernel's choice for port 0 is free only
-/// while the probe socket is open: once it is closed, the next probe may get the same port. Tests
-/// run in parallel and servers take a moment to bind (snapserver, mosquitto), so two tests could
-/// be handed one port and one would talk to the other's server. This hands out each port once per
-/// process.
+/// Ports on 127.0.0.1 for servers the tests start, each handed out once per process, and taken below
+/// the kernel's ephemeral range (`ip_local_port_range`, 32768–60999 here). A port the kernel chose
+/// for a probe bound to port 0 is an ephemeral port: once the probe is closed, any outgoing
+/// connection of the ~100 tests running in parallel (libcurl, an HTTP client, mpd) may be given it
+/// as its local port before the server binds it — batond then failed with "address in use" and the
+/// test waited for it in vain ("batond did not start", seen once in a parallel run). Below that range
+/// only an explicit bind takes a port, and every test's goes through here.
 public enum FreePort {
     private static let handedOut = Mutex<Set<Int>>([])
 
-    /// A port nothing in this process has been given before and nothing listens on right now.
+    /// The ports handed out: from 10000 to just below the ephemeral range.
+    static let candidates: Range<Int> = {
+        let low =
+            (FileIO.firstLine("/proc/sys/net/ipv4/ip_local_port_range") ?? "")
+            .split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { Int($0) } ?? 32_768
+        return 10_000..<max(10_001, low)
+    }()
+
+    /// A port nothing in this process has been given before and nothing is bound to right now.
     /// `kind` is `SOCK_STREAM` (TCP) or `SOCK_DGRAM` (UDP).
     public static func next(kind: Int32 = Int32(SOCK_STREAM.rawValue)) throws -> Int {
-        // Probes stay open until a new port is found, so the kernel cannot offer one twice here.
-        var probes: [Int32] = []
-        defer { probes.forEach { _ = close($0) } }
-        for _ in 0..<64 {
-            let (fd, port) = try probe(kind: kind)
-            probes.append(fd)
-            let fresh = handedOut.withLock { ports in ports.insert(port).inserted }
-            if fresh { return port }
+        for _ in 0..<256 {
+            let port = Int.random(in: candidates)
+            guard handedOut.withLock({ $0.insert(port).inserted }) else { continue }
+            if try isFree(port, kind: kind) { return port }
         }
-        throw FreePortError(description: "no port on 127.0.0.1 this process has not handed out in 64 tries")
+        throw FreePortError(description: "no free port on 127.0.0.1 in \(candidates) after 256 tries")
     }
 
-    private static func probe(kind: Int32) throws -> (Int32, Int) {
+    /// True when `port` can be bound on 127.0.0.1 now (bound and closed at once: no listen, no TIME_WAIT).
+    private static func isFree(_ port: Int, kind: Int32) throws -> Bool {
         let fd = socket(AF_INET, kind, 0)
         guard fd >= 0 else { throw FreePortError(description: "socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
-        guard bound else {
-            let message = String(cString: strerror(errno))
-            close(fd)
-            throw FreePortError(description: "no free port on 127.0.0.1: \(message)")
-        }
-        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 }
 
