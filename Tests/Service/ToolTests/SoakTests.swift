@@ -58,12 +58,41 @@ struct Soak {
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
-    /// The process's major page faults so far (a page read from disk: what stalls a real-time thread).
-    func majorFaults(_ pid: pid_t) -> Int {
-        let text = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
-        guard let close = text.lastIndex(of: ")") else { return 0 }
+    /// The major page faults (a page read from disk: what stalls a real-time thread) so far, per
+    /// thread of the process, by thread id, with the thread's name; id 0: the whole process's,
+    /// threads that ended included.
+    func majorFaults(_ pid: pid_t) -> [Int: (name: String, faults: Int)] {
+        var out: [Int: (name: String, faults: Int)] = [:]
+        out[0] = ("", faultsField(of: "/proc/\(pid)/stat").faults)
+        guard let dir = opendir("/proc/\(pid)/task") else { return out }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let tid = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard let id = Int(tid), id > 0 else { continue }
+            out[id] = faultsField(of: "/proc/\(pid)/task/\(tid)/stat")
+        }
+        return out
+    }
+
+    /// The name and major faults (field 12) of a `stat` file.
+    func faultsField(of path: String) -> (name: String, faults: Int) {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        guard let open = text.firstIndex(of: "("), let close = text.lastIndex(of: ")") else { return ("", 0) }
         let fields = text[text.index(after: close)...].split(separator: " ")
-        return fields.count > 9 ? Int(fields[9]) ?? 0 : 0
+        return (String(text[text.index(after: open)..<close]), fields.count > 9 ? Int(fields[9]) ?? 0 : 0)
+    }
+
+    /// The major faults since `before`, as "thread N" for each thread that had any.
+    func majorFaultsSince(_ before: [Int: (name: String, faults: Int)], _ pid: pid_t) -> (total: Int, threads: String) {
+        let now = majorFaults(pid)
+        let new = now.compactMap { id, t -> (String, Int)? in
+            let n = t.faults - (before[id]?.faults ?? 0)
+            return id > 0 && n > 0 ? (t.name, n) : nil
+        }.sorted { $0.0 < $1.0 }
+        let total = (now[0]?.faults ?? 0) - (before[0]?.faults ?? 0)
+        return (total, new.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
     }
 
     /// Each underrun a card recorded: when (s since the card opened) and how long the output thread
@@ -179,7 +208,7 @@ struct Soak {
         var calls: [BackgroundProcess] = []
         var rssAfterWarmup: Int?
         var stealAfterWarmup = HostSteal.now()
-        var faultsAfterWarmup = 0
+        var faultsAfterWarmup: [Int: (name: String, faults: Int)] = [:]
         while seconds() < duration {
             let now = seconds()
             if now >= nextBell {
@@ -214,7 +243,7 @@ struct Soak {
         usleep(300_000)
         let rssEnd = rssKiB(daemon.pid)
         let steal = HostSteal.now() - stealAfterWarmup
-        let faults = majorFaults(daemon.pid) - faultsAfterWarmup
+        let faults = majorFaultsSince(faultsAfterWarmup, daemon.pid)
         let recording = recorder.stop()
         let stealReadings = hostSteal.stop()
         let final = status()
@@ -332,7 +361,8 @@ struct Soak {
             + "\(heardCalls.count) calls heard, \(reloads) reloads; RSS \(rssAfterWarmup ?? 0) KiB after warm-up → "
             + "\(rssEnd) KiB (\(growth >= 0 ? "+" : "")\(growth) KiB); xruns \(xruns) (cards \(cardXruns)), late cycles \(late)"
         let machine =
-            "; after the warm-up the hypervisor stole \(tenths(steal)) s of CPU, batond had \(faults) major faults"
+            "; after the warm-up the hypervisor stole \(tenths(steal)) s of CPU, batond had \(faults.total) major faults"
+            + (faults.threads.isEmpty ? "" : " (\(faults.threads))")
             + (excused.isEmpty
                 ? ""
                 : "; while the host took >= 20 ms of the VM's CPU (not counted): " + excused.joined(separator: "; "))
