@@ -25,7 +25,11 @@ public final class CallPlayer: Source, @unchecked Sendable {
                     ? nil : try? makeResampler(o.resampler, inputRate: 48_000, outputRate: o.rate, channels: o.channels)
             )
         }
-        let pump = IntercomPump(receiver: receiver, targets: targets)
+        // The rings hold 20 ms beyond what one wake-up of the slowest-waking output takes at once
+        // (30 ms at the default period and buffer); the jitter buffer holds that much too
+        // (`IntercomLine`).
+        let burst = outputs.map(\.device.burstNanoseconds).max() ?? 0
+        let pump = IntercomPump(receiver: receiver, targets: targets, lead: 20_000_000 + burst)
         self.pump = pump
         pump.start()
     }

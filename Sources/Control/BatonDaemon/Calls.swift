@@ -11,7 +11,12 @@ public struct Calls: Sendable {
     /// Binds the receiver when `intercom:` is configured; its calls start and end here. Control thread.
     func listen() {
         guard let config = daemon.config.intercom else { return }
-        daemon.parts.intercom.start(config, logger: daemon.logger, events: daemon.events) { [weak d = daemon] event in
+        // What the slowest-waking of the call's zones takes from its slot at once (10 ms at the
+        // default period and buffer): the jitter buffer keeps that much more (IntercomLine).
+        let zones = (try? daemon.expandZones(config.zones)) ?? []
+        let burst = zones.compactMap { daemon.output($0)?.device.burstNanoseconds }.max() ?? 0
+        daemon.parts.intercom.start(config, burst: burst, logger: daemon.logger, events: daemon.events) {
+            [weak d = daemon] event in
             guard let calls = d?.calls else { return }
             switch event {
             case .callStarted: _ = try? calls.start(reason: "RTP packets on port \(config.listen.port)")

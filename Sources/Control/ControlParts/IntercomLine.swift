@@ -12,15 +12,22 @@ package final class IntercomLine: Sendable {
 
     /// Binds and starts the receiver; `onEvent` runs on its thread (short, see `RTPReceiver`). A port
     /// that cannot be bound is logged and published (`intercom-error`); the daemon runs on without
-    /// calls. Control thread, at start.
+    /// calls. `burst`: what one wake-up of the call's slowest-waking zone output takes from its slot at
+    /// once (ns, `DeviceOutput.burstNanoseconds`): the call's pump keeps that in the slot beyond its
+    /// own lead, so the jitter buffer must hold it too — its smallest target delay is at least
+    /// `burst` + 10 ms (20 ms, as always, at the default 10 ms burst). Control thread, at start.
     package func start(
-        _ config: IntercomConfig, logger: Logger, events: EventLog, onEvent: @escaping @Sendable (CallEvent) -> Void
+        _ config: IntercomConfig, burst: Int = 10_000_000, logger: Logger, events: EventLog,
+        onEvent: @escaping @Sendable (CallEvent) -> Void
     ) {
         let timeout = config.silenceTimeout.components
+        var jitter = JitterBuffer.Configuration(payloadType: config.payloadType.map { UInt8($0) })
+        jitter.minimumDelay = max(jitter.minimumDelay, burst + 10_000_000)
+        jitter.initialDelay = max(jitter.initialDelay, jitter.minimumDelay)
         let configuration = RTPReceiver.Configuration(
             host: config.listen.host, port: config.listen.port, channels: config.channels,
             silenceTimeout: Int(timeout.seconds) * 1_000_000_000 + Int(timeout.attoseconds / 1_000_000_000),
-            jitter: JitterBuffer.Configuration(payloadType: config.payloadType.map { UInt8($0) }))
+            jitter: jitter)
         do {
             let receiver = try RTPReceiver(configuration: configuration, onEvent: onEvent)
             receiver.start()

@@ -18,20 +18,25 @@ import Testing
         return Signals.windowedToneLevel(s[at..<(at + frames)], frequency: hz, rate: 44_100)
     }
 
-    func daemon(timeout: Duration = .milliseconds(600)) throws -> (TestDaemon, UInt16) {
+    func daemon(timeout: Duration = .milliseconds(600), buffers: [String: Duration] = [:]) throws -> (
+        TestDaemon, UInt16
+    ) {
         let t = try TestDaemon(
             intercom: IntercomConfig(
                 listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"],
-                silenceTimeout: timeout))
+                silenceTimeout: timeout), buffers: buffers)
         let listen = try #require(try t.status().intercom?.listen)
         return (t, try #require(UInt16(listen.split(separator: ":").last ?? "")))
     }
 
     /// Music plays; ffmpeg calls with an 880 Hz tone: the music is interrupted (`interruption-began`),
     /// the call is heard in the kitchen, and when the packets stop the call ends after the silence
-    /// timeout and the music resumes (`interruption-ended`, shouldResume true).
-    @Test func callInterruptsMusicWhichResumesAfterIt() throws {
-        let (t, port) = try daemon()
+    /// timeout and the music resumes (`interruption-ended`, shouldResume true). Also with a 100 ms
+    /// buffer, whose output takes 50 ms from the slot at each wake-up: the pump and the jitter buffer
+    /// keep that much more (before, the tone was full in only 16 of the 20 windows).
+    @Test(arguments: [nil, Duration.milliseconds(100)])
+    func callInterruptsMusicWhichResumesAfterIt(buffer: Duration?) throws {
+        let (t, port) = try daemon(buffers: buffer.map { ["kitchen": $0] } ?? [:])
         let music = try #require(
             try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
                 .object["id"])

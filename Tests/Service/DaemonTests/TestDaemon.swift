@@ -27,7 +27,8 @@ final class TestDaemon {
         return path
     }()
 
-    /// `zones`: name → (rate, pcm override). A nil PCM takes a fresh file PCM.
+    /// `zones`: name → (rate, pcm override). A nil PCM takes a fresh file PCM. `buffers`: a zone's
+    /// buffer other than the default.
     init(
         zones: [(name: String, rate: Int, pcm: String?)] = [("kitchen", 44_100, nil), ("patio", 48_000, nil)],
         policy: PolicyConfig = .default, maxBody: Int = 4096, configPath: String? = nil,
@@ -35,7 +36,7 @@ final class TestDaemon {
         speech: SpeechConfig = .default, intercom: IntercomConfig? = nil, mqtt: MQTTConfig? = nil,
         gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil,
         announce: AnnounceConfig = .default, deviceClocked: Set<String> = [],
-        silenceAlarm: Duration = BatonConfiguration.defaultSilenceAlarm
+        silenceAlarm: Duration = BatonConfiguration.defaultSilenceAlarm, buffers: [String: Duration] = [:]
     ) throws {
         sounds = WAVWriter.temporaryDirectory("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
@@ -69,10 +70,11 @@ final class TestDaemon {
             } else {
                 _ = ALSATestRig.directory
             }
-            configs.append(
-                ZoneConfig(
-                    name: z.name, pcm: pcm, rate: z.rate, clock: deviceClocked.contains(z.name) ? .device : .system,
-                    mixer: mixers[z.name]))
+            var zone = ZoneConfig(
+                name: z.name, pcm: pcm, rate: z.rate, clock: deviceClocked.contains(z.name) ? .device : .system,
+                mixer: mixers[z.name])
+            if let buffer = buffers[z.name] { zone.buffer = buffer }
+            configs.append(zone)
         }
         self.files = files
         let config = BatonConfiguration(
