@@ -17,7 +17,7 @@ package final class IntercomLine: Sendable {
     /// own lead, so the jitter buffer must hold it too — its smallest target delay is at least
     /// `burst` + 10 ms (20 ms, as always, at the default 10 ms burst). Control thread, at start.
     package func start(
-        _ config: IntercomConfig, burst: Int = 10_000_000, logger: Logger, events: EventLog,
+        _ config: IntercomConfig, burst: Int, logger: Logger, events: EventLog,
         onEvent: @escaping @Sendable (CallEvent) -> Void
     ) {
         let timeout = config.silenceTimeout.components

@@ -64,14 +64,8 @@ struct Soak {
     func majorFaults(_ pid: pid_t) -> [Int: (name: String, faults: Int)] {
         var out: [Int: (name: String, faults: Int)] = [:]
         out[0] = ("", faultsField(of: "/proc/\(pid)/stat").faults)
-        guard let dir = opendir("/proc/\(pid)/task") else { return out }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let tid = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard let id = Int(tid), id > 0 else { continue }
-            out[id] = faultsField(of: "/proc/\(pid)/task/\(tid)/stat")
+        for tid in ProcessThreads.ids(process: "\(pid)") where tid > 0 {
+            out[tid] = faultsField(of: "/proc/\(pid)/task/\(tid)/stat")
         }
         return out
     }

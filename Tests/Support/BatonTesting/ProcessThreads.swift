@@ -6,15 +6,19 @@ import OSThread
 public enum ProcessThreads {
     /// The ids of this process's threads named `name` (/proc/self/task/*/comm).
     public static func named(_ name: String) -> [Int] {
-        guard let dir = opendir("/proc/self/task") else { return [] }
+        ids().filter { FileIO.firstLine("/proc/self/task/\($0)/comm") == name }
+    }
+
+    /// The ids of the threads of `process` (a pid, or `self`): the entries of /proc/PROCESS/task.
+    public static func ids(process: String = "self") -> [Int] {
+        guard let dir = opendir("/proc/\(process)/task") else { return [] }
         defer { closedir(dir) }
         var found: [Int] = []
         while let entry = readdir(dir) {
             let id = withUnsafeBytes(of: entry.pointee.d_name) {
                 String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
             }
-            guard let tid = Int(id) else { continue }
-            if FileIO.firstLine("/proc/self/task/\(tid)/comm") == name { found.append(tid) }
+            if let tid = Int(id) { found.append(tid) }
         }
         return found
     }
