@@ -15,7 +15,8 @@ package final class IntercomLine: Sendable {
     /// calls. `burst`: what one wake-up of the call's slowest-waking zone output takes from its slot at
     /// once (ns, `DeviceOutput.burstNanoseconds`): the call's pump keeps that in the slot beyond its
     /// own lead, so the jitter buffer must hold it too — its smallest target delay is at least
-    /// `burst` + 10 ms (20 ms, as always, at the default 10 ms burst). Control thread, at start.
+    /// `burst` + 10 ms (20 ms, as always, at the default 10 ms burst) — and the pump pulls that much
+    /// at once, so the buffer's queue swings by it (`consumerBurst`). Control thread, at start.
     package func start(
         _ config: IntercomConfig, burst: Int, logger: Logger, events: EventLog,
         onEvent: @escaping @Sendable (CallEvent) -> Void
@@ -24,6 +25,7 @@ package final class IntercomLine: Sendable {
         var jitter = JitterBuffer.Configuration(payloadType: config.payloadType.map { UInt8($0) })
         jitter.minimumDelay = max(jitter.minimumDelay, burst + 10_000_000)
         jitter.initialDelay = max(jitter.initialDelay, jitter.minimumDelay)
+        jitter.consumerBurst = burst
         let configuration = RTPReceiver.Configuration(
             host: config.listen.host, port: config.listen.port, channels: config.channels,
             silenceTimeout: Int(timeout.seconds) * 1_000_000_000 + Int(timeout.attoseconds / 1_000_000_000),

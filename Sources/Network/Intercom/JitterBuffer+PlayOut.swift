@@ -25,7 +25,7 @@ extension JitterBuffer {
                 let after = newestEnd - end  // what stays queued once this packet is played
                 let step = Int64(max(frames, lastFrames))
                 if playedSinceAdjust >= configuration.adjustEvery {
-                    if after > Int64(target) + step {
+                    if after > Int64(target) + step + Int64(Self.samples(configuration.consumerBurst)) {
                         slotState[slot] = .played
                         counters.trimmed += 1
                         advance(past: slot)

@@ -50,6 +50,11 @@ public struct JitterBuffer: Sendable {
         public var jitterWindow = 100
         /// The fewest packets played between two delay adjustments (drop or stretch).
         public var adjustEvery = 5
+        /// The most audio the consumer takes at once (ns): an `IntercomPump` refills its rings by what
+        /// a zone's output took at its last wake-up, so the queue swings by that much between pulls.
+        /// A packet is dropped only when the queue is this much deeper than it would otherwise be,
+        /// so that the buffer does not steer against its consumer's own rhythm.
+        public var consumerBurst = 0
 
         public init(payloadType: UInt8? = nil) { self.payloadType = payloadType }
     }

@@ -81,11 +81,12 @@ final class PlayoutSimulation {
     }
 
     /// Sends `packets` (datagrams) at 20 ms intervals from `start`, each arriving `delay(i)` later,
-    /// and consumes 20 ms every 20 ms, until `until`.
-    /// `observe` is called after each tick with the tick's number.
+    /// and consumes `every` ns of audio at once every `every` ns (20 ms: one packet a tick; an
+    /// `IntercomPump` for a zone whose output takes 50 ms per wake-up pulls 50 ms at once), until
+    /// `until`. `observe` is called after each tick with the time since `start` in 20 ms packets.
     func run(
-        _ datagrams: [[UInt8]], start: Int = 0, until end: Int? = nil, observe: (Int) -> Void = { _ in },
-        delay: (Int) -> Int = { _ in 0 }
+        _ datagrams: [[UInt8]], start: Int = 0, until end: Int? = nil, every: Int = 20 * ms,
+        observe: (Int) -> Void = { _ in }, delay: (Int) -> Int = { _ in 0 }
     ) throws {
         let arrivals = datagrams.indices.map { (time: start + $0 * 20 * ms + delay($0), index: $0) }
             .sorted { $0.time < $1.time }
@@ -97,9 +98,9 @@ final class PlayoutSimulation {
                 insert(datagrams[arrivals[next].index], at: arrivals[next].time)
                 next += 1
             }
-            try consume(at: now)
+            try consume(frames: every / 1_000_000 * 48, at: now)
             observe((now - start) / (20 * ms))
-            now += 20 * ms
+            now += every
         }
     }
 }

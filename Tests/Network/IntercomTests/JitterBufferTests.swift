@@ -127,6 +127,44 @@ import Testing
         #expect(after.counters.trimmed > jitter.counters.trimmed)
     }
 
+    /// A consumer that takes 50 ms at once every 50 ms (the call's pump refilling a ring whose output
+    /// takes 50 ms per wake-up) sees the queue swing by 50 ms between its pulls. Told so
+    /// (`consumerBurst`), the buffer settles once and then plays every packet whole; without it, it
+    /// dropped a packet at the top of each swing and stretched one at the bottom, over and over — gaps
+    /// heard in the intercom test's call on a zone with a 100 ms buffer.
+    @Test(arguments: [false, true])
+    func holdsStillUnderABurstyConsumer(told: Bool) throws {
+        let packets = try tonePackets(seconds: 6)
+        var configuration = JitterBuffer.Configuration()
+        configuration.minimumDelay = 60 * ms
+        configuration.consumerBurst = told ? 50 * ms : 0
+        let sim = try PlayoutSimulation(configuration: configuration)
+        // Counted from 1 s in to 5.8 s (the 6-s stream has not run out yet). Packets arrive 0–30 ms
+        // late in a fixed pseudo-random pattern, as from a sender on a busy host: with no jitter at all
+        // the swing never reaches the thresholds.
+        var settled: JitterBuffer.Counters?
+        var last: JitterBuffer.Counters?
+        try sim.run(
+            packets.indices.map { datagram(packets[$0], index: $0) }, every: 50 * ms,
+            observe: { tick in
+                if tick == 50 { settled = sim.buffer.counters }
+                if tick == 290 { last = sim.buffer.counters }
+            }, delay: { $0 * 7_919 % 31 * ms })
+        let first = try #require(settled)
+        let end = try #require(last)
+        let changes = end.trimmed - first.trimmed + end.stretched - first.stretched
+        if told {
+            let levels = toneLevels(sim.audio)[50..<290]
+            #expect(levels.allSatisfy { $0 > 0.3 }, "levels \(levels.map { Int($0 * 100) })")
+            #expect(
+                changes == 0,
+                "after the first second: \(end.trimmed - first.trimmed) trimmed, \(end.stretched - first.stretched) stretched"
+            )
+        } else {
+            #expect(changes > 10, "the swing is steered against: \(changes) adjustments")
+        }
+    }
+
     /// A new SSRC is foreign while the locked stream is alive; once that one has been silent for the
     /// takeover time, the new one resets the buffer and plays.
     @Test func switchesToANewSourceAfterTheOldFallsSilent() throws {
