@@ -5,8 +5,9 @@ import Systemd
 
 /// `control: {mpris: BUS-NAME, bus: session|system}`: the player's MPRIS interface over D-Bus
 /// (`org.mpris.MediaPlayer2.Player` on `/org/mpris/MediaPlayer2`), through sd-bus. `Pause` and
-/// `Play` run on the control's queue; a watcher thread reads `PlaybackStatus` every 50 ms, so a pause
-/// or play the user gives the player is seen and told apart from Baton's own.
+/// `Play` run on the control's queue; a watcher thread follows `PlaybackStatus` through the player's
+/// `PropertiesChanged` signals, so a pause or play the user gives the player is seen and told apart
+/// from Baton's own.
 public final class MPRISControl: PlayerControl, @unchecked Sendable {
     // @unchecked: the mutable state is behind Mutexes and atomics; the rest is `let`.
     public let busName: String
@@ -23,7 +24,7 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
         self.busName = busName
         self.systemBus = systemBus
         self.report = report
-        OSThread.detach { [self] in watch() }
+        OSThread.detach(name: "mpris") { [self] in watch() }
     }
 
     public var description: String { "mpris \(busName) (\(systemBus ? "system" : "session") bus)" }
@@ -52,27 +53,63 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
         }
     }
 
+    /// Follows `PlaybackStatus` through the player's `PropertiesChanged` signals, and the bus's
+    /// `NameOwnerChanged` for its name (a player that starts or restarts is read afresh): between
+    /// changes the thread sleeps in the bus, waking once a second only to see whether it should stop.
+    /// (It used to read the property every 50 ms: 20 round trips a second through dbus-daemon and
+    /// the player, all day, with nothing playing.) Each change the player signals is seen, however
+    /// quick the next one (mpv folds a Play and a Pause a few ms apart into one signal, though).
     private func watch() {
         var reported = false
         while running.load(ordering: .acquiring) {
             do {
                 let bus = try DBusConnection(systemBus: systemBus)
-                while running.load(ordering: .acquiring) {
-                    let state = try bus.stringProperty(
-                        destination: busName, path: Self.path, interface: Self.interface, name: "PlaybackStatus")
-                    reported = false
+                var owner: String?
+                var reread = true
+                try bus.subscribe(
+                    "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
+                        + "member='NameOwnerChanged',arg0='\(busName)'"
+                ) { signal in
+                    owner = signal.strings.count == 3 && !signal.strings[2].isEmpty ? signal.strings[2] : nil
+                    reread = true
+                }
+                // Every MPRIS player uses the same path: the sender tells this one apart.
+                try bus.subscribe(
+                    "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+                        + "path='\(Self.path)',arg0='\(Self.interface)'"
+                ) { [states] signal in
+                    guard signal.sender == owner, let state = signal.stringProperties["PlaybackStatus"] else { return }
                     states.saw(state)
-                    usleep(50_000)
+                }
+                while running.load(ordering: .acquiring) {
+                    if reread {
+                        reread = false
+                        owner = try bus.nameOwner(busName)
+                        // Not on the bus (yet): nothing to follow until NameOwnerChanged says it came;
+                        // a command meanwhile reports its own failure.
+                        if owner != nil {
+                            let state = try bus.stringProperty(
+                                destination: busName, path: Self.path, interface: Self.interface, name: "PlaybackStatus"
+                            )
+                            reported = false
+                            states.saw(state)
+                        }
+                    }
+                    try bus.process(waitingAtMost: 1_000_000)
                 }
             } catch {
                 if !reported {
                     reported = true
-                    let why = "cannot follow \(busName)'s PlaybackStatus: \(error)"
-                    failure.withLock { $0 = why }
-                    report(why)
+                    notFollowing("\(error)")
                 }
                 usleep(1_000_000)
             }
         }
+    }
+
+    private func notFollowing(_ why: String) {
+        let text = "cannot follow \(busName)'s PlaybackStatus: \(why)"
+        failure.withLock { $0 = text }
+        report(text)
     }
 }

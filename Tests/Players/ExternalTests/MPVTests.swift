@@ -39,11 +39,11 @@ import Testing
         return out.contains("Playing") ? "Playing" : (out.contains("Paused") ? "Paused" : out)
     }
 
-    /// An announcement pauses mpv through MPRIS within 200 ms; after it, mpv plays again and is heard.
-    @Test func anAnnouncementPausesMPVThroughMPRISAndItPlaysOnAfter() throws {
-        let directory = WAVWriter.temporaryDirectory("external-bus")
-        let bus = try SessionBus(directory)
-        let bell: [Int16] = (0..<(48_000 / 2)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
+    /// mpv playing to `baton_mpv` under MPRIS control, heard in the zone.
+    func playingMPV(_ bus: SessionBus, _ directory: String, bellSeconds: Double = 0.5) throws -> (
+        ExternalRig, BackgroundProcess
+    ) {
+        let bell: [Int16] = (0..<Int(48_000 * bellSeconds)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
         let rig = try ExternalRig(
             sources: "  mpv: {class: music, when-interrupted: pause, control: {mpris: org.mpris.MediaPlayer2.mpv}}",
             sounds: ["bell": bell], environment: ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)"])
@@ -54,12 +54,72 @@ import Testing
                 "--no-video", "--no-config", "--ao=alsa", "--audio-device=alsa/baton_mpv",
                 "--script=/usr/lib/mpv-mpris/mpris.so", rig.directory + "/song.wav",
             ], log: "mpv.log")
-        defer { mpv.stop() }
         #expect(
             waitUntil(seconds: 10) {
                 usleep(20_000)
                 return MPDTests.heard(rig).count > 48_000 / 2
             }, "mpv is heard")
+        return (rig, mpv)
+    }
+
+    func mpris(_ rig: ExternalRig, _ member: String) {
+        let out = Subprocess.run(
+            "/usr/bin/env",
+            rig.environment + [
+                "busctl", "--user", "call", "org.mpris.MediaPlayer2.mpv", "/org/mpris/MediaPlayer2",
+                "org.mpris.MediaPlayer2.Player", member,
+            ], seconds: 5)
+        #expect(out.status == 0, "busctl \(member): \(out.output)")
+    }
+
+    /// batond follows mpv's PlaybackStatus through its PropertiesChanged signals: while nothing
+    /// changes, its `mpris` thread sleeps (it used to read the property every 50 ms: 40 wake-ups in
+    /// these 2 s, and as many round trips through dbus-daemon and mpv).
+    @Test func theWatcherSleepsWhileNothingChanges() throws {
+        let directory = WAVWriter.temporaryDirectory("external-bus")
+        let bus = try SessionBus(directory)
+        let (rig, mpv) = try playingMPV(bus, directory)
+        defer { mpv.stop() }
+        let pid = "\(try #require(rig.batond?.pid))"
+        let tid = try #require(ProcessThreads.named("mpris", process: pid).first, "batond's mpris thread")
+        let before = ProcessThreads.timeslices(tid, process: pid)
+        usleep(2_000_000)
+        let woke = ProcessThreads.timeslices(tid, process: pid) - before
+        #expect(woke <= 4, "the mpris thread ran \(woke) times in 2 s")
+        #expect(status(rig) == "Playing")
+    }
+
+    /// A Play and then a Pause the user gives mpv through MPRIS during the interruption are a user
+    /// pause: the interruption ends with shouldResume false and mpv stays paused. (Back to back, a
+    /// few ms apart, mpv signals only the Paused it ends in: there is nothing to see then.)
+    @Test func aUserPlayAndPauseDuringTheInterruptionLeavesMPVPaused() throws {
+        let directory = WAVWriter.temporaryDirectory("external-bus")
+        let bus = try SessionBus(directory)
+        let (rig, mpv) = try playingMPV(bus, directory, bellSeconds: 2)
+        defer { mpv.stop() }
+        #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
+        #expect(waitUntil(seconds: 2) { status(rig) == "Paused" })
+        usleep(300_000)
+        mpris(rig, "Play")
+        usleep(200_000)
+        mpris(rig, "Pause")
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(50_000)
+                return rig.get("/api/v1/events/recent").contains("interruption-ended")
+            })
+        let events = rig.get("/api/v1/events/recent")
+        #expect(events.contains("\"shouldResume\":false"), "\(events)")
+        usleep(500_000)
+        #expect(status(rig) == "Paused", "mpv stays paused")
+    }
+
+    /// An announcement pauses mpv through MPRIS within 200 ms; after it, mpv plays again and is heard.
+    @Test func anAnnouncementPausesMPVThroughMPRISAndItPlaysOnAfter() throws {
+        let directory = WAVWriter.temporaryDirectory("external-bus")
+        let bus = try SessionBus(directory)
+        let (rig, mpv) = try playingMPV(bus, directory)
+        defer { mpv.stop() }
         #expect(status(rig) == "Playing")
         #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
         let began = monotonicSeconds()

@@ -1,12 +1,12 @@
 import Glibc
 import OSThread
 
-/// This process's threads as the kernel counts them (/proc/self/task): to find a thread by the
-/// name Baton gives it and see how often it ran.
+/// A process's threads as the kernel counts them (/proc/PROCESS/task; this process by default): to
+/// find a thread by the name Baton gives it and see how often it ran.
 public enum ProcessThreads {
-    /// The ids of this process's threads named `name` (/proc/self/task/*/comm).
-    public static func named(_ name: String) -> [Int] {
-        ids().filter { FileIO.firstLine("/proc/self/task/\($0)/comm") == name }
+    /// The ids of the threads of `process` (a pid, or `self`) named `name` (/proc/PROCESS/task/*/comm).
+    public static func named(_ name: String, process: String = "self") -> [Int] {
+        ids(process: process).filter { FileIO.firstLine("/proc/\(process)/task/\($0)/comm") == name }
     }
 
     /// The ids of the threads of `process` (a pid, or `self`): the entries of /proc/PROCESS/task.
@@ -23,10 +23,10 @@ public enum ProcessThreads {
         return found
     }
 
-    /// How many times thread `tid` has been given a CPU (the third field of
-    /// /proc/self/task/TID/schedstat); 0 if it is gone.
-    public static func timeslices(_ tid: Int) -> Int {
-        let fields = (FileIO.firstLine("/proc/self/task/\(tid)/schedstat") ?? "").split(separator: " ")
+    /// How many times thread `tid` of `process` has been given a CPU (the third field of
+    /// /proc/PROCESS/task/TID/schedstat); 0 if it is gone.
+    public static func timeslices(_ tid: Int, process: String = "self") -> Int {
+        let fields = (FileIO.firstLine("/proc/\(process)/task/\(tid)/schedstat") ?? "").split(separator: " ")
         return fields.count > 2 ? Int(fields[2]) ?? 0 : 0
     }
 }
