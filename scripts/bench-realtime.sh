@@ -27,8 +27,11 @@
 # case; another word every case whose name contains it, e.g. `idle`; three cases run only when named:
 # `batond SCHED_OTHER` — batond without CAP_SYS_NICE, so its output thread is not real-time —,
 # `batond with CPUs kept awake` — beside a SCHED_IDLE busy loop per CPU: what an output wake-up
-# costs, and what of it is a CPU coming out of idle —, and `batond buffer 50ms` — two periods per
-# output wake-up), BASELINE (a git revision: its
+# costs, and what of it is a CPU coming out of idle —, `batond buffer 50ms` — two periods per
+# output wake-up —, `batond external idle` — two idle zones with an external source configured —
+# and `batond external aplay` — aplay playing the stream, decoded to 48 kHz S16, through the `baton`
+# ALSA plugin: what AirPlay or Spotify cost through batond; with BASELINE, each beside its baseline
+# twin), BASELINE (a git revision: its
 # release batond is built too, in a worktree under BATON_CACHE, and measured as the `batond` case
 # and the `batond playing to 2 zones` case beside the tree's, round-robin, for a before/after in one run),
 # MARKDOWN (also write the tables to this file), BATON_CACHE (default ~/.cache/baton: the stream and
@@ -76,6 +79,12 @@ scripts/bench/make-stream.sh "$stream_seconds" "$stream"
 mkdir -p "$work/library/Bench" "$work/http"
 cp "$stream" "$work/library/Bench/01 Bench Music.opus"
 ln -s "$stream" "$work/http/music.opus"
+# What aplay plays in the external-source case, and the plugin it plays through (the tree's, also for
+# a BASELINE batond: the wire protocol has not changed), built like the daemon.
+ffmpeg -v error -y -i "$stream" -ar 48000 -ac 2 -c:a pcm_s16le "$work/music.wav"
+(. scripts/release-flags.sh && nice -n 10 swift build "${release_flags[@]}" --product asound_module_pcm_baton >/dev/null 2>&1) \
+  || { say "the release build of the baton ALSA plugin failed"; exit 1; }
+plugin="$PWD/.build/release/libasound_module_pcm_baton.so"
 duration=$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$stream")
 bitrate=$(ffprobe -v error -show_entries format=bit_rate -of csv=p=0 "$stream")
 
@@ -115,6 +124,7 @@ python3 scripts/bench/realtime.py --batond "$batond" --url "$url" --subsonic-url
   --subsonic-password-file "$subsonic_pw" --song-id "$song_id" --sounds "$PWD/config/sounds" \
   --workdir "$work" --reps "$reps" --seconds "$seconds" --warmup "$warmup" --cold-runs "${COLD_RUNS:-5}" \
   --server-pids "$subsonic_pid,$range_server" ${ONLY:+--only "$ONLY"} ${MARKDOWN:+--markdown "$MARKDOWN"} \
+  --plugin "$plugin" --external-wav "$work/music.wav" \
   "${baseline_args[@]}"
 
 # Supysonic served the file as it is: nothing was transcoded.

@@ -246,8 +246,12 @@ class Batond(Player):
     batond = True
 
     def __init__(self, a, zones, play, sounds=None, period_ms=None, binary=None, prefix=(), spinners=0,
-                 buffer_ms=None):
+                 buffer_ms=None, external=None):
+        """external: None; "idle" (an external source `x` configured, no program connected); or
+        "aplay" (aplay writes a.external_wav to `baton_x` in real time: the program's audio through
+        batond's ALSA plugin, as AirPlay or Spotify would)."""
         self.a, self.zones, self.play, self.period_ms, self.buffer_ms = a, zones, play, period_ms, buffer_ms
+        self.external, self.feeder = external, None
         self.binary = binary or a.batond
         self.prefix, self.spinners, self.spinning = list(prefix), spinners, []
         self.sounds = sounds or a.sounds
@@ -260,6 +264,9 @@ class Batond(Player):
             f.write("</usr/share/alsa/alsa.conf>\n")
             for i in range(1, self.zones + 1):
                 f.write(f"pcm.rt_zone{i} {{ type null }}\n")
+            if self.external:
+                f.write(f'pcm_type.baton {{ lib "{self.a.plugin}" }}\n'
+                        f'pcm.baton_x {{ type baton source "x" socket "{d}/sources.sock" }}\n')
         self.port = free_port()
         timing = f", period: {self.period_ms}ms, buffer: {4 * self.period_ms}ms" if self.period_ms else ""
         if self.buffer_ms:
@@ -276,6 +283,8 @@ resampler: {{music: soxr-hq}}
 music:
   subsonic: {{url: {self.a.subsonic_url}, user: {self.a.subsonic_user}, password-file: {self.a.subsonic_password_file}, format: raw}}
 """)
+            if self.external:
+                f.write(f"external-sources:\n  socket: {d}/sources.sock\n  x: {{class: music, when-interrupted: hold}}\n")
         return conf, d
 
     def start(self):
@@ -301,12 +310,25 @@ music:
                                  timeout=30)
             if st != 202:
                 raise RuntimeError(f"music/play answered {st}: {body}")
+        if self.external == "aplay":
+            env = dict(os.environ, ALSA_CONFIG_PATH=os.path.join(d, "alsa.conf"))
+            self.feeder = subprocess.Popen(["aplay", "-q", "-D", "baton_x", self.a.external_wav], env=env,
+                                           stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+            deadline = time.monotonic() + 10
+            while not any(s.get("class") == "music" and s.get("state") == "playing"
+                          for s in self.snapshot()["sources"]):
+                if time.monotonic() > deadline or self.feeder.poll() is not None:
+                    raise RuntimeError(f"{self.name}: aplay's source is not playing: {self.snapshot()['sources']}")
+                time.sleep(0.01)
 
     def snapshot(self):
         st, body = http_json(self.port, "GET", "/api/v1/status")
         return body
 
     def stop(self):
+        if self.feeder and self.feeder.poll() is None:
+            self.feeder.terminate()
+            self.feeder.wait()
         super().stop()
         for p in self.spinning:
             p.kill()
@@ -329,7 +351,11 @@ music:
                 continue
             if abs(played - seconds) > 0.1 * seconds:
                 raise RuntimeError(f"{self.name}: zone {z1['name']} played {played:.1f} s in {seconds:.1f} s")
-        if not self.play:
+        if self.external == "aplay":
+            if self.feeder.poll() is not None:
+                raise RuntimeError(f"{self.name}: aplay ended during the measurement")
+            self.note = "aplay → baton_x (48 kHz S16) → the zone"
+        elif not self.play:
             self.note = f"{stopped} of {len(after['zones'])} idle zones stopped"
         if self.play:
             src0 = [s for s in self.before["sources"] if s["class"] == "music"]
@@ -571,6 +597,8 @@ def main():
                     "another word every case whose name contains it")
     ap.add_argument("--baseline-batond", help="another batond binary, measured as the first row beside it")
     ap.add_argument("--baseline-label", default="baseline", help="what the baseline binary is (its commit)")
+    ap.add_argument("--plugin", help="libasound_module_pcm_baton.so, for the external-source cases")
+    ap.add_argument("--external-wav", help="what aplay plays to baton_x in the external-source case")
     a = ap.parse_args()
 
     cases = [("batond", "one `clock: system` zone on ALSA `null`, Subsonic (Supysonic) `format: raw`, soxr-hq",
@@ -611,10 +639,30 @@ def main():
                 ("batond buffer 100ms", "the first row with `buffer: 100ms` (the default 10 ms period): five "
                  "periods per output wake-up with 50 ms still held, up to 60 ms more between a request and its "
                  "first sample",
-                 lambda: Batond(a, 1, True, buffer_ms=100))]
+                 lambda: Batond(a, 1, True, buffer_ms=100)),
+                ("batond external idle", "the idle 2-zone row with an external source `x` "
+                 "(`external-sources:`; its socket listening, no program connected)",
+                 lambda: Batond(a, 2, False, external="idle")),
+                ("batond external aplay", "one zone as in the first row, no music; aplay writes the stream "
+                 "(decoded to 48 kHz S16 WAV) to `baton_x` in real time: a program through the `baton` ALSA "
+                 "plugin, `when-interrupted: hold`",
+                 lambda: Batond(a, 1, False, external="aplay"))]
+    # The external rows' twins with the baseline binary, beside them when they are picked.
+    twins = {}
+    if a.baseline_batond:
+        for ext, zones in (("idle", 2), ("aplay", 1)):
+            twins[f"batond external {ext}"] = (
+                f"{baseline} external {ext}", f"the row `batond external {ext}` with the release batond built from "
+                f"{a.baseline_label}",
+                (lambda ext=ext, zones=zones: Batond(a, zones, False, external=ext, binary=a.baseline_batond)))
     if a.only:
         keys = [k.strip().lower() for k in a.only.split(",")]
-        cases += [c for c in optional if c[0].lower() in keys]
+        picked = [c for c in optional if c[0].lower() in keys]
+        for c in picked:
+            cases.append(c)
+            if c[0] in twins:
+                cases.append(twins[c[0]])
+                keys.append(twins[c[0]][0].lower())
         # A word that is a case's whole name picks that case alone; others pick every case containing them.
         names = {c[0].lower() for c in cases}
         cases = [c for c in cases if c[0] == baseline

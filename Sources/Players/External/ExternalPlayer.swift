@@ -27,13 +27,18 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         /// Released after this long without frames (ns) while it could be heard.
         public let idleReleaseNanoseconds: Int
         public let control: (any PlayerControl)?
+        /// Asks for a monitor pass now (any thread): a stream of the source ended. (A user change
+        /// seen by the control asks through the control itself.)
+        public let wake: @Sendable () -> Void
         public init(
-            name: String, whenInterrupted: WhenInterrupted, idleReleaseNanoseconds: Int, control: (any PlayerControl)?
+            name: String, whenInterrupted: WhenInterrupted, idleReleaseNanoseconds: Int, control: (any PlayerControl)?,
+            wake: @escaping @Sendable () -> Void = {}
         ) {
             self.name = name
             self.whenInterrupted = whenInterrupted
             self.idleReleaseNanoseconds = idleReleaseNanoseconds
             self.control = control
+            self.wake = wake
         }
     }
 
@@ -58,6 +63,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         self.settings = settings
         info = Mutex((stream.peer, stream.formatDescription))
         state.current = stream
+        stream.onFinish(settings.wake)
     }
 
     public var name: String { settings.name }
@@ -81,6 +87,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         } else {
             state.pending.append(stream)
         }
+        stream.onFinish(settings.wake)
     }
 
     private func use(_ stream: ExternalStream) {
@@ -119,6 +126,27 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
 
     /// A change the user made to the player through its own controls (not Baton's), once. Any thread.
     public func takeUserChange() -> PlayerChange? { settings.control?.takeUserChange() }
+
+    /// When the monitor must look again: once the source's slots are drained after it ended; when
+    /// idle-release is due (the program stopped sending, or no program is attached); at once when
+    /// the stream ended or the source should end. A stream that ends and a user change wake the
+    /// monitor themselves (`Settings.wake`, the control's `userChanged`). It used to be every 5 ms
+    /// for as long as the source lived: 200 monitor passes a second while a program played.
+    public var nextTick: Int? {
+        if state.ended { return nanosecondsToDrain(outputs.withLock { $0 }) }
+        let now = monotonicNanoseconds()
+        let idle = settings.idleReleaseNanoseconds
+        if let current = state.current {
+            if current.isFinished { return 0 }
+            let last = current.lastData
+            // The next look finds it idle (if it is still silent then, and heard).
+            return last > 0 && state.audible && !current.isClosed ? max(0, last + idle - now) : nil
+        }
+        let waitingForPlayer = settings.whenInterrupted == .pause && (state.interrupted || !state.audible)
+        if !waitingForPlayer { return 0 }
+        if let since = state.streamlessSince, !state.interrupted { return max(0, since + idle - now) }
+        return nil
+    }
 
     public func tick(audible: Bool) {
         state.audible = audible

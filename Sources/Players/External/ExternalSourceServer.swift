@@ -17,6 +17,9 @@ public final class ExternalSourceServer: @unchecked Sendable {
     private let onFrames: @Sendable (ExternalStream) -> Void
     private var listener: Int32 = -1
     private var thread: OSThread?
+    /// Posted by `stop`: the accept thread sleeps in poll on it and the socket (it used to wake every
+    /// 50 ms to look at `running`: 20 wake-ups a second, all day, with nothing playing).
+    private let stopping = WakeFD()
     private let running = Atomic<Bool>(false)
     private let streams = Mutex<[ObjectIdentifier: ExternalStream]>([:])
     private let handshakes = Atomic<Int>(0)
@@ -75,7 +78,7 @@ public final class ExternalSourceServer: @unchecked Sendable {
         if let g = getgrnam(group) { chown(path, getuid(), g.pointee.gr_gid) }
         listener = fd
         running.store(true, ordering: .releasing)
-        thread = OSThread.start { [self] in acceptLoop(fd) }
+        thread = OSThread.start(name: "external-accept") { [self] in acceptLoop(fd) }
         logger.info("external sources: listening on \(path)")
     }
 
@@ -83,6 +86,7 @@ public final class ExternalSourceServer: @unchecked Sendable {
     /// Control thread.
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        stopping.post()
         thread?.join()
         thread = nil
         close(listener)
@@ -100,14 +104,20 @@ public final class ExternalSourceServer: @unchecked Sendable {
     public var connections: [ExternalStream] { streams.withLock { Array($0.values) } }
 
     private func acceptLoop(_ fd: Int32) {
+        // Without the stop wake-up (no descriptor was left for it), look at `running` every 50 ms.
+        let timeout: Int32 = stopping.fd < 0 ? 50 : -1
+        var fds = [
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: stopping.fd, events: Int16(POLLIN), revents: 0),
+        ]
         while running.load(ordering: .acquiring) {
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, 50) > 0 else { continue }
+            fds[0].revents = 0
+            guard poll(&fds, 2, timeout) > 0, fds[0].revents != 0 else { continue }
             let client = accept(fd, nil, nil)
             guard client >= 0 else { continue }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             handshakes.add(1, ordering: .acquiringAndReleasing)
-            OSThread.detach { [self] in
+            OSThread.detach(name: "external-stream") { [self] in
                 serve(client)
             }
         }

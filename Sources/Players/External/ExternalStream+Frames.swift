@@ -31,6 +31,8 @@ extension ExternalStream {
                         * o.channels)
             }
             input = [Float](repeating: 0, count: Self.block * format.channels)
+            let burst = targets.map(\.device.burstNanoseconds).min() ?? 10_000_000
+            pumpInterval = Int32(min(10, max(2, burst / 1_000_000)))
         }
         appliedGeneration.store(generation, ordering: .releasing)
     }

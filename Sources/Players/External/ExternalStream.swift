@@ -34,6 +34,8 @@ public final class ExternalStream: @unchecked Sendable {
         /// The control plane refused the stream: the sentence to send before closing.
         var refusal: String?
         var stop = false
+        /// Called once the thread has ended (`onFinish`).
+        var finished: (@Sendable () -> Void)?
     }
     let shared = Mutex(Shared())
     let appliedGeneration = Atomic<Int>(0)
@@ -64,6 +66,16 @@ public final class ExternalStream: @unchecked Sendable {
     var lastPosition: (consumed: UInt64, delay: UInt64) = (0, 0)
     var lastPositionAt = 0
     var input: [Float] = []
+    /// How long the thread sleeps while the slots are full (ms): the shortest wake-up interval of
+    /// the attached zones' outputs (`DeviceOutput.burstNanoseconds`), 2…10 ms — their rings drop by
+    /// at most that much per interval, so they never fall below `marginNanoseconds` — and at most
+    /// 10 ms so that POSITION still follows the delay every 20 ms or so (`answer`).
+    var pumpInterval: Int32 = 10
+    /// The socket and `pokes`, for poll.
+    var pollSet = [pollfd](repeating: pollfd(), count: 2)
+    /// Posted by the control plane when it changed `shared` (`poke`): the thread waits on it beside
+    /// the socket instead of looking every 2 ms.
+    let pokes = WakeFD()
 
     /// One target's conversion state.
     struct Pump {
@@ -94,6 +106,9 @@ public final class ExternalStream: @unchecked Sendable {
         self.onFrames = onFrames
     }
 
+    /// Wakes the stream's thread to look at `shared`. Any thread.
+    func poke() { pokes.post() }
+
     // MARK: Any thread
 
     /// The peer closed (or the connection failed).
@@ -118,6 +133,7 @@ public final class ExternalStream: @unchecked Sendable {
             $0.targets = outputs
             $0.generation += 1
         }
+        poke()
     }
 
     /// Stops filling the slots and waits (a few ms at most) until the stream's thread no longer touches
@@ -128,6 +144,7 @@ public final class ExternalStream: @unchecked Sendable {
             $0.generation += 1
             return $0.generation
         }
+        poke()
         let deadline = monotonicNanoseconds() + 100_000_000
         while appliedGeneration.load(ordering: .acquiring) < generation && !isFinished
             && monotonicNanoseconds() < deadline
@@ -137,13 +154,28 @@ public final class ExternalStream: @unchecked Sendable {
     }
 
     /// Drop mode: while true, frames are taken at the program's rate and discarded. Control thread.
-    public func setDiscarding(_ on: Bool) { shared.withLock { $0.discarding = on } }
+    public func setDiscarding(_ on: Bool) {
+        shared.withLock { $0.discarding = on }
+        poke()
+    }
 
     /// Sends `why` to the program as an ERROR and closes the connection. Control thread.
-    public func refuse(_ why: String) { shared.withLock { $0.refusal = why } }
+    public func refuse(_ why: String) {
+        shared.withLock { $0.refusal = why }
+        poke()
+    }
+
+    /// Calls `body` (on the stream's thread, or at once) when the thread has ended. Any thread.
+    public func onFinish(_ body: @escaping @Sendable () -> Void) {
+        shared.withLock { $0.finished = body }
+        if isFinished { body() }
+    }
 
     /// Closes the connection at once (batond stops). Any thread.
-    public func stop() { shared.withLock { $0.stop = true } }
+    public func stop() {
+        shared.withLock { $0.stop = true }
+        poke()
+    }
 
     // MARK: The stream's thread
 
@@ -153,6 +185,7 @@ public final class ExternalStream: @unchecked Sendable {
             close(fd)
             closedFlag.store(true, ordering: .releasing)
             finishedFlag.store(true, ordering: .releasing)
+            shared.withLock { $0.finished }?()
         }
         while true {
             let s = shared.withLock { $0 }
@@ -162,8 +195,13 @@ public final class ExternalStream: @unchecked Sendable {
                 return
             }
             if s.generation != pumpGeneration { rebuildPumps(s.targets, generation: s.generation) }
+            // Sleep until the program sends, the control plane pokes, or — while frames wait for
+            // room in the slots, are dropped at the program's pace, or a DRAIN waits — the outputs
+            // have taken some.
+            let timeout: Int32 =
+                s.discarding ? 10 : (!pumps.isEmpty ? pumpInterval : (drainAt != nil ? 20 : -1))
             if !isClosed {
-                if case .failure(let error) = readSocket() {
+                if case .failure(let error) = readSocket(timeout: timeout) {
                     logger.warning("external \(name): \(peer): \(error); closing its connection")
                     send(ExternalWire.message(.error, Array(error.description.utf8)))
                     return
@@ -182,7 +220,7 @@ public final class ExternalStream: @unchecked Sendable {
                     flushResamplers()
                     return
                 }
-                if !moved { usleep(2_000) }
+                if !moved { _ = wait(socket: false, timeout: timeout) }
             }
         }
     }
@@ -206,16 +244,21 @@ public final class ExternalStream: @unchecked Sendable {
     var fifoCapacity: Int { fifo.count }
     var fifoRoom: Int { fifoCapacity - fifoCount }
 
-    /// Waits up to 2 ms for the socket when there is room for more, then reads what is there.
-    func readSocket() -> Result<Void, ExternalStreamError> {
-        let wantData = parser.dataLeft > 0
-        if wantData && fifoRoom == 0 {
-            usleep(2_000)
-            return .success(())
-        }
-        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let ready = poll(&p, 1, 2)
-        guard ready > 0 else { return .success(()) }
+    /// Waits (`timeout` ms at most, -1: no limit) for the socket, when there is room for what it
+    /// brings, or a poke; true when the socket is readable. A poke is taken.
+    func wait(socket: Bool, timeout: Int32) -> Bool {
+        pollSet[0] = pollfd(fd: pokes.fd, events: Int16(POLLIN), revents: 0)
+        pollSet[1] = pollfd(fd: socket ? fd : -1, events: Int16(POLLIN), revents: 0)
+        // Without its wake-up (no descriptor was left for it), look at least every 20 ms.
+        let limit = pokes.fd < 0 && (timeout < 0 || timeout > 20) ? 20 : timeout
+        guard poll(&pollSet, 2, limit) > 0 else { return false }
+        if pollSet[0].revents != 0 { pokes.drain() }
+        return pollSet[1].revents != 0
+    }
+
+    /// Waits as `wait` does, then reads what the socket has.
+    func readSocket(timeout: Int32) -> Result<Void, ExternalStreamError> {
+        guard wait(socket: !(parser.dataLeft > 0 && fifoRoom == 0), timeout: timeout) else { return .success(()) }
         var scratch = [UInt8](repeating: 0, count: 4096)
         while !isClosed {
             if parser.dataLeft > 0 {

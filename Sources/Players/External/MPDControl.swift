@@ -13,14 +13,19 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
     private let queue = ControlQueue()
     private let report: @Sendable (String) -> Void
     private let failure = Mutex<String?>(nil)
-    private let states = PlayerStateWatch(paused: "pause", playing: "play")
+    private let states: PlayerStateWatch
     private let running = Atomic<Bool>(true)
 
-    public init(host: String, port: UInt16, report: @escaping @Sendable (String) -> Void) {
+    /// `userChanged` runs on the watcher's thread when it keeps a user change (`takeUserChange`).
+    public init(
+        host: String, port: UInt16, report: @escaping @Sendable (String) -> Void,
+        userChanged: @escaping @Sendable () -> Void = {}
+    ) {
+        states = PlayerStateWatch(paused: "pause", playing: "play", changed: userChanged)
         self.host = host
         self.port = port
         self.report = report
-        OSThread.detach { [self] in watch() }
+        OSThread.detach(name: "mpd-control") { [self] in watch() }
     }
 
     public var description: String { "mpd \(host):\(port)" }

@@ -15,12 +15,17 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     private let queue = ControlQueue()
     private let report: @Sendable (String) -> Void
     private let failure = Mutex<String?>(nil)
-    private let states = PlayerStateWatch(paused: "Paused", playing: "Playing")
+    private let states: PlayerStateWatch
     private let running = Atomic<Bool>(true)
     static let path = "/org/mpris/MediaPlayer2"
     static let interface = "org.mpris.MediaPlayer2.Player"
 
-    public init(busName: String, systemBus: Bool, report: @escaping @Sendable (String) -> Void) {
+    /// `userChanged` runs on the watcher's thread when it keeps a user change (`takeUserChange`).
+    public init(
+        busName: String, systemBus: Bool, report: @escaping @Sendable (String) -> Void,
+        userChanged: @escaping @Sendable () -> Void = {}
+    ) {
+        states = PlayerStateWatch(paused: "Paused", playing: "Playing", changed: userChanged)
         self.busName = busName
         self.systemBus = systemBus
         self.report = report

@@ -30,10 +30,11 @@ final class ControlQueue: Sendable {
     private let wake = Semaphore()
     private let running = Atomic<Bool>(true)
 
+    /// The thread sleeps until a job or `close` posts it (it used to look every 100 ms as well).
     init() {
-        OSThread.detach { [self] in
+        OSThread.detach(name: "player-control") { [self] in
             while running.load(ordering: .acquiring) {
-                wake.wait(nanoseconds: 100_000_000)
+                wake.wait()
                 while let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { job() }
             }
         }
@@ -111,7 +112,11 @@ final class PlayerStateWatch: Sendable {
     private let change = Mutex<PlayerChange?>(nil)
     private let observed = Mutex<String?>(nil)
 
-    init(paused: String, playing: String) {
+    /// Called (on the watcher's thread) when a user change is kept: the monitor takes it at once.
+    private let changed: @Sendable () -> Void
+
+    init(paused: String, playing: String, changed: @escaping @Sendable () -> Void) {
+        self.changed = changed
         self.paused = paused
         self.playing = playing
     }
@@ -145,5 +150,6 @@ final class PlayerStateWatch: Sendable {
         if ours { return }
         let c: PlayerChange = state == paused ? .paused : (state == playing ? .played : .stopped)
         change.withLock { $0 = c }
+        changed()
     }
 }

@@ -47,6 +47,34 @@ import Testing
         #expect(right.count > 48_000 / 8)
     }
 
+    /// batond's threads sleep until something is due: with an external source configured and no
+    /// program, the accept thread does not run at all; while aplay plays, the monitor runs about
+    /// once a second and the stream's thread about once per output wake-up (10 ms here) and per
+    /// message. Before: 20 accept look-ups a second all day, 200 monitor passes a second and ~450
+    /// stream wake-ups a second while a program played (bench-realtime `batond external aplay`).
+    @Test func threadsSleepUntilSomethingIsDue() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music, when-interrupted: hold}")
+        let pid = "\(try #require(rig.batond?.pid))"
+        func slices(_ name: String) -> Int {
+            ProcessThreads.named(name, process: pid).map { ProcessThreads.timeslices($0, process: pid) }.reduce(0, +)
+        }
+        let accept = try #require(ProcessThreads.named("external-accept", process: pid).first)
+        let idle = ProcessThreads.timeslices(accept, process: pid)
+        usleep(2_000_000)
+        #expect(ProcessThreads.timeslices(accept, process: pid) - idle <= 1, "the accept thread ran while idle")
+
+        ExternalRig.writeWAV(rig.directory + "/music.wav", Self.music(frames: 48_000 * 6), channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
+        defer { aplay.stop() }
+        #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"playing\"") })
+        usleep(500_000)
+        let (monitor, stream) = (slices("monitor"), slices("external-stream"))
+        usleep(2_000_000)
+        let (monitorRan, streamRan) = (slices("monitor") - monitor, slices("external-stream") - stream)
+        #expect(monitorRan <= 10, "the monitor ran \(monitorRan) times in 2 s")
+        #expect(streamRan <= 400, "the stream's thread ran \(streamRan) times in 2 s")
+    }
+
     /// batond killed while aplay writes: aplay fails within 2 s (no hang); with batond started
     /// again, a new aplay plays.
     @Test func aplayFailsWhenBatondDiesAndANewOnePlaysAfterARestart() throws {

@@ -39,10 +39,15 @@ import Testing
                 return avahi.output.contains("Server startup complete")
             }, "\(avahi.output)")
         let port = try FreePort.next()
+        // resync 0.5 s (default 0.05): beside the other suites on two cores shairport-sync (not
+        // real-time) now and then measured itself 50-80 ms late ("Large positive sync error" in its
+        // -vv log) and resynced, flushing and closing its output for a moment, so the zone went
+        // silent before or after the bell (2 of 4 runs of the external suites at e5e021f). This test
+        // is about the mute and the return, not shairport-sync's timing.
         ExternalRig.write(
             rig.directory + "/shairport.conf",
             """
-            general = { name = "Baton\(port)"; port = \(port); udp_port_base = \(port + 1); output_backend = "alsa"; mdns_backend = "avahi"; mpris_service_bus = "System"; };
+            general = { name = "Baton\(port)"; port = \(port); udp_port_base = \(port + 1); output_backend = "alsa"; mdns_backend = "avahi"; mpris_service_bus = "System"; resync_threshold_in_seconds = 0.5; };
             alsa = { output_device = "baton_airplay"; };
             mpris = { enabled = "yes"; };
 
