@@ -27,9 +27,9 @@ public final class CallPlayer: Source, @unchecked Sendable {
         }
         // The rings hold 20 ms beyond what one wake-up of the slowest-waking output takes at once
         // (30 ms at the default period and buffer); the jitter buffer holds that much too
-        // (`IntercomLine`).
+        // (`IntercomLine`). The pump refills once per output wake-up (at most every 10 ms).
         let burst = outputs.map(\.device.burstNanoseconds).max() ?? 0
-        let pump = IntercomPump(receiver: receiver, targets: targets, lead: 20_000_000 + burst)
+        let pump = IntercomPump(receiver: receiver, targets: targets, lead: 20_000_000 + burst, interval: burst)
         self.pump = pump
         pump.start()
     }

@@ -31,6 +31,11 @@ public final class IntercomPump: @unchecked Sendable {
 
     /// Audio kept in the emptiest ring (ns): the latency the pump adds beyond the jitter buffer.
     public let lead: Int
+    /// How long the pump sleeps once the rings hold `lead` (ns): the zones' output wake-up interval
+    /// (`DeviceOutput.burstNanoseconds`), 2…10 ms. An output takes at most that much per interval,
+    /// so a ring refilled once per interval never holds less than `lead` minus it. (It used to look
+    /// every 2 ms: 500 wake-ups a second during a call.)
+    public let interval: Int
     private let receiver: RTPReceiver
     private let targets: [Target]
     private let clock: @Sendable () -> Int
@@ -43,12 +48,13 @@ public final class IntercomPump: @unchecked Sendable {
     private static let block = 240  // 5 ms at 48 kHz
 
     public init(
-        receiver: RTPReceiver, targets: [Target], lead: Int = 30_000_000,
+        receiver: RTPReceiver, targets: [Target], lead: Int = 30_000_000, interval: Int = 10_000_000,
         clock: @escaping @Sendable () -> Int = monotonicNanoseconds
     ) {
         self.receiver = receiver
         self.targets = targets
         self.lead = lead
+        self.interval = min(10_000_000, max(2_000_000, interval))
         self.clock = clock
         let maxChannels = targets.map(\.channels).max() ?? 1
         pcm = [Float](repeating: 0, count: Self.block * receiver.configuration.channels)
@@ -66,7 +72,7 @@ public final class IntercomPump: @unchecked Sendable {
         thread = OSThread.start(name: "call-pump") { [self] in run() }
     }
 
-    /// Stops the pump thread and waits for it (≤ 5 ms). Control thread.
+    /// Stops the pump thread and waits for it (≤ `interval` + 5 ms). Control thread.
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing), let thread else { return }
         thread.join()
@@ -81,7 +87,7 @@ public final class IntercomPump: @unchecked Sendable {
                 lowest = min(lowest, t.ring.readable / t.channels * 1_000_000_000 / t.rate)
             }
             if targets.isEmpty || lowest >= lead {
-                usleep(2_000)
+                usleep(UInt32(interval / 1_000))
                 continue
             }
             pumpBlock()
