@@ -60,6 +60,8 @@ public final class RTPReceiver: @unchecked Sendable {
     private let playout: PacketPlayout
     private let running = Atomic<Bool>(false)
     private var thread: OSThread?
+    /// Posted by `endCall` and `stop`: the receive thread sleeps in poll on it and the socket.
+    private let pokes = WakeFD()
 
     /// Binds the socket (so a busy port fails here) and allocates everything; call `start` to receive.
     /// `clock` gives monotonic ns (the same clock as the `now` passed to `pull`).
@@ -97,18 +99,22 @@ public final class RTPReceiver: @unchecked Sendable {
         thread = OSThread.start(name: "rtp") { [self] in receiveLoop() }
     }
 
-    /// Stops the receive thread and waits for it (at most one poll interval, 20 ms). Control thread;
-    /// idempotent. A call in progress gets no `callEnded`: the owner is going away.
+    /// Stops the receive thread and waits for it. Control thread; idempotent. A call in progress gets
+    /// no `callEnded`: the owner is going away.
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing), let thread else { return }
+        pokes.post()
         thread.join()
         self.thread = nil
     }
 
-    /// Ends the current call (hang-up). The receive thread reports `callEnded(.explicit)` within one
-    /// poll interval; packets of the same stream are then ignored (counted foreign) until it has been
-    /// silent for the silence timeout. Any thread.
-    public func endCall() { state.withLock { $0.endRequested = true } }
+    /// Ends the current call (hang-up). The receive thread reports `callEnded(.explicit)` at once;
+    /// packets of the same stream are then ignored (counted foreign) until it has been silent for the
+    /// silence timeout. Any thread.
+    public func endCall() {
+        state.withLock { $0.endRequested = true }
+        pokes.post()
+    }
 
     /// Whether a call is in progress. Any thread (a snapshot).
     public var isInCall: Bool { state.withLock { $0.monitor.inCall } }
@@ -130,18 +136,32 @@ public final class RTPReceiver: @unchecked Sendable {
 
     // MARK: - Receive thread
 
-    /// The poll interval: how often the silence timeout and `endCall` are looked at.
-    static let pollMilliseconds: Int32 = 20
+    /// How long the receive thread may sleep (ms, -1: until a datagram or a poke): during a call until
+    /// its silence timeout is due (+1 ms), else without limit — no call, nothing to time. (It used to
+    /// look every 20 ms: 50 wake-ups a second whenever an intercom was configured.) Without its
+    /// wake-up (no descriptor was left for it), at most 20 ms.
+    private func sleepLimit(now: Int) -> Int32 {
+        let due = state.withLock { s in s.monitor.inCall ? s.monitor.lastPacket + configuration.silenceTimeout : nil }
+        var limit: Int32 = due.map { Int32(clamping: max(0, $0 - now) / 1_000_000 + 1) } ?? -1
+        if pokes.fd < 0 && (limit < 0 || limit > 20) { limit = 20 }
+        return limit
+    }
 
     private func receiveLoop() {
         var buffer = [UInt8](repeating: 0, count: 2_048)
         var events: [CallEvent] = []
         events.reserveCapacity(4)
+        var fds = [
+            pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: pokes.fd, events: Int16(POLLIN), revents: 0),
+        ]
         while running.load(ordering: .acquiring) {
-            var pfd = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pfd, 1, Self.pollMilliseconds)
+            fds[0].revents = 0
+            fds[1].revents = 0
+            let ready = poll(&fds, 2, sleepLimit(now: clock()))
+            if fds[1].revents != 0 { pokes.drain() }
             housekeeping(&events)
-            if ready > 0 {
+            if ready > 0 && fds[0].revents != 0 {
                 // Drain what is there, a bounded batch so timeouts stay checked under a flood.
                 for _ in 0..<64 {
                     let n = buffer.withUnsafeMutableBytes {

@@ -6,7 +6,7 @@ import OSThread
 public enum ProcessThreads {
     /// The ids of the threads of `process` (a pid, or `self`) named `name` (/proc/PROCESS/task/*/comm).
     public static func named(_ name: String, process: String = "self") -> [Int] {
-        ids(process: process).filter { FileIO.firstLine("/proc/\(process)/task/\($0)/comm") == name }
+        ids(process: process).filter { self.name($0, process: process) == name }
     }
 
     /// The ids of the threads of `process` (a pid, or `self`): the entries of /proc/PROCESS/task.
@@ -21,6 +21,11 @@ public enum ProcessThreads {
             if let tid = Int(id) { found.append(tid) }
         }
         return found
+    }
+
+    /// The name of thread `tid` of `process` (/proc/PROCESS/task/TID/comm); "?" if it is gone.
+    public static func name(_ tid: Int, process: String = "self") -> String {
+        FileIO.firstLine("/proc/\(process)/task/\(tid)/comm") ?? "?"
     }
 
     /// How many times thread `tid` of `process` has been given a CPU (the third field of

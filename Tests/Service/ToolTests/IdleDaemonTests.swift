@@ -1,0 +1,52 @@
+import BatonTesting
+import Glibc
+import Testing
+
+/// The real batond, idle, with everything that listens configured: its threads sleep until
+/// something happens (issue 15: no polling loops anywhere).
+@Suite struct IdleDaemonTests {
+    /// Two zones, MQTT on a real broker (connected), the intercom's RTP port and an external source's
+    /// socket, nothing playing: over 3 s every thread runs at most a few times (the monitor once a
+    /// second, for the state save). Before, the intercom's receiver looked every 20 ms (150 runs
+    /// here), the MQTT bridge built a status report every 50 ms (60) and the external sources'
+    /// accept thread looked every 50 ms (60).
+    @Test func everyThreadSleepsWhileNothingHappens() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let rtp = try FreePort.next()
+        let d = try BatondProcess(
+            extra: """
+                mqtt:
+                  broker: \(broker.url)
+                intercom:
+                  rtp:
+                    listen: 127.0.0.1:\(rtp)
+                    zones: [all]
+                external-sources:
+                  socket: sources.sock
+                  x: {class: music}
+                """)
+        defer { _ = d.stop() }
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(50_000)
+                return d.batonctl("status", "--json").output.contains(#""connection":"connected""#)
+            }, "MQTT connects: \(d.batonctl("status", "--json").output)")
+        usleep(1_000_000)  // the zones stop their PCMs once idle
+        let pid = "\(d.pid)"
+        func runs() -> [Int: (name: String, runs: Int)] {
+            var all: [Int: (name: String, runs: Int)] = [:]
+            for tid in ProcessThreads.ids(process: pid) {
+                all[tid] = (ProcessThreads.name(tid, process: pid), ProcessThreads.timeslices(tid, process: pid))
+            }
+            return all
+        }
+        let before = runs()
+        usleep(3_000_000)
+        let after = runs()
+        let ran = after.compactMap { tid, t in before[tid].map { (t.name, t.runs - $0.runs) } }.sorted { $0.1 > $1.1 }
+        let busiest = ran.first?.1 ?? 0
+        #expect(busiest <= 5, "runs in 3 s: \(ran)")
+        #expect(ran.map(\.1).reduce(0, +) <= 20, "runs in 3 s: \(ran)")
+    }
+}
