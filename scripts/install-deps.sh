@@ -29,9 +29,10 @@ demo=(ffmpeg python3-venv)
 # The benchmarks against other players (scripts/bench-realtime.sh, scripts/bench-pipelines.sh): MPD
 # (+ mpc), mpv, GStreamer (souphttpsrc is in -good, opusdec and audioresample in -base, alsasink in
 # -alsa), ffmpeg (makes the stream), GNU time, python3-venv for the Supysonic server, and gdb (names
-# batond's threads by their entry functions in bench-realtime.sh).
+# batond's threads by their entry functions in bench-realtime.sh), mosquitto and alsa-utils (aplay)
+# for the `batond idle listening` and `batond external aplay` cases.
 bench=(mpd mpc mpv gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-alsa
-       ffmpeg time python3-venv gdb)
+       ffmpeg time python3-venv gdb mosquitto alsa-utils)
 
 #   scripts/install-deps.sh [--test] [--demo] [--bench] [--package] [--package-test]   (several may be given)
 want=("${build[@]}" "${runtime[@]}")

@@ -247,11 +247,12 @@ class Batond(Player):
 
     def __init__(self, a, zones, play, sounds=None, period_ms=None, binary=None, prefix=(), spinners=0,
                  buffer_ms=None, external=None):
-        """external: None; "idle" (an external source `x` configured, no program connected); or
+        """external: None; "idle" (listening for everything: an external source `x` with no program
+        connected, the intercom's RTP port, MQTT connected to a mosquitto started for the case); or
         "aplay" (aplay writes a.external_wav to `baton_x` in real time: the program's audio through
         batond's ALSA plugin, as AirPlay or Spotify would)."""
         self.a, self.zones, self.play, self.period_ms, self.buffer_ms = a, zones, play, period_ms, buffer_ms
-        self.external, self.feeder = external, None
+        self.external, self.feeder, self.broker = external, None, None
         self.binary = binary or a.batond
         self.prefix, self.spinners, self.spinning = list(prefix), spinners, []
         self.sounds = sounds or a.sounds
@@ -285,9 +286,16 @@ music:
 """)
             if self.external:
                 f.write(f"external-sources:\n  socket: {d}/sources.sock\n  x: {{class: music, when-interrupted: hold}}\n")
+            if self.external == "idle":
+                f.write(f"mqtt: {{broker: 'mqtt://127.0.0.1:{self.broker_port}'}}\n"
+                        f"intercom:\n  rtp: {{listen: '127.0.0.1:{free_port()}', zones: [all]}}\n")
         return conf, d
 
     def start(self):
+        if self.external == "idle":
+            self.broker_port = free_port()
+            self.broker = subprocess.Popen(["mosquitto", "-p", str(self.broker_port)], stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         conf, d = self.write_config()
         self.log = open(os.path.join(d, "log"), "w")
         # SCHED_IDLE busy loops: they run only when nothing else wants the CPU, so no vCPU halts.
@@ -310,6 +318,12 @@ music:
                                  timeout=30)
             if st != 202:
                 raise RuntimeError(f"music/play answered {st}: {body}")
+        if self.external == "idle":
+            deadline = time.monotonic() + 10
+            while (self.snapshot().get("mqtt") or {}).get("connection") != "connected":
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{self.name}: MQTT did not connect: {self.snapshot().get('mqtt')}")
+                time.sleep(0.05)
         if self.external == "aplay":
             env = dict(os.environ, ALSA_CONFIG_PATH=os.path.join(d, "alsa.conf"))
             self.feeder = subprocess.Popen(["aplay", "-q", "-D", "baton_x", self.a.external_wav], env=env,
@@ -330,6 +344,9 @@ music:
             self.feeder.terminate()
             self.feeder.wait()
         super().stop()
+        if self.broker:
+            self.broker.terminate()
+            self.broker.wait()
         for p in self.spinning:
             p.kill()
             p.wait()
@@ -640,8 +657,8 @@ def main():
                  "periods per output wake-up with 50 ms still held, up to 60 ms more between a request and its "
                  "first sample",
                  lambda: Batond(a, 1, True, buffer_ms=100)),
-                ("batond external idle", "the idle 2-zone row with an external source `x` "
-                 "(`external-sources:`; its socket listening, no program connected)",
+                ("batond idle listening", "the idle 2-zone row listening for everything: an external source "
+                 "`x` (no program connected), the intercom's RTP port, MQTT connected to a local mosquitto",
                  lambda: Batond(a, 2, False, external="idle")),
                 ("batond external aplay", "one zone as in the first row, no music; aplay writes the stream "
                  "(decoded to 48 kHz S16 WAV) to `baton_x` in real time: a program through the `baton` ALSA "
@@ -650,9 +667,9 @@ def main():
     # The external rows' twins with the baseline binary, beside them when they are picked.
     twins = {}
     if a.baseline_batond:
-        for ext, zones in (("idle", 2), ("aplay", 1)):
-            twins[f"batond external {ext}"] = (
-                f"{baseline} external {ext}", f"the row `batond external {ext}` with the release batond built from "
+        for row, ext, zones in (("batond idle listening", "idle", 2), ("batond external aplay", "aplay", 1)):
+            twins[row] = (
+                f"{baseline}{row[len('batond'):]}", f"the row `{row}` with the release batond built from "
                 f"{a.baseline_label}",
                 (lambda ext=ext, zones=zones: Batond(a, zones, False, external=ext, binary=a.baseline_batond)))
     if a.only:
