@@ -30,7 +30,7 @@
 # costs, and what of it is a CPU coming out of idle —, `batond buffer 50ms` — two periods per
 # output wake-up —, `batond idle listening` — two idle zones with an external source, the intercom
 # and MQTT (a local mosquitto) configured —
-# — and `batond external aplay` — aplay playing the stream, decoded to 48 kHz S16, through the `baton`
+# and `batond external aplay` — aplay playing the stream, decoded to 48 kHz S16, through the `baton`
 # ALSA plugin: what AirPlay or Spotify cost through batond; with BASELINE, each beside its baseline
 # twin), BASELINE (a git revision: its
 # release batond is built too, in a worktree under BATON_CACHE, and measured as the `batond` case
