@@ -123,7 +123,9 @@ import Testing
         #expect(status(rig) == "Playing")
         #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
         let began = monotonicSeconds()
-        #expect(waitUntil(seconds: 2) { status(rig) == "Paused" })
+        #expect(
+            waitUntil(seconds: 2) { status(rig) == "Paused" },
+            "mpv: \(status(rig)); events: \(rig.get("/api/v1/events/recent")); batond: \(rig.batond?.output ?? "")")
         let pausedAfter = monotonicSeconds() - began
         #expect(pausedAfter < 0.2, "paused \(Int(pausedAfter * 1000)) ms after interruption-began")
         let before = MPDTests.heard(rig)
