@@ -15,6 +15,8 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
     private let failure = Mutex<String?>(nil)
     private let states: PlayerStateWatch
     private let running = Atomic<Bool>(true)
+    /// Posted by `close`: the watcher waits in `idle` on it and MPD's socket.
+    private let closing = WakeFD()
 
     /// `userChanged` runs on the watcher's thread when it keeps a user change (`takeUserChange`).
     public init(
@@ -39,6 +41,7 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
 
     public func close() {
         running.store(false, ordering: .releasing)
+        closing.post()
         queue.close()
     }
 
@@ -71,8 +74,9 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
                     if let line = status.first(where: { $0.hasPrefix("state: ") }) {
                         states.saw(String(line.dropFirst(7)))
                     }
-                    // Wake every 500 ms to notice close(); MPD answers `noidle` with what changed so far.
-                    try connection.idle(timeoutMilliseconds: 500) { [self] in running.load(ordering: .acquiring) }
+                    // Until the player changes or close() posts `closing` (it used to wake every
+                    // 500 ms to look); MPD answers `noidle` with what changed so far.
+                    try connection.idle(until: closing) { [self] in running.load(ordering: .acquiring) }
                 }
             } catch {
                 if !reported {
@@ -134,13 +138,19 @@ final class MPDConnection {
         return try readAnswer()
     }
 
-    /// `idle player`; returns when the player changed, or after `timeoutMilliseconds` (`noidle`) while
-    /// `keepGoing()` holds.
-    func idle(timeoutMilliseconds: Int32, keepGoing: () -> Bool) throws(MPDError) {
+    /// `idle player`; returns when the player changed, or (`noidle`) once `keepGoing()` fails after a
+    /// post of `wake` (without its descriptor, it looks every 500 ms).
+    func idle(until wake: WakeFD, keepGoing: () -> Bool) throws(MPDError) {
         try send("idle player\n")
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        var fds = [p, pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
+        let timeout: Int32 = wake.fd < 0 ? 500 : -1
         while keepGoing() && buffer.isEmpty {
-            if poll(&p, 1, timeoutMilliseconds) > 0 { break }
+            fds[0].revents = 0
+            fds[1].revents = 0
+            guard poll(&fds, 2, timeout) > 0 else { continue }
+            if fds[0].revents != 0 { break }
+            wake.drain()
         }
         if buffer.isEmpty && !(poll(&p, 1, 0) > 0) { try send("noidle\n") }
         _ = try readAnswer()

@@ -112,6 +112,8 @@ import Testing
 
     /// A change the user makes through MPD during the interruption (here `mpc play` then `mpc
     /// pause`) is a user pause: the interruption ends with shouldResume false and MPD stays paused.
+    /// Before it, while MPD plays on, batond's `mpd-control` thread sleeps in `idle` (it woke every
+    /// 500 ms to look whether it should stop).
     @Test func aUserPauseDuringTheInterruptionLeavesMPDPaused() throws {
         let port = try FreePort.next()
         let bell: [Int16] = (0..<(48_000 * 2)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
@@ -125,6 +127,12 @@ import Testing
                 usleep(20_000)
                 return Self.heard(rig).count > 48_000 / 2
             })
+        let pid = "\(try #require(rig.batond?.pid))"
+        let watcher = try #require(ProcessThreads.named("mpd-control", process: pid).first, "batond's mpd-control")
+        let before = ProcessThreads.timeslices(watcher, process: pid)
+        usleep(2_000_000)
+        let ran = ProcessThreads.timeslices(watcher, process: pid) - before
+        #expect(ran <= 2, "the mpd-control thread ran \(ran) times in 2 s")
         rig.post("/api/v1/announce", #"{"sound": "bell"}"#)
         #expect(waitUntil(seconds: 2) { mpd.state == "paused" })
         usleep(200_000)
