@@ -120,6 +120,16 @@ final class ExternalRig {
 
     struct RigError: Error, CustomStringConvertible { let description: String }
 
+    /// How many times batond's thread `name` ran (was given a CPU) in the next 2 s.
+    func runsInTwoSeconds(ofThread name: String) throws -> Int {
+        guard let pid = batond.map({ "\($0.pid)" }), let tid = ProcessThreads.named(name, process: pid).first else {
+            throw RigError(description: "batond has no thread \(name)")
+        }
+        let before = ProcessThreads.timeslices(tid, process: pid)
+        usleep(2_000_000)
+        return ProcessThreads.timeslices(tid, process: pid) - before
+    }
+
     static func write(_ path: String, _ text: String) {
         let f = fopen(path, "w")!
         fputs(text, f)

@@ -127,11 +127,7 @@ import Testing
                 usleep(20_000)
                 return Self.heard(rig).count > 48_000 / 2
             })
-        let pid = "\(try #require(rig.batond?.pid))"
-        let watcher = try #require(ProcessThreads.named("mpd-control", process: pid).first, "batond's mpd-control")
-        let before = ProcessThreads.timeslices(watcher, process: pid)
-        usleep(2_000_000)
-        let ran = ProcessThreads.timeslices(watcher, process: pid) - before
+        let ran = try rig.runsInTwoSeconds(ofThread: "mpd-control")
         #expect(ran <= 2, "the mpd-control thread ran \(ran) times in 2 s")
         rig.post("/api/v1/announce", #"{"sound": "bell"}"#)
         #expect(waitUntil(seconds: 2) { mpd.state == "paused" })

@@ -80,11 +80,7 @@ import Testing
         let bus = try SessionBus(directory)
         let (rig, mpv) = try playingMPV(bus, directory)
         defer { mpv.stop() }
-        let pid = "\(try #require(rig.batond?.pid))"
-        let tid = try #require(ProcessThreads.named("mpris", process: pid).first, "batond's mpris thread")
-        let before = ProcessThreads.timeslices(tid, process: pid)
-        usleep(2_000_000)
-        let woke = ProcessThreads.timeslices(tid, process: pid) - before
+        let woke = try rig.runsInTwoSeconds(ofThread: "mpris")
         #expect(woke <= 4, "the mpris thread ran \(woke) times in 2 s")
         #expect(status(rig) == "Playing")
     }
