@@ -138,30 +138,20 @@ public final class RTPReceiver: @unchecked Sendable {
 
     /// How long the receive thread may sleep (ms, -1: until a datagram or a poke): during a call until
     /// its silence timeout is due (+1 ms), else without limit — no call, nothing to time. (It used to
-    /// look every 20 ms: 50 wake-ups a second whenever an intercom was configured.) Without its
-    /// wake-up (no descriptor was left for it), at most 20 ms.
+    /// look every 20 ms: 50 wake-ups a second whenever an intercom was configured.)
     private func sleepLimit(now: Int) -> Int32 {
         let due = state.withLock { s in s.monitor.inCall ? s.monitor.lastPacket + configuration.silenceTimeout : nil }
-        var limit: Int32 = due.map { Int32(clamping: max(0, $0 - now) / 1_000_000 + 1) } ?? -1
-        if pokes.fd < 0 && (limit < 0 || limit > 20) { limit = 20 }
-        return limit
+        return due.map { Int32(clamping: max(0, $0 - now) / 1_000_000 + 1) } ?? -1
     }
 
     private func receiveLoop() {
         var buffer = [UInt8](repeating: 0, count: 2_048)
         var events: [CallEvent] = []
         events.reserveCapacity(4)
-        var fds = [
-            pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: pokes.fd, events: Int16(POLLIN), revents: 0),
-        ]
         while running.load(ordering: .acquiring) {
-            fds[0].revents = 0
-            fds[1].revents = 0
-            let ready = poll(&fds, 2, sleepLimit(now: clock()))
-            if fds[1].revents != 0 { pokes.drain() }
+            let readable = pokes.wait(for: socket, timeout: sleepLimit(now: clock()), fallback: 20)
             housekeeping(&events)
-            if ready > 0 && fds[0].revents != 0 {
+            if readable {
                 // Drain what is there, a bounded batch so timeouts stay checked under a flood.
                 for _ in 0..<64 {
                     let n = buffer.withUnsafeMutableBytes {

@@ -104,15 +104,8 @@ public final class ExternalSourceServer: @unchecked Sendable {
     public var connections: [ExternalStream] { streams.withLock { Array($0.values) } }
 
     private func acceptLoop(_ fd: Int32) {
-        // Without the stop wake-up (no descriptor was left for it), look at `running` every 50 ms.
-        let timeout: Int32 = stopping.fd < 0 ? 50 : -1
-        var fds = [
-            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: stopping.fd, events: Int16(POLLIN), revents: 0),
-        ]
         while running.load(ordering: .acquiring) {
-            fds[0].revents = 0
-            guard poll(&fds, 2, timeout) > 0, fds[0].revents != 0 else { continue }
+            guard stopping.wait(for: fd, timeout: -1, fallback: 50) else { continue }
             let client = accept(fd, nil, nil)
             guard client >= 0 else { continue }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)

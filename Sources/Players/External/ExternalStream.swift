@@ -71,8 +71,6 @@ public final class ExternalStream: @unchecked Sendable {
     /// at most that much per interval, so they never fall below `marginNanoseconds` — and at most
     /// 10 ms so that POSITION still follows the delay every 20 ms or so (`answer`).
     var pumpInterval: Int32 = 10
-    /// The socket and `pokes`, for poll.
-    var pollSet = [pollfd](repeating: pollfd(), count: 2)
     /// Posted by the control plane when it changed `shared` (`poke`): the thread waits on it beside
     /// the socket instead of looking every 2 ms.
     let pokes = WakeFD()
@@ -247,13 +245,7 @@ public final class ExternalStream: @unchecked Sendable {
     /// Waits (`timeout` ms at most, -1: no limit) for the socket, when there is room for what it
     /// brings, or a poke; true when the socket is readable. A poke is taken.
     func wait(socket: Bool, timeout: Int32) -> Bool {
-        pollSet[0] = pollfd(fd: pokes.fd, events: Int16(POLLIN), revents: 0)
-        pollSet[1] = pollfd(fd: socket ? fd : -1, events: Int16(POLLIN), revents: 0)
-        // Without its wake-up (no descriptor was left for it), look at least every 20 ms.
-        let limit = pokes.fd < 0 && (timeout < 0 || timeout > 20) ? 20 : timeout
-        guard poll(&pollSet, 2, limit) > 0 else { return false }
-        if pollSet[0].revents != 0 { pokes.drain() }
-        return pollSet[1].revents != 0
+        pokes.wait(for: socket ? fd : -1, timeout: timeout, fallback: 20)
     }
 
     /// Waits as `wait` does, then reads what the socket has.

@@ -143,14 +143,8 @@ final class MPDConnection {
     func idle(until wake: WakeFD, keepGoing: () -> Bool) throws(MPDError) {
         try send("idle player\n")
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        var fds = [p, pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
-        let timeout: Int32 = wake.fd < 0 ? 500 : -1
         while keepGoing() && buffer.isEmpty {
-            fds[0].revents = 0
-            fds[1].revents = 0
-            guard poll(&fds, 2, timeout) > 0 else { continue }
-            if fds[0].revents != 0 { break }
-            wake.drain()
+            if wake.wait(for: fd, timeout: -1, fallback: 500) { break }
         }
         if buffer.isEmpty && !(poll(&p, 1, 0) > 0) { try send("noidle\n") }
         _ = try readAnswer()
