@@ -68,7 +68,7 @@ struct ExternalPlayers {
             whenInterrupted: ExternalPlayer.WhenInterrupted(source.whenInterrupted),
             idleReleaseNanoseconds: Int(source.idleRelease.components.seconds) * 1_000_000_000
                 + Int(source.idleRelease.components.attoseconds / 1_000_000_000),
-            control: control(source), wake: { [monitor = daemon.monitor] in monitor.wake() })
+            control: control(source), wake: wakeMonitor)
         do {
             _ = try daemon.admit(
                 SourceClass(source.sourceClass), zones: source.zones, volume: 1,
@@ -81,21 +81,24 @@ struct ExternalPlayers {
         }
     }
 
+    /// Asks for a monitor pass now: a stream ended, the user changed the player. Any thread.
+    private var wakeMonitor: @Sendable () -> Void { { [monitor = daemon.monitor] in monitor.wake() } }
+
     private func control(_ source: ExternalSourceConfig) -> (any PlayerControl)? {
         let events = daemon.events
         let logger = daemon.logger
         let name = source.name
-        let wake: @Sendable () -> Void = { [monitor = daemon.monitor] in monitor.wake() }
         let report: @Sendable (String) -> Void = { why in
             logger.warning("external \(name): \(why)")
             events.publish(type: "control-error", reason: "external source \(name): \(why)")
         }
         switch source.control {
         case nil: return nil
-        case .mpd(let host, let port): return MPDControl(host: host, port: port, report: report, userChanged: wake)
+        case .mpd(let host, let port):
+            return MPDControl(host: host, port: port, report: report, userChanged: wakeMonitor)
         case .command(let pause, let resume): return CommandControl(pause: pause, resume: resume, report: report)
         case .mpris(let bus, let system):
-            return MPRISControl(busName: bus, systemBus: system, report: report, userChanged: wake)
+            return MPRISControl(busName: bus, systemBus: system, report: report, userChanged: wakeMonitor)
         }
     }
 

@@ -127,6 +127,12 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     /// A change the user made to the player through its own controls (not Baton's), once. Any thread.
     public func takeUserChange() -> PlayerChange? { settings.control?.takeUserChange() }
 
+    /// With `pause`, no stream while interrupted or not heard is the player paused by Baton (it
+    /// closes its device), not the program gone: the source waits for it. Under the lock.
+    private var waitingForPlayer: Bool {
+        settings.whenInterrupted == .pause && (state.interrupted || !state.audible)
+    }
+
     /// When the monitor must look again: once the source's slots are drained after it ended; when
     /// idle-release is due (the program stopped sending, or no program is attached); at once when
     /// the stream ended or the source should end. A stream that ends and a user change wake the
@@ -142,7 +148,6 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
             // The next look finds it idle (if it is still silent then, and heard).
             return last > 0 && state.audible && !current.isClosed ? max(0, last + idle - now) : nil
         }
-        let waitingForPlayer = settings.whenInterrupted == .pause && (state.interrupted || !state.audible)
         if !waitingForPlayer { return 0 }
         if let since = state.streamlessSince, !state.interrupted { return max(0, since + idle - now) }
         return nil
@@ -159,7 +164,6 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
             use(state.pending.removeFirst())
         }
         guard !state.ended else { return }
-        let waitingForPlayer = settings.whenInterrupted == .pause && (state.interrupted || !audible)
         if let current = state.current {
             let idle = current.lastData > 0 && now - current.lastData >= settings.idleReleaseNanoseconds
             if idle && audible && !current.isClosed { end(now) }
