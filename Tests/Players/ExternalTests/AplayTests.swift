@@ -54,23 +54,16 @@ import Testing
     /// stream wake-ups a second while a program played (bench-realtime `batond external aplay`).
     @Test func threadsSleepUntilSomethingIsDue() throws {
         let rig = try ExternalRig(sources: "  x: {class: music, when-interrupted: hold}")
-        let pid = "\(try #require(rig.batond?.pid))"
-        func slices(_ name: String) -> Int {
-            ProcessThreads.named(name, process: pid).map { ProcessThreads.timeslices($0, process: pid) }.reduce(0, +)
-        }
-        let accept = try #require(ProcessThreads.named("external-accept", process: pid).first)
-        let idle = ProcessThreads.timeslices(accept, process: pid)
-        usleep(2_000_000)
-        #expect(ProcessThreads.timeslices(accept, process: pid) - idle <= 1, "the accept thread ran while idle")
+        let idle = try rig.runsInTwoSeconds(ofThreads: "external-accept")["external-accept"] ?? 0
+        #expect(idle <= 1, "the accept thread ran while idle")
 
         ExternalRig.writeWAV(rig.directory + "/music.wav", Self.music(frames: 48_000 * 6), channels: 2)
         let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
         defer { aplay.stop() }
         #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"playing\"") })
         usleep(500_000)
-        let (monitor, stream) = (slices("monitor"), slices("external-stream"))
-        usleep(2_000_000)
-        let (monitorRan, streamRan) = (slices("monitor") - monitor, slices("external-stream") - stream)
+        let ran = try rig.runsInTwoSeconds(ofThreads: "monitor", "external-stream")
+        let (monitorRan, streamRan) = (ran["monitor"] ?? 0, ran["external-stream"] ?? 0)
         #expect(monitorRan <= 10, "the monitor ran \(monitorRan) times in 2 s")
         #expect(streamRan <= 400, "the stream's thread ran \(streamRan) times in 2 s")
     }

@@ -120,14 +120,20 @@ final class ExternalRig {
 
     struct RigError: Error, CustomStringConvertible { let description: String }
 
-    /// How many times batond's thread `name` ran (was given a CPU) in the next 2 s.
-    func runsInTwoSeconds(ofThread name: String) throws -> Int {
-        guard let pid = batond.map({ "\($0.pid)" }), let tid = ProcessThreads.named(name, process: pid).first else {
+    /// How many times batond's threads of each of `names` ran (were given a CPU) in the next 2 s,
+    /// summed over the threads of one name.
+    func runsInTwoSeconds(ofThreads names: String...) throws -> [String: Int] {
+        guard let pid = batond.map({ "\($0.pid)" }) else { throw RigError(description: "batond is not running") }
+        let before = ProcessThreads.runs(process: pid)
+        for name in names where !before.values.contains(where: { $0.name == name }) {
             throw RigError(description: "batond has no thread \(name)")
         }
-        let before = ProcessThreads.timeslices(tid, process: pid)
         usleep(2_000_000)
-        return ProcessThreads.timeslices(tid, process: pid) - before
+        var ran: [String: Int] = [:]
+        for (tid, t) in ProcessThreads.runs(process: pid) where names.contains(t.name) {
+            ran[t.name, default: 0] += t.runs - (before[tid]?.runs ?? 0)
+        }
+        return ran
     }
 
     static func write(_ path: String, _ text: String) {

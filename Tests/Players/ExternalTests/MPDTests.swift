@@ -127,7 +127,7 @@ import Testing
                 usleep(20_000)
                 return Self.heard(rig).count > 48_000 / 2
             })
-        let ran = try rig.runsInTwoSeconds(ofThread: "mpd-control")
+        let ran = try rig.runsInTwoSeconds(ofThreads: "mpd-control")["mpd-control"] ?? 0
         #expect(ran <= 2, "the mpd-control thread ran \(ran) times in 2 s")
         rig.post("/api/v1/announce", #"{"sound": "bell"}"#)
         #expect(waitUntil(seconds: 2) { mpd.state == "paused" })

@@ -80,7 +80,7 @@ import Testing
         let bus = try SessionBus(directory)
         let (rig, mpv) = try playingMPV(bus, directory)
         defer { mpv.stop() }
-        let woke = try rig.runsInTwoSeconds(ofThread: "mpris")
+        let woke = try rig.runsInTwoSeconds(ofThreads: "mpris")["mpris"] ?? 0
         #expect(woke <= 4, "the mpris thread ran \(woke) times in 2 s")
         #expect(status(rig) == "Playing")
     }

@@ -34,16 +34,9 @@ import Testing
             }, "MQTT connects: \(d.batonctl("status", "--json").output)")
         usleep(1_000_000)  // the zones stop their PCMs once idle
         let pid = "\(d.pid)"
-        func runs() -> [Int: (name: String, runs: Int)] {
-            var all: [Int: (name: String, runs: Int)] = [:]
-            for tid in ProcessThreads.ids(process: pid) {
-                all[tid] = (ProcessThreads.name(tid, process: pid), ProcessThreads.timeslices(tid, process: pid))
-            }
-            return all
-        }
-        let before = runs()
+        let before = ProcessThreads.runs(process: pid)
         usleep(3_000_000)
-        let after = runs()
+        let after = ProcessThreads.runs(process: pid)
         let ran = after.compactMap { tid, t in before[tid].map { (t.name, t.runs - $0.runs) } }.sorted { $0.1 > $1.1 }
         let busiest = ran.first?.1 ?? 0
         #expect(busiest <= 5, "runs in 3 s: \(ran)")

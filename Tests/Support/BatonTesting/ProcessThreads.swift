@@ -28,6 +28,13 @@ public enum ProcessThreads {
         FileIO.firstLine("/proc/\(process)/task/\(tid)/comm") ?? "?"
     }
 
+    /// Every thread of `process`, by id: its name and how many times it has run so far.
+    public static func runs(process: String = "self") -> [Int: (name: String, runs: Int)] {
+        var all: [Int: (name: String, runs: Int)] = [:]
+        for tid in ids(process: process) { all[tid] = (name(tid, process: process), timeslices(tid, process: process)) }
+        return all
+    }
+
     /// How many times thread `tid` of `process` has been given a CPU (the third field of
     /// /proc/PROCESS/task/TID/schedstat); 0 if it is gone.
     public static func timeslices(_ tid: Int, process: String = "self") -> Int {
