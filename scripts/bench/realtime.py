@@ -307,11 +307,8 @@ music:
         self.ready_s = wait_status_200(self.port, self.proc) - t0
         # The API answers before the output threads have opened their PCMs; a play request then is
         # refused (503, "opening PCM"), so wait for every zone to be available first.
-        deadline = time.monotonic() + 10
-        while any(z.get("state") != "available" for z in self.snapshot()["zones"]):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name}: zones not available after 10 s: {self.snapshot()['zones']}")
-            time.sleep(0.01)
+        self.wait_until(lambda s: all(z.get("state") == "available" for z in s["zones"]),
+                        lambda s: f"zones not available after 10 s: {s['zones']}")
         if self.play:
             st, body = http_json(self.port, "POST", "/api/v1/music/play",
                                  {"songs": [self.a.song_id], "zones": [f"zone{i}" for i in range(1, self.zones + 1)]},
@@ -319,25 +316,29 @@ music:
             if st != 202:
                 raise RuntimeError(f"music/play answered {st}: {body}")
         if self.external == "idle":
-            deadline = time.monotonic() + 10
-            while (self.snapshot().get("mqtt") or {}).get("connection") != "connected":
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{self.name}: MQTT did not connect: {self.snapshot().get('mqtt')}")
-                time.sleep(0.05)
+            self.wait_until(lambda s: (s.get("mqtt") or {}).get("connection") == "connected",
+                            lambda s: f"MQTT did not connect: {s.get('mqtt')}")
         if self.external == "aplay":
             env = dict(os.environ, ALSA_CONFIG_PATH=os.path.join(d, "alsa.conf"))
             self.feeder = subprocess.Popen(["aplay", "-q", "-D", "baton_x", self.a.external_wav], env=env,
                                            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
-            deadline = time.monotonic() + 10
-            while not any(s.get("class") == "music" and s.get("state") == "playing"
-                          for s in self.snapshot()["sources"]):
-                if time.monotonic() > deadline or self.feeder.poll() is not None:
-                    raise RuntimeError(f"{self.name}: aplay's source is not playing: {self.snapshot()['sources']}")
-                time.sleep(0.01)
+            self.wait_until(lambda s: any(x.get("class") == "music" and x.get("state") == "playing"
+                                          for x in s["sources"]),
+                            lambda s: f"aplay's source is not playing: {s['sources']}",
+                            gave_up=lambda: self.feeder.poll() is not None)
 
     def snapshot(self):
         st, body = http_json(self.port, "GET", "/api/v1/status")
         return body
+
+    def wait_until(self, done, why, gave_up=lambda: False, seconds=10):
+        """Polls the status every 10 ms until done(status); raises RuntimeError with why(status) after
+        `seconds`, or as soon as gave_up()."""
+        deadline = time.monotonic() + seconds
+        while not done(self.snapshot()):
+            if time.monotonic() > deadline or gave_up():
+                raise RuntimeError(f"{self.name}: {why(self.snapshot())}")
+            time.sleep(0.01)
 
     def stop(self):
         if self.feeder and self.feeder.poll() is None:
