@@ -92,6 +92,10 @@ public final class DeviceOutput: @unchecked Sendable {
     /// threshold: `ZoneMixer.takeChanged`), so that whoever follows the audio looks again instead
     /// of polling; must be quick and must not block. Set before `start`.
     public nonisolated(unsafe) var audioObserver: (@Sendable () -> Void)?
+    /// Called on the output thread when a stream output's connection changes: it opened (with
+    /// `StreamSpec.awaitsServer`, it now waits for `serverAnswered`), carries audio, or failed.
+    /// Must be quick and real-time safe (a semaphore post). Set before `start`.
+    public nonisolated(unsafe) var connectionObserver: (@Sendable () -> Void)?
     /// Wakes the output thread while it waits with nothing to play (`stopsWhenIdle`).
     private let doorbell = Semaphore()
     private let idleStopCount = Atomic<Int>(0)
@@ -220,6 +224,7 @@ public final class DeviceOutput: @unchecked Sendable {
         }
         var cycle = 0
         if let sink = streamSink {
+            sink.connectionObserver = connectionObserver
             sink.prepareThread()
             play(on: sink, bufferFrames: spec.pcm.bufferFrames, cycle: &cycle)
             sink.close()

@@ -56,6 +56,11 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// A connect that has not completed after this long is abandoned and retried.
     private static let connectTimeout = 2_000_000_000
 
+    /// Called on the output thread when the connection changes: it opened (and, with
+    /// `awaitsServer`, now waits for the server's answer), carries audio, or failed. Must be quick
+    /// and real-time safe (a semaphore post). Set before the output thread starts.
+    var connectionObserver: (@Sendable () -> Void)?
+
     /// Prepares the target's address (a numeric IP, or the FIFO path) and the buffers. Control thread.
     /// - Parameter frameBytes: bytes in one frame as written (channels × 2 for S16_LE).
     init(_ spec: StreamSpec, frameBytes: Int) {
@@ -333,6 +338,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         state = .awaitingServer
         openedAt = now
         awaiting.store(true, ordering: .releasing)
+        connectionObserver?()
     }
 
     /// The connection carries audio from now on: the pre-fill first.
@@ -342,12 +348,15 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         connectCount.add(1, ordering: .relaxed)
         connected.store(true, ordering: .releasing)
         if silenceBytes > 0 { _ = send(silence, silenceBytes) }
+        connectionObserver?()
     }
 
     /// The connection failed or broke: close it and retry after the backoff.
     private func fail(_ code: Int32, at now: Int) {
+        let wasConnected = isConnected
         close()
         failConnect(code, at: now)
+        if wasConnected { connectionObserver?() }
     }
 
     private func failConnect(_ code: Int32, at now: Int) {

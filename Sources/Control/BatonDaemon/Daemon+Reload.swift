@@ -40,7 +40,9 @@ extension Daemon {
         replaceConfig(new, sounds: report.soundsChanged ? Self.soundLibrary(new) : sounds)
         if report.policyChanged { state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) } }
         parts.volumes.open(table.zones.filter { (report.zonesAdded + report.zonesChanged).contains($0.name) })
-        for d in started { d.start(logger) { [monitor] in monitor.wake() } }
+        for d in started {
+            d.start(logger, connection: parts.snapcast.connectionObserver(for: d)) { [monitor] in monitor.wake() }
+        }
         parts.snapcast.update(new.zones) { [weak self] in self?.output($0)?.device }
         logger.info(
             "reload: applied (added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged), unchanged \(report.zonesUnchanged)\(report.policyChanged ? ", new policy" : "")\(report.needsRestart.isEmpty ? "" : "; restart needed for \(report.needsRestart)"))"

@@ -9,6 +9,9 @@ import Synchronization
 /// zone's stream (see `GroupKeeper`). Control thread for `update`/`stop`; any thread for the rest.
 package final class SnapcastKeepers: Sendable {
     private let keepers = Mutex<[String: GroupKeeper]>([:])
+    /// What wakes each zone's keeper, by zone, kept across reloads: the zone's output posts it from
+    /// its thread (no lock there) whatever keeper runs now.
+    private let bells = Mutex<[String: GroupKeeper.Bell]>([:])
     private let logger: Logger
 
     package init(logger: Logger) { self.logger = logger }
@@ -44,7 +47,7 @@ package final class SnapcastKeepers: Sendable {
                         guard let d = device(name) else { return .nothing }
                         if d.awaitsServer { return .answer }
                         return d.snapshot().available ? .nothing : .watch
-                    }
+                    }, wake: bell(for: name)
                 ) { isError, message in
                     if isError { logger.warning(message) } else { logger.info(message) }
                 }
@@ -54,6 +57,24 @@ package final class SnapcastKeepers: Sendable {
         }
         for keeper in stale { keeper.stop() }
         for keeper in fresh { keeper.start() }
+    }
+
+    /// What a Snapcast zone's output calls when its connection changes (`DeviceOutput.connectionObserver`):
+    /// it wakes the zone's keeper, which answers a new connection at once. Nil for an ALSA device.
+    /// Control thread, before the output starts.
+    package func connectionObserver(for device: DeviceOutput) -> (@Sendable () -> Void)? {
+        guard device.spec.stream != nil, let zone = device.spec.zones.first?.name else { return nil }
+        let bell = bell(for: zone)
+        return { bell.post() }
+    }
+
+    private func bell(for zone: String) -> GroupKeeper.Bell {
+        bells.withLock { bells in
+            if let bell = bells[zone] { return bell }
+            let bell = GroupKeeper.Bell()
+            bells[zone] = bell
+            return bell
+        }
     }
 
     /// Stops every keeper. Control thread.

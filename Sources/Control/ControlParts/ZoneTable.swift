@@ -148,10 +148,14 @@ package final class ZoneTable: Sendable {
 extension DeviceOutput {
     /// Starts the output thread and says so. Control thread.
     /// Starts the output thread; `changed` runs on it when the PCM opens or is lost and when what a
-    /// zone mixes changed (it wakes the monitor, which reports availability and follows the audio).
-    package func start(_ logger: Logger, changed: @escaping @Sendable () -> Void) {
+    /// zone mixes changed (it wakes the monitor, which reports availability and follows the audio);
+    /// `connection` when a stream output's connection changes (it wakes the zone's Snapcast keeper).
+    package func start(
+        _ logger: Logger, connection: (@Sendable () -> Void)? = nil, changed: @escaping @Sendable () -> Void
+    ) {
         availabilityObserver = changed
         audioObserver = changed
+        connectionObserver = connection
         start()
         let p = spec.pcm
         let names = spec.zones.map(\.name)

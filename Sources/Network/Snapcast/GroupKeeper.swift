@@ -1,4 +1,3 @@
-import Glibc
 import OSThread
 import Synchronization
 
@@ -8,10 +7,10 @@ import Synchronization
 ///
 /// Each answer is also proof that the server runs: `answered` gets the time the call was made (the
 /// zone's stream output carries audio on a new connection only after that). Between polls the
-/// thread sleeps (a stop wakes it at once); `output` says what the zone's output needs: nothing
-/// (it carries audio: look again every `calmInterval`, poll at the interval), a watch (it does
-/// not: look again every `hurryInterval`), or an answer (a new connection waits for one: poll
-/// every `hurryInterval`).
+/// thread sleeps until the interval is over, a stop, or `look()` — which the zone's output calls
+/// when its connection changes (`DeviceOutput.connectionObserver`); then `output` says what the
+/// output needs: an answer (a new connection waits for one: poll at once, then every
+/// `hurryInterval` until it carries audio), or nothing more than the polls at the interval.
 ///
 /// Never stops the daemon: an unreachable server or a bad answer is reported (once per distinct
 /// problem, through `log`) and retried at the next poll. Start and stop from the control thread;
@@ -31,28 +30,29 @@ public final class GroupKeeper: Sendable {
 
     /// What the zone's stream output needs from the keeper now.
     public enum OutputNeed: Sendable {
-        /// It carries audio: poll at the interval.
+        /// It carries audio: the polls at the interval.
         case nothing
-        /// It does not (the server away, a connect under way): look again every `hurryInterval`.
+        /// It carries no audio (the server away, a connect under way): the polls at the interval;
+        /// its next connection calls `look()`.
         case watch
-        /// A new connection waits for an answer: poll every `hurryInterval`.
+        /// A new connection waits for an answer: poll at once, then every `hurryInterval`.
         case answer
     }
 
     public let zone: SnapcastZone
     public let control: SnapcastControl
     public let interval: Duration
-    /// How often to look at the output, and poll, while it needs it.
+    /// What wakes a keeper: `look()` and `stop()` post it.
+    public typealias Bell = Semaphore
+
+    /// How often to poll while a connection waits for an answer (the server may be starting).
     public static let hurryInterval = 100_000_000
-    /// How often to look at an output that carries audio: how late, at most, the keeper sees that
-    /// it lost its connection and starts watching it closely.
-    public static let calmInterval = 500_000_000
     private let log: @Sendable (_ isError: Bool, _ message: String) -> Void
     private let answered: @Sendable (_ callStartedAt: Int) -> Void
     private let output: @Sendable () -> OutputNeed
     private let name: String
     private let stopping = Atomic<Bool>(false)
-    private let wake = Semaphore()
+    private let wake: Bell
     private let thread = Mutex<OSThread?>(nil)
     private let shared = Mutex(State())
 
@@ -61,12 +61,15 @@ public final class GroupKeeper: Sendable {
     ///   - log: receives one line per change of what is wrong (`isError`) or each fix made.
     ///   - answered: told, after each call the server answered, when (monotonic ns) it was made.
     ///   - output: what the zone's stream output needs now (see `OutputNeed`); asked between polls.
+    ///   - wake: what `look()` and `stop()` post; given, so that an output started before the
+    ///     keeper can post it (`DeviceOutput.connectionObserver`).
     public init(
         name: String, zone: SnapcastZone, control: SnapcastControl, interval: Duration = .seconds(2),
         answered: @escaping @Sendable (_ callStartedAt: Int) -> Void = { _ in },
-        output: @escaping @Sendable () -> OutputNeed = { .nothing },
+        output: @escaping @Sendable () -> OutputNeed = { .nothing }, wake: Bell = Bell(),
         log: @escaping @Sendable (_ isError: Bool, _ message: String) -> Void
     ) {
+        self.wake = wake
         self.name = name
         self.zone = zone
         self.control = control
@@ -84,6 +87,10 @@ public final class GroupKeeper: Sendable {
         let t = OSThread.start(name: "snapcast") { [self] in run() }
         thread.withLock { $0 = t }
     }
+
+    /// Wakes the keeper to look at the output now (its connection changed). Any thread, the
+    /// output thread too: a semaphore post.
+    public func look() { wake.post() }
 
     /// Stops polling and waits for the thread (at most one call's timeout). Control thread.
     public func stop() {
@@ -152,12 +159,15 @@ public final class GroupKeeper: Sendable {
             let end =
                 monotonicNanoseconds() + Int(interval.components.seconds) * 1_000_000_000
                 + Int(interval.components.attoseconds / 1_000_000_000)
+            // Asked to look (`look()`, or a post left from the poll just made): an answer is
+            // needed at once; else every `hurryInterval` while one is awaited.
+            var asked = false
             while !stopping.load(ordering: .acquiring) {
                 let now = monotonicNanoseconds()
                 if now >= end { break }
-                let need = output()
-                if need == .answer && now >= started + Self.hurryInterval { break }
-                wake.wait(nanoseconds: min(end - now, need == .nothing ? Self.calmInterval : Self.hurryInterval))
+                let answer = output() == .answer
+                if answer && (asked || now >= started + Self.hurryInterval) { break }
+                asked = wake.wait(nanoseconds: answer ? min(end, started + Self.hurryInterval) - now : end - now)
             }
         }
     }

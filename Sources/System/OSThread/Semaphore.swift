@@ -33,13 +33,17 @@ public final class Semaphore: @unchecked Sendable {
     /// enough).
     public func drain() { while sem_trywait(semaphore) == 0 {} }
 
-    /// Waits until a post or `nanoseconds` have passed.
-    public func wait(nanoseconds: Int) {
+    /// Waits until a post or `nanoseconds` have passed; true when a post was taken.
+    @discardableResult
+    public func wait(nanoseconds: Int) -> Bool {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         let total = ts.tv_nsec + max(0, nanoseconds)
         ts.tv_sec += total / 1_000_000_000
         ts.tv_nsec = total % 1_000_000_000
-        while sem_timedwait(semaphore, &ts) != 0 && errno == EINTR {}
+        while true {
+            if sem_timedwait(semaphore, &ts) == 0 { return true }
+            if errno != EINTR { return false }
+        }
     }
 }

@@ -78,15 +78,20 @@ import Testing
     /// With `awaitsServer`, a connection the kernel completed carries nothing until the server is
     /// seen running by a call made after the connect (an answer to an earlier call proves nothing:
     /// the server may have restarted since); then it carries real time, not the audio of the wait.
+    /// The output says when it starts waiting and when it carries audio (its connection observer,
+    /// which wakes the Snapcast keeper to answer at once).
     @Test func awaitsTheServerBeforeSendingAudio() throws {
         let port = try FreePort.next()
         let zone = output(port: port, awaitsServer: true)
         let listener = try PCMListener(port: port)
         defer { listener.close() }
+        let told = Mutex<[Bool]>([])
+        zone.connectionObserver = { [unowned zone] in told.withLock { $0.append(zone.awaitsServer) } }
         let beforeConnect = monotonicNanoseconds()
         zone.start()
         defer { zone.stop() }
         #expect(waitUntil(seconds: 3) { zone.awaitsServer }, "connected, waiting for the server")
+        #expect(told.withLock { $0 } == [true], "the output told that it waits")
         zone.serverAnswered(callStartedAt: beforeConnect)
         #expect(listener.bytesOver(seconds: 0.3) == 0, "an answer to a call made before the connect opens nothing")
         let waiting = zone.snapshot()
@@ -94,6 +99,7 @@ import Testing
         zone.serverAnswered(callStartedAt: monotonicNanoseconds())
         #expect(waitUntil(seconds: 1) { zone.snapshot().available }, "an answer to a later call opens it")
         #expect(!zone.awaitsServer)
+        #expect(told.withLock { $0 } == [true, false], "and then that it carries audio")
         let perSecond = Double(Self.rate * 4)
         let sent = Double(listener.bytesOver(seconds: 1.0)) / perSecond
         #expect(abs(sent - 1) < 0.06, "1 s of audio in 1 s, none of the wait (got \(sent) s)")

@@ -76,9 +76,10 @@ import Testing
     }
 
     /// The group keeper polls as often as the zone's output needs, and sleeps in between: with an
-    /// output that carries audio, once per interval, its thread looking at the output every 0.5 s
-    /// in between (the keeper used to look every 20 ms); once a new connection waits for an answer
-    /// it sees that within 0.5 s and polls every 0.1 s; a stop wakes it at once.
+    /// output that carries audio, once per interval, its thread not running at all between polls
+    /// (it used to look at the output every 0.5 s, and before that every 20 ms); when the output
+    /// says its connection changed (`look()`) and a new connection waits for an answer, it polls at
+    /// once, then every 0.1 s; a stop wakes it at once.
     @Test func keeperPollsAsOftenAsTheOutputNeeds() throws {
         let server = try SnapcastServer()
         defer { server.stop() }
@@ -86,29 +87,33 @@ import Testing
         let answers = Mutex<[Int]>([])
         let keeper = GroupKeeper(
             name: "upstairs", zone: SnapcastZone(stream: "upstairs", speakers: []),
-            control: SnapcastControl(control: server.control), interval: .seconds(1),
+            control: SnapcastControl(control: server.control), interval: .seconds(3),
             answered: { at in answers.withLock { $0.append(at) } }, output: { need.withLock { $0 } }
         ) { _, _ in }
         let before = Set(ProcessThreads.named("snapcast"))
         keeper.start()
         defer { keeper.stop() }
         let count = { answers.withLock { $0.count } }
-        #expect(waitUntil(seconds: 5) { count() >= 2 })
+        #expect(waitUntil(seconds: 8) { count() >= 2 })
         let tid = try #require(ProcessThreads.named("snapcast").first { !before.contains($0) }, "the keeper's thread")
-        let slices = ProcessThreads.timeslices(tid)
-        #expect(waitUntil(seconds: 5) { count() >= 3 })
-        let asleep = ProcessThreads.timeslices(tid) - slices
         let calm = answers.withLock { $0 }
-        let gap = Double(calm[2] - calm[1]) / 1e9
-        #expect(gap >= 0.95, "polls one interval apart while the output carries audio (\(gap) s)")
-        #expect(asleep < 25, "one poll and two looks: \(asleep) time slices (looking every 20 ms: over 50)")
+        let gap = Double(calm[1] - calm[0]) / 1e9
+        #expect(gap >= 2.95, "polls one interval apart while the output carries audio (\(gap) s)")
+        usleep(200_000)
+        let slices = ProcessThreads.timeslices(tid)
+        usleep(2_000_000)
+        let asleep = ProcessThreads.timeslices(tid) - slices
+        #expect(
+            asleep == 0 && count() == 2,
+            "the keeper's thread ran \(asleep) times between polls (looking every 0.5 s: 4)")
 
         need.withLock { $0 = .answer }
         let calmCount = count()
         let asked = monotonicNanoseconds()
+        keeper.look()
         #expect(waitUntil(seconds: 5) { count() > calmCount })
         let noticed = Double(monotonicNanoseconds() - asked) / 1e9
-        #expect(noticed < 0.8, "the wait is seen within half a second (\(noticed) s)")
+        #expect(noticed < 0.1, "asked to look, it answers at once (\(noticed) s)")
         let hurried = count()
         let t0 = monotonicNanoseconds()
         #expect(waitUntil(seconds: 5) { count() >= hurried + 5 })
@@ -119,6 +124,6 @@ import Testing
         let stopAt = monotonicNanoseconds()
         keeper.stop()
         let stopped = Double(monotonicNanoseconds() - stopAt) / 1e9
-        #expect(stopped < 0.5, "a stop wakes the keeper at once (\(stopped) s; the interval is 1 s)")
+        #expect(stopped < 0.5, "a stop wakes the keeper at once (\(stopped) s; the interval is 3 s)")
     }
 }
