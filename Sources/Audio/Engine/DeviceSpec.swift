@@ -54,7 +54,9 @@ public struct DeviceSpec: Sendable, Equatable {
     /// Stop the PCM while every zone is idle (no slot claimed) for half a second: drain it and wait,
     /// costing nothing, until `DeviceOutput.wake()` (after a slot is claimed and fed) or a volume
     /// change; then prepare it and play from the next period. The zone's frame counter pauses
-    /// meanwhile. Never for a stream output (snapserver is fed without a break).
+    /// meanwhile. A TCP stream output, after 5 s, closes its connection instead, and opens a new one
+    /// before the next sound (`StreamSink`); a FIFO stream output never stops (snapserver's pipe
+    /// reader pads the chunks around a break with silence and keeps the shift).
     public var stopsWhenIdle: Bool
 
     public init(
@@ -62,7 +64,11 @@ public struct DeviceSpec: Sendable, Equatable {
         stream: StreamSpec? = nil, stopsWhenIdle: Bool = false
     ) {
         self.pcm = pcm
-        self.stopsWhenIdle = stopsWhenIdle && stream == nil
+        if case .fifo = stream?.target {
+            self.stopsWhenIdle = false
+        } else {
+            self.stopsWhenIdle = stopsWhenIdle
+        }
         self.clock = stream == nil ? clock : .system
         self.realtimePriority = realtimePriority
         self.zones = zones

@@ -43,6 +43,7 @@ package final class SnapcastKeepers: Sendable {
                 let keeper = GroupKeeper(
                     name: name, zone: Self.zone(s), control: control,
                     answered: { device(name)?.serverAnswered(callStartedAt: $0) },
+                    unreachable: { device(name)?.serverUnreachable() },
                     output: {
                         guard let d = device(name) else { return .nothing }
                         if d.awaitsServer { return .answer }

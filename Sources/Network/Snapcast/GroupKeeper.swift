@@ -49,6 +49,7 @@ public final class GroupKeeper: Sendable {
     public static let hurryInterval = 100_000_000
     private let log: @Sendable (_ isError: Bool, _ message: String) -> Void
     private let answered: @Sendable (_ callStartedAt: Int) -> Void
+    private let unreachable: @Sendable () -> Void
     private let output: @Sendable () -> OutputNeed
     private let name: String
     private let stopping = Atomic<Bool>(false)
@@ -60,12 +61,14 @@ public final class GroupKeeper: Sendable {
     ///   - name: the zone's name, for messages.
     ///   - log: receives one line per change of what is wrong (`isError`) or each fix made.
     ///   - answered: told, after each call the server answered, when (monotonic ns) it was made.
+    ///   - unreachable: told when `Server.GetStatus` failed (the server away, or a bad answer).
     ///   - output: what the zone's stream output needs now (see `OutputNeed`); asked between polls.
     ///   - wake: what `look()` and `stop()` post; given, so that an output started before the
     ///     keeper can post it (`DeviceOutput.connectionObserver`).
     public init(
         name: String, zone: SnapcastZone, control: SnapcastControl, interval: Duration = .seconds(2),
         answered: @escaping @Sendable (_ callStartedAt: Int) -> Void = { _ in },
+        unreachable: @escaping @Sendable () -> Void = {},
         output: @escaping @Sendable () -> OutputNeed = { .nothing }, wake: Bell = Bell(),
         log: @escaping @Sendable (_ isError: Bool, _ message: String) -> Void
     ) {
@@ -75,6 +78,7 @@ public final class GroupKeeper: Sendable {
         self.control = control
         self.interval = interval
         self.answered = answered
+        self.unreachable = unreachable
         self.output = output
         self.log = log
     }
@@ -108,9 +112,15 @@ public final class GroupKeeper: Sendable {
     /// (or a test).
     @discardableResult
     public func pollOnce(volumesSet: inout Set<String>) -> String? {
-        do {
+        do throws(SnapcastError) {
             let started = monotonicNanoseconds()
-            let status = try control.status()
+            let status: ServerStatus
+            do {
+                status = try control.status()
+            } catch {
+                unreachable()
+                throw error
+            }
             answered(started)
             // A speaker that left must get its volume again when it is back.
             volumesSet = volumesSet.filter { status.client($0)?.connected == true }
