@@ -29,7 +29,9 @@
 # `batond with CPUs kept awake` — beside a SCHED_IDLE busy loop per CPU: what an output wake-up
 # costs, and what of it is a CPU coming out of idle —, `batond buffer 50ms` — two periods per
 # output wake-up —, `batond idle listening` — two idle zones with an external source, the intercom
-# and MQTT (a local mosquitto) configured —
+# and MQTT (a local mosquitto) configured —, `batond idle snapcast` — one Snapcast zone on a snapserver
+# started for it, one snapclient, nothing playing (snapserver's and snapclient's CPU among the other
+# processes) —
 # and `batond external aplay` — aplay playing the stream, decoded to 48 kHz S16, through the `baton`
 # ALSA plugin: what AirPlay or Spotify cost through batond; with BASELINE, each beside its baseline
 # twin), BASELINE (a git revision: its

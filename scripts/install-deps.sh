@@ -29,10 +29,11 @@ demo=(ffmpeg python3-venv)
 # The benchmarks against other players (scripts/bench-realtime.sh, scripts/bench-pipelines.sh): MPD
 # (+ mpc), mpv, GStreamer (souphttpsrc is in -good, opusdec and audioresample in -base, alsasink in
 # -alsa), ffmpeg (makes the stream), GNU time, python3-venv for the Supysonic server, and gdb (names
-# batond's threads by their entry functions in bench-realtime.sh), mosquitto and alsa-utils (aplay)
-# for the `batond idle listening` and `batond external aplay` cases.
+# batond's threads by their entry functions in bench-realtime.sh), mosquitto, alsa-utils (aplay),
+# snapserver and snapclient for the `batond idle listening`, `batond external aplay` and `batond idle
+# snapcast` cases.
 bench=(mpd mpc mpv gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-alsa
-       ffmpeg time python3-venv gdb mosquitto alsa-utils)
+       ffmpeg time python3-venv gdb mosquitto alsa-utils snapserver snapclient)
 
 #   scripts/install-deps.sh [--test] [--demo] [--bench] [--package] [--package-test]   (several may be given)
 want=("${build[@]}" "${runtime[@]}")

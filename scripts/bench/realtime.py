@@ -248,11 +248,12 @@ class Batond(Player):
     def __init__(self, a, zones, play, sounds=None, period_ms=None, binary=None, prefix=(), spinners=0,
                  buffer_ms=None, external=None):
         """external: None; "idle" (listening for everything: an external source `x` with no program
-        connected, the intercom's RTP port, MQTT connected to a mosquitto started for the case); or
+        connected, the intercom's RTP port, MQTT connected to a mosquitto started for the case);
         "aplay" (aplay writes a.external_wav to `baton_x` in real time: the program's audio through
-        batond's ALSA plugin, as AirPlay or Spotify would)."""
+        batond's ALSA plugin, as AirPlay or Spotify would); or "snapcast" (the zones are one
+        Snapcast zone on a snapserver started for the case, with one snapclient, nothing playing)."""
         self.a, self.zones, self.play, self.period_ms, self.buffer_ms = a, zones, play, period_ms, buffer_ms
-        self.external, self.feeder, self.broker = external, None, None
+        self.external, self.feeder, self.broker, self.snap = external, None, None, []
         self.binary = binary or a.batond
         self.prefix, self.spinners, self.spinning = list(prefix), spinners, []
         self.sounds = sounds or a.sounds
@@ -274,6 +275,10 @@ class Batond(Player):
             timing = f", buffer: {self.buffer_ms}ms"
         zones = "".join(f"  zone{i}: {{pcm: rt_zone{i}, rate: {RATE}, channels: 2, clock: system{timing}}}\n"
                         for i in range(1, self.zones + 1))
+        if self.external == "snapcast":
+            zones = (f"  zone1:\n    snapcast: {{source: 'tcp://127.0.0.1:{self.snap_ports[3]}', "
+                     f"control: 'http://127.0.0.1:{self.snap_ports[1]}', stream: upstairs, clients: [bench-pi]}}\n"
+                     f"    rate: 48000\n    channels: 2\n")
         conf = os.path.join(d, "baton.yaml")
         with open(conf, "w") as f:
             f.write(f"""api: {{listen: 127.0.0.1:{self.port}}}
@@ -291,13 +296,51 @@ music:
                         f"intercom:\n  rtp: {{listen: '127.0.0.1:{free_port()}', zones: [all]}}\n")
         return conf, d
 
+    def start_snapcast(self, d):
+        """snapserver (its own empty config and datadir, loopback ports, a `mode=server` TCP source
+        `upstairs`, FLAC to the clients as by default) and one snapclient (`bench-pi`, playing into
+        the `file` player's null sink)."""
+        self.snap_ports = [free_port() for _ in range(4)]
+        stream, http, tcp, source = self.snap_ports
+        open(os.path.join(d, "snapserver.conf"), "w").close()
+        server = subprocess.Popen(
+            ["snapserver", f"--config={d}/snapserver.conf", f"--server.datadir={d}",
+             "--stream.bind_to_address=127.0.0.1", f"--stream.port={stream}",
+             "--http.bind_to_address=127.0.0.1", f"--http.port={http}",
+             "--tcp.bind_to_address=127.0.0.1", f"--tcp.port={tcp}",
+             f"--stream.source=tcp://127.0.0.1:{source}?name=upstairs&mode=server&sampleformat=48000:16:2",
+             "--logging.filter=*:warning"], stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+        self.snap.append(server)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", stream), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError(f"{self.name}: snapserver did not listen on {stream}")
+                time.sleep(0.05)
+        self.snap.append(subprocess.Popen(
+            ["snapclient", "-h", "127.0.0.1", "-p", str(stream), "--hostID", "bench-pi",
+             "--player", "file:filename=null"], stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log))
+
+    def snapcast_pids(self):
+        """snapserver's and snapclient's pids (their CPU is reported beside batond's)."""
+        return [p.pid for p in self.snap]
+
     def start(self):
+        if self.external == "snapcast":
+            d = os.path.join(self.a.workdir, f"batond-{self.zones}")
+            os.makedirs(d, exist_ok=True)
+            self.log = open(os.path.join(d, "log"), "w")
+            self.start_snapcast(d)
         if self.external == "idle":
             self.broker_port = free_port()
             self.broker = subprocess.Popen(["mosquitto", "-p", str(self.broker_port)], stdin=subprocess.DEVNULL,
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         conf, d = self.write_config()
-        self.log = open(os.path.join(d, "log"), "w")
+        if self.external != "snapcast":
+            self.log = open(os.path.join(d, "log"), "w")
         # SCHED_IDLE busy loops: they run only when nothing else wants the CPU, so no vCPU halts.
         self.spinning = [subprocess.Popen(["chrt", "-i", "0", "sh", "-c", "while :; do :; done"])
                          for _ in range(self.spinners)]
@@ -315,6 +358,9 @@ music:
                                  timeout=30)
             if st != 202:
                 raise RuntimeError(f"music/play answered {st}: {body}")
+        if self.external == "snapcast":
+            self.wait_until(lambda s: (s["zones"][0].get("snapcast") or {}).get("connected") == ["bench-pi"],
+                            lambda s: f"the snapclient is not grouped on the zone: {s['zones'][0].get('snapcast')}")
         if self.external == "idle":
             self.wait_until(lambda s: (s.get("mqtt") or {}).get("connection") == "connected",
                             lambda s: f"MQTT did not connect: {s.get('mqtt')}")
@@ -348,6 +394,9 @@ music:
         if self.broker:
             self.broker.terminate()
             self.broker.wait()
+        for p in reversed(self.snap):
+            p.terminate()
+            p.wait()
         for p in self.spinning:
             p.kill()
             p.wait()
@@ -373,6 +422,8 @@ music:
             if self.feeder.poll() is not None:
                 raise RuntimeError(f"{self.name}: aplay ended during the measurement")
             self.note = "aplay → baton_x (48 kHz S16) → the zone"
+        elif self.external == "snapcast":
+            self.note = f"{'stopped' if stopped else 'rendering'}; snapserver + snapclient: see the other processes"
         elif not self.play:
             self.note = f"{stopped} of {len(after['zones'])} idle zones stopped"
         if self.play:
@@ -661,6 +712,9 @@ def main():
                 ("batond idle listening", "the idle 2-zone row listening for everything: an external source "
                  "`x` (no program connected), the intercom's RTP port, MQTT connected to a local mosquitto",
                  lambda: Batond(a, 2, False, external="idle")),
+                ("batond idle snapcast", "one Snapcast zone (a `mode=server` TCP source of a snapserver "
+                 "started for the case, one snapclient grouped on it), nothing playing",
+                 lambda: Batond(a, 1, False, external="snapcast")),
                 ("batond external aplay", "one zone as in the first row, no music; aplay writes the stream "
                  "(decoded to 48 kHz S16 WAV) to `baton_x` in real time: a program through the `baton` ALSA "
                  "plugin, `when-interrupted: hold`",
@@ -668,7 +722,8 @@ def main():
     # The external rows' twins with the baseline binary, beside them when they are picked.
     twins = {}
     if a.baseline_batond:
-        for row, ext, zones in (("batond idle listening", "idle", 2), ("batond external aplay", "aplay", 1)):
+        for row, ext, zones in (("batond idle listening", "idle", 2), ("batond external aplay", "aplay", 1),
+                                ("batond idle snapcast", "snapcast", 1)):
             twins[row] = (
                 f"{baseline}{row[len('batond'):]}", f"the row `{row}` with the release batond built from "
                 f"{a.baseline_label}",
