@@ -212,32 +212,11 @@ final class MusicStreamer: @unchecked Sendable {
             }, skipSeconds: skipSeconds, gain: gain)
         while !isCancelled {
             let more = try renderer.step(afterRead: { if buffer.isComplete { downloaded() } }) { k, samples in
-                push(samples, into: targets[k])
+                targets[k].write(samples, waking: roomOrCancel) { isCancelled }
             }
             if !more { break }
         }
         return renderer.framesDelivered.first ?? 0
-    }
-
-    /// Writes all of `samples` into the slot's ring, waiting for room. False when cancelled.
-    /// While the ring is full (nearly always once a track plays) it sleeps until the output has
-    /// taken it down to half full — with 500 ms rings 0.25 s of audio, then decoded in one go:
-    /// a few wake-ups a second, not one per 20 ms block (which cost 74 wake-ups a second and cold
-    /// caches at each). The other half is the margin against a late wake-up. `cancel` wakes it.
-    private func push(_ samples: UnsafeBufferPointer<Float>, into t: SourceOutput) -> Bool {
-        var offset = 0
-        let ring = t.slot.ring
-        while offset < samples.count {
-            if isCancelled { return false }
-            let n = ring.write(samples.baseAddress! + offset, count: samples.count - offset)
-            offset += n
-            if n == 0 {
-                let aboveHalf = max(0, ring.readable - ring.capacity / 2) / max(1, t.channels)
-                let nanoseconds = aboveHalf * 1_000_000_000 / max(1, t.rate)
-                roomOrCancel.wait(nanoseconds: min(500_000_000, max(10_000_000, nanoseconds)))
-            }
-        }
-        return true
     }
 
     /// The network thread: streams the song into `buffer`, resuming after transient failures with

@@ -1,5 +1,6 @@
 import AudioCore
 import Engine
+import OSThread
 
 /// One zone's share of a granted source: the slot it writes (claimed by the control plane, paused
 /// or playing as the arbiter says), the zone's format, and the device that plays it.
@@ -24,6 +25,30 @@ public struct SourceOutput: Sendable {
         self.rate = rate
         self.channels = channels
         self.resampler = resampler
+    }
+
+    /// Writes all of `samples` into the slot's ring, waiting for room; false when `cancelled()`.
+    /// While the ring is full (nearly always once a stream plays) it sleeps until the output has
+    /// taken it down to half full — with 500 ms rings 0.25 s of audio, then decoded in one go: a
+    /// few wake-ups a second, not one per 20 ms block (which cost the music streamer 74 wake-ups a
+    /// second and cold caches at each) — or until `wake` is posted (the cancel posts it). The other
+    /// half is the margin against a late wake-up. The producer's thread.
+    public func write(
+        _ samples: UnsafeBufferPointer<Float>, waking wake: Semaphore, cancelled: () -> Bool
+    ) -> Bool {
+        var offset = 0
+        let ring = slot.ring
+        while offset < samples.count {
+            if cancelled() { return false }
+            let n = ring.write(samples.baseAddress! + offset, count: samples.count - offset)
+            offset += n
+            if n == 0 {
+                let aboveHalf = max(0, ring.readable - ring.capacity / 2) / max(1, channels)
+                let nanoseconds = aboveHalf * 1_000_000_000 / max(1, rate)
+                wake.wait(nanoseconds: min(500_000_000, max(10_000_000, nanoseconds)))
+            }
+        }
+        return true
     }
 }
 

@@ -189,7 +189,10 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
                     TrackRenderer.Output(channels: $0.channels, rate: $0.rate, resampler: $0.resampler)
                 })
             while !isCancelled {
-                let more = try renderer.step { k, samples in push(samples, into: targets[k]) }
+                // Waits for room on `started`, which `stop` posts.
+                let more = try renderer.step { k, samples in
+                    targets[k].write(samples, waking: started) { isCancelled }
+                }
                 if !more { break }
                 if (renderer.framesDelivered.first ?? 0) >= maxFrames {
                     report(.streamEnded("\(shownURL): cut after \(limits.maxSeconds) s (announce.max-duration)"))
@@ -203,22 +206,6 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
             }
         }
         return targets
-    }
-
-    /// Writes all of `samples` into the slot's ring, waiting for room (as `MusicStreamer` does:
-    /// about as long as the output takes to make room, 10–40 ms). False when cancelled.
-    private func push(_ samples: UnsafeBufferPointer<Float>, into t: SourceOutput) -> Bool {
-        var offset = 0
-        while offset < samples.count {
-            if isCancelled { return false }
-            let n = t.slot.ring.write(samples.baseAddress! + offset, count: samples.count - offset)
-            offset += n
-            if n == 0 {
-                let frames = (samples.count - offset) / max(1, t.channels)
-                usleep(UInt32(min(40_000, max(10_000, frames * 1_000_000 / max(1, t.rate)))))
-            }
-        }
-        return true
     }
 
     /// The network thread: one GET, no redirects, no retries (an announcement is short and late is
