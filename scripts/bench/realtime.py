@@ -403,6 +403,7 @@ music:
 
     def begin(self):
         self.before, self.t_before = self.snapshot(), time.monotonic()
+        self.snap_ticks = [process_ticks(p.pid) for p in self.snap]
 
     def check(self, _):
         super().check(None)
@@ -423,7 +424,9 @@ music:
                 raise RuntimeError(f"{self.name}: aplay ended during the measurement")
             self.note = "aplay → baton_x (48 kHz S16) → the zone"
         elif self.external == "snapcast":
-            self.note = f"{'stopped' if stopped else 'rendering'}; snapserver + snapclient: see the other processes"
+            server, client = ((process_ticks(p.pid) - t0) / HZ / seconds for p, t0 in zip(self.snap, self.snap_ticks))
+            self.note = (f"{'stopped' if stopped else 'rendering'}; over the same time snapserver "
+                         f"{server:.4f} s/s, snapclient {client:.4f} s/s")
         elif not self.play:
             self.note = f"{stopped} of {len(after['zones'])} idle zones stopped"
         if self.play:
