@@ -47,6 +47,7 @@ package final class SnapcastKeepers: Sendable {
                     output: {
                         guard let d = device(name) else { return .nothing }
                         if d.awaitsServer { return .answer }
+                        if d.isStoppedIdle { return .idle }
                         return d.snapshot().available ? .nothing : .watch
                     }, wake: bell(for: name)
                 ) { isError, message in

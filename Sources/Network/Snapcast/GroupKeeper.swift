@@ -10,7 +10,9 @@ import Synchronization
 /// thread sleeps until the interval is over, a stop, or `look()` — which the zone's output calls
 /// when its connection changes (`DeviceOutput.connectionObserver`); then `output` says what the
 /// output needs: an answer (a new connection waits for one: poll at once, then every
-/// `hurryInterval` until it carries audio), or nothing more than the polls at the interval.
+/// `hurryInterval` until it carries audio), nothing more than the polls at the interval, or, while
+/// it has closed its connection with nothing to play, polls at `idleInterval` (its next connection
+/// asks for an answer, and that poll fixes whatever drifted meanwhile).
 ///
 /// Never stops the daemon: an unreachable server or a bad answer is reported (once per distinct
 /// problem, through `log`) and retried at the next poll. Start and stop from the control thread;
@@ -37,11 +39,15 @@ public final class GroupKeeper: Sendable {
         case watch
         /// A new connection waits for an answer: poll at once, then every `hurryInterval`.
         case answer
+        /// It closed its connection with nothing to play: poll at `idleInterval`.
+        case idle
     }
 
     public let zone: SnapcastZone
     public let control: SnapcastControl
     public let interval: Duration
+    /// How often to poll while the output is `idle`.
+    public let idleInterval: Duration
     /// What wakes a keeper: `look()` and `stop()` post it.
     public typealias Bell = Semaphore
 
@@ -67,6 +73,7 @@ public final class GroupKeeper: Sendable {
     ///     keeper can post it (`DeviceOutput.connectionObserver`).
     public init(
         name: String, zone: SnapcastZone, control: SnapcastControl, interval: Duration = .seconds(2),
+        idleInterval: Duration = .seconds(10),
         answered: @escaping @Sendable (_ callStartedAt: Int) -> Void = { _ in },
         unreachable: @escaping @Sendable () -> Void = {},
         output: @escaping @Sendable () -> OutputNeed = { .nothing }, wake: Bell = Bell(),
@@ -77,6 +84,7 @@ public final class GroupKeeper: Sendable {
         self.zone = zone
         self.control = control
         self.interval = interval
+        self.idleInterval = idleInterval
         self.answered = answered
         self.unreachable = unreachable
         self.output = output
@@ -166,9 +174,10 @@ public final class GroupKeeper: Sendable {
                 }
                 reported = problem
             }
+            let pause = output() == .idle ? idleInterval : interval
             let end =
-                monotonicNanoseconds() + Int(interval.components.seconds) * 1_000_000_000
-                + Int(interval.components.attoseconds / 1_000_000_000)
+                monotonicNanoseconds() + Int(pause.components.seconds) * 1_000_000_000
+                + Int(pause.components.attoseconds / 1_000_000_000)
             // Asked to look (`look()`, or a post left from the poll just made): an answer is
             // needed at once; else every `hurryInterval` while one is awaited.
             var asked = false
