@@ -123,9 +123,7 @@ public final class DeviceOutput: @unchecked Sendable {
             frameBytes: spec.pcm.channels * spec.pcm.format.bytesPerSample)
         rateEstimator = RateEstimator(
             nominalRate: spec.pcm.rate, maximumGapNanoseconds: spec.pcm.bufferFrames * 1_000_000_000 / spec.pcm.rate)
-        streamSink = spec.stream.map {
-            StreamSink($0, frameBytes: spec.pcm.channels * spec.pcm.format.bytesPerSample, rate: spec.pcm.rate)
-        }
+        streamSink = spec.stream.map { StreamSink($0, frameBytes: spec.pcm.channels * spec.pcm.format.bytesPerSample) }
         let direct = spec.zones.count == 1 && spec.zones[0].deviceChannels == Array(0..<spec.pcm.channels)
         if direct {
             device = nil
@@ -184,10 +182,6 @@ public final class DeviceOutput: @unchecked Sendable {
     /// connection made before it may carry audio (`StreamSpec.awaitsServer`). Any thread.
     public func serverAnswered(callStartedAt: Int) { streamSink?.serverAnswered(callStartedAt: callStartedAt) }
 
-    /// A stream output's server did not answer a call: while the output is closed for want of
-    /// audio (`stopsWhenIdle`) the zone says it is unavailable, until a call is answered. Any thread.
-    public func serverUnreachable() { streamSink?.serverUnreachable() }
-
     /// How much audio one wake-up of the output thread takes from each slot ring at once (ns):
     /// `wakePeriods` of the granted buffer (the configured one until the device opened). A producer
     /// that feeds a ring live (a call, an external player) must keep at least this much in it, or
@@ -205,7 +199,7 @@ public final class DeviceOutput: @unchecked Sendable {
     public func snapshot() -> Snapshot {
         if let sink = streamSink {
             return Snapshot(
-                available: sink.isAvailable, lastError: sink.lastError,
+                available: sink.isConnected, lastError: sink.lastError,
                 framesPlayed: framesPlayed.load(ordering: .acquiring), xruns: 0, suspends: 0,
                 lateCycles: lateCycles.load(ordering: .acquiring), reopens: max(0, sink.connects - 1),
                 delayFrames: sink.spec.latencyFrames, realtime: realtime.load(ordering: .acquiring),
@@ -336,7 +330,7 @@ public final class DeviceOutput: @unchecked Sendable {
             }
             if spec.stopsWhenIdle {
                 idleFrames = allZonesIdle ? idleFrames + periods * period : 0
-                if idleFrames >= idleStopFrames {
+                if idleFrames >= spec.pcm.rate / 2 {
                     idleFrames = 0
                     guard waitWhileIdle(pcm) else { return }
                     deadline = monotonicNanoseconds()
@@ -375,12 +369,6 @@ public final class DeviceOutput: @unchecked Sendable {
         return min(wake, max(1, room / period))
     }
 
-    /// How long every zone must have had nothing to play before the output stops: half a second;
-    /// 5 s for a stream output, whose next connection cannot be made sooner than one server buffer
-    /// (1 s by default) after the close (`StreamSink`): a sound in that window waits for it, so
-    /// the window is kept away from a pause and its resume, or a doorbell pressed twice.
-    private var idleStopFrames: Int { streamSink == nil ? spec.pcm.rate / 2 : 5 * spec.pcm.rate }
-
     /// True when no zone has anything to play. Output thread; real-time safe.
     private var allZonesIdle: Bool {
         for m in mixers where !m.isIdle { return false }
@@ -388,8 +376,7 @@ public final class DeviceOutput: @unchecked Sendable {
     }
 
     /// Plays out the PCM's buffer, stops it and waits (no wake-ups) until a zone has something to
-    /// play or the thread is told to stop; then prepares the PCM (a stream output: closes its
-    /// connection, and opens a new one before it renders again; see `StreamSink`). False when it cannot be prepared
+    /// play or the thread is told to stop; then prepares the PCM. False when it cannot be prepared
     /// (the caller reopens it). Output thread; blocks, but only with nothing to play.
     private func waitWhileIdle<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
         pcm.drain()
@@ -399,7 +386,7 @@ public final class DeviceOutput: @unchecked Sendable {
         doorbell.drain()
         while !stopping && allZonesIdle { doorbell.wait() }
         stoppedIdle.store(false, ordering: .releasing)
-        let r = pcm.resumeFromIdle { stopping }
+        let r = pcm.prepare()
         if r < 0 {
             lastError.store(r, ordering: .releasing)
             return false

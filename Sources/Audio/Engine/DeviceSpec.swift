@@ -54,9 +54,7 @@ public struct DeviceSpec: Sendable, Equatable {
     /// Stop the PCM while every zone is idle (no slot claimed) for half a second: drain it and wait,
     /// costing nothing, until `DeviceOutput.wake()` (after a slot is claimed and fed) or a volume
     /// change; then prepare it and play from the next period. The zone's frame counter pauses
-    /// meanwhile. A TCP stream output, after 5 s, closes its connection instead, and opens a new one
-    /// before the next sound (`StreamSink`); a FIFO stream output never stops (snapserver's pipe
-    /// reader pads the chunks around a break with silence and keeps the shift).
+    /// meanwhile. Never for a stream output (snapserver is fed without a break).
     public var stopsWhenIdle: Bool
 
     public init(
@@ -64,11 +62,7 @@ public struct DeviceSpec: Sendable, Equatable {
         stream: StreamSpec? = nil, stopsWhenIdle: Bool = false
     ) {
         self.pcm = pcm
-        if case .fifo = stream?.target {
-            self.stopsWhenIdle = false
-        } else {
-            self.stopsWhenIdle = stopsWhenIdle
-        }
+        self.stopsWhenIdle = stopsWhenIdle && stream == nil
         self.clock = stream == nil ? clock : .system
         self.realtimePriority = realtimePriority
         self.zones = zones

@@ -22,14 +22,9 @@ protocol PeriodSink: AnyObject {
     func resume() -> Int32
     /// Makes a stopped sink writable again, discarding what it held: 0 or the negative errno.
     func prepare() -> Int32
-    /// Makes the sink ready to play after `drain` (the output thread slept with nothing to play):
-    /// an ALSA PCM is prepared; a stream sink reconnects (see `StreamSink`). 0 or the negative
-    /// errno. `stopping` says when to give up waiting.
-    func resumeFromIdle(stopping: () -> Bool) -> Int32
     /// True when the sink is stopped by an xrun (e.g. a resume the device refused).
     var isInXrun: Bool { get }
-    /// Plays what was written, then stops (before the output thread waits with nothing to play);
-    /// a stream sink closes its connection.
+    /// Plays what was written, then stops (before the output thread waits with nothing to play).
     func drain()
     /// True while a device-clocked sink runs (plays what it holds at its own pace).
     var isRunning: Bool { get }
@@ -48,7 +43,6 @@ extension PeriodSink {
     func unplayedFrames() -> Int { 0 }
     func resume() -> Int32 { 0 }
     func prepare() -> Int32 { 0 }
-    func resumeFromIdle(stopping: () -> Bool) -> Int32 { prepare() }
     var isInXrun: Bool { false }
     /// A stream sink is paced by the system clock: never "running" on a clock of its own.
     var isRunning: Bool { false }

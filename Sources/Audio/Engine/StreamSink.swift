@@ -15,26 +15,13 @@ import Synchronization
 /// unread in its socket, heard that much later for as long as the connection lasts.
 /// Reconnects back off from `backoffNanoseconds` doubling to `maxBackoffNanoseconds`.
 ///
-/// A TCP stream whose zones have had nothing to play for a while is closed (`drain`, called by the
-/// output thread before it sleeps, `DeviceSpec.stopsWhenIdle`) and opened again before the next
-/// sound is rendered (`resumeFromIdle`): snapserver encodes and sends nothing for a source that is
-/// not connected, and restarts its timing on a new connection. Two rules keep the first frame
-/// after the break heard one server buffer after it was written (measured with snapserver and
-/// snapclient 0.26, docs/SNAPCAST.md): the new connection is made at the soonest a buffer plus
-/// 100 ms after the old one closed — a snapclient still playing the old connection's audio plays
-/// the new chunks right after it, early by what is left of it —, and once it carries audio it is
-/// written without a hole (a pause after a connection's first bytes is heard early by its length).
-/// The zone stays `available` while closed for want of audio, unless a call to the server failed
-/// since (`serverUnreachable`).
-///
 /// The socket/FIFO belongs to the output thread; the counters are atomics, read by any thread.
 /// The address and path are prepared in `init` (control thread), so the output thread never
 /// resolves, converts or allocates.
 // @unchecked: the descriptor, state and buffers belong to the output thread alone; what other threads
 // read is atomic or immutable.
 final class StreamSink: PeriodSink, @unchecked Sendable {
-    /// `idle`: closed by `drain` with nothing to play; opened again by `resumeFromIdle`.
-    private enum State { case closed, connecting, awaitingServer, open, idle }
+    private enum State { case closed, connecting, awaitingServer, open }
 
     let spec: StreamSpec
     private let frameBytes: Int
@@ -65,25 +52,9 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// When the latest call the server answered was made (monotonic ns; `Int.min`: none yet).
     private let answeredCallAt = Atomic<Int>(Int.min)
     private let awaiting = Atomic<Bool>(false)
-    /// Whether the last call to the server failed (it is away; see `isAvailable`).
-    private let serverAway = Atomic<Bool>(false)
-    private let idle = Atomic<Bool>(false)
-    /// When `drain` closed the connection (monotonic ns).
-    private var idleSince = 0
-    /// The server's buffer in ns (`spec.latencyFrames` at the stream's rate).
-    private let latencyNanoseconds: Int
 
     /// A connect that has not completed after this long is abandoned and retried.
     private static let connectTimeout = 2_000_000_000
-
-    /// How long `resumeFromIdle` waits for the connection to carry audio, once it may be made,
-    /// before the zone plays on regardless (the server is away: what it mixes is dropped, as in any
-    /// outage).
-    static let resumeTimeout = 1_000_000_000
-    /// Beyond the server's buffer, how long after an idle close the next connection is made at
-    /// the soonest (see the type's comment; 25 ms less than the buffer was the shortest measured
-    /// safe gap, this covers snapclient's 50 ms ticks and scheduling).
-    static let reconnectMargin = 100_000_000
 
     /// Called on the output thread when the connection changes: it opened (and, with
     /// `awaitsServer`, now waits for the server's answer), carries audio, or failed. Must be quick
@@ -92,9 +63,8 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
 
     /// Prepares the target's address (a numeric IP, or the FIFO path) and the buffers. Control thread.
     /// - Parameter frameBytes: bytes in one frame as written (channels × 2 for S16_LE).
-    init(_ spec: StreamSpec, frameBytes: Int, rate: Int) {
+    init(_ spec: StreamSpec, frameBytes: Int) {
         self.spec = spec
-        latencyNanoseconds = spec.latencyFrames * 1_000_000_000 / max(1, rate)
         self.frameBytes = frameBytes
         backoff = spec.backoffNanoseconds
         silenceBytes = max(0, spec.prefillFrames) * frameBytes
@@ -146,16 +116,6 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
 
     /// True while the server takes the zone's audio. Any thread.
     var isConnected: Bool { connected.load(ordering: .acquiring) }
-    /// Whether the zone can be heard: connected; or, closed for want of audio, it was connected
-    /// then and no call to the server has failed since (`serverUnreachable`). Any thread.
-    var isAvailable: Bool {
-        guard isConnected else { return false }
-        return !(idle.load(ordering: .acquiring) && serverAway.load(ordering: .acquiring))
-    }
-
-    /// A call to the server failed (it is away): a zone closed for want of audio says it is
-    /// unavailable until a call is answered again. Any thread.
-    func serverUnreachable() { serverAway.store(true, ordering: .releasing) }
     /// The errno of the last failed connect or write (0 after a successful connect). Any thread.
     var lastError: Int32 { lastErrorCode.load(ordering: .acquiring) }
     /// Connections that carried audio so far. Any thread.
@@ -168,7 +128,6 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// The server answered a call made at `callStartedAt` (monotonic ns): it runs, and reads what a
     /// connection made before that call is sent. Any thread.
     func serverAnswered(callStartedAt: Int) {
-        serverAway.store(false, ordering: .releasing)
         var seen = answeredCallAt.load(ordering: .relaxed)
         while seen < callStartedAt {
             let (exchanged, original) = answeredCallAt.compareExchange(
@@ -192,7 +151,17 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// Sends the period if the server is there, else drops it; advances the connection by one
     /// non-blocking step. Always takes every frame (the zone's clock goes on). Output thread.
     func write(_ bytes: UnsafeRawPointer, frames: Int) -> Int {
-        advanceConnection(monotonicNanoseconds())
+        let now = monotonicNanoseconds()
+        if state == .closed && now >= retryAt { startConnect(now) }
+        if state == .connecting { finishConnect(now) }
+        if state == .awaitingServer {
+            if answeredCallAt.load(ordering: .acquiring) >= openedAt {
+                carryAudio()
+            } else if let gone = hungUp() {
+                // Nothing is sent while waiting, so no write would notice a server that went away.
+                fail(gone, at: now)
+            }
+        }
         guard state == .open else {
             droppedFrameCount.add(frames, ordering: .relaxed)
             return frames
@@ -224,61 +193,8 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         return frames
     }
 
-    /// One non-blocking step of the connection: a connect started (when a retry is due) or
-    /// completed, a waiting connection opened by the server's answer or found gone. Output thread.
-    private func advanceConnection(_ now: Int) {
-        if state == .closed && now >= retryAt { startConnect(now) }
-        if state == .connecting { finishConnect(now) }
-        if state == .awaitingServer {
-            if answeredCallAt.load(ordering: .acquiring) >= openedAt {
-                carryAudio()
-            } else if let gone = hungUp() {
-                // Nothing is sent while waiting, so no write would notice a server that went away.
-                fail(gone, at: now)
-            }
-        }
-    }
-
     /// Never needed: a stream sink reports no errors to the loop. Output thread.
     func recover(_ code: Int32) -> Int32 { 0 }
-
-    /// Nothing to play: closes a TCP connection (what was sent still reaches the server; the part
-    /// of its last 20 ms chunk that was sent, silence, is dropped at the close). The zone stays as
-    /// available as it was. A FIFO stays open (`DeviceSpec` never idles a FIFO output). Output thread.
-    func drain() {
-        guard case .tcp = spec.target else { return }
-        if fd >= 0 { Glibc.close(fd) }
-        fd = -1
-        state = .idle
-        idleSince = monotonicNanoseconds()
-        owedCount = 0
-        awaiting.store(false, ordering: .releasing)
-        idle.store(true, ordering: .releasing)
-    }
-
-    /// Something to play again after `drain`: connects — a buffer plus `reconnectMargin` after
-    /// the close at the soonest — and waits, rendering nothing, so that nothing of the new sound
-    /// is dropped, until the connection carries audio (with `awaitsServer`, until the server
-    /// answered a call made after the connect: the connection observer tells whoever makes those
-    /// calls), at most `resumeTimeout` once the connect may be made, stepping every millisecond.
-    /// Returns 0: a server that cannot be reached leaves the zone unavailable and playing on its
-    /// clock, as in an outage. Output thread; blocks, but only between a silence and a sound.
-    func resumeFromIdle(stopping: () -> Bool) -> Int32 {
-        guard state == .idle else { return 0 }
-        idle.store(false, ordering: .releasing)
-        state = .closed
-        retryAt = idleSince + latencyNanoseconds + Self.reconnectMargin
-        backoff = spec.backoffNanoseconds
-        let deadline = max(monotonicNanoseconds(), retryAt) + Self.resumeTimeout
-        while !stopping() {
-            let now = monotonicNanoseconds()
-            advanceConnection(now)
-            if state == .open || now >= deadline { break }
-            // Until the connect may be made (in steps, so that a stop is seen), then every ms.
-            sleepUntil(retryAt > now ? min(retryAt, now + 100_000_000) : now + 1_000_000)
-        }
-        return 0
-    }
 
     /// The server's buffer, in frames. Output thread (any thread in fact: it is constant).
     func delay() -> Int? { spec.latencyFrames }

@@ -43,11 +43,9 @@ package final class SnapcastKeepers: Sendable {
                 let keeper = GroupKeeper(
                     name: name, zone: Self.zone(s), control: control,
                     answered: { device(name)?.serverAnswered(callStartedAt: $0) },
-                    unreachable: { device(name)?.serverUnreachable() },
                     output: {
                         guard let d = device(name) else { return .nothing }
                         if d.awaitsServer { return .answer }
-                        if d.isStoppedIdle { return .idle }
                         return d.snapshot().available ? .nothing : .watch
                     }, wake: bell(for: name)
                 ) { isError, message in

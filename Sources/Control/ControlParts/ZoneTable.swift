@@ -74,9 +74,7 @@ package final class ZoneTable: Sendable {
 
     /// A Snapcast zone's output: S16_LE into the stream source, paced by the system clock, heard one
     /// server buffer later; 20 ms of silence (one server chunk) after each connect, once the server's
-    /// JSON-RPC has answered after it (when Baton keeps the zone's speakers: `GroupKeeper`). With
-    /// nothing to play for 5 s a TCP source's connection is closed, and opened again before the
-    /// next sound (`DeviceSpec.stopsWhenIdle`).
+    /// JSON-RPC has answered after it (when Baton keeps the zone's speakers: `GroupKeeper`).
     package static func snapcastSpec(_ request: PCMRequest, _ snapcast: SnapcastConfig, zones: [ZoneSpec]) -> DeviceSpec
     {
         var pcm = request
@@ -86,7 +84,7 @@ package final class ZoneTable: Sendable {
         let stream = StreamSpec(
             target: snapcast.source, latencyFrames: snapcast.bufferFrames(rate: pcm.rate),
             prefillFrames: pcm.rate / 50, awaitsServer: snapcast.keepsSpeakers)
-        return DeviceSpec(pcm: pcm, clock: .system, zones: zones, stream: stream, stopsWhenIdle: true)
+        return DeviceSpec(pcm: pcm, clock: .system, zones: zones, stream: stream)
     }
 
     /// Builds the zones of `config`: one device output per PCM, carrying every zone on it.

@@ -10,9 +10,7 @@ import Synchronization
 /// thread sleeps until the interval is over, a stop, or `look()` — which the zone's output calls
 /// when its connection changes (`DeviceOutput.connectionObserver`); then `output` says what the
 /// output needs: an answer (a new connection waits for one: poll at once, then every
-/// `hurryInterval` until it carries audio), nothing more than the polls at the interval, or, while
-/// it has closed its connection with nothing to play, polls at `idleInterval` (its next connection
-/// asks for an answer, and that poll fixes whatever drifted meanwhile).
+/// `hurryInterval` until it carries audio), or nothing more than the polls at the interval.
 ///
 /// Never stops the daemon: an unreachable server or a bad answer is reported (once per distinct
 /// problem, through `log`) and retried at the next poll. Start and stop from the control thread;
@@ -39,15 +37,11 @@ public final class GroupKeeper: Sendable {
         case watch
         /// A new connection waits for an answer: poll at once, then every `hurryInterval`.
         case answer
-        /// It closed its connection with nothing to play: poll at `idleInterval`.
-        case idle
     }
 
     public let zone: SnapcastZone
     public let control: SnapcastControl
     public let interval: Duration
-    /// How often to poll while the output is `idle`.
-    public let idleInterval: Duration
     /// What wakes a keeper: `look()` and `stop()` post it.
     public typealias Bell = Semaphore
 
@@ -55,7 +49,6 @@ public final class GroupKeeper: Sendable {
     public static let hurryInterval = 100_000_000
     private let log: @Sendable (_ isError: Bool, _ message: String) -> Void
     private let answered: @Sendable (_ callStartedAt: Int) -> Void
-    private let unreachable: @Sendable () -> Void
     private let output: @Sendable () -> OutputNeed
     private let name: String
     private let stopping = Atomic<Bool>(false)
@@ -67,15 +60,12 @@ public final class GroupKeeper: Sendable {
     ///   - name: the zone's name, for messages.
     ///   - log: receives one line per change of what is wrong (`isError`) or each fix made.
     ///   - answered: told, after each call the server answered, when (monotonic ns) it was made.
-    ///   - unreachable: told when `Server.GetStatus` failed (the server away, or a bad answer).
     ///   - output: what the zone's stream output needs now (see `OutputNeed`); asked between polls.
     ///   - wake: what `look()` and `stop()` post; given, so that an output started before the
     ///     keeper can post it (`DeviceOutput.connectionObserver`).
     public init(
         name: String, zone: SnapcastZone, control: SnapcastControl, interval: Duration = .seconds(2),
-        idleInterval: Duration = .seconds(10),
         answered: @escaping @Sendable (_ callStartedAt: Int) -> Void = { _ in },
-        unreachable: @escaping @Sendable () -> Void = {},
         output: @escaping @Sendable () -> OutputNeed = { .nothing }, wake: Bell = Bell(),
         log: @escaping @Sendable (_ isError: Bool, _ message: String) -> Void
     ) {
@@ -84,9 +74,7 @@ public final class GroupKeeper: Sendable {
         self.zone = zone
         self.control = control
         self.interval = interval
-        self.idleInterval = idleInterval
         self.answered = answered
-        self.unreachable = unreachable
         self.output = output
         self.log = log
     }
@@ -120,15 +108,9 @@ public final class GroupKeeper: Sendable {
     /// (or a test).
     @discardableResult
     public func pollOnce(volumesSet: inout Set<String>) -> String? {
-        do throws(SnapcastError) {
+        do {
             let started = monotonicNanoseconds()
-            let status: ServerStatus
-            do {
-                status = try control.status()
-            } catch {
-                unreachable()
-                throw error
-            }
+            let status = try control.status()
             answered(started)
             // A speaker that left must get its volume again when it is back.
             volumesSet = volumesSet.filter { status.client($0)?.connected == true }
@@ -174,10 +156,9 @@ public final class GroupKeeper: Sendable {
                 }
                 reported = problem
             }
-            let pause = output() == .idle ? idleInterval : interval
             let end =
-                monotonicNanoseconds() + Int(pause.components.seconds) * 1_000_000_000
-                + Int(pause.components.attoseconds / 1_000_000_000)
+                monotonicNanoseconds() + Int(interval.components.seconds) * 1_000_000_000
+                + Int(interval.components.attoseconds / 1_000_000_000)
             // Asked to look (`look()`, or a post left from the poll just made): an answer is
             // needed at once; else every `hurryInterval` while one is awaited.
             var asked = false
