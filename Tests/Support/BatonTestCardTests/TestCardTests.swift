@@ -74,19 +74,28 @@ struct TestCardTests {
     }
 
     /// Polling the card (`snd_pcm_wait`) with a full buffer wakes once a period, when the card has
-    /// taken one.
+    /// taken one — never before; promptly in the median (one wake-up of the test's thread may come
+    /// late beside the whole suite on two cores, and the card has then taken another period).
     @Test func pollWakesOncePerPeriod() throws {
         let card = ALSATestRig.makeCard()
         let writer = try CardWriter(card)
         #expect(writer.write(periods: 4) == 0)
         let start = try #require(card.startNanoseconds)
-        for k in 1...8 {
+        var lateness: [Int64] = []
+        var written = 0  // periods written after the first four
+        for _ in 1...8 {
             #expect(writer.pcm.wait(milliseconds: 100) == 1)
-            let late = monotonicNanoseconds() - start - Int64(k) * 10_000_000
-            #expect(late >= 0 && late < 8_000_000, "woke \(late) ns after period \(k)")
-            #expect(writer.pcm.avail() == 480)
-            #expect(writer.writePeriod() == 480)
+            // Due when one period more than written so far has been taken.
+            let late = monotonicNanoseconds() - start - Int64(written + 1) * 10_000_000
+            #expect(late >= 0, "woke \(-late) ns before a period was free")
+            lateness.append(late)
+            let room = writer.pcm.avail()
+            #expect(room >= 480, "woke with \(room) frames free")
+            #expect(writer.write(periods: room / 480) == 0)
+            written += room / 480
         }
+        let median = lateness.sorted()[4]
+        #expect(median < 5_000_000, "woke \(lateness) ns after the periods")
     }
 
     /// With `avail_min` at two periods the card wakes its poller once every two periods, as a
@@ -98,18 +107,28 @@ struct TestCardTests {
         try writer.pcm.setWakeThreshold(frames: 960)
         #expect(writer.write(periods: 4) == 0)
         let start = try #require(card.startNanoseconds)
-        for k in 1...4 {
+        var lateness: [Int64] = []
+        var written = 0  // periods written after the first four
+        for _ in 1...4 {
             var usage = rusage()
             getrusage(__rusage_who_t(1), &usage)  // RUSAGE_THREAD: this thread's own count
             let before = usage.ru_nvcsw
             #expect(writer.pcm.wait(milliseconds: 100) == 1)
             getrusage(__rusage_who_t(1), &usage)
-            let late = monotonicNanoseconds() - start - Int64(2 * k) * 10_000_000
-            #expect(late >= 0 && late < 8_000_000, "woke \(late) ns after period \(2 * k)")
+            // Due when two periods more than written so far have been taken.
+            let late = monotonicNanoseconds() - start - Int64(written + 2) * 10_000_000
+            #expect(late >= 0, "woke \(-late) ns before two periods were free")
+            lateness.append(late)
             #expect(usage.ru_nvcsw - before == 1, "blocked once for two periods")
-            #expect(writer.pcm.avail() == 960)
-            #expect(writer.write(periods: 2) == 0)
+            let room = writer.pcm.avail()
+            #expect(room >= 960, "woke with \(room) frames free")
+            #expect(writer.write(periods: room / 480) == 0)
+            written += room / 480
         }
+        // Promptly in the median: beside the whole suite one wake-up of this thread may come late
+        // (the card has then taken a third period, written back at once).
+        let median = lateness.sorted()[2]
+        #expect(median < 5_000_000, "woke \(lateness) ns after two periods were free")
         // Sent 5 ms into a wait that the clock would end only at 20 ms.
         let sender = OSThread.start {
             usleep(5_000)
@@ -287,11 +306,13 @@ struct TestCardTests {
         let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
         let writer = try CardWriter(card)
         #expect(writer.write(periods: Self.startPeriods) == 0)
-        card.send(.stall(milliseconds: 200))
+        // The clock read before the command: a test thread descheduled between the two would
+        // otherwise see a shorter block.
         let t0 = monotonicNanoseconds()
+        card.send(.stall(milliseconds: 200))
         #expect(writer.writePeriod() == 480)
         let blocked = monotonicNanoseconds() - t0
-        #expect(blocked >= 195_000_000 && blocked < 240_000_000, "blocked \(blocked) ns")
+        #expect(blocked >= 195_000_000 && blocked < 260_000_000, "blocked \(blocked) ns")
         #expect(writer.write(periods: 10) == 0)
         writer.pcm.drain()
         #expect(card.events("xrun").isEmpty)
