@@ -81,19 +81,7 @@ struct TestCardTests {
         let writer = try CardWriter(card)
         #expect(writer.write(periods: 4) == 0)
         let start = try #require(card.startNanoseconds)
-        var lateness: [Int64] = []
-        var written = 0  // periods written after the first four
-        for _ in 1...8 {
-            #expect(writer.pcm.wait(milliseconds: 100) == 1)
-            // Due when one period more than written so far has been taken.
-            let late = monotonicNanoseconds() - start - Int64(written + 1) * 10_000_000
-            #expect(late >= 0, "woke \(-late) ns before a period was free")
-            lateness.append(late)
-            let room = writer.pcm.avail()
-            #expect(room >= 480, "woke with \(room) frames free")
-            #expect(writer.write(periods: room / 480) == 0)
-            written += room / 480
-        }
+        let lateness = wakeUps(writer, start: start, periods: 1, times: 8)
         let median = lateness.sorted()[4]
         #expect(median < 5_000_000, "woke \(lateness) ns after the periods")
     }
@@ -107,24 +95,7 @@ struct TestCardTests {
         try writer.pcm.setWakeThreshold(frames: 960)
         #expect(writer.write(periods: 4) == 0)
         let start = try #require(card.startNanoseconds)
-        var lateness: [Int64] = []
-        var written = 0  // periods written after the first four
-        for _ in 1...4 {
-            var usage = rusage()
-            getrusage(__rusage_who_t(1), &usage)  // RUSAGE_THREAD: this thread's own count
-            let before = usage.ru_nvcsw
-            #expect(writer.pcm.wait(milliseconds: 100) == 1)
-            getrusage(__rusage_who_t(1), &usage)
-            // Due when two periods more than written so far have been taken.
-            let late = monotonicNanoseconds() - start - Int64(written + 2) * 10_000_000
-            #expect(late >= 0, "woke \(-late) ns before two periods were free")
-            lateness.append(late)
-            #expect(usage.ru_nvcsw - before == 1, "blocked once for two periods")
-            let room = writer.pcm.avail()
-            #expect(room >= 960, "woke with \(room) frames free")
-            #expect(writer.write(periods: room / 480) == 0)
-            written += room / 480
-        }
+        let lateness = wakeUps(writer, start: start, periods: 2, times: 4)
         // Promptly in the median: beside the whole suite one wake-up of this thread may come late
         // (the card has then taken a third period, written back at once).
         let median = lateness.sorted()[2]
@@ -141,6 +112,36 @@ struct TestCardTests {
         // Before the 20 ms the clock would take: the command woke it. (Not "within 9 ms": beside the
         // whole suite the sender's 5 ms sleep alone once took 9.8 ms.)
         #expect(waited < 15_000_000, "the unplug woke the poller after \(waited) ns")
+    }
+
+    /// Waits on a card kept full `times` times, each until `periods` periods are free (the wake
+    /// threshold), writing back whatever is free after each wake-up; returns how late each wake-up
+    /// came after `periods` more periods than written since `start` were taken. Each wait must not
+    /// come early and must block at most once (`ru_nvcsw`: the card woke its poller when the
+    /// threshold was free, not at a period before it).
+    func wakeUps(_ writer: CardWriter, start: Int64, periods: Int, times: Int) -> [Int64] {
+        func blocks() -> Int {
+            var usage = rusage()
+            getrusage(__rusage_who_t(1), &usage)  // RUSAGE_THREAD: this thread's own count
+            return usage.ru_nvcsw
+        }
+        var lateness: [Int64] = []
+        var written = 0
+        for _ in 0..<times {
+            let before = blocks()
+            #expect(writer.pcm.wait(milliseconds: 100) == 1)
+            // At most once: a wake-up at a period before the threshold would block again. (None
+            // when the card took a period between the last write and this wait.)
+            #expect(blocks() - before <= 1, "blocked \(blocks() - before) times until \(periods) periods were free")
+            let late = monotonicNanoseconds() - start - Int64(written + periods) * 10_000_000
+            #expect(late >= 0, "woke \(-late) ns before \(periods) periods were free")
+            lateness.append(late)
+            let room = writer.pcm.avail()
+            #expect(room >= periods * 480, "woke with \(room) frames free")
+            #expect(writer.write(periods: room / 480) == 0)
+            written += room / 480
+        }
+        return lateness
     }
 
     /// The control file outlives handles: levels written while no handle is open (a drift) apply to the
