@@ -204,7 +204,7 @@ let package = Package(
                 "BatonDaemon", "ControlParts", "BatonService", "BatonConfig", "BatonTesting", "AudioCore", "Engine",
                 "GPIO",
                 "HTTPServer", "Media",
-                "OSThread", "Snapcast", "Subsonic",
+                "OSThread", "Players", "Snapcast", "Subsonic",
             ]),
         tests("ToolTests", "Service/ToolTests", ["BatonTesting", "Systemd"]),
     ]

@@ -81,32 +81,47 @@ extension ExternalStream {
 
     /// Converts `frames` frames from the FIFO's head into `input` (interleaved Float) and removes them.
     func decode(_ frames: Int, _ format: ExternalFormat) {
-        let samples = frames * format.channels
-        let width = format.sample.bytesPerSample
+        // The FIFO holds whole frames (its size is a multiple of the frame, and reads take whole
+        // frames), so the frames to decode are at most two runs: up to the end, then from the start.
+        let first = min(frames, (fifoCapacity - fifoStart) / format.frameBytes)
         fifo.withUnsafeBytes { raw in
             input.withUnsafeMutableBufferPointer { out in
-                var at = fifoStart
-                for i in 0..<samples {
-                    switch format.sample {
-                    case .s16LE:
-                        let v = Int16(bitPattern: UInt16(raw[at]) | UInt16(raw[(at + 1) % fifoCapacity]) << 8)
-                        // ÷ 32767, the scale the engine writes S16 with: S16 passes through bit-exact.
-                        out[i] = Float(v) / 32767
-                    case .s32LE:
-                        var u: UInt32 = 0
-                        for k in 0..<4 { u |= UInt32(raw[(at + k) % fifoCapacity]) << (8 * UInt32(k)) }
-                        out[i] = Float(Double(Int32(bitPattern: u)) / 2_147_483_648)
-                    case .floatLE:
-                        var u: UInt32 = 0
-                        for k in 0..<4 { u |= UInt32(raw[(at + k) % fifoCapacity]) << (8 * UInt32(k)) }
-                        let f = Float(bitPattern: u)
-                        out[i] = f.isFinite ? f : 0
-                    }
-                    at = (at + width) % fifoCapacity
-                }
+                let base = raw.baseAddress!
+                let samples = out.baseAddress!
+                Self.convert(base + fifoStart, first * format.channels, format.sample, into: samples)
+                Self.convert(
+                    base, (frames - first) * format.channels, format.sample,
+                    into: samples + first * format.channels)
             }
         }
         take(frames * format.frameBytes)
+    }
+
+    /// Converts `count` little-endian samples at `bytes` into Float. S16 ÷ 32767, the scale the
+    /// engine writes S16 with (S16 passes through bit-exact); S32 ÷ 2³¹; a float that is not finite
+    /// becomes 0.
+    static func convert(
+        _ bytes: UnsafeRawPointer, _ count: Int, _ sample: ExternalSampleFormat,
+        into out: UnsafeMutablePointer<Float>
+    ) {
+        switch sample {
+        case .s16LE:
+            for i in 0..<count {
+                let v = Int16(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 * i, as: Int16.self))
+                out[i] = Float(v) / 32767
+            }
+        case .s32LE:
+            for i in 0..<count {
+                let v = Int32(littleEndian: bytes.loadUnaligned(fromByteOffset: 4 * i, as: Int32.self))
+                out[i] = Float(Double(v) / 2_147_483_648)
+            }
+        case .floatLE:
+            for i in 0..<count {
+                let u = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self))
+                let f = Float(bitPattern: u)
+                out[i] = f.isFinite ? f : 0
+            }
+        }
     }
 
     /// Maps `input`'s channels to the zone's, resamples and writes into the slot's ring.
