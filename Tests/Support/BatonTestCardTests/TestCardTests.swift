@@ -74,7 +74,7 @@ struct TestCardTests {
     }
 
     /// Polling the card (`snd_pcm_wait`) with a full buffer wakes once a period, when the card has
-    /// taken one — never before; promptly in the median (one wake-up of the test's thread may come
+    /// taken one — never before; within 8 ms in the median (one wake-up of the test's thread may come
     /// late beside the whole suite on two cores, and the card has then taken another period).
     @Test func pollWakesOncePerPeriod() throws {
         let card = ALSATestRig.makeCard()
@@ -83,7 +83,7 @@ struct TestCardTests {
         let start = try #require(card.startNanoseconds)
         let lateness = wakeUps(writer, start: start, periods: 1, times: 8)
         let median = lateness.sorted()[4]
-        #expect(median < 5_000_000, "woke \(lateness) ns after the periods")
+        #expect(median < 8_000_000, "woke \(lateness) ns after the periods")
     }
 
     /// With `avail_min` at two periods the card wakes its poller once every two periods, as a
@@ -96,10 +96,10 @@ struct TestCardTests {
         #expect(writer.write(periods: 4) == 0)
         let start = try #require(card.startNanoseconds)
         let lateness = wakeUps(writer, start: start, periods: 2, times: 4)
-        // Promptly in the median: beside the whole suite one wake-up of this thread may come late
+        // Within 8 ms in the median: beside the whole suite one wake-up of this thread may come late
         // (the card has then taken a third period, written back at once).
         let median = lateness.sorted()[2]
-        #expect(median < 5_000_000, "woke \(lateness) ns after two periods were free")
+        #expect(median < 8_000_000, "woke \(lateness) ns after two periods were free")
         // Sent 5 ms into a wait that the clock would end only at 20 ms.
         let sender = OSThread.start {
             usleep(5_000)
