@@ -93,7 +93,7 @@ public final class DeviceOutput: @unchecked Sendable {
     /// of polling; must be quick and must not block. Set before `start`.
     public nonisolated(unsafe) var audioObserver: (@Sendable () -> Void)?
     /// Called on the output thread when a stream output's connection changes: it opened (with
-    /// `StreamSpec.awaitsServer`, it now waits for `serverAnswered`), carries audio, or failed.
+    /// `StreamSpec.awaitsServer`, it now waits for `serverAnswered`), carries audio, or was lost.
     /// Must be quick and real-time safe (a semaphore post). Set before `start`.
     public nonisolated(unsafe) var connectionObserver: (@Sendable () -> Void)?
     /// Wakes the output thread while it waits with nothing to play (`stopsWhenIdle`).

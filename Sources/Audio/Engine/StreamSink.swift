@@ -57,7 +57,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     private static let connectTimeout = 2_000_000_000
 
     /// Called on the output thread when the connection changes: it opened (and, with
-    /// `awaitsServer`, now waits for the server's answer), carries audio, or failed. Must be quick
+    /// `awaitsServer`, now waits for the server's answer), carries audio, or was lost after it did. Must be quick
     /// and real-time safe (a semaphore post). Set before the output thread starts.
     var connectionObserver: (@Sendable () -> Void)?
 

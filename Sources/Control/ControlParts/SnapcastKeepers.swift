@@ -43,11 +43,7 @@ package final class SnapcastKeepers: Sendable {
                 let keeper = GroupKeeper(
                     name: name, zone: Self.zone(s), control: control,
                     answered: { device(name)?.serverAnswered(callStartedAt: $0) },
-                    output: {
-                        guard let d = device(name) else { return .nothing }
-                        if d.awaitsServer { return .answer }
-                        return d.snapshot().available ? .nothing : .watch
-                    }, wake: bell(for: name)
+                    output: { device(name)?.awaitsServer == true ? .answer : .nothing }, wake: bell(for: name)
                 ) { isError, message in
                     if isError { logger.warning(message) } else { logger.info(message) }
                 }

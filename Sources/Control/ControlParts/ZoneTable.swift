@@ -147,7 +147,7 @@ package final class ZoneTable: Sendable {
 
 extension DeviceOutput {
     /// Starts the output thread and says so. Control thread.
-    /// Starts the output thread; `changed` runs on it when the PCM opens or is lost and when what a
+    /// `changed` runs on the output thread when the PCM opens or is lost and when what a
     /// zone mixes changed (it wakes the monitor, which reports availability and follows the audio);
     /// `connection` when a stream output's connection changes (it wakes the zone's Snapcast keeper).
     package func start(

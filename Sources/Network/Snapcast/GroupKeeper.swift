@@ -30,11 +30,9 @@ public final class GroupKeeper: Sendable {
 
     /// What the zone's stream output needs from the keeper now.
     public enum OutputNeed: Sendable {
-        /// It carries audio: the polls at the interval.
+        /// Nothing but the polls at the interval: it carries audio, or it has no connection (the
+        /// server away, a connect under way), and its next one calls `look()`.
         case nothing
-        /// It carries no audio (the server away, a connect under way): the polls at the interval;
-        /// its next connection calls `look()`.
-        case watch
         /// A new connection waits for an answer: poll at once, then every `hurryInterval`.
         case answer
     }
