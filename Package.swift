@@ -206,7 +206,7 @@ let package = Package(
                 "HTTPServer", "Media",
                 "OSThread", "Players", "Snapcast", "Subsonic",
             ]),
-        tests("ToolTests", "Service/ToolTests", ["BatonTesting", "Systemd"]),
+        tests("ToolTests", "Service/ToolTests", ["BatonTesting", "OSThread", "Systemd"]),
     ]
 )
 

@@ -1,5 +1,6 @@
 import AudioCore
 import Glibc
+import OSThread
 import Synchronization
 
 /// Spoken announcements: a text rendered to audio by espeak-ng (`espeak-ng -w FILE -v VOICE -s WPM
@@ -89,17 +90,14 @@ public final class SpeechSynthesizer: Sendable {
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
         var pid = pid_t()
-        let rc = posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ)
+        let rc = ChildProcess.withDefaultSignals { posix_spawnp(&pid, arguments[0], &actions, $0, &argv, environ) }
         guard rc == 0 else {
             let why =
                 rc == ENOENT
                 ? "not installed (apt install espeak-ng), or `speech.command` is wrong" : String(cString: strerror(rc))
             throw MediaError(file: "speech", problem: "cannot run \(arguments[0]): \(why)")
         }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        // WIFEXITED / WEXITSTATUS are macros: decode the wait status by hand.
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return ChildProcess.waitForExit(pid)
     }
 
     private static func readText(_ path: String) -> String {

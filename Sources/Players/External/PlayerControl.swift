@@ -87,16 +87,16 @@ public final class CommandControl: PlayerControl, @unchecked Sendable {
         }
     }
 
-    /// `/bin/sh -c command`, waited for; its exit status (127 when it could not run).
+    /// `/bin/sh -c command`, waited for; its exit status (127 when it could not run). The shell
+    /// starts with no signal blocked or ignored (`ChildProcess`), as it would from a terminal.
     static func shell(_ command: String) -> Int32 {
         var pid: pid_t = 0
         let args = ["/bin/sh", "-c", command]
         var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }
-        guard posix_spawn(&pid, "/bin/sh", nil, nil, &argv, environ) == 0 else { return 127 }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let rc = ChildProcess.withDefaultSignals { posix_spawn(&pid, "/bin/sh", nil, $0, &argv, environ) }
+        guard rc == 0 else { return 127 }
+        return ChildProcess.waitForExit(pid)
     }
 }
 

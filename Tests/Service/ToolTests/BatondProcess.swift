@@ -1,5 +1,6 @@
 import BatonTesting
 import Glibc
+import OSThread
 
 /// The real `batond` executable running in the background on a temporary configuration: zones
 /// `kitchen` (44.1 kHz) and `patio` (48 kHz) on ALSA `file` PCMs (`clock: system`), the shipped
@@ -110,7 +111,7 @@ final class BatondProcess {
             kill(pid, SIGKILL)
             waitpid(pid, &status, 0)
         }
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return ChildProcess.exitStatus(status)
     }
 
     /// SIGKILL, as a power cut or an OOM kill would: no fade-out, no final save. Then starts batond
@@ -162,7 +163,8 @@ final class BatondProcess {
             envp.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        // batond as from a shell: not with the test thread's blocked signals.
+        let rc = ChildProcess.withDefaultSignals { posix_spawn(&pid, executable, &actions, $0, argv, envp) }
         guard rc == 0 else {
             throw StartError(description: "cannot start \(executable): \(String(cString: strerror(rc)))")
         }

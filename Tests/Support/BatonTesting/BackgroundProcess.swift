@@ -1,4 +1,5 @@
 import Glibc
+import OSThread
 
 /// A child process that runs alongside the test (a broker, a `mosquitto_sub`), its standard output
 /// and error going to a file the test can read at any time. Killed and reaped on deinit.
@@ -21,22 +22,11 @@ public final class BackgroundProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        // The child would inherit the calling thread's signal mask, and test threads may block
-        // SIGTERM: start it with nothing blocked and default handlers, like a shell would.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        // Test threads may block SIGTERM: the child starts with nothing blocked, like from a shell.
+        let rc = ChildProcess.withDefaultSignals { posix_spawn(&pid, executable, &actions, $0, argv, environ) }
         guard rc == 0 else {
             throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(rc)))")
         }
@@ -79,7 +69,7 @@ public final class BackgroundProcess: @unchecked Sendable {
         var status: Int32 = 0
         let exited = waitUntil(seconds: seconds) { waitpid(pid, &status, WNOHANG) == pid }
         guard exited else { return nil }
-        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let code = ChildProcess.exitStatus(status)
         exitStatus = code
         return code
     }

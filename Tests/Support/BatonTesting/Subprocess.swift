@@ -1,4 +1,5 @@
 import Glibc
+import OSThread
 
 /// Runs built executables from tests (batond, batonctl) and collects what they print.
 public enum Subprocess {
@@ -35,7 +36,9 @@ public enum Subprocess {
         }
         let envp = env.map { strdup($0) } + [nil]
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        // The calling test thread may block SIGTERM: the child would inherit it (a server restarted
+        // from a test then ignored the next restart's SIGTERM until its SIGKILL, 5 s later).
+        let rc = ChildProcess.withDefaultSignals { posix_spawn(&pid, executable, &actions, $0, argv, envp) }
         posix_spawn_file_actions_destroy(&actions)
         argv.forEach { free($0) }
         envp.forEach { free($0) }
@@ -61,7 +64,7 @@ public enum Subprocess {
         if waited >= seconds { kill(pid, SIGKILL) }
         var status: Int32 = 0
         waitpid(pid, &status, 0)
-        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let code = ChildProcess.exitStatus(status)
         return (code, String(decoding: output, as: UTF8.self))
     }
 }

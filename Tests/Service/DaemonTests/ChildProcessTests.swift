@@ -1,0 +1,67 @@
+import BatonTesting
+import Glibc
+import Media
+import OSThread
+import Synchronization
+import Testing
+
+@testable import Players
+
+/// What batond starts — espeak-ng, a player's pause and resume commands — starts as from a shell.
+/// batond's threads block SIGTERM, SIGINT and SIGHUP (the main thread takes them with `sigwait`)
+/// and it ignores SIGPIPE; a child inherits both through `exec` unless it is spawned with
+/// `ChildProcess.withDefaultSignals`. Each test runs the spawner on a thread set up like batond's.
+@Suite struct ChildProcessTests {
+    /// Runs `body` on a thread that blocks and ignores what batond's threads do; its result.
+    func onABatondLikeThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
+        signal(SIGPIPE, SIG_IGN)
+        let result = Mutex<T?>(nil)
+        let thread = startThread {
+            var blocked = sigset_t()
+            sigemptyset(&blocked)
+            for s in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&blocked, s) }
+            pthread_sigmask(SIG_BLOCK, &blocked, nil)
+            let r = body()
+            result.withLock { $0 = r }
+        }
+        pthread_join(thread, nil)
+        return result.withLock { $0! }
+    }
+
+    func shell(_ command: String) -> Int32 { onABatondLikeThread { CommandControl.shell(command) } }
+
+    /// A player command's shell ignores none of the signals 1–31 (dash clears the mask it starts
+    /// with itself, but cannot undo an ignored SIGPIPE; 32 and 33 are glibc's own).
+    @Test func aPlayerCommandIgnoresNoSignal() {
+        let command = #"m=$(sed -n 's/^SigIgn:[[:space:]]*//p' /proc/$$/status); exit $(( (0x$m & 0x7fffffff) != 0 ))"#
+        #expect(shell(command) == 0)
+    }
+
+    /// A pipeline in a command ends when its reader does: the writer is killed by SIGPIPE (141),
+    /// where with SIGPIPE ignored `yes` would get EPIPE, print "Broken pipe" and exit 1.
+    @Test func aPipelineInACommandEndsOnSIGPIPE() {
+        let command = #"s=$(exec 3>&1; { yes 2>/dev/null; echo $? >&3; } | head -n 1 >/dev/null); exit "$s""#
+        #expect(shell(command) == 128 + SIGPIPE)
+    }
+
+    /// espeak-ng is started without a shell, so nothing would clear a blocked SIGTERM: a hung
+    /// synthesizer could not be stopped the way systemd stops a service's processes. Here the
+    /// speech command (a bash script, which keeps the mask it is given) signals itself: it must end
+    /// at once with 143, not sleep on and exit 0 without audio.
+    @Test func speechEndsOnSIGTERM() throws {
+        let script = WAVWriter.temporaryDirectory("speech-signal") + "/speak"
+        let f = try #require(fopen(script, "we"))  // close-on-exec: a test forking meanwhile must not hold it open
+        fputs("#!/bin/bash\nkill -TERM $$\nsleep 3\n", f)
+        fclose(f)
+        chmod(script, 0o755)
+        let error: String = onABatondLikeThread {
+            do {
+                _ = try SpeechSynthesizer(command: script).render("hello")
+                return "no error"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(error.contains("exit status 143"), "\(error)")
+    }
+}
