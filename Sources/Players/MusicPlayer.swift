@@ -122,13 +122,20 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     public var startIndex: Int { queue.index(of: state.startKey) ?? 0 }
 
     public func tick(audible: Bool) {
-        guard let streamer = streamer.withLock({ $0 }) else { return }
-        if let why = streamer.progress.gaveUp, !state.gaveUpReported {
-            state.gaveUpReported = true
-            report(.gaveUp(why))
-        }
+        guard streamer.withLock({ $0 }) != nil else { return }
+        reportGaveUp()
         if audible { scrobble() }
         reportPlayback(audible ? .playing : .paused)
+    }
+
+    /// Tells (once) that the streamer gave up on the server: a `stream-error` event. At each tick,
+    /// and by the monitor before it releases the drained source — which can come first when the
+    /// monitor looks only after the streamer gave up and its last frames played; the event must
+    /// not be lost then. Under the control plane's lock.
+    public func reportGaveUp() {
+        guard let why = streamer.withLock({ $0 })?.progress.gaveUp, !state.gaveUpReported else { return }
+        state.gaveUpReported = true
+        report(.gaveUp(why))
     }
 
     public func stop() -> Bool {

@@ -12,6 +12,7 @@ extension Daemon {
             for p in s.playbacks.values where p.started && p.source.isDrained && !p.released { done.append(p) }
             for p in done.sorted(by: { $0.id < $1.id }) {
                 p.released = true
+                p.music?.reportGaveUp()  // before "played": the monitor may not have looked since it gave up
                 let frames = Dictionary(
                     uniqueKeysWithValues: p.parts.compactMap { part in part.slot?.lastFrameAt.map { (part.zone, $0) } })
                 let why = p.music?.progress.gaveUp.map { "stopped: the server stayed unreachable (\($0))" }

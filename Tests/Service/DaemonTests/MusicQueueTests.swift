@@ -213,7 +213,18 @@ extension MusicTests {
             restart.withLock { $0 = r.status }
         }
         #expect(waitUntil(seconds: 10) { (try? music.client.ping()) == nil }, "the server went away")
+        // The monitor is held until the streamer has given up and the source's last frame has been
+        // mixed, so that its next look finds the source drained: the give-up must be told even then
+        // (it was lost when the drained source was released first: 2 runs in 33).
+        let daemon = t.daemon
+        #expect(daemon.monitor.stop())
         #expect(try t.request("POST", "/api/v1/music/seek", #"{"position": 10}"#).status == 200)
+        let playback = try #require(daemon.state.withLock { $0.playbacks.values.first { $0.id.rawValue == id } })
+        #expect(
+            waitUntil(seconds: 10) { playback.music?.progress.gaveUp != nil && playback.source.isDrained },
+            "gave up, and drained")
+        daemon.tick()
+        if daemon.monitor.begin() { daemon.monitor.launch(tick: { daemon.tick() }, save: { daemon.saveState() }) }
         let failed = try #require(t.waitForEvent("stream-error", source: id, seconds: 10))
         #expect(failed.reason?.contains("Long Tone 330") == true, "\(failed.reason ?? "")")
         #expect(
