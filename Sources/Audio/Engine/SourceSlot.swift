@@ -80,6 +80,9 @@ public final class SourceSlot: @unchecked Sendable {
     /// Fades the source back in from the sample where `pause` stopped it. Control thread.
     public func resume() { pauseRequested.store(false, ordering: .releasing) }
 
+    /// True from `pause` to `resume`, whether or not the fade has ended. Any thread.
+    public var isPauseRequested: Bool { pauseRequested.load(ordering: .acquiring) }
+
     /// True once a requested pause has taken effect (the fade reached 0 and consumption stopped).
     public var isPaused: Bool { pausedNow.load(ordering: .acquiring) }
 

@@ -107,9 +107,12 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         }
     }
 
+    /// After the control plane paused or resumed the source's slots (`Daemon.reconcile`): a held
+    /// stream's thread sleeps until this says they were resumed.
     public func audibilityChanged(_ audible: Bool) {
         state.audible = audible
         if settings.whenInterrupted == .drop { state.current?.setDiscarding(!audible) }
+        if settings.whenInterrupted == .hold { state.current?.setHeld(!audible) }
     }
 
     /// The arbiter's interruption of this source began (true) or ended. For `pause`, the player is

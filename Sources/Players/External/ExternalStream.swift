@@ -31,6 +31,10 @@ public final class ExternalStream: @unchecked Sendable {
         var generation = 0
         /// Drop mode while interrupted: take frames at the program's rate and throw them away.
         var discarding = false
+        /// Hold mode while interrupted: the slots are paused, so nothing is taken from them until
+        /// `setHeld(false)`, which pokes the thread; it waits for that instead of looking every
+        /// `pumpInterval` whether the full rings took something.
+        var held = false
         /// The control plane refused the stream: the sentence to send before closing.
         var refusal: String?
         var stop = false
@@ -157,6 +161,14 @@ public final class ExternalStream: @unchecked Sendable {
         poke()
     }
 
+    /// Hold mode: true while the slots are paused (the source is not audible). Call it after the
+    /// slots were paused, and after they were resumed (it wakes the thread). The thread sleeps
+    /// without a timeout only while this says held and every slot is paused. Control thread.
+    public func setHeld(_ on: Bool) {
+        shared.withLock { $0.held = on }
+        poke()
+    }
+
     /// Sends `why` to the program as an ERROR and closes the connection. Control thread.
     public func refuse(_ why: String) {
         shared.withLock { $0.refusal = why }
@@ -195,9 +207,10 @@ public final class ExternalStream: @unchecked Sendable {
             if s.generation != pumpGeneration { rebuildPumps(s.targets, generation: s.generation) }
             // Sleep until the program sends, the control plane pokes, or — while frames wait for
             // room in the slots, are dropped at the program's pace, or a DRAIN waits — the outputs
-            // have taken some.
+            // have taken some. Held slots take nothing until they are resumed, which pokes.
+            let held = s.held && pumps.allSatisfy { $0.output.slot.isPauseRequested }
             let timeout: Int32 =
-                s.discarding ? 10 : (!pumps.isEmpty ? pumpInterval : (drainAt != nil ? 20 : -1))
+                s.discarding ? 10 : (!pumps.isEmpty ? (held ? -1 : pumpInterval) : (drainAt != nil ? 20 : -1))
             if !isClosed {
                 if case .failure(let error) = readSocket(timeout: timeout) {
                     logger.warning("external \(name): \(peer): \(error); closing its connection")

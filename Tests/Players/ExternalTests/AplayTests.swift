@@ -30,7 +30,13 @@ import Testing
         #expect(events.contains("interruption-began") && events.contains("interruption-ended"), "\(events)")
         #expect(events.contains("aplay (pid \(aplay.pid)) writes S16_LE 2 ch 48000 Hz to baton_x"), "\(events)")
 
-        let out = rig.zoneSamples()
+        Self.expectEveryFrameOnceAroundTheBell(rig.zoneSamples(), input: input, frames: frames, bellFrames: 48_000 / 8)
+    }
+
+    /// The zone's output of a held `input` interrupted by a bell: the music (left channel) has
+    /// every frame exactly once and in order, the pause and resume fades aside, and the bell (right
+    /// channel) was heard, at least `bellFrames` of it.
+    static func expectEveryFrameOnceAroundTheBell(_ out: [Int16], input: [Int16], frames: Int, bellFrames: Int) {
         let left = stride(from: 0, to: out.count, by: 2).map { out[$0] }.filter { $0 != 0 }
         #expect(left.count == frames, "every frame exactly once")
         var faded = 0
@@ -42,9 +48,31 @@ import Testing
         }
         #expect(wrong == 0, "frames out of order or changed")
         #expect(faded <= 2 * 480 + 2, "only the pause and resume fades (10 ms each) differ: \(faded)")
-        // The bell was heard while the music was held: on the right channel, between its halves.
         let right = stride(from: 1, to: out.count, by: 2).filter { out[$0] != 0 }
-        #expect(right.count > 48_000 / 8)
+        #expect(right.count > bellFrames)
+    }
+
+    /// While `hold` keeps aplay waiting through a 3 s doorbell, the stream's thread sleeps: it is
+    /// woken when the source is resumed, not every 10 ms to see whether the paused rings took
+    /// something (200 times in 2 s before). The music goes on afterwards, every frame once.
+    @Test func aHeldStreamSleepsUntilTheInterruptionEnds() throws {
+        let bell: [Int16] = (0..<(48_000 * 3)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
+        let rig = try ExternalRig(sources: "  x: {class: music, when-interrupted: hold}", sounds: ["long-bell": bell])
+        let frames = 48_000 * 2
+        let input = Self.music(frames: frames)
+        ExternalRig.writeWAV(rig.directory + "/music.wav", input, channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
+        #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"playing\"") })
+        usleep(300_000)
+        #expect(rig.post("/api/v1/announce", #"{"sound": "long-bell"}"#).contains("\"id\""))
+        #expect(waitUntil(seconds: 2) { rig.get("/api/v1/events/recent").contains("interruption-began") })
+        usleep(200_000)  // the pause's 10 ms fade is over
+        let held = try rig.runsInTwoSeconds(ofThreads: "external-stream")["external-stream"] ?? 0
+        #expect(held <= 10, "the held stream's thread ran \(held) times in 2 s")
+        #expect(aplay.wait(seconds: 15) == 0, "aplay: \(aplay.output)")
+        usleep(300_000)
+        #expect(rig.get("/api/v1/events/recent").contains("interruption-ended"))
+        Self.expectEveryFrameOnceAroundTheBell(rig.zoneSamples(), input: input, frames: frames, bellFrames: 48_000)
     }
 
     /// batond's threads sleep until something is due: with an external source configured and no
