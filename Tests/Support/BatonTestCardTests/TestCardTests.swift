@@ -33,7 +33,10 @@ struct TestCardTests {
         #expect(writer.write(periods: 100) == 0)
         writer.pcm.drain()
         let seconds = Double(monotonicNanoseconds() - t0) / 1e9
-        #expect(abs(seconds - 1) < 0.01, "took \(seconds) s")
+        // Never sooner (the card paces in real time); how much later the drain returns is this
+        // thread's scheduling beside the suite (11.8 ms once on a fresh clone): the card's own
+        // record below pins the timing to the nanosecond.
+        #expect(seconds > 0.995 && seconds < 1.1, "took \(seconds) s")
         #expect(card.recordedBytes() == writer.written)
 
         let start = try #require(card.startNanoseconds)
