@@ -8,7 +8,13 @@
 #                          (SwiftPM's release link has --gc-sections): 3.1 MiB less peak RSS than the
 #                          toolchain's shared libraries (docs/PERFORMANCE.md, "Build options")
 #   -z now                 full RELRO, as Debian's hardening=+bindnow: the GOT read-only once loaded
+#   -function-sections     every function in a section of its own (as the static Swift runtime's are),
+#   --section-ordering-file  so that gold can put the code batond runs together, in the order of
+#                          scripts/batond-text-order.txt (made by scripts/text-order.sh): a page of
+#                          code is resident once anything on it runs, and the kernel maps 64 KiB
+#                          around every fault (docs/PERFORMANCE.md, "Code laid out by use")
 #
 # The static link prints one harmless warning from the toolchain's FoundationEssentials (`the use of
 # 'mktemp' is dangerous`); nothing of Baton's.
-release_flags=(-c release --static-swift-stdlib -Xlinker -z -Xlinker now)
+release_flags=(-c release --static-swift-stdlib -Xlinker -z -Xlinker now -Xswiftc -Xfrontend -Xswiftc -function-sections
+  -Xlinker "--section-ordering-file=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/batond-text-order.txt")
