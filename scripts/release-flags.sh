@@ -9,12 +9,17 @@
 #                          toolchain's shared libraries (docs/PERFORMANCE.md, "Build options")
 #   -z now                 full RELRO, as Debian's hardening=+bindnow: the GOT read-only once loaded
 #   -function-sections     every function in a section of its own (as the static Swift runtime's are),
-#   --section-ordering-file  so that gold can put the code batond runs together, in the order of
-#                          scripts/batond-text-order.txt (made by scripts/text-order.sh): a page of
+#   lld, --symbol-ordering-file  so that the linker puts the code batond runs together, in the order of
+#                          scripts/batond-symbol-order.txt (made by scripts/text-order.sh): a page of
 #                          code is resident once anything on it runs, and the kernel maps 64 KiB
-#                          around every fault (docs/PERFORMANCE.md, "Code laid out by use")
+#                          around every fault (docs/PERFORMANCE.md, "Code laid out by use"); the
+#                          toolchain's lld (gold's --section-ordering-file missed more of the runtime)
+#   -z pack-relative-relocs  the 42,000 relative relocations, read once at start and then resident,
+#                          as an 8 KiB DT_RELR table instead of 1 MiB of .rela.dyn (glibc >= 2.36:
+#                          Debian 12; dpkg-shlibdeps makes the package depend on it)
 #
 # The static link prints one harmless warning from the toolchain's FoundationEssentials (`the use of
 # 'mktemp' is dangerous`); nothing of Baton's.
 release_flags=(-c release --static-swift-stdlib -Xlinker -z -Xlinker now -Xswiftc -Xfrontend -Xswiftc -function-sections
-  -Xlinker "--section-ordering-file=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/batond-text-order.txt")
+  -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-warn-symbol-ordering
+  -Xlinker "--symbol-ordering-file=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/batond-symbol-order.txt")

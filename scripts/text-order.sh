@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates scripts/batond-text-order.txt: the code batond runs, so that the release link puts it
-# together (scripts/release-flags.sh passes the file to gold as --section-ordering-file; every
-# function is in a section of its own: -function-sections, and the static Swift runtime's are).
+# Regenerates scripts/batond-symbol-order.txt: the code batond runs, so that the release link puts it
+# together (scripts/release-flags.sh passes the file to lld as --symbol-ordering-file; every
+# function is in a section of its own: -function-sections, and most of the static Swift runtime's are).
 #
 # Why: a page of code is resident as soon as one function on it runs, and the kernel maps the 64 KiB
 # around every fault with it (fault-around). batond runs about 1 MiB of its 10 MiB of code, scattered
@@ -10,7 +10,7 @@
 # How: the release batond runs under valgrind's callgrind (every function executed, however rarely,
 # not a sample) through what a speaker does: start, the status page and API, server music from a
 # Subsonic server (Supysonic, started here on a port of its own), an announcement over it, volume,
-# pause and resume, a reload, the stop. The functions it ran, as `.text.<symbol>` lines, are the file.
+# pause and resume, a reload, the stop. The functions it ran, one symbol a line, are the file.
 # A function that was renamed since is simply not found by the linker (and then lands where it
 # would anyway): a stale file costs memory, never correctness. Run it after larger changes.
 #
@@ -76,8 +76,8 @@ kill -INT "$batond_pid"
 wait "$batond_pid" || { tail -n 20 "$work/batond.log" >&2; say "batond did not stop cleanly"; exit 1; }
 batond_pid=""
 
-# The functions callgrind saw in batond's own object, each once, as the linker's section names.
-python3 - "$work/callgrind.out" "$batond" scripts/batond-text-order.txt <<'PY'
+# The functions callgrind saw in batond's own object, each once.
+python3 - "$work/callgrind.out" "$batond" scripts/batond-symbol-order.txt <<'PY'
 import os, subprocess, sys
 out, binary, target = sys.argv[1:]
 binary = os.path.realpath(binary)   # callgrind names the object by its real path
@@ -96,7 +96,7 @@ order = [n for n in order if n in defined]
 if len(order) < 1000:
     sys.exit(f"text-order: only {len(order)} functions of batond seen: {target} left as it was")
 with open(target, "w") as f:
-    f.write("".join(f".text.{n}\n" for n in order))
+    f.write("".join(f"{n}\n" for n in order))
 print(f"text-order: {len(order)} functions batond ran, written to {target}", file=sys.stderr)
 PY
 # The link does not see the file change: the next release build relinks without this binary.

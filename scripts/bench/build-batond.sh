@@ -4,7 +4,7 @@
 # (scripts/release-flags.sh: static Swift runtime, -z now), never reuses a stale one, sets $batond to it
 # and $baton_commit to the commit it was built from, and prints that on stderr.
 # The commit is `git rev-parse --short HEAD`, with `-dirty` when the files the binary is built from
-# (Sources/, Package.swift, Package.resolved, scripts/release-flags.sh, scripts/batond-text-order.txt)
+# (Sources/, Package.swift, Package.resolved, scripts/release-flags.sh, scripts/batond-symbol-order.txt)
 # differ from it, untracked files there included.
 
 # `release_build DIR WHAT`: builds batond in DIR with the package's options as DIR's tree defines
@@ -27,7 +27,7 @@ build_batond() {
   release_build "$PWD" "the release batond (swift build ${release_flags[*]} --product batond)"
   batond="$PWD/.build/release/batond"
   baton_commit="$(git rev-parse --short HEAD)"
-  if [ -n "$(git status --porcelain -- Sources Package.swift Package.resolved scripts/release-flags.sh scripts/batond-text-order.txt 2>/dev/null)" ]; then
+  if [ -n "$(git status --porcelain -- Sources Package.swift Package.resolved scripts/release-flags.sh scripts/batond-symbol-order.txt 2>/dev/null)" ]; then
     baton_commit="$baton_commit-dirty"
   fi
   echo "$(basename "$0"): measuring $batond, built from commit $baton_commit" >&2
