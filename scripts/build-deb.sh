@@ -183,6 +183,17 @@ if command -v dpkg-shlibdeps >/dev/null 2>&1; then
     rm -rf "$shl"
 fi
 depends=${depends:-$fallback}
+# Packed relative relocations (DT_RELR, scripts/release-flags.sh) need glibc 2.36: a version
+# requirement (GLIBC_ABI_DT_RELR) without a symbol, which dpkg-shlibdeps does not see.
+for object in "$pkg/usr/bin/batond" "$pkg/usr/bin/batonctl" "$pkg/usr/lib/$triplet/alsa-lib/"*.so; do
+    [ -f "$object" ] && readelf -V "$object" 2>/dev/null | grep -q GLIBC_ABI_DT_RELR || continue
+    libc=$(grep -oE 'libc6( \(>= [^)]*\))?' <<<"$depends" | head -n 1)
+    have=$(sed -nE 's/.*>= ([^)]*)\).*/\1/p' <<<"$libc")
+    if [ -z "$have" ] || dpkg --compare-versions "$have" lt 2.36; then
+        depends=$(sed -E 's/libc6( \(>= [^)]*\))?/libc6 (>= 2.36)/' <<<"$depends")
+    fi
+    break
+done
 # postinst creates the system user with useradd and usermod (passwd is required, not essential).
 depends="$depends, passwd"
 
