@@ -168,12 +168,12 @@ echo /etc/baton/baton.yaml > "$pkg/DEBIAN/conffiles"
 # Depends: the shared libraries the binaries really link, with the versions their symbols need.
 fallback="libasound2, libsamplerate0, libsoxr0, libopus0, libopusfile0, libyaml-0-2, libmicrohttpd12, libcurl4, libflac12, libmpg123-0, libsystemd0, libc6"
 depends=""
+objects=("$pkg/usr/bin/batond" "$pkg/usr/bin/batonctl")
+for plugin in ${plugins[@]+"${plugins[@]}"}; do objects+=("$pkg/usr/lib/$triplet/alsa-lib/$(basename "$plugin")"); done
 if command -v dpkg-shlibdeps >/dev/null 2>&1; then
     shl=$stage/shlibdeps
     mkdir -p "$shl/debian"
     printf 'Source: baton\n\nPackage: baton\nArchitecture: any\n' > "$shl/debian/control"
-    objects=("$pkg/usr/bin/batond" "$pkg/usr/bin/batonctl")
-    for plugin in ${plugins[@]+"${plugins[@]}"}; do objects+=("$pkg/usr/lib/$triplet/alsa-lib/$(basename "$plugin")"); done
     if line=$(cd "$shl" && dpkg-shlibdeps -O ${shlibdeps_options[@]+"${shlibdeps_options[@]}"} "${objects[@]}" 2>"$shl/log"); then
         depends=${line#shlibs:Depends=}
     else
@@ -185,8 +185,8 @@ fi
 depends=${depends:-$fallback}
 # Packed relative relocations (DT_RELR, scripts/release-flags.sh) need glibc 2.36: a version
 # requirement (GLIBC_ABI_DT_RELR) without a symbol, which dpkg-shlibdeps does not see.
-for object in "$pkg/usr/bin/batond" "$pkg/usr/bin/batonctl" "$pkg/usr/lib/$triplet/alsa-lib/"*.so; do
-    [ -f "$object" ] && readelf -V "$object" 2>/dev/null | grep -q GLIBC_ABI_DT_RELR || continue
+for object in "${objects[@]}"; do
+    readelf -V "$object" 2>/dev/null | grep -q GLIBC_ABI_DT_RELR || continue
     libc=$(grep -oE 'libc6( \(>= [^)]*\))?' <<<"$depends" | head -n 1)
     have=$(sed -nE 's/.*>= ([^)]*)\).*/\1/p' <<<"$libc")
     if [ -z "$have" ] || dpkg --compare-versions "$have" lt 2.36; then
