@@ -57,6 +57,7 @@ fi
 
 scripts/install-deps.sh --bench
 . scripts/bench/build-batond.sh
+. scripts/bench/private-subsonic.sh
 build_batond
 baseline_args=()
 if [ -n "${BASELINE:-}" ]; then
@@ -91,13 +92,8 @@ plugin="$PWD/.build/release/libasound_module_pcm_baton.so"
 duration=$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$stream")
 bitrate=$(ffprobe -v error -show_entries format=bit_rate -of csv=p=0 "$stream")
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
 # Supysonic on a port of its own (not the shared test server's), serving that library.
-BATON_SUBSONIC_PORT="$(free_port)" BATON_SUBSONIC_LIBRARY="$work/library" scripts/subsonic-server.sh start
-env_get() { sed -n "s/^$1=//p" "$BATON_SUBSONIC_ENV" | head -n 1; }
-subsonic_url="$(env_get url)"; subsonic_pw="$(env_get password-file)"
-subsonic_pid="$(env_get pid)"; subsonic_data="$(env_get data)"
+start_private_subsonic "$work/library"
 song_id="$(cd scripts/subsonic && python3 - "$subsonic_url" "$subsonic_pw" <<'PY'
 import sys
 from api import call

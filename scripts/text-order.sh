@@ -22,6 +22,7 @@ say() { echo "text-order: $*" >&2; }
 scripts/install-deps.sh --bench
 command -v valgrind >/dev/null || apt-get install -y -q valgrind >/dev/null
 . scripts/bench/build-batond.sh
+. scripts/bench/private-subsonic.sh
 build_batond
 
 work="$(mktemp -d /tmp/baton-text-order.XXXXXX)"
@@ -34,10 +35,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-BATON_SUBSONIC_PORT="$(free_port)" scripts/subsonic-server.sh start
-env_get() { sed -n "s/^$1=//p" "$BATON_SUBSONIC_ENV" | head -n 1; }
+start_private_subsonic
 port="$(free_port)"
 api="http://127.0.0.1:$port"
 echo 'pcm.order_zone { type null }' >"$work/alsa.conf"
@@ -50,7 +48,7 @@ sounds: $PWD/config/sounds
 state-dir: $work/state
 resampler: {music: soxr-hq}
 music:
-  subsonic: {url: $(env_get url), user: baton, password-file: $(env_get password-file), format: raw}
+  subsonic: {url: $subsonic_url, user: baton, password-file: $subsonic_pw, format: raw}
 EOF
 
 valgrind --tool=callgrind --demangle=no --dump-instr=no --compress-strings=no --compress-pos=no \
