@@ -12,14 +12,22 @@ import Synchronization
 /// reached a page. The capacity is what was asked for, not the next power of two: a zone's eight
 /// half-second rings at 44.1 kHz stereo were 8 × 256 KiB with 33 % of it never used (44 100
 /// samples rounded to 65 536); the one remainder per call costs less than a cache miss.
+///
+/// A consumer that may take back what it read (a zone output that renders ahead and rewinds, see
+/// `ZoneMixer.rewind`) reads with `read(into:count:releasing: false)`: its read position moves on,
+/// but the samples stay the producer's to keep until `release(upTo:)` hands them back, and
+/// `rewindRead(to:)` reads them again. `readable` is always what the consumer has not read yet;
+/// `writable` is the room the producer has, so it is smaller by what is read but not released.
 // @unchecked: the storage is shared, but the producer only writes slots between `tail` and `head +
-// capacity`, the consumer only reads slots between `head` and `tail`; the counters are atomics with
-// acquire/release ordering, which publish the sample writes to the reader.
+// capacity`, the consumer only reads slots between `head` and `tail` (its cursor `readAt` lies
+// between them); the counters are atomics with acquire/release ordering, which publish the sample
+// writes to the reader.
 public final class FloatRing: @unchecked Sendable {
     /// Samples the ring holds at most.
     public let capacity: Int
     private let storage: UnsafeMutablePointer<Float>
-    private let head = Atomic<Int>(0)  // samples read so far (written by the consumer)
+    private let head = Atomic<Int>(0)  // samples released to the producer so far (written by the consumer)
+    private let readAt = Atomic<Int>(0)  // samples read so far (written by the consumer; ≥ head)
     private let tail = Atomic<Int>(0)  // samples written so far (written by the producer)
 
     /// Creates a ring holding `capacity` samples. Thread: any; allocates.
@@ -32,11 +40,17 @@ public final class FloatRing: @unchecked Sendable {
 
     deinit { storage.deallocate() }
 
-    /// Samples ready to read. Consumer thread (exact) or any thread (a snapshot).
-    public var readable: Int { tail.load(ordering: .acquiring) - head.load(ordering: .acquiring) }
+    /// Samples ready to read: written and not read yet. Consumer thread (exact) or any thread (a
+    /// snapshot).
+    public var readable: Int { tail.load(ordering: .acquiring) - readAt.load(ordering: .acquiring) }
 
-    /// Room for writing, in samples. Producer thread (exact) or any thread (a snapshot).
-    public var writable: Int { capacity - readable }
+    /// Room for writing, in samples: the capacity less what was written and not released. Producer
+    /// thread (exact) or any thread (a snapshot).
+    public var writable: Int { capacity - (tail.load(ordering: .acquiring) - head.load(ordering: .acquiring)) }
+
+    /// Samples read so far: the consumer's position, for `rewindRead(to:)` and `release(upTo:)`.
+    /// Consumer thread.
+    public var readPosition: Int { readAt.load(ordering: .relaxed) }
 
     /// Copies up to `count` samples from `source`; returns how many fit. Producer thread only.
     @discardableResult
@@ -53,25 +67,48 @@ public final class FloatRing: @unchecked Sendable {
         return n
     }
 
-    /// Copies up to `count` samples into `destination`; returns how many were there.
+    /// Copies up to `count` samples into `destination`; returns how many were there. With
+    /// `releasing` (the default) the samples are handed back to the producer at once; without, they
+    /// stay until `release(upTo:)`, and `rewindRead(to:)` can read them again.
     /// Consumer thread only. Real-time safe.
     @discardableResult
-    public func read(into destination: UnsafeMutablePointer<Float>, count: Int) -> Int {
-        let h = head.load(ordering: .relaxed)
+    public func read(into destination: UnsafeMutablePointer<Float>, count: Int, releasing: Bool = true) -> Int {
+        let r = readAt.load(ordering: .relaxed)
         let t = tail.load(ordering: .acquiring)
-        let n = min(count, t - h)
+        let n = min(count, t - r)
         guard n > 0 else { return 0 }
-        let start = h % capacity
+        let start = r % capacity
         let first = min(n, capacity - start)
         destination.update(from: storage + start, count: first)
         if first < n { (destination + first).update(from: storage, count: n - first) }
-        head.store(h + n, ordering: .releasing)
+        readAt.store(r + n, ordering: .releasing)
+        if releasing { head.store(r + n, ordering: .releasing) }
         return n
+    }
+
+    /// Hands the samples read before `position` (a `readPosition`) back to the producer. A position
+    /// at or behind what was released already, or past what was read, changes nothing beyond the
+    /// read position. Consumer thread only. Real-time safe.
+    public func release(upTo position: Int) {
+        let h = head.load(ordering: .relaxed)
+        let p = min(position, readAt.load(ordering: .relaxed))
+        if p > h { head.store(p, ordering: .releasing) }
+    }
+
+    /// Moves the read position back to `position` (a `readPosition`), so that the samples read since
+    /// are read again; never behind what was released. Returns the position it moved to.
+    /// Consumer thread only. Real-time safe.
+    @discardableResult
+    public func rewindRead(to position: Int) -> Int {
+        let p = max(position, head.load(ordering: .relaxed))
+        if p < readAt.load(ordering: .relaxed) { readAt.store(p, ordering: .releasing) }
+        return readAt.load(ordering: .relaxed)
     }
 
     /// Empties the ring. Only while neither side is using it (e.g. the slot is free).
     public func reset() {
         head.store(0, ordering: .releasing)
+        readAt.store(0, ordering: .releasing)
         tail.store(0, ordering: .releasing)
     }
 }

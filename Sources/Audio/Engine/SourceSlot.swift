@@ -49,6 +49,9 @@ public final class SourceSlot: @unchecked Sendable {
 
     /// The gain the output thread applied last. Output thread only.
     var gain: Float = 0
+    /// How many times the output thread freed the slot: a mark of a rendered-ahead period belongs to
+    /// the source that held the slot then (`ZoneMixer.rewind`). Output thread only.
+    var epoch = 0
 
     init(index: Int, ringSamples: Int) {
         self.index = index

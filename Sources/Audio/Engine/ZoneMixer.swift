@@ -6,6 +6,15 @@ import Synchronization
 ///
 /// Everything is allocated in `init`; `render` is real-time safe (no allocation, lock, log or await)
 /// and is called by one thread only: the zone's output thread (or a test standing in for it).
+///
+/// **Rendering ahead.** A mixer made with `rewindPeriods > 0` keeps its state at the start of each of
+/// the last that many periods (each slot's ring read position, gain and counters, the zone volume)
+/// and leaves what it read in the rings until `settle(playedThrough:)` says the device has played it.
+/// So an output can render well ahead of the device and, when something changes (a new source, a
+/// pause, a gain or the volume), take back the periods the device has not played (`rewind`) and
+/// render them again with the change in. A period in which something happened that others may have
+/// seen — a slot started or stopped sounding, drained, paused, was freed, or the loudness crossed
+/// the meter's threshold — is never taken back: `rewindablePeriods` ends there.
 // @unchecked: the slots are shared through their atomics; the buffers belong to the rendering thread.
 public final class ZoneMixer: @unchecked Sendable {
     public let channels: Int
@@ -27,6 +36,37 @@ public final class ZoneMixer: @unchecked Sendable {
     private var changed = false
     private let renderedFrames = Atomic<Int>(0)
 
+    /// Render-ahead (see the type's notes): the state at the start of each kept period, in a ring of
+    /// `markCapacity` periods; `markCount` are kept, the newest for the period that starts at `frame -
+    /// periodFrames`. Rendering thread only.
+    private let markCapacity: Int
+    private let marks: UnsafeMutablePointer<Mark>
+    private let slotMarks: UnsafeMutablePointer<SlotMark>
+    private var markCount = 0
+    /// The first frame a rewind may go back to: the end of the last period in which something
+    /// happened that cannot be taken back.
+    private var barrierFrame = 0
+    /// Set while rendering a period in which something happened that cannot be taken back.
+    private var eventInPeriod = false
+
+    /// The zone's state at the start of a period.
+    private struct Mark {
+        var frame: Int
+        var volumeGain: Float
+    }
+
+    /// A slot's state at the start of a period.
+    private struct SlotMark {
+        var epoch: Int
+        var active: Bool
+        var readPosition: Int
+        var gain: Float
+        var consumed: Int
+        var lastMixedEndFrame: Int
+        var starved: Int
+        var soundingNow: Bool
+    }
+
     /// The first frame the next `render` produces: a change made now (a gain, a pause, a new slot)
     /// is in the audio from this frame on, or one period later when a render is in progress. Any
     /// thread.
@@ -45,11 +85,13 @@ public final class ZoneMixer: @unchecked Sendable {
     ///   - rampFrames: frames a full 0↔1 gain change takes (click-free ramps).
     ///   - doorbell: posted when the volume changes, so an output thread that stopped while its zones
     ///     were idle ramps to it (see `DeviceSpec.stopsWhenIdle`).
+    ///   - rewindPeriods: how many periods back `rewind` can go (0: none, and what is read from the
+    ///     rings is handed back to their producers at once).
     public init(
         channels: Int, periodFrames: Int, slotCount: Int, ringSamples: Int, rampFrames: Int,
-        doorbell: Semaphore? = nil
+        doorbell: Semaphore? = nil, rewindPeriods: Int = 0
     ) {
-        precondition(channels > 0 && periodFrames > 0 && slotCount > 0 && rampFrames > 0)
+        precondition(channels > 0 && periodFrames > 0 && slotCount > 0 && rampFrames > 0 && rewindPeriods >= 0)
         self.channels = channels
         self.periodFrames = periodFrames
         self.doorbell = doorbell
@@ -59,11 +101,21 @@ public final class ZoneMixer: @unchecked Sendable {
         mix.initialize(repeating: 0, count: periodFrames * channels)
         scratch = .allocate(capacity: periodFrames * channels)
         scratch.initialize(repeating: 0, count: periodFrames * channels)
+        markCapacity = rewindPeriods
+        marks = .allocate(capacity: max(1, rewindPeriods))
+        marks.initialize(repeating: Mark(frame: 0, volumeGain: 0), count: max(1, rewindPeriods))
+        let blank = SlotMark(
+            epoch: 0, active: false, readPosition: 0, gain: 0, consumed: 0, lastMixedEndFrame: -1, starved: 0,
+            soundingNow: false)
+        slotMarks = .allocate(capacity: max(1, rewindPeriods) * slotCount)
+        slotMarks.initialize(repeating: blank, count: max(1, rewindPeriods) * slotCount)
     }
 
     deinit {
         mix.deallocate()
         scratch.deallocate()
+        marks.deallocate()
+        slotMarks.deallocate()
     }
 
     /// Sets the zone's volume (linear, 0...1); the output thread ramps to it click-free.
@@ -113,6 +165,8 @@ public final class ZoneMixer: @unchecked Sendable {
     /// Renders one period into `mix`. Rendering thread only. Real-time safe.
     public func render() {
         let samples = periodFrames * channels
+        if markCapacity > 0 { keepMark() }
+        eventInPeriod = false
         // `filled`: `mix` holds this period's sum so far. The first slot that sounds at a steady
         // gain is read straight into it (no clearing, no scratch copy: the common case of one
         // source); every other slot is added to it.
@@ -121,15 +175,105 @@ public final class ZoneMixer: @unchecked Sendable {
             let phase = slot.phase.load(ordering: .acquiring)
             if phase == SourceSlot.Phase.releasing.rawValue {
                 slot.phase.store(SourceSlot.Phase.free.rawValue, ordering: .releasing)
+                slot.epoch += 1
+                eventInPeriod = true
                 continue
             }
             if phase == SourceSlot.Phase.active.rawValue { filled = renderSlot(slot, filled: filled) }
         }
         if !filled { mix.update(repeating: 0, count: samples) }
         applyVolume(samples: samples)
-        if meter.measure(mix, frames: periodFrames, channels: channels, frame: frame) { changed = true }
+        if meter.measure(mix, frames: periodFrames, channels: channels, frame: frame) {
+            changed = true
+            eventInPeriod = true
+        }
         frame += periodFrames
+        if eventInPeriod { barrierFrame = frame }
         renderedFrames.store(frame, ordering: .releasing)
+    }
+
+    // MARK: Rendering ahead
+
+    /// Periods `rewind` can take back now: those kept, back to the last period in which something
+    /// happened that cannot be (see the type's notes). Rendering thread only. Real-time safe.
+    public var rewindablePeriods: Int {
+        min(markCount, max(0, frame - barrierFrame) / periodFrames)
+    }
+
+    /// Takes back the last `periods` periods rendered (at most `rewindablePeriods`): the rings are
+    /// read again from where those periods began, with the gains, counters and zone volume of
+    /// then, and `frame` goes back. Returns how many periods were taken back.
+    /// Rendering thread only. Real-time safe.
+    @discardableResult
+    public func rewind(periods: Int) -> Int {
+        let n = min(max(0, periods), rewindablePeriods)
+        guard n > 0 else { return 0 }
+        markCount -= n
+        let index = (frame / periodFrames - n) % markCapacity
+        let mark = marks[index]
+        frame = mark.frame
+        volumeGain = mark.volumeGain
+        appliedVolumeBits.store(volumeGain.bitPattern, ordering: .relaxed)
+        for (i, slot) in slots.enumerated() {
+            let m = slotMarks[index * slots.count + i]
+            guard m.active && m.epoch == slot.epoch else { continue }
+            slot.ring.rewindRead(to: m.readPosition)
+            slot.gain = m.gain
+            slot.currentGainBits.store(m.gain.bitPattern, ordering: .relaxed)
+            slot.consumed.store(m.consumed, ordering: .releasing)
+            slot.lastMixedEndFrame.store(m.lastMixedEndFrame, ordering: .releasing)
+            slot.starved.store(m.starved, ordering: .relaxed)
+            slot.soundingNow = m.soundingNow
+        }
+        renderedFrames.store(frame, ordering: .releasing)
+        return n
+    }
+
+    /// The device has played every frame before `frame`: the periods that ended by then can no
+    /// longer be taken back, and what they read from the rings goes back to the producers.
+    /// Rendering thread only. Real-time safe.
+    public func settle(playedThrough frame: Int) {
+        while markCount > 0 {
+            let oldest = (self.frame / periodFrames - markCount) % markCapacity
+            guard marks[oldest].frame + periodFrames <= frame else { return }
+            dropMark(oldest)
+        }
+    }
+
+    /// Keeps the state at the start of the period about to be rendered; when the ring of marks is
+    /// full, the oldest period becomes final first.
+    @inline(__always)
+    private func keepMark() {
+        let index = (frame / periodFrames) % markCapacity
+        if markCount == markCapacity { dropMark(index) }
+        marks[index] = Mark(frame: frame, volumeGain: volumeGain)
+        for (i, slot) in slots.enumerated() {
+            let active = slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.active.rawValue
+            slotMarks[index * slots.count + i] = SlotMark(
+                epoch: slot.epoch, active: active, readPosition: slot.ring.readPosition, gain: slot.gain,
+                consumed: slot.consumed.load(ordering: .relaxed),
+                lastMixedEndFrame: slot.lastMixedEndFrame.load(ordering: .relaxed),
+                starved: slot.starved.load(ordering: .relaxed), soundingNow: slot.soundingNow)
+        }
+        markCount += 1
+    }
+
+    /// Forgets the oldest mark (at `index`): the rings are released up to where its period ended —
+    /// the next mark's read positions, or, when it was the only one, where they are read to now. A
+    /// slot is touched only while it holds the same source as then (`epoch`) and is active: a freed
+    /// slot's ring is the control thread's to reset.
+    private func dropMark(_ index: Int) {
+        markCount -= 1
+        let next = (index + 1) % markCapacity
+        for (i, slot) in slots.enumerated()
+        where slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.active.rawValue {
+            if markCount > 0 {
+                let m = slotMarks[next * slots.count + i]
+                if m.active && m.epoch == slot.epoch { slot.ring.release(upTo: m.readPosition) }
+            } else {
+                slot.ring.release(upTo: slot.ring.readPosition)
+            }
+        }
     }
 
     /// Whether what the zone mixes changed since the last call (see `changed`). Rendering thread
@@ -168,11 +312,13 @@ public final class ZoneMixer: @unchecked Sendable {
         let pausing = slot.pauseRequested.load(ordering: .acquiring)
         if slot.drainedFlag.load(ordering: .relaxed) { return filled }
         if pausing && slot.gain == 0 {
+            if !slot.pausedNow.load(ordering: .relaxed) { eventInPeriod = true }
             slot.pausedNow.store(true, ordering: .releasing)
             return filled
         }
         if !pausing && slot.pausedNow.load(ordering: .relaxed) {
             slot.pausedNow.store(false, ordering: .releasing)
+            eventInPeriod = true
         }
         let target: Float = pausing ? 0 : slot.targetGain
         let custom = Float(bitPattern: slot.rampStepBits.load(ordering: .relaxed))
@@ -187,15 +333,21 @@ public final class ZoneMixer: @unchecked Sendable {
         let want = pausing ? rampFrames : periodFrames
         // Steady gain into an empty mix: read the ring straight into it (see `render`).
         let direct = !filled && rampFrames == 0 && want > 0
-        let got = want == 0 ? 0 : slot.ring.read(into: direct ? mix : scratch, count: want * channels) / channels
+        let got =
+            want == 0
+            ? 0
+            : slot.ring.read(into: direct ? mix : scratch, count: want * channels, releasing: markCapacity == 0)
+                / channels
         if got > 0 && slot.startedAtFrame.load(ordering: .relaxed) < 0 {
             slot.startedAtFrame.store(frame, ordering: .releasing)
+            eventInPeriod = true
         }
         var ranDry = false
         if got < want {
             if slot.endOfStream.load(ordering: .acquiring) && slot.ring.readable == 0 {
                 slot.drainedAtFrame.store(frame + got, ordering: .relaxed)
                 slot.drainedFlag.store(true, ordering: .releasing)
+                eventInPeriod = true
             } else if !pausing {
                 slot.starved.add(1, ordering: .relaxed)
                 ranDry = true
@@ -240,7 +392,10 @@ public final class ZoneMixer: @unchecked Sendable {
         slot.gain = g
         slot.currentGainBits.store(g.bitPattern, ordering: .relaxed)
         slot.consumed.add(got, ordering: .releasing)
-        if pausing && g == 0 { slot.pausedNow.store(true, ordering: .releasing) }
+        if pausing && g == 0 {
+            if !slot.pausedNow.load(ordering: .relaxed) { eventInPeriod = true }
+            slot.pausedNow.store(true, ordering: .releasing)
+        }
         return true
     }
 
@@ -261,6 +416,7 @@ public final class ZoneMixer: @unchecked Sendable {
         if on != nil || off != nil {
             slot.sounding.record(on: on, off: off, tag: ranDry)
             changed = true
+            eventInPeriod = true
         }
         slot.soundingNow = onAtEnd
     }

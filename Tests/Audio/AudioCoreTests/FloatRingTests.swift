@@ -40,4 +40,34 @@ import Testing
         #expect(next - expected == Float(ring.readable), "what was written and not read is still there")
         #expect(next > 4 * 44_100, "the test wrapped around the ring (\(next) samples)")
     }
+
+    /// A consumer that renders ahead: what it read without releasing is still the producer's to keep
+    /// (no room for new samples), reads again exactly after a rewind, and becomes room once released;
+    /// a rewind never goes behind what was released.
+    @Test func readWithoutReleasingCanBeReadAgain() {
+        let ring = FloatRing(capacity: 10)
+        let source: [Float] = (0..<10).map(Float.init)
+        ring.write(source, count: 10)
+        var out = [Float](repeating: -1, count: 10)
+        func read(_ n: Int) -> [Float] {
+            let got = out.withUnsafeMutableBufferPointer {
+                ring.read(into: $0.baseAddress!, count: n, releasing: false)
+            }
+            return Array(out[..<got])
+        }
+        #expect(read(6) == [0, 1, 2, 3, 4, 5])
+        #expect(ring.readable == 4 && ring.writable == 0, "read but not released: no room yet")
+        #expect(ring.readPosition == 6)
+        ring.release(upTo: 2)
+        #expect(ring.writable == 2)
+        #expect(ring.rewindRead(to: 0) == 2, "never behind what was released")
+        #expect(ring.readable == 8)
+        #expect(read(3) == [2, 3, 4], "the same samples again, in order")
+        ring.release(upTo: 99)
+        #expect(ring.writable == 5, "released up to what was read, no further")
+        #expect(ring.write([10, 11, 12, 13, 14], count: 5) == 5)
+        #expect(read(10) == [5, 6, 7, 8, 9, 10, 11, 12, 13, 14], "across the wrap-around")
+        ring.reset()
+        #expect(ring.readable == 0 && ring.writable == 10 && ring.readPosition == 0)
+    }
 }
