@@ -63,7 +63,7 @@ public final class DeviceOutput: @unchecked Sendable {
     private let stopFlag = Atomic<Bool>(false)
     private let available = Atomic<Bool>(false)
     let lastError = Atomic<Int32>(0)
-    private let framesPlayed = Atomic<Int>(0)
+    let framesPlayed = Atomic<Int>(0)
     let xruns = Atomic<Int>(0)
     let suspends = Atomic<Int>(0)
     let lateCycles = Atomic<Int>(0)
@@ -96,9 +96,15 @@ public final class DeviceOutput: @unchecked Sendable {
     /// `StreamSpec.awaitsServer`, it now waits for `serverAnswered`), carries audio, or was lost.
     /// Must be quick and real-time safe (a semaphore post). Set before `start`.
     public nonisolated(unsafe) var connectionObserver: (@Sendable () -> Void)?
-    /// Wakes the output thread while it waits with nothing to play (`stopsWhenIdle`).
-    private let doorbell = Semaphore()
+    /// Wakes the output thread while it waits with nothing to play (`stopsWhenIdle`), or, rendering
+    /// ahead, to take back what it rendered when something changed (`DeviceSpec.rendersAhead`).
+    let doorbell = WakeFD()
     private let idleStopCount = Atomic<Int>(0)
+    /// Rendering ahead: how many times the output took periods back, and how many frames in all.
+    let rewinds = Atomic<Int>(0)
+    let framesTakenBack = Atomic<Int>(0)
+    /// Cycles of the output loop: how often the thread woke to render and write.
+    let wakeUps = Atomic<Int>(0)
     private let stoppedIdle = Atomic<Bool>(false)
 
     /// Called by the output thread at the top of every render cycle with the cycle number, before
@@ -114,7 +120,8 @@ public final class DeviceOutput: @unchecked Sendable {
         mixers = spec.zones.map { z in
             let m = ZoneMixer(
                 channels: z.channels, periodFrames: spec.pcm.periodFrames, slotCount: z.slotCount,
-                ringSamples: z.ringFrames * z.channels, rampFrames: z.rampFrames, doorbell: doorbell)
+                ringSamples: z.ringFrames * z.channels, rampFrames: z.rampFrames, doorbell: doorbell,
+                rewindPeriods: spec.rendersAhead ? spec.pcm.bufferFrames / spec.pcm.periodFrames + 2 : 0)
             m.setInitialVolume(z.volume)
             return m
         }
@@ -166,6 +173,15 @@ public final class DeviceOutput: @unchecked Sendable {
     public var isStoppedIdle: Bool { stoppedIdle.load(ordering: .acquiring) }
     /// How many times the output thread stopped with nothing to play. Any thread.
     public var idleStops: Int { idleStopCount.load(ordering: .acquiring) }
+
+    /// Rendering ahead (`DeviceSpec.rendersAhead`): how many times the output took back periods it
+    /// had rendered, to render a change in, and how many frames in all. Any thread.
+    public var takeBacks: (count: Int, frames: Int) {
+        (rewinds.load(ordering: .relaxed), framesTakenBack.load(ordering: .relaxed))
+    }
+
+    /// How many times the output thread woke to render and write (cycles of its loop). Any thread.
+    public var wakeUpCount: Int { wakeUps.load(ordering: .relaxed) }
 
     /// How many times the output thread tried to open the PCM. Any thread.
     public var openAttemptCount: Int { openAttempts.load(ordering: .acquiring) }
@@ -257,7 +273,11 @@ public final class DeviceOutput: @unchecked Sendable {
             try? pcm.setWakeThreshold(frames: wake * spec.pcm.periodFrames)
             deviceOpened()
             setAvailable(true)
-            play(on: pcm, bufferFrames: pcm.configuration.bufferFrames, cycle: &cycle)
+            if spec.rendersAhead {
+                playAhead(on: pcm, bufferFrames: pcm.configuration.bufferFrames, cycle: &cycle)
+            } else {
+                play(on: pcm, bufferFrames: pcm.configuration.bufferFrames, cycle: &cycle)
+            }
             deviceLost()
             setAvailable(false)
         }
@@ -292,22 +312,13 @@ public final class DeviceOutput: @unchecked Sendable {
         var deadline = monotonicNanoseconds()
         var idleFrames = 0
         while !stopping {
+            wakeUps.add(1, ordering: .relaxed)
             var periods = wake
             if spec.clock == .device {
                 periods = periodsToRender(pcm, wake: wake, period: period, waitMilliseconds: waitMilliseconds)
                 if periods == 0 { continue }
             }
-            for _ in 0..<periods {
-                cycleObserver?(cycle)
-                cycle += 1
-                let mixed = renderDevice(period: period, channels: channels)
-                let bytes = history.nextPeriod
-                switch spec.pcm.format {
-                case .s16LE: convertToS16(mixed, bytes.assumingMemoryBound(to: Int16.self), count: period * channels)
-                case .s32LE: convertToS32(mixed, bytes.assumingMemoryBound(to: Int32.self), count: period * channels)
-                }
-                history.commit()
-            }
+            for _ in 0..<periods { renderPeriod(period: period, channels: channels, cycle: &cycle) }
             // Gone (-ENODEV) or unrecoverable: reopen with backoff; what the device dropped is kept.
             guard deliver(to: pcm, bufferFrames: bufferFrames) else {
                 framesPlayed.add(periods * period, ordering: .releasing)
@@ -370,7 +381,7 @@ public final class DeviceOutput: @unchecked Sendable {
     }
 
     /// True when no zone has anything to play. Output thread; real-time safe.
-    private var allZonesIdle: Bool {
+    var allZonesIdle: Bool {
         for m in mixers where !m.isIdle { return false }
         return true
     }
@@ -378,13 +389,13 @@ public final class DeviceOutput: @unchecked Sendable {
     /// Plays out the PCM's buffer, stops it and waits (no wake-ups) until a zone has something to
     /// play or the thread is told to stop; then prepares the PCM. False when it cannot be prepared
     /// (the caller reopens it). Output thread; blocks, but only with nothing to play.
-    private func waitWhileIdle<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
+    func waitWhileIdle<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
         pcm.drain()
         delayFrames.store(0, ordering: .relaxed)
         idleStopCount.add(1, ordering: .relaxed)
         stoppedIdle.store(true, ordering: .releasing)
         doorbell.drain()
-        while !stopping && allZonesIdle { doorbell.wait() }
+        while !stopping && allZonesIdle { _ = doorbell.waitForPost(milliseconds: -1) }
         stoppedIdle.store(false, ordering: .releasing)
         let r = pcm.prepare()
         if r < 0 {
@@ -399,9 +410,24 @@ public final class DeviceOutput: @unchecked Sendable {
         return true
     }
 
+    /// Renders one period of every zone, converts it to the device format and keeps it in the history
+    /// (to be delivered). Output thread; real-time safe.
+    @inline(__always)
+    func renderPeriod(period: Int, channels: Int, cycle: inout Int) {
+        cycleObserver?(cycle)
+        cycle += 1
+        let mixed = renderDevice(period: period, channels: channels)
+        let bytes = history.nextPeriod
+        switch spec.pcm.format {
+        case .s16LE: convertToS16(mixed, bytes.assumingMemoryBound(to: Int16.self), count: period * channels)
+        case .s32LE: convertToS32(mixed, bytes.assumingMemoryBound(to: Int32.self), count: period * channels)
+        }
+        history.commit()
+    }
+
     /// Renders every zone and places its channels on the device's. Output thread; real-time safe.
     @inline(__always)
-    private func renderDevice(period: Int, channels: Int) -> UnsafeMutablePointer<Float> {
+    func renderDevice(period: Int, channels: Int) -> UnsafeMutablePointer<Float> {
         guard let device else {
             mixers[0].render()
             if mixers[0].takeChanged() { audioObserver?() }
@@ -435,7 +461,8 @@ public final class DeviceOutput: @unchecked Sendable {
         while !stopping {
             let now = monotonicNanoseconds()
             if now >= end { return }
-            doorbell.wait(nanoseconds: end - now)  // stop() posts it
+            // stop() posts it.
+            _ = doorbell.waitForPost(milliseconds: Int32(clamping: (end - now + 999_999) / 1_000_000))
         }
     }
 }

@@ -56,12 +56,18 @@ public struct DeviceSpec: Sendable, Equatable {
     /// change; then prepare it and play from the next period. The zone's frame counter pauses
     /// meanwhile. Never for a stream output (snapserver is fed without a break).
     public var stopsWhenIdle: Bool
+    /// Keep the device's whole buffer filled and wake only when it holds 30 ms, instead of once a
+    /// period; when something changes (a new source, a gain, a pause, the volume), take back what
+    /// the device has not started playing (`snd_pcm_rewind`, `ZoneMixer.rewind`) and render it
+    /// again, so a request is heard as soon as with a short buffer. A `clock: device` ALSA zone only.
+    public var rendersAhead: Bool
 
     public init(
         pcm: PCMRequest, clock: ZoneClock, realtimePriority: Int32 = 70, zones: [ZoneSpec],
-        stream: StreamSpec? = nil, stopsWhenIdle: Bool = false
+        stream: StreamSpec? = nil, stopsWhenIdle: Bool = false, rendersAhead: Bool = false
     ) {
         self.pcm = pcm
+        self.rendersAhead = rendersAhead && stream == nil && clock == .device
         self.stopsWhenIdle = stopsWhenIdle && stream == nil
         self.clock = stream == nil ? clock : .system
         self.realtimePriority = realtimePriority

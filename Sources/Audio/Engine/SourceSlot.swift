@@ -1,4 +1,5 @@
 import AudioCore
+import OSThread
 import Synchronization
 
 /// One source's place in a zone's mix: its sample ring, its gain, its pause state and its counters.
@@ -53,8 +54,13 @@ public final class SourceSlot: @unchecked Sendable {
     /// the source that held the slot then (`ZoneMixer.rewind`). Output thread only.
     var epoch = 0
 
-    init(index: Int, ringSamples: Int) {
+    /// Posted when the control thread changes the slot (gain, pause, resume), so that an output that
+    /// renders ahead takes back what it rendered and renders the change in (`ZoneMixer.rewind`).
+    private let doorbell: WakeFD?
+
+    init(index: Int, ringSamples: Int, doorbell: WakeFD? = nil) {
         self.index = index
+        self.doorbell = doorbell
         ring = FloatRing(capacity: ringSamples)
     }
 
@@ -71,6 +77,7 @@ public final class SourceSlot: @unchecked Sendable {
             rampStepBits.store(0, ordering: .relaxed)
         }
         targetGainBits.store(linear.bitPattern, ordering: .releasing)
+        doorbell?.post()
     }
 
     /// The gain the output thread ramps to.
@@ -78,10 +85,16 @@ public final class SourceSlot: @unchecked Sendable {
 
     /// Fades the source out and stops consuming its frames at the end of the fade, so `resume` goes
     /// on from the very next sample. Control thread.
-    public func pause() { pauseRequested.store(true, ordering: .releasing) }
+    public func pause() {
+        pauseRequested.store(true, ordering: .releasing)
+        doorbell?.post()
+    }
 
     /// Fades the source back in from the sample where `pause` stopped it. Control thread.
-    public func resume() { pauseRequested.store(false, ordering: .releasing) }
+    public func resume() {
+        pauseRequested.store(false, ordering: .releasing)
+        doorbell?.post()
+    }
 
     /// True from `pause` to `resume`, whether or not the fade has ended. Any thread.
     public var isPauseRequested: Bool { pauseRequested.load(ordering: .acquiring) }

@@ -65,6 +65,14 @@ final class WrittenFrames {
     /// The device took `frames` of the run.
     func markSent(_ frames: Int) { sent += frames }
 
+    /// The device took back the last `frames` it was given (`snd_pcm_rewind`) and they are to be
+    /// rendered again: they are forgotten. Only with nothing pending (the caller checks). Real-time safe.
+    func takeBack(_ frames: Int) {
+        let back = min(max(0, frames), sent - max(0, rendered - capacity))
+        rendered -= back
+        sent -= back
+    }
+
     /// The device dropped the last `frames` it took without playing them: they are to be written
     /// again. Returns how many will be (what is still kept).
     @discardableResult

@@ -68,35 +68,50 @@ public final class ZoneMixer: @unchecked Sendable {
     }
 
     /// The first frame the next `render` produces: a change made now (a gain, a pause, a new slot)
-    /// is in the audio from this frame on, or one period later when a render is in progress. Any
-    /// thread.
-    public var nextFrame: Int { renderedFrames.load(ordering: .acquiring) }
+    /// is in the audio from this frame on, or one period later when a render is in progress. For an
+    /// output that renders ahead (`publishChangeFrame`), the frame its rewind would go back to now,
+    /// by the clock (rounded up to a period). Any thread.
+    public var nextFrame: Int {
+        let rendered = renderedFrames.load(ordering: .acquiring)
+        let rate = changeFrameRate.load(ordering: .acquiring)
+        guard rate > 0 else { return rendered }
+        // Rendering ahead: where a rewind would go now, by the clock since it was published.
+        let elapsed = max(0, monotonicNanoseconds() - changeFrameNanoseconds.load(ordering: .relaxed))
+        let moved = Int(Int64(elapsed) * Int64(rate) / 1_000_000_000)
+        let at = changeFrameBase.load(ordering: .relaxed) + moved
+        return min(rendered, (at + periodFrames - 1) / periodFrames * periodFrames)
+    }
+    /// What `publishChangeFrame` published (rate 0: nothing, `nextFrame` is the frame rendered next).
+    private let changeFrameBase = Atomic<Int>(0)
+    private let changeFrameNanoseconds = Atomic<Int>(0)
+    private let changeFrameRate = Atomic<Int>(0)
 
     /// The zone's volume (the user's, linear), applied to the whole mix after the sources' own
     /// gains and ducks. Set by the control thread, ramped by the rendering thread.
     private let volumeBits = Atomic<UInt32>(Float(1).bitPattern)
     private let appliedVolumeBits = Atomic<UInt32>(Float(1).bitPattern)
     private var volumeGain: Float = 1
-    private let doorbell: Semaphore?
+    private let doorbell: WakeFD?
 
     /// - Parameters:
     ///   - slotCount: how many sources the zone can mix at once.
     ///   - ringSamples: each slot's ring size in samples.
     ///   - rampFrames: frames a full 0↔1 gain change takes (click-free ramps).
     ///   - doorbell: posted when the volume changes, so an output thread that stopped while its zones
-    ///     were idle ramps to it (see `DeviceSpec.stopsWhenIdle`).
+    ///     were idle ramps to it (see `DeviceSpec.stopsWhenIdle`), and when a slot's gain or pause
+    ///     changes or it is released, so that an output that renders ahead renders the change in.
     ///   - rewindPeriods: how many periods back `rewind` can go (0: none, and what is read from the
     ///     rings is handed back to their producers at once).
     public init(
         channels: Int, periodFrames: Int, slotCount: Int, ringSamples: Int, rampFrames: Int,
-        doorbell: Semaphore? = nil, rewindPeriods: Int = 0
+        doorbell: WakeFD? = nil, rewindPeriods: Int = 0
     ) {
         precondition(channels > 0 && periodFrames > 0 && slotCount > 0 && rampFrames > 0 && rewindPeriods >= 0)
         self.channels = channels
         self.periodFrames = periodFrames
         self.doorbell = doorbell
         rampStep = 1 / Float(rampFrames)
-        slots = (0..<slotCount).map { SourceSlot(index: $0, ringSamples: ringSamples) }
+        slots = (0..<slotCount).map { SourceSlot(index: $0, ringSamples: ringSamples, doorbell: doorbell) }
         mix = .allocate(capacity: periodFrames * channels)
         mix.initialize(repeating: 0, count: periodFrames * channels)
         scratch = .allocate(capacity: periodFrames * channels)
@@ -151,6 +166,7 @@ public final class ZoneMixer: @unchecked Sendable {
     /// Control thread only.
     public func release(_ slot: SourceSlot) {
         slot.phase.store(SourceSlot.Phase.releasing.rawValue, ordering: .releasing)
+        doorbell?.post()
     }
 
     /// True when the zone has nothing to play: every slot is free and the volume ramp is done, so
@@ -193,6 +209,30 @@ public final class ZoneMixer: @unchecked Sendable {
     }
 
     // MARK: Rendering ahead
+
+    /// True when every source the zone mixes has a whole period ready (or has ended, or is paused),
+    /// so that rendering a period ahead does not run a live source dry. Rendering thread only.
+    /// Real-time safe.
+    public var hasPeriodReady: Bool {
+        let samples = periodFrames * channels
+        for slot in slots where slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.active.rawValue {
+            if slot.drainedFlag.load(ordering: .relaxed) || slot.endOfStream.load(ordering: .acquiring) { continue }
+            if slot.pausedNow.load(ordering: .relaxed) && slot.pauseRequested.load(ordering: .relaxed) { continue }
+            if slot.ring.readable < samples { return false }
+        }
+        return true
+    }
+
+    /// For an output that renders ahead: the device has played every frame before `played`, and
+    /// a change asked for now is rendered in from `played + keepFrames` on (where the output takes
+    /// back to), which `nextFrame` reports, moving on with the clock at `rate` from `now` (ns).
+    /// Rendering thread only. Real-time safe.
+    public func publishChangeFrame(played: Int, keepFrames: Int, rate: Int, now: Int) {
+        let first = max(frame - rewindablePeriods * periodFrames, played + keepFrames)
+        changeFrameBase.store(first, ordering: .relaxed)
+        changeFrameNanoseconds.store(now, ordering: .relaxed)
+        changeFrameRate.store(rate, ordering: .releasing)
+    }
 
     /// Periods `rewind` can take back now: those kept, back to the last period in which something
     /// happened that cannot be (see the type's notes). Rendering thread only. Real-time safe.

@@ -48,6 +48,15 @@ public final class WakeFD: @unchecked Sendable {
         return fds.0.revents != 0
     }
 
+    /// Waits until a post comes (taken: true) or `milliseconds` pass (-1: no limit; false). Without
+    /// its own descriptor it only sleeps. The waiting thread only; does not allocate.
+    public func waitForPost(milliseconds: Int32) -> Bool {
+        var one = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&one, 1, milliseconds) > 0, one.revents != 0 else { return false }
+        drain()
+        return true
+    }
+
     /// Takes every pending post.
     public func drain() {
         var bytes = (UInt64(0), UInt64(0))

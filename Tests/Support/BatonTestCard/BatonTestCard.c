@@ -372,7 +372,31 @@ static int state_error(const card_t *c) {
 }
 
 /// Brings the card up to the present: consumption first, then the commands appended since.
+/// Follows the application pointer where it moved without a transfer: snd_pcm_rewind and
+/// snd_pcm_forward move it, and ioplug does not tell the plugin. Frames taken back are forgotten, so
+/// the next transfer writes over them (a "rewind" line with the stream position it went back to);
+/// frames moved forward over play as they were. A rewind into frames already played cannot be
+/// undone: the card keeps what it played and records "rewind-late".
+static void follow_application(card_t *c, int64_t now) {
+    if (!c->boundary) return;
+    uint64_t appl = (uint64_t)c->io.appl_ptr, mine = c->written % c->boundary;
+    if (appl == mine) return;
+    uint64_t ahead = (appl + c->boundary - mine) % c->boundary;
+    if (ahead <= c->buffer) {
+        c->written += ahead;
+        return;
+    }
+    uint64_t back = c->boundary - ahead;
+    if (back > c->written - c->hw) {
+        record_event(c, now, total(c), "rewind-late", NULL);
+        back = c->written - c->hw;
+    }
+    c->written -= back;
+    record_event(c, now, c->total_base + c->written, "rewind", NULL);
+}
+
 static int sync_card(card_t *c, int64_t now) {
+    follow_application(c, now);
     advance(c, now);
     read_control(c, now);
     return state_error(c);

@@ -23,6 +23,8 @@ final class CardWriter {
     private(set) var written: [UInt8] = []
     private var chunk: [UInt8]
     private var framesWritten = 0
+    /// Changes the pattern: frames written again after a rewind differ from those taken back.
+    private var salt = 0
 
     init(_ card: TestCard, sampleFormat: SampleFormat = .s16LE) throws {
         self.card = card
@@ -39,7 +41,9 @@ final class CardWriter {
         let fb = card.frameBytes
         for f in 0..<frames {
             let i = index + f
-            for b in 0..<fb { chunk[f * fb + b] = UInt8(truncatingIfNeeded: i &* 31 &+ (i >> 8) &+ b &* 7) }
+            for b in 0..<fb {
+                chunk[f * fb + b] = UInt8(truncatingIfNeeded: i &* 31 &+ (i >> 8) &+ b &* 7 &+ salt &* 101)
+            }
         }
     }
 
@@ -69,6 +73,19 @@ final class CardWriter {
     /// Writes one period without keeping it (a real-time loop: no array growth).
     func writePeriodUnrecorded() -> Int {
         chunk.withUnsafeBytes { pcm.write($0.baseAddress!, frames: card.periodFrames) }
+    }
+
+    /// Takes back the last `frames` written (`snd_pcm_rewind`) and forgets them; what is written
+    /// next has a pattern of its own. Returns what the PCM returned.
+    @discardableResult
+    func rewind(frames: Int) -> Int {
+        let r = pcm.rewind(frames: frames)
+        if r > 0 {
+            written.removeLast(r * card.frameBytes)
+            framesWritten -= r
+            salt += 1
+        }
+        return r
     }
 
     var frames: Int { framesWritten }

@@ -199,6 +199,23 @@ struct TestCardTests {
         }
     }
 
+    /// `snd_pcm_rewind` takes back written frames the card has not played (ioplug does not tell the
+    /// plugin; the card follows the application pointer): the frames written after it replace them,
+    /// and the card plays every other frame once, in order.
+    @Test func aRewindReplacesTheFramesTakenBack() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: 10) == 0)
+        #expect(writer.pcm.rewindable() >= 6 * 480, "the card has not played six periods yet")
+        #expect(writer.rewind(frames: 6 * 480) == 6 * 480)
+        #expect(writer.write(periods: 8) == 0)
+        writer.pcm.drain()
+        #expect(card.recordedFrames == 12 * 480)
+        #expect(card.recordedBytes() == writer.written)
+        #expect(card.events("rewind").map(\.frames) == [4 * 480])
+        #expect(card.events("rewind-late").isEmpty)
+    }
+
     /// A writer that comes back after the buffer ran empty gets -EPIPE (the underrun happened at the
     /// period the buffer emptied), and the stream stays stopped until prepare.
     @Test func aLateWriterUnderrunsAndRecoversAfterPrepare() throws {

@@ -36,6 +36,10 @@ public final class PCM {
     private let handle: OpaquePointer
     /// Reused by `unplayedFrames()`, so that the output thread never allocates one.
     private let status: OpaquePointer
+    /// Room for the PCM's poll descriptors and one more (`wait(milliseconds:orUntilReadable:)`), so
+    /// that the output thread never allocates them.
+    private let pollDescriptors: UnsafeMutablePointer<pollfd>
+    private let pollCapacity: Int32
     public let name: String
     public let configuration: Configuration
     /// Frames the PCM holds back beyond what `snd_pcm_delay` reports: an ALSA `file` plugin writes
@@ -66,12 +70,16 @@ public final class PCM {
         handle = pcm
         self.status = status!
         hiddenDelayFrames = snd_pcm_type(pcm) == SND_PCM_TYPE_FILE ? configuration.bufferFrames : 0
+        pollCapacity = max(1, snd_pcm_poll_descriptors_count(pcm)) + 1
+        pollDescriptors = .allocate(capacity: Int(pollCapacity))
+        pollDescriptors.initialize(repeating: pollfd(fd: -1, events: 0, revents: 0), count: Int(pollCapacity))
     }
 
     deinit {
         snd_pcm_drop(handle)
         snd_pcm_close(handle)
         snd_pcm_status_free(status)
+        pollDescriptors.deallocate()
     }
 
     private static func configure(_ pcm: OpaquePointer, _ r: PCMRequest) throws(ALSAError) -> Configuration {
@@ -145,6 +153,46 @@ public final class PCM {
     /// Does not allocate. The corresponding C function is `snd_pcm_wait`.
     public func wait(milliseconds: Int32) -> Int32 { snd_pcm_wait(handle, milliseconds) }
 
+    /// Waits like `wait(milliseconds:)`, but also returns as soon as `other` is readable (a
+    /// wake-up descriptor of the caller's): `.ready` when the device has room for its threshold or
+    /// reports an error (which the next write meets), `.other` when only `other` is readable,
+    /// `.timedOut` otherwise. Does not allocate (the descriptors' room is made at `init`). The
+    /// corresponding C functions are `snd_pcm_poll_descriptors` and `snd_pcm_poll_descriptors_revents`.
+    public func wait(milliseconds: Int32, orUntilReadable other: Int32) -> WaitResult {
+        let count = snd_pcm_poll_descriptors(handle, pollDescriptors, UInt32(pollCapacity - 1))
+        guard count > 0 else { return .ready }  // no descriptors: let the write tell
+        pollDescriptors[Int(count)] = pollfd(fd: other, events: Int16(POLLIN), revents: 0)
+        let n = poll(pollDescriptors, nfds_t(count + 1), milliseconds)
+        guard n > 0 else { return n == 0 ? .timedOut : .ready }
+        var revents: UInt16 = 0
+        if snd_pcm_poll_descriptors_revents(handle, pollDescriptors, UInt32(count), &revents) < 0 { return .ready }
+        if revents & UInt16(POLLOUT | POLLERR | POLLNVAL | POLLHUP) != 0 { return .ready }
+        return pollDescriptors[Int(count)].revents != 0 ? .other : .timedOut
+    }
+
+    /// What `wait(milliseconds:orUntilReadable:)` returned for.
+    public enum WaitResult: Sendable {
+        case ready, other, timedOut
+    }
+
+    /// Frames written that can be taken back (not yet played as far as the hardware pointer
+    /// tells), or a negative errno. Syncs the hardware pointer first. Does not allocate. The
+    /// corresponding C functions are `snd_pcm_avail` and `snd_pcm_rewindable`.
+    public func rewindable() -> Int {
+        let a = snd_pcm_avail(handle)
+        return a < 0 ? a : snd_pcm_rewindable(handle)
+    }
+
+    /// Takes back up to `frames` of the last frames written: the next write replaces them. Returns
+    /// the frames taken back, or a negative errno. Does not allocate. The corresponding C function
+    /// is `snd_pcm_rewind`.
+    public func rewind(frames: Int) -> Int { snd_pcm_rewind(handle, snd_pcm_uframes_t(max(0, frames))) }
+
+    /// Moves the write pointer forward over `frames` taken back by `rewind` (they play again as
+    /// written). Returns the frames moved, or a negative errno. The corresponding C function is
+    /// `snd_pcm_forward`.
+    public func forward(frames: Int) -> Int { snd_pcm_forward(handle, snd_pcm_uframes_t(max(0, frames))) }
+
     /// Sets how much room the device must have before `wait` (and a blocking `write` that found the
     /// buffer full) returns: `frames`, clamped to one period … the buffer. Call it after `init`,
     /// not while writing: it allocates. The corresponding C function is `snd_pcm_sw_params_set_avail_min`.
@@ -183,6 +231,10 @@ public final class PCM {
     /// True when the stream is stopped by an xrun (e.g. after a resume the device refused, which
     /// alsa-lib's ioplug PCMs report as success). The corresponding C function is `snd_pcm_state`.
     public var isInXrun: Bool { snd_pcm_state(handle) == SND_PCM_STATE_XRUN }
+
+    /// Starts a prepared stream before its start threshold is reached: 0 or the negative errno.
+    /// The corresponding C function is `snd_pcm_start`.
+    public func start() -> Int32 { snd_pcm_start(handle) }
 
     /// Stops at once, discarding what is buffered; `prepare` makes the PCM writable again.
     public func drop() { snd_pcm_drop(handle) }

@@ -1,0 +1,109 @@
+import ALSA
+import Glibc
+import OSThread
+
+// Rendering ahead (`DeviceSpec.rendersAhead`): a `clock: device` zone whose output keeps the
+// device's whole buffer filled and wakes only when it holds `minimumHeldNanoseconds`, instead of
+// once a period, and takes back what the device has not started playing when something changes.
+// Output thread only; real-time safe.
+extension DeviceOutput {
+    /// Frames never taken back: the period the device may be playing (its pointer moves a period
+    /// at a time on many cards) and the next one, which it may already be fetching.
+    static func keptFrames(periodFrames: Int) -> Int { 2 * periodFrames }
+
+    /// Plays until stopped or the device is lost. Each cycle:
+    ///
+    /// 1. when the doorbell rang (a new source, a gain, a pause, a release, the volume), takes back
+    ///    every whole period the device and every zone's mixer can give back beyond `keptFrames`
+    ///    (`snd_pcm_rewind`, `ZoneMixer.rewind`), so the change is rendered in from there;
+    /// 2. renders what keeps the device above its low water (`minimumHeldNanoseconds` and a period)
+    ///    and, while every source has a whole period ready (`ZoneMixer.hasPeriodReady`: a live
+    ///    source is not run dry), up to the whole buffer, and writes it;
+    /// 3. sleeps until the device will be down to its low water, by the device's own delay and the
+    ///    monotonic clock, or until the doorbell rings.
+    ///
+    /// A prepared stream is started as soon as it holds its low water (`snd_pcm_start`), not when
+    /// its buffer is full. Faults are handled by `deliver` as on the period-by-period path.
+    func playAhead(on pcm: PCM, bufferFrames: Int, cycle: inout Int) {
+        let period = spec.pcm.periodFrames
+        let channels = spec.pcm.channels
+        let rate = spec.pcm.rate
+        let heldPeriods = (Self.minimumHeldNanoseconds * rate / 1_000_000_000 + period - 1) / period
+        let lowWater = min(bufferFrames - period, heldPeriods * period)
+        let kept = Self.keptFrames(periodFrames: period)
+        var rang = true
+        var idleFrames = 0
+        while !stopping {
+            wakeUps.add(1, ordering: .relaxed)
+            if rang && history.pending == 0 && pcm.isRunning { takeBack(pcm, keeping: kept) }
+            let avail = pcm.avail()
+            let held = avail < 0 ? 0 : max(0, bufferFrames - avail)
+            let room = avail < 0 ? period : avail - history.pending
+            // What the device needs to stay above its low water, and what may be rendered ahead.
+            let needed = max(0, (lowWater + period - held + period - 1) / period)
+            var periods = 0
+            while periods < room / period && (periods < needed || mixersHavePeriodReady) {
+                renderPeriod(period: period, channels: channels, cycle: &cycle)
+                periods += 1
+            }
+            guard deliver(to: pcm, bufferFrames: bufferFrames) else {
+                framesPlayed.add(periods * period, ordering: .releasing)
+                return
+            }
+            framesPlayed.add(periods * period, ordering: .releasing)
+            if !pcm.isRunning && held + periods * period >= lowWater + period { _ = pcm.start() }
+            measureDevice(pcm, bufferFrames: bufferFrames)
+            let delay = delayFrames.load(ordering: .relaxed)
+            let now = monotonicNanoseconds()
+            let played = history.sent - delay  // in zone frames: what every mixer has rendered is `history.rendered`
+            for m in mixers {
+                m.settle(playedThrough: played)
+                m.publishChangeFrame(played: played, keepFrames: kept, rate: rate, now: now)
+            }
+            if spec.stopsWhenIdle {
+                idleFrames = allZonesIdle ? idleFrames + periods * period : 0
+                if idleFrames >= rate / 2 {
+                    idleFrames = 0
+                    guard waitWhileIdle(pcm) else { return }
+                    for m in mixers { m.settle(playedThrough: Int.max) }
+                    rang = false
+                    continue
+                }
+            }
+            // Until the device is down to its low water (at least a millisecond: a stalled device
+            // is looked at again, never spun on).
+            let sleepFrames = pcm.isRunning ? delay - lowWater : period
+            let milliseconds = max(1, sleepFrames * 1_000 / rate)
+            rang = doorbell.waitForPost(milliseconds: Int32(clamping: milliseconds))
+        }
+    }
+
+    /// True when every zone's sources have a whole period ready. Output thread; real-time safe.
+    private var mixersHavePeriodReady: Bool {
+        for m in mixers where !m.hasPeriodReady { return false }
+        return true
+    }
+
+    /// Takes back from the device and every zone the whole periods both can give back beyond
+    /// `kept` frames: the device then holds `kept` frames (or a little more) and every zone renders
+    /// again from the first frame taken back. Output thread; real-time safe.
+    private func takeBack(_ pcm: PCM, keeping kept: Int) {
+        let period = spec.pcm.periodFrames
+        let rewindable = pcm.rewindable()
+        guard rewindable > kept else { return }
+        var periods = (rewindable - kept) / period
+        for m in mixers { periods = min(periods, m.rewindablePeriods) }
+        guard periods > 0 else { return }
+        let r = pcm.rewind(frames: periods * period)
+        guard r > 0 else { return }
+        // Whole periods only: what is left of a part period plays as written.
+        if r % period != 0 { _ = pcm.forward(frames: r % period) }
+        let whole = r / period
+        guard whole > 0 else { return }
+        for m in mixers { m.rewind(periods: whole) }
+        history.takeBack(whole * period)
+        framesPlayed.subtract(whole * period, ordering: .releasing)
+        rewinds.add(1, ordering: .relaxed)
+        framesTakenBack.add(whole * period, ordering: .relaxed)
+    }
+}

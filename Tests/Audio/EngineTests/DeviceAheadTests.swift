@@ -1,0 +1,125 @@
+import ALSA
+import BatonTesting
+import Engine
+import Glibc
+import Testing
+
+/// A `clock: device` zone that renders ahead (`DeviceSpec.rendersAhead`) on the virtual sound card:
+/// it keeps the card's 100 ms buffer full and wakes about every 70 ms instead of every period, and
+/// when something changes it takes back what the card has not started playing (`snd_pcm_rewind`,
+/// which the card follows) and renders the change in — heard about as soon as with a 40 ms buffer,
+/// every frame still played once, in order.
+@Suite struct DeviceAheadTests {
+    static let rate = DeviceCardTests.rate
+    static let period = DeviceCardTests.period
+
+    static func card() -> TestCard { DeviceCardTests.card(bufferFrames: DeviceCardTests.longBuffer) }
+
+    /// Three seconds of music with a change asked for every 37 ms that leaves the samples as they
+    /// are (the music's gain set to what it is, a silent second source): each is a take-back, yet
+    /// the card plays every frame once, in order; the zone's audible frame stays within a period
+    /// of what the card consumed; and the thread wakes a fraction as often as the periods.
+    @Test func everyFrameOnceThroughTakeBacks() throws {
+        let card = Self.card()
+        let output = DeviceCardTests.device(card, rendersAhead: true)
+        let music = try #require(output.mixer.claimSlot(gain: 1))
+        let feeder = SlotFeeder([music])
+        output.start()
+        #expect(waitUntil { output.snapshot().framesPlayed >= DeviceCardTests.longBuffer })
+        let first = output.snapshot().framesPlayed
+        let wakesBefore = output.wakeUpCount
+        var worst = 0
+        var samples = 0
+        var silent: SourceSlot? = nil
+        #expect(
+            waitUntil(seconds: 8) {
+                let t = DeviceCardTests.now()
+                let s = output.snapshot()
+                let consumed = DeviceCardTests.consumed(card.events(), at: t)
+                worst = max(worst, abs(s.audibleFrame - consumed))
+                samples += 1
+                music.setGain(1)
+                if silent == nil, let slot = output.mixer.claimSlot(gain: 0) {
+                    let noise = (0..<4_800).map { Float(($0 * 7_919) % 2_001 - 1_000) / 1_000 }
+                    noise.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
+                    slot.finish()  // a source that ends (a live one that has no period ready stops the rendering ahead)
+                    output.wake()
+                    silent = slot
+                }
+                usleep(37_000)
+                return output.snapshot().framesPlayed >= first + 3 * Self.rate
+            })
+        let wakes = output.wakeUpCount - wakesBefore
+        let played = output.snapshot().framesPlayed - first
+        let takeBacks = output.takeBacks
+        output.stop()
+        feeder.stop()
+        #expect(IndexSignal.firstBreak(in: card.recordedBytes()) == nil, "every frame once, in order")
+        #expect(takeBacks.count >= 30, "the changes were rendered in by taking back (\(takeBacks))")
+        #expect(card.events("rewind").count == takeBacks.count, "the card saw every take-back")
+        #expect(card.events("rewind-late").isEmpty, "nothing was taken back that the card had played")
+        #expect(output.snapshot().xruns == 0)
+        #expect(worst <= Self.period, "audibleFrame vs the card's count: worst \(worst) frames over \(samples)")
+        // Without changes a wake-up every 70 ms; each change adds one.
+        let periods = played / Self.period
+        #expect(wakes < periods / 2, "\(wakes) wake-ups for \(periods) periods")
+        print(
+            "rendering ahead: \(wakes) wake-ups for \(periods) periods, \(takeBacks.count) take-backs "
+                + "(\(takeBacks.frames) frames), audible within \(worst) frames")
+    }
+
+    /// An announcement asked for while the card holds up to 100 ms of the zone's (silent) mix is
+    /// taken in two periods from what the card was playing: its first frame is heard within 40 ms
+    /// of the request, each of five times, and it starts at the frame `nextFrame` said a change
+    /// made then would start at, within a period.
+    @Test func anAnnouncementIsHeardWithinTwoPeriods() throws {
+        let card = Self.card()
+        let output = DeviceCardTests.device(card, rendersAhead: true)
+        output.start()
+        #expect(waitUntil { output.snapshot().framesPlayed >= 2 * DeviceCardTests.longBuffer })
+        let chime = [Float](repeating: 0.25, count: 2 * Self.period * 2)
+        var requests: [(ns: Int64, nextFrame: Int, firstFrame: Int?)] = []
+        for k in 0..<5 {
+            usleep(UInt32(150_000 + k * 13_000))  // at different points of the output's cycle
+            let slot = try #require(output.mixer.claimSlot(gain: 1))
+            chime.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
+            slot.finish()
+            let ns = DeviceCardTests.now()
+            let next = output.mixer.nextFrame
+            output.wake()
+            #expect(waitUntil { slot.isDrained })
+            requests.append((ns, next, slot.firstFrameAt))
+            output.mixer.release(slot)
+        }
+        usleep(150_000)
+        output.stop()
+        let bytes = card.recordedBytes()
+        let events = card.events()
+        let start = try #require(card.startNanoseconds)
+        var latencies: [Double] = []
+        for r in requests {
+            let at = try #require(r.firstFrame)
+            #expect(abs(at - r.nextFrame) <= Self.period, "started at \(at), nextFrame said \(r.nextFrame)")
+            // The first non-zero frame the card played after the request, and when it played it.
+            let heard = try #require(Self.firstSound(in: bytes, after: DeviceCardTests.consumed(events, at: r.ns)))
+            let heardAt = start + Int64(heard) * 1_000_000_000 / Int64(Self.rate)
+            latencies.append(Double(heardAt - r.ns) / 1e6)
+        }
+        #expect(latencies.allSatisfy { $0 > 0 && $0 < 40 }, "request to first frame heard: \(latencies) ms")
+        #expect(output.takeBacks.count >= 5)
+        print("rendering ahead: announcements heard \(latencies.map { ($0 * 10).rounded() / 10 }) ms after the request")
+    }
+
+    /// The first frame at or after `from` whose left sample is not zero, in an S16 stereo record.
+    static func firstSound(in bytes: [UInt8], after from: Int) -> Int? {
+        bytes.withUnsafeBytes { raw in
+            let s = raw.bindMemory(to: Int16.self)
+            return (max(0, from)..<(bytes.count / 4)).first { s[2 * $0] != 0 }
+        }
+    }
+}
+
+extension TestCard {
+    /// The sidecar's `start` time of the latest stream.
+    var startNanoseconds: Int64? { events("start").last?.nanoseconds }
+}
