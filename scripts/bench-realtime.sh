@@ -24,7 +24,7 @@
 #
 # Environment: REPS (rounds, default 3), WARMUP (seconds, default 5), COLD_RUNS (cold starts per round
 # and config, default 5), ONLY (comma-separated: a case's whole name, e.g. `batond` or `MPD`, picks that
-# case; another word every case whose name contains it, e.g. `idle`; three cases run only when named:
+# case; another word every case whose name contains it, e.g. `idle`; these cases run only when named:
 # `batond SCHED_OTHER` — batond without CAP_SYS_NICE, so its output thread is not real-time —,
 # `batond with CPUs kept awake` — beside a SCHED_IDLE busy loop per CPU: what an output wake-up
 # costs, and what of it is a CPU coming out of idle —, `batond buffer 50ms` — two periods per
@@ -32,6 +32,8 @@
 # and MQTT (a local mosquitto) configured —, `batond idle snapcast` — one Snapcast zone on a snapserver
 # started for it, one snapclient, nothing playing (snapserver's and snapclient's CPU among the other
 # processes) —
+# `batond card` and `batond card ahead` — the stream to a `clock: device` zone on the project's
+# virtual sound card, at the default 10 ms / 40 ms and with `buffer: 120ms, render-ahead: true` —,
 # and `batond external aplay` — aplay playing the stream, decoded to 48 kHz S16, through the `baton`
 # ALSA plugin: what AirPlay or Spotify cost through batond; with BASELINE, each beside its baseline
 # twin), BASELINE (a git revision: its
@@ -89,6 +91,10 @@ ffmpeg -v error -y -i "$stream" -ar 48000 -ac 2 -c:a pcm_s16le "$work/music.wav"
 (. scripts/release-flags.sh && nice -n 10 swift build "${release_flags[@]}" --product asound_module_pcm_baton >/dev/null 2>&1) \
   || { say "the release build of the baton ALSA plugin failed"; exit 1; }
 plugin="$PWD/.build/release/libasound_module_pcm_baton.so"
+# The project's virtual sound card (Tests/Support/BatonTestCard), for the `batond card` cases.
+(. scripts/release-flags.sh && nice -n 10 swift build "${release_flags[@]}" --product asound_module_pcm_batontest >/dev/null 2>&1) \
+  || { say "the release build of the virtual sound card's plugin failed"; exit 1; }
+card_plugin="$PWD/.build/release/libasound_module_pcm_batontest.so"
 duration=$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$stream")
 bitrate=$(ffprobe -v error -show_entries format=bit_rate -of csv=p=0 "$stream")
 
@@ -123,7 +129,7 @@ python3 scripts/bench/realtime.py --batond "$batond" --url "$url" --subsonic-url
   --subsonic-password-file "$subsonic_pw" --song-id "$song_id" --sounds "$PWD/config/sounds" \
   --workdir "$work" --reps "$reps" --seconds "$seconds" --warmup "$warmup" --cold-runs "${COLD_RUNS:-5}" \
   --server-pids "$subsonic_pid,$range_server" ${ONLY:+--only "$ONLY"} ${MARKDOWN:+--markdown "$MARKDOWN"} \
-  --plugin "$plugin" --external-wav "$work/music.wav" \
+  --plugin "$plugin" --external-wav "$work/music.wav" --card-plugin "$card_plugin" \
   "${baseline_args[@]}"
 
 # Supysonic served the file as it is: nothing was transcoded.

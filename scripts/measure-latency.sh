@@ -29,6 +29,9 @@
 # (what a period-granule pointer reports, up to one period later), with the target: p99 ≤ period +
 # buffer + 5 ms, and where the time goes. The card mode also builds the card's plugin (release) next to
 # batond. BATOND_NICE=-10 runs batond at that nice value (an experiment: its SCHED_OTHER threads).
+# CARD_BUFFER_MS=120 gives the card and the zone that buffer (48 kHz, 10 ms period); RENDER_AHEAD=1
+# sets `render-ahead: true` on the zone (docs/CONFIG.md): `RENDER_AHEAD=1 CARD_BUFFER_MS=120
+# scripts/measure-latency.sh --card 200`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=file
@@ -44,7 +47,7 @@ if [ "$mode" = card ]; then
   fi
   card="$PWD/.build/release/libasound_module_pcm_batontest.so"
   echo "$(basename "$0") --card: release batond at commit $baton_commit; $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); N=$n per condition"
-  python3 scripts/bench/card_latency.py "$bin" "$card" "$n"
+  python3 scripts/bench/card_latency.py "$bin" "$card" "$n" ${CARD_BUFFER_MS:+48000 480 $((48 * CARD_BUFFER_MS))}
   echo "$(basename "$0") --card: done $(date -u +%H:%MZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
   exit 0
 fi

@@ -6,6 +6,7 @@ sample = the instant the card consumed the announcement's first frame, found exa
 and timed from the timing sidecar.
 
 usage: card_latency.py BATOND CARD_LIB N [RATE PERIOD_FRAMES BUFFER_FRAMES]
+RENDER_AHEAD=1: the zone has `render-ahead: true` (docs/CONFIG.md).
 """
 import bisect, http.client, json, math, os, random, shutil, signal, socket, statistics, struct, subprocess, sys, tempfile, time, wave
 
@@ -13,6 +14,7 @@ batond, card_lib, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 RATE, PERIOD, BUFFER = (int(x) for x in sys.argv[4:7]) if len(sys.argv) >= 7 else (48000, 480, 1920)
 period_ms, buffer_ms = PERIOD * 1000 / RATE, BUFFER * 1000 / RATE
 target_ms = period_ms + buffer_ms + 5
+render_ahead = os.environ.get("RENDER_AHEAD") == "1"
 NAMES = 8          # beep0..7 in turn: no two requests for one name within the 3 s coalesce window
 BEEP_S = 0.08
 A = 16384          # the beep's amplitude: ±16384 survives S16 → Float (/32768) → S16 (×32767, ties to even) exactly
@@ -47,7 +49,7 @@ pcm.card {{ type batontest rate {RATE} format S16_LE channels 2 period {PERIOD} 
 open(os.path.join(d, "baton.yaml"), "w").write(f"""api: {{listen: 127.0.0.1:{api_port}}}
 device: bench
 zones:
-  kitchen: {{pcm: card, rate: {RATE}, channels: 2, format: S16_LE, period: {period_ms:g}ms, buffer: {buffer_ms:g}ms, clock: device}}
+  kitchen: {{pcm: card, rate: {RATE}, channels: 2, format: S16_LE, period: {period_ms:g}ms, buffer: {buffer_ms:g}ms, clock: device{', render-ahead: true' if render_ahead else ''}}}
 alsa-config: {d}/alsa.conf
 sounds: {sounds}
 """)
@@ -189,7 +191,8 @@ running = [m for m in music_m if not card_stopped(m["t"])]
 exact_first = sum(m["first"] == (A, -A) for m in idle_m)
 
 print(f"card: {RATE} Hz S16_LE stereo, period {PERIOD} frames ({period_ms:g} ms), buffer {BUFFER} frames "
-      f"({buffer_ms:g} ms), pointer granule one period; target p99 ≤ period + buffer + 5 ms = {target_ms:g} ms")
+      f"({buffer_ms:g} ms), pointer granule one period{', render-ahead: true' if render_ahead else ''}; "
+      f"target p99 ≤ period + buffer + 5 ms = {target_ms:g} ms")
 print(f"batond nice {batond_nice}; zone after the run: realtime {zone.get('realtime')}, xruns {zone.get('xruns')}, lateCycles {zone.get('lateCycles')}, "
       f"reopens {zone.get('reopens')}; card opens {len(opens)}, prepares {len(event_times['prepare'])}, "
       f"drains {len(event_times['drained'])}")
@@ -231,7 +234,11 @@ print(f"idle, the announcement was not the new stream's first frame: {sum(m['int
 # DeviceOutput.wakePeriods: half the buffer, as long as the card still holds 30 ms.
 WAKE_PERIODS = max(1, min(BUFFER // 2, BUFFER - 30 * RATE // 1000) // PERIOD)
 LEAD = BUFFER - WAKE_PERIODS * PERIOD
-if running:
+if running and render_ahead:
+    print("music, rendering ahead: the output takes back what the card has not started playing beyond two periods "
+          "and mixes the announcement in from there (no fixed lead to subtract); the 5 slowest: "
+          + "; ".join(f"{m['ms']:.1f} ms" for m in sorted(running, key=lambda m: -m["ms"])[:5]))
+elif running:
     render = [m["ms"] - LEAD * 1000 / RATE for m in running]
     def waited(m): return period_ends_between(m["t"], m["exact"] - LEAD * 1e9 / RATE - 1e5)
     print(f"music: request → the render that mixed it (latency − {LEAD * 1000 / RATE:g} ms, the buffer less the "

@@ -246,14 +246,19 @@ class Batond(Player):
     batond = True
 
     def __init__(self, a, zones, play, sounds=None, period_ms=None, binary=None, prefix=(), spinners=0,
-                 buffer_ms=None, external=None):
+                 buffer_ms=None, external=None, card=None):
         """external: None; "idle" (listening for everything: an external source `x` with no program
         connected, the intercom's RTP port, MQTT connected to a mosquitto started for the case);
         "aplay" (aplay writes a.external_wav to `baton_x` in real time: the program's audio through
         batond's ALSA plugin, as AirPlay or Spotify would); or "snapcast" (the zones are one
-        Snapcast zone on a snapserver started for the case, with one snapclient, nothing playing)."""
+        Snapcast zone on a snapserver started for the case, with one snapclient, nothing playing).
+        card: None (the zones are `clock: system` zones on `null` PCMs); "default" (`clock: device`
+        zones on the project's virtual sound card, `type batontest`, a.card_plugin: it consumes at its
+        rate from CLOCK_MONOTONIC, no record kept, 10 ms / 40 ms); "ahead" (the same card with a
+        120 ms buffer and `render-ahead: true`)."""
         self.a, self.zones, self.play, self.period_ms, self.buffer_ms = a, zones, play, period_ms, buffer_ms
         self.external, self.feeder, self.broker, self.snap = external, None, None, []
+        self.card = card
         self.binary = binary or a.batond
         self.prefix, self.spinners, self.spinning = list(prefix), spinners, []
         self.sounds = sounds or a.sounds
@@ -264,8 +269,15 @@ class Batond(Player):
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "alsa.conf"), "w") as f:
             f.write("</usr/share/alsa/alsa.conf>\n")
+            if self.card:
+                f.write(f'pcm_type.batontest {{ lib "{self.a.card_plugin}" }}\n')
             for i in range(1, self.zones + 1):
-                f.write(f"pcm.rt_zone{i} {{ type null }}\n")
+                if self.card:
+                    frames = RATE * (120 if self.card == "ahead" else 40) // 1000
+                    f.write(f"pcm.rt_zone{i} {{ type batontest rate {RATE} format S16_LE channels 2 "
+                            f"period {RATE // 100} buffer {frames} }}\n")
+                else:
+                    f.write(f"pcm.rt_zone{i} {{ type null }}\n")
             if self.external:
                 f.write(f'pcm_type.baton {{ lib "{self.a.plugin}" }}\n'
                         f'pcm.baton_x {{ type baton source "x" socket "{d}/sources.sock" }}\n')
@@ -273,7 +285,12 @@ class Batond(Player):
         timing = f", period: {self.period_ms}ms, buffer: {4 * self.period_ms}ms" if self.period_ms else ""
         if self.buffer_ms:
             timing = f", buffer: {self.buffer_ms}ms"
-        zones = "".join(f"  zone{i}: {{pcm: rt_zone{i}, rate: {RATE}, channels: 2, clock: system{timing}}}\n"
+        clock = "clock: system"
+        if self.card == "default":
+            clock = "clock: device"
+        elif self.card == "ahead":
+            clock = "clock: device, buffer: 120ms, render-ahead: true"
+        zones = "".join(f"  zone{i}: {{pcm: rt_zone{i}, rate: {RATE}, channels: 2, {clock}{timing}}}\n"
                         for i in range(1, self.zones + 1))
         if self.external == "snapcast":
             zones = (f"  zone1:\n    snapcast: {{source: 'tcp://127.0.0.1:{self.snap_ports[3]}', "
@@ -671,6 +688,7 @@ def main():
     ap.add_argument("--baseline-label", default="baseline", help="what the baseline binary is (its commit)")
     ap.add_argument("--plugin", help="libasound_module_pcm_baton.so, for the external-source cases")
     ap.add_argument("--external-wav", help="what aplay plays to baton_x in the external-source case")
+    ap.add_argument("--card-plugin", help="libasound_module_pcm_batontest.so, for the virtual-card cases")
     a = ap.parse_args()
 
     cases = [("batond", "one `clock: system` zone on ALSA `null`, Subsonic (Supysonic) `format: raw`, soxr-hq",
@@ -712,6 +730,14 @@ def main():
                  "periods per output wake-up with 50 ms still held, up to 60 ms more between a request and its "
                  "first sample",
                  lambda: Batond(a, 1, True, buffer_ms=100)),
+                ("batond card", "the first row's stream to one `clock: device` zone on the project's virtual "
+                 "sound card (`type batontest`, in batond's process: it consumes at its rate from CLOCK_MONOTONIC, "
+                 "no record kept), the default 10 ms / 40 ms: the output waits on the card every period",
+                 lambda: Batond(a, 1, True, card="default")),
+                ("batond card ahead", "the row above with `buffer: 120ms, render-ahead: true`: the card kept "
+                 "full, the output woken when it holds 30 ms, what the card has not started playing taken back "
+                 "when something changes (a request heard within about two periods)",
+                 lambda: Batond(a, 1, True, card="ahead")),
                 ("batond idle listening", "the idle 2-zone row listening for everything: an external source "
                  "`x` (no program connected), the intercom's RTP port, MQTT connected to a local mosquitto",
                  lambda: Batond(a, 2, False, external="idle")),

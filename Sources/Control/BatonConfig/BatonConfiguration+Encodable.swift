@@ -85,7 +85,9 @@ extension ZoneConfig: Encodable {
     private enum CodingKeys: String, CodingKey {
         case pcm, board, rate, channels
         case deviceChannels = "device-channels"
-        case format, period, buffer, clock, resampler
+        case format, period, buffer, clock
+        case renderAhead = "render-ahead"
+        case resampler
         case volume
         case maxVolume = "max-volume"
         case mixer, snapcast
@@ -120,6 +122,7 @@ extension ZoneConfig: Encodable {
         try container.encode(ConfigSyntax.format(period), forKey: .period)
         try container.encode(ConfigSyntax.format(buffer), forKey: .buffer)
         try container.encode(clock, forKey: .clock)
+        if renderAhead { try container.encode(true, forKey: .renderAhead) }
         try container.encode(resampler?.rawValue ?? "auto", forKey: .resampler)
         try container.encode(ConfigSyntax.formatVolume(volume), forKey: .volume)
         try container.encode(ConfigSyntax.formatVolume(maxVolume), forKey: .maxVolume)

@@ -11,6 +11,7 @@ extension ConfigReader {
         ("device-channels", "it owns its stream"),
         ("mixer", "set each speaker's volume in snapcast.clients"),
         ("buffer", "the latency is the server's buffer: write it as snapcast.buffer"),
+        ("render-ahead", "snapserver reads its stream in real time: nothing can be taken back"),
     ]
 
     /// A zone with a `snapcast:` section: the zone keys that apply (rate, channels, period,

@@ -23,7 +23,7 @@ private enum ChannelsValue {
 extension ConfigReader {
     static let zoneKeys = [
         "pcm", "board", "rate", "channels", "device-channels", "format", "period", "buffer",
-        "clock", "resampler", "volume", "max-volume", "mixer", "snapcast",
+        "clock", "render-ahead", "resampler", "volume", "max-volume", "mixer", "snapcast",
     ]
 
     /// The zones, and the names of every zone entry (also those too broken to read), for checking
@@ -82,6 +82,12 @@ extension ConfigReader {
         let period = value(zone, "period", .duration(ZoneConfig.periodRange), default: defaults.period)
         let buffer = value(zone, "buffer", .duration(ZoneConfig.bufferRange), default: defaults.buffer)
         let clock = value(zone, "clock", .choice(ZoneConfig.Clock.self, "clock"), default: defaults.clock)
+        let renderAhead = value(zone, "render-ahead", .boolean, default: false)
+        if renderAhead == true && clock == .system {
+            report(
+                zone.values["render-ahead"]?.value.mark, path.appending("render-ahead"),
+                "needs clock: device (a zone paced by the system clock has no device buffer to take back from)")
+        }
         let resampler = value(zone, "resampler", .choice(ZoneResampler.self, "resampler"), default: .auto)
         let maxVolume = value(zone, "max-volume", .volume, default: 1)
         // Without a volume of its own a zone starts at its cap.
@@ -134,7 +140,8 @@ extension ConfigReader {
         let config = ZoneConfig(
             name: pair.key, pcm: pcm ?? "", rate: rate ?? defaults.rate, channels: deviceCount,
             format: format ?? defaults.format, period: period ?? defaults.period, buffer: buffer ?? defaults.buffer,
-            clock: clock ?? defaults.clock, resampler: resampler?.resampler, deviceChannels: deviceChannels,
+            clock: clock ?? defaults.clock, renderAhead: renderAhead ?? false, resampler: resampler?.resampler,
+            deviceChannels: deviceChannels,
             deviceChannelCount: deviceCount, volume: volume ?? maxVolume ?? 1, maxVolume: maxVolume ?? 1, mixer: mixer,
             board: boardName)
         return ZoneSource(zone: config, fields: zone, isClean: issues.count == issuesBefore)
@@ -225,6 +232,7 @@ extension ConfigReader {
                     ("period", ConfigSyntax.format(source.zone.period), ConfigSyntax.format(reference.zone.period)),
                     ("buffer", ConfigSyntax.format(source.zone.buffer), ConfigSyntax.format(reference.zone.buffer)),
                     ("clock", source.zone.clock.rawValue, reference.zone.clock.rawValue),
+                    ("render-ahead", "\(source.zone.renderAhead)", "\(reference.zone.renderAhead)"),
                     ("device-channels", "\(source.zone.deviceChannelCount)", "\(reference.zone.deviceChannelCount)"),
                 ]
                 for setting in settings where setting.mine != setting.theirs {

@@ -27,6 +27,8 @@ public struct DeviceConfig: Sendable, Equatable {
     public var period: Duration
     public var buffer: Duration
     public var clock: ZoneConfig.Clock
+    /// Render ahead and take back (`ZoneConfig.renderAhead`).
+    public var renderAhead: Bool
     /// The device's channel count: every frame written has this many samples.
     public var channels: Int
     /// The zones on the device, in file order.
@@ -37,8 +39,10 @@ public struct DeviceConfig: Sendable, Equatable {
     /// Creates a device.
     public init(
         pcm: String, rate: Int, format: ZoneConfig.SampleFormat, period: Duration, buffer: Duration,
-        clock: ZoneConfig.Clock, channels: Int, zones: [Zone], snapcast: SnapcastConfig? = nil
+        clock: ZoneConfig.Clock, renderAhead: Bool = false, channels: Int, zones: [Zone],
+        snapcast: SnapcastConfig? = nil
     ) {
+        self.renderAhead = renderAhead
         self.pcm = pcm
         self.rate = rate
         self.format = format
@@ -75,7 +79,8 @@ extension BatonConfiguration {
                 devices.append(
                     DeviceConfig(
                         pcm: zone.pcm, rate: zone.rate, format: zone.format, period: zone.period,
-                        buffer: zone.buffer, clock: zone.clock, channels: zone.deviceChannelCount,
+                        buffer: zone.buffer, clock: zone.clock, renderAhead: zone.renderAhead,
+                        channels: zone.deviceChannelCount,
                         zones: [entry], snapcast: zone.snapcast))
             }
         }

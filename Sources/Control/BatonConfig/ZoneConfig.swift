@@ -48,6 +48,11 @@ public struct ZoneConfig: Sendable, Equatable {
     public var buffer: Duration
     /// What paces the output. Default `device`.
     public var clock: Clock
+    /// Keep the whole `buffer` filled and take back what the device has not started playing when
+    /// something changes (`render-ahead`, a `clock: device` zone only): the output wakes when 30 ms
+    /// are left instead of once a period, and a request is still heard within about two periods.
+    /// Default false.
+    public var renderAhead: Bool
     /// Overrides `resampler.music` for this zone; `nil` (written `auto`) uses the global choice.
     public var resampler: ResamplerKind?
     /// The user volume the zone starts at, 0...1 (`volume: 80%` or `0.8`). Default 1.
@@ -71,7 +76,8 @@ public struct ZoneConfig: Sendable, Equatable {
     public init(
         name: String, pcm: String, rate: Int = 48000, channels: Int = 2, format: SampleFormat = .s16LE,
         period: Duration = .milliseconds(10), buffer: Duration = .milliseconds(40),
-        clock: Clock = .device, resampler: ResamplerKind? = nil, deviceChannels: [Int]? = nil,
+        clock: Clock = .device, renderAhead: Bool = false, resampler: ResamplerKind? = nil,
+        deviceChannels: [Int]? = nil,
         deviceChannelCount: Int? = nil, volume: Double = 1, maxVolume: Double = 1, mixer: String? = nil,
         board: String? = nil, snapcast: SnapcastConfig? = nil
     ) {
@@ -87,6 +93,7 @@ public struct ZoneConfig: Sendable, Equatable {
         self.period = period
         self.buffer = buffer
         self.clock = clock
+        self.renderAhead = renderAhead
         self.resampler = resampler
         self.volume = volume
         self.maxVolume = maxVolume

@@ -69,7 +69,9 @@ package final class ZoneTable: Sendable {
         }
         // An ALSA device with nothing to play stops its PCM and its thread sleeps (docs/PERFORMANCE.md);
         // the control plane wakes it when it starts a source there.
-        return DeviceSpec(pcm: request, clock: ZoneClock(device.clock), zones: specs, stopsWhenIdle: true)
+        return DeviceSpec(
+            pcm: request, clock: ZoneClock(device.clock), zones: specs, stopsWhenIdle: true,
+            rendersAhead: device.renderAhead)
     }
 
     /// A Snapcast zone's output: S16_LE into the stream source, paced by the system clock, heard one
@@ -160,7 +162,7 @@ extension DeviceOutput {
         let p = spec.pcm
         let names = spec.zones.map(\.name)
         logger.info(
-            "PCM \"\(p.name)\": output thread started for zone\(names.count == 1 ? "" : "s") \(names.joined(separator: ", ")) (\(p.rate) Hz, \(p.channels) ch, \(p.format.rawValue), clock \(spec.clock.rawValue))"
+            "PCM \"\(p.name)\": output thread started for zone\(names.count == 1 ? "" : "s") \(names.joined(separator: ", ")) (\(p.rate) Hz, \(p.channels) ch, \(p.format.rawValue), clock \(spec.clock.rawValue)\(spec.rendersAhead ? ", rendering ahead" : ""))"
         )
     }
 }

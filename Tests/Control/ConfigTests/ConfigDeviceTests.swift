@@ -134,6 +134,10 @@ private let sharedAmp = """
         ("buffer: 80ms", #"80ms differs from zone "kitchen" (40ms); zones on device "amp" must agree on buffer"#),
         ("clock: system", #"system differs from zone "kitchen" (device); zones on device "amp" must agree on clock"#),
         (
+            "render-ahead: true",
+            #"true differs from zone "kitchen" (false); zones on device "amp" must agree on render-ahead"#
+        ),
+        (
             "device-channels: 4",
             #"4 differs from zone "kitchen" (2); zones on device "amp" must agree on device-channels"#
         ),
@@ -144,6 +148,26 @@ private let sharedAmp = """
         let text =
             "zones:\n  kitchen: {pcm: amp, channels: [left]}\n  patio: {pcm: amp, channels: [right], \(setting)}\n"
         #expect(issueLines(text) == ["test.yaml:3:\(column): zones.patio.\(key): \(message)"])
+    }
+
+    /// `render-ahead` reaches the device the daemon opens, and is refused where nothing can be taken
+    /// back: a zone paced by the system clock, a Snapcast zone.
+    @Test func renderAheadNeedsADeviceClock() throws {
+        let ahead = try load("zones:\n  kitchen: {pcm: amp, buffer: 120ms, render-ahead: true}\n")
+        #expect(ahead.zones[0].renderAhead && ahead.devices[0].renderAhead)
+        #expect(try load("zones:\n  kitchen: {pcm: amp}\n").devices[0].renderAhead == false)
+        #expect(
+            issueLines("zones:\n  kitchen: {pcm: amp, clock: system, render-ahead: true}\n") == [
+                "test.yaml:2:52: zones.kitchen.render-ahead: needs clock: device (a zone paced by the system clock "
+                    + "has no device buffer to take back from)"
+            ])
+        let snapcast =
+            "zones:\n  house:\n    render-ahead: true\n    snapcast: {source: \"tcp://127.0.0.1:4953\"}\n"
+        #expect(
+            issueLines(snapcast) == [
+                "test.yaml:3:5: zones.house.render-ahead: not used by a Snapcast zone (snapserver reads its stream "
+                    + "in real time: nothing can be taken back)"
+            ])
     }
 
     /// A zone whose own value is already reported is not also reported as disagreeing with its device.

@@ -39,7 +39,7 @@ import Testing
     @Test func listsValidKeysWhenNothingIsClose() {
         #expect(
             issueLines(minimalZone + "    speaker: 3\n") == [
-                "test.yaml:4:5: zones.kitchen.speaker: unknown key (expected one of: pcm, board, rate, channels, device-channels, format, period, buffer, clock, resampler, volume, max-volume, mixer, snapcast)"
+                "test.yaml:4:5: zones.kitchen.speaker: unknown key (expected one of: pcm, board, rate, channels, device-channels, format, period, buffer, clock, render-ahead, resampler, volume, max-volume, mixer, snapcast)"
             ])
     }
 

@@ -244,11 +244,36 @@ extension AudioTruthTests {
     /// sample every period) and judged against the kitchen's file: every sample checked, none
     /// further than a period + ramp from the audio, every event's frame where the audio changes.
     @Test func doorbellsAgreeWithTheAudioAtPeriodResolution() throws {
+        let t = try TestDaemon(policy: Self.uncoalescedAnnouncements)
+        try Self.judgeDoorbells(t) { t.left("kitchen") }
+    }
+
+    /// The same with the kitchen on the virtual sound card (`clock: device`, a 120 ms buffer)
+    /// rendering ahead: each bell, the pause and the resume are rendered in by taking back what the
+    /// card had not started playing, and the state still agrees with what the card played (its
+    /// record: frame n is the zone's frame n, every frame played once) to the period.
+    @Test func doorbellsAgreeWithTheAudioRenderingAhead() throws {
+        let card = ALSATestRig.makeCard(rate: 44_100, periodFrames: 441, bufferFrames: 5_292)
+        let t = try TestDaemon(
+            zones: [("kitchen", 44_100, card.name)], policy: Self.uncoalescedAnnouncements, deviceClocked: ["kitchen"],
+            buffers: ["kitchen": .milliseconds(120)], renderAhead: ["kitchen"])
+        #expect(waitUntil { t.daemon.status().zones.first?.state == "available" })
+        try Self.judgeDoorbells(t) { Signals.channel(ALSATestRig.readS16(card.record), 0, of: 2) }
+        #expect(card.events("rewind").count >= 5, "each change was rendered in by taking back")
+        #expect(card.events("xrun").isEmpty && card.events("rewind-late").isEmpty)
+    }
+
+    static var uncoalescedAnnouncements: PolicyConfig {
         var policy = PolicyConfig.default
         for i in policy.classes.indices where policy.classes[i].name == "announcement" {
             policy.classes[i].coalesce = nil
         }
-        let t = try TestDaemon(policy: policy)
+        return policy
+    }
+
+    /// Music, three bells, a pause and a resume on the kitchen, judged against `left()` (what the
+    /// zone played, read after the daemon stopped).
+    static func judgeDoorbells(_ t: TestDaemon, left: () -> [Float]) throws {
         let recorder = TruthRecorder(port: t.port, intervalMilliseconds: 10)
         recorder.start()
         let id = try #require(
@@ -268,8 +293,7 @@ extension AudioTruthTests {
         t.stop()
         let judge = TruthJudge(tones: ["music": 440, "announcement": 1000])
         let verdict = judge.judge(
-            recording,
-            zones: [.init(name: "kitchen", rate: 44_100, periodFrames: 441, rampFrames: 441, left: t.left("kitchen"))])
+            recording, zones: [.init(name: "kitchen", rate: 44_100, periodFrames: 441, rampFrames: 441, left: left())])
         print("harness: \(verdict.summary)")
         #expect(recording.samples.count > 150, "a sample every period: \(recording.samples.count)")
         #expect(verdict.samplesChecked >= recording.samples.count - 10)

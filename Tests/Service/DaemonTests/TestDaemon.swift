@@ -36,7 +36,8 @@ final class TestDaemon {
         speech: SpeechConfig = .default, intercom: IntercomConfig? = nil, mqtt: MQTTConfig? = nil,
         gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil,
         announce: AnnounceConfig = .default, deviceClocked: Set<String> = [],
-        silenceAlarm: Duration = BatonConfiguration.defaultSilenceAlarm, buffers: [String: Duration] = [:]
+        silenceAlarm: Duration = BatonConfiguration.defaultSilenceAlarm, buffers: [String: Duration] = [:],
+        renderAhead: Set<String> = []
     ) throws {
         sounds = WAVWriter.temporaryDirectory("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
@@ -74,6 +75,7 @@ final class TestDaemon {
                 name: z.name, pcm: pcm, rate: z.rate, clock: deviceClocked.contains(z.name) ? .device : .system,
                 mixer: mixers[z.name])
             if let buffer = buffers[z.name] { zone.buffer = buffer }
+            zone.renderAhead = renderAhead.contains(z.name)
             configs.append(zone)
         }
         self.files = files
