@@ -9,6 +9,7 @@
 #   scripts/soak.sh [MINUTES]     (default 30)
 #   BATON_SOAK_FIFO=0 scripts/soak.sh 2     batond without CAP_SYS_NICE (no SCHED_FIFO)
 #   BATON_SOAK_STRESS=0 ...                 without stress-ng
+#   BATON_SOAK_RENDER_AHEAD=1 ...           zones with a 120 ms buffer and `render-ahead: true`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 minutes="${1:-30}"

@@ -32,7 +32,10 @@ public struct SourceOutput: Sendable {
     /// taken it down to half full — with 500 ms rings 0.25 s of audio, then decoded in one go: a
     /// few wake-ups a second, not one per 20 ms block (which cost the music streamer 74 wake-ups a
     /// second and cold caches at each) — or until `wake` is posted (the cancel posts it). The other
-    /// half is the margin against a late wake-up. The producer's thread.
+    /// half is the margin against a late wake-up. "Full" counts what the output has read but not
+    /// handed back yet (a zone that renders ahead keeps what the card has not played, see
+    /// `FloatRing.release`), so the writer sleeps until there is room, not until there is less to
+    /// read. The producer's thread.
     public func write(
         _ samples: UnsafeBufferPointer<Float>, waking wake: Semaphore, cancelled: () -> Bool
     ) -> Bool {
@@ -43,7 +46,7 @@ public struct SourceOutput: Sendable {
             let n = ring.write(samples.baseAddress! + offset, count: samples.count - offset)
             offset += n
             if n == 0 {
-                let aboveHalf = max(0, ring.readable - ring.capacity / 2) / max(1, channels)
+                let aboveHalf = max(0, ring.capacity - ring.writable - ring.capacity / 2) / max(1, channels)
                 let nanoseconds = aboveHalf * 1_000_000_000 / max(1, rate)
                 wake.wait(nanoseconds: min(500_000_000, max(10_000_000, nanoseconds)))
             }
@@ -124,11 +127,11 @@ func nanosecondsToDrain(_ outputs: [SourceOutput]) -> Int {
 
 /// Nanoseconds until the fullest of `outputs`' rings falls to half full (where a source topped up
 /// by the monitor is fed again: the other half is 250 ms of margin with 500 ms rings), at least 5 ms.
-/// Monitor thread.
+/// Full counts what an output read but has not handed back (see `Source.write`). Monitor thread.
 func nanosecondsToHalfFull(_ outputs: [SourceOutput]) -> Int {
     var least = Int.max
     for o in outputs {
-        let frames = (o.slot.ring.readable - o.slot.ring.capacity / 2) / max(1, o.channels)
+        let frames = (o.slot.ring.capacity - o.slot.ring.writable - o.slot.ring.capacity / 2) / max(1, o.channels)
         least = min(least, frames * 1_000_000_000 / max(1, o.rate))
     }
     return max(5_000_000, least == Int.max ? 5_000_000 : least)

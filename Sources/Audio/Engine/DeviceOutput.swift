@@ -202,11 +202,15 @@ public final class DeviceOutput: @unchecked Sendable {
     /// `wakePeriods` of the granted buffer (the configured one until the device opened). A producer
     /// that feeds a ring live (a call, an external player) must keep at least this much in it, or
     /// the slot runs dry at every wake-up: 10 ms at the default period and a 40 ms buffer, 50 ms
-    /// with a 100 ms buffer. Any thread.
+    /// with a 100 ms buffer. Rendering ahead (`DeviceSpec.rendersAhead`), two periods: beyond what
+    /// keeps the card above its low water (one period at a wake-up, two after a take-back) the
+    /// output renders only what every source has ready, so a live source sets how far ahead it
+    /// goes and is not made to keep the whole buffer in hand. Any thread.
     public var burstNanoseconds: Int {
+        let period = spec.pcm.periodFrames
+        if spec.rendersAhead { return 2 * period * 1_000_000_000 / max(1, spec.pcm.rate) }
         let granted = grantedBuffer.load(ordering: .acquiring)
         let buffer = granted > 0 ? granted : spec.pcm.bufferFrames
-        let period = spec.pcm.periodFrames
         let periods = Self.wakePeriods(bufferFrames: buffer, periodFrames: period, rate: spec.pcm.rate)
         return periods * period * 1_000_000_000 / max(1, spec.pcm.rate)
     }

@@ -18,7 +18,8 @@ import Testing
 ///
 /// Environment: BATON_SOAK_MINUTES (2), BATON_SOAK_BATOND (the debug build's batond),
 /// BATON_SOAK_FIFO=0 to run batond without CAP_SYS_NICE (no SCHED_FIFO), BATON_SOAK_STRESS=0 to
-/// leave stress-ng out.
+/// leave stress-ng out, BATON_SOAK_RENDER_AHEAD=1 for zones with a 120 ms buffer that render ahead
+/// (`render-ahead: true`, docs/CONFIG.md).
 @Suite struct SoakTests {
     static func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
 
@@ -26,7 +27,8 @@ import Testing
         let soak = Soak(
             batond: Self.env("BATON_SOAK_BATOND") ?? Subprocess.buildDirectory + "/batond",
             minutes: Double(Self.env("BATON_SOAK_MINUTES") ?? "") ?? 2,
-            fifo: Self.env("BATON_SOAK_FIFO") != "0", stress: Self.env("BATON_SOAK_STRESS") != "0")
+            fifo: Self.env("BATON_SOAK_FIFO") != "0", stress: Self.env("BATON_SOAK_STRESS") != "0",
+            renderAhead: Self.env("BATON_SOAK_RENDER_AHEAD") == "1")
         let result = try soak.run()
         print(result.summary)
         for p in result.problems { print("FAIL: \(p)") }
@@ -40,6 +42,7 @@ struct Soak {
     var minutes: Double
     var fifo: Bool
     var stress: Bool
+    var renderAhead = false
 
     struct Result {
         var summary: String
@@ -120,8 +123,11 @@ struct Soak {
         WAVWriter.write(
             Signals.sine(frequency: 1500, rate: 48_000, frames: 28_800, channels: 1, amplitude: 0.5), rate: 48_000,
             channels: 1, to: sounds + "/bell.wav")
-        let kitchen = ALSATestRig.makeCard(rate: 44_100, periodFrames: 441, bufferFrames: 1_764)
-        let patio = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        // Rendering ahead: a 120 ms buffer kept full, woken when 30 ms are left.
+        let periods = renderAhead ? 12 : 4
+        let kitchen = ALSATestRig.makeCard(rate: 44_100, periodFrames: 441, bufferFrames: 441 * periods)
+        let patio = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 480 * periods)
+        let timing = renderAhead ? ", buffer: 120ms, render-ahead: true" : ""
         let api = try FreePort.next()
         let rtp = try FreePort.next(kind: Int32(SOCK_DGRAM.rawValue))
         let configPath = dir + "/baton.yaml"
@@ -129,8 +135,8 @@ struct Soak {
             let text = """
                 api: {listen: 127.0.0.1:\(api)}
                 zones:
-                  kitchen: {pcm: "\(kitchen.name)", rate: 44100, channels: 2, clock: device}
-                  patio: {pcm: "\(patio.name)", rate: 48000, channels: 2, clock: device}
+                  kitchen: {pcm: "\(kitchen.name)", rate: 44100, channels: 2, clock: device\(timing)}
+                  patio: {pcm: "\(patio.name)", rate: 48000, channels: 2, clock: device\(timing)}
                 alsa-config: \(ALSATestRig.directory)/asound.conf
                 sounds: \(sounds)
                 intercom: {rtp: {listen: 127.0.0.1:\(rtp), zones: [all], silence-timeout: 1s}}
@@ -349,7 +355,7 @@ struct Soak {
                 "\(callIDs.count) calls granted, \(heardCalls.count) heard in both zones, expected \(expectedCalls)")
         }
         let summary =
-            "soak \(minutes) min (clock: device, \(stress && load != nil ? "stress-ng --cpu 2" : "no load"), "
+            "soak \(minutes) min (clock: device\(renderAhead ? ", render-ahead 120 ms" : ""), \(stress && load != nil ? "stress-ng --cpu 2" : "no load"), "
             + "SCHED_FIFO \(realtime ? "on" : "off")): \(verdict.summary); \(recording.samples.count) status samples "
             + "(\(recording.failedSamples) failed), \(events.count) events; \(interruptions) interruptions, "
             + "\(heardCalls.count) calls heard, \(reloads) reloads; RSS \(rssAfterWarmup ?? 0) KiB after warm-up → "
