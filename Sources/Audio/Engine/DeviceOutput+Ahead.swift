@@ -50,9 +50,11 @@ extension DeviceOutput {
                 framesPlayed.add(periods * period, ordering: .releasing)
                 return
             }
-            framesPlayed.add(periods * period, ordering: .releasing)
             if !pcm.isRunning && held + periods * period >= lowWater + period { _ = pcm.start() }
-            measureDevice(pcm, bufferFrames: bufferFrames)
+            publishingCounters {
+                framesPlayed.add(periods * period, ordering: .releasing)
+                measureDevice(pcm, bufferFrames: bufferFrames)
+            }
             let delay = delayFrames.load(ordering: .relaxed)
             let now = monotonicNanoseconds()
             let played = history.sent - delay  // in zone frames: what every mixer has rendered is `history.rendered`
@@ -102,7 +104,10 @@ extension DeviceOutput {
         guard whole > 0 else { return }
         for m in mixers { m.rewind(periods: whole) }
         history.takeBack(whole * period)
-        framesPlayed.subtract(whole * period, ordering: .releasing)
+        publishingCounters {
+            framesPlayed.subtract(whole * period, ordering: .releasing)
+            delayFrames.subtract(whole * period, ordering: .releasing)
+        }
         rewinds.add(1, ordering: .relaxed)
         framesTakenBack.add(whole * period, ordering: .relaxed)
     }

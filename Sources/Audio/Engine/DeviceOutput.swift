@@ -69,6 +69,11 @@ public final class DeviceOutput: @unchecked Sendable {
     let lateCycles = Atomic<Int>(0)
     private let reopens = Atomic<Int>(0)
     let delayFrames = Atomic<Int>(0)
+    /// A sequence lock over `framesPlayed` and `delayFrames` (odd while the output thread changes
+    /// them), so that `snapshot()` reads a pair that belongs together: the audible frame is their
+    /// difference, and a cycle that wrote (or took back) a whole buffer would otherwise show it
+    /// jumping by that much for an instant.
+    private let countersSequence = Atomic<Int>(0)
     private let realtime = Atomic<Bool>(false)
     private let grantedPeriod = Atomic<Int>(0)
     private let grantedBuffer = Atomic<Int>(0)
@@ -215,6 +220,29 @@ public final class DeviceOutput: @unchecked Sendable {
         return periods * period * 1_000_000_000 / max(1, spec.pcm.rate)
     }
 
+    /// Changes `framesPlayed` and `delayFrames` in `body` as one (see `countersSequence`). Output
+    /// thread; real-time safe.
+    @inline(__always)
+    func publishingCounters(_ body: () -> Void) {
+        countersSequence.add(1, ordering: .sequentiallyConsistent)
+        body()
+        countersSequence.add(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// `framesPlayed` and `delayFrames` as the output thread last published them together.
+    private func counters() -> (played: Int, delay: Int) {
+        while true {
+            let before = countersSequence.load(ordering: .sequentiallyConsistent)
+            if before & 1 == 1 {
+                sched_yield()
+                continue
+            }
+            let played = framesPlayed.load(ordering: .sequentiallyConsistent)
+            let delay = delayFrames.load(ordering: .sequentiallyConsistent)
+            if countersSequence.load(ordering: .sequentiallyConsistent) == before { return (played, delay) }
+        }
+    }
+
     /// The zone's counters now. Any thread.
     public func snapshot() -> Snapshot {
         if let sink = streamSink {
@@ -225,11 +253,12 @@ public final class DeviceOutput: @unchecked Sendable {
                 delayFrames: sink.spec.latencyFrames, realtime: realtime.load(ordering: .acquiring),
                 periodFrames: spec.pcm.periodFrames, bufferFrames: sink.spec.latencyFrames)
         }
+        let (played, delay) = counters()
         return Snapshot(
             available: available.load(ordering: .acquiring), lastError: lastError.load(ordering: .acquiring),
-            framesPlayed: framesPlayed.load(ordering: .acquiring), xruns: xruns.load(ordering: .acquiring),
+            framesPlayed: played, xruns: xruns.load(ordering: .acquiring),
             suspends: suspends.load(ordering: .acquiring), lateCycles: lateCycles.load(ordering: .acquiring),
-            reopens: reopens.load(ordering: .acquiring), delayFrames: delayFrames.load(ordering: .acquiring),
+            reopens: reopens.load(ordering: .acquiring), delayFrames: delay,
             realtime: realtime.load(ordering: .acquiring), periodFrames: grantedPeriod.load(ordering: .acquiring),
             bufferFrames: grantedBuffer.load(ordering: .acquiring), rateEstimatePPM: rateEstimatePPM)
     }
@@ -328,12 +357,14 @@ public final class DeviceOutput: @unchecked Sendable {
                 framesPlayed.add(periods * period, ordering: .releasing)
                 return
             }
-            framesPlayed.add(periods * period, ordering: .releasing)
-            switch spec.clock {
-            case .device:
-                measureDevice(pcm, bufferFrames: bufferFrames)
-            case .system:
-                delayFrames.store((pcm.delay() ?? 0) + pcm.hiddenDelayFrames, ordering: .relaxed)
+            publishingCounters {
+                framesPlayed.add(periods * period, ordering: .releasing)
+                switch spec.clock {
+                case .device: measureDevice(pcm, bufferFrames: bufferFrames)
+                case .system: delayFrames.store((pcm.delay() ?? 0) + pcm.hiddenDelayFrames, ordering: .relaxed)
+                }
+            }
+            if spec.clock == .system {
                 deadline += wakeNanoseconds
                 let now = monotonicNanoseconds()
                 if now > deadline + bufferNanoseconds {
