@@ -103,7 +103,8 @@ public final class DeviceOutput: @unchecked Sendable {
     public nonisolated(unsafe) var connectionObserver: (@Sendable () -> Void)?
     /// Wakes the output thread while it waits with nothing to play (`stopsWhenIdle`), or, rendering
     /// ahead, to take back what it rendered when something changed (`DeviceSpec.rendersAhead`).
-    let doorbell = WakeFD()
+    let bell = ChangeBell()
+    var doorbell: WakeFD { bell.fd }
     private let idleStopCount = Atomic<Int>(0)
     /// Rendering ahead: how many times the output took periods back, and how many frames in all.
     let rewinds = Atomic<Int>(0)
@@ -121,11 +122,11 @@ public final class DeviceOutput: @unchecked Sendable {
     public init(_ spec: DeviceSpec) {
         precondition(!spec.zones.isEmpty, "a device needs at least one zone")
         self.spec = spec
-        let doorbell = self.doorbell
+        let bell = self.bell
         mixers = spec.zones.map { z in
             let m = ZoneMixer(
                 channels: z.channels, periodFrames: spec.pcm.periodFrames, slotCount: z.slotCount,
-                ringSamples: z.ringFrames * z.channels, rampFrames: z.rampFrames, doorbell: doorbell,
+                ringSamples: z.ringFrames * z.channels, rampFrames: z.rampFrames, doorbell: bell,
                 rewindPeriods: spec.rendersAhead ? spec.pcm.bufferFrames / spec.pcm.periodFrames + 2 : 0)
             m.setInitialVolume(z.volume)
             return m
@@ -172,7 +173,15 @@ public final class DeviceOutput: @unchecked Sendable {
     /// Wakes the output thread if it stopped with nothing to play (`stopsWhenIdle`): call it after
     /// claiming a slot and writing its first frames, so they go out in the very next period.
     /// Any thread but the output thread; does not block.
-    public func wake() { doorbell.post() }
+    public func wake() { bell.post() }
+
+    /// Holds the changes the control plane is about to make (posts to this output's bell) until
+    /// `releaseChanges`, so they reach the output thread together (`ChangeBell`). Any thread but the
+    /// output thread; in pairs.
+    public func holdChanges() { bell.hold() }
+
+    /// Ends `holdChanges`: the output thread is woken once for what changed meanwhile.
+    public func releaseChanges() { bell.release() }
 
     /// True while the output thread has stopped its PCM with nothing to play (`stopsWhenIdle`). Any thread.
     public var isStoppedIdle: Bool { stoppedIdle.load(ordering: .acquiring) }

@@ -56,9 +56,9 @@ public final class SourceSlot: @unchecked Sendable {
 
     /// Posted when the control thread changes the slot (gain, pause, resume), so that an output that
     /// renders ahead takes back what it rendered and renders the change in (`ZoneMixer.rewind`).
-    private let doorbell: WakeFD?
+    private let doorbell: ChangeBell?
 
-    init(index: Int, ringSamples: Int, doorbell: WakeFD? = nil) {
+    init(index: Int, ringSamples: Int, doorbell: ChangeBell? = nil) {
         self.index = index
         self.doorbell = doorbell
         ring = FloatRing(capacity: ringSamples)

@@ -91,7 +91,7 @@ public final class ZoneMixer: @unchecked Sendable {
     private let volumeBits = Atomic<UInt32>(Float(1).bitPattern)
     private let appliedVolumeBits = Atomic<UInt32>(Float(1).bitPattern)
     private var volumeGain: Float = 1
-    private let doorbell: WakeFD?
+    private let doorbell: ChangeBell?
 
     /// - Parameters:
     ///   - slotCount: how many sources the zone can mix at once.
@@ -104,7 +104,7 @@ public final class ZoneMixer: @unchecked Sendable {
     ///     rings is handed back to their producers at once).
     public init(
         channels: Int, periodFrames: Int, slotCount: Int, ringSamples: Int, rampFrames: Int,
-        doorbell: WakeFD? = nil, rewindPeriods: Int = 0
+        doorbell: ChangeBell? = nil, rewindPeriods: Int = 0
     ) {
         precondition(channels > 0 && periodFrames > 0 && slotCount > 0 && rampFrames > 0 && rewindPeriods >= 0)
         self.channels = channels

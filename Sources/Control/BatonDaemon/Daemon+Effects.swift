@@ -18,6 +18,11 @@ extension Daemon {
     /// events name, within a period: the 30-minute soak saw an interruption heard 27.5 ms after
     /// its frame when the slots were set only after the events.
     func apply(_ effects: [Effect<Instant>], _ s: inout State) {
+        // What one arbiter step changes (a pause and the announcement that caused it) reaches each
+        // output together: one take-back renders both in (`ChangeBell`).
+        let devices = zones.devices
+        for d in devices { d.holdChanges() }
+        defer { for d in devices { d.releaseChanges() } }
         var ramps: [String: Int] = [:]  // "source/zone" → ramp frames for a duck change
         var ending: Set<SourceID> = []
         var next: [String: Int] = [:]
