@@ -47,13 +47,17 @@ extension DeviceOutput {
                 periods += 1
             }
             guard deliver(to: pcm, bufferFrames: bufferFrames) else {
-                framesPlayed.add(periods * period, ordering: .releasing)
+                publishingCounters {
+                    framesPlayed.add(periods * period, ordering: .releasing)
+                    delayMeasuredAt.store(0, ordering: .relaxed)
+                }
                 return
             }
             if !pcm.isRunning && held + periods * period >= lowWater + period { _ = pcm.start() }
             publishingCounters {
                 framesPlayed.add(periods * period, ordering: .releasing)
                 measureDevice(pcm, bufferFrames: bufferFrames)
+                delayMeasuredAt.store(pcm.isRunning ? monotonicNanoseconds() : 0, ordering: .relaxed)
             }
             let delay = delayFrames.load(ordering: .relaxed)
             let now = monotonicNanoseconds()

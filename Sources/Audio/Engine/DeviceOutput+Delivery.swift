@@ -94,7 +94,10 @@ extension DeviceOutput {
     /// The PCM is gone: until it is back, the frames it dropped count as delay, so the zone's
     /// `audibleFrame` (and the position of what plays there) is the last frame it consumed.
     func deviceLost() {
-        delayFrames.store(history.pending, ordering: .relaxed)
+        publishingCounters {
+            delayFrames.store(history.pending, ordering: .relaxed)
+            delayMeasuredAt.store(0, ordering: .relaxed)
+        }
         rateEstimateBits.store(Double.nan.bitPattern, ordering: .relaxed)
     }
 

@@ -74,6 +74,11 @@ public final class DeviceOutput: @unchecked Sendable {
     /// difference, and a cycle that wrote (or took back) a whole buffer would otherwise show it
     /// jumping by that much for an instant.
     private let countersSequence = Atomic<Int>(0)
+    /// Rendering ahead: when `delayFrames` was measured on a running card (CLOCK_MONOTONIC ns; 0:
+    /// not running, or not rendering ahead). The thread measures only when it wakes, every ~90 ms
+    /// with a 120 ms buffer, so `snapshot()` takes off what the card has played since, at its rate:
+    /// the audible frame moves with the card, not in steps of a wake-up.
+    let delayMeasuredAt = Atomic<Int>(0)
     private let realtime = Atomic<Bool>(false)
     private let grantedPeriod = Atomic<Int>(0)
     private let grantedBuffer = Atomic<Int>(0)
@@ -238,7 +243,8 @@ public final class DeviceOutput: @unchecked Sendable {
         countersSequence.add(1, ordering: .sequentiallyConsistent)
     }
 
-    /// `framesPlayed` and `delayFrames` as the output thread last published them together.
+    /// `framesPlayed` and `delayFrames` as the output thread last published them together; rendering
+    /// ahead, the delay less what the card has played since it was measured (`delayMeasuredAt`).
     private func counters() -> (played: Int, delay: Int) {
         while true {
             let before = countersSequence.load(ordering: .sequentiallyConsistent)
@@ -247,8 +253,14 @@ public final class DeviceOutput: @unchecked Sendable {
                 continue
             }
             let played = framesPlayed.load(ordering: .sequentiallyConsistent)
-            let delay = delayFrames.load(ordering: .sequentiallyConsistent)
-            if countersSequence.load(ordering: .sequentiallyConsistent) == before { return (played, delay) }
+            var delay = delayFrames.load(ordering: .sequentiallyConsistent)
+            let measuredAt = delayMeasuredAt.load(ordering: .sequentiallyConsistent)
+            guard countersSequence.load(ordering: .sequentiallyConsistent) == before else { continue }
+            if measuredAt > 0 {
+                let since = max(0, monotonicNanoseconds() - measuredAt)
+                delay = max(0, delay - Int(Int64(since) * Int64(spec.pcm.rate) / 1_000_000_000))
+            }
+            return (played, delay)
         }
     }
 
@@ -435,7 +447,10 @@ public final class DeviceOutput: @unchecked Sendable {
     /// (the caller reopens it). Output thread; blocks, but only with nothing to play.
     func waitWhileIdle<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
         pcm.drain()
-        delayFrames.store(0, ordering: .relaxed)
+        publishingCounters {
+            delayFrames.store(0, ordering: .relaxed)
+            delayMeasuredAt.store(0, ordering: .relaxed)
+        }
         idleStopCount.add(1, ordering: .relaxed)
         stoppedIdle.store(true, ordering: .releasing)
         doorbell.drain()
