@@ -11,6 +11,13 @@ extension DeviceOutput {
     /// at a time on many cards) and the next one, which it may already be fetching.
     static func keptFrames(periodFrames: Int) -> Int { 2 * periodFrames }
 
+    /// What a card rendered ahead holds when its output wakes: `minimumHeldNanoseconds` in whole
+    /// periods, less than the buffer.
+    static func lowWaterFrames(bufferFrames: Int, periodFrames: Int, rate: Int) -> Int {
+        let periods = (minimumHeldNanoseconds * rate / 1_000_000_000 + periodFrames - 1) / periodFrames
+        return min(bufferFrames - periodFrames, periods * periodFrames)
+    }
+
     /// Plays until stopped or the device is lost. Each cycle:
     ///
     /// 1. when the doorbell rang (a new source, a gain, a pause, a release, the volume), takes back
@@ -19,8 +26,8 @@ extension DeviceOutput {
     /// 2. renders what keeps the device above its low water (`minimumHeldNanoseconds` and a period)
     ///    and, while every source has a whole period ready (`ZoneMixer.hasPeriodReady`: a live
     ///    source is not run dry), up to the whole buffer, and writes it;
-    /// 3. sleeps until the device will be down to its low water, by the device's own delay and the
-    ///    monotonic clock, or until the doorbell rings.
+    /// 3. sleeps until the device is down to its low water (its wake-up threshold, `avail_min`, set
+    ///    at open: `lowWaterFrames`), or stops, or the doorbell rings.
     ///
     /// A prepared stream is started as soon as it holds its low water (`snd_pcm_start`), not when
     /// its buffer is full. Faults are handled by `deliver` as on the period-by-period path.
@@ -28,9 +35,10 @@ extension DeviceOutput {
         let period = spec.pcm.periodFrames
         let channels = spec.pcm.channels
         let rate = spec.pcm.rate
-        let heldPeriods = (Self.minimumHeldNanoseconds * rate / 1_000_000_000 + period - 1) / period
-        let lowWater = min(bufferFrames - period, heldPeriods * period)
+        let lowWater = Self.lowWaterFrames(bufferFrames: bufferFrames, periodFrames: period, rate: rate)
         let kept = Self.keptFrames(periodFrames: period)
+        // A card that stops consuming (a stall) is waited for in steps, so that `stop` is seen.
+        let waitMilliseconds = Int32(clamping: max(100, 2 * bufferFrames * 1_000 / rate))
         var rang = true
         var idleFrames = 0
         while !stopping {
@@ -76,11 +84,22 @@ extension DeviceOutput {
                     continue
                 }
             }
-            // Until the device is down to its low water (at least a millisecond: a stalled device
-            // is looked at again, never spun on).
-            let sleepFrames = pcm.isRunning ? delay - lowWater : period
-            let milliseconds = max(1, sleepFrames * 1_000 / rate)
-            rang = doorbell.waitForPost(milliseconds: Int32(clamping: milliseconds))
+            // Until the device is down to its low water: the card wakes the thread there (its
+            // `avail_min`, set at open), or at once when it stops (an xrun, a suspend, an unplug),
+            // or the bell rings. A card holding no more than its low water (its sources had nothing
+            // ready to render ahead, or it is not running) would wake it at once: then a period's
+            // sleep on the bell alone.
+            if pcm.isRunning && delay > lowWater {
+                switch pcm.wait(milliseconds: waitMilliseconds, orUntilReadable: doorbell.fd) {
+                case .other:
+                    doorbell.drain()
+                    rang = true
+                case .ready, .timedOut:
+                    rang = false
+                }
+            } else {
+                rang = doorbell.waitForPost(milliseconds: Int32(clamping: max(1, period * 1_000 / rate)))
+            }
         }
     }
 

@@ -321,10 +321,14 @@ public final class DeviceOutput: @unchecked Sendable {
             }
             lastError.store(0, ordering: .releasing)
             // Wake when `wakePeriods` are free (see `play`); a device that refuses it wakes every
-            // period and is written a period at a time.
+            // period and is written a period at a time. Rendering ahead: when the card is down to
+            // its low water.
             let wake = Self.wakePeriods(
                 bufferFrames: pcm.configuration.bufferFrames, periodFrames: spec.pcm.periodFrames, rate: spec.pcm.rate)
-            try? pcm.setWakeThreshold(frames: wake * spec.pcm.periodFrames)
+            let granted = pcm.configuration.bufferFrames
+            let lowWater = Self.lowWaterFrames(
+                bufferFrames: granted, periodFrames: spec.pcm.periodFrames, rate: spec.pcm.rate)
+            try? pcm.setWakeThreshold(frames: spec.rendersAhead ? granted - lowWater : wake * spec.pcm.periodFrames)
             deviceOpened()
             setAvailable(true)
             if spec.rendersAhead {

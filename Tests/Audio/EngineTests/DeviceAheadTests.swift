@@ -102,6 +102,28 @@ import Testing
             "rendering ahead: audible frame within \(worst) frames of the card over \(samples) samples, \(wakes) wakes")
     }
 
+    /// An injected xrun wakes the output at once (the card's descriptor reports it; the thread does
+    /// not sleep out its ~70 ms): the card plays again within 20 ms, and every frame is played once.
+    @Test func anXrunIsRecoveredAtOnce() throws {
+        let card = Self.card()
+        let output = DeviceCardTests.device(card, rendersAhead: true)
+        let feeder = SlotFeeder([try #require(output.mixer.claimSlot(gain: 1))])
+        output.start()
+        #expect(waitUntil { output.snapshot().framesPlayed >= Self.rate / 2 })
+        card.send(.xrun)
+        #expect(waitUntil { output.snapshot().xruns == 1 })
+        let after = output.snapshot().framesPlayed
+        #expect(waitUntil { output.snapshot().framesPlayed >= after + Self.rate / 4 })
+        output.stop()
+        feeder.stop()
+        let xrun = try #require(card.events("xrun").first)
+        let restart = try #require(card.events("start").first { $0.nanoseconds > xrun.nanoseconds })
+        let gap = Double(restart.nanoseconds - xrun.nanoseconds) / 1e6
+        #expect(gap < 20, "playing again \(gap) ms after the xrun")
+        #expect(IndexSignal.firstBreak(in: card.recordedBytes()) == nil, "every frame once, in order")
+        print("rendering ahead: playing again \(gap) ms after an xrun")
+    }
+
     /// An announcement asked for while the card holds up to 100 ms of the zone's (silent) mix is
     /// taken in two periods from what the card was playing: its first frame is heard within 40 ms
     /// of the request, each of five times, and it starts at the frame `nextFrame` said a change
