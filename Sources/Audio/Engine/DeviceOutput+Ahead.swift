@@ -74,15 +74,12 @@ extension DeviceOutput {
                 m.settle(playedThrough: played)
                 m.publishChangeFrame(played: played, keepFrames: kept, rate: rate, now: now)
             }
-            if spec.stopsWhenIdle {
-                idleFrames = allZonesIdle ? idleFrames + periods * period : 0
-                if idleFrames >= rate / 2 {
-                    idleFrames = 0
-                    guard waitWhileIdle(pcm) else { return }
-                    for m in mixers { m.settle(playedThrough: Int.max) }
-                    rang = false
-                    continue
-                }
+            switch stopIfIdle(pcm, rendered: periods * period, idleFrames: &idleFrames) {
+            case .playing: break
+            case .restarted:
+                rang = false
+                continue
+            case .lost: return
             }
             // Until the device is down to its low water: the card wakes the thread there (its
             // `avail_min`, set at open), or at once when it stops (an xrun, a suspend, an unplug),

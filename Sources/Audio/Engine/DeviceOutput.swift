@@ -399,15 +399,27 @@ public final class DeviceOutput: @unchecked Sendable {
                     sleepUntil(deadline)
                 }
             }
-            if spec.stopsWhenIdle {
-                idleFrames = allZonesIdle ? idleFrames + periods * period : 0
-                if idleFrames >= spec.pcm.rate / 2 {
-                    idleFrames = 0
-                    guard waitWhileIdle(pcm) else { return }
-                    deadline = monotonicNanoseconds()
-                }
+            switch stopIfIdle(pcm, rendered: periods * period, idleFrames: &idleFrames) {
+            case .playing: break
+            case .restarted: deadline = monotonicNanoseconds()
+            case .lost: return
             }
         }
+    }
+
+    /// What `stopIfIdle` did.
+    enum IdleCheck { case playing, restarted, lost }
+
+    /// After a cycle that rendered `frames` (`stopsWhenIdle`): once every zone has been idle for half
+    /// a second of them, plays out the device and waits with nothing to play (`waitWhileIdle`).
+    /// `.restarted` when it stopped and is prepared again, `.lost` when it could not be prepared (the
+    /// caller reopens it). Output thread; blocks, but only with nothing to play.
+    func stopIfIdle<Sink: PeriodSink>(_ pcm: Sink, rendered frames: Int, idleFrames: inout Int) -> IdleCheck {
+        guard spec.stopsWhenIdle else { return .playing }
+        idleFrames = allZonesIdle ? idleFrames + frames : 0
+        guard idleFrames >= spec.pcm.rate / 2 else { return .playing }
+        idleFrames = 0
+        return waitWhileIdle(pcm) ? .restarted : .lost
     }
 
     /// Periods rendered per wake-up: as many as fill half the buffer, but never so many that the
@@ -441,7 +453,7 @@ public final class DeviceOutput: @unchecked Sendable {
     }
 
     /// True when no zone has anything to play. Output thread; real-time safe.
-    var allZonesIdle: Bool {
+    private var allZonesIdle: Bool {
         for m in mixers where !m.isIdle { return false }
         return true
     }
@@ -449,8 +461,10 @@ public final class DeviceOutput: @unchecked Sendable {
     /// Plays out the PCM's buffer, stops it and waits (no wake-ups) until a zone has something to
     /// play or the thread is told to stop; then prepares the PCM. False when it cannot be prepared
     /// (the caller reopens it). Output thread; blocks, but only with nothing to play.
-    func waitWhileIdle<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
+    private func waitWhileIdle<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
         pcm.drain()
+        // Played out: nothing rendered can be taken back any more (a zone that renders ahead).
+        for m in mixers { m.settle(playedThrough: Int.max) }
         publishingCounters {
             delayFrames.store(0, ordering: .relaxed)
             delayMeasuredAt.store(0, ordering: .relaxed)
