@@ -31,12 +31,13 @@ extension DeviceOutput {
     ///
     /// A prepared stream is started as soon as it holds its low water (`snd_pcm_start`), not when
     /// its buffer is full. Faults are handled by `deliver` as on the period-by-period path.
-    func playAhead(on pcm: PCM, bufferFrames: Int, cycle: inout Int) {
+    func playAhead<Sink: RewindableSink>(on pcm: Sink, bufferFrames: Int, cycle: inout Int) {
         let period = spec.pcm.periodFrames
         let channels = spec.pcm.channels
         let rate = spec.pcm.rate
         let lowWater = Self.lowWaterFrames(bufferFrames: bufferFrames, periodFrames: period, rate: rate)
-        let kept = Self.keptFrames(periodFrames: period)
+        // A clocked buffer plays frame by frame by the clock, fetching nothing ahead: a period is kept.
+        let kept = pcm is ClockedBuffer ? period : Self.keptFrames(periodFrames: period)
         // A card that stops consuming (a stall) is waited for in steps, so that `stop` is seen.
         let waitMilliseconds = Int32(clamping: max(100, 2 * bufferFrames * 1_000 / rate))
         var rang = true
@@ -67,9 +68,12 @@ extension DeviceOutput {
                 measureDevice(pcm, bufferFrames: bufferFrames)
                 delayMeasuredAt.store(pcm.isRunning ? monotonicNanoseconds() : 0, ordering: .relaxed)
             }
-            let delay = delayFrames.load(ordering: .relaxed)
+            // What the sink holds (a `file` PCM's hidden delay comes after it).
+            let delay = delayFrames.load(ordering: .relaxed) - pcm.hiddenDelayFrames
             let now = monotonicNanoseconds()
-            let played = history.sent - delay  // in zone frames: what every mixer has rendered is `history.rendered`
+            // In zone frames (what every mixer has rendered is `history.rendered`): what the sink has
+            // played, beyond which it can take back.
+            let played = history.sent - delay
             for m in mixers {
                 m.settle(playedThrough: played)
                 m.publishChangeFrame(played: played, keepFrames: kept, rate: rate, now: now)
@@ -109,7 +113,7 @@ extension DeviceOutput {
     /// Takes back from the device and every zone the whole periods both can give back beyond
     /// `kept` frames: the device then holds `kept` frames (or a little more) and every zone renders
     /// again from the first frame taken back. Output thread; real-time safe.
-    private func takeBack(_ pcm: PCM, keeping kept: Int) {
+    private func takeBack<Sink: RewindableSink>(_ pcm: Sink, keeping kept: Int) {
         let period = spec.pcm.periodFrames
         let rewindable = pcm.rewindable()
         guard rewindable > kept else { return }
@@ -128,6 +132,8 @@ extension DeviceOutput {
             framesPlayed.subtract(whole * period, ordering: .releasing)
             delayFrames.subtract(whole * period, ordering: .releasing)
         }
+        // Emptied on purpose: the writes that follow do not find it nearly run dry (a late cycle).
+        lastDelayAfterWrite = 0
         rewinds.add(1, ordering: .relaxed)
         framesTakenBack.add(whole * period, ordering: .relaxed)
     }

@@ -79,7 +79,8 @@ extension DeviceOutput {
             lateCycles.add(1, ordering: .relaxed)
         }
         lastDelayAfterWrite = delay
-        guard pcm.hiddenDelayFrames == 0 else { return }
+        // A rate is the card's: not a `file` PCM's, nor the system clock's (a `ClockedBuffer`).
+        guard pcm.hiddenDelayFrames == 0 && spec.clock == .device else { return }
         rateEstimator.add(nanoseconds: monotonicNanoseconds(), frames: history.sent - delay)
         rateEstimateBits.store((rateEstimator.ppm ?? .nan).bitPattern, ordering: .relaxed)
     }

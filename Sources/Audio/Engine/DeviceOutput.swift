@@ -93,6 +93,9 @@ public final class DeviceOutput: @unchecked Sendable {
     var deliveredThisCycle = 0
     /// The Snapcast sink of a stream output; nil for an ALSA device.
     private let streamSink: StreamSink?
+    /// A `clock: system` zone that renders ahead: the buffer the system clock plays, in front of
+    /// its PCM (made here, so the output thread does not allocate it at every open).
+    private let clockedBuffer: ClockedBuffer?
 
     /// Called on the output thread when the device becomes available or unavailable (the PCM opened,
     /// or was lost); must be quick and must not block. Set before `start`.
@@ -142,6 +145,12 @@ public final class DeviceOutput: @unchecked Sendable {
         rateEstimator = RateEstimator(
             nominalRate: spec.pcm.rate, maximumGapNanoseconds: spec.pcm.bufferFrames * 1_000_000_000 / spec.pcm.rate)
         streamSink = spec.stream.map { StreamSink($0, frameBytes: spec.pcm.channels * spec.pcm.format.bytesPerSample) }
+        clockedBuffer =
+            spec.rendersAhead && spec.clock == .system
+            ? ClockedBuffer(
+                bufferFrames: spec.pcm.bufferFrames, periodFrames: spec.pcm.periodFrames, rate: spec.pcm.rate,
+                frameBytes: spec.pcm.channels * spec.pcm.format.bytesPerSample)
+            : nil
         let direct = spec.zones.count == 1 && spec.zones[0].deviceChannels == Array(0..<spec.pcm.channels)
         if direct {
             device = nil
@@ -300,12 +309,16 @@ public final class DeviceOutput: @unchecked Sendable {
             sink.close()
             return
         }
+        // Behind a clocked buffer the PCM never holds more than two periods: a `file` PCM writes a
+        // period to its file a buffer later (`hiddenDelayFrames`), and that is what is heard.
+        var innerRequest = spec.pcm
+        if clockedBuffer != nil { innerRequest.bufferFrames = 2 * spec.pcm.periodFrames }
         var backoff = 250_000_000
         while !stopping {
             let pcm: PCM
             do {
                 openAttempts.add(1, ordering: .relaxed)
-                pcm = try PCM(spec.pcm)
+                pcm = try PCM(innerRequest)
             } catch {
                 lastError.store(error.code, ordering: .releasing)
                 setAvailable(false)
@@ -314,8 +327,10 @@ public final class DeviceOutput: @unchecked Sendable {
                 continue
             }
             backoff = 250_000_000
-            grantedPeriod.store(pcm.configuration.periodFrames, ordering: .relaxed)
-            grantedBuffer.store(pcm.configuration.bufferFrames, ordering: .relaxed)
+            // Rendering ahead on the system clock: the buffer is the clocked one, as configured.
+            let granted = clockedBuffer?.bufferFrames ?? pcm.configuration.bufferFrames
+            grantedPeriod.store(clockedBuffer?.periodFrames ?? pcm.configuration.periodFrames, ordering: .relaxed)
+            grantedBuffer.store(granted, ordering: .relaxed)
             if framesPlayed.load(ordering: .relaxed) > 0 || reopens.load(ordering: .relaxed) > 0 {
                 reopens.add(1, ordering: .relaxed)
             }
@@ -323,18 +338,25 @@ public final class DeviceOutput: @unchecked Sendable {
             // Wake when `wakePeriods` are free (see `play`); a device that refuses it wakes every
             // period and is written a period at a time. Rendering ahead: when the card is down to
             // its low water.
-            let wake = Self.wakePeriods(
-                bufferFrames: pcm.configuration.bufferFrames, periodFrames: spec.pcm.periodFrames, rate: spec.pcm.rate)
-            let granted = pcm.configuration.bufferFrames
+            let wake = Self.wakePeriods(bufferFrames: granted, periodFrames: spec.pcm.periodFrames, rate: spec.pcm.rate)
             let lowWater = Self.lowWaterFrames(
                 bufferFrames: granted, periodFrames: spec.pcm.periodFrames, rate: spec.pcm.rate)
-            try? pcm.setWakeThreshold(frames: spec.rendersAhead ? granted - lowWater : wake * spec.pcm.periodFrames)
+            if let clockedBuffer {
+                clockedBuffer.wakeThreshold = granted - lowWater
+                clockedBuffer.output = pcm
+                _ = clockedBuffer.prepare()
+            } else {
+                try? pcm.setWakeThreshold(frames: spec.rendersAhead ? granted - lowWater : wake * spec.pcm.periodFrames)
+            }
             deviceOpened()
             setAvailable(true)
-            if spec.rendersAhead {
-                playAhead(on: pcm, bufferFrames: pcm.configuration.bufferFrames, cycle: &cycle)
+            if let clockedBuffer {
+                playAhead(on: clockedBuffer, bufferFrames: granted, cycle: &cycle)
+                clockedBuffer.output = nil
+            } else if spec.rendersAhead {
+                playAhead(on: pcm, bufferFrames: granted, cycle: &cycle)
             } else {
-                play(on: pcm, bufferFrames: pcm.configuration.bufferFrames, cycle: &cycle)
+                play(on: pcm, bufferFrames: granted, cycle: &cycle)
             }
             deviceLost()
             setAvailable(false)

@@ -67,7 +67,7 @@ public struct DeviceSpec: Sendable, Equatable {
         stream: StreamSpec? = nil, stopsWhenIdle: Bool = false, rendersAhead: Bool = false
     ) {
         self.pcm = pcm
-        self.rendersAhead = rendersAhead && stream == nil && clock == .device
+        self.rendersAhead = rendersAhead && stream == nil
         self.stopsWhenIdle = stopsWhenIdle && stream == nil
         self.clock = stream == nil ? clock : .system
         self.realtimePriority = realtimePriority

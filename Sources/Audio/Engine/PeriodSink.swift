@@ -37,6 +37,24 @@ protocol PeriodSink: AnyObject {
 
 extension PCM: PeriodSink {}
 
+/// A sink whose written frames wait in a buffer until played and can be taken back: an ALSA PCM
+/// (`snd_pcm_rewind`), or a ``ClockedBuffer`` played by the system clock. What
+/// `DeviceOutput.playAhead` renders ahead into. Output thread only; real-time safe.
+protocol RewindableSink: PeriodSink {
+    /// Frames written that can be taken back (not played yet), or a negative errno.
+    func rewindable() -> Int
+    /// Takes back up to `frames` of the last frames written: how many, or a negative errno.
+    func rewind(frames: Int) -> Int
+    /// Moves forward over `frames` taken back (they play as written): how many, or a negative errno.
+    func forward(frames: Int) -> Int
+    /// Starts a prepared stream before it is full: 0 or a negative errno.
+    func start() -> Int32
+    /// Waits until it has room for its wake-up threshold, `other` is readable, or `milliseconds` pass.
+    func wait(milliseconds: Int32, orUntilReadable other: Int32) -> PCM.WaitResult
+}
+
+extension PCM: RewindableSink {}
+
 extension PeriodSink {
     /// A sink that never stops (a stream sink) drops nothing and is never drained.
     func drain() {}

@@ -330,11 +330,14 @@ import Testing
             waitUntil(seconds: 10) {
                 if probe.done { return true }
                 flip.toggle()
+                // Together, as the daemon makes one arbiter step's changes (one take-back for them).
+                output.holdChanges()
                 for (i, slot) in slots.enumerated() {
                     slot.setGain(flip == (i % 2 == 0) ? 0.1 : 0.4, overFrames: 24_000)
                 }
                 left.setVolume(flip ? 0.5 : 0.9)
                 right.setVolume(flip ? 0.9 : 0.5)
+                output.releaseChanges()
                 ramps += 1
                 usleep(100_000)
                 return probe.done

@@ -50,16 +50,22 @@ public enum ALSATestRig {
 
     /// Reads a raw S16_LE file as Float samples in [-1, 1).
     public static func readS16(_ path: String) -> [Float] {
+        readBytes(path).withUnsafeBytes { raw in
+            raw.bindMemory(to: Int16.self).map { Float(Int16(littleEndian: $0)) / 32768 }
+        }
+    }
+
+    /// A file's bytes ([] when it cannot be read).
+    public static func readBytes(_ path: String) -> [UInt8] {
         guard let f = fopen(path, "rb") else { return [] }
         defer { fclose(f) }
-        var out: [Float] = []
-        var buf = [Int16](repeating: 0, count: 8192)
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
-            let n = buf.withUnsafeMutableBytes { fread($0.baseAddress, 2, 8192, f) }
-            if n == 0 { break }
-            for i in 0..<n { out.append(Float(Int16(littleEndian: buf[i])) / 32768) }
+            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, 65_536, f) }
+            if n == 0 { return out }
+            out += chunk[0..<n]
         }
-        return out
     }
 }
 
