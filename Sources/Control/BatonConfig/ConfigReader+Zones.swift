@@ -83,11 +83,6 @@ extension ConfigReader {
         let buffer = value(zone, "buffer", .duration(ZoneConfig.bufferRange), default: defaults.buffer)
         let clock = value(zone, "clock", .choice(ZoneConfig.Clock.self, "clock"), default: defaults.clock)
         let renderAhead = value(zone, "render-ahead", .boolean, default: false)
-        if renderAhead == true && clock == .system {
-            report(
-                zone.values["render-ahead"]?.value.mark, path.appending("render-ahead"),
-                "needs clock: device (a zone paced by the system clock has no device buffer to take back from)")
-        }
         let resampler = value(zone, "resampler", .choice(ZoneResampler.self, "resampler"), default: .auto)
         let maxVolume = value(zone, "max-volume", .volume, default: 1)
         // Without a volume of its own a zone starts at its cap.
