@@ -32,6 +32,8 @@
 # and MQTT (a local mosquitto) configured —, `batond idle snapcast` — one Snapcast zone on a snapserver
 # started for it, one snapclient, nothing playing (snapserver's and snapclient's CPU among the other
 # processes) —
+# `batond ahead` — the first row with `buffer: 120ms, render-ahead: true` (batond's own buffer,
+# played by the system clock into the `null` PCM) —,
 # `batond card` and `batond card ahead` — the stream to a `clock: device` zone on the project's
 # virtual sound card, at the default 10 ms / 40 ms and with `buffer: 120ms, render-ahead: true` —,
 # and `batond external aplay` — aplay playing the stream, decoded to 48 kHz S16, through the `baton`
