@@ -388,7 +388,9 @@ public final class ZoneMixer: @unchecked Sendable {
                 slot.drainedAtFrame.store(frame + got, ordering: .relaxed)
                 slot.drainedFlag.store(true, ordering: .releasing)
                 eventInPeriod = true
-            } else if !pausing {
+            } else if !pausing && slot.startedAtFrame.load(ordering: .relaxed) >= 0 {
+                // Ran dry once heard (a gap). Before its first frame a source is not starved: it
+                // has not started yet (its stream is still connecting), and nothing is heard missing.
                 slot.starved.add(1, ordering: .relaxed)
                 ranDry = true
             }

@@ -49,12 +49,13 @@ import Testing
 
     /// A slot sounds from its first frame; a pause is heard until its fade reaches 0 (one ramp);
     /// a ring that runs dry stops it at the last frame mixed, tagged as starved, and it sounds again
-    /// from the first frame mixed after.
+    /// from the first frame mixed after. Periods before its first frame are not starved ones.
     @Test func soundingTracksStartPauseAndStarvation() throws {
         let mixer = ZoneMixer(channels: 1, periodFrames: 100, slotCount: 1, ringSamples: 8_192, rampFrames: 40)
         let slot = try #require(mixer.claimSlot(gain: 1))
-        mixer.render()  // nothing written yet: not started, so not starved in the timeline
+        mixer.render()  // nothing written yet: not started, so not starved (timeline or count)
         #expect(slot.sounding.snapshot() == .init(onFrom: -1, offFrom: -1, offTag: false))
+        #expect(slot.starvedPeriods == 0)
         write(slot, [Float](repeating: 0.25, count: 250))
         mixer.render()
         #expect(slot.sounding.snapshot().onFrom == 100)
@@ -64,6 +65,7 @@ import Testing
         #expect(s == .init(onFrom: 100, offFrom: 350, offTag: true))
         #expect(s.isOn(at: 349) && !s.isOn(at: 350))
         mixer.render()
+        #expect(slot.starvedPeriods == 2, "the period that ran dry and the empty one after it")
         write(slot, [Float](repeating: 0.25, count: 1_000))
         mixer.render()
         s = slot.sounding.snapshot()
