@@ -263,6 +263,15 @@ extension AudioTruthTests {
         #expect(card.events("xrun").isEmpty && card.events("rewind-late").isEmpty)
     }
 
+    /// The same with the kitchen's `file` PCM (`clock: system`) rendering ahead into its 120 ms
+    /// clocked buffer: each change is rendered in by taking back what the clock had not played, and
+    /// the state agrees with the file (what the clock played, frame n the zone's frame n) to the period.
+    @Test func doorbellsAgreeWithTheAudioRenderingAheadOnTheSystemClock() throws {
+        let t = try TestDaemon(
+            policy: Self.uncoalescedAnnouncements, buffers: ["kitchen": .milliseconds(120)], renderAhead: ["kitchen"])
+        try Self.judgeDoorbells(t) { t.left("kitchen") }
+    }
+
     static var uncoalescedAnnouncements: PolicyConfig {
         var policy = PolicyConfig.default
         for i in policy.classes.indices where policy.classes[i].name == "announcement" {
