@@ -16,8 +16,13 @@ import Testing
     /// Music on a card zone: an injected xrun and a suspend are counted and the zone plays on; an
     /// unplug makes it unavailable with the ALSA error and a replug brings it back by itself, while
     /// the file zone beside it never stops; the card's rate estimate settles near its true rate.
+    /// The card's pointer moves frame by frame, so the estimate settles within seconds of the
+    /// replug: with a pointer that moves a period at a time each delay read is up to a period off,
+    /// and eight seconds of them leave about ±45 ppm of noise (seen: 397 for 300 under the full
+    /// suite's load); that case is `DeviceCardTests.driftIsMeasuredAndHarmless`, over 60 s.
     @Test func cardFaultsShowInStatus() throws {
-        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920, driftPPM: 300)
+        let card = ALSATestRig.makeCard(
+            rate: 48_000, periodFrames: 480, bufferFrames: 1_920, driftPPM: 300, pointer: .frame)
         let t = try TestDaemon(
             zones: [("card", 48_000, card.name), ("kitchen", 44_100, nil)], deviceClocked: ["card"])
         defer { t.stop() }
