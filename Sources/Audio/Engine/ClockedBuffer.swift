@@ -11,7 +11,7 @@ import OSThread
 /// played yet can be taken back (`rewind`); its wake-up threshold is `wakeThreshold` frames of
 /// room; it starts when full or at `start`, and stops in an underrun (`-EPIPE` from the next
 /// `write` or `avail`) when the clock passes the last frame written. A frame is written to the PCM
-/// behind it when the clock plays it, so a `file` PCM records exactly what was played, takes back
+/// behind it when the clock plays it, so a `file` PCM records exactly what was played, take-backs
 /// included. `delay` is what it holds plus the PCM's own delay.
 ///
 /// Output thread only; real-time safe after `init` (no allocation, lock, log or await; `write`
@@ -30,7 +30,7 @@ final class ClockedBuffer: RewindableSink {
     private let storage: UnsafeMutableRawPointer
     /// Frames written since the last prepare (the application pointer).
     private var written = 0
-    /// The most frames ever written since the prepare: `forward` may go back up to there.
+    /// Where the last write ended: after a `rewind`, `forward` may move up to there again.
     private var writtenMost = 0
     /// Frames given to `output` since the last prepare (the hardware pointer).
     private var played = 0

@@ -2,9 +2,10 @@ import ALSA
 import Glibc
 import OSThread
 
-// Rendering ahead (`DeviceSpec.rendersAhead`): a `clock: device` zone whose output keeps the
-// device's whole buffer filled and wakes only when it holds `minimumHeldNanoseconds`, instead of
-// once a period, and takes back what the device has not started playing when something changes.
+// Rendering ahead (`DeviceSpec.rendersAhead`): a zone whose output keeps the device's whole buffer
+// filled and wakes only when it holds `minimumHeldNanoseconds`, instead of once a period, and takes
+// back what the device has not started playing when something changes. The device is the card
+// (`clock: device`) or, for a `clock: system` zone, a `ClockedBuffer` the system clock plays.
 // Output thread only; real-time safe.
 extension DeviceOutput {
     /// Frames never taken back: the period the device may be playing (its pointer moves a period

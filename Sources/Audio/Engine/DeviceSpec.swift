@@ -59,7 +59,8 @@ public struct DeviceSpec: Sendable, Equatable {
     /// Keep the device's whole buffer filled and wake only when it holds 30 ms, instead of once a
     /// period; when something changes (a new source, a gain, a pause, the volume), take back what
     /// the device has not started playing (`snd_pcm_rewind`, `ZoneMixer.rewind`) and render it
-    /// again, so a request is heard as soon as with a short buffer. A `clock: device` ALSA zone only.
+    /// again, so a request is heard as soon as with a short buffer. An ALSA zone only; with
+    /// `clock: system` the device buffer is the output's own ``ClockedBuffer``.
     public var rendersAhead: Bool
 
     public init(
