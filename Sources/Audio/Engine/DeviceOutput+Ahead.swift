@@ -79,7 +79,12 @@ extension DeviceOutput {
                 m.settle(playedThrough: played)
                 m.publishChangeFrame(played: played, keepFrames: kept, rate: rate, now: now)
             }
-            switch stopIfIdle(pcm, rendered: periods * period, idleFrames: &idleFrames) {
+            // Stopping idle: what was rendered ahead is silence; taken back, the device plays out
+            // only what it keeps (tens of ms, not the buffer) before a request can restart it.
+            let check = stopIfIdle(pcm, rendered: periods * period, idleFrames: &idleFrames) {
+                if pcm.isRunning && history.pending == 0 { takeBack(pcm, keeping: kept) }
+            }
+            switch check {
             case .playing: break
             case .restarted:
                 rang = false

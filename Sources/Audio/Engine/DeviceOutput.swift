@@ -433,14 +433,19 @@ public final class DeviceOutput: @unchecked Sendable {
     enum IdleCheck { case playing, restarted, lost }
 
     /// After a cycle that rendered `frames` (`stopsWhenIdle`): once every zone has been idle for half
-    /// a second of them, plays out the device and waits with nothing to play (`waitWhileIdle`).
-    /// `.restarted` when it stopped and is prepared again, `.lost` when it could not be prepared (the
-    /// caller reopens it). Output thread; blocks, but only with nothing to play.
-    func stopIfIdle<Sink: PeriodSink>(_ pcm: Sink, rendered frames: Int, idleFrames: inout Int) -> IdleCheck {
+    /// a second of them, calls `beforeStopping` (a zone rendering ahead takes back the silence it
+    /// rendered ahead, so that the device plays out only what it keeps), plays out the device and
+    /// waits with nothing to play (`waitWhileIdle`). `.restarted` when it stopped and is prepared
+    /// again, `.lost` when it could not be prepared (the caller reopens it). Output thread; blocks,
+    /// but only with nothing to play.
+    func stopIfIdle<Sink: PeriodSink>(
+        _ pcm: Sink, rendered frames: Int, idleFrames: inout Int, beforeStopping: () -> Void = {}
+    ) -> IdleCheck {
         guard spec.stopsWhenIdle else { return .playing }
         idleFrames = allZonesIdle ? idleFrames + frames : 0
         guard idleFrames >= spec.pcm.rate / 2 else { return .playing }
         idleFrames = 0
+        beforeStopping()
         return waitWhileIdle(pcm) ? .restarted : .lost
     }
 

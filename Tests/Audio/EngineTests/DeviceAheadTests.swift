@@ -166,6 +166,38 @@ import Testing
         print("rendering ahead: announcements heard \(latencies.map { ($0 * 10).rounded() / 10 }) ms after the request")
     }
 
+    /// A zone that stops while idle takes back the silence it rendered ahead first: the card plays
+    /// out only what it keeps (two periods and what it had begun), so it is drained within 40 ms of
+    /// the take-back instead of a 100 ms buffer later, and a chime after it is heard whole, once.
+    @Test func anIdleStopPlaysOutOnlyWhatItKeeps() throws {
+        let card = Self.card()
+        let pcm = PCMRequest(
+            name: card.name, rate: card.rate, channels: card.channels, format: .s16LE,
+            periodFrames: card.periodFrames, bufferFrames: card.bufferFrames)
+        let output = DeviceOutput(
+            DeviceSpec(
+                pcm: pcm, clock: .device, realtimePriority: 70,
+                zones: [ZoneSpec(name: "zone", deviceChannels: [0, 1], rampFrames: 480, ringFrames: card.rate / 2)],
+                stopsWhenIdle: true, rendersAhead: true))
+        let slot = try #require(output.mixer.claimSlot(gain: 1))
+        let chime = [Float](repeating: 0.25, count: 2 * 4_800)
+        chime.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
+        slot.finish()
+        output.start()
+        #expect(waitUntil { slot.isDrained })
+        output.mixer.release(slot)
+        #expect(waitUntil { output.isStoppedIdle })
+        output.stop()
+        let events = card.events()
+        let drained = try #require(events.last { $0.kind == "drained" })
+        let rewind = try #require(events.last { $0.kind == "rewind" && $0.nanoseconds <= drained.nanoseconds })
+        let playedOut = Double(drained.nanoseconds - rewind.nanoseconds) / 1e6
+        #expect(playedOut < 40, "drained \(playedOut) ms after taking back what was rendered ahead")
+        let left = Signals.channel(ALSATestRig.readS16(card.record), 0, of: 2)
+        #expect(left.filter { $0 != 0 }.count == 4_800, "the chime, once")
+        print("rendering ahead: an idle stop drained \(playedOut) ms after its take-back")
+    }
+
     /// Frames a card that started at `start` (ns) and never stopped has consumed at `nanoseconds`, by
     /// its clock (it consumes at its rate from CLOCK_MONOTONIC; these cards do not drift). Its
     /// sidecar cannot tell: it writes a period's line when it is next called.
