@@ -9,7 +9,8 @@
 # (a persistent `mosquitto_pub -l`), one every 0.45 s. The file's growth is sampled every 2 ms to map
 # frames to time; each announcement's first sample is found by onset detection. Prints p50/p99/max of
 # request → first announcement sample, and of last announcement sample → first resumed music sample.
-# Needs: mosquitto and mosquitto-clients (scripts/install-deps.sh --test).
+# Needs: mosquitto and mosquitto-clients (scripts/install-deps.sh --test). RENDER_AHEAD=1 gives the
+# zone `buffer: 120ms, render-ahead: true` (a clocked buffer the system clock plays into the file PCM).
 #
 # Card mode (scripts/bench/card_latency.py; issue 15): a release batond with one `clock: device` zone
 # on the project's virtual sound card (Tests/Support/BatonTestCard, `type batontest`: it consumes at

@@ -20,6 +20,8 @@ def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
 
 api_port, mqtt_port = free_port(), free_port()
+# RENDER_AHEAD=1: the zone renders ahead into a 120 ms clocked buffer (docs/CONFIG.md).
+AHEAD = ", buffer: 120ms, render-ahead: true" if os.environ.get("RENDER_AHEAD") == "1" else ""
 out = os.path.join(d, "kitchen.wav")
 open(os.path.join(d, "alsa.conf"), "w").write(f"""</usr/share/alsa/alsa.conf>
 pcm.l_null {{ type null }}
@@ -29,7 +31,7 @@ open(os.path.join(d, "mosquitto.conf"), "w").write(f"listener {mqtt_port} 127.0.
 open(os.path.join(d, "baton.yaml"), "w").write(f"""api: {{listen: 127.0.0.1:{api_port}}}
 device: bench
 zones:
-  kitchen: {{pcm: l_kitchen, rate: {RATE}, channels: 2, clock: system}}
+  kitchen: {{pcm: l_kitchen, rate: {RATE}, channels: 2, clock: system{AHEAD}}}
 alsa-config: {d}/alsa.conf
 sounds: {sounds}
 mqtt: {{broker: "mqtt://127.0.0.1:{mqtt_port}", discovery: false}}

@@ -11,8 +11,9 @@ import OSThread
 /// played yet can be taken back (`rewind`); its wake-up threshold is `wakeThreshold` frames of
 /// room; it starts when full or at `start`, and stops in an underrun (`-EPIPE` from the next
 /// `write` or `avail`) when the clock passes the last frame written. A frame is written to the PCM
-/// behind it when the clock plays it, so a `file` PCM records exactly what was played, take-backs
-/// included. `delay` is what it holds plus the PCM's own delay.
+/// behind it when the clock has played it — at the output thread's next call, so at its wake-ups,
+/// in bursts up to a wake-up late — and a `file` PCM records exactly what was played, take-backs
+/// included. `delay` is what it holds (what the PCM has not been given) plus the PCM's own delay.
 ///
 /// Output thread only; real-time safe after `init` (no allocation, lock, log or await; `write`
 /// and `drain` sleep, as a card's blocking write and drain do).

@@ -67,7 +67,12 @@ extension DeviceOutput {
             publishingCounters {
                 framesPlayed.add(periods * period, ordering: .releasing)
                 measureDevice(pcm, bufferFrames: bufferFrames)
-                delayMeasuredAt.store(pcm.isRunning ? monotonicNanoseconds() : 0, ordering: .relaxed)
+                // A card plays on between wake-ups, so the status moves its audible frame with the
+                // card's clock. A clocked buffer hands its PCM what the clock played only when the
+                // thread wakes: until then a `file` PCM or a pipe has not had it, so the audible
+                // frame stays what the PCM was given (it steps at each wake-up).
+                let moves = pcm.isRunning && !(pcm is ClockedBuffer)
+                delayMeasuredAt.store(moves ? monotonicNanoseconds() : 0, ordering: .relaxed)
             }
             // What the sink holds (a `file` PCM's hidden delay comes after it).
             let delay = delayFrames.load(ordering: .relaxed) - pcm.hiddenDelayFrames

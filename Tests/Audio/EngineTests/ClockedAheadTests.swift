@@ -26,8 +26,9 @@ import Testing
 
     /// Three seconds of music with a change every 37 ms that leaves the samples as they are (the
     /// music's gain set to what it is, a silent second source): each is a take-back, yet the file
-    /// holds every frame once, in order; the audible frame moves with the clock, sampled every
-    /// 3 ms, within a millisecond; and the thread wakes a fraction as often as the periods.
+    /// holds every frame once, in order; the audible frame, sampled every 3 ms, is what the file
+    /// holds then (the PCM is given what the clock played at the output's wake-ups, so both step
+    /// together), within a period; and the thread wakes a fraction as often as the periods.
     @Test func everyFrameOnceThroughTakeBacks() throws {
         let pcm = ALSATestRig.makePCM()
         let output = Self.output(pcm.name)
@@ -37,22 +38,21 @@ import Testing
         #expect(waitUntil { output.snapshot().framesPlayed >= 2 * Self.buffer })
         let first = output.snapshot().framesPlayed
         let wakesBefore = output.wakeUpCount
-        let t0 = DeviceCardTests.now()
-        let audible0 = output.snapshot().audibleFrame
         var lowest = Int.max
         var highest = Int.min
         var silent: SourceSlot? = nil
-        var lastChange = t0
+        var lastChange = DeviceCardTests.now()
         #expect(
             waitUntil(seconds: 8) {
-                let before = DeviceCardTests.now()
+                let before = Self.fileFrames(pcm.file)
                 let audible = output.snapshot().audibleFrame
-                let after = DeviceCardTests.now()
-                let off = audible - audible0 - Int((before + after) / 2 - t0) * Self.rate / 1_000_000_000
-                lowest = min(lowest, off)
-                highest = max(highest, off)
-                if after - lastChange >= 37_000_000 {
-                    lastChange = after
+                let after = Self.fileFrames(pcm.file)
+                guard before == after else { return false }  // the file grew meanwhile: look again
+                lowest = min(lowest, audible - after)
+                highest = max(highest, audible - after)
+                let now = DeviceCardTests.now()
+                if now - lastChange >= 37_000_000 {
+                    lastChange = now
                     music.setGain(1)
                     if silent == nil, let slot = output.mixer.claimSlot(gain: 0) {
                         let noise = (0..<4_800).map { Float(($0 * 7_919) % 2_001 - 1_000) / 1_000 }
@@ -75,20 +75,22 @@ import Testing
         #expect(takeBacks.count >= 30, "the changes were rendered in by taking back (\(takeBacks))")
         #expect(snapshot.xruns == 0 && snapshot.lateCycles == 0)
         #expect(snapshot.bufferFrames == Self.buffer, "the clocked buffer is the configured one")
-        #expect(highest - lowest <= 48, "audible frame vs the clock: \(lowest)...\(highest) frames")
+        #expect(
+            lowest >= -Self.period && highest <= Self.period,
+            "audible frame vs the file's frames: \(lowest)...\(highest)")
         let periods = played / Self.period
         #expect(wakes < periods / 2, "\(wakes) wake-ups for \(periods) periods")
         print(
             "system clock, rendering ahead: \(wakes) wake-ups for \(periods) periods, \(takeBacks.count) take-backs "
-                + "(\(takeBacks.frames) frames), audible frame vs the clock \(lowest)...\(highest)")
+                + "(\(takeBacks.frames) frames), audible frame vs the file \(lowest)...\(highest)")
     }
 
     /// An announcement asked for while 120 ms of the zone's (silent) mix wait in the buffer starts
-    /// at the frame `nextFrame` gave, within a period, and is heard (from the audible frame at the
-    /// request) within 50 ms of it, each of five times — a period kept, up to a period of rounding,
-    /// the `file` PCM's own 20 ms (it writes a period to its file two periods later) and the
-    /// wake-up; the file has it there.
-    @Test func anAnnouncementIsPlayedWithinTwoPeriods() throws {
+    /// at the frame `nextFrame` gave, within a period (a period after the clock), and reaches the
+    /// file — whose frames the status calls audible — within 150 ms of the request, each of five
+    /// times: a period kept, up to a period of rounding, up to a wake-up (about 90 ms) before the
+    /// PCM is given what the clock played, and the `file` PCM's own 20 ms. The file has it there.
+    @Test func anAnnouncementReachesTheFileWithinAWakeUp() throws {
         let pcm = ALSATestRig.makePCM()
         let output = Self.output(pcm.name)
         output.start()
@@ -101,19 +103,20 @@ import Testing
             let slot = try #require(output.mixer.claimSlot(gain: 1))
             chime.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
             slot.finish()
-            let audible = output.snapshot().audibleFrame
+            let requested = DeviceCardTests.now()
             let next = output.mixer.nextFrame
             output.wake()
+            #expect(waitUntil { slot.firstFrameAt.map { Self.fileFrames(pcm.file) > $0 } ?? false })
+            latencies.append(Double(DeviceCardTests.now() - requested) / 1e6)
             #expect(waitUntil { slot.isDrained })
             let at = try #require(slot.firstFrameAt)
             #expect(abs(at - next) <= Self.period, "started at \(at), nextFrame said \(next)")
-            latencies.append(Double(at - audible) * 1_000 / Double(Self.rate))
             starts.append(at)
             output.mixer.release(slot)
         }
         usleep(150_000)
         output.stop()
-        #expect(latencies.allSatisfy { $0 > 0 && $0 < 50 }, "request to first frame heard: \(latencies) ms")
+        #expect(latencies.allSatisfy { $0 > 0 && $0 < 150 }, "request to first frame in the file: \(latencies) ms")
         let samples = ALSATestRig.readS16(pcm.file)
         for at in starts {
             #expect(samples.count >= 2 * (at + 1))
@@ -121,7 +124,7 @@ import Testing
             #expect(samples[2 * at] == 0.25 && (at == 0 || samples[2 * at - 2] == 0), "the chime starts at \(at)")
         }
         print(
-            "system clock, rendering ahead: announcements heard \(latencies.map { ($0 * 10).rounded() / 10 }) ms after the request"
+            "system clock, rendering ahead: announcements in the file \(latencies.map { ($0 * 10).rounded() / 10 }) ms after the request"
         )
     }
 
@@ -182,6 +185,12 @@ import Testing
         #expect(probe.count == 0, "allocations on the output thread over 300 cycles")
         #expect(output.takeBacks.count >= 10, "changes were rendered in by taking back periods")
         #expect(slots.allSatisfy { $0.starvedPeriods == 0 })
+    }
+
+    /// Frames in a raw stereo S16 file now (0 before it exists).
+    static func fileFrames(_ path: String) -> Int {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_size) / 4 : 0
     }
 
     // MARK: The buffer on its own, by a clock the test moves
