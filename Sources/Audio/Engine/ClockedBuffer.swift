@@ -62,6 +62,11 @@ final class ClockedBuffer: RewindableSink {
 
     deinit { storage.deallocate() }
 
+    /// Frames written and not yet given to `output` (what it holds).
+    private var held: Int { written - played }
+    /// Frames that can be written now.
+    private var room: Int { bufferFrames - held }
+
     /// The frame the clock has reached at `now` (ns), from the start moved on in whole seconds, so
     /// that neither product below grows with the time it runs.
     private func clockFrame(_ now: Int) -> Int {
@@ -115,14 +120,12 @@ final class ClockedBuffer: RewindableSink {
         advance()
         if failure != 0 { return Int(failure) }
         if underrun { return -Int(EPIPE) }
-        var room = bufferFrames - (written - played)
         if room == 0 && running {
             // Full: wait, as a card's write does, until the clock has played what is asked (at most a period).
             let wanted = min(frames, periodFrames)
             sleepUntil(time(of: written - bufferFrames + wanted))
             advance()
             if underrun { return -Int(EPIPE) }
-            room = bufferFrames - (written - played)
         }
         let n = min(frames, room)
         var done = 0
@@ -135,7 +138,7 @@ final class ClockedBuffer: RewindableSink {
         written += n
         writtenMost = written
         // A card's start threshold: the buffer, in whole periods.
-        if !running && written - played >= bufferFrames - bufferFrames % periodFrames { _ = start() }
+        if !running && held >= bufferFrames - bufferFrames % periodFrames { _ = start() }
         return n
     }
 
@@ -143,12 +146,12 @@ final class ClockedBuffer: RewindableSink {
 
     func delay() -> Int? {
         advance()
-        return written - played + (output?.delay() ?? 0)
+        return held + (output?.delay() ?? 0)
     }
 
     var hiddenDelayFrames: Int { output?.hiddenDelayFrames ?? 0 }
 
-    func unplayedFrames() -> Int { written - played }
+    func unplayedFrames() -> Int { held }
 
     func resume() -> Int32 { 0 }
 
@@ -191,7 +194,7 @@ final class ClockedBuffer: RewindableSink {
     func avail() -> Int {
         advance()
         if underrun { return -Int(EPIPE) }
-        return bufferFrames - (written - played)
+        return room
     }
 
     func wait(milliseconds: Int32) -> Int32 {
@@ -200,21 +203,23 @@ final class ClockedBuffer: RewindableSink {
 
     // MARK: RewindableSink
 
+    var playsBetweenCalls: Bool { false }
+
     func rewindable() -> Int {
         advance()
-        return written - played
+        return held
     }
 
     func rewind(frames: Int) -> Int {
         advance()
-        let n = min(max(0, frames), written - played)
+        let n = min(max(0, frames), held)
         written -= n
         return n
     }
 
     func forward(frames: Int) -> Int {
         advance()
-        let n = min(max(0, frames), writtenMost - written, bufferFrames - (written - played))
+        let n = min(max(0, frames), writtenMost - written, room)
         written += n
         return n
     }
@@ -232,7 +237,7 @@ final class ClockedBuffer: RewindableSink {
     /// none), at most `milliseconds` (negative: no limit, as long as it runs).
     func wait(milliseconds: Int32, orUntilReadable other: Int32) -> PCM.WaitResult {
         advance()
-        guard running, bufferFrames - (written - played) < wakeThreshold else { return .ready }
+        guard running, room < wakeThreshold else { return .ready }
         // When the clock reaches the frame that leaves `wakeThreshold` of room.
         let at = time(of: written - bufferFrames + wakeThreshold)
         var timeout = Int32(clamping: (at - clock() + 999_999) / 1_000_000)
@@ -240,6 +245,6 @@ final class ClockedBuffer: RewindableSink {
         var one = pollfd(fd: other, events: Int16(POLLIN), revents: 0)
         if poll(&one, 1, max(0, timeout)) > 0 && one.revents != 0 { return .other }
         advance()
-        return !running || bufferFrames - (written - played) >= wakeThreshold ? .ready : .timedOut
+        return !running || room >= wakeThreshold ? .ready : .timedOut
     }
 }

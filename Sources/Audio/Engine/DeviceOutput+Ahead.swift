@@ -37,8 +37,8 @@ extension DeviceOutput {
         let channels = spec.pcm.channels
         let rate = spec.pcm.rate
         let lowWater = Self.lowWaterFrames(bufferFrames: bufferFrames, periodFrames: period, rate: rate)
-        // A clocked buffer plays frame by frame by the clock, fetching nothing ahead: a period is kept.
-        let kept = pcm is ClockedBuffer ? period : Self.keptFrames(periodFrames: period)
+        // A clocked buffer plays frame by frame when called, fetching nothing ahead: a period is kept.
+        let kept = pcm.playsBetweenCalls ? Self.keptFrames(periodFrames: period) : period
         // A card that stops consuming (a stall) is waited for in steps, so that `stop` is seen.
         let waitMilliseconds = Int32(clamping: max(100, 2 * bufferFrames * 1_000 / rate))
         var rang = true
@@ -71,7 +71,7 @@ extension DeviceOutput {
                 // card's clock. A clocked buffer hands its PCM what the clock played only when the
                 // thread wakes: until then a `file` PCM or a pipe has not had it, so the audible
                 // frame stays what the PCM was given (it steps at each wake-up).
-                let moves = pcm.isRunning && !(pcm is ClockedBuffer)
+                let moves = pcm.isRunning && pcm.playsBetweenCalls
                 delayMeasuredAt.store(moves ? monotonicNanoseconds() : 0, ordering: .relaxed)
             }
             // What the sink holds (a `file` PCM's hidden delay comes after it).

@@ -51,9 +51,15 @@ protocol RewindableSink: PeriodSink {
     func start() -> Int32
     /// Waits until it has room for its wake-up threshold, `other` is readable, or `milliseconds` pass.
     func wait(milliseconds: Int32, orUntilReadable other: Int32) -> PCM.WaitResult
+    /// True when it plays on its own between calls (a card: it may be fetching the next period,
+    /// and what it has played moves with its clock); false when it plays only when called (a
+    /// ``ClockedBuffer``: its PCM gets what the clock played at the output's calls).
+    var playsBetweenCalls: Bool { get }
 }
 
-extension PCM: RewindableSink {}
+extension PCM: RewindableSink {
+    var playsBetweenCalls: Bool { true }
+}
 
 extension PeriodSink {
     /// A sink that never stops (a stream sink) drops nothing and is never drained.
