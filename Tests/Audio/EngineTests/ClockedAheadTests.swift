@@ -53,14 +53,7 @@ import Testing
                 let now = DeviceCardTests.now()
                 if now - lastChange >= 37_000_000 {
                     lastChange = now
-                    music.setGain(1)
-                    if silent == nil, let slot = output.mixer.claimSlot(gain: 0) {
-                        let noise = (0..<4_800).map { Float(($0 * 7_919) % 2_001 - 1_000) / 1_000 }
-                        noise.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
-                        slot.finish()
-                        output.wake()
-                        silent = slot
-                    }
+                    DeviceAheadTests.askForAChange(output, music: music, silent: &silent)
                 }
                 usleep(3_000)
                 return output.snapshot().framesPlayed >= first + 3 * Self.rate

@@ -37,14 +37,7 @@ import Testing
                 let s = output.snapshot()
                 worst = max(worst, abs(s.audibleFrame - Self.cardFrames(at: DeviceCardTests.now(), start: start)))
                 samples += 1
-                music.setGain(1)
-                if silent == nil, let slot = output.mixer.claimSlot(gain: 0) {
-                    let noise = (0..<4_800).map { Float(($0 * 7_919) % 2_001 - 1_000) / 1_000 }
-                    noise.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
-                    slot.finish()  // a source that ends (a live one that has no period ready stops the rendering ahead)
-                    output.wake()
-                    silent = slot
-                }
+                Self.askForAChange(output, music: music, silent: &silent)
                 usleep(37_000)
                 return output.snapshot().framesPlayed >= first + 3 * Self.rate
             })
@@ -196,6 +189,20 @@ import Testing
         let left = Signals.channel(ALSATestRig.readS16(card.record), 0, of: 2)
         #expect(left.filter { $0 != 0 }.count == 4_800, "the chime, once")
         print("rendering ahead: an idle stop drained \(playedOut) ms after its take-back")
+    }
+
+    /// Asks `output` for a change that leaves the samples as they are, so that it takes back and
+    /// renders again what it rendered ahead: the music's gain set to what it is and, the first time,
+    /// a second source at gain 0 (`silent`) that ends (a live one that has no period ready would
+    /// stop the rendering ahead).
+    static func askForAChange(_ output: DeviceOutput, music: SourceSlot, silent: inout SourceSlot?) {
+        music.setGain(1)
+        guard silent == nil, let slot = output.mixer.claimSlot(gain: 0) else { return }
+        let noise = (0..<4_800).map { Float(($0 * 7_919) % 2_001 - 1_000) / 1_000 }
+        noise.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
+        slot.finish()
+        output.wake()
+        silent = slot
     }
 
     /// Frames a card that started at `start` (ns) and never stopped has consumed at `nanoseconds`, by
