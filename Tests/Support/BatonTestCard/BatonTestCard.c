@@ -569,7 +569,8 @@ static int card_resume(snd_pcm_ioplug_t *io) {
 static int card_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) {
     (void)params;
     card_t *c = io->private_data;
-    if (io->period_size != c->period || io->buffer_size != c->buffer || io->access != SND_PCM_ACCESS_RW_INTERLEAVED)
+    if (io->period_size != c->period || io->buffer_size != c->buffer
+        || (io->access != SND_PCM_ACCESS_RW_INTERLEAVED && io->access != SND_PCM_ACCESS_MMAP_INTERLEAVED))
         return -EINVAL;
     c->frame_bytes = io->channels * (unsigned int)snd_pcm_format_physical_width(io->format) / 8;
     size_t bytes = (size_t)c->buffer * c->frame_bytes;
@@ -809,11 +810,15 @@ static unsigned int byte_sizes(const card_t *c, snd_pcm_uframes_t frames, unsign
 }
 
 static int set_constraints(card_t *c) {
-    static const unsigned int access[] = { SND_PCM_ACCESS_RW_INTERLEAVED };
+    // Interleaved, written or mapped: alsa-lib's own plugins (plug, rate, route, ...) map their
+    // slave, so a card behind them must offer mmap. ioplug keeps the mapped buffer and hands each
+    // commit to `card_transfer`, as a write would. (Not `mmap_rw`: with it ioplug turns writes into
+    // commits too, and a commit of a written stream never reaches `card_transfer`.)
+    static const unsigned int access[] = { SND_PCM_ACCESS_RW_INTERLEAVED, SND_PCM_ACCESS_MMAP_INTERLEAVED };
     unsigned int sizes[MAX_SIZES];
     int err;
     unsigned int count;
-    if ((err = snd_pcm_ioplug_set_param_list(&c->io, SND_PCM_IOPLUG_HW_ACCESS, 1, access)) < 0) return err;
+    if ((err = snd_pcm_ioplug_set_param_list(&c->io, SND_PCM_IOPLUG_HW_ACCESS, 2, access)) < 0) return err;
     if ((err = snd_pcm_ioplug_set_param_list(&c->io, SND_PCM_IOPLUG_HW_FORMAT, c->format_count, c->formats)) < 0)
         return err;
     if ((err = snd_pcm_ioplug_set_param_list(&c->io, SND_PCM_IOPLUG_HW_CHANNELS, c->channel_count, c->channels)) < 0)

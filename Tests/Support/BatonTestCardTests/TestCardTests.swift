@@ -216,6 +216,43 @@ struct TestCardTests {
         #expect(card.events("rewind-late").isEmpty)
     }
 
+    /// Behind alsa-lib's own `rate` plugin (which maps its slave: the card offers mmap access too),
+    /// one second written at 48 kHz is recorded as one second at 44.1 kHz, a 1 kHz tone still 1 kHz;
+    /// and that chain cannot take back what it was given.
+    @Test func playsBehindAlsaLibsRateConverterWhichCannotRewind() throws {
+        let card = ALSATestRig.makeCard(rate: 44100, periodFrames: 441, bufferFrames: 4410)
+        let pcm = try PCM(
+            PCMRequest(
+                name: ALSATestRig.rateConverted(card), rate: 48000, channels: 2, format: .s16LE,
+                periodFrames: 480, bufferFrames: 4800))
+        #expect(pcm.configuration.periodFrames == 480 && pcm.configuration.bufferFrames == 4800)
+        let tone = (0..<48_000).flatMap { i -> [Int16] in
+            let s = Int16(8_000 * sin(2 * Double.pi * 1_000 * Double(i) / 48_000))
+            return [s, s]
+        }
+        var at = 0
+        while at < 48_000 {
+            let n = tone[(2 * at)...].withUnsafeBytes { pcm.write($0.baseAddress!, frames: min(480, 48_000 - at)) }
+            try #require(n > 0, "write returned \(n)")
+            at += n
+            if at == 4 * 480 {
+                #expect(pcm.rewindable() == 0)
+                #expect(pcm.rewind(frames: 480) == 0)
+            }
+        }
+        pcm.drain()
+        let left = Signals.channel(ALSATestRig.readS16(card.record), 0, of: 2)
+        #expect(abs(left.count - 44_100) <= 441, "recorded \(left.count) frames")
+        // Cycles: rising through ±1/8 of the amplitude (the converter's rounding near zero would
+        // count some crossings twice).
+        var rising = 0
+        var low = false
+        for x in left {
+            if x < -0.03 { low = true } else if x > 0.03 && low { (rising, low) = (rising + 1, false) }
+        }
+        #expect(abs(rising - 1_000) <= 2, "\(rising) cycles in \(left.count) frames")
+    }
+
     /// A writer that comes back after the buffer ran empty gets -EPIPE (the underrun happened at the
     /// period the buffer emptied), and the stream stays stopped until prepare.
     @Test func aLateWriterUnderrunsAndRecoversAfterPrepare() throws {

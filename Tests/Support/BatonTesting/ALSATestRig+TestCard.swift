@@ -144,6 +144,16 @@ extension ALSATestRig {
 
     private static let cardCounter = Atomic<Int>(0)
 
+    /// alsa-lib's `rate` plugin over a card (``rateConverted(_:)``).
+    public static let rateConverterPCM = "batonrate"
+
+    /// The ALSA name of `card` behind alsa-lib's own `rate` plugin: opened at any rate, converted to
+    /// the card's. Such a PCM cannot take back what it was given (`snd_pcm_rewindable` is 0), as on a
+    /// `plug` chain that converts the rate.
+    public static func rateConverted(_ card: TestCard) -> String {
+        "\(rateConverterPCM):CARD=\"\(card.name)\",RATE=\(card.rate)"
+    }
+
     /// The plugin, `libasound_module_pcm_batontest.so`: from ``cardLibraryVariable``, else next to the
     /// test binary (SwiftPM puts products there), else in this checkout's `.build/debug` or `.build/release`.
     /// Nil when it was not built.
@@ -185,6 +195,13 @@ extension ALSATestRig {
                 pointer $POINTER
                 control { @func concat strings [ "\(dir)/card_" $ID ".ctl" ] }
                 record { @func concat strings [ "\(dir)/card_" $ID ".raw" ] }
+            }
+            pcm.\(rateConverterPCM) {
+                @args [ CARD RATE ]
+                @args.CARD { type string }
+                @args.RATE { type integer }
+                type rate
+                slave { pcm $CARD rate $RATE }
             }
 
             """
