@@ -43,16 +43,32 @@ extension DeviceOutput {
         let waitMilliseconds = Int32(clamping: max(100, 2 * bufferFrames * 1_000 / rate))
         var rang = true
         var idleFrames = 0
+        // Whether this PCM can take back, asked once it holds more than it keeps: nothing is
+        // rendered ahead until it said yes. A PCM that cannot (alsa-lib's `rate` plugin, a `plug`
+        // that converts the rate: `snd_pcm_rewindable` is always 0) is kept at its low water and
+        // a period, as without the setting: what was rendered ahead there would be heard before
+        // any change, up to a buffer later.
+        var takesBack: Bool? = nil
+        cannotTakeBack.store(false, ordering: .releasing)
         while !stopping {
             wakeUps.add(1, ordering: .relaxed)
-            if rang && history.pending == 0 && pcm.isRunning { takeBack(pcm, keeping: kept) }
+            if rang && takesBack == true && history.pending == 0 && pcm.isRunning { takeBack(pcm, keeping: kept) }
             let avail = pcm.avail()
             let held = avail < 0 ? 0 : max(0, bufferFrames - avail)
             let room = avail < 0 ? period : avail - history.pending
+            if takesBack == nil && pcm.isRunning && held > kept + period {
+                let can = pcm.rewindable() > 0
+                takesBack = can
+                if !can {
+                    cannotTakeBack.store(true, ordering: .releasing)
+                    availabilityObserver?()  // the monitor says so
+                }
+            }
             // What the device needs to stay above its low water, and what may be rendered ahead.
             let needed = max(0, (lowWater + period - held + period - 1) / period)
+            let ahead = takesBack == true
             var periods = 0
-            while periods < room / period && (periods < needed || mixersHavePeriodReady) {
+            while periods < room / period && (periods < needed || (ahead && mixersHavePeriodReady)) {
                 renderPeriod(period: period, channels: channels, cycle: &cycle)
                 periods += 1
             }
@@ -87,7 +103,7 @@ extension DeviceOutput {
             // Stopping idle: what was rendered ahead is silence; taken back, the device plays out
             // only what it keeps (tens of ms, not the buffer) before a request can restart it.
             let check = stopIfIdle(pcm, rendered: periods * period, idleFrames: &idleFrames) {
-                if pcm.isRunning && history.pending == 0 { takeBack(pcm, keeping: kept) }
+                if ahead && pcm.isRunning && history.pending == 0 { takeBack(pcm, keeping: kept) }
             }
             switch check {
             case .playing: break

@@ -44,6 +44,9 @@ public final class DeviceOutput: @unchecked Sendable {
         /// A device-clocked zone: the card's rate relative to its nominal one, in ppm (positive: it
         /// consumes faster), measured from its consumption against CLOCK_MONOTONIC; nil until known.
         public var rateEstimatePPM: Double? = nil
+        /// The zone renders ahead and takes back (`DeviceSpec.rendersAhead`), as configured until
+        /// the output found that its PCM cannot rewind (then false: it plays as without the setting).
+        public var rendersAhead: Bool = false
     }
 
     public let spec: DeviceSpec
@@ -117,6 +120,9 @@ public final class DeviceOutput: @unchecked Sendable {
     /// Rendering ahead: how many times the output took periods back, and how many frames in all.
     let rewinds = Atomic<Int>(0)
     let framesTakenBack = Atomic<Int>(0)
+    /// Rendering ahead: the PCM was found unable to take back (`snd_pcm_rewindable` 0 while it held
+    /// more than it keeps), so the output keeps only its low water and a period there.
+    let cannotTakeBack = Atomic<Bool>(false)
     /// Cycles of the output loop: how often the thread woke to render and write.
     let wakeUps = Atomic<Int>(0)
     private let stoppedIdle = Atomic<Bool>(false)
@@ -290,7 +296,8 @@ public final class DeviceOutput: @unchecked Sendable {
             suspends: suspends.load(ordering: .acquiring), lateCycles: lateCycles.load(ordering: .acquiring),
             reopens: reopens.load(ordering: .acquiring), delayFrames: delay,
             realtime: realtime.load(ordering: .acquiring), periodFrames: grantedPeriod.load(ordering: .acquiring),
-            bufferFrames: grantedBuffer.load(ordering: .acquiring), rateEstimatePPM: rateEstimatePPM)
+            bufferFrames: grantedBuffer.load(ordering: .acquiring), rateEstimatePPM: rateEstimatePPM,
+            rendersAhead: spec.rendersAhead && !cannotTakeBack.load(ordering: .acquiring))
     }
 
     // MARK: Output thread

@@ -126,37 +126,46 @@ import Testing
         let output = DeviceCardTests.device(card, rendersAhead: true)
         output.start()
         #expect(waitUntil { output.snapshot().framesPlayed >= 2 * DeviceCardTests.longBuffer })
-        let chime = [Float](repeating: 0.25, count: 2 * Self.period * 2)
-        var requests: [(ns: Int64, nextFrame: Int, firstFrame: Int?)] = []
-        for k in 0..<5 {
-            usleep(UInt32(150_000 + k * 13_000))  // at different points of the output's cycle
-            let slot = try #require(output.mixer.claimSlot(gain: 1))
-            chime.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
-            slot.finish()
-            let ns = DeviceCardTests.now()
-            let next = output.mixer.nextFrame
-            output.wake()
-            #expect(waitUntil { slot.isDrained })
-            requests.append((ns, next, slot.firstFrameAt))
-            output.mixer.release(slot)
-        }
+        let requests = try Self.chimeFiveTimes(output)
         usleep(150_000)
         output.stop()
-        let bytes = card.recordedBytes()
-        let events = card.events()
-        let start = try #require(card.startNanoseconds)
-        var latencies: [Double] = []
         for r in requests {
             let at = try #require(r.firstFrame)
             #expect(abs(at - r.nextFrame) <= Self.period, "started at \(at), nextFrame said \(r.nextFrame)")
-            // The first non-zero frame the card played after the request, and when it played it.
-            let heard = try #require(Self.firstSound(in: bytes, after: DeviceCardTests.consumed(events, at: r.ns)))
-            let heardAt = start + Int64(heard) * 1_000_000_000 / Int64(Self.rate)
-            latencies.append(Double(heardAt - r.ns) / 1e6)
         }
+        let latencies = try Self.heard(on: card, after: requests.map(\.ns))
         #expect(latencies.allSatisfy { $0 > 0 && $0 < 40 }, "request to first frame heard: \(latencies) ms")
         #expect(output.takeBacks.count >= 5)
         print("rendering ahead: announcements heard \(latencies.map { ($0 * 10).rounded() / 10 }) ms after the request")
+    }
+
+    /// Behind a PCM that cannot take back (the card behind alsa-lib's `rate` plugin, as a `plug`
+    /// chain that converts the rate), a zone set to render ahead does not: it finds the PCM cannot
+    /// rewind, keeps only its low water and a period there, as without the setting, and says so.
+    /// An announcement is then heard within about 50 ms of the request each of five times, not a
+    /// 100 ms buffer later.
+    @Test func aPCMThatCannotRewindIsNotRenderedAhead() throws {
+        let card = ALSATestRig.makeCard(rate: 44_100, periodFrames: 441, bufferFrames: 4_410)
+        let output = DeviceOutput(
+            DeviceSpec(
+                pcm: PCMRequest(
+                    name: ALSATestRig.rateConverted(card), rate: Self.rate, channels: 2, format: .s16LE,
+                    periodFrames: Self.period, bufferFrames: DeviceCardTests.longBuffer),
+                clock: .device, realtimePriority: 70,
+                zones: [ZoneSpec(name: "zone", deviceChannels: [0, 1], rampFrames: 480, ringFrames: Self.rate / 2)],
+                rendersAhead: true))
+        #expect(output.snapshot().rendersAhead)  // as configured, until the PCM says otherwise
+        output.start()
+        #expect(waitUntil { output.snapshot().framesPlayed >= 2 * DeviceCardTests.longBuffer })
+        #expect(!output.snapshot().rendersAhead)
+        let requests = try Self.chimeFiveTimes(output).map(\.ns)
+        usleep(150_000)
+        output.stop()
+        let latencies = try Self.heard(on: card, after: requests)
+        #expect(latencies.allSatisfy { $0 > 0 && $0 < 65 }, "request to first frame heard: \(latencies) ms")
+        #expect(output.takeBacks.count == 0)
+        let rounded = latencies.map { ($0 * 10).rounded() / 10 }
+        print("a PCM that cannot rewind: announcements heard \(rounded) ms after the request")
     }
 
     /// A zone that stops while idle takes back the silence it rendered ahead first: the card plays
@@ -189,6 +198,38 @@ import Testing
         let left = Signals.channel(ALSATestRig.readS16(card.record), 0, of: 2)
         #expect(left.filter { $0 != 0 }.count == 4_800, "the chime, once")
         print("rendering ahead: an idle stop drained \(playedOut) ms after its take-back")
+    }
+
+    /// Five 20 ms chimes (0.25), asked for one after the other at different points of the output's
+    /// cycle: when each was asked for, the frame `nextFrame` gave then, and the frame it started at.
+    static func chimeFiveTimes(_ output: DeviceOutput) throws -> [(ns: Int64, nextFrame: Int, firstFrame: Int?)] {
+        let chime = [Float](repeating: 0.25, count: 2 * period * 2)
+        var requests: [(ns: Int64, nextFrame: Int, firstFrame: Int?)] = []
+        for k in 0..<5 {
+            usleep(UInt32(150_000 + k * 13_000))
+            let slot = try #require(output.mixer.claimSlot(gain: 1))
+            chime.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
+            slot.finish()
+            let ns = DeviceCardTests.now()
+            let next = output.mixer.nextFrame
+            output.wake()
+            #expect(waitUntil { slot.isDrained })
+            requests.append((ns, next, slot.firstFrameAt))
+            output.mixer.release(slot)
+        }
+        return requests
+    }
+
+    /// How long after each request (monotonic ns) `card` played a sound (its first non-zero frame
+    /// after what it had consumed then), in ms, from its record and sidecar.
+    static func heard(on card: TestCard, after requests: [Int64]) throws -> [Double] {
+        let bytes = card.recordedBytes()
+        let events = card.events()
+        let start = try #require(card.startNanoseconds)
+        return try requests.map { ns in
+            let heard = try #require(firstSound(in: bytes, after: DeviceCardTests.consumed(events, at: ns)))
+            return Double(start + Int64(heard) * 1_000_000_000 / Int64(card.rate) - ns) / 1e6
+        }
     }
 
     /// Asks `output` for a change that leaves the samples as they are, so that it takes back and
