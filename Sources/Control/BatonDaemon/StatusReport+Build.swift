@@ -23,6 +23,7 @@ extension StatusReport.Zone {
             framesPlayed: snap.framesPlayed, audibleFrame: snap.audibleFrame, delayFrames: snap.delayFrames,
             xruns: snap.xruns, suspends: snap.suspends, lateCycles: snap.lateCycles, reopens: snap.reopens,
             rateEstimatePPM: snap.rateEstimatePPM.map { ($0 * 10).rounded() / 10 }, realtime: snap.realtime,
+            rendersAhead: output.spec.rendersAhead ? snap.rendersAhead : nil,
             volume: volume, appliedVolume: Double(handle.mixer.appliedVolume),
             volumeControl: volumeControl, level: .init(peakDb: level.peakDb, rmsDb: level.rmsDb), audible: heard,
             ducked: z.ducked.map {

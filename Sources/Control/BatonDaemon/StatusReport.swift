@@ -30,6 +30,10 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// rate (positive: it plays fast), from what it consumed; absent until measured.
         public var rateEstimatePPM: Double?
         public var realtime: Bool
+        /// A zone set to `render-ahead`: true while it renders ahead and takes back; false once its
+        /// output found that the PCM cannot rewind (it then plays as without the setting). Absent
+        /// on other zones.
+        public var rendersAhead: Bool?
         /// The user's zone volume (linear 0...1) and the one the output thread applied last.
         public var volume: Double
         public var appliedVolume: Double

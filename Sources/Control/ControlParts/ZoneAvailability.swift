@@ -6,6 +6,8 @@ import OSThread
 /// `zone-unavailable`) and logged. Part of the control plane's state, under its lock.
 package struct ZoneAvailability {
     private var available: [String: Bool] = [:]
+    /// Zones whose PCM was found unable to take back, once said.
+    private var cannotTakeBack: Set<String> = []
 
     package init() {}
 
@@ -14,6 +16,14 @@ package struct ZoneAvailability {
         let name = zone.name
         let pcm = zone.device.spec.pcm.name
         let snap = zone.device.snapshot()
+        if zone.device.spec.rendersAhead && snap.available && !snap.rendersAhead
+            && cannotTakeBack.insert(name).inserted
+        {
+            logger.warning(
+                "zone \(name): PCM \"\(pcm)\" cannot take back what it was given (snd_pcm_rewindable is 0: a rate conversion in its chain?); render-ahead is off, the zone keeps its low water and a period as without it"
+            )
+            events.publish(type: "render-ahead-off", zones: [name], reason: "PCM \"\(pcm)\" cannot rewind")
+        }
         guard available[name] != snap.available && (snap.available || snap.lastError != 0 || available[name] == true)
         else { return }
         available[name] = snap.available

@@ -400,7 +400,7 @@ $('#speak').addEventListener('submit', e => { e.preventDefault(); const text = $
 
 // ---- live: the event stream (EventSource reconnects by itself and sends Last-Event-ID) ----------
 const types = ['granted', 'queued', 'rejected', 'coalesced', 'expired', 'lost-for-good', 'finished', 'played', 'interruption-began', 'interruption-ended',
-  'duck-began', 'duck-ended', 'muted', 'unmuted', 'zone-available', 'zone-unavailable', 'volume', 'volume-control', 'track', 'scrobbled',
+  'duck-began', 'duck-ended', 'muted', 'unmuted', 'zone-available', 'zone-unavailable', 'render-ahead-off', 'volume', 'volume-control', 'track', 'scrobbled',
   'stream-error', 'state-error', 'reloaded', 'reload-rejected', 'warning', 'error', 'call-started', 'call-ended'];
 function connect(after) {
   if (es) es.close();

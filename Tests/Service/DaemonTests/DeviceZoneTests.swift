@@ -60,4 +60,28 @@ import Testing
                 return abs(ppm - 300) < 50
             }, "rate estimate \(String(describing: try? zone(t, "card")?.rateEstimatePPM))")
     }
+
+    /// Two zones set to `render-ahead`: one on a card, which renders ahead (`rendersAhead: true`),
+    /// and one on a card behind alsa-lib's `rate` plugin, which cannot rewind: that one says so
+    /// (`rendersAhead: false`, a `render-ahead-off` event naming it) and plays on.
+    @Test func aZoneWhosePCMCannotRewindSaysItDoesNotRenderAhead() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 5_760)
+        let converted = ALSATestRig.makeCard(rate: 44_100, periodFrames: 441, bufferFrames: 5_292)
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name), ("converted", 48_000, ALSATestRig.rateConverted(converted))],
+            deviceClocked: ["card", "converted"],
+            buffers: ["card": .milliseconds(120), "converted": .milliseconds(120)],
+            renderAhead: ["card", "converted"])
+        defer { t.stop() }
+        #expect(waitUntil { (try? t.status().zones.allSatisfy { $0.state == "available" }) == true })
+        let music = try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true}"#)
+        #expect(music.status == 202, "\(music.object)")
+        let off = try #require(t.waitForEvent("render-ahead-off", seconds: 5))
+        #expect(off.zones == ["converted"])
+        #expect(off.reason?.contains("cannot rewind") == true, "\(off.reason ?? "nil")")
+        #expect(try zone(t, "converted")?.rendersAhead == false)
+        #expect(try zone(t, "card")?.rendersAhead == true)
+        #expect(waitUntil { converted.recordedFrames > 44_100 / 2 }, "the converted zone plays on")
+        #expect(t.daemon.events.recent().filter { $0.type == "render-ahead-off" }.count == 1)
+    }
 }
