@@ -73,10 +73,7 @@ extension DeviceOutput {
                 periods += 1
             }
             guard deliver(to: pcm, bufferFrames: bufferFrames) else {
-                publishingCounters {
-                    framesPlayed.add(periods * period, ordering: .releasing)
-                    delayMeasuredAt.store(0, ordering: .relaxed)
-                }
+                deviceLost(rendered: periods * period)
                 return
             }
             if !pcm.isRunning && held + periods * period >= lowWater + period { _ = pcm.start() }

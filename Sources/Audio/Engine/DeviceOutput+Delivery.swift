@@ -94,8 +94,11 @@ extension DeviceOutput {
 
     /// The PCM is gone: until it is back, the frames it dropped count as delay, so the zone's
     /// `audibleFrame` (and the position of what plays there) is the last frame it consumed.
-    func deviceLost() {
+    /// `rendered`: frames rendered in the cycle that found it gone, counted in the same publication
+    /// (apart, a status read between the two saw them played and not delayed: heard too soon).
+    func deviceLost(rendered: Int = 0) {
         publishingCounters {
+            framesPlayed.add(rendered, ordering: .releasing)
             delayFrames.store(history.pending, ordering: .relaxed)
             delayMeasuredAt.store(0, ordering: .relaxed)
         }

@@ -408,7 +408,7 @@ public final class DeviceOutput: @unchecked Sendable {
             for _ in 0..<periods { renderPeriod(period: period, channels: channels, cycle: &cycle) }
             // Gone (-ENODEV) or unrecoverable: reopen with backoff; what the device dropped is kept.
             guard deliver(to: pcm, bufferFrames: bufferFrames) else {
-                framesPlayed.add(periods * period, ordering: .releasing)
+                deviceLost(rendered: periods * period)
                 return
             }
             publishingCounters {
