@@ -246,20 +246,20 @@ class Batond(Player):
     batond = True
 
     def __init__(self, a, zones, play, sounds=None, period_ms=None, binary=None, prefix=(), spinners=0,
-                 buffer_ms=None, external=None, card=None):
+                 buffer_ms=None, external=None, sink="null", ahead=False):
         """external: None; "idle" (listening for everything: an external source `x` with no program
         connected, the intercom's RTP port, MQTT connected to a mosquitto started for the case);
         "aplay" (aplay writes a.external_wav to `baton_x` in real time: the program's audio through
         batond's ALSA plugin, as AirPlay or Spotify would); or "snapcast" (the zones are one
         Snapcast zone on a snapserver started for the case, with one snapclient, nothing playing).
-        card: None (the zones are `clock: system` zones on `null` PCMs); "default" (`clock: device`
-        zones on the project's virtual sound card, `type batontest`, a.card_plugin: it consumes at its
-        rate from CLOCK_MONOTONIC, no record kept, 10 ms / 40 ms); "ahead" (the same card with a
-        120 ms buffer and `render-ahead: true`); "system ahead" (`clock: system` zones on `null`
-        PCMs with a 120 ms buffer and `render-ahead: true`: batond's own buffer, played by the clock)."""
+        sink: "null" (`clock: system` zones on `null` PCMs) or "card" (`clock: device` zones on the
+        project's virtual sound card, `type batontest`, a.card_plugin: it consumes at its rate from
+        CLOCK_MONOTONIC, no record kept; a 40 ms buffer).
+        ahead: the zones get a 120 ms buffer and `render-ahead: true` (on `null`, batond's own buffer,
+        played by the clock; on the card, the card's)."""
         self.a, self.zones, self.play, self.period_ms, self.buffer_ms = a, zones, play, period_ms, buffer_ms
         self.external, self.feeder, self.broker, self.snap = external, None, None, []
-        self.card = card
+        self.sink, self.ahead = sink, ahead
         self.binary = binary or a.batond
         self.prefix, self.spinners, self.spinning = list(prefix), spinners, []
         self.sounds = sounds or a.sounds
@@ -270,12 +270,12 @@ class Batond(Player):
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "alsa.conf"), "w") as f:
             f.write("</usr/share/alsa/alsa.conf>\n")
-            card = self.card in ("default", "ahead")
+            card = self.sink == "card"
             if card:
                 f.write(f'pcm_type.batontest {{ lib "{self.a.card_plugin}" }}\n')
             for i in range(1, self.zones + 1):
                 if card:
-                    frames = RATE * (120 if self.card == "ahead" else 40) // 1000
+                    frames = RATE * (120 if self.ahead else 40) // 1000
                     f.write(f"pcm.rt_zone{i} {{ type batontest rate {RATE} format S16_LE channels 2 "
                             f"period {RATE // 100} buffer {frames} }}\n")
                 else:
@@ -287,13 +287,9 @@ class Batond(Player):
         timing = f", period: {self.period_ms}ms, buffer: {4 * self.period_ms}ms" if self.period_ms else ""
         if self.buffer_ms:
             timing = f", buffer: {self.buffer_ms}ms"
-        clock = "clock: system"
-        if self.card == "default":
-            clock = "clock: device"
-        elif self.card == "ahead":
-            clock = "clock: device, buffer: 120ms, render-ahead: true"
-        elif self.card == "system ahead":
-            clock = "clock: system, buffer: 120ms, render-ahead: true"
+        clock = "clock: device" if self.sink == "card" else "clock: system"
+        if self.ahead:
+            clock += ", buffer: 120ms, render-ahead: true"
         zones = "".join(f"  zone{i}: {{pcm: rt_zone{i}, rate: {RATE}, channels: 2, {clock}{timing}}}\n"
                         for i in range(1, self.zones + 1))
         if self.external == "snapcast":
@@ -737,16 +733,16 @@ def main():
                 ("batond card", "the first row's stream to one `clock: device` zone on the project's virtual "
                  "sound card (`type batontest`, in batond's process: it consumes at its rate from CLOCK_MONOTONIC, "
                  "no record kept), the default 10 ms / 40 ms: the output waits on the card every period",
-                 lambda: Batond(a, 1, True, card="default")),
+                 lambda: Batond(a, 1, True, sink="card")),
                 ("batond card ahead", "the row above with `buffer: 120ms, render-ahead: true`: the card kept "
                  "full, the output woken when it holds 30 ms, what the card has not started playing taken back "
                  "when something changes (a request heard within about two periods)",
-                 lambda: Batond(a, 1, True, card="ahead")),
+                 lambda: Batond(a, 1, True, sink="card", ahead=True)),
                 ("batond ahead", "the first row (`clock: system` on `null`) with `buffer: 120ms, render-ahead: "
                  "true`: batond's own 120 ms buffer, played by the system clock into the PCM, kept full, the "
                  "output woken when it holds 30 ms, what the clock has not reached taken back when something "
                  "changes",
-                 lambda: Batond(a, 1, True, card="system ahead")),
+                 lambda: Batond(a, 1, True, ahead=True)),
                 ("batond idle listening", "the idle 2-zone row listening for everything: an external source "
                  "`x` (no program connected), the intercom's RTP port, MQTT connected to a local mosquitto",
                  lambda: Batond(a, 2, False, external="idle")),
