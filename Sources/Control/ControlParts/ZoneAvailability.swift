@@ -3,7 +3,8 @@ import Engine
 import OSThread
 
 /// Which zones were last reported available, so each change is published once (`zone-available`,
-/// `zone-unavailable`) and logged. Part of the control plane's state, under its lock.
+/// `zone-unavailable`) and logged; and which zones set to `render-ahead` were found on a PCM that
+/// cannot rewind (`render-ahead-off`, once per zone). Part of the control plane's state, under its lock.
 package struct ZoneAvailability {
     private var available: [String: Bool] = [:]
     /// Zones whose PCM was found unable to take back, once said.
