@@ -19,9 +19,12 @@ import Testing
     /// are (the music's gain set to what it is, a silent second source): each is a take-back, yet
     /// the card plays every frame once, in order; the zone's audible frame stays within a period
     /// of what the card consumed; and the thread wakes a fraction as often as the periods.
-    @Test func everyFrameOnceThroughTakeBacks() throws {
+    /// The same through alsa-lib's `route` plugin in front of the card (a chain that maps the card
+    /// and copies samples through, as `plug` does): the take-backs pass through it to the card.
+    @Test(arguments: [false, true]) func everyFrameOnceThroughTakeBacks(behindRoute: Bool) throws {
         let card = Self.card()
-        let output = DeviceCardTests.device(card, rendersAhead: true)
+        let output = DeviceCardTests.device(
+            card, name: behindRoute ? ALSATestRig.routed(card) : nil, rendersAhead: true)
         let music = try #require(output.mixer.claimSlot(gain: 1))
         let feeder = SlotFeeder([music])
         output.start()

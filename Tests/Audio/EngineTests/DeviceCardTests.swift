@@ -16,9 +16,12 @@ import Testing
     static let period = 480
     static let buffer = 1_920
 
-    static func device(_ card: TestCard, zones: [ZoneSpec]? = nil, rendersAhead: Bool = false) -> DeviceOutput {
+    /// A zone output on `card`, opened by its name or by `name` (a PCM in front of it).
+    static func device(
+        _ card: TestCard, name: String? = nil, zones: [ZoneSpec]? = nil, rendersAhead: Bool = false
+    ) -> DeviceOutput {
         let pcm = PCMRequest(
-            name: card.name, rate: card.rate, channels: card.channels, format: .s16LE,
+            name: name ?? card.name, rate: card.rate, channels: card.channels, format: .s16LE,
             periodFrames: card.periodFrames, bufferFrames: card.bufferFrames)
         let spec = DeviceSpec(
             pcm: pcm, clock: .device, realtimePriority: 70,

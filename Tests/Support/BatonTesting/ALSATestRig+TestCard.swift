@@ -144,6 +144,15 @@ extension ALSATestRig {
 
     private static let cardCounter = Atomic<Int>(0)
 
+    /// alsa-lib's `route` plugin over a two-channel card, left to left and right to right
+    /// (``routed(_:)``).
+    public static let routePCM = "batonroute"
+
+    /// The ALSA name of a two-channel `card` behind alsa-lib's own `route` plugin (a plugin that maps
+    /// its slave and copies the samples through, as a `plug` chain or a `ttable` does): it can take
+    /// back what it was given, and passes the rewind on to the card.
+    public static func routed(_ card: TestCard) -> String { "\(routePCM):CARD=\"\(card.name)\"" }
+
     /// alsa-lib's `rate` plugin over a card (``rateConverted(_:)``).
     public static let rateConverterPCM = "batonrate"
 
@@ -195,6 +204,14 @@ extension ALSATestRig {
                 pointer $POINTER
                 control { @func concat strings [ "\(dir)/card_" $ID ".ctl" ] }
                 record { @func concat strings [ "\(dir)/card_" $ID ".raw" ] }
+            }
+            pcm.\(routePCM) {
+                @args [ CARD ]
+                @args.CARD { type string }
+                type route
+                slave.pcm $CARD
+                ttable.0.0 1
+                ttable.1.1 1
             }
             pcm.\(rateConverterPCM) {
                 @args [ CARD RATE ]
