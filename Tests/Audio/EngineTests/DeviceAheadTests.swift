@@ -19,12 +19,22 @@ import Testing
     /// are (the music's gain set to what it is, a silent second source): each is a take-back, yet
     /// the card plays every frame once, in order; the zone's audible frame stays within a period
     /// of what the card consumed; and the thread wakes a fraction as often as the periods.
-    /// The same through alsa-lib's `route` plugin in front of the card (a chain that maps the card
-    /// and copies samples through, as `plug` does): the take-backs pass through it to the card.
-    @Test(arguments: [false, true]) func everyFrameOnceThroughTakeBacks(behindRoute: Bool) throws {
-        let card = Self.card()
-        let output = DeviceCardTests.device(
-            card, name: behindRoute ? ALSATestRig.routed(card) : nil, rendersAhead: true)
+    /// The same through alsa-lib's plugins in front of the card, which map it and copy the samples
+    /// through: `route`, and a `plug` that converts S16 to the card's S32: the take-backs pass
+    /// through them to the card.
+    @Test(arguments: Chain.allCases) func everyFrameOnceThroughTakeBacks(through chain: Chain) throws {
+        let card =
+            chain == .plugToS32
+            ? ALSATestRig.makeCard(
+                rate: Self.rate, periodFrames: Self.period, bufferFrames: DeviceCardTests.longBuffer, format: .s32LE)
+            : Self.card()
+        let name: String? =
+            switch chain {
+            case .direct: nil
+            case .route: ALSATestRig.routed(card)
+            case .plugToS32: "plug:SLAVE=\"\(card.name)\""
+            }
+        let output = DeviceCardTests.device(card, name: name, rendersAhead: true)
         let music = try #require(output.mixer.claimSlot(gain: 1))
         let feeder = SlotFeeder([music])
         output.start()
@@ -49,7 +59,8 @@ import Testing
         let takeBacks = output.takeBacks
         output.stop()
         feeder.stop()
-        #expect(IndexSignal.firstBreak(in: card.recordedBytes()) == nil, "every frame once, in order")
+        let record = chain == .plugToS32 ? Self.s16(fromS32: card.recordedBytes()) : card.recordedBytes()
+        #expect(IndexSignal.firstBreak(in: record) == nil, "every frame once, in order")
         #expect(takeBacks.count >= 30, "the changes were rendered in by taking back (\(takeBacks))")
         #expect(card.events("rewind").count == takeBacks.count, "the card saw every take-back")
         #expect(card.events("rewind-late").isEmpty, "nothing was taken back that the card had played")
@@ -201,6 +212,17 @@ import Testing
         let left = Signals.channel(ALSATestRig.readS16(card.record), 0, of: 2)
         #expect(left.filter { $0 != 0 }.count == 4_800, "the chime, once")
         print("rendering ahead: an idle stop drained \(playedOut) ms after its take-back")
+    }
+
+    /// What stands between a zone and the card in `everyFrameOnceThroughTakeBacks`.
+    enum Chain: String, CaseIterable, CustomTestStringConvertible {
+        case direct, route, plugToS32
+        var testDescription: String { rawValue }
+    }
+
+    /// An S32 record as S16 (each sample's high half: exact for samples converted up from S16).
+    static func s16(fromS32 bytes: [UInt8]) -> [UInt8] {
+        stride(from: 0, to: bytes.count - 3, by: 4).flatMap { [bytes[$0 + 2], bytes[$0 + 3]] }
     }
 
     /// Five 20 ms chimes (0.25), asked for one after the other at different points of the output's
