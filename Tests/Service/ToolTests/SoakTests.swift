@@ -58,11 +58,9 @@ struct Soak {
     /// The process's resident memory in KiB: anonymous (heap, rings, stacks: what a leak grows)
     /// and file-backed (the executable's and libraries' pages, resident once first used).
     struct Resident {
-        var anonymous = 0
-        var file = 0
+        let anonymous: Int
+        let file: Int
         var total: Int { anonymous + file }
-
-        init() {}
 
         init(_ pid: pid_t) {
             let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
