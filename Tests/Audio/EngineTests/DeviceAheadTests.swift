@@ -32,7 +32,7 @@ import Testing
             switch chain {
             case .direct: nil
             case .route: ALSATestRig.routed(card)
-            case .plugToS32: "plug:SLAVE=\"\(card.name)\""
+            case .plugToS32: ALSATestRig.plugged(card)
             }
         let output = DeviceCardTests.device(card, name: name, rendersAhead: true)
         let music = try #require(output.mixer.claimSlot(gain: 1))

@@ -153,6 +153,10 @@ extension ALSATestRig {
     /// back what it was given, and passes the rewind on to the card.
     public static func routed(_ card: TestCard) -> String { "\(routePCM):CARD=\"\(card.name)\"" }
 
+    /// The ALSA name of `card` behind alsa-lib's own `plug` (its built-in `plug:SLAVE=...`): opened in
+    /// another format, it inserts a converter; it can take back and passes the rewind on to the card.
+    public static func plugged(_ card: TestCard) -> String { "plug:SLAVE=\"\(card.name)\"" }
+
     /// alsa-lib's `rate` plugin over a card (``rateConverted(_:)``).
     public static let rateConverterPCM = "batonrate"
 
