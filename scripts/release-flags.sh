@@ -17,9 +17,16 @@
 #   -z pack-relative-relocs  the 42,000 relative relocations, read once at start and then resident,
 #                          as an 8 KiB DT_RELR table instead of 1 MiB of .rela.dyn (glibc >= 2.36:
 #                          Debian 12; dpkg-shlibdeps makes the package depend on it)
+#   --no-export-dynamic    the toolchain's static-stdlib-args.lnk links executables with
+#                          -export-dynamic, which puts every public symbol of Baton's modules (7,300)
+#                          in the executable's dynamic symbol table; the dynamic linker reads it for
+#                          every symbol of every library it binds (-z now: all of them, at start), so
+#                          its .dynsym, .dynstr and .gnu.hash (600 KiB) were resident. Nothing looks
+#                          Baton's symbols up at run time (the Swift runtime finds its metadata by
+#                          section; the ALSA plugins are shared libraries, which export regardless).
 #
 # The static link prints one harmless warning from the toolchain's FoundationEssentials (`the use of
 # 'mktemp' is dangerous`); nothing of Baton's.
 release_flags=(-c release --static-swift-stdlib -Xlinker -z -Xlinker now -Xswiftc -Xfrontend -Xswiftc -function-sections
-  -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-warn-symbol-ordering
+  -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic -Xlinker --no-warn-symbol-ordering
   -Xlinker "--symbol-ordering-file=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/batond-symbol-order.txt")
