@@ -36,6 +36,9 @@
 # played by the system clock into the `null` PCM) —,
 # `batond card` and `batond card ahead` — the stream to a `clock: device` zone on the project's
 # virtual sound card, at the default 10 ms / 40 ms and with `buffer: 120ms, render-ahead: true` —,
+# `batond without the PulseAudio hook` — the first row with /etc/alsa/conf.d/99-pulse.conf (the
+# `pulseaudio` package's, installed here for the tests) hidden in a mount namespace of batond's own:
+# its ALSA configuration as on a speaker without PulseAudio —,
 # and `batond external aplay` — aplay playing the stream, decoded to 48 kHz S16, through the `baton`
 # ALSA plugin: what AirPlay or Spotify cost through batond; with BASELINE, each beside its baseline
 # twin), BASELINE (a git revision: its
