@@ -187,7 +187,7 @@ let package = Package(
         tests("EngineTests", "Audio/EngineTests", ["Engine", "ALSA", "AudioCore", "BatonTesting", "Media"]),
         tests(
             "CodecTests", "Audio/CodecTests",
-            ["Media", "FLACCodec", "MP3Codec", "OpusCodec", "AudioCore", "BatonTesting"]),
+            ["Media", "FLACCodec", "MP3Codec", "OpusCodec", "AudioCore", "BatonTesting", "OSThread"]),
         tests("SubsonicTests", "Network/SubsonicTests", ["Subsonic", "Curl", "BatonTesting"]),
         tests("IntercomTests", "Network/IntercomTests", ["Intercom", "OpusCodec", "AudioCore", "BatonTesting"]),
         tests(

@@ -4,13 +4,18 @@ import Synchronization
 
 /// A bounded byte buffer between a track's network thread (writer) and its decoder thread (reader):
 /// the back-pressure point of the music pipeline (the daemon's streamer and baton-bench's pipeline). When it is full the writer waits inside libcurl's
-/// write callback, so TCP holds the server back and memory stays bounded at `capacity` bytes.
+/// write callback, so TCP holds the server back and memory stays bounded at `capacity` bytes: a ring
+/// allocated once (its pages resident as the writer first reaches them). It was an array compacted
+/// when half read, which grew to twice the capacity (512 KiB, 400 KiB of it resident while a
+/// track played) and moved up to half of it at each compaction.
 ///
 /// Thread: one writer thread, one reader thread; both may block (never an output thread).
 public final class StreamBuffer: ByteSource, Sendable {
     private struct State {
-        var bytes: [UInt8] = []
+        /// `capacity` bytes; `count` of them from `head` on (wrapping) are buffered.
+        var bytes: [UInt8]
         var head = 0
+        var count = 0
         var finished = false
         var failure: ByteSourceError?
         /// The answer's content type, known once the writer set it or the transfer ended.
@@ -22,7 +27,7 @@ public final class StreamBuffer: ByteSource, Sendable {
     }
 
     public let capacity: Int
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let cancelled: Atomic<Bool>
     /// The writer waits here for room, the reader for bytes: woken by the other side (or `cancel`),
     /// never by a timeout. While a track plays the writer is nearly always waiting (TCP
@@ -30,8 +35,11 @@ public final class StreamBuffer: ByteSource, Sendable {
     private let roomMade = Semaphore(), bytesCame = Semaphore()
 
     public init(capacity: Int = 256 * 1024) {
+        precondition(capacity > 0, "a stream buffer needs room for at least one byte")
         self.capacity = capacity
         self.cancelled = Atomic(false)
+        // Not zeroed: only bytes the writer wrote are ever read.
+        state = Mutex(State(bytes: [UInt8](unsafeUninitializedCapacity: capacity) { _, n in n = capacity }))
     }
 
     /// Stops both sides: the writer's next `write` returns false, the reader's `read` throws.
@@ -48,13 +56,17 @@ public final class StreamBuffer: ByteSource, Sendable {
         while offset < chunk.count {
             if isCancelled { return false }
             let (n, wakeReader) = state.withLock { s -> (Int, Bool) in
-                if s.head > 0 && s.head >= s.bytes.count / 2 {
-                    s.bytes.removeFirst(s.head)
-                    s.head = 0
+                let n = min(capacity - s.count, chunk.count - offset)
+                if n > 0 {
+                    let tail = (s.head + s.count) % capacity
+                    let first = min(n, capacity - tail)
+                    s.bytes.withUnsafeMutableBytes { ring in
+                        let from = chunk.baseAddress! + offset
+                        (ring.baseAddress! + tail).copyMemory(from: from, byteCount: first)
+                        ring.baseAddress!.copyMemory(from: from + first, byteCount: n - first)
+                    }
+                    s.count += n
                 }
-                let room = capacity - (s.bytes.count - s.head)
-                let n = min(room, chunk.count - offset)
-                if n > 0 { s.bytes.append(contentsOf: chunk[offset..<(offset + n)]) }
                 s.writerWaiting = n == 0
                 let wake = n > 0 && s.readerWaiting
                 if wake { s.readerWaiting = false }
@@ -112,25 +124,25 @@ public final class StreamBuffer: ByteSource, Sendable {
     public var networkFailure: ByteSourceError? { state.withLock { $0.failure } }
 
     /// Bytes buffered and not yet read. Any thread.
-    public var buffered: Int { state.withLock { $0.bytes.count - $0.head } }
+    public var buffered: Int { state.withLock { $0.count } }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(ByteSourceError) -> Int {
         while true {
             if isCancelled { throw ByteSourceError(message: "stream cancelled", cancelled: true) }
             var wakeWriter = false
             let result: Result<Int, ByteSourceError>? = state.withLock { s in
-                let available = s.bytes.count - s.head
-                if available > 0 {
-                    let n = min(available, buffer.count)
-                    s.bytes.withUnsafeBytes { src in
-                        buffer.baseAddress!.copyMemory(from: src.baseAddress! + s.head, byteCount: n)
+                if s.count > 0 {
+                    let n = min(s.count, buffer.count)
+                    let first = min(n, capacity - s.head)
+                    s.bytes.withUnsafeBytes { ring in
+                        buffer.baseAddress!.copyMemory(from: ring.baseAddress! + s.head, byteCount: first)
+                        (buffer.baseAddress! + first).copyMemory(from: ring.baseAddress!, byteCount: n - first)
                     }
-                    s.head += n
+                    s.head = (s.head + n) % capacity
+                    s.count -= n
                     // The writer goes on once there is room for a good part of the buffer (or the
                     // buffer is empty), not for each read's few KiB.
-                    if s.writerWaiting
-                        && (capacity - (s.bytes.count - s.head) >= capacity / 4 || s.head == s.bytes.count)
-                    {
+                    if s.writerWaiting && (capacity - s.count >= capacity / 4 || s.count == 0) {
                         wakeWriter = true
                         s.writerWaiting = false
                     }

@@ -1,0 +1,73 @@
+import Media
+import OSThread
+import Testing
+
+/// The music pipeline's byte buffer between the network thread and the decoder: a ring of
+/// `capacity` bytes that the writer waits on when full.
+@Suite("Stream buffer")
+struct StreamBufferTests {
+    /// Bytes `0..<count` of a sequence no period of the ring's size repeats.
+    static func bytes(_ range: Range<Int>) -> [UInt8] { range.map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 8) } }
+
+    /// 300 000 bytes through a 1 000-byte ring, written in chunks of 1 to 2 499 bytes (larger than
+    /// the ring: the writer waits inside one write) and read in other sizes: every byte arrives once,
+    /// in order, across 300 wraps, and the ring never holds more than its capacity.
+    @Test func everyByteArrivesOnceInOrderAcrossWraps() throws {
+        let total = 300_000
+        let buffer = StreamBuffer(capacity: 1_000)
+        let writer = OSThread.start(name: "test-writer") {
+            var at = 0
+            var step = 1
+            while at < total {
+                let n = min(step, total - at)
+                let chunk = Self.bytes(at..<(at + n))
+                #expect(chunk.withUnsafeBytes { buffer.write($0) })
+                at += n
+                step = step % 2_499 + 397
+            }
+            buffer.finish()
+        }
+        var received: [UInt8] = []
+        var scratch = [UInt8](repeating: 0, count: 1_733)
+        var size = 1
+        var mostHeld = 0
+        while true {
+            mostHeld = max(mostHeld, buffer.buffered)
+            let n = try scratch.withUnsafeMutableBytes {
+                try buffer.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<size]))
+            }
+            if n == 0 { break }
+            received += scratch[0..<n]
+            size = (size + 211) % 1_733 + 1
+        }
+        writer.join()
+        #expect(received.count == total)
+        let expected = Self.bytes(0..<total)
+        let firstWrong = received.indices.first { $0 >= total || received[$0] != expected[$0] }
+        #expect(firstWrong == nil, "byte \(firstWrong ?? -1) differs")
+        #expect(mostHeld <= 1_000)
+        #expect(buffer.isComplete)
+    }
+
+    /// A writer whose chunk does not fit a full ring waits for room (the reader wakes it once a
+    /// quarter of the ring is free; were it not woken, this would never end), and what it wrote
+    /// follows what was there.
+    @Test func aWriterWaitingForRoomGoesOnOnceTheReaderMakesIt() throws {
+        let buffer = StreamBuffer(capacity: 400)
+        #expect(Self.bytes(0..<400).withUnsafeBytes { buffer.write($0) })
+        #expect(buffer.buffered == 400)
+        let writer = OSThread.start(name: "test-writer") {
+            #expect(Self.bytes(400..<500).withUnsafeBytes { buffer.write($0) })
+        }
+        var out = [UInt8](repeating: 0, count: 500)
+        var got = 0
+        while got < 500 {
+            got += try out.withUnsafeMutableBytes {
+                try buffer.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[got..<min(500, got + 50)]))
+            }
+        }
+        writer.join()
+        #expect(out == Self.bytes(0..<500))
+        #expect(buffer.buffered == 0)
+    }
+}
