@@ -19,9 +19,10 @@
 #                          Debian 12; dpkg-shlibdeps makes the package depend on it)
 #   --no-export-dynamic    the toolchain's static-stdlib-args.lnk links executables with
 #                          -export-dynamic, which puts every public symbol of Baton's modules (7,300)
-#                          in the executable's dynamic symbol table; the dynamic linker reads it for
-#                          every symbol of every library it binds (-z now: all of them, at start), so
-#                          its .dynsym, .dynstr and .gnu.hash (600 KiB) were resident. Nothing looks
+#                          in the executable's dynamic symbol table; the executable heads the
+#                          lookup scope, so the dynamic linker searched that table first for every
+#                          symbol it bound in any library, most of them at start, and its .dynsym,
+#                          .dynstr and .gnu.hash (600 KiB) were resident. Nothing looks
 #                          Baton's symbols up at run time (the Swift runtime finds its metadata by
 #                          section; the ALSA plugins are shared libraries, which export regardless).
 #
