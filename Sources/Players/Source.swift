@@ -45,13 +45,18 @@ public struct SourceOutput: Sendable {
             if cancelled() { return false }
             let n = ring.write(samples.baseAddress! + offset, count: samples.count - offset)
             offset += n
-            if n == 0 {
-                let aboveHalf = max(0, ring.capacity - ring.writable - ring.capacity / 2) / max(1, channels)
-                let nanoseconds = aboveHalf * 1_000_000_000 / max(1, rate)
-                wake.wait(nanoseconds: min(500_000_000, max(10_000_000, nanoseconds)))
-            }
+            if n == 0 { wake.wait(nanoseconds: min(500_000_000, max(10_000_000, nanosecondsAboveHalf))) }
         }
         return true
+    }
+
+    /// Nanoseconds of audio the slot's ring holds above half full (0 at or below): how long the
+    /// output takes to bring it down to half. What the output read but has not handed back counts
+    /// as held. Any thread (a snapshot).
+    var nanosecondsAboveHalf: Int {
+        let ring = slot.ring
+        let frames = max(0, ring.capacity - ring.writable - ring.capacity / 2) / max(1, channels)
+        return frames * 1_000_000_000 / max(1, rate)
     }
 }
 
@@ -129,12 +134,7 @@ func nanosecondsToDrain(_ outputs: [SourceOutput]) -> Int {
 /// by the monitor is fed again: the other half is 250 ms of margin with 500 ms rings), at least 5 ms.
 /// Full counts what an output read but has not handed back (see `Source.write`). Monitor thread.
 func nanosecondsToHalfFull(_ outputs: [SourceOutput]) -> Int {
-    var least = Int.max
-    for o in outputs {
-        let frames = (o.slot.ring.capacity - o.slot.ring.writable - o.slot.ring.capacity / 2) / max(1, o.channels)
-        least = min(least, frames * 1_000_000_000 / max(1, o.rate))
-    }
-    return max(5_000_000, least == Int.max ? 5_000_000 : least)
+    max(5_000_000, outputs.lazy.map(\.nanosecondsAboveHalf).min() ?? 5_000_000)
 }
 
 /// The position of a slot-fed source: frames of it heard in the first zone, in seconds.
