@@ -88,24 +88,16 @@ import Testing
         let output = Self.output(pcm.name)
         output.start()
         #expect(waitUntil { output.snapshot().framesPlayed >= 2 * Self.buffer })
-        let chime = [Float](repeating: 0.25, count: 4 * Self.period)
         var latencies: [Double] = []
-        var starts: [Int] = []
-        for k in 0..<5 {
-            usleep(UInt32(150_000 + k * 13_000))  // at different points of the output's cycle
-            let slot = try #require(output.mixer.claimSlot(gain: 1))
-            chime.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
-            slot.finish()
-            let requested = DeviceCardTests.now()
-            let next = output.mixer.nextFrame
-            output.wake()
+        let requests = try DeviceAheadTests.chimeFiveTimes(output) { slot, requested in
             #expect(waitUntil { slot.firstFrameAt.map { Self.fileFrames(pcm.file) > $0 } ?? false })
             latencies.append(Double(DeviceCardTests.now() - requested) / 1e6)
-            #expect(waitUntil { slot.isDrained })
-            let at = try #require(slot.firstFrameAt)
-            #expect(abs(at - next) <= Self.period, "started at \(at), nextFrame said \(next)")
+        }
+        var starts: [Int] = []
+        for r in requests {
+            let at = try #require(r.firstFrame)
+            #expect(abs(at - r.nextFrame) <= Self.period, "started at \(at), nextFrame said \(r.nextFrame)")
             starts.append(at)
-            output.mixer.release(slot)
         }
         usleep(150_000)
         output.stop()

@@ -225,19 +225,24 @@ import Testing
         stride(from: 0, to: bytes.count - 3, by: 4).flatMap { [bytes[$0 + 2], bytes[$0 + 3]] }
     }
 
-    /// Five 20 ms chimes (0.25), asked for one after the other at different points of the output's
-    /// cycle: when each was asked for, the frame `nextFrame` gave then, and the frame it started at.
-    static func chimeFiveTimes(_ output: DeviceOutput) throws -> [(ns: Int64, nextFrame: Int, firstFrame: Int?)] {
+    /// Five 20 ms chimes (0.25; 480-frame periods, 48 kHz), asked for one after the other at
+    /// different points of the output's cycle: when each was asked for, the frame `nextFrame` gave
+    /// then, and the frame it started at. `whilePlaying` is called after each request (its slot and
+    /// when it was asked for), before the chime has drained (`ClockedAheadTests` times the file).
+    static func chimeFiveTimes(
+        _ output: DeviceOutput, whilePlaying: (SourceSlot, Int64) -> Void = { _, _ in }
+    ) throws -> [(ns: Int64, nextFrame: Int, firstFrame: Int?)] {
         let chime = [Float](repeating: 0.25, count: 2 * period * 2)
         var requests: [(ns: Int64, nextFrame: Int, firstFrame: Int?)] = []
         for k in 0..<5 {
-            usleep(UInt32(150_000 + k * 13_000))
+            usleep(UInt32(150_000 + k * 13_000))  // at different points of the output's cycle
             let slot = try #require(output.mixer.claimSlot(gain: 1))
             chime.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
             slot.finish()
             let ns = DeviceCardTests.now()
             let next = output.mixer.nextFrame
             output.wake()
+            whilePlaying(slot, ns)
             #expect(waitUntil { slot.isDrained })
             requests.append((ns, next, slot.firstFrameAt))
             output.mixer.release(slot)
