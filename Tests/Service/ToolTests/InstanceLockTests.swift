@@ -12,10 +12,13 @@ import Testing
         let out = first.directory + "/out"
         // The running daemon keeps writing through its open descriptors; were the second one to
         // open its file PCMs, these paths would exist again.
+        // The output threads open their PCMs on their own, just after the API is up; a zone is
+        // `available` once its PCM is open. (The file alone is not enough: were the API's port taken,
+        // `BatondProcess` started a second daemon, whose PCMs would open after a first try's files.)
+        #expect(waitUntil { first.zonesAvailable(["kitchen", "patio"]) }, "\(first.batonctl("status").output)")
         for zone in ["kitchen", "patio"] {
-            // The output threads open their PCMs on their own, just after the API is up.
-            #expect(waitUntil { access("\(out)/\(zone).wav", F_OK) == 0 }, "the first batond opened \(zone)'s PCM")
-            #expect(rename("\(out)/\(zone).wav", "\(out)/\(zone)-first.wav") == 0)
+            #expect(
+                rename("\(out)/\(zone).wav", "\(out)/\(zone)-first.wav") == 0, "the first batond opened \(zone)'s PCM")
         }
         let second = try BackgroundProcess(
             Subprocess.buildDirectory + "/batond", ["--config", first.directory + "/baton.yaml"],
@@ -26,14 +29,19 @@ import Testing
         let log = second.output
         #expect(log.contains("another batond (pid \(first.pid)) runs this configuration"), "\(log)")
         #expect(log.contains("/state/batond.lock"), "the lock is in the state-dir: \(log)")
+        let zones = first.zoneStatus()
         for zone in ["kitchen", "patio"] {
-            #expect(access("\(out)/\(zone).wav", F_OK) != 0, "the second batond never opened \(zone)'s PCM")
+            #expect(
+                access("\(out)/\(zone).wav", F_OK) != 0, "the second batond never opened \(zone)'s PCM: \(first.log)")
+            // Were the first one to reopen its PCM, the file would exist again for that reason.
+            #expect(zones[zone]?["reopens"] as? Int == 0, "the first batond kept \(zone)'s PCM open: \(zones)")
         }
         #expect(first.batonctl("status").status == 0, "the first one plays on")
 
         try first.killAndRestart()  // SIGKILL: the lock dies with it; the new daemon takes it
         #expect(first.log.contains("control API on"))
         #expect(!first.log.contains("another batond"))
+        #expect(waitUntil { first.zonesAvailable(["kitchen", "patio"]) }, "\(first.batonctl("status").output)")
         #expect(access("\(out)/kitchen.wav", F_OK) == 0, "the new daemon opened its PCMs")
     }
 }
