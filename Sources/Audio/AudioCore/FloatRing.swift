@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// A single-producer/single-consumer ring of interleaved `Float` samples.
@@ -5,13 +6,18 @@ import Synchronization
 /// One producer at a time writes and one thread reads (a zone's output thread). The producer is one
 /// thread (a music streamer, a call pump), or several threads that serialize their writes under a
 /// lock of their own: the control plane feeds sound players from request threads and the monitor,
-/// always under its mutex. `write` and `read` are wait-free and do not allocate. The storage is
-/// allocated and touched once in `init`, so its memory is resident from the start and stays so: a
-/// lazily faulted ring (calloc) saved 2 MiB of RSS per idle zone but made RSS creep up for the
-/// whole soak as slots were first used, and moved page faults to whenever a producer first
-/// reached a page. The capacity is what was asked for, not the next power of two: a zone's eight
-/// half-second rings at 44.1 kHz stereo were 8 × 256 KiB with 33 % of it never used (44 100
-/// samples rounded to 65 536); the one remainder per call costs less than a cache miss.
+/// always under its mutex. `write` and `read` are wait-free and do not allocate. The capacity is
+/// what was asked for, not the next power of two: a zone's eight half-second rings at 44.1 kHz
+/// stereo were 8 × 256 KiB with 33 % of it never used (44 100 samples rounded to 65 536); the one
+/// remainder per call costs less than a cache miss.
+///
+/// Memory: the storage is an anonymous mapping of its own. `init(capacity:)` makes it resident at
+/// once; `init(capacity:resident: false)` leaves it unmapped until `makeResident()` (a zone's slot
+/// rings: a slot's ring is paged in when the slot is first claimed, on the control thread, so a
+/// zone that never mixes more than two sources keeps six of its eight rings, ≈ 1 MiB, out of
+/// memory, and neither the producer nor the output thread ever takes its page faults). A ring is
+/// only ever paged in, never out: RSS grows by a ring when a slot is used for the first time and
+/// stays so (`residentBytes` says what the kernel holds).
 ///
 /// A consumer that may take back what it read (a zone output that renders ahead and rewinds, see
 /// `ZoneMixer.rewind`) reads with `read(into:count:releasing: false)`: its read position moves on,
@@ -30,15 +36,49 @@ public final class FloatRing: @unchecked Sendable {
     private let readAt = Atomic<Int>(0)  // samples read so far (written by the consumer; ≥ head)
     private let tail = Atomic<Int>(0)  // samples written so far (written by the producer)
 
-    /// Creates a ring holding `capacity` samples. Thread: any; allocates.
-    public init(capacity: Int) {
+    /// The mapping's length in bytes: the capacity's, rounded up to whole pages.
+    private let mappedBytes: Int
+    private let paged = Atomic<Bool>(false)
+
+    /// Creates a ring holding `capacity` samples, its memory resident at once unless `resident` is
+    /// false (then it is paged in by `makeResident()`; until then it reads as silence and costs no
+    /// memory). Thread: any; allocates (maps memory).
+    public init(capacity: Int, resident: Bool = true) {
         precondition(capacity > 0, "a ring needs room for at least one sample")
         self.capacity = capacity
-        storage = .allocate(capacity: capacity)
-        storage.initialize(repeating: 0, count: capacity)
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        mappedBytes = (capacity * MemoryLayout<Float>.stride + page - 1) / page * page
+        let mapped = mmap(nil, mappedBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let mapped, mapped != MAP_FAILED else {
+            fatalError("FloatRing: cannot map \(mappedBytes) bytes: \(String(cString: strerror(errno)))")
+        }
+        storage = mapped.bindMemory(to: Float.self, capacity: capacity)  // anonymous memory reads as 0
+        if resident { makeResident() }
     }
 
-    deinit { storage.deallocate() }
+    deinit { munmap(storage, mappedBytes) }
+
+    /// Pages the storage in (once; later calls return at once). Call it before the producer's first
+    /// write, from a thread that may block on page faults (the control thread claiming a slot), so
+    /// that no real-time thread ever takes one. Thread: any, while nothing was written; blocks.
+    public func makeResident() {
+        guard !paged.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // A write faults a page in (a read would map the shared zero page); each holds silence anyway.
+        let page = Int(sysconf(Int32(_SC_PAGESIZE))) / MemoryLayout<Float>.stride
+        for sample in stride(from: 0, to: capacity, by: page) { storage[sample] = 0 }
+    }
+
+    /// True once `makeResident()` ran (always for a ring made resident). Any thread.
+    public var isResident: Bool { paged.load(ordering: .acquiring) }
+
+    /// The bytes of the ring's storage the kernel holds in memory now (`mincore`). Any thread; a
+    /// system call.
+    public var residentBytes: Int {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var vector = [UInt8](repeating: 0, count: mappedBytes / page)
+        guard mincore(storage, mappedBytes, &vector) == 0 else { return 0 }
+        return vector.reduce(0) { $0 + Int($1 & 1) } * page
+    }
 
     /// Samples ready to read: written and not read yet. Consumer thread (exact) or any thread (a
     /// snapshot).

@@ -61,7 +61,7 @@ public final class SourceSlot: @unchecked Sendable {
     init(index: Int, ringSamples: Int, doorbell: ChangeBell? = nil) {
         self.index = index
         self.doorbell = doorbell
-        ring = FloatRing(capacity: ringSamples)
+        ring = FloatRing(capacity: ringSamples, resident: false)  // paged in when first claimed
     }
 
     // MARK: Control thread

@@ -153,14 +153,21 @@ public final class ZoneMixer: @unchecked Sendable {
         appliedVolumeBits.store(volumeGain.bitPattern, ordering: .releasing)
     }
 
-    /// Claims a free slot for a new source, or nil when all are busy. Control thread only.
+    /// Claims a free slot for a new source, or nil when all are busy: the lowest free one, so that
+    /// the slots used are the first few. A slot used for the first time has its ring paged in here
+    /// (`FloatRing.makeResident`), before its producer writes. Control thread only.
     public func claimSlot(gain: Float) -> SourceSlot? {
         for slot in slots where slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.free.rawValue {
+            slot.ring.makeResident()
             slot.activate(gain: gain)
             return slot
         }
         return nil
     }
+
+    /// The bytes of this zone's slot rings in memory (`mincore`): the rings of the slots used since
+    /// the zone was made. Any thread; a system call per slot.
+    public var residentRingBytes: Int { slots.reduce(0) { $0 + $1.ring.residentBytes } }
 
     /// Hands a slot back; the output thread stops reading it at its next cycle and marks it free.
     /// Control thread only.

@@ -22,6 +22,7 @@ extension StatusReport.Zone {
             periodFrames: output.spec.pcm.periodFrames, bufferFrames: snap.bufferFrames,
             framesPlayed: snap.framesPlayed, audibleFrame: snap.audibleFrame, delayFrames: snap.delayFrames,
             xruns: snap.xruns, suspends: snap.suspends, lateCycles: snap.lateCycles, reopens: snap.reopens,
+            ringBytes: handle.mixer.residentRingBytes,
             rateEstimatePPM: snap.rateEstimatePPM.map { ($0 * 10).rounded() / 10 }, realtime: snap.realtime,
             rendersAhead: output.spec.rendersAhead ? snap.rendersAhead : nil,
             volume: volume, appliedVolume: Double(handle.mixer.appliedVolume),

@@ -26,6 +26,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var suspends: Int
         public var lateCycles: Int
         public var reopens: Int
+        /// Memory of the zone's slot rings the kernel holds, in bytes: a slot's ring is paged in when
+        /// the slot is first used (one per source the zone mixes at once), and stays.
+        public var ringBytes: Int
         /// A `clock: device` zone: the card's rate against CLOCK_MONOTONIC, in ppm from its nominal
         /// rate (positive: it plays fast), from what it consumed; absent until measured.
         public var rateEstimatePPM: Double?

@@ -71,3 +71,26 @@ import Testing
         #expect(ring.readable == 0 && ring.writable == 10 && ring.readPosition == 0)
     }
 }
+
+/// A ring made without its memory holds none until `makeResident()` (the kernel's own count,
+/// `mincore`), reads as silence until written, and keeps what was written through a later call.
+@Suite struct FloatRingMemoryTests {
+    @Test func aRingLeftOutOfMemoryIsPagedInOnlyWhenAskedTo() {
+        let ring = FloatRing(capacity: 44_100, resident: false)  // 172.3 KiB: 44 pages
+        #expect(ring.residentBytes == 0 && !ring.isResident)
+        ring.makeResident()
+        #expect(ring.isResident)
+        #expect(ring.residentBytes == 44 * 4_096, "every page, the last one in part: \(ring.residentBytes)")
+        var out = [Float](repeating: -1, count: 4)
+        let source: [Float] = [0.25, -0.5, 0.75, 1]
+        ring.write(source, count: 4)
+        ring.makeResident()  // once only: it leaves what was written alone
+        #expect(out.withUnsafeMutableBufferPointer { ring.read(into: $0.baseAddress!, count: 4) } == 4)
+        #expect(out == source)
+    }
+
+    @Test func aRingMadeResidentHoldsItsMemoryAtOnce() {
+        let ring = FloatRing(capacity: 1_025)  // one sample past a page
+        #expect(ring.isResident && ring.residentBytes == 2 * 4_096)
+    }
+}

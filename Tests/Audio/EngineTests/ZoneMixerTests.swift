@@ -138,3 +138,28 @@ extension ZoneMixerTests {
         #expect(c.framesConsumed == 4 * period)
     }
 }
+
+/// A zone's slot rings are paged in when their slot is first claimed, lowest slot first: a zone
+/// that mixes at most two sources holds two rings, however many sources it played one after another.
+@Suite struct ZoneMixerMemoryTests {
+    @Test func onlyTheSlotsEverUsedHoldMemory() throws {
+        let mixer = ZoneMixer(channels: 2, periodFrames: 441, slotCount: 8, ringSamples: 44_100, rampFrames: 441)
+        let ring = 44 * 4_096  // 44 100 samples in whole pages
+        #expect(mixer.residentRingBytes == 0, "no slot used yet")
+        for _ in 0..<3 {  // one source after another: the first slot each time
+            let slot = try #require(mixer.claimSlot(gain: 1))
+            #expect(slot.index == 0)
+            mixer.release(slot)
+            mixer.render()  // the output thread frees it
+        }
+        #expect(mixer.residentRingBytes == ring)
+        let music = try #require(mixer.claimSlot(gain: 1))
+        let bell = try #require(mixer.claimSlot(gain: 1))
+        #expect(bell.index == 1 && bell.ring.isResident)
+        #expect(mixer.residentRingBytes == 2 * ring, "two at once: two rings")
+        for slot in [music, bell] { mixer.release(slot) }
+        mixer.render()
+        #expect(mixer.residentRingBytes == 2 * ring, "a ring stays in memory once paged in")
+        #expect(mixer.slots[2...].allSatisfy { !$0.ring.isResident })
+    }
+}

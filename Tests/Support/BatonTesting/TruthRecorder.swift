@@ -31,6 +31,8 @@ public final class TruthRecorder: @unchecked Sendable {
             public var audible: [String]
             public var xruns: Int
             public var lateCycles: Int
+            /// The zone's slot rings in memory (a ring is paged in when its slot is first used).
+            public var ringBytes: Int
         }
         public struct Source: Codable, Sendable {
             public var id: String
