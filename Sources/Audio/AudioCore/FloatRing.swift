@@ -38,6 +38,7 @@ public final class FloatRing: @unchecked Sendable {
 
     /// The mapping's length in bytes: the capacity's, rounded up to whole pages.
     private let mappedBytes: Int
+    private static let pageBytes = Int(sysconf(Int32(_SC_PAGESIZE)))
     private let paged = Atomic<Bool>(false)
 
     /// Creates a ring holding `capacity` samples, its memory resident at once unless `resident` is
@@ -46,7 +47,7 @@ public final class FloatRing: @unchecked Sendable {
     public init(capacity: Int, resident: Bool = true) {
         precondition(capacity > 0, "a ring needs room for at least one sample")
         self.capacity = capacity
-        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let page = Self.pageBytes
         mappedBytes = (capacity * MemoryLayout<Float>.stride + page - 1) / page * page
         let mapped = mmap(nil, mappedBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
         guard let mapped, mapped != MAP_FAILED else {
@@ -64,8 +65,9 @@ public final class FloatRing: @unchecked Sendable {
     public func makeResident() {
         guard !paged.exchange(true, ordering: .acquiringAndReleasing) else { return }
         // A write faults a page in (a read would map the shared zero page); each holds silence anyway.
-        let page = Int(sysconf(Int32(_SC_PAGESIZE))) / MemoryLayout<Float>.stride
-        for sample in stride(from: 0, to: capacity, by: page) { storage[sample] = 0 }
+        for sample in stride(from: 0, to: capacity, by: Self.pageBytes / MemoryLayout<Float>.stride) {
+            storage[sample] = 0
+        }
     }
 
     /// True once `makeResident()` ran (always for a ring made resident). Any thread.
@@ -74,10 +76,9 @@ public final class FloatRing: @unchecked Sendable {
     /// The bytes of the ring's storage the kernel holds in memory now (`mincore`). Any thread; a
     /// system call.
     public var residentBytes: Int {
-        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-        var vector = [UInt8](repeating: 0, count: mappedBytes / page)
+        var vector = [UInt8](repeating: 0, count: mappedBytes / Self.pageBytes)
         guard mincore(storage, mappedBytes, &vector) == 0 else { return 0 }
-        return vector.reduce(0) { $0 + Int($1 & 1) } * page
+        return vector.reduce(0) { $0 + Int($1 & 1) } * Self.pageBytes
     }
 
     /// Samples ready to read: written and not read yet. Consumer thread (exact) or any thread (a
