@@ -1,5 +1,4 @@
 import BatonTesting
-import Foundation
 import Glibc
 import OSThread
 
@@ -133,24 +132,10 @@ final class BatondProcess {
         }
     }
 
-    /// `/api/v1/status`'s zones by name (each zone's JSON object); empty when the API does not answer.
-    func zoneStatus() -> [String: [String: Any]] {
-        guard let client = try? RawClient(port: port) else { return [:] }
-        defer { client.close() }
-        client.send("GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        guard let response = try? client.readResponse(), response.status == 200,
-            let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
-            let zones = object["zones"] as? [[String: Any]]
-        else { return [:] }
-        var byName: [String: [String: Any]] = [:]
-        for zone in zones { if let name = zone["name"] as? String { byName[name] = zone } }
-        return byName
-    }
-
     /// True when every one of `zones` is `available`: its output thread has its PCM open.
     func zonesAvailable(_ zones: [String]) -> Bool {
-        let status = zoneStatus()
-        return zones.allSatisfy { status[$0]?["state"] as? String == "available" }
+        let status = TruthRecorder.status(port: port)?.zones ?? []
+        return zones.allSatisfy { name in status.contains { $0.name == name && $0.state == "available" } }
     }
 
     /// Runs batonctl against this daemon.

@@ -180,13 +180,9 @@ struct Soak {
                     + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
             return (try? c.readResponse().status) ?? 0
         }
-        func status() -> TruthRecorder.Sample? {
-            guard let c = try? RawClient(port: api) else { return nil }
-            c.send("GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            return (try? c.readResponse()).flatMap {
-                try? JSONDecoder().decode(TruthRecorder.Sample.self, from: Data($0.body))
-            }
-        }
+        func status() -> TruthRecorder.Sample? { TruthRecorder.status(port: api) }
+        /// The zones' slot rings in memory, in KiB (0 when the API does not answer).
+        func ringKiB() -> Int { (status()?.zones.reduce(0) { $0 + $1.ringBytes } ?? 0) / 1_024 }
         guard waitUntil(seconds: 15, { status()?.zones.allSatisfy { $0.state == "available" } == true }) else {
             return Result(summary: "batond did not start", problems: ["batond did not start: \(daemon.output)"])
         }
@@ -247,7 +243,7 @@ struct Soak {
             }
             if rssAfterWarmup == nil && now >= warmup {
                 rssAfterWarmup = Resident(daemon.pid)
-                ringsAfterWarmup = status()?.zones.reduce(0) { $0 + $1.ringBytes } ?? 0
+                ringsAfterWarmup = ringKiB()
                 stealAfterWarmup = HostSteal.now()
                 faultsAfterWarmup = majorFaults(daemon.pid)
             }
@@ -256,7 +252,7 @@ struct Soak {
         for c in calls { _ = c.wait(seconds: 10) }
         usleep(300_000)
         let rssEnd = Resident(daemon.pid)
-        let ringsEnd = status()?.zones.reduce(0) { $0 + $1.ringBytes } ?? 0
+        let ringsEnd = ringKiB()
         let steal = HostSteal.now() - stealAfterWarmup
         let faults = majorFaultsSince(faultsAfterWarmup, daemon.pid)
         let recording = recorder.stop()
@@ -330,7 +326,7 @@ struct Soak {
         // reports those bytes, and they are not a leak.
         func signed(_ kib: Int) -> String { (kib >= 0 ? "+" : "") + "\(kib)" }
         let warm = rssAfterWarmup ?? rssEnd
-        let ringGrowth = (ringsEnd - ringsAfterWarmup) / 1_024
+        let ringGrowth = ringsEnd - ringsAfterWarmup
         let growth = rssEnd.anonymous - warm.anonymous - ringGrowth
         let fileGrowth = signed(rssEnd.file - warm.file)
         if growth >= 1_024 {

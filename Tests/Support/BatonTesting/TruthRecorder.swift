@@ -31,6 +31,7 @@ public final class TruthRecorder: @unchecked Sendable {
             public var audible: [String]
             public var xruns: Int
             public var lateCycles: Int
+            public var reopens: Int
             /// The zone's slot rings in memory (a ring is paged in when its slot is first used).
             public var ringBytes: Int
         }
@@ -118,13 +119,18 @@ public final class TruthRecorder: @unchecked Sendable {
         }
     }
 
+    /// One `GET /api/v1/status` of the batond whose API is on `port`; nil when it does not answer.
+    public static func status(port: Int) -> Sample? {
+        (try? RawClient(port: port).get("/api/v1/status"))?.flatMap {
+            try? JSONDecoder().decode(Sample.self, from: Data($0))
+        }
+    }
+
     /// Samples `GET /api/v1/status` once per interval, on a monotonic schedule.
     private func sampleStatus() {
         var next = monotonicNanoseconds()
         while !isStopping {
-            var sample = try? RawClient(port: port).get("/api/v1/status").flatMap {
-                try? JSONDecoder().decode(Sample.self, from: Data($0))
-            }
+            var sample = Self.status(port: port)
             sample?.takenAt = monotonicNanoseconds()
             shared.withLock {
                 if let sample { $0.samples.append(sample) } else { $0.failed += 1 }
