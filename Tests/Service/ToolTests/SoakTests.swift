@@ -389,6 +389,8 @@ struct Soak {
             + (excused.isEmpty
                 ? ""
                 : "; while the host took >= 20 ms of the VM's CPU (not counted): " + excused.joined(separator: "; "))
+            // In the summary too: a CI log may keep this line and cut the failures after it.
+            + (unexcused.isEmpty ? "" : "; counted: " + unexcused.joined(separator: "; "))
         return Result(summary: summary + machine, problems: problems)
     }
 }
