@@ -66,6 +66,7 @@ typedef struct card {
     snd_pcm_uframes_t period;
     snd_pcm_uframes_t buffer;
     bool frame_pointer;          // pointer granularity: one frame, or (default) one period
+    bool rewind_xruns;           // a rewind stops the stream (XRUN), as a driver that cannot take back
     int64_t drift_ppb;           // the current drift level, parts per billion
     char control_path[PATH_MAX];
     char record_path[PATH_MAX];
@@ -376,15 +377,15 @@ static int state_error(const card_t *c) {
 /// snd_pcm_forward move it, and ioplug does not tell the plugin. Frames taken back are forgotten, so
 /// the next transfer writes over them (a "rewind" line with the stream position it went back to);
 /// frames moved forward over play as they were. A rewind into frames already played cannot be
-/// undone: the card keeps what it played and records "rewind-late".
-static void follow_application(card_t *c, int64_t now) {
-    if (!c->boundary) return;
+/// undone: the card keeps what it played and records "rewind-late". Returns whether it went back.
+static bool follow_application(card_t *c, int64_t now) {
+    if (!c->boundary) return false;
     uint64_t appl = (uint64_t)c->io.appl_ptr, mine = c->written % c->boundary;
-    if (appl == mine) return;
+    if (appl == mine) return false;
     uint64_t ahead = (appl + c->boundary - mine) % c->boundary;
     if (ahead <= c->buffer) {
         c->written += ahead;
-        return;
+        return false;
     }
     uint64_t back = c->boundary - ahead;
     if (back > c->written - c->hw) {
@@ -393,11 +394,25 @@ static void follow_application(card_t *c, int64_t now) {
     }
     c->written -= back;
     record_event(c, now, c->total_base + c->written, "rewind", NULL);
+    return true;
+}
+
+/// `rewind xrun`: a running stream stops (XRUN) at a rewind, as a kernel driver that copies ahead
+/// to its hardware and cannot take back does (the kernel's indirect-PCM helpers, the Raspberry Pi's
+/// bcm2835: its ack fails, and since Linux 6.4 the stream goes to XRUN). The kernel fails the rewind
+/// itself; ioplug cannot, so the error comes at the next call. The frames taken back are forgotten,
+/// the rest were never played: `snd_pcm_status` tells how many, as after an underrun.
+static void refuse_rewind(card_t *c, int64_t now) {
+    if (!c->running || c->io.state != SND_PCM_STATE_RUNNING) return;
+    freeze(c, now);
+    snd_pcm_ioplug_set_state(&c->io, SND_PCM_STATE_XRUN);
+    record_event(c, now, total(c), "xrun", "rewind");
 }
 
 static int sync_card(card_t *c, int64_t now) {
-    follow_application(c, now);
+    bool rewound = follow_application(c, now);
     advance(c, now);
+    if (rewound && c->rewind_xruns) refuse_rewind(c, now);
     read_control(c, now);
     return state_error(c);
 }
@@ -769,6 +784,10 @@ static int parse_definition(card_t *c, snd_config_t *conf) {
             err = snd_config_get_string(n, &s);
             if (err == 0 && strcmp(s, "frame") == 0) c->frame_pointer = true;
             else if (err == 0 && strcmp(s, "period") != 0) err = -EINVAL;
+        } else if (strcmp(id, "rewind") == 0) {
+            err = snd_config_get_string(n, &s);
+            if (err == 0 && strcmp(s, "xrun") == 0) c->rewind_xruns = true;
+            else if (err == 0 && strcmp(s, "follow") != 0) err = -EINVAL;
         } else {
             SNDERR("batontest: unknown field %s", id);
             return -EINVAL;

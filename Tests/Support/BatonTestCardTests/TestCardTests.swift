@@ -216,6 +216,29 @@ struct TestCardTests {
         #expect(card.events("rewind-late").isEmpty)
     }
 
+    /// `rewind xrun`, a card that cannot take back: the rewind is taken (ioplug cannot refuse it),
+    /// and the next call finds the stream stopped (-EPIPE) with an xrun `rewind` in the sidecar;
+    /// after `snd_pcm_prepare` it plays again. It played what was written before the rewind up to
+    /// where it stopped, then what was written after the prepare.
+    @Test func aCardThatCannotTakeBackStopsAtARewind() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy, rewind: .xrun)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: 10) == 0)
+        #expect(writer.rewind(frames: 3 * 480) == 3 * 480)
+        #expect(writer.writePeriod() == -Int(EPIPE))
+        let xrun = try #require(card.events("xrun").first)
+        #expect(xrun.detail == "rewind")
+        #expect(card.events("rewind").count == 1)
+        #expect(writer.pcm.prepare() == 0)
+        #expect(writer.write(periods: 6) == 0)
+        writer.pcm.drain()
+        let fb = card.frameBytes
+        let recorded = card.recordedBytes()
+        #expect(recorded.count == (xrun.frames + 6 * 480) * fb)
+        #expect(Array(recorded[0..<(xrun.frames * fb)]) == Array(writer.written[0..<(xrun.frames * fb)]))
+        #expect(Array(recorded.suffix(6 * 480 * fb)) == Array(writer.written.suffix(6 * 480 * fb)))
+    }
+
     /// Behind alsa-lib's own `rate` plugin (which maps its slave: the card offers mmap access too),
     /// one second written at 48 kHz is recorded as one second at 44.1 kHz, a 1 kHz tone still 1 kHz;
     /// and that chain cannot take back what it was given.

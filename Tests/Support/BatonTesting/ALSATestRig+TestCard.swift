@@ -20,6 +20,13 @@ public struct TestCard: Sendable {
         case period, frame
     }
 
+    /// What a rewind (`snd_pcm_rewind`) does: the card follows it (most cards), or the stream stops
+    /// (XRUN), as a driver that copies ahead to its hardware and cannot take back (the Raspberry Pi's
+    /// bcm2835 since Linux 6.4; the kernel fails the rewind itself, the card at its next call).
+    public enum Rewind: String, Sendable {
+        case follow, xrun
+    }
+
     /// A fault to inject while the card runs (one line of its control file).
     public enum Command: Sendable, Equatable {
         /// Underrun now (if running): the next call fails with -EPIPE until prepare.
@@ -189,7 +196,7 @@ extension ALSATestRig {
         return """
             pcm_type.batontest { lib "\(library)" }
             pcm.\(cardPCM) {
-                @args [ RATE PERIOD BUFFER FORMAT CHANNELS DRIFT POINTER ID ]
+                @args [ RATE PERIOD BUFFER FORMAT CHANNELS DRIFT POINTER REWIND ID ]
                 @args.RATE { type integer default 48000 }
                 @args.PERIOD { type integer default 480 }
                 @args.BUFFER { type integer default 1920 }
@@ -197,6 +204,7 @@ extension ALSATestRig {
                 @args.CHANNELS { type integer default 2 }
                 @args.DRIFT { type string default "0" }
                 @args.POINTER { type string default "period" }
+                @args.REWIND { type string default "follow" }
                 @args.ID { type string default "0" }
                 type batontest
                 rate $RATE
@@ -206,6 +214,7 @@ extension ALSATestRig {
                 channels $CHANNELS
                 drift-ppm $DRIFT
                 pointer $POINTER
+                rewind $REWIND
                 control { @func concat strings [ "\(dir)/card_" $ID ".ctl" ] }
                 record { @func concat strings [ "\(dir)/card_" $ID ".raw" ] }
             }
@@ -234,13 +243,14 @@ extension ALSATestRig {
     public static func makeCard(
         rate: Int = 48000, periodFrames: Int = 480, bufferFrames: Int = 1920,
         format: TestCard.Format = .s16LE, channels: Int = 2, driftPPM: Double = 0,
-        pointer: TestCard.Pointer = .period
+        pointer: TestCard.Pointer = .period, rewind: TestCard.Rewind = .follow
     ) -> TestCard {
         let dir = directory
         let id = cardCounter.add(1, ordering: .relaxed).newValue
         let name =
             "\(cardPCM):RATE=\(rate),PERIOD=\(periodFrames),BUFFER=\(bufferFrames),FORMAT=\(format.rawValue),"
-            + "CHANNELS=\(channels),DRIFT=\(TestCard.Command.decimal(driftPPM)),POINTER=\(pointer.rawValue),ID=\(id)"
+            + "CHANNELS=\(channels),DRIFT=\(TestCard.Command.decimal(driftPPM)),POINTER=\(pointer.rawValue),"
+            + "REWIND=\(rewind.rawValue),ID=\(id)"
         let base = "\(dir)/card_\(id)"
         return TestCard(
             name: name, control: base + ".ctl", record: base + ".raw", timing: base + ".raw.timing",
