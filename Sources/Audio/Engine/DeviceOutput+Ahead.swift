@@ -47,22 +47,38 @@ extension DeviceOutput {
         // rendered ahead until it said yes. A PCM that cannot (alsa-lib's `rate` plugin, a `plug`
         // that converts the rate: `snd_pcm_rewindable` is always 0) is kept at its low water and
         // a period, as without the setting: what was rendered ahead there would be heard before
-        // any change, up to a buffer later.
+        // any change, up to a buffer later. A PCM that refused a take-back is not asked again.
         var takesBack: Bool? = nil
-        cannotTakeBack.store(false, ordering: .releasing)
+        if case .refused = RenderAheadOff(code: renderAheadOffCode.load(ordering: .acquiring)) {
+            takesBack = false
+        } else {
+            renderAheadOffCode.store(0, ordering: .releasing)
+        }
         while !stopping {
             wakeUps.add(1, ordering: .relaxed)
-            if rang && takesBack == true && history.pending == 0 && pcm.isRunning { takeBack(pcm, keeping: kept) }
+            var tookBack = false
+            if rang && takesBack == true && history.pending == 0 && pcm.isRunning {
+                switch takeBack(pcm, keeping: kept) {
+                case .nothing: break
+                case .done: tookBack = true
+                case .refused(let code):
+                    takesBack = false
+                    renderAheadIsOff(.refused(code))
+                }
+            }
             let avail = pcm.avail()
+            // Stopped at once after a take-back, while it held more than it keeps: a PCM that
+            // cannot take back but did not say so in `snd_pcm_rewind` (the xrun is recovered below).
+            if tookBack && avail == -Int(EPIPE) {
+                takesBack = false
+                renderAheadIsOff(.refused(-EPIPE))
+            }
             let held = avail < 0 ? 0 : max(0, bufferFrames - avail)
             let room = avail < 0 ? period : avail - history.pending
             if takesBack == nil && pcm.isRunning && held > kept + period {
                 let can = pcm.rewindable() > 0
                 takesBack = can
-                if !can {
-                    cannotTakeBack.store(true, ordering: .releasing)
-                    availabilityObserver?()  // the monitor says so
-                }
+                if !can { renderAheadIsOff(.cannotRewind) }
             }
             // What the device needs to stay above its low water, and what may be rendered ahead.
             let needed = max(0, (lowWater + period - held + period - 1) / period)
@@ -100,7 +116,11 @@ extension DeviceOutput {
             // Stopping idle: what was rendered ahead is silence; taken back, the device plays out
             // only what it keeps (tens of ms, not the buffer) before a request can restart it.
             let check = stopIfIdle(pcm, rendered: periods * period, idleFrames: &idleFrames) {
-                if ahead && pcm.isRunning && history.pending == 0 { takeBack(pcm, keeping: kept) }
+                guard ahead && pcm.isRunning && history.pending == 0 else { return }
+                if case .refused(let code) = takeBack(pcm, keeping: kept) {
+                    takesBack = false
+                    renderAheadIsOff(.refused(code))
+                }
             }
             switch check {
             case .playing: break
@@ -134,22 +154,37 @@ extension DeviceOutput {
         return true
     }
 
+    /// Says (the status, then the monitor's log and event) that the zone plays as without
+    /// rendering ahead, and why. Output thread; real-time safe.
+    private func renderAheadIsOff(_ why: RenderAheadOff) {
+        renderAheadOffCode.store(why.code, ordering: .releasing)
+        availabilityObserver?()
+    }
+
+    /// What `takeBack` did.
+    private enum TakeBack {
+        case nothing, done
+        case refused(Int32)
+    }
+
     /// Takes back from the device and every zone the whole periods both can give back beyond
     /// `kept` frames: the device then holds `kept` frames (or a little more) and every zone renders
-    /// again from the first frame taken back. Output thread; real-time safe.
-    private func takeBack<Sink: RewindableSink>(_ pcm: Sink, keeping kept: Int) {
+    /// again from the first frame taken back. `refused` with the negative errno `snd_pcm_rewind`
+    /// returned (nothing was taken back). Output thread; real-time safe.
+    private func takeBack<Sink: RewindableSink>(_ pcm: Sink, keeping kept: Int) -> TakeBack {
         let period = spec.pcm.periodFrames
         let rewindable = pcm.rewindable()
-        guard rewindable > kept else { return }
+        guard rewindable > kept else { return .nothing }
         var periods = (rewindable - kept) / period
         for m in mixers { periods = min(periods, m.rewindablePeriods) }
-        guard periods > 0 else { return }
+        guard periods > 0 else { return .nothing }
         let r = pcm.rewind(frames: periods * period)
-        guard r > 0 else { return }
+        if r < 0 { return .refused(Int32(clamping: r)) }
+        guard r > 0 else { return .nothing }
         // Whole periods only: what is left of a part period plays as written.
         if r % period != 0 { _ = pcm.forward(frames: r % period) }
         let whole = r / period
-        guard whole > 0 else { return }
+        guard whole > 0 else { return .nothing }
         for m in mixers { m.rewind(periods: whole) }
         history.takeBack(whole * period)
         publishingCounters {
@@ -160,5 +195,6 @@ extension DeviceOutput {
         lastDelayAfterWrite = 0
         rewinds.add(1, ordering: .relaxed)
         framesTakenBack.add(whole * period, ordering: .relaxed)
+        return .done
     }
 }

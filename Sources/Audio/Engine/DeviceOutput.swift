@@ -45,8 +45,40 @@ public final class DeviceOutput: @unchecked Sendable {
         /// consumes faster), measured from its consumption against CLOCK_MONOTONIC; nil until known.
         public var rateEstimatePPM: Double? = nil
         /// The zone renders ahead and takes back (`DeviceSpec.rendersAhead`), as configured until
-        /// the output found that its PCM cannot rewind (then false: it plays as without the setting).
+        /// the output found that its PCM cannot take back (then false: it plays as without the
+        /// setting, and `renderAheadOff` says why).
         public var rendersAhead: Bool = false
+        /// Why a zone set to render ahead does not; nil while it does, or is not set to.
+        public var renderAheadOff: RenderAheadOff? = nil
+    }
+
+    /// Why a zone set to render ahead (`DeviceSpec.rendersAhead`) plays as without the setting.
+    public enum RenderAheadOff: Sendable, Equatable {
+        /// `snd_pcm_rewindable` answered 0 while the PCM held more than it keeps: alsa-lib's `rate`
+        /// plugin (a `plug` that converts the rate). Asked again at each open of the PCM.
+        case cannotRewind
+        /// A take-back failed: `snd_pcm_rewind` returned this negative errno, or the stream stopped
+        /// at once after it (-EPIPE, an xrun while the card held more than it keeps) — a driver
+        /// that copies ahead to its hardware, as the Raspberry Pi's bcm2835 does (the kernel's
+        /// indirect-PCM helpers: -EINVAL, and since Linux 6.4 -EPIPE with the stream stopped).
+        /// Kept for the life of the output: not asked again at a reopen, which would cost an xrun.
+        case refused(Int32)
+
+        /// As stored in `DeviceOutput.renderAheadOffCode`: 0 none, 1 `cannotRewind`, else the errno.
+        init?(code: Int32) {
+            switch code {
+            case 0: return nil
+            case 1: self = .cannotRewind
+            default: self = .refused(code)
+            }
+        }
+
+        var code: Int32 {
+            switch self {
+            case .cannotRewind: 1
+            case .refused(let errno): errno
+            }
+        }
     }
 
     public let spec: DeviceSpec
@@ -120,9 +152,9 @@ public final class DeviceOutput: @unchecked Sendable {
     /// Rendering ahead: how many times the output took periods back, and how many frames in all.
     let rewinds = Atomic<Int>(0)
     let framesTakenBack = Atomic<Int>(0)
-    /// Rendering ahead: the PCM was found unable to take back (`snd_pcm_rewindable` 0 while it held
-    /// more than it keeps), so the output keeps only its low water and a period there.
-    let cannotTakeBack = Atomic<Bool>(false)
+    /// Rendering ahead: the PCM was found unable to take back (`RenderAheadOff.code`; 0 while it
+    /// can or has not been asked), so the output keeps only its low water and a period there.
+    let renderAheadOffCode = Atomic<Int32>(0)
     /// Cycles of the output loop: how often the thread woke to render and write.
     let wakeUps = Atomic<Int>(0)
     private let stoppedIdle = Atomic<Bool>(false)
@@ -290,6 +322,7 @@ public final class DeviceOutput: @unchecked Sendable {
                 periodFrames: spec.pcm.periodFrames, bufferFrames: sink.spec.latencyFrames)
         }
         let (played, delay) = counters()
+        let off = RenderAheadOff(code: renderAheadOffCode.load(ordering: .acquiring))
         return Snapshot(
             available: available.load(ordering: .acquiring), lastError: lastError.load(ordering: .acquiring),
             framesPlayed: played, xruns: xruns.load(ordering: .acquiring),
@@ -297,7 +330,7 @@ public final class DeviceOutput: @unchecked Sendable {
             reopens: reopens.load(ordering: .acquiring), delayFrames: delay,
             realtime: realtime.load(ordering: .acquiring), periodFrames: grantedPeriod.load(ordering: .acquiring),
             bufferFrames: grantedBuffer.load(ordering: .acquiring), rateEstimatePPM: rateEstimatePPM,
-            rendersAhead: spec.rendersAhead && !cannotTakeBack.load(ordering: .acquiring))
+            rendersAhead: spec.rendersAhead && off == nil, renderAheadOff: off)
     }
 
     // MARK: Output thread

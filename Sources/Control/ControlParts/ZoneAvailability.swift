@@ -17,13 +17,24 @@ package struct ZoneAvailability {
         let name = zone.name
         let pcm = zone.device.spec.pcm.name
         let snap = zone.device.snapshot()
-        if zone.device.spec.rendersAhead && snap.available && !snap.rendersAhead
-            && cannotTakeBack.insert(name).inserted
-        {
+        if let off = snap.renderAheadOff, cannotTakeBack.insert(name).inserted {
+            let why: String
+            let reason: String
+            switch off {
+            case .cannotRewind:
+                why = "cannot take back what it was given (snd_pcm_rewindable is 0: a rate conversion in its chain?)"
+                reason = "PCM \"\(pcm)\" cannot rewind"
+            case .refused(let code):
+                let error = ALSAError(operation: "rewind", pcm: pcm, code: code)
+                let what = "\(error.message) (\(code))\(error.isXrun ? ", the stream stopped" : "")"
+                why =
+                    "refused to take back what it was given (\(what): a driver that copies ahead to its hardware, as the Raspberry Pi's bcm2835 does?)"
+                reason = "PCM \"\(pcm)\" refused a take-back: \(what)"
+            }
             logger.warning(
-                "zone \(name): PCM \"\(pcm)\" cannot take back what it was given (snd_pcm_rewindable is 0: a rate conversion in its chain?); render-ahead is off, the zone keeps its low water and a period as without it"
+                "zone \(name): PCM \"\(pcm)\" \(why); render-ahead is off, the zone keeps its low water and a period as without it"
             )
-            events.publish(type: "render-ahead-off", zones: [name], reason: "PCM \"\(pcm)\" cannot rewind")
+            events.publish(type: "render-ahead-off", zones: [name], reason: reason)
         }
         guard available[name] != snap.available && (snap.available || snap.lastError != 0 || available[name] == true)
         else { return }

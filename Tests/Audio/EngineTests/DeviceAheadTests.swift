@@ -182,6 +182,33 @@ import Testing
         print("a PCM that cannot rewind: announcements heard \(rounded) ms after the request")
     }
 
+    /// On a card that stops at a rewind, as a driver that copies ahead to its hardware does (the
+    /// Raspberry Pi's bcm2835 since Linux 6.4), the first take-back costs one xrun; the zone then
+    /// renders ahead no more (`renderAheadOff` says why) and takes nothing back, so the card never
+    /// stops again: each of five announcements is heard within about 50 ms of the request, the
+    /// first (whose take-back stopped the card) too, as without the setting.
+    @Test func aCardThatStopsAtATakeBackIsNotRenderedAheadAfterIt() throws {
+        let card = ALSATestRig.makeCard(
+            rate: Self.rate, periodFrames: Self.period, bufferFrames: DeviceCardTests.longBuffer, rewind: .xrun)
+        let output = DeviceCardTests.device(card, rendersAhead: true)
+        output.start()
+        #expect(waitUntil { output.snapshot().framesPlayed >= 2 * DeviceCardTests.longBuffer })
+        #expect(output.snapshot().rendersAhead)
+        let requests = try Self.chimeFiveTimes(output).map(\.ns)
+        usleep(150_000)
+        output.stop()
+        let snapshot = output.snapshot()
+        #expect(!snapshot.rendersAhead)
+        #expect(snapshot.renderAheadOff == .refused(-EPIPE))
+        #expect(snapshot.xruns == 1)
+        #expect(card.events("xrun").map(\.detail) == ["rewind"])
+        #expect(output.takeBacks.count == 1)
+        let latencies = try Self.heard(on: card, after: requests)
+        #expect(latencies.allSatisfy { $0 > 0 && $0 < 65 }, "request to first frame heard: \(latencies) ms")
+        let rounded = latencies.map { ($0 * 10).rounded() / 10 }
+        print("a card that stops at a take-back: announcements heard \(rounded) ms after the request")
+    }
+
     /// A zone that stops while idle takes back the silence it rendered ahead first: the card plays
     /// out only what it keeps (two periods and what it had begun), so it is drained within 40 ms of
     /// the take-back instead of a 100 ms buffer later, and a chime after it is heard whole, once.
@@ -252,13 +279,16 @@ import Testing
 
     /// How long after each request (monotonic ns) `card` played a sound (its first non-zero frame
     /// after what it had consumed then), in ms, from its record and sidecar.
+    /// A frame is timed from the card's last start before it (an xrun stops the card; its
+    /// `start` line says how many frames it had consumed then).
     static func heard(on card: TestCard, after requests: [Int64]) throws -> [Double] {
         let bytes = card.recordedBytes()
         let events = card.events()
-        let start = try #require(card.startNanoseconds)
+        let starts = events.filter { $0.kind == "start" }
         return try requests.map { ns in
             let heard = try #require(firstSound(in: bytes, after: DeviceCardTests.consumed(events, at: ns)))
-            return Double(start + Int64(heard) * 1_000_000_000 / Int64(card.rate) - ns) / 1e6
+            let start = try #require(starts.last { $0.frames <= heard })
+            return Double(start.nanoseconds + Int64(heard - start.frames) * 1_000_000_000 / Int64(card.rate) - ns) / 1e6
         }
     }
 

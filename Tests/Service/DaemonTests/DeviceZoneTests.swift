@@ -84,4 +84,44 @@ import Testing
         #expect(waitUntil { converted.recordedFrames > 44_100 / 2 }, "the converted zone plays on")
         #expect(t.daemon.events.recent().filter { $0.type == "render-ahead-off" }.count == 1)
     }
+
+    /// A zone set to `render-ahead` on a card that stops at a take-back (`rewind: .xrun`, as the
+    /// Raspberry Pi's bcm2835 does): the music's start is its first take-back, which costs one xrun;
+    /// the zone then says so (`rendersAhead: false`, one `render-ahead-off` event with the error)
+    /// and plays on: a bell over the music heard whole, the music after it, no second xrun.
+    @Test func aZoneWhoseCardRefusesATakeBackSaysSoAndPlaysOn() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 5_760, rewind: .xrun)
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name)], deviceClocked: ["card"], buffers: ["card": .milliseconds(120)],
+            renderAhead: ["card"])
+        defer { t.stop() }
+        #expect(waitUntil { (try? zone(t, "card")?.state) == "available" })
+        let music = try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true}"#)
+        #expect(music.status == 202, "\(music.object)")
+        #expect(waitUntil { card.recordedFrames > 48_000 / 2 }, "the music plays")
+        let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#)
+        #expect(bell.status == 202, "\(bell.object)")
+        #expect(waitUntil(seconds: 5) { t.daemon.events.recent().contains { $0.type == "interruption-ended" } })
+        let off = try #require(t.waitForEvent("render-ahead-off", seconds: 1))
+        #expect(off.zones == ["card"])
+        let reason = off.reason ?? "nil"
+        #expect(reason.contains("refused a take-back: Broken pipe (-32), the stream stopped"), "\(reason)")
+        let status = try #require(try zone(t, "card"))
+        #expect(status.rendersAhead == false)
+        #expect(status.xruns == 1)
+        #expect(card.events("xrun").map(\.detail) == ["rewind"])
+        // The bell heard whole (0.5 s: at least 4 of the 0.1 s windows), then the music again.
+        let window = 4_800
+        let left = Signals.channel(ALSATestRig.readS16(card.record), 0, of: 2)
+        let bellWindows = stride(from: 0, to: left.count - window, by: window).filter {
+            Signals.toneLevel(left[$0..<($0 + window)], frequency: 1_000, rate: 48_000) > 0.2
+        }
+        #expect(bellWindows.count >= 4, "bell heard in \(bellWindows.count) windows")
+        #expect(
+            waitUntil {
+                let tail = Signals.channel(ALSATestRig.readS16(card.record), 0, of: 2).suffix(window)
+                return Signals.toneLevel(tail, frequency: 440, rate: 48_000) > 0.2
+            }, "the music plays on")
+        #expect(t.daemon.events.recent().filter { $0.type == "render-ahead-off" }.count == 1)
+    }
 }

@@ -21,6 +21,9 @@ public struct ALSAError: Error, Equatable, Sendable, CustomStringConvertible {
     /// True when the device is gone (unplugged USB DAC, removed driver): the zone becomes unavailable.
     public var isDeviceGone: Bool { code == -ENODEV || code == -ENOENT || code == -ENXIO }
 
+    /// True for an xrun (-EPIPE): the stream stopped and must be prepared again.
+    public var isXrun: Bool { code == -EPIPE }
+
     public var description: String { "ALSA PCM \"\(pcm)\": \(operation) failed: \(message) (\(code))" }
 }
 
