@@ -67,9 +67,11 @@ extension DeviceOutput {
                 }
             }
             let avail = pcm.avail()
-            // Stopped at once after a take-back, while it held more than it keeps: a PCM that
-            // cannot take back but did not say so in `snd_pcm_rewind` (the xrun is recovered below).
-            if tookBack && avail == -Int(EPIPE) {
+            // Stopped at once after a take-back with frames still in it: a PCM that cannot take
+            // back but did not say so in `snd_pcm_rewind` (the xrun is recovered below). A card
+            // that ran dry (the thread held off for the `kept` frames it left) has played all it
+            // was given: an xrun, not a refusal.
+            if tookBack && avail == -Int(EPIPE) && pcm.unplayedFrames() > 0 {
                 takesBack = false
                 renderAheadIsOff(.refused(-EPIPE))
             }
