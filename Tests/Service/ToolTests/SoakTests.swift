@@ -14,7 +14,8 @@ import Testing
 /// thread cannot run while the VM does not; those are named in the summary); every state
 /// sample of every zone checked, none further than a period + ramp from the audio; every event on
 /// its frame; at least the scheduled interruptions, calls and reloads, each call heard; anonymous
-/// memory growth under 1 MiB after the warm-up.
+/// memory growth under 1 MiB after the warm-up; rendering ahead, no `render-ahead-off` (the cards
+/// take back: an xrun is never taken for a refusal).
 ///
 /// Environment: BATON_SOAK_MINUTES (2), BATON_SOAK_BATOND (the debug build's batond),
 /// BATON_SOAK_FIFO=0 to run batond without CAP_SYS_NICE (no SCHED_FIFO), BATON_SOAK_STRESS=0 to
@@ -360,6 +361,10 @@ struct Soak {
         // Bells during a call are rejected or queued; each one heard interrupts the music.
         if interruptions < expectedBells / 2 {
             problems.append("\(interruptions) interruptions, expected \(expectedBells / 2) at least")
+        }
+        // Rendering ahead on cards that take back: a take-back never taken for a refusal.
+        if renderAhead, let off = events.first(where: { $0.type == "render-ahead-off" }) {
+            problems.append("render-ahead turned off in \(off.zones ?? []) (seq \(off.seq))")
         }
         let reloaded = events.filter { $0.type == "reloaded" }.count
         if reloaded < reloads { problems.append("\(reloads) SIGHUPs but \(reloaded) reloaded events") }
