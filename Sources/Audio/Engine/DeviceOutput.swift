@@ -58,7 +58,7 @@ public final class DeviceOutput: @unchecked Sendable {
         /// plugin (a `plug` that converts the rate). Asked again at each open of the PCM.
         case cannotRewind
         /// A take-back failed: `snd_pcm_rewind` returned this negative errno, or the stream stopped
-        /// at once after it (-EPIPE, an xrun while the card held more than it keeps) — a driver
+        /// at once after it with frames still in it (-EPIPE; a card that ran dry did not) — a driver
         /// that copies ahead to its hardware, as the Raspberry Pi's bcm2835 does (the kernel's
         /// indirect-PCM helpers: -EINVAL, and since Linux 6.4 -EPIPE with the stream stopped).
         /// Kept for the life of the output: not asked again at a reopen, which would cost an xrun.
