@@ -11,7 +11,9 @@ import Testing
 ///
 /// Passes when: no xrun (the card's own record and batond's count) and no late cycle — except where
 /// the host took at least 20 ms of the VM's CPU within 100 ms of it (`HostSteal`: a real-time
-/// thread cannot run while the VM does not; those are named in the summary); every state
+/// thread cannot run while the VM does not) or where the card's own write of its record took at
+/// least 20 ms within 150 ms before it (it writes from batond's output thread: a file system that
+/// holds it is the rig's doing) — those are named in the summary; every state
 /// sample of every zone checked, none further than a period + ramp from the audio; every event on
 /// its frame; at least the scheduled interruptions, calls and reloads, each call heard; anonymous
 /// memory growth under 1 MiB after the warm-up; rendering ahead, no `render-ahead-off` (the cards
@@ -291,11 +293,24 @@ struct Soak {
         }
         var excused: [String] = []
         var unexcused: [String] = []
+        // The card writes its record from batond's output thread: a write the file system held
+        // (its "slow-write" lines, µs) holds that thread, which is the rig's doing.
+        func slowWrites(_ card: TestCard) -> [(nanoseconds: Int64, ms: Int)] {
+            card.events("slow-write").compactMap { e in Int(e.detail).map { (e.nanoseconds, $0 / 1_000) } }
+        }
+        var slowest = 0
         for (zone, card) in [("kitchen", kitchen), ("patio", patio)] {
+            let slow = slowWrites(card)
+            slowest = max(slowest, slow.map(\.ms).max() ?? 0)
             for u in underruns(card) {
                 let stolen = hostTook(u.nanoseconds, u.nanoseconds)
-                let text = "\(zone) xrun at \(u.text) (host took \(Int(stolen * 1000)) ms)"
-                if stolen >= 0.02 { excused.append(text) } else { unexcused.append(text) }
+                let at = Int64(u.nanoseconds)
+                let before = slow.filter { $0.nanoseconds <= at && at - $0.nanoseconds < 150_000_000 }
+                let wrote = before.map(\.ms).max() ?? 0
+                let text =
+                    "\(zone) xrun at \(u.text) (host took \(Int(stolen * 1000)) ms"
+                    + (wrote > 0 ? ", the card's own write \(wrote) ms" : "") + ")"
+                if stolen >= 0.02 || wrote >= 20 { excused.append(text) } else { unexcused.append(text) }
             }
         }
         var lateLocated = 0
@@ -391,9 +406,11 @@ struct Soak {
         let machine =
             "; after the warm-up the hypervisor stole \(tenths(steal)) s of CPU, batond had \(faults.total) major faults"
             + (faults.threads.isEmpty ? "" : " (\(faults.threads))")
+            + ", the cards' slowest own write \(slowest) ms"
             + (excused.isEmpty
                 ? ""
-                : "; while the host took >= 20 ms of the VM's CPU (not counted): " + excused.joined(separator: "; "))
+                : "; while the host took >= 20 ms of the VM's CPU or a card's own write took >= 20 ms (not counted): "
+                    + excused.joined(separator: "; "))
             // In the summary too: a CI log may keep this line and cut the failures after it.
             + (unexcused.isEmpty ? "" : "; counted: " + unexcused.joined(separator: "; "))
         return Result(summary: summary + machine, problems: problems)

@@ -138,12 +138,37 @@ static snd_pcm_uframes_t avail(const card_t *c) { return c->buffer - (snd_pcm_uf
 
 // MARK: - Records (no allocation: formatted by hand into c->output)
 
+static void record_event(card_t *c, int64_t ns, uint64_t frames, const char *event, const char *detail);
+static uint64_t total(const card_t *c);
+
+/// A write of the card's own files taking this long is noted in the sidecar ("slow-write <µs>"):
+/// the card writes from the caller's thread (the application's real-time output thread), and a
+/// file system that blocks it (a journal commit, dirty-page throttling) can make it underrun, which
+/// is the test rig's doing, not the application's.
+#define SLOW_WRITE_NS 2000000LL
+
+/// write(2), timed: a slow one gets a "slow-write" line (its duration in µs) at the instant it began.
+static void timed_write(card_t *c, int fd, const void *bytes, size_t n) {
+    int64_t began = now_ns();
+    if (write(fd, bytes, n) < 0) {
+        // A test that reads the file will see what is missing; nothing else to do here.
+    }
+    int64_t took = now_ns() - began;
+    if (took < SLOW_WRITE_NS) return;
+    char digits[24], detail[24];
+    int k = 0, m = 0;
+    uint64_t us = (uint64_t)took / 1000;
+    do { digits[k++] = (char)('0' + us % 10); us /= 10; } while (us);
+    while (k) detail[m++] = digits[--k];
+    detail[m] = 0;
+    record_event(c, began, total(c), "slow-write", detail);
+}
+
 static void flush_output(card_t *c) {
     if (c->output_length == 0) return;
-    if (c->timing_fd >= 0 && write(c->timing_fd, c->output, c->output_length) < 0) {
-        // A test that reads the sidecar will see what is missing; nothing else to do here.
-    }
-    c->output_length = 0;
+    size_t n = c->output_length;
+    c->output_length = 0;   // before the write: a slow one adds its own line to the emptied buffer
+    if (c->timing_fd >= 0) timed_write(c, c->timing_fd, c->output, n);
 }
 
 static void put_text(card_t *c, const char *s) {
@@ -183,9 +208,7 @@ static void record_frames(card_t *c, uint64_t from, uint64_t to) {
         uint64_t at = from % c->buffer;
         uint64_t n = to - from;
         if (n > c->buffer - at) n = c->buffer - at;
-        if (write(c->record_fd, c->ring + at * c->frame_bytes, (size_t)n * c->frame_bytes) < 0) {
-            // As in flush_output: the record file shows the gap.
-        }
+        timed_write(c, c->record_fd, c->ring + at * c->frame_bytes, (size_t)n * c->frame_bytes);
         from += n;
     }
 }

@@ -2,6 +2,7 @@ import ALSA
 import BatonTesting
 import CBatonTestCard
 import Glibc
+import Synchronization
 import Testing
 
 import class OSThread.OSThread
@@ -237,6 +238,41 @@ struct TestCardTests {
         #expect(recorded.count == (xrun.frames + 6 * 480) * fb)
         #expect(Array(recorded[0..<(xrun.frames * fb)]) == Array(writer.written[0..<(xrun.frames * fb)]))
         #expect(Array(recorded.suffix(6 * 480 * fb)) == Array(writer.written.suffix(6 * 480 * fb)))
+    }
+
+    /// A write of the card's record that the file held (here a pipe nobody reads for 0.5 s, past its
+    /// 64 KiB) is noted in the sidecar: a `slow-write` line with how long it took, in µs, at the
+    /// instant it began; the record is still every frame.
+    @Test func aSlowRecordWriteIsNoted() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        #expect(mkfifo(card.record, 0o644) == 0)
+        let read = Mutex<[UInt8]>([])
+        let reader = OSThread.start {
+            let fd = open(card.record, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { return }
+            usleep(500_000)
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, 65_536) }
+                if n <= 0 { break }
+                read.withLock { $0 += chunk[0..<n] }
+            }
+            close(fd)
+        }
+        var written: [UInt8] = []
+        do {
+            let writer = try CardWriter(card)
+            let began = monotonicNanoseconds()
+            while monotonicNanoseconds() - began < 1_000_000_000 { _ = writer.writePeriod() }
+            writer.pcm.drain()
+            written = writer.written
+        }
+        reader.join()
+        let slow = card.events("slow-write").compactMap { Int($0.detail) }
+        #expect(slow.contains { $0 >= 20_000 }, "slow writes (µs): \(slow)")
+        print("slow writes (µs): \(slow)")
+        let played = read.withLock { $0 }
+        #expect(played.count > 0 && written.starts(with: played), "\(played.count) of \(written.count) bytes")
     }
 
     /// Behind alsa-lib's own `rate` plugin (which maps its slave: the card offers mmap access too),
