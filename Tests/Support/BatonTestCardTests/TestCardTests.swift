@@ -18,6 +18,16 @@ struct TestCardTests {
     /// Periods that fill a roomy buffer and start the card, plus two it had to wait for.
     static let startPeriods = roomy / 480 + 2
 
+    /// What was buffered at `xrun` was dropped: the record is the frames written up to where the card
+    /// stopped, then the last `frames` written (after the prepare), exactly.
+    static func expectPlayed(upTo xrun: TestCard.Event, thenTheLast frames: Int, of writer: CardWriter) {
+        let fb = writer.card.frameBytes
+        let recorded = writer.card.recordedBytes()
+        #expect(recorded.count == (xrun.frames + frames) * fb)
+        #expect(Array(recorded[0..<(xrun.frames * fb)]) == Array(writer.written[0..<(xrun.frames * fb)]))
+        #expect(Array(recorded.suffix(frames * fb)) == Array(writer.written.suffix(frames * fb)))
+    }
+
     init() throws {
         _ = ALSATestRig.directory
         try #require(
@@ -233,11 +243,7 @@ struct TestCardTests {
         #expect(writer.pcm.prepare() == 0)
         #expect(writer.write(periods: 6) == 0)
         writer.pcm.drain()
-        let fb = card.frameBytes
-        let recorded = card.recordedBytes()
-        #expect(recorded.count == (xrun.frames + 6 * 480) * fb)
-        #expect(Array(recorded[0..<(xrun.frames * fb)]) == Array(writer.written[0..<(xrun.frames * fb)]))
-        #expect(Array(recorded.suffix(6 * 480 * fb)) == Array(writer.written.suffix(6 * 480 * fb)))
+        Self.expectPlayed(upTo: xrun, thenTheLast: 6 * 480, of: writer)
     }
 
     /// A write of the card's record that the file held (here a pipe nobody reads for 0.5 s, past its
@@ -345,12 +351,7 @@ struct TestCardTests {
         writer.pcm.drain()
         let xrun = try #require(card.events("xrun").first)
         #expect(xrun.detail == "injected")
-        // What was buffered at the xrun is dropped: the record is the frames played before it, then the rest.
-        let fb = card.frameBytes
-        let recorded = card.recordedBytes()
-        #expect(recorded.count == (xrun.frames + 6 * 480) * fb)
-        #expect(Array(recorded[0..<(xrun.frames * fb)]) == Array(writer.written[0..<(xrun.frames * fb)]))
-        #expect(Array(recorded.suffix(6 * 480 * fb)) == Array(writer.written.suffix(6 * 480 * fb)))
+        Self.expectPlayed(upTo: xrun, thenTheLast: 6 * 480, of: writer)
     }
 
     /// A suspend injected by another process gives -ESTRPIPE until `snd_pcm_resume`, which continues
