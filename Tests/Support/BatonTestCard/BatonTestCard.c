@@ -141,6 +141,15 @@ static snd_pcm_uframes_t avail(const card_t *c) { return c->buffer - (snd_pcm_uf
 static void record_event(card_t *c, int64_t ns, uint64_t frames, const char *event, const char *detail);
 static uint64_t total(const card_t *c);
 
+/// `v` in decimal, NUL-terminated, into `out` (at least 21 bytes).
+static void decimal(char *out, uint64_t v) {
+    char digits[24];
+    int n = 0, m = 0;
+    do { digits[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+    while (n) out[m++] = digits[--n];
+    out[m] = 0;
+}
+
 /// A write of the card's own files taking this long is noted in the sidecar ("slow-write <µs>"):
 /// the card writes from the caller's thread (the application's real-time output thread), and a
 /// file system that blocks it (a journal commit, dirty-page throttling) can make it underrun, which
@@ -155,12 +164,8 @@ static void timed_write(card_t *c, int fd, const void *bytes, size_t n) {
     }
     int64_t took = now_ns() - began;
     if (took < SLOW_WRITE_NS) return;
-    char digits[24], detail[24];
-    int k = 0, m = 0;
-    uint64_t us = (uint64_t)took / 1000;
-    do { digits[k++] = (char)('0' + us % 10); us /= 10; } while (us);
-    while (k) detail[m++] = digits[--k];
-    detail[m] = 0;
+    char detail[24];
+    decimal(detail, (uint64_t)took / 1000);
     record_event(c, began, total(c), "slow-write", detail);
 }
 
@@ -177,9 +182,8 @@ static void put_text(card_t *c, const char *s) {
 
 static void put_u64(card_t *c, uint64_t v) {
     char digits[24];
-    int n = 0;
-    do { digits[n++] = (char)('0' + v % 10); v /= 10; } while (v);
-    while (n && c->output_length < OUTPUT_BUFFER) c->output[c->output_length++] = digits[--n];
+    decimal(digits, v);
+    put_text(c, digits);
 }
 
 static void put_i64(card_t *c, int64_t v) {
