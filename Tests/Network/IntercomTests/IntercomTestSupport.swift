@@ -148,7 +148,5 @@ final class EventLog: Sendable {
 
 /// The 440 Hz level in consecutive `window`-frame windows of `audio` (48 kHz mono).
 func toneLevels(_ audio: [Float], window: Int = 960, frequency: Double = 440) -> [Double] {
-    stride(from: 0, to: audio.count - window + 1, by: window).map {
-        Signals.toneLevel(audio[$0..<($0 + window)], frequency: frequency, rate: 48_000)
-    }
+    Signals.toneLevels(audio, window: window, frequency: frequency, rate: 48_000)
 }

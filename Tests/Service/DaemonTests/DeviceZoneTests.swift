@@ -113,9 +113,7 @@ import Testing
         // The bell heard whole (0.5 s: at least 4 of the 0.1 s windows), then the music again.
         let window = 4_800
         let left = Signals.channel(ALSATestRig.readS16(card.record), 0, of: 2)
-        let bellWindows = stride(from: 0, to: left.count - window, by: window).filter {
-            Signals.toneLevel(left[$0..<($0 + window)], frequency: 1_000, rate: 48_000) > 0.2
-        }
+        let bellWindows = Signals.toneLevels(left, window: window, frequency: 1_000, rate: 48_000).filter { $0 > 0.2 }
         #expect(bellWindows.count >= 4, "bell heard in \(bellWindows.count) windows")
         #expect(
             waitUntil {

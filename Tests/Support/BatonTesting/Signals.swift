@@ -36,6 +36,13 @@ public enum Signals {
         return 2 * sqrt(max(power, 0)) / Double(n)
     }
 
+    /// `toneLevel` of `frequency` in each consecutive whole `window` of `samples` (one channel).
+    public static func toneLevels(_ samples: [Float], window: Int, frequency: Double, rate: Int) -> [Double] {
+        stride(from: 0, to: samples.count - window + 1, by: window).map {
+            toneLevel(samples[$0..<($0 + window)], frequency: frequency, rate: rate)
+        }
+    }
+
     /// The amplitude of `frequency` in `samples` through a Hann window, so a strong tone at another
     /// frequency leaks far less into the estimate than with `toneLevel` (for short windows).
     public static func windowedToneLevel(_ samples: ArraySlice<Float>, frequency: Double, rate: Int) -> Double {
