@@ -66,7 +66,9 @@ typedef struct card {
     snd_pcm_uframes_t period;
     snd_pcm_uframes_t buffer;
     bool frame_pointer;          // pointer granularity: one frame, or (default) one period
-    bool rewind_xruns;           // a rewind stops the stream (XRUN), as a driver that cannot take back
+    // What a rewind does: follows it (REWIND_FOLLOW), or stops the stream (XRUN) as a driver that
+    // cannot take back: prepared or running (REWIND_XRUN), or only once running (REWIND_XRUN_RUNNING).
+    enum { REWIND_FOLLOW, REWIND_XRUN, REWIND_XRUN_RUNNING } rewind_mode;
     int64_t drift_ppb;           // the current drift level, parts per billion
     char control_path[PATH_MAX];
     char record_path[PATH_MAX];
@@ -424,14 +426,18 @@ static bool follow_application(card_t *c, int64_t now) {
     return true;
 }
 
-/// `rewind xrun`: a running stream stops (XRUN) at a rewind, as a kernel driver that copies ahead
-/// to its hardware and cannot take back does (the kernel's indirect-PCM helpers, the Raspberry Pi's
-/// bcm2835: its ack fails, and since Linux 6.4 the stream goes to XRUN). The kernel fails the rewind
-/// itself; ioplug cannot, so the error comes at the next call. The frames taken back are forgotten,
-/// the rest were never played: `snd_pcm_status` tells how many, as after an underrun.
+/// `rewind xrun`: a prepared or running stream stops (XRUN) at a rewind, as a kernel driver that
+/// copies ahead to its hardware and cannot take back does (the kernel's indirect-PCM helpers, the
+/// Raspberry Pi's bcm2835: its ack fails, and since Linux 6.4 the stream goes to XRUN, prepared or
+/// running). `rewind xrun-running`: only a running one, as a driver that refuses only once it plays.
+/// The kernel fails the rewind itself; ioplug cannot, so the error comes at the next call. The
+/// frames taken back are forgotten, the rest were never played: `snd_pcm_status` tells how many, as
+/// after an underrun.
 static void refuse_rewind(card_t *c, int64_t now) {
-    if (!c->running || c->io.state != SND_PCM_STATE_RUNNING) return;
-    freeze(c, now);
+    bool running = c->running && c->io.state == SND_PCM_STATE_RUNNING;
+    bool prepared = !c->running && c->io.state == SND_PCM_STATE_PREPARED;
+    if (!(running || (prepared && c->rewind_mode == REWIND_XRUN))) return;
+    if (running) freeze(c, now);
     snd_pcm_ioplug_set_state(&c->io, SND_PCM_STATE_XRUN);
     record_event(c, now, total(c), "xrun", "rewind");
 }
@@ -439,7 +445,7 @@ static void refuse_rewind(card_t *c, int64_t now) {
 static int sync_card(card_t *c, int64_t now) {
     bool rewound = follow_application(c, now);
     advance(c, now);
-    if (rewound && c->rewind_xruns) refuse_rewind(c, now);
+    if (rewound && c->rewind_mode != REWIND_FOLLOW) refuse_rewind(c, now);
     read_control(c, now);
     return state_error(c);
 }
@@ -813,7 +819,8 @@ static int parse_definition(card_t *c, snd_config_t *conf) {
             else if (err == 0 && strcmp(s, "period") != 0) err = -EINVAL;
         } else if (strcmp(id, "rewind") == 0) {
             err = snd_config_get_string(n, &s);
-            if (err == 0 && strcmp(s, "xrun") == 0) c->rewind_xruns = true;
+            if (err == 0 && strcmp(s, "xrun") == 0) c->rewind_mode = REWIND_XRUN;
+            else if (err == 0 && strcmp(s, "xrun-running") == 0) c->rewind_mode = REWIND_XRUN_RUNNING;
             else if (err == 0 && strcmp(s, "follow") != 0) err = -EINVAL;
         } else {
             SNDERR("batontest: unknown field %s", id);

@@ -246,6 +246,32 @@ struct TestCardTests {
         Self.expectPlayed(upTo: xrun, thenTheLast: 6 * 480, of: writer)
     }
 
+    /// `rewind xrun` stops a stream that was only prepared too (the kernel's indirect-PCM helpers
+    /// fail the rewind in either state), before it played anything: the next call finds it stopped,
+    /// and after `snd_pcm_prepare` it plays what is written then, and nothing of before.
+    /// `rewind xrun-running` follows a rewind of a prepared stream (the frames are taken back).
+    @Test(arguments: [TestCard.Rewind.xrun, .xrunRunning])
+    func aPreparedCardAtARewind(_ mode: TestCard.Rewind) throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy, rewind: mode)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: 2) == 0)
+        #expect(writer.rewind(frames: 2 * 480) == 2 * 480)
+        let avail = writer.pcm.avail()
+        if mode == .xrun {
+            #expect(avail == -Int(EPIPE))
+            #expect(card.events("xrun").map(\.detail) == ["rewind"])
+            #expect(writer.pcm.prepare() == 0)
+        } else {
+            #expect(avail == Self.roomy, "all taken back")
+            #expect(card.events("xrun").isEmpty)
+        }
+        #expect(card.events("start").isEmpty)
+        #expect(writer.write(periods: 10) == 0)
+        writer.pcm.drain()
+        #expect(card.recordedBytes() == writer.written, "only what was written after the rewind")
+        #expect(card.recordedFrames == 10 * 480)
+    }
+
     /// A write of the card's record that the file held (here a pipe nobody reads for 0.5 s, past its
     /// 64 KiB) is noted in the sidecar: a `slow-write` line with how long it took, in µs, at the
     /// instant it began; the record is still every frame.

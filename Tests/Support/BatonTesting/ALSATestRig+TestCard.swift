@@ -22,9 +22,12 @@ public struct TestCard: Sendable {
 
     /// What a rewind (`snd_pcm_rewind`) does: the card follows it (most cards), or the stream stops
     /// (XRUN), as a driver that copies ahead to its hardware and cannot take back (the Raspberry Pi's
-    /// bcm2835 since Linux 6.4; the kernel fails the rewind itself, the card at its next call).
+    /// bcm2835 since Linux 6.4, prepared or running: `xrun`; the kernel fails the rewind itself, the
+    /// card at its next call), or stops only once it runs (`xrunRunning`: a driver that refuses only
+    /// while it plays).
     public enum Rewind: String, Sendable {
         case follow, xrun
+        case xrunRunning = "xrun-running"
     }
 
     /// A fault to inject while the card runs (one line of its control file).
