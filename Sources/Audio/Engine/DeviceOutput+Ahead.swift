@@ -47,12 +47,17 @@ extension DeviceOutput {
         // rendered ahead until it said yes. A PCM that cannot (alsa-lib's `rate` plugin, a `plug`
         // that converts the rate: `snd_pcm_rewindable` is always 0) is kept at its low water and
         // a period, as without the setting: what was rendered ahead there would be heard before
-        // any change, up to a buffer later. A PCM that refused a take-back is not asked again.
+        // any change, up to a buffer later. A card is first asked to take back a period of
+        // silence before it plays (`refusalBeforeStart`); one that refused is not asked again.
         var takesBack: Bool? = nil
         if case .refused = RenderAheadOff(code: renderAheadOffCode.load(ordering: .acquiring)) {
             takesBack = false
         } else {
             renderAheadOffCode.store(0, ordering: .releasing)
+            if let code = refusalBeforeStart(pcm) {
+                takesBack = false
+                renderAheadIsOff(.refused(code))
+            }
         }
         while !stopping {
             wakeUps.add(1, ordering: .relaxed)
@@ -161,6 +166,24 @@ extension DeviceOutput {
     private func renderAheadIsOff(_ why: RenderAheadOff) {
         renderAheadOffCode.store(why.code, ordering: .releasing)
         availabilityObserver?()
+    }
+
+    /// Before a card first plays: writes it a period of silence and takes it back, so that a card
+    /// that cannot take back is found before it plays anything instead of at the first change, where
+    /// it would stop (an xrun): the negative errno of a refused `snd_pcm_rewind`, or -EPIPE when
+    /// the stream stopped at it (the kernel's indirect-PCM helpers, the Raspberry Pi's bcm2835:
+    /// their ack fails a rewind in a prepared stream as in a running one); nil when it took back,
+    /// or took back nothing (a PCM that cannot rewind at all, asked again once it plays). Leaves
+    /// the card prepared and empty. A `clock: system` zone's buffer always takes back: not asked.
+    /// Output thread; real-time safe.
+    func refusalBeforeStart<Sink: RewindableSink>(_ pcm: Sink) -> Int32? {
+        guard let silence = probeSilence, pcm.playsBetweenCalls, !pcm.isRunning else { return nil }
+        let written = pcm.write(silence, frames: spec.pcm.periodFrames)
+        guard written > 0 else { return nil }  // a card that cannot be written: the loop meets it
+        let back = pcm.rewind(frames: written)
+        let refused: Int32? = back < 0 ? Int32(clamping: back) : pcm.avail() == -Int(EPIPE) ? -EPIPE : nil
+        if refused != nil || back != written { _ = pcm.prepare() }
+        return refused
     }
 
     /// What `takeBack` did.

@@ -61,7 +61,10 @@ public final class DeviceOutput: @unchecked Sendable {
         /// at once after it with frames still in it (-EPIPE; a card that ran dry did not) — a driver
         /// that copies ahead to its hardware, as the Raspberry Pi's bcm2835 does (the kernel's
         /// indirect-PCM helpers: -EINVAL, and since Linux 6.4 -EPIPE with the stream stopped).
-        /// Kept for the life of the output: not asked again at a reopen, which would cost an xrun.
+        /// Found before the card first plays, by taking back a period of silence
+        /// (`refusalBeforeStart`: no xrun), or at a take-back while it plays (one xrun), for a
+        /// driver that refuses only then. Kept for the life of the output: not asked again at a
+        /// reopen.
         case refused(Int32)
 
         /// As stored in `DeviceOutput.renderAheadOffCode`: 0 none, 1 `cannotRewind`, else the errno.
@@ -131,6 +134,9 @@ public final class DeviceOutput: @unchecked Sendable {
     /// A `clock: system` zone that renders ahead: the buffer the system clock plays, in front of
     /// its PCM (made here, so the output thread does not allocate it at every open).
     private let clockedBuffer: ClockedBuffer?
+    /// A card rendered ahead: a period of silence in its format, which it is written and asked to
+    /// take back before it first plays (`refusalBeforeStart`).
+    let probeSilence: UnsafeMutableRawPointer?
 
     /// Called on the output thread when the device becomes available or unavailable (the PCM opened,
     /// or was lost); must be quick and must not block. Set before `start`.
@@ -189,6 +195,14 @@ public final class DeviceOutput: @unchecked Sendable {
                 bufferFrames: spec.pcm.bufferFrames, periodFrames: spec.pcm.periodFrames, rate: spec.pcm.rate,
                 frameBytes: spec.pcm.channels * spec.pcm.format.bytesPerSample)
             : nil
+        if spec.rendersAhead && spec.clock == .device {
+            let bytes = spec.pcm.periodFrames * spec.pcm.channels * spec.pcm.format.bytesPerSample
+            let p = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 16)
+            p.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)  // S16 and S32: silence is 0
+            probeSilence = p
+        } else {
+            probeSilence = nil
+        }
         let direct = spec.zones.count == 1 && spec.zones[0].deviceChannels == Array(0..<spec.pcm.channels)
         if direct {
             device = nil
@@ -206,6 +220,7 @@ public final class DeviceOutput: @unchecked Sendable {
 
     deinit {
         device?.deallocate()
+        probeSilence?.deallocate()
     }
 
     /// Starts the output thread. Control thread.
