@@ -259,7 +259,8 @@ extension AudioTruthTests {
             buffers: ["kitchen": .milliseconds(120)], renderAhead: ["kitchen"])
         #expect(waitUntil { t.daemon.status().zones.first?.state == "available" })
         try Self.judgeDoorbells(t) { Signals.channel(ALSATestRig.readS16(card.record), 0, of: 2) }
-        #expect(card.events("rewind").count >= 5, "each change was rendered in by taking back")
+        // One before the card first played (the check that it takes back), then the changes.
+        #expect(card.events("rewind").count >= 1 + 5, "each change was rendered in by taking back")
         #expect(card.events("xrun").isEmpty && card.events("rewind-late").isEmpty)
     }
 
