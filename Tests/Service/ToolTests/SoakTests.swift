@@ -99,9 +99,12 @@ struct Soak {
         return (String(text[text.index(after: open)..<close]), fields.count > 9 ? Int(fields[9]) ?? 0 : 0)
     }
 
-    /// The major faults since `before`, as "thread N" for each thread that had any.
-    func majorFaultsSince(_ before: [Int: (name: String, faults: Int)], _ pid: pid_t) -> (total: Int, threads: String) {
-        let now = majorFaults(pid)
+    /// The major faults since `before`, as "thread N" for each thread that had any; `seen`: the
+    /// threads' counts read along the way, so that a thread that ended since is named too.
+    func majorFaultsSince(
+        _ before: [Int: (name: String, faults: Int)], _ pid: pid_t, seen: [Int: (name: String, faults: Int)] = [:]
+    ) -> (total: Int, threads: String) {
+        let now = seen.merging(majorFaults(pid)) { _, latest in latest }
         let new = now.compactMap { id, t -> (String, Int)? in
             let n = t.faults - (before[id]?.faults ?? 0)
             return id > 0 && n > 0 ? (t.name, n) : nil
@@ -226,6 +229,8 @@ struct Soak {
         var ringsAfterWarmup = 0
         var stealAfterWarmup = HostSteal.now()
         var faultsAfterWarmup: [Int: (name: String, faults: Int)] = [:]
+        var faultsSeen: [Int: (name: String, faults: Int)] = [:]
+        var nextFaultReading = 0.0
         while seconds() < duration {
             let now = seconds()
             if now >= nextBell {
@@ -255,6 +260,11 @@ struct Soak {
                 stealAfterWarmup = HostSteal.now()
                 faultsAfterWarmup = majorFaults(daemon.pid)
             }
+            // Each thread's count once a second: one that ends before the run does is still named.
+            if rssAfterWarmup != nil && now >= nextFaultReading {
+                faultsSeen.merge(majorFaults(daemon.pid)) { _, latest in latest }
+                nextFaultReading = now + 1
+            }
             usleep(50_000)
         }
         for c in calls { _ = c.wait(seconds: 10) }
@@ -262,7 +272,7 @@ struct Soak {
         let rssEnd = Resident(daemon.pid)
         let ringsEnd = ringKiB()
         let steal = HostSteal.now() - stealAfterWarmup
-        let faults = majorFaultsSince(faultsAfterWarmup, daemon.pid)
+        let faults = majorFaultsSince(faultsAfterWarmup, daemon.pid, seen: faultsSeen)
         let recording = recorder.stop()
         let stealReadings = hostSteal.stop()
         let canaryWakeUps = canary.stop()
