@@ -320,21 +320,28 @@ struct Soak {
         func machineHeld(_ from: Int, _ to: Int) -> Int {
             RealtimeCanary.longestStall(canaryLate, overlapping: from, to) / 1_000_000
         }
+        // One rule for an xrun and a late cycle between `from` and `to`: counted, or named and not
+        // counted when the host took the CPU, the card's own write held its thread (`wrote`, ms) or
+        // the machine held the canary.
+        func judgeStall(_ what: String, from: Int, to: Int, wrote: Int = 0) {
+            let stolen = hostTook(from, to)
+            let held = machineHeld(from - 60_000_000, to)
+            let text =
+                "\(what) (host took \(Int(stolen * 1000)) ms"
+                + (wrote > 0 ? ", the card's own write \(wrote) ms" : "")
+                + (held > 0 ? ", the canary held \(held) ms" : "") + ")"
+            if stolen >= 0.02 || wrote >= 20 || held >= 20 { excused.append(text) } else { unexcused.append(text) }
+        }
         var slowest = 0
         for (zone, card) in [("kitchen", kitchen), ("patio", patio)] {
             let slow = slowWrites(card)
             slowest = max(slowest, slow.map(\.ms).max() ?? 0)
             for u in underruns(card) {
-                let stolen = hostTook(u.nanoseconds, u.nanoseconds)
                 let at = Int64(u.nanoseconds)
                 let before = slow.filter { $0.nanoseconds <= at && at - $0.nanoseconds < 150_000_000 }
-                let wrote = before.map(\.ms).max() ?? 0
-                let held = machineHeld(u.nanoseconds - 60_000_000, u.nanoseconds)
-                let text =
-                    "\(zone) xrun at \(u.text) (host took \(Int(stolen * 1000)) ms"
-                    + (wrote > 0 ? ", the card's own write \(wrote) ms" : "")
-                    + (held > 0 ? ", the canary held \(held) ms" : "") + ")"
-                if stolen >= 0.02 || wrote >= 20 || held >= 20 { excused.append(text) } else { unexcused.append(text) }
+                judgeStall(
+                    "\(zone) xrun at \(u.text)", from: u.nanoseconds, to: u.nanoseconds,
+                    wrote: before.map(\.ms).max() ?? 0)
             }
         }
         var lateLocated = 0
@@ -347,12 +354,8 @@ struct Soak {
                     let from = before.takenAt, let to = sample.takenAt
                 else { continue }
                 lateLocated += now.lateCycles - was.lateCycles
-                let stolen = hostTook(from, to)
-                let held = machineHeld(from - 60_000_000, to)
-                let text =
-                    "\(name) late cycle at uptime \(tenths(Double(sample.uptimeMs) / 1000)) s (host took \(Int(stolen * 1000)) ms"
-                    + (held > 0 ? ", the canary held \(held) ms" : "") + ")"
-                if stolen >= 0.02 || held >= 20 { excused.append(text) } else { unexcused.append(text) }
+                judgeStall(
+                    "\(name) late cycle at uptime \(tenths(Double(sample.uptimeMs) / 1000)) s", from: from, to: to)
             }
         }
         if xruns != cardXruns || !unexcused.isEmpty || lateLocated < late {
