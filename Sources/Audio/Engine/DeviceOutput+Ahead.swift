@@ -174,10 +174,10 @@ extension DeviceOutput {
     /// the stream stopped at it (the kernel's indirect-PCM helpers, the Raspberry Pi's bcm2835:
     /// their ack fails a rewind in a prepared stream as in a running one); nil when it took back,
     /// or took back nothing (a PCM that cannot rewind at all, asked again once it plays). Leaves
-    /// the card prepared and empty. A `clock: system` zone's buffer always takes back: not asked.
-    /// Output thread; real-time safe.
+    /// the card prepared and empty. A `clock: system` zone's buffer always takes back: it has no
+    /// `probeSilence`, and is not asked. Output thread; real-time safe.
     func refusalBeforeStart<Sink: RewindableSink>(_ pcm: Sink) -> Int32? {
-        guard let silence = probeSilence, pcm.playsBetweenCalls, !pcm.isRunning else { return nil }
+        guard let silence = probeSilence, !pcm.isRunning else { return nil }
         let written = pcm.write(silence, frames: spec.pcm.periodFrames)
         guard written > 0 else { return nil }  // a card that cannot be written: the loop meets it
         let back = pcm.rewind(frames: written)
