@@ -10,17 +10,13 @@ import Testing
 /// and a status sample every period; each is judged against what the cards played.
 ///
 /// Passes when: no xrun (the card's own record and batond's count) and no late cycle — except where
-/// the host took at least 20 ms of the VM's CPU within 100 ms of it (`HostSteal`: a real-time
-/// thread cannot run while the VM does not), where the card's own write of its record took at
-/// least 20 ms within 150 ms before it (it writes from batond's output thread: a file system that
-/// holds it is the rig's doing), or where the harness's own SCHED_FIFO thread above batond's
-/// (`RealtimeCanary`) was held at least 20 ms within 60 ms before it (the machine held every
-/// real-time thread: a VM stopped in a way its steal time does not show) — those are named in
-/// the summary; every state
-/// sample of every zone checked, none further than a period + ramp from the audio; every event on
-/// its frame; at least the scheduled interruptions, calls and reloads, each call heard; anonymous
-/// memory growth under 1 MiB after the warm-up; rendering ahead, no `render-ahead-off` (the cards
-/// take back: an xrun is never taken for a refusal).
+/// a witness accounts for it (`StallWitness`: the host took the VM's CPU, the card's own write of
+/// its record held batond's output thread, or the machine held the harness's own SCHED_FIFO thread
+/// above batond's, each at least 20 ms just before it) — those are named in the summary; every
+/// state sample of every zone checked, none further than a period + ramp from the audio; every
+/// event on its frame; at least the scheduled interruptions, calls and reloads, each call heard;
+/// anonymous memory growth under 1 MiB after the warm-up; rendering ahead, no `render-ahead-off`
+/// (the cards take back: an xrun is never taken for a refusal).
 ///
 /// Environment: BATON_SOAK_MINUTES (2), BATON_SOAK_BATOND (the debug build's batond),
 /// BATON_SOAK_FIFO=0 to run batond without CAP_SYS_NICE (no SCHED_FIFO), BATON_SOAK_STRESS=0 to
@@ -113,25 +109,7 @@ struct Soak {
         return (total, new.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
     }
 
-    /// Each underrun a card recorded: when (s since the card opened) and how long the output thread
-    /// then took to prepare it again (ms): the stall is at least a buffer plus that.
-    /// Each as its CLOCK_MONOTONIC instant and a text.
-    func underruns(_ card: TestCard) -> [(nanoseconds: Int, text: String)] {
-        let events = card.events()
-        guard let opened = events.first?.nanoseconds else { return [] }
-        var out: [(nanoseconds: Int, text: String)] = []
-        for i in events.indices where events[i].kind == "xrun" {
-            let at: Int64 = events[i].nanoseconds
-            var text = "\(tenths(Double(at - opened) / 1e9)) s"
-            if let prepare = events[(i + 1)...].first(where: { $0.kind == "prepare" }) {
-                text += ", prepared \(tenths(Double(prepare.nanoseconds - at) / 1e6)) ms later"
-            }
-            out.append((Int(at), text))
-        }
-        return out
-    }
-
-    func tenths(_ x: Double) -> String { "\((x * 10).rounded() / 10)" }
+    func tenths(_ x: Double) -> String { Stalls.tenths(x) }
 
     func run() throws -> Result {
         let duration = minutes * 60
@@ -207,10 +185,8 @@ struct Soak {
                 outputPath: dir + "/stress.log") : nil
         defer { _ = load?.stop() }
 
-        let hostSteal = HostSteal()
-        hostSteal.start()
-        let canary = RealtimeCanary()
-        canary.start()
+        let witness = StallWitness()
+        witness.start()
         let recorder = TruthRecorder(port: api, intervalMilliseconds: 10)
         recorder.start()
         var problems: [String] = []
@@ -274,9 +250,7 @@ struct Soak {
         let steal = HostSteal.now() - stealAfterWarmup
         let faults = majorFaultsSince(faultsAfterWarmup, daemon.pid, seen: faultsSeen)
         let recording = recorder.stop()
-        let stealReadings = hostSteal.stop()
-        let canaryWakeUps = canary.stop()
-        let canaryLate = canary.isRealtime ? canaryWakeUps : []
+        let stalls = witness.stop()
         let final = status()
         _ = daemon.stop()
 
@@ -303,47 +277,11 @@ struct Soak {
         let xruns = final?.zones.map(\.xruns).reduce(0, +) ?? -1
         let late = final?.zones.map(\.lateCycles).reduce(0, +) ?? -1
         // Each underrun the cards recorded and each late cycle (between the two status samples whose
-        // counts differ), and whether the host took >= 20 ms of the VM's CPU within 100 ms of it
-        // (the guest accounts a stall's steal when it runs again, after the stall: hence the after).
-        func hostTook(_ from: Int, _ to: Int) -> Double {
-            HostSteal.stolen(stealReadings, from: from - 100_000_000, to: to + 100_000_000)
-        }
-        var excused: [String] = []
-        var unexcused: [String] = []
-        // The card writes its record from batond's output thread: a write the file system held
-        // (its "slow-write" lines, µs) holds that thread, which is the rig's doing.
-        func slowWrites(_ card: TestCard) -> [(nanoseconds: Int64, ms: Int)] {
-            card.events("slow-write").compactMap { e in Int(e.detail).map { (e.nanoseconds, $0 / 1_000) } }
-        }
-        // The harness's own real-time canary, above batond's output threads: a stall that held it
-        // >= 20 ms held every real-time thread of the machine (the card runs dry within 60 ms of it).
-        func machineHeld(_ from: Int, _ to: Int) -> Int {
-            RealtimeCanary.longestStall(canaryLate, overlapping: from, to) / 1_000_000
-        }
-        // One rule for an xrun and a late cycle between `from` and `to`: counted, or named and not
-        // counted when the host took the CPU, the card's own write held its thread (`wrote`, ms) or
-        // the machine held the canary.
-        func judgeStall(_ what: String, from: Int, to: Int, wrote: Int = 0) {
-            let stolen = hostTook(from, to)
-            let held = machineHeld(from - 60_000_000, to)
-            let text =
-                "\(what) (host took \(Int(stolen * 1000)) ms"
-                + (wrote > 0 ? ", the card's own write \(wrote) ms" : "")
-                + (held > 0 ? ", the canary held \(held) ms" : "") + ")"
-            if stolen >= 0.02 || wrote >= 20 || held >= 20 { excused.append(text) } else { unexcused.append(text) }
-        }
-        var slowest = 0
-        for (zone, card) in [("kitchen", kitchen), ("patio", patio)] {
-            let slow = slowWrites(card)
-            slowest = max(slowest, slow.map(\.ms).max() ?? 0)
-            for u in underruns(card) {
-                let at = Int64(u.nanoseconds)
-                let before = slow.filter { $0.nanoseconds <= at && at - $0.nanoseconds < 150_000_000 }
-                judgeStall(
-                    "\(zone) xrun at \(u.text)", from: u.nanoseconds, to: u.nanoseconds,
-                    wrote: before.map(\.ms).max() ?? 0)
-            }
-        }
+        // counts differ), judged by the witnesses' one rule (`StallWitness`).
+        let judged = [("kitchen", kitchen), ("patio", patio)].flatMap { stalls.underruns(on: $1, name: $0) }
+        var excused = judged.filter(\.excused).map(\.text)
+        var unexcused = judged.filter { !$0.excused }.map(\.text)
+        let slowest = max(Stalls.slowestWrite(kitchen), Stalls.slowestWrite(patio))
         var lateLocated = 0
         for name in ["kitchen", "patio"] {
             var previous: TruthRecorder.Sample?
@@ -354,8 +292,9 @@ struct Soak {
                     let from = before.takenAt, let to = sample.takenAt
                 else { continue }
                 lateLocated += now.lateCycles - was.lateCycles
-                judgeStall(
+                let j = stalls.judge(
                     "\(name) late cycle at uptime \(tenths(Double(sample.uptimeMs) / 1000)) s", from: from, to: to)
+                if j.excused { excused.append(j.text) } else { unexcused.append(j.text) }
             }
         }
         if xruns != cardXruns || !unexcused.isEmpty || lateLocated < late {
@@ -436,9 +375,7 @@ struct Soak {
             "; after the warm-up the hypervisor stole \(tenths(steal)) s of CPU, batond had \(faults.total) major faults"
             + (faults.threads.isEmpty ? "" : " (\(faults.threads))")
             + ", the cards' slowest own write \(slowest) ms, "
-            + (canary.isRealtime
-                ? "the harness's real-time canary held at most \((canaryLate.map(\.late).max() ?? 0) / 1_000_000) ms"
-                : "no real-time canary (no SCHED_FIFO for the harness)")
+            + stalls.canarySummary
             + (excused.isEmpty
                 ? ""
                 : "; while the host took >= 20 ms of the VM's CPU, a card's own write took >= 20 ms or the "
