@@ -50,13 +50,13 @@ extension DeviceOutput {
         // any change, up to a buffer later. A card is first asked to take back a period of
         // silence before it plays (`refusalBeforeStart`); one that refused is not asked again.
         var takesBack: Bool? = nil
-        if case .refused = RenderAheadOff(code: renderAheadOffCode.load(ordering: .acquiring)) {
+        if let off = RenderAheadOff(code: renderAheadOffCode.load(ordering: .acquiring)), off != .cannotRewind {
             takesBack = false
         } else {
             renderAheadOffCode.store(0, ordering: .releasing)
-            if let code = refusalBeforeStart(pcm) {
+            if let off = refusalBeforeStart(pcm) {
                 takesBack = false
-                renderAheadIsOff(.refused(code))
+                renderAheadIsOff(off)
             }
         }
         while !stopping {
@@ -169,21 +169,45 @@ extension DeviceOutput {
     }
 
     /// Before a card first plays: writes it a period of silence and takes it back, so that a card
-    /// that cannot take back is found before it plays anything instead of at the first change, where
-    /// it would stop (an xrun): the negative errno of a refused `snd_pcm_rewind`, or -EPIPE when
-    /// the stream stopped at it (the kernel's indirect-PCM helpers, the Raspberry Pi's bcm2835:
-    /// their ack fails a rewind in a prepared stream as in a running one); nil when it took back,
-    /// or took back nothing (a PCM that cannot rewind at all, asked again once it plays). Leaves
-    /// the card prepared and empty. A `clock: system` zone's buffer always takes back: it has no
+    /// that cannot take back is found before it plays anything instead of at the first change.
+    /// `.refused` with the negative errno of a refused `snd_pcm_rewind`, or -EPIPE when the stream
+    /// stopped at it (the kernel's indirect-PCM helpers, the Raspberry Pi's bcm2835: their ack
+    /// fails a rewind in a prepared stream as in a running one; at the first change it would stop,
+    /// an xrun); `.keptWhatItTookBack` when the rewind said yes but the PCM still counts the
+    /// frames as to be played, or cannot say what it holds (a plugin that handed them on at once,
+    /// as PulseAudio's `pulse` does: rendering ahead there would play every take-back twice);
+    /// nil when it took back, or took
+    /// back nothing (a PCM that cannot rewind at all, asked again once it plays). Leaves the card
+    /// prepared and empty. A `clock: system` zone's buffer always takes back: it has no
     /// `probeSilence`, and is not asked. Output thread; real-time safe.
-    func refusalBeforeStart<Sink: RewindableSink>(_ pcm: Sink) -> Int32? {
+    func refusalBeforeStart<Sink: RewindableSink>(_ pcm: Sink) -> RenderAheadOff? {
         guard let silence = probeSilence, !pcm.isRunning else { return nil }
         let written = pcm.write(silence, frames: spec.pcm.periodFrames)
         guard written > 0 else { return nil }  // a card that cannot be written: the loop meets it
         let back = pcm.rewind(frames: written)
-        let refused: Int32? = back < 0 ? Int32(clamping: back) : pcm.avail() == -Int(EPIPE) ? -EPIPE : nil
-        if refused != nil || back != written { _ = pcm.prepare() }
-        return refused
+        var off: RenderAheadOff? = nil
+        if back < 0 {
+            off = .refused(Int32(clamping: back))
+        } else if pcm.avail() == -Int(EPIPE) {
+            off = .refused(-EPIPE)
+        } else if back == written, heldAfterTakingBack(pcm) != 0 {
+            off = .keptWhatItTookBack
+        }
+        if off != nil || back != written { _ = pcm.prepare() }
+        return off
+    }
+
+    /// What the PCM says it holds, right after it took back all it was given before it plays:
+    /// 0 when it took back. `pulse` cannot say until its server has sent it the stream's timing,
+    /// a few milliseconds after the first write, so a failed `snd_pcm_delay` is asked again every
+    /// millisecond, up to 50 times; nil when it never says (which is not a yes either). Output
+    /// thread, before the card plays: it may sleep.
+    private func heldAfterTakingBack<Sink: RewindableSink>(_ pcm: Sink) -> Int? {
+        for _ in 0..<50 {
+            if let held = pcm.delay() { return held }
+            sleepUntil(monotonicNanoseconds() + 1_000_000)
+        }
+        return nil
     }
 
     /// What `takeBack` did.

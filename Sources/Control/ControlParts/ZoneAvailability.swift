@@ -30,6 +30,10 @@ package struct ZoneAvailability {
                 why =
                     "refused to take back what it was given (\(what): a driver that copies ahead to its hardware, as the Raspberry Pi's bcm2835 does?)"
                 reason = "PCM \"\(pcm)\" refused a take-back: \(what)"
+            case .keptWhatItTookBack:
+                why =
+                    "took back what it was given but still counts it as to be played (snd_pcm_delay above 0 after the rewind: a plugin that hands frames on at once, as PulseAudio's pulse does?)"
+                reason = "PCM \"\(pcm)\" kept what it took back"
             }
             logger.warning(
                 "zone \(name): PCM \"\(pcm)\" \(why); render-ahead is off, the zone keeps its low water and a period as without it"

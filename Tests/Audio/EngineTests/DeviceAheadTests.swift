@@ -217,6 +217,60 @@ import Testing
         print("a card that stops at a take-back (\(mode)): announcements heard \(rounded) ms after the request")
     }
 
+    /// A PCM that hands what it is given on at once — PulseAudio's `pulse`, to a real PulseAudio
+    /// server — says yes to a take-back (alsa-lib's I/O plugins only move the application pointer)
+    /// though the server already has the frames, and would play them twice. The output finds that
+    /// before it plays: after taking back its period of silence the PCM still counts it as to be
+    /// played. So it does not render ahead, and music with a change asked for every 37 ms reaches
+    /// the server's sink every frame once, in order (its monitor, recorded with `parec`).
+    @Test func aPluginThatHandsFramesOnIsNotRenderedAhead() throws {
+        let dir = WAVWriter.temporaryDirectory("pulse")
+        let server = try PulseAudioServer(directory: dir)
+        let recording = dir + "/sink.raw"
+        let parec = try server.record(into: recording)
+        let pcm = PCMRequest(
+            name: ALSATestRig.pulse(server: server.address), rate: Self.rate, channels: 2, format: .s16LE,
+            periodFrames: Self.period, bufferFrames: DeviceCardTests.longBuffer)
+        let output = DeviceOutput(
+            DeviceSpec(
+                pcm: pcm, clock: .device, realtimePriority: 70,
+                zones: [ZoneSpec(name: "zone", deviceChannels: [0, 1], rampFrames: 480, ringFrames: Self.rate / 2)],
+                rendersAhead: true))
+        let music = try #require(output.mixer.claimSlot(gain: 1))
+        let feeder = SlotFeeder([music])
+        output.start()
+        #expect(waitUntil { output.snapshot().framesPlayed >= Self.rate / 2 })
+        var silent: SourceSlot?
+        for _ in 0..<40 {
+            usleep(37_000)
+            Self.askForAChange(output, music: music, silent: &silent)
+        }
+        usleep(200_000)
+        output.stop()
+        feeder.stop()
+        usleep(300_000)  // what the server still held reaches the sink
+        _ = parec.stop(signal: SIGINT)
+        let snapshot = output.snapshot()
+        #expect(snapshot.renderAheadOff == .keptWhatItTookBack)
+        #expect(!snapshot.rendersAhead && output.takeBacks.count == 0 && snapshot.xruns == 0)
+        // The music as the sink played it: from its first frame (index 1; index 0 is silence) on,
+        // each frame the one before plus one, up to where the output stopped.
+        let bytes = ALSATestRig.readBytes(recording)
+        let frames = bytes.withUnsafeBytes { raw in
+            let s = raw.bindMemory(to: Int16.self)
+            return (0..<s.count / 2).map { Int(s[2 * $0 + 1]) * 30_000 + Int(s[2 * $0]) }
+        }
+        let first = try #require(frames.firstIndex { $0 != 0 }, "the sink played the music")
+        let last = try #require(frames.lastIndex { $0 != 0 })
+        let played = frames[first...last]
+        let breaks = zip(played, played.dropFirst()).filter { $1 != $0 + 1 }.count
+        #expect(breaks == 0, "\(breaks) frames not following the one before")
+        #expect(played.count >= Self.rate, "\(played.count) frames of music at the sink")
+        print(
+            "pulse: render-ahead off before it played (\(snapshot.renderAheadOff.map { "\($0)" } ?? "on")), "
+                + "\(played.count) frames at the sink, \(breaks) breaks")
+    }
+
     /// A zone that stops while idle takes back the silence it rendered ahead first: the card plays
     /// out only what it keeps (two periods and what it had begun), so it is drained within 40 ms of
     /// the take-back instead of a 100 ms buffer later, and a chime after it is heard whole, once.

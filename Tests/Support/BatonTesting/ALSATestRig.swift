@@ -18,6 +18,16 @@ public enum ALSATestRig {
 
     private static let counter = Atomic<Int>(0)
 
+    /// PulseAudio's `pulse` PCM (alsa-plugins) with the server as an argument (``pulse(server:)``).
+    static let pulsePCM = "baton_pulse"
+
+    /// The ALSA name of PulseAudio's `pulse` PCM playing to the server at `server`
+    /// ("unix:/path/to/socket", ``PulseAudioServer/address``).
+    public static func pulse(server: String) -> String {
+        _ = directory  // the configuration that defines it
+        return "\(pulsePCM):SERVER=\"\(server)\""
+    }
+
     /// The directory the PCMs write into: created once per process, and always new. A directory named
     /// by the PID alone was found again by a later run on a CI machine that kept /tmp (PIDs repeat in
     /// a fresh container), and the cards append to their record and timing files: a test read 435
@@ -35,6 +45,7 @@ public enum ALSATestRig {
             conf +=
                 "pcm.test_\(i) { type file slave.pcm \"baton_null\" file \"\(dir)/test_\(i).raw\" format \"raw\" perm 0644 }\n"
         }
+        conf += "pcm.\(pulsePCM) { @args [ SERVER ] @args.SERVER { type string } type pulse server $SERVER }\n"
         conf += cardDefinition(directory: dir)
         let path = "\(dir)/asound.conf"
         let f = fopen(path, "w")!
