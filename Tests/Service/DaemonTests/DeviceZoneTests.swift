@@ -123,4 +123,35 @@ import Testing
             }, "the music plays on")
         #expect(t.daemon.events.recent().filter { $0.type == "render-ahead-off" }.count == 1)
     }
+
+    /// A zone set to `render-ahead` on PulseAudio's `pulse` PCM (a real server of the test's own),
+    /// which keeps what it takes back: the daemon says so once, before anything plays (`render-ahead-off`,
+    /// `kept what it took back`; `rendersAhead` false), and the zone plays on as without the
+    /// setting — the bell reaches the server's sink (its monitor, recorded with `parec`).
+    @Test func aZoneOnAPluginThatKeepsWhatItTookBackSaysSoAndPlaysOn() throws {
+        let dir = WAVWriter.temporaryDirectory("pulse-zone")
+        let server = try PulseAudioServer(directory: dir)
+        let recording = dir + "/sink.raw"
+        let parec = try server.record(into: recording)
+        let pcm = ALSATestRig.pulse(server: server.address)
+        let t = try TestDaemon(
+            zones: [("desk", 48_000, pcm)], deviceClocked: ["desk"], buffers: ["desk": .milliseconds(120)],
+            renderAhead: ["desk"])
+        defer { t.stop() }
+        #expect(waitUntil { (try? zone(t, "desk")?.state) == "available" })
+        let off = try #require(t.waitForEvent("render-ahead-off", seconds: 5))
+        #expect(off.zones == ["desk"])
+        #expect(off.reason == "PCM \"\(pcm)\" kept what it took back", "\(off.reason ?? "nil")")
+        #expect(try zone(t, "desk")?.rendersAhead == false)
+        let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#)
+        #expect(bell.status == 202, "\(bell.object)")
+        #expect(waitUntil(seconds: 5) { t.daemon.events.recent().contains { $0.type == "played" } })
+        usleep(300_000)  // what the server still held reaches the sink
+        _ = parec.stop(signal: SIGINT)
+        let left = Signals.channel(ALSATestRig.readS16(recording), 0, of: 2)
+        let bellWindows = Signals.toneLevels(left, window: 4_800, frequency: 1_000, rate: 48_000).filter { $0 > 0.2 }
+        #expect(bellWindows.count >= 4, "bell heard at the sink in \(bellWindows.count) windows of 0.1 s")
+        #expect(try zone(t, "desk")?.xruns == 0)
+        #expect(t.daemon.events.recent().filter { $0.type == "render-ahead-off" }.count == 1)
+    }
 }
