@@ -175,10 +175,9 @@ extension DeviceOutput {
     /// fails a rewind in a prepared stream as in a running one; at the first change it would stop,
     /// an xrun); `.keptWhatItTookBack` when the rewind said yes but the PCM still counts the
     /// frames as to be played, or cannot say what it holds (a plugin that handed them on at once,
-    /// as PulseAudio's `pulse` does: rendering ahead there would play every take-back twice);
-    /// nil when it took back, or took
-    /// back nothing (a PCM that cannot rewind at all, asked again once it plays). Leaves the card
-    /// prepared and empty. A `clock: system` zone's buffer always takes back: it has no
+    /// as PulseAudio's `pulse` does: rendering ahead there would play every take-back twice); nil
+    /// when it took back, or took back nothing (a PCM that cannot rewind at all, asked again once
+    /// it plays). Leaves the card prepared and empty. A `clock: system` zone's buffer always takes back: it has no
     /// `probeSilence`, and is not asked. Output thread; real-time safe.
     func refusalBeforeStart<Sink: RewindableSink>(_ pcm: Sink) -> RenderAheadOff? {
         guard let silence = probeSilence, !pcm.isRunning else { return nil }

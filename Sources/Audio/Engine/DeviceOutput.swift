@@ -68,10 +68,10 @@ public final class DeviceOutput: @unchecked Sendable {
         case refused(Int32)
         /// Before it first played, the PCM took back the period of silence it was given
         /// (`snd_pcm_rewind` said so) but still counted it as to be played (`snd_pcm_delay` above
-        /// 0, or failing for 50 ms): a plugin that hands frames on at once, as PulseAudio's `pulse` PCM does — alsa-lib's
-        /// I/O plugins take back by moving the application pointer only, and the plugin is not
-        /// told, so what it handed on would play twice. Found by `refusalBeforeStart`; kept for the
-        /// life of the output.
+        /// 0, or failing for 50 ms): a plugin that hands frames on at once, as PulseAudio's `pulse`
+        /// PCM does — alsa-lib's I/O plugins take back by moving the application pointer only, and
+        /// the plugin is not told, so what it handed on would play twice. Found by
+        /// `refusalBeforeStart`; kept for the life of the output.
         case keptWhatItTookBack
 
         /// As stored in `DeviceOutput.renderAheadOffCode`: 0 none, 1 `cannotRewind`, 2

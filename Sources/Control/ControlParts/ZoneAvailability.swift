@@ -32,7 +32,7 @@ package struct ZoneAvailability {
                 reason = "PCM \"\(pcm)\" refused a take-back: \(what)"
             case .keptWhatItTookBack:
                 why =
-                    "took back what it was given but still counts it as to be played (snd_pcm_delay above 0 after the rewind: a plugin that hands frames on at once, as PulseAudio's pulse does?)"
+                    "took back what it was given but still counts it as to be played (snd_pcm_delay above 0, or no answer, after the rewind: a plugin that hands frames on at once, as PulseAudio's pulse does?)"
                 reason = "PCM \"\(pcm)\" kept what it took back"
             }
             logger.warning(
