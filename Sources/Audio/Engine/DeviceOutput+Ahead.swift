@@ -177,8 +177,8 @@ extension DeviceOutput {
     /// frames as to be played, or cannot say what it holds (a plugin that handed them on at once,
     /// as PulseAudio's `pulse` does: rendering ahead there would play every take-back twice); nil
     /// when it took back, or took back nothing (a PCM that cannot rewind at all, asked again once
-    /// it plays). Leaves the card prepared and empty. A `clock: system` zone's buffer always takes back: it has no
-    /// `probeSilence`, and is not asked. Output thread; real-time safe.
+    /// it plays). Leaves the card prepared and empty. A `clock: system` zone's buffer always takes
+    /// back: it has no `probeSilence`, and is not asked. Output thread; real-time safe.
     func refusalBeforeStart<Sink: RewindableSink>(_ pcm: Sink) -> RenderAheadOff? {
         guard let silence = probeSilence, !pcm.isRunning else { return nil }
         let written = pcm.write(silence, frames: spec.pcm.periodFrames)

@@ -228,7 +228,8 @@ import Testing
             let s = snaps[i]
             let estimate = try #require(s.rateEstimatePPM)
             #expect(abs(estimate - drift) <= 50, "card at \(drift) ppm estimated at \(estimate) ppm")
-            let underruns = stalls.underruns(on: cards[i], name: "the card at \(drift) ppm")
+            let events = cards[i].events()
+            let underruns = stalls.underruns(in: events, name: "the card at \(drift) ppm")
             let counted = underruns.filter { !$0.excused }.map(\.text)
             #expect(counted.isEmpty, "\(counted)")
             #expect(
@@ -238,7 +239,7 @@ import Testing
             #expect(
                 s.lateCycles == 0 || stalls.longestCanaryStall >= 20,
                 "\(s.lateCycles) late cycles, \(stalls.canarySummary)")
-            let periods = cards[i].events("period")
+            let periods = events.filter { $0.kind == "period" }
             let first = try #require(periods.first)
             let last = try #require(periods.last)
             let measured =

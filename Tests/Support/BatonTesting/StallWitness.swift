@@ -62,10 +62,10 @@ public struct Stalls: Sendable {
             text: text, excused: stolen >= Self.threshold || wrote >= Self.threshold || held >= Self.threshold)
     }
 
-    /// Each underrun `card` recorded, judged: when (s since the card opened), how long the output
-    /// thread then took to prepare it again, and the card's own slow writes in the 150 ms before it.
-    public func underruns(on card: TestCard, name: String) -> [Judged] {
-        let events = card.events()
+    /// Each underrun a card recorded (`events`: its sidecar, `TestCard.events()`, read once by the
+    /// caller), judged: when (s since the card opened), how long the output thread then took to
+    /// prepare it again, and the card's own slow writes in the 150 ms before it.
+    public func underruns(in events: [TestCard.Event], name: String) -> [Judged] {
         guard let opened = events.first?.nanoseconds else { return [] }
         let slow = Self.slowWrites(events)
         var out: [Judged] = []
@@ -84,8 +84,8 @@ public struct Stalls: Sendable {
         return out
     }
 
-    /// The card's slowest own write (ms).
-    public static func slowestWrite(_ card: TestCard) -> Int { slowWrites(card.events()).map(\.ms).max() ?? 0 }
+    /// A card's slowest own write (ms), from its sidecar's `events`.
+    public static func slowestWrite(in events: [TestCard.Event]) -> Int { slowWrites(events).map(\.ms).max() ?? 0 }
 
     /// The longest the canary was held (ms); 0 without SCHED_FIFO.
     public var longestCanaryStall: Int { (canary?.map(\.late).max() ?? 0) / 1_000_000 }
