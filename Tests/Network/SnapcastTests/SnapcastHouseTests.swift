@@ -74,7 +74,8 @@ import Testing
         #expect(rig.snapshot.framesPlayed > played, "the zone's clock runs on through the outage")
         try rig.server.start()
         let restarted = monotonicNanoseconds()
-        #expect(rig.waitUntilBack(restarted: restarted), "the zone and both speakers are back")
+        let notBack = rig.waitUntilBack(restarted: restarted)
+        #expect(notBack == nil, "the zone and both speakers are back: \(notBack ?? "")")
         let bell3 = try rig.ring("bell3")
         #expect(rig.waitForEvent("played", source: bell3.id) != nil)
         rig.pause(Double(buffer) / 1000 + 0.5)
@@ -88,9 +89,9 @@ import Testing
         var heard: [String: [Int]] = [:]
         for tap in [rig.bedroom, rig.bath] {
             let left = tap.left()
-            let b1 = try #require(tap.onset(in: left, from: 0), "\(tap.id) heard the first doorbell")
-            let m = try #require(tap.onset(in: left, from: b1.frame + 19_200 + 4_800), "\(tap.id) heard the music")
-            let b2 = try #require(
+            let b1 = try found(tap.onset(in: left, from: 0), "\(tap.id) heard the first doorbell")
+            let m = try found(tap.onset(in: left, from: b1.frame + 19_200 + 4_800), "\(tap.id) heard the music")
+            let b2 = try found(
                 tap.toneStart(in: left, frequency: 1000, from: m.frame), "\(tap.id) heard the second doorbell")
             // While the bell rings the music is silent; after it, the music is back.
             let during = Signals.windowedToneLevel(
@@ -102,7 +103,7 @@ import Testing
             #expect(after > 0.1, "\(tap.id): music resumed after the bell (440 Hz at \(after))")
             // The music stopped before the restart, so the last bell starts over silence.
             let quiet = b2.frame + 19_200 + Int((Double(buffer) / 1000 + 0.7) * 48_000)
-            let b3 = try #require(tap.onset(in: left, from: quiet), "\(tap.id) heard the doorbell after the restart")
+            let b3 = try found(tap.onset(in: left, from: quiet), "\(tap.id) heard the doorbell after the restart")
             heard[tap.id] = [b1.at, m.at, b2.at, b3.at]
             #expect(
                 abs(Double(b2.at - cutHeard) / 1e6) < 30,
@@ -147,16 +148,25 @@ import Testing
         let connectedWhileFrozen = try rig.server.start(frozenFor: 1.5)
         #expect(connectedWhileFrozen, "Baton connected while the server read nothing (else this tests nothing)")
         let restarted = monotonicNanoseconds()
-        #expect(rig.waitUntilBack(restarted: restarted), "the zone and both speakers are back")
+        let notBack = rig.waitUntilBack(restarted: restarted)
+        #expect(notBack == nil, "the zone and both speakers are back: \(notBack ?? "")")
         let bell = try rig.ring("bell1")
         #expect(rig.waitForEvent("played", source: bell.id) != nil)
         rig.pause(Double(buffer) / 1000 + 0.5)
         rig.daemon.stop()
         for tap in [rig.bedroom, rig.bath] {
-            let heard = try #require(tap.onset(in: tap.left(), from: 0), "\(tap.id) heard the doorbell")
+            let heard = try found(tap.onset(in: tap.left(), from: 0), "\(tap.id) heard the doorbell")
             let latency = Double(heard.at - bell.at) / 1e6
             print("snapcast \(tap.id): bell latency after a frozen start \(latency) ms")
             #expect(abs(latency - Double(buffer)) < 40, "\(tap.id): heard one buffer after the request (\(latency) ms)")
         }
     }
+}
+
+/// `onset`, or a failure saying `what` was not heard. (`#require(tap.onset(in: left, …))` would
+/// print every sample of `left` in its message.)
+private func found(_ onset: Onset?, _ what: Comment, sourceLocation: SourceLocation = #_sourceLocation) throws
+    -> Onset
+{
+    try #require(onset, what, sourceLocation: sourceLocation)
 }

@@ -92,16 +92,47 @@ final class SnapcastTestRig {
 
     /// After snapserver (re)started at `restarted` (monotonic ns): waits until the zone carries
     /// audio again and the server has both speakers on the zone's stream, then until 3 s after the
-    /// start (the latency has settled by then). False if the zone or the speakers did not come back.
-    func waitUntilBack(restarted: Int) -> Bool {
-        guard waitUntil(seconds: 6, { snapshot.available && snapshot.reopens >= 1 }) else { return false }
+    /// start (the latency has settled by then). Nil when all are back; else what is missing, with
+    /// what the zone, the server, the speakers and the daemon said (a speaker that does not come
+    /// back is snapclient's to explain, and its log says why).
+    func waitUntilBack(restarted: Int) -> String? {
+        guard waitUntil(seconds: 6, { snapshot.available && snapshot.reopens >= 1 }) else {
+            return "the zone did not carry audio again within 6 s (\(snapshot)); \(evidence())"
+        }
         let grouped = waitUntil(seconds: 8) {
             let s = try? control.status()
             return s?.client("bedroom-pi")?.connected == true && s?.client("bath-pi")?.connected == true
                 && s?.group(of: "bath-pi")?.streamID == "upstairs"
         }
+        guard grouped else { return "the speakers were not back on stream upstairs within 8 s; \(evidence())" }
         pause(max(0, 3.0 - Double(monotonicNanoseconds() - restarted) / 1e9))
-        return grouped
+        return nil
+    }
+
+    /// What the server says of the speakers, the ends of the speakers' and the server's logs, and
+    /// the daemon's last lines: for a failure message.
+    func evidence() -> String {
+        let said: String
+        do {
+            let s = try control.status()
+            said = ["bedroom-pi", "bath-pi"].map { id in
+                "\(id) connected \(s.client(id)?.connected.description ?? "unknown"), on stream \(s.group(of: id)?.streamID ?? "none")"
+            }.joined(separator: ", ")
+        } catch {
+            said = "no status (\(error))"
+        }
+        let tail = { (text: String) in text.split(separator: "\n").suffix(12).joined(separator: "\n") }
+        return """
+            the server says: \(said)
+            bedroom-pi (\(bedroom.frameCount) frames heard; threads: \(bedroom.threads)):
+            \(tail(bedroom.log))
+            bath-pi (\(bath.frameCount) frames heard; threads: \(bath.threads)):
+            \(tail(bath.log))
+            snapserver:
+            \(tail(server.log))
+            batond:
+            \(log.lines.withLock { $0.suffix(12) }.joined(separator: "\n"))
+            """
     }
 
     /// Sleeps on the test's own thread (never a Task).

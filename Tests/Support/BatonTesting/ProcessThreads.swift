@@ -41,4 +41,16 @@ public enum ProcessThreads {
         let fields = (FileIO.firstLine("/proc/\(process)/task/\(tid)/schedstat") ?? "").split(separator: " ")
         return fields.count > 2 ? Int(fields[2]) ?? 0 : 0
     }
+
+    /// Where each thread of `process` is, one line each: "name state wchan" (state from
+    /// /proc/PROCESS/task/TID/stat, the kernel function it sleeps in from …/wchan): for a failure
+    /// message about a program that stopped doing what it should (stuck on a pipe, a futex, a socket).
+    public static func whereTheyWait(process: String) -> String {
+        ids(process: process).sorted().map { tid in
+            let stat = FileIO.firstLine("/proc/\(process)/task/\(tid)/stat") ?? ""
+            let state = stat.lastIndex(of: ")").map { stat[$0...].dropFirst(2).prefix(1) } ?? "?"
+            let wchan = FileIO.firstLine("/proc/\(process)/task/\(tid)/wchan") ?? "?"
+            return "\(name(tid, process: process)) \(state) \(wchan)"
+        }.joined(separator: "; ")
+    }
 }

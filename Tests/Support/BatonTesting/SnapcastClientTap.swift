@@ -57,6 +57,9 @@ public final class SnapcastClientTap: @unchecked Sendable {
     /// What the client printed.
     public var log: String { process.output }
 
+    /// Where the client's threads are (see `ProcessThreads.whereTheyWait`).
+    public var threads: String { ProcessThreads.whereTheyWait(process: "\(process.pid)") }
+
     /// Frames received so far.
     public var frameCount: Int { locked { received.count / Self.bytesPerFrame } }
 
