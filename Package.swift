@@ -197,7 +197,7 @@ let package = Package(
                 "HTTPServer", "OSThread",
             ]),
         tests("ArbiterTests", "Arbiter", ["Arbiter"]),
-        tests("ConfigTests", "Control/ConfigTests", ["AudioCore", "BatonConfig", "YAML"]),
+        tests("ConfigTests", "Control/ConfigTests", ["AudioCore", "BatonConfig", "BatonTesting", "YAML"]),
         tests(
             "DaemonTests", "Service/DaemonTests",
             [

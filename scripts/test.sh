@@ -18,8 +18,8 @@ swift format lint --strict -r -p Sources Tests Package.swift fuzz/Sources fuzz/P
 # Every module imports only what Package.swift declares for it (the layer rules, docs/ARCHITECTURE.md).
 swift build --build-tests --explicit-target-dependency-import-check error || exit 1
 took "the format lint and the debug build"
-# The test rig's directories (/tmp/baton-tests-PID-XXXXXX: PCM files and card records, ~0.4 GiB a
-# run) of test processes that have ended: the last run's stay for reading until the next run.
+# The test processes' directories (/tmp/baton-tests-PID-XXXXXX: PCM files, card records, every test's
+# files; ~0.4 GiB a run) of processes that have ended: the last run's stay for reading until the next run.
 for d in /tmp/baton-tests-*; do
   [ -d "$d" ] || continue
   pid=${d#/tmp/baton-tests-}

@@ -1,4 +1,5 @@
 import BatonConfig
+import BatonTesting
 import Glibc
 
 /// The repository root, found from this file's path (Tests/Control/ConfigTests/ConfigTestSupport.swift).
@@ -31,13 +32,9 @@ func load(_ text: String, file: String = "test.yaml") throws -> BatonConfigurati
     try BatonConfiguration.parse(text: text, file: file)
 }
 
-/// A new empty directory under /tmp, for files a test writes (board profiles, configs).
-func makeTemporaryDirectory() -> String {
-    var template = Array("/tmp/baton-config-test-XXXXXX".utf8CString)
-    let path = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!) }
-    precondition(path != nil, "mkdtemp failed")
-    return String(cString: path!)
-}
+/// A new empty directory for files a test writes (board profiles, configs), in the process's
+/// `TestDirectory.root`.
+func makeTemporaryDirectory() -> String { TestDirectory.make("config-test") }
 
 /// Writes `text` to `path`, creating or replacing the file.
 func writeFile(_ path: String, _ text: String) {

@@ -28,15 +28,11 @@ public enum ALSATestRig {
         return "\(pulsePCM):SERVER=\"\(server)\""
     }
 
-    /// The directory the PCMs write into: created once per process, and always new. A directory named
-    /// by the PID alone was found again by a later run on a CI machine that kept /tmp (PIDs repeat in
-    /// a fresh container), and the cards append to their record and timing files: a test read 435
-    /// periods where it wrote 100, the others 2.5 hours old.
+    /// The directory the PCMs write into: the process's `TestDirectory.root`, always new (the
+    /// cards append to their record and timing files: a directory found again once made a test
+    /// read 435 periods where it wrote 100, the others 2.5 hours old).
     public static let directory: String = {
-        var template = Array("/tmp/baton-tests-\(getpid())-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { fatalError("ALSATestRig: mkdtemp failed, errno \(errno)") }
-        let dir = String(cString: made)
-        chmod(dir, 0o755)
+        let dir = TestDirectory.root
         var conf = "</usr/share/alsa/alsa.conf>\npcm.baton_null { type null }\n"
         conf += "pcm.\(missingPCM) { type hw card 97 }\n"
         conf +=

@@ -30,9 +30,6 @@ public enum WAVWriter {
         fclose(f)
     }
 
-    /// A fresh temporary directory.
-    public static func temporaryDirectory(_ name: String) -> String {
-        var template = Array("/tmp/baton-\(name)-XXXXXX".utf8CString)
-        return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
-    }
+    /// A fresh temporary directory (in the process's `TestDirectory.root`).
+    public static func temporaryDirectory(_ name: String) -> String { TestDirectory.make(name) }
 }
