@@ -24,7 +24,7 @@ import Testing
         // Grouped by Baton: one group, both speakers, the zone's stream; the volume applied.
         var grouped = false
         #expect(
-            waitUntil(seconds: 8) {
+            waitUntil(seconds: 8, every: 0.02) {
                 guard let status = try? rig.control.status(), let g = status.group(of: "bedroom-pi") else {
                     return false
                 }

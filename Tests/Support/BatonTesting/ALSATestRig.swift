@@ -81,9 +81,11 @@ public enum ALSATestRig {
     }
 }
 
-/// Polls `condition` every millisecond until it holds or `seconds` pass; returns whether it held.
+/// Polls `condition` every `interval` seconds (a millisecond unless told; longer for a condition that
+/// asks another program, such as a server over its API) until it holds or `seconds` pass; returns
+/// whether it held.
 /// For waiting on another thread's progress with a bound, never for timing.
-public func waitUntil(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+public func waitUntil(seconds: Double = 10, every interval: Double = 0.001, _ condition: () -> Bool) -> Bool {
     var start = timespec()
     clock_gettime(CLOCK_MONOTONIC, &start)
     while true {
@@ -91,6 +93,6 @@ public func waitUntil(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         if Double(now.tv_sec - start.tv_sec) + Double(now.tv_nsec - start.tv_nsec) / 1e9 > seconds { return false }
-        usleep(1000)
+        usleep(UInt32(interval * 1_000_000))
     }
 }

@@ -12,7 +12,13 @@ public final class SnapcastClientTap: @unchecked Sendable {
     // the reader starts.
     public let id: String
     public let fifo: String
-    private let process: BackgroundProcess
+    /// The running client; replaced by `restart` (from the test's thread only).
+    private var process: BackgroundProcess
+    private let start: () throws -> BackgroundProcess
+    /// What the clients before `process` printed (see `restart`).
+    private var earlierLogs = ""
+    /// How many times the client was restarted.
+    public private(set) var restarts = 0
     private var reader: pthread_t?
     private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let stopping = Atomic<Bool>(false)
@@ -30,12 +36,19 @@ public final class SnapcastClientTap: @unchecked Sendable {
             throw BackgroundProcess.SpawnError(description: "mkfifo \(fifo): \(String(cString: strerror(errno)))")
         }
         pthread_mutex_init(lock, nil)
-        process = try BackgroundProcess(
-            "/usr/bin/snapclient",
-            [
-                "-h", "127.0.0.1", "-p", "\(server.streamPort)", "--hostID", id, "--player", "file:filename=\(fifo)",
-                "--logfilter", "*:notice",
-            ], outputPath: "\(server.directory)/\(id).log")
+        let arguments = [
+            "-h", "127.0.0.1", "-p", "\(server.streamPort)", "--hostID", id, "--player", "file:filename=\(fifo)",
+            "--logfilter", "*:notice",
+        ]
+        var started = 0
+        let directory = server.directory
+        start = {
+            started += 1
+            return try BackgroundProcess(
+                "/usr/bin/snapclient", arguments,
+                outputPath: "\(directory)/\(id)\(started == 1 ? "" : "-\(started)").log")
+        }
+        process = try start()
         let fifo = self.fifo
         reader = startThread { [self] in read(fifo) }
     }
@@ -54,8 +67,23 @@ public final class SnapcastClientTap: @unchecked Sendable {
         reader = nil
     }
 
-    /// What the client printed.
-    public var log: String { process.output }
+    /// What the client printed (every client, when it was restarted).
+    public var log: String { earlierLogs + process.output }
+
+    /// The client's exit status (128 + the signal that killed it) once it has exited, else nil.
+    /// snapclient 0.26 with the file player this tap uses can crash when its server goes away (see
+    /// docs/SNAPCAST.md).
+    public var exitStatus: Int32? { process.wait(seconds: 0) }
+
+    /// Starts a new client on the same FIFO, as a speaker's systemd unit restarts snapclient after
+    /// a crash (`Restart=on-failure`): the reader goes on, and what the first printed stays in
+    /// `log`. For a client that exited (`exitStatus`).
+    public func restart() throws {
+        process.stop()
+        earlierLogs += process.output + "--- restarted by the test ---\n"
+        process = try start()
+        restarts += 1
+    }
 
     /// Where the client's threads are (see `ProcessThreads.whereTheyWait`).
     public var threads: String { ProcessThreads.whereTheyWait(process: "\(process.pid)") }
