@@ -87,7 +87,7 @@ let package = Package(
         cLibrary("CMicroHTTPD", in: "HTTPServer", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
         wrapper("HTTPServer", in: "HTTPServer", ["CMicroHTTPD"]),
         cLibrary("CCurl", in: "Curl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
-        wrapper("Curl", in: "Curl", ["CCurl"]),
+        wrapper("Curl", in: "Curl", ["CCurl", "OSThread"]),
         cLibrary("CFLAC", in: "FLAC", pkgConfig: "flac", apt: ["libflac-dev"]),
         wrapper("FLACCodec", in: "FLAC", ["CFLAC", "AudioCore"]),
         cLibrary("CMPG123", in: "MPG123", pkgConfig: "libmpg123", apt: ["libmpg123-dev"]),
@@ -122,7 +122,7 @@ let package = Package(
             "Players", "Players",
             ["AudioCore", "Curl", "Engine", "Intercom", "Media", "OSThread", "Subsonic", "Systemd"]),
         // Configuration, and the control plane (admit, route, report; domain errors, no transport).
-        module("BatonConfig", "Control/BatonConfig", ["AudioCore", "YAML"]),
+        module("BatonConfig", "Control/BatonConfig", ["AudioCore", "OSThread", "YAML"]),
         // What the control plane is made of beside its decisions: the zones built from the config, the
         // domain error, the event log, and the peripherals it drives (state file, mixer controls, speech,
         // Snapcast speakers, the intercom line, the music server, cover art, the external-sources socket).

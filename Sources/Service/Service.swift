@@ -93,8 +93,7 @@ public enum Service {
         notify(systemd, logger) { try systemd.status("\(config.zones.count) zones; API on \(config.api.listen)") }
         if let interval = systemd.watchdogInterval {
             // Pet the watchdog only while the monitor thread is alive: a wedged daemon gets restarted.
-            let half =
-                Int(interval.components.seconds) * 500_000 + Int(interval.components.attoseconds / 2_000_000_000_000)
+            let half = interval.wholeNanoseconds / 2_000  // µs
             OSThread.detach(name: "watchdog") {
                 while true {
                     usleep(UInt32(max(half, 10_000)))

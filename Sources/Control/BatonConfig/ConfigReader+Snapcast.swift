@@ -1,4 +1,5 @@
 import AudioCore
+import OSThread
 import YAML
 
 extension ConfigReader {
@@ -109,7 +110,7 @@ extension ConfigReader {
         let id = required(fields, "id", .string)
         let volume = optional(fields, "volume", .volume)
         let latency = optional(fields, "latency", .duration(SnapcastConfig.latencyRange))
-        if let latency, latency.nanoseconds % 1_000_000 != 0 {
+        if let latency, latency.wholeNanoseconds % 1_000_000 != 0 {
             report(
                 fields.values["latency"]?.value.mark, path.appending("latency"), "snapclient takes whole milliseconds")
         }

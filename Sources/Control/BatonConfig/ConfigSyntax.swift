@@ -1,3 +1,5 @@
+import OSThread
+
 /// The text forms of configuration values: durations, byte sizes and decibels, both ways.
 ///
 /// The daemon uses the same forms wherever a person types a value (API requests, the CLI), so these
@@ -22,7 +24,7 @@ public enum ConfigSyntax {
     /// The shortest exact text for a duration that ``duration(_:)`` reads back: `5m`, `30s`, `1500ms`,
     /// `250us` (whole numbers of the largest unit that fits; `0ms` for zero).
     public static func format(_ duration: Duration) -> String {
-        let nanoseconds = duration.nanoseconds
+        let nanoseconds = duration.wholeNanoseconds
         if nanoseconds == 0 { return "0ms" }
         for unit in durationUnits.reversed() where nanoseconds % unit.nanoseconds == 0 {
             return "\(nanoseconds / unit.nanoseconds)\(unit.suffix)"

@@ -1,4 +1,5 @@
 import AudioCore
+import OSThread
 
 /// One zone: a named ALSA output with its stream format and timing (`zones.<name>:` in the file).
 public struct ZoneConfig: Sendable, Equatable {
@@ -141,15 +142,7 @@ public struct ZoneConfig: Sendable, Equatable {
     }
 
     static func frames(_ duration: Duration, rate: Int) -> Int {
-        let nanoseconds = duration.nanoseconds
+        let nanoseconds = duration.wholeNanoseconds
         return (nanoseconds * rate + 500_000_000) / 1_000_000_000
-    }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds (configuration durations are never finer).
-    var nanoseconds: Int {
-        let (seconds, attoseconds) = components
-        return Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
     }
 }

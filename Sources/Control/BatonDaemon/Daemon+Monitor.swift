@@ -1,3 +1,5 @@
+import OSThread
+
 extension Daemon {
     /// One pass of the monitor: sources' upkeep (feeding rings, track changes), drained sources
     /// released, timers fired, zone availability reported. Returns the nanoseconds until the next
@@ -46,8 +48,7 @@ extension Daemon {
             }
             if let look = truth.nextLook(s) { next = min(next ?? look, look) }
             if let t = s.timer {
-                let (seconds, attoseconds) = ContinuousClock.now.duration(to: t).components
-                let n = max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+                let n = max(0, ContinuousClock.now.duration(to: t).wholeNanoseconds)
                 next = min(next ?? n, n)
             }
             return next

@@ -66,8 +66,7 @@ struct ExternalPlayers {
         let settings = ExternalPlayer.Settings(
             name: name,
             whenInterrupted: ExternalPlayer.WhenInterrupted(source.whenInterrupted),
-            idleReleaseNanoseconds: Int(source.idleRelease.components.seconds) * 1_000_000_000
-                + Int(source.idleRelease.components.attoseconds / 1_000_000_000),
+            idleReleaseNanoseconds: source.idleRelease.wholeNanoseconds,
             control: control(source), wake: wakeMonitor)
         do {
             _ = try daemon.admit(

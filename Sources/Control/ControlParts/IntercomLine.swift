@@ -21,14 +21,13 @@ package final class IntercomLine: Sendable {
         _ config: IntercomConfig, burst: Int, logger: Logger, events: EventLog,
         onEvent: @escaping @Sendable (CallEvent) -> Void
     ) {
-        let timeout = config.silenceTimeout.components
         var jitter = JitterBuffer.Configuration(payloadType: config.payloadType.map { UInt8($0) })
         jitter.minimumDelay = max(jitter.minimumDelay, burst + 10_000_000)
         jitter.initialDelay = max(jitter.initialDelay, jitter.minimumDelay)
         jitter.consumerBurst = burst
         let configuration = RTPReceiver.Configuration(
             host: config.listen.host, port: config.listen.port, channels: config.channels,
-            silenceTimeout: Int(timeout.seconds) * 1_000_000_000 + Int(timeout.attoseconds / 1_000_000_000),
+            silenceTimeout: config.silenceTimeout.wholeNanoseconds,
             jitter: jitter)
         do {
             let receiver = try RTPReceiver(configuration: configuration, onEvent: onEvent)

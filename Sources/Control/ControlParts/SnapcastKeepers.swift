@@ -100,9 +100,7 @@ package final class SnapcastKeepers: Sendable {
             speakers: s.clients.map { c in
                 SnapcastZone.Speaker(
                     id: c.id, volumePercent: c.volume.map { Int(($0 * 100).rounded()) },
-                    latencyMilliseconds: c.latency.map {
-                        Int($0.components.seconds) * 1000 + Int($0.components.attoseconds / 1_000_000_000_000_000)
-                    })
+                    latencyMilliseconds: c.latency.map(\.wholeMilliseconds))
             })
     }
 

@@ -154,9 +154,7 @@ public final class GroupKeeper: Sendable {
                 }
                 reported = problem
             }
-            let end =
-                monotonicNanoseconds() + Int(interval.components.seconds) * 1_000_000_000
-                + Int(interval.components.attoseconds / 1_000_000_000)
+            let end = monotonicNanoseconds() + interval.wholeNanoseconds
             // Asked to look (`look()`, or a post left from the poll just made): an answer is
             // needed at once; else every `hurryInterval` while one is awaited.
             var asked = false

@@ -1,4 +1,5 @@
 import CCurl
+import OSThread
 
 /// A small blocking HTTP client over libcurl easy handles: streaming GETs with back-pressure, and
 /// whole-body fetches with a size cap.
@@ -231,9 +232,10 @@ private final class Transfer {
             try check(baton_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
             try check(baton_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, options.maxRedirects > 0 ? 1 : 0))
             try check(baton_curl_setopt_long(handle, CURLOPT_MAXREDIRS, options.maxRedirects))
-            try check(baton_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeout.milliseconds))
+            try check(
+                baton_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeout.wholeMilliseconds))
             if let timeout {
-                try check(baton_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, max(1, timeout.milliseconds)))
+                try check(baton_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, max(1, timeout.wholeMilliseconds)))
             }
             if let lowSpeed = options.lowSpeed {
                 try check(baton_curl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, lowSpeed.bytesPerSecond))
@@ -295,7 +297,7 @@ private final class Transfer {
             return .failure(
                 error(
                     code: UInt32(CurlError.timedOut),
-                    detail: "no data received for \(stallTimeout.milliseconds / 1000) s (stall timeout)"))
+                    detail: "no data received for \(stallTimeout.wholeMilliseconds / 1000) s (stall timeout)"))
         }
         return .failure(error(code: rc.rawValue, detail: detail))
     }
@@ -358,13 +360,5 @@ private final class Transfer {
             return false
         }
         return true
-    }
-}
-
-extension Duration {
-    /// The duration in whole milliseconds, as libcurl's `_MS` options take it.
-    var milliseconds: Int {
-        let (seconds, attoseconds) = components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
     }
 }

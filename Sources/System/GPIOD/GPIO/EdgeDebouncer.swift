@@ -1,3 +1,5 @@
+import OSThread
+
 /// Turns raw edges into presses: a selected edge is a press when the line was quiet (no edge of
 /// either kind) for at least the debounce time before it; every edge, accepted or not, restarts
 /// that quiet time.
@@ -22,8 +24,7 @@ public struct EdgeDebouncer: Sendable, Equatable {
         precondition(debounce >= .zero, "a debounce time cannot be negative")
         self.edges = edges
         self.debounce = debounce
-        let (seconds, attoseconds) = debounce.components
-        debounceNanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        debounceNanoseconds = Int64(debounce.wholeNanoseconds)
     }
 
     public init(_ configuration: GPIOButtonConfiguration) {
