@@ -8,8 +8,9 @@ import Synchronization
 ///
 /// Thread: the reader runs on its own OS thread; everything else from the test's thread.
 public final class SnapcastClientTap: @unchecked Sendable {
-    // @unchecked: `received` and `reads` are guarded by `lock`; the rest is immutable or set before
-    // the reader starts.
+    // @unchecked: `received` and `reads` are guarded by `lock`; `process`, `earlierLogs` and
+    // `restarts` change on the test's thread only, which the reader never reads; the rest is
+    // immutable or set before the reader starts.
     public let id: String
     public let fifo: String
     /// The running client; replaced by `restart` (from the test's thread only).
