@@ -161,6 +161,43 @@ import Testing
             #expect(abs(latency - Double(buffer)) < 40, "\(tap.id): heard one buffer after the request (\(latency) ms)")
         }
     }
+
+    /// A speaker that goes away (its snapclient killed, as a crash would) is shown as not connected
+    /// in Baton's status within a poll, while the zone plays on for the other; once it is back,
+    /// Baton puts it in the zone's group again and it plays the next doorbell one buffer after the
+    /// request.
+    @Test func aSpeakerThatGoesAwayIsShownGoneAndTakenBack() throws {
+        let buffer = 300
+        let rig = try SnapcastTestRig(
+            bufferMilliseconds: buffer, clients: [.init(id: "bedroom-pi"), .init(id: "bath-pi")])
+        let connected = {
+            Set(rig.daemon.status().zones.first { $0.name == "upstairs" }?.snapcast?.connected ?? [])
+        }
+        #expect(
+            waitUntil(seconds: 8, every: 0.02) { connected() == ["bedroom-pi", "bath-pi"] && rig.snapshot.available })
+        rig.bath.kill()
+        let gone = waitUntil(seconds: 5, every: 0.02) { connected() == ["bedroom-pi"] }
+        #expect(gone, "the status lists bath-pi as not connected within a poll (2 s): \(connected())")
+        #expect(rig.snapshot.available, "the zone plays on for bedroom-pi")
+        try rig.bath.restart()
+        let restarted = monotonicNanoseconds()
+        let back = waitUntil(seconds: 8, every: 0.05) {
+            let s = try? rig.control.status()
+            return connected() == ["bedroom-pi", "bath-pi"] && s?.group(of: "bath-pi")?.streamID == "upstairs"
+        }
+        #expect(back, "bath-pi back in the status and on the zone's stream: \(connected()); \(rig.evidence())")
+        // A new snapclient's latency has settled 3 s after its start (as after a server restart).
+        rig.pause(max(0, 3.0 - Double(monotonicNanoseconds() - restarted) / 1e9))
+        let from = rig.bath.frameCount
+        let bell = try rig.ring("bell1")
+        #expect(rig.waitForEvent("played", source: bell.id) != nil)
+        rig.pause(Double(buffer) / 1000 + 0.5)
+        rig.daemon.stop()
+        let heard = try found(rig.bath.onset(in: rig.bath.left(), from: from), "bath-pi heard the doorbell once back")
+        let latency = Double(heard.at - bell.at) / 1e6
+        print("snapcast bath-pi: bell latency after it came back \(latency) ms")
+        #expect(abs(latency - Double(buffer)) < 40, "bath-pi heard it one buffer after the request (\(latency) ms)")
+    }
 }
 
 /// `onset`, or a failure saying `what` was not heard. (`#require(tap.onset(in: left, …))` would

@@ -76,6 +76,12 @@ public final class SnapcastClientTap: @unchecked Sendable {
     /// docs/SNAPCAST.md).
     public var exitStatus: Int32? { process.wait(seconds: 0) }
 
+    /// Kills the client with `signal` (SIGKILL: as a crash would, with no goodbye to the server)
+    /// and reaps it; the reader goes on. `restart` brings a client back.
+    public func kill(_ signal: Int32 = SIGKILL) {
+        process.stop(signal: signal)
+    }
+
     /// Starts a new client on the same FIFO, as a speaker's systemd unit restarts snapclient after
     /// a crash (`Restart=on-failure`): the reader goes on, and what the first printed stays in
     /// `log`. For a client that exited (`exitStatus`).
