@@ -37,9 +37,9 @@ import Testing
         // Status says the same: both speakers connected, nothing wrong.
         #expect(
             waitUntil(seconds: 5) {
-                let z = rig.daemon.status().zones.first { $0.name == "upstairs" }?.snapcast
+                let z = rig.zoneStatus
                 return Set(z?.connected ?? []) == ["bedroom-pi", "bath-pi"] && z?.problem == nil
-            }, "\(String(describing: rig.daemon.status().zones.first?.snapcast))")
+            }, "\(String(describing: rig.zoneStatus))")
         let snap = rig.snapshot
         #expect(snap.delayFrames == buffer * 48, "delay = the server buffer")
         #expect(snap.audibleFrame == snap.framesPlayed - buffer * 48)
@@ -170,9 +170,7 @@ import Testing
         let buffer = 300
         let rig = try SnapcastTestRig(
             bufferMilliseconds: buffer, clients: [.init(id: "bedroom-pi"), .init(id: "bath-pi")])
-        let connected = {
-            Set(rig.daemon.status().zones.first { $0.name == "upstairs" }?.snapcast?.connected ?? [])
-        }
+        let connected = { Set(rig.zoneStatus?.connected ?? []) }
         #expect(
             waitUntil(seconds: 8, every: 0.02) { connected() == ["bedroom-pi", "bath-pi"] && rig.snapshot.available })
         rig.bath.kill()
@@ -182,8 +180,7 @@ import Testing
         try rig.bath.restart()
         let restarted = monotonicNanoseconds()
         let back = waitUntil(seconds: 8, every: 0.05) {
-            let s = try? rig.control.status()
-            return connected() == ["bedroom-pi", "bath-pi"] && s?.group(of: "bath-pi")?.streamID == "upstairs"
+            connected() == ["bedroom-pi", "bath-pi"] && rig.speakersBack()
         }
         #expect(back, "bath-pi back in the status and on the zone's stream: \(connected()); \(rig.evidence())")
         // A new snapclient's latency has settled 3 s after its start (as after a server restart).

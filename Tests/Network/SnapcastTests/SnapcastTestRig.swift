@@ -128,8 +128,11 @@ final class SnapcastTestRig {
         return nil
     }
 
+    /// The Snapcast part of the zone's entry in the daemon's status.
+    var zoneStatus: SnapcastStatus? { daemon.status().zones.first { $0.name == "upstairs" }?.snapcast }
+
     /// Whether the server has both speakers connected and on the zone's stream.
-    private func speakersBack() -> Bool {
+    func speakersBack() -> Bool {
         let s = try? control.status()
         return s?.client("bedroom-pi")?.connected == true && s?.client("bath-pi")?.connected == true
             && s?.group(of: "bath-pi")?.streamID == "upstairs"

@@ -42,13 +42,19 @@ public enum ProcessThreads {
         return fields.count > 2 ? Int(fields[2]) ?? 0 : 0
     }
 
+    /// The state letter (R, S, D, T, Z …) in a /proc …/stat file: the field after the name, which
+    /// is in parentheses and may itself hold spaces and parentheses. Nil if it is gone.
+    public static func state(stat path: String) -> Character? {
+        guard let stat = FileIO.firstLine(path), let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[close...].dropFirst().trimmingPrefix(" ").first
+    }
+
     /// Where each thread of `process` is, one line each: "name state wchan" (state from
     /// /proc/PROCESS/task/TID/stat, the kernel function it sleeps in from …/wchan): for a failure
     /// message about a program that stopped doing what it should (stuck on a pipe, a futex, a socket).
     public static func whereTheyWait(process: String) -> String {
         ids(process: process).sorted().map { tid in
-            let stat = FileIO.firstLine("/proc/\(process)/task/\(tid)/stat") ?? ""
-            let state = stat.lastIndex(of: ")").map { stat[$0...].dropFirst(2).prefix(1) } ?? "?"
+            let state = self.state(stat: "/proc/\(process)/task/\(tid)/stat").map(String.init) ?? "?"
             let wchan = FileIO.firstLine("/proc/\(process)/task/\(tid)/wchan") ?? "?"
             return "\(name(tid, process: process)) \(state) \(wchan)"
         }.joined(separator: "; ")

@@ -91,12 +91,7 @@ public final class SnapcastServer: @unchecked Sendable {
     }
 
     /// Whether process `pid` is stopped by a signal (state `T` in /proc/PID/stat).
-    static func isStopped(_ pid: pid_t) -> Bool {
-        let stat = String(decoding: TestCard.readFile("/proc/\(pid)/stat"), as: UTF8.self)
-        // pid (comm) STATE …: the state follows the last ')'.
-        guard let close = stat.lastIndex(of: ")") else { return false }
-        return stat[close...].dropFirst().trimmingPrefix(" ").first == "T"
-    }
+    static func isStopped(_ pid: pid_t) -> Bool { ProcessThreads.state(stat: "/proc/\(pid)/stat") == "T" }
 
     /// The states (/proc/net/tcp's `st`: 0A listening, 01 established) of the TCP sockets whose
     /// local address is 127.0.0.1:`port`, read without connecting to it. After the parallel suites
