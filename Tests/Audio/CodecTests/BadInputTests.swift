@@ -94,7 +94,7 @@ struct BadInputTests {
     /// A missing Ogg page mid-stream is an `OP_HOLE`: counted, stepped over, and decoding goes on to
     /// the end with that page's audio (and at most 80 ms after it) missing.
     @Test func stepsOverOggHoles() throws {
-        let path = WAVWriter.temporaryDirectory("codec") + "/tone.opus"
+        let path = TestDirectory.make("codec") + "/tone.opus"
         // 20 ms pages (ffmpeg's default is one a second), so one page is one packet.
         try ffmpeg(toneInput(rate: 48000, channels: 2) + ["-c:a", "libopus", "-page_duration", "20000", path])
         let bytes = try readBytes(path)

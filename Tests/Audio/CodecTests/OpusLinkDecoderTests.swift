@@ -14,7 +14,7 @@ private func opusFile(
     let frequencies = [440, 1000, 550, 660, 770, 880]
     let expressions = (0..<channels).map { "\(amplitude)*sin(2*PI*\(frequencies[$0])*t)" }
     let layout = channels == 6 ? ":c=5.1" : ""
-    let path = WAVWriter.temporaryDirectory("opus-link") + "/tone.opus"
+    let path = TestDirectory.make("opus-link") + "/tone.opus"
     try ffmpeg([
         "-f", "lavfi", "-i", "aevalsrc=\(expressions.joined(separator: "|")):s=48000:d=\(seconds)\(layout)",
         "-c:a", "libopus", "-b:a", bitrate ?? "\(64 * channels)k", "-application", speech ? "voip" : "audio",

@@ -122,7 +122,7 @@ struct StreamDecodersTests {
 
     /// MP3 is recognised by its frame header alone (no ID3 tag), and FLAC behind an ID3 tag is FLAC.
     @Test func looksBehindAndWithoutID3() throws {
-        let directory = WAVWriter.temporaryDirectory("codec")
+        let directory = TestDirectory.make("codec")
         try ffmpeg(
             toneInput(rate: 44100, channels: 1) + [
                 "-c:a", "libmp3lame", "-id3v2_version", "0",
@@ -167,7 +167,7 @@ struct StreamDecodersTests {
 
     /// A file reads back byte for byte through `FileByteSource`; a missing one is an error naming it.
     @Test func fileSourceReadsTheFile() throws {
-        let directory = WAVWriter.temporaryDirectory("codec")
+        let directory = TestDirectory.make("codec")
         let path = "\(directory)/tone.wav"
         WAVWriter.write(
             Signals.sine(frequency: 440, rate: 8000, frames: 8000, channels: 1), rate: 8000, channels: 1,

@@ -42,7 +42,7 @@ struct Encoded: Sendable, CustomTestStringConvertible {
 
     /// Makes the file and returns its bytes.
     func bytes() throws -> [UInt8] {
-        let directory = WAVWriter.temporaryDirectory("codec")
+        let directory = TestDirectory.make("codec")
         return try readBytes(make(in: directory).path)
     }
 }
@@ -79,7 +79,7 @@ struct StreamDecodingTests {
     /// channels, frame count and every sample bit-for-bit, with each channel's tone in place.
     @Test(arguments: losslessCases)
     func decodesLosslessExactly(_ file: Encoded) throws {
-        let directory = WAVWriter.temporaryDirectory("codec")
+        let directory = TestDirectory.make("codec")
         let (path, referencePath) = try file.make(in: directory)
         let reference = try WAVFile.decode(readBytes(try #require(referencePath)), name: "reference.wav")
         let decoder = try decoder(file.format, chunked(readBytes(path)))

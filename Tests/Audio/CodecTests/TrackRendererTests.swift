@@ -23,7 +23,7 @@ struct TrackRendererTests {
     /// exactly the samples it would get rendered alone (bit for bit, to the last flushed frame);
     /// outputs that differ in any of the three get their own.
     @Test func outputsAlikeShareOneConversion() throws {
-        let directory = WAVWriter.temporaryDirectory("track-renderer")
+        let directory = TestDirectory.make("track-renderer")
         try ffmpeg(toneInput(rate: 48_000, channels: 2, seconds: 1) + ["-c:a", "pcm_s16le", "\(directory)/tone.wav"])
         let bytes = try readBytes("\(directory)/tone.wav")
         let outputs = [

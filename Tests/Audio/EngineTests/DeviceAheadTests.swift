@@ -224,7 +224,7 @@ import Testing
     /// played. So it does not render ahead, and music with a change asked for every 37 ms reaches
     /// the server's sink every frame once, in order (its monitor, recorded with `parec`).
     @Test func aPluginThatHandsFramesOnIsNotRenderedAhead() throws {
-        let dir = WAVWriter.temporaryDirectory("pulse")
+        let dir = TestDirectory.make("pulse")
         let server = try PulseAudioServer(directory: dir)
         let recording = dir + "/sink.raw"
         let parec = try server.record(into: recording)

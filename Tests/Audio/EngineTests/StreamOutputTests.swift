@@ -126,7 +126,7 @@ import Testing
     /// A FIFO source: without a reader the open fails at once (ENXIO, never blocking); once the
     /// server reads, real time flows; a regular file at the path is refused, never written.
     @Test func writesIntoAFIFOWithoutBlocking() throws {
-        let directory = WAVWriter.temporaryDirectory("stream-fifo")
+        let directory = TestDirectory.make("stream-fifo")
         let path = "\(directory)/upstairs.fifo"
         #expect(mkfifo(path, 0o644) == 0)
         let pcm = PCMRequest(

@@ -1,4 +1,5 @@
 import BatonConfig
+import BatonTesting
 import Testing
 
 private let dacplus = """
@@ -30,7 +31,7 @@ private let hires = """
 
 /// A fresh boards directory holding `dacplus.yaml`, `hires.yaml` and a README that is not a profile.
 private func boardsDirectory() -> String {
-    let directory = makeTemporaryDirectory()
+    let directory = TestDirectory.make("config-test")
     writeFile(directory + "/dacplus.yaml", dacplus)
     writeFile(directory + "/hires.yaml", hires)
     writeFile(directory + "/README.md", "not a profile\n")
@@ -65,7 +66,7 @@ private func boardIssues(_ text: String, directory: String) -> [String]? {
 
     /// loadAll reports the problems of every bad file at once; an unreadable directory is one issue.
     @Test func collectsProblemsOfAllProfiles() {
-        let directory = makeTemporaryDirectory()
+        let directory = TestDirectory.make("config-test")
         writeFile(directory + "/a.yaml", dacplus.replacing("channels: 2", with: "channels: 9"))
         writeFile(directory + "/b.yaml", hires.replacing("name: Test hi-res DAC\n", with: ""))
         let error = #expect(throws: ConfigError.self) { try BoardProfile.loadAll(directory: directory) }
@@ -100,7 +101,7 @@ private func boardIssues(_ text: String, directory: String) -> [String]? {
         ("clock: device", "clock: wall", #"8:8: clock: "wall" is not a supported clock (expected device or system)"#),
     ])
     func reportsBadProfile(original: String, replacement: String, expected: String) {
-        let directory = makeTemporaryDirectory()
+        let directory = TestDirectory.make("config-test")
         let text = expected.hasPrefix("8:8") ? hires : dacplus
         writeFile(directory + "/bad.yaml", text.replacing(original, with: replacement))
         let error = #expect(throws: ConfigError.self) { try BoardProfile.load(path: directory + "/bad.yaml") }
@@ -254,7 +255,7 @@ private func boardIssues(_ text: String, directory: String) -> [String]? {
                 "/etc/baton/../boards",
                 "/usr/share/baton/boards",
             ])
-        let root = makeTemporaryDirectory()
+        let root = TestDirectory.make("config-test")
         makeDirectory(root + "/config")
         makeDirectory(root + "/boards")
         writeFile(root + "/boards/dacplus.yaml", dacplus)
@@ -267,7 +268,7 @@ private func boardIssues(_ text: String, directory: String) -> [String]? {
     /// When no boards directory exists the message lists where it looked.
     @Test(.enabled(if: !isDirectory(BoardProfile.systemDirectory)))
     func reportsNoBoardsDirectory() {
-        let root = makeTemporaryDirectory()
+        let root = TestDirectory.make("config-test")
         #expect(
             issueLines("zones:\n  living: {board: dacplus}\n", file: root + "/conf/baton.yaml") == [
                 #"\#(root)/conf/baton.yaml:2:19: zones.living.board: no board profile "dacplus": no boards directory (looked in \#(root)/conf/../boards, /usr/share/baton/boards; set boards-dir)"#
@@ -292,7 +293,7 @@ private func boardIssues(_ text: String, directory: String) -> [String]? {
 
     /// The board example loads against a profile of the documented shape, laid out as in the repository.
     @Test func loadsBoardExampleWithDocumentedProfile() throws {
-        let root = makeTemporaryDirectory()
+        let root = TestDirectory.make("config-test")
         for directory in ["/boards", "/config", "/config/examples"] { makeDirectory(root + directory) }
         writeFile(
             root + "/boards/pi4-hifiberry-dacplus.yaml",

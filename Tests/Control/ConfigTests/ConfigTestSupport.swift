@@ -1,5 +1,4 @@
 import BatonConfig
-import BatonTesting
 import Glibc
 
 /// The repository root, found from this file's path (Tests/Control/ConfigTests/ConfigTestSupport.swift).
@@ -31,10 +30,6 @@ func issueLines(_ text: String, file: String = "test.yaml") -> [String]? {
 func load(_ text: String, file: String = "test.yaml") throws -> BatonConfiguration {
     try BatonConfiguration.parse(text: text, file: file)
 }
-
-/// A new empty directory for files a test writes (board profiles, configs), in the process's
-/// `TestDirectory.root`.
-func makeTemporaryDirectory() -> String { TestDirectory.make("config-test") }
 
 /// Writes `text` to `path`, creating or replacing the file.
 func writeFile(_ path: String, _ text: String) {

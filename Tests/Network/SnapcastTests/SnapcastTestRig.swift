@@ -37,7 +37,7 @@ final class SnapcastTestRig {
                 })
         else { throw TestSetupError("the snapclients did not connect:\n\(bedroom.log)\n\(server.log)") }
 
-        let sounds = WAVWriter.temporaryDirectory("snapcast-sounds")
+        let sounds = TestDirectory.make("snapcast-sounds")
         WAVWriter.write(
             Signals.sine(frequency: 440, rate: 48_000, frames: 48_000, channels: 2, amplitude: 0.5),
             rate: 48_000, channels: 2, to: "\(sounds)/music440.wav")

@@ -27,7 +27,7 @@ final class ExternalRig {
         throws
     {
         self.environment = environment
-        directory = WAVWriter.temporaryDirectory("external")
+        directory = TestDirectory.make("external")
         port = try FreePort.next()
         let plugin = Subprocess.buildDirectory + "/libasound_module_pcm_baton.so"
         mkdir(directory + "/sounds", 0o755)

@@ -76,7 +76,7 @@ import Testing
     /// changes, its `mpris` thread sleeps (it used to read the property every 50 ms: 40 wake-ups in
     /// these 2 s, and as many round trips through dbus-daemon and mpv).
     @Test func theWatcherSleepsWhileNothingChanges() throws {
-        let directory = WAVWriter.temporaryDirectory("external-bus")
+        let directory = TestDirectory.make("external-bus")
         let bus = try SessionBus(directory)
         let (rig, mpv) = try playingMPV(bus, directory)
         defer { mpv.stop() }
@@ -89,7 +89,7 @@ import Testing
     /// pause: the interruption ends with shouldResume false and mpv stays paused. (Back to back, a
     /// few ms apart, mpv signals only the Paused it ends in: there is nothing to see then.)
     @Test func aUserPlayAndPauseDuringTheInterruptionLeavesMPVPaused() throws {
-        let directory = WAVWriter.temporaryDirectory("external-bus")
+        let directory = TestDirectory.make("external-bus")
         let bus = try SessionBus(directory)
         let (rig, mpv) = try playingMPV(bus, directory, bellSeconds: 2)
         defer { mpv.stop() }
@@ -112,7 +112,7 @@ import Testing
 
     /// An announcement pauses mpv through MPRIS within 200 ms; after it, mpv plays again and is heard.
     @Test func anAnnouncementPausesMPVThroughMPRISAndItPlaysOnAfter() throws {
-        let directory = WAVWriter.temporaryDirectory("external-bus")
+        let directory = TestDirectory.make("external-bus")
         let bus = try SessionBus(directory)
         let (rig, mpv) = try playingMPV(bus, directory)
         defer { mpv.stop() }

@@ -21,7 +21,7 @@ import Testing
     /// and AirPlay was not heard again after the bell).
     @Test(arguments: ["", ", buffer: 100ms"])
     func airPlayIsHeardADoorbellMutesItAndItComesBack(zoneOptions: String) throws {
-        let directory = WAVWriter.temporaryDirectory("external-airplay")
+        let directory = TestDirectory.make("external-airplay")
         let bus = try MPVTests.SessionBus(directory)
         let env = ["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)"]
         // The bell on the right channel only, so the left channel is AirPlay's alone.

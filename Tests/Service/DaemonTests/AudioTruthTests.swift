@@ -182,7 +182,7 @@ extension AudioTruthTests {
         let proxy = try BackgroundProcess(
             "/usr/bin/python3",
             [TestDaemon.repoRoot + "/scripts/subsonic/slow-proxy.py", upstream, "96000", "0.7", "120000"],
-            outputPath: WAVWriter.temporaryDirectory("proxy") + "/out")
+            outputPath: TestDirectory.make("proxy") + "/out")
         defer { _ = proxy.stop() }
         #expect(waitUntil { proxy.output.hasPrefix("port ") })
         let port = proxy.output.dropFirst(5).prefix { $0.isNumber }

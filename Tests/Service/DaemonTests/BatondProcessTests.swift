@@ -16,7 +16,7 @@ import Testing
     /// An invalid config never starts the daemon: exit status 1 and every problem with file:line:col,
     /// key path and a suggestion for a misspelt key.
     @Test func invalidConfigDoesNotStart() throws {
-        let dir = WAVWriter.temporaryDirectory("badconfig")
+        let dir = TestDirectory.make("badconfig")
         let path = dir + "/baton.yaml"
         let f = try #require(fopen(path, "w"))
         fputs(

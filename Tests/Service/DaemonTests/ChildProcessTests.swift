@@ -49,7 +49,7 @@ import Testing
     /// speech command (a bash script, which keeps the mask it is given) signals itself: it must end
     /// at once with 143, not sleep on and exit 0 without audio.
     @Test func speechEndsOnSIGTERM() throws {
-        let script = WAVWriter.temporaryDirectory("speech-signal") + "/speak"
+        let script = TestDirectory.make("speech-signal") + "/speak"
         let f = try #require(fopen(script, "we"))  // close-on-exec: a test forking meanwhile must not hold it open
         fputs("#!/bin/bash\nkill -TERM $$\nsleep 3\n", f)
         fclose(f)

@@ -10,7 +10,7 @@ import Testing
     /// Past the byte limit the least recently stored images are removed; what is kept is found again
     /// with its content type; nothing is kept without a directory.
     @Test func keepsImagesWithinItsBound() throws {
-        let dir = WAVWriter.temporaryDirectory("covers") + "/covers"
+        let dir = TestDirectory.make("covers") + "/covers"
         let cache = CoverCache(directory: dir, limit: 100)
         let image = { (byte: UInt8) in [UInt8](repeating: byte, count: 40) }
         cache.store(id: "al-1", size: 160, bytes: image(1), contentType: "image/jpeg")

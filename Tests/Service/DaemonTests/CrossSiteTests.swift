@@ -114,7 +114,7 @@ import Testing
 
     /// `api.allowed-hosts` adds names (read from the file, checked, lowercased).
     @Test func allowedHostsAddNames() throws {
-        let dir = WAVWriter.temporaryDirectory("allowed-hosts")
+        let dir = TestDirectory.make("allowed-hosts")
         let yaml = """
             api:
               listen: 127.0.0.1:8470

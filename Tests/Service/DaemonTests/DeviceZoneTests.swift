@@ -129,7 +129,7 @@ import Testing
     /// `kept what it took back`; `rendersAhead` false), and the zone plays on as without the
     /// setting — the bell reaches the server's sink (its monitor, recorded with `parec`).
     @Test func aZoneOnAPluginThatKeepsWhatItTookBackSaysSoAndPlaysOn() throws {
-        let dir = WAVWriter.temporaryDirectory("pulse-zone")
+        let dir = TestDirectory.make("pulse-zone")
         let server = try PulseAudioServer(directory: dir)
         let recording = dir + "/sink.raw"
         let parec = try server.record(into: recording)

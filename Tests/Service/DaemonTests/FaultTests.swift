@@ -41,7 +41,7 @@ import Testing
     /// and the save is retried: once space returns (the monitor's first attempt removed the
     /// temporary file) the state reaches the disk.
     @Test func fullDiskDoesNotLoseState() throws {
-        let dir = WAVWriter.temporaryDirectory("fullstate")
+        let dir = TestDirectory.make("fullstate")
         #expect(symlink("/dev/full", dir + "/state.json.tmp") == 0)
         let t = try TestDaemon(stateDir: dir)
         defer { t.stop() }
@@ -61,7 +61,7 @@ import Testing
     /// A state-dir that cannot be created (its parent is a file): an error naming it, and the daemon
     /// plays on.
     @Test func unwritableStateDirIsAClearError() throws {
-        let file = WAVWriter.temporaryDirectory("notadir") + "/file"
+        let file = TestDirectory.make("notadir") + "/file"
         fclose(fopen(file, "w"))
         let store = StateStore(directory: file + "/state")
         guard case .failure(let failure) = store.save(SavedState()) else {

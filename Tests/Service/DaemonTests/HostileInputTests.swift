@@ -224,7 +224,7 @@ struct HostileInputTests {
     /// A configuration file with invalid UTF-8, and one with a 1 MB line, is refused by a reload with
     /// 422 and the position; the running configuration stays.
     @Test func reloadRefusesHostileConfigFiles() throws {
-        let directory = WAVWriter.temporaryDirectory("hostile-config")
+        let directory = TestDirectory.make("hostile-config")
         let path = "\(directory)/baton.yaml"
         let t = try TestDaemon(configPath: path)
         defer { t.stop() }

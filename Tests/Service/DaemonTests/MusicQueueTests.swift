@@ -109,7 +109,7 @@ import Testing
     /// The queue, the position heard and the zone volume survive a restart: after it, status shows
     /// the saved queue, and `music/resume` plays on from the saved position (the fifth step, 700 Hz).
     @Test func queueAndVolumeSurviveARestart() throws {
-        let dir = WAVWriter.temporaryDirectory("state")
+        let dir = TestDirectory.make("state")
         let first = try TestDaemon(music: try TestSubsonic.music(), stateDir: dir)
         let song = try steps(first)
         let id = try #require(
@@ -270,7 +270,7 @@ extension MusicQueueTests {
     /// A server that does not answer: `music/play` is a clear 502 naming the failure, and the daemon
     /// plays announcements on.
     @Test func unreachableServerIsAClearErrorAndTheDaemonRunsOn() throws {
-        let password = WAVWriter.temporaryDirectory("pw") + "/password"
+        let password = TestDirectory.make("pw") + "/password"
         let f = try #require(fopen(password, "w"))
         fputs("secret-pw\n", f)
         fclose(f)

@@ -48,7 +48,7 @@ import Testing
     /// An invalid config sent by `POST /api/v1/reload` is refused with its errors (file:line:col) and the
     /// running configuration stays.
     @Test func invalidReloadKeepsRunningConfig() throws {
-        let dir = WAVWriter.temporaryDirectory("reload")
+        let dir = TestDirectory.make("reload")
         let path = dir + "/baton.yaml"
         let t = try TestDaemon(configPath: path)
         defer { t.stop() }

@@ -56,7 +56,7 @@ import Testing
 
         // Chromium's virtual time stands still while a request is pending, and the page's event stream
         // always is: `--dump-dom` comes once the server has stopped and the 3 s budget has run out.
-        let profile = WAVWriter.temporaryDirectory("chromium")
+        let profile = TestDirectory.make("chromium")
         defer { _ = Subprocess.run("/bin/rm", ["-rf", profile]) }
         let browser = BrowserRun()
         browser.start(

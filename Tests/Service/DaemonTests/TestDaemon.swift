@@ -39,7 +39,7 @@ final class TestDaemon {
         silenceAlarm: Duration = BatonConfiguration.defaultSilenceAlarm, buffers: [String: Duration] = [:],
         renderAhead: Set<String> = []
     ) throws {
-        sounds = WAVWriter.temporaryDirectory("sounds")
+        sounds = TestDirectory.make("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
             let src = fopen("\(Self.repoRoot)/config/sounds/\(name)", "rb")!
             let dst = fopen("\(sounds)/\(name)", "wb")!

@@ -16,7 +16,7 @@ import Testing
 
     /// A 1 kHz MP3 (4 s, stereo, 44.1 kHz, 96 kbit/s by default) made by ffmpeg, loud (about 0.5).
     static func toneMP3(seconds: Int = 4, bitrate: String = "96k") throws -> [UInt8] {
-        let dir = WAVWriter.temporaryDirectory("url-announce")
+        let dir = TestDirectory.make("url-announce")
         let made = Subprocess.run(
             "/usr/bin/ffmpeg",
             [
@@ -88,7 +88,7 @@ import Testing
         ("mp3", "libmp3lame", "application/octet-stream"), ("ogg", "libopus", nil),
     ])
     func decodesEachFormat(ext: String, codec: String, contentType: String?) throws {
-        let dir = WAVWriter.temporaryDirectory("url-format")
+        let dir = TestDirectory.make("url-format")
         let made = Subprocess.run(
             "/usr/bin/ffmpeg",
             [

@@ -199,7 +199,7 @@ import Testing
     /// The request batonctl sends, seen by a loopback listener: the bearer token from `--token-file`,
     /// the JSON body with only the given fields (the library forms of `play` as `album`, `songs`, …).
     @Test func sendsTokenAndJSONFields() throws {
-        let dir = WAVWriter.temporaryDirectory("token")
+        let dir = TestDirectory.make("token")
         let tokenFile = try #require(fopen(dir + "/token", "w"))
         fputs("s3cret-token\n", tokenFile)
         fclose(tokenFile)

@@ -29,7 +29,7 @@ final class BatondProcess {
     /// by another, up to 5 times.
     /// `extra` is appended to the configuration (e.g. a `music:` section).
     init(extra: String = "") throws {
-        directory = WAVWriter.temporaryDirectory("batonctl")
+        directory = TestDirectory.make("batonctl")
         mkdir(directory + "/out", 0o755)
         Self.write(
             directory + "/alsa.conf",

@@ -21,7 +21,7 @@ final class NotifySocket {
         let name: String
         switch kind {
         case .path:
-            name = WAVWriter.temporaryDirectory("notify") + "/notify.sock"
+            name = TestDirectory.make("notify") + "/notify.sock"
             path = name
             address = name
         case .abstract:

@@ -20,7 +20,7 @@ import Testing
     /// since /usr/bin/batond is not installed here).
     @Test(.enabled(if: access("/usr/bin/systemd-analyze", X_OK) == 0, "systemd-analyze is not installed"))
     func unitVerifies() throws {
-        let dir = WAVWriter.temporaryDirectory("unit")
+        let dir = TestDirectory.make("unit")
         let unit = Self.read(Self.root + "/packaging/baton.service")
         #expect(unit.contains("\nType=notify\n"))
         #expect(unit.contains("\nExecStart=/usr/bin/batond --config /etc/baton/baton.yaml\n"))
@@ -36,7 +36,7 @@ import Testing
     /// scripts, with Depends from dpkg-shlibdeps.
     @Test(.enabled(if: access("/usr/bin/dpkg-deb", X_OK) == 0, "dpkg-deb is not installed"))
     func debLayout() {
-        let out = WAVWriter.temporaryDirectory("deb")
+        let out = TestDirectory.make("deb")
         let build = Subprocess.run(
             "/bin/bash", [Self.root + "/scripts/build-deb.sh", out],
             environment: ["BATON_BIN_DIR": Subprocess.buildDirectory, "BATON_VERSION": "0.0.0~test"],

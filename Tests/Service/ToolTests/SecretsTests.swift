@@ -8,7 +8,7 @@ import Testing
 /// the status, the events or an error answer.
 @Suite struct SecretsTests {
     @Test func secretsAreNeverLoggedOrReturned() throws {
-        let dir = WAVWriter.temporaryDirectory("secrets")
+        let dir = TestDirectory.make("secrets")
         let subsonicSecret = "subsonic-Secret-\(UInt32.random(in: 1000...9999))"
         let mqttSecret = "mqtt-Secret-\(UInt32.random(in: 1000...9999))"
         for (name, secret) in [("subsonic.pw", subsonicSecret), ("mqtt.pw", mqttSecret)] {

@@ -113,7 +113,7 @@ struct Soak {
 
     func run() throws -> Result {
         let duration = minutes * 60
-        let dir = WAVWriter.temporaryDirectory("soak")
+        let dir = TestDirectory.make("soak")
         let sounds = dir + "/sounds"
         mkdir(sounds, 0o755)
         WAVWriter.write(

@@ -20,7 +20,7 @@ public final class SnapcastServer: @unchecked Sendable {
     public var control: String { "http://127.0.0.1:\(httpPort)" }
 
     public init(stream: String = "upstairs", bufferMilliseconds: Int = 1000) throws {
-        directory = WAVWriter.temporaryDirectory("snapserver")
+        directory = TestDirectory.make("snapserver")
         self.stream = stream
         self.bufferMilliseconds = bufferMilliseconds
         streamPort = try FreePort.next()

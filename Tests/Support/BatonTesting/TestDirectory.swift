@@ -11,17 +11,20 @@ public enum TestDirectory {
     /// alone was found again by a later run on a CI machine that kept /tmp (PIDs repeat in a
     /// fresh container), and files appended to then held an older run's data.
     public static let root: String = {
-        var template = Array("/tmp/baton-tests-\(getpid())-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { fatalError("TestDirectory: mkdtemp failed, errno \(errno)") }
-        let dir = String(cString: made)
+        let dir = fresh("/tmp/baton-tests-\(getpid())")
         chmod(dir, 0o755)
         return dir
     }()
 
-    /// A fresh directory `NAME-XXXXXX` in `root`.
-    public static func make(_ name: String) -> String {
-        var template = Array("\(root)/\(name)-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { fatalError("TestDirectory: mkdtemp \(name) failed, errno \(errno)") }
+    /// A fresh directory `NAME-XXXXXX` in `root`, for one test's files.
+    public static func make(_ name: String) -> String { fresh("\(root)/\(name)") }
+
+    /// A new directory `PREFIX-XXXXXX` (`mkdtemp`).
+    private static func fresh(_ prefix: String) -> String {
+        var template = Array("\(prefix)-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else {
+            fatalError("TestDirectory: mkdtemp \(prefix) failed, errno \(errno)")
+        }
         return String(cString: made)
     }
 }

@@ -30,6 +30,4 @@ public enum WAVWriter {
         fclose(f)
     }
 
-    /// A fresh temporary directory (in the process's `TestDirectory.root`).
-    public static func temporaryDirectory(_ name: String) -> String { TestDirectory.make(name) }
 }
