@@ -15,7 +15,8 @@ public final class SnapcastClientTap: @unchecked Sendable {
     public let fifo: String
     /// The running client; replaced by `restart` (from the test's thread only).
     private var process: BackgroundProcess
-    private let start: () throws -> BackgroundProcess
+    private let arguments: [String]
+    private let logDirectory: String
     /// What the clients before `process` printed (see `restart`).
     private var earlierLogs = ""
     /// How many times the client was restarted.
@@ -37,19 +38,12 @@ public final class SnapcastClientTap: @unchecked Sendable {
             throw BackgroundProcess.SpawnError(description: "mkfifo \(fifo): \(String(cString: strerror(errno)))")
         }
         pthread_mutex_init(lock, nil)
-        let arguments = [
+        arguments = [
             "-h", "127.0.0.1", "-p", "\(server.streamPort)", "--hostID", id, "--player", "file:filename=\(fifo)",
             "--logfilter", "*:notice",
         ]
-        var started = 0
-        let directory = server.directory
-        start = {
-            started += 1
-            return try BackgroundProcess(
-                "/usr/bin/snapclient", arguments,
-                outputPath: "\(directory)/\(id)\(started == 1 ? "" : "-\(started)").log")
-        }
-        process = try start()
+        logDirectory = server.directory
+        process = try Self.spawn(arguments, log: "\(logDirectory)/\(id).log")
         let fifo = self.fifo
         reader = startThread { [self] in read(fifo) }
     }
@@ -88,8 +82,13 @@ public final class SnapcastClientTap: @unchecked Sendable {
     public func restart() throws {
         process.stop()
         earlierLogs += process.output + "--- restarted by the test ---\n"
-        process = try start()
+        process = try Self.spawn(arguments, log: "\(logDirectory)/\(id)-\(restarts + 2).log")
         restarts += 1
+    }
+
+    /// A snapclient with `arguments`, printing into the file `log`.
+    private static func spawn(_ arguments: [String], log: String) throws -> BackgroundProcess {
+        try BackgroundProcess("/usr/bin/snapclient", arguments, outputPath: log)
     }
 
     /// Where the client's threads are (see `ProcessThreads.whereTheyWait`).
