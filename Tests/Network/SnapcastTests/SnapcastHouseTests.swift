@@ -183,8 +183,7 @@ import Testing
             connected() == ["bedroom-pi", "bath-pi"] && rig.speakersBack()
         }
         #expect(back, "bath-pi back in the status and on the zone's stream: \(connected()); \(rig.evidence())")
-        // A new snapclient's latency has settled 3 s after its start (as after a server restart).
-        rig.pause(max(0, 3.0 - Double(monotonicNanoseconds() - restarted) / 1e9))
+        rig.settle(since: restarted)
         let from = rig.bath.frameCount
         let bell = try rig.ring("bell1")
         #expect(rig.waitForEvent("played", source: bell.id) != nil)

@@ -124,8 +124,14 @@ final class SnapcastTestRig {
             }
             pause(0.05)
         }
-        pause(max(0, 3.0 - Double(monotonicNanoseconds() - settlesFrom) / 1e9))
+        settle(since: settlesFrom)
         return nil
+    }
+
+    /// Waits until 3 s after `start` (monotonic ns), when a snapclient that (re)connected then
+    /// plays at its settled latency.
+    func settle(since start: Int) {
+        pause(max(0, 3.0 - Double(monotonicNanoseconds() - start) / 1e9))
     }
 
     /// The Snapcast part of the zone's entry in the daemon's status.
