@@ -172,8 +172,10 @@ let package = Package(
         // Test support. CAllocCounter replaces malloc for the whole process: only the tests and
         // baton-bench link it, never the daemon.
         .target(name: "CAllocCounter", path: "Tests/Support/CAllocCounter"),
+        // CThreadAffinity pins the harness's own threads (glibc's affinity calls need _GNU_SOURCE).
+        .target(name: "CThreadAffinity", path: "Tests/Support/CThreadAffinity"),
         .target(
-            name: "BatonTesting", dependencies: ["ALSA", "AudioCore", "CAllocCounter", "OSThread"],
+            name: "BatonTesting", dependencies: ["ALSA", "AudioCore", "CAllocCounter", "CThreadAffinity", "OSThread"],
             path: "Tests/Support/BatonTesting", swiftSettings: swiftSettings),
 
         // Tests, by layer; each wrapper's in a target named after it.
@@ -206,7 +208,7 @@ let package = Package(
                 "HTTPServer", "Media",
                 "OSThread", "Players", "Snapcast", "Subsonic",
             ]),
-        tests("ToolTests", "Service/ToolTests", ["BatonTesting", "OSThread", "Systemd"]),
+        tests("ToolTests", "Service/ToolTests", ["BatonTesting", "CThreadAffinity", "OSThread", "Systemd"]),
     ]
 )
 
@@ -221,7 +223,8 @@ package.targets += [
         name: "CBatonTestCard", path: "Tests/Support/BatonTestCard",
         cSettings: [.unsafeFlags(["-Wall", "-Wextra"])], linkerSettings: [.linkedLibrary("asound")]),
     .testTarget(
-        name: "BatonTestCardTests", dependencies: ["ALSA", "BatonTesting", "CBatonTestCard", "OSThread"],
+        name: "BatonTestCardTests",
+        dependencies: ["ALSA", "BatonTesting", "CBatonTestCard", "CThreadAffinity", "OSThread"],
         path: "Tests/Support/BatonTestCardTests", swiftSettings: swiftSettings),
 ]
 

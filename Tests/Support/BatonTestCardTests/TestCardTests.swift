@@ -1,6 +1,7 @@
 import ALSA
 import BatonTesting
 import CBatonTestCard
+import CThreadAffinity
 import Glibc
 import Synchronization
 import Testing
@@ -352,12 +353,23 @@ struct TestCardTests {
         #expect(writer.write(periods: 4) == 0)
         let start = try #require(card.startNanoseconds)
         sleep(untilNanoseconds: start + 55_000_000)  // 15 ms after the 40 ms buffer ran out
-        #expect(writer.writePeriod() == -Int(EPIPE))
+        // The late write from a thread pinned to the last CPU: the card notes where it was found.
+        let cpu = try #require(RealtimeCanary.cpus.last)
+        let late = Mutex<(pinned: Int32, wrote: Int)>((-1, 0))
+        nonisolated(unsafe) let lateWriter = writer  // one thread at a time: this one waits in join
+        OSThread.start(name: "late") {
+            let pinned = baton_pin_calling_thread(Int32(cpu))
+            late.withLock { $0 = (pinned, lateWriter.writePeriod()) }
+        }.join()
+        #expect(late.withLock { $0 } == (0, -Int(EPIPE)))
         #expect(writer.writePeriod() == -Int(EPIPE))
         #expect(writer.pcm.delay() == nil)
         let xrun = try #require(card.events("xrun").first)
         #expect(xrun.detail == "underrun" && xrun.frames == 1920)
         #expect(abs(xrun.nanoseconds - start - 40_000_000) <= 1)
+        let found = try #require(card.events("xrun-found").first)
+        #expect(found.detail == "\(cpu)" && found.frames == 1920)
+        #expect(found.nanoseconds >= start + 55_000_000)
 
         #expect(writer.pcm.prepare() == 0)
         #expect(writer.write(periods: 6) == 0)

@@ -76,7 +76,7 @@ public struct TestCard: Sendable {
         public var nanoseconds: Int64
         /// Frames this PCM handle had consumed when the event happened.
         public var frames: Int
-        /// `open`, `setup`, `prepare`, `start`, `period`, `xrun`, `suspend`, `resume`, `resume-refused`,
+        /// `open`, `setup`, `prepare`, `start`, `period`, `xrun`, `xrun-found`, `suspend`, `resume`, `resume-refused`,
         /// `stall`, `drift`, `unplug`, `replug`, `stop`, `drained`, `close`, …
         public var kind: String
         public var detail: String

@@ -6,8 +6,10 @@
 /// - the host took at least 20 ms of the VM's CPU within 100 ms of it (the guest accounts a stall's
 ///   steal when it runs again, after the stall: hence the after),
 /// - the card's own write held the output thread at least 20 ms within 150 ms before it, or
-/// - the canary was held at least 20 ms within 60 ms before it (the machine held every real-time
-///   thread: a VM stopped in a way its steal time does not show).
+/// - a canary was held at least 20 ms within 60 ms before it (the machine held every real-time
+///   thread on that CPU: a VM's CPU stopped in a way its steal time does not show) — for an
+///   underrun the card found, the canary on the CPU its caller found it from, where the output thread
+///   was held; for anything else, any CPU's.
 /// Anything else is counted. Without SCHED_FIFO for the harness the canary is not asked.
 public final class StallWitness: Sendable {
     private let steal = HostSteal()
@@ -38,7 +40,7 @@ public struct Stalls: Sendable {
 
     /// One xrun or late cycle, judged.
     public struct Judged: Sendable {
-        /// What, when, and what the witnesses saw: "kitchen xrun at 6.0 s (host took 0 ms, the canary held 34 ms)".
+        /// What, when, and what the witnesses saw: "kitchen xrun at 6.0 s, found 31.2 ms later on CPU 1 (host took 0 ms, the canary on CPU 1 held 34 ms)".
         public var text: String
         /// True when a witness accounts for it (not counted).
         public var excused: Bool
@@ -50,21 +52,29 @@ public struct Stalls: Sendable {
     static let threshold = 20
 
     /// Judges an xrun or a late cycle that happened between `from` and `to` (monotonic ns); `wrote`:
-    /// the card's slowest own write just before it (ms).
-    public func judge(_ what: String, from: Int, to: Int, wrote: Int = 0) -> Judged {
+    /// the card's slowest own write just before it (ms); `cpu`: the CPU whose canary is asked (nil:
+    /// any CPU's).
+    public func judge(_ what: String, from: Int, to: Int, wrote: Int = 0, cpu: Int? = nil) -> Judged {
         let stolen = Int(HostSteal.stolen(steal, from: from - 100_000_000, to: to + 100_000_000) * 1_000)
-        let held = RealtimeCanary.longestStall(canary ?? [], overlapping: from - 60_000_000, to) / 1_000_000
+        let held =
+            RealtimeCanary.longestStall(canary ?? [], on: cpu, overlapping: from - 60_000_000, to) / 1_000_000
+        let canaryText = cpu.map { "the canary on CPU \($0)" } ?? "a canary"
+        // Another CPU's canary, held longer, is named (not counted): a thread that moved CPUs shows.
+        let elsewhere =
+            cpu == nil ? 0 : RealtimeCanary.longestStall(canary ?? [], overlapping: from - 60_000_000, to) / 1_000_000
         let text =
             "\(what) (host took \(stolen) ms"
             + (wrote > 0 ? ", the card's own write \(wrote) ms" : "")
-            + (held > 0 ? ", the canary held \(held) ms" : "") + ")"
+            + (held > 0 ? ", \(canaryText) held \(held) ms" : "")
+            + (elsewhere > held ? ", another CPU's canary \(elsewhere) ms" : "") + ")"
         return Judged(
             text: text, excused: stolen >= Self.threshold || wrote >= Self.threshold || held >= Self.threshold)
     }
 
     /// Each underrun a card recorded (`events`: its sidecar, `TestCard.events()`, read once by the
-    /// caller), judged: when (s since the card opened), how long the output thread then took to
-    /// prepare it again, and the card's own slow writes in the 150 ms before it.
+    /// caller), judged: when (s since the card opened), when and on which CPU the output thread
+    /// found it (the canary asked is that CPU's), how long it then took to prepare it again, and the
+    /// card's own slow writes in the 150 ms before it.
     public func underruns(in events: [TestCard.Event], name: String) -> [Judged] {
         guard let opened = events.first?.nanoseconds else { return [] }
         let slow = Self.slowWrites(events)
@@ -72,12 +82,20 @@ public struct Stalls: Sendable {
         for i in events.indices where events[i].kind == "xrun" {
             let at = events[i].nanoseconds
             var text = "\(name) xrun at \(Self.tenths(Double(at - opened) / 1e9)) s"
+            // The card notes where its caller found an underrun right after it (an injected xrun: no).
+            let found = i + 1 < events.count && events[i + 1].kind == "xrun-found" ? events[i + 1] : nil
+            let cpu = found.flatMap { Int($0.detail) }
+            if let found {
+                text +=
+                    ", found \(Self.tenths(Double(found.nanoseconds - at) / 1e6)) ms later"
+                    + (cpu.map { " on CPU \($0)" } ?? "")
+            }
             let prepare = events[(i + 1)...].first { $0.kind == "prepare" }
             if let prepare {
                 text += ", prepared \(Self.tenths(Double(prepare.nanoseconds - at) / 1e6)) ms later"
             }
             let wrote = slow.filter { $0.nanoseconds <= at && at - $0.nanoseconds < 150_000_000 }.map(\.ms).max() ?? 0
-            var judged = judge(text, from: Int(at), to: Int(at), wrote: wrote)
+            var judged = judge(text, from: Int(at), to: Int(at), wrote: wrote, cpu: cpu)
             judged.recovered = prepare != nil
             out.append(judged)
         }
@@ -87,14 +105,14 @@ public struct Stalls: Sendable {
     /// A card's slowest own write (ms), from its sidecar's `events`.
     public static func slowestWrite(in events: [TestCard.Event]) -> Int { slowWrites(events).map(\.ms).max() ?? 0 }
 
-    /// The longest the canary was held (ms); 0 without SCHED_FIFO.
+    /// The longest any canary was held (ms); 0 without SCHED_FIFO.
     public var longestCanaryStall: Int { (canary?.map(\.late).max() ?? 0) / 1_000_000 }
 
-    /// What the canary saw, for a summary: "the harness's real-time canary held at most 34 ms".
+    /// What the canaries saw, for a summary: "the harness's real-time canaries (one per CPU) held at most 34 ms".
     public var canarySummary: String {
         canary == nil
             ? "no real-time canary (no SCHED_FIFO for the harness)"
-            : "the harness's real-time canary held at most \(longestCanaryStall) ms"
+            : "the harness's real-time canaries (one per CPU) held at most \(longestCanaryStall) ms"
     }
 
     /// The card's "slow-write" lines (their detail is µs), as ms.
