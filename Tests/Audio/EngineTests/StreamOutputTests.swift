@@ -91,7 +91,8 @@ import Testing
         zone.start()
         defer { zone.stop() }
         #expect(waitUntil(seconds: 3) { zone.awaitsServer }, "connected, waiting for the server")
-        #expect(told.withLock { $0 } == [true], "the output told that it waits")
+        // The output publishes its state, then tells: wait for the telling, not just the state.
+        #expect(waitUntil(seconds: 1) { told.withLock { $0 } == [true] }, "the output told that it waits")
         zone.serverAnswered(callStartedAt: beforeConnect)
         #expect(listener.bytesOver(seconds: 0.3) == 0, "an answer to a call made before the connect opens nothing")
         let waiting = zone.snapshot()
@@ -99,7 +100,9 @@ import Testing
         zone.serverAnswered(callStartedAt: monotonicNanoseconds())
         #expect(waitUntil(seconds: 1) { zone.snapshot().available }, "an answer to a later call opens it")
         #expect(!zone.awaitsServer)
-        #expect(told.withLock { $0 } == [true, false], "and then that it carries audio")
+        #expect(
+            waitUntil(seconds: 1) { told.withLock { $0 } == [true, false] },
+            "and then that it carries audio: \(told.withLock { $0 })")
         let perSecond = Double(Self.rate * 4)
         let sent = Double(listener.bytesOver(seconds: 1.0)) / perSecond
         #expect(abs(sent - 1) < 0.06, "1 s of audio in 1 s, none of the wait (got \(sent) s)")
