@@ -95,10 +95,9 @@ public final class RealtimeCanary: Sendable {
         return lates.withLock { $0 }
     }
 
-    /// The longest stall (ns) that held a canary — the one on `cpu`, or any when nil — at some instant
-    /// between `from` and `to` (monotonic ns), 0 if none.
-    public static func longestStall(_ lates: [Late], on cpu: Int? = nil, overlapping from: Int, _ to: Int) -> Int {
-        let held = lates.filter { (cpu == nil || $0.cpu == cpu) && $0.began <= to && $0.nanoseconds >= from }
-        return held.map(\.late).max() ?? 0
+    /// The longest stall that held a canary (its late wake-up: which CPU, how long) at some instant
+    /// between `from` and `to` (monotonic ns), nil if none.
+    public static func longestStall(_ lates: [Late], overlapping from: Int, _ to: Int) -> Late? {
+        lates.filter { $0.began <= to && $0.nanoseconds >= from }.max { $0.late < $1.late }
     }
 }
