@@ -251,12 +251,12 @@ static void advance(card_t *c, int64_t now) {
         record_event(c, at, total(c), "drained", NULL);
     } else {
         record_event(c, at, total(c), "xrun", "underrun");
-        // When the caller (the output thread) found it, and on which CPU: on a VM that holds one CPU
-        // at a time, the one the caller was held on (the soak asks that CPU's canary).
+        // When the caller (the output thread) found it — how long it was away — and on which CPU
+        // (not always the one it was held on: a thread held by one CPU's stall can wake on another).
         int cpu = sched_getcpu();
-        char detail[24];
-        decimal(detail, cpu < 0 ? 0 : (uint64_t)cpu);
-        record_event(c, now, total(c), "xrun-found", cpu < 0 ? "" : detail);
+        char detail[24] = "";
+        if (cpu >= 0) decimal(detail, (uint64_t)cpu);
+        record_event(c, now, total(c), "xrun-found", detail);
         snd_pcm_ioplug_set_state(&c->io, SND_PCM_STATE_XRUN);
     }
 }
