@@ -29,5 +29,4 @@ public enum WAVWriter {
         _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, f) }
         fclose(f)
     }
-
 }
