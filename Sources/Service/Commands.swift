@@ -53,7 +53,7 @@ struct Commands: Sendable {
         var url: String?
         var voice: String?
         var zones: [String]?
-        var volume: Float?
+        var volume: BodyNumber<Float>?
     }
 
     /// A named sound, a text spoken by espeak-ng, or the audio at a URL (streamed as it downloads).
@@ -64,7 +64,7 @@ struct Commands: Sendable {
             throw ControlError(.badRequest, "voice applies to a text announcement, not to a sound or a URL")
         }
         let zones = b.zones ?? []
-        let volume = b.volume ?? 1
+        let volume = b.volume?.value ?? 1
         switch (b.sound, b.text, b.url) {
         case (let sound?, nil, nil):
             return .accepted(Self.answer(try daemon.announcer.announce(sound: sound, zones: zones, volume: volume)))
@@ -81,13 +81,13 @@ struct Commands: Sendable {
     private struct MusicBody: Decodable {
         var sound: String?
         var zones: [String]?
-        var volume: Float?
+        var volume: BodyNumber<Float>?
         var loop: Bool?
         var album: String?
         var playlist: String?
         var songs: [String]?
         var search: String?
-        var random: Int?
+        var random: BodyNumber<Int>?
     }
 
     /// A local sound as music (`sound`, maybe looped), or a selection from the server.
@@ -102,14 +102,14 @@ struct Commands: Sendable {
             return .accepted(
                 Self.answer(
                     try daemon.announcer.playMusic(
-                        sound: sound, zones: b.zones ?? [], loop: b.loop ?? false, volume: b.volume ?? 1)))
+                        sound: sound, zones: b.zones ?? [], loop: b.loop ?? false, volume: b.volume?.value ?? 1)))
         }
         if b.loop != nil {
             throw ControlError(.badRequest, "loop applies to a local sound, not to music from the server")
         }
         let selection = MusicSelection(
-            album: b.album, playlist: b.playlist, songs: b.songs, search: b.search, random: b.random)
-        let result = try daemon.music.play(selection, zones: b.zones ?? [], volume: b.volume ?? 1)
+            album: b.album, playlist: b.playlist, songs: b.songs, search: b.search, random: b.random?.value)
+        let result = try daemon.music.play(selection, zones: b.zones ?? [], volume: b.volume?.value ?? 1)
         return .accepted(["id": result.id, "status": result.outcome == .playing ? "playing" : "queued"])
     }
 
@@ -133,8 +133,8 @@ struct Commands: Sendable {
     }
 
     private struct SeekBody: Decodable {
-        var position: Double
-        var track: Int?
+        var position: BodyNumber<Double>
+        var track: BodyNumber<Int>?
     }
 
     private struct SeekAnswer: Encodable, Sendable {
@@ -147,15 +147,17 @@ struct Commands: Sendable {
     private func seek(_ body: [UInt8]) throws(ControlError) -> Reply {
         let b = try JSONBody.command(SeekBody.self, body, keys: ["position", "track"])
         return .done(
-            SeekAnswer(id: try daemon.music.seek(to: b.position, track: b.track), position: b.position, track: b.track))
+            SeekAnswer(
+                id: try daemon.music.seek(to: b.position.value, track: b.track?.value), position: b.position.value,
+                track: b.track?.value))
     }
 
     private struct QueueBody: Decodable {
         var songs: [String]?
         var next: Bool?
-        var index: Int?
-        var from: Int?
-        var to: Int?
+        var index: BodyNumber<Int>?
+        var from: BodyNumber<Int>?
+        var to: BodyNumber<Int>?
     }
 
     /// `music/queue/add` (`songs`, `next`), `remove` (`index`), `move` (`from`, `to`), `clear`,
@@ -172,12 +174,12 @@ struct Commands: Sendable {
             guard let songs = b.songs else { throw ControlError(.badRequest, "missing field \"songs\"") }
             op = .add(songs: songs, next: b.next ?? false)
         case "remove":
-            op = .remove(try need(try JSONBody.command(QueueBody.self, body, keys: ["index"]).index, "index"))
+            op = .remove(try need(try JSONBody.command(QueueBody.self, body, keys: ["index"]).index?.value, "index"))
         case "jump":
-            op = .jump(try need(try JSONBody.command(QueueBody.self, body, keys: ["index"]).index, "index"))
+            op = .jump(try need(try JSONBody.command(QueueBody.self, body, keys: ["index"]).index?.value, "index"))
         case "move":
             let b = try JSONBody.command(QueueBody.self, body, keys: ["from", "to"])
-            op = .move(from: try need(b.from, "from"), to: try need(b.to, "to"))
+            op = .move(from: try need(b.from?.value, "from"), to: try need(b.to?.value, "to"))
         case "clear":
             _ = try JSONBody.command(QueueBody.self, body, keys: [])
             op = .clear
@@ -187,7 +189,7 @@ struct Commands: Sendable {
     }
 
     private struct VolumeBody: Decodable {
-        var volume: Float
+        var volume: BodyNumber<Float>
     }
 
     private struct VolumeAnswer: Encodable, Sendable {
@@ -197,8 +199,8 @@ struct Commands: Sendable {
 
     private func volume(_ zone: String, _ body: [UInt8]) throws(ControlError) -> Reply {
         let b = try JSONBody.command(VolumeBody.self, body, keys: ["volume"])
-        try daemon.setVolume(zone: zone, volume: b.volume)
-        return .done(VolumeAnswer(zone: zone, volume: b.volume))
+        try daemon.setVolume(zone: zone, volume: b.volume.value)
+        return .done(VolumeAnswer(zone: zone, volume: b.volume.value))
     }
 
     private func command(_ command: UserCommand, _ body: [UInt8]) throws(ControlError) -> Reply {

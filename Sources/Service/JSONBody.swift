@@ -66,7 +66,7 @@ enum JSONBody {
         }
     }
 
-    private static func name(of type: Any.Type) -> String {
+    fileprivate static func name(of type: Any.Type) -> String {
         switch type {
         case is String.Type: "a string"
         case is [String].Type: "an array of strings"
@@ -74,6 +74,36 @@ enum JSONBody {
         case is Double.Type, is Float.Type: "a number"
         case is Int.Type: "an integer"
         default: "\(type)"
+        }
+    }
+}
+
+/// A number field of a request body, read so that a number the field cannot hold is an error that
+/// names the field. FoundationEssentials' `JSONDecoder` reports one (1.5 for an `Int`, 1e39 for a
+/// `Float`, 1e400 for any) as "The given data was not valid JSON." with no coding path: untrue, and
+/// it does not say where (inside, it is an error of its own, `numberIsNotRepresentableInSwift`).
+struct BodyNumber<Value: Decodable & Sendable>: Decodable, Sendable {
+    var value: Value
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        do {
+            value = try container.decode(Value.self)
+        } catch let error as DecodingError {
+            throw error  // not a number (a string, null): the decoder names the field itself
+        } catch {
+            // The decoder's own error for a number the type cannot hold, which it would turn into
+            // a pathless "not valid JSON" at the top.
+            let problem: String
+            if let number = try? container.decode(Double.self) {
+                let whole = number.rounded(.towardZero) == number
+                problem =
+                    whole || Value.self is any BinaryFloatingPoint.Type
+                    ? "\(number) is out of range" : "expected \(JSONBody.name(of: Value.self)), got \(number)"
+            } else {
+                problem = "the number is too large to read"
+            }
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: problem))
         }
     }
 }

@@ -108,6 +108,28 @@ struct HostileInputTests {
         Self.expectAlive(t)
     }
 
+    /// A number its field cannot hold — a fraction for an index, 1e39 for a volume, 1e400 anywhere —
+    /// is 400 naming the field and the number (the JSON decoder alone calls such a body "not valid
+    /// JSON", naming nothing), over HTTP as over MQTT, which run the same commands.
+    @Test func namesTheFieldOfANumberItCannotHold() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        for (command, body, expected) in [
+            ("announce", #"{"sound": "bell1k", "volume": 1e39}"#, #"field "volume": 1e+39 is out of range"#),
+            ("zones/kitchen/volume", #"{"volume": 1e400}"#, #"field "volume": the number is too large to read"#),
+            ("music/queue/jump", #"{"index": 1.5}"#, #"field "index": expected an integer, got 1.5"#),
+            ("music/queue/move", #"{"from": 0, "to": 1e30}"#, #"field "to": 1e+30 is out of range"#),
+            ("music/play", #"{"random": 2.5}"#, #"field "random": expected an integer, got 2.5"#),
+            ("music/seek", #"{"position": -1e400}"#, #"field "position": the number is too large to read"#),
+            ("music/seek", #"{"position": 3, "track": "two"}"#, #"field "track": expected an integer"#),
+        ] {
+            let r = try t.request("POST", "/api/v1/\(command)", body)
+            #expect(r.status == 400, "\(command) \(body)")
+            #expect(Self.error(r) == expected, "\(command) \(body)")
+        }
+        Self.expectAlive(t)
+    }
+
     /// Invalid UTF-8 in a JSON body is 400 from the JSON parser.
     @Test func refusesInvalidUTF8InBody() throws {
         let t = try TestDaemon()
