@@ -1,5 +1,6 @@
 import AudioCore
 import FoundationEssentials
+import Glibc
 import OSThread
 import Synchronization
 
@@ -44,13 +45,11 @@ public final class EventLog: Sendable {
         zoneFrames: [String: Int]? = nil
     ) -> Event {
         let uptime = uptimeMs
-        let now = Date.now.formatted(
-            .iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true).timeSeparator(
-                .colon))
+        let now = Self.utcTime()
         return delivery.withLock { _ in
             let (event, subscribers): (Event, [(Int, any EventSubscriber)]) = state.withLock { s in
                 let e = Event(
-                    seq: s.next, time: now + "Z", uptimeMs: uptime, type: type, source: source, zones: zones,
+                    seq: s.next, time: now, uptimeMs: uptime, type: type, source: source, zones: zones,
                     reason: reason, shouldResume: shouldResume, level: level, into: into,
                     zoneFrames: zoneFrames)
                 s.next += 1
@@ -61,6 +60,25 @@ public final class EventLog: Sendable {
             for (id, subscriber) in subscribers where !subscriber.deliver(event) { unsubscribe(id) }
             return event
         }
+    }
+
+    /// The wall-clock time in UTC, ISO 8601 to the millisecond (`2026-11-29T20:09:18.269Z`, the
+    /// events' `time`); `at` is a `CLOCK_REALTIME` reading, now when nil. Written out from
+    /// `gmtime_r`: FoundationEssentials' `ISO8601FormatStyle` runs its Gregorian calendar, time zone
+    /// and locale code for it (about 140 functions), which were resident for this alone.
+    static func utcTime(at time: timespec? = nil) -> String {
+        var ts = timespec()
+        if let time { ts = time } else { clock_gettime(CLOCK_REALTIME, &ts) }
+        var seconds = ts.tv_sec
+        var t = tm()
+        gmtime_r(&seconds, &t)
+        func digits(_ value: Int, _ width: Int) -> String {
+            let s = String(value)
+            return String(repeating: "0", count: max(0, width - s.count)) + s
+        }
+        let date = "\(digits(Int(t.tm_year) + 1900, 4))-\(digits(Int(t.tm_mon) + 1, 2))-\(digits(Int(t.tm_mday), 2))"
+        let clock = "\(digits(Int(t.tm_hour), 2)):\(digits(Int(t.tm_min), 2)):\(digits(Int(t.tm_sec), 2))"
+        return "\(date)T\(clock).\(digits(ts.tv_nsec / 1_000_000, 3))Z"
     }
 
     /// The events still kept, oldest first; only those after `seq` when given.

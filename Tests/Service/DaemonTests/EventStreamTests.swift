@@ -1,5 +1,6 @@
 import BatonTesting
 import FoundationEssentials
+import Glibc
 import OSThread
 import Synchronization
 import Testing
@@ -84,6 +85,30 @@ import Testing
         }
         #expect(disorder(first.seen.withLock { $0 }, from: 1) == nil)
         #expect(disorder(late.seen.withLock { $0 }, from: 2) == nil)
+    }
+
+    /// An event's `time` is UTC in ISO 8601 to the millisecond, written by hand: the same text as
+    /// FoundationEssentials' formatter gives (leap days, year ends, 2100), the millisecond cut, not
+    /// rounded (an event never reads later than it was), and now within a second of the clock.
+    @Test func eventTimesAreISO8601InUTC() {
+        let style = Date.ISO8601FormatStyle.iso8601.year().month().day().dateSeparator(.dash)
+            .time(includingFractionalSeconds: true).timeSeparator(.colon)
+        let instants: [(Int, Int)] = [
+            (0, 0), (951_782_400, 500_000_000), (1_709_164_799, 999_600_000), (1_798_761_599, 400_000),
+            (1_798_761_599, 123_400_000), (4_102_444_800, 123_400_000), (1_780_000_000, 5_000_000),
+        ]
+        for (seconds, nanoseconds) in instants {
+            let date = Date(timeIntervalSince1970: Double(seconds) + Double(nanoseconds) / 1e9)
+            #expect(
+                EventLog.utcTime(at: timespec(tv_sec: seconds, tv_nsec: nanoseconds)) == date.formatted(style) + "Z",
+                "\(seconds).\(nanoseconds)")
+        }
+        #expect(
+            EventLog.utcTime(at: timespec(tv_sec: 1_798_761_599, tv_nsec: 999_999_999)) == "2026-12-31T23:59:59.999Z")
+        let event = EventLog().publish(type: "test")
+        let published = Date.now.timeIntervalSince1970
+        let parsed = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(event.time)
+        #expect(abs((parsed?.timeIntervalSince1970 ?? 0) - published) < 1, "\(event.time)")
     }
 
     @Test func reconnectReplaysMissedEvents() throws {
