@@ -10,7 +10,14 @@ struct ConfigPath: CustomStringConvertible {
         ConfigPath(components: components + [key])
     }
 
-    var description: String { components.joined(separator: ".") }
+    /// A key that would not read as one (empty, or with a dot, a space or a quote in it) is quoted:
+    /// `zones."".pcm`, `zones."living room"`.
+    var description: String {
+        components.map { key in
+            key.isEmpty || key.contains(where: { ". \"".contains($0) })
+                ? "\"\(key.replacing("\"", with: "\\\""))\"" : key
+        }.joined(separator: ".")
+    }
 }
 
 /// How to read one kind of scalar value: its name for type errors and a conversion that either

@@ -128,12 +128,16 @@ import Testing
         #expect(issueLines(text) == [expected])
     }
 
-    /// Zone names outside [a-z0-9_-] are rejected at the name.
-    @Test(arguments: ["Kitchen", "living room", "küche", "a.b"])
-    func rejectsBadZoneName(name: String) {
+    /// Zone names outside [a-z0-9_-] are rejected at the name; in the key path, a name that would
+    /// not read as one key (empty, with a space or a dot) is quoted.
+    @Test(arguments: [
+        ("Kitchen", "Kitchen", "Kitchen"), ("living room", "living room", #""living room""#),
+        ("küche", "küche", "küche"), ("a.b", "a.b", #""a.b""#), (#""""#, "", #""""#),
+    ])
+    func rejectsBadZoneName(yaml: String, name: String, inPath: String) {
         #expect(
-            issueLines("zones:\n  \(name):\n    pcm: x\n") == [
-                "test.yaml:2:3: zones.\(name): zone name \"\(name)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)"
+            issueLines("zones:\n  \(yaml):\n    pcm: x\n") == [
+                "test.yaml:2:3: zones.\(inPath): zone name \"\(name)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)"
             ])
     }
 
