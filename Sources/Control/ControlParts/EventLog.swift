@@ -64,8 +64,9 @@ public final class EventLog: Sendable {
 
     /// The wall-clock time in UTC, ISO 8601 to the millisecond (`2026-11-29T20:09:18.269Z`, the
     /// events' `time`); `at` is a `CLOCK_REALTIME` reading, now when nil. Written out from
-    /// `gmtime_r`: FoundationEssentials' `ISO8601FormatStyle` runs its Gregorian calendar, time zone
-    /// and locale code for it (about 140 functions), which were resident for this alone.
+    /// `gmtime_r`: FoundationEssentials' `ISO8601FormatStyle` ran its Gregorian calendar, time zone
+    /// and locale code for it (83 of its functions batond no longer runs, by the symbol order made
+    /// before and after), whose pages were resident for this alone.
     static func utcTime(at time: timespec? = nil) -> String {
         var ts = timespec()
         if let time { ts = time } else { clock_gettime(CLOCK_REALTIME, &ts) }
