@@ -27,11 +27,12 @@ import Testing
         let t = try TestDaemon(zones: [("kitchen", 44_100, "baton_null"), ("patio", 48_000, "baton_null")])
         defer { t.stop() }
         try #require(waitUntil { t.daemon.status().zones.allSatisfy { $0.state == "available" } }, "zones never opened")
-        // A bell of 3 s, not `bell1k`'s 0.5: the page must fetch a status while it plays, and a
-        // browser on a loaded machine took longer than half a second for that.
+        // A bell of 8 s, not `bell1k`'s 0.5: the page must fetch a status while it plays, and a
+        // browser on a loaded machine took longer than half a second for that, and once (in the
+        // parallel suite of a fresh clone, 2026-12-04) longer than the 3 s the bell had then.
         WAVWriter.write(
-            Signals.sine(frequency: 1000, rate: 48_000, frames: 144_000, channels: 2, amplitude: 0.5),
-            rate: 48_000, channels: 2, to: "\(t.sounds)/bell3s.wav")
+            Signals.sine(frequency: 1000, rate: 48_000, frames: 384_000, channels: 2, amplitude: 0.5),
+            rate: 48_000, channels: 2, to: "\(t.sounds)/bell8s.wav")
         // The page is served by a second server on the same daemon that notes every status it answers,
         // so the test knows when the browser has fetched one showing the bell, and can stop that
         // server (ending the page's event stream, so Chromium's virtual time runs out) right then.
@@ -77,7 +78,7 @@ import Testing
 
         let before = answered.count
         let bell = try #require(
-            try t.json("POST", "/api/v1/announce", #"{"sound": "bell3s", "zones": ["kitchen"]}"#).object["id"])
+            try t.json("POST", "/api/v1/announce", #"{"sound": "bell8s", "zones": ["kitchen"]}"#).object["id"])
         // Each event the page receives makes it fetch the status: wait for one answered with the bell
         // playing (the bell is `starting` at its grant and `playing` from its `audible` event, when its
         // first frame is heard), give the page a moment to render, then stop.
@@ -89,7 +90,9 @@ import Testing
         usleep(150_000)
         page.stop()
         let result = try #require(browser.wait(seconds: 30), "chromium did not finish after the server stopped")
-        try #require(fetched, "the page never fetched a status with the bell playing")
+        let seen = answered.states(of: bell, after: before)
+        try #require(
+            fetched, "the page never fetched a status with the bell playing; its state in those fetched since: \(seen)")
         try #require(
             answered.reports.withLock { $0.last?.sources.contains { $0.id == bell && $0.state == "playing" } } == true,
             "the bell had ended before the page's last status fetch (the test stopped the server too late)")
@@ -104,7 +107,7 @@ import Testing
             Self.element(html, from: "data-zone=\"kitchen\"", to: "</article>"),
             "no kitchen zone card")
         #expect(kitchen.contains("data-state=\"interrupted\""), "kitchen card: \(kitchen)")
-        #expect(kitchen.contains("interrupted by bell3s (\(bell))"), "kitchen card: \(kitchen)")
+        #expect(kitchen.contains("interrupted by bell8s (\(bell))"), "kitchen card: \(kitchen)")
         _ = music
         let events = try #require(Self.element(html, from: "<div id=\"events\"", to: "</section>"), "no #events")
         #expect(
@@ -138,6 +141,11 @@ import Testing
 private final class StatusLog: Sendable {
     let reports = Mutex<[StatusReport]>([])
     var count: Int { reports.withLock { $0.count } }
+
+    /// The state of `source` in each report after the first `after` ("-" where it is not listed).
+    func states(of source: String, after: Int) -> [String] {
+        reports.withLock { $0.dropFirst(after).map { $0.sources.first { $0.id == source }?.state ?? "-" } }
+    }
 }
 
 /// Chromium run on a background queue with `Subprocess.run`.
