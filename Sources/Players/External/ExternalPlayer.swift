@@ -116,7 +116,11 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     }
 
     /// The arbiter's interruption of this source began (true) or ended. For `pause`, the player is
-    /// told to pause, and to play again only on `shouldResume`. Under the lock; the control runs off it.
+    /// told to pause, and to play again only on `shouldResume`. Without it the source stays
+    /// paused, and a player that says it plays is paused again: the user may have pressed play on
+    /// it meanwhile (the arbiter counts that as a change, so no resume), and a player left playing
+    /// would sit blocked on paused slots, showing "playing" while Baton shows it paused. Under the
+    /// lock; the control runs off it.
     public func interruption(began: Bool, shouldResume: Bool = false) {
         state.interrupted = began
         guard settings.whenInterrupted == .pause, let control = settings.control else { return }
@@ -124,6 +128,8 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
             control.pause()
         } else if shouldResume {
             control.play()
+        } else {
+            control.pauseIfPlaying()
         }
     }
 

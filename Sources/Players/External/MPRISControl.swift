@@ -37,6 +37,7 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     public func takeUserChange() -> PlayerChange? { states.takeUserChange() }
     public func pause() { command("Pause", expecting: "Paused") }
     public func play() { command("Play", expecting: "Playing") }
+    public func pauseIfPlaying() { if states.isPlaying { pause() } }
 
     public func close() {
         running.store(false, ordering: .releasing)

@@ -17,6 +17,9 @@ public protocol PlayerControl: AnyObject, Sendable {
     var description: String { get }
     func pause()
     func play()
+    /// Pauses the player if its own interface says it plays now; a control that cannot see the
+    /// player does nothing (its pause command may be a toggle).
+    func pauseIfPlaying()
     /// A change the user made (seen through the player's interface, not commanded by Baton), once.
     func takeUserChange() -> PlayerChange?
     /// The last failure, if the last attempt failed.
@@ -70,6 +73,7 @@ public final class CommandControl: PlayerControl, @unchecked Sendable {
     public var description: String { "command" }
     public func pause() { run(pauseCommand) }
     public func play() { run(resumeCommand) }
+    public func pauseIfPlaying() {}
     public func takeUserChange() -> PlayerChange? { nil }
     public var lastError: String? { failure.withLock { $0 } }
     public func close() { queue.close() }
@@ -123,6 +127,8 @@ final class PlayerStateWatch: Sendable {
 
     /// The state as last seen.
     var state: String? { observed.withLock { $0 } }
+    /// The player said it plays, last.
+    var isPlaying: Bool { state == playing }
 
     /// Baton is about to command `state`.
     func expect(_ state: String) { expected.withLock { $0 = (state, monotonicNanoseconds() + 3_000_000_000) } }

@@ -140,4 +140,48 @@ import Testing
         let events = rig.get("/api/v1/events/recent")
         #expect(events.contains("\"shouldResume\":false"), "\(events)")
     }
+
+    /// A play alone through MPD during the interruption is a user change too: the interruption ends
+    /// with shouldResume false and the source stays paused — and MPD is paused again, so that it
+    /// does not show "playing" while it sits blocked on the paused slots, heard by nobody. A play
+    /// after that plays: both say so, and the zone hears it.
+    @Test func aUserPlayDuringTheInterruptionLeavesMPDAndBatonAgreeing() throws {
+        let port = try FreePort.next()
+        let bell: [Int16] = (0..<(48_000 * 2)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
+        let rig = try ExternalRig(
+            sources: "  mpd: {class: music, when-interrupted: pause, control: {mpd: 127.0.0.1:\(port)}}",
+            sounds: ["bell": bell])
+        let mpd = try MPD(rig, port: port)
+        mpd.mpc(["play"])
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return Self.heard(rig).count > 48_000 / 2
+            })
+        rig.post("/api/v1/announce", #"{"sound": "bell"}"#)
+        #expect(waitUntil(seconds: 2) { mpd.state == "paused" })
+        usleep(300_000)
+        mpd.mpc(["play"])
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(50_000)
+                return rig.get("/api/v1/events/recent").contains("\"shouldResume\":false")
+            }, "the bell ends without a resume")
+        #expect(
+            waitUntil(seconds: 2) {
+                usleep(20_000)
+                return mpd.state == "paused"
+            }, "MPD is paused again, as Baton holds it")
+        let status = rig.get("/api/v1/status")
+        #expect(status.contains("\"state\":\"paused\""), "\(status)")
+        let before = Self.heard(rig).count
+        mpd.mpc(["play"])
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(50_000)
+                return Self.heard(rig).count > before + 48_000 / 2
+            }, "a play after the interruption is heard")
+        #expect(mpd.state == "playing")
+        #expect(rig.get("/api/v1/status").contains("\"state\":\"playing\""))
+    }
 }

@@ -110,6 +110,39 @@ import Testing
         #expect(status(rig) == "Paused", "mpv stays paused")
     }
 
+    /// A Play alone through MPRIS during the interruption: it ends with shouldResume false, the
+    /// source stays paused, and mpv is paused again (left playing, it would sit blocked on the
+    /// paused source, saying "Playing"); the next Play is heard.
+    @Test func aUserPlayDuringTheInterruptionLeavesMPVAndBatonAgreeing() throws {
+        let directory = TestDirectory.make("external-bus")
+        let bus = try SessionBus(directory)
+        let (rig, mpv) = try playingMPV(bus, directory, bellSeconds: 2)
+        defer { mpv.stop() }
+        #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
+        #expect(waitUntil(seconds: 2) { status(rig) == "Paused" })
+        usleep(300_000)
+        mpris(rig, "Play")
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(50_000)
+                return rig.get("/api/v1/events/recent").contains("\"shouldResume\":false")
+            }, "the bell ends without a resume")
+        #expect(
+            waitUntil(seconds: 2) {
+                usleep(20_000)
+                return status(rig) == "Paused"
+            }, "mpv is paused again, as Baton holds it")
+        #expect(rig.get("/api/v1/status").contains("\"state\":\"paused\""))
+        let before = MPDTests.heard(rig).count
+        mpris(rig, "Play")
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(50_000)
+                return MPDTests.heard(rig).count > before + 48_000 / 2
+            }, "a Play after the interruption is heard")
+        #expect(status(rig) == "Playing")
+    }
+
     /// An announcement pauses mpv through MPRIS within 200 ms; after it, mpv plays again and is heard.
     @Test func anAnnouncementPausesMPVThroughMPRISAndItPlaysOnAfter() throws {
         let directory = TestDirectory.make("external-bus")
