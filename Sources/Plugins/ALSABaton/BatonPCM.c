@@ -258,7 +258,12 @@ static int baton_delay(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {
 static int baton_prepare(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     if (!read_input(b, 0)) {
-        fprintf(stderr, "baton: lost batond at %s (source \"%s\"); reopen the device\n", b->socket_path, b->source);
+        if (b->got_error)   // batond said why before it closed: "batond stopped source x", …
+            fprintf(stderr, "baton: %s (batond at %s, source \"%s\"); reopen the device\n", b->error,
+                    b->socket_path, b->source);
+        else
+            fprintf(stderr, "baton: lost batond at %s (source \"%s\"); reopen the device\n", b->socket_path,
+                    b->source);
         return -ENODEV;
     }
     b->base = b->sent;

@@ -114,6 +114,24 @@ import Testing
         #expect(again.wait(seconds: 10) == 0, "aplay after the restart: \(again.output)")
     }
 
+    /// A program whose source batond ends (here another music source replaces it) is told batond's
+    /// sentence, not that batond was lost: batond runs on.
+    @Test func aProgramWhoseSourceIsStoppedIsToldWhy() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music, when-interrupted: hold}\n  mpd: {class: music}")
+        ExternalRig.writeWAV(rig.directory + "/music.wav", Self.music(frames: 48_000 * 10), channels: 2)
+        ExternalRig.writeWAV(rig.directory + "/short.wav", Self.music(frames: 24_000), channels: 2)
+        let first = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "first.log")
+        usleep(800_000)
+        let second = try rig.program("aplay", ["-q", "-D", "baton_mpd", rig.directory + "/short.wav"], log: "second.log")
+        #expect(first.wait(seconds: 5) == 1, "the replaced aplay exits with an error: \(first.output)")
+        #expect(
+            first.output.contains(
+                "baton: batond stopped source x (batond at \(rig.socket), source \"x\"); reopen the device"),
+            "\(first.output)")
+        #expect(!first.output.contains("lost batond"), "\(first.output)")
+        #expect(second.wait(seconds: 10) == 0, "the new source plays: \(second.output)")
+    }
+
     /// No batond: the open fails with ECONNREFUSED and one line saying what and where; an unknown
     /// source name fails with batond's sentence naming the configured ones.
     @Test func openFailsClearlyWithoutBatondOrWithAnUnknownSource() throws {
