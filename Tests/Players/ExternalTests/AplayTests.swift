@@ -122,7 +122,8 @@ import Testing
         ExternalRig.writeWAV(rig.directory + "/short.wav", Self.music(frames: 24_000), channels: 2)
         let first = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "first.log")
         usleep(800_000)
-        let second = try rig.program("aplay", ["-q", "-D", "baton_mpd", rig.directory + "/short.wav"], log: "second.log")
+        let second = try rig.program(
+            "aplay", ["-q", "-D", "baton_mpd", rig.directory + "/short.wav"], log: "second.log")
         #expect(first.wait(seconds: 5) == 1, "the replaced aplay exits with an error: \(first.output)")
         #expect(
             first.output.contains(
