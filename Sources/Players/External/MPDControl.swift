@@ -98,9 +98,15 @@ struct MPDError: Error, CustomStringConvertible {
 }
 
 /// One TCP connection to MPD: the greeting, then a command at a time (answers up to `OK` or `ACK`).
+/// What comes back is bounded, so that a server that is not MPD (or a broken one) is an error, not
+/// memory or a thread taken for good: a line of at most `maxLine` bytes, an answer of at most
+/// `maxLines` lines, each answer whole within `answerSeconds`.
 final class MPDConnection {
     private let fd: Int32
     private var buffer: [UInt8] = []
+    static let maxLine = 64 << 10
+    static let maxLines = 4096
+    static let answerSeconds = 5
 
     init(host: String, port: UInt16, timeoutMilliseconds: Int) throws(MPDError) {
         var address = sockaddr_in()
@@ -124,7 +130,13 @@ final class MPDConnection {
             Glibc.close(fd)
             throw MPDError(description: "cannot connect: \(String(cString: strerror(e)))")
         }
-        let greeting = try readLine()
+        let greeting: String
+        do {
+            greeting = try readLine(until: Self.deadline())
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
         guard greeting.hasPrefix("OK MPD") else {
             Glibc.close(fd)
             throw MPDError(description: "not MPD (it said \"\(greeting.prefix(60))\")")
@@ -140,16 +152,26 @@ final class MPDConnection {
     }
 
     /// `idle player`; returns when the player changed, or (`noidle`) once `keepGoing()` fails after a
-    /// post of `wake` (without its descriptor, it looks every 500 ms).
+    /// post of `wake` (without its descriptor, it looks every 500 ms). An answer that names no
+    /// change, unasked, is not MPD's (it would have the watcher ask again and again at once).
     func idle(until wake: WakeFD, keepGoing: () -> Bool) throws(MPDError) {
         try send("idle player\n")
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while keepGoing() && buffer.isEmpty {
             if wake.wait(for: fd, timeout: -1, fallback: 500) { break }
         }
-        if buffer.isEmpty && !(poll(&p, 1, 0) > 0) { try send("noidle\n") }
-        _ = try readAnswer()
+        var askedToStop = false
+        if buffer.isEmpty && !(poll(&p, 1, 0) > 0) {
+            try send("noidle\n")
+            askedToStop = true
+        }
+        let lines = try readAnswer()
+        if !askedToStop && !lines.contains(where: { $0.hasPrefix("changed: ") }) {
+            throw MPDError(description: "it answered \"idle player\" with no change: not MPD's protocol")
+        }
     }
+
+    private static func deadline() -> Int { monotonicNanoseconds() + answerSeconds * 1_000_000_000 }
 
     private func send(_ text: String) throws(MPDError) {
         let bytes = Array(text.utf8)
@@ -165,21 +187,31 @@ final class MPDConnection {
     }
 
     private func readAnswer() throws(MPDError) -> [String] {
+        let deadline = Self.deadline()
         var lines: [String] = []
         while true {
-            let line = try readLine()
+            let line = try readLine(until: deadline)
             if line == "OK" { return lines }
             if line.hasPrefix("ACK") { throw MPDError(description: line) }
+            guard lines.count < Self.maxLines else {
+                throw MPDError(description: "an answer of more than \(Self.maxLines) lines: not MPD's protocol")
+            }
             lines.append(line)
         }
     }
 
-    private func readLine() throws(MPDError) -> String {
+    private func readLine(until deadline: Int) throws(MPDError) -> String {
         while true {
             if let end = buffer.firstIndex(of: 0x0A) {
                 let line = String(decoding: buffer[..<end], as: UTF8.self)
                 buffer.removeSubrange(...end)
                 return line
+            }
+            guard buffer.count <= Self.maxLine else {
+                throw MPDError(description: "a line longer than \(Self.maxLine / 1024) KiB: not MPD's protocol")
+            }
+            guard monotonicNanoseconds() < deadline else {
+                throw MPDError(description: "no whole answer within \(Self.answerSeconds) s")
             }
             var chunk = [UInt8](repeating: 0, count: 4096)
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
