@@ -23,6 +23,13 @@ public final class ExternalSourceServer: @unchecked Sendable {
     private let running = Atomic<Bool>(false)
     private let streams = Mutex<[ObjectIdentifier: ExternalStream]>([:])
     private let handshakes = Atomic<Int>(0)
+    /// At most this many connections at once, handshakes and streams together: each has a thread
+    /// and a buffer of up to `ExternalWire.maxBufferBytes`, so without a bound any program that may
+    /// open the socket could take batond's memory. A speaker has a few players, each one connection
+    /// at a time (and one more waiting while another program plays its source).
+    public static let maxConnections = 32
+    /// The whole OPEN message must arrive within this (ns), however slowly it trickles.
+    static let openNanoseconds = 3_000_000_000
 
     /// Why the socket could not be set up.
     public struct SetupError: Error, Sendable, CustomStringConvertible {
@@ -109,10 +116,34 @@ public final class ExternalSourceServer: @unchecked Sendable {
             let client = accept(fd, nil, nil)
             guard client >= 0 else { continue }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            let open = handshakes.load(ordering: .acquiring) + streams.withLock { $0.count }
+            guard open < Self.maxConnections else {
+                refuseBusy(client)
+                continue
+            }
             handshakes.add(1, ordering: .acquiringAndReleasing)
             OSThread.detach(name: "external-stream") { [self] in
                 serve(client)
             }
+        }
+    }
+
+    /// One connection too many: an ERROR with the sentence (the plugin prints it), at most one warning
+    /// a second however many there are, and closed. On the accept thread: the send cannot block (a
+    /// new socket's buffer is empty).
+    private var busyWarnedAt: Int?
+    private var busySinceWarning = 0
+    private func refuseBusy(_ fd: Int32) {
+        let peer = ExternalPeer.of(socket: fd)
+        let why = "batond has \(Self.maxConnections) connections from programs already; try again later"
+        sendAll(fd, ExternalWire.message(.error, Array(why.utf8)))
+        close(fd)
+        busySinceWarning += 1
+        let now = monotonicNanoseconds()
+        if busyWarnedAt.map({ now - $0 >= 1_000_000_000 }) ?? true {
+            logger.warning("external sources: refused \(peer) and \(busySinceWarning - 1) more: \(why)")
+            busyWarnedAt = now
+            busySinceWarning = 0
         }
     }
 
@@ -147,15 +178,10 @@ public final class ExternalSourceServer: @unchecked Sendable {
         logger.info("external \(name): \(peer) disconnected")
     }
 
-    /// Reads the OPEN message (within 3 s): the source's name.
+    /// Reads the OPEN message (the whole of it within 3 s): the source's name.
     private func readOpen(_ fd: Int32) -> Result<String, ExternalStreamError> {
-        var timeout = timeval(tv_sec: 3, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        defer {
-            var none = timeval(tv_sec: 0, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
-        }
-        guard let header = readExactly(fd, 8) else {
+        let deadline = monotonicNanoseconds() + Self.openNanoseconds
+        guard let header = readExactly(fd, 8, before: deadline) else {
             return .failure(.protocolViolation("no OPEN message within 3 s"))
         }
         let type = ExternalWire.u32(header[...], at: 0)
@@ -163,8 +189,11 @@ public final class ExternalSourceServer: @unchecked Sendable {
         guard type == ExternalWire.Message.open.rawValue else {
             return .failure(.protocolViolation("the first message must be OPEN, not type \(type)"))
         }
-        guard (5...260).contains(length), let payload = readExactly(fd, length) else {
+        guard (5...260).contains(length) else {
             return .failure(.protocolViolation("OPEN with a payload of \(length) bytes"))
+        }
+        guard let payload = readExactly(fd, length, before: deadline) else {
+            return .failure(.protocolViolation("no whole OPEN message within 3 s"))
         }
         let version = ExternalWire.u32(payload[...], at: 0)
         guard version == ExternalWire.version else {
@@ -174,13 +203,29 @@ public final class ExternalSourceServer: @unchecked Sendable {
         guard let name = String(validating: payload[4...], as: UTF8.self) else {
             return .failure(.protocolViolation("the source name is not UTF-8"))
         }
+        // Configured names are letters, digits, - and _; anything else (a newline, a NUL) would
+        // go into the log and the refusal as it is, so it is refused here, escaped.
+        let allowed = name.unicodeScalars.allSatisfy {
+            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "_")
+        }
+        guard allowed else {
+            return .failure(
+                .protocolViolation("the source name \(name.debugDescription) is not letters, digits, - and _"))
+        }
         return .success(name)
     }
 
-    private func readExactly(_ fd: Int32, _ count: Int) -> [UInt8]? {
+    /// `count` bytes, or nil when the peer closes, fails or `deadline` (CLOCK_MONOTONIC ns) passes.
+    private func readExactly(_ fd: Int32, _ count: Int, before deadline: Int) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: count)
         var have = 0
         while have < count {
+            let left = deadline - monotonicNanoseconds()
+            guard left > 0 else { return nil }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, Int32(min(left / 1_000_000 + 1, 60_000)))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { return nil }
             let n = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + have, count - have, 0) }
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { return nil }

@@ -139,7 +139,11 @@ public struct ExternalPeer: Sendable, Equatable, CustomStringConvertible {
         return ExternalPeer(pid: pid, program: programName(pid: pid))
     }
 
+    /// The program's name as the kernel keeps it (any program may set it to anything, a newline
+    /// included: control characters are shown as `?`, so that it cannot forge log lines).
     private static func programName(pid: Int) -> String {
-        FileIO.firstLine("/proc/\(pid)/comm") ?? "?"
+        let name = FileIO.firstLine("/proc/\(pid)/comm") ?? "?"
+        return String(
+            String.UnicodeScalarView(name.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "?" : $0 }))
     }
 }

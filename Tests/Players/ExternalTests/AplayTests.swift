@@ -209,8 +209,16 @@ func monotonicSeconds() -> Double {
 @Suite struct HostilePeerTests {
     /// Connects to the socket, sends `bytes`, and returns what batond answers before it closes.
     static func exchange(_ socketPath: String, _ bytes: [UInt8]) -> String {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = connectPeer(socketPath)
         defer { close(fd) }
+        guard fd >= 0 else { return "connect failed" }
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        return answer(fd)
+    }
+
+    /// A connected socket, or -1.
+    static func connectPeer(_ socketPath: String) -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
@@ -221,8 +229,15 @@ func monotonicSeconds() -> Double {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        guard connected == 0 else { return "connect failed" }
-        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard connected == 0 else {
+            close(fd)
+            return -1
+        }
+        return fd
+    }
+
+    /// What batond sends until it closes (5 s at most between reads), the first header left out.
+    static func answer(_ fd: Int32) -> String {
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var answer: [UInt8] = []
@@ -255,5 +270,45 @@ func monotonicSeconds() -> Double {
         let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "aplay.log")
         #expect(aplay.wait(seconds: 10) == 0, "batond runs on: \(aplay.output)")
         #expect(rig.batond?.wait(seconds: 0) == nil, "batond is still running")
+    }
+
+    /// A name that is not a source name is refused escaped (it cannot forge a log line); an OPEN
+    /// trickled a byte at a time is cut at 3 s in all (each byte used to give it 3 s more); past
+    /// 32 connections at once the next is refused with a sentence, and batond runs on.
+    @Test func oddNamesSlowOpensAndTooManyPeersAreRefused() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music}")
+        let forged = Self.exchange(
+            rig.socket, Self.message(1, [1, 0, 0, 0] + Array("zz\nbatond error: FORGED".utf8)))
+        #expect(
+            forged.contains(#"the source name "zz\nbatond error: FORGED" is not letters, digits, - and _"#),
+            "\(forged)")
+        let log = rig.batond.map(\.output) ?? ""
+        #expect(!log.contains("\nbatond error: FORGED"), "no forged line in the log")
+
+        let slow = Self.connectPeer(rig.socket)
+        #expect(slow >= 0)
+        let began = monotonicSeconds()
+        for byte in Self.message(1, [1, 0, 0, 0] + Array("x".utf8)) {
+            var b = byte
+            guard send(slow, &b, 1, Int32(MSG_NOSIGNAL)) == 1 else { break }
+            var p = pollfd(fd: slow, events: Int16(POLLIN), revents: 0)
+            if poll(&p, 1, 700) > 0 { break }  // batond answered (and closes)
+        }
+        let trickled = Self.answer(slow)
+        close(slow)
+        #expect(trickled.contains("within 3 s"), "\(trickled)")
+        #expect(monotonicSeconds() - began < 4.5, "cut after \(monotonicSeconds() - began) s")
+
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        for _ in 0..<32 { held.append(Self.connectPeer(rig.socket)) }
+        #expect(held.allSatisfy { $0 >= 0 })
+        let refused = Self.exchange(rig.socket, Self.message(1, [1, 0, 0, 0] + Array("x".utf8)))
+        #expect(refused.contains("batond has 32 connections from programs already; try again later"), "\(refused)")
+        for fd in held { close(fd) }
+        held = []
+        ExternalRig.writeWAV(rig.directory + "/short.wav", AplayTests.music(frames: 4_800), channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "aplay.log")
+        #expect(aplay.wait(seconds: 10) == 0, "batond runs on: \(aplay.output)")
     }
 }
