@@ -225,7 +225,11 @@ public struct JitterBuffer: Sendable {
     public mutating func insert(datagram: UnsafeRawBufferPointer, now: Int) -> InsertOutcome {
         let packet: RTPPacket
         do { packet = try RTPPacket(parsing: datagram) } catch { return malformed(.rtp(error)) }
-        if let want = payloadType {
+        // A configured type is the only one; else any dynamic one (96…127) may start a stream, which
+        // then keeps its own (checked below, for its packets): a new sender taking over after the
+        // locked one went quiet may use another — a stray packet of one type must not lock every
+        // later caller out.
+        if let want = configuration.payloadType {
             guard packet.payloadType == want else { return foreign(.payloadType(packet.payloadType)) }
         } else if !(96...127).contains(packet.payloadType) {
             return foreign(.payloadType(packet.payloadType))
@@ -255,6 +259,8 @@ public struct JitterBuffer: Sendable {
         if ssrc == nil {
             start(packet, now: now)
             if outcome == .accepted { outcome = .started }
+        } else if let want = payloadType, packet.payloadType != want {
+            return foreign(.payloadType(packet.payloadType))
         }
         let seq = Self.extend(packet.sequenceNumber, around: highestSeq)
         let timestamp = Self.extend(packet.timestamp, around: highestTimestamp)

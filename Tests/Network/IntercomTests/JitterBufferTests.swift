@@ -220,6 +220,30 @@ import Testing
         #expect(fixed.insert(datagram(packets[0], index: 0, payloadType: 100), at: 1) == .started)
     }
 
+    /// One stray packet of one dynamic type, never a call, does not lock out a caller of another:
+    /// once the stray sender has been quiet for `sourceTakeover`, the caller's stream starts (it
+    /// used to be `foreign(.payloadType)` for as long as the daemon ran). While the stray SSRC is
+    /// the locked one, its own packets of another type stay foreign.
+    @Test func aStrayPacketDoesNotLockOutACallerOfAnotherPayloadType() throws {
+        let packets = try tonePackets(seconds: 1)
+        let sim = try PlayoutSimulation()
+        #expect(sim.insert(datagram(packets[0], index: 0, ssrc: 0xDEAD, payloadType: 96), at: 0) == .started)
+        #expect(
+            sim.insert(datagram(packets[1], index: 1, ssrc: 0xDEAD, payloadType: 97), at: 20 * ms)
+                == .foreign(.payloadType(97)))
+        #expect(
+            sim.insert(datagram(packets[0], index: 0, ssrc: 7, payloadType: 97), at: 100 * ms)
+                == .foreign(.ssrc(7)))
+        #expect(
+            sim.insert(datagram(packets[1], index: 1, ssrc: 7, payloadType: 97), at: 2_000 * ms)
+                == .reset(.newSource(ssrc: 7)))
+        #expect(sim.buffer.ssrc == 7)
+        #expect(sim.insert(datagram(packets[2], index: 2, ssrc: 7, payloadType: 97), at: 2_020 * ms) == .accepted)
+        #expect(
+            sim.insert(datagram(packets[3], index: 3, ssrc: 7, payloadType: 96), at: 2_040 * ms)
+                == .foreign(.payloadType(96)))
+    }
+
     /// A jump in sequence numbers beyond the buffer's reach resets it to the new position.
     @Test func resetsOnASequenceJump() throws {
         let packets = try tonePackets(seconds: 1)
