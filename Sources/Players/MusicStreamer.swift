@@ -22,6 +22,8 @@ final class MusicStreamer: @unchecked Sendable {
     struct Progress: Sendable {
         /// Where each started track (by queue key) begins, in frames of the first zone's slot, and
         /// the track position (seconds) of that frame: 0, or where a seek or a restored queue started it.
+        /// A track that fails before its first frame (the server refuses it, the decoder cannot read
+        /// it) is taken out again: it is never heard, and must not be shown as playing.
         var trackStarts: [(key: Int, frame: Int, offset: Double)] = []
         var error: String?
         /// The queue entry (key) of the track `error` is about.
@@ -29,8 +31,8 @@ final class MusicStreamer: @unchecked Sendable {
         var retrying: String?
         /// The queue played to its end (not cancelled, not given up).
         var finished = false
-        /// The server stayed unreachable past the retry limit: the queue stopped where it was
-        /// (it can be resumed from there); the message says why.
+        /// The queue stopped where it was (it can be resumed from there), and why, as a sentence:
+        /// the server stayed unreachable past the retry limit, or tracks in a row could not be played.
         var gaveUp: String?
     }
 
@@ -118,19 +120,34 @@ final class MusicStreamer: @unchecked Sendable {
         let key: Int
         let song: Song
         let buffer: StreamBuffer
+        let gaveUp: GaveUp
         let thread: OSThread
     }
 
     private func startFetch(_ entry: MusicQueue.Entry) -> Fetch {
         let buffer = StreamBuffer()
+        let gaveUp = GaveUp()
         let song = entry.song
         return Fetch(
-            key: entry.key, song: song, buffer: buffer,
-            thread: OSThread.start(name: "fetch") { [self] in self.fetch(song, into: buffer) })
+            key: entry.key, song: song, buffer: buffer, gaveUp: gaveUp,
+            thread: OSThread.start(name: "fetch") { [self] in self.fetch(song, into: buffer, gaveUp: gaveUp) })
     }
 
     /// The key of the track being written into the rings now (the last one started). Any thread.
     var writingKey: Int? { progress.trackStarts.last?.key }
+
+    /// After this many tracks in a row that could not be played (nothing of them heard), the queue
+    /// stops as if the server had been given up on: with a server that refuses every track (a
+    /// password changed, the library moved) the queue would otherwise race through to its end.
+    static let failuresInARow = 3
+
+    /// Set by a fetch's network thread when it gave up on the server (transient failures past
+    /// `retryLimit`), as opposed to the server refusing this track. Any thread.
+    private final class GaveUp: Sendable {
+        private let flag = Atomic<Bool>(false)
+        var value: Bool { flag.load(ordering: .acquiring) }
+        func set() { flag.store(true, ordering: .releasing) }
+    }
 
     private func end(_ fetch: Fetch) {
         fetch.buffer.cancel()
@@ -139,6 +156,7 @@ final class MusicStreamer: @unchecked Sendable {
 
     private func run() {
         var written = 0  // frames written into the first zone's slot
+        var failedInARow = 0
         var entry = queue.entry(key: firstKey)
         var next: Fetch? = nil
         while let current = entry, !isCancelled {
@@ -156,28 +174,56 @@ final class MusicStreamer: @unchecked Sendable {
             }
             next = nil
             currentBuffer.withLock { $0 = fetch.buffer }
+            var delivered = 0
+            var failed = false
             do {
-                written += try play(fetch, skipSeconds: offset, gain: current.gain) {
+                try play(fetch, skipSeconds: offset, gain: current.gain, delivered: &delivered) {
                     // Once this track's bytes are all here, fetch the next one, so it is ready at the joint.
                     if next == nil, let after = queue.entry(after: current.key) { next = startFetch(after) }
                 }
             } catch {
-                if let failure = fetch.buffer.networkFailure, !isCancelled {
+                failed = !isCancelled
+                if let failure = fetch.buffer.networkFailure, fetch.gaveUp.value, !isCancelled {
                     report(
                         .error(
                             "music: \(song.title) (\(song.id)): the server stayed unreachable past retry.limit (\(failure.message)); stopping the queue here"
                         ))
                 } else if !isCancelled {
-                    report(.error("music: \(song.title) (\(song.id)): \(error)"))
+                    // The server's refusal (not audio, an error answer, 404) rather than what the
+                    // decoder made of the nothing that came.
+                    let why = fetch.buffer.networkFailure.map(\.message) ?? "\(error)"
+                    report(.trackFailed("could not play \(song.title) (\(song.id)): \(why)"))
                     progressState.withLock {
-                        $0.error = "\(song.title): \(error)"
+                        $0.error = "\(song.title): \(why)"
                         $0.errorKey = current.key
                     }
                 }
             }
-            if let failure = fetch.buffer.networkFailure, !isCancelled {
+            written += delivered  // what was written is heard, the part of a track that failed midway too
+            if let failure = fetch.buffer.networkFailure, fetch.gaveUp.value, !isCancelled {
                 // The next track would fail the same way: stop here, resumable from what was heard.
-                progressState.withLock { $0.gaveUp = "\(song.title): \(failure.message)" }
+                progressState.withLock {
+                    $0.gaveUp = "the server stayed unreachable past retry.limit (\(song.title): \(failure.message))"
+                }
+                end(fetch)
+                break
+            }
+            if failed && delivered == 0 {
+                // Nothing of it was written: it was never heard (where the queue stopped on the
+                // server, above, stays: that is where music/resume goes on).
+                progressState.withLock { p in
+                    if p.trackStarts.last?.key == current.key { p.trackStarts.removeLast() }
+                }
+            }
+            failedInARow = failed && delivered == 0 ? failedInARow + 1 : 0
+            if failedInARow >= Self.failuresInARow {
+                progressState.withLock {
+                    $0.gaveUp =
+                        "\(Self.failuresInARow) tracks in a row could not be played (the last, \($0.error ?? song.title))"
+                }
+                report(
+                    .error(
+                        "music: \(Self.failuresInARow) tracks in a row could not be played; stopping the queue here"))
                 end(fetch)
                 break
             }
@@ -195,11 +241,13 @@ final class MusicStreamer: @unchecked Sendable {
         }
     }
 
-    /// Streams one fetched song into the rings; returns the frames written (first zone). The first
-    /// `skipSeconds` of decoded audio are dropped (a seek: exact to the decoded frame), and every
-    /// sample is scaled by `gain` (ReplayGain). `downloaded` is called (on this thread) once the
-    /// song's transfer has completed.
-    private func play(_ fetch: Fetch, skipSeconds: Double, gain: Float, downloaded: () -> Void) throws -> Int {
+    /// Streams one fetched song into the rings; `delivered` is the frames written (first zone), kept
+    /// when it throws midway. The first `skipSeconds` of decoded audio are dropped (a seek: exact to
+    /// the decoded frame), and every sample is scaled by `gain` (ReplayGain). `downloaded` is
+    /// called (on this thread) once the song's transfer has completed.
+    private func play(
+        _ fetch: Fetch, skipSeconds: Double, gain: Float, delivered: inout Int, downloaded: () -> Void
+    ) throws {
         let buffer = fetch.buffer
         let song = fetch.song
         // The answer's content type comes with its first bytes (or the end of the transfer).
@@ -210,19 +258,19 @@ final class MusicStreamer: @unchecked Sendable {
             outputs: targets.map {
                 TrackRenderer.Output(channels: $0.channels, rate: $0.rate, resampler: $0.resampler)
             }, skipSeconds: skipSeconds, gain: gain)
+        defer { delivered = renderer.framesDelivered.first ?? 0 }
         while !isCancelled {
             let more = try renderer.step(afterRead: { if buffer.isComplete { downloaded() } }) { k, samples in
                 targets[k].write(samples, waking: roomOrCancel) { isCancelled }
             }
             if !more { break }
         }
-        return renderer.framesDelivered.first ?? 0
     }
 
     /// The network thread: streams the song into `buffer`, resuming after transient failures with
     /// `Range` (or by skipping what was already received when the server answers from the start),
     /// until `retryLimit` passes without progress.
-    private func fetch(_ song: Song, into buffer: StreamBuffer) {
+    private func fetch(_ song: Song, into buffer: StreamBuffer, gaveUp: GaveUp) {
         var received: Int64 = 0
         var failingSince: ContinuousClock.Instant?
         var backoff = Duration.milliseconds(250)
@@ -257,6 +305,7 @@ final class MusicStreamer: @unchecked Sendable {
                 let start = failingSince ?? .now
                 failingSince = start
                 guard error.isTransient, ContinuousClock.now - start < retryLimit else {
+                    if error.isTransient { gaveUp.set() }  // before the failure the reader sees
                     buffer.fail(ByteSourceError(message: "\(error)"))
                     return
                 }

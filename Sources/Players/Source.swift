@@ -66,11 +66,15 @@ public enum SourceNotice: Sendable, Equatable {
     case track(index: Int, count: Int, title: String)
     /// The server accepted a scrobble ("now playing" or a submission).
     case scrobbled(submission: Bool, title: String)
-    /// The source stopped for good on a network failure (resumable from what was heard).
+    /// The source stopped for good (resumable from what was heard): the server stayed unreachable,
+    /// or tracks in a row could not be played; the sentence says which.
     case gaveUp(String)
     /// A stream ended before its end, or was cut (a URL announcement past a cap, a broken
     /// transfer); the message says why. Published as a `stream-error` event.
     case streamEnded(String)
+    /// A track of the queue could not be played (the server refused it, the decoder could not read
+    /// it); the sentence names it and why. Logged as an error and published as a `stream-error`.
+    case trackFailed(String)
     /// Something the user should see in the log.
     case warning(String)
     case error(String)

@@ -53,7 +53,10 @@ extension EventLog {
             case .gaveUp(let why):
                 publish(
                     type: "stream-error", source: source, zones: zones,
-                    reason: "gave up after retry.limit: \(why); music/resume continues from what was heard")
+                    reason: "gave up: \(why); music/resume continues from what was heard")
+            case .trackFailed(let why):
+                logger.error("music: \(why)")
+                publish(type: "stream-error", source: source, zones: zones, reason: why)
             case .streamEnded(let why):
                 logger.warning(why)
                 publish(type: "stream-error", source: source, zones: zones, reason: why)

@@ -1,0 +1,87 @@
+import BatonTesting
+import FoundationEssentials
+import Testing
+
+@testable import BatonDaemon
+@testable import ControlParts
+
+/// A queue with tracks the server will not stream (answered, through `SubsonicRefusingProxy`, as
+/// Supysonic answers a song it does not have), against the real Subsonic test server.
+@Suite struct MusicSkipTests {
+    /// The daemon on a proxy that refuses `refused` (titles), the queue `titles` playing from
+    /// 19 s into its first 20 s track. Returns the daemon and the source's id.
+    static func playing(_ titles: [String], refusing refused: Set<String>) throws -> (
+        TestDaemon, SubsonicRefusingProxy, String
+    ) {
+        let real = try TestSubsonic.music()
+        let lookup = try TestDaemon(music: real)
+        let found = try JSONDecoder().decode(
+            LibraryAndQueueTests.Songs.self, from: Data(try lookup.request("GET", "/api/v1/library/search?q=Tone").body)
+        ).songs
+        lookup.stop()
+        let ids = try titles.map { title in try #require(found.first { $0.title == title }?.id, "\(title)") }
+        let proxy = try SubsonicRefusingProxy(
+            upstreamURL: real.subsonic.url,
+            refusing: Set(zip(titles, ids).filter { refused.contains($0.0) }.map(\.1)))
+        var music = real
+        music.subsonic.url = proxy.url
+        let t = try TestDaemon(music: music)
+        let list = ids.map { "\"\($0)\"" }.joined(separator: ", ")
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"songs": [\#(list)], "zones": ["kitchen"]}"#).object["id"])
+        #expect(
+            waitUntil(seconds: 15) { (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 > 0.2 })
+        #expect(try t.request("POST", "/api/v1/music/seek", #"{"position": 19}"#).status == 200)
+        return (t, proxy, id)
+    }
+
+    /// The refused track is skipped: a `stream-error` names it and the server's answer, the next
+    /// track plays, and the refused one is never shown as playing (no `track` event, never the
+    /// status's track). It used to stop the whole queue as "the server stayed unreachable", and be
+    /// announced as now playing.
+    @Test func aTrackTheServerRefusesIsSkippedAndNeverShownPlaying() throws {
+        let (t, proxy, id) = try Self.playing(
+            ["Tone 440 FLAC", "Tone 550 MP3", "Tone 660 Opus"], refusing: ["Tone 550 MP3"])
+        defer { t.stop() }
+        _ = proxy
+        var titles: Set<String> = []
+        #expect(
+            waitUntil(seconds: 15) {
+                let title = try? t.status().sources.first { $0.id == id }?.track?.title
+                if let title { titles.insert(title) }
+                return title == "Tone 660 Opus"
+            }, "the track after the refused one plays: \(titles)")
+        #expect(!titles.contains("Tone 550 MP3"), "\(titles)")
+        let failed = try #require(t.waitForEvent("stream-error", source: id))
+        #expect(failed.reason?.contains("could not play Tone 550 MP3") == true, "\(failed.reason ?? "")")
+        #expect(failed.reason?.contains("error 70: Song not found") == true, "\(failed.reason ?? "")")
+        var tracks: [String] = []
+        #expect(
+            waitUntil(seconds: 5) {
+                tracks = t.daemon.events.recent().filter { $0.type == "track" && $0.source == id }.compactMap(\.reason)
+                return tracks.contains("now playing: Tone 660 Opus (3/3)")
+            }, "\(tracks)")
+        #expect(!tracks.contains { $0.contains("Tone 550") }, "\(tracks)")
+        let position = { (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 }
+        #expect(waitUntil(seconds: 10) { position() > 1.5 }, "the third track plays on")
+        #expect(try t.status().sources.first { $0.id == id }?.state == "playing")
+    }
+
+    /// Three refused in a row: the queue stops there, saying so (not "the server stayed
+    /// unreachable"), and the track after them is not played.
+    @Test func threeRefusedInARowStopTheQueue() throws {
+        let (t, proxy, id) = try Self.playing(
+            ["Tone 440 FLAC", "Tone 550 MP3", "Tone 660 Opus", "Tone 770 WAV 22050", "Tone 880 WAV 48000"],
+            refusing: ["Tone 550 MP3", "Tone 660 Opus", "Tone 770 WAV 22050"])
+        defer { t.stop() }
+        _ = proxy
+        let played = try #require(t.waitForEvent("played", source: id, seconds: 15))
+        #expect(
+            played.reason?.hasPrefix("stopped: 3 tracks in a row could not be played (the last, Tone 770 WAV 22050:")
+                == true, "\(played.reason ?? "")")
+        let events = t.daemon.events.recent().filter { $0.source == id }
+        #expect(events.filter { $0.type == "stream-error" }.count == 4, "\(events.map { $0.reason ?? "" })")
+        #expect(!events.contains { $0.type == "track" && $0.reason?.contains("Tone 880") == true })
+        #expect(try t.status().savedQueue != nil)
+    }
+}

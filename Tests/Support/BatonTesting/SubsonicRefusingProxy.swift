@@ -1,0 +1,132 @@
+import Glibc
+import OSThread
+import Synchronization
+
+/// An HTTP proxy on 127.0.0.1 in front of the real Subsonic test server that refuses to stream
+/// chosen songs: a `/rest/stream` request for one of `refused` is answered as Supysonic answers a
+/// song it does not have (HTTP 200, `{"subsonic-response": {"status": "failed", "error": {"code":
+/// 70, …}}}`); every other request goes to the server (with `Connection: close`, so that each
+/// request comes on a connection of its own and is seen here). For tests of a queue with a track
+/// that cannot be played.
+public final class SubsonicRefusingProxy: @unchecked Sendable {
+    // @unchecked: the socket and the settings are `let`; `running` is atomic.
+    public let port: Int
+    private let upstream: UInt16
+    private let refused: Set<String>
+    private let listener: Listener
+    private let running = Atomic<Bool>(true)
+
+    public init(upstreamURL: String, refusing songIDs: Set<String>) throws {
+        guard let colon = upstreamURL.lastIndex(of: ":"), let port = UInt16(upstreamURL[colon...].dropFirst())
+        else { throw Listener.Failed() }
+        upstream = port
+        refused = songIDs
+        listener = try Listener()
+        self.port = Int(listener.port)
+        let fd = listener.fd
+        OSThread.detach(name: "refusing-proxy") { [self] in
+            while running.load(ordering: .acquiring) {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else {
+                    if errno == EINTR { continue }
+                    return
+                }
+                OSThread.detach(name: "proxy-conn") { [self] in serve(client) }
+            }
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    public var url: String { "http://127.0.0.1:\(port)" }
+
+    deinit {
+        running.store(false, ordering: .releasing)
+        shutdown(listener.fd, Int32(SHUT_RDWR))
+        close(listener.fd)
+    }
+
+    private func serve(_ client: Int32) {
+        defer { close(client) }
+        var head: [UInt8] = []
+        var byte: UInt8 = 0
+        while !(head.count >= 4 && Array(head.suffix(4)) == [13, 10, 13, 10]) {
+            guard recv(client, &byte, 1, 0) == 1, head.count < 65_536 else { return }
+            head.append(byte)
+        }
+        let text = String(decoding: head, as: UTF8.self)
+        let target = text.split(separator: " ", maxSplits: 2).dropFirst().first.map(String.init) ?? ""
+        if target.hasPrefix("/rest/stream"), let id = Self.query(target, "id"), refused.contains(id) {
+            let body =
+                #"{"subsonic-response": {"status": "failed", "version": "1.16.1", "error": {"code": 70, "message": "Song not found"}}}"#
+            let answer =
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+                + "Connection: close\r\n\r\n\(body)"
+            Self.sendAll(client, Array(answer.utf8))
+            return
+        }
+        // Forwarded with the connection closed after the answer.
+        var lines = text.components(separatedBy: "\r\n").filter { !$0.lowercased().hasPrefix("connection:") }
+        lines.insert("Connection: close", at: 1)
+        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(server) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = upstream.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0, Self.sendAll(server, Array(lines.joined(separator: "\r\n").utf8)) else { return }
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(server, $0.baseAddress, $0.count, 0) }
+            guard n > 0, Self.sendAll(client, Array(chunk[0..<n])) else { return }
+        }
+    }
+
+    private static func query(_ target: String, _ name: String) -> String? {
+        guard let q = target.firstIndex(of: "?") else { return nil }
+        for pair in target[target.index(after: q)...].split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, parts[0] == name { return String(parts[1]).removingPercentEncoding() }
+        }
+        return nil
+    }
+
+    @discardableResult
+    private static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            offset += n
+        }
+        return true
+    }
+}
+
+extension String {
+    /// `%XX` sequences decoded (as UTF-8); nil when one is malformed.
+    fileprivate func removingPercentEncoding() -> String? {
+        var bytes: [UInt8] = []
+        var i = utf8.startIndex
+        while i < utf8.endIndex {
+            let c = utf8[i]
+            if c == UInt8(ascii: "%") {
+                let a = utf8.index(after: i)
+                guard a < utf8.endIndex, utf8.index(after: a) < utf8.endIndex,
+                    let v = UInt8(String(decoding: utf8[a...utf8.index(after: a)], as: UTF8.self), radix: 16)
+                else { return nil }
+                bytes.append(v)
+                i = utf8.index(a, offsetBy: 2)
+            } else {
+                bytes.append(c)
+                i = utf8.index(after: i)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+}
