@@ -51,11 +51,12 @@ extension KeyedDecodingContainer where Key == AnyKey {
     }
 
     /// A list under `key`: an array, one object, or nothing (`{}`, null, absent) as empty.
-    /// Elements that fail to decode make the whole list fail: a half list would mislead.
+    /// Elements that fail to decode make the whole list fail: a half list would mislead. An array
+    /// fails with its element's own error (`song[1]`'s missing `id`), not as "not one object".
     func list<T: Decodable>(_ key: String, of type: T.Type = T.self) throws -> [T] {
         let k = AnyKey(key)
         guard contains(k), (try? decodeNil(forKey: k)) != true else { return [] }
-        if let array = try? decode([T].self, forKey: k) { return array }
+        if (try? nestedUnkeyedContainer(forKey: k)) != nil { return try decode([T].self, forKey: k) }
         if let empty = try? nestedContainer(keyedBy: AnyKey.self, forKey: k), empty.allKeys.isEmpty { return [] }
         return [try decode(T.self, forKey: k)]
     }

@@ -49,6 +49,23 @@ import Testing
         let none: Playlist = try decode(#"{"id": "p", "name": "N", "entry": {}}"#)
         #expect(none.entries.isEmpty)
     }
+
+    /// A list whose element is bad fails naming that element and its field, not the list as "not
+    /// an object" (what the single-object fallback said before).
+    @Test func aBadElementOfAListIsNamed() throws {
+        let json = #"{"id": "a", "name": "N", "song": [{"id": "s", "title": "T"}, {"title": "no id"}]}"#
+        do {
+            _ = try decode(json, as: Album.self)
+            Issue.record("decoded an album with a song that has no id")
+        } catch let error as DecodingError {
+            guard case .keyNotFound(let key, let context) = error else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(key.stringValue == "id")
+            #expect(context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue } == ["song", "1"])
+        }
+    }
 }
 
 /// JSONDecoder over a string, for fixtures.
