@@ -42,13 +42,19 @@ final class MQTTBridge: @unchecked Sendable {
     private var thread: OSThread?
     private var subscription: Int?
     private struct Shared {
-        var commands: [(topic: String, payload: [UInt8])] = []
+        var commands: [(topic: String, payload: [UInt8], retained: Bool)] = []
         /// Set on connect: every retained topic is published again.
         var republish = true
         var events: [Event] = []
         var retained: [String: String] = [:]
         /// The sound chosen in Home Assistant's select (nil: the default, see `selectedSound`).
         var selectedSound: String?
+        /// The connection as last reported, and whether its being down was said since it was last
+        /// up (to say each change once).
+        var connection: MQTTStatus.Connection?
+        var saidDown = false
+        /// The zones whose topics were last published (a reload that removes one clears them).
+        var publishedZones: [String] = []
     }
     /// Shared with the client's callbacks, which exist before `self` does. A command wakes the
     /// bridge's thread at once through the semaphore.
@@ -93,11 +99,32 @@ final class MQTTBridge: @unchecked Sendable {
         do {
             client = try MQTTClient(
                 configuration: c,
-                onMessage: { topic, payload in
-                    inbox.shared.withLock { $0.commands.append((topic, payload)) }
+                onMessage: { topic, payload, retained in
+                    inbox.shared.withLock { $0.commands.append((topic, payload, retained)) }
                     inbox.wake.post()
                 },
-                onStatusChange: { status in
+                onStatusChange: { [logger, broker = config.broker, events = daemon.events] status in
+                    // Said once each (the log, an event: the broker's own topics cannot carry that
+                    // it is gone): connected; lost, or cannot connect — not every failed retry.
+                    let (previous, saidDown) = inbox.shared.withLock { s in
+                        defer {
+                            s.connection = status.connection
+                            if status.connection == .connected { s.saidDown = false }
+                            if status.connection == .disconnected { s.saidDown = true }
+                        }
+                        return (s.connection, s.saidDown)
+                    }
+                    let why = status.lastError ?? "the connection closed"
+                    if status.connection == .connected && previous != .connected {
+                        logger.info("mqtt: connected to \(broker)")
+                        events.publish(type: "mqtt-connected", reason: broker)
+                    } else if status.connection == .disconnected && previous == .connected {
+                        logger.warning("mqtt: lost \(broker): \(why); reconnecting")
+                        events.publish(type: "mqtt-error", reason: "lost \(broker): \(why)")
+                    } else if status.connection == .disconnected && !saidDown {
+                        logger.warning("mqtt: cannot connect to \(broker): \(why); retrying")
+                        events.publish(type: "mqtt-error", reason: "cannot connect to \(broker): \(why)")
+                    }
                     if status.connection == .connected {
                         inbox.shared.withLock { $0.republish = true }
                         inbox.wake.post()
@@ -142,12 +169,18 @@ final class MQTTBridge: @unchecked Sendable {
                 }
                 return (s.commands, s.republish, s.events)
             }
-            for command in commands { handle(command.topic, command.payload) }
-            if republish {
+            for command in commands { handle(command.topic, command.payload, retained: command.retained) }
+            // On connect, and after a reload (zones and sounds may have changed: the entities, the
+            // select's options), every retained topic is published again.
+            if (republish || events.contains { $0.type == "reloaded" }) && client.status.connection == .connected {
                 inbox.shared.withLock { $0.retained.removeAll() }
+                clearRemovedZones()
                 if config.discovery { publishDiscovery() }
             }
-            for event in events {
+            // While disconnected, events are not queued (libmosquitto would keep every one, without
+            // bound): `GET /api/v1/events/recent` has them, and the retained state is sent again on
+            // connect.
+            for event in events where client.status.connection == .connected {
                 if let data = try? JSONEncoder.baton.encode(event) {
                     publish("\(base)/events", Array(data), retain: false)
                 }
@@ -162,41 +195,63 @@ final class MQTTBridge: @unchecked Sendable {
         }
     }
 
-    /// Carries out one command as the HTTP request it mirrors; a failure goes to `<base>/errors`.
-    private func handle(_ topic: String, _ payload: [UInt8]) {
+    /// Carries out one command as the HTTP request it mirrors; a failure goes to `<base>/errors`
+    /// and the log.
+    private func handle(_ topic: String, _ payload: [UInt8], retained: Bool) {
         guard topic.hasPrefix(base + "/") else { return }
         var name = String(topic.dropFirst(base.count + 1))
         var body = payload
+        func refuse(_ error: ControlError) {
+            publishError(topic, error)
+            logger.warning("mqtt: \(topic): \(error.kind.httpStatus) \(error.message)")
+        }
+        // A retained command would run again at every start and reconnect (a doorbell hours late).
+        guard !retained else {
+            return refuse(
+                ControlError(
+                    .badRequest,
+                    "a retained message is not carried out: it would run again at every connect (clear it with an empty retained message to the same topic)"
+                ))
+        }
+        // The API's own limit, before anything is decoded: one huge message would hold every other
+        // command and all state on this thread while it is read.
+        let limit = daemon.config.api.maxBody
+        guard payload.count <= limit else {
+            return refuse(
+                ControlError(.badRequest, "a message of \(payload.count) bytes; at most \(limit) (api.max-body)"))
+        }
+        guard let text = String(validating: payload, as: UTF8.self) else {
+            return refuse(ControlError(.badRequest, "the message is not UTF-8 text"))
+        }
         if name.hasPrefix("zones/") && name.hasSuffix("/volume/set") {
             name = String(name.dropLast("/set".count))
-            // Home Assistant's number entity sends 0–100.
-            let text = String(String(decoding: payload, as: UTF8.self).filter { !$0.isWhitespace })
-            if let percent = Double(text) {
+            // Home Assistant's number entity sends 0–100 (surrounding spaces allowed, none inside).
+            let text = text.trimmingWhitespace()
+            if let percent = Double(text), !text.lowercased().hasPrefix("0x"), !text.lowercased().hasPrefix("-0x") {
                 guard percent.isFinite, (0...100).contains(percent) else {
-                    publishError(topic, ControlError(.badRequest, "volume \(text) is not 0–100"))
-                    return
+                    return refuse(ControlError(.badRequest, "volume \(text) is not 0–100"))
                 }
                 body = Array("{\"volume\": \(percent / 100)}".utf8)
+            } else if !text.hasPrefix("{") {
+                return refuse(
+                    ControlError(.badRequest, "volume \"\(text)\" is not a number 0–100 (or {\"volume\": 0.4})"))
             }
         } else if Self.homeAssistantTopics.contains(name) {
             do throws(ControlError) {
-                guard let command = try homeAssistantCommand(name, payload) else { return }
+                guard let command = try homeAssistantCommand(name, text) else { return }
                 (name, body) = command
             } catch {
-                publishError(topic, error)
-                return
+                return refuse(error)
             }
         } else if !Commands.names.contains(name) {
-            publishError(topic, ControlError(.notFound, "unknown command topic (see docs/MQTT.md)"))
-            return
+            return refuse(ControlError(.notFound, "unknown command topic (see docs/MQTT.md)"))
         }
         do throws(ControlError) {
             if case .reload(let report) = try commands.run(name, body: body), !report.applied {
                 throw ControlError(.unprocessable, report.errors.joined(separator: "\n"))
             }
         } catch {
-            publishError(topic, error)
-            logger.warning("mqtt: \(topic): \(error.kind.httpStatus) \(error.message)")
+            refuse(error)
         }
     }
 
@@ -278,7 +333,11 @@ final class MQTTBridge: @unchecked Sendable {
             || status.zones.contains { $0.level.peakDb > -200 }
     }
 
+    /// Publishes `text` retained when it changed. Not while disconnected: on connect every retained
+    /// topic is sent again as it is then, rather than every change made meanwhile (libmosquitto
+    /// would queue each one, without bound).
     private func retain(_ topic: String, _ text: String) {
+        guard client.status.connection == .connected else { return }
         let changed = inbox.shared.withLock { s -> Bool in
             guard s.retained[topic] != text else { return false }
             s.retained[topic] = text
@@ -287,16 +346,38 @@ final class MQTTBridge: @unchecked Sendable {
         if changed { publish(topic, Array(text.utf8), retain: true) }
     }
 
+    private func discovery(zones: [String]) throws -> HomeAssistantDiscovery {
+        try HomeAssistantDiscovery(
+            device: String(base.split(separator: "/").last ?? ""),
+            name: "Baton \(base.split(separator: "/").last ?? "")",
+            zones: zones, prefix: config.discoveryPrefix,
+            topicPrefix: config.topicPrefix, sounds: daemon.sounds.names())
+    }
+
     private func publishDiscovery() {
         do {
-            let discovery = try HomeAssistantDiscovery(
-                device: String(base.split(separator: "/").last ?? ""),
-                name: "Baton \(base.split(separator: "/").last ?? "")",
-                zones: daemon.zoneNames, prefix: config.discoveryPrefix,
-                topicPrefix: config.topicPrefix, sounds: daemon.sounds.names())
-            for m in discovery.messages() { publish(m.topic, m.payload, retain: true) }
+            for m in try discovery(zones: daemon.zoneNames).messages() { publish(m.topic, m.payload, retain: true) }
         } catch {
             logger.warning("mqtt: Home Assistant discovery: \(error)")
+        }
+    }
+
+    /// The retained topics of zones a reload removed, published empty (which removes them from
+    /// the broker, and the entities from Home Assistant).
+    private func clearRemovedZones() {
+        let now = daemon.zoneNames
+        let gone = inbox.shared.withLock { s in
+            defer { s.publishedZones = now }
+            return s.publishedZones.filter { !now.contains($0) }
+        }
+        for zone in gone {
+            for suffix in ["state", "volume", "now-playing"] {
+                publish("\(base)/zones/\(zone)/\(suffix)", [], retain: true)
+            }
+            if config.discovery, let entities = try? discovery(zones: []).zoneMessages(zone) {
+                for m in entities { publish(m.topic, [], retain: true) }
+            }
+            logger.info("mqtt: zone \(zone) is gone: its topics cleared")
         }
     }
 
@@ -316,13 +397,12 @@ extension MQTTBridge {
 
     /// Turns an entity's message into the command it stands for (name and JSON body), or carries it
     /// out itself and returns nil (the select's choice). Errors are the commands' own.
-    fileprivate func homeAssistantCommand(_ name: String, _ payload: [UInt8]) throws(ControlError) -> (
+    fileprivate func homeAssistantCommand(_ name: String, _ text: String) throws(ControlError) -> (
         String, [UInt8]
     )? {
-        let text = String(decoding: payload, as: UTF8.self)
         switch name {
         case "sound/set":
-            let sound = String(text.filter { !$0.isWhitespace })
+            let sound = text.trimmingWhitespace()
             guard daemon.sounds.names().contains(sound) else {
                 throw ControlError(
                     .unknownSound,
@@ -368,7 +448,7 @@ extension MQTTBridge {
         for zone in status.zones {
             let id = zone.audible.first ?? zone.sources.first?.source
             let playing = id.flatMap { id in status.sources.first { $0.id == id } }
-            var now = NowPlaying(state: zone.state != "available" ? "unavailable" : playing?.state ?? "idle")
+            var now = NowPlaying(state: zone.state == "unavailable" ? "unavailable" : playing?.state ?? "idle")
             if let playing {
                 now.title = playing.track?.title ?? playing.sound
                 now.artist = playing.track?.artist
@@ -381,5 +461,12 @@ extension MQTTBridge {
             }
         }
         if let sound = selectedSound() { retain("\(base)/sound", sound) }
+    }
+}
+
+extension String {
+    /// Without spaces, tabs and line ends at either end (none inside is touched).
+    fileprivate func trimmingWhitespace() -> String {
+        String(self.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
     }
 }

@@ -18,8 +18,9 @@ public final class Triggers: Sendable {
     private let daemon: Daemon
     private let logger: Logger
     private let edgeSources: EdgeSourceFactory?
-    /// The MQTT bridge, or why it could not start.
-    private let mqtt = Mutex<(bridge: MQTTBridge?, error: String?)>((nil, nil))
+    /// The MQTT bridge, or why it could not start, and the broker it was started for (a reload does
+    /// not change it: `needsRestart`).
+    private let mqtt = Mutex<(bridge: MQTTBridge?, error: String?, broker: String?)>((nil, nil, nil))
     /// The buttons as configured, each running or with the reason it is not, and their presses.
     private let buttons = Mutex<[(config: GPIOButtonConfig, button: GPIOButton?, error: String?, presses: Int)]>([])
 
@@ -37,10 +38,10 @@ public final class Triggers: Sendable {
             do {
                 let bridge = try MQTTBridge(daemon: daemon, config: m, device: config.device, logger: logger)
                 bridge.start()
-                mqtt.withLock { $0 = (bridge, nil) }
+                mqtt.withLock { $0 = (bridge, nil, m.broker) }
             } catch {
                 logger.error("\(error.message); MQTT is off")
-                mqtt.withLock { $0 = (nil, error.message) }
+                mqtt.withLock { $0 = (nil, error.message, m.broker) }
                 daemon.events.publish(type: "mqtt-error", reason: error.message)
             }
         }
@@ -95,15 +96,15 @@ public final class Triggers: Sendable {
         }
     }
 
-    /// The MQTT connection for the status report. Any thread.
+    /// The MQTT connection for the status report: the bridge that runs, as it was started (a
+    /// reload that changes `mqtt:` takes effect at the next start). Any thread.
     public var mqttStatus: StatusReport.MQTT? {
-        daemon.config.mqtt.map { m in
-            let (bridge, error) = mqtt.withLock { ($0.bridge, $0.error) }
-            let status = bridge?.status
-            return StatusReport.MQTT(
-                broker: m.broker, topic: bridge?.base, connection: status?.connection.rawValue ?? "off",
-                error: error ?? status?.lastError)
-        }
+        let (bridge, error, broker) = mqtt.withLock { $0 }
+        guard let broker else { return nil }
+        let status = bridge?.status
+        return StatusReport.MQTT(
+            broker: broker, topic: bridge?.base, connection: status?.connection.rawValue ?? "off",
+            error: error ?? status?.lastError)
     }
 
     /// The GPIO buttons for the status report. Any thread.

@@ -36,6 +36,17 @@ public struct ReloadReport: Codable, Sendable, Equatable {
         zonesUnchanged = names.filter { known.contains($0) && !stopping.contains($0) }
         policyChanged = old.policy != new.policy
         soundsChanged = old.sounds != new.sounds || old.resampler != new.resampler
-        needsRestart = old.api != new.api ? ["api"] : []
+        // What the daemon sets up once, at start: a change to it is not applied by a reload.
+        let once: [(String, Bool)] = [
+            ("api", old.api != new.api),
+            ("mqtt", old.mqtt != new.mqtt),
+            ("device", old.device != new.device && (old.mqtt != nil || new.mqtt != nil)),
+            ("gpio", old.gpio != new.gpio),
+            ("intercom", old.intercom != new.intercom),
+            ("external-sources.socket", old.externalSources?.socket != new.externalSources?.socket),
+            ("state-dir", old.stateDir != new.stateDir),
+            ("alsa-config", old.alsaConfig != new.alsaConfig),
+        ]
+        needsRestart = once.filter(\.1).map(\.0)
     }
 }

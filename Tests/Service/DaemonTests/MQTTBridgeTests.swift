@@ -89,6 +89,67 @@ import Testing
         #expect(t.waitForEvent("granted", seconds: 10)?.source == "announce-1")
     }
 
+    /// Messages a broker can hold or carry that are not commands to carry out: a retained announce
+    /// (it used to ring at every start and reconnect), one over `api.max-body` (it used to hold the
+    /// bridge for seconds while decoded), bytes that are not UTF-8 (spoken as "��"), a volume with a
+    /// space or in hex (read as another number). Each is refused on `<base>/errors`, nothing plays,
+    /// nothing changes; and the broker going away is said (an `mqtt-error` event).
+    @Test func refusesStaleHugeAndGarbledMessagesAndSaysWhenTheBrokerGoes() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k"}"#, retain: true)
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 5, seconds: 30)
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        let huge = "{\"text\": \"" + String(repeating: "a", count: 5_000) + "\"}"
+        try broker.publish(topic: "\(base)/announce", message: huge)
+        let garbled = TestDirectory.make("mqtt") + "/garbled"
+        let file = fopen(garbled, "wb")!
+        _ = [UInt8]([0xFF, 0xFE, 0x00]).withUnsafeBytes { fwrite($0.baseAddress, 1, 3, file) }
+        fclose(file)
+        let sent = Subprocess.run(
+            MosquittoBroker.publisherPath,
+            ["-h", "127.0.0.1", "-p", "\(broker.port)", "-t", "\(base)/notify", "-f", garbled, "-q", "1"], seconds: 10)
+        #expect(sent.status == 0, "\(sent.output)")
+        try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "5 0")
+        try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "0x20")
+        let got = errors.messages()
+        #expect(got.count == 5, "\(got)")
+        #expect(got.first?.contains("a retained message is not carried out") == true, "\(got)")
+        #expect(got.contains { $0.contains("a message of 5012 bytes; at most 4096 (api.max-body)") }, "\(got)")
+        #expect(got.contains { $0.contains("the message is not UTF-8 text") }, "\(got)")
+        #expect(got.contains { $0.contains(#"volume \"5 0\" is not a number 0–100"#) }, "\(got)")
+        #expect(got.contains { $0.contains(#"volume \"0x20\" is not a number 0–100"#) }, "\(got)")
+        #expect(!t.daemon.events.recent().contains { $0.type == "granted" }, "nothing played")
+        #expect(abs((try t.status().zones.first { $0.name == "kitchen" }?.volume ?? 0) - 1) < 1e-6)
+        let stale = try broker.subscribe(topic: "\(base)/announce").messages()
+        #expect(stale.count == 1, "the retained announce is still on the broker: \(stale)")
+
+        broker.kill()
+        let lost = try #require(t.waitForEvent("mqtt-error", seconds: 10))
+        #expect(lost.reason?.hasPrefix("lost \(broker.url):") == true, "\(lost.reason ?? "")")
+    }
+
+    /// A reload that changes `mqtt:` is not applied by the running bridge, and says so
+    /// (`needsRestart`); the status keeps showing the broker the bridge is on. It used to answer
+    /// `needsRestart: []` and show the new, unconnected broker as connected.
+    @Test func aReloadThatChangesTheBrokerSaysARestartIsNeeded() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        var new = t.config
+        new.mqtt = MQTTConfig(broker: "mqtt://127.0.0.1:1")
+        new.device = "elsewhere"
+        let report = t.daemon.apply(new)
+        #expect(report.applied)
+        #expect(report.needsRestart == ["mqtt", "device"], "\(report.needsRestart)")
+        let mqtt = try #require(try t.status().mqtt)
+        #expect(mqtt.broker == broker.url && mqtt.connection == "connected", "\(mqtt)")
+    }
+
     /// The seed scenario through MQTT: music started over MQTT, a doorbell over MQTT interrupts it,
     /// and five more presses at once (MQTT and HTTP) coalesce into the one doorbell; the music
     /// resumes after it. Checked on the event stream in order.

@@ -12,7 +12,7 @@ final class Recorder: Sendable {
     func client(_ configuration: MQTTConfiguration) throws -> MQTTClient {
         try MQTTClient(
             configuration: configuration,
-            onMessage: { topic, payload in
+            onMessage: { topic, payload, _ in
                 self.messages.withLock { $0.append((topic, String(decoding: payload, as: UTF8.self))) }
             },
             onStatusChange: { status in self.statuses.withLock { $0.append(status) } })

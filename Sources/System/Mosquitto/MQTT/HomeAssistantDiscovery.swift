@@ -74,7 +74,13 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     /// announce button, the notify entity, then per zone its volume, state and now-playing sensor.
     public func messages() -> [Message] {
         [doorbellButton()] + musicButtons() + (sounds.isEmpty ? [] : [soundSelect()]) + [announceButton(), notify()]
-            + zones.flatMap { [volumeNumber(zone: $0), stateSensor(zone: $0), nowPlayingSensor(zone: $0)] }
+            + zones.flatMap(zoneMessages)
+    }
+
+    /// The messages of one zone's entities (its volume, state and now-playing sensor): published
+    /// empty, they remove a zone that is gone.
+    public func zoneMessages(_ zone: String) -> [Message] {
+        [volumeNumber(zone: zone), stateSensor(zone: zone), nowPlayingSensor(zone: zone)]
     }
 
     /// A `button` that publishes `{"sound":"doorbell"}` to `baton/<device>/announce`.

@@ -32,8 +32,9 @@ public final class MQTTClient: @unchecked Sendable {
     // any thread; connect and loop are called only on the network thread, and destroy only in deinit,
     // after the network thread is joined. All Swift state is in `shared` (a Mutex); the rest is `let`.
 
-    /// Receives each message: its topic and payload. Called on the network thread.
-    public typealias MessageHandler = @Sendable (_ topic: String, _ payload: [UInt8]) -> Void
+    /// Receives each message: its topic, payload, and whether the broker kept it (`retained`: sent
+    /// because we subscribed, not because someone published it now). Called on the network thread.
+    public typealias MessageHandler = @Sendable (_ topic: String, _ payload: [UInt8], _ retained: Bool) -> Void
     /// Receives the new status after each change. Called on the network thread (and, for the final
     /// `.stopped`, on the thread that called ``stop()``).
     public typealias StatusHandler = @Sendable (_ status: MQTTStatus) -> Void
@@ -162,7 +163,8 @@ public final class MQTTClient: @unchecked Sendable {
                 message.payloadlen > 0
                 ? Array(UnsafeRawBufferPointer(start: message.payload, count: Int(message.payloadlen)))
                 : []
-            Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().onMessage(String(cString: topic), payload)
+            Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().onMessage(
+                String(cString: topic), payload, message.retain)
         }
         return handle
     }
