@@ -150,6 +150,43 @@ import Testing
         #expect(mqtt.broker == broker.url && mqtt.connection == "connected", "\(mqtt)")
     }
 
+    /// After a reload that removes a zone, its retained topics and its Home Assistant entities are
+    /// cleared (they stayed, showing a zone that is gone); a silent zone's now-playing says what
+    /// plays there (it said `unavailable`).
+    @Test func aRemovedZoneIsClearedAndASilentZoneShowsWhatPlays() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url), silenceAlarm: .milliseconds(300))
+        defer { t.stop() }
+        #expect(connected(t))
+        let patioVolume = "homeassistant/number/baton_test-speaker/patio_volume/config"
+        #expect(try broker.subscribe(topic: patioVolume, seconds: 5).messages().count == 1)
+        #expect(try broker.subscribe(topic: "\(base)/zones/patio/state", seconds: 5).messages().count == 1)
+        var new = t.config
+        new.zones.removeAll { $0.name == "patio" }
+        #expect(t.daemon.apply(new).zonesRemoved == ["patio"])
+        /// What the broker keeps on `topic` (a retained message comes at once; mosquitto_sub then times out).
+        func kept(_ topic: String) -> [String] {
+            ((try? broker.subscribe(topic: topic, seconds: 1).messages(seconds: 3)) ?? ["?"]).filter {
+                $0.hasPrefix(topic + " ") || $0 == "?"
+            }
+        }
+        #expect(waitUntil(seconds: 5) { kept("\(base)/zones/patio/state").isEmpty }, "the patio's state is cleared")
+        #expect(kept(patioVolume).isEmpty, "the patio's volume entity is removed")
+        #expect(kept("\(base)/zones/patio/now-playing").isEmpty)
+        #expect(try broker.subscribe(topic: "\(base)/zones/kitchen/state", seconds: 5).messages().count == 1)
+
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "zeros", "loop": true, "zones": ["kitchen"]}"#)
+                .object["id"])
+        #expect(t.waitForEvent("silent-while-playing", source: id, seconds: 5) != nil)
+        #expect(
+            waitUntil(seconds: 5) {
+                let now = (try? broker.subscribe(topic: "\(base)/zones/kitchen/now-playing").messages().first) ?? ""
+                return now.contains(#""state":"playing""#)
+            }, "the kitchen's now-playing says playing while the zone is silent")
+    }
+
     /// The seed scenario through MQTT: music started over MQTT, a doorbell over MQTT interrupts it,
     /// and five more presses at once (MQTT and HTTP) coalesce into the one doorbell; the music
     /// resumes after it. Checked on the event stream in order.
