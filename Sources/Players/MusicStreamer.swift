@@ -272,7 +272,10 @@ final class MusicStreamer: @unchecked Sendable {
     /// until `retryLimit` passes without progress.
     private func fetch(_ song: Song, into buffer: StreamBuffer, gaveUp: GaveUp) {
         var received: Int64 = 0
-        var failingSince: ContinuousClock.Instant?
+        // Since when no byte came (the fetch's start, else the last byte). It used to be the first
+        // failure, so a server that held the connection without sending (a failure only after the
+        // 20 s stall timeout) was given a retry.limit more after that.
+        var progressAt = ContinuousClock.now
         var backoff = Duration.milliseconds(250)
         while !buffer.isCancelled {
             do {
@@ -294,7 +297,7 @@ final class MusicStreamer: @unchecked Sendable {
                         }
                         guard buffer.write(bytes) else { return false }
                         received += Int64(bytes.count)
-                        failingSince = nil
+                        progressAt = .now
                         self.progressState.withLock { $0.retrying = nil }
                         return true
                     })
@@ -302,9 +305,7 @@ final class MusicStreamer: @unchecked Sendable {
                 return
             } catch {
                 if buffer.isCancelled { return }
-                let start = failingSince ?? .now
-                failingSince = start
-                guard error.isTransient, ContinuousClock.now - start < retryLimit else {
+                guard error.isTransient, ContinuousClock.now - progressAt < retryLimit else {
                     if error.isTransient { gaveUp.set() }  // before the failure the reader sees
                     buffer.fail(ByteSourceError(message: "\(error)"))
                     return

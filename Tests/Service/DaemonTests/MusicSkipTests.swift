@@ -1,5 +1,6 @@
 import BatonTesting
 import FoundationEssentials
+import OSThread
 import Testing
 
 @testable import BatonDaemon
@@ -10,10 +11,11 @@ import Testing
 @Suite struct MusicSkipTests {
     /// The daemon on a proxy that refuses `refused` (titles), the queue `titles` playing from
     /// 19 s into its first 20 s track. Returns the daemon and the source's id.
-    static func playing(_ titles: [String], refusing refused: Set<String>) throws -> (
-        TestDaemon, SubsonicRefusingProxy, String
-    ) {
-        let real = try TestSubsonic.music()
+    static func playing(
+        _ titles: [String], refusing refused: Set<String>, stalling stalled: Set<String> = [],
+        retry: Duration = .seconds(20)
+    ) throws -> (TestDaemon, SubsonicRefusingProxy, String) {
+        let real = try TestSubsonic.music(retry: retry)
         let lookup = try TestDaemon(music: real)
         let found = try JSONDecoder().decode(
             LibraryAndQueueTests.Songs.self, from: Data(try lookup.request("GET", "/api/v1/library/search?q=Tone").body)
@@ -22,7 +24,8 @@ import Testing
         let ids = try titles.map { title in try #require(found.first { $0.title == title }?.id, "\(title)") }
         let proxy = try SubsonicRefusingProxy(
             upstreamURL: real.subsonic.url,
-            refusing: Set(zip(titles, ids).filter { refused.contains($0.0) }.map(\.1)))
+            refusing: Set(zip(titles, ids).filter { refused.contains($0.0) }.map(\.1)),
+            stalling: Set(zip(titles, ids).filter { stalled.contains($0.0) }.map(\.1)))
         var music = real
         music.subsonic.url = proxy.url
         let t = try TestDaemon(music: music)
@@ -83,5 +86,23 @@ import Testing
         #expect(events.filter { $0.type == "stream-error" }.count == 4, "\(events.map { $0.reason ?? "" })")
         #expect(!events.contains { $0.type == "track" && $0.reason?.contains("Tone 880") == true })
         #expect(try t.status().savedQueue != nil)
+    }
+
+    /// A server that takes the connection and never answers: given up at the first failure once
+    /// `retry.limit` (1 s here) has passed without a byte, which is the client's 20 s stall
+    /// timeout; it used to start the limit at that first failure and give the next attempt its
+    /// own 20 s: 40 s.
+    @Test func aServerThatHangsIsGivenUpAtTheFirstFailurePastTheLimit() throws {
+        let (t, proxy, id) = try Self.playing(
+            ["Tone 440 FLAC", "Tone 550 MP3"], refusing: [], stalling: ["Tone 550 MP3"], retry: .seconds(1))
+        defer { t.stop() }
+        _ = proxy
+        let began = monotonicNanoseconds()
+        let failed = try #require(t.waitForEvent("stream-error", source: id, seconds: 40))
+        let took = Double(monotonicNanoseconds() - began) / 1e9
+        #expect(
+            failed.reason?.contains("gave up: the server stayed unreachable past retry.limit") == true,
+            "\(failed.reason ?? "")")
+        #expect(took < 30, "given up \(took) s after the seek")
     }
 }

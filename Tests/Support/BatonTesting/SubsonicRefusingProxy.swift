@@ -6,21 +6,24 @@ import Synchronization
 /// chosen songs: a `/rest/stream` request for one of `refused` is answered as Supysonic answers a
 /// song it does not have (HTTP 200, `{"subsonic-response": {"status": "failed", "error": {"code":
 /// 70, …}}}`); every other request goes to the server (with `Connection: close`, so that each
-/// request comes on a connection of its own and is seen here). For tests of a queue with a track
+/// request comes on a connection of its own and is seen here). A `/rest/stream` request for one of
+/// `stalled` is held open with no answer (a server that hangs). For tests of a queue with a track
 /// that cannot be played.
 public final class SubsonicRefusingProxy: @unchecked Sendable {
     // @unchecked: the socket and the settings are `let`; `running` is atomic.
     public let port: Int
     private let upstream: UInt16
     private let refused: Set<String>
+    private let stalled: Set<String>
     private let listener: Listener
     private let running = Atomic<Bool>(true)
 
-    public init(upstreamURL: String, refusing songIDs: Set<String>) throws {
+    public init(upstreamURL: String, refusing songIDs: Set<String>, stalling stalledIDs: Set<String> = []) throws {
         guard let colon = upstreamURL.lastIndex(of: ":"), let port = UInt16(upstreamURL[colon...].dropFirst())
         else { throw Listener.Failed() }
         upstream = port
         refused = songIDs
+        stalled = stalledIDs
         listener = try Listener()
         self.port = Int(listener.port)
         let fd = listener.fd
@@ -55,6 +58,10 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         }
         let text = String(decoding: head, as: UTF8.self)
         let target = text.split(separator: " ", maxSplits: 2).dropFirst().first.map(String.init) ?? ""
+        if target.hasPrefix("/rest/stream"), let id = Self.query(target, "id"), stalled.contains(id) {
+            while running.load(ordering: .acquiring), recv(client, &byte, 1, 0) > 0 {}  // until the client gives up
+            return
+        }
         if target.hasPrefix("/rest/stream"), let id = Self.query(target, "id"), refused.contains(id) {
             let body =
                 #"{"subsonic-response": {"status": "failed", "version": "1.16.1", "error": {"code": 70, "message": "Song not found"}}}"#
