@@ -58,11 +58,22 @@ import Testing
         deinit { process.stop() }
     }
 
-    static func rig(mpdPort: Int) throws -> ExternalRig {
-        let bell: [Int16] = (0..<(48_000 / 2)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
-        return try ExternalRig(
-            sources: "  mpd: {class: music, when-interrupted: pause, control: {mpd: 127.0.0.1:\(mpdPort)}}",
+    /// MPD playing to the `mpd` source (`pause`, controlled over MPD's protocol), heard in the zone;
+    /// the rig's `bell` lasts `bellSeconds`.
+    static func playing(bellSeconds: Double) throws -> (ExternalRig, MPD) {
+        let port = try FreePort.next()
+        let bell: [Int16] = (0..<Int(48_000 * bellSeconds)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
+        let rig = try ExternalRig(
+            sources: "  mpd: {class: music, when-interrupted: pause, control: {mpd: 127.0.0.1:\(port)}}",
             sounds: ["bell": bell])
+        let mpd = try MPD(rig, port: port)
+        mpd.mpc(["play"])
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return Self.heard(rig).count > 48_000 / 2
+            }, "MPD is heard")
+        return (rig, mpd)
     }
 
     /// The music's frames heard so far (left channel non-zero).
@@ -74,19 +85,11 @@ import Testing
     /// An announcement interrupts MPD: `mpc status` shows it paused within 200 ms of the
     /// interruption's beginning; after the bell MPD plays again and the music goes on in the zone.
     @Test func anAnnouncementPausesMPDAndItPlaysOnAfter() throws {
-        let port = try FreePort.next()
-        let rig = try Self.rig(mpdPort: port)
-        let mpd = try MPD(rig, port: port)
-        mpd.mpc(["play"])
-        #expect(
-            waitUntil(seconds: 5) {
-                usleep(20_000)
-                return Self.heard(rig).count > 48_000 / 2
-            }, "MPD is heard")
+        let (rig, mpd) = try Self.playing(bellSeconds: 0.5)
         // Status shows the program, its pid and the control, beside the class and state.
         let status = rig.get("/api/v1/status")
         #expect(status.contains("\"program\":\"mpd\"") && status.contains("\"pid\":\(mpd.process.pid)"), "\(status)")
-        #expect(status.contains("\"control\":\"mpd 127.0.0.1:\(port)\""), "\(status)")
+        #expect(status.contains("\"control\":\"mpd 127.0.0.1:\(mpd.port)\""), "\(status)")
         #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
         let began = monotonicSeconds()
         #expect(waitUntil(seconds: 2) { mpd.state == "paused" })
@@ -115,18 +118,7 @@ import Testing
     /// Before it, while MPD plays on, batond's `mpd-control` thread sleeps in `idle` (it woke every
     /// 500 ms to look whether it should stop).
     @Test func aUserPauseDuringTheInterruptionLeavesMPDPaused() throws {
-        let port = try FreePort.next()
-        let bell: [Int16] = (0..<(48_000 * 2)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
-        let rig = try ExternalRig(
-            sources: "  mpd: {class: music, when-interrupted: pause, control: {mpd: 127.0.0.1:\(port)}}",
-            sounds: ["bell": bell])
-        let mpd = try MPD(rig, port: port)
-        mpd.mpc(["play"])
-        #expect(
-            waitUntil(seconds: 5) {
-                usleep(20_000)
-                return Self.heard(rig).count > 48_000 / 2
-            })
+        let (rig, mpd) = try Self.playing(bellSeconds: 2)
         let ran = try rig.runsInTwoSeconds(ofThreads: "mpd-control")["mpd-control"] ?? 0
         #expect(ran <= 2, "the mpd-control thread ran \(ran) times in 2 s")
         rig.post("/api/v1/announce", #"{"sound": "bell"}"#)
@@ -146,18 +138,7 @@ import Testing
     /// does not show "playing" while it sits blocked on the paused slots, heard by nobody. A play
     /// after that plays: both say so, and the zone hears it.
     @Test func aUserPlayDuringTheInterruptionLeavesMPDAndBatonAgreeing() throws {
-        let port = try FreePort.next()
-        let bell: [Int16] = (0..<(48_000 * 2)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
-        let rig = try ExternalRig(
-            sources: "  mpd: {class: music, when-interrupted: pause, control: {mpd: 127.0.0.1:\(port)}}",
-            sounds: ["bell": bell])
-        let mpd = try MPD(rig, port: port)
-        mpd.mpc(["play"])
-        #expect(
-            waitUntil(seconds: 5) {
-                usleep(20_000)
-                return Self.heard(rig).count > 48_000 / 2
-            })
+        let (rig, mpd) = try Self.playing(bellSeconds: 2)
         rig.post("/api/v1/announce", #"{"sound": "bell"}"#)
         #expect(waitUntil(seconds: 2) { mpd.state == "paused" })
         usleep(300_000)

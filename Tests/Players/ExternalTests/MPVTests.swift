@@ -62,6 +62,17 @@ import Testing
         return (rig, mpv)
     }
 
+    /// mpv playing, then paused by a 2 s bell through MPRIS. The bus must outlive the test's use.
+    func interruptedMPV() throws -> (ExternalRig, BackgroundProcess, SessionBus) {
+        let directory = TestDirectory.make("external-bus")
+        let bus = try SessionBus(directory)
+        let (rig, mpv) = try playingMPV(bus, directory, bellSeconds: 2)
+        #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
+        #expect(waitUntil(seconds: 2) { status(rig) == "Paused" })
+        usleep(300_000)
+        return (rig, mpv, bus)
+    }
+
     func mpris(_ rig: ExternalRig, _ member: String) {
         let out = Subprocess.run(
             "/usr/bin/env",
@@ -89,13 +100,9 @@ import Testing
     /// pause: the interruption ends with shouldResume false and mpv stays paused. (Back to back, a
     /// few ms apart, mpv signals only the Paused it ends in: there is nothing to see then.)
     @Test func aUserPlayAndPauseDuringTheInterruptionLeavesMPVPaused() throws {
-        let directory = TestDirectory.make("external-bus")
-        let bus = try SessionBus(directory)
-        let (rig, mpv) = try playingMPV(bus, directory, bellSeconds: 2)
+        let (rig, mpv, bus) = try interruptedMPV()
         defer { mpv.stop() }
-        #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
-        #expect(waitUntil(seconds: 2) { status(rig) == "Paused" })
-        usleep(300_000)
+        _ = bus
         mpris(rig, "Play")
         usleep(200_000)
         mpris(rig, "Pause")
@@ -114,13 +121,9 @@ import Testing
     /// source stays paused, and mpv is paused again (left playing, it would sit blocked on the
     /// paused source, saying "Playing"); the next Play is heard.
     @Test func aUserPlayDuringTheInterruptionLeavesMPVAndBatonAgreeing() throws {
-        let directory = TestDirectory.make("external-bus")
-        let bus = try SessionBus(directory)
-        let (rig, mpv) = try playingMPV(bus, directory, bellSeconds: 2)
+        let (rig, mpv, bus) = try interruptedMPV()
         defer { mpv.stop() }
-        #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
-        #expect(waitUntil(seconds: 2) { status(rig) == "Paused" })
-        usleep(300_000)
+        _ = bus
         mpris(rig, "Play")
         #expect(
             waitUntil(seconds: 5) {
