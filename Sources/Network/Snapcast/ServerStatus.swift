@@ -10,6 +10,12 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
                 self.muted = muted
                 self.percent = percent
             }
+            private enum CodingKeys: String, CodingKey { case muted, percent }
+            public init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                muted = try c.decode(Bool.self, forKey: .muted)
+                percent = try c.integer(.percent)
+            }
         }
         public struct Config: Sendable, Equatable, Decodable {
             /// Milliseconds the client plays earlier than the others (DAC compensation).
@@ -18,6 +24,12 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
             public init(latency: Int, volume: Volume) {
                 self.latency = latency
                 self.volume = volume
+            }
+            private enum CodingKeys: String, CodingKey { case latency, volume }
+            public init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                latency = try c.integer(.latency)
+                volume = try c.decode(Volume.self, forKey: .volume)
             }
         }
         public var id: String
@@ -76,5 +88,21 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
     public func client(_ id: String) -> Client? {
         for g in groups { if let c = g.clients.first(where: { $0.id == id }) { return c } }
         return nil
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// An integer field. A number it cannot hold (1.5, 1e400) is an error at the field: the
+    /// toolchain's JSONDecoder reports one as a path-less "not valid JSON" at the top.
+    fileprivate func integer(_ key: Key) throws -> Int {
+        do {
+            return try decode(Int.self, forKey: key)
+        } catch let error as DecodingError {
+            throw error
+        } catch {
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: codingPath + [key], debugDescription: "a number that is not an integer (or too large)"))
+        }
     }
 }

@@ -171,8 +171,10 @@ public struct SnapcastControl: Sendable {
             return "\(path(context.codingPath)): expected \(kind(type))"
         case .valueNotFound(let type, let context):
             return "\(path(context.codingPath)): expected \(kind(type)), found null"
+        case .dataCorrupted(let context) where context.codingPath.isEmpty:
+            return "(top level): not valid JSON (\(context.debugDescription))"
         case .dataCorrupted(let context):
-            return "\(path(context.codingPath)): not valid JSON (\(context.debugDescription))"
+            return "\(path(context.codingPath)): \(context.debugDescription)"
         @unknown default:
             return "\(error)"
         }

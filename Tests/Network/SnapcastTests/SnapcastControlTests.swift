@@ -41,6 +41,11 @@ import Testing
             "Server.GetStatus: unexpected answer: result.server.groups: expected an array"
         ),
         (
+            200,
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"s","clients":[{"id":"c","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":1.5}}}]}],"streams":[]}}}"#,
+            "Server.GetStatus: unexpected answer: result.server.groups[0].clients[0].config.volume.percent: a number that is not an integer (or too large)"
+        ),
+        (
             200, "not json",
             "Server.GetStatus: unexpected answer: (top level): not valid JSON (The given data was not valid JSON.)"
         ),
