@@ -117,11 +117,15 @@ public protocol Source: AnyObject, Sendable {
     var position: Double? { get }
     /// True once every frame it will ever write was played.
     var isDrained: Bool { get }
+    /// Why it ended before its end (a transfer that broke, a cut at a limit), once it has; nil while
+    /// it plays or when it played to its end. What `played` says instead of "played to its end".
+    var endedEarly: String? { get }
 }
 
 extension Source {
     public func audibilityChanged(_ audible: Bool) {}
     public var nextTick: Int? { 5_000_000 }
+    public var endedEarly: String? { nil }
 }
 
 /// Nanoseconds until the output threads have taken what `outputs`' rings still hold (when a source

@@ -86,6 +86,8 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         var outputs: [SourceOutput]?
         /// Bytes of the body received so far.
         var bytesReceived = 0
+        /// Why it ended before its end, once it has (`endedEarly`).
+        var endedEarly: String?
     }
     private let shared = Mutex(Shared())
 
@@ -122,6 +124,13 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
 
     /// Bytes received so far. Any thread.
     public var bytesReceived: Int { shared.withLock { $0.bytesReceived } }
+    public var endedEarly: String? { shared.withLock { $0.endedEarly } }
+
+    /// Reports that it ended before its end, and keeps why for `played`.
+    private func endEarly(_ why: String) {
+        shared.withLock { $0.endedEarly = why }
+        report(.streamEnded(why))
+    }
 
     public func start(_ outputs: [SourceOutput]) {
         shared.withLock { $0.outputs = outputs }
@@ -195,14 +204,14 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
                 }
                 if !more { break }
                 if (renderer.framesDelivered.first ?? 0) >= maxFrames {
-                    report(.streamEnded("\(shownURL): cut after \(limits.maxSeconds) s (announce.max-duration)"))
+                    endEarly("\(shownURL): cut after \(limits.maxSeconds) s (announce.max-duration)")
                     break
                 }
             }
         } catch {
             if !isCancelled {
                 let failure = shared.withLock { $0.fetchFailure }
-                report(.streamEnded(failure?.message ?? "\(shownURL): \(error)"))
+                endEarly(failure?.message ?? "\(shownURL): \(error)")
             }
         }
         return targets

@@ -63,7 +63,7 @@ public struct Announcer: Sendable {
         let identity = Mutex<(id: String, zones: [String])>(("", []))
         let report = daemon.events.reporter(logger: daemon.logger) { identity.withLock { $0 } }
         let limits = URLAnnouncementPlayer.Limits(
-            maxBytes: settings.maxBytes, maxSeconds: Double(settings.maxDuration.components.seconds),
+            maxBytes: settings.maxBytes, maxSeconds: Double(settings.maxDuration.wholeNanoseconds) / 1e9,
             firstByteTimeout: settings.firstByteTimeout)
         return try daemon.admit(
             .announcement, zones: zones, volume: volume, coalesceKey: "url:\(url)",

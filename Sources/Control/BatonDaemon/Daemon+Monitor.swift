@@ -17,7 +17,7 @@ extension Daemon {
                 p.music?.reportGaveUp()  // before "played": the monitor may not have looked since it gave up
                 let frames = Dictionary(
                     uniqueKeysWithValues: p.parts.compactMap { part in part.slot?.lastFrameAt.map { (part.zone, $0) } })
-                let why = p.music?.progress.gaveUp.map { "stopped: \($0)" }
+                let why = (p.music?.progress.gaveUp ?? p.source.endedEarly).map { "stopped: \($0)" }
                 events.publish(
                     type: "played", source: p.id.rawValue, zones: p.zones,
                     reason: why ?? "sound \(p.source.label) played to its end", zoneFrames: frames)

@@ -21,6 +21,15 @@ package final class Speech: Sendable {
         let blank: (Character) -> Bool = { $0.isWhitespace }
         let trimmed = String(text.drop(while: blank).reversed().drop(while: blank).reversed())
         guard !trimmed.isEmpty else { throw ControlError(.badRequest, "text is empty") }
+        // The synthesizer takes the text as a C string: a NUL would end it there, unseen.
+        if let control = trimmed.unicodeScalars.first(where: {
+            $0.properties.generalCategory == .control && $0 != "\n" && $0 != "\t" && $0 != "\r"
+        }) {
+            let hex = String(control.value, radix: 16, uppercase: true)
+            throw ControlError(
+                .badRequest,
+                "text has a control character (U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex))")
+        }
         guard trimmed.count <= config.maxLength else {
             throw ControlError(
                 .badRequest, "text is \(trimmed.count) characters; at most \(config.maxLength) (speech.max-length)")

@@ -48,6 +48,7 @@ import Testing
         defer { t.stop() }
         let cases: [(String, Int, String)] = [
             (#"{"text": "   "}"#, 400, "text is empty"),
+            (#"{"text": "a\u0000b"}"#, 400, "text has a control character (U+0000)"),
             (#"{"text": "this text is longer than twenty"}"#, 400, "at most 20 (speech.max-length)"),
             (#"{"text": "hi", "voice": "--help"}"#, 400, "is not a voice name"),
             (#"{"text": "hi", "sound": "bell1k"}"#, 400, "exactly one of sound, text and url"),

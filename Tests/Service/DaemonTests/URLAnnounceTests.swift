@@ -165,11 +165,13 @@ import Testing
         #expect(t.waitForEvent("played", source: first.object["id"], seconds: 10) != nil)
     }
 
-    /// The caps while playing: a 4 s file is cut at `announce.max-duration` (2 s), and a body with
+    /// The caps while playing: a 4 s file is cut at `announce.max-duration` (1.75 s: it used to be
+    /// cut at the whole second below), and a body with
     /// no Content-Length that grows past `max-bytes` (64 KiB of 320 kbit/s: 1.6 s) ends where the
     /// bytes stopped; a server that
     /// never answers fails the request after `first-byte-timeout` (502); bytes that claim to be
-    /// MP3 but are noise are refused (422).
+    /// MP3 but are noise are refused (422). An announcement cut short says so in `played` ("stopped:
+    /// …", not "played to its end").
     @Test func capsDurationBytesAndWaiting() throws {
         let server = try SlowHTTPServer()
         defer { server.stop() }
@@ -189,15 +191,20 @@ import Testing
         let t = try TestDaemon(
             zones: [("kitchen", 44_100, nil)],
             announce: AnnounceConfig(
-                allowURLHosts: ["127.0.0.1"], maxBytes: 64 << 10, maxDuration: .seconds(2),
+                allowURLHosts: ["127.0.0.1"], maxBytes: 64 << 10, maxDuration: .milliseconds(1750),
                 firstByteTimeout: .milliseconds(500)))
         defer { t.stop() }
-        for (path, expected) in [("/long.mp3", 2.0), ("/unsized.mp3", Double(64 << 10) * 8 / 320_000)] {
+        for (path, expected) in [("/long.mp3", 1.75), ("/unsized.mp3", Double(64 << 10) * 8 / 320_000)] {
             let r = try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url(path))"}"#)
             #expect(r.status == 202, "\(path): \(r.object)")
             let id = try #require(r.object["id"])
             let granted = try #require(t.waitForEvent("granted", source: id)?.zoneFrames?["kitchen"])
-            let played = try #require(t.waitForEvent("played", source: id, seconds: 10)?.zoneFrames?["kitchen"])
+            let playedEvent = try #require(t.waitForEvent("played", source: id, seconds: 10))
+            let played = try #require(playedEvent.zoneFrames?["kitchen"])
+            let limit = path == "/long.mp3" ? "announce.max-duration" : "announce.max-bytes"
+            #expect(
+                playedEvent.reason?.hasPrefix("stopped: ") == true && playedEvent.reason?.contains(limit) == true,
+                "\(playedEvent.reason ?? "")")
             let seconds = Double(played - granted) / 44_100
             #expect(abs(seconds - expected) < 0.25, "\(path) played \(seconds) s, expected about \(expected) s")
             let cut = t.waitForEvent("stream-error", source: id)?.reason ?? ""
