@@ -90,7 +90,7 @@ package final class SnapcastKeepers: Sendable {
         }
         if snap.lastError == 0 { return "connecting to snapserver source \(snapcast.source)" }
         return
-            "snapserver source \(snapcast.source): \(String(cString: strerror(snap.lastError))) (errno \(snap.lastError)); retrying"
+            "snapserver source \(snapcast.source): \(String(cString: strerror(snap.lastError))) (errno \(snap.lastError))"
     }
 
     /// The speakers a zone's configuration asks for, as the keeper's planner takes them.

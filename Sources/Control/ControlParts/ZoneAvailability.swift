@@ -9,6 +9,11 @@ package struct ZoneAvailability {
     private var available: [String: Bool] = [:]
     /// Zones whose PCM was found unable to take back, once said.
     private var cannotTakeBack: Set<String> = []
+    /// Snapcast zones connected to their source and waiting for its server to answer, since when
+    /// (monotonic ns): said as unavailable once that lasts `awaitingLimit` (a moment of it after
+    /// each connect is normal, and not worth two events).
+    private var awaitingSince: [String: Int] = [:]
+    static let awaitingLimit = 2_000_000_000
 
     package init() {}
 
@@ -40,7 +45,13 @@ package struct ZoneAvailability {
             )
             events.publish(type: "render-ahead-off", zones: [name], reason: reason)
         }
-        guard available[name] != snap.available && (snap.available || snap.lastError != 0 || available[name] == true)
+        let now = monotonicNanoseconds()
+        let awaiting = !snap.available && zone.device.awaitsServer
+        if !awaiting { awaitingSince[name] = nil } else if awaitingSince[name] == nil { awaitingSince[name] = now }
+        let awaitedLong = awaitingSince[name].map { now - $0 >= Self.awaitingLimit } ?? false
+        guard
+            available[name] != snap.available
+                && (snap.available || snap.lastError != 0 || awaitedLong || available[name] == true)
         else { return }
         available[name] = snap.available
         if snap.available {

@@ -106,10 +106,13 @@ public final class GroupKeeper: Sendable {
     /// (or a test).
     @discardableResult
     public func pollOnce(volumesSet: inout Set<String>) -> String? {
+        let started = monotonicNanoseconds()
         do {
-            let started = monotonicNanoseconds()
             let status = try control.status()
             answered(started)
+            // What the server says now, before any fix is tried (a fix may fail).
+            let connected = zone.speakers.map(\.id).filter { status.client($0)?.connected == true }
+            shared.withLock { $0.connected = connected }
             // A speaker that left must get its volume again when it is back.
             volumesSet = volumesSet.filter { status.client($0)?.connected == true }
             let plan = zone.plan(for: status, volumesSet: volumesSet)
@@ -126,15 +129,16 @@ public final class GroupKeeper: Sendable {
                 fixed += 1
                 log(false, "zone \(name): snapcast: \(action)")
             }
-            let connected = zone.speakers.map(\.id).filter { status.client($0)?.connected == true }
             let problem = plan.problems.isEmpty ? nil : plan.problems.joined(separator: "; ")
             shared.withLock { s in
                 s.polls += 1
                 s.fixes += fixed
-                s.connected = connected
             }
             return problem
         } catch {
+            // Any HTTP answer shows the server runs and reads (what the output waits for after a
+            // connect); without one, no speaker is known to be connected.
+            if error.serverAnswered { answered(started) } else { shared.withLock { $0.connected = [] } }
             return error.description
         }
     }

@@ -101,8 +101,9 @@ public struct SnapcastControl: Sendable {
         _ method: String, _ params: Params,
         answer: Answer.Type
     ) throws(SnapcastError) -> Answer {
-        func failure(_ problem: String, transient: Bool = false) -> SnapcastError {
-            SnapcastError(endpoint: endpoint, method: method, problem: problem, isTransient: transient)
+        func failure(_ problem: String, transient: Bool = false, answered: Bool = true) -> SnapcastError {
+            SnapcastError(
+                endpoint: endpoint, method: method, problem: problem, isTransient: transient, serverAnswered: answered)
         }
         let body: Data
         do {
@@ -116,7 +117,7 @@ public struct SnapcastControl: Sendable {
                 url: endpoint, body: Array(body), contentType: "application/json",
                 maxBodyBytes: 4 << 20, timeout: timeout)
         } catch {
-            throw failure(error.description, transient: true)
+            throw failure(error.description, transient: true, answered: false)
         }
         guard response.status == 200 else {
             let text = String(decoding: response.body.prefix(200), as: UTF8.self)

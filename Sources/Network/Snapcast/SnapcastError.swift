@@ -12,12 +12,18 @@ public struct SnapcastError: Error, Sendable, Equatable, CustomStringConvertible
     public var problem: String
     /// True when retrying later may help (the server is unreachable or answered with a 5xx).
     public var isTransient: Bool
+    /// True when an HTTP answer came back (an error status, a JSON-RPC error, a body of the wrong
+    /// shape), false when none did (no connection, a timeout): the server runs, if not as wished.
+    public var serverAnswered: Bool
 
-    public init(endpoint: String, method: String, problem: String, isTransient: Bool = false) {
+    public init(
+        endpoint: String, method: String, problem: String, isTransient: Bool = false, serverAnswered: Bool = true
+    ) {
         self.endpoint = endpoint
         self.method = method
         self.problem = problem
         self.isTransient = isTransient
+        self.serverAnswered = serverAnswered
     }
 
     public var description: String { "snapserver \(endpoint): \(method): \(problem)" }

@@ -131,4 +131,40 @@ import Testing
         let stopped = Double(monotonicNanoseconds() - stopAt) / 1e9
         #expect(stopped < 0.5, "a stop wakes the keeper at once (\(stopped) s; the interval is 3 s)")
     }
+
+    /// What a poll tells the keeper's users when the control answers badly: any HTTP answer (an
+    /// HTML page, here) counts as the server answering, which is what a new connection's audio
+    /// waits for (it used to take a well-formed status, so a control that answered anything else
+    /// kept the zone silent for good); no answer at all (the server gone) leaves no speaker shown
+    /// as connected (the last list stayed).
+    @Test func aBadAnswerStillCountsAsAnAnswerAndNoAnswerLeavesNoSpeakerConnected() throws {
+        let mode = Mutex("good")
+        let good =
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"upstairs","clients":[{"id":"pi1","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":100}}}]}],"streams":[{"id":"upstairs","status":"idle"}]}}}"#
+        let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { _ in
+            let body = mode.withLock { $0 } == "good" ? good : "<html>hello"
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/html")], body: .bytes(Array(body.utf8)))
+        }
+        let port = fake.port
+        let answers = Mutex(0)
+        let keeper = GroupKeeper(
+            name: "upstairs",
+            zone: SnapcastZone(
+                stream: "upstairs", speakers: [.init(id: "pi1", volumePercent: nil, latencyMilliseconds: nil)]),
+            control: SnapcastControl(control: "http://127.0.0.1:\(port)"),
+            answered: { _ in answers.withLock { $0 += 1 } }
+        ) { _, _ in }
+        var volumes: Set<String> = []
+        #expect(keeper.pollOnce(volumesSet: &volumes) == nil)
+        #expect(keeper.state.connected == ["pi1"] && answers.withLock { $0 } == 1)
+        mode.withLock { $0 = "garbage" }
+        let garbled = keeper.pollOnce(volumesSet: &volumes) ?? ""
+        #expect(garbled.contains("not valid JSON"), "\(garbled)")
+        #expect(answers.withLock { $0 } == 2, "an answer, if not a good one")
+        fake.stop()
+        let gone = keeper.pollOnce(volumesSet: &volumes) ?? ""
+        #expect(gone.contains("Server.GetStatus"), "\(gone)")
+        #expect(answers.withLock { $0 } == 2, "no answer")
+        #expect(keeper.state.connected.isEmpty, "\(keeper.state.connected)")
+    }
 }
