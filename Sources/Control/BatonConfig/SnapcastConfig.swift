@@ -1,4 +1,5 @@
 import AudioCore
+import Glibc
 
 /// A zone heard on Snapcast speakers (`zones.<name>.snapcast:`): Baton writes the zone's mix into a
 /// snapserver stream source, and keeps the zone's speakers (snapclients) grouped on that stream.
@@ -95,7 +96,8 @@ public struct SnapcastConfig: Sendable, Equatable {
         return .success(.tcp(host: String(host), port: port))
     }
 
-    /// True for a dotted IPv4 address or an IPv6 address (hex digits and colons).
+    /// True for a dotted IPv4 address or an IPv6 address, as the output's connect will read it
+    /// (`inet_pton`: `1:2` is hex and colons, but not an address).
     static func isNumericAddress(_ host: Substring) -> Bool {
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         if parts.count == 4,
@@ -103,6 +105,7 @@ public struct SnapcastConfig: Sendable, Equatable {
         {
             return true
         }
-        return host.contains(":") && host.allSatisfy { $0 == ":" || $0.isHexDigit || $0 == "." }
+        var address = in6_addr()
+        return host.contains(":") && inet_pton(AF_INET6, String(host), &address) == 1
     }
 }

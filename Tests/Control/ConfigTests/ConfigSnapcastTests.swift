@@ -68,6 +68,8 @@ private let upstairs = """
                 snapcast: {source: "udp://1.2.3.4:5"}
               cellar:
                 snapcast: {control: http://127.0.0.1:1780}
+              loft:
+                snapcast: {source: "tcp://[1:2]:4953"}
 
             """
         #expect(
@@ -85,6 +87,7 @@ private let upstairs = """
                 "test.yaml:11:15: zones.upstairs.snapcast.buffer: 5ms is out of range (expected 20ms...10s)",
                 #"test.yaml:13:24: zones.attic.snapcast.source: "udp://1.2.3.4:5": expected tcp://ADDRESS:PORT (a numeric address, e.g. tcp://127.0.0.1:4953) or the absolute path of the source's FIFO"#,
                 #"test.yaml:15:5: zones.cellar.snapcast: missing required key "source""#,
+                #"test.yaml:17:24: zones.loft.snapcast.source: "tcp://[1:2]:4953": "1:2" is not a numeric address (Baton's output thread never resolves names; write the server's IP address)"#,
             ])
     }
 
