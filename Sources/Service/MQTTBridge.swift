@@ -227,7 +227,8 @@ final class MQTTBridge: @unchecked Sendable {
             name = String(name.dropLast("/set".count))
             // Home Assistant's number entity sends 0–100 (surrounding spaces allowed, none inside).
             let text = text.trimmingWhitespace()
-            if let percent = Double(text), !text.lowercased().hasPrefix("0x"), !text.lowercased().hasPrefix("-0x") {
+            // A decimal number only (Double also reads hex, "inf" and "nan").
+            if text.allSatisfy({ "0123456789.+-eE".contains($0) }), let percent = Double(text) {
                 guard percent.isFinite, (0...100).contains(percent) else {
                     return refuse(ControlError(.badRequest, "volume \(text) is not 0–100"))
                 }
