@@ -28,11 +28,23 @@ package final class SnapcastKeepers: Sendable {
         }
         var stale: [GroupKeeper] = []
         var fresh: [GroupKeeper] = []
+        // A keeper replaced for a zone whose settings changed hands on the speakers whose volume
+        // it set, if their configured volume is the same: a reload must not undo a listener's change.
+        var carried: [String: Set<String>] = [:]
         keepers.withLock { keepers in
             for (name, keeper) in keepers {
                 guard let (_, s, control) = wanted.first(where: { $0.0 == name }), keeper.zone == Self.zone(s),
                     keeper.control.endpoint == control.endpoint
                 else {
+                    if let (_, s, control) = wanted.first(where: { $0.0 == name }),
+                        keeper.control.endpoint == control.endpoint
+                    {
+                        let now = Self.zone(s).speakers
+                        carried[name] = keeper.state.volumesSet.filter { id in
+                            let before = keeper.zone.speakers.first { $0.id == id }?.volumePercent
+                            return before != nil && now.first { $0.id == id }?.volumePercent == before
+                        }
+                    }
                     stale.append(keeper)
                     keepers[name] = nil
                     continue
@@ -43,7 +55,8 @@ package final class SnapcastKeepers: Sendable {
                 let keeper = GroupKeeper(
                     name: name, zone: Self.zone(s), control: control,
                     answered: { device(name)?.serverAnswered(callStartedAt: $0) },
-                    output: { device(name)?.awaitsServer == true ? .answer : .nothing }, wake: bell(for: name)
+                    output: { device(name)?.awaitsServer == true ? .answer : .nothing }, wake: bell(for: name),
+                    volumesSet: carried[name] ?? []
                 ) { isError, message in
                     if isError { logger.warning(message) } else { logger.info(message) }
                 }

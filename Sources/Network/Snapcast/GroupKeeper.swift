@@ -26,6 +26,9 @@ public final class GroupKeeper: Sendable {
         public var connected: [String] = []
         /// The last problem (server unreachable, bad answer, unknown stream), nil when all is well.
         public var problem: String?
+        /// The speakers whose configured volume was set since they connected (not again until they
+        /// reconnect: a listener's change stands).
+        public var volumesSet: Set<String> = []
     }
 
     /// What the zone's stream output needs from the keeper now.
@@ -65,9 +68,11 @@ public final class GroupKeeper: Sendable {
         name: String, zone: SnapcastZone, control: SnapcastControl, interval: Duration = .seconds(2),
         answered: @escaping @Sendable (_ callStartedAt: Int) -> Void = { _ in },
         output: @escaping @Sendable () -> OutputNeed = { .nothing }, wake: Bell = Bell(),
+        volumesSet: Set<String> = [],
         log: @escaping @Sendable (_ isError: Bool, _ message: String) -> Void
     ) {
         self.wake = wake
+        shared.withLock { $0.volumesSet = volumesSet }
         self.name = name
         self.zone = zone
         self.control = control
@@ -144,12 +149,15 @@ public final class GroupKeeper: Sendable {
     }
 
     private func run() {
-        var volumesSet: Set<String> = []
+        var volumesSet = shared.withLock { $0.volumesSet }
         var reported: String?
         while !stopping.load(ordering: .acquiring) {
             let started = monotonicNanoseconds()
             let problem = pollOnce(volumesSet: &volumesSet)
-            shared.withLock { $0.problem = problem }
+            shared.withLock { s in
+                s.problem = problem
+                s.volumesSet = volumesSet
+            }
             if problem != reported {
                 if let problem {
                     log(true, "zone \(name): snapcast: \(problem)")

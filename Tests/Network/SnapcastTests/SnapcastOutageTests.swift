@@ -2,8 +2,10 @@ import AudioCore
 import BatonConfig
 import BatonTesting
 import Glibc
+import HTTPServer
 import OSThread
 import Snapcast
+import Synchronization
 import Testing
 
 @testable import BatonDaemon
@@ -44,5 +46,46 @@ import Testing
             "\(event?.reason ?? "")")
         #expect(daemon.output("upstairs")?.device.snapshot().available == false)
         #expect(!daemon.events.recent().contains { $0.type == "zone-available" })
+    }
+
+    /// A reload that changes one speaker's settings replaces the zone's keeper; the new keeper does
+    /// not set again the volume of a speaker it was already set for (and whose configured volume is
+    /// the same): a listener's change stands until that speaker reconnects, as SNAPCAST.md says. It
+    /// used to set every speaker's volume again.
+    @Test func aReloadDoesNotUndoAListenersVolume() throws {
+        let volumeCalls = Mutex<[String]>([])
+        let status =
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"upstairs","clients":["#
+            + #"{"id":"pi1","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":30}}},"#
+            + #"{"id":"pi2","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":30}}}"#
+            + #"]}],"streams":[{"id":"upstairs","status":"idle"}]}}}"#
+        let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 65_536) { request in
+            let text = String(decoding: request.body, as: UTF8.self)
+            if text.contains("Client.SetVolume") { volumeCalls.withLock { $0.append(text) } }
+            let body = text.contains("Server.GetStatus") ? status : #"{"id":1,"jsonrpc":"2.0","result":{}}"#
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
+        }
+        defer { fake.stop() }
+        func zone(pi2Latency: Duration?) -> ZoneConfig {
+            let snapcast = SnapcastConfig(
+                source: .tcp(host: "127.0.0.1", port: 1), control: "http://127.0.0.1:\(fake.port)",
+                stream: "upstairs",
+                clients: [
+                    SnapcastConfig.Client(id: "pi1", volume: 0.7),
+                    SnapcastConfig.Client(id: "pi2", volume: 0.7, latency: pi2Latency),
+                ])
+            return ZoneConfig(
+                name: "upstairs", pcm: snapcast.source.description, rate: 48_000, channels: 2, clock: .system,
+                snapcast: snapcast)
+        }
+        let keepers = SnapcastKeepers(logger: Logger(minimum: .error))
+        defer { keepers.stop() }
+        keepers.update([zone(pi2Latency: nil)]) { _ in nil }
+        #expect(waitUntil(seconds: 5) { volumeCalls.withLock { $0.count } == 2 }, "both volumes set once")
+        usleep(300_000)
+        keepers.update([zone(pi2Latency: .milliseconds(20))]) { _ in nil }  // pi2's latency changes
+        usleep(2_500_000)  // the new keeper polls at once
+        #expect(volumeCalls.withLock { $0.count } == 2, "\(volumeCalls.withLock { $0 })")
     }
 }
