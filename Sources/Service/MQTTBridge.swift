@@ -464,10 +464,3 @@ extension MQTTBridge {
         if let sound = selectedSound() { retain("\(base)/sound", sound) }
     }
 }
-
-extension String {
-    /// Without spaces, tabs and line ends at either end (none inside is touched).
-    fileprivate func trimmingWhitespace() -> String {
-        String(self.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
-    }
-}

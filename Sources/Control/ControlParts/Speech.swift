@@ -1,6 +1,7 @@
 import AudioCore
 import BatonConfig
 import Media
+import OSThread
 import Synchronization
 
 /// Spoken announcements: a text rendered by espeak-ng (see `SpeechSynthesizer`), with one
@@ -18,8 +19,7 @@ package final class Speech: Sendable {
     /// Checks `text` and `voice` against `config` and renders it (a few hundred ms for a sentence
     /// the first time; cached afterwards). Blocking; never under the control plane's lock.
     package func render(_ text: String, voice: String?, config: SpeechConfig) throws(ControlError) -> Rendered {
-        let blank: (Character) -> Bool = { $0.isWhitespace }
-        let trimmed = String(text.drop(while: blank).reversed().drop(while: blank).reversed())
+        let trimmed = text.trimmingWhitespace()
         guard !trimmed.isEmpty else { throw ControlError(.badRequest, "text is empty") }
         // The synthesizer takes the text as a C string: a NUL would end it there, unseen.
         if let control = trimmed.unicodeScalars.first(where: {

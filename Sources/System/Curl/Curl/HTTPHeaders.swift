@@ -1,3 +1,5 @@
+import OSThread
+
 /// The header fields of an HTTP response, in arrival order, looked up without regard to case.
 ///
 /// A plain value: safe to use from any thread.
@@ -104,15 +106,4 @@ public struct ByteRange: Sendable, Equatable, CustomStringConvertible {
 
     /// `N-` or `N-M`, the form libcurl's `CURLOPT_RANGE` and the HTTP `Range` header use.
     public var description: String { "\(start)-\(end.map(String.init) ?? "")" }
-}
-
-extension StringProtocol {
-    /// The text without leading and trailing spaces, tabs, CRs and LFs.
-    func trimmingWhitespace() -> String {
-        let isSpace: (Character) -> Bool = { $0.isWhitespace }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
-            return ""
-        }
-        return String(self[first...last])
-    }
 }
