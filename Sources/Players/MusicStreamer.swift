@@ -183,12 +183,7 @@ final class MusicStreamer: @unchecked Sendable {
                 }
             } catch {
                 failed = !isCancelled
-                if let failure = fetch.buffer.networkFailure, fetch.gaveUp.value, !isCancelled {
-                    report(
-                        .error(
-                            "music: \(song.title) (\(song.id)): the server stayed unreachable past retry.limit (\(failure.message)); stopping the queue here"
-                        ))
-                } else if !isCancelled {
+                if failed && !fetch.gaveUp.value {
                     // The server's refusal (not audio, an error answer, 404) rather than what the
                     // decoder made of the nothing that came.
                     let why = fetch.buffer.networkFailure.map(\.message) ?? "\(error)"
@@ -200,30 +195,37 @@ final class MusicStreamer: @unchecked Sendable {
                 }
             }
             written += delivered  // what was written is heard, the part of a track that failed midway too
-            if let failure = fetch.buffer.networkFailure, fetch.gaveUp.value, !isCancelled {
-                // The next track would fail the same way: stop here, resumable from what was heard.
-                progressState.withLock {
-                    $0.gaveUp = "the server stayed unreachable past retry.limit (\(song.title): \(failure.message))"
-                }
-                end(fetch)
-                break
-            }
-            if failed && delivered == 0 {
-                // Nothing of it was written: it was never heard (where the queue stopped on the
-                // server, above, stays: that is where music/resume goes on).
-                progressState.withLock { p in
-                    if p.trackStarts.last?.key == current.key { p.trackStarts.removeLast() }
-                }
-            }
-            failedInARow = failed && delivered == 0 ? failedInARow + 1 : 0
-            if failedInARow >= Self.failuresInARow {
-                progressState.withLock {
-                    $0.gaveUp =
-                        "\(Self.failuresInARow) tracks in a row could not be played (the last, \($0.error ?? song.title))"
-                }
+            // Why the queue stops here, if it does (resumable from what was heard): the server was
+            // given up on (the next track would fail the same way), or too many tracks in a row
+            // could not be played.
+            var stop: String?
+            if failed, fetch.gaveUp.value, let failure = fetch.buffer.networkFailure {
                 report(
                     .error(
-                        "music: \(Self.failuresInARow) tracks in a row could not be played; stopping the queue here"))
+                        "music: \(song.title) (\(song.id)): the server stayed unreachable past retry.limit (\(failure.message)); stopping the queue here"
+                    ))
+                stop = "the server stayed unreachable past retry.limit (\(song.title): \(failure.message))"
+            } else if failed && delivered == 0 {
+                // Nothing of it was written: it was never heard (where the queue stopped on the
+                // server, above, stays: that is where music/resume goes on).
+                let error = progressState.withLock { p in
+                    if p.trackStarts.last?.key == current.key { p.trackStarts.removeLast() }
+                    return p.error
+                }
+                failedInARow += 1
+                if failedInARow >= Self.failuresInARow {
+                    report(
+                        .error(
+                            "music: \(Self.failuresInARow) tracks in a row could not be played; stopping the queue here"
+                        ))
+                    stop =
+                        "\(Self.failuresInARow) tracks in a row could not be played (the last, \(error ?? song.title))"
+                }
+            } else {
+                failedInARow = 0
+            }
+            if let stop {
+                progressState.withLock { $0.gaveUp = stop }
                 end(fetch)
                 break
             }
