@@ -189,19 +189,9 @@ func monotonicSeconds() -> Double {
         let second = AplayTests.music(frames: 48_000)
         func send() { _ = second.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
         send()
-        #expect(
-            waitUntil(seconds: 5) {
-                usleep(50_000)
-                return rig.get("/api/v1/events/recent").contains("\"played\"")
-            },
-            "released after idle-release")
+        #expect(rig.eventsSoon(contain: "\"played\""), "released after idle-release")
         send()
-        #expect(
-            waitUntil(seconds: 5) {
-                usleep(50_000)
-                return rig.get("/api/v1/events/recent").contains("\"music-2\"")
-            },
-            "admitted again: \(rig.get("/api/v1/events/recent"))")
+        #expect(rig.eventsSoon(contain: "\"music-2\""), "admitted again: \(rig.get("/api/v1/events/recent"))")
     }
 }
 

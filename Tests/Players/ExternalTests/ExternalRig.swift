@@ -110,6 +110,14 @@ final class ExternalRig {
         Subprocess.run("/usr/bin/curl", ["-s", "-m", "5", "http://127.0.0.1:\(port)\(path)"]).output
     }
 
+    /// Whether the recent events come to contain `text` within `seconds` (looked at every 50 ms).
+    func eventsSoon(contain text: String, seconds: Double = 5) -> Bool {
+        waitUntil(seconds: seconds) {
+            usleep(50_000)
+            return get("/api/v1/events/recent").contains(text)
+        }
+    }
+
     /// The zone's output so far, as interleaved S16 samples.
     func zoneSamples() -> [Int16] {
         guard case .success(let bytes?) = FileReading.read(zoneFile) else { return [] }

@@ -143,11 +143,7 @@ import Testing
         #expect(waitUntil(seconds: 2) { mpd.state == "paused" })
         usleep(300_000)
         mpd.mpc(["play"])
-        #expect(
-            waitUntil(seconds: 5) {
-                usleep(50_000)
-                return rig.get("/api/v1/events/recent").contains("\"shouldResume\":false")
-            }, "the bell ends without a resume")
+        #expect(rig.eventsSoon(contain: "\"shouldResume\":false"), "the bell ends without a resume")
         #expect(
             waitUntil(seconds: 2) {
                 usleep(20_000)

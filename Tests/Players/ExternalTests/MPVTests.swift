@@ -106,11 +106,7 @@ import Testing
         mpris(rig, "Play")
         usleep(200_000)
         mpris(rig, "Pause")
-        #expect(
-            waitUntil(seconds: 5) {
-                usleep(50_000)
-                return rig.get("/api/v1/events/recent").contains("interruption-ended")
-            })
+        #expect(rig.eventsSoon(contain: "interruption-ended"))
         let events = rig.get("/api/v1/events/recent")
         #expect(events.contains("\"shouldResume\":false"), "\(events)")
         usleep(500_000)
@@ -125,11 +121,7 @@ import Testing
         defer { mpv.stop() }
         _ = bus
         mpris(rig, "Play")
-        #expect(
-            waitUntil(seconds: 5) {
-                usleep(50_000)
-                return rig.get("/api/v1/events/recent").contains("\"shouldResume\":false")
-            }, "the bell ends without a resume")
+        #expect(rig.eventsSoon(contain: "\"shouldResume\":false"), "the bell ends without a resume")
         #expect(
             waitUntil(seconds: 2) {
                 usleep(20_000)
