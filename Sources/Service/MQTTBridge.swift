@@ -117,13 +117,13 @@ final class MQTTBridge: @unchecked Sendable {
                     let why = status.lastError ?? "the connection closed"
                     if status.connection == .connected && previous != .connected {
                         logger.info("mqtt: connected to \(broker)")
-                        events.publish(type: "mqtt-connected", reason: broker)
+                        events.publish(type: .mqttConnected, reason: broker)
                     } else if status.connection == .disconnected && previous == .connected {
                         logger.warning("mqtt: lost \(broker): \(why); reconnecting")
-                        events.publish(type: "mqtt-error", reason: "lost \(broker): \(why)")
+                        events.publish(type: .mqttError, reason: "lost \(broker): \(why)")
                     } else if status.connection == .disconnected && !saidDown {
                         logger.warning("mqtt: cannot connect to \(broker): \(why); retrying")
-                        events.publish(type: "mqtt-error", reason: "cannot connect to \(broker): \(why)")
+                        events.publish(type: .mqttError, reason: "cannot connect to \(broker): \(why)")
                     }
                     if status.connection == .connected {
                         inbox.shared.withLock { $0.republish = true }

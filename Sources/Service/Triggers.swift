@@ -42,7 +42,7 @@ public final class Triggers: Sendable {
             } catch {
                 logger.error("\(error.message); MQTT is off")
                 mqtt.withLock { $0 = (nil, error.message, m.broker) }
-                daemon.events.publish(type: "mqtt-error", reason: error.message)
+                daemon.events.publish(type: .mqttError, reason: error.message)
             }
         }
         let real: EdgeSourceFactory = { (button: GPIOButtonConfig) throws(GPIOError) -> any EdgeSource in
@@ -66,7 +66,7 @@ public final class Triggers: Sendable {
             case .failure(let error):
                 started.append((button, nil, error.description, 0))
                 logger.error("\(name): \(error); this button is off")
-                daemon.events.publish(type: "gpio-error", reason: "\(name): \(error)")
+                daemon.events.publish(type: .gpioError, reason: "\(name): \(error)")
             }
         }
         buttons.withLock { $0 = started }

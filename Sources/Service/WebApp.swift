@@ -1,10 +1,14 @@
+import ControlParts
+
 /// The web app served at `/`: plain HTML, CSS and JavaScript embedded in batond by SwiftPM
 /// (`Sources/Service/WebApp/`, `.embedInCode` resources), so it needs no files, no CDN and no build
 /// step at run time. It talks only to this API, same origin.
 enum WebApp {
     static let html = String(decoding: PackageResources.index_html, as: UTF8.self)
     static let css = String(decoding: PackageResources.app_css, as: UTF8.self)
-    static let script = String(decoding: PackageResources.app_js, as: UTF8.self)
+    /// `app.js` with every ``EventType`` written into its list of the event stream's listeners.
+    static let script = String(decoding: PackageResources.app_js, as: UTF8.self).replacing(
+        "[/* event types */]", with: "[" + EventType.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ") + "]")
 
     /// No external anything: scripts, styles, images and connections from this origin only, never
     /// in a frame.

@@ -122,13 +122,13 @@ struct AudioTruth {
             let newly = heardFrom.filter { !p.heardZones.contains($0.key) }
             if !newly.isEmpty {
                 events.publish(
-                    type: "audible", source: p.id.rawValue, zones: newly.keys.sorted(),
+                    type: .audible, source: p.id.rawValue, zones: newly.keys.sorted(),
                     reason: "first frame heard", zoneFrames: newly)
             }
             p.heardZones = Set(heardFrom.keys)
             if state == "buffering" && p.reported != "buffering" && !h.starvedFrom.isEmpty {
                 events.publish(
-                    type: "buffering", source: p.id.rawValue, zones: h.starvedFrom.keys.sorted(),
+                    type: .buffering, source: p.id.rawValue, zones: h.starvedFrom.keys.sorted(),
                     reason: "its audio ran out before its end (the stream is late)", zoneFrames: h.starvedFrom)
             }
             p.reported = state
@@ -158,7 +158,7 @@ struct AudioTruth {
             if w.alarmed {
                 w.alarmed = false
                 events.publish(
-                    type: "sound-returned", source: first, zones: [zone.name],
+                    type: .soundReturned, source: first, zones: [zone.name],
                     reason: "the zone's output is above \(Int(Meter.silenceThresholdDb)) dBFS again",
                     zoneFrames: [zone.name: loud.onFrom <= audible ? loud.onFrom : audible])
             }
@@ -172,7 +172,7 @@ struct AudioTruth {
         if !w.alarmed && audible - silentFrom >= limit {
             w.alarmed = true
             events.publish(
-                type: "silent-while-playing", source: first, zones: [zone.name],
+                type: .silentWhilePlaying, source: first, zones: [zone.name],
                 reason:
                     "\(first) is playing but the zone's output stayed below \(Int(Meter.silenceThresholdDb)) dBFS for \(ConfigSyntax.format(silenceAlarm))",
                 zoneFrames: [zone.name: silentFrom])

@@ -41,7 +41,7 @@ public struct Calls: Sendable {
         return try daemon.admit(
             .call, zones: config.zones, volume: 1,
             before: { id in
-                events.publish(type: "call", source: id.rawValue, zones: zones, reason: "call started: \(reason)")
+                events.publish(type: .call, source: id.rawValue, zones: zones, reason: "call started: \(reason)")
             }
         ) { (available: [ZoneHandle]) throws(ControlError) in
             zones = available.map(\.name)
@@ -54,7 +54,7 @@ public struct Calls: Sendable {
     public func end(reason: String) -> String? {
         daemon.state.withLock { s in
             guard let p = s.playbacks.values.first(where: { $0.sourceClass == .call }) else { return nil }
-            daemon.events.publish(type: "call", source: p.id.rawValue, zones: p.zones, reason: "call ended: \(reason)")
+            daemon.events.publish(type: .call, source: p.id.rawValue, zones: p.zones, reason: "call ended: \(reason)")
             daemon.apply(s.arbiter.release(p.id, at: .now), &s)
             return p.id.rawValue
         }

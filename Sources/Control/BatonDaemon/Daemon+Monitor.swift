@@ -19,7 +19,7 @@ extension Daemon {
                     uniqueKeysWithValues: p.parts.compactMap { part in part.slot?.lastFrameAt.map { (part.zone, $0) } })
                 let why = (p.music?.progress.gaveUp ?? p.source.endedEarly).map { "stopped: \($0)" }
                 events.publish(
-                    type: "played", source: p.id.rawValue, zones: p.zones,
+                    type: .played, source: p.id.rawValue, zones: p.zones,
                     reason: why ?? "sound \(p.source.label) played to its end", zoneFrames: frames)
                 apply(s.arbiter.release(p.id, at: .now), &s)
                 // Its last frames are still in the devices' buffers: heard until they play out.

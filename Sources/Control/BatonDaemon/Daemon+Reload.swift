@@ -10,7 +10,7 @@ extension Daemon {
             return apply(try BatonConfiguration.load(path: path))
         } catch {
             logger.error("reload: \(path) is invalid; keeping the running configuration:\n\(error)")
-            events.publish(type: "reload-rejected", reason: error.issues.map(\.description).joined(separator: "\n"))
+            events.publish(type: .reloadRejected, reason: error.issues.map(\.description).joined(separator: "\n"))
             return .refused(error.issues.map(\.description))
         }
     }
@@ -48,7 +48,7 @@ extension Daemon {
             "reload: applied (added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged), unchanged \(report.zonesUnchanged)\(report.policyChanged ? ", new policy" : "")\(report.needsRestart.isEmpty ? "" : "; restart needed for \(report.needsRestart)"))"
         )
         events.publish(
-            type: "reloaded", zones: new.zones.map(\.name),
+            type: .reloaded, zones: new.zones.map(\.name),
             reason: "added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged)")
         return report
     }

@@ -27,7 +27,7 @@ struct ExternalPlayers {
         } catch {
             daemon.parts.external.failed(error.description)
             daemon.logger.error("external sources: \(error); ALSA programs cannot play through Baton")
-            daemon.events.publish(type: "external-error", reason: error.description)
+            daemon.events.publish(type: .externalError, reason: error.description)
         }
     }
 
@@ -60,7 +60,7 @@ struct ExternalPlayers {
         }
         let events = daemon.events
         if let joined {
-            events.publish(type: "external", source: joined, reason: "\(what) (continues \(joined))")
+            events.publish(type: .external, source: joined, reason: "\(what) (continues \(joined))")
             return
         }
         let settings = ExternalPlayer.Settings(
@@ -71,12 +71,12 @@ struct ExternalPlayers {
         do {
             _ = try daemon.admit(
                 SourceClass(source.sourceClass), zones: source.zones, volume: 1,
-                before: { id in events.publish(type: "external", source: id.rawValue, reason: what) }
+                before: { id in events.publish(type: .external, source: id.rawValue, reason: what) }
             ) { _ throws(ControlError) in ExternalPlayer(settings: settings, stream: stream) }
         } catch {
             settings.control?.close()
             stream.refuse("batond refused source \(name): \(error.message)")
-            events.publish(type: "external-error", reason: "\(what): \(error.message)")
+            events.publish(type: .externalError, reason: "\(what): \(error.message)")
         }
     }
 
@@ -89,7 +89,7 @@ struct ExternalPlayers {
         let name = source.name
         let report: @Sendable (String) -> Void = { why in
             logger.warning("external \(name): \(why)")
-            events.publish(type: "control-error", reason: "external source \(name): \(why)")
+            events.publish(type: .controlError, reason: "external source \(name): \(why)")
         }
         switch source.control {
         case nil: return nil
@@ -116,7 +116,7 @@ struct ExternalPlayers {
         }
         for (id, command) in changes {
             daemon.events.publish(
-                type: "external", source: id.rawValue, reason: "the user gave the player \(command.rawValue)")
+                type: .external, source: id.rawValue, reason: "the user gave the player \(command.rawValue)")
             daemon.apply(s.arbiter.user(command, on: id, at: .now), &s)
         }
         for id in abandoned { daemon.apply(s.arbiter.release(id, at: .now), &s) }

@@ -7,9 +7,7 @@ public struct Event: Codable, Sendable, Equatable {
     public var time: String
     /// Milliseconds since the daemon started (monotonic), for ordering and timelines.
     public var uptimeMs: Int
-    /// `interruption-began`, `interruption-ended`, `duck-began`, `duck-ended`, `granted`, `queued`,
-    /// `rejected`, `coalesced`, `expired`, `lost-for-good`, `finished`, `muted`, `unmuted`, `played`,
-    /// `zone-available`, `zone-unavailable`, `render-ahead-off`, `error` (docs/API.md has them all).
+    /// An ``EventType``'s raw value (docs/API.md has them all).
     public var type: String
     public var source: String?
     public var zones: [String]?

@@ -40,7 +40,7 @@ public final class EventLog: Sendable {
     /// Records an event, stamping its sequence number and times, and sends it to every subscriber.
     @discardableResult
     public func publish(
-        type: String, source: String? = nil, zones: [String]? = nil, reason: String? = nil,
+        type: EventType, source: String? = nil, zones: [String]? = nil, reason: String? = nil,
         shouldResume: Bool? = nil, level: Double? = nil, into: String? = nil,
         zoneFrames: [String: Int]? = nil
     ) -> Event {
@@ -49,7 +49,7 @@ public final class EventLog: Sendable {
         return delivery.withLock { _ in
             let (event, subscribers): (Event, [(Int, any EventSubscriber)]) = state.withLock { s in
                 let e = Event(
-                    seq: s.next, time: now, uptimeMs: uptime, type: type, source: source, zones: zones,
+                    seq: s.next, time: now, uptimeMs: uptime, type: type.rawValue, source: source, zones: zones,
                     reason: reason, shouldResume: shouldResume, level: level, into: into,
                     zoneFrames: zoneFrames)
                 s.next += 1

@@ -39,7 +39,7 @@ package final class HardwareVolumes: Sendable {
                 controls.withLock { _ = $0.removeValue(forKey: zone.name) }
                 logger.warning("zone \(zone.name): hardware volume unavailable (\(error)); using software gain")
                 events.publish(
-                    type: "volume-control", zones: [zone.name],
+                    type: .volumeControl, zones: [zone.name],
                     reason:
                         "hardware volume \"\(control)\" on \(device) unavailable: \(error.message); using software gain"
                 )

@@ -37,7 +37,7 @@ package final class IntercomLine: Sendable {
         } catch {
             line.withLock { $0 = (nil, "\(error)") }
             logger.error("intercom: \(error); calls are off")
-            events.publish(type: "intercom-error", reason: "\(error)")
+            events.publish(type: .intercomError, reason: "\(error)")
         }
     }
 

@@ -62,7 +62,7 @@ package final class Persistence: Sendable {
         switch store.load() {
         case .failure(let failure):
             logger.error("state: \(failure)")
-            events.publish(type: "state-error", reason: failure.description)
+            events.publish(type: .stateError, reason: failure.description)
         case .success(nil):
             if store.path == nil {
                 logger.info("state: no state-dir configured: volumes and the play queue are not kept across restarts")
@@ -113,7 +113,7 @@ package final class Persistence: Sendable {
             if first {
                 logger.error(
                     "state: \(failure); volumes and the queue are kept in memory and saved again once it works")
-                events.publish(type: "state-error", reason: failure.description)
+                events.publish(type: .stateError, reason: failure.description)
             }
         case .success:
             if state.withLock({ s in

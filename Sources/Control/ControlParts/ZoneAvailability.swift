@@ -43,7 +43,7 @@ package struct ZoneAvailability {
             logger.warning(
                 "zone \(name): PCM \"\(pcm)\" \(why); render-ahead is off, the zone keeps its low water and a period as without it"
             )
-            events.publish(type: "render-ahead-off", zones: [name], reason: reason)
+            events.publish(type: .renderAheadOff, zones: [name], reason: reason)
         }
         let now = monotonicNanoseconds()
         let awaiting = !snap.available && zone.device.awaitsServer
@@ -55,7 +55,7 @@ package struct ZoneAvailability {
         else { return }
         available[name] = snap.available
         if snap.available {
-            events.publish(type: "zone-available", zones: [name], reason: "PCM \"\(pcm)\" open")
+            events.publish(type: .zoneAvailable, zones: [name], reason: "PCM \"\(pcm)\" open")
             logger.info(
                 "zone \(name): available (PCM \"\(pcm)\", period \(snap.periodFrames), buffer \(snap.bufferFrames) frames\(snap.realtime ? ", SCHED_FIFO" : ""))"
             )
@@ -66,7 +66,7 @@ package struct ZoneAvailability {
             }
         } else {
             let why = zone.errorText
-            events.publish(type: "zone-unavailable", zones: [name], reason: why)
+            events.publish(type: .zoneUnavailable, zones: [name], reason: why)
             logger.error("zone \(name): unavailable: \(why); retrying with backoff")
         }
     }

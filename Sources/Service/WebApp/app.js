@@ -399,9 +399,9 @@ $('#sound-buttons').addEventListener('click', e => { const b = e.target.closest(
 $('#speak').addEventListener('submit', e => { e.preventDefault(); const text = $('#speak-text').value.trim(); if (!text) { notify('Speak failed: type a text first'); return; } announce('Speak', {text}); });
 
 // ---- live: the event stream (EventSource reconnects by itself and sends Last-Event-ID) ----------
-const types = ['granted', 'queued', 'rejected', 'coalesced', 'expired', 'lost-for-good', 'finished', 'played', 'interruption-began', 'interruption-ended',
-  'duck-began', 'duck-ended', 'muted', 'unmuted', 'zone-available', 'zone-unavailable', 'render-ahead-off', 'volume', 'volume-control', 'track', 'scrobbled',
-  'stream-error', 'state-error', 'reloaded', 'reload-rejected', 'warning', 'error', 'call-started', 'call-ended'];
+// Every event type the daemon publishes (an EventSource hands a named event only to its listeners):
+// WebApp.swift writes them in from Baton's EventType where the comment stands.
+const types = [/* event types */];
 function connect(after) {
   if (es) es.close();
   es = new EventSource('/api/v1/events?after=' + after);

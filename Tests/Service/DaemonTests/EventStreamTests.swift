@@ -72,7 +72,7 @@ import Testing
         let threads = (0..<4).map { n in
             OSThread.start(name: "publish\(n)") {
                 for i in 0..<2_000 {
-                    log.publish(type: "test", reason: "\(n)/\(i)")
+                    log.publish(type: .reloaded, reason: "\(n)/\(i)")
                     if n == 0 && i == 1_000 { log.subscribe(late, after: 1) }
                 }
             }
@@ -105,10 +105,35 @@ import Testing
         }
         #expect(
             EventLog.utcTime(at: timespec(tv_sec: 1_798_761_599, tv_nsec: 999_999_999)) == "2026-12-31T23:59:59.999Z")
-        let event = EventLog().publish(type: "test")
+        let event = EventLog().publish(type: .reloaded)
         let published = Date.now.timeIntervalSince1970
         let parsed = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(event.time)
         #expect(abs((parsed?.timeIntervalSince1970 ?? 0) - published) < 1, "\(event.time)")
+    }
+
+    /// Every type of event the daemon publishes is listened to by the web app (an `EventSource` hands
+    /// a named event only to a listener for that name: `audible` was missing, so the page showed a
+    /// bell `starting` until some other event came) and has its row in docs/API.md's table.
+    @Test func everyEventTypeReachesThePageAndTheDocs() throws {
+        let types = Set(EventType.allCases.map(\.rawValue))
+        let script = WebApp.script
+        let list = try #require(
+            script.firstRange(of: "const types = [").map { script[$0.upperBound...].prefix { $0 != "]" } },
+            "no `const types = [` in app.js")
+        let listened = Set(list.split(separator: ",").map { $0.filter { $0 != "'" && $0 != " " } })
+        #expect(listened == types, "app.js listens to \(listened.sorted()), the daemon publishes \(types.sorted())")
+
+        let api = try String(contentsOfFile: TestDaemon.repoRoot + "/docs/API.md", encoding: .utf8)
+        let table = try #require(api.firstRange(of: "| type | when |").map { api[$0.lowerBound...] }, "no event table")
+        let rows = table.split(separator: "\n").prefix { $0.hasPrefix("|") }.dropFirst(2)
+        // The first column names the types, `like-this`, one or more to a row.
+        let documented = Set(
+            rows.flatMap {
+                $0.split(separator: "|").first?.split(separator: "`").enumerated().filter { $0.offset % 2 == 1 }.map {
+                    String($0.element)
+                } ?? []
+            })
+        #expect(documented == types, "docs/API.md has \(documented.sorted()), the daemon publishes \(types.sorted())")
     }
 
     @Test func reconnectReplaysMissedEvents() throws {
