@@ -18,21 +18,27 @@ public final class Timeline: @unchecked Sendable {
         public var offFrom: Int
         /// The writer's tag on the latest "off" (for a slot: it ran dry before its end).
         public var offTag: Bool
+        /// Whether the latest transition is the "on": the frames alone cannot tell when both are the
+        /// same frame (a fade that reached 0 where a resume's fade begins: off at X, then on at X, heard
+        /// throughout; or one period that began and ended it there: on at X, then off at X, never heard).
+        public var onLast: Bool
 
-        public init(onFrom: Int, offFrom: Int, offTag: Bool) {
+        /// `onLast` defaults to what the frames say when they differ.
+        public init(onFrom: Int, offFrom: Int, offTag: Bool, onLast: Bool? = nil) {
             self.onFrom = onFrom
             self.offFrom = offFrom
             self.offTag = offTag
+            self.onLast = onLast ?? (onFrom > offFrom)
         }
 
         /// True when on at the end of what was rendered.
-        public var isOn: Bool { onFrom >= 0 && onFrom > offFrom }
+        public var isOn: Bool { onFrom >= 0 && onLast }
 
         /// True when it was on at zone frame `frame`, as far as the last two transitions tell (an
         /// "on" implies it was off before, an "off" that it was on before).
         public func isOn(at frame: Int) -> Bool {
             guard onFrom >= 0 else { return false }
-            if onFrom > offFrom { return frame >= onFrom || (offFrom >= 0 && frame < offFrom) }
+            if onLast { return frame >= onFrom || (offFrom >= 0 && frame < offFrom) }
             return frame >= onFrom && frame < offFrom
         }
 
@@ -47,6 +53,7 @@ public final class Timeline: @unchecked Sendable {
     private let onFrame = Atomic<Int>(-1)
     private let offFrame = Atomic<Int>(-1)
     private let tag = Atomic<Bool>(false)
+    private let onLast = Atomic<Bool>(false)
 
     public init() {}
 
@@ -59,13 +66,15 @@ public final class Timeline: @unchecked Sendable {
             let s = Snapshot(
                 onFrom: onFrame.load(ordering: .sequentiallyConsistent),
                 offFrom: offFrame.load(ordering: .sequentiallyConsistent),
-                offTag: tag.load(ordering: .sequentiallyConsistent))
+                offTag: tag.load(ordering: .sequentiallyConsistent),
+                onLast: onLast.load(ordering: .sequentiallyConsistent))
             if sequence.load(ordering: .sequentiallyConsistent) == before { return s }
         }
     }
 
-    /// Records transitions: on at `on`, then off at `off` (either may be nil). Writer thread only
-    /// (the output thread, or the control thread while the slot is free). Real-time safe.
+    /// Records transitions: on at `on`, then off at `off` (either may be nil), after every one
+    /// recorded before. Writer thread only (the output thread, or the control thread while the slot
+    /// is free). Real-time safe.
     @inline(__always)
     public func record(on: Int?, off: Int?, tag offTag: Bool = false) {
         sequence.add(1, ordering: .sequentiallyConsistent)
@@ -74,6 +83,7 @@ public final class Timeline: @unchecked Sendable {
             offFrame.store(off, ordering: .sequentiallyConsistent)
             tag.store(offTag, ordering: .sequentiallyConsistent)
         }
+        if on != nil || off != nil { onLast.store(off == nil, ordering: .sequentiallyConsistent) }
         sequence.add(1, ordering: .sequentiallyConsistent)
     }
 
@@ -84,6 +94,7 @@ public final class Timeline: @unchecked Sendable {
         onFrame.store(-1, ordering: .sequentiallyConsistent)
         offFrame.store(-1, ordering: .sequentiallyConsistent)
         tag.store(false, ordering: .sequentiallyConsistent)
+        onLast.store(false, ordering: .sequentiallyConsistent)
         sequence.add(1, ordering: .sequentiallyConsistent)
     }
 }

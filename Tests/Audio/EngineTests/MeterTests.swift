@@ -78,4 +78,25 @@ import Testing
         #expect(slot.framesHeard(atZoneFrame: 640) == slot.framesConsumed)
         #expect(slot.framesHeard(atZoneFrame: 620) == slot.framesConsumed - 20)
     }
+
+    /// A resume whose fade-in begins at the frame where the pause's fade-out reached 0 (fades as long
+    /// as a period) leaves the slot sounding throughout: its "off" and "on" fall on one frame, and the
+    /// timeline says which came last. An "on" and "off" within one period at one frame is never heard.
+    @Test func aResumeWhereThePauseFadeEndedSoundsThroughout() throws {
+        let mixer = ZoneMixer(channels: 1, periodFrames: 100, slotCount: 1, ringSamples: 8_192, rampFrames: 100)
+        let slot = try #require(mixer.claimSlot(gain: 1))
+        write(slot, [Float](repeating: 0.25, count: 1_000))
+        mixer.render()
+        slot.pause()
+        mixer.render()  // fades out over 100..200
+        #expect(slot.sounding.snapshot() == .init(onFrom: 0, offFrom: 200, offTag: false))
+        slot.resume()
+        mixer.render()  // fades in from 200
+        let s = slot.sounding.snapshot()
+        #expect(s == .init(onFrom: 200, offFrom: 200, offTag: false, onLast: true))
+        #expect(s.isOn && s.isOn(at: 150) && s.isOn(at: 200) && s.isOn(at: 299))
+        let never = Timeline()
+        never.record(on: 300, off: 300)
+        #expect(!never.snapshot().isOn && !never.snapshot().isOn(at: 300) && !never.snapshot().isOn(at: 299))
+    }
 }

@@ -67,6 +67,48 @@ import Testing
         }
     }
 
+    /// An announcement that ends within the music's fade-out (200 frames, shorter than the 441-frame
+    /// ramp): the music's fade-in begins at the very frame its fade-out reached 0, so it is heard
+    /// throughout, and it is reported so — `playing` and in the zone's `audible` at every look after
+    /// the resume. (It read `buffering` with `audible: []` for good while heard: the slot's "off" and
+    /// "on" fell on one frame, and the frames alone read as "on, then off".)
+    @Test func musicResumedWhereItsFadeEndedIsPlaying() throws {
+        let t = try TestDaemon()
+        WAVWriter.write(
+            Signals.sine(frequency: 1000, rate: 44_100, frames: 200, channels: 2, amplitude: 0.5),
+            rate: 44_100, channels: 2, to: "\(t.sounds)/blip.wav")
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true, "zones": ["kitchen"]}"#)
+                .object["id"])
+        _ = try #require(t.waitForEvent("audible", source: id))
+        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "blip", "zones": ["kitchen"]}"#)
+        let ended = try #require(t.waitForEvent("interruption-ended", source: id))
+        #expect(ended.shouldResume == true)
+        let resumed = try #require(ended.zoneFrames?["kitchen"])
+        // Looks at the status until half a second after the resume is heard.
+        var looks: [(state: String, audible: [String], frame: Int)] = []
+        _ = waitUntil(seconds: 5) {
+            let status = t.daemon.status()
+            guard let zone = status.zones.first(where: { $0.name == "kitchen" }) else { return false }
+            let state = status.sources.first { $0.id == id }?.state ?? "-"
+            looks.append((state, zone.audible ?? [], zone.audibleFrame))
+            return zone.audibleFrame > resumed + 22_050
+        }
+        t.stop()
+        let after = looks.filter { $0.frame >= resumed + Self.period }
+        #expect(after.count > 20, "\(looks.count) looks")
+        for look in after {
+            #expect(look.state == "playing" && look.audible == [id], "at zone frame \(look.frame): \(look)")
+        }
+        // And the music is what the zone played from there: its tone in every period.
+        let out = t.left("kitchen")
+        let last = try #require(after.last).frame
+        for start in stride(from: resumed + Self.period, to: min(last, out.count) - 441, by: 441) {
+            let level = Signals.toneLevel(out[start..<start + 441], frequency: 440, rate: 44_100)
+            #expect(level > 0.1, "no music at zone frame \(start) (level \(level))")
+        }
+    }
+
     /// The position reported is the frame heard now, not the frame mixed: for a sound playing from
     /// its first frame it is the audible frame less the frame it began at, within a period.
     @Test func positionIsWhatIsHeard() throws {
