@@ -285,6 +285,14 @@ public final class DeviceOutput: @unchecked Sendable {
     /// (`StreamSpec.awaitsServer`). Any thread.
     public var awaitsServer: Bool { streamSink?.isAwaitingServer ?? false }
 
+    /// True while a stream output's connection is open but its server has taken nothing for a while
+    /// (`StreamSink.stallNanoseconds`): the zone is unavailable. Any thread.
+    public var isStalled: Bool { streamSink?.isStalled ?? false }
+
+    /// A stream output's outages, in zone frames: "on" where its audio stopped reaching the server
+    /// (dropped), "off" where it reaches it again. Nil for an ALSA device. Any thread.
+    public var outage: Timeline.Snapshot? { streamSink?.outage.snapshot() }
+
     /// A stream output's server answered a call made at `callStartedAt` (monotonic ns): a
     /// connection made before it may carry audio (`StreamSpec.awaitsServer`). Any thread.
     public func serverAnswered(callStartedAt: Int) { streamSink?.serverAnswered(callStartedAt: callStartedAt) }

@@ -52,9 +52,26 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// When the latest call the server answered was made (monotonic ns; `Int.min`: none yet).
     private let answeredCallAt = Atomic<Int>(Int.min)
     private let awaiting = Atomic<Bool>(false)
+    private let stalledFlag = Atomic<Bool>(false)
+
+    /// Where the zone's audio does not reach the server: "on" at the zone frame of the first frame
+    /// dropped (no connection, a connection not carrying audio yet, a stall), "off" at the first
+    /// frame sent again. Written by the output thread, read by any.
+    let outage = Timeline()
+    /// Zone frames given to `write` so far: the zone frame of the next one. Output thread.
+    private var position = 0
+    /// The zone frame where the current run of frames a connection could not take began, and when
+    /// (monotonic ns); nil while everything is taken. Output thread.
+    private var refusedFrom: (frame: Int, at: Int)?
+    private var outageOn = false
 
     /// A connect that has not completed after this long is abandoned and retried.
     private static let connectTimeout = 2_000_000_000
+    /// How long an open connection may take nothing before the server counts as stalled (the zone
+    /// unavailable). A running snapserver reads every chunk (20 ms), and the kernel holds a few
+    /// hundred milliseconds in its buffers first, so one refusal is already a server far behind:
+    /// this only keeps a moment's hiccup from turning the zone off and on.
+    static let stallNanoseconds = 100_000_000
 
     /// Called on the output thread when the connection changes: it opened (and, with
     /// `awaitsServer`, now waits for the server's answer), carries audio, or was lost after it did. Must be quick
@@ -124,6 +141,9 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     var droppedFrames: Int { droppedFrameCount.load(ordering: .acquiring) }
     /// True while a connection waits for `serverAnswered` before it carries audio. Any thread.
     var isAwaitingServer: Bool { awaiting.load(ordering: .acquiring) }
+    /// True while the connection is open but the server has taken nothing for `stallNanoseconds`
+    /// or more (snapserver stopped or hung without closing). Any thread.
+    var isStalled: Bool { stalledFlag.load(ordering: .acquiring) }
 
     /// The server answered a call made at `callStartedAt` (monotonic ns): it runs, and reads what a
     /// connection made before that call is sent. Any thread.
@@ -152,6 +172,15 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// non-blocking step. Always takes every frame (the zone's clock goes on). Output thread.
     func write(_ bytes: UnsafeRawPointer, frames: Int) -> Int {
         let now = monotonicNanoseconds()
+        let sent = send(bytes, frames: frames, now: now)
+        track(sent: sent, of: frames, now: now)
+        position += frames
+        return frames
+    }
+
+    /// Sends what the server takes of the period; how many of its frames that was (the rest is
+    /// dropped and counted).
+    private func send(_ bytes: UnsafeRawPointer, frames: Int, now: Int) -> Int {
         if state == .closed && now >= retryAt { startConnect(now) }
         if state == .connecting { finishConnect(now) }
         if state == .awaitingServer {
@@ -164,7 +193,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         }
         guard state == .open else {
             droppedFrameCount.add(frames, ordering: .relaxed)
-            return frames
+            return 0
         }
         // First the rest of a frame a short write split, then the period.
         if owedCount > 0 {
@@ -175,22 +204,59 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
             }
             if owedCount > 0 || state != .open {
                 droppedFrameCount.add(frames, ordering: .relaxed)
-                return frames
+                return 0
             }
         }
         let total = frames * frameBytes
         let n = send(bytes, total)
-        if n < total {
-            let sent = max(n, 0)
-            let split = sent % frameBytes
-            if split > 0 {
-                owedOffset = 0
-                owedCount = frameBytes - split
-                owed.copyMemory(from: bytes + sent, byteCount: owedCount)
-            }
-            droppedFrameCount.add(frames - (sent + frameBytes - 1) / frameBytes, ordering: .relaxed)
+        guard n < total else { return frames }
+        let sent = max(n, 0)
+        let split = sent % frameBytes
+        if split > 0 {
+            owedOffset = 0
+            owedCount = frameBytes - split
+            owed.copyMemory(from: bytes + sent, byteCount: owedCount)
         }
-        return frames
+        let whole = (sent + frameBytes - 1) / frameBytes
+        droppedFrameCount.add(frames - whole, ordering: .relaxed)
+        return whole
+    }
+
+    /// Follows where the audio stops and starts reaching the server (`outage`, `isStalled`), after
+    /// a period of which `sent` of `frames` were sent.
+    private func track(sent: Int, of frames: Int, now: Int) {
+        if sent == frames {
+            refusedFrom = nil
+            if outageOn {
+                outageOn = false
+                outage.record(on: nil, off: position)
+            }
+            if stalledFlag.load(ordering: .relaxed) {
+                stalledFlag.store(false, ordering: .releasing)
+                connected.store(true, ordering: .releasing)
+                connectionObserver?()
+            }
+            return
+        }
+        let first = position + sent
+        guard state == .open else {
+            // No connection carries audio: not heard from the first frame dropped.
+            refusedFrom = nil
+            if !outageOn {
+                outageOn = true
+                outage.record(on: first, off: nil)
+            }
+            return
+        }
+        let run = refusedFrom ?? (first, now)
+        refusedFrom = run
+        if !outageOn && now - run.at >= Self.stallNanoseconds {
+            outageOn = true
+            outage.record(on: run.frame, off: nil)
+            stalledFlag.store(true, ordering: .releasing)
+            connected.store(false, ordering: .releasing)
+            connectionObserver?()
+        }
     }
 
     /// Never needed: a stream sink reports no errors to the loop. Output thread.
@@ -209,6 +275,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         state = .closed
         owedCount = 0
         awaiting.store(false, ordering: .releasing)
+        stalledFlag.store(false, ordering: .releasing)
         connected.store(false, ordering: .releasing)
     }
 

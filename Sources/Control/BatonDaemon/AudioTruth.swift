@@ -15,7 +15,20 @@ struct Hearing {
         let sounding: Timeline.Snapshot
         /// The zone frame of the source's first frame there, if it was mixed.
         let firstFrame: Int?
-        var heard: Bool { sounding.isOn(at: audibleFrame) }
+        /// Where the zone's output did not reach its listeners (a stream output's outages; nil for
+        /// an ALSA device).
+        let outage: Timeline.Snapshot?
+        /// Mixed at the audible frame, but the zone's output was lost there (dropped).
+        var lost: Bool { sounding.isOn(at: audibleFrame) && outage?.isOn(at: audibleFrame) == true }
+        var heard: Bool { sounding.isOn(at: audibleFrame) && outage?.isOn(at: audibleFrame) != true }
+        /// The zone frame from which it is heard (when it is): where it began sounding, or where the
+        /// zone's output came back, whichever is later.
+        var heardFrom: Int {
+            guard let outage, outage.offFrom > sounding.onFrom, outage.offFrom <= audibleFrame else {
+                return sounding.onFrom
+            }
+            return outage.offFrom
+        }
         /// Its first frame has not been heard yet.
         var notYetHeard: Bool { firstFrame.map { audibleFrame < $0 } ?? true }
         /// It ran dry before its end and that silence is what is heard now.
@@ -29,7 +42,7 @@ struct Hearing {
     /// Where each heard zone began hearing it (zone frames).
     var heardFrom: [String: Int] {
         Dictionary(
-            parts.compactMap { p in p.heard ? (p.zone, p.sounding.onFrom) : nil }, uniquingKeysWith: { a, _ in a })
+            parts.compactMap { p in p.heard ? (p.zone, p.heardFrom) : nil }, uniquingKeysWith: { a, _ in a })
     }
     /// Where each starved zone stopped hearing it (zone frames).
     var starvedFrom: [String: Int] {
@@ -38,14 +51,17 @@ struct Hearing {
     }
 
     /// The state to report, from the arbiter's word and the audio: `playing`/`ducked` only while
-    /// heard; `starting` while granted but its first frame is not heard yet; `buffering` while its
-    /// ring ran dry and the silence is heard; while the arbiter's word is audible but the audio is
-    /// not back yet (a resume within the device's delay), the word reported before.
+    /// heard; `starting` while granted but its first frame is not heard yet; `unavailable` while
+    /// its frames are mixed but its zones' outputs do not reach anyone (a stalled or absent
+    /// snapserver); `buffering` while its ring ran dry and the silence is heard; while the arbiter's
+    /// word is audible but the audio is not back yet (a resume within the device's delay), the word
+    /// reported before.
     func state(arbiter: SourceState?, previous: String?) -> String {
         guard let arbiter else { return previous ?? "queued" }
         if heard { return arbiter == .ducked ? "ducked" : "playing" }
         guard arbiter.isAudible else { return arbiter.rawValue }
         if parts.isEmpty || parts.allSatisfy(\.notYetHeard) { return "starting" }
+        if parts.contains(where: \.lost) { return "unavailable" }
         if parts.contains(where: \.starved) { return "buffering" }
         if let previous, previous == "interrupted" || previous == "paused" { return previous }
         return "buffering"
@@ -84,7 +100,7 @@ struct AudioTruth {
                 guard let slot = part.slot, let zone = zones.zone(part.zone) else { return nil }
                 return Hearing.Part(
                     zone: part.zone, audibleFrame: zone.device.snapshot().audibleFrame,
-                    sounding: slot.sounding.snapshot(), firstFrame: slot.firstFrameAt)
+                    sounding: slot.sounding.snapshot(), firstFrame: slot.firstFrameAt, outage: zone.device.outage)
             })
     }
 
@@ -103,7 +119,7 @@ struct AudioTruth {
             + order.compactMap { id -> String? in
                 guard let p = s.playbacks[id],
                     let slot = p.parts.first(where: { $0.zone == zone.name })?.slot,
-                    slot.sounding.snapshot().isOn(at: audible)
+                    slot.sounding.snapshot().isOn(at: audible), zone.device.outage?.isOn(at: audible) != true
                 else { return nil }
                 return id.rawValue
             }
@@ -190,7 +206,14 @@ struct AudioTruth {
         let heardNow = s.playbacks.values.filter {
             $0.started && !$0.released && (s.arbiter.state(of: $0.id)?.isAudible ?? false)
         }
-        if heardNow.contains(where: { !$0.heard }) || !s.retiring.isEmpty { return 5_000_000 }
+        // A source not heard yet is looked for every 5 ms; not one whose every zone lost its output
+        // (its return wakes the monitor, and its frame is due below).
+        let waiting = heardNow.contains { p in
+            guard !p.heard else { return false }
+            let parts = hearing(p).parts
+            return parts.isEmpty || !parts.allSatisfy(\.lost)
+        }
+        if waiting || !s.retiring.isEmpty { return 5_000_000 }
         var soonest: Int?
         func due(_ frame: Int, in zone: ZoneHandle, audible: Int) {
             guard frame > audible else { return }
@@ -204,6 +227,10 @@ struct AudioTruth {
                 let sounding = slot.sounding.snapshot()
                 due(sounding.onFrom, in: zone, audible: audible)
                 due(sounding.offFrom, in: zone, audible: audible)
+                if let outage = zone.device.outage {
+                    due(outage.onFrom, in: zone, audible: audible)
+                    due(outage.offFrom, in: zone, audible: audible)
+                }
             }
         }
         for zone in zones.zones {

@@ -101,6 +101,10 @@ package final class SnapcastKeepers: Sendable {
         if zone.device.awaitsServer, let control = snapcast.control {
             return "connected to snapserver source \(snapcast.source); waiting for its JSON-RPC (\(control)) to answer"
         }
+        if zone.device.isStalled {
+            return
+                "snapserver source \(snapcast.source) takes nothing (the server is stopped or hung but keeps the connection): what falls due is dropped"
+        }
         if snap.lastError == 0 { return "connecting to snapserver source \(snapcast.source)" }
         return
             "snapserver source \(snapcast.source): \(String(cString: strerror(snap.lastError))) (errno \(snap.lastError))"

@@ -157,7 +157,13 @@ extension DeviceOutput {
     ) {
         availabilityObserver = changed
         audioObserver = changed
-        connectionObserver = connection
+        // A stream output's connection changes its availability and what is heard: the monitor looks too.
+        if let connection {
+            connectionObserver = { @Sendable in
+                connection()
+                changed()
+            }
+        }
         start()
         let p = spec.pcm
         let names = spec.zones.map(\.name)

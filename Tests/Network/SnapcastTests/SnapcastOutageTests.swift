@@ -48,6 +48,81 @@ import Testing
         #expect(!daemon.events.recent().contains { $0.type == "zone-available" })
     }
 
+    /// A snapserver that stalls without closing (SIGSTOP: a hung server keeps its connections) takes
+    /// nothing more. From the first frame it refused, the zone is `unavailable` (saying why), the
+    /// music there is `unavailable` and not in the zone's `audible`, and an announcement is refused
+    /// (no zone to play in). It used to stay `available`, the music `playing`, and a doorbell was
+    /// reported heard while every frame was dropped. Once the server reads again the zone is
+    /// available and the music heard, with an `audible` event at the frame that reached it first.
+    @Test func aStalledServerIsUnavailableAndWhatPlaysThereIsNotHeard() throws {
+        let server = try SnapcastServer(bufferMilliseconds: 300)
+        defer {
+            server.thaw()
+            server.stop()
+        }
+        let snapcast = SnapcastConfig(
+            source: .tcp(host: "127.0.0.1", port: server.sourcePort), stream: server.stream,
+            buffer: .milliseconds(300))
+        let zone = ZoneConfig(
+            name: "upstairs", pcm: snapcast.source.description, rate: 48_000, channels: 2, clock: .system,
+            snapcast: snapcast)
+        let sounds = TestDirectory.make("snapcast-stall")
+        WAVWriter.write(
+            Signals.sine(frequency: 440, rate: 48_000, frames: 48_000, channels: 2), rate: 48_000, channels: 2,
+            to: "\(sounds)/tone.wav")
+        WAVWriter.write(
+            Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2), rate: 48_000, channels: 2,
+            to: "\(sounds)/bell.wav")
+        let config = BatonConfiguration(
+            api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0)), zones: [zone], sounds: sounds,
+            device: "test-stall")
+        let daemon = Daemon(config: config, logger: Logger(minimum: .error))
+        daemon.start()
+        defer { daemon.stop() }
+        let device = try #require(daemon.output("upstairs")?.device)
+        try #require(waitUntil(seconds: 10) { device.snapshot().available }, "the zone never connected")
+        let music = try daemon.announcer.playMusic(sound: "tone", zones: ["upstairs"], loop: true).id
+        func heard() -> String {
+            let s = daemon.status()
+            let state = s.sources.first { $0.id == music }?.state ?? "-"
+            return "\(state) \(s.zones.first?.audible ?? [])"
+        }
+        try #require(waitUntil(seconds: 5) { heard() == "playing [\"\(music)\"]" }, "\(heard())")
+
+        server.freeze()
+        var unavailable: Event?
+        try #require(
+            waitUntil(seconds: 15) {
+                unavailable = daemon.events.recent().first { $0.type == "zone-unavailable" }
+                return unavailable != nil
+            }, "no zone-unavailable while the server is stopped")
+        #expect(unavailable?.reason?.contains("takes nothing") == true, "\(unavailable?.reason ?? "")")
+        let outage = try #require(device.outage)
+        #expect(outage.isOn, "\(outage)")
+        // Heard up to the first frame the server refused, and not from there.
+        try #require(waitUntil(seconds: 5) { device.snapshot().audibleFrame > outage.onFrom })
+        #expect(heard() == "unavailable []")
+        #expect(throws: ControlError.self) { try daemon.announcer.announce(sound: "bell", zones: ["upstairs"]) }
+
+        server.thaw()
+        let since = unavailable?.seq ?? 0
+        #expect(
+            waitUntil(seconds: 10) {
+                daemon.events.recent().contains { $0.type == "zone-available" && $0.seq > since }
+            },
+            "the zone is not available again")
+        var audible: Event?
+        #expect(
+            waitUntil(seconds: 5) {
+                audible = daemon.events.recent().last { $0.type == "audible" && $0.source == music && $0.seq > since }
+                return audible != nil
+            }, "no audible event for the music after the stall")
+        let back = try #require(device.outage)
+        #expect(!back.isOn && back.offFrom > outage.onFrom, "\(back)")
+        #expect(audible?.zoneFrames?["upstairs"] == back.offFrom)
+        #expect(heard() == "playing [\"\(music)\"]")
+    }
+
     /// A reload that changes one speaker's settings replaces the zone's keeper; the new keeper does
     /// not set again the volume of a speaker it was already set for (and whose configured volume is
     /// the same): a listener's change stands until that speaker reconnects, as SNAPCAST.md says. It

@@ -123,6 +123,19 @@ public final class SnapcastServer: @unchecked Sendable {
         return states
     }
 
+    /// Stops the running server (SIGSTOP) and waits until it is stopped: a stall that keeps every
+    /// connection open, as a hung server does. `thaw` lets it go on.
+    public func freeze() {
+        guard let pid = process?.pid else { return }
+        kill(pid, SIGSTOP)
+        _ = waitUntil(seconds: 5) { Self.isStopped(pid) }
+    }
+
+    /// Lets a frozen server go on (SIGCONT).
+    public func thaw() {
+        if let pid = process?.pid { kill(pid, SIGCONT) }
+    }
+
     /// Stops the server (SIGTERM, waiting for it) — an outage.
     public func stop() {
         process?.stop()
