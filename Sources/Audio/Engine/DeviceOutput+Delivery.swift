@@ -90,6 +90,10 @@ extension DeviceOutput {
         rateEstimator.reset()
         framesSincePrepare = 0
         lastDelayAfterWrite = 0
+        // Heard again from the first frame it dropped, written first.
+        if deviceOutage.snapshot().isOn {
+            deviceOutage.record(on: nil, off: framesPlayed.load(ordering: .relaxed) - history.pending)
+        }
     }
 
     /// The PCM is gone: until it is back, the frames it dropped count as delay, so the zone's
@@ -101,6 +105,10 @@ extension DeviceOutput {
             framesPlayed.add(rendered, ordering: .releasing)
             delayFrames.store(history.pending, ordering: .relaxed)
             delayMeasuredAt.store(0, ordering: .relaxed)
+        }
+        // Nothing from the first frame it did not play is heard until it is back.
+        if !deviceOutage.snapshot().isOn {
+            deviceOutage.record(on: framesPlayed.load(ordering: .relaxed) - history.pending, off: nil)
         }
         rateEstimateBits.store(Double.nan.bitPattern, ordering: .relaxed)
     }

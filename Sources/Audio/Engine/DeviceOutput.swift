@@ -110,6 +110,10 @@ public final class DeviceOutput: @unchecked Sendable {
     private let device: UnsafeMutablePointer<Float>?
     private let stopFlag = Atomic<Bool>(false)
     private let available = Atomic<Bool>(false)
+    /// An ALSA device's losses, in zone frames: "on" at the first frame it did not play when it
+    /// was lost, "off" at the first frame written after it was opened again (the same frame: what
+    /// it dropped is written first). Output thread writes.
+    let deviceOutage = Timeline()
     let lastError = Atomic<Int32>(0)
     let framesPlayed = Atomic<Int>(0)
     let xruns = Atomic<Int>(0)
@@ -289,9 +293,10 @@ public final class DeviceOutput: @unchecked Sendable {
     /// (`StreamSink.stallNanoseconds`): the zone is unavailable. Any thread.
     public var isStalled: Bool { streamSink?.isStalled ?? false }
 
-    /// A stream output's outages, in zone frames: "on" where its audio stopped reaching the server
-    /// (dropped), "off" where it reaches it again. Nil for an ALSA device. Any thread.
-    public var outage: Timeline.Snapshot? { streamSink?.outage.snapshot() }
+    /// Where the zone's output did not reach anyone, in zone frames: "on" from the first frame lost,
+    /// "off" from the first that reached the output again. A stream output's audio dropped (no
+    /// server, or a stalled one); an ALSA device gone (unplugged) until it is opened again. Any thread.
+    public var outage: Timeline.Snapshot { streamSink?.outage.snapshot() ?? deviceOutage.snapshot() }
 
     /// A stream output's server answered a call made at `callStartedAt` (monotonic ns): a
     /// connection made before it may carry audio (`StreamSpec.awaitsServer`). Any thread.

@@ -15,16 +15,15 @@ struct Hearing {
         let sounding: Timeline.Snapshot
         /// The zone frame of the source's first frame there, if it was mixed.
         let firstFrame: Int?
-        /// Where the zone's output did not reach its listeners (a stream output's outages; nil for
-        /// an ALSA device).
-        let outage: Timeline.Snapshot?
-        /// Mixed at the audible frame, but the zone's output was lost there (dropped).
-        var lost: Bool { sounding.isOn(at: audibleFrame) && outage?.isOn(at: audibleFrame) == true }
-        var heard: Bool { sounding.isOn(at: audibleFrame) && outage?.isOn(at: audibleFrame) != true }
+        /// Where the zone's output did not reach its listeners (`DeviceOutput.outage`).
+        let outage: Timeline.Snapshot
+        /// Mixed at the audible frame, but the zone's output was lost there.
+        var lost: Bool { sounding.isOn(at: audibleFrame) && outage.isOn(at: audibleFrame) }
+        var heard: Bool { sounding.isOn(at: audibleFrame) && !outage.isOn(at: audibleFrame) }
         /// The zone frame from which it is heard (when it is): where it began sounding, or where the
         /// zone's output came back, whichever is later.
         var heardFrom: Int {
-            guard let outage, outage.offFrom > sounding.onFrom, outage.offFrom <= audibleFrame else {
+            guard outage.offFrom > sounding.onFrom, outage.offFrom <= audibleFrame else {
                 return sounding.onFrom
             }
             return outage.offFrom
@@ -119,7 +118,7 @@ struct AudioTruth {
             + order.compactMap { id -> String? in
                 guard let p = s.playbacks[id],
                     let slot = p.parts.first(where: { $0.zone == zone.name })?.slot,
-                    slot.sounding.snapshot().isOn(at: audible), zone.device.outage?.isOn(at: audible) != true
+                    slot.sounding.snapshot().isOn(at: audible), !zone.device.outage.isOn(at: audible)
                 else { return nil }
                 return id.rawValue
             }
@@ -227,10 +226,9 @@ struct AudioTruth {
                 let sounding = slot.sounding.snapshot()
                 due(sounding.onFrom, in: zone, audible: audible)
                 due(sounding.offFrom, in: zone, audible: audible)
-                if let outage = zone.device.outage {
-                    due(outage.onFrom, in: zone, audible: audible)
-                    due(outage.offFrom, in: zone, audible: audible)
-                }
+                let outage = zone.device.outage
+                due(outage.onFrom, in: zone, audible: audible)
+                due(outage.offFrom, in: zone, audible: audible)
             }
         }
         for zone in zones.zones {

@@ -46,12 +46,28 @@ import Testing
         #expect(unplugged.error?.contains("No such device") == true, "\(unplugged.error ?? "nil")")
         #expect(t.waitForEvent("zone-unavailable", seconds: 5) != nil)
         #expect(waitUntil { ((try? zone(t, "kitchen"))??.framesPlayed ?? 0) > kitchenBefore + 44_100 / 2 })
+        // Heard in the kitchen only: the card's output is lost, so nothing is heard there.
+        let id = try #require(music.object["id"])
+        let lost = try zone(t, "card")?.audible
+        #expect(lost == [], "\(String(describing: lost))")
+        #expect(try zone(t, "kitchen")?.audible == [id])
+        #expect(try t.status().sources.first { $0.id == id }?.state == "playing")
+        let before = try #require(t.daemon.events.recent().last).seq
 
         card.send(.replug)
         #expect(waitUntil(seconds: 12) { (try? zone(t, "card"))??.state == "available" })
         let back = card.recordedFrames
         #expect(waitUntil { card.recordedFrames > back + 4_800 }, "the card zone plays again after the replug")
         #expect(try t.status().sources.first { $0.id == music.object["id"] }?.state == "playing")
+        // Heard on the card again from the first frame it took after the replug (the one it lost
+        // first): an `audible` event for the card alone, at that frame.
+        let again = try #require(
+            t.daemon.events.recent().first { $0.type == "audible" && $0.source == id && $0.seq > before },
+            "no audible event after the replug")
+        #expect(again.zones == ["card"])
+        let outage = try #require(t.daemon.output("card")).device.outage
+        #expect(again.zoneFrames?["card"] == outage.offFrom && outage.offFrom == outage.onFrom, "\(outage)")
+        #expect(try zone(t, "card")?.audible == [id])
 
         // +300 ppm, estimated over the seconds since the replug restarted the estimate.
         #expect(
