@@ -22,9 +22,9 @@ package final class SnapcastKeepers: Sendable {
     /// them): its new connections carry audio once the server is seen running. Control thread
     /// (start, reload).
     package func update(_ zones: [ZoneConfig], device: @escaping @Sendable (_ zone: String) -> DeviceOutput?) {
-        let wanted = zones.compactMap { zone -> (String, SnapcastConfig, SnapcastControl)? in
+        let wanted = zones.compactMap { zone -> (String, SnapcastZone, SnapcastControl)? in
             guard let s = zone.snapcast, let control = s.control, s.keepsSpeakers else { return nil }
-            return (zone.name, s, SnapcastControl(control: control))
+            return (zone.name, Self.zone(zone, s), SnapcastControl(control: control))
         }
         var stale: [GroupKeeper] = []
         var fresh: [GroupKeeper] = []
@@ -33,13 +33,13 @@ package final class SnapcastKeepers: Sendable {
         var carried: [String: Set<String>] = [:]
         keepers.withLock { keepers in
             for (name, keeper) in keepers {
-                guard let (_, s, control) = wanted.first(where: { $0.0 == name }), keeper.zone == Self.zone(s),
+                guard let (_, s, control) = wanted.first(where: { $0.0 == name }), keeper.zone == s,
                     keeper.control.endpoint == control.endpoint
                 else {
                     if let (_, s, control) = wanted.first(where: { $0.0 == name }),
                         keeper.control.endpoint == control.endpoint
                     {
-                        let now = Self.zone(s).speakers
+                        let now = s.speakers
                         carried[name] = keeper.state.volumesSet.filter { id in
                             let before = keeper.zone.speakers.first { $0.id == id }?.volumePercent
                             return before != nil && now.first { $0.id == id }?.volumePercent == before
@@ -53,7 +53,7 @@ package final class SnapcastKeepers: Sendable {
             for (name, s, control) in wanted where keepers[name] == nil {
                 let logger = self.logger
                 let keeper = GroupKeeper(
-                    name: name, zone: Self.zone(s), control: control,
+                    name: name, zone: s, control: control,
                     answered: { device(name)?.serverAnswered(callStartedAt: $0) },
                     output: { device(name)?.awaitsServer == true ? .answer : .nothing }, wake: bell(for: name),
                     volumesSet: carried[name] ?? []
@@ -110,15 +110,16 @@ package final class SnapcastKeepers: Sendable {
             "snapserver source \(snapcast.source): \(String(cString: strerror(snap.lastError))) (errno \(snap.lastError))"
     }
 
-    /// The speakers a zone's configuration asks for, as the keeper's planner takes them.
-    package static func zone(_ s: SnapcastConfig) -> SnapcastZone {
+    /// The speakers a Snapcast zone's configuration asks for, and the format Baton writes to its
+    /// stream `s` (S16_LE at the zone's rate and channels), as the keeper's planner takes them.
+    package static func zone(_ zone: ZoneConfig, _ s: SnapcastConfig) -> SnapcastZone {
         SnapcastZone(
             stream: s.stream,
             speakers: s.clients.map { c in
                 SnapcastZone.Speaker(
                     id: c.id, volumePercent: c.volume.map { Int(($0 * 100).rounded()) },
                     latencyMilliseconds: c.latency.map(\.wholeMilliseconds))
-            })
+            }, sampleFormat: "\(zone.rate):\(zone.format.bytesPerSample * 8):\(zone.channels)")
     }
 
     /// The zone's Snapcast part of the status report (nil for an ALSA zone).

@@ -65,9 +65,23 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
     public struct Stream: Sendable, Equatable, Decodable {
         public var id: String
         public var status: String
-        public init(id: String, status: String) {
+        /// The format it reads, `rate:bits:channels` (`uri.query.sampleformat`), when the server says.
+        public var sampleFormat: String?
+        public init(id: String, status: String, sampleFormat: String? = nil) {
             self.id = id
             self.status = status
+            self.sampleFormat = sampleFormat
+        }
+        private enum CodingKeys: String, CodingKey { case id, status, uri }
+        private enum URIKeys: String, CodingKey { case query }
+        private enum QueryKeys: String, CodingKey { case sampleformat }
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            id = try c.decode(String.self, forKey: .id)
+            status = try c.decode(String.self, forKey: .status)
+            let query = try? c.nestedContainer(keyedBy: URIKeys.self, forKey: .uri)
+                .nestedContainer(keyedBy: QueryKeys.self, forKey: .query)
+            sampleFormat = try query?.decodeIfPresent(String.self, forKey: .sampleformat)
         }
     }
 

@@ -52,10 +52,14 @@ public struct SnapcastZone: Sendable, Equatable {
     /// The stream's name in snapserver (`name=` of its source).
     public var stream: String
     public var speakers: [Speaker]
+    /// What Baton writes to the stream's source, as snapserver's `sampleformat` says it
+    /// (`48000:16:2`); nil not to compare.
+    public var sampleFormat: String?
 
-    public init(stream: String, speakers: [Speaker]) {
+    public init(stream: String, speakers: [Speaker], sampleFormat: String? = nil) {
         self.stream = stream
         self.speakers = speakers
+        self.sampleFormat = sampleFormat
     }
 
     /// The calls that make the server match this zone.
@@ -73,6 +77,14 @@ public struct SnapcastZone: Sendable, Equatable {
             plan.problems.append(
                 "stream \"\(stream)\" is not configured on the server (streams: \(names.isEmpty ? "none" : names))")
             return plan
+        }
+        if let wanted = sampleFormat, let read = status.streams.first(where: { $0.id == stream })?.sampleFormat,
+            read != wanted
+        {
+            // Read as another format, the zone would play at the wrong speed and pitch, or as noise.
+            plan.problems.append(
+                "stream \"\(stream)\" reads sampleformat \(read) but Baton writes \(wanted): set sampleformat=\(wanted) on its source in snapserver.conf (or the zone's rate and channels to match)"
+            )
         }
         let known = speakers.filter { status.client($0.id) != nil }
         for s in speakers where status.client(s.id) == nil {

@@ -123,6 +123,36 @@ import Testing
         #expect(heard() == "playing [\"\(music)\"]")
     }
 
+    /// A zone at 44.1 kHz on a snapserver source that reads 48 kHz (the real server's JSON-RPC says
+    /// so in the stream's `uri.query.sampleformat`): the zone's Snapcast status and the log name the
+    /// mismatch and the fix. It was not looked at: the speakers played the zone 9 % fast.
+    @Test func aSourceReadInAnotherFormatIsAProblem() throws {
+        let server = try SnapcastServer()
+        defer { server.stop() }
+        let snapcast = SnapcastConfig(
+            source: .tcp(host: "127.0.0.1", port: server.sourcePort), control: server.control, stream: server.stream,
+            clients: [SnapcastConfig.Client(id: "pi1")])
+        let zone = ZoneConfig(
+            name: "upstairs", pcm: snapcast.source.description, rate: 44_100, channels: 2, clock: .system,
+            snapcast: snapcast)
+        let config = BatonConfiguration(
+            api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0)), zones: [zone],
+            sounds: TestDirectory.make("snapcast-format"), device: "test-format")
+        let daemon = Daemon(config: config, logger: Logger(minimum: .error))
+        daemon.start()
+        defer { daemon.stop() }
+        var problem: String?
+        #expect(
+            waitUntil(seconds: 10) {
+                problem = daemon.status().zones.first?.snapcast?.problem
+                return problem != nil
+            }, "no problem reported")
+        #expect(
+            problem?.contains(
+                "stream \"\(server.stream)\" reads sampleformat 48000:16:2 but Baton writes 44100:16:2: set sampleformat=44100:16:2"
+            ) == true, "\(problem ?? "")")
+    }
+
     /// A reload that changes one speaker's settings replaces the zone's keeper; the new keeper does
     /// not set again the volume of a speaker it was already set for (and whose configured volume is
     /// the same): a listener's change stands until that speaker reconnects, as SNAPCAST.md says. It

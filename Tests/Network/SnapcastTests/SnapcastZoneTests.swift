@@ -100,4 +100,24 @@ import Testing
                 .setLatency(client: "bedroom-pi", milliseconds: 20)
             ])
     }
+
+    /// A stream the server reads in another format than Baton writes (a zone at 44.1 kHz, a source
+    /// at 48 kHz: heard at the wrong speed and pitch) is a problem, said with the fix; the same
+    /// format, or a server that does not say, is none.
+    @Test func reportsAStreamReadInAnotherFormat() {
+        let speaker = [client("bedroom-pi")]
+        let groups = [Group(id: "g1", streamID: "upstairs", clients: speaker)]
+        func plan(server: String?, zone: String) -> [String] {
+            let status = ServerStatus(
+                groups: groups, streams: [.init(id: "upstairs", status: "idle", sampleFormat: server)])
+            return SnapcastZone(stream: "upstairs", speakers: [.init(id: "bedroom-pi")], sampleFormat: zone)
+                .plan(for: status).problems
+        }
+        #expect(
+            plan(server: "48000:16:2", zone: "44100:16:2") == [
+                "stream \"upstairs\" reads sampleformat 48000:16:2 but Baton writes 44100:16:2: set sampleformat=44100:16:2 on its source in snapserver.conf (or the zone's rate and channels to match)"
+            ])
+        #expect(plan(server: "48000:16:2", zone: "48000:16:2") == [])
+        #expect(plan(server: nil, zone: "44100:16:2") == [])
+    }
 }
