@@ -93,7 +93,8 @@ extension ConfigReader {
                 }
                 clients.append(client)
             }
-            if control == nil && !nodes.isEmpty {
+            // Said only when `control` is missing: a wrong one has its own error already.
+            if fields.values["control"] == nil && !nodes.isEmpty {
                 report(
                     list.keyMark, path.appending("clients"),
                     "grouping speakers needs control: (snapserver's JSON-RPC URL, e.g. http://127.0.0.1:1780)")

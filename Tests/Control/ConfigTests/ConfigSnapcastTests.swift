@@ -70,6 +70,8 @@ private let upstairs = """
                 snapcast: {control: http://127.0.0.1:1780}
               loft:
                 snapcast: {source: "tcp://[1:2]:4953"}
+              shed:
+                snapcast: {source: "tcp://127.0.0.1:4954", control: "ftp://127.0.0.1:1780", clients: [c]}
 
             """
         #expect(
@@ -88,6 +90,8 @@ private let upstairs = """
                 #"test.yaml:13:24: zones.attic.snapcast.source: "udp://1.2.3.4:5": expected tcp://ADDRESS:PORT (a numeric address, e.g. tcp://127.0.0.1:4953) or the absolute path of the source's FIFO"#,
                 #"test.yaml:15:5: zones.cellar.snapcast: missing required key "source""#,
                 #"test.yaml:17:24: zones.loft.snapcast.source: "tcp://[1:2]:4953": "1:2" is not a numeric address (Baton's output thread never resolves names; write the server's IP address)"#,
+                // The control's own error only: not also "grouping speakers needs control:".
+                #"test.yaml:19:57: zones.shed.snapcast.control: "ftp://127.0.0.1:1780" is not an http(s) URL (expected http://host[:port][/path], e.g. http://127.0.0.1:4533)"#,
             ])
     }
 
