@@ -91,7 +91,7 @@ import Testing
             let status = t.daemon.status()
             guard let zone = status.zones.first(where: { $0.name == "kitchen" }) else { return false }
             let state = status.sources.first { $0.id == id }?.state ?? "-"
-            looks.append((state, zone.audible ?? [], zone.audibleFrame))
+            looks.append((state, zone.audible, zone.audibleFrame))
             return zone.audibleFrame > resumed + 22_050
         }
         t.stop()
