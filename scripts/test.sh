@@ -16,7 +16,17 @@ swift format lint --strict -r -p Sources Tests Package.swift fuzz/Sources fuzz/P
   exit 1
 }
 # Every module imports only what Package.swift declares for it (the layer rules, docs/ARCHITECTURE.md).
-swift build --build-tests --explicit-target-dependency-import-check error || exit 1
+# And no compiler warnings: a fresh clone compiles every file, so each warning is printed here
+# (`path:line:col: warning: …`; SwiftPM's own "warning: you may be able to install …" hints are not
+# the code's).
+build_log=$(mktemp)
+swift build --build-tests --explicit-target-dependency-import-check error 2>&1 | tee "$build_log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
+if grep -E '^/[^ ]+:[0-9]+:[0-9]+: warning: ' "$build_log" | sort -u >&2; then
+  echo "baton: the build has compiler warnings (above); the project builds without any" >&2
+  exit 1
+fi
+rm -f "$build_log"
 took "the format lint and the debug build"
 # The test processes' directories (/tmp/baton-tests-PID-XXXXXX: PCM files, card records, every test's
 # files; ~0.4 GiB a run) of processes that have ended: the last run's stay for reading until the next run.
