@@ -267,6 +267,9 @@ final class MusicStreamer: @unchecked Sendable {
             }
             if !more { break }
         }
+        if !isCancelled, let damage = decoder.damage {
+            report(.damaged("\(song.title) (\(song.id)): damaged audio: \(damage); it played on"))
+        }
     }
 
     /// The network thread: streams the song into `buffer`, resuming after transient failures with

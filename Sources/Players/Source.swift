@@ -72,6 +72,10 @@ public enum SourceNotice: Sendable, Equatable {
     /// A stream ended before its end, or was cut (a URL announcement past a cap, a broken
     /// transfer); the message says why. Published as a `stream-error` event.
     case streamEnded(String)
+    /// A stream played to its end, but its decoder stepped over damage on the way (corrupt frames,
+    /// lost pages: gaps or silence there); the sentence says how much and where the first was.
+    /// Logged as a warning and published as a `stream-error` event.
+    case damaged(String)
     /// A track of the queue could not be played (the server refused it, the decoder could not read
     /// it); the sentence names it and why. Logged as an error and published as a `stream-error`.
     case trackFailed(String)

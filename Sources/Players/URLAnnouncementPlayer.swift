@@ -208,6 +208,9 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
                     break
                 }
             }
+            if !isCancelled, let damage = decoder.damage {
+                report(.damaged("\(shownURL): damaged audio: \(damage); it played on"))
+            }
         } catch {
             if !isCancelled {
                 let failure = shared.withLock { $0.fetchFailure }

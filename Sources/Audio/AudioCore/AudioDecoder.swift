@@ -51,4 +51,39 @@ public protocol AudioDecoder: AnyObject {
     /// Decodes into `output` (room for `output.count / channels` frames) and returns how many frames
     /// it wrote; 0 means the end of the stream. Throws on corrupt data or when the source failed.
     func read(into output: UnsafeMutableBufferPointer<Float>) throws(DecodeError) -> Int
+    /// What the decoder stepped over so far and went on (corrupt frames, lost pages), nil when
+    /// nothing: the audio it gave has gaps or silence there.
+    var damage: DecodeDamage? { get }
+}
+
+extension AudioDecoder {
+    /// A decoder that stops at the first bad byte has no damage to tell.
+    public var damage: DecodeDamage? { nil }
+}
+
+/// Damage a decoder stepped over, going on after it: how many, of what, and where the first was.
+public struct DecodeDamage: Sendable, Equatable, CustomStringConvertible {
+    /// How many were stepped over.
+    public var count: Int
+    /// What one is, and what several are (`corrupt frame`, `corrupt frames`).
+    public var one: String
+    public var many: String
+    /// Where the first was: decoded frames before it, at the stream's rate.
+    public var firstAtFrame: Int
+    public var rate: Int
+
+    public init(count: Int, one: String, many: String, firstAtFrame: Int, rate: Int) {
+        self.count = count
+        self.one = one
+        self.many = many
+        self.firstAtFrame = firstAtFrame
+        self.rate = rate
+    }
+
+    /// `2 gaps (lost or corrupt Ogg pages) stepped over, the first 41.2 s in`.
+    public var description: String {
+        let tenths = Int((Double(firstAtFrame) / Double(max(1, rate)) * 10).rounded())
+        let at = "\(tenths / 10).\(tenths % 10) s in"
+        return count == 1 ? "1 \(one), \(at)" : "\(count) \(many), the first \(at)"
+    }
 }

@@ -57,7 +57,7 @@ extension EventLog {
             case .trackFailed(let why):
                 logger.error("music: \(why)")
                 publish(type: .streamError, source: source, zones: zones, reason: why)
-            case .streamEnded(let why):
+            case .streamEnded(let why), .damaged(let why):
                 logger.warning(why)
                 publish(type: .streamError, source: source, zones: zones, reason: why)
             case .warning(let message): logger.warning(message)

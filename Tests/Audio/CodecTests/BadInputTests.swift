@@ -105,6 +105,14 @@ struct BadInputTests {
         let opus = try OggOpusStreamDecoder(source: chunked(damaged), name: "holey.opus")
         let frames = try decodeAll(opus).count / 2
         #expect(opus.holes == 1)
+        // Said where it was: the page's place in the 2 s tone, to within two pages and what
+        // opusfile drops after the gap.
+        let damage = try #require(opus.damage)
+        let page = Double(victim - 2) * 0.02  // the two header pages carry no audio
+        #expect(
+            damage.count == 1 && abs(Double(damage.firstAtFrame) / 48_000 - page) < 0.12, "\(damage), page at \(page) s"
+        )
+        #expect("\(damage)".hasPrefix("1 gap (a lost or corrupt Ogg page) stepped over, "), "\(damage)")
         // The lost 20 ms packet, and up to 80 ms more that opusfile drops while the decoder settles
         // after the gap (measured: 100 ms in all).
         #expect(frames < 96000 && frames >= 96000 - 5 * 960, "decoded \(frames) frames")
@@ -118,6 +126,9 @@ struct BadInputTests {
         let flac = try FLACStreamDecoder(source: chunked(bytes), name: "damaged.flac")
         let samples = try decodeAll(flac)
         #expect(flac.corruptFrames >= 1)
+        // The damage is in the middle of the 2 s: said about 1 s in (a FLAC frame is 4096 frames).
+        let damage = try #require(flac.damage)
+        #expect(damage.count == flac.corruptFrames && abs(damage.firstAtFrame - 44_100) < 2 * 4096, "\(damage)")
         #expect(samples.count == 88200 * 2)
     }
 }

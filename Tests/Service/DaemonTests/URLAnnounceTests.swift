@@ -114,6 +114,37 @@ import Testing
         #expect(Signals.windowedToneLevel(out[(first + 4_410)..<(first + 8_820)], frequency: 1000, rate: 44_100) > 0.3)
     }
 
+    /// A FLAC announcement with 64 damaged bytes in its middle plays to its end (libFLAC puts silence
+    /// in the corrupt frame's place), and says so: a `stream-error` naming the URL, how many frames
+    /// were skipped and where the first was, then `played`. It used to play on without a word.
+    @Test func damagedAudioIsSaidAndPlayedOn() throws {
+        let dir = TestDirectory.make("url-damaged")
+        let made = Subprocess.run(
+            "/usr/bin/ffmpeg",
+            [
+                "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi",
+                "-i", "sine=frequency=1000:sample_rate=48000:duration=2", "-ac", "1", "\(dir)/tone.flac",
+            ])
+        guard made.status == 0, case .success(var body?) = FileIO.read("\(dir)/tone.flac") else {
+            throw TestSetupError(message: "ffmpeg: \(made.output)")
+        }
+        for i in (body.count / 2)..<(body.count / 2 + 64) { body[i] ^= 0x5A }
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        server.route("/damaged.flac", .init(contentType: "audio/flac", body: body, seconds: 0.2, chunks: 4))
+        let t = try TestDaemon(zones: [("kitchen", 48_000, nil)], announce: Self.allowLoopback)
+        defer { t.stop() }
+        let url = server.url("/damaged.flac")
+        let id = try #require(try t.json("POST", "/api/v1/announce", #"{"url": "\#(url)"}"#).object["id"])
+        let error = try #require(t.waitForEvent("stream-error", source: id), "no stream-error for the damage")
+        let reason = error.reason ?? ""
+        #expect(reason.hasPrefix("\(url): damaged audio: "), "\(reason)")
+        #expect(reason.contains("corrupt frame") && reason.hasSuffix("s in; it played on"), "\(reason)")
+        let played = try #require(t.waitForEvent("played", source: id))
+        #expect(played.reason == "sound url: damaged.flac played to its end", "\(played.reason ?? "")")
+        #expect(error.seq < played.seq)
+    }
+
     /// Every bad URL is a clear error naming its cause, and the daemon plays on: a host not in
     /// `announce.allow-url-hosts` (403 naming the key), a 404, a file larger than `max-bytes` by its
     /// Content-Length, bytes that are no audio, a server that is not there, a bad URL.

@@ -29,6 +29,14 @@ public final class FLACStreamDecoder: AudioDecoder {
     /// Frames libFLAC reported corrupt or lost sync on, so far.
     public var corruptFrames: Int { state.corruptFrames }
 
+    public var damage: DecodeDamage? {
+        state.corruptFrames == 0
+            ? nil
+            : DecodeDamage(
+                count: state.corruptFrames, one: "corrupt frame skipped (lost sync or a bad CRC)",
+                many: "corrupt frames skipped (lost sync or a bad CRC)", firstAtFrame: state.firstCorruptAt, rate: rate)
+    }
+
     private let decoder: UnsafeMutablePointer<FLAC__StreamDecoder>
     private let state: FLACDecodeState
     private let name: String
@@ -104,11 +112,13 @@ public final class FLACStreamDecoder: AudioDecoder {
             if decoderState == FLAC__STREAM_DECODER_END_OF_STREAM {
                 ended = true
                 if let total = totalFrames, state.decodedFrames < total {
+                    // Short after damage: the frames lost with it, not (only) a cut end.
+                    let why = damage.map { "\($0)" } ?? "truncated"
                     return try fail(
                         DecodeError(
                             format: Self.formatName,
                             message: "\(name): the stream ended after "
-                                + "\(state.decodedFrames) of its \(total) frames (truncated)"))
+                                + "\(state.decodedFrames) of its \(total) frames (\(why))"))
                 }
             } else if !ok || decoderState == FLAC__STREAM_DECODER_ABORTED
                 || decoderState == FLAC__STREAM_DECODER_MEMORY_ALLOCATION_ERROR
@@ -174,6 +184,8 @@ final class FLACDecodeState {
     var pendingFrames = 0
     var pendingOffset = 0
     var decodedFrames = 0
+    /// Decoded frames before the first corrupt one.
+    var firstCorruptAt = 0
     private var bytesThisRead = 0
 
     init(source: any ByteSource) { self.source = source }
@@ -247,6 +259,7 @@ final class FLACDecodeState {
         if status == FLAC__STREAM_DECODER_ERROR_STATUS_UNPARSEABLE_STREAM {
             fatal = "the stream uses FLAC features this decoder cannot parse"
         } else {
+            if corruptFrames == 0 { firstCorruptAt = decodedFrames }
             corruptFrames += 1
         }
     }

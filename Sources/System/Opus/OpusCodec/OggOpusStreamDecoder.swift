@@ -17,6 +17,17 @@ public final class OggOpusStreamDecoder: AudioDecoder {
     public let channels: Int
     /// How many gaps (lost or corrupt pages, `OP_HOLE`) were stepped over so far.
     public private(set) var holes = 0
+    /// Frames decoded so far, and when the first gap came.
+    private var decodedFrames = 0
+    private var firstHoleAt = 0
+
+    public var damage: DecodeDamage? {
+        holes == 0
+            ? nil
+            : DecodeDamage(
+                count: holes, one: "gap (a lost or corrupt Ogg page) stepped over",
+                many: "gaps (lost or corrupt Ogg pages) stepped over", firstAtFrame: firstHoleAt, rate: rate)
+    }
 
     private let handle: OpaquePointer
     private let reader: SourceReader
@@ -68,6 +79,7 @@ public final class OggOpusStreamDecoder: AudioDecoder {
             var link: Int32 = 0
             let n = op_read_float(handle, base, Int32(clamping: room), &link)
             if n == OP_HOLE {
+                if holes == 0 { firstHoleAt = decodedFrames }
                 holes += 1
                 continue
             }
@@ -78,6 +90,7 @@ public final class OggOpusStreamDecoder: AudioDecoder {
                     message: "\(name): a chained link changes the channel "
                         + "count from \(channels) to \(op_channel_count(handle, link)) (not supported)")
             }
+            decodedFrames += Int(n)
             return Int(n)
         }
     }
