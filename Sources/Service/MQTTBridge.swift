@@ -130,7 +130,9 @@ final class MQTTBridge: @unchecked Sendable {
                         inbox.wake.post()
                     }
                 })
-            for filter in ["announce", "music/+", "zones/+/volume/set", "call/+", "reload"] + Self.homeAssistantTopics {
+            // `zones/+/state`: the retained states an earlier run left, to clear those of zones since removed.
+            let filters = ["announce", "music/+", "zones/+/volume/set", "call/+", "reload", "zones/+/state"]
+            for filter in filters + Self.homeAssistantTopics {
                 try client.subscribe("\(base)/\(filter)")
             }
         } catch {
@@ -204,6 +206,16 @@ final class MQTTBridge: @unchecked Sendable {
         func refuse(_ error: ControlError) {
             publishError(topic, error)
             logger.warning("mqtt: \(topic): \(error.kind.httpStatus) \(error.message)")
+        }
+        // A zone's state as the broker kept it: one of a zone no longer configured (removed while
+        // batond was not running: a reload clears its own) is cleared, with its entities. Baton's
+        // own publications come back too, not retained: nothing to do.
+        if name.hasPrefix("zones/") && name.hasSuffix("/state") {
+            let zone = String(name.dropFirst("zones/".count).dropLast("/state".count))
+            if retained && !payload.isEmpty && !zone.contains("/") && !daemon.zoneNames.contains(zone) {
+                clear(zone: zone)
+            }
+            return
         }
         // A retained command would run again at every start and reconnect (a doorbell hours late).
         guard !retained else {
@@ -364,22 +376,26 @@ final class MQTTBridge: @unchecked Sendable {
     }
 
     /// The retained topics of zones a reload removed, published empty (which removes them from
-    /// the broker, and the entities from Home Assistant).
+    /// the broker, and the entities from Home Assistant). Those of zones removed while batond was
+    /// not running are cleared as their retained state comes back (`handle`).
     private func clearRemovedZones() {
         let now = daemon.zoneNames
         let gone = inbox.shared.withLock { s in
             defer { s.publishedZones = now }
             return s.publishedZones.filter { !now.contains($0) }
         }
-        for zone in gone {
-            for suffix in ["state", "volume", "now-playing"] {
-                publish("\(base)/zones/\(zone)/\(suffix)", [], retain: true)
-            }
-            if config.discovery, let entities = try? discovery(zones: []).zoneMessages(zone) {
-                for m in entities { publish(m.topic, [], retain: true) }
-            }
-            logger.info("mqtt: zone \(zone) is gone: its topics cleared")
+        for zone in gone { clear(zone: zone) }
+    }
+
+    /// Publishes `zone`'s retained topics and its Home Assistant entities empty, which removes them.
+    private func clear(zone: String) {
+        for suffix in ["state", "volume", "now-playing"] {
+            publish("\(base)/zones/\(zone)/\(suffix)", [], retain: true)
         }
+        if config.discovery, let entities = try? discovery(zones: []).zoneMessages(zone) {
+            for m in entities { publish(m.topic, [], retain: true) }
+        }
+        logger.info("mqtt: zone \(zone) is gone: its topics cleared")
     }
 
     private func publish(_ topic: String, _ payload: [UInt8], retain: Bool) {

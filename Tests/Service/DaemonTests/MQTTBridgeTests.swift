@@ -187,6 +187,34 @@ import Testing
             }, "the kitchen's now-playing says playing while the zone is silent")
     }
 
+    /// A zone removed from the file while batond was stopped: at the next start its retained topics
+    /// and Home Assistant entities, left by the earlier run, are cleared (they stayed for good,
+    /// showing a zone that is gone), and the remaining zone's are kept.
+    @Test func aZoneRemovedBetweenRunsIsCleared() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let patioVolume = "homeassistant/number/baton_test-speaker/patio_volume/config"
+        do {
+            let before = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+            defer { before.stop() }
+            #expect(connected(before))
+            #expect(try broker.subscribe(topic: patioVolume, seconds: 5).messages().count == 1)
+            #expect(try broker.subscribe(topic: "\(base)/zones/patio/state", seconds: 5).messages().count == 1)
+        }
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        func kept(_ topic: String) -> [String] {
+            ((try? broker.subscribe(topic: topic, seconds: 1).messages(seconds: 3)) ?? ["?"]).filter {
+                $0.hasPrefix(topic + " ") || $0 == "?"
+            }
+        }
+        #expect(waitUntil(seconds: 5) { kept("\(base)/zones/patio/state").isEmpty }, "the patio's state is cleared")
+        #expect(kept(patioVolume).isEmpty, "the patio's volume entity is removed")
+        #expect(kept("\(base)/zones/patio/volume").isEmpty)
+        #expect(try broker.subscribe(topic: "\(base)/zones/kitchen/state", seconds: 5).messages().count == 1)
+    }
+
     /// The seed scenario through MQTT: music started over MQTT, a doorbell over MQTT interrupts it,
     /// and five more presses at once (MQTT and HTTP) coalesce into the one doorbell; the music
     /// resumes after it. Checked on the event stream in order.
