@@ -254,6 +254,8 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
                     } else {
                         buffer.setContentType(head.headers["Content-Type"])
                     }
+                    // Refused by its head: stopped now, not when (or if) its body comes.
+                    return refused == nil
                 },
                 onData: { chunk in
                     if refused != nil { return false }

@@ -94,7 +94,8 @@ extension SubsonicClient {
 
     /// Streams `request`'s audio to `onData`, after checking that the answer is audio.
     ///
-    /// `onResponse` is called once, before the first chunk, only for an audio answer. `onData` gets
+    /// `onResponse` is called once, when the answer's headers are in (before the first chunk), only
+    /// for an audio answer. `onData` gets
     /// each chunk (valid only during the call); it may block to apply back-pressure (wait for room in
     /// a ring): the server waits meanwhile, and the client's stall timeout does not run. Return false
     /// to stop: the call then throws ``SubsonicError/transport(_:)`` with `cancelled` set.
@@ -126,7 +127,7 @@ extension SubsonicClient {
                     guard (200..<300).contains(head.status), Self.isAudio(type) else {
                         rejectedType = .some(type)
                         rejectedStatus = head.status
-                        return
+                        return true  // its body says why
                     }
                     let ranged = head.status == 206
                     let contentRange = head.headers["Content-Range"].flatMap(Self.parseContentRange)
@@ -139,6 +140,7 @@ extension SubsonicClient {
                         startOffset: start)
                     response = value
                     onResponse(value)
+                    return true
                 },
                 onData: { chunk in
                     if rejectedType != nil {

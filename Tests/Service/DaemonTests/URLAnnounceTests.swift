@@ -147,7 +147,8 @@ import Testing
 
     /// Every bad URL is a clear error naming its cause, and the daemon plays on: a host not in
     /// `announce.allow-url-hosts` (403 naming the key), a 404, a file larger than `max-bytes` by its
-    /// Content-Length, bytes that are no audio, a server that is not there, a bad URL.
+    /// Content-Length (at once, however late its body), bytes that are no audio, a server that is not
+    /// there, a bad URL.
     @Test func refusesBadURLsClearly() throws {
         let server = try SlowHTTPServer()
         defer { server.stop() }
@@ -175,6 +176,16 @@ import Testing
             #expect(r.status == c.status, "\(c.url): \(r.object)")
             #expect(r.object["error"]?.contains(c.text) == true, "\(c.url): \(r.object)")
         }
+        // Too large by its head, the body 5 s behind it: refused by the head alone, before any of the
+        // body was sent (it was answered 502 "no audio within first-byte-timeout" once the client
+        // handed the head over only with the body's first bytes).
+        server.route(
+            "/big-late.mp3",
+            .init(contentType: "audio/mpeg", body: [UInt8](repeating: 0, count: 100_000), firstByteDelay: 5))
+        let late = try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url("/big-late.mp3"))"}"#)
+        #expect(server.lastByteAt("/big-late.mp3") == nil, "answered only after the body was sent")
+        #expect(late.status == 422, "\(late.object)")
+        #expect(late.object["error"]?.contains("at most 65536 (announce.max-bytes)") == true, "\(late.object)")
         // Still playing: a sound is heard, and nothing was left behind.
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).status == 202)
         #expect(t.waitForEvent("played", seconds: 10) != nil)

@@ -21,10 +21,12 @@ public final class SlowHTTPServer: @unchecked Sendable {
         public var sendLength: Bool
         /// Called just before the last chunk is written (to look at what the daemon did meanwhile).
         public var beforeLastChunk: (@Sendable () -> Void)?
+        /// Seconds between the head and the body's first byte (an engine still making the file).
+        public var firstByteDelay: Double
 
         public init(
             status: Int = 200, contentType: String?, body: [UInt8], seconds: Double = 0, chunks: Int = 1,
-            sendLength: Bool = true, beforeLastChunk: (@Sendable () -> Void)? = nil
+            sendLength: Bool = true, firstByteDelay: Double = 0, beforeLastChunk: (@Sendable () -> Void)? = nil
         ) {
             self.status = status
             self.contentType = contentType
@@ -32,6 +34,7 @@ public final class SlowHTTPServer: @unchecked Sendable {
             self.seconds = seconds
             self.chunks = max(1, chunks)
             self.sendLength = sendLength
+            self.firstByteDelay = firstByteDelay
             self.beforeLastChunk = beforeLastChunk
         }
     }
@@ -136,6 +139,7 @@ public final class SlowHTTPServer: @unchecked Sendable {
         if let type = route.contentType { head += "Content-Type: \(type)\r\n" }
         if route.sendLength { head += "Content-Length: \(route.body.count)\r\n" }
         guard send(client, Array((head + "\r\n").utf8)) else { return }
+        if route.firstByteDelay > 0 { usleep(UInt32(route.firstByteDelay * 1e6)) }
         let size = (route.body.count + route.chunks - 1) / route.chunks
         var offset = 0
         var index = 0

@@ -26,4 +26,32 @@ import Testing
         #expect(error?.code == CurlError.timedOut)
         #expect(error?.detail.contains("stall") == true)
     }
+
+    /// The head is handed over as soon as the headers are in, not with the body's first bytes: a
+    /// body 5 s behind its head leaves `onResponse` called at once, and its `false` stops the
+    /// transfer there (cancelled), before the server sent any of the body.
+    @Test func handsTheHeadOverBeforeALateBody() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        server.route(
+            "/late", .init(contentType: "audio/flac", body: [UInt8](repeating: 1, count: 1000), firstByteDelay: 5))
+        var heads: [HTTPResponseHead] = []
+        var chunks = 0
+        let error = #expect(throws: CurlError.self) {
+            try HTTPClient().get(
+                url: server.url("/late"),
+                onResponse: { head in
+                    heads.append(head)
+                    return false
+                },
+                onData: { _ in
+                    chunks += 1
+                    return true
+                })
+        }
+        #expect(error?.cancelled == true, "\(String(describing: error))")
+        #expect(heads.map(\.status) == [200] && heads.first?.headers.contentLength == 1000)
+        #expect(chunks == 0)
+        #expect(server.lastByteAt("/late") == nil, "the body was sent before the head was handed over")
+    }
 }

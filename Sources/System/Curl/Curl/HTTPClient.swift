@@ -52,8 +52,10 @@ public struct HTTPClient: Sendable {
 
     /// Streams the body of `GET url` to `onData`, chunk by chunk, as it arrives.
     ///
-    /// - `onResponse` is called once, before the first chunk (or at the end for an empty body), with
-    ///   the final status and headers (after redirects). Check `status` and `headers.mediaType` there.
+    /// - `onResponse` is called once, as soon as the final response's headers have arrived (after
+    ///   redirects and `1xx` answers; before the first chunk, however late the body comes), with its
+    ///   status and headers. Check `status` and `headers.mediaType` there; return `false` to stop at
+    ///   once (the call then throws a ``CurlError`` with ``CurlError/cancelled`` set).
     /// - `onData` gets each chunk; the bytes are valid only during the call. Return `false` to stop:
     ///   the call then throws a ``CurlError`` with ``CurlError/cancelled`` set. `onData` may block
     ///   (waiting for room in a ring: back-pressure); the server then waits too, and the stall timeout
@@ -71,7 +73,7 @@ public struct HTTPClient: Sendable {
     public func get(
         url: String, headers: HTTPHeaders = HTTPHeaders(), range: ByteRange? = nil,
         timeout: Duration? = nil,
-        onResponse: (HTTPResponseHead) -> Void = { _ in },
+        onResponse: (HTTPResponseHead) -> Bool = { _ in true },
         onData: (UnsafeRawBufferPointer) -> Bool
     ) throws(CurlError) -> HTTPResponseHead {
         let result = withoutActuallyEscaping(onResponse) { onResponse in
@@ -99,7 +101,7 @@ public struct HTTPClient: Sendable {
         requestHeaders.append(name: "Content-Type", value: contentType)
         var answer: [UInt8] = []
         var overflow = false
-        let result = withoutActuallyEscaping({ (_: HTTPResponseHead) in }) { onResponse in
+        let result = withoutActuallyEscaping({ (_: HTTPResponseHead) in true }) { onResponse in
             withoutActuallyEscaping({ (chunk: UnsafeRawBufferPointer) -> Bool in
                 guard answer.count + chunk.count <= maxBodyBytes else {
                     overflow = true
@@ -147,6 +149,7 @@ public struct HTTPClient: Sendable {
                     if let length = head.headers.contentLength, length > 0, length <= maxBodyBytes {
                         body.reserveCapacity(Int(length))
                     }
+                    return true
                 },
                 onData: { chunk in
                     guard body.count + chunk.count <= maxBodyBytes else {
@@ -177,9 +180,11 @@ private let globalInitResult: UInt32 = curl_global_init(baton_curl_global_defaul
 private final class Transfer {
     let url: String
     let stallTimeout: Duration?
-    let onResponse: (HTTPResponseHead) -> Void
+    let onResponse: (HTTPResponseHead) -> Bool
     let onData: (UnsafeRawBufferPointer) -> Bool
     var handle: UnsafeMutableRawPointer?
+    /// Whether libcurl follows a redirect (then a `3xx` with a `Location` is not the final answer).
+    var followsRedirects = false
     var headers = HTTPHeaders()
     var head: HTTPResponseHead?
     var cancelled = false
@@ -188,7 +193,7 @@ private final class Transfer {
     var lastDownloaded: Int64 = 0
 
     init(
-        url: String, stallTimeout: Duration?, onResponse: @escaping (HTTPResponseHead) -> Void,
+        url: String, stallTimeout: Duration?, onResponse: @escaping (HTTPResponseHead) -> Bool,
         onData: @escaping (UnsafeRawBufferPointer) -> Bool
     ) {
         self.url = url
@@ -230,7 +235,10 @@ private final class Transfer {
             try check(baton_curl_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"))
             // Threaded code: no SIGALRM-based DNS timeouts.
             try check(baton_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
-            try check(baton_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, options.maxRedirects > 0 ? 1 : 0))
+            followsRedirects = options.maxRedirects > 0
+            try check(baton_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, followsRedirects ? 1 : 0))
+            // A proxy's answer to CONNECT is not the server's: keep it out of the header callback.
+            try check(baton_curl_setopt_long(handle, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1))
             try check(baton_curl_setopt_long(handle, CURLOPT_MAXREDIRS, options.maxRedirects))
             try check(
                 baton_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeout.wholeMilliseconds))
@@ -268,8 +276,8 @@ private final class Transfer {
             try check(
                 baton_curl_setopt_write_callback(handle, CURLOPT_HEADERFUNCTION) { bytes, size, count, context in
                     let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-                    transfer.receivedHeader(UnsafeRawBufferPointer(start: bytes, count: size * count))
-                    return size * count
+                    let keepGoing = transfer.receivedHeader(UnsafeRawBufferPointer(start: bytes, count: size * count))
+                    return keepGoing ? size * count : 0
                 })
             try check(baton_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context))
             try check(
@@ -313,17 +321,28 @@ private final class Transfer {
             cancelled: cancelled)
     }
 
-    private func deliverHead() {
+    /// The response's status code as libcurl has it now (0 before a status line).
+    private var status: Int {
         var status = 0
         if let handle { _ = baton_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status) }
+        return status
+    }
+
+    /// Hands the head to `onResponse`; false (and `cancelled`) when it says stop.
+    @discardableResult
+    private func deliverHead() -> Bool {
         let head = HTTPResponseHead(status: status, headers: headers)
         self.head = head
-        onResponse(head)
+        guard onResponse(head) else {
+            cancelled = true
+            return false
+        }
+        return true
     }
 
     /// The write callback: hands a chunk to `onData`; a short count tells libcurl to stop.
     func received(_ bytes: UnsafeRawBufferPointer) -> Int {
-        if head == nil { deliverHead() }
+        if head == nil && !deliverHead() { return 0 }
         guard !bytes.isEmpty else { return 0 }
         let keepGoing = onData(bytes)
         lastActivity = .now
@@ -335,17 +354,25 @@ private final class Transfer {
     }
 
     /// The header callback: one line a call, the status line of each response (redirects, `100
-    /// Continue`) first, so a status line starts a new header set.
-    func receivedHeader(_ bytes: UnsafeRawBufferPointer) {
+    /// Continue`) first, so a status line starts a new header set. The blank line that ends the final
+    /// response's headers delivers the head (not a `1xx`, nor a redirect libcurl follows); false when
+    /// `onResponse` said stop.
+    func receivedHeader(_ bytes: UnsafeRawBufferPointer) -> Bool {
         lastActivity = .now
         let line = String(decoding: bytes, as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
+        if line == "\r\n" || line == "\n" {
+            let code = status
+            let interim = (100..<200).contains(code)
+            let redirected = followsRedirects && (300..<400).contains(code) && headers["Location"] != nil
+            if head == nil && code > 0 && !interim && !redirected { return deliverHead() }
+        } else if line.hasPrefix("HTTP/") {
             headers = HTTPHeaders()
         } else if let colon = line.firstIndex(of: ":") {
             headers.append(
                 name: line[..<colon].trimmingWhitespace(),
                 value: line[line.index(after: colon)...].trimmingWhitespace())
         }
+        return true
     }
 
     /// The progress callback (about once a second while idle): false aborts a stalled transfer.
