@@ -64,6 +64,9 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// (monotonic ns); nil while everything is taken. Output thread.
     private var refusedFrom: (frame: Int, at: Int)?
     private var outageOn = false
+    /// The connection changed in this `write`: `connectionObserver` is called at its end, once the
+    /// outage it brings is recorded. Output thread.
+    private var notifyPending = false
 
     /// A connect that has not completed after this long is abandoned and retried.
     private static let connectTimeout = 2_000_000_000
@@ -73,8 +76,9 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// this only keeps a moment's hiccup from turning the zone off and on.
     static let stallNanoseconds = 100_000_000
 
-    /// Called on the output thread when the connection changes: it opened (and, with
-    /// `awaitsServer`, now waits for the server's answer), carries audio, or was lost after it did. Must be quick
+    /// Called on the output thread when the connection changes — it opened (and, with
+    /// `awaitsServer`, now waits for the server's answer), carries audio, stalled or took audio
+    /// again, or was lost — at the end of that `write`, after `outage` has the change. Must be quick
     /// and real-time safe (a semaphore post). Set before the output thread starts.
     var connectionObserver: (@Sendable () -> Void)?
 
@@ -142,7 +146,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// True while a connection waits for `serverAnswered` before it carries audio. Any thread.
     var isAwaitingServer: Bool { awaiting.load(ordering: .acquiring) }
     /// True while the connection is open but the server has taken nothing for `stallNanoseconds`
-    /// or more (snapserver stopped or hung without closing). Any thread.
+    /// or more (snapserver stopped or hung without closing); a write it takes part of ends it. Any thread.
     var isStalled: Bool { stalledFlag.load(ordering: .acquiring) }
 
     /// The server answered a call made at `callStartedAt` (monotonic ns): it runs, and reads what a
@@ -175,6 +179,11 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         let sent = send(bytes, frames: frames, now: now)
         track(sent: sent, of: frames, now: now)
         position += frames
+        // Once the outage is recorded: whoever is woken (the keeper, the monitor) reads it as it is.
+        if notifyPending {
+            notifyPending = false
+            connectionObserver?()
+        }
         return frames
     }
 
@@ -225,8 +234,8 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// Follows where the audio stops and starts reaching the server (`outage`, `isStalled`), after
     /// a period of which `sent` of `frames` were sent.
     private func track(sent: Int, of frames: Int, now: Int) {
-        if sent == frames {
-            refusedFrom = nil
+        if sent > 0 && state == .open {
+            // The server takes audio (again): heard from the first frame it took.
             if outageOn {
                 outageOn = false
                 outage.record(on: nil, off: position)
@@ -234,8 +243,11 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
             if stalledFlag.load(ordering: .relaxed) {
                 stalledFlag.store(false, ordering: .releasing)
                 connected.store(true, ordering: .releasing)
-                connectionObserver?()
+                notifyPending = true
             }
+        }
+        if sent == frames {
+            refusedFrom = nil
             return
         }
         let first = position + sent
@@ -248,14 +260,14 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
             }
             return
         }
-        let run = refusedFrom ?? (first, now)
-        refusedFrom = run
-        if !outageOn && now - run.at >= Self.stallNanoseconds {
+        // A stall is a run of periods it took nothing of: one it took some of starts the run again.
+        if sent > 0 || refusedFrom == nil { refusedFrom = (first, now) }
+        if !outageOn, let run = refusedFrom, now - run.at >= Self.stallNanoseconds {
             outageOn = true
             outage.record(on: run.frame, off: nil)
             stalledFlag.store(true, ordering: .releasing)
             connected.store(false, ordering: .releasing)
-            connectionObserver?()
+            notifyPending = true
         }
     }
 
@@ -405,7 +417,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         state = .awaitingServer
         openedAt = now
         awaiting.store(true, ordering: .releasing)
-        connectionObserver?()
+        notifyPending = true
     }
 
     /// The connection carries audio from now on: the pre-fill first.
@@ -415,15 +427,15 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         connectCount.add(1, ordering: .relaxed)
         connected.store(true, ordering: .releasing)
         if silenceBytes > 0 { _ = send(silence, silenceBytes) }
-        connectionObserver?()
+        notifyPending = true
     }
 
     /// The connection failed or broke: close it and retry after the backoff.
     private func fail(_ code: Int32, at now: Int) {
-        let wasConnected = isConnected
+        let changes = state != .closed && state != .connecting
         close()
         failConnect(code, at: now)
-        if wasConnected { connectionObserver?() }
+        if changes { notifyPending = true }
     }
 
     private func failConnect(_ code: Int32, at now: Int) {

@@ -75,6 +75,52 @@ import Testing
         #expect(zone.droppedFrames > Self.rate / 3, "the outage's audio was dropped")
     }
 
+    /// A server that reads, but slower than real time (half of it), takes part of each
+    /// period: not a stall. The zone stays available and no outage is recorded (what it cannot take
+    /// is dropped and counted). It used to be called stalled after 0.1 s of partial takes. (A FIFO
+    /// with 100 ms periods: writes above PIPE_BUF may be partial, and are, when the reader lags.)
+    @Test func aServerThatReadsSlowlyIsNotStalled() throws {
+        let path = TestDirectory.make("stream-slow") + "/upstairs.fifo"
+        #expect(mkfifo(path, 0o644) == 0)
+        let period = Self.rate / 10
+        let pcm = PCMRequest(
+            name: path, rate: Self.rate, channels: 2, format: .s16LE, periodFrames: period, bufferFrames: 4 * period)
+        let zone = DeviceOutput(
+            DeviceSpec(
+                pcm: pcm, clock: .system, realtimePriority: 0,
+                zones: [ZoneSpec(name: "upstairs", deviceChannels: [0, 1], rampFrames: 480, ringFrames: 48_000)],
+                stream: StreamSpec(
+                    target: .fifo(path: path), latencyFrames: 0, prefillFrames: period,
+                    backoffNanoseconds: 20_000_000, maxBackoffNanoseconds: 50_000_000)))
+        zone.start()
+        defer { zone.stop() }
+        let reader = open(path, O_RDONLY | O_NONBLOCK)
+        defer { close(reader) }
+        try #require(waitUntil(seconds: 2) { zone.snapshot().available })
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var total = 0
+        var looks = 0
+        var stalled: [String] = []
+        let t0 = monotonicNanoseconds()
+        let rate = Double(Self.rate * 4) / 2
+        while monotonicNanoseconds() - t0 < 2_000_000_000 {
+            let due = Int(rate * Double(monotonicNanoseconds() - t0) / 1e9) - total
+            if due > 0 {
+                let n = buffer.withUnsafeMutableBytes { read(reader, $0.baseAddress, min(due, $0.count)) }
+                if n > 0 { total += n }
+            }
+            looks += 1
+            if !zone.snapshot().available || zone.isStalled || zone.outage.isOn {
+                stalled.append("\(Double(monotonicNanoseconds() - t0) / 1e9) s")
+            }
+            usleep(2_000)
+        }
+        #expect(
+            stalled.isEmpty,
+            "unavailable or in an outage at \(stalled.count) of \(looks) looks, from \(stalled.first ?? "")")
+        #expect(zone.droppedFrames > Self.rate / 4, "a slow reader's excess is dropped: \(zone.droppedFrames)")
+    }
+
     /// With `awaitsServer`, a connection the kernel completed carries nothing until the server is
     /// seen running by a call made after the connect (an answer to an earlier call proves nothing:
     /// the server may have restarted since); then it carries real time, not the audio of the wait.
@@ -85,14 +131,19 @@ import Testing
         let zone = output(port: port, awaitsServer: true)
         let listener = try PCMListener(port: port)
         defer { listener.close() }
-        let told = Mutex<[Bool]>([])
-        zone.connectionObserver = { [unowned zone] in told.withLock { $0.append(zone.awaitsServer) } }
+        // What the output says when it tells: waiting, and whether its outage is on — told only once
+        // the outage has the change (the monitor, woken by it, reads it).
+        let told = Mutex<[String]>([])
+        zone.connectionObserver = { [unowned zone] in
+            told.withLock { $0.append("\(zone.awaitsServer ? "waiting" : "carrying"), outage \(zone.outage.isOn)") }
+        }
         let beforeConnect = monotonicNanoseconds()
         zone.start()
         defer { zone.stop() }
         #expect(waitUntil(seconds: 3) { zone.awaitsServer }, "connected, waiting for the server")
         // The output publishes its state, then tells: wait for the telling, not just the state.
-        #expect(waitUntil(seconds: 1) { told.withLock { $0 } == [true] }, "the output told that it waits")
+        #expect(
+            waitUntil(seconds: 1) { told.withLock { $0 } == ["waiting, outage true"] }, "the output told that it waits")
         zone.serverAnswered(callStartedAt: beforeConnect)
         #expect(listener.bytesOver(seconds: 0.3) == 0, "an answer to a call made before the connect opens nothing")
         let waiting = zone.snapshot()
@@ -101,7 +152,7 @@ import Testing
         #expect(waitUntil(seconds: 1) { zone.snapshot().available }, "an answer to a later call opens it")
         #expect(!zone.awaitsServer)
         #expect(
-            waitUntil(seconds: 1) { told.withLock { $0 } == [true, false] },
+            waitUntil(seconds: 1) { told.withLock { $0 } == ["waiting, outage true", "carrying, outage false"] },
             "and then that it carries audio: \(told.withLock { $0 })")
         let perSecond = Double(Self.rate * 4)
         let sent = Double(listener.bytesOver(seconds: 1.0)) / perSecond
@@ -253,7 +304,6 @@ final class PCMListener: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private var thread: pthread_t?
     let port: Int
-
     init(port: Int) throws {
         self.port = port
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
