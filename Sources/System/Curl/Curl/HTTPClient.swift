@@ -294,7 +294,12 @@ private final class Transfer {
         lastActivity = .now
         let rc = withExtendedLifetime(self) { curl_easy_perform(handle) }
         if rc == CURLE_OK {
-            if head == nil { deliverHead() }
+            // No body, and no head yet: handed over now, and its "stop" honoured like any other.
+            if head == nil && !deliverHead() {
+                return .failure(
+                    error(
+                        code: CURLE_WRITE_ERROR.rawValue, detail: "the receiver stopped the transfer", cancelled: true))
+            }
             return .success(head!)
         }
         let detail = String(cString: errorBuffer)
