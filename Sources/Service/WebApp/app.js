@@ -129,7 +129,10 @@ function stateWords(src, z) {
     if (m) return ['interrupted by ' + who(m.by), 'interrupted'];
     // The zone's own alarm (when the status has it): a source is meant to be heard, the output is not.
     if (z.state === 'silent' && ['playing', 'ducked'].includes(src.state)) return ['silent: nothing comes out of the zone', 'silent'];
+    // Its frames are mixed, but this zone's output is lost (a card unplugged, snapserver away).
+    if (z.state === 'unavailable' && ['playing', 'ducked', 'unavailable'].includes(src.state)) return ['not heard: the zone is unavailable', 'unavailable'];
   }
+  if (src.state === 'unavailable') return ['not heard: its zones are unavailable', 'unavailable'];
   if (src.state === 'interrupted') return ['interrupted' + (src.interruptedBy ? ' by ' + who(src.interruptedBy) : ''), 'interrupted'];
   if (src.state === 'paused') return ['paused', 'paused'];
   if (src.state === 'queued') return ['waiting for the zone (queued)', 'queued'];
