@@ -33,48 +33,14 @@ import Testing
         WAVWriter.write(
             Signals.sine(frequency: 1000, rate: 48_000, frames: 384_000, channels: 2, amplitude: 0.5),
             rate: 48_000, channels: 2, to: "\(t.sounds)/bell8s.wav")
-        // The page is served by a second server on the same daemon that notes every status it answers,
-        // so the test knows when the browser has fetched one showing the bell, and can stop that
-        // server (ending the page's event stream, so Chromium's virtual time runs out) right then.
-        let answered = StatusLog()
-        let api = API(daemon: t.daemon)
-        let page = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { request in
-            let response = api.handle(request)
-            if request.path == "/api/v1/status", case .bytes(let body) = response.body,
-                let report = try? JSONDecoder().decode(StatusReport.self, from: Data(body))
-            {
-                answered.reports.withLock { $0.append(report) }
-            }
-            return response
-        }
-        defer { page.stop() }
-
         let music = try #require(
             try t.json(
                 "POST", "/api/v1/music/play",
                 #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#
             ).object["id"])
-
-        // Chromium's virtual time stands still while a request is pending, and the page's event stream
-        // always is: `--dump-dom` comes once the server has stopped and the 3 s budget has run out.
-        let profile = TestDirectory.make("chromium")
-        defer { _ = Subprocess.run("/bin/rm", ["-rf", profile]) }
-        let browser = BrowserRun()
-        browser.start(
-            Self.chromium,
-            [
-                "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(profile)",
-                "--virtual-time-budget=3000", "--dump-dom", "http://127.0.0.1:\(page.port)/",
-            ])
-        defer {
-            page.stop()
-            _ = browser.wait(seconds: 30)
-        }  // Chromium is done before its profile goes.
-        // The page is open once it follows the event stream.
-        try #require(
-            waitUntil(seconds: 30) { t.daemon.events.subscriberCount == 1 || browser.result != nil },
-            "the page never opened the event stream: \(browser.result?.output ?? "")")
-        try #require(browser.result == nil, "chromium ended early: \(browser.result?.output ?? "")")
+        let page = try OpenPage(t)
+        defer { page.close() }
+        let answered = page.answered
 
         let before = answered.count
         let bell = try #require(
@@ -87,9 +53,7 @@ import Testing
                 $0.dropFirst(before).contains { $0.sources.contains { $0.id == bell && $0.state == "playing" } }
             }
         }
-        usleep(150_000)
-        page.stop()
-        let result = try #require(browser.wait(seconds: 30), "chromium did not finish after the server stopped")
+        let html = try page.finish()
         let seen = answered.states(of: bell, after: before)
         try #require(
             fetched, "the page never fetched a status with the bell playing; its state in those fetched since: \(seen)")
@@ -97,8 +61,6 @@ import Testing
             answered.reports.withLock { $0.last?.sources.contains { $0.id == bell && $0.state == "playing" } } == true,
             "the bell had ended before the page's last status fetch (the test stopped the server too late)")
 
-        let html = try #require(
-            Self.document(in: result.output), "no DOM dumped (exit \(result.status)): \(result.output)")
         let row = try #require(
             Self.element(html, from: "<li data-source=\"\(bell)\"", to: "</li>"),
             "no row for the bell \(bell) among the other sources")
@@ -120,6 +82,38 @@ import Testing
         #expect(
             timeline.contains("<rect class=\"bar\" data-source=\"\(bell)\""),
             "no timeline bar for the bell: \(timeline)")
+    }
+
+    /// Music on the virtual card and the kitchen; the card unplugged: the page's card zone says the
+    /// music is not heard there (the zone is unavailable), the kitchen's that it plays. (The
+    /// `unavailable` state fell through to "playing" on the page.)
+    @Test func showsMusicNotHeardInAZoneThatIsUnavailable() throws {
+        try #require(access(Self.chromium, X_OK) == 0, "\(Self.chromium) is missing")
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name), ("kitchen", 44_100, "baton_null")], deviceClocked: ["card"])
+        defer { t.stop() }
+        try #require(waitUntil { t.daemon.status().zones.allSatisfy { $0.state == "available" } }, "zones never opened")
+        let music = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true}"#).object["id"])
+        try #require(waitUntil { t.daemon.status().sources.first { $0.id == music }?.state == "playing" })
+        card.send(.unplug)
+        try #require(
+            waitUntil {
+                t.daemon.status().zones.first { $0.name == "card" }.map {
+                    $0.state == "unavailable" && $0.audible.isEmpty
+                } == true
+            },
+            "the card zone is not unavailable and silent")
+        let page = try OpenPage(t)
+        defer { page.close() }
+        // Once the page has fetched a status (it does when its event stream opens).
+        #expect(waitUntil(seconds: 10) { page.answered.count > 0 }, "the page fetched no status")
+        let html = try page.finish()
+        let cardZone = try #require(Self.element(html, from: "data-zone=\"card\"", to: "</article>"), "no card zone")
+        #expect(cardZone.contains("not heard: the zone is unavailable"), "card zone: \(cardZone)")
+        let kitchen = try #require(Self.element(html, from: "data-zone=\"kitchen\"", to: "</article>"), "no kitchen")
+        #expect(kitchen.contains("data-state=\"playing\""), "kitchen: \(kitchen)")
     }
 
     /// The `<html>…</html>` Chromium printed, among its log lines.
@@ -167,5 +161,60 @@ private final class BrowserRun: Sendable {
     func wait(seconds: Double) -> (status: Int32, output: String)? {
         if result == nil { _ = done.wait(timeout: .now() + seconds) }
         return result
+    }
+}
+
+/// The web app open in headless Chromium, served by a second server on the test's daemon that notes
+/// every status it answers (so a test knows what the page has fetched). Chromium's virtual time
+/// stands still while a request is pending, and the page's event stream always is: its DOM is dumped
+/// once `finish` has stopped that server and the 3 s budget has run out.
+private final class OpenPage {
+    let answered = StatusLog()
+    private let server: HTTPServer
+    private let browser = BrowserRun()
+    private let profile = TestDirectory.make("chromium")
+
+    /// Serves the page and opens it; returns once it follows the event stream.
+    init(_ t: TestDaemon) throws {
+        let api = API(daemon: t.daemon)
+        let answered = self.answered
+        server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { request in
+            let response = api.handle(request)
+            if request.path == "/api/v1/status", case .bytes(let body) = response.body,
+                let report = try? JSONDecoder().decode(StatusReport.self, from: Data(body))
+            {
+                answered.reports.withLock { $0.append(report) }
+            }
+            return response
+        }
+        browser.start(
+            StatusPageTests.chromium,
+            [
+                "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(profile)",
+                "--virtual-time-budget=3000", "--dump-dom", "http://127.0.0.1:\(server.port)/",
+            ])
+        let browser = self.browser
+        guard waitUntil(seconds: 30, { t.daemon.events.subscriberCount == 1 || browser.result != nil }),
+            browser.result == nil
+        else {
+            close()
+            throw TestSetupError(message: "the page never opened the event stream: \(browser.result?.output ?? "")")
+        }
+    }
+
+    /// Gives the page a moment to render what it fetched, stops its server and returns the DOM.
+    func finish() throws -> String {
+        usleep(150_000)
+        server.stop()
+        let result = try #require(browser.wait(seconds: 30), "chromium did not finish after the server stopped")
+        return try #require(
+            StatusPageTests.document(in: result.output), "no DOM dumped (exit \(result.status)): \(result.output)")
+    }
+
+    /// Stops the server, waits for Chromium, removes its profile (Chromium is done before it goes).
+    func close() {
+        server.stop()
+        _ = browser.wait(seconds: 30)
+        _ = Subprocess.run("/bin/rm", ["-rf", profile])
     }
 }
