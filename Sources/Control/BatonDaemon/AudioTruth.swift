@@ -20,13 +20,11 @@ struct Hearing {
         /// Mixed at the audible frame, but the zone's output was lost there.
         var lost: Bool { sounding.isOn(at: audibleFrame) && outage.isOn(at: audibleFrame) }
         var heard: Bool { sounding.isOn(at: audibleFrame) && !outage.isOn(at: audibleFrame) }
-        /// The zone frame from which it is heard (when it is): where it began sounding, or where the
+        /// The zone frame from which it is heard (when it is): where its sounding began, or where the
         /// zone's output came back, whichever is later.
         var heardFrom: Int {
-            guard outage.offFrom > sounding.onFrom, outage.offFrom <= audibleFrame else {
-                return sounding.onFrom
-            }
-            return outage.offFrom
+            let sounded = sounding.runStart(at: audibleFrame) ?? sounding.onFrom
+            return max(sounded, outage.runStart(at: audibleFrame) ?? -1)
         }
         /// Its first frame has not been heard yet.
         var notYetHeard: Bool { firstFrame.map { audibleFrame < $0 } ?? true }
@@ -165,7 +163,8 @@ struct AudioTruth {
         if w.heardSince == nil {
             // From the frame the source heard first began there (it is heard, so that is known).
             let slot = s.playbacks[SourceID(first)]?.parts.first { $0.zone == zone.name }?.slot
-            w.heardSince = slot.map { $0.sounding.snapshot().onFrom } ?? audible
+            w.heardSince =
+                slot.map { s in s.sounding.snapshot().runStart(at: audible) ?? s.sounding.snapshot().onFrom } ?? audible
         }
         let loud = zone.mixer.meter.loudness.snapshot()
         if loud.isOn(at: audible) {
@@ -224,11 +223,11 @@ struct AudioTruth {
                 guard let slot = part.slot, let zone = zones.zone(part.zone) else { continue }
                 let audible = zone.device.snapshot().audibleFrame
                 let sounding = slot.sounding.snapshot()
-                due(sounding.onFrom, in: zone, audible: audible)
-                due(sounding.offFrom, in: zone, audible: audible)
                 let outage = zone.device.outage
-                due(outage.onFrom, in: zone, audible: audible)
-                due(outage.offFrom, in: zone, audible: audible)
+                for index in 0..<4 {
+                    due(sounding.transition(index), in: zone, audible: audible)
+                    due(outage.transition(index), in: zone, audible: audible)
+                }
             }
         }
         for zone in zones.zones {

@@ -69,12 +69,12 @@ import Testing
         write(slot, [Float](repeating: 0.25, count: 1_000))
         mixer.render()
         s = slot.sounding.snapshot()
-        #expect(s == .init(onFrom: 500, offFrom: 350, offTag: true))
-        #expect(s.isOn(at: 200) && !s.isOn(at: 400) && s.isOn(at: 500))
+        #expect(s == .init(onFrom: 500, offFrom: 350, offTag: true, earlier: 100))
+        #expect(s.isOn(at: 200) && !s.isOn(at: 400) && s.isOn(at: 500) && !s.isOn(at: 99))
         slot.pause()
         mixer.render()  // fades over 40 frames: heard up to 640
         s = slot.sounding.snapshot()
-        #expect(s == .init(onFrom: 500, offFrom: 640, offTag: false))
+        #expect(s == .init(onFrom: 500, offFrom: 640, offTag: false, earlier: 350, earliest: 100))
         #expect(slot.framesHeard(atZoneFrame: 640) == slot.framesConsumed)
         #expect(slot.framesHeard(atZoneFrame: 620) == slot.framesConsumed - 20)
     }
@@ -93,10 +93,30 @@ import Testing
         slot.resume()
         mixer.render()  // fades in from 200
         let s = slot.sounding.snapshot()
-        #expect(s == .init(onFrom: 200, offFrom: 200, offTag: false, onLast: true))
+        #expect(s == .init(onFrom: 200, offFrom: 200, offTag: false, onLast: true, earlier: 0))
         #expect(s.isOn && s.isOn(at: 150) && s.isOn(at: 200) && s.isOn(at: 299))
         let never = Timeline()
         never.record(on: 300, off: 300)
         #expect(!never.snapshot().isOn && !never.snapshot().isOn(at: 300) && !never.snapshot().isOn(at: 299))
+    }
+
+    /// Four transitions are kept: a reader a device buffer behind sees the state of its own frame
+    /// through an outage that came, went and came again meanwhile (it read "on" before the first
+    /// when only the latest two were kept); before every kept one, the other kind than the oldest.
+    @Test func readsBackThroughFourTransitions() {
+        let t = Timeline()
+        t.record(on: 100, off: nil)
+        t.record(on: nil, off: 200)
+        t.record(on: 300, off: nil)
+        let s = t.snapshot()
+        #expect(!s.isOn(at: 99) && s.isOn(at: 100) && s.isOn(at: 199) && !s.isOn(at: 200) && s.isOn(at: 300))
+        #expect(s.runStart(at: 250) == 200 && s.runStart(at: 150) == 100 && s.runStart(at: 50) == nil)
+        t.record(on: nil, off: 400)
+        t.record(on: 500, off: nil)  // the first is forgotten: before the oldest kept (200, off), on
+        let later = t.snapshot()
+        #expect(later.isOn(at: 150) && !later.isOn(at: 250) && later.isOn(at: 350) && !later.isOn(at: 450))
+        // The same kind twice: the later takes the earlier's place.
+        t.record(on: 550, off: nil)
+        #expect(t.snapshot().isOn(at: 520) == false && t.snapshot().onFrom == 550)
     }
 }
