@@ -16,6 +16,24 @@ import Testing
 /// carries audio, as documented, and says so — `zone-unavailable` with why, once the wait has lasted
 /// 2 s. It used to wait silently: the status said unavailable and no event came.
 @Suite struct SnapcastOutageTests {
+    /// A started daemon with one Snapcast zone, `upstairs` (stereo at `rate`), on `snapcast`;
+    /// `sounds` writes into its sounds directory first.
+    static func daemon(
+        _ snapcast: SnapcastConfig, name: String, rate: Int = 48_000, sounds: (String) -> Void = { _ in }
+    ) -> Daemon {
+        let zone = ZoneConfig(
+            name: "upstairs", pcm: snapcast.source.description, rate: rate, channels: 2, clock: .system,
+            snapcast: snapcast)
+        let directory = TestDirectory.make("snapcast-\(name)")
+        sounds(directory)
+        let config = BatonConfiguration(
+            api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0)), zones: [zone], sounds: directory,
+            device: "test-\(name)")
+        let daemon = Daemon(config: config, logger: Logger(minimum: .error))
+        daemon.start()
+        return daemon
+    }
+
     @Test func aControlThatNeverAnswersIsSaidAsUnavailable() throws {
         let server = try SnapcastServer()
         defer { server.stop() }
@@ -25,14 +43,7 @@ import Testing
         let snapcast = SnapcastConfig(
             source: .tcp(host: "127.0.0.1", port: server.sourcePort), control: control, stream: server.stream,
             clients: [SnapcastConfig.Client(id: "pi1")])
-        let zone = ZoneConfig(
-            name: "upstairs", pcm: snapcast.source.description, rate: 48_000, channels: 2, clock: .system,
-            snapcast: snapcast)
-        let config = BatonConfiguration(
-            api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0)), zones: [zone],
-            sounds: TestDirectory.make("snapcast-outage"), device: "test-outage")
-        let daemon = Daemon(config: config, logger: Logger(minimum: .error))
-        daemon.start()
+        let daemon = Self.daemon(snapcast, name: "outage")
         defer { daemon.stop() }
         var event: Event?
         #expect(
@@ -63,21 +74,14 @@ import Testing
         let snapcast = SnapcastConfig(
             source: .tcp(host: "127.0.0.1", port: server.sourcePort), stream: server.stream,
             buffer: .milliseconds(300))
-        let zone = ZoneConfig(
-            name: "upstairs", pcm: snapcast.source.description, rate: 48_000, channels: 2, clock: .system,
-            snapcast: snapcast)
-        let sounds = TestDirectory.make("snapcast-stall")
-        WAVWriter.write(
-            Signals.sine(frequency: 440, rate: 48_000, frames: 48_000, channels: 2), rate: 48_000, channels: 2,
-            to: "\(sounds)/tone.wav")
-        WAVWriter.write(
-            Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2), rate: 48_000, channels: 2,
-            to: "\(sounds)/bell.wav")
-        let config = BatonConfiguration(
-            api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0)), zones: [zone], sounds: sounds,
-            device: "test-stall")
-        let daemon = Daemon(config: config, logger: Logger(minimum: .error))
-        daemon.start()
+        let daemon = Self.daemon(snapcast, name: "stall") { sounds in
+            WAVWriter.write(
+                Signals.sine(frequency: 440, rate: 48_000, frames: 48_000, channels: 2), rate: 48_000, channels: 2,
+                to: "\(sounds)/tone.wav")
+            WAVWriter.write(
+                Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2), rate: 48_000, channels: 2,
+                to: "\(sounds)/bell.wav")
+        }
         defer { daemon.stop() }
         let device = try #require(daemon.output("upstairs")?.device)
         try #require(waitUntil(seconds: 10) { device.snapshot().available }, "the zone never connected")
@@ -132,14 +136,7 @@ import Testing
         let snapcast = SnapcastConfig(
             source: .tcp(host: "127.0.0.1", port: server.sourcePort), control: server.control, stream: server.stream,
             clients: [SnapcastConfig.Client(id: "pi1")])
-        let zone = ZoneConfig(
-            name: "upstairs", pcm: snapcast.source.description, rate: 44_100, channels: 2, clock: .system,
-            snapcast: snapcast)
-        let config = BatonConfiguration(
-            api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0)), zones: [zone],
-            sounds: TestDirectory.make("snapcast-format"), device: "test-format")
-        let daemon = Daemon(config: config, logger: Logger(minimum: .error))
-        daemon.start()
+        let daemon = Self.daemon(snapcast, name: "format", rate: 44_100)
         defer { daemon.stop() }
         var problem: String?
         #expect(

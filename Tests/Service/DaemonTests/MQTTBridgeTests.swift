@@ -150,6 +150,13 @@ import Testing
         #expect(mqtt.broker == broker.url && mqtt.connection == "connected", "\(mqtt)")
     }
 
+    /// What `broker` keeps on `topic` (a retained message comes at once; mosquitto_sub then times out).
+    static func kept(_ topic: String, on broker: MosquittoBroker) -> [String] {
+        ((try? broker.subscribe(topic: topic, seconds: 1).messages(seconds: 3)) ?? ["?"]).filter {
+            $0.hasPrefix(topic + " ") || $0 == "?"
+        }
+    }
+
     /// After a reload that removes a zone, its retained topics and its Home Assistant entities are
     /// cleared (they stayed, showing a zone that is gone); a silent zone's now-playing says what
     /// plays there (it said `unavailable`).
@@ -165,12 +172,7 @@ import Testing
         var new = t.config
         new.zones.removeAll { $0.name == "patio" }
         #expect(t.daemon.apply(new).zonesRemoved == ["patio"])
-        /// What the broker keeps on `topic` (a retained message comes at once; mosquitto_sub then times out).
-        func kept(_ topic: String) -> [String] {
-            ((try? broker.subscribe(topic: topic, seconds: 1).messages(seconds: 3)) ?? ["?"]).filter {
-                $0.hasPrefix(topic + " ") || $0 == "?"
-            }
-        }
+        func kept(_ topic: String) -> [String] { Self.kept(topic, on: broker) }
         #expect(waitUntil(seconds: 5) { kept("\(base)/zones/patio/state").isEmpty }, "the patio's state is cleared")
         #expect(kept(patioVolume).isEmpty, "the patio's volume entity is removed")
         #expect(kept("\(base)/zones/patio/now-playing").isEmpty)
@@ -204,11 +206,7 @@ import Testing
         let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], mqtt: MQTTConfig(broker: broker.url))
         defer { t.stop() }
         #expect(connected(t))
-        func kept(_ topic: String) -> [String] {
-            ((try? broker.subscribe(topic: topic, seconds: 1).messages(seconds: 3)) ?? ["?"]).filter {
-                $0.hasPrefix(topic + " ") || $0 == "?"
-            }
-        }
+        func kept(_ topic: String) -> [String] { Self.kept(topic, on: broker) }
         #expect(waitUntil(seconds: 5) { kept("\(base)/zones/patio/state").isEmpty }, "the patio's state is cleared")
         #expect(kept(patioVolume).isEmpty, "the patio's volume entity is removed")
         #expect(kept("\(base)/zones/patio/volume").isEmpty)
