@@ -52,6 +52,14 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         var pending: [ExternalStream] = []
         var interrupted = false
         var audible = true
+        /// Whether the control plane lets it be heard (its slots not paused: not interrupted, not
+        /// paused by the user), and since when (monotonic ns; 0: from the start). A program a held or
+        /// paused source blocked sent nothing meanwhile: its idle time counts from then.
+        var granted = true
+        var grantedSince = 0
+        /// When what its rings held was last seen to play out (monotonic ns, an estimate from the
+        /// last look at them).
+        var playsUntil = 0
         var ended = false
         /// The source ended by itself (idle, the program left): its stream may stay open.
         var selfEnded = false
@@ -111,6 +119,8 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     /// stream's thread sleeps until this says they were resumed.
     public func audibilityChanged(_ audible: Bool) {
         state.audible = audible
+        if audible && !state.granted { state.grantedSince = monotonicNanoseconds() }
+        state.granted = audible
         if settings.whenInterrupted == .drop { state.current?.setDiscarding(!audible) }
         if settings.whenInterrupted == .hold { state.current?.setHeld(!audible) }
     }
@@ -153,9 +163,9 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         let idle = settings.idleReleaseNanoseconds
         if let current = state.current {
             if current.isFinished { return 0 }
-            let last = current.lastData
+            let last = lastActive(current, now: now)
             // The next look finds it idle (if it is still silent then, and heard).
-            return last > 0 && state.audible && !current.isClosed ? max(0, last + idle - now) : nil
+            return last > 0 && state.granted && !current.isClosed ? max(0, last + idle - now) : nil
         }
         if !waitingForPlayer { return 0 }
         if let since = state.streamlessSince, !state.interrupted { return max(0, since + idle - now) }
@@ -174,8 +184,11 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         }
         guard !state.ended else { return }
         if let current = state.current {
-            let idle = current.lastData > 0 && now - current.lastData >= settings.idleReleaseNanoseconds
-            if idle && audible && !current.isClosed { end(now) }
+            let last = lastActive(current, now: now)
+            let idle = last > 0 && now - last >= settings.idleReleaseNanoseconds
+            // Not while held or paused (it is not idle: it is made to wait); a ring that ran dry, which
+            // is not heard either, is what idleness looks like.
+            if idle && state.granted && !current.isClosed { end(now) }
         } else if !waitingForPlayer {
             end(now)
         } else if let since = state.streamlessSince, !state.interrupted,
@@ -183,6 +196,21 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         {
             end(now)
         }
+    }
+
+    /// When the source was last busy (0: no data yet): the latest of the stream's last data, the
+    /// moment it was last let be heard, and when what its rings hold plays out. Idle-release runs
+    /// from there, so a program that a pause or an interruption held (blocked in its write) is not
+    /// released the moment it is heard again, nor one that wrote its last frames ahead and waits for
+    /// them to play (aplay's drain) before they have.
+    private func lastActive(_ stream: ExternalStream, now: Int) -> Int {
+        guard stream.lastData > 0 else { return 0 }
+        var queued = 0
+        for o in outputs.withLock({ $0 }) {
+            queued = max(queued, o.slot.ring.readable / max(1, o.channels) * 1_000_000_000 / max(1, o.rate))
+        }
+        if queued > 0 && state.granted { state.playsUntil = now + queued }
+        return max(stream.lastData, state.grantedSince, state.playsUntil)
     }
 
     private func end(_ now: Int) {

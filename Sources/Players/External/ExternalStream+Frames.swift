@@ -53,6 +53,7 @@ extension ExternalStream {
             consumedFrames.store(Int(consumed), ordering: .releasing)
             moved = true
         }
+        if moved { lastDataAt.store(monotonicNanoseconds(), ordering: .releasing) }
         return moved
     }
 

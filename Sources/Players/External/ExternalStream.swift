@@ -117,7 +117,8 @@ public final class ExternalStream: @unchecked Sendable {
     public var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
     /// The thread ended: everything the program sent was moved or the stream was abandoned.
     public var isFinished: Bool { finishedFlag.load(ordering: .acquiring) }
-    /// CLOCK_MONOTONIC ns of the last DATA (0: none yet).
+    /// CLOCK_MONOTONIC ns of the last DATA, or of the last frames of it moved on into the rings
+    /// (0: none yet): a program that wrote its last frames ahead is not idle while they play.
     public var lastData: Int { lastDataAt.load(ordering: .acquiring) }
     /// Frames taken from the program so far.
     public var framesConsumed: Int { consumedFrames.load(ordering: .acquiring) }

@@ -193,6 +193,30 @@ func monotonicSeconds() -> Double {
         send()
         #expect(rig.eventsSoon(contain: "\"music-2\""), "admitted again: \(rig.get("/api/v1/events/recent"))")
     }
+
+    /// A `hold` source interrupted for longer than its idle-release (a 1 s doorbell, 300 ms): aplay
+    /// sends nothing meanwhile (blocked in its write), and that is not idleness: the music goes on
+    /// after the doorbell, every frame once, and aplay ends by itself. It used to be released the
+    /// moment it was heard again (`played`, `finished`), aplay left blocked for good.
+    @Test func aHeldProgramIsNotReleasedWhenHeardAgain() throws {
+        let bell: [Int16] = (0..<48_000).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
+        let rig = try ExternalRig(
+            sources: "  x: {class: music, when-interrupted: hold, idle-release: 300ms}", sounds: ["bell1s": bell])
+        let frames = 48_000 * 2
+        let input = AplayTests.music(frames: frames)
+        ExternalRig.writeWAV(rig.directory + "/music.wav", input, channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
+        defer { aplay.stop() }
+        #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"playing\"") })
+        usleep(300_000)
+        #expect(rig.post("/api/v1/announce", #"{"sound": "bell1s"}"#).contains("\"id\""))
+        #expect(aplay.wait(seconds: 15) == 0, "aplay did not end: \(aplay.output)")
+        usleep(300_000)
+        let events = rig.get("/api/v1/events/recent")
+        #expect(events.contains("interruption-ended"))
+        AplayTests.expectEveryFrameOnceAroundTheBell(
+            rig.zoneSamples(), input: input, frames: frames, bellFrames: 40_000)
+    }
 }
 
 /// A peer that is not the plugin gets a clear ERROR, and batond runs on.
