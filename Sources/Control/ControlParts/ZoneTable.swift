@@ -105,13 +105,18 @@ package final class ZoneTable: Sendable {
         return ZoneTable(zones: config.zones.compactMap { handles[$0.name] }, devices: devices)
     }
 
-    /// The zones of `new`, keeping every device of this table whose spec is identical (it plays on
-    /// untouched): the table, the devices to stop, and the new devices to start.
+    /// The zones of `new`, keeping every device of this table whose spec and whose zones' settings
+    /// are identical (it plays on untouched): the table, the devices to stop, and the new devices to
+    /// start. A zone whose settings changed off the device's spec (`max-volume`, `mixer`,
+    /// `resampler`, `volume`) starts anew like any changed zone: kept, it went on with the old ones.
     package func rebuilt(for new: BatonConfiguration) -> (
         table: ZoneTable, stopped: [DeviceOutput], started: [DeviceOutput]
     ) {
         let devices = ZoneTable.build(new).devices.map { device in
-            self.devices.first { $0.spec == device.spec } ?? device
+            self.devices.first { old in
+                old.spec == device.spec
+                    && old.spec.zones.allSatisfy { z in zone(z.name)?.config == new.zone(named: z.name) }
+            } ?? device
         }
         let handles = new.zones.compactMap { zone -> ZoneHandle? in
             guard let device = devices.first(where: { $0.mixer(for: zone.name) != nil }),

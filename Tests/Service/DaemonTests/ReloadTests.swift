@@ -76,4 +76,24 @@ import Testing
         #expect(bad.text.contains("between 0 and 1"))
         #expect(try t.request("POST", "/api/v1/zones/cellar/volume", #"{"volume": 0.5}"#).status == 404)
     }
+
+    /// A reload that changes only a zone's settings off its device (here `max-volume`, lowered
+    /// under the volume a listener set) is a change: the zone is reported changed and starts anew
+    /// with them (its volume the configured one, within the new maximum). It was reported unchanged
+    /// and went on at 0.9 with a maximum of 0.5.
+    @Test func aChangeOfAZonesSettingsIsApplied() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        var half = t.config
+        half.zones[0].volume = 0.5
+        #expect(t.daemon.apply(half).zonesChanged == ["kitchen"])
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.9}"#).status == 200)
+        var new = half
+        new.zones[0].maxVolume = 0.5
+        let report = t.daemon.apply(new)
+        #expect(report.zonesChanged == ["kitchen"] && report.zonesUnchanged == ["patio"], "\(report)")
+        let kitchen = try #require(try t.status().zones.first { $0.name == "kitchen" })
+        #expect(kitchen.volume <= 0.5, "volume \(kitchen.volume) above the new max-volume 0.5")
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.6}"#).status != 200)
+    }
 }
