@@ -135,11 +135,17 @@ extension Source {
 /// Nanoseconds until the output threads have taken what `outputs`' rings still hold (when a source
 /// that wrote its last frame will be drained), plus 1 ms; at least 2 ms. Monitor thread.
 func nanosecondsToDrain(_ outputs: [SourceOutput]) -> Int {
+    max(2_000_000, nanosecondsQueued(outputs) + 1_000_000)
+}
+
+/// How long the fullest of `outputs`' rings plays on what it holds (ns; 0 when all are empty or
+/// drained). Monitor thread.
+func nanosecondsQueued(_ outputs: [SourceOutput]) -> Int {
     var most = 0
     for o in outputs where !o.slot.isDrained {
         most = max(most, o.slot.ring.readable / max(1, o.channels) * 1_000_000_000 / max(1, o.rate))
     }
-    return max(2_000_000, most + 1_000_000)
+    return most
 }
 
 /// Nanoseconds until the fullest of `outputs`' rings falls to half full (where a source topped up

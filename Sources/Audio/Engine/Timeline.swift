@@ -81,6 +81,10 @@ public final class Timeline: @unchecked Sendable {
             }
             return nil
         }
+
+        /// Where the "on" run that holds `frame` began (for a frame it is on at): its start, or the
+        /// latest "on" when it began before every known transition.
+        public func onRunStart(at frame: Int) -> Int { runStart(at: frame) ?? onFrom }
     }
 
     private let sequence = Atomic<Int>(0)

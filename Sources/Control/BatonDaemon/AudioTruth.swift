@@ -23,7 +23,7 @@ struct Hearing {
         /// The zone frame from which it is heard (when it is): where its sounding began, or where the
         /// zone's output came back, whichever is later.
         var heardFrom: Int {
-            let sounded = sounding.runStart(at: audibleFrame) ?? sounding.onFrom
+            let sounded = sounding.onRunStart(at: audibleFrame)
             return max(sounded, outage.runStart(at: audibleFrame) ?? -1)
         }
         /// Its first frame has not been heard yet.
@@ -163,8 +163,7 @@ struct AudioTruth {
         if w.heardSince == nil {
             // From the frame the source heard first began there (it is heard, so that is known).
             let slot = s.playbacks[SourceID(first)]?.parts.first { $0.zone == zone.name }?.slot
-            w.heardSince =
-                slot.map { s in s.sounding.snapshot().runStart(at: audible) ?? s.sounding.snapshot().onFrom } ?? audible
+            w.heardSince = slot.map { $0.sounding.snapshot().onRunStart(at: audible) } ?? audible
         }
         let loud = zone.mixer.meter.loudness.snapshot()
         if loud.isOn(at: audible) {

@@ -205,10 +205,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     /// them to play (aplay's drain) before they have.
     private func lastActive(_ stream: ExternalStream, now: Int) -> Int {
         guard stream.lastData > 0 else { return 0 }
-        var queued = 0
-        for o in outputs.withLock({ $0 }) {
-            queued = max(queued, o.slot.ring.readable / max(1, o.channels) * 1_000_000_000 / max(1, o.rate))
-        }
+        let queued = nanosecondsQueued(outputs.withLock { $0 })
         if queued > 0 && state.granted { state.playsUntil = now + queued }
         return max(stream.lastData, state.grantedSince, state.playsUntil)
     }
