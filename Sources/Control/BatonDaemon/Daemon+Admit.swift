@@ -21,6 +21,20 @@ extension Daemon {
         let (available, skipped) = try table.available(requested.isEmpty ? table.names : try expandZones(requested))
         let source = try make(available.compactMap(table.zone))
         return try state.withLock { (s: inout State) throws(ControlError) in
+            // A reload since `table` was read may have removed a zone or changed its rate or channels,
+            // which the source was made for (slots are claimed in the current table, by name).
+            let current = self.zones
+            let changed = available.filter { name in
+                guard let was = table.zone(name), let now = current.zone(name) else { return true }
+                return was.rate != now.rate || was.channels != now.channels
+            }
+            guard changed.isEmpty else {
+                _ = source.stop()
+                throw ControlError(
+                    .unavailable,
+                    "zone \(changed.joined(separator: ", ")) was changed by a reload while the request was admitted; ask again"
+                )
+            }
             let id = SourceID("\(Self.prefix(sourceClass))-\(s.nextID)")
             s.nextID += 1
             s.playbacks[id] = Playback(

@@ -1,6 +1,7 @@
 import Arbiter
 import BatonConfig
 import ControlParts
+import Players
 
 extension Daemon {
     /// Re-reads the configuration file and applies it (see `apply(_:)`). Any thread.
@@ -17,26 +18,35 @@ extension Daemon {
 
     /// Applies a checked configuration as a diff: devices whose zones and settings are unchanged keep
     /// playing untouched; removed or changed ones stop (their sources end as `vanished`), new ones
-    /// start; a new policy goes to the arbiter. Any thread.
+    /// start; a new policy goes to the arbiter. One at a time; any thread.
     public func apply(_ new: BatonConfiguration) -> ReloadReport {
+        reloading.withLock { _ in applyNow(new) }
+    }
+
+    private func applyNow(_ new: BatonConfiguration) -> ReloadReport {
         let old = config
         let oldTable = zones
         let (table, stopped, started) = oldTable.rebuilt(for: new)
         let stoppedZones = Set(stopped.flatMap { $0.spec.zones.map(\.name) })
         let report = ReloadReport(from: old, to: new, zones: oldTable.names, stopping: stoppedZones)
 
-        // Sources on zones that go away end first, so nothing keeps a slot of a stopped device.
-        if !stoppedZones.isEmpty {
-            state.withLock { s in
-                for p in s.playbacks.values.sorted(by: { $0.id < $1.id })
-                where p.zones.contains(where: stoppedZones.contains) {
-                    apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
-                    finish(p.id, &s)
-                }
+        // Sources on zones that go away, and programs playing through an external source that was
+        // removed or changed, end first, so nothing keeps a slot of a stopped device. The new table
+        // goes in under the same lock: a request admitted from now on sees it (`admit` checks).
+        let externalEnding = Set(report.externalSourcesChanged)
+        state.withLock { s in
+            for p in s.playbacks.values.sorted(by: { $0.id < $1.id })
+            where p.zones.contains(where: stoppedZones.contains)
+                || (p.source as? ExternalPlayer).map({ externalEnding.contains($0.name) }) == true
+            {
+                apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
+                finish(p.id, &s)
             }
+            // A reopened zone starts unseen, like at start: "opening PCM" is not an outage.
+            for zone in stoppedZones { s.availability.forget(zone) }
+            replaceZones(table)
         }
         for d in stopped { d.stop() }
-        replaceZones(table)
         replaceConfig(new, sounds: report.soundsChanged ? Self.soundLibrary(new) : sounds)
         if report.policyChanged { state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) } }
         parts.volumes.open(table.zones.filter { (report.zonesAdded + report.zonesChanged).contains($0.name) })

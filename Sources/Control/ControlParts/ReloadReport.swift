@@ -12,6 +12,9 @@ public struct ReloadReport: Codable, Sendable, Equatable {
     public var zonesChanged: [String] = []
     /// Zones left untouched: their audio never stopped.
     public var zonesUnchanged: [String] = []
+    /// External sources removed or whose settings changed: a program playing through one was
+    /// stopped (it is told why); its next open is refused or gets the new settings.
+    public var externalSourcesChanged: [String] = []
     public var policyChanged = false
     public var soundsChanged = false
     /// Settings that only take effect after a restart (e.g. `api.listen`).
@@ -34,6 +37,8 @@ public struct ReloadReport: Codable, Sendable, Equatable {
         zonesRemoved = zones.filter { !names.contains($0) }
         zonesChanged = names.filter { known.contains($0) && stopping.contains($0) }
         zonesUnchanged = names.filter { known.contains($0) && !stopping.contains($0) }
+        let newExternal = new.externalSources?.sources ?? []
+        externalSourcesChanged = (old.externalSources?.sources ?? []).filter { !newExternal.contains($0) }.map(\.name)
         policyChanged = old.policy != new.policy
         soundsChanged = old.sounds != new.sounds || old.resampler != new.resampler
         // What the daemon sets up once, at start: a change to it is not applied by a reload.

@@ -17,6 +17,14 @@ package struct ZoneAvailability {
 
     package init() {}
 
+    /// Forgets what was said of `zone`: its device was replaced (a reload), and the new one is seen
+    /// as at start — not open yet is no news, open is `zone-available`.
+    package mutating func forget(_ zone: String) {
+        available[zone] = nil
+        cannotTakeBack.remove(zone)
+        awaitingSince[zone] = nil
+    }
+
     /// Publishes `zone`'s change of availability, if it changed.
     package mutating func report(_ zone: ZoneHandle, events: EventLog, logger: Logger) {
         let name = zone.name

@@ -133,6 +133,37 @@ import Testing
         #expect(second.wait(seconds: 10) == 0, "the new source plays: \(second.output)")
     }
 
+    /// A reload that changes an external source's settings, or removes it, stops the program
+    /// playing through it with batond's sentence (it played on with the old settings, or as a
+    /// source batond no longer had); the reload's report names it. Reopened, the program plays with
+    /// the new settings, or is refused with the sources batond has now.
+    @Test func aReloadThatChangesOrRemovesTheSourceStopsItsProgram() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music, when-interrupted: hold}\n  mpd: {class: music}")
+        ExternalRig.writeWAV(rig.directory + "/music.wav", Self.music(frames: 48_000 * 10), channels: 2)
+        ExternalRig.writeWAV(rig.directory + "/short.wav", Self.music(frames: 24_000), channels: 2)
+        let stopped = "baton: batond stopped source x (batond at \(rig.socket), source \"x\"); reopen the device"
+        let first = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "first.log")
+        #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"playing\"") })
+        rig.writeConfig(sources: "  x: {class: music, when-interrupted: drop}\n  mpd: {class: music}")
+        let changed = rig.post("/api/v1/reload", "{}")
+        #expect(changed.contains(#""externalSourcesChanged":["x"]"#), "\(changed)")
+        #expect(first.wait(seconds: 5) == 1, "the program exits with an error: \(first.output)")
+        #expect(first.output.contains(stopped), "\(first.output)")
+        let again = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "again.log")
+        #expect(again.wait(seconds: 10) == 0, "reopened, it plays: \(again.output)")
+
+        let third = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "third.log")
+        #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"playing\"") })
+        rig.writeConfig(sources: "  mpd: {class: music}")
+        let removed = rig.post("/api/v1/reload", "{}")
+        #expect(removed.contains(#""externalSourcesChanged":["x"]"#), "\(removed)")
+        #expect(third.wait(seconds: 5) == 1, "the program exits with an error: \(third.output)")
+        #expect(third.output.contains(stopped), "\(third.output)")
+        let refused = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "gone.log")
+        #expect(refused.wait(seconds: 5) == 1)
+        #expect(refused.output.contains(#"unknown source "x" (batond's external sources: mpd)"#), "\(refused.output)")
+    }
+
     /// No batond: the open fails with ECONNREFUSED and one line saying what and where; an unknown
     /// source name fails with batond's sentence naming the configured ones.
     @Test func openFailsClearlyWithoutBatondOrWithAnUnknownSource() throws {

@@ -27,6 +27,7 @@ final class ExternalRig {
         throws
     {
         self.environment = environment
+        self.zoneOptions = zoneOptions
         directory = TestDirectory.make("external")
         port = try FreePort.next()
         let plugin = Subprocess.buildDirectory + "/libasound_module_pcm_baton.so"
@@ -45,6 +46,16 @@ final class ExternalRig {
             pcm.baton_airplay { type baton source "airplay" socket "\(socket)" }
 
             """)
+        writeConfig(sources: sources)
+        try startBatond()
+    }
+
+    deinit { _ = batond?.stop() }
+
+    private let zoneOptions: String
+
+    /// Writes batond's config with `sources` as the body of `external-sources:` (a reload reads it).
+    func writeConfig(sources: String) {
         Self.write(
             directory + "/baton.yaml",
             """
@@ -59,10 +70,7 @@ final class ExternalRig {
             \(sources)
 
             """)
-        try startBatond()
     }
-
-    deinit { _ = batond?.stop() }
 
     func startBatond() throws {
         let process = try BackgroundProcess(
