@@ -135,6 +135,7 @@ import Testing
         }
         let refused = t.daemon.events.recent().contains { $0.type == "granted" && $0.zones == ["patio"] }
         #expect(!refused, "nothing was granted on patio")
+        #expect(waitUntil { t.daemon.output("patio")?.device.snapshot().available == true })
         var quieter = slower
         quieter.zones[1].volume = 0.8
         let admitted = try t.daemon.admit(.announcement, zones: ["patio"], volume: 1) {
