@@ -263,7 +263,7 @@ final class MusicStreamer: @unchecked Sendable {
         defer { delivered = renderer.framesDelivered.first ?? 0 }
         while !isCancelled {
             let more = try renderer.step(afterRead: { if buffer.isComplete { downloaded() } }) { k, samples in
-                targets[k].write(samples, waking: roomOrCancel) { isCancelled }
+                targets[k].write(samples, among: targets, waking: roomOrCancel) { isCancelled }
             }
             if !more { break }
         }

@@ -35,19 +35,78 @@ public struct SourceOutput: Sendable {
     /// half is the margin against a late wake-up. "Full" counts what the output has read but not
     /// handed back yet (a zone that renders ahead keeps what the card has not played, see
     /// `FloatRing.release`), so the writer sleeps until there is room, not until there is less to
-    /// read. The producer's thread.
+    /// read. A zone left behind among `outputs` (`isLeftBehind`) is not waited for: what does not
+    /// fit is dropped (`drop`) until the zone `rejoins` its source's others. The producer's thread.
     public func write(
-        _ samples: UnsafeBufferPointer<Float>, waking wake: Semaphore, cancelled: () -> Bool
+        _ samples: UnsafeBufferPointer<Float>, among outputs: [SourceOutput], waking wake: Semaphore,
+        cancelled: () -> Bool
     ) -> Bool {
+        let frameSamples = max(1, channels)
+        if slot.isBehind && !rejoins(among: outputs) {
+            drop(samples.count / frameSamples)
+            return true
+        }
         var offset = 0
         let ring = slot.ring
         while offset < samples.count {
             if cancelled() { return false }
             let n = ring.write(samples.baseAddress! + offset, count: samples.count - offset)
             offset += n
-            if n == 0 { wake.wait(nanoseconds: min(500_000_000, max(10_000_000, nanosecondsAboveHalf))) }
+            guard n == 0 else { continue }
+            if isLeftBehind(among: outputs) {
+                drop((samples.count - offset) / frameSamples)
+                return true
+            }
+            wake.wait(nanoseconds: min(500_000_000, max(10_000_000, nanosecondsAboveHalf)))
         }
         return true
+    }
+
+    /// True while this zone's device is out (its card lost, its stream not connected) and another of
+    /// `outputs` plays: the source goes on there, and its frames for this zone are dropped rather
+    /// than waited for (a lost card stopped the music in every room). With every zone out the
+    /// source waits, and goes on from where it was when one is back. Any thread.
+    public func isLeftBehind(among outputs: some Sequence<SourceOutput>) -> Bool {
+        !device.isAvailable && outputs.contains { $0.device.isAvailable }
+    }
+
+    /// Drops `frames` of the source for this zone (it is left behind): counted as heard, so the
+    /// position stays the source's, and the zone marked behind until it `rejoins`. Producer thread.
+    public func drop(_ frames: Int) {
+        slot.skip(frames)
+        slot.isBehind = true
+    }
+
+    /// Whether a zone that was behind plays the source's next frames in step with its other zones:
+    /// once its device is back and what it still holds (its ring, then the device's buffer, frames
+    /// from before it was lost) plays out no later than what the others hold. Until then its frames
+    /// are dropped (false); at that moment the difference is made up with silence, so each frame
+    /// from here on is heard in every zone at once. With no zone in step to follow, it just goes
+    /// on. Producer thread.
+    public func rejoins(among outputs: some Sequence<SourceOutput>) -> Bool {
+        if !device.isAvailable { return !outputs.contains { $0.device.isAvailable } }
+        var theirs: Double?
+        for o in outputs where o.device.isAvailable && !o.slot.isBehind {
+            theirs = min(theirs ?? .infinity, o.secondsQueued)
+        }
+        if let theirs {
+            let mine = secondsQueued
+            if mine > theirs { return false }
+            let gap = min(Int((theirs - mine) * Double(rate)), slot.ring.writable / max(1, channels))
+            if gap > 0 {
+                let silence = [Float](repeating: 0, count: gap * channels)
+                let written = silence.withUnsafeBufferPointer { slot.ring.write($0.baseAddress!, count: $0.count) }
+                slot.skip(-(written / max(1, channels)))
+            }
+        }
+        slot.isBehind = false
+        return true
+    }
+
+    /// Seconds until what this zone holds of the source (its ring, then the device's buffer) has
+    /// played. Any thread.
+    var secondsQueued: Double {
+        Double(slot.ring.readable / max(1, channels) + device.snapshot().delayFrames) / Double(max(1, rate))
     }
 
     /// Nanoseconds of audio the slot's ring holds above half full (0 at or below): how long the
@@ -167,7 +226,8 @@ extension SourceOutput {
     public var heardFrames: Int { slot.framesHeard(atZoneFrame: device.snapshot().audibleFrame) }
 }
 
-/// True when every slot played its last frame (and there is at least one).
+/// True once every slot played the source's last frame — but for a zone left behind
+/// (`isLeftBehind`): its lost card would hold the source for as long as it is gone.
 func allDrained(_ outputs: [SourceOutput]) -> Bool {
-    !outputs.isEmpty && outputs.allSatisfy(\.slot.isDrained)
+    !outputs.isEmpty && outputs.allSatisfy { $0.slot.isDrained || $0.isLeftBehind(among: outputs) }
 }

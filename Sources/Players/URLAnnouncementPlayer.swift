@@ -200,7 +200,7 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
             while !isCancelled {
                 // Waits for room on `started`, which `stop` posts.
                 let more = try renderer.step { k, samples in
-                    targets[k].write(samples, waking: started) { isCancelled }
+                    targets[k].write(samples, among: targets, waking: started) { isCancelled }
                 }
                 if !more { break }
                 if (renderer.framesDelivered.first ?? 0) >= maxFrames {

@@ -349,6 +349,10 @@ public final class DeviceOutput: @unchecked Sendable {
         }
     }
 
+    /// Whether the device plays now (a PCM open, a stream connected): `snapshot().available`
+    /// alone. Any thread.
+    public var isAvailable: Bool { streamSink?.isConnected ?? available.load(ordering: .acquiring) }
+
     /// The zone's counters now. Any thread.
     public func snapshot() -> Snapshot {
         if let sink = streamSink {

@@ -34,6 +34,12 @@ public final class SourceSlot: @unchecked Sendable {
     let endOfStream = Atomic<Bool>(false)
     let drainedFlag = Atomic<Bool>(false)
     let consumed = Atomic<Int>(0)
+    /// Frames the producer dropped instead of writing, while this zone was out and others played
+    /// (less the silence it put in to come back in step).
+    let skipped = Atomic<Int>(0)
+    /// Set by the producer when it dropped frames for this zone; until it is in step with the
+    /// source's other zones again (`SourceOutput.rejoins`).
+    let behind = Atomic<Bool>(false)
     let starved = Atomic<Int>(0)
     /// The zone's frame counter when this slot's last frame was mixed (its end), or -1.
     let drainedAtFrame = Atomic<Int>(-1)
@@ -121,14 +127,18 @@ public final class SourceSlot: @unchecked Sendable {
     }
 
     /// Frames of this source heard by zone frame `audibleFrame` (the device's audible frame): the
-    /// frames mixed, less those mixed at or after that frame (still in the device's buffer).
+    /// frames mixed, less those mixed at or after that frame (still in the device's buffer), plus
+    /// those the producer dropped (`skip`): the source's position, as in its other zones.
     /// Any thread.
     public func framesHeard(atZoneFrame audibleFrame: Int) -> Int {
-        let mixed = consumed.load(ordering: .acquiring)
+        let mixed = consumed.load(ordering: .acquiring) + skipped.load(ordering: .acquiring)
         let end = lastMixedEndFrame.load(ordering: .acquiring)
         guard end >= 0 else { return mixed }
         return max(0, mixed - max(0, end - audibleFrame))
     }
+
+    /// Frames the producer dropped instead of writing (`skip`). Any thread.
+    public var framesSkipped: Int { skipped.load(ordering: .acquiring) }
 
     /// The zone frame just after the last frame of this source was mixed, once drained.
     public var lastFrameAt: Int? {
@@ -140,6 +150,19 @@ public final class SourceSlot: @unchecked Sendable {
 
     /// Marks that no more frames will be written. Producer thread.
     public func finish() { endOfStream.store(true, ordering: .releasing) }
+
+    /// Counts `frames` the producer dropped instead of writing them: this zone was out (its card
+    /// lost) while the source played on in others. They count as heard in the position, so it
+    /// stays the source's, as in the zones that played them. Producer thread.
+    /// Negative `frames`: silence the producer wrote that is not the source's. Producer thread.
+    public func skip(_ frames: Int) { skipped.add(frames, ordering: .releasing) }
+
+    /// True from the producer's first dropped frame (`skip`) until it marks the slot in step again.
+    /// Any thread; set and cleared by the producer.
+    public var isBehind: Bool {
+        get { behind.load(ordering: .acquiring) }
+        set { behind.store(newValue, ordering: .releasing) }
+    }
 
     // MARK: Slot lifecycle (Zone)
 
@@ -154,6 +177,8 @@ public final class SourceSlot: @unchecked Sendable {
         endOfStream.store(false, ordering: .relaxed)
         drainedFlag.store(false, ordering: .relaxed)
         consumed.store(0, ordering: .relaxed)
+        skipped.store(0, ordering: .relaxed)
+        behind.store(false, ordering: .relaxed)
         starved.store(0, ordering: .relaxed)
         drainedAtFrame.store(-1, ordering: .relaxed)
         startedAtFrame.store(-1, ordering: .relaxed)

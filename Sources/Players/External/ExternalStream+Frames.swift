@@ -16,6 +16,7 @@ extension ExternalStream {
             receivedAtDetach = received
         }
         pumps = []
+        pumpOutputs = format == nil ? [] : targets ?? []
         if let targets, let format {
             pumps = targets.map { o in
                 let resampler =
@@ -42,9 +43,10 @@ extension ExternalStream {
         guard let format, !pumps.isEmpty else { return false }
         var moved = false
         while fifoCount >= format.frameBytes {
+            // A zone left behind (its card lost while another plays) or behind is not waited for (`put`).
             for p in pumps
             where p.output.slot.ring.readable >= p.leadSamples || p.output.slot.ring.writable < p.resampled.count {
-                return moved
+                if !p.output.slot.isBehind && !p.output.isLeftBehind(among: pumpOutputs) { return moved }
             }
             let frames = min(Self.block, fifoCount / format.frameBytes)
             decode(frames, format)
@@ -148,7 +150,7 @@ extension ExternalStream {
         }
         let count = frames * outChannels
         guard let r = p.resampler else {
-            _ = p.mapped.withUnsafeBufferPointer { p.output.slot.ring.write($0.baseAddress!, count: count) }
+            p.mapped.withUnsafeBufferPointer { put(UnsafeBufferPointer(rebasing: $0[0..<count]), into: p.output) }
             return
         }
         var produced = 0
@@ -168,10 +170,22 @@ extension ExternalStream {
             }
         }
         if produced > 0 {
-            _ = p.resampled.withUnsafeBufferPointer {
-                p.output.slot.ring.write($0.baseAddress!, count: produced * outChannels)
+            p.resampled.withUnsafeBufferPointer {
+                put(UnsafeBufferPointer(rebasing: $0[0..<(produced * outChannels)]), into: p.output)
             }
         }
+    }
+
+    /// Writes `samples` into `o`'s ring (the pump made room), or drops them for a zone left behind
+    /// or behind, until it rejoins the others (`SourceOutput.rejoins`).
+    private func put(_ samples: UnsafeBufferPointer<Float>, into o: SourceOutput) {
+        let channels = max(1, o.channels)
+        if o.slot.isBehind && !o.rejoins(among: pumpOutputs) {
+            o.drop(samples.count / channels)
+            return
+        }
+        let n = o.slot.ring.write(samples.baseAddress!, count: samples.count)
+        if n < samples.count { o.drop((samples.count - n) / channels) }
     }
 
     /// The end of the program's stream: the frames the resamplers hold back go into the rings.
@@ -195,7 +209,10 @@ extension ExternalStream {
     /// Frames between what was consumed and the speaker, at the program's rate: the slot ring, the
     /// resampler's delay and the device's buffer.
     func pipelineDelay() -> UInt64 {
-        guard let format, let p = pumps.first else { return 0 }
+        guard let format,
+            let p = pumps.first(where: { !$0.output.slot.isBehind && !$0.output.isLeftBehind(among: pumpOutputs) })
+                ?? pumps.first
+        else { return 0 }
         let o = p.output
         let outFrames =
             Double(o.slot.ring.readable / o.channels) + (p.resampler?.latencyFrames ?? 0)
@@ -216,7 +233,10 @@ extension ExternalStream {
             send(ExternalWire.position(consumed: consumed, delay: delay))
         }
         if let at = drainAt, consumed >= at {
-            let empty = pumps.allSatisfy { $0.output.slot.ring.readable == 0 }
+            // A zone left behind (its card lost) would hold the drain for as long as it is gone.
+            let empty = pumps.allSatisfy {
+                $0.output.slot.ring.readable == 0 || $0.output.isLeftBehind(among: pumpOutputs)
+            }
             if fifoCount == 0 && !empty && !flushedForDrain {
                 flushedForDrain = true
                 flushResamplers()

@@ -64,6 +64,8 @@ public final class ExternalStream: @unchecked Sendable {
     var onFrames: @Sendable (ExternalStream) -> Void
     var parser = Parser()
     var pumps: [Pump] = []
+    /// The pumps' outputs, for what one zone's writes depend on the others' (a lost card).
+    var pumpOutputs: [SourceOutput] = []
     var pumpGeneration = 0
     var discardSince: Int?
     var discarded: UInt64 = 0

@@ -164,6 +164,30 @@ import Testing
         #expect(refused.output.contains(#"unknown source "x" (batond's external sources: mpd)"#), "\(refused.output)")
     }
 
+    /// aplay through `baton_x` to the file zone and a virtual card; the card unplugged a second in:
+    /// aplay plays on to its end, and the file zone has every frame once and in order (the stream
+    /// waited for room in the lost card's ring: aplay hung until a replug).
+    @Test func aLostCardDoesNotHoldAProgramPlayingToOtherZonesToo() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let rig = try ExternalRig(
+            sources: "  x: {class: music, zones: [a, card]}",
+            zones: "  card: {pcm: \"\(card.name)\", rate: 48000, channels: 2, format: S16_LE, clock: device}")
+        let frames = 48_000 * 4
+        let input = Self.music(frames: frames)
+        ExternalRig.writeWAV(rig.directory + "/music.wav", input, channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
+        #expect(waitUntil(seconds: 5) { card.recordedFrames > 48_000 })
+        card.send(.unplug)
+        #expect(aplay.wait(seconds: 10) == 0, "aplay: \(aplay.output)")
+        usleep(300_000)
+        let out = rig.zoneSamples()
+        let left = stride(from: 0, to: out.count, by: 2).map { out[$0] }.filter { $0 != 0 }
+        #expect(left.count == frames, "every frame once in zone a")
+        let changed = zip(left, stride(from: 0, to: input.count, by: 2)).filter { $0.0 != input[$0.1] }.count
+        #expect(changed == 0, "frames out of order or changed")
+        #expect(rig.get("/api/v1/status").contains("\"unavailable\""))
+    }
+
     /// No batond: the open fails with ECONNREFUSED and one line saying what and where; an unknown
     /// source name fails with batond's sentence naming the configured ones.
     @Test func openFailsClearlyWithoutBatondOrWithAnUnknownSource() throws {

@@ -22,12 +22,15 @@ final class ExternalRig {
     /// Environment for batond and the programs (`NAME=value`), e.g. a private D-Bus session bus.
     let environment: [String]
 
-    /// `zoneOptions`: more keys for zone `a`, each after ", " (e.g. `, buffer: 100ms`).
-    init(sources: String, sounds: [String: [Int16]] = [:], environment: [String] = [], zoneOptions: String = "")
-        throws
-    {
+    /// `zoneOptions`: more keys for zone `a`, each after ", " (e.g. `, buffer: 100ms`). `zones`: more
+    /// zones, one a line, indented by 2 (the rig's ALSA configuration has the virtual cards).
+    init(
+        sources: String, sounds: [String: [Int16]] = [:], environment: [String] = [], zoneOptions: String = "",
+        zones: String = ""
+    ) throws {
         self.environment = environment
         self.zoneOptions = zoneOptions
+        moreZones = zones
         directory = TestDirectory.make("external")
         port = try FreePort.next()
         let plugin = Subprocess.buildDirectory + "/libasound_module_pcm_baton.so"
@@ -44,6 +47,7 @@ final class ExternalRig {
             pcm.baton_mpd { type baton source "mpd" socket "\(socket)" }
             pcm.baton_mpv { type baton source "mpv" socket "\(socket)" }
             pcm.baton_airplay { type baton source "airplay" socket "\(socket)" }
+            \(ALSATestRig.cardDefinition(directory: ALSATestRig.directory))
 
             """)
         writeConfig(sources: sources)
@@ -53,6 +57,7 @@ final class ExternalRig {
     deinit { _ = batond?.stop() }
 
     private let zoneOptions: String
+    private let moreZones: String
 
     /// Writes batond's config with `sources` as the body of `external-sources:` (a reload reads it).
     func writeConfig(sources: String) {
@@ -63,6 +68,7 @@ final class ExternalRig {
               listen: 127.0.0.1:\(port)
             zones:
               a: {pcm: zone_a, rate: 48000, channels: 2, format: S16_LE, clock: system\(zoneOptions)}
+            \(moreZones)
             sounds: sounds
             alsa-config: alsa.conf
             external-sources:

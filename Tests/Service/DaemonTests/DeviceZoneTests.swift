@@ -4,6 +4,7 @@ import Testing
 
 @testable import BatonDaemon
 @testable import ControlParts
+@testable import Players
 
 /// What the daemon reports for a `clock: device` zone on the virtual sound card (docs/TESTING.md):
 /// the card's faults as the status and the event stream show them, while another zone plays on.
@@ -169,5 +170,94 @@ import Testing
         #expect(bellWindows.count >= 4, "bell heard at the sink in \(bellWindows.count) windows of 0.1 s")
         #expect(try zone(t, "desk")?.xruns == 0)
         #expect(t.daemon.events.recent().filter { $0.type == "render-ahead-off" }.count == 1)
+    }
+}
+
+extension DeviceZoneTests {
+    /// Server music on a card and the kitchen; the card unplugged: the music plays on in the
+    /// kitchen, every 50 ms of it, and its position moves on (the streamer waited for room in the
+    /// lost card's ring, and the kitchen went silent half a second after the unplug). Replugged,
+    /// the card plays it again at the kitchen's position: what was dropped for it while it was
+    /// gone counts as heard there too.
+    @Test func aLostCardDoesNotStopTheMusicInTheOtherZones() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name), ("kitchen", 44_100, nil)], music: try TestSubsonic.music(),
+            deviceClocked: ["card"])
+        defer { t.stop() }
+        #expect(waitUntil { (try? zone(t, "card"))??.state == "available" })
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone", "zones": ["card", "kitchen"]}"#).object["id"])
+        let position = { (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 }
+        #expect(waitUntil(seconds: 15) { position() > 1 })
+        let kitchenAtUnplug = t.left("kitchen").count
+        let positionAtUnplug = position()
+        card.send(.unplug)
+        #expect(waitUntil { (try? zone(t, "card"))??.state == "unavailable" })
+        #expect(waitUntil(seconds: 5) { t.left("kitchen").count > kitchenAtUnplug + 2 * 44_100 })
+        #expect(try t.status().sources.first { $0.id == id }?.state == "playing")
+        #expect(try zone(t, "kitchen")?.audible == [id])
+        #expect(try zone(t, "card")?.audible == [])
+        #expect(position() > positionAtUnplug + 1.5, "position \(positionAtUnplug) → \(position())")
+        let kitchen = t.left("kitchen")
+        var silent: [Int] = []
+        for at in stride(from: kitchenAtUnplug, to: kitchen.count - 2_205, by: 2_205)
+        where Signals.rms(kitchen[at..<(at + 2_205)]) < 0.01 {
+            silent.append(at)
+        }
+        #expect(silent.isEmpty, "the kitchen silent at frames \(silent.prefix(5)), unplugged at \(kitchenAtUnplug)")
+
+        card.send(.replug)
+        #expect(waitUntil(seconds: 12) { (try? zone(t, "card"))??.state == "available" })
+        // What its ring held when it was lost (half a second) plays first; then both are in step.
+        usleep(1_000_000)
+        let zones = try t.status().zones
+        let seconds = { (name: String, rate: Double) -> Double? in
+            zones.first { $0.name == name }?.sources.first { $0.source == id }.map { Double($0.positionFrames) / rate }
+        }
+        let onCard = try #require(seconds("card", 48_000))
+        let inKitchen = try #require(seconds("kitchen", 44_100))
+        #expect(abs(onCard - inKitchen) < 0.03, "card at \(onCard) s, kitchen at \(inKitchen) s")
+    }
+}
+
+extension DeviceZoneTests {
+    /// A zone that was behind (its frames dropped while its card was gone) comes back in step: it
+    /// is not written while it holds more than the source's other zones, and when it holds less the
+    /// difference is made up with silence, so what the producer writes next is heard in both at
+    /// once. (Without it a zone rejoined up to one decoded block off.)
+    @Test func aZoneThatWasBehindRejoinsInStep() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        #expect(waitUntil { t.daemon.zones.zones.allSatisfy { $0.device.snapshot().available } })
+        let kitchen = try #require(t.daemon.output("kitchen"))
+        let patio = try #require(t.daemon.output("patio"))
+        let a = try #require(kitchen.mixer.claimSlot(gain: 0))
+        let b = try #require(patio.mixer.claimSlot(gain: 0))
+        defer {
+            kitchen.mixer.release(a)
+            patio.mixer.release(b)
+        }
+        let inKitchen = kitchen.output(a, resampler: .callsDefault)
+        let onPatio = patio.output(b, resampler: .callsDefault)
+        let both = [inKitchen, onPatio]
+        let fill = { (o: SourceOutput, seconds: Double) in
+            let samples = [Float](repeating: 0, count: Int(seconds * Double(o.rate)) * o.channels)
+            _ = samples.withUnsafeBufferPointer { o.slot.ring.write($0.baseAddress!, count: $0.count) }
+        }
+        fill(inKitchen, 0.1)
+        fill(onPatio, 0.4)
+        onPatio.drop(480)
+        #expect(!onPatio.rejoins(among: both), "patio holds 0.3 s more than the kitchen: not in step yet")
+        #expect(onPatio.slot.isBehind)
+        // Both play what they hold (the output threads consume the rings): the kitchen runs dry,
+        // patio is down to about 0.25 s; then the kitchen gets 0.45 s, more than patio holds.
+        usleep(150_000)
+        fill(inKitchen, 0.45)
+        #expect(onPatio.rejoins(among: both))
+        #expect(!onPatio.slot.isBehind)
+        let gap = inKitchen.secondsQueued - onPatio.secondsQueued
+        #expect(abs(gap) < 0.005, "kitchen holds \(inKitchen.secondsQueued) s, patio \(onPatio.secondsQueued) s")
+        #expect(onPatio.slot.framesSkipped < 480, "the silence is not the source's: \(onPatio.slot.framesSkipped)")
     }
 }

@@ -194,7 +194,7 @@ extension ALSATestRig {
 
     /// The configuration lines for the virtual cards (part of the rig's one configuration file):
     /// `pcm_type.batontest` names the plugin; `pcm.batoncard` takes the shape and an ID from the name.
-    static func cardDefinition(directory dir: String) -> String {
+    public static func cardDefinition(directory dir: String) -> String {
         let library = cardLibrary ?? "/nonexistent/libasound_module_pcm_batontest.so"
         return """
             pcm_type.batontest { lib "\(library)" }
