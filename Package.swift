@@ -196,7 +196,7 @@ let package = Package(
             "SnapcastTests", "Network/SnapcastTests",
             [
                 "Snapcast", "BatonDaemon", "ControlParts", "BatonConfig", "Engine", "AudioCore", "BatonTesting",
-                "HTTPServer", "OSThread",
+                "HTTPServer", "OSThread", "Players",
             ]),
         tests("ArbiterTests", "Arbiter", ["Arbiter"]),
         tests("ConfigTests", "Control/ConfigTests", ["AudioCore", "BatonConfig", "BatonTesting", "YAML"]),

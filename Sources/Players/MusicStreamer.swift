@@ -79,8 +79,7 @@ final class MusicStreamer: @unchecked Sendable {
     /// The track audible now in the first zone and the position in it (seconds): the frames the
     /// mixer took, less those still in the device's buffer (`SourceOutput.heardFrames`).
     func nowPlaying() -> (key: Int, seconds: Double)? {
-        guard let first = targets.first else { return nil }
-        let consumed = first.heardFrames
+        guard let first = targets.first, let consumed = heardInFirstZone(targets) else { return nil }
         let starts = progress.trackStarts
         guard let current = starts.last(where: { $0.frame <= consumed }) ?? starts.first else { return nil }
         return (current.key, current.offset + Double(max(0, consumed - current.frame)) / Double(first.rate))
@@ -95,8 +94,7 @@ final class MusicStreamer: @unchecked Sendable {
     var nextLook: Int? {
         let p = progress
         if p.finished || p.gaveUp != nil { return nanosecondsToDrain(targets) }
-        guard let first = targets.first else { return nil }
-        let heard = first.heardFrames
+        guard let first = targets.first, let heard = heardInFirstZone(targets) else { return nil }
         guard let next = p.trackStarts.first(where: { $0.frame > heard }) else { return nil }
         return (next.frame - heard) * 1_000_000_000 / max(1, first.rate) + 1_000_000
     }

@@ -62,12 +62,13 @@ public struct SourceOutput: Sendable {
         return true
     }
 
-    /// True while this zone's device is out (its card lost, its stream not connected) and another of
-    /// `outputs` plays: the source goes on there, and its frames for this zone are dropped rather
-    /// than waited for (a lost card stopped the music in every room). With every zone out the
-    /// source waits, and goes on from where it was when one is back. Any thread.
+    /// True while this zone's device is out and stopped taking frames (its card lost: a Snapcast
+    /// zone takes them on, unheard) and another of `outputs` plays: the source goes on there, and
+    /// its frames for this zone are dropped rather than waited for (a lost card stopped the music in
+    /// every room). With every zone out the source waits, and goes on from where it was when one is
+    /// back. Any thread.
     public func isLeftBehind(among outputs: some Sequence<SourceOutput>) -> Bool {
-        !device.isAvailable && outputs.contains { $0.device.isAvailable }
+        device.spec.stream == nil && !device.isAvailable && outputs.contains { $0.device.isAvailable }
     }
 
     /// Drops `frames` of the source for this zone (it is left behind): counted as heard, so the
@@ -78,19 +79,20 @@ public struct SourceOutput: Sendable {
     }
 
     /// Whether a zone that was behind plays the source's next frames in step with its other zones:
-    /// once its device is back and what it still holds (its ring, then the device's buffer, frames
-    /// from before it was lost) plays out no later than what the others hold. Until then its frames
-    /// are dropped (false); at that moment the difference is made up with silence, so each frame
-    /// from here on is heard in every zone at once. With no zone in step to follow, it just goes
-    /// on. Producer thread.
+    /// once its device is back and what its ring still holds (frames from before it was lost) is no
+    /// more than the others' rings hold — zones of one source take its frames at the same pace, so
+    /// in step their rings hold the same. Until then its frames are dropped (false); at that moment
+    /// the difference is made up with silence, so each frame from here on is heard in every zone
+    /// as it was before the loss. With no zone in step to follow it just goes on; while every zone
+    /// is out it waits with the others (true, still behind). Producer thread.
     public func rejoins(among outputs: some Sequence<SourceOutput>) -> Bool {
         if !device.isAvailable { return !outputs.contains { $0.device.isAvailable } }
         var theirs: Double?
         for o in outputs where o.device.isAvailable && !o.slot.isBehind {
-            theirs = min(theirs ?? .infinity, o.secondsQueued)
+            theirs = min(theirs ?? .infinity, o.secondsInRing)
         }
         if let theirs {
-            let mine = secondsQueued
+            let mine = secondsInRing
             if mine > theirs { return false }
             let gap = min(Int((theirs - mine) * Double(rate)), slot.ring.writable / max(1, channels))
             if gap > 0 {
@@ -103,11 +105,8 @@ public struct SourceOutput: Sendable {
         return true
     }
 
-    /// Seconds until what this zone holds of the source (its ring, then the device's buffer) has
-    /// played. Any thread.
-    var secondsQueued: Double {
-        Double(slot.ring.readable / max(1, channels) + device.snapshot().delayFrames) / Double(max(1, rate))
-    }
+    /// Seconds of the source this zone's ring holds. Any thread.
+    var secondsInRing: Double { Double(slot.ring.readable / max(1, channels)) / Double(max(1, rate)) }
 
     /// Nanoseconds of audio the slot's ring holds above half full (0 at or below): how long the
     /// output takes to bring it down to half. What the output read but has not handed back counts
@@ -214,16 +213,27 @@ func nanosecondsToHalfFull(_ outputs: [SourceOutput]) -> Int {
     max(5_000_000, outputs.lazy.map(\.nanosecondsAboveHalf).min() ?? 5_000_000)
 }
 
-/// The position of a slot-fed source: frames of it heard in the first zone, in seconds.
+/// The position of a slot-fed source: frames of it heard, in seconds (`heardInFirstZone`).
 func slotPosition(_ outputs: [SourceOutput]) -> Double? {
+    guard let first = outputs.first, let heard = heardInFirstZone(outputs) else { return nil }
+    return Double(heard) / Double(first.rate)
+}
+
+/// Frames of the source heard so far, in the first zone's frames, as the first zone that plays in
+/// step says (its device available, not behind), else the first: a zone left behind counts what
+/// was dropped for it as heard when it was dropped, ahead of what the others have played.
+func heardInFirstZone(_ outputs: [SourceOutput]) -> Int? {
     guard let first = outputs.first else { return nil }
-    return Double(first.heardFrames) / Double(first.rate)
+    guard let reference = outputs.first(where: { $0.device.isAvailable && !$0.slot.isBehind }),
+        reference.slot !== first.slot
+    else { return first.heardFrames }
+    return Int((Double(reference.heardFrames) * Double(first.rate) / Double(max(1, reference.rate))).rounded())
 }
 
 extension SourceOutput {
     /// Frames of the source heard in this zone by now: the slot's frames mixed, less those still
-    /// in the device's buffer.
-    public var heardFrames: Int { slot.framesHeard(atZoneFrame: device.snapshot().audibleFrame) }
+    /// in the device's buffer, or, while the zone's output is lost, those mixed since it was.
+    public var heardFrames: Int { slot.framesHeard(atZoneFrame: device.heardFrame) }
 }
 
 /// True once every slot played the source's last frame — but for a zone left behind

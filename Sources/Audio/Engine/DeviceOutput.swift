@@ -298,6 +298,16 @@ public final class DeviceOutput: @unchecked Sendable {
     /// server, or a stalled one); an ALSA device gone (unplugged) until it is opened again. Any thread.
     public var outage: Timeline.Snapshot { streamSink?.outage.snapshot() ?? deviceOutage.snapshot() }
 
+    /// The zone frame heard now (`Snapshot.audibleFrame`), but while the output is lost, the first
+    /// frame that did not reach anyone: what was mixed from there on is not heard, and a source's
+    /// position stays where the zone lost it. Any thread.
+    public var heardFrame: Int {
+        let audible = snapshot().audibleFrame
+        let lost = outage
+        guard lost.isOn(at: audible), let start = lost.runStart(at: audible) else { return audible }
+        return min(audible, start)
+    }
+
     /// A stream output's server answered a call made at `callStartedAt` (monotonic ns): a
     /// connection made before it may carry audio (`StreamSpec.awaitsServer`). Any thread.
     public func serverAnswered(callStartedAt: Int) { streamSink?.serverAnswered(callStartedAt: callStartedAt) }

@@ -17,8 +17,12 @@ struct Hearing {
         let firstFrame: Int?
         /// Where the zone's output did not reach its listeners (`DeviceOutput.outage`).
         let outage: Timeline.Snapshot
-        /// Mixed at the audible frame, but the zone's output was lost there.
-        var lost: Bool { sounding.isOn(at: audibleFrame) && outage.isOn(at: audibleFrame) }
+        /// The zone's output is lost at the audible frame, and the source was mixed there, or where
+        /// the loss began (music held since, `Daemon.followStreams`).
+        var lost: Bool {
+            guard outage.isOn(at: audibleFrame) else { return false }
+            return sounding.isOn(at: audibleFrame) || outage.runStart(at: audibleFrame).map(sounding.isOn) == true
+        }
         var heard: Bool { sounding.isOn(at: audibleFrame) && !outage.isOn(at: audibleFrame) }
         /// The zone frame from which it is heard (when it is): where its sounding began, or where the
         /// zone's output came back, whichever is later.

@@ -8,10 +8,11 @@ import Players
 extension Daemon {
     /// The one admit path: resolves `requested` zones (empty: every zone) to those that can play,
     /// makes the source for them (before the lock: decoding, rendering), gives it an id, and asks
-    /// the arbiter. Announcements coalesce by `coalesceKey`. Any thread.
+    /// the arbiter. Announcements coalesce by `coalesceKey`. A request made from the configuration
+    /// of `configuration` (a `State.configGeneration`) is refused if a reload came since. Any thread.
     func admit(
         _ sourceClass: SourceClass, zones requested: [String], volume: Float, coalesceKey: String? = nil,
-        before announce: ((SourceID) -> Void)? = nil,
+        configuration: Int? = nil, before announce: ((SourceID) -> Void)? = nil,
         make: ([ZoneHandle]) throws(ControlError) -> any Source
     ) throws(ControlError) -> Admission {
         guard volume.isFinite, (0...1).contains(volume) else {
@@ -27,6 +28,10 @@ extension Daemon {
             let changed = available.filter { name in
                 guard let was = table.zone(name), let now = current.zone(name) else { return true }
                 return was.rate != now.rate || was.channels != now.channels
+            }
+            if let configuration, configuration != s.configGeneration {
+                _ = source.stop()
+                throw ControlError(.unavailable, "batond's configuration was reloaded meanwhile; ask again")
             }
             guard changed.isEmpty else {
                 _ = source.stop()

@@ -130,18 +130,47 @@ extension Daemon {
 
     /// Sets each slot of `p` to what the arbiter says: paused unless the source is audible; in each
     /// zone, the user's volume × the duck stage, or 0 where it is muted. Duck changes ramp over the
-    /// policy's attack or release; everything else over the zone's default ramp.
-    private func reconcile(_ p: Playback, _ s: inout State, ramps: [String: Int]) {
+    /// policy's attack or release; everything else over the zone's default ramp. Music is also held
+    /// (paused) in a Snapcast zone whose server is away (`followStreams`).
+    func reconcile(_ p: Playback, _ s: inout State, ramps: [String: Int]) {
         let audible = s.arbiter.state(of: p.id)?.isAudible ?? false
         for part in p.parts {
             guard let slot = part.slot else { continue }
             let gain = target(p, zone: part.zone, s)
             if slot.targetGain != gain { slot.setGain(gain, overFrames: ramps["\(p.id)/\(part.zone)"]) }
-            if audible { slot.resume() } else { slot.pause() }
+            let held = p.sourceClass == .music && isHeld(in: part.zone, p, s)
+            let pause = !audible || held
+            if pause != slot.isPauseRequested {
+                if pause { slot.pause() } else { slot.resume() }
+            }
         }
         if p.audible != audible {
             if p.audible != nil { p.source.audibilityChanged(audible) }
             p.audible = audible
         }
+    }
+
+    /// Music in a Snapcast zone whose server went away (stopped, restarting, stalled) is held there
+    /// from the monitor's next look, and goes on from that sample when the server is back: the
+    /// zone's clock runs on through the outage (so its speakers stay in step), and the music used
+    /// to run on with it, unheard, coming back later in the track by the outage's length. What
+    /// played between the outage's first frame and the hold (a period and a fade; a stall's first
+    /// 0.1 s) is lost. Music that plays on in another zone is not held: the Snapcast zone keeps
+    /// taking its frames, unheard, and is in step with the others when its server is back.
+    /// Announcements and calls are not held: late, they would be wrong. Under the lock; monitor
+    /// thread.
+    func followStreams(_ s: inout State) {
+        var down = Set<String>()
+        for zone in zones.zones where !zone.device.isAvailable { down.insert(zone.name) }
+        guard down != s.zonesDown else { return }
+        s.zonesDown = down
+        for p in s.playbacks.values where p.started && p.sourceClass == .music { reconcile(p, &s, ramps: [:]) }
+    }
+
+    /// Whether `p` is held in `zone`: a Snapcast zone whose server is away, while none of `p`'s
+    /// zones plays. Under the lock.
+    private func isHeld(in zone: String, _ p: Playback, _ s: borrowing State) -> Bool {
+        guard s.zonesDown.contains(zone), output(zone)?.device.spec.stream != nil else { return false }
+        return p.zones.allSatisfy(s.zonesDown.contains)
     }
 }

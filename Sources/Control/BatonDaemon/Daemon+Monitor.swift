@@ -42,6 +42,7 @@ extension Daemon {
                 p.source.tick(audible: p.heard && (s.arbiter.state(of: p.id)?.isAudible ?? false))
             }
             for zone in zones.zones { s.availability.report(zone, events: events, logger: logger) }
+            followStreams(&s)
             var next: Int? = nil
             for p in s.playbacks.values where p.started && !p.released {
                 if let n = p.source.nextTick { next = min(next ?? n, n) }

@@ -32,8 +32,10 @@ extension Daemon {
 
         // Sources on zones that go away, and programs playing through an external source that was
         // removed or changed, end first, so nothing keeps a slot of a stopped device. The new table
-        // goes in under the same lock: a request admitted from now on sees it (`admit` checks).
+        // and configuration go in under the same lock: a request admitted from now on sees them
+        // (`admit` checks).
         let externalEnding = Set(report.externalSourcesChanged)
+        let library = report.soundsChanged ? Self.soundLibrary(new) : sounds
         state.withLock { s in
             for p in s.playbacks.values.sorted(by: { $0.id < $1.id })
             where p.zones.contains(where: stoppedZones.contains)
@@ -45,9 +47,10 @@ extension Daemon {
             // A reopened zone starts unseen, like at start: "opening PCM" is not an outage.
             for zone in stoppedZones { s.availability.forget(zone) }
             replaceZones(table)
+            replaceConfig(new, sounds: library)
+            s.configGeneration += 1
         }
         for d in stopped { d.stop() }
-        replaceConfig(new, sounds: report.soundsChanged ? Self.soundLibrary(new) : sounds)
         if report.policyChanged { state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) } }
         parts.volumes.open(table.zones.filter { (report.zonesAdded + report.zonesChanged).contains($0.name) })
         for d in started {

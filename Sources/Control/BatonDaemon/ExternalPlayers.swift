@@ -45,7 +45,11 @@ struct ExternalPlayers {
     /// else asks for the zones as a new source. Stream thread.
     func frames(_ stream: ExternalStream) {
         let name = stream.name
-        guard let source = daemon.config.externalSources?.source(name) else {
+        // The source's settings and the configuration they belong to (a reload swaps it under the lock).
+        let (found, generation) = daemon.state.withLock { s in
+            (daemon.config.externalSources?.source(name), s.configGeneration)
+        }
+        guard let source = found else {
             stream.refuse("unknown source \"\(name)\" (it was removed from batond's config)")
             return
         }
@@ -70,7 +74,7 @@ struct ExternalPlayers {
             control: control(source), wake: wakeMonitor)
         do {
             _ = try daemon.admit(
-                SourceClass(source.sourceClass), zones: source.zones, volume: 1,
+                SourceClass(source.sourceClass), zones: source.zones, volume: 1, configuration: generation,
                 before: { id in events.publish(type: .external, source: id.rawValue, reason: what) }
             ) { _ throws(ControlError) in ExternalPlayer(settings: settings, stream: stream) }
         } catch {

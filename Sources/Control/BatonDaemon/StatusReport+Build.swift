@@ -36,7 +36,7 @@ extension StatusReport.Zone {
                 .init(
                     source: source, gain: Double(slot.appliedGain), targetGain: Double(slot.targetGain),
                     paused: slot.isPaused,
-                    positionFrames: slot.framesHeard(atZoneFrame: snap.audibleFrame),
+                    positionFrames: slot.framesHeard(atZoneFrame: output.heardFrame),
                     starvedPeriods: slot.starvedPeriods)
             },
             snapcast: snapcast)

@@ -196,8 +196,9 @@ extension ExternalStream {
             while true {
                 let made = pumps[i].resampled.withUnsafeMutableBufferPointer { (try? r.flush(output: $0)) ?? 0 }
                 if made == 0 { break }
-                _ = pumps[i].resampled.withUnsafeBufferPointer {
-                    pumps[i].output.slot.ring.write($0.baseAddress!, count: made * channels)
+                let output = pumps[i].output
+                pumps[i].resampled.withUnsafeBufferPointer {
+                    put(UnsafeBufferPointer(rebasing: $0[0..<(made * channels)]), into: output)
                 }
             }
             r.reset()

@@ -199,6 +199,15 @@ extension DeviceZoneTests {
         #expect(try zone(t, "kitchen")?.audible == [id])
         #expect(try zone(t, "card")?.audible == [])
         #expect(position() > positionAtUnplug + 1.5, "position \(positionAtUnplug) → \(position())")
+        // The position is the kitchen's, where it is heard, not the lost card's (the card is the
+        // source's first zone; what was dropped for it counts as heard when it was dropped).
+        let look = try t.status()
+        let said = try #require(look.sources.first { $0.id == id }?.positionSeconds)
+        let heardInKitchen = try #require(
+            look.zones.first { $0.name == "kitchen" }?.sources.first { $0.source == id }.map {
+                Double($0.positionFrames) / 44_100
+            })
+        #expect(abs(said - heardInKitchen) < 0.03, "position \(said) s, heard in the kitchen \(heardInKitchen) s")
         let kitchen = t.left("kitchen")
         var silent: [Int] = []
         for at in stride(from: kitchenAtUnplug, to: kitchen.count - 2_205, by: 2_205)
@@ -256,8 +265,8 @@ extension DeviceZoneTests {
         fill(inKitchen, 0.45)
         #expect(onPatio.rejoins(among: both))
         #expect(!onPatio.slot.isBehind)
-        let gap = inKitchen.secondsQueued - onPatio.secondsQueued
-        #expect(abs(gap) < 0.005, "kitchen holds \(inKitchen.secondsQueued) s, patio \(onPatio.secondsQueued) s")
+        let gap = inKitchen.secondsInRing - onPatio.secondsInRing
+        #expect(abs(gap) < 0.005, "kitchen holds \(inKitchen.secondsInRing) s, patio \(onPatio.secondsInRing) s")
         #expect(onPatio.slot.framesSkipped < 480, "the silence is not the source's: \(onPatio.slot.framesSkipped)")
     }
 }

@@ -149,4 +149,28 @@ import Testing
                 (try? t.status().zones.first { $0.name == "patio" }?.audible.contains(admitted.id)) == true
             })
     }
+
+    /// A request made from the configuration before a reload (an external program whose source's
+    /// settings were read just before it) is refused: it would play with settings batond no longer
+    /// has, or through a source it removed. The same request made after it is admitted.
+    @Test func aRequestFromTheConfigurationBeforeAReloadIsRefused() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        #expect(waitUntil { t.daemon.output("kitchen")?.device.snapshot().available == true })
+        let before = t.daemon.state.withLock { $0.configGeneration }
+        #expect(t.daemon.apply(t.config).zonesUnchanged == ["kitchen", "patio"])
+        #expect(throws: ControlError.self) {
+            try t.daemon.admit(.announcement, zones: ["kitchen"], volume: 1, configuration: before) {
+                available throws(ControlError) in
+                try t.daemon.sounds.player("bell1k", loop: false, in: available)
+            }
+        }
+        let now = t.daemon.state.withLock { $0.configGeneration }
+        #expect(now == before + 1)
+        let admitted = try t.daemon.admit(.announcement, zones: ["kitchen"], volume: 1, configuration: now) {
+            available throws(ControlError) in
+            try t.daemon.sounds.player("bell1k", loop: false, in: available)
+        }
+        #expect(admitted.outcome == Outcome.playing)
+    }
 }
