@@ -219,12 +219,13 @@ func slotPosition(_ outputs: [SourceOutput]) -> Double? {
     return Double(heard) / Double(first.rate)
 }
 
-/// Frames of the source heard so far, in the first zone's frames, as the first zone that plays in
-/// step says (its device available, not behind), else the first: a zone left behind counts what
-/// was dropped for it as heard when it was dropped, ahead of what the others have played.
+/// Frames of the source heard so far, in the first zone's frames, as the first zone that is heard
+/// and in step says (`DeviceOutput.isHeard`, not behind), else the first: a zone left behind counts
+/// what was dropped for it as heard when it was dropped, ahead of what the others have played, and
+/// a zone whose output is lost holds the position where it lost it.
 func heardInFirstZone(_ outputs: [SourceOutput]) -> Int? {
     guard let first = outputs.first else { return nil }
-    guard let reference = outputs.first(where: { $0.device.isAvailable && !$0.slot.isBehind }),
+    guard let reference = outputs.first(where: { $0.device.isHeard && !$0.slot.isBehind }),
         reference.slot !== first.slot
     else { return first.heardFrames }
     return Int((Double(reference.heardFrames) * Double(first.rate) / Double(max(1, reference.rate))).rounded())

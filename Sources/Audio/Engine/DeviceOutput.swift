@@ -298,6 +298,13 @@ public final class DeviceOutput: @unchecked Sendable {
     /// server, or a stalled one); an ALSA device gone (unplugged) until it is opened again. Any thread.
     public var outage: Timeline.Snapshot { streamSink?.outage.snapshot() ?? deviceOutage.snapshot() }
 
+    /// Whether what the zone plays reaches its listeners now: the device plays, and the frame heard
+    /// now is not in an outage (a Snapcast zone reconnected is heard again one server buffer
+    /// later). Any thread.
+    public var isHeard: Bool {
+        isAvailable && !outage.isOn(at: snapshot().audibleFrame)
+    }
+
     /// The zone frame heard now (`Snapshot.audibleFrame`), but while the output is lost, the first
     /// frame that did not reach anyone: what was mixed from there on is not heard, and a source's
     /// position stays where the zone lost it. Any thread.

@@ -366,6 +366,10 @@ public final class ZoneMixer: @unchecked Sendable {
         if !pausing && slot.pausedNow.load(ordering: .relaxed) {
             slot.pausedNow.store(false, ordering: .releasing)
             eventInPeriod = true
+            // Where the pause ended, for the position of frames heard before it (`framesHeard`).
+            slot.consumedAtResume.store(slot.consumed.load(ordering: .relaxed), ordering: .relaxed)
+            slot.mixedEndAtResume.store(slot.lastMixedEndFrame.load(ordering: .relaxed), ordering: .relaxed)
+            slot.resumedAtFrame.store(frame, ordering: .releasing)
         }
         let target: Float = pausing ? 0 : slot.targetGain
         let custom = Float(bitPattern: slot.rampStepBits.load(ordering: .relaxed))

@@ -17,12 +17,9 @@ struct Hearing {
         let firstFrame: Int?
         /// Where the zone's output did not reach its listeners (`DeviceOutput.outage`).
         let outage: Timeline.Snapshot
-        /// The zone's output is lost at the audible frame, and the source was mixed there, or where
-        /// the loss began (music held since, `Daemon.followStreams`).
-        var lost: Bool {
-            guard outage.isOn(at: audibleFrame) else { return false }
-            return sounding.isOn(at: audibleFrame) || outage.runStart(at: audibleFrame).map(sounding.isOn) == true
-        }
+        /// The zone's output is lost at the audible frame: nothing of the source is heard there,
+        /// whether it was mixed (dropped), held (`Daemon.followStreams`) or not begun yet.
+        var lost: Bool { outage.isOn(at: audibleFrame) }
         var heard: Bool { sounding.isOn(at: audibleFrame) && !outage.isOn(at: audibleFrame) }
         /// The zone frame from which it is heard (when it is): where its sounding began, or where the
         /// zone's output came back, whichever is later.
@@ -61,6 +58,7 @@ struct Hearing {
         guard let arbiter else { return previous ?? "queued" }
         if heard { return arbiter == .ducked ? "ducked" : "playing" }
         guard arbiter.isAudible else { return arbiter.rawValue }
+        if !parts.isEmpty && parts.allSatisfy(\.lost) { return "unavailable" }
         if parts.isEmpty || parts.allSatisfy(\.notYetHeard) { return "starting" }
         if parts.contains(where: \.lost) { return "unavailable" }
         if parts.contains(where: \.starved) { return "buffering" }

@@ -80,7 +80,8 @@ extension Daemon {
                 logger.error("zone \(part.zone): every slot is busy; \(p.id) cannot play there")
                 continue
             }
-            if !audible { slot.pause() }
+            // Paused from its first frame where it is not let be heard, or held (`followStreams`).
+            if !audible || (p.sourceClass == .music && isHeld(in: part.zone, p, s)) { slot.pause() }
             part.slot = slot
             outputs.append(
                 zone.output(

@@ -1,5 +1,6 @@
 import BatonConfig
 import BatonTesting
+import Engine
 import FoundationEssentials
 import Glibc
 import OSThread
@@ -372,5 +373,25 @@ extension AudioTruthTests {
         #expect(try t.status().zones.first { $0.name == "kitchen" }?.state == "silent")
         #expect(try t.status().sources.first { $0.id == id }?.track?.title == "Digital Silence")
         t.stop()
+    }
+}
+
+extension AudioTruthTests {
+    /// A source the arbiter lets be heard, in a zone whose output is lost (a Snapcast server away),
+    /// whose first frame was never mixed there (started, or skipped to the next track, while music
+    /// is held there) reads `unavailable`, not `starting`: nothing of it can be heard there. It read
+    /// `starting`, and the monitor looked for its first frame every 5 ms for as long as the outage
+    /// lasted.
+    @Test func aSourceNotBegunWhereTheOutputIsLostIsUnavailable() {
+        let outage = Timeline()
+        outage.record(on: 4_800, off: nil)
+        let part = Hearing.Part(
+            zone: "upstairs", audibleFrame: 9_600, sounding: Timeline().snapshot(), firstFrame: nil,
+            outage: outage.snapshot())
+        #expect(Hearing(parts: [part]).state(arbiter: .playing, previous: "playing") == "unavailable")
+        let back = Hearing.Part(
+            zone: "upstairs", audibleFrame: 9_600, sounding: Timeline().snapshot(), firstFrame: nil,
+            outage: Timeline().snapshot())
+        #expect(Hearing(parts: [back]).state(arbiter: .playing, previous: "unavailable") == "starting")
     }
 }
