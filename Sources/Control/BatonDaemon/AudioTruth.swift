@@ -17,9 +17,14 @@ struct Hearing {
         let firstFrame: Int?
         /// Where the zone's output did not reach its listeners (`DeviceOutput.outage`).
         let outage: Timeline.Snapshot
-        /// The zone's output is lost at the audible frame: nothing of the source is heard there,
-        /// whether it was mixed (dropped), held (`Daemon.followStreams`) or not begun yet.
-        var lost: Bool { outage.isOn(at: audibleFrame) }
+        /// The zone's output is lost at the audible frame, and the source would be heard there
+        /// else: it is mixed there (dropped), or was where the loss began (held since,
+        /// `Daemon.followStreams`), or has not begun there yet. Not one paused before the loss.
+        var lost: Bool {
+            guard outage.isOn(at: audibleFrame) else { return false }
+            return sounding.isOn(at: audibleFrame) || notYetHeard
+                || outage.runStart(at: audibleFrame).map(sounding.isOn) == true
+        }
         var heard: Bool { sounding.isOn(at: audibleFrame) && !outage.isOn(at: audibleFrame) }
         /// The zone frame from which it is heard (when it is): where its sounding began, or where the
         /// zone's output came back, whichever is later.

@@ -74,14 +74,16 @@ extension Daemon {
         let audible = s.arbiter.state(of: p.id)?.isAudible ?? false
         var outputs: [SourceOutput] = []
         for part in p.parts {
+            // Held where music is held (`followStreams`): claimed at 0 like one not let be heard, so
+            // no fade out of its first frames is mixed where nobody hears them.
+            let held = p.sourceClass == .music && isHeld(in: part.zone, p, s)
             guard let zone = output(part.zone),
-                let slot = zone.mixer.claimSlot(gain: audible ? target(p, zone: part.zone, s) : 0)
+                let slot = zone.mixer.claimSlot(gain: audible && !held ? target(p, zone: part.zone, s) : 0)
             else {
                 logger.error("zone \(part.zone): every slot is busy; \(p.id) cannot play there")
                 continue
             }
-            // Paused from its first frame where it is not let be heard, or held (`followStreams`).
-            if !audible || (p.sourceClass == .music && isHeld(in: part.zone, p, s)) { slot.pause() }
+            if !audible || held { slot.pause() }
             part.slot = slot
             outputs.append(
                 zone.output(

@@ -394,4 +394,23 @@ extension AudioTruthTests {
             outage: Timeline().snapshot())
         #expect(Hearing(parts: [back]).state(arbiter: .playing, previous: "unavailable") == "starting")
     }
+
+    /// Music paused in a card zone and a Snapcast zone; the Snapcast server goes away; the user
+    /// resumes: until the card's delay has passed the music reads `paused` as before, not
+    /// `unavailable` — the card zone reaches its listeners, and the Snapcast zone lost nothing of
+    /// a source paused before its loss.
+    @Test func aSourcePausedBeforeALossIsNotLostThere() {
+        let paused = Timeline()
+        paused.record(on: 0, off: 1_000)
+        let outage = Timeline()
+        outage.record(on: 1_500, off: nil)
+        let card = Hearing.Part(
+            zone: "card", audibleFrame: 2_000, sounding: paused.snapshot(), firstFrame: 0,
+            outage: Timeline().snapshot())
+        let snapcast = Hearing.Part(
+            zone: "upstairs", audibleFrame: 2_000, sounding: paused.snapshot(), firstFrame: 0,
+            outage: outage.snapshot())
+        #expect(!snapcast.lost)
+        #expect(Hearing(parts: [card, snapcast]).state(arbiter: .playing, previous: "paused") == "paused")
+    }
 }
