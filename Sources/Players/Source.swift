@@ -71,6 +71,12 @@ public struct SourceOutput: Sendable {
         device.spec.stream == nil && !device.isAvailable && outputs.contains { $0.device.isAvailable }
     }
 
+    /// Whether this zone takes the source's frames with the others: neither left behind
+    /// (`isLeftBehind`) nor behind since (`rejoins`). Any thread.
+    public func isInStep(among outputs: some Sequence<SourceOutput>) -> Bool {
+        !slot.isBehind && !isLeftBehind(among: outputs)
+    }
+
     /// Drops `frames` of the source for this zone (it is left behind): counted as heard, so the
     /// position stays the source's, and the zone marked behind until it `rejoins`. Producer thread.
     public func drop(_ frames: Int) {

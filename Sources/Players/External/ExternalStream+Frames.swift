@@ -46,7 +46,7 @@ extension ExternalStream {
             // A zone left behind (its card lost while another plays) or behind is not waited for (`put`).
             for p in pumps
             where p.output.slot.ring.readable >= p.leadSamples || p.output.slot.ring.writable < p.resampled.count {
-                if !p.output.slot.isBehind && !p.output.isLeftBehind(among: pumpOutputs) { return moved }
+                if p.output.isInStep(among: pumpOutputs) { return moved }
             }
             let frames = min(Self.block, fifoCount / format.frameBytes)
             decode(frames, format)
@@ -210,9 +210,7 @@ extension ExternalStream {
     /// Frames between what was consumed and the speaker, at the program's rate: the slot ring, the
     /// resampler's delay and the device's buffer.
     func pipelineDelay() -> UInt64 {
-        guard let format,
-            let p = pumps.first(where: { !$0.output.slot.isBehind && !$0.output.isLeftBehind(among: pumpOutputs) })
-                ?? pumps.first
+        guard let format, let p = pumps.first(where: { $0.output.isInStep(among: pumpOutputs) }) ?? pumps.first
         else { return 0 }
         let o = p.output
         let outFrames =
