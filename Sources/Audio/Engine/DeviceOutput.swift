@@ -275,7 +275,8 @@ public final class DeviceOutput: @unchecked Sendable {
         (rewinds.load(ordering: .relaxed), framesTakenBack.load(ordering: .relaxed))
     }
 
-    /// How many times the output thread woke to render and write (cycles of its loop). Any thread.
+    /// How many times the output thread woke: to render and write (cycles of its loop), and, stopped
+    /// while idle, for something that left it with nothing to play. Any thread.
     public var wakeUpCount: Int { wakeUps.load(ordering: .relaxed) }
 
     /// How many times the output thread tried to open the PCM. Any thread.
@@ -598,7 +599,11 @@ public final class DeviceOutput: @unchecked Sendable {
         idleStopCount.add(1, ordering: .relaxed)
         stoppedIdle.store(true, ordering: .releasing)
         doorbell.drain()
-        while !stopping && allZonesIdle { _ = doorbell.waitForPost(milliseconds: -1) }
+        while !stopping && allZonesIdle {
+            _ = doorbell.waitForPost(milliseconds: -1)
+            // Woken for nothing (what rang changed nothing it plays): a wake-up that cost.
+            if !stopping && allZonesIdle { wakeUps.add(1, ordering: .relaxed) }
+        }
         stoppedIdle.store(false, ordering: .releasing)
         let r = pcm.prepare()
         if r < 0 {

@@ -178,10 +178,13 @@ public final class SourceSlot: @unchecked Sendable {
 
     // MARK: Slot lifecycle (Zone)
 
-    /// Prepares a free slot for a new source. Control thread, while the slot is free.
+    /// Prepares a free slot for a new source. Does not ring the output's doorbell: the source has
+    /// nothing to play yet, and an output stopped while idle that woke now would start its device on
+    /// silence (a card: a buffer of it before the source's first sample); whoever feeds the slot
+    /// wakes the output once it has (`DeviceOutput.wake`). Control thread, while the slot is free.
     func activate(gain: Float) {
         ring.reset()
-        setGain(gain)
+        targetGainBits.store(gain.bitPattern, ordering: .relaxed)
         currentGainBits.store(gain.bitPattern, ordering: .relaxed)
         rampStepBits.store(0, ordering: .relaxed)
         pauseRequested.store(false, ordering: .relaxed)

@@ -155,7 +155,8 @@ public final class ZoneMixer: @unchecked Sendable {
 
     /// Claims a free slot for a new source, or nil when all are busy: the lowest free one, so that
     /// the slots used are the first few. A slot used for the first time has its ring paged in here
-    /// (`FloatRing.makeResident`), before its producer writes. Control thread only.
+    /// (`FloatRing.makeResident`), before its producer writes. The output thread is not woken: wake
+    /// it (`DeviceOutput.wake`) once the slot holds its first frames. Control thread only.
     public func claimSlot(gain: Float) -> SourceSlot? {
         for slot in slots where slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.free.rawValue {
             slot.ring.makeResident()

@@ -37,9 +37,7 @@ import Testing
         #expect(waitUntil(seconds: 5) { zone.isStoppedIdle }, "stops after half a second of nothing")
         let stoppedAt = zone.snapshot().framesPlayed
         #expect(stoppedAt >= Self.rate / 2)
-        usleep(200_000)
-        #expect(zone.snapshot().framesPlayed == stoppedAt, "writes nothing while stopped")
-        #expect(zone.idleStops == 1)
+        let wakes = zone.wakeUpCount
 
         // A sound whose every sample differs from silence, the first one included.
         let frames = 4_800
@@ -47,6 +45,12 @@ import Testing
         let slot = try #require(zone.mixer.claimSlot(gain: 1))
         _ = sound.withUnsafeBufferPointer { slot.ring.write($0.baseAddress!, count: $0.count) }
         slot.finish()
+        // Until it is woken: a zone that woke at the claim would start on silence (the source not
+        // fed yet) and play its first sample late.
+        usleep(200_000)
+        #expect(zone.snapshot().framesPlayed == stoppedAt, "writes nothing while stopped")
+        #expect(zone.isStoppedIdle && zone.wakeUpCount == wakes, "a claimed slot does not wake it")
+        #expect(zone.idleStops == 1)
         let woken = Self.now()
         zone.wake()
         #expect(waitUntil { slot.firstFrameAt != nil })
