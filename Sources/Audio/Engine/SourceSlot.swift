@@ -47,12 +47,9 @@ public final class SourceSlot: @unchecked Sendable {
     let startedAtFrame = Atomic<Int>(-1)
     /// The zone frame just after the last frame of this slot that was mixed, or -1.
     let lastMixedEndFrame = Atomic<Int>(-1)
-    /// Where the latest pause ended: the zone frame of the first period mixed after it, or -1 (none
-    /// yet), with `consumed` and `lastMixedEndFrame` as they were then. A frame heard before it
-    /// counts from the pause, not across it (`framesHeard`).
-    let resumedAtFrame = Atomic<Int>(-1)
-    let consumedAtResume = Atomic<Int>(0)
-    let mixedEndAtResume = Atomic<Int>(-1)
+    /// Where the mixing of this slot's frames went on after its latest breaks (pauses, a ring that
+    /// ran dry): a frame heard before one counts from the break, not across it (`framesHeard`).
+    let breaks = MixingBreaks()
     /// When the slot's frames are in the mix at a gain above 0 (heard, once the device plays them):
     /// on from the first such frame, off from the frame after the last; the off is tagged when the
     /// ring ran dry before the end of the stream (the producer is late: buffering).
@@ -137,14 +134,16 @@ public final class SourceSlot: @unchecked Sendable {
     /// those the producer dropped (`skip`): the source's position, as in its other zones.
     /// Any thread.
     public func framesHeard(atZoneFrame audibleFrame: Int) -> Int {
-        // A frame heard before the latest resume: count from where the pause left it (the zone
-        // frames of the pause held none of this source's frames).
-        let resumed = resumedAtFrame.load(ordering: .acquiring)
-        let before = resumed >= 0 && audibleFrame < resumed
-        let mixed =
-            (before ? consumedAtResume.load(ordering: .acquiring) : consumed.load(ordering: .acquiring))
-            + skipped.load(ordering: .acquiring)
-        let end = before ? mixedEndAtResume.load(ordering: .acquiring) : lastMixedEndFrame.load(ordering: .acquiring)
+        // A frame heard before a break's end: count from where the break began (the zone frames of
+        // a pause, or of a ring run dry, held none of this source's frames).
+        let mixed: Int
+        let end: Int
+        if let b = breaks.firstEnded(after: audibleFrame) {
+            (mixed, end) = (b.consumed + skipped.load(ordering: .acquiring), b.mixedEnd)
+        } else {
+            mixed = consumed.load(ordering: .acquiring) + skipped.load(ordering: .acquiring)
+            end = lastMixedEndFrame.load(ordering: .acquiring)
+        }
         guard end >= 0 else { return mixed }
         return max(0, mixed - max(0, end - audibleFrame))
     }
@@ -198,9 +197,7 @@ public final class SourceSlot: @unchecked Sendable {
         drainedAtFrame.store(-1, ordering: .relaxed)
         startedAtFrame.store(-1, ordering: .relaxed)
         lastMixedEndFrame.store(-1, ordering: .relaxed)
-        resumedAtFrame.store(-1, ordering: .relaxed)
-        consumedAtResume.store(0, ordering: .relaxed)
-        mixedEndAtResume.store(-1, ordering: .relaxed)
+        breaks.reset()
         sounding.reset()
         soundingNow = false
         // A new source starts at its gain: it begins at its own first sample, so there is no jump to

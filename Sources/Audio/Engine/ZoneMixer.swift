@@ -367,10 +367,6 @@ public final class ZoneMixer: @unchecked Sendable {
         if !pausing && slot.pausedNow.load(ordering: .relaxed) {
             slot.pausedNow.store(false, ordering: .releasing)
             eventInPeriod = true
-            // Where the pause ended, for the position of frames heard before it (`framesHeard`).
-            slot.consumedAtResume.store(slot.consumed.load(ordering: .relaxed), ordering: .relaxed)
-            slot.mixedEndAtResume.store(slot.lastMixedEndFrame.load(ordering: .relaxed), ordering: .relaxed)
-            slot.resumedAtFrame.store(frame, ordering: .releasing)
         }
         let target: Float = pausing ? 0 : slot.targetGain
         let custom = Float(bitPattern: slot.rampStepBits.load(ordering: .relaxed))
@@ -442,7 +438,17 @@ public final class ZoneMixer: @unchecked Sendable {
         if got == 0 && pausing { g = target }  // nothing buffered: the fade is silent anyway
         trackSounding(
             slot, got: got, startGain: startGain, endGain: g, rising: step > 0, rampPart: rampPart, ranDry: ranDry)
-        if got > 0 { slot.lastMixedEndFrame.store(frame + got, ordering: .releasing) }
+        if got > 0 {
+            // Mixed again after a break (a pause, a ring that ran dry): where, for the position of
+            // frames heard before it (`framesHeard`). Not taken back (a barrier for `rewind`).
+            let mixedEnd = slot.lastMixedEndFrame.load(ordering: .relaxed)
+            if mixedEnd >= 0 && mixedEnd < frame {
+                slot.breaks.record(
+                    .init(wentOnAt: frame, consumed: slot.consumed.load(ordering: .relaxed), mixedEnd: mixedEnd))
+                eventInPeriod = true
+            }
+            slot.lastMixedEndFrame.store(frame + got, ordering: .releasing)
+        }
         slot.gain = g
         slot.currentGainBits.store(g.bitPattern, ordering: .relaxed)
         slot.consumed.add(got, ordering: .releasing)

@@ -119,4 +119,43 @@ import Testing
         t.record(on: 550, off: nil)
         #expect(t.snapshot().isOn(at: 520) == false && t.snapshot().onFrom == 550)
     }
+
+    /// A position read a device delay behind the mix counts only this source's frames mixed before
+    /// the frame heard, exactly, at every frame: across two pauses and a ring that ran dry and
+    /// refilled, all within that delay (a Snapcast zone's second; a button pressed twice).
+    @Test func framesHeardAreExactAcrossSeveralBreaks() throws {
+        let mixer = ZoneMixer(channels: 1, periodFrames: 100, slotCount: 1, ringSamples: 8_192, rampFrames: 40)
+        let slot = try #require(mixer.claimSlot(gain: 1))
+        // Each period's source frames are mixed at its start: (zone frame, frames mixed there).
+        var periods: [(frame: Int, got: Int)] = []
+        func render(_ n: Int) {
+            for _ in 0..<n {
+                let before = slot.framesConsumed
+                let frame = mixer.nextFrame
+                mixer.render()
+                periods.append((frame, slot.framesConsumed - before))
+            }
+        }
+        write(slot, [Float](repeating: 0.25, count: 650))
+        render(2)
+        slot.pause()
+        render(2)  // a 40-frame fade, then nothing
+        slot.resume()
+        render(1)
+        slot.pause()
+        render(3)
+        slot.resume()
+        render(3)  // runs dry in the third
+        render(2)
+        write(slot, [Float](repeating: 0.25, count: 300))
+        render(4)
+        #expect(periods.contains { $0.got > 0 && $0.got < 100 }, "a period ran dry")
+        var wrong: [String] = []
+        for a in 0...mixer.nextFrame {
+            let truth = periods.reduce(0) { $0 + max(0, min($1.got, a - $1.frame)) }
+            let heard = slot.framesHeard(atZoneFrame: a)
+            if heard != truth { wrong.append("\(a): \(heard) for \(truth)") }
+        }
+        #expect(wrong.count == 0, "frames read wrong, first \(wrong.prefix(3))")
+    }
 }
