@@ -146,6 +146,17 @@ public final class FloatRing: @unchecked Sendable {
         return readAt.load(ordering: .relaxed)
     }
 
+    /// Skips every sample written and not read yet, and hands them back to the producer with any
+    /// read and not released; returns how many were skipped. Consumer thread only. Real-time safe.
+    @discardableResult
+    public func discard() -> Int {
+        let r = readAt.load(ordering: .relaxed)
+        let t = tail.load(ordering: .acquiring)
+        readAt.store(t, ordering: .releasing)
+        head.store(t, ordering: .releasing)
+        return t - r
+    }
+
     /// Empties the ring. Only while neither side is using it (e.g. the slot is free).
     public func reset() {
         head.store(0, ordering: .releasing)

@@ -34,8 +34,9 @@ public final class SourceSlot: @unchecked Sendable {
     let endOfStream = Atomic<Bool>(false)
     let drainedFlag = Atomic<Bool>(false)
     let consumed = Atomic<Int>(0)
-    /// Frames the producer dropped instead of writing, while this zone was out and others played
-    /// (less the silence it put in to come back in step).
+    /// Frames dropped for this zone while it was out and others played — by the producer, instead
+    /// of writing them, and by the output thread, what the ring held when it came back — less the
+    /// silence the producer put in to come back in step.
     let skipped = Atomic<Int>(0)
     /// Set by the producer when it dropped frames for this zone; until it is in step with the
     /// source's other zones again (`SourceOutput.rejoins`).
@@ -148,7 +149,7 @@ public final class SourceSlot: @unchecked Sendable {
         return max(0, mixed - max(0, end - audibleFrame))
     }
 
-    /// Frames the producer dropped instead of writing (`skip`). Any thread.
+    /// Frames dropped for this zone while it was out (`skip`). Any thread.
     public var framesSkipped: Int { skipped.load(ordering: .acquiring) }
 
     /// The zone frame just after the last frame of this source was mixed, once drained.
@@ -164,7 +165,8 @@ public final class SourceSlot: @unchecked Sendable {
 
     /// Counts `frames` the producer dropped instead of writing them: this zone was out (its card
     /// lost) while the source played on in others. They count as heard in the position, so it
-    /// stays the source's, as in the zones that played them. Producer thread.
+    /// stays the source's, as in the zones that played them. Producer thread; the output thread
+    /// for what the ring held when the card came back (`ZoneMixer.dropWhatWasLeftBehind`).
     /// Negative `frames`: silence the producer wrote that is not the source's. Producer thread.
     public func skip(_ frames: Int) { skipped.add(frames, ordering: .releasing) }
 

@@ -277,6 +277,22 @@ public final class ZoneMixer: @unchecked Sendable {
         return n
     }
 
+    /// The zone's device is back after a loss: what the rings of its sources that went on without
+    /// it (`SourceSlot.isBehind`) still hold is from before the loss, and is dropped, counted as
+    /// heard as the frames dropped for it meanwhile were (`SourceSlot.skip`); their producers
+    /// make up what their other zones still hold with silence and go on in step
+    /// (`SourceOutput.rejoins`). Nothing rendered before can be taken back (a new PCM).
+    /// Rendering thread only. Real-time safe.
+    public func dropWhatWasLeftBehind() {
+        settle(playedThrough: Int.max)
+        barrierFrame = frame
+        for slot in slots
+        where slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.active.rawValue && slot.isBehind {
+            let frames = slot.ring.discard() / channels
+            if frames > 0 { slot.skip(frames) }
+        }
+    }
+
     /// The device has played every frame before `frame`: the periods that ended by then can no
     /// longer be taken back, and what they read from the rings goes back to the producers.
     /// Rendering thread only. Real-time safe.
@@ -396,9 +412,10 @@ public final class ZoneMixer: @unchecked Sendable {
                 slot.drainedAtFrame.store(frame + got, ordering: .relaxed)
                 slot.drainedFlag.store(true, ordering: .releasing)
                 eventInPeriod = true
-            } else if !pausing && slot.startedAtFrame.load(ordering: .relaxed) >= 0 {
+            } else if !pausing && slot.startedAtFrame.load(ordering: .relaxed) >= 0 && !slot.isBehind {
                 // Ran dry once heard (a gap). Before its first frame a source is not starved: it
-                // has not started yet (its stream is still connecting), and nothing is heard missing.
+                // has not started yet (its stream is still connecting), and nothing is heard missing;
+                // nor while its producer has yet to write it again after a loss (`isBehind`).
                 slot.starved.add(1, ordering: .relaxed)
                 ranDry = true
             }

@@ -204,6 +204,45 @@ import Testing
         print("unplug: unavailable after \(latency) ms, available again \(back) s after the replug")
     }
 
+    /// A card whose source went on in other zones while it was gone (the producer dropped its frames
+    /// for it: `isBehind`) plays nothing of what its ring held from before the loss when it is
+    /// back: that is dropped, counted as heard, so the position stays the source's; the producer
+    /// then writes it in step with the others. (It played up to the ring's half second of music
+    /// from before the loss, and its position said it was in step.)
+    @Test func aCardBackAfterItsSourceWentOnPlaysNothingFromBeforeTheLoss() throws {
+        let card = Self.card()
+        let output = Self.device(card)
+        let slot = try #require(output.mixer.claimSlot(gain: 1))
+        let frames = Self.rate / 2
+        var block = [Float](repeating: 0, count: 2 * frames)
+        for f in 0..<frames {
+            block[2 * f] = IndexSignal.sample(f % 30_000)
+            block[2 * f + 1] = IndexSignal.sample(f / 30_000)
+        }
+        #expect(block.withUnsafeBufferPointer { slot.ring.write($0.baseAddress!, count: $0.count) } == block.count)
+        output.start()
+        #expect(waitUntil { output.snapshot().framesPlayed >= Self.rate / 5 })
+        card.send(.unplug)
+        #expect(waitUntil { !output.snapshot().available })
+        slot.isBehind = true  // as a producer that dropped frames for it while the source played on
+        let consumed = slot.framesConsumed
+        let held = slot.ring.readable / 2
+        #expect(held > Self.rate / 10)
+        card.send(.replug)
+        #expect(waitUntil(seconds: 3) { output.snapshot().available })
+        let back = output.snapshot().framesPlayed
+        #expect(waitUntil { output.snapshot().framesPlayed >= back + Self.rate / 5 })
+        output.stop()
+        #expect(slot.framesConsumed == consumed, "mixed \(slot.framesConsumed - consumed) frames from before the loss")
+        #expect(slot.framesSkipped == held, "what the ring held counts as heard")
+        let bytes = card.recordedBytes()
+        let last = bytes.withUnsafeBytes { raw -> Int in
+            let s = raw.bindMemory(to: Int16.self)
+            return (0..<(bytes.count / 4)).reduce(0) { max($0, Int(s[2 * $1 + 1]) * 30_000 + Int(s[2 * $1])) }
+        }
+        #expect(last < consumed, "the card played frame \(last); \(consumed) were mixed before the loss")
+    }
+
     /// Cards whose clocks run 500 ppm fast and slow play 60 s without an xrun or a late cycle, and
     /// each zone's rate estimate is within 50 ppm of the card's drift. Both run at once.
     ///

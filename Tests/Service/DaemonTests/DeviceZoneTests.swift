@@ -218,7 +218,7 @@ extension DeviceZoneTests {
 
         card.send(.replug)
         #expect(waitUntil(seconds: 12) { (try? zone(t, "card"))??.state == "available" })
-        // What its ring held when it was lost (half a second) plays first; then both are in step.
+        // What its ring held when it was lost is dropped; then both are in step.
         usleep(1_000_000)
         let zones = try t.status().zones
         let seconds = { (name: String, rate: Double) -> Double? in
