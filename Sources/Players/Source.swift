@@ -53,7 +53,9 @@ public struct SourceOutput: Sendable {
             let n = ring.write(samples.baseAddress! + offset, count: samples.count - offset)
             offset += n
             guard n == 0 else { continue }
-            if isLeftBehind(among: outputs) {
+            // Left behind, or behind and not in step yet (its output mixes none of it meanwhile:
+            // waiting for room would wait for ever).
+            if isLeftBehind(among: outputs) || (slot.isBehind && !rejoins(among: outputs)) {
                 drop((samples.count - offset) / frameSamples)
                 return true
             }
@@ -79,32 +81,43 @@ public struct SourceOutput: Sendable {
 
     /// Drops `frames` of the source for this zone (it is left behind): counted as heard, so the
     /// position stays the source's, and the zone marked behind until it `rejoins`. Producer thread.
-    public func drop(_ frames: Int) {
-        slot.skip(frames)
-        slot.isBehind = true
-    }
+    public func drop(_ frames: Int) { slot.drop(frames) }
 
-    /// Whether a zone that was behind plays the source's next frames in step with its other zones:
-    /// once its device is back and what its ring still holds (frames from before it was lost) is no
-    /// more than the others' rings hold — zones of one source take its frames at the same pace, so
-    /// in step their rings hold the same. Until then its frames are dropped (false); at that moment
-    /// the difference is made up with silence, so each frame from here on is heard in every zone
-    /// as it was before the loss. With no zone in step to follow it just goes on; while every zone
-    /// is out it waits with the others (true, still behind). Producer thread.
+    /// Whether a zone that was behind plays the source's next frames in step with its other zones.
+    /// While behind its output mixes none of it. Once its device is back: what its ring holds from
+    /// before the others' read position (played there while it was out) — and anything beyond what
+    /// they hold — is dropped by its output first (`SourceSlot.requestDiscard`; false until then);
+    /// then what it still holds is what they hold next, and the frames dropped for it after that are
+    /// made up with silence, so each frame from here on is heard in every zone together. What the
+    /// ring holds that the others have not played (all of them paused) is kept. With no zone in step
+    /// to follow it just goes on; while every zone is out it waits with the others (true, still
+    /// behind). Producer thread.
     public func rejoins(among outputs: some Sequence<SourceOutput>) -> Bool {
         if !device.isAvailable { return !outputs.contains { $0.device.isAvailable } }
-        var theirs: Double?
+        if slot.isDiscardPending { return false }
+        var reference: SourceOutput?
         for o in outputs where o.device.isAvailable && !o.slot.isBehind {
-            theirs = min(theirs ?? .infinity, o.secondsInRing)
+            if reference.map({ o.secondsInRing < $0.secondsInRing }) ?? true { reference = o }
         }
-        if let theirs {
+        if let reference {
             let mine = secondsInRing
-            if mine > theirs { return false }
+            let theirs = reference.secondsInRing
+            // Where this ring's frames begin in the source, and where the reference reads.
+            let start =
+                Double(slot.framesConsumed + slot.framesSkipped - slot.framesDroppedBehind) / Double(max(1, rate))
+            let passed =
+                Double(reference.slot.framesConsumed + reference.slot.framesSkipped) / Double(max(1, reference.rate))
+            let stale = max(passed - start, mine - theirs)
+            let frames = min(Int((stale * Double(rate)).rounded()), slot.ring.readable / max(1, channels))
+            if frames > 0 {
+                slot.requestDiscard(frames)
+                return false
+            }
             let gap = min(Int((theirs - mine) * Double(rate)), slot.ring.writable / max(1, channels))
             if gap > 0 {
                 let silence = [Float](repeating: 0, count: gap * channels)
                 let written = silence.withUnsafeBufferPointer { slot.ring.write($0.baseAddress!, count: $0.count) }
-                slot.skip(-(written / max(1, channels)))
+                slot.wroteSilence(written / max(1, channels))
             }
         }
         slot.isBehind = false

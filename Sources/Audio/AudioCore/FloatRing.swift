@@ -146,15 +146,16 @@ public final class FloatRing: @unchecked Sendable {
         return readAt.load(ordering: .relaxed)
     }
 
-    /// Skips every sample written and not read yet, and hands them back to the producer with any
-    /// read and not released; returns how many were skipped. Consumer thread only. Real-time safe.
+    /// Skips up to `count` samples written and not read yet (the oldest), as `read` would, without
+    /// copying them; returns how many. Consumer thread only. Real-time safe.
     @discardableResult
-    public func discard() -> Int {
+    public func discard(count: Int, releasing: Bool = true) -> Int {
         let r = readAt.load(ordering: .relaxed)
-        let t = tail.load(ordering: .acquiring)
-        readAt.store(t, ordering: .releasing)
-        head.store(t, ordering: .releasing)
-        return t - r
+        let n = min(count, tail.load(ordering: .acquiring) - r)
+        guard n > 0 else { return 0 }
+        readAt.store(r + n, ordering: .releasing)
+        if releasing { head.store(r + n, ordering: .releasing) }
+        return n
     }
 
     /// Empties the ring. Only while neither side is using it (e.g. the slot is free).

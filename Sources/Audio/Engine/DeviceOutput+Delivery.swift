@@ -93,8 +93,6 @@ extension DeviceOutput {
         // Heard again from the first frame it dropped, written first.
         if deviceOutage.snapshot().isOn {
             deviceOutage.record(on: nil, off: framesPlayed.load(ordering: .relaxed) - history.pending)
-            // Before the zone is available again: a producer writes a zone it left behind only then.
-            for m in mixers { m.dropWhatWasLeftBehind() }
         }
     }
 

@@ -35,12 +35,16 @@ public final class SourceSlot: @unchecked Sendable {
     let drainedFlag = Atomic<Bool>(false)
     let consumed = Atomic<Int>(0)
     /// Frames dropped for this zone while it was out and others played — by the producer, instead
-    /// of writing them, and by the output thread, what the ring held when it came back — less the
-    /// silence the producer put in to come back in step.
+    /// of writing them, and by the output at its request, what the ring held from before the loss
+    /// — less the silence the producer put in to come back in step.
     let skipped = Atomic<Int>(0)
     /// Set by the producer when it dropped frames for this zone; until it is in step with the
     /// source's other zones again (`SourceOutput.rejoins`).
     let behind = Atomic<Bool>(false)
+    /// Frames dropped since it fell behind (`drop`).
+    let droppedBehind = Atomic<Int>(0)
+    /// Frames the producer asked the output to drop from the front of the ring (0: none pending).
+    let discardRequested = Atomic<Int>(0)
     let starved = Atomic<Int>(0)
     /// The zone's frame counter when this slot's last frame was mixed (its end), or -1.
     let drainedAtFrame = Atomic<Int>(-1)
@@ -149,7 +153,8 @@ public final class SourceSlot: @unchecked Sendable {
         return max(0, mixed - max(0, end - audibleFrame))
     }
 
-    /// Frames dropped for this zone while it was out (`skip`). Any thread.
+    /// Frames dropped for this zone while it was out (`drop`, `requestDiscard`), less the silence
+    /// written to come back in step. Any thread.
     public var framesSkipped: Int { skipped.load(ordering: .acquiring) }
 
     /// The zone frame just after the last frame of this source was mixed, once drained.
@@ -165,17 +170,44 @@ public final class SourceSlot: @unchecked Sendable {
 
     /// Counts `frames` the producer dropped instead of writing them: this zone was out (its card
     /// lost) while the source played on in others. They count as heard in the position, so it
-    /// stays the source's, as in the zones that played them. Producer thread; the output thread
-    /// for what the ring held when the card came back (`ZoneMixer.dropWhatWasLeftBehind`).
-    /// Negative `frames`: silence the producer wrote that is not the source's. Producer thread.
-    public func skip(_ frames: Int) { skipped.add(frames, ordering: .releasing) }
+    /// stays the source's, as in the zones that played them; the slot is behind from now on (held:
+    /// nothing of it is mixed) until the producer marks it in step again. Producer thread.
+    public func drop(_ frames: Int) {
+        skipped.add(frames, ordering: .releasing)
+        droppedBehind.add(frames, ordering: .relaxed)
+        behind.store(true, ordering: .releasing)
+    }
 
-    /// True from the producer's first dropped frame (`skip`) until it marks the slot in step again.
-    /// Any thread; set and cleared by the producer.
+    /// Counts `frames` of silence the producer wrote that are not the source's (to come back in
+    /// step after `drop`): not counted as heard. Producer thread.
+    public func wroteSilence(_ frames: Int) { skipped.add(-frames, ordering: .releasing) }
+
+    /// True from the producer's first dropped frame (`drop`) until it marks the slot in step again
+    /// (set to false: the output is rung, so that one rendering ahead renders it in at once).
+    /// While behind and not finished, the output mixes none of it. Any thread; set by the producer.
     public var isBehind: Bool {
         get { behind.load(ordering: .acquiring) }
-        set { behind.store(newValue, ordering: .releasing) }
+        set {
+            if !newValue { droppedBehind.store(0, ordering: .relaxed) }
+            behind.store(newValue, ordering: .releasing)
+            if !newValue { doorbell?.post() }
+        }
     }
+
+    /// Frames dropped since the slot fell behind (`drop`): they come after what its ring holds.
+    /// Any thread.
+    public var framesDroppedBehind: Int { droppedBehind.load(ordering: .relaxed) }
+
+    /// Asks the output to drop the ring's oldest `frames` unplayed, counted as heard (frames from
+    /// before a loss that the source's other zones played meanwhile). Producer thread, while behind.
+    public func requestDiscard(_ frames: Int) {
+        guard frames > 0 else { return }
+        discardRequested.store(frames, ordering: .releasing)
+        doorbell?.post()
+    }
+
+    /// True from `requestDiscard` until the output has dropped those frames. Any thread.
+    public var isDiscardPending: Bool { discardRequested.load(ordering: .acquiring) > 0 }
 
     // MARK: Slot lifecycle (Zone)
 
@@ -195,6 +227,8 @@ public final class SourceSlot: @unchecked Sendable {
         consumed.store(0, ordering: .relaxed)
         skipped.store(0, ordering: .relaxed)
         behind.store(false, ordering: .relaxed)
+        droppedBehind.store(0, ordering: .relaxed)
+        discardRequested.store(0, ordering: .relaxed)
         starved.store(0, ordering: .relaxed)
         drainedAtFrame.store(-1, ordering: .relaxed)
         startedAtFrame.store(-1, ordering: .relaxed)

@@ -277,22 +277,6 @@ public final class ZoneMixer: @unchecked Sendable {
         return n
     }
 
-    /// The zone's device is back after a loss: what the rings of its sources that went on without
-    /// it (`SourceSlot.isBehind`) still hold is from before the loss, and is dropped, counted as
-    /// heard as the frames dropped for it meanwhile were (`SourceSlot.skip`); their producers
-    /// make up what their other zones still hold with silence and go on in step
-    /// (`SourceOutput.rejoins`). Nothing rendered before can be taken back (a new PCM).
-    /// Rendering thread only. Real-time safe.
-    public func dropWhatWasLeftBehind() {
-        settle(playedThrough: Int.max)
-        barrierFrame = frame
-        for slot in slots
-        where slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.active.rawValue && slot.isBehind {
-            let frames = slot.ring.discard() / channels
-            if frames > 0 { slot.skip(frames) }
-        }
-    }
-
     /// The device has played every frame before `frame`: the periods that ended by then can no
     /// longer be taken back, and what they read from the rings goes back to the producers.
     /// Rendering thread only. Real-time safe.
@@ -375,6 +359,15 @@ public final class ZoneMixer: @unchecked Sendable {
     private func renderSlot(_ slot: SourceSlot, filled: Bool) -> Bool {
         let pausing = slot.pauseRequested.load(ordering: .acquiring)
         if slot.drainedFlag.load(ordering: .relaxed) { return filled }
+        // Frames its producer asked to drop unplayed (from before a loss, played in the source's
+        // other zones meanwhile): counted as heard there, as the frames it dropped for it were.
+        let discard = slot.discardRequested.load(ordering: .acquiring)
+        if discard > 0 {
+            let dropped = slot.ring.discard(count: discard * channels, releasing: markCapacity == 0) / channels
+            slot.skipped.add(dropped, ordering: .releasing)
+            slot.discardRequested.store(0, ordering: .releasing)
+            eventInPeriod = true
+        }
         if pausing && slot.gain == 0 {
             if !slot.pausedNow.load(ordering: .relaxed) { eventInPeriod = true }
             slot.pausedNow.store(true, ordering: .releasing)
@@ -394,7 +387,12 @@ public final class ZoneMixer: @unchecked Sendable {
         let distance = abs(target - slot.gain)
         let fullRamp = distance == 0 ? 0 : Int((distance / rampStep).rounded(.up))
         let rampFrames = min(periodFrames, fullRamp)
-        let want = pausing ? rampFrames : periodFrames
+        // Behind (its producer dropped frames for it while its device was out) and not in step
+        // again yet: held, nothing read, until its producer writes it in step
+        // (`SourceOutput.rejoins`) — what its ring holds may be from before the loss. Not at its
+        // end: nothing would write it again, and it must drain.
+        let held = slot.behind.load(ordering: .acquiring) && !slot.endOfStream.load(ordering: .acquiring)
+        let want = held ? 0 : pausing ? rampFrames : periodFrames
         // Steady gain into an empty mix: read the ring straight into it (see `render`).
         let direct = !filled && rampFrames == 0 && want > 0
         let got =
@@ -412,10 +410,9 @@ public final class ZoneMixer: @unchecked Sendable {
                 slot.drainedAtFrame.store(frame + got, ordering: .relaxed)
                 slot.drainedFlag.store(true, ordering: .releasing)
                 eventInPeriod = true
-            } else if !pausing && slot.startedAtFrame.load(ordering: .relaxed) >= 0 && !slot.isBehind {
+            } else if !pausing && slot.startedAtFrame.load(ordering: .relaxed) >= 0 {
                 // Ran dry once heard (a gap). Before its first frame a source is not starved: it
-                // has not started yet (its stream is still connecting), and nothing is heard missing;
-                // nor while its producer has yet to write it again after a loss (`isBehind`).
+                // has not started yet (its stream is still connecting), and nothing is heard missing.
                 slot.starved.add(1, ordering: .relaxed)
                 ranDry = true
             }

@@ -204,12 +204,12 @@ import Testing
         print("unplug: unavailable after \(latency) ms, available again \(back) s after the replug")
     }
 
-    /// A card whose source went on in other zones while it was gone (the producer dropped its frames
-    /// for it: `isBehind`) plays nothing of what its ring held from before the loss when it is
-    /// back: that is dropped, counted as heard, so the position stays the source's; the producer
-    /// then writes it in step with the others. (It played up to the ring's half second of music
-    /// from before the loss, and its position said it was in step.)
-    @Test func aCardBackAfterItsSourceWentOnPlaysNothingFromBeforeTheLoss() throws {
+    /// A card whose source went on in other zones while it was gone (its producer dropped frames
+    /// for it: behind) mixes none of it when it is back, until its producer has it in step again:
+    /// then it drops what it was asked to (what its ring held that the others played meanwhile),
+    /// counted as heard, and plays on from the next frame. (It played its ring's half second of
+    /// music from before the loss while its position said it was in step.)
+    @Test func aCardBackBehindItsSourcePlaysNothingFromBeforeTheLoss() throws {
         let card = Self.card()
         let output = Self.device(card)
         let slot = try #require(output.mixer.claimSlot(gain: 1))
@@ -224,23 +224,33 @@ import Testing
         #expect(waitUntil { output.snapshot().framesPlayed >= Self.rate / 5 })
         card.send(.unplug)
         #expect(waitUntil { !output.snapshot().available })
-        slot.isBehind = true  // as a producer that dropped frames for it while the source played on
+        slot.drop(4_800)  // as a producer does for a zone left behind while the source plays on
         let consumed = slot.framesConsumed
         let held = slot.ring.readable / 2
         #expect(held > Self.rate / 10)
         card.send(.replug)
         #expect(waitUntil(seconds: 3) { output.snapshot().available })
         let back = output.snapshot().framesPlayed
-        #expect(waitUntil { output.snapshot().framesPlayed >= back + Self.rate / 5 })
+        #expect(waitUntil { output.snapshot().framesPlayed >= back + Self.rate / 10 })
+        #expect(slot.framesConsumed == consumed, "mixed \(slot.framesConsumed - consumed) frames while behind")
+        // Its producer: the first 2 400 frames it holds were played elsewhere.
+        slot.requestDiscard(2_400)
+        #expect(waitUntil { !slot.isDiscardPending })
+        #expect(slot.framesSkipped == 4_800 + 2_400 && slot.ring.readable / 2 == held - 2_400)
+        slot.isBehind = false
+        let rejoined = output.snapshot().framesPlayed
+        #expect(waitUntil { output.snapshot().framesPlayed >= rejoined + Self.rate / 10 })
         output.stop()
-        #expect(slot.framesConsumed == consumed, "mixed \(slot.framesConsumed - consumed) frames from before the loss")
-        #expect(slot.framesSkipped == held, "what the ring held counts as heard")
         let bytes = card.recordedBytes()
-        let last = bytes.withUnsafeBytes { raw -> Int in
+        let indices = bytes.withUnsafeBytes { raw -> [Int] in
             let s = raw.bindMemory(to: Int16.self)
-            return (0..<(bytes.count / 4)).reduce(0) { max($0, Int(s[2 * $1 + 1]) * 30_000 + Int(s[2 * $1])) }
+            return (0..<(bytes.count / 4)).map { Int(s[2 * $0 + 1]) * 30_000 + Int(s[2 * $0]) }
         }
-        #expect(last < consumed, "the card played frame \(last); \(consumed) were mixed before the loss")
+        // Before the loss, 0 up to what was mixed (then the silence of the hold, index 0); after
+        // the rejoin, on from what was dropped.
+        let resumed = try #require(indices.firstIndex { $0 > consumed })
+        #expect(indices[resumed] == consumed + 2_400, "played \(indices[resumed]) first after the rejoin")
+        #expect(indices[..<resumed].allSatisfy { $0 < consumed }, "nothing held was played during the hold")
     }
 
     /// Cards whose clocks run 500 ppm fast and slow play 60 s without an xrun or a late cycle, and

@@ -259,14 +259,51 @@ extension DeviceZoneTests {
         onPatio.drop(480)
         #expect(!onPatio.rejoins(among: both), "patio holds 0.3 s more than the kitchen: not in step yet")
         #expect(onPatio.slot.isBehind)
-        // Both play what they hold (the output threads consume the rings): the kitchen runs dry,
-        // patio is down to about 0.25 s; then the kitchen gets 0.45 s, more than patio holds.
+        #expect(onPatio.slot.isDiscardPending, "its output is asked to drop the 0.3 s")
+        // The kitchen plays what it holds and runs dry; patio, held, plays nothing and drops the
+        // 0.3 s; then the kitchen gets 0.45 s, more than patio holds.
         usleep(150_000)
+        #expect(!onPatio.slot.isDiscardPending && abs(onPatio.secondsInRing - 0.1) < 0.002)
         fill(inKitchen, 0.45)
         #expect(onPatio.rejoins(among: both))
         #expect(!onPatio.slot.isBehind)
         let gap = inKitchen.secondsInRing - onPatio.secondsInRing
         #expect(abs(gap) < 0.005, "kitchen holds \(inKitchen.secondsInRing) s, patio \(onPatio.secondsInRing) s")
         #expect(onPatio.slot.framesSkipped < 480, "the silence is not the source's: \(onPatio.slot.framesSkipped)")
+    }
+
+    /// A zone that fell behind while its source was paused everywhere (nothing played anywhere
+    /// meanwhile) keeps what its ring holds: none of it was heard. Only the frames dropped for it are
+    /// made up with silence.
+    @Test func aZoneBehindWhileAllArePausedKeepsWhatItHolds() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        #expect(waitUntil { t.daemon.zones.zones.allSatisfy { $0.device.snapshot().available } })
+        let kitchen = try #require(t.daemon.output("kitchen"))
+        let patio = try #require(t.daemon.output("patio"))
+        let a = try #require(kitchen.mixer.claimSlot(gain: 0))
+        let b = try #require(patio.mixer.claimSlot(gain: 0))
+        defer {
+            kitchen.mixer.release(a)
+            patio.mixer.release(b)
+        }
+        a.pause()
+        b.pause()
+        let inKitchen = kitchen.output(a, resampler: .callsDefault)
+        let onPatio = patio.output(b, resampler: .callsDefault)
+        let fill = { (o: SourceOutput, seconds: Double) in
+            let samples = [Float](repeating: 0.25, count: Int(seconds * Double(o.rate)) * o.channels)
+            _ = samples.withUnsafeBufferPointer { o.slot.ring.write($0.baseAddress!, count: $0.count) }
+        }
+        fill(inKitchen, 0.4)
+        fill(onPatio, 0.3)
+        let dropped = onPatio.rate / 10
+        onPatio.drop(dropped)
+        #expect(onPatio.rejoins(among: [inKitchen, onPatio]))
+        #expect(!onPatio.slot.isBehind && !onPatio.slot.isDiscardPending)
+        #expect(
+            onPatio.slot.ring.readable / onPatio.channels == Int(0.3 * Double(onPatio.rate)) + dropped,
+            "kept, and the 0.1 s made up")
+        #expect(onPatio.slot.framesSkipped == 0)
     }
 }
