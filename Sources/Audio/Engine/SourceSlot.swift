@@ -141,13 +141,13 @@ public final class SourceSlot: @unchecked Sendable {
     public func framesHeard(atZoneFrame audibleFrame: Int) -> Int {
         // A frame heard before a break's end: count from where the break began (the zone frames of
         // a pause, or of a ring run dry, held none of this source's frames).
-        let mixed: Int
-        let end: Int
+        // The latest counts first, then the breaks: the output thread records a break before it
+        // stores the counts of the period that ended it, so counts that include such a period are
+        // read with its break.
+        var end = lastMixedEndFrame.load(ordering: .acquiring)
+        var mixed = consumed.load(ordering: .acquiring) + skipped.load(ordering: .acquiring)
         if let b = breaks.firstEnded(after: audibleFrame) {
             (mixed, end) = (b.consumed + skipped.load(ordering: .acquiring), b.mixedEnd)
-        } else {
-            mixed = consumed.load(ordering: .acquiring) + skipped.load(ordering: .acquiring)
-            end = lastMixedEndFrame.load(ordering: .acquiring)
         }
         guard end >= 0 else { return mixed }
         return max(0, mixed - max(0, end - audibleFrame))
