@@ -1,6 +1,7 @@
 import AudioCore
 import BatonTesting
 import FLACCodec
+import MP3Codec
 import Media
 import OpusCodec
 import Testing
@@ -116,6 +117,37 @@ struct BadInputTests {
         // The lost 20 ms packet, and up to 80 ms more that opusfile drops while the decoder settles
         // after the gap (measured: 100 ms in all).
         #expect(frames < 96000 && frames >= 96000 - 5 * 960, "decoded \(frames) frames")
+    }
+
+    /// Junk in the middle of an MP3 stream is skipped by libmpg123 (it finds the next frame header)
+    /// and said: where, and how many bytes were skipped. A header it finds in the junk that gives
+    /// another rate or channel count (false ones: here 16 and 48 kHz mono) is junk too, not a change
+    /// of format (which stopped the track). Junk after the last frame (where APE and Lyrics tags go) is not damage: no audio
+    /// follows it.
+    @Test func saysJunkBetweenMP3Frames() throws {
+        let bytes = try Encoded(format: .mp3, sample: "", rate: 44100, channels: 2).bytes()
+        let junk = [UInt8](repeating: 0x41, count: 1_000)
+        let middle = bytes.count / 2
+        let mp3 = try MP3StreamDecoder(
+            source: chunked(Array(bytes[..<middle] + junk + bytes[middle...])), name: "junk.mp3")
+        let frames = try decodeAll(mp3).count / 2
+        let damage = try #require(mp3.damage)
+        print("MP3 junk: \(damage)")
+        // The frame the junk landed in takes its first bytes as its own; the false header found
+        // after them took a few real frames with it before libmpg123 found the stream again (a
+        // 192 kb/s frame is 627 bytes): the bytes skipped are the junk and those frames, and the
+        // audio is short by those frames (1 152 each), within two.
+        #expect(damage.count == 1 && abs(damage.firstAtFrame - 44_100) < 2 * 1152, "\(damage)")
+        let said = "\(damage)"
+        let skipped = said.split(separator: "; ").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? 0
+        #expect(said.hasPrefix("1 stretch of non-audio bytes skipped (lost sync; "), "\(said)")
+        #expect(skipped >= 1_000 && skipped < 1_000 + 8 * 627, "\(said)")
+        let lost = Double(skipped - 1_000) / 627 * 1152
+        #expect(abs(Double(88_200 - frames) - lost) <= 2 * 1152, "decoded \(frames) frames, \(skipped) bytes skipped")
+
+        let tagged = try MP3StreamDecoder(source: chunked(bytes + junk), name: "tagged.mp3")
+        _ = try decodeAll(tagged)
+        #expect(tagged.damage == nil)
     }
 
     /// A FLAC frame with damaged bytes is reported (lost sync or CRC mismatch) and counted; libFLAC

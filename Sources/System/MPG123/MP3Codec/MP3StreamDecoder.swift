@@ -10,8 +10,9 @@ import CMPG123
 ///
 /// Errors: no MPEG frame within the first 16 MiB, a stream that changes its rate or channel count in
 /// the middle, and libmpg123's errors throw `DecodeError`; a failure of the source throws one with
-/// `sourceError` set. libmpg123 skips junk between frames by itself. Once thrown, every later `read`
-/// throws the same error.
+/// `sourceError` set. libmpg123 skips junk between frames by itself (resynchronises); the decoder
+/// sees it as a gap between the end of one MPEG frame and the start of the next, and says so in
+/// `damage`. Once thrown, every later `read` throws the same error.
 ///
 /// Thread: the decoder's thread only (see `AudioDecoder`).
 public final class MP3StreamDecoder: AudioDecoder {
@@ -31,6 +32,32 @@ public final class MP3StreamDecoder: AudioDecoder {
     private var feed: [UInt8]
     private var sourceEnded = false
     private var finalError: DecodeError?
+    /// Where the last MPEG frame parsed began in the stream and its length (bytes), to see junk
+    /// between it and the next (-1: none parsed yet).
+    private var lastFramePosition = -1
+    private var lastFrameBytes = 0
+    /// Stretches of junk libmpg123 skipped between frames, their bytes, and the decoded frames
+    /// before the first.
+    private var junkStretches = 0
+    private var junkBytes = 0
+    private var firstJunkAt = 0
+    /// Frames returned by `read` so far.
+    private var framesDecoded = 0
+    /// Set while libmpg123 decodes frames of another rate or channel count than the stream's: after
+    /// junk, frames behind a false header it found in it (the junk's stretch counts their bytes).
+    /// Their samples are dropped until the stream's own frames come back; a second of them is a
+    /// real change of format, which is not supported.
+    private var otherFormat: (rate: Int, channels: Int)?
+    private var otherFormatSamples = 0
+
+    public var damage: DecodeDamage? {
+        junkStretches == 0
+            ? nil
+            : DecodeDamage(
+                count: junkStretches, one: "stretch of non-audio bytes skipped (lost sync; \(junkBytes) bytes)",
+                many: "stretches of non-audio bytes skipped (lost sync; \(junkBytes) bytes)",
+                firstAtFrame: firstJunkAt, rate: rate)
+    }
 
     /// libmpg123's global set-up, run once by the first decoder (a lazy global is initialised once,
     /// thread-safely). It is a no-op in libmpg123 ≥ 1.27, but older ones require it.
@@ -107,24 +134,71 @@ public final class MP3StreamDecoder: AudioDecoder {
 
     deinit { mpg123_delete(handle) }
 
-    /// Decodes up to `output.count / channels` frames (blocking on the source for more bytes). Returns
-    /// 0 at the end of the stream.
+    /// Decodes up to `output.count / channels` frames (blocking on the source for more bytes only
+    /// while it has none to give). Returns 0 at the end of the stream.
     /// The corresponding C functions are `mpg123_read` and `mpg123_feed`.
     public func read(into output: UnsafeMutableBufferPointer<Float>) throws(DecodeError) -> Int {
         if let finalError { throw finalError }
-        let frameBytes = channels * MemoryLayout<Float>.size
         let room = output.count / channels
         guard room > 0, let base = output.baseAddress else { return 0 }
+        // At most one MPEG frame's samples a call to libmpg123, so that it parses at most one new
+        // frame each time and a gap before it shows (`noteFrame`).
+        let step = max(1, Int(mpg123_spf(handle)))
+        var filled = 0
+        while filled < room {
+            let want = min(room - filled, step)
+            guard let got = try readSome(into: base + filled * channels, frames: want, mayWait: filled == 0) else {
+                break
+            }
+            filled += got
+            noteFrame(decoded: framesDecoded + filled)
+            if got < want { break }  // libmpg123 needs more bytes than it has: give what is decoded
+        }
+        framesDecoded += filled
+        return filled
+    }
+
+    /// After a read that gave samples: if libmpg123 parsed a new MPEG frame that does not begin
+    /// where the one before ended, the bytes between were junk it skipped. `decoded`: the frames
+    /// decoded so far, this read's included.
+    /// The corresponding C functions are `mpg123_framepos` and `mpg123_info2`.
+    private func noteFrame(decoded: Int) {
+        let position = Int(mpg123_framepos(handle))
+        guard position != lastFramePosition else { return }
+        let expected = lastFramePosition + lastFrameBytes
+        if lastFramePosition >= 0 && position > expected {
+            if junkStretches == 0 { firstJunkAt = decoded }
+            junkStretches += 1
+            junkBytes += position - expected
+        }
+        var info = mpg123_frameinfo2()
+        _ = mpg123_info2(handle, &info)
+        lastFramePosition = position
+        lastFrameBytes = Int(info.framesize)
+    }
+
+    /// One call's worth of `read`: up to `frames` frames into `base`; nil when there are none now
+    /// and `mayWait` is false, 0 at the end of the stream.
+    private func readSome(into base: UnsafeMutablePointer<Float>, frames room: Int, mayWait: Bool) throws(DecodeError)
+        -> Int?
+    {
+        let frameBytes = channels * MemoryLayout<Float>.size
         var fed = 0
         while true {
             var done = 0
             let status = mpg123_read(handle, base, room * frameBytes, &done)
-            if done > 0, status != MPG123_ERR.rawValue { return done / frameBytes }
+            if done > 0, status != MPG123_ERR.rawValue {
+                guard let other = otherFormat else { return done / frameBytes }
+                otherFormatSamples += done / MemoryLayout<Float>.size
+                if otherFormatSamples > other.rate * other.channels { return try failFormat(other) }
+                continue  // dropped: not this stream's audio
+            }
             switch status {
             case MPG123_OK.rawValue:
                 continue
             case MPG123_NEED_MORE.rawValue:
                 if sourceEnded { return 0 }
+                if !mayWait { return nil }
                 if fed > Self.maximumBytesWithoutAudio {
                     return try fail("no MPEG audio in \(Self.maximumBytesWithoutAudio >> 20) MiB of the stream")
                 }
@@ -136,10 +210,11 @@ public final class MP3StreamDecoder: AudioDecoder {
                 }
             case MPG123_NEW_FORMAT.rawValue:
                 let format = self.format()
-                guard format.rate == rate, format.channels == channels else {
-                    return try fail(
-                        "the stream changes from \(rate) Hz, \(channels) channels to "
-                            + "\(format.rate) Hz, \(format.channels) channels (not supported)")
+                if format.rate == rate && format.channels == channels {
+                    otherFormat = nil
+                    otherFormatSamples = 0
+                } else {
+                    otherFormat = (format.rate, format.channels)
                 }
             case MPG123_DONE.rawValue:
                 return 0
@@ -178,6 +253,12 @@ public final class MP3StreamDecoder: AudioDecoder {
         var encoding: Int32 = 0
         _ = mpg123_getformat(handle, &rate, &channels, &encoding)
         return (rate, Int(channels), encoding)
+    }
+
+    private func failFormat(_ other: (rate: Int, channels: Int)) throws(DecodeError) -> Int {
+        try fail(
+            "the stream changes from \(rate) Hz, \(channels) channels to "
+                + "\(other.rate) Hz, \(other.channels) channels (not supported)")
     }
 
     private func fail(_ message: String) throws(DecodeError) -> Int {
