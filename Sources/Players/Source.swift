@@ -84,40 +84,39 @@ public struct SourceOutput: Sendable {
     public func drop(_ frames: Int) { slot.drop(frames) }
 
     /// Whether a zone that was behind plays the source's next frames in step with its other zones.
-    /// While behind its output mixes none of it. Once its device is back: what its ring holds from
-    /// before the others' read position (played there while it was out) — and anything beyond what
-    /// they hold — is dropped by its output first (`SourceSlot.requestDiscard`; false until then);
-    /// then what it still holds is what they hold next, and the frames dropped for it after that are
-    /// made up with silence, so each frame from here on is heard in every zone together. What the
-    /// ring holds that the others have not played (all of them paused) is kept. With no zone in step
-    /// to follow it just goes on; while every zone is out it waits with the others (true, still
-    /// behind). Producer thread.
+    /// Once its device is back: what its ring holds from before where a zone in step reads (played
+    /// there while this one was out) is dropped by its output first (`SourceSlot.requestDiscard`;
+    /// false until done); what the others have not played (all of them paused) is kept. Then it is
+    /// made to end where the next frames go with silence — as far behind the others' read position
+    /// as what it holds allows (positions in the source, so the order the producer writes its zones
+    /// in does not matter) — once its ring has room for it (false until then: a zone that renders
+    /// ahead gives room back only as its card plays), so each frame from here on is heard in every
+    /// zone together. With no zone in step to follow it just goes on; while every zone is out it
+    /// waits with the others (true, still behind). Producer thread.
     public func rejoins(among outputs: some Sequence<SourceOutput>) -> Bool {
         if !device.isAvailable { return !outputs.contains { $0.device.isAvailable } }
         if slot.isDiscardPending { return false }
-        var reference: SourceOutput?
-        for o in outputs where o.device.isAvailable && !o.slot.isBehind {
-            if reference.map({ o.secondsInRing < $0.secondsInRing }) ?? true { reference = o }
-        }
-        if let reference {
-            let mine = secondsInRing
-            let theirs = reference.secondsInRing
-            // Where this ring's frames begin in the source, and where the reference reads.
-            let start =
-                Double(slot.framesConsumed + slot.framesSkipped - slot.framesDroppedBehind) / Double(max(1, rate))
-            let passed =
-                Double(reference.slot.framesConsumed + reference.slot.framesSkipped) / Double(max(1, reference.rate))
-            let stale = max(passed - start, mine - theirs)
-            let frames = min(Int((stale * Double(rate)).rounded()), slot.ring.readable / max(1, channels))
-            if frames > 0 {
-                slot.requestDiscard(frames)
+        if let reference = outputs.first(where: { $0.device.isAvailable && !$0.slot.isBehind }) {
+            let frameSamples = max(1, channels)
+            // Where the reference reads, in this zone's source frames.
+            let read = Int(
+                (Double(reference.slot.framesConsumed + reference.slot.framesSkipped) * Double(rate)
+                    / Double(max(1, reference.rate))).rounded())
+            let held = slot.ring.readable / frameSamples
+            if held > 0 && read - slot.ringStart > rate / 100 {
+                slot.requestDiscard(upTo: read)
                 return false
             }
-            let gap = min(Int((theirs - mine) * Double(rate)), slot.ring.writable / max(1, channels))
+            // Where the producer writes next (this zone's frames passed, held and dropped), less
+            // where the reference reads and what this zone holds: the silence that puts the next
+            // frames as far from now here as there.
+            let next = slot.framesConsumed + slot.framesSkipped + held
+            let gap = next - read - held
+            if gap > slot.ring.writable / frameSamples { return false }
             if gap > 0 {
-                let silence = [Float](repeating: 0, count: gap * channels)
+                let silence = [Float](repeating: 0, count: gap * frameSamples)
                 let written = silence.withUnsafeBufferPointer { slot.ring.write($0.baseAddress!, count: $0.count) }
-                slot.wroteSilence(written / max(1, channels))
+                slot.wroteSilence(written / frameSamples)
             }
         }
         slot.isBehind = false

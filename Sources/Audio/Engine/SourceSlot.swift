@@ -43,8 +43,9 @@ public final class SourceSlot: @unchecked Sendable {
     let behind = Atomic<Bool>(false)
     /// Frames dropped since it fell behind (`drop`).
     let droppedBehind = Atomic<Int>(0)
-    /// Frames the producer asked the output to drop from the front of the ring (0: none pending).
-    let discardRequested = Atomic<Int>(0)
+    /// The source frame (this zone's frames, counting those dropped as heard) the producer asked
+    /// the output to drop the ring's frames up to (-1: none pending).
+    let discardUpTo = Atomic<Int>(-1)
     let starved = Atomic<Int>(0)
     /// The zone's frame counter when this slot's last frame was mixed (its end), or -1.
     let drainedAtFrame = Atomic<Int>(-1)
@@ -143,9 +144,14 @@ public final class SourceSlot: @unchecked Sendable {
         // a pause, or of a ring run dry, held none of this source's frames).
         // The latest counts first, then the breaks: the output thread records a break before it
         // stores the counts of the period that ended it, so counts that include such a period are
-        // read with its break.
-        var end = lastMixedEndFrame.load(ordering: .acquiring)
-        var mixed = consumed.load(ordering: .acquiring) + skipped.load(ordering: .acquiring)
+        // read with its break. The end and the count of one period: it adds the count, then stores
+        // the end, so an end read again unchanged after the count goes with it.
+        var end: Int
+        var mixed: Int
+        repeat {
+            end = lastMixedEndFrame.load(ordering: .acquiring)
+            mixed = consumed.load(ordering: .acquiring) + skipped.load(ordering: .acquiring)
+        } while lastMixedEndFrame.load(ordering: .acquiring) != end
         if let b = breaks.firstEnded(after: audibleFrame) {
             (mixed, end) = (b.consumed + skipped.load(ordering: .acquiring), b.mixedEnd)
         }
@@ -170,11 +176,11 @@ public final class SourceSlot: @unchecked Sendable {
 
     /// Counts `frames` the producer dropped instead of writing them: this zone was out (its card
     /// lost) while the source played on in others. They count as heard in the position, so it
-    /// stays the source's, as in the zones that played them; the slot is behind from now on (held:
-    /// nothing of it is mixed) until the producer marks it in step again. Producer thread.
+    /// stays the source's, as in the zones that played them; the slot is behind from now on until
+    /// the producer marks it in step again. Producer thread.
     public func drop(_ frames: Int) {
         skipped.add(frames, ordering: .releasing)
-        droppedBehind.add(frames, ordering: .relaxed)
+        droppedBehind.add(frames, ordering: .releasing)  // after `skipped` (see `ZoneMixer.renderSlot`)
         behind.store(true, ordering: .releasing)
     }
 
@@ -182,15 +188,13 @@ public final class SourceSlot: @unchecked Sendable {
     /// step after `drop`): not counted as heard. Producer thread.
     public func wroteSilence(_ frames: Int) { skipped.add(-frames, ordering: .releasing) }
 
-    /// True from the producer's first dropped frame (`drop`) until it marks the slot in step again
-    /// (set to false: the output is rung, so that one rendering ahead renders it in at once).
-    /// While behind and not finished, the output mixes none of it. Any thread; set by the producer.
+    /// True from the producer's first dropped frame (`drop`) until it marks the slot in step again.
+    /// Any thread; set by the producer.
     public var isBehind: Bool {
         get { behind.load(ordering: .acquiring) }
         set {
             if !newValue { droppedBehind.store(0, ordering: .relaxed) }
             behind.store(newValue, ordering: .releasing)
-            if !newValue { doorbell?.post() }
         }
     }
 
@@ -198,16 +202,24 @@ public final class SourceSlot: @unchecked Sendable {
     /// Any thread.
     public var framesDroppedBehind: Int { droppedBehind.load(ordering: .relaxed) }
 
-    /// Asks the output to drop the ring's oldest `frames` unplayed, counted as heard (frames from
-    /// before a loss that the source's other zones played meanwhile). Producer thread, while behind.
-    public func requestDiscard(_ frames: Int) {
-        guard frames > 0 else { return }
-        discardRequested.store(frames, ordering: .releasing)
+    /// The source frame the ring's frames begin at (this zone's frames; those dropped for it count
+    /// as passed, but not the ones dropped since it fell behind, which come after the ring's).
+    /// Any thread (a snapshot).
+    public var ringStart: Int {
+        let dropped = droppedBehind.load(ordering: .acquiring)
+        return consumed.load(ordering: .acquiring) + skipped.load(ordering: .acquiring) - dropped
+    }
+
+    /// Asks the output to drop the ring's frames before source frame `position` (see `ringStart`)
+    /// unplayed, counted as heard: frames from before a loss that the source's other zones played
+    /// meanwhile. Done at its next period. Producer thread, while behind.
+    public func requestDiscard(upTo position: Int) {
+        discardUpTo.store(max(0, position), ordering: .releasing)
         doorbell?.post()
     }
 
     /// True from `requestDiscard` until the output has dropped those frames. Any thread.
-    public var isDiscardPending: Bool { discardRequested.load(ordering: .acquiring) > 0 }
+    public var isDiscardPending: Bool { discardUpTo.load(ordering: .acquiring) >= 0 }
 
     // MARK: Slot lifecycle (Zone)
 
@@ -228,7 +240,7 @@ public final class SourceSlot: @unchecked Sendable {
         skipped.store(0, ordering: .relaxed)
         behind.store(false, ordering: .relaxed)
         droppedBehind.store(0, ordering: .relaxed)
-        discardRequested.store(0, ordering: .relaxed)
+        discardUpTo.store(-1, ordering: .relaxed)
         starved.store(0, ordering: .relaxed)
         drainedAtFrame.store(-1, ordering: .relaxed)
         startedAtFrame.store(-1, ordering: .relaxed)

@@ -360,12 +360,17 @@ public final class ZoneMixer: @unchecked Sendable {
         let pausing = slot.pauseRequested.load(ordering: .acquiring)
         if slot.drainedFlag.load(ordering: .relaxed) { return filled }
         // Frames its producer asked to drop unplayed (from before a loss, played in the source's
-        // other zones meanwhile): counted as heard there, as the frames it dropped for it were.
-        let discard = slot.discardRequested.load(ordering: .acquiring)
-        if discard > 0 {
-            let dropped = slot.ring.discard(count: discard * channels, releasing: markCapacity == 0) / channels
+        // other zones meanwhile): up to the source frame it named, counted as heard there, as the
+        // frames it dropped for it were. Not taken back (a barrier), so released at once.
+        let upTo = slot.discardUpTo.load(ordering: .acquiring)
+        if upTo >= 0 {
+            // Dropped-behind first: the producer counts a drop in `skipped` before it does there,
+            // so this never reads a drop there without it in `skipped` (which would drop too much).
+            let droppedBehind = slot.droppedBehind.load(ordering: .acquiring)
+            let start = slot.consumed.load(ordering: .relaxed) + slot.skipped.load(ordering: .acquiring) - droppedBehind
+            let dropped = slot.ring.discard(count: max(0, upTo - start) * channels) / channels
             slot.skipped.add(dropped, ordering: .releasing)
-            slot.discardRequested.store(0, ordering: .releasing)
+            slot.discardUpTo.store(-1, ordering: .releasing)
             eventInPeriod = true
         }
         if pausing && slot.gain == 0 {
@@ -387,12 +392,7 @@ public final class ZoneMixer: @unchecked Sendable {
         let distance = abs(target - slot.gain)
         let fullRamp = distance == 0 ? 0 : Int((distance / rampStep).rounded(.up))
         let rampFrames = min(periodFrames, fullRamp)
-        // Behind (its producer dropped frames for it while its device was out) and not in step
-        // again yet: held, nothing read, until its producer writes it in step
-        // (`SourceOutput.rejoins`) — what its ring holds may be from before the loss. Not at its
-        // end: nothing would write it again, and it must drain.
-        let held = slot.behind.load(ordering: .acquiring) && !slot.endOfStream.load(ordering: .acquiring)
-        let want = held ? 0 : pausing ? rampFrames : periodFrames
+        let want = pausing ? rampFrames : periodFrames
         // Steady gain into an empty mix: read the ring straight into it (see `render`).
         let direct = !filled && rampFrames == 0 && want > 0
         let got =
@@ -410,9 +410,10 @@ public final class ZoneMixer: @unchecked Sendable {
                 slot.drainedAtFrame.store(frame + got, ordering: .relaxed)
                 slot.drainedFlag.store(true, ordering: .releasing)
                 eventInPeriod = true
-            } else if !pausing && slot.startedAtFrame.load(ordering: .relaxed) >= 0 {
+            } else if !pausing && slot.startedAtFrame.load(ordering: .relaxed) >= 0 && !slot.isBehind {
                 // Ran dry once heard (a gap). Before its first frame a source is not starved: it
-                // has not started yet (its stream is still connecting), and nothing is heard missing.
+                // has not started yet (its stream is still connecting), and nothing is heard missing;
+                // nor while its producer has yet to write it in step again after a loss (`isBehind`).
                 slot.starved.add(1, ordering: .relaxed)
                 ranDry = true
             }
@@ -461,11 +462,13 @@ public final class ZoneMixer: @unchecked Sendable {
                     .init(wentOnAt: frame, consumed: slot.consumed.load(ordering: .relaxed), mixedEnd: mixedEnd))
                 eventInPeriod = true
             }
+            // The count before the end it reaches: a reader that sees the new end sees the new count
+            // (`SourceSlot.framesHeard`).
+            slot.consumed.add(got, ordering: .releasing)
             slot.lastMixedEndFrame.store(frame + got, ordering: .releasing)
         }
         slot.gain = g
         slot.currentGainBits.store(g.bitPattern, ordering: .relaxed)
-        slot.consumed.add(got, ordering: .releasing)
         if pausing && g == 0 {
             if !slot.pausedNow.load(ordering: .relaxed) { eventInPeriod = true }
             slot.pausedNow.store(true, ordering: .releasing)

@@ -205,11 +205,11 @@ import Testing
     }
 
     /// A card whose source went on in other zones while it was gone (its producer dropped frames
-    /// for it: behind) mixes none of it when it is back, until its producer has it in step again:
-    /// then it drops what it was asked to (what its ring held that the others played meanwhile),
-    /// counted as heard, and plays on from the next frame. (It played its ring's half second of
-    /// music from before the loss while its position said it was in step.)
-    @Test func aCardBackBehindItsSourcePlaysNothingFromBeforeTheLoss() throws {
+    /// for it: behind) drops, when its producer asks, what its ring still holds before a source
+    /// frame (what the others played meanwhile), counted as heard, and plays on from that very
+    /// frame. (It played its ring's half second of music from before the loss, its position saying
+    /// it was in step.)
+    @Test func aCardBackBehindItsSourceDropsWhatTheOthersPlayed() throws {
         let card = Self.card()
         let output = Self.device(card)
         let slot = try #require(output.mixer.claimSlot(gain: 1))
@@ -225,32 +225,30 @@ import Testing
         card.send(.unplug)
         #expect(waitUntil { !output.snapshot().available })
         slot.drop(4_800)  // as a producer does for a zone left behind while the source plays on
-        let consumed = slot.framesConsumed
-        let held = slot.ring.readable / 2
-        #expect(held > Self.rate / 10)
+        let lost = slot.framesConsumed
+        #expect(slot.ringStart == lost && frames - lost > 9_600)
         card.send(.replug)
         #expect(waitUntil(seconds: 3) { output.snapshot().available })
-        let back = output.snapshot().framesPlayed
-        #expect(waitUntil { output.snapshot().framesPlayed >= back + Self.rate / 10 })
-        #expect(slot.framesConsumed == consumed, "mixed \(slot.framesConsumed - consumed) frames while behind")
-        // Its producer: the first 2 400 frames it holds were played elsewhere.
-        slot.requestDiscard(2_400)
+        // Its producer: the frames up to `lost + 9 600` were played in the others meanwhile.
+        slot.requestDiscard(upTo: lost + 9_600)
         #expect(waitUntil { !slot.isDiscardPending })
-        #expect(slot.framesSkipped == 4_800 + 2_400 && slot.ring.readable / 2 == held - 2_400)
-        slot.isBehind = false
-        let rejoined = output.snapshot().framesPlayed
-        #expect(waitUntil { output.snapshot().framesPlayed >= rejoined + Self.rate / 10 })
+        let after = output.snapshot().framesPlayed
+        #expect(waitUntil { output.snapshot().framesPlayed >= after + Self.rate / 10 })
         output.stop()
         let bytes = card.recordedBytes()
         let indices = bytes.withUnsafeBytes { raw -> [Int] in
             let s = raw.bindMemory(to: Int16.self)
             return (0..<(bytes.count / 4)).map { Int(s[2 * $0 + 1]) * 30_000 + Int(s[2 * $0]) }
         }
-        // Before the loss, 0 up to what was mixed (then the silence of the hold, index 0); after
-        // the rejoin, on from what was dropped.
-        let resumed = try #require(indices.firstIndex { $0 > consumed })
-        #expect(indices[resumed] == consumed + 2_400, "played \(indices[resumed]) first after the rejoin")
-        #expect(indices[..<resumed].allSatisfy { $0 < consumed }, "nothing held was played during the hold")
+        // Every frame once, in order, up to the drop; then on from the frame named.
+        let jump = try #require(IndexSignal.firstBreak(in: bytes))
+        #expect(indices[jump] == lost + 9_600, "after frame \(indices[jump - 1]), frame \(indices[jump])")
+        #expect(indices[jump - 1] < lost + 9_600 - 1 && indices[jump - 1] >= lost)
+        #expect(
+            slot.framesSkipped == 4_800 + lost + 9_600 - (indices[jump - 1] + 1), "what was dropped counts as heard")
+        // Then frame by frame to the last one written, and silence after it.
+        let end = indices[jump...].indices.first { indices[$0] != indices[jump] + ($0 - jump) } ?? indices.count
+        #expect(end == indices.count || (indices[end - 1] == frames - 1 && indices[end...].allSatisfy { $0 == 0 }))
     }
 
     /// Cards whose clocks run 500 ppm fast and slow play 60 s without an xrun or a late cycle, and
