@@ -133,21 +133,40 @@ struct BadInputTests {
         let frames = try decodeAll(mp3).count / 2
         let damage = try #require(mp3.damage)
         print("MP3 junk: \(damage)")
-        // The frame the junk landed in takes its first bytes as its own; the false header found
-        // after them took a few real frames with it before libmpg123 found the stream again (a
-        // 192 kb/s frame is 627 bytes): the bytes skipped are the junk and those frames, and the
-        // audio is short by those frames (1 152 each), within two.
-        #expect(damage.count == 1 && abs(damage.firstAtFrame - 44_100) < 2 * 1152, "\(damage)")
+        // The frame the junk landed in takes its first bytes as its own; the false headers found
+        // after them took a few real frames with them before libmpg123 found the stream again (a
+        // 192 kb/s frame is 627 bytes): the bytes skipped are the junk and those frames (less any
+        // false frame of the stream's own format, decoded), and the audio is short by those
+        // frames (1 152 each), within three.
+        #expect(damage.count <= 3 && abs(damage.firstAtFrame - 44_100) < 2 * 1152, "\(damage)")
         let said = "\(damage)"
         let skipped = said.split(separator: "; ").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? 0
-        #expect(said.hasPrefix("1 stretch of non-audio bytes skipped (lost sync; "), "\(said)")
-        #expect(skipped >= 1_000 && skipped < 1_000 + 8 * 627, "\(said)")
+        #expect(said.contains(" of non-audio bytes skipped (lost sync; "), "\(said)")
+        #expect(skipped > 1_000 - 2 * 627 && skipped < 1_000 + 8 * 627, "\(said)")
         let lost = Double(skipped - 1_000) / 627 * 1152
-        #expect(abs(Double(88_200 - frames) - lost) <= 2 * 1152, "decoded \(frames) frames, \(skipped) bytes skipped")
+        #expect(abs(Double(88_200 - frames) - lost) <= 3 * 1152, "decoded \(frames) frames, \(skipped) bytes skipped")
 
         let tagged = try MP3StreamDecoder(source: chunked(bytes + junk), name: "tagged.mp3")
         _ = try decodeAll(tagged)
         #expect(tagged.damage == nil)
+    }
+
+    /// An ID3v2 tag between MP3 frames (two files joined: a podcast's stitched-in segment) is
+    /// metadata libmpg123 skips, not damage.
+    @Test func anID3TagBetweenMP3FramesIsNotDamage() throws {
+        let directory = TestDirectory.make("codec")
+        try ffmpeg(toneInput(rate: 44100, channels: 2) + ["-c:a", "libmp3lame", "-b:a", "192k", "\(directory)/a.mp3"])
+        try ffmpeg(
+            toneInput(rate: 44100, channels: 2) + [
+                "-c:a", "libmp3lame", "-b:a", "192k", "-write_xing", "0", "-metadata", "title=Second",
+                "\(directory)/b.mp3",
+            ])
+        let b = try readBytes("\(directory)/b.mp3")
+        #expect(b.starts(with: Array("ID3".utf8)))
+        let joined = try MP3StreamDecoder(source: chunked(try readBytes("\(directory)/a.mp3") + b), name: "joined.mp3")
+        let frames = try decodeAll(joined).count / 2
+        #expect(joined.damage == nil, "\(joined.damage.map { "\($0)" } ?? "")")
+        #expect(frames >= 88_200 - 1152, "decoded \(frames) frames")
     }
 
     /// A FLAC frame with damaged bytes is reported (lost sync or CRC mismatch) and counted; libFLAC

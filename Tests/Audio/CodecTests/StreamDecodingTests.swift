@@ -114,5 +114,6 @@ struct StreamDecodingTests {
         // Read in blocks longer than an MPEG frame (libmpg123 is asked a frame at a time), the same.
         let whole = try decodeAll(again, blockFrames: 8192)
         #expect(whole.count == samples.count && whole == samples)
+        #expect(again.damage == nil, "fed in 16 KiB: \(again.damage.map { "\($0)" } ?? "")")
     }
 }

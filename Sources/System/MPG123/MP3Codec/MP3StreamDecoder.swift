@@ -36,6 +36,15 @@ public final class MP3StreamDecoder: AudioDecoder {
     /// between it and the next (-1: none parsed yet).
     private var lastFramePosition = -1
     private var lastFrameBytes = 0
+    /// ID3v2 tags seen in the bytes fed (the latest few; stream offsets), the bytes fed so far, and
+    /// the last bytes of the previous feed (a tag's header may straddle two).
+    private var tags: [(start: Int, end: Int)] = []
+    private var fedBytes = 0
+    private var feedTail: [UInt8] = []
+    /// libmpg123's count of the frames it parsed, at the last look.
+    private var lastFrameNumber = -1
+    /// Frames of another format were dropped since the last frame of the stream's own.
+    private var droppedOtherFormat = false
     /// Stretches of junk libmpg123 skipped between frames, their bytes, and the decoded frames
     /// before the first.
     private var junkStretches = 0
@@ -158,23 +167,32 @@ public final class MP3StreamDecoder: AudioDecoder {
         return filled
     }
 
-    /// After a read that gave samples: if libmpg123 parsed a new MPEG frame that does not begin
-    /// where the one before ended, the bytes between were junk it skipped. `decoded`: the frames
+    /// After a read that gave samples: if libmpg123 parsed one new MPEG frame since the last look
+    /// and it does not begin where the one before ended, the bytes between were junk it skipped —
+    /// unless they were an ID3 tag (metadata, not damage). Several frames parsed at once (gapless
+    /// trimming empties the padding frames at the end) are not looked into; frames of another
+    /// format dropped meanwhile (`otherFormat`) are junk whatever the count. `decoded`: the frames
     /// decoded so far, this read's included.
-    /// The corresponding C functions are `mpg123_framepos` and `mpg123_info2`.
+    /// The corresponding C functions are `mpg123_framepos`, `mpg123_position` and `mpg123_info2`.
     private func noteFrame(decoded: Int) {
         let position = Int(mpg123_framepos(handle))
         guard position != lastFramePosition else { return }
+        var number: off_t = 0
+        _ = mpg123_position(handle, 0, 0, &number, nil, nil, nil)
         let expected = lastFramePosition + lastFrameBytes
-        if lastFramePosition >= 0 && position > expected {
+        let tagged = tags.contains { $0.start == expected && $0.end == position }
+        let next = Int(number) == lastFrameNumber + 1
+        if lastFramePosition >= 0 && position > expected && ((next && !tagged) || droppedOtherFormat) {
             if junkStretches == 0 { firstJunkAt = decoded }
             junkStretches += 1
             junkBytes += position - expected
         }
+        droppedOtherFormat = false
         var info = mpg123_frameinfo2()
         _ = mpg123_info2(handle, &info)
         lastFramePosition = position
         lastFrameBytes = Int(info.framesize)
+        lastFrameNumber = Int(number)
     }
 
     /// One call's worth of `read`: up to `frames` frames into `base`; nil when there are none now
@@ -187,8 +205,12 @@ public final class MP3StreamDecoder: AudioDecoder {
         while true {
             var done = 0
             let status = mpg123_read(handle, base, room * frameBytes, &done)
+            // What it gave is in the format before a change it reports with it.
+            let other = otherFormat
+            if status == MPG123_NEW_FORMAT.rawValue { formatChanged() }
             if done > 0, status != MPG123_ERR.rawValue {
-                guard let other = otherFormat else { return done / frameBytes }
+                guard let other else { return done / frameBytes }
+                droppedOtherFormat = true
                 otherFormatSamples += done / MemoryLayout<Float>.size
                 if otherFormatSamples > other.rate * other.channels { return try failFormat(other) }
                 continue  // dropped: not this stream's audio
@@ -209,13 +231,7 @@ public final class MP3StreamDecoder: AudioDecoder {
                     throw error
                 }
             case MPG123_NEW_FORMAT.rawValue:
-                let format = self.format()
-                if format.rate == rate && format.channels == channels {
-                    otherFormat = nil
-                    otherFormatSamples = 0
-                } else {
-                    otherFormat = (format.rate, format.channels)
-                }
+                continue  // taken (`formatChanged`)
             case MPG123_DONE.rawValue:
                 return 0
             default:
@@ -240,11 +256,33 @@ public final class MP3StreamDecoder: AudioDecoder {
             sourceEnded = true
             return 0
         }
+        noteTags(count: n)
         let status = feed.withUnsafeBufferPointer { mpg123_feed(handle, $0.baseAddress, n) }
         guard status == MPG123_OK.rawValue else {
             throw DecodeError(format: Self.formatName, message: "\(name): cannot take more data (\(describe(status)))")
         }
         return n
+    }
+
+    /// Notes the ID3v2 tags whose header is in the `n` bytes about to be fed (the ten-byte header:
+    /// "ID3", version 2–4, flags, a sync-safe size; a footer when flagged), so that the bytes
+    /// libmpg123 skips over one between frames are not called junk.
+    private func noteTags(count n: Int) {
+        let scan = feedTail + feed[0..<n]
+        let base = fedBytes - feedTail.count
+        var i = 0
+        while i + 10 <= scan.count {
+            defer { i += 1 }
+            guard scan[i] == 0x49, scan[i + 1] == 0x44, scan[i + 2] == 0x33, (2...4).contains(scan[i + 3]),
+                scan[i + 4] != 0xFF, scan[(i + 6)..<(i + 10)].allSatisfy({ $0 < 0x80 })
+            else { continue }
+            let size = scan[(i + 6)..<(i + 10)].reduce(0) { $0 << 7 | Int($1) }
+            let footer = scan[i + 5] & 0x10 != 0 ? 10 : 0
+            tags.append((base + i, base + i + 10 + size + footer))
+            if tags.count > 8 { tags.removeFirst() }
+        }
+        feedTail = Array(scan.suffix(9))
+        fedBytes += n
     }
 
     private func format() -> (rate: Int, channels: Int, encoding: Int32) {
@@ -253,6 +291,19 @@ public final class MP3StreamDecoder: AudioDecoder {
         var encoding: Int32 = 0
         _ = mpg123_getformat(handle, &rate, &channels, &encoding)
         return (rate, Int(channels), encoding)
+    }
+
+    /// libmpg123 decodes another format from now on: the stream's own again, or frames behind a
+    /// false header found in junk (dropped, see `otherFormat`).
+    private func formatChanged() {
+        let format = self.format()
+        if format.rate == rate && format.channels == channels {
+            otherFormat = nil
+            otherFormatSamples = 0
+        } else {
+            otherFormat = (format.rate, format.channels)
+            droppedOtherFormat = true
+        }
     }
 
     private func failFormat(_ other: (rate: Int, channels: Int)) throws(DecodeError) -> Int {
