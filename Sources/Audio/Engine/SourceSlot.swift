@@ -34,6 +34,9 @@ public final class SourceSlot: @unchecked Sendable {
     let endOfStream = Atomic<Bool>(false)
     let drainedFlag = Atomic<Bool>(false)
     let consumed = Atomic<Int>(0)
+    /// A sequence counter (odd while being written) over `consumed` and `lastMixedEndFrame`, which
+    /// the output thread changes together each period and a position reads together.
+    let counts = Atomic<Int>(0)
     /// Frames dropped for this zone while it was out and others played — by the producer, instead
     /// of writing them, and by the output at its request, what the ring held from before the loss
     /// — less the silence the producer put in to come back in step.
@@ -144,14 +147,17 @@ public final class SourceSlot: @unchecked Sendable {
         // a pause, or of a ring run dry, held none of this source's frames).
         // The latest counts first, then the breaks: the output thread records a break before it
         // stores the counts of the period that ended it, so counts that include such a period are
-        // read with its break. The end and the count of one period: it adds the count, then stores
-        // the end, so an end read again unchanged after the count goes with it.
+        // read with its break. The count and the end of one period, under their sequence counter.
         var end: Int
         var mixed: Int
-        repeat {
-            end = lastMixedEndFrame.load(ordering: .acquiring)
-            mixed = consumed.load(ordering: .acquiring) + skipped.load(ordering: .acquiring)
-        } while lastMixedEndFrame.load(ordering: .acquiring) != end
+        while true {
+            let before = counts.load(ordering: .sequentiallyConsistent)
+            if before & 1 == 1 { continue }
+            end = lastMixedEndFrame.load(ordering: .sequentiallyConsistent)
+            mixed = consumed.load(ordering: .sequentiallyConsistent)
+            if counts.load(ordering: .sequentiallyConsistent) == before { break }
+        }
+        mixed += skipped.load(ordering: .acquiring)
         if let b = breaks.firstEnded(after: audibleFrame) {
             (mixed, end) = (b.consumed + skipped.load(ordering: .acquiring), b.mixedEnd)
         }

@@ -268,8 +268,10 @@ public final class ZoneMixer: @unchecked Sendable {
             slot.ring.rewindRead(to: m.readPosition)
             slot.gain = m.gain
             slot.currentGainBits.store(m.gain.bitPattern, ordering: .relaxed)
-            slot.consumed.store(m.consumed, ordering: .releasing)
-            slot.lastMixedEndFrame.store(m.lastMixedEndFrame, ordering: .releasing)
+            slot.counts.add(1, ordering: .sequentiallyConsistent)
+            slot.consumed.store(m.consumed, ordering: .sequentiallyConsistent)
+            slot.lastMixedEndFrame.store(m.lastMixedEndFrame, ordering: .sequentiallyConsistent)
+            slot.counts.add(1, ordering: .sequentiallyConsistent)
             slot.starved.store(m.starved, ordering: .relaxed)
             slot.soundingNow = m.soundingNow
         }
@@ -462,10 +464,11 @@ public final class ZoneMixer: @unchecked Sendable {
                     .init(wentOnAt: frame, consumed: slot.consumed.load(ordering: .relaxed), mixedEnd: mixedEnd))
                 eventInPeriod = true
             }
-            // The count before the end it reaches: a reader that sees the new end sees the new count
-            // (`SourceSlot.framesHeard`).
-            slot.consumed.add(got, ordering: .releasing)
-            slot.lastMixedEndFrame.store(frame + got, ordering: .releasing)
+            // The count and the end it reaches, together (`SourceSlot.framesHeard`).
+            slot.counts.add(1, ordering: .sequentiallyConsistent)
+            slot.consumed.add(got, ordering: .sequentiallyConsistent)
+            slot.lastMixedEndFrame.store(frame + got, ordering: .sequentiallyConsistent)
+            slot.counts.add(1, ordering: .sequentiallyConsistent)
         }
         slot.gain = g
         slot.currentGainBits.store(g.bitPattern, ordering: .relaxed)

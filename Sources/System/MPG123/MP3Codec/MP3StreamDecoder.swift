@@ -176,7 +176,9 @@ public final class MP3StreamDecoder: AudioDecoder {
     /// The corresponding C functions are `mpg123_framepos`, `mpg123_position` and `mpg123_info2`.
     private func noteFrame(decoded: Int) {
         let position = Int(mpg123_framepos(handle))
-        guard position != lastFramePosition else { return }
+        // The frame just parsed is of another format (samples of the one before came with the
+        // change): not a frame of the stream's; the stretch is counted when its own come back.
+        guard position != lastFramePosition, otherFormat == nil else { return }
         var number: off_t = 0
         _ = mpg123_position(handle, 0, 0, &number, nil, nil, nil)
         let expected = lastFramePosition + lastFrameBytes
