@@ -231,6 +231,35 @@ extension DeviceZoneTests {
 }
 
 extension DeviceZoneTests {
+    /// One source's share of the kitchen and the patio of a test daemon, as a producer writes it:
+    /// a slot in each, claimed at gain 0 (released by `release`).
+    struct TwoZones {
+        let kitchen: ZoneHandle
+        let patio: ZoneHandle
+        let inKitchen: SourceOutput
+        let onPatio: SourceOutput
+        var both: [SourceOutput] { [inKitchen, onPatio] }
+
+        init(_ t: TestDaemon) throws {
+            #expect(waitUntil { t.daemon.zones.zones.allSatisfy { $0.device.snapshot().available } })
+            kitchen = try #require(t.daemon.output("kitchen"))
+            patio = try #require(t.daemon.output("patio"))
+            inKitchen = kitchen.output(try #require(kitchen.mixer.claimSlot(gain: 0)), resampler: .callsDefault)
+            onPatio = patio.output(try #require(patio.mixer.claimSlot(gain: 0)), resampler: .callsDefault)
+        }
+
+        /// Writes `seconds` of `value` into `o`'s ring.
+        func fill(_ o: SourceOutput, _ seconds: Double, value: Float = 0) {
+            let samples = [Float](repeating: value, count: Int(seconds * Double(o.rate)) * o.channels)
+            _ = samples.withUnsafeBufferPointer { o.slot.ring.write($0.baseAddress!, count: $0.count) }
+        }
+
+        func release() {
+            kitchen.mixer.release(inKitchen.slot)
+            patio.mixer.release(onPatio.slot)
+        }
+    }
+
     /// A zone that was behind (its frames dropped while its card was gone) comes back in step: what
     /// it holds from before where the others read is dropped first (played there meanwhile), then
     /// silence puts the next frames as far from now in it as in the others, so what the producer
@@ -240,35 +269,22 @@ extension DeviceZoneTests {
     @Test func aZoneThatWasBehindRejoinsInStep() throws {
         let t = try TestDaemon()
         defer { t.stop() }
-        #expect(waitUntil { t.daemon.zones.zones.allSatisfy { $0.device.snapshot().available } })
-        let kitchen = try #require(t.daemon.output("kitchen"))
-        let patio = try #require(t.daemon.output("patio"))
-        let a = try #require(kitchen.mixer.claimSlot(gain: 0))
-        let b = try #require(patio.mixer.claimSlot(gain: 0))
-        defer {
-            kitchen.mixer.release(a)
-            patio.mixer.release(b)
-        }
-        let inKitchen = kitchen.output(a, resampler: .callsDefault)
-        let onPatio = patio.output(b, resampler: .callsDefault)
-        let both = [inKitchen, onPatio]
-        let fill = { (o: SourceOutput, seconds: Double) in
-            let samples = [Float](repeating: 0, count: Int(seconds * Double(o.rate)) * o.channels)
-            _ = samples.withUnsafeBufferPointer { o.slot.ring.write($0.baseAddress!, count: $0.count) }
-        }
-        b.pause()
-        fill(onPatio, 0.4)
-        fill(inKitchen, 0.4)
-        kitchen.device.wake()
+        let z = try TwoZones(t)
+        defer { z.release() }
+        let (inKitchen, onPatio) = (z.inKitchen, z.onPatio)
+        onPatio.slot.pause()
+        z.fill(onPatio, 0.4)
+        z.fill(inKitchen, 0.4)
+        z.kitchen.device.wake()
         #expect(waitUntil { inKitchen.secondsInRing < 0.2 })
         // The source's next 0.1 s: the kitchen takes it, patio's is dropped.
-        fill(inKitchen, 0.1)
+        z.fill(inKitchen, 0.1)
         onPatio.drop(onPatio.rate / 10)
-        #expect(!onPatio.rejoins(among: both), "patio holds what the kitchen played")
+        #expect(!onPatio.rejoins(among: z.both), "patio holds what the kitchen played")
         #expect(onPatio.slot.isBehind && onPatio.slot.isDiscardPending)
         #expect(waitUntil { !onPatio.slot.isDiscardPending })
-        b.resume()
-        #expect(onPatio.rejoins(among: both))
+        onPatio.slot.resume()
+        #expect(onPatio.rejoins(among: z.both))
         #expect(!onPatio.slot.isBehind)
         let gap = inKitchen.secondsInRing - onPatio.secondsInRing
         #expect(abs(gap) < 0.005, "kitchen holds \(inKitchen.secondsInRing) s, patio \(onPatio.secondsInRing) s")
@@ -282,28 +298,16 @@ extension DeviceZoneTests {
     @Test func aZoneBehindWhileAllArePausedKeepsWhatItHolds() throws {
         let t = try TestDaemon()
         defer { t.stop() }
-        #expect(waitUntil { t.daemon.zones.zones.allSatisfy { $0.device.snapshot().available } })
-        let kitchen = try #require(t.daemon.output("kitchen"))
-        let patio = try #require(t.daemon.output("patio"))
-        let a = try #require(kitchen.mixer.claimSlot(gain: 0))
-        let b = try #require(patio.mixer.claimSlot(gain: 0))
-        defer {
-            kitchen.mixer.release(a)
-            patio.mixer.release(b)
-        }
-        a.pause()
-        b.pause()
-        let inKitchen = kitchen.output(a, resampler: .callsDefault)
-        let onPatio = patio.output(b, resampler: .callsDefault)
-        let fill = { (o: SourceOutput, seconds: Double) in
-            let samples = [Float](repeating: 0.25, count: Int(seconds * Double(o.rate)) * o.channels)
-            _ = samples.withUnsafeBufferPointer { o.slot.ring.write($0.baseAddress!, count: $0.count) }
-        }
-        fill(inKitchen, 0.4)
-        fill(onPatio, 0.3)
+        let z = try TwoZones(t)
+        defer { z.release() }
+        let (inKitchen, onPatio) = (z.inKitchen, z.onPatio)
+        inKitchen.slot.pause()
+        onPatio.slot.pause()
+        z.fill(inKitchen, 0.4, value: 0.25)
+        z.fill(onPatio, 0.3, value: 0.25)
         let dropped = onPatio.rate / 10
         onPatio.drop(dropped)
-        #expect(onPatio.rejoins(among: [inKitchen, onPatio]))
+        #expect(onPatio.rejoins(among: z.both))
         #expect(!onPatio.slot.isBehind && !onPatio.slot.isDiscardPending)
         #expect(
             onPatio.slot.ring.readable / onPatio.channels == Int(0.3 * Double(onPatio.rate)) + dropped,
