@@ -109,9 +109,8 @@ public struct SourceOutput: Sendable {
             }
             // Where the producer writes next (this zone's frames passed, held and dropped), less
             // where the reference reads and what this zone holds: the silence that puts the next
-            // frames as far from now here as there.
-            let next = slot.framesConsumed + slot.framesSkipped + held
-            let gap = next - read - held
+            // frames as far from now here as there — what this zone has passed beyond the reference.
+            let gap = slot.framesConsumed + slot.framesSkipped - read
             if gap > slot.ring.writable / frameSamples { return false }
             if gap > 0 {
                 let silence = [Float](repeating: 0, count: gap * frameSamples)

@@ -157,12 +157,20 @@ public final class SourceSlot: @unchecked Sendable {
             mixed = consumed.load(ordering: .sequentiallyConsistent)
             if counts.load(ordering: .sequentiallyConsistent) == before { break }
         }
+        if let b = breaks.firstEnded(after: audibleFrame) { (mixed, end) = (b.consumed, b.mixedEnd) }
         mixed += skipped.load(ordering: .acquiring)
-        if let b = breaks.firstEnded(after: audibleFrame) {
-            (mixed, end) = (b.consumed + skipped.load(ordering: .acquiring), b.mixedEnd)
-        }
         guard end >= 0 else { return mixed }
         return max(0, mixed - max(0, end - audibleFrame))
+    }
+
+    /// Sets the frames mixed and the zone frame just after the last of them, as one pair for
+    /// `framesHeard` (under `counts`). Output thread only. Real-time safe.
+    @inline(__always)
+    func publishCounts(consumed mixed: Int, mixedEnd: Int) {
+        counts.add(1, ordering: .sequentiallyConsistent)
+        consumed.store(mixed, ordering: .sequentiallyConsistent)
+        lastMixedEndFrame.store(mixedEnd, ordering: .sequentiallyConsistent)
+        counts.add(1, ordering: .sequentiallyConsistent)
     }
 
     /// Frames dropped for this zone while it was out (`drop`, `requestDiscard`), less the silence
@@ -210,7 +218,9 @@ public final class SourceSlot: @unchecked Sendable {
 
     /// The source frame the ring's frames begin at (this zone's frames; those dropped for it count
     /// as passed, but not the ones dropped since it fell behind, which come after the ring's).
-    /// Any thread (a snapshot).
+    /// Any thread (a snapshot; real-time safe). Dropped-behind is read first: the producer counts
+    /// a drop in `skipped` before it does there, so this never sees a drop there without it in
+    /// `skipped` (which would put the start too early, and a discard up to a frame drop too much).
     public var ringStart: Int {
         let dropped = droppedBehind.load(ordering: .acquiring)
         return consumed.load(ordering: .acquiring) + skipped.load(ordering: .acquiring) - dropped

@@ -268,10 +268,7 @@ public final class ZoneMixer: @unchecked Sendable {
             slot.ring.rewindRead(to: m.readPosition)
             slot.gain = m.gain
             slot.currentGainBits.store(m.gain.bitPattern, ordering: .relaxed)
-            slot.counts.add(1, ordering: .sequentiallyConsistent)
-            slot.consumed.store(m.consumed, ordering: .sequentiallyConsistent)
-            slot.lastMixedEndFrame.store(m.lastMixedEndFrame, ordering: .sequentiallyConsistent)
-            slot.counts.add(1, ordering: .sequentiallyConsistent)
+            slot.publishCounts(consumed: m.consumed, mixedEnd: m.lastMixedEndFrame)
             slot.starved.store(m.starved, ordering: .relaxed)
             slot.soundingNow = m.soundingNow
         }
@@ -366,11 +363,7 @@ public final class ZoneMixer: @unchecked Sendable {
         // frames it dropped for it were. Not taken back (a barrier), so released at once.
         let upTo = slot.discardUpTo.load(ordering: .acquiring)
         if upTo >= 0 {
-            // Dropped-behind first: the producer counts a drop in `skipped` before it does there,
-            // so this never reads a drop there without it in `skipped` (which would drop too much).
-            let droppedBehind = slot.droppedBehind.load(ordering: .acquiring)
-            let start = slot.consumed.load(ordering: .relaxed) + slot.skipped.load(ordering: .acquiring) - droppedBehind
-            let dropped = slot.ring.discard(count: max(0, upTo - start) * channels) / channels
+            let dropped = slot.ring.discard(count: max(0, upTo - slot.ringStart) * channels) / channels
             slot.skipped.add(dropped, ordering: .releasing)
             slot.discardUpTo.store(-1, ordering: .releasing)
             eventInPeriod = true
@@ -464,11 +457,7 @@ public final class ZoneMixer: @unchecked Sendable {
                     .init(wentOnAt: frame, consumed: slot.consumed.load(ordering: .relaxed), mixedEnd: mixedEnd))
                 eventInPeriod = true
             }
-            // The count and the end it reaches, together (`SourceSlot.framesHeard`).
-            slot.counts.add(1, ordering: .sequentiallyConsistent)
-            slot.consumed.add(got, ordering: .sequentiallyConsistent)
-            slot.lastMixedEndFrame.store(frame + got, ordering: .sequentiallyConsistent)
-            slot.counts.add(1, ordering: .sequentiallyConsistent)
+            slot.publishCounts(consumed: slot.consumed.load(ordering: .relaxed) + got, mixedEnd: frame + got)
         }
         slot.gain = g
         slot.currentGainBits.store(g.bitPattern, ordering: .relaxed)
