@@ -22,8 +22,9 @@ public final class CallPlayer: Source, @unchecked Sendable {
             IntercomPump.Target(
                 ring: o.slot.ring, channels: o.channels, rate: o.rate,
                 resampler: o.rate == 48_000
-                    ? nil : try? makeResampler(o.resampler, inputRate: 48_000, outputRate: o.rate, channels: o.channels)
-            )
+                    ? nil
+                    : try? makeResampler(o.resampler, inputRate: 48_000, outputRate: o.rate, channels: o.channels),
+                wrote: o.slot.wrote)
         }
         // The rings hold 20 ms beyond what one wake-up of the slowest-waking output takes at once
         // (30 ms at the default period and buffer); the jitter buffer holds that much too

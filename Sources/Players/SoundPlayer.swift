@@ -42,7 +42,7 @@ public final class SoundPlayer: Source, @unchecked Sendable {
                     if loop { parts[i].offset = 0 } else { break }
                 }
                 let wrote = parts[i].samples[parts[i].offset...].withUnsafeBufferPointer {
-                    slot.ring.write($0.baseAddress!, count: $0.count)
+                    slot.write($0.baseAddress!, count: $0.count)
                 }
                 parts[i].offset += wrote
                 if wrote == 0 { break }

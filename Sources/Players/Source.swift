@@ -47,10 +47,9 @@ public struct SourceOutput: Sendable {
             return true
         }
         var offset = 0
-        let ring = slot.ring
         while offset < samples.count {
             if cancelled() { return false }
-            let n = ring.write(samples.baseAddress! + offset, count: samples.count - offset)
+            let n = slot.write(samples.baseAddress! + offset, count: samples.count - offset)
             offset += n
             guard n == 0 else { continue }
             // Left behind, or behind and not in step yet (its output mixes none of it meanwhile:
@@ -114,7 +113,7 @@ public struct SourceOutput: Sendable {
             if gap > slot.ring.writable / frameSamples { return false }
             if gap > 0 {
                 let silence = [Float](repeating: 0, count: gap * frameSamples)
-                let written = silence.withUnsafeBufferPointer { slot.ring.write($0.baseAddress!, count: $0.count) }
+                let written = silence.withUnsafeBufferPointer { slot.write($0.baseAddress!, count: $0.count) }
                 slot.wroteSilence(written / frameSamples)
             }
         }

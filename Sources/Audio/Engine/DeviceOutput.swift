@@ -251,9 +251,9 @@ public final class DeviceOutput: @unchecked Sendable {
         thread = nil
     }
 
-    /// Wakes the output thread if it stopped with nothing to play (`stopsWhenIdle`): call it after
-    /// claiming a slot and writing its first frames, so they go out in the very next period.
-    /// Any thread but the output thread; does not block.
+    /// Rings the output's doorbell: an output stopped with nothing to play (`stopsWhenIdle`) looks
+    /// again, and restarts if a zone has something to play (a slot's producer rings it itself with
+    /// its first frames: `SourceSlot.write`). Any thread but the output thread; does not block.
     public func wake() { bell.post() }
 
     /// Holds the changes the control plane is about to make (posts to this output's bell) until
@@ -579,7 +579,8 @@ public final class DeviceOutput: @unchecked Sendable {
         return min(wake, max(1, room / period))
     }
 
-    /// True when no zone has anything to play. Output thread; real-time safe.
+    /// True when no zone has anything to play until the doorbell rings (`ZoneMixer.isIdle`).
+    /// Output thread; real-time safe.
     private var allZonesIdle: Bool {
         for m in mixers where !m.isIdle { return false }
         return true

@@ -185,8 +185,30 @@ public final class SourceSlot: @unchecked Sendable {
 
     // MARK: Producer thread
 
-    /// Marks that no more frames will be written. Producer thread.
-    public func finish() { endOfStream.store(true, ordering: .releasing) }
+    /// Writes up to `count` samples into the ring (as `FloatRing.write`); returns how many it took.
+    /// Until the output has mixed the slot's first frame, each write that adds frames rings the
+    /// output's doorbell: an output stopped while idle starts its device on the source's first
+    /// sample, not on silence before it (a source's thread writes some time after the claim), and
+    /// one that renders ahead takes back and renders the new source in at once. Producer thread.
+    @discardableResult
+    public func write(_ samples: UnsafePointer<Float>, count: Int) -> Int {
+        let n = ring.write(samples, count: count)
+        if n > 0 { wrote() }
+        return n
+    }
+
+    /// What `write` does after writing, for a producer that wrote into `ring` itself: rings the
+    /// output's doorbell until the output has mixed the slot's first frame. Producer thread.
+    public func wrote() {
+        if startedAtFrame.load(ordering: .acquiring) < 0 { doorbell?.post() }
+    }
+
+    /// Marks that no more frames will be written. The first time, before the output has mixed
+    /// any, it rings the output's doorbell: a source that ends before it wrote anything must be
+    /// seen to end by an output stopped while idle. Producer thread.
+    public func finish() {
+        if !endOfStream.exchange(true, ordering: .acquiringAndReleasing) { wrote() }
+    }
 
     /// Counts `frames` the producer dropped instead of writing them: this zone was out (its card
     /// lost) while the source played on in others. They count as heard in the position, so it
@@ -237,12 +259,32 @@ public final class SourceSlot: @unchecked Sendable {
     /// True from `requestDiscard` until the output has dropped those frames. Any thread.
     public var isDiscardPending: Bool { discardUpTo.load(ordering: .acquiring) >= 0 }
 
+    // MARK: Output thread
+
+    /// True when rendering the slot would give only silence until something rings the output's
+    /// doorbell: it is free; or its pause has taken effect (its fade is over: `resume` rings);
+    /// or its source has not written its first frame yet (`write` rings) nor ended (`finish`
+    /// rings) — and no drop it asked for is pending. A zone whose slots are all so may stop its device
+    /// (`DeviceOutput.stopsWhenIdle`). Output thread only (reads `gain`). Real-time safe.
+    var awaitsTheDoorbell: Bool {
+        switch phase.load(ordering: .acquiring) {
+        case Phase.free.rawValue: return true
+        case Phase.active.rawValue: break
+        default: return false  // releasing: the output frees it
+        }
+        if discardUpTo.load(ordering: .acquiring) >= 0 { return false }
+        if drainedFlag.load(ordering: .acquiring) { return true }  // the control plane releases it
+        if pauseRequested.load(ordering: .acquiring) && gain == 0 { return true }
+        return startedAtFrame.load(ordering: .acquiring) < 0 && ring.readable == 0
+            && !endOfStream.load(ordering: .acquiring)
+    }
+
     // MARK: Slot lifecycle (Zone)
 
     /// Prepares a free slot for a new source. Does not ring the output's doorbell: the source has
     /// nothing to play yet, and an output stopped while idle that woke now would start its device on
-    /// silence (a card: a buffer of it before the source's first sample); whoever feeds the slot
-    /// wakes the output once it has (`DeviceOutput.wake`). Control thread, while the slot is free.
+    /// silence (a card: a buffer of it before the source's first sample); the producer's first
+    /// `write` rings it. Control thread, while the slot is free.
     func activate(gain: Float) {
         ring.reset()
         targetGainBits.store(gain.bitPattern, ordering: .relaxed)

@@ -155,8 +155,8 @@ public final class ZoneMixer: @unchecked Sendable {
 
     /// Claims a free slot for a new source, or nil when all are busy: the lowest free one, so that
     /// the slots used are the first few. A slot used for the first time has its ring paged in here
-    /// (`FloatRing.makeResident`), before its producer writes. The output thread is not woken: wake
-    /// it (`DeviceOutput.wake`) once the slot holds its first frames. Control thread only.
+    /// (`FloatRing.makeResident`), before its producer writes. The output thread is not woken: the
+    /// producer's first `SourceSlot.write` wakes it. Control thread only.
     public func claimSlot(gain: Float) -> SourceSlot? {
         for slot in slots where slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.free.rawValue {
             slot.ring.makeResident()
@@ -177,12 +177,11 @@ public final class ZoneMixer: @unchecked Sendable {
         doorbell?.post()
     }
 
-    /// True when the zone has nothing to play: every slot is free and the volume ramp is done, so
-    /// `render` would give silence. Rendering thread only (after `render`). Real-time safe.
+    /// True when the zone has nothing to play until its doorbell rings: every slot is free, paused
+    /// or not begun (`SourceSlot.awaitsTheDoorbell`) and the volume ramp is done, so `render` would
+    /// give silence. Rendering thread only (after `render`). Real-time safe.
     public var isIdle: Bool {
-        for slot in slots where slot.phase.load(ordering: .acquiring) != SourceSlot.Phase.free.rawValue {
-            return false
-        }
+        for slot in slots where !slot.awaitsTheDoorbell { return false }
         return volumeGain == Float(bitPattern: volumeBits.load(ordering: .acquiring))
     }
 

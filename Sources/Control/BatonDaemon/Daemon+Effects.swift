@@ -97,9 +97,8 @@ extension Daemon {
         guard let p = s.playbacks[id], !p.started else { return }
         p.started = true
         let outputs = claimSlots(p, s)
+        // Its first frames wake an output stopped while idle (`SourceSlot.write`).
         p.source.start(outputs)
-        // Once the source has written its first frames: an idle zone's output thread restarts now.
-        for o in outputs { o.device.wake() }
     }
 
     /// Releases the slots of `p`'s zones now (false: the source's own thread releases them when it ends).

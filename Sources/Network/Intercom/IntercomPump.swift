@@ -20,12 +20,19 @@ public final class IntercomPump: @unchecked Sendable {
         /// A 48 kHz → `rate` converter for `channels` channels (Media's `makeResampler`); nil when the
         /// zone runs at 48 kHz.
         public let resampler: (any Resampler)?
+        /// Called on the pump thread after frames were written into `ring` (the slot's
+        /// `SourceSlot.wrote`: it wakes an output stopped while idle for the call's first frames).
+        public let wrote: @Sendable () -> Void
 
-        public init(ring: FloatRing, channels: Int, rate: Int, resampler: (any Resampler)?) {
+        public init(
+            ring: FloatRing, channels: Int, rate: Int, resampler: (any Resampler)?,
+            wrote: @escaping @Sendable () -> Void = {}
+        ) {
             self.ring = ring
             self.channels = channels
             self.rate = rate
             self.resampler = resampler
+            self.wrote = wrote
         }
     }
 
@@ -128,16 +135,17 @@ public final class IntercomPump: @unchecked Sendable {
                         }
                     }
                 }
-                write(resampled, count: produced * t.channels, to: t.ring)
+                write(resampled, count: produced * t.channels, to: t)
             } else {
-                write(mapped, count: count, to: t.ring)
+                write(mapped, count: count, to: t)
             }
         }
     }
 
-    private func write(_ samples: [Float], count: Int, to ring: FloatRing) {
+    private func write(_ samples: [Float], count: Int, to target: Target) {
         guard count > 0 else { return }
-        let n = samples.withUnsafeBufferPointer { ring.write($0.baseAddress!, count: count) }
+        let n = samples.withUnsafeBufferPointer { target.ring.write($0.baseAddress!, count: count) }
+        if n > 0 { target.wrote() }
         if n < count { overflow.add(count - n, ordering: .relaxed) }
     }
 }

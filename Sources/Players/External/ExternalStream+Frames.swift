@@ -184,7 +184,7 @@ extension ExternalStream {
             o.drop(samples.count / channels)
             return
         }
-        let n = o.slot.ring.write(samples.baseAddress!, count: samples.count)
+        let n = o.slot.write(samples.baseAddress!, count: samples.count)
         if n < samples.count { o.drop((samples.count - n) / channels) }
     }
 

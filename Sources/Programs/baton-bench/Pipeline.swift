@@ -220,7 +220,7 @@ final class PipelineStreamer {
     private func push(_ samples: UnsafeBufferPointer<Float>, into t: Target) -> Bool {
         var offset = 0
         while offset < samples.count {
-            let n = t.slot.ring.write(samples.baseAddress! + offset, count: samples.count - offset)
+            let n = t.slot.write(samples.baseAddress! + offset, count: samples.count - offset)
             offset += n
             if n == 0 { drain() }
         }

@@ -121,7 +121,7 @@ var frame = 0
             input[2 * i + 1] = v
         }
         if let (_, produced) = try? converters[k].process(input: UnsafeBufferPointer(input), output: resampled) {
-            slots[k].ring.write(resampled.baseAddress!, count: produced * 2)
+            slots[k].write(resampled.baseAddress!, count: produced * 2)
         }
     }
     frame += inFrames

@@ -343,11 +343,11 @@ import Testing
         for k in 0..<5 {
             usleep(UInt32(150_000 + k * 13_000))  // at different points of the output's cycle
             let slot = try #require(output.mixer.claimSlot(gain: 1))
-            chime.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
-            slot.finish()
+            // The request: the source's first frames, which ring the output's doorbell.
             let ns = DeviceCardTests.now()
             let next = output.mixer.nextFrame
-            output.wake()
+            chime.withUnsafeBufferPointer { _ = slot.write($0.baseAddress!, count: $0.count) }
+            slot.finish()
             whilePlaying(slot, ns)
             #expect(waitUntil { slot.isDrained })
             requests.append((ns, next, slot.firstFrameAt))
