@@ -221,6 +221,9 @@ public final class ExternalStream: @unchecked Sendable {
                     return
                 }
             }
+            // A FORMAT in what was just read (`handle`): its DATA, read with it, must go through
+            // the new format's converters (the old ones' buffers are sized for the old format).
+            if pumpGeneration != s.generation { rebuildPumps(s.targets, generation: s.generation) }
             if received > receivedAtDetach && !announced && s.targets == nil {
                 announced = true
                 onFrames(self)

@@ -341,6 +341,38 @@ func monotonicSeconds() -> Double {
         #expect(rig.batond?.wait(seconds: 0) == nil, "batond is still running")
     }
 
+    /// A program that changes its format and sends the new format's frames in the same write,
+    /// without waiting for the OK (a quick program on a slow machine), has them played as the new
+    /// format: they went through the old format's converters (a buffer for one channel written with
+    /// two), which corrupted batond's memory.
+    @Test func framesRightAfterAFormatChangeArePlayedInTheNewFormat() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music}")
+        let fd = Self.connectPeer(rig.socket)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        // S16, 48 kHz, a 4 096-frame buffer, 256-frame periods.
+        func format(channels: UInt8) -> [UInt8] {
+            Self.message(4, [0, 0, 0, 0, channels, 0, 0, 0, 0x80, 0xbb, 0, 0, 0, 0x10, 0, 0, 0, 1, 0, 0])
+        }
+        func data(_ samples: [Int16]) -> [UInt8] {
+            Self.message(5, samples.flatMap { [UInt8(truncatingIfNeeded: $0), UInt8(truncatingIfNeeded: $0 >> 8)] })
+        }
+        func send(_ bytes: [UInt8]) {
+            _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+        send(
+            Self.message(1, [1, 0, 0, 0] + Array("x".utf8)) + format(channels: 1)
+                + data([Int16](repeating: 8_000, count: 2_048)))
+        #expect(rig.eventsSoon(contain: "\"granted\""), "the program's source was admitted")
+        // The new format and 256 frames of it in one write: left 16 000, right -16 000.
+        send(format(channels: 2) + data((0..<512).map { $0 % 2 == 0 ? 16_000 : -16_000 }))
+        #expect(waitUntil(seconds: 5) { rig.zoneSamples().contains(-16_000) }, "the new format's frames are played")
+        #expect(rig.batond?.wait(seconds: 0) == nil, "batond is still running")
+        let samples = rig.zoneSamples()
+        let first = samples.firstIndex(of: -16_000) ?? 0
+        #expect(first % 2 == 1 && samples[max(0, first - 1)] == 16_000, "left and right as sent (at sample \(first))")
+    }
+
     /// A name that is not a source name is refused escaped (it cannot forge a log line); an OPEN
     /// trickled a byte at a time is cut at 3 s in all (each byte used to give it 3 s more); past
     /// 32 connections at once the next is refused with a sentence, and batond runs on.
