@@ -110,12 +110,20 @@ public final class ExternalSourceServer: @unchecked Sendable {
     /// The connections open now. Any thread.
     public var connections: [ExternalStream] { streams.withLock { Array($0.values) } }
 
+    /// How long a send to a program may wait for it to read (`SO_SNDTIMEO`): past that the program
+    /// is taken to be gone (`ExternalStream.send`). A POSITION is never waited for: it is sent only
+    /// when there is room, and the next one says as much.
+    static let sendTimeoutSeconds = 2
+
     private func acceptLoop(_ fd: Int32) {
         while running.load(ordering: .acquiring) {
             guard stopping.wait(for: fd, timeout: -1, fallback: 50) else { continue }
             let client = accept(fd, nil, nil)
             guard client >= 0 else { continue }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            // A program that stops reading cannot hold its thread in a send for longer than this.
+            var timeout = timeval(tv_sec: Self.sendTimeoutSeconds, tv_usec: 0)
+            _ = setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             let open = handshakes.load(ordering: .acquiring) + streams.withLock { $0.count }
             guard open < Self.maxConnections else {
                 refuseBusy(client)

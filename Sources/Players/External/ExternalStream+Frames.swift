@@ -225,11 +225,12 @@ extension ExternalStream {
         let now = monotonicNanoseconds()
         let delay = pipelineDelay()
         if force || consumed != lastPosition.consumed
-            || (delay != lastPosition.delay && now - lastPositionAt > 20_000_000)
+            || (delay != lastPosition.delay && now - lastPositionAt > 20_000_000),
+            // A program that is not reading: sent again at the next answer.
+            send(ExternalWire.position(consumed: consumed, delay: delay), unlessFull: true)
         {
             lastPosition = (consumed, delay)
             lastPositionAt = now
-            send(ExternalWire.position(consumed: consumed, delay: delay))
         }
         if let at = drainAt, consumed >= at {
             // A zone left behind (its card lost) would hold the drain for as long as it is gone.

@@ -242,20 +242,33 @@ public final class ExternalStream: @unchecked Sendable {
         }
     }
 
-    func send(_ bytes: [UInt8]) {
-        guard !bytes.isEmpty else { return }
+    /// Sends one message whole. `unlessFull`: not at all when the socket has no room for any of it
+    /// (false; a POSITION, which the next one replaces). A program that reads nothing for
+    /// `ExternalSourceServer.sendTimeoutSeconds` while a send waits is taken to be gone: it used to
+    /// hold this thread in `send` for as long as it did not read, taking none of its frames, and
+    /// deaf to a stop. Stream thread.
+    @discardableResult
+    func send(_ bytes: [UInt8], unlessFull: Bool = false) -> Bool {
+        guard !bytes.isEmpty else { return true }
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes {
-                Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
-            }
+            // Once part of a message is out, the rest must follow (the stream is framed).
+            let flags = Int32(unlessFull && offset == 0 ? MSG_NOSIGNAL | MSG_DONTWAIT : MSG_NOSIGNAL)
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, flags) }
             if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if unlessFull && offset == 0 { return false }
+                logger.warning(
+                    "external \(name): \(peer) read nothing for \(ExternalSourceServer.sendTimeoutSeconds) s; closing its connection"
+                )
+            }
             if n <= 0 {
                 closedFlag.store(true, ordering: .releasing)
-                return
+                return false
             }
             offset += n
         }
+        return true
     }
 
     var fifoCapacity: Int { fifo.count }

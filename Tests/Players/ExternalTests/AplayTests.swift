@@ -363,7 +363,7 @@ func monotonicSeconds() -> Double {
         send(
             Self.message(1, [1, 0, 0, 0] + Array("x".utf8)) + format(channels: 1)
                 + data([Int16](repeating: 8_000, count: 2_048)))
-        #expect(rig.eventsSoon(contain: "\"granted\""), "the program's source was admitted")
+        #expect(rig.eventsSoon(contain: "\"granted\"", seconds: 10), "the program's source was admitted")
         // The new format and 256 frames of it in one write: left 16 000, right -16 000.
         send(format(channels: 2) + data((0..<512).map { $0 % 2 == 0 ? 16_000 : -16_000 }))
         #expect(waitUntil(seconds: 5) { rig.zoneSamples().contains(-16_000) }, "the new format's frames are played")
@@ -371,6 +371,44 @@ func monotonicSeconds() -> Double {
         let samples = rig.zoneSamples()
         let first = samples.firstIndex(of: -16_000) ?? 0
         #expect(first % 2 == 1 && samples[max(0, first - 1)] == 16_000, "left and right as sent (at sample \(first))")
+    }
+
+    /// A program that goes on sending but stops reading batond's answers (stopped, or hostile):
+    /// its POSITIONs are not waited for, so its frames go on being played (batond's thread used to
+    /// wait in `send` once the socket was full, taking nothing more); an answer that must reach it
+    /// (DRAINED) waits 2 s, then its connection is closed; batond runs on.
+    @Test func aProgramThatStopsReadingIsPlayedOnThenClosed() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music}")
+        let fd = Self.connectPeer(rig.socket)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        func trySend(_ bytes: [UInt8]) -> Bool {
+            bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                == bytes.count
+        }
+        // S16 stereo, 48 kHz, a 4 096-frame buffer, 256-frame periods; then 10 s at its real rate.
+        let format = Self.message(4, [0, 0, 0, 0, 2, 0, 0, 0, 0x80, 0xbb, 0, 0, 0, 0x10, 0, 0, 0, 1, 0, 0])
+        #expect(trySend(Self.message(1, [1, 0, 0, 0] + Array("x".utf8)) + format))
+        let block = Self.message(
+            5, [UInt8](repeating: 0, count: 256 * 4).enumerated().map { $0.offset % 2 == 0 ? 0 : 0x20 })
+        let began = monotonicSeconds()
+        var sent = 0
+        while monotonicSeconds() - began < 10 {
+            let due = Int((monotonicSeconds() - began) * 48_000) + 4_096
+            while sent < due && trySend(block) { sent += 256 }
+            usleep(5_000)
+        }
+        #expect(sent >= 9 * 48_000, "batond took \(Double(sent) / 48_000) s of the program's 10")
+        let played = rig.zoneSamples().count { $0 == 0x2000 } / 2
+        #expect(played >= 8 * 48_000, "\(Double(played) / 48_000) s of its frames played")
+
+        #expect(trySend(Self.message(6, [])))  // DRAIN: its DRAINED cannot be sent
+        var p = pollfd(fd: fd, events: 0, revents: 0)  // POLLHUP is always reported
+        let asked = monotonicSeconds()
+        #expect(poll(&p, 1, 6_000) == 1 && p.revents & Int16(POLLHUP) != 0, "batond closed the connection")
+        #expect(monotonicSeconds() - asked < 5, "closed \(monotonicSeconds() - asked) s after the DRAIN")
+        #expect(rig.batond?.wait(seconds: 0) == nil, "batond is still running")
+        #expect((rig.batond?.output ?? "").contains("read nothing for 2 s; closing its connection"))
     }
 
     /// A name that is not a source name is refused escaped (it cannot forge a log line); an OPEN
