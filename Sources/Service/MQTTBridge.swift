@@ -364,7 +364,11 @@ final class MQTTBridge: @unchecked Sendable {
             device: String(base.split(separator: "/").last ?? ""),
             name: "Baton \(base.split(separator: "/").last ?? "")",
             zones: zones, prefix: config.discoveryPrefix,
-            topicPrefix: config.topicPrefix, sounds: daemon.sounds.names())
+            topicPrefix: config.topicPrefix, sounds: daemon.sounds.names(),
+            // Rounded down: the slider's top is a volume the zone accepts.
+            maxVolumes: zones.reduce(into: [:]) { m, zone in
+                if let v = daemon.maxVolume(of: zone) { m[zone] = Int((v * 100 + 1e-9).rounded(.down)) }
+            })
     }
 
     private func publishDiscovery() {

@@ -41,6 +41,15 @@ import Testing
         )
     }
 
+    /// A zone with a `max-volume` gets a slider that ends there: past it every value would be
+    /// refused (on `<base>/errors`, which HA does not show), and the slider would snap back.
+    @Test func aZoneVolumeSliderEndsAtItsMaxVolume() throws {
+        let discovery = try HomeAssistantDiscovery(
+            device: "kitchen", name: "K", zones: ["patio", "main"], maxVolumes: ["patio": 60])
+        #expect(discovery.volumeNumber(zone: "patio").text.contains(#""max":60,"min":0"#))
+        #expect(discovery.volumeNumber(zone: "main").text.contains(#""max":100,"min":0"#))
+    }
+
     /// A zone's state sensor: the state field, the rest as attributes, exact JSON.
     @Test func buildsAZoneStateSensor() throws {
         let message = try Self.discovery().stateSensor(zone: "main")

@@ -30,12 +30,15 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     public let topicPrefix: String
     /// The announcement sounds, the options of the sound `select` (none: no select).
     public let sounds: [String]
+    /// Each zone's highest volume in percent (its `max-volume`), the top of its volume slider; a
+    /// zone not named here goes to 100.
+    public let maxVolumes: [String: Int]
 
     /// - Throws: ``MQTTError/invalidConfiguration(field:reason:)`` naming a device or zone name that
     ///   cannot be part of a topic and an HA id.
     public init(
         device: String, name: String, zones: [String], prefix: String = "homeassistant",
-        topicPrefix: String = "baton", sounds: [String] = []
+        topicPrefix: String = "baton", sounds: [String] = [], maxVolumes: [String: Int] = [:]
     ) throws(MQTTError) {
         try Self.checkID(device, field: "device")
         for (index, zone) in zones.enumerated() { try Self.checkID(zone, field: "zones[\(index)]") }
@@ -48,6 +51,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         self.prefix = prefix
         self.topicPrefix = topicPrefix
         self.sounds = sounds
+        self.maxVolumes = maxVolumes
     }
 
     private static func checkID(_ id: String, field: String) throws(MQTTError) {
@@ -92,8 +96,8 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
                 payloadPress: #"{"sound":"doorbell"}"#, icon: "mdi:doorbell"))
     }
 
-    /// A `number` 0–100 for `zone`'s volume: commands to `…/zones/<zone>/volume/set`, state from
-    /// `…/zones/<zone>/volume`.
+    /// A `number` 0–100 (up to the zone's `maxVolumes`: a slider past it would only be refused) for
+    /// `zone`'s volume: commands to `…/zones/<zone>/volume/set`, state from `…/zones/<zone>/volume`.
     public func volumeNumber(zone: String) -> Message {
         let zoneTopic = "\(baseTopic)/zones/\(zone)"
         return message(
@@ -101,7 +105,8 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             Entity(
                 name: "\(zone) volume", uniqueID: "\(nodeID)_\(zone)_volume",
                 commandTopic: "\(zoneTopic)/volume/set", stateTopic: "\(zoneTopic)/volume",
-                min: 0, max: 100, step: 1, mode: "slider", icon: "mdi:volume-high"), zone: zone)
+                min: 0, max: Swift.min(100, Swift.max(0, maxVolumes[zone] ?? 100)), step: 1, mode: "slider",
+                icon: "mdi:volume-high"), zone: zone)
     }
 
     /// A `sensor` showing `zone`'s state: the `state` field of the JSON on `…/zones/<zone>/state`,
