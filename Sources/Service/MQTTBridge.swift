@@ -297,7 +297,9 @@ final class MQTTBridge: @unchecked Sendable {
         }
         var zones: [(String, ZoneState)] = []
         for zone in status.zones {
-            let top = zone.audible.first.flatMap { id in status.sources.first { $0.id == id } }
+            // The strongest source heard (a released one's last frames, first in `audible`, are
+            // not a source any more).
+            let top = zone.audible.lazy.compactMap { id in status.sources.first { $0.id == id } }.first
             let state =
                 switch zone.state {
                 case "available": top?.class ?? "idle"
@@ -467,8 +469,8 @@ extension MQTTBridge {
     /// select's choice.
     fileprivate func publishHomeAssistantState(_ status: StatusReport) {
         for zone in status.zones {
-            let id = zone.audible.first ?? zone.sources.first?.source
-            let playing = id.flatMap { id in status.sources.first { $0.id == id } }
+            let heard = zone.audible.lazy.compactMap { id in status.sources.first { $0.id == id } }.first
+            let playing = heard ?? zone.sources.first.flatMap { slot in status.sources.first { $0.id == slot.source } }
             var now = NowPlaying(state: zone.state == "unavailable" ? "unavailable" : playing?.state ?? "idle")
             if let playing {
                 now.title = playing.track?.title ?? playing.sound

@@ -117,7 +117,11 @@ struct AudioTruth {
     /// highest priority first; a released source's last frames first of all. Under the lock.
     func heardSources(in zone: ZoneHandle, _ s: borrowing Daemon.State) -> [String] {
         let audible = zone.device.snapshot().audibleFrame
-        let order = s.arbiter.sources.map(\.contender.source)
+        // Highest priority first, then in arrival order (as the arbiter lists a zone's sources): a
+        // doorbell heard over ducked music comes before it, whichever came first.
+        let order = s.arbiter.sources.enumerated()
+            .sorted { ($0.element.contender.priority, $1.offset) > ($1.element.contender.priority, $0.offset) }
+            .map(\.element.contender.source)
         let tails = s.retiring.filter { $0.zone == zone.name && audible < $0.end }.map(\.source)
         return tails
             + order.compactMap { id -> String? in
