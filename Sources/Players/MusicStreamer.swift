@@ -228,7 +228,7 @@ final class MusicStreamer: @unchecked Sendable {
                 break
             }
             end(fetch)
-            entry = queue.entry(after: current.key)
+            entry = isCancelled ? nil : queue.streamEntry(after: current.key)
         }
         if let next { end(next) }
         progressState.withLock { $0.finished = !isCancelled && $0.gaveUp == nil }

@@ -1,3 +1,4 @@
+import Arbiter
 import BatonTesting
 import FoundationEssentials
 import OSThread
@@ -114,6 +115,41 @@ import Testing
         let q = try t.request("GET", "/api/v1/music/queue")
         #expect(q.status == 404)
         #expect(error(q) == "no music from the server is playing")
+    }
+
+    /// Songs added once the last track is all written (here: paused 0.4 s before its end, the rest
+    /// in the rings) are played after it: the stream restarts where it is heard, and goes on into
+    /// them. They used to be listed and never played, and the queue, played to its end, was dropped.
+    @Test func songsAddedAfterTheLastTrackWasWrittenArePlayed() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        defer { t.stop() }
+        let steps = try #require(
+            try decode(Songs.self, try t.request("GET", "/api/v1/library/search?q=Steps")).songs.first)
+        let tone = try #require(
+            try decode(Songs.self, try t.request("GET", "/api/v1/library/search?q=Tone")).songs.first {
+                $0.title == "Tone 440 FLAC"
+            })
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"songs": ["\#(steps.id)"], "zones": ["kitchen"]}"#)
+                .object["id"])
+        func position() -> Double { (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 }
+        func title() -> String? { try? t.status().sources.first { $0.id == id }?.track?.title }
+        #expect(waitUntil(seconds: 15) { position() > 0.2 })
+        #expect(try t.request("POST", "/api/v1/music/seek", #"{"position": 9.4}"#).status == 200)
+        #expect(waitUntil(seconds: 15) { position() > 9.6 })
+        #expect(try t.request("POST", "/api/v1/music/pause").status == 200)
+        // The streamer writes the rest (under 0.4 s: the rings hold 0.5) and finds nothing after it.
+        #expect(
+            waitUntil(seconds: 5) {
+                t.daemon.state.withLock { $0.playbacks[SourceID(id)]?.music?.queue.endedAfter } != nil
+            })
+        let added = try decode(
+            Queue.self, try t.request("POST", "/api/v1/music/queue/add", #"{"songs": ["\#(tone.id)"]}"#))
+        #expect(added.songs.map(\.title) == ["Steps", "Tone 440 FLAC"])
+        #expect(added.restarted, "the stream had ended: it restarts where it is heard")
+        #expect(try t.request("POST", "/api/v1/music/resume").status == 200)
+        #expect(waitUntil(seconds: 15) { title() == "Tone 440 FLAC" }, "the added song plays: \(title() ?? "-")")
+        #expect(waitUntil(seconds: 5) { position() > 0.3 })
     }
 
     /// Edits beyond the track heard now (add, play next, move, remove) leave it playing without a
