@@ -103,7 +103,10 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         state.streamlessSince = nil
         info.withLock { $0 = (stream.peer, stream.formatDescription) }
         let outputs = self.outputs.withLock { $0 }
-        if settings.whenInterrupted == .drop { stream.setDiscarding(!state.audible) }
+        // The arbiter's word (`audibilityChanged`), not whether the last stream was heard: a
+        // program queued behind one whose ring had run dry was dropped for good (nothing changes
+        // the arbiter's word to undo it).
+        if settings.whenInterrupted == .drop { stream.setDiscarding(!state.granted) }
         if !outputs.isEmpty { stream.attach(outputs) }
     }
 

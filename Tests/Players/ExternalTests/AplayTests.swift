@@ -249,6 +249,43 @@ func monotonicSeconds() -> Double {
         #expect(rig.eventsSoon(contain: "\"music-2\""), "admitted again: \(rig.get("/api/v1/events/recent"))")
     }
 
+    /// `when-interrupted: drop`: a program that opens while another holds the source waits its
+    /// turn; when the first — quiet (its frames all played) — goes away, the second is heard. It
+    /// was promoted to dropping its frames, for good, because the first was not heard at that
+    /// moment (the arbiter's word had not changed, so nothing undid it). The first is a peer that
+    /// speaks the protocol and just closes (aplay would pad its last period as it drains).
+    @Test func aProgramQueuedBehindAQuietOneIsHeardWhenItCloses() throws {
+        // A long idle-release: the first program's quiet must not end the source before it closes.
+        let rig = try ExternalRig(sources: "  x: {class: music, when-interrupted: drop, idle-release: 60s}")
+        let fd = HostilePeerTests.connectPeer(rig.socket)
+        #expect(fd >= 0)
+        // S16 stereo, 48 kHz, a 4 096-frame buffer, 256-frame periods; 0.1 s of frames.
+        let open = HostilePeerTests.message(1, [1, 0, 0, 0] + Array("x".utf8))
+        let format = HostilePeerTests.message(4, [0, 0, 0, 0, 2, 0, 0, 0, 0x80, 0xbb, 0, 0, 0, 0x10, 0, 0, 0, 1, 0, 0])
+        let data = HostilePeerTests.message(5, [UInt8](repeating: 0x08, count: 4_800 * 4))
+        _ = (open + format + data).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        #expect(
+            waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"buffering\"") }, "its frames played")
+        ExternalRig.writeWAV(
+            rig.directory + "/second.wav", [Int16](repeating: 0x1234, count: 48_000 * 2 * 2), channels: 2)
+        let second = try rig.program(
+            "aplay", ["-q", "-D", "baton_x", rig.directory + "/second.wav"], log: "second.log")
+        defer { second.stop() }
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return (rig.batond?.output ?? "").split(separator: "\n")
+                    .count { $0.contains("external x:") && $0.hasSuffix(" connected") } == 2
+            }, "the second program waits its turn")
+        close(fd)  // the first goes away
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(50_000)
+                return rig.zoneSamples().contains(0x1234)
+            }, "the second program is heard")
+        #expect(second.wait(seconds: 10) == 0, "and plays to its end: \(second.output)")
+    }
+
     /// A `hold` source interrupted for longer than its idle-release (a 1 s doorbell, 300 ms): aplay
     /// sends nothing meanwhile (blocked in its write), and that is not idleness: the music goes on
     /// after the doorbell, every frame once, and aplay ends by itself. It used to be released the
@@ -287,7 +324,8 @@ func monotonicSeconds() -> Double {
 
     /// A connected socket, or -1.
     static func connectPeer(_ socketPath: String) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: a program a test starts meanwhile must not keep it open.
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
@@ -408,7 +446,8 @@ func monotonicSeconds() -> Double {
         #expect(poll(&p, 1, 6_000) == 1 && p.revents & Int16(POLLHUP) != 0, "batond closed the connection")
         #expect(monotonicSeconds() - asked < 5, "closed \(monotonicSeconds() - asked) s after the DRAIN")
         #expect(rig.batond?.wait(seconds: 0) == nil, "batond is still running")
-        #expect((rig.batond?.output ?? "").contains("read nothing for 2 s; closing its connection"))
+        let log = rig.batond.map(\.output) ?? ""
+        #expect(log.contains("read nothing for 2 s; closing its connection"))
     }
 
     /// A name that is not a source name is refused escaped (it cannot forge a log line); an OPEN
