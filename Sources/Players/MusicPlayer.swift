@@ -52,6 +52,9 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         /// The track (key) last announced as now playing, and whether it was submitted.
         var scrobbledKey: Int?
         var submitted = false
+        /// Seconds of that track heard so far (`scrobble`), and its position at the last look.
+        var heardSeconds = 0.0
+        var lastPosition: Double?
         var gaveUpReported = false
     }
 
@@ -158,7 +161,9 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         // Past the threshold but not submitted: it is submitted at the next tick that hears it (a
         // source silenced there is resumed by the arbiter, which wakes the monitor).
         if !state.submitted, let now = nowPlaying(), let threshold = Self.scrobbleThreshold(now.song) {
-            let remaining = threshold - now.seconds
+            // Heard by now: what was counted, and the step since the last look (`scrobble`).
+            let step = state.lastPosition.map { now.seconds - $0 } ?? 0
+            let remaining = threshold - state.heardSeconds - (step > 0 && step <= Self.maximumStep ? step : 0)
             if remaining > 0 {
                 let due = Int(remaining * 1e9) + 1_000_000
                 next = min(next ?? due, due)
@@ -188,20 +193,34 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     }
 
     /// Scrobbles by what is audible: "now playing" when a track starts being heard, and a submission
-    /// once half the track or 4 minutes were heard (the last.fm rule).
+    /// once half the track or 4 minutes were heard (the last.fm rule) — heard, not reached: the
+    /// position moved on between two looks, each at most `maximumStep` apart while it is heard
+    /// (ticks come at least once a second), so a seek's jump, or a restored queue's starting
+    /// point, is not time heard (it used to submit a track sought past its half at once).
     private func scrobble() {
         guard let now = nowPlaying(), let audibleKey = streamer.withLock({ $0 })?.nowPlaying()?.key else { return }
         if state.scrobbledKey != audibleKey {
             state.scrobbledKey = audibleKey
             state.submitted = false
+            state.heardSeconds = 0
+            // Heard from where this stream began it: its start, or where a seek or a restore put it.
+            state.lastPosition = audibleKey == state.startKey ? state.startOffset : 0
             report(.track(index: now.index, count: queue.count, title: now.song.title))
             send(now.song, submission: false)
         }
-        if !state.submitted, let threshold = Self.scrobbleThreshold(now.song), now.seconds >= threshold {
+        if let last = state.lastPosition, now.seconds > last, now.seconds - last <= Self.maximumStep {
+            state.heardSeconds += now.seconds - last
+        }
+        state.lastPosition = now.seconds
+        if !state.submitted, let threshold = Self.scrobbleThreshold(now.song), state.heardSeconds >= threshold {
             state.submitted = true
             send(now.song, submission: true)
         }
     }
+
+    /// The most the position may move between two looks and count as heard (they come at least
+    /// once a second while a track is heard; more is a jump).
+    static let maximumStep = 3.0
 
     /// Seconds of `song` to be heard before it is submitted: half of it or 4 minutes, whichever
     /// comes first (the last.fm rule); nil when its duration is unknown (it is never submitted).

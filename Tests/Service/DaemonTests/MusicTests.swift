@@ -222,6 +222,23 @@ extension MusicTests {
         #expect(heard >= 2.5, "submitted only after half the track was heard (position \(heard) s)")
     }
 
+    /// A track sought past its half is not submitted for having reached it: what counts is time
+    /// heard. Steps (10 s) sought to 6 s and played to its end is 4 s heard, under its 5 s half:
+    /// "now playing", then no submission (there used to be one right after the seek).
+    @Test func aTrackSoughtPastItsHalfIsNotSubmitted() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        defer { t.stop() }
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Steps", "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { position(t, id) > 0.1 })
+        #expect(try t.request("POST", "/api/v1/music/seek", #"{"position": 6}"#).status == 200)
+        let played = try #require(t.waitForEvent("played", source: id, seconds: 15), "Steps plays to its end")
+        let scrobbles = t.daemon.events.recent().filter { $0.type == "scrobbled" && $0.source == id }
+        #expect(scrobbles.contains { $0.reason == "now playing: Steps" }, "\(scrobbles.map(\.reason))")
+        #expect(!scrobbles.contains { $0.reason?.hasPrefix("submitted") == true }, "\(scrobbles.map(\.reason))")
+        #expect(played.seq > 0)
+    }
+
     /// While a track plays and nothing is due, music does not ask the monitor to look again before
     /// the next thing that is: 2.5 s into a 5 s track its scrobble threshold, while the next track's
     /// start is not known yet (the streamer is still writing this one). It used to ask every 250 ms.
