@@ -100,6 +100,9 @@ final class MQTTBridge: @unchecked Sendable {
             client = try MQTTClient(
                 configuration: c,
                 onMessage: { topic, payload, retained in
+                    // Baton's own zone states come back on `zones/+/state` (not retained): nothing
+                    // to do, and waking for each made the bridge build a status report at once.
+                    if !retained && topic.hasSuffix("/state") && topic.contains("/zones/") { return }
                     inbox.shared.withLock { $0.commands.append((topic, payload, retained)) }
                     inbox.wake.post()
                 },
