@@ -29,7 +29,8 @@
 # `batond with CPUs kept awake` — beside a SCHED_IDLE busy loop per CPU: what an output wake-up
 # costs, and what of it is a CPU coming out of idle —, `batond buffer 50ms` — two periods per
 # output wake-up —, `batond idle listening` — two idle zones with an external source, the intercom
-# and MQTT (a local mosquitto) configured —, `batond idle snapcast` — one Snapcast zone on a snapserver
+# and MQTT (a local mosquitto) configured —, `batond paused` — the first row's music paused before the
+# warm-up: a zone whose only source is paused —, `batond idle snapcast` — one Snapcast zone on a snapserver
 # started for it, one snapclient, nothing playing (snapserver's and snapclient's CPU among the other
 # processes) —
 # `batond ahead` — the first row with `buffer: 120ms, render-ahead: true` (batond's own buffer,

@@ -261,7 +261,7 @@ class Batond(Player):
     batond = True
 
     def __init__(self, a, zones, play, sounds=None, period_ms=None, binary=None, prefix=(), spinners=0,
-                 buffer_ms=None, external=None, sink="null", ahead=False):
+                 buffer_ms=None, external=None, sink="null", ahead=False, paused=False):
         """external: None; "idle" (listening for everything: an external source `x` with no program
         connected, the intercom's RTP port, MQTT connected to a mosquitto started for the case);
         "aplay" (aplay writes a.external_wav to `baton_x` in real time: the program's audio through
@@ -271,10 +271,12 @@ class Batond(Player):
         project's virtual sound card, `type batontest`, a.card_plugin: it consumes at its rate from
         CLOCK_MONOTONIC, no record kept; a 40 ms buffer).
         ahead: the zones get a 120 ms buffer and `render-ahead: true` (on `null`, batond's own buffer,
-        played by the clock; on the card, the card's)."""
+        played by the clock; on the card, the card's).
+        paused: the music is started, then paused before the warm-up (measured: a zone whose only
+        source is paused)."""
         self.a, self.zones, self.play, self.period_ms, self.buffer_ms = a, zones, play, period_ms, buffer_ms
         self.external, self.feeder, self.broker, self.snap = external, None, None, []
-        self.sink, self.ahead = sink, ahead
+        self.sink, self.ahead, self.paused = sink, ahead, paused
         self.binary = binary or a.batond
         self.prefix, self.spinners, self.spinning = list(prefix), spinners, []
         self.sounds = sounds or a.sounds
@@ -390,6 +392,14 @@ music:
                                  timeout=30)
             if st != 202:
                 raise RuntimeError(f"music/play answered {st}: {body}")
+            if self.paused:
+                self.wait_until(lambda s: any(x.get("state") == "playing" for x in s["sources"]),
+                                lambda s: f"the music did not play: {s['sources']}", seconds=30)
+                st, body = http_json(self.port, "POST", "/api/v1/music/pause", {})
+                if st != 200:
+                    raise RuntimeError(f"music/pause answered {st}: {body}")
+                self.wait_until(lambda s: any(x.get("state") == "paused" for x in s["sources"]),
+                                lambda s: f"the music did not pause: {s['sources']}")
         if self.external == "snapcast":
             self.wait_until(lambda s: (s["zones"][0].get("snapcast") or {}).get("connected") == ["bench-pi"],
                             lambda s: f"the snapclient is not grouped on the zone: {s['zones'][0].get('snapcast')}")
@@ -446,7 +456,7 @@ music:
             played = (z1["framesPlayed"] - z0["framesPlayed"]) / RATE
             if z1.get("state", "available") != "available":
                 raise RuntimeError(f"{self.name}: zone {z1['name']} is unavailable")
-            if not self.play and played == 0:
+            if (not self.play or self.paused) and played == 0:
                 stopped += 1  # an idle zone stops its PCM (DeviceSpec.stopsWhenIdle): no frames
                 continue
             if abs(played - seconds) > 0.1 * seconds:
@@ -459,9 +469,13 @@ music:
             server, client = ((process_ticks(p.pid) - t0) / HZ / seconds for p, t0 in zip(self.snap, self.snap_ticks))
             self.note = (f"{'stopped' if stopped else 'rendering'}; over the same time snapserver "
                          f"{server:.4f} s/s, snapclient {client:.4f} s/s")
-        elif not self.play:
-            self.note = f"{stopped} of {len(after['zones'])} idle zones stopped"
-        if self.play:
+        elif not self.play or self.paused:
+            self.note = f"{stopped} of {len(after['zones'])} {'paused' if self.paused else 'idle'} zones stopped"
+        if self.paused:
+            src = [s for s in after["sources"] if s["class"] == "music"]
+            if not src or src[0]["state"] != "paused":
+                raise RuntimeError(f"{self.name}: the music is not paused: {src}")
+        elif self.play:
             src0 = [s for s in self.before["sources"] if s["class"] == "music"]
             src1 = [s for s in after["sources"] if s["class"] == "music"]
             if not src0 or not src1 or src1[0]["state"] != "playing":
@@ -764,6 +778,9 @@ def main():
                  "configuration as on a speaker without PulseAudio, where alsa-lib does not load "
                  "libasound_module_conf_pulse.so and the 14 libraries it maps (libpulse, libsndfile, libX11, …)",
                  lambda: Batond(a, 1, True, prefix=without_pulse_hook(a))),
+                ("batond paused", "the first row's music paused (by the API) before the warm-up: one zone whose "
+                 "only source is paused",
+                 lambda: Batond(a, 1, True, paused=True)),
                 ("batond idle listening", "the idle 2-zone row listening for everything: an external source "
                  "`x` (no program connected), the intercom's RTP port, MQTT connected to a local mosquitto",
                  lambda: Batond(a, 2, False, external="idle")),
@@ -783,6 +800,9 @@ def main():
                 f"{baseline}{row[len('batond'):]}", f"the row `{row}` with the release batond built from "
                 f"{a.baseline_label}",
                 (lambda ext=ext, zones=zones: Batond(a, zones, False, external=ext, binary=a.baseline_batond)))
+        twins["batond paused"] = (
+            f"{baseline} paused", f"the row `batond paused` with the release batond built from {a.baseline_label}",
+            lambda: Batond(a, 1, True, paused=True, binary=a.baseline_batond))
     if a.only:
         keys = [k.strip().lower() for k in a.only.split(",")]
         picked = [c for c in optional if c[0].lower() in keys]
