@@ -193,7 +193,13 @@ public final class DeviceOutput: @unchecked Sendable {
             let m = ZoneMixer(
                 channels: z.channels, periodFrames: spec.pcm.periodFrames, slotCount: z.slotCount,
                 ringSamples: z.ringFrames * z.channels, rampFrames: z.rampFrames, doorbell: bell,
-                rewindPeriods: spec.rendersAhead ? spec.pcm.bufferFrames / spec.pcm.periodFrames + 2 : 0)
+                rewindPeriods: spec.rendersAhead ? spec.pcm.bufferFrames / spec.pcm.periodFrames + 2 : 0,
+                // What a take-back leaves must be refilled at once: up to the low water and a period.
+                firstWakeFrames: spec.rendersAhead
+                    ? Self.lowWaterFrames(
+                        bufferFrames: spec.pcm.bufferFrames, periodFrames: spec.pcm.periodFrames, rate: spec.pcm.rate)
+                        + spec.pcm.periodFrames : nil,
+                restartFrames: spec.pcm.bufferFrames)
             m.setInitialVolume(z.volume)
             return m
         }
@@ -252,8 +258,9 @@ public final class DeviceOutput: @unchecked Sendable {
     }
 
     /// Rings the output's doorbell: an output stopped with nothing to play (`stopsWhenIdle`) looks
-    /// again, and restarts if a zone has something to play (a slot's producer rings it itself with
-    /// its first frames: `SourceSlot.write`). Any thread but the output thread; does not block.
+    /// again, and restarts if a zone has something to play — call it once a source has started in
+    /// a claimed slot (a sound's frames written, a stream's thread begun); one that renders ahead
+    /// takes back and renders the change in. Any thread but the output thread; does not block.
     public func wake() { bell.post() }
 
     /// Holds the changes the control plane is about to make (posts to this output's bell) until

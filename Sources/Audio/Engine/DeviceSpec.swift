@@ -51,10 +51,10 @@ public struct DeviceSpec: Sendable, Equatable {
     /// When set, the periods go to a Snapcast stream source instead of the ALSA PCM; `pcm` then
     /// gives only the format (S16_LE) and a display name, and the zone is paced by the system clock.
     public var stream: StreamSpec?
-    /// Stop the PCM while every zone is idle for half a second — each slot free, paused (its fade
-    /// over) or not yet written to (`ZoneMixer.isIdle`): drain it and wait, costing nothing, until
-    /// the doorbell rings (a source's first frames or its end, a resume, a volume change,
-    /// `DeviceOutput.wake()`) for something to play; then prepare it and play from the next period.
+    /// Stop the PCM while every zone is idle for half a second — each slot free or paused (its
+    /// fade over: `ZoneMixer.isIdle`): drain it and wait, costing nothing, until the doorbell
+    /// rings (`DeviceOutput.wake()` for a new source, a resume, a volume change) for something to
+    /// play; then prepare it and play from the next period.
     /// The zone's frame counter pauses meanwhile. Never for a stream output (snapserver is fed
     /// without a break).
     public var stopsWhenIdle: Bool

@@ -75,10 +75,22 @@ public final class SourceSlot: @unchecked Sendable {
     /// Posted when the control thread changes the slot (gain, pause, resume), so that an output that
     /// renders ahead takes back what it rendered and renders the change in (`ZoneMixer.rewind`).
     private let doorbell: ChangeBell?
+    /// What the ring must hold before the producer's writes ring the doorbell for the slot's first
+    /// frames (`write`); `Int.max`: never (an output that does not render ahead has nothing to
+    /// take back).
+    let firstWakeSamples: Int
+    /// What a restart of a stopped device takes from the ring at once (a device buffer): a paused
+    /// slot lets its zone stop only while its ring holds that much (`awaitsTheDoorbell`).
+    let restartSamples: Int
 
-    init(index: Int, ringSamples: Int, doorbell: ChangeBell? = nil) {
+    init(
+        index: Int, ringSamples: Int, doorbell: ChangeBell? = nil, firstWakeSamples: Int = .max,
+        restartSamples: Int = 0
+    ) {
         self.index = index
         self.doorbell = doorbell
+        self.firstWakeSamples = firstWakeSamples
+        self.restartSamples = restartSamples
         ring = FloatRing(capacity: ringSamples, resident: false)  // paged in when first claimed
     }
 
@@ -186,10 +198,12 @@ public final class SourceSlot: @unchecked Sendable {
     // MARK: Producer thread
 
     /// Writes up to `count` samples into the ring (as `FloatRing.write`); returns how many it took.
-    /// Until the output has mixed the slot's first frame, each write that adds frames rings the
-    /// output's doorbell: an output stopped while idle starts its device on the source's first
-    /// sample, not on silence before it (a source's thread writes some time after the claim), and
-    /// one that renders ahead takes back and renders the new source in at once. Producer thread.
+    /// Until the output has mixed the slot's first frame, a write that leaves `firstWakeSamples` or
+    /// more in the ring rings the output's doorbell: one that renders ahead takes back what it
+    /// rendered (silence) and renders the new source in at once, instead of at its next wake-up
+    /// (up to about a buffer later). Not before: what a take-back leaves the card must be refilled
+    /// at once, and a source with less than that in hand would run dry there (a gap in its first
+    /// tens of ms). Producer thread.
     @discardableResult
     public func write(_ samples: UnsafePointer<Float>, count: Int) -> Int {
         let n = ring.write(samples, count: count)
@@ -197,17 +211,20 @@ public final class SourceSlot: @unchecked Sendable {
         return n
     }
 
-    /// What `write` does after writing, for a producer that wrote into `ring` itself: rings the
-    /// output's doorbell until the output has mixed the slot's first frame. Producer thread.
+    /// What `write` does after writing, for a producer that wrote into `ring` itself. Producer thread.
     public func wrote() {
-        if startedAtFrame.load(ordering: .acquiring) < 0 { doorbell?.post() }
+        if startedAtFrame.load(ordering: .acquiring) < 0 && ring.readable >= firstWakeSamples { doorbell?.post() }
     }
 
-    /// Marks that no more frames will be written. The first time, before the output has mixed
-    /// any, it rings the output's doorbell: a source that ends before it wrote anything must be
-    /// seen to end by an output stopped while idle. Producer thread.
+    /// Marks that no more frames will be written. The first time, before the output has mixed any,
+    /// it rings the doorbell of an output that renders ahead (a sound shorter than
+    /// `firstWakeSamples`, which `write` did not ring for). Producer thread.
     public func finish() {
-        if !endOfStream.exchange(true, ordering: .acquiringAndReleasing) { wrote() }
+        if !endOfStream.exchange(true, ordering: .acquiringAndReleasing) && firstWakeSamples != .max
+            && startedAtFrame.load(ordering: .acquiring) < 0
+        {
+            doorbell?.post()
+        }
     }
 
     /// Counts `frames` the producer dropped instead of writing them: this zone was out (its card
@@ -262,10 +279,15 @@ public final class SourceSlot: @unchecked Sendable {
     // MARK: Output thread
 
     /// True when rendering the slot would give only silence until something rings the output's
-    /// doorbell: it is free; or its pause has taken effect (its fade is over: `resume` rings);
-    /// or its source has not written its first frame yet (`write` rings) nor ended (`finish`
-    /// rings) — and no drop it asked for is pending. A zone whose slots are all so may stop its device
-    /// (`DeviceOutput.stopsWhenIdle`). Output thread only (reads `gain`). Real-time safe.
+    /// doorbell: it is free, or its pause has taken effect (its fade is over: `resume` rings) with
+    /// a device buffer's worth of it in hand (`restartSamples`) or its end written — and no drop it
+    /// asked for is pending. A zone whose slots are all so may stop its device
+    /// (`DeviceOutput.stopsWhenIdle`): the restart at a resume takes a buffer's worth at once.
+    /// A paused live source (a program held, which keeps only tens of ms in hand) keeps its zone
+    /// running, and so does a slot whose source has not written yet: its output restarts at once
+    /// on silence (whoever claims it wakes the output, `DeviceOutput.wake`), so that the first
+    /// frames come to a running device with its buffer full. Output thread only (reads `gain`).
+    /// Real-time safe.
     var awaitsTheDoorbell: Bool {
         switch phase.load(ordering: .acquiring) {
         case Phase.free.rawValue: return true
@@ -273,18 +295,15 @@ public final class SourceSlot: @unchecked Sendable {
         default: return false  // releasing: the output frees it
         }
         if discardUpTo.load(ordering: .acquiring) >= 0 { return false }
-        if drainedFlag.load(ordering: .acquiring) { return true }  // the control plane releases it
-        if pauseRequested.load(ordering: .acquiring) && gain == 0 { return true }
-        return startedAtFrame.load(ordering: .acquiring) < 0 && ring.readable == 0
-            && !endOfStream.load(ordering: .acquiring)
+        return pauseRequested.load(ordering: .acquiring) && gain == 0
+            && (ring.readable >= restartSamples || endOfStream.load(ordering: .acquiring))
     }
 
     // MARK: Slot lifecycle (Zone)
 
-    /// Prepares a free slot for a new source. Does not ring the output's doorbell: the source has
-    /// nothing to play yet, and an output stopped while idle that woke now would start its device on
-    /// silence (a card: a buffer of it before the source's first sample); the producer's first
-    /// `write` rings it. Control thread, while the slot is free.
+    /// Prepares a free slot for a new source. Does not ring the output's doorbell: the control plane
+    /// wakes the output once the source has started (`DeviceOutput.wake`), after a sound's frames
+    /// are written. Control thread, while the slot is free.
     func activate(gain: Float) {
         ring.reset()
         targetGainBits.store(gain.bitPattern, ordering: .relaxed)

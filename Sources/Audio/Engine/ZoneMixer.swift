@@ -102,16 +102,25 @@ public final class ZoneMixer: @unchecked Sendable {
     ///     changes or it is released, so that an output that renders ahead renders the change in.
     ///   - rewindPeriods: how many periods back `rewind` can go (0: none, and what is read from the
     ///     rings is handed back to their producers at once).
+    ///   - firstWakeFrames: rendering ahead, what a slot's ring must hold before its producer's
+    ///     writes ring the doorbell for its first frames (`SourceSlot.write`); nil: never.
+    ///   - restartFrames: what a restart of the stopped device takes at once (its buffer): a paused
+    ///     slot lets the zone stop only with that much in hand (`isIdle`).
     public init(
         channels: Int, periodFrames: Int, slotCount: Int, ringSamples: Int, rampFrames: Int,
-        doorbell: ChangeBell? = nil, rewindPeriods: Int = 0
+        doorbell: ChangeBell? = nil, rewindPeriods: Int = 0, firstWakeFrames: Int? = nil, restartFrames: Int = 0
     ) {
         precondition(channels > 0 && periodFrames > 0 && slotCount > 0 && rampFrames > 0 && rewindPeriods >= 0)
         self.channels = channels
         self.periodFrames = periodFrames
         self.doorbell = doorbell
         rampStep = 1 / Float(rampFrames)
-        slots = (0..<slotCount).map { SourceSlot(index: $0, ringSamples: ringSamples, doorbell: doorbell) }
+        let firstWake = firstWakeFrames.map { $0 * channels } ?? .max
+        slots = (0..<slotCount).map {
+            SourceSlot(
+                index: $0, ringSamples: ringSamples, doorbell: doorbell, firstWakeSamples: firstWake,
+                restartSamples: restartFrames * channels)
+        }
         mix = .allocate(capacity: periodFrames * channels)
         mix.initialize(repeating: 0, count: periodFrames * channels)
         scratch = .allocate(capacity: periodFrames * channels)
@@ -155,8 +164,8 @@ public final class ZoneMixer: @unchecked Sendable {
 
     /// Claims a free slot for a new source, or nil when all are busy: the lowest free one, so that
     /// the slots used are the first few. A slot used for the first time has its ring paged in here
-    /// (`FloatRing.makeResident`), before its producer writes. The output thread is not woken: the
-    /// producer's first `SourceSlot.write` wakes it. Control thread only.
+    /// (`FloatRing.makeResident`), before its producer writes. The output thread is not woken: wake
+    /// it (`DeviceOutput.wake`) once the source has started. Control thread only.
     public func claimSlot(gain: Float) -> SourceSlot? {
         for slot in slots where slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.free.rawValue {
             slot.ring.makeResident()
@@ -177,8 +186,8 @@ public final class ZoneMixer: @unchecked Sendable {
         doorbell?.post()
     }
 
-    /// True when the zone has nothing to play until its doorbell rings: every slot is free, paused
-    /// or not begun (`SourceSlot.awaitsTheDoorbell`) and the volume ramp is done, so `render` would
+    /// True when the zone has nothing to play until its doorbell rings: every slot is free or
+    /// paused (`SourceSlot.awaitsTheDoorbell`) and the volume ramp is done, so `render` would
     /// give silence. Rendering thread only (after `render`). Real-time safe.
     public var isIdle: Bool {
         for slot in slots where !slot.awaitsTheDoorbell { return false }

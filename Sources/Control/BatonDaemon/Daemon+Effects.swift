@@ -97,8 +97,10 @@ extension Daemon {
         guard let p = s.playbacks[id], !p.started else { return }
         p.started = true
         let outputs = claimSlots(p, s)
-        // Its first frames wake an output stopped while idle (`SourceSlot.write`).
         p.source.start(outputs)
+        // An idle zone's output thread restarts now (on silence, if the source's thread has not
+        // written yet: its first frames then come to a running device).
+        for o in outputs { o.device.wake() }
     }
 
     /// Releases the slots of `p`'s zones now (false: the source's own thread releases them when it ends).

@@ -33,6 +33,41 @@ import Testing
         Self.expectEveryFrameOnceAroundTheBell(rig.zoneSamples(), input: input, frames: frames, bellFrames: 48_000 / 8)
     }
 
+    /// A held program paused through Baton keeps only tens of ms in hand (its pump's lead: 80 ms
+    /// here), less than a device buffer (100 ms): its zone goes on. (A zone whose sources are all
+    /// paused stops its device half a second in, but a restart at the resume takes a buffer's
+    /// worth at once, more than this source has.) Every frame once, in order, and no `buffering`.
+    @Test func aHeldProgramPausedThroughBatonKeepsItsZoneRunning() throws {
+        let rig = try ExternalRig(
+            sources: "  x: {class: music, when-interrupted: hold}", zoneOptions: ", buffer: 100ms")
+        let frames = 48_000 * 4
+        let input = Self.music(frames: frames)
+        ExternalRig.writeWAV(rig.directory + "/music.wav", input, channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
+        defer { aplay.stop() }
+        #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"playing\"") })
+        #expect(rig.post("/api/v1/music/pause", "{}").contains("\"command\":\"pause\""), "paused through the API")
+        #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"paused\"") })
+        func played() -> Int {
+            let after = rig.get("/api/v1/status").split(separator: "\"framesPlayed\":").dropFirst().first ?? ""
+            return Int(after.prefix { $0.isNumber }) ?? -1
+        }
+        let before = played()
+        usleep(1_000_000)
+        #expect(played() - before > 48_000 / 2, "the zone went on while its only source was held")
+        #expect(rig.post("/api/v1/music/resume", "{}").contains("\"command\":\"play\""))
+        #expect(aplay.wait(seconds: 15) == 0, "aplay: \(aplay.output)")
+        usleep(300_000)
+        let events = rig.get("/api/v1/events/recent")
+        #expect(!events.contains("\"buffering\""), "\(events)")
+        let left = rig.zoneSamples().enumerated().filter { $0.offset % 2 == 0 && $0.element != 0 }.map(\.element)
+        #expect(left.count == frames, "every frame exactly once")
+        let wrong = zip(left, stride(from: 0, to: input.count, by: 2).map { input[$0] }).filter {
+            $0.0 > $0.1 || $0.0 <= 0
+        }
+        #expect(wrong.count == 0, "frames out of order or changed (fades aside)")
+    }
+
     /// The zone's output of a held `input` interrupted by a bell: the music (left channel) has
     /// every frame exactly once and in order, the pause and resume fades aside, and the bell (right
     /// channel) was heard, at least `bellFrames` of it.
