@@ -79,7 +79,6 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     }
 
     public func start(_ outputs: [SourceOutput]) {
-        queue.streamStarts()
         let streamer = MusicStreamer(
             queue: queue, startAt: state.startKey, offset: state.startOffset, targets: outputs,
             client: server.client, retryLimit: server.retryLimit, report: report, changed: changed)
@@ -323,9 +322,10 @@ public final class MusicPlayer: Source, @unchecked Sendable {
             }
         }
         let after = queue.entries.map(\.key)
-        // A streamer that already found nothing after the track it wrote last has ended: what
-        // comes after it now would never be played (and the queue, played to its end, dropped).
-        let ended = queue.endedAfter.map { $0 == writing && after.last != writing } ?? false
+        // A streamer that already found nothing after the entry it looked at last (written, or
+        // failed) has ended: what comes after it now would never be played (and the queue,
+        // played to its end, dropped).
+        let ended = queue.endedAfter.map { after.last != $0 } ?? false
         if !ended, let start = after.firstIndex(of: audible), start + run.count <= after.count,
             Array(after[start..<(start + run.count)]) == run
         {

@@ -13,13 +13,13 @@ public final class MusicQueue: Sendable {
         public let gain: Float
     }
 
-    private let state: Mutex<(entries: [Entry], nextKey: Int, endedAfter: Int?)>
+    private let state: Mutex<(entries: [Entry], nextKey: Int, endedAfter: Int?, stream: Int)>
 
     /// A queue of `songs`, with one gain per song.
     public init(songs: [Song], gains: [Float]) {
         precondition(songs.count == gains.count, "one gain per song")
         state = Mutex(
-            (zip(songs, gains).enumerated().map { Entry(key: $0, song: $1.0, gain: $1.1) }, songs.count, nil))
+            (zip(songs, gains).enumerated().map { Entry(key: $0, song: $1.0, gain: $1.1) }, songs.count, nil, 0))
     }
 
     public var entries: [Entry] { state.withLock { $0.entries } }
@@ -38,24 +38,30 @@ public final class MusicQueue: Sendable {
     }
 
     /// The streamer's step: the entry after the one with `key`, as `entry(after:)`; when there is
-    /// none the streamer ends there, which is noted under the same lock (`endedAfter`), so an edit
-    /// that adds entries either comes before (and is streamed) or sees it (and restarts the stream).
-    func streamEntry(after key: Int) -> Entry? {
+    /// none the streamer `stream` (`streamStarts`) ends there, which is noted under the same lock
+    /// (`endedAfter`), so an edit that adds entries either comes before (and is streamed) or sees
+    /// it (and restarts the stream). A streamer replaced meanwhile notes nothing.
+    func streamEntry(after key: Int, stream: Int) -> Entry? {
         state.withLock { s in
             guard let i = s.entries.firstIndex(where: { $0.key == key }), i + 1 < s.entries.count else {
-                s.endedAfter = key
+                if stream == s.stream { s.endedAfter = key }
                 return nil
             }
             return s.entries[i + 1]
         }
     }
 
-    /// The key after which the streamer found nothing more and ended, since `streamStarts`; nil
-    /// while it goes on.
+    /// The key after which the current streamer found nothing more and ended; nil while it goes on.
     public var endedAfter: Int? { state.withLock { $0.endedAfter } }
 
-    /// A streamer begins: it has not ended anywhere yet.
-    func streamStarts() { state.withLock { $0.endedAfter = nil } }
+    /// A streamer begins: it has not ended anywhere yet. Its token for `streamEntry`.
+    func streamStarts() -> Int {
+        state.withLock { s in
+            s.endedAfter = nil
+            s.stream += 1
+            return s.stream
+        }
+    }
 
     /// The place of the entry with `key` (0-based), if it is still in the queue.
     public func index(of key: Int) -> Int? { state.withLock { s in s.entries.firstIndex { $0.key == key } } }

@@ -40,6 +40,8 @@ final class MusicStreamer: @unchecked Sendable {
     /// so edits of the queue beyond the track being written take effect without a restart.
     let queue: MusicQueue
     let firstKey: Int
+    /// Its token for the queue's note of where it ended (`MusicQueue.streamStarts`).
+    let stream: Int
     /// Where in the first track to start (seconds): decoded frames before it are skipped.
     let startOffset: Double
     private let targets: [SourceOutput]
@@ -63,6 +65,7 @@ final class MusicStreamer: @unchecked Sendable {
     ) {
         self.queue = queue
         firstKey = key
+        stream = queue.streamStarts()
         startOffset = max(0, offset)
         self.targets = targets
         self.client = client
@@ -228,7 +231,7 @@ final class MusicStreamer: @unchecked Sendable {
                 break
             }
             end(fetch)
-            entry = isCancelled ? nil : queue.streamEntry(after: current.key)
+            entry = isCancelled ? nil : queue.streamEntry(after: current.key, stream: stream)
         }
         if let next { end(next) }
         progressState.withLock { $0.finished = !isCancelled && $0.gaveUp == nil }

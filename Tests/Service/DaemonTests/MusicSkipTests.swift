@@ -1,3 +1,4 @@
+import Arbiter
 import BatonTesting
 import FoundationEssentials
 import OSThread
@@ -36,6 +37,35 @@ import Testing
             waitUntil(seconds: 15) { (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 > 0.2 })
         #expect(try t.request("POST", "/api/v1/music/seek", #"{"position": 19}"#).status == 200)
         return (t, proxy, id)
+    }
+
+    /// A queue whose last track the server refuses ends after that track, not after the one it
+    /// wrote last: songs added then (paused in the last 0.4 s of the track before it) restart the
+    /// stream where it is heard, and play. The check compared where it ended with the track
+    /// written last, found them different, and left the songs listed and never played.
+    @Test func songsAddedAfterARefusedLastTrackArePlayed() throws {
+        let (t, proxy, id) = try Self.playing(["Tone 440 FLAC", "Tone 550 MP3"], refusing: ["Tone 550 MP3"])
+        defer { t.stop() }
+        _ = proxy
+        let position = { (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 }
+        #expect(waitUntil(seconds: 15) { position() > 19.6 })
+        #expect(try t.request("POST", "/api/v1/music/pause").status == 200)
+        #expect(
+            waitUntil(seconds: 10) {
+                t.daemon.state.withLock { $0.playbacks[SourceID(id)]?.music?.queue.endedAfter } != nil
+            }, "the refused track was tried and the streamer ended")
+        let tone = try #require(
+            try JSONDecoder().decode(
+                LibraryAndQueueTests.Songs.self, from: Data(try t.request("GET", "/api/v1/library/search?q=Tone").body)
+            ).songs.first { $0.title == "Tone 660 Opus" })
+        let added = try JSONDecoder().decode(
+            LibraryAndQueueTests.Queue.self,
+            from: Data(try t.request("POST", "/api/v1/music/queue/add", #"{"songs": ["\#(tone.id)"]}"#).body))
+        #expect(added.restarted, "\(added.songs.map(\.title))")
+        #expect(try t.request("POST", "/api/v1/music/resume").status == 200)
+        #expect(
+            waitUntil(seconds: 15) { (try? t.status().sources.first { $0.id == id }?.track?.title) == "Tone 660 Opus" },
+            "the added song plays")
     }
 
     /// The refused track is skipped: a `stream-error` names it and the server's answer, the next
