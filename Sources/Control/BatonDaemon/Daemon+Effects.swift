@@ -152,6 +152,17 @@ extension Daemon {
             if p.audible != nil { p.source.audibilityChanged(audible) }
             p.audible = audible
         }
+        // A pause or resume through Baton (playing ↔ paused, no interruption between) is the
+        // player's too (`ExternalPlayer.pausedThroughBaton`); an interruption's are its own.
+        let now = s.arbiter.state(of: p.id)
+        if let external = p.source as? ExternalPlayer, let before = p.arbiterState, let now {
+            switch (before, now) {
+            case (.playing, .paused), (.ducked, .paused): external.pausedThroughBaton(true)
+            case (.paused, .playing), (.paused, .ducked): external.pausedThroughBaton(false)
+            default: break
+            }
+        }
+        p.arbiterState = now
     }
 
     /// Music in a Snapcast zone whose server went away (stopped, restarting, stalled) is held there

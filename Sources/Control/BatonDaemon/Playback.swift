@@ -25,8 +25,10 @@ final class Playback {
     var started = false
     /// Set when every slot drained and the arbiter was told.
     var released = false
-    /// Whether the arbiter let it be heard at the last reconcile (nil before the first).
+    /// Whether the arbiter let it be heard at the last reconcile (nil before the first), and its
+    /// state then.
     var audible: Bool?
+    var arbiterState: SourceState?
     /// The state reported at the monitor's last look (`AudioTruth.swift`), and the zones it was
     /// heard in then (each zone that begins hearing it gets its `audible`).
     var reported: String?

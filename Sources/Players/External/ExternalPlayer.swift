@@ -128,6 +128,19 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         if settings.whenInterrupted == .hold { state.current?.setHeld(!audible) }
     }
 
+    /// The user paused (true) or resumed the source through Baton — its API, MQTT, a button —
+    /// not an interruption. With `pause` the player is told as well: left playing, it sat blocked
+    /// on paused slots, showing "playing" in its own clients while Baton showed it paused; and a
+    /// player paused meanwhile (it closes its device) was never asked to play again, so Baton's
+    /// resume ended the source instead. The source waits for the player as it does after an
+    /// interruption (`waitingForPlayer`, then `idle-release`). A pause the player itself reported
+    /// comes back here too: telling it again changes nothing. Under the lock; the control runs
+    /// off it.
+    public func pausedThroughBaton(_ paused: Bool) {
+        guard settings.whenInterrupted == .pause, let control = settings.control else { return }
+        if paused { control.pause() } else { control.play() }
+    }
+
     /// The arbiter's interruption of this source began (true) or ended. For `pause`, the player is
     /// told to pause, and to play again only on `shouldResume`. Without it the source stays
     /// paused, and a player that says it plays is paused again: the user may have pressed play on
@@ -171,7 +184,9 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
             return last > 0 && state.granted && !current.isClosed ? max(0, last + idle - now) : nil
         }
         if !waitingForPlayer { return 0 }
-        if let since = state.streamlessSince, !state.interrupted { return max(0, since + idle - now) }
+        if let since = state.streamlessSince, !state.interrupted, state.granted {
+            return max(0, max(since, state.grantedSince) + idle - now)
+        }
         return nil
     }
 
@@ -194,8 +209,9 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
             if idle && state.granted && !current.isClosed { end(now) }
         } else if !waitingForPlayer {
             end(now)
-        } else if let since = state.streamlessSince, !state.interrupted,
-            now - since >= settings.idleReleaseNanoseconds
+        } else if let since = state.streamlessSince, !state.interrupted, state.granted,
+            // Only while it could be heard: not while paused (its player waits, paused by Baton).
+            now - max(since, state.grantedSince) >= settings.idleReleaseNanoseconds
         {
             end(now)
         }

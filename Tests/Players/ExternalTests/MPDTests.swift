@@ -82,6 +82,36 @@ import Testing
         return stride(from: 0, to: out.count, by: 2).map { out[$0] }.filter { $0 != 0 }
     }
 
+    /// A pause and a resume given through Baton (its API) reach MPD too: `mpc status` says paused
+    /// (it went on saying playing, blocked on the paused source), the source waits for MPD through
+    /// a pause longer than its idle-release (MPD closes its device), and after the resume MPD
+    /// plays again and is heard (it was never asked to, and the source ended).
+    @Test func aPauseAndResumeThroughBatonReachMPD() throws {
+        let port = try FreePort.next()
+        let rig = try ExternalRig(
+            sources:
+                "  mpd: {class: music, when-interrupted: pause, idle-release: 1s, control: {mpd: 127.0.0.1:\(port)}}")
+        let mpd = try MPD(rig, port: port)
+        mpd.mpc(["play"])
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return Self.heard(rig).count > 48_000 / 2
+            }, "MPD is heard")
+        #expect(rig.post("/api/v1/music/pause", "{}").contains("\"command\":\"pause\""))
+        #expect(waitUntil(seconds: 5) { mpd.state == "paused" }, "MPD paused: \(mpd.state)")
+        usleep(2_000_000)  // past idle-release
+        #expect(rig.get("/api/v1/status").contains("\"paused\""), "the source waits, paused, for MPD")
+        let heard = Self.heard(rig).count
+        #expect(rig.post("/api/v1/music/resume", "{}").contains("\"command\":\"play\""))
+        #expect(waitUntil(seconds: 5) { mpd.state == "playing" }, "MPD plays: \(mpd.state)")
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return Self.heard(rig).count > heard + 48_000 / 2
+            }, "and is heard again")
+    }
+
     /// An announcement interrupts MPD: `mpc status` shows it paused within 200 ms of the
     /// interruption's beginning; after the bell MPD plays again and the music goes on in the zone.
     @Test func anAnnouncementPausesMPDAndItPlaysOnAfter() throws {
