@@ -53,6 +53,8 @@ final class MQTTBridge: @unchecked Sendable {
         /// up (to say each change once).
         var connection: MQTTStatus.Connection?
         var saidDown = false
+        /// The subscriptions the broker refused, as last said.
+        var refused: [String] = []
         /// The zones whose topics were last published (a reload that removes one clears them).
         var publishedZones: [String] = []
     }
@@ -127,6 +129,19 @@ final class MQTTBridge: @unchecked Sendable {
                     } else if status.connection == .disconnected && !saidDown {
                         logger.warning("mqtt: cannot connect to \(broker): \(why); retrying")
                         events.publish(type: .mqttError, reason: "cannot connect to \(broker): \(why)")
+                    }
+                    // A subscription the broker refused (its ACL): connected, but those commands do
+                    // not come. Said once per connection, in the log and as an event.
+                    let refused = inbox.shared.withLock { s in
+                        defer { s.refused = status.refusedSubscriptions }
+                        return status.refusedSubscriptions.filter { !s.refused.contains($0) }
+                    }
+                    for filter in refused {
+                        let why =
+                            "\(broker) refused the subscription to \(filter) (not authorised for it?): "
+                            + "what is published there is not received"
+                        logger.warning("mqtt: \(why)")
+                        events.publish(type: .mqttError, reason: why)
                     }
                     if status.connection == .connected {
                         inbox.shared.withLock { $0.republish = true }

@@ -245,6 +245,26 @@ import Testing
     /// mqtts:// with the broker's CA: the daemon connects over TLS (the certificate is checked against
     /// 127.0.0.1) and takes commands; with a CA that did not sign the broker's certificate it does not
     /// connect, and says why.
+    /// A broker that refuses the subscription to the announce topic (mosquitto's dynamic security): Baton is connected (the rest works), and says
+    /// which subscription was refused — in status (`mqtt.error`), the log and an `mqtt-error`
+    /// event — instead of showing a connection on which doorbell commands silently never come.
+    @Test func aRefusedSubscriptionIsNamed() throws {
+        let broker = try MosquittoBroker(refusing: ["\(base)/announce"])
+        defer { broker.stop() }
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        let refused = "refused the subscription to \(base)/announce"
+        let error = (try? t.status().mqtt?.error ?? nil) ?? ""
+        #expect(error.contains(refused), "\(error)")
+        let said = t.waitForEvent("mqtt-error", seconds: 5)?.reason ?? ""
+        #expect(said.contains(refused), "\(said)")
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 1)
+        try broker.publish(topic: "\(base)/music/pause", message: "{}")
+        let answer = errors.messages().first ?? ""
+        #expect(answer.contains("no music source"), "the other commands still come: \(answer)")
+    }
+
     @Test func connectsOverTLS() throws {
         let broker = try MosquittoBroker(tls: true)
         defer { broker.stop() }

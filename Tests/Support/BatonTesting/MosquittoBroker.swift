@@ -35,8 +35,10 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// allowed when `users` is empty, else only those users with those passwords (a password file
     /// made with `mosquitto_passwd -b`). Returns once the port accepts connections.
     /// With `tls`, the listener speaks TLS only, with a certificate for 127.0.0.1 signed by a CA made
-    /// on the spot with openssl (``caFile``).
-    public init(port: Int? = nil, users: [String: String] = [:], tls: Bool = false) throws {
+    /// on the spot with openssl (``caFile``). `refusing`: topic filters whose subscriptions the
+    /// broker refuses (SUBACK 0x80), through mosquitto's dynamic security plugin (an `acl_file`
+    /// denies delivery, not the subscription), anonymous clients allowed everything else.
+    public init(port: Int? = nil, users: [String: String] = [:], tls: Bool = false, refusing: [String] = []) throws {
         for path in [Self.brokerPath, Self.publisherPath, Self.subscriberPath, Self.passwdPath]
         where access(path, X_OK) != 0 {
             throw StartError(
@@ -99,6 +101,29 @@ public final class MosquittoBroker: @unchecked Sendable {
                 }
             }
             config += ["allow_anonymous false", "password_file \(passwordFile)"]
+        }
+        if !refusing.isEmpty {
+            let listing = Subprocess.run("/usr/bin/dpkg", ["-L", "mosquitto"]).output
+            guard
+                let plugin = listing.split(separator: "\n").first(where: {
+                    $0.hasSuffix("/mosquitto_dynamic_security.so")
+                })
+            else {
+                throw StartError(description: "the mosquitto package has no mosquitto_dynamic_security.so")
+            }
+            let acls = refusing.map {
+                #"{"acltype": "subscribeLiteral", "topic": "\#($0)", "priority": 1, "allow": false}"#
+            }
+            let json = """
+                {"defaultACLAccess": {"publishClientSend": true, "publishClientReceive": true, "subscribe": true,
+                 "unsubscribe": true}, "clients": [], "anonymousGroup": "anonymous",
+                 "groups": [{"groupname": "anonymous", "roles": [{"rolename": "refusing"}]}],
+                 "roles": [{"rolename": "refusing", "acls": [\(acls.joined(separator: ", "))]}]}
+                """
+            guard writeText(directory + "/dynsec.json", json + "\n") else {
+                throw StartError(description: "cannot write \(directory)/dynsec.json")
+            }
+            config += ["plugin \(plugin)", "plugin_opt_config_file \(directory)/dynsec.json"]
         }
         guard writeText(directory + "/mosquitto.conf", config.joined(separator: "\n") + "\n") else {
             throw StartError(description: "cannot write \(directory)/mosquitto.conf")

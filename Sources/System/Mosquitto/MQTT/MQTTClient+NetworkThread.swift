@@ -74,30 +74,44 @@ extension MQTTClient {
             shared.connectedSinceAttempt = true
             shared.refusal = nil
             shared.pendingSubscribes = []
+            shared.subscribing = [:]
             return shared.subscriptions
         }
-        var mids: Set<Int32> = []
+        // Asked again on this connection: what the broker refuses now is said anew.
+        updateStatus { $0.refusedSubscriptions = [] }
+        var mids: [Int32: String] = [:]
         for (filter, qos) in subscriptions {
             var mid: Int32 = 0
-            if mosquitto_subscribe(handle, &mid, filter, qos.rawValue) == MOSQ_ERR_SUCCESS.rawValue { mids.insert(mid) }
+            if mosquitto_subscribe(handle, &mid, filter, qos.rawValue) == MOSQ_ERR_SUCCESS.rawValue {
+                mids[mid] = filter
+            }
         }
         let ready = shared.withLock { shared in
             // SUBACKs arrive on this thread, so none can have been handled before this point.
-            shared.pendingSubscribes = mids
+            shared.pendingSubscribes = Set(mids.keys)
+            shared.subscribing.merge(mids) { _, new in new }
             return mids.isEmpty
         }
         if ready { goOnline() }
     }
 
     /// A SUBACK: when the last re-subscription is acknowledged, go online.
+    /// A refused one (0x80: mosquitto's answer to a filter its ACL denies) is named in
+    /// `refusedSubscriptions` and `lastError`: its messages will not come, though the rest do.
     func didSubscribe(mid: Int32, granted: [Int32]) {
         let refused = granted.contains(0x80)
-        let ready = shared.withLock { shared in
-            guard shared.pendingSubscribes.remove(mid) != nil else { return false }
-            return shared.pendingSubscribes.isEmpty
+        let (ready, filter) = shared.withLock { shared in
+            let filter = shared.subscribing.removeValue(forKey: mid)
+            guard shared.pendingSubscribes.remove(mid) != nil else { return (false, filter) }
+            return (shared.pendingSubscribes.isEmpty, filter)
         }
         if refused {
-            updateStatus { $0.lastError = "the broker refused a subscription (not authorised for the topic filter?)" }
+            let name = filter ?? "a topic filter"
+            updateStatus {
+                $0.lastError =
+                    "the broker refused the subscription to \(name) (not authorised for it?): its messages do not come"
+                if let filter, !$0.refusedSubscriptions.contains(filter) { $0.refusedSubscriptions.append(filter) }
+            }
         }
         if ready { goOnline() }
     }
@@ -122,6 +136,7 @@ extension MQTTClient {
         let refusal = shared.withLock { shared in
             shared.sessionUp = false
             shared.pendingSubscribes = []
+            shared.subscribing = [:]
             return shared.refusal
         }
         if code == 0 {

@@ -55,6 +55,9 @@ public final class MQTTClient: @unchecked Sendable {
         var subscriptions: [(filter: String, qos: MQTTQoS)] = []
         /// Message ids of the SUBSCRIBEs sent on this connect and not yet acknowledged.
         var pendingSubscribes: Set<Int32> = []
+        /// The filter each SUBSCRIBE sent on this connection asked for (by message id), to name
+        /// one the broker refuses.
+        var subscribing: [Int32: String] = [:]
         /// Whether CONNACK arrived (accepted) on the current connection.
         var sessionUp = false
         /// Whether a connect succeeded since the network thread last looked (resets the backoff).
@@ -257,7 +260,12 @@ public final class MQTTClient: @unchecked Sendable {
         }
         // Not connected: the network thread subscribes on connect. A connect racing with this call
         // may subscribe twice, which the broker treats as one subscription.
-        if connected { _ = mosquitto_subscribe(handle, nil, filter, qos.rawValue) }
+        if connected {
+            var mid: Int32 = 0
+            if mosquitto_subscribe(handle, &mid, filter, qos.rawValue) == MOSQ_ERR_SUCCESS.rawValue {
+                shared.withLock { $0.subscribing[mid] = filter }
+            }
+        }
     }
 
     /// Stops receiving messages for `filter` (exactly as subscribed), now and after reconnects.

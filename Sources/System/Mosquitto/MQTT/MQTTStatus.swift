@@ -22,6 +22,9 @@ public struct MQTTStatus: Sendable, Equatable, CustomStringConvertible {
     public var lastError: String?
     /// How many times the client has been connected (the first connect counts 1).
     public var connectCount: Int
+    /// Topic filters the broker refused to subscribe (SUBACK 0x80: not authorised, with mosquitto):
+    /// connected, but what is published there does not come.
+    public var refusedSubscriptions: [String] = []
 
     public init(connection: Connection = .stopped, lastError: String? = nil, connectCount: Int = 0) {
         self.connection = connection
