@@ -10,6 +10,16 @@ import Testing
         (0..<frames).flatMap { [Int16(10_000 + $0 % 20_000), 0] }
     }
 
+    /// aplay playing `frames` of `music` (in a WAV) to `baton_x`; the input, and aplay (stopped
+    /// when the test ends).
+    static func playMusic(_ rig: ExternalRig, frames: Int) throws -> (input: [Int16], aplay: BackgroundProcess) {
+        let input = music(frames: frames)
+        ExternalRig.writeWAV(rig.directory + "/music.wav", input, channels: 2)
+        return (
+            input, try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
+        )
+    }
+
     /// A bell on the right channel only.
     static let bell: [Int16] = (0..<(48_000 / 4)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
 
@@ -41,9 +51,7 @@ import Testing
         let rig = try ExternalRig(
             sources: "  x: {class: music, when-interrupted: hold}", zoneOptions: ", buffer: 100ms")
         let frames = 48_000 * 4
-        let input = Self.music(frames: frames)
-        ExternalRig.writeWAV(rig.directory + "/music.wav", input, channels: 2)
-        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
+        let (input, aplay) = try Self.playMusic(rig, frames: frames)
         defer { aplay.stop() }
         #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"playing\"") })
         #expect(rig.post("/api/v1/music/pause", "{}").contains("\"command\":\"pause\""), "paused through the API")
@@ -330,9 +338,7 @@ func monotonicSeconds() -> Double {
         let rig = try ExternalRig(
             sources: "  x: {class: music, when-interrupted: hold, idle-release: 300ms}", sounds: ["bell1s": bell])
         let frames = 48_000 * 2
-        let input = AplayTests.music(frames: frames)
-        ExternalRig.writeWAV(rig.directory + "/music.wav", input, channels: 2)
-        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
+        let (input, aplay) = try AplayTests.playMusic(rig, frames: frames)
         defer { aplay.stop() }
         #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"playing\"") })
         usleep(300_000)

@@ -60,12 +60,13 @@ import Testing
 
     /// MPD playing to the `mpd` source (`pause`, controlled over MPD's protocol), heard in the zone;
     /// the rig's `bell` lasts `bellSeconds`.
-    static func playing(bellSeconds: Double) throws -> (ExternalRig, MPD) {
+    /// `options`: more keys for the source, each after ", ".
+    static func playing(bellSeconds: Double, options: String = "") throws -> (ExternalRig, MPD) {
         let port = try FreePort.next()
         let bell: [Int16] = (0..<Int(48_000 * bellSeconds)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
         let rig = try ExternalRig(
-            sources: "  mpd: {class: music, when-interrupted: pause, control: {mpd: 127.0.0.1:\(port)}}",
-            sounds: ["bell": bell])
+            sources: "  mpd: {class: music, when-interrupted: pause\(options), control: {mpd: 127.0.0.1:\(port)}}",
+            sounds: bell.isEmpty ? [:] : ["bell": bell])
         let mpd = try MPD(rig, port: port)
         mpd.mpc(["play"])
         #expect(
@@ -87,17 +88,7 @@ import Testing
     /// a pause longer than its idle-release (MPD closes its device), and after the resume MPD
     /// plays again and is heard (it was never asked to, and the source ended).
     @Test func aPauseAndResumeThroughBatonReachMPD() throws {
-        let port = try FreePort.next()
-        let rig = try ExternalRig(
-            sources:
-                "  mpd: {class: music, when-interrupted: pause, idle-release: 1s, control: {mpd: 127.0.0.1:\(port)}}")
-        let mpd = try MPD(rig, port: port)
-        mpd.mpc(["play"])
-        #expect(
-            waitUntil(seconds: 5) {
-                usleep(20_000)
-                return Self.heard(rig).count > 48_000 / 2
-            }, "MPD is heard")
+        let (rig, mpd) = try Self.playing(bellSeconds: 0, options: ", idle-release: 1s")
         #expect(rig.post("/api/v1/music/pause", "{}").contains("\"command\":\"pause\""))
         #expect(waitUntil(seconds: 5) { mpd.state == "paused" }, "MPD paused: \(mpd.state)")
         usleep(2_000_000)  // past idle-release
