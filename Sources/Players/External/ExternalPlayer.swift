@@ -51,6 +51,8 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         var current: ExternalStream?
         var pending: [ExternalStream] = []
         var interrupted = false
+        /// Told to pause by `pausedThroughBaton`, and not told to play since.
+        var pausedThroughBaton = false
         var audible = true
         /// Whether the control plane lets it be heard (its slots not paused: not interrupted, not
         /// paused by the user), and since when (monotonic ns; 0: from the start). A program a held or
@@ -138,6 +140,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     /// off it.
     public func pausedThroughBaton(_ paused: Bool) {
         guard settings.whenInterrupted == .pause, let control = settings.control else { return }
+        state.pausedThroughBaton = paused
         if paused { control.pause() } else { control.play() }
     }
 
@@ -151,8 +154,10 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         state.interrupted = began
         guard settings.whenInterrupted == .pause, let control = settings.control else { return }
         if began {
-            control.pause()
+            // Paused through Baton already: a second pause could be a toggle's play.
+            if !state.pausedThroughBaton { control.pause() }
         } else if shouldResume {
+            state.pausedThroughBaton = false
             control.play()
         } else {
             control.pauseIfPlaying()

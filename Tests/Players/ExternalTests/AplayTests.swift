@@ -76,6 +76,33 @@ import Testing
         #expect(wrong.count == 0, "frames out of order or changed (fades aside)")
     }
 
+    /// `pause` with a command control: paused through Baton, then interrupted by a doorbell, the
+    /// player is told to pause once — a second pause, from the interruption, could be a toggle's
+    /// play (`playerctl play-pause`) — and after the doorbell, still paused, nothing; resumed
+    /// through Baton, told to play once.
+    @Test func aPlayerPausedThroughBatonIsNotPausedAgainByAnInterruption() throws {
+        let directory = TestDirectory.make("toggle")
+        let commands = directory + "/commands"
+        let rig = try ExternalRig(
+            sources:
+                "  x: {class: music, when-interrupted: pause, control: {command: {pause: \"echo pause >> \(commands)\", resume: \"echo resume >> \(commands)\"}}}",
+            sounds: ["bell": Self.bell])
+        let (_, aplay) = try Self.playMusic(rig, frames: 48_000 * 10)
+        defer { aplay.stop() }
+        func said() -> [String] {
+            guard case .success(let bytes?) = FileReading.read(commands) else { return [] }
+            return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+        }
+        #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"playing\"") })
+        #expect(rig.post("/api/v1/music/pause", "{}").contains("\"command\":\"pause\""))
+        #expect(waitUntil(seconds: 5) { said() == ["pause"] }, "\(said())")
+        #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
+        #expect(rig.eventsSoon(contain: "interruption-ended"))
+        #expect(said() == ["pause"], "paused once: \(said())")
+        #expect(rig.post("/api/v1/music/resume", "{}").contains("\"command\":\"play\""))
+        #expect(waitUntil(seconds: 5) { said() == ["pause", "resume"] }, "\(said())")
+    }
+
     /// The zone's output of a held `input` interrupted by a bell: the music (left channel) has
     /// every frame exactly once and in order, the pause and resume fades aside, and the bell (right
     /// channel) was heard, at least `bellFrames` of it.
