@@ -261,9 +261,13 @@ public final class MQTTClient: @unchecked Sendable {
         // Not connected: the network thread subscribes on connect. A connect racing with this call
         // may subscribe twice, which the broker treats as one subscription.
         if connected {
-            var mid: Int32 = 0
-            if mosquitto_subscribe(handle, &mid, filter, qos.rawValue) == MOSQ_ERR_SUCCESS.rawValue {
-                shared.withLock { $0.subscribing[mid] = filter }
+            // Under the lock: its SUBACK (on the network thread, which takes it too) must find the
+            // filter stored. libmosquitto queues the packet without calling back here.
+            shared.withLock { shared in
+                var mid: Int32 = 0
+                if mosquitto_subscribe(handle, &mid, filter, qos.rawValue) == MOSQ_ERR_SUCCESS.rawValue {
+                    shared.subscribing[mid] = filter
+                }
             }
         }
     }
