@@ -438,6 +438,7 @@ public final class DeviceOutput: @unchecked Sendable {
             let granted = clockedBuffer?.bufferFrames ?? pcm.configuration.bufferFrames
             grantedPeriod.store(clockedBuffer?.periodFrames ?? pcm.configuration.periodFrames, ordering: .relaxed)
             grantedBuffer.store(granted, ordering: .relaxed)
+            for m in mixers { m.deviceBufferGranted(frames: granted) }
             if framesPlayed.load(ordering: .relaxed) > 0 || reopens.load(ordering: .relaxed) > 0 {
                 reopens.add(1, ordering: .relaxed)
             }

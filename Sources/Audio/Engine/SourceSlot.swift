@@ -79,18 +79,11 @@ public final class SourceSlot: @unchecked Sendable {
     /// frames (`write`); `Int.max`: never (an output that does not render ahead has nothing to
     /// take back).
     let firstWakeSamples: Int
-    /// What a restart of a stopped device takes from the ring at once (a device buffer): a paused
-    /// slot lets its zone stop only while its ring holds that much (`awaitsTheDoorbell`).
-    let restartSamples: Int
 
-    init(
-        index: Int, ringSamples: Int, doorbell: ChangeBell? = nil, firstWakeSamples: Int = .max,
-        restartSamples: Int = 0
-    ) {
+    init(index: Int, ringSamples: Int, doorbell: ChangeBell? = nil, firstWakeSamples: Int = .max) {
         self.index = index
         self.doorbell = doorbell
         self.firstWakeSamples = firstWakeSamples
-        self.restartSamples = restartSamples
         ring = FloatRing(capacity: ringSamples, resident: false)  // paged in when first claimed
     }
 
@@ -280,15 +273,15 @@ public final class SourceSlot: @unchecked Sendable {
 
     /// True when rendering the slot would give only silence until something rings the output's
     /// doorbell: it is free, or its pause has taken effect (its fade is over: `resume` rings) with
-    /// a device buffer's worth of it in hand (`restartSamples`) or its end written — and no drop it
-    /// asked for is pending. A zone whose slots are all so may stop its device
+    /// `restartSamples` of it in hand (what a restart of the device takes at once: its buffer) or
+    /// its end written — and no drop it asked for is pending. A zone whose slots are all so may stop its device
     /// (`DeviceOutput.stopsWhenIdle`): the restart at a resume takes a buffer's worth at once.
     /// A paused live source (a program held, which keeps only tens of ms in hand) keeps its zone
     /// running, and so does a slot whose source has not written yet: its output restarts at once
     /// on silence (whoever claims it wakes the output, `DeviceOutput.wake`), so that the first
     /// frames come to a running device with its buffer full. Output thread only (reads `gain`).
     /// Real-time safe.
-    var awaitsTheDoorbell: Bool {
+    func awaitsTheDoorbell(restartSamples: Int) -> Bool {
         switch phase.load(ordering: .acquiring) {
         case Phase.free.rawValue: return true
         case Phase.active.rawValue: break

@@ -91,6 +91,10 @@ public final class ZoneMixer: @unchecked Sendable {
     private let volumeBits = Atomic<UInt32>(Float(1).bitPattern)
     private let appliedVolumeBits = Atomic<UInt32>(Float(1).bitPattern)
     private var volumeGain: Float = 1
+    /// What a restart of the stopped device takes at once (its buffer, as granted), in samples: a
+    /// paused slot lets the zone stop only with that much in hand (`isIdle`). Rendering thread
+    /// only, after `init`.
+    var restartSamples = 0
     private let doorbell: ChangeBell?
 
     /// - Parameters:
@@ -104,8 +108,9 @@ public final class ZoneMixer: @unchecked Sendable {
     ///     rings is handed back to their producers at once).
     ///   - firstWakeFrames: rendering ahead, what a slot's ring must hold before its producer's
     ///     writes ring the doorbell for its first frames (`SourceSlot.write`); nil: never.
-    ///   - restartFrames: what a restart of the stopped device takes at once (its buffer): a paused
-    ///     slot lets the zone stop only with that much in hand (`isIdle`).
+    ///   - restartFrames: what a restart of the stopped device takes at once (its buffer, until
+    ///     the device says what it granted: `restartFrames`): a paused slot lets the zone stop only
+    ///     with that much in hand (`isIdle`).
     public init(
         channels: Int, periodFrames: Int, slotCount: Int, ringSamples: Int, rampFrames: Int,
         doorbell: ChangeBell? = nil, rewindPeriods: Int = 0, firstWakeFrames: Int? = nil, restartFrames: Int = 0
@@ -117,10 +122,9 @@ public final class ZoneMixer: @unchecked Sendable {
         rampStep = 1 / Float(rampFrames)
         let firstWake = firstWakeFrames.map { $0 * channels } ?? .max
         slots = (0..<slotCount).map {
-            SourceSlot(
-                index: $0, ringSamples: ringSamples, doorbell: doorbell, firstWakeSamples: firstWake,
-                restartSamples: restartFrames * channels)
+            SourceSlot(index: $0, ringSamples: ringSamples, doorbell: doorbell, firstWakeSamples: firstWake)
         }
+        restartSamples = restartFrames * channels
         mix = .allocate(capacity: periodFrames * channels)
         mix.initialize(repeating: 0, count: periodFrames * channels)
         scratch = .allocate(capacity: periodFrames * channels)
@@ -186,11 +190,14 @@ public final class ZoneMixer: @unchecked Sendable {
         doorbell?.post()
     }
 
+    /// The device's buffer as granted: see `restartSamples`. Rendering thread only.
+    func deviceBufferGranted(frames: Int) { restartSamples = frames * channels }
+
     /// True when the zone has nothing to play until its doorbell rings: every slot is free or
     /// paused (`SourceSlot.awaitsTheDoorbell`) and the volume ramp is done, so `render` would
     /// give silence. Rendering thread only (after `render`). Real-time safe.
     public var isIdle: Bool {
-        for slot in slots where !slot.awaitsTheDoorbell { return false }
+        for slot in slots where !slot.awaitsTheDoorbell(restartSamples: restartSamples) { return false }
         return volumeGain == Float(bitPattern: volumeBits.load(ordering: .acquiring))
     }
 

@@ -343,11 +343,14 @@ import Testing
         for k in 0..<5 {
             usleep(UInt32(150_000 + k * 13_000))  // at different points of the output's cycle
             let slot = try #require(output.mixer.claimSlot(gain: 1))
-            // The request: the source's first frames, which ring the output's doorbell.
+            // The request, timed before the sound is written: its end rings a rendering-ahead
+            // output's doorbell (`SourceSlot.finish`), then the output is woken as the daemon does
+            // after a source starts.
             let ns = DeviceCardTests.now()
             let next = output.mixer.nextFrame
             chime.withUnsafeBufferPointer { _ = slot.write($0.baseAddress!, count: $0.count) }
             slot.finish()
+            output.wake()
             whilePlaying(slot, ns)
             #expect(waitUntil { slot.isDrained })
             requests.append((ns, next, slot.firstFrameAt))
