@@ -335,7 +335,7 @@ func monotonicSeconds() -> Double {
         let data = HostilePeerTests.message(5, [UInt8](repeating: 0x08, count: 4_800 * 4))
         _ = (open + format + data).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         #expect(
-            waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"buffering\"") }, "its frames played")
+            waitUntil(seconds: 15) { rig.get("/api/v1/status").contains("\"buffering\"") }, "its frames played")
         ExternalRig.writeWAV(
             rig.directory + "/second.wav", [Int16](repeating: 0x1234, count: 48_000 * 2 * 2), channels: 2)
         let second = try rig.program(

@@ -89,7 +89,10 @@ final class ExternalRig {
                 seconds: 30,
                 {
                     usleep(20_000)
-                    return process.output.contains("control API on")
+                    // And zone a open: a program admitted before it waited for it (on a busy
+                    // machine, seconds: a test's own waits ran out).
+                    let log = process.output
+                    return log.contains("control API on") && log.contains("zone a: available")
                 })
         else {
             throw RigError(description: "batond did not start:\n\(process.output)")
