@@ -161,8 +161,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         // source silenced there is resumed by the arbiter, which wakes the monitor).
         if !state.submitted, let now = nowPlaying(), let threshold = Self.scrobbleThreshold(now.song) {
             // Heard by now: what was counted, and the step since the last look (`scrobble`).
-            let step = state.lastPosition.map { now.seconds - $0 } ?? 0
-            let remaining = threshold - state.heardSeconds - (step > 0 && step <= Self.maximumStep ? step : 0)
+            let remaining = threshold - state.heardSeconds - heardStep(to: now.seconds)
             if remaining > 0 {
                 let due = Int(remaining * 1e9) + 1_000_000
                 next = min(next ?? due, due)
@@ -207,9 +206,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
             report(.track(index: now.index, count: queue.count, title: now.song.title))
             send(now.song, submission: false)
         }
-        if let last = state.lastPosition, now.seconds > last, now.seconds - last <= Self.maximumStep {
-            state.heardSeconds += now.seconds - last
-        }
+        state.heardSeconds += heardStep(to: now.seconds)
         state.lastPosition = now.seconds
         if !state.submitted, let threshold = Self.scrobbleThreshold(now.song), state.heardSeconds >= threshold {
             state.submitted = true
@@ -220,6 +217,13 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// The most the position may move between two looks and count as heard (they come at least
     /// once a second while a track is heard; more is a jump).
     static let maximumStep = 3.0
+
+    /// Seconds heard from the last look's position to `seconds`: the step forward, if it is not a
+    /// jump (`maximumStep`); 0 before the first look.
+    private func heardStep(to seconds: Double) -> Double {
+        guard let last = state.lastPosition, seconds > last, seconds - last <= Self.maximumStep else { return 0 }
+        return seconds - last
+    }
 
     /// Seconds of `song` to be heard before it is submitted: half of it or 4 minutes, whichever
     /// comes first (the last.fm rule); nil when its duration is unknown (it is never submitted).

@@ -315,9 +315,7 @@ final class MQTTBridge: @unchecked Sendable {
         }
         var zones: [(String, ZoneState)] = []
         for zone in status.zones {
-            // The strongest source heard (a released one's last frames, first in `audible`, are
-            // not a source any more).
-            let top = zone.audible.lazy.compactMap { id in status.sources.first { $0.id == id } }.first
+            let top = Self.strongestHeard(in: zone, status)
             let state =
                 switch zone.state {
                 case "available": top?.class ?? "idle"
@@ -483,12 +481,19 @@ extension MQTTBridge {
         var source: String?
     }
 
+    /// The strongest source heard in `zone` (`audible` is strongest first; a released source's
+    /// last frames come before all, and are not a source any more).
+    static func strongestHeard(in zone: StatusReport.Zone, _ status: StatusReport) -> StatusReport.Source? {
+        zone.audible.lazy.compactMap { id in status.sources.first { $0.id == id } }.first
+    }
+
     /// The retained state of the Home Assistant entities: each zone's now-playing and the sound
     /// select's choice.
     fileprivate func publishHomeAssistantState(_ status: StatusReport) {
         for zone in status.zones {
-            let heard = zone.audible.lazy.compactMap { id in status.sources.first { $0.id == id } }.first
-            let playing = heard ?? zone.sources.first.flatMap { slot in status.sources.first { $0.id == slot.source } }
+            let playing =
+                Self.strongestHeard(in: zone, status)
+                ?? zone.sources.first.flatMap { slot in status.sources.first { $0.id == slot.source } }
             var now = NowPlaying(state: zone.state == "unavailable" ? "unavailable" : playing?.state ?? "idle")
             if let playing {
                 now.title = playing.track?.title ?? playing.sound

@@ -198,8 +198,7 @@ public final class DeviceOutput: @unchecked Sendable {
                 firstWakeFrames: spec.rendersAhead
                     ? Self.lowWaterFrames(
                         bufferFrames: spec.pcm.bufferFrames, periodFrames: spec.pcm.periodFrames, rate: spec.pcm.rate)
-                        + spec.pcm.periodFrames : nil,
-                restartFrames: spec.pcm.bufferFrames)
+                        + spec.pcm.periodFrames : nil)
             m.setInitialVolume(z.volume)
             return m
         }

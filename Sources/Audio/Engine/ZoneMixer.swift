@@ -91,10 +91,10 @@ public final class ZoneMixer: @unchecked Sendable {
     private let volumeBits = Atomic<UInt32>(Float(1).bitPattern)
     private let appliedVolumeBits = Atomic<UInt32>(Float(1).bitPattern)
     private var volumeGain: Float = 1
-    /// What a restart of the stopped device takes at once (its buffer, as granted), in samples: a
-    /// paused slot lets the zone stop only with that much in hand (`isIdle`). Rendering thread
-    /// only, after `init`.
-    var restartSamples = 0
+    /// What a restart of the stopped device takes at once (its buffer, as granted at each open:
+    /// `deviceBufferGranted`), in samples: a paused slot lets the zone stop only with that much in
+    /// hand (`isIdle`). Rendering thread only.
+    private var restartSamples = 0
     private let doorbell: ChangeBell?
 
     /// - Parameters:
@@ -108,12 +108,9 @@ public final class ZoneMixer: @unchecked Sendable {
     ///     rings is handed back to their producers at once).
     ///   - firstWakeFrames: rendering ahead, what a slot's ring must hold before its producer's
     ///     writes ring the doorbell for its first frames (`SourceSlot.write`); nil: never.
-    ///   - restartFrames: what a restart of the stopped device takes at once (its buffer, until
-    ///     the device says what it granted: `restartFrames`): a paused slot lets the zone stop only
-    ///     with that much in hand (`isIdle`).
     public init(
         channels: Int, periodFrames: Int, slotCount: Int, ringSamples: Int, rampFrames: Int,
-        doorbell: ChangeBell? = nil, rewindPeriods: Int = 0, firstWakeFrames: Int? = nil, restartFrames: Int = 0
+        doorbell: ChangeBell? = nil, rewindPeriods: Int = 0, firstWakeFrames: Int? = nil
     ) {
         precondition(channels > 0 && periodFrames > 0 && slotCount > 0 && rampFrames > 0 && rewindPeriods >= 0)
         self.channels = channels
@@ -124,7 +121,6 @@ public final class ZoneMixer: @unchecked Sendable {
         slots = (0..<slotCount).map {
             SourceSlot(index: $0, ringSamples: ringSamples, doorbell: doorbell, firstWakeSamples: firstWake)
         }
-        restartSamples = restartFrames * channels
         mix = .allocate(capacity: periodFrames * channels)
         mix.initialize(repeating: 0, count: periodFrames * channels)
         scratch = .allocate(capacity: periodFrames * channels)

@@ -173,6 +173,13 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         settings.whenInterrupted == .pause && (state.interrupted || !state.audible)
     }
 
+    /// Since when (monotonic ns) the source, with no stream, could be heard — from which its
+    /// idle-release counts; nil while interrupted or paused (its player waits, paused by Baton).
+    private var playerAwaitedSince: Int? {
+        guard let since = state.streamlessSince, !state.interrupted, state.granted else { return nil }
+        return max(since, state.grantedSince)
+    }
+
     /// When the monitor must look again: once the source's slots are drained after it ended; when
     /// idle-release is due (the program stopped sending, or no program is attached); at once when
     /// the stream ended or the source should end. A stream that ends and a user change wake the
@@ -189,9 +196,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
             return last > 0 && state.granted && !current.isClosed ? max(0, last + idle - now) : nil
         }
         if !waitingForPlayer { return 0 }
-        if let since = state.streamlessSince, !state.interrupted, state.granted {
-            return max(0, max(since, state.grantedSince) + idle - now)
-        }
+        if let since = playerAwaitedSince { return max(0, since + idle - now) }
         return nil
     }
 
@@ -214,10 +219,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
             if idle && state.granted && !current.isClosed { end(now) }
         } else if !waitingForPlayer {
             end(now)
-        } else if let since = state.streamlessSince, !state.interrupted, state.granted,
-            // Only while it could be heard: not while paused (its player waits, paused by Baton).
-            now - max(since, state.grantedSince) >= settings.idleReleaseNanoseconds
-        {
+        } else if let since = playerAwaitedSince, now - since >= settings.idleReleaseNanoseconds {
             end(now)
         }
     }
