@@ -12,17 +12,36 @@ import HTTPServer
 /// that the API never answers) and, when it carries an `Origin`, come from the API's own origin.
 /// Refusals are 403 with `{"error": …, "rule": "host" | "content-type" | "origin"}`. Any thread.
 struct CrossSiteGuard: Sendable {
-    /// Lowercased host names and addresses the API answers to (no port, IPv6 without brackets).
+    /// Lowercased host names and addresses the API answers to (no port, IPv6 without brackets), as
+    /// known when the guard was made.
     let names: Set<String>
+    /// The machine's names now (host name, `NAME.local`, interface addresses when listening on all
+    /// of them), asked again when a `Host` is not in `names`: a speaker that got its DHCP address, or
+    /// was renamed, after batond started must answer to it without a restart. Nil: `names` only.
+    let machineNames: (@Sendable () -> Set<String>)?
 
-    init(names: Set<String>) { self.names = names }
+    init(names: Set<String>, machineNames: (@Sendable () -> Set<String>)? = nil) {
+        self.names = names
+        self.machineNames = machineNames
+    }
 
     /// The API's own names for `config`: the listen host, `localhost` and the loopback addresses,
     /// the machine's host name (and `NAME.local`), its interface addresses when it listens on all of
-    /// them, and `allowed-hosts`.
+    /// them, and `allowed-hosts`. The machine's names are read again when a request names a host
+    /// not among them.
     init(config: APIConfig) {
+        let everyInterface = ["0.0.0.0", "::"].contains(config.listen.host)
+        let machineNames: @Sendable () -> Set<String> = { Self.machineNames(everyInterface: everyInterface) }
         var names: Set<String> = ["localhost", "127.0.0.1", "::1"]
         names.insert(config.listen.host.lowercased())
+        names.formUnion(machineNames())
+        names.formUnion(config.allowedHosts.map { $0.lowercased() })
+        self.init(names: names, machineNames: machineNames)
+    }
+
+    /// The host name and `NAME.local`, and every interface address when `everyInterface`.
+    static func machineNames(everyInterface: Bool) -> Set<String> {
+        var names: Set<String> = []
         var buffer = [CChar](repeating: 0, count: 256)
         if gethostname(&buffer, buffer.count - 1) == 0 {
             let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -32,9 +51,8 @@ struct CrossSiteGuard: Sendable {
                 names.insert(host + ".local")
             }
         }
-        if ["0.0.0.0", "::"].contains(config.listen.host) { names.formUnion(Self.interfaceAddresses()) }
-        names.formUnion(config.allowedHosts.map { $0.lowercased() })
-        self.names = names
+        if everyInterface { names.formUnion(Self.interfaceAddresses()) }
+        return names
     }
 
     /// Every address of the machine's interfaces (getifaddrs), numeric.
@@ -87,11 +105,15 @@ struct CrossSiteGuard: Sendable {
         guard let hostHeader = r.headers["host"], let host = Self.split(authority: hostHeader) else {
             return Self.forbidden("host", "the request has no valid Host header")
         }
-        guard names.contains(host.host) else {
-            return Self.forbidden(
-                "host",
-                "Host \"\(hostHeader)\" is not one of this API's names (\(names.sorted().joined(separator: ", "))); "
-                    + "add it to api.allowed-hosts if the speaker is reached by that name")
+        if !names.contains(host.host) {
+            // Asked only on a miss: a request by a known name costs no system call.
+            let now = names.union(machineNames?() ?? [])
+            guard now.contains(host.host) else {
+                return Self.forbidden(
+                    "host",
+                    "Host \"\(hostHeader)\" is not one of this API's names (\(now.sorted().joined(separator: ", "))); "
+                        + "add it to api.allowed-hosts if the speaker is reached by that name")
+            }
         }
         guard r.method != "GET" && r.method != "HEAD" else { return nil }
         let type = r.headers["content-type"] ?? ""

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import HTTPServer
 import OSThread
+import Synchronization
 import Testing
 
 @testable import BatonDaemon
@@ -140,6 +141,33 @@ import Testing
             Issue.record("a URL in allowed-hosts was accepted")
         } catch {
             #expect("\(error)".contains("allowed-hosts"), "\(error)")
+        }
+    }
+
+    /// A speaker that gets its address (DHCP) or its name after batond started answers to it: the
+    /// machine's names are asked again when a request's `Host` is not among those known, and a name
+    /// it still does not have is refused, the message listing the names it has now.
+    @Test func anAddressGainedAfterStartIsAnswered() {
+        let machine = Mutex<Set<String>>(["speaker", "speaker.local"])
+        let guardrail = CrossSiteGuard(
+            names: ["localhost", "127.0.0.1", "::1", "speaker", "speaker.local"],
+            machineNames: { machine.withLock { $0 } })
+        func host(_ name: String) -> HTTPResponse? {
+            guardrail.refusal(HTTPRequest(method: "GET", path: "/", headers: ["host": name]))
+        }
+        #expect(host("192.168.1.20:8470")?.status == 403)
+        machine.withLock { $0 = ["speaker", "speaker.local", "192.168.1.20", "fd00::20"] }
+        #expect(host("192.168.1.20:8470")?.status == nil)
+        #expect(host("[fd00::20]:8470")?.status == nil)
+        machine.withLock { $0 = ["living-room", "living-room.local"] }
+        #expect(host("living-room.local")?.status == nil)
+        let refused = host("192.168.1.99")
+        #expect(refused?.status == 403)
+        if case .bytes(let body) = refused?.body {
+            let text = String(decoding: body, as: UTF8.self)
+            #expect(text.contains("living-room.local") && text.contains("192.168.1.99"), "\(text)")
+        } else {
+            Issue.record("the refusal has no body")
         }
     }
 }
