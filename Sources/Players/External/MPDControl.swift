@@ -6,13 +6,21 @@ import Synchronization
 /// fresh connection each, from the control's queue; a watcher thread keeps a connection in `idle
 /// player` and reads `status` after every change, so a pause or play the user gives MPD (mpc, an app)
 /// is seen — and told apart from Baton's own by what Baton asked for last.
+///
+/// The watcher asks MPD again after `checkSeconds` without a change (`noidle`, then `status`): an
+/// MPD on another host that lost power leaves a connection that neither closes nor answers, and the
+/// player's state would be shown as last seen for ever. While the watcher cannot follow MPD the state
+/// is unknown (nil) and `lastError` says why; once it follows MPD again, that error is gone.
 public final class MPDControl: PlayerControl, @unchecked Sendable {
     // @unchecked: the mutable state is behind Mutexes and atomics; the rest is `let`.
     public let host: String
     public let port: UInt16
     private let queue = ControlQueue()
     private let report: @Sendable (String) -> Void
-    private let failure = Mutex<String?>(nil)
+    /// The last command's failure (cleared by the next command that succeeds) and the watcher's
+    /// (cleared when it follows MPD again): `lastError` is the watcher's, else the command's.
+    private let failure = Mutex<(command: String?, watcher: String?)>((nil, nil))
+    private let checkMilliseconds: Int32
     private let states: PlayerStateWatch
     private let running = Atomic<Bool>(true)
     /// Posted by `close`: the watcher waits in `idle` on it and MPD's socket.
@@ -21,9 +29,10 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
     /// `userChanged` runs on the watcher's thread when it keeps a user change (`takeUserChange`).
     public init(
         host: String, port: UInt16, report: @escaping @Sendable (String) -> Void,
-        userChanged: @escaping @Sendable () -> Void = {}
+        userChanged: @escaping @Sendable () -> Void = {}, checkSeconds: Double = 30
     ) {
         states = PlayerStateWatch(paused: "pause", playing: "play", changed: userChanged)
+        checkMilliseconds = Int32(checkSeconds * 1000)
         self.host = host
         self.port = port
         self.report = report
@@ -31,7 +40,7 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
     }
 
     public var description: String { "mpd \(host):\(port)" }
-    public var lastError: String? { failure.withLock { $0 } }
+    public var lastError: String? { failure.withLock { $0.watcher ?? $0.command } }
     /// MPD's state as last seen: `play`, `pause`, `stop`.
     public var state: String? { states.state }
     public func takeUserChange() -> PlayerChange? { states.takeUserChange() }
@@ -53,10 +62,10 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
                 let connection = try MPDConnection(host: host, port: port, timeoutMilliseconds: 2000)
                 defer { connection.close() }
                 _ = try connection.run(line)
-                failure.withLock { $0 = nil }
+                failure.withLock { $0.command = nil }
             } catch {
                 let why = "mpd \(host):\(port): \"\(line)\" failed: \(error)"
-                failure.withLock { $0 = why }
+                failure.withLock { $0.command = why }
                 report(why)
             }
         }
@@ -69,21 +78,31 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
             do {
                 let connection = try MPDConnection(host: host, port: port, timeoutMilliseconds: 2000)
                 defer { connection.close() }
-                reported = false
+                var following = false
                 while running.load(ordering: .acquiring) {
                     let status = try connection.run("status")
                     if let line = status.first(where: { $0.hasPrefix("state: ") }) {
                         states.saw(String(line.dropFirst(7)))
                     }
-                    // Until the player changes or close() posts `closing` (it used to wake every
-                    // 500 ms to look); MPD answers `noidle` with what changed so far.
-                    try connection.idle(until: closing) { [self] in running.load(ordering: .acquiring) }
+                    if !following {
+                        following = true
+                        reported = false
+                        failure.withLock { $0.watcher = nil }
+                    }
+                    // Until the player changes, close() posts `closing` (it used to wake every
+                    // 500 ms to look) or `checkMilliseconds` pass; MPD answers `noidle` with what
+                    // changed so far.
+                    try connection.idle(until: closing, atMost: checkMilliseconds) { [self] in
+                        running.load(ordering: .acquiring)
+                    }
                 }
             } catch {
+                // Not known while not followed: the state last seen may be long gone.
+                states.forget()
                 if !reported {
                     reported = true
                     let why = "mpd \(host):\(port): cannot follow its state: \(error)"
-                    failure.withLock { $0 = why }
+                    failure.withLock { $0.watcher = why }
                     report(why)
                 }
                 usleep(1_000_000)
@@ -152,13 +171,17 @@ final class MPDConnection {
     }
 
     /// `idle player`; returns when the player changed, or (`noidle`) once `keepGoing()` fails after a
-    /// post of `wake` (without its descriptor, it looks every 500 ms). An answer that names no
-    /// change, unasked, is not MPD's (it would have the watcher ask again and again at once).
-    func idle(until wake: WakeFD, keepGoing: () -> Bool) throws(MPDError) {
+    /// post of `wake` (without its descriptor, it looks every 500 ms) or `atMost` ms passed (MPD must
+    /// then answer the `noidle` within `answerSeconds`). An answer that names no change, unasked, is
+    /// not MPD's (it would have the watcher ask again and again at once).
+    func idle(until wake: WakeFD, atMost: Int32, keepGoing: () -> Bool) throws(MPDError) {
         try send("idle player\n")
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let deadline = monotonicNanoseconds() + Int(atMost) * 1_000_000
         while keepGoing() && buffer.isEmpty {
-            if wake.wait(for: fd, timeout: -1, fallback: 500) { break }
+            let left = (deadline - monotonicNanoseconds() + 999_999) / 1_000_000
+            guard left > 0 else { break }
+            if wake.wait(for: fd, timeout: Int32(left), fallback: 500) { break }
         }
         var askedToStop = false
         if buffer.isEmpty && !(poll(&p, 1, 0) > 0) {

@@ -140,6 +140,9 @@ final class PlayerStateWatch: Sendable {
         }
     }
 
+    /// The state is not known now (the interface cannot be reached): not a change the user made.
+    func forget() { observed.withLock { $0 = nil } }
+
     /// The interface reported `state` now.
     func saw(_ state: String) {
         let previous = observed.withLock { o in

@@ -101,4 +101,86 @@ import Testing
         let commands = server.commands.load(ordering: .relaxed)
         #expect(commands <= 10, "\(commands) commands in 3 s")
     }
+
+    /// Answers like a small MPD on `fd` while `healthy()`: `status` with `state: play`, `idle player`
+    /// held until `noidle`. Returns when the peer closes, or at once when not healthy (the
+    /// connection closes after the greeting). `silentAfterIdle`: once in `idle`, never answers again
+    /// (a host that lost power, its connection neither closed nor answered).
+    static func serveMPD(_ fd: Int32, healthy: () -> Bool, silentAfterIdle: Bool = false) {
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        guard healthy() else { return }
+        while recv(fd, &byte, 1, 0) == 1 {
+            guard byte == 0x0A else {
+                line.append(byte)
+                continue
+            }
+            let command = String(decoding: line, as: UTF8.self)
+            line.removeAll()
+            switch command {
+            case "status": guard FakeMPD.send(fd, "volume: 50\nstate: play\nOK\n") else { return }
+            case "idle player":
+                if silentAfterIdle {
+                    while recv(fd, &byte, 1, 0) == 1 {}
+                    return
+                }
+            case "noidle": guard FakeMPD.send(fd, "OK\n") else { return }
+            default: guard FakeMPD.send(fd, "OK\n") else { return }
+            }
+        }
+    }
+
+    /// MPD gone, then back: the control's error says it cannot follow MPD and the player's state is
+    /// unknown meanwhile; once MPD answers again, the error is gone from `lastError` (status's
+    /// `controlError`) and the state is MPD's. Before, the error stayed until a command succeeded.
+    @Test func theErrorIsGoneOnceMPDIsBack() throws {
+        let healthy = Atomic<Bool>(false)
+        let server = try FakeMPD { fd, _ in Self.serveMPD(fd, healthy: { healthy.load(ordering: .relaxed) }) }
+        let reports = Reports()
+        let control = MPDControl(host: "127.0.0.1", port: server.listener.port, report: reports.add)
+        defer { control.close() }
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return control.lastError?.contains("cannot follow its state") == true
+            }, "\(String(describing: control.lastError))")
+        #expect(control.state == nil)
+        healthy.store(true, ordering: .relaxed)
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return control.lastError == nil && control.state == "play"
+            }, "\(String(describing: control.lastError)), \(String(describing: control.state))")
+        // A command that fails while the watcher follows MPD is the error shown (not said twice).
+        healthy.store(false, ordering: .relaxed)
+        control.pause()  // a fresh connection, closed after the greeting
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return reports.lines.withLock { $0.count { $0.contains("cannot follow its state") } } == 1
+                    && control.lastError?.contains("\"pause 1\" failed") == true
+            }, "\(reports.lines.withLock { $0 }), \(String(describing: control.lastError))")
+    }
+
+    /// A connection that stops answering in `idle` (MPD's host lost power: no close, no answer) is
+    /// noticed at the next check: `cannot follow its state`, the state no longer shown as playing.
+    /// Before, the watcher waited in `idle` for ever and the state stayed "play".
+    @Test func aConnectionThatGoesSilentIsNoticed() throws {
+        let server = try FakeMPD { fd, _ in Self.serveMPD(fd, healthy: { true }, silentAfterIdle: true) }
+        let reports = Reports()
+        let control = MPDControl(
+            host: "127.0.0.1", port: server.listener.port, report: reports.add, checkSeconds: 0.5)
+        defer { control.close() }
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(10_000)
+                return control.state == "play"
+            })
+        #expect(
+            waitUntil(seconds: 6) {
+                usleep(20_000)
+                return reports.contains("cannot follow its state: no answer")
+            }, "\(reports.lines.withLock { $0 })")
+        #expect(control.state == nil)
+    }
 }
