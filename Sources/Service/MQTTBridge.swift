@@ -22,8 +22,9 @@ import Synchronization
 ///   failed: its topic, status and message).
 ///
 /// A command is carried out by the same `Commands` as the HTTP request it mirrors (same validation,
-/// same errors). Commands run in arrival order on the bridge's own thread, which also publishes
-/// events (it subscribes to the event log: woken by each one) and state whenever it changes (looked
+/// same errors). The bridge's own thread checks each command as it comes and hands it to a thread of
+/// its lane (`lane(of:)`): the commands of one kind run in arrival order, and one that waits on the
+/// network holds only those after it of its kind. The bridge's thread also publishes events (it subscribes to the event log: woken by each one) and state whenever it changes (looked
 /// at every 50 ms at most); on every (re)connect the retained topics and the discovery messages are
 /// published again.
 ///
@@ -39,6 +40,7 @@ final class MQTTBridge: @unchecked Sendable {
     private let config: MQTTConfig
     private let logger: Logger
     private let running = Atomic<Bool>(false)
+    private let lanes = CommandLanes(threadName: "mqtt-command")
     private var thread: OSThread?
     private var subscription: Int?
     private struct Shared {
@@ -221,7 +223,7 @@ final class MQTTBridge: @unchecked Sendable {
         guard topic.hasPrefix(base + "/") else { return }
         var name = String(topic.dropFirst(base.count + 1))
         var body = payload
-        func refuse(_ error: ControlError) {
+        @Sendable func refuse(_ error: ControlError) {
             publishError(topic, error)
             logger.warning("mqtt: \(topic): \(error.kind.httpStatus) \(error.message)")
         }
@@ -277,13 +279,28 @@ final class MQTTBridge: @unchecked Sendable {
         } else if !Commands.names.contains(name) {
             return refuse(ControlError(.notFound, "unknown command topic (see docs/MQTT.md)"))
         }
-        do throws(ControlError) {
-            if case .reload(let report) = try commands.run(name, body: body), !report.applied {
-                throw ControlError(.unprocessable, report.errors.joined(separator: "\n"))
+        // Off this thread: a command may wait on the network (`music/play` asking the server, an
+        // announcement's URL its first byte) and would hold every other command and all state.
+        let (lane, width) = Self.lane(of: name)
+        lanes.run(lane, width: width) { [self, name, body] in
+            do throws(ControlError) {
+                if case .reload(let report) = try commands.run(name, body: body), !report.applied {
+                    throw ControlError(.unprocessable, report.errors.joined(separator: "\n"))
+                }
+            } catch {
+                refuse(error)
             }
-        } catch {
-            refuse(error)
         }
+    }
+
+    /// The lane a command runs in, and how many of its lane may run at once: the commands of one
+    /// kind (music, one zone's volume, calls, reload) in arrival order, one at a time; up to four
+    /// announcements at once (each is its own, as a button press is: a doorbell does not wait for a
+    /// URL announcement's first byte).
+    static func lane(of command: String) -> (String, Int) {
+        if command == "announce" { return ("announce", 4) }
+        if command.hasPrefix("zones/") { return (command, 1) }
+        return (String(command.split(separator: "/").first ?? ""), 1)
     }
 
     private func publishError(_ topic: String, _ error: ControlError) {

@@ -2,6 +2,7 @@ import BatonConfig
 import BatonTesting
 import Glibc
 import OSThread
+import Synchronization
 import Testing
 
 @testable import BatonDaemon
@@ -65,11 +66,12 @@ import Testing
         try broker.publish(topic: "\(base)/announce", message: "ding dong")
         try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "140")
         try broker.publish(topic: "\(base)/zones/garage/volume/set", message: "10")
+        // Each names its topic; commands of different kinds run apart, so the errors come in any order.
         let got = errors.messages()
         #expect(got.count == 3, "\(got)")
-        #expect(got.first?.contains(#""status":400"#) == true && got.first?.contains("announce") == true, "\(got)")
-        #expect(got.dropFirst().first?.contains("volume 140 is not 0–100") == true, "\(got)")
-        #expect(got.last?.contains(#""status":404"#) == true && got.last?.contains("garage") == true, "\(got)")
+        #expect(got.contains { $0.contains(#""status":400"#) && $0.contains(#"test-speaker\/announce""#) }, "\(got)")
+        #expect(got.contains { $0.contains("volume 140 is not 0–100") }, "\(got)")
+        #expect(got.contains { $0.contains(#""status":404"#) && $0.contains("garage") }, "\(got)")
         #expect(abs((try t.status().zones.first { $0.name == "kitchen" }?.volume ?? 0) - 0.4) < 1e-6)
     }
 
@@ -290,5 +292,64 @@ import Testing
         #expect(waitUntil(seconds: 5) { (try? t.status().mqtt?.error) != nil })
         #expect(try t.status().mqtt?.connection != "connected")
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).status == 202)
+    }
+
+    /// A command that waits on the network holds only the commands of its kind: `music/play`
+    /// asking a Subsonic server that takes the request and never answers (up to 30 s), then a
+    /// volume change and a doorbell over MQTT — both carried out at once, and the zone's state
+    /// published, while the play still waits; its error comes when the server goes. Before, the
+    /// bridge ran every command on its one thread: nothing for 30 s.
+    @Test func aCommandWaitingOnTheServerHoldsOnlyItsOwnKind() throws {
+        let server = try Listener()
+        let requests = Mutex<[String]>([])
+        let held = Mutex<[Int32]>([])
+        let listening = server.fd
+        OSThread.detach(name: "silent-subsonic") {
+            while true {
+                let client = accept(listening, nil, nil)
+                guard client >= 0 else { return }
+                held.withLock { $0.append(client) }
+                var head = [UInt8](repeating: 0, count: 4096)
+                let n = recv(client, &head, head.count, 0)
+                if n > 0 { requests.withLock { $0.append(String(decoding: head[..<n], as: UTF8.self)) } }
+            }
+        }
+        let dir = TestDirectory.make("silent-subsonic")
+        _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
+        let music = MusicConfig(
+            subsonic: .init(
+                url: "http://127.0.0.1:\(server.port)", user: "baton", password: .file("\(dir)/password"),
+                format: .raw))
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(music: music, mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 1, seconds: 20)
+        try broker.publish(topic: "\(base)/music/play", message: #"{"random": 5}"#)
+        #expect(
+            waitUntil(seconds: 10) { requests.withLock { $0.contains { $0.contains("getRandomSongs") } } },
+            "\(requests.withLock { $0 })")
+        try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "30")
+        try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        let granted = try #require(t.waitForEvent("granted", seconds: 5))
+        #expect(granted.source == "announce-1")
+        #expect(
+            waitUntil(seconds: 5) {
+                abs(((try? t.status().zones.first { $0.name == "kitchen" }?.volume) ?? 0) - 0.3) < 1e-6
+            })
+        #expect(
+            waitUntil(seconds: 5) {
+                let state = (try? broker.subscribe(topic: "\(base)/zones/kitchen/state").messages().first) ?? ""
+                return state.contains(#""state":"announcement""#)
+            })
+        #expect(errors.messages(seconds: 0).isEmpty, "the play has not failed yet")
+        // The server goes: the play fails (its error on `<base>/errors`), and was never a source.
+        shutdown(server.fd, Int32(SHUT_RDWR))
+        close(server.fd)
+        for fd in held.withLock({ $0 }) { close(fd) }
+        let failed = errors.messages()
+        #expect(failed.count == 1 && failed[0].contains(#"music\/play"#) && failed[0].contains("502"), "\(failed)")
+        #expect(t.daemon.events.recent().allSatisfy { $0.source?.hasPrefix("music") != true })
     }
 }
