@@ -72,6 +72,7 @@ public struct MusicControl: Sendable {
     /// Plays the saved queue again from its track and position when no music source exists
     /// (`music/resume` after a restart or a stop).
     public func resumeSavedQueue() throws(ControlError) -> Admission {
+        daemon.parts.persistence.awaitServerQueue()  // the server's, asked at start, may be on its way
         guard let q = daemon.parts.persistence.saved.queue, q.index < q.songs.count else {
             throw ControlError(.notFound, "no music source to resume and no saved queue")
         }

@@ -37,8 +37,14 @@ package final class Persistence: Sendable {
     package let store: StateStore
     private let logger: Logger
     private let events: EventLog
-    fileprivate let state = Mutex<(saved: SavedState, written: SavedState, failing: Bool, fadedOut: Bool)>(
-        (SavedState(), SavedState(), false, false))
+    fileprivate let state = Mutex<
+        (saved: SavedState, written: SavedState, failing: Bool, fadedOut: Bool, fromServer: FromServer)
+    >((SavedState(), SavedState(), false, false, .none))
+    /// The server's queue at start, asked in the background (`restore`): being asked, or kept as the
+    /// saved queue and not yet replaced by one of this run's (a save that computed none keeps it).
+    fileprivate enum FromServer { case none, asking, held }
+    /// Posted once the server has answered (or failed); each waiter posts it again for the next.
+    private let serverAnswered = Semaphore()
 
     package init(store: StateStore, logger: Logger, events: EventLog) {
         self.store = store
@@ -56,9 +62,11 @@ package final class Persistence: Sendable {
     }
 
     /// Reads the saved state at start: applies each known zone's volume (within its max-volume)
-    /// and keeps the queue for `music/resume`; with no file yet, the queue `serverQueue` finds. A
-    /// damaged file is logged and left alone. Before the output threads start.
-    package func restore(_ zones: ZoneTable, serverQueue: () -> SavedQueue?) {
+    /// and keeps the queue for `music/resume`; with no file yet, the queue `serverQueue` finds,
+    /// asked on a thread of its own (a server that is slow or away must not hold batond's start: up
+    /// to its request timeout, 30 s). A damaged file is logged and left alone. Before the output
+    /// threads start.
+    package func restore(_ zones: ZoneTable, serverQueue: @escaping @Sendable () -> SavedQueue?) {
         switch store.load() {
         case .failure(let failure):
             logger.error("state: \(failure)")
@@ -67,11 +75,20 @@ package final class Persistence: Sendable {
             if store.path == nil {
                 logger.info("state: no state-dir configured: volumes and the play queue are not kept across restarts")
             }
-            if let q = serverQueue() {
-                state.withLock {
-                    $0.saved.queue = q
-                    $0.written.queue = q
+            state.withLock { $0.fromServer = .asking }
+            OSThread.detach(name: "server-queue") { [self] in
+                let q = serverQueue()
+                state.withLock { s in
+                    // A queue of this run's, saved meanwhile, is newer.
+                    if let q, s.saved.queue == nil {
+                        s.saved.queue = q
+                        s.written.queue = q
+                        s.fromServer = .held
+                    } else {
+                        s.fromServer = .none
+                    }
                 }
+                serverAnswered.post()
             }
         case .success(let saved?):
             for (name, volume) in saved.volumes.sorted(by: { $0.key < $1.key }) {
@@ -96,7 +113,11 @@ package final class Persistence: Sendable {
     /// disk, read-only state-dir) is retried at the next call; the first failure of a streak is
     /// logged and published (`state-error`), and the recovery is logged. Returns the queue written.
     package func save(_ now: SavedState) -> SavedQueue?? {
+        var now = now
         let previous: SavedState? = state.withLock { s in
+            // Computed from a look before the server's queue came: that queue stays.
+            if s.fromServer == .held && now.queue == nil { now.queue = s.saved.queue }
+            if now.queue != nil { s.fromServer = .none }
             s.saved = now
             guard s.written != now else { return nil }
             defer { s.written = now }
@@ -130,5 +151,18 @@ package final class Persistence: Sendable {
 extension Persistence {
     /// Keeps `queue` as the saved queue (a music source ended: where it was heard, or nil when it
     /// played to its end).
-    package func keep(queue: SavedQueue?) { state.withLock { $0.saved.queue = queue } }
+    package func keep(queue: SavedQueue?) {
+        state.withLock {
+            $0.saved.queue = queue
+            $0.fromServer = .none
+        }
+    }
+
+    /// Returns once the server's queue asked at start has come (or failed); at once when none is
+    /// being asked. Not the control plane's lock: it may take the server's request timeout.
+    package func awaitServerQueue() {
+        guard state.withLock({ $0.fromServer == .asking }) else { return }
+        serverAnswered.wait()
+        serverAnswered.post()
+    }
 }

@@ -284,4 +284,55 @@ extension MusicQueueTests {
         #expect(!r.text.contains("secret-pw"))
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).status == 202)
     }
+
+    /// With no state file, the queue the server keeps (`getPlayQueue`) is asked in the background:
+    /// batond starts and rings a doorbell while the server holds the answer, status shows no saved
+    /// queue until it comes, and a `music/resume` sent meanwhile waits for it. Before, the start
+    /// waited for the server (up to its request timeout: 30 s of no API and no doorbell).
+    @Test func theServersQueueIsAskedWithoutHoldingTheStart() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        let answer = Semaphore()
+        defer { for _ in 0..<4 { answer.post() } }
+        let body = #"""
+            {"subsonic-response": {"status": "ok", "version": "1.16.1", "playQueue": {
+              "entry": [{"id": "s1", "title": "One", "duration": 100}, {"id": "s2", "title": "Two", "duration": 120}],
+              "current": "s2", "position": 5000, "changedBy": "phone"}}}
+            """#
+        server.route(
+            "/rest/getPlayQueue",
+            .init(
+                contentType: "application/json", body: Array(body.utf8),
+                beforeLastChunk: { _ = answer.wait(nanoseconds: 20_000_000_000) }))
+        let dir = TestDirectory.make("server-queue")
+        _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
+        let music = MusicConfig(
+            subsonic: .init(url: server.url(""), user: "baton", password: .file("\(dir)/password"), format: .raw))
+        let t = try TestDaemon(music: music, stateDir: TestDirectory.make("server-queue-state"))
+        defer { t.stop() }
+        #expect(waitUntil(seconds: 5) { server.requests.contains { $0.hasPrefix("/rest/getPlayQueue") } })
+        #expect(try t.status().savedQueue == nil)
+        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        #expect(t.waitForEvent("granted", source: "announce-1", seconds: 5) != nil)
+        // A resume sent now waits for the server's answer, then plays that queue.
+        let resumed = Mutex<(status: Int, at: Int)?>(nil)
+        let port = t.port
+        OSThread.detach(name: "resume") {
+            let r = try? RawClient(port: port)
+            r?.send(
+                "POST /api/v1/music/resume HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: 0\r\n\r\n")
+            let status = (try? r?.readResponse())?.status ?? 0
+            resumed.withLock { $0 = (status, monotonicNanoseconds()) }
+        }
+        usleep(300_000)
+        #expect(resumed.withLock { $0 } == nil, "the resume did not wait for the server's queue")
+        let released = monotonicNanoseconds()
+        answer.post()
+        #expect(waitUntil(seconds: 10) { resumed.withLock { $0 } != nil })
+        let r = try #require(resumed.withLock { $0 })
+        #expect(r.status == 202 && r.at >= released, "\(r)")
+        let saved = try #require(try t.status().savedQueue)
+        #expect(saved.track.title == "Two" && saved.trackIndex == 1 && saved.queueLength == 2, "\(saved)")
+    }
 }
