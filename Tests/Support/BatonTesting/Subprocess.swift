@@ -20,8 +20,13 @@ public enum Subprocess {
         _ executable: String, _ arguments: [String], environment: [String: String] = [:],
         seconds: Double = 30
     ) -> (status: Int32, output: String) {
-        var pipe: [Int32] = [0, 0]
-        Glibc.pipe(&pipe)
+        var pipe: [Int32] = [-1, -1]
+        guard Glibc.pipe(&pipe) == 0 else {
+            return (-1, "cannot start \(executable): pipe: \(String(cString: strerror(errno)))")
+        }
+        // Close-on-exec at once (Glibc's module has no pipe2): a program another test starts now
+        // would otherwise keep the write end open, and this read would wait for that program to end.
+        for fd in pipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
