@@ -1,49 +1,73 @@
 import OSThread
 import Synchronization
 
-/// Runs jobs by lane: the jobs of one lane in the order given, at most `width` of them at once, each
-/// lane apart from the others — so that a job that waits (on the network) holds only those after it
-/// in its own lane. A lane's threads exist only while it has work: nothing runs while nothing is
-/// asked. Any thread.
+/// Runs jobs by lane: the jobs of one lane one at a time in the order given, each lane apart from
+/// the others — so that a job that waits (on the network) holds only those after it in its own
+/// lane. A lane's thread exists only while it has work: nothing runs while nothing is asked. Any
+/// thread.
 final class CommandLanes: Sendable {
-    private struct Lane {
-        var jobs: [@Sendable () -> Void] = []
-        var running = 0
+    private struct State {
+        var jobs: [String: [@Sendable () -> Void]] = [:]
+        /// The lanes with a thread now.
+        var running: Set<String> = []
+        var closed = false
     }
-    private let lanes = Mutex<[String: Lane]>([:])
+    private let state = Mutex(State())
+    /// Posted by each lane's thread as it ends (`close` waits for them).
+    private let ended = Semaphore()
     private let name: String
 
     /// `name`: the threads' name.
     init(threadName name: String) { self.name = name }
 
-    /// Runs `job` in `lane` after the jobs given to it before (`width` 1), or beside up to
-    /// `width - 1` of them.
-    func run(_ lane: String, width: Int = 1, _ job: @escaping @Sendable () -> Void) {
-        let start = lanes.withLock { lanes -> Bool in
-            lanes[lane, default: Lane()].jobs.append(job)
-            guard lanes[lane]!.running < width else { return false }
-            lanes[lane]!.running += 1
-            return true
+    /// Runs `job` in `lane` after the jobs given to it before. Dropped once closed.
+    func run(_ lane: String, _ job: @escaping @Sendable () -> Void) {
+        let start = state.withLock { s -> Bool in
+            guard !s.closed else { return false }
+            s.jobs[lane, default: []].append(job)
+            return s.running.insert(lane).inserted
         }
         guard start else { return }
         OSThread.detach(name: name) { [self] in
-            while let next = take(lane) { next() }
-        }
-    }
-
-    /// The lane's next job, or nil (and one thread fewer) when it has none.
-    private func take(_ lane: String) -> (@Sendable () -> Void)? {
-        lanes.withLock { lanes in
-            guard var l = lanes[lane] else { return nil }
-            if l.jobs.isEmpty {
-                l.running -= 1
-                lanes[lane] = l.running == 0 ? nil : l
-                return nil
+            while true {
+                switch take(lane) {
+                case .job(let next): next()
+                case .end(let counted):
+                    if counted { ended.post() }
+                    return
+                }
             }
-            let job = l.jobs.removeFirst()
-            lanes[lane] = l
-            return job
         }
     }
 
+    private enum Next {
+        case job(@Sendable () -> Void)
+        /// The thread ends; `close` counted it (it was running when they closed) and waits for it.
+        case end(counted: Bool)
+    }
+
+    /// The lane's next job, or its thread's end when it has none or the lanes are closed.
+    private func take(_ lane: String) -> Next {
+        state.withLock { s in
+            guard !s.closed, let job = s.jobs[lane]?.first else {
+                s.jobs[lane] = nil
+                s.running.remove(lane)
+                return .end(counted: s.closed)
+            }
+            s.jobs[lane]!.removeFirst()
+            return .job(job)
+        }
+    }
+
+    /// Drops the jobs not begun, and returns once those running have ended (as an HTTP server's
+    /// stop waits for the requests it is answering): none runs after this.
+    func close() {
+        let threads = state.withLock { s in
+            guard !s.closed else { return 0 }
+            s.closed = true
+            s.jobs.removeAll()
+            return s.running.count
+        }
+        for _ in 0..<threads { ended.wait() }
+    }
 }

@@ -23,8 +23,8 @@ import Synchronization
 ///
 /// A command is carried out by the same `Commands` as the HTTP request it mirrors (same validation,
 /// same errors). The bridge's own thread checks each command as it comes and hands it to a thread of
-/// its lane (`lane(of:)`): the commands of one kind run in arrival order, and one that waits on the
-/// network holds only those after it of its kind. The bridge's thread also publishes events (it subscribes to the event log: woken by each one) and state whenever it changes (looked
+/// its lane (`lane(of:body:)`): the commands of one kind run in arrival order, and one that waits on
+/// the network holds only those after it of its kind. The bridge's thread also publishes events (it subscribes to the event log: woken by each one) and state whenever it changes (looked
 /// at every 50 ms at most); on every (re)connect the retained topics and the discovery messages are
 /// published again.
 ///
@@ -177,6 +177,9 @@ final class MQTTBridge: @unchecked Sendable {
         inbox.wake.post()
         thread?.join()
         thread = nil
+        // No MQTT command runs after this (nor into a daemon being stopped): those not begun are
+        // dropped, those running are waited for.
+        lanes.close()
         if let subscription { daemon.events.unsubscribe(subscription) }
         client.stop()
     }
@@ -279,10 +282,7 @@ final class MQTTBridge: @unchecked Sendable {
         } else if !Commands.names.contains(name) {
             return refuse(ControlError(.notFound, "unknown command topic (see docs/MQTT.md)"))
         }
-        // Off this thread: a command may wait on the network (`music/play` asking the server, an
-        // announcement's URL its first byte) and would hold every other command and all state.
-        let (lane, width) = Self.lane(of: name)
-        lanes.run(lane, width: width) { [self, name, body] in
+        let run: @Sendable () -> Void = { [self, name, body] in
             do throws(ControlError) {
                 if case .reload(let report) = try commands.run(name, body: body), !report.applied {
                     throw ControlError(.unprocessable, report.errors.joined(separator: "\n"))
@@ -291,16 +291,24 @@ final class MQTTBridge: @unchecked Sendable {
                 refuse(error)
             }
         }
+        // Off this thread: a command may wait on the network (`music/play` asking the server, an
+        // announcement's URL its first byte) and would hold every other command and all state.
+        if let lane = Self.lane(of: name, body: body) { lanes.run(lane, run) } else { run() }
     }
 
-    /// The lane a command runs in, and how many of its lane may run at once: the commands of one
-    /// kind (music, one zone's volume, calls, reload) in arrival order, one at a time; up to four
-    /// announcements at once (each is its own, as a button press is: a doorbell does not wait for a
-    /// URL announcement's first byte).
-    static func lane(of command: String) -> (String, Int) {
-        if command == "announce" { return ("announce", 4) }
-        if command.hasPrefix("zones/") { return (command, 1) }
-        return (String(command.split(separator: "/").first ?? ""), 1)
+    /// The lane a command runs in, in arrival order with the others of its kind: `music`, `zones`
+    /// (volumes), `call`, `announce` — but an announcement of a URL in `announce-url`, so that a
+    /// doorbell does not wait for a URL's first byte. Nil for `reload`, which runs on the bridge's
+    /// thread: the commands after it see the configuration it made.
+    static func lane(of command: String, body: [UInt8]) -> String? {
+        struct Announcement: Decodable { var url: String? }
+        switch command.split(separator: "/").first.map(String.init) ?? "" {
+        case "reload": return nil
+        case "announce":
+            let url = (try? JSONDecoder().decode(Announcement.self, from: Data(body)))?.url
+            return url == nil ? "announce" : "announce-url"
+        case let kind: return kind
+        }
     }
 
     private func publishError(_ topic: String, _ error: ControlError) {

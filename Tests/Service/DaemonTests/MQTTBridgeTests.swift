@@ -294,42 +294,89 @@ import Testing
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).status == 202)
     }
 
+    /// A Subsonic server that takes each request and answers only when told: one that is slow or
+    /// away. Records each request's head.
+    final class HeldSubsonic: Sendable {
+        let port: UInt16
+        private let listening: Int32
+        private let state = Mutex<(requests: [String], held: [Int32], gone: Bool)>(([], [], false))
+        let music: MusicConfig
+
+        init() throws {
+            let server = try Listener()
+            port = server.port
+            listening = server.fd
+            let dir = TestDirectory.make("held-subsonic")
+            _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
+            music = MusicConfig(
+                subsonic: .init(
+                    url: "http://127.0.0.1:\(server.port)", user: "baton", password: .file("\(dir)/password"),
+                    format: .raw))
+            OSThread.detach(name: "held-subsonic") { [self] in
+                while true {
+                    let client = accept(listening, nil, nil)
+                    guard client >= 0 else { return }
+                    var head = [UInt8](repeating: 0, count: 4096)
+                    let n = recv(client, &head, head.count, 0)
+                    let text = n > 0 ? String(decoding: head[..<n], as: UTF8.self) : ""
+                    let kept = state.withLock { s -> Bool in
+                        s.requests.append(text)
+                        if !s.gone { s.held.append(client) }
+                        return !s.gone
+                    }
+                    if !kept { Glibc.close(client) }
+                }
+            }
+        }
+
+        /// The requests whose head names `call` (`getRandomSongs`).
+        func count(_ call: String) -> Int { state.withLock { $0.requests.count { $0.contains(call) } } }
+
+        /// Answers every held request 500 (a failure at once) and closes it; later ones are held.
+        func failHeld() {
+            for fd in state.withLock({ s in
+                defer { s.held.removeAll() }
+                return s.held
+            }) {
+                let answer = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                _ = answer.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                Glibc.close(fd)
+            }
+        }
+
+        /// Goes away: the listening socket and every held request are closed.
+        func close() {
+            let fds = state.withLock { s -> [Int32] in
+                guard !s.gone else { return [] }
+                s.gone = true
+                defer { s.held.removeAll() }
+                return s.held
+            }
+            shutdown(listening, Int32(SHUT_RDWR))
+            for fd in fds { Glibc.close(fd) }
+        }
+    }
+
     /// A command that waits on the network holds only the commands of its kind: `music/play`
     /// asking a Subsonic server that takes the request and never answers (up to 30 s), then a
     /// volume change and a doorbell over MQTT — both carried out at once, and the zone's state
     /// published, while the play still waits; its error comes when the server goes. Before, the
     /// bridge ran every command on its one thread: nothing for 30 s.
     @Test func aCommandWaitingOnTheServerHoldsOnlyItsOwnKind() throws {
-        let server = try Listener()
-        let requests = Mutex<[String]>([])
-        let held = Mutex<[Int32]>([])
-        let listening = server.fd
-        OSThread.detach(name: "silent-subsonic") {
-            while true {
-                let client = accept(listening, nil, nil)
-                guard client >= 0 else { return }
-                held.withLock { $0.append(client) }
-                var head = [UInt8](repeating: 0, count: 4096)
-                let n = recv(client, &head, head.count, 0)
-                if n > 0 { requests.withLock { $0.append(String(decoding: head[..<n], as: UTF8.self)) } }
-            }
-        }
-        let dir = TestDirectory.make("silent-subsonic")
-        _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
-        let music = MusicConfig(
-            subsonic: .init(
-                url: "http://127.0.0.1:\(server.port)", user: "baton", password: .file("\(dir)/password"),
-                format: .raw))
+        let server = try HeldSubsonic()
+        let music = server.music
         let broker = try MosquittoBroker()
         defer { broker.stop() }
         let t = try TestDaemon(music: music, mqtt: MQTTConfig(broker: broker.url))
-        defer { t.stop() }
+        defer {
+            server.close()
+            t.stop()
+        }
         #expect(connected(t))
         let errors = try broker.subscribe(topic: "\(base)/errors", count: 1, seconds: 20)
         try broker.publish(topic: "\(base)/music/play", message: #"{"random": 5}"#)
         #expect(
-            waitUntil(seconds: 10) { requests.withLock { $0.contains { $0.contains("getRandomSongs") } } },
-            "\(requests.withLock { $0 })")
+            waitUntil(seconds: 10) { server.count("getRandomSongs") == 1 })
         try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "30")
         try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         let granted = try #require(t.waitForEvent("granted", seconds: 5))
@@ -345,11 +392,39 @@ import Testing
             })
         #expect(errors.messages(seconds: 0).isEmpty, "the play has not failed yet")
         // The server goes: the play fails (its error on `<base>/errors`), and was never a source.
-        shutdown(server.fd, Int32(SHUT_RDWR))
-        close(server.fd)
-        for fd in held.withLock({ $0 }) { close(fd) }
+        server.close()
         let failed = errors.messages()
         #expect(failed.count == 1 && failed[0].contains(#"music\/play"#) && failed[0].contains("502"), "\(failed)")
         #expect(t.daemon.events.recent().allSatisfy { $0.source?.hasPrefix("music") != true })
+    }
+
+    /// Stopping the bridge (batond's stop, before the daemon's) waits for the command that runs —
+    /// a `music/play` the server holds — and drops the one queued behind it: no MQTT command runs
+    /// once the bridge has stopped. Before, both went on after it, into a daemon being stopped.
+    @Test func aStopWaitsForTheRunningCommandAndDropsTheRest() throws {
+        let server = try HeldSubsonic()
+        defer { server.close() }
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(music: server.music, mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        try broker.publish(topic: "\(base)/music/play", message: #"{"random": 5}"#)
+        #expect(waitUntil(seconds: 10) { server.count("getRandomSongs") == 1 })
+        try broker.publish(topic: "\(base)/music/play", message: #"{"random": 6}"#)
+        usleep(200_000)  // the second reaches the bridge and waits in its lane
+        let stopped = Atomic<Bool>(false)
+        let triggers = t.triggers
+        OSThread.detach(name: "stop") {
+            triggers.stop()
+            stopped.store(true, ordering: .releasing)
+        }
+        usleep(300_000)
+        let stoppedEarly = stopped.load(ordering: .acquiring)
+        #expect(!stoppedEarly, "the stop did not wait for the running command")
+        server.failHeld()
+        #expect(waitUntil(seconds: 10) { stopped.load(ordering: .acquiring) })
+        usleep(300_000)
+        #expect(server.count("getRandomSongs") == 1, "the queued play ran after the stop")
     }
 }
