@@ -10,7 +10,8 @@ import Synchronization
 /// The watcher asks MPD again after `checkSeconds` without a change (`noidle`, then `status`): an
 /// MPD on another host that lost power leaves a connection that neither closes nor answers, and the
 /// player's state would be shown as last seen for ever. While the watcher cannot follow MPD the state
-/// is unknown (nil) and `lastError` says why; once it follows MPD again, that error is gone.
+/// is unknown (nil) and `lastError` says why; once it follows MPD again, that error is gone, and so
+/// is a command's that failed before.
 public final class MPDControl: PlayerControl, @unchecked Sendable {
     // @unchecked: the mutable state is behind Mutexes and atomics; the rest is `let`.
     public let host: String
@@ -85,9 +86,11 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
                         states.saw(String(line.dropFirst(7)))
                     }
                     if !following {
+                        // Followed again: what failed before, the watcher's error and a command's
+                        // (MPD is back: the state it reports is what is true now), is gone.
                         following = true
                         reported = false
-                        failure.withLock { $0.watcher = nil }
+                        failure.withLock { $0 = (nil, nil) }
                     }
                     // Until the player changes, close() posts `closing` (it used to wake every
                     // 500 ms to look) or `checkMilliseconds` pass; MPD answers `noidle` with what

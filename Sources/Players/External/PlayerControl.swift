@@ -114,7 +114,9 @@ final class PlayerStateWatch: Sendable {
     /// The state Baton asked for and until when a change to it is Baton's own (ns).
     private let expected = Mutex<(state: String, until: Int)?>(nil)
     private let change = Mutex<PlayerChange?>(nil)
-    private let observed = Mutex<String?>(nil)
+    /// The state last seen, and whether it is known now (`forget`: kept, to tell what changed while
+    /// the interface could not be reached once it can).
+    private let observed = Mutex<(state: String?, known: Bool)>((nil, false))
 
     /// Called (on the watcher's thread) when a user change is kept: the monitor takes it at once.
     private let changed: @Sendable () -> Void
@@ -126,7 +128,7 @@ final class PlayerStateWatch: Sendable {
     }
 
     /// The state as last seen.
-    var state: String? { observed.withLock { $0 } }
+    var state: String? { observed.withLock { $0.known ? $0.state : nil } }
     /// The player said it plays, last.
     var isPlaying: Bool { state == playing }
 
@@ -140,14 +142,15 @@ final class PlayerStateWatch: Sendable {
         }
     }
 
-    /// The state is not known now (the interface cannot be reached): not a change the user made.
-    func forget() { observed.withLock { $0 = nil } }
+    /// The state is not known now (the interface cannot be reached). The state seen next is compared
+    /// with the one seen last: an MPD restarted meanwhile (`stop`) is a change.
+    func forget() { observed.withLock { $0.known = false } }
 
     /// The interface reported `state` now.
     func saw(_ state: String) {
         let previous = observed.withLock { o in
-            defer { o = state }
-            return o
+            defer { o = (state, true) }
+            return o.state
         }
         guard let previous, previous != state else { return }
         let now = monotonicNanoseconds()

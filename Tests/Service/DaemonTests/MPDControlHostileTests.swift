@@ -17,6 +17,8 @@ import Testing
         let connections = Atomic<Int>(0)
         let commands = Atomic<Int>(0)
         private let running = Atomic<Bool>(true)
+        /// The connections open now (removed under the lock before they are closed).
+        private let open = Mutex<Set<Int32>>([])
 
         init(_ behave: @escaping @Sendable (Int32, FakeMPD) -> Void) throws {
             listener = try Listener()
@@ -29,14 +31,19 @@ import Testing
                         continue
                     }
                     connections.add(1, ordering: .relaxed)
+                    open.withLock { _ = $0.insert(client) }
                     OSThread.detach(name: "fake-mpd-conn") { [self] in
                         _ = Self.send(client, "OK MPD 0.23.5\n")
                         behave(client, self)
+                        open.withLock { _ = $0.remove(client) }
                         close(client)
                     }
                 }
             }
         }
+
+        /// Ends every open connection (MPD going away): its peer reads the end at once.
+        func dropConnections() { open.withLock { for fd in $0 { shutdown(fd, Int32(SHUT_RDWR)) } } }
 
         static func send(_ fd: Int32, _ text: String) -> Bool {
             let bytes = Array(text.utf8)
@@ -106,7 +113,9 @@ import Testing
     /// held until `noidle`. Returns when the peer closes, or at once when not healthy (the
     /// connection closes after the greeting). `silentAfterIdle`: once in `idle`, never answers again
     /// (a host that lost power, its connection neither closed nor answered).
-    static func serveMPD(_ fd: Int32, healthy: () -> Bool, silentAfterIdle: Bool = false) {
+    static func serveMPD(
+        _ fd: Int32, healthy: () -> Bool, state: () -> String = { "play" }, silentAfterIdle: Bool = false
+    ) {
         var line: [UInt8] = []
         var byte: UInt8 = 0
         guard healthy() else { return }
@@ -118,7 +127,7 @@ import Testing
             let command = String(decoding: line, as: UTF8.self)
             line.removeAll()
             switch command {
-            case "status": guard FakeMPD.send(fd, "volume: 50\nstate: play\nOK\n") else { return }
+            case "status": guard FakeMPD.send(fd, "volume: 50\nstate: \(state())\nOK\n") else { return }
             case "idle player":
                 if silentAfterIdle {
                     while recv(fd, &byte, 1, 0) == 1 {}
@@ -132,41 +141,63 @@ import Testing
 
     /// MPD gone, then back: the control's error says it cannot follow MPD and the player's state is
     /// unknown meanwhile; once MPD answers again, the error is gone from `lastError` (status's
-    /// `controlError`) and the state is MPD's. Before, the error stayed until a command succeeded.
+    /// `controlError`) — a command's that failed meanwhile too — and the state is MPD's. MPD came
+    /// back stopped (restarted): that is a change the user made. Before, the error stayed until a
+    /// command succeeded.
     @Test func theErrorIsGoneOnceMPDIsBack() throws {
-        let healthy = Atomic<Bool>(false)
-        let server = try FakeMPD { fd, _ in Self.serveMPD(fd, healthy: { healthy.load(ordering: .relaxed) }) }
+        let healthy = Atomic<Bool>(true)
+        let playing = Atomic<Bool>(true)
+        let server = try FakeMPD { fd, _ in
+            Self.serveMPD(
+                fd, healthy: { healthy.load(ordering: .relaxed) },
+                state: { playing.load(ordering: .relaxed) ? "play" : "stop" })
+        }
         let reports = Reports()
         let control = MPDControl(host: "127.0.0.1", port: server.listener.port, report: reports.add)
         defer { control.close() }
         #expect(
             waitUntil(seconds: 5) {
+                usleep(10_000)
+                return control.state == "play"
+            })
+        #expect(control.lastError == nil)
+        // MPD goes away.
+        healthy.store(false, ordering: .relaxed)
+        server.dropConnections()
+        #expect(
+            waitUntil(seconds: 5) {
                 usleep(20_000)
                 return control.lastError?.contains("cannot follow its state") == true
             }, "\(String(describing: control.lastError))")
-        #expect(control.state == nil)
+        #expect(control.state == nil, "not known while MPD is away")
+        control.pause()  // a fresh connection, closed after the greeting: the command fails
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return reports.contains("\"pause 1\" failed")
+            }, "\(reports.lines.withLock { $0 })")
+        #expect(control.lastError?.contains("cannot follow its state") == true, "the watcher's error is shown first")
+        // MPD is back, restarted: stopped.
+        playing.store(false, ordering: .relaxed)
         healthy.store(true, ordering: .relaxed)
         #expect(
             waitUntil(seconds: 5) {
                 usleep(20_000)
-                return control.lastError == nil && control.state == "play"
+                return control.lastError == nil && control.state == "stop"
             }, "\(String(describing: control.lastError)), \(String(describing: control.state))")
-        // A command that fails while the watcher follows MPD is the error shown (not said twice).
-        healthy.store(false, ordering: .relaxed)
-        control.pause()  // a fresh connection, closed after the greeting
-        #expect(
-            waitUntil(seconds: 5) {
-                usleep(20_000)
-                return reports.lines.withLock { $0.count { $0.contains("cannot follow its state") } } == 1
-                    && control.lastError?.contains("\"pause 1\" failed") == true
-            }, "\(reports.lines.withLock { $0 }), \(String(describing: control.lastError))")
+        #expect(control.takeUserChange() == .stopped)
+        #expect(reports.lines.withLock { $0.count { $0.contains("cannot follow its state") } } == 1, "said once")
     }
 
     /// A connection that stops answering in `idle` (MPD's host lost power: no close, no answer) is
     /// noticed at the next check: `cannot follow its state`, the state no longer shown as playing.
     /// Before, the watcher waited in `idle` for ever and the state stayed "play".
     @Test func aConnectionThatGoesSilentIsNoticed() throws {
-        let server = try FakeMPD { fd, _ in Self.serveMPD(fd, healthy: { true }, silentAfterIdle: true) }
+        // The first connection goes silent in `idle`; later ones end after the greeting (the host
+        // is still away), so the state stays unknown.
+        let server = try FakeMPD { fd, fake in
+            Self.serveMPD(fd, healthy: { fake.connections.load(ordering: .relaxed) == 1 }, silentAfterIdle: true)
+        }
         let reports = Reports()
         let control = MPDControl(
             host: "127.0.0.1", port: server.listener.port, report: reports.add, checkSeconds: 0.5)
