@@ -125,6 +125,9 @@ struct Commands: Sendable {
     /// `music/resume`: the newest music source, or else the queue saved before a restart or stop.
     private func resume(_ body: [UInt8]) throws(ControlError) -> Reply {
         let b = try JSONBody.command(SourceBody.self, body, keys: ["id"])
+        // The server's queue asked at start may be on its way: waited for before looking for music,
+        // which may have been started meanwhile (then this resumes that, not the old queue).
+        daemon.music.awaitServerQueue()
         if b.id != nil || daemon.latestSource(of: .music) != nil { return try command(.play, b) }
         let result = try daemon.music.resumeSavedQueue()
         return .accepted([

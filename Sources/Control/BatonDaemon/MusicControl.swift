@@ -69,10 +69,14 @@ public struct MusicControl: Sendable {
         }
     }
 
+    /// Returns once the queue the server keeps, asked at start when no state file was there, has
+    /// come (or failed); at once otherwise. Up to the server's request timeout: not under the lock.
+    public func awaitServerQueue() { daemon.parts.persistence.awaitServerQueue() }
+
     /// Plays the saved queue again from its track and position when no music source exists
     /// (`music/resume` after a restart or a stop).
     public func resumeSavedQueue() throws(ControlError) -> Admission {
-        daemon.parts.persistence.awaitServerQueue()  // the server's, asked at start, may be on its way
+        awaitServerQueue()
         guard let q = daemon.parts.persistence.saved.queue, q.index < q.songs.count else {
             throw ControlError(.notFound, "no music source to resume and no saved queue")
         }

@@ -79,10 +79,10 @@ package final class Persistence: Sendable {
             OSThread.detach(name: "server-queue") { [self] in
                 let q = serverQueue()
                 state.withLock { s in
-                    // A queue of this run's, saved meanwhile, is newer.
+                    // A queue of this run's, saved meanwhile, is newer. Saved, not marked written:
+                    // the next save writes it to the file (the first may have been written without).
                     if let q, s.saved.queue == nil {
                         s.saved.queue = q
-                        s.written.queue = q
                         s.fromServer = .held
                     } else {
                         s.fromServer = .none

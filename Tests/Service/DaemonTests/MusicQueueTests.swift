@@ -285,38 +285,72 @@ extension MusicQueueTests {
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).status == 202)
     }
 
-    /// With no state file, the queue the server keeps (`getPlayQueue`) is asked in the background:
-    /// batond starts and rings a doorbell while the server holds the answer, status shows no saved
-    /// queue until it comes, and a `music/resume` sent meanwhile waits for it. Before, the start
-    /// waited for the server (up to its request timeout: 30 s of no API and no doorbell).
-    @Test func theServersQueueIsAskedWithoutHoldingTheStart() throws {
-        let server = try SlowHTTPServer()
-        defer { server.stop() }
+    /// A Subsonic server whose `getPlayQueue` answers a queue of two songs (the second current, 5 s
+    /// in) once `answer` is posted, and the daemon started on it with an empty state-dir.
+    struct HeldServerQueue {
+        let server: SlowHTTPServer
         let answer = Semaphore()
-        defer { for _ in 0..<4 { answer.post() } }
-        let body = #"""
-            {"subsonic-response": {"status": "ok", "version": "1.16.1", "playQueue": {
-              "entry": [{"id": "s1", "title": "One", "duration": 100}, {"id": "s2", "title": "Two", "duration": 120}],
-              "current": "s2", "position": 5000, "changedBy": "phone"}}}
-            """#
-        server.route(
-            "/rest/getPlayQueue",
-            .init(
-                contentType: "application/json", body: Array(body.utf8),
-                beforeLastChunk: { _ = answer.wait(nanoseconds: 20_000_000_000) }))
-        let dir = TestDirectory.make("server-queue")
-        _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
-        let music = MusicConfig(
-            subsonic: .init(url: server.url(""), user: "baton", password: .file("\(dir)/password"), format: .raw))
-        let t = try TestDaemon(music: music, stateDir: TestDirectory.make("server-queue-state"))
-        defer { t.stop() }
-        #expect(waitUntil(seconds: 5) { server.requests.contains { $0.hasPrefix("/rest/getPlayQueue") } })
+        let stateDir = TestDirectory.make("server-queue-state")
+        let t: TestDaemon
+
+        init() throws {
+            server = try SlowHTTPServer()
+            let answer = self.answer
+            let body = #"""
+                {"subsonic-response": {"status": "ok", "version": "1.16.1", "playQueue": {
+                  "entry": [{"id": "s1", "title": "One", "duration": 100}, {"id": "s2", "title": "Two", "duration": 120}],
+                  "current": "s2", "position": 5000, "changedBy": "phone"}}}
+                """#
+            server.route(
+                "/rest/getPlayQueue",
+                .init(
+                    contentType: "application/json", body: Array(body.utf8),
+                    beforeLastChunk: { _ = answer.wait(nanoseconds: 20_000_000_000) }))
+            let dir = TestDirectory.make("server-queue")
+            _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
+            let music = MusicConfig(
+                subsonic: .init(url: server.url(""), user: "baton", password: .file("\(dir)/password"), format: .raw))
+            t = try TestDaemon(music: music, stateDir: stateDir)
+        }
+
+        /// Lets the server answer, stops the daemon and the server.
+        func stop() {
+            for _ in 0..<4 { answer.post() }
+            t.stop()
+            server.stop()
+        }
+    }
+
+    /// With no state file, the queue the server keeps (`getPlayQueue`) is asked in the background:
+    /// batond starts and rings a doorbell while the server holds the answer, and status shows no
+    /// saved queue until it comes. It comes after the first save wrote the file without it: it is
+    /// written at the next (and so kept for the next start). Before, the start waited for the
+    /// server (up to its request timeout: 30 s of no API and no doorbell).
+    @Test func theServersQueueIsAskedWithoutHoldingTheStart() throws {
+        let held = try HeldServerQueue()
+        let t = held.t
+        #expect(waitUntil(seconds: 5) { held.server.requests.contains { $0.hasPrefix("/rest/getPlayQueue") } })
         #expect(try t.status().savedQueue == nil)
         _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         #expect(t.waitForEvent("granted", source: "announce-1", seconds: 5) != nil)
-        // A resume sent now waits for the server's answer, then plays that queue.
+        let file = held.stateDir + "/state.json"
+        #expect(waitUntil(seconds: 5) { access(file, R_OK) == 0 }, "the first save")
+        held.answer.post()
+        #expect(waitUntil(seconds: 5) { (try? t.status().savedQueue) != nil })
+        let saved = try #require(try t.status().savedQueue)
+        #expect(saved.track.title == "Two" && saved.trackIndex == 1 && saved.queueLength == 2, "\(saved)")
+        held.stop()
+        let written = String(decoding: ((try? FileIO.read(file).get()) ?? nil) ?? [], as: UTF8.self)
+        #expect(written.contains(#""s2""#) && written.contains("Two"), "\(written)")
+    }
+
+    /// A `music/resume` sent while the server's queue is on its way waits for it, then plays it.
+    @Test func aResumeWaitsForTheServersQueue() throws {
+        let held = try HeldServerQueue()
+        defer { held.stop() }
+        #expect(waitUntil(seconds: 5) { held.server.requests.contains { $0.hasPrefix("/rest/getPlayQueue") } })
         let resumed = Mutex<(status: Int, at: Int)?>(nil)
-        let port = t.port
+        let port = held.t.port
         OSThread.detach(name: "resume") {
             let r = try? RawClient(port: port)
             r?.send(
@@ -326,13 +360,38 @@ extension MusicQueueTests {
             resumed.withLock { $0 = (status, monotonicNanoseconds()) }
         }
         usleep(300_000)
-        #expect(resumed.withLock { $0 } == nil, "the resume did not wait for the server's queue")
         let released = monotonicNanoseconds()
-        answer.post()
+        held.answer.post()
         #expect(waitUntil(seconds: 10) { resumed.withLock { $0 } != nil })
         let r = try #require(resumed.withLock { $0 })
-        #expect(r.status == 202 && r.at >= released, "\(r)")
-        let saved = try #require(try t.status().savedQueue)
-        #expect(saved.track.title == "Two" && saved.trackIndex == 1 && saved.queueLength == 2, "\(saved)")
+        #expect(r.status == 202 && r.at >= released, "answered \(r.status) before the server's queue came")
+        let music = try #require(try held.t.status().sources.first { $0.class == "music" })
+        #expect(music.track?.title == "Two", "\(music)")
+    }
+
+    /// Music started while a resume waits for the server's queue is what that resume resumes: the
+    /// old queue is not started on top of it.
+    @Test func aResumeWaitingForTheServersQueueResumesMusicStartedMeanwhile() throws {
+        let held = try HeldServerQueue()
+        defer { held.stop() }
+        #expect(waitUntil(seconds: 5) { held.server.requests.contains { $0.hasPrefix("/rest/getPlayQueue") } })
+        let resumed = Mutex<Int?>(nil)
+        let port = held.t.port
+        OSThread.detach(name: "resume") {
+            let r = try? RawClient(port: port)
+            r?.send(
+                "POST /api/v1/music/resume HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: 0\r\n\r\n")
+            let status = (try? r?.readResponse())?.status ?? 0
+            resumed.withLock { $0 = status }
+        }
+        usleep(300_000)
+        let play = try held.t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"]}"#)
+        #expect(play.status == 202)
+        held.answer.post()
+        #expect(waitUntil(seconds: 10) { resumed.withLock { $0 } != nil })
+        #expect(resumed.withLock { $0 } == 200)
+        let music = try held.t.status().sources.filter { $0.class == "music" }
+        #expect(music.map(\.id) == [play.object["id"]], "\(music.map(\.id))")
     }
 }
