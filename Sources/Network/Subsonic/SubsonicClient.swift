@@ -78,9 +78,14 @@ public final class SubsonicClient: Sendable {
             auth.withLock { if $0.mode == mode { $0.settled = true } }
             return body
         } catch {
-            guard mode == .token, !auth.withLock({ $0.settled }), case .api(let code, _) = error,
-                Self.tokenRefusalCodes.contains(code), tokenIsRefused(endpoint: endpoint, code: code)
-            else {
+            guard mode == .token, case .api(let code, _) = error, Self.tokenRefusalCodes.contains(code) else {
+                throw error
+            }
+            // Another call, sent at the same time, found meanwhile that tokens are refused: this one
+            // again as that one chose (several first calls at once each got the refusal).
+            let now = auth.withLock { $0.mode }
+            if now != .token { return try callOnce(endpoint, parameters, mode: now) }
+            guard !auth.withLock({ $0.settled }), tokenIsRefused(endpoint: endpoint, code: code) else {
                 throw error
             }
             auth.withLock {

@@ -1,7 +1,9 @@
 import BatonTesting
 import Curl
 import Glibc
+import OSThread
 import Subsonic
+import Synchronization
 import Testing
 
 /// Against the real Supysonic 0.7.9 started by `scripts/subsonic-server.sh start` (never skipped: a
@@ -15,6 +17,30 @@ import Testing
         #expect(client.authentication == .password)
         try client.ping()
         #expect(client.authentication == .password)
+    }
+
+    /// Several first calls at once on a fresh client (batond asks for the server's queue at start
+    /// while the web app lists albums): each succeeds. Before, the one whose token was refused after
+    /// another call had already switched to the password threw Supysonic's error 10.
+    @Test func firstCallsAtOnceAllFallBack() throws {
+        let server = try TestServer.current()
+        for _ in 0..<5 {
+            let client = server.client()
+            let failures = Mutex<[String]>([])
+            let start = Semaphore()
+            var threads: [OSThread] = []
+            for _ in 0..<4 {
+                threads.append(
+                    OSThread.start(name: "first-call") {
+                        start.wait()
+                        do { _ = try client.artists() } catch { failures.withLock { $0.append("\(error)") } }
+                    })
+            }
+            for _ in threads { start.post() }
+            for t in threads { t.join() }
+            #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+            #expect(client.authentication == .password)
+        }
     }
 
     /// With an API key configured, a server without the apiKeyAuthentication extension still gets the password.
