@@ -263,12 +263,25 @@ final class MusicStreamer: @unchecked Sendable {
             }, skipSeconds: skipSeconds, gain: gain)
         defer { delivered = renderer.framesDelivered.first ?? 0 }
         while !isCancelled {
-            let more = try renderer.step(afterRead: { if buffer.isComplete { downloaded() } }) { k, samples in
-                targets[k].write(samples, among: targets, waking: roomOrCancel) { isCancelled }
+            let more: Bool
+            do {
+                more = try renderer.step(afterRead: { if buffer.isComplete { downloaded() } }) { k, samples in
+                    targets[k].write(samples, among: targets, waking: roomOrCancel) { isCancelled }
+                }
+            } catch  where buffer.takeRestart() {
+                // The server sent the song again from its start (a new transcode, whose bytes do
+                // not follow the old ones): decoded again, from where this one was.
+                let at = renderer.framesDecoded
+                try renderer.restart(with: try StreamDecoders.make(contentType: type, source: buffer, name: song.title))
+                report(
+                    .warning(
+                        "music: \(song.title): the server sent the stream again from its start; decoding it again to frame \(at)"
+                    ))
+                continue
             }
             if !more { break }
         }
-        if !isCancelled, let damage = decoder.damage {
+        if !isCancelled, let damage = renderer.decoder.damage {
             report(.damaged("\(song.title) (\(song.id)): damaged audio: \(damage); it played on"))
         }
     }
@@ -283,6 +296,7 @@ final class MusicStreamer: @unchecked Sendable {
         // 20 s stall timeout) was given a retry.limit more after that.
         var progressAt = ContinuousClock.now
         var backoff = Duration.milliseconds(250)
+        let transcoded = client.config.format != "raw"
         while !buffer.isCancelled {
             do {
                 let request = try client.streamRequest(id: song.id, offsetBytes: received)
@@ -290,8 +304,17 @@ final class MusicStreamer: @unchecked Sendable {
                 try client.stream(
                     request,
                     onResponse: { r in
-                        // A server that ignores Range answers from byte 0: skip what the decoder already has.
-                        skip = r.status == 206 ? 0 : received
+                        // A server that ignores Range answers from byte 0. The original file: skip
+                        // what the decoder already has. A transcode (any format but `raw`) is a new
+                        // encode, whose bytes do not follow the old ones (Ogg serial numbers, page
+                        // bounds): the decoder starts it again from its first byte and drops the
+                        // frames it already gave.
+                        if r.status == 206 || received == 0 || !transcoded {
+                            skip = r.status == 206 ? 0 : received
+                        } else {
+                            buffer.restart()
+                            received = 0
+                        }
                         buffer.setContentType(r.contentType)
                     },
                     onData: { chunk in

@@ -24,6 +24,10 @@ public final class StreamBuffer: ByteSource, Sendable {
         /// A side is waiting for the other: the other posts its semaphore when it changes something.
         var writerWaiting = false
         var readerWaiting = false
+        /// Set by `restart`: how many of the buffered bytes are the old stream's (the reader reads
+        /// them, then is told the stream began again); `restarted` once the reader got there.
+        var oldBytesLeft: Int?
+        var restarted = false
     }
 
     public let capacity: Int
@@ -79,6 +83,34 @@ public final class StreamBuffer: ByteSource, Sendable {
         return true
     }
 
+    /// The bytes written from now on are a new stream from its start (the server sent it again, a
+    /// new transcode: its bytes do not follow the old ones). The reader reads what is left of the
+    /// old stream, then its `read` throws and `takeRestart()` is true: the caller decodes the new
+    /// stream from its first byte. A restart before the reader reached the last one drops the
+    /// bytes written between the two. Writer thread.
+    public func restart() {
+        state.withLock { s in
+            if let old = s.oldBytesLeft {
+                s.count = old
+            } else if s.restarted {
+                // The reader has not taken the last restart yet: the new stream's bytes it has not
+                // read are dropped, the restart stands.
+                s.count = 0
+            } else {
+                s.oldBytesLeft = s.count
+            }
+        }
+        bytesCame.post()
+    }
+
+    /// Whether the reader reached a `restart` (once: the next call is false). Reader thread.
+    public func takeRestart() -> Bool {
+        state.withLock { s in
+            defer { s.restarted = false }
+            return s.restarted
+        }
+    }
+
     /// The answer's content type (nil: none given), before its first bytes. The first call counts.
     /// Writer thread.
     public func setContentType(_ type: String?) {
@@ -131,8 +163,14 @@ public final class StreamBuffer: ByteSource, Sendable {
             if isCancelled { throw ByteSourceError(message: "stream cancelled", cancelled: true) }
             var wakeWriter = false
             let result: Result<Int, ByteSourceError>? = state.withLock { s in
+                if s.oldBytesLeft == 0 {
+                    s.oldBytesLeft = nil
+                    s.restarted = true
+                    return .failure(ByteSourceError(message: "the stream began again (a new transcode)"))
+                }
                 if s.count > 0 {
-                    let n = min(s.count, buffer.count)
+                    let n = min(s.count, buffer.count, s.oldBytesLeft ?? Int.max)
+                    if let old = s.oldBytesLeft { s.oldBytesLeft = old - n }
                     let first = min(n, capacity - s.head)
                     s.bytes.withUnsafeBytes { ring in
                         buffer.baseAddress!.copyMemory(from: ring.baseAddress! + s.head, byteCount: first)

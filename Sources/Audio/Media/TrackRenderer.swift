@@ -24,8 +24,10 @@ public final class TrackRenderer {
         }
     }
 
-    public let decoder: any AudioDecoder
+    public private(set) var decoder: any AudioDecoder
     public let outputs: [Output]
+    /// Frames the decoder gave so far, those a seek dropped too (its position in the track).
+    public private(set) var framesDecoded = 0
     /// Frames delivered to each output so far (at its rate).
     public private(set) var framesDelivered: [Int]
     private let gain: Float
@@ -79,6 +81,21 @@ public final class TrackRenderer {
         out.deallocate()
     }
 
+    /// Goes on with `decoder`, the same track from its first frame (the server sent it again: a new
+    /// transcode), dropping the frames the old one gave: the next frame delivered is the one that
+    /// would have come next, through the same resamplers (no seam). Throws when the new decoder's
+    /// rate or channels differ (it is not the same track's audio).
+    public func restart(with decoder: any AudioDecoder) throws(ByteSourceError) {
+        guard decoder.rate == self.decoder.rate, decoder.channels == self.decoder.channels else {
+            throw ByteSourceError(
+                message: "the stream sent again is \(decoder.rate) Hz, \(decoder.channels) channels; it was "
+                    + "\(self.decoder.rate) Hz, \(self.decoder.channels) channels")
+        }
+        skip += framesDecoded
+        framesDecoded = 0
+        self.decoder = decoder
+    }
+
     /// Decodes the next block (`afterRead` runs right after the decoder returns) and calls
     /// `deliver(k, samples)` for each output `k` (outputs sharing a conversion one after the other),
     /// with interleaved samples at its rate and channel count. Returns true while there is more to
@@ -87,6 +104,7 @@ public final class TrackRenderer {
     public func step(afterRead: () -> Void = {}, deliver: (Int, UnsafeBufferPointer<Float>) -> Bool) throws -> Bool {
         guard !finished else { return false }
         let n = try decoder.read(into: decoded)
+        framesDecoded += n
         afterRead()
         let done = n == 0
         // A seek drops whole decoded frames until its position.

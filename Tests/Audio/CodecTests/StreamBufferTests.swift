@@ -1,3 +1,4 @@
+import AudioCore
 import Media
 import OSThread
 import Testing
@@ -69,5 +70,41 @@ struct StreamBufferTests {
         writer.join()
         #expect(out == Self.bytes(0..<500))
         #expect(buffer.buffered == 0)
+    }
+
+    /// A restart: the reader reads the old stream's bytes, then its read throws and `takeRestart`
+    /// says so (once), then it reads the new stream from its first byte. A second restart before
+    /// the reader reached the first drops the bytes written between the two; one after the reader
+    /// reached it but before the restart was taken drops the new bytes not yet read.
+    @Test func aRestartIsReadAfterTheOldBytesAndDropsAnUnreadNewStream() throws {
+        let buffer = StreamBuffer(capacity: 100)
+        func write(_ bytes: [UInt8]) { #expect(bytes.withUnsafeBytes { buffer.write($0) }) }
+        func read(_ count: Int) throws -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: count)
+            let n = try out.withUnsafeMutableBytes { try buffer.read(into: $0) }
+            return Array(out[..<n])
+        }
+        write([1, 2, 3])
+        #expect(try read(1) == [1])
+        buffer.restart()
+        write([10, 11])
+        buffer.restart()  // before the reader reached the first: 10, 11 dropped
+        write([20, 21])
+        #expect(try read(10) == [2, 3], "the old bytes, not across the restart")
+        #expect(throws: ByteSourceError.self) { _ = try read(10) }
+        #expect(buffer.takeRestart())
+        #expect(!buffer.takeRestart(), "once")
+        #expect(try read(10) == [20, 21])
+        write([30])
+        buffer.restart()
+        write([40])
+        #expect(try read(10) == [30])
+        #expect(throws: ByteSourceError.self) { _ = try read(10) }
+        buffer.restart()  // reached, not taken: 40 dropped
+        write([50, 51])
+        #expect(buffer.takeRestart())
+        buffer.finish()
+        #expect(try read(10) == [50, 51])
+        #expect(try read(10) == [])
     }
 }

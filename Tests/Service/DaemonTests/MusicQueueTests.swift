@@ -153,8 +153,8 @@ extension MusicTests {
     /// goes on past everything that was buffered, with no stream error.
     @Test func resumeAfterTheServerDroppedThePausedStream() throws {
         let t = try TestDaemon(music: try TestSubsonic.music(envPath: TestSubsonic.faultsEnv))
-        let id = try #require(
-            try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
+        let play = try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#)
+        let id = try #require(play.object["id"], "\(play)")
         #expect(waitUntil(seconds: 15) { position(t, id) > 1.0 })
         #expect(try t.json("POST", "/api/v1/music/pause").status == 200)
         #expect(waitUntil { (try? t.status().zones[0].sources.first { $0.source == id }?.paused) == true })
@@ -365,8 +365,13 @@ extension MusicQueueTests {
         #expect(waitUntil(seconds: 10) { resumed.withLock { $0 } != nil })
         let r = try #require(resumed.withLock { $0 })
         #expect(r.status == 202 && r.at >= released, "answered \(r.status) before the server's queue came")
-        let music = try #require(try held.t.status().sources.first { $0.class == "music" })
-        #expect(music.track?.title == "Two", "\(music)")
+        // The queue's current song, the second: this server does not stream it, which says which.
+        #expect(
+            waitUntil(seconds: 10) {
+                held.t.daemon.events.recent().contains {
+                    $0.type == "stream-error" && $0.reason?.contains("Two (s2)") == true
+                }
+            }, "\(held.t.daemon.events.recent().map { "\($0.type) \($0.reason ?? "")" })")
     }
 
     /// Music started while a resume waits for the server's queue is what that resume resumes: the
@@ -393,5 +398,67 @@ extension MusicQueueTests {
         #expect(resumed.withLock { $0 } == 200)
         let music = try held.t.status().sources.filter { $0.class == "music" }
         #expect(music.map(\.id) == [play.object["id"]], "\(music.map(\.id))")
+    }
+
+    /// A transcode (`format: opus`, the default) whose connection ends midway: the server sends
+    /// the song again from its start (the transcode was abandoned: nothing cached), a new encode
+    /// whose bytes do not follow the old ones. The decoder takes it from its first byte and drops
+    /// what it already gave: the 330 Hz tone goes on across the join with its phase unbroken (to a
+    /// tenth of a frame's phase step), no stream error. Before, the new encode was cut at the old
+    /// byte count and spliced on.
+    @Test func aTranscodeSentAgainFromItsStartGoesOnWithoutASeam() throws {
+        var music = try TestSubsonic.music(format: .opus)
+        // About 30 kB/s; a rate of this process's own, so that the server has no transcode of it
+        // cached from an earlier run (its cache is by song and rate): the second answer must be a
+        // new encode.
+        music.subsonic.maxBitrate = 200 + Int(getpid() % 50)
+        let lookup = try TestDaemon(music: music)
+        let found = try JSONDecoder().decode(
+            LibraryAndQueueTests.Songs.self,
+            from: Data(try lookup.request("GET", "/api/v1/library/search?q=Long%20Tone").body)
+        ).songs
+        lookup.stop()
+        let song = try #require(found.first { $0.title == "Long Tone 330" }?.id)
+        // About 2.5 s of the encode, then the connection ends.
+        let proxy = try SubsonicRefusingProxy(
+            upstreamURL: music.subsonic.url, refusing: [], cutting: [song: 80_000])
+        music.subsonic.url = proxy.url
+        let t = try TestDaemon(music: music)
+        let play = try t.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#)
+        let id = try #require(play.object["id"], "\(play)")
+        let granted = try #require(t.waitForEvent("granted", source: id, seconds: 10)?.zoneFrames?["kitchen"])
+        #expect(waitUntil(seconds: 20) { position(t, id) > 6 }, "played on past the join")
+        let answers = proxy.streamStatuses
+        #expect(answers.count == 2 && answers.allSatisfy { $0.contains(" 200 ") }, "\(answers)")
+        let s = try #require(try t.status().sources.first { $0.id == id })
+        #expect(s.streamError == nil, "\(s.streamError ?? "")")
+        #expect(!t.daemon.events.recent().contains { $0.type == "stream-error" })
+        t.stop()
+        let out = t.left("kitchen")
+        let start = try #require(Signals.onset(Array(out[granted...]), threshold: 0.01)) + granted
+        // The tone's phase in 100 ms windows (33 whole periods), taken against the absolute frame:
+        // constant while the tone is continuous; a seam moves it.
+        func phase(at start: Int) -> (phase: Double, level: Double) {
+            var (s, c) = (0.0, 0.0)
+            for n in start..<(start + 4_410) {
+                let w = 2 * Double.pi * 330 * Double(n) / 44_100
+                s += Double(out[n]) * sin(w)
+                c += Double(out[n]) * cos(w)
+            }
+            return (atan2(c, s), 2 * (s * s + c * c).squareRoot() / 4_410)
+        }
+        let end = start + 44_100 * 5
+        #expect(out.count >= end + 4_410, "5 s of music")
+        let first = phase(at: start + 8_820)
+        var worst = 0.0
+        for at in stride(from: start + 8_820, to: min(end, out.count - 4_410), by: 2_205) {
+            let p = phase(at: at)
+            #expect(p.level > 0.05, "tone level \(p.level) at frame \(at)")
+            var d = abs(p.phase - first.phase)
+            if d > Double.pi { d = 2 * Double.pi - d }
+            worst = max(worst, d)
+        }
+        let step = 2 * Double.pi * 330 / 44_100  // one frame's phase
+        #expect(worst < step / 10, "the phase moved by \(worst / step) frames")
     }
 }

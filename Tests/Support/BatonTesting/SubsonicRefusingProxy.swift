@@ -8,22 +8,32 @@ import Synchronization
 /// 70, …}}}`); every other request goes to the server (with `Connection: close`, so that each
 /// request comes on a connection of its own and is seen here). A `/rest/stream` request for one of
 /// `stalled` is held open with no answer (a server that hangs). For tests of a queue with a track
-/// that cannot be played.
+/// that cannot be played. The first `/rest/stream` answer for a song in `cutting` ends after that
+/// many bytes of its body (the connection closed mid-transfer, both ways: the server's transcode is
+/// abandoned); the requests after it go through whole.
 public final class SubsonicRefusingProxy: @unchecked Sendable {
     // @unchecked: the socket and the settings are `let`; `running` is atomic.
     public let port: Int
     private let upstream: UInt16
     private let refused: Set<String>
     private let stalled: Set<String>
+    private let cutting: Mutex<[String: Int]>
+    private let streamAnswers = Mutex<[String]>([])
+    /// The status line of each `/rest/stream` answer forwarded, in order (`HTTP/1.1 200 OK`).
+    public var streamStatuses: [String] { streamAnswers.withLock { $0 } }
     private let listener: Listener
     private let running = Atomic<Bool>(true)
 
-    public init(upstreamURL: String, refusing songIDs: Set<String>, stalling stalledIDs: Set<String> = []) throws {
+    public init(
+        upstreamURL: String, refusing songIDs: Set<String>, stalling stalledIDs: Set<String> = [],
+        cutting cuts: [String: Int] = [:]
+    ) throws {
         guard let colon = upstreamURL.lastIndex(of: ":"), let port = UInt16(upstreamURL[colon...].dropFirst())
         else { throw Listener.Failed() }
         upstream = port
         refused = songIDs
         stalled = stalledIDs
+        cutting = Mutex(cuts)
         listener = try Listener()
         self.port = Int(listener.port)
         let fd = listener.fd
@@ -71,6 +81,10 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
             Self.sendAll(client, Array(answer.utf8))
             return
         }
+        // Each cut once: taken from the list as its request comes.
+        let cut: Int? =
+            target.hasPrefix("/rest/stream")
+            ? Self.query(target, "id").flatMap { id in cutting.withLock { $0.removeValue(forKey: id) } } : nil
         // Forwarded with the connection closed after the answer.
         var lines = text.components(separatedBy: "\r\n").filter { !$0.lowercased().hasPrefix("connection:") }
         lines.insert("Connection: close", at: 1)
@@ -87,9 +101,43 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         }
         guard connected == 0, Self.sendAll(server, Array(lines.joined(separator: "\r\n").utf8)) else { return }
         var chunk = [UInt8](repeating: 0, count: 65_536)
+        // With a cut: the answer's head, then `cut` bytes of its body.
+        var answerHead: [UInt8] = []
+        var bodyLeft = cut
+        var statusSeen = !target.hasPrefix("/rest/stream")
         while true {
             let n = chunk.withUnsafeMutableBytes { recv(server, $0.baseAddress, $0.count, 0) }
-            guard n > 0, Self.sendAll(client, Array(chunk[0..<n])) else { return }
+            guard n > 0 else { return }
+            var bytes = Array(chunk[0..<n])
+            if !statusSeen, let end = bytes.firstIndex(of: 13) {
+                statusSeen = true
+                let line = String(decoding: bytes[..<end], as: UTF8.self)
+                streamAnswers.withLock { $0.append(line) }
+            }
+            if var left = bodyLeft {
+                var headPart: [UInt8] = []
+                if !(answerHead.count >= 4 && Array(answerHead.suffix(4)) == [13, 10, 13, 10]) {
+                    var i = 0
+                    while i < bytes.count
+                        && !(answerHead.count >= 4 && Array(answerHead.suffix(4)) == [13, 10, 13, 10])
+                    {
+                        answerHead.append(bytes[i])
+                        headPart.append(bytes[i])
+                        i += 1
+                    }
+                    bytes = Array(bytes[i...])
+                }
+                let body = Array(bytes.prefix(left))
+                left -= body.count
+                bodyLeft = left
+                guard Self.sendAll(client, headPart + body) else { return }
+                if left == 0 {
+                    shutdown(client, Int32(SHUT_RDWR))
+                    return
+                }
+                continue
+            }
+            guard Self.sendAll(client, bytes) else { return }
         }
     }
 
