@@ -255,7 +255,7 @@ final class MusicStreamer: @unchecked Sendable {
         let song = fetch.song
         // The answer's content type comes with its first bytes (or the end of the transfer).
         let type = try buffer.waitForContentType()
-        let decoder = try StreamDecoders.make(contentType: type, source: buffer, name: song.title)
+        let decoder = try makeDecoder(type, buffer, song.title)
         let renderer = try TrackRenderer(
             decoder: decoder,
             outputs: targets.map {
@@ -272,7 +272,7 @@ final class MusicStreamer: @unchecked Sendable {
                 // The server sent the song again from its start (a new transcode, whose bytes do
                 // not follow the old ones): decoded again, from where this one was.
                 let at = renderer.framesDecoded
-                try renderer.restart(with: try StreamDecoders.make(contentType: type, source: buffer, name: song.title))
+                try renderer.restart(with: try makeDecoder(type, buffer, song.title))
                 report(
                     .warning(
                         "music: \(song.title): the server sent the stream again from its start; decoding it again to frame \(at)"
@@ -283,6 +283,19 @@ final class MusicStreamer: @unchecked Sendable {
         }
         if !isCancelled, let damage = renderer.decoder.damage {
             report(.damaged("\(song.title) (\(song.id)): damaged audio: \(damage); it played on"))
+        }
+    }
+
+    /// A decoder of the stream in `buffer`; made again when the server sent the stream again from
+    /// its start while it was being made (a connection that broke within the first few kB: the
+    /// headers are then the new stream's).
+    private func makeDecoder(_ type: String?, _ buffer: StreamBuffer, _ name: String) throws -> any AudioDecoder {
+        while true {
+            let made: Result<any AudioDecoder, any Error> = Result {
+                try StreamDecoders.make(contentType: type, source: buffer, name: name)
+            }
+            if case .failure = made, buffer.takeRestart() { continue }
+            return try made.get()
         }
     }
 

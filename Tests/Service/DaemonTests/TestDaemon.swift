@@ -167,6 +167,26 @@ enum TestSubsonic {
         return out
     }
 
+    /// A `maxBitRate` (200–255) the test server has not transcoded at yet, for a test that needs a
+    /// new encode: its transcode cache is by song and rate, and it lives as long as the server.
+    /// Counted in a file in the server's data directory; past 56 tests of one server, an error
+    /// saying to restart it.
+    static func freshTranscodeRate(envPath: String = mainEnv) throws -> Int {
+        guard let data = env(envPath)["data"] else {
+            throw TestSetupError(message: "no Subsonic test server at \(envPath): run scripts/subsonic-server.sh start")
+        }
+        let path = data + "/baton-transcode-rates-used"
+        let used = ((try? FileIO.read(path).get()) ?? nil).map { Int(String(decoding: $0, as: UTF8.self)) ?? 0 } ?? 0
+        guard used < 56 else {
+            throw TestSetupError(
+                message:
+                    "the Subsonic test server has transcoded at every rate 200–255 (its cache would answer): restart it (scripts/subsonic-server.sh stop; start)"
+            )
+        }
+        _ = FileIO.writeAtomically(Array("\(used + 1)".utf8), to: path)
+        return 200 + used
+    }
+
     /// The music section for the test server, or an error saying how to start it.
     static func music(
         format: SubsonicConfig.StreamFormat = .raw, retry: Duration = .seconds(20),
