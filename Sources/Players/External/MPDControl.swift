@@ -20,7 +20,7 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
     private let report: @Sendable (String) -> Void
     /// The last command's failure (cleared by the next command that succeeds) and the watcher's
     /// (cleared when it follows MPD again): `lastError` is the watcher's, else the command's.
-    private let failure = Mutex<(command: String?, watcher: String?)>((nil, nil))
+    private let failure = Mutex<(command: (why: String, refused: Bool)?, watcher: String?)>((nil, nil))
     private let checkMilliseconds: Int32
     private let states: PlayerStateWatch
     private let running = Atomic<Bool>(true)
@@ -41,7 +41,7 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
     }
 
     public var description: String { "mpd \(host):\(port)" }
-    public var lastError: String? { failure.withLock { $0.watcher ?? $0.command } }
+    public var lastError: String? { failure.withLock { $0.watcher ?? $0.command?.why } }
     /// MPD's state as last seen: `play`, `pause`, `stop`.
     public var state: String? { states.state }
     public func takeUserChange() -> PlayerChange? { states.takeUserChange() }
@@ -66,7 +66,7 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
                 failure.withLock { $0.command = nil }
             } catch {
                 let why = "mpd \(host):\(port): \"\(line)\" failed: \(error)"
-                failure.withLock { $0.command = why }
+                failure.withLock { $0.command = (why, (error as? MPDError)?.refused ?? false) }
                 report(why)
             }
         }
@@ -86,11 +86,15 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
                         states.saw(String(line.dropFirst(7)))
                     }
                     if !following {
-                        // Followed again: what failed before, the watcher's error and a command's
-                        // (MPD is back: the state it reports is what is true now), is gone.
+                        // Followed again: what failed for want of MPD before, the watcher's error and
+                        // a command's that could not reach it, is gone (MPD is back: the state it
+                        // reports is what is true now); a command MPD itself refused stays.
                         following = true
                         reported = false
-                        failure.withLock { $0 = (nil, nil) }
+                        failure.withLock { f in
+                            f.watcher = nil
+                            if f.command?.refused == false { f.command = nil }
+                        }
                     }
                     // Until the player changes, close() posts `closing` (it used to wake every
                     // 500 ms to look) or `checkMilliseconds` pass; MPD answers `noidle` with what
@@ -117,6 +121,8 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
 /// MPD's protocol failed.
 struct MPDError: Error, CustomStringConvertible {
     let description: String
+    /// MPD answered `ACK`: it refused the command (as opposed to not being reached).
+    var refused = false
 }
 
 /// One TCP connection to MPD: the greeting, then a command at a time (answers up to `OK` or `ACK`).
@@ -218,7 +224,7 @@ final class MPDConnection {
         while true {
             let line = try readLine(until: deadline)
             if line == "OK" { return lines }
-            if line.hasPrefix("ACK") { throw MPDError(description: line) }
+            if line.hasPrefix("ACK") { throw MPDError(description: line, refused: true) }
             guard lines.count < Self.maxLines else {
                 throw MPDError(description: "an answer of more than \(Self.maxLines) lines: not MPD's protocol")
             }

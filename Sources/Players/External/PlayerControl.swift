@@ -148,14 +148,16 @@ final class PlayerStateWatch: Sendable {
 
     /// The interface reported `state` now.
     func saw(_ state: String) {
-        let previous = observed.withLock { o in
+        let (previous, wasKnown) = observed.withLock { o in
             defer { o = (state, true) }
-            return o.state
+            return o
         }
         guard let previous, previous != state else { return }
         let now = monotonicNanoseconds()
+        // Seen again after the interface could not be reached: a change to what Baton asked for
+        // meanwhile is Baton's, however long ago (it was done over a connection of its own).
         let ours = expected.withLock { e -> Bool in
-            guard let x = e, x.until >= now, x.state == state else { return false }
+            guard let x = e, x.until >= now || !wasKnown, x.state == state else { return false }
             e = nil
             return true
         }

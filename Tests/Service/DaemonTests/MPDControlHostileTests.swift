@@ -114,7 +114,8 @@ import Testing
     /// connection closes after the greeting). `silentAfterIdle`: once in `idle`, never answers again
     /// (a host that lost power, its connection neither closed nor answered).
     static func serveMPD(
-        _ fd: Int32, healthy: () -> Bool, state: () -> String = { "play" }, silentAfterIdle: Bool = false
+        _ fd: Int32, healthy: () -> Bool, state: () -> String = { "play" }, silentAfterIdle: Bool = false,
+        answer: (String) -> String? = { _ in nil }
     ) {
         var line: [UInt8] = []
         var byte: UInt8 = 0
@@ -126,6 +127,10 @@ import Testing
             }
             let command = String(decoding: line, as: UTF8.self)
             line.removeAll()
+            if let special = answer(command) {
+                guard FakeMPD.send(fd, special) else { return }
+                continue
+            }
             switch command {
             case "status": guard FakeMPD.send(fd, "volume: 50\nstate: \(state())\nOK\n") else { return }
             case "idle player":
@@ -213,5 +218,69 @@ import Testing
                 return reports.contains("cannot follow its state: no answer")
             }, "\(reports.lines.withLock { $0 })")
         #expect(control.state == nil)
+    }
+
+    /// Baton pauses MPD over a connection of its own while the watcher's hangs (MPD's host busy):
+    /// when the watcher, long after, follows MPD again and sees it paused, that is Baton's pause,
+    /// not the user's — however long ago it was asked for. (Comparing with the state last seen
+    /// across a reconnect made it the user's once Baton's 3 s window had passed.)
+    @Test func batonsOwnPauseSeenAfterAReconnectIsNotTheUsers() throws {
+        let paused = Atomic<Bool>(false)
+        let server = try FakeMPD { fd, fake in
+            Self.serveMPD(
+                fd, healthy: { true }, state: { paused.load(ordering: .relaxed) ? "pause" : "play" },
+                silentAfterIdle: fake.connections.load(ordering: .relaxed) == 1,
+                answer: { command in
+                    if command == "pause 1" { paused.store(true, ordering: .relaxed) }
+                    return nil
+                })
+        }
+        let control = MPDControl(host: "127.0.0.1", port: server.listener.port, report: { _ in }, checkSeconds: 2)
+        defer { control.close() }
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(10_000)
+                return control.state == "play"
+            })
+        control.pause()
+        #expect(waitUntil(seconds: 5) { paused.load(ordering: .relaxed) })
+        // The watcher finds its connection silent (2 s + the 2 s answer limit), comes back after 1 s.
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(20_000)
+                return control.state == "pause"
+            }, "\(String(describing: control.state))")
+        #expect(control.takeUserChange() == nil)
+    }
+
+    /// A command MPD itself refused (`ACK`) is still the error shown after the watcher, which lost
+    /// MPD meanwhile, follows it again: only failures to reach MPD go then.
+    @Test func aRefusalByMPDStaysWhenTheWatcherIsBack() throws {
+        let server = try FakeMPD { fd, _ in
+            Self.serveMPD(
+                fd, healthy: { true },
+                answer: { $0 == "play" ? "ACK [50@0] {play} the playlist is empty\n" : nil })
+        }
+        let control = MPDControl(host: "127.0.0.1", port: server.listener.port, report: { _ in })
+        defer { control.close() }
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(10_000)
+                return control.state == "play"
+            })
+        control.play()
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(10_000)
+                return control.lastError?.contains("the playlist is empty") == true
+            })
+        server.dropConnections()  // the watcher loses MPD and follows it again a second later
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return server.connections.load(ordering: .relaxed) >= 3 && control.state == "play"
+            })
+        #expect(
+            control.lastError?.contains("the playlist is empty") == true, "\(String(describing: control.lastError))")
     }
 }
