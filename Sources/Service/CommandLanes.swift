@@ -59,15 +59,22 @@ final class CommandLanes: Sendable {
         }
     }
 
-    /// Drops the jobs not begun, and returns once those running have ended (as an HTTP server's
-    /// stop waits for the requests it is answering): none runs after this.
-    func close() {
+    /// Drops the jobs not begun, and returns once those running have ended, or `seconds` have
+    /// passed (batond's stop must end within systemd's 5 s): how many still run then (each ends
+    /// with its job; none begins after this).
+    @discardableResult
+    func close(waitingAtMost seconds: Double) -> Int {
         let threads = state.withLock { s in
             guard !s.closed else { return 0 }
             s.closed = true
             s.jobs.removeAll()
             return s.running.count
         }
-        for _ in 0..<threads { ended.wait() }
+        let deadline = monotonicNanoseconds() + Int(seconds * 1e9)
+        for waited in 0..<threads {
+            let left = deadline - monotonicNanoseconds()
+            guard left > 0, ended.wait(nanoseconds: left) else { return threads - waited }
+        }
+        return 0
     }
 }

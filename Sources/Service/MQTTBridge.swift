@@ -177,9 +177,10 @@ final class MQTTBridge: @unchecked Sendable {
         inbox.wake.post()
         thread?.join()
         thread = nil
-        // No MQTT command runs after this (nor into a daemon being stopped): those not begun are
-        // dropped, those running are waited for.
-        lanes.close()
+        // No MQTT command begins after this (nor into a daemon being stopped): those not begun are
+        // dropped, those running are waited for — 2 s at most, within systemd's 5 s for the stop.
+        let left = lanes.close(waitingAtMost: 2)
+        if left > 0 { logger.warning("mqtt: stopping with \(left) command(s) still waiting on the network") }
         if let subscription { daemon.events.unsubscribe(subscription) }
         client.stop()
     }

@@ -299,7 +299,8 @@ import Testing
     final class HeldSubsonic: Sendable {
         let port: UInt16
         private let listening: Int32
-        private let state = Mutex<(requests: [String], held: [Int32], gone: Bool)>(([], [], false))
+        private let state = Mutex<(requests: [String], held: [(fd: Int32, request: String)], gone: Bool)>(
+            ([], [], false))
         let music: MusicConfig
 
         init() throws {
@@ -321,13 +322,16 @@ import Testing
                     let text = n > 0 ? String(decoding: head[..<n], as: UTF8.self) : ""
                     let kept = state.withLock { s -> Bool in
                         s.requests.append(text)
-                        if !s.gone { s.held.append(client) }
+                        if !s.gone { s.held.append((client, text)) }
                         return !s.gone
                     }
                     if !kept { Glibc.close(client) }
                 }
             }
         }
+
+        /// The requests held now, not answered, whose head names `call`.
+        func holding(_ call: String) -> Int { state.withLock { $0.held.count { $0.request.contains(call) } } }
 
         /// The requests whose head names `call` (`getRandomSongs`).
         func count(_ call: String) -> Int { state.withLock { $0.requests.count { $0.contains(call) } } }
@@ -336,7 +340,7 @@ import Testing
         func failHeld() {
             for fd in state.withLock({ s in
                 defer { s.held.removeAll() }
-                return s.held
+                return s.held.map(\.fd)
             }) {
                 let answer = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                 _ = answer.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
@@ -350,7 +354,7 @@ import Testing
                 guard !s.gone else { return [] }
                 s.gone = true
                 defer { s.held.removeAll() }
-                return s.held
+                return s.held.map(\.fd)
             }
             shutdown(listening, Int32(SHUT_RDWR))
             for fd in fds { Glibc.close(fd) }
@@ -399,8 +403,9 @@ import Testing
     }
 
     /// Stopping the bridge (batond's stop, before the daemon's) waits for the command that runs —
-    /// a `music/play` the server holds — and drops the one queued behind it: no MQTT command runs
-    /// once the bridge has stopped. Before, both went on after it, into a daemon being stopped.
+    /// a `music/play` the server holds — up to 2 s, and drops the one queued behind it: no MQTT
+    /// command begins once the bridge has stopped. Before, both went on after it, into a daemon
+    /// being stopped.
     @Test func aStopWaitsForTheRunningCommandAndDropsTheRest() throws {
         let server = try HeldSubsonic()
         defer { server.close() }
@@ -412,7 +417,10 @@ import Testing
         try broker.publish(topic: "\(base)/music/play", message: #"{"random": 5}"#)
         #expect(waitUntil(seconds: 10) { server.count("getRandomSongs") == 1 })
         try broker.publish(topic: "\(base)/music/play", message: #"{"random": 6}"#)
-        usleep(200_000)  // the second reaches the bridge and waits in its lane
+        // A volume change after it: once it is made, the bridge has handed the second play to its
+        // lane, where it waits behind the first.
+        try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "30")
+        #expect(waitUntil { abs(((try? t.status().zones.first { $0.name == "kitchen" }?.volume) ?? 0) - 0.3) < 1e-6 })
         let stopped = Atomic<Bool>(false)
         let triggers = t.triggers
         OSThread.detach(name: "stop") {
@@ -422,8 +430,10 @@ import Testing
         usleep(300_000)
         let stoppedEarly = stopped.load(ordering: .acquiring)
         #expect(!stoppedEarly, "the stop did not wait for the running command")
+        // But not for ever: 2 s, and the stop goes on (systemd gives it 5), the play still held.
+        #expect(waitUntil(seconds: 5) { stopped.load(ordering: .acquiring) })
+        #expect(server.holding("getRandomSongs") == 1)
         server.failHeld()
-        #expect(waitUntil(seconds: 10) { stopped.load(ordering: .acquiring) })
         usleep(300_000)
         #expect(server.count("getRandomSongs") == 1, "the queued play ran after the stop")
     }
