@@ -298,8 +298,6 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         let audible = now?.key ?? state.startKey
         let writing = streamer.withLock { $0 }?.writingKey ?? audible
         let a = before.firstIndex { $0.key == audible } ?? 0
-        let w = max(a, before.firstIndex { $0.key == writing } ?? a)
-        let run = before[a...w].map(\.key)
         switch change {
         case .remove(let i), .move(let i, _):
             guard range.contains(i) else {
@@ -315,7 +313,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
             guard !songs.isEmpty else { return .failure(EditProblem(message: "no songs to add")) }
         case .clear: break
         }
-        queue.edit { entries, make in
+        let handedOut = queue.edit { entries, make in
             switch change {
             case .add(let songs, let next):
                 let new = songs.map { make($0.song, $0.gain) }
@@ -325,6 +323,10 @@ public final class MusicPlayer: Source, @unchecked Sendable {
             case .clear: entries = [before[a]]
             }
         }
+        // From the track heard to the one being written, or the one the streamer took next (under
+        // the queue's lock, as the edit was made: it may not have begun writing it yet).
+        let w = [writing, handedOut].compactMap { key in before.firstIndex { $0.key == key } }.reduce(a, max)
+        let run = before[a...w].map(\.key)
         let after = queue.entries.map(\.key)
         // A streamer that already found nothing after the entry it looked at last (written, or
         // failed) has ended: what comes after it now would never be played (and the queue,

@@ -13,13 +13,16 @@ public final class MusicQueue: Sendable {
         public let gain: Float
     }
 
-    private let state: Mutex<(entries: [Entry], nextKey: Int, endedAfter: Int?, stream: Int)>
+    /// `handedOut`: the key of the entry `streamEntry` last gave the current streamer (nil since
+    /// `streamStarts`): an edit sees under this lock whether the streamer has already taken the
+    /// entry after the one it was writing.
+    private let state: Mutex<(entries: [Entry], nextKey: Int, endedAfter: Int?, stream: Int, handedOut: Int?)>
 
     /// A queue of `songs`, with one gain per song.
     public init(songs: [Song], gains: [Float]) {
         precondition(songs.count == gains.count, "one gain per song")
         state = Mutex(
-            (zip(songs, gains).enumerated().map { Entry(key: $0, song: $1.0, gain: $1.1) }, songs.count, nil, 0))
+            (zip(songs, gains).enumerated().map { Entry(key: $0, song: $1.0, gain: $1.1) }, songs.count, nil, 0, nil))
     }
 
     public var entries: [Entry] { state.withLock { $0.entries } }
@@ -47,6 +50,7 @@ public final class MusicQueue: Sendable {
                 if stream == s.stream { s.endedAfter = key }
                 return nil
             }
+            if stream == s.stream { s.handedOut = s.entries[i + 1].key }
             return s.entries[i + 1]
         }
     }
@@ -58,6 +62,7 @@ public final class MusicQueue: Sendable {
     func streamStarts() -> Int {
         state.withLock { s in
             s.endedAfter = nil
+            s.handedOut = nil
             s.stream += 1
             return s.stream
         }
@@ -67,7 +72,10 @@ public final class MusicQueue: Sendable {
     public func index(of key: Int) -> Int? { state.withLock { s in s.entries.firstIndex { $0.key == key } } }
 
     /// Replaces the entries by what `edit` makes of them; new songs get fresh keys through `make`.
-    func edit(_ edit: (inout [Entry], (Song, Float) -> Entry) -> Void) {
+    /// Returns the key of the entry the streamer was last given (`streamEntry`) when the edit was
+    /// made: the streamer may have taken it and not yet begun to write it.
+    @discardableResult
+    func edit(_ edit: (inout [Entry], (Song, Float) -> Entry) -> Void) -> Int? {
         state.withLock { s in
             var next = s.nextKey
             edit(&s.entries) { song, gain in
@@ -75,6 +83,7 @@ public final class MusicQueue: Sendable {
                 return Entry(key: next, song: song, gain: gain)
             }
             s.nextKey = next
+            return s.handedOut
         }
     }
 }
