@@ -29,7 +29,7 @@ public final class RawClient {
     private var buffer: [UInt8] = []
 
     public init(port: Int, ipv6: Bool = false) throws {
-        fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ClientError(description: "socket: errno \(errno)") }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -57,7 +57,10 @@ public final class RawClient {
         }
         guard result == 0 else {
             let code = errno
+            // Closed here and marked so: the deinit runs after a throwing init (every property
+            // is set), and closed it a second time — by then perhaps another test's socket.
             Glibc.close(fd)
+            fd = -1
             throw ClientError(description: "connect: errno \(code)")
         }
     }
