@@ -109,7 +109,7 @@ let package = Package(
             ["OpusCodec", "FLACCodec", "MP3Codec", "AudioCore", "OSThread", "SampleRate", "Soxr"]),
 
         // Network: the protocols Baton speaks.
-        module("Subsonic", "Network/Subsonic", ["Curl"]),
+        module("Subsonic", "Network/Subsonic", ["Curl", "OSThread"]),
         module("Intercom", "Network/Intercom", ["OpusCodec", "AudioCore", "OSThread"]),
         // Snapcast zones: snapserver's JSON-RPC control (groups, speaker volume and latency).
         module("Snapcast", "Network/Snapcast", ["Curl", "OSThread"]),
@@ -180,7 +180,7 @@ let package = Package(
 
         // Tests, by layer; each wrapper's in a target named after it.
         tests("ALSATests", "System/ALSATests", ["ALSA"]),
-        tests("CurlTests", "System/CurlTests", ["Curl", "BatonTesting"]),
+        tests("CurlTests", "System/CurlTests", ["Curl", "BatonTesting", "OSThread"]),
         tests("HTTPServerTests", "System/HTTPServerTests", ["HTTPServer", "BatonTesting"]),
         tests("YAMLTests", "System/YAMLTests", ["YAML"]),
         tests("MQTTTests", "System/MQTTTests", ["MQTT", "BatonTesting"]),

@@ -70,6 +70,8 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
     public let shownURL: String
     private let url: String
     private let limits: Limits
+    /// Set at batond's stop: the transfer ends at once instead of after its timeouts.
+    private let networkStop: StopFlag?
     private let report: SourceReporter
     private let buffer = StreamBuffer()
     private let cancelled = Atomic<Bool>(false)
@@ -92,10 +94,11 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
     private let shared = Mutex(Shared())
 
     /// `label`: what status shows (`url: tts_proxy/abc.mp3`).
-    public init(url: String, label: String, limits: Limits, report: @escaping SourceReporter) {
+    public init(url: String, label: String, limits: Limits, stop: StopFlag? = nil, report: @escaping SourceReporter) {
         self.url = url
         self.label = label
         self.limits = limits
+        networkStop = stop
         self.report = report
         shownURL = URLRedaction.redact(url)
     }
@@ -229,6 +232,7 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         // A server that stops sending (or never answers) frees this thread soon after `open` gave
         // up on it, instead of after libcurl's default 20 s.
         options.stallTimeout = max(limits.firstByteTimeout, .seconds(5))
+        options.stop = networkStop
         let client = HTTPClient(options: options)
         var refused: Failure?
         var overflow = false

@@ -116,6 +116,9 @@ public enum Service {
             break
         }
         notify(systemd, logger) { try systemd.stopping() }
+        // A request waiting on the music server (up to 30 s) would hold the API's stop, which waits
+        // for it, past systemd's 5 s: it ends now, with an error.
+        daemon.stopNetwork()
         server.stop()
         triggers.stop()
         daemon.fadeOut()

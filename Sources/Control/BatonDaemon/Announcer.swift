@@ -70,7 +70,8 @@ public struct Announcer: Sendable {
             before: { id in identity.withLock { $0.id = id.rawValue } }
         ) { (available: [ZoneHandle]) throws(ControlError) in
             identity.withLock { $0.zones = available.map(\.name) }
-            let player = URLAnnouncementPlayer(url: url, label: Self.urlLabel(url), limits: limits, report: report)
+            let player = URLAnnouncementPlayer(
+                url: url, label: Self.urlLabel(url), limits: limits, stop: daemon.parts.networkStop, report: report)
             do throws(URLAnnouncementPlayer.Failure) { try player.open() } catch {
                 let kind: ControlError.Kind =
                     switch error.kind {

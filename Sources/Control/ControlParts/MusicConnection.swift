@@ -32,7 +32,13 @@ package final class MusicConnection: Sendable {
     private let sync = Mutex<(last: SavedQueue?, at: Int, unsupported: Bool)>((nil, 0, false))
     private let logger: Logger
 
-    package init(logger: Logger) { self.logger = logger }
+    /// Set at batond's stop: requests to the server end at once (see `Peripherals.networkStop`).
+    private let stop: StopFlag
+
+    package init(logger: Logger, stop: StopFlag) {
+        self.logger = logger
+        self.stop = stop
+    }
 
     /// The context of `config`'s `music:` section, made once per section. Fails (conflict) without
     /// one, or (unavailable) when its password cannot be read.
@@ -63,7 +69,7 @@ package final class MusicConnection: Sendable {
             config: SubsonicSettings(
                 url: music.subsonic.url, user: music.subsonic.user, password: password,
                 format: music.subsonic.format.rawValue,
-                maxBitRate: music.subsonic.format == .raw ? nil : music.subsonic.maxBitrate))
+                maxBitRate: music.subsonic.format == .raw ? nil : music.subsonic.maxBitrate), stop: stop)
         let context = Context(config: music, client: client, resampler: resampler)
         cache.withLock { $0 = (music, resampler, context) }
         return context
@@ -99,7 +105,7 @@ package final class MusicConnection: Sendable {
                 sync.withLock { $0.unsupported = true }
                 logger.info("music: the server has no savePlayQueue; the queue is kept in state-dir only")
             } catch {
-                logger.warning("music: savePlayQueue failed: \(error)")
+                if !stop.isSet { logger.warning("music: savePlayQueue failed: \(error)") }
             }
         }
     }
@@ -117,7 +123,7 @@ package final class MusicConnection: Sendable {
                 songs: q.entries, index: index, position: Double(q.position) / 1000, zones: zones, volume: 1,
                 playing: false)
         } catch {
-            if !error.isUnsupportedEndpoint { logger.warning("music: getPlayQueue failed: \(error)") }
+            if !error.isUnsupportedEndpoint && !stop.isSet { logger.warning("music: getPlayQueue failed: \(error)") }
             return nil
         }
     }

@@ -15,6 +15,10 @@ package final class Peripherals: Sendable {
     package let music: MusicConnection
     package let covers: CoverCache
     package let external = ExternalSources()
+    /// Set when batond stops: what waits on the network (the music server, a URL announcement) ends
+    /// at once, so that the HTTP API's and MQTT's stop, which wait for the requests they answer,
+    /// end within systemd's 5 s.
+    package let networkStop = StopFlag()
 
     package init(config: BatonConfiguration, logger: Logger, events: EventLog) {
         // Without state-dir, systemd's StateDirectory= (STATE_DIRECTORY) is used when set.
@@ -26,7 +30,7 @@ package final class Peripherals: Sendable {
         persistence = Persistence(store: StateStore(directory: directory), logger: logger, events: events)
         volumes = HardwareVolumes(logger: logger, events: events)
         snapcast = SnapcastKeepers(logger: logger)
-        music = MusicConnection(logger: logger)
+        music = MusicConnection(logger: logger, stop: networkStop)
         covers = CoverCache(directory: directory.map { "\($0)/covers" })
     }
 }

@@ -133,7 +133,7 @@ extension SubsonicClient {
         if let size { parameters.append(("size", "\(size)")) }
         let response: HTTPClientResponse
         do {
-            response = try http.fetch(
+            response = try api.fetch(
                 url: url("getCoverArt", parameters, mode: mode), maxBodyBytes: 16 << 20, timeout: requestTimeout)
         } catch {
             throw .transport(error)

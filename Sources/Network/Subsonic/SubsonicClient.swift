@@ -1,5 +1,6 @@
 import Curl
 import FoundationEssentials
+import OSThread
 import Synchronization
 
 /// A Subsonic / OpenSubsonic API client: browsing, search, playlists, play queue, scrobbling, and
@@ -49,20 +50,34 @@ public final class SubsonicClient: Sendable {
 
     /// The server and credentials.
     public let config: SubsonicSettings
-    /// The HTTP client used for every request.
+    /// The HTTP client used for streams.
     public let http: HTTPClient
+    /// The same with the `stop` flag, for API calls.
+    let api: HTTPClient
     /// The bound on each API call (streams have none: see ``stream(_:onResponse:onData:)``).
     public let requestTimeout: Duration
     let auth = Mutex(AuthState())
     /// The OpenSubsonic extension names, once asked (`[]` for a plain Subsonic server).
     let knownExtensions = Mutex<[String]?>(nil)
 
-    /// Creates a client. Does no I/O.
-    public init(config: SubsonicSettings, http: HTTPClient = HTTPClient(), requestTimeout: Duration = .seconds(30)) {
+    /// Creates a client. Does no I/O. `stop`, once set, ends every API request of this client at
+    /// once (the program is stopping), instead of after its timeout; a stream goes on (its reader
+    /// ends it: the music plays until the daemon stops, and its place in the queue is kept).
+    public init(
+        config: SubsonicSettings, http: HTTPClient = HTTPClient(), requestTimeout: Duration = .seconds(30),
+        stop: StopFlag? = nil
+    ) {
+        var api = http
+        if let stop { api.options.stop = stop }
         self.config = config
         self.http = http
+        self.api = api
         self.requestTimeout = requestTimeout
     }
+
+    /// The program is stopping (`stop` was set): API calls end at once, and their failures are
+    /// not worth a warning.
+    public var isStopping: Bool { api.options.stop?.isSet ?? false }
 
     /// The authentication used now (``Authentication/token`` until the server has said otherwise).
     public var authentication: Authentication { auth.withLock { $0.mode } }
@@ -139,7 +154,7 @@ public final class SubsonicClient: Sendable {
         let url = self.url(endpoint, parameters, mode: mode)
         let response: HTTPClientResponse
         do {
-            response = try http.fetch(url: url, maxBodyBytes: 64 << 20, timeout: requestTimeout)
+            response = try api.fetch(url: url, maxBodyBytes: 64 << 20, timeout: requestTimeout)
         } catch {
             throw .transport(error)
         }

@@ -1,6 +1,7 @@
 import BatonTesting
 import Curl
 import Glibc
+import OSThread
 import Testing
 
 /// HTTPClient failures that need no Subsonic server: a closed port and a server that never answers.
@@ -25,6 +26,32 @@ import Testing
         }
         #expect(error?.code == CurlError.timedOut)
         #expect(error?.detail.contains("stall") == true)
+    }
+
+    /// A `stop` flag set while the request waits for a server that never answers ends it at
+    /// libcurl's next progress call (cancelled, "the program is stopping"), long before its 30 s
+    /// timeout or the 20 s stall; one set before the request ends it at once.
+    @Test func aStopFlagEndsARequestThatWaits() throws {
+        let listener = try Listener()
+        defer { close(listener.fd) }
+        var options = HTTPClient.Options()
+        options.stop = StopFlag()
+        let flag = options.stop!
+        OSThread.detach(name: "stopper") {
+            usleep(300_000)
+            flag.set()
+        }
+        let began = monotonicNanoseconds()
+        let error = #expect(throws: CurlError.self) {
+            try HTTPClient(options: options).fetch(url: "http://127.0.0.1:\(listener.port)/x", timeout: .seconds(30))
+        }
+        let took = Double(monotonicNanoseconds() - began) / 1e9
+        #expect(error?.cancelled == true)
+        #expect(error?.detail.contains("the program is stopping") == true, "\(String(describing: error))")
+        #expect(took < 5, "ended \(took) s after it began")
+        #expect(throws: CurlError.self) {
+            try HTTPClient(options: options).fetch(url: "http://127.0.0.1:\(listener.port)/y", timeout: .seconds(30))
+        }
     }
 
     /// The head is handed over as soon as the headers are in, not with the body's first bytes: a

@@ -27,6 +27,10 @@ public struct HTTPClient: Sendable {
         public var maxRedirects: Int = 5
         /// The `User-Agent` header.
         public var userAgent: String = HTTPClient.defaultUserAgent
+        /// Once set, a transfer ends at libcurl's next progress call (at least once a second, also
+        /// while connecting or waiting for the answer) with a ``CurlError`` marked cancelled: how
+        /// the program's stop ends requests that would wait for their timeouts.
+        public var stop: StopFlag? = nil
 
         /// The defaults.
         public init() {}
@@ -35,7 +39,7 @@ public struct HTTPClient: Sendable {
             lhs.connectTimeout == rhs.connectTimeout && lhs.stallTimeout == rhs.stallTimeout
                 && lhs.lowSpeed?.bytesPerSecond == rhs.lowSpeed?.bytesPerSecond
                 && lhs.lowSpeed?.seconds == rhs.lowSpeed?.seconds
-                && lhs.maxRedirects == rhs.maxRedirects && lhs.userAgent == rhs.userAgent
+                && lhs.maxRedirects == rhs.maxRedirects && lhs.userAgent == rhs.userAgent && lhs.stop === rhs.stop
         }
     }
 
@@ -79,7 +83,7 @@ public struct HTTPClient: Sendable {
         let result = withoutActuallyEscaping(onResponse) { onResponse in
             withoutActuallyEscaping(onData) { onData in
                 let transfer = Transfer(
-                    url: url, stallTimeout: options.stallTimeout, onResponse: onResponse,
+                    url: url, stallTimeout: options.stallTimeout, stop: options.stop, onResponse: onResponse,
                     onData: onData)
                 return transfer.run(options: options, headers: headers, range: range, timeout: timeout, body: nil)
             }
@@ -110,8 +114,11 @@ public struct HTTPClient: Sendable {
                 answer.append(contentsOf: chunk)
                 return true
             }) { onData in
-                Transfer(url: url, stallTimeout: options.stallTimeout, onResponse: onResponse, onData: onData)
-                    .run(options: options, headers: requestHeaders, range: nil, timeout: timeout, body: body)
+                Transfer(
+                    url: url, stallTimeout: options.stallTimeout, stop: options.stop, onResponse: onResponse,
+                    onData: onData
+                )
+                .run(options: options, headers: requestHeaders, range: nil, timeout: timeout, body: body)
             }
         }
         switch result {
@@ -180,6 +187,9 @@ private let globalInitResult: UInt32 = curl_global_init(baton_curl_global_defaul
 private final class Transfer {
     let url: String
     let stallTimeout: Duration?
+    let stop: StopFlag?
+    /// The progress call saw `stop` set.
+    var stopped = false
     let onResponse: (HTTPResponseHead) -> Bool
     let onData: (UnsafeRawBufferPointer) -> Bool
     var handle: UnsafeMutableRawPointer?
@@ -193,11 +203,12 @@ private final class Transfer {
     var lastDownloaded: Int64 = 0
 
     init(
-        url: String, stallTimeout: Duration?, onResponse: @escaping (HTTPResponseHead) -> Bool,
+        url: String, stallTimeout: Duration?, stop: StopFlag?, onResponse: @escaping (HTTPResponseHead) -> Bool,
         onData: @escaping (UnsafeRawBufferPointer) -> Bool
     ) {
         self.url = url
         self.stallTimeout = stallTimeout
+        self.stop = stop
         self.onResponse = onResponse
         self.onData = onData
     }
@@ -306,6 +317,9 @@ private final class Transfer {
         if cancelled {
             return .failure(error(code: rc.rawValue, detail: "the receiver stopped the transfer", cancelled: true))
         }
+        if stopped {
+            return .failure(error(code: rc.rawValue, detail: "stopped: the program is stopping", cancelled: true))
+        }
         if stalled, let stallTimeout {
             return .failure(
                 error(
@@ -382,6 +396,10 @@ private final class Transfer {
 
     /// The progress callback (about once a second while idle): false aborts a stalled transfer.
     func progress(downloaded: Int64) -> Bool {
+        if stop?.isSet == true {
+            stopped = true
+            return false
+        }
         let now = ContinuousClock.now
         if downloaded != lastDownloaded {
             lastDownloaded = downloaded

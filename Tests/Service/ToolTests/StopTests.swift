@@ -1,0 +1,83 @@
+import BatonTesting
+import Glibc
+import OSThread
+import Synchronization
+import Testing
+
+/// batond's stop while a request waits on the music server: systemd gives the stop 5 s
+/// (`TimeoutStopSec`), then kills it (no fade-out, no last save).
+@Suite struct StopTests {
+    /// A server that takes each request and never answers; counts the requests by their head.
+    final class SilentServer: Sendable {
+        let port: UInt16
+        private let listening: Int32
+        private let state = Mutex<(requests: [String], held: [Int32])>(([], []))
+
+        init() throws {
+            let listener = try Listener()
+            port = listener.port
+            listening = listener.fd
+            OSThread.detach(name: "silent-server") { [self] in
+                while true {
+                    let client = accept(listening, nil, nil)
+                    guard client >= 0 else { return }
+                    var head = [UInt8](repeating: 0, count: 4096)
+                    let n = recv(client, &head, head.count, 0)
+                    let text = n > 0 ? String(decoding: head[..<n], as: UTF8.self) : ""
+                    state.withLock {
+                        $0.requests.append(text)
+                        $0.held.append(client)
+                    }
+                }
+            }
+        }
+
+        func count(_ call: String) -> Int { state.withLock { $0.requests.count { $0.contains(call) } } }
+
+        func close() {
+            shutdown(listening, Int32(SHUT_RDWR))
+            for fd in state.withLock({ s in
+                defer { s.held.removeAll() }
+                return s.held
+            }) { Glibc.close(fd) }
+        }
+    }
+
+    /// `music/play` waits on a server that never answers (its request may take 30 s) when batond
+    /// gets SIGTERM: it stops within systemd's 5 s, with its fade-out and last save ("stopped"),
+    /// and the request ends unplayed. Before, the API's stop waited for the request, and batond was
+    /// killed.
+    @Test func aStopEndsWhileARequestWaitsOnTheMusicServer() throws {
+        let server = try SilentServer()
+        defer { server.close() }
+        let password = TestDirectory.make("silent-server") + "/password"
+        let file = try #require(fopen(password, "w"))
+        fputs("secret\n", file)
+        fclose(file)
+        let daemon = try BatondProcess(
+            extra: """
+                music:
+                  subsonic: {url: "http://127.0.0.1:\(server.port)", user: baton, password-file: "\(password)", format: raw}
+                """)
+        defer { daemon.stop() }
+        let answer = Mutex<Int?>(nil)
+        let port = daemon.port
+        OSThread.detach(name: "play") {
+            let client = try? RawClient(port: port)
+            let body = #"{"random": 5}"#
+            client?.send(
+                "POST /api/v1/music/play HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            let status = (try? client?.readResponse())?.status ?? 0
+            answer.withLock { $0 = status }
+        }
+        #expect(waitUntil(seconds: 10) { server.count("getRandomSongs") == 1 })
+        let status = daemon.stop()  // SIGTERM; SIGKILL after 5 s, as systemd
+        #expect(status == 0, "exit status \(status): \(daemon.log)")
+        #expect(daemon.log.contains("stopped"), "\(daemon.log)")
+        #expect(waitUntil(seconds: 5) { answer.withLock { $0 } != nil })
+        // Answered with an error, or its connection closed with the API (0): not played.
+        let code = answer.withLock { $0 } ?? 0
+        #expect(!(200..<300).contains(code), "the play was answered \(code)")
+    }
+}
