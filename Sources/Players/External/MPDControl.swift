@@ -67,6 +67,7 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
             } catch {
                 let why = "mpd \(host):\(port): \"\(line)\" failed: \(error)"
                 failure.withLock { $0.command = (why, (error as? MPDError)?.refused ?? false) }
+                states.dropExpectation()
                 report(why)
             }
         }
@@ -75,6 +76,7 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
     /// Follows MPD's player state until closed, reconnecting every second after a failure.
     private func watch() {
         var reported = false
+        var lastHeard = monotonicNanoseconds()
         while running.load(ordering: .acquiring) {
             do {
                 let connection = try MPDConnection(host: host, port: port, timeoutMilliseconds: 2000)
@@ -85,6 +87,7 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
                     if let line = status.first(where: { $0.hasPrefix("state: ") }) {
                         states.saw(String(line.dropFirst(7)))
                     }
+                    lastHeard = monotonicNanoseconds()
                     if !following {
                         // Followed again: what failed for want of MPD before, the watcher's error and
                         // a command's that could not reach it, is gone (MPD is back: the state it
@@ -105,7 +108,7 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
                 }
             } catch {
                 // Not known while not followed: the state last seen may be long gone.
-                states.forget()
+                states.forget(lastHeard: lastHeard)
                 if !reported {
                     reported = true
                     let why = "mpd \(host):\(port): cannot follow its state: \(error)"

@@ -54,6 +54,7 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
             } catch {
                 let why = "MPRIS \(member) to \(busName) failed: \(error)"
                 failure.withLock { $0 = why }
+                states.dropExpectation()
                 report(why)
             }
         }

@@ -114,9 +114,10 @@ final class PlayerStateWatch: Sendable {
     /// The state Baton asked for and until when a change to it is Baton's own (ns).
     private let expected = Mutex<(state: String, until: Int)?>(nil)
     private let change = Mutex<PlayerChange?>(nil)
-    /// The state last seen, and whether it is known now (`forget`: kept, to tell what changed while
-    /// the interface could not be reached once it can).
-    private let observed = Mutex<(state: String?, known: Bool)>((nil, false))
+    /// The state last seen, whether it is known now (`forget`: kept, to tell what changed while the
+    /// interface could not be reached once it can), and since when it is not: the watcher's last
+    /// word from the player (ns).
+    private let observed = Mutex<(state: String?, known: Bool, unknownSince: Int)>((nil, false, 0))
 
     /// Called (on the watcher's thread) when a user change is kept: the monitor takes it at once.
     private let changed: @Sendable () -> Void
@@ -144,20 +145,36 @@ final class PlayerStateWatch: Sendable {
 
     /// The state is not known now (the interface cannot be reached). The state seen next is compared
     /// with the one seen last: an MPD restarted meanwhile (`stop`) is a change.
-    func forget() { observed.withLock { $0.known = false } }
+    /// `lastHeard`: when the watcher last heard from the player (a connection that went silent
+    /// told nothing since; ns, monotonic).
+    func forget(lastHeard: Int) {
+        observed.withLock { o in
+            if o.known { o.unknownSince = lastHeard }
+            o.known = false
+        }
+    }
+
+    /// Baton's command failed: what it asked for will not come of it.
+    func dropExpectation() { expected.withLock { $0 = nil } }
 
     /// The interface reported `state` now.
     func saw(_ state: String) {
-        let (previous, wasKnown) = observed.withLock { o in
-            defer { o = (state, true) }
+        let (previous, wasKnown, unknownSince) = observed.withLock { o in
+            defer {
+                o.state = state
+                o.known = true
+            }
             return o
         }
         guard let previous, previous != state else { return }
         let now = monotonicNanoseconds()
         // Seen again after the interface could not be reached: a change to what Baton asked for
-        // meanwhile is Baton's, however long ago (it was done over a connection of its own).
+        // while it could not (or just before) is Baton's, however long ago (it was done over a
+        // connection of its own); an older request is not.
         let ours = expected.withLock { e -> Bool in
-            guard let x = e, x.until >= now || !wasKnown, x.state == state else { return false }
+            guard let x = e, x.state == state, x.until >= now || (!wasKnown && x.until >= unknownSince) else {
+                return false
+            }
             e = nil
             return true
         }

@@ -279,8 +279,42 @@ import Testing
             waitUntil(seconds: 5) {
                 usleep(20_000)
                 return server.connections.load(ordering: .relaxed) >= 3 && control.state == "play"
+                    && control.lastError?.contains("cannot follow") != true
             })
         #expect(
             control.lastError?.contains("the playlist is empty") == true, "\(String(describing: control.lastError))")
+    }
+
+    /// A command MPD refused is not what Baton expects to see: when the user then makes MPD play
+    /// (while the watcher had lost it), that is the user's play. Before, Baton's refused `play`
+    /// stayed expected and the user's was taken for it.
+    @Test func aRefusedCommandIsNotTakenForTheChangeThatFollows() throws {
+        let playing = Atomic<Bool>(false)
+        let server = try FakeMPD { fd, _ in
+            Self.serveMPD(
+                fd, healthy: { true }, state: { playing.load(ordering: .relaxed) ? "play" : "stop" },
+                answer: { $0 == "play" ? "ACK [50@0] {play} the playlist is empty\n" : nil })
+        }
+        let control = MPDControl(host: "127.0.0.1", port: server.listener.port, report: { _ in })
+        defer { control.close() }
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(10_000)
+                return control.state == "stop"
+            })
+        control.play()
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(10_000)
+                return control.lastError?.contains("the playlist is empty") == true
+            })
+        playing.store(true, ordering: .relaxed)  // the user, in another MPD client
+        server.dropConnections()
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return control.state == "play"
+            })
+        #expect(control.takeUserChange() == .played)
     }
 }
