@@ -240,7 +240,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
                 try client.scrobble(id: song.id, submission: submission, time: time)
                 report(.scrobbled(submission: submission, title: song.title))
             } catch {
-                if !client.isStopping { report(.warning("music: scrobble of \(song.title) failed: \(error)")) }
+                report(.warning("music: scrobble of \(song.title) failed: \(error)"))
             }
         }
     }
@@ -261,7 +261,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
                 guard try client.supportsPlaybackReport() else { return }
                 try client.reportPlayback(id: song.id, state: playback, positionMilliseconds: ms)
             } catch {
-                guard !client.isStopping else { return }
+                guard !client.isStopping else { return }  // its extension check, at the stop
                 report(.warning("music: reportPlayback (\(playback.rawValue)) of \(song.title) failed: \(error)"))
             }
         }

@@ -105,7 +105,7 @@ package final class MusicConnection: Sendable {
                 sync.withLock { $0.unsupported = true }
                 logger.info("music: the server has no savePlayQueue; the queue is kept in state-dir only")
             } catch {
-                if !stop.isSet { logger.warning("music: savePlayQueue failed: \(error)") }
+                logger.warning("music: savePlayQueue failed: \(error)")
             }
         }
     }

@@ -111,7 +111,7 @@ extension SubsonicClient {
         var parameters = songIDs.map { ("id", $0) }
         if let current { parameters.append(("current", current)) }
         parameters.append(("position", "\(positionMilliseconds)"))
-        _ = try call("savePlayQueue", parameters)
+        _ = try call("savePlayQueue", parameters, stoppable: false)
     }
 
     /// `scrobble`: `submission == false` announces "now playing"; `true` records a play that
@@ -119,7 +119,7 @@ extension SubsonicClient {
     public func scrobble(id: String, submission: Bool, time: Int64? = nil) throws(SubsonicError) {
         var parameters = [("id", id), ("submission", submission ? "true" : "false")]
         if let time { parameters.append(("time", "\(time)")) }
-        _ = try call("scrobble", parameters)
+        _ = try call("scrobble", parameters, stoppable: false)
     }
 }
 

@@ -33,7 +33,7 @@ extension SubsonicClient {
             [
                 ("mediaId", id), ("mediaType", "song"), ("positionMs", "\(max(0, positionMilliseconds))"),
                 ("state", state.rawValue),
-            ])
+            ], stoppable: false)
     }
 }
 

@@ -86,10 +86,15 @@ public final class SubsonicClient: Sendable {
 
     /// Calls `endpoint` and returns the body of a successful (`status: ok`) answer, settling the
     /// authentication mode on the way.
-    func call(_ endpoint: String, _ parameters: [(String, String)] = []) throws(SubsonicError) -> [UInt8] {
+    /// `stoppable: false` for a write that must reach the server even while the program stops (the
+    /// last queue mirror, a scrobble, the playback report "stopped"): it runs on a thread of its
+    /// own, never in the way of the stop.
+    func call(
+        _ endpoint: String, _ parameters: [(String, String)] = [], stoppable: Bool = true
+    ) throws(SubsonicError) -> [UInt8] {
         let mode = try authenticationMode()
         do {
-            let body = try callOnce(endpoint, parameters, mode: mode)
+            let body = try callOnce(endpoint, parameters, mode: mode, stoppable: stoppable)
             auth.withLock { if $0.mode == mode { $0.settled = true } }
             return body
         } catch {
@@ -99,7 +104,7 @@ public final class SubsonicClient: Sendable {
             // Another call, sent at the same time, found meanwhile that tokens are refused: this one
             // again as that one chose (several first calls at once each got the refusal).
             let now = auth.withLock { $0.mode }
-            if now != .token { return try callOnce(endpoint, parameters, mode: now) }
+            if now != .token { return try callOnce(endpoint, parameters, mode: now, stoppable: stoppable) }
             guard !auth.withLock({ $0.settled }), tokenIsRefused(endpoint: endpoint, code: code) else {
                 throw error
             }
@@ -107,7 +112,7 @@ public final class SubsonicClient: Sendable {
                 $0.mode = .password
                 $0.settled = true
             }
-            return try callOnce(endpoint, parameters, mode: .password)
+            return try callOnce(endpoint, parameters, mode: .password, stoppable: stoppable)
         }
     }
 
@@ -149,12 +154,12 @@ public final class SubsonicClient: Sendable {
     /// One request in one mode; `nil` sends no credentials.
     func callOnce(
         _ endpoint: String, _ parameters: [(String, String)],
-        mode: Authentication?
+        mode: Authentication?, stoppable: Bool = true
     ) throws(SubsonicError) -> [UInt8] {
         let url = self.url(endpoint, parameters, mode: mode)
         let response: HTTPClientResponse
         do {
-            response = try api.fetch(url: url, maxBodyBytes: 64 << 20, timeout: requestTimeout)
+            response = try (stoppable ? api : http).fetch(url: url, maxBodyBytes: 64 << 20, timeout: requestTimeout)
         } catch {
             throw .transport(error)
         }

@@ -171,22 +171,23 @@ enum TestSubsonic {
 
     /// A `maxBitRate` (200–255) the test server has not transcoded at yet, for a test that needs a
     /// new encode: its transcode cache is by song and rate, and it lives as long as the server.
-    /// Counted in a file in the server's data directory; past 56 tests of one server, an error
-    /// saying to restart it.
+    /// Each rate is claimed by a file made with `O_EXCL` in the server's data directory (test
+    /// processes run side by side); with all 56 claimed, an error saying to restart the server.
     static func freshTranscodeRate(envPath: String = mainEnv) throws -> Int {
         guard let data = env(envPath)["data"] else {
             throw TestSetupError(message: "no Subsonic test server at \(envPath): run scripts/subsonic-server.sh start")
         }
-        let path = data + "/baton-transcode-rates-used"
-        let used = ((try? FileIO.read(path).get()) ?? nil).map { Int(String(decoding: $0, as: UTF8.self)) ?? 0 } ?? 0
-        guard used < 56 else {
-            throw TestSetupError(
-                message:
-                    "the Subsonic test server has transcoded at every rate 200–255 (its cache would answer): restart it (scripts/subsonic-server.sh stop; start)"
-            )
+        for rate in 200...255 {
+            let fd = open("\(data)/baton-transcode-rate-\(rate)", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd >= 0 {
+                close(fd)
+                return rate
+            }
         }
-        _ = FileIO.writeAtomically(Array("\(used + 1)".utf8), to: path)
-        return 200 + used
+        throw TestSetupError(
+            message:
+                "the Subsonic test server has transcoded at every rate 200–255 (its cache would answer): restart it (scripts/subsonic-server.sh stop; start)"
+        )
     }
 
     /// The music section for the test server, or an error saying how to start it.

@@ -298,6 +298,9 @@ private final class Transfer {
                 })
             try check(baton_curl_setopt_pointer(handle, CURLOPT_XFERINFODATA, context))
             try check(baton_curl_setopt_long(handle, CURLOPT_NOPROGRESS, 0))
+            // Stopped while the name is being resolved: do not wait for the resolver thread (a
+            // dead DNS server holds it for getaddrinfo's whole 5 s × attempts).
+            if stop != nil { try check(baton_curl_setopt_long(handle, CURLOPT_QUICK_EXIT, 1)) }
         } catch {
             return .failure(error)
         }
