@@ -8,7 +8,7 @@ extension Daemon {
     func restoreSavedState() {
         let config = self.config
         parts.persistence.restore(zones) { [self] in
-            guard config.music != nil else { return nil }
+            guard config.music != nil else { return .success(nil) }
             return parts.music.serverQueue(config, zones: (try? expandZones(config.music?.zones ?? [])) ?? zones.names)
         }
     }

@@ -110,21 +110,24 @@ package final class MusicConnection: Sendable {
         }
     }
 
-    /// The queue the server keeps (`getPlayQueue`), to play on `zones`; nil when there is none or the
-    /// server has no such call. Blocking (it asks the server).
-    package func serverQueue(_ config: BatonConfiguration, zones: [String]) -> SavedQueue? {
-        guard let music = try? context(config) else { return nil }
+    /// The queue the server keeps (`getPlayQueue`), to play on `zones`: `.success(nil)` when there
+    /// is none, no server, or the server has no such call; a failure when it could not be asked
+    /// (then it is asked again at the next start). Blocking (it asks the server).
+    package func serverQueue(_ config: BatonConfiguration, zones: [String]) -> Result<SavedQueue?, SubsonicError> {
+        guard let music = try? context(config) else { return .success(nil) }
         do {
-            guard let q = try music.client.playQueue(), !q.entries.isEmpty else { return nil }
+            guard let q = try music.client.playQueue(), !q.entries.isEmpty else { return .success(nil) }
             let index = q.current.flatMap { id in q.entries.firstIndex { $0.id == id } } ?? 0
             logger.info(
                 "music: restored the server's play queue (\(q.entries.count) songs, changed by \(q.changedBy ?? "?"))")
-            return SavedQueue(
-                songs: q.entries, index: index, position: Double(q.position) / 1000, zones: zones, volume: 1,
-                playing: false)
+            return .success(
+                SavedQueue(
+                    songs: q.entries, index: index, position: Double(q.position) / 1000, zones: zones, volume: 1,
+                    playing: false))
         } catch {
-            if !error.isUnsupportedEndpoint && !stop.isSet { logger.warning("music: getPlayQueue failed: \(error)") }
-            return nil
+            if error.isUnsupportedEndpoint { return .success(nil) }
+            if !stop.isSet { logger.warning("music: getPlayQueue failed: \(error); asked again at the next start") }
+            return .failure(error)
         }
     }
 }

@@ -1,6 +1,7 @@
 import BatonConfig
 import Glibc
 import OSThread
+import Subsonic
 import Synchronization
 
 /// What the control plane drives beside the zones, each its own object with its own lock: the
@@ -44,9 +45,10 @@ package final class Persistence: Sendable {
     fileprivate let state = Mutex<
         (saved: SavedState, written: SavedState, failing: Bool, fadedOut: Bool, fromServer: FromServer)
     >((SavedState(), SavedState(), false, false, .none))
-    /// The server's queue at start, asked in the background (`restore`): being asked, or kept as the
-    /// saved queue and not yet replaced by one of this run's (a save that computed none keeps it).
-    fileprivate enum FromServer { case none, asking, held }
+    /// The server's queue at start, asked in the background (`restore`): being asked, kept as the
+    /// saved queue and not yet replaced by one of this run's (a save that computed none keeps it),
+    /// or not had (the request failed, or was ended by the stop: asked again at the next start).
+    fileprivate enum FromServer { case none, asking, held, failed }
     /// Posted once the server has answered (or failed); each waiter posts it again for the next.
     private let serverAnswered = Semaphore()
 
@@ -70,7 +72,9 @@ package final class Persistence: Sendable {
     /// asked on a thread of its own (a server that is slow or away must not hold batond's start: up
     /// to its request timeout, 30 s). A damaged file is logged and left alone. Before the output
     /// threads start.
-    package func restore(_ zones: ZoneTable, serverQueue: @escaping @Sendable () -> SavedQueue?) {
+    package func restore(
+        _ zones: ZoneTable, serverQueue: @escaping @Sendable () -> Result<SavedQueue?, SubsonicError>
+    ) {
         switch store.load() {
         case .failure(let failure):
             logger.error("state: \(failure)")
@@ -79,21 +83,7 @@ package final class Persistence: Sendable {
             if store.path == nil {
                 logger.info("state: no state-dir configured: volumes and the play queue are not kept across restarts")
             }
-            state.withLock { $0.fromServer = .asking }
-            OSThread.detach(name: "server-queue") { [self] in
-                let q = serverQueue()
-                state.withLock { s in
-                    // A queue of this run's, saved meanwhile, is newer. Saved, not marked written:
-                    // the next save writes it to the file (the first may have been written without).
-                    if let q, s.saved.queue == nil {
-                        s.saved.queue = q
-                        s.fromServer = .held
-                    } else {
-                        s.fromServer = .none
-                    }
-                }
-                serverAnswered.post()
-            }
+            askServer(serverQueue)
         case .success(let saved?):
             for (name, volume) in saved.volumes.sorted(by: { $0.key < $1.key }) {
                 guard let zone = zones.zone(name), volume.isFinite, (0...zone.config.maxVolume).contains(volume) else {
@@ -109,7 +99,31 @@ package final class Persistence: Sendable {
                 logger.info(
                     "state: restored volumes and a queue of \(q.songs.count) songs at \(q.songs[q.index].title) \(Int(q.position)) s (music/resume plays it)"
                 )
+            } else if saved.askServerQueue == true {
+                // The server's queue could not be had last time (it failed, or batond stopped first).
+                askServer(serverQueue)
             }
+        }
+    }
+
+    /// Asks the server for its queue on a thread of its own (see `restore`).
+    private func askServer(_ serverQueue: @escaping @Sendable () -> Result<SavedQueue?, SubsonicError>) {
+        state.withLock { $0.fromServer = .asking }
+        OSThread.detach(name: "server-queue") { [self] in
+            let answer = serverQueue()
+            state.withLock { s in
+                // A queue of this run's, saved meanwhile, is newer. Saved, not marked written: the
+                // next save writes it to the file (the first may have been written without).
+                switch answer {
+                case .success(let q?) where s.saved.queue == nil:
+                    s.saved.queue = q
+                    s.saved.askServerQueue = nil
+                    s.fromServer = .held
+                case .failure where s.saved.queue == nil: s.fromServer = .failed
+                default: s.fromServer = .none
+                }
+            }
+            serverAnswered.post()
         }
     }
 
@@ -122,6 +136,8 @@ package final class Persistence: Sendable {
             // Computed from a look before the server's queue came: that queue stays.
             if s.fromServer == .held && now.queue == nil { now.queue = s.saved.queue }
             if now.queue != nil { s.fromServer = .none }
+            // No queue yet and the server's not had: the next start asks it again.
+            now.askServerQueue = now.queue == nil && [.asking, .failed].contains(s.fromServer) ? true : nil
             s.saved = now
             guard s.written != now else { return nil }
             defer { s.written = now }

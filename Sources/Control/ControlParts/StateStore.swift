@@ -10,6 +10,9 @@ package struct SavedState: Codable, Equatable, Sendable {
     package var volumes: [String: Double] = [:]
     /// The last music queue from the server, if any.
     package var queue: SavedQueue?
+    /// No queue, and the server's own (`getPlayQueue`) could not be had yet (it failed, or batond
+    /// stopped first): asked again at the next start. Absent (nil) otherwise.
+    package var askServerQueue: Bool?
 
     package init(volumes: [String: Double] = [:], queue: SavedQueue? = nil) {
         self.volumes = volumes

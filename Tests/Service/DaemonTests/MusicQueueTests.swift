@@ -291,6 +291,7 @@ extension MusicQueueTests {
         let server: SlowHTTPServer
         let answer = Semaphore()
         let stateDir = TestDirectory.make("server-queue-state")
+        let music: MusicConfig
         let t: TestDaemon
 
         init() throws {
@@ -308,7 +309,7 @@ extension MusicQueueTests {
                     beforeLastChunk: { _ = answer.wait(nanoseconds: 20_000_000_000) }))
             let dir = TestDirectory.make("server-queue")
             _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
-            let music = MusicConfig(
+            music = MusicConfig(
                 subsonic: .init(url: server.url(""), user: "baton", password: .file("\(dir)/password"), format: .raw))
             t = try TestDaemon(music: music, stateDir: stateDir)
         }
@@ -342,6 +343,26 @@ extension MusicQueueTests {
         held.stop()
         let written = String(decoding: ((try? FileIO.read(file).get()) ?? nil) ?? [], as: UTF8.self)
         #expect(written.contains(#""s2""#) && written.contains("Two"), "\(written)")
+    }
+
+    /// batond stopped before the server answered its first start's `getPlayQueue`: the state file
+    /// says so, and the next start asks the server again and has its queue. Before, the file said
+    /// "no queue" and the server was never asked again.
+    @Test func aServerQueueNotHadIsAskedAgainAtTheNextStart() throws {
+        let held = try HeldServerQueue()
+        #expect(waitUntil(seconds: 5) { held.server.requests.contains { $0.hasPrefix("/rest/getPlayQueue") } })
+        held.t.stop()  // the request ends with the stop; the server never answered it
+        let file = held.stateDir + "/state.json"
+        let written = String(decoding: ((try? FileIO.read(file).get()) ?? nil) ?? [], as: UTF8.self)
+        #expect(written.contains("askServerQueue"), "\(written)")
+        for _ in 0..<4 { held.answer.post() }  // from now on the server answers
+        let again = try TestDaemon(music: held.music, stateDir: held.stateDir)
+        defer {
+            again.stop()
+            held.server.stop()
+        }
+        #expect(waitUntil(seconds: 5) { (try? again.status().savedQueue) != nil })
+        #expect(try again.status().savedQueue?.track.title == "Two")
     }
 
     /// A `music/resume` sent while the server's queue is on its way waits for it, then plays it.
