@@ -31,6 +31,73 @@ struct HTTPServerTests {
         #expect(response.text == "GET /hello ? from 127.0.0.1 x-test=yes body=")
     }
 
+    /// A TCP connection to 127.0.0.1:`port` from the loopback address `source` (127.0.0.x), or -1.
+    static func connect(from source: String, to port: Int) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return -1 }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = in_port_t(UInt16(port).bigEndian)
+        remote.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafePointer(to: &local) { l in
+            withUnsafePointer(to: &remote) { r in
+                l.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                } == 0
+                    && r.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    } == 0
+            }
+        }
+        if !ok {
+            close(fd)
+            return -1
+        }
+        return fd
+    }
+
+    /// One client address holding every connection it can (each sending a request line and never
+    /// finishing its head: a slow or hostile host) gets `maxConnectionsPerClient` of them; a client
+    /// on another address is still answered. Before, one host could take all the slots.
+    @Test func oneClientCannotTakeEverySlot() throws {
+        var limits = HTTPServer.Limits()
+        limits.maxConnections = 8
+        limits.maxConnectionsPerClient = 4
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, limits: limits, handler: Self.echo)
+        defer { server.stop() }
+        var hog: [Int32] = []
+        defer { for fd in hog { close(fd) } }
+        for _ in 0..<8 {
+            let fd = Self.connect(from: "127.0.0.1", to: server.port)
+            #expect(fd >= 0)
+            _ = "GET / HTTP/1.1\r\n".withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+            hog.append(fd)
+        }
+        usleep(300_000)  // the server has taken (or closed) them all
+        // Those past the limit were closed: they read the end at once.
+        let closed = hog.filter { fd in
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            var byte: UInt8 = 0
+            return poll(&p, 1, 0) == 1 && recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) <= 0
+        }
+        #expect(closed.count == 4, "\(closed.count) of the 8 closed")
+        let other = Self.connect(from: "127.0.0.2", to: server.port)
+        #expect(other >= 0)
+        defer { close(other) }
+        _ = "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".withCString {
+            send(other, $0, strlen($0), Int32(MSG_NOSIGNAL))
+        }
+        var timeout = timeval(tv_sec: 3, tv_usec: 0)
+        setsockopt(other, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var answer = [UInt8](repeating: 0, count: 256)
+        let n = recv(other, &answer, answer.count, 0)
+        let text = n > 0 ? String(decoding: answer[..<n], as: UTF8.self) : ""
+        #expect(text.hasPrefix("HTTP/1.1 200"), "\(text)")
+    }
+
     /// A POST body with Content-Length is delivered whole to the handler.
     @Test func echoesPostBody() throws {
         let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, handler: Self.echo)

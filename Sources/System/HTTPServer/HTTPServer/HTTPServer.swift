@@ -23,6 +23,10 @@ public final class HTTPServer: Sendable {
         public var idleTimeoutSeconds: Int = 30
         /// Simultaneous connections (each is a thread).
         public var maxConnections: Int = 64
+        /// Simultaneous connections from one client address: one host on the network (hostile, or
+        /// a buggy client) cannot take every slot from the others. Past it a connection is closed
+        /// at once.
+        public var maxConnectionsPerClient: Int = 16
         /// Makes the default limits.
         public init() {}
     }
@@ -62,7 +66,8 @@ public final class HTTPServer: Sendable {
                 mhdRequestCompleted, context,
                 mhdURILog, context,
                 max(4096, limits.connectionMemoryBytes), UInt32(clamping: max(1, limits.idleTimeoutSeconds)),
-                UInt32(clamping: max(1, limits.maxConnections)))
+                UInt32(clamping: max(1, limits.maxConnections)),
+                UInt32(clamping: max(1, limits.maxConnectionsPerClient)))
         else {
             // Leaked on purpose if libmicrohttpd already closed it: never risk closing a reused descriptor.
             throw HTTPServerError(kind: .cannotStart, address: listener.displayAddress)
