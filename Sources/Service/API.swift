@@ -163,7 +163,10 @@ public struct API: Sendable {
                 return .error(400, error.message)
             }
             guard Self.constantTimeEqual(login.token, token) else {
-                usleep(250_000)  // a guesser gets four tries a second per connection
+                // A guesser gets four tries a second in all, however many connections it uses.
+                guard sessions.delayWrongToken() else {
+                    return .error(429, "too many wrong tokens just now; try again in a few seconds")
+                }
                 return .error(401, "wrong token (it is the first line of the file api.token-file names)")
             }
             let s = sessions.open()

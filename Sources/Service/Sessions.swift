@@ -1,4 +1,5 @@
 import Glibc
+import OSThread
 import Synchronization
 
 /// The web app's logins beyond loopback: `POST /api/v1/session` exchanges the API token for a
@@ -16,10 +17,32 @@ final class Sessions: Sendable {
     let capacity: Int
     let idleSeconds: Int
     private let table = Mutex<[String: Session]>([:])
+    /// When the next wrong token may be answered (monotonic ns): one a quarter of a second over
+    /// all connections, so that parallel guesses are no faster than one after the other.
+    private let nextWrongAnswer = Mutex<Int>(0)
 
     init(capacity: Int = 64, idleSeconds: Int = 30 * 24 * 3600) {
         self.capacity = capacity
         self.idleSeconds = idleSeconds
+    }
+
+    /// Waits before a wrong token is answered: a quarter of a second after the one answered last
+    /// (whatever its connection), so a guesser gets four tries a second in all. False, at once,
+    /// when that would be more than 5 s away (so many guesses that their threads would pile up:
+    /// answered 429 instead).
+    func delayWrongToken() -> Bool {
+        let quarter = 250_000_000
+        let now = monotonicNanoseconds()
+        let at = nextWrongAnswer.withLock { next -> Int? in
+            let at = max(now + quarter, next + quarter)
+            guard at - now <= 5_000_000_000 else { return nil }
+            next = at
+            return at
+        }
+        guard let at else { return false }
+        let wait = at - monotonicNanoseconds()
+        if wait > 0 { usleep(UInt32(wait / 1000)) }
+        return true
     }
 
     /// 32 random bytes as hex, from the system's generator.

@@ -2,6 +2,7 @@ import BatonTesting
 import FoundationEssentials
 import HTTPServer
 import OSThread
+import Synchronization
 import Testing
 
 @testable import BatonDaemon
@@ -113,6 +114,41 @@ import Testing
         #expect(out.status == 200)
         #expect(out.headers["set-cookie"]?.contains("Max-Age=0") == true)
         #expect(try send("GET", "/api/v1/status", headers: ["Cookie: \(cookie)"]).status == 401)
+    }
+
+    /// Wrong tokens sent on eight connections at once are answered a quarter of a second apart, as
+    /// one after the other would be: guessing is four tries a second however many connections a
+    /// guesser opens. Before, each connection waited its own quarter: all eight came back together.
+    @Test func parallelWrongTokensAreAnsweredAQuarterSecondApart() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let api = API(daemon: t.daemon, token: "s3cret-token")
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
+        defer { server.stop() }
+        let port = server.port
+        let answers = Mutex<[(status: Int, at: Int)]>([])
+        let go = Semaphore()
+        var threads: [OSThread] = []
+        for _ in 0..<8 {
+            threads.append(
+                OSThread.start(name: "guess") {
+                    go.wait()
+                    let body = #"{"token": "guess"}"#
+                    let c = try? RawClient(port: port)
+                    c?.send(
+                        "POST /api/v1/session HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+                            + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+                    let status = (try? c?.readResponse())?.status ?? 0
+                    answers.withLock { $0.append((status, monotonicNanoseconds())) }
+                })
+        }
+        let began = monotonicNanoseconds()
+        for _ in threads { go.post() }
+        for thread in threads { thread.join() }
+        let got = answers.withLock { $0 }.sorted { $0.at < $1.at }
+        #expect(got.map(\.status) == Array(repeating: 401, count: 8), "\(got.map(\.status))")
+        let last = Double((got.last?.at ?? began) - began) / 1e9
+        #expect(last >= 1.9, "the eighth answered \(last) s after they were sent")
     }
 }
 
