@@ -37,7 +37,7 @@ package final class CoverCache: Sendable {
         for (ext, type) in [("jpg", "image/jpeg"), ("png", "image/png"), ("webp", "image/webp"), ("gif", "image/gif")] {
             let name = Self.fileName(id: id, size: size, type: type)
             precondition(name.hasSuffix(ext))
-            if case .success(let bytes?) = FileIO.read("\(directory)/\(name)", limit: 16 << 20) {
+            if case .success(let bytes?) = FileIO.read("\(directory)/\(name)", limit: 16 << 20), !bytes.isEmpty {
                 return (bytes, type)
             }
         }
@@ -49,7 +49,7 @@ package final class CoverCache: Sendable {
         guard let directory, bytes.count <= limit else { return }
         guard case .success = FileIO.makeDirectory(directory) else { return }
         let name = Self.fileName(id: id, size: size, type: contentType)
-        guard case .success = FileIO.writeAtomically(bytes, to: "\(directory)/\(name)") else { return }
+        guard case .success = FileIO.writeAtomically(bytes, to: "\(directory)/\(name)", shared: true) else { return }
         index.withLock { index in
             var list =
                 index

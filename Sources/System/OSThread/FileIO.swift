@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// Why a file could not be read or written: the path, what was tried, and the errno's text.
 public struct FileError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -48,11 +49,15 @@ public enum FileIO {
     }
 
     /// Writes `bytes` to `path` atomically (a temporary file, fsync, rename): a power cut leaves
-    /// either the old file or the new one.
-    public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) -> Result<
-        Void, FileError
-    > {
-        let temporary = path + ".tmp"
+    /// either the old file or the new one, and a reader never sees a part of one. The temporary
+    /// file is `path.tmp`, or with `shared` (several threads may write the same path at once: two
+    /// phones asking for one cover) one of the call's own, `path.tmp-PID-N`: a shared `path.tmp`
+    /// let one writer empty the file another was renaming into place.
+    public static func writeAtomically(
+        _ bytes: [UInt8], to path: String, mode: mode_t = 0o644, shared: Bool = false
+    ) -> Result<Void, FileError> {
+        let temporary =
+            shared ? "\(path).tmp-\(getpid())-\(temporaries.add(1, ordering: .relaxed).newValue)" : path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         guard fd >= 0 else { return .failure(failure(temporary, "cannot write")) }
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -70,6 +75,9 @@ public enum FileIO {
         guard rename(temporary, path) == 0 else { return .failure(failure(path, "cannot replace")) }
         return .success(())
     }
+
+    /// Numbers the temporary files of `writeAtomically`.
+    private static let temporaries = Atomic<Int>(0)
 
     /// Creates `path` as a directory unless it exists.
     public static func makeDirectory(_ path: String, mode: mode_t = 0o755) -> Result<Void, FileError> {
