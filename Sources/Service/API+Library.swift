@@ -112,7 +112,7 @@ struct QueueAnswer: Encodable, Sendable {
 
 extension API {
     /// An integer query parameter within `range`, or `value` when absent; a bad request naming it otherwise.
-    private func integer(_ r: HTTPRequest, _ name: String, _ range: ClosedRange<Int>, default value: Int?)
+    func integer(_ r: HTTPRequest, _ name: String, _ range: ClosedRange<Int>, default value: Int?)
         throws(ControlError) -> Int?
     {
         guard let text = r.query[name] else { return value }

@@ -95,10 +95,27 @@ public struct API: Sendable {
             }
             return json(200, status)
         case ("GET", "/api/v1/events"):
-            let last = r.headers["last-event-id"].flatMap { Int($0) } ?? r.query["after"].flatMap { Int($0) }
+            // The event id to go on after: `Last-Event-ID` (a browser's reconnect) or `?after=`.
+            let last: Int?
+            do throws(ControlError) {
+                if let header = r.headers["last-event-id"] {
+                    guard let id = Int(header), id >= 0 else {
+                        throw ControlError(.badRequest, "Last-Event-ID \"\(header)\" is not an event id (an integer ≥ 0)")
+                    }
+                    last = id
+                } else {
+                    last = try integer(r, "after", 0...Int.max, default: nil)
+                }
+            } catch {
+                return .error(error.kind.httpStatus, error.message)
+            }
             return .eventStream(EventStream.open(daemon.events, after: last))
         case ("GET", "/api/v1/events/recent"):
-            return json(200, daemon.events.recent(after: r.query["after"].flatMap { Int($0) } ?? 0))
+            do throws(ControlError) {
+                return json(200, daemon.events.recent(after: try integer(r, "after", 0...Int.max, default: 0) ?? 0))
+            } catch {
+                return .error(error.kind.httpStatus, error.message)
+            }
         case ("GET", "/api/v1/sounds"):
             return json(200, ["sounds": daemon.sounds.names()])
         case ("GET", "/api/v1/config"):

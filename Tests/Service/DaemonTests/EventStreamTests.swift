@@ -149,4 +149,24 @@ import Testing
         let event = try JSONDecoder().decode(Event.self, from: Data(next.data.utf8))
         #expect(event.seq == first.seq + 1)
     }
+
+    /// An event id that is not one — `?after=abc`, `?after=-1`, `Last-Event-ID: nope` — is a 400
+    /// naming it, on the stream and on `recent`. Before, it was dropped without a word and every
+    /// kept event came back as if none had been asked.
+    @Test func aBadEventIdIsAClearError() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        for target in ["/api/v1/events/recent?after=abc", "/api/v1/events/recent?after=-1", "/api/v1/events?after=x"] {
+            let r = try t.request("GET", target)
+            #expect(r.status == 400, "\(target): \(r.status)")
+            #expect(r.text.contains("query parameter after: expected an integer"), "\(target): \(r.text)")
+        }
+        let client = try RawClient(port: t.port)
+        client.send(
+            "GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: nope\r\nConnection: close\r\n\r\n")
+        let r = try client.readResponse()
+        #expect(r.status == 400)
+        #expect(r.text.contains(#"Last-Event-ID \"nope\" is not an event id"#), "\(r.text)")
+        #expect(try t.request("GET", "/api/v1/events/recent?after=0").status == 200)
+    }
 }
