@@ -62,8 +62,9 @@ public struct API: Sendable {
     public func handle(_ r: HTTPRequest) -> HTTPResponse {
         if let refusal = crossSite.refusal(r) { return refusal }
         let who = caller(r)
-        // The page and its login need no token: they hold no data.
-        let isPublic = (r.method == "GET" && WebApp.asset(r.path) != nil) || r.path == "/api/v1/session"
+        // The page and its login need no token: they hold no data (another method on the page's
+        // paths is a 404, as without a token).
+        let isPublic = WebApp.asset(r.path) != nil || r.path == "/api/v1/session"
         if !isPublic {
             switch who {
             case .open, .bearer: break
@@ -138,7 +139,8 @@ public struct API: Sendable {
             } catch {
                 return .error(error.kind.httpStatus, error.message)
             }
-        case (_, _) where isCommand && !name.hasPrefix("zones/"), (_, _) where Self.readable.contains(r.path):
+        case (_, _) where isCommand && !name.hasPrefix("zones/"), (_, _) where Self.readable.contains(r.path),
+            (_, _) where r.path.hasPrefix("/api/v1/library/"):
             return .error(405, "method \(r.method) not allowed on \(r.path)")
         case ("GET", _) where WebApp.asset(r.path) != nil:
             let asset = WebApp.asset(r.path)!

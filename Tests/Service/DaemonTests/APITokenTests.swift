@@ -116,6 +116,32 @@ import Testing
         #expect(try send("GET", "/api/v1/status", headers: ["Cookie: \(cookie)"]).status == 401)
     }
 
+    /// With a token, a method the page's paths do not take is the documented 404 (not a 401 that
+    /// says a token is needed for what does not exist), and a method other than GET on a library
+    /// path is the documented 405, as on every other path of the table.
+    @Test func wrongMethodsGetTheDocumentedStatus() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let api = API(daemon: t.daemon, token: "s3cret-token")
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
+        defer { server.stop() }
+        func send(_ method: String, _ path: String, auth: Bool) throws -> RawClient.Response {
+            let c = try RawClient(port: server.port)
+            var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nConnection: close\r\n"
+            if method != "GET" && method != "HEAD" { text += "Content-Type: application/json\r\n" }
+            if auth { text += "Authorization: Bearer s3cret-token\r\n" }
+            c.send(text + "Content-Length: 0\r\n\r\n")
+            return try c.readResponse()
+        }
+        #expect(try send("POST", "/", auth: false).status == 404)
+        #expect(try send("DELETE", "/", auth: false).status == 404)
+        #expect(try send("GET", "/", auth: false).status == 200)
+        let post = try send("POST", "/api/v1/library/artists", auth: true)
+        #expect(post.status == 405, "\(post.status) \(post.text)")
+        #expect(post.text.contains("method POST not allowed on /api/v1/library/artists"), "\(post.text)")
+        #expect(try send("POST", "/api/v1/library/artists", auth: false).status == 401)
+    }
+
     /// Wrong tokens sent on eight connections at once are answered a quarter of a second apart, as
     /// one after the other would be: guessing is four tries a second however many connections a
     /// guesser opens. Before, each connection waited its own quarter: all eight came back together.
