@@ -101,7 +101,8 @@ public struct API: Sendable {
             do throws(ControlError) {
                 if let header = r.headers["last-event-id"] {
                     guard let id = Int(header), id >= 0 else {
-                        throw ControlError(.badRequest, "Last-Event-ID \"\(header)\" is not an event id (an integer ≥ 0)")
+                        throw ControlError(
+                            .badRequest, "Last-Event-ID \"\(header)\" is not an event id (an integer ≥ 0)")
                     }
                     last = id
                 } else {
