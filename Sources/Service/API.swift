@@ -111,7 +111,9 @@ public struct API: Sendable {
             } catch {
                 return .error(error.kind.httpStatus, error.message)
             }
-            return .eventStream(EventStream.open(daemon.events, after: last))
+            let stream = EventStream.open(daemon.events, after: last) { [sessions] in sessions.detach($0) }
+            if case .session(let id, _) = who { sessions.attach(stream, to: id) }
+            return .eventStream(stream)
         case ("GET", "/api/v1/events/recent"):
             do throws(ControlError) {
                 return json(200, daemon.events.recent(after: try integer(r, "after", 0...Int.max, default: 0) ?? 0))
@@ -229,13 +231,19 @@ final class EventStream: EventSubscriber {
 
     private init(queue: HTTPChunkQueue) { self.queue = queue }
 
-    static func open(_ log: EventLog, after lastEventID: Int?) -> HTTPChunkQueue {
+    /// `closed` runs with the queue when the stream closes (the client went, or it overflowed).
+    static func open(
+        _ log: EventLog, after lastEventID: Int?, closed: @escaping @Sendable (HTTPChunkQueue) -> Void = { _ in }
+    ) -> HTTPChunkQueue {
         let id = Mutex<Int?>(nil)
+        let made = Mutex<HTTPChunkQueue?>(nil)
         let queue = HTTPChunkQueue(
             capacity: 4_096,
             onClose: { [weak log] in
                 if let subscriber = id.withLock({ $0 }) { log?.unsubscribe(subscriber) }
+                if let queue = made.withLock({ $0 }) { closed(queue) }
             })
+        made.withLock { $0 = queue }
         queue.send(": baton events\n\n")
         id.withLock { $0 = log.subscribe(EventStream(queue: queue), after: lastEventID) }
         return queue

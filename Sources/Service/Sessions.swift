@@ -1,4 +1,5 @@
 import Glibc
+import HTTPServer
 import OSThread
 import Synchronization
 
@@ -17,6 +18,10 @@ final class Sessions: Sendable {
     let capacity: Int
     let idleSeconds: Int
     private let table = Mutex<[String: Session]>([:])
+    /// The event streams each session opened: ended when the session ends (logout, eviction,
+    /// expiry), so a page logged out stops receiving events. Its own lock, taken after `table`'s
+    /// is released; streams are finished outside both.
+    private let streams = Mutex<[String: [HTTPChunkQueue]]>([:])
     /// When the next wrong token may be answered (monotonic ns): one a quarter of a second over
     /// all connections, so that parallel guesses are no faster than one after the other.
     private let nextWrongAnswer = Mutex<Int>(0)
@@ -65,13 +70,18 @@ final class Sessions: Sendable {
         let id = Self.secret()
         let csrf = Self.secret()
         let now = Self.now()
-        table.withLock { t in
-            t = t.filter { now - $0.value.lastUsed < idleSeconds }
+        let gone = table.withLock { t -> [String] in
+            let expired = t.filter { now - $0.value.lastUsed >= idleSeconds }.map(\.key)
+            for key in expired { t.removeValue(forKey: key) }
+            var evicted: [String] = []
             while t.count >= capacity, let oldest = t.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
                 t.removeValue(forKey: oldest.key)
+                evicted.append(oldest.key)
             }
             t[id] = Session(csrf: csrf, lastUsed: now)
+            return expired + evicted
         }
+        endStreams(of: gone)
         return (id, csrf)
     }
 
@@ -91,7 +101,34 @@ final class Sessions: Sendable {
         }
     }
 
-    func close(_ id: String) { _ = table.withLock { $0.removeValue(forKey: id) } }
+    /// Ends a session (logout) and the event streams it opened.
+    func close(_ id: String) {
+        _ = table.withLock { $0.removeValue(forKey: id) }
+        endStreams(of: [id])
+    }
+
+    /// Notes an event stream opened under session `id`; it is forgotten when it closes.
+    func attach(_ stream: HTTPChunkQueue, to id: String) {
+        streams.withLock { $0[id, default: []].append(stream) }
+        // A session ended between the request's check and now: its stream ends at once.
+        if table.withLock({ $0[id] == nil }) { endStreams(of: [id]) }
+    }
+
+    /// Forgets a closed stream.
+    func detach(_ stream: HTTPChunkQueue) {
+        streams.withLock { all in
+            for (id, list) in all {
+                let kept = list.filter { $0 !== stream }
+                all[id] = kept.isEmpty ? nil : kept
+            }
+        }
+    }
+
+    private func endStreams(of ids: [String]) {
+        guard !ids.isEmpty else { return }
+        let ending = streams.withLock { all in ids.flatMap { all.removeValue(forKey: $0) ?? [] } }
+        for stream in ending { stream.finish() }
+    }
 
     /// The value of `baton-session` in a `Cookie` header.
     static func cookie(in header: String?) -> String? {

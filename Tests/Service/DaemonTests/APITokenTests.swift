@@ -116,6 +116,43 @@ import Testing
         #expect(try send("GET", "/api/v1/status", headers: ["Cookie: \(cookie)"]).status == 401)
     }
 
+    /// Logging out ends the event stream the session opened (a page logged out on one tab stops
+    /// receiving events on the others); a stream opened with the bearer token goes on. Before, the
+    /// stream went on after the logout for as long as the page stayed open.
+    @Test func aLogoutEndsTheSessionsEventStream() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let api = API(daemon: t.daemon, token: "s3cret-token")
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
+        defer { server.stop() }
+        let host = "Host: 127.0.0.1:\(server.port)"
+        let login = try RawClient(port: server.port)
+        let body = #"{"token": "s3cret-token"}"#
+        login.send(
+            "POST /api/v1/session HTTP/1.1\r\n\(host)\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        let answer = try login.readResponse()
+        let cookie = String(try #require(answer.headers["set-cookie"]).split(separator: ";")[0])
+        let csrf = try #require(
+            (try? JSONDecoder().decode([String: SessionField].self, from: Data(answer.body)))?["csrf"]?.text)
+        func stream(_ auth: String) throws -> RawClient {
+            let c = try RawClient(port: server.port)
+            c.send("GET /api/v1/events HTTP/1.1\r\n\(host)\r\nConnection: close\r\n\(auth)\r\n\r\n")
+            #expect(try c.readHead().status == 200)
+            return c
+        }
+        let page = try stream("Cookie: \(cookie)")
+        let tool = try stream("Authorization: Bearer s3cret-token")
+        let logout = try RawClient(port: server.port)
+        logout.send(
+            "DELETE /api/v1/session HTTP/1.1\r\n\(host)\r\nConnection: close\r\nCookie: \(cookie)\r\n"
+                + "X-Baton-CSRF: \(csrf)\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n")
+        #expect(try logout.readResponse().status == 200)
+        #expect(page.readsEndOfFile(), "the session's stream ended")
+        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#)
+        #expect(try tool.readServerSentEvent() != nil, "the bearer's stream goes on")
+    }
+
     /// With a token, a method the page's paths do not take is the documented 404 (not a 401 that
     /// says a token is needed for what does not exist), and a method other than GET on a library
     /// path is the documented 405, as on every other path of the table.
