@@ -61,6 +61,11 @@ public struct API: Sendable {
     /// Answers one request.
     public func handle(_ r: HTTPRequest) -> HTTPResponse {
         if let refusal = crossSite.refusal(r) { return refusal }
+        // A client with a bearer token to try: refused before it is compared while that client's
+        // wrong guesses wait (a 429 then says nothing of whether this one is right).
+        let client = r.remoteAddress ?? ""
+        let bearing = token != nil && r.headers["authorization"] != nil
+        if bearing && sessions.guessesFull(from: client) { return Self.tooManyGuesses }
         let who = caller(r)
         // The page and its login need no token: they hold no data (another method on the page's
         // paths is a 404, as without a token).
@@ -76,6 +81,8 @@ public struct API: Sendable {
                     }
                 }
             case .anonymous:
+                // A wrong bearer token waits as a wrong login does (four tries a second).
+                if bearing && !sessions.delayWrongToken(from: client) { return Self.tooManyGuesses }
                 var response = HTTPResponse.error(
                     401,
                     "a bearer token is required (Authorization: Bearer <token from api.token-file>), "
@@ -99,7 +106,7 @@ public struct API: Sendable {
             // The event id to go on after: `Last-Event-ID` (a browser's reconnect) or `?after=`.
             let last: Int?
             do throws(ControlError) {
-                if let header = r.headers["last-event-id"] {
+                if let header = r.headers["last-event-id"], !header.isEmpty {
                     guard let id = Int(header), id >= 0 else {
                         throw ControlError(
                             .badRequest, "Last-Event-ID \"\(header)\" is not an event id (an integer ≥ 0)")
@@ -184,11 +191,11 @@ public struct API: Sendable {
             do { login = try JSONBody.decode(Login.self, from: r.body, keys: ["token"]) } catch {
                 return .error(400, error.message)
             }
+            let client = r.remoteAddress ?? ""
+            if sessions.guessesFull(from: client) { return Self.tooManyGuesses }
             guard Self.constantTimeEqual(login.token, token) else {
                 // A guesser gets four tries a second in all, however many connections it uses.
-                guard sessions.delayWrongToken() else {
-                    return .error(429, "too many wrong tokens just now; try again in a few seconds")
-                }
+                guard sessions.delayWrongToken(from: client) else { return Self.tooManyGuesses }
                 return .error(401, "wrong token (it is the first line of the file api.token-file names)")
             }
             let s = sessions.open()
@@ -216,6 +223,13 @@ public struct API: Sendable {
         default:
             return .error(405, "method \(r.method) not allowed on /api/v1/session")
         }
+    }
+
+    /// 429 for a client whose wrong tokens wait: it should wait too.
+    static var tooManyGuesses: HTTPResponse {
+        var response = HTTPResponse.error(429, "too many wrong tokens just now; try again in a few seconds")
+        response.headers.append((name: "Retry-After", value: "5"))
+        return response
     }
 
     func json<T: Encodable>(_ status: Int, _ value: T) -> HTTPResponse {

@@ -22,32 +22,41 @@ final class Sessions: Sendable {
     /// expiry), so a page logged out stops receiving events. Its own lock, taken after `table`'s
     /// is released; streams are finished outside both.
     private let streams = Mutex<[String: [HTTPChunkQueue]]>([:])
-    /// When the next wrong token may be answered (monotonic ns): one a quarter of a second over
-    /// all connections, so that parallel guesses are no faster than one after the other.
-    private let nextWrongAnswer = Mutex<Int>(0)
+    /// When the next wrong token may be answered, per client address (monotonic ns): one a
+    /// quarter of a second over all its connections, so that parallel guesses are no faster than
+    /// one after the other.
+    private let nextWrongAnswer = Mutex<[String: Int]>([:])
 
     init(capacity: Int = 64, idleSeconds: Int = 30 * 24 * 3600) {
         self.capacity = capacity
         self.idleSeconds = idleSeconds
     }
 
-    /// Waits before a wrong token is answered: a quarter of a second after the one answered last
-    /// (whatever its connection), so a guesser gets four tries a second in all. False, at once,
-    /// when that would be more than 5 s away (so many guesses that their threads would pile up:
-    /// answered 429 instead).
-    func delayWrongToken() -> Bool {
+    /// Waits before a wrong token from `client` (its address) is answered: a quarter of a second
+    /// after the one answered to it last, whatever its connection, so a guesser gets four tries a
+    /// second in all (another client, the owner's phone, is not slowed). False, at once, when that
+    /// would be more than 5 s away (answered 429: its threads cannot pile up).
+    func delayWrongToken(from client: String) -> Bool {
         let quarter = 250_000_000
         let now = monotonicNanoseconds()
         let at = nextWrongAnswer.withLock { next -> Int? in
-            let at = max(now + quarter, next + quarter)
+            next = next.filter { $0.value > now }  // forgotten once past: the table stays small
+            let at = max(now, next[client] ?? now) + quarter
             guard at - now <= 5_000_000_000 else { return nil }
-            next = at
+            next[client] = at
             return at
         }
         guard let at else { return false }
         let wait = at - monotonicNanoseconds()
         if wait > 0 { usleep(UInt32(wait / 1000)) }
         return true
+    }
+
+    /// `client` has so many wrong tokens waiting that the next would be answered 429: asked before
+    /// a token is compared, so that a 429 says nothing of whether the token was right.
+    func guessesFull(from client: String) -> Bool {
+        let now = monotonicNanoseconds()
+        return nextWrongAnswer.withLock { ($0[client] ?? now) + 250_000_000 - now > 5_000_000_000 }
     }
 
     /// 32 random bytes as hex, from the system's generator.
@@ -89,7 +98,7 @@ final class Sessions: Sendable {
     func session(cookieHeader: String?) -> (id: String, csrf: String)? {
         guard let id = Self.cookie(in: cookieHeader) else { return nil }
         let now = Self.now()
-        return table.withLock { t in
+        let found: (id: String, csrf: String)? = table.withLock { t in
             guard var s = t[id] else { return nil }
             guard now - s.lastUsed < idleSeconds else {
                 t.removeValue(forKey: id)
@@ -99,6 +108,8 @@ final class Sessions: Sendable {
             t[id] = s
             return (id, s.csrf)
         }
+        if found == nil { endStreams(of: [id]) }  // expired just now: its streams end too
+        return found
     }
 
     /// Ends a session (logout) and the event streams it opened.

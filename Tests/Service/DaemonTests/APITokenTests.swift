@@ -179,6 +179,46 @@ import Testing
         #expect(try send("POST", "/api/v1/library/artists", auth: false).status == 401)
     }
 
+    /// A wrong bearer token on any path waits its turn as a wrong login does: eight at once from
+    /// one client are answered a quarter of a second apart. Before, only the login was slowed, and
+    /// `Authorization: Bearer <guess>` on /api/v1/status guessed at full speed.
+    @Test func wrongBearerTokensAreSlowedToo() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let api = API(daemon: t.daemon, token: "s3cret-token")
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
+        defer { server.stop() }
+        let port = server.port
+        let answers = Mutex<[(status: Int, at: Int)]>([])
+        let go = Semaphore()
+        var threads: [OSThread] = []
+        for _ in 0..<8 {
+            threads.append(
+                OSThread.start(name: "guess") {
+                    go.wait()
+                    let c = try? RawClient(port: port)
+                    c?.send(
+                        "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+                            + "Authorization: Bearer guess\r\n\r\n")
+                    let status = (try? c?.readResponse())?.status ?? 0
+                    answers.withLock { $0.append((status, monotonicNanoseconds())) }
+                })
+        }
+        let began = monotonicNanoseconds()
+        for _ in threads { go.post() }
+        for thread in threads { thread.join() }
+        let got = answers.withLock { $0 }.sorted { $0.at < $1.at }
+        #expect(got.map(\.status) == Array(repeating: 401, count: 8), "\(got.map(\.status))")
+        let last = Double((got.last?.at ?? began) - began) / 1e9
+        #expect(last >= 1.9, "the eighth answered \(last) s after they were sent")
+        // The right token is not slowed by them.
+        let c = try RawClient(port: port)
+        c.send(
+            "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+                + "Authorization: Bearer s3cret-token\r\n\r\n")
+        #expect(try c.readResponse().status == 200)
+    }
+
     /// Wrong tokens sent on eight connections at once are answered a quarter of a second apart, as
     /// one after the other would be: guessing is four tries a second however many connections a
     /// guesser opens. Before, each connection waited its own quarter: all eight came back together.

@@ -168,5 +168,9 @@ import Testing
         #expect(r.status == 400)
         #expect(r.text.contains(#"Last-Event-ID \"nope\" is not an event id"#), "\(r.text)")
         #expect(try t.request("GET", "/api/v1/events/recent?after=0").status == 200)
+        // An empty Last-Event-ID (a client that sends the header bare) is none.
+        let bare = try RawClient(port: t.port)
+        bare.send("GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID:\r\n\r\n")
+        #expect(try bare.readHead().status == 200)
     }
 }
