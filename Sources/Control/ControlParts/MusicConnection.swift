@@ -113,8 +113,14 @@ package final class MusicConnection: Sendable {
     /// The queue the server keeps (`getPlayQueue`), to play on `zones`: `.success(nil)` when there
     /// is none, no server, or the server has no such call; a failure when it could not be asked
     /// (then it is asked again at the next start). Blocking (it asks the server).
-    package func serverQueue(_ config: BatonConfiguration, zones: [String]) -> Result<SavedQueue?, SubsonicError> {
-        guard let music = try? context(config) else { return .success(nil) }
+    package func serverQueue(_ config: BatonConfiguration, zones: [String]) -> Result<SavedQueue?, any Error> {
+        guard config.music != nil else { return .success(nil) }
+        let music: Context
+        do { music = try context(config) } catch {
+            // An unreadable password: the server could not be asked (asked again at the next start).
+            logger.warning("music: the server's play queue not asked: \(error.message)")
+            return .failure(error)
+        }
         do {
             guard let q = try music.client.playQueue(), !q.entries.isEmpty else { return .success(nil) }
             let index = q.current.flatMap { id in q.entries.firstIndex { $0.id == id } } ?? 0

@@ -1,7 +1,6 @@
 import BatonConfig
 import Glibc
 import OSThread
-import Subsonic
 import Synchronization
 
 /// What the control plane drives beside the zones, each its own object with its own lock: the
@@ -51,6 +50,8 @@ package final class Persistence: Sendable {
     fileprivate enum FromServer { case none, asking, held, failed }
     /// Posted once the server has answered (or failed); each waiter posts it again for the next.
     private let serverAnswered = Semaphore()
+    /// Held through a save (see `save`).
+    private let saving = Mutex<Void>(())
 
     package init(store: StateStore, logger: Logger, events: EventLog) {
         self.store = store
@@ -73,7 +74,7 @@ package final class Persistence: Sendable {
     /// to its request timeout, 30 s). A damaged file is logged and left alone. Before the output
     /// threads start.
     package func restore(
-        _ zones: ZoneTable, serverQueue: @escaping @Sendable () -> Result<SavedQueue?, SubsonicError>
+        _ zones: ZoneTable, serverQueue: @escaping @Sendable () -> Result<SavedQueue?, any Error>
     ) {
         switch store.load() {
         case .failure(let failure):
@@ -107,7 +108,7 @@ package final class Persistence: Sendable {
     }
 
     /// Asks the server for its queue on a thread of its own (see `restore`).
-    private func askServer(_ serverQueue: @escaping @Sendable () -> Result<SavedQueue?, SubsonicError>) {
+    private func askServer(_ serverQueue: @escaping @Sendable () -> Result<SavedQueue?, any Error>) {
         state.withLock { $0.fromServer = .asking }
         OSThread.detach(name: "server-queue") { [self] in
             let answer = serverQueue()
@@ -131,6 +132,12 @@ package final class Persistence: Sendable {
     /// disk, read-only state-dir) is retried at the next call; the first failure of a streak is
     /// logged and published (`state-error`), and the recovery is logged. Returns the queue written.
     package func save(_ now: SavedState) -> SavedQueue?? {
+        // One save at a time: the monitor's and the stop's own (fadeOut) may come together, and two
+        // writers of `state.json.tmp` could leave it half of each.
+        saving.withLock { _ in saveLocked(now) }
+    }
+
+    private func saveLocked(_ now: SavedState) -> SavedQueue?? {
         var now = now
         let previous: SavedState? = state.withLock { s in
             // Computed from a look before the server's queue came: that queue stays.

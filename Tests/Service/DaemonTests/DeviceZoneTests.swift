@@ -281,7 +281,8 @@ extension DeviceZoneTests {
         z.fill(inKitchen, 0.1)
         onPatio.drop(onPatio.rate / 10)
         #expect(!onPatio.rejoins(among: z.both), "patio holds what the kitchen played")
-        #expect(onPatio.slot.isBehind && onPatio.slot.isDiscardPending)
+        // Behind, its discard pending or (the output thread may be quick) already done.
+        #expect(onPatio.slot.isBehind)
         #expect(waitUntil { !onPatio.slot.isDiscardPending })
         #expect(onPatio.rejoins(among: z.both))
         #expect(!onPatio.slot.isBehind)

@@ -365,6 +365,32 @@ extension MusicQueueTests {
         #expect(try again.status().savedQueue?.track.title == "Two")
     }
 
+    /// A password file that cannot be read at a first start: the server's queue could not be asked,
+    /// and the file says so; once the password is there, the next start has the queue. Before, an
+    /// unreadable password counted as "the server has no queue", never asked again.
+    @Test func aServerQueueNotAskedForWantOfThePasswordIsAskedOnceItIsThere() throws {
+        let held = try HeldServerQueue()  // a first daemon, stopped at once: its own queue not needed
+        for _ in 0..<8 { held.answer.post() }
+        held.t.stop()
+        let stateDir = TestDirectory.make("no-password-state")
+        let password = TestDirectory.make("no-password") + "/password"
+        var music = held.music
+        music.subsonic.password = .file(password)  // not there yet
+        let first = try TestDaemon(music: music, stateDir: stateDir)
+        first.stop()
+        let written = String(
+            decoding: ((try? FileIO.read(stateDir + "/state.json").get()) ?? nil) ?? [], as: UTF8.self)
+        #expect(written.contains("askServerQueue"), "\(written)")
+        _ = FileIO.writeAtomically(Array("secret\n".utf8), to: password)
+        let second = try TestDaemon(music: music, stateDir: stateDir)
+        defer {
+            second.stop()
+            held.server.stop()
+        }
+        #expect(waitUntil(seconds: 5) { (try? second.status().savedQueue) != nil })
+        #expect(try second.status().savedQueue?.track.title == "Two")
+    }
+
     /// A `music/resume` sent while the server's queue is on its way waits for it, then plays it.
     @Test func aResumeWaitsForTheServersQueue() throws {
         let held = try HeldServerQueue()
