@@ -76,9 +76,11 @@ public enum Service {
         let api = API(daemon: daemon, token: token, triggers: triggers)
         let server: HTTPServer
         do {
+            var limits = HTTPServer.Limits()
+            limits.maxConnectionsPerClient = config.api.connectionsPerClient
             server = try HTTPServer(
                 host: config.api.listen.host, port: Int(config.api.listen.port),
-                maxBodyBytes: config.api.maxBody
+                maxBodyBytes: config.api.maxBody, limits: limits
             ) { api.handle($0) }
         } catch {
             logger.error("control API: \(error)")

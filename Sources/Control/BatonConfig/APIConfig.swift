@@ -11,16 +11,21 @@ public struct APIConfig: Sendable, Equatable {
     /// `localhost`, the loopback addresses, the machine's host names and addresses): a request whose
     /// `Host` is none of them is refused (DNS rebinding). Lowercased host names or addresses, no port.
     public var allowedHosts: [String]
+    /// Connections at once from one client address (`connections-per-client`, of the 64 in all):
+    /// one host cannot take every slot from the others. Default 16; behind a reverse proxy every
+    /// client comes from the proxy's address, which may need more.
+    public var connectionsPerClient: Int
 
     /// Creates API settings.
     public init(
         listen: ListenAddress = .default, maxBody: Int = 64 * 1024, tokenFile: String? = nil,
-        allowedHosts: [String] = []
+        allowedHosts: [String] = [], connectionsPerClient: Int = 16
     ) {
         self.listen = listen
         self.maxBody = maxBody
         self.tokenFile = tokenFile
         self.allowedHosts = allowedHosts
+        self.connectionsPerClient = connectionsPerClient
     }
 
     /// True when the API listens beyond this machine (the host is not a loopback address), so anyone
@@ -32,6 +37,8 @@ public struct APIConfig: Sendable, Equatable {
 
     /// The accepted range for `max-body`: 1 byte to 16 MiB.
     public static let maxBodyRange = 1...(16 * 1024 * 1024)
+    /// The accepted range for `connections-per-client` (64 connections in all).
+    public static let connectionsPerClientRange = 1...64
 }
 
 /// A `host:port` pair. The host is an IPv4 address, a bracketed IPv6 address (`[::1]`) or a host

@@ -69,6 +69,7 @@ extension APIConfig: Encodable {
         case maxBody = "max-body"
         case tokenFile = "token-file"
         case allowedHosts = "allowed-hosts"
+        case connectionsPerClient = "connections-per-client"
     }
 
     /// `{"listen": "127.0.0.1:8470", "max-body": "64KiB"}`, with `token-file` (the path) when set.
@@ -78,6 +79,7 @@ extension APIConfig: Encodable {
         try container.encode(ConfigSyntax.formatByteSize(maxBody), forKey: .maxBody)
         try container.encodeIfPresent(tokenFile, forKey: .tokenFile)
         if !allowedHosts.isEmpty { try container.encode(allowedHosts, forKey: .allowedHosts) }
+        if connectionsPerClient != 16 { try container.encode(connectionsPerClient, forKey: .connectionsPerClient) }
     }
 }
 

@@ -108,7 +108,7 @@ extension ConfigReader {
         "external-sources",
         "silence-alarm",
     ]
-    static let apiKeys = ["listen", "max-body", "token-file", "allowed-hosts"]
+    static let apiKeys = ["listen", "max-body", "token-file", "allowed-hosts", "connections-per-client"]
     static let resamplerKeys = ["music", "announcements"]
     static let policyKeys = ["classes", "duck"]
     static let classKeys = [
@@ -200,7 +200,9 @@ extension ConfigReader {
             maxBody: value(api, "max-body", .byteSize(APIConfig.maxBodyRange), default: 64 * 1024) ?? 0,
             tokenFile: tokenFile.map { BatonConfiguration.resolve($0, against: baseDirectory) },
             allowedHosts: api.values["allowed-hosts"].map { allowedHosts($0, at: api.path.appending("allowed-hosts")) }
-                ?? [])
+                ?? [],
+            connectionsPerClient: value(
+                api, "connections-per-client", .integer(APIConfig.connectionsPerClientRange), default: 16) ?? 16)
         if let listen, !listen.isLoopback, tokenFile == nil, api.values["token-file"] == nil {
             report(
                 api.anchor, api.path,

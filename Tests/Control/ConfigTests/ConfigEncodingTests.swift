@@ -32,6 +32,18 @@ import Testing
                 """)
     }
 
+    /// `api.connections-per-client` is read (default 16) and shown when it is not the default.
+    @Test func connectionsPerClientIsReadAndShown() throws {
+        let zones = "zones:\n  kitchen: {pcm: baton_kitchen, rate: 44100, clock: system}\n"
+        let plain = try BatonConfiguration.parse(text: zones, file: "a.yaml", baseDirectory: "")
+        #expect(plain.api.connectionsPerClient == 16)
+        let raised = try BatonConfiguration.parse(
+            text: "api:\n  connections-per-client: 40\n" + zones, file: "b.yaml", baseDirectory: "")
+        #expect(raised.api.connectionsPerClient == 40)
+        let json = String(decoding: try JSONEncoder().encode(raised.api), as: UTF8.self)
+        #expect(json.contains(#""connections-per-client":40"#), "\(json)")
+    }
+
     /// The JSON of every shipped configuration parses back, as YAML, to an equal configuration (up to
     /// the order of zones and classes, which JSON objects do not keep).
     @Test(arguments: [

@@ -81,6 +81,10 @@ import Testing
         ),
         ("api:\n  max-body: 32MiB\n", "test.yaml:5:13: api.max-body: 32MiB is out of range (expected 1B...16MiB)"),
         (
+            "api:\n  connections-per-client: 100\n",
+            "test.yaml:5:27: api.connections-per-client: 100 is out of range (expected 1...64)"
+        ),
+        (
             "resampler:\n  music: sox\n",
             #"test.yaml:5:10: resampler.music: "sox" is not a supported resampler (expected soxr-qq, soxr-lq, soxr-mq, soxr-hq, soxr-vhq, src-fastest, src-medium or src-best)"#
         ),
