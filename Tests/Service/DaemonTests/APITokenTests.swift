@@ -179,6 +179,30 @@ import Testing
         #expect(try send("POST", "/api/v1/library/artists", auth: false).status == 401)
     }
 
+    /// Sends `request` (raw HTTP, `PORT` standing for the port) on eight connections at once to
+    /// an API with a token; their statuses and how long after the sending the last came back.
+    static func eightAtOnce(_ port: Int, _ request: String) -> (statuses: [Int], lastSeconds: Double) {
+        let answers = Mutex<[(status: Int, at: Int)]>([])
+        let go = Semaphore()
+        var threads: [OSThread] = []
+        let text = request.replacing("PORT", with: "\(port)")
+        for _ in 0..<8 {
+            threads.append(
+                OSThread.start(name: "guess") {
+                    go.wait()
+                    let c = try? RawClient(port: port)
+                    c?.send(text)
+                    let status = (try? c?.readResponse())?.status ?? 0
+                    answers.withLock { $0.append((status, monotonicNanoseconds())) }
+                })
+        }
+        let began = monotonicNanoseconds()
+        for _ in threads { go.post() }
+        for thread in threads { thread.join() }
+        let got = answers.withLock { $0 }.sorted { $0.at < $1.at }
+        return (got.map(\.status), Double((got.last?.at ?? began) - began) / 1e9)
+    }
+
     /// A wrong bearer token on any path waits its turn as a wrong login does: eight at once from
     /// one client are answered a quarter of a second apart. Before, only the login was slowed, and
     /// `Authorization: Bearer <guess>` on /api/v1/status guessed at full speed.
@@ -188,33 +212,16 @@ import Testing
         let api = API(daemon: t.daemon, token: "s3cret-token")
         let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
         defer { server.stop() }
-        let port = server.port
-        let answers = Mutex<[(status: Int, at: Int)]>([])
-        let go = Semaphore()
-        var threads: [OSThread] = []
-        for _ in 0..<8 {
-            threads.append(
-                OSThread.start(name: "guess") {
-                    go.wait()
-                    let c = try? RawClient(port: port)
-                    c?.send(
-                        "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
-                            + "Authorization: Bearer guess\r\n\r\n")
-                    let status = (try? c?.readResponse())?.status ?? 0
-                    answers.withLock { $0.append((status, monotonicNanoseconds())) }
-                })
-        }
-        let began = monotonicNanoseconds()
-        for _ in threads { go.post() }
-        for thread in threads { thread.join() }
-        let got = answers.withLock { $0 }.sorted { $0.at < $1.at }
-        #expect(got.map(\.status) == Array(repeating: 401, count: 8), "\(got.map(\.status))")
-        let last = Double((got.last?.at ?? began) - began) / 1e9
-        #expect(last >= 1.9, "the eighth answered \(last) s after they were sent")
+        let got = Self.eightAtOnce(
+            server.port,
+            "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nConnection: close\r\nAuthorization: Bearer guess\r\n\r\n"
+        )
+        #expect(got.statuses == Array(repeating: 401, count: 8), "\(got.statuses)")
+        #expect(got.lastSeconds >= 1.9, "the eighth answered \(got.lastSeconds) s after they were sent")
         // The right token is not slowed by them.
-        let c = try RawClient(port: port)
+        let c = try RawClient(port: server.port)
         c.send(
-            "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+            "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nConnection: close\r\n"
                 + "Authorization: Bearer s3cret-token\r\n\r\n")
         #expect(try c.readResponse().status == 200)
     }
@@ -228,30 +235,13 @@ import Testing
         let api = API(daemon: t.daemon, token: "s3cret-token")
         let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
         defer { server.stop() }
-        let port = server.port
-        let answers = Mutex<[(status: Int, at: Int)]>([])
-        let go = Semaphore()
-        var threads: [OSThread] = []
-        for _ in 0..<8 {
-            threads.append(
-                OSThread.start(name: "guess") {
-                    go.wait()
-                    let body = #"{"token": "guess"}"#
-                    let c = try? RawClient(port: port)
-                    c?.send(
-                        "POST /api/v1/session HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
-                            + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
-                    let status = (try? c?.readResponse())?.status ?? 0
-                    answers.withLock { $0.append((status, monotonicNanoseconds())) }
-                })
-        }
-        let began = monotonicNanoseconds()
-        for _ in threads { go.post() }
-        for thread in threads { thread.join() }
-        let got = answers.withLock { $0 }.sorted { $0.at < $1.at }
-        #expect(got.map(\.status) == Array(repeating: 401, count: 8), "\(got.map(\.status))")
-        let last = Double((got.last?.at ?? began) - began) / 1e9
-        #expect(last >= 1.9, "the eighth answered \(last) s after they were sent")
+        let body = #"{"token": "guess"}"#
+        let got = Self.eightAtOnce(
+            server.port,
+            "POST /api/v1/session HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nConnection: close\r\n"
+                + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        #expect(got.statuses == Array(repeating: 401, count: 8), "\(got.statuses)")
+        #expect(got.lastSeconds >= 1.9, "the eighth answered \(got.lastSeconds) s after they were sent")
     }
 }
 

@@ -294,71 +294,24 @@ import Testing
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).status == 202)
     }
 
-    /// A Subsonic server that takes each request and answers only when told: one that is slow or
-    /// away. Records each request's head.
-    final class HeldSubsonic: Sendable {
-        let port: UInt16
-        private let listening: Int32
-        private let state = Mutex<(requests: [String], held: [(fd: Int32, request: String)], gone: Bool)>(
-            ([], [], false))
+    /// A Subsonic server that takes each request and answers only when told (`HeldHTTPServer`),
+    /// and the music section for it.
+    struct HeldSubsonic {
+        let http: HeldHTTPServer
         let music: MusicConfig
 
         init() throws {
-            let server = try Listener()
-            port = server.port
-            listening = server.fd
+            http = try HeldHTTPServer()
             let dir = TestDirectory.make("held-subsonic")
             _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
             music = MusicConfig(
-                subsonic: .init(
-                    url: "http://127.0.0.1:\(server.port)", user: "baton", password: .file("\(dir)/password"),
-                    format: .raw))
-            OSThread.detach(name: "held-subsonic") { [self] in
-                while true {
-                    let client = accept(listening, nil, nil)
-                    guard client >= 0 else { return }
-                    var head = [UInt8](repeating: 0, count: 4096)
-                    let n = recv(client, &head, head.count, 0)
-                    let text = n > 0 ? String(decoding: head[..<n], as: UTF8.self) : ""
-                    let kept = state.withLock { s -> Bool in
-                        s.requests.append(text)
-                        if !s.gone { s.held.append((client, text)) }
-                        return !s.gone
-                    }
-                    if !kept { Glibc.close(client) }
-                }
-            }
+                subsonic: .init(url: http.url, user: "baton", password: .file("\(dir)/password"), format: .raw))
         }
 
-        /// The requests held now, not answered, whose head names `call`.
-        func holding(_ call: String) -> Int { state.withLock { $0.held.count { $0.request.contains(call) } } }
-
-        /// The requests whose head names `call` (`getRandomSongs`).
-        func count(_ call: String) -> Int { state.withLock { $0.requests.count { $0.contains(call) } } }
-
-        /// Answers every held request 500 (a failure at once) and closes it; later ones are held.
-        func failHeld() {
-            for fd in state.withLock({ s in
-                defer { s.held.removeAll() }
-                return s.held.map(\.fd)
-            }) {
-                let answer = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                _ = answer.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
-                Glibc.close(fd)
-            }
-        }
-
-        /// Goes away: the listening socket and every held request are closed.
-        func close() {
-            let fds = state.withLock { s -> [Int32] in
-                guard !s.gone else { return [] }
-                s.gone = true
-                defer { s.held.removeAll() }
-                return s.held.map(\.fd)
-            }
-            shutdown(listening, Int32(SHUT_RDWR))
-            for fd in fds { Glibc.close(fd) }
-        }
+        func count(_ call: String) -> Int { http.count(call) }
+        func holding(_ call: String) -> Int { http.holding(call) }
+        func failHeld() { http.failHeld() }
+        func close() { http.close() }
     }
 
     /// A command that waits on the network holds only the commands of its kind: `music/play`

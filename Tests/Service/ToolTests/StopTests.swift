@@ -7,48 +7,12 @@ import Testing
 /// batond's stop while a request waits on the music server: systemd gives the stop 5 s
 /// (`TimeoutStopSec`), then kills it (no fade-out, no last save).
 @Suite struct StopTests {
-    /// A server that takes each request and never answers; counts the requests by their head.
-    final class SilentServer: Sendable {
-        let port: UInt16
-        private let listening: Int32
-        private let state = Mutex<(requests: [String], held: [Int32])>(([], []))
-
-        init() throws {
-            let listener = try Listener()
-            port = listener.port
-            listening = listener.fd
-            OSThread.detach(name: "silent-server") { [self] in
-                while true {
-                    let client = accept(listening, nil, nil)
-                    guard client >= 0 else { return }
-                    var head = [UInt8](repeating: 0, count: 4096)
-                    let n = recv(client, &head, head.count, 0)
-                    let text = n > 0 ? String(decoding: head[..<n], as: UTF8.self) : ""
-                    state.withLock {
-                        $0.requests.append(text)
-                        $0.held.append(client)
-                    }
-                }
-            }
-        }
-
-        func count(_ call: String) -> Int { state.withLock { $0.requests.count { $0.contains(call) } } }
-
-        func close() {
-            shutdown(listening, Int32(SHUT_RDWR))
-            for fd in state.withLock({ s in
-                defer { s.held.removeAll() }
-                return s.held
-            }) { Glibc.close(fd) }
-        }
-    }
-
     /// `music/play` waits on a server that never answers (its request may take 30 s) when batond
     /// gets SIGTERM: it stops within systemd's 5 s, with its fade-out and last save ("stopped"),
     /// and the request ends unplayed. Before, the API's stop waited for the request, and batond was
     /// killed.
     @Test func aStopEndsWhileARequestWaitsOnTheMusicServer() throws {
-        let server = try SilentServer()
+        let server = try HeldHTTPServer()
         defer { server.close() }
         let password = TestDirectory.make("silent-server") + "/password"
         let file = try #require(fopen(password, "w"))
