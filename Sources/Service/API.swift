@@ -67,6 +67,9 @@ public struct API: Sendable {
         let bearing = token != nil && r.headers["authorization"] != nil
         if bearing && sessions.guessesFull(from: client) { return Self.tooManyGuesses }
         let who = caller(r)
+        // A wrong bearer token waits as a wrong login does (four tries a second), on every path:
+        // the session's GET would tell it otherwise.
+        if bearing, case .anonymous = who, !sessions.delayWrongToken(from: client) { return Self.tooManyGuesses }
         // The page and its login need no token: they hold no data (another method on the page's
         // paths is a 404, as without a token).
         let isPublic = WebApp.asset(r.path) != nil || r.path == "/api/v1/session"
@@ -81,8 +84,6 @@ public struct API: Sendable {
                     }
                 }
             case .anonymous:
-                // A wrong bearer token waits as a wrong login does (four tries a second).
-                if bearing && !sessions.delayWrongToken(from: client) { return Self.tooManyGuesses }
                 var response = HTTPResponse.error(
                     401,
                     "a bearer token is required (Authorization: Bearer <token from api.token-file>), "

@@ -24,8 +24,8 @@ final class Sessions: Sendable {
     private let streams = Mutex<[String: [HTTPChunkQueue]]>([:])
     /// When the next wrong token may be answered, per client address (monotonic ns): one a
     /// quarter of a second over all its connections, so that parallel guesses are no faster than
-    /// one after the other.
-    private let nextWrongAnswer = Mutex<[String: Int]>([:])
+    /// one after the other; and over all clients, one a sixteenth (a guesser with many addresses).
+    private let nextWrongAnswer = Mutex<(perClient: [String: Int], all: Int)>(([:], 0))
 
     init(capacity: Int = 64, idleSeconds: Int = 30 * 24 * 3600) {
         self.capacity = capacity
@@ -34,16 +34,20 @@ final class Sessions: Sendable {
 
     /// Waits before a wrong token from `client` (its address) is answered: a quarter of a second
     /// after the one answered to it last, whatever its connection, so a guesser gets four tries a
-    /// second in all (another client, the owner's phone, is not slowed). False, at once, when that
-    /// would be more than 5 s away (answered 429: its threads cannot pile up).
+    /// second (another client, the owner's phone, is barely slowed), and sixteen a second over all
+    /// clients. False, at once, when that would be more than 5 s away (answered 429: threads
+    /// cannot pile up).
     func delayWrongToken(from client: String) -> Bool {
         let quarter = 250_000_000
         let now = monotonicNanoseconds()
         let at = nextWrongAnswer.withLock { next -> Int? in
-            next = next.filter { $0.value > now }  // forgotten once past: the table stays small
-            let at = max(now, next[client] ?? now) + quarter
+            next.perClient = next.perClient.filter { $0.value > now }  // forgotten once past
+            let mine = max(now, next.perClient[client] ?? now) + quarter
+            let everyone = max(now, next.all) + quarter / 4
+            let at = max(mine, everyone)
             guard at - now <= 5_000_000_000 else { return nil }
-            next[client] = at
+            next.perClient[client] = at
+            next.all = everyone
             return at
         }
         guard let at else { return false }
@@ -56,7 +60,10 @@ final class Sessions: Sendable {
     /// a token is compared, so that a 429 says nothing of whether the token was right.
     func guessesFull(from client: String) -> Bool {
         let now = monotonicNanoseconds()
-        return nextWrongAnswer.withLock { ($0[client] ?? now) + 250_000_000 - now > 5_000_000_000 }
+        return nextWrongAnswer.withLock {
+            max(max(now, $0.perClient[client] ?? now) + 250_000_000, max(now, $0.all) + 62_500_000) - now
+                > 5_000_000_000
+        }
     }
 
     /// 32 random bytes as hex, from the system's generator.

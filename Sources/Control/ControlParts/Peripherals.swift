@@ -138,6 +138,9 @@ package final class Persistence: Sendable {
     }
 
     private func saveLocked(_ now: SavedState) -> SavedQueue?? {
+        // The stop saved before its fade-out: a save after it (the monitor's, still running) would
+        // keep the volumes turned down by the fade.
+        guard !state.withLock({ $0.fadedOut }) else { return nil }
         var now = now
         let previous: SavedState? = state.withLock { s in
             // Computed from a look before the server's queue came: that queue stays.

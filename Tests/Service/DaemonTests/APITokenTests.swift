@@ -1,5 +1,6 @@
 import BatonTesting
 import FoundationEssentials
+import Glibc
 import HTTPServer
 import OSThread
 import Synchronization
@@ -204,26 +205,41 @@ import Testing
     }
 
     /// A wrong bearer token on any path waits its turn as a wrong login does: eight at once from
-    /// one client are answered a quarter of a second apart. Before, only the login was slowed, and
-    /// `Authorization: Bearer <guess>` on /api/v1/status guessed at full speed.
+    /// one client are answered a quarter of a second apart — on /api/v1/status and on the public
+    /// /api/v1/session, whose answer says whether the token was right — while the right token,
+    /// sent meanwhile, is answered at once. Before, only the login was slowed.
     @Test func wrongBearerTokensAreSlowedToo() throws {
         let t = try TestDaemon()
         defer { t.stop() }
         let api = API(daemon: t.daemon, token: "s3cret-token")
         let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
         defer { server.stop() }
-        let got = Self.eightAtOnce(
-            server.port,
-            "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nConnection: close\r\nAuthorization: Bearer guess\r\n\r\n"
-        )
-        #expect(got.statuses == Array(repeating: 401, count: 8), "\(got.statuses)")
-        #expect(got.lastSeconds >= 1.9, "the eighth answered \(got.lastSeconds) s after they were sent")
-        // The right token is not slowed by them.
-        let c = try RawClient(port: server.port)
-        c.send(
-            "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nConnection: close\r\n"
-                + "Authorization: Bearer s3cret-token\r\n\r\n")
-        #expect(try c.readResponse().status == 200)
+        for path in ["/api/v1/status", "/api/v1/session"] {
+            let port = server.port
+            let guesses = Mutex<(statuses: [Int], lastSeconds: Double)?>(nil)
+            OSThread.detach(name: "guesses") {
+                let got = Self.eightAtOnce(
+                    port,
+                    "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nConnection: close\r\nAuthorization: Bearer guess\r\n\r\n"
+                )
+                guesses.withLock { $0 = got }
+            }
+            usleep(300_000)  // the guesses wait their turns
+            let began = monotonicNanoseconds()
+            let c = try RawClient(port: server.port)
+            c.send(
+                "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nConnection: close\r\n"
+                    + "Authorization: Bearer s3cret-token\r\n\r\n")
+            #expect(try c.readResponse().status == 200)
+            let took = Double(monotonicNanoseconds() - began) / 1e9
+            #expect(took < 0.5, "the right token took \(took) s on \(path)")
+            #expect(guesses.withLock { $0 } == nil, "the guesses were all answered by then")
+            #expect(waitUntil(seconds: 5) { guesses.withLock { $0 } != nil })
+            let got = try #require(guesses.withLock { $0 })
+            #expect(
+                got.statuses == Array(repeating: path.hasSuffix("session") ? 200 : 401, count: 8), "\(got.statuses)")
+            #expect(got.lastSeconds >= 1.9, "\(path): the eighth answered \(got.lastSeconds) s after they were sent")
+        }
     }
 
     /// Wrong tokens sent on eight connections at once are answered a quarter of a second apart, as

@@ -58,6 +58,21 @@ import Testing
             "saved once the disk takes it")
     }
 
+    /// A save after the stop's fade-out began (the monitor saves once a second until the daemon
+    /// stops) keeps the volumes as they were before the fade, not turned down by it: the speaker
+    /// does not start muted next time.
+    @Test func aSaveDuringTheFadeOutKeepsTheVolumes() throws {
+        let dir = TestDirectory.make("fadestate")
+        let t = try TestDaemon(stateDir: dir)
+        defer { t.stop() }
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.4}"#).status == 200)
+        t.daemon.fadeOut()
+        usleep(700_000)  // the fade (up to 500 ms) is over: the mixers are at 0
+        t.daemon.saveState()  // as the monitor would, before the daemon stops
+        let saved = try #require(try StateStore(directory: dir).load().get())
+        #expect(saved.volumes["kitchen"] == Double(Float(0.4)), "\(saved.volumes)")
+    }
+
     /// A state-dir that cannot be created (its parent is a file): an error naming it, and the daemon
     /// plays on.
     @Test func unwritableStateDirIsAClearError() throws {

@@ -377,6 +377,7 @@ extension MusicQueueTests {
         var music = held.music
         music.subsonic.password = .file(password)  // not there yet
         let first = try TestDaemon(music: music, stateDir: stateDir)
+        first.daemon.music.awaitServerQueue()  // failed, not still being asked, when it stops
         first.stop()
         let written = String(
             decoding: ((try? FileIO.read(stateDir + "/state.json").get()) ?? nil) ?? [], as: UTF8.self)
