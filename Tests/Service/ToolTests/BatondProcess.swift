@@ -42,7 +42,10 @@ final class BatondProcess {
             """)
         var lastLog = ""
         for _ in 0..<5 {
-            port = Int.random(in: 20_000...60_000)
+            // From FreePort, as every other test server's: a random port of its own (20000–60000)
+            // could be one FreePort had just handed to another test (a StreamOutputTests listener
+            // once found its port taken), or an ephemeral port an outgoing connection then took.
+            port = try FreePort.next()
             Self.write(
                 directory + "/baton.yaml",
                 """
