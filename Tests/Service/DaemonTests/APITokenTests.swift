@@ -12,13 +12,25 @@ import Testing
 
 /// The bearer token required when the API is reachable beyond loopback.
 @Suite struct APITokenTests {
+    /// A test daemon and its API with the token `s3cret-token`, on a server of its own (stop both).
+    static func tokenAPI() throws -> (TestDaemon, HTTPServer) {
+        let t = try TestDaemon()
+        let api = API(daemon: t.daemon, token: "s3cret-token")
+        do {
+            return (t, try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) })
+        } catch {
+            t.stop()
+            throw error
+        }
+    }
+
     /// Without the token, or with a wrong one, every endpoint answers 401 JSON; with it, 200.
     @Test func requestsNeedTheBearerToken() throws {
-        let t = try TestDaemon()
-        defer { t.stop() }
-        let api = API(daemon: t.daemon, token: "s3cret-token")
-        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
-        defer { server.stop() }
+        let (t, server) = try Self.tokenAPI()
+        defer {
+            server.stop()
+            t.stop()
+        }
         func get(_ auth: String?) throws -> RawClient.Response {
             let c = try RawClient(port: server.port)
             c.send(
@@ -39,11 +51,11 @@ import Testing
     /// The web app loads without the token (it holds no data); a token in the address
     /// (`?access_token=`) is refused now, for GET as for POST: it would end up in logs and history.
     @Test func webAppLoadsAndQueryTokenIsRefused() throws {
-        let t = try TestDaemon()
-        defer { t.stop() }
-        let api = API(daemon: t.daemon, token: "s3cret-token")
-        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
-        defer { server.stop() }
+        let (t, server) = try Self.tokenAPI()
+        defer {
+            server.stop()
+            t.stop()
+        }
         func send(_ line: String, body: String = "") throws -> RawClient.Response {
             let c = try RawClient(port: server.port)
             c.send(
@@ -63,11 +75,11 @@ import Testing
     /// cookie and the CSRF secret; with the cookie, GET works, a POST needs the X-Baton-CSRF header
     /// (403 without it, naming the csrf rule); logout ends the session.
     @Test func sessionCookieLoginWithCSRF() throws {
-        let t = try TestDaemon()
-        defer { t.stop() }
-        let api = API(daemon: t.daemon, token: "s3cret-token")
-        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
-        defer { server.stop() }
+        let (t, server) = try Self.tokenAPI()
+        defer {
+            server.stop()
+            t.stop()
+        }
         func send(_ method: String, _ path: String, body: String = "", headers: [String] = []) throws
             -> RawClient.Response
         {
@@ -121,11 +133,11 @@ import Testing
     /// receiving events on the others); a stream opened with the bearer token goes on. Before, the
     /// stream went on after the logout for as long as the page stayed open.
     @Test func aLogoutEndsTheSessionsEventStream() throws {
-        let t = try TestDaemon()
-        defer { t.stop() }
-        let api = API(daemon: t.daemon, token: "s3cret-token")
-        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
-        defer { server.stop() }
+        let (t, server) = try Self.tokenAPI()
+        defer {
+            server.stop()
+            t.stop()
+        }
         let host = "Host: 127.0.0.1:\(server.port)"
         let login = try RawClient(port: server.port)
         let body = #"{"token": "s3cret-token"}"#
@@ -158,11 +170,11 @@ import Testing
     /// says a token is needed for what does not exist), and a method other than GET on a library
     /// path is the documented 405, as on every other path of the table.
     @Test func wrongMethodsGetTheDocumentedStatus() throws {
-        let t = try TestDaemon()
-        defer { t.stop() }
-        let api = API(daemon: t.daemon, token: "s3cret-token")
-        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
-        defer { server.stop() }
+        let (t, server) = try Self.tokenAPI()
+        defer {
+            server.stop()
+            t.stop()
+        }
         func send(_ method: String, _ path: String, auth: Bool) throws -> RawClient.Response {
             let c = try RawClient(port: server.port)
             var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nConnection: close\r\n"
@@ -209,11 +221,11 @@ import Testing
     /// /api/v1/session, whose answer says whether the token was right — while the right token,
     /// sent meanwhile, is answered at once. Before, only the login was slowed.
     @Test func wrongBearerTokensAreSlowedToo() throws {
-        let t = try TestDaemon()
-        defer { t.stop() }
-        let api = API(daemon: t.daemon, token: "s3cret-token")
-        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
-        defer { server.stop() }
+        let (t, server) = try Self.tokenAPI()
+        defer {
+            server.stop()
+            t.stop()
+        }
         for path in ["/api/v1/status", "/api/v1/session"] {
             let port = server.port
             let guesses = Mutex<(statuses: [Int], lastSeconds: Double)?>(nil)
@@ -246,11 +258,11 @@ import Testing
     /// one after the other would be: guessing is four tries a second however many connections a
     /// guesser opens. Before, each connection waited its own quarter: all eight came back together.
     @Test func parallelWrongTokensAreAnsweredAQuarterSecondApart() throws {
-        let t = try TestDaemon()
-        defer { t.stop() }
-        let api = API(daemon: t.daemon, token: "s3cret-token")
-        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) }
-        defer { server.stop() }
+        let (t, server) = try Self.tokenAPI()
+        defer {
+            server.stop()
+            t.stop()
+        }
         let body = #"{"token": "guess"}"#
         let got = Self.eightAtOnce(
             server.port,

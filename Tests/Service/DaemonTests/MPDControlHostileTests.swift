@@ -75,9 +75,8 @@ import Testing
         let reports = Reports()
         let control = MPDControl(host: "127.0.0.1", port: server.listener.port, report: reports.add)
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(20_000)
-                return reports.contains("a line longer than 64 KiB: not MPD's protocol")
+            waitUntil(seconds: 5, every: 0.02) {
+                reports.contains("a line longer than 64 KiB: not MPD's protocol")
             }, "\(reports.lines.withLock { $0 })")
         #expect(reports.contains("mpd 127.0.0.1:\(server.listener.port): cannot follow its state"))
         control.close()
@@ -161,34 +160,30 @@ import Testing
         let control = MPDControl(host: "127.0.0.1", port: server.listener.port, report: reports.add)
         defer { control.close() }
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(10_000)
-                return control.state == "play"
+            waitUntil(seconds: 5, every: 0.01) {
+                control.state == "play"
             })
         #expect(control.lastError == nil)
         // MPD goes away.
         healthy.store(false, ordering: .relaxed)
         server.dropConnections()
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(20_000)
-                return control.lastError?.contains("cannot follow its state") == true
+            waitUntil(seconds: 5, every: 0.02) {
+                control.lastError?.contains("cannot follow its state") == true
             }, "\(String(describing: control.lastError))")
         #expect(control.state == nil, "not known while MPD is away")
         control.pause()  // a fresh connection, closed after the greeting: the command fails
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(20_000)
-                return reports.contains("\"pause 1\" failed")
+            waitUntil(seconds: 5, every: 0.02) {
+                reports.contains("\"pause 1\" failed")
             }, "\(reports.lines.withLock { $0 })")
         #expect(control.lastError?.contains("cannot follow its state") == true, "the watcher's error is shown first")
         // MPD is back, restarted: stopped.
         playing.store(false, ordering: .relaxed)
         healthy.store(true, ordering: .relaxed)
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(20_000)
-                return control.lastError == nil && control.state == "stop"
+            waitUntil(seconds: 5, every: 0.02) {
+                control.lastError == nil && control.state == "stop"
             }, "\(String(describing: control.lastError)), \(String(describing: control.state))")
         #expect(control.takeUserChange() == .stopped)
         #expect(reports.lines.withLock { $0.count { $0.contains("cannot follow its state") } } == 1, "said once")
@@ -208,14 +203,12 @@ import Testing
             host: "127.0.0.1", port: server.listener.port, report: reports.add, checkSeconds: 0.5)
         defer { control.close() }
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(10_000)
-                return control.state == "play"
+            waitUntil(seconds: 5, every: 0.01) {
+                control.state == "play"
             })
         #expect(
-            waitUntil(seconds: 6) {
-                usleep(20_000)
-                return reports.contains("cannot follow its state: no answer")
+            waitUntil(seconds: 6, every: 0.02) {
+                reports.contains("cannot follow its state: no answer")
             }, "\(reports.lines.withLock { $0 })")
         #expect(control.state == nil)
     }
@@ -238,47 +231,43 @@ import Testing
         let control = MPDControl(host: "127.0.0.1", port: server.listener.port, report: { _ in }, checkSeconds: 2)
         defer { control.close() }
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(10_000)
-                return control.state == "play"
+            waitUntil(seconds: 5, every: 0.01) {
+                control.state == "play"
             })
         control.pause()
         #expect(waitUntil(seconds: 5) { paused.load(ordering: .relaxed) })
         // The watcher finds its connection silent (2 s + the 2 s answer limit), comes back after 1 s.
         #expect(
-            waitUntil(seconds: 10) {
-                usleep(20_000)
-                return control.state == "pause"
+            waitUntil(seconds: 10, every: 0.02) {
+                control.state == "pause"
             }, "\(String(describing: control.state))")
         #expect(control.takeUserChange() == nil)
+    }
+
+    /// MPD's refusal of `play` (an empty playlist), for `serveMPD`'s `answer`.
+    static func refusingPlay(_ command: String) -> String? {
+        command == "play" ? "ACK [50@0] {play} the playlist is empty\n" : nil
     }
 
     /// A command MPD itself refused (`ACK`) is still the error shown after the watcher, which lost
     /// MPD meanwhile, follows it again: only failures to reach MPD go then.
     @Test func aRefusalByMPDStaysWhenTheWatcherIsBack() throws {
-        let server = try FakeMPD { fd, _ in
-            Self.serveMPD(
-                fd, healthy: { true },
-                answer: { $0 == "play" ? "ACK [50@0] {play} the playlist is empty\n" : nil })
-        }
+        let server = try FakeMPD { fd, _ in Self.serveMPD(fd, healthy: { true }, answer: Self.refusingPlay) }
         let control = MPDControl(host: "127.0.0.1", port: server.listener.port, report: { _ in })
         defer { control.close() }
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(10_000)
-                return control.state == "play"
+            waitUntil(seconds: 5, every: 0.01) {
+                control.state == "play"
             })
         control.play()
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(10_000)
-                return control.lastError?.contains("the playlist is empty") == true
+            waitUntil(seconds: 5, every: 0.01) {
+                control.lastError?.contains("the playlist is empty") == true
             })
         server.dropConnections()  // the watcher loses MPD and follows it again a second later
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(20_000)
-                return server.connections.load(ordering: .relaxed) >= 3 && control.state == "play"
+            waitUntil(seconds: 5, every: 0.02) {
+                server.connections.load(ordering: .relaxed) >= 3 && control.state == "play"
                     && control.lastError?.contains("cannot follow") != true
             })
         #expect(
@@ -293,27 +282,24 @@ import Testing
         let server = try FakeMPD { fd, _ in
             Self.serveMPD(
                 fd, healthy: { true }, state: { playing.load(ordering: .relaxed) ? "play" : "stop" },
-                answer: { $0 == "play" ? "ACK [50@0] {play} the playlist is empty\n" : nil })
+                answer: Self.refusingPlay)
         }
         let control = MPDControl(host: "127.0.0.1", port: server.listener.port, report: { _ in })
         defer { control.close() }
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(10_000)
-                return control.state == "stop"
+            waitUntil(seconds: 5, every: 0.01) {
+                control.state == "stop"
             })
         control.play()
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(10_000)
-                return control.lastError?.contains("the playlist is empty") == true
+            waitUntil(seconds: 5, every: 0.01) {
+                control.lastError?.contains("the playlist is empty") == true
             })
         playing.store(true, ordering: .relaxed)  // the user, in another MPD client
         server.dropConnections()
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(20_000)
-                return control.state == "play"
+            waitUntil(seconds: 5, every: 0.02) {
+                control.state == "play"
             })
         #expect(control.takeUserChange() == .played)
     }

@@ -320,6 +320,31 @@ extension MusicQueueTests {
             t.stop()
             server.stop()
         }
+
+        /// The daemon has asked the server for its queue (within 5 s).
+        func asked() -> Bool {
+            waitUntil(seconds: 5) { server.requests.contains { $0.hasPrefix("/rest/getPlayQueue") } }
+        }
+
+        /// `state.json` in `directory`, as text ("" when there is none).
+        static func stateText(_ directory: String) -> String {
+            String(decoding: ((try? FileIO.read(directory + "/state.json").get()) ?? nil) ?? [], as: UTF8.self)
+        }
+
+        /// The state file in `directory` says the server's queue is to be asked again, and a daemon
+        /// started on it (with `music`) has that queue. Stops it and the server.
+        func nextStartHasTheQueue(music: MusicConfig, stateDir directory: String) throws {
+            let written = Self.stateText(directory)
+            #expect(written.contains("askServerQueue"), "\(written)")
+            for _ in 0..<4 { answer.post() }  // from now on the server answers
+            let again = try TestDaemon(music: music, stateDir: directory)
+            defer {
+                again.stop()
+                server.stop()
+            }
+            #expect(waitUntil(seconds: 5) { (try? again.status().savedQueue) != nil })
+            #expect(try again.status().savedQueue?.track.title == "Two")
+        }
     }
 
     /// With no state file, the queue the server keeps (`getPlayQueue`) is asked in the background:
@@ -330,18 +355,17 @@ extension MusicQueueTests {
     @Test func theServersQueueIsAskedWithoutHoldingTheStart() throws {
         let held = try HeldServerQueue()
         let t = held.t
-        #expect(waitUntil(seconds: 5) { held.server.requests.contains { $0.hasPrefix("/rest/getPlayQueue") } })
+        #expect(held.asked())
         #expect(try t.status().savedQueue == nil)
         _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         #expect(t.waitForEvent("granted", source: "announce-1", seconds: 5) != nil)
-        let file = held.stateDir + "/state.json"
-        #expect(waitUntil(seconds: 5) { access(file, R_OK) == 0 }, "the first save")
+        #expect(waitUntil(seconds: 5) { access(held.stateDir + "/state.json", R_OK) == 0 }, "the first save")
         held.answer.post()
         #expect(waitUntil(seconds: 5) { (try? t.status().savedQueue) != nil })
         let saved = try #require(try t.status().savedQueue)
         #expect(saved.track.title == "Two" && saved.trackIndex == 1 && saved.queueLength == 2, "\(saved)")
         held.stop()
-        let written = String(decoding: ((try? FileIO.read(file).get()) ?? nil) ?? [], as: UTF8.self)
+        let written = HeldServerQueue.stateText(held.stateDir)
         #expect(written.contains(#""s2""#) && written.contains("Two"), "\(written)")
     }
 
@@ -350,19 +374,9 @@ extension MusicQueueTests {
     /// "no queue" and the server was never asked again.
     @Test func aServerQueueNotHadIsAskedAgainAtTheNextStart() throws {
         let held = try HeldServerQueue()
-        #expect(waitUntil(seconds: 5) { held.server.requests.contains { $0.hasPrefix("/rest/getPlayQueue") } })
+        #expect(held.asked())
         held.t.stop()  // the request ends with the stop; the server never answered it
-        let file = held.stateDir + "/state.json"
-        let written = String(decoding: ((try? FileIO.read(file).get()) ?? nil) ?? [], as: UTF8.self)
-        #expect(written.contains("askServerQueue"), "\(written)")
-        for _ in 0..<4 { held.answer.post() }  // from now on the server answers
-        let again = try TestDaemon(music: held.music, stateDir: held.stateDir)
-        defer {
-            again.stop()
-            held.server.stop()
-        }
-        #expect(waitUntil(seconds: 5) { (try? again.status().savedQueue) != nil })
-        #expect(try again.status().savedQueue?.track.title == "Two")
+        try held.nextStartHasTheQueue(music: held.music, stateDir: held.stateDir)
     }
 
     /// A password file that cannot be read at a first start: the server's queue could not be asked,
@@ -379,24 +393,15 @@ extension MusicQueueTests {
         let first = try TestDaemon(music: music, stateDir: stateDir)
         first.daemon.music.awaitServerQueue()  // failed, not still being asked, when it stops
         first.stop()
-        let written = String(
-            decoding: ((try? FileIO.read(stateDir + "/state.json").get()) ?? nil) ?? [], as: UTF8.self)
-        #expect(written.contains("askServerQueue"), "\(written)")
         _ = FileIO.writeAtomically(Array("secret\n".utf8), to: password)
-        let second = try TestDaemon(music: music, stateDir: stateDir)
-        defer {
-            second.stop()
-            held.server.stop()
-        }
-        #expect(waitUntil(seconds: 5) { (try? second.status().savedQueue) != nil })
-        #expect(try second.status().savedQueue?.track.title == "Two")
+        try held.nextStartHasTheQueue(music: music, stateDir: stateDir)
     }
 
     /// A `music/resume` sent while the server's queue is on its way waits for it, then plays it.
     @Test func aResumeWaitsForTheServersQueue() throws {
         let held = try HeldServerQueue()
         defer { held.stop() }
-        #expect(waitUntil(seconds: 5) { held.server.requests.contains { $0.hasPrefix("/rest/getPlayQueue") } })
+        #expect(held.asked())
         let resumed = Mutex<(status: Int, at: Int)?>(nil)
         let port = held.t.port
         OSThread.detach(name: "resume") {
@@ -427,7 +432,7 @@ extension MusicQueueTests {
     @Test func aResumeWaitingForTheServersQueueResumesMusicStartedMeanwhile() throws {
         let held = try HeldServerQueue()
         defer { held.stop() }
-        #expect(waitUntil(seconds: 5) { held.server.requests.contains { $0.hasPrefix("/rest/getPlayQueue") } })
+        #expect(held.asked())
         let resumed = Mutex<Int?>(nil)
         let port = held.t.port
         OSThread.detach(name: "resume") {
