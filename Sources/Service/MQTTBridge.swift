@@ -24,9 +24,10 @@ import Synchronization
 /// A command is carried out by the same `Commands` as the HTTP request it mirrors (same validation,
 /// same errors). The bridge's own thread checks each command as it comes and hands it to a thread of
 /// its lane (`lane(of:body:)`): the commands of one kind run in arrival order, and one that waits on
-/// the network holds only those after it of its kind. The bridge's thread also publishes events (it subscribes to the event log: woken by each one) and state whenever it changes (looked
-/// at every 50 ms at most); on every (re)connect the retained topics and the discovery messages are
-/// published again.
+/// the network holds only those after it of its kind. The bridge's thread also publishes events (it
+/// subscribes to the event log: woken by each one) and state whenever it changes (looked at every
+/// 50 ms at most); on every (re)connect the retained topics and the discovery messages are published
+/// again.
 ///
 /// Thread: created, started and stopped by the control thread; the MQTT client's network thread only
 /// queues commands.

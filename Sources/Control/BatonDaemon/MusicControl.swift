@@ -74,9 +74,9 @@ public struct MusicControl: Sendable {
     public func awaitServerQueue() { daemon.parts.persistence.awaitServerQueue() }
 
     /// Plays the saved queue again from its track and position when no music source exists
-    /// (`music/resume` after a restart or a stop).
+    /// (`music/resume` after a restart or a stop). After `awaitServerQueue` (the saved queue may be
+    /// the server's, still on its way), which `music/resume` calls before it looks for music.
     public func resumeSavedQueue() throws(ControlError) -> Admission {
-        awaitServerQueue()
         guard let q = daemon.parts.persistence.saved.queue, q.index < q.songs.count else {
             throw ControlError(.notFound, "no music source to resume and no saved queue")
         }

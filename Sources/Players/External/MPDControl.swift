@@ -11,7 +11,7 @@ import Synchronization
 /// MPD on another host that lost power leaves a connection that neither closes nor answers, and the
 /// player's state would be shown as last seen for ever. While the watcher cannot follow MPD the state
 /// is unknown (nil) and `lastError` says why; once it follows MPD again, that error is gone, and so
-/// is a command's that failed before.
+/// is a command's that could not reach MPD (one MPD refused, `ACK`, stays).
 public final class MPDControl: PlayerControl, @unchecked Sendable {
     // @unchecked: the mutable state is behind Mutexes and atomics; the rest is `let`.
     public let host: String
