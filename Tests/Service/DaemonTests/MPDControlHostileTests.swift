@@ -249,21 +249,21 @@ import Testing
         command == "play" ? "ACK [50@0] {play} the playlist is empty\n" : nil
     }
 
+    /// Once the watcher has seen `state`, Baton's `play`, which `refusingPlay` refuses: its error
+    /// shown.
+    static func playRefused(_ control: MPDControl, seenFirst state: String) {
+        #expect(waitUntil(seconds: 5, every: 0.01) { control.state == state })
+        control.play()
+        #expect(waitUntil(seconds: 5, every: 0.01) { control.lastError?.contains("the playlist is empty") == true })
+    }
+
     /// A command MPD itself refused (`ACK`) is still the error shown after the watcher, which lost
     /// MPD meanwhile, follows it again: only failures to reach MPD go then.
     @Test func aRefusalByMPDStaysWhenTheWatcherIsBack() throws {
         let server = try FakeMPD { fd, _ in Self.serveMPD(fd, healthy: { true }, answer: Self.refusingPlay) }
         let control = MPDControl(host: "127.0.0.1", port: server.listener.port, report: { _ in })
         defer { control.close() }
-        #expect(
-            waitUntil(seconds: 5, every: 0.01) {
-                control.state == "play"
-            })
-        control.play()
-        #expect(
-            waitUntil(seconds: 5, every: 0.01) {
-                control.lastError?.contains("the playlist is empty") == true
-            })
+        Self.playRefused(control, seenFirst: "play")
         server.dropConnections()  // the watcher loses MPD and follows it again a second later
         #expect(
             waitUntil(seconds: 5, every: 0.02) {
@@ -286,15 +286,7 @@ import Testing
         }
         let control = MPDControl(host: "127.0.0.1", port: server.listener.port, report: { _ in })
         defer { control.close() }
-        #expect(
-            waitUntil(seconds: 5, every: 0.01) {
-                control.state == "stop"
-            })
-        control.play()
-        #expect(
-            waitUntil(seconds: 5, every: 0.01) {
-                control.lastError?.contains("the playlist is empty") == true
-            })
+        Self.playRefused(control, seenFirst: "stop")
         playing.store(true, ordering: .relaxed)  // the user, in another MPD client
         server.dropConnections()
         #expect(

@@ -321,6 +321,27 @@ extension MusicQueueTests {
             server.stop()
         }
 
+        /// The answer to a request made on a thread of its own: its status and when it came.
+        final class Answer: Sendable {
+            private let value = Mutex<(status: Int, at: Int)?>(nil)
+            var answer: (status: Int, at: Int)? { value.withLock { $0 } }
+            fileprivate func set(_ status: Int) { value.withLock { $0 = (status, monotonicNanoseconds()) } }
+        }
+
+        /// Sends `music/resume` on a thread of its own (it may wait for the server's queue).
+        func resumeMeanwhile() -> Answer {
+            let answer = Answer()
+            let port = t.port
+            OSThread.detach(name: "resume") {
+                let r = try? RawClient(port: port)
+                r?.send(
+                    "POST /api/v1/music/resume HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                        + "Content-Type: application/json\r\nContent-Length: 0\r\n\r\n")
+                answer.set((try? r?.readResponse())?.status ?? 0)
+            }
+            return answer
+        }
+
         /// The daemon has asked the server for its queue (within 5 s).
         func asked() -> Bool {
             waitUntil(seconds: 5) { server.requests.contains { $0.hasPrefix("/rest/getPlayQueue") } }
@@ -402,21 +423,12 @@ extension MusicQueueTests {
         let held = try HeldServerQueue()
         defer { held.stop() }
         #expect(held.asked())
-        let resumed = Mutex<(status: Int, at: Int)?>(nil)
-        let port = held.t.port
-        OSThread.detach(name: "resume") {
-            let r = try? RawClient(port: port)
-            r?.send(
-                "POST /api/v1/music/resume HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-                    + "Content-Type: application/json\r\nContent-Length: 0\r\n\r\n")
-            let status = (try? r?.readResponse())?.status ?? 0
-            resumed.withLock { $0 = (status, monotonicNanoseconds()) }
-        }
+        let resumed = held.resumeMeanwhile()
         usleep(300_000)
         let released = monotonicNanoseconds()
         held.answer.post()
-        #expect(waitUntil(seconds: 10) { resumed.withLock { $0 } != nil })
-        let r = try #require(resumed.withLock { $0 })
+        #expect(waitUntil(seconds: 10) { resumed.answer != nil })
+        let r = try #require(resumed.answer)
         #expect(r.status == 202 && r.at >= released, "answered \(r.status) before the server's queue came")
         // The queue's current song, the second: this server does not stream it, which says which
         // (the first error is about it: a resume from the first song would fail that one first).
@@ -433,22 +445,13 @@ extension MusicQueueTests {
         let held = try HeldServerQueue()
         defer { held.stop() }
         #expect(held.asked())
-        let resumed = Mutex<Int?>(nil)
-        let port = held.t.port
-        OSThread.detach(name: "resume") {
-            let r = try? RawClient(port: port)
-            r?.send(
-                "POST /api/v1/music/resume HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-                    + "Content-Type: application/json\r\nContent-Length: 0\r\n\r\n")
-            let status = (try? r?.readResponse())?.status ?? 0
-            resumed.withLock { $0 = status }
-        }
+        let resumed = held.resumeMeanwhile()
         usleep(300_000)
         let play = try held.t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"]}"#)
         #expect(play.status == 202)
         held.answer.post()
-        #expect(waitUntil(seconds: 10) { resumed.withLock { $0 } != nil })
-        #expect(resumed.withLock { $0 } == 200)
+        #expect(waitUntil(seconds: 10) { resumed.answer != nil })
+        #expect(resumed.answer?.status == 200)
         let music = try held.t.status().sources.filter { $0.class == "music" }
         #expect(music.map(\.id) == [play.object["id"]], "\(music.map(\.id))")
     }
