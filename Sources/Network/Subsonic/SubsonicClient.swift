@@ -103,9 +103,11 @@ public final class SubsonicClient: Sendable {
             }
             // Another call, sent at the same time, found meanwhile that tokens are refused: this one
             // again as that one chose (several first calls at once each got the refusal).
-            let now = auth.withLock { $0.mode }
+            // Mode and settled read together: read apart, another call could switch to the password
+            // (and settle) between them, and this one took the refusal for a real error 10.
+            let (now, settled) = auth.withLock { ($0.mode, $0.settled) }
             if now != .token { return try callOnce(endpoint, parameters, mode: now, stoppable: stoppable) }
-            guard !auth.withLock({ $0.settled }), tokenIsRefused(endpoint: endpoint, code: code) else {
+            guard !settled, tokenIsRefused(endpoint: endpoint, code: code) else {
                 throw error
             }
             auth.withLock {
