@@ -9,7 +9,8 @@ import Synchronization
 /// OpenSubsonic `reportPlayback` of what truly happens.
 ///
 /// Threads: as `Source`. `restart` is called by the control plane under its lock, after `stop()` and
-/// with freshly claimed slots; the server calls (scrobble, report) run on short threads of their own.
+/// with freshly claimed slots; the server calls run on short threads of their own (scrobbles), or
+/// one at a time on one (playback reports: `reports`).
 public final class MusicPlayer: Source, @unchecked Sendable {
     // @unchecked: `state` is touched only under the control plane's lock (start, restart, tick, stop);
     // the streamer is behind a mutex for the readers on other threads.
@@ -42,6 +43,9 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     private let changed: @Sendable () -> Void
     private let streamer = Mutex<MusicStreamer?>(nil)
     private var state: State
+    /// Sends the playback reports one at a time, the newest in place of any waiting: two sent at
+    /// once could reach the server in either order and leave it showing the older state.
+    private let reports = NewestJob(threadName: "report-playback")
 
     private struct State {
         /// Where the current streamer started: the track (its queue key) and seconds into it.
@@ -56,6 +60,12 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         var heardSeconds = 0.0
         var lastPosition: Double?
         var gaveUpReported = false
+        /// The arbiter's word: heard (true, as when it first grants the source) or paused or
+        /// interrupted (`audibilityChanged`).
+        var wanted = true
+        /// Whether anything of the current stream was heard yet (a start, skip or seek makes a new
+        /// one): until then a wanted source is starting, not paused.
+        var heardSinceStart = false
     }
 
     /// Plays `songs` from track `index`, `offset` seconds in (a seek or a restored queue).
@@ -79,6 +89,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     }
 
     public func start(_ outputs: [SourceOutput]) {
+        state.heardSinceStart = false
         let streamer = MusicStreamer(
             queue: queue, startAt: state.startKey, offset: state.startOffset, targets: outputs,
             client: server.client, retryLimit: server.retryLimit, report: report, changed: changed)
@@ -127,9 +138,14 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     public func tick(audible: Bool) {
         guard streamer.withLock({ $0 }) != nil else { return }
         reportGaveUp()
-        if audible { scrobble() }
-        reportPlayback(audible ? .playing : .paused)
+        if audible {
+            state.heardSinceStart = true
+            scrobble()
+        }
+        reportPlayback(audible ? .playing : state.wanted && !state.heardSinceStart ? .starting : .paused)
     }
+
+    public func audibilityChanged(_ audible: Bool) { state.wanted = audible }
 
     /// Tells (once) that the streamer gave up on the server: a `stream-error` event. At each tick,
     /// and by the monitor before it releases the drained source — which can come first when the
@@ -245,9 +261,10 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         }
     }
 
-    /// Tells an OpenSubsonic server that offers `playbackReport` what the player truly does: `playing`
-    /// while audible, `paused` while paused or interrupted, `stopped` at the end; again at each track
-    /// change. A server without the extension is asked once and never sent a report.
+    /// Tells an OpenSubsonic server that offers `playbackReport` what the player truly does: `starting`
+    /// until the first sample of a stream (a start, skip or seek) is heard, `playing` while audible,
+    /// `paused` while paused, interrupted or not heard (the server slow, the card away), `stopped` at
+    /// the end; again at each track change. A server without the extension is asked once and never sent a report.
     private func reportPlayback(_ playback: SubsonicClient.PlaybackState) {
         guard let now = nowPlaying() else { return }
         guard state.reported?.state != playback || state.reported?.index != now.index else { return }
@@ -256,7 +273,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         let report = self.report
         let song = now.song
         let ms = Int64(now.seconds * 1000)
-        OSThread.detach(name: "report-playback") {
+        reports.run {
             do {
                 guard try client.supportsPlaybackReport() else { return }
                 try client.reportPlayback(id: song.id, state: playback, positionMilliseconds: ms)

@@ -11,6 +11,11 @@ import Synchronization
 /// that cannot be played. The first `/rest/stream` answer for a song in `cutting` ends after that
 /// many bytes of its body (the connection closed mid-transfer, both ways: the server's transcode is
 /// abandoned); the requests after it go through whole.
+///
+/// With `offeringPlaybackReport`, the proxy plays an OpenSubsonic server with the `playbackReport`
+/// extension (Supysonic has none): `getOpenSubsonicExtensions` lists it, and each `reportPlayback`
+/// is answered `ok` and recorded (`playbackReports`, in the order answered). One whose state is in
+/// `holding` is held unanswered until `releaseReports()` (a server slow to answer it).
 public final class SubsonicRefusingProxy: @unchecked Sendable {
     // @unchecked: the socket and the settings are `let`; `running` is atomic.
     public let port: Int
@@ -23,10 +28,36 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     public var streamStatuses: [String] { streamAnswers.withLock { $0 } }
     private let listener: Listener
     private let running = Atomic<Bool>(true)
+    private let offersPlaybackReport: Bool
+    private let reports = Mutex<(answered: [PlaybackReport], arrived: Int, held: Int, holding: Set<String>)>(
+        ([], 0, 0, []))
+    private let releasedReports = Semaphore()
+
+    /// A `reportPlayback` request: its state and position.
+    public struct PlaybackReport: Sendable, Equatable, CustomStringConvertible {
+        public let state: String
+        public let positionMilliseconds: Int
+        public var description: String { "\(state)@\(positionMilliseconds)" }
+    }
+    /// The `reportPlayback` requests answered, in order.
+    public var playbackReports: [PlaybackReport] { reports.withLock { $0.answered } }
+    /// How many `reportPlayback` requests came, answered or held.
+    public var playbackReportsArrived: Int { reports.withLock { $0.arrived } }
+    /// How many are held now.
+    public var playbackReportsHeld: Int { reports.withLock { $0.held } }
+
+    /// Answers the reports held, and those that come later, at once.
+    public func releaseReports() {
+        let held = reports.withLock { r in
+            r.holding = []
+            return r.held
+        }
+        for _ in 0..<held { releasedReports.post() }
+    }
 
     public init(
         upstreamURL: String, refusing songIDs: Set<String>, stalling stalledIDs: Set<String> = [],
-        cutting cuts: [String: Int] = [:]
+        cutting cuts: [String: Int] = [:], offeringPlaybackReport: Bool = false, holding: Set<String> = []
     ) throws {
         guard let colon = upstreamURL.lastIndex(of: ":"), let port = UInt16(upstreamURL[colon...].dropFirst())
         else { throw Listener.Failed() }
@@ -34,6 +65,8 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         refused = songIDs
         stalled = stalledIDs
         cutting = Mutex(cuts)
+        offersPlaybackReport = offeringPlaybackReport
+        reports.withLock { $0.holding = holding }
         listener = try Listener()
         self.port = Int(listener.port)
         let fd = listener.fd
@@ -53,6 +86,7 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     public var url: String { "http://127.0.0.1:\(port)" }
 
     deinit {
+        releaseReports()
         running.store(false, ordering: .releasing)
         shutdown(listener.fd, Int32(SHUT_RDWR))
         close(listener.fd)
@@ -68,17 +102,40 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         }
         let text = String(decoding: head, as: UTF8.self)
         let target = text.split(separator: " ", maxSplits: 2).dropFirst().first.map(String.init) ?? ""
+        if offersPlaybackReport, target.hasPrefix("/rest/getOpenSubsonicExtensions") {
+            Self.answer(
+                client,
+                #"{"subsonic-response": {"status": "ok", "version": "1.16.1", "openSubsonic": true, "openSubsonicExtensions": [{"name": "playbackReport", "versions": [1]}]}}"#
+            )
+            return
+        }
+        if offersPlaybackReport, target.hasPrefix("/rest/reportPlayback") {
+            let report = PlaybackReport(
+                state: Self.query(target, "state") ?? "",
+                positionMilliseconds: Self.query(target, "positionMs").flatMap { Int($0) } ?? -1)
+            let hold = reports.withLock { r in
+                r.arrived += 1
+                guard r.holding.contains(report.state) else { return false }
+                r.held += 1
+                return true
+            }
+            if hold {
+                releasedReports.wait()
+                reports.withLock { $0.held -= 1 }
+            }
+            reports.withLock { $0.answered.append(report) }
+            Self.answer(client, #"{"subsonic-response": {"status": "ok", "version": "1.16.1", "openSubsonic": true}}"#)
+            return
+        }
         if target.hasPrefix("/rest/stream"), let id = Self.query(target, "id"), stalled.contains(id) {
             while running.load(ordering: .acquiring), recv(client, &byte, 1, 0) > 0 {}  // until the client gives up
             return
         }
         if target.hasPrefix("/rest/stream"), let id = Self.query(target, "id"), refused.contains(id) {
-            let body =
+            Self.answer(
+                client,
                 #"{"subsonic-response": {"status": "failed", "version": "1.16.1", "error": {"code": 70, "message": "Song not found"}}}"#
-            let answer =
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
-                + "Connection: close\r\n\r\n\(body)"
-            Self.sendAll(client, Array(answer.utf8))
+            )
             return
         }
         // Each cut once: taken from the list as its request comes.
@@ -139,6 +196,14 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
             }
             guard Self.sendAll(client, bytes) else { return }
         }
+    }
+
+    /// A JSON answer, the connection closed after it.
+    private static func answer(_ client: Int32, _ body: String) {
+        let answer =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+            + "Connection: close\r\n\r\n\(body)"
+        sendAll(client, Array(answer.utf8))
     }
 
     private static func query(_ target: String, _ name: String) -> String? {

@@ -1,0 +1,53 @@
+import BatonTesting
+import FoundationEssentials
+import OSThread
+import Testing
+
+@testable import BatonDaemon
+
+/// OpenSubsonic `reportPlayback`: what the server is told the player does, against the real
+/// Subsonic test server behind `SubsonicRefusingProxy`, which offers the extension and records
+/// the reports in the order it answers them.
+@Suite struct PlaybackReportTests {
+    /// The server hears starting, playing, paused, playing, stopped as they happened, even when it is
+    /// slow to answer the pause: the report of the resume waits for it. Each report went out on a thread of
+    /// its own; the resume's reached the server first and the pause's after it, and the server
+    /// showed the music paused while it played. (And the music was said to be paused before its first
+    /// sample was heard: it is starting.)
+    @Test func reportsReachTheServerInTheOrderTheyHappened() throws {
+        let real = try TestSubsonic.music()
+        let lookup = try TestDaemon(music: real)
+        let found = try JSONDecoder().decode(
+            LibraryAndQueueTests.Songs.self, from: Data(try lookup.request("GET", "/api/v1/library/search?q=Tone").body)
+        ).songs
+        lookup.stop()
+        let song = try #require(found.first { $0.title == "Tone 440 FLAC" })
+        let proxy = try SubsonicRefusingProxy(
+            upstreamURL: real.subsonic.url, refusing: [], offeringPlaybackReport: true, holding: ["paused"])
+        var music = real
+        music.subsonic.url = proxy.url
+        let t = try TestDaemon(music: music)
+        defer { t.stop() }
+        #expect(
+            try t.request("POST", "/api/v1/music/play", #"{"songs": ["\#(song.id)"], "zones": ["kitchen"]}"#).status
+                == 202)
+        #expect(waitUntil(seconds: 15) { proxy.playbackReports.last?.state == "playing" })
+        let before = proxy.playbackReportsArrived  // `starting` too, if a look came before the first sample was heard
+        #expect(try t.request("POST", "/api/v1/music/pause").status == 200)
+        #expect(waitUntil(seconds: 5) { proxy.playbackReportsHeld == 1 }, "the pause's report, held by the server")
+        #expect(try t.request("POST", "/api/v1/music/resume").status == 200)
+        #expect(
+            !waitUntil(seconds: 1.5) { proxy.playbackReportsArrived > before + 1 },
+            "the resume's report was sent while the server had not answered the pause's")
+        proxy.releaseReports()
+        #expect(waitUntil(seconds: 5) { proxy.playbackReports.count == before + 2 })
+        #expect(try t.request("POST", "/api/v1/music/stop").status == 200)
+        #expect(waitUntil(seconds: 5) { proxy.playbackReports.count == before + 3 })
+        let reports = proxy.playbackReports
+        #expect(
+            Array(reports.map(\.state).drop { $0 == "starting" }) == ["playing", "paused", "playing", "stopped"],
+            "\(reports)")
+        let positions = reports.map(\.positionMilliseconds)
+        #expect(positions == positions.sorted() && positions.last! > 0, "\(reports)")
+    }
+}
