@@ -43,12 +43,15 @@ public func convertToS16(_ source: UnsafePointer<Float>, _ destination: UnsafeMu
     }
 }
 
-/// Converts Float samples in [-1, 1] to signed 32-bit little-endian, clipping what lies outside.
+/// Converts Float samples in [-1, 1] to signed 32-bit little-endian, clipping what lies outside. A
+/// NaN sample (which `min`/`max` pass through, and whose conversion to an integer traps: the
+/// output thread, the whole daemon) is 0.
 @inline(__always)
 public func convertToS32(_ source: UnsafePointer<Float>, _ destination: UnsafeMutablePointer<Int32>, count: Int) {
     for i in 0..<count {
+        let x = source[i]
         // Double keeps 2^31 - 1 exact; Float would round it to 2^31 and overflow.
-        let s = Double(min(max(source[i], -1), 1)) * 2_147_483_647
+        let s = Double(x.isNaN ? 0 : min(max(x, -1), 1)) * 2_147_483_647
         destination[i] = Int32(s.rounded(.toNearestOrEven)).littleEndian
     }
 }

@@ -21,3 +21,18 @@ import Testing
         #expect(converted == reference)
     }
 }
+
+/// The S32 conversion clips, and takes a NaN for silence: converting it to an integer trapped, and
+/// a float WAV with one NaN sample (or an infinity, which a resampler turns into NaNs) took the
+/// whole daemon down on an S32 zone.
+@Suite struct S32ConversionTests {
+    @Test func clipsAndTakesNaNForSilence() {
+        let input: [Float] = [0, 0.5, 1, -1, 2, -2, .infinity, -.infinity, .nan, -.nan, .signalingNaN]
+        var converted = [Int32](repeating: 7, count: input.count)
+        converted.withUnsafeMutableBufferPointer { convertToS32(input, $0.baseAddress!, count: input.count) }
+        #expect(
+            converted == [
+                0, 1_073_741_824, .max, -.max, .max, -.max, .max, -.max, 0, 0, 0,
+            ])
+    }
+}
