@@ -79,16 +79,18 @@ public enum WAVFile {
         case (3, 32):
             for i in 0..<count {
                 let p = start + 4 * i
-                out[i] = Float(
+                let f = Float(
                     bitPattern: UInt32(bytes[p]) | UInt32(bytes[p + 1]) << 8 | UInt32(bytes[p + 2]) << 16 | UInt32(
                         bytes[p + 3]) << 24)
+                out[i] = f.isFinite ? f : 0  // NaN or infinite: silence (it would poison the resampler and mix)
             }
         case (3, 64):
             for i in 0..<count {
                 let p = start + 8 * i
                 var bits: UInt64 = 0
                 for k in 0..<8 { bits |= UInt64(bytes[p + k]) << (8 * k) }
-                out[i] = Float(Double(bitPattern: bits))
+                let f = Float(Double(bitPattern: bits))
+                out[i] = f.isFinite ? f : 0
             }
         default:
             throw fail("WAV format code \(f.code) with \(f.bits)-bit samples is not supported (use PCM or float)")

@@ -39,6 +39,20 @@ public final class WAVStreamDecoder: AudioDecoder {
     private var carry = 0
     private var ended = false
     private var finalError: DecodeError?
+    /// Float samples that were not numbers (NaN, an infinity, a float64 beyond Float's range):
+    /// played as silence, and told as damage. The first one's frame.
+    private var nonFinite = 0
+    private var firstNonFiniteAt = 0
+
+    /// Float samples that were not numbers, played as silence.
+    public var damage: DecodeDamage? {
+        nonFinite == 0
+            ? nil
+            : DecodeDamage(
+                count: nonFinite, one: "sample that is not a number (NaN or infinite) played as silence",
+                many: "samples that are not numbers (NaN or infinite) played as silence",
+                firstAtFrame: firstNonFiniteAt, rate: rate)
+    }
 
     /// Reads the header up to the start of the samples (blocking on `source`).
     /// `name` (a file name or URL) appears in error messages.
@@ -193,6 +207,7 @@ public final class WAVStreamDecoder: AudioDecoder {
                         bitPattern: UInt32(b[p]) | UInt32(b[p + 1]) << 8 | UInt32(b[p + 2]) << 16
                             | UInt32(b[p + 3]) << 24)
                 }
+                silenceNonFinite(output, count)
             case .float64:
                 for i in 0..<count {
                     let p = 8 * i
@@ -200,7 +215,18 @@ public final class WAVStreamDecoder: AudioDecoder {
                     for k in 0..<8 { bits |= UInt64(b[p + k]) << (8 * k) }
                     output[i] = Float(Double(bitPattern: bits))
                 }
+                silenceNonFinite(output, count)
             }
+        }
+    }
+
+    /// Puts 0 for each sample that is not a finite number (it would poison the resampler's state and
+    /// the mix for good), and counts them.
+    private func silenceNonFinite(_ output: UnsafeMutableBufferPointer<Float>, _ count: Int) {
+        for i in 0..<count where !output[i].isFinite {
+            if nonFinite == 0 { firstNonFiniteAt = decodedFrames + i / channels }
+            nonFinite += 1
+            output[i] = 0
         }
     }
 }

@@ -196,3 +196,46 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
     }
     return offsets
 }
+
+/// Float WAV samples that are not numbers — NaN, infinities, a float64 beyond Float's range — are
+/// silence, and the stream decoder tells how many and where (damage). They went through as they
+/// were: the S32 conversion trapped on a NaN (the daemon died), and one NaN into the resampler
+/// silences the rest of the track.
+@Suite struct NonFiniteWAVTests {
+    /// A mono 8 kHz float WAV of `samples`, 32- or 64-bit.
+    static func floatWAV(_ samples: [Double], bits: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        func le(_ v: Int, _ width: Int) { for k in 0..<width { bytes.append(UInt8((v >> (8 * k)) & 0xFF)) } }
+        let data = samples.count * bits / 8
+        bytes += Array("RIFF".utf8)
+        le(36 + data, 4)
+        bytes += Array("WAVEfmt ".utf8)
+        le(16, 4)
+        le(3, 2)
+        le(1, 2)
+        le(8000, 4)
+        le(8000 * bits / 8, 4)
+        le(bits / 8, 2)
+        le(bits, 2)
+        bytes += Array("data".utf8)
+        le(data, 4)
+        for s in samples {
+            if bits == 32 { le(Int(Float(s).bitPattern), 4) } else { le(Int(truncatingIfNeeded: s.bitPattern), 8) }
+        }
+        return bytes
+    }
+
+    static let samples: [Double] = [0.25, .nan, 0.5, .infinity, -.infinity, 1e300, -0.125]
+
+    @Test(arguments: [32, 64])
+    func areSilenceAndSaid(bits: Int) throws {
+        let bytes = Self.floatWAV(Self.samples, bits: bits)
+        let decoder = try WAVStreamDecoder(source: MemoryByteSource(bytes), name: "nan.wav")
+        #expect(try decodeAll(decoder) == [0.25, 0, 0.5, 0, 0, 0, -0.125])
+        #expect(
+            decoder.damage?.description
+                == "4 samples that are not numbers (NaN or infinite) played as silence, the first 0.0 s in")
+        #expect(decoder.damage?.firstAtFrame == 1)
+        #expect(try WAVFile.decode(bytes, name: "nan.wav").samples == [0.25, 0, 0.5, 0, 0, 0, -0.125])
+    }
+}
