@@ -112,8 +112,16 @@ public enum ConfigSyntax {
             guard !fraction.isEmpty, fraction.count <= 9, let digits = Int(fraction) else { return nil }
             var divisor = 1
             for _ in 0..<fraction.count { divisor *= 10 }
-            guard (digits * scale) % divisor == 0 else { return nil }
-            result += digits * scale / divisor
+            // The powers of ten both have, taken out first: nine digits of a fraction of a minute
+            // times the minute's 6e10 ns overflowed (a trap: a reload killed the daemon).
+            var scale = scale
+            while divisor % 10 == 0 && scale % 10 == 0 {
+                divisor /= 10
+                scale /= 10
+            }
+            let (scaled, overflow) = digits.multipliedReportingOverflow(by: scale)
+            guard !overflow, scaled % divisor == 0 else { return nil }
+            result += scaled / divisor
         }
         return result
     }

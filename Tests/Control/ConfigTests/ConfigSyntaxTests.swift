@@ -12,6 +12,8 @@ import Testing
         ("5m", .seconds(300)),
         ("0ms", .zero),
         ("0.000001s", .microseconds(1)),
+        // Nine digits of a fraction of a minute overflowed Int on the way (a trap).
+        ("1.500000000m", .seconds(90)), ("0.999999m", .microseconds(59_999_940)),
     ])
     func parsesDuration(text: String, expected: Duration) {
         #expect(ConfigSyntax.duration(text) == expected)
@@ -20,7 +22,7 @@ import Testing
     /// Durations without a unit, with spaces, negative, in unknown units or finer than 1us are rejected.
     @Test(arguments: [
         "", "10", "ms", "10 ms", "-5ms", "10h", "10MS", ".5s", "5.s", "1e3ms", "1.0005ms", "1.5us",
-        "1234567m", "1..2s", "+1s",
+        "1234567m", "1..2s", "+1s", "0.999999999m", "0.153722868m",
     ])
     func rejectsBadDuration(text: String) {
         #expect(ConfigSyntax.duration(text) == nil)
