@@ -6,8 +6,11 @@ import AudioCore
 /// Written by hand because it is a container of a few dozen bytes around raw samples; every
 /// compressed format goes through its library.
 public enum WAVFile {
-    /// Decodes a whole WAV file held in memory. `name` is used in error messages.
-    public static func decode(_ bytes: [UInt8], name: String) throws(MediaError) -> DecodedPCM {
+    /// Decodes a whole WAV file held in memory. `name` is used in error messages. `limit`: a file of
+    /// more channels, or longer, is refused before anything is decoded.
+    public static func decode(
+        _ bytes: [UInt8], name: String, limit: (seconds: Int, channels: Int)? = nil
+    ) throws(MediaError) -> DecodedPCM {
         func fail(_ problem: String) -> MediaError { MediaError(file: name, problem: problem) }
         func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
         func u32(_ at: Int) -> Int { u16(at) | u16(at + 2) << 16 }
@@ -35,6 +38,14 @@ public enum WAVFile {
                 // Streams written by a pipe say 0 or 0xFFFFFFFF: take what the file holds.
                 let available = bytes.count - body
                 let length = (size == 0 || size == 0xFFFF_FFFF) ? available : min(size, available)
+                if let limit, f.channels > limit.channels {
+                    throw fail("\(f.channels) channels, more than \(limit.channels)")
+                }
+                if let limit, f.channels > 0, f.bits >= 8, f.rate > 0,
+                    length / (f.bits / 8) / f.channels > limit.seconds * f.rate
+                {
+                    throw fail("longer than \(limit.seconds) s")
+                }
                 return try samples(bytes, at: body, length: length, format: f, fail: fail)
             }
             offset = body + size + (size & 1)

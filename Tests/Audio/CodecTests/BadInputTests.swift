@@ -239,3 +239,19 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
         #expect(try WAVFile.decode(bytes, name: "nan.wav").samples == [0.25, 0, 0.5, 0, 0, 0, -0.125])
     }
 }
+
+/// A WAV sound longer, or of more channels, than the limit is refused before it is decoded: a
+/// 64 MiB 8-bit 8 kHz file is two hours, 256 MiB of samples before the resampler.
+@Suite struct WAVFileLimitTests {
+    @Test func aSoundPastTheLimitIsRefused() throws {
+        let second = NonFiniteWAVTests.floatWAV([Double](repeating: 0.5, count: 8000), bits: 32)
+        #expect(try WAVFile.decode(second, name: "s.wav", limit: (seconds: 1, channels: 1)).frames == 8000)
+        let more = NonFiniteWAVTests.floatWAV([Double](repeating: 0.5, count: 8001), bits: 32)
+        #expect(throws: MediaError(file: "m.wav", problem: "longer than 1 s")) {
+            try WAVFile.decode(more, name: "m.wav", limit: (seconds: 1, channels: 1))
+        }
+        #expect(throws: MediaError(file: "s.wav", problem: "1 channels, more than 0")) {
+            try WAVFile.decode(second, name: "s.wav", limit: (seconds: 1, channels: 0))
+        }
+    }
+}

@@ -179,3 +179,36 @@ struct OpusLinkDecoderTests {
         #expect(same, "\(firstDifference(ours.samples, reference.samples))")
     }
 }
+
+/// A sound file's own length is a hint, not a size to allocate: a file whose last page claims
+/// 2^62 samples (its granule position) decodes to what it holds — the claim times the channel
+/// count overflowed (a trap; the daemon died at the sound's first use). And a sound is refused,
+/// said why, when it is longer or has more channels than the limit, before more is decoded.
+@Suite struct OpusFileLimitTests {
+    @Test func aLengthClaimIsOnlyAHint() throws {
+        var bytes = try opusFile(channels: 2, seconds: 1)
+        let last = try #require(oggPageOffsets(bytes).last)
+        let end =
+            last + 27 + Int(bytes[last + 26])
+            + bytes[(last + 27)..<(last + 27 + Int(bytes[last + 26]))].reduce(0) { $0 + Int($1) }
+        bytes.replaceSubrange((last + 6)..<(last + 14), with: [0, 0, 0, 0, 0, 0, 0, 0x40])
+        bytes.replaceSubrange((last + 22)..<(last + 26), with: [0, 0, 0, 0])
+        let crc = oggCRC(bytes[last..<end])
+        bytes.replaceSubrange(
+            (last + 22)..<(last + 26), with: (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * $0)) })
+        let decoded = try OggOpusFile.decode(bytes, name: "claims.opus")
+        #expect(decoded.channels == 2)
+        #expect(abs(decoded.frames - 48_000) < 2_000, "\(decoded.frames) frames")
+    }
+
+    @Test func aSoundPastTheLimitIsRefused() throws {
+        let bytes = try opusFile(channels: 2, seconds: 2)
+        #expect(try OggOpusFile.decode(bytes, name: "ok.opus", limit: (seconds: 3, channels: 2)).frames > 90_000)
+        #expect(throws: OpusError(code: -130, context: "long.opus", detail: "longer than 1 s")) {
+            try OggOpusFile.decode(bytes, name: "long.opus", limit: (seconds: 1, channels: 2))
+        }
+        #expect(throws: OpusError(code: -130, context: "wide.opus", detail: "2 channels, more than 1")) {
+            try OggOpusFile.decode(bytes, name: "wide.opus", limit: (seconds: 300, channels: 1))
+        }
+    }
+}

@@ -9,13 +9,21 @@ public enum OggOpusFile {
 
     /// Decodes every link of an Ogg Opus file. `name` is used in error messages.
     /// The corresponding C functions are `op_open_memory` and `op_read_float`.
-    public static func decode(_ bytes: [UInt8], name: String) throws(OpusError) -> DecodedPCM {
-        try decode(bytes, name: name, singleStream: true)
+    ///
+    /// `limit`: a file of more channels, or longer, is refused (`OP_EIMPL`, the limit said) before
+    /// more than that is decoded — the file's own length (its last page's granule position) is
+    /// only a hint, which a crafted file sets to anything.
+    public static func decode(
+        _ bytes: [UInt8], name: String, limit: (seconds: Int, channels: Int)? = nil
+    ) throws(OpusError) -> DecodedPCM {
+        try decode(bytes, name: name, singleStream: true, limit: limit)
     }
 
     /// `singleStream`: mono and stereo links are decoded by ``OpusLinkDecoder`` (the same samples);
     /// false leaves all decoding to libopusfile.
-    static func decode(_ bytes: [UInt8], name: String, singleStream: Bool) throws(OpusError) -> DecodedPCM {
+    static func decode(
+        _ bytes: [UInt8], name: String, singleStream: Bool, limit: (seconds: Int, channels: Int)? = nil
+    ) throws(OpusError) -> DecodedPCM {
         var status: Int32 = 0
         let handle: OpaquePointer? = bytes.withUnsafeBufferPointer { op_open_memory($0.baseAddress, $0.count, &status) }
         guard let handle else { throw OpusError(code: status == 0 ? OP_EFAULT : status, context: name) }
@@ -25,9 +33,13 @@ public enum OggOpusFile {
             withExtendedLifetime(linkDecoder) {}
         }
         let channels = Int(op_channel_count(handle, -1))
+        if let limit, channels > limit.channels {
+            throw OpusError(code: OP_EIMPL, context: name, detail: "\(channels) channels, more than \(limit.channels)")
+        }
+        let maxFrames = limit.map { $0.seconds * rate } ?? Int.max
         var samples: [Float] = []
         let total = op_pcm_total(handle, -1)
-        if total > 0 { samples.reserveCapacity(Int(total) * channels) }
+        if total > 0, total <= Int64(min(maxFrames, Int(Int32.max))) { samples.reserveCapacity(Int(total) * channels) }
         let block = 5760 * max(channels, 2)  // 120 ms at 48 kHz, the largest Opus frame
         var buffer = [Float](repeating: 0, count: block)
         while true {
@@ -37,9 +49,12 @@ public enum OggOpusFile {
             if n == OP_HOLE { continue }  // opusfile reports a gap, then goes on decoding
             if n < 0 { throw OpusError(code: n, context: name) }
             guard Int(op_channel_count(handle, link)) == channels else {
-                throw OpusError(code: OP_EIMPL, context: "\(name): links with different channel counts")
+                throw OpusError(code: OP_EIMPL, context: name, detail: "links with different channel counts")
             }
             samples.append(contentsOf: buffer[0..<(Int(n) * channels)])
+            if samples.count / channels > maxFrames {
+                throw OpusError(code: OP_EIMPL, context: name, detail: "longer than \(maxFrames / rate) s")
+            }
         }
         return DecodedPCM(samples: samples, channels: channels, rate: rate)
     }

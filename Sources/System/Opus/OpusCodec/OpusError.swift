@@ -6,14 +6,18 @@ public struct OpusError: Error, Equatable, Sendable, CustomStringConvertible {
     public var code: Int32
     /// What was being decoded (a file name or URL), for the message.
     public var context: String
+    /// What is wrong, when the code alone does not say it (a limit passed).
+    public var detail: String?
 
-    public init(code: Int32, context: String) {
+    public init(code: Int32, context: String, detail: String? = nil) {
         self.code = code
         self.context = context
+        self.detail = detail
     }
 
     public var message: String {
-        switch code {
+        if let detail { return detail }
+        return switch code {
         case OP_ENOTFORMAT: "not an Ogg Opus stream"
         case OP_EBADHEADER: "the Opus header is malformed"
         case OP_EVERSION: "unsupported Opus version"
