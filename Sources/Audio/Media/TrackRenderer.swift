@@ -98,7 +98,8 @@ public final class TrackRenderer {
 
     /// Decodes the next block (`afterRead` runs right after the decoder returns) and calls
     /// `deliver(k, samples)` for each output `k` (outputs sharing a conversion one after the other),
-    /// with interleaved samples at its rate and channel count. Returns true while there is more to
+    /// with interleaved samples at its rate and channel count — in several pieces when the
+    /// conversion makes more than its buffer holds (a large upsampling). Returns true while there is more to
     /// come; false after the last block (the resamplers flushed) or when `deliver` returned false
     /// (the caller stopped).
     public func step(afterRead: () -> Void = {}, deliver: (Int, UnsafeBufferPointer<Float>) -> Bool) throws -> Bool {
@@ -121,41 +122,59 @@ public final class TrackRenderer {
                     UnsafeBufferPointer(block), from: decoder.channels, to: o.channels, into: mapped)
                 input = UnsafeBufferPointer(rebasing: mapped[..<count])
             }
-            var frames = input
-            if let c = converters[g] {
-                var produced = 0
+            guard let c = converters[g] else {
+                guard hand(input, to: members, channels: o.channels, deliver) else { return false }
+                continue
+            }
+            // Converted into `out`, handed over each time it is nearly full: a block upsampled
+            // more than `out` holds (8 kHz to 96 kHz, 44.1 kHz to an 8-channel 96 kHz zone) was
+            // cut there, the rest of the block dropped without a word.
+            var produced = 0
+            var offset = 0
+            while true {
+                if (produced + 64) * o.channels > out.count {
+                    guard
+                        hand(
+                            UnsafeBufferPointer(rebasing: out[..<(produced * o.channels)]), to: members,
+                            channels: o.channels, deliver)
+                    else { return false }
+                    produced = 0
+                }
+                let room = UnsafeMutableBufferPointer(rebasing: out[(produced * o.channels)...])
                 if done {
-                    while true {
-                        let p = try c.flush(
-                            output: UnsafeMutableBufferPointer(rebasing: out[(produced * o.channels)...]))
-                        if p == 0 || (produced + p + 64) * o.channels > out.count {
-                            produced += p
-                            break
-                        }
-                        produced += p
-                    }
+                    let p = try c.flush(output: room)
+                    produced += p
+                    if p == 0 { break }
                 } else {
-                    var offset = 0
-                    while offset < input.count {
-                        let r = try c.process(
-                            input: UnsafeBufferPointer(rebasing: input[offset...]),
-                            output: UnsafeMutableBufferPointer(rebasing: out[(produced * o.channels)...]))
-                        offset += r.consumed * o.channels
-                        produced += r.produced
-                        if r.consumed == 0 && r.produced == 0 { break }
-                    }
+                    guard offset < input.count else { break }
+                    let r = try c.process(input: UnsafeBufferPointer(rebasing: input[offset...]), output: room)
+                    offset += r.consumed * o.channels
+                    produced += r.produced
+                    if r.consumed == 0 && r.produced == 0 { break }
                 }
-                frames = UnsafeBufferPointer(rebasing: out[..<(produced * o.channels)])
             }
-            for k in members {
-                guard deliver(k, frames) else {
-                    finished = true
-                    return false
-                }
-                framesDelivered[k] += frames.count / o.channels
-            }
+            guard
+                hand(
+                    UnsafeBufferPointer(rebasing: out[..<(produced * o.channels)]), to: members,
+                    channels: o.channels, deliver)
+            else { return false }
         }
         finished = done
         return !done
+    }
+
+    /// Hands `frames` to each of `members`, counting them; false (and finished) when one refused.
+    private func hand(
+        _ frames: UnsafeBufferPointer<Float>, to members: [Int], channels: Int,
+        _ deliver: (Int, UnsafeBufferPointer<Float>) -> Bool
+    ) -> Bool {
+        for k in members {
+            guard deliver(k, frames) else {
+                finished = true
+                return false
+            }
+            framesDelivered[k] += frames.count / channels
+        }
+        return true
     }
 }

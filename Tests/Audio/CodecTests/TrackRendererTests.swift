@@ -47,4 +47,22 @@ struct TrackRendererTests {
             #expect(alone.count > output.rate * output.channels * 99 / 100, "output \(k): about 1 s")
         }
     }
+
+    /// A large upsampling gives every frame: a block of 2048 frames at 8 kHz is 24 576 at 96 kHz,
+    /// more than the conversion's buffer holds, and 44.1 kHz to an 8-channel 96 kHz zone is 4 458
+    /// frames of 8 channels. What did not fit was dropped without a word (a third of an 8 kHz
+    /// track, clicks every 43 ms in the 8-channel zone).
+    @Test(arguments: [(8_000, 2), (44_100, 8), (11_025, 6)])
+    func aLargeUpsamplingGivesEveryFrame(rate: Int, channels: Int) throws {
+        let directory = TestDirectory.make("track-renderer-up")
+        try ffmpeg(toneInput(rate: rate, channels: 1, seconds: 1) + ["-c:a", "pcm_s16le", "\(directory)/tone.wav"])
+        let bytes = try readBytes("\(directory)/tone.wav")
+        for resampler in [ResamplerKind.soxr(.high), .samplerate(.medium)] {
+            let samples = try render(
+                bytes, [TrackRenderer.Output(channels: channels, rate: 96_000, resampler: resampler)]
+            )
+            .samples[0]
+            #expect(abs(samples.count / channels - 96_000) < 100, "\(resampler): \(samples.count / channels) frames")
+        }
+    }
 }
