@@ -518,6 +518,35 @@ func monotonicSeconds() -> Double {
         #expect(log.contains("read nothing for 2 s; closing its connection"))
     }
 
+    /// A program that closes inside a frame (killed during a write, or hostile) has its source
+    /// played to its end and released, the partial frame dropped and said; the next program on the
+    /// source plays. The partial frame stayed in the FIFO, where nothing takes less than a frame:
+    /// the stream never finished, the source held its zone ("buffering"), and the next program on
+    /// it waited behind it for ever.
+    @Test func aProgramThatClosesInsideAFrameIsPlayedToItsEnd() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music}")
+        let fd = Self.connectPeer(rig.socket)
+        #expect(fd >= 0)
+        // S16 stereo, 48 kHz, a 4 096-frame buffer, 256-frame periods; a DATA of 4 800 frames of
+        // which all but the last frame's last two bytes are sent.
+        let format = Self.message(4, [0, 0, 0, 0, 2, 0, 0, 0, 0x80, 0xbb, 0, 0, 0, 0x10, 0, 0, 0, 1, 0, 0])
+        let header: [UInt8] = Array(Self.message(5, []).prefix(4)) + [0x00, 0x4b, 0, 0]  // 19 200 bytes
+        let frames: [UInt8] = (0..<19_198).map { $0 % 2 == 0 ? 0 : 0x20 }
+        let bytes = Self.message(1, [1, 0, 0, 0] + Array("x".utf8)) + format + header + frames
+        #expect(bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count)
+        #expect(rig.eventsSoon(contain: "\"granted\"", seconds: 10), "the program's source was admitted")
+        close(fd)
+        #expect(rig.eventsSoon(contain: "\"played\"", seconds: 10), "the source played to its end and was released")
+        // The last of them still in the card's buffer when the source was released.
+        #expect(
+            waitUntil(seconds: 5) { rig.zoneSamples().count { $0 == 0x2000 } / 2 == 4_799 }, "every whole frame played")
+        let log = rig.batond.map(\.output) ?? ""
+        #expect(log.contains("closed its connection inside a frame; its last 2 bytes are dropped"), "\(log)")
+        ExternalRig.writeWAV(rig.directory + "/short.wav", AplayTests.music(frames: 4_800), channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "aplay.log")
+        #expect(aplay.wait(seconds: 10) == 0, "the next program plays: \(aplay.output)")
+    }
+
     /// A name that is not a source name is refused escaped (it cannot forge a log line); an OPEN
     /// trickled a byte at a time is cut at 3 s in all (each byte used to give it 3 s more); past
     /// 32 connections at once the next is refused with a sentence, and batond runs on.
