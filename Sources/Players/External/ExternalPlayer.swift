@@ -215,8 +215,17 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
             let last = lastActive(current, now: now)
             let idle = last > 0 && now - last >= settings.idleReleaseNanoseconds
             // Not while held or paused (it is not idle: it is made to wait); a ring that ran dry, which
-            // is not heard either, is what idleness looks like.
-            if idle && state.granted && !current.isClosed { end(now) }
+            // is not heard either, is what idleness looks like. A program waiting behind the quiet
+            // one (a player paused with its device open) takes its place; the quiet one, let go,
+            // asks again when it writes.
+            if idle && state.granted && !current.isClosed {
+                if state.pending.isEmpty {
+                    end(now)
+                } else {
+                    current.detach()
+                    use(state.pending.removeFirst())
+                }
+            }
         } else if !waitingForPlayer {
             end(now)
         } else if let since = playerAwaitedSince, now - since >= settings.idleReleaseNanoseconds {

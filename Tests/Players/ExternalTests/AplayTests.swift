@@ -326,7 +326,34 @@ func monotonicSeconds() -> Double {
     /// speaks the protocol and just closes (aplay would pad its last period as it drains).
     @Test func aProgramQueuedBehindAQuietOneIsHeardWhenItCloses() throws {
         // A long idle-release: the first program's quiet must not end the source before it closes.
-        let rig = try ExternalRig(sources: "  x: {class: music, when-interrupted: drop, idle-release: 60s}")
+        let (rig, fd, second) = try Self.queuedBehindAQuietOne("when-interrupted: drop, idle-release: 60s")
+        defer { second.stop() }
+        close(fd)  // the first goes away
+        #expect(
+            waitUntil(seconds: 5, every: 0.05) { rig.zoneSamples().contains(0x1234) }, "the second program is heard")
+        #expect(second.wait(seconds: 10) == 0, "and plays to its end: \(second.output)")
+    }
+
+    /// A program queued behind a quiet one (a player paused with its device open) is heard when
+    /// idle-release lets the quiet one go, and plays to its end; the quiet one stays connected (it
+    /// is admitted again when it writes). It was refused ("batond released source x") with the
+    /// source, its audio lost.
+    @Test func aProgramQueuedBehindAQuietOneIsHeardWhenItIsReleased() throws {
+        let (rig, fd, second) = try Self.queuedBehindAQuietOne("idle-release: 500ms")
+        defer {
+            second.stop()
+            close(fd)
+        }
+        #expect(
+            waitUntil(seconds: 5, every: 0.05) { rig.zoneSamples().contains(0x1234) }, "the second program is heard")
+        #expect(second.wait(seconds: 10) == 0, "and plays to its end: \(second.output)")
+    }
+
+    /// Source `x` (with `settings`), a peer that speaks the protocol and sent 0.1 s of frames, all
+    /// played (quiet now, its connection open), and aplay playing 2 s of 0x1234 to `baton_x`,
+    /// waiting its turn behind it.
+    static func queuedBehindAQuietOne(_ settings: String) throws -> (ExternalRig, Int32, BackgroundProcess) {
+        let rig = try ExternalRig(sources: "  x: {class: music, \(settings)}")
         let fd = HostilePeerTests.connectPeer(rig.socket)
         #expect(fd >= 0)
         // S16 stereo, 48 kHz, a 4 096-frame buffer, 256-frame periods; 0.1 s of frames.
@@ -340,20 +367,12 @@ func monotonicSeconds() -> Double {
             rig.directory + "/second.wav", [Int16](repeating: 0x1234, count: 48_000 * 2 * 2), channels: 2)
         let second = try rig.program(
             "aplay", ["-q", "-D", "baton_x", rig.directory + "/second.wav"], log: "second.log")
-        defer { second.stop() }
         #expect(
-            waitUntil(seconds: 5) {
-                usleep(20_000)
-                return (rig.batond?.output ?? "").split(separator: "\n")
+            waitUntil(seconds: 5, every: 0.02) {
+                (rig.batond?.output ?? "").split(separator: "\n")
                     .count { $0.contains("external x:") && $0.hasSuffix(" connected") } == 2
             }, "the second program waits its turn")
-        close(fd)  // the first goes away
-        #expect(
-            waitUntil(seconds: 5) {
-                usleep(50_000)
-                return rig.zoneSamples().contains(0x1234)
-            }, "the second program is heard")
-        #expect(second.wait(seconds: 10) == 0, "and plays to its end: \(second.output)")
+        return (rig, fd, second)
     }
 
     /// A `hold` source interrupted for longer than its idle-release (a 1 s doorbell, 300 ms): aplay
