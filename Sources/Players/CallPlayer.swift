@@ -5,7 +5,8 @@ import Synchronization
 
 /// An intercom call (class `call`): live audio from the RTP receiver, pumped into each zone's slot
 /// (48 kHz → the zone's rate with the calls resampler) once the arbiter grants it. It never drains by
-/// itself: the control plane ends it on `call/end` or when the receiver reports silence.
+/// itself: the control plane ends it on `call/end` or when the receiver reports silence (also for a
+/// call started by request whose packets never come: `RTPReceiver.expectCall`).
 public final class CallPlayer: Source, @unchecked Sendable {
     // @unchecked: `pump` is set in start and cleared in stop, both under the control plane's lock.
     public let label = "intercom call"
@@ -39,10 +40,13 @@ public final class CallPlayer: Source, @unchecked Sendable {
     /// Never: the pump feeds the rings, and a call ends through the control plane.
     public var nextTick: Int? { nil }
 
-    /// Stops the pump before the slots it writes are released.
+    /// Stops the pump before the slots it writes are released, and hangs up the receiver's call:
+    /// however the source ends (a hang-up, a user's stop, a reload that took its zones), the
+    /// receiver does not go on saying a call is on — its stream is ignored until it pauses.
     public func stop() -> Bool {
         pump?.stop()
         pump = nil
+        receiver.endCall()
         return true
     }
 

@@ -1,3 +1,4 @@
+import BatonConfig
 import ControlParts
 import Players
 
@@ -19,9 +20,20 @@ public struct Calls: Sendable {
             [weak d = daemon] event in
             guard let calls = d?.calls else { return }
             switch event {
-            case .callStarted: _ = try? calls.start(reason: "RTP packets on port \(config.listen.port)")
-            case .callEnded(let why):
-                calls.end(reason: why == .silenceTimeout ? "no packets for \(config.silenceTimeout)" : "ended")
+            case .callStarted:
+                do throws(ControlError) {
+                    try calls.start(reason: "RTP packets on port \(config.listen.port)")
+                } catch {
+                    // Said, and the receiver's call ended: it would say a call is on, and no new
+                    // call could start while the stream goes on.
+                    calls.daemon.logger.warning("intercom: a call could not start: \(error.message)")
+                    calls.daemon.events.publish(
+                        type: .intercomError, reason: "a call could not start: \(error.message)")
+                    calls.daemon.parts.intercom.receiver?.endCall()
+                }
+            case .callEnded(.silenceTimeout):
+                calls.end(reason: "no packets for \(ConfigSyntax.format(config.silenceTimeout))")
+            case .callEnded(.explicit): break  // the call's source ended, and hung up the receiver
             }
         }
     }
@@ -38,7 +50,7 @@ public struct Calls: Sendable {
         }
         let events = daemon.events
         var zones: [String] = []
-        return try daemon.admit(
+        let admission = try daemon.admit(
             .call, zones: config.zones, volume: 1,
             before: { id in
                 events.publish(type: .call, source: id.rawValue, zones: zones, reason: "call started: \(reason)")
@@ -47,6 +59,8 @@ public struct Calls: Sendable {
             zones = available.map(\.name)
             return CallPlayer(receiver: receiver)
         }
+        receiver.expectCall()  // timed from now: it ends after the silence timeout without packets
+        return admission
     }
 
     /// Ends the call source, if any: the arbiter releases it (music resumes).
@@ -60,10 +74,10 @@ public struct Calls: Sendable {
         }
     }
 
-    /// Ends the call by request: tells the receiver (so a sender that keeps sending does not start a
-    /// new call at once) and releases the source.
+    /// Ends the call by request: releases the source, which hangs up the receiver (`CallPlayer.stop`:
+    /// a sender that keeps sending does not start a new call at once). The receiver used to be told
+    /// first, and its own end of the call could come before this one: `404 no call is on`.
     public func hangUp() throws(ControlError) -> String {
-        daemon.parts.intercom.receiver?.endCall()
         guard let id = end(reason: "hung up by request") else { throw ControlError(.notFound, "no call is on") }
         return id
     }

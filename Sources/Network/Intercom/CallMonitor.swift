@@ -55,6 +55,14 @@ public struct CallMonitor: Sendable, Equatable {
         return .callEnded(.silenceTimeout)
     }
 
+    /// A call started by request (before its packets, or while a hung-up stream is ignored): timed
+    /// from `now` as if a packet had come, so that it ends after the silence timeout when none does.
+    public mutating func expect(now: Int) {
+        inCall = true
+        lastPacket = max(lastPacket, now)
+        candidate = nil
+    }
+
     /// Ends the call now; nil when there was none.
     public mutating func end() -> CallEvent? {
         guard inCall else { return nil }

@@ -108,12 +108,26 @@ public final class RTPReceiver: @unchecked Sendable {
         self.thread = nil
     }
 
-    /// Ends the current call (hang-up). The receive thread reports `callEnded(.explicit)` at once;
-    /// packets of the same stream are then ignored (counted foreign) until it has been silent for the
-    /// silence timeout. Any thread.
+    /// Ends the current call (hang-up), if there is one. The receive thread reports
+    /// `callEnded(.explicit)` at once; packets of the same stream are then ignored (counted foreign)
+    /// until it has been silent for the silence timeout. Any thread.
     public func endCall() {
         state.withLock { $0.endRequested = true }
         pokes.post()
+    }
+
+    /// A call was started by request: it is timed from now, as if a packet had come (one whose
+    /// packets never come ends after the silence timeout, as any call), and a stream ignored since
+    /// a hang-up is the call's again. Cancels a hang-up not yet carried out (it was the call
+    /// before). Any thread.
+    public func expectCall() {
+        let now = clock()
+        state.withLock { s in
+            s.endRequested = false
+            s.monitor.expect(now: now)
+            s.jitter.ignored = nil
+        }
+        pokes.post()  // the receive thread's sleep is timed from the call now
     }
 
     /// Whether a call is in progress. Any thread (a snapshot).
@@ -189,8 +203,12 @@ public final class RTPReceiver: @unchecked Sendable {
         state.withLock { s in
             if s.endRequested {
                 s.endRequested = false
-                if let e = s.monitor.end() { events.append(e) }
-                s.jitter.reset(now: now, ignoreUntilQuietFor: configuration.silenceTimeout)
+                // Only a call's stream is ignored: after a silence timeout, one that comes back is
+                // a new call.
+                if let e = s.monitor.end() {
+                    events.append(e)
+                    s.jitter.reset(now: now, ignoreUntilQuietFor: configuration.silenceTimeout)
+                }
             } else if let e = s.monitor.tick(now: now) {
                 events.append(e)
                 s.jitter.reset(now: now)

@@ -56,7 +56,7 @@ import Testing
             t.daemon.events.recent().first { $0.type == "granted" && $0.source?.hasPrefix("call-") == true })
         #expect(
             t.daemon.events.recent().contains {
-                $0.type == "call" && $0.reason?.hasPrefix("call ended: no packets for") == true
+                $0.type == "call" && $0.reason == "call ended: no packets for 600ms"
             })
         let counters = try #require(try t.status().intercom)
         #expect(counters.received >= 90 && counters.malformed == 0 && counters.lost == 0, "\(counters)")
@@ -108,6 +108,81 @@ import Testing
                 of: "interruption-ended \(second)")!)
     }
 
+    /// A call started by request whose packets never come ends after the silence timeout, as any
+    /// call does (docs/API.md): it played silence for ever, the music interrupted, the state saying
+    /// a call was on.
+    @Test func aCallStartedByRequestWithoutPacketsEnds() throws {
+        let (t, _) = try daemon()
+        defer { t.stop() }
+        let call = try #require(try t.json("POST", "/api/v1/call/start").object["id"])
+        #expect(
+            waitUntil(seconds: 10) {
+                t.daemon.events.recent().contains {
+                    $0.type == "call" && $0.source == call && $0.reason == "call ended: no packets for 600ms"
+                }
+            })
+        #expect(waitUntil { (try? t.status().sources.isEmpty) == true && (try? t.status().intercom?.inCall) == false })
+    }
+
+    /// A call source ended otherwise than by the receiver — a user's stop of its id — hangs up the
+    /// receiver: it says no call is on, though the door goes on sending. It went on saying a call was
+    /// on with no call source, and no new call could start while the stream went on.
+    @Test func aCallStoppedByTheUserIsOver() throws {
+        let (t, port) = try daemon()
+        defer { t.stop() }
+        let caller = Self.call(port, seconds: 3)
+        defer { pthread_join(caller, nil) }
+        let call = try #require(Self.grantedCall(t)?.source, "the RTP call starts")
+        #expect(try t.request("POST", "/api/v1/music/stop", #"{"id": "\#(call)"}"#).status == 200)
+        #expect(waitUntil(seconds: 1) { (try? t.status().intercom?.inCall) == false }, "while the door still sends")
+        #expect(try t.status().sources.isEmpty)
+    }
+
+    /// A call that cannot start (here the policy rejects calls while an announcement plays) is
+    /// said (`intercom-error`), and the receiver does not say a call is on. The error was dropped,
+    /// and the receiver stayed in a call that did not exist for as long as the door sent.
+    @Test func aCallThatCannotStartIsSaid() throws {
+        var policy = PolicyConfig.default
+        policy.classes[2].priority = 40  // below announcements, which reject it (during-higher: reject)
+        let t = try TestDaemon(
+            policy: policy,
+            intercom: IntercomConfig(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"],
+                silenceTimeout: .milliseconds(600)))
+        defer { t.stop() }
+        let listen = try #require(try t.status().intercom?.listen)
+        let port = try #require(UInt16(listen.split(separator: ":").last ?? ""))
+        #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "music440", "zones": ["kitchen"]}"#).status == 202)
+        let caller = Self.call(port, seconds: 2)
+        defer { pthread_join(caller, nil) }
+        let error = try #require(t.waitForEvent("intercom-error", seconds: 15))
+        #expect(error.reason?.hasPrefix("a call could not start: ") == true, "\(error.reason ?? "")")
+        #expect(waitUntil(seconds: 1) { (try? t.status().intercom?.inCall) == false }, "while the door still sends")
+    }
+
+    /// The `granted` event of a call, once there is one (20 s at most).
+    static func grantedCall(_ t: TestDaemon) -> Event? {
+        var call: Event?
+        _ = waitUntil(seconds: 20) {
+            call = t.daemon.events.recent().first { $0.type == "granted" && $0.source?.hasPrefix("call-") == true }
+            return call != nil
+        }
+        return call
+    }
+
+    /// ffmpeg calling `port` with `seconds` of an 880 Hz tone, on a thread of its own (join it).
+    static func call(_ port: UInt16, seconds: Int) -> pthread_t {
+        startThread {
+            _ = Subprocess.run(
+                "/usr/bin/ffmpeg",
+                [
+                    "-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-f", "lavfi",
+                    "-i", "sine=frequency=880:sample_rate=48000:duration=\(seconds)", "-c:a", "libopus",
+                    "-b:a", "64k", "-f", "rtp", "rtp://127.0.0.1:\(port)",
+                ], seconds: 60)
+        }
+    }
+
     /// Garbage datagrams on the intercom port are counted as malformed, start no call and stall
     /// nothing: an announcement still plays.
     @Test func garbageIsCountedAndHarmless() throws {
@@ -156,22 +231,10 @@ extension IntercomCallTests {
         let music = try #require(
             try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
                 .object["id"])
-        let caller = startThread {
-            _ = Subprocess.run(
-                "/usr/bin/ffmpeg",
-                [
-                    "-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-f", "lavfi",
-                    "-i", "sine=frequency=880:sample_rate=48000:duration=2", "-c:a", "libopus",
-                    "-b:a", "64k", "-f", "rtp", "rtp://127.0.0.1:\(port)",
-                ], seconds: 60)
-        }
+        let caller = Self.call(port, seconds: 2)
         defer { pthread_join(caller, nil) }
-        var call: Event?
-        #expect(
-            waitUntil(seconds: 20) {
-                call = t.daemon.events.recent().first { $0.type == "granted" && $0.source?.hasPrefix("call-") == true }
-                return call != nil
-            }, "the RTP call starts")
+        let call = Self.grantedCall(t)
+        #expect(call != nil, "the RTP call starts")
         try broker.publish(topic: "baton/test-speaker/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         let queued = try #require(t.waitForEvent("queued", seconds: 10))
         let bell = try #require(queued.source)
