@@ -43,6 +43,9 @@ public final class ExternalStream: @unchecked Sendable {
     }
     let shared = Mutex(Shared())
     let appliedGeneration = Atomic<Int>(0)
+    /// The stream's thread (`pthread_self()`), once `run` began: a `detach` on it (a source refused
+    /// from within `onFrames`) has nothing to wait for.
+    private let owner = Atomic<UInt>(0)
     let closedFlag = Atomic<Bool>(false)
     let finishedFlag = Atomic<Bool>(false)
     let lastDataAt = Atomic<Int>(0)
@@ -150,6 +153,10 @@ public final class ExternalStream: @unchecked Sendable {
             return $0.generation
         }
         poke()
+        // On the stream's own thread (its `onFrames`: the source refused, or a reload meanwhile) it
+        // is not pumping, and only it could apply the change: the wait spun its full 100 ms, with
+        // the control plane's lock held (the API, MQTT and the monitor stalled at each refusal).
+        guard owner.load(ordering: .acquiring) != UInt(pthread_self()) else { return }
         let deadline = monotonicNanoseconds() + 100_000_000
         while appliedGeneration.load(ordering: .acquiring) < generation && !isFinished
             && monotonicNanoseconds() < deadline
@@ -194,6 +201,7 @@ public final class ExternalStream: @unchecked Sendable {
 
     /// Reads, pumps and answers until the program leaves and everything it sent was taken.
     func run() {
+        owner.store(UInt(pthread_self()), ordering: .releasing)
         defer {
             close(fd)
             closedFlag.store(true, ordering: .releasing)

@@ -566,6 +566,27 @@ func monotonicSeconds() -> Double {
         #expect(aplay.wait(seconds: 10) == 0, "the next program plays: \(aplay.output)")
     }
 
+    /// A program the policy refuses (a second call while one plays: `same: reject`) gets its ERROR
+    /// at once, twenty in a row well within 2 s: each refusal used to wait its full 100 ms, with
+    /// the control plane's lock held, for the stream's own thread, the one that was waiting.
+    @Test func refusalsDoNotStallTheDaemon() throws {
+        let rig = try ExternalRig(sources: "  x: {class: call}\n  y: {class: call}")
+        let format = Self.message(4, [0, 0, 0, 0, 2, 0, 0, 0, 0x80, 0xbb, 0, 0, 0, 0x10, 0, 0, 0, 1, 0, 0])
+        let data = Self.message(5, [UInt8](repeating: 0x08, count: 256 * 4))
+        let y = Self.connectPeer(rig.socket)
+        defer { close(y) }
+        let first = Self.message(1, [1, 0, 0, 0] + Array("y".utf8)) + format + data
+        _ = first.withUnsafeBytes { send(y, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        #expect(rig.eventsSoon(contain: "\"granted\"", seconds: 10), "y plays")
+        let began = monotonicSeconds()
+        for _ in 0..<20 {
+            let answer = Self.exchange(rig.socket, Self.message(1, [1, 0, 0, 0] + Array("x".utf8)) + format + data)
+            #expect(answer.contains("batond refused source x"), "\(answer)")
+        }
+        let took = monotonicSeconds() - began
+        #expect(took < 1.9, "20 refusals took \(took) s")
+    }
+
     /// A name that is not a source name is refused escaped (it cannot forge a log line); an OPEN
     /// trickled a byte at a time is cut at 3 s in all (each byte used to give it 3 s more); past
     /// 32 connections at once the next is refused with a sentence, and batond runs on.
