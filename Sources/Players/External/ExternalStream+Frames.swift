@@ -9,7 +9,10 @@ import Synchronization
 extension ExternalStream {
     // MARK: Moving frames
 
-    func rebuildPumps(_ targets: [SourceOutput]?, generation: Int) {
+    /// The converters for `targets` (none while detached). An error when a resampler cannot be
+    /// made: the stream is then closed with it (the frames went in at the program's rate, played
+    /// at the wrong speed and pitch, without a word).
+    func rebuildPumps(_ targets: [SourceOutput]?, generation: Int) -> ExternalStreamError? {
         pumpGeneration = generation
         if targets == nil && !pumps.isEmpty {
             announced = false
@@ -17,12 +20,18 @@ extension ExternalStream {
         }
         pumps = []
         pumpOutputs = format == nil ? [] : targets ?? []
+        var failure: ExternalStreamError?
         if let targets, let format {
             pumps = targets.map { o in
-                let resampler =
-                    o.rate == format.rate
-                    ? nil
-                    : (try? makeResampler(o.resampler, inputRate: format.rate, outputRate: o.rate, channels: o.channels))
+                var resampler: (any Resampler)?
+                if o.rate != format.rate {
+                    do {
+                        resampler = try makeResampler(
+                            o.resampler, inputRate: format.rate, outputRate: o.rate, channels: o.channels)
+                    } catch {
+                        failure = .unsupportedFormat("cannot convert \(format.rate) Hz to \(o.rate) Hz: \(error)")
+                    }
+                }
                 let outFrames = Self.block * o.rate / format.rate + 64
                 return Pump(
                     output: o, resampler: resampler,
@@ -36,6 +45,7 @@ extension ExternalStream {
             pumpInterval = Int32(min(10, max(2, burst / 1_000_000)))
         }
         appliedGeneration.store(generation, ordering: .releasing)
+        return failure
     }
 
     /// Moves blocks into every slot ring while all of them are below the lead. True if it moved any.

@@ -215,7 +215,9 @@ public final class ExternalStream: @unchecked Sendable {
                 send(ExternalWire.message(.error, Array(why.utf8)))
                 return
             }
-            if s.generation != pumpGeneration { rebuildPumps(s.targets, generation: s.generation) }
+            if s.generation != pumpGeneration, let error = rebuildPumps(s.targets, generation: s.generation) {
+                return end(with: error)
+            }
             // Sleep until the program sends, the control plane pokes, or — while frames wait for
             // room in the slots, are dropped at the program's pace, or a DRAIN waits — the outputs
             // have taken some. Held slots take nothing until they are resumed, which pokes.
@@ -223,15 +225,13 @@ public final class ExternalStream: @unchecked Sendable {
             let timeout: Int32 =
                 s.discarding ? 10 : (!pumps.isEmpty ? (held ? -1 : pumpInterval) : (drainAt != nil ? 20 : -1))
             if !isClosed {
-                if case .failure(let error) = readSocket(timeout: timeout) {
-                    logger.warning("external \(name): \(peer): \(error); closing its connection")
-                    send(ExternalWire.message(.error, Array(error.description.utf8)))
-                    return
-                }
+                if case .failure(let error) = readSocket(timeout: timeout) { return end(with: error) }
             }
             // A FORMAT in what was just read (`handle`): its DATA, read with it, must go through
             // the new format's converters (the old ones' buffers are sized for the old format).
-            if pumpGeneration != s.generation { rebuildPumps(s.targets, generation: s.generation) }
+            if pumpGeneration != s.generation, let error = rebuildPumps(s.targets, generation: s.generation) {
+                return end(with: error)
+            }
             if received > receivedAtDetach && !announced && s.targets == nil {
                 announced = true
                 onFrames(self)
@@ -248,6 +248,12 @@ public final class ExternalStream: @unchecked Sendable {
                 if !moved { _ = wait(socket: false, timeout: timeout) }
             }
         }
+    }
+
+    /// Logs `error`, and tells the program before its connection closes. Stream thread.
+    private func end(with error: ExternalStreamError) {
+        logger.warning("external \(name): \(peer): \(error); closing its connection")
+        send(ExternalWire.message(.error, Array(error.description.utf8)))
     }
 
     /// Sends one message whole. `unlessFull`: not at all when the socket has no room for any of it

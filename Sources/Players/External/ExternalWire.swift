@@ -73,7 +73,8 @@ public struct ExternalFormat: Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(sample) \(channels) ch \(rate) Hz" }
 
     static let channelRange = 1...8
-    static let rateRange = 1000...768_000
+    /// What the plugin offers (`BatonPCM.c`); the resamplers convert any of it to any zone rate.
+    static let rateRange = 8000...384_000
     /// A second at the highest rate, a bit more than alsa-lib lets the plugin ask for.
     static let maxBufferBytes = 8 << 20
 
@@ -94,7 +95,7 @@ public struct ExternalFormat: Sendable, Equatable, CustomStringConvertible {
             return .failure(.unsupportedFormat("\(channels) channels (batond takes 1 to 8)"))
         }
         guard rateRange.contains(rate) else {
-            return .failure(.unsupportedFormat("\(rate) Hz (batond takes 1000 to 768000 Hz)"))
+            return .failure(.unsupportedFormat("\(rate) Hz (batond takes 8000 to 384000 Hz)"))
         }
         let format = ExternalFormat(
             sample: sample, channels: channels, rate: rate, bufferFrames: buffer, periodFrames: period)

@@ -458,6 +458,11 @@ func monotonicSeconds() -> Double {
         let nineChannels = Self.message(4, [0, 0, 0, 0, 9, 0, 0, 0, 0x80, 0xbb, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0])
         let answer = Self.exchange(rig.socket, open + nineChannels)
         #expect(answer.contains("unsupported format: 9 channels (batond takes 1 to 8)"), "\(answer)")
+        // Below the plugin's 8 kHz: a resampler of its own could refuse the ratio, and the frames
+        // went in at their own rate, the wrong speed and pitch.
+        let slow = Self.message(4, [0, 0, 0, 0, 2, 0, 0, 0, 0xe8, 0x03, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0])
+        let slowAnswer = Self.exchange(rig.socket, open + slow)
+        #expect(slowAnswer.contains("unsupported format: 1000 Hz (batond takes 8000 to 384000 Hz)"), "\(slowAnswer)")
         let unknownType = Self.exchange(rig.socket, open + Self.message(77, []))
         #expect(unknownType.contains("unknown message type 77"), "\(unknownType)")
         ExternalRig.writeWAV(rig.directory + "/short.wav", AplayTests.music(frames: 4_800), channels: 2)
