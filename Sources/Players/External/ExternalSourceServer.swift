@@ -119,7 +119,26 @@ public final class ExternalSourceServer: @unchecked Sendable {
         while running.load(ordering: .acquiring) {
             guard stopping.wait(for: fd, timeout: -1, fallback: 50) else { continue }
             let client = accept(fd, nil, nil)
-            guard client >= 0 else { continue }
+            guard client >= 0 else {
+                // Out of descriptors or memory: the listener stays readable, and going straight
+                // back to poll took a whole core (beside the output threads), silently. Said once
+                // per run of failures; a tenth of a second between tries (a stop ends it).
+                let why = errno
+                if why != EINTR && why != ECONNABORTED && why != EAGAIN {
+                    if !acceptFailing {
+                        logger.warning(
+                            "external sources: cannot accept a program's connection: \(String(cString: strerror(why))); trying again every 0.1 s"
+                        )
+                    }
+                    acceptFailing = true
+                    _ = stopping.wait(for: -1, timeout: 100, fallback: 100)
+                }
+                continue
+            }
+            if acceptFailing {
+                logger.info("external sources: accepting connections again")
+                acceptFailing = false
+            }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             // A program that stops reading cannot hold its thread in a send for longer than this.
             var timeout = timeval(tv_sec: Self.sendTimeoutSeconds, tv_usec: 0)
@@ -140,6 +159,8 @@ public final class ExternalSourceServer: @unchecked Sendable {
     /// a second however many there are, and closed. On the accept thread: the send cannot block (a
     /// new socket's buffer is empty).
     private var busyWarnedAt: Int?
+    /// `accept` failed last time (accept thread).
+    private var acceptFailing = false
     private var busySinceWarning = 0
     private func refuseBusy(_ fd: Int32) {
         let peer = ExternalPeer.of(socket: fd)
