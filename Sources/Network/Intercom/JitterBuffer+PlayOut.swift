@@ -168,7 +168,10 @@ extension JitterBuffer {
             high = max(high, transits[i])
         }
         let spread = Int(high - low) + Self.samples(configuration.margin)
-        target = min(max(spread, Self.samples(configuration.minimumDelay)), Self.samples(configuration.maximumDelay))
+        // The minimum wins over the maximum: the daemon raises it to what a zone's output takes at
+        // one wake-up (`IntercomLine`), which can pass 200 ms; clamped to the maximum, each wake-up
+        // took more than the buffer held (dropouts for the whole call).
+        target = max(min(spread, Self.samples(configuration.maximumDelay)), Self.samples(configuration.minimumDelay))
     }
 
     /// Extends a 16-bit sequence number to the value nearest `reference`.

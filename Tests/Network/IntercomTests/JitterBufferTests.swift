@@ -165,6 +165,26 @@ import Testing
         }
     }
 
+    /// A minimum delay above the maximum (a call zone whose output takes 250 ms at each wake-up: the
+    /// daemon asks 260 ms) is kept, and the call plays whole: the target was clamped to the 200 ms
+    /// maximum once half the jitter window was measured, and each pull took more than the buffer
+    /// held — dropouts for the whole call.
+    @Test func keepsAMinimumAboveTheMaximum() throws {
+        let packets = try tonePackets(seconds: 5)
+        var configuration = JitterBuffer.Configuration()
+        configuration.minimumDelay = 260 * ms
+        configuration.initialDelay = 260 * ms
+        configuration.consumerBurst = 250 * ms
+        let sim = try PlayoutSimulation(configuration: configuration)
+        var targets: [Int] = []
+        try sim.run(
+            packets.indices.map { datagram(packets[$0], index: $0) }, every: 250 * ms,
+            observe: { _ in targets.append(sim.buffer.targetDelay) })
+        #expect(targets.allSatisfy { $0 >= 260 * ms }, "targets \(targets.map { $0 / ms }) ms")
+        let levels = toneLevels(sim.audio)[50..<200]
+        #expect(levels.allSatisfy { $0 > 0.3 }, "levels \(levels.map { Int($0 * 100) })")
+    }
+
     /// A new SSRC is foreign while the locked stream is alive; once that one has been silent for the
     /// takeover time, the new one resets the buffer and plays.
     @Test func switchesToANewSourceAfterTheOldFallsSilent() throws {
