@@ -75,6 +75,10 @@ public final class WAVStreamDecoder: AudioDecoder {
                 dataSize = size
                 break
             }
+            // Every chunk before the data counts, `fmt ` ones too (endless ones kept `init` reading).
+            guard header.consumed + size <= Self.maximumHeaderBytes else {
+                throw header.fail("no data chunk in the first \(Self.maximumHeaderBytes >> 20) MiB")
+            }
             if id == "fmt " {
                 guard (16...4096).contains(size) else { throw header.fail("fmt chunk of \(size) bytes") }
                 let body = try header.bytes(size + (size & 1), what: "fmt chunk")
@@ -85,9 +89,6 @@ public final class WAVStreamDecoder: AudioDecoder {
                 }
                 format = (code, le(body, 2, 2), le(body, 4, 4), le(body, 14, 2))
             } else {
-                guard header.consumed + size <= Self.maximumHeaderBytes else {
-                    throw header.fail("no data chunk in the first \(Self.maximumHeaderBytes >> 20) MiB")
-                }
                 try header.skip(size + (size & 1), what: "\(id) chunk")
             }
         }

@@ -92,6 +92,19 @@ struct BadInputTests {
         #expect(source.delivered <= 17 << 20, "read \(source.delivered) bytes")
     }
 
+    /// A WAV header of endless `fmt ` chunks is given up after the header budget too: only the
+    /// chunks other than `fmt ` were counted, and `init` read for ever.
+    @Test(.timeLimit(.minutes(1))) func givesUpOnEndlessFormatChunks() {
+        let fmt: [UInt8] = Array("fmt ".utf8) + [16, 0, 0, 0, 1, 0, 2, 0, 0x80, 0xbb, 0, 0, 0, 0xee, 2, 0, 4, 0, 16, 0]
+        let source = EndlessByteSource(prefix: Array("RIFF".utf8) + [0, 0, 0, 0] + Array("WAVE".utf8), repeating: fmt)
+        guard case .failure(let error) = outcome(.wav, source) else {
+            Issue.record("an endless run of fmt chunks ended")
+            return
+        }
+        #expect(error.message == "test.WAV: no data chunk in the first 16 MiB", "\(error)")
+        #expect(source.delivered <= 17 << 20, "read \(source.delivered) bytes")
+    }
+
     /// A missing Ogg page mid-stream is an `OP_HOLE`: counted, stepped over, and decoding goes on to
     /// the end with that page's audio (and at most 80 ms after it) missing.
     @Test func stepsOverOggHoles() throws {

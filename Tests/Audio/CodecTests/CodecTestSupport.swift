@@ -100,16 +100,29 @@ final class FailingByteSource: ByteSource {
     }
 }
 
-/// A source that never ends, delivering `byte` forever (a misconfigured endless stream).
+/// A source that never ends: `prefix`, then `pattern` over and over (`byte` forever: a
+/// misconfigured endless stream).
 final class EndlessByteSource: ByteSource {
-    let byte: UInt8
+    private let prefix: [UInt8]
+    private let pattern: [UInt8]
     private(set) var delivered = 0
 
-    init(byte: UInt8) { self.byte = byte }
+    init(byte: UInt8) {
+        prefix = []
+        pattern = [byte]
+    }
+
+    init(prefix: [UInt8], repeating pattern: [UInt8]) {
+        self.prefix = prefix
+        self.pattern = pattern
+    }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(ByteSourceError) -> Int {
         let n = min(buffer.count, 65536)
-        UnsafeMutableRawBufferPointer(rebasing: buffer[..<n]).initializeMemory(as: UInt8.self, repeating: byte)
+        for i in 0..<n {
+            let at = delivered + i
+            buffer[i] = at < prefix.count ? prefix[at] : pattern[(at - prefix.count) % pattern.count]
+        }
         delivered += n
         return n
     }
