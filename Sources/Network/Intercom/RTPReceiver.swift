@@ -183,12 +183,12 @@ public final class RTPReceiver: @unchecked Sendable {
                             s.jitter.insert(datagram: UnsafeRawBufferPointer(rebasing: $0[0..<n]), now: now)
                         }
                         switch outcome {
-                        case .started, .accepted, .reset, .duplicate, .late:
+                        case .started, .accepted, .reset:
                             if let ssrc = s.jitter.ssrc, let e = s.monitor.packet(ssrc: ssrc, now: now) {
                                 events.append(e)
                             }
-                        case .malformed, .foreign:
-                            break
+                        case .duplicate, .late, .malformed, .foreign:
+                            break  // no audio: it neither starts nor keeps a call going
                         }
                     }
                     deliver(&events)

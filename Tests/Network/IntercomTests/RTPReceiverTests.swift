@@ -182,6 +182,35 @@ import Testing
         #expect(waitUntil { events.all.last == .callStarted(ssrc: 99) })
     }
 
+    /// Packets that add no audio do not keep a call going: a stream that only repeats an old
+    /// packet (a duplicate, a late one) ends after the silence timeout. Each kept it alive, a call
+    /// "on" with nothing to hear for as long as one came every 1.9 s.
+    @Test func repeatedOldPacketsDoNotKeepACallGoing() throws {
+        let clock = ManualClock()
+        let events = EventLog()
+        let receiver = try RTPReceiver(
+            configuration: .init(host: "127.0.0.1", port: 0, silenceTimeout: 2_000 * ms),
+            clock: { clock.now }, onEvent: events.append)
+        receiver.start()
+        defer { receiver.stop() }
+        let sender = UDPSender(port: receiver.port)
+        let packets = try tonePackets(seconds: 1)
+        for i in 0..<5 {
+            clock.advance(20 * ms)
+            sender.send(datagram(packets[i], index: i))
+        }
+        #expect(waitUntil { receiver.counters.received == 5 })
+        #expect(events.all == [.callStarted(ssrc: 0x1234_5678)])
+        clock.advance(1_900 * ms)
+        sender.send(datagram(packets[4], index: 4))
+        #expect(waitUntil { receiver.counters.duplicate + receiver.counters.late == 1 })
+        #expect(events.all.count == 1, "still on, 1.9 s after its last packet")
+        clock.advance(1_900 * ms)
+        sender.send(datagram(packets[4], index: 4))
+        #expect(waitUntil { events.all.last == .callEnded(.silenceTimeout) }, "\(events.all)")
+        #expect(!receiver.isInCall)
+    }
+
     /// A busy port and a bad address fail at init with a clear reason.
     @Test func reportsSocketErrors() throws {
         let first = try RTPReceiver(configuration: .init(host: "127.0.0.1", port: 0), onEvent: { _ in })
