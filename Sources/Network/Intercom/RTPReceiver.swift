@@ -82,9 +82,14 @@ public final class RTPReceiver: @unchecked Sendable {
         self.port = port
         self.clock = clock
         self.onEvent = onEvent
+        // A new stream takes over within half the silence timeout: one that restarts with a new
+        // SSRC, no pause, was foreign for the whole takeover (500 ms) and ended a call with a
+        // shorter timeout (from 200 ms) though its packets kept coming.
+        var jitter = configuration.jitter
+        jitter.sourceTakeover = min(jitter.sourceTakeover, configuration.silenceTimeout / 2)
         state = Mutex(
             State(
-                jitter: JitterBuffer(configuration: configuration.jitter),
+                jitter: JitterBuffer(configuration: jitter),
                 monitor: CallMonitor(silenceTimeout: configuration.silenceTimeout)))
     }
 

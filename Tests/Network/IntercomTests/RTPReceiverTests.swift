@@ -211,6 +211,33 @@ import Testing
         #expect(!receiver.isInCall)
     }
 
+    /// A door that restarts its stream with a new SSRC and no pause keeps its call, with a silence
+    /// timeout shorter than the 500 ms takeover: the new stream takes over within half the timeout.
+    /// Its packets were foreign for the whole takeover, and the call ended though they kept coming.
+    @Test func aNewStreamTakesOverBeforeTheCallTimesOut() throws {
+        let clock = ManualClock()
+        let events = EventLog()
+        let receiver = try RTPReceiver(
+            configuration: .init(host: "127.0.0.1", port: 0, silenceTimeout: 300 * ms),
+            clock: { clock.now }, onEvent: events.append)
+        receiver.start()
+        defer { receiver.stop() }
+        let sender = UDPSender(port: receiver.port)
+        let packets = try tonePackets(seconds: 1)
+        for i in 0..<5 {
+            clock.advance(20 * ms)
+            sender.send(datagram(packets[i], index: i))
+        }
+        #expect(waitUntil { receiver.counters.received == 5 })
+        for i in 0..<20 {
+            clock.advance(20 * ms)
+            sender.send(datagram(packets[i], index: i, ssrc: 99))
+            #expect(waitUntil { receiver.counters.received + receiver.counters.foreign == 6 + i })
+        }
+        #expect(events.all == [.callStarted(ssrc: 0x1234_5678)])
+        #expect(receiver.isInCall)
+    }
+
     /// A busy port and a bad address fail at init with a clear reason.
     @Test func reportsSocketErrors() throws {
         let first = try RTPReceiver(configuration: .init(host: "127.0.0.1", port: 0), onEvent: { _ in })
