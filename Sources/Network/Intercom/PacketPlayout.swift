@@ -29,6 +29,9 @@ final class PacketPlayout {
         let wanted = output.count / channels
         var written = 0
         var fromCall = 0
+        // What is left decoded belongs to the stream it came from: after a reset (a call ended, a
+        // new one began) it was played first — the last caller's voice at the start of the next.
+        if pcmStart < pcmEnd, state.withLock({ $0.jitter.generation }) != generation { pcmStart = pcmEnd }
         while written < wanted {
             if pcmStart < pcmEnd {
                 let n = min(pcmEnd - pcmStart, (wanted - written) * channels)

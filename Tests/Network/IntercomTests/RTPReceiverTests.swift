@@ -238,6 +238,44 @@ import Testing
         #expect(receiver.isInCall)
     }
 
+    /// A call's first sound is its own: what was left decoded of the call before (up to a packet)
+    /// is dropped when the buffer starts again. It was played first — the last caller's voice at the
+    /// start of the next call.
+    @Test func aNewCallDoesNotBeginWithTheLastOnesTail() throws {
+        let clock = ManualClock()
+        let events = EventLog()
+        let receiver = try RTPReceiver(
+            configuration: .init(host: "127.0.0.1", port: 0), clock: { clock.now }, onEvent: events.append)
+        receiver.start()
+        defer { receiver.stop() }
+        let sender = UDPSender(port: receiver.port)
+        let first = try tonePackets(seconds: 0.4, frequency: 440)
+        for i in first.indices {
+            clock.advance(20 * ms)
+            sender.send(datagram(first[i], index: i))
+        }
+        #expect(waitUntil { receiver.counters.received == first.count })
+        // A quarter of a packet taken: three quarters of it left decoded.
+        var block = [Float](repeating: 0, count: 240)
+        var heard = 0
+        while heard == 0 {
+            heard = block.withUnsafeMutableBufferPointer { receiver.pull(into: $0, now: clock.now) }
+            clock.advance(5 * ms)
+        }
+        receiver.endCall()
+        #expect(waitUntil { events.all.last == .callEnded(.explicit) })
+        let second = try tonePackets(seconds: 0.4, frequency: 1000)
+        for i in second.indices {
+            clock.advance(20 * ms)
+            sender.send(datagram(second[i], index: i, ssrc: 99))
+        }
+        #expect(waitUntil { receiver.counters.received == first.count + second.count })
+        var next = [Float](repeating: 0, count: 720)
+        _ = next.withUnsafeMutableBufferPointer { receiver.pull(into: $0, now: clock.now) }
+        let old = toneLevels(next, window: 720, frequency: 440)[0]
+        #expect(old < 0.05, "the last call's tone at \(old)")
+    }
+
     /// A busy port and a bad address fail at init with a clear reason.
     @Test func reportsSocketErrors() throws {
         let first = try RTPReceiver(configuration: .init(host: "127.0.0.1", port: 0), onEvent: { _ in })
