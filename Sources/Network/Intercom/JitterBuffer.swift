@@ -130,6 +130,9 @@ public struct JitterBuffer: Sendable {
         case ssrc(UInt32)
         /// The stream that was ended explicitly, still sending.
         case endedStream(ssrc: UInt32)
+        /// A packet far from the stream's sequence (this extended number), not (yet) followed by the
+        /// next: dropped, unless the next one follows it, which restarts play-out there.
+        case outOfSequence(Int64)
     }
 
     /// What the play-out side does next.
@@ -172,6 +175,9 @@ public struct JitterBuffer: Sendable {
     var nextTimestamp: Int64 = 0
     var highestSeq: Int64 = 0
     var highestTimestamp: Int64 = 0
+    /// The last packet far out of sequence (`ForeignReason.outOfSequence`): the one after it takes
+    /// the jump.
+    var jumpCandidate: Int64?
     var newestEnd: Int64 = 0
     var lastFrames = 960
     var underrunFrames = 0
@@ -264,6 +270,16 @@ public struct JitterBuffer: Sendable {
         }
         let seq = Self.extend(packet.sequenceNumber, around: highestSeq)
         let timestamp = Self.extend(packet.timestamp, around: highestTimestamp)
+        // A jump further than the buffer holds is taken once the packet after it follows (RFC 3550
+        // A.1's probation): one stray packet (corrupt, or a duplicate seconds late) re-anchored the
+        // play-out, and the next normal one again — the queue and a delay's worth lost twice.
+        let far = Int64(configuration.slots)
+        if phase != .rebuffering && phase != .idle, seq - nextSeq >= far || seq - nextSeq <= -far {
+            defer { jumpCandidate = seq }
+            guard jumpCandidate == seq - 1 else { return foreign(.outOfSequence(seq)) }
+        } else {
+            jumpCandidate = nil
+        }
         counters.received += 1
         lastArrival = now
         recordTransit(now: now, timestamp: timestamp)
@@ -318,6 +334,7 @@ public struct JitterBuffer: Sendable {
         if let quiet, let ssrc { ignored = (ssrc, now, quiet) }
         ssrc = nil
         lastArrival = nil
+        jumpCandidate = nil
         payloadType = configuration.payloadType
         phase = .idle
         clearSlots()

@@ -269,9 +269,25 @@ import Testing
         let packets = try tonePackets(seconds: 1)
         let sim = try PlayoutSimulation()
         for i in 0..<10 { sim.insert(datagram(packets[i], index: i), at: i * 20 * ms) }
-        let outcome = sim.insert(datagram(packets[10], index: 5_000), at: 200 * ms)
-        #expect(outcome == .reset(.sequenceJump(from: 1_000, to: 6_000)))
+        #expect(sim.insert(datagram(packets[10], index: 5_000), at: 200 * ms) == .foreign(.outOfSequence(6_000)))
+        let outcome = sim.insert(datagram(packets[11], index: 5_001), at: 220 * ms)
+        #expect(outcome == .reset(.sequenceJump(from: 1_000, to: 6_001)))
         #expect(sim.buffer.counters.resets == 1)
+    }
+
+    /// One stray packet far from the sequence (corrupt, or a duplicate seconds late) is dropped,
+    /// and the stream plays on undisturbed: it re-anchored play-out, and the next normal packet
+    /// again — the queue and a delay's worth of audio lost twice, a gap heard.
+    @Test func aStrayPacketDoesNotRestartPlayOut() throws {
+        let packets = try tonePackets(seconds: 3)
+        let sim = try PlayoutSimulation()
+        var datagrams = packets.indices.map { datagram(packets[$0], index: $0) }
+        datagrams.insert(datagram(packets[60], index: 60 + 5_000), at: 61)  // between packets 60 and 61
+        try sim.run(datagrams)
+        #expect(sim.buffer.counters.resets == 0)
+        #expect(sim.buffer.counters.foreign == 1)
+        let steady = toneLevels(sim.audio)[10..<140]  // the 3 s stream is heard from 60 ms on
+        #expect(steady.allSatisfy { $0 > 0.3 }, "\(steady.map { Int($0 * 100) })")
     }
 
     /// After an underrun longer than the limit, play-out waits (silence) and re-anchors on the next packet.
