@@ -42,8 +42,18 @@ public struct Calls: Sendable {
     /// exists.
     @discardableResult
     public func start(reason: String) throws(ControlError) -> Admission {
-        guard let config = daemon.config.intercom, let receiver = daemon.parts.intercom.receiver else {
+        guard let config = daemon.config.intercom, daemon.parts.intercom.receiver != nil else {
             throw ControlError(.conflict, "no intercom is configured or it could not start (intercom: in the config)")
+        }
+        return try daemon.parts.intercom.starting.withLock { _ throws(ControlError) in
+            try admitCall(reason: reason, config: config)
+        }
+    }
+
+    /// `start`, under `IntercomLine.starting`.
+    private func admitCall(reason: String, config: IntercomConfig) throws(ControlError) -> Admission {
+        guard let receiver = daemon.parts.intercom.receiver else {
+            throw ControlError(.conflict, "the intercom stopped (a reload)")
         }
         if let existing = daemon.state.withLock({ s in s.playbacks.values.first { $0.sourceClass == .call }?.id }) {
             return Admission(id: existing.rawValue, outcome: .playing, skipped: [])

@@ -6,6 +6,10 @@ import Synchronization
 /// The intercom's RTP/Opus receiver on `intercom.rtp.listen`, or why it could not start. Any thread.
 package final class IntercomLine: Sendable {
     private let line = Mutex<(receiver: RTPReceiver?, error: String?)>((nil, nil))
+    /// Held while a call is being started: the look for a running call and the admission are one
+    /// step (`Calls.start`), or a request and the first packets could both start one — two pumps
+    /// pulling from the one receiver at once under `same: mix`.
+    package let starting = Mutex(())
 
     /// The receiver while it runs.
     package var receiver: RTPReceiver? { line.withLock { $0.receiver } }

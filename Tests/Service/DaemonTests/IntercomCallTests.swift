@@ -3,6 +3,7 @@ import BatonConfig
 import BatonTesting
 import Glibc
 import OSThread
+import Synchronization
 import Testing
 
 @testable import BatonDaemon
@@ -168,6 +169,32 @@ import Testing
             return call != nil
         }
         return call
+    }
+
+    /// Calls started at once (requests, or a request and the first packets) make one call: the
+    /// look for a running call and the admission were two steps, and under `same: mix` two calls
+    /// could start — two pumps pulling from the one receiver, its decoder, at once.
+    @Test func callsStartedAtOnceMakeOneCall() throws {
+        var policy = PolicyConfig.default
+        policy.classes[2].same = .mix
+        let t = try TestDaemon(
+            policy: policy,
+            intercom: IntercomConfig(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"],
+                silenceTimeout: .seconds(5)))
+        defer { t.stop() }
+        let answers = Mutex<[String]>([])
+        let port = t.port
+        let threads = (0..<8).map { _ in
+            startThread {
+                let body = (try? TestDaemon.request(port: port, "POST", "/api/v1/call/start").body) ?? []
+                answers.withLock { $0.append(String(decoding: body, as: UTF8.self)) }
+            }
+        }
+        for thread in threads { pthread_join(thread, nil) }
+        let ids = answers.withLock { $0 }.compactMap { $0.split(separator: "\"").first { $0.hasPrefix("call-") } }
+        #expect(ids.count == 8 && Set(ids).count == 1, "\(answers.withLock { $0 })")
+        #expect(try t.status().sources.count == 1)
     }
 
     /// ffmpeg calling `port` with `seconds` of an 880 Hz tone, on a thread of its own (join it).

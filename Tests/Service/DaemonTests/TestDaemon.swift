@@ -107,6 +107,13 @@ final class TestDaemon {
     }
 
     func request(_ method: String, _ path: String, _ body: String? = nil) throws -> RawClient.Response {
+        try Self.request(port: port, method, path, body)
+    }
+
+    /// `request` to the API on `port`, from any thread.
+    static func request(port: Int, _ method: String, _ path: String, _ body: String? = nil) throws
+        -> RawClient.Response
+    {
         let client = try RawClient(port: port)
         var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         // Every state-changing request is JSON (the API's cross-site rule), with or without a body.
