@@ -63,7 +63,7 @@ package final class IntercomLine: Sendable {
             received: c?.received ?? 0, lost: c?.lost ?? 0, concealed: c?.concealed ?? 0,
             fecRecovered: c?.fecRecovered ?? 0,
             late: c?.late ?? 0, duplicate: c?.duplicate ?? 0, malformed: c?.malformed ?? 0, foreign: c?.foreign ?? 0,
-            targetDelayMs: (receiver?.delays.target ?? 0) / 1_000_000)
+            targetDelayMs: (receiver?.delays.target ?? 0) / 1_000_000, lastRefused: receiver?.lastRefused)
     }
 }
 
@@ -82,4 +82,6 @@ public struct IntercomStatus: Codable, Sendable, Equatable {
     public var malformed: Int
     public var foreign: Int
     public var targetDelayMs: Int
+    /// The last datagram refused: its sender and why (nil: none yet).
+    public var lastRefused: String?
 }

@@ -125,7 +125,7 @@ public struct JitterBuffer: Sendable {
         }
     }
 
-    public enum ForeignReason: Sendable, Equatable {
+    public enum ForeignReason: Sendable, Equatable, CustomStringConvertible {
         case payloadType(UInt8)
         case ssrc(UInt32)
         /// The stream that was ended explicitly, still sending.
@@ -133,6 +133,15 @@ public struct JitterBuffer: Sendable {
         /// A packet far from the stream's sequence (this extended number), not (yet) followed by the
         /// next: dropped, unless the next one follows it, which restarts play-out there.
         case outOfSequence(Int64)
+
+        public var description: String {
+            switch self {
+            case .payloadType(let type): "payload type \(type), not the call's (another codec)"
+            case .ssrc(let ssrc): "another stream (SSRC \(ssrc)) while the call's is sending"
+            case .endedStream(let ssrc): "the stream of a call hung up (SSRC \(ssrc)), until it pauses"
+            case .outOfSequence(let seq): "sequence number \(seq & 0xFFFF), far from the call's"
+            }
+        }
     }
 
     /// What the play-out side does next.

@@ -48,6 +48,8 @@ public final class RTPReceiver: @unchecked Sendable {
         var jitter: JitterBuffer
         var monitor: CallMonitor
         var endRequested = false
+        /// The last datagram refused, said: its sender and why.
+        var lastRefused: String?
     }
 
     public let configuration: Configuration
@@ -135,6 +137,10 @@ public final class RTPReceiver: @unchecked Sendable {
         pokes.post()  // the receive thread's sleep is timed from the call now
     }
 
+    /// The last datagram refused (malformed, or not the call's), said: its sender and why —
+    /// `192.168.1.20:5004: not an Opus packet: …`. Any thread (a snapshot).
+    public var lastRefused: String? { state.withLock { $0.lastRefused } }
+
     /// Whether a call is in progress. Any thread (a snapshot).
     public var isInCall: Bool { state.withLock { $0.monitor.inCall } }
 
@@ -173,15 +179,25 @@ public final class RTPReceiver: @unchecked Sendable {
             if readable {
                 // Drain what is there, a bounded batch so timeouts stay checked under a flood.
                 for _ in 0..<64 {
-                    let n = buffer.withUnsafeMutableBytes {
-                        recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_TRUNC))
+                    var from = sockaddr_in()
+                    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+                    let n = buffer.withUnsafeMutableBytes { bytes in
+                        withUnsafeMutablePointer(to: &from) {
+                            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                                recvfrom(
+                                    socket, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT | MSG_TRUNC), $0, &length
+                                )
+                            }
+                        }
                     }
                     if n < 0 { break }
                     let now = clock()
                     state.withLock { s in
                         if n > buffer.count {
                             // Truncated: longer than any RTP/Opus packet the buffer accepts.
-                            _ = s.jitter.rejectOversized(bytes: n)
+                            if case .malformed(let why) = s.jitter.rejectOversized(bytes: n) {
+                                s.lastRefused = "\(Self.describe(from)): \(why)"
+                            }
                             return
                         }
                         let outcome = buffer.withUnsafeBytes {
@@ -192,7 +208,11 @@ public final class RTPReceiver: @unchecked Sendable {
                             if let ssrc = s.jitter.ssrc, let e = s.monitor.packet(ssrc: ssrc, now: now) {
                                 events.append(e)
                             }
-                        case .duplicate, .late, .malformed, .foreign:
+                        case .malformed(let why):
+                            s.lastRefused = "\(Self.describe(from)): \(why)"
+                        case .foreign(let why):
+                            s.lastRefused = "\(Self.describe(from)): \(why)"
+                        case .duplicate, .late:
                             break  // no audio: it neither starts nor keeps a call going
                         }
                     }
@@ -228,6 +248,12 @@ public final class RTPReceiver: @unchecked Sendable {
     }
 
     // MARK: - Socket
+
+    /// `a.b.c.d:port`.
+    private static func describe(_ address: sockaddr_in) -> String {
+        let ip = UInt32(bigEndian: address.sin_addr.s_addr)
+        return "\(ip >> 24).\(ip >> 16 & 0xFF).\(ip >> 8 & 0xFF).\(ip & 0xFF):\(UInt16(bigEndian: address.sin_port))"
+    }
 
     private static func bind(host: String, port: UInt16) throws(IntercomError) -> (Int32, UInt16) {
         var address = sockaddr_in()

@@ -210,8 +210,8 @@ import Testing
         }
     }
 
-    /// Garbage datagrams on the intercom port are counted as malformed, start no call and stall
-    /// nothing: an announcement still plays.
+    /// Garbage datagrams on the intercom port are counted as malformed, the last one said (its
+    /// sender and why), start no call and stall nothing: an announcement still plays.
     @Test func garbageIsCountedAndHarmless() throws {
         let (t, port) = try daemon()
         defer { t.stop() }
@@ -233,6 +233,10 @@ import Testing
         }
         #expect(waitUntil { (try? t.status().intercom?.malformed ?? 0) ?? 0 >= 100 })
         #expect(try t.status().intercom?.inCall == false)
+        // What was refused, and from where: only a counter said anything.
+        let refused = try #require(try t.status().intercom?.lastRefused)
+        #expect(refused.hasPrefix("127.0.0.1:"), "\(refused)")
+        #expect(refused.contains("RTP") || refused.contains("Opus") || refused.contains("payload"), "\(refused)")
         #expect(try t.status().sources.isEmpty)
         let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         #expect(bell.object["status"] == "playing")
