@@ -224,6 +224,9 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
                 } else {
                     current.detach()
                     use(state.pending.removeFirst())
+                    // Its own last frames came when it filled its buffer behind the quiet one: the
+                    // handover is its start, or the next look found it idle too and ended the source.
+                    state.playsUntil = now
                 }
             }
         } else if !waitingForPlayer {

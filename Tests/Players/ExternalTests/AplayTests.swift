@@ -338,8 +338,14 @@ func monotonicSeconds() -> Double {
     /// idle-release lets the quiet one go, and plays to its end; the quiet one stays connected (it
     /// is admitted again when it writes). It was refused ("batond released source x") with the
     /// source, its audio lost.
-    @Test func aProgramQueuedBehindAQuietOneIsHeardWhenItIsReleased() throws {
-        let (rig, fd, second) = try Self.queuedBehindAQuietOne("idle-release: 500ms")
+    /// The second opens while the first still plays (a second of frames): its own last frames are
+    /// then older than idle-release when it is handed the source, which must not count against it —
+    /// it was found idle at the next look and the source ended, its audio lost.
+    @Test(arguments: [false, true])
+    func aProgramQueuedBehindAQuietOneIsHeardWhenItIsReleased(secondOpensWhileFirstPlays: Bool) throws {
+        let (rig, fd, second) = try Self.queuedBehindAQuietOne(
+            "idle-release: 500ms", firstSeconds: secondOpensWhileFirstPlays ? 1 : 0.1,
+            waitForTheFirst: !secondOpensWhileFirstPlays)
         defer {
             second.stop()
             close(fd)
@@ -349,20 +355,24 @@ func monotonicSeconds() -> Double {
         #expect(second.wait(seconds: 10) == 0, "and plays to its end: \(second.output)")
     }
 
-    /// Source `x` (with `settings`), a peer that speaks the protocol and sent 0.1 s of frames, all
-    /// played (quiet now, its connection open), and aplay playing 2 s of 0x1234 to `baton_x`,
-    /// waiting its turn behind it.
-    static func queuedBehindAQuietOne(_ settings: String) throws -> (ExternalRig, Int32, BackgroundProcess) {
+    /// Source `x` (with `settings`), a peer that speaks the protocol and sent `firstSeconds` of
+    /// frames (then quiet, its connection open), and aplay playing 2 s of 0x1234 to `baton_x`,
+    /// waiting its turn behind it — started once the peer's frames all played, or right away.
+    static func queuedBehindAQuietOne(
+        _ settings: String, firstSeconds: Double = 0.1, waitForTheFirst: Bool = true
+    ) throws -> (ExternalRig, Int32, BackgroundProcess) {
         let rig = try ExternalRig(sources: "  x: {class: music, \(settings)}")
         let fd = HostilePeerTests.connectPeer(rig.socket)
         #expect(fd >= 0)
-        // S16 stereo, 48 kHz, a 4 096-frame buffer, 256-frame periods; 0.1 s of frames.
+        // S16 stereo, 48 kHz, a 4 096-frame buffer, 256-frame periods.
         let open = HostilePeerTests.message(1, [1, 0, 0, 0] + Array("x".utf8))
         let format = HostilePeerTests.message(4, [0, 0, 0, 0, 2, 0, 0, 0, 0x80, 0xbb, 0, 0, 0, 0x10, 0, 0, 0, 1, 0, 0])
-        let data = HostilePeerTests.message(5, [UInt8](repeating: 0x08, count: 4_800 * 4))
+        let data = HostilePeerTests.message(5, [UInt8](repeating: 0x08, count: Int(firstSeconds * 48_000) * 4))
         _ = (open + format + data).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        #expect(
-            waitUntil(seconds: 15) { rig.get("/api/v1/status").contains("\"buffering\"") }, "its frames played")
+        if waitForTheFirst {
+            #expect(
+                waitUntil(seconds: 15) { rig.get("/api/v1/status").contains("\"buffering\"") }, "its frames played")
+        }
         ExternalRig.writeWAV(
             rig.directory + "/second.wav", [Int16](repeating: 0x1234, count: 48_000 * 2 * 2), channels: 2)
         let second = try rig.program(
