@@ -241,6 +241,7 @@ public final class ExternalStream: @unchecked Sendable {
             if !s.discarding { discardSince = nil }
             answer()
             if isClosed {
+                dropPartialFrame()
                 if fifoCount == 0 || s.targets == nil && !announced {
                     flushResamplers()
                     return
@@ -364,15 +365,18 @@ public final class ExternalStream: @unchecked Sendable {
 
     func peerClosed() -> Result<Void, ExternalStreamError> {
         closedFlag.store(true, ordering: .releasing)
-        // Cut inside a frame (killed during a write): nothing takes less than a frame from the
-        // FIFO, so the stream would never be done, its source holding its zones for ever.
-        if let format, fifoCount % format.frameBytes != 0 {
-            logger.warning(
-                "external \(name): \(peer) closed its connection inside a frame; its last "
-                    + "\(fifoCount % format.frameBytes) bytes are dropped")
-            fifoCount -= fifoCount % format.frameBytes
-        }
         return .success(())
+    }
+
+    /// A connection closed (by the program, or by a send that failed) inside a frame: nothing takes
+    /// less than a frame from the FIFO, so the stream would never be done, its source holding its
+    /// zones for ever. The part is dropped, and said. Stream thread.
+    func dropPartialFrame() {
+        guard let format, fifoCount % format.frameBytes != 0 else { return }
+        logger.warning(
+            "external \(name): \(peer) closed its connection inside a frame; its last "
+                + "\(fifoCount % format.frameBytes) bytes are dropped")
+        fifoCount -= fifoCount % format.frameBytes
     }
 
     func handle(_ type: ExternalWire.Message, _ payload: ArraySlice<UInt8>) -> Result<Void, ExternalStreamError> {
