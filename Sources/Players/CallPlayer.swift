@@ -18,6 +18,9 @@ public final class CallPlayer: Source, @unchecked Sendable {
 
     public func start(_ outputs: [SourceOutput]) {
         guard pump == nil else { return }
+        // Timed from now (it ends after the silence timeout without packets), under the control
+        // plane's lock as `stop` is: a hang-up right after cannot be undone by it.
+        receiver.expectCall()
         self.outputs.withLock { $0 = outputs }
         let targets = outputs.map { o in
             IntercomPump.Target(

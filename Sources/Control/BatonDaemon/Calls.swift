@@ -69,7 +69,6 @@ public struct Calls: Sendable {
             zones = available.map(\.name)
             return CallPlayer(receiver: receiver)
         }
-        receiver.expectCall()  // timed from now: it ends after the silence timeout without packets
         return admission
     }
 
@@ -78,7 +77,7 @@ public struct Calls: Sendable {
     public func end(reason: String) -> String? {
         daemon.state.withLock { s in
             guard let p = s.playbacks.values.first(where: { $0.sourceClass == .call }) else { return nil }
-            daemon.events.publish(type: .call, source: p.id.rawValue, zones: p.zones, reason: "call ended: \(reason)")
+            p.endReason = reason  // said by `finish`, whatever ends a call
             daemon.apply(s.arbiter.release(p.id, at: .now), &s)
             return p.id.rawValue
         }

@@ -50,8 +50,16 @@ extension Daemon {
             switch e.action {
             case .granted(let id, _):
                 start(id, &s)
-            case .rejected(let id), .coalesced(let id, _), .expired(let id), .lostForGood(let id), .finished(let id):
-                finish(id, &s)
+            case .rejected(let id):
+                finish(id, &s, why: "refused by the policy")
+            case .coalesced(let id, _):
+                finish(id, &s, why: "merged into another request")
+            case .expired(let id):
+                finish(id, &s, why: "it waited past its ttl")
+            case .lostForGood(let id):
+                finish(id, &s, why: "its zones were lost")
+            case .finished(let id):
+                finish(id, &s, why: "stopped")
             case .interruptionBegan(let id, _):
                 (s.playbacks[id]?.source as? ExternalPlayer)?.interruption(began: true)
             case .interruptionEnded(let id, let resume):
@@ -111,8 +119,14 @@ extension Daemon {
         }
     }
 
-    func finish(_ id: SourceID, _ s: inout State) {
+    /// Ends `id`'s source and releases its slots. A call says it ended (`call` event), and why: the
+    /// reason its ender gave (`Playback.endReason`), else `why`.
+    func finish(_ id: SourceID, _ s: inout State, why: String) {
         guard let p = s.playbacks.removeValue(forKey: id) else { return }
+        if p.sourceClass == .call {
+            events.publish(
+                type: .call, source: id.rawValue, zones: p.zones, reason: "call ended: \(p.endReason ?? why)")
+        }
         if let music = p.music {
             // Keep the queue where it was heard (unless it played to its end).
             if music.progress.finished {

@@ -42,7 +42,7 @@ extension Daemon {
                 || (p.source as? ExternalPlayer).map({ externalEnding.contains($0.name) }) == true
             {
                 apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
-                finish(p.id, &s)
+                finish(p.id, &s, why: "a reload changed its zones")
             }
             // A reopened zone starts unseen, like at start: "opening PCM" is not an outage.
             for zone in stoppedZones { s.availability.forget(zone) }

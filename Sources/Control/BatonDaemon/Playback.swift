@@ -35,6 +35,8 @@ final class Playback {
     var heardZones: Set<String> = []
     /// Whether its frames were heard anywhere at the monitor's last look.
     var heard: Bool { !heardZones.isEmpty }
+    /// Why it ends, when whoever ends it says (a call's `call ended: …` event, `finish`).
+    var endReason: String?
 
     init(id: SourceID, sourceClass: SourceClass, source: any Source, volume: Float, zones: [String], skipped: [String])
     {

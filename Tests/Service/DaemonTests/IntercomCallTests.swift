@@ -137,6 +137,10 @@ import Testing
         #expect(try t.request("POST", "/api/v1/music/stop", #"{"id": "\#(call)"}"#).status == 200)
         #expect(waitUntil(seconds: 1) { (try? t.status().intercom?.inCall) == false }, "while the door still sends")
         #expect(try t.status().sources.isEmpty)
+        #expect(
+            t.daemon.events.recent().contains {
+                $0.type == "call" && $0.source == call && $0.reason == "call ended: stopped"
+            })
     }
 
     /// A call that cannot start (here the policy rejects calls while an announcement plays) is
@@ -158,6 +162,9 @@ import Testing
         defer { pthread_join(caller, nil) }
         let error = try #require(t.waitForEvent("intercom-error", seconds: 15))
         #expect(error.reason?.hasPrefix("a call could not start: ") == true, "\(error.reason ?? "")")
+        // Its `call started` (said as it was asked for) has its end.
+        let calls = t.daemon.events.recent().filter { $0.type == "call" }.compactMap(\.reason)
+        #expect(calls.count == 2 && calls.last == "call ended: refused by the policy", "\(calls)")
         #expect(waitUntil(seconds: 1) { (try? t.status().intercom?.inCall) == false }, "while the door still sends")
     }
 
