@@ -12,10 +12,10 @@ public final class SoundLibrary: Sendable {
     public static let extensions = ["wav", "opus"]
     /// Largest sound file accepted (a 10-minute 48 kHz stereo 24-bit WAV is about 173 MB).
     public static let maxFileBytes = 64 << 20
-    /// The longest sound, and the most channels, accepted: a sound is held decoded in memory, in
-    /// each zone's format (5 minutes of 48 kHz stereo is 110 MiB of samples); a small file can
-    /// say hours (a low rate, 8-bit) or claim any length (an Opus file's last page).
-    public static let limit = (seconds: 300, channels: 8)
+    /// The most samples (frames × channels: 5 minutes of 48 kHz stereo, 110 MiB as floats), and
+    /// channels, a sound may decode to: it is held decoded in memory, in each zone's format; a
+    /// small file can say hours (a low rate, 8-bit) or claim any length (an Opus file's last page).
+    public static let limit = (samples: 300 * 48_000 * 2, channels: 8)
 
     public let directory: String
     public let resampler: ResamplerKind

@@ -75,7 +75,8 @@ public final class SpeechSynthesizer: Sendable {
         guard let bytes = try SoundLibrary.readFile(wav), bytes.count > 44 else {
             throw MediaError(file: "speech", problem: "espeak-ng wrote no audio")
         }
-        return try WAVFile.decode(bytes, name: "speech")
+        // Bounded as a sound file is: a program gone wrong can claim hours at a low rate.
+        return try WAVFile.decode(bytes, name: "speech", limit: SoundLibrary.limit)
     }
 
     /// Runs `arguments` (argv[0] looked up in PATH) with stdout discarded and stderr to a file;

@@ -7,9 +7,9 @@ import AudioCore
 /// compressed format goes through its library.
 public enum WAVFile {
     /// Decodes a whole WAV file held in memory. `name` is used in error messages. `limit`: a file of
-    /// more channels, or longer, is refused before anything is decoded.
+    /// more channels, or more samples (frames × channels), is refused before anything is decoded.
     public static func decode(
-        _ bytes: [UInt8], name: String, limit: (seconds: Int, channels: Int)? = nil
+        _ bytes: [UInt8], name: String, limit: (samples: Int, channels: Int)? = nil
     ) throws(MediaError) -> DecodedPCM {
         func fail(_ problem: String) -> MediaError { MediaError(file: name, problem: problem) }
         func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
@@ -41,10 +41,10 @@ public enum WAVFile {
                 if let limit, f.channels > limit.channels {
                     throw fail("\(f.channels) channels, more than \(limit.channels)")
                 }
-                if let limit, f.channels > 0, f.bits >= 8, f.rate > 0,
-                    length / (f.bits / 8) / f.channels > limit.seconds * f.rate
+                if let limit, f.channels > 0, f.bits >= 8,
+                    length / (f.bits / 8) / f.channels * f.channels > limit.samples
                 {
-                    throw fail("longer than \(limit.seconds) s")
+                    throw fail("more than \(limit.samples) samples (frames × channels)")
                 }
                 return try samples(bytes, at: body, length: length, format: f, fail: fail)
             }

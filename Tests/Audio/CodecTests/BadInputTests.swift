@@ -258,13 +258,13 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
 @Suite struct WAVFileLimitTests {
     @Test func aSoundPastTheLimitIsRefused() throws {
         let second = NonFiniteWAVTests.floatWAV([Double](repeating: 0.5, count: 8000), bits: 32)
-        #expect(try WAVFile.decode(second, name: "s.wav", limit: (seconds: 1, channels: 1)).frames == 8000)
+        #expect(try WAVFile.decode(second, name: "s.wav", limit: (samples: 8000, channels: 1)).frames == 8000)
         let more = NonFiniteWAVTests.floatWAV([Double](repeating: 0.5, count: 8001), bits: 32)
-        #expect(throws: MediaError(file: "m.wav", problem: "longer than 1 s")) {
-            try WAVFile.decode(more, name: "m.wav", limit: (seconds: 1, channels: 1))
+        #expect(throws: MediaError(file: "m.wav", problem: "more than 8000 samples (frames × channels)")) {
+            try WAVFile.decode(more, name: "m.wav", limit: (samples: 8000, channels: 1))
         }
         #expect(throws: MediaError(file: "s.wav", problem: "1 channels, more than 0")) {
-            try WAVFile.decode(second, name: "s.wav", limit: (seconds: 1, channels: 0))
+            try WAVFile.decode(second, name: "s.wav", limit: (samples: 8000, channels: 0))
         }
     }
 }

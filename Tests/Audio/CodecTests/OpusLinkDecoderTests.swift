@@ -203,12 +203,15 @@ struct OpusLinkDecoderTests {
 
     @Test func aSoundPastTheLimitIsRefused() throws {
         let bytes = try opusFile(channels: 2, seconds: 2)
-        #expect(try OggOpusFile.decode(bytes, name: "ok.opus", limit: (seconds: 3, channels: 2)).frames > 90_000)
-        #expect(throws: OpusError(code: -130, context: "long.opus", detail: "longer than 1 s")) {
-            try OggOpusFile.decode(bytes, name: "long.opus", limit: (seconds: 1, channels: 2))
+        #expect(
+            try OggOpusFile.decode(bytes, name: "ok.opus", limit: (samples: 96_000 * 2, channels: 2)).frames > 90_000)
+        #expect(
+            throws: OpusError(code: -130, context: "long.opus", detail: "more than 96000 samples (frames × channels)")
+        ) {
+            try OggOpusFile.decode(bytes, name: "long.opus", limit: (samples: 96_000, channels: 2))
         }
         #expect(throws: OpusError(code: -130, context: "wide.opus", detail: "2 channels, more than 1")) {
-            try OggOpusFile.decode(bytes, name: "wide.opus", limit: (seconds: 300, channels: 1))
+            try OggOpusFile.decode(bytes, name: "wide.opus", limit: (samples: 1 << 30, channels: 1))
         }
     }
 }

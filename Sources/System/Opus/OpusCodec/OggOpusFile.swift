@@ -10,11 +10,11 @@ public enum OggOpusFile {
     /// Decodes every link of an Ogg Opus file. `name` is used in error messages.
     /// The corresponding C functions are `op_open_memory` and `op_read_float`.
     ///
-    /// `limit`: a file of more channels, or longer, is refused (`OP_EIMPL`, the limit said) before
-    /// more than that is decoded — the file's own length (its last page's granule position) is
+    /// `limit`: a file of more channels, or more samples (frames × channels), is refused
+    /// (`OP_EIMPL`, the limit said) before more than that is decoded — the file's own length (its last page's granule position) is
     /// only a hint, which a crafted file sets to anything.
     public static func decode(
-        _ bytes: [UInt8], name: String, limit: (seconds: Int, channels: Int)? = nil
+        _ bytes: [UInt8], name: String, limit: (samples: Int, channels: Int)? = nil
     ) throws(OpusError) -> DecodedPCM {
         try decode(bytes, name: name, singleStream: true, limit: limit)
     }
@@ -22,7 +22,7 @@ public enum OggOpusFile {
     /// `singleStream`: mono and stereo links are decoded by ``OpusLinkDecoder`` (the same samples);
     /// false leaves all decoding to libopusfile.
     static func decode(
-        _ bytes: [UInt8], name: String, singleStream: Bool, limit: (seconds: Int, channels: Int)? = nil
+        _ bytes: [UInt8], name: String, singleStream: Bool, limit: (samples: Int, channels: Int)? = nil
     ) throws(OpusError) -> DecodedPCM {
         var status: Int32 = 0
         let handle: OpaquePointer? = bytes.withUnsafeBufferPointer { op_open_memory($0.baseAddress, $0.count, &status) }
@@ -36,7 +36,7 @@ public enum OggOpusFile {
         if let limit, channels > limit.channels {
             throw OpusError(code: OP_EIMPL, context: name, detail: "\(channels) channels, more than \(limit.channels)")
         }
-        let maxFrames = limit.map { $0.seconds * rate } ?? Int.max
+        let maxFrames = limit.map { $0.samples / max(1, channels) } ?? Int.max
         var samples: [Float] = []
         let total = op_pcm_total(handle, -1)
         if total > 0, total <= Int64(min(maxFrames, Int(Int32.max))) { samples.reserveCapacity(Int(total) * channels) }
@@ -53,7 +53,9 @@ public enum OggOpusFile {
             }
             samples.append(contentsOf: buffer[0..<(Int(n) * channels)])
             if samples.count / channels > maxFrames {
-                throw OpusError(code: OP_EIMPL, context: name, detail: "longer than \(maxFrames / rate) s")
+                throw OpusError(
+                    code: OP_EIMPL, context: name,
+                    detail: "more than \(maxFrames * channels) samples (frames × channels)")
             }
         }
         return DecodedPCM(samples: samples, channels: channels, rate: rate)
