@@ -163,7 +163,8 @@ extension Daemon {
             }
         }
         if p.audible != audible {
-            if p.audible != nil { p.source.audibilityChanged(audible) }
+            // Sources take themselves for heard when they start; one that starts silent is told.
+            if p.audible != nil || !audible { p.source.audibilityChanged(audible) }
             p.audible = audible
         }
         // A pause or resume through Baton (playing ↔ paused, no interruption between) is the
