@@ -13,6 +13,9 @@ public final class SpeechSynthesizer: Sendable {
     public let command: String
     public let voice: String
     public let speed: Int
+    /// How long one rendering may take before the program is stopped (a hung synthesizer held the
+    /// request, the MQTT announcement lane behind it, and a thread per button press, for ever).
+    public let timeout: Duration
     private struct Key: Hashable {
         var text: String
         var voice: String
@@ -21,10 +24,12 @@ public final class SpeechSynthesizer: Sendable {
     private let cache = Mutex<(entries: [Key: DecodedPCM], order: [Key])>(([:], []))
     private static let cacheLimit = 32
 
-    public init(command: String = "espeak-ng", voice: String = "en", speed: Int = 160) {
+    public init(command: String = "espeak-ng", voice: String = "en", speed: Int = 160, timeout: Duration = .seconds(30))
+    {
         self.command = command
         self.voice = voice
         self.speed = speed
+        self.timeout = timeout
     }
 
     /// `text` spoken in `voice` (default: this synthesizer's), as decoded PCM (espeak-ng: 22050 Hz mono).
@@ -67,7 +72,11 @@ public final class SpeechSynthesizer: Sendable {
         }
         // "--" ends the options: a text starting with "-" is still only text.
         let arguments = [command, "-w", wav, "-v", voice, "-s", "\(speed)", "--", text]
-        let status = try Self.spawn(arguments, stderrPath: errors)
+        guard let status = try Self.spawn(arguments, stderrPath: errors, timeout: timeout) else {
+            throw MediaError(
+                file: "speech",
+                problem: "\(command) did not finish within \(Double(timeout.wholeNanoseconds) / 1e9) s; it was stopped")
+        }
         guard status == 0 else {
             let message = Self.readText(errors).split(separator: "\n").first.map(String.init) ?? "exit status \(status)"
             throw MediaError(file: "speech", problem: "espeak-ng failed (voice \"\(voice)\"): \(message)")
@@ -80,8 +89,10 @@ public final class SpeechSynthesizer: Sendable {
     }
 
     /// Runs `arguments` (argv[0] looked up in PATH) with stdout discarded and stderr to a file;
-    /// returns the exit status.
-    private static func spawn(_ arguments: [String], stderrPath: String) throws(MediaError) -> Int32 {
+    /// returns the exit status, or nil when it ran past `timeout` (it was killed).
+    private static func spawn(_ arguments: [String], stderrPath: String, timeout: Duration) throws(MediaError)
+        -> Int32?
+    {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -98,7 +109,7 @@ public final class SpeechSynthesizer: Sendable {
                 ? "not installed (apt install espeak-ng), or `speech.command` is wrong" : String(cString: strerror(rc))
             throw MediaError(file: "speech", problem: "cannot run \(arguments[0]): \(why)")
         }
-        return ChildProcess.waitForExit(pid)
+        return ChildProcess.waitForExit(pid, killingAfter: timeout.wholeNanoseconds)
     }
 
     private static func readText(_ path: String) -> String {

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// Starting and waiting for a child process with the signal state a shell would give it.
 ///
@@ -34,6 +35,28 @@ public enum ChildProcess {
             if errno != EINTR { return -1 }
         }
         return exitStatus(status)
+    }
+
+    /// Waits as `waitForExit` does, for at most `nanoseconds`: a process still running then is
+    /// killed (SIGKILL) and reaped, and nil is returned. A thread of its own sleeps until the
+    /// deadline or the end, whichever comes first; the process is reaped only after it is done, so
+    /// the kill can never reach another process that took its number. Any thread.
+    public static func waitForExit(_ pid: pid_t, killingAfter nanoseconds: Int) -> Int32? {
+        let ended = Semaphore()
+        let killed = Atomic<Bool>(false)
+        let watchdog = OSThread.start(name: "child-deadline") {
+            if !ended.wait(nanoseconds: nanoseconds) {
+                killed.store(true, ordering: .releasing)
+                kill(pid, SIGKILL)
+            }
+        }
+        // Ended (or killed), not reaped yet: the watchdog's kill reaches this process or its zombie.
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+        ended.post()
+        watchdog.join()
+        let status = waitForExit(pid)
+        return killed.load(ordering: .acquiring) ? nil : status
     }
 
     /// A `waitpid` status as a shell reports it: the exit status, or 128 + the terminating signal.

@@ -64,4 +64,44 @@ import Testing
         }
         #expect(error.contains("exit status 143"), "\(error)")
     }
+
+    /// A synthesizer that hangs is stopped at its deadline, said, and leaves no process behind: the
+    /// wait had no end — the request, the MQTT announcements behind it and a thread per button
+    /// press held for ever.
+    @Test func aHungSynthesizerIsStoppedAtItsDeadline() throws {
+        let script = TestDirectory.make("speech-hang") + "/speak"
+        let f = try #require(fopen(script, "we"))
+        fputs("#!/bin/bash\nexec sleep 3599.25\n", f)
+        fclose(f)
+        chmod(script, 0o755)
+        let error: String = onABatondLikeThread {
+            do {
+                _ = try SpeechSynthesizer(command: script, timeout: .milliseconds(300)).render("hello")
+                return "no error"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(error.contains("did not finish within 0.3 s; it was stopped"), "\(error)")
+        #expect(!Self.running("3599.25"), "the synthesizer is gone")
+    }
+
+    /// Whether a process whose command line has `argument` runs.
+    static func running(_ argument: String) -> Bool {
+        guard let proc = opendir("/proc") else { return false }
+        defer { closedir(proc) }
+        while let entry = readdir(proc) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            }
+            guard Int(name) != nil, let file = fopen("/proc/\(name)/cmdline", "re") else { continue }
+            var bytes = [UInt8](repeating: 0, count: 4096)
+            let n = fread(&bytes, 1, bytes.count, file)
+            fclose(file)
+            if String(decoding: bytes[0..<n].map { $0 == 0 ? 32 : $0 }, as: UTF8.self).contains(argument) {
+                return true
+            }
+        }
+        return false
+    }
 }
