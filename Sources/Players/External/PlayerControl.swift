@@ -84,15 +84,23 @@ public final class CommandControl: PlayerControl, @unchecked Sendable {
             if status == 0 {
                 failure.withLock { $0 = nil }
             } else {
-                let why = "command \"\(command)\" exited with status \(status)"
+                let why =
+                    status == 124
+                    ? "command \"\(command)\" did not finish within \(Self.deadline.components.seconds) s; it was stopped"
+                    : "command \"\(command)\" exited with status \(status)"
                 failure.withLock { $0 = why }
                 report(why)
             }
         }
     }
 
-    /// `/bin/sh -c command`, waited for; its exit status (127 when it could not run). The shell
-    /// starts with no signal blocked or ignored (`ChildProcess`), as it would from a terminal.
+    /// How long a pause or resume command may run before it is stopped (124, as `timeout` says):
+    /// one that hung held every command after it for ever.
+    static let deadline: Duration = .seconds(10)
+
+    /// `/bin/sh -c command`, waited for `deadline` at most; its exit status (127 when it could not
+    /// run, 124 when it was stopped at the deadline). The shell starts with no signal blocked or
+    /// ignored (`ChildProcess`), as it would from a terminal.
     static func shell(_ command: String) -> Int32 {
         var pid: pid_t = 0
         let args = ["/bin/sh", "-c", command]
@@ -100,7 +108,7 @@ public final class CommandControl: PlayerControl, @unchecked Sendable {
         defer { for a in argv { free(a) } }
         let rc = ChildProcess.withDefaultSignals { posix_spawn(&pid, "/bin/sh", nil, $0, &argv, environ) }
         guard rc == 0 else { return 127 }
-        return ChildProcess.waitForExit(pid)
+        return ChildProcess.waitForExit(pid, killingAfter: deadline.wholeNanoseconds) ?? 124
     }
 }
 
