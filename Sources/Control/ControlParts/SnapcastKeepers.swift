@@ -64,6 +64,7 @@ package final class SnapcastKeepers: Sendable {
                 fresh.append(keeper)
             }
         }
+        for keeper in stale { keeper.askToStop() }
         for keeper in stale { keeper.stop() }
         for keeper in fresh { keeper.start() }
     }
@@ -92,6 +93,9 @@ package final class SnapcastKeepers: Sendable {
             defer { k = [:] }
             return Array(k.values)
         }
+        // All told first: systemd gives the whole stop 5 s, and a keeper waiting on a hung
+        // server took up to its call's 3 s, one keeper after another.
+        for keeper in all { keeper.askToStop() }
         for keeper in all { keeper.stop() }
     }
 

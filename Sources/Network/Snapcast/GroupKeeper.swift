@@ -53,6 +53,8 @@ public final class GroupKeeper: Sendable {
     private let output: @Sendable () -> OutputNeed
     private let name: String
     private let stopping = Atomic<Bool>(false)
+    /// Set by `stop`: a call that waits on the server ends at once (`control` looks at it).
+    private let stopFlag = StopFlag()
     private let wake: Bell
     private let thread = Mutex<OSThread?>(nil)
     private let shared = Mutex(State())
@@ -75,7 +77,7 @@ public final class GroupKeeper: Sendable {
         shared.withLock { $0.volumesSet = volumesSet }
         self.name = name
         self.zone = zone
-        self.control = control
+        self.control = control.stopping(at: stopFlag)
         self.interval = interval
         self.answered = answered
         self.output = output
@@ -95,16 +97,24 @@ public final class GroupKeeper: Sendable {
     /// output thread too: a semaphore post.
     public func look() { wake.post() }
 
-    /// Stops polling and waits for the thread (at most one call's timeout). Control thread.
+    /// Stops polling and waits for the thread (a call that waits on the server ends at libcurl's
+    /// next progress call: within a second). Control thread.
     public func stop() {
-        stopping.store(true, ordering: .releasing)
-        wake.post()
+        askToStop()
         if let t = thread.withLock({ t in
             defer { t = nil }
             return t
         }) {
             t.join()
         }
+    }
+
+    /// Tells the thread to stop, without waiting for it (`stop` waits): several keepers stop
+    /// together, not one after another. Any thread.
+    public func askToStop() {
+        stopping.store(true, ordering: .releasing)
+        stopFlag.set()
+        wake.post()
     }
 
     /// One poll: read the status and fix what differs. Returns the problem, if any. Keeper thread
@@ -122,7 +132,7 @@ public final class GroupKeeper: Sendable {
             volumesSet = volumesSet.filter { status.client($0)?.connected == true }
             let plan = zone.plan(for: status, volumesSet: volumesSet)
             var fixed = 0
-            for action in plan.actions {
+            for action in plan.actions where !stopping.load(ordering: .acquiring) {
                 switch action {
                 case .setClients(let group, let clients): try control.setClients(group: group, clients: clients)
                 case .setStream(let group, let stream): try control.setStream(group: group, stream: stream)
@@ -154,6 +164,7 @@ public final class GroupKeeper: Sendable {
         while !stopping.load(ordering: .acquiring) {
             let started = monotonicNanoseconds()
             let problem = pollOnce(volumesSet: &volumesSet)
+            if stopping.load(ordering: .acquiring) { break }  // a call the stop ended is no problem to tell
             shared.withLock { s in
                 s.problem = problem
                 s.volumesSet = volumesSet

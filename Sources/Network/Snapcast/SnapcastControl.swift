@@ -1,5 +1,6 @@
 import Curl
 import FoundationEssentials
+import OSThread
 
 /// snapserver's JSON-RPC control API over HTTP (`POST /jsonrpc`), through libcurl's wrapper.
 ///
@@ -13,7 +14,8 @@ public struct SnapcastControl: Sendable {
 
     /// - Parameter control: `http://HOST:PORT` (the server's `[http]` section); `/jsonrpc` is added
     ///   unless the URL already ends with it.
-    public init(control: String, timeout: Duration = .seconds(3)) {
+    /// - Parameter stop: once set, a call that waits ends at once (libcurl's next progress call).
+    public init(control: String, timeout: Duration = .seconds(3), stop: StopFlag? = nil) {
         var base = control
         while base.hasSuffix("/") { base.removeLast() }
         endpoint = base.hasSuffix("/jsonrpc") ? base : base + "/jsonrpc"
@@ -21,7 +23,13 @@ public struct SnapcastControl: Sendable {
         var options = HTTPClient.Options()
         options.connectTimeout = .seconds(2)
         options.maxRedirects = 0
+        options.stop = stop
         http = HTTPClient(options: options)
+    }
+
+    /// The same control, whose calls end at once when `stop` is set.
+    public func stopping(at stop: StopFlag) -> SnapcastControl {
+        SnapcastControl(control: endpoint, timeout: timeout, stop: stop)
     }
 
     /// Groups, clients and streams now. The corresponding method is `Server.GetStatus`.

@@ -167,4 +167,23 @@ import Testing
         #expect(answers.withLock { $0 } == 2, "no answer")
         #expect(keeper.state.connected.isEmpty, "\(keeper.state.connected)")
     }
+
+    /// Keepers waiting on a server that never answers stop at once, together: the call they
+    /// waited in ran to its 3 s timeout, one keeper after another — two zones past systemd's 5 s
+    /// for the whole stop (batond killed: no fade-out, no last save).
+    @Test func keepersWaitingOnAHungServerStopAtOnce() throws {
+        let hung = try HeldHTTPServer()
+        defer { hung.close() }
+        let zone = SnapcastZone(stream: "s", speakers: [.init(id: "pi1", volumePercent: nil, latencyMilliseconds: nil)])
+        let keepers = (0..<2).map { k in
+            GroupKeeper(name: "z\(k)", zone: zone, control: SnapcastControl(control: hung.url)) { _, _ in }
+        }
+        for keeper in keepers { keeper.start() }
+        #expect(waitUntil(seconds: 5, every: 0.01) { hung.holding("jsonrpc") == 2 }, "both wait on the server")
+        let stopAt = monotonicNanoseconds()
+        for keeper in keepers { keeper.askToStop() }
+        for keeper in keepers { keeper.stop() }
+        let stopped = Double(monotonicNanoseconds() - stopAt) / 1e9
+        #expect(stopped < 1.5, "stopped in \(stopped) s (a call's timeout is 3 s)")
+    }
 }
