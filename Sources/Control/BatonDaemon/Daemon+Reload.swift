@@ -34,6 +34,16 @@ extension Daemon {
         // removed or changed, end first, so nothing keeps a slot of a stopped device. The new table
         // and configuration go in under the same lock: a request admitted from now on sees them
         // (`admit` checks).
+        // The user's volume of each zone reopened, carried to its new output unless the zone's
+        // configured `volume` changed (it started at that again, the listener's setting lost —
+        // and on a hardware control too, and in the state file at the next save).
+        var carried: [String: Double] = [:]
+        for zone in oldTable.zones where stoppedZones.contains(zone.name) {
+            guard let next = new.zones.first(where: { $0.name == zone.name }), next.volume == zone.config.volume else {
+                continue
+            }
+            carried[zone.name] = min(parts.volumes.userVolume(zone), next.maxVolume)
+        }
         let externalEnding = Set(report.externalSourcesChanged)
         let library = report.soundsChanged ? Self.soundLibrary(new) : sounds
         state.withLock { s in
@@ -52,6 +62,7 @@ extension Daemon {
         }
         for d in stopped { d.stop() }
         if report.policyChanged { state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) } }
+        for zone in table.zones { if let volume = carried[zone.name] { zone.mixer.setInitialVolume(Float(volume)) } }
         parts.volumes.open(table.zones.filter { (report.zonesAdded + report.zonesChanged).contains($0.name) })
         for d in started {
             d.start(logger, connection: parts.snapcast.connectionObserver(for: d)) { [monitor] in monitor.wake() }

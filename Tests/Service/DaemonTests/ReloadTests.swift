@@ -79,8 +79,8 @@ import Testing
 
     /// A reload that changes only a zone's settings off its device (here `max-volume`, lowered
     /// under the volume a listener set) is a change: the zone is reported changed and starts anew
-    /// with them (its volume the configured one, within the new maximum). It was reported unchanged
-    /// and went on at 0.9 with a maximum of 0.5.
+    /// with them (the listener's volume, within the new maximum). It was reported unchanged and
+    /// went on at 0.9 with a maximum of 0.5.
     @Test func aChangeOfAZonesSettingsIsApplied() throws {
         let t = try TestDaemon()
         defer { t.stop() }
@@ -95,6 +95,24 @@ import Testing
         let kitchen = try #require(try t.status().zones.first { $0.name == "kitchen" })
         #expect(kitchen.volume <= 0.5, "volume \(kitchen.volume) above the new max-volume 0.5")
         #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.6}"#).status != 200)
+    }
+
+    /// A zone a reload reopens keeps the volume its listener set (here patio's rate changes): it
+    /// started at the configured volume again, the listener's setting lost (on a hardware control
+    /// too, and in the state file at the next save). A change of the configured `volume` itself
+    /// is what the new output starts at.
+    @Test func aReopenedZoneKeepsItsListenersVolume() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        #expect(try t.request("POST", "/api/v1/zones/patio/volume", #"{"volume": 0.3}"#).status == 200)
+        var new = t.config
+        new.zones[1].rate = 44_100
+        #expect(t.daemon.apply(new).zonesChanged == ["patio"])
+        let patio = { (try? t.status().zones.first { $0.name == "patio" }?.volume) ?? -1 }
+        #expect(abs(patio() - 0.3) < 1e-6, "\(patio())")
+        new.zones[1].volume = 0.7
+        #expect(t.daemon.apply(new).zonesChanged == ["patio"])
+        #expect(abs(patio() - 0.7) < 1e-6, "\(patio())")
     }
 
     /// A zone a reload reopens is not reported as an outage: its new device, not open yet, was read
