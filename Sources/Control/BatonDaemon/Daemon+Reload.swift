@@ -1,6 +1,8 @@
 import Arbiter
 import BatonConfig
 import ControlParts
+import Glibc
+import OSThread
 import Players
 
 extension Daemon {
@@ -46,19 +48,31 @@ extension Daemon {
         }
         let externalEnding = Set(report.externalSourcesChanged)
         let library = report.soundsChanged ? Self.soundLibrary(new) : sounds
-        state.withLock { s in
+        // Music from the server that was heard on a zone the reload reopens plays on afterwards
+        // from where it was heard, on its zones that remain: it stopped for good, also in the
+        // zones the reload left alone, until someone asked `music/resume`.
+        let resumeMusic = state.withLock { s in
+            defer {
+                // A reopened zone starts unseen, like at start: "opening PCM" is not an outage.
+                for zone in stoppedZones { s.availability.forget(zone) }
+                replaceZones(table)
+                replaceConfig(new, sounds: library)
+                s.configGeneration += 1
+            }
+            var resume = false
             for p in s.playbacks.values.sorted(by: { $0.id < $1.id })
             where p.zones.contains(where: stoppedZones.contains)
                 || (p.source as? ExternalPlayer).map({ externalEnding.contains($0.name) }) == true
             {
+                if p.music != nil, p.started, s.arbiter.state(of: p.id)?.isAudible == true,
+                    p.zones.contains(where: { z in new.zones.contains { $0.name == z } })
+                {
+                    resume = true
+                }
                 apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
                 finish(p.id, &s, why: "a reload changed its zones")
             }
-            // A reopened zone starts unseen, like at start: "opening PCM" is not an outage.
-            for zone in stoppedZones { s.availability.forget(zone) }
-            replaceZones(table)
-            replaceConfig(new, sounds: library)
-            s.configGeneration += 1
+            return resume
         }
         for d in stopped { d.stop() }
         if report.policyChanged { state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) } }
@@ -68,6 +82,20 @@ extension Daemon {
             d.start(logger, connection: parts.snapcast.connectionObserver(for: d)) { [monitor] in monitor.wake() }
         }
         parts.snapcast.update(new.zones) { [weak self] in self?.output($0)?.device }
+        if resumeMusic {
+            // Its reopened zones first open their PCMs (milliseconds; a second at most): a zone
+            // not open yet is skipped by the admission, and the music would leave it for good.
+            let deadline = monotonicNanoseconds() + 1_000_000_000
+            while started.contains(where: { !$0.snapshot().available }) && monotonicNanoseconds() < deadline {
+                usleep(5_000)
+            }
+            do {
+                let admission = try music.resumeSavedQueue()
+                logger.info("reload: the music on the zones it reopened plays on as \(admission.id)")
+            } catch {
+                logger.warning("reload: the music on the zones it reopened could not play on: \(error.message)")
+            }
+        }
         logger.info(
             "reload: applied (added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged), unchanged \(report.zonesUnchanged)\(report.policyChanged ? ", new policy" : "")\(report.needsRestart.isEmpty ? "" : "; restart needed for \(report.needsRestart)"))"
         )

@@ -115,6 +115,27 @@ import Testing
         #expect(abs(patio() - 0.7) < 1e-6, "\(patio())")
     }
 
+    /// Music from the server heard on a zone a reload reopens (patio's rate changes) plays on
+    /// after it, on both zones, from where it was heard: it ended for good, also in the kitchen the
+    /// reload left alone, until someone asked `music/resume`.
+    @Test func serverMusicOnAReopenedZonePlaysOn() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        defer { t.stop() }
+        let play = try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen", "patio"]}"#)
+        let id = try #require(play.object["id"], "\(play)")
+        let position = { (id: String) in (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 }
+        #expect(waitUntil(seconds: 15) { position(id) > 1.0 })
+        var new = t.config
+        new.zones[1].rate = 44_100
+        let heard = position(id)
+        #expect(t.daemon.apply(new).zonesChanged == ["patio"])
+        let again = try #require(
+            try t.status().sources.first { $0.id != id && $0.state != "stopped" }, "the music plays on")
+        #expect(Set(again.zones) == ["kitchen", "patio"], "\(again.zones)")
+        #expect(waitUntil(seconds: 15) { position(again.id) > heard + 0.5 })
+        #expect(abs(position(again.id) - heard) < 3, "from where it was heard (\(heard) s)")
+    }
+
     /// A zone a reload reopens is not reported as an outage: its new device, not open yet, was read
     /// as "opening PCM" after the old one had been available, and every changed zone flapped
     /// `zone-unavailable` → `zone-available` within a few milliseconds. Now it is seen as at start:
