@@ -7,14 +7,18 @@ import Players
 
 extension Daemon {
     /// Re-reads the configuration file and applies it (see `apply(_:)`). Any thread.
+    /// The file is read under the same lock as it is applied: two reloads at once (a SIGHUP and an
+    /// API request around an edit) could apply the older file last.
     public func reload() -> ReloadReport {
         guard let path = configPath else { return .refused(["the daemon was not started from a config file"]) }
-        do {
-            return apply(try BatonConfiguration.load(path: path))
-        } catch {
-            logger.error("reload: \(path) is invalid; keeping the running configuration:\n\(error)")
-            events.publish(type: .reloadRejected, reason: error.issues.map(\.description).joined(separator: "\n"))
-            return .refused(error.issues.map(\.description))
+        return reloading.withLock { _ in
+            do throws(ConfigError) {
+                return applyNow(try BatonConfiguration.load(path: path))
+            } catch {
+                logger.error("reload: \(path) is invalid; keeping the running configuration:\n\(error)")
+                events.publish(type: .reloadRejected, reason: error.issues.map(\.description).joined(separator: "\n"))
+                return .refused(error.issues.map(\.description))
+            }
         }
     }
 
@@ -48,6 +52,9 @@ extension Daemon {
         }
         let externalEnding = Set(report.externalSourcesChanged)
         let library = report.soundsChanged ? Self.soundLibrary(new) : sounds
+        // The files may have changed while the settings did not (a new doorbell.wav, then a
+        // reload): the old decoded chime played on until a restart.
+        library.clearCache()
         // Music from the server that was heard on a zone the reload reopens plays on afterwards
         // from where it was heard, on its zones that remain: it stopped for good, also in the
         // zones the reload left alone, until someone asked `music/resume`.
@@ -55,6 +62,11 @@ extension Daemon {
             defer {
                 // A reopened zone starts unseen, like at start: "opening PCM" is not an outage.
                 for zone in stoppedZones { s.availability.forget(zone) }
+                // What the old devices' frame counts said (a sound's last frames, the silence
+                // alarm's watch) means nothing on the new ones, which count from 0: a retiring
+                // sound stayed "heard" there until the new device reached the old count (hours).
+                s.retiring.removeAll { stoppedZones.contains($0.zone) }
+                for zone in stoppedZones { s.silence[zone] = nil }
                 replaceZones(table)
                 replaceConfig(new, sounds: library)
                 s.configGeneration += 1

@@ -136,6 +136,28 @@ import Testing
         #expect(abs(position(again.id) - heard) < 3, "from where it was heard (\(heard) s)")
     }
 
+    /// A reload plays sound files as they are now: a doorbell replaced on disk (the settings the
+    /// same) rang as its old self, decoded and cached, until a restart.
+    @Test func aReloadForgetsTheSoundsAsTheyWere() throws {
+        let t = try TestDaemon(policy: AudioTruthTests.uncoalescedAnnouncements)
+        let first = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
+        #expect(t.waitForEvent("played", source: first) != nil)
+        WAVWriter.write(
+            Signals.sine(frequency: 600, rate: 48_000, frames: 24_000, channels: 2, amplitude: 0.5),
+            rate: 48_000, channels: 2, to: "\(t.sounds)/bell1k.wav")
+        #expect(t.daemon.apply(t.config).applied)
+        let second = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
+        #expect(t.waitForEvent("played", source: second) != nil)
+        t.stop()
+        let out = t.left("kitchen")
+        let heard = stride(from: 0, to: out.count - 2_205, by: 2_205).contains {
+            Signals.windowedToneLevel(out[$0..<($0 + 2_205)], frequency: 600, rate: 44_100) > 0.3
+        }
+        #expect(heard, "the new doorbell (600 Hz) was heard")
+    }
+
     /// A zone a reload reopens is not reported as an outage: its new device, not open yet, was read
     /// as "opening PCM" after the old one had been available, and every changed zone flapped
     /// `zone-unavailable` → `zone-available` within a few milliseconds. Now it is seen as at start:
