@@ -45,14 +45,27 @@ public final class Triggers: Sendable {
                 daemon.events.publish(type: .mqttError, reason: error.message)
             }
         }
-        let real: EdgeSourceFactory = { (button: GPIOButtonConfig) throws(GPIOError) -> any EdgeSource in
-            try GPIOLineReader(chip: button.chip, line: button.line, bias: GPIOBias(button.bias))
-        }
-        let factory = edgeSources ?? real
         var started: [(config: GPIOButtonConfig, button: GPIOButton?, error: String?, presses: Int)] = []
         for (index, button) in config.gpio.enumerated() {
             let name = "gpio[\(index)] (\(button.chip) line \(button.line))"
-            switch Result(catching: { () throws(GPIOError) -> any EdgeSource in try factory(button) }) {
+            // A reader that fails while it runs (the chip unplugged, a read error) ends its thread:
+            // said, and the button shown unavailable. It was silent, the status "listening".
+            let failed: @Sendable (GPIOError) -> Void = { [weak self] error in
+                guard let self else { return }
+                self.buttons.withLock { if index < $0.count { $0[index].error = "\(error)" } }
+                self.logger.error("\(name): \(error); this button is off until batond restarts")
+                self.daemon.events.publish(type: .gpioError, reason: "\(name): \(error)")
+            }
+            let made: Result<any EdgeSource, GPIOError>
+            if let edgeSources {
+                made = Result { () throws(GPIOError) -> any EdgeSource in try edgeSources(button) }
+            } else {
+                made = Result { () throws(GPIOError) -> any EdgeSource in
+                    try GPIOLineReader(
+                        chip: button.chip, line: button.line, bias: GPIOBias(button.bias), onError: failed)
+                }
+            }
+            switch made {
             case .success(let source):
                 let debouncer = EdgeDebouncer(edges: EdgeSelection(button.edge), debounce: button.debounce)
                 let gpio = GPIOButton(source: source, debouncer: debouncer) { [weak self] _ in
@@ -111,7 +124,8 @@ public final class Triggers: Sendable {
     public var gpioStatus: [StatusReport.Button] {
         buttons.withLock { $0 }.map { b in
             StatusReport.Button(
-                chip: b.config.chip, line: b.config.line, state: b.button == nil ? "unavailable" : "listening",
+                chip: b.config.chip, line: b.config.line,
+                state: b.button == nil || b.error != nil ? "unavailable" : "listening",
                 error: b.error, presses: b.presses)
         }
     }
