@@ -42,7 +42,8 @@ public struct Calls: Sendable {
     /// exists.
     @discardableResult
     public func start(reason: String) throws(ControlError) -> Admission {
-        guard let config = daemon.config.intercom, daemon.parts.intercom.receiver != nil else {
+        // The intercom as it runs (a reload's new `intercom:` takes effect at the next start).
+        guard let config = daemon.parts.intercom.config, daemon.parts.intercom.receiver != nil else {
             throw ControlError(.conflict, "no intercom is configured or it could not start (intercom: in the config)")
         }
         return try daemon.parts.intercom.starting.withLock { _ throws(ControlError) in

@@ -3,7 +3,8 @@ import Arbiter
 extension Daemon {
     /// Every zone and source as they are now. Any thread.
     public func status() -> StatusReport {
-        let intercom = config.intercom.map(parts.intercom.status)
+        // As it runs: a reload's new `intercom:` takes effect at the next start.
+        let intercom = parts.intercom.config.map(parts.intercom.status)
         let truth = self.truth
         return state.withLock { s in
             let playbacks = s.playbacks.values.sorted { $0.id < $1.id }

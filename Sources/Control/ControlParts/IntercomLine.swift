@@ -6,6 +6,12 @@ import Synchronization
 /// The intercom's RTP/Opus receiver on `intercom.rtp.listen`, or why it could not start. Any thread.
 package final class IntercomLine: Sendable {
     private let line = Mutex<(receiver: RTPReceiver?, error: String?)>((nil, nil))
+    /// The configuration the line was started with: what runs, whatever a reload says since
+    /// (`intercom` needs a restart: `ReloadReport.needsRestart`).
+    private let started = Mutex<IntercomConfig?>(nil)
+
+    /// The configuration the line runs with (nil: no intercom was configured at start). Any thread.
+    package var config: IntercomConfig? { started.withLock { $0 } }
     /// Held while a call is being started: the look for a running call and the admission are one
     /// step (`Calls.start`), or a request and the first packets could both start one — two pumps
     /// pulling from the one receiver at once under `same: mix`.
@@ -25,6 +31,7 @@ package final class IntercomLine: Sendable {
         _ config: IntercomConfig, burst: Int, logger: Logger, events: EventLog,
         onEvent: @escaping @Sendable (CallEvent) -> Void
     ) {
+        started.withLock { $0 = config }
         var jitter = JitterBuffer.Configuration(payloadType: config.payloadType.map { UInt8($0) })
         jitter.minimumDelay = max(jitter.minimumDelay, burst + 10_000_000)
         jitter.initialDelay = max(jitter.initialDelay, jitter.minimumDelay)

@@ -178,6 +178,20 @@ import Testing
         return call
     }
 
+    /// A reload that removes `intercom:` (a change that needs a restart) leaves the intercom as it
+    /// runs, and says so: the status showed no intercom while the port stayed bound, and every
+    /// call was refused ("no intercom is configured").
+    @Test func aReloadLeavesTheIntercomAsItRuns() throws {
+        let (t, _) = try daemon()
+        defer { t.stop() }
+        var new = t.config
+        new.intercom = nil
+        let report = t.daemon.apply(new)
+        #expect(report.needsRestart.contains("intercom"), "\(report.needsRestart)")
+        #expect(try t.status().intercom?.listen.hasPrefix("127.0.0.1:") == true)
+        #expect(try t.json("POST", "/api/v1/call/start").status == 202)
+    }
+
     /// Calls started at once (requests, or a request and the first packets) make one call: the
     /// look for a running call and the admission were two steps, and under `same: mix` two calls
     /// could start — two pumps pulling from the one receiver, its decoder, at once.
