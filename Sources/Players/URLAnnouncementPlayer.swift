@@ -70,8 +70,10 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
     public let shownURL: String
     private let url: String
     private let limits: Limits
-    /// Set at batond's stop: the transfer ends at once instead of after its timeouts.
-    private let networkStop: StopFlag?
+    /// Set by `stop`, or at batond's stop (its parent): the transfer ends at once instead of after
+    /// its timeouts. A stopped announcement whose server had gone quiet kept its thread and its
+    /// slots until the stall timeout (10–60 s): a few such filled a zone's eight slots.
+    private let stopFlag: StopFlag
     private let report: SourceReporter
     private let buffer = StreamBuffer()
     private let cancelled = Atomic<Bool>(false)
@@ -98,7 +100,7 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         self.url = url
         self.label = label
         self.limits = limits
-        networkStop = stop
+        stopFlag = StopFlag(parent: stop)
         self.report = report
         shownURL = URLRedaction.redact(url)
     }
@@ -144,6 +146,7 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
 
     public func stop() -> Bool {
         cancelled.store(true, ordering: .releasing)
+        stopFlag.set()
         buffer.cancel()
         started.post()
         return ended.exchange(true, ordering: .acquiringAndReleasing)
@@ -232,7 +235,7 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         // A server that stops sending (or never answers) frees this thread soon after `open` gave
         // up on it, instead of after libcurl's default 20 s.
         options.stallTimeout = max(limits.firstByteTimeout, .seconds(5))
-        options.stop = networkStop
+        options.stop = stopFlag
         let client = HTTPClient(options: options)
         var refused: Failure?
         var overflow = false

@@ -8,6 +8,7 @@ import Testing
 @testable import BatonDaemon
 @testable import BatonService
 @testable import ControlParts
+@testable import Engine
 
 /// Announcements from a URL (Home Assistant's TTS), served by a slow HTTP server on 127.0.0.1 and
 /// checked in the zone's output file.
@@ -277,5 +278,27 @@ import Testing
         let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#)
         #expect(bell.object["status"] == "playing", "\(bell.object)")
         #expect(t.waitForEvent("played", source: bell.object["id"]) != nil)
+    }
+
+    /// An announcement stopped while its server has gone quiet (half the file sent, then nothing)
+    /// gives up its slot at once: its transfer waited out the stall timeout (5 s and more), the
+    /// slot claimed all along — a few such filled a zone's eight slots.
+    @Test func aStoppedAnnouncementWhoseServerWentQuietLetsGoAtOnce() throws {
+        let gate = Semaphore()
+        defer { gate.post() }
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        server.route(
+            "/quiet.mp3",
+            .init(contentType: "audio/mpeg", body: try Self.toneMP3(), chunks: 2, beforeLastChunk: { gate.wait() }))
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], announce: Self.allowLoopback)
+        defer { t.stop() }
+        let id = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url("/quiet.mp3"))"}"#).object["id"])
+        #expect(waitUntil { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.2 })
+        #expect(try t.json("POST", "/api/v1/music/stop", #"{"id": "\#(id)"}"#).status == 200)
+        let mixer = try #require(t.daemon.output("kitchen")?.mixer)
+        let claimed = { mixer.slots.count { $0.phase.load(ordering: .acquiring) != SourceSlot.Phase.free.rawValue } }
+        #expect(waitUntil(seconds: 2.5, every: 0.02) { claimed() == 0 }, "its slot is free (\(claimed()) claimed)")
     }
 }
