@@ -64,6 +64,11 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// (monotonic ns); nil while everything is taken. Output thread.
     private var refusedFrom: (frame: Int, at: Int)?
     private var outageOn = false
+    /// Where the last outage ended (zone frame). Output thread.
+    private var lastOutageOff = 0
+    /// A connection that carried audio broke (`fail` from `.open`): the outage it brings starts at
+    /// the frame heard now, not at the one written now. Output thread.
+    private var brokeWhileCarrying = false
     /// The connection changed in this `write`: `connectionObserver` is called at its end, once the
     /// outage it brings is recorded. Output thread.
     private var notifyPending = false
@@ -238,6 +243,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
             // The server takes audio (again): heard from the first frame it took.
             if outageOn {
                 outageOn = false
+                lastOutageOff = position
                 outage.record(on: nil, off: position)
             }
             if stalledFlag.load(ordering: .relaxed) {
@@ -256,8 +262,14 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
             refusedFrom = nil
             if !outageOn {
                 outageOn = true
-                outage.record(on: first, off: nil)
+                // A server that died took its buffer with it: the speakers fell silent now, at
+                // the frame heard now (a buffer before the one written), not when the frames
+                // written last would have come out — what plays there said "playing" for a
+                // buffer's length (a second by default) in silence.
+                let from = brokeWhileCarrying ? max(first - spec.latencyFrames, lastOutageOff) : first
+                outage.record(on: from, off: nil)
             }
+            brokeWhileCarrying = false
             return
         }
         // A stall is a run of periods it took nothing of: one it took some of starts the run again.
@@ -433,6 +445,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// The connection failed or broke: close it and retry after the backoff.
     private func fail(_ code: Int32, at now: Int) {
         let changes = state != .closed && state != .connecting
+        if state == .open { brokeWhileCarrying = true }
         close()
         failConnect(code, at: now)
         if changes { notifyPending = true }

@@ -158,8 +158,12 @@ import Testing
 
         server.stop()
         try #require(waitUntil(seconds: 5) { !device.snapshot().available }, "the outage is not seen")
-        // What reached the server before it went is heard until the zone's audible frame (one server
-        // buffer behind) reaches the outage.
+        // The server took its buffer with it: silent from the frame heard when it went, so the music
+        // no longer reads `playing` at the next look — it did for the server's buffer (300 ms here,
+        // a second by default), in silence.
+        #expect(
+            waitUntil(seconds: 0.15, every: 0.005) { source()?.state != "playing" },
+            "\(String(describing: source()?.state)) after the server went")
         try #require(waitUntil(seconds: 5) { device.snapshot().audibleFrame >= device.outage.onFrom })
         let lost = try #require(source()?.positionSeconds)
         usleep(1_500_000)
