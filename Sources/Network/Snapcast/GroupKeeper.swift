@@ -158,6 +158,22 @@ public final class GroupKeeper: Sendable {
         }
     }
 
+    /// `problem` with its numbers left out: what tells one problem from another.
+    static func shape(_ problem: String) -> String {
+        var out = ""
+        var inNumber = false
+        for c in problem {
+            if c.isNumber {
+                if !inNumber { out.append("#") }
+                inNumber = true
+            } else {
+                out.append(c)
+                inNumber = false
+            }
+        }
+        return out
+    }
+
     private func run() {
         var volumesSet = shared.withLock { $0.volumesSet }
         var reported: String?
@@ -169,7 +185,10 @@ public final class GroupKeeper: Sendable {
                 s.problem = problem
                 s.volumesSet = volumesSet
             }
-            if problem != reported {
+            // Told once per problem: libcurl's text carries the time it waited ("after 3001 ms"),
+            // which made each poll of a hung server a new problem, a warning every 2 s (and up to
+            // ten a second while a connection waits for an answer).
+            if problem.map(Self.shape) != reported.map(Self.shape) {
                 if let problem {
                     log(true, "zone \(name): snapcast: \(problem)")
                 } else if reported != nil {

@@ -186,4 +186,22 @@ import Testing
         let stopped = Double(monotonicNanoseconds() - stopAt) / 1e9
         #expect(stopped < 1.5, "stopped in \(stopped) s (a call's timeout is 3 s)")
     }
+
+    /// A server that never answers is one problem, told once: libcurl's text carries the time it
+    /// waited ("after 201 milliseconds"), and each poll was told as a new problem — a warning
+    /// every poll for as long as the server hung.
+    @Test func aHungServerIsToldOnce() throws {
+        let hung = try HeldHTTPServer()
+        defer { hung.close() }
+        let warnings = Mutex<[String]>([])
+        let keeper = GroupKeeper(
+            name: "z",
+            zone: SnapcastZone(stream: "s", speakers: [.init(id: "pi1", volumePercent: nil, latencyMilliseconds: nil)]),
+            control: SnapcastControl(control: hung.url, timeout: .milliseconds(200)), interval: .milliseconds(50)
+        ) { isError, message in if isError { warnings.withLock { $0.append(message) } } }
+        keeper.start()
+        #expect(waitUntil(seconds: 10, every: 0.01) { hung.count("jsonrpc") >= 10 }, "ten polls")
+        keeper.stop()
+        #expect(warnings.withLock { $0 }.count == 1, "\(warnings.withLock { $0 })")
+    }
 }
