@@ -103,7 +103,8 @@ package final class SnapcastKeepers: Sendable {
     package static func errorText(_ zone: ZoneHandle, _ snap: DeviceOutput.Snapshot) -> String? {
         guard let snapcast = zone.config.snapcast else { return nil }
         if zone.device.awaitsServer, let control = snapcast.control {
-            return "connected to snapserver source \(snapcast.source); waiting for its JSON-RPC (\(control)) to answer"
+            return
+                "connected to snapserver source \(snapcast.source); waiting for its JSON-RPC (\(SnapcastControl.shown(control))) to answer"
         }
         if zone.device.isStalled {
             return

@@ -27,6 +27,9 @@ public struct SnapcastControl: Sendable {
         http = HTTPClient(options: options)
     }
 
+    /// `control` with any credentials hidden (`http://user:***@host:1780`), for the log and status.
+    public static func shown(_ control: String) -> String { URLRedaction.redact(control) }
+
     /// The same control, whose calls end at once when `stop` is set.
     public func stopping(at stop: StopFlag) -> SnapcastControl {
         SnapcastControl(control: endpoint, timeout: timeout, stop: stop)

@@ -26,5 +26,6 @@ public struct SnapcastError: Error, Sendable, Equatable, CustomStringConvertible
         self.serverAnswered = serverAnswered
     }
 
-    public var description: String { "snapserver \(endpoint): \(method): \(problem)" }
+    /// The endpoint with any credentials hidden: it goes to the log and the status.
+    public var description: String { "snapserver \(URLRedaction.redact(endpoint)): \(method): \(problem)" }
 }

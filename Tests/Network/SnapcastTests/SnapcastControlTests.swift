@@ -204,4 +204,14 @@ import Testing
         keeper.stop()
         #expect(warnings.withLock { $0 }.count == 1, "\(warnings.withLock { $0 })")
     }
+
+    /// A password in the control URL stays out of what is said: it went to the log and the zone's
+    /// `problem` in the status as written.
+    @Test func aPasswordInTheControlURLIsNotSaid() throws {
+        let error = SnapcastError(
+            endpoint: "http://baton:s3cret@127.0.0.1:1780/jsonrpc", method: "Server.GetStatus", problem: "refused")
+        #expect(!error.description.contains("s3cret"), "\(error)")
+        #expect(error.description.contains("127.0.0.1:1780/jsonrpc"))
+        #expect(!SnapcastControl.shown("http://baton:s3cret@pi:1780").contains("s3cret"))
+    }
 }
