@@ -24,7 +24,9 @@ public final class SoundLibrary: Sendable {
         var rate: Int
         var channels: Int
     }
-    private let cache = Mutex<[Key: [Float]]>([:])
+    /// The sounds converted, and a generation `clearCache` moves on: a conversion begun before a
+    /// clear does not put the old sound back after it.
+    private let cache = Mutex<(entries: [Key: [Float]], generation: Int)>(([:], 0))
 
     public init(directory: String, resampler: ResamplerKind = .announcementsDefault) {
         self.directory = directory
@@ -65,15 +67,28 @@ public final class SoundLibrary: Sendable {
     public func samples(_ name: String, rate: Int, channels: Int) throws(MediaError) -> [Float] {
         try Self.validate(name: name)
         let key = Key(name: name, rate: rate, channels: channels)
-        if let hit = cache.withLock({ $0[key] }) { return hit }
+        let (hit, generation) = cache.withLock { ($0.entries[key], $0.generation) }
+        if let hit { return hit }
         let result = try convert(try decode(name), name: name, rate: rate, channels: channels)
-        cache.withLock { $0[key] = result }
+        cache.withLock { if $0.generation == generation { $0.entries[key] = result } }
         return result
     }
 
     /// `decoded` mapped to `channels` and resampled to `rate` with this library's resampler (not
     /// cached: for audio that is not a named sound, such as speech). Any thread.
+    ///
+    /// Refused, before anything is converted, when the result would pass `limit` samples: each
+    /// zone keeps its own copy in its format — an hour of 8 kHz mono (a 28 MB file within every
+    /// other limit) is 1.4 GB as 48 kHz stereo floats.
     public func convert(_ decoded: DecodedPCM, name: String, rate: Int, channels: Int) throws(MediaError) -> [Float] {
+        let frames = decoded.frames * rate / max(1, decoded.rate)
+        guard frames <= Self.limit.samples / max(1, channels) else {
+            throw MediaError(
+                file: name,
+                problem:
+                    "\(frames / max(1, rate)) s long: at most \(Self.limit.samples / 96_000) s (of 48 kHz stereo) is held in memory per zone"
+            )
+        }
         var samples = mapChannels(decoded.samples, from: decoded.channels, to: channels)
         if decoded.rate != rate {
             do {
@@ -88,7 +103,12 @@ public final class SoundLibrary: Sendable {
     }
 
     /// Forgets every cached sound (after the files changed). Any thread.
-    public func clearCache() { cache.withLock { $0.removeAll() } }
+    public func clearCache() {
+        cache.withLock { c in
+            c.entries.removeAll()
+            c.generation += 1
+        }
+    }
 
     /// Reads and decodes the file behind `name`.
     public func decode(_ name: String) throws(MediaError) -> DecodedPCM {

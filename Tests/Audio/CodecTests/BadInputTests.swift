@@ -253,6 +253,23 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
     }
 }
 
+/// A sound is refused when its copy in a zone's format would pass the limit: an hour of 8 kHz
+/// mono passes the file's limits (a few MB) and became 1.4 GB as 48 kHz stereo floats, per zone.
+@Suite struct SoundMemoryLimitTests {
+    @Test func aSoundTooLongInTheZonesFormatIsRefused() throws {
+        let directory = TestDirectory.make("sound-limit")
+        WAVWriter.write(
+            [Float](repeating: 0.1, count: 8_000 * 301), rate: 8_000, channels: 1, to: directory + "/long.wav")
+        let library = SoundLibrary(directory: directory)
+        #expect(throws: MediaError.self) { try library.samples("long", rate: 48_000, channels: 2) }
+        do {
+            _ = try library.samples("long", rate: 48_000, channels: 2)
+        } catch {
+            #expect(error.problem.hasPrefix("301 s long: at most 300 s"), "\(error)")
+        }
+    }
+}
+
 /// A WAV sound longer, or of more channels, than the limit is refused before it is decoded: a
 /// 64 MiB 8-bit 8 kHz file is two hours, 256 MiB of samples before the resampler.
 @Suite struct WAVFileLimitTests {
