@@ -71,20 +71,23 @@ extension Daemon {
                 replaceConfig(new, sounds: library)
                 s.configGeneration += 1
             }
-            var resume = false
+            // The queue of the music heard (the newest, if several: music replaces music), as it
+            // was heard, and the source ids handed out so far (a music request meanwhile wins).
+            var resume: (queue: SavedQueue, nextID: Int)?
             for p in s.playbacks.values.sorted(by: { $0.id < $1.id })
             where p.zones.contains(where: stoppedZones.contains)
                 || (p.source as? ExternalPlayer).map({ externalEnding.contains($0.name) }) == true
             {
                 if p.music != nil, p.started, s.arbiter.state(of: p.id)?.isAudible == true,
-                    p.zones.contains(where: { z in new.zones.contains { $0.name == z } })
+                    p.zones.contains(where: { z in new.zones.contains { $0.name == z } }),
+                    let queue = SavedQueue(p, playing: true)
                 {
-                    resume = true
+                    resume = (queue, 0)
                 }
                 apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
                 finish(p.id, &s, why: "a reload changed its zones")
             }
-            return resume
+            return resume.map { ($0.queue, s.nextID) }
         }
         for d in stopped { d.stop() }
         if report.policyChanged { state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) } }
@@ -94,15 +97,19 @@ extension Daemon {
             d.start(logger, connection: parts.snapcast.connectionObserver(for: d)) { [monitor] in monitor.wake() }
         }
         parts.snapcast.update(new.zones) { [weak self] in self?.output($0)?.device }
-        if resumeMusic {
+        if let (queue, nextID) = resumeMusic {
             // Its reopened zones first open their PCMs (milliseconds; a second at most): a zone
             // not open yet is skipped by the admission, and the music would leave it for good.
             let deadline = monotonicNanoseconds() + 1_000_000_000
             while started.contains(where: { !$0.snapshot().available }) && monotonicNanoseconds() < deadline {
                 usleep(5_000)
             }
-            do {
-                let admission = try music.resumeSavedQueue()
+            do throws(ControlError) {
+                // Not over a request made meanwhile (music from a user, a resume, a stop).
+                guard state.withLock({ $0.nextID == nextID }) else {
+                    throw ControlError(.conflict, "a request came meanwhile")
+                }
+                let admission = try music.play(queue)
                 logger.info("reload: the music on the zones it reopened plays on as \(admission.id)")
             } catch {
                 logger.warning("reload: the music on the zones it reopened could not play on: \(error.message)")

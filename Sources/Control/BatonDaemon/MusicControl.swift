@@ -80,6 +80,11 @@ public struct MusicControl: Sendable {
         guard let q = daemon.parts.persistence.saved.queue, q.index < q.songs.count else {
             throw ControlError(.notFound, "no music source to resume and no saved queue")
         }
+        return try play(q)
+    }
+
+    /// Plays `q` from its track and position on its zones that exist.
+    func play(_ q: SavedQueue) throws(ControlError) -> Admission {
         guard (try? daemon.parts.music.context(daemon.config)) != nil else {
             throw ControlError(.conflict, "a queue was saved but no music server is configured")
         }
