@@ -54,7 +54,7 @@ public struct Calls: Sendable {
     /// `start`, under `IntercomLine.starting`.
     private func admitCall(reason: String, config: IntercomConfig) throws(ControlError) -> Admission {
         guard let receiver = daemon.parts.intercom.receiver else {
-            throw ControlError(.conflict, "the intercom stopped (a reload)")
+            throw ControlError(.conflict, "the intercom is stopping")
         }
         if let existing = daemon.state.withLock({ s in s.playbacks.values.first { $0.sourceClass == .call }?.id }) {
             return Admission(id: existing.rawValue, outcome: .playing, skipped: [])
@@ -62,7 +62,9 @@ public struct Calls: Sendable {
         let events = daemon.events
         var zones: [String] = []
         let admission = try daemon.admit(
-            .call, zones: config.zones, volume: 1,
+            // The zones as configured now (a reload renames or removes zones; only the receiver's
+            // own settings wait for a restart), else as it started.
+            .call, zones: daemon.config.intercom?.zones ?? config.zones, volume: 1,
             before: { id in
                 events.publish(type: .call, source: id.rawValue, zones: zones, reason: "call started: \(reason)")
             }
