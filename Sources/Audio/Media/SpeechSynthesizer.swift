@@ -102,7 +102,9 @@ public final class SpeechSynthesizer: Sendable {
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
         var pid = pid_t()
-        let rc = ChildProcess.withDefaultSignals { posix_spawnp(&pid, arguments[0], &actions, $0, &argv, environ) }
+        let rc = ChildProcess.withDefaultSignals(ownGroup: true) {
+            posix_spawnp(&pid, arguments[0], &actions, $0, &argv, environ)
+        }
         guard rc == 0 else {
             let why =
                 rc == ENOENT

@@ -85,30 +85,32 @@ public final class CommandControl: PlayerControl, @unchecked Sendable {
                 failure.withLock { $0 = nil }
             } else {
                 let why =
-                    status == 124
-                    ? "command \"\(command)\" did not finish within \(Self.deadline.components.seconds) s; it was stopped"
-                    : "command \"\(command)\" exited with status \(status)"
+                    status.map { "command \"\(command)\" exited with status \($0)" }
+                    ?? "command \"\(command)\" did not finish within \(Self.deadline.components.seconds) s; it was stopped"
                 failure.withLock { $0 = why }
                 report(why)
             }
         }
     }
 
-    /// How long a pause or resume command may run before it is stopped (124, as `timeout` says):
-    /// one that hung held every command after it for ever.
+    /// How long a pause or resume command may run before it is stopped: one that hung held every
+    /// command after it for ever.
     static let deadline: Duration = .seconds(10)
 
     /// `/bin/sh -c command`, waited for `deadline` at most; its exit status (127 when it could not
-    /// run, 124 when it was stopped at the deadline). The shell starts with no signal blocked or
-    /// ignored (`ChildProcess`), as it would from a terminal.
-    static func shell(_ command: String) -> Int32 {
+    /// run), nil when it was stopped at the deadline (with what it started: its own process
+    /// group). The shell starts with no signal blocked or ignored (`ChildProcess`), as it would
+    /// from a terminal.
+    static func shell(_ command: String) -> Int32? {
         var pid: pid_t = 0
         let args = ["/bin/sh", "-c", command]
         var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }
-        let rc = ChildProcess.withDefaultSignals { posix_spawn(&pid, "/bin/sh", nil, $0, &argv, environ) }
+        let rc = ChildProcess.withDefaultSignals(ownGroup: true) {
+            posix_spawn(&pid, "/bin/sh", nil, $0, &argv, environ)
+        }
         guard rc == 0 else { return 127 }
-        return ChildProcess.waitForExit(pid, killingAfter: deadline.wholeNanoseconds) ?? 124
+        return ChildProcess.waitForExit(pid, killingAfter: deadline.wholeNanoseconds)
     }
 }
 

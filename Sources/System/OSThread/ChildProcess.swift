@@ -12,8 +12,12 @@ import Synchronization
 /// Thread: any.
 public enum ChildProcess {
     /// Calls `body` with spawn attributes that start the child with no signal blocked and every
-    /// signal at its default action; pass them to `posix_spawn`/`posix_spawnp`.
-    public static func withDefaultSignals<R>(_ body: (UnsafePointer<posix_spawnattr_t>) throws -> R) rethrows -> R {
+    /// signal at its default action; pass them to `posix_spawn`/`posix_spawnp`. `ownGroup`: the
+    /// child leads a process group of its own, so that `waitForExit(_:killingAfter:)` stops what
+    /// it started too (a shell's pipeline, a wrapper script's program).
+    public static func withDefaultSignals<R>(
+        ownGroup: Bool = false, _ body: (UnsafePointer<posix_spawnattr_t>) throws -> R
+    ) rethrows -> R {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -23,7 +27,12 @@ public enum ChildProcess {
         sigfillset(&all)
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
+        if ownGroup {
+            posix_spawnattr_setpgroup(&attributes, 0)
+            flags |= POSIX_SPAWN_SETPGROUP
+        }
+        posix_spawnattr_setflags(&attributes, Int16(flags))
         return try body(&attributes)
     }
 
@@ -37,26 +46,38 @@ public enum ChildProcess {
         return exitStatus(status)
     }
 
-    /// Waits as `waitForExit` does, for at most `nanoseconds`: a process still running then is
-    /// killed (SIGKILL) and reaped, and nil is returned. A thread of its own sleeps until the
-    /// deadline or the end, whichever comes first; the process is reaped only after it is done, so
-    /// the kill can never reach another process that took its number. Any thread.
+    /// Waits as `waitForExit` does, for at most `nanoseconds` (of the monotonic clock: a Pi's wall
+    /// clock steps at its first time sync): a process still running then is killed (SIGKILL) —
+    /// with its process group when it leads one (`withDefaultSignals(ownGroup:)`) — and reaped, and
+    /// nil is returned. A thread of its own sleeps until the deadline or the end, whichever comes
+    /// first; the process is reaped only after it is done, so the kill can never reach another
+    /// process that took its number. Any thread.
     public static func waitForExit(_ pid: pid_t, killingAfter nanoseconds: Int) -> Int32? {
-        let ended = Semaphore()
+        let ended = Atomic<Bool>(false)
+        let bell = WakeFD()
         let killed = Atomic<Bool>(false)
+        let deadline = monotonicNanoseconds() + nanoseconds
         let watchdog = OSThread.start(name: "child-deadline") {
-            if !ended.wait(nanoseconds: nanoseconds) {
-                killed.store(true, ordering: .releasing)
-                kill(pid, SIGKILL)
+            while !ended.load(ordering: .acquiring) {
+                let left = deadline - monotonicNanoseconds()
+                guard left > 0 else {
+                    killed.store(true, ordering: .releasing)
+                    // Its group, if it leads one (what it started), else itself.
+                    if kill(-pid, SIGKILL) != 0 { kill(pid, SIGKILL) }
+                    return
+                }
+                _ = bell.wait(for: -1, timeout: Int32(clamping: left / 1_000_000 + 1), fallback: 100)
             }
         }
         // Ended (or killed), not reaped yet: the watchdog's kill reaches this process or its zombie.
         var info = siginfo_t()
         while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
-        ended.post()
+        ended.store(true, ordering: .releasing)
+        bell.post()
         watchdog.join()
         let status = waitForExit(pid)
-        return killed.load(ordering: .acquiring) ? nil : status
+        // Killed at the deadline; one that ended by itself just then keeps its status.
+        return killed.load(ordering: .acquiring) && status == 128 + SIGKILL ? nil : status
     }
 
     /// A `waitpid` status as a shell reports it: the exit status, or 128 + the terminating signal.

@@ -28,7 +28,7 @@ import Testing
         return result.withLock { $0! }
     }
 
-    func shell(_ command: String) -> Int32 { onABatondLikeThread { CommandControl.shell(command) } }
+    func shell(_ command: String) -> Int32 { onABatondLikeThread { CommandControl.shell(command) ?? -1 } }
 
     /// A player command's shell ignores none of the signals 1–31 (dash clears the mask it starts
     /// with itself, but cannot undo an ignored SIGPIPE; 32 and 33 are glibc's own).
@@ -65,13 +65,13 @@ import Testing
         #expect(error.contains("exit status 143"), "\(error)")
     }
 
-    /// A synthesizer that hangs is stopped at its deadline, said, and leaves no process behind: the
-    /// wait had no end — the request, the MQTT announcements behind it and a thread per button
-    /// press held for ever.
+    /// A synthesizer that hangs is stopped at its deadline, said, and leaves no process behind —
+    /// what it started neither (a wrapper script's program): the wait had no end — the request,
+    /// the MQTT announcements behind it and a thread per button press held for ever.
     @Test func aHungSynthesizerIsStoppedAtItsDeadline() throws {
         let script = TestDirectory.make("speech-hang") + "/speak"
         let f = try #require(fopen(script, "we"))
-        fputs("#!/bin/bash\nexec sleep 3599.25\n", f)
+        fputs("#!/bin/bash\nsleep 3599.25\necho never\n", f)  // not exec: what it started must end too
         fclose(f)
         chmod(script, 0o755)
         let error: String = onABatondLikeThread {
