@@ -158,20 +158,10 @@ public final class GroupKeeper: Sendable {
         }
     }
 
-    /// `problem` with its numbers left out: what tells one problem from another.
+    /// `problem` without the time libcurl waited ("after 3001 milliseconds", "after 2001 ms"):
+    /// what tells one problem from another (another speaker, another status, is another problem).
     static func shape(_ problem: String) -> String {
-        var out = ""
-        var inNumber = false
-        for c in problem {
-            if c.isNumber {
-                if !inNumber { out.append("#") }
-                inNumber = true
-            } else {
-                out.append(c)
-                inNumber = false
-            }
-        }
-        return out
+        problem.replacing(#/after \d+ (milliseconds|ms)/#, with: "after … ms")
     }
 
     private func run() {

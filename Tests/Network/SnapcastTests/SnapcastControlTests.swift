@@ -2,9 +2,10 @@ import BatonTesting
 import Glibc
 import HTTPServer
 import OSThread
-import Snapcast
 import Synchronization
 import Testing
+
+@testable import Snapcast
 
 /// The JSON-RPC client against a real snapserver, and against answers snapserver would never give
 /// (served by Baton's own HTTP server), which must be reported with the JSON path of the bad value.
@@ -203,6 +204,14 @@ import Testing
         #expect(waitUntil(seconds: 10, every: 0.01) { hung.count("jsonrpc") >= 10 }, "ten polls")
         keeper.stop()
         #expect(warnings.withLock { $0 }.count == 1, "\(warnings.withLock { $0 })")
+        // Only the time waited is left out: another speaker, another status, is another problem.
+        #expect(
+            GroupKeeper.shape("Operation timed out after 3001 milliseconds")
+                == GroupKeeper.shape("Operation timed out after 2999 milliseconds"))
+        #expect(
+            GroupKeeper.shape("speaker \"pi1\" has never connected")
+                != GroupKeeper.shape("speaker \"pi2\" has never connected"))
+        #expect(GroupKeeper.shape("HTTP 401") != GroupKeeper.shape("HTTP 500"))
     }
 
     /// A password in the control URL stays out of what is said: it went to the log and the zone's
