@@ -103,6 +103,10 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     private func use(_ stream: ExternalStream) {
         state.current = stream
         state.streamlessSince = nil
+        // A program that waited behind another sent its last frames when it filled its buffer: the
+        // handover is its start (whether the one before closed or was let go idle), or the next
+        // look found it idle too and ended the source, the program left blocked.
+        state.playsUntil = monotonicNanoseconds()
         info.withLock { $0 = (stream.peer, stream.formatDescription) }
         let outputs = self.outputs.withLock { $0 }
         // The arbiter's word (`audibilityChanged`), not whether the last stream was heard: a
@@ -224,9 +228,6 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
                 } else {
                     current.detach()
                     use(state.pending.removeFirst())
-                    // Its own last frames came when it filled its buffer behind the quiet one: the
-                    // handover is its start, or the next look found it idle too and ended the source.
-                    state.playsUntil = now
                 }
             }
         } else if !waitingForPlayer {
