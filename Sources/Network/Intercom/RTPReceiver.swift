@@ -48,8 +48,9 @@ public final class RTPReceiver: @unchecked Sendable {
         var jitter: JitterBuffer
         var monitor: CallMonitor
         var endRequested = false
-        /// The last datagram refused, said: its sender and why.
-        var lastRefused: String?
+        /// The last datagram refused: its sender and why (said by `lastRefused`; kept as values, so
+        /// that a flood of them costs no text per datagram under the lock).
+        var lastRefused: (from: sockaddr_in, why: Refusal)?
     }
 
     public let configuration: Configuration
@@ -139,7 +140,21 @@ public final class RTPReceiver: @unchecked Sendable {
 
     /// The last datagram refused (malformed, or not the call's), said: its sender and why —
     /// `192.168.1.20:5004: not an Opus packet: …`. Any thread (a snapshot).
-    public var lastRefused: String? { state.withLock { $0.lastRefused } }
+    public var lastRefused: String? {
+        state.withLock { $0.lastRefused }.map { "\(Self.describe($0.from)): \($0.why)" }
+    }
+
+    /// Why a datagram was refused.
+    enum Refusal: CustomStringConvertible {
+        case malformed(JitterBuffer.MalformedReason)
+        case foreign(JitterBuffer.ForeignReason)
+        var description: String {
+            switch self {
+            case .malformed(let why): "\(why)"
+            case .foreign(let why): "\(why)"
+            }
+        }
+    }
 
     /// Whether a call is in progress. Any thread (a snapshot).
     public var isInCall: Bool { state.withLock { $0.monitor.inCall } }
@@ -196,7 +211,7 @@ public final class RTPReceiver: @unchecked Sendable {
                         if n > buffer.count {
                             // Truncated: longer than any RTP/Opus packet the buffer accepts.
                             if case .malformed(let why) = s.jitter.rejectOversized(bytes: n) {
-                                s.lastRefused = "\(Self.describe(from)): \(why)"
+                                s.lastRefused = (from, .malformed(why))
                             }
                             return
                         }
@@ -209,9 +224,11 @@ public final class RTPReceiver: @unchecked Sendable {
                                 events.append(e)
                             }
                         case .malformed(let why):
-                            s.lastRefused = "\(Self.describe(from)): \(why)"
+                            s.lastRefused = (from, .malformed(why))
+                        case .foreign(.endedStream):
+                            break  // the hung-up call's own stream: expected, and it would hide the rest
                         case .foreign(let why):
-                            s.lastRefused = "\(Self.describe(from)): \(why)"
+                            s.lastRefused = (from, .foreign(why))
                         case .duplicate, .late:
                             break  // no audio: it neither starts nor keeps a call going
                         }
