@@ -158,12 +158,14 @@ import Testing
 
         server.stop()
         try #require(waitUntil(seconds: 5) { !device.snapshot().available }, "the outage is not seen")
-        // The server took its buffer with it: silent from the frame heard when it went, so the music
-        // no longer reads `playing` at the next look — it did for the server's buffer (300 ms here,
-        // a second by default), in silence.
+        // The server took its buffer with it: silent from the frame heard when it went (the outage
+        // starts there), so the music no longer reads `playing` at the next look — it started at
+        // the frame written, a server buffer (300 ms here, a second by default) later, and the
+        // music read `playing` that long in silence.
+        let heardWhenSeen = device.snapshot().audibleFrame
         #expect(
-            waitUntil(seconds: 0.15, every: 0.005) { source()?.state != "playing" },
-            "\(String(describing: source()?.state)) after the server went")
+            device.outage.onFrom <= heardWhenSeen,
+            "the outage starts at \(device.outage.onFrom), after the frame heard \(heardWhenSeen)")
         try #require(waitUntil(seconds: 5) { device.snapshot().audibleFrame >= device.outage.onFrom })
         let lost = try #require(source()?.positionSeconds)
         usleep(1_500_000)
