@@ -2,7 +2,12 @@ import Glibc
 
 /// Reads a whole file with POSIX calls, so a failure carries the system's own reason text.
 enum FileReader {
-    /// The file's bytes, or the `strerror` text of the failure ("No such file or directory").
+    /// The most a configuration or board file may hold: they are a few kB; a path that names a
+    /// device or a runaway file (`/dev/zero`, a log) grew batond's memory without end at a reload.
+    static let maximumBytes = 1 << 20
+
+    /// The file's bytes (at most `maximumBytes`), or why not: the `strerror` text of the failure
+    /// ("No such file or directory"), or that it is larger.
     static func read(path: String) -> Result<[UInt8], FileReadError> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return .failure(FileReadError(errno: errno)) }
@@ -13,6 +18,10 @@ enum FileReader {
             let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if count > 0 {
                 bytes += chunk[..<count]
+                if bytes.count > maximumBytes {
+                    return .failure(
+                        FileReadError(message: "larger than \(maximumBytes >> 20) MiB (a configuration is a few kB)"))
+                }
             } else if count == 0 {
                 return .success(bytes)
             } else if errno != EINTR {
@@ -51,4 +60,6 @@ struct FileReadError: Error {
     init(errno code: Int32) {
         message = String(cString: strerror(code))
     }
+
+    init(message: String) { self.message = message }
 }

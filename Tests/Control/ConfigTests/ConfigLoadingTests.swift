@@ -127,6 +127,20 @@ import Testing
         #expect(policy.duck == DuckConfig(level: -6))
     }
 
+    /// A configuration path that names an endless source (`/dev/zero`, by a symbolic link gone
+    /// wrong) is refused at 1 MiB: it was read without end, batond's memory growing at each reload.
+    @Test(.timeLimit(.minutes(1))) func refusesAnEndlessFile() {
+        #expect(
+            throws: ConfigError(issues: [
+                ConfigIssue(
+                    file: "/dev/zero", line: nil, column: nil,
+                    path: "", message: "cannot read the file: larger than 1 MiB (a configuration is a few kB)")
+            ])
+        ) {
+            try BatonConfiguration.load(path: "/dev/zero")
+        }
+    }
+
     /// A file that does not exist is reported with the system's reason and no position.
     @Test func reportsUnreadableFile() {
         #expect(
