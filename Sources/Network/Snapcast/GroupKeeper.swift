@@ -152,8 +152,10 @@ public final class GroupKeeper: Sendable {
             return problem
         } catch {
             // Any HTTP answer shows the server runs and reads (what the output waits for after a
-            // connect); without one, no speaker is known to be connected.
-            if error.serverAnswered { answered(started) } else { shared.withLock { $0.connected = [] } }
+            // connect); without a good one, no speaker is known to be connected (the last good
+            // list stayed, for as long as the server answered badly).
+            if error.serverAnswered { answered(started) }
+            shared.withLock { $0.connected = [] }
             return error.description
         }
     }

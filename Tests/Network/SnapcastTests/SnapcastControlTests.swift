@@ -162,6 +162,7 @@ import Testing
         let garbled = keeper.pollOnce(volumesSet: &volumes) ?? ""
         #expect(garbled.contains("not valid JSON"), "\(garbled)")
         #expect(answers.withLock { $0 } == 2, "an answer, if not a good one")
+        #expect(keeper.state.connected.isEmpty, "no evidence of a speaker: \(keeper.state.connected)")
         fake.stop()
         let gone = keeper.pollOnce(volumesSet: &volumes) ?? ""
         #expect(gone.contains("Server.GetStatus"), "\(gone)")
