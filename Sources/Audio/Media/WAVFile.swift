@@ -33,6 +33,12 @@ public enum WAVFile {
                     code = u16(body + 24)
                 }
                 format = (code, u16(body + 2), u32(body + 4), u16(body + 14))
+                // Read packed (see `WAVStreamDecoder`): another layout played as noise.
+                guard u16(body + 12) == u16(body + 2) * u16(body + 14) / 8 else {
+                    throw fail(
+                        "block align \(u16(body + 12)) does not match \(u16(body + 2)) channels of \(u16(body + 14))-bit samples"
+                    )
+                }
             } else if id.elementsEqual("data".utf8) {
                 guard let f = format else { throw fail("data chunk before fmt chunk") }
                 // Streams written by a pipe say 0 or 0xFFFFFFFF: take what the file holds.

@@ -253,6 +253,19 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
     }
 }
 
+/// A WAV whose block align does not match its channels and sample size (24-bit audio in 32-bit
+/// words saying 24) is refused with the reason by both decoders: its samples were read packed, and
+/// played as noise.
+@Suite struct WAVBlockAlignTests {
+    @Test func aBlockAlignThatDoesNotMatchIsRefused() throws {
+        var bytes = NonFiniteWAVTests.floatWAV([0.25, 0.5, -0.125, 0], bits: 32)
+        bytes[32] = 8  // a mono 32-bit frame is 4 bytes
+        let problem = "block align 8 does not match 1 channels of 32-bit samples"
+        #expect(throws: MediaError(file: "a.wav", problem: problem)) { try WAVFile.decode(bytes, name: "a.wav") }
+        #expect(throws: DecodeError.self) { try WAVStreamDecoder(source: MemoryByteSource(bytes), name: "a.wav") }
+    }
+}
+
 /// A sound is refused when its copy in a zone's format would pass the limit: an hour of 8 kHz
 /// mono passes the file's limits (a few MB) and became 1.4 GB as 48 kHz stereo floats, per zone.
 @Suite struct SoundMemoryLimitTests {
