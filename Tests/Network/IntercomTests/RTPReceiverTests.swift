@@ -141,20 +141,11 @@ import Testing
     /// With no packets for the silence timeout, the call ends; an explicit end ends it at once and the
     /// same stream is then ignored while it keeps sending, but a new stream starts a new call.
     @Test func endsCallsOnSilenceAndOnRequest() throws {
-        let clock = ManualClock()
-        let events = EventLog()
-        let receiver = try RTPReceiver(
-            configuration: .init(host: "127.0.0.1", port: 0, silenceTimeout: 2_000 * ms),
-            clock: { clock.now }, onEvent: events.append)
-        receiver.start()
-        defer { receiver.stop() }
-        let sender = UDPSender(port: receiver.port)
-        let packets = try tonePackets(seconds: 1)
-        for i in 0..<5 {
-            clock.advance(20 * ms)
-            sender.send(datagram(packets[i], index: i))
-        }
-        #expect(waitUntil { receiver.counters.received == 5 })
+        let call = try ClockedCall(silenceTimeout: 2_000 * ms)
+        defer { call.receiver.stop() }
+        let (clock, events, receiver, sender, packets) = (
+            call.clock, call.events, call.receiver, call.sender, call.packets
+        )
         #expect(events.all == [.callStarted(ssrc: 0x1234_5678)])
         clock.advance(1_999 * ms)
         #expect(!waitUntil(seconds: 0.1) { events.all.count > 1 }, "\(events.all)")
@@ -186,20 +177,11 @@ import Testing
     /// packet (a duplicate, a late one) ends after the silence timeout. Each kept it alive, a call
     /// "on" with nothing to hear for as long as one came every 1.9 s.
     @Test func repeatedOldPacketsDoNotKeepACallGoing() throws {
-        let clock = ManualClock()
-        let events = EventLog()
-        let receiver = try RTPReceiver(
-            configuration: .init(host: "127.0.0.1", port: 0, silenceTimeout: 2_000 * ms),
-            clock: { clock.now }, onEvent: events.append)
-        receiver.start()
-        defer { receiver.stop() }
-        let sender = UDPSender(port: receiver.port)
-        let packets = try tonePackets(seconds: 1)
-        for i in 0..<5 {
-            clock.advance(20 * ms)
-            sender.send(datagram(packets[i], index: i))
-        }
-        #expect(waitUntil { receiver.counters.received == 5 })
+        let call = try ClockedCall(silenceTimeout: 2_000 * ms)
+        defer { call.receiver.stop() }
+        let (clock, events, receiver, sender, packets) = (
+            call.clock, call.events, call.receiver, call.sender, call.packets
+        )
         #expect(events.all == [.callStarted(ssrc: 0x1234_5678)])
         clock.advance(1_900 * ms)
         sender.send(datagram(packets[4], index: 4))
@@ -215,20 +197,11 @@ import Testing
     /// timeout shorter than the 500 ms takeover: the new stream takes over within half the timeout.
     /// Its packets were foreign for the whole takeover, and the call ended though they kept coming.
     @Test func aNewStreamTakesOverBeforeTheCallTimesOut() throws {
-        let clock = ManualClock()
-        let events = EventLog()
-        let receiver = try RTPReceiver(
-            configuration: .init(host: "127.0.0.1", port: 0, silenceTimeout: 300 * ms),
-            clock: { clock.now }, onEvent: events.append)
-        receiver.start()
-        defer { receiver.stop() }
-        let sender = UDPSender(port: receiver.port)
-        let packets = try tonePackets(seconds: 1)
-        for i in 0..<5 {
-            clock.advance(20 * ms)
-            sender.send(datagram(packets[i], index: i))
-        }
-        #expect(waitUntil { receiver.counters.received == 5 })
+        let call = try ClockedCall(silenceTimeout: 300 * ms)
+        defer { call.receiver.stop() }
+        let (clock, events, receiver, sender, packets) = (
+            call.clock, call.events, call.receiver, call.sender, call.packets
+        )
         for i in 0..<20 {
             clock.advance(20 * ms)
             sender.send(datagram(packets[i], index: i, ssrc: 99))
@@ -298,5 +271,31 @@ struct SplitMix {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// A receiver on a manual clock, started, and a call on it: five packets of a 1 s tone from
+/// `UDPSender`, taken (the call started). Stop `receiver` when done.
+struct ClockedCall {
+    let clock = ManualClock()
+    let events = EventLog()
+    let receiver: RTPReceiver
+    let sender: UDPSender
+    let packets: [[UInt8]]
+
+    init(silenceTimeout: Int) throws {
+        let clock = self.clock
+        receiver = try RTPReceiver(
+            configuration: .init(host: "127.0.0.1", port: 0, silenceTimeout: silenceTimeout),
+            clock: { clock.now }, onEvent: events.append)
+        receiver.start()
+        sender = UDPSender(port: receiver.port)
+        packets = try tonePackets(seconds: 1)
+        for i in 0..<5 {
+            clock.advance(20 * ms)
+            sender.send(datagram(packets[i], index: i))
+        }
+        let receiver = self.receiver
+        #expect(waitUntil { receiver.counters.received == 5 })
     }
 }
