@@ -16,6 +16,8 @@ public final class SoundLibrary: Sendable {
     /// channels, a sound may decode to: it is held decoded in memory, in each zone's format; a
     /// small file can say hours (a low rate, 8-bit) or claim any length (an Opus file's last page).
     public static let limit = (samples: 300 * 48_000 * 2, channels: 8)
+    /// The longest sound or speech held per zone in its format (see `convert`).
+    public static let maximumSeconds = 600
 
     public let directory: String
     public let resampler: ResamplerKind
@@ -77,17 +79,16 @@ public final class SoundLibrary: Sendable {
     /// `decoded` mapped to `channels` and resampled to `rate` with this library's resampler (not
     /// cached: for audio that is not a named sound, such as speech). Any thread.
     ///
-    /// Refused, before anything is converted, when the result would pass `limit` samples: each
-    /// zone keeps its own copy in its format — an hour of 8 kHz mono (a 28 MB file within every
-    /// other limit) is 1.4 GB as 48 kHz stereo floats.
+    /// Refused, before anything is converted, when it is longer than `maximumSeconds`: each zone
+    /// keeps its own copy in its format — an hour of 8 kHz mono (a 28 MB file within every other
+    /// limit) was 1.4 GB as 48 kHz stereo floats. (Ten minutes: the longest text speech takes,
+    /// about five, fits in any zone.)
     public func convert(_ decoded: DecodedPCM, name: String, rate: Int, channels: Int) throws(MediaError) -> [Float] {
-        let frames = decoded.frames * rate / max(1, decoded.rate)
-        guard frames <= Self.limit.samples / max(1, channels) else {
+        let seconds = decoded.frames / max(1, decoded.rate)
+        guard seconds <= Self.maximumSeconds else {
             throw MediaError(
                 file: name,
-                problem:
-                    "\(frames / max(1, rate)) s long: at most \(Self.limit.samples / 96_000) s (of 48 kHz stereo) is held in memory per zone"
-            )
+                problem: "\(seconds) s long: at most \(Self.maximumSeconds) s is held in memory, per zone")
         }
         var samples = mapChannels(decoded.samples, from: decoded.channels, to: channels)
         if decoded.rate != rate {
