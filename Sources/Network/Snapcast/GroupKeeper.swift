@@ -122,8 +122,10 @@ public final class GroupKeeper: Sendable {
     @discardableResult
     public func pollOnce(volumesSet: inout Set<String>) -> String? {
         let started = monotonicNanoseconds()
+        var read = false
         do {
             let status = try control.status()
+            read = true
             answered(started)
             // What the server says now, before any fix is tried (a fix may fail).
             let connected = zone.speakers.map(\.id).filter { status.client($0)?.connected == true }
@@ -155,7 +157,8 @@ public final class GroupKeeper: Sendable {
             // connect); without a good one, no speaker is known to be connected (the last good
             // list stayed, for as long as the server answered badly).
             if error.serverAnswered { answered(started) }
-            shared.withLock { $0.connected = [] }
+            // Unless it was a fix that failed, after a good status was read.
+            if !read { shared.withLock { $0.connected = [] } }
             return error.description
         }
     }
@@ -163,7 +166,8 @@ public final class GroupKeeper: Sendable {
     /// `problem` without the time libcurl waited ("after 3001 milliseconds", "after 2001 ms"):
     /// what tells one problem from another (another speaker, another status, is another problem).
     static func shape(_ problem: String) -> String {
-        problem.replacing(#/after \d+ (milliseconds|ms)/#, with: "after … ms")
+        problem.replacing(
+            #/after \d+ (milliseconds|ms)( with \d+( out of -?\d+)? bytes received)?/#, with: "after … ms")
     }
 
     private func run() {
