@@ -34,7 +34,7 @@ public enum WAVFile {
                 }
                 format = (code, u16(body + 2), u32(body + 4), u16(body + 14))
                 // Read packed (see `WAVStreamDecoder`): another layout played as noise.
-                guard u16(body + 12) == u16(body + 2) * u16(body + 14) / 8 else {
+                guard code != 1 && code != 3 || u16(body + 12) == u16(body + 2) * u16(body + 14) / 8 else {
                     throw fail(
                         "block align \(u16(body + 12)) does not match \(u16(body + 2)) channels of \(u16(body + 14))-bit samples"
                     )

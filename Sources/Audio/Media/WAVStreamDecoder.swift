@@ -91,7 +91,8 @@ public final class WAVStreamDecoder: AudioDecoder {
                 // Samples are read packed, a frame of channels × bits/8 bytes: a file that lays
                 // them out otherwise (24-bit audio in 32-bit words saying 24) played as noise.
                 let align = le(body, 12, 2)
-                guard align == le(body, 2, 2) * le(body, 14, 2) / 8 else {
+                // (A format it does not take is said as such below.)
+                guard code != 1 && code != 3 || align == le(body, 2, 2) * le(body, 14, 2) / 8 else {
                     throw header.fail(
                         "block align \(align) does not match \(le(body, 2, 2)) channels of \(le(body, 14, 2))-bit samples"
                     )
