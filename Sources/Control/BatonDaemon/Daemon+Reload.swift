@@ -72,8 +72,8 @@ extension Daemon {
                 s.configGeneration += 1
             }
             // The queue of the music heard (the newest, if several: music replaces music), as it
-            // was heard, and the source ids handed out so far (a music request meanwhile wins).
-            var resume: (queue: SavedQueue, nextID: Int)?
+            // was heard.
+            var resume: (queue: SavedQueue, number: Int)?
             for p in s.playbacks.values.sorted(by: { $0.id < $1.id })
             where p.zones.contains(where: stoppedZones.contains)
                 || (p.source as? ExternalPlayer).map({ externalEnding.contains($0.name) }) == true
@@ -82,12 +82,14 @@ extension Daemon {
                     p.zones.contains(where: { z in new.zones.contains { $0.name == z } }),
                     let queue = SavedQueue(p, playing: true)
                 {
-                    resume = (queue, 0)
+                    // Newest by number ("music-10" sorts before "music-9" as text).
+                    let number = Int(p.id.rawValue.split(separator: "-").last ?? "") ?? 0
+                    if number >= resume?.number ?? 0 { resume = (queue, number) }
                 }
                 apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
                 finish(p.id, &s, why: "a reload changed its zones")
             }
-            return resume.map { ($0.queue, s.nextID) }
+            return resume?.queue
         }
         for d in stopped { d.stop() }
         if report.policyChanged { state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) } }
@@ -97,7 +99,7 @@ extension Daemon {
             d.start(logger, connection: parts.snapcast.connectionObserver(for: d)) { [monitor] in monitor.wake() }
         }
         parts.snapcast.update(new.zones) { [weak self] in self?.output($0)?.device }
-        if let (queue, nextID) = resumeMusic {
+        if let queue = resumeMusic {
             // Its reopened zones first open their PCMs (milliseconds; a second at most): a zone
             // not open yet is skipped by the admission, and the music would leave it for good.
             let deadline = monotonicNanoseconds() + 1_000_000_000
@@ -105,9 +107,9 @@ extension Daemon {
                 usleep(5_000)
             }
             do throws(ControlError) {
-                // Not over a request made meanwhile (music from a user, a resume, a stop).
-                guard state.withLock({ $0.nextID == nextID }) else {
-                    throw ControlError(.conflict, "a request came meanwhile")
+                // Not over music a user started meanwhile (a request, a resume).
+                guard !state.withLock({ s in s.playbacks.values.contains { $0.sourceClass == .music } }) else {
+                    throw ControlError(.conflict, "music was started meanwhile")
                 }
                 let admission = try music.play(queue)
                 logger.info("reload: the music on the zones it reopened plays on as \(admission.id)")
