@@ -106,8 +106,14 @@ public final class CommandControl: PlayerControl, @unchecked Sendable {
         let args = ["/bin/sh", "-c", command]
         var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }
+        // Its own process group (for the deadline) is not the terminal's: reading batond's stdin
+        // there would stop it (SIGTTIN). It has none.
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         let rc = ChildProcess.withDefaultSignals(ownGroup: true) {
-            posix_spawn(&pid, "/bin/sh", nil, $0, &argv, environ)
+            posix_spawn(&pid, "/bin/sh", &actions, $0, &argv, environ)
         }
         guard rc == 0 else { return 127 }
         return ChildProcess.waitForExit(pid, killingAfter: deadline.wholeNanoseconds)

@@ -259,7 +259,8 @@ import Testing
         #expect(refused.hasPrefix("127.0.0.1:"), "\(refused)")
         // Why, in words (which refusal comes last depends on the random bytes: not RTP, not Opus,
         // a stream that is not the call's…).
-        #expect(refused.split(separator: ": ", maxSplits: 1).last?.count ?? 0 > 5, "\(refused)")
+        let said = ["RTP", "Opus", "payload", "another stream", "sequence number", "padding", "CSRC"]
+        #expect(said.contains { refused.contains($0) }, "\(refused)")
         #expect(try t.status().sources.isEmpty)
         let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         #expect(bell.object["status"] == "playing")
