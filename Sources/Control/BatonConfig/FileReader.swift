@@ -4,7 +4,7 @@ import Glibc
 enum FileReader {
     /// The most a configuration or board file may hold: they are a few kB; a path that names a
     /// device or a runaway file (`/dev/zero`, a log) grew batond's memory without end at a reload.
-    static let maximumBytes = 1 << 20
+    static let maximumBytes = 4 << 20
 
     /// The file's bytes (at most `maximumBytes`), or why not: the `strerror` text of the failure
     /// ("No such file or directory"), or that it is larger.

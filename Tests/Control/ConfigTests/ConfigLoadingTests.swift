@@ -128,13 +128,13 @@ import Testing
     }
 
     /// A configuration path that names an endless source (`/dev/zero`, by a symbolic link gone
-    /// wrong) is refused at 1 MiB: it was read without end, batond's memory growing at each reload.
+    /// wrong) is refused at 4 MiB: it was read without end, batond's memory growing at each reload.
     @Test(.timeLimit(.minutes(1))) func refusesAnEndlessFile() {
         #expect(
             throws: ConfigError(issues: [
                 ConfigIssue(
                     file: "/dev/zero", line: nil, column: nil,
-                    path: "", message: "cannot read the file: larger than 1 MiB (a configuration is a few kB)")
+                    path: "", message: "cannot read the file: larger than 4 MiB (a configuration is a few kB)")
             ])
         ) {
             try BatonConfiguration.load(path: "/dev/zero")
