@@ -47,11 +47,21 @@ public struct ReloadReport: Codable, Sendable, Equatable {
             ("mqtt", old.mqtt != new.mqtt),
             ("device", old.device != new.device && (old.mqtt != nil || new.mqtt != nil)),
             ("gpio", old.gpio != new.gpio),
-            ("intercom", old.intercom != new.intercom),
+            // Its zones follow a reload (calls take them from the configuration as it is now).
+            ("intercom", Self.receiverSettings(old.intercom) != Self.receiverSettings(new.intercom)),
             ("external-sources.socket", old.externalSources?.socket != new.externalSources?.socket),
             ("state-dir", old.stateDir != new.stateDir),
             ("alsa-config", old.alsaConfig != new.alsaConfig),
         ]
         needsRestart = once.filter(\.1).map(\.0)
+    }
+
+    /// `intercom:` without its zones: what the receiver was set up with.
+    private static func receiverSettings(_ intercom: IntercomConfig?) -> IntercomConfig? {
+        intercom.map { i in
+            var settings = i
+            settings.zones = []
+            return settings
+        }
     }
 }

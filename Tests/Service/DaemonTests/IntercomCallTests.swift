@@ -184,6 +184,9 @@ import Testing
     @Test func aReloadLeavesTheIntercomAsItRuns() throws {
         let (t, _) = try daemon()
         defer { t.stop() }
+        var zonesOnly = t.config
+        zonesOnly.intercom?.zones = ["patio"]
+        #expect(!t.daemon.apply(zonesOnly).needsRestart.contains("intercom"), "the zones of calls follow a reload")
         var new = t.config
         new.intercom = nil
         let report = t.daemon.apply(new)
