@@ -78,19 +78,30 @@ package final class Persistence: Sendable {
     ) {
         switch store.load() {
         case .failure(let failure):
-            logger.error("state: \(failure)")
-            events.publish(type: .stateError, reason: failure.description)
+            // Kept for a person to read (the first save wrote over it), and the server's queue
+            // asked for as with no file.
+            let aside = store.setAside().map { "; kept as \($0)" } ?? ""
+            logger.error("state: \(failure)\(aside)")
+            events.publish(type: .stateError, reason: failure.description + aside)
+            askServer(serverQueue)
         case .success(nil):
             if store.path == nil {
                 logger.info("state: no state-dir configured: volumes and the play queue are not kept across restarts")
             }
             askServer(serverQueue)
-        case .success(let saved?):
+        case .success(var saved?):
+            if let q = saved.queue, let problem = StateStore.problem(q) {
+                saved.queue = nil
+                let why = "\(store.path ?? "state"): the saved queue is dropped: \(problem)"
+                logger.error("state: \(why)")
+                events.publish(type: .stateError, reason: why)
+            }
             for (name, volume) in saved.volumes.sorted(by: { $0.key < $1.key }) {
-                guard let zone = zones.zone(name), volume.isFinite, (0...zone.config.maxVolume).contains(volume) else {
-                    continue
-                }
-                zone.mixer.setInitialVolume(Float(volume))
+                // Within a Float's rounding (a volume saved at max-volume reads a little above it).
+                guard let zone = zones.zone(name), volume.isFinite, volume >= 0,
+                    volume <= zone.config.maxVolume + 1e-6
+                else { continue }
+                zone.mixer.setInitialVolume(Float(min(volume, zone.config.maxVolume)))
             }
             state.withLock {
                 $0.saved = saved

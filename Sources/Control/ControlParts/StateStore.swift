@@ -63,6 +63,8 @@ package struct StateStore: Sendable {
         guard let path else { return .success(nil) }
         switch FileIO.read(path) {
         case .success(nil): return .success(nil)
+        case .failure(let error) where error.code == 0:  // not the system's: a size limit
+            return .failure(Failure(description: error.description))
         case .failure(let error):
             return .failure(Failure(description: "\(path): cannot read: \(String(cString: strerror(error.code)))"))
         case .success(let bytes?):
@@ -73,6 +75,30 @@ package struct StateStore: Sendable {
                     Failure(description: "\(path): not a Baton state file (\(error)); starting without saved state"))
             }
         }
+    }
+
+    /// Why `queue` cannot be played as saved, or nil: numbers JSON holds but a queue cannot — an
+    /// index outside its songs, no songs, a position that is not a time in a track (1e19 s trapped
+    /// in a conversion to Int: batond crashed at every start), a volume outside 0…1.
+    package static func problem(_ queue: SavedQueue) -> String? {
+        if queue.songs.isEmpty { return "it has no songs" }
+        if !(0..<queue.songs.count).contains(queue.index) {
+            return "index \(queue.index) is not in 0..<\(queue.songs.count)"
+        }
+        if !queue.position.isFinite || queue.position < 0 || queue.position >= 604_800 {
+            return "position \(queue.position) s is not a place in a track"
+        }
+        if !queue.volume.isFinite || !(0...1).contains(queue.volume) { return "volume \(queue.volume) is not in 0…1" }
+        return nil
+    }
+
+    /// Moves a file that could not be read as a state file aside (`state.json.damaged`), so that
+    /// the first save does not write over it: what it held may still be read by a person. Its
+    /// new path, or nil when it could not be moved.
+    package func setAside() -> String? {
+        guard let path else { return nil }
+        let aside = path + ".damaged"
+        return rename(path, aside) == 0 ? aside : nil
     }
 
     /// Writes `state` atomically, creating the directory when missing.

@@ -58,6 +58,50 @@ import Testing
             "saved once the disk takes it")
     }
 
+    /// A state file whose queue JSON holds but a queue cannot (a negative index, a position past
+    /// any track) loses its queue, said, and keeps its volumes: batond crashed at every start on
+    /// it (`songs[-1]`, `Int(1e19)`), the speaker dead until someone edited the file.
+    @Test(arguments: [#""index": -1, "position": 3"#, #""index": 0, "position": 1e19"#])
+    func aSavedQueueThatCannotBeIsDropped(fields: String) throws {
+        let dir = TestDirectory.make("badqueue")
+        let song = #"{"id": "s1", "title": "One"}"#
+        let text =
+            #"{"volumes": {"kitchen": 0.3}, "queue": {"songs": [\#(song)], \#(fields), "zones": ["kitchen"], "volume": 1, "playing": false}}"#
+        HostileInputTests.write(Array(text.utf8), to: dir + "/state.json")
+        let t = try TestDaemon(stateDir: dir)
+        defer { t.stop() }
+        let error = try #require(t.waitForEvent("state-error", seconds: 5))
+        #expect(error.reason?.contains("the saved queue is dropped") == true, "\(error.reason ?? "")")
+        #expect(try t.status().zones.first { $0.name == "kitchen" }?.volume == Double(Float(0.3)), "the volumes stay")
+    }
+
+    /// A state file that is not one is set aside (`state.json.damaged`), not written over by the
+    /// first save a second later: what it held is still there for a person to read.
+    @Test func aDamagedStateFileIsKeptAside() throws {
+        let dir = TestDirectory.make("damagedstate")
+        let damaged = Array(#"{"volumes": {"kitchen": 0.3}, "queue": 5}"#.utf8)
+        HostileInputTests.write(damaged, to: dir + "/state.json")
+        let t = try TestDaemon(stateDir: dir)
+        defer { t.stop() }
+        let error = try #require(t.waitForEvent("state-error", seconds: 5))
+        #expect(error.reason?.hasSuffix("kept as \(dir)/state.json.damaged") == true, "\(error.reason ?? "")")
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.5}"#).status == 200)
+        #expect(waitUntil(seconds: 5) { (try? StateStore(directory: dir).load().get()) != nil }, "saved anew")
+        #expect((try? FileIO.read(dir + "/state.json.damaged").get()) == damaged)
+    }
+
+    /// A volume equal to `max-volume` is taken: 0.6 as a Float is a little above 0.6, and
+    /// `{"volume": 0.6}` with `max-volume: 60%` was refused as above it.
+    @Test func aVolumeAtTheMaximumIsTaken() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        var capped = t.config
+        capped.zones[0].maxVolume = 0.6
+        #expect(t.daemon.apply(capped).applied)
+        let r = try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.6}"#)
+        #expect(r.status == 200, "\(r.text)")
+    }
+
     /// A save after the stop's fade-out began (the monitor saves once a second until the daemon
     /// stops) keeps the volumes as they were before the fade, not turned down by it: the speaker
     /// does not start muted next time.
