@@ -133,7 +133,10 @@ struct BodyReader {
                     throw .protocolError("the chunked body ended early")
                 }
                 let hex = sizeLine.split(separator: ";").first.map { String($0).trimmed } ?? ""
-                guard let size = Int(hex, radix: 16) else { throw .protocolError("bad chunk size \"\(sizeLine)\"") }
+                // Hex digits only: Int("-5", radix: 16) is -5, and a read of -5 bytes trapped.
+                guard !hex.isEmpty, hex.allSatisfy(\.isHexDigit), let size = Int(hex, radix: 16) else {
+                    throw .protocolError("bad chunk size \"\(sizeLine)\"")
+                }
                 if size == 0 {
                     while let trailer = try connection.readLine(), !trailer.isEmpty {}
                     framing = .chunked(remaining: 0, done: true)

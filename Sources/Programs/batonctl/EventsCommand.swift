@@ -89,7 +89,10 @@ enum EventsCommand {
     /// `2026-11-29T20:09:18.269Z` (UTC) as local `20:09:18.269`; other text as it is.
     static func localTime(_ iso: String) -> String {
         let digits = iso.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
-        guard iso.hasSuffix("Z"), digits.count >= 6 else { return iso }
+        // A year or field an Int32 cannot hold (`Int32(99999999999)` trapped): shown as it is.
+        guard iso.hasSuffix("Z"), digits.count >= 6, digits.prefix(6).allSatisfy({ (0...9999).contains($0) }) else {
+            return iso
+        }
         var t = tm()
         t.tm_year = Int32(digits[0] - 1900)
         t.tm_mon = Int32(digits[1] - 1)

@@ -170,7 +170,10 @@ enum PlaybackCommands {
             guard let s = Double(text), s.isFinite, s >= 0 else { return nil }
             return s
         case 2:
-            guard let m = Int(parts[0]), m >= 0, let s = Double(parts[1]), s.isFinite, s >= 0, s < 60 else {
+            // At most a week of minutes (`m * 60` of 999999999999999999 trapped).
+            guard let m = Int(parts[0]), (0...10_080).contains(m), let s = Double(parts[1]), s.isFinite, s >= 0,
+                s < 60
+            else {
                 return nil
             }
             return Double(m * 60) + s

@@ -117,6 +117,9 @@ enum Format {
 
     /// A number without a useless `.0`, at most 2 decimals.
     static func number(_ value: Double) -> String {
+        // A number from the server too large (or not finite) for these formats is shown as it
+        // is: `Int(1e300)` trapped, batonctl dying on a signal.
+        guard value.isFinite, abs(value) < 1e15 else { return "\(value)" }
         if value == value.rounded() { return String(Int(value)) }
         let hundredths = Int((value * 100).rounded())
         let sign = hundredths < 0 ? "-" : ""
@@ -127,12 +130,14 @@ enum Format {
 
     /// A playback position as `m:ss.s`.
     static func position(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds < 1e12 else { return "\(seconds) s" }
         let tenths = Int((max(0, seconds) * 10).rounded())
         return "\(tenths / 600):\(String(tenths / 10 % 60).leftPadded(2)).\(tenths % 10)"
     }
 
     /// An uptime as `1h02m`, `3m05s` or `12.3s`.
     static func duration(seconds: Double) -> String {
+        guard seconds.isFinite, abs(seconds) < 1e15 else { return "\(seconds)s" }
         let s = Int(seconds)
         if s >= 3600 { return "\(s / 3600)h\(String(s / 60 % 60).leftPadded(2))m" }
         if s >= 60 { return "\(s / 60)m\(String(s % 60).leftPadded(2))s" }

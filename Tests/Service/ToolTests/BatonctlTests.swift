@@ -223,4 +223,30 @@ import Testing
             request.hasSuffix("\r\n\r\n{\"songs\":[\"a1\",\"b2\"],\"volume\":0.25,\"zones\":[\"kitchen\"]}"),
             "\(request)")
     }
+
+    /// Numbers too large for its formats, from the server or the user, and a negative chunk size
+    /// end batonctl with a status, not a signal: `Int(1e300)`, `m * 60` of a huge minute count,
+    /// `Int32` of a huge year and a read of -5 bytes each trapped.
+    @Test func hostileNumbersEndWithAStatusNotASignal() throws {
+        let status =
+            #"{"zones": [{"name": "kitchen", "state": "available", "volume": 1e300, "audible": []}], "sources": [{"id": "music-1", "state": "playing", "positionSeconds": 1e300, "volume": 1e300}]}"#
+        let answers: [(String, [String])] = [
+            (
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(status.utf8.count)\r\n\r\n\(status)",
+                ["status"]
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\n{}\r\n",
+                ["status"]
+            ),
+        ]
+        for (answer, arguments) in answers {
+            let server = try OneShotServer(answer: answer)
+            let r = Subprocess.run(Self.batonctl, ["--url", "http://127.0.0.1:\(server.port)"] + arguments)
+            _ = server.request()
+            #expect(r.status >= 0 && r.status <= 3, "exit \(r.status): \(r.output)")
+        }
+        let seek = Subprocess.run(Self.batonctl, ["--url", "http://127.0.0.1:1", "seek", "999999999999999999:00"])
+        #expect(seek.status == 2, "exit \(seek.status): \(seek.output)")
+    }
 }
