@@ -339,6 +339,18 @@ def scenario(music):
                 tab(d, "queue")
                 shot(d, "webapp-phone-queue.png")
         check("add to queue from the library: the queue lists it after the current track", queue)
+
+        def lost():
+            # batond stopped (as a speaker gone from the network looks to the page): within a poll and
+            # its 4 s timeout the cards no longer say what played before; back, they say it again.
+            wait_for("kitchen playing", lambda: card_state(d, "kitchen") == "playing")
+            b.proc.send_signal(signal.SIGSTOP)
+            try:
+                wait_for("the state unknown", lambda: (card_state(d, "kitchen") or "").startswith("unknown"), 10)
+            finally:
+                b.proc.send_signal(signal.SIGCONT)
+            wait_for("playing again", lambda: card_state(d, "kitchen") == "playing", 10)
+        check("batond not answering: the cards say the state is unknown, not 'playing'; back, they say it again", lost)
     finally:
         d.quit()
         b.stop()

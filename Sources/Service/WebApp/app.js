@@ -15,10 +15,15 @@ async function api(method, path, body) {
     if (csrf) opt.headers['X-Baton-CSRF'] = csrf;
     opt.body = JSON.stringify(body || {});
   }
-  let r;
-  try { r = await fetch(path, opt); } catch (e) { throw new Error('batond is not reachable (' + e.message + ')'); }
-  let data = null;
-  try { data = await r.json(); } catch (e) { /* not JSON */ }
+  // An answer within 4 s or none: a speaker gone from the network (its Wi-Fi lost) left the request
+  // hanging, and the page showing what played before as playing now.
+  const ctl = new AbortController(), timer = setTimeout(() => ctl.abort(), 4000);
+  opt.signal = ctl.signal;
+  let r, data = null;
+  try {
+    try { r = await fetch(path, opt); } catch (e) { throw new Error(ctl.signal.aborted ? 'batond did not answer within 4 s' : 'batond is not reachable (' + e.message + ')'); }
+    try { data = await r.json(); } catch (e) { /* not JSON */ }
+  } finally { clearTimeout(timer); }
   if (!r.ok) {
     if (r.status === 401 && path !== '/api/v1/session') showLogin();
     throw new Error((data && data.error) || ('HTTP ' + r.status));
@@ -113,8 +118,14 @@ function refreshSoon() { refresh(); }
 async function refresh() {
   if (refreshing) { again = true; return; }
   refreshing = true;
-  try { status = await api('GET', '/api/v1/status'); uptimeAt = Date.now(); render(); }
-  catch (e) { $('#conn').textContent = e.message; $('#conn').className = 'conn down'; }
+  try {
+    status = await api('GET', '/api/v1/status'); uptimeAt = Date.now(); render();
+    if (es && es.readyState === 1) { $('#conn').textContent = 'live'; $('#conn').className = 'conn live'; }
+  } catch (e) {
+    $('#conn').textContent = e.message; $('#conn').className = 'conn down';
+    // What the cards showed is no longer known: said, not left reading "playing".
+    for (const s of document.querySelectorAll('#zone-cards .state')) { s.textContent = 'unknown: batond is not answering'; s.dataset.state = 'unknown'; }
+  }
   finally { refreshing = false; if (again) { again = false; refresh(); } }
 }
 const fmt = t => { if (t == null || !isFinite(t)) return '–:––'; t = Math.max(0, Math.floor(t)); return Math.floor(t / 60) + ':' + String(t % 60).padStart(2, '0'); };
