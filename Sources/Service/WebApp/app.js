@@ -123,8 +123,13 @@ async function refresh() {
     if (es && es.readyState === 1) { $('#conn').textContent = 'live'; $('#conn').className = 'conn live'; }
   } catch (e) {
     $('#conn').textContent = e.message; $('#conn').className = 'conn down';
-    // What the cards showed is no longer known: said, not left reading "playing".
-    for (const s of document.querySelectorAll('#zone-cards .state')) { s.textContent = 'unknown: batond is not answering'; s.dataset.state = 'unknown'; }
+    // What the cards showed is no longer known: said (with what it last said), not left reading "playing".
+    for (const s of document.querySelectorAll('#zone-cards .state')) {
+      if (s.dataset.state === 'unknown') continue;
+      s.dataset.was = s.dataset.state;
+      s.textContent = 'unknown: batond is not answering (it last said: ' + s.textContent + ')';
+      s.dataset.state = 'unknown';
+    }
   }
   finally { refreshing = false; if (again) { again = false; refresh(); } }
 }
