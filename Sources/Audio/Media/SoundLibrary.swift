@@ -26,9 +26,16 @@ public final class SoundLibrary: Sendable {
         var rate: Int
         var channels: Int
     }
-    /// The sounds converted, and a generation `clearCache` moves on: a conversion begun before a
-    /// clear does not put the old sound back after it.
-    private let cache = Mutex<(entries: [Key: [Float]], generation: Int)>(([:], 0))
+    /// Which file a sound came from, as it was then: its path, modification time (ns) and size.
+    private struct Stamp: Equatable {
+        var path: String
+        var modified: Int
+        var size: Int
+    }
+    /// The sounds converted, each with its file's stamp (a file replaced since is read again), and
+    /// a generation `clearCache` moves on: a conversion begun before a clear does not put the old
+    /// sound back after it.
+    private let cache = Mutex<(entries: [Key: (samples: [Float], stamp: Stamp?)], generation: Int)>(([:], 0))
 
     public init(directory: String, resampler: ResamplerKind = .announcementsDefault) {
         self.directory = directory
@@ -65,14 +72,18 @@ public final class SoundLibrary: Sendable {
     }
 
     /// The sound `name` as interleaved Float frames at `rate` with `channels` channels.
-    /// Loads, decodes, maps and resamples it on first use; later calls return the cached samples.
+    /// Loads, decodes, maps and resamples it on first use; later calls return the cached samples —
+    /// while its file is the same (a doorbell replaced on disk rang as its old self until a restart;
+    /// clearing the whole cache at each reload instead made every sound be decoded again, and the
+    /// heap grew by megabytes over a few reloads).
     public func samples(_ name: String, rate: Int, channels: Int) throws(MediaError) -> [Float] {
         try Self.validate(name: name)
         let key = Key(name: name, rate: rate, channels: channels)
+        let stamp = stamp(of: name)
         let (hit, generation) = cache.withLock { ($0.entries[key], $0.generation) }
-        if let hit { return hit }
+        if let hit, hit.stamp == stamp { return hit.samples }
         let result = try convert(try decode(name), name: name, rate: rate, channels: channels)
-        cache.withLock { if $0.generation == generation { $0.entries[key] = result } }
+        cache.withLock { if $0.generation == generation { $0.entries[key] = (result, stamp) } }
         return result
     }
 
@@ -103,7 +114,20 @@ public final class SoundLibrary: Sendable {
         return samples
     }
 
-    /// Forgets every cached sound (after the files changed). Any thread.
+    /// The stamp of the file `decode` reads for `name` (the first ending found), nil when none is.
+    private func stamp(of name: String) -> Stamp? {
+        for ext in Self.extensions {
+            let path = "\(directory)/\(name).\(ext)"
+            var info = stat()
+            guard stat(path, &info) == 0 else { continue }
+            return Stamp(
+                path: path, modified: Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec),
+                size: Int(info.st_size))
+        }
+        return nil
+    }
+
+    /// Forgets every cached sound. Any thread.
     public func clearCache() {
         cache.withLock { c in
             c.entries.removeAll()

@@ -52,9 +52,6 @@ extension Daemon {
         }
         let externalEnding = Set(report.externalSourcesChanged)
         let library = report.soundsChanged ? Self.soundLibrary(new) : sounds
-        // The files may have changed while the settings did not (a new doorbell.wav, then a
-        // reload): the old decoded chime played on until a restart.
-        library.clearCache()
         // Music from the server that was heard on a zone the reload reopens plays on afterwards
         // from where it was heard, on its zones that remain: it stopped for good, also in the
         // zones the reload left alone, until someone asked `music/resume`.
