@@ -262,7 +262,10 @@ import Testing
         #expect(refused.hasPrefix("127.0.0.1:"), "\(refused)")
         // Why, in words (which refusal comes last depends on the random bytes: not RTP, not Opus,
         // a stream that is not the call's…).
-        let said = ["RTP", "Opus", "payload", "another stream", "sequence number", "padding", "CSRC"]
+        let said = [
+            "RTP", "RTCP", "Opus", "payload", "another stream", "sequence number", "padding", "CSRC",
+            "header extension",
+        ]
         #expect(said.contains { refused.contains($0) }, "\(refused)")
         #expect(try t.status().sources.isEmpty)
         let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
