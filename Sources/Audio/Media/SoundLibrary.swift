@@ -32,10 +32,8 @@ public final class SoundLibrary: Sendable {
         var modified: Int
         var size: Int
     }
-    /// The sounds converted, each with its file's stamp (a file replaced since is read again), and
-    /// a generation `clearCache` moves on: a conversion begun before a clear does not put the old
-    /// sound back after it.
-    private let cache = Mutex<(entries: [Key: (samples: [Float], stamp: Stamp?)], generation: Int)>(([:], 0))
+    /// The sounds converted, each with its file's stamp (a file replaced since is read again).
+    private let cache = Mutex<[Key: (samples: [Float], stamp: Stamp?)]>([:])
 
     public init(directory: String, resampler: ResamplerKind = .announcementsDefault) {
         self.directory = directory
@@ -80,10 +78,9 @@ public final class SoundLibrary: Sendable {
         try Self.validate(name: name)
         let key = Key(name: name, rate: rate, channels: channels)
         let stamp = stamp(of: name)
-        let (hit, generation) = cache.withLock { ($0.entries[key], $0.generation) }
-        if let hit, hit.stamp == stamp { return hit.samples }
+        if let hit = cache.withLock({ $0[key] }), hit.stamp == stamp { return hit.samples }
         let result = try convert(try decode(name), name: name, rate: rate, channels: channels)
-        cache.withLock { if $0.generation == generation { $0.entries[key] = (result, stamp) } }
+        cache.withLock { $0[key] = (result, stamp) }
         return result
     }
 
@@ -125,14 +122,6 @@ public final class SoundLibrary: Sendable {
                 size: Int(info.st_size))
         }
         return nil
-    }
-
-    /// Forgets every cached sound. Any thread.
-    public func clearCache() {
-        cache.withLock { c in
-            c.entries.removeAll()
-            c.generation += 1
-        }
     }
 
     /// Reads and decodes the file behind `name`.
