@@ -52,7 +52,6 @@ public final class GroupKeeper: Sendable {
     private let answered: @Sendable (_ callStartedAt: Int) -> Void
     private let output: @Sendable () -> OutputNeed
     private let name: String
-    private let stopping = Atomic<Bool>(false)
     /// Set by `stop`: a call that waits on the server ends at once (`control` looks at it).
     private let stopFlag = StopFlag()
     private let wake: Bell
@@ -112,7 +111,6 @@ public final class GroupKeeper: Sendable {
     /// Tells the thread to stop, without waiting for it (`stop` waits): several keepers stop
     /// together, not one after another. Any thread.
     public func askToStop() {
-        stopping.store(true, ordering: .releasing)
         stopFlag.set()
         wake.post()
     }
@@ -134,7 +132,7 @@ public final class GroupKeeper: Sendable {
             volumesSet = volumesSet.filter { status.client($0)?.connected == true }
             let plan = zone.plan(for: status, volumesSet: volumesSet)
             var fixed = 0
-            for action in plan.actions where !stopping.load(ordering: .acquiring) {
+            for action in plan.actions where !stopFlag.isSet {
                 switch action {
                 case .setClients(let group, let clients): try control.setClients(group: group, clients: clients)
                 case .setStream(let group, let stream): try control.setStream(group: group, stream: stream)
@@ -173,10 +171,10 @@ public final class GroupKeeper: Sendable {
     private func run() {
         var volumesSet = shared.withLock { $0.volumesSet }
         var reported: String?
-        while !stopping.load(ordering: .acquiring) {
+        while !stopFlag.isSet {
             let started = monotonicNanoseconds()
             let problem = pollOnce(volumesSet: &volumesSet)
-            if stopping.load(ordering: .acquiring) { break }  // a call the stop ended is no problem to tell
+            if stopFlag.isSet { break }  // a call the stop ended is no problem to tell
             shared.withLock { s in
                 s.problem = problem
                 s.volumesSet = volumesSet
@@ -196,7 +194,7 @@ public final class GroupKeeper: Sendable {
             // Asked to look (`look()`, or a post left from the poll just made): an answer is
             // needed at once; else every `hurryInterval` while one is awaited.
             var asked = false
-            while !stopping.load(ordering: .acquiring) {
+            while !stopFlag.isSet {
                 let now = monotonicNanoseconds()
                 if now >= end { break }
                 let answer = output() == .answer
