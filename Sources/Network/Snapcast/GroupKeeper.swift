@@ -52,7 +52,8 @@ public final class GroupKeeper: Sendable {
     private let answered: @Sendable (_ callStartedAt: Int) -> Void
     private let output: @Sendable () -> OutputNeed
     private let name: String
-    /// Set by `stop`: a call that waits on the server ends at once (`control` looks at it).
+    /// Set by `askToStop` (and so `stop`): the loop ends, and a call that waits on the server ends
+    /// at once (`control` looks at it).
     private let stopFlag = StopFlag()
     private let wake: Bell
     private let thread = Mutex<OSThread?>(nil)
