@@ -70,15 +70,25 @@ music:
   subsonic: {{url: "{music['url']}", user: {music['user']}, password-file: "{music['password-file']}", format: raw}}
 """)
         self.log = open(self.dir + "/batond.log", "w")
+        self.start()
+
+    def start(self):
+        """Starts batond on this config (and its state, when it ran before) and waits for its API."""
+        ready = open(self.dir + "/batond.log").read().count("control API on")
         self.proc = subprocess.Popen([BATOND, "--config", self.dir + "/baton.yaml"], stdout=self.log, stderr=self.log)
         deadline = time.time() + 15
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("batond exited: " + open(self.dir + "/batond.log").read())
-            if "control API on" in open(self.dir + "/batond.log").read():
+            if open(self.dir + "/batond.log").read().count("control API on") > ready:
                 return
             time.sleep(0.05)
         raise RuntimeError("batond did not start: " + open(self.dir + "/batond.log").read())
+
+    def restart(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(10)
+        self.start()
 
     @property
     def url(self):
@@ -351,6 +361,20 @@ def scenario(music):
                 b.proc.send_signal(signal.SIGCONT)
             wait_for("playing again", lambda: card_state(d, "kitchen") == "playing", 10)
         check("batond not answering: the cards say the state is unknown, not 'playing'; back, they say it again", lost)
+
+        def restarted():
+            # A restarted batond numbers its events from 1 again: the page must follow the new run
+            # (its log stood still until the new numbers passed the old ones).
+            tab(d, "timeline")
+            wait_for("events in the log", lambda: d.find_elements(By.CSS_SELECTOR, "#events .ev-granted"))
+            b.restart()
+            wait_for("the page to see the new run", lambda: d.find_elements(By.CSS_SELECTOR, "#events .ev-restart"), 10)
+            status, answer = b.api("POST", "/api/v1/announce", {"sound": "doorbell", "zones": ["kitchen"]})
+            assert status in (200, 202), (status, answer)
+            line = f"granted {answer['id']}"
+            wait_for("the doorbell in the log", lambda: line in d.find_element(By.ID, "events").text, 10)
+            tab(d, "now")
+        check("batond restarted: the page follows its new run, the log shows its events", restarted)
     finally:
         d.quit()
         b.stop()

@@ -26,7 +26,7 @@ extension Daemon {
                 }
             }
             return StatusReport(
-                zones: zones, sources: sources, uptimeMs: events.uptimeMs,
+                zones: zones, sources: sources, uptimeMs: events.uptimeMs, run: events.run,
                 savedQueue: parts.persistence.saved.queue.flatMap(StatusReport.SavedQueue.init),
                 intercom: intercom, mqtt: nil, gpio: nil)
         }

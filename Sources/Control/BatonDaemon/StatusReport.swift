@@ -151,6 +151,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var zones: [Zone]
     public var sources: [Source]
     public var uptimeMs: Int
+    /// This run of the daemon (``EventLog/run``): a new one at each start, when event ids begin
+    /// again at 1.
+    public var run: String
     public var savedQueue: SavedQueue?
 
     public typealias Intercom = IntercomStatus

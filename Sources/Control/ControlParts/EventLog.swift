@@ -31,8 +31,15 @@ public final class EventLog: Sendable {
     /// subscriber's `deliver` (which may `unsubscribe`: that takes `state` only).
     private let delivery = Mutex(())
     private let startNanoseconds = monotonicNanoseconds()
+    /// Names this run of the daemon (16 random hex digits): sequence numbers start again at 1 with
+    /// each run, so a client that kept an event id tells by this whether the id is of this run.
+    public let run: String
 
-    public init(capacity: Int = 2_000) { self.capacity = capacity }
+    public init(capacity: Int = 2_000) {
+        self.capacity = capacity
+        let id = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        run = String(repeating: "0", count: 16 - id.count) + id
+    }
 
     /// Milliseconds since this log was created (monotonic).
     public var uptimeMs: Int { (monotonicNanoseconds() - startNanoseconds) / 1_000_000 }
@@ -88,11 +95,15 @@ public final class EventLog: Sendable {
     }
 
     /// Adds a subscriber: first it gets the kept events after `lastEventID` (so a reconnecting client
-    /// misses nothing still kept), then every new one. Returns its id for `unsubscribe`.
+    /// misses nothing still kept), then every new one. Returns its id for `unsubscribe`. An id this
+    /// run has not reached yet is another run's (a browser reconnecting to a restarted daemon sends
+    /// the last id it saw): that client gets every kept event of this run, not only those numbered
+    /// above the old id.
     @discardableResult
     public func subscribe(_ subscriber: any EventSubscriber, after lastEventID: Int?) -> Int {
         delivery.withLock { _ in
-            let missed = lastEventID.map { recent(after: $0) } ?? []
+            let issued = state.withLock { $0.next - 1 }
+            let missed = lastEventID.map { recent(after: $0 > issued ? 0 : $0) } ?? []
             for e in missed { _ = subscriber.deliver(e) }
             return state.withLock { s in
                 s.nextSubscriber += 1

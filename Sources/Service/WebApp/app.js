@@ -4,7 +4,7 @@
 // session's CSRF secret (held in this variable only) as X-Baton-CSRF.
 const $ = s => document.querySelector(s);
 const esc = s => String(s ?? '').replace(/[&<>"']/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
-let csrf = null, status = null, config = null, lastSeq = 0, es = null;
+let csrf = null, status = null, config = null, lastSeq = 0, es = null, run = null;
 const events = [];
 
 // ---- requests: every failure is shown in plain words -------------------------------------------
@@ -119,7 +119,9 @@ async function refresh() {
   if (refreshing) { again = true; return; }
   refreshing = true;
   try {
-    status = await api('GET', '/api/v1/status'); uptimeAt = Date.now(); render();
+    status = await api('GET', '/api/v1/status'); uptimeAt = Date.now();
+    if (run !== null && status.run !== run) startedAgain();
+    run = status.run; render();
     if (es && es.readyState === 1) { $('#conn').textContent = 'live'; $('#conn').className = 'conn live'; }
   } catch (e) {
     $('#conn').textContent = e.message; $('#conn').className = 'conn down';
@@ -442,6 +444,19 @@ function connect(after) {
   };
   types.forEach(t => es.addEventListener(t, onEvent));
   es.onmessage = onEvent;
+}
+
+// batond started again (a restart, an update): its event ids begin again at 1 and its uptime at 0, so
+// the events of the run before are not this one's: the timeline forgets them, the log says so, and
+// the stream is opened again from this run's first event (and the configuration read again).
+function startedAgain() {
+  lastSeq = 0; events.length = 0;
+  const d = document.createElement('div'); d.className = 'ev ev-restart';
+  d.textContent = '— batond started again: the events above are of its run before —';
+  const log = $('#events'); log.prepend(d);
+  api('GET', '/api/v1/config').then(c => { config = c; render(); }).catch(e => notify('Reading the configuration failed: ' + e.message));
+  loadSounds();
+  connect(0);
 }
 
 // ---- timeline: who was audible in each zone, rebuilt from the event log -------------------------

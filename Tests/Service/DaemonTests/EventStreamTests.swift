@@ -87,6 +87,31 @@ import Testing
         #expect(disorder(late.seen.withLock { $0 }, from: 2) == nil)
     }
 
+    /// A browser reconnecting to a restarted daemon sends the last id of the old run, which this run
+    /// may not have reached: it gets every kept event of this run (it got nothing until this run
+    /// passed the old id, and the web app's log stood still). An id this run has issued still means
+    /// "after this one"; each log names its run, and no two the same.
+    @Test func anIdFromAnotherRunGetsThisRunsEvents() {
+        final class Seqs: EventSubscriber {
+            let seen = Mutex<[Int]>([])
+            func deliver(_ event: Event) -> Bool {
+                seen.withLock { $0.append(event.seq) }
+                return true
+            }
+        }
+        let log = EventLog()
+        for _ in 0..<3 { log.publish(type: .reloaded) }
+        let fromOldRun = Seqs()
+        let fromThisRun = Seqs()
+        log.subscribe(fromOldRun, after: 40)
+        log.subscribe(fromThisRun, after: 2)
+        log.publish(type: .reloaded)
+        #expect(fromOldRun.seen.withLock { $0 } == [1, 2, 3, 4])
+        #expect(fromThisRun.seen.withLock { $0 } == [3, 4])
+        #expect(log.run.count == 16 && log.run.allSatisfy(\.isHexDigit), "\(log.run)")
+        #expect(EventLog().run != log.run)
+    }
+
     /// An event's `time` is UTC in ISO 8601 to the millisecond, written by hand: the same text as
     /// FoundationEssentials' formatter gives (leap days, year ends, 2100), the millisecond cut, not
     /// rounded (an event never reads later than it was), and now within a second of the clock.
