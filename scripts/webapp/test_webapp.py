@@ -362,6 +362,25 @@ def scenario(music):
             wait_for("playing again", lambda: card_state(d, "kitchen") == "playing", 10)
         check("batond not answering: the cards say the state is unknown, not 'playing'; back, they say it again", lost)
 
+        def not_batonds():
+            # Something between the page and batond (a proxy, a captive portal) answers the status
+            # with a page of its own for a while: the cards say the state is unknown and why, and the
+            # page polls on (it stopped for good: the status became null and the poll needed one).
+            wait_for("kitchen playing", lambda: card_state(d, "kitchen") == "playing")
+            d.execute_script("""
+                window.realFetch = window.fetch;
+                window.fetch = (path, opt) => String(path).startsWith('/api/v1/status')
+                  ? Promise.resolve(new Response('<html>Sign in to the hotel Wi-Fi</html>', {status: 200, headers: {'Content-Type': 'text/html'}}))
+                  : window.realFetch(path, opt);""")
+            try:
+                words = wait_for("the state unknown", lambda: (lambda t: t if (t or "").startswith("unknown") else None)(card_state(d, "kitchen")), 5)
+                assert "not JSON: text/html" in words, words
+            finally:
+                d.execute_script("window.fetch = window.realFetch;")
+            wait_for("playing again", lambda: card_state(d, "kitchen") == "playing", 5)
+            print(f"     page said: {words!r}")
+        check("a status answer that is not batond's: the cards say unknown and why; the page polls on", not_batonds)
+
         def restarted():
             # A restarted batond numbers its events from 1 again: the page must follow the new run
             # (its log stood still until the new numbers passed the old ones).

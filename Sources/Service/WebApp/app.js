@@ -19,11 +19,14 @@ async function api(method, path, body) {
   // hanging, and the page showing what played before as playing now.
   const ctl = new AbortController(), timer = setTimeout(() => ctl.abort(), 4000);
   opt.signal = ctl.signal;
-  let r, data = null;
+  let r, text = '', data = null;
   try {
-    try { r = await fetch(path, opt); } catch (e) { throw new Error(ctl.signal.aborted ? 'batond did not answer within 4 s' : 'batond is not reachable (' + e.message + ')'); }
-    try { data = await r.json(); } catch (e) { /* not JSON */ }
+    try { r = await fetch(path, opt); text = await r.text(); } catch (e) { throw new Error(ctl.signal.aborted ? 'batond did not answer within 4 s' : 'batond is not reachable (' + e.message + ')'); }
   } finally { clearTimeout(timer); }
+  try { data = text ? JSON.parse(text) : null; } catch (e) {
+    // Something between the page and batond (a proxy, a captive portal) answered with a page of its own.
+    if (r.ok) throw new Error(`the answer to ${path} is not batond's (not JSON: ${r.headers.get('Content-Type') || 'no type'})`);
+  }
   if (!r.ok) {
     if (r.status === 401 && path !== '/api/v1/session') showLogin();
     throw new Error((data && data.error) || ('HTTP ' + r.status));
@@ -119,7 +122,9 @@ async function refresh() {
   if (refreshing) { again = true; return; }
   refreshing = true;
   try {
-    status = await api('GET', '/api/v1/status'); uptimeAt = Date.now();
+    const s = await api('GET', '/api/v1/status');
+    if (!s || !Array.isArray(s.zones) || !Array.isArray(s.sources)) throw new Error("the answer to /api/v1/status is not batond's status");
+    status = s; uptimeAt = Date.now();
     if (run !== null && status.run !== run) startedAgain();
     run = status.run; render();
     if (es && es.readyState === 1) { $('#conn').textContent = 'live'; $('#conn').className = 'conn live'; }
@@ -129,7 +134,7 @@ async function refresh() {
     for (const s of document.querySelectorAll('#zone-cards .state')) {
       if (s.dataset.state === 'unknown') continue;
       s.dataset.was = s.dataset.state;
-      s.textContent = 'unknown: batond is not answering (it last said: ' + s.textContent + ')';
+      s.textContent = `unknown: ${e.message} (it last said: ${s.textContent})`;
       s.dataset.state = 'unknown';
     }
   }
@@ -503,7 +508,8 @@ function drawTimeline() {
   const legend = [...new Set(bars.map(b => b.id))].slice(-8).map(id => `<tspan fill="${color(id)}">■</tspan> ${esc(id)}`).join('  ');
   svg.innerHTML = out + `<text x="${left + 60}" y="${h - 2}" font-size="10">${legend}</text>`;
 }
-setInterval(() => { if (status && !$('#main').hidden) refresh(); }, 1000);
+// Polled while the page is shown, also when no status has come yet: one bad answer must not end it.
+setInterval(() => { if (!$('#main').hidden) refresh(); }, 1000);
 setInterval(drawTimeline, 500);
 document.addEventListener('visibilitychange', () => { if (!document.hidden) refreshSoon(); });
 start();
