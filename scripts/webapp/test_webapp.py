@@ -362,6 +362,19 @@ def scenario(music):
             wait_for("playing again", lambda: card_state(d, "kitchen") == "playing", 10)
         check("batond not answering: the cards say the state is unknown, not 'playing'; back, they say it again", lost)
 
+        def announcement_only():
+            # A doorbell on the patio, where no music plays: its card says it plays the doorbell (it
+            # said "silent" while the chime was heard), then, the chime over, silent again.
+            wait_for("patio silent", lambda: card_state(d, "patio") == "silent")
+            status, answer = b.api("POST", "/api/v1/announce", {"sound": "doorbell", "zones": ["patio"]})
+            assert status in (200, 202), (status, answer)
+            title = "return document.querySelector('#zone-cards [data-zone=patio] .title').innerText"
+            wait_for("the patio playing the doorbell", lambda: card_state(d, "patio") == "playing"
+                     and d.execute_script(title) == "doorbell", 5)
+            assert rms(b.tail("patio", 0.3)) > 0.01, "the chime is in the patio's file"
+            wait_for("patio silent again", lambda: card_state(d, "patio") == "silent", 10)
+        check("a doorbell on a zone without music: its card says playing, then silent", announcement_only)
+
         def not_batonds():
             # Something between the page and batond (a proxy, a captive portal) answers the status
             # with a page of its own for a while: the cards say the state is unknown and why, and the

@@ -187,23 +187,25 @@ function render() {
   const cards = $('#zone-cards');
   const music = s.sources.filter(x => x.class === 'music');
   const html = s.zones.map(z => {
-    // What this zone plays: the newest music source in it (or the newest source heard here).
-    const here = music.filter(x => x.zones.includes(z.name)).sort((a, b) => b.id.localeCompare(a.id, undefined, {numeric: true}))[0];
-    const [words, cls] = stateWords(here, z);
-    const key = z.name + '|' + (here ? here.id : '') ;
-    if (prevStates[z.name] !== undefined && prevStates[z.name] !== key + words) say(`${z.name}: ${here ? (here.track ? here.track.title : here.sound) + ' ' : ''}${words}`);
+    // What this zone plays: the newest music source in it (its controls are the card's), or else the
+    // newest source of any class in it (a doorbell on a zone without music is not "silent").
+    const newest = list => list.filter(x => x.zones.includes(z.name)).sort((a, b) => b.id.localeCompare(a.id, undefined, {numeric: true}))[0];
+    const here = newest(music), shown = here || newest(s.sources);
+    const [words, cls] = stateWords(shown, z);
+    const key = z.name + '|' + (shown ? shown.id : '') ;
+    if (prevStates[z.name] !== undefined && prevStates[z.name] !== key + words) say(`${z.name}: ${shown ? (shown.track ? shown.track.title : shown.sound) + ' ' : ''}${words}`);
     prevStates[z.name] = key + words;
     const t = here && here.track;
     const cover = t && t.coverArt ? `<img class="cover" alt="Cover of ${esc(t.album || t.title)}" src="/api/v1/library/cover/${encodeURIComponent(t.coverArt)}?size=176">` : `<div class="cover" aria-hidden="true">♪</div>`;
     const dur = t && t.durationSeconds, pos = here ? here.positionSeconds : null;
     const ducks = z.ducked.map(d => `<div class="duck">ducked to ${d.levelDb} dB by ${esc(who(d.by))} (the volume stays ${Math.round(z.volume * 100)}%)</div>`).join('');
-    const heard = z.audible.filter(id => !here || id !== here.id).map(id => `<div class="meta">also heard: ${esc(who(id))}</div>`).join('');
+    const heard = z.audible.filter(id => !shown || id !== shown.id).map(id => `<div class="meta">also heard: ${esc(who(id))}</div>`).join('');
     const paused = here && (here.state === 'paused');
     return `<article class="card" data-zone="${esc(z.name)}" aria-labelledby="zone-h-${esc(z.name)}">
       <h3 id="zone-h-${esc(z.name)}"><span>${esc(z.name)}</span><span class="badge ${esc(z.state)}">${esc(z.state)}</span></h3>
       ${groupsOf(z.name).length ? `<div class="chips" aria-label="groups">${groupsOf(z.name).map(g => `<span>${esc(g)}</span>`).join('')}</div>` : ''}
       <div class="np">${cover}<div>
-        <div class="title">${here ? esc(t ? t.title : here.sound) : 'Nothing playing'}</div>
+        <div class="title">${shown ? esc(t ? t.title : shown.sound) : 'Nothing playing'}</div>
         ${t ? `<div class="meta">${esc(t.artist || '')}${t.album ? ' — ' + esc(t.album) : ''}</div>` : ''}
         <div class="state ${esc(cls)}" data-state="${esc(cls)}">${esc(words)}</div>
         ${here && here.streamError ? `<div class="err">${esc(here.streamError)}</div>` : ''}
