@@ -174,6 +174,8 @@ extension API {
                         (name: "Content-Type", value: image.contentType),
                         (name: "Cache-Control", value: "private, max-age=86400"),
                         (name: "X-Content-Type-Options", value: "nosniff"),
+                        // An image, never a document: nothing in it runs, whatever the server sent.
+                        (name: "Content-Security-Policy", value: "default-src 'none'; sandbox"),
                     ], body: .bytes(image.bytes))
             default: break
             }

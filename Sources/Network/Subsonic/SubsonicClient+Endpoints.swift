@@ -148,6 +148,16 @@ extension SubsonicClient {
                 code: envelope?.errorCode ?? 0,
                 message: scrub(envelope?.errorMessage ?? "the server answered \(type.isEmpty ? "no" : type) image"))
         }
+        // Only the raster types a browser shows as an image and the cover cache keeps: an SVG (which
+        // may hold script) served from batond's own origin would run as batond's page.
+        guard Self.coverTypes.contains(type) else {
+            throw .decoding(
+                endpoint: "getCoverArt",
+                detail: "the image is \(type); only \(Self.coverTypes.joined(separator: ", ")) are passed on")
+        }
         return (response.body, type)
     }
+
+    /// The image types `coverArt` passes on.
+    public static let coverTypes = ["image/jpeg", "image/png", "image/webp", "image/gif"]
 }

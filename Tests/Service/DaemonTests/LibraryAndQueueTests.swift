@@ -105,6 +105,31 @@ import Testing
         #expect(error(cover).hasPrefix("music server: "), "\(cover.text)")
     }
 
+    /// A cover the server hands out as SVG (which may hold script) is not served from batond's own
+    /// origin, where its script would run as batond's page: refused in words. A raster cover is
+    /// passed on, with a policy that nothing in it runs.
+    @Test func aCoverIsPassedOnOnlyAsAnImage() throws {
+        let real = try TestSubsonic.music()
+        for (type, status) in [("image/svg+xml", 502), ("text/html", 502), ("image/png", 200)] {
+            let proxy = try SubsonicRefusingProxy(
+                upstreamURL: real.subsonic.url, refusing: [],
+                coverArt: (type, #"<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>"#))
+            var music = real
+            music.subsonic.url = proxy.url
+            let t = try TestDaemon(music: music)
+            defer { t.stop() }
+            let cover = try t.request("GET", "/api/v1/library/cover/al-1")
+            #expect(cover.status == status, "\(type): \(cover.status) \(cover.text)")
+            if status == 200 {
+                #expect(cover.headers["content-type"] == type)
+                #expect(cover.headers["content-security-policy"] == "default-src 'none'; sandbox")
+            } else {
+                #expect(error(cover).hasPrefix("music server: "), "\(cover.text)")
+                #expect(!cover.text.contains("<script>"), "\(cover.text)")
+            }
+        }
+    }
+
     /// Without a music section the library is a 409 naming the missing section.
     @Test func libraryNeedsAServer() throws {
         let t = try TestDaemon()

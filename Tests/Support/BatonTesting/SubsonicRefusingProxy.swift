@@ -16,6 +16,9 @@ import Synchronization
 /// extension (Supysonic has none): `getOpenSubsonicExtensions` lists it, and each `reportPlayback`
 /// is answered `ok` and recorded (`playbackReports`, in the order answered). One whose state is in
 /// `holding` is held unanswered until `releaseReports()` (a server slow to answer it).
+///
+/// With `coverArt`, every `getCoverArt` is answered 200 with that content type and body (a server
+/// handing out a cover of a type of its choosing).
 public final class SubsonicRefusingProxy: @unchecked Sendable {
     // @unchecked: the socket and the settings are `let`; `running` is atomic.
     public let port: Int
@@ -27,6 +30,7 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     /// The status line of each `/rest/stream` answer forwarded, in order (`HTTP/1.1 200 OK`).
     public var streamStatuses: [String] { streamAnswers.withLock { $0 } }
     private let listener: Listener
+    private let coverArt: (type: String, body: String)?
     private let running = Atomic<Bool>(true)
     private let offersPlaybackReport: Bool
     private let reports = Mutex<(answered: [PlaybackReport], arrived: Int, held: Int, holding: Set<String>)>(
@@ -57,8 +61,10 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
 
     public init(
         upstreamURL: String, refusing songIDs: Set<String>, stalling stalledIDs: Set<String> = [],
-        cutting cuts: [String: Int] = [:], offeringPlaybackReport: Bool = false, holding: Set<String> = []
+        cutting cuts: [String: Int] = [:], offeringPlaybackReport: Bool = false, holding: Set<String> = [],
+        coverArt: (type: String, body: String)? = nil
     ) throws {
+        self.coverArt = coverArt
         guard let colon = upstreamURL.lastIndex(of: ":"), let port = UInt16(upstreamURL[colon...].dropFirst())
         else { throw Listener.Failed() }
         upstream = port
@@ -102,6 +108,10 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         }
         let text = String(decoding: head, as: UTF8.self)
         let target = text.split(separator: " ", maxSplits: 2).dropFirst().first.map(String.init) ?? ""
+        if let coverArt, target.hasPrefix("/rest/getCoverArt") {
+            Self.answer(client, coverArt.body, type: coverArt.type)
+            return
+        }
         if offersPlaybackReport, target.hasPrefix("/rest/getOpenSubsonicExtensions") {
             Self.answer(
                 client,
@@ -199,9 +209,9 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     }
 
     /// A JSON answer, the connection closed after it.
-    private static func answer(_ client: Int32, _ body: String) {
+    private static func answer(_ client: Int32, _ body: String, type: String = "application/json") {
         let answer =
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+            "HTTP/1.1 200 OK\r\nContent-Type: \(type)\r\nContent-Length: \(body.utf8.count)\r\n"
             + "Connection: close\r\n\r\n\(body)"
         sendAll(client, Array(answer.utf8))
     }
