@@ -126,10 +126,17 @@ package final class MusicConnection: Sendable {
             let index = q.current.flatMap { id in q.entries.firstIndex { $0.id == id } } ?? 0
             logger.info(
                 "music: restored the server's play queue (\(q.entries.count) songs, changed by \(q.changedBy ?? "?"))")
-            return .success(
-                SavedQueue(
-                    songs: q.entries, index: index, position: Double(q.position) / 1000, zones: zones, volume: 1,
-                    playing: false))
+            var queue = SavedQueue(
+                songs: q.entries, index: index, position: Double(q.position) / 1000, zones: zones, volume: 1,
+                playing: false)
+            // Another client's word, checked as the state file is: a position of 2^63 ms trapped
+            // batond at its first save (`Int64(position * 1000)`), a negative one dropped the
+            // queue at the next start.
+            if let problem = StateStore.problem(queue) {
+                logger.warning("music: the server's play queue: \(problem); it plays from the song's start")
+                queue.position = 0
+            }
+            return .success(queue)
         } catch {
             if error.isUnsupportedEndpoint { return .success(nil) }
             if !stop.isSet { logger.warning("music: getPlayQueue failed: \(error); asked again at the next start") }

@@ -390,6 +390,36 @@ extension MusicQueueTests {
         #expect(written.contains(#""s2""#) && written.contains("Two"), "\(written)")
     }
 
+    /// The server's queue is another client's word, checked as the state file is: a position of
+    /// 2^63 ms trapped batond at its first save (`Int64(position * 1000)`), and -1 ms was saved
+    /// and then dropped the whole queue at the next start. Either plays from the song's start.
+    @Test func aServerQueueAtNoPlaceInATrackPlaysFromTheStart() throws {
+        for position in ["9223372036854775807", "-1"] {
+            let server = try SlowHTTPServer()
+            defer { server.stop() }
+            let body = #"""
+                {"subsonic-response": {"status": "ok", "version": "1.16.1", "playQueue": {
+                  "entry": [{"id": "s1", "title": "One", "duration": 100}], "current": "s1",
+                  "position": \#(position)}}}
+                """#
+            server.route("/rest/getPlayQueue", .init(contentType: "application/json", body: Array(body.utf8)))
+            let dir = TestDirectory.make("server-queue-bad")
+            _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
+            let music = MusicConfig(
+                subsonic: .init(url: server.url(""), user: "baton", password: .file("\(dir)/password"), format: .raw))
+            let stateDir = dir + "/state"
+            let t = try TestDaemon(music: music, stateDir: stateDir)
+            #expect(waitUntil(seconds: 5) { (try? t.status().savedQueue) != nil }, "\(position)")
+            #expect(try t.status().savedQueue?.positionSeconds == 0, "\(position)")
+            #expect(waitUntil(seconds: 5) { HeldServerQueue.stateText(stateDir).contains("One") }, "saved")
+            #expect(try t.status().savedQueue?.track.title == "One", "still running after its save")
+            t.stop()
+            let again = try TestDaemon(music: music, stateDir: stateDir)
+            defer { again.stop() }
+            #expect(try again.status().savedQueue?.track.title == "One", "\(position): kept for the next start")
+        }
+    }
+
     /// batond stopped before the server answered its first start's `getPlayQueue`: the state file
     /// says so, and the next start asks the server again and has its queue. Before, the file said
     /// "no queue" and the server was never asked again.
