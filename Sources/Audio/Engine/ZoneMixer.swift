@@ -76,8 +76,11 @@ public final class ZoneMixer: @unchecked Sendable {
         let rate = changeFrameRate.load(ordering: .acquiring)
         guard rate > 0 else { return rendered }
         // Rendering ahead: where a rewind would go now, by the clock since it was published.
+        // In whole seconds and the rest: `elapsed * rate` overflowed after 53 hours at 48 kHz (26 at
+        // 96), as a zone idle over a weekend is (its output stops and publishes nothing): the
+        // first request after trapped batond.
         let elapsed = max(0, monotonicNanoseconds() - changeFrameNanoseconds.load(ordering: .relaxed))
-        let moved = Int(Int64(elapsed) * Int64(rate) / 1_000_000_000)
+        let moved = elapsed / 1_000_000_000 * rate + elapsed % 1_000_000_000 * rate / 1_000_000_000
         let at = changeFrameBase.load(ordering: .relaxed) + moved
         return min(rendered, (at + periodFrames - 1) / periodFrames * periodFrames)
     }

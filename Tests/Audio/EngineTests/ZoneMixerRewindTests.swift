@@ -1,5 +1,6 @@
 import BatonTesting
 import Engine
+import OSThread
 import Testing
 
 /// Rendering ahead and taking back (`ZoneMixer.rewind`): a change that arrives while periods are
@@ -57,6 +58,20 @@ import Testing
                 out += UnsafeBufferPointer(start: mixer.mix, count: mixer.periodFrames * mixer.channels)
             }
             return out
+        }
+    }
+
+    /// Where a change would be heard, by the clock since the output last published: after a
+    /// weekend with the zone idle (its output stopped, publishing nothing), the frame rendered next,
+    /// not a trap (the frames the clock moved, `ns × rate`, overflowed after 53 hours at 48 kHz).
+    @Test func theChangeFrameAfterAWeekendIsTheFrameRenderedNext() throws {
+        let zone = try Zone(rewindPeriods: 16)
+        _ = zone.render(8)
+        let now = monotonicNanoseconds()
+        for hours in [1, 54, 27 * 24] {
+            zone.mixer.publishChangeFrame(
+                played: 300, keepFrames: 100, rate: 96_000, now: now - hours * 3_600_000_000_000)
+            #expect(zone.mixer.nextFrame == 8 * Self.period, "\(hours) h")
         }
     }
 
