@@ -1,6 +1,5 @@
 import AudioCore
 import Engine
-import Glibc
 import Media
 import OSThread
 import Subsonic
@@ -52,6 +51,9 @@ final class MusicStreamer: @unchecked Sendable {
     /// written (its start is now known), the queue ended or gave up.
     private let changed: @Sendable () -> Void
     private let cancelled = Atomic<Bool>(false)
+    /// Set with `cancelled`: the parent of each fetch's own stop flag, so a transfer waiting on a
+    /// server that hangs ends within about a second.
+    private let stopFetches = StopFlag()
     /// Set by whichever comes second of "the thread ended" and "cancel was called" (see `cancel`).
     private let ended = Atomic<Bool>(false)
     private let progressState = Mutex(Progress())
@@ -108,6 +110,7 @@ final class MusicStreamer: @unchecked Sendable {
     /// slots; false when the thread still runs and will release them itself. Control thread.
     func cancel() -> Bool {
         cancelled.store(true, ordering: .releasing)
+        stopFetches.set()
         roomOrCancel.post()
         currentBuffer.withLock { $0?.cancel() }
         return ended.exchange(true, ordering: .acquiringAndReleasing)
@@ -115,23 +118,29 @@ final class MusicStreamer: @unchecked Sendable {
 
     private var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
 
-    /// One track's transfer: its byte buffer (which also carries the answer's content type) and its
-    /// network thread.
-    private struct Fetch {
+    /// One track's transfer: its byte buffer (which also carries the answer's content type), its
+    /// network thread, and what ends that thread's transfer and its wait between attempts.
+    private struct Fetch: Sendable {
         let key: Int
         let song: Song
         let buffer: StreamBuffer
         let gaveUp: GaveUp
+        let stop: StopFlag
+        let wake: Semaphore
         let thread: OSThread
     }
 
     private func startFetch(_ entry: MusicQueue.Entry) -> Fetch {
         let buffer = StreamBuffer()
         let gaveUp = GaveUp()
+        let stop = StopFlag(parent: stopFetches)
+        let wake = Semaphore()
         let song = entry.song
         return Fetch(
-            key: entry.key, song: song, buffer: buffer, gaveUp: gaveUp,
-            thread: OSThread.start(name: "fetch") { [self] in self.fetch(song, into: buffer, gaveUp: gaveUp) })
+            key: entry.key, song: song, buffer: buffer, gaveUp: gaveUp, stop: stop, wake: wake,
+            thread: OSThread.start(name: "fetch") { [self] in
+                self.fetch(song, into: buffer, gaveUp: gaveUp, stop: stop, wake: wake)
+            })
     }
 
     /// The key of the track being written into the rings now (the last one started). Any thread.
@@ -150,9 +159,19 @@ final class MusicStreamer: @unchecked Sendable {
         func set() { flag.store(true, ordering: .releasing) }
     }
 
+    /// Ends a fetch: its transfer stops within about a second, also on a server that hangs. A
+    /// cancelled streamer does not wait for it: its slots are let go of at once (a run of skips
+    /// on a hung server held one slot per skip for the 20 s stall timeout, and the ninth took the
+    /// doorbell's), and the thread is joined on a thread of its own.
     private func end(_ fetch: Fetch) {
+        fetch.stop.set()
         fetch.buffer.cancel()
-        fetch.thread.join()
+        fetch.wake.post()
+        if isCancelled {
+            OSThread.detach(name: "fetch-end") { fetch.thread.join() }
+        } else {
+            fetch.thread.join()
+        }
     }
 
     private func run() {
@@ -302,7 +321,7 @@ final class MusicStreamer: @unchecked Sendable {
     /// The network thread: streams the song into `buffer`, resuming after transient failures with
     /// `Range` (or by skipping what was already received when the server answers from the start),
     /// until `retryLimit` passes without progress.
-    private func fetch(_ song: Song, into buffer: StreamBuffer, gaveUp: GaveUp) {
+    private func fetch(_ song: Song, into buffer: StreamBuffer, gaveUp: GaveUp, stop: StopFlag, wake: Semaphore) {
         var received: Int64 = 0
         // Since when no byte came (the fetch's start, else the last byte). It used to be the first
         // failure, so a server that held the connection without sending (a failure only after the
@@ -315,7 +334,7 @@ final class MusicStreamer: @unchecked Sendable {
                 let request = try client.streamRequest(id: song.id, offsetBytes: received)
                 var skip: Int64 = 0
                 try client.stream(
-                    request,
+                    request, stop: stop,
                     onResponse: { r in
                         // A server that ignores Range answers from byte 0. The original file: skip
                         // what the decoder already has. A transcode (any format but `raw`) is a new
@@ -355,7 +374,7 @@ final class MusicStreamer: @unchecked Sendable {
                 progressState.withLock { $0.retrying = "\(error)" }
                 report(.warning("music: \(song.title): \(error); retrying at byte \(received)"))
                 let (s, a) = backoff.components
-                usleep(UInt32(s) * 1_000_000 + UInt32(a / 1_000_000_000_000))
+                _ = wake.wait(nanoseconds: Int(s) * 1_000_000_000 + Int(a / 1_000_000_000))  // or until ended
                 backoff = min(backoff * 2, .seconds(4))
             }
         }

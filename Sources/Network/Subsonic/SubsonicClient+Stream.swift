@@ -1,4 +1,5 @@
 import Curl
+import OSThread
 
 /// What to fetch to play a song: a `stream` URL with credentials, and the `Range` to resume from.
 ///
@@ -107,13 +108,16 @@ extension SubsonicClient {
     /// `streamRequest(id:…, offsetBytes: startOffset + bytesReceived)` if ``StreamResponse/acceptsRanges``.
     ///
     /// Blocks the calling thread for the whole transfer: a player's network thread, never an output
-    /// thread.
+    /// thread. `stop`, once set, ends it within about a second (libcurl's progress call) even while
+    /// no byte comes (a server that hangs): the call throws with `cancelled` set.
     /// - Returns: the response with ``StreamResponse/bytesReceived`` filled in.
     @discardableResult
     public func stream(
-        _ request: StreamRequest, onResponse: (StreamResponse) -> Void = { _ in },
+        _ request: StreamRequest, stop: StopFlag? = nil, onResponse: (StreamResponse) -> Void = { _ in },
         onData: (UnsafeRawBufferPointer) -> Bool
     ) throws(SubsonicError) -> StreamResponse {
+        var http = self.http
+        if let stop { http.options.stop = stop }
         var response: StreamResponse? = nil
         var rejectedType: String?? = nil  // .some when the answer is not audio
         var rejectedStatus = 0

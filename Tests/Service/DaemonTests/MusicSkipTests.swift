@@ -118,6 +118,28 @@ import Testing
         #expect(try t.status().savedQueue != nil)
     }
 
+    /// Seeks in a track the server never answers: each makes a new stream and ends the one before,
+    /// whose fetch waits on the silent server. The ended ones used to keep their zone slot until
+    /// that fetch gave up (the 20 s stall timeout): eight of them took every slot of the zone, the
+    /// music had none left, and a doorbell was refused. Now the slots are let go of at once.
+    @Test func seeksOnAServerThatHangsLeaveTheDoorbellASlot() throws {
+        let (t, proxy, id) = try Self.playing(
+            ["Tone 440 FLAC", "Tone 550 MP3"], refusing: [], stalling: ["Tone 550 MP3"])
+        defer { t.stop() }
+        _ = proxy
+        #expect(try t.request("POST", "/api/v1/music/next").status == 200)
+        for second in 1...10 {
+            let seek = try t.request("POST", "/api/v1/music/seek", #"{"position": \#(second)}"#)
+            #expect(seek.status == 200, "seek \(second): \(seek.text)")
+        }
+        let bell = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
+        #expect(t.waitForEvent("audible", source: bell, seconds: 5) != nil, "the doorbell heard")
+        let errors = t.daemon.events.recent().filter { $0.type == "error" || $0.type == "stream-error" }
+        #expect(!errors.contains { $0.reason?.contains("slot") == true }, "\(errors.map { $0.reason ?? "" })")
+        #expect(try t.status().sources.first { $0.id == id } != nil, "the music is still there")
+    }
+
     /// A server that takes the connection and never answers: given up at the first failure once
     /// `retry.limit` (1 s here) has passed without a byte, which is the client's 20 s stall
     /// timeout; it used to start the limit at that first failure and give the next attempt its
