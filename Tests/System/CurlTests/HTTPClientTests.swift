@@ -15,6 +15,31 @@ import Testing
         #expect(error?.detail.contains("\(port)") == true)
     }
 
+    /// A connection that drops during the TLS handshake (a Wi-Fi blip on the way to an https
+    /// server) is curl's "SSL connect error" (35): transient, retried, as the HTTP/2 framing and
+    /// stream errors (16, 92) are — an nginx that resets a stream idle past its send timeout, a
+    /// pause long. They were final: the track was cut and the one after skipped.
+    @Test func aHandshakeCutShortIsTransient() throws {
+        let listener = try Listener()
+        defer { close(listener.fd) }
+        let fd = listener.fd
+        OSThread.detach(name: "cutter") {
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { return }
+            var hello = [UInt8](repeating: 0, count: 512)
+            _ = recv(client, &hello, hello.count, 0)  // the ClientHello, then gone
+            close(client)
+        }
+        let error = #expect(throws: CurlError.self) {
+            try HTTPClient().fetch(url: "https://127.0.0.1:\(listener.port)/x")
+        }
+        #expect(error?.code == 35, "\(String(describing: error))")
+        #expect(error?.isTransient == true)
+        for code: Int32 in [16, 92] {
+            #expect(CurlError(code: code, message: "", detail: "", url: "").isTransient, "\(code)")
+        }
+    }
+
     /// A server that accepts the connection but never answers is cut off by the stall timeout.
     @Test func detectsAStalledServer() throws {
         let listener = try Listener()

@@ -47,10 +47,12 @@ public struct CurlError: Error, Sendable, Equatable, CustomStringConvertible {
     public static let abortedByCallback: Int32 = 42
 
     /// Whether the server or the network is at fault (could not connect, timed out, stalled, closed
-    /// early): the case where a retry, or a `Range` resume, makes sense.
+    /// early, a TLS handshake cut short (35), an HTTP/2 connection or stream reset (16, 92: what an
+    /// nginx that timed out a paused stream sends)): the case where a retry, or a `Range` resume,
+    /// makes sense.
     public var isTransient: Bool {
         !cancelled && !tooLarge
-            && [5, 6, 7, Self.partialFile, Self.timedOut, Self.abortedByCallback, 52, 55, 56]
+            && [5, 6, 7, 16, Self.partialFile, Self.timedOut, 35, Self.abortedByCallback, 52, 55, 56, 92]
                 .contains(code)
     }
 
