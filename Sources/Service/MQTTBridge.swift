@@ -60,6 +60,9 @@ final class MQTTBridge: @unchecked Sendable {
         var refused: [String] = []
         /// The zones whose topics were last published (a reload that removes one clears them).
         var publishedZones: [String] = []
+        /// Command topics whose retained message batond cleared, until when (monotonic ns) the
+        /// empty message that clears it is expected back.
+        var clearing: [String: Int] = [:]
     }
     /// Shared with the client's callbacks, which exist before `self` does. A command wakes the
     /// bridge's thread at once through the semaphore.
@@ -242,12 +245,25 @@ final class MQTTBridge: @unchecked Sendable {
             }
             return
         }
-        // A retained command would run again at every start and reconnect (a doorbell hours late).
+        // The empty message that clears a retained command (below) comes back to batond, as to
+        // every subscriber, as an ordinary message: carried out, it would run the command (an empty
+        // body is `reload`'s, `music/stop`'s).
+        if !retained && payload.isEmpty,
+            let until = inbox.shared.withLock({ $0.clearing.removeValue(forKey: topic) }),
+            until > monotonicNanoseconds()
+        {
+            return
+        }
+        // A retained command would run again at every start and reconnect (a doorbell hours late):
+        // refused, and cleared from the broker (a person clearing it with an empty retained message
+        // ran the command: that message reaches the subscribers as an ordinary one).
         guard !retained else {
+            inbox.shared.withLock { $0.clearing[topic] = monotonicNanoseconds() + 10_000_000_000 }
+            publish(topic, [], retain: true)
             return refuse(
                 ControlError(
                     .badRequest,
-                    "a retained message is not carried out: it would run again at every connect (clear it with an empty retained message to the same topic)"
+                    "a retained message is not carried out: it would run again at every connect; batond cleared it from the broker"
                 ))
         }
         // The API's own limit, before anything is decoded: one huge message would hold every other
