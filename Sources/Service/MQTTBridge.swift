@@ -63,6 +63,8 @@ final class MQTTBridge: @unchecked Sendable {
         /// Command topics whose retained message batond cleared, until when (monotonic ns) the
         /// empty message that clears it is expected back.
         var clearing: [String: Int] = [:]
+        /// The bridge is stopping: the connection's end is its own doing, not a lost broker.
+        var stopping = false
     }
     /// Shared with the client's callbacks, which exist before `self` does. A command wakes the
     /// bridge's thread at once through the semaphore.
@@ -117,14 +119,16 @@ final class MQTTBridge: @unchecked Sendable {
                 onStatusChange: { [logger, broker = config.broker, events = daemon.events] status in
                     // Said once each (the log, an event: the broker's own topics cannot carry that
                     // it is gone): connected; lost, or cannot connect — not every failed retry.
-                    let (previous, saidDown) = inbox.shared.withLock { s in
+                    let (previous, saidDown, stopping) = inbox.shared.withLock { s in
                         defer {
                             s.connection = status.connection
                             if status.connection == .connected { s.saidDown = false }
                             if status.connection == .disconnected { s.saidDown = true }
                         }
-                        return (s.connection, s.saidDown)
+                        return (s.connection, s.saidDown, s.stopping)
                     }
+                    // batond's own disconnect at its stop was said as "lost …; reconnecting".
+                    if stopping { return }
                     let why = status.lastError ?? "the connection closed"
                     if status.connection == .connected && previous != .connected {
                         logger.info("mqtt: connected to \(broker)")
@@ -186,6 +190,7 @@ final class MQTTBridge: @unchecked Sendable {
         let left = lanes.close(waitingAtMost: 2)
         if left > 0 { logger.warning("mqtt: stopping with \(left) command(s) still waiting on the network") }
         if let subscription { daemon.events.unsubscribe(subscription) }
+        inbox.shared.withLock { $0.stopping = true }
         client.stop()
     }
 

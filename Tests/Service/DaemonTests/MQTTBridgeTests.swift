@@ -132,6 +132,18 @@ import Testing
         #expect(lost.reason?.hasPrefix("lost \(broker.url):") == true, "\(lost.reason ?? "")")
     }
 
+    /// batond's own disconnect at its stop is not a lost broker: it was logged as "lost …;
+    /// reconnecting" and published as an `mqtt-error` at every stop.
+    @Test func aStopIsNotALostBroker() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+        #expect(connected(t))
+        t.stop()
+        let said = t.daemon.events.recent().filter { $0.type == "mqtt-error" }.map { $0.reason ?? "" }
+        #expect(said.isEmpty, "\(said)")
+    }
+
     /// A retained `reload` is refused and cleared from the broker by batond, and the empty message
     /// the clearing hands to every subscriber (batond too, as an ordinary message) is not carried out:
     /// an empty body is `reload`'s own. Clearing it by hand, as batond's error advised, reloaded.
