@@ -9,6 +9,14 @@ import Systemd
 /// The daemon process: start the parts in order — the control plane, its triggers (MQTT, GPIO), the
 /// HTTP API, systemd — wait for SIGTERM/SIGINT, stop in reverse. SIGHUP reloads.
 public enum Service {
+    /// How often the watchdog is petted for systemd's `WatchdogSec=` (`interval`): at half of it,
+    /// at least 10 ms apart and at most a minute (`usleep`'s `UInt32` of µs trapped on a
+    /// `WatchdogSec=` over 2.4 hours, at start, and systemd restarted batond into the same trap).
+    static func petMicroseconds(watchdog interval: Duration) -> UInt32 {
+        guard interval < .seconds(120) else { return 60_000_000 }
+        return UInt32(max(interval.wholeNanoseconds / 2_000, 10_000))
+    }
+
     /// Runs until SIGTERM or SIGINT; returns the process exit status. Main thread only, before any
     /// other thread exists (it blocks the signals so that every thread inherits the mask).
     public static func run(config: BatonConfiguration, configPath: String?, logger: Logger) -> Int32 {
@@ -95,10 +103,10 @@ public enum Service {
         notify(systemd, logger) { try systemd.status("\(config.zones.count) zones; API on \(config.api.listen)") }
         if let interval = systemd.watchdogInterval {
             // Pet the watchdog only while the monitor thread is alive: a wedged daemon gets restarted.
-            let half = interval.wholeNanoseconds / 2_000  // µs
+            let pet = petMicroseconds(watchdog: interval)
             OSThread.detach(name: "watchdog") {
                 while true {
-                    usleep(UInt32(max(half, 10_000)))
+                    usleep(pet)
                     if daemon.monitorIsAlive { _ = try? systemd.watchdog() }
                 }
             }
