@@ -16,8 +16,8 @@ import Synchronization
 ///   `<base>/call/start`, `<base>/call/end`, `<base>/reload`;
 /// - published: `<base>/availability` (`online`/`offline`, retained, the last will), `<base>/state`
 ///   (retained JSON: every zone and source), `<base>/zones/<zone>/state` (retained, `state` is
-///   `idle`, `music`, `announcement`, `call`, `silent` or `unavailable`; `level` the final mix's
-///   peak and RMS in whole dBFS), `<base>/zones/<zone>/volume` (retained
+///   `idle`, `music`, `announcement`, `call`, `silent` or `unavailable`), `<base>/zones/<zone>/level`
+///   (the final mix's peak and RMS in whole dBFS, at most once a second), `<base>/zones/<zone>/volume` (retained
 ///   0–100), `<base>/events` (every event as in `GET /api/v1/events`), `<base>/errors` (a command that
 ///   failed: its topic, status and message).
 ///
@@ -65,6 +65,8 @@ final class MQTTBridge: @unchecked Sendable {
         var clearing: [String: Int] = [:]
         /// The bridge is stopping: the connection's end is its own doing, not a lost broker.
         var stopping = false
+        /// Each zone's level as last published on `zones/<zone>/level`, and when (monotonic ns).
+        var levels: [String: (text: String, at: Int)] = [:]
     }
     /// Shared with the client's callbacks, which exist before `self` does. A command wakes the
     /// bridge's thread at once through the semaphore.
@@ -353,13 +355,14 @@ final class MQTTBridge: @unchecked Sendable {
     @discardableResult
     private func publishState() -> Bool {
         let status = daemon.status()
+        // Without the level: Home Assistant takes this topic's fields as the state sensor's
+        // attributes, and the level, a new value nearly every look while music plays, made 20 new
+        // states a second per zone, each a row in its recorder (the level has its own topic).
         struct ZoneState: Encodable {
             var state: String
             var audible: [String]
             var volume: Double
             var sources: [String]
-            /// The final mix's level, to the whole dB (not a new state every period).
-            var level: StatusReport.Level
         }
         var zones: [(String, ZoneState)] = []
         for zone in status.zones {
@@ -375,9 +378,12 @@ final class MQTTBridge: @unchecked Sendable {
                     zone.name,
                     ZoneState(
                         state: state, audible: zone.audible, volume: zone.volume,
-                        sources: zone.sources.map(\.source),
-                        level: .init(peakDb: zone.level.peakDb.rounded(), rmsDb: zone.level.rmsDb.rounded()))
+                        sources: zone.sources.map(\.source))
                 ))
+            let level = StatusReport.Level(peakDb: zone.level.peakDb.rounded(), rmsDb: zone.level.rmsDb.rounded())
+            if let data = try? JSONEncoder.baton.encode(level) {
+                publishLevel(zone.name, String(decoding: data, as: UTF8.self), silent: level.peakDb <= -200)
+            }
         }
         for (name, z) in zones {
             if let data = try? JSONEncoder.baton.encode(z) {
@@ -410,6 +416,20 @@ final class MQTTBridge: @unchecked Sendable {
         publishHomeAssistantState(status)
         return !status.sources.isEmpty || status.intercom?.inCall == true
             || status.zones.contains { $0.level.peakDb > -200 }
+    }
+
+    /// Publishes a zone's level on `zones/<zone>/level` (not retained) when it changed, at most once
+    /// a second — but silence at once (the bridge then stops looking every 50 ms).
+    private func publishLevel(_ zone: String, _ text: String, silent: Bool) {
+        guard client.status.connection == .connected else { return }
+        let now = monotonicNanoseconds()
+        let due = inbox.shared.withLock { s -> Bool in
+            let last = s.levels[zone]
+            guard last?.text != text, silent || now - (last?.at ?? Int.min / 2) >= 1_000_000_000 else { return false }
+            s.levels[zone] = (text, now)
+            return true
+        }
+        if due { publish("\(base)/zones/\(zone)/level", Array(text.utf8), retain: false) }
     }
 
     /// Publishes `text` retained when it changed. Not while disconnected: on connect every retained

@@ -132,6 +132,30 @@ import Testing
         #expect(lost.reason?.hasPrefix("lost \(broker.url):") == true, "\(lost.reason ?? "")")
     }
 
+    /// Home Assistant takes the zone state's fields as its sensor's attributes: while speech plays
+    /// the state changes only with what plays (the level, a new value nearly every 50 ms look, made
+    /// some 20 new states a second, each a row in HA's recorder), and the level comes on a topic
+    /// of its own, at most once a second.
+    @Test func theZoneStateDoesNotChangeWithTheLevel() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        let states = try broker.subscribe(topic: "\(base)/zones/kitchen/state", count: 1_000, seconds: 4)
+        let levels = try broker.subscribe(topic: "\(base)/zones/kitchen/level", count: 1_000, seconds: 4)
+        try broker.publish(
+            topic: "\(base)/notify", message: "The washing machine is done, and the dryer will be done in an hour")
+        let granted = try #require(t.waitForEvent("granted", seconds: 15))
+        #expect(t.waitForEvent("audible", source: granted.source, seconds: 5) != nil)
+        let stateMessages = states.messages(seconds: 6)
+        let levelMessages = levels.messages(seconds: 6)
+        #expect(stateMessages.count <= 6, "\(stateMessages.count) states in 4 s: \(stateMessages)")
+        #expect(stateMessages.allSatisfy { !$0.contains("rmsDb") }, "\(stateMessages.last ?? "")")
+        #expect(levelMessages.contains { $0.contains(#""rmsDb":-"#) }, "\(levelMessages)")
+        #expect(levelMessages.count <= 6, "\(levelMessages.count) levels in 4 s: \(levelMessages)")
+    }
+
     /// batond's own disconnect at its stop is not a lost broker: it was logged as "lost …;
     /// reconnecting" and published as an `mqtt-error` at every stop.
     @Test func aStopIsNotALostBroker() throws {
