@@ -389,7 +389,12 @@ final class MQTTBridge: @unchecked Sendable {
             if let data = try? JSONEncoder.baton.encode(z) {
                 retain("\(base)/zones/\(name)/state", String(decoding: data, as: UTF8.self))
             }
-            retain("\(base)/zones/\(name)/volume", "\(Int((z.volume * 100).rounded()))")
+            // Not above the slider's top (the max-volume rounded down): Home Assistant refuses a
+            // state out of its number's range and keeps showing the old one (0.555 of 0.555 was 56
+            // on a slider to 55).
+            let percent = Int((z.volume * 100).rounded())
+            retain(
+                "\(base)/zones/\(name)/volume", "\(min(percent, Self.percent(daemon.maxVolume(of: name)) ?? percent))")
         }
         struct Summary: Encodable {
             var zones: [String: ZoneState]
@@ -451,15 +456,22 @@ final class MQTTBridge: @unchecked Sendable {
             name: "Baton \(base.split(separator: "/").last ?? "")",
             zones: zones, prefix: config.discoveryPrefix,
             topicPrefix: config.topicPrefix, sounds: daemon.sounds.names(),
-            // Rounded down: the slider's top is a volume the zone accepts.
-            maxVolumes: zones.reduce(into: [:]) { m, zone in
-                if let v = daemon.maxVolume(of: zone) { m[zone] = Int((v * 100 + 1e-9).rounded(.down)) }
-            })
+            maxVolumes: zones.reduce(into: [:]) { m, zone in m[zone] = Self.percent(daemon.maxVolume(of: zone)) })
+    }
+
+    /// A zone's max-volume as the top of Home Assistant's slider: rounded down, a volume the zone
+    /// accepts.
+    static func percent(_ maxVolume: Double?) -> Int? {
+        maxVolume.map { Int(($0 * 100 + 1e-9).rounded(.down)) }
     }
 
     private func publishDiscovery() {
         do {
-            for m in try discovery(zones: daemon.zoneNames).messages() { publish(m.topic, m.payload, retain: true) }
+            let discovery = try discovery(zones: daemon.zoneNames)
+            for m in discovery.messages() { publish(m.topic, m.payload, retain: true) }
+            // No sounds (a reload emptied the directory): the select published before goes, or its
+            // options stay in Home Assistant and each fails.
+            if discovery.sounds.isEmpty { publish(discovery.soundSelect().topic, [], retain: true) }
         } catch {
             logger.warning("mqtt: Home Assistant discovery: \(error)")
         }

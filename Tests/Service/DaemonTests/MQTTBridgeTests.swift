@@ -247,6 +247,29 @@ import Testing
             }, "the kitchen's now-playing says playing while the zone is silent")
     }
 
+    /// Home Assistant refuses a state out of its number's range (and keeps the old one): a zone at
+    /// its max-volume of 0.555 was published as 56 on a slider to 55; it is 55. A reload that leaves
+    /// no sounds removes the sound select (its options stayed, each failing).
+    @Test func theVolumeIsWithinTheSliderAndAnEmptySoundSelectGoes() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        func kept(_ topic: String) -> [String] { Self.kept(topic, on: broker) }
+        let select = "homeassistant/select/baton_test-speaker/sound/config"
+        #expect(kept(select).count == 1)
+        var new = t.config
+        new.zones[0].maxVolume = 0.555
+        new.sounds = TestDirectory.make("no-sounds")
+        #expect(t.daemon.apply(new).applied)
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.555}"#).status == 200)
+        let slider = "homeassistant/number/baton_test-speaker/kitchen_volume/config"
+        #expect(waitUntil(seconds: 5) { kept(slider).first?.contains(#""max":55"#) == true }, "\(kept(slider))")
+        #expect(waitUntil(seconds: 5) { kept("\(base)/zones/kitchen/volume") == ["\(base)/zones/kitchen/volume 55"] })
+        #expect(kept(select).isEmpty, "the sound select is removed")
+    }
+
     /// A zone removed from the file while batond was stopped: at the next start its retained topics
     /// and Home Assistant entities, left by the earlier run, are cleared (they stayed for good,
     /// showing a zone that is gone), and the remaining zone's are kept.
