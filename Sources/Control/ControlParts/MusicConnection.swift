@@ -65,9 +65,23 @@ package final class MusicConnection: Sendable {
             }
             password = String(cString: value)
         }
+        // The OpenSubsonic API key, used when the server offers `apiKeyAuthentication` (it was
+        // read from the configuration and never used: a server that takes keys only refused batond).
+        var apiKey: String?
+        if let path = music.subsonic.apiKeyFile {
+            guard let key = FileIO.firstLine(path) else {
+                throw ControlError(
+                    .unavailable,
+                    "music.subsonic.api-key-file \(path): cannot read: \(String(cString: strerror(errno)))")
+            }
+            guard !key.isEmpty else {
+                throw ControlError(.unavailable, "music.subsonic.api-key-file \(path): its first line is empty")
+            }
+            apiKey = key
+        }
         let client = SubsonicClient(
             config: SubsonicSettings(
-                url: music.subsonic.url, user: music.subsonic.user, password: password,
+                url: music.subsonic.url, user: music.subsonic.user, password: password, apiKey: apiKey,
                 format: music.subsonic.format.rawValue,
                 maxBitRate: music.subsonic.format == .raw ? nil : music.subsonic.maxBitrate), stop: stop)
         let context = Context(config: music, client: client, resampler: resampler)

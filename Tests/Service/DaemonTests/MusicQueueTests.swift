@@ -390,6 +390,46 @@ extension MusicQueueTests {
         #expect(written.contains(#""s2""#) && written.contains("Two"), "\(written)")
     }
 
+    /// `api-key-file`: with a server that offers `apiKeyAuthentication`, batond's requests carry the
+    /// key and no user or password. The option was read and never used: a server that takes keys
+    /// only refused every request. A key file that cannot be read is a clear error.
+    @Test func theAPIKeyFileIsUsed() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        let ok = #"{"subsonic-response": {"status": "ok", "version": "1.16.1", "openSubsonic": true"#
+        server.route(
+            "/rest/getOpenSubsonicExtensions",
+            .init(
+                contentType: "application/json",
+                body: Array(
+                    (ok + #", "openSubsonicExtensions": [{"name": "apiKeyAuthentication", "versions": [1]}]}}"#).utf8)))
+        server.route(
+            "/rest/getRandomSongs",
+            .init(
+                contentType: "application/json",
+                body: Array((ok + #", "randomSongs": {"song": [{"id": "s1", "title": "One"}]}}}"#).utf8)))
+        let dir = TestDirectory.make("api-key")
+        _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
+        _ = FileIO.writeAtomically(Array("the-key-123\n".utf8), to: "\(dir)/key")
+        var music = MusicConfig(
+            subsonic: .init(url: server.url(""), user: "baton", password: .file("\(dir)/password"), format: .raw))
+        music.subsonic.apiKeyFile = "\(dir)/key"
+        let t = try TestDaemon(music: music)
+        defer { t.stop() }
+        let random = try t.request("GET", "/api/v1/library/random?size=1")
+        #expect(random.status == 200 && random.text.contains("One"), "\(random.status) \(random.text)")
+        let asked = try #require(server.requests.last { $0.hasPrefix("/rest/getRandomSongs") })
+        #expect(asked.contains("apiKey=the-key-123") && !asked.contains("u=baton"), "\(asked)")
+
+        var missing = music
+        missing.subsonic.apiKeyFile = "\(dir)/no-such-key"
+        let u = try TestDaemon(music: missing)
+        defer { u.stop() }
+        let refused = try u.request("GET", "/api/v1/library/random?size=1")
+        #expect(refused.status == 503, "\(refused.status) \(refused.text)")
+        #expect(refused.text.contains("music.subsonic.api-key-file \(dir)/no-such-key: cannot read"), "\(refused.text)")
+    }
+
     /// The server's queue is another client's word, checked as the state file is: a position of
     /// 2^63 ms trapped batond at its first save (`Int64(position * 1000)`), and -1 ms was saved
     /// and then dropped the whole queue at the next start. Either plays from the song's start.
