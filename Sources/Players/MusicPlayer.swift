@@ -32,6 +32,8 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         public let index: Int
         public let seconds: Double
         public let song: Song
+        /// The queue entry heard (its key: the same song twice in the queue is two entries).
+        public let key: Int
     }
 
     /// The queue; edited only through `edit` (under the control plane's lock).
@@ -90,6 +92,8 @@ public final class MusicPlayer: Source, @unchecked Sendable {
 
     public func start(_ outputs: [SourceOutput]) {
         state.heardSinceStart = false
+        // A new stream may give up again, and that is told too (a second give-up after a skip was not).
+        state.gaveUpReported = false
         let streamer = MusicStreamer(
             queue: queue, startAt: state.startKey, offset: state.startOffset, targets: outputs,
             client: server.client, retryLimit: server.retryLimit, report: report, changed: changed)
@@ -191,7 +195,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         guard let now = streamer.withLock({ $0 })?.nowPlaying(), let entry = queue.entry(key: now.key),
             let index = queue.index(of: now.key)
         else { return nil }
-        return NowPlaying(index: index, seconds: now.seconds, song: entry.song)
+        return NowPlaying(index: index, seconds: now.seconds, song: entry.song, key: now.key)
     }
 
     /// The streamer's view: waiting for the server, the error of the track heard now (or of a later
@@ -212,7 +216,10 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// (ticks come at least once a second), so a seek's jump, or a restored queue's starting
     /// point, is not time heard (it used to submit a track sought past its half at once).
     private func scrobble() {
-        guard let now = nowPlaying(), let audibleKey = streamer.withLock({ $0 })?.nowPlaying()?.key else { return }
+        // One look: the key and the song of the same moment (two looks could straddle a track's
+        // start, and the new track never be announced).
+        guard let now = nowPlaying() else { return }
+        let audibleKey = now.key
         if state.scrobbledKey != audibleKey {
             state.scrobbledKey = audibleKey
             state.submitted = false
@@ -242,9 +249,10 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     }
 
     /// Seconds of `song` to be heard before it is submitted: half of it or 4 minutes, whichever
-    /// comes first (the last.fm rule); nil when its duration is unknown (it is never submitted).
-    private static func scrobbleThreshold(_ song: Song) -> Double? {
-        song.duration.map { min(Double($0) / 2, 240) }
+    /// comes first (the last.fm rule); nil when its duration is unknown or not a length — a server
+    /// that could not probe a file says 0 — (it is never submitted; with 0 it was, at once).
+    static func scrobbleThreshold(_ song: Song) -> Double? {
+        song.duration.flatMap { $0 > 0 ? min(Double($0) / 2, 240) : nil }
     }
 
     private func send(_ song: Song, submission: Bool) {
