@@ -39,6 +39,7 @@ extension ArbiterCore {
             case .replace:
                 let newcomer = record.contender
                 records.removeAll { $0.priority == rules.priority && $0.overlaps(zones) }
+                forgetUnplayed(equals)
                 arbitrationChanged = true
                 for old in equals {
                     emit(.lostForGood(old.id), .replacedBy(newcomer))
@@ -96,6 +97,15 @@ extension ArbiterCore {
                 source: record.id, at: now, window: window))
     }
 
+    /// Requests taken out that never played leave nothing to coalesce into: a repeat of one plays.
+    /// (A queued doorbell stopped, replaced or dropped, and the next press within the window was
+    /// coalesced into it: no chime at all.)
+    mutating func forgetUnplayed(_ removed: [Record]) {
+        for record in removed where !record.granted {
+            coalesceMemory.removeAll { $0.source == record.id }
+        }
+    }
+
     mutating func pruneCoalesceMemory(now: Instant) {
         coalesceMemory.removeAll { $0.at.advanced(by: $0.window) <= now }
     }
@@ -122,11 +132,9 @@ extension ArbiterCore {
             j += 1
         }
         for j in stale {
-            let id = records[j].id
-            emit(.expired(id), .ttlElapsed(records[j].rules.ttl!))
-            // It never played: a repeat of it must not be coalesced into nothing.
-            coalesceMemory.removeAll { $0.source == id }
+            emit(.expired(records[j].id), .ttlElapsed(records[j].rules.ttl!))
         }
+        forgetUnplayed(stale.map { records[$0] })
         for j in stale.reversed() {
             records.remove(at: j)
             arbitrationChanged = true
@@ -179,6 +187,7 @@ extension ArbiterCore {
             }
         }
         records.removeAll { r in dropped.contains { $0.id == r.id } }
+        forgetUnplayed(dropped)
         arbitrationChanged = true
         for record in dropped {
             emit(.rejected(record.id), .queueFull(limit: record.rules.queueLimit!))

@@ -83,7 +83,7 @@ struct ArbiterCore: Sendable {
 
     mutating func finish(_ source: SourceID, reason: Reason) {
         guard let i = index(of: source) else { return }
-        records.remove(at: i)
+        forgetUnplayed([records.remove(at: i)])
         arbitrationChanged = true
         emit(.finished(source), reason)
     }
@@ -120,6 +120,7 @@ struct ArbiterCore: Sendable {
             }
         }
         records = kept
+        forgetUnplayed(lost)
         arbitrationChanged = true
         for record in lost {
             emit(.lostForGood(record.id), .classRemoved(record.sourceClass))

@@ -30,6 +30,21 @@ struct QueueTests {
         #expect(s.request("bell-2", .announcement, key: "doorbell") == [.granted("bell-2", zones: ["kitchen"])])
     }
 
+    /// A press coalesces only into a chime that played or will: a queued doorbell stopped by the user
+    /// leaves nothing to coalesce into, and the next press within the window is queued (it was
+    /// coalesced into the stopped one, and no chime came).
+    @Test func aPressIsNotCoalescedIntoAStoppedQueuedOne() {
+        var s = Script()
+        s.request("intercom", .call)
+        #expect(s.request("bell-0", .announcement, key: "doorbell") == [.queued("bell-0")])
+        #expect(s.user(.stop, "bell-0") == [.finished("bell-0")])
+        s.advance(.seconds(1))
+        #expect(s.request("bell-1", .announcement, key: "doorbell") == [.queued("bell-1")])
+        #expect(s.release("intercom") == [.finished("intercom"), .granted("bell-1", zones: ["kitchen"])])
+        s.advance(.seconds(1))
+        #expect(s.request("bell-2", .announcement, key: "doorbell") == [.coalesced("bell-2", into: "bell-1")])
+    }
+
     /// Announcements of equal priority play first in first out.
     @Test func playsAnnouncementsInOrder() {
         var s = Script()
