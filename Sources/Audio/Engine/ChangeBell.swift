@@ -20,21 +20,28 @@ public final class ChangeBell: @unchecked Sendable {
     public init() {}
 
     /// Rings now, or, while held, when the last hold is released.
+    ///
+    /// Sequentially consistent throughout: `post` stores `pending` then loads `holds`, `release`
+    /// changes `holds` then reads `pending` — a store then a load of another variable, which only
+    /// a total order keeps in order (on x86 the store can wait in the store buffer while the load
+    /// reads `holds` still held; the releaser then finds nothing pending, and nobody rings).
     public func post() {
-        guard holds.load(ordering: .acquiring) > 0 else { return fd.post() }
-        pending.store(true, ordering: .releasing)
+        guard holds.load(ordering: .sequentiallyConsistent) > 0 else { return fd.post() }
+        pending.store(true, ordering: .sequentiallyConsistent)
         // Released meanwhile: ring unless the releaser already took it.
-        if holds.load(ordering: .acquiring) == 0 && pending.exchange(false, ordering: .acquiringAndReleasing) {
+        if holds.load(ordering: .sequentiallyConsistent) == 0
+            && pending.exchange(false, ordering: .sequentiallyConsistent)
+        {
             fd.post()
         }
     }
 
     /// Holds the posts until `release`.
-    public func hold() { holds.add(1, ordering: .acquiringAndReleasing) }
+    public func hold() { holds.add(1, ordering: .sequentiallyConsistent) }
 
     /// Ends a `hold`; the last one rings once if anything was posted meanwhile.
     public func release() {
-        let left = holds.subtract(1, ordering: .acquiringAndReleasing).newValue
-        if left == 0 && pending.exchange(false, ordering: .acquiringAndReleasing) { fd.post() }
+        let left = holds.subtract(1, ordering: .sequentiallyConsistent).newValue
+        if left == 0 && pending.exchange(false, ordering: .sequentiallyConsistent) { fd.post() }
     }
 }
