@@ -43,6 +43,8 @@ extension DeviceOutput {
         let waitMilliseconds = Int32(clamping: max(100, 2 * bufferFrames * 1_000 / rate))
         var rang = true
         var idleFrames = 0
+        var stall = StallWatch()
+        var lastPlayed = -1
         // Whether this PCM can take back, asked once it holds more than it keeps: nothing is
         // rendered ahead until it said yes. A PCM that cannot (alsa-lib's `rate` plugin, a `plug`
         // that converts the rate: `snd_pcm_rewindable` is always 0) is kept at its low water and
@@ -116,6 +118,13 @@ extension DeviceOutput {
             // In zone frames (what every mixer has rendered is `history.rendered`): what the sink has
             // played, beyond which it can take back.
             let played = history.sent - delay
+            // A running card that took nothing since the last look (a stall: no error, no room).
+            if pcm.isRunning && pcm.playsBetweenCalls && played == lastPlayed {
+                if stall.noRoom(now: now) { return stalled(pcm) }
+            } else {
+                stall.room()
+            }
+            lastPlayed = played
             for m in mixers {
                 m.settle(playedThrough: played)
                 m.publishChangeFrame(played: played, keepFrames: kept, rate: rate, now: now)

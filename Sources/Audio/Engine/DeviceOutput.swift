@@ -420,6 +420,7 @@ public final class DeviceOutput: @unchecked Sendable {
         var innerRequest = spec.pcm
         if clockedBuffer != nil { innerRequest.bufferFrames = 2 * spec.pcm.periodFrames }
         var backoff = 250_000_000
+        var stallBackoff = 250_000_000
         while !stopping {
             let pcm: PCM
             do {
@@ -467,6 +468,14 @@ public final class DeviceOutput: @unchecked Sendable {
             }
             deviceLost()
             setAvailable(false)
+            // A device that stalled is opened again after a pause, longer at each stall in a row:
+            // unavailable meanwhile (at once, it stalled again two seconds later, "available").
+            if lastError.load(ordering: .acquiring) == Self.stallError {
+                sleepInterruptibly(nanoseconds: stallBackoff)
+                stallBackoff = min(stallBackoff * 2, 8_000_000_000)
+            } else {
+                stallBackoff = 250_000_000
+            }
         }
     }
 
@@ -498,12 +507,17 @@ public final class DeviceOutput: @unchecked Sendable {
         let waitMilliseconds = Int32(clamping: max(100, 2 * bufferNanoseconds / 1_000_000))
         var deadline = monotonicNanoseconds()
         var idleFrames = 0
+        var stall = StallWatch()
         while !stopping {
             wakeUps.add(1, ordering: .relaxed)
             var periods = wake
             if spec.clock == .device {
                 periods = periodsToRender(pcm, wake: wake, period: period, waitMilliseconds: waitMilliseconds)
-                if periods == 0 { continue }
+                if periods == 0 {
+                    if stall.noRoom(now: monotonicNanoseconds()) { return stalled(pcm) }
+                    continue
+                }
+                stall.room()
             }
             for _ in 0..<periods { renderPeriod(period: period, channels: channels, cycle: &cycle) }
             // Gone (-ENODEV) or unrecoverable: reopen with backoff; what the device dropped is kept.
@@ -570,6 +584,39 @@ public final class DeviceOutput: @unchecked Sendable {
     /// (`scripts/soak.sh 30`, stress-ng on both cores) underran once in each of two runs with 20 ms
     /// (a 40 ms buffer woken at half), and not in five of seven with 30 ms (docs/RELIABILITY.md).
     static let minimumHeldNanoseconds = 30_000_000
+
+    /// How long a running device may take no frame before it counts as lost: a DAC whose clock
+    /// stopped, a DMA that hung. Such a device raises no error (`snd_pcm_wait` only times out), and
+    /// the zone stayed "available", its sources "playing", in silence — and, since the stalled
+    /// zone's ring stays full, the producer waited on it and starved the source's other zones.
+    public static let stallLimitNanoseconds = 2_000_000_000
+
+    /// Whether a running device has stopped taking frames for `stallLimitNanoseconds`. Output
+    /// thread; real-time safe.
+    struct StallWatch {
+        private var since: Int?
+        /// The device took frames (or had room): not stalled.
+        mutating func room() { since = nil }
+        /// The device had no room, or took nothing, at `now`: true once it has been so for the limit.
+        mutating func noRoom(now: Int) -> Bool {
+            guard let since else {
+                self.since = now
+                return false
+            }
+            return now - since >= DeviceOutput.stallLimitNanoseconds
+        }
+    }
+
+    /// The device stalled (`StallWatch`): said as `-ETIMEDOUT`, and the caller closes it and opens
+    /// it again (a stalled DAC is reset by a reopen, or stays unavailable, truthfully). What it
+    /// held is kept as for any loss. Output thread; real-time safe.
+    func stalled<Sink: PeriodSink>(_ pcm: Sink) {
+        history.rewind(pcm.unplayedFrames())
+        lastError.store(Self.stallError, ordering: .releasing)
+    }
+
+    /// `lastError` of a device that stalled (`-ETIMEDOUT`).
+    public static let stallError = -ETIMEDOUT
 
     /// A device-clocked sink: waits until it has room for `wake` periods, then says how many to
     /// render now (0: the wait timed out, look again). A sink that is not running yet (being filled

@@ -87,6 +87,10 @@ extension ZoneHandle {
         if snap.available { return "available" }
         if let text = SnapcastKeepers.errorText(self, snap) { return text }
         if snap.lastError == 0 { return "opening PCM \"\(pcm)\"" }
+        if snap.lastError == DeviceOutput.stallError {
+            let limit = DeviceOutput.stallLimitNanoseconds / 1_000_000_000
+            return "PCM \"\(pcm)\" took no audio for \(limit) s (the device stalled): reopening it"
+        }
         return ALSAError(operation: "open", pcm: pcm, code: snap.lastError).description
     }
 }

@@ -338,6 +338,33 @@ import Testing
         print("stall: card held \(held) ms, no xrun; the other card took \(spacing.count) periods 10 ms apart")
     }
 
+    /// A card that stops taking audio without an error (a DAC whose clock stopped): after 2 s the
+    /// zone is unavailable, said as a stall, and the card is opened again; the reopened card plays
+    /// on from the frame the stalled one consumed last. It stayed "available" for as long as the
+    /// stall lasted, its sources "playing" in silence.
+    @Test func aCardThatStopsTakingAudioIsReopened() throws {
+        for rendersAhead in [false, true] {
+            let card = Self.card(bufferFrames: Self.longBuffer)
+            let output = Self.device(card, rendersAhead: rendersAhead)
+            let feeder = SlotFeeder([try #require(output.mixer.claimSlot(gain: 1))])
+            output.start()
+            #expect(waitUntil { output.snapshot().framesPlayed >= Self.rate / 2 })
+            card.send(.stall(milliseconds: 600_000))
+            #expect(waitUntil(seconds: 5) { !output.snapshot().available }, "ahead: \(rendersAhead)")
+            let stall = try #require(card.events("stall").first)
+            let seen = Self.now()
+            #expect(output.snapshot().lastError == -ETIMEDOUT, "ahead: \(rendersAhead)")
+            let after = Double(seen - stall.nanoseconds) / 1e9
+            #expect(after >= 2 && after < 3.5, "unavailable \(after) s into the stall (ahead: \(rendersAhead))")
+            #expect(waitUntil(seconds: 5) { output.snapshot().available && output.snapshot().reopens == 1 })
+            let resumed = output.snapshot().framesPlayed
+            #expect(waitUntil { output.snapshot().framesPlayed >= resumed + Self.rate / 4 }, "plays again")
+            output.stop()
+            feeder.stop()
+            #expect(IndexSignal.firstBreak(in: card.recordedBytes()) == nil, "ahead: \(rendersAhead)")
+        }
+    }
+
     /// The output thread wakes when half the card's buffer is free, not every period: with 10 ms
     /// periods and a 100 ms buffer, every 50 ms (the card still holds 50 ms, more than the 30 ms it
     /// must). Over 2 s of the card's clock (200 periods) it blocks about 40 times (what the kernel
