@@ -322,16 +322,20 @@ final class MQTTBridge: @unchecked Sendable {
     }
 
     /// The lane a command runs in, in arrival order with the others of its kind: `music`, `zones`
-    /// (volumes), `call`, `announce` — but an announcement of a URL in `announce-url`, so that a
-    /// doorbell does not wait for a URL's first byte. Nil for `reload`, which runs on the bridge's
-    /// thread: the commands after it see the configuration it made.
+    /// (volumes), `call`, `announce` — but an announcement of a URL in `announce-url` and one of
+    /// text in `announce-text`, so that a doorbell does not wait for a URL's first byte nor for
+    /// speech to be rendered (espeak-ng: a few hundred ms a sentence). Nil for `reload`, which runs
+    /// on the bridge's thread: the commands after it see the configuration it made.
     static func lane(of command: String, body: [UInt8]) -> String? {
-        struct Announcement: Decodable { var url: String? }
+        struct Announcement: Decodable {
+            var url: String?
+            var text: String?
+        }
         switch command.split(separator: "/").first.map(String.init) ?? "" {
         case "reload": return nil
         case "announce":
-            let url = (try? JSONDecoder().decode(Announcement.self, from: Data(body)))?.url
-            return url == nil ? "announce" : "announce-url"
+            let announcement = try? JSONDecoder().decode(Announcement.self, from: Data(body))
+            return announcement?.url != nil ? "announce-url" : announcement?.text != nil ? "announce-text" : "announce"
         case let kind: return kind
         }
     }

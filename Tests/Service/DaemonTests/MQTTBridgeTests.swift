@@ -156,6 +156,31 @@ import Testing
         #expect(levelMessages.count <= 6, "\(levelMessages.count) levels in 4 s: \(levelMessages)")
     }
 
+    /// A doorbell sent right after a notification does not wait while the notification's speech is
+    /// rendered (espeak-ng: a few hundred ms a paragraph on a Pi; here a synthesizer that takes a
+    /// second): spoken text has a lane of its own, as URLs have. They shared one, and the doorbell
+    /// was granted after the speech, queued behind it.
+    @Test func aDoorbellDoesNotWaitForSpeechToBeRendered() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let slow = TestDirectory.make("slow-speech") + "/speak"
+        let f = try #require(fopen(slow, "we"))
+        fputs("#!/bin/sh\nsleep 1\nexec espeak-ng \"$@\"\n", f)
+        fclose(f)
+        chmod(slow, 0o755)
+        let t = try TestDaemon(
+            zones: [("kitchen", 44_100, nil)], speech: SpeechConfig(command: slow), mqtt: MQTTConfig(broker: broker.url)
+        )
+        defer { t.stop() }
+        #expect(connected(t))
+        try broker.publish(topic: "\(base)/notify", message: "The washing machine is done")
+        try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        #expect(waitUntil(seconds: 20) { t.daemon.events.recent().filter { $0.type == "granted" }.count == 1 })
+        let first = try #require(t.daemon.events.recent().first { $0.type == "granted" })
+        let sound = try t.status().sources.first { $0.id == first.source }?.sound
+        #expect(sound == "bell1k", "granted first: \(sound ?? first.source ?? "?")")
+    }
+
     /// batond's own disconnect at its stop is not a lost broker: it was logged as "lost …;
     /// reconnecting" and published as an `mqtt-error` at every stop.
     @Test func aStopIsNotALostBroker() throws {
