@@ -379,7 +379,12 @@ def scenario(music):
             # Something between the page and batond (a proxy, a captive portal) answers the status
             # with a page of its own for a while: the cards say the state is unknown and why, and the
             # page polls on (it stopped for good: the status became null and the poll needed one).
+            # The music paused meanwhile: nothing moves, and the cards come back all the same (they
+            # kept saying "unknown" when the answer that came back was what they had drawn before).
+            tab(d, "now")
             wait_for("kitchen playing", lambda: card_state(d, "kitchen") == "playing")
+            click(d, '#zone-cards article[data-zone="kitchen"] button[data-act="pause"]')
+            wait_for("paused", lambda: card_state(d, "kitchen") == "paused")
             d.execute_script("""
                 window.realFetch = window.fetch;
                 window.fetch = (path, opt) => String(path).startsWith('/api/v1/status')
@@ -390,9 +395,12 @@ def scenario(music):
                 assert "not JSON: text/html" in words, words
             finally:
                 d.execute_script("window.fetch = window.realFetch;")
+            wait_for("paused again", lambda: card_state(d, "kitchen") == "paused", 5)
+            wait_for("patio silent again", lambda: card_state(d, "patio") == "silent", 5)
+            click(d, '#zone-cards article[data-zone="kitchen"] button[data-act="resume"]')
             wait_for("playing again", lambda: card_state(d, "kitchen") == "playing", 5)
             print(f"     page said: {words!r}")
-        check("a status answer that is not batond's: the cards say unknown and why; the page polls on", not_batonds)
+        check("a status answer that is not batond's: the cards say unknown and why; the page polls on, and says what is again", not_batonds)
 
         def restarted():
             # A restarted batond numbers its events from 1 again: the page must follow the new run

@@ -131,6 +131,8 @@ async function refresh() {
   } catch (e) {
     $('#conn').textContent = e.message; $('#conn').className = 'conn down';
     // What the cards showed is no longer known: said (with what it last said), not left reading "playing".
+    // The next answer redraws them even if it is what they showed before (nothing moved meanwhile).
+    drawnCards = '';
     for (const s of document.querySelectorAll('#zone-cards .state')) {
       if (s.dataset.state === 'unknown') continue;
       s.dataset.was = s.dataset.state;
@@ -189,8 +191,9 @@ function render() {
   const html = s.zones.map(z => {
     // What this zone plays: the newest music source in it (its controls are the card's), or else the
     // newest source of any class in it (a doorbell on a zone without music is not "silent").
-    const newest = list => list.filter(x => x.zones.includes(z.name)).sort((a, b) => b.id.localeCompare(a.id, undefined, {numeric: true}))[0];
-    const here = newest(music), shown = here || newest(s.sources);
+    // Ids end in one counter for every class (`announce-9` is newer than `music-8`).
+    const newest = list => list.filter(x => x.zones.includes(z.name)).sort((a, b) => +b.id.split('-').pop() - +a.id.split('-').pop())[0];
+    const here = newest(music), shown = here || newest(s.sources.filter(x => z.audible.includes(x.id))) || newest(s.sources);
     const [words, cls] = stateWords(shown, z);
     const key = z.name + '|' + (shown ? shown.id : '') ;
     if (prevStates[z.name] !== undefined && prevStates[z.name] !== key + words) say(`${z.name}: ${shown ? (shown.track ? shown.track.title : shown.sound) + ' ' : ''}${words}`);
