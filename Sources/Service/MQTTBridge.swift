@@ -60,9 +60,10 @@ final class MQTTBridge: @unchecked Sendable {
         var refused: [String] = []
         /// The zones whose topics were last published (a reload that removes one clears them).
         var publishedZones: [String] = []
-        /// Command topics whose retained message batond cleared, until when (monotonic ns) the
-        /// empty message that clears it is expected back.
-        var clearing: [String: Int] = [:]
+        /// Command topics whose retained message batond cleared: how many clearing messages are
+        /// expected back (one per clear: a retained command delivered twice is cleared twice), and
+        /// until when (monotonic ns).
+        var clearing: [String: (count: Int, until: Int)] = [:]
         /// The bridge is stopping: the connection's end is its own doing, not a lost broker.
         var stopping = false
         /// Each zone's level as last published on `zones/<zone>/level`, and when (monotonic ns).
@@ -255,22 +256,29 @@ final class MQTTBridge: @unchecked Sendable {
         // The empty message that clears a retained command (below) comes back to batond, as to
         // every subscriber, as an ordinary message: carried out, it would run the command (an empty
         // body is `reload`'s, `music/stop`'s).
-        if !retained && payload.isEmpty,
-            let until = inbox.shared.withLock({ $0.clearing.removeValue(forKey: topic) }),
-            until > monotonicNanoseconds()
-        {
-            return
+        if !retained && payload.isEmpty {
+            let now = monotonicNanoseconds()
+            let echo = inbox.shared.withLock { s -> Bool in
+                guard let expected = s.clearing[topic] else { return false }
+                if expected.count <= 1 { s.clearing[topic] = nil } else { s.clearing[topic]?.count -= 1 }
+                return expected.until > now
+            }
+            if echo { return }
         }
+        // An empty message the broker kept (a broker that hands on the retain flag of a clearing):
+        // nothing to carry out, nothing to clear.
+        if retained && payload.isEmpty { return }
         // A retained command would run again at every start and reconnect (a doorbell hours late):
-        // refused, and cleared from the broker (a person clearing it with an empty retained message
-        // ran the command: that message reaches the subscribers as an ordinary one).
+        // refused, and the broker asked to clear it (a person clearing it with an empty retained
+        // message ran the command: that message reaches the subscribers as an ordinary one).
         guard !retained else {
-            inbox.shared.withLock { $0.clearing[topic] = monotonicNanoseconds() + 10_000_000_000 }
+            let until = monotonicNanoseconds() + 30_000_000_000
+            inbox.shared.withLock { $0.clearing[topic] = ((($0.clearing[topic]?.count) ?? 0) + 1, until) }
             publish(topic, [], retain: true)
             return refuse(
                 ControlError(
                     .badRequest,
-                    "a retained message is not carried out: it would run again at every connect; batond cleared it from the broker"
+                    "a retained message is not carried out: it would run again at every connect; batond asked the broker to clear it"
                 ))
         }
         // The API's own limit, before anything is decoded: one huge message would hold every other
@@ -369,6 +377,7 @@ final class MQTTBridge: @unchecked Sendable {
             var sources: [String]
         }
         var zones: [(String, ZoneState)] = []
+        var levels: [(zone: String, text: String)] = []
         for zone in status.zones {
             let top = Self.strongestHeard(in: zone, status)
             let state =
@@ -386,7 +395,7 @@ final class MQTTBridge: @unchecked Sendable {
                 ))
             let level = StatusReport.Level(peakDb: zone.level.peakDb.rounded(), rmsDb: zone.level.rmsDb.rounded())
             if let data = try? JSONEncoder.baton.encode(level) {
-                publishLevel(zone.name, String(decoding: data, as: UTF8.self), silent: level.peakDb <= -200)
+                levels.append((zone.name, String(decoding: data, as: UTF8.self)))
             }
         }
         for (name, z) in zones {
@@ -423,18 +432,22 @@ final class MQTTBridge: @unchecked Sendable {
             retain("\(base)/state", String(decoding: data, as: UTF8.self))
         }
         publishHomeAssistantState(status)
-        return !status.sources.isEmpty || status.intercom?.inCall == true
+        let moving =
+            !status.sources.isEmpty || status.intercom?.inCall == true
             || status.zones.contains { $0.level.peakDb > -200 }
+        // The last level before the bridge stops looking every 50 ms goes out at once.
+        for level in levels { publishLevel(level.zone, level.text, now: !moving) }
+        return moving
     }
 
     /// Publishes a zone's level on `zones/<zone>/level` (not retained) when it changed, at most once
-    /// a second — but silence at once (the bridge then stops looking every 50 ms).
-    private func publishLevel(_ zone: String, _ text: String, silent: Bool) {
+    /// a second — or `now`, when the bridge stops looking every 50 ms.
+    private func publishLevel(_ zone: String, _ text: String, now force: Bool) {
         guard client.status.connection == .connected else { return }
         let now = monotonicNanoseconds()
         let due = inbox.shared.withLock { s -> Bool in
             let last = s.levels[zone]
-            guard last?.text != text, silent || now - (last?.at ?? Int.min / 2) >= 1_000_000_000 else { return false }
+            guard last?.text != text, force || now - (last?.at ?? Int.min / 2) >= 1_000_000_000 else { return false }
             s.levels[zone] = (text, now)
             return true
         }
