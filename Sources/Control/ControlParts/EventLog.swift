@@ -89,9 +89,13 @@ public final class EventLog: Sendable {
         return "\(date)T\(clock).\(digits(ts.tv_nsec / 1_000_000, 3))Z"
     }
 
-    /// The events still kept, oldest first; only those after `seq` when given.
+    /// The events still kept, oldest first; only those after `seq` when given — all of them when
+    /// this run has not reached `seq` (another run's id, as `subscribe` takes it).
     public func recent(after seq: Int = 0) -> [Event] {
-        state.withLock { s in s.recent.filter { $0.seq > seq } }
+        state.withLock { s in
+            let after = seq >= s.next ? 0 : seq
+            return s.recent.filter { $0.seq > after }
+        }
     }
 
     /// Adds a subscriber: first it gets the kept events after `lastEventID` (so a reconnecting client
@@ -102,8 +106,7 @@ public final class EventLog: Sendable {
     @discardableResult
     public func subscribe(_ subscriber: any EventSubscriber, after lastEventID: Int?) -> Int {
         delivery.withLock { _ in
-            let issued = state.withLock { $0.next - 1 }
-            let missed = lastEventID.map { recent(after: $0 > issued ? 0 : $0) } ?? []
+            let missed = lastEventID.map { recent(after: $0) } ?? []
             for e in missed { _ = subscriber.deliver(e) }
             return state.withLock { s in
                 s.nextSubscriber += 1

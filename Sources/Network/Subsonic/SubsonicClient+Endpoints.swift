@@ -149,13 +149,15 @@ extension SubsonicClient {
                 message: scrub(envelope?.errorMessage ?? "the server answered \(type.isEmpty ? "no" : type) image"))
         }
         // Only the raster types a browser shows as an image and the cover cache keeps: an SVG (which
-        // may hold script) served from batond's own origin would run as batond's page.
-        guard Self.coverTypes.contains(type) else {
+        // may hold script) served from batond's own origin would run as batond's page. JPEG under
+        // its old names, as some servers send it, is JPEG.
+        let image = ["image/jpg", "image/pjpeg"].contains(type) ? "image/jpeg" : type
+        guard Self.coverTypes.contains(image) else {
             throw .decoding(
                 endpoint: "getCoverArt",
                 detail: "the image is \(type); only \(Self.coverTypes.joined(separator: ", ")) are passed on")
         }
-        return (response.body, type)
+        return (response.body, image)
     }
 
     /// The image types `coverArt` passes on.

@@ -108,6 +108,8 @@ import Testing
         log.publish(type: .reloaded)
         #expect(fromOldRun.seen.withLock { $0 } == [1, 2, 3, 4])
         #expect(fromThisRun.seen.withLock { $0 } == [3, 4])
+        #expect(log.recent(after: 40).map(\.seq) == [1, 2, 3, 4], "recent takes another run's id the same way")
+        #expect(log.recent(after: 4).isEmpty && log.recent(after: 3).map(\.seq) == [4])
         #expect(log.run.count == 16 && log.run.allSatisfy(\.isHexDigit), "\(log.run)")
         #expect(EventLog().run != log.run)
     }
