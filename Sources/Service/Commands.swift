@@ -118,8 +118,8 @@ struct Commands: Sendable {
     }
 
     private func skip(_ offset: Int, _ body: [UInt8]) throws(ControlError) -> Reply {
-        _ = try JSONBody.command(SourceBody.self, body, keys: ["id"])
-        return .done(["id": try daemon.music.skip(by: offset), "command": offset > 0 ? "next" : "previous"])
+        let b = try JSONBody.command(SourceBody.self, body, keys: ["id"])
+        return .done(["id": try daemon.music.skip(by: offset, id: b.id), "command": offset > 0 ? "next" : "previous"])
     }
 
     /// `music/resume`: the newest music source, or else the queue saved before a restart or stop.

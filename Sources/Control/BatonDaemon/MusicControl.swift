@@ -1,3 +1,4 @@
+import Arbiter
 import ControlParts
 import Players
 import Subsonic
@@ -40,8 +41,8 @@ public struct MusicControl: Sendable {
     }
 
     /// Skips `by` tracks (1: next, -1: previous) in the newest music source.
-    public func skip(by offset: Int) throws(ControlError) -> String {
-        try withNewest { p, music, s throws(ControlError) in
+    public func skip(by offset: Int, id: String? = nil) throws(ControlError) -> String {
+        try withNewest(id: id) { p, music, s throws(ControlError) in
             let index = (music.nowPlaying()?.index ?? music.startIndex) + offset
             guard index >= 0 && index < music.songs.count else {
                 throw ControlError(.conflict, offset > 0 ? "already at the last track" : "already at the first track")
@@ -99,10 +100,19 @@ public struct MusicControl: Sendable {
 
     /// Runs `body` under the lock with the newest granted music source from the server, or throws
     /// not found (`hint` added) when there is none.
+    /// Runs `body` on the newest server-music source, or on source `id` when given (the web app's
+    /// card acts on the music of its zone, which need not be the newest).
     func withNewest<T: Sendable>(
-        hint: String = "", _ body: (Playback, MusicPlayer, inout Daemon.State) throws(ControlError) -> T
+        hint: String = "", id: String? = nil,
+        _ body: (Playback, MusicPlayer, inout Daemon.State) throws(ControlError) -> T
     ) throws(ControlError) -> T {
         try daemon.state.withLock { (s: inout Daemon.State) throws(ControlError) in
+            if let id {
+                guard let p = s.playbacks[SourceID(id)], p.started, let music = p.music else {
+                    throw ControlError(.notFound, "no music from the server with id \(id)")
+                }
+                return try body(p, music, &s)
+            }
             guard let p = Self.newest(s), let music = p.music else {
                 throw ControlError(.notFound, "no music from the server is playing\(hint)")
             }

@@ -256,7 +256,7 @@ $('#zone-cards').addEventListener('click', e => {
   const b = e.target.closest('button[data-act]'); if (!b) return;
   const id = b.closest('.controls').dataset.source;
   const names = {pause: 'Pause', resume: 'Play', next: 'Next', previous: 'Previous', stop: 'Stop'};
-  act(names[b.dataset.act], 'POST', '/api/v1/music/' + b.dataset.act, b.dataset.act === 'next' || b.dataset.act === 'previous' ? {} : {id});
+  act(names[b.dataset.act], 'POST', '/api/v1/music/' + b.dataset.act, {id});
 });
 $('#other-sources').addEventListener('click', e => { const b = e.target.closest('button[data-stop]'); if (b) act('Stop', 'POST', '/api/v1/music/stop', {id: b.dataset.stop}); });
 const volTimers = {};

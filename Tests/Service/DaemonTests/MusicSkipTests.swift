@@ -140,6 +140,35 @@ import Testing
         #expect(try t.status().sources.first { $0.id == id } != nil, "the music is still there")
     }
 
+    /// `music/next` with an id skips that source, not the newest: the web app's patio card skipped
+    /// the kitchen's music when the kitchen's was started last (the id was not sent, and not read).
+    /// An id that is no server music is a 404.
+    @Test func nextWithAnIdSkipsThatSource() throws {
+        let real = try TestSubsonic.music()
+        let t = try TestDaemon(music: real)
+        defer { t.stop() }
+        let found = try JSONDecoder().decode(
+            LibraryAndQueueTests.Songs.self, from: Data(try t.request("GET", "/api/v1/library/search?q=Tone").body)
+        ).songs
+        let ids = try ["Tone 440 FLAC", "Tone 550 MP3", "Tone 660 Opus", "Tone 880 WAV 48000"].map { title in
+            try #require(found.first { $0.title == title }?.id, "\(title)")
+        }
+        func play(_ songs: ArraySlice<String>, _ zone: String) throws -> String {
+            let list = songs.map { "\"\($0)\"" }.joined(separator: ", ")
+            return try #require(
+                try t.json("POST", "/api/v1/music/play", #"{"songs": [\#(list)], "zones": ["\#(zone)"]}"#).object["id"])
+        }
+        let patio = try play(ids[0..<2], "patio")
+        let kitchen = try play(ids[2..<4], "kitchen")
+        let title = { (id: String) in (try? t.status().sources.first { $0.id == id }?.track?.title) ?? nil }
+        #expect(waitUntil(seconds: 15) { title(patio) == "Tone 440 FLAC" && title(kitchen) == "Tone 660 Opus" })
+        let next = try t.request("POST", "/api/v1/music/next", #"{"id": "\#(patio)"}"#)
+        #expect(next.status == 200 && next.text.contains(patio), "\(next.text)")
+        #expect(waitUntil(seconds: 15) { title(patio) == "Tone 550 MP3" }, "\(title(patio) ?? "-")")
+        #expect(title(kitchen) == "Tone 660 Opus")
+        #expect(try t.request("POST", "/api/v1/music/next", #"{"id": "announce-99"}"#).status == 404)
+    }
+
     /// A server that takes the connection and never answers: given up at the first failure once
     /// `retry.limit` (1 s here) has passed without a byte, which is the client's 20 s stall
     /// timeout; it used to start the limit at that first failure and give the next attempt its
