@@ -138,6 +138,7 @@ struct Commands: Sendable {
     private struct SeekBody: Decodable {
         var position: BodyNumber<Double>
         var track: BodyNumber<Int>?
+        var id: String?
     }
 
     private struct SeekAnswer: Encodable, Sendable {
@@ -148,11 +149,11 @@ struct Commands: Sendable {
     }
 
     private func seek(_ body: [UInt8]) throws(ControlError) -> Reply {
-        let b = try JSONBody.command(SeekBody.self, body, keys: ["position", "track"])
+        let b = try JSONBody.command(SeekBody.self, body, keys: ["position", "track", "id"])
         return .done(
             SeekAnswer(
-                id: try daemon.music.seek(to: b.position.value, track: b.track?.value), position: b.position.value,
-                track: b.track?.value))
+                id: try daemon.music.seek(to: b.position.value, track: b.track?.value, id: b.id),
+                position: b.position.value, track: b.track?.value))
     }
 
     private struct QueueBody: Decodable {

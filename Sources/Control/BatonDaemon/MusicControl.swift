@@ -52,14 +52,14 @@ public struct MusicControl: Sendable {
         }
     }
 
-    /// Moves the newest music source to `position` seconds of its current track (or of track
-    /// `track`, 0-based, when given): the track is fetched again and decoded frames before the
-    /// position are dropped, exact to the decoded frame.
-    public func seek(to position: Double, track: Int? = nil) throws(ControlError) -> String {
+    /// Moves the newest music source (or source `id`) to `position` seconds of its current track
+    /// (or of track `track`, 0-based, when given): the track is fetched again and decoded frames
+    /// before the position are dropped, exact to the decoded frame.
+    public func seek(to position: Double, track: Int? = nil, id: String? = nil) throws(ControlError) -> String {
         guard position.isFinite, position >= 0 else {
             throw ControlError(.badRequest, "position must be a number of seconds ≥ 0")
         }
-        return try withNewest { p, music, s throws(ControlError) in
+        return try withNewest(id: id) { p, music, s throws(ControlError) in
             let index: Int
             switch music.seekTarget(position, track: track) {
             case .success(let i): index = i

@@ -273,7 +273,7 @@ $('#zone-cards').addEventListener('pointerdown', e => { if (e.target.type === 'r
 document.addEventListener('pointerup', () => { if (dragging) { dragging = null; refreshSoon(); } });
 $('#zone-cards').addEventListener('change', e => {
   const el = e.target;
-  if (el.classList.contains('seek')) act('Seek', 'POST', '/api/v1/music/seek', {position: Number(el.value)});
+  if (el.classList.contains('seek')) act('Seek', 'POST', '/api/v1/music/seek', {position: Number(el.value), id: el.dataset.source});
 });
 
 // ---- zones & settings ---------------------------------------------------------------------------

@@ -140,9 +140,9 @@ import Testing
         #expect(try t.status().sources.first { $0.id == id } != nil, "the music is still there")
     }
 
-    /// `music/next` with an id skips that source, not the newest: the web app's patio card skipped
-    /// the kitchen's music when the kitchen's was started last (the id was not sent, and not read).
-    /// An id that is no server music is a 404.
+    /// `music/next` and `music/seek` with an id act on that source, not the newest: the web app's
+    /// patio card skipped (or sought in) the kitchen's music when the kitchen's was started last
+    /// (the id was not sent, and not read). An id that is no server music is a 404.
     @Test func nextWithAnIdSkipsThatSource() throws {
         let real = try TestSubsonic.music()
         let t = try TestDaemon(music: real)
@@ -167,6 +167,14 @@ import Testing
         #expect(waitUntil(seconds: 15) { title(patio) == "Tone 550 MP3" }, "\(title(patio) ?? "-")")
         #expect(title(kitchen) == "Tone 660 Opus")
         #expect(try t.request("POST", "/api/v1/music/next", #"{"id": "announce-99"}"#).status == 404)
+        // The same for a seek: the patio's track again, 5 s in; the kitchen's stays where it is.
+        let kitchenAt = (try t.status().sources.first { $0.id == kitchen }?.positionSeconds) ?? 0
+        let seek = try t.request("POST", "/api/v1/music/seek", #"{"position": 5, "track": 0, "id": "\#(patio)"}"#)
+        #expect(seek.status == 200 && seek.text.contains(patio), "\(seek.text)")
+        #expect(waitUntil(seconds: 15) { title(patio) == "Tone 440 FLAC" }, "\(title(patio) ?? "-")")
+        let position = { (id: String) in (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 }
+        #expect(position(patio) >= 5)
+        #expect(title(kitchen) == "Tone 660 Opus" && position(kitchen) >= kitchenAt, "the kitchen plays on")
     }
 
     /// A server that takes the connection and never answers: given up at the first failure once
