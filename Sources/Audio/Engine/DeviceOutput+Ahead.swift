@@ -103,14 +103,14 @@ extension DeviceOutput {
             }
             if !pcm.isRunning && held + periods * period >= lowWater + period { _ = pcm.start() }
             publishingCounters {
-                framesPlayed.add(periods * period, ordering: .releasing)
+                framesPlayed.add(periods * period, ordering: .sequentiallyConsistent)
                 measureDevice(pcm, bufferFrames: bufferFrames)
                 // A card plays on between wake-ups, so the status moves its audible frame with the
                 // card's clock. A clocked buffer hands its PCM what the clock played only when the
                 // thread wakes: until then a `file` PCM or a pipe has not had it, so the audible
                 // frame stays what the PCM was given (it steps at each wake-up).
                 let moves = pcm.isRunning && pcm.playsBetweenCalls
-                delayMeasuredAt.store(moves ? monotonicNanoseconds() : 0, ordering: .relaxed)
+                delayMeasuredAt.store(moves ? monotonicNanoseconds() : 0, ordering: .sequentiallyConsistent)
             }
             // What the sink holds (a `file` PCM's hidden delay comes after it).
             let delay = delayFrames.load(ordering: .relaxed) - pcm.hiddenDelayFrames

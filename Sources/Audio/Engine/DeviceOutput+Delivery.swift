@@ -73,7 +73,7 @@ extension DeviceOutput {
     /// ran dry), and the rate estimate (from a device that paces, not a `file` PCM).
     func measureDevice<Sink: PeriodSink>(_ pcm: Sink, bufferFrames: Int) {
         guard let delay = pcm.delay() else { return }
-        delayFrames.store(delay + pcm.hiddenDelayFrames, ordering: .relaxed)
+        delayFrames.store(delay + pcm.hiddenDelayFrames, ordering: .sequentiallyConsistent)
         let period = spec.pcm.periodFrames
         if lastDelayAfterWrite >= bufferFrames - period && delay - deliveredThisCycle < period {
             lateCycles.add(1, ordering: .relaxed)
@@ -102,9 +102,9 @@ extension DeviceOutput {
     /// (apart, a status read between the two saw them played and not delayed: heard too soon).
     func deviceLost(rendered: Int = 0) {
         publishingCounters {
-            framesPlayed.add(rendered, ordering: .releasing)
-            delayFrames.store(history.pending, ordering: .relaxed)
-            delayMeasuredAt.store(0, ordering: .relaxed)
+            framesPlayed.add(rendered, ordering: .sequentiallyConsistent)
+            delayFrames.store(history.pending, ordering: .sequentiallyConsistent)
+            delayMeasuredAt.store(0, ordering: .sequentiallyConsistent)
         }
         // Nothing from the first frame it did not play is heard until it is back.
         if !deviceOutage.snapshot().isOn {

@@ -343,8 +343,11 @@ public final class DeviceOutput: @unchecked Sendable {
         return periods * period * 1_000_000_000 / max(1, spec.pcm.rate)
     }
 
-    /// Changes `framesPlayed` and `delayFrames` in `body` as one (see `countersSequence`). Output
-    /// thread; real-time safe.
+    /// Changes `framesPlayed` and `delayFrames` in `body` as one (see `countersSequence`). Every
+    /// store in `body` is sequentially consistent, as the reader's loads are: in the one total
+    /// order, a reader that saw a new value sees the sequence changed too (a relaxed store may be
+    /// seen before the first increment, and a new delay paired with an old count). Output thread;
+    /// real-time safe.
     @inline(__always)
     func publishingCounters(_ body: () -> Void) {
         countersSequence.add(1, ordering: .sequentiallyConsistent)
@@ -526,10 +529,11 @@ public final class DeviceOutput: @unchecked Sendable {
                 return
             }
             publishingCounters {
-                framesPlayed.add(periods * period, ordering: .releasing)
+                framesPlayed.add(periods * period, ordering: .sequentiallyConsistent)
                 switch spec.clock {
                 case .device: measureDevice(pcm, bufferFrames: bufferFrames)
-                case .system: delayFrames.store((pcm.delay() ?? 0) + pcm.hiddenDelayFrames, ordering: .relaxed)
+                case .system:
+                    delayFrames.store((pcm.delay() ?? 0) + pcm.hiddenDelayFrames, ordering: .sequentiallyConsistent)
                 }
             }
             if spec.clock == .system {
@@ -648,8 +652,8 @@ public final class DeviceOutput: @unchecked Sendable {
         // Played out: nothing rendered can be taken back any more (a zone that renders ahead).
         for m in mixers { m.settle(playedThrough: Int.max) }
         publishingCounters {
-            delayFrames.store(0, ordering: .relaxed)
-            delayMeasuredAt.store(0, ordering: .relaxed)
+            delayFrames.store(0, ordering: .sequentiallyConsistent)
+            delayMeasuredAt.store(0, ordering: .sequentiallyConsistent)
         }
         idleStopCount.add(1, ordering: .relaxed)
         stoppedIdle.store(true, ordering: .releasing)
