@@ -138,8 +138,8 @@ final class MusicStreamer: @unchecked Sendable {
         let song = entry.song
         return Fetch(
             key: entry.key, song: song, buffer: buffer, gaveUp: gaveUp, stop: stop, wake: wake,
-            thread: OSThread.start(name: "fetch") { [self] in
-                self.fetch(song, into: buffer, gaveUp: gaveUp, stop: stop, wake: wake)
+            thread: OSThread.start(name: "fetch") { [self, key = entry.key] in
+                self.fetch(song, key: key, into: buffer, gaveUp: gaveUp, stop: stop, wake: wake)
             })
     }
 
@@ -184,9 +184,11 @@ final class MusicStreamer: @unchecked Sendable {
             let offset = current.key == firstKey ? startOffset : 0
             progressState.withLock { $0.trackStarts.append((current.key, written, offset)) }
             changed()
-            // The track fetched ahead is used only if it is still the one that comes next.
+            // The track fetched ahead is used only if it is still the one that comes next, and did
+            // not fail meanwhile (it gave up on a server away while the music was paused, which is
+            // back now: the queue stopped there at the resume).
             let fetch: Fetch
-            if let ahead = next, ahead.key == current.key {
+            if let ahead = next, ahead.key == current.key, ahead.buffer.networkFailure == nil {
                 fetch = ahead
             } else {
                 if let ahead = next { end(ahead) }
@@ -321,7 +323,14 @@ final class MusicStreamer: @unchecked Sendable {
     /// The network thread: streams the song into `buffer`, resuming after transient failures with
     /// `Range` (or by skipping what was already received when the server answers from the start),
     /// until `retryLimit` passes without progress.
-    private func fetch(_ song: Song, into buffer: StreamBuffer, gaveUp: GaveUp, stop: StopFlag, wake: Semaphore) {
+    private func fetch(
+        _ song: Song, key: Int, into buffer: StreamBuffer, gaveUp: GaveUp, stop: StopFlag, wake: Semaphore
+    ) {
+        // `retrying` (the status's "buffering") is the track being written's: a fetch ahead that
+        // retries while the track before it is heard is not said as buffering.
+        func retrying(_ why: String?) {
+            progressState.withLock { if $0.trackStarts.last?.key == key { $0.retrying = why } }
+        }
         var received: Int64 = 0
         // Since when no byte came (the fetch's start, else the last byte). It used to be the first
         // failure, so a server that held the connection without sending (a failure only after the
@@ -359,7 +368,7 @@ final class MusicStreamer: @unchecked Sendable {
                         guard buffer.write(bytes) else { return false }
                         received += Int64(bytes.count)
                         progressAt = .now
-                        self.progressState.withLock { $0.retrying = nil }
+                        retrying(nil)
                         return true
                     })
                 buffer.finish()
@@ -368,10 +377,11 @@ final class MusicStreamer: @unchecked Sendable {
                 if buffer.isCancelled { return }
                 guard error.isTransient, ContinuousClock.now - progressAt < retryLimit else {
                     if error.isTransient { gaveUp.set() }  // before the failure the reader sees
+                    retrying(nil)
                     buffer.fail(ByteSourceError(message: "\(error)"))
                     return
                 }
-                progressState.withLock { $0.retrying = "\(error)" }
+                retrying("\(error)")
                 report(.warning("music: \(song.title): \(error); retrying at byte \(received)"))
                 let (s, a) = backoff.components
                 _ = wake.wait(nanoseconds: Int(s) * 1_000_000_000 + Int(a / 1_000_000_000))  // or until ended
