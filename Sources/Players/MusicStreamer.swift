@@ -336,6 +336,10 @@ final class MusicStreamer: @unchecked Sendable {
         // failure, so a server that held the connection without sending (a failure only after the
         // 20 s stall timeout) was given a retry.limit more after that.
         var progressAt = ContinuousClock.now
+        // The furthest the stream got (bytes): only bytes past it are progress. Bytes skipped (a
+        // server that ignores Range sends the start again) or sent again (a new transcode) are not:
+        // a server that broke at the same byte every time was retried for ever, never given up on.
+        var furthest: Int64 = 0
         var backoff = Duration.milliseconds(250)
         let transcoded = client.config.format != "raw"
         while !buffer.isCancelled {
@@ -367,8 +371,11 @@ final class MusicStreamer: @unchecked Sendable {
                         }
                         guard buffer.write(bytes) else { return false }
                         received += Int64(bytes.count)
-                        progressAt = .now
-                        retrying(nil)
+                        if received > furthest {
+                            furthest = received
+                            progressAt = .now
+                            retrying(nil)
+                        }
                         return true
                     })
                 buffer.finish()

@@ -14,7 +14,7 @@ import Testing
     /// 19 s into its first 20 s track. Returns the daemon and the source's id.
     static func playing(
         _ titles: [String], refusing refused: Set<String>, stalling stalled: Set<String> = [],
-        retry: Duration = .seconds(20)
+        cuttingAlways cuts: [String: Int] = [:], retry: Duration = .seconds(20)
     ) throws -> (TestDaemon, SubsonicRefusingProxy, String) {
         let real = try TestSubsonic.music(retry: retry)
         let lookup = try TestDaemon(music: real)
@@ -26,7 +26,9 @@ import Testing
         let proxy = try SubsonicRefusingProxy(
             upstreamURL: real.subsonic.url,
             refusing: Set(zip(titles, ids).filter { refused.contains($0.0) }.map(\.1)),
-            stalling: Set(zip(titles, ids).filter { stalled.contains($0.0) }.map(\.1)))
+            stalling: Set(zip(titles, ids).filter { stalled.contains($0.0) }.map(\.1)),
+            cuttingAlways: Dictionary(
+                uniqueKeysWithValues: zip(titles, ids).compactMap { t, id in cuts[t].map { (id, $0) } }))
         var music = real
         music.subsonic.url = proxy.url
         let t = try TestDaemon(music: music)
@@ -175,6 +177,22 @@ import Testing
         let position = { (id: String) in (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 }
         #expect(position(patio) >= 5)
         #expect(title(kitchen) == "Tone 660 Opus" && position(kitchen) >= kitchenAt, "the kitchen plays on")
+    }
+
+    /// A server that breaks the stream at the same byte every time and ignores `Range` (a proxy's
+    /// size cap): each attempt sends the start again, which the client skips — no byte past where it
+    /// got, so no progress, and it is given up on once `retry.limit` (1 s here) passed. The skipped
+    /// bytes counted as progress, and it retried for ever, "buffering".
+    @Test func aServerThatBreaksAtTheSameByteEveryTimeIsGivenUp() throws {
+        let (t, proxy, id) = try Self.playing(
+            ["Tone 440 FLAC", "Tone 550 MP3"], refusing: [], cuttingAlways: ["Tone 550 MP3": 20_000],
+            retry: .seconds(1))
+        defer { t.stop() }
+        let failed = try #require(t.waitForEvent("stream-error", source: id, seconds: 20))
+        #expect(
+            failed.reason?.contains("gave up: the server stayed unreachable past retry.limit") == true,
+            "\(failed.reason ?? "")")
+        #expect(proxy.streamStatuses.count >= 3, "tried again: \(proxy.streamStatuses)")
     }
 
     /// A server that takes the connection and never answers: given up at the first failure once

@@ -18,7 +18,9 @@ import Synchronization
 /// `holding` is held unanswered until `releaseReports()` (a server slow to answer it).
 ///
 /// With `coverArt`, every `getCoverArt` is answered 200 with that content type and body (a server
-/// handing out a cover of a type of its choosing).
+/// handing out a cover of a type of its choosing). A song in `cuttingAlways` is sent from its start
+/// whatever `Range` asks (the header is not passed on) and cut after that many bytes every time (a
+/// proxy's size cap in front of a server that ignores ranges).
 public final class SubsonicRefusingProxy: @unchecked Sendable {
     // @unchecked: the socket and the settings are `let`; `running` is atomic.
     public let port: Int
@@ -31,6 +33,7 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     public var streamStatuses: [String] { streamAnswers.withLock { $0 } }
     private let listener: Listener
     private let coverArt: (type: String, body: String)?
+    private let cuttingAlways: [String: Int]
     private let running = Atomic<Bool>(true)
     private let offersPlaybackReport: Bool
     private let reports = Mutex<(answered: [PlaybackReport], arrived: Int, held: Int, holding: Set<String>)>(
@@ -62,9 +65,10 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     public init(
         upstreamURL: String, refusing songIDs: Set<String>, stalling stalledIDs: Set<String> = [],
         cutting cuts: [String: Int] = [:], offeringPlaybackReport: Bool = false, holding: Set<String> = [],
-        coverArt: (type: String, body: String)? = nil
+        coverArt: (type: String, body: String)? = nil, cuttingAlways: [String: Int] = [:]
     ) throws {
         self.coverArt = coverArt
+        self.cuttingAlways = cuttingAlways
         guard let colon = upstreamURL.lastIndex(of: ":"), let port = UInt16(upstreamURL[colon...].dropFirst())
         else { throw Listener.Failed() }
         upstream = port
@@ -149,11 +153,15 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
             return
         }
         // Each cut once: taken from the list as its request comes.
+        let always = target.hasPrefix("/rest/stream") ? Self.query(target, "id").flatMap { cuttingAlways[$0] } : nil
         let cut: Int? =
-            target.hasPrefix("/rest/stream")
-            ? Self.query(target, "id").flatMap { id in cutting.withLock { $0.removeValue(forKey: id) } } : nil
-        // Forwarded with the connection closed after the answer.
-        var lines = text.components(separatedBy: "\r\n").filter { !$0.lowercased().hasPrefix("connection:") }
+            always
+            ?? (target.hasPrefix("/rest/stream")
+                ? Self.query(target, "id").flatMap { id in cutting.withLock { $0.removeValue(forKey: id) } } : nil)
+        // Forwarded with the connection closed after the answer (and, for a song cut always, no range).
+        var lines = text.components(separatedBy: "\r\n").filter {
+            !$0.lowercased().hasPrefix("connection:") && (always == nil || !$0.lowercased().hasPrefix("range:"))
+        }
         lines.insert("Connection: close", at: 1)
         let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(server) }
