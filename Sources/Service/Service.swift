@@ -129,6 +129,7 @@ public enum Service {
         // A request waiting on the music server (up to 30 s) would hold the API's stop, which waits
         // for it, past systemd's 5 s: it ends now, with an error.
         daemon.stopNetwork()
+        api.sessions.endDelays()
         server.stop()
         triggers.stop()
         daemon.fadeOut()

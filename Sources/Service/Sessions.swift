@@ -26,6 +26,8 @@ final class Sessions: Sendable {
     /// quarter of a second over all its connections, so that parallel guesses are no faster than
     /// one after the other; and over all clients, one a sixteenth (a guesser with many addresses).
     private let nextWrongAnswer = Mutex<(perClient: [String: Int], all: Int)>(([:], 0))
+    /// Readable once batond stops (`endDelays`; never drained): every wrong-token wait ends then.
+    private let stopping = WakeFD()
 
     init(capacity: Int = 64, idleSeconds: Int = 30 * 24 * 3600) {
         self.capacity = capacity
@@ -51,10 +53,19 @@ final class Sessions: Sendable {
             return at
         }
         guard let at else { return false }
+        // Until then, or batond's stop: the API's stop waits for its handlers, and a guesser's
+        // waits (up to 5 s each) held it past systemd's 5 s for the whole stop, which then killed
+        // batond before its fade-out and last save.
         let wait = at - monotonicNanoseconds()
-        if wait > 0 { usleep(UInt32(wait / 1000)) }
+        if wait > 0 {
+            var one = pollfd(fd: stopping.fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&one, 1, Int32(clamping: (wait + 999_999) / 1_000_000))
+        }
         return true
     }
+
+    /// batond stops: wrong-token waits end now (answered as they would be), and those after at once.
+    func endDelays() { stopping.post() }
 
     /// `client` has so many wrong tokens waiting that the next would be answered 429: asked before
     /// a token is compared, so that a 429 says nothing of whether the token was right.

@@ -28,9 +28,10 @@ final class BatondProcess {
     /// Starts batond and waits until its API listens. A port that turns out to be taken is replaced
     /// by another, up to 5 times.
     /// `extra` is appended to the configuration (e.g. a `music:` section).
-    init(extra: String = "") throws {
+    init(extra: String = "", token: String? = nil) throws {
         directory = TestDirectory.make("batonctl")
         mkdir(directory + "/out", 0o755)
+        if let token { Self.write(directory + "/token", token + "\n") }
         Self.write(
             directory + "/alsa.conf",
             """
@@ -50,7 +51,7 @@ final class BatondProcess {
                 directory + "/baton.yaml",
                 """
                 api:
-                  listen: 127.0.0.1:\(port)
+                  listen: 127.0.0.1:\(port)\(token == nil ? "" : "\n  token-file: token")
                 zones:
                   kitchen: {pcm: tool_kitchen, rate: 44100, clock: system}
                   patio: {pcm: tool_patio, rate: 48000, clock: system}

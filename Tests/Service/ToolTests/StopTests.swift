@@ -44,4 +44,33 @@ import Testing
         let code = answer.withLock { $0 } ?? 0
         #expect(!(200..<300).contains(code), "the play was answered \(code)")
     }
+
+    /// Wrong tokens wait before they are answered (four a second for a client): sixteen of them
+    /// pending (four seconds of waits) when batond gets SIGTERM end with the stop, which takes
+    /// well under a second. The API's stop waited for every one, and with the rest of the stop
+    /// went past systemd's 5 s, which then killed batond before its fade-out and last save.
+    @Test func aStopDoesNotWaitForWrongTokens() throws {
+        let daemon = try BatondProcess(token: "the-right-token")
+        defer { daemon.stop() }
+        let answered = Mutex(0)
+        let port = daemon.port
+        for _ in 0..<16 {
+            OSThread.detach(name: "guess") {
+                let client = try? RawClient(port: port)
+                client?.send(
+                    "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                        + "Authorization: Bearer not-the-token\r\n\r\n")
+                _ = try? client?.readResponse()
+                answered.withLock { $0 += 1 }
+            }
+        }
+        usleep(500_000)  // the guesses are in (a wait of its own, not one a clock could stand for)
+        #expect(answered.withLock { $0 } < 12, "the guesses wait to be answered")
+        let began = monotonicNanoseconds()
+        let status = daemon.stop()
+        let took = Double(monotonicNanoseconds() - began) / 1e9
+        #expect(status == 0, "exit status \(status): \(daemon.log)")
+        #expect(took < 2, "the stop took \(took) s")
+        #expect(daemon.log.contains("stopped"), "\(daemon.log)")
+    }
 }
