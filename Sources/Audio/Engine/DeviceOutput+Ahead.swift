@@ -43,7 +43,8 @@ extension DeviceOutput {
         let waitMilliseconds = Int32(clamping: max(100, 2 * bufferFrames * 1_000 / rate))
         var rang = true
         var idleFrames = 0
-        var stall = StallWatch()
+        // When the running card last took frames (a stall: no error, no room, `played` stands).
+        var progressAt = monotonicNanoseconds()
         var lastPlayed = -1
         // Whether this PCM can take back, asked once it holds more than it keeps: nothing is
         // rendered ahead until it said yes. A PCM that cannot (alsa-lib's `rate` plugin, a `plug`
@@ -118,11 +119,13 @@ extension DeviceOutput {
             // In zone frames (what every mixer has rendered is `history.rendered`): what the sink has
             // played, beyond which it can take back.
             let played = history.sent - delay
-            // A running card that took nothing since the last look (a stall: no error, no room).
-            if pcm.isRunning && pcm.playsBetweenCalls && played == lastPlayed {
-                if stall.noRoom(now: now) { return stalled(pcm) }
-            } else {
-                stall.room()
+            if !pcm.isRunning || !pcm.playsBetweenCalls {
+                progressAt = now
+            } else if played != lastPlayed {
+                progressAt = now
+                if lastPlayed >= 0 { progressed() }
+            } else if now - progressAt >= Self.stallLimitNanoseconds {
+                return stalled(pcm)
             }
             lastPlayed = played
             for m in mixers {

@@ -115,6 +115,11 @@ public final class DeviceOutput: @unchecked Sendable {
     /// it dropped is written first). Output thread writes.
     let deviceOutage = Timeline()
     let lastError = Atomic<Int32>(0)
+    /// The device stalled (`stalled`) and has not taken a frame since. Set by the output thread.
+    let deviceStalled = Atomic<Bool>(false)
+    /// The pause before a stalled device is opened again, doubling at each stall until it takes
+    /// frames (`progressed`). Output thread only.
+    var stallBackoff = 250_000_000
     let framesPlayed = Atomic<Int>(0)
     let xruns = Atomic<Int>(0)
     let suspends = Atomic<Int>(0)
@@ -298,7 +303,7 @@ public final class DeviceOutput: @unchecked Sendable {
 
     /// True while a stream output's connection is open but its server has taken nothing for a while
     /// (`StreamSink.stallNanoseconds`): the zone is unavailable. Any thread.
-    public var isStalled: Bool { streamSink?.isStalled ?? false }
+    public var isStalled: Bool { streamSink?.isStalled ?? deviceStalled.load(ordering: .acquiring) }
 
     /// Where the zone's output did not reach anyone, in zone frames: "on" from the first frame lost,
     /// "off" from the first that reached the output again. A stream output's audio dropped (no
@@ -423,8 +428,14 @@ public final class DeviceOutput: @unchecked Sendable {
         var innerRequest = spec.pcm
         if clockedBuffer != nil { innerRequest.bufferFrames = 2 * spec.pcm.periodFrames }
         var backoff = 250_000_000
-        var stallBackoff = 250_000_000
+        var pauseBeforeOpen = 0
         while !stopping {
+            // After a stall: the stalled PCM closed (the last iteration's), then a pause.
+            if pauseBeforeOpen > 0 {
+                sleepInterruptibly(nanoseconds: pauseBeforeOpen)
+                pauseBeforeOpen = 0
+                if stopping { break }
+            }
             let pcm: PCM
             do {
                 openAttempts.add(1, ordering: .relaxed)
@@ -460,7 +471,9 @@ public final class DeviceOutput: @unchecked Sendable {
                 try? pcm.setWakeThreshold(frames: spec.rendersAhead ? granted - lowWater : wake * spec.pcm.periodFrames)
             }
             deviceOpened()
-            setAvailable(true)
+            // A device reopened after a stall is available once it has taken frames (`progressed`):
+            // a DAC that stays dead read "available" for two seconds after each reopen.
+            if !deviceStalled.load(ordering: .acquiring) { setAvailable(true) }
             if let clockedBuffer {
                 playAhead(on: clockedBuffer, bufferFrames: granted, cycle: &cycle)
                 clockedBuffer.output = nil
@@ -471,18 +484,16 @@ public final class DeviceOutput: @unchecked Sendable {
             }
             deviceLost()
             setAvailable(false)
-            // A device that stalled is opened again after a pause, longer at each stall in a row:
-            // unavailable meanwhile (at once, it stalled again two seconds later, "available").
-            if lastError.load(ordering: .acquiring) == Self.stallError {
-                sleepInterruptibly(nanoseconds: stallBackoff)
+            // A device that stalled is opened again after a pause, longer at each stall before it
+            // took frames again (`progressed` resets it).
+            if deviceStalled.load(ordering: .acquiring) {
+                pauseBeforeOpen = stallBackoff
                 stallBackoff = min(stallBackoff * 2, 8_000_000_000)
-            } else {
-                stallBackoff = 250_000_000
             }
         }
     }
 
-    private func setAvailable(_ value: Bool) {
+    func setAvailable(_ value: Bool) {
         if available.exchange(value, ordering: .acquiringAndReleasing) != value { availabilityObserver?() }
     }
 
@@ -510,17 +521,24 @@ public final class DeviceOutput: @unchecked Sendable {
         let waitMilliseconds = Int32(clamping: max(100, 2 * bufferNanoseconds / 1_000_000))
         var deadline = monotonicNanoseconds()
         var idleFrames = 0
-        var stall = StallWatch()
+        // Time waited in vain for room while the device ran: each wait that timed out is a whole
+        // `waitMilliseconds` (a healthy device has room within a buffer, half the wait).
+        var waitedInVain = 0
         while !stopping {
             wakeUps.add(1, ordering: .relaxed)
             var periods = wake
             if spec.clock == .device {
+                let running = pcm.isRunning
                 periods = periodsToRender(pcm, wake: wake, period: period, waitMilliseconds: waitMilliseconds)
                 if periods == 0 {
-                    if stall.noRoom(now: monotonicNanoseconds()) { return stalled(pcm) }
+                    waitedInVain += Int(waitMilliseconds) * 1_000_000
+                    if waitedInVain >= Self.stallLimitNanoseconds { return stalled(pcm) }
                     continue
                 }
-                stall.room()
+                if running {
+                    waitedInVain = 0
+                    progressed()
+                }
             }
             for _ in 0..<periods { renderPeriod(period: period, channels: channels, cycle: &cycle) }
             // Gone (-ENODEV) or unrecoverable: reopen with backoff; what the device dropped is kept.
@@ -595,32 +613,25 @@ public final class DeviceOutput: @unchecked Sendable {
     /// zone's ring stays full, the producer waited on it and starved the source's other zones.
     public static let stallLimitNanoseconds = 2_000_000_000
 
-    /// Whether a running device has stopped taking frames for `stallLimitNanoseconds`. Output
-    /// thread; real-time safe.
-    struct StallWatch {
-        private var since: Int?
-        /// The device took frames (or had room): not stalled.
-        mutating func room() { since = nil }
-        /// The device had no room, or took nothing, at `now`: true once it has been so for the limit.
-        mutating func noRoom(now: Int) -> Bool {
-            guard let since else {
-                self.since = now
-                return false
-            }
-            return now - since >= DeviceOutput.stallLimitNanoseconds
-        }
-    }
-
-    /// The device stalled (`StallWatch`): said as `-ETIMEDOUT`, and the caller closes it and opens
-    /// it again (a stalled DAC is reset by a reopen, or stays unavailable, truthfully). What it
-    /// held is kept as for any loss. Output thread; real-time safe.
+    /// The device stalled (no frame taken for `stallLimitNanoseconds`, at most a wait more): the
+    /// caller closes it and, after a pause, opens it again (a stalled DAC is reset by a reopen, or
+    /// stays unavailable, truthfully: `isStalled` until it takes frames again). What it held is
+    /// kept as for any loss. Output thread; real-time safe.
     func stalled<Sink: PeriodSink>(_ pcm: Sink) {
         history.rewind(pcm.unplayedFrames())
-        lastError.store(Self.stallError, ordering: .releasing)
+        deviceStalled.store(true, ordering: .releasing)
+        lastError.store(-ETIMEDOUT, ordering: .releasing)
     }
 
-    /// `lastError` of a device that stalled (`-ETIMEDOUT`).
-    public static let stallError = -ETIMEDOUT
+    /// The running device took frames: a stall is over (the zone is available again, and the
+    /// next stall waits the shortest pause). Output thread; real-time safe.
+    func progressed() {
+        guard deviceStalled.load(ordering: .relaxed) else { return }
+        deviceStalled.store(false, ordering: .releasing)
+        stallBackoff = 250_000_000
+        lastError.store(0, ordering: .releasing)
+        setAvailable(true)
+    }
 
     /// A device-clocked sink: waits until it has room for `wake` periods, then says how many to
     /// render now (0: the wait timed out, look again). A sink that is not running yet (being filled

@@ -86,11 +86,11 @@ extension ZoneHandle {
         let snap = device.snapshot()
         if snap.available { return "available" }
         if let text = SnapcastKeepers.errorText(self, snap) { return text }
-        if snap.lastError == 0 { return "opening PCM \"\(pcm)\"" }
-        if snap.lastError == DeviceOutput.stallError {
+        if device.isStalled {
             let limit = DeviceOutput.stallLimitNanoseconds / 1_000_000_000
             return "PCM \"\(pcm)\" took no audio for \(limit) s (the device stalled): reopening it"
         }
+        if snap.lastError == 0 { return "opening PCM \"\(pcm)\"" }
         return ALSAError(operation: "open", pcm: pcm, code: snap.lastError).description
     }
 }

@@ -339,8 +339,8 @@ import Testing
     }
 
     /// A card that stops taking audio without an error (a DAC whose clock stopped): after 2 s the
-    /// zone is unavailable, said as a stall, and the card is opened again; the reopened card plays
-    /// on from the frame the stalled one consumed last. It stayed "available" for as long as the
+    /// zone is unavailable, said as a stall, and the card is opened again after a pause; available
+    /// once the reopened card takes frames, it plays on from the frame the stalled one consumed last. It stayed "available" for as long as the
     /// stall lasted, its sources "playing" in silence.
     @Test func aCardThatStopsTakingAudioIsReopened() throws {
         for rendersAhead in [false, true] {
@@ -353,10 +353,11 @@ import Testing
             #expect(waitUntil(seconds: 5) { !output.snapshot().available }, "ahead: \(rendersAhead)")
             let stall = try #require(card.events("stall").first)
             let seen = Self.now()
-            #expect(output.snapshot().lastError == -ETIMEDOUT, "ahead: \(rendersAhead)")
+            #expect(output.snapshot().lastError == -ETIMEDOUT && output.isStalled, "ahead: \(rendersAhead)")
             let after = Double(seen - stall.nanoseconds) / 1e9
             #expect(after >= 2 && after < 3.5, "unavailable \(after) s into the stall (ahead: \(rendersAhead))")
             #expect(waitUntil(seconds: 5) { output.snapshot().available && output.snapshot().reopens == 1 })
+            #expect(!output.isStalled && output.snapshot().lastError == 0, "taking frames again")
             let resumed = output.snapshot().framesPlayed
             #expect(waitUntil { output.snapshot().framesPlayed >= resumed + Self.rate / 4 }, "plays again")
             output.stop()
