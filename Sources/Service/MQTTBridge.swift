@@ -263,11 +263,21 @@ final class MQTTBridge: @unchecked Sendable {
                 if expected.count <= 1 { s.clearing[topic] = nil } else { s.clearing[topic]?.count -= 1 }
                 return expected.until > now
             }
-            if echo { return }
+            if echo {
+                logger.info("mqtt: \(topic): the empty message that cleared its retained command, not carried out")
+                return
+            }
         }
         // An empty message the broker kept (a broker that hands on the retain flag of a clearing):
-        // nothing to carry out, nothing to clear.
-        if retained && payload.isEmpty { return }
+        // nothing to carry out, nothing to clear — but it is the clearing's echo if one is due.
+        if retained && payload.isEmpty {
+            inbox.shared.withLock { s in
+                if let expected = s.clearing[topic] {
+                    if expected.count <= 1 { s.clearing[topic] = nil } else { s.clearing[topic]?.count -= 1 }
+                }
+            }
+            return
+        }
         // A retained command would run again at every start and reconnect (a doorbell hours late):
         // refused, and the broker asked to clear it (a person clearing it with an empty retained
         // message ran the command: that message reaches the subscribers as an ordinary one).

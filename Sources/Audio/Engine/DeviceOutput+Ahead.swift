@@ -248,8 +248,8 @@ extension DeviceOutput {
         for m in mixers { m.rewind(periods: whole) }
         history.takeBack(whole * period)
         publishingCounters {
-            framesPlayed.subtract(whole * period, ordering: .releasing)
-            delayFrames.subtract(whole * period, ordering: .releasing)
+            framesPlayed.subtract(whole * period, ordering: .sequentiallyConsistent)
+            delayFrames.subtract(whole * period, ordering: .sequentiallyConsistent)
         }
         // Emptied on purpose: the writes that follow do not find it nearly run dry (a late cycle).
         lastDelayAfterWrite = 0

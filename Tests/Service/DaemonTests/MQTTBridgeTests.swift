@@ -177,10 +177,11 @@ import Testing
         #expect(connected(t))
         try broker.publish(topic: "\(base)/notify", message: "The washing machine is done")
         try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
-        #expect(waitUntil(seconds: 20) { t.daemon.events.recent().filter { $0.type == "granted" }.count == 1 })
-        let first = try #require(t.daemon.events.recent().first { $0.type == "granted" })
-        let sound = try t.status().sources.first { $0.id == first.source }?.sound
-        #expect(sound == "bell1k", "granted first: \(sound ?? first.source ?? "?")")
+        #expect(waitUntil(seconds: 20) { t.daemon.events.recent().filter { $0.type == "played" }.count == 2 })
+        let events = t.daemon.events.recent()
+        let first = try #require(events.first { $0.type == "granted" })
+        let played = events.first { $0.type == "played" && $0.source == first.source }
+        #expect(played?.reason?.hasPrefix("sound bell1k") == true, "granted first: \(played?.reason ?? "?")")
     }
 
     /// batond's own disconnect at its stop is not a lost broker: it was logged as "lost …;
