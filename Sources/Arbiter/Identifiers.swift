@@ -12,7 +12,19 @@ public struct SourceID: Hashable, Comparable, Sendable, ExpressibleByStringLiter
     /// Creates a source id from a literal, as tests and examples write it.
     public init(stringLiteral value: String) { self.rawValue = value }
 
-    public static func < (lhs: SourceID, rhs: SourceID) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// In the order the daemon made them: its ids end in one counter (`music-9` before
+    /// `music-10`, which as text come the other way round: the newest music was then an older one).
+    /// Ids without a counter, or with the same, as text.
+    public static func < (lhs: SourceID, rhs: SourceID) -> Bool {
+        if let l = lhs.counter, let r = rhs.counter, l != r { return l < r }
+        return lhs.rawValue < rhs.rawValue
+    }
+
+    /// The number after the id's last `-`, if it ends in one.
+    private var counter: Int? {
+        guard let dash = rawValue.lastIndex(of: "-") else { return nil }
+        return Int(rawValue[rawValue.index(after: dash)...])
+    }
 
     public var description: String { rawValue }
 }

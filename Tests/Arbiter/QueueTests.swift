@@ -3,6 +3,16 @@ import Testing
 
 @Suite("Announcement queue")
 struct QueueTests {
+    /// Source ids come in the order the daemon made them: `music-9` before `music-10` (as text the
+    /// other way round, and the newest music was then an older one); without a counter, as text.
+    @Test func sourceIDsOrderByTheirCounter() {
+        #expect(SourceID("music-9") < SourceID("music-10"))
+        #expect(!(SourceID("music-10") < SourceID("music-9")))
+        #expect(SourceID("announce-9") < SourceID("music-10"))
+        #expect([SourceID("music-12"), "music-9", "call-100", "music-99"].max() == "call-100")
+        #expect(SourceID("a") < SourceID("b") && SourceID("a-1") < SourceID("b-1"))
+    }
+
     /// Five doorbell presses within 3 s play one chime; the other four are coalesced into it.
     @Test func coalescesRepeatedDoorbell() {
         var s = Script()

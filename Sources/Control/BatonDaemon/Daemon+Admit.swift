@@ -99,10 +99,7 @@ extension Daemon {
     public func latestSource(of sourceClass: SourceClass) -> String? {
         state.withLock { s in
             s.playbacks.values.filter { $0.sourceClass == sourceClass && s.arbiter.state(of: $0.id) != nil }
-                .max {
-                    $0.id.rawValue.count == $1.id.rawValue.count
-                        ? $0.id < $1.id : $0.id.rawValue.count < $1.id.rawValue.count
-                }?
+                .max { $0.id < $1.id }?
                 .id.rawValue
         }
     }

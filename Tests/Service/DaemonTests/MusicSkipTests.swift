@@ -195,6 +195,36 @@ import Testing
         #expect(proxy.streamStatuses.count >= 3, "tried again: \(proxy.streamStatuses)")
     }
 
+    /// `music/next` without an id skips the newest server music: with `music-9` and `music-10`,
+    /// `music-10` (ids were compared as text, and the older was taken: next, pause, the queue, the
+    /// saved state all acted on it once ids reached two digits).
+    @Test func theNewestMusicIsTheLastMadeAlsoPastNine() throws {
+        let real = try TestSubsonic.music()
+        let t = try TestDaemon(music: real)
+        defer { t.stop() }
+        let found = try JSONDecoder().decode(
+            LibraryAndQueueTests.Songs.self, from: Data(try t.request("GET", "/api/v1/library/search?q=Tone").body)
+        ).songs
+        let ids = try ["Tone 440 FLAC", "Tone 550 MP3", "Tone 660 Opus", "Tone 880 WAV 48000"].map { title in
+            try #require(found.first { $0.title == title }?.id, "\(title)")
+        }
+        for _ in 1...8 { _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#) }
+        func play(_ songs: ArraySlice<String>, _ zone: String) throws -> String {
+            let list = songs.map { "\"\($0)\"" }.joined(separator: ", ")
+            return try #require(
+                try t.json("POST", "/api/v1/music/play", #"{"songs": [\#(list)], "zones": ["\#(zone)"]}"#).object["id"])
+        }
+        let older = try play(ids[0..<2], "patio")
+        let newer = try play(ids[2..<4], "kitchen")
+        #expect(older == "music-9" && newer == "music-10")
+        let title = { (id: String) in (try? t.status().sources.first { $0.id == id }?.track?.title) ?? nil }
+        #expect(waitUntil(seconds: 15) { title(older) == "Tone 440 FLAC" && title(newer) == "Tone 660 Opus" })
+        let next = try t.request("POST", "/api/v1/music/next")
+        #expect(next.status == 200 && next.text.contains(newer), "\(next.text)")
+        #expect(waitUntil(seconds: 15) { title(newer) == "Tone 880 WAV 48000" }, "\(title(newer) ?? "-")")
+        #expect(title(older) == "Tone 440 FLAC")
+    }
+
     /// A server that takes the connection and never answers: given up at the first failure once
     /// `retry.limit` (1 s here) has passed without a byte, which is the client's 20 s stall
     /// timeout; it used to start the limit at that first failure and give the next attempt its
