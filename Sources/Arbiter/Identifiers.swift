@@ -14,9 +14,12 @@ public struct SourceID: Hashable, Comparable, Sendable, ExpressibleByStringLiter
 
     /// In the order the daemon made them: its ids end in one counter (`music-9` before
     /// `music-10`, which as text come the other way round: the newest music was then an older one).
-    /// Ids without a counter, or with the same, as text.
+    /// Ids without a counter come first, as text; those with the same counter, as text (a strict
+    /// weak order whatever the mix).
     public static func < (lhs: SourceID, rhs: SourceID) -> Bool {
-        if let l = lhs.counter, let r = rhs.counter, l != r { return l < r }
+        let (l, r) = (lhs.counter, rhs.counter)
+        if (l == nil) != (r == nil) { return l == nil }
+        if let l, let r, l != r { return l < r }
         return lhs.rawValue < rhs.rawValue
     }
 

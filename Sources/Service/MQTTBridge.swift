@@ -271,10 +271,13 @@ final class MQTTBridge: @unchecked Sendable {
         // An empty message the broker kept (a broker that hands on the retain flag of a clearing):
         // nothing to carry out, nothing to clear — but it is the clearing's echo if one is due.
         if retained && payload.isEmpty {
-            inbox.shared.withLock { s in
-                if let expected = s.clearing[topic] {
-                    if expected.count <= 1 { s.clearing[topic] = nil } else { s.clearing[topic]?.count -= 1 }
-                }
+            let echo = inbox.shared.withLock { s -> Bool in
+                guard let expected = s.clearing[topic] else { return false }
+                if expected.count <= 1 { s.clearing[topic] = nil } else { s.clearing[topic]?.count -= 1 }
+                return true
+            }
+            if echo {
+                logger.info("mqtt: \(topic): the empty message that cleared its retained command, not carried out")
             }
             return
         }

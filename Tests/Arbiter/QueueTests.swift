@@ -11,6 +11,10 @@ struct QueueTests {
         #expect(SourceID("announce-9") < SourceID("music-10"))
         #expect([SourceID("music-12"), "music-9", "call-100", "music-99"].max() == "call-100")
         #expect(SourceID("a") < SourceID("b") && SourceID("a-1") < SourceID("b-1"))
+        // Mixed with ids without a counter, still one order (it made a cycle: a-10 < b < c-9 < a-10).
+        let mixed: [SourceID] = ["a-10", "b", "c-9", "music-5x", "a-01", "a-1"]
+        #expect(mixed.sorted() == ["b", "music-5x", "a-01", "a-1", "c-9", "a-10"])
+        for x in mixed { for y in mixed where x < y { #expect(!(y < x), "\(x) \(y)") } }
     }
 
     /// Five doorbell presses within 3 s play one chime; the other four are coalesced into it.

@@ -90,9 +90,15 @@ extension DeviceOutput {
         rateEstimator.reset()
         framesSincePrepare = 0
         lastDelayAfterWrite = 0
-        // Heard again from the first frame it dropped, written first.
+        // Heard again from the first frame it dropped, written first — after a stall, once the
+        // reopened device takes frames (`progressed`).
         if deviceOutage.snapshot().isOn {
-            deviceOutage.record(on: nil, off: framesPlayed.load(ordering: .relaxed) - history.pending)
+            let first = framesPlayed.load(ordering: .relaxed) - history.pending
+            if deviceStalled.load(ordering: .relaxed) {
+                reopenedAt = first
+            } else {
+                deviceOutage.record(on: nil, off: first)
+            }
         }
     }
 

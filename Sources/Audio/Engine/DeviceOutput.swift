@@ -120,6 +120,9 @@ public final class DeviceOutput: @unchecked Sendable {
     /// The pause before a stalled device is opened again, doubling at each stall until it takes
     /// frames (`progressed`). Output thread only.
     var stallBackoff = 250_000_000
+    /// The first frame written to a device reopened after a stall: heard from there once it takes
+    /// frames (`progressed`). Output thread only.
+    var reopenedAt: Int?
     let framesPlayed = Atomic<Int>(0)
     let xruns = Atomic<Int>(0)
     let suspends = Atomic<Int>(0)
@@ -302,7 +305,8 @@ public final class DeviceOutput: @unchecked Sendable {
     public var awaitsServer: Bool { streamSink?.isAwaitingServer ?? false }
 
     /// True while a stream output's connection is open but its server has taken nothing for a while
-    /// (`StreamSink.stallNanoseconds`): the zone is unavailable. Any thread.
+    /// (`StreamSink.stallNanoseconds`), or an ALSA device stalled (`stalled`) and, reopened, has not
+    /// taken a frame yet: the zone is unavailable. Any thread.
     public var isStalled: Bool { streamSink?.isStalled ?? deviceStalled.load(ordering: .acquiring) }
 
     /// Where the zone's output did not reach anyone, in zone frames: "on" from the first frame lost,
@@ -456,7 +460,8 @@ public final class DeviceOutput: @unchecked Sendable {
             if framesPlayed.load(ordering: .relaxed) > 0 || reopens.load(ordering: .relaxed) > 0 {
                 reopens.add(1, ordering: .relaxed)
             }
-            lastError.store(0, ordering: .releasing)
+            // A device reopened after a stall still says so until it takes frames (`progressed`).
+            if !deviceStalled.load(ordering: .relaxed) { lastError.store(0, ordering: .releasing) }
             // Wake when `wakePeriods` are free (see `play`); a device that refuses it wakes every
             // period and is written a period at a time. Rendering ahead: when the card is down to
             // its low water.
@@ -527,15 +532,30 @@ public final class DeviceOutput: @unchecked Sendable {
         while !stopping {
             wakeUps.add(1, ordering: .relaxed)
             var periods = wake
+            // A device opened or prepared again holds nothing, and what it held before (up to its
+            // buffer) is written again first: with no room left for a period more, that alone is
+            // written and the device started. A period more blocked the write until the device
+            // took one — for ever, on a device that takes none (a stalled card, reopened).
+            if spec.clock == .device && !pcm.isRunning && history.pending > 0
+                && pcm.avail() - history.pending < period
+            {
+                guard deliver(to: pcm, bufferFrames: bufferFrames) else {
+                    deviceLost()
+                    return
+                }
+                if !pcm.isRunning { _ = pcm.start() }
+                continue
+            }
             if spec.clock == .device {
-                let running = pcm.isRunning
-                periods = periodsToRender(pcm, wake: wake, period: period, waitMilliseconds: waitMilliseconds)
+                var tookFrames = false
+                periods = periodsToRender(
+                    pcm, wake: wake, period: period, waitMilliseconds: waitMilliseconds, tookFrames: &tookFrames)
                 if periods == 0 {
                     waitedInVain += Int(waitMilliseconds) * 1_000_000
                     if waitedInVain >= Self.stallLimitNanoseconds { return stalled(pcm) }
                     continue
                 }
-                if running {
+                if tookFrames {
                     waitedInVain = 0
                     progressed()
                 }
@@ -584,7 +604,9 @@ public final class DeviceOutput: @unchecked Sendable {
     func stopIfIdle<Sink: PeriodSink>(
         _ pcm: Sink, rendered frames: Int, idleFrames: inout Int, beforeStopping: () -> Void = {}
     ) -> IdleCheck {
-        guard spec.stopsWhenIdle else { return .playing }
+        // Not a device reopened after a stall that has not taken a frame yet: parked idle, it would
+        // never show it took them, and stay unavailable (no source could then claim it to wake it).
+        guard spec.stopsWhenIdle, !deviceStalled.load(ordering: .relaxed) else { return .playing }
         idleFrames = allZonesIdle ? idleFrames + frames : 0
         guard idleFrames >= spec.pcm.rate / 2 else { return .playing }
         idleFrames = 0
@@ -620,13 +642,23 @@ public final class DeviceOutput: @unchecked Sendable {
     func stalled<Sink: PeriodSink>(_ pcm: Sink) {
         history.rewind(pcm.unplayedFrames())
         deviceStalled.store(true, ordering: .releasing)
-        lastError.store(-ETIMEDOUT, ordering: .releasing)
+        lastError.store(Self.stallError, ordering: .releasing)
     }
+
+    /// `lastError` of a device that stalled (`-ETIMEDOUT`): kept until it takes frames again, unless
+    /// a reopen fails with an error of its own.
+    public static let stallError = -ETIMEDOUT
 
     /// The running device took frames: a stall is over (the zone is available again, and the
     /// next stall waits the shortest pause). Output thread; real-time safe.
     func progressed() {
         guard deviceStalled.load(ordering: .relaxed) else { return }
+        // Heard again from the first frame written after the reopen (`deviceOpened`), now that the
+        // card takes frames: a reopened card still dead was said to be heard.
+        if let frame = reopenedAt {
+            deviceOutage.record(on: nil, off: frame)
+            reopenedAt = nil
+        }
         deviceStalled.store(false, ordering: .releasing)
         stallBackoff = 250_000_000
         lastError.store(0, ordering: .releasing)
@@ -638,9 +670,15 @@ public final class DeviceOutput: @unchecked Sendable {
     /// after a prepare) is not waited for: what fits is rendered, at least one period, whose write
     /// starts it. An error is left to the write (`deliver` recovers from it). Output thread; real-time safe.
     private func periodsToRender<Sink: PeriodSink>(
-        _ pcm: Sink, wake: Int, period: Int, waitMilliseconds: Int32
+        _ pcm: Sink, wake: Int, period: Int, waitMilliseconds: Int32, tookFrames: inout Bool
     ) -> Int {
-        if pcm.isRunning && pcm.wait(milliseconds: waitMilliseconds) == 0 { return 0 }
+        if pcm.isRunning {
+            let waited = pcm.wait(milliseconds: waitMilliseconds)
+            if waited == 0 { return 0 }
+            // Room made while it ran (or it ran dry: -EPIPE): the device took frames. Another
+            // error (-ENODEV, -EIO) is no sign of life; the write meets it.
+            tookFrames = waited > 0 || waited == -EPIPE
+        }
         // One period per wake-up (the default 10 ms / 40 ms): the room cannot change the answer,
         // so it is not asked for (snd_pcm_avail syncs the hardware pointer: a system call).
         guard wake > 1 else { return 1 }

@@ -33,6 +33,8 @@ protocol PeriodSink: AnyObject {
     /// Waits until a running sink has room for its wake-up threshold (`PCM.setWakeThreshold`), at
     /// most `milliseconds`: 1 ready, 0 timed out, or a negative errno (which the next write meets too).
     func wait(milliseconds: Int32) -> Int32
+    /// Starts a prepared stream before it is full: 0 or a negative errno.
+    func start() -> Int32
 }
 
 extension PCM: PeriodSink {}
@@ -47,8 +49,6 @@ protocol RewindableSink: PeriodSink {
     func rewind(frames: Int) -> Int
     /// Moves forward over `frames` taken back (they play as written): how many, or a negative errno.
     func forward(frames: Int) -> Int
-    /// Starts a prepared stream before it is full: 0 or a negative errno.
-    func start() -> Int32
     /// Waits until it has room for its wake-up threshold, `other` is readable, or `milliseconds` pass.
     func wait(milliseconds: Int32, orUntilReadable other: Int32) -> PCM.WaitResult
     /// True when it plays on its own between calls (a card: it may be fetching the next period,
@@ -72,4 +72,5 @@ extension PeriodSink {
     var isRunning: Bool { false }
     func avail() -> Int { Int.max }
     func wait(milliseconds: Int32) -> Int32 { 1 }
+    func start() -> Int32 { 0 }
 }

@@ -86,7 +86,7 @@ extension ZoneHandle {
         let snap = device.snapshot()
         if snap.available { return "available" }
         if let text = SnapcastKeepers.errorText(self, snap) { return text }
-        if device.isStalled {
+        if device.isStalled && (snap.lastError == 0 || snap.lastError == DeviceOutput.stallError) {
             let limit = DeviceOutput.stallLimitNanoseconds / 1_000_000_000
             return "PCM \"\(pcm)\" took no audio for \(limit) s (the device stalled): reopening it"
         }

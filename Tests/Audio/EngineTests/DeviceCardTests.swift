@@ -243,9 +243,13 @@ import Testing
         // Every frame once, in order, up to the drop; then on from the frame named.
         let jump = try #require(IndexSignal.firstBreak(in: bytes))
         #expect(indices[jump] == lost + 9_600, "after frame \(indices[jump - 1]), frame \(indices[jump])")
-        #expect(indices[jump - 1] < lost + 9_600 - 1 && indices[jump - 1] >= lost)
-        #expect(
-            slot.framesSkipped == 4_800 + lost + 9_600 - (indices[jump - 1] + 1), "what was dropped counts as heard")
+        // Before the jump: what the card held when it went, up to `lost` (written again first after
+        // the replug, alone when it fills the buffer), and maybe a period or two rendered from the
+        // ring before the discard was served.
+        let last = indices[jump - 1]
+        #expect(last >= lost - 1 && last < lost + 9_600 - 1, "\(last), lost at \(lost)")
+        let fromRing = last >= lost ? last + 1 - lost : 0
+        #expect(slot.framesSkipped == 4_800 + 9_600 - fromRing, "what was dropped counts as heard")
         // Then frame by frame to the last one written, and silence after it.
         let end = indices[jump...].indices.first { indices[$0] != indices[jump] + ($0 - jump) } ?? indices.count
         #expect(end == indices.count || (indices[end - 1] == frames - 1 && indices[end...].allSatisfy { $0 == 0 }))
@@ -358,6 +362,40 @@ import Testing
             #expect(after >= 2 && after < 3.5, "unavailable \(after) s into the stall (ahead: \(rendersAhead))")
             #expect(waitUntil(seconds: 5) { output.snapshot().available && output.snapshot().reopens == 1 })
             #expect(!output.isStalled && output.snapshot().lastError == 0, "taking frames again")
+            let resumed = output.snapshot().framesPlayed
+            #expect(waitUntil { output.snapshot().framesPlayed >= resumed + Self.rate / 4 }, "plays again")
+            output.stop()
+            feeder.stop()
+            #expect(IndexSignal.firstBreak(in: card.recordedBytes()) == nil, "ahead: \(rendersAhead)")
+        }
+    }
+
+    /// A card that stays dead (no frame taken, no error, across reopens: its clock gone): unavailable
+    /// from the first stall on, through every reopen — not "available" for two seconds after each,
+    /// and its frames not "heard" (the outage stays on) — and not parked idle meanwhile; revived, it
+    /// is available and heard again, and plays on from the frame it took last.
+    @Test func aDeadCardStaysUnavailableUntilItTakesFrames() throws {
+        for rendersAhead in [false, true] {
+            let card = Self.card(bufferFrames: Self.longBuffer)
+            let output = Self.device(card, rendersAhead: rendersAhead)
+            let feeder = SlotFeeder([try #require(output.mixer.claimSlot(gain: 1))])
+            output.start()
+            #expect(waitUntil { output.snapshot().framesPlayed >= Self.rate / 2 })
+            card.send(.dead)
+            #expect(waitUntil(seconds: 5) { !output.snapshot().available }, "ahead: \(rendersAhead)")
+            var saidAvailable = false
+            var heard = false
+            #expect(
+                waitUntil(seconds: 10) {
+                    let s = output.snapshot()
+                    saidAvailable = saidAvailable || s.available
+                    heard = heard || !output.outage.isOn
+                    return s.reopens >= 2
+                }, "reopened twice (ahead: \(rendersAhead))")
+            #expect(!saidAvailable && !heard && output.isStalled, "ahead: \(rendersAhead)")
+            card.send(.revive)
+            #expect(waitUntil(seconds: 12) { output.snapshot().available }, "revived (ahead: \(rendersAhead))")
+            #expect(!output.isStalled && !output.outage.isOn && output.snapshot().lastError == 0)
             let resumed = output.snapshot().framesPlayed
             #expect(waitUntil { output.snapshot().framesPlayed >= resumed + Self.rate / 4 }, "plays again")
             output.stop()

@@ -80,6 +80,7 @@ typedef struct card {
     off_t control_done;          // bytes of the control log already acted on
     bool replaying;              // reading the log at open: only levels count
     bool unplugged;
+    bool dead;                   // consumes nothing until `revive` (a level: every open sees it)
 
     // Set up by hw_params and sw_params.
     unsigned int frame_bytes;
@@ -319,6 +320,27 @@ static void apply_command(card_t *c, char *line, int64_t now) {
     } else if (strcmp(line, "replug") == 0) {
         c->unplugged = false;
         if (!c->replaying) record_event(c, now, total(c), "replug", NULL);
+    } else if (strcmp(line, "dead") == 0) {
+        // A stall without end, kept across opens (a DAC whose clock is gone): no frame is taken.
+        c->dead = true;
+        c->stall_until = INT64_MAX / 4;
+        if (c->replaying) return;
+        if (c->running) {
+            advance(c, now);
+            if (c->running) {
+                resegment(c, now);
+                c->base_ns = c->stall_until;
+            }
+        }
+        record_event(c, now, total(c), "dead", NULL);
+    } else if (strcmp(line, "revive") == 0) {
+        c->dead = false;
+        c->stall_until = c->replaying ? 0 : now;
+        if (c->replaying) return;
+        // From now on at its rate, from where it stood.
+        // (The segment had not begun: its position stands at base_pos until base_ns, now.)
+        if (c->running && c->base_ns > now) c->base_ns = now;
+        record_event(c, now, total(c), "revive", NULL);
     } else if (strcmp(line, "drift") == 0) {
         int64_t ppb;
         if (!parse_ppm(argument, &ppb)) goto unknown;

@@ -47,6 +47,10 @@ public struct TestCard: Sendable {
         case stall(milliseconds: Int)
         /// From now on the card consumes at rate × (1 + ppm·10⁻⁶).
         case drift(ppm: Double)
+        /// The card stops consuming until `revive`, also when opened again (a DAC whose clock is gone).
+        case dead
+        /// A `dead` card consumes again, from where it stood.
+        case revive
 
         /// The control-file line.
         public var line: String {
@@ -58,6 +62,8 @@ public struct TestCard: Sendable {
             case .replug: "replug"
             case .stall(let ms): "stall \(ms)"
             case .drift(let ppm): "drift \(Self.decimal(ppm))"
+            case .dead: "dead"
+            case .revive: "revive"
             }
         }
 
