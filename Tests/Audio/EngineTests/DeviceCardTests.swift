@@ -342,17 +342,32 @@ import Testing
         print("stall: card held \(held) ms, no xrun; the other card took \(spacing.count) periods 10 ms apart")
     }
 
+    /// A zone on a card with a 100 ms buffer, fed the index signal, half a second played.
+    static func playing(rendersAhead: Bool) throws -> (TestCard, DeviceOutput, SlotFeeder) {
+        let card = Self.card(bufferFrames: Self.longBuffer)
+        let output = Self.device(card, rendersAhead: rendersAhead)
+        let feeder = SlotFeeder([try #require(output.mixer.claimSlot(gain: 1))])
+        output.start()
+        #expect(waitUntil { output.snapshot().framesPlayed >= Self.rate / 2 })
+        return (card, output, feeder)
+    }
+
+    /// `output` plays on a quarter second, is stopped, and the card's record has every frame once.
+    static func playsOnWhole(_ card: TestCard, _ output: DeviceOutput, _ feeder: SlotFeeder, _ what: String) {
+        let resumed = output.snapshot().framesPlayed
+        #expect(waitUntil { output.snapshot().framesPlayed >= resumed + Self.rate / 4 }, "plays again (\(what))")
+        output.stop()
+        feeder.stop()
+        #expect(IndexSignal.firstBreak(in: card.recordedBytes()) == nil, "\(what)")
+    }
+
     /// A card that stops taking audio without an error (a DAC whose clock stopped): after 2 s the
     /// zone is unavailable, said as a stall, and the card is opened again after a pause; available
     /// once the reopened card takes frames, it plays on from the frame the stalled one consumed last. It stayed "available" for as long as the
     /// stall lasted, its sources "playing" in silence.
     @Test func aCardThatStopsTakingAudioIsReopened() throws {
         for rendersAhead in [false, true] {
-            let card = Self.card(bufferFrames: Self.longBuffer)
-            let output = Self.device(card, rendersAhead: rendersAhead)
-            let feeder = SlotFeeder([try #require(output.mixer.claimSlot(gain: 1))])
-            output.start()
-            #expect(waitUntil { output.snapshot().framesPlayed >= Self.rate / 2 })
+            let (card, output, feeder) = try Self.playing(rendersAhead: rendersAhead)
             card.send(.stall(milliseconds: 600_000))
             #expect(waitUntil(seconds: 5) { !output.snapshot().available }, "ahead: \(rendersAhead)")
             let stall = try #require(card.events("stall").first)
@@ -362,11 +377,7 @@ import Testing
             #expect(after >= 2 && after < 3.5, "unavailable \(after) s into the stall (ahead: \(rendersAhead))")
             #expect(waitUntil(seconds: 5) { output.snapshot().available && output.snapshot().reopens == 1 })
             #expect(!output.isStalled && output.snapshot().lastError == 0, "taking frames again")
-            let resumed = output.snapshot().framesPlayed
-            #expect(waitUntil { output.snapshot().framesPlayed >= resumed + Self.rate / 4 }, "plays again")
-            output.stop()
-            feeder.stop()
-            #expect(IndexSignal.firstBreak(in: card.recordedBytes()) == nil, "ahead: \(rendersAhead)")
+            Self.playsOnWhole(card, output, feeder, "ahead: \(rendersAhead)")
         }
     }
 
@@ -376,11 +387,7 @@ import Testing
     /// is available and heard again, and plays on from the frame it took last.
     @Test func aDeadCardStaysUnavailableUntilItTakesFrames() throws {
         for rendersAhead in [false, true] {
-            let card = Self.card(bufferFrames: Self.longBuffer)
-            let output = Self.device(card, rendersAhead: rendersAhead)
-            let feeder = SlotFeeder([try #require(output.mixer.claimSlot(gain: 1))])
-            output.start()
-            #expect(waitUntil { output.snapshot().framesPlayed >= Self.rate / 2 })
+            let (card, output, feeder) = try Self.playing(rendersAhead: rendersAhead)
             card.send(.dead)
             #expect(waitUntil(seconds: 5) { !output.snapshot().available }, "ahead: \(rendersAhead)")
             var saidAvailable = false
@@ -396,11 +403,7 @@ import Testing
             card.send(.revive)
             #expect(waitUntil(seconds: 12) { output.snapshot().available }, "revived (ahead: \(rendersAhead))")
             #expect(!output.isStalled && !output.outage.isOn && output.snapshot().lastError == 0)
-            let resumed = output.snapshot().framesPlayed
-            #expect(waitUntil { output.snapshot().framesPlayed >= resumed + Self.rate / 4 }, "plays again")
-            output.stop()
-            feeder.stop()
-            #expect(IndexSignal.firstBreak(in: card.recordedBytes()) == nil, "ahead: \(rendersAhead)")
+            Self.playsOnWhole(card, output, feeder, "ahead: \(rendersAhead)")
         }
     }
 

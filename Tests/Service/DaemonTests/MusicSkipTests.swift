@@ -41,6 +41,26 @@ import Testing
         return (t, proxy, id)
     }
 
+    /// A daemon on the real Subsonic test server, and the ids of four tones: 440 FLAC, 550 MP3,
+    /// 660 Opus, 880 WAV 48000.
+    static func daemonWithFourTones() throws -> (TestDaemon, [String]) {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        let found = try JSONDecoder().decode(
+            LibraryAndQueueTests.Songs.self, from: Data(try t.request("GET", "/api/v1/library/search?q=Tone").body)
+        ).songs
+        let ids = try ["Tone 440 FLAC", "Tone 550 MP3", "Tone 660 Opus", "Tone 880 WAV 48000"].map { title in
+            try #require(found.first { $0.title == title }?.id, "\(title)")
+        }
+        return (t, ids)
+    }
+
+    /// Plays `songs` on `zone`: the new source's id.
+    static func play(_ t: TestDaemon, _ songs: ArraySlice<String>, _ zone: String) throws -> String {
+        let list = songs.map { "\"\($0)\"" }.joined(separator: ", ")
+        return try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"songs": [\#(list)], "zones": ["\#(zone)"]}"#).object["id"])
+    }
+
     /// A queue whose last track the server refuses ends after that track, not after the one it
     /// wrote last: songs added then (paused in the last 0.4 s of the track before it) restart the
     /// stream where it is heard, and play. The check compared where it ended with the track
@@ -146,22 +166,10 @@ import Testing
     /// patio card skipped (or sought in) the kitchen's music when the kitchen's was started last
     /// (the id was not sent, and not read). An id that is no server music is a 404.
     @Test func nextWithAnIdSkipsThatSource() throws {
-        let real = try TestSubsonic.music()
-        let t = try TestDaemon(music: real)
+        let (t, ids) = try Self.daemonWithFourTones()
         defer { t.stop() }
-        let found = try JSONDecoder().decode(
-            LibraryAndQueueTests.Songs.self, from: Data(try t.request("GET", "/api/v1/library/search?q=Tone").body)
-        ).songs
-        let ids = try ["Tone 440 FLAC", "Tone 550 MP3", "Tone 660 Opus", "Tone 880 WAV 48000"].map { title in
-            try #require(found.first { $0.title == title }?.id, "\(title)")
-        }
-        func play(_ songs: ArraySlice<String>, _ zone: String) throws -> String {
-            let list = songs.map { "\"\($0)\"" }.joined(separator: ", ")
-            return try #require(
-                try t.json("POST", "/api/v1/music/play", #"{"songs": [\#(list)], "zones": ["\#(zone)"]}"#).object["id"])
-        }
-        let patio = try play(ids[0..<2], "patio")
-        let kitchen = try play(ids[2..<4], "kitchen")
+        let patio = try Self.play(t, ids[0..<2], "patio")
+        let kitchen = try Self.play(t, ids[2..<4], "kitchen")
         let title = { (id: String) in (try? t.status().sources.first { $0.id == id }?.track?.title) ?? nil }
         #expect(waitUntil(seconds: 15) { title(patio) == "Tone 440 FLAC" && title(kitchen) == "Tone 660 Opus" })
         let next = try t.request("POST", "/api/v1/music/next", #"{"id": "\#(patio)"}"#)
@@ -199,23 +207,11 @@ import Testing
     /// `music-10` (ids were compared as text, and the older was taken: next, pause, the queue, the
     /// saved state all acted on it once ids reached two digits).
     @Test func theNewestMusicIsTheLastMadeAlsoPastNine() throws {
-        let real = try TestSubsonic.music()
-        let t = try TestDaemon(music: real)
+        let (t, ids) = try Self.daemonWithFourTones()
         defer { t.stop() }
-        let found = try JSONDecoder().decode(
-            LibraryAndQueueTests.Songs.self, from: Data(try t.request("GET", "/api/v1/library/search?q=Tone").body)
-        ).songs
-        let ids = try ["Tone 440 FLAC", "Tone 550 MP3", "Tone 660 Opus", "Tone 880 WAV 48000"].map { title in
-            try #require(found.first { $0.title == title }?.id, "\(title)")
-        }
         for _ in 1...8 { _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#) }
-        func play(_ songs: ArraySlice<String>, _ zone: String) throws -> String {
-            let list = songs.map { "\"\($0)\"" }.joined(separator: ", ")
-            return try #require(
-                try t.json("POST", "/api/v1/music/play", #"{"songs": [\#(list)], "zones": ["\#(zone)"]}"#).object["id"])
-        }
-        let older = try play(ids[0..<2], "patio")
-        let newer = try play(ids[2..<4], "kitchen")
+        let older = try Self.play(t, ids[0..<2], "patio")
+        let newer = try Self.play(t, ids[2..<4], "kitchen")
         #expect(older == "music-9" && newer == "music-10")
         let title = { (id: String) in (try? t.status().sources.first { $0.id == id }?.track?.title) ?? nil }
         #expect(waitUntil(seconds: 15) { title(older) == "Tone 440 FLAC" && title(newer) == "Tone 660 Opus" })
