@@ -431,8 +431,9 @@ final class MQTTBridge: @unchecked Sendable {
             zones: Dictionary(uniqueKeysWithValues: zones),
             sources: status.sources.map { s in
                 var s = s
-                // Not a new state every period.
-                s.positionSeconds = s.positionSeconds.map { ($0 * 10).rounded(.down) / 10 }
+                // Not a new state every period, nor ten a second while music plays: whole seconds,
+                // as the now-playing topic has it.
+                s.positionSeconds = s.positionSeconds.map { $0.rounded(.down) }
                 return s
             },
             intercom: status.intercom.map {

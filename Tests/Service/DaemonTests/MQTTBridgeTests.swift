@@ -184,6 +184,22 @@ import Testing
         #expect(played?.reason?.hasPrefix("sound bell1k") == true, "granted first: \(played?.reason ?? "?")")
     }
 
+    /// While music plays, `<base>/state` changes once a second (the positions to the second), not
+    /// ten times (they were to 0.1 s: ten retained messages a second on the broker, all day).
+    @Test func theStateChangesOnceASecondWhileMusicPlays() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true, "zones": ["kitchen"]}"#)
+                .object["id"])
+        #expect(t.waitForEvent("audible", source: id, seconds: 5) != nil)
+        let states = try broker.subscribe(topic: "\(base)/state", count: 1_000, seconds: 3).messages(seconds: 5)
+        #expect(states.count >= 2 && states.count <= 6, "\(states.count) states in 3 s")
+    }
+
     /// batond's own disconnect at its stop is not a lost broker: it was logged as "lost …;
     /// reconnecting" and published as an `mqtt-error` at every stop.
     @Test func aStopIsNotALostBroker() throws {
