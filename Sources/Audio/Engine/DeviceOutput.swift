@@ -460,8 +460,9 @@ public final class DeviceOutput: @unchecked Sendable {
             if framesPlayed.load(ordering: .relaxed) > 0 || reopens.load(ordering: .relaxed) > 0 {
                 reopens.add(1, ordering: .relaxed)
             }
-            // A device reopened after a stall still says so until it takes frames (`progressed`).
-            if !deviceStalled.load(ordering: .relaxed) { lastError.store(0, ordering: .releasing) }
+            // A device reopened after a stall still says so until it takes frames (`progressed`),
+            // not an error an earlier attempt met.
+            lastError.store(deviceStalled.load(ordering: .relaxed) ? Self.stallError : 0, ordering: .releasing)
             // Wake when `wakePeriods` are free (see `play`); a device that refuses it wakes every
             // period and is written a period at a time. Rendering ahead: when the card is down to
             // its low water.
@@ -532,11 +533,11 @@ public final class DeviceOutput: @unchecked Sendable {
         while !stopping {
             wakeUps.add(1, ordering: .relaxed)
             var periods = wake
-            // A device opened or prepared again holds nothing, and what it held before (up to its
-            // buffer) is written again first: with no room left for a period more, that alone is
-            // written and the device started. A period more blocked the write until the device
-            // took one — for ever, on a device that takes none (a stalled card, reopened).
-            if spec.clock == .device && !pcm.isRunning && history.pending > 0
+            // A device opened again holds nothing, and what it held before (up to its buffer) is
+            // written again first: with no room left for a period more, that alone is written and
+            // the device started. A period more blocked the write until the device took one — for
+            // ever, on a device that takes none (a stalled card, reopened).
+            if history.pending > 0 && spec.clock == .device && !pcm.isRunning
                 && pcm.avail() - history.pending < period
             {
                 guard deliver(to: pcm, bufferFrames: bufferFrames) else {
