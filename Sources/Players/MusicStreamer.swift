@@ -390,8 +390,7 @@ final class MusicStreamer: @unchecked Sendable {
                 }
                 retrying("\(error)")
                 report(.warning("music: \(song.title): \(error); retrying at byte \(received)"))
-                let (s, a) = backoff.components
-                _ = wake.wait(nanoseconds: Int(s) * 1_000_000_000 + Int(a / 1_000_000_000))  // or until ended
+                _ = wake.wait(nanoseconds: backoff.wholeNanoseconds)  // or until ended
                 backoff = min(backoff * 2, .seconds(4))
             }
         }

@@ -256,30 +256,20 @@ final class MQTTBridge: @unchecked Sendable {
         // The empty message that clears a retained command (below) comes back to batond, as to
         // every subscriber, as an ordinary message: carried out, it would run the command (an empty
         // body is `reload`'s, `music/stop`'s).
-        if !retained && payload.isEmpty {
+        // An empty message the broker kept (a broker that hands on the retain flag of a clearing)
+        // is nothing to carry out nor clear, and is the clearing's echo if one is due.
+        if payload.isEmpty {
             let now = monotonicNanoseconds()
-            let echo = inbox.shared.withLock { s -> Bool in
-                guard let expected = s.clearing[topic] else { return false }
+            let until = inbox.shared.withLock { s -> Int? in
+                guard let expected = s.clearing[topic] else { return nil }
                 if expected.count <= 1 { s.clearing[topic] = nil } else { s.clearing[topic]?.count -= 1 }
-                return expected.until > now
+                return expected.until
             }
-            if echo {
-                logger.info("mqtt: \(topic): the empty message that cleared its retained command, not carried out")
-                return
-            }
-        }
-        // An empty message the broker kept (a broker that hands on the retain flag of a clearing):
-        // nothing to carry out, nothing to clear — but it is the clearing's echo if one is due.
-        if retained && payload.isEmpty {
-            let echo = inbox.shared.withLock { s -> Bool in
-                guard let expected = s.clearing[topic] else { return false }
-                if expected.count <= 1 { s.clearing[topic] = nil } else { s.clearing[topic]?.count -= 1 }
-                return true
-            }
+            let echo = until.map { retained || $0 > now } ?? false
             if echo {
                 logger.info("mqtt: \(topic): the empty message that cleared its retained command, not carried out")
             }
-            return
+            if echo || retained { return }
         }
         // A retained command would run again at every start and reconnect (a doorbell hours late):
         // refused, and the broker asked to clear it (a person clearing it with an empty retained

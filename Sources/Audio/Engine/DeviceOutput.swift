@@ -119,7 +119,7 @@ public final class DeviceOutput: @unchecked Sendable {
     let deviceStalled = Atomic<Bool>(false)
     /// The pause before a stalled device is opened again, doubling at each stall until it takes
     /// frames (`progressed`). Output thread only.
-    var stallBackoff = 250_000_000
+    private var stallBackoff = 250_000_000
     /// The first frame written to a device reopened after a stall: heard from there once it takes
     /// frames (`progressed`). Output thread only.
     var reopenedAt: Int?
@@ -499,7 +499,7 @@ public final class DeviceOutput: @unchecked Sendable {
         }
     }
 
-    func setAvailable(_ value: Bool) {
+    private func setAvailable(_ value: Bool) {
         if available.exchange(value, ordering: .acquiringAndReleasing) != value { availabilityObserver?() }
     }
 

@@ -60,6 +60,11 @@ public struct ZoneConfig: Sendable, Equatable {
     public var volume: Double
     /// The highest user volume the zone accepts, 0...1 (`max-volume`). Default 1 (no cap).
     public var maxVolume: Double
+
+    /// Whether `volume` is at most `maxVolume`, within a Float's rounding: 0.6 as a Float is
+    /// 0.6000000238, which refused a volume equal to `max-volume: 60%` (Home Assistant's slider at
+    /// its top), and skipped one saved at max-volume at a restore.
+    public func allows(volume: Double) -> Bool { volume <= maxVolume + 1e-6 }
     /// The ALSA simple mixer control that sets the zone's hardware volume (`Digital`); `nil` means
     /// Baton applies the volume as a software gain.
     public var mixer: String?

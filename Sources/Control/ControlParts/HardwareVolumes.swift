@@ -64,9 +64,7 @@ package final class HardwareVolumes: Sendable {
         guard volume.isFinite, (0...1).contains(volume) else {
             throw ControlError(.badRequest, "volume must be between 0 and 1 (got \(volume))")
         }
-        // Within a Float's rounding: 0.6 as a Float is 0.6000000238, which refused a volume equal to
-        // `max-volume: 60%` (Home Assistant's slider at its top).
-        guard Double(volume) <= zone.config.maxVolume + 1e-6 else {
+        guard zone.config.allows(volume: Double(volume)) else {
             throw ControlError(
                 .badRequest, "volume \(volume) is above zone \(zone.name)'s max-volume \(zone.config.maxVolume)")
         }

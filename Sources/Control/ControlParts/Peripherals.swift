@@ -97,9 +97,7 @@ package final class Persistence: Sendable {
                 events.publish(type: .stateError, reason: why)
             }
             for (name, volume) in saved.volumes.sorted(by: { $0.key < $1.key }) {
-                // Within a Float's rounding (a volume saved at max-volume reads a little above it).
-                guard let zone = zones.zone(name), volume.isFinite, volume >= 0,
-                    volume <= zone.config.maxVolume + 1e-6
+                guard let zone = zones.zone(name), volume.isFinite, volume >= 0, zone.config.allows(volume: volume)
                 else { continue }
                 zone.mixer.setInitialVolume(Float(min(volume, zone.config.maxVolume)))
             }
