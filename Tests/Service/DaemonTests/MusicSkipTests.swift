@@ -156,7 +156,9 @@ import Testing
         }
         let bell = try #require(
             try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
-        #expect(t.waitForEvent("audible", source: bell, seconds: 5) != nil, "the doorbell heard")
+        // Within 12 s: under the whole suite's load the first frame took more than 5 s (twice in
+        // seven runs); without the mend the slots stay held 20 s, past this.
+        #expect(t.waitForEvent("audible", source: bell, seconds: 12) != nil, "the doorbell heard")
         let errors = t.daemon.events.recent().filter { $0.type == "error" || $0.type == "stream-error" }
         #expect(!errors.contains { $0.reason?.contains("slot") == true }, "\(errors.map { $0.reason ?? "" })")
         #expect(try t.status().sources.first { $0.id == id } != nil, "the music is still there")
