@@ -195,7 +195,13 @@ final class MusicStreamer: @unchecked Sendable {
                 fetch = startFetch(current)
             }
             next = nil
-            currentBuffer.withLock { $0 = fetch.buffer }
+            // A cancel that came before this saw no buffer to cancel: it is cancelled here (on a
+            // server that hangs, the reader waited until the transfer saw its stop flag, about a
+            // second, holding the stream's slots meanwhile).
+            currentBuffer.withLock {
+                $0 = fetch.buffer
+                if isCancelled { fetch.buffer.cancel() }
+            }
             var delivered = 0
             var failed = false
             do {
@@ -381,6 +387,8 @@ final class MusicStreamer: @unchecked Sendable {
                 buffer.finish()
                 return
             } catch {
+                // Ended (a skip, a seek, the stream's end): the transfer stopped; so does the reader.
+                if stop.isSet { buffer.cancel() }
                 if buffer.isCancelled { return }
                 guard error.isTransient, ContinuousClock.now - progressAt < retryLimit else {
                     if error.isTransient { gaveUp.set() }  // before the failure the reader sees

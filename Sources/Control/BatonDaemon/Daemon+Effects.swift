@@ -1,6 +1,8 @@
 import Arbiter
 import AudioCore
 import ControlParts
+import Engine
+import Glibc
 import Players
 
 /// Carrying out the arbiter's effects: events for all, slots claimed for grants and released for
@@ -86,7 +88,7 @@ extension Daemon {
             // no fade out of its first frames is mixed where nobody hears them.
             let held = p.sourceClass == .music && isHeld(in: part.zone, p, s)
             guard let zone = output(part.zone),
-                let slot = zone.mixer.claimSlot(gain: audible && !held ? target(p, zone: part.zone, s) : 0)
+                let slot = claimSlot(in: zone, gain: audible && !held ? target(p, zone: part.zone, s) : 0)
             else {
                 logger.error("zone \(part.zone): every slot is busy; \(p.id) cannot play there")
                 continue
@@ -100,6 +102,25 @@ extension Daemon {
         monitor.wake()  // a new source: the monitor computes when to feed it
         return outputs
     }
+
+    /// A free slot of `zone`, waiting up to `slotWait` for one. A slot let go of is free only once
+    /// the output thread has passed it (its next period), and one of a stream ended a moment ago
+    /// once that stream's thread has ended: a quick run of seeks or skips (a slider dragged, a
+    /// script) let go of slots faster than that, and the music, then a doorbell, found none free —
+    /// granted, and silent for good. The wait is only when every slot is taken. Control thread.
+    private func claimSlot(in zone: ZoneHandle, gain: Float) -> SourceSlot? {
+        let deadline = ContinuousClock.now + Self.slotWait
+        while true {
+            if let slot = zone.mixer.claimSlot(gain: gain) { return slot }
+            if ContinuousClock.now >= deadline { return nil }
+            zone.device.wake()  // an idle output frees what was let go of when it wakes
+            usleep(1_000)
+        }
+    }
+
+    /// How long a claim waits for a slot when every one is taken: many periods, and what a cancelled
+    /// stream's thread takes to end.
+    static let slotWait = Duration.milliseconds(250)
 
     private func start(_ id: SourceID, _ s: inout State) {
         guard let p = s.playbacks[id], !p.started else { return }
