@@ -8,11 +8,11 @@ import Synchronization
 /// the source's slots (gapless, see `MusicStreamer`), with scrobbling by what is heard and
 /// OpenSubsonic `reportPlayback` of what truly happens.
 ///
-/// Threads: as `Source`. `restart` is called by the control plane under its lock, after `stop()` and
-/// with freshly claimed slots; the server calls run on short threads of their own (scrobbles), or
-/// one at a time on one (playback reports: `reports`).
+/// Threads: as `Source`. `setStart` then `start` (a restart) are called by the control plane under
+/// its lock, after `endStream()`, the second with freshly claimed slots; the server calls run on
+/// short threads of their own (scrobbles), or one at a time on one (playback reports: `reports`).
 public final class MusicPlayer: Source, @unchecked Sendable {
-    // @unchecked: `state` is touched only under the control plane's lock (start, restart, tick, stop);
+    // @unchecked: `state` is touched only under the control plane's lock (start, setStart, tick, stop);
     // the streamer is behind a mutex for the readers on other threads.
     /// How to reach the server and what to apply to each song.
     public struct Server: Sendable {
@@ -102,15 +102,21 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     }
 
     /// Ends the current stream without telling the server (a skip or seek follows): true when its
-    /// slots may be released now, as `stop()`.
-    public func endStream() -> Bool { streamer.withLock { $0 }?.cancel() ?? true }
+    /// slots may be released now, as `stop()`. Until the next `start` (it may wait for a free slot)
+    /// there is no stream: what plays next is where `setStart` put it, not the ended stream's track.
+    public func endStream() -> Bool {
+        streamer.withLock { streamer in
+            defer { streamer = nil }
+            return streamer?.cancel() ?? true
+        }
+    }
 
-    /// Plays on from track `index`, `offset` seconds in, in `outputs` (fresh slots). After `endStream()`.
-    public func restart(at index: Int, offset: Double, in outputs: [SourceOutput]) {
+    /// Where the next `start` plays from: track `index`, `offset` seconds in. After `endStream()`;
+    /// `start` follows, in fresh slots.
+    public func setStart(at index: Int, offset: Double) {
         let entries = queue.entries
         state.startKey = entries[min(max(0, index), entries.count - 1)].key
         state.startOffset = offset
-        start(outputs)
     }
 
     /// Why a seek cannot go where it asks.

@@ -178,6 +178,12 @@ public final class ZoneMixer: @unchecked Sendable {
         return nil
     }
 
+    /// Whether a slot is free now (what `claimSlot` would take). A slot released is free once the
+    /// output thread has passed it (its next period). Control thread.
+    public var hasFreeSlot: Bool {
+        slots.contains { $0.phase.load(ordering: .acquiring) == SourceSlot.Phase.free.rawValue }
+    }
+
     /// The bytes of this zone's slot rings in memory (`mincore`): the rings of the slots used since
     /// the zone was made. Any thread; a system call per slot.
     public var residentRingBytes: Int { slots.reduce(0) { $0 + $1.ring.residentBytes } }

@@ -1,8 +1,6 @@
 import Arbiter
 import AudioCore
 import ControlParts
-import Engine
-import Glibc
 import Players
 
 /// Carrying out the arbiter's effects: events for all, slots claimed for grants and released for
@@ -88,7 +86,7 @@ extension Daemon {
             // no fade out of its first frames is mixed where nobody hears them.
             let held = p.sourceClass == .music && isHeld(in: part.zone, p, s)
             guard let zone = output(part.zone),
-                let slot = claimSlot(in: zone, gain: audible && !held ? target(p, zone: part.zone, s) : 0)
+                let slot = zone.mixer.claimSlot(gain: audible && !held ? target(p, zone: part.zone, s) : 0)
             else {
                 logger.error("zone \(part.zone): every slot is busy; \(p.id) cannot play there")
                 continue
@@ -103,33 +101,64 @@ extension Daemon {
         return outputs
     }
 
-    /// A free slot of `zone`, waiting up to `slotWait` for one. A slot let go of is free only once
-    /// the output thread has passed it (its next period), and one of a stream ended a moment ago
-    /// once that stream's thread has ended: a quick run of seeks or skips (a slider dragged, a
-    /// script) let go of slots faster than that, and the music, then a doorbell, found none free —
-    /// granted, and silent for good. The wait is only when every slot is taken. Control thread.
-    private func claimSlot(in zone: ZoneHandle, gain: Float) -> SourceSlot? {
-        let deadline = ContinuousClock.now + Self.slotWait
-        while true {
-            if let slot = zone.mixer.claimSlot(gain: gain) { return slot }
-            if ContinuousClock.now >= deadline { return nil }
-            zone.device.wake()  // an idle output frees what was let go of when it wakes
-            usleep(1_000)
-        }
+    func start(_ id: SourceID, _ s: inout State) {
+        guard let p = s.playbacks[id], !p.started, slotsReady(p) else { return }
+        p.started = true
+        startInSlots(p, s)
     }
 
-    /// How long a claim waits for a slot when every one is taken: many periods, and what a cancelled
-    /// stream's thread takes to end.
-    static let slotWait = Duration.milliseconds(250)
+    /// Starts `p`'s source again in fresh slots (a music restart, after its stream ended): now, or
+    /// once its zones have a free slot (`slotsReady`). Under the lock.
+    func restartInSlots(_ p: Playback, _ s: inout State) {
+        guard p.started, slotsReady(p) else { return }
+        startInSlots(p, s)
+    }
 
-    private func start(_ id: SourceID, _ s: inout State) {
-        guard let p = s.playbacks[id], !p.started else { return }
-        p.started = true
+    /// Claims `p`'s slots and starts its source in them. With no slot in any of its zones it is
+    /// not started: it ends at the monitor's next look, saying why (`noSlot`) — granted and never
+    /// heard, it held its zones (a doorbell interrupted the music for good) and read "starting".
+    private func startInSlots(_ p: Playback, _ s: borrowing State) {
         let outputs = claimSlots(p, s)
+        if outputs.isEmpty && !p.parts.isEmpty {
+            p.noSlot = "every slot of \(p.zones.joined(separator: ", ")) is taken"
+            monitor.wake()
+            return
+        }
         p.source.start(outputs)
         // An idle zone's output thread restarts now (on silence, if the source's thread has not
         // written yet: its first frames then come to a running device).
         for o in outputs { o.device.wake() }
+    }
+
+    /// Whether `p` may claim its slots now: each of its zones has one free, or it has waited
+    /// `slotWait` for one (it then takes what is free). Else it waits, the lock let go of, and the
+    /// monitor asks again every 2 ms (`startWaitingSources`). A slot let go of is free only once
+    /// the ended stream's thread has ended and the output thread has passed it: a quick run of
+    /// seeks or skips outran that, and the music, then a doorbell, found every slot taken —
+    /// granted, and silent. Under the lock.
+    private func slotsReady(_ p: Playback) -> Bool {
+        let since = p.awaitingSlots ?? .now
+        if p.parts.allSatisfy({ output($0.zone)?.mixer.hasFreeSlot ?? true })
+            || ContinuousClock.now - since >= Self.slotWait
+        {
+            p.awaitingSlots = nil
+            return true
+        }
+        p.awaitingSlots = since
+        monitor.wake()
+        return false
+    }
+
+    /// How long a source waits for a free slot in its zones: many periods, and what a cancelled
+    /// stream's thread takes to end.
+    static let slotWait = Duration.milliseconds(250)
+
+    /// The sources waiting for a free slot (`slotsReady`), started (or started again) once they
+    /// have one, in the order they came. Monitor, under the lock.
+    func startWaitingSources(_ s: inout State) {
+        for p in s.playbacks.values.sorted(by: { $0.id < $1.id }) where p.awaitingSlots != nil {
+            if p.started { restartInSlots(p, &s) } else { start(p.id, &s) }
+        }
     }
 
     /// Releases the slots of `p`'s zones now (false: the source's own thread releases them when it ends).

@@ -10,14 +10,17 @@ extension Daemon {
         let truth = self.truth
         return state.withLock { s -> Int? in
             external.tick(&s)
+            startWaitingSources(&s)
             var done: [Playback] = []
-            for p in s.playbacks.values where p.started && p.source.isDrained && !p.released { done.append(p) }
+            for p in s.playbacks.values where p.started && (p.noSlot != nil || p.source.isDrained) && !p.released {
+                done.append(p)
+            }
             for p in done.sorted(by: { $0.id < $1.id }) {
                 p.released = true
                 p.music?.reportGaveUp()  // before "played": the monitor may not have looked since it gave up
                 let frames = Dictionary(
                     uniqueKeysWithValues: p.parts.compactMap { part in part.slot?.lastFrameAt.map { (part.zone, $0) } })
-                let why = (p.music?.progress.gaveUp ?? p.source.endedEarly).map { "stopped: \($0)" }
+                let why = (p.noSlot ?? p.music?.progress.gaveUp ?? p.source.endedEarly).map { "stopped: \($0)" }
                 events.publish(
                     type: .played, source: p.id.rawValue, zones: p.zones,
                     reason: why ?? "sound \(p.source.label) played to its end", zoneFrames: frames)
@@ -48,6 +51,10 @@ extension Daemon {
                 if let n = p.source.nextTick { next = min(next ?? n, n) }
             }
             if let look = truth.nextLook(s) { next = min(next ?? look, look) }
+            // A source waiting for a free slot: asked again in 2 ms (`startWaitingSources`).
+            if s.playbacks.values.contains(where: { $0.awaitingSlots != nil }) {
+                next = min(next ?? 2_000_000, 2_000_000)
+            }
             if let t = s.timer {
                 let n = max(0, ContinuousClock.now.duration(to: t).wholeNanoseconds)
                 next = min(next ?? n, n)

@@ -37,6 +37,11 @@ final class Playback {
     var heard: Bool { !heardZones.isEmpty }
     /// Why it ends, when whoever ends it says (a call's `call ended: …` event, `finish`).
     var endReason: String?
+    /// Since when it waits for a free slot in each of its zones, to start or (music) start again
+    /// (`Daemon.slotsReady`); nil when it does not.
+    var awaitingSlots: ContinuousClock.Instant?
+    /// Why it was granted but never started: no slot free in any of its zones. The monitor ends it.
+    var noSlot: String?
 
     init(id: SourceID, sourceClass: SourceClass, source: any Source, volume: Float, zones: [String], skipped: [String])
     {
