@@ -22,7 +22,18 @@ public final class Triggers: Sendable {
     /// not change it: `needsRestart`).
     private let mqtt = Mutex<(bridge: MQTTBridge?, error: String?, broker: String?)>((nil, nil, nil))
     /// The buttons as configured, each running or with the reason it is not, and their presses.
-    private let buttons = Mutex<[(config: GPIOButtonConfig, button: GPIOButton?, error: String?, presses: Int)]>([])
+    private let buttons = Mutex<[Button]>([])
+
+    /// One configured button: its reader (nil when it could not be set up), why it is off (`error`),
+    /// why its presses do not ring (`pressError`: its sound is missing, the last press failed), and
+    /// its presses.
+    private struct Button {
+        let config: GPIOButtonConfig
+        let button: GPIOButton?
+        var error: String?
+        var pressError: String? = nil
+        var presses = 0
+    }
 
     /// `edgeSources` replaces the GPIO line reader (tests, on a machine without a GPIO chip).
     public init(daemon: Daemon, logger: Logger, edgeSources: EdgeSourceFactory? = nil) {
@@ -45,7 +56,8 @@ public final class Triggers: Sendable {
                 daemon.events.publish(type: .mqttError, reason: error.message)
             }
         }
-        var started: [(config: GPIOButtonConfig, button: GPIOButton?, error: String?, presses: Int)] = []
+        var started: [Button] = []
+        let sounds = daemon.sounds.names()
         for (index, button) in config.gpio.enumerated() {
             let name = "gpio[\(index)] (\(button.chip) line \(button.line))"
             // A reader that fails while it runs (the chip unplugged, a read error) ends its thread:
@@ -72,12 +84,22 @@ public final class Triggers: Sendable {
                     // The reader's thread: the announcement (possibly speech) is made on its own thread.
                     guard let self else { return }
                     self.buttons.withLock { $0[index].presses += 1 }
-                    OSThread.detach(name: "press") { self.press(button.announce, from: name) }
+                    OSThread.detach(name: "press") { self.press(button.announce, index: index, from: name) }
                 }
-                started.append((button, gpio, nil, 0))
+                // A sound not in the sounds directory is said now, not at the first press (a
+                // visitor's ring, silent). The button listens on: the sound may be added.
+                var missing: String? = nil
+                let sound = button.announce.sound ?? "doorbell"
+                if button.announce.text == nil && !sounds.contains(sound) {
+                    missing =
+                        "its sound \"\(sound)\" is not in the sounds directory (it has \(sounds.isEmpty ? "none" : sounds.joined(separator: ", "))): a press rings nothing"
+                    logger.error("\(name): \(missing!)")
+                    daemon.events.publish(type: .gpioError, reason: "\(name): \(missing!)")
+                }
+                started.append(Button(config: button, button: gpio, error: nil, pressError: missing))
                 logger.info("\(name): listening for \(button.edge.rawValue) edges (debounce \(button.debounce))")
             case .failure(let error):
-                started.append((button, nil, error.description, 0))
+                started.append(Button(config: button, button: nil, error: error.description))
                 logger.error("\(name): \(error); this button is off")
                 daemon.events.publish(type: .gpioError, reason: "\(name): \(error)")
             }
@@ -92,8 +114,9 @@ public final class Triggers: Sendable {
         mqtt.withLock { $0.bridge }?.stop()
     }
 
-    /// A debounced press: its announcement through the control plane. Any thread.
-    private func press(_ action: AnnounceAction, from name: String) {
+    /// A debounced press: its announcement through the control plane. One that fails is said (a
+    /// `gpio-error` event, the button's status) until a press rings again. Any thread.
+    private func press(_ action: AnnounceAction, index: Int, from name: String) {
         do throws(ControlError) {
             let volume = Float(action.volume)
             let r =
@@ -104,8 +127,12 @@ public final class Triggers: Sendable {
                         sound: action.sound ?? "doorbell", zones: action.zones, volume: volume)
                 }
             logger.info("\(name): pressed → \(r.id) \(r.outcome)")
+            buttons.withLock { if index < $0.count { $0[index].pressError = nil } }
         } catch {
-            logger.error("\(name): pressed, but \(error.message)")
+            let why = "pressed, but \(error.message)"
+            logger.error("\(name): \(why)")
+            buttons.withLock { if index < $0.count { $0[index].pressError = why } }
+            daemon.events.publish(type: .gpioError, reason: "\(name): \(why)")
         }
     }
 
@@ -126,7 +153,7 @@ public final class Triggers: Sendable {
             StatusReport.Button(
                 chip: b.config.chip, line: b.config.line,
                 state: b.button == nil || b.error != nil ? "unavailable" : "listening",
-                error: b.error, presses: b.presses)
+                error: b.error ?? b.pressError, presses: b.presses)
         }
     }
 }

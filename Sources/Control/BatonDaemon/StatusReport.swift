@@ -175,7 +175,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
     }
     public var mqtt: MQTT?
 
-    /// A GPIO button: `listening` or `unavailable` (with the error), and its debounced presses.
+    /// A GPIO button: `listening` or `unavailable` (with the error; listening, the error is why its
+    /// presses ring nothing), and its debounced presses.
     public struct Button: Codable, Sendable, Equatable {
         public var chip: String
         public var line: Int

@@ -1,6 +1,7 @@
 import BatonConfig
 import BatonTesting
 import GPIO
+import Glibc
 import OSThread
 import Testing
 
@@ -56,5 +57,34 @@ final class HeldEdgeSource: EdgeSource, @unchecked Sendable {
         #expect(status.error?.contains("gpiochip0: No such file or directory") == true, "\(status.error ?? "")")
         #expect(t.waitForEvent("gpio-error")?.reason?.contains("gpio[0] (gpiochip0 line 17)") == true)
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).status == 202)
+    }
+
+    /// A button whose sound is not in the sounds directory (a typo: "dorbell") is said at start —
+    /// a `gpio-error` event and its status — not found at the first visitor's ring, silent; a press
+    /// then says it rang nothing, and the error goes once a press rings.
+    @Test func aButtonWithAMissingSoundIsSaidAtStartAndAtEachPress() throws {
+        let button = GPIOButtonConfig(line: 17, announce: AnnounceAction(sound: "dorbell", zones: ["kitchen"]))
+        let line = HeldEdgeSource()
+        let t = try TestDaemon(gpio: [button], edgeSources: { _ in line })
+        defer { t.stop() }
+        let atStart = try #require(t.waitForEvent("gpio-error", seconds: 0)?.reason)
+        #expect(atStart.hasPrefix(#"gpio[0] (gpiochip0 line 17): its sound "dorbell" is not in the sounds directory"#))
+        #expect(atStart.contains("doorbell"), "the sounds it has: \(atStart)")
+        var status = try #require(try t.status().gpio?.first)
+        #expect(
+            status.state == "listening"
+                && status.error == String(atStart.dropFirst("gpio[0] (gpiochip0 line 17): ".count)))
+        line.replay([.falling(ms: 0)])
+        #expect(waitUntil(seconds: 5) { t.daemon.events.recent().filter { $0.type == "gpio-error" }.count == 2 })
+        let pressed = t.daemon.events.recent().last { $0.type == "gpio-error" }?.reason ?? ""
+        #expect(pressed.contains(#"pressed, but sound "dorbell""#), "\(pressed)")
+        status = try #require(try t.status().gpio?.first)
+        #expect(status.presses == 1 && status.error?.hasPrefix("pressed, but") == true, "\(status.error ?? "-")")
+        #expect(!t.daemon.events.recent().contains { $0.type == "granted" }, "nothing rang")
+        // The sound added: the next press rings, and the error goes.
+        #expect(link("\(t.sounds)/bell1k.wav", "\(t.sounds)/dorbell.wav") == 0)
+        line.replay([.rising(ms: 500), .falling(ms: 1000)])
+        #expect(t.waitForEvent("granted", seconds: 5) != nil)
+        #expect(waitUntil(seconds: 5) { (try? t.status().gpio?.first?.error) == .some(nil) })
     }
 }
