@@ -27,7 +27,15 @@ package final class MusicConnection: Sendable {
         }
     }
 
-    private let cache = Mutex<(config: MusicConfig, resampler: ResamplerKind, context: Context)?>(nil)
+    /// The context last made, and what it was made from: the section, the music resampler and the
+    /// secrets read from their files (a password changed there is used from the next request on).
+    private let cache = Mutex<(made: Made, context: Context)?>(nil)
+    private struct Made: Equatable {
+        let config: MusicConfig
+        let resampler: ResamplerKind
+        let password: String
+        let apiKey: String?
+    }
     /// What was last sent with `savePlayQueue`, when, and whether the server lacks the call.
     private let sync = Mutex<(last: SavedQueue?, at: Int, unsupported: Bool)>((nil, 0, false))
     private let logger: Logger
@@ -40,15 +48,14 @@ package final class MusicConnection: Sendable {
         self.stop = stop
     }
 
-    /// The context of `config`'s `music:` section, made once per section. Fails (conflict) without
-    /// one, or (unavailable) when its password cannot be read.
+    /// The context of `config`'s `music:` section, made again only when the section or a secret
+    /// changed: the password and API key files are read at each call (a few bytes, in the page
+    /// cache), so a password changed there takes effect without a restart — it took one, and until
+    /// then every request was refused. Fails (conflict) without a section, or (unavailable) when a
+    /// secret cannot be read.
     package func context(_ config: BatonConfiguration) throws(ControlError) -> Context {
         guard let music = config.music else {
             throw ControlError(.conflict, "no music server is configured (add a music: section, see docs/CONFIG.md)")
-        }
-        let resampler = config.resampler.music
-        if let cached = cache.withLock({ $0 }), cached.config == music, cached.resampler == resampler {
-            return cached.context
         }
         let password: String
         switch music.subsonic.password {
@@ -79,13 +86,15 @@ package final class MusicConnection: Sendable {
             }
             apiKey = key
         }
+        let made = Made(config: music, resampler: config.resampler.music, password: password, apiKey: apiKey)
+        if let cached = cache.withLock({ $0 }), cached.made == made { return cached.context }
         let client = SubsonicClient(
             config: SubsonicSettings(
                 url: music.subsonic.url, user: music.subsonic.user, password: password, apiKey: apiKey,
                 format: music.subsonic.format.rawValue,
                 maxBitRate: music.subsonic.format == .raw ? nil : music.subsonic.maxBitrate), stop: stop)
-        let context = Context(config: music, client: client, resampler: resampler)
-        cache.withLock { $0 = (music, resampler, context) }
+        let context = Context(config: music, client: client, resampler: made.resampler)
+        cache.withLock { $0 = (made, context) }
         return context
     }
 

@@ -430,6 +430,25 @@ extension MusicQueueTests {
         #expect(refused.text.contains("music.subsonic.api-key-file \(dir)/no-such-key: cannot read"), "\(refused.text)")
     }
 
+    /// The password changed on the server and then in batond's password file: used from the next
+    /// request, against the real server, without a restart. The client was made once per `music:`
+    /// section and kept the old password: every request was refused until batond restarted.
+    @Test func aPasswordChangedInItsFileIsUsedWithoutARestart() throws {
+        var music = try TestSubsonic.music()
+        guard case .file(let real) = music.subsonic.password else { throw TestSetupError(message: "not a file") }
+        let right = try #require(FileIO.firstLine(real))
+        let file = "\(TestDirectory.make("changed-password"))/password"
+        try FileIO.writeAtomically(Array("not-\(right)\n".utf8), to: file).get()
+        music.subsonic.password = .file(file)
+        let t = try TestDaemon(music: music)
+        defer { t.stop() }
+        let refused = try t.request("GET", "/api/v1/library/search?q=Tone")
+        #expect(refused.status != 200, "\(refused.status) \(refused.text)")
+        try FileIO.writeAtomically(Array("\(right)\n".utf8), to: file).get()
+        let found = try t.request("GET", "/api/v1/library/search?q=Tone")
+        #expect(found.status == 200 && found.text.contains("Tone 440 FLAC"), "\(found.status) \(found.text)")
+    }
+
     /// The server's queue is another client's word, checked as the state file is: a position of
     /// 2^63 ms trapped batond at its first save (`Int64(position * 1000)`), and -1 ms was saved
     /// and then dropped the whole queue at the next start. Either plays from the song's start.
