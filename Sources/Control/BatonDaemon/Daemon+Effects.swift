@@ -144,8 +144,9 @@ extension Daemon {
             p.awaitingSlots = nil
             return true
         }
+        // The monitor, woken once, then looks every 2 ms (`tick`): woken at each look, it spun.
+        if p.awaitingSlots == nil { monitor.wake() }
         p.awaitingSlots = since
-        monitor.wake()
         return false
     }
 
@@ -158,6 +159,9 @@ extension Daemon {
     func startWaitingSources(_ s: inout State) {
         for p in s.playbacks.values.sorted(by: { $0.id < $1.id }) where p.awaitingSlots != nil {
             if p.started { restartInSlots(p, &s) } else { start(p.id, &s) }
+            // Its slots as the arbiter says now, and what the source is told (an external player
+            // paused through Baton is told so from its state at this start on).
+            if p.awaitingSlots == nil { reconcile(p, &s, ramps: [:]) }
         }
     }
 

@@ -17,6 +17,7 @@ extension Daemon {
             }
             for p in done.sorted(by: { $0.id < $1.id }) {
                 p.released = true
+                if let why = p.noSlot { p.endReason = why }  // a call's `call ended: …` says it
                 p.music?.reportGaveUp()  // before "played": the monitor may not have looked since it gave up
                 let frames = Dictionary(
                     uniqueKeysWithValues: p.parts.compactMap { part in part.slot?.lastFrameAt.map { (part.zone, $0) } })

@@ -22,7 +22,9 @@ extension Daemon {
             }
             let sources = s.arbiter.sources.compactMap { st in
                 s.playbacks[st.contender.source].map { p in
-                    StatusReport.Source(p, st, state: p.started ? truth.reportedState(p, s) : st.state.rawValue)
+                    StatusReport.Source(
+                        p, st,
+                        state: p.started || p.awaitingSlots != nil ? truth.reportedState(p, s) : st.state.rawValue)
                 }
             }
             return StatusReport(

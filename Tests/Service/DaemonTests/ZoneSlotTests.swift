@@ -21,6 +21,8 @@ import Testing
             try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
         let waiting = t.daemon.state.withLock { $0.playbacks[SourceID(bell)]?.awaitingSlots != nil }
         #expect(waiting, "granted, waiting for a slot")
+        let state = try t.status().sources.first { $0.id == bell }?.state
+        #expect(state == "starting", "not heard yet: \(state ?? "-")")
         mixer.release(held[0])
         #expect(t.waitForEvent("audible", source: bell, seconds: 5) != nil, "heard once a slot is free")
         for slot in held.dropFirst() { mixer.release(slot) }
