@@ -25,8 +25,9 @@ public final class Triggers: Sendable {
     private let buttons = Mutex<[Button]>([])
 
     /// One configured button: its reader (nil when it could not be set up), why it is off (`error`),
-    /// why its presses do not ring (`pressError`: its sound is missing, the last press failed), and
-    /// its presses.
+    /// why its last press rang nothing when its sound could not be played (`pressError`: a file
+    /// that does not decode), and its presses. A missing sound is looked for at each status
+    /// (`missingSound`): a reload may change the sounds directory, and a sound may be added.
     private struct Button {
         let config: GPIOButtonConfig
         let button: GPIOButton?
@@ -88,15 +89,11 @@ public final class Triggers: Sendable {
                 }
                 // A sound not in the sounds directory is said now, not at the first press (a
                 // visitor's ring, silent). The button listens on: the sound may be added.
-                var missing: String? = nil
-                let sound = button.announce.sound ?? "doorbell"
-                if button.announce.text == nil && !sounds.contains(sound) {
-                    missing =
-                        "its sound \"\(sound)\" is not in the sounds directory (it has \(sounds.isEmpty ? "none" : sounds.joined(separator: ", "))): a press rings nothing"
-                    logger.error("\(name): \(missing!)")
-                    daemon.events.publish(type: .gpioError, reason: "\(name): \(missing!)")
+                if let missing = Self.missingSound(button.announce, among: sounds) {
+                    logger.error("\(name): \(missing)")
+                    daemon.events.publish(type: .gpioError, reason: "\(name): \(missing)")
                 }
-                started.append(Button(config: button, button: gpio, error: nil, pressError: missing))
+                started.append(Button(config: button, button: gpio, error: nil))
                 logger.info("\(name): listening for \(button.edge.rawValue) edges (debounce \(button.debounce))")
             case .failure(let error):
                 started.append(Button(config: button, button: nil, error: error.description))
@@ -131,9 +128,22 @@ public final class Triggers: Sendable {
         } catch {
             let why = "pressed, but \(error.message)"
             logger.error("\(name): \(why)")
-            buttons.withLock { if index < $0.count { $0[index].pressError = why } }
+            // The button's own fault (its sound missing or not playable) is an event and, the
+            // file's, its status; the policy's refusal (a call holds the zones) or zones away are
+            // said where they belong.
+            guard [.unknownSound, .unprocessable, .badRequest].contains(error.kind) else { return }
+            if error.kind != .unknownSound { buttons.withLock { if index < $0.count { $0[index].pressError = why } } }
             daemon.events.publish(type: .gpioError, reason: "\(name): \(why)")
         }
+    }
+
+    /// Why `action`'s sound cannot ring: not among `sounds` (the first ten named), or nil.
+    private static func missingSound(_ action: AnnounceAction, among sounds: [String]) -> String? {
+        let sound = action.sound ?? "doorbell"
+        guard action.text == nil && !sounds.contains(sound) else { return nil }
+        let listed =
+            sounds.isEmpty ? "none" : sounds.prefix(10).joined(separator: ", ") + (sounds.count > 10 ? ", …" : "")
+        return "its sound \"\(sound)\" is not in the sounds directory (it has \(listed)): a press rings nothing"
     }
 
     /// The MQTT connection for the status report: the bridge that runs, as it was started (a
@@ -149,11 +159,14 @@ public final class Triggers: Sendable {
 
     /// The GPIO buttons for the status report. Any thread.
     public var gpioStatus: [StatusReport.Button] {
-        buttons.withLock { $0 }.map { b in
+        let buttons = self.buttons.withLock { $0 }
+        let sounds = buttons.isEmpty ? [] : daemon.sounds.names()
+        return buttons.map { b in
             StatusReport.Button(
                 chip: b.config.chip, line: b.config.line,
                 state: b.button == nil || b.error != nil ? "unavailable" : "listening",
-                error: b.error ?? b.pressError, presses: b.presses)
+                error: b.error ?? Self.missingSound(b.config.announce, among: sounds) ?? b.pressError,
+                presses: b.presses)
         }
     }
 }
