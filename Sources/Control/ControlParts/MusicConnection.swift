@@ -51,42 +51,27 @@ package final class MusicConnection: Sendable {
     /// The context of `config`'s `music:` section, made again only when the section or a secret
     /// changed: the password and API key files are read at each call (a few bytes, in the page
     /// cache), so a password changed there takes effect without a restart — it took one, and until
-    /// then every request was refused. Fails (conflict) without a section, or (unavailable) when a
-    /// secret cannot be read.
+    /// then every request was refused (a queue already playing keeps the client it started with).
+    /// Fails (conflict) without a section, or (unavailable) when a secret cannot be read and no
+    /// client was made with an earlier one.
     package func context(_ config: BatonConfiguration) throws(ControlError) -> Context {
         guard let music = config.music else {
             throw ControlError(.conflict, "no music server is configured (add a music: section, see docs/CONFIG.md)")
         }
+        let resampler = config.resampler.music
         let password: String
-        switch music.subsonic.password {
-        case .file(let path):
-            guard let secret = FileIO.firstLine(path) else {
-                throw ControlError(
-                    .unavailable,
-                    "music.subsonic.password-file \(path): cannot read: \(String(cString: strerror(errno)))")
+        let apiKey: String?
+        do throws(ControlError) {
+            (password, apiKey) = try Self.secrets(music.subsonic)
+        } catch {
+            // A file being rewritten (an editor saving in place, `echo new > file`: empty or gone
+            // for a moment) keeps the client made with the last secret read; with none, the error.
+            if let cached = cache.withLock({ $0 }), cached.made.config == music, cached.made.resampler == resampler {
+                return cached.context
             }
-            password = secret
-        case .environment(let name):
-            guard let value = getenv(name) else {
-                throw ControlError(.unavailable, "music.subsonic.password-env: \(name) is not set")
-            }
-            password = String(cString: value)
+            throw error
         }
-        // The OpenSubsonic API key, used when the server offers `apiKeyAuthentication` (it was
-        // read from the configuration and never used: a server that takes keys only refused batond).
-        var apiKey: String?
-        if let path = music.subsonic.apiKeyFile {
-            guard let key = FileIO.firstLine(path) else {
-                throw ControlError(
-                    .unavailable,
-                    "music.subsonic.api-key-file \(path): cannot read: \(String(cString: strerror(errno)))")
-            }
-            guard !key.isEmpty else {
-                throw ControlError(.unavailable, "music.subsonic.api-key-file \(path): its first line is empty")
-            }
-            apiKey = key
-        }
-        let made = Made(config: music, resampler: config.resampler.music, password: password, apiKey: apiKey)
+        let made = Made(config: music, resampler: resampler, password: password, apiKey: apiKey)
         if let cached = cache.withLock({ $0 }), cached.made == made { return cached.context }
         let client = SubsonicClient(
             config: SubsonicSettings(
@@ -96,6 +81,39 @@ package final class MusicConnection: Sendable {
         let context = Context(config: music, client: client, resampler: made.resampler)
         cache.withLock { $0 = (made, context) }
         return context
+    }
+
+    /// The password (a file's first line, not empty, or an environment variable) and the
+    /// OpenSubsonic API key (used when the server offers `apiKeyAuthentication`; it was read from
+    /// the configuration and never used: a server that takes keys only refused batond).
+    private static func secrets(_ subsonic: SubsonicConfig) throws(ControlError) -> (String, String?) {
+        let password: String
+        switch subsonic.password {
+        case .file(let path):
+            guard let secret = FileIO.firstLine(path) else {
+                throw ControlError(
+                    .unavailable,
+                    "music.subsonic.password-file \(path): cannot read: \(String(cString: strerror(errno)))")
+            }
+            guard !secret.isEmpty else {
+                throw ControlError(.unavailable, "music.subsonic.password-file \(path): its first line is empty")
+            }
+            password = secret
+        case .environment(let name):
+            guard let value = getenv(name) else {
+                throw ControlError(.unavailable, "music.subsonic.password-env: \(name) is not set")
+            }
+            password = String(cString: value)
+        }
+        guard let path = subsonic.apiKeyFile else { return (password, nil) }
+        guard let key = FileIO.firstLine(path) else {
+            throw ControlError(
+                .unavailable, "music.subsonic.api-key-file \(path): cannot read: \(String(cString: strerror(errno)))")
+        }
+        guard !key.isEmpty else {
+            throw ControlError(.unavailable, "music.subsonic.api-key-file \(path): its first line is empty")
+        }
+        return (password, key)
     }
 
     /// Mirrors the queue to the server with `savePlayQueue` (so other Subsonic clients can pick it

@@ -447,6 +447,10 @@ extension MusicQueueTests {
         try FileIO.writeAtomically(Array("\(right)\n".utf8), to: file).get()
         let found = try t.request("GET", "/api/v1/library/search?q=Tone")
         #expect(found.status == 200 && found.text.contains("Tone 440 FLAC"), "\(found.status) \(found.text)")
+        // Emptied for a moment (an editor saving in place): the last password read is kept.
+        try FileIO.writeAtomically([], to: file).get()
+        let meanwhile = try t.request("GET", "/api/v1/library/search?q=Tone")
+        #expect(meanwhile.status == 200, "\(meanwhile.status) \(meanwhile.text)")
     }
 
     /// The server's queue is another client's word, checked as the state file is: a position of
