@@ -145,6 +145,14 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// The track the streamer started with (before anything of it was heard).
     public var startIndex: Int { queue.index(of: state.startKey) ?? 0 }
 
+    /// Where the next stream starts (the track and seconds into it) while none runs: after
+    /// `endStream`, before `start` (a seek waiting for a free slot). What is saved to resume from
+    /// meanwhile — a stop or reload then kept the place before the seek. Nil while a stream runs.
+    /// Under the control plane's lock.
+    public var pendingStart: (index: Int, seconds: Double)? {
+        streamer.withLock { $0 } == nil ? (startIndex, state.startOffset) : nil
+    }
+
     public func tick(audible: Bool) {
         guard streamer.withLock({ $0 }) != nil else { return }
         reportGaveUp()

@@ -124,6 +124,7 @@ extension Daemon {
             monitor.wake()
             return
         }
+        p.noSlot = nil  // a seek before the monitor ended it found a slot: it plays
         p.source.start(outputs)
         // An idle zone's output thread restarts now (on silence, if the source's thread has not
         // written yet: its first frames then come to a running device).
