@@ -158,6 +158,8 @@ extension Daemon {
     /// The sources waiting for a free slot (`slotsReady`), started (or started again) once they
     /// have one, in the order they came. Monitor, under the lock.
     func startWaitingSources(_ s: inout State) {
+        // Nothing sorted at a look with none waiting (nearly all of them).
+        guard s.playbacks.values.contains(where: { $0.awaitingSlots != nil }) else { return }
         for p in s.playbacks.values.sorted(by: { $0.id < $1.id }) where p.awaitingSlots != nil {
             if p.started { restartInSlots(p, &s) } else { start(p.id, &s) }
             // Its slots as the arbiter says now, and what the source is told (an external player
