@@ -88,9 +88,10 @@ extension Daemon {
     public func command(_ command: UserCommand, source: String) throws(ControlError) {
         try state.withLock { (s: inout State) throws(ControlError) in
             let id = SourceID(source)
-            guard s.playbacks[id] != nil, s.arbiter.state(of: id) != nil else {
+            guard let p = s.playbacks[id], s.arbiter.state(of: id) != nil else {
                 throw ControlError(.notFound, "no source \"\(source)\"")
             }
+            if command == .stop { (p.source as? ExternalPlayer)?.endsForGood() }
             apply(s.arbiter.user(command, on: id, at: .now), &s)
         }
     }

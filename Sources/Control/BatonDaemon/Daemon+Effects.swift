@@ -57,6 +57,8 @@ extension Daemon {
             case .expired(let id):
                 finish(id, &s, why: "it waited past its ttl")
             case .lostForGood(let id):
+                // Replaced by a newcomer (or its class gone from the policy): for good.
+                (s.playbacks[id]?.source as? ExternalPlayer)?.endsForGood()
                 finish(id, &s, why: "its zones were lost")
             case .finished(let id):
                 finish(id, &s, why: "stopped")

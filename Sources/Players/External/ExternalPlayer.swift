@@ -65,6 +65,8 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         var ended = false
         /// The source ended by itself (idle, the program left): its stream may stay open.
         var selfEnded = false
+        /// Baton ends it for good (`endsForGood`): a `pause` player is told to pause at the stop.
+        var endsForGood = false
         /// CLOCK_MONOTONIC ns since which no stream is attached.
         var streamlessSince: Int?
     }
@@ -258,7 +260,16 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         state.pending = []
     }
 
+    /// Baton ends this source for good — the user stopped it, other music replaced it — not for a
+    /// while (a reload, its zones lost). With `pause`, the player is told to pause at the stop: its
+    /// own interface read "playing" while nothing was heard, and, refused, a player that reopens
+    /// its device after an error (MPD after 10 s) took its zones back on its own. Under the lock.
+    public func endsForGood() { state.endsForGood = true }
+
     public func stop() -> Bool {
+        if state.endsForGood && !state.selfEnded && settings.whenInterrupted == .pause {
+            settings.control?.pauseIfPlaying()  // runs before `close` ends its queue
+        }
         if let current = state.current {
             current.detach()
             if !state.selfEnded { current.refuse("batond stopped source \(settings.name)") }

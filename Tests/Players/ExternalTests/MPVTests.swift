@@ -96,6 +96,20 @@ import Testing
         #expect(status(rig) == "Playing")
     }
 
+    /// Stopped through Baton (`music/stop`), mpv is told to pause through MPRIS: it went on saying
+    /// "Playing" while nothing was heard, its writes refused. (MPD pauses by itself when its only
+    /// output fails; mpv does not.)
+    @Test func aStopThroughBatonPausesMPV() throws {
+        let directory = TestDirectory.make("external-bus")
+        let bus = try SessionBus(directory)
+        let (rig, mpv) = try playingMPV(bus, directory)
+        defer { mpv.stop() }
+        let stop = rig.post("/api/v1/music/stop", "{}")
+        let id = try #require(stop.split(separator: "\"").drop { $0 != "id" }.dropFirst(2).first, "\(stop)")
+        #expect(waitUntil(seconds: 5) { !rig.get("/api/v1/status").contains("\"\(id)\"") }, "\(id) ended")
+        #expect(waitUntil(seconds: 5) { status(rig) == "Paused" }, "mpv: \(status(rig))")
+    }
+
     /// A Play and then a Pause the user gives mpv through MPRIS during the interruption are a user
     /// pause: the interruption ends with shouldResume false and mpv stays paused. (Back to back, a
     /// few ms apart, mpv signals only the Paused it ends in: there is nothing to see then.)
