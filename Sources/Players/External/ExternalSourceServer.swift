@@ -165,7 +165,7 @@ public final class ExternalSourceServer: @unchecked Sendable {
     private func refuseBusy(_ fd: Int32) {
         let peer = ExternalPeer.of(socket: fd)
         let why = "batond has \(Self.maxConnections) connections from programs already; try again later"
-        sendAll(fd, ExternalWire.message(.error, Array(why.utf8)))
+        sendAll(fd, ExternalWire.error(why))
         close(fd)
         busySinceWarning += 1
         let now = monotonicNanoseconds()
@@ -183,7 +183,7 @@ public final class ExternalSourceServer: @unchecked Sendable {
         guard case .success(let name) = opened else {
             if case .failure(let error) = opened {
                 logger.warning("external sources: \(peer): \(error)")
-                sendAll(fd, ExternalWire.message(.error, Array(error.description.utf8)))
+                sendAll(fd, ExternalWire.error(error.description))
             }
             close(fd)
             handshakes.subtract(1, ordering: .acquiringAndReleasing)
@@ -191,7 +191,7 @@ public final class ExternalSourceServer: @unchecked Sendable {
         }
         if let why = lookup(name) {
             logger.warning("external sources: \(peer) asked for \(why)")
-            sendAll(fd, ExternalWire.message(.error, Array(why.utf8)))
+            sendAll(fd, ExternalWire.error(why))
             close(fd)
             handshakes.subtract(1, ordering: .acquiringAndReleasing)
             return

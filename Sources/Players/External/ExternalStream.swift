@@ -212,7 +212,7 @@ public final class ExternalStream: @unchecked Sendable {
             let s = shared.withLock { $0 }
             if s.stop { return }
             if let why = s.refusal {
-                send(ExternalWire.message(.error, Array(why.utf8)))
+                send(ExternalWire.error(why))
                 return
             }
             if s.generation != pumpGeneration, let error = rebuildPumps(s.targets, generation: s.generation) {
@@ -254,7 +254,7 @@ public final class ExternalStream: @unchecked Sendable {
     /// Logs `error`, and tells the program before its connection closes. Stream thread.
     private func end(with error: ExternalStreamError) {
         logger.warning("external \(name): \(peer): \(error); closing its connection")
-        send(ExternalWire.message(.error, Array(error.description.utf8)))
+        send(ExternalWire.error(error.description))
     }
 
     /// Sends one message whole. `unlessFull`: not at all when the socket has no room for any of it

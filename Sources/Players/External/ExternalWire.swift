@@ -39,6 +39,19 @@ enum ExternalWire {
         header(type, length: payload.count) + payload
     }
 
+    /// An ERROR with `why`, cut at a character to at most `maxErrorPayload` bytes (ending "…"): the
+    /// plugin reads messages into 1024 bytes, and a longer one (a long list of the sources there
+    /// are) read as a peer that is not batond, the sentence lost.
+    static func error(_ why: String) -> [UInt8] {
+        guard why.utf8.count > maxErrorPayload else { return message(.error, Array(why.utf8)) }
+        var text = Substring(why)
+        while text.utf8.count > maxErrorPayload - "…".utf8.count { text.removeLast() }  // whole characters
+        return message(.error, Array((text + "…").utf8))
+    }
+
+    /// The longest ERROR payload (see `error`): the plugin's 1024-byte input less the header, with room.
+    static let maxErrorPayload = 1000
+
     static func position(consumed: UInt64, delay: UInt64) -> [UInt8] {
         message(.position, bytes(of: consumed) + bytes(of: delay))
     }
