@@ -12,8 +12,9 @@ runtime=(alsa-utils espeak-ng)
 # snapserver and snapclient for the Snapcast zone tests, which run their own on loopback ports;
 # chromium-driver lets Selenium drive chromium in scripts/test-webapp.sh; stress-ng loads every core
 # next to batond in the soak.)
-# (mpd, mpc, mpv + mpv-mpris, shairport-sync, pulseaudio-utils and dbus play through the baton PCM in ExternalTests.)
-testing=(sox ffmpeg python3-venv chromium chromium-driver openssl mosquitto mosquitto-clients snapserver snapclient
+# (mpd, mpc, mpv + mpv-mpris, shairport-sync, pulseaudio-utils and dbus play through the baton PCM in ExternalTests;
+# python3 too, through alsa-lib with ctypes: a non-blocking drain, NonBlockingDrainTests.)
+testing=(sox ffmpeg python3 python3-venv chromium chromium-driver openssl mosquitto mosquitto-clients snapserver snapclient
          mpd mpc mpv mpv-mpris shairport-sync pulseaudio pulseaudio-utils pulseaudio-module-raop avahi-daemon dbus
          stress-ng)
 

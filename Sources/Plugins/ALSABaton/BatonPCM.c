@@ -56,6 +56,7 @@ typedef struct baton {
     snd_pcm_uframes_t avail_min;
     bool dead;               // the connection failed; every call reports it
     bool drained;            // a DRAINED arrived
+    bool draining;           // a DRAIN was sent and its DRAINED not taken yet (non-blocking drain)
 
     unsigned char input[INPUT_BUFFER];
     size_t input_length;
@@ -202,7 +203,10 @@ static snd_pcm_uframes_t outstanding(const baton_t *b) {
 /// avail_min frames, or the connection failed. (The socket alone is readable only when batond has
 /// consumed something; a non-blocking writer with an empty buffer would wait for it forever.)
 static void update_ready(baton_t *b) {
-    bool ready = b->dead || b->io.buffer_size == 0 || b->io.buffer_size - outstanding(b) >= b->avail_min;
+    // Draining, a program in poll waits for the DRAINED (the socket wakes it), not for room: with
+    // room the eventfd woke it at once, again and again, each drain call answered -EAGAIN.
+    bool ready = b->dead || b->io.buffer_size == 0
+                 || (b->draining ? b->drained : b->io.buffer_size - outstanding(b) >= b->avail_min);
     if (ready == b->ready) return;
     uint64_t v = 1;
     if (ready) {
@@ -222,7 +226,9 @@ static int baton_start(snd_pcm_ioplug_t *io) {
 
 static int baton_stop(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
+    b->draining = false;
     if (!b->dead && b->sent > b->consumed) send_message(b, BATON_MSG_DROP, NULL, 0, NULL, 0);
+    update_ready(b);
     return 0;
 }
 
@@ -267,19 +273,36 @@ static int baton_prepare(snd_pcm_ioplug_t *io) {
         return -ENODEV;
     }
     b->base = b->sent;
+    b->draining = false;
     update_ready(b);
     return 0;
 }
 
+/// Plays out what was sent: DRAIN, then batond's DRAINED once it played the last frame. alsa-lib
+/// leaves a non-blocking program's drain to this callback: it answers -EAGAIN until the DRAINED came
+/// (the program polls: the socket wakes it, POLLOUT once drained) and is called again. It used to
+/// wait here in any mode, and MPD's output thread, draining at the end of its queue while a
+/// doorbell held the source, hung for the whole interruption (its pause waited on that thread).
 static int baton_drain(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     if (b->dead) return -ENODEV;
     if (b->sent == b->base) return 0;
-    b->drained = false;
-    int err = send_message(b, BATON_MSG_DRAIN, NULL, 0, NULL, 0);
-    if (err < 0) return err;
-    while (!b->drained)
-        if (!read_input(b, -1)) return -ENODEV;
+    if (!b->draining) {
+        b->drained = false;
+        int err = send_message(b, BATON_MSG_DRAIN, NULL, 0, NULL, 0);
+        if (err < 0) return err;
+        b->draining = true;
+        update_ready(b);
+    }
+    if (io->nonblock) {
+        if (!read_input(b, 0)) return -ENODEV;
+        if (!b->drained) return -EAGAIN;
+    } else {
+        while (!b->drained)
+            if (!read_input(b, -1)) return -ENODEV;
+    }
+    b->draining = false;
+    update_ready(b);
     return 0;
 }
 
@@ -322,7 +345,7 @@ static int baton_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned
         return 0;
     }
     snd_pcm_state_t state = io->state;
-    if (state == SND_PCM_STATE_DRAINING) *revents = b->consumed >= b->sent ? POLLOUT : 0;
+    if (state == SND_PCM_STATE_DRAINING) *revents = b->drained ? POLLOUT : 0;
     else if (io->buffer_size - outstanding(b) >= b->avail_min) *revents = POLLOUT;
     else *revents = 0;
     return 0;
@@ -471,6 +494,10 @@ SND_PCM_PLUGIN_DEFINE_FUNC(baton) {
         free(b);
         return err;
     }
+    // alsa-lib sets `nonblock` only when the program calls snd_pcm_nonblock, not from the open
+    // mode: a program that opened the device non-blocking (MPD) read as blocking, and its drain
+    // waited (see baton_drain). Set from the mode here; snd_pcm_nonblock changes it as before.
+    b->io.nonblock = (mode & SND_PCM_NONBLOCK) ? 1 : 0;
     err = set_constraints(b);
     if (err < 0) {
         snd_pcm_ioplug_delete(&b->io);   // calls baton_close, which frees b
