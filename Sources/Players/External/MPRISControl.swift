@@ -76,9 +76,13 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
                 try bus.subscribe(
                     "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
                         + "member='NameOwnerChanged',arg0='\(busName)'"
-                ) { signal in
+                ) { [states] signal in
+                    let had = owner
                     owner = signal.strings.count == 3 && !signal.strings[2].isEmpty ? signal.strings[2] : nil
                     reread = true
+                    // The player quit or crashed: a source paused or interrupted waited for it for
+                    // ever, "paused" in the status, its resume a Play to nobody.
+                    if had != nil && owner == nil { states.sawLeave() }
                 }
                 // Every MPRIS player uses the same path: the sender tells this one apart.
                 try bus.subscribe(

@@ -7,6 +7,8 @@ public enum PlayerChange: Sendable, Equatable {
     case paused
     case played
     case stopped
+    /// The player left (its MPRIS name has no owner: it quit or crashed).
+    case gone
 }
 
 /// How Baton tells an external player to pause and play (`control:` of an external source): MPD's
@@ -172,6 +174,17 @@ final class PlayerStateWatch: Sendable {
 
     /// Baton's command failed: what it asked for will not come of it.
     func dropExpectation() { expected.withLock { $0 = nil } }
+
+    /// The player left (quit, crashed): a change nobody commanded, whatever it showed last. Its next
+    /// state, if it comes back, is read afresh.
+    func sawLeave() {
+        observed.withLock { o in
+            o.state = nil
+            o.known = false
+        }
+        change.withLock { $0 = .gone }
+        changed()
+    }
 
     /// The interface reported `state` now.
     func saw(_ state: String) {

@@ -110,6 +110,22 @@ import Testing
         #expect(waitUntil(seconds: 5) { status(rig) == "Paused" }, "mpv: \(status(rig))")
     }
 
+    /// mpv crashes while paused through Baton: its MPRIS name leaves the bus, and the source ends
+    /// ("the player left"). It waited for a player that was gone, "paused" in the status for as
+    /// long as the pause lasted, its resume a Play to nobody. (mpv that quits says "Stopped".)
+    @Test func aPlayerThatCrashesWhilePausedEndsItsSource() throws {
+        let directory = TestDirectory.make("external-bus")
+        let bus = try SessionBus(directory)
+        let (rig, mpv) = try playingMPV(bus, directory)
+        defer { _ = mpv.stop() }
+        #expect(rig.post("/api/v1/music/pause", "{}").contains("\"command\":\"pause\""))
+        #expect(waitUntil(seconds: 5) { status(rig) == "Paused" })
+        #expect(rig.get("/api/v1/status").contains("\"music-"), "the source waits, paused")
+        _ = mpv.stop(signal: SIGKILL)  // a crash: no PlaybackStatus "Stopped" on the way out
+        #expect(rig.eventsSoon(contain: "the player left (quit or crashed)"))
+        #expect(waitUntil(seconds: 5) { !rig.get("/api/v1/status").contains("\"music-") }, "the source ended")
+    }
+
     /// A Play and then a Pause the user gives mpv through MPRIS during the interruption are a user
     /// pause: the interruption ends with shouldResume false and mpv stays paused. (Back to back, a
     /// few ms apart, mpv signals only the Paused it ends in: there is nothing to see then.)
