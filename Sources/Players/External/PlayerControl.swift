@@ -42,6 +42,9 @@ final class ControlQueue: Sendable {
                 wake.wait()
                 while let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { job() }
             }
+            // Jobs given before `close` run (the pause of a source Baton ended): one queued between
+            // the last look and the close was dropped.
+            while let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { job() }
         }
     }
 

@@ -219,6 +219,18 @@ static void update_ready(baton_t *b) {
     b->ready = ready;
 }
 
+/// After input was read: a DRAINED that came for a pending non-blocking drain ends it as the kernel
+/// ends a drain, the stream set up again (SETUP), and the eventfd follows. MPD calls snd_pcm_drain
+/// once and then waits for the state to leave DRAINING (a later drain in SETUP answers 0 at once):
+/// left in DRAINING, it waited for ever at the end of its queue.
+static void settle(baton_t *b) {
+    if (b->draining && b->drained && b->io.state == SND_PCM_STATE_DRAINING) {
+        b->draining = false;
+        snd_pcm_ioplug_set_state(&b->io, SND_PCM_STATE_SETUP);
+    }
+    update_ready(b);
+}
+
 static int baton_start(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     return b->dead ? -ENODEV : 0;
@@ -226,8 +238,10 @@ static int baton_start(snd_pcm_ioplug_t *io) {
 
 static int baton_stop(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
+    // A drain given up (a drop while draining) is forgotten by batond too: its DRAINED would end
+    // the next drain early.
+    if (!b->dead && (b->sent > b->consumed || b->draining)) send_message(b, BATON_MSG_DROP, NULL, 0, NULL, 0);
     b->draining = false;
-    if (!b->dead && b->sent > b->consumed) send_message(b, BATON_MSG_DROP, NULL, 0, NULL, 0);
     update_ready(b);
     return 0;
 }
@@ -235,7 +249,7 @@ static int baton_stop(snd_pcm_ioplug_t *io) {
 static snd_pcm_sframes_t baton_pointer(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     bool alive = read_input(b, 0);
-    update_ready(b);
+    settle(b);
     if (!alive) return -EPIPE;
     uint64_t hw = b->consumed > b->base ? b->consumed - b->base : 0;
     return (snd_pcm_sframes_t)(hw % (b->boundary ? b->boundary : io->buffer_size));
@@ -256,7 +270,9 @@ static snd_pcm_sframes_t baton_transfer(snd_pcm_ioplug_t *io, const snd_pcm_chan
 
 static int baton_delay(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {
     baton_t *b = io->private_data;
-    if (!read_input(b, 0)) return -ENODEV;
+    bool alive = read_input(b, 0);
+    settle(b);
+    if (!alive) return -ENODEV;
     *delay = (snd_pcm_sframes_t)(outstanding(b) + (b->sent > b->base ? b->server_delay : 0));
     return 0;
 }
@@ -279,15 +295,17 @@ static int baton_prepare(snd_pcm_ioplug_t *io) {
 }
 
 /// Plays out what was sent: DRAIN, then batond's DRAINED once it played the last frame. alsa-lib
-/// leaves a non-blocking program's drain to this callback: it answers -EAGAIN until the DRAINED came
-/// (the program polls: the socket wakes it, POLLOUT once drained) and is called again. It used to
-/// wait here in any mode, and MPD's output thread, draining at the end of its queue while a
-/// doorbell held the source, hung for the whole interruption (its pause waited on that thread).
+/// leaves a non-blocking program's drain to this callback: it answers -EAGAIN until the DRAINED came;
+/// the program polls (the socket wakes it) and either calls drain again or waits for the state to
+/// leave DRAINING, which `settle` does when the DRAINED is read. It used to wait here in any mode,
+/// and MPD's output thread, draining at the end of its queue while a doorbell held the source, hung
+/// for the whole interruption (its pause waited on that thread).
 static int baton_drain(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     if (b->dead) return -ENODEV;
     if (b->sent == b->base) return 0;
     if (!b->draining) {
+        if (!read_input(b, 0)) return -ENODEV;   // an earlier drain's DRAINED, if one came late
         b->drained = false;
         int err = send_message(b, BATON_MSG_DRAIN, NULL, 0, NULL, 0);
         if (err < 0) return err;
@@ -339,7 +357,7 @@ static int baton_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned
     (void)nfds;
     baton_t *b = io->private_data;
     bool alive = read_input(b, 0);
-    update_ready(b);
+    settle(b);
     if (!alive) {
         *revents = POLLOUT | POLLERR;
         return 0;
@@ -495,8 +513,9 @@ SND_PCM_PLUGIN_DEFINE_FUNC(baton) {
         return err;
     }
     // alsa-lib sets `nonblock` only when the program calls snd_pcm_nonblock, not from the open
-    // mode: a program that opened the device non-blocking (MPD) read as blocking, and its drain
-    // waited (see baton_drain). Set from the mode here; snd_pcm_nonblock changes it as before.
+    // mode: a program that opened the device non-blocking read as blocking, and its drain waited
+    // (see baton_drain). Set from the mode here; snd_pcm_nonblock changes it as before (MPD opens
+    // in mode 0, then calls it).
     b->io.nonblock = (mode & SND_PCM_NONBLOCK) ? 1 : 0;
     err = set_constraints(b);
     if (err < 0) {

@@ -9,12 +9,14 @@ import Testing
         let process: BackgroundProcess
         let rig: ExternalRig
 
-        init(_ rig: ExternalRig, port: Int) throws {
+        /// `songSeconds`: the one song in its queue.
+        init(_ rig: ExternalRig, port: Int, songSeconds: Int = 30) throws {
             self.rig = rig
             self.port = port
             let d = rig.directory
             mkdir(d + "/music", 0o755)
-            ExternalRig.writeWAV(d + "/music/song.wav", AplayTests.music(frames: 48_000 * 30), channels: 2)
+            ExternalRig.writeWAV(
+                d + "/music/song.wav", AplayTests.music(frames: 48_000 * songSeconds), channels: 2)
             ExternalRig.write(
                 d + "/mpd.conf",
                 """
@@ -101,6 +103,26 @@ import Testing
                 usleep(20_000)
                 return Self.heard(rig).count > heard + 48_000 / 2
             }, "and is heard again")
+    }
+
+    /// MPD plays its one short song to the end of its queue: its output drains the device
+    /// (non-blocking: one snd_pcm_drain, then it waits for the state to leave DRAINING) and MPD
+    /// stops, every frame heard. A drain that answered -EAGAIN and never left DRAINING kept MPD
+    /// "playing" at the end of its queue for ever (found by a review before it was committed).
+    @Test func mpdPlaysToTheEndOfItsQueueAndStops() throws {
+        let port = try FreePort.next()
+        let rig = try ExternalRig(
+            sources: "  mpd: {class: music, when-interrupted: pause, control: {mpd: 127.0.0.1:\(port)}}")
+        let mpd = try MPD(rig, port: port, songSeconds: 1)
+        mpd.mpc(["play"])
+        #expect(waitUntil(seconds: 5) { mpd.state == "playing" })
+        // Stopped, as MPD itself answers (a hung MPD does not answer `mpc status` at all).
+        let stopped = {
+            let status = mpd.mpc(["status"])
+            return status.status == 0 && !status.output.contains("[playing]") && !status.output.contains("[paused]")
+        }
+        #expect(waitUntil(seconds: 8) { stopped() }, "MPD stopped at the end: \(mpd.mpc(["status"]))")
+        #expect(Self.heard(rig).count > 48_000 * 9 / 10, "the song heard: \(Self.heard(rig).count) frames")
     }
 
     /// An announcement interrupts MPD: `mpc status` shows it paused within 200 ms of the
