@@ -289,6 +289,7 @@ static int baton_prepare(snd_pcm_ioplug_t *io) {
         return -ENODEV;
     }
     b->base = b->sent;
+    if (b->draining) send_message(b, BATON_MSG_DROP, NULL, 0, NULL, 0);   // forgotten at batond too
     b->draining = false;
     update_ready(b);
     return 0;
@@ -316,7 +317,10 @@ static int baton_drain(snd_pcm_ioplug_t *io) {
         if (!read_input(b, 0)) return -ENODEV;
         if (!b->drained) return -EAGAIN;
     } else {
-        while (!b->drained)
+        // `draining` cleared: another thread's call dropped the stream meanwhile (alsa-lib drops a
+        // draining stream whose buffer it finds empty), and batond, told DROP, sends no DRAINED;
+        // the POSITION it answers a DROP with wakes this wait.
+        while (!b->drained && b->draining)
             if (!read_input(b, -1)) return -ENODEV;
     }
     b->draining = false;
