@@ -68,6 +68,10 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         /// Whether anything of the current stream was heard yet (a start, skip or seek makes a new
         /// one): until then a wanted source is starting, not paused.
         var heardSinceStart = false
+        /// `setStart` was called and `start` not yet: a restart waits (`pendingStart`). Music that
+        /// never started has no place of its own to save (a request refused or stopped while
+        /// queued took the saved queue's place).
+        var restartPending = false
     }
 
     /// Plays `songs` from track `index`, `offset` seconds in (a seek or a restored queue).
@@ -91,6 +95,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     }
 
     public func start(_ outputs: [SourceOutput]) {
+        state.restartPending = false
         state.heardSinceStart = false
         // A new stream may give up again, and that is told too (a second give-up after a skip was not).
         state.gaveUpReported = false
@@ -117,6 +122,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         let entries = queue.entries
         state.startKey = entries[min(max(0, index), entries.count - 1)].key
         state.startOffset = offset
+        state.restartPending = true
     }
 
     /// Why a seek cannot go where it asks.
@@ -150,7 +156,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// meanwhile — a stop or reload then kept the place before the seek. Nil while a stream runs.
     /// Under the control plane's lock.
     public var pendingStart: (index: Int, seconds: Double)? {
-        streamer.withLock { $0 } == nil ? (startIndex, state.startOffset) : nil
+        state.restartPending && streamer.withLock({ $0 }) == nil ? (startIndex, state.startOffset) : nil
     }
 
     public func tick(audible: Bool) {

@@ -95,7 +95,8 @@ package final class MusicConnection: Sendable {
                     .unavailable,
                     "music.subsonic.password-file \(path): cannot read: \(String(cString: strerror(errno)))")
             }
-            guard !secret.isEmpty else {
+            // Empty is allowed beside an API key (a server that takes keys never sees the password).
+            guard !secret.isEmpty || subsonic.apiKeyFile != nil else {
                 throw ControlError(.unavailable, "music.subsonic.password-file \(path): its first line is empty")
             }
             password = secret
