@@ -152,11 +152,11 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     public var startIndex: Int { queue.index(of: state.startKey) ?? 0 }
 
     /// Where the next stream starts (the track and seconds into it) while none runs: after
-    /// `endStream`, before `start` (a seek waiting for a free slot). What is saved to resume from
+    /// `endStream` and `setStart`, before `start` (a seek waiting for a free slot). What is saved to resume from
     /// meanwhile — a stop or reload then kept the place before the seek. Nil while a stream runs.
     /// Under the control plane's lock.
     public var pendingStart: (index: Int, seconds: Double)? {
-        state.restartPending && streamer.withLock({ $0 }) == nil ? (startIndex, state.startOffset) : nil
+        state.restartPending ? (startIndex, state.startOffset) : nil
     }
 
     public func tick(audible: Bool) {

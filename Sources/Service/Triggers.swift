@@ -121,7 +121,7 @@ public final class Triggers: Sendable {
                     try daemon.announcer.announce(text: text, zones: action.zones, volume: volume)
                 } else {
                     try daemon.announcer.announce(
-                        sound: action.sound ?? "doorbell", zones: action.zones, volume: volume)
+                        sound: Self.sound(of: action), zones: action.zones, volume: volume)
                 }
             logger.info("\(name): pressed → \(r.id) \(r.outcome)")
             buttons.withLock { if index < $0.count { $0[index].pressError = nil } }
@@ -137,9 +137,12 @@ public final class Triggers: Sendable {
         }
     }
 
+    /// The sound a press of a button without a text plays.
+    private static func sound(of action: AnnounceAction) -> String { action.sound ?? "doorbell" }
+
     /// Why `action`'s sound cannot ring: not among `sounds` (the first ten named), or nil.
     private static func missingSound(_ action: AnnounceAction, among sounds: [String]) -> String? {
-        let sound = action.sound ?? "doorbell"
+        let sound = Self.sound(of: action)
         guard action.text == nil && !sounds.contains(sound) else { return nil }
         let listed =
             sounds.isEmpty ? "none" : sounds.prefix(10).joined(separator: ", ") + (sounds.count > 10 ? ", …" : "")

@@ -75,7 +75,7 @@ extension Daemon {
             where p.zones.contains(where: stoppedZones.contains)
                 || (p.source as? ExternalPlayer).map({ externalEnding.contains($0.name) }) == true
             {
-                if p.music != nil, p.started || p.awaitingSlots != nil, s.arbiter.state(of: p.id)?.isAudible == true,
+                if p.music != nil, p.isUnderway, s.arbiter.state(of: p.id)?.isAudible == true,
                     p.zones.contains(where: { z in new.zones.contains { $0.name == z } }),
                     let queue = SavedQueue(p, playing: true)
                 {

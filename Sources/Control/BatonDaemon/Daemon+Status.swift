@@ -24,7 +24,7 @@ extension Daemon {
                 s.playbacks[st.contender.source].map { p in
                     StatusReport.Source(
                         p, st,
-                        state: p.started || p.awaitingSlots != nil ? truth.reportedState(p, s) : st.state.rawValue)
+                        state: p.isUnderway ? truth.reportedState(p, s) : st.state.rawValue)
                 }
             }
             return StatusReport(

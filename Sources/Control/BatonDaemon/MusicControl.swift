@@ -108,7 +108,7 @@ public struct MusicControl: Sendable {
     ) throws(ControlError) -> T {
         try daemon.state.withLock { (s: inout Daemon.State) throws(ControlError) in
             if let id {
-                guard let p = s.playbacks[SourceID(id)], p.started || p.awaitingSlots != nil, let music = p.music
+                guard let p = s.playbacks[SourceID(id)], p.isUnderway, let music = p.music
                 else {
                     throw ControlError(.notFound, "no music from the server with id \(id)")
                 }
@@ -134,6 +134,6 @@ public struct MusicControl: Sendable {
     /// The newest granted source of music from the server, if any (started, or waiting for a free
     /// slot to start: a command then sets where it starts). Under the lock.
     static func newest(_ s: borrowing Daemon.State) -> Playback? {
-        s.playbacks.values.filter { $0.music != nil && ($0.started || $0.awaitingSlots != nil) }.max { $0.id < $1.id }
+        s.playbacks.values.filter { $0.music != nil && $0.isUnderway }.max { $0.id < $1.id }
     }
 }

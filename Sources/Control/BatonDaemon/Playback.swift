@@ -42,6 +42,9 @@ final class Playback {
     var awaitingSlots: ContinuousClock.Instant?
     /// Why it was granted but never started: no slot free in any of its zones. The monitor ends it.
     var noSlot: String?
+    /// Started, or granted and waiting for a free slot to start (`awaitingSlots`): what status,
+    /// music commands and a reload's resume take as under way.
+    var isUnderway: Bool { started || awaitingSlots != nil }
 
     init(id: SourceID, sourceClass: SourceClass, source: any Source, volume: Float, zones: [String], skipped: [String])
     {

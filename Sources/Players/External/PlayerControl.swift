@@ -40,12 +40,17 @@ final class ControlQueue: Sendable {
         OSThread.detach(name: "player-control") { [self] in
             while running.load(ordering: .acquiring) {
                 wake.wait()
-                while let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { job() }
+                runQueued()
             }
             // Jobs given before `close` run (the pause of a source Baton ended): one queued between
             // the last look and the close was dropped.
-            while let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { job() }
+            runQueued()
         }
+    }
+
+    /// Runs every job queued, in order. The queue's thread.
+    private func runQueued() {
+        while let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { job() }
     }
 
     func run(_ job: @escaping @Sendable () -> Void) {
