@@ -114,8 +114,19 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         // The arbiter's word (`audibilityChanged`), not whether the last stream was heard: a
         // program queued behind one whose ring had run dry was dropped for good (nothing changes
         // the arbiter's word to undo it).
-        if settings.whenInterrupted == .drop { stream.setDiscarding(!state.granted) }
+        applyAudibility(to: stream)
         if !outputs.isEmpty { stream.attach(outputs) }
+    }
+
+    /// What the stream does while the source is not heard: discards (`drop`), or sleeps until it is
+    /// (`hold`, and `pause`, which also keeps what the player drops when Baton pauses it — about
+    /// half a second of MPD's music was skipped at every doorbell). Under the lock.
+    private func applyAudibility(to stream: ExternalStream) {
+        switch settings.whenInterrupted {
+        case .drop: stream.setDiscarding(!state.granted)
+        case .hold: stream.setHeld(!state.granted)
+        case .pause: stream.setHeld(!state.granted, keepingDropped: true)
+        }
     }
 
     public func start(_ outputs: [SourceOutput]) {
@@ -132,8 +143,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         state.audible = audible
         if audible && !state.granted { state.grantedSince = monotonicNanoseconds() }
         state.granted = audible
-        if settings.whenInterrupted == .drop { state.current?.setDiscarding(!audible) }
-        if settings.whenInterrupted == .hold { state.current?.setHeld(!audible) }
+        if let stream = state.current { applyAudibility(to: stream) }
     }
 
     /// The user paused (true) or resumed the source through Baton — its API, MQTT, a button —

@@ -61,8 +61,7 @@ extension ExternalStream {
             let frames = min(Self.block, fifoCount / format.frameBytes)
             decode(frames, format)
             for i in pumps.indices { deliver(frames, format, &pumps[i]) }
-            consumed += UInt64(frames)
-            consumedFrames.store(Int(consumed), ordering: .releasing)
+            count(taken: frames)
             moved = true
         }
         if moved { lastDataAt.store(monotonicNanoseconds(), ordering: .releasing) }
@@ -82,9 +81,17 @@ extension ExternalStream {
         guard frames > 0 else { return false }
         take(frames * format.frameBytes)
         discarded += UInt64(frames)
-        consumed += UInt64(frames)
-        consumedFrames.store(Int(consumed), ordering: .releasing)
+        count(taken: frames)
         return true
+    }
+
+    /// Counts `frames` taken off the FIFO's head as consumed, but for the kept ones among them
+    /// (counted at their DROP).
+    private func count(taken frames: Int) {
+        let kept = min(keptFrames, frames)
+        keptFrames -= kept
+        consumed += UInt64(frames - kept)
+        consumedFrames.store(Int(consumed), ordering: .releasing)
     }
 
     func take(_ bytes: Int) {

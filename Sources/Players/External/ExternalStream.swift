@@ -35,6 +35,10 @@ public final class ExternalStream: @unchecked Sendable {
         /// `setHeld(false)`, which pokes the thread; it waits for that instead of looking every
         /// `pumpInterval` whether the full rings took something.
         var held = false
+        /// Pause mode while Baton holds the player paused (`setHeld(_:keepingDropped:)`): a DROP
+        /// keeps the frames it would discard — the music just after the cut — to be played when
+        /// the source is heard again.
+        var keepsDropped = false
         /// The control plane refused the stream: the sentence to send before closing.
         var refusal: String?
         var stop = false
@@ -57,6 +61,9 @@ public final class ExternalStream: @unchecked Sendable {
     var fifo: [UInt8] = []
     var fifoStart = 0
     var fifoCount = 0
+    /// Frames at the FIFO's head kept by a DROP (`Shared.keepsDropped`): counted as consumed at the
+    /// DROP, as the program expects, and played before what it sends after.
+    var keptFrames = 0
     var received: UInt64 = 0
     var consumed: UInt64 = 0
     var drainAt: UInt64?
@@ -171,11 +178,16 @@ public final class ExternalStream: @unchecked Sendable {
         poke()
     }
 
-    /// Hold mode: true while the slots are paused (the source is not audible). Call it after the
-    /// slots were paused, and after they were resumed (it wakes the thread). The thread sleeps
-    /// without a timeout only while this says held and every slot is paused. Control thread.
-    public func setHeld(_ on: Bool) {
-        shared.withLock { $0.held = on }
+    /// Hold and pause modes: true while the slots are paused (the source is not audible). Call it
+    /// after the slots were paused, and after they were resumed (it wakes the thread). The thread
+    /// sleeps without a timeout only while this says held and every slot is paused.
+    /// `keepingDropped` (pause mode: Baton paused the player, which drops what its buffer holds):
+    /// a DROP meanwhile keeps those frames for the resume. Control thread.
+    public func setHeld(_ on: Bool, keepingDropped: Bool = false) {
+        shared.withLock {
+            $0.held = on
+            $0.keepsDropped = on && keepingDropped
+        }
         poke()
     }
 
@@ -311,7 +323,7 @@ public final class ExternalStream: @unchecked Sendable {
                 fifoCount += n
                 parser.dataLeft -= n
                 guard let format else { return .failure(.protocolViolation("DATA before FORMAT")) }
-                received = consumed + UInt64(fifoCount / format.frameBytes)
+                received = consumed + UInt64(fifoCount / format.frameBytes - keptFrames)
                 lastDataAt.store(monotonicNanoseconds(), ordering: .releasing)
                 continue
             }
@@ -389,6 +401,7 @@ public final class ExternalStream: @unchecked Sendable {
                 fifo = [UInt8](repeating: 0, count: f.bufferFrames * f.frameBytes)
                 fifoStart = 0
                 fifoCount = 0
+                keptFrames = 0
                 format = f
                 shared.withLock { _ in formatText = f.description }
                 formatBits.store(1, ordering: .releasing)
@@ -400,9 +413,23 @@ public final class ExternalStream: @unchecked Sendable {
             flushedForDrain = false
         case .drop:
             if let format {
-                consumed += UInt64(fifoCount / format.frameBytes)
-                fifoCount = 0
-                fifoStart = 0
+                let frames = fifoCount / format.frameBytes
+                consumed += UInt64(frames - keptFrames)
+                if shared.withLock({ $0.keepsDropped }) {
+                    // Baton paused the player (`pause`): what it drops is the music just after the
+                    // cut, which the resume must start from. MPD then closes its device, and this
+                    // stream stays until they are played (the player's next one waits behind it).
+                    keptFrames = frames
+                    if frames > 0 {
+                        logger.info(
+                            "external \(name): \(peer) dropped \(frames) frames while paused by Baton; kept for the resume"
+                        )
+                    }
+                } else {
+                    fifoCount = 0
+                    fifoStart = 0
+                    keptFrames = 0
+                }
                 consumedFrames.store(Int(consumed), ordering: .releasing)
             }
             drainAt = nil
