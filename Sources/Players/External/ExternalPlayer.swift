@@ -53,6 +53,12 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         var interrupted = false
         /// Told to pause by `pausedThroughBaton`, and not told to play since.
         var pausedThroughBaton = false
+        /// When Baton told the paused player to play (monotonic ns), until it writes again — on a new
+        /// stream, or on the one it kept open. Until then the source waits for it, even once what it
+        /// had sent has played out (the frames kept at its pause take about as long as a player
+        /// takes to open its device again: the source ended at the resume, and the player's late
+        /// stream became a source of its own).
+        var playAskedAt: Int?
         var audible = true
         /// Whether the control plane lets it be heard (its slots not paused: not interrupted, not
         /// paused by the user), and since when (monotonic ns; 0: from the start). A program a held or
@@ -105,6 +111,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     private func use(_ stream: ExternalStream) {
         state.current = stream
         state.streamlessSince = nil
+        state.playAskedAt = nil
         // A program that waited behind another sent its last frames when it filled its buffer: the
         // handover is its start (whether the one before closed or was let go idle), or the next
         // look found it idle too and ended the source, the program left blocked.
@@ -120,7 +127,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
 
     /// What the stream does while the source is not heard: discards (`drop`), or sleeps until it is
     /// (`hold`, and `pause`, which also keeps what the player drops when Baton pauses it — about
-    /// half a second of MPD's music was skipped at every doorbell). Under the lock.
+    /// a second of MPD's music was skipped at every doorbell). Under the lock.
     private func applyAudibility(to stream: ExternalStream) {
         switch settings.whenInterrupted {
         case .drop: stream.setDiscarding(!state.granted)
@@ -157,7 +164,12 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     public func pausedThroughBaton(_ paused: Bool) {
         guard settings.whenInterrupted == .pause, let control = settings.control else { return }
         state.pausedThroughBaton = paused
-        if paused { control.pause() } else { control.play() }
+        if paused {
+            control.pause()
+        } else {
+            state.playAskedAt = monotonicNanoseconds()
+            control.play()
+        }
     }
 
     /// The arbiter's interruption of this source began (true) or ended. For `pause`, the player is
@@ -174,6 +186,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
             if !state.pausedThroughBaton { control.pause() }
         } else if shouldResume {
             state.pausedThroughBaton = false
+            state.playAskedAt = monotonicNanoseconds()
             control.play()
         } else {
             control.pauseIfPlaying()
@@ -186,7 +199,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     /// With `pause`, no stream while interrupted or not heard is the player paused by Baton (it
     /// closes its device), not the program gone: the source waits for it. Under the lock.
     private var waitingForPlayer: Bool {
-        settings.whenInterrupted == .pause && (state.interrupted || !state.audible)
+        settings.whenInterrupted == .pause && (state.interrupted || !state.audible || state.playAskedAt != nil)
     }
 
     /// Since when (monotonic ns) the source, with no stream, could be heard — from which its
@@ -225,6 +238,10 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         }
         if state.current == nil, !state.pending.isEmpty {
             use(state.pending.removeFirst())
+        }
+        // A player that kept its device open and writes again: not awaited any more.
+        if let asked = state.playAskedAt, let current = state.current, !current.isClosed, current.lastData > asked {
+            state.playAskedAt = nil
         }
         guard !state.ended else { return }
         if let current = state.current {

@@ -240,7 +240,8 @@ extension ExternalStream {
     /// once everything before a DRAIN was played.
     func answer(force: Bool = false) {
         let now = monotonicNanoseconds()
-        let delay = pipelineDelay()
+        // Kept frames (a DROP while Baton paused the player) play before anything it sends next.
+        let delay = pipelineDelay() + UInt64(keptFrames)
         if force || consumed != lastPosition.consumed
             || (delay != lastPosition.delay && now - lastPositionAt > 20_000_000),
             // A program that is not reading: sent again at the next answer.
@@ -249,7 +250,7 @@ extension ExternalStream {
             lastPosition = (consumed, delay)
             lastPositionAt = now
         }
-        if let at = drainAt, consumed >= at {
+        if let at = drainAt, consumed >= at, keptFrames == 0 {
             // A zone left behind (its card lost) would hold the drain for as long as it is gone.
             let empty = pumps.allSatisfy {
                 $0.output.slot.ring.readable == 0 || $0.output.isLeftBehind(among: pumpOutputs)

@@ -31,8 +31,8 @@ public final class ExternalStream: @unchecked Sendable {
         var generation = 0
         /// Drop mode while interrupted: take frames at the program's rate and throw them away.
         var discarding = false
-        /// Hold mode while interrupted: the slots are paused, so nothing is taken from them until
-        /// `setHeld(false)`, which pokes the thread; it waits for that instead of looking every
+        /// Hold and pause modes while not heard: the slots are paused, so nothing is taken from them
+        /// until `setHeld(false)`, which pokes the thread; it waits for that instead of looking every
         /// `pumpInterval` whether the full rings took something.
         var held = false
         /// Pause mode while Baton holds the player paused (`setHeld(_:keepingDropped:)`): a DROP
