@@ -26,6 +26,9 @@ import Testing
             OSThread.detach(name: "fake-mpd") { [self] in
                 while running.load(ordering: .acquiring) {
                     let client = accept(fd, nil, nil)
+                    // Not inherited by the processes other tests start: a child that kept it held the
+                    // connection open after this server closed it (`accept4` does not import).
+                    if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }
                     guard client >= 0, running.load(ordering: .acquiring) else {
                         if client >= 0 { close(client) }
                         continue

@@ -17,6 +17,9 @@ public final class HeldHTTPServer: Sendable {
         OSThread.detach(name: "held-http") { [self] in
             while true {
                 let client = accept(listening, nil, nil)
+                // Not inherited by the processes other tests start: a child that kept it held the
+                // connection open after this server closed it (`accept4` does not import).
+                if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }
                 guard client >= 0 else { return }
                 var head = [UInt8](repeating: 0, count: 4096)
                 let n = recv(client, &head, head.count, 0)

@@ -56,7 +56,7 @@ public final class SlowHTTPServer: @unchecked Sendable {
     }
 
     public init() throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
@@ -108,6 +108,9 @@ public final class SlowHTTPServer: @unchecked Sendable {
     private func acceptLoop() {
         while running.load(ordering: .acquiring) {
             let client = accept(fd, nil, nil)
+            // Not inherited by the processes other tests start: a child that kept it held the
+            // connection open after this server closed it (`accept4` does not import).
+            if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }
             if client < 0 {
                 if errno == EINTR { continue }
                 return

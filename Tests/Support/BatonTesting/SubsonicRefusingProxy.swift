@@ -83,6 +83,9 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         OSThread.detach(name: "refusing-proxy") { [self] in
             while running.load(ordering: .acquiring) {
                 let client = accept(fd, nil, nil)
+                // Not inherited by the processes other tests start: a child that kept it held the
+                // connection open after this server closed it (`accept4` does not import).
+                if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }
                 guard client >= 0 else {
                     if errno == EINTR { continue }
                     return
@@ -163,7 +166,7 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
             !$0.lowercased().hasPrefix("connection:") && (always == nil || !$0.lowercased().hasPrefix("range:"))
         }
         lines.insert("Connection: close", at: 1)
-        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         defer { close(server) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
