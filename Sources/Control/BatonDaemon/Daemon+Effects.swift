@@ -142,7 +142,7 @@ extension Daemon {
     private func slotsReady(_ p: Playback) -> Bool {
         let since = p.awaitingSlots ?? .now
         if p.parts.allSatisfy({ output($0.zone)?.mixer.hasFreeSlot ?? true })
-            || ContinuousClock.now - since >= Self.slotWait
+            || ContinuousClock.now - since >= slotWait
         {
             p.awaitingSlots = nil
             return true
@@ -152,10 +152,6 @@ extension Daemon {
         p.awaitingSlots = since
         return false
     }
-
-    /// How long a source waits for a free slot in its zones: many periods, and what a cancelled
-    /// stream's thread takes to end.
-    static let slotWait = Duration.milliseconds(250)
 
     /// The sources waiting for a free slot (`slotsReady`), started (or started again) once they
     /// have one, in the order they came. Monitor, under the lock.

@@ -201,3 +201,43 @@ enum FileReading {
         return .success(bytes)
     }
 }
+
+/// What a player reports, as it reports it: a watcher process (`command`, run by `/bin/sh`) whose
+/// every output line is stamped with CLOCK_MONOTONIC when it is read — the moment the player said
+/// it, not when a poll that starts a process of its own got round to asking (which took longer
+/// than the bound under test on a busy machine).
+final class PlayerWatch {
+    let process: BackgroundProcess
+
+    /// Starts `command` and waits until it printed something (it is listening then). It ends
+    /// by itself when the player or its bus does.
+    init(_ rig: ExternalRig, _ command: String, log: String) throws {
+        let stamp = rig.directory + "/stamp.py"
+        ExternalRig.write(
+            stamp,
+            """
+            import sys, time
+            for line in sys.stdin:
+                print('%.6f %s' % (time.monotonic(), line), end='', flush=True)
+
+            """)
+        process = try rig.program("/bin/sh", ["-c", "\(command) | /usr/bin/python3 -u \(stamp)"], log: log)
+        guard waitUntil(seconds: 10, { !process.output.isEmpty }) else {
+            throw ExternalRig.RigError(description: "\(command) printed nothing")
+        }
+    }
+
+    /// When the first line containing `text` was printed (monotonic seconds), waiting up to `seconds`.
+    func time(of text: String, seconds: Double = 5) -> Double? {
+        var found: Double?
+        _ = waitUntil(seconds: seconds) {
+            usleep(2_000)
+            found = process.output.split(separator: "\n").first { $0.contains(text) }
+                .flatMap { Double($0.prefix { $0 != " " }) }
+            return found != nil
+        }
+        return found
+    }
+
+    deinit { _ = process.stop() }
+}

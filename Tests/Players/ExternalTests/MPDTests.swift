@@ -52,6 +52,32 @@ import Testing
             Subprocess.run("/usr/bin/mpc", ["-p", "\(port)"] + arguments, seconds: 5)
         }
 
+        /// MPD's own word on its state, each time it changes (`idle player`, then `status`), as MPD
+        /// says it (`PlayerWatch`): `state: pause` once paused.
+        func watch() throws -> PlayerWatch {
+            let script = rig.directory + "/mpd-watch.py"
+            ExternalRig.write(
+                script,
+                """
+                import socket, sys
+                f = socket.create_connection(('127.0.0.1', \(port))).makefile('rw')
+                print(f.readline(), end='', flush=True)
+                def answer():
+                    while True:
+                        line = f.readline()
+                        if not line: sys.exit()
+                        print(line, end='', flush=True)
+                        if line.startswith('OK') or line.startswith('ACK'): return
+                while True:
+                    for command in ('idle player', 'status'):
+                        f.write(command + '\\n')
+                        f.flush()
+                        answer()
+
+                """)
+            return try PlayerWatch(rig, "/usr/bin/python3 -u \(script)", log: "mpd-watch.log")
+        }
+
         var state: String {
             let out = mpc(["status"]).output
             return out.contains("[playing]") ? "playing" : (out.contains("[paused]") ? "paused" : "stopped")
@@ -140,10 +166,11 @@ import Testing
         let status = rig.get("/api/v1/status")
         #expect(status.contains("\"program\":\"mpd\"") && status.contains("\"pid\":\(mpd.process.pid)"), "\(status)")
         #expect(status.contains("\"control\":\"mpd 127.0.0.1:\(mpd.port)\""), "\(status)")
+        let watch = try mpd.watch()
         #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
         let began = monotonicSeconds()
-        #expect(waitUntil(seconds: 2) { mpd.state == "paused" })
-        let pausedAfter = monotonicSeconds() - began
+        let paused = try #require(watch.time(of: "state: pause"), "MPD paused: \(watch.process.output)")
+        let pausedAfter = paused - began
         #expect(pausedAfter < 0.2, "paused \(Int(pausedAfter * 1000)) ms after interruption-began")
         let before = Self.heard(rig)
         #expect(

@@ -37,7 +37,7 @@ final class TestDaemon {
         gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil,
         announce: AnnounceConfig = .default, deviceClocked: Set<String> = [],
         silenceAlarm: Duration = BatonConfiguration.defaultSilenceAlarm, buffers: [String: Duration] = [:],
-        renderAhead: Set<String> = []
+        renderAhead: Set<String> = [], slotWait: Duration = .milliseconds(250)
     ) throws {
         sounds = TestDirectory.make("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
@@ -85,7 +85,7 @@ final class TestDaemon {
             device: "test-speaker", mqtt: mqtt, gpio: gpio, intercom: intercom, speech: speech, announce: announce,
             silenceAlarm: silenceAlarm)
         self.config = config
-        daemon = Daemon(config: config, configPath: configPath, logger: Logger(minimum: .error))
+        daemon = Daemon(config: config, configPath: configPath, logger: Logger(minimum: .error), slotWait: slotWait)
         daemon.start()
         triggers = Triggers(daemon: daemon, logger: Logger(minimum: .error), edgeSources: edgeSources)
         triggers.start()
