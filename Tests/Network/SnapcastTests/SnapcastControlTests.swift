@@ -119,18 +119,20 @@ import Testing
         keeper.look()
         #expect(waitUntil(seconds: 5) { count() > calmCount })
         let noticed = Double(monotonicNanoseconds() - asked) / 1e9
-        #expect(noticed < 0.1, "asked to look, it answers at once (\(noticed) s)")
+        // Bounds well above what the keeper takes, well below its intervals (a busy machine
+        // delays a real snapserver's answers).
+        #expect(noticed < 1, "asked to look, it answers at once (\(noticed) s; the interval is 3 s)")
         let hurried = count()
         let t0 = monotonicNanoseconds()
         #expect(waitUntil(seconds: 5) { count() >= hurried + 5 })
         let five = Double(monotonicNanoseconds() - t0) / 1e9
-        #expect(five < 0.9, "five polls within \(five) s while an answer is awaited")
+        #expect(five < 2, "five polls within \(five) s while an answer is awaited")
 
         need.withLock { $0 = .nothing }
         let stopAt = monotonicNanoseconds()
         keeper.stop()
         let stopped = Double(monotonicNanoseconds() - stopAt) / 1e9
-        #expect(stopped < 0.5, "a stop wakes the keeper at once (\(stopped) s; the interval is 3 s)")
+        #expect(stopped < 1.5, "a stop wakes the keeper at once (\(stopped) s; the interval is 3 s)")
     }
 
     /// What a poll tells the keeper's users when the control answers badly: any HTTP answer (an

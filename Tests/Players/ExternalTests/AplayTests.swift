@@ -122,11 +122,13 @@ import Testing
         #expect(right.count > bellFrames)
     }
 
-    /// While `hold` keeps aplay waiting through a 3 s doorbell, the stream's thread sleeps: it is
+    /// While `hold` keeps aplay waiting through a 5 s doorbell, the stream's thread sleeps: it is
     /// woken when the source is resumed, not every 10 ms to see whether the paused rings took
-    /// something (200 times in 2 s before). The music goes on afterwards, every frame once.
+    /// something (200 times in 2 s before). The music goes on afterwards, every frame once. (The
+    /// 2 s counted must end before the bell does: with a 3 s bell, the looks before them could
+    /// take the rest on a busy machine.)
     @Test func aHeldStreamSleepsUntilTheInterruptionEnds() throws {
-        let bell: [Int16] = (0..<(48_000 * 3)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
+        let bell: [Int16] = (0..<(48_000 * 5)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
         let rig = try ExternalRig(sources: "  x: {class: music, when-interrupted: hold}", sounds: ["long-bell": bell])
         // Long enough that the bell lands in it even when the status is slow to say "playing" (each
         // look is a curl of its own; on a busy machine it once took the whole of 2 s of music).
@@ -140,6 +142,7 @@ import Testing
         #expect(waitUntil(seconds: 2) { rig.get("/api/v1/events/recent").contains("interruption-began") })
         usleep(200_000)  // the pause's 10 ms fade is over
         let held = try rig.runsInTwoSeconds(ofThreads: "external-stream")["external-stream"] ?? 0
+        #expect(!rig.get("/api/v1/events/recent").contains("interruption-ended"), "counted while held")
         #expect(held <= 10, "the held stream's thread ran \(held) times in 2 s")
         #expect(aplay.wait(seconds: 20) == 0, "aplay: \(aplay.output)")
         usleep(300_000)

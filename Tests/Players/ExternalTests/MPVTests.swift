@@ -62,11 +62,13 @@ import Testing
         return (rig, mpv)
     }
 
-    /// mpv playing, then paused by a 2 s bell through MPRIS. The bus must outlive the test's use.
+    /// mpv playing, then paused by a 4 s bell through MPRIS (long enough for what the user does
+    /// during it: a look, a wait and a busctl each, slow on a busy machine). The bus must outlive
+    /// the test's use.
     func interruptedMPV() throws -> (ExternalRig, BackgroundProcess, SessionBus) {
         let directory = TestDirectory.make("external-bus")
         let bus = try SessionBus(directory)
-        let (rig, mpv) = try playingMPV(bus, directory, bellSeconds: 2)
+        let (rig, mpv) = try playingMPV(bus, directory, bellSeconds: 4)
         #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
         #expect(waitUntil(seconds: 2) { status(rig) == "Paused" })
         usleep(300_000)
@@ -136,7 +138,7 @@ import Testing
         mpris(rig, "Play")
         usleep(200_000)
         mpris(rig, "Pause")
-        #expect(rig.eventsSoon(contain: "interruption-ended"))
+        #expect(rig.eventsSoon(contain: "interruption-ended", seconds: 8))
         let events = rig.get("/api/v1/events/recent")
         #expect(events.contains("\"shouldResume\":false"), "\(events)")
         usleep(500_000)
@@ -151,7 +153,7 @@ import Testing
         defer { mpv.stop() }
         _ = bus
         mpris(rig, "Play")
-        #expect(rig.eventsSoon(contain: "\"shouldResume\":false"), "the bell ends without a resume")
+        #expect(rig.eventsSoon(contain: "\"shouldResume\":false", seconds: 8), "the bell ends without a resume")
         #expect(
             waitUntil(seconds: 2) {
                 usleep(20_000)

@@ -57,7 +57,8 @@ import Testing
         let onset = try #require(Signals.onset(Array(out[heard...]), threshold: 0.001))
         #expect(onset <= 2, "the tone starts at the audible event's frame (\(onset) frames later)")
         #expect(out[max(0, heard - 441)..<heard].allSatisfy { $0 == 0 }, "silence before it")
-        #expect(samples.first?.state == "starting", "right after the request nothing is heard yet: \(samples.first!)")
+        // Each look against the frame it was taken at. (The first look was required to say
+        // "starting": a busy machine can hold this thread up past the first frame heard.)
         for s in samples {
             if s.state == "playing" {
                 #expect(s.audibleFrame >= heard - Self.period, "playing before the first frame is heard: \(s)")

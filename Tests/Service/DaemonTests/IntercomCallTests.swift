@@ -157,7 +157,12 @@ import Testing
         defer { t.stop() }
         let listen = try #require(try t.status().intercom?.listen)
         let port = try #require(UInt16(listen.split(separator: ":").last ?? ""))
-        #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "music440", "zones": ["kitchen"]}"#).status == 202)
+        // Long enough that ffmpeg's first packet comes while it plays (ffmpeg may take seconds to
+        // start on a busy machine; a one-second sound ended first, and the call was let in).
+        WAVWriter.write(
+            Signals.sine(frequency: 440, rate: 44_100, frames: 44_100 * 30, channels: 1, amplitude: 0.5),
+            rate: 44_100, channels: 1, to: "\(t.sounds)/long440.wav")
+        #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "long440", "zones": ["kitchen"]}"#).status == 202)
         let caller = Self.call(port, seconds: 2)
         defer { pthread_join(caller, nil) }
         let error = try #require(t.waitForEvent("intercom-error", seconds: 15))

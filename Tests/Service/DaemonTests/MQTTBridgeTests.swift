@@ -357,14 +357,13 @@ import Testing
         #expect(waitUntil { t.daemon.events.recent().filter { $0.type == "coalesced" }.count == 3 })
         let ended = try #require(t.waitForEvent("interruption-ended", source: music, seconds: 10))
         #expect(ended.shouldResume == true)
+        // The presses coalesce by the class's window (3 s from the first), not by the bell's half
+        // second: on a busy machine one may come after the bell ended, so they are counted above
+        // and left out of the order.
         let order = t.daemon.events.recent().map(\.type).filter {
-            ["granted", "interruption-began", "coalesced", "played", "interruption-ended"].contains($0)
+            ["granted", "interruption-began", "played", "interruption-ended"].contains($0)
         }
-        #expect(
-            order == [
-                "granted", "granted", "interruption-began", "coalesced", "coalesced", "coalesced", "played",
-                "interruption-ended",
-            ], "\(order)")
+        #expect(order == ["granted", "granted", "interruption-began", "played", "interruption-ended"], "\(order)")
     }
 
     /// mqtts:// with the broker's CA: the daemon connects over TLS (the certificate is checked against
