@@ -99,7 +99,9 @@ let package = Package(
         cLibrary("CGPIOD", in: "GPIOD", pkgConfig: "libgpiod", apt: ["libgpiod-dev"]),
         wrapper("GPIO", in: "GPIOD", ["CGPIOD", "OSThread"]),
         // Dedicated OS threads, the monotonic clock, whole-file I/O and the logger.
-        module("OSThread", "System/OSThread", [], settings: realtimeSwiftSettings),
+        // glibc's GNU extensions (sem_clockwait, closefrom for posix_spawn), which Swift's Glibc hides.
+        .target(name: "CGlibc", path: "Sources/System/CGlibc"),
+        module("OSThread", "System/OSThread", ["CGlibc"], settings: realtimeSwiftSettings),
 
         // Audio: rings and DSP, the output threads, decoding and the track renderer.
         module("AudioCore", "Audio/AudioCore", ["OSThread"], settings: realtimeSwiftSettings),

@@ -119,9 +119,6 @@ public final class ExternalSourceServer: @unchecked Sendable {
         while running.load(ordering: .acquiring) {
             guard stopping.wait(for: fd, timeout: -1, fallback: 50) else { continue }
             let client = accept(fd, nil, nil)
-            // Not inherited by a child batond starts (a command control, espeak-ng): it held the
-            // program's connection open after batond closed it. (`accept4` does not import.)
-            if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }
             guard client >= 0 else {
                 // Out of descriptors or memory: the listener stays readable, and going straight
                 // back to poll took a whole core (beside the output threads), silently. Said once

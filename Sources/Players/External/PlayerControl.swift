@@ -122,6 +122,7 @@ public final class CommandControl: PlayerControl, @unchecked Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        ChildProcess.closeInherited(&actions)
         let rc = ChildProcess.withDefaultSignals(ownGroup: true) {
             posix_spawn(&pid, "/bin/sh", &actions, $0, &argv, environ)
         }

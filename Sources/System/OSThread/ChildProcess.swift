@@ -1,3 +1,4 @@
+import CGlibc
 import Glibc
 import Synchronization
 
@@ -34,6 +35,16 @@ public enum ChildProcess {
         }
         posix_spawnattr_setflags(&attributes, Int16(flags))
         return try body(&attributes)
+    }
+
+    /// Adds to `actions` the closing, in the child, of every descriptor from 3 up (after the
+    /// actions added before it, which set up 0–2): the child has only what it was given. A
+    /// descriptor opened without close-on-exec — libcurl's and libmosquitto's sockets — went to
+    /// a pause command and espeak-ng, and with anything they left running in the background:
+    /// the broker saw no close when batond died (its last will waited for the keepalive), and a
+    /// connection batond closed stayed open. Call it after the other file actions.
+    public static func closeInherited(_ actions: inout posix_spawn_file_actions_t) {
+        _ = baton_spawn_close_from(&actions, 3)
     }
 
     /// Waits until `pid` ends (through EINTR); its exit status, or 128 + the signal that ended it,

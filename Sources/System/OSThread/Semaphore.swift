@@ -1,3 +1,4 @@
+import CGlibc
 import Glibc
 
 /// A POSIX counting semaphore: one thread waits (with a timeout, so it can also notice a stop
@@ -33,16 +34,19 @@ public final class Semaphore: @unchecked Sendable {
     /// enough).
     public func drain() { while sem_trywait(semaphore) == 0 {} }
 
-    /// Waits until a post or `nanoseconds` have passed; true when a post was taken.
+    /// Waits until a post or `nanoseconds` have passed (on CLOCK_MONOTONIC); true when a post was
+    /// taken. The deadline was on CLOCK_REALTIME (`sem_timedwait`): the wall clock stepped back —
+    /// NTP correcting a Pi that has no real-time clock — made every waiter sleep that much longer,
+    /// the monitor among them (no reconcile, no save).
     @discardableResult
     public func wait(nanoseconds: Int) -> Bool {
         var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
+        clock_gettime(CLOCK_MONOTONIC, &ts)
         let total = ts.tv_nsec + max(0, nanoseconds)
         ts.tv_sec += total / 1_000_000_000
         ts.tv_nsec = total % 1_000_000_000
         while true {
-            if sem_timedwait(semaphore, &ts) == 0 { return true }
+            if baton_sem_wait_monotonic(semaphore, &ts) == 0 { return true }
             if errno != EINTR { return false }
         }
     }

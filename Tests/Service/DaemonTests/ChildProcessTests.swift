@@ -37,6 +37,19 @@ import Testing
         #expect(shell(command) == 0)
     }
 
+    /// A player command has nothing of batond's but 0–2 (`ChildProcess.closeInherited`): a
+    /// descriptor without close-on-exec (libcurl's and libmosquitto's sockets are so) went to it,
+    /// and to anything it left running, holding batond's connections open after batond closed them.
+    @Test func aPlayerCommandInheritsNoDescriptor() {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)  // without close-on-exec, as those libraries' sockets
+        #expect(dup2(fds[1], 200) == 200)
+        defer {
+            for fd in fds + [200] { close(fd) }
+        }
+        #expect(shell("[ -e /proc/$$/fd/200 ] && exit 1; exit 0") == 0, "fd 200 reached the command")
+    }
+
     /// A pipeline in a command ends when its reader does: the writer is killed by SIGPIPE (141),
     /// where with SIGPIPE ignored `yes` would get EPIPE, print "Broken pipe" and exit 1.
     @Test func aPipelineInACommandEndsOnSIGPIPE() {

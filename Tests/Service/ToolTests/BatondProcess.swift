@@ -154,6 +154,7 @@ final class BatondProcess {
         posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        ChildProcess.closeInherited(&actions)  // as systemd starts it: nothing of this process
         let executable = Subprocess.buildDirectory + "/batond"
         let arguments: [String] = [executable, "--config", directory + "/baton.yaml"]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]

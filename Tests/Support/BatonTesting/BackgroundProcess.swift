@@ -22,6 +22,9 @@ public final class BackgroundProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        // Nothing else of this process: a long-lived child held other tests' connections (a test
+        // server's close of a request was not seen by its client while a mosquitto_sub lived).
+        ChildProcess.closeInherited(&actions)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0

@@ -32,6 +32,8 @@ public enum Subprocess {
         posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
         posix_spawn_file_actions_adddup2(&actions, pipe[1], 2)
         posix_spawn_file_actions_addclose(&actions, pipe[0])
+        // Nothing else of this process (other tests' connections and pipes, run in parallel).
+        ChildProcess.closeInherited(&actions)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         var env = environment.map { "\($0.key)=\($0.value)" }
         var e = environ

@@ -76,7 +76,6 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
             throw .system(subject: "\(chipName) line \(offset)", action: "wake pipe", code: code)
         }
         _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }  // not a child's (`pipe2` does not import)
         // Not inherited by what batond starts (a control command, the speech engine).
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         self.chipName = chipName

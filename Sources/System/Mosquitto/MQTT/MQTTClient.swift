@@ -93,7 +93,6 @@ public final class MQTTClient: @unchecked Sendable {
             mosquitto_destroy(handle)
             throw .library(operation: "pipe", code: MOSQ_ERR_ERRNO.rawValue, message: String(cString: strerror(code)))
         }
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }  // not a child's (`pipe2` does not import)
         for fd in fds {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, O_NONBLOCK)
