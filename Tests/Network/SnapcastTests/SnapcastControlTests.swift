@@ -113,6 +113,9 @@ import Testing
             asleep == 0 && count() == 2,
             "the keeper's thread ran \(asleep) times between polls (looking every 0.5 s: 4)")
 
+        // Asked just after a poll, the next is a whole interval (3 s) away: an answer within the
+        // bound below is the look's, not the next poll's.
+        #expect(waitUntil(seconds: 5) { count() >= 3 })
         need.withLock { $0 = .answer }
         let calmCount = count()
         let asked = monotonicNanoseconds()

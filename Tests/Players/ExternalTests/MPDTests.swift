@@ -167,9 +167,11 @@ import Testing
         #expect(status.contains("\"program\":\"mpd\"") && status.contains("\"pid\":\(mpd.process.pid)"), "\(status)")
         #expect(status.contains("\"control\":\"mpd 127.0.0.1:\(mpd.port)\""), "\(status)")
         let watch = try mpd.watch()
+        let asked = monotonicSeconds()
         #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
         let began = monotonicSeconds()
         let paused = try #require(watch.time(of: "state: pause"), "MPD paused: \(watch.process.output)")
+        #expect(paused >= asked, "a pause said after the request")
         let pausedAfter = paused - began
         #expect(pausedAfter < 0.2, "paused \(Int(pausedAfter * 1000)) ms after interruption-began")
         let before = Self.heard(rig)

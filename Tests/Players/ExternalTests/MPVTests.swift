@@ -183,11 +183,13 @@ import Testing
             rig,
             "dbus-monitor --session \"type='signal',member='PropertiesChanged',path='/org/mpris/MediaPlayer2'\"",
             log: "mpv-watch.log")
+        let asked = monotonicSeconds()
         #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
         let began = monotonicSeconds()
         let paused = try #require(
             watch.time(of: #"string "Paused""#),
             "mpv: \(status(rig)); events: \(rig.get("/api/v1/events/recent")); batond: \(rig.batond?.output ?? "")")
+        #expect(paused >= asked, "a pause said after the request")
         let pausedAfter = paused - began
         #expect(pausedAfter < 0.2, "paused \(Int(pausedAfter * 1000)) ms after interruption-began")
         let before = MPDTests.heard(rig)
