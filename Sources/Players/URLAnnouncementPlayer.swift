@@ -92,6 +92,12 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         var bytesReceived = 0
         /// Why it ended before its end, once it has (`endedEarly`).
         var endedEarly: String?
+        /// How long it could have been heard (its slots not paused) since `start`, in ns, and the
+        /// last look at it (`tick`): against what was heard, how far behind the server left it.
+        var couldPlay = 0
+        var lastLook: Int?
+        /// The decoder wrote its last frame (or gave up): nothing is behind any more.
+        var decoded = false
     }
     private let shared = Mutex(Shared())
 
@@ -142,7 +148,32 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         started.post()
     }
 
-    public func tick(audible: Bool) {}
+    /// How far behind the time it could be heard the announcement may fall — a server that sends
+    /// slower than it plays, a byte now and then, so never stalled — before it is cut: the first
+    /// byte's timeout, at least a second. Such a server held the zone, and the music it
+    /// interrupted, for as long as the trickle lasted (hours, at a byte a second).
+    var allowedLagNanoseconds: Int { max(limits.firstByteTimeout.wholeNanoseconds, 1_000_000_000) }
+
+    /// Cuts the announcement once what was heard is `allowedLagNanoseconds` behind the time it
+    /// could have been (its slots not paused since `start`): its decoder stops and what it wrote
+    /// plays out. Monitor thread.
+    public func tick(audible: Bool) {
+        let now = monotonicNanoseconds()
+        let (outputs, couldPlay, decoded) = shared.withLock { s -> ([SourceOutput]?, Int, Bool) in
+            defer { s.lastLook = now }
+            guard let outputs = s.outputs, let last = s.lastLook else { return (nil, 0, s.decoded) }
+            if outputs.contains(where: { !$0.slot.isPauseRequested }) { s.couldPlay += now - last }
+            return (outputs, s.couldPlay, s.decoded)
+        }
+        guard let outputs, !decoded, !isCancelled, endedEarly == nil else { return }
+        let heard = Int((slotPosition(outputs) ?? 0) * 1e9)
+        guard couldPlay - heard > allowedLagNanoseconds else { return }
+        let tenths = (couldPlay - heard) / 100_000_000
+        endEarly(
+            "\(shownURL): the server sends it slower than it plays (\(tenths / 10).\(tenths % 10) s behind; "
+                + "announce.first-byte-timeout)")
+        buffer.cancel()  // the decoder's wait for bytes ends; what it wrote plays out
+    }
 
     public func stop() -> Bool {
         cancelled.store(true, ordering: .releasing)
@@ -218,11 +249,13 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
                 report(.damaged("\(shownURL): damaged audio: \(damage); it played on"))
             }
         } catch {
-            if !isCancelled {
+            // Cut by `tick` (behind), which said why.
+            if !isCancelled && endedEarly == nil {
                 let failure = shared.withLock { $0.fetchFailure }
                 endEarly(failure?.message ?? "\(shownURL): \(error)")
             }
         }
+        shared.withLock { $0.decoded = true }
         return targets
     }
 

@@ -193,6 +193,30 @@ import Testing
         #expect(try t.status().sources.isEmpty)
     }
 
+    /// A server that sends the file ten times slower than it plays — never stalled, a chunk every
+    /// 0.1 s — is cut once the announcement is `first-byte-timeout` (1 s) behind the time it could
+    /// have been heard, and says so: it held the zone, buffering, for the whole 40 s of the
+    /// trickle (at a byte a second, for hours), the music it interrupted with it.
+    @Test func aServerSlowerThanThePlayIsCut() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        server.route(
+            "/slow.mp3", .init(contentType: "audio/mpeg", body: try Self.toneMP3(), seconds: 40, chunks: 400))
+        let t = try TestDaemon(
+            zones: [("kitchen", 44_100, nil)],
+            announce: AnnounceConfig(allowURLHosts: ["127.0.0.1"], firstByteTimeout: .seconds(1)))
+        defer { t.stop() }
+        let r = try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url("/slow.mp3"))"}"#)
+        #expect(r.status == 202, "\(r.object)")
+        let id = try #require(r.object["id"])
+        let played = try #require(t.waitForEvent("played", source: id, seconds: 10), "still held after 10 s")
+        #expect(
+            played.reason?.hasPrefix("stopped: ") == true && played.reason?.contains("slower than it plays") == true
+                && played.reason?.contains("announce.first-byte-timeout") == true, "\(played.reason ?? "")")
+        #expect(t.waitForEvent("finished", source: id, seconds: 5) != nil)
+        #expect(try t.status().sources.isEmpty, "the zone is let go of")
+    }
+
     /// The same URL twice within the coalesce window plays once (`coalesced` into the first).
     @Test func coalescesTheSameURL() throws {
         let server = try SlowHTTPServer()
