@@ -4,7 +4,8 @@
 //
 // The folders are the layers (docs/ARCHITECTURE.md), bottom up:
 //   Sources/System/    each Debian C library (.systemLibrary, shims in shim.h) with its one Swift
-//                      wrapper, the only importer of it; OSThread (threads, clock, files, logging)
+//                      wrapper, the only importer of it; OSThread (threads, clock, files, logging),
+//                      the one wrapper of CGlibc (a C target: glibc's GNU extensions)
 //   Sources/Audio/     AudioCore (rings, DSP, resampler protocol), Engine (output threads), Media
 //   Sources/Network/   Subsonic, Intercom (RTP), Snapcast: the protocols Baton speaks
 //   Sources/Arbiter/   the pure policy

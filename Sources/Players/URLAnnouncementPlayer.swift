@@ -92,11 +92,12 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         var bytesReceived = 0
         /// Why it ended before its end, once it has (`endedEarly`).
         var endedEarly: String?
-        /// How long it could have been heard (its slots not paused) since `start`, in ns, and the
-        /// last look at it (`tick`): against what was heard, how far behind the server left it.
-        var couldPlay = 0
+        /// How long it waited, not paused, for its first frame after `start` (ns; a look adds at
+        /// most 100 ms: a monitor held up is not the server's delay), and the last look (`tick`).
+        var waitedForFirst = 0
         var lastLook: Int?
-        /// The decoder wrote its last frame (or gave up): nothing is behind any more.
+        /// The decoder wrote its first frame into the rings; it wrote its last (or gave up).
+        var wrote = false
         var decoded = false
     }
     private let shared = Mutex(Shared())
@@ -137,10 +138,17 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
     public var bytesReceived: Int { shared.withLock { $0.bytesReceived } }
     public var endedEarly: String? { shared.withLock { $0.endedEarly } }
 
-    /// Reports that it ended before its end, and keeps why for `played`.
-    private func endEarly(_ why: String) {
-        shared.withLock { $0.endedEarly = why }
-        report(.streamEnded(why))
+    /// Reports that it ended before its end, and keeps why for `played` — the first reason only
+    /// (the monitor's cut and the decoder's own could cross). True when this one was.
+    @discardableResult
+    private func endEarly(_ why: String) -> Bool {
+        let first = shared.withLock { s -> Bool in
+            guard s.endedEarly == nil else { return false }
+            s.endedEarly = why
+            return true
+        }
+        if first { report(.streamEnded(why)) }
+        return first
     }
 
     public func start(_ outputs: [SourceOutput]) {
@@ -148,31 +156,40 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         started.post()
     }
 
-    /// How far behind the time it could be heard the announcement may fall — a server that sends
-    /// slower than it plays, a byte now and then, so never stalled — before it is cut: the first
-    /// byte's timeout, at least a second. Such a server held the zone, and the music it
-    /// interrupted, for as long as the trickle lasted (hours, at a byte a second).
-    var allowedLagNanoseconds: Int { max(limits.firstByteTimeout.wholeNanoseconds, 1_000_000_000) }
+    /// How long the zones may wait for the announcement's audio — a server that sends slower than
+    /// it plays, a byte now and then, so never stalled — before it is cut: the first byte's
+    /// timeout, at least a second. Such a server held the zone, and the music it interrupted, for
+    /// as long as the trickle lasted (hours, at a byte a second).
+    var allowedWaitNanoseconds: Int { max(limits.firstByteTimeout.wholeNanoseconds, 1_000_000_000) }
 
-    /// Cuts the announcement once what was heard is `allowedLagNanoseconds` behind the time it
-    /// could have been (its slots not paused since `start`): its decoder stops and what it wrote
-    /// plays out. Monitor thread.
+    /// Cuts the announcement once its zones have waited `allowedWaitNanoseconds` for its audio: for
+    /// its first frame (not paused), then the periods its rings ran dry while it played (the
+    /// output's own count: not while paused, lost or behind, nor for what a device or a Snapcast
+    /// buffer holds). Its decoder and transfer stop, and what it wrote plays out. Monitor thread.
     public func tick(audible: Bool) {
         let now = monotonicNanoseconds()
-        let (outputs, couldPlay, decoded) = shared.withLock { s -> ([SourceOutput]?, Int, Bool) in
+        let looked = shared.withLock { s -> (outputs: [SourceOutput], waited: Int)? in
             defer { s.lastLook = now }
-            guard let outputs = s.outputs, let last = s.lastLook else { return (nil, 0, s.decoded) }
-            if outputs.contains(where: { !$0.slot.isPauseRequested }) { s.couldPlay += now - last }
-            return (outputs, s.couldPlay, s.decoded)
+            guard let outputs = s.outputs, !s.decoded, s.endedEarly == nil else { return nil }
+            if !s.wrote, let last = s.lastLook, outputs.contains(where: { !$0.slot.isPauseRequested }) {
+                s.waitedForFirst += min(now - last, 100_000_000)
+            }
+            return (outputs, s.waitedForFirst)
         }
-        guard let outputs, !decoded, !isCancelled, endedEarly == nil else { return }
-        let heard = Int((slotPosition(outputs) ?? 0) * 1e9)
-        guard couldPlay - heard > allowedLagNanoseconds else { return }
-        let tenths = (couldPlay - heard) / 100_000_000
-        endEarly(
-            "\(shownURL): the server sends it slower than it plays (\(tenths / 10).\(tenths % 10) s behind; "
-                + "announce.first-byte-timeout)")
+        guard let (outputs, waitedForFirst) = looked, !isCancelled else { return }
+        let starved =
+            outputs.map { $0.slot.starvedPeriods * $0.mixer.periodFrames * 1_000_000_000 / max(1, $0.rate) }.max()
+            ?? 0
+        let waited = waitedForFirst + starved
+        guard waited > allowedWaitNanoseconds else { return }
+        let tenths = waited / 100_000_000
+        guard
+            endEarly(
+                "\(shownURL): the server sends it slower than it plays (its zones waited \(tenths / 10).\(tenths % 10) s "
+                    + "for it; announce.first-byte-timeout)")
+        else { return }
         buffer.cancel()  // the decoder's wait for bytes ends; what it wrote plays out
+        stopFlag.set()  // and the transfer's, at libcurl's next progress call (within a second)
     }
 
     public func stop() -> Bool {
@@ -234,10 +251,15 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
                 outputs: targets.map {
                     TrackRenderer.Output(channels: $0.channels, rate: $0.rate, resampler: $0.resampler)
                 })
+            var wrote = false
             while !isCancelled {
                 // Waits for room on `started`, which `stop` posts.
                 let more = try renderer.step { k, samples in
                     targets[k].write(samples, among: targets, waking: started) { isCancelled }
+                }
+                if !wrote && (renderer.framesDelivered.first ?? 0) > 0 {
+                    wrote = true
+                    shared.withLock { $0.wrote = true }
                 }
                 if !more { break }
                 if (renderer.framesDelivered.first ?? 0) >= maxFrames {
@@ -249,8 +271,8 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
                 report(.damaged("\(shownURL): damaged audio: \(damage); it played on"))
             }
         } catch {
-            // Cut by `tick` (behind), which said why.
-            if !isCancelled && endedEarly == nil {
+            // Cut by `tick` (it waited too long), which said why: `endEarly` keeps the first.
+            if !isCancelled {
                 let failure = shared.withLock { $0.fetchFailure }
                 endEarly(failure?.message ?? "\(shownURL): \(error)")
             }

@@ -194,22 +194,28 @@ import Testing
     }
 
     /// A server that sends the file ten times slower than it plays — never stalled, a chunk every
-    /// 0.1 s — is cut once the announcement is `first-byte-timeout` (1 s) behind the time it could
-    /// have been heard, and says so: it held the zone, buffering, for the whole 40 s of the
-    /// trickle (at a byte a second, for hours), the music it interrupted with it.
+    /// 0.1 s — is cut once the zone has waited `first-byte-timeout` (1 s) for it, and says so: it
+    /// held the zone, buffering, for the whole 40 s of the trickle (at a byte a second, for hours),
+    /// the music it interrupted with it. (A WAV: its header is in the first chunk.)
     @Test func aServerSlowerThanThePlayIsCut() throws {
         let server = try SlowHTTPServer()
         defer { server.stop() }
-        server.route(
-            "/slow.mp3", .init(contentType: "audio/mpeg", body: try Self.toneMP3(), seconds: 40, chunks: 400))
+        let dir = TestDirectory.make("url-slow")
+        WAVWriter.write(
+            Signals.sine(frequency: 1000, rate: 44_100, frames: 4 * 44_100, channels: 2, amplitude: 0.5),
+            rate: 44_100, channels: 2, to: "\(dir)/tone.wav")
+        guard case .success(let wav?) = FileIO.read("\(dir)/tone.wav") else { throw TestSetupError(message: "no WAV") }
+        server.route("/slow.wav", .init(contentType: "audio/wav", body: wav, seconds: 40, chunks: 400))
         let t = try TestDaemon(
             zones: [("kitchen", 44_100, nil)],
             announce: AnnounceConfig(allowURLHosts: ["127.0.0.1"], firstByteTimeout: .seconds(1)))
         defer { t.stop() }
-        let r = try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url("/slow.mp3"))"}"#)
+        let requested = SlowHTTPServer.now()
+        let r = try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url("/slow.wav"))"}"#)
         #expect(r.status == 202, "\(r.object)")
         let id = try #require(r.object["id"])
         let played = try #require(t.waitForEvent("played", source: id, seconds: 10), "still held after 10 s")
+        #expect(SlowHTTPServer.now() - requested > 1, "not before the zone waited a second")
         #expect(
             played.reason?.hasPrefix("stopped: ") == true && played.reason?.contains("slower than it plays") == true
                 && played.reason?.contains("announce.first-byte-timeout") == true, "\(played.reason ?? "")")
