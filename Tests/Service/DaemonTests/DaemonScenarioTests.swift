@@ -51,7 +51,7 @@ import Testing
         #expect(music.status == 202)
         let musicID = try #require(music.object["id"])
         #expect(waitUntil { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.3 })
-        let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell2s", "zones": ["kitchen"]}"#)
         let bellID = try #require(bell.object["id"])
         let began = try #require(t.waitForEvent("interruption-began", source: musicID))
         #expect(began.zones == ["kitchen"])
@@ -105,7 +105,7 @@ import Testing
         let music = try t.json(
             "POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
         let musicID = try #require(music.object["id"])
-        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell2s", "zones": ["kitchen"]}"#)
         #expect(t.waitForEvent("interruption-began", source: musicID) != nil)
         let paused = try t.json("POST", "/api/v1/music/pause", #"{"id": "\#(musicID)"}"#)
         #expect(paused.status == 200)

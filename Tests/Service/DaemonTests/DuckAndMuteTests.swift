@@ -31,7 +31,7 @@ import Testing
                 .object["id"])
         #expect(waitUntil { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.2 })
         let bell = try #require(
-            try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
+            try t.json("POST", "/api/v1/announce", #"{"sound": "bell2s", "zones": ["kitchen"]}"#).object["id"])
         let duck = try #require(t.waitForEvent("duck-began", source: music))
         #expect(duck.level == -15)
         let during = try t.status()

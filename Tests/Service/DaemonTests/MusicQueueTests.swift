@@ -253,7 +253,7 @@ extension MusicQueueTests {
         let id = try #require(
             try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#).object["id"])
         #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
-        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell2s", "zones": ["kitchen"]}"#)
         #expect(t.waitForEvent("interruption-began", source: id) != nil)
         #expect(try t.json("POST", "/api/v1/music/pause").status == 200)
         let ended = try #require(t.waitForEvent("interruption-ended", source: id))

@@ -57,7 +57,7 @@ import Testing
         let id = try #require(
             try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#).object["id"])
         #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
-        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell2s", "zones": ["kitchen"]}"#)
         let began = try #require(t.waitForEvent("interruption-began", source: id))
         #expect(waitUntil { (try? t.status().zones[0].sources.first { $0.source == id }?.paused) == true })
         // Interrupted once the fade-out has been heard; from then on the position is frozen.

@@ -10,8 +10,9 @@ import OSThread
 @testable import ControlParts
 
 /// A daemon on fresh file PCMs with its API on an ephemeral loopback port, and test sounds:
-/// `music440` (1 s of 440 Hz, loops seamlessly), `bell1k` (0.5 s of 1 kHz), `zeros` (1 s of digital
-/// silence), plus the shipped ones.
+/// `music440` (1 s of 440 Hz, loops seamlessly), `bell1k` (0.5 s of 1 kHz), `bell2s` (the same, 2 s:
+/// for what a test must do while a doorbell lasts, which a busy machine can hold up past half a
+/// second), `zeros` (1 s of digital silence), plus the shipped ones.
 final class TestDaemon {
     let daemon: Daemon
     let triggers: Triggers
@@ -58,6 +59,9 @@ final class TestDaemon {
         WAVWriter.write(
             Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2, amplitude: 0.5),
             rate: 48_000, channels: 2, to: "\(sounds)/bell1k.wav")
+        WAVWriter.write(
+            Signals.sine(frequency: 1000, rate: 48_000, frames: 96_000, channels: 2, amplitude: 0.5),
+            rate: 48_000, channels: 2, to: "\(sounds)/bell2s.wav")
         WAVWriter.write(
             [Float](repeating: 0, count: 44_100), rate: 44_100, channels: 1, to: "\(sounds)/zeros.wav")
         var configs: [ZoneConfig] = []
