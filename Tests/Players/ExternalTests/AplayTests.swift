@@ -196,7 +196,13 @@ import Testing
         ExternalRig.writeWAV(rig.directory + "/music.wav", Self.music(frames: 48_000 * 10), channels: 2)
         ExternalRig.writeWAV(rig.directory + "/short.wav", Self.music(frames: 24_000), channels: 2)
         let first = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "first.log")
-        usleep(800_000)
+        // Playing before the second starts (a fixed 0.8 s was not always enough for aplay to start
+        // on a busy machine: the two came the other way round).
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(20_000)
+                return rig.get("/api/v1/status").contains("\"playing\"")
+            })
         let second = try rig.program(
             "aplay", ["-q", "-D", "baton_mpd", rig.directory + "/short.wav"], log: "second.log")
         #expect(first.wait(seconds: 5) == 1, "the replaced aplay exits with an error: \(first.output)")
