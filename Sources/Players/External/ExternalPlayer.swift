@@ -103,6 +103,8 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         if state.current == nil {
             use(stream)
         } else {
+            // Held too while it waits: a DROP on it (a second doorbell) keeps its frames.
+            applyAudibility(to: stream, waiting: true)
             state.pending.append(stream)
         }
         stream.onFinish(settings.wake)
@@ -127,10 +129,11 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
 
     /// What the stream does while the source is not heard: discards (`drop`), or sleeps until it is
     /// (`hold`, and `pause`, which also keeps what the player drops when Baton pauses it — about
-    /// a second of MPD's music was skipped at every doorbell). Under the lock.
-    private func applyAudibility(to stream: ExternalStream) {
+    /// a second of MPD's music was skipped at every doorbell). A stream `waiting` behind the
+    /// current one discards nothing: it is not heard yet. Under the lock.
+    private func applyAudibility(to stream: ExternalStream, waiting: Bool = false) {
         switch settings.whenInterrupted {
-        case .drop: stream.setDiscarding(!state.granted)
+        case .drop: if !waiting { stream.setDiscarding(!state.granted) }
         case .hold: stream.setHeld(!state.granted)
         case .pause: stream.setHeld(!state.granted, keepingDropped: true)
         }
@@ -151,6 +154,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         if audible && !state.granted { state.grantedSince = monotonicNanoseconds() }
         state.granted = audible
         if let stream = state.current { applyAudibility(to: stream) }
+        for stream in state.pending { applyAudibility(to: stream, waiting: true) }
     }
 
     /// The user paused (true) or resumed the source through Baton — its API, MQTT, a button —
@@ -239,8 +243,14 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         if state.current == nil, !state.pending.isEmpty {
             use(state.pending.removeFirst())
         }
-        // A player that kept its device open and writes again: not awaited any more.
-        if let asked = state.playAskedAt, let current = state.current, !current.isClosed, current.lastData > asked {
+        // A player that kept its device open and sends again (its own frames, not those moved on
+        // from before: a resume that came before the player's pause had them pumped), or one that
+        // could not be told to play (quit, unreachable: it showed "buffering" for idle-release):
+        // not awaited any more.
+        if let asked = state.playAskedAt,
+            settings.control?.lastError != nil
+                || state.current.map({ !$0.isClosed && $0.lastReceived > asked }) ?? false
+        {
             state.playAskedAt = nil
         }
         guard !state.ended else { return }

@@ -53,6 +53,7 @@ public final class ExternalStream: @unchecked Sendable {
     let closedFlag = Atomic<Bool>(false)
     let finishedFlag = Atomic<Bool>(false)
     let lastDataAt = Atomic<Int>(0)
+    let lastReceivedAt = Atomic<Int>(0)
     let consumedFrames = Atomic<Int>(0)
     let formatBits = Atomic<Int>(0)
 
@@ -132,6 +133,8 @@ public final class ExternalStream: @unchecked Sendable {
     /// CLOCK_MONOTONIC ns of the last DATA, or of the last frames of it moved on into the rings
     /// (0: none yet): a program that wrote its last frames ahead is not idle while they play.
     public var lastData: Int { lastDataAt.load(ordering: .acquiring) }
+    /// CLOCK_MONOTONIC ns of the last DATA the program sent (0: none yet) — not of frames moved on.
+    public var lastReceived: Int { lastReceivedAt.load(ordering: .acquiring) }
     /// Frames taken from the program so far.
     public var framesConsumed: Int { consumedFrames.load(ordering: .acquiring) }
     /// The program's format, once it sent one.
@@ -324,7 +327,9 @@ public final class ExternalStream: @unchecked Sendable {
                 parser.dataLeft -= n
                 guard let format else { return .failure(.protocolViolation("DATA before FORMAT")) }
                 received = consumed + UInt64(fifoCount / format.frameBytes - keptFrames)
-                lastDataAt.store(monotonicNanoseconds(), ordering: .releasing)
+                let now = monotonicNanoseconds()
+                lastDataAt.store(now, ordering: .releasing)
+                lastReceivedAt.store(now, ordering: .releasing)
                 continue
             }
             let want: Int

@@ -105,6 +105,25 @@ import Testing
         return (rig, mpd)
     }
 
+    /// From the cut on, the song's next frames (the fades aside) for 0.4 s: what the player had
+    /// sent and dropped at Baton's pause plays first (it was discarded: about a second of MPD's
+    /// music was skipped at every doorbell). The player's own loss — what its output held, dropped
+    /// at its pause as on any card — comes after them (docs/EXTERNAL.md). `heard`: the left
+    /// channel heard (`heard(_:)`) of a song from its first frame (`AplayTests.music`).
+    static func expectTheSongGoesOnFromTheCut(_ heard: [Int16]) {
+        let song = { (k: Int) in Int16(10_000 + k % 20_000) }  // `AplayTests.music`'s left channel
+        let cut = heard.indices.first { heard[$0] != song($0) } ?? heard.count
+        #expect(heard.count >= cut + 19_000, "heard \(heard.count) frames, cut at \(cut)")
+        var faded = 0
+        var wrong: [Int] = []
+        for k in cut..<min(heard.count, cut + 19_000) where heard[k] != song(k) {
+            if heard[k] > 0 && heard[k] < song(k) { faded += 1 } else { wrong.append(k) }
+        }
+        let misplaced = wrong.count  // (the count only in the failure's expansion, not 20 000 indices)
+        #expect(misplaced == 0, "not the song's next frame at \(wrong.prefix(3)) (cut at \(cut))")
+        #expect(faded <= 2 * 480 + 2, "only the pause and resume fades (10 ms each) differ: \(faded)")
+    }
+
     /// The music's frames heard so far (left channel non-zero).
     static func heard(_ rig: ExternalRig) -> [Int16] {
         let out = rig.zoneSamples()
@@ -183,20 +202,7 @@ import Testing
         usleep(1_000_000)
         let after = Self.heard(rig)
         #expect(after.count > before.count + 48_000 / 2, "the music goes on in the zone")
-        // From the cut on, the song's next frames (the fades aside) for 0.4 s: what MPD had sent
-        // and dropped at Baton's pause plays first (it was discarded: about a second of music was
-        // skipped at every doorbell). MPD's own loss — what its output thread held, dropped at its
-        // pause as on any card — comes after them (docs/EXTERNAL.md).
-        let song = { (k: Int) in Int16(10_000 + k % 20_000) }  // `AplayTests.music`'s left channel
-        let cut = after.indices.first { after[$0] != song($0) } ?? after.count
-        #expect(after.count >= cut + 19_000, "heard \(after.count) frames, cut at \(cut)")
-        var faded = 0
-        var wrong: [Int] = []
-        for k in cut..<min(after.count, cut + 19_000) where after[k] != song(k) {
-            if after[k] > 0 && after[k] < song(k) { faded += 1 } else { wrong.append(k) }
-        }
-        #expect(wrong.isEmpty, "not the song's next frame at \(wrong.prefix(3)) (cut at \(cut))")
-        #expect(faded <= 2 * 480 + 2, "only the pause and resume fades (10 ms each) differ: \(faded)")
+        Self.expectTheSongGoesOnFromTheCut(after)
         let events = rig.get("/api/v1/events/recent")
         #expect(events.contains("\"shouldResume\":true"), "\(events)")
         #expect(events.contains("mpd (pid \(mpd.process.pid))"), "\(events)")

@@ -12,12 +12,13 @@ import Testing
     /// What Baton tells the player, and nothing seen of the user.
     final class Told: PlayerControl, @unchecked Sendable {
         let said = Mutex<[String]>([])
+        let failure = Mutex<String?>(nil)
         var description: String { "test" }
         func pause() { said.withLock { $0.append("pause") } }
         func play() { said.withLock { $0.append("play") } }
         func pauseIfPlaying() { said.withLock { $0.append("pause-if-playing") } }
         func takeUserChange() -> PlayerChange? { nil }
-        var lastError: String? { nil }
+        var lastError: String? { failure.withLock { $0 } }
         func close() {}
     }
 
@@ -26,6 +27,24 @@ import Testing
     /// for it (up to idle-release). It ended there: the frames a pause keeps take about as long as
     /// a player takes to reopen, and the player's late stream became a source of its own.
     @Test func aResumedSourceWaitsForItsPlayerOnceWhatItSentHasPlayed() throws {
+        let (player, _) = try Self.resumedAfterItsStreamEnded()
+        #expect(player.acceptsStreams, "the source waits for the player it asked to play")
+        #expect(
+            (player.nextTick ?? 0) > 4_000_000_000, "until idle-release: \(player.nextTick.map(String.init) ?? "nil")")
+    }
+
+    /// A player that could not be told to play (it quit; the control says so) is not waited for:
+    /// the source ends at once, as before — it read "buffering" for the whole idle-release.
+    @Test func aPlayerThatCouldNotBeToldToPlayIsNotWaitedFor() throws {
+        let (player, told) = try Self.resumedAfterItsStreamEnded { $0.failure.withLock { $0 = "connection refused" } }
+        _ = told
+        #expect(!player.acceptsStreams, "ended")
+    }
+
+    /// A `pause` source interrupted and resumed (the player told to pause, then to play), its
+    /// stream ended (the player closed its device), and a monitor look after that. `beforeLook`:
+    /// what the control reports meanwhile.
+    static func resumedAfterItsStreamEnded(beforeLook: (Told) -> Void = { _ in }) throws -> (ExternalPlayer, Told) {
         var fds: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
         let stream = ExternalStream(
@@ -45,9 +64,8 @@ import Testing
         #expect(told.said.withLock { $0 } == ["pause", "play"])
         close(fds[1])  // the player's stream ends, everything it sent played
         #expect(waitUntil(seconds: 5) { stream.isFinished })
+        beforeLook(told)
         player.tick(audible: true)
-        #expect(player.acceptsStreams, "the source waits for the player it asked to play")
-        #expect(
-            (player.nextTick ?? 0) > 4_000_000_000, "until idle-release: \(player.nextTick.map(String.init) ?? "nil")")
+        return (player, told)
     }
 }

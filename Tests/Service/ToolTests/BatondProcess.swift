@@ -120,7 +120,10 @@ final class BatondProcess {
 
     /// SIGKILL, as a power cut or an OOM kill would: no fade-out, no final save. Then starts batond
     /// again on the same configuration and state, and waits until its API listens.
-    func killAndRestart() throws {
+    /// Returns when the kill was sent.
+    @discardableResult
+    func killAndRestart() throws -> ContinuousClock.Instant {
+        let killed = ContinuousClock.now
         kill(pid, SIGKILL)
         waitpid(pid, nil, 0)
         pid = try spawn()
@@ -134,6 +137,7 @@ final class BatondProcess {
         else {
             throw StartError(description: "batond did not come back:\n\(log)")
         }
+        return killed
     }
 
     /// True when every one of `zones` is `available`: its output thread has its PCM open.

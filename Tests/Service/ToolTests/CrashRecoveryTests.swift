@@ -61,8 +61,7 @@ import Testing
         let before = try #require(try status(daemon).sources.first?.positionSeconds ?? nil)
         // The music plays on between the look and the kill (and a save may come in between): what
         // was heard at the kill is at most that much further.
-        let gap = (ContinuousClock.now - asked) / .seconds(1)
-        try daemon.killAndRestart()
+        let gap = (try daemon.killAndRestart() - asked) / .seconds(1)
         let saved = try #require(try status(daemon).savedQueue, "\(daemon.log)")
         #expect(saved.track.title == "Long Tone 330")
         #expect(saved.playing)
