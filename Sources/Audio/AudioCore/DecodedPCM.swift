@@ -3,11 +3,15 @@ public struct DecodedPCM: Sendable, Equatable {
     public var samples: [Float]
     public var channels: Int
     public var rate: Int
+    /// What was wrong with the file though it decoded (a WAV shorter than its header says: what it
+    /// holds is played), to be said when it plays; nil when nothing was.
+    public var damage: String?
 
-    public init(samples: [Float], channels: Int, rate: Int) {
+    public init(samples: [Float], channels: Int, rate: Int, damage: String? = nil) {
         self.samples = samples
         self.channels = channels
         self.rate = rate
+        self.damage = damage
     }
 
     /// Frames held (samples per channel).

@@ -33,7 +33,7 @@ public final class SoundLibrary: Sendable {
         var size: Int
     }
     /// The sounds converted, each with its file's stamp (a file replaced since is read again).
-    private let cache = Mutex<[Key: (samples: [Float], stamp: Stamp?)]>([:])
+    private let cache = Mutex<[Key: (samples: [Float], stamp: Stamp?, damage: String?)]>([:])
 
     public init(directory: String, resampler: ResamplerKind = .announcementsDefault) {
         self.directory = directory
@@ -79,9 +79,19 @@ public final class SoundLibrary: Sendable {
         let key = Key(name: name, rate: rate, channels: channels)
         let stamp = stamp(of: name)
         if let hit = cache.withLock({ $0[key] }), hit.stamp == stamp { return hit.samples }
-        let result = try convert(try decode(name), name: name, rate: rate, channels: channels)
-        cache.withLock { $0[key] = (result, stamp) }
+        let decoded = try decode(name)
+        let result = try convert(decoded, name: name, rate: rate, channels: channels)
+        cache.withLock { $0[key] = (result, stamp, decoded.damage) }
         return result
+    }
+
+    /// What is wrong with the sound `name`'s file though it plays (`DecodedPCM.damage`), as last
+    /// decoded by `samples` and while the file is the same; nil when nothing is. Any thread.
+    public func damage(of name: String) -> String? {
+        let stamp = stamp(of: name)
+        return cache.withLock { cache in
+            cache.first { $0.key.name == name && $0.value.stamp == stamp }?.value.damage
+        }
     }
 
     /// `decoded` mapped to `channels` and resampled to `rate` with this library's resampler (not

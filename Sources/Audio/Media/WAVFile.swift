@@ -6,6 +6,12 @@ import AudioCore
 /// Written by hand because it is a container of a few dozen bytes around raw samples; every
 /// compressed format goes through its library.
 public enum WAVFile {
+    /// `frames` at `rate` as seconds with two decimals.
+    static func seconds(_ frames: Int, _ rate: Int) -> String {
+        let hundredths = frames * 100 / max(1, rate)
+        return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
+    }
+
     /// Decodes a whole WAV file held in memory. `name` is used in error messages. `limit`: a file of
     /// more channels, or more samples (frames × channels), is refused before anything is decoded.
     public static func decode(
@@ -52,7 +58,16 @@ public enum WAVFile {
                 {
                     throw fail("more than \(limit.samples) samples (frames × channels)")
                 }
-                return try samples(bytes, at: body, length: length, format: f, fail: fail)
+                var pcm = try samples(bytes, at: body, length: length, format: f, fail: fail)
+                // Shorter than its header says (a copy cut off): what it holds plays, and is said.
+                if size != 0 && size != 0xFFFF_FFFF && size > available, f.channels > 0, f.bits >= 8 {
+                    let frameBytes = f.channels * f.bits / 8
+                    pcm.damage =
+                        "truncated: its data chunk says \(size / frameBytes) frames, the file holds "
+                        + "\(available / frameBytes) (\(Self.seconds(available / frameBytes, f.rate)) of "
+                        + "\(Self.seconds(size / frameBytes, f.rate)) s)"
+                }
+                return pcm
             }
             offset = body + size + (size & 1)
         }

@@ -40,10 +40,19 @@ public struct Announcer: Sendable {
     {
         let library = daemon.sounds
         try library.check(sound)
-        return try daemon.admit(sourceClass, zones: zones, volume: volume, coalesceKey: sound) {
+        let admission = try daemon.admit(sourceClass, zones: zones, volume: volume, coalesceKey: sound) {
             available throws(ControlError) in
             try library.player(sound, loop: loop, in: available)
         }
+        // A file that decoded but is damaged (a WAV cut short: what it holds plays) is said — it
+        // played what it had without a word.
+        if case .coalesced = admission.outcome {
+        } else if let damage = library.damage(of: sound) {
+            let why = "sound \"\(sound)\": \(damage); it plays what the file holds"
+            daemon.logger.warning(why)
+            daemon.events.publish(type: .streamError, source: admission.id, reason: why)
+        }
+        return admission
     }
 
     /// Plays the audio at `url` (Home Assistant's TTS) as an announcement on `zones` (empty: every

@@ -41,6 +41,29 @@ import Testing
         #expect(patio.allSatisfy { $0 == 0 }, "nothing reached the patio")
     }
 
+    /// A sound file shorter than its WAV header says (a copy cut off) plays what it holds, and it
+    /// is said: a `stream-error` for the announcement names the file's problem. It played its
+    /// first half without a word.
+    @Test func aTruncatedSoundIsSaidAndPlaysWhatItHolds() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        WAVWriter.write(
+            Signals.sine(frequency: 1000, rate: 48_000, frames: 48_000, channels: 2, amplitude: 0.5),
+            rate: 48_000, channels: 2, to: "\(t.sounds)/cut.wav")
+        guard case .success(let whole?) = FileIO.read("\(t.sounds)/cut.wav") else {
+            throw TestSetupError(message: "no WAV")
+        }
+        _ = FileIO.writeAtomically(Array(whole.prefix(44 + 24_000 * 4)), to: "\(t.sounds)/cut.wav")
+        let r = try t.json("POST", "/api/v1/announce", #"{"sound": "cut", "zones": ["kitchen"]}"#)
+        #expect(r.status == 202, "\(r.object)")
+        let id = try #require(r.object["id"])
+        let said = try #require(t.waitForEvent("stream-error", source: id, seconds: 5))
+        #expect(
+            said.reason == "sound \"cut\": truncated: its data chunk says 48000 frames, the file holds 24000 "
+                + "(0.50 of 1.00 s); it plays what the file holds", "\(said.reason ?? "")")
+        #expect(t.waitForEvent("played", source: id, seconds: 5) != nil, "and it played")
+    }
+
     /// The seed scenario: music plays → doorbell → music `began`, state interrupted, position frozen →
     /// doorbell ends → `ended(shouldResume: true)` → playing again. Each decision is audible within
     /// one period plus the ramp in the zone's file.
