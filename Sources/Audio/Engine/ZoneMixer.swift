@@ -73,21 +73,36 @@ public final class ZoneMixer: @unchecked Sendable {
     /// by the clock (rounded up to a period). Any thread.
     public var nextFrame: Int {
         let rendered = renderedFrames.load(ordering: .acquiring)
-        let rate = changeFrameRate.load(ordering: .acquiring)
+        // The base, its time and the rate of one publication, under their sequence counter: read
+        // apart, a publication between them paired the new base with the old time — two periods
+        // later than the output took back to, under load (ClockedAheadTests in a fresh clone).
+        var base: Int
+        var published: Int
+        var rate: Int
+        while true {
+            let before = changeFrameSequence.load(ordering: .sequentiallyConsistent)
+            if before & 1 == 1 { continue }
+            base = changeFrameBase.load(ordering: .sequentiallyConsistent)
+            published = changeFrameNanoseconds.load(ordering: .sequentiallyConsistent)
+            rate = changeFrameRate.load(ordering: .sequentiallyConsistent)
+            if changeFrameSequence.load(ordering: .sequentiallyConsistent) == before { break }
+        }
         guard rate > 0 else { return rendered }
         // Rendering ahead: where a rewind would go now, by the clock since it was published.
         // In whole seconds and the rest: `elapsed * rate` overflowed after 53 hours at 48 kHz (26 at
         // 96), as a zone idle over a weekend is (its output stops and publishes nothing): the
         // first request after trapped batond.
-        let elapsed = max(0, monotonicNanoseconds() - changeFrameNanoseconds.load(ordering: .relaxed))
+        let elapsed = max(0, monotonicNanoseconds() - published)
         let moved = elapsed / 1_000_000_000 * rate + elapsed % 1_000_000_000 * rate / 1_000_000_000
-        let at = changeFrameBase.load(ordering: .relaxed) + moved
+        let at = base + moved
         return min(rendered, (at + periodFrames - 1) / periodFrames * periodFrames)
     }
     /// What `publishChangeFrame` published (rate 0: nothing, `nextFrame` is the frame rendered next).
     private let changeFrameBase = Atomic<Int>(0)
     private let changeFrameNanoseconds = Atomic<Int>(0)
     private let changeFrameRate = Atomic<Int>(0)
+    /// Odd while `publishChangeFrame` writes the three above.
+    private let changeFrameSequence = Atomic<Int>(0)
 
     /// The zone's volume (the user's, linear), applied to the whole mix after the sources' own
     /// gains and ducks. Set by the control thread, ramped by the rendering thread.
@@ -257,9 +272,11 @@ public final class ZoneMixer: @unchecked Sendable {
     /// Rendering thread only. Real-time safe.
     public func publishChangeFrame(played: Int, keepFrames: Int, rate: Int, now: Int) {
         let first = max(frame - rewindablePeriods * periodFrames, played + keepFrames)
-        changeFrameBase.store(first, ordering: .relaxed)
-        changeFrameNanoseconds.store(now, ordering: .relaxed)
-        changeFrameRate.store(rate, ordering: .releasing)
+        changeFrameSequence.add(1, ordering: .sequentiallyConsistent)
+        changeFrameBase.store(first, ordering: .sequentiallyConsistent)
+        changeFrameNanoseconds.store(now, ordering: .sequentiallyConsistent)
+        changeFrameRate.store(rate, ordering: .sequentiallyConsistent)
+        changeFrameSequence.add(1, ordering: .sequentiallyConsistent)
     }
 
     /// Periods `rewind` can take back now: those kept, back to the last period in which something
