@@ -59,6 +59,8 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         /// takes to open its device again: the source ended at the resume, and the player's late
         /// stream became a source of its own).
         var playAskedAt: Int?
+        /// The control's `lastError` when it was asked (a failure before it is not the play's).
+        var errorAtAsk: String?
         var audible = true
         /// Whether the control plane lets it be heard (its slots not paused: not interrupted, not
         /// paused by the user), and since when (monotonic ns; 0: from the start). A program a held or
@@ -172,6 +174,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
             control.pause()
         } else {
             state.playAskedAt = monotonicNanoseconds()
+            state.errorAtAsk = control.lastError
             control.play()
         }
     }
@@ -191,6 +194,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         } else if shouldResume {
             state.pausedThroughBaton = false
             state.playAskedAt = monotonicNanoseconds()
+            state.errorAtAsk = control.lastError
             control.play()
         } else {
             control.pauseIfPlaying()
@@ -236,22 +240,23 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     public func tick(audible: Bool) {
         state.audible = audible
         let now = monotonicNanoseconds()
+        // A player that sends again (DATA, not frames moved on from before: a resume that came
+        // before the player's pause had those pumped; looked at before a finished stream is let
+        // go of), or one that could not be told to play (quit, unreachable: it showed "buffering"
+        // for idle-release; an error other than the one there was at the ask — a stale one ended
+        // the wait at once): not awaited any more.
+        if let asked = state.playAskedAt,
+            settings.control?.lastError.map({ $0 != state.errorAtAsk }) ?? false
+                || (state.current?.lastReceived ?? 0) > asked
+        {
+            state.playAskedAt = nil
+        }
         if let current = state.current, current.isFinished {
             state.current = nil
             state.streamlessSince = now
         }
         if state.current == nil, !state.pending.isEmpty {
             use(state.pending.removeFirst())
-        }
-        // A player that kept its device open and sends again (its own frames, not those moved on
-        // from before: a resume that came before the player's pause had them pumped), or one that
-        // could not be told to play (quit, unreachable: it showed "buffering" for idle-release):
-        // not awaited any more.
-        if let asked = state.playAskedAt,
-            settings.control?.lastError != nil
-                || state.current.map({ !$0.isClosed && $0.lastReceived > asked }) ?? false
-        {
-            state.playAskedAt = nil
         }
         guard !state.ended else { return }
         if let current = state.current {
