@@ -60,8 +60,8 @@ public enum WAVFile {
                 }
                 var pcm = try samples(bytes, at: body, length: length, format: f, fail: fail)
                 // Shorter than its header says (a copy cut off): what it holds plays, and is said.
-                if size != 0 && size != 0xFFFF_FFFF && size > available, f.channels > 0, f.bits >= 8 {
-                    let frameBytes = f.channels * f.bits / 8
+                let frameBytes = max(1, f.channels * f.bits / 8)
+                if size != 0 && size != 0xFFFF_FFFF && size / frameBytes > available / frameBytes {
                     pcm.damage =
                         "truncated: its data chunk says \(size / frameBytes) frames, the file holds "
                         + "\(available / frameBytes) (\(Self.seconds(available / frameBytes, f.rate)) of "

@@ -78,7 +78,11 @@ import Testing
         #expect(try t.request("POST", "/api/v1/music/seek", #"{"position": 19.7}"#).status == 200)
         #expect(
             waitUntil(seconds: 10) {
-                t.daemon.state.withLock { $0.playbacks[SourceID(id)]?.music?.queue.endedAfter } != nil
+                // The seek's own streamer (running: a note of the one before it is not its own).
+                t.daemon.state.withLock { s in
+                    guard let music = s.playbacks[SourceID(id)]?.music else { return false }
+                    return music.pendingStart == nil && music.queue.endedAfter != nil
+                }
             }, "the refused track was tried and the streamer ended")
         let tone = try #require(
             try JSONDecoder().decode(
