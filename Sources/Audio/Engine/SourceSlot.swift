@@ -36,7 +36,7 @@ public final class SourceSlot: @unchecked Sendable {
     let consumed = Atomic<Int>(0)
     /// A sequence counter (odd while being written) over `consumed` and `lastMixedEndFrame`, which
     /// the output thread changes together each period and a position reads together.
-    let counts = Atomic<Int>(0)
+    let counts = SequenceCount()
     /// Frames dropped for this zone while it was out and others played — by the producer, instead
     /// of writing them, and by the output at its request, what the ring held from before the loss
     /// — less the silence the producer put in to come back in step.
@@ -153,14 +153,11 @@ public final class SourceSlot: @unchecked Sendable {
         // The latest counts first, then the breaks: the output thread records a break before it
         // stores the counts of the period that ended it, so counts that include such a period are
         // read with its break. The count and the end of one period, under their sequence counter.
-        var end: Int
-        var mixed: Int
-        while true {
-            let before = counts.load(ordering: .sequentiallyConsistent)
-            if before & 1 == 1 { continue }
-            end = lastMixedEndFrame.load(ordering: .sequentiallyConsistent)
-            mixed = consumed.load(ordering: .sequentiallyConsistent)
-            if counts.load(ordering: .sequentiallyConsistent) == before { break }
+        var (end, mixed) = counts.read {
+            (
+                lastMixedEndFrame.load(ordering: .sequentiallyConsistent),
+                consumed.load(ordering: .sequentiallyConsistent)
+            )
         }
         if let b = breaks.firstEnded(after: audibleFrame) { (mixed, end) = (b.consumed, b.mixedEnd) }
         mixed += skipped.load(ordering: .acquiring)
@@ -172,10 +169,10 @@ public final class SourceSlot: @unchecked Sendable {
     /// `framesHeard` (under `counts`). Output thread only. Real-time safe.
     @inline(__always)
     func publishCounts(consumed mixed: Int, mixedEnd: Int) {
-        counts.add(1, ordering: .sequentiallyConsistent)
-        consumed.store(mixed, ordering: .sequentiallyConsistent)
-        lastMixedEndFrame.store(mixedEnd, ordering: .sequentiallyConsistent)
-        counts.add(1, ordering: .sequentiallyConsistent)
+        counts.write {
+            consumed.store(mixed, ordering: .sequentiallyConsistent)
+            lastMixedEndFrame.store(mixedEnd, ordering: .sequentiallyConsistent)
+        }
     }
 
     /// Frames dropped for this zone while it was out (`drop`, `requestDiscard`), less the silence

@@ -76,16 +76,12 @@ public final class ZoneMixer: @unchecked Sendable {
         // The base, its time and the rate of one publication, under their sequence counter: read
         // apart, a publication between them paired the new base with the old time — two periods
         // later than the output took back to, under load (ClockedAheadTests in a fresh clone).
-        var base: Int
-        var published: Int
-        var rate: Int
-        while true {
-            let before = changeFrameSequence.load(ordering: .sequentiallyConsistent)
-            if before & 1 == 1 { continue }
-            base = changeFrameBase.load(ordering: .sequentiallyConsistent)
-            published = changeFrameNanoseconds.load(ordering: .sequentiallyConsistent)
-            rate = changeFrameRate.load(ordering: .sequentiallyConsistent)
-            if changeFrameSequence.load(ordering: .sequentiallyConsistent) == before { break }
+        let (base, published, rate) = changeFrameSequence.read {
+            (
+                changeFrameBase.load(ordering: .sequentiallyConsistent),
+                changeFrameNanoseconds.load(ordering: .sequentiallyConsistent),
+                changeFrameRate.load(ordering: .sequentiallyConsistent)
+            )
         }
         guard rate > 0 else { return rendered }
         // Rendering ahead: where a rewind would go now, by the clock since it was published.
@@ -102,7 +98,7 @@ public final class ZoneMixer: @unchecked Sendable {
     private let changeFrameNanoseconds = Atomic<Int>(0)
     private let changeFrameRate = Atomic<Int>(0)
     /// Odd while `publishChangeFrame` writes the three above.
-    private let changeFrameSequence = Atomic<Int>(0)
+    private let changeFrameSequence = SequenceCount()
 
     /// The zone's volume (the user's, linear), applied to the whole mix after the sources' own
     /// gains and ducks. Set by the control thread, ramped by the rendering thread.
@@ -272,11 +268,11 @@ public final class ZoneMixer: @unchecked Sendable {
     /// Rendering thread only. Real-time safe.
     public func publishChangeFrame(played: Int, keepFrames: Int, rate: Int, now: Int) {
         let first = max(frame - rewindablePeriods * periodFrames, played + keepFrames)
-        changeFrameSequence.add(1, ordering: .sequentiallyConsistent)
-        changeFrameBase.store(first, ordering: .sequentiallyConsistent)
-        changeFrameNanoseconds.store(now, ordering: .sequentiallyConsistent)
-        changeFrameRate.store(rate, ordering: .sequentiallyConsistent)
-        changeFrameSequence.add(1, ordering: .sequentiallyConsistent)
+        changeFrameSequence.write {
+            changeFrameBase.store(first, ordering: .sequentiallyConsistent)
+            changeFrameNanoseconds.store(now, ordering: .sequentiallyConsistent)
+            changeFrameRate.store(rate, ordering: .sequentiallyConsistent)
+        }
     }
 
     /// Periods `rewind` can take back now: those kept, back to the last period in which something
