@@ -49,7 +49,8 @@ public enum WAVFile {
                 guard let f = format else { throw fail("data chunk before fmt chunk") }
                 // Streams written by a pipe say 0 or 0xFFFFFFFF: take what the file holds.
                 let available = bytes.count - body
-                let length = (size == 0 || size == 0xFFFF_FFFF) ? available : min(size, available)
+                let streamed = size == 0 || size == 0xFFFF_FFFF
+                let length = streamed ? available : min(size, available)
                 if let limit, f.channels > limit.channels {
                     throw fail("\(f.channels) channels, more than \(limit.channels)")
                 }
@@ -61,7 +62,7 @@ public enum WAVFile {
                 var pcm = try samples(bytes, at: body, length: length, format: f, fail: fail)
                 // Shorter than its header says (a copy cut off): what it holds plays, and is said.
                 let frameBytes = max(1, f.channels * f.bits / 8)
-                if size != 0 && size != 0xFFFF_FFFF && size / frameBytes > available / frameBytes {
+                if !streamed && size / frameBytes > available / frameBytes {
                     pcm.damage =
                         "truncated: its data chunk says \(size / frameBytes) frames, the file holds "
                         + "\(available / frameBytes) (\(Self.seconds(available / frameBytes, f.rate)) of "

@@ -170,13 +170,14 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     public func pausedThroughBaton(_ paused: Bool) {
         guard settings.whenInterrupted == .pause, let control = settings.control else { return }
         state.pausedThroughBaton = paused
-        if paused {
-            control.pause()
-        } else {
-            state.playAskedAt = monotonicNanoseconds()
-            state.errorAtAsk = control.lastError
-            control.play()
-        }
+        if paused { control.pause() } else { askToPlay(control) }
+    }
+
+    /// Tells the player to play, and waits for it from now (`playAskedAt`). Under the lock.
+    private func askToPlay(_ control: any PlayerControl) {
+        state.playAskedAt = monotonicNanoseconds()
+        state.errorAtAsk = control.lastError
+        control.play()
     }
 
     /// The arbiter's interruption of this source began (true) or ended. For `pause`, the player is
@@ -193,9 +194,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
             if !state.pausedThroughBaton { control.pause() }
         } else if shouldResume {
             state.pausedThroughBaton = false
-            state.playAskedAt = monotonicNanoseconds()
-            state.errorAtAsk = control.lastError
-            control.play()
+            askToPlay(control)
         } else {
             control.pauseIfPlaying()
         }
