@@ -3,9 +3,18 @@ import Synchronization
 
 /// Runs jobs by lane: the jobs of one lane one at a time in the order given, each lane apart from
 /// the others — so that a job that waits (on the network) holds only those after it in its own
-/// lane. A lane's thread exists only while it has work: nothing runs while nothing is asked. Any
-/// thread.
+/// lane. A lane's thread exists only while it has work: nothing runs while nothing is asked. A lane
+/// holds at most `waitingLimit` jobs waiting behind the one it runs: a flood while a job waits on
+/// the network is refused, not queued without end. Any thread.
 final class CommandLanes: Sendable {
+    /// What became of a job given to `run`.
+    enum Admission: Equatable {
+        case queued
+        /// The lane already holds `waitingLimit` jobs not begun: this one is dropped.
+        case full
+        /// The lanes are closed (batond stops): dropped.
+        case closed
+    }
     private struct State {
         var jobs: [String: [@Sendable () -> Void]] = [:]
         /// The lanes with a thread now.
@@ -16,18 +25,27 @@ final class CommandLanes: Sendable {
     /// Posted by each lane's thread as it ends (`close` waits for them).
     private let ended = Semaphore()
     private let name: String
+    /// The most jobs one lane holds not begun.
+    let waitingLimit: Int
 
     /// `name`: the threads' name.
-    init(threadName name: String) { self.name = name }
+    init(threadName name: String, waitingLimit: Int = 32) {
+        self.name = name
+        self.waitingLimit = waitingLimit
+    }
 
-    /// Runs `job` in `lane` after the jobs given to it before. Dropped once closed.
-    func run(_ lane: String, _ job: @escaping @Sendable () -> Void) {
-        let start = state.withLock { s -> Bool in
-            guard !s.closed else { return false }
+    /// Runs `job` in `lane` after the jobs given to it before — unless the lanes are closed or
+    /// this lane already holds `waitingLimit` jobs not begun: then it is dropped, and says so.
+    @discardableResult
+    func run(_ lane: String, _ job: @escaping @Sendable () -> Void) -> Admission {
+        let admission = state.withLock { s -> (Admission, start: Bool) in
+            guard !s.closed else { return (.closed, false) }
+            // A running lane's jobs are those waiting: the one it runs has been taken out.
+            guard (s.jobs[lane]?.count ?? 0) < waitingLimit else { return (.full, false) }
             s.jobs[lane, default: []].append(job)
-            return s.running.insert(lane).inserted
+            return (.queued, s.running.insert(lane).inserted)
         }
-        guard start else { return }
+        guard admission.start else { return admission.0 }
         OSThread.detach(name: name) { [self] in
             while true {
                 switch take(lane) {
@@ -38,6 +56,7 @@ final class CommandLanes: Sendable {
                 }
             }
         }
+        return .queued
     }
 
     private enum Next {

@@ -329,7 +329,16 @@ final class MQTTBridge: @unchecked Sendable {
         }
         // Off this thread: a command may wait on the network (`music/play` asking the server, an
         // announcement's URL its first byte) and would hold every other command and all state.
-        if let lane = Self.lane(of: name, body: body) { lanes.run(lane, run) } else { run() }
+        // A lane full of commands waiting on the network (a flood behind a server that holds the
+        // first) refuses the rest: queued without end, each would run as late as the server is slow.
+        guard let lane = Self.lane(of: name, body: body) else { return run() }
+        if lanes.run(lane, run) == .full {
+            refuse(
+                ControlError(
+                    .unavailable,
+                    "not carried out: \(lanes.waitingLimit) commands of its kind (\(lane)) already wait behind the one it runs"
+                ))
+        }
     }
 
     /// The lane a command runs in, in arrival order with the others of its kind: `music`, `zones`

@@ -515,4 +515,40 @@ import Testing
         usleep(300_000)
         #expect(server.count("getRandomSongs") == 1, "the queued play ran after the stop")
     }
+
+    /// A flood of commands of one kind while the first waits on the network (a `music/play` the
+    /// server holds): the lane keeps 32 waiting and refuses the rest on `<base>/errors`, each
+    /// named; those kept still run, in order, once the server lets go. Before, the lane queued
+    /// every one without bound.
+    @Test func aLaneFullOfWaitingCommandsRefusesTheRest() throws {
+        let server = try HeldSubsonic()
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(music: server.music, mqtt: MQTTConfig(broker: broker.url))
+        defer {
+            server.close()
+            t.stop()
+        }
+        #expect(connected(t))
+        // 1 held + 32 kept (each failing once the server goes) + 2 refused.
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 35, seconds: 40)
+        try broker.publish(topic: "\(base)/music/play", message: #"{"random": 5}"#)
+        #expect(waitUntil(seconds: 10) { server.count("getRandomSongs") == 1 })
+        for _ in 0..<34 {
+            try broker.publish(topic: "\(base)/music/play", message: #"{"random": 6}"#)
+        }
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(10_000)
+                return errors.messages(seconds: 0).count == 2
+            })
+        let refused = errors.messages(seconds: 0)
+        #expect(
+            refused.allSatisfy { $0.contains(#""status":503"#) && $0.contains("32 commands of its kind (music)") },
+            "\(refused)")
+        server.close()
+        let all = errors.messages()
+        #expect(all.count == 35, "\(all.count) errors")
+        #expect(all.dropFirst(2).allSatisfy { $0.contains(#"music\/play"#) && $0.contains("502") })
+    }
 }
