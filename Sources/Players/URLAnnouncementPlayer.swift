@@ -75,6 +75,9 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
     /// slots until the stall timeout (10–60 s): a few such filled a zone's eight slots.
     private let stopFlag: StopFlag
     private let report: SourceReporter
+    /// Called on the decoder's thread once it wrote its last frame (or gave up): `nextTick` came
+    /// closer.
+    private let changed: @Sendable () -> Void
     private let buffer = StreamBuffer()
     private let cancelled = Atomic<Bool>(false)
     /// Set by whichever comes second of "the player thread ended" and "stop was called".
@@ -103,8 +106,12 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
     private let shared = Mutex(Shared())
 
     /// `label`: what status shows (`url: tts_proxy/abc.mp3`).
-    public init(url: String, label: String, limits: Limits, stop: StopFlag? = nil, report: @escaping SourceReporter) {
+    public init(
+        url: String, label: String, limits: Limits, stop: StopFlag? = nil, report: @escaping SourceReporter,
+        changed: @escaping @Sendable () -> Void = {}
+    ) {
         self.url = url
+        self.changed = changed
         self.label = label
         self.limits = limits
         stopFlag = StopFlag(parent: stop)
@@ -200,6 +207,19 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         return ended.exchange(true, ordering: .acquiringAndReleasing)
     }
 
+    /// While it decodes, every 50 ms: the cut counts the zones' wait for its audio from looks at
+    /// most 100 ms apart. Once all is written (or it gave up): when its last frame will have been
+    /// played, so it is released within about a millisecond of it. It used to be the default 5 ms
+    /// all along: the monitor woke 200 times a second for as long as a URL played. Under the
+    /// control plane's lock.
+    public var nextTick: Int? {
+        let (outputs, decoded) = shared.withLock { ($0.outputs, $0.decoded) }
+        guard let outputs else { return nil }
+        if !decoded { return Self.lookWhileDecoding }
+        return allDrained(outputs) ? nil : nanosecondsToDrain(outputs)
+    }
+    static let lookWhileDecoding = 50_000_000
+
     public var position: Double? { slotPosition(shared.withLock { $0.outputs } ?? []) }
     public var isDrained: Bool { allDrained(shared.withLock { $0.outputs } ?? []) }
 
@@ -237,6 +257,11 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
             return []
         }
         setReady(.success(()))
+        // Decoded, cut, stopped or never given slots: nothing more is written (`nextTick`).
+        defer {
+            shared.withLock { $0.decoded = true }
+            changed()
+        }
         var outputs: [SourceOutput]?
         while !isCancelled {
             outputs = shared.withLock { $0.outputs }
@@ -277,7 +302,6 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
                 endEarly(failure?.message ?? "\(shownURL): \(error)")
             }
         }
-        shared.withLock { $0.decoded = true }
         return targets
     }
 

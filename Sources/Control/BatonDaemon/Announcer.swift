@@ -80,7 +80,8 @@ public struct Announcer: Sendable {
         ) { (available: [ZoneHandle]) throws(ControlError) in
             identity.withLock { $0.zones = available.map(\.name) }
             let player = URLAnnouncementPlayer(
-                url: url, label: Self.urlLabel(url), limits: limits, stop: daemon.parts.networkStop, report: report)
+                url: url, label: Self.urlLabel(url), limits: limits, stop: daemon.parts.networkStop, report: report,
+                changed: { [monitor = daemon.monitor] in monitor.wake() })
             do throws(URLAnnouncementPlayer.Failure) { try player.open() } catch {
                 let kind: ControlError.Kind =
                     switch error.kind {

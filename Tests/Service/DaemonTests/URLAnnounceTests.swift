@@ -33,13 +33,16 @@ import Testing
 
     /// The MP3 is sent over 3 s: its first tone sample is in the kitchen's output file before the
     /// server sent the last byte (playback starts while the file downloads), and the whole tone is
-    /// heard; the source is labelled with the URL's last levels and plays once (`played`).
+    /// heard; the source is labelled with the URL's last levels and plays once (`played`). While it
+    /// downloads, it asks the monitor to look every 50 ms, not every 5 (as it did: 200 wake-ups a
+    /// second for as long as a URL played).
     @Test func playsWhileItDownloads() throws {
         let server = try SlowHTTPServer()
         defer { server.stop() }
         let t = try TestDaemon(announce: Self.allowLoopback)
         let kitchen = try #require(t.files["kitchen"])
-        let snapshot = Mutex<(samples: [Float], at: Double)>(([], 0))
+        let snapshot = Mutex<(samples: [Float], at: Double, nextTick: Int?)>(([], 0, nil))
+        let daemon = t.daemon
         server.route(
             "/api/tts_proxy/hello.mp3",
             .init(
@@ -47,7 +50,8 @@ import Testing
                 beforeLastChunk: {
                     let now = SlowHTTPServer.now()
                     let left = Signals.channel(ALSATestRig.readS16(kitchen), 0, of: 2)
-                    snapshot.withLock { $0 = (left, now) }
+                    let tick = daemon.state.withLock { $0.playbacks.values.first?.source.nextTick }
+                    snapshot.withLock { $0 = (left, now, tick) }
                 }))
         let requested = SlowHTTPServer.now()
         let r = try t.json(
@@ -60,8 +64,9 @@ import Testing
         #expect(t.waitForEvent("played", source: id, seconds: 15) != nil)
         let lastByte = try #require(server.lastByteAt("/api/tts_proxy/hello.mp3"))
         t.stop()
-        let (before, snappedAt) = snapshot.withLock { $0 }
+        let (before, snappedAt, tickWhileDownloading) = snapshot.withLock { $0 }
         #expect(snappedAt <= lastByte)
+        #expect(tickWhileDownloading == 50_000_000, "\(tickWhileDownloading.map(String.init) ?? "nil") ns")
         // The first sample of the tone, as written before the last byte went out.
         let onset = before.count > granted ? Signals.onset(Array(before[granted...]), threshold: 0.05) : nil
         let first = try #require(onset, "no tone in the output before the last byte was sent").advanced(by: granted)
