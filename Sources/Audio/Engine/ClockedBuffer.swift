@@ -173,6 +173,9 @@ final class ClockedBuffer: RewindableSink {
         return underrun
     }
 
+    /// The PCM behind it (a `file` or `null` one, or a card paced by the system clock) is gone.
+    var isGone: Bool { output?.isGone ?? false }
+
     /// Plays out what it holds by the clock (sleeping until then), then stops.
     func drain() {
         advance()

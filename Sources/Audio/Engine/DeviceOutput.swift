@@ -694,9 +694,15 @@ public final class DeviceOutput: @unchecked Sendable {
         return true
     }
 
-    /// Plays out the PCM's buffer, stops it and waits (no wake-ups) until a zone has something to
-    /// play or the thread is told to stop; then prepares the PCM. False when it cannot be prepared
-    /// (the caller reopens it). Output thread; blocks, but only with nothing to play.
+    /// How often an idle output asks its stopped device whether it is still there
+    /// (`waitWhileIdle`): a card unplugged while nothing plays is noticed within this, not at the
+    /// next request.
+    public static let idleProbeMilliseconds: Int32 = 2_000
+
+    /// Plays out the PCM's buffer, prepares it and waits until a zone has something to play or the
+    /// thread is told to stop, waking every `idleProbeMilliseconds` only to ask the device whether
+    /// it is still there. False when it cannot be prepared or is gone (the caller reopens it,
+    /// `lastError` says why). Output thread; blocks, but only with nothing to play.
     private func waitWhileIdle<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
         pcm.drain()
         // Played out: nothing rendered can be taken back any more (a zone that renders ahead).
@@ -706,19 +712,29 @@ public final class DeviceOutput: @unchecked Sendable {
             delayMeasuredAt.store(0, ordering: .sequentiallyConsistent)
         }
         idleStopCount.add(1, ordering: .relaxed)
-        stoppedIdle.store(true, ordering: .releasing)
-        doorbell.drain()
-        while !stopping && allZonesIdle {
-            _ = doorbell.waitForPost(milliseconds: -1)
-            // Woken for nothing (what rang changed nothing it plays): a wake-up that cost.
-            if !stopping && allZonesIdle { wakeUps.add(1, ordering: .relaxed) }
-        }
-        stoppedIdle.store(false, ordering: .releasing)
+        // Prepared before the wait, not after: a prepared stream can be asked whether its device
+        // is still there (a drained one cannot), and a request starts it at once. An idle zone
+        // whose card was unplugged said "available" until a request woke it.
         let r = pcm.prepare()
         if r < 0 {
             lastError.store(r, ordering: .releasing)
             return false
         }
+        stoppedIdle.store(true, ordering: .releasing)
+        doorbell.drain()
+        while !stopping && allZonesIdle {
+            guard doorbell.waitForPost(milliseconds: Self.idleProbeMilliseconds) else {
+                guard !pcm.isGone else {
+                    stoppedIdle.store(false, ordering: .releasing)
+                    lastError.store(-ENODEV, ordering: .releasing)
+                    return false
+                }
+                continue
+            }
+            // Woken for nothing (what rang changed nothing it plays): a wake-up that cost.
+            if !stopping && allZonesIdle { wakeUps.add(1, ordering: .relaxed) }
+        }
+        stoppedIdle.store(false, ordering: .releasing)
         // A new stream from an empty buffer, as after a fault: its first writes, made before it
         // starts, must not count as the device nearly running dry (a late cycle at every restart).
         rateEstimator.reset()

@@ -24,6 +24,9 @@ protocol PeriodSink: AnyObject {
     func prepare() -> Int32
     /// True when the sink is stopped by an xrun (e.g. a resume the device refused).
     var isInXrun: Bool { get }
+    /// True once the device behind it is gone (unplugged), asked without blocking of a prepared
+    /// sink (an idle output looks now and then, `DeviceOutput.idleProbeMilliseconds`).
+    var isGone: Bool { get }
     /// Plays what was written, then stops (before the output thread waits with nothing to play).
     func drain()
     /// True while a device-clocked sink runs (plays what it holds at its own pace).
@@ -68,6 +71,7 @@ extension PeriodSink {
     func resume() -> Int32 { 0 }
     func prepare() -> Int32 { 0 }
     var isInXrun: Bool { false }
+    var isGone: Bool { false }
     /// A stream sink is paced by the system clock: never "running" on a clock of its own.
     var isRunning: Bool { false }
     func avail() -> Int { Int.max }

@@ -204,6 +204,54 @@ import Testing
         print("unplug: unavailable after \(latency) ms, available again \(back) s after the replug")
     }
 
+    /// A card unplugged while its zone is idle (the PCM stopped, the thread asleep) is noticed
+    /// within the idle probe's 2 s: the zone is unavailable with -ENODEV, and available again once
+    /// the card is back, idle again, and a sound claimed then plays on the card from its first
+    /// frame. Before, the zone said "available" until a request woke it.
+    @Test func aCardUnpluggedWhileIdleIsNoticed() throws {
+        let card = Self.card()
+        let pcm = PCMRequest(
+            name: card.name, rate: card.rate, channels: card.channels, format: .s16LE,
+            periodFrames: card.periodFrames, bufferFrames: card.bufferFrames)
+        var spec = DeviceSpec(
+            pcm: pcm, clock: .device, realtimePriority: 70,
+            zones: [ZoneSpec(name: "zone", deviceChannels: [0, 1], rampFrames: 480, ringFrames: card.rate / 2)])
+        spec.stopsWhenIdle = true
+        let output = DeviceOutput(spec)
+        output.start()
+        defer { output.stop() }
+        #expect(waitUntil(seconds: 5) { output.isStoppedIdle })
+        #expect(output.snapshot().available)
+        card.send(.unplug)
+        let probe = Double(DeviceOutput.idleProbeMilliseconds) / 1000
+        #expect(waitUntil(seconds: probe + 1) { !output.snapshot().available }, "still available, idle, unplugged")
+        #expect(output.snapshot().lastError == -ENODEV)
+        card.send(.replug)
+        #expect(waitUntil(seconds: 10) { output.snapshot().available }, "not back after the replug")
+        #expect(waitUntil(seconds: 5) { output.isStoppedIdle }, "idle again")
+        let frames = Self.rate / 10
+        var sound = [Float](repeating: 0, count: 2 * frames)
+        for f in 0..<frames {
+            sound[2 * f] = IndexSignal.sample(f + 1)
+            sound[2 * f + 1] = IndexSignal.sample(0)
+        }
+        let slot = try #require(output.mixer.claimSlot(gain: 1))
+        #expect(sound.withUnsafeBufferPointer { slot.ring.write($0.baseAddress!, count: $0.count) } == sound.count)
+        slot.finish()
+        output.wake()
+        #expect(waitUntil(seconds: 5) { slot.isDrained }, "the sound was mixed")
+        output.mixer.release(slot)
+        func left() -> [Int16] {
+            card.recordedBytes().withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }.enumerated()
+                .filter { $0.offset % 2 == 0 }.map(\.element)
+        }
+        // The card plays what it holds (its buffer) after the mixer took the last frame.
+        #expect(waitUntil(seconds: 5) { left().drop { $0 == 0 }.count >= frames }, "the card played the sound")
+        let played = Array(left().drop { $0 == 0 }.prefix(frames))
+        let whole = played.elementsEqual((1...frames).map(Int16.init))
+        #expect(whole, "the whole sound, from its first frame, in order (begins \(played.prefix(4)))")
+    }
+
     /// A card whose source went on in other zones while it was gone (its producer dropped frames
     /// for it: behind) drops, when its producer asks, what its ring still holds before a source
     /// frame (what the others played meanwhile), counted as heard, and plays on from that very

@@ -228,6 +228,16 @@ public final class PCM {
         return max(0, configuration.bufferFrames - avail)
     }
 
+    /// True once the device is gone (a USB card unplugged), asked without blocking: the hardware
+    /// pointer is synced (the kernel answers -ENODEV for a card that is gone), then the state read
+    /// (DISCONNECTED). Any other error is not an answer here: the next write meets it. For a stream
+    /// that is prepared, running or stopped by an xrun, not one drained to SETUP (there the sync
+    /// fails with -EBADFD). Does not allocate. The corresponding C functions are `snd_pcm_avail`
+    /// and `snd_pcm_state`.
+    public var isGone: Bool {
+        snd_pcm_avail(handle) == -Int(ENODEV) || snd_pcm_state(handle) == SND_PCM_STATE_DISCONNECTED
+    }
+
     /// True when the stream is stopped by an xrun (e.g. after a resume the device refused, which
     /// alsa-lib's ioplug PCMs report as success). The corresponding C function is `snd_pcm_state`.
     public var isInXrun: Bool { snd_pcm_state(handle) == SND_PCM_STATE_XRUN }
