@@ -113,8 +113,9 @@ extension DeviceOutput {
                 let moves = pcm.isRunning && pcm.playsBetweenCalls
                 delayMeasuredAt.store(moves ? monotonicNanoseconds() : 0, ordering: .sequentiallyConsistent)
             }
-            // What the sink holds (a `file` PCM's hidden delay comes after it).
-            let delay = delayFrames.load(ordering: .relaxed) - pcm.hiddenDelayFrames
+            // What the sink holds (a `file` PCM's hidden delay comes after it, what is still to be
+            // written before it).
+            let delay = delayFrames.load(ordering: .relaxed) - pcm.hiddenDelayFrames - history.pending
             let now = monotonicNanoseconds()
             // In zone frames (what every mixer has rendered is `history.rendered`): what the sink has
             // played, beyond which it can take back.

@@ -17,12 +17,38 @@ extension DeviceOutput {
     ///   dropped is written again, as after an xrun.
     /// - anything else (`-ENODEV`: gone): what the device dropped is kept for the reopen; false.
     ///
+    /// What a stream that is not running, or one catching up (written again what it dropped at a
+    /// fault or a reopen: up to a buffer more than the periods just rendered), has no room for is
+    /// not written now: it stays pending (`history.pending`, counted as delay) for the next cycle,
+    /// after the wait for room; a stream not running is started once full. Written at once, the
+    /// rest blocked the write until the device took frames — on a card that takes none (a dead
+    /// DAC, one that died at the xrun) for the kernel's 10 s, then -EIO, again at every reopen, the
+    /// stall never seen and the zone "available". (Room is asked only then: `snd_pcm_avail` is a
+    /// system call, and the periods of an ordinary cycle were rendered for the room waited for.)
+    ///
     /// Output thread; real-time safe.
     func deliver<Sink: PeriodSink>(to pcm: Sink, bufferFrames: Int) -> Bool {
         var delivered = 0
         while history.pending > 0 {
-            let run = history.nextRun()
-            let r = pcm.write(run.bytes, frames: run.frames)
+            var run = history.nextRun()
+            var full = false
+            if catchingUp || !pcm.isRunning {
+                let room = pcm.avail()
+                full = room == 0
+                if room > 0 { run.frames = min(run.frames, room) }
+            }
+            // Full: a running stream is left to play; one not running is started (a stopped one —
+            // xrun, suspend, gone — refuses with the error its write would meet, handled below).
+            var r: Int
+            if full {
+                catchingUp = true
+                if pcm.isRunning { break }
+                let started = pcm.start()
+                if started == 0 && pcm.isRunning { break }
+                r = Int(started < 0 ? started : -EBADFD)
+            } else {
+                r = pcm.write(run.bytes, frames: run.frames)
+            }
             if r >= 0 {
                 history.markSent(r)
                 delivered += r
@@ -43,6 +69,7 @@ extension DeviceOutput {
             lastError.store(code, ordering: .releasing)
             return false
         }
+        if history.pending == 0 { catchingUp = false }
         deliveredThisCycle = delivered
         return true
     }
@@ -51,6 +78,7 @@ extension DeviceOutput {
     /// (then what it dropped is kept for the reopen).
     private func restart<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
         history.rewind(pcm.unplayedFrames())
+        catchingUp = true
         rateEstimator.reset()
         framesSincePrepare = 0
         lastDelayAfterWrite = 0
@@ -73,7 +101,8 @@ extension DeviceOutput {
     /// ran dry), and the rate estimate (from a device that paces, not a `file` PCM).
     func measureDevice<Sink: PeriodSink>(_ pcm: Sink, bufferFrames: Int) {
         guard let delay = pcm.delay() else { return }
-        delayFrames.store(delay + pcm.hiddenDelayFrames, ordering: .sequentiallyConsistent)
+        // What `deliver` left pending is not in the device yet: not heard either.
+        delayFrames.store(delay + pcm.hiddenDelayFrames + history.pending, ordering: .sequentiallyConsistent)
         let period = spec.pcm.periodFrames
         if lastDelayAfterWrite >= bufferFrames - period && delay - deliveredThisCycle < period {
             lateCycles.add(1, ordering: .relaxed)
@@ -87,6 +116,7 @@ extension DeviceOutput {
 
     /// A PCM was opened: a new stream. Output thread.
     func deviceOpened() {
+        catchingUp = history.pending > 0
         rateEstimator.reset()
         framesSincePrepare = 0
         lastDelayAfterWrite = 0

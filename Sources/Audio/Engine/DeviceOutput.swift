@@ -151,6 +151,9 @@ public final class DeviceOutput: @unchecked Sendable {
     var framesSincePrepare = 0
     var lastDelayAfterWrite = 0
     var deliveredThisCycle = 0
+    /// The device is written again what it dropped (`deliver`): each write only what it has room
+    /// for until nothing is pending. Output thread.
+    var catchingUp = false
     /// The Snapcast sink of a stream output; nil for an ALSA device.
     private let streamSink: StreamSink?
     /// A `clock: system` zone that renders ahead: the buffer the system clock plays, in front of
@@ -572,7 +575,8 @@ public final class DeviceOutput: @unchecked Sendable {
                 switch spec.clock {
                 case .device: measureDevice(pcm, bufferFrames: bufferFrames)
                 case .system:
-                    delayFrames.store((pcm.delay() ?? 0) + pcm.hiddenDelayFrames, ordering: .sequentiallyConsistent)
+                    delayFrames.store(
+                        (pcm.delay() ?? 0) + pcm.hiddenDelayFrames + history.pending, ordering: .sequentiallyConsistent)
                 }
             }
             if spec.clock == .system {

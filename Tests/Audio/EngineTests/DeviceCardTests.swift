@@ -455,6 +455,27 @@ import Testing
         }
     }
 
+    /// A card that dies at an xrun: the output prepares it and writes again what it dropped — more
+    /// than its buffer, with the period rendered since — and the card takes none of it. The output
+    /// gives a stream that is not running only what it has room for, starts it, and waits: after
+    /// 2 s the stall is said (unavailable, -ETIMEDOUT) and the card reopened; revived, it plays on
+    /// from the frame it consumed last. The rest of the write blocked until the card took frames: on
+    /// a kernel 10 s, then -EIO; on this card for ever, the zone "available" and its stop held.
+    @Test func aCardThatDiesAtAnXrunIsNotWaitedForInAWrite() throws {
+        for rendersAhead in [false, true] {
+            let (card, output, feeder) = try Self.playing(rendersAhead: rendersAhead)
+            card.send(.dead)
+            card.send(.xrun)
+            #expect(
+                waitUntil(seconds: 6) { output.isStalled && output.snapshot().lastError == -ETIMEDOUT },
+                "the stall not said (ahead: \(rendersAhead))")
+            #expect(!output.snapshot().available, "ahead: \(rendersAhead)")
+            card.send(.revive)
+            #expect(waitUntil(seconds: 12) { output.snapshot().available }, "revived (ahead: \(rendersAhead))")
+            Self.playsOnWhole(card, output, feeder, "ahead: \(rendersAhead)")
+        }
+    }
+
     /// The output thread wakes when half the card's buffer is free, not every period: with 10 ms
     /// periods and a 100 ms buffer, every 50 ms (the card still holds 50 ms, more than the 30 ms it
     /// must). Over 2 s of the card's clock (200 periods) it blocks about 40 times (what the kernel
