@@ -151,7 +151,7 @@ final class ClockedBuffer: RewindableSink {
 
     var hiddenDelayFrames: Int { output?.hiddenDelayFrames ?? 0 }
 
-    func unplayedFrames() -> Int { held }
+    func unplayedFrames() -> Int? { held }
 
     func resume() -> Int32 { 0 }
 

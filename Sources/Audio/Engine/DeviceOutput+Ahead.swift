@@ -79,7 +79,7 @@ extension DeviceOutput {
             // back but did not say so in `snd_pcm_rewind` (the xrun is recovered below). A card
             // that ran dry (the thread held off for the `kept` frames it left) has played all it
             // was given: an xrun, not a refusal.
-            if tookBack && avail == -Int(EPIPE) && pcm.unplayedFrames() > 0 {
+            if tookBack && avail == -Int(EPIPE) && (pcm.unplayedFrames() ?? 0) > 0 {
                 takesBack = false
                 renderAheadIsOff(.refused(-EPIPE))
             }

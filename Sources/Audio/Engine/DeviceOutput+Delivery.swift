@@ -64,7 +64,7 @@ extension DeviceOutput {
                 suspends.add(1, ordering: .relaxed)
                 if resumeAfterSuspend(pcm) { continue }
             } else {
-                history.rewind(pcm.unplayedFrames())
+                history.rewind(unplayed(pcm))
             }
             lastError.store(code, ordering: .releasing)
             return false
@@ -77,11 +77,12 @@ extension DeviceOutput {
     /// Takes back what a stopped device dropped and prepares it; false when it cannot be prepared
     /// (then what it dropped is kept for the reopen).
     private func restart<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
-        history.rewind(pcm.unplayedFrames())
+        history.rewind(unplayed(pcm))
         catchingUp = true
         rateEstimator.reset()
         framesSincePrepare = 0
         lastDelayAfterWrite = 0
+        playedAtLastMeasure = history.sent
         return pcm.prepare() == 0
     }
 
@@ -96,11 +97,22 @@ extension DeviceOutput {
         return restart(pcm)
     }
 
+    /// Frames the stopped `pcm` took but did not play, to be written again: what it says, or —
+    /// when it cannot say (a kernel card unplugged fails `snd_pcm_status` with -ENODEV) — all it
+    /// took since the last measure of its delay (what it held then and the writes since: about a
+    /// buffer). That plays again what it played since then (at most a wake-up) rather than count
+    /// as heard what it held (up to its buffer, as it did: the music resumed that far past the
+    /// cut). Output thread; real-time safe.
+    func unplayed<Sink: PeriodSink>(_ pcm: Sink) -> Int {
+        pcm.unplayedFrames() ?? max(0, history.sent - playedAtLastMeasure)
+    }
+
     /// After a period was delivered to a device-clocked zone: its delay, whether the cycle came late
     /// (the device held less than a period when the writes began, after it had been full: it nearly
     /// ran dry), and the rate estimate (from a device that paces, not a `file` PCM).
     func measureDevice<Sink: PeriodSink>(_ pcm: Sink, bufferFrames: Int) {
         guard let delay = pcm.delay() else { return }
+        playedAtLastMeasure = history.sent - delay
         // What `deliver` left pending is not in the device yet: not heard either.
         delayFrames.store(delay + pcm.hiddenDelayFrames + history.pending, ordering: .sequentiallyConsistent)
         let period = spec.pcm.periodFrames
@@ -117,6 +129,7 @@ extension DeviceOutput {
     /// A PCM was opened: a new stream. Output thread.
     func deviceOpened() {
         catchingUp = history.pending > 0
+        playedAtLastMeasure = history.sent
         rateEstimator.reset()
         framesSincePrepare = 0
         lastDelayAfterWrite = 0

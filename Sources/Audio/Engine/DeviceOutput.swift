@@ -154,6 +154,9 @@ public final class DeviceOutput: @unchecked Sendable {
     /// The device is written again what it dropped (`deliver`): each write only what it has room
     /// for until nothing is pending. Output thread.
     var catchingUp = false
+    /// `history.sent` less the device's delay at its last measure: what it had surely played by
+    /// then (`unplayed`, for a device that cannot say). Output thread.
+    var playedAtLastMeasure = 0
     /// The Snapcast sink of a stream output; nil for an ALSA device.
     private let streamSink: StreamSink?
     /// A `clock: system` zone that renders ahead: the buffer the system clock plays, in front of
@@ -575,8 +578,10 @@ public final class DeviceOutput: @unchecked Sendable {
                 switch spec.clock {
                 case .device: measureDevice(pcm, bufferFrames: bufferFrames)
                 case .system:
+                    let delay = pcm.delay()
+                    if let delay { playedAtLastMeasure = history.sent - delay }
                     delayFrames.store(
-                        (pcm.delay() ?? 0) + pcm.hiddenDelayFrames + history.pending, ordering: .sequentiallyConsistent)
+                        (delay ?? 0) + pcm.hiddenDelayFrames + history.pending, ordering: .sequentiallyConsistent)
                 }
             }
             if spec.clock == .system {
@@ -645,7 +650,7 @@ public final class DeviceOutput: @unchecked Sendable {
     /// stays unavailable, truthfully: `isStalled` until it takes frames again). What it held is
     /// kept as for any loss. Output thread; real-time safe.
     func stalled<Sink: PeriodSink>(_ pcm: Sink) {
-        history.rewind(pcm.unplayedFrames())
+        history.rewind(unplayed(pcm))
         deviceStalled.store(true, ordering: .releasing)
         lastError.store(Self.stallError, ordering: .releasing)
     }
@@ -744,6 +749,7 @@ public final class DeviceOutput: @unchecked Sendable {
         rateEstimator.reset()
         framesSincePrepare = 0
         lastDelayAfterWrite = 0
+        playedAtLastMeasure = history.sent  // played out
         return true
     }
 

@@ -15,9 +15,9 @@ protocol PeriodSink: AnyObject {
     func delay() -> Int?
     /// Frames held back beyond what `delay()` reports (an ALSA `file` plugin's buffer), constant.
     var hiddenDelayFrames: Int { get }
-    /// Frames taken but never played, once the sink stopped (xrun, suspend, gone); see
-    /// ``WrittenFrames``.
-    func unplayedFrames() -> Int
+    /// Frames taken but never played, once the sink stopped (xrun, suspend, gone), or nil when the
+    /// sink cannot tell (a kernel card gone); see ``WrittenFrames``.
+    func unplayedFrames() -> Int?
     /// Resumes after a suspend: 0, -EAGAIN while waking, or the negative errno when it cannot.
     func resume() -> Int32
     /// Makes a stopped sink writable again, discarding what it held: 0 or the negative errno.
@@ -67,7 +67,7 @@ extension PCM: RewindableSink {
 extension PeriodSink {
     /// A sink that never stops (a stream sink) drops nothing and is never drained.
     func drain() {}
-    func unplayedFrames() -> Int { 0 }
+    func unplayedFrames() -> Int? { 0 }
     func resume() -> Int32 { 0 }
     func prepare() -> Int32 { 0 }
     var isInXrun: Bool { false }

@@ -219,11 +219,12 @@ public final class PCM {
 
     /// Frames written but never played: what the device still held when it stopped (after an xrun,
     /// a suspend, or when it is gone), or still holds while it runs. Read from the hardware pointer
-    /// through `snd_pcm_status`, which answers in every state (a stopped stream keeps its pointer
-    /// where it stopped), before `prepare` discards it; 0 when the status cannot be read.
-    /// Does not allocate. The corresponding C functions are `snd_pcm_status`, `snd_pcm_status_get_avail`.
-    public func unplayedFrames() -> Int {
-        guard snd_pcm_status(handle, status) == 0 else { return 0 }
+    /// through `snd_pcm_status`, which answers in the stopped states (a stopped stream keeps its
+    /// pointer where it stopped), before `prepare` discards it; nil when the status cannot be read
+    /// — a kernel card unplugged answers every call with -ENODEV, this one too. Does not allocate.
+    /// The corresponding C functions are `snd_pcm_status`, `snd_pcm_status_get_avail`.
+    public func unplayedFrames() -> Int? {
+        guard snd_pcm_status(handle, status) == 0 else { return nil }
         let avail = Int(snd_pcm_status_get_avail(status))
         return max(0, configuration.bufferFrames - avail)
     }

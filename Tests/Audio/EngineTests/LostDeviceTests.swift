@@ -1,0 +1,86 @@
+import ALSA
+import Glibc
+import Testing
+
+@testable import Engine
+
+/// What a zone counts as heard when its device goes away as a kernel card does: the virtual card
+/// (`batontest`) still answers `snd_pcm_status` after its unplug (alsa-lib's ioplug cannot fail
+/// it), a USB card on a kernel fails every call with -ENODEV. So a sink that behaves so, driven
+/// through the output's own cycle (render, deliver, measure) on the test's thread.
+@Suite struct LostDeviceTests {
+    static let period = 480
+    static let buffer = 1_920
+
+    /// A device that takes frames into a buffer, plays them when told, and once gone answers
+    /// -ENODEV to writes and nothing to `snd_pcm_status` or `snd_pcm_delay`, as a kernel card does.
+    final class KernelCard: PeriodSink {
+        var held = 0
+        var played = 0
+        var gone = false
+        func write(_ bytes: UnsafeRawPointer, frames: Int) -> Int {
+            if gone { return -Int(ENODEV) }
+            let taken = min(frames, LostDeviceTests.buffer - held)
+            held += taken
+            return taken
+        }
+        func recover(_ code: Int32) -> Int32 { code }
+        func delay() -> Int? { gone ? nil : held }
+        var hiddenDelayFrames: Int { 0 }
+        func unplayedFrames() -> Int? { gone ? nil : held }
+        var isRunning: Bool { !gone }
+        func avail() -> Int { gone ? -Int(ENODEV) : LostDeviceTests.buffer - held }
+        func play(_ frames: Int) {
+            let n = min(frames, held)
+            held -= n
+            played += n
+        }
+    }
+
+    /// The card holds a full buffer (four periods), plays a period, is written one more (measured),
+    /// plays one more and is unplugged: the zone's audible frame, and the source's position, are
+    /// no later than what it played (960) and no earlier than what it had surely played at the last
+    /// measure (480), and what is written again after the reopen starts there. Before, all it held
+    /// (1 920 frames, and the period rendered at the loss) counted as heard: the music resumed up to
+    /// a buffer past the cut.
+    @Test func aKernelCardGoneCountsNothingItHeldAsHeard() throws {
+        let spec = DeviceSpec(
+            zone: "lost",
+            pcm: PCMRequest(
+                name: "null", rate: 48_000, channels: 2, format: .s16LE, periodFrames: Self.period,
+                bufferFrames: Self.buffer),
+            clock: .device, realtimePriority: 0)
+        let output = DeviceOutput(spec)
+        let slot = try #require(output.mixer.claimSlot(gain: 1))
+        let frames = 10 * Self.period
+        let music = [Float](repeating: 0.25, count: 2 * frames)
+        #expect(music.withUnsafeBufferPointer { slot.ring.write($0.baseAddress!, count: $0.count) } == music.count)
+        let card = KernelCard()
+        var cycle = 0
+        func playOnePeriod() -> Bool {
+            output.renderPeriod(period: Self.period, channels: 2, cycle: &cycle)
+            guard output.deliver(to: card, bufferFrames: Self.buffer) else { return false }
+            output.publishingCounters {
+                output.framesPlayed.add(Self.period, ordering: .sequentiallyConsistent)
+                output.measureDevice(card, bufferFrames: Self.buffer)
+            }
+            return true
+        }
+        for _ in 0..<4 { #expect(playOnePeriod()) }
+        card.play(Self.period)
+        #expect(playOnePeriod())
+        card.play(Self.period)
+        card.gone = true
+        output.renderPeriod(period: Self.period, channels: 2, cycle: &cycle)
+        #expect(!output.deliver(to: card, bufferFrames: Self.buffer))
+        output.deviceLost(rendered: Self.period)
+        let audible = output.snapshot().audibleFrame
+        #expect(
+            audible >= Self.period && audible <= card.played, "audible frame \(audible), the card played \(card.played)"
+        )
+        let heard = slot.framesHeard(atZoneFrame: audible)
+        #expect(heard >= Self.period && heard <= card.played, "the source heard \(heard) frames")
+        #expect(output.history.sent == Self.period, "written again from frame \(output.history.sent)")
+        #expect(output.outage.isOn)
+    }
+}
