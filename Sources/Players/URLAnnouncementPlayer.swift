@@ -75,8 +75,8 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
     /// slots until the stall timeout (10–60 s): a few such filled a zone's eight slots.
     private let stopFlag: StopFlag
     private let report: SourceReporter
-    /// Called on the decoder's thread once it wrote its last frame (or gave up): `nextTick` came
-    /// closer.
+    /// Called on the player's thread once its slots are finished (it wrote its last frame, or gave
+    /// up): `nextTick` came closer.
     private let changed: @Sendable () -> Void
     private let buffer = StreamBuffer()
     private let cancelled = Atomic<Bool>(false)
@@ -102,6 +102,8 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         /// The decoder wrote its first frame into the rings; it wrote its last (or gave up).
         var wrote = false
         var decoded = false
+        /// Its slots finished (or released): what is in them is all it will play.
+        var finished = false
     }
     private let shared = Mutex(Shared())
 
@@ -208,14 +210,15 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
     }
 
     /// While it decodes, every 50 ms: the cut counts the zones' wait for its audio from looks at
-    /// most 100 ms apart. Once all is written (or it gave up): when its last frame will have been
-    /// played, so it is released within about a millisecond of it. It used to be the default 5 ms
-    /// all along: the monitor woke 200 times a second for as long as a URL played. Under the
-    /// control plane's lock.
+    /// most 100 ms apart. Once its slots are finished (all written, or it gave up: after its
+    /// transfer ended, up to a second after a cut): when its last frame will have been played, so
+    /// it is released within about a millisecond of it. It used to be the default 5 ms all along:
+    /// the monitor woke 200 times a second for as long as a URL played. Under the control plane's
+    /// lock.
     public var nextTick: Int? {
-        let (outputs, decoded) = shared.withLock { ($0.outputs, $0.decoded) }
+        let (outputs, finished) = shared.withLock { ($0.outputs, $0.finished) }
         guard let outputs else { return nil }
-        if !decoded { return Self.lookWhileDecoding }
+        if !finished { return Self.lookWhileDecoding }
         return allDrained(outputs) ? nil : nanosecondsToDrain(outputs)
     }
     static let lookWhileDecoding = 50_000_000
@@ -242,6 +245,8 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         } else {
             for t in outputs { t.slot.finish() }
         }
+        shared.withLock { $0.finished = true }
+        changed()
     }
 
     /// Opens the decoder (then `open` returns), waits for the slots, and streams into them. Returns
@@ -257,11 +262,8 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
             return []
         }
         setReady(.success(()))
-        // Decoded, cut, stopped or never given slots: nothing more is written (`nextTick`).
-        defer {
-            shared.withLock { $0.decoded = true }
-            changed()
-        }
+        // Decoded, cut, stopped or never given slots: nothing more is written (the cut's count).
+        defer { shared.withLock { $0.decoded = true } }
         var outputs: [SourceOutput]?
         while !isCancelled {
             outputs = shared.withLock { $0.outputs }
