@@ -42,6 +42,9 @@ extension DeviceOutput {
         // A card that stops consuming (a stall) is waited for in steps, so that `stop` is seen.
         let waitMilliseconds = Int32(clamping: max(100, 2 * bufferFrames * 1_000 / rate))
         var rang = true
+        // A change rang while what a fault left was still being written again (nothing can be
+        // taken back then): taken back once it can be, not forgotten at the next wait.
+        var owed = false
         var idleFrames = 0
         // When the running card last took frames (a stall: no error, no room, `played` stands).
         var progressAt = monotonicNanoseconds()
@@ -65,7 +68,9 @@ extension DeviceOutput {
         while !stopping {
             wakeUps.add(1, ordering: .relaxed)
             var tookBack = false
-            if rang && takesBack == true && history.pending == 0 && pcm.isRunning {
+            if rang && takesBack == true && history.pending > 0 { owed = true }
+            if (rang || owed) && takesBack == true && history.pending == 0 && pcm.isRunning {
+                owed = false
                 switch takeBack(pcm, keeping: kept) {
                 case .nothing: break
                 case .done: tookBack = true
@@ -129,9 +134,12 @@ extension DeviceOutput {
                 return stalled(pcm)
             }
             lastPlayed = played
+            // While frames wait to be written again nothing is taken back: a change is rendered
+            // after what was rendered already (`nextFrame` says so).
+            let changeAfter = history.pending > 0 ? bufferFrames + history.pending : kept
             for m in mixers {
                 m.settle(playedThrough: played)
-                m.publishChangeFrame(played: played, keepFrames: kept, rate: rate, now: now)
+                m.publishChangeFrame(played: played, keepFrames: changeAfter, rate: rate, now: now)
             }
             // Stopping idle: what was rendered ahead is silence; taken back, the device plays out
             // only what it keeps (tens of ms, not the buffer) before a request can restart it.
@@ -146,6 +154,7 @@ extension DeviceOutput {
             case .playing: break
             case .restarted:
                 rang = false
+                owed = false
                 continue
             case .lost: return
             }

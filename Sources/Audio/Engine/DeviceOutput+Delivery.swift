@@ -24,11 +24,13 @@ extension DeviceOutput {
     /// rest blocked the write until the device took frames — on a card that takes none (a dead
     /// DAC, one that died at the xrun) for the kernel's 10 s, then -EIO, again at every reopen, the
     /// stall never seen and the zone "available". (Room is asked only then: `snd_pcm_avail` is a
-    /// system call, and the periods of an ordinary cycle were rendered for the room waited for.)
+    /// system call, and the periods of an ordinary cycle were rendered for the room waited for;
+    /// while catching up the cycle renders nothing until the rest fits, `play`.)
     ///
     /// Output thread; real-time safe.
     func deliver<Sink: PeriodSink>(to pcm: Sink, bufferFrames: Int) -> Bool {
         var delivered = 0
+        var recoveries = 0
         while history.pending > 0 {
             var run = history.nextRun()
             var full = false
@@ -45,7 +47,8 @@ extension DeviceOutput {
                 if pcm.isRunning { break }
                 let started = pcm.start()
                 if started == 0 && pcm.isRunning { break }
-                r = Int(started < 0 ? started : -EBADFD)
+                // Started and stopped at once (ran dry: an xrun, recovered as one), or not started.
+                r = Int(started < 0 ? started : pcm.isInXrun ? -EPIPE : -EBADFD)
             } else {
                 r = pcm.write(run.bytes, frames: run.frames)
             }
@@ -57,10 +60,13 @@ extension DeviceOutput {
             }
             let code = Int32(r)
             if code == -EAGAIN || code == -EINTR { continue }
-            if code == -EPIPE {
+            // A device that fails again at once, time after time (an xrun at every start), is not
+            // recovered here for ever, this thread at real-time priority: it is reopened.
+            recoveries += 1
+            if code == -EPIPE && recoveries <= 8 {
                 xruns.add(1, ordering: .relaxed)
                 if restart(pcm) { continue }
-            } else if code == -ESTRPIPE {
+            } else if code == -ESTRPIPE && recoveries <= 8 {
                 suspends.add(1, ordering: .relaxed)
                 if resumeAfterSuspend(pcm) { continue }
             } else {

@@ -566,6 +566,18 @@ public final class DeviceOutput: @unchecked Sendable {
                     waitedInVain = 0
                     progressed()
                 }
+                // Catching up (what a fault or a reopen left to write again, `deliver`): the rest
+                // of it first, a period more only once there is room for that too. Rendering one
+                // at every wake-up kept a period pending for good (one a wake-up, room for one),
+                // the zone a period behind its buffer and `snd_pcm_avail` asked every period.
+                if catchingUp && pcm.avail() - history.pending < period {
+                    guard deliver(to: pcm, bufferFrames: bufferFrames) else {
+                        deviceLost()
+                        return
+                    }
+                    publishingCounters { measureDevice(pcm, bufferFrames: bufferFrames) }
+                    continue
+                }
             }
             for _ in 0..<periods { renderPeriod(period: period, channels: channels, cycle: &cycle) }
             // Gone (-ENODEV) or unrecoverable: reopen with backoff; what the device dropped is kept.
@@ -616,7 +628,11 @@ public final class DeviceOutput: @unchecked Sendable {
     ) -> IdleCheck {
         // Not a device reopened after a stall that has not taken a frame yet: parked idle, it would
         // never show it took them, and stay unavailable (no source could then claim it to wake it).
-        guard spec.stopsWhenIdle, !deviceStalled.load(ordering: .relaxed) else { return .playing }
+        // Nor one that still has frames to write (catching up): they would wait, uncounted, for
+        // the next start.
+        guard spec.stopsWhenIdle, !deviceStalled.load(ordering: .relaxed), history.pending == 0 else {
+            return .playing
+        }
         idleFrames = allZonesIdle ? idleFrames + frames : 0
         guard idleFrames >= spec.pcm.rate / 2 else { return .playing }
         idleFrames = 0
@@ -708,10 +724,11 @@ public final class DeviceOutput: @unchecked Sendable {
     /// next request.
     public static let idleProbeMilliseconds: Int32 = 2_000
 
-    /// Plays out the PCM's buffer, prepares it and waits until a zone has something to play or the
-    /// thread is told to stop, waking every `idleProbeMilliseconds` only to ask the device whether
-    /// it is still there. False when it cannot be prepared or is gone (the caller reopens it,
-    /// `lastError` says why). Output thread; blocks, but only with nothing to play.
+    /// Plays out the PCM's buffer, stops it and waits until a zone has something to play or the
+    /// thread is told to stop, waking every `idleProbeMilliseconds` only to ask the stopped device
+    /// whether it is still there; then prepares the PCM. False when it is gone or cannot be
+    /// prepared (the caller reopens it, `lastError` says why). Output thread; blocks, but only with
+    /// nothing to play.
     private func waitWhileIdle<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
         pcm.drain()
         // Played out: nothing rendered can be taken back any more (a zone that renders ahead).
@@ -721,14 +738,9 @@ public final class DeviceOutput: @unchecked Sendable {
             delayMeasuredAt.store(0, ordering: .sequentiallyConsistent)
         }
         idleStopCount.add(1, ordering: .relaxed)
-        // Prepared before the wait, not after: a prepared stream can be asked whether its device
-        // is still there (a drained one cannot), and a request starts it at once. An idle zone
-        // whose card was unplugged said "available" until a request woke it.
-        let r = pcm.prepare()
-        if r < 0 {
-            lastError.store(r, ordering: .releasing)
-            return false
-        }
+        // Stopped (drained), not prepared, while it waits: a prepared stream is not idle on every
+        // driver (USB audio may stream silence, PulseAudio's plugin keeps its sink from suspending).
+        // An idle zone whose card was unplugged said "available" until a request woke it.
         stoppedIdle.store(true, ordering: .releasing)
         doorbell.drain()
         while !stopping && allZonesIdle {
@@ -744,6 +756,11 @@ public final class DeviceOutput: @unchecked Sendable {
             if !stopping && allZonesIdle { wakeUps.add(1, ordering: .relaxed) }
         }
         stoppedIdle.store(false, ordering: .releasing)
+        let r = pcm.prepare()
+        if r < 0 {
+            lastError.store(r, ordering: .releasing)
+            return false
+        }
         // A new stream from an empty buffer, as after a fault: its first writes, made before it
         // starts, must not count as the device nearly running dry (a late cycle at every restart).
         rateEstimator.reset()

@@ -24,8 +24,8 @@ protocol PeriodSink: AnyObject {
     func prepare() -> Int32
     /// True when the sink is stopped by an xrun (e.g. a resume the device refused).
     var isInXrun: Bool { get }
-    /// True once the device behind it is gone (unplugged), asked without blocking of a prepared
-    /// sink (an idle output looks now and then, `DeviceOutput.idleProbeMilliseconds`).
+    /// True once the device behind it is gone (unplugged), asked of a drained sink (an idle output
+    /// looks now and then, `DeviceOutput.idleProbeMilliseconds`).
     var isGone: Bool { get }
     /// Plays what was written, then stops (before the output thread waits with nothing to play).
     func drain()

@@ -229,14 +229,14 @@ public final class PCM {
         return max(0, configuration.bufferFrames - avail)
     }
 
-    /// True once the device is gone (a USB card unplugged), asked without blocking: the hardware
-    /// pointer is synced (the kernel answers -ENODEV for a card that is gone), then the state read
-    /// (DISCONNECTED). Any other error is not an answer here: the next write meets it. For a stream
-    /// that is prepared, running or stopped by an xrun, not one drained to SETUP (there the sync
-    /// fails with -EBADFD). Does not allocate. The corresponding C functions are `snd_pcm_avail`
-    /// and `snd_pcm_state`.
+    /// True once the device is gone (a USB card unplugged), asked in any state, a drained one
+    /// (SETUP) too: the status is read (the kernel answers -ENODEV for a card that is gone; an I/O
+    /// plugin hears from its driver through its pointer callback), then the state (DISCONNECTED,
+    /// which the kernel sets on every open stream of a card it disconnects). Any other error is not
+    /// an answer here: the next write meets it. Does not allocate. The corresponding C functions
+    /// are `snd_pcm_status` and `snd_pcm_state`.
     public var isGone: Bool {
-        snd_pcm_avail(handle) == -Int(ENODEV) || snd_pcm_state(handle) == SND_PCM_STATE_DISCONNECTED
+        snd_pcm_status(handle, status) == -ENODEV || snd_pcm_state(handle) == SND_PCM_STATE_DISCONNECTED
     }
 
     /// True when the stream is stopped by an xrun (e.g. after a resume the device refused, which
