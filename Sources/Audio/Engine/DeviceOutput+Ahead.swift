@@ -42,9 +42,6 @@ extension DeviceOutput {
         // A card that stops consuming (a stall) is waited for in steps, so that `stop` is seen.
         let waitMilliseconds = Int32(clamping: max(100, 2 * bufferFrames * 1_000 / rate))
         var rang = true
-        // A change rang while what a fault left was still being written again (nothing can be
-        // taken back then): taken back once it can be, not forgotten at the next wait.
-        var owed = false
         var idleFrames = 0
         // When the running card last took frames (a stall: no error, no room, `played` stands).
         var progressAt = monotonicNanoseconds()
@@ -68,9 +65,7 @@ extension DeviceOutput {
         while !stopping {
             wakeUps.add(1, ordering: .relaxed)
             var tookBack = false
-            if rang && takesBack == true && history.pending > 0 { owed = true }
-            if (rang || owed) && takesBack == true && history.pending == 0 && pcm.isRunning {
-                owed = false
+            if rang && takesBack == true && history.pending == 0 && pcm.isRunning {
                 switch takeBack(pcm, keeping: kept) {
                 case .nothing: break
                 case .done: tookBack = true
@@ -134,8 +129,8 @@ extension DeviceOutput {
                 return stalled(pcm)
             }
             lastPlayed = played
-            // While frames wait to be written again nothing is taken back: a change is rendered
-            // after what was rendered already (`nextFrame` says so).
+            // While frames wait to be written again nothing is taken back: a change that rings
+            // then is rendered after what was rendered already, and `nextFrame` says so.
             let changeAfter = history.pending > 0 ? bufferFrames + history.pending : kept
             for m in mixers {
                 m.settle(playedThrough: played)
@@ -154,7 +149,6 @@ extension DeviceOutput {
             case .playing: break
             case .restarted:
                 rang = false
-                owed = false
                 continue
             case .lost: return
             }

@@ -61,8 +61,10 @@ extension DeviceOutput {
             let code = Int32(r)
             if code == -EAGAIN || code == -EINTR { continue }
             // A device that fails again at once, time after time (an xrun at every start), is not
-            // recovered here for ever, this thread at real-time priority: it is reopened.
+            // recovered here for ever, this thread at real-time priority: it is taken for stalled —
+            // reopened after a pause, and unavailable until it takes frames (`progressed`).
             recoveries += 1
+            if recoveries > 8 { deviceStalled.store(true, ordering: .releasing) }
             if code == -EPIPE && recoveries <= 8 {
                 xruns.add(1, ordering: .relaxed)
                 if restart(pcm) { continue }
