@@ -131,10 +131,10 @@ extension DeviceOutput {
             lastPlayed = played
             // While frames wait to be written again nothing is taken back: a change that rings
             // then is rendered after what was rendered already, and `nextFrame` says so.
-            let changeAfter = history.pending > 0 ? bufferFrames + history.pending : kept
+            let keep = history.pending > 0 ? bufferFrames + history.pending : kept
             for m in mixers {
                 m.settle(playedThrough: played)
-                m.publishChangeFrame(played: played, keepFrames: changeAfter, rate: rate, now: now)
+                m.publishChangeFrame(played: played, keepFrames: keep, rate: rate, now: now)
             }
             // Stopping idle: what was rendered ahead is silence; taken back, the device plays out
             // only what it keeps (tens of ms, not the buffer) before a request can restart it.

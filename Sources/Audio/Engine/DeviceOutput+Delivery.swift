@@ -28,6 +28,9 @@ extension DeviceOutput {
     /// while catching up the cycle renders nothing until the rest fits, `play`.)
     ///
     /// Output thread; real-time safe.
+    /// Restarts (xrun, suspend) one delivery makes before it gives the device up.
+    public static let recoveryLimit = 8
+
     func deliver<Sink: PeriodSink>(to pcm: Sink, bufferFrames: Int) -> Bool {
         var delivered = 0
         var recoveries = 0
@@ -63,12 +66,14 @@ extension DeviceOutput {
             // A device that fails again at once, time after time (an xrun at every start), is not
             // recovered here for ever, this thread at real-time priority: it is taken for stalled —
             // reopened after a pause, and unavailable until it takes frames (`progressed`).
+            // (A system-clocked zone has no stall watch to clear it: not there.)
             recoveries += 1
-            if recoveries > 8 { deviceStalled.store(true, ordering: .releasing) }
-            if code == -EPIPE && recoveries <= 8 {
+            let recover = recoveries <= Self.recoveryLimit
+            if !recover && spec.clock == .device { deviceStalled.store(true, ordering: .releasing) }
+            if code == -EPIPE && recover {
                 xruns.add(1, ordering: .relaxed)
                 if restart(pcm) { continue }
-            } else if code == -ESTRPIPE && recoveries <= 8 {
+            } else if code == -ESTRPIPE && recover {
                 suspends.add(1, ordering: .relaxed)
                 if resumeAfterSuspend(pcm) { continue }
             } else {
@@ -87,11 +92,19 @@ extension DeviceOutput {
     private func restart<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
         history.rewind(unplayed(pcm))
         catchingUp = true
+        newStream()
+        return pcm.prepare() == 0
+    }
+
+    /// The device starts a new stream, empty, everything sent before played or taken back (a
+    /// prepare, an open): its first writes, made before it starts, must not count as the device
+    /// nearly running dry (a late cycle at every restart), nor feed the rate estimate. Output
+    /// thread.
+    func newStream() {
         rateEstimator.reset()
         framesSincePrepare = 0
         lastDelayAfterWrite = 0
         playedAtLastMeasure = history.sent
-        return pcm.prepare() == 0
     }
 
     private func resumeAfterSuspend<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
@@ -137,10 +150,7 @@ extension DeviceOutput {
     /// A PCM was opened: a new stream. Output thread.
     func deviceOpened() {
         catchingUp = history.pending > 0
-        playedAtLastMeasure = history.sent
-        rateEstimator.reset()
-        framesSincePrepare = 0
-        lastDelayAfterWrite = 0
+        newStream()
         // Heard again from the first frame it dropped, written first — after a stall, once the
         // reopened device takes frames (`progressed`).
         if deviceOutage.snapshot().isOn {

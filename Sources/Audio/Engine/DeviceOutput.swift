@@ -115,7 +115,9 @@ public final class DeviceOutput: @unchecked Sendable {
     /// it dropped is written first). Output thread writes.
     let deviceOutage = Timeline()
     let lastError = Atomic<Int32>(0)
-    /// The device stalled (`stalled`) and has not taken a frame since. Set by the output thread.
+    /// The device stalled (`stalled`: no frame taken for 2 s), or stopped again at each of
+    /// `recoveryLimit` restarts in a row (`deliver`), and has not taken a frame since. Set by the
+    /// output thread.
     let deviceStalled = Atomic<Bool>(false)
     /// The pause before a stalled device is opened again, doubling at each stall until it takes
     /// frames (`progressed`). Output thread only.
@@ -311,8 +313,9 @@ public final class DeviceOutput: @unchecked Sendable {
     public var awaitsServer: Bool { streamSink?.isAwaitingServer ?? false }
 
     /// True while a stream output's connection is open but its server has taken nothing for a while
-    /// (`StreamSink.stallNanoseconds`), or an ALSA device stalled (`stalled`) and, reopened, has not
-    /// taken a frame yet: the zone is unavailable. Any thread.
+    /// (`StreamSink.stallNanoseconds`), or an ALSA device stalled (`stalled`) or stopped at every
+    /// restart (`recoveryLimit`) and, reopened, has not taken a frame yet: the zone is unavailable.
+    /// Any thread.
     public var isStalled: Bool { streamSink?.isStalled ?? deviceStalled.load(ordering: .acquiring) }
 
     /// Where the zone's output did not reach anyone, in zone frames: "on" from the first frame lost,
@@ -457,7 +460,6 @@ public final class DeviceOutput: @unchecked Sendable {
                 backoff = min(backoff * 2, 8_000_000_000)
                 continue
             }
-            backoff = 250_000_000
             // Rendering ahead on the system clock: the buffer is the clocked one, as configured.
             let granted = clockedBuffer?.bufferFrames ?? pcm.configuration.bufferFrames
             grantedPeriod.store(clockedBuffer?.periodFrames ?? pcm.configuration.periodFrames, ordering: .relaxed)
@@ -467,8 +469,10 @@ public final class DeviceOutput: @unchecked Sendable {
                 reopens.add(1, ordering: .relaxed)
             }
             // A device reopened after a stall still says so until it takes frames (`progressed`),
-            // not an error an earlier attempt met.
-            lastError.store(deviceStalled.load(ordering: .relaxed) ? Self.stallError : 0, ordering: .releasing)
+            // not an error an earlier attempt met; one that stopped at every restart says that.
+            let before = lastError.load(ordering: .relaxed)
+            let stalledWith = before == -EPIPE || before == -ESTRPIPE ? before : Self.stallError
+            lastError.store(deviceStalled.load(ordering: .relaxed) ? stalledWith : 0, ordering: .releasing)
             // Wake when `wakePeriods` are free (see `play`); a device that refuses it wakes every
             // period and is written a period at a time. Rendering ahead: when the card is down to
             // its low water.
@@ -483,6 +487,7 @@ public final class DeviceOutput: @unchecked Sendable {
                 try? pcm.setWakeThreshold(frames: spec.rendersAhead ? granted - lowWater : wake * spec.pcm.periodFrames)
             }
             deviceOpened()
+            let sentAtOpen = history.sent
             // A device reopened after a stall is available once it has taken frames (`progressed`):
             // a DAC that stays dead read "available" for two seconds after each reopen.
             if !deviceStalled.load(ordering: .acquiring) { setAvailable(true) }
@@ -497,10 +502,17 @@ public final class DeviceOutput: @unchecked Sendable {
             deviceLost()
             setAvailable(false)
             // A device that stalled is opened again after a pause, longer at each stall before it
-            // took frames again (`progressed` resets it).
+            // took frames again (`progressed` resets it). One lost before it played a frame (it
+            // opens, then fails its first write) after the open's backoff: it was opened again at
+            // once, over and over, at real-time priority, its zone flapping.
             if deviceStalled.load(ordering: .acquiring) {
                 pauseBeforeOpen = stallBackoff
                 stallBackoff = min(stallBackoff * 2, 8_000_000_000)
+            } else if history.sent <= sentAtOpen {
+                pauseBeforeOpen = backoff
+                backoff = min(backoff * 2, 8_000_000_000)
+            } else {
+                backoff = 250_000_000
             }
         }
     }
@@ -743,13 +755,18 @@ public final class DeviceOutput: @unchecked Sendable {
         // An idle zone whose card was unplugged said "available" until a request woke it.
         stoppedIdle.store(true, ordering: .releasing)
         doorbell.drain()
+        // On a deadline of its own: rings that change nothing (a volume published every second)
+        // would otherwise put the look off for ever.
+        var probeAt = monotonicNanoseconds() + Int(Self.idleProbeMilliseconds) * 1_000_000
         while !stopping && allZonesIdle {
-            guard doorbell.waitForPost(milliseconds: Self.idleProbeMilliseconds) else {
+            let left = max(0, (probeAt - monotonicNanoseconds() + 999_999) / 1_000_000)
+            guard doorbell.waitForPost(milliseconds: Int32(clamping: left)) else {
                 guard !pcm.isGone else {
                     stoppedIdle.store(false, ordering: .releasing)
                     lastError.store(-ENODEV, ordering: .releasing)
                     return false
                 }
+                probeAt = monotonicNanoseconds() + Int(Self.idleProbeMilliseconds) * 1_000_000
                 continue
             }
             // Woken for nothing (what rang changed nothing it plays): a wake-up that cost.
@@ -761,12 +778,7 @@ public final class DeviceOutput: @unchecked Sendable {
             lastError.store(r, ordering: .releasing)
             return false
         }
-        // A new stream from an empty buffer, as after a fault: its first writes, made before it
-        // starts, must not count as the device nearly running dry (a late cycle at every restart).
-        rateEstimator.reset()
-        framesSincePrepare = 0
-        lastDelayAfterWrite = 0
-        playedAtLastMeasure = history.sent  // played out
+        newStream()  // from an empty buffer, everything played out
         return true
     }
 

@@ -7,8 +7,9 @@
 /// consumed, their gain ramps advanced — but never heard. The output thread therefore keeps every
 /// rendered period here, in stream order, and tracks how far the device has taken them (`sent`).
 /// At a fault it asks the PCM how many of the frames it took were never played
-/// (`PCM.unplayedFrames()`, the hardware pointer where the stream stopped) and moves `sent` back by
-/// that many; after recovery (or after the reopen of a device that came back) it writes them again
+/// (`PCM.unplayedFrames()`, the hardware pointer where the stream stopped; when it cannot say, a
+/// kernel card gone, everything written since the output last measured its delay:
+/// `DeviceOutput.unplayed`) and moves `sent` back by that many; after recovery (or after the reopen of a device that came back) it writes them again
 /// before the next period. The device plays each rendered frame exactly once, in order, so a
 /// source's position is the frame the device consumed, and the zone's `audibleFrame` holds still
 /// while the device is away (`pending` counts as delay).

@@ -1,5 +1,6 @@
 import ALSA
 import Engine
+import Glibc
 import OSThread
 
 /// Which zones were last reported available, so each change is published once (`zone-available`,
@@ -89,6 +90,10 @@ extension ZoneHandle {
         if device.isStalled && (snap.lastError == 0 || snap.lastError == DeviceOutput.stallError) {
             let limit = DeviceOutput.stallLimitNanoseconds / 1_000_000_000
             return "PCM \"\(pcm)\" took no audio for \(limit) s (the device stalled): reopening it"
+        }
+        if device.isStalled && (snap.lastError == -EPIPE || snap.lastError == -ESTRPIPE) {
+            let limit = DeviceOutput.recoveryLimit
+            return "PCM \"\(pcm)\" stopped again at each of \(limit) restarts in a row: reopening it"
         }
         if snap.lastError == 0 { return "opening PCM \"\(pcm)\"" }
         return ALSAError(operation: "open", pcm: pcm, code: snap.lastError).description

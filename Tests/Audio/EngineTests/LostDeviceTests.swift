@@ -83,4 +83,54 @@ import Testing
         #expect(output.history.sent == Self.period, "written again from frame \(output.history.sent)")
         #expect(output.outage.isOn)
     }
+
+    /// A device that stops again at every start (an xrun each time, as a DAC whose clock fails at
+    /// once might): one delivery recovers it `recoveryLimit` times, then gives it up as stalled —
+    /// reopened after the stall's pause, unavailable until it takes frames — instead of preparing
+    /// and starting it for ever on the real-time thread.
+    @Test func aDeviceThatStopsAtEveryStartIsGivenUp() throws {
+        final class StopsAtEveryStart: PeriodSink {
+            var held = 0
+            var inXrun = false
+            var starts = 0
+            func write(_ bytes: UnsafeRawPointer, frames: Int) -> Int {
+                if inXrun { return -Int(EPIPE) }
+                let taken = min(frames, LostDeviceTests.buffer - held)
+                held += taken
+                return taken
+            }
+            func recover(_ code: Int32) -> Int32 { code }
+            func delay() -> Int? { held }
+            var hiddenDelayFrames: Int { 0 }
+            func unplayedFrames() -> Int? { held }
+            func prepare() -> Int32 {
+                inXrun = false
+                held = 0
+                return 0
+            }
+            var isInXrun: Bool { inXrun }
+            var isRunning: Bool { false }
+            func avail() -> Int { inXrun ? -Int(EPIPE) : LostDeviceTests.buffer - held }
+            func start() -> Int32 {
+                starts += 1
+                inXrun = true
+                return 0
+            }
+        }
+        let spec = DeviceSpec(
+            zone: "restarts",
+            pcm: PCMRequest(
+                name: "null", rate: 48_000, channels: 2, format: .s16LE, periodFrames: Self.period,
+                bufferFrames: Self.buffer),
+            clock: .device, realtimePriority: 0)
+        let output = DeviceOutput(spec)
+        let device = StopsAtEveryStart()
+        var cycle = 0
+        for _ in 0..<5 { output.renderPeriod(period: Self.period, channels: 2, cycle: &cycle) }
+        #expect(!output.deliver(to: device, bufferFrames: Self.buffer), "given up")
+        #expect(device.starts == DeviceOutput.recoveryLimit + 1)
+        #expect(output.snapshot().xruns == DeviceOutput.recoveryLimit)
+        #expect(output.isStalled && output.snapshot().lastError == -EPIPE)
+        #expect(output.history.pending == 5 * Self.period, "nothing it dropped counted as played")
+    }
 }
