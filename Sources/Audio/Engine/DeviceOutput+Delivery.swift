@@ -5,6 +5,9 @@ import OSThread
 // frame (see ``WrittenFrames``), and measuring a device-clocked zone (delay, late cycles, rate).
 // Output thread only; real-time safe.
 extension DeviceOutput {
+    /// Restarts (xrun, suspend) one delivery makes before it gives the device up (`deliver`).
+    public static let recoveryLimit = 8
+
     /// Writes everything the device has not taken yet — frames it dropped at an earlier fault first,
     /// then the period just rendered — recovering from xruns and suspends on the way:
     ///
@@ -28,9 +31,6 @@ extension DeviceOutput {
     /// while catching up the cycle renders nothing until the rest fits, `play`.)
     ///
     /// Output thread; real-time safe.
-    /// Restarts (xrun, suspend) one delivery makes before it gives the device up.
-    public static let recoveryLimit = 8
-
     func deliver<Sink: PeriodSink>(to pcm: Sink, bufferFrames: Int) -> Bool {
         var delivered = 0
         var recoveries = 0
@@ -69,7 +69,10 @@ extension DeviceOutput {
             // (A system-clocked zone has no stall watch to clear it: not there.)
             recoveries += 1
             let recover = recoveries <= Self.recoveryLimit
-            if !recover && spec.clock == .device { deviceStalled.store(true, ordering: .releasing) }
+            if !recover && spec.clock == .device {
+                stoppedAtEachRestart.store(true, ordering: .releasing)
+                deviceStalled.store(true, ordering: .releasing)
+            }
             if code == -EPIPE && recover {
                 xruns.add(1, ordering: .relaxed)
                 if restart(pcm) { continue }

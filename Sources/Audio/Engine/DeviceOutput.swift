@@ -119,6 +119,9 @@ public final class DeviceOutput: @unchecked Sendable {
     /// `recoveryLimit` restarts in a row (`deliver`), and has not taken a frame since. Set by the
     /// output thread.
     let deviceStalled = Atomic<Bool>(false)
+    /// Why: it stopped again at each of `recoveryLimit` restarts (not a 2 s stall). Set with
+    /// `deviceStalled` by the output thread.
+    let stoppedAtEachRestart = Atomic<Bool>(false)
     /// The pause before a stalled device is opened again, doubling at each stall until it takes
     /// frames (`progressed`). Output thread only.
     private var stallBackoff = 250_000_000
@@ -318,6 +321,11 @@ public final class DeviceOutput: @unchecked Sendable {
     /// Any thread.
     public var isStalled: Bool { streamSink?.isStalled ?? deviceStalled.load(ordering: .acquiring) }
 
+    /// True while `isStalled` because the device stopped again at each of `recoveryLimit` restarts
+    /// in one delivery (an xrun or a suspend the instant it started), not because it took nothing
+    /// for 2 s. Any thread.
+    public var isStalledByRestarts: Bool { isStalled && stoppedAtEachRestart.load(ordering: .acquiring) }
+
     /// Where the zone's output did not reach anyone, in zone frames: "on" from the first frame lost,
     /// "off" from the first that reached the output again. A stream output's audio dropped (no
     /// server, or a stalled one); an ALSA device gone (unplugged) until it is opened again. Any thread.
@@ -460,6 +468,7 @@ public final class DeviceOutput: @unchecked Sendable {
                 backoff = min(backoff * 2, 8_000_000_000)
                 continue
             }
+            backoff = 250_000_000
             // Rendering ahead on the system clock: the buffer is the clocked one, as configured.
             let granted = clockedBuffer?.bufferFrames ?? pcm.configuration.bufferFrames
             grantedPeriod.store(clockedBuffer?.periodFrames ?? pcm.configuration.periodFrames, ordering: .relaxed)
@@ -470,8 +479,7 @@ public final class DeviceOutput: @unchecked Sendable {
             }
             // A device reopened after a stall still says so until it takes frames (`progressed`),
             // not an error an earlier attempt met; one that stopped at every restart says that.
-            let before = lastError.load(ordering: .relaxed)
-            let stalledWith = before == -EPIPE || before == -ESTRPIPE ? before : Self.stallError
+            let stalledWith = stoppedAtEachRestart.load(ordering: .relaxed) ? -EPIPE : Self.stallError
             lastError.store(deviceStalled.load(ordering: .relaxed) ? stalledWith : 0, ordering: .releasing)
             // Wake when `wakePeriods` are free (see `play`); a device that refuses it wakes every
             // period and is written a period at a time. Rendering ahead: when the card is down to
@@ -487,7 +495,6 @@ public final class DeviceOutput: @unchecked Sendable {
                 try? pcm.setWakeThreshold(frames: spec.rendersAhead ? granted - lowWater : wake * spec.pcm.periodFrames)
             }
             deviceOpened()
-            let sentAtOpen = history.sent
             // A device reopened after a stall is available once it has taken frames (`progressed`):
             // a DAC that stays dead read "available" for two seconds after each reopen.
             if !deviceStalled.load(ordering: .acquiring) { setAvailable(true) }
@@ -502,17 +509,10 @@ public final class DeviceOutput: @unchecked Sendable {
             deviceLost()
             setAvailable(false)
             // A device that stalled is opened again after a pause, longer at each stall before it
-            // took frames again (`progressed` resets it). One lost before it played a frame (it
-            // opens, then fails its first write) after the open's backoff: it was opened again at
-            // once, over and over, at real-time priority, its zone flapping.
+            // took frames again (`progressed` resets it).
             if deviceStalled.load(ordering: .acquiring) {
                 pauseBeforeOpen = stallBackoff
                 stallBackoff = min(stallBackoff * 2, 8_000_000_000)
-            } else if history.sent <= sentAtOpen {
-                pauseBeforeOpen = backoff
-                backoff = min(backoff * 2, 8_000_000_000)
-            } else {
-                backoff = 250_000_000
             }
         }
     }
@@ -679,6 +679,7 @@ public final class DeviceOutput: @unchecked Sendable {
     /// kept as for any loss. Output thread; real-time safe.
     func stalled<Sink: PeriodSink>(_ pcm: Sink) {
         history.rewind(unplayed(pcm))
+        stoppedAtEachRestart.store(false, ordering: .releasing)
         deviceStalled.store(true, ordering: .releasing)
         lastError.store(Self.stallError, ordering: .releasing)
     }

@@ -9,8 +9,8 @@
 /// At a fault it asks the PCM how many of the frames it took were never played
 /// (`PCM.unplayedFrames()`, the hardware pointer where the stream stopped; when it cannot say, a
 /// kernel card gone, everything written since the output last measured its delay:
-/// `DeviceOutput.unplayed`) and moves `sent` back by that many; after recovery (or after the reopen of a device that came back) it writes them again
-/// before the next period. The device plays each rendered frame exactly once, in order, so a
+/// `DeviceOutput.unplayed`) and moves `sent` back by that many; after recovery (or after the
+/// reopen of a device that came back) it writes them again before the next period. The device plays each rendered frame exactly once, in order, so a
 /// source's position is the frame the device consumed, and the zone's `audibleFrame` holds still
 /// while the device is away (`pending` counts as delay).
 ///

@@ -1,6 +1,5 @@
 import ALSA
 import Engine
-import Glibc
 import OSThread
 
 /// Which zones were last reported available, so each change is published once (`zone-available`,
@@ -91,7 +90,7 @@ extension ZoneHandle {
             let limit = DeviceOutput.stallLimitNanoseconds / 1_000_000_000
             return "PCM \"\(pcm)\" took no audio for \(limit) s (the device stalled): reopening it"
         }
-        if device.isStalled && (snap.lastError == -EPIPE || snap.lastError == -ESTRPIPE) {
+        if device.isStalledByRestarts {
             let limit = DeviceOutput.recoveryLimit
             return "PCM \"\(pcm)\" stopped again at each of \(limit) restarts in a row: reopening it"
         }
