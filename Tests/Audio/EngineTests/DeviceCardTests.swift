@@ -18,16 +18,18 @@ import Testing
 
     /// A zone output on `card`, opened by its name or by `name` (a PCM in front of it).
     static func device(
-        _ card: TestCard, name: String? = nil, zones: [ZoneSpec]? = nil, rendersAhead: Bool = false
+        _ card: TestCard, name: String? = nil, zones: [ZoneSpec]? = nil, rendersAhead: Bool = false,
+        stopsWhenIdle: Bool = false
     ) -> DeviceOutput {
         let pcm = PCMRequest(
             name: name ?? card.name, rate: card.rate, channels: card.channels, format: .s16LE,
             periodFrames: card.periodFrames, bufferFrames: card.bufferFrames)
-        let spec = DeviceSpec(
+        var spec = DeviceSpec(
             pcm: pcm, clock: .device, realtimePriority: 70,
             zones: zones ?? [
                 ZoneSpec(name: "zone", deviceChannels: [0, 1], rampFrames: 480, ringFrames: card.rate / 2)
             ], rendersAhead: rendersAhead)
+        spec.stopsWhenIdle = stopsWhenIdle
         return DeviceOutput(spec)
     }
 
@@ -213,14 +215,7 @@ import Testing
     /// frame. Before, the zone said "available" until a request woke it.
     @Test func aCardUnpluggedWhileIdleIsNoticed() throws {
         let card = Self.card()
-        let pcm = PCMRequest(
-            name: card.name, rate: card.rate, channels: card.channels, format: .s16LE,
-            periodFrames: card.periodFrames, bufferFrames: card.bufferFrames)
-        var spec = DeviceSpec(
-            pcm: pcm, clock: .device, realtimePriority: 70,
-            zones: [ZoneSpec(name: "zone", deviceChannels: [0, 1], rampFrames: 480, ringFrames: card.rate / 2)])
-        spec.stopsWhenIdle = true
-        let output = DeviceOutput(spec)
+        let output = Self.device(card, stopsWhenIdle: true)
         output.start()
         defer { output.stop() }
         #expect(waitUntil(seconds: 5) { output.isStoppedIdle })

@@ -12,14 +12,21 @@ import Testing
     static let period = 480
     static let buffer = 1_920
 
-    /// A device that takes frames into a buffer, plays them when told, and once gone answers
-    /// -ENODEV to writes and nothing to `snd_pcm_status` or `snd_pcm_delay`, as a kernel card does.
+    /// A device that takes frames into a buffer and plays them when told, and fails as a kernel
+    /// card can: once `gone`, -ENODEV to writes and no answer to `snd_pcm_status` or `snd_pcm_delay`;
+    /// with `stopsAtEveryStart`, never running — each start stops it at once (an xrun) until the
+    /// next prepare.
     final class KernelCard: PeriodSink {
         var held = 0
         var played = 0
         var gone = false
+        let stopsAtEveryStart: Bool
+        var inXrun = false
+        var starts = 0
+        init(stopsAtEveryStart: Bool = false) { self.stopsAtEveryStart = stopsAtEveryStart }
         func write(_ bytes: UnsafeRawPointer, frames: Int) -> Int {
             if gone { return -Int(ENODEV) }
+            if inXrun { return -Int(EPIPE) }
             let taken = min(frames, LostDeviceTests.buffer - held)
             held += taken
             return taken
@@ -28,13 +35,37 @@ import Testing
         func delay() -> Int? { gone ? nil : held }
         var hiddenDelayFrames: Int { 0 }
         func unplayedFrames() -> Int? { gone ? nil : held }
-        var isRunning: Bool { !gone }
-        func avail() -> Int { gone ? -Int(ENODEV) : LostDeviceTests.buffer - held }
+        func prepare() -> Int32 {
+            inXrun = false
+            held = 0
+            return 0
+        }
+        var isInXrun: Bool { inXrun }
+        var isRunning: Bool { !gone && !stopsAtEveryStart }
+        func avail() -> Int {
+            gone ? -Int(ENODEV) : inXrun ? -Int(EPIPE) : LostDeviceTests.buffer - held
+        }
+        func start() -> Int32 {
+            starts += 1
+            if stopsAtEveryStart { inXrun = true }
+            return 0
+        }
         func play(_ frames: Int) {
             let n = min(frames, held)
             held -= n
             played += n
         }
+    }
+
+    /// A zone of one stereo `clock: device` output, not started: the test runs its cycle.
+    static func output(_ zone: String) -> DeviceOutput {
+        DeviceOutput(
+            DeviceSpec(
+                zone: zone,
+                pcm: PCMRequest(
+                    name: "null", rate: 48_000, channels: 2, format: .s16LE, periodFrames: period,
+                    bufferFrames: buffer),
+                clock: .device, realtimePriority: 0))
     }
 
     /// The card holds a full buffer (four periods), plays a period, is written one more (measured),
@@ -44,13 +75,7 @@ import Testing
     /// (1 920 frames, and the period rendered at the loss) counted as heard: the music resumed up to
     /// a buffer past the cut.
     @Test func aKernelCardGoneCountsNothingItHeldAsHeard() throws {
-        let spec = DeviceSpec(
-            zone: "lost",
-            pcm: PCMRequest(
-                name: "null", rate: 48_000, channels: 2, format: .s16LE, periodFrames: Self.period,
-                bufferFrames: Self.buffer),
-            clock: .device, realtimePriority: 0)
-        let output = DeviceOutput(spec)
+        let output = Self.output("lost")
         let slot = try #require(output.mixer.claimSlot(gain: 1))
         let frames = 10 * Self.period
         let music = [Float](repeating: 0.25, count: 2 * frames)
@@ -89,42 +114,8 @@ import Testing
     /// reopened after the stall's pause, unavailable until it takes frames — instead of preparing
     /// and starting it for ever on the real-time thread.
     @Test func aDeviceThatStopsAtEveryStartIsGivenUp() throws {
-        final class StopsAtEveryStart: PeriodSink {
-            var held = 0
-            var inXrun = false
-            var starts = 0
-            func write(_ bytes: UnsafeRawPointer, frames: Int) -> Int {
-                if inXrun { return -Int(EPIPE) }
-                let taken = min(frames, LostDeviceTests.buffer - held)
-                held += taken
-                return taken
-            }
-            func recover(_ code: Int32) -> Int32 { code }
-            func delay() -> Int? { held }
-            var hiddenDelayFrames: Int { 0 }
-            func unplayedFrames() -> Int? { held }
-            func prepare() -> Int32 {
-                inXrun = false
-                held = 0
-                return 0
-            }
-            var isInXrun: Bool { inXrun }
-            var isRunning: Bool { false }
-            func avail() -> Int { inXrun ? -Int(EPIPE) : LostDeviceTests.buffer - held }
-            func start() -> Int32 {
-                starts += 1
-                inXrun = true
-                return 0
-            }
-        }
-        let spec = DeviceSpec(
-            zone: "restarts",
-            pcm: PCMRequest(
-                name: "null", rate: 48_000, channels: 2, format: .s16LE, periodFrames: Self.period,
-                bufferFrames: Self.buffer),
-            clock: .device, realtimePriority: 0)
-        let output = DeviceOutput(spec)
-        let device = StopsAtEveryStart()
+        let output = Self.output("restarts")
+        let device = KernelCard(stopsAtEveryStart: true)
         var cycle = 0
         for _ in 0..<5 { output.renderPeriod(period: Self.period, channels: 2, cycle: &cycle) }
         #expect(!output.deliver(to: device, bufferFrames: Self.buffer), "given up")
