@@ -551,20 +551,6 @@ public final class DeviceOutput: @unchecked Sendable {
         while !stopping {
             wakeUps.add(1, ordering: .relaxed)
             var periods = wake
-            // A device opened again holds nothing, and what it held before (up to its buffer) is
-            // written again first: with no room left for a period more, that alone is written and
-            // the device started. A period more blocked the write until the device took one — for
-            // ever, on a device that takes none (a stalled card, reopened).
-            if history.pending > 0 && spec.clock == .device && !pcm.isRunning
-                && pcm.avail() - history.pending < period
-            {
-                guard deliver(to: pcm, bufferFrames: bufferFrames) else {
-                    deviceLost()
-                    return
-                }
-                if !pcm.isRunning { _ = pcm.start() }
-                continue
-            }
             if spec.clock == .device {
                 var tookFrames = false
                 periods = periodsToRender(
@@ -579,9 +565,12 @@ public final class DeviceOutput: @unchecked Sendable {
                     progressed()
                 }
                 // Catching up (what a fault or a reopen left to write again, `deliver`): the rest
-                // of it first, a period more only once there is room for that too. Rendering one
-                // at every wake-up kept a period pending for good (one a wake-up, room for one),
-                // the zone a period behind its buffer and `snd_pcm_avail` asked every period.
+                // of it first, a period more only once there is room for that too — after the wait
+                // for room while the device runs; at once into one reopened or prepared (not
+                // running: not waited for), which `deliver` starts once full. A period more blocked
+                // the write until the device took one (for ever on a device that takes none: a
+                // stalled card, reopened); rendering one at every wake-up kept a period pending for
+                // good (one a wake-up, room for one), the zone a period behind its buffer.
                 if catchingUp && pcm.avail() - history.pending < period {
                     guard deliver(to: pcm, bufferFrames: bufferFrames) else {
                         deviceLost()
