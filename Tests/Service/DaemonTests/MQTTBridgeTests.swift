@@ -12,11 +12,13 @@ import Testing
 /// The daemon on a real mosquitto broker (one per test, on a free loopback port), driven and watched
 /// by `mosquitto_pub` / `mosquitto_sub` as independent clients.
 @Suite(.serialized) struct MQTTBridgeTests {
-    let base = "baton/test-speaker"
+    static let topicBase = "baton/test-speaker"
+    let base = MQTTBridgeTests.topicBase
 
-    func connected(_ t: TestDaemon) -> Bool {
+    static func connected(_ t: TestDaemon) -> Bool {
         waitUntil(seconds: 15) { (try? t.status().mqtt?.connection) == "connected" }
     }
+    func connected(_ t: TestDaemon) -> Bool { Self.connected(t) }
 
     /// An announcement sent over MQTT plays (1 kHz in the kitchen's file); availability, zone state
     /// and Home Assistant discovery are retained on the broker; every event is published.
@@ -436,26 +438,54 @@ import Testing
         func close() { http.close() }
     }
 
+    /// A daemon bridged to a broker of its own, its music server one that takes every request and
+    /// answers none (`HeldSubsonic`). `stop`: the server goes (a held request fails), then the
+    /// daemon, then the broker.
+    struct BridgeOnAHeldServer {
+        let server: HeldSubsonic
+        let broker: MosquittoBroker
+        let t: TestDaemon
+
+        init() throws {
+            server = try HeldSubsonic()
+            broker = try MosquittoBroker()
+            do {
+                t = try TestDaemon(music: server.music, mqtt: MQTTConfig(broker: broker.url))
+            } catch {
+                broker.stop()
+                throw error
+            }
+        }
+
+        func stop() {
+            server.close()
+            t.stop()
+            broker.stop()
+        }
+
+        /// Once the bridge is connected, follows `<base>/errors` (for `count` messages, at most
+        /// `seconds`), and has the bridge ask for music (`music/play`) that the server holds: the
+        /// `music` lane busy.
+        func holdingAPlay(errors count: Int, seconds: Int) throws -> MosquittoSubscription {
+            let base = MQTTBridgeTests.topicBase
+            #expect(MQTTBridgeTests.connected(t))
+            let errors = try broker.subscribe(topic: "\(base)/errors", count: count, seconds: seconds)
+            try broker.publish(topic: "\(base)/music/play", message: #"{"random": 5}"#)
+            #expect(waitUntil(seconds: 10) { server.count("getRandomSongs") == 1 })
+            return errors
+        }
+    }
+
     /// A command that waits on the network holds only the commands of its kind: `music/play`
     /// asking a Subsonic server that takes the request and never answers (up to 30 s), then a
     /// volume change and a doorbell over MQTT — both carried out at once, and the zone's state
     /// published, while the play still waits; its error comes when the server goes. Before, the
     /// bridge ran every command on its one thread: nothing for 30 s.
     @Test func aCommandWaitingOnTheServerHoldsOnlyItsOwnKind() throws {
-        let server = try HeldSubsonic()
-        let music = server.music
-        let broker = try MosquittoBroker()
-        defer { broker.stop() }
-        let t = try TestDaemon(music: music, mqtt: MQTTConfig(broker: broker.url))
-        defer {
-            server.close()
-            t.stop()
-        }
-        #expect(connected(t))
-        let errors = try broker.subscribe(topic: "\(base)/errors", count: 1, seconds: 20)
-        try broker.publish(topic: "\(base)/music/play", message: #"{"random": 5}"#)
-        #expect(
-            waitUntil(seconds: 10) { server.count("getRandomSongs") == 1 })
+        let bridge = try BridgeOnAHeldServer()
+        defer { bridge.stop() }
+        let (server, broker, t) = (bridge.server, bridge.broker, bridge.t)
+        let errors = try bridge.holdingAPlay(errors: 1, seconds: 20)
         try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "30")
         // Followed from before the bell: its state lasts half a second, which a new subscription
         // for each look (a process each) could miss on a busy machine.
@@ -521,19 +551,11 @@ import Testing
     /// named; those kept still run, in order, once the server lets go. Before, the lane queued
     /// every one without bound.
     @Test func aLaneFullOfWaitingCommandsRefusesTheRest() throws {
-        let server = try HeldSubsonic()
-        let broker = try MosquittoBroker()
-        defer { broker.stop() }
-        let t = try TestDaemon(music: server.music, mqtt: MQTTConfig(broker: broker.url))
-        defer {
-            server.close()
-            t.stop()
-        }
-        #expect(connected(t))
+        let bridge = try BridgeOnAHeldServer()
+        defer { bridge.stop() }
+        let (server, broker) = (bridge.server, bridge.broker)
         // 1 held + 32 kept (each failing once the server goes) + 2 refused.
-        let errors = try broker.subscribe(topic: "\(base)/errors", count: 35, seconds: 40)
-        try broker.publish(topic: "\(base)/music/play", message: #"{"random": 5}"#)
-        #expect(waitUntil(seconds: 10) { server.count("getRandomSongs") == 1 })
+        let errors = try bridge.holdingAPlay(errors: 35, seconds: 40)
         for _ in 0..<34 {
             try broker.publish(topic: "\(base)/music/play", message: #"{"random": 6}"#)
         }
