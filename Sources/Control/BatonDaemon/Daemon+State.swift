@@ -13,10 +13,11 @@ extension Daemon {
         }
     }
 
-    /// Writes the state now if it changed since the last write, and mirrors the queue to the server.
-    /// Any thread but an output thread; the monitor calls it about once a second and shutdown once
-    /// more, before the fade-out (which turns the zone volumes down and must not be saved).
-    public func saveState() {
+    /// Writes the state if it changed since the last write, and mirrors the queue to the server:
+    /// now, or `inBackground` by the state's writer thread (the monitor, about once a second: a
+    /// slow disk must not hold it). Any thread but an output thread; shutdown calls it once more,
+    /// before the fade-out (which turns the zone volumes down and must not be saved), and waits.
+    public func saveState(inBackground: Bool = false) {
         let previous = parts.persistence.saved.queue
         // Every zone's user volume, and the newest server-music queue at its audible position (or the
         // last one seen, marked not playing, once its source was stopped; none once it played out).
@@ -33,7 +34,10 @@ extension Daemon {
             if p.music!.progress.finished { return nil }
             return SavedQueue(p, playing: s.arbiter.state(of: p.id)?.isAudible ?? false) ?? previous
         }
-        if let written = parts.persistence.save(now) { parts.music.mirror(written, config) }
+        let persistence = parts.persistence
+        if let written = inBackground ? persistence.offer(now) : persistence.save(now) {
+            parts.music.mirror(written, config)
+        }
     }
 }
 

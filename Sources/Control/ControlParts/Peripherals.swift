@@ -41,9 +41,10 @@ package final class Persistence: Sendable {
     package let store: StateStore
     private let logger: Logger
     private let events: EventLog
-    fileprivate let state = Mutex<
-        (saved: SavedState, written: SavedState, failing: Bool, fadedOut: Bool, fromServer: FromServer)
-    >((SavedState(), SavedState(), false, false, .none))
+    fileprivate typealias Kept = (
+        saved: SavedState, written: SavedState, failing: Bool, fadedOut: Bool, fromServer: FromServer
+    )
+    fileprivate let state = Mutex<Kept>((SavedState(), SavedState(), false, false, .none))
     /// The server's queue at start, asked in the background (`restore`): being asked, kept as the
     /// saved queue and not yet replaced by one of this run's (a save that computed none keeps it),
     /// or not had (the request failed, or was ended by the stop: asked again at the next start).
@@ -52,6 +53,10 @@ package final class Persistence: Sendable {
     private let serverAnswered = Semaphore()
     /// Held through a save (see `save`).
     private let saving = Mutex<Void>(())
+    /// The thread that writes what `offer` hands it (`startWriter`), and whether it should end.
+    private let writer = Mutex<(thread: OSThread?, stopping: Bool)>((nil, false))
+    /// Rung by `offer` when the state changed, and by `stopWriter`.
+    private let writerBell = Semaphore()
 
     package init(store: StateStore, logger: Logger, events: EventLog) {
         self.store = store
@@ -137,13 +142,70 @@ package final class Persistence: Sendable {
         }
     }
 
+    /// Starts the thread `offer` hands its writes to (`state-writer`). Control thread, at start.
+    package func startWriter() {
+        writer.withLock { w in
+            guard w.thread == nil else { return }
+            w.stopping = false
+            w.thread = OSThread.start(name: "state-writer") { [self] in
+                while true {
+                    writerBell.wait()
+                    writerBell.drain()  // one write serves every ring so far: it writes the newest
+                    if writer.withLock({ $0.stopping }) { return }
+                    _ = save(state.withLock { $0.saved })
+                }
+            }
+        }
+    }
+
+    /// Ends the writer thread, after the write it is in (a disk that does not answer holds this as
+    /// long). Control thread, at the stop, before the last `save`.
+    package func stopWriter() {
+        let thread = writer.withLock { w in
+            w.stopping = true
+            defer { w.thread = nil }
+            return w.thread
+        }
+        writerBell.post()
+        thread?.join()
+    }
+
+    /// Records `now` and, if it changed since the last write, has the writer thread write it; returns
+    /// at once (the monitor's save: an `fsync` on a slow SD card can take seconds, and the monitor
+    /// must go on releasing finished sounds and answering the watchdog meanwhile). Without a writer
+    /// running, writes it itself (`save`). Returns the queue to be written.
+    package func offer(_ now: SavedState) -> SavedQueue?? {
+        guard writer.withLock({ $0.thread != nil && !$0.stopping }) else { return save(now) }
+        let due: SavedQueue?? = state.withLock { s in
+            guard !s.fadedOut else { return nil }
+            let now = Self.record(now, in: &s)
+            return s.written == now ? nil : .some(now.queue)
+        }
+        if due != nil { writerBell.post() }
+        return due
+    }
+
     /// Records `now` and writes it if it changed since the last write. A write that fails (full
     /// disk, read-only state-dir) is retried at the next call; the first failure of a streak is
     /// logged and published (`state-error`), and the recovery is logged. Returns the queue written.
+    /// Blocks while the disk writes (the stop's save, and the writer thread's).
     package func save(_ now: SavedState) -> SavedQueue?? {
         // One save at a time: the monitor's and the stop's own (fadeOut) may come together, and two
         // writers of `state.json.tmp` could leave it half of each.
         saving.withLock { _ in saveLocked(now) }
+    }
+
+    /// Keeps `now` as the saved state, completed with what only the store knows (the server's
+    /// queue, whether to ask it again at the next start). Under `state`'s lock.
+    private static func record(_ now: SavedState, in s: inout Kept) -> SavedState {
+        var now = now
+        // Computed from a look before the server's queue came: that queue stays.
+        if s.fromServer == .held && now.queue == nil { now.queue = s.saved.queue }
+        if now.queue != nil { s.fromServer = .none }
+        // No queue yet and the server's not had: the next start asks it again.
+        now.askServerQueue = now.queue == nil && [.asking, .failed].contains(s.fromServer) ? true : nil
+        s.saved = now
+        return now
     }
 
     private func saveLocked(_ now: SavedState) -> SavedQueue?? {
@@ -152,12 +214,7 @@ package final class Persistence: Sendable {
         guard !state.withLock({ $0.fadedOut }) else { return nil }
         var now = now
         let previous: SavedState? = state.withLock { s in
-            // Computed from a look before the server's queue came: that queue stays.
-            if s.fromServer == .held && now.queue == nil { now.queue = s.saved.queue }
-            if now.queue != nil { s.fromServer = .none }
-            // No queue yet and the server's not had: the next start asks it again.
-            now.askServerQueue = now.queue == nil && [.asking, .failed].contains(s.fromServer) ? true : nil
-            s.saved = now
+            now = Self.record(now, in: &s)
             guard s.written != now else { return nil }
             defer { s.written = now }
             return s.written

@@ -58,6 +58,50 @@ import Testing
             "saved once the disk takes it")
     }
 
+    /// A disk that does not answer (an SD card busy for seconds; here the state's temporary file is
+    /// a FIFO nobody reads, so its write blocks in `open`): the control plane goes on — a doorbell
+    /// rung meanwhile ends and is released, the systemd watchdog is still fed — and once the disk
+    /// answers the state is written. The monitor used to write the file itself: it stood still in
+    /// the write, the doorbell "playing" long after it was heard and, past `WatchdogSec`, batond
+    /// killed.
+    @Test func aDiskThatDoesNotAnswerHoldsNothingElse() throws {
+        let dir = TestDirectory.make("stalledstate")
+        #expect(mkfifo(dir + "/state.json.tmp", 0o644) == 0)
+        let t = try TestDaemon(stateDir: dir)
+        var written: [UInt8] = []
+        let waiting = { !ProcessThreads.waiting(in: "wait_for_partner").isEmpty }
+        // The far end of the FIFO, once a write waits for it: the write goes through (and fails: a
+        // FIFO cannot be fsynced, so the file is written again, as a file, at the next save).
+        let answer = {
+            guard waiting() else { return }
+            let fd = open(dir + "/state.json.tmp", O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { return }
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while case let n = read(fd, &buffer, buffer.count), n > 0 { written += buffer[..<n] }
+            close(fd)
+        }
+        defer {
+            answer()
+            t.stop()
+        }
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.3}"#).status == 200)
+        try #require(waitUntil(seconds: 5) { waiting() }, "the state's first write never began")
+        let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"]
+        let finished = t.waitForEvent("finished", source: bell, seconds: 5) != nil
+        let alive = t.daemon.monitorIsAlive
+        answer()
+        #expect(finished, "the doorbell ended while the disk did not answer")
+        #expect(alive, "the watchdog was fed")
+        let first = try? JSONDecoder().decode(SavedState.self, from: Data(written))
+        #expect(first?.volumes["kitchen"] != nil, "a whole state reached the FIFO: \(written.count) bytes")
+        #expect(t.waitForEvent("state-error", seconds: 5)?.reason?.hasSuffix("write failed: Invalid argument") == true)
+        #expect(
+            waitUntil(seconds: 5) {
+                ((try? StateStore(directory: dir).load().get())??.volumes["kitchen"]) == Double(Float(0.3))
+            },
+            "saved once the disk answers")
+    }
+
     /// A state file whose queue JSON holds but a queue cannot (a negative index, a position past
     /// any track) loses its queue, said, and keeps its volumes: batond crashed at every start on
     /// it (`songs[-1]`, `Int(1e19)`), the speaker dead until someone edited the file.
