@@ -468,7 +468,7 @@ public final class DeviceOutput: @unchecked Sendable {
                 backoff = min(backoff * 2, 8_000_000_000)
                 continue
             }
-            backoff = 250_000_000
+            let openedAt = monotonicNanoseconds()
             // Rendering ahead on the system clock: the buffer is the clocked one, as configured.
             let granted = clockedBuffer?.bufferFrames ?? pcm.configuration.bufferFrames
             grantedPeriod.store(clockedBuffer?.periodFrames ?? pcm.configuration.periodFrames, ordering: .relaxed)
@@ -513,6 +513,17 @@ public final class DeviceOutput: @unchecked Sendable {
             if deviceStalled.load(ordering: .acquiring) {
                 pauseBeforeOpen = stallBackoff
                 stallBackoff = min(stallBackoff * 2, 8_000_000_000)
+            }
+            // One lost soon after it opened (its first writes refused: -EIO from a USB DAC in a bad
+            // state, a sound server that drops the stream) waits the open's backoff, as a failed
+            // open does: opened again at once, it was reopened for ever on this real-time thread,
+            // the zone flapping between available and not. One that played a while is lost anew:
+            // opened again at once.
+            if monotonicNanoseconds() - openedAt < Self.shortLivedNanoseconds {
+                pauseBeforeOpen = max(pauseBeforeOpen, backoff)
+                backoff = min(backoff * 2, 8_000_000_000)
+            } else {
+                backoff = 250_000_000
             }
         }
     }
@@ -655,6 +666,10 @@ public final class DeviceOutput: @unchecked Sendable {
     /// (`scripts/soak.sh 30`, stress-ng on both cores) underran once in each of two runs with 20 ms
     /// (a 40 ms buffer woken at half), and not in five of seven with 30 ms (docs/RELIABILITY.md).
     static let minimumHeldNanoseconds = 30_000_000
+
+    /// A device lost sooner than this after it was opened is opened again only after the open's
+    /// backoff (`run`).
+    static let shortLivedNanoseconds = 1_000_000_000
 
     /// How long a running device may take no frame before it counts as lost: a DAC whose clock
     /// stopped, a DMA that hung. Such a device raises no error (`snd_pcm_wait` only times out), and

@@ -90,6 +90,24 @@ import Testing
         zone.stop()
     }
 
+    /// A PCM that opens but whose writes fail (-EIO; a `file` PCM writing to /dev/full) is opened
+    /// again with the open's backoff, 0.25 s doubling: it was reopened at once, over and over, on
+    /// the output thread (hundreds of times a second here), the zone flapping.
+    @Test func aPCMThatOpensButCannotPlayIsRetriedWithBackoff() throws {
+        let zone = DeviceOutput(spec(ALSATestRig.failingPCM))
+        var t0 = timespec()
+        var t1 = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t0)
+        zone.start()
+        defer { zone.stop() }
+        #expect(waitUntil { zone.openAttemptCount >= 3 })
+        clock_gettime(CLOCK_MONOTONIC, &t1)
+        let third = Double(t1.tv_sec - t0.tv_sec) + Double(t1.tv_nsec - t0.tv_nsec) / 1e9
+        #expect(third >= 0.75, "the third open came \(third) s after the first")
+        #expect(waitUntil { zone.snapshot().lastError == -EIO }, "\(zone.snapshot().lastError)")
+        #expect(!zone.snapshot().available)
+    }
+
     /// A system-clocked zone plays 5 s of audio in 5 s ± 2 %, not all at once.
     @Test func systemClockPacesInRealTime() throws {
         let a = ALSATestRig.makePCM()

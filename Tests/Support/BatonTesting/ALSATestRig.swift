@@ -16,6 +16,12 @@ public enum ALSATestRig {
     /// ``lateVariable`` (ALSA reads it at each open): a device that appears later.
     public static let latePCM = "baton_late"
     public static let lateVariable = "BATON_TEST_LATE_PCM"
+    /// A PCM that opens and then fails its writes with -EIO (a `file` PCM writing to /dev/full).
+    public static var failingPCM: String {
+        _ = directory  // the configuration that defines it
+        return failingName
+    }
+    private static let failingName = "baton_failing"
 
     private static let counter = Atomic<Int>(0)
 
@@ -36,6 +42,7 @@ public enum ALSATestRig {
         let dir = TestDirectory.root
         var conf = "</usr/share/alsa/alsa.conf>\npcm.baton_null { type null }\n"
         conf += "pcm.\(missingPCM) { type hw card 97 }\n"
+        conf += "pcm.\(failingName) { type file slave.pcm \"baton_null\" file \"/dev/full\" format \"raw\" }\n"
         conf +=
             "pcm.\(latePCM) { type plug slave.pcm { @func getenv vars [ \(lateVariable) ] default \"\(missingPCM)\" } }\n"
         for i in 0..<pcmCount {
