@@ -15,15 +15,30 @@ extension Daemon {
 
     /// Writes the state if it changed since the last write, and mirrors the queue to the server:
     /// now, or `inBackground` by the state's writer thread (the monitor, about once a second: a
-    /// slow disk must not hold it). Any thread but an output thread; shutdown calls it once more,
-    /// before the fade-out (which turns the zone volumes down and must not be saved), and waits.
+    /// slow disk must not hold it). Any thread but an output thread.
     public func saveState(inBackground: Bool = false) {
-        let previous = parts.persistence.saved.queue
-        // Every zone's user volume, and the newest server-music queue at its audible position (or the
-        // last one seen, marked not playing, once its source was stopped; none once it played out).
+        let now = currentState()
+        let persistence = parts.persistence
+        if let written = inBackground ? persistence.offer(now) : persistence.save(now) {
+            parts.music.mirror(written, config)
+        }
+    }
+
+    /// Saves the state for the last time (the stop's, before the fade-out turns the zone volumes
+    /// down, which must not be saved), waiting for the disk at most 2 s. Control thread.
+    func saveLastState() {
+        if let written = parts.persistence.saveLast(currentState()) { parts.music.mirror(written, config) }
+    }
+
+    /// Every zone's user volume, and the newest server-music queue at its audible position (or the
+    /// last one seen, marked not playing, once its source was stopped; none once it played out).
+    private func currentState() -> SavedState {
         var now = SavedState()
         for zone in zones.zones { now.volumes[zone.name] = parts.volumes.userVolume(zone) }
         now.queue = state.withLock { s in
+            // Under the control plane's lock: a source that ends keeps its queue (`keep(queue:)`)
+            // under it too.
+            let previous = parts.persistence.saved.queue
             guard let p = MusicControl.newest(s) else {
                 return previous.map {
                     var q = $0
@@ -34,10 +49,7 @@ extension Daemon {
             if p.music!.progress.finished { return nil }
             return SavedQueue(p, playing: s.arbiter.state(of: p.id)?.isAudible ?? false) ?? previous
         }
-        let persistence = parts.persistence
-        if let written = inBackground ? persistence.offer(now) : persistence.save(now) {
-            parts.music.mirror(written, config)
-        }
+        return now
     }
 }
 

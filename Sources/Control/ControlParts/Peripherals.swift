@@ -36,27 +36,48 @@ package final class Peripherals: Sendable {
 }
 
 /// Keeping what the user set across restarts (zone volumes, the play queue at the position heard)
-/// in `state-dir`: what was last computed and last written, and whether writing fails. Any thread.
+/// in `state-dir`: what was last computed and last written, and whether writing fails. The file is
+/// written by a thread of its own (`startWriter`): a disk that takes seconds to answer (an SD card)
+/// holds that thread only. Any thread.
 package final class Persistence: Sendable {
     package let store: StateStore
     private let logger: Logger
     private let events: EventLog
-    fileprivate typealias Kept = (
-        saved: SavedState, written: SavedState, failing: Bool, fadedOut: Bool, fromServer: FromServer
-    )
-    fileprivate let state = Mutex<Kept>((SavedState(), SavedState(), false, false, .none))
+    fileprivate struct Kept {
+        /// The state as last computed, and as last written (or being written).
+        var saved = SavedState()
+        var written = SavedState()
+        var failing = false
+        /// The stop's last state was recorded (before the fade-out, which turns the zone volumes
+        /// down): nothing computed after it is kept.
+        var fadedOut = false
+        var fromServer = FromServer.none
+        /// Writes asked of the writer thread, and how many it had been asked when it began the
+        /// write it last finished (what `saveLast` waits for).
+        var asked = 0
+        var served = 0
+        /// When the write in progress began (monotonic ns); whether its slowness was reported.
+        var writingSince: Int?
+        var slowReported = false
+    }
+    fileprivate let state = Mutex<Kept>(Kept())
     /// The server's queue at start, asked in the background (`restore`): being asked, kept as the
     /// saved queue and not yet replaced by one of this run's (a save that computed none keeps it),
     /// or not had (the request failed, or was ended by the stop: asked again at the next start).
     fileprivate enum FromServer { case none, asking, held, failed }
     /// Posted once the server has answered (or failed); each waiter posts it again for the next.
     private let serverAnswered = Semaphore()
-    /// Held through a save (see `save`).
+    /// Held through a write (see `save`).
     private let saving = Mutex<Void>(())
-    /// The thread that writes what `offer` hands it (`startWriter`), and whether it should end.
+    /// The thread that writes the state (`startWriter`), and whether it should end.
     private let writer = Mutex<(thread: OSThread?, stopping: Bool)>((nil, false))
-    /// Rung by `offer` when the state changed, and by `stopWriter`.
+    /// Rung when there is a state to write, and by `stopWriter`.
     private let writerBell = Semaphore()
+    /// Posted by the writer after each write, and when it ends.
+    private let writerWrote = Semaphore()
+    private let writerEnded = Semaphore()
+    /// A write that has not finished after this long is reported (`state-error`).
+    static let slowWriteNanoseconds = 5_000_000_000
 
     package init(store: StateStore, logger: Logger, events: EventLog) {
         self.store = store
@@ -67,11 +88,9 @@ package final class Persistence: Sendable {
     /// The state as last computed (the saved queue `music/resume` plays).
     package var saved: SavedState { state.withLock { $0.saved } }
 
-    /// Set by the fade-out (after saving): the zone volumes are down and must not be saved.
-    package var fadedOut: Bool {
-        get { state.withLock { $0.fadedOut } }
-        set { state.withLock { $0.fadedOut = newValue } }
-    }
+    /// Set once the stop's last state is recorded (`saveLast`): the zone volumes are going down
+    /// and must not be saved.
+    package var fadedOut: Bool { state.withLock { $0.fadedOut } }
 
     /// Reads the saved state at start: applies each known zone's volume (within its max-volume)
     /// and keeps the queue for `music/resume`; with no file yet, the queue `serverQueue` finds,
@@ -142,57 +161,109 @@ package final class Persistence: Sendable {
         }
     }
 
-    /// Starts the thread `offer` hands its writes to (`state-writer`). Control thread, at start.
+    /// Starts the thread that writes the state (`state-writer`). Control thread, at start.
     package func startWriter() {
         writer.withLock { w in
             guard w.thread == nil else { return }
             w.stopping = false
             w.thread = OSThread.start(name: "state-writer") { [self] in
+                defer { writerEnded.post() }
                 while true {
                     writerBell.wait()
                     writerBell.drain()  // one write serves every ring so far: it writes the newest
                     if writer.withLock({ $0.stopping }) { return }
-                    _ = save(state.withLock { $0.saved })
+                    let asked = state.withLock { $0.asked }
+                    saving.withLock { _ in _ = write(recording: nil) }
+                    state.withLock { $0.served = max($0.served, asked) }
+                    writerWrote.post()
                 }
             }
         }
     }
 
-    /// Ends the writer thread, after the write it is in (a disk that does not answer holds this as
-    /// long). Control thread, at the stop, before the last `save`.
-    package func stopWriter() {
+    /// Ends the writer thread, after the write it is in, waiting for it at most `nanoseconds`: a
+    /// disk that does not answer keeps it, and batond stops without it. Control thread, at the stop,
+    /// after `saveLast`.
+    package func stopWriter(within nanoseconds: Int = 500_000_000) {
         let thread = writer.withLock { w in
             w.stopping = true
             defer { w.thread = nil }
             return w.thread
         }
+        guard let thread else { return }
         writerBell.post()
-        thread?.join()
+        if writerEnded.wait(nanoseconds: nanoseconds) {
+            thread.join()
+        } else {
+            logger.warning("state: the state writer still waits on the disk; stopping without it")
+        }
     }
 
-    /// Records `now` and, if it changed since the last write, has the writer thread write it; returns
-    /// at once (the monitor's save: an `fsync` on a slow SD card can take seconds, and the monitor
-    /// must go on releasing finished sounds and answering the watchdog meanwhile). Without a writer
-    /// running, writes it itself (`save`). Returns the queue to be written.
+    /// Records `now` and, if it changed since the last write, has the writer thread write it;
+    /// returns at once (the monitor's save, about once a second: it must go on releasing finished
+    /// sounds and answering the watchdog while the disk writes). A write that has not finished after
+    /// `slowWriteNanoseconds` is reported, once. Returns the queue to be written.
     package func offer(_ now: SavedState) -> SavedQueue?? {
-        guard writer.withLock({ $0.thread != nil && !$0.stopping }) else { return save(now) }
+        let running = writer.withLock { $0.thread != nil && !$0.stopping }
+        let clock = monotonicNanoseconds()
+        var slow: Int?
         let due: SavedQueue?? = state.withLock { s in
             guard !s.fadedOut else { return nil }
             let now = Self.record(now, in: &s)
-            return s.written == now ? nil : .some(now.queue)
+            if let since = s.writingSince, clock - since >= Self.slowWriteNanoseconds, !s.slowReported {
+                s.slowReported = true
+                slow = (clock - since) / 1_000_000_000
+            }
+            guard running, s.written != now else { return nil }
+            s.asked += 1
+            return .some(now.queue)
+        }
+        if let slow {
+            let why = "\(store.path ?? "state"): a write has not finished after \(slow) s (the disk does not answer)"
+            logger.error("state: \(why); volumes and the queue are kept in memory and saved once it answers")
+            events.publish(type: .stateError, reason: why)
         }
         if due != nil { writerBell.post() }
         return due
     }
 
-    /// Records `now` and writes it if it changed since the last write. A write that fails (full
-    /// disk, read-only state-dir) is retried at the next call; the first failure of a streak is
-    /// logged and published (`state-error`), and the recovery is logged. Returns the queue written.
-    /// Blocks while the disk writes (the stop's save, and the writer thread's).
+    /// Records `now` as the last state to keep (the stop's, before the fade-out: nothing computed
+    /// after it is saved) and has it written, waiting at most `nanoseconds` for the disk: the
+    /// fade-out and the stop go on without it (within systemd's 5 s), the file keeping the last
+    /// state it took. Without a writer running, writes it itself. Returns the queue to be written.
+    package func saveLast(_ now: SavedState, within nanoseconds: Int = 2_000_000_000) -> SavedQueue?? {
+        let running = writer.withLock { $0.thread != nil && !$0.stopping }
+        let ticket: (number: Int, queue: SavedQueue?)? = state.withLock { s in
+            guard !s.fadedOut else { return nil }
+            let now = Self.record(now, in: &s)
+            s.fadedOut = true
+            guard s.written != now || s.writingSince != nil else { return nil }
+            s.asked += 1
+            return (s.asked, now.queue)
+        }
+        guard let ticket else { return nil }
+        guard running else { return saving.withLock { _ in write(recording: nil) } }
+        writerWrote.drain()  // posts of earlier writes: `served` says which this one waits for
+        writerBell.post()
+        let deadline = monotonicNanoseconds() + nanoseconds
+        while state.withLock({ $0.served < ticket.number }) {
+            let left = deadline - monotonicNanoseconds()
+            if left <= 0 || !writerWrote.wait(nanoseconds: left) {
+                logger.error(
+                    "state: not saved at the stop: the disk did not answer within \(nanoseconds / 1_000_000) ms; \(store.path ?? "the file") keeps the last state it took"
+                )
+                break
+            }
+        }
+        return .some(ticket.queue)
+    }
+
+    /// Records `now` and writes it now if it changed since the last write (blocking while the disk
+    /// writes). Returns the queue written.
     package func save(_ now: SavedState) -> SavedQueue?? {
-        // One save at a time: the monitor's and the stop's own (fadeOut) may come together, and two
-        // writers of `state.json.tmp` could leave it half of each.
-        saving.withLock { _ in saveLocked(now) }
+        // One write at a time: the writer's and a caller's may come together, and two writers of
+        // `state.json.tmp` could leave it half of each.
+        saving.withLock { _ in write(recording: now) }
     }
 
     /// Keeps `now` as the saved state, completed with what only the store knows (the server's
@@ -208,39 +279,49 @@ package final class Persistence: Sendable {
         return now
     }
 
-    private func saveLocked(_ now: SavedState) -> SavedQueue?? {
-        // The stop saved before its fade-out: a save after it (the monitor's, still running) would
-        // keep the volumes turned down by the fade.
-        guard !state.withLock({ $0.fadedOut }) else { return nil }
-        var now = now
-        let previous: SavedState? = state.withLock { s in
-            now = Self.record(now, in: &s)
-            guard s.written != now else { return nil }
-            defer { s.written = now }
-            return s.written
-        }
-        guard let previous else { return nil }
-        switch store.save(now) {
-        case .failure(let failure):
-            let first = state.withLock { s -> Bool in
-                if s.written == now { s.written = previous }  // retry next time
-                defer { s.failing = true }
-                return !s.failing
+    /// Writes the saved state (after recording `now`, unless nil) if it differs from the last
+    /// written. A write that fails (full disk, read-only state-dir) is retried at the next save; the
+    /// first failure of a streak is logged and published (`state-error`), and the recovery is
+    /// logged. Returns the queue written. Under `saving`.
+    private func write(recording now: SavedState?) -> SavedQueue?? {
+        let target: (state: SavedState, previous: SavedState)? = state.withLock { s in
+            // The stop recorded the last state before its fade-out: one computed after it (the
+            // monitor's, still running) would keep the volumes turned down by the fade.
+            if let now, !s.fadedOut { _ = Self.record(now, in: &s) }
+            guard s.written != s.saved else { return nil }
+            defer {
+                s.written = s.saved
+                s.writingSince = monotonicNanoseconds()
             }
+            return (s.saved, s.written)
+        }
+        guard let target else { return nil }
+        let result = store.save(target.state)
+        let (first, recovered, wasSlow) = state.withLock { s in
+            s.writingSince = nil
+            defer {
+                s.slowReported = false
+                if case .failure = result {
+                    if s.written == target.state { s.written = target.previous }  // retry next time
+                    s.failing = true
+                } else {
+                    s.failing = false
+                }
+            }
+            if case .failure = result { return (!s.failing, false, s.slowReported) }
+            return (false, s.failing, s.slowReported)
+        }
+        switch result {
+        case .failure(let failure):
             if first {
                 logger.error(
                     "state: \(failure); volumes and the queue are kept in memory and saved again once it works")
                 events.publish(type: .stateError, reason: failure.description)
             }
         case .success:
-            if state.withLock({ s in
-                defer { s.failing = false }
-                return s.failing
-            }) {
-                logger.info("state: saved again to \(store.path ?? "")")
-            }
+            if recovered || wasSlow { logger.info("state: saved again to \(store.path ?? "")") }
         }
-        return .some(now.queue)
+        return .some(target.state.queue)
     }
 }
 

@@ -2,6 +2,7 @@ import BatonTesting
 import FoundationEssentials
 import Glibc
 import OSThread
+import Synchronization
 import Testing
 
 @testable import BatonDaemon
@@ -60,46 +61,62 @@ import Testing
 
     /// A disk that does not answer (an SD card busy for seconds; here the state's temporary file is
     /// a FIFO nobody reads, so its write blocks in `open`): the control plane goes on — a doorbell
-    /// rung meanwhile ends and is released, the systemd watchdog is still fed — and once the disk
-    /// answers the state is written. The monitor used to write the file itself: it stood still in
-    /// the write, the doorbell "playing" long after it was heard and, past `WatchdogSec`, batond
-    /// killed.
+    /// rung meanwhile ends and is released, the systemd watchdog is still fed —, the write is
+    /// reported once it has waited 5 s, and once the disk answers the state is written. The monitor
+    /// used to write the file itself: it stood still in the write, the doorbell "playing" long
+    /// after it was heard and, past `WatchdogSec`, batond killed.
     @Test func aDiskThatDoesNotAnswerHoldsNothingElse() throws {
-        let dir = TestDirectory.make("stalledstate")
-        #expect(mkfifo(dir + "/state.json.tmp", 0o644) == 0)
-        let t = try TestDaemon(stateDir: dir)
-        var written: [UInt8] = []
-        let waiting = { !ProcessThreads.waiting(in: "wait_for_partner").isEmpty }
-        // The far end of the FIFO, once a write waits for it: the write goes through (and fails: a
-        // FIFO cannot be fsynced, so the file is written again, as a file, at the next save).
-        let answer = {
-            guard waiting() else { return }
-            let fd = open(dir + "/state.json.tmp", O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { return }
-            var buffer = [UInt8](repeating: 0, count: 65_536)
-            while case let n = read(fd, &buffer, buffer.count), n > 0 { written += buffer[..<n] }
-            close(fd)
-        }
+        let disk = try UnansweredDisk()
+        let t = try TestDaemon(stateDir: disk.directory)
         defer {
-            answer()
+            _ = disk.answer()
             t.stop()
         }
         #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.3}"#).status == 200)
-        try #require(waitUntil(seconds: 5) { waiting() }, "the state's first write never began")
+        try #require(waitUntil(seconds: 5) { disk.isWaitedOn }, "the state's first write never began")
         let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"]
-        let finished = t.waitForEvent("finished", source: bell, seconds: 5) != nil
-        let alive = t.daemon.monitorIsAlive
-        answer()
-        #expect(finished, "the doorbell ended while the disk did not answer")
-        #expect(alive, "the watchdog was fed")
+        #expect(t.waitForEvent("finished", source: bell, seconds: 5) != nil, "the doorbell ended meanwhile")
+        #expect(t.daemon.monitorIsAlive, "the watchdog is fed")
+        let slow = t.waitForEvent("state-error", seconds: 10)?.reason ?? "none"
+        #expect(slow.hasSuffix("a write has not finished after 5 s (the disk does not answer)"), "\(slow)")
+        let written = disk.answer()
         let first = try? JSONDecoder().decode(SavedState.self, from: Data(written))
         #expect(first?.volumes["kitchen"] != nil, "a whole state reached the FIFO: \(written.count) bytes")
-        #expect(t.waitForEvent("state-error", seconds: 5)?.reason?.hasSuffix("write failed: Invalid argument") == true)
+        // A FIFO cannot be fsynced: that write failed, and the next is made to a file.
         #expect(
             waitUntil(seconds: 5) {
-                ((try? StateStore(directory: dir).load().get())??.volumes["kitchen"]) == Double(Float(0.3))
+                t.daemon.events.recent().contains { $0.reason?.hasSuffix("write failed: Invalid argument") == true }
+            })
+        #expect(
+            waitUntil(seconds: 5) {
+                ((try? StateStore(directory: disk.directory).load().get())??.volumes["kitchen"]) == Double(Float(0.3))
             },
             "saved once the disk answers")
+    }
+
+    /// At the stop, a disk that does not answer holds the fade-out and the stop at most 2 s (the
+    /// last save's wait) and 0.5 s (the state writer's end): within systemd's 5 s, instead of until
+    /// systemd kills batond mid-fade.
+    @Test func aDiskThatDoesNotAnswerDoesNotHoldTheStop() throws {
+        let disk = try UnansweredDisk()
+        let t = try TestDaemon(stateDir: disk.directory)
+        defer {
+            _ = disk.answer()  // the writer left waiting in the write
+            t.stop()  // the API and the triggers
+        }
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.3}"#).status == 200)
+        try #require(waitUntil(seconds: 5) { disk.isWaitedOn }, "the state's first write never began")
+        let stopped = Atomic<Int>(0)
+        let daemon = t.daemon
+        let start = monotonicNanoseconds()
+        OSThread.detach {
+            daemon.fadeOut()
+            daemon.stop()
+            stopped.store(monotonicNanoseconds(), ordering: .releasing)
+        }
+        #expect(waitUntil(seconds: 6) { stopped.load(ordering: .acquiring) != 0 }, "stopped")
+        let took = Double(stopped.load(ordering: .acquiring) - start) / 1e9
+        #expect(took < 4, "the stop took \(took) s")
     }
 
     /// A state file whose queue JSON holds but a queue cannot (a negative index, a position past
@@ -177,5 +194,35 @@ import Testing
         #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.5}"#).status == 200)
         t.daemon.saveState()
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).status == 202)
+    }
+}
+
+/// A state-dir whose disk does not answer: `state.json.tmp` is a FIFO nobody reads, so a write of
+/// the state blocks in `open` until `answer`.
+private struct UnansweredDisk {
+    let directory = TestDirectory.make("stalledstate")
+    var fifo: String { directory + "/state.json.tmp" }
+
+    init() throws {
+        try #require(mkfifo(directory + "/state.json.tmp", 0o644) == 0)
+    }
+
+    /// A thread of this process waits in an open of a FIFO without a reader.
+    var isWaitedOn: Bool {
+        !ProcessThreads.waiting(in: "wait_for_partner").isEmpty || !ProcessThreads.waiting(in: "fifo_open").isEmpty
+    }
+
+    /// Opens the far end, which lets a waiting write through, removes the FIFO (later writes make a
+    /// file) and reads what was written until the writer closes it. Never blocks without a writer.
+    func answer() -> [UInt8] {
+        let fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        unlink(fifo)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        var written: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while case let n = read(fd, &buffer, buffer.count), n > 0 { written += buffer[..<n] }
+        return written
     }
 }
