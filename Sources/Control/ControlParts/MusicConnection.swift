@@ -120,9 +120,10 @@ package final class MusicConnection: Sendable {
     /// Mirrors the queue to the server with `savePlayQueue` (so other Subsonic clients can pick it
     /// up) when its songs, track or playing state changed, or 30 s after the last call; a server
     /// without play-queue endpoints (Supysonic) is noticed once and never asked again. The call runs
-    /// on its own thread.
+    /// on its own thread, and so does reading the password file it needs (the monitor calls this
+    /// about once a second, and must not wait on the disk).
     package func mirror(_ queue: SavedQueue?, _ config: BatonConfiguration) {
-        guard let queue, queue.index < queue.songs.count, let music = try? context(config) else { return }
+        guard let queue, queue.index < queue.songs.count, config.music != nil else { return }
         let now = monotonicNanoseconds()
         let due: Bool = sync.withLock { s in
             guard !s.unsupported else { return false }
@@ -140,7 +141,7 @@ package final class MusicConnection: Sendable {
         let logger = self.logger
         OSThread.detach(name: "save-queue") { [self] in
             do {
-                try music.client.savePlayQueue(
+                try context(config).client.savePlayQueue(
                     songIDs: queue.songs.map(\.id), current: queue.songs[queue.index].id,
                     positionMilliseconds: Int64(queue.position * 1000))
             } catch let error as SubsonicError where error.isUnsupportedEndpoint {
