@@ -82,7 +82,7 @@ extension DeviceOutput {
             } else {
                 history.rewind(unplayed(pcm))
             }
-            lastError.store(code, ordering: .releasing)
+            lastError.store(code, .write)
             return false
         }
         if history.pending == 0 { catchingUp = false }

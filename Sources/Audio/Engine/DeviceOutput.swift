@@ -26,6 +26,9 @@ public final class DeviceOutput: @unchecked Sendable {
         public var available: Bool
         /// The last ALSA error (negative errno), 0 when none.
         public var lastError: Int32
+        /// The call that met it: "open", "write" (the stream failed while playing: a write, a
+        /// restart), "prepare" (waking from idle), "status" (the idle card asked, and gone).
+        public var failedCall: String = "open"
         public var framesPlayed: Int
         public var xruns: Int
         public var suspends: Int
@@ -114,7 +117,7 @@ public final class DeviceOutput: @unchecked Sendable {
     /// was lost, "off" at the first frame written after it was opened again (the same frame: what
     /// it dropped is written first). Output thread writes.
     let deviceOutage = Timeline()
-    let lastError = Atomic<Int32>(0)
+    let lastError = LastError()
     /// The device stalled (`stalled`: no frame taken for 2 s), or stopped again at each of
     /// `recoveryLimit` restarts in a row (`deliver`), and has not taken a frame since. Set by the
     /// output thread.
@@ -417,9 +420,10 @@ public final class DeviceOutput: @unchecked Sendable {
                 periodFrames: spec.pcm.periodFrames, bufferFrames: sink.spec.latencyFrames)
         }
         let (played, delay) = counters()
+        let failure = lastError.load()
         let off = RenderAheadOff(code: renderAheadOffCode.load(ordering: .acquiring))
         return Snapshot(
-            available: available.load(ordering: .acquiring), lastError: lastError.load(ordering: .acquiring),
+            available: available.load(ordering: .acquiring), lastError: failure.code, failedCall: failure.call.name,
             framesPlayed: played, xruns: xruns.load(ordering: .acquiring),
             suspends: suspends.load(ordering: .acquiring), lateCycles: lateCycles.load(ordering: .acquiring),
             reopens: reopens.load(ordering: .acquiring), delayFrames: delay,
@@ -462,7 +466,7 @@ public final class DeviceOutput: @unchecked Sendable {
                 openAttempts.add(1, ordering: .relaxed)
                 pcm = try PCM(innerRequest)
             } catch {
-                lastError.store(error.code, ordering: .releasing)
+                lastError.store(error.code, .open)
                 setAvailable(false)
                 sleepInterruptibly(nanoseconds: backoff)
                 backoff = min(backoff * 2, 8_000_000_000)
@@ -480,7 +484,7 @@ public final class DeviceOutput: @unchecked Sendable {
             // A device reopened after a stall still says so until it takes frames (`progressed`),
             // not an error an earlier attempt met; one that stopped at every restart says that.
             let stalledWith = stoppedAtEachRestart.load(ordering: .relaxed) ? -EPIPE : Self.stallError
-            lastError.store(deviceStalled.load(ordering: .relaxed) ? stalledWith : 0, ordering: .releasing)
+            lastError.store(deviceStalled.load(ordering: .relaxed) ? stalledWith : 0, .write)
             // Wake when `wakePeriods` are free (see `play`); a device that refuses it wakes every
             // period and is written a period at a time. Rendering ahead: when the card is down to
             // its low water.
@@ -685,7 +689,7 @@ public final class DeviceOutput: @unchecked Sendable {
         history.rewind(unplayed(pcm))
         stoppedAtEachRestart.store(false, ordering: .releasing)
         deviceStalled.store(true, ordering: .releasing)
-        lastError.store(Self.stallError, ordering: .releasing)
+        lastError.store(Self.stallError, .write)
     }
 
     /// `lastError` of a device that stalled (`-ETIMEDOUT`): kept until it takes frames again, unless
@@ -704,7 +708,7 @@ public final class DeviceOutput: @unchecked Sendable {
         }
         deviceStalled.store(false, ordering: .releasing)
         stallBackoff = 250_000_000
-        lastError.store(0, ordering: .releasing)
+        lastError.store(0, .write)
         setAvailable(true)
     }
 
@@ -768,7 +772,7 @@ public final class DeviceOutput: @unchecked Sendable {
             guard doorbell.waitForPost(milliseconds: Int32(clamping: left)) else {
                 guard !pcm.isGone else {
                     stoppedIdle.store(false, ordering: .releasing)
-                    lastError.store(-ENODEV, ordering: .releasing)
+                    lastError.store(-ENODEV, .status)
                     return false
                 }
                 probeAt = monotonicNanoseconds() + Int(Self.idleProbeMilliseconds) * 1_000_000
@@ -780,7 +784,7 @@ public final class DeviceOutput: @unchecked Sendable {
         stoppedIdle.store(false, ordering: .releasing)
         let r = pcm.prepare()
         if r < 0 {
-            lastError.store(r, ordering: .releasing)
+            lastError.store(r, .prepare)
             return false
         }
         newStream()  // from an empty buffer, everything played out
@@ -842,4 +846,33 @@ public final class DeviceOutput: @unchecked Sendable {
             _ = doorbell.waitForPost(milliseconds: Int32(clamping: (end - now + 999_999) / 1_000_000))
         }
     }
+}
+
+/// A device's last error (a negative errno, 0 when none) and the ALSA call that met it, in one
+/// atomic word: a reader never pairs one error with another's call. Any thread; real-time safe.
+final class LastError: Sendable {
+    /// The call that met an error.
+    enum Call: Int {
+        case open, write, prepare, status
+        var name: String {
+            switch self {
+            case .open: "open"
+            case .write: "write"
+            case .prepare: "prepare"
+            case .status: "status"
+            }
+        }
+    }
+    private let word = Atomic<Int>(0)
+
+    func store(_ code: Int32, _ call: Call) {
+        word.store(call.rawValue << 32 | Int(UInt32(bitPattern: code)), ordering: .releasing)
+    }
+
+    func load() -> (code: Int32, call: Call) {
+        let w = word.load(ordering: .acquiring)
+        return (Int32(bitPattern: UInt32(truncatingIfNeeded: w)), Call(rawValue: w >> 32) ?? .open)
+    }
+
+    var code: Int32 { load().code }
 }

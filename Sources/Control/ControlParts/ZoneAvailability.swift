@@ -95,6 +95,6 @@ extension ZoneHandle {
             return "PCM \"\(pcm)\" stopped again at each of \(limit) restarts in a row: reopening it"
         }
         if snap.lastError == 0 { return "opening PCM \"\(pcm)\"" }
-        return ALSAError(operation: "open", pcm: pcm, code: snap.lastError).description
+        return ALSAError(operation: snap.failedCall, pcm: pcm, code: snap.lastError).description
     }
 }

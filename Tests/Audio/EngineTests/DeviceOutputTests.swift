@@ -105,6 +105,7 @@ import Testing
         let third = Double(t1.tv_sec - t0.tv_sec) + Double(t1.tv_nsec - t0.tv_nsec) / 1e9
         #expect(third >= 0.75, "the third open came \(third) s after the first")
         #expect(waitUntil { zone.snapshot().lastError == -EIO }, "\(zone.snapshot().lastError)")
+        #expect(zone.snapshot().failedCall == "write", "it opened: a write failed")
         #expect(!zone.snapshot().available)
     }
 

@@ -37,6 +37,21 @@ import Testing
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["garage"]}"#).status == 202)
     }
 
+    /// A zone whose PCM opens but fails its writes says so — "write failed", not "open failed",
+    /// which it read before whatever call had failed — while the other zone plays.
+    @Test func aPCMThatFailsItsWritesSaysSo() throws {
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil), ("garage", 48_000, ALSATestRig.failingPCM)])
+        defer { t.stop() }
+        let expected = "ALSA PCM \"\(ALSATestRig.failingPCM)\": write failed: Input/output error (-5)"
+        var error: String?
+        #expect(
+            waitUntil {
+                error = (try? t.status().zones.first { $0.name == "garage" }?.error) ?? nil
+                return error == expected
+            }, "\(error ?? "no error")")
+        #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).status == 202)
+    }
+
     /// The state file on a full disk (its temporary file is /dev/full): the failure is published
     /// once (`state-error`: No space left on device), the daemon runs on with its state in memory,
     /// and the save is retried: once space returns (the monitor's first attempt removed the
