@@ -45,6 +45,7 @@ extension DeviceOutput {
             // Full: a running stream is left to play; one not running is started (a stopped one —
             // xrun, suspend, gone — refuses with the error its write would meet, handled below).
             var r: Int
+            var call = LastError.Call.write
             if full {
                 catchingUp = true
                 if pcm.isRunning { break }
@@ -52,6 +53,7 @@ extension DeviceOutput {
                 if started == 0 && pcm.isRunning { break }
                 // Started and stopped at once (ran dry: an xrun, recovered as one), or not started.
                 r = Int(started < 0 ? started : pcm.isInXrun ? -EPIPE : -EBADFD)
+                call = .start
             } else {
                 r = pcm.write(run.bytes, frames: run.frames)
             }
@@ -73,16 +75,23 @@ extension DeviceOutput {
                 stoppedAtEachRestart.store(true, ordering: .releasing)
                 deviceStalled.store(true, ordering: .releasing)
             }
+            // The error that ends the delivery: the write's (or start's), or the prepare's that
+            // failed to restart it.
+            var failure = (code: code, call: call)
             if code == -EPIPE && recover {
                 xruns.add(1, ordering: .relaxed)
-                if restart(pcm) { continue }
+                let prepared = restart(pcm)
+                if prepared == 0 { continue }
+                failure = (prepared, .prepare)
             } else if code == -ESTRPIPE && recover {
                 suspends.add(1, ordering: .relaxed)
-                if resumeAfterSuspend(pcm) { continue }
+                let resumed = resumeAfterSuspend(pcm)
+                if resumed == 0 { continue }
+                failure = (resumed, .prepare)
             } else {
                 history.rewind(unplayed(pcm))
             }
-            lastError.store(code, .write)
+            lastError.store(failure.code, failure.call)
             return false
         }
         if history.pending == 0 { catchingUp = false }
@@ -90,13 +99,13 @@ extension DeviceOutput {
         return true
     }
 
-    /// Takes back what a stopped device dropped and prepares it; false when it cannot be prepared
-    /// (then what it dropped is kept for the reopen).
-    private func restart<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
+    /// Takes back what a stopped device dropped and prepares it; the prepare's error when it cannot
+    /// be prepared (then what it dropped is kept for the reopen), else 0.
+    private func restart<Sink: PeriodSink>(_ pcm: Sink) -> Int32 {
         history.rewind(unplayed(pcm))
         catchingUp = true
         newStream()
-        return pcm.prepare() == 0
+        return pcm.prepare()
     }
 
     /// The device starts a new stream, empty, everything sent before played or taken back (a
@@ -110,14 +119,16 @@ extension DeviceOutput {
         playedAtLastMeasure = history.sent
     }
 
-    private func resumeAfterSuspend<Sink: PeriodSink>(_ pcm: Sink) -> Bool {
+    /// Resumes a suspended device, or restarts it (`restart`) when it cannot resume: 0, or the
+    /// prepare's error.
+    private func resumeAfterSuspend<Sink: PeriodSink>(_ pcm: Sink) -> Int32 {
         rateEstimator.reset()
         var r = pcm.resume()
         while r == -EAGAIN && !stopping {
             sleepUntil(monotonicNanoseconds() + 10_000_000)  // still waking up (alsa-lib's recover waits 1 s)
             r = pcm.resume()
         }
-        if r == 0 && !pcm.isInXrun { return true }
+        if r == 0 && !pcm.isInXrun { return 0 }
         return restart(pcm)
     }
 

@@ -453,6 +453,8 @@ public final class DeviceOutput: @unchecked Sendable {
         var innerRequest = spec.pcm
         if clockedBuffer != nil { innerRequest.bufferFrames = 2 * spec.pcm.periodFrames }
         var backoff = 250_000_000
+        // The pause after a device lost soon after it opened, doubling at each such loss in a row.
+        var shortLivedBackoff = 250_000_000
         var pauseBeforeOpen = 0
         while !stopping {
             // After a stall: the stalled PCM closed (the last iteration's), then a pause.
@@ -472,6 +474,7 @@ public final class DeviceOutput: @unchecked Sendable {
                 backoff = min(backoff * 2, 8_000_000_000)
                 continue
             }
+            backoff = 250_000_000
             let openedAt = monotonicNanoseconds()
             // Rendering ahead on the system clock: the buffer is the clocked one, as configured.
             let granted = clockedBuffer?.bufferFrames ?? pcm.configuration.bufferFrames
@@ -519,15 +522,15 @@ public final class DeviceOutput: @unchecked Sendable {
                 stallBackoff = min(stallBackoff * 2, 8_000_000_000)
             }
             // One lost soon after it opened (its first writes refused: -EIO from a USB DAC in a bad
-            // state, a sound server that drops the stream) waits the open's backoff, as a failed
-            // open does: opened again at once, it was reopened for ever on this real-time thread,
-            // the zone flapping between available and not. One that played a while is lost anew:
-            // opened again at once.
+            // state, a sound server that drops the stream) waits before it is opened again, 0.25 s
+            // doubling to 8 s while it keeps doing so: opened again at once, it was reopened for ever
+            // on this real-time thread, the zone flapping between available and not. One that played
+            // a while is lost anew: opened again at once (a failed open then backs off on its own).
             if monotonicNanoseconds() - openedAt < Self.shortLivedNanoseconds {
-                pauseBeforeOpen = max(pauseBeforeOpen, backoff)
-                backoff = min(backoff * 2, 8_000_000_000)
+                pauseBeforeOpen = max(pauseBeforeOpen, shortLivedBackoff)
+                shortLivedBackoff = min(shortLivedBackoff * 2, 8_000_000_000)
             } else {
-                backoff = 250_000_000
+                shortLivedBackoff = 250_000_000
             }
         }
     }
@@ -852,21 +855,22 @@ public final class DeviceOutput: @unchecked Sendable {
 /// atomic word: a reader never pairs one error with another's call. Any thread; real-time safe.
 final class LastError: Sendable {
     /// The call that met an error.
-    enum Call: Int {
-        case open, write, prepare, status
+    enum Call: UInt64 {
+        case open, write, start, prepare, status
         var name: String {
             switch self {
             case .open: "open"
             case .write: "write"
+            case .start: "start"
             case .prepare: "prepare"
             case .status: "status"
             }
         }
     }
-    private let word = Atomic<Int>(0)
+    private let word = Atomic<UInt64>(0)
 
     func store(_ code: Int32, _ call: Call) {
-        word.store(call.rawValue << 32 | Int(UInt32(bitPattern: code)), ordering: .releasing)
+        word.store(call.rawValue << 32 | UInt64(UInt32(bitPattern: code)), ordering: .releasing)
     }
 
     func load() -> (code: Int32, call: Call) {

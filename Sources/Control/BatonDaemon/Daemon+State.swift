@@ -17,9 +17,9 @@ extension Daemon {
     /// now, or `inBackground` by the state's writer thread (the monitor, about once a second: a
     /// slow disk must not hold it). Any thread but an output thread.
     public func saveState(inBackground: Bool = false) {
-        let now = currentState()
+        let (now, basis) = currentState()
         let persistence = parts.persistence
-        if let written = inBackground ? persistence.offer(now) : persistence.save(now) {
+        if let written = inBackground ? persistence.offer(now, basis: basis) : persistence.save(now, basis: basis) {
             parts.music.mirror(written, config)
         }
     }
@@ -27,17 +27,21 @@ extension Daemon {
     /// Saves the state for the last time (the stop's, before the fade-out turns the zone volumes
     /// down, which must not be saved), waiting for the disk at most 2 s. Control thread.
     func saveLastState() {
-        if let written = parts.persistence.saveLast(currentState()) { parts.music.mirror(written, config) }
+        let (now, basis) = currentState()
+        if let written = parts.persistence.saveLast(now, basis: basis) { parts.music.mirror(written, config) }
     }
 
     /// Every zone's user volume, and the newest server-music queue at its audible position (or the
-    /// last one seen, marked not playing, once its source was stopped; none once it played out).
-    private func currentState() -> SavedState {
+    /// last one seen, marked not playing, once its source was stopped; none once it played out);
+    /// with how many times a source had kept its queue then (`Persistence.keptCount`).
+    private func currentState() -> (SavedState, basis: Int) {
         var now = SavedState()
         for zone in zones.zones { now.volumes[zone.name] = parts.volumes.userVolume(zone) }
+        var basis = 0
         now.queue = state.withLock { s in
             // Under the control plane's lock: a source that ends keeps its queue (`keep(queue:)`)
             // under it too.
+            basis = parts.persistence.keptCount
             let previous = parts.persistence.saved.queue
             guard let p = MusicControl.newest(s) else {
                 return previous.map {
@@ -49,7 +53,7 @@ extension Daemon {
             if p.music!.progress.finished { return nil }
             return SavedQueue(p, playing: s.arbiter.state(of: p.id)?.isAudible ?? false) ?? previous
         }
-        return now
+        return (now, basis)
     }
 }
 

@@ -59,6 +59,11 @@ package final class Persistence: Sendable {
         /// When the write in progress began (monotonic ns); whether its slowness was reported.
         var writingSince: Int?
         var slowReported = false
+        /// `saveLast` waits for the writer (which then posts `wrote` after each write).
+        var lastAwaited = false
+        /// Counts `keep(queue:)`: a state computed before a source kept its queue does not put an
+        /// older queue back (`record`).
+        var kept = 0
     }
     fileprivate let state = Mutex<Kept>(Kept())
     /// The server's queue at start, asked in the background (`restore`): being asked, kept as the
@@ -69,13 +74,19 @@ package final class Persistence: Sendable {
     private let serverAnswered = Semaphore()
     /// Held through a write (see `save`).
     private let saving = Mutex<Void>(())
-    /// The thread that writes the state (`startWriter`), and whether it should end.
-    private let writer = Mutex<(thread: OSThread?, stopping: Bool)>((nil, false))
-    /// Rung when there is a state to write, and by `stopWriter`.
-    private let writerBell = Semaphore()
-    /// Posted by the writer after each write, and when it ends.
-    private let writerWrote = Semaphore()
-    private let writerEnded = Semaphore()
+    /// The thread that writes the state (`startWriter`): its own flag and semaphores, so that one
+    /// given up at a stop (`stopWriter`) and woken later never takes a newer one's.
+    private final class Writer: Sendable {
+        var thread: OSThread? { started.withLock { $0 } }
+        let started = Mutex<OSThread?>(nil)
+        let stopping = Atomic<Bool>(false)
+        /// Rung when there is a state to write, and by `stopWriter`.
+        let bell = Semaphore()
+        /// Posted after each write while `saveLast` waits (`Kept.lastAwaited`), and at the end.
+        let wrote = Semaphore()
+        let ended = Semaphore()
+    }
+    private let writer = Mutex<Writer?>(nil)
     /// A write that has not finished after this long is reported (`state-error`).
     static let slowWriteNanoseconds = 5_000_000_000
 
@@ -163,19 +174,30 @@ package final class Persistence: Sendable {
 
     /// Starts the thread that writes the state (`state-writer`). Control thread, at start.
     package func startWriter() {
-        writer.withLock { w in
-            guard w.thread == nil else { return }
-            w.stopping = false
-            w.thread = OSThread.start(name: "state-writer") { [self] in
-                defer { writerEnded.post() }
+        let new = Writer()
+        let isNew = writer.withLock { w -> Bool in
+            guard w == nil else { return false }
+            w = new
+            return true
+        }
+        guard isNew else { return }
+        state.withLock { $0.fadedOut = false }
+        new.started.withLock { t in
+            t = OSThread.start(name: "state-writer") { [self] in
+                defer { new.ended.post() }
                 while true {
-                    writerBell.wait()
-                    writerBell.drain()  // one write serves every ring so far: it writes the newest
-                    if writer.withLock({ $0.stopping }) { return }
+                    new.bell.wait()
+                    new.bell.drain()  // one write serves every ring so far: it writes the newest
+                    // At the stop, what `saveLast` recorded is still written if a slow write held it.
+                    let stopping = new.stopping.load(ordering: .acquiring)
                     let asked = state.withLock { $0.asked }
-                    saving.withLock { _ in _ = write(recording: nil) }
-                    state.withLock { $0.served = max($0.served, asked) }
-                    writerWrote.post()
+                    saving.withLock { _ in _ = write(recording: nil, basis: nil) }
+                    let awaited = state.withLock { s in
+                        s.served = max(s.served, asked)
+                        return s.lastAwaited
+                    }
+                    if awaited { new.wrote.post() }
+                    if stopping { return }
                 }
             }
         }
@@ -185,91 +207,115 @@ package final class Persistence: Sendable {
     /// disk that does not answer keeps it, and batond stops without it. Control thread, at the stop,
     /// after `saveLast`.
     package func stopWriter(within nanoseconds: Int = 500_000_000) {
-        let thread = writer.withLock { w in
-            w.stopping = true
-            defer { w.thread = nil }
-            return w.thread
+        let current = writer.withLock { w -> Writer? in
+            defer { w = nil }
+            return w
         }
-        guard let thread else { return }
-        writerBell.post()
-        if writerEnded.wait(nanoseconds: nanoseconds) {
-            thread.join()
+        guard let current else { return }
+        current.stopping.store(true, ordering: .releasing)
+        current.bell.post()
+        if current.ended.wait(nanoseconds: nanoseconds) {
+            current.thread?.join()
         } else {
             logger.warning("state: the state writer still waits on the disk; stopping without it")
         }
     }
 
-    /// Records `now` and, if it changed since the last write, has the writer thread write it;
-    /// returns at once (the monitor's save, about once a second: it must go on releasing finished
-    /// sounds and answering the watchdog while the disk writes). A write that has not finished after
+    /// The writer now running, nil when none runs or it is stopping.
+    private var runningWriter: Writer? {
+        writer.withLock { w in w.flatMap { $0.stopping.load(ordering: .acquiring) ? nil : $0 } }
+    }
+
+    /// Records `now` (computed when `keep(queue:)` had been called `basis` times: see `keptCount`)
+    /// and, if it changed since the last write, has the writer thread write it; returns at once (the
+    /// monitor's save, about once a second: it must go on releasing finished sounds and answering
+    /// the watchdog while the disk writes). A write that has not finished after
     /// `slowWriteNanoseconds` is reported, once. Returns the queue to be written.
-    package func offer(_ now: SavedState) -> SavedQueue?? {
-        let running = writer.withLock { $0.thread != nil && !$0.stopping }
+    package func offer(_ now: SavedState, basis: Int? = nil) -> SavedQueue?? {
+        let running = runningWriter
         let clock = monotonicNanoseconds()
-        var slow: Int?
+        var slow = false
         let due: SavedQueue?? = state.withLock { s in
             guard !s.fadedOut else { return nil }
-            let now = Self.record(now, in: &s)
+            let now = Self.record(now, basis: basis, in: &s)
             if let since = s.writingSince, clock - since >= Self.slowWriteNanoseconds, !s.slowReported {
                 s.slowReported = true
-                slow = (clock - since) / 1_000_000_000
+                slow = true
             }
-            guard running, s.written != now else { return nil }
+            guard running != nil, s.written != now else { return nil }
             s.asked += 1
             return .some(now.queue)
         }
-        if let slow {
-            let why = "\(store.path ?? "state"): a write has not finished after \(slow) s (the disk does not answer)"
+        if slow {
+            let after = Self.slowWriteNanoseconds / 1_000_000_000
+            let why = "\(store.path ?? "state"): a write has not finished after \(after) s (the disk does not answer)"
             logger.error("state: \(why); volumes and the queue are kept in memory and saved once it answers")
             events.publish(type: .stateError, reason: why)
         }
-        if due != nil { writerBell.post() }
+        if due != nil { running?.bell.post() }
         return due
     }
 
     /// Records `now` as the last state to keep (the stop's, before the fade-out: nothing computed
     /// after it is saved) and has it written, waiting at most `nanoseconds` for the disk: the
     /// fade-out and the stop go on without it (within systemd's 5 s), the file keeping the last
-    /// state it took. Without a writer running, writes it itself. Returns the queue to be written.
-    package func saveLast(_ now: SavedState, within nanoseconds: Int = 2_000_000_000) -> SavedQueue?? {
-        let running = writer.withLock { $0.thread != nil && !$0.stopping }
+    /// state it took. Without a writer running (a daemon never started), writes it itself, without
+    /// that bound. Returns the queue to be written.
+    package func saveLast(
+        _ now: SavedState, basis: Int? = nil, within nanoseconds: Int = 2_000_000_000
+    ) -> SavedQueue?? {
+        let running = runningWriter
         let ticket: (number: Int, queue: SavedQueue?)? = state.withLock { s in
             guard !s.fadedOut else { return nil }
-            let now = Self.record(now, in: &s)
+            let now = Self.record(now, basis: basis, in: &s)
             s.fadedOut = true
             guard s.written != now || s.writingSince != nil else { return nil }
             s.asked += 1
+            s.lastAwaited = running != nil
             return (s.asked, now.queue)
         }
         guard let ticket else { return nil }
-        guard running else { return saving.withLock { _ in write(recording: nil) } }
-        writerWrote.drain()  // posts of earlier writes: `served` says which this one waits for
-        writerBell.post()
+        guard let running else { return saving.withLock { _ in write(recording: nil, basis: nil) } }
+        running.bell.post()
         let deadline = monotonicNanoseconds() + nanoseconds
         while state.withLock({ $0.served < ticket.number }) {
             let left = deadline - monotonicNanoseconds()
-            if left <= 0 || !writerWrote.wait(nanoseconds: left) {
+            if left <= 0 || !running.wrote.wait(nanoseconds: left) {
                 logger.error(
                     "state: not saved at the stop: the disk did not answer within \(nanoseconds / 1_000_000) ms; \(store.path ?? "the file") keeps the last state it took"
                 )
-                break
+                return .some(ticket.queue)
             }
+        }
+        if state.withLock({ $0.failing }) {
+            logger.error(
+                "state: not saved at the stop: the write failed; \(store.path ?? "the file") keeps the last state it took"
+            )
         }
         return .some(ticket.queue)
     }
 
     /// Records `now` and writes it now if it changed since the last write (blocking while the disk
     /// writes). Returns the queue written.
-    package func save(_ now: SavedState) -> SavedQueue?? {
+    package func save(_ now: SavedState, basis: Int? = nil) -> SavedQueue?? {
         // One write at a time: the writer's and a caller's may come together, and two writers of
         // `state.json.tmp` could leave it half of each.
-        saving.withLock { _ in write(recording: now) }
+        saving.withLock { _ in write(recording: now, basis: basis) }
     }
+
+    /// How many times a source kept its queue (`keep(queue:)`): read with the queue a state is
+    /// computed from, under the control plane's lock, and given back with it (`basis`).
+    package var keptCount: Int { state.withLock { $0.kept } }
+
+    /// True while a write of the state is in progress (it may be waiting on the disk).
+    package var isWriting: Bool { state.withLock { $0.writingSince != nil } }
 
     /// Keeps `now` as the saved state, completed with what only the store knows (the server's
     /// queue, whether to ask it again at the next start). Under `state`'s lock.
-    private static func record(_ now: SavedState, in s: inout Kept) -> SavedState {
+    private static func record(_ now: SavedState, basis: Int?, in s: inout Kept) -> SavedState {
         var now = now
+        // Computed before a source ended and kept its queue: that queue, not the older look's.
+        if let basis, basis != s.kept { now.queue = s.saved.queue }
         // Computed from a look before the server's queue came: that queue stays.
         if s.fromServer == .held && now.queue == nil { now.queue = s.saved.queue }
         if now.queue != nil { s.fromServer = .none }
@@ -283,11 +329,11 @@ package final class Persistence: Sendable {
     /// written. A write that fails (full disk, read-only state-dir) is retried at the next save; the
     /// first failure of a streak is logged and published (`state-error`), and the recovery is
     /// logged. Returns the queue written. Under `saving`.
-    private func write(recording now: SavedState?) -> SavedQueue?? {
+    private func write(recording now: SavedState?, basis: Int?) -> SavedQueue?? {
         let target: (state: SavedState, previous: SavedState)? = state.withLock { s in
             // The stop recorded the last state before its fade-out: one computed after it (the
             // monitor's, still running) would keep the volumes turned down by the fade.
-            if let now, !s.fadedOut { _ = Self.record(now, in: &s) }
+            if let now, !s.fadedOut { _ = Self.record(now, basis: basis, in: &s) }
             guard s.written != s.saved else { return nil }
             defer {
                 s.written = s.saved
@@ -332,6 +378,7 @@ extension Persistence {
         state.withLock {
             $0.saved.queue = queue
             $0.fromServer = .none
+            $0.kept += 1
         }
     }
 

@@ -88,7 +88,8 @@ import Testing
             t.stop()
         }
         #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.3}"#).status == 200)
-        try #require(waitUntil(seconds: 5) { disk.isWaitedOn }, "the state's first write never began")
+        try #require(
+            waitUntil(seconds: 5) { t.daemon.parts.persistence.isWriting }, "the state's first write never began")
         let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"]
         #expect(t.waitForEvent("finished", source: bell, seconds: 5) != nil, "the doorbell ended meanwhile")
         #expect(t.daemon.monitorIsAlive, "the watchdog is fed")
@@ -120,7 +121,8 @@ import Testing
             t.stop()  // the API and the triggers
         }
         #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.3}"#).status == 200)
-        try #require(waitUntil(seconds: 5) { disk.isWaitedOn }, "the state's first write never began")
+        try #require(
+            waitUntil(seconds: 5) { t.daemon.parts.persistence.isWriting }, "the state's first write never began")
         let stopped = Atomic<Int>(0)
         let daemon = t.daemon
         let start = monotonicNanoseconds()
@@ -220,11 +222,6 @@ private struct UnansweredDisk {
 
     init() throws {
         try #require(mkfifo(directory + "/state.json.tmp", 0o644) == 0)
-    }
-
-    /// A thread of this process waits in an open of a FIFO without a reader.
-    var isWaitedOn: Bool {
-        !ProcessThreads.waiting(in: "wait_for_partner").isEmpty || !ProcessThreads.waiting(in: "fifo_open").isEmpty
     }
 
     /// Opens the far end, which lets a waiting write through, removes the FIFO (later writes make a

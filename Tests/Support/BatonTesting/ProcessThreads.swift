@@ -9,12 +9,6 @@ public enum ProcessThreads {
         ids(process: process).filter { self.name($0, process: process) == name }
     }
 
-    /// The ids of the threads of `process` (a pid, or `self`) asleep in kernel function `wchan`
-    /// (/proc/PROCESS/task/*/wchan): `wait_for_partner` is an open of a FIFO that has no other end.
-    public static func waiting(in wchan: String, process: String = "self") -> [Int] {
-        ids(process: process).filter { FileIO.firstLine("/proc/\(process)/task/\($0)/wchan") == wchan }
-    }
-
     /// The ids of the threads of `process` (a pid, or `self`): the entries of /proc/PROCESS/task.
     public static func ids(process: String = "self") -> [Int] {
         guard let dir = opendir("/proc/\(process)/task") else { return [] }
