@@ -169,7 +169,7 @@ extension DeviceOutput {
         // reopened device takes frames (`progressed`).
         if deviceOutage.snapshot().isOn {
             let first = framesPlayed.load(ordering: .relaxed) - history.pending
-            if deviceStalled.load(ordering: .relaxed) {
+            if deviceStalled.load(ordering: .relaxed) || unprovenSince != nil {
                 reopenedAt = first
             } else {
                 deviceOutage.record(on: nil, off: first)

@@ -131,6 +131,10 @@ public final class DeviceOutput: @unchecked Sendable {
     /// The first frame written to a device reopened after a stall: heard from there once it takes
     /// frames (`progressed`). Output thread only.
     var reopenedAt: Int?
+    /// When a device reopened after it was lost soon after its open twice in a row
+    /// (`shortLivedNanoseconds`) was opened: it is on probation, unavailable and keeping its loss's
+    /// error until it has taken frames that long (`progressed`). Output thread only.
+    var unprovenSince: Int?
     let framesPlayed = Atomic<Int>(0)
     let xruns = Atomic<Int>(0)
     let suspends = Atomic<Int>(0)
@@ -453,7 +457,9 @@ public final class DeviceOutput: @unchecked Sendable {
         var innerRequest = spec.pcm
         if clockedBuffer != nil { innerRequest.bufferFrames = 2 * spec.pcm.periodFrames }
         var backoff = 250_000_000
-        // The pause after a device lost soon after it opened, doubling at each such loss in a row.
+        // Losses soon after the open in a row (`shortLivedNanoseconds`), and the pause after the
+        // next, doubling at each.
+        var soonLosses = 0
         var shortLivedBackoff = 250_000_000
         var pauseBeforeOpen = 0
         while !stopping {
@@ -476,6 +482,8 @@ public final class DeviceOutput: @unchecked Sendable {
             }
             backoff = 250_000_000
             let openedAt = monotonicNanoseconds()
+            // Lost soon after its open again and again: available once it has played a while.
+            unprovenSince = soonLosses >= 2 ? openedAt : nil
             // Rendering ahead on the system clock: the buffer is the clocked one, as configured.
             let granted = clockedBuffer?.bufferFrames ?? pcm.configuration.bufferFrames
             grantedPeriod.store(clockedBuffer?.periodFrames ?? pcm.configuration.periodFrames, ordering: .relaxed)
@@ -486,8 +494,11 @@ public final class DeviceOutput: @unchecked Sendable {
             }
             // A device reopened after a stall still says so until it takes frames (`progressed`),
             // not an error an earlier attempt met; one that stopped at every restart says that.
+            // One on probation keeps the error of its loss.
             let stalledWith = stoppedAtEachRestart.load(ordering: .relaxed) ? -EPIPE : Self.stallError
-            lastError.store(deviceStalled.load(ordering: .relaxed) ? stalledWith : 0, .write)
+            if unprovenSince == nil {
+                lastError.store(deviceStalled.load(ordering: .relaxed) ? stalledWith : 0, .write)
+            }
             // Wake when `wakePeriods` are free (see `play`); a device that refuses it wakes every
             // period and is written a period at a time. Rendering ahead: when the card is down to
             // its low water.
@@ -503,8 +514,10 @@ public final class DeviceOutput: @unchecked Sendable {
             }
             deviceOpened()
             // A device reopened after a stall is available once it has taken frames (`progressed`):
-            // a DAC that stays dead read "available" for two seconds after each reopen.
-            if !deviceStalled.load(ordering: .acquiring) { setAvailable(true) }
+            // a DAC that stays dead read "available" for two seconds after each reopen. One lost
+            // soon after its last open, once it has taken frames for `shortLivedNanoseconds`: one
+            // that fails within moments of each open read "available" at each, an event each time.
+            if !deviceStalled.load(ordering: .acquiring) && unprovenSince == nil { setAvailable(true) }
             if let clockedBuffer {
                 playAhead(on: clockedBuffer, bufferFrames: granted, cycle: &cycle)
                 clockedBuffer.output = nil
@@ -521,16 +534,22 @@ public final class DeviceOutput: @unchecked Sendable {
                 pauseBeforeOpen = stallBackoff
                 stallBackoff = min(stallBackoff * 2, 8_000_000_000)
             }
-            // One lost soon after it opened (its first writes refused: -EIO from a USB DAC in a bad
-            // state, a sound server that drops the stream) waits before it is opened again, 0.25 s
-            // doubling to 8 s while it keeps doing so: opened again at once, it was reopened for ever
-            // on this real-time thread, the zone flapping between available and not. One that played
-            // a while is lost anew: opened again at once (a failed open then backs off on its own).
+            // One lost soon after it opened a second time in a row (its writes refused: -EIO from a
+            // USB DAC in a bad state, a sound server that drops the stream) waits before it is opened
+            // again, 0.25 s doubling to 8 s while it keeps doing so: opened again at once, it was
+            // reopened for ever on this real-time thread, the zone flapping between available and
+            // not. The first such loss is opened again at once, as one that played a while: a card
+            // unplugged soon after it opened is back as soon as it is replugged (a failed open backs
+            // off on its own).
             if monotonicNanoseconds() - openedAt < Self.shortLivedNanoseconds {
+                soonLosses += 1
+            } else {
+                soonLosses = 0
+                shortLivedBackoff = 250_000_000
+            }
+            if soonLosses >= 2 {
                 pauseBeforeOpen = max(pauseBeforeOpen, shortLivedBackoff)
                 shortLivedBackoff = min(shortLivedBackoff * 2, 8_000_000_000)
-            } else {
-                shortLivedBackoff = 250_000_000
             }
         }
     }
@@ -615,6 +634,8 @@ public final class DeviceOutput: @unchecked Sendable {
                         (delay ?? 0) + pcm.hiddenDelayFrames + history.pending, ordering: .sequentiallyConsistent)
                 }
             }
+            // A system-clocked device on probation has taken what it was given.
+            if spec.clock == .system && unprovenSince != nil { progressed() }
             if spec.clock == .system {
                 deadline += wakeNanoseconds
                 let now = monotonicNanoseconds()
@@ -649,7 +670,8 @@ public final class DeviceOutput: @unchecked Sendable {
         // never show it took them, and stay unavailable (no source could then claim it to wake it).
         // Nor one that still has frames to write (catching up): they would wait, uncounted, for
         // the next start.
-        guard spec.stopsWhenIdle, !deviceStalled.load(ordering: .relaxed), history.pending == 0 else {
+        guard spec.stopsWhenIdle, !deviceStalled.load(ordering: .relaxed), unprovenSince == nil, history.pending == 0
+        else {
             return .playing
         }
         idleFrames = allZonesIdle ? idleFrames + frames : 0
@@ -700,9 +722,15 @@ public final class DeviceOutput: @unchecked Sendable {
     public static let stallError = -ETIMEDOUT
 
     /// The running device took frames: a stall is over (the zone is available again, and the
-    /// next stall waits the shortest pause). Output thread; real-time safe.
+    /// next stall waits the shortest pause), and a probation once it has lasted
+    /// `shortLivedNanoseconds`. Output thread; real-time safe.
     func progressed() {
-        guard deviceStalled.load(ordering: .relaxed) else { return }
+        if let since = unprovenSince {
+            guard monotonicNanoseconds() - since >= Self.shortLivedNanoseconds else { return }
+            unprovenSince = nil
+        } else if !deviceStalled.load(ordering: .relaxed) {
+            return
+        }
         // Heard again from the first frame written after the reopen (`deviceOpened`), now that the
         // card takes frames: a reopened card still dead was said to be heard.
         if let frame = reopenedAt {

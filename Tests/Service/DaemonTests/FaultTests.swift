@@ -38,7 +38,9 @@ import Testing
     }
 
     /// A zone whose PCM opens but fails its writes says so — "write failed", not "open failed",
-    /// which it read before whatever call had failed — while the other zone plays.
+    /// which it read before whatever call had failed — while the other zone plays; reopened after
+    /// a second such failure, it is not said to be available until it has played a while: it read
+    /// "available" at each reopen, a `zone-available` event each time.
     @Test func aPCMThatFailsItsWritesSaysSo() throws {
         let t = try TestDaemon(zones: [("kitchen", 44_100, nil), ("garage", 48_000, ALSATestRig.failingPCM)])
         defer { t.stop() }
@@ -50,6 +52,11 @@ import Testing
                 return error == expected
             }, "\(error ?? "no error")")
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).status == 202)
+        let garage = try #require(t.daemon.output("garage")).device
+        #expect(waitUntil { garage.openAttemptCount >= 5 })
+        let available = t.daemon.events.recent().filter { $0.type == "zone-available" && $0.zones == ["garage"] }
+        #expect(available.count <= 2, "available at \(available.count) of \(garage.openAttemptCount) opens")
+        #expect(try t.status().zones.first { $0.name == "garage" }?.error == expected)
     }
 
     /// The state file on a full disk (its temporary file is /dev/full): the failure is published
