@@ -109,6 +109,33 @@ import Testing
         #expect(!zone.snapshot().available)
     }
 
+    /// A device on probation (lost soon after its open twice in a row) that then works is
+    /// available again once it has played 1 s — on every way an output plays: the device's clock
+    /// or the system's, rendering ahead or not. A system-clocked zone rendering ahead never said
+    /// it had played (its clocked buffer's progress is not watched) and stayed unavailable; and,
+    /// reopened with what it dropped written again and less than a period of room left, it was
+    /// never started: "available" in silence, never failing again (here: never a third open).
+    @Test(arguments: [
+        (0, ZoneClock.device, false), (1, ZoneClock.system, false), (2, ZoneClock.device, true),
+        (3, ZoneClock.system, true),
+    ])
+    func aDeviceOnProbationThatWorksIsAvailableAgain(index: Int, clock: ZoneClock, ahead: Bool) throws {
+        unsetenv(ALSATestRig.switchingVariable(index))
+        var spec = spec(ALSATestRig.switching(index), clock: clock)
+        spec.rendersAhead = ahead
+        let zone = DeviceOutput(spec)
+        zone.start()
+        defer { zone.stop() }
+        #expect(waitUntil { zone.openAttemptCount >= 3 }, "failed twice soon after its open")
+        #expect(!zone.snapshot().available)
+        // A clock of its own (the virtual card) for a device-clocked zone; a `file` PCM takes what
+        // it is given at once.
+        let works = clock == .device ? ALSATestRig.makeCard().name : ALSATestRig.makePCM().name
+        setenv(ALSATestRig.switchingVariable(index), works, 1)
+        #expect(waitUntil(seconds: 8) { zone.snapshot().available }, "\(zone.snapshot())")
+        #expect(zone.snapshot().lastError == 0)
+    }
+
     /// A system-clocked zone plays 5 s of audio in 5 s ± 2 %, not all at once.
     @Test func systemClockPacesInRealTime() throws {
         let a = ALSATestRig.makePCM()

@@ -23,6 +23,20 @@ public enum ALSATestRig {
     }
     private static let failingName = "baton_failing"
 
+    /// How many ``switching(_:)`` PCMs the rig defines.
+    public static let switchingCount = 8
+
+    /// PCM `index` (below ``switchingCount``) of a family that fails its writes (``failingPCM``)
+    /// until a test names a working one in its environment variable, ``switchingVariable(_:)``
+    /// (ALSA reads it at each open): a device that fails, then works. One per test case, since
+    /// the environment is the process's.
+    public static func switching(_ index: Int) -> String {
+        _ = directory
+        return "baton_switching_\(index)"
+    }
+
+    public static func switchingVariable(_ index: Int) -> String { "BATON_TEST_SWITCHING_\(index)" }
+
     private static let counter = Atomic<Int>(0)
 
     /// PulseAudio's `pulse` PCM (alsa-plugins) with the server as an argument (``pulse(server:)``).
@@ -42,6 +56,10 @@ public enum ALSATestRig {
         let dir = TestDirectory.root
         var conf = "</usr/share/alsa/alsa.conf>\npcm.baton_null { type null }\n"
         conf += "pcm.\(missingPCM) { type hw card 97 }\n"
+        for i in 0..<switchingCount {
+            conf +=
+                "pcm.baton_switching_\(i) { type plug slave.pcm { @func getenv vars [ \(switchingVariable(i)) ] default \"\(failingName)\" } }\n"
+        }
         conf += "pcm.\(failingName) { type file slave.pcm \"baton_null\" file \"/dev/full\" format \"raw\" }\n"
         conf +=
             "pcm.\(latePCM) { type plug slave.pcm { @func getenv vars [ \(lateVariable) ] default \"\(missingPCM)\" } }\n"
