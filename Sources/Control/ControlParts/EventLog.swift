@@ -103,10 +103,22 @@ public final class EventLog: Sendable {
     /// run has not reached yet is another run's (a browser reconnecting to a restarted daemon sends
     /// the last id it saw): that client gets every kept event of this run, not only those numbered
     /// above the old id.
+    ///
+    /// The replay (up to `capacity` events, each encoded by an SSE subscriber) is delivered first
+    /// without holding up publishers — the monitor publishes under the control plane's lock, and a
+    /// phone's browser reconnecting made it wait for all of it —; then, with them held, the events
+    /// published meanwhile, and the subscriber joins.
     @discardableResult
     public func subscribe(_ subscriber: any EventSubscriber, after lastEventID: Int?) -> Int {
-        delivery.withLock { _ in
-            let missed = lastEventID.map { recent(after: $0) } ?? []
+        var last = lastEventID
+        if let after = lastEventID {
+            for e in recent(after: after) {
+                _ = subscriber.deliver(e)
+                last = e.seq
+            }
+        }
+        return delivery.withLock { _ in
+            let missed = last.map { recent(after: $0) } ?? []
             for e in missed { _ = subscriber.deliver(e) }
             return state.withLock { s in
                 s.nextSubscriber += 1

@@ -87,6 +87,40 @@ import Testing
         #expect(disorder(late.seen.withLock { $0 }, from: 2) == nil)
     }
 
+    /// A subscriber joining with a replay (a phone's browser reconnecting: up to 2 000 events, each
+    /// encoded) does not hold up publishers meanwhile — the monitor publishes under the control
+    /// plane's lock —, and still gets every event once, in order.
+    @Test func aReplayDoesNotHoldPublishers() {
+        final class Held: EventSubscriber {
+            let entered = Semaphore()
+            let release = Semaphore()
+            let seen = Mutex<[Int]>([])
+            func deliver(_ event: Event) -> Bool {
+                if event.seq == 1 {
+                    entered.post()
+                    release.wait()
+                }
+                seen.withLock { $0.append(event.seq) }
+                return true
+            }
+        }
+        let log = EventLog()
+        for _ in 0..<3 { log.publish(type: .reloaded) }
+        let held = Held()
+        let joiner = OSThread.start { log.subscribe(held, after: 0) }
+        held.entered.wait()  // replaying, held in the subscriber's deliver
+        let published = Atomic<Bool>(false)
+        let publisher = OSThread.start {
+            log.publish(type: .reloaded)
+            published.store(true, ordering: .releasing)
+        }
+        #expect(waitUntil(seconds: 2) { published.load(ordering: .acquiring) }, "the publish waited for the replay")
+        held.release.post()
+        joiner.join()
+        publisher.join()
+        #expect(held.seen.withLock { $0 } == [1, 2, 3, 4])
+    }
+
     /// A browser reconnecting to a restarted daemon sends the last id of the old run, which this run
     /// may not have reached: it gets every kept event of this run (it got nothing until this run
     /// passed the old id, and the web app's log stood still). An id this run has issued still means
