@@ -461,6 +461,8 @@ public final class DeviceOutput: @unchecked Sendable {
         // next, doubling at each.
         var soonLosses = 0
         var shortLivedBackoff = 250_000_000
+        // The error the last loss met: what a device on probation says (not a failed open's since).
+        var lossError = lastError.load()
         var pauseBeforeOpen = 0
         while !stopping {
             // After a stall: the stalled PCM closed (the last iteration's), then a pause.
@@ -498,6 +500,8 @@ public final class DeviceOutput: @unchecked Sendable {
             let stalledWith = stoppedAtEachRestart.load(ordering: .relaxed) ? -EPIPE : Self.stallError
             if unprovenSince == nil {
                 lastError.store(deviceStalled.load(ordering: .relaxed) ? stalledWith : 0, .write)
+            } else {
+                lastError.store(lossError.code, lossError.call)
             }
             // Wake when `wakePeriods` are free (see `play`); a device that refuses it wakes every
             // period and is written a period at a time. Rendering ahead: when the card is down to
@@ -528,6 +532,7 @@ public final class DeviceOutput: @unchecked Sendable {
             }
             deviceLost()
             setAvailable(false)
+            lossError = lastError.load()
             // A device that stalled is opened again after a pause, longer at each stall before it
             // took frames again (`progressed` resets it).
             if deviceStalled.load(ordering: .acquiring) {

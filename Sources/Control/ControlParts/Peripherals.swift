@@ -160,11 +160,12 @@ package final class Persistence: Sendable {
                 // A queue of this run's, saved meanwhile, is newer. Saved, not marked written: the
                 // next save writes it to the file (the first may have been written without).
                 switch answer {
-                case .success(let q?) where s.saved.queue == nil:
+                // Not once a source of this run kept its queue (`keep`: none, when it played out).
+                case .success(let q?) where s.saved.queue == nil && s.fromServer == .asking:
                     s.saved.queue = q
                     s.saved.askServerQueue = nil
                     s.fromServer = .held
-                case .failure where s.saved.queue == nil: s.fromServer = .failed
+                case .failure where s.saved.queue == nil && s.fromServer == .asking: s.fromServer = .failed
                 default: s.fromServer = .none
                 }
             }
@@ -275,6 +276,7 @@ package final class Persistence: Sendable {
             return (s.asked, now.queue)
         }
         guard let ticket else { return nil }
+        defer { state.withLock { $0.lastAwaited = false } }
         guard let running else { return saving.withLock { _ in write(recording: nil, basis: nil) } }
         running.bell.post()
         let deadline = monotonicNanoseconds() + nanoseconds
