@@ -12,23 +12,47 @@ public final class Logger: Sendable {
     }
 
     private let minimum: Level
-    private let sink: @Sendable (String) -> Void
+    private let sink: (@Sendable (String) -> Void)?
+    private let fileDescriptor: Int32
+    /// Lines the journal did not take (see `writeLine`); said with the next line that goes out.
+    private let dropped = Mutex(0)
     private let lock = Mutex(())
 
-    /// A logger writing lines at `minimum` or above to `sink` (standard error by default).
-    public init(minimum: Level = .info, sink: (@Sendable (String) -> Void)? = nil) {
+    /// A logger writing lines at `minimum` or above to `sink`, or else to `fileDescriptor`
+    /// (standard error).
+    public init(minimum: Level = .info, fileDescriptor: Int32 = 2, sink: (@Sendable (String) -> Void)? = nil) {
         self.minimum = minimum
-        self.sink =
-            sink ?? { line in
-                var text = line + "\n"
-                text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
-            }
+        self.fileDescriptor = fileDescriptor
+        self.sink = sink
     }
 
     public func log(_ level: Level, _ message: @autoclosure () -> String) {
         guard level >= minimum else { return }
         let line = "batond \(level.label): \(message())"
-        lock.withLock { _ in sink(line) }
+        lock.withLock { _ in
+            if let sink { sink(line) } else { writeLine(line) }
+        }
+    }
+
+    /// Writes `line` to the file descriptor. A socket — journald's stream, under systemd — is never
+    /// waited for: a journal that does not read (itself held by a busy disk) would hold every thread
+    /// that logs, the monitor among them, with the control plane's lock, past the watchdog's
+    /// limit. What it does not take is dropped and counted, and the count is said first when a line
+    /// goes through again. A terminal, a file or a pipe is written as before. Under `lock`.
+    private func writeLine(_ line: String) {
+        let missed = dropped.withLock { $0 }
+        var text = (missed > 0 ? "batond warning: \(missed) log lines dropped (the journal did not take them)\n" : "")
+        text += line + "\n"
+        text.withUTF8 { bytes in
+            let sent = send(fileDescriptor, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+            if sent < 0 && errno == ENOTSOCK {
+                _ = write(fileDescriptor, bytes.baseAddress, bytes.count)
+            } else if sent < bytes.count {
+                dropped.withLock { $0 += 1 }  // refused, or cut short
+            } else if missed > 0 {
+                dropped.withLock { $0 -= missed }
+            }
+        }
     }
 
     public func debug(_ m: @autoclosure () -> String) { log(.debug, m()) }
