@@ -105,14 +105,18 @@ extension DeviceOutput {
             // Started once it holds its low water and a period — or once no other period fits: a
             // stream reopened or restarted with frames written again (`deliver`) that left it less
             // than a period of room, and short of that, was never started, nothing more rendered
-            // into it (a zone "available" in silence for good).
-            let filled = held + periods * period
-            if !pcm.isRunning && (filled >= lowWater + period || (filled > 0 && room - periods * period < period)) {
-                _ = pcm.start()
+            // into it (a zone "available" in silence for good). Asked after the delivery, which may
+            // have restarted it (an xrun met in the write: then it holds what was written since).
+            if !pcm.isRunning {
+                let free = pcm.avail()
+                let fill = free < 0 ? 0 : bufferFrames - free
+                if fill > 0 && (fill >= lowWater + period || free < period) { _ = pcm.start() }
             }
             // A system-clocked device on probation has taken what it was given (a clocked buffer
             // does not play between calls: its progress is not watched below).
-            if spec.clock == .system && unprovenSince != nil { progressed() }
+            if spec.clock == .system && unprovenSince != nil && pcm.isRunning && deliveredThisCycle > 0 {
+                progressed()
+            }
             publishingCounters {
                 framesPlayed.add(periods * period, ordering: .sequentiallyConsistent)
                 measureDevice(pcm, bufferFrames: bufferFrames)

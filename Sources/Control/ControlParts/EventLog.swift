@@ -111,12 +111,20 @@ public final class EventLog: Sendable {
     @discardableResult
     public func subscribe(_ subscriber: any EventSubscriber, after lastEventID: Int?) -> Int {
         var last = lastEventID
-        if let after = lastEventID {
-            for e in recent(after: after) {
+        if let lastEventID {
+            // Another run's id read once: this run may reach it meanwhile, and then means "after".
+            let (missed, after) = state.withLock { s in
+                let after = lastEventID >= s.next ? 0 : lastEventID
+                return (s.recent.filter { $0.seq > after }, after)
+            }
+            last = after
+            for e in missed {
                 _ = subscriber.deliver(e)
                 last = e.seq
             }
         }
+        // (More than `capacity` events published during the replay would leave a gap: the oldest
+        // go first. At the daemon's rates, 2 000 events take hours.)
         return delivery.withLock { _ in
             let missed = last.map { recent(after: $0) } ?? []
             for e in missed { _ = subscriber.deliver(e) }

@@ -2,6 +2,7 @@ import ALSA
 import BatonTesting
 import Engine
 import Glibc
+import Synchronization
 import Testing
 
 /// A `clock: device` zone that renders ahead (`DeviceSpec.rendersAhead`) on the virtual sound card:
@@ -14,6 +15,34 @@ import Testing
     static let period = DeviceCardTests.period
 
     static func card() -> TestCard { DeviceCardTests.card(bufferFrames: DeviceCardTests.longBuffer) }
+
+    /// A zone rendering ahead whose thread is held off longer than its buffer (the card, or its
+    /// clocked buffer on the system clock, runs dry) underruns once and plays on. (Started again
+    /// with only the period the restart held, as 769f564 could, it may run dry again at once; here
+    /// the rings' bell woke the thread early enough that this test did not see it.)
+    @Test(arguments: [ZoneClock.device, .system])
+    func aZoneHeldOffUnderrunsOnce(clock: ZoneClock) throws {
+        let card = clock == .device ? DeviceCardTests.card(bufferFrames: DeviceCardTests.longBuffer) : nil
+        let output =
+            card.map { DeviceCardTests.device($0, rendersAhead: true) }
+            ?? ClockedAheadTests.output(ALSATestRig.makePCM().name)
+        let feeder = SlotFeeder([try #require(output.mixer.claimSlot(gain: 1))])
+        let hold = Atomic<Bool>(false)
+        output.cycleObserver = { _ in
+            if hold.exchange(false, ordering: .acquiringAndReleasing) { usleep(300_000) }  // longer than the buffer
+        }
+        output.start()
+        defer {
+            output.stop()
+            feeder.stop()
+        }
+        #expect(waitUntil { output.snapshot().framesPlayed >= Self.rate / 2 })
+        hold.store(true, ordering: .releasing)
+        #expect(waitUntil { output.snapshot().xruns >= 1 }, "it ran dry")
+        let from = output.snapshot().framesPlayed
+        #expect(waitUntil(seconds: 4) { output.snapshot().framesPlayed >= from + Self.rate })
+        #expect(output.snapshot().xruns == 1, "\(output.snapshot().xruns) xruns")
+    }
 
     /// Three seconds of music with a change asked for every 37 ms that leaves the samples as they
     /// are (the music's gain set to what it is, a silent second source): each is a take-back, yet
