@@ -14,8 +14,9 @@ public final class Logger: Sendable {
     private let minimum: Level
     private let sink: (@Sendable (String) -> Void)?
     private let fileDescriptor: Int32
-    /// Lines the journal did not take (see `writeLine`); said with the next line that goes out.
-    private let dropped = Mutex(0)
+    /// Lines the journal did not take (see `writeLine`), said with the next line that goes out;
+    /// and whether the last went out cut short (the next then begins on a line of its own).
+    private let dropped = Mutex((count: 0, cut: false))
     private let lock = Mutex(())
 
     /// A logger writing lines at `minimum` or above to `sink`, or else to `fileDescriptor`
@@ -40,17 +41,23 @@ public final class Logger: Sendable {
     /// limit. What it does not take is dropped and counted, and the count is said first when a line
     /// goes through again. A terminal, a file or a pipe is written as before. Under `lock`.
     private func writeLine(_ line: String) {
-        let missed = dropped.withLock { $0 }
-        var text = (missed > 0 ? "batond warning: \(missed) log lines dropped (the journal did not take them)\n" : "")
+        let (missed, cut) = dropped.withLock { ($0.count, $0.cut) }
+        var text = cut ? "\n" : ""
+        if missed > 0 { text += "batond warning: \(missed) log lines dropped (the journal did not take them)\n" }
+        let before = text.utf8.count
         text += line + "\n"
         text.withUTF8 { bytes in
             let sent = send(fileDescriptor, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
             if sent < 0 && errno == ENOTSOCK {
                 _ = write(fileDescriptor, bytes.baseAddress, bytes.count)
             } else if sent < bytes.count {
-                dropped.withLock { $0 += 1 }  // refused, or cut short
-            } else if missed > 0 {
-                dropped.withLock { $0 -= missed }
+                // Refused, or cut short: what went out may end without its newline, and may have
+                // said the count already.
+                let said = missed > 0 && sent >= before
+                let cutNow = sent > 0 ? bytes[sent - 1] != 0x0A : cut
+                dropped.withLock { $0 = (said ? 1 : missed + 1, cutNow) }
+            } else {
+                dropped.withLock { $0 = (0, false) }
             }
         }
     }
