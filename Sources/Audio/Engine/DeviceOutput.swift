@@ -26,8 +26,9 @@ public final class DeviceOutput: @unchecked Sendable {
         public var available: Bool
         /// The last ALSA error (negative errno), 0 when none.
         public var lastError: Int32
-        /// The call that met it: "open", "write" (the stream failed while playing: a write, a
-        /// restart), "prepare" (waking from idle), "status" (the idle card asked, and gone).
+        /// The call that met it: "open", "write" (the stream failed while playing), "start" (a
+        /// filled stream that would not start), "prepare" (restarting after an xrun or a suspend,
+        /// or waking from idle), "status" (the idle card asked, and gone).
         public var failedCall: String = "open"
         public var framesPlayed: Int
         public var xruns: Int
@@ -701,8 +702,8 @@ public final class DeviceOutput: @unchecked Sendable {
     /// (a 40 ms buffer woken at half), and not in five of seven with 30 ms (docs/RELIABILITY.md).
     static let minimumHeldNanoseconds = 30_000_000
 
-    /// A device lost sooner than this after it was opened is opened again only after the open's
-    /// backoff (`run`).
+    /// A device lost sooner than this after it was opened twice in a row is opened again only
+    /// after a pause, and is on probation until it has taken frames this long (`run`).
     static let shortLivedNanoseconds = 1_000_000_000
 
     /// How long a running device may take no frame before it counts as lost: a DAC whose clock
@@ -911,5 +912,4 @@ final class LastError: Sendable {
         return (Int32(bitPattern: UInt32(truncatingIfNeeded: w)), Call(rawValue: w >> 32) ?? .open)
     }
 
-    var code: Int32 { load().code }
 }

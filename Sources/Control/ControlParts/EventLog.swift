@@ -91,10 +91,14 @@ public final class EventLog: Sendable {
 
     /// The events still kept, oldest first; only those after `seq` when given — all of them when
     /// this run has not reached `seq` (another run's id, as `subscribe` takes it).
-    public func recent(after seq: Int = 0) -> [Event] {
+    public func recent(after seq: Int = 0) -> [Event] { kept(after: seq).events }
+
+    /// The events still kept after `seq` as `recent` reads it, and the seq that read means in this
+    /// run (0 for another run's).
+    private func kept(after seq: Int) -> (events: [Event], after: Int) {
         state.withLock { s in
             let after = seq >= s.next ? 0 : seq
-            return s.recent.filter { $0.seq > after }
+            return (s.recent.filter { $0.seq > after }, after)
         }
     }
 
@@ -113,10 +117,7 @@ public final class EventLog: Sendable {
         var last = lastEventID
         if let lastEventID {
             // Another run's id read once: this run may reach it meanwhile, and then means "after".
-            let (missed, after) = state.withLock { s in
-                let after = lastEventID >= s.next ? 0 : lastEventID
-                return (s.recent.filter { $0.seq > after }, after)
-            }
+            let (missed, after) = kept(after: lastEventID)
             last = after
             for e in missed {
                 _ = subscriber.deliver(e)

@@ -345,29 +345,25 @@ package final class Persistence: Sendable {
         }
         guard let target else { return nil }
         let result = store.save(target.state)
-        let (first, recovered, wasSlow) = state.withLock { s in
-            s.writingSince = nil
+        let failed = if case .failure = result { true } else { false }
+        let (wasFailing, wasSlow) = state.withLock { s in
             defer {
+                s.writingSince = nil
                 s.slowReported = false
-                if case .failure = result {
-                    if s.written == target.state { s.written = target.previous }  // retry next time
-                    s.failing = true
-                } else {
-                    s.failing = false
-                }
+                s.failing = failed
+                if failed && s.written == target.state { s.written = target.previous }  // retry next time
             }
-            if case .failure = result { return (!s.failing, false, s.slowReported) }
-            return (false, s.failing, s.slowReported)
+            return (s.failing, s.slowReported)
         }
         switch result {
         case .failure(let failure):
-            if first {
+            if !wasFailing {
                 logger.error(
                     "state: \(failure); volumes and the queue are kept in memory and saved again once it works")
                 events.publish(type: .stateError, reason: failure.description)
             }
         case .success:
-            if recovered || wasSlow { logger.info("state: saved again to \(store.path ?? "")") }
+            if wasFailing || wasSlow { logger.info("state: saved again to \(store.path ?? "")") }
         }
         return .some(target.state.queue)
     }

@@ -14,10 +14,10 @@ public final class Logger: Sendable {
     private let minimum: Level
     private let sink: (@Sendable (String) -> Void)?
     private let fileDescriptor: Int32
-    /// Lines the journal did not take (see `writeLine`), said with the next line that goes out;
-    /// and whether the last went out cut short (the next then begins on a line of its own).
-    private let dropped = Mutex((count: 0, cut: false))
-    private let lock = Mutex(())
+    /// Orders the lines; holds how many the journal did not take (see `writeLine`), said with the
+    /// next line that goes out, and whether the last went out cut short (the next then begins on a
+    /// line of its own).
+    private let lock = Mutex((dropped: 0, cut: false))
 
     /// A logger writing lines at `minimum` or above to `sink`, or else to `fileDescriptor`
     /// (standard error).
@@ -30,8 +30,8 @@ public final class Logger: Sendable {
     public func log(_ level: Level, _ message: @autoclosure () -> String) {
         guard level >= minimum else { return }
         let line = "batond \(level.label): \(message())"
-        lock.withLock { _ in
-            if let sink { sink(line) } else { writeLine(line) }
+        lock.withLock { state in
+            if let sink { sink(line) } else { writeLine(line, &state) }
         }
     }
 
@@ -40,8 +40,8 @@ public final class Logger: Sendable {
     /// that logs, the monitor among them, with the control plane's lock, past the watchdog's
     /// limit. What it does not take is dropped and counted, and the count is said first when a line
     /// goes through again. A terminal, a file or a pipe is written as before. Under `lock`.
-    private func writeLine(_ line: String) {
-        let (missed, cut) = dropped.withLock { ($0.count, $0.cut) }
+    private func writeLine(_ line: String, _ state: inout (dropped: Int, cut: Bool)) {
+        let (missed, cut) = state
         var text = cut ? "\n" : ""
         if missed > 0 { text += "batond warning: \(missed) log lines dropped (the journal did not take them)\n" }
         let before = text.utf8.count
@@ -55,9 +55,9 @@ public final class Logger: Sendable {
                 // said the count already.
                 let said = missed > 0 && sent >= before
                 let cutNow = sent > 0 ? bytes[sent - 1] != 0x0A : cut
-                dropped.withLock { $0 = (said ? 1 : missed + 1, cutNow) }
+                state = (said ? 1 : missed + 1, cutNow)
             } else {
-                dropped.withLock { $0 = (0, false) }
+                state = (0, false)
             }
         }
     }
