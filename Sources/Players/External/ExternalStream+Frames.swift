@@ -44,7 +44,6 @@ extension ExternalStream {
             let burst = targets.map(\.device.burstNanoseconds).min() ?? 10_000_000
             pumpInterval = Int32(min(10, max(2, burst / 1_000_000)))
         }
-        appliedGeneration.store(generation, ordering: .releasing)
         return failure
     }
 

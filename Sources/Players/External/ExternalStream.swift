@@ -46,7 +46,10 @@ public final class ExternalStream: @unchecked Sendable {
         var finished: (@Sendable () -> Void)?
     }
     let shared = Mutex(Shared())
-    let appliedGeneration = Atomic<Int>(0)
+    /// Held by the stream's thread while it writes into the slots (`onCurrentSlots`), which it
+    /// does only into those of the generation it applied, looked at under this lock: `detach`
+    /// takes it once after its change, and then the thread writes into the old slots no more.
+    let slotWrites = Mutex<Void>(())
     /// The stream's thread (`pthread_self()`), once `run` began: a `detach` on it (a source refused
     /// from within `onFrames`) has nothing to wait for.
     private let owner = Atomic<UInt>(0)
@@ -154,25 +157,21 @@ public final class ExternalStream: @unchecked Sendable {
         poke()
     }
 
-    /// Stops filling the slots and waits (a few ms at most) until the stream's thread no longer touches
-    /// them, so they may be released. The next frames the program sends announce it again. Control thread.
+    /// Stops filling the slots and waits until the stream's thread writes into them no more (at
+    /// most the rest of one pump), so they may be released. The next frames the program sends
+    /// announce it again. Control thread.
     public func detach() {
-        let generation = shared.withLock {
+        shared.withLock {
             $0.targets = nil
             $0.generation += 1
-            return $0.generation
         }
         poke()
         // On the stream's own thread (its `onFrames`: the source refused, or a reload meanwhile) it
-        // is not pumping, and only it could apply the change: the wait spun its full 100 ms, with
-        // the control plane's lock held (the API, MQTT and the monitor stalled at each refusal).
+        // is not pumping. Elsewhere, the thread may be anywhere — in a send that waits for a
+        // program not reading, too: it used to be waited for 100 ms, then written into the slots
+        // anyway, released by then (a second producer on a ring another source may have claimed).
         guard owner.load(ordering: .acquiring) != UInt(pthread_self()) else { return }
-        let deadline = monotonicNanoseconds() + 100_000_000
-        while appliedGeneration.load(ordering: .acquiring) < generation && !isFinished
-            && monotonicNanoseconds() < deadline
-        {
-            usleep(500)
-        }
+        slotWrites.withLock { _ in }
     }
 
     /// Drop mode: while true, frames are taken at the program's rate and discarded. Control thread.
@@ -252,18 +251,26 @@ public final class ExternalStream: @unchecked Sendable {
                 onFrames(self)
                 continue
             }
-            let moved = s.discarding ? discard() : pump()
+            // Not into slots the control plane changed while the thread waited, read or sent (a
+            // `detach` meanwhile returned at once): the top of the loop applies the change first.
+            guard let moved = s.discarding ? discard() : onCurrentSlots(pump) else { continue }
             if !s.discarding { discardSince = nil }
             answer()
             if isClosed {
                 dropPartialFrame()
                 if fifoCount == 0 || s.targets == nil && !announced {
-                    flushResamplers()
+                    guard onCurrentSlots({ flushResamplers() }) != nil else { continue }
                     return
                 }
                 if !moved { _ = wait(socket: false, timeout: timeout) }
             }
         }
+    }
+
+    /// Runs `body`, which writes into the slots, holding `slotWrites` — unless the control plane
+    /// changed the slots since the thread last applied a change (nil: apply it first). Stream thread.
+    func onCurrentSlots<R: Sendable>(_ body: () -> R) -> R? {
+        slotWrites.withLock { _ in shared.withLock { $0.generation } == pumpGeneration ? body() : nil }
     }
 
     /// Logs `error`, and tells the program before its connection closes. Stream thread.

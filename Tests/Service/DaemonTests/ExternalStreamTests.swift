@@ -1,0 +1,70 @@
+import BatonTesting
+import Glibc
+import OSThread
+import Testing
+
+@testable import BatonDaemon
+@testable import Players
+
+/// An external program's stream, on a socket pair, filling a slot of a test daemon's zone.
+@Suite struct ExternalStreamTests {
+    /// A stream detached while its thread waits in a send (the program reads nothing) writes into
+    /// its slots no more once `detach` returned: the control plane releases them next, and another
+    /// source (a doorbell) may claim them. It waited 100 ms, returned, and the thread, let go,
+    /// pumped the frames it had read into the released slot — a second producer on its ring.
+    @Test func aDetachedStreamWritesIntoItsSlotsNoMore() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        #expect(waitUntil { t.daemon.zones.zones.allSatisfy { $0.device.snapshot().available } })
+        let kitchen = try #require(t.daemon.output("kitchen"))
+        let output = kitchen.output(try #require(kitchen.mixer.claimSlot(gain: 0)), resampler: .callsDefault)
+        defer { kitchen.mixer.release(output.slot) }
+        output.slot.pause()  // nothing is taken from its ring: it holds what was written into it
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        let (ours, program) = (fds[0], fds[1])
+        defer { close(program) }
+        let announced = Semaphore()
+        let stream = ExternalStream(
+            name: "aplay", peer: ExternalPeer(pid: 1, program: "aplay"), fd: ours, logger: Logger(minimum: .error),
+            onFrames: { _ in announced.post() })
+        OSThread.detach(name: "external-stream") { stream.run() }
+        defer { stream.stop() }
+        func send(_ bytes: [UInt8]) {
+            #expect(bytes.withUnsafeBytes { write(program, $0.baseAddress, $0.count) } == bytes.count)
+        }
+        func format(channels: Int) -> [UInt8] {
+            let fields = [0, channels, output.rate, 4_410, 441].map { UInt32($0) }  // S16_LE, buffer, period
+            return ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: $0) })
+        }
+        func data(channels: Int) -> [UInt8] {
+            ExternalWire.message(.data, [UInt8](repeating: 1, count: 441 * channels * 2))
+        }
+
+        send(format(channels: output.channels) + data(channels: output.channels))
+        #expect(announced.wait(nanoseconds: 5_000_000_000), "its first frames announce it")
+        stream.attach([output])
+        #expect(waitUntil { output.slot.ring.readable == 441 * output.channels }, "they went into the slot")
+        // The program reads nothing: the socket's buffer towards it is filled, so that the OK of the
+        // next FORMAT waits in its send.
+        var junk = [UInt8](repeating: 0, count: 4096)
+        for size in [4096, 1] {
+            while junk.withUnsafeMutableBytes({ Glibc.send(ours, $0.baseAddress, size, Int32(MSG_DONTWAIT)) }) > 0 {}
+        }
+        send(format(channels: 1) + data(channels: 1))
+        #expect(waitUntil { stream.formatDescription == "S16_LE 1 ch \(output.rate) Hz" })
+        stream.detach()
+        let held = output.slot.ring.readable
+        // The program reads again: the thread goes on, and frames it sends once it has let go of the
+        // slot announce it anew (those read with the ones before, before it let go, do not).
+        while junk.withUnsafeMutableBytes({ recv(program, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) > 0 {}
+        var again = false
+        for _ in 0..<8 where !again {
+            send(data(channels: 1))
+            again = announced.wait(nanoseconds: 500_000_000)
+        }
+        #expect(again, "announced again once detached")
+        #expect(
+            output.slot.ring.readable == held, "written into after the detach: \(held) → \(output.slot.ring.readable)")
+    }
+}
