@@ -41,6 +41,8 @@ final class MQTTBridge: @unchecked Sendable {
     private let config: MQTTConfig
     private let logger: Logger
     private let running = Atomic<Bool>(false)
+    /// How many times the thread has looked at what came (each a status report): tests count them.
+    let passes = Atomic<Int>(0)
     private let lanes = CommandLanes(threadName: "mqtt-command")
     private var thread: OSThread?
     private var subscription: Int?
@@ -199,6 +201,11 @@ final class MQTTBridge: @unchecked Sendable {
 
     private func run() {
         while running.load(ordering: .acquiring) {
+            passes.add(1, ordering: .relaxed)
+            // What woke the thread is taken below, all of it: a post for each message and event
+            // (hundreds, from a burst of commands or a reload) made as many passes, each a status
+            // report under the control plane's lock. One that comes after this makes another.
+            inbox.wake.drain()
             let (commands, republish, events) = inbox.shared.withLock { s in
                 defer {
                     s.commands.removeAll()

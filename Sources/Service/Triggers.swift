@@ -149,6 +149,9 @@ public final class Triggers: Sendable {
         return "its sound \"\(sound)\" is not in the sounds directory (it has \(listed)): a press rings nothing"
     }
 
+    /// The MQTT bridge that runs, if one does. Any thread.
+    var mqttBridge: MQTTBridge? { mqtt.withLock { $0.bridge } }
+
     /// The MQTT connection for the status report: the bridge that runs, as it was started (a
     /// reload that changes `mqtt:` takes effect at the next start). Any thread.
     public var mqttStatus: StatusReport.MQTT? {

@@ -160,6 +160,29 @@ import Testing
         #expect(levelMessages.count <= 6, "\(levelMessages.count) levels in 4 s: \(levelMessages)")
     }
 
+    /// A burst of events (a reload's, a storm of commands') that comes while the bridge looks at the
+    /// daemon makes one more pass, not one for each: a pass is a status report under the control
+    /// plane's lock. The bridge counted a wake-up for each, and made as many passes.
+    @Test func aBurstOfEventsMakesOnePassNotOneForEach() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        let bridge = try #require(t.triggers.mqttBridge)
+        let published = try broker.subscribe(topic: "\(base)/events", count: 100, seconds: 10)
+        let before = bridge.passes.load(ordering: .relaxed)
+        // The control plane held: a pass that began waits at its status report while they come.
+        t.daemon.state.withLock { _ in
+            for i in 0..<100 { t.daemon.events.publish(type: .volume, reason: "burst \(i)") }
+        }
+        let messages = published.messages(seconds: 10)
+        #expect(messages.count == 100 && messages.last?.contains("burst 99") == true, "\(messages.suffix(1))")
+        _ = waitUntil(seconds: 2) { bridge.passes.load(ordering: .relaxed) - before > 10 }
+        let made = bridge.passes.load(ordering: .relaxed) - before
+        #expect(made <= 4, "\(made) passes for 100 events")
+    }
+
     /// A doorbell sent right after a notification does not wait while the notification's speech is
     /// rendered (espeak-ng: a few hundred ms a paragraph on a Pi; here a synthesizer that takes a
     /// second): spoken text has a lane of its own, as URLs have. They shared one, and the doorbell
