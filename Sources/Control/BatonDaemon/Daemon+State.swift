@@ -17,31 +17,37 @@ extension Daemon {
     /// now, or `inBackground` by the state's writer thread (the monitor, about once a second: a
     /// slow disk must not hold it). Any thread but an output thread.
     public func saveState(inBackground: Bool = false) {
-        let (now, basis) = currentState()
+        let (now, basis, ofThisRun) = currentState()
         let persistence = parts.persistence
         if let written = inBackground ? persistence.offer(now, basis: basis) : persistence.save(now, basis: basis) {
-            parts.music.mirror(written, config)
+            parts.music.mirror(written, ofThisRun: ofThisRun, config)
         }
     }
 
     /// Saves the state for the last time (the stop's, before the fade-out turns the zone volumes
     /// down, which must not be saved), waiting for the disk at most 2 s. Control thread.
     func saveLastState() {
-        let (now, basis) = currentState()
-        if let written = parts.persistence.saveLast(now, basis: basis) { parts.music.mirror(written, config) }
+        let (now, basis, ofThisRun) = currentState()
+        if let written = parts.persistence.saveLast(now, basis: basis) {
+            parts.music.mirror(written, ofThisRun: ofThisRun, config)
+        }
     }
 
     /// Every zone's user volume, and the newest server-music queue at its audible position (or the
     /// last one seen, marked not playing, once its source was stopped; none once it played out);
-    /// with how many times a source had kept its queue then (`Persistence.keptCount`).
-    private func currentState() -> (SavedState, basis: Int) {
+    /// with how many times a source had kept its queue then (`Persistence.keptCount`), and whether
+    /// the queue is of music of this run (a source's, playing or kept when it ended) rather than
+    /// one only restored.
+    private func currentState() -> (SavedState, basis: Int, ofThisRun: Bool) {
         var now = SavedState()
         for zone in zones.zones { now.volumes[zone.name] = parts.volumes.userVolume(zone) }
         var basis = 0
+        var ofThisRun = false
         now.queue = state.withLock { s in
             // Under the control plane's lock: a source that ends keeps its queue (`keep(queue:)`)
             // under it too.
             basis = parts.persistence.keptCount
+            ofThisRun = basis > 0
             let previous = parts.persistence.saved.queue
             guard let p = MusicControl.newest(s) else {
                 return previous.map {
@@ -51,9 +57,13 @@ extension Daemon {
                 }
             }
             if p.music!.progress.finished { return nil }
-            return SavedQueue(p, playing: s.arbiter.state(of: p.id)?.isAudible ?? false) ?? previous
+            guard let queue = SavedQueue(p, playing: s.arbiter.state(of: p.id)?.isAudible ?? false) else {
+                return previous
+            }
+            ofThisRun = true
+            return queue
         }
-        return (now, basis)
+        return (now, basis, ofThisRun)
     }
 }
 

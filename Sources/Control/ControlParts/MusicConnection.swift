@@ -36,8 +36,12 @@ package final class MusicConnection: Sendable {
         let password: String
         let apiKey: String?
     }
-    /// What was last sent with `savePlayQueue`, when, and whether the server lacks the call.
-    private let sync = Mutex<(last: SavedQueue?, at: Int, unsupported: Bool)>((nil, 0, false))
+    /// What was last sent with `savePlayQueue`, when, whether that failed, and whether the server
+    /// lacks the call.
+    private let sync = Mutex<(last: SavedQueue?, at: Int, failed: Bool, unsupported: Bool)>((nil, 0, false, false))
+    /// The `savePlayQueue` calls, one at a time, the newest waiting in place of an older one: a slow
+    /// answer (a NAS spinning up) let a later call land first, then the older one over it.
+    private let saves = NewestJob(threadName: "save-queue")
     private let logger: Logger
 
     /// Set at batond's stop: requests to the server end at once (see `Peripherals.networkStop`).
@@ -118,36 +122,44 @@ package final class MusicConnection: Sendable {
     }
 
     /// Mirrors the queue to the server with `savePlayQueue` (so other Subsonic clients can pick it
-    /// up) when its songs, track or playing state changed, or 30 s after the last call; a server
-    /// without play-queue endpoints (Supysonic) is noticed once and never asked again. The call runs
-    /// on its own thread, and so does reading the password file it needs (the monitor calls this
-    /// about once a second, and must not wait on the disk).
-    package func mirror(_ queue: SavedQueue?, _ config: BatonConfiguration) {
+    /// up) when its songs, track or playing state changed, its position while not playing (a seek
+    /// while paused), or, while playing, 30 s after the last call (and 30 s after a call that
+    /// failed); a server without play-queue endpoints (Supysonic) is noticed once and never asked
+    /// again. `ofThisRun`: the queue of music this run of batond has (else the one it restored — the
+    /// state file's or the server's own —, marked not playing). A restored queue is not sent until
+    /// this run had music: it was sent back at the first save after the start, over a queue another
+    /// client had saved since (the phone's album replaced by the one batond played before its
+    /// restart), and again every 30 s after Baton's music was stopped. The calls run one at a time
+    /// on a thread of their own, and so does reading the password file they need (the monitor calls
+    /// this about once a second, and must not wait on the disk).
+    package func mirror(_ queue: SavedQueue?, ofThisRun: Bool, _ config: BatonConfiguration) {
         guard let queue, queue.index < queue.songs.count, config.music != nil else { return }
         let now = monotonicNanoseconds()
         let due: Bool = sync.withLock { s in
-            guard !s.unsupported else { return false }
+            guard !s.unsupported, s.last != nil || ofThisRun else { return false }
             let changed =
                 s.last.map {
                     $0.songs.map(\.id) != queue.songs.map(\.id) || $0.index != queue.index
-                        || $0.playing != queue.playing
+                        || $0.playing != queue.playing || !queue.playing && $0.position != queue.position
                 } ?? true
-            guard changed || now - s.at >= 30_000_000_000 else { return false }
+            guard changed || (queue.playing || s.failed) && now - s.at >= 30_000_000_000 else { return false }
             s.last = queue
             s.at = now
             return true
         }
         guard due else { return }
         let logger = self.logger
-        OSThread.detach(name: "save-queue") { [self] in
+        saves.run { [self] in
             do {
                 try context(config).client.savePlayQueue(
                     songIDs: queue.songs.map(\.id), current: queue.songs[queue.index].id,
                     positionMilliseconds: Int64(queue.position * 1000))
+                sync.withLock { $0.failed = false }
             } catch let error as SubsonicError where error.isUnsupportedEndpoint {
                 sync.withLock { $0.unsupported = true }
                 logger.info("music: the server has no savePlayQueue; the queue is kept in state-dir only")
             } catch {
+                sync.withLock { $0.failed = true }
                 logger.warning("music: savePlayQueue failed: \(error)")
             }
         }

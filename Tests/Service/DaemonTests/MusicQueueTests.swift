@@ -393,6 +393,21 @@ extension MusicQueueTests {
         #expect(written.contains(#""s2""#) && written.contains("Two"), "\(written)")
     }
 
+    /// The queue batond restored (the server's own here; the state file's goes the same way) is not
+    /// sent back with `savePlayQueue` while no music of this run has played: it was, at the first
+    /// save after the start, over whatever another client had saved since.
+    @Test func aRestoredQueueIsNotSentBackToTheServer() throws {
+        let held = try HeldServerQueue()
+        defer { held.stop() }
+        #expect(held.asked())
+        held.answer.post()
+        #expect(waitUntil(seconds: 5) { (try? held.t.status().savedQueue) != nil })
+        // Written at the next save, which is when it was sent back.
+        #expect(waitUntil(seconds: 5) { HeldServerQueue.stateText(held.stateDir).contains(#""s2""#) })
+        let sent = waitUntil(seconds: 3) { held.server.requests.contains { $0.hasPrefix("/rest/savePlayQueue") } }
+        #expect(!sent, "\(held.server.requests.filter { $0.hasPrefix("/rest/savePlayQueue") })")
+    }
+
     /// `api-key-file`: with a server that offers `apiKeyAuthentication`, batond's requests carry the
     /// key and no user or password. The option was read and never used: a server that takes keys
     /// only refused every request. A key file that cannot be read is a clear error.

@@ -1,3 +1,4 @@
+import BatonConfig
 import BatonTesting
 import FoundationEssentials
 import OSThread
@@ -15,13 +16,7 @@ import Testing
     /// showed the music paused while it played. (And the music was said to be paused before its first
     /// sample was heard: it is starting.)
     @Test func reportsReachTheServerInTheOrderTheyHappened() throws {
-        let real = try TestSubsonic.music()
-        let lookup = try TestDaemon(music: real)
-        let found = try JSONDecoder().decode(
-            LibraryAndQueueTests.Songs.self, from: Data(try lookup.request("GET", "/api/v1/library/search?q=Tone").body)
-        ).songs
-        lookup.stop()
-        let song = try #require(found.first { $0.title == "Tone 440 FLAC" })
+        let (real, song) = try Self.toneSong()
         let proxy = try SubsonicRefusingProxy(
             upstreamURL: real.subsonic.url, refusing: [], offeringPlaybackReport: true, holding: ["paused"])
         var music = real
@@ -49,5 +44,37 @@ import Testing
             "\(reports)")
         let positions = reports.map(\.positionMilliseconds)
         #expect(positions == positions.sorted() && positions.last! > 0, "\(reports)")
+    }
+
+    /// The real test server's music, and its "Tone 440 FLAC".
+    static func toneSong() throws -> (MusicConfig, LibraryAndQueueTests.Songs.Song) {
+        let real = try TestSubsonic.music()
+        let lookup = try TestDaemon(music: real)
+        defer { lookup.stop() }
+        let found = try JSONDecoder().decode(
+            LibraryAndQueueTests.Songs.self, from: Data(try lookup.request("GET", "/api/v1/library/search?q=Tone").body)
+        ).songs
+        return (real, try #require(found.first { $0.title == "Tone 440 FLAC" }))
+    }
+
+    /// Music of this run is mirrored with `savePlayQueue` (other clients pick the queue up): as it
+    /// plays, and where it was stopped — and not again while nothing about it changes.
+    @Test func musicOfThisRunIsMirroredToTheServer() throws {
+        let (real, song) = try Self.toneSong()
+        let proxy = try SubsonicRefusingProxy(upstreamURL: real.subsonic.url, refusing: [], keepingPlayQueue: true)
+        var music = real
+        music.subsonic.url = proxy.url
+        let t = try TestDaemon(music: music)
+        defer { t.stop() }
+        #expect(
+            try t.request("POST", "/api/v1/music/play", #"{"songs": ["\#(song.id)"], "zones": ["kitchen"]}"#).status
+                == 202)
+        #expect(waitUntil(seconds: 15) { proxy.savedQueues.first?.current == song.id }, "\(proxy.savedQueues)")
+        #expect(waitUntil(seconds: 5) { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.5 })
+        #expect(try t.request("POST", "/api/v1/music/stop").status == 200)
+        #expect(waitUntil(seconds: 5) { proxy.savedQueues.count >= 2 }, "where it was stopped")
+        let saved = proxy.savedQueues
+        #expect(saved.last!.current == song.id && saved.last!.positionMilliseconds >= 500, "\(saved)")
+        #expect(!waitUntil(seconds: 2) { proxy.savedQueues.count > saved.count }, "\(proxy.savedQueues)")
     }
 }

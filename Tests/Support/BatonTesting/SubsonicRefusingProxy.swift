@@ -17,6 +17,9 @@ import Synchronization
 /// is answered `ok` and recorded (`playbackReports`, in the order answered). One whose state is in
 /// `holding` is held unanswered until `releaseReports()` (a server slow to answer it).
 ///
+/// With `keepingPlayQueue`, each `savePlayQueue` is answered `ok` and recorded (`savedQueues`)
+/// instead of going to Supysonic, which has no play queue.
+///
 /// With `coverArt`, every `getCoverArt` is answered 200 with that content type and body (a server
 /// handing out a cover of a type of its choosing). A song in `cuttingAlways` is sent from its start
 /// whatever `Range` asks (the header is not passed on) and cut after that many bytes every time (a
@@ -39,6 +42,17 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     private let reports = Mutex<(answered: [PlaybackReport], arrived: Int, held: Int, holding: Set<String>)>(
         ([], 0, 0, []))
     private let releasedReports = Semaphore()
+    private let keepsPlayQueue: Bool
+    private let playQueues = Mutex<[SavedPlayQueue]>([])
+
+    /// A `savePlayQueue` request: the current song and the position.
+    public struct SavedPlayQueue: Sendable, Equatable, CustomStringConvertible {
+        public let current: String
+        public let positionMilliseconds: Int
+        public var description: String { "\(current)@\(positionMilliseconds)" }
+    }
+    /// The `savePlayQueue` requests answered, in order (with `keepingPlayQueue`).
+    public var savedQueues: [SavedPlayQueue] { playQueues.withLock { $0 } }
 
     /// A `reportPlayback` request: its state and position.
     public struct PlaybackReport: Sendable, Equatable, CustomStringConvertible {
@@ -65,8 +79,10 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     public init(
         upstreamURL: String, refusing songIDs: Set<String>, stalling stalledIDs: Set<String> = [],
         cutting cuts: [String: Int] = [:], offeringPlaybackReport: Bool = false, holding: Set<String> = [],
-        coverArt: (type: String, body: String)? = nil, cuttingAlways: [String: Int] = [:]
+        coverArt: (type: String, body: String)? = nil, cuttingAlways: [String: Int] = [:],
+        keepingPlayQueue: Bool = false
     ) throws {
+        keepsPlayQueue = keepingPlayQueue
         self.coverArt = coverArt
         self.cuttingAlways = cuttingAlways
         guard let colon = upstreamURL.lastIndex(of: ":"), let port = UInt16(upstreamURL[colon...].dropFirst())
@@ -124,6 +140,14 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
                 client,
                 #"{"subsonic-response": {"status": "ok", "version": "1.16.1", "openSubsonic": true, "openSubsonicExtensions": [{"name": "playbackReport", "versions": [1]}]}}"#
             )
+            return
+        }
+        if keepsPlayQueue, target.hasPrefix("/rest/savePlayQueue") {
+            let saved = SavedPlayQueue(
+                current: Self.query(target, "current") ?? "",
+                positionMilliseconds: Self.query(target, "position").flatMap { Int($0) } ?? -1)
+            playQueues.withLock { $0.append(saved) }
+            Self.answer(client, #"{"subsonic-response": {"status": "ok", "version": "1.16.1"}}"#)
             return
         }
         if offersPlaybackReport, target.hasPrefix("/rest/reportPlayback") {
