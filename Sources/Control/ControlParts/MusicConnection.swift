@@ -15,12 +15,17 @@ package final class MusicConnection: Sendable {
         package let config: MusicConfig
         package let client: SubsonicClient
         package let resampler: ResamplerKind
+        let logger: Logger
 
         /// The player's view of the server for `songs`: the client, the retry limit, and each song's
-        /// ReplayGain factor under `music.replay-gain` (1 when off or untagged).
+        /// ReplayGain factor under `music.replay-gain` (1 when off or untagged; values that cannot
+        /// be ReplayGain are said in the log, and ignored).
         package func server(for songs: [Song]) -> MusicPlayer.Server {
             let gains = songs.map { song -> Float in
                 guard config.replayGain != .off, let rg = song.replayGain else { return 1 }
+                if let what = rg.implausible {
+                    logger.warning("music: \(song.title) (\(song.id)): the server's ReplayGain \(what) is ignored")
+                }
                 return rg.factor(album: config.replayGain == .album)
             }
             return MusicPlayer.Server(client: client, retryLimit: config.retryLimit, gains: gains)
@@ -82,7 +87,7 @@ package final class MusicConnection: Sendable {
                 url: music.subsonic.url, user: music.subsonic.user, password: password, apiKey: apiKey,
                 format: music.subsonic.format.rawValue,
                 maxBitRate: music.subsonic.format == .raw ? nil : music.subsonic.maxBitrate), stop: stop)
-        let context = Context(config: music, client: client, resampler: made.resampler)
+        let context = Context(config: music, client: client, resampler: made.resampler, logger: logger)
         cache.withLock { $0 = (made, context) }
         return context
     }

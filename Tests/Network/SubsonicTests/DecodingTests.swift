@@ -88,4 +88,22 @@ enum JSONTestDecoder {
         #expect(ReplayGain(trackPeak: 0.3).factor(album: false) == 1)
         #expect(abs(rg.factor(album: false, preampDecibels: 6.0206) - 1) < 1e-4)
     }
+
+    /// Values no ReplayGain tag has (a raw R128 number, a server's bug) count as missing, and are
+    /// said: +512 dB gave a factor of 4e25 (a clipped square wave at full scale), −1536 dB silence,
+    /// 1e300 dB infinity (whose NaNs silenced the zone's whole mix), a peak of 1000 −60 dB.
+    @Test func implausibleValuesAreIgnoredAndSaid() {
+        #expect(ReplayGain(trackGain: 512).factor(album: false) == 1)
+        #expect(ReplayGain(trackGain: -1536, trackPeak: 0.5).factor(album: false) == 1)
+        #expect(ReplayGain(trackGain: 1e300).factor(album: false) == 1)
+        #expect(abs(ReplayGain(trackGain: 6.0206, trackPeak: 1000).factor(album: false) - 2) < 1e-4)
+        // The other gain is the fallback, as for a missing one.
+        #expect(abs(ReplayGain(trackGain: -6.0206, albumGain: 300).factor(album: true) - 0.5) < 1e-4)
+        #expect(ReplayGain(trackGain: 512, trackPeak: 1000).implausible == "trackGain 512.0 dB, trackPeak 1000.0")
+        #expect(ReplayGain(trackGain: -24, albumGain: 24, trackPeak: 8).implausible == nil)
+        for g in [512.0, -1536, 1e300, -1e300] {
+            let f = ReplayGain(trackGain: g, trackPeak: 1e-300).factor(album: false)
+            #expect(f.isFinite && f > 0.06 && f < 16, "\(g) dB: \(f)")
+        }
+    }
 }
