@@ -196,6 +196,8 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
             state.pausedThroughBaton = false
             askToPlay(control)
         } else {
+            // Left paused by Baton: the next interruption must not pause it again (a toggle's play).
+            state.pausedThroughBaton = true
             control.pauseIfPlaying()
         }
     }

@@ -67,11 +67,15 @@ extension ExternalStream {
         return moved
     }
 
-    /// Drop mode: takes frames at the program's own rate (from the monotonic clock) and throws them away.
+    /// Drop mode: takes frames at the program's own rate (from the monotonic clock) and throws them
+    /// away. While it sends none the clock starts again, as a card's after an underrun: what was
+    /// due meanwhile was owed, and the first frames after a pause of the program (the user's, on
+    /// the phone) went at once, as many as the pause was long — the resume's start swallowed, the
+    /// program unpaced. Stream thread.
     func discard() -> Bool {
         guard let format else { return false }
         let now = monotonicNanoseconds()
-        if discardSince == nil {
+        if discardSince == nil || fifoCount < format.frameBytes {
             discardSince = now
             discarded = 0
         }

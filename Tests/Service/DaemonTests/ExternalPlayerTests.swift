@@ -41,6 +41,31 @@ import Testing
         #expect(!player.acceptsStreams, "ended")
     }
 
+    /// A `pause` source whose interruption ended without a resume stays paused by Baton: the next
+    /// interruption does not tell the player to pause again — with a toggle (`playerctl
+    /// play-pause`, mpv's `cycle pause`) that started it, playing into held slots.
+    @Test func aSourceLeftPausedIsNotPausedAgainByTheNextInterruption() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { close(fds[1]) }
+        let stream = ExternalStream(
+            name: "mpv", peer: ExternalPeer(pid: 1, program: "mpv"), fd: fds[0], logger: Logger(minimum: .error),
+            onFrames: { _ in })
+        OSThread.detach(name: "external-stream") { stream.run() }
+        defer { stream.stop() }
+        let told = Told()
+        let player = ExternalPlayer(
+            settings: .init(
+                name: "mpv", whenInterrupted: .pause, idleReleaseNanoseconds: 5_000_000_000, control: told),
+            stream: stream)
+        player.start([])
+        player.audibilityChanged(false)
+        player.interruption(began: true)
+        player.interruption(began: false, shouldResume: false)
+        player.interruption(began: true)
+        #expect(told.said.withLock { $0 } == ["pause", "pause-if-playing"])
+    }
+
     /// A `pause` source interrupted and resumed (the player told to pause, then to play), its
     /// stream ended (the player closed its device), and a monitor look after that. `beforeLook`:
     /// what the control reports meanwhile.

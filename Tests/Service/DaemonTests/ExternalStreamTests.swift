@@ -6,8 +6,40 @@ import Testing
 @testable import BatonDaemon
 @testable import Players
 
-/// An external program's stream, on a socket pair, filling a slot of a test daemon's zone.
+/// An external program's stream, on a socket pair (filling a slot of a test daemon's zone).
 @Suite struct ExternalStreamTests {
+    /// Discarding (`drop` while interrupted), a program that paused (sent nothing for a while) is
+    /// taken at its rate again when it goes on, not at once for as long as it paused: the clock
+    /// owed it the pause, and the first frames of its resume went in one gulp (the music's
+    /// resume swallowed, the program unpaced).
+    @Test func aDiscardedProgramThatPausedIsNotTakenAtOnce() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        let program = fds[1]
+        defer { close(program) }
+        let stream = ExternalStream(
+            name: "shairport-sync", peer: ExternalPeer(pid: 1, program: "shairport-sync"), fd: fds[0],
+            logger: Logger(minimum: .error), onFrames: { _ in })
+        OSThread.detach(name: "external-stream") { stream.run() }
+        defer { stream.stop() }
+        stream.setDiscarding(true)
+        func send(_ bytes: [UInt8]) {
+            #expect(bytes.withUnsafeBytes { write(program, $0.baseAddress, $0.count) } == bytes.count)
+        }
+        let format = [0, 2, 48_000, 24_000, 480].map { UInt32($0) }  // S16_LE, stereo, 0.5 s buffer
+        send(ExternalWire.message(.format, format.flatMap { ExternalWire.bytes(of: $0) }))
+        send(ExternalWire.message(.data, [UInt8](repeating: 1, count: 480 * 4)))
+        #expect(waitUntil(seconds: 5) { stream.framesConsumed == 480 })
+        usleep(400_000)  // the program's pause: nothing sent
+        let resumed = monotonicNanoseconds()
+        send(ExternalWire.message(.data, [UInt8](repeating: 1, count: 24_000 * 4)))
+        #expect(waitUntil(seconds: 5) { stream.framesConsumed > 480 })
+        let taken = stream.framesConsumed - 480
+        let since = Double(monotonicNanoseconds() - resumed) / 1e9
+        // At its rate from about when it went on (the thread looks every 10 ms while discarding).
+        #expect(Double(taken) <= (since + 0.03) * 48_000, "\(taken) frames taken \(since) s after it went on")
+    }
+
     /// A stream detached while its thread waits in a send (the program reads nothing) writes into
     /// its slots no more once `detach` returned: the control plane releases them next, and another
     /// source (a doorbell) may claim them. It waited 100 ms, returned, and the thread, let go,
