@@ -57,17 +57,18 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
     }
 
     private func command(_ line: String, expecting state: String) {
-        states.expect(state)
+        let ticket = states.expect(state)
         queue.run { [self] in
             do {
                 let connection = try MPDConnection(host: host, port: port, timeoutMilliseconds: 2000)
                 defer { connection.close() }
                 _ = try connection.run(line)
+                states.ran(ticket)
                 failure.withLock { $0.command = nil }
             } catch {
                 let why = "mpd \(host):\(port): \"\(line)\" failed: \(error)"
                 failure.withLock { $0.command = (why, (error as? MPDError)?.refused ?? false) }
-                states.dropExpectation()
+                states.dropExpectation(ticket)
                 report(why)
             }
         }

@@ -45,16 +45,17 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     }
 
     private func command(_ member: String, expecting state: String) {
-        states.expect(state)
+        let ticket = states.expect(state)
         queue.run { [self] in
             do {
                 let bus = try DBusConnection(systemBus: systemBus)
                 try bus.call(destination: busName, path: Self.path, interface: Self.interface, member: member)
+                states.ran(ticket)
                 failure.withLock { $0 = nil }
             } catch {
                 let why = "MPRIS \(member) to \(busName) failed: \(error)"
                 failure.withLock { $0 = why }
-                states.dropExpectation()
+                states.dropExpectation(ticket)
                 report(why)
             }
         }

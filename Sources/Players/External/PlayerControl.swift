@@ -132,14 +132,26 @@ public final class CommandControl: PlayerControl, @unchecked Sendable {
 }
 
 /// A player's state as its own interface reports it, told apart from what Baton asked for: a change
-/// to the state Baton commanded within 3 s is Baton's own; any other change is the user's, kept once
-/// for `takeUserChange`. Shared by the MPD and MPRIS controls. Any thread.
+/// to a state Baton commanded — while the command waits or runs, or within 3 s after it ran — is
+/// Baton's own; any other change is the user's, kept once for `takeUserChange`. Shared by the MPD
+/// and MPRIS controls. Any thread.
 final class PlayerStateWatch: Sendable {
     /// The player's words for paused and playing (`pause`/`play`, `Paused`/`Playing`).
     private let paused: String
     private let playing: String
-    /// The state Baton asked for and until when a change to it is Baton's own (ns).
-    private let expected = Mutex<(state: String, until: Int)?>(nil)
+    /// A state Baton commanded, and until when a change to it is Baton's own (ns; nil while the
+    /// command has not run: it may wait behind a slow one).
+    private struct Expectation {
+        let ticket: Int
+        let state: String
+        var until: Int?
+    }
+    /// Every command's, in the order given. There was one, replaced by each command: a pause and
+    /// then a play before the player reported the pause (a doorbell that ended at once, two in a
+    /// row) read its "paused" as the user's — the interruption then ended without a resume.
+    private let expected = Mutex<(next: Int, list: [Expectation])>((0, []))
+    /// How long after its command ran a player's report of it counts as Baton's (ns).
+    static let reportWithin = 3_000_000_000
     private let change = Mutex<PlayerChange?>(nil)
     /// The state last seen, whether it is known now (`forget`: kept, to tell what changed while the
     /// interface could not be reached once it can), and since when it is not: the watcher's last
@@ -148,11 +160,17 @@ final class PlayerStateWatch: Sendable {
 
     /// Called (on the watcher's thread) when a user change is kept: the monitor takes it at once.
     private let changed: @Sendable () -> Void
+    private let clock: @Sendable () -> Int
 
-    init(paused: String, playing: String, changed: @escaping @Sendable () -> Void) {
+    /// `clock`: monotonic ns (tests give their own).
+    init(
+        paused: String, playing: String, clock: @escaping @Sendable () -> Int = { monotonicNanoseconds() },
+        changed: @escaping @Sendable () -> Void
+    ) {
         self.changed = changed
         self.paused = paused
         self.playing = playing
+        self.clock = clock
     }
 
     /// The state as last seen.
@@ -160,8 +178,25 @@ final class PlayerStateWatch: Sendable {
     /// The player said it plays, last.
     var isPlaying: Bool { state == playing }
 
-    /// Baton is about to command `state`.
-    func expect(_ state: String) { expected.withLock { $0 = (state, monotonicNanoseconds() + 3_000_000_000) } }
+    /// Baton is about to command `state`: the ticket for `ran` and `dropExpectation`.
+    func expect(_ state: String) -> Int {
+        let now = clock()
+        return expected.withLock { e in
+            e.list.removeAll { $0.until.map { $0 < now } ?? false }
+            if e.list.count >= 16 { e.list.removeFirst() }
+            e.next += 1
+            e.list.append(Expectation(ticket: e.next, state: state, until: nil))
+            return e.next
+        }
+    }
+
+    /// The command of `ticket` ran: the player reports it within `reportWithin` from now.
+    func ran(_ ticket: Int) {
+        let until = clock() + Self.reportWithin
+        expected.withLock { e in
+            if let i = e.list.firstIndex(where: { $0.ticket == ticket }) { e.list[i].until = until }
+        }
+    }
 
     func takeUserChange() -> PlayerChange? {
         change.withLock { c in
@@ -181,8 +216,8 @@ final class PlayerStateWatch: Sendable {
         }
     }
 
-    /// Baton's command failed: what it asked for will not come of it.
-    func dropExpectation() { expected.withLock { $0 = nil } }
+    /// Baton's command of `ticket` failed: what it asked for will not come of it.
+    func dropExpectation(_ ticket: Int) { expected.withLock { $0.list.removeAll { $0.ticket == ticket } } }
 
     /// The player left (quit, crashed): a change nobody commanded, whatever it showed last. Its next
     /// state, if it comes back, is read afresh.
@@ -205,15 +240,18 @@ final class PlayerStateWatch: Sendable {
             return o
         }
         guard let previous, previous != state else { return }
-        let now = monotonicNanoseconds()
-        // Seen again after the interface could not be reached: a change to what Baton asked for
-        // while it could not (or just before) is Baton's, however long ago (it was done over a
-        // connection of its own); an older request is not.
+        let now = clock()
+        // The first command of this state still in time is the one reported; those before it were
+        // overtaken (the player went on to this one before saying so). Seen again after the
+        // interface could not be reached: a change to what Baton asked for while it could not (or
+        // just before) is Baton's, however long ago (it was done over a connection of its own); an
+        // older request is not.
         let ours = expected.withLock { e -> Bool in
-            guard let x = e, x.state == state, x.until >= now || (!wasKnown && x.until >= unknownSince) else {
-                return false
+            let inTime = { (x: Expectation) in
+                x.until.map { $0 >= now || (!wasKnown && $0 >= unknownSince) } ?? true
             }
-            e = nil
+            guard let i = e.list.firstIndex(where: { $0.state == state && inTime($0) }) else { return false }
+            e.list.removeFirst(i + 1)
             return true
         }
         if ours { return }
