@@ -28,7 +28,7 @@ public final class CallPlayer: Source, @unchecked Sendable {
                 resampler: o.rate == 48_000
                     ? nil
                     : try? makeResampler(o.resampler, inputRate: 48_000, outputRate: o.rate, channels: o.channels),
-                wrote: o.slot.wrote)
+                wrote: o.slot.wrote, isHeld: { o.slot.isPauseRequested })
         }
         // The rings hold 20 ms beyond what one wake-up of the slowest-waking output takes at once
         // (30 ms at the default period and buffer); the jitter buffer holds that much too

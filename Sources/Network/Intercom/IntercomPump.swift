@@ -23,16 +23,20 @@ public final class IntercomPump: @unchecked Sendable {
         /// Called on the pump thread after frames were written into `ring` (the slot's
         /// `SourceSlot.wrote`: it wakes an output stopped while idle for the call's first frames).
         public let wrote: @Sendable () -> Void
+        /// Whether the zone does not take the call now (its slot paused: the call interrupted by a
+        /// policy that lets something over it, or paused by the user). Any thread.
+        public let isHeld: @Sendable () -> Bool
 
         public init(
             ring: FloatRing, channels: Int, rate: Int, resampler: (any Resampler)?,
-            wrote: @escaping @Sendable () -> Void = {}
+            wrote: @escaping @Sendable () -> Void = {}, isHeld: @escaping @Sendable () -> Bool = { false }
         ) {
             self.ring = ring
             self.channels = channels
             self.rate = rate
             self.resampler = resampler
             self.wrote = wrote
+            self.isHeld = isHeld
         }
     }
 
@@ -53,6 +57,7 @@ public final class IntercomPump: @unchecked Sendable {
     private var mapped: [Float]
     private var resampled: [Float]
     private static let block = 240  // 5 ms at 48 kHz
+    private static let blockNanoseconds = 5_000_000
 
     public init(
         receiver: RTPReceiver, targets: [Target], lead: Int = 30_000_000, interval: Int = 10_000_000,
@@ -87,7 +92,25 @@ public final class IntercomPump: @unchecked Sendable {
     }
 
     private func run() {
+        var heldUntil: Int?
         while running.load(ordering: .acquiring) {
+            // Held in every zone, the call goes on where it is said, and is heard live again when it
+            // is taken up: its audio is pulled at its pace, and dropped. It used to wait in the jitter
+            // buffer, which the sender then overran every 2.56 s (each time taken for another stream,
+            // said in `lastRefused`): the call came back up to 2.5 s behind the door, and caught up
+            // over seconds.
+            if !targets.isEmpty && targets.allSatisfy({ $0.isHeld() }) {
+                let now = clock()
+                var due = heldUntil ?? now
+                while due <= now {
+                    _ = pcm.withUnsafeMutableBufferPointer { receiver.pull(into: $0, now: due) }
+                    due += Self.blockNanoseconds
+                }
+                heldUntil = due
+                usleep(UInt32(interval / 1_000))
+                continue
+            }
+            heldUntil = nil
             // The emptiest ring decides: top it up to `lead`, 5 ms at a time.
             var lowest = Int.max
             for t in targets {

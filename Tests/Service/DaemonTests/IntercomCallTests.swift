@@ -227,16 +227,48 @@ import Testing
     }
 
     /// ffmpeg calling `port` with `seconds` of an 880 Hz tone, on a thread of its own (join it).
-    static func call(_ port: UInt16, seconds: Int) -> pthread_t {
+    /// ffmpeg calling `port` for `seconds` with 880 Hz (ffmpeg's `sine`: amplitude 1/8), or with
+    /// the lavfi source `tone`. On a thread of its own.
+    static func call(_ port: UInt16, seconds: Int, tone: String? = nil) -> pthread_t {
         startThread {
             _ = Subprocess.run(
                 "/usr/bin/ffmpeg",
                 [
                     "-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-f", "lavfi",
-                    "-i", "sine=frequency=880:sample_rate=48000:duration=\(seconds)", "-c:a", "libopus",
+                    "-i", tone ?? "sine=frequency=880:sample_rate=48000:duration=\(seconds)", "-c:a", "libopus",
                     "-b:a", "64k", "-f", "rtp", "rtp://127.0.0.1:\(port)",
                 ], seconds: 60)
         }
+    }
+
+    /// A call paused (`music/pause` with its id; a policy may let a source over a call too) is heard
+    /// live when it is resumed, not from where it was held. The door sends 880 Hz for 1.5 s, then
+    /// 1320 Hz; paused during the first, resumed during the second, the kitchen hears no more of
+    /// the first. Held, the call waited in the jitter buffer, which the door overran every 2.56 s:
+    /// it came back up to 2.5 s behind, and caught up over seconds.
+    @Test func aPausedCallIsHeardLiveWhenResumed() throws {
+        let (t, port) = try daemon(timeout: .seconds(2))
+        defer { t.stop() }
+        let caller = Self.call(
+            port, seconds: 4, tone: "aevalsrc=0.25*sin(2*PI*if(lt(t\\,1.5)\\,880\\,1320)*t):s=48000:d=4")
+        defer { pthread_join(caller, nil) }
+        let call = try #require(Self.grantedCall(t)?.source, "the RTP call starts")
+        let position = { (try? t.status().sources.first { $0.id == call }?.positionSeconds) ?? nil }
+        #expect(waitUntil(seconds: 5) { (position() ?? 0) > 0.3 })
+        #expect(try t.request("POST", "/api/v1/music/pause", #"{"id": "\#(call)"}"#).status == 200)
+        let heardBefore = try #require(position())
+        usleep(1_500_000)  // the door goes on, into its second tone
+        #expect(try t.request("POST", "/api/v1/music/resume", #"{"id": "\#(call)"}"#).status == 200)
+        #expect(waitUntil(seconds: 5) { (position() ?? 0) > heardBefore + 1 })
+        t.stop()
+        let out = t.left("kitchen")
+        let windows = stride(from: 0, to: out.count - 2_205, by: 2_205)
+        let first = windows.filter { level(out, $0, 880) > 0.1 }.count
+        let second = windows.filter { level(out, $0, 1320) > 0.1 }.count
+        #expect(
+            Double(first) * 0.05 <= heardBefore + 0.15,
+            "880 Hz in \(first) windows of 50 ms, \(heardBefore) s heard before the pause")
+        #expect(second >= 16, "1320 Hz in \(second) windows of 50 ms")
     }
 
     /// Garbage datagrams on the intercom port are counted as malformed, the last one said (its
