@@ -24,6 +24,8 @@ public final class ExternalStream: @unchecked Sendable {
     /// default period and a 40 ms buffer).
     static let marginNanoseconds = 30_000_000
     static let block = 256
+    /// The most reads of the socket between two looks at `shared` (`readSocket`).
+    static let readsPerLook = 256
 
     struct Shared {
         /// The slots to fill; nil while not attached (queued, or released while the program stays open).
@@ -317,11 +319,14 @@ public final class ExternalStream: @unchecked Sendable {
         pokes.wait(for: socket ? fd : -1, timeout: timeout, fallback: 20)
     }
 
-    /// Waits as `wait` does, then reads what the socket has.
+    /// Waits as `wait` does, then reads what the socket has — at most `readsPerLook` reads: a program
+    /// that sent control messages without end (8-byte DRAINs, each a read) kept the thread here for
+    /// as long as it did, deaf to a stop, a refusal and a detach. What is left is read at the next
+    /// turn of the loop, at once.
     func readSocket(timeout: Int32) -> Result<Void, ExternalStreamError> {
         guard wait(socket: !(parser.dataLeft > 0 && fifoRoom == 0), timeout: timeout) else { return .success(()) }
         var scratch = [UInt8](repeating: 0, count: 4096)
-        while !isClosed {
+        for _ in 0..<Self.readsPerLook where !isClosed {
             if parser.dataLeft > 0 {
                 guard fifoRoom > 0 else { return .success(()) }
                 // Straight into the FIFO (its free part up to the end, then the wrap).

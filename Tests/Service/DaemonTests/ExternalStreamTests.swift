@@ -1,6 +1,7 @@
 import BatonTesting
 import Glibc
 import OSThread
+import Synchronization
 import Testing
 
 @testable import BatonDaemon
@@ -38,6 +39,43 @@ import Testing
         let since = Double(monotonicNanoseconds() - resumed) / 1e9
         // At its rate from about when it went on (the thread looks every 10 ms while discarding).
         #expect(Double(taken) <= (since + 0.03) * 48_000, "\(taken) frames taken \(since) s after it went on")
+    }
+
+    /// A program that sends control messages without end (DRAINs, 8 bytes each) does not keep the
+    /// stream's thread from a stop: it read them until the socket was empty, which it never was.
+    @Test func aFloodOfMessagesDoesNotHoldTheStream() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        let program = fds[1]
+        defer { close(program) }
+        let stream = ExternalStream(
+            name: "flood", peer: ExternalPeer(pid: 1, program: "flood"), fd: fds[0], logger: Logger(minimum: .error),
+            onFrames: { _ in })
+        OSThread.detach(name: "external-stream") { stream.run() }
+        let flooding = Atomic<Bool>(true)
+        let sent = Atomic<Int>(0)
+        let flood = startThread {
+            let drains = (0..<8_192).flatMap { _ in ExternalWire.message(.drain) }
+            while flooding.load(ordering: .relaxed) {
+                let n = drains.withUnsafeBytes { Glibc.send(program, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { return }
+                sent.add(n, ordering: .relaxed)
+            }
+        }
+        // It reads what the stream answers (DRAINED, POSITION), as the plugin does.
+        let reader = startThread {
+            var answers = [UInt8](repeating: 0, count: 65_536)
+            while answers.withUnsafeMutableBytes({ recv(program, $0.baseAddress, $0.count, 0) }) > 0 {}
+        }
+        defer {
+            flooding.store(false, ordering: .relaxed)
+            pthread_join(flood, nil)
+            shutdown(program, Int32(SHUT_RDWR))
+            pthread_join(reader, nil)
+        }
+        #expect(waitUntil(seconds: 5) { sent.load(ordering: .relaxed) > 1 << 20 }, "a MiB of DRAINs taken")
+        stream.stop()
+        #expect(waitUntil(seconds: 2) { stream.isFinished }, "stopped while the program floods")
     }
 
     /// A stream detached while its thread waits in a send (the program reads nothing) writes into
