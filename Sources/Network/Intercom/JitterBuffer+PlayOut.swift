@@ -155,6 +155,24 @@ extension JitterBuffer {
         return Int(((seq % n) + n) % n)
     }
 
+    /// Keeps the extended timestamps near zero (after a packet is stored: `insert` holds one).
+    /// Each packet may move them by up to 2³¹ (a stream whose timestamps jump; a hostile sender in
+    /// sequence), and past 2⁶³ the arithmetic on them trapped: the daemon down. They are shifted
+    /// together by whole 2³² steps — what the wire's 32 bits cannot tell apart — and the transits
+    /// with them: nothing between them changes.
+    mutating func rebaseTimestamps() {
+        guard highestTimestamp > Self.rebaseBeyond || highestTimestamp < -Self.rebaseBeyond else { return }
+        let shift = (highestTimestamp >> 32) << 32
+        highestTimestamp -= shift
+        nextTimestamp -= shift
+        newestEnd -= shift
+        for i in slotTimestamp.indices { slotTimestamp[i] -= shift }
+        for i in transits.indices { transits[i] += shift }
+    }
+
+    /// How far from zero the extended timestamps go before they are shifted back (`rebaseTimestamps`).
+    static let rebaseBeyond: Int64 = 1 << 40
+
     mutating func recordTransit(now: Int, timestamp: Int64) {
         transits[transitIndex] = Int64(Self.samples(now)) - timestamp
         transitIndex = (transitIndex + 1) % transits.count

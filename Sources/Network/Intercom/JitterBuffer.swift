@@ -332,6 +332,7 @@ public struct JitterBuffer: Sendable {
             highestSeq = seq
             highestTimestamp = timestamp
             newestEnd = timestamp + Int64(frames)
+            rebaseTimestamps()
         }
         return outcome
     }

@@ -275,6 +275,29 @@ import Testing
         #expect(sim.buffer.counters.resets == 1)
     }
 
+    /// A sender in sequence whose timestamps leap by all the wire allows (2³¹ − 1 each packet: a
+    /// hostile one) keeps the buffer's timestamps near zero: they grew by that much per packet,
+    /// and after 2³² packets the arithmetic on them trapped — the daemon down. Shifted, they still
+    /// play: the stream that goes on normally after the leaps is decoded packet by packet.
+    @Test func timestampsThatLeapStayNearZero() throws {
+        let packets = try tonePackets(seconds: 1)
+        let sim = try PlayoutSimulation()
+        var timestamp: UInt32 = 90_000
+        for i in 0..<2_148 {
+            timestamp &+= i < 2_048 ? 0x7FFF_FFFF : 960
+            let bytes = RTPPacket.datagram(
+                payloadType: 96, sequenceNumber: UInt16(truncatingIfNeeded: 1000 + i), timestamp: timestamp,
+                ssrc: 0x1234_5678, payload: packets[i % packets.count])
+            sim.insert(bytes, at: i * 20 * ms)
+            try sim.consume(at: i * 20 * ms)
+        }
+        let highest = sim.buffer.highestTimestamp
+        #expect(highest.magnitude <= 1 << 41, "\(highest)")
+        #expect(sim.buffer.counters.received == 2_148 && sim.buffer.counters.malformed == 0)
+        let last = sim.actions.suffix(50)
+        #expect(last.allSatisfy { if case .decode = $0 { true } else { false } }, "\(last)")
+    }
+
     /// One stray packet far from the sequence (corrupt, or a duplicate seconds late) is dropped,
     /// and the stream plays on undisturbed: it re-anchored play-out, and the next normal packet
     /// again — the queue and a delay's worth of audio lost twice, a gap heard.
