@@ -47,7 +47,9 @@ final class MQTTBridge: @unchecked Sendable {
     private var thread: OSThread?
     private var subscription: Int?
     private struct Shared {
-        var commands: [(topic: String, payload: [UInt8], retained: Bool)] = []
+        /// Each command's topic, payload (cut beyond the largest `api.max-body`), its whole length,
+        /// and whether the broker kept it.
+        var commands: [(topic: String, payload: [UInt8], length: Int, retained: Bool)] = []
         /// Set on connect: every retained topic is published again.
         var republish = true
         var events: [Event] = []
@@ -110,15 +112,17 @@ final class MQTTBridge: @unchecked Sendable {
         c.keepAlive = config.keepalive
         c.tls = MQTTTLSFiles(caFile: config.caFile, certFile: config.certFile, keyFile: config.keyFile)
         c.availabilityTopic = "\(base)/availability"
+        // No more than the largest `api.max-body` is copied: the rest is refused by its length.
+        c.maximumPayload = APIConfig.maxBodyRange.upperBound + 1
         let inbox = self.inbox
         do {
             client = try MQTTClient(
                 configuration: c,
-                onMessage: { topic, payload, retained in
+                onMessage: { topic, payload, length, retained in
                     // Baton's own zone states come back on `zones/+/state` (not retained): nothing
                     // to do, and waking for each made the bridge build a status report at once.
                     if !retained && topic.hasSuffix("/state") && topic.contains("/zones/") { return }
-                    inbox.shared.withLock { $0.commands.append((topic, payload, retained)) }
+                    inbox.shared.withLock { $0.commands.append((topic, payload, length, retained)) }
                     inbox.wake.post()
                 },
                 onStatusChange: { [logger, broker = config.broker, events = daemon.events] status in
@@ -214,7 +218,9 @@ final class MQTTBridge: @unchecked Sendable {
                 }
                 return (s.commands, s.republish, s.events)
             }
-            for command in commands { handle(command.topic, command.payload, retained: command.retained) }
+            for command in commands {
+                handle(command.topic, command.payload, length: command.length, retained: command.retained)
+            }
             // On connect, and after a reload (zones and sounds may have changed: the entities, the
             // select's options), every retained topic is published again.
             if (republish || events.contains { $0.type == "reloaded" }) && client.status.connection == .connected {
@@ -242,7 +248,7 @@ final class MQTTBridge: @unchecked Sendable {
 
     /// Carries out one command as the HTTP request it mirrors; a failure goes to `<base>/errors`
     /// and the log.
-    private func handle(_ topic: String, _ payload: [UInt8], retained: Bool) {
+    private func handle(_ topic: String, _ payload: [UInt8], length: Int, retained: Bool) {
         guard topic.hasPrefix(base + "/") else { return }
         var name = String(topic.dropFirst(base.count + 1))
         var body = payload
@@ -294,9 +300,8 @@ final class MQTTBridge: @unchecked Sendable {
         // The API's own limit, before anything is decoded: one huge message would hold every other
         // command and all state on this thread while it is read.
         let limit = daemon.config.api.maxBody
-        guard payload.count <= limit else {
-            return refuse(
-                ControlError(.badRequest, "a message of \(payload.count) bytes; at most \(limit) (api.max-body)"))
+        guard length <= limit else {
+            return refuse(ControlError(.badRequest, "a message of \(length) bytes; at most \(limit) (api.max-body)"))
         }
         guard let text = String(validating: payload, as: UTF8.self) else {
             return refuse(ControlError(.badRequest, "the message is not UTF-8 text"))

@@ -12,7 +12,7 @@ final class Recorder: Sendable {
     func client(_ configuration: MQTTConfiguration) throws -> MQTTClient {
         try MQTTClient(
             configuration: configuration,
-            onMessage: { topic, payload, _ in
+            onMessage: { topic, payload, _, _ in
                 self.messages.withLock { $0.append((topic, String(decoding: payload, as: UTF8.self))) }
             },
             onStatusChange: { status in self.statuses.withLock { $0.append(status) } })
@@ -59,6 +59,27 @@ func configuration(_ broker: MosquittoBroker, clientID: String = "baton-test") t
         try broker.publish(topic: "baton/kitchen/other", message: "not for us")
         #expect(waitUntil { recorder.received.count >= 2 })
         #expect(recorder.received == ["baton/kitchen/music/pause ", "baton/kitchen/music/volume 40"])
+    }
+
+    /// A message longer than `maximumPayload` reaches the handler cut to it, with its whole length:
+    /// its receiver refuses it without a second copy of it all.
+    @Test func aLongMessageComesCutWithItsLength() throws {
+        let broker = try MosquittoBroker()
+        let got = Mutex<[(count: Int, length: Int)]>([])
+        var settings = try configuration(broker)
+        settings.maximumPayload = 10
+        let client = try MQTTClient(
+            configuration: settings,
+            onMessage: { _, payload, length, _ in got.withLock { $0.append((payload.count, length)) } },
+            onStatusChange: { _ in })
+        defer { client.stop() }
+        try client.subscribe("baton/kitchen/+")
+        client.start()
+        #expect(waitUntil { client.status.isConnected })
+        try broker.publish(topic: "baton/kitchen/notify", message: String(repeating: "x", count: 5_000))
+        try broker.publish(topic: "baton/kitchen/pause", message: "short")
+        #expect(waitUntil { got.withLock { $0.count } == 2 })
+        #expect(got.withLock { $0.map { "\($0.count)/\($0.length)" } } == ["10/5000", "5/5"])
     }
 
     /// On connect `online` is retained on the availability topic; a clean stop replaces it with `offline`.

@@ -34,7 +34,12 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// Receives each message: its topic, payload, and whether the broker kept it (`retained`: sent
     /// because we subscribed, not because someone published it now). Called on the network thread.
-    public typealias MessageHandler = @Sendable (_ topic: String, _ payload: [UInt8], _ retained: Bool) -> Void
+    /// A message: its topic, its payload (cut to `MQTTConfiguration.maximumPayload`), the payload's
+    /// whole length, and whether the broker kept it (retained).
+    public typealias MessageHandler =
+        @Sendable (
+            _ topic: String, _ payload: [UInt8], _ length: Int, _ retained: Bool
+        ) -> Void
     /// Receives the new status after each change. Called on the network thread (and, for the final
     /// `.stopped`, on the thread that called ``stop()``).
     public typealias StatusHandler = @Sendable (_ status: MQTTStatus) -> Void
@@ -162,12 +167,11 @@ public final class MQTTClient: @unchecked Sendable {
         }
         mosquitto_message_callback_set(handle) { _, context, message in
             guard let context, let message = message?.pointee, let topic = message.topic else { return }
-            let payload =
-                message.payloadlen > 0
-                ? Array(UnsafeRawBufferPointer(start: message.payload, count: Int(message.payloadlen)))
-                : []
-            Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().onMessage(
-                String(cString: topic), payload, message.retain)
+            let client = Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue()
+            let length = Int(max(0, message.payloadlen))
+            let kept = min(length, client.configuration.maximumPayload)
+            let payload = kept > 0 ? Array(UnsafeRawBufferPointer(start: message.payload, count: kept)) : []
+            client.onMessage(String(cString: topic), payload, length, message.retain)
         }
         return handle
     }

@@ -40,6 +40,11 @@ public struct MQTTConfiguration: Sendable, Equatable {
     public var keepAlive: Duration = .seconds(30)
     /// TLS files; only for an `mqtts://` broker.
     public var tls = MQTTTLSFiles()
+    /// The most of a message's payload copied for `onMessage`: a longer one comes cut to this many
+    /// bytes, with its whole length, so that its receiver can refuse it without a second copy of
+    /// what may be hundreds of MB (a broker takes up to 256 MB by default; libmosquitto holds it
+    /// whole already).
+    public var maximumPayload = Int.max
     /// The last will, published by the broker when the connection drops without a DISCONNECT
     /// (crash, power loss, network loss). Not allowed together with ``availabilityTopic``, which sets
     /// its own will.
