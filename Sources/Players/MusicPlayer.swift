@@ -384,7 +384,9 @@ public final class MusicPlayer: Source, @unchecked Sendable {
             return .success(.playsOn)
         }
         if let index = after.firstIndex(of: audible) {
-            return .success(.restart(index: index, offset: now?.seconds ?? 0))
+            // Nothing heard of it yet (a stream starting, or a seek's waiting for slots): where that
+            // start was to be — it restarted the seek's track from its beginning.
+            return .success(.restart(index: index, offset: now?.seconds ?? state.startOffset))
         }
         return .success(.restart(index: min(a, after.count - 1), offset: 0))
     }

@@ -62,4 +62,23 @@ import Testing
         }
         #expect(later == .playsOn)
     }
+
+    /// An edit that restarts the stream before anything of its track was heard (a stream starting
+    /// at a resumed position, a seek waiting for slots) restarts it where it was to start: it
+    /// restarted the track from its beginning, the seek lost.
+    @Test func aRestartBeforeAnythingWasHeardKeepsWhereItWasToStart() {
+        let songs = (0..<4).map { Song(id: "s\($0)", title: "Song \($0)") }
+        let client = SubsonicClient(
+            config: SubsonicSettings(url: "http://127.0.0.1:9", user: "baton", password: "unused"))
+        let player = MusicPlayer(
+            songs: songs, index: 1, offset: 42.5,
+            server: MusicPlayer.Server(client: client, retryLimit: .seconds(1), gains: [1, 1, 1, 1]), report: { _ in })
+        let stream = player.queue.streamStarts()
+        #expect(player.queue.streamEntry(after: 1, stream: stream)?.key == 2)
+        guard case .success(let outcome) = player.edit(.remove(2)) else {
+            Issue.record("the edit was refused")
+            return
+        }
+        #expect(outcome == .restart(index: 1, offset: 42.5))
+    }
 }
