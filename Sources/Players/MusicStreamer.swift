@@ -349,6 +349,8 @@ final class MusicStreamer: @unchecked Sendable {
         var backoff = Duration.milliseconds(250)
         let transcoded = client.config.format != "raw"
         while !buffer.isCancelled {
+            // A 206 from further on than asked: the bytes between are not to be had from it.
+            var gap: Int64?
             do {
                 let request = try client.streamRequest(id: song.id, offsetBytes: received)
                 var skip: Int64 = 0
@@ -359,9 +361,17 @@ final class MusicStreamer: @unchecked Sendable {
                         // what the decoder already has. A transcode (any format but `raw`) is a new
                         // encode, whose bytes do not follow the old ones (Ogg serial numbers, page
                         // bounds): the decoder starts it again from its first byte and drops the
-                        // frames it already gave.
-                        if r.status == 206 || received == 0 || !transcoded {
-                            skip = r.status == 206 ? 0 : received
+                        // frames it already gave. A 206 is from where its `Content-Range` says,
+                        // which may be before what was asked (those bytes are had: skipped — they
+                        // went to the decoder twice, a seam in the music and the position off).
+                        if r.status == 206 {
+                            if r.startOffset <= received {
+                                skip = received - r.startOffset
+                            } else {
+                                gap = r.startOffset
+                            }
+                        } else if received == 0 || !transcoded {
+                            skip = received
                         } else {
                             buffer.restart()
                             received = 0
@@ -369,6 +379,7 @@ final class MusicStreamer: @unchecked Sendable {
                         buffer.setContentType(r.contentType)
                     },
                     onData: { chunk in
+                        if gap != nil { return false }
                         var bytes = chunk
                         if skip > 0 {
                             let drop = Int(min(skip, Int64(bytes.count)))
@@ -390,6 +401,13 @@ final class MusicStreamer: @unchecked Sendable {
                 // Ended (a skip, a seek, the stream's end): the transfer stopped; so does the reader.
                 if stop.isSet { buffer.cancel() }
                 if buffer.isCancelled { return }
+                if let gap {
+                    retrying(nil)
+                    buffer.fail(
+                        ByteSourceError(
+                            message: "the server answered from byte \(gap) when asked from byte \(received)"))
+                    return
+                }
                 guard error.isTransient, ContinuousClock.now - progressAt < retryLimit else {
                     if error.isTransient { gaveUp.set() }  // before the failure the reader sees
                     retrying(nil)

@@ -605,10 +605,42 @@ extension MusicQueueTests {
         #expect(s.streamError == nil, "\(s.streamError ?? "")")
         #expect(!t.daemon.events.recent().contains { $0.type == "stream-error" })
         t.stop()
-        let out = t.left("kitchen")
+        try Self.expectUnbroken330HzTone(t.left("kitchen"), after: granted)
+    }
+
+    /// The server answers a resumed download of the original file (`format: raw`) with a 206 that
+    /// begins 1 000 bytes before what was asked (its `Content-Range` says so: a server rounding
+    /// ranges down). Those bytes are had, and skipped: the 330 Hz tone goes on across the join
+    /// with its phase unbroken. They went to the decoder a second time — 250 frames played twice.
+    @Test func aRangeAnsweredFromEarlierIsJoinedWithoutASeam() throws {
+        var music = try TestSubsonic.music(format: .raw)
+        let lookup = try TestDaemon(music: music)
+        let found = try JSONDecoder().decode(
+            LibraryAndQueueTests.Songs.self,
+            from: Data(try lookup.request("GET", "/api/v1/library/search?q=Long%20Tone").body)
+        ).songs
+        lookup.stop()
+        let song = try #require(found.first { $0.title == "Long Tone 330" }?.id)
+        let proxy = try SubsonicRefusingProxy(
+            upstreamURL: music.subsonic.url, refusing: [], cutting: [song: 400_000], rewinding: [song: 1_000])
+        music.subsonic.url = proxy.url
+        let t = try TestDaemon(music: music)
+        let play = try t.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#)
+        let id = try #require(play.object["id"], "\(play)")
+        let granted = try #require(t.waitForEvent("granted", source: id, seconds: 10)?.zoneFrames?["kitchen"])
+        #expect(waitUntil(seconds: 20) { position(t, id) > 6 }, "played on past the join")
+        let answers = proxy.streamStatuses
+        #expect(answers.count == 2 && answers.last?.contains(" 206 ") == true, "\(answers)")
+        #expect(!t.daemon.events.recent().contains { $0.type == "stream-error" })
+        t.stop()
+        try Self.expectUnbroken330HzTone(t.left("kitchen"), after: granted)
+    }
+
+    /// The 330 Hz tone in `out` from its onset after frame `granted` is continuous for 5 s: its phase
+    /// in 100 ms windows (33 whole periods), taken against the absolute frame, constant to a tenth
+    /// of a frame's phase step (a seam moves it), its level kept.
+    static func expectUnbroken330HzTone(_ out: [Float], after granted: Int) throws {
         let start = try #require(Signals.onset(Array(out[granted...]), threshold: 0.01)) + granted
-        // The tone's phase in 100 ms windows (33 whole periods), taken against the absolute frame:
-        // constant while the tone is continuous; a seam moves it.
         func phase(at start: Int) -> (phase: Double, level: Double) {
             var (s, c) = (0.0, 0.0)
             for n in start..<(start + 4_410) {

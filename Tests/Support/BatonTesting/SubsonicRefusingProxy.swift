@@ -17,6 +17,10 @@ import Synchronization
 /// is answered `ok` and recorded (`playbackReports`, in the order answered). One whose state is in
 /// `holding` is held unanswered until `releaseReports()` (a server slow to answer it).
 ///
+/// A ranged `/rest/stream` request for a song in `rewinding` (the first such request only) asks
+/// the server for that many bytes before what was asked: the answer, a 206 whose `Content-Range`
+/// says so, begins before the bytes the client wants (a server that rounds ranges down).
+///
 /// With `keepingPlayQueue`, each `savePlayQueue` is answered `ok` and recorded (`savedQueues`)
 /// instead of going to Supysonic, which has no play queue.
 ///
@@ -31,6 +35,7 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     private let refused: Set<String>
     private let stalled: Set<String>
     private let cutting: Mutex<[String: Int]>
+    private let rewinding: Mutex<[String: Int]>
     private let streamAnswers = Mutex<[String]>([])
     /// The status line of each `/rest/stream` answer forwarded, in order (`HTTP/1.1 200 OK`).
     public var streamStatuses: [String] { streamAnswers.withLock { $0 } }
@@ -80,8 +85,9 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         upstreamURL: String, refusing songIDs: Set<String>, stalling stalledIDs: Set<String> = [],
         cutting cuts: [String: Int] = [:], offeringPlaybackReport: Bool = false, holding: Set<String> = [],
         coverArt: (type: String, body: String)? = nil, cuttingAlways: [String: Int] = [:],
-        keepingPlayQueue: Bool = false
+        keepingPlayQueue: Bool = false, rewinding: [String: Int] = [:]
     ) throws {
+        self.rewinding = Mutex(rewinding)
         keepsPlayQueue = keepingPlayQueue
         self.coverArt = coverArt
         self.cuttingAlways = cuttingAlways
@@ -190,6 +196,13 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
             !$0.lowercased().hasPrefix("connection:") && (always == nil || !$0.lowercased().hasPrefix("range:"))
         }
         lines.insert("Connection: close", at: 1)
+        if target.hasPrefix("/rest/stream"), let id = Self.query(target, "id"),
+            let i = lines.firstIndex(where: { $0.lowercased().hasPrefix("range: bytes=") }),
+            let from = Int(lines[i].dropFirst("range: bytes=".count).prefix { $0.isNumber }),
+            let back = rewinding.withLock({ $0.removeValue(forKey: id) })
+        {
+            lines[i] = "Range: bytes=\(max(0, from - back))-"
+        }
         let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         defer { close(server) }
         var address = sockaddr_in()
