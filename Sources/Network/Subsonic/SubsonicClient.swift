@@ -153,6 +153,11 @@ public final class SubsonicClient: Sendable {
         return auth.withLock { $0.mode }
     }
 
+    /// The largest API answer taken (a playlist of 10 000 songs is about 5 MB). It was 64 MiB: an
+    /// answer that size — a server's bug, a proxy's error page gone wrong — was copied and
+    /// parsed twice (the envelope, then the payload), hundreds of MB at the peak on a Pi with 512.
+    static let maximumAnswerBytes = 16 << 20
+
     /// One request in one mode; `nil` sends no credentials.
     func callOnce(
         _ endpoint: String, _ parameters: [(String, String)],
@@ -161,7 +166,8 @@ public final class SubsonicClient: Sendable {
         let url = self.url(endpoint, parameters, mode: mode)
         let response: HTTPClientResponse
         do {
-            response = try (stoppable ? api : http).fetch(url: url, maxBodyBytes: 64 << 20, timeout: requestTimeout)
+            response = try (stoppable ? api : http).fetch(
+                url: url, maxBodyBytes: Self.maximumAnswerBytes, timeout: requestTimeout)
         } catch {
             throw .transport(error)
         }

@@ -449,6 +449,30 @@ extension MusicQueueTests {
         #expect(refused.text.contains("music.subsonic.api-key-file \(dir)/no-such-key: cannot read"), "\(refused.text)")
     }
 
+    /// A server's answer larger than any the client takes (16 MiB) is refused with what it was, not
+    /// read whole and parsed: 64 MiB were, copied and parsed twice.
+    @Test func anAnswerTooLargeIsRefused() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        let ok = #"{"subsonic-response": {"status": "ok", "version": "1.16.1""#
+        let pad = String(repeating: " ", count: 17 << 20)
+        server.route(
+            "/rest/getRandomSongs",
+            .init(
+                contentType: "application/json",
+                body: Array((ok + #", "randomSongs": {"song": [{"id": "s1", "title": "One"}]}}"# + pad + "}").utf8)))
+        let dir = TestDirectory.make("huge-answer")
+        _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
+        let t = try TestDaemon(
+            music: MusicConfig(
+                subsonic: .init(url: server.url(""), user: "baton", password: .file("\(dir)/password"), format: .raw)))
+        defer { t.stop() }
+        let random = try t.request("GET", "/api/v1/library/random?size=1")
+        #expect(
+            random.status == 502 && random.text.contains("larger than 16777216 bytes"),
+            "\(random.status) \(random.text)")
+    }
+
     /// The password changed on the server and then in batond's password file: used from the next
     /// request, against the real server, without a restart. The client was made once per `music:`
     /// section and kept the old password: every request was refused until batond restarted.
