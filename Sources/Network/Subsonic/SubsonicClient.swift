@@ -158,6 +158,9 @@ public final class SubsonicClient: Sendable {
     /// parsed twice (the envelope, then the payload), hundreds of MB at the peak on a Pi with 512.
     static let maximumAnswerBytes = 16 << 20
 
+    /// The longest URL sent as a GET; a longer request is a POST of the same parameters.
+    static let longestURL = 4000
+
     /// One request in one mode; `nil` sends no credentials.
     func callOnce(
         _ endpoint: String, _ parameters: [(String, String)],
@@ -166,8 +169,19 @@ public final class SubsonicClient: Sendable {
         let url = self.url(endpoint, parameters, mode: mode)
         let response: HTTPClientResponse
         do {
-            response = try (stoppable ? api : http).fetch(
-                url: url, maxBodyBytes: Self.maximumAnswerBytes, timeout: requestTimeout)
+            let client = stoppable ? api : http
+            if url.utf8.count > Self.longestURL, let query = url.firstIndex(of: "?") {
+                // The same parameters as a form (Subsonic servers read both; OpenSubsonic's
+                // `formPost`): a queue of a few hundred songs mirrored with `savePlayQueue` put
+                // every ID in the URL, past the 8 KB request line of nginx's and Tomcat's defaults
+                // (414, every 30 s while it played).
+                response = try client.post(
+                    url: String(url[..<query]), body: Array(url[url.index(after: query)...].utf8),
+                    contentType: "application/x-www-form-urlencoded", maxBodyBytes: Self.maximumAnswerBytes,
+                    timeout: requestTimeout)
+            } else {
+                response = try client.fetch(url: url, maxBodyBytes: Self.maximumAnswerBytes, timeout: requestTimeout)
+            }
         } catch {
             throw .transport(error)
         }

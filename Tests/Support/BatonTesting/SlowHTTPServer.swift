@@ -46,6 +46,8 @@ public final class SlowHTTPServer: @unchecked Sendable {
         /// Path → monotonic seconds at which its last byte was written.
         var lastByteAt: [String: Double] = [:]
         var requests: [String] = []
+        /// The body of each request that had one (a POST), by its path.
+        var bodies: [String: [UInt8]] = [:]
     }
     private let state = Mutex(State())
     private let running = Atomic<Bool>(true)
@@ -89,6 +91,11 @@ public final class SlowHTTPServer: @unchecked Sendable {
     /// The request paths received, in order.
     public var requests: [String] { state.withLock { $0.requests } }
 
+    /// The body of the last request to `path` that had one (a POST's form), as text.
+    public func body(_ path: String) -> String? {
+        state.withLock { $0.bodies[path] }.map { String(decoding: $0, as: UTF8.self) }
+    }
+
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         shutdown(fd, Int32(SHUT_RDWR))
@@ -123,15 +130,32 @@ public final class SlowHTTPServer: @unchecked Sendable {
         defer { close(client) }
         var request: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 4096)
-        while !request.ends(with: [13, 10, 13, 10]) && request.count < 65_536 {
+        func headEnd() -> Int? {
+            guard request.count >= 4 else { return nil }
+            return (0...(request.count - 4)).first { request[$0..<($0 + 4)] == [13, 10, 13, 10] }.map { $0 + 4 }
+        }
+        while headEnd() == nil && request.count < 65_536 {
             let n = buf.withUnsafeMutableBytes { recv(client, $0.baseAddress, 4096, 0) }
             if n <= 0 { return }
             request += buf[..<n]
         }
+        // A body (a POST's form): read whole, as its Content-Length says (unread, the close would
+        // reset the connection under the client's feet).
+        let headText = String(decoding: request.prefix(headEnd() ?? request.count), as: UTF8.self)
+        let length =
+            headText.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+            .flatMap { Int($0.dropFirst("content-length:".count).drop { $0 == " " }.prefix { $0.isNumber }) } ?? 0
+        while request.count - (headEnd() ?? 0) < min(length, 1 << 20) {
+            let n = buf.withUnsafeMutableBytes { recv(client, $0.baseAddress, 4096, 0) }
+            if n <= 0 { return }
+            request += buf[..<n]
+        }
+        let body = Array(request[(headEnd() ?? request.count)...])
         let line = String(decoding: request.prefix { $0 != 13 }, as: UTF8.self).split(separator: " ")
         let path = line.count > 1 ? String(line[1]) : "/"
         let route = state.withLock { s in
             s.requests.append(path)
+            if !body.isEmpty { s.bodies[path] = body }
             // A route without a query string serves every query (a Subsonic call's token varies).
             return s.routes[path] ?? s.routes[String(path.prefix { $0 != "?" })]
         }
