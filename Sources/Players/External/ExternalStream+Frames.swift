@@ -258,9 +258,10 @@ extension ExternalStream {
             let empty = pumps.allSatisfy {
                 $0.output.slot.ring.readable == 0 || $0.output.isLeftBehind(among: pumpOutputs)
             }
-            if fifoCount == 0 && !empty && !flushedForDrain {
+            // Into the slots only if they are still this stream's (`onCurrentSlots`): a detach
+            // since the pump returned at once, and they may be another source's by now.
+            if fifoCount == 0 && !empty && !flushedForDrain, onCurrentSlots({ flushResamplers() }) != nil {
                 flushedForDrain = true
-                flushResamplers()
             }
             if empty || shared.withLock({ $0.discarding }) {
                 drainAt = nil

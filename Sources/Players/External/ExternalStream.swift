@@ -245,8 +245,10 @@ public final class ExternalStream: @unchecked Sendable {
             }
             // A FORMAT in what was just read (`handle`): its DATA, read with it, must go through
             // the new format's converters (the old ones' buffers are sized for the old format).
-            if pumpGeneration != s.generation, let error = rebuildPumps(s.targets, generation: s.generation) {
-                return end(with: error)
+            if pumpGeneration != s.generation {
+                // What the control plane asks now (a detach may have come while the thread waited).
+                let now = shared.withLock { (targets: $0.targets, generation: $0.generation) }
+                if let error = rebuildPumps(now.targets, generation: now.generation) { return end(with: error) }
             }
             if received > receivedAtDetach && !announced && s.targets == nil {
                 announced = true
