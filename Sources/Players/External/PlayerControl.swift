@@ -239,7 +239,17 @@ final class PlayerStateWatch: Sendable {
             }
             return o
         }
-        guard let previous, previous != state else { return }
+        guard let previous, previous != state else {
+            // Where it was (or the first word): a command of this state that ran is done with —
+            // a pause and a play folded into one report show no change — and those before it
+            // overtaken. Left, they took the user's next change for Baton's.
+            expected.withLock { e in
+                if let i = e.list.lastIndex(where: { $0.state == state && $0.until != nil }) {
+                    e.list.removeFirst(i + 1)
+                }
+            }
+            return
+        }
         let now = clock()
         // The first command of this state still in time is the one reported; those before it were
         // overtaken (the player went on to this one before saying so). Seen again after the

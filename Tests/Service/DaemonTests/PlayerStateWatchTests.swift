@@ -38,6 +38,23 @@ import Testing
         #expect(w.takeUserChange() == .paused)
     }
 
+    /// A pause and a play that the player folded into one report (it says it plays, as it did) are
+    /// done with: the user's pause just after is the user's. The pause's expectation was left, and
+    /// took it for Baton's.
+    @Test func commandsFoldedIntoNoChangeAreDoneWith() {
+        let clock = Clock()
+        let w = watch(clock)
+        let pause = w.expect("pause")
+        w.ran(pause)
+        let play = w.expect("play")
+        w.ran(play)
+        w.saw("play")
+        #expect(w.takeUserChange() == nil)
+        clock.advance(seconds: 1)
+        w.saw("pause")
+        #expect(w.takeUserChange() == .paused)
+    }
+
     /// A command waiting behind a slow one (a connect that takes seconds) counts from when it ran,
     /// not from when it was given: its report came after its 3 s had gone, and read as the user's.
     @Test func aCommandCountsFromWhenItRan() {
