@@ -20,7 +20,11 @@ extension Daemon {
         let (now, basis, ofThisRun) = currentState()
         let persistence = parts.persistence
         if let written = inBackground ? persistence.offer(now, basis: basis) : persistence.save(now, basis: basis) {
-            parts.music.mirror(written, ofThisRun: ofThisRun, config)
+            // A source that ended since `now` was computed kept its queue, which was recorded in
+            // its place: of this run too.
+            parts.music.mirror(written, ofThisRun: ofThisRun || persistence.keptCount > 0, config)
+        } else {
+            parts.music.retryMirror(config)
         }
     }
 
@@ -29,7 +33,7 @@ extension Daemon {
     func saveLastState() {
         let (now, basis, ofThisRun) = currentState()
         if let written = parts.persistence.saveLast(now, basis: basis) {
-            parts.music.mirror(written, ofThisRun: ofThisRun, config)
+            parts.music.mirror(written, ofThisRun: ofThisRun || parts.persistence.keptCount > 0, config)
         }
     }
 

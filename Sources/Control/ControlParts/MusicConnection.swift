@@ -152,7 +152,24 @@ package final class MusicConnection: Sendable {
             s.at = now
             return true
         }
-        guard due else { return }
+        if due { send(queue, config) }
+    }
+
+    /// Sends the queue last mirrored again if its call failed 30 s ago or more: the state may not
+    /// change again to call `mirror` (music stopped while the server was away), and the server kept
+    /// an older queue for good. Cheap while nothing failed. Any thread but an output thread.
+    package func retryMirror(_ config: BatonConfiguration) {
+        let now = monotonicNanoseconds()
+        let again: SavedQueue? = sync.withLock { s in
+            guard s.failed, !s.unsupported, let last = s.last, now - s.at >= 30_000_000_000 else { return nil }
+            s.at = now
+            return last
+        }
+        if let again { send(again, config) }
+    }
+
+    /// `savePlayQueue` with `queue`, after the one running and in place of one waiting.
+    private func send(_ queue: SavedQueue, _ config: BatonConfiguration) {
         let logger = self.logger
         saves.run { [self] in
             do {
