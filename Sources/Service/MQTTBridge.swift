@@ -210,6 +210,9 @@ final class MQTTBridge: @unchecked Sendable {
             // (hundreds, from a burst of commands or a reload) made as many passes, each a status
             // report under the control plane's lock. One that comes after this makes another.
             inbox.wake.drain()
+            // A stop's post may have been the one drained: it is not waited out (10 s, past
+            // systemd's 5 s for the stop).
+            guard running.load(ordering: .acquiring) else { break }
             let (commands, republish, events) = inbox.shared.withLock { s in
                 defer {
                     s.commands.removeAll()
