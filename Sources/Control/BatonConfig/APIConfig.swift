@@ -83,6 +83,9 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
         self.init(host: String(host), port: UInt16(port))
     }
 
+    /// True for an IPv4 or IPv6 address, false for a host name.
+    public var isNumeric: Bool { Self.isIPv4(Substring(host)) || host.contains(":") }
+
     /// True for `localhost`, 127.0.0.0/8 and `::1` (in any spelling): addresses only this machine reaches.
     public var isLoopback: Bool {
         if host.lowercased() == "localhost" { return true }

@@ -281,6 +281,15 @@ extension ValueKind {
                             "\"\(text)\" is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or \"[::1]:8470\")"
                     ))
             }
+            // Listened on, not connected to: the socket takes an address. A host name passed
+            // `--check` and a reload, and the next start failed ("not a numeric address").
+            guard address.isNumeric || address.host.lowercased() == "localhost" else {
+                return .failure(
+                    ValueProblem(
+                        message:
+                            "\"\(text)\": a host name cannot be listened on (expected an address: 0.0.0.0:\(address.port) for every interface, 127.0.0.1:\(address.port) for this machine only)"
+                    ))
+            }
             return .success(address)
         }
     }
