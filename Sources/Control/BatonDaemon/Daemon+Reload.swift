@@ -86,7 +86,10 @@ extension Daemon {
                 apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
                 finish(p.id, &s, why: "a reload changed its zones")
             }
-            return resume?.queue
+            // The music that plays on elsewhere (an AirPlay in the kitchen beside the patio's
+            // server music): not music started meanwhile.
+            let before = Set(s.playbacks.values.filter { $0.sourceClass == .music }.map(\.id))
+            return resume.map { (queue: $0.queue, musicBefore: before) }
         }
         for d in stopped { d.stop() }
         if report.policyChanged { state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) } }
@@ -96,7 +99,7 @@ extension Daemon {
             d.start(logger, connection: parts.snapcast.connectionObserver(for: d)) { [monitor] in monitor.wake() }
         }
         parts.snapcast.update(new.zones) { [weak self] in self?.output($0)?.device }
-        if let queue = resumeMusic {
+        if let (queue, musicBefore) = resumeMusic {
             // Its reopened zones first open their PCMs (milliseconds; a second at most): a zone
             // not open yet is skipped by the admission, and the music would leave it for good.
             let deadline = monotonicNanoseconds() + 1_000_000_000
@@ -104,8 +107,14 @@ extension Daemon {
                 usleep(5_000)
             }
             do throws(ControlError) {
-                // Not over music a user started meanwhile (a request, a resume).
-                guard !state.withLock({ s in s.playbacks.values.contains { $0.sourceClass == .music } }) else {
+                // Not over music a user started meanwhile (a request, a resume). Any music was
+                // taken for that: other music playing on in zones the reload left alone stopped
+                // the server's for good, against what a reload promises.
+                guard
+                    !state.withLock({ s in
+                        s.playbacks.values.contains { $0.sourceClass == .music && !musicBefore.contains($0.id) }
+                    })
+                else {
                     throw ControlError(.conflict, "music was started meanwhile")
                 }
                 let admission = try music.play(queue)

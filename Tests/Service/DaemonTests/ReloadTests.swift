@@ -136,6 +136,30 @@ import Testing
         #expect(abs(position(again.id) - heard) < 3, "from where it was heard (\(heard) s)")
     }
 
+    /// Server music on patio, a reload that reopens it, and other music (a looped sound) playing on
+    /// in the kitchen the reload leaves alone: the server music plays on too. Any music then was
+    /// taken for music started meanwhile, and the server's stopped for good.
+    @Test func serverMusicPlaysOnBesideOtherMusic() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        defer { t.stop() }
+        let loop = try t.json(
+            "POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+        let looped = try #require(loop.object["id"], "\(loop)")
+        let play = try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["patio"]}"#)
+        let id = try #require(play.object["id"], "\(play)")
+        let position = { (id: String) in (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 }
+        #expect(waitUntil(seconds: 15) { position(id) > 1.0 })
+        var new = t.config
+        new.zones[1].rate = 44_100
+        #expect(t.daemon.apply(new).zonesChanged == ["patio"])
+        let sources = try t.status().sources
+        let again = try #require(
+            sources.first { ![id, looped].contains($0.id) && $0.state != "stopped" },
+            "the server music plays on: \(sources)")
+        #expect(again.zones == ["patio"], "\(again.zones)")
+        #expect(sources.contains { $0.id == looped && $0.state == "playing" }, "the kitchen's music plays on")
+    }
+
     /// A reload plays sound files as they are now: a doorbell replaced on disk (the settings the
     /// same) rang as its old self, decoded and cached, until a restart.
     @Test func aReloadForgetsTheSoundsAsTheyWere() throws {
