@@ -128,10 +128,12 @@ public final class Triggers: Sendable {
         } catch {
             let why = "pressed, but \(error.message)"
             logger.error("\(name): \(why)")
-            // The button's own fault (its sound missing or not playable) is an event and, the
-            // file's, its status; the policy's refusal (a call holds the zones) or zones away are
-            // said where they belong.
-            guard [.unknownSound, .unprocessable, .badRequest].contains(error.kind) else { return }
+            // The button's own fault (its sound missing or not playable, its zones no longer
+            // configured — renamed by a reload, which the running button does not take up) is an
+            // event and, the file's, its status; the policy's refusal (a call holds the zones) or
+            // zones away are said where they belong. Zones renamed were said nowhere: the status
+            // read "listening", the presses counted, the doorbell rang nothing.
+            guard [.unknownSound, .unknownZone, .unprocessable, .badRequest].contains(error.kind) else { return }
             if error.kind != .unknownSound { buttons.withLock { if index < $0.count { $0[index].pressError = why } } }
             daemon.events.publish(type: .gpioError, reason: "\(name): \(why)")
         }

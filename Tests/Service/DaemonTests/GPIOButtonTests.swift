@@ -89,4 +89,24 @@ final class HeldEdgeSource: EdgeSource, @unchecked Sendable {
         line.replay([.rising(ms: 500), .falling(ms: 1000)])
         #expect(t.waitForEvent("granted", seconds: 5) != nil)
     }
+
+    /// A button whose zone a reload renamed (the file's button updated too; buttons take a reload
+    /// at the next start): a press says it rang nothing, as an event and in the button's status. It
+    /// was said nowhere but the log: "listening", the presses counted, silence.
+    @Test func aPressIntoAZoneNoLongerThereIsSaid() throws {
+        let button = GPIOButtonConfig(line: 17, announce: AnnounceAction(sound: "bell1k", zones: ["patio"]))
+        let line = HeldEdgeSource()
+        let t = try TestDaemon(gpio: [button], edgeSources: { _ in line })
+        defer { t.stop() }
+        var new = t.config
+        new.zones[1].name = "terrace"
+        new.gpio[0].announce.zones = ["terrace"]
+        let report = t.daemon.apply(new)
+        #expect(report.applied && report.needsRestart.contains("gpio"), "\(report.needsRestart)")
+        line.replay([.falling(ms: 0)])
+        let said = try #require(t.waitForEvent("gpio-error", seconds: 5)?.reason)
+        #expect(said.contains(#"pressed, but unknown zone or group "patio""#), "\(said)")
+        let status = try #require(try t.status().gpio?.first)
+        #expect(status.presses == 1 && status.error?.contains("unknown zone") == true, "\(status.error ?? "-")")
+    }
 }
