@@ -14,7 +14,10 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     public let systemBus: Bool
     private let queue = ControlQueue()
     private let report: @Sendable (String) -> Void
-    private let failure = Mutex<String?>(nil)
+    /// The last command's failure (cleared by the next command that succeeds) and the watcher's
+    /// (cleared once it follows the player again), apart: a Pause that succeeded cleared the
+    /// watcher's "cannot follow", and the watcher getting its bus back never cleared it.
+    private let failure = Mutex<(command: String?, watcher: String?)>((nil, nil))
     private let states: PlayerStateWatch
     private let running = Atomic<Bool>(true)
     static let path = "/org/mpris/MediaPlayer2"
@@ -33,7 +36,7 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     }
 
     public var description: String { "mpris \(busName) (\(systemBus ? "system" : "session") bus)" }
-    public var lastError: String? { failure.withLock { $0 } }
+    public var lastError: String? { failure.withLock { $0.watcher ?? $0.command } }
     public func takeUserChange() -> PlayerChange? { states.takeUserChange() }
     public func pause() { command("Pause", expecting: "Paused") }
     public func play() { command("Play", expecting: "Playing") }
@@ -51,10 +54,10 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
                 let bus = try DBusConnection(systemBus: systemBus)
                 try bus.call(destination: busName, path: Self.path, interface: Self.interface, member: member)
                 states.ran(ticket)
-                failure.withLock { $0 = nil }
+                failure.withLock { $0.command = nil }
             } catch {
                 let why = "MPRIS \(member) to \(busName) failed: \(error)"
-                failure.withLock { $0 = why }
+                failure.withLock { $0.command = why }
                 states.dropExpectation(ticket)
                 report(why)
             }
@@ -69,6 +72,7 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     /// quick the next one (mpv folds a Play and a Pause a few ms apart into one signal, though).
     private func watch() {
         var reported = false
+        var lastHeard = monotonicNanoseconds()
         while running.load(ordering: .acquiring) {
             do {
                 let bus = try DBusConnection(systemBus: systemBus)
@@ -91,6 +95,7 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
                         + "path='\(Self.path)',arg0='\(Self.interface)'"
                 ) { [states] signal in
                     guard signal.sender == owner, let state = signal.stringProperties["PlaybackStatus"] else { return }
+                    lastHeard = monotonicNanoseconds()
                     states.saw(state)
                 }
                 while running.load(ordering: .acquiring) {
@@ -98,18 +103,26 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
                         reread = false
                         owner = try bus.nameOwner(busName)
                         // Not on the bus (yet): nothing to follow until NameOwnerChanged says it came;
-                        // a command meanwhile reports its own failure.
-                        if owner != nil {
+                        // a command meanwhile reports its own failure. Gone while the watcher had
+                        // no bus (its session ended with the player's): it left, which no signal
+                        // will say — a source paused or interrupted waited for it for ever.
+                        if owner == nil {
+                            states.sawAbsent()
+                        } else {
                             let state = try bus.stringProperty(
                                 destination: busName, path: Self.path, interface: Self.interface, name: "PlaybackStatus"
                             )
-                            reported = false
                             states.saw(state)
                         }
+                        lastHeard = monotonicNanoseconds()
+                        reported = false
+                        failure.withLock { $0.watcher = nil }
                     }
                     try bus.process(waitingAtMost: 1_000_000)
                 }
             } catch {
+                // Not known while not followed: the state last seen may be long gone.
+                states.forget(lastHeard: lastHeard)
                 if !reported {
                     reported = true
                     notFollowing("\(error)")
@@ -121,7 +134,7 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
 
     private func notFollowing(_ why: String) {
         let text = "cannot follow \(busName)'s PlaybackStatus: \(why)"
-        failure.withLock { $0 = text }
+        failure.withLock { $0.watcher = text }
         report(text)
     }
 }

@@ -230,6 +230,12 @@ final class PlayerStateWatch: Sendable {
         changed()
     }
 
+    /// The player is not there (its name has no owner). If it was seen before, it left — while
+    /// nothing could tell (the watcher had no bus): `sawLeave`. Once.
+    func sawAbsent() {
+        if observed.withLock({ $0.state != nil }) { sawLeave() }
+    }
+
     /// The interface reported `state` now.
     func saw(_ state: String) {
         let (previous, wasKnown, unknownSince) = observed.withLock { o in

@@ -74,6 +74,20 @@ import Testing
         #expect(w.takeUserChange() == .played)
     }
 
+    /// The player found absent when the watcher looks again (it left while the watcher had no bus:
+    /// no signal says so) has left, once; one never seen has not.
+    @Test func aPlayerFoundAbsentHasLeftOnce() {
+        let w = watch(Clock())
+        w.forget(lastHeard: 0)
+        w.sawAbsent()
+        #expect(w.takeUserChange() == .gone)
+        w.sawAbsent()
+        #expect(w.takeUserChange() == nil)
+        let never = PlayerStateWatch(paused: "Paused", playing: "Playing") {}
+        never.sawAbsent()
+        #expect(never.takeUserChange() == nil)
+    }
+
     /// A command that failed expects nothing: the change that follows is the user's.
     @Test func aFailedCommandExpectsNothing() {
         let clock = Clock()
