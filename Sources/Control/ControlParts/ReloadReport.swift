@@ -52,6 +52,9 @@ public struct ReloadReport: Codable, Sendable, Equatable {
             ("external-sources.socket", old.externalSources?.socket != new.externalSources?.socket),
             ("state-dir", old.stateDir != new.stateDir),
             ("alsa-config", old.alsaConfig != new.alsaConfig),
+            // Made and put in BATON_OUTPUT_DIR at start: file PCMs reopened by a reload still
+            // wrote into the old one, the new one never made, and the reload said nothing.
+            ("output-dir", old.outputDir != new.outputDir),
         ]
         needsRestart = once.filter(\.1).map(\.0)
     }

@@ -136,6 +136,17 @@ import Testing
         #expect(abs(position(again.id) - heard) < 3, "from where it was heard (\(heard) s)")
     }
 
+    /// A changed `output-dir` needs a restart, and the reload says so: the file PCMs it reopened
+    /// still wrote into the old one (set up at start), and the report said nothing.
+    @Test func aChangedOutputDirNeedsARestart() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        var new = t.config
+        new.outputDir = TestDirectory.make("other-output")
+        let report = t.daemon.apply(new)
+        #expect(report.applied && report.needsRestart == ["output-dir"], "\(report.needsRestart)")
+    }
+
     /// Server music on patio, a reload that reopens it, and other music (a looped sound) playing on
     /// in the kitchen the reload leaves alone: the server music plays on too. Any music then was
     /// taken for music started meanwhile, and the server's stopped for good.
