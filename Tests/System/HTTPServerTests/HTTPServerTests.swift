@@ -352,6 +352,22 @@ struct HTTPServerTests {
         #expect(try client.readResponse().text == "GET /six ? from ::1 x-test=- body=")
     }
 
+    /// `[::]` is every interface, IPv4 too: an IPv4 client is served. The socket was IPv6's only,
+    /// and every IPv4 browser refused (skipped when the host has no IPv6).
+    @Test func theIPv6WildcardServesIPv4Too() throws {
+        let started = Result { () throws(HTTPServerError) -> HTTPServer in
+            try HTTPServer(host: "[::]", port: 0, maxBodyBytes: 1024, handler: Self.echo)
+        }
+        if case .failure(let error) = started, error.kind == .cannotListen, error.errno == EAFNOSUPPORT {
+            return  // no IPv6 in this container
+        }
+        let server = try started.get()
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("GET /four HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().text.hasPrefix("GET /four ? from 127.0.0.1"))
+    }
+
     /// Server-Sent Events encoding splits multi-line data into one `data:` line each.
     @Test func encodesServerSentEvents() {
         let bytes = ServerSentEvent.encode(event: "zone", id: "7", data: "a\nb")

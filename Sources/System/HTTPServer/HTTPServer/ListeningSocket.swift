@@ -54,7 +54,14 @@ struct ListeningSocket {
             throw fail()
         }
         if isIPv6 {
-            guard setsockopt(socketFD, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) == 0
+            // `::` is every interface, IPv4 too (as CONFIG.md and the cross-site guard have it): a
+            // socket only for IPv6 refused every IPv4 browser. Any other address is IPv6's alone.
+            let unspecified = withUnsafeBytes(of: &storage) {
+                $0.load(fromByteOffset: MemoryLayout<sockaddr_in6>.offset(of: \.sin6_addr)!, as: in6_addr.self)
+            }
+            var only: Int32 = withUnsafeBytes(of: unspecified) { $0.allSatisfy { $0 == 0 } } ? 0 : 1
+            guard
+                setsockopt(socketFD, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &only, socklen_t(MemoryLayout<Int32>.size)) == 0
             else { throw fail() }
         }
         let bound = withUnsafePointer(to: &storage) {
@@ -90,7 +97,14 @@ func numericHost(_ address: UnsafePointer<sockaddr>) -> String? {
         }
     case AF_INET6:
         result = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
-            withUnsafePointer(to: v6.pointee.sin6_addr) { inet_ntop(AF_INET6, $0, &buffer, socklen_t(buffer.count)) }
+            withUnsafeBytes(of: v6.pointee.sin6_addr) { bytes in
+                // An IPv4 client of a `::` socket (`::ffff:a.b.c.d`) is named by its IPv4 address,
+                // as on an IPv4 socket: one client, one name, for the guess limits and the log.
+                if bytes.prefix(10).allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+                    return inet_ntop(AF_INET, bytes.baseAddress! + 12, &buffer, socklen_t(buffer.count))
+                }
+                return inet_ntop(AF_INET6, bytes.baseAddress!, &buffer, socklen_t(buffer.count))
+            }
         }
     default:
         return nil
