@@ -105,6 +105,29 @@ private let upstairs = """
             ])
     }
 
+    /// On one snapserver, two zones cannot share a speaker or a stream: their keepers regrouped it
+    /// in turn every few seconds, the speaker flipping between them, both showing it as theirs.
+    /// On two snapservers the same names are two things.
+    @Test func rejectsASpeakerOrAStreamOfTwoZones() {
+        let control = "control: \"http://127.0.0.1:1780\""
+        #expect(
+            issueLines(
+                """
+                zones:
+                  a:
+                    snapcast: {source: "tcp://127.0.0.1:4953", \(control), stream: s, clients: [k]}
+                  b:
+                    snapcast: {source: "tcp://127.0.0.1:4954", \(control), stream: s, clients: [k, m]}
+                  c:
+                    snapcast: {source: "tcp://127.0.0.1:4955", control: "http://127.0.0.1:1781", stream: s, clients: [k]}
+
+                """
+            ) == [
+                #"test.yaml:5:15: zones.b.snapcast.stream: stream "s" of http://127.0.0.1:1780 is also zone "a"'s (each zone needs its own)"#,
+                #"test.yaml:5:15: zones.b.snapcast.clients: speaker "k" of http://127.0.0.1:1780 is also in zone "a" (a speaker plays one zone)"#,
+            ])
+    }
+
     /// The effective configuration encodes the section (bare IDs for speakers without trims) and
     /// reads back to the same configuration.
     @Test func roundTripsThroughJSON() throws {
