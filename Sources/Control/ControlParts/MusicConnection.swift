@@ -242,6 +242,9 @@ public struct MusicSelection: Sendable, Equatable {
 }
 
 extension MusicConnection.Context {
+    /// The most song IDs a play or a queue addition names (as many as `random` gives).
+    static let mostSongIDs = 500
+
     /// The songs `selection` names, asked from the server (blocking). Not found for an unknown id
     /// (Subsonic error 70) or an empty selection; an upstream failure for anything else.
     package func songs(_ selection: MusicSelection) throws(ControlError) -> [Song] {
@@ -251,6 +254,11 @@ extension MusicConnection.Context {
         ].filter { $0 }.count
         guard count == 1 else {
             throw ControlError(.badRequest, "give exactly one of sound, album, playlist, songs, search, random")
+        }
+        // Each is a request of its own, one after another, on the requester's thread: 5 000 IDs
+        // (a 64 KiB body) held it for minutes, and the music started long after the client left.
+        if let ids = selection.songs, ids.count > Self.mostSongIDs {
+            throw ControlError(.badRequest, "songs: \(ids.count) IDs; at most \(Self.mostSongIDs) at once")
         }
         let songs: [Song]
         do {

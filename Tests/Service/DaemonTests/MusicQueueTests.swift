@@ -286,6 +286,11 @@ extension MusicQueueTests {
         #expect(r.text.contains("music server") && r.text.contains("127.0.0.1:9"), "\(r.text)")
         #expect(!r.text.contains("secret-pw"))
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).status == 202)
+        // More song IDs than a play or a queue addition takes: refused before the server is asked
+        // for each (one request each, on the requester's thread: minutes for a 64 KiB body).
+        let ids = (0..<501).map { "\"s\($0)\"" }.joined(separator: ",")
+        let many = try t.request("POST", "/api/v1/music/play", #"{"songs": ["# + ids + "]}")
+        #expect(many.status == 400 && many.text.contains("songs: 501 IDs; at most 500 at once"), "\(many.text)")
     }
 
     /// A Subsonic server whose `getPlayQueue` answers a queue of two songs (the second current, 5 s
