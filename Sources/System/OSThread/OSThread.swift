@@ -23,6 +23,13 @@ public final class OSThread: Sendable {
         pthread_join(handle, nil)
     }
 
+    /// Lets the thread end by itself, unwaited for (a thread stuck in a call that cannot be cut
+    /// short, at a stop that cannot wait): its resources go when it ends. Instead of `join`.
+    public func abandon() {
+        guard !joined.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        pthread_detach(handle)
+    }
+
     /// True on the thread itself. Any thread.
     public var isCurrent: Bool { pthread_equal(handle, pthread_self()) != 0 }
 

@@ -32,10 +32,9 @@ public final class MQTTClient: @unchecked Sendable {
     // any thread; connect and loop are called only on the network thread, and destroy only in deinit,
     // after the network thread is joined. All Swift state is in `shared` (a Mutex); the rest is `let`.
 
-    /// Receives each message: its topic, payload, and whether the broker kept it (`retained`: sent
-    /// because we subscribed, not because someone published it now). Called on the network thread.
-    /// A message: its topic, its payload (cut to `MQTTConfiguration.maximumPayload`), the payload's
-    /// whole length, and whether the broker kept it (retained).
+    /// Receives each message: its topic, its payload (cut to `MQTTConfiguration.maximumPayload`),
+    /// the payload's whole length, and whether the broker kept it (`retained`: sent because we
+    /// subscribed, not because someone published it now). Called on the network thread.
     public typealias MessageHandler =
         @Sendable (
             _ topic: String, _ payload: [UInt8], _ length: Int, _ retained: Bool
@@ -53,6 +52,8 @@ public final class MQTTClient: @unchecked Sendable {
     let wakeRead: Int32
     let wakeWrite: Int32
     let shared = Mutex(Shared())
+    /// Posted when the network thread's work is done (`stop` waits for it, bounded).
+    let ended = Semaphore()
 
     struct Shared {
         var status = MQTTStatus()
@@ -189,14 +190,18 @@ public final class MQTTClient: @unchecked Sendable {
             guard !shared.started else { return }
             shared.started = true
             mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
-            shared.thread = OSThread.start(name: "mqtt-net") { [self] in run() }
+            shared.thread = OSThread.start(name: "mqtt-net") { [self] in
+                run()
+                ended.post()
+            }
         }
     }
 
     /// Publishes `offline` to the availability topic (when connected), disconnects cleanly (so the
-    /// broker does not publish the will), and joins the network thread. Blocks for at most about
-    /// 2 s (a broker that stops answering mid-disconnect). Control thread, never a callback. After it
-    /// returns no callback runs; the client cannot be started again.
+    /// broker does not publish the will), and joins the network thread. Blocks for at most 2.5 s
+    /// (a broker that stops answering mid-disconnect), 1 s while not connected (a DNS lookup that
+    /// does not end, whose thread is then left to end by itself, and may run a callback once more). Control thread, never a
+    /// callback. The client cannot be started again.
     public func stop() {
         let (thread, connected) = shared.withLock { shared -> (OSThread?, Bool) in
             guard shared.started, !shared.stopping else { return (nil, false) }
@@ -211,9 +216,21 @@ public final class MQTTClient: @unchecked Sendable {
         }
         _ = mosquitto_disconnect(handle)
         wake()
-        thread.join()
+        // A thread in libmosquitto's DNS lookup (a broker named by a host name, a resolver that
+        // does not answer: 5 s a try) cannot be cut short: the stop waited for it, past systemd's
+        // 5 s, and batond was killed before its fade-out and its last state save. It is left to
+        // end by itself (it holds the client; its callbacks may still run once).
+        if ended.wait(nanoseconds: connected ? Self.stopWaitNanoseconds : 1_000_000_000) {
+            thread.join()
+        } else {
+            thread.abandon()
+        }
         updateStatus { $0.connection = .stopped }
     }
+
+    /// How long `stop` waits for the network thread of a session that is up: the DISCONNECT's
+    /// 2 s, and a little (1 s without one: nothing to send).
+    static let stopWaitNanoseconds = 2_500_000_000
 
     // MARK: - Messages
 
