@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +42,12 @@ enum { INPUT_BUFFER = 1024, NAME_MAX_BYTES = 200, REPLY_TIMEOUT_MS = 3000, SEND_
 
 typedef struct baton {
     snd_pcm_ioplug_t io;
+    // Held by every callback: alsa-lib calls drain and poll_revents without its own lock (the
+    // plugin's to take), so in a program with threads one thread's delay or avail (its pointer
+    // callback reads the socket) ran beside another's blocking drain, both reading into `input`
+    // (a message split, the connection taken for lost, a wrong count). Released while a call waits
+    // in poll (`read_input`), so a drop from another thread still ends a blocking drain.
+    pthread_mutex_t lock;
     int fd;
     int ready_fd;            // an eventfd, readable while there is room (avail ≥ avail_min) or an error
     bool ready;
@@ -141,13 +148,18 @@ static void parse_input(baton_t *b) {
     b->input_length -= at;
 }
 
-/// Reads what batond sent, waiting up to `timeout_ms` (0: what is there; -1: forever) for something.
-/// Marks the connection dead at its end. Returns false when it is dead.
+/// Reads what batond sent, waiting up to `timeout_ms` (0: what is there; -1: forever) for something,
+/// with `lock` let go while it waits (it is held on return). Marks the connection dead at its end.
+/// Returns false when it is dead.
 static bool read_input(baton_t *b, int timeout_ms) {
     if (b->dead) return false;
     struct pollfd p = {.fd = b->fd, .events = POLLIN};
+    if (timeout_ms != 0) pthread_mutex_unlock(&b->lock);
     int ready = poll(&p, 1, timeout_ms);
-    if (ready < 0 && errno != EINTR) { fail(b); return false; }
+    int poll_errno = errno;
+    if (timeout_ms != 0) pthread_mutex_lock(&b->lock);
+    if (b->dead) return false;
+    if (ready < 0 && poll_errno != EINTR) { fail(b); return false; }
     if (ready <= 0) return true;
     while (true) {
         ssize_t n = recv(b->fd, b->input + b->input_length, INPUT_BUFFER - b->input_length, MSG_DONTWAIT);
@@ -231,12 +243,12 @@ static void settle(baton_t *b) {
     update_ready(b);
 }
 
-static int baton_start(snd_pcm_ioplug_t *io) {
+static int start_locked(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     return b->dead ? -ENODEV : 0;
 }
 
-static int baton_stop(snd_pcm_ioplug_t *io) {
+static int stop_locked(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     // A drain given up (a drop while draining) is forgotten by batond too: its DRAINED would end
     // the next drain early.
@@ -246,7 +258,7 @@ static int baton_stop(snd_pcm_ioplug_t *io) {
     return 0;
 }
 
-static snd_pcm_sframes_t baton_pointer(snd_pcm_ioplug_t *io) {
+static snd_pcm_sframes_t pointer_locked(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     bool alive = read_input(b, 0);
     settle(b);
@@ -255,7 +267,7 @@ static snd_pcm_sframes_t baton_pointer(snd_pcm_ioplug_t *io) {
     return (snd_pcm_sframes_t)(hw % (b->boundary ? b->boundary : io->buffer_size));
 }
 
-static snd_pcm_sframes_t baton_transfer(snd_pcm_ioplug_t *io, const snd_pcm_channel_area_t *areas,
+static snd_pcm_sframes_t transfer_locked(snd_pcm_ioplug_t *io, const snd_pcm_channel_area_t *areas,
                                         snd_pcm_uframes_t offset, snd_pcm_uframes_t size) {
     baton_t *b = io->private_data;
     if (b->dead) return -ENODEV;
@@ -268,7 +280,7 @@ static snd_pcm_sframes_t baton_transfer(snd_pcm_ioplug_t *io, const snd_pcm_chan
     return (snd_pcm_sframes_t)size;
 }
 
-static int baton_delay(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {
+static int delay_locked(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {
     baton_t *b = io->private_data;
     bool alive = read_input(b, 0);
     settle(b);
@@ -277,7 +289,7 @@ static int baton_delay(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {
     return 0;
 }
 
-static int baton_prepare(snd_pcm_ioplug_t *io) {
+static int prepare_locked(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     if (!read_input(b, 0)) {
         if (b->got_error)   // batond said why before it closed: "batond stopped source x", …
@@ -301,7 +313,7 @@ static int baton_prepare(snd_pcm_ioplug_t *io) {
 /// leave DRAINING, which `settle` does when the DRAINED is read. It used to wait here in any mode,
 /// and MPD's output thread, draining at the end of its queue while a doorbell held the source, hung
 /// for the whole interruption (its pause waited on that thread).
-static int baton_drain(snd_pcm_ioplug_t *io) {
+static int drain_locked(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     if (b->dead) return -ENODEV;
     if (b->sent == b->base) return 0;
@@ -328,7 +340,7 @@ static int baton_drain(snd_pcm_ioplug_t *io) {
     return 0;
 }
 
-static int baton_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) {
+static int hw_params_locked(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) {
     (void)params;
     baton_t *b = io->private_data;
     uint32_t format;
@@ -346,7 +358,7 @@ static int baton_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) {
     return await_reply(b, "the format", -EINVAL);
 }
 
-static int baton_sw_params(snd_pcm_ioplug_t *io, snd_pcm_sw_params_t *params) {
+static int sw_params_locked(snd_pcm_ioplug_t *io, snd_pcm_sw_params_t *params) {
     baton_t *b = io->private_data;
     snd_pcm_uframes_t v;
     if (snd_pcm_sw_params_get_boundary(params, &v) == 0) b->boundary = v;
@@ -355,7 +367,7 @@ static int baton_sw_params(snd_pcm_ioplug_t *io, snd_pcm_sw_params_t *params) {
     return 0;
 }
 
-static int baton_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned int nfds,
+static int poll_revents_locked(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned int nfds,
                               unsigned short *revents) {
     (void)pfd;
     (void)nfds;
@@ -390,9 +402,35 @@ static int baton_close(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     if (b->fd >= 0) close(b->fd);
     if (b->ready_fd >= 0) close(b->ready_fd);
+    pthread_mutex_destroy(&b->lock);
     free(b);
     return 0;
 }
+
+// The callbacks, each under `lock` (see `baton_t`).
+#define BATON_LOCKED(type, name, params, args)             \
+    static type baton_##name params {                      \
+        baton_t *b = io->private_data;                     \
+        pthread_mutex_lock(&b->lock);                      \
+        type result = name##_locked args;                  \
+        pthread_mutex_unlock(&b->lock);                    \
+        return result;                                     \
+    }
+BATON_LOCKED(int, start, (snd_pcm_ioplug_t *io), (io))
+BATON_LOCKED(int, stop, (snd_pcm_ioplug_t *io), (io))
+BATON_LOCKED(snd_pcm_sframes_t, pointer, (snd_pcm_ioplug_t *io), (io))
+BATON_LOCKED(snd_pcm_sframes_t, transfer,
+             (snd_pcm_ioplug_t *io, const snd_pcm_channel_area_t *areas, snd_pcm_uframes_t offset,
+              snd_pcm_uframes_t size),
+             (io, areas, offset, size))
+BATON_LOCKED(int, delay, (snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay), (io, delay))
+BATON_LOCKED(int, prepare, (snd_pcm_ioplug_t *io), (io))
+BATON_LOCKED(int, drain, (snd_pcm_ioplug_t *io), (io))
+BATON_LOCKED(int, hw_params, (snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params), (io, params))
+BATON_LOCKED(int, sw_params, (snd_pcm_ioplug_t *io, snd_pcm_sw_params_t *params), (io, params))
+BATON_LOCKED(int, poll_revents,
+             (snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigned int nfds, unsigned short *revents),
+             (io, pfd, nfds, revents))
 
 static const snd_pcm_ioplug_callback_t baton_callbacks = {
     .start = baton_start,
@@ -489,15 +527,22 @@ SND_PCM_PLUGIN_DEFINE_FUNC(baton) {
     b->avail_min = 1;
     b->ready_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (b->ready_fd < 0) {
+        int e = errno;
         free(b);
-        return -errno;
+        return -e;
     }
+    pthread_mutex_init(&b->lock, NULL);
     strcpy(b->socket_path, BATON_PCM_DEFAULT_SOCKET);
     int err = parse_definition(b, conf);
-    if (err == 0) err = connect_to_batond(b);
+    if (err == 0) {
+        pthread_mutex_lock(&b->lock);   // read_input lets go of it while it waits
+        err = connect_to_batond(b);
+        pthread_mutex_unlock(&b->lock);
+    }
     if (err < 0) {
         if (b->fd >= 0) close(b->fd);
         close(b->ready_fd);
+        pthread_mutex_destroy(&b->lock);
         free(b);
         return err;
     }
@@ -513,6 +558,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(baton) {
     if (err < 0) {
         close(b->fd);
         close(b->ready_fd);
+        pthread_mutex_destroy(&b->lock);
         free(b);
         return err;
     }
