@@ -81,11 +81,15 @@ public final class Triggers: Sendable {
             switch made {
             case .success(let source):
                 let debouncer = EdgeDebouncer(edges: EdgeSelection(button.edge), debounce: button.debounce)
+                // One press at a time per button, the newest waiting in place of an older: each
+                // press was a thread of its own, and a chattering line (a long doorbell wire, no
+                // bias) with speech that takes seconds to render piled them up without bound.
+                let presses = NewestJob(threadName: "press")
                 let gpio = GPIOButton(source: source, debouncer: debouncer) { [weak self] _ in
                     // The reader's thread: the announcement (possibly speech) is made on its own thread.
                     guard let self else { return }
                     self.buttons.withLock { $0[index].presses += 1 }
-                    OSThread.detach(name: "press") { self.press(button.announce, index: index, from: name) }
+                    presses.run { self.press(button.announce, index: index, from: name) }
                 }
                 // A sound not in the sounds directory is said now, not at the first press (a
                 // visitor's ring, silent). The button listens on: the sound may be added.

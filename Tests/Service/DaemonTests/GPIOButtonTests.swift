@@ -90,6 +90,45 @@ final class HeldEdgeSource: EdgeSource, @unchecked Sendable {
         #expect(t.waitForEvent("granted", seconds: 5) != nil)
     }
 
+    /// A chattering line (forty presses at once, a long doorbell wire) on a button that speaks,
+    /// with speech slow to render: one press at a time, the newest waiting — a thread for each
+    /// press piled up, without bound, each waiting on the synthesizer.
+    @Test func aChatteringButtonDoesNotPileUpThreads() throws {
+        let slow = TestDirectory.make("slow-speech") + "/speak"
+        let f = try #require(fopen(slow, "we"))
+        fputs("#!/bin/sh\nsleep 1\nexec espeak-ng \"$@\"\n", f)
+        fclose(f)
+        chmod(slow, 0o755)
+        let button = GPIOButtonConfig(
+            line: 17, announce: AnnounceAction(text: "Someone is at the door", zones: ["kitchen"]))
+        let line = HeldEdgeSource()
+        let t = try TestDaemon(speech: SpeechConfig(command: slow), gpio: [button], edgeSources: { _ in line })
+        defer { t.stop() }
+        line.replay((0..<40).flatMap { [.falling(ms: Double($0) * 200), .rising(ms: Double($0) * 200 + 100)] })
+        #expect(try t.status().gpio?.first?.presses == 40)
+        let pressThreads = Self.threads(named: "press")
+        #expect(pressThreads <= 1, "\(pressThreads) press threads")
+        #expect(t.waitForEvent("granted", seconds: 20) != nil, "it speaks")
+    }
+
+    /// How many of this process's threads are named `name`.
+    static func threads(named name: String) -> Int {
+        guard let dir = opendir("/proc/self/task") else { return -1 }
+        defer { closedir(dir) }
+        var count = 0
+        while let entry = readdir(dir) {
+            let tid = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard !tid.hasPrefix("."), let f = fopen("/proc/self/task/\(tid)/comm", "r") else { continue }
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let read = buffer.withUnsafeMutableBytes { fread($0.baseAddress, 1, 63, f) }
+            if String(decoding: buffer[..<read], as: UTF8.self) == name + "\n" { count += 1 }
+            fclose(f)
+        }
+        return count
+    }
+
     /// A button whose zone a reload renamed (the file's button updated too; buttons take a reload
     /// at the next start): a press says it rang nothing, as an event and in the button's status. It
     /// was said nowhere but the log: "listening", the presses counted, silence.
