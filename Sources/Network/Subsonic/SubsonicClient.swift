@@ -158,7 +158,8 @@ public final class SubsonicClient: Sendable {
     /// parsed twice (the envelope, then the payload), hundreds of MB at the peak on a Pi with 512.
     static let maximumAnswerBytes = 16 << 20
 
-    /// The longest URL sent as a GET; a longer request is a POST of the same parameters.
+    /// The longest URL sent as a GET; a longer request is a POST of the same parameters to a server
+    /// with `formPost`.
     static let longestURL = 4000
 
     /// One request in one mode; `nil` sends no credentials.
@@ -170,11 +171,13 @@ public final class SubsonicClient: Sendable {
         let response: HTTPClientResponse
         do {
             let client = stoppable ? api : http
-            if url.utf8.count > Self.longestURL, let query = url.firstIndex(of: "?") {
-                // The same parameters as a form (Subsonic servers read both; OpenSubsonic's
+            if url.utf8.count > Self.longestURL, let query = url.firstIndex(of: "?"),
+                (try? extensionNames().contains("formPost")) == true
+            {
+                // The same parameters as a form, to a server that says it reads them (OpenSubsonic's
                 // `formPost`): a queue of a few hundred songs mirrored with `savePlayQueue` put
                 // every ID in the URL, past the 8 KB request line of nginx's and Tomcat's defaults
-                // (414, every 30 s while it played).
+                // (414, every 30 s while it played). A server that does not say so gets the GET.
                 response = try client.post(
                     url: String(url[..<query]), body: Array(url[url.index(after: query)...].utf8),
                     contentType: "application/x-www-form-urlencoded", maxBodyBytes: Self.maximumAnswerBytes,
