@@ -152,26 +152,31 @@ package final class MusicConnection: Sendable {
             s.at = now
             return true
         }
-        if due { send(queue, config) }
+        if due { send(config) }
     }
 
     /// Sends the queue last mirrored again if its call failed 30 s ago or more: the state may not
     /// change again to call `mirror` (music stopped while the server was away), and the server kept
     /// an older queue for good. Cheap while nothing failed. Any thread but an output thread.
     package func retryMirror(_ config: BatonConfiguration) {
+        guard config.music != nil else { return }
         let now = monotonicNanoseconds()
-        let again: SavedQueue? = sync.withLock { s in
-            guard s.failed, !s.unsupported, let last = s.last, now - s.at >= 30_000_000_000 else { return nil }
+        let due: Bool = sync.withLock { s in
+            guard s.failed, !s.unsupported, s.last != nil, now - s.at >= 30_000_000_000 else { return false }
             s.at = now
-            return last
+            return true
         }
-        if let again { send(again, config) }
+        if due { send(config) }
     }
 
-    /// `savePlayQueue` with `queue`, after the one running and in place of one waiting.
-    private func send(_ queue: SavedQueue, _ config: BatonConfiguration) {
+    /// `savePlayQueue` with the queue last recorded (`sync.last`) as the call runs — not one taken
+    /// before, which a newer may have passed meanwhile — after the one running and in place of one
+    /// waiting. A failure the server or the network may get over (`isTransient`) is tried again in
+    /// 30 s (`retryMirror`); another (the server refused it) is said once, not every 30 s all day.
+    private func send(_ config: BatonConfiguration) {
         let logger = self.logger
         saves.run { [self] in
+            guard let queue = sync.withLock({ $0.last }), queue.index < queue.songs.count else { return }
             do {
                 try context(config).client.savePlayQueue(
                     songIDs: queue.songs.map(\.id), current: queue.songs[queue.index].id,
@@ -181,8 +186,9 @@ package final class MusicConnection: Sendable {
                 sync.withLock { $0.unsupported = true }
                 logger.info("music: the server has no savePlayQueue; the queue is kept in state-dir only")
             } catch {
-                sync.withLock { $0.failed = true }
-                logger.warning("music: savePlayQueue failed: \(error)")
+                let again = (error as? SubsonicError)?.isTransient == true
+                sync.withLock { $0.failed = again }
+                logger.warning("music: savePlayQueue failed: \(error)\(again ? "; tried again in 30 s" : "")")
             }
         }
     }
