@@ -152,6 +152,8 @@ final class PlayerStateWatch: Sendable {
     private let expected = Mutex<(next: Int, list: [Expectation])>((0, []))
     /// How long after its command ran a player's report of it counts as Baton's (ns).
     static let reportWithin = 3_000_000_000
+    /// How long commands seem folded into no change still count (ns; see `saw`).
+    static let foldedWithin = 1_000_000_000
     private let change = Mutex<PlayerChange?>(nil)
     /// The state last seen, whether it is known now (`forget`: kept, to tell what changed while the
     /// interface could not be reached once it can), and since when it is not: the watcher's last
@@ -246,13 +248,15 @@ final class PlayerStateWatch: Sendable {
             return o
         }
         guard let previous, previous != state else {
-            // Where it was (or the first word): a command of this state that ran is done with —
-            // a pause and a play folded into one report show no change — and those before it
-            // overtaken. Left, they took the user's next change for Baton's.
+            // Where it was (or the first word): a command of this state that ran, and those before
+            // it, are done with soon — a pause and a play folded into one report show no change,
+            // and left for 3 s they took the user's next change for Baton's — but not at once: the
+            // report may be a stale one that came before the player applied them (a player that
+            // repeats its status with other properties), their own still to come.
+            let soon = clock() + Self.foldedWithin
             expected.withLock { e in
-                if let i = e.list.lastIndex(where: { $0.state == state && $0.until != nil }) {
-                    e.list.removeFirst(i + 1)
-                }
+                guard let i = e.list.lastIndex(where: { $0.state == state && $0.until != nil }) else { return }
+                for k in 0...i { e.list[k].until = min(e.list[k].until ?? soon, soon) }
             }
             return
         }

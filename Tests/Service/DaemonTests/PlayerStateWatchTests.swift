@@ -39,8 +39,8 @@ import Testing
     }
 
     /// A pause and a play that the player folded into one report (it says it plays, as it did) are
-    /// done with: the user's pause just after is the user's. The pause's expectation was left, and
-    /// took it for Baton's.
+    /// done with soon: the user's pause a second later is the user's. The pause's expectation was
+    /// left for 3 s, and took it for Baton's.
     @Test func commandsFoldedIntoNoChangeAreDoneWith() {
         let clock = Clock()
         let w = watch(clock)
@@ -50,9 +50,26 @@ import Testing
         w.ran(play)
         w.saw("play")
         #expect(w.takeUserChange() == nil)
-        clock.advance(seconds: 1)
+        clock.advance(seconds: 1.5)
         w.saw("pause")
         #expect(w.takeUserChange() == .paused)
+    }
+
+    /// The same "plays" reported stale, before the player applied the pause and the play (it
+    /// repeats its status with other properties): their own reports, just after, are still Baton's.
+    @Test func aStaleReportDoesNotEndWhatIsStillToCome() {
+        let clock = Clock()
+        let w = watch(clock)
+        let pause = w.expect("pause")
+        w.ran(pause)
+        let play = w.expect("play")
+        w.ran(play)
+        w.saw("play")
+        clock.advance(seconds: 0.3)
+        w.saw("pause")
+        #expect(w.takeUserChange() == nil)
+        w.saw("play")
+        #expect(w.takeUserChange() == nil)
     }
 
     /// A command waiting behind a slow one (a connect that takes seconds) counts from when it ran,
