@@ -1,3 +1,5 @@
+import Glibc
+
 /// The control API's settings (`api:` in the file).
 public struct APIConfig: Sendable, Equatable {
     /// Where the HTTP server listens. Default `127.0.0.1:8470`.
@@ -83,8 +85,12 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
         self.init(host: String(host), port: UInt16(port))
     }
 
-    /// True for an IPv4 or IPv6 address, false for a host name.
-    public var isNumeric: Bool { Self.isIPv4(Substring(host)) || host.contains(":") }
+    /// True for an IPv4 or IPv6 address a socket can take (`inet_pton`: `127.000.000.001` and
+    /// `[1:2]` are not), false for a host name.
+    public var isNumeric: Bool {
+        var address = in6_addr()
+        return inet_pton(host.contains(":") ? AF_INET6 : AF_INET, host, &address) == 1
+    }
 
     /// True for `localhost`, 127.0.0.0/8 and `::1` (in any spelling): addresses only this machine reaches.
     public var isLoopback: Bool {

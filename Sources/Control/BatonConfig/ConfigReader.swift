@@ -283,11 +283,11 @@ extension ValueKind {
             }
             // Listened on, not connected to: the socket takes an address. A host name passed
             // `--check` and a reload, and the next start failed ("not a numeric address").
-            guard address.isNumeric || address.host.lowercased() == "localhost" else {
+            guard address.isNumeric || address.host == "localhost" else {
                 return .failure(
                     ValueProblem(
                         message:
-                            "\"\(text)\": a host name cannot be listened on (expected an address: 0.0.0.0:\(address.port) for every interface, 127.0.0.1:\(address.port) for this machine only)"
+                            "\"\(text)\" is not an address to listen on (a host name cannot be; expected e.g. 0.0.0.0:\(address.port) for every interface, 127.0.0.1:\(address.port) for this machine only)"
                     ))
             }
             return .success(address)
