@@ -243,14 +243,14 @@ import Testing
 
     /// A call paused (`music/pause` with its id; a policy may let a source over a call too) is heard
     /// live when it is resumed, not from where it was held. The door sends 880 Hz for 1.5 s, then
-    /// 1320 Hz; paused during the first, resumed during the second, the kitchen hears no more of
+    /// 1320 Hz (4.5 s: room for a loaded machine); paused during the first, resumed during the second, the kitchen hears no more of
     /// the first. Held, the call waited in the jitter buffer, which the door overran every 2.56 s:
     /// it came back up to 2.5 s behind, and caught up over seconds.
     @Test func aPausedCallIsHeardLiveWhenResumed() throws {
         let (t, port) = try daemon(timeout: .seconds(2))
         defer { t.stop() }
         let caller = Self.call(
-            port, seconds: 4, tone: "aevalsrc=0.25*sin(2*PI*if(lt(t\\,1.5)\\,880\\,1320)*t):s=48000:d=4")
+            port, seconds: 6, tone: "aevalsrc=0.25*sin(2*PI*if(lt(t\\,1.5)\\,880\\,1320)*t):s=48000:d=6")
         defer { pthread_join(caller, nil) }
         let call = try #require(Self.grantedCall(t)?.source, "the RTP call starts")
         let position = { (try? t.status().sources.first { $0.id == call }?.positionSeconds) ?? nil }
