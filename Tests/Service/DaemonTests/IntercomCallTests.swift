@@ -243,9 +243,10 @@ import Testing
 
     /// A call paused (`music/pause` with its id; a policy may let a source over a call too) is heard
     /// live when it is resumed, not from where it was held. The door sends 880 Hz for 1.5 s, then
-    /// 1320 Hz (4.5 s: room for a loaded machine); paused during the first, resumed during the second, the kitchen hears no more of
-    /// the first. Held, the call waited in the jitter buffer, which the door overran every 2.56 s:
-    /// it came back up to 2.5 s behind, and caught up over seconds.
+    /// 1320 Hz (4.5 s: room for a loaded machine); paused during the first, resumed during the
+    /// second, the kitchen hears no more of the first. Held, the call waited in the jitter buffer,
+    /// which the door overran every 2.56 s: it came back up to 2.5 s behind, and caught up over
+    /// seconds.
     @Test func aPausedCallIsHeardLiveWhenResumed() throws {
         let (t, port) = try daemon(timeout: .seconds(2))
         defer { t.stop() }
