@@ -311,6 +311,19 @@ final class MusicStreamer: @unchecked Sendable {
         if !isCancelled, let damage = renderer.decoder.damage {
             report(.damaged("\(song.title) (\(song.id)): damaged audio: \(damage); it played on"))
         }
+        // A transcode the server gave up on midway can end its answer in order (a chunked answer
+        // closed cleanly): the decoder finds an end, and the track read "played" though the rest
+        // of it never came, without a word. Against the song's duration (whole seconds, and not
+        // always exact: a margin of 3 s or 5 %).
+        if !isCancelled, let duration = song.duration, duration > 0 {
+            let came = Double(renderer.framesDecoded) / Double(max(1, renderer.decoder.rate))
+            if Double(duration) - came > max(3, 0.05 * Double(duration)) {
+                report(
+                    .damaged(
+                        "\(song.title) (\(song.id)): ended early: \(Int(came)) of its \(duration) s came (the server's stream ended there); the queue goes on"
+                    ))
+            }
+        }
     }
 
     /// A decoder of the stream in `buffer`; made again when the server sent the stream again from

@@ -665,6 +665,31 @@ extension MusicQueueTests {
         try Self.expectUnbroken330HzTone(t.left("kitchen"), after: granted)
     }
 
+    /// A transcode the server gave up on midway, its answer ended in order (no error: curl and the
+    /// decoder find an end): the track is said to have ended early, against its duration. It read
+    /// as played to its end, without a word.
+    @Test func aTranscodeThatEndsEarlyIsSaid() throws {
+        var music = try TestSubsonic.music(format: .opus)
+        music.subsonic.maxBitrate = try TestSubsonic.freshTranscodeRate()
+        let lookup = try TestDaemon(music: music)
+        let found = try JSONDecoder().decode(
+            LibraryAndQueueTests.Songs.self,
+            from: Data(try lookup.request("GET", "/api/v1/library/search?q=Long%20Tone").body)
+        ).songs
+        lookup.stop()
+        let song = try #require(found.first { $0.title == "Long Tone 330" }?.id)
+        let proxy = try SubsonicRefusingProxy(
+            upstreamURL: music.subsonic.url, refusing: [], endingEarly: [song: 60_000])
+        music.subsonic.url = proxy.url
+        let t = try TestDaemon(music: music)
+        defer { t.stop() }
+        let play = try t.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#)
+        let id = try #require(play.object["id"], "\(play)")
+        let said = try #require(t.waitForEvent("stream-error", source: id, seconds: 20)?.reason)
+        #expect(
+            said.hasPrefix("Long Tone 330 (\(song)): ended early: ") && said.contains(" of its 72 s came"), "\(said)")
+    }
+
     /// The 330 Hz tone in `out` from its onset after frame `granted` is continuous for 5 s: its phase
     /// in 100 ms windows (33 whole periods), taken against the absolute frame, constant to a tenth
     /// of a frame's phase step (a seam moves it), its level kept.

@@ -17,6 +17,10 @@ import Synchronization
 /// is answered `ok` and recorded (`playbackReports`, in the order answered). One whose state is in
 /// `holding` is held unanswered until `releaseReports()` (a server slow to answer it).
 ///
+/// A `/rest/stream` answer for a song in `endingEarly` ends cleanly after that many bytes of its body,
+/// every time: asked of the server as HTTP/1.0 and passed on without its length, so that the close
+/// ends it as a whole answer (a server whose transcoder gave up midway, its answer closed in order).
+///
 /// A ranged `/rest/stream` request for a song in `rewinding` (the first such request only) asks
 /// the server for that many bytes before what was asked: the answer, a 206 whose `Content-Range`
 /// says so, begins before the bytes the client wants (a server that rounds ranges down).
@@ -36,6 +40,7 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     private let stalled: Set<String>
     private let cutting: Mutex<[String: Int]>
     private let rewinding: Mutex<[String: Int]>
+    private let endingEarly: [String: Int]
     private let streamAnswers = Mutex<[String]>([])
     /// The status line of each `/rest/stream` answer forwarded, in order (`HTTP/1.1 200 OK`).
     public var streamStatuses: [String] { streamAnswers.withLock { $0 } }
@@ -85,8 +90,9 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         upstreamURL: String, refusing songIDs: Set<String>, stalling stalledIDs: Set<String> = [],
         cutting cuts: [String: Int] = [:], offeringPlaybackReport: Bool = false, holding: Set<String> = [],
         coverArt: (type: String, body: String)? = nil, cuttingAlways: [String: Int] = [:],
-        keepingPlayQueue: Bool = false, rewinding: [String: Int] = [:]
+        keepingPlayQueue: Bool = false, rewinding: [String: Int] = [:], endingEarly: [String: Int] = [:]
     ) throws {
+        self.endingEarly = endingEarly
         self.rewinding = Mutex(rewinding)
         keepsPlayQueue = keepingPlayQueue
         self.coverArt = coverArt
@@ -187,8 +193,9 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         }
         // Each cut once: taken from the list as its request comes.
         let always = target.hasPrefix("/rest/stream") ? Self.query(target, "id").flatMap { cuttingAlways[$0] } : nil
+        let early = target.hasPrefix("/rest/stream") ? Self.query(target, "id").flatMap { endingEarly[$0] } : nil
         let cut: Int? =
-            always
+            early ?? always
             ?? (target.hasPrefix("/rest/stream")
                 ? Self.query(target, "id").flatMap { id in cutting.withLock { $0.removeValue(forKey: id) } } : nil)
         // Forwarded with the connection closed after the answer (and, for a song cut always, no range).
@@ -196,6 +203,7 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
             !$0.lowercased().hasPrefix("connection:") && (always == nil || !$0.lowercased().hasPrefix("range:"))
         }
         lines.insert("Connection: close", at: 1)
+        if early != nil, lines[0].hasSuffix(" HTTP/1.1") { lines[0] = String(lines[0].dropLast(3)) + "1.0" }
         if target.hasPrefix("/rest/stream"), let id = Self.query(target, "id"),
             let i = lines.firstIndex(where: { $0.lowercased().hasPrefix("range: bytes=") }),
             let from = Int(lines[i].dropFirst("range: bytes=".count).prefix { $0.isNumber }),
@@ -241,6 +249,19 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
                         i += 1
                     }
                     bytes = Array(bytes[i...])
+                    if early != nil {
+                        // Whole, without its length: the close ends the answer.
+                        let complete = answerHead.count >= 4 && Array(answerHead.suffix(4)) == [13, 10, 13, 10]
+                        headPart =
+                            complete
+                            ? Array(
+                                String(decoding: answerHead, as: UTF8.self).components(separatedBy: "\r\n")
+                                    .filter {
+                                        !$0.lowercased().hasPrefix("content-length:")
+                                            && !$0.lowercased().hasPrefix("transfer-encoding:")
+                                    }
+                                    .joined(separator: "\r\n").utf8) : []
+                    }
                 }
                 let body = Array(bytes.prefix(left))
                 left -= body.count
