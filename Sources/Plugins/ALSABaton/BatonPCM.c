@@ -332,8 +332,10 @@ static int drain_locked(snd_pcm_ioplug_t *io) {
         // `draining` cleared: another thread's call dropped the stream meanwhile (alsa-lib drops a
         // draining stream whose buffer it finds empty), and batond, told DROP, sends no DRAINED;
         // the POSITION it answers a DROP with wakes this wait.
+        // Bounded waits: another thread's call (its pointer, while this one let go of `lock` to
+        // poll) may read the DRAINED, or the POSITION that answers a DROP, and nothing more comes.
         while (!b->drained && b->draining)
-            if (!read_input(b, -1)) return -ENODEV;
+            if (!read_input(b, 100)) return -ENODEV;
     }
     b->draining = false;
     update_ready(b);
