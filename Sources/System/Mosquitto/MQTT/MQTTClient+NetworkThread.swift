@@ -21,6 +21,12 @@ extension MQTTClient {
             // Non-blocking TCP connect (the DNS lookup still blocks); the loop completes it.
             let rc = mosquitto_connect_async(handle, broker.host, Int32(broker.port), keepAlive)
             let code = errno
+            // Stopped during the lookup (`stop` may have given up on this thread): no connection
+            // now — it would subscribe and say `online` after the stop.
+            if isStopping {
+                if rc == MOSQ_ERR_SUCCESS.rawValue { _ = mosquitto_disconnect(handle) }
+                break
+            }
             if rc == MOSQ_ERR_SUCCESS.rawValue {
                 serveConnection()
             } else {
@@ -161,6 +167,8 @@ extension MQTTClient {
     func updateStatus(_ change: (inout MQTTStatus) -> Void) {
         let changed = shared.withLock { shared -> MQTTStatus? in
             let old = shared.status
+            // `.stopped` is the last word (a thread left to end by itself says nothing after it).
+            if shared.stopping && old.connection == .stopped { return nil }
             change(&shared.status)
             return shared.status == old ? nil : shared.status
         }

@@ -30,7 +30,7 @@ public final class MQTTClient: @unchecked Sendable {
     // @unchecked: `handle` is a libmosquitto client in threaded mode (`mosquitto_threaded_set`):
     // publish, subscribe, unsubscribe and disconnect lock inside libmosquitto and may be called from
     // any thread; connect and loop are called only on the network thread, and destroy only in deinit,
-    // after the network thread is joined. All Swift state is in `shared` (a Mutex); the rest is `let`.
+    // after the network thread ended (the thread holds the client: joined, or left to end by itself). All Swift state is in `shared` (a Mutex); the rest is `let`.
 
     /// Receives each message: its topic, its payload (cut to `MQTTConfiguration.maximumPayload`),
     /// the payload's whole length, and whether the broker kept it (`retained`: sent because we
@@ -200,8 +200,9 @@ public final class MQTTClient: @unchecked Sendable {
     /// Publishes `offline` to the availability topic (when connected), disconnects cleanly (so the
     /// broker does not publish the will), and joins the network thread. Blocks for at most 2.5 s
     /// (a broker that stops answering mid-disconnect), 1 s while not connected (a DNS lookup that
-    /// does not end, whose thread is then left to end by itself, and may run a callback once more). Control thread, never a
-    /// callback. The client cannot be started again.
+    /// does not end, whose thread is then left to end by itself: it connects no more, and says no
+    /// status after `.stopped`). Control thread, never a callback. The client cannot be started
+    /// again.
     public func stop() {
         let (thread, connected) = shared.withLock { shared -> (OSThread?, Bool) in
             guard shared.started, !shared.stopping else { return (nil, false) }
@@ -219,7 +220,7 @@ public final class MQTTClient: @unchecked Sendable {
         // A thread in libmosquitto's DNS lookup (a broker named by a host name, a resolver that
         // does not answer: 5 s a try) cannot be cut short: the stop waited for it, past systemd's
         // 5 s, and batond was killed before its fade-out and its last state save. It is left to
-        // end by itself (it holds the client; its callbacks may still run once).
+        // end by itself (it holds the client, and stops after its lookup).
         if ended.wait(nanoseconds: connected ? Self.stopWaitNanoseconds : 1_000_000_000) {
             thread.join()
         } else {
