@@ -171,13 +171,15 @@ public final class SubsonicClient: Sendable {
         let response: HTTPClientResponse
         do {
             let client = stoppable ? api : http
-            if url.utf8.count > Self.longestURL, let query = url.firstIndex(of: "?"),
-                (try? extensionNames().contains("formPost")) == true
+            if url.utf8.count > Self.longestURL, endpoint != "getOpenSubsonicExtensions",
+                let query = url.firstIndex(of: "?"), (try? extensionNames().contains("formPost")) == true
             {
                 // The same parameters as a form, to a server that says it reads them (OpenSubsonic's
                 // `formPost`): a queue of a few hundred songs mirrored with `savePlayQueue` put
                 // every ID in the URL, past the 8 KB request line of nginx's and Tomcat's defaults
                 // (414, every 30 s while it played). A server that does not say so gets the GET.
+                // A redirect turns the POST into a GET without its form (libcurl's default, kept:
+                // re-posting would send the credentials in it to whatever host the redirect names).
                 response = try client.post(
                     url: String(url[..<query]), body: Array(url[url.index(after: query)...].utf8),
                     contentType: "application/x-www-form-urlencoded", maxBodyBytes: Self.maximumAnswerBytes,

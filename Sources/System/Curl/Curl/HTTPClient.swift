@@ -277,10 +277,6 @@ private final class Transfer {
                         ?? baton_curl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, "")
                 }
                 try check(rc)
-                // A redirect (http to https) keeps it a POST with its body: libcurl made it a GET
-                // without one on 301, 302 and 303. CURL_REDIR_POST_ALL, 1 | 2 | 4 (a macro Swift
-                // does not import).
-                try check(baton_curl_setopt_long(handle, CURLOPT_POSTREDIR, 1 | 2 | 4))
             }
             try check(
                 baton_curl_setopt_write_callback(handle, CURLOPT_WRITEFUNCTION) { bytes, size, count, context in
