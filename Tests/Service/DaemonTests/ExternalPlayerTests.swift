@@ -45,31 +45,17 @@ import Testing
     /// interruption does not tell the player to pause again — with a toggle (`playerctl
     /// play-pause`, mpv's `cycle pause`) that started it, playing into held slots.
     @Test func aSourceLeftPausedIsNotPausedAgainByTheNextInterruption() throws {
-        var fds: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-        defer { close(fds[1]) }
-        let stream = ExternalStream(
-            name: "mpv", peer: ExternalPeer(pid: 1, program: "mpv"), fd: fds[0], logger: Logger(minimum: .error),
-            onFrames: { _ in })
-        OSThread.detach(name: "external-stream") { stream.run() }
-        defer { stream.stop() }
-        let told = Told()
-        let player = ExternalPlayer(
-            settings: .init(
-                name: "mpv", whenInterrupted: .pause, idleReleaseNanoseconds: 5_000_000_000, control: told),
-            stream: stream)
-        player.start([])
-        player.audibilityChanged(false)
+        let (player, told, _, program) = try Self.pausePlayer()
+        defer { close(program) }
         player.interruption(began: true)
         player.interruption(began: false, shouldResume: false)
         player.interruption(began: true)
         #expect(told.said.withLock { $0 } == ["pause", "pause-if-playing"])
     }
 
-    /// A `pause` source interrupted and resumed (the player told to pause, then to play), its
-    /// stream ended (the player closed its device), and a monitor look after that. `beforeLook`:
-    /// what the control reports meanwhile.
-    static func resumedAfterItsStreamEnded(beforeLook: (Told) -> Void = { _ in }) throws -> (ExternalPlayer, Told) {
+    /// A `pause` source on a stream of a socket pair (the program's end returned, to close), its
+    /// control `Told`, started on no zones and not heard.
+    static func pausePlayer() throws -> (ExternalPlayer, Told, ExternalStream, program: Int32) {
         var fds: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
         let stream = ExternalStream(
@@ -83,11 +69,19 @@ import Testing
             stream: stream)
         player.start([])
         player.audibilityChanged(false)
+        return (player, told, stream, fds[1])
+    }
+
+    /// A `pause` source interrupted and resumed (the player told to pause, then to play), its
+    /// stream ended (the player closed its device), and a monitor look after that. `beforeLook`:
+    /// what the control reports meanwhile.
+    static func resumedAfterItsStreamEnded(beforeLook: (Told) -> Void = { _ in }) throws -> (ExternalPlayer, Told) {
+        let (player, told, stream, program) = try pausePlayer()
         player.interruption(began: true)
         player.audibilityChanged(true)
         player.interruption(began: false, shouldResume: true)
         #expect(told.said.withLock { $0 } == ["pause", "play"])
-        close(fds[1])  // the player's stream ends, everything it sent played
+        close(program)  // the player's stream ends, everything it sent played
         #expect(waitUntil(seconds: 5) { stream.isFinished })
         beforeLook(told)
         player.tick(audible: true)

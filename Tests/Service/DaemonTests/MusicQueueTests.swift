@@ -611,13 +611,7 @@ extension MusicQueueTests {
         // About 30 kB/s, at a rate this server has not transcoded this song at yet (its cache is
         // by song and rate: a cached one would answer the retry 206 with the same bytes).
         music.subsonic.maxBitrate = try TestSubsonic.freshTranscodeRate()
-        let lookup = try TestDaemon(music: music)
-        let found = try JSONDecoder().decode(
-            LibraryAndQueueTests.Songs.self,
-            from: Data(try lookup.request("GET", "/api/v1/library/search?q=Long%20Tone").body)
-        ).songs
-        lookup.stop()
-        let song = try #require(found.first { $0.title == "Long Tone 330" }?.id)
+        let song = try Self.longTone(music)
         let proxy = try SubsonicRefusingProxy(
             upstreamURL: music.subsonic.url, refusing: [], cutting: [song: bytes])
         music.subsonic.url = proxy.url
@@ -643,13 +637,7 @@ extension MusicQueueTests {
     /// with its phase unbroken. They went to the decoder a second time — 250 frames played twice.
     @Test func aRangeAnsweredFromEarlierIsJoinedWithoutASeam() throws {
         var music = try TestSubsonic.music(format: .raw)
-        let lookup = try TestDaemon(music: music)
-        let found = try JSONDecoder().decode(
-            LibraryAndQueueTests.Songs.self,
-            from: Data(try lookup.request("GET", "/api/v1/library/search?q=Long%20Tone").body)
-        ).songs
-        lookup.stop()
-        let song = try #require(found.first { $0.title == "Long Tone 330" }?.id)
+        let song = try Self.longTone(music)
         let proxy = try SubsonicRefusingProxy(
             upstreamURL: music.subsonic.url, refusing: [], cutting: [song: 400_000], rewinding: [song: 1_000])
         music.subsonic.url = proxy.url
@@ -671,13 +659,7 @@ extension MusicQueueTests {
     @Test func aTranscodeThatEndsEarlyIsSaid() throws {
         var music = try TestSubsonic.music(format: .opus)
         music.subsonic.maxBitrate = try TestSubsonic.freshTranscodeRate()
-        let lookup = try TestDaemon(music: music)
-        let found = try JSONDecoder().decode(
-            LibraryAndQueueTests.Songs.self,
-            from: Data(try lookup.request("GET", "/api/v1/library/search?q=Long%20Tone").body)
-        ).songs
-        lookup.stop()
-        let song = try #require(found.first { $0.title == "Long Tone 330" }?.id)
+        let song = try Self.longTone(music)
         let proxy = try SubsonicRefusingProxy(
             upstreamURL: music.subsonic.url, refusing: [], endingEarly: [song: 60_000])
         music.subsonic.url = proxy.url
@@ -688,6 +670,17 @@ extension MusicQueueTests {
         let said = try #require(t.waitForEvent("stream-error", source: id, seconds: 20)?.reason)
         #expect(
             said.hasPrefix("Long Tone 330 (\(song)): ended early: ") && said.contains(" of its 72 s came"), "\(said)")
+    }
+
+    /// The ID of the test server's "Long Tone 330" (72 s of 330 Hz), asked through a daemon on `music`.
+    static func longTone(_ music: MusicConfig) throws -> String {
+        let lookup = try TestDaemon(music: music)
+        defer { lookup.stop() }
+        let found = try JSONDecoder().decode(
+            LibraryAndQueueTests.Songs.self,
+            from: Data(try lookup.request("GET", "/api/v1/library/search?q=Long%20Tone").body)
+        ).songs
+        return try #require(found.first { $0.title == "Long Tone 330" }?.id)
     }
 
     /// The 330 Hz tone in `out` from its onset after frame `granted` is continuous for 5 s: its phase

@@ -24,10 +24,7 @@ import Testing
     @Test func aPauseThenAPlayReportedLateAreBothBatons() {
         let clock = Clock()
         let w = watch(clock)
-        let pause = w.expect("pause")
-        w.ran(pause)
-        let play = w.expect("play")
-        w.ran(play)
+        w.pauseThenPlay()
         clock.advance(seconds: 0.5)
         w.saw("pause")
         #expect(w.takeUserChange() == nil)
@@ -44,10 +41,7 @@ import Testing
     @Test func commandsFoldedIntoNoChangeAreDoneWith() {
         let clock = Clock()
         let w = watch(clock)
-        let pause = w.expect("pause")
-        w.ran(pause)
-        let play = w.expect("play")
-        w.ran(play)
+        w.pauseThenPlay()
         w.saw("play")
         #expect(w.takeUserChange() == nil)
         clock.advance(seconds: 1.5)
@@ -60,10 +54,7 @@ import Testing
     @Test func aStaleReportDoesNotEndWhatIsStillToCome() {
         let clock = Clock()
         let w = watch(clock)
-        let pause = w.expect("pause")
-        w.ran(pause)
-        let play = w.expect("play")
-        w.ran(play)
+        w.pauseThenPlay()
         w.saw("play")
         clock.advance(seconds: 0.3)
         w.saw("pause")
@@ -113,5 +104,15 @@ import Testing
         w.dropExpectation(pause)
         w.saw("pause")
         #expect(w.takeUserChange() == .paused)
+    }
+}
+
+extension PlayerStateWatch {
+    /// Baton's pause, then its play, both run (an interruption that ended at once).
+    func pauseThenPlay() {
+        let pause = expect("pause")
+        ran(pause)
+        let play = expect("play")
+        ran(play)
     }
 }
