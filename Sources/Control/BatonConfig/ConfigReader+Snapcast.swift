@@ -122,37 +122,35 @@ extension ConfigReader {
     /// two zones with one `stream`, or one speaker, would fight over it: each zone's keeper regroups
     /// it to its own every few seconds (a speaker flipping between zones, both reading it as theirs).
     mutating func checkSnapcastSources(_ sources: [ZoneSource], at path: ConfigPath) {
-        var owners: [String: String] = [:]
-        var streams: [String: String] = [:]
-        var speakers: [String: String] = [:]
+        var owners: [String: String] = [:]  // by source; by control URL and stream; by control URL and speaker
+        /// The zone that had `key` before `zone`, which takes it if none did.
+        func owner(of key: String, for zone: String) -> String? {
+            if let owner = owners[key] { return owner }
+            owners[key] = zone
+            return nil
+        }
         for s in sources {
             guard let snapcast = s.zone.snapcast else { continue }
             let mark = s.fields.values["snapcast"]?.value.mark ?? s.fields.anchor
             let at = path.appending(s.zone.name).appending("snapcast")
             let key = snapcast.source.description
-            if let owner = owners[key] {
+            if let owner = owner(of: "source " + key, for: s.zone.name) {
                 report(
                     mark, at.appending("source"),
                     "\(key) is also the source of zone \"\(owner)\" (each Snapcast zone needs its own stream)")
-            } else {
-                owners[key] = s.zone.name
             }
             guard let control = snapcast.control?.description else { continue }
-            if let owner = streams[control + " " + snapcast.stream] {
+            if let owner = owner(of: "stream \(control) \(snapcast.stream)", for: s.zone.name) {
                 report(
                     mark, at.appending("stream"),
                     "stream \"\(snapcast.stream)\" of \(control) is also zone \"\(owner)\"'s (each zone needs its own)")
-            } else {
-                streams[control + " " + snapcast.stream] = s.zone.name
             }
             for client in snapcast.clients {
-                if let owner = speakers[control + " " + client.id] {
+                if let owner = owner(of: "speaker \(control) \(client.id)", for: s.zone.name) {
                     report(
                         mark, at.appending("clients"),
                         "speaker \"\(client.id)\" of \(control) is also in zone \"\(owner)\" (a speaker plays one zone)"
                     )
-                } else {
-                    speakers[control + " " + client.id] = s.zone.name
                 }
             }
         }

@@ -20,9 +20,7 @@ extension Daemon {
         let (now, basis, ofThisRun) = currentState()
         let persistence = parts.persistence
         if let written = inBackground ? persistence.offer(now, basis: basis) : persistence.save(now, basis: basis) {
-            // A source that ended since `now` was computed kept its queue, which was recorded in
-            // its place: of this run too.
-            parts.music.mirror(written, ofThisRun: ofThisRun || persistence.keptCount > 0, config)
+            mirror(written, ofThisRun: ofThisRun)
         } else {
             parts.music.retryMirror(config)
         }
@@ -32,16 +30,20 @@ extension Daemon {
     /// down, which must not be saved), waiting for the disk at most 2 s. Control thread.
     func saveLastState() {
         let (now, basis, ofThisRun) = currentState()
-        if let written = parts.persistence.saveLast(now, basis: basis) {
-            parts.music.mirror(written, ofThisRun: ofThisRun || parts.persistence.keptCount > 0, config)
-        }
+        if let written = parts.persistence.saveLast(now, basis: basis) { mirror(written, ofThisRun: ofThisRun) }
+    }
+
+    /// Mirrors the queue a save recorded to the server. A queue kept by a source of this run —
+    /// also one that ended after the state was computed, whose kept queue was recorded in its
+    /// place — is of this run too.
+    private func mirror(_ written: SavedQueue?, ofThisRun: Bool) {
+        parts.music.mirror(written, ofThisRun: ofThisRun || parts.persistence.keptCount > 0, config)
     }
 
     /// Every zone's user volume, and the newest server-music queue at its audible position (or the
     /// last one seen, marked not playing, once its source was stopped; none once it played out);
     /// with how many times a source had kept its queue then (`Persistence.keptCount`), and whether
-    /// the queue is of music of this run (a source's, playing or kept when it ended) rather than
-    /// one only restored.
+    /// the queue is a playing source's (`mirror` adds those kept by sources that ended).
     private func currentState() -> (SavedState, basis: Int, ofThisRun: Bool) {
         var now = SavedState()
         for zone in zones.zones { now.volumes[zone.name] = parts.volumes.userVolume(zone) }
@@ -51,7 +53,6 @@ extension Daemon {
             // Under the control plane's lock: a source that ends keeps its queue (`keep(queue:)`)
             // under it too.
             basis = parts.persistence.keptCount
-            ofThisRun = basis > 0
             let previous = parts.persistence.saved.queue
             guard let p = MusicControl.newest(s) else {
                 return previous.map {

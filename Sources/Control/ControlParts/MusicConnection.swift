@@ -47,6 +47,8 @@ package final class MusicConnection: Sendable {
     /// The `savePlayQueue` calls, one at a time, the newest waiting in place of an older one: a slow
     /// answer (a NAS spinning up) let a later call land first, then the older one over it.
     private let saves = NewestJob(threadName: "save-queue")
+    /// How long after a call the same queue is sent again while it plays, or after a failure.
+    private static let resendNanoseconds = 30_000_000_000
     private let logger: Logger
 
     /// Set at batond's stop: requests to the server end at once (see `Peripherals.networkStop`).
@@ -147,7 +149,7 @@ package final class MusicConnection: Sendable {
                     $0.songs.map(\.id) != queue.songs.map(\.id) || $0.index != queue.index
                         || $0.playing != queue.playing || !queue.playing && $0.position != queue.position
                 } ?? true
-            guard changed || (queue.playing || s.failed) && now - s.at >= 30_000_000_000 else { return false }
+            guard changed || (queue.playing || s.failed) && now - s.at >= Self.resendNanoseconds else { return false }
             s.last = queue
             s.at = now
             return true
@@ -162,7 +164,7 @@ package final class MusicConnection: Sendable {
         guard config.music != nil else { return }
         let now = monotonicNanoseconds()
         let due: Bool = sync.withLock { s in
-            guard s.failed, !s.unsupported, s.last != nil, now - s.at >= 30_000_000_000 else { return false }
+            guard s.failed, !s.unsupported, s.last != nil, now - s.at >= Self.resendNanoseconds else { return false }
             s.at = now
             return true
         }

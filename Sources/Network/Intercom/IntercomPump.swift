@@ -57,7 +57,7 @@ public final class IntercomPump: @unchecked Sendable {
     private var mapped: [Float]
     private var resampled: [Float]
     private static let block = 240  // 5 ms at 48 kHz
-    private static let blockNanoseconds = 5_000_000
+    private static let blockNanoseconds = block * 1_000_000_000 / 48_000
 
     public init(
         receiver: RTPReceiver, targets: [Target], lead: Int = 30_000_000, interval: Int = 10_000_000,
