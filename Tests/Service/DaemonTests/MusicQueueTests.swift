@@ -614,10 +614,7 @@ extension MusicQueueTests {
         let song = try Self.longTone(music)
         let proxy = try SubsonicRefusingProxy(
             upstreamURL: music.subsonic.url, refusing: [], cutting: [song: bytes])
-        music.subsonic.url = proxy.url
-        let t = try TestDaemon(music: music)
-        let play = try t.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#)
-        let id = try #require(play.object["id"], "\(play)")
+        let (t, id) = try Self.play(song, through: proxy, music: music)
         let granted = try #require(t.waitForEvent("granted", source: id, seconds: 10)?.zoneFrames?["kitchen"])
         #expect(waitUntil(seconds: 20) { position(t, id) > 6 }, "played on past the join")
         let answers = proxy.streamStatuses
@@ -636,14 +633,11 @@ extension MusicQueueTests {
     /// ranges down). Those bytes are had, and skipped: the 330 Hz tone goes on across the join
     /// with its phase unbroken. They went to the decoder a second time — 250 frames played twice.
     @Test func aRangeAnsweredFromEarlierIsJoinedWithoutASeam() throws {
-        var music = try TestSubsonic.music(format: .raw)
+        let music = try TestSubsonic.music(format: .raw)
         let song = try Self.longTone(music)
         let proxy = try SubsonicRefusingProxy(
             upstreamURL: music.subsonic.url, refusing: [], cutting: [song: 400_000], rewinding: [song: 1_000])
-        music.subsonic.url = proxy.url
-        let t = try TestDaemon(music: music)
-        let play = try t.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#)
-        let id = try #require(play.object["id"], "\(play)")
+        let (t, id) = try Self.play(song, through: proxy, music: music)
         let granted = try #require(t.waitForEvent("granted", source: id, seconds: 10)?.zoneFrames?["kitchen"])
         #expect(waitUntil(seconds: 20) { position(t, id) > 6 }, "played on past the join")
         let answers = proxy.streamStatuses
@@ -662,14 +656,22 @@ extension MusicQueueTests {
         let song = try Self.longTone(music)
         let proxy = try SubsonicRefusingProxy(
             upstreamURL: music.subsonic.url, refusing: [], endingEarly: [song: 60_000])
-        music.subsonic.url = proxy.url
-        let t = try TestDaemon(music: music)
+        let (t, id) = try Self.play(song, through: proxy, music: music)
         defer { t.stop() }
-        let play = try t.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#)
-        let id = try #require(play.object["id"], "\(play)")
         let said = try #require(t.waitForEvent("stream-error", source: id, seconds: 20)?.reason)
         #expect(
             said.hasPrefix("Long Tone 330 (\(song)): ended early: ") && said.contains(" of its 72 s came"), "\(said)")
+    }
+
+    /// A daemon on `music` through `proxy`, playing `song` in the kitchen: the daemon and the source's id.
+    static func play(_ song: String, through proxy: SubsonicRefusingProxy, music: MusicConfig) throws -> (
+        TestDaemon, id: String
+    ) {
+        var music = music
+        music.subsonic.url = proxy.url
+        let t = try TestDaemon(music: music)
+        let play = try t.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#)
+        return (t, try #require(play.object["id"], "\(play)"))
     }
 
     /// The ID of the test server's "Long Tone 330" (72 s of 330 Hz), asked through a daemon on `music`.

@@ -19,13 +19,8 @@ import Testing
         let (real, song) = try Self.toneSong()
         let proxy = try SubsonicRefusingProxy(
             upstreamURL: real.subsonic.url, refusing: [], offeringPlaybackReport: true, holding: ["paused"])
-        var music = real
-        music.subsonic.url = proxy.url
-        let t = try TestDaemon(music: music)
+        let (t, _) = try MusicQueueTests.play(song.id, through: proxy, music: real)
         defer { t.stop() }
-        #expect(
-            try t.request("POST", "/api/v1/music/play", #"{"songs": ["\#(song.id)"], "zones": ["kitchen"]}"#).status
-                == 202)
         #expect(waitUntil(seconds: 15) { proxy.playbackReports.last?.state == "playing" })
         let before = proxy.playbackReportsArrived  // `starting` too, if a look came before the first sample was heard
         #expect(try t.request("POST", "/api/v1/music/pause").status == 200)
@@ -62,13 +57,8 @@ import Testing
     @Test func musicOfThisRunIsMirroredToTheServer() throws {
         let (real, song) = try Self.toneSong()
         let proxy = try SubsonicRefusingProxy(upstreamURL: real.subsonic.url, refusing: [], keepingPlayQueue: true)
-        var music = real
-        music.subsonic.url = proxy.url
-        let t = try TestDaemon(music: music)
+        let (t, _) = try MusicQueueTests.play(song.id, through: proxy, music: real)
         defer { t.stop() }
-        #expect(
-            try t.request("POST", "/api/v1/music/play", #"{"songs": ["\#(song.id)"], "zones": ["kitchen"]}"#).status
-                == 202)
         #expect(waitUntil(seconds: 15) { proxy.savedQueues.first?.current == song.id }, "\(proxy.savedQueues)")
         #expect(waitUntil(seconds: 5) { (try? t.status().sources.first?.positionSeconds ?? 0) ?? 0 > 0.5 })
         #expect(try t.request("POST", "/api/v1/music/stop").status == 200)
