@@ -18,8 +18,11 @@ public enum Service {
     }
 
     /// Runs until SIGTERM or SIGINT; returns the process exit status. Main thread only, before any
-    /// other thread exists (it blocks the signals so that every thread inherits the mask).
-    public static func run(config: BatonConfiguration, configPath: String?, logger: Logger) -> Int32 {
+    /// other thread exists (it blocks the signals so that every thread inherits the mask). `code`: the
+    /// executable's and libraries' pages, given back once the start (and each reload) has run.
+    public static func run(
+        config: BatonConfiguration, configPath: String?, logger: Logger, code: ResidentCode
+    ) -> Int32 {
         var signals = sigset_t()
         sigemptyset(&signals)
         for s in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, s) }
@@ -58,11 +61,14 @@ public enum Service {
         PCM.silenceLibraryErrors()
         // MCL_ONFAULT: lock pages as they are touched instead of faulting in every mapping whole
         // (each thread's 8 MiB stack would otherwise become resident: ~100 MiB RSS measured).
-        if mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0 {
+        let locked = mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0
+        if !locked {
             logger.warning(
                 "cannot lock memory (mlockall: \(String(cString: strerror(errno)))): audio may glitch under memory pressure"
             )
         }
+        // What reading the configuration ran, no longer locked.
+        code.release(relock: locked)
 
         var token: String?
         if let file = config.api.tokenFile {
@@ -99,6 +105,9 @@ public enum Service {
         logger.info(
             "control API on http://\(config.api.listen.host):\(server.port)/ (web app), /api/v1/...\(token == nil ? "" : " (bearer token required)")"
         )
+        // What starting ran (OpenSSL's and alsa-lib's set-up, the threads' first steps): the code
+        // still in use comes back at its next use.
+        code.release(relock: locked)
         notify(systemd, logger) { try systemd.ready() }
         notify(systemd, logger) { try systemd.status("\(config.zones.count) zones; API on \(config.api.listen)") }
         if let interval = systemd.watchdogInterval {
@@ -119,6 +128,7 @@ public enum Service {
                 logger.info("SIGHUP: reloading \(configPath ?? "the configuration")")
                 notify(systemd, logger) { try systemd.reloading() }
                 _ = daemon.reload()
+                code.release(relock: locked)
                 notify(systemd, logger) { try systemd.ready() }
                 continue
             }

@@ -41,6 +41,11 @@ while let arg = args.popFirst() {
     }
 }
 
+// The loader's work is done: its pages of the libraries (symbol tables, relocation, constructors)
+// are given back before the configuration is read, the first of the releases that keep batond's
+// resident set to the code it runs (ResidentCode).
+let code = ResidentCode.pin()
+code.release(relock: false)
 let logger = Logger(minimum: verbose ? .debug : .info)
 let config: BatonConfiguration
 do {
@@ -61,4 +66,4 @@ if checkOnly {
     print("\(configPath): ok (\(config.zones.count) zones)")
     exit(0)
 }
-exit(Service.run(config: config, configPath: configPath, logger: logger))
+exit(Service.run(config: config, configPath: configPath, logger: logger, code: code))
