@@ -1,9 +1,11 @@
 import ALSA
 import BatonConfig
 import BatonDaemon
+import ControlParts
 import Glibc
 import HTTPServer
 import OSThread
+import Synchronization
 import Systemd
 
 /// The daemon process: start the parts in order — the control plane, its triggers (MQTT, GPIO), the
@@ -18,11 +20,8 @@ public enum Service {
     }
 
     /// Runs until SIGTERM or SIGINT; returns the process exit status. Main thread only, before any
-    /// other thread exists (it blocks the signals so that every thread inherits the mask). `code`: the
-    /// executable's and libraries' pages, given back once the start (and each reload) has run.
-    public static func run(
-        config: BatonConfiguration, configPath: String?, logger: Logger, code: ResidentCode
-    ) -> Int32 {
+    /// other thread exists (it blocks the signals so that every thread inherits the mask).
+    public static func run(config: BatonConfiguration, configPath: String?, logger: Logger) -> Int32 {
         var signals = sigset_t()
         sigemptyset(&signals)
         for s in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, s) }
@@ -59,6 +58,9 @@ public enum Service {
             ALSAConfiguration.use(file: alsa)
         }
         PCM.silenceLibraryErrors()
+        // Read now, not in the first output thread to open its PCM: so that what reading it runs and
+        // loads (a PulseAudio hook's libraries) is given back below with the rest of the start.
+        ALSAConfiguration.load()
         // MCL_ONFAULT: lock pages as they are touched instead of faulting in every mapping whole
         // (each thread's 8 MiB stack would otherwise become resident: ~100 MiB RSS measured).
         let locked = mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0
@@ -67,8 +69,8 @@ public enum Service {
                 "cannot lock memory (mlockall: \(String(cString: strerror(errno)))): audio may glitch under memory pressure"
             )
         }
-        // What reading the configuration ran, no longer locked.
-        code.release(relock: locked)
+        // What reading the configuration ran, before the daemon starts.
+        giveBackCode(locked: locked, logger)
 
         var token: String?
         if let file = config.api.tokenFile {
@@ -105,9 +107,9 @@ public enum Service {
         logger.info(
             "control API on http://\(config.api.listen.host):\(server.port)/ (web app), /api/v1/...\(token == nil ? "" : " (bearer token required)")"
         )
-        // What starting ran (OpenSSL's and alsa-lib's set-up, the threads' first steps): the code
-        // still in use comes back at its next use.
-        code.release(relock: locked)
+        // What starting ran (OpenSSL's set-up, the outputs' opening on threads of their own), once
+        // every zone has opened its output or failed to: what is still used comes back at its next use.
+        giveBackCode(locked: locked, logger, once: ZonesOpened(daemon), within: .seconds(5))
         notify(systemd, logger) { try systemd.ready() }
         notify(systemd, logger) { try systemd.status("\(config.zones.count) zones; API on \(config.api.listen)") }
         if let interval = systemd.watchdogInterval {
@@ -128,7 +130,6 @@ public enum Service {
                 logger.info("SIGHUP: reloading \(configPath ?? "the configuration")")
                 notify(systemd, logger) { try systemd.reloading() }
                 _ = daemon.reload()
-                code.release(relock: locked)
                 notify(systemd, logger) { try systemd.ready() }
                 continue
             }
@@ -174,7 +175,59 @@ public enum Service {
         return "/tmp/" + name
     }
 
+    /// Gives back the pages of code and read-only data the process ran once and no longer runs
+    /// (`LoadedCode`): after the start, `mlockall` would keep them resident for good. `locked`: the
+    /// process is locked, and stays so. Not while music plays: a page an output thread still needs
+    /// then comes back through a page fault in it.
+    private static func giveBackCode(locked: Bool, _ logger: Logger, saying: Bool = false) {
+        let before = LoadedCode.residentKiB()
+        if let failure = LoadedCode.pin().release(relock: locked) {
+            logger.warning("cannot give back the start's pages of code (\(failure)): batond's memory stays larger")
+        } else if saying, let before, let after = LoadedCode.residentKiB() {
+            logger.info("gave back the pages of code the start ran: resident \(before / 1024) → \(after / 1024) MiB")
+        }
+    }
+
+    /// The same on a thread of its own, once `opened` says every zone's first open is done, or
+    /// after `limit` (a Snapcast zone waits for its server).
+    private static func giveBackCode(locked: Bool, _ logger: Logger, once opened: ZonesOpened, within limit: Duration) {
+        OSThread.detach(name: "give-back") {
+            _ = opened.done.wait(nanoseconds: limit.wholeNanoseconds)
+            opened.stop()
+            giveBackCode(locked: locked, logger, saying: true)
+        }
+    }
+
     private static func notify(_ systemd: SystemdNotifier, _ logger: Logger, _ body: () throws -> Bool) {
         do { _ = try body() } catch { logger.warning("systemd: \(error)") }
     }
+}
+
+/// Posts `done` when every zone has said that its output opened or could not (`zone-available`,
+/// `zone-unavailable`), counting the events published before it subscribed.
+final class ZonesOpened: EventSubscriber {
+    let done = Semaphore()
+    private let waiting: Mutex<Set<String>>
+    private let events: EventLog
+    private let id = Atomic<Int>(0)
+
+    init(_ daemon: Daemon) {
+        waiting = Mutex(Set(daemon.zoneNames))
+        events = daemon.events
+        id.store(events.subscribe(self, after: 0), ordering: .releasing)
+    }
+
+    func deliver(_ event: Event) -> Bool {
+        guard event.type == EventType.zoneAvailable.rawValue || event.type == EventType.zoneUnavailable.rawValue
+        else { return true }
+        let all = waiting.withLock { w in
+            guard !w.isEmpty else { return false }
+            w.subtract(event.zones ?? [])
+            return w.isEmpty
+        }
+        if all { done.post() }
+        return true
+    }
+
+    func stop() { events.unsubscribe(id.load(ordering: .acquiring)) }
 }

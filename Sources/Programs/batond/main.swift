@@ -41,12 +41,13 @@ while let arg = args.popFirst() {
     }
 }
 
-// The loader's work is done: its pages of the libraries (symbol tables, relocation, constructors)
-// are given back before the configuration is read, the first of the releases that keep batond's
-// resident set to the code it runs (ResidentCode).
-let code = ResidentCode.pin()
-code.release(relock: false)
 let logger = Logger(minimum: verbose ? .debug : .info)
+// The loader's work is done: its pages of the libraries (symbol tables, relocations, constructors)
+// are given back before the configuration is read — the first of the releases that keep batond's
+// resident set to the code it runs (LoadedCode, Service.run).
+if let failure = LoadedCode.pin().release(relock: false) {
+    logger.warning("cannot give back the loader's pages of code (\(failure)): batond's memory stays larger")
+}
 let config: BatonConfiguration
 do {
     config = try BatonConfiguration.load(path: configPath)
@@ -66,4 +67,4 @@ if checkOnly {
     print("\(configPath): ok (\(config.zones.count) zones)")
     exit(0)
 }
-exit(Service.run(config: config, configPath: configPath, logger: logger, code: code))
+exit(Service.run(config: config, configPath: configPath, logger: logger))

@@ -11,4 +11,10 @@ public enum ALSAConfiguration {
         setenv("ALSA_CONFIG_PATH", path, 1)
         snd_config_update_free_global()
     }
+
+    /// Reads the configuration now (`snd_config_update`: its files, and the hooks they name, which
+    /// may load libraries) instead of at the first `PCM` open; false when it cannot be read, which
+    /// each PCM's open will then say. Thread: control thread, while no PCM is being opened.
+    @discardableResult
+    public static func load() -> Bool { snd_config_update() >= 0 }
 }
