@@ -59,8 +59,18 @@ public enum Service {
         }
         PCM.silenceLibraryErrors()
         // Read now, not in the first output thread to open its PCM: so that what reading it runs and
-        // loads (a PulseAudio hook's libraries) is given back below with the rest of the start.
-        ALSAConfiguration.load()
+        // loads (a PulseAudio hook's libraries) is given back below with the rest of the start. At
+        // most 2 s: a hook may wait on a server (PulseAudio's), and the API must come up all the same;
+        // the outputs then wait for it as before.
+        let alsaRead = Semaphore()
+        OSThread.detach(name: "alsa-config") {
+            ALSAConfiguration.load()
+            alsaRead.post()
+        }
+        if !alsaRead.wait(nanoseconds: 2_000_000_000) {
+            logger.warning(
+                "ALSA's configuration takes more than 2 s to read (a hook waiting on a server?): starting on")
+        }
         // MCL_ONFAULT: lock pages as they are touched instead of faulting in every mapping whole
         // (each thread's 8 MiB stack would otherwise become resident: ~100 MiB RSS measured).
         let locked = mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0
@@ -109,7 +119,7 @@ public enum Service {
         )
         // What starting ran (OpenSSL's set-up, the outputs' opening on threads of their own), once
         // every zone has opened its output or failed to: what is still used comes back at its next use.
-        giveBackCode(locked: locked, logger, once: ZonesOpened(daemon), within: .seconds(5))
+        giveBackCode(locked: locked, logger, once: ZonesOpened(daemon), within: .seconds(5), unless: daemon)
         notify(systemd, logger) { try systemd.ready() }
         notify(systemd, logger) { try systemd.status("\(config.zones.count) zones; API on \(config.api.listen)") }
         if let interval = systemd.watchdogInterval {
@@ -179,22 +189,32 @@ public enum Service {
     /// (`LoadedCode`): after the start, `mlockall` would keep them resident for good. `locked`: the
     /// process is locked, and stays so. Not while music plays: a page an output thread still needs
     /// then comes back through a page fault in it.
-    private static func giveBackCode(locked: Bool, _ logger: Logger, saying: Bool = false) {
+    private static func giveBackCode(locked: Bool, _ logger: Logger, saying when: String? = nil) {
         let before = LoadedCode.residentKiB()
         if let failure = LoadedCode.pin().release(relock: locked) {
             logger.warning("cannot give back the start's pages of code (\(failure)): batond's memory stays larger")
-        } else if saying, let before, let after = LoadedCode.residentKiB() {
-            logger.info("gave back the pages of code the start ran: resident \(before / 1024) → \(after / 1024) MiB")
+        } else if let when, let before, let after = LoadedCode.residentKiB() {
+            logger.info(
+                "gave back the pages of code the start ran, \(when): resident \(before / 1024) → \(after / 1024) MiB")
         }
     }
 
     /// The same on a thread of its own, once `opened` says every zone's first open is done, or
-    /// after `limit` (a Snapcast zone waits for its server).
-    private static func giveBackCode(locked: Bool, _ logger: Logger, once opened: ZonesOpened, within limit: Duration) {
+    /// after `limit` (a Snapcast zone waits for its server) — unless something plays by then (a
+    /// request in the first seconds): its output threads would take the faults.
+    private static func giveBackCode(
+        locked: Bool, _ logger: Logger, once opened: ZonesOpened, within limit: Duration, unless daemon: Daemon
+    ) {
         OSThread.detach(name: "give-back") {
-            _ = opened.done.wait(nanoseconds: limit.wholeNanoseconds)
+            let allOpened = opened.done.wait(nanoseconds: limit.wholeNanoseconds)
             opened.stop()
-            giveBackCode(locked: locked, logger, saying: true)
+            guard daemon.status().sources.isEmpty else {
+                logger.debug("the start's pages of code are kept: something plays already")
+                return
+            }
+            giveBackCode(
+                locked: locked, logger,
+                saying: allOpened ? "once every zone opened" : "after \(limit) without every zone opened")
         }
     }
 

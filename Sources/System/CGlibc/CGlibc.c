@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <link.h>
 #include <semaphore.h>
 #include <spawn.h>
@@ -48,8 +49,10 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *data) {
                     : header->p_type != PT_LOAD     ? BATON_SEGMENT_OTHER
                     : header->p_flags & PF_W        ? BATON_SEGMENT_WRITABLE
                                                     : BATON_SEGMENT_READ_ONLY,
+            .base = info->dlpi_addr,
             .start = info->dlpi_addr + header->p_vaddr,
             .end = info->dlpi_addr + header->p_vaddr + header->p_memsz,
+            .file_end = info->dlpi_addr + header->p_vaddr + header->p_filesz,
         };
         walk->visit(&segment, walk->context);
     }
@@ -60,4 +63,12 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *data) {
 void baton_each_loaded_segment(void (*visit)(const struct baton_loaded_segment *, void *), void *context) {
     struct walk walk = {visit, context, 0};
     dl_iterate_phdr(each_object, &walk);
+}
+
+uintptr_t baton_pin_loaded(const char *name) {
+    void *handle = dlopen(name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+    if (!handle) return 0;
+    struct link_map *map = NULL;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map) return 0;
+    return map->l_addr;
 }

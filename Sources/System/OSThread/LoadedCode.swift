@@ -13,7 +13,8 @@ import Glibc
 ///
 /// Safe by construction, from the loader's own list (`dl_iterate_phdr`), not from what is resident:
 /// a range is the pages of a loaded segment that is not writable (`PF_W`), less its object's
-/// `PT_GNU_RELRO` (relocated at load, then made read-only), of an object without text relocations;
+/// `PT_GNU_RELRO` (relocated at load, then made read-only) and any page the loader zero-filled, of an
+/// object without text relocations;
 /// the object is the executable or a library made undeletable (`RTLD_NOLOAD | RTLD_NODELETE`), so the
 /// range is never unmapped and its addresses never hold anything else. Its pages are the file's
 /// bytes, and dropping them loses nothing — except a breakpoint a debugger wrote into them.
@@ -25,18 +26,25 @@ public struct LoadedCode: Sendable {
     /// made undeletable first. Any thread; at start, before other threads load libraries, exactly
     /// the libraries loaded with the executable.
     public static func pin() -> LoadedCode {
-        var pinned: Set<String> = []
-        for object in objects() where object.name.hasPrefix("/") && !pinned.contains(object.name) {
-            // Counted once more and never closed, and marked never to be unloaded.
-            if dlopen(object.name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE) != nil { pinned.insert(object.name) }
+        // Each by its name and where it is loaded: a library closed and loaded again under the same
+        // name between the two looks (elsewhere) is not the one pinned.
+        var pinned: Set<Pinned> = []
+        for object in objects() where object.name.hasPrefix("/") {
+            let base = baton_pin_loaded(object.name)
+            if base != 0 { pinned.insert(Pinned(name: object.name, base: UInt(base))) }
         }
         let page = UInt(max(4096, sysconf(Int32(_SC_PAGESIZE))))
         // The pages the loader mapped for the segment (it maps whole pages), less any page of a
         // writable segment or of RELRO (a linker never puts two segments on one page; in case).
         let pages = { (r: Range<UInt>) in (r.lowerBound & ~(page - 1))..<((r.upperBound + page - 1) & ~(page - 1)) }
         var ranges: [Range<UInt>] = []
-        for object in objects() where (object.isProgram || pinned.contains(object.name)) && !object.hasTextRelocations {
-            let written = (object.writable + [object.relro].compactMap { $0 }).map(pages)
+        for object in objects()
+        where (object.isProgram || pinned.contains(Pinned(name: object.name, base: object.base)))
+            && !object.hasTextRelocations
+        {
+            let written =
+                (object.writable + [object.relro].compactMap { $0 } + object.zeroFilledFrom.map { $0..<($0 + 1) })
+                .map(pages)
             for segment in object.readOnly {
                 ranges += written.reduce([pages(segment)]) { left, w in left.flatMap { $0.subtracting(w) } }
                     .filter { !$0.isEmpty }
@@ -73,15 +81,23 @@ public struct LoadedCode: Sendable {
         return line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }
     }
 
+    private struct Pinned: Hashable {
+        var name: String
+        var base: UInt
+    }
+
     /// One object of the loader's list.
     struct Object {
         /// Its place in the loader's list.
         var index: UInt32
         var name: String
+        var base: UInt
         var hasTextRelocations: Bool
         /// Its `PT_LOAD` segments without `PF_W`, and with it, at their addresses.
         var readOnly: [Range<UInt>] = []
         var writable: [Range<UInt>] = []
+        /// Where a read-only segment's zero fill begins: its page was written by the loader.
+        var zeroFilledFrom: [UInt] = []
         var relro: Range<UInt>?
         /// The first in the list: the executable.
         var isProgram: Bool { index == 0 }
@@ -99,11 +115,19 @@ public struct LoadedCode: Sendable {
                         found.pointee.append(
                             Object(
                                 index: segment.object_index, name: String(cString: segment.object),
+                                base: UInt(segment.base),
                                 hasTextRelocations: segment.text_relocations != 0))
                     }
                     guard segment.start < segment.end else { return }
                     let range = UInt(segment.start)..<UInt(segment.end)
                     switch Int(segment.kind) {
+                    case Int(BATON_SEGMENT_READ_ONLY) where segment.file_end < segment.end:
+                        // Zero-filled past the file's bytes (written by the loader): only the
+                        // pages before the one where they end.
+                        guard segment.start < segment.file_end else { return }
+                        found.pointee[found.pointee.count - 1].readOnly.append(
+                            UInt(segment.start)..<UInt(segment.file_end))
+                        found.pointee[found.pointee.count - 1].zeroFilledFrom.append(UInt(segment.file_end))
                     case Int(BATON_SEGMENT_READ_ONLY): found.pointee[found.pointee.count - 1].readOnly.append(range)
                     case Int(BATON_SEGMENT_WRITABLE): found.pointee[found.pointee.count - 1].writable.append(range)
                     case Int(BATON_SEGMENT_RELRO): found.pointee[found.pointee.count - 1].relro = range

@@ -36,8 +36,17 @@ struct baton_loaded_segment {
     /// The object has text relocations (DT_TEXTREL, or DF_TEXTREL in DT_FLAGS).
     int text_relocations;
     int kind;
-    uintptr_t start, end;
+    /// Where the object is loaded (dlpi_addr: its addresses' offset from the file's).
+    uintptr_t base;
+    /// The segment in memory (`p_memsz`), and where the file's bytes end in it (`p_filesz`): past
+    /// that the loader zero-filled the rest of the page, which holds no file bytes.
+    uintptr_t start, end, file_end;
 };
+
+/// dlopen(name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE): the library loaded under `name` is
+/// counted once more (never closed) and never unloaded. Its load address (the link map's l_addr),
+/// or 0 when no library is loaded under that name.
+uintptr_t baton_pin_loaded(const char *name);
 
 /// dl_iterate_phdr (a GNU extension): `visit` is called for every program header of every object
 /// loaded now, under the loader's lock (no dlopen or dlclose in `visit`).
