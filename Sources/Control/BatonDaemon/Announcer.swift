@@ -75,7 +75,7 @@ public struct Announcer: Sendable {
             maxBytes: settings.maxBytes, maxSeconds: Double(settings.maxDuration.wholeNanoseconds) / 1e9,
             firstByteTimeout: settings.firstByteTimeout)
         return try daemon.admit(
-            .announcement, zones: zones, volume: volume, coalesceKey: "url:\(url)",
+            .announcement, zones: zones, volume: volume, coalesceKey: Self.coalesceKey(url: url),
             before: { id in identity.withLock { $0.id = id.rawValue } }
         ) { (available: [ZoneHandle]) throws(ControlError) in
             identity.withLock { $0.zones = available.map(\.name) }
@@ -123,6 +123,15 @@ public struct Announcer: Sendable {
         }
         guard !host.isEmpty else { throw ControlError(.badRequest, "url \"\(url)\": no host") }
         return host.lowercased()
+    }
+
+    /// What makes two URL announcements the same: the whole URL, shown as its label and a hash of
+    /// it — the key is published in the `coalesced` event's reason, and a URL may carry a token in
+    /// its query or its user part (Home Assistant's TTS proxy links do).
+    static func coalesceKey(url: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, 64 bits
+        for byte in url.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return urlLabel(url) + " #" + String(hash, radix: 16)
     }
 
     /// `url: tts_proxy/abc.mp3` — the URL's last two path levels, without query, for status.

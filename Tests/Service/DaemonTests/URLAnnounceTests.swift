@@ -228,18 +228,26 @@ import Testing
         #expect(try t.status().sources.isEmpty, "the zone is let go of")
     }
 
-    /// The same URL twice within the coalesce window plays once (`coalesced` into the first).
+    /// The same URL twice within the coalesce window plays once (`coalesced` into the first); the
+    /// event says why without the URL's token (the key was the raw URL, published as it was);
+    /// another token is another URL.
     @Test func coalescesTheSameURL() throws {
         let server = try SlowHTTPServer()
         defer { server.stop() }
         let t = try TestDaemon(announce: Self.allowLoopback)
         defer { t.stop() }
         server.route("/a.mp3", .init(contentType: "audio/mpeg", body: try Self.toneMP3(seconds: 1)))
-        let body = #"{"url": "\#(server.url("/a.mp3"))", "zones": ["kitchen"]}"#
+        let body = #"{"url": "\#(server.url("/a.mp3?token=hunter2"))", "zones": ["kitchen"]}"#
         let first = try t.json("POST", "/api/v1/announce", body)
         let second = try t.json("POST", "/api/v1/announce", body)
         #expect(first.object["status"] == "playing", "\(first.object)")
         #expect(second.object["status"] == "coalesced" && second.object["into"] == first.object["id"])
+        let coalesced = try #require(t.waitForEvent("coalesced", source: second.object["id"]))
+        let reason = coalesced.reason ?? ""
+        #expect(reason.contains("same key url: a.mp3 #") && !reason.contains("hunter2"), "\(reason)")
+        let other = try t.json(
+            "POST", "/api/v1/announce", #"{"url": "\#(server.url("/a.mp3?token=other"))", "zones": ["kitchen"]}"#)
+        #expect(other.object["status"] != "coalesced", "\(other.object)")
         #expect(t.waitForEvent("played", source: first.object["id"], seconds: 10) != nil)
     }
 
