@@ -333,8 +333,10 @@ final class MQTTBridge: @unchecked Sendable {
         } else if !Commands.names.contains(name) {
             return refuse(ControlError(.notFound, "unknown command topic (see docs/MQTT.md)"))
         }
+        let asked = monotonicNanoseconds()
         let run: @Sendable () -> Void = { [self, name, body] in
             do throws(ControlError) {
+                try refuseIfStale(name, askedAt: asked)
                 if case .reload(let report) = try commands.run(name, body: body), !report.applied {
                     throw ControlError(.unprocessable, report.errors.joined(separator: "\n"))
                 }
@@ -373,6 +375,21 @@ final class MQTTBridge: @unchecked Sendable {
             return announcement?.url != nil ? "announce-url" : announcement?.text != nil ? "announce-text" : "announce"
         case let kind: return kind
         }
+    }
+
+    /// An announcement that waited in its lane longer than the `announcement` class's ttl (behind
+    /// URLs a slow server holds, or speech being rendered) is not carried out: it would be heard
+    /// long after it was asked for — "the front door is open" after it closed. The arbiter's own ttl
+    /// counts from the request, which is made only when the command runs.
+    private func refuseIfStale(_ name: String, askedAt: Int) throws(ControlError) {
+        guard name == "announce", let ttl = daemon.config.policy.class(named: "announcement")?.ttl else { return }
+        let waited = monotonicNanoseconds() - askedAt
+        guard waited > ttl.wholeNanoseconds else { return }
+        let tenths = waited / 100_000_000
+        throw ControlError(
+            .unavailable,
+            "not carried out: it waited \(tenths / 10).\(tenths % 10) s behind the announcements before it, longer than the announcement class's ttl (\(Double(ttl.wholeNanoseconds / 1_000_000) / 1000) s)"
+        )
     }
 
     private func publishError(_ topic: String, _ error: ControlError) {

@@ -596,4 +596,38 @@ import Testing
         #expect(all.count == 35, "\(all.count) errors")
         #expect(all.dropFirst(2).allSatisfy { $0.contains(#"music\/play"#) && $0.contains("502") })
     }
+
+    /// An announcement that waited in its lane longer than the announcement class's ttl (1 s here)
+    /// — behind a URL whose server holds its first byte until `first-byte-timeout` (2 s) — is not
+    /// carried out: refused on `<base>/errors`, saying how long it waited, and its URL never asked
+    /// for. Before, it played as late as the lane was slow (minutes behind a slow server).
+    @Test func anAnnouncementThatWaitedPastItsTTLIsNotCarriedOut() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        let mp3 = try URLAnnounceTests.toneMP3(seconds: 1)
+        server.route("/held.mp3", .init(contentType: "audio/mpeg", body: mp3, firstByteDelay: 10))
+        server.route("/late.mp3", .init(contentType: "audio/mpeg", body: mp3))
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var policy = PolicyConfig.default
+        let announcement = try #require(policy.classes.firstIndex { $0.name == "announcement" })
+        policy.classes[announcement].ttl = .seconds(1)
+        let t = try TestDaemon(
+            policy: policy, mqtt: MQTTConfig(broker: broker.url),
+            announce: AnnounceConfig(allowURLHosts: ["127.0.0.1"], firstByteTimeout: .seconds(2)))
+        defer { t.stop() }
+        #expect(connected(t))
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 2, seconds: 15)
+        try broker.publish(
+            topic: "\(base)/announce", message: #"{"url": "\#(server.url("/held.mp3"))", "zones": ["kitchen"]}"#)
+        #expect(waitUntil(seconds: 5) { server.requests.contains { $0.contains("/held.mp3") } })
+        try broker.publish(
+            topic: "\(base)/announce", message: #"{"url": "\#(server.url("/late.mp3"))", "zones": ["kitchen"]}"#)
+        let said = errors.messages()
+        #expect(said.count == 2, "\(said)")
+        #expect(
+            said.contains { $0.contains(#""status":503"#) && $0.contains("waited") && $0.contains("ttl (1.0 s)") },
+            "\(said)")
+        #expect(!server.requests.contains { $0.contains("/late.mp3") }, "\(server.requests)")
+    }
 }
