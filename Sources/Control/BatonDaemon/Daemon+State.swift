@@ -46,6 +46,8 @@ extension Daemon {
     /// the queue is a playing source's (`mirror` adds those kept by sources that ended).
     private func currentState() -> (SavedState, basis: Int, ofThisRun: Bool) {
         var now = SavedState()
+        // A zone not configured now (a USB DAC commented out for a day) keeps its saved volume.
+        now.volumes = parts.persistence.saved.volumes.filter { zones.zone($0.key) == nil }
         for zone in zones.zones { now.volumes[zone.name] = parts.volumes.userVolume(zone) }
         var basis = 0
         var ofThisRun = false

@@ -175,6 +175,24 @@ import Testing
         #expect((try? FileIO.read(dir + "/state.json.damaged").get()) == damaged)
     }
 
+    /// A saved volume above a `max-volume` lowered since starts at the maximum (it started at the
+    /// configured volume, unsaid), and the saved volume of a zone not configured now (a DAC
+    /// unplugged for a day) is kept by the saves (they wrote only the zones configured).
+    @Test func savedVolumesAreClampedAndKeptForZonesNotConfigured() throws {
+        let dir = TestDirectory.make("volumestate")
+        HostileInputTests.write(Array(#"{"volumes": {"kitchen": 0.9, "garage": 0.7}}"#.utf8), to: dir + "/state.json")
+        let t = try TestDaemon(stateDir: dir, maxVolumes: ["kitchen": 0.5])
+        defer { t.stop() }
+        #expect(try t.status().zones.first { $0.name == "kitchen" }?.volume == Double(Float(0.5)))
+        #expect(try t.request("POST", "/api/v1/zones/patio/volume", #"{"volume": 0.25}"#).status == 200)
+        #expect(
+            waitUntil(seconds: 5) {
+                (try? StateStore(directory: dir).load().get())??.volumes["patio"] == Double(Float(0.25))
+            }, "saved")
+        let saved = try #require(try StateStore(directory: dir).load().get())
+        #expect(saved.volumes["garage"] == 0.7, "\(saved.volumes)")
+    }
+
     /// A volume equal to `max-volume` is taken: 0.6 as a Float is a little above 0.6, and
     /// `{"volume": 0.6}` with `max-volume: 60%` was refused as above it.
     @Test func aVolumeAtTheMaximumIsTaken() throws {

@@ -38,7 +38,7 @@ final class TestDaemon {
         gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil,
         announce: AnnounceConfig = .default, deviceClocked: Set<String> = [],
         silenceAlarm: Duration = BatonConfiguration.defaultSilenceAlarm, buffers: [String: Duration] = [:],
-        renderAhead: Set<String> = [], slotWait: Duration = .milliseconds(250)
+        renderAhead: Set<String> = [], slotWait: Duration = .milliseconds(250), maxVolumes: [String: Double] = [:]
     ) throws {
         sounds = TestDirectory.make("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
@@ -80,6 +80,7 @@ final class TestDaemon {
                 mixer: mixers[z.name])
             if let buffer = buffers[z.name] { zone.buffer = buffer }
             zone.renderAhead = renderAhead.contains(z.name)
+            if let max = maxVolumes[z.name] { zone.maxVolume = max }
             configs.append(zone)
         }
         self.files = files
