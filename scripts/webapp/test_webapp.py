@@ -59,7 +59,7 @@ class Batond:
         with open(self.dir + "/baton.yaml", "w") as f:
             f.write(api + f"""zones:
   kitchen: {{pcm: web_kitchen, rate: {RATE}, channels: 2, format: S16_LE, clock: system}}
-  patio: {{pcm: web_patio, rate: {RATE}, channels: 2, format: S16_LE, clock: system}}
+  patio: {{pcm: web_patio, rate: {RATE}, channels: 2, format: S16_LE, clock: system, volume: 0.6, max-volume: 0.8}}
 groups:
   downstairs: [kitchen, patio]
 sounds: {ROOT}/config/sounds
@@ -262,6 +262,18 @@ def scenario(music):
             wait_for("the error in words", lambda: "Next failed: already at the last track" in d.find_element(By.ID, "notice").text)
         check("an action that fails shows the answer in words", errors_in_words)
 
+        def cards_stay():
+            # Only the position moves: the card is not rebuilt, so a tap between two refreshes lands
+            # on the button it was aimed at (a rebuilt card had swallowed it).
+            kitchen = "#zone-cards article[data-zone=kitchen]"
+            d.execute_script(f"window.__pause = document.querySelector('{kitchen} button[data-act=pause]');"
+                             f" window.__at = document.querySelector('{kitchen} .pos .at').textContent;")
+            wait_for("the position to move", lambda: d.execute_script(
+                f"return document.querySelector('{kitchen} .pos .at').textContent !== window.__at"), 5)
+            assert d.execute_script("return document.contains(window.__pause)"), "the card was rebuilt while only the position moved"
+            print(f"     position {d.execute_script(f'return window.__at')} → {card(d, 'kitchen').find_element(By.CSS_SELECTOR, '.pos .at').text}, the same pause button")
+        check("while music plays the card stays: only the position moves", cards_stay)
+
         def pause():
             click(d, '#zone-cards article[data-zone="kitchen"] button[data-act="pause"]')
             wait_for("paused", lambda: card_state(d, "kitchen") == "paused")
@@ -316,6 +328,21 @@ def scenario(music):
             assert abs(change - db(0.5)) < 0.5, f"level changed by {change:.2f} dB, expected {db(0.5):.2f} dB"
             print(f"     440 Hz: {db(before):.2f} → {db(after):.2f} dBFS ({change:+.2f} dB for volume 1 → 0.5)")
         check("change a volume: the file's level changes by the expected dB", volume)
+
+        def refused_volume():
+            # patio's max-volume is 0.8: its slider ends at 80 %. A page drawn before a reload lowered
+            # it still offers 100 %: batond refuses, and the slider shows patio's volume again.
+            patio = "#zone-cards article[data-zone=patio] input.volume"
+            assert d.execute_script(f"return document.querySelector('{patio}').max") == "80"
+            wait_for("the slider focused", lambda: d.execute_script(
+                f"const s = document.querySelector('{patio}'); s.max = 100; s.focus(); return document.activeElement === s;"))
+            ActionChains(d).send_keys(Keys.END).perform()
+            wait_for("the refusal in words", lambda: "Volume of patio failed: volume 1" in d.find_element(By.ID, "notice").text)
+            volume = b.api("GET", "/api/v1/status")[1]["zones"][1]["volume"]
+            assert abs(volume - 0.6) < 1e-6, volume
+            wait_for("the page to show patio's volume", lambda: card(d, "patio").find_element(By.CSS_SELECTOR, "output").text == "60%"
+                     and d.execute_script(f"return document.querySelector('{patio}').value") == "60")
+        check("a refused volume: the notice says why, the slider shows the zone's volume again", refused_volume)
 
         def queue():
             tab(d, "library")
@@ -415,6 +442,25 @@ def scenario(music):
             wait_for("the doorbell in the log", lambda: line in d.find_element(By.ID, "events").text, 10)
             tab(d, "now")
         check("batond restarted: the page follows its new run, the log shows its events", restarted)
+
+        def refused_reload():
+            # A configuration that does not load: the page says why, as batond does (the reasons were
+            # dropped, and the notice said only "HTTP 422").
+            path = b.dir + "/baton.yaml"
+            good = open(path).read()
+            with open(path, "a") as f:
+                f.write("bogus-setting: 1\n")
+            try:
+                tab(d, "zones")
+                click(d, "#reload")
+                wait_for("the reasons in words", lambda: (lambda t: "Reload failed:" in t and "bogus-setting" in t)(
+                    d.find_element(By.ID, "notice").text))
+                print(f"     notice: {d.find_element(By.ID, 'notice').text!r}")
+            finally:
+                with open(path, "w") as f:
+                    f.write(good)
+                tab(d, "now")
+        check("a reload refused: the notice says why", refused_reload)
     finally:
         d.quit()
         b.stop()

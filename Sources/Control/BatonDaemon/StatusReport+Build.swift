@@ -25,7 +25,7 @@ extension StatusReport.Zone {
             ringBytes: handle.mixer.residentRingBytes,
             rateEstimatePPM: snap.rateEstimatePPM.map { ($0 * 10).rounded() / 10 }, realtime: snap.realtime,
             rendersAhead: output.spec.rendersAhead ? snap.rendersAhead : nil,
-            volume: volume, appliedVolume: Double(handle.mixer.appliedVolume),
+            volume: volume, appliedVolume: Double(handle.mixer.appliedVolume), maxVolume: handle.config.maxVolume,
             volumeControl: volumeControl, level: .init(peakDb: level.peakDb, rmsDb: level.rmsDb), audible: heard,
             ducked: z.ducked.map {
                 .init(source: $0.source.rawValue, levelDb: $0.level.value, by: $0.by.source.rawValue)

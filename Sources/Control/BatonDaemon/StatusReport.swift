@@ -40,6 +40,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// The user's zone volume (linear 0...1) and the one the output thread applied last.
         public var volume: Double
         public var appliedVolume: Double
+        /// The highest user volume the zone takes (its `max-volume`).
+        public var maxVolume: Double
         /// `software` (Baton's gain stage), or `hardware: CONTROL on DEVICE` (an ALSA mixer control).
         public var volumeControl: String
         /// The final mix's level over the last period: what was written to the device.

@@ -15,13 +15,18 @@ async function api(method, path, body) {
     if (csrf) opt.headers['X-Baton-CSRF'] = csrf;
     opt.body = JSON.stringify(body || {});
   }
-  // An answer within 4 s or none: a speaker gone from the network (its Wi-Fi lost) left the request
-  // hanging, and the page showing what played before as playing now.
-  const ctl = new AbortController(), timer = setTimeout(() => ctl.abort(), 4000);
+  // A look (GET) has an answer within 4 s or none: a speaker gone from the network (its Wi-Fi lost)
+  // left the request hanging, and the page showing what played before as playing now. A command
+  // may wait for the music server (batond gives it 30 s): 35 s, and no word that it failed.
+  const limit = method === 'GET' ? 4 : 35;
+  const ctl = new AbortController(), timer = setTimeout(() => ctl.abort(), limit * 1000);
   opt.signal = ctl.signal;
   let r, text = '', data = null;
   try {
-    try { r = await fetch(path, opt); text = await r.text(); } catch (e) { throw new Error(ctl.signal.aborted ? 'batond did not answer within 4 s' : 'batond is not reachable (' + e.message + ')'); }
+    try { r = await fetch(path, opt); text = await r.text(); } catch (e) {
+      throw new Error(!ctl.signal.aborted ? 'batond is not reachable (' + e.message + ')'
+        : method === 'GET' ? `batond did not answer within ${limit} s` : `no answer within ${limit} s: it may still happen`);
+    }
   } finally { clearTimeout(timer); }
   try { data = text ? JSON.parse(text) : null; } catch (e) {
     // Something between the page and batond (a proxy, a captive portal) answered with a page of its own.
@@ -29,7 +34,8 @@ async function api(method, path, body) {
   }
   if (!r.ok) {
     if (r.status === 401 && path !== '/api/v1/session') showLogin();
-    throw new Error((data && data.error) || ('HTTP ' + r.status));
+    // A refused reload says why in `errors` (one line each).
+    throw new Error((data && (data.error || (Array.isArray(data.errors) && data.errors.join('; ')))) || ('HTTP ' + r.status));
   }
   return data;
 }
@@ -49,6 +55,9 @@ async function act(what, method, path, body) {
     return answer;
   } catch (e) {
     notify(what + ' failed: ' + e.message);
+    // What the page showed for it (a slider moved, a button pressed) is redrawn from batond's answer.
+    drawnCards = '';
+    refreshSoon();
     return null;
   }
 }
@@ -127,7 +136,8 @@ async function refresh() {
     status = s; uptimeAt = Date.now();
     if (run !== null && status.run !== run) startedAgain();
     run = status.run; render();
-    if (es && es.readyState === 1) { $('#conn').textContent = 'live'; $('#conn').className = 'conn live'; }
+    // Written only when it changes: #conn is a live region, and each write is read out again.
+    if (es && es.readyState === 1 && $('#conn').textContent !== 'live') { $('#conn').textContent = 'live'; $('#conn').className = 'conn live'; }
   } catch (e) {
     $('#conn').textContent = e.message; $('#conn').className = 'conn down';
     // What the cards showed is no longer known: said (with what it last said), not left reading "playing".
@@ -171,13 +181,17 @@ function stateWords(src, z) {
   return ['playing', 'playing'];
 }
 function groupsOf(zone) { return ((config && config.groups) ? Object.entries(config.groups) : []).filter(([, zs]) => (zs.zones || zs).includes(zone)).map(([g]) => g); }
-// The zone's output level (when the status has it: {peakDb, rmsDb}, −200 for digital silence).
-function levelMeter(z) {
+// The zone's output level (when the status has it: {peakDb, rmsDb}, −200 for digital silence): the
+// meter's place in the card, and its value and words (set in place at each refresh).
+function levelWords(z) {
   const l = z.level;
-  if (!l || typeof l !== 'object' || l.rmsDb == null) return '';
+  if (!l || typeof l !== 'object' || l.rmsDb == null) return null;
   const rms = Number(l.rmsDb), peak = Number(l.peakDb);
-  const words = rms <= -120 ? 'silence' : `${rms.toFixed(0)} dBFS rms, peak ${peak.toFixed(0)}`;
-  return `<div class="level"><span class="meta">Level</span><meter min="-60" max="0" low="-20" high="-6" optimum="-30" value="${Math.max(-60, rms)}" aria-label="Output level of ${esc(z.name)}: ${esc(words)}"></meter><span class="meta">${esc(words)}</span></div>`;
+  return {value: Math.max(-60, rms), words: rms <= -120 ? 'silence' : `${rms.toFixed(0)} dBFS rms, peak ${peak.toFixed(0)}`};
+}
+function levelMeter(z) {
+  if (!levelWords(z)) return '';
+  return `<div class="level"><span class="meta">Level</span><meter min="-60" max="0" low="-20" high="-6" optimum="-30"></meter><span class="meta words"></span></div>`;
 }
 // Icons as inline SVG (no font needs to have the media symbols).
 const icon = d => `<svg viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false"><path fill="currentColor" d="${d}"/></svg>`;
@@ -188,6 +202,7 @@ function render() {
   $('#device').textContent = config && config.device ? '· ' + config.device : '';
   const cards = $('#zone-cards');
   const music = s.sources.filter(x => x.class === 'music');
+  const live = [];
   const html = s.zones.map(z => {
     // What this zone plays: the newest music source in it (its controls are the card's), or else the
     // newest source of any class in it (a doorbell on a zone without music is not "silent").
@@ -204,6 +219,9 @@ function render() {
     const ducks = z.ducked.map(d => `<div class="duck">ducked to ${d.levelDb} dB by ${esc(who(d.by))} (the volume stays ${Math.round(z.volume * 100)}%)</div>`).join('');
     const heard = z.audible.filter(id => !shown || id !== shown.id).map(id => `<div class="meta">also heard: ${esc(who(id))}</div>`).join('');
     const paused = here && (here.state === 'paused');
+    // What moves while nothing else changes (the position, the level) is set in place below: the
+    // cards are rebuilt only when their content changes, or a tap between two refreshes got lost.
+    live.push({zone: z.name, pos, max: dur || Math.max(1, Math.ceil(pos || 0)), level: levelWords(z)});
     return `<article class="card" data-zone="${esc(z.name)}" aria-labelledby="zone-h-${esc(z.name)}">
       <h3 id="zone-h-${esc(z.name)}"><span>${esc(z.name)}</span><span class="badge ${esc(z.state)}">${esc(z.state)}</span></h3>
       ${groupsOf(z.name).length ? `<div class="chips" aria-label="groups">${groupsOf(z.name).map(g => `<span>${esc(g)}</span>`).join('')}</div>` : ''}
@@ -214,8 +232,8 @@ function render() {
         ${here && here.streamError ? `<div class="err">${esc(here.streamError)}</div>` : ''}
         ${z.error ? `<div class="err">${esc(z.error)}</div>` : ''}
       </div></div>
-      ${here ? `<div class="pos"><span>${fmt(pos)}</span>
-        <input type="range" class="seek" data-source="${esc(here.id)}" min="0" max="${dur || Math.max(1, Math.ceil(pos || 0))}" step="1" value="${Math.floor(pos || 0)}" aria-label="Position in ${esc(t ? t.title : here.sound)}" ${t ? '' : 'disabled'}>
+      ${here ? `<div class="pos"><span class="at"></span>
+        <input type="range" class="seek" data-source="${esc(here.id)}" min="0" step="1" aria-label="Position in ${esc(t ? t.title : here.sound)}" ${t ? '' : 'disabled'}>
         <span>${fmt(dur)}</span></div>
       <div class="controls" data-source="${esc(here.id)}">
         <button type="button" data-act="previous" aria-label="Previous track" ${t ? '' : 'disabled'}>${ICON.previous}</button>
@@ -226,7 +244,7 @@ function render() {
       </div>` : ''}
       ${heard}
       <div class="vol"><label for="vol-${esc(z.name)}">Volume</label>
-        <input type="range" id="vol-${esc(z.name)}" class="volume" data-zone="${esc(z.name)}" min="0" max="100" step="1" value="${Math.round(z.volume * 100)}">
+        <input type="range" id="vol-${esc(z.name)}" class="volume" data-zone="${esc(z.name)}" min="0" max="${Math.round((z.maxVolume ?? 1) * 100)}" step="1" value="${Math.round(z.volume * 100)}">
         <output for="vol-${esc(z.name)}">${Math.round(z.volume * 100)}%</output></div>
       ${ducks}
       ${levelMeter(z)}
@@ -238,13 +256,23 @@ function render() {
     drawnCards = html;
     const active = document.activeElement, card = active && active.closest && active.closest('#zone-cards article[data-zone]');
     let keep = null;
-    if (card) { const all = [...card.querySelectorAll('button, input')]; keep = {zone: card.dataset.zone, index: all.indexOf(active), value: active.type === 'range' ? active.value : null}; }
+    // A focused volume slider keeps the user's value only while batond has not answered it yet.
+    if (card) { const all = [...card.querySelectorAll('button, input')]; keep = {zone: card.dataset.zone, index: all.indexOf(active), value: active.classList.contains('volume') && volPending.has(card.dataset.zone) ? active.value : null}; }
     cards.innerHTML = html;
     if (keep) {
       const c = [...cards.querySelectorAll('article[data-zone]')].find(x => x.dataset.zone === keep.zone);
       const el = c && c.querySelectorAll('button, input')[keep.index];
       if (el) { if (keep.value != null && el.type === 'range') { el.value = keep.value; if (el.nextElementSibling && el.classList.contains('volume')) el.nextElementSibling.textContent = keep.value + '%'; } el.focus(); }
     }
+  }
+  for (const l of live) {
+    const c = [...cards.querySelectorAll('article[data-zone]')].find(x => x.dataset.zone === l.zone);
+    if (!c) continue;
+    const at = c.querySelector('.pos .at'), seek = c.querySelector('input.seek');
+    if (at) at.textContent = fmt(l.pos);
+    if (seek && seek !== dragging) { seek.max = l.max; seek.value = Math.floor(l.pos || 0); }
+    const meter = c.querySelector('.level meter');
+    if (meter && l.level) { meter.value = l.level.value; meter.setAttribute('aria-label', `Output level of ${l.zone}: ${l.level.words}`); c.querySelector('.level .words').textContent = l.level.words; }
   }
   cards.querySelectorAll('img.cover').forEach(img => img.addEventListener('error', () => { const d = document.createElement('div'); d.className = 'cover'; d.textContent = '♪'; d.setAttribute('aria-hidden', 'true'); img.replaceWith(d); }, {once: true}));
   const others = s.sources.filter(x => x.class !== 'music');
@@ -259,13 +287,20 @@ $('#zone-cards').addEventListener('click', e => {
   act(names[b.dataset.act], 'POST', '/api/v1/music/' + b.dataset.act, {id});
 });
 $('#other-sources').addEventListener('click', e => { const b = e.target.closest('button[data-stop]'); if (b) act('Stop', 'POST', '/api/v1/music/stop', {id: b.dataset.stop}); });
-const volTimers = {};
+const volTimers = {}, volPending = new Set();
 $('#zone-cards').addEventListener('input', e => {
   const el = e.target;
   if (el.classList.contains('volume')) {
+    const zone = el.dataset.zone;
     el.nextElementSibling.textContent = el.value + '%';
-    clearTimeout(volTimers[el.dataset.zone]);
-    volTimers[el.dataset.zone] = setTimeout(() => act('Volume of ' + el.dataset.zone, 'POST', `/api/v1/zones/${encodeURIComponent(el.dataset.zone)}/volume`, {volume: el.value / 100}), 150);
+    volPending.add(zone);
+    clearTimeout(volTimers[zone]);
+    volTimers[zone] = setTimeout(async () => {
+      const sent = el.value;
+      await act('Volume of ' + zone, 'POST', `/api/v1/zones/${encodeURIComponent(zone)}/volume`, {volume: sent / 100});
+      // Answered (applied or refused): the slider shows batond's volume from now on, unless moved again.
+      if (el.value === sent) volPending.delete(zone);
+    }, 150);
   }
 });
 // A pointer drag on a slider holds the cards still until it is let go.
