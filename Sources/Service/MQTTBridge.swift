@@ -383,8 +383,10 @@ final class MQTTBridge: @unchecked Sendable {
     /// counts from the request, which is made only when the command runs.
     private func refuseIfStale(_ name: String, askedAt: Int) throws(ControlError) {
         guard name == "announce", let ttl = daemon.config.policy.class(named: "announcement")?.ttl else { return }
+        // Half a second at least: with `ttl: 0` ("now or never") a command that ran at once has
+        // waited for its thread to start, not behind anything.
         let waited = monotonicNanoseconds() - askedAt
-        guard waited > ttl.wholeNanoseconds else { return }
+        guard waited > max(ttl.wholeNanoseconds, 500_000_000) else { return }
         let tenths = waited / 100_000_000
         throw ControlError(
             .unavailable,

@@ -630,4 +630,21 @@ import Testing
             "\(said)")
         #expect(!server.requests.contains { $0.contains("/late.mp3") }, "\(server.requests)")
     }
+
+    /// With `ttl: 0` ("now or never") an announcement that runs at once is carried out: the age
+    /// check counts a wait behind others, not the start of the lane's thread.
+    @Test func anAnnouncementWithTTLZeroThatWaitedForNothingPlays() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        var policy = PolicyConfig.default
+        let announcement = try #require(policy.classes.firstIndex { $0.name == "announcement" })
+        policy.classes[announcement].ttl = .zero
+        let t = try TestDaemon(policy: policy, mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 1, seconds: 3)
+        try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        #expect(t.waitForEvent("granted", seconds: 5)?.source == "announce-1")
+        #expect(errors.messages(seconds: 0).isEmpty)
+    }
 }
