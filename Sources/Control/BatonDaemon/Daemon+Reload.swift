@@ -50,6 +50,14 @@ extension Daemon {
             }
             carried[zone.name] = min(parts.volumes.userVolume(zone), next.maxVolume)
         }
+        // A zone added back (commented out and in again) starts at the volume the saves kept for it.
+        let saved = parts.persistence.saved.volumes
+        for name in report.zonesAdded {
+            guard let zone = new.zones.first(where: { $0.name == name }), let volume = saved[name], volume.isFinite,
+                volume >= 0
+            else { continue }
+            carried[name] = min(volume, zone.maxVolume)
+        }
         let externalEnding = Set(report.externalSourcesChanged)
         let library = report.soundsChanged ? Self.soundLibrary(new) : sounds
         // Music from the server that was heard on a zone the reload reopens plays on afterwards

@@ -193,6 +193,26 @@ import Testing
         #expect(saved.volumes["garage"] == 0.7, "\(saved.volumes)")
     }
 
+    /// A zone a reload removed and a later one adds back starts at the volume the saves kept for
+    /// it, not at its configured one.
+    @Test func aZoneAddedBackByAReloadGetsItsSavedVolume() throws {
+        let dir = TestDirectory.make("volumeback")
+        let t = try TestDaemon(stateDir: dir)
+        defer { t.stop() }
+        #expect(try t.request("POST", "/api/v1/zones/patio/volume", #"{"volume": 0.25}"#).status == 200)
+        #expect(
+            waitUntil(seconds: 5) {
+                (try? StateStore(directory: dir).load().get())??.volumes["patio"] == Double(Float(0.25))
+            }, "saved")
+        let full = t.config
+        var without = full
+        without.zones.removeAll { $0.name == "patio" }
+        #expect(t.daemon.apply(without).applied)
+        t.daemon.saveState()
+        #expect(t.daemon.apply(full).applied)
+        #expect(try t.status().zones.first { $0.name == "patio" }?.volume == Double(Float(0.25)))
+    }
+
     /// A volume equal to `max-volume` is taken: 0.6 as a Float is a little above 0.6, and
     /// `{"volume": 0.6}` with `max-volume: 60%` was refused as above it.
     @Test func aVolumeAtTheMaximumIsTaken() throws {
