@@ -59,7 +59,7 @@ class Batond:
         with open(self.dir + "/baton.yaml", "w") as f:
             f.write(api + f"""zones:
   kitchen: {{pcm: web_kitchen, rate: {RATE}, channels: 2, format: S16_LE, clock: system}}
-  patio: {{pcm: web_patio, rate: {RATE}, channels: 2, format: S16_LE, clock: system, volume: 0.6, max-volume: 0.8}}
+  patio: {{pcm: web_patio, rate: {RATE}, channels: 2, format: S16_LE, clock: system, volume: 0.6, max-volume: 0.805}}
 groups:
   downstairs: [kitchen, patio]
 sounds: {ROOT}/config/sounds
@@ -330,8 +330,9 @@ def scenario(music):
         check("change a volume: the file's level changes by the expected dB", volume)
 
         def refused_volume():
-            # patio's max-volume is 0.8: its slider ends at 80 %. A page drawn before a reload lowered
-            # it still offers 100 %: batond refuses, and the slider shows patio's volume again.
+            # patio's max-volume is 0.805: its slider ends at 80 % (81 would be refused). A page drawn
+            # before a reload lowered it still offers 100 %: batond refuses, and the slider shows
+            # patio's volume again.
             patio = "#zone-cards article[data-zone=patio] input.volume"
             assert d.execute_script(f"return document.querySelector('{patio}').max") == "80"
             wait_for("the slider focused", lambda: d.execute_script(

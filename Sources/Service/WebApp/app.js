@@ -142,7 +142,7 @@ async function refresh() {
     $('#conn').textContent = e.message; $('#conn').className = 'conn down';
     // What the cards showed is no longer known: said (with what it last said), not left reading "playing".
     // The next answer redraws them even if it is what they showed before (nothing moved meanwhile).
-    drawnCards = '';
+    drawnCards = ''; drawnOthers = '';
     for (const s of document.querySelectorAll('#zone-cards .state')) {
       if (s.dataset.state === 'unknown') continue;
       s.dataset.was = s.dataset.state;
@@ -196,7 +196,7 @@ function levelMeter(z) {
 // Icons as inline SVG (no font needs to have the media symbols).
 const icon = d => `<svg viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false"><path fill="currentColor" d="${d}"/></svg>`;
 const ICON = {previous: icon('M6 5h2v14H6zM20 5v14L9 12z'), next: icon('M16 5h2v14h-2zM4 5v14l11-7z'), pause: icon('M6 5h4v14H6zM14 5h4v14h-4z'), play: icon('M7 5v14l12-7z'), stop: icon('M6 6h12v12H6z')};
-let dragging = null, prevStates = {}, drawnCards = '';
+let dragging = null, prevStates = {}, drawnCards = '', drawnOthers = '';
 function render() {
   const s = status;
   $('#device').textContent = config && config.device ? '· ' + config.device : '';
@@ -244,7 +244,7 @@ function render() {
       </div>` : ''}
       ${heard}
       <div class="vol"><label for="vol-${esc(z.name)}">Volume</label>
-        <input type="range" id="vol-${esc(z.name)}" class="volume" data-zone="${esc(z.name)}" min="0" max="${Math.round((z.maxVolume ?? 1) * 100)}" step="1" value="${Math.round(z.volume * 100)}">
+        <input type="range" id="vol-${esc(z.name)}" class="volume" data-zone="${esc(z.name)}" min="0" max="${Math.floor((z.maxVolume ?? 1) * 100 + 1e-6)}" step="1" value="${Math.round(z.volume * 100)}">
         <output for="vol-${esc(z.name)}">${Math.round(z.volume * 100)}%</output></div>
       ${ducks}
       ${levelMeter(z)}
@@ -276,7 +276,9 @@ function render() {
   }
   cards.querySelectorAll('img.cover').forEach(img => img.addEventListener('error', () => { const d = document.createElement('div'); d.className = 'cover'; d.textContent = '♪'; d.setAttribute('aria-hidden', 'true'); img.replaceWith(d); }, {once: true}));
   const others = s.sources.filter(x => x.class !== 'music');
-  $('#other-sources').innerHTML = others.length ? others.map(x => { const [w] = stateWords(x); return `<li data-source="${esc(x.id)}">${esc(x.sound)} <span class="dim">${esc(x.id)} · ${esc(x.class)} · ${esc(x.zones.join(', '))}</span> — <b>${esc(w)}</b> <button type="button" data-stop="${esc(x.id)}" aria-label="Stop ${esc(x.sound)}">Stop</button></li>`; }).join('') : '<li class="dim">none</li>';
+  const otherHtml = others.length ? others.map(x => { const [w] = stateWords(x); return `<li data-source="${esc(x.id)}">${esc(x.sound)} <span class="dim">${esc(x.id)} · ${esc(x.class)} · ${esc(x.zones.join(', '))}</span> — <b>${esc(w)}</b> <button type="button" data-stop="${esc(x.id)}" aria-label="Stop ${esc(x.sound)}">Stop</button></li>`; }).join('') : '<li class="dim">none</li>';
+  // Rebuilt only when it changes, as the cards: a Stop tap between two refreshes is not lost.
+  if (drawnOthers !== otherHtml) { drawnOthers = otherHtml; $('#other-sources').innerHTML = otherHtml; }
   renderZones();
   renderChoosers();
 }
@@ -305,7 +307,8 @@ $('#zone-cards').addEventListener('input', e => {
 });
 // A pointer drag on a slider holds the cards still until it is let go.
 $('#zone-cards').addEventListener('pointerdown', e => { if (e.target.type === 'range') dragging = e.target; });
-document.addEventListener('pointerup', () => { if (dragging) { dragging = null; refreshSoon(); } });
+// A touch that turns into a scroll ends with pointercancel, not pointerup.
+for (const ev of ['pointerup', 'pointercancel']) document.addEventListener(ev, () => { if (dragging) { dragging = null; refreshSoon(); } });
 $('#zone-cards').addEventListener('change', e => {
   const el = e.target;
   if (el.classList.contains('seek')) act('Seek', 'POST', '/api/v1/music/seek', {position: Number(el.value), id: el.dataset.source});

@@ -23,8 +23,8 @@ public struct LoadedCode: Sendable {
     public let ranges: [Range<UInt>]
 
     /// The ranges of the executable and of every library loaded now (except the vDSO), each library
-    /// made undeletable first. Any thread; at start, before other threads load libraries, exactly
-    /// the libraries loaded with the executable.
+    /// made undeletable first. Any thread: a library loaded or closed by another thread between the
+    /// two looks at the loader's list is left out.
     public static func pin() -> LoadedCode {
         // Each by its name and where it is loaded: a library closed and loaded again under the same
         // name between the two looks (elsewhere) is not the one pinned.

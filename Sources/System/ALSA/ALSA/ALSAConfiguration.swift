@@ -14,7 +14,7 @@ public enum ALSAConfiguration {
 
     /// Reads the configuration now (`snd_config_update`: its files, and the hooks they name, which
     /// may load libraries) instead of at the first `PCM` open; false when it cannot be read, which
-    /// each PCM's open will then say. Thread: control thread, while no PCM is being opened.
+    /// each PCM's open will then say. Any thread: alsa-lib's update lock orders it with the opens.
     @discardableResult
     public static func load() -> Bool { snd_config_update() >= 0 }
 }
