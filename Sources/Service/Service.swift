@@ -171,11 +171,7 @@ public enum Service {
             absolute = String(cString: resolved)
             free(resolved)
         }
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, 64 bits
-        for byte in absolute.utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-        }
-        let name = "batond-" + String(hash, radix: 16) + ".lock"
+        let name = "batond-" + absolute.fnv1aHex + ".lock"
         if let runtime = getenv("RUNTIME_DIRECTORY").map({ String(cString: $0) }),
             let first = runtime.split(separator: ":").first, access(String(first), W_OK) == 0
         {

@@ -1,5 +1,6 @@
 import Arbiter
 import ControlParts
+import OSThread
 import Players
 import Synchronization
 
@@ -128,11 +129,7 @@ public struct Announcer: Sendable {
     /// What makes two URL announcements the same: the whole URL, shown as its label and a hash of
     /// it — the key is published in the `coalesced` event's reason, and a URL may carry a token in
     /// its query or its user part (Home Assistant's TTS proxy links do).
-    static func coalesceKey(url: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, 64 bits
-        for byte in url.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-        return urlLabel(url) + " #" + String(hash, radix: 16)
-    }
+    static func coalesceKey(url: String) -> String { urlLabel(url) + " #" + url.fnv1aHex }
 
     /// `url: tts_proxy/abc.mp3` — the URL's last two path levels, without query, for status.
     static func urlLabel(_ url: String) -> String {

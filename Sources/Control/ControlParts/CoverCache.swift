@@ -18,17 +18,12 @@ package final class CoverCache: Sendable {
     /// The file name for an id and size: only letters, digits, `-` and `_` survive from the id (a
     /// server's ids are such), with a hash of the whole id so that two ids never share a file.
     package static func fileName(id: String, size: Int?, type: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in id.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x100_0000_01b3
-        }
         let safe = String(
             id.unicodeScalars.filter {
                 $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "_")
             }.prefix(40).map(Character.init))
         let ext = type == "image/png" ? "png" : type == "image/webp" ? "webp" : type == "image/gif" ? "gif" : "jpg"
-        return "\(safe)-\(String(hash, radix: 16))-\(size ?? 0).\(ext)"
+        return "\(safe)-\(id.fnv1aHex)-\(size ?? 0).\(ext)"
     }
 
     /// A kept image for id and size, with its content type.
