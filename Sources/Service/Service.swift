@@ -186,10 +186,10 @@ public enum Service {
     /// process is locked, and stays so. Not while music plays: a page an output thread still needs
     /// then comes back through a page fault in it.
     private static func giveBackCode(locked: Bool, _ logger: Logger, saying when: String? = nil) {
-        let before = LoadedCode.residentKiB()
+        let before = when == nil ? nil : ProcessStatus.kib()["VmRSS"]
         if let failure = LoadedCode.pin().release(relock: locked) {
             logger.warning("cannot give back the start's pages of code (\(failure)): batond's memory stays larger")
-        } else if let when, let before, let after = LoadedCode.residentKiB() {
+        } else if let when, let before, let after = ProcessStatus.kib()["VmRSS"] {
             logger.info(
                 "gave back the pages of code the start ran, \(when): resident \(before / 1024) → \(after / 1024) MiB")
         }

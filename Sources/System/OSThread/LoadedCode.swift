@@ -42,9 +42,7 @@ public struct LoadedCode: Sendable {
         where (object.isProgram || pinned.contains(Pinned(name: object.name, base: object.base)))
             && !object.hasTextRelocations
         {
-            let written =
-                (object.writable + [object.relro].compactMap { $0 } + object.zeroFilledFrom.map { $0..<($0 + 1) })
-                .map(pages)
+            let written = object.written.map(pages)
             for segment in object.readOnly {
                 ranges += written.reduce([pages(segment)]) { left, w in left.flatMap { $0.subtracting(w) } }
                     .filter { !$0.isEmpty }
@@ -74,13 +72,6 @@ public struct LoadedCode: Sendable {
         return failure
     }
 
-    /// The process's resident set now, in KiB (`VmRSS`); nil when /proc cannot be read.
-    public static func residentKiB() -> Int? {
-        guard case .success(let bytes?) = FileIO.read("/proc/self/status", limit: 1 << 16) else { return nil }
-        let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
-        return line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }
-    }
-
     private struct Pinned: Hashable {
         var name: String
         var base: UInt
@@ -93,12 +84,12 @@ public struct LoadedCode: Sendable {
         var name: String
         var base: UInt
         var hasTextRelocations: Bool
-        /// Its `PT_LOAD` segments without `PF_W`, and with it, at their addresses.
+        /// Its `PT_LOAD` segments without `PF_W`, at their addresses (a zero-filled one up to
+        /// where its file bytes end).
         var readOnly: [Range<UInt>] = []
-        var writable: [Range<UInt>] = []
-        /// Where a read-only segment's zero fill begins: its page was written by the loader.
-        var zeroFilledFrom: [UInt] = []
-        var relro: Range<UInt>?
+        /// What holds bytes other than the file's: its writable segments, its `PT_GNU_RELRO`, and
+        /// the first byte a read-only segment's zero fill wrote (the loader's, on that page).
+        var written: [Range<UInt>] = []
         /// The first in the list: the executable.
         var isProgram: Bool { index == 0 }
     }
@@ -119,18 +110,16 @@ public struct LoadedCode: Sendable {
                                 hasTextRelocations: segment.text_relocations != 0))
                     }
                     guard segment.start < segment.end else { return }
-                    let range = UInt(segment.start)..<UInt(segment.end)
+                    let (start, end, fileEnd) = (UInt(segment.start), UInt(segment.end), UInt(segment.file_end))
+                    let last = found.pointee.count - 1
                     switch Int(segment.kind) {
-                    case Int(BATON_SEGMENT_READ_ONLY) where segment.file_end < segment.end:
-                        // Zero-filled past the file's bytes (written by the loader): only the
-                        // pages before the one where they end.
-                        guard segment.start < segment.file_end else { return }
-                        found.pointee[found.pointee.count - 1].readOnly.append(
-                            UInt(segment.start)..<UInt(segment.file_end))
-                        found.pointee[found.pointee.count - 1].zeroFilledFrom.append(UInt(segment.file_end))
-                    case Int(BATON_SEGMENT_READ_ONLY): found.pointee[found.pointee.count - 1].readOnly.append(range)
-                    case Int(BATON_SEGMENT_WRITABLE): found.pointee[found.pointee.count - 1].writable.append(range)
-                    case Int(BATON_SEGMENT_RELRO): found.pointee[found.pointee.count - 1].relro = range
+                    case Int(BATON_SEGMENT_READ_ONLY) where fileEnd < end:
+                        // Zero-filled past the file's bytes by the loader: that page is not the file's.
+                        if start < fileEnd { found.pointee[last].readOnly.append(start..<fileEnd) }
+                        found.pointee[last].written.append(fileEnd..<fileEnd + 1)
+                    case Int(BATON_SEGMENT_READ_ONLY): found.pointee[last].readOnly.append(start..<end)
+                    case Int(BATON_SEGMENT_WRITABLE), Int(BATON_SEGMENT_RELRO):
+                        found.pointee[last].written.append(start..<end)
                     default: break
                     }
                 }, list)

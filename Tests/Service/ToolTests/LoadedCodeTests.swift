@@ -68,6 +68,14 @@ import Testing
         _ = dlclose(handle)
     }
 
+    /// `ProcessStatus` reads this process's figures in KiB, and nothing of a process that is not.
+    @Test func readsAProcesssMemoryFigures() {
+        let own = ProcessStatus.kib()
+        let resident = own["VmRSS"] ?? 0
+        #expect(resident > 0 && resident <= own["VmHWM"] ?? 0, "\(own)")
+        #expect(ProcessStatus.kib(of: .max).isEmpty)
+    }
+
     static let bz2 = "libbz2.so.1.0"
 
     /// libbz2: on every Debian system (dpkg needs it); nothing of Baton's links it.
@@ -120,16 +128,8 @@ struct SmapsEntry {
                 d.log.contains("gave back the pages of code the start ran, once every zone opened")
             },
             "\(d.log)")
-        guard case .success(let bytes?) = FileIO.read("/proc/\(d.pid)/status") else {
-            Issue.record("cannot read batond's status")
-            return
-        }
-        let status = String(decoding: bytes, as: UTF8.self).split(separator: "\n")
-        func kib(_ key: String) -> Int {
-            Int(status.first { $0.hasPrefix(key) }?.split(separator: " ", omittingEmptySubsequences: true)[1] ?? "")
-                ?? 0
-        }
-        let (resident, peak) = (kib("VmRSS:"), kib("VmHWM:"))
+        let kib = ProcessStatus.kib(of: d.pid)
+        let (resident, peak) = (kib["VmRSS"] ?? 0, kib["VmHWM"] ?? 0)
         #expect(resident > 0 && resident < peak * 3 / 4, "resident \(resident) KiB, peak \(peak) KiB")
     }
 }

@@ -1,6 +1,7 @@
 import BatonTesting
 import FoundationEssentials
 import Glibc
+import OSThread
 import Testing
 
 /// The soak (scripts/soak.sh runs it for 30 minutes and more; the suite for 2): the real batond with
@@ -65,13 +66,9 @@ struct Soak {
         var total: Int { anonymous + file }
 
         init(_ pid: pid_t) {
-            let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-            func kib(_ key: String) -> Int {
-                let line = text.split(separator: "\n").first { $0.hasPrefix(key + ":") } ?? ""
-                return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-            }
-            anonymous = kib("RssAnon")
-            file = kib("RssFile") + kib("RssShmem")
+            let kib = ProcessStatus.kib(of: pid)
+            anonymous = kib["RssAnon"] ?? 0
+            file = (kib["RssFile"] ?? 0) + (kib["RssShmem"] ?? 0)
         }
     }
 
