@@ -189,14 +189,11 @@ function levelWords(z) {
   const rms = Number(l.rmsDb), peak = Number(l.peakDb);
   return {value: Math.max(-60, rms), words: rms <= -120 ? 'silence' : `${rms.toFixed(0)} dBFS rms, peak ${peak.toFixed(0)}`};
 }
-function levelMeter(z) {
-  if (!levelWords(z)) return '';
-  return `<div class="level"><span class="meta">Level</span><meter min="-60" max="0" low="-20" high="-6" optimum="-30"></meter><span class="meta words"></span></div>`;
-}
 // Icons as inline SVG (no font needs to have the media symbols).
 const icon = d => `<svg viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false"><path fill="currentColor" d="${d}"/></svg>`;
 const ICON = {previous: icon('M6 5h2v14H6zM20 5v14L9 12z'), next: icon('M16 5h2v14h-2zM4 5v14l11-7z'), pause: icon('M6 5h4v14H6zM14 5h4v14h-4z'), play: icon('M7 5v14l12-7z'), stop: icon('M6 6h12v12H6z')};
 let dragging = null, prevStates = {}, drawnCards = '', drawnOthers = '';
+const cardOf = zone => [...$('#zone-cards').querySelectorAll('article[data-zone]')].find(x => x.dataset.zone === zone);
 function render() {
   const s = status;
   $('#device').textContent = config && config.device ? '· ' + config.device : '';
@@ -221,7 +218,8 @@ function render() {
     const paused = here && (here.state === 'paused');
     // What moves while nothing else changes (the position, the level) is set in place below: the
     // cards are rebuilt only when their content changes, or a tap between two refreshes got lost.
-    live.push({zone: z.name, pos, max: dur || Math.max(1, Math.ceil(pos || 0)), level: levelWords(z)});
+    const level = levelWords(z);
+    live.push({zone: z.name, pos, max: dur || Math.max(1, Math.ceil(pos || 0)), level});
     return `<article class="card" data-zone="${esc(z.name)}" aria-labelledby="zone-h-${esc(z.name)}">
       <h3 id="zone-h-${esc(z.name)}"><span>${esc(z.name)}</span><span class="badge ${esc(z.state)}">${esc(z.state)}</span></h3>
       ${groupsOf(z.name).length ? `<div class="chips" aria-label="groups">${groupsOf(z.name).map(g => `<span>${esc(g)}</span>`).join('')}</div>` : ''}
@@ -247,7 +245,7 @@ function render() {
         <input type="range" id="vol-${esc(z.name)}" class="volume" data-zone="${esc(z.name)}" min="0" max="${Math.floor((z.maxVolume ?? 1) * 100 + 1e-6)}" step="1" value="${Math.round(z.volume * 100)}">
         <output for="vol-${esc(z.name)}">${Math.round(z.volume * 100)}%</output></div>
       ${ducks}
-      ${levelMeter(z)}
+      ${level ? '<div class="level"><span class="meta">Level</span><meter min="-60" max="0" low="-20" high="-6" optimum="-30"></meter><span class="meta words"></span></div>' : ''}
     </article>`;
   }).join('');
   // Rebuilding keeps the keyboard focus where it was (same card, same control) and a focused
@@ -260,13 +258,13 @@ function render() {
     if (card) { const all = [...card.querySelectorAll('button, input')]; keep = {zone: card.dataset.zone, index: all.indexOf(active), value: active.classList.contains('volume') && volPending.has(card.dataset.zone) ? active.value : null}; }
     cards.innerHTML = html;
     if (keep) {
-      const c = [...cards.querySelectorAll('article[data-zone]')].find(x => x.dataset.zone === keep.zone);
+      const c = cardOf(keep.zone);
       const el = c && c.querySelectorAll('button, input')[keep.index];
       if (el) { if (keep.value != null && el.type === 'range') { el.value = keep.value; if (el.nextElementSibling && el.classList.contains('volume')) el.nextElementSibling.textContent = keep.value + '%'; } el.focus(); }
     }
   }
   for (const l of live) {
-    const c = [...cards.querySelectorAll('article[data-zone]')].find(x => x.dataset.zone === l.zone);
+    const c = cardOf(l.zone);
     if (!c) continue;
     const at = c.querySelector('.pos .at'), seek = c.querySelector('input.seek');
     if (at) at.textContent = fmt(l.pos);

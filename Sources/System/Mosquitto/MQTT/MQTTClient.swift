@@ -30,7 +30,8 @@ public final class MQTTClient: @unchecked Sendable {
     // @unchecked: `handle` is a libmosquitto client in threaded mode (`mosquitto_threaded_set`):
     // publish, subscribe, unsubscribe and disconnect lock inside libmosquitto and may be called from
     // any thread; connect and loop are called only on the network thread, and destroy only in deinit,
-    // after the network thread ended (the thread holds the client: joined, or left to end by itself). All Swift state is in `shared` (a Mutex); the rest is `let`.
+    // after the network thread ended (the thread holds the client: joined, or left to end by
+    // itself). All Swift state is in `shared` (a Mutex); the rest is `let`.
 
     /// Receives each message: its topic, its payload (cut to `MQTTConfiguration.maximumPayload`),
     /// the payload's whole length, and whether the broker kept it (`retained`: sent because we
