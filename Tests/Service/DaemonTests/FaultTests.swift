@@ -75,9 +75,7 @@ import Testing
             "\(failed.reason ?? "")")
         #expect(try t.status().zones.first { $0.name == "kitchen" }?.volume == Double(Float(0.3)), "the volume is kept")
         #expect(
-            waitUntil(seconds: 5) {
-                ((try? StateStore(directory: dir).load().get())??.volumes["kitchen"]) == Double(Float(0.3))
-            },
+            Self.waitForSavedVolume(0.3, of: "kitchen", in: dir),
             "saved once the disk takes it")
     }
 
@@ -111,9 +109,7 @@ import Testing
                 t.daemon.events.recent().contains { $0.reason?.hasSuffix("write failed: Invalid argument") == true }
             })
         #expect(
-            waitUntil(seconds: 5) {
-                ((try? StateStore(directory: disk.directory).load().get())??.volumes["kitchen"]) == Double(Float(0.3))
-            },
+            Self.waitForSavedVolume(0.3, of: "kitchen", in: disk.directory),
             "saved once the disk answers")
     }
 
@@ -186,9 +182,7 @@ import Testing
         #expect(try t.status().zones.first { $0.name == "kitchen" }?.volume == Double(Float(0.5)))
         #expect(try t.request("POST", "/api/v1/zones/patio/volume", #"{"volume": 0.25}"#).status == 200)
         #expect(
-            waitUntil(seconds: 5) {
-                (try? StateStore(directory: dir).load().get())??.volumes["patio"] == Double(Float(0.25))
-            }, "saved")
+            Self.waitForSavedVolume(0.25, of: "patio", in: dir), "saved")
         let saved = try #require(try StateStore(directory: dir).load().get())
         #expect(saved.volumes["garage"] == 0.7, "\(saved.volumes)")
     }
@@ -201,9 +195,7 @@ import Testing
         defer { t.stop() }
         #expect(try t.request("POST", "/api/v1/zones/patio/volume", #"{"volume": 0.25}"#).status == 200)
         #expect(
-            waitUntil(seconds: 5) {
-                (try? StateStore(directory: dir).load().get())??.volumes["patio"] == Double(Float(0.25))
-            }, "saved")
+            Self.waitForSavedVolume(0.25, of: "patio", in: dir), "saved")
         let full = t.config
         var without = full
         without.zones.removeAll { $0.name == "patio" }
@@ -256,6 +248,11 @@ import Testing
         #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.5}"#).status == 200)
         t.daemon.saveState()
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).status == 202)
+    }
+
+    /// Waits up to 5 s for the state file in `directory` to hold `volume` (as a Float saves it) for `zone`.
+    static func waitForSavedVolume(_ volume: Float, of zone: String, in directory: String) -> Bool {
+        waitUntil(seconds: 5) { (try? StateStore(directory: directory).load().get())??.volumes[zone] == Double(volume) }
     }
 }
 

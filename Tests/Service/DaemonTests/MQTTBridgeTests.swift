@@ -609,9 +609,7 @@ import Testing
         server.route("/late.mp3", .init(contentType: "audio/mpeg", body: mp3))
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        var policy = PolicyConfig.default
-        let announcement = try #require(policy.classes.firstIndex { $0.name == "announcement" })
-        policy.classes[announcement].ttl = .seconds(1)
+        let policy = try Self.policy(announcementTTL: .seconds(1))
         let t = try TestDaemon(
             policy: policy, mqtt: MQTTConfig(broker: broker.url),
             announce: AnnounceConfig(allowURLHosts: ["127.0.0.1"], firstByteTimeout: .seconds(2)))
@@ -636,9 +634,7 @@ import Testing
     @Test func anAnnouncementWithTTLZeroThatWaitedForNothingPlays() throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        var policy = PolicyConfig.default
-        let announcement = try #require(policy.classes.firstIndex { $0.name == "announcement" })
-        policy.classes[announcement].ttl = .zero
+        let policy = try Self.policy(announcementTTL: .zero)
         let t = try TestDaemon(policy: policy, mqtt: MQTTConfig(broker: broker.url))
         defer { t.stop() }
         #expect(connected(t))
@@ -646,5 +642,13 @@ import Testing
         try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
         #expect(t.waitForEvent("granted", seconds: 5)?.source == "announce-1")
         #expect(errors.messages(seconds: 0).isEmpty)
+    }
+
+    /// The default policy with the `announcement` class's ttl set to `ttl`.
+    static func policy(announcementTTL ttl: Duration) throws -> PolicyConfig {
+        var policy = PolicyConfig.default
+        let announcement = try #require(policy.classes.firstIndex { $0.name == "announcement" })
+        policy.classes[announcement].ttl = ttl
+        return policy
     }
 }
