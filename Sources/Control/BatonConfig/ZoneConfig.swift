@@ -65,6 +65,11 @@ public struct ZoneConfig: Sendable, Equatable {
     /// 0.6000000238, which refused a volume equal to `max-volume: 60%` (Home Assistant's slider at
     /// its top), and skipped one saved at max-volume at a restore.
     public func allows(volume: Double) -> Bool { volume <= maxVolume + 1e-6 }
+    /// A saved user volume as the zone starts at it: within `maxVolume`; nil for one that is no
+    /// volume (NaN, negative).
+    public func start(atSaved volume: Double) -> Double? {
+        volume.isFinite && volume >= 0 ? min(volume, maxVolume) : nil
+    }
     /// The ALSA simple mixer control that sets the zone's hardware volume (`Digital`); `nil` means
     /// Baton applies the volume as a software gain.
     public var mixer: String?

@@ -53,10 +53,10 @@ extension Daemon {
         // A zone added back (commented out and in again) starts at the volume the saves kept for it.
         let saved = parts.persistence.saved.volumes
         for name in report.zonesAdded {
-            guard let zone = new.zones.first(where: { $0.name == name }), let volume = saved[name], volume.isFinite,
-                volume >= 0
+            guard let zone = new.zones.first(where: { $0.name == name }),
+                let start = saved[name].flatMap(zone.start(atSaved:))
             else { continue }
-            carried[name] = min(volume, zone.maxVolume)
+            carried[name] = start
         }
         let externalEnding = Set(report.externalSourcesChanged)
         let library = report.soundsChanged ? Self.soundLibrary(new) : sounds

@@ -132,7 +132,7 @@ package final class Persistence: Sendable {
                 events.publish(type: .stateError, reason: why)
             }
             for (name, volume) in saved.volumes.sorted(by: { $0.key < $1.key }) {
-                guard let zone = zones.zone(name), volume.isFinite, volume >= 0 else { continue }
+                guard let zone = zones.zone(name), let start = zone.config.start(atSaved: volume) else { continue }
                 if !zone.config.allows(volume: volume) {
                     // Its max-volume was lowered since: the zone starts at it (as a reload sets it),
                     // not at the configured volume, and says so.
@@ -140,7 +140,7 @@ package final class Persistence: Sendable {
                         "state: zone \(name)'s saved volume \(volume) is above its max-volume \(zone.config.maxVolume): it starts at \(zone.config.maxVolume)"
                     )
                 }
-                zone.mixer.setInitialVolume(Float(min(volume, zone.config.maxVolume)))
+                zone.mixer.setInitialVolume(Float(start))
             }
             state.withLock {
                 $0.saved = saved
