@@ -58,7 +58,9 @@ extension ArbiterCore {
 
     func state(of record: Record) -> SourceState {
         if !record.granted { return .queued }
-        if record.interruption != nil { return .interrupted }
+        // Covered but paused (by the user, or it was when the interruption began): it will not
+        // resume when the interrupter ends, so it reads paused.
+        if record.interruption != nil { return record.paused ? .paused : .interrupted }
         if record.paused { return .paused }
         // After every input the gain stages sent equal the zones' verdicts, so they tell whether it is ducked.
         let ducked = record.outputs.contains { !$0.muted && $0.duck != nil }

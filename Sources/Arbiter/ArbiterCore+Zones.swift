@@ -110,7 +110,7 @@ extension ArbiterCore {
                 let strongest = records[silencers.max { records[$0].priority < records[$1].priority }!].contender
                 records[i].interruption = Interruption(
                     began: now, wasPlaying: !record.paused, by: strongest,
-                    permanentBy: permanentInterrupter(of: record).map { records[$0].contender }, userCommand: nil)
+                    permanentBy: permanentInterrupter(of: record).map { records[$0].contender })
                 emit(.interruptionBegan(record.id, zones: record.zones), .interruptedBy(strongest))
             }
         }
@@ -158,7 +158,10 @@ extension ArbiterCore {
     mutating func endInterruption(at i: Int, _ interruption: Interruption, now: Instant) {
         let lasted = interruption.began.duration(to: now)
         let reason: Reason
-        if !interruption.wasPlaying {
+        if let command = interruption.playOrPause {
+            // The user's own word, the last given: a play is not lost to the interruption it came in.
+            reason = .userCommand(command)
+        } else if !interruption.wasPlaying {
             reason = .notPlayingWhenBegan
         } else if let permanent = interruption.permanentBy {
             reason = .permanentTakeover(permanent)
@@ -169,7 +172,11 @@ extension ArbiterCore {
         } else {
             reason = .interruptionOver(lasted: lasted)
         }
-        let shouldResume = if case .interruptionOver = reason { true } else { false }
+        let shouldResume =
+            switch reason {
+            case .interruptionOver, .userCommand(.play): true
+            default: false
+            }
         records[i].interruption = nil
         records[i].paused = !shouldResume
         emit(.interruptionEnded(records[i].id, shouldResume: shouldResume), reason)

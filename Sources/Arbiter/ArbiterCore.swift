@@ -101,8 +101,12 @@ struct ArbiterCore: Sendable {
         case .seek, .change, .volume:
             break
         }
-        if command.changesPlayback, records[i].interruption != nil, records[i].interruption?.userCommand == nil {
-            records[i].interruption?.userCommand = command
+        guard records[i].interruption != nil else { return }
+        switch command {
+        case .pause, .play: records[i].interruption?.playOrPause = command
+        case .seek, .change:
+            if records[i].interruption?.userCommand == nil { records[i].interruption?.userCommand = command }
+        case .stop, .volume: break
         }
     }
 
@@ -171,7 +175,10 @@ extension ArbiterCore {
         let wasPlaying: Bool
         let by: Contender
         var permanentBy: Contender?
+        /// The first seek or change the user made meanwhile.
         var userCommand: UserCommand?
+        /// The last play or pause the user gave meanwhile: it decides the resume, whatever else held.
+        var playOrPause: UserCommand?
     }
 
     /// A coalesce key accepted at some instant.

@@ -60,7 +60,8 @@ public enum Reason: Hashable, Sendable, CustomStringConvertible {
     case notPlayingWhenBegan
     /// `shouldResume: false`: a permanent source took over during the interruption.
     case permanentTakeover(Contender)
-    /// `shouldResume: false`: the user acted on the source during the interruption.
+    /// The user acted on the source during the interruption: the last play or pause they gave decides
+    /// (`play`: `shouldResume: true`; `pause`: false); else a seek or change gives `shouldResume: false`.
     case userCommand(UserCommand)
     /// `shouldResume: false`: the interruption outlasted the class's `resume-within`.
     case resumeWindowExceeded(lasted: Duration, limit: Duration)

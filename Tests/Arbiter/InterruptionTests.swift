@@ -31,7 +31,7 @@ struct InterruptionTests {
         s.request("music", .music)
         s.request("chime", .announcement)
         #expect(s.user(.pause, "music") == [])
-        #expect(s.state("music") == .interrupted)
+        #expect(s.state("music") == .paused)  // covered, and it will not resume
         #expect(s.release("chime") == [.finished("chime"), .interruptionEnded("music", shouldResume: false)])
         #expect(s.reason(of: .interruptionEnded("music", shouldResume: false)) == .userCommand(.pause))
         #expect(s.state("music") == .paused)
@@ -39,8 +39,8 @@ struct InterruptionTests {
         #expect(s.state("music") == .playing)
     }
 
-    /// Seek, change, or even play during the interruption count as the user changing the source.
-    @Test(arguments: [UserCommand.seek, .change, .play])
+    /// A seek or change during the interruption counts as the user changing the source.
+    @Test(arguments: [UserCommand.seek, .change])
     func refusesResumeAfterAnyPlaybackCommand(_ command: UserCommand) {
         var s = Script()
         s.request("music", .music)
@@ -49,6 +49,47 @@ struct InterruptionTests {
         s.release("chime")
         #expect(s.actions(for: "music").last == .interruptionEnded("music", shouldResume: false))
         #expect(s.reason(of: .interruptionEnded("music", shouldResume: false)) == .userCommand(command))
+    }
+
+    /// A play given during the interruption is not lost: the music resumes when it ends, and reads
+    /// interrupted (not paused) meanwhile — also when it was paused before, after a pause, a seek,
+    /// or an interruption longer than resume-within.
+    @Test(arguments: [[UserCommand.play], [.pause, .play], [.seek, .play], [.play, .seek]])
+    func resumesAfterAPlayGivenDuringTheInterruption(_ commands: [UserCommand]) {
+        var s = Script()
+        s.request("music", .music)
+        s.request("chime", .announcement)
+        for command in commands { s.user(command, "music") }
+        #expect(s.state("music") == .interrupted)
+        #expect(s.release("chime") == [.finished("chime"), .interruptionEnded("music", shouldResume: true)])
+        #expect(s.reason(of: .interruptionEnded("music", shouldResume: true)) == .userCommand(.play))
+        #expect(s.state("music") == .playing)
+    }
+
+    @Test func resumesMusicPausedBeforeALongCallWhenPlayWasGivenDuringIt() {
+        var s = Script()
+        s.request("music", .music)
+        s.user(.pause, "music")
+        s.request("intercom", .call)
+        #expect(s.state("music") == .paused)
+        s.user(.play, "music")
+        #expect(s.state("music") == .interrupted)
+        s.advance(.seconds(301))
+        #expect(s.release("intercom") == [.finished("intercom"), .interruptionEnded("music", shouldResume: true)])
+        #expect(s.state("music") == .playing)
+    }
+
+    /// The last word counts: a play and then a pause leave it paused.
+    @Test func staysPausedWhenThePauseCameAfterAPlay() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("chime", .announcement)
+        s.user(.play, "music")
+        s.user(.pause, "music")
+        #expect(s.state("music") == .paused)
+        s.release("chime")
+        #expect(s.actions(for: "music").last == .interruptionEnded("music", shouldResume: false))
+        #expect(s.reason(of: .interruptionEnded("music", shouldResume: false)) == .userCommand(.pause))
     }
 
     /// A volume change during the interruption is not a playback change: music still resumes.
@@ -67,7 +108,7 @@ struct InterruptionTests {
         s.request("music", .music)
         s.user(.pause, "music")
         s.request("chime", .announcement)
-        #expect(s.state("music") == .interrupted)
+        #expect(s.state("music") == .paused)  // covered, but it was paused: it will not resume
         s.release("chime")
         #expect(s.actions(for: "music").last == .interruptionEnded("music", shouldResume: false))
         #expect(s.reason(of: .interruptionEnded("music", shouldResume: false)) == .notPlayingWhenBegan)

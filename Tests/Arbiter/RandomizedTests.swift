@@ -48,7 +48,10 @@ struct ContractChecker {
         var began: ManualInstant
         var wasPlaying: Bool
         var permanent = false
+        /// A seek or change meanwhile.
         var userChanged = false
+        /// The last play or pause meanwhile.
+        var playOrPause: UserCommand?
     }
 
     struct Waiting {
@@ -125,7 +128,9 @@ struct ContractChecker {
                 (.duckBegan, .duckedBy(let c)):
                 c.priority > mine
             case (.interruptionEnded(_, true), .interruptionOver): true
-            case (.interruptionEnded(_, false), .notPlayingWhenBegan), (.interruptionEnded(_, false), .userCommand),
+            case (.interruptionEnded(_, true), .userCommand(.play)): true
+            case (.interruptionEnded(_, false), .userCommand(let c)): c != .play
+            case (.interruptionEnded(_, false), .notPlayingWhenBegan),
                 (.interruptionEnded(_, false), .resumeWindowExceeded):
                 true
             case (.interruptionEnded(_, false), .permanentTakeover(let c)): c.priority > mine && c.kind == .permanent
@@ -141,7 +146,8 @@ struct ContractChecker {
         case .request(let r): lastRequest[r.source] = r
         case .policy(let n): policy = randomPolicies[n]
         case .user(let s, let c):
-            if c.changesPlayback, open[s] != nil { open[s]!.userChanged = true }
+            if c == .seek || c == .change, open[s] != nil { open[s]!.userChanged = true }
+            if c == .play || c == .pause, open[s] != nil { open[s]!.playOrPause = c }
             if c == .pause { granted[s]?.paused = true }
             if c == .play { granted[s]?.paused = false }
         default: break
@@ -204,12 +210,16 @@ struct ContractChecker {
                 guard let o = open.removeValue(forKey: s) else { return "ended without began for \(s)" }
                 let limit = policy[granted[s]!.sourceClass]!.resumeWithin
                 let inTime = limit.map { o.began.duration(to: now) <= $0 } ?? true
-                let expect = o.wasPlaying && !o.permanent && !o.userChanged && inTime
+                let expect =
+                    o.playOrPause.map { $0 == .play } ?? (o.wasPlaying && !o.permanent && !o.userChanged && inTime)
                 if shouldResume != expect {
                     return
                         "ended(shouldResume: \(shouldResume)) for \(s), expected \(expect) (\(o)); reason \(effect.reason)"
                 }
                 if case .interruptionOver = effect.reason, !shouldResume { return "reason/resume mismatch" }
+                if let c = o.playOrPause, effect.reason != .userCommand(c) {
+                    return "ended for \(s) after the user's \(c): reason \(effect.reason)"
+                }
                 granted[s]!.paused = !shouldResume
                 endedCount += 1
                 if shouldResume { resumedCount += 1 }
@@ -259,7 +269,8 @@ struct ContractChecker {
             }
             let state = arbiter.state(of: s)
             if open[s] != nil {
-                if state != .interrupted { return "\(s) interrupted but state \(String(describing: state))" }
+                let want: SourceState = g.paused ? .paused : .interrupted
+                if state != want { return "\(s) interrupted but state \(String(describing: state)), want \(want)" }
                 continue
             }
             var ducked = false

@@ -230,31 +230,26 @@ import Testing
         #expect(events.contains("\"shouldResume\":false"), "\(events)")
     }
 
-    /// A play alone through MPD during the interruption is a user change too: the interruption ends
-    /// with shouldResume false and the source stays paused — and MPD is paused again, so that it
-    /// does not show "playing" while it sits blocked on the paused slots, heard by nobody. A play
-    /// after that plays: both say so, and the zone hears it.
-    @Test func aUserPlayDuringTheInterruptionLeavesMPDAndBatonAgreeing() throws {
+    /// A play given through MPD during the interruption is not lost: the source reads interrupted
+    /// (not paused) until the bell ends, the interruption ends with shouldResume true for the
+    /// user's play, and MPD plays on, heard in the zone — both say playing.
+    @Test func aUserPlayDuringTheInterruptionIsHeardAfterIt() throws {
         let (rig, mpd) = try Self.playing(bellSeconds: 4)
         rig.post("/api/v1/announce", #"{"sound": "bell"}"#)
         #expect(waitUntil(seconds: 2) { mpd.state == "paused" })
         usleep(300_000)
         mpd.mpc(["play"])
-        #expect(rig.eventsSoon(contain: "\"shouldResume\":false", seconds: 8), "the bell ends without a resume")
-        #expect(
-            waitUntil(seconds: 2) {
-                usleep(20_000)
-                return mpd.state == "paused"
-            }, "MPD is paused again, as Baton holds it")
-        let status = rig.get("/api/v1/status")
-        #expect(status.contains("\"state\":\"paused\""), "\(status)")
+        #expect(rig.eventsSoon(contain: "the user gave the player play", seconds: 3))
+        let during = rig.get("/api/v1/status")
+        #expect(during.contains("\"state\":\"interrupted\""), "\(during)")
+        #expect(rig.eventsSoon(contain: "\"shouldResume\":true", seconds: 8), "the bell ends with a resume")
+        #expect(rig.get("/api/v1/events/recent").contains("user command play during interruption"))
         let before = Self.heard(rig).count
-        mpd.mpc(["play"])
         #expect(
             waitUntil(seconds: 5) {
                 usleep(50_000)
                 return Self.heard(rig).count > before + 48_000 / 2
-            }, "a play after the interruption is heard")
+            }, "the play is heard after the interruption")
         #expect(mpd.state == "playing")
         #expect(rig.get("/api/v1/status").contains("\"state\":\"playing\""))
     }

@@ -270,6 +270,34 @@ extension MusicQueueTests {
         }
     }
 
+    /// A pause and then a resume given during the doorbell: the music reads paused after the pause,
+    /// interrupted after the resume, and when the chime ends it is told to resume (the user's play)
+    /// and is heard again, going on from where it was cut.
+    @Test func aResumeGivenDuringTheDoorbellIsHeardAfterIt() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
+        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell2s", "zones": ["kitchen"]}"#)
+        #expect(t.waitForEvent("interruption-began", source: id) != nil)
+        let cut = position(t, id)
+        #expect(try t.json("POST", "/api/v1/music/pause").status == 200)
+        let state = { try? t.status().sources.first { $0.id == id }?.state }
+        #expect(waitUntil(seconds: 1) { state() == "paused" }, "\(String(describing: state()))")
+        #expect(try t.json("POST", "/api/v1/music/resume").status == 200)
+        #expect(state() == "interrupted", "\(String(describing: state()))")
+        let ended = try #require(t.waitForEvent("interruption-ended", source: id))
+        #expect(ended.shouldResume == true)
+        #expect(waitUntil(seconds: 5) { position(t, id) > cut + 1 })
+        #expect(position(t, id) < cut + 2.5, "from where it was cut, not after the chime's length")
+        t.stop()
+        let out = t.left("kitchen")
+        let end = try #require(ended.zoneFrames?["kitchen"])
+        #expect(out.count > end + 4_410 * 6)
+        #expect(
+            Signals.windowedToneLevel(out[(end + 4_410 * 4)..<(end + 4_410 * 6)], frequency: 440, rate: 44_100) > 0.05)
+    }
+
     /// A server that does not answer: `music/play` is a clear 502 naming the failure, and the daemon
     /// plays announcements on.
     @Test func unreachableServerIsAClearErrorAndTheDaemonRunsOn() throws {
