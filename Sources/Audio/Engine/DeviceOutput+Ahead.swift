@@ -117,14 +117,16 @@ extension DeviceOutput {
             if spec.clock == .system && unprovenSince != nil && pcm.isRunning && deliveredThisCycle > 0 {
                 progressed()
             }
+            // Asked before the publication, which must not block (`recordDelay`). A card plays on
+            // between wake-ups, so the status moves its audible frame with the card's clock. A
+            // clocked buffer hands its PCM what the clock played only when the thread wakes: until
+            // then a `file` PCM or a pipe has not had it, so the audible frame stays what the PCM
+            // was given (it steps at each wake-up).
+            let measured = pcm.delay()
+            let moves = pcm.isRunning && pcm.playsBetweenCalls
             publishingCounters {
                 framesPlayed.add(periods * period, ordering: .sequentiallyConsistent)
-                measureDevice(pcm, bufferFrames: bufferFrames)
-                // A card plays on between wake-ups, so the status moves its audible frame with the
-                // card's clock. A clocked buffer hands its PCM what the clock played only when the
-                // thread wakes: until then a `file` PCM or a pipe has not had it, so the audible
-                // frame stays what the PCM was given (it steps at each wake-up).
-                let moves = pcm.isRunning && pcm.playsBetweenCalls
+                recordDelay(measured, of: pcm, bufferFrames: bufferFrames)
                 delayMeasuredAt.store(moves ? monotonicNanoseconds() : 0, ordering: .sequentiallyConsistent)
             }
             // What the sink holds (a `file` PCM's hidden delay comes after it, what is still to be

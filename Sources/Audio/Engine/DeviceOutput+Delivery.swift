@@ -142,11 +142,15 @@ extension DeviceOutput {
         pcm.unplayedFrames() ?? max(0, history.sent - playedAtLastMeasure)
     }
 
-    /// After a period was delivered to a device-clocked zone: its delay, whether the cycle came late
-    /// (the device held less than a period when the writes began, after it had been full: it nearly
-    /// ran dry), and the rate estimate (from a device that paces, not a `file` PCM).
-    func measureDevice<Sink: PeriodSink>(_ pcm: Sink, bufferFrames: Int) {
-        guard let delay = pcm.delay() else { return }
+    /// After a period was delivered to a device-clocked zone, with `delay` the device's delay asked
+    /// just before (`pcm.delay()`, outside `publishingCounters`: asking can block — a clocked
+    /// buffer hands its `file` PCM what the clock played, and a FIFO behind it whose reader stalls
+    /// blocks that write — and a reader of the counters waits while they are being published):
+    /// records the delay, whether the cycle came late (the device held less than a period when the
+    /// writes began, after it had been full: it nearly ran dry), and the rate estimate (from a
+    /// device that paces, not a `file` PCM). In `publishingCounters`.
+    func recordDelay<Sink: PeriodSink>(_ delay: Int?, of pcm: Sink, bufferFrames: Int) {
+        guard let delay else { return }
         playedAtLastMeasure = history.sent - delay
         // What `deliver` left pending is not in the device yet: not heard either.
         delayFrames.store(delay + pcm.hiddenDelayFrames + history.pending, ordering: .sequentiallyConsistent)

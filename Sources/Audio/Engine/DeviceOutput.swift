@@ -619,7 +619,8 @@ public final class DeviceOutput: @unchecked Sendable {
                         deviceLost()
                         return
                     }
-                    publishingCounters { measureDevice(pcm, bufferFrames: bufferFrames) }
+                    let delay = pcm.delay()
+                    publishingCounters { recordDelay(delay, of: pcm, bufferFrames: bufferFrames) }
                     continue
                 }
             }
@@ -629,12 +630,13 @@ public final class DeviceOutput: @unchecked Sendable {
                 deviceLost(rendered: periods * period)
                 return
             }
+            // Asked before the publication, which must not block (`recordDelay`).
+            let delay = pcm.delay()
             publishingCounters {
                 framesPlayed.add(periods * period, ordering: .sequentiallyConsistent)
                 switch spec.clock {
-                case .device: measureDevice(pcm, bufferFrames: bufferFrames)
+                case .device: recordDelay(delay, of: pcm, bufferFrames: bufferFrames)
                 case .system:
-                    let delay = pcm.delay()
                     if let delay { playedAtLastMeasure = history.sent - delay }
                     delayFrames.store(
                         (delay ?? 0) + pcm.hiddenDelayFrames + history.pending, ordering: .sequentiallyConsistent)

@@ -85,9 +85,10 @@ import Testing
         func playOnePeriod() -> Bool {
             output.renderPeriod(period: Self.period, channels: 2, cycle: &cycle)
             guard output.deliver(to: card, bufferFrames: Self.buffer) else { return false }
+            let delay = card.delay()
             output.publishingCounters {
                 output.framesPlayed.add(Self.period, ordering: .sequentiallyConsistent)
-                output.measureDevice(card, bufferFrames: Self.buffer)
+                output.recordDelay(delay, of: card, bufferFrames: Self.buffer)
             }
             return true
         }
