@@ -58,9 +58,12 @@ extension ArbiterCore {
 
     func state(of record: Record) -> SourceState {
         if !record.granted { return .queued }
-        // Covered but paused (by the user, or it was when the interruption began): it will not
-        // resume when the interrupter ends, so it reads paused.
-        if record.interruption != nil { return record.paused ? .paused : .interrupted }
+        // Covered, and it will not resume when the cover ends (paused before or meanwhile, sought,
+        // changed, taken over): it reads paused. (A cover that outlasts resume-within reads
+        // interrupted until it ends: the state does not look at the clock.)
+        if let interruption = record.interruption {
+            return resumeDecision(interruption, rules: record.rules, at: nil).resume ? .interrupted : .paused
+        }
         if record.paused { return .paused }
         // After every input the gain stages sent equal the zones' verdicts, so they tell whether it is ducked.
         let ducked = record.outputs.contains { !$0.muted && $0.duck != nil }

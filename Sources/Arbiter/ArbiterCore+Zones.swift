@@ -101,6 +101,7 @@ extension ArbiterCore {
                     endInterruption(at: i, interruption, now: now)
                 } else if interruption.permanentBy == nil, let permanent = permanentInterrupter(of: record) {
                     interruption.permanentBy = records[permanent].contender
+                    interruption.permanentSince = now
                     records[i].interruption = interruption
                 }
             } else if heard {
@@ -108,9 +109,10 @@ extension ArbiterCore {
             } else {
                 let silencers = verdicts.compactMap(\.silencedBy)
                 let strongest = records[silencers.max { records[$0].priority < records[$1].priority }!].contender
+                let permanent = permanentInterrupter(of: record).map { records[$0].contender }
                 records[i].interruption = Interruption(
-                    began: now, wasPlaying: !record.paused, by: strongest,
-                    permanentBy: permanentInterrupter(of: record).map { records[$0].contender })
+                    began: now, wasPlaying: !record.paused, by: strongest, permanentBy: permanent,
+                    permanentSince: permanent == nil ? nil : now)
                 emit(.interruptionBegan(record.id, zones: record.zones), .interruptedBy(strongest))
             }
         }
@@ -154,29 +156,38 @@ extension ArbiterCore {
         }
     }
 
-    /// Sends `interruptionEnded`, deciding `shouldResume` by the contract's rules in order.
-    mutating func endInterruption(at i: Int, _ interruption: Interruption, now: Instant) {
-        let lasted = interruption.began.duration(to: now)
-        let reason: Reason
-        if let command = interruption.playOrPause {
-            // The user's own word, the last given: a play is not lost to the interruption it came in.
-            reason = .userCommand(command)
-        } else if !interruption.wasPlaying {
-            reason = .notPlayingWhenBegan
-        } else if let permanent = interruption.permanentBy {
-            reason = .permanentTakeover(permanent)
-        } else if let command = interruption.userCommand {
-            reason = .userCommand(command)
-        } else if let limit = records[i].rules.resumeWithin, lasted > limit {
-            reason = .resumeWindowExceeded(lasted: lasted, limit: limit)
-        } else {
-            reason = .interruptionOver(lasted: lasted)
-        }
-        let shouldResume =
-            switch reason {
-            case .interruptionOver, .userCommand(.play): true
-            default: false
+    /// What an interruption ending at `now` decides, by the contract's rules in order: whether the
+    /// source resumes, and why. Without `now` (what it would be, for the state while it is covered)
+    /// `resume-within` is not looked at.
+    func resumeDecision(_ interruption: Interruption, rules: ClassPolicy, at now: Instant?) -> (
+        resume: Bool, reason: Reason
+    ) {
+        let lasted = now.map { interruption.began.duration(to: $0) } ?? .zero
+        if let (command, at) = interruption.playOrPause {
+            // The user's own word, the last given, comes first: a pause keeps it paused; a play is
+            // not lost to the interruption it came in — but a takeover after it, or a cover that
+            // outlasts resume-within counted from it, still holds.
+            guard command == .play else { return (false, .userCommand(command)) }
+            if let permanent = interruption.permanentBy, let since = interruption.permanentSince, since > at {
+                return (false, .permanentTakeover(permanent))
             }
+            if let now, let limit = rules.resumeWithin, at.duration(to: now) > limit {
+                return (false, .resumeWindowExceeded(lasted: at.duration(to: now), limit: limit))
+            }
+            return (true, .userCommand(.play))
+        }
+        if !interruption.wasPlaying { return (false, .notPlayingWhenBegan) }
+        if let permanent = interruption.permanentBy { return (false, .permanentTakeover(permanent)) }
+        if let command = interruption.userCommand { return (false, .userCommand(command)) }
+        if now != nil, let limit = rules.resumeWithin, lasted > limit {
+            return (false, .resumeWindowExceeded(lasted: lasted, limit: limit))
+        }
+        return (true, .interruptionOver(lasted: lasted))
+    }
+
+    /// Sends `interruptionEnded` with `resumeDecision`'s verdict.
+    mutating func endInterruption(at i: Int, _ interruption: Interruption, now: Instant) {
+        let (shouldResume, reason) = resumeDecision(interruption, rules: records[i].rules, at: now)
         records[i].interruption = nil
         records[i].paused = !shouldResume
         emit(.interruptionEnded(records[i].id, shouldResume: shouldResume), reason)

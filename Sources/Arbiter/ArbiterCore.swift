@@ -101,9 +101,9 @@ struct ArbiterCore: Sendable {
         case .seek, .change, .volume:
             break
         }
-        guard records[i].interruption != nil else { return }
+        guard records[i].interruption != nil, let now else { return }
         switch command {
-        case .pause, .play: records[i].interruption?.playOrPause = command
+        case .pause, .play: records[i].interruption?.playOrPause = (command, now)
         case .seek, .change:
             if records[i].interruption?.userCommand == nil { records[i].interruption?.userCommand = command }
         case .stop, .volume: break
@@ -175,10 +175,13 @@ extension ArbiterCore {
         let wasPlaying: Bool
         let by: Contender
         var permanentBy: Contender?
+        /// When `permanentBy` was first seen covering it.
+        var permanentSince: Instant?
         /// The first seek or change the user made meanwhile.
         var userCommand: UserCommand?
-        /// The last play or pause the user gave meanwhile: it decides the resume, whatever else held.
-        var playOrPause: UserCommand?
+        /// The last play or pause the user gave meanwhile, and when: it comes before the other rules
+        /// (`resumeDecision`).
+        var playOrPause: (command: UserCommand, at: Instant)?
     }
 
     /// A coalesce key accepted at some instant.

@@ -66,17 +66,77 @@ struct InterruptionTests {
         #expect(s.state("music") == .playing)
     }
 
+    /// Music paused before a call, given play 250 s into it: the call ends 100 s later (350 s in all,
+    /// past resume-within) and the music plays — the window counts from the play.
     @Test func resumesMusicPausedBeforeALongCallWhenPlayWasGivenDuringIt() {
         var s = Script()
         s.request("music", .music)
         s.user(.pause, "music")
         s.request("intercom", .call)
         #expect(s.state("music") == .paused)
+        s.advance(.seconds(250))
         s.user(.play, "music")
         #expect(s.state("music") == .interrupted)
-        s.advance(.seconds(301))
+        s.advance(.seconds(100))
         #expect(s.release("intercom") == [.finished("intercom"), .interruptionEnded("music", shouldResume: true)])
+        #expect(s.reason(of: .interruptionEnded("music", shouldResume: true)) == .userCommand(.play))
         #expect(s.state("music") == .playing)
+    }
+
+    /// A play given at a call's start does not outlive resume-within: after a 301 s call the music
+    /// stays paused, as it would without the play.
+    @Test func aPlayDoesNotOutliveResumeWithin() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("intercom", .call)
+        s.user(.play, "music")
+        s.advance(.seconds(301))
+        #expect(s.release("intercom") == [.finished("intercom"), .interruptionEnded("music", shouldResume: false)])
+        #expect(
+            s.reason(of: .interruptionEnded("music", shouldResume: false))
+                == .resumeWindowExceeded(lasted: .seconds(301), limit: .seconds(300)))
+    }
+
+    /// A permanent takeover after a play wins (the source reads paused from then on); a play given
+    /// after the takeover wins over it.
+    @Test func aTakeoverAfterAPlayWinsAndAPlayAfterATakeoverWins() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("chime", .announcement)
+        s.user(.play, "music")
+        #expect(s.state("music") == .interrupted)
+        s.request("alarm", .announcement, kind: .permanent)  // waits for the chime
+        s.advance(.seconds(1))
+        s.release("chime")
+        #expect(s.state("music") == .paused)
+        s.release("alarm")
+        #expect(s.actions(for: "music").last == .interruptionEnded("music", shouldResume: false))
+        #expect(
+            s.reason(of: .interruptionEnded("music", shouldResume: false))
+                == .permanentTakeover(
+                    Contender(source: "alarm", sourceClass: .announcement, priority: 50, kind: .permanent)))
+
+        var t = Script()
+        t.request("music", .music)
+        t.request("alarm", .announcement, kind: .permanent)
+        #expect(t.state("music") == .paused)
+        t.advance(.seconds(1))
+        t.user(.play, "music")
+        #expect(t.state("music") == .interrupted)
+        t.release("alarm")
+        #expect(t.actions(for: "music").last == .interruptionEnded("music", shouldResume: true))
+    }
+
+    /// A seek alone during the interruption: the source reads paused while covered (it will not
+    /// resume), and a play after it reads interrupted.
+    @Test func aSeekReadsPausedWhileCovered() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("chime", .announcement)
+        s.user(.seek, "music")
+        #expect(s.state("music") == .paused)
+        s.user(.play, "music")
+        #expect(s.state("music") == .interrupted)
     }
 
     /// The last word counts: a play and then a pause leave it paused.

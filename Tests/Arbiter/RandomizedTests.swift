@@ -47,11 +47,25 @@ struct ContractChecker {
     struct Open {
         var began: ManualInstant
         var wasPlaying: Bool
-        var permanent = false
+        /// When a higher permanent interrupter was first seen covering it.
+        var permanentSince: ManualInstant?
         /// A seek or change meanwhile.
         var userChanged = false
-        /// The last play or pause meanwhile.
-        var playOrPause: UserCommand?
+        /// The last play or pause meanwhile, and when.
+        var playOrPause: (command: UserCommand, at: ManualInstant)?
+
+        /// Whether it resumes if the cover ends at `now` (nil: resume-within not looked at).
+        func resumes(limit: Duration?, now: ManualInstant?) -> Bool {
+            if let (command, at) = playOrPause {
+                // The user's last word, unless a takeover came after a play, or the window ran out since.
+                guard command == .play else { return false }
+                if let since = permanentSince, since > at { return false }
+                if let limit, let now, at.duration(to: now) > limit { return false }
+                return true
+            }
+            if let limit, let now, began.duration(to: now) > limit { return false }
+            return wasPlaying && permanentSince == nil && !userChanged
+        }
     }
 
     struct Waiting {
@@ -147,7 +161,7 @@ struct ContractChecker {
         case .policy(let n): policy = randomPolicies[n]
         case .user(let s, let c):
             if c == .seek || c == .change, open[s] != nil { open[s]!.userChanged = true }
-            if c == .play || c == .pause, open[s] != nil { open[s]!.playOrPause = c }
+            if c == .play || c == .pause, open[s] != nil { open[s]!.playOrPause = (c, now) }
             if c == .pause { granted[s]?.paused = true }
             if c == .play { granted[s]?.paused = false }
         default: break
@@ -209,15 +223,13 @@ struct ContractChecker {
             case .interruptionEnded(let s, let shouldResume):
                 guard let o = open.removeValue(forKey: s) else { return "ended without began for \(s)" }
                 let limit = policy[granted[s]!.sourceClass]!.resumeWithin
-                let inTime = limit.map { o.began.duration(to: now) <= $0 } ?? true
-                let expect =
-                    o.playOrPause.map { $0 == .play } ?? (o.wasPlaying && !o.permanent && !o.userChanged && inTime)
+                let expect = o.resumes(limit: limit, now: now)
                 if shouldResume != expect {
                     return
                         "ended(shouldResume: \(shouldResume)) for \(s), expected \(expect) (\(o)); reason \(effect.reason)"
                 }
                 if case .interruptionOver = effect.reason, !shouldResume { return "reason/resume mismatch" }
-                if let c = o.playOrPause, effect.reason != .userCommand(c) {
+                if let c = o.playOrPause?.command, c == .pause || shouldResume, effect.reason != .userCommand(c) {
                     return "ended for \(s) after the user's \(c): reason \(effect.reason)"
                 }
                 granted[s]!.paused = !shouldResume
@@ -260,7 +272,7 @@ struct ContractChecker {
                         && o.granted.zones.contains(where: g.zones.contains)
                 })
             {
-                open[s]!.permanent = true
+                if open[s]!.permanentSince == nil { open[s]!.permanentSince = now }
             }
             if heard == (open[s] != nil) {
                 return heard
@@ -269,7 +281,7 @@ struct ContractChecker {
             }
             let state = arbiter.state(of: s)
             if open[s] != nil {
-                let want: SourceState = g.paused ? .paused : .interrupted
+                let want: SourceState = open[s]!.resumes(limit: nil, now: nil) ? .interrupted : .paused
                 if state != want { return "\(s) interrupted but state \(String(describing: state)), want \(want)" }
                 continue
             }

@@ -309,6 +309,31 @@ def scenario(music):
             print(f"     page said: {words!r}")
         check("ring the doorbell during music: the page shows the interruption, the file has the chime, music resumes", doorbell)
 
+        def doorbell_over_paused_music():
+            kitchen = '#zone-cards article[data-zone="kitchen"]'
+            wait_for("kitchen playing", lambda: card_state(d, "kitchen") == "playing", 10)
+            click(d, f'{kitchen} button[data-act="pause"]')
+            wait_for("paused", lambda: card_state(d, "kitchen") == "paused")
+            ended = lambda: sum(1 for e in b.api("GET", "/api/v1/events/recent")[1] if e.get("type") == "interruption-ended")
+            ended_before = ended()
+            tab(d, "announce")
+            click(d, '#sound-buttons button[data-sound="doorbell"]')
+            tab(d, "now")
+            wait_for("the chime in the kitchen", lambda: rms(b.tail("kitchen", 0.1)) > 0.01, 5)
+            # Covered by the chime, but paused: it will not resume, and the card says paused (it said
+            # "interrupted by doorbell", as for music that will resume).
+            words = card_state(d, "kitchen")
+            assert words == "paused", f"the card says {words!r} under the chime"
+            wait_for("the chime over", lambda: ended() > ended_before, 10)
+            time.sleep(0.5)
+            assert card_state(d, "kitchen") == "paused", card_state(d, "kitchen")
+            assert rms(b.tail("kitchen")) < 1e-4, "the music stayed paused after the chime"
+            click(d, f'{kitchen} button[data-act="resume"]')
+            wait_for("playing again", lambda: card_state(d, "kitchen") == "playing")
+            time.sleep(0.5)  # the fade-in over before the next check measures the level
+            assert tone(b.tail("kitchen"), 440) > 0.03, "the tone came back"
+        check("ring the doorbell over paused music: the card says paused throughout, and it stays paused", doorbell_over_paused_music)
+
         def volume():
             wait_for("kitchen playing", lambda: card_state(d, "kitchen") == "playing")
             before = tone(b.tail("kitchen", 0.3), 440)

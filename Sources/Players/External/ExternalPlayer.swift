@@ -173,19 +173,20 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         if paused { control.pause() } else { askToPlay(control) }
     }
 
-    /// Tells the player to play, and waits for it from now (`playAskedAt`). Under the lock.
-    private func askToPlay(_ control: any PlayerControl) {
+    /// Tells the player to play (`unlessPlaying`: only if its interface does not say it plays),
+    /// and waits for it from now (`playAskedAt`). Under the lock.
+    private func askToPlay(_ control: any PlayerControl, unlessPlaying: Bool = false) {
         state.playAskedAt = monotonicNanoseconds()
         state.errorAtAsk = control.lastError
-        control.play()
+        if unlessPlaying { control.playUnlessPlaying() } else { control.play() }
     }
 
     /// The arbiter's interruption of this source began (true) or ended. For `pause`, the player is
-    /// told to pause, and to play again only on `shouldResume`. Without it the source stays
-    /// paused, and a player that says it plays is paused again: the user may have pressed play on
-    /// it meanwhile (the arbiter counts that as a change, so no resume), and a player left playing
-    /// would sit blocked on paused slots, showing "playing" while Baton shows it paused. Under the
-    /// lock; the control runs off it.
+    /// told to pause, and to play again only on `shouldResume` — unless it plays already (the user
+    /// pressed play on it meanwhile, which is what made the arbiter resume it). Without it the
+    /// source stays paused, and a player that says it plays is paused again: left playing it would
+    /// sit blocked on paused slots, showing "playing" while Baton shows it paused. Under the lock;
+    /// the control runs off it.
     public func interruption(began: Bool, shouldResume: Bool = false) {
         state.interrupted = began
         guard settings.whenInterrupted == .pause, let control = settings.control else { return }
@@ -194,7 +195,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
             if !state.pausedThroughBaton { control.pause() }
         } else if shouldResume {
             state.pausedThroughBaton = false
-            askToPlay(control)
+            askToPlay(control, unlessPlaying: true)
         } else {
             // Left paused by Baton: the next interruption must not pause it again (a toggle's play).
             state.pausedThroughBaton = true

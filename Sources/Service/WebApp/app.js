@@ -159,6 +159,8 @@ function who(id) { const s = sourceById(id); return s ? `${s.sound} (${id})` : i
 function stateWords(src, z) {
   if (!src) return ['silent', 'silent'];
   const extra = src.activity || src.sourceState || src.phase;
+  // Paused, also while something covers it (the zone lists it silenced): it will not resume by itself.
+  if (src.state === 'paused') return ['paused', 'paused'];
   if (z) {
     const m = z.silenced.find(x => x.source === src.id);
     if (m) return ['interrupted by ' + who(m.by), 'interrupted'];
@@ -169,7 +171,6 @@ function stateWords(src, z) {
   }
   if (src.state === 'unavailable') return ['not heard: its zones are unavailable', 'unavailable'];
   if (src.state === 'interrupted') return ['interrupted' + (src.interruptedBy ? ' by ' + who(src.interruptedBy) : ''), 'interrupted'];
-  if (src.state === 'paused') return ['paused', 'paused'];
   if (src.state === 'queued') return ['waiting for the zone (queued)', 'queued'];
   if (src.buffering) return ['buffering: ' + src.buffering, 'buffering'];
   if (['starting', 'buffering', 'silent'].includes(extra)) return [extra, extra];

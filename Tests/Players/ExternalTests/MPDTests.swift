@@ -232,7 +232,8 @@ import Testing
 
     /// A play given through MPD during the interruption is not lost: the source reads interrupted
     /// (not paused) until the bell ends, the interruption ends with shouldResume true for the
-    /// user's play, and MPD plays on, heard in the zone — both say playing.
+    /// user's play, and MPD plays on, heard in the zone — both say playing; a pause and a play the
+    /// user gives right after are seen.
     @Test func aUserPlayDuringTheInterruptionIsHeardAfterIt() throws {
         let (rig, mpd) = try Self.playing(bellSeconds: 4)
         rig.post("/api/v1/announce", #"{"sound": "bell"}"#)
@@ -244,6 +245,15 @@ import Testing
         #expect(during.contains("\"state\":\"interrupted\""), "\(during)")
         #expect(rig.eventsSoon(contain: "\"shouldResume\":true", seconds: 8), "the bell ends with a resume")
         #expect(rig.get("/api/v1/events/recent").contains("user command play during interruption"))
+        // MPD plays already: Baton does not tell it to play (a play it already does changes
+        // nothing MPD reports, and Baton, waiting 3 s for the word, took the user's next play for
+        // its own: it read paused while MPD played). The user's pause and play right after are theirs.
+        mpd.mpc(["pause"])
+        #expect(waitUntil(seconds: 2, every: 0.02) { rig.get("/api/v1/status").contains("\"state\":\"paused\"") })
+        mpd.mpc(["play"])
+        #expect(
+            waitUntil(seconds: 2, every: 0.02) { rig.get("/api/v1/status").contains("\"state\":\"playing\"") },
+            "the user's play after the resume is seen")
         let before = Self.heard(rig).count
         #expect(
             waitUntil(seconds: 5) {
