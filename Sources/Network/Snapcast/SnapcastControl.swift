@@ -139,7 +139,7 @@ public struct SnapcastControl: Sendable {
         do {
             decoded = try JSONDecoder().decode(Response<Answer>.self, from: Data(response.body))
         } catch let error as DecodingError {
-            throw failure("unexpected answer: \(Self.describe(error))")
+            throw failure("unexpected answer: \(error.summary)")
         } catch {
             throw failure("unexpected answer: \(error)")
         }
@@ -148,47 +148,5 @@ public struct SnapcastControl: Sendable {
         }
         guard let result = decoded.result else { throw failure("unexpected answer: neither result nor error") }
         return result
-    }
-
-    /// The JSON kind a Swift type decodes from, for messages.
-    private static func kind(_ type: Any.Type) -> String {
-        let name = "\(type)"
-        if name.hasPrefix("Array") { return "an array" }
-        if name.hasPrefix("Dictionary") { return "an object" }
-        switch name {
-        case "String": return "a string"
-        case "Bool": return "true or false"
-        case "Int", "Double": return "a number"
-        default: return "an object"
-        }
-    }
-
-    /// `result.server.groups[0].clients[1].id: missing` and the like.
-    static func describe(_ error: DecodingError) -> String {
-        func path(_ keys: [any CodingKey]) -> String {
-            var text = ""
-            for key in keys {
-                if let index = key.intValue {
-                    text += "[\(index)]"
-                } else {
-                    text += text.isEmpty ? key.stringValue : ".\(key.stringValue)"
-                }
-            }
-            return text.isEmpty ? "(top level)" : text
-        }
-        switch error {
-        case .keyNotFound(let key, let context):
-            return "\(path(context.codingPath + [key])): missing"
-        case .typeMismatch(let type, let context):
-            return "\(path(context.codingPath)): expected \(kind(type))"
-        case .valueNotFound(let type, let context):
-            return "\(path(context.codingPath)): expected \(kind(type)), found null"
-        case .dataCorrupted(let context) where context.codingPath.isEmpty:
-            return "(top level): not valid JSON (\(context.debugDescription))"
-        case .dataCorrupted(let context):
-            return "\(path(context.codingPath)): \(context.debugDescription)"
-        @unknown default:
-            return "\(error)"
-        }
     }
 }
