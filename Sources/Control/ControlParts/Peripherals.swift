@@ -111,7 +111,7 @@ package final class Persistence: Sendable {
     package func restore(
         _ zones: ZoneTable, serverQueue: @escaping @Sendable () -> Result<SavedQueue?, any Error>
     ) {
-        switch store.load() {
+        switch store.loadParts() {
         case .failure(let failure):
             // Kept for a person to read (the first save wrote over it), and the server's queue
             // asked for as with no file.
@@ -124,7 +124,16 @@ package final class Persistence: Sendable {
                 logger.info("state: no state-dir configured: volumes and the play queue are not kept across restarts")
             }
             askServer(serverQueue)
-        case .success(var saved?):
+        case .success((var saved, let dropped)?):
+            if !dropped.isEmpty {
+                // The rest is restored; the file is kept for a person to read (the first save
+                // would write over what could not be read).
+                let aside = store.setAside().map { "; the file is kept as \($0)" } ?? ""
+                let why =
+                    "\(store.path ?? "state"): could not read \(dropped.joined(separator: ", ")): dropped, the rest restored\(aside)"
+                logger.error("state: \(why)")
+                events.publish(type: .stateError, reason: why)
+            }
             if let q = saved.queue, let problem = StateStore.problem(q) {
                 saved.queue = nil
                 let why = "\(store.path ?? "state"): the saved queue is dropped: \(problem)"

@@ -41,6 +41,50 @@ package struct SavedQueue: Codable, Equatable, Sendable {
     }
 }
 
+/// A state file read part by part: each zone's volume, the queue and the server-queue mark are
+/// kept or dropped on their own, so that one value that cannot be read (a damaged byte, a field a
+/// later Baton wrote differently) does not lose the rest. Only a file that is not a JSON object
+/// fails as a whole.
+struct ReadState: Decodable {
+    var state = SavedState()
+    /// What could not be read, in words: `the queue (songs[0].title: missing)`.
+    var dropped: [String] = []
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: Key.self)
+        func dropped(_ what: String, _ error: any Error) {
+            self.dropped.append("\(what) (\((error as? DecodingError)?.summary ?? "\(error)"))")
+        }
+        let volumes = Key(stringValue: "volumes")
+        if fields.contains(volumes) {
+            do {
+                let each = try fields.nestedContainer(keyedBy: Key.self, forKey: volumes)
+                for zone in each.allKeys.sorted(by: { $0.stringValue < $1.stringValue }) {
+                    do { state.volumes[zone.stringValue] = try each.decode(Double.self, forKey: zone) } catch {
+                        dropped("zone \(zone.stringValue)'s volume", error)
+                    }
+                }
+            } catch { dropped("the volumes", error) }
+        }
+        let ask = Key(stringValue: "askServerQueue")
+        do { state.askServerQueue = try fields.decodeIfPresent(Bool.self, forKey: ask) } catch {
+            dropped("askServerQueue", error)
+        }
+        let queue = Key(stringValue: "queue")
+        do { state.queue = try fields.decodeIfPresent(SavedQueue.self, forKey: queue) } catch {
+            dropped("the queue", error)
+            state.askServerQueue = true  // as with no file: the server's own queue is asked for
+        }
+    }
+}
+
 /// Reads and writes `SavedState` atomically (a temporary file, fsync, rename), so a power cut leaves
 /// either the old file or the new one. Any thread; callers serialize writes (the monitor thread
 /// and shutdown write, never at once).
@@ -60,6 +104,13 @@ package struct StateStore: Sendable {
     /// The saved state; nil when there is none yet. A file that cannot be read or parsed is a
     /// failure naming the file (the caller logs it and starts fresh; the file is left for inspection).
     package func load() -> Result<SavedState?, Failure> {
+        loadParts().map { $0?.state }
+    }
+
+    /// The saved state read part by part (`ReadState`): what could be read, and what could not, in
+    /// words (empty when all of it was read); nil when there is none yet. A file that cannot be
+    /// read, or is not a JSON object, is a failure naming the file.
+    package func loadParts() -> Result<(state: SavedState, dropped: [String])?, Failure> {
         guard let path else { return .success(nil) }
         switch FileIO.read(path) {
         case .success(nil): return .success(nil)
@@ -69,7 +120,8 @@ package struct StateStore: Sendable {
             return .failure(Failure(description: "\(path): cannot read: \(String(cString: strerror(error.code)))"))
         case .success(let bytes?):
             do {
-                return .success(try JSONDecoder().decode(SavedState.self, from: Data(bytes)))
+                let read = try JSONDecoder().decode(ReadState.self, from: Data(bytes))
+                return .success((read.state, read.dropped))
             } catch {
                 return .failure(
                     Failure(description: "\(path): not a Baton state file (\(error)); starting without saved state"))

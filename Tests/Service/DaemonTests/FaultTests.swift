@@ -158,9 +158,9 @@ import Testing
 
     /// A state file that is not one is set aside (`state.json.damaged`), not written over by the
     /// first save a second later: what it held is still there for a person to read.
-    @Test func aDamagedStateFileIsKeptAside() throws {
-        let dir = TestDirectory.make("damagedstate")
-        let damaged = Array(#"{"volumes": {"kitchen": 0.3}, "queue": 5}"#.utf8)
+    @Test func aStateFileThatIsNotOneIsKeptAside() throws {
+        let dir = TestDirectory.make("notstate")
+        let damaged = Array(#"["volumes", 0.3]"#.utf8)
         HostileInputTests.write(damaged, to: dir + "/state.json")
         let t = try TestDaemon(stateDir: dir)
         defer { t.stop() }
@@ -169,6 +169,42 @@ import Testing
         #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.5}"#).status == 200)
         #expect(waitUntil(seconds: 5) { (try? StateStore(directory: dir).load().get()) != nil }, "saved anew")
         #expect((try? FileIO.read(dir + "/state.json.damaged").get()) == damaged)
+    }
+
+    /// A state file with values that cannot be read — a queue that is a number, a volume that is a
+    /// word — loses only those: the other volumes are restored (the whole file was set aside, and
+    /// every zone started at its configured volume), the error names what was dropped, and the
+    /// file is kept aside for a person to read.
+    @Test func aDamagedStateFileLosesOnlyWhatCannotBeRead() throws {
+        let dir = TestDirectory.make("damagedstate")
+        let damaged = Array(#"{"volumes": {"kitchen": 0.3, "patio": "loud"}, "queue": 5}"#.utf8)
+        HostileInputTests.write(damaged, to: dir + "/state.json")
+        let t = try TestDaemon(stateDir: dir)
+        defer { t.stop() }
+        let error = try #require(t.waitForEvent("state-error", seconds: 5))
+        let reason = error.reason ?? ""
+        #expect(reason.contains("zone patio's volume (volumes.patio: expected a number)"), "\(reason)")
+        #expect(reason.contains("the queue (queue: expected an object)"), "\(reason)")
+        #expect(reason.hasSuffix("kept as \(dir)/state.json.damaged"), "\(reason)")
+        let zones = try t.status().zones
+        #expect(zones.first { $0.name == "kitchen" }?.volume == Double(Float(0.3)), "the volume that could be read")
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.5}"#).status == 200)
+        #expect(waitUntil(seconds: 5) { (try? StateStore(directory: dir).load().get()) != nil }, "saved anew")
+        #expect((try? FileIO.read(dir + "/state.json.damaged").get()) == damaged)
+    }
+
+    /// A queue that cannot be read (a song without its id) is dropped alone: the volumes are
+    /// restored.
+    @Test func aQueueThatCannotBeReadLeavesTheVolumes() throws {
+        let dir = TestDirectory.make("skewstate")
+        let text =
+            #"{"volumes": {"kitchen": 0.4}, "queue": {"songs": [{"title": "Tone"}], "index": 0, "position": 1, "zones": ["kitchen"], "volume": 1, "playing": false}}"#
+        HostileInputTests.write(Array(text.utf8), to: dir + "/state.json")
+        let t = try TestDaemon(stateDir: dir)
+        defer { t.stop() }
+        let error = try #require(t.waitForEvent("state-error", seconds: 5))
+        #expect(error.reason?.contains("the queue (queue.songs[0].id: missing)") == true, "\(error.reason ?? "")")
+        #expect(try t.status().zones.first { $0.name == "kitchen" }?.volume == Double(Float(0.4)))
     }
 
     /// A saved volume above a `max-volume` lowered since starts at the maximum (it started at the
