@@ -32,13 +32,40 @@ public final class SoundLibrary: Sendable {
         var modified: Int
         var size: Int
     }
-    /// The sounds converted, each with its file's stamp (a file replaced since is read again).
-    private let cache = Mutex<[Key: (samples: [Float], stamp: Stamp?, damage: String?)]>([:])
+    /// One sound converted, with its file's stamp (a file replaced since is read again) and when it
+    /// was last asked for (a counter: the least recently used goes first).
+    private struct Entry {
+        var samples: [Float]
+        var stamp: Stamp?
+        var used: Int
+    }
+    /// The sounds converted, and the bytes they hold; what was wrong with each file last decoded
+    /// (kept whether its samples are or not: a few words).
+    private struct Cache {
+        var entries: [Key: Entry] = [:]
+        var bytes = 0
+        var uses = 0
+        var damage: [String: (stamp: Stamp?, words: String)] = [:]
+    }
+    private let cache = Mutex(Cache())
+    /// The most bytes the converted sounds may hold together; beyond it the sounds asked for least
+    /// recently are let go of (decoded again at their next use), and a sound larger than it alone
+    /// is not kept at all — every sound in every zone format, kept for good, could outgrow a Pi's
+    /// memory (ten minutes for an 8-channel 96 kHz zone is 1.8 GB as floats).
+    public let cacheBudget: Int
+    /// The default `cacheBudget`: 32 MiB (a 2 s doorbell in a 48 kHz stereo zone takes 0.7 MiB).
+    public static let defaultCacheBudget = 32 << 20
 
-    public init(directory: String, resampler: ResamplerKind = .announcementsDefault) {
+    public init(
+        directory: String, resampler: ResamplerKind = .announcementsDefault, cacheBudget: Int = defaultCacheBudget
+    ) {
         self.directory = directory
         self.resampler = resampler
+        self.cacheBudget = cacheBudget
     }
+
+    /// The bytes the converted sounds hold now. Any thread.
+    public var cachedBytes: Int { cache.withLock { $0.bytes } }
 
     /// Checks that `name` is a plain sound name: letters, digits, `-`, `_` and `.`, not starting with
     /// a dot, so it can never leave the sound directory (no `/`, no `..`).
@@ -78,19 +105,45 @@ public final class SoundLibrary: Sendable {
         try Self.validate(name: name)
         let key = Key(name: name, rate: rate, channels: channels)
         let stamp = stamp(of: name)
-        if let hit = cache.withLock({ $0[key] }), hit.stamp == stamp { return hit.samples }
+        let hit = cache.withLock { c -> [Float]? in
+            guard let entry = c.entries[key], entry.stamp == stamp else { return nil }
+            c.uses += 1
+            c.entries[key]?.used = c.uses
+            return entry.samples
+        }
+        if let hit { return hit }
         let decoded = try decode(name)
         let result = try convert(decoded, name: name, rate: rate, channels: channels)
-        cache.withLock { $0[key] = (result, stamp, decoded.damage) }
+        keep(result, as: key, stamp: stamp, damage: decoded.damage)
         return result
+    }
+
+    /// Caches `samples` within `cacheBudget`, letting go of the least recently used to make room
+    /// (a sound larger than the budget is not kept; what it replaces is dropped). Any thread.
+    private func keep(_ samples: [Float], as key: Key, stamp: Stamp?, damage: String?) {
+        let size = samples.count * MemoryLayout<Float>.stride
+        cache.withLock { c in
+            c.damage[key.name] = damage.map { (stamp, $0) }
+            if let old = c.entries.removeValue(forKey: key) {
+                c.bytes -= old.samples.count * MemoryLayout<Float>.stride
+            }
+            guard size <= cacheBudget else { return }
+            while c.bytes + size > cacheBudget, let oldest = c.entries.min(by: { $0.value.used < $1.value.used }) {
+                c.entries[oldest.key] = nil
+                c.bytes -= oldest.value.samples.count * MemoryLayout<Float>.stride
+            }
+            c.uses += 1
+            c.entries[key] = Entry(samples: samples, stamp: stamp, used: c.uses)
+            c.bytes += size
+        }
     }
 
     /// What is wrong with the sound `name`'s file though it plays (`DecodedPCM.damage`), as last
     /// decoded by `samples` and while the file is the same; nil when nothing is. Any thread.
     public func damage(of name: String) -> String? {
         let stamp = stamp(of: name)
-        return cache.withLock { cache in
-            cache.first { $0.key.name == name && $0.value.stamp == stamp }?.value.damage
+        return cache.withLock { c in
+            c.damage[name].flatMap { $0.stamp == stamp ? $0.words : nil }
         }
     }
 

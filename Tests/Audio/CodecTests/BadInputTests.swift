@@ -1,6 +1,7 @@
 import AudioCore
 import BatonTesting
 import FLACCodec
+import Glibc
 import MP3Codec
 import Media
 import OpusCodec
@@ -280,6 +281,38 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
         } catch {
             #expect(error.problem == "601 s long: at most 600 s is held in memory, per zone", "\(error)")
         }
+    }
+
+    /// The converted sounds kept stay within the cache's budget: the least recently asked for is
+    /// let go of (converted again, the same samples, at its next use), one larger than the budget
+    /// is not kept at all, and a damaged file is still said when its samples are not kept.
+    @Test func theCacheStaysWithinItsBudget() throws {
+        let directory = TestDirectory.make("sound-cache")
+        for (name, seconds) in [("a", 1), ("b", 1), ("c", 1), ("big", 4)] {
+            WAVWriter.write(
+                Signals.sine(frequency: 440, rate: 48_000, frames: 48_000 * seconds, channels: 1, amplitude: 0.5),
+                rate: 48_000, channels: 1, to: "\(directory)/\(name).wav")
+        }
+        let second = 48_000 * 2 * MemoryLayout<Float>.stride  // a second in a 48 kHz stereo zone
+        let library = SoundLibrary(directory: directory, cacheBudget: 2 * second + second / 2)
+        func identity(_ samples: [Float]) -> UnsafePointer<Float>? { samples.withUnsafeBufferPointer(\.baseAddress) }
+        let a = try library.samples("a", rate: 48_000, channels: 2)
+        let b = try library.samples("b", rate: 48_000, channels: 2)
+        #expect(library.cachedBytes == 2 * second)
+        #expect(identity(try library.samples("a", rate: 48_000, channels: 2)) == identity(a), "kept")
+        _ = try library.samples("c", rate: 48_000, channels: 2)  // "b" was asked for least recently
+        #expect(library.cachedBytes == 2 * second)
+        #expect(identity(try library.samples("a", rate: 48_000, channels: 2)) == identity(a), "kept")
+        let again = try library.samples("b", rate: 48_000, channels: 2)
+        #expect(identity(again) != identity(b) && again == b, "let go of, then converted again")
+        let big = try library.samples("big", rate: 48_000, channels: 2)
+        #expect(big.count == 4 * 48_000 * 2)
+        #expect(library.cachedBytes == 2 * second, "larger than the budget: not kept")
+        // A WAV cut short: what it holds plays, and it is said, kept or not.
+        #expect(truncate("\(directory)/big.wav", 44 + 2 * 48_000 * 2) == 0)  // its header and 2 of its 4 s
+        _ = try library.samples("big", rate: 48_000, channels: 2)
+        #expect(library.damage(of: "big")?.contains("truncated") == true, "\(library.damage(of: "big") ?? "nil")")
+        #expect(library.cachedBytes <= library.cacheBudget)
     }
 }
 
