@@ -99,9 +99,9 @@ extension ArbiterCore {
                 if heard {
                     syncOutputs(at: i, verdicts)
                     endInterruption(at: i, interruption, now: now)
-                } else if interruption.permanentBy == nil, let permanent = permanentInterrupter(of: record) {
-                    interruption.permanentBy = records[permanent].contender
-                    interruption.permanentSince = now
+                } else {
+                    interruption.see(
+                        takeovers: permanentInterrupters(of: record).map { records[$0].contender }, at: inputCount)
                     records[i].interruption = interruption
                 }
             } else if heard {
@@ -109,19 +109,19 @@ extension ArbiterCore {
             } else {
                 let silencers = verdicts.compactMap(\.silencedBy)
                 let strongest = records[silencers.max { records[$0].priority < records[$1].priority }!].contender
-                let permanent = permanentInterrupter(of: record).map { records[$0].contender }
-                records[i].interruption = Interruption(
-                    began: now, wasPlaying: !record.paused, by: strongest, permanentBy: permanent,
-                    permanentSince: permanent == nil ? nil : now)
+                var interruption = Interruption(began: now, wasPlaying: !record.paused, by: strongest)
+                interruption.see(
+                    takeovers: permanentInterrupters(of: record).map { records[$0].contender }, at: inputCount)
+                records[i].interruption = interruption
                 emit(.interruptionBegan(record.id, zones: record.zones), .interruptedBy(strongest))
             }
         }
     }
 
-    /// A permanent granted source of higher priority interrupting `record` in any of its zones: a takeover,
-    /// after which the interrupted source is not told to resume.
-    func permanentInterrupter(of record: Record) -> Int? {
-        records.indices.first { j in
+    /// The permanent granted sources of higher priority interrupting `record` in any of its zones:
+    /// takeovers, after which the interrupted source is not told to resume.
+    func permanentInterrupters(of record: Record) -> [Int] {
+        records.indices.filter { j in
             records[j].granted && records[j].kind == .permanent && records[j].priority > record.priority
                 && records[j].rules.lower == .interrupt && records[j].overlaps(record.zones)
         }
@@ -163,12 +163,12 @@ extension ArbiterCore {
         resume: Bool, reason: Reason
     ) {
         let lasted = now.map { interruption.began.duration(to: $0) } ?? .zero
-        if let (command, at) = interruption.playOrPause {
+        if let (command, at, input) = interruption.playOrPause {
             // The user's own word, the last given, comes first: a pause keeps it paused; a play is
             // not lost to the interruption it came in — but a takeover after it, or a cover that
             // outlasts resume-within counted from it, still holds.
             guard command == .play else { return (false, .userCommand(command)) }
-            if let permanent = interruption.permanentBy, let since = interruption.permanentSince, since > at {
+            if let permanent = interruption.permanentBy, let since = interruption.permanentSince, since > input {
                 return (false, .permanentTakeover(permanent))
             }
             if let now, let limit = rules.resumeWithin, at.duration(to: now) > limit {

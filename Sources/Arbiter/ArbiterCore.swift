@@ -19,6 +19,8 @@ struct ArbiterCore: Sendable {
     var pending: [Effect<Instant>] = []
     /// The instant of the input being handled.
     var now: Instant?
+    /// Inputs handled so far, counting the one being handled: orders what happened at one instant.
+    var inputCount: UInt64 = 0
     /// Set when the records or grants changed: only then can the queue move or a zone's verdict change.
     /// (User commands, and ticks that expire nothing, leave every verdict as it was.)
     var arbitrationChanged = false
@@ -30,6 +32,7 @@ struct ArbiterCore: Sendable {
     /// Handles one input at `now` and returns the effects to carry out, in order.
     mutating func handle(_ input: Input, at now: Instant) -> [Effect<Instant>] {
         self.now = now
+        inputCount += 1
         pending.removeAll(keepingCapacity: true)
         pruneCoalesceMemory(now: now)
         switch input {
@@ -103,7 +106,7 @@ struct ArbiterCore: Sendable {
         }
         guard records[i].interruption != nil, let now else { return }
         switch command {
-        case .pause, .play: records[i].interruption?.playOrPause = (command, now)
+        case .pause, .play: records[i].interruption?.playOrPause = (command, now, inputCount)
         case .seek, .change:
             if records[i].interruption?.userCommand == nil { records[i].interruption?.userCommand = command }
         case .stop, .volume: break
@@ -174,14 +177,33 @@ extension ArbiterCore {
         let began: Instant
         let wasPlaying: Bool
         let by: Contender
+        /// The takeover that began last (`see`), and the input at which it was seen.
         var permanentBy: Contender?
-        /// When `permanentBy` was first seen covering it.
-        var permanentSince: Instant?
+        var permanentSince: UInt64?
+        /// The permanent sources covering it at the last look.
+        var covering: [SourceID] = []
         /// The first seek or change the user made meanwhile.
         var userCommand: UserCommand?
-        /// The last play or pause the user gave meanwhile, and when: it comes before the other rules
-        /// (`resumeDecision`).
-        var playOrPause: (command: UserCommand, at: Instant)?
+        /// The last play or pause the user gave meanwhile, when, and at which input: it comes before
+        /// the other rules (`resumeDecision`).
+        var playOrPause: (command: UserCommand, at: Instant, input: UInt64)?
+
+        init(began: Instant, wasPlaying: Bool, by: Contender) {
+            self.began = began
+            self.wasPlaying = wasPlaying
+            self.by = by
+        }
+
+        /// Notes the permanent sources covering it now: one that was not at the last look is a
+        /// takeover that began at `input` (a second one, after the first ended, too: a play given
+        /// between them does not outlast it).
+        mutating func see(takeovers: [Contender], at input: UInt64) {
+            if let new = takeovers.last(where: { !covering.contains($0.source) }) {
+                permanentBy = new
+                permanentSince = input
+            }
+            covering = takeovers.map(\.source)
+        }
     }
 
     /// A coalesce key accepted at some instant.

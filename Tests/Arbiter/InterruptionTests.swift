@@ -106,8 +106,7 @@ struct InterruptionTests {
         s.user(.play, "music")
         #expect(s.state("music") == .interrupted)
         s.request("alarm", .announcement, kind: .permanent)  // waits for the chime
-        s.advance(.seconds(1))
-        s.release("chime")
+        s.release("chime")  // at the play's instant: after it, all the same
         #expect(s.state("music") == .paused)
         s.release("alarm")
         #expect(s.actions(for: "music").last == .interruptionEnded("music", shouldResume: false))
@@ -125,6 +124,27 @@ struct InterruptionTests {
         #expect(t.state("music") == .interrupted)
         t.release("alarm")
         #expect(t.actions(for: "music").last == .interruptionEnded("music", shouldResume: true))
+    }
+
+    /// A play given while one takeover covers wins over it, not over a second takeover that begins
+    /// after the first ended.
+    @Test func aSecondTakeoverAfterAPlayWins() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("alarm", .announcement, kind: .permanent)
+        s.request("intercom", .call)
+        s.user(.play, "music")
+        #expect(s.state("music") == .interrupted)
+        s.release("alarm")  // the call still covers it
+        s.request("siren", .announcement, kind: .permanent)  // waits for the call
+        s.release("intercom")  // the siren takes over
+        #expect(s.state("music") == .paused)
+        s.release("siren")
+        #expect(s.actions(for: "music").last == .interruptionEnded("music", shouldResume: false))
+        #expect(
+            s.reason(of: .interruptionEnded("music", shouldResume: false))
+                == .permanentTakeover(
+                    Contender(source: "siren", sourceClass: .announcement, priority: 50, kind: .permanent)))
     }
 
     /// A seek alone during the interruption: the source reads paused while covered (it will not

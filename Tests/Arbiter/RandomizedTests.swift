@@ -48,18 +48,20 @@ struct ContractChecker {
         var began: ManualInstant
         var wasPlaying: Bool
         /// When a higher permanent interrupter was first seen covering it.
-        var permanentSince: ManualInstant?
+        var permanentSince: Int?
+        /// The permanent sources covering it at the last step.
+        var covering: Set<SourceID> = []
         /// A seek or change meanwhile.
         var userChanged = false
-        /// The last play or pause meanwhile, and when.
-        var playOrPause: (command: UserCommand, at: ManualInstant)?
+        /// The last play or pause meanwhile, when, and at which step.
+        var playOrPause: (command: UserCommand, at: ManualInstant, step: Int)?
 
         /// Whether it resumes if the cover ends at `now` (nil: resume-within not looked at).
         func resumes(limit: Duration?, now: ManualInstant?) -> Bool {
-            if let (command, at) = playOrPause {
+            if let (command, at, step) = playOrPause {
                 // The user's last word, unless a takeover came after a play, or the window ran out since.
                 guard command == .play else { return false }
-                if let since = permanentSince, since > at { return false }
+                if let since = permanentSince, since > step { return false }
                 if let limit, let now, at.duration(to: now) > limit { return false }
                 return true
             }
@@ -81,6 +83,8 @@ struct ContractChecker {
     var queued: [SourceID: Waiting] = [:]
     var open: [SourceID: Open] = [:]
     var timer: ManualInstant?
+    /// Operations checked so far: orders what happened at one instant.
+    var step = 0
     /// Requests with a coalesce key that were granted or queued, oldest first.
     var accepted: [(source: SourceID, key: String, at: ManualInstant)] = []
     var order = 0
@@ -156,12 +160,13 @@ struct ContractChecker {
 
     /// Applies one operation's effects to the model and returns the first contract violation, if any.
     mutating func check(_ op: Operation, _ effects: [TestEffect], now: ManualInstant, arbiter: TestArbiter) -> String? {
+        step += 1
         switch op {
         case .request(let r): lastRequest[r.source] = r
         case .policy(let n): policy = randomPolicies[n]
         case .user(let s, let c):
             if c == .seek || c == .change, open[s] != nil { open[s]!.userChanged = true }
-            if c == .play || c == .pause, open[s] != nil { open[s]!.playOrPause = (c, now) }
+            if c == .play || c == .pause, open[s] != nil { open[s]!.playOrPause = (c, now, step) }
             if c == .pause { granted[s]?.paused = true }
             if c == .play { granted[s]?.paused = false }
         default: break
@@ -265,14 +270,16 @@ struct ContractChecker {
             let g = row.granted
             let verdicts = g.zones.map { Self.expected(row, in: $0, among: rows) }
             let heard = verdicts.contains { !$0.silenced }
-            // A higher permanent interrupter in any zone while interrupted forbids the resume.
-            if open[s] != nil,
-                rows.contains(where: { o in
-                    o.granted.kind == .permanent && o.lower == .interrupt && o.priority > row.priority
-                        && o.granted.zones.contains(where: g.zones.contains)
-                })
-            {
-                if open[s]!.permanentSince == nil { open[s]!.permanentSince = now }
+            // A higher permanent interrupter in any zone while interrupted forbids the resume; one that
+            // was not covering at the last step began a takeover now.
+            if open[s] != nil {
+                let covering = Set(
+                    rows.filter { o in
+                        o.granted.kind == .permanent && o.lower == .interrupt && o.priority > row.priority
+                            && o.granted.zones.contains(where: g.zones.contains)
+                    }.map(\.id))
+                if !covering.isSubset(of: open[s]!.covering) { open[s]!.permanentSince = step }
+                open[s]!.covering = covering
             }
             if heard == (open[s] != nil) {
                 return heard

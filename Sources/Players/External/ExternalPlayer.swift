@@ -7,7 +7,7 @@ import Synchronization
 /// (`hold`), discards its audio in real time (`drop`) or tells the player to pause and, when the
 /// arbiter says so, to play again (`pause`, through its `PlayerControl`).
 ///
-/// Threads: as `Source` (the control plane's lock); `takeUserChange` and the stream's own thread aside.
+/// Threads: as `Source` (the control plane's lock); the stream's own thread aside.
 public final class ExternalPlayer: Source, @unchecked Sendable {
     // @unchecked: `state` is touched only under the control plane's lock; `outputs` and `userChange`
     // are behind mutexes for readers on other threads.
@@ -53,6 +53,9 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         var interrupted = false
         /// Told to pause by `pausedThroughBaton`, and not told to play since.
         var pausedThroughBaton = false
+        /// During the interruption the player itself said the user played it, and no pause since:
+        /// at the end it plays already.
+        var playedByUserWhileInterrupted = false
         /// When Baton told the paused player to play (monotonic ns), until it writes again — on a new
         /// stream, or on the one it kept open. Until then the source waits for it, even once what it
         /// had sent has played out (the frames kept at its pause take about as long as a player
@@ -173,17 +176,20 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         if paused { control.pause() } else { askToPlay(control) }
     }
 
-    /// Tells the player to play (`unlessPlaying`: only if its interface does not say it plays),
-    /// and waits for it from now (`playAskedAt`). Under the lock.
-    private func askToPlay(_ control: any PlayerControl, unlessPlaying: Bool = false) {
+    /// Tells the player to play (unless `told` is false: it plays already), and waits for it from
+    /// now (`playAskedAt`). Under the lock.
+    private func askToPlay(_ control: any PlayerControl, told: Bool = true) {
         state.playAskedAt = monotonicNanoseconds()
         state.errorAtAsk = control.lastError
-        if unlessPlaying { control.playUnlessPlaying() } else { control.play() }
+        if told { control.play() }
     }
 
     /// The arbiter's interruption of this source began (true) or ended. For `pause`, the player is
-    /// told to pause, and to play again only on `shouldResume` — unless it plays already (the user
-    /// pressed play on it meanwhile, which is what made the arbiter resume it). Without it the
+    /// told to pause, and to play again only on `shouldResume` — unless the player itself said the
+    /// user played it meanwhile (what made the arbiter resume it): it plays already, and a play
+    /// that changes nothing is not reported, so Baton's wait for the word would take the user's
+    /// next play for its own. (Its state as last seen is not asked: the pause Baton queued at the
+    /// start may not have been reported yet.) Without it the
     /// source stays paused, and a player that says it plays is paused again: left playing it would
     /// sit blocked on paused slots, showing "playing" while Baton shows it paused. Under the lock;
     /// the control runs off it.
@@ -191,11 +197,12 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         state.interrupted = began
         guard settings.whenInterrupted == .pause, let control = settings.control else { return }
         if began {
+            state.playedByUserWhileInterrupted = false
             // Paused through Baton already: a second pause could be a toggle's play.
             if !state.pausedThroughBaton { control.pause() }
         } else if shouldResume {
             state.pausedThroughBaton = false
-            askToPlay(control, unlessPlaying: true)
+            askToPlay(control, told: !state.playedByUserWhileInterrupted)
         } else {
             // Left paused by Baton: the next interruption must not pause it again (a toggle's play).
             state.pausedThroughBaton = true
@@ -204,7 +211,12 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     }
 
     /// A change the user made to the player through its own controls (not Baton's), once. Any thread.
-    public func takeUserChange() -> PlayerChange? { settings.control?.takeUserChange() }
+    /// Under the lock.
+    public func takeUserChange() -> PlayerChange? {
+        let change = settings.control?.takeUserChange()
+        if state.interrupted, let change { state.playedByUserWhileInterrupted = change == .played }
+        return change
+    }
 
     /// With `pause`, no stream while interrupted or not heard is the player paused by Baton (it
     /// closes its device), not the program gone: the source waits for it. Under the lock.

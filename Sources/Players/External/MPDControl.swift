@@ -49,7 +49,6 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
     public func pause() { command("pause 1", expecting: "pause") }
     public func play() { command("play", expecting: "play") }
     public func pauseIfPlaying() { if states.isPlaying { pause() } }
-    public func playUnlessPlaying() { if !states.isPlaying { play() } }
 
     public func close() {
         running.store(false, ordering: .releasing)

@@ -41,7 +41,6 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     public func pause() { command("Pause", expecting: "Paused") }
     public func play() { command("Play", expecting: "Playing") }
     public func pauseIfPlaying() { if states.isPlaying { pause() } }
-    public func playUnlessPlaying() { if !states.isPlaying { play() } }
 
     public func close() {
         running.store(false, ordering: .releasing)

@@ -22,10 +22,6 @@ public protocol PlayerControl: AnyObject, Sendable {
     /// Pauses the player if its own interface says it plays now; a control that cannot see the
     /// player does nothing (its pause command may be a toggle).
     func pauseIfPlaying()
-    /// Plays the player unless its own interface says it plays now (a play the player already
-    /// does changes nothing it reports, and its expectation would take the user's next play for
-    /// Baton's); a control that cannot see the player plays.
-    func playUnlessPlaying()
     /// A change the user made (seen through the player's interface, not commanded by Baton), once.
     func takeUserChange() -> PlayerChange?
     /// The last failure, if the last attempt failed.
@@ -88,7 +84,6 @@ public final class CommandControl: PlayerControl, @unchecked Sendable {
     public func pause() { run(pauseCommand) }
     public func play() { run(resumeCommand) }
     public func pauseIfPlaying() {}
-    public func playUnlessPlaying() { play() }
     public func takeUserChange() -> PlayerChange? { nil }
     public var lastError: String? { failure.withLock { $0 } }
     public func close() { queue.close() }
