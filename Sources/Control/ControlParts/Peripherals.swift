@@ -127,8 +127,10 @@ package final class Persistence: Sendable {
         case .success((var saved, let dropped)?):
             if !dropped.isEmpty {
                 // The rest is restored; the file is kept for a person to read (the first save
-                // would write over what could not be read).
-                let aside = store.setAside().map { "; the file is kept as \($0)" } ?? ""
+                // would write over what could not be read), and that save comes at once (below).
+                let aside =
+                    store.setAside().map { "; the file is kept as \($0)" }
+                    ?? "; the file could not be kept aside: the next save writes over it"
                 let why =
                     "\(store.path ?? "state"): could not read \(dropped.joined(separator: ", ")): dropped, the rest restored\(aside)"
                 logger.error("state: \(why)")
@@ -136,6 +138,7 @@ package final class Persistence: Sendable {
             }
             if let q = saved.queue, let problem = StateStore.problem(q) {
                 saved.queue = nil
+                saved.askServerQueue = true  // as with no queue: the server's own is asked for
                 let why = "\(store.path ?? "state"): the saved queue is dropped: \(problem)"
                 logger.error("state: \(why)")
                 events.publish(type: .stateError, reason: why)
@@ -153,7 +156,10 @@ package final class Persistence: Sendable {
             }
             state.withLock {
                 $0.saved = saved
-                $0.written = saved
+                // What is on disk: the file as read — or, set aside, nothing, so that the first
+                // save writes what was restored (else nothing changed wrote nothing, and the next
+                // start found no state at all).
+                $0.written = dropped.isEmpty ? saved : SavedState()
             }
             if let q = saved.queue, q.index < q.songs.count {
                 logger.info(

@@ -59,6 +59,11 @@ struct ReadState: Decodable {
 
     init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: Key.self)
+        let known = ["volumes", "queue", "askServerQueue"]
+        guard fields.allKeys.isEmpty || fields.allKeys.contains(where: { known.contains($0.stringValue) }) else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: "none of \(known.joined(separator: ", ")) is in it"))
+        }
         func dropped(_ what: String, _ error: any Error) {
             self.dropped.append("\(what) (\((error as? DecodingError)?.summary ?? "\(error)"))")
         }
@@ -75,7 +80,7 @@ struct ReadState: Decodable {
         }
         let ask = Key(stringValue: "askServerQueue")
         do { state.askServerQueue = try fields.decodeIfPresent(Bool.self, forKey: ask) } catch {
-            dropped("askServerQueue", error)
+            dropped("the mark that the server's queue is to be asked for", error)
         }
         let queue = Key(stringValue: "queue")
         do { state.queue = try fields.decodeIfPresent(SavedQueue.self, forKey: queue) } catch {

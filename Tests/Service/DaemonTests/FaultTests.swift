@@ -156,11 +156,12 @@ import Testing
         #expect(try t.status().zones.first { $0.name == "kitchen" }?.volume == Double(Float(0.3)), "the volumes stay")
     }
 
-    /// A state file that is not one is set aside (`state.json.damaged`), not written over by the
-    /// first save a second later: what it held is still there for a person to read.
+    /// A state file that is not one — a JSON object with none of the state's fields — is set aside
+    /// (`state.json.damaged`), not written over by the first save a second later: what it held is
+    /// still there for a person to read.
     @Test func aStateFileThatIsNotOneIsKeptAside() throws {
         let dir = TestDirectory.make("notstate")
-        let damaged = Array(#"["volumes", 0.3]"#.utf8)
+        let damaged = Array(#"{"volume": {"kitchen": 0.3}}"#.utf8)
         HostileInputTests.write(damaged, to: dir + "/state.json")
         let t = try TestDaemon(stateDir: dir)
         defer { t.stop() }
@@ -188,9 +189,30 @@ import Testing
         #expect(reason.hasSuffix("kept as \(dir)/state.json.damaged"), "\(reason)")
         let zones = try t.status().zones
         #expect(zones.first { $0.name == "kitchen" }?.volume == Double(Float(0.3)), "the volume that could be read")
+        // What was restored is written back at once, nothing changed: a restart finds it.
+        #expect(
+            waitUntil(seconds: 5) {
+                (try? StateStore(directory: dir).load().get())??.volumes["kitchen"] == Double(Float(0.3))
+            }, "the restored state saved anew")
         #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.5}"#).status == 200)
         #expect(waitUntil(seconds: 5) { (try? StateStore(directory: dir).load().get()) != nil }, "saved anew")
         #expect((try? FileIO.read(dir + "/state.json.damaged").get()) == damaged)
+    }
+
+    /// A file set aside for what could not be read — here only the volume of a zone not configured
+    /// now, so nothing of this run differs from what was restored — is written anew at once, with
+    /// what was restored: a restart after it (a crash, a clean stop) finds the volumes.
+    @Test func whatWasRestoredFromADamagedFileIsSavedWithoutAChange() throws {
+        let dir = TestDirectory.make("restoredsaved")
+        let text = #"{"volumes": {"kitchen": 0.25, "patio": 1, "garage": "loud"}}"#
+        HostileInputTests.write(Array(text.utf8), to: dir + "/state.json")
+        let t = try TestDaemon(stateDir: dir)
+        defer { t.stop() }
+        let error = try #require(t.waitForEvent("state-error", seconds: 5))
+        #expect(error.reason?.contains("zone garage's volume") == true, "\(error.reason ?? "")")
+        #expect(
+            waitUntil(seconds: 5) { (try? StateStore(directory: dir).load().get())??.volumes["kitchen"] == 0.25 },
+            "the restored state saved anew")
     }
 
     /// A queue that cannot be read (a song without its id) is dropped alone: the volumes are
