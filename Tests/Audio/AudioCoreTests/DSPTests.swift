@@ -1,10 +1,11 @@
 import AudioCore
+import BatonTesting
 import Testing
 
 /// The S16 conversion's rounding by float addition gives exactly what `rounded(.toNearestOrEven)`
 /// gives: on edge cases (ties, the clip points, infinities, denormals) and 4 M pseudo-random samples
 /// over ±2 (so clipping is exercised too).
-@Suite struct S16ConversionTests {
+@Suite(.ownThread) struct S16ConversionTests {
     @Test func matchesPlainRounding() {
         var x: UInt64 = 0x9E37_79B9_7F4A_7C15
         var input: [Float] = [
@@ -25,7 +26,7 @@ import Testing
 /// The S32 conversion clips, and takes a NaN for silence: converting it to an integer trapped, and
 /// a float WAV with one NaN sample (or an infinity, which a resampler turns into NaNs) took the
 /// whole daemon down on an S32 zone.
-@Suite struct S32ConversionTests {
+@Suite(.ownThread) struct S32ConversionTests {
     @Test func clipsAndTakesNaNForSilence() {
         let input: [Float] = [0, 0.5, 1, -1, 2, -2, .infinity, -.infinity, .nan, -.nan, .signalingNaN]
         var converted = [Int32](repeating: 7, count: input.count)

@@ -1,9 +1,10 @@
 import AudioCore
+import BatonTesting
 import Testing
 
 /// The ring holds exactly the samples it was made for (no power-of-two rounding) and gives back
 /// every sample once, in order, across thousands of wrap-arounds at odd offsets.
-@Suite struct FloatRingTests {
+@Suite(.ownThread) struct FloatRingTests {
     @Test func holdsExactlyItsCapacity() {
         let ring = FloatRing(capacity: 7)
         #expect(ring.capacity == 7 && ring.writable == 7)
@@ -74,7 +75,7 @@ import Testing
 
 /// A ring made without its memory holds none until `makeResident()` (the kernel's own count,
 /// `mincore`), reads as silence until written, and keeps what was written through a later call.
-@Suite struct FloatRingMemoryTests {
+@Suite(.ownThread) struct FloatRingMemoryTests {
     @Test func aRingLeftOutOfMemoryIsPagedInOnlyWhenAskedTo() {
         let ring = FloatRing(capacity: 44_100, resident: false)  // 172.3 KiB: 44 pages
         #expect(ring.residentBytes == 0 && !ring.isResident)

@@ -11,7 +11,7 @@ let ratePairs = [22050, 44100, 48000].flatMap { input in
     [44100, 48000].map { RatePair(input: input, output: $0) }
 }
 
-@Suite("Resampler")
+@Suite("Resampler", .ownThread)
 struct ResamplerTests {
     /// Every configuration spelling parses to its kind and prints back the same; others are rejected.
     @Test func parsesConfigurationSpellings() {

@@ -15,7 +15,7 @@ func outcome(_ format: StreamFormat, _ source: any ByteSource) -> Result<Int, De
     }
 }
 
-@Suite("Bad input")
+@Suite("Bad input", .ownThread)
 struct BadInputTests {
     /// Random bytes are rejected by every decoder with its own format name, as bad data (no
     /// `sourceError`).
@@ -215,7 +215,7 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
 /// silence, and the stream decoder tells how many and where (damage). They went through as they
 /// were: the S32 conversion trapped on a NaN (the daemon died), and one NaN into the resampler
 /// silences the rest of the track.
-@Suite struct NonFiniteWAVTests {
+@Suite(.ownThread) struct NonFiniteWAVTests {
     /// A mono 8 kHz float WAV of `samples`, 32- or 64-bit.
     static func floatWAV(_ samples: [Double], bits: Int) -> [UInt8] {
         var bytes: [UInt8] = []
@@ -257,7 +257,7 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
 /// A WAV whose block align does not match its channels and sample size (24-bit audio in 32-bit
 /// words saying 24) is refused with the reason by both decoders: its samples were read packed, and
 /// played as noise.
-@Suite struct WAVBlockAlignTests {
+@Suite(.ownThread) struct WAVBlockAlignTests {
     @Test func aBlockAlignThatDoesNotMatchIsRefused() throws {
         var bytes = NonFiniteWAVTests.floatWAV([0.25, 0.5, -0.125, 0], bits: 32)
         bytes[32] = 8  // a mono 32-bit frame is 4 bytes
@@ -269,7 +269,7 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
 
 /// A sound longer than ten minutes is refused before it is converted for a zone: an hour of 8 kHz
 /// mono passes the file's limits (a few MB) and became 1.4 GB as 48 kHz stereo floats, per zone.
-@Suite struct SoundMemoryLimitTests {
+@Suite(.ownThread) struct SoundMemoryLimitTests {
     @Test func aSoundTooLongInTheZonesFormatIsRefused() throws {
         let directory = TestDirectory.make("sound-limit")
         WAVWriter.write(
@@ -318,7 +318,7 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
 
 /// A WAV sound longer, or of more channels, than the limit is refused before it is decoded: a
 /// 64 MiB 8-bit 8 kHz file is two hours, 256 MiB of samples before the resampler.
-@Suite struct WAVFileLimitTests {
+@Suite(.ownThread) struct WAVFileLimitTests {
     @Test func aSoundPastTheLimitIsRefused() throws {
         let second = NonFiniteWAVTests.floatWAV([Double](repeating: 0.5, count: 8000), bits: 32)
         #expect(try WAVFile.decode(second, name: "s.wav", limit: (samples: 8000, channels: 1)).frames == 8000)

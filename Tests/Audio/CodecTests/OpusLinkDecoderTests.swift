@@ -99,7 +99,7 @@ private func firstDifference(_ a: [Float], _ b: [Float]) -> String {
     return "sample \(i): \(a[i]) against \(b[i])"
 }
 
-@Suite("Opus links decoded by the single-stream decoder")
+@Suite("Opus links decoded by the single-stream decoder", .ownThread)
 struct OpusLinkDecoderTests {
     /// A mono or stereo stream decodes through libopus's single-stream decoder to exactly
     /// libopusfile's own samples (every bit, same length), and every packet went through it.
@@ -184,7 +184,7 @@ struct OpusLinkDecoderTests {
 /// 2^62 samples (its granule position) decodes to what it holds — the claim times the channel
 /// count overflowed (a trap; the daemon died at the sound's first use). And a sound is refused,
 /// said why, when it is longer or has more channels than the limit, before more is decoded.
-@Suite struct OpusFileLimitTests {
+@Suite(.ownThread) struct OpusFileLimitTests {
     @Test func aLengthClaimIsOnlyAHint() throws {
         var bytes = try opusFile(channels: 2, seconds: 1)
         let last = try #require(oggPageOffsets(bytes).last)

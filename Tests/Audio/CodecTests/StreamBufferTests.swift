@@ -1,11 +1,12 @@
 import AudioCore
+import BatonTesting
 import Media
 import OSThread
 import Testing
 
 /// The music pipeline's byte buffer between the network thread and the decoder: a ring of
 /// `capacity` bytes that the writer waits on when full.
-@Suite("Stream buffer")
+@Suite("Stream buffer", .ownThread)
 struct StreamBufferTests {
     /// Bytes `0..<count` of a sequence no period of the ring's size repeats.
     static func bytes(_ range: Range<Int>) -> [UInt8] { range.map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 8) } }

@@ -39,7 +39,7 @@ func makeError(_ contentType: String?, _ bytes: [UInt8]) -> DecodeError? {
     }
 }
 
-@Suite("Choosing the decoder")
+@Suite("Choosing the decoder", .ownThread)
 struct StreamDecodersTests {
     /// With no Content-Type, or `application/octet-stream`, the first bytes choose the decoder, and the
     /// peeked bytes reach it: the whole stream decodes.

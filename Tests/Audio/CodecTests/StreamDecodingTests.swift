@@ -73,7 +73,7 @@ func decoder(_ format: StreamFormat, _ source: any ByteSource) throws(DecodeErro
     try StreamDecoders.open(format, source: source, name: "test.\(format)")
 }
 
-@Suite("Stream decoding")
+@Suite("Stream decoding", .ownThread)
 struct StreamDecodingTests {
     /// WAV and FLAC fed 1…1000 bytes at a time decode to exactly the reference WAV's samples: same rate,
     /// channels, frame count and every sample bit-for-bit, with each channel's tone in place.

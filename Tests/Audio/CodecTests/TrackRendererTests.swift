@@ -17,7 +17,7 @@ private func render(_ bytes: [UInt8], _ outputs: [TrackRenderer.Output]) throws 
     return (samples, renderer.groups)
 }
 
-@Suite("Track rendering")
+@Suite("Track rendering", .ownThread)
 struct TrackRendererTests {
     /// Outputs that want the same channels, rate and resampler share one conversion, and each gets
     /// exactly the samples it would get rendered alone (bit for bit, to the last flushed frame);

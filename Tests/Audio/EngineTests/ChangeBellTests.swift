@@ -1,10 +1,11 @@
+import BatonTesting
 import Testing
 
 @testable import Engine
 
 /// The control plane's changes that belong together ring the output's bell once, when the last hold
 /// is released; a change with no hold rings at once.
-@Suite struct ChangeBellTests {
+@Suite(.ownThread) struct ChangeBellTests {
     @Test func heldPostsRingOnceOnRelease() {
         let bell = ChangeBell()
         bell.post()

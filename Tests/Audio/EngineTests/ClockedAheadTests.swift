@@ -9,7 +9,7 @@ import Testing
 /// its output keeps a 120 ms ``ClockedBuffer`` filled, which the system clock plays into the zone's
 /// `file` PCM, wakes about every 90 ms instead of every period, and takes back what the clock has
 /// not reached when something changes. The file records what was played, take-backs included.
-@Suite struct ClockedAheadTests {
+@Suite(.ownThread) struct ClockedAheadTests {
     static let rate = 48_000
     static let period = 480
     static let buffer = 5_760

@@ -10,7 +10,7 @@ import Testing
 /// when something changes it takes back what the card has not started playing (`snd_pcm_rewind`,
 /// which the card follows) and renders the change in — heard about as soon as with a 40 ms buffer,
 /// every frame still played once, in order.
-@Suite struct DeviceAheadTests {
+@Suite(.ownThread) struct DeviceAheadTests {
     static let rate = DeviceCardTests.rate
     static let period = DeviceCardTests.period
 

@@ -11,7 +11,7 @@ import Testing
 ///
 /// The sources' samples encode their frame index (``IndexSignal``), so the card's record shows any
 /// frame lost or played twice.
-@Suite struct DeviceCardTests {
+@Suite(.ownThread) struct DeviceCardTests {
     static let rate = 48_000
     static let period = 480
     static let buffer = 1_920

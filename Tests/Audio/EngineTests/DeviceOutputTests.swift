@@ -5,7 +5,7 @@ import Glibc
 import Testing
 
 /// Zone outputs through the real alsa-lib, writing into `file` PCMs whose bytes the tests read back.
-@Suite struct DeviceOutputTests {
+@Suite(.ownThread) struct DeviceOutputTests {
     func spec(
         _ pcm: String, rate: Int = 48_000, clock: ZoneClock = .device, format: SampleFormat = .s16LE,
         realtime: Int32 = 0

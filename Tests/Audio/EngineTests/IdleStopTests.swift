@@ -7,7 +7,7 @@ import Testing
 /// A device with `stopsWhenIdle`: with nothing to play it drains and stops its PCM and its thread
 /// sleeps; a source claimed later still starts within one period of the wake-up, from its exact
 /// first sample, right after the silence written before the stop.
-@Suite struct IdleStopTests {
+@Suite(.ownThread) struct IdleStopTests {
     static func now() -> Int {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)

@@ -1,4 +1,5 @@
 import ALSA
+import BatonTesting
 import Glibc
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// (`batontest`) still answers `snd_pcm_status` after its unplug (alsa-lib's ioplug cannot fail
 /// it), a USB card on a kernel fails every call with -ENODEV. So a sink that behaves so, driven
 /// through the output's own cycle (render, deliver, measure) on the test's thread.
-@Suite struct LostDeviceTests {
+@Suite(.ownThread) struct LostDeviceTests {
     static let period = 480
     static let buffer = 1_920
 

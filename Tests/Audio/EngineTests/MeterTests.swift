@@ -4,7 +4,7 @@ import Testing
 
 /// The zone meter and the slots' sounding timelines: what the output thread says about the audio,
 /// exact to the frame.
-@Suite struct MeterTests {
+@Suite(.ownThread) struct MeterTests {
     func write(_ slot: SourceSlot, _ samples: [Float]) {
         samples.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
     }

@@ -10,7 +10,7 @@ import Testing
 /// Stream outputs (Snapcast zones) against a plain TCP listener standing in for snapserver's
 /// `mode=server` source: a server that is absent, present, or goes away never blocks the zone, and
 /// nothing that fell due meanwhile is sent later.
-@Suite struct StreamOutputTests {
+@Suite(.ownThread) struct StreamOutputTests {
     static let rate = 48_000
 
     func output(port: Int, latencyFrames: Int = 48_000, awaitsServer: Bool = false) -> DeviceOutput {

@@ -7,7 +7,7 @@ import Testing
 /// rendered ahead is heard, after the rewind, from the first period taken back — bit for bit what a
 /// mixer that rendered one period at a time would have given had the change come then; what the
 /// rings held is read again, not lost, and goes back to the producers only once played.
-@Suite struct ZoneMixerRewindTests {
+@Suite(.ownThread) struct ZoneMixerRewindTests {
     static let period = 100
     static let channels = 2
 

@@ -3,7 +3,7 @@ import Engine
 import Testing
 
 /// The zone mixer without ALSA: exact samples, ramps, pause/resume positions.
-@Suite struct ZoneMixerTests {
+@Suite(.ownThread) struct ZoneMixerTests {
     /// Rendering a busy mix (4 sources, ramps in flight) makes no heap allocation.
     @Test func renderDoesNotAllocate() throws {
         let mixer = ZoneMixer(channels: 2, periodFrames: 480, slotCount: 8, ringSamples: 1 << 16, rampFrames: 480)
@@ -141,7 +141,7 @@ extension ZoneMixerTests {
 
 /// A zone's slot rings are paged in when their slot is first claimed, lowest slot first: a zone
 /// that mixes at most two sources holds two rings, however many sources it played one after another.
-@Suite struct ZoneMixerMemoryTests {
+@Suite(.ownThread) struct ZoneMixerMemoryTests {
     @Test func onlyTheSlotsEverUsedHoldMemory() throws {
         let mixer = ZoneMixer(channels: 2, periodFrames: 441, slotCount: 8, ringSamples: 44_100, rampFrames: 441)
         let ring = 44 * 4_096  // 44 100 samples in whole pages

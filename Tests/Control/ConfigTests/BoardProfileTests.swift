@@ -43,7 +43,7 @@ private func boardIssues(_ text: String, directory: String) -> [String]? {
     issueLines("boards-dir: \(directory)\n" + text)
 }
 
-@Suite struct BoardProfileTests {
+@Suite(.ownThread) struct BoardProfileTests {
     /// A profile file is read completely; its id is the file name.
     @Test func loadsProfile() throws {
         let directory = boardsDirectory()

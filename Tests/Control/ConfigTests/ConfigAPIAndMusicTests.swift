@@ -1,8 +1,9 @@
 import BatonConfig
+import BatonTesting
 import FoundationEssentials
 import Testing
 
-@Suite struct ConfigAPITests {
+@Suite(.ownThread) struct ConfigAPITests {
     /// Loopback is localhost, 127.0.0.0/8 and ::1 in any spelling; everything else reaches the network.
     @Test(arguments: [
         ("127.0.0.1", true), ("127.1.2.3", true), ("localhost", true), ("LocalHost", true), ("::1", true),
@@ -69,7 +70,7 @@ private let musicSection = """
 
     """
 
-@Suite struct ConfigMusicTests {
+@Suite(.ownThread) struct ConfigMusicTests {
     /// Without a music section there is no music configuration.
     @Test func leavesMusicOutWhenAbsent() throws {
         #expect(try load(minimalZone).music == nil)
@@ -204,7 +205,7 @@ private let musicSection = """
     }
 }
 
-@Suite struct ConfigRoundTripTests {
+@Suite(.ownThread) struct ConfigRoundTripTests {
     /// A configuration using every new key reads back equal from its JSON (paths are already resolved).
     @Test func roundTripsNewKeysThroughJSON() throws {
         let text = """

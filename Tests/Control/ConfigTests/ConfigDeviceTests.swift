@@ -1,4 +1,5 @@
 import BatonConfig
+import BatonTesting
 import Testing
 
 /// Two mono zones on the two channels of one stereo device.
@@ -9,7 +10,7 @@ private let sharedAmp = """
 
     """
 
-@Suite struct ConfigDeviceTests {
+@Suite(.ownThread) struct ConfigDeviceTests {
     /// Zones listing channels of one PCM form one device, in file order, each zone a mono zone.
     @Test func groupsZonesSharingAPCMIntoOneDevice() throws {
         let configuration = try load(sharedAmp)

@@ -1,8 +1,9 @@
 import BatonConfig
+import BatonTesting
 import FoundationEssentials
 import Testing
 
-@Suite struct ConfigEncodingTests {
+@Suite(.ownThread) struct ConfigEncodingTests {
     /// The effective configuration encodes with the YAML key names and the file's text forms.
     @Test func encodesWithYAMLKeyNames() throws {
         let configuration = try load(

@@ -1,7 +1,8 @@
 import BatonConfig
+import BatonTesting
 import Testing
 
-@Suite struct ConfigErrorTests {
+@Suite(.ownThread) struct ConfigErrorTests {
     /// An unsupported format names file, line, column (of the value), key path and the choices.
     @Test func reportsUnsupportedFormat() {
         #expect(

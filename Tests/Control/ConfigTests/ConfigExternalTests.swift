@@ -1,8 +1,9 @@
 import BatonConfig
+import BatonTesting
 import Testing
 
 /// `external-sources:` (docs/CONFIG.md, docs/EXTERNAL.md).
-@Suite struct ConfigExternalTests {
+@Suite(.ownThread) struct ConfigExternalTests {
     /// The example reads as written: classes, zones, modes, each kind of control, the socket.
     @Test func readsEveryKindOfExternalSource() throws {
         let config = try load(

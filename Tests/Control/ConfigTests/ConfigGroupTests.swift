@@ -1,4 +1,5 @@
 import BatonConfig
+import BatonTesting
 import Testing
 
 /// Three zones, before any groups.
@@ -18,7 +19,7 @@ private let withGroups =
 
         """
 
-@Suite struct ConfigGroupTests {
+@Suite(.ownThread) struct ConfigGroupTests {
     /// Groups are read in file order with their zones as listed.
     @Test func readsGroups() throws {
         let configuration = try load(withGroups)
@@ -98,7 +99,7 @@ private let withGroups =
     }
 }
 
-@Suite struct ConfigVolumeTests {
+@Suite(.ownThread) struct ConfigVolumeTests {
     /// Volumes are percentages or fractions of 1.
     @Test(arguments: [
         ("80%", 0.8), ("0.8", 0.8), ("100%", 1.0), ("0%", 0.0), ("1", 1.0), ("0", 0.0),

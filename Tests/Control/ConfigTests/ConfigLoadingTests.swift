@@ -1,8 +1,9 @@
 import BatonConfig
+import BatonTesting
 import Glibc
 import Testing
 
-@Suite struct ConfigLoadingTests {
+@Suite(.ownThread) struct ConfigLoadingTests {
     /// The shipped config/baton.yaml loads with the two card-less zones, the default API and policy,
     /// and paths resolved against the config directory.
     @Test func loadsDefaultConfigFile() throws {

@@ -1,8 +1,9 @@
 import BatonConfig
+import BatonTesting
 import Testing
 
 /// `silence-alarm:`: how long a zone may stay silent while a source is heard.
-@Suite struct ConfigSilenceAlarmTests {
+@Suite(.ownThread) struct ConfigSilenceAlarmTests {
     /// Absent, it is 2 s; a duration in range is taken, and written back in the effective config.
     @Test func readsTheSilenceAlarm() throws {
         #expect(try load(minimalZone).silenceAlarm == .seconds(2))

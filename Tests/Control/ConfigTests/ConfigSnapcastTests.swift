@@ -1,5 +1,6 @@
 import AudioCore
 import BatonConfig
+import BatonTesting
 import FoundationEssentials
 import Testing
 
@@ -17,7 +18,7 @@ private let upstairs = """
 
     """
 
-@Suite struct ConfigSnapcastTests {
+@Suite(.ownThread) struct ConfigSnapcastTests {
     /// A Snapcast zone reads its section, is paced by the system clock, writes S16_LE, and is a
     /// "device" of its own named after its source; the buffer defaults to 1 s.
     @Test func readsASnapcastZone() throws {

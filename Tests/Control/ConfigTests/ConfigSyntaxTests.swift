@@ -1,7 +1,8 @@
 import BatonConfig
+import BatonTesting
 import Testing
 
-@Suite struct ConfigSyntaxTests {
+@Suite(.ownThread) struct ConfigSyntaxTests {
     /// Durations in us, ms, s and m, with decimals, parse exactly.
     @Test(arguments: [
         ("500us", Duration.microseconds(500)),

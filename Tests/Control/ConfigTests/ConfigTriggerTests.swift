@@ -1,4 +1,5 @@
 import BatonConfig
+import BatonTesting
 import FoundationEssentials
 import Testing
 
@@ -55,7 +56,7 @@ private let gpioSection = "gpio:\n  - line: 17\n    announce: {sound: doorbell}\
 /// A valid intercom section after minimalZone (lines 4...5); tests append keys at line 6.
 private let intercomSection = "intercom:\n  rtp:\n"
 
-@Suite struct ConfigTriggerTests {
+@Suite(.ownThread) struct ConfigTriggerTests {
     /// Every key of device, mqtt, gpio, intercom and speech is read; mqtt files resolve against the
     /// config directory.
     @Test func readsEveryTriggerKey() throws {
@@ -400,7 +401,7 @@ private let intercomSection = "intercom:\n  rtp:\n"
     }
 }
 
-@Suite struct ConfigTriggerEncodingTests {
+@Suite(.ownThread) struct ConfigTriggerEncodingTests {
     /// The new sections encode with the file's key names and text forms; the MQTT password and key
     /// appear only as paths.
     @Test func encodesTriggerSections() throws {

@@ -1,7 +1,8 @@
+import BatonTesting
 import Intercom
 import Testing
 
-@Suite struct CallMonitorTests {
+@Suite(.ownThread) struct CallMonitorTests {
     /// Three packets of one stream in a row start a call; silence for the timeout ends it; the next
     /// stream starts another once it has sent three.
     @Test func endsACallAfterTheSilenceTimeout() {

@@ -6,7 +6,7 @@ import Testing
 
 /// The jitter buffer driven by a manual clock: packets "arrive" at chosen instants, the output consumes
 /// 20 ms every 20 ms, and the real libopus decodes what the buffer says to play.
-@Suite struct JitterBufferTests {
+@Suite(.ownThread) struct JitterBufferTests {
     /// In-order packets all play; none is lost, late or duplicate, and the tone comes out.
     @Test func playsInOrderPackets() throws {
         let packets = try tonePackets(seconds: 2)

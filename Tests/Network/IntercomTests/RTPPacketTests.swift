@@ -1,7 +1,8 @@
+import BatonTesting
 import Intercom
 import Testing
 
-@Suite struct RTPPacketTests {
+@Suite(.ownThread) struct RTPPacketTests {
     /// A minimal packet's header fields are read as sent, and its payload follows the 12-byte header.
     @Test func parsesAMinimalPacket() throws {
         let bytes: [UInt8] = [0x80, 0xE0, 0x12, 0x34, 0xDE, 0xAD, 0xBE, 0xEF, 0x01, 0x02, 0x03, 0x04, 0xAA, 0xBB]

@@ -8,7 +8,7 @@ import Testing
 
 /// The receiver over real loopback UDP: ffmpeg as an independent sender, and a Swift sender that
 /// loses, reorders and mixes in garbage.
-@Suite(.serialized) struct RTPReceiverTests {
+@Suite(.serialized, .ownThread) struct RTPReceiverTests {
     /// ffmpeg's RTP/Opus (payload type 97, marker on every packet) is received, decoded and heard:
     /// the 440 Hz tone is present without a gap over the steady part, and the call ends on silence.
     @Test func receivesFFmpegRTP() async throws {

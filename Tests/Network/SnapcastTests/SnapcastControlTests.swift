@@ -9,7 +9,7 @@ import Testing
 
 /// The JSON-RPC client against a real snapserver, and against answers snapserver would never give
 /// (served by Baton's own HTTP server), which must be reported with the JSON path of the bad value.
-@Suite struct SnapcastControlTests {
+@Suite(.ownThread) struct SnapcastControlTests {
     /// Reading the status and moving a stream works against the real server; an unknown group is
     /// the server's JSON-RPC error, named with the method.
     @Test func talksToARealServer() throws {

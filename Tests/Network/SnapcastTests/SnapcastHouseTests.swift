@@ -11,7 +11,7 @@ import Testing
 
 /// Baton feeding a real snapserver with two real snapclients: what the speakers play, when, and
 /// how the house recovers from a server restart.
-@Suite(.serialized) struct SnapcastHouseTests {
+@Suite(.serialized, .ownThread) struct SnapcastHouseTests {
     /// A doorbell and music reach both speakers within 2 ms of each other, one server buffer after
     /// Baton mixed them; the music is interrupted by the bell and resumes; Baton groups both
     /// speakers on the zone's stream and sets the configured volume; after a snapserver restart

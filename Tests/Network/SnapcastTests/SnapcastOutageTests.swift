@@ -17,7 +17,7 @@ import Testing
 /// nothing) while its stream source is a real snapserver: the zone waits for an answer before it
 /// carries audio, as documented, and says so — `zone-unavailable` with why, once the wait has lasted
 /// 2 s. It used to wait silently: the status said unavailable and no event came.
-@Suite struct SnapcastOutageTests {
+@Suite(.ownThread) struct SnapcastOutageTests {
     /// A started daemon with one Snapcast zone, `upstairs` (stereo at `rate`), on `snapcast`;
     /// `sounds` writes into its sounds directory first.
     static func daemon(

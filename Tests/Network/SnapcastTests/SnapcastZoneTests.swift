@@ -1,9 +1,10 @@
+import BatonTesting
 import Snapcast
 import Testing
 
 /// The planner that keeps a zone's speakers grouped on its stream: a pure function of the server's
 /// status, so each case reads as "the server says this → Baton makes these calls".
-@Suite struct SnapcastZoneTests {
+@Suite(.ownThread) struct SnapcastZoneTests {
     typealias Client = ServerStatus.Client
     typealias Group = ServerStatus.Group
 

@@ -1,10 +1,11 @@
+import BatonTesting
 import FoundationEssentials
 import Subsonic
 import Testing
 
 /// Decoding of shapes the test server (Supysonic) does not produce: OpenSubsonic fields, numeric IDs,
 /// single objects in place of lists. Fixtures follow the OpenSubsonic documentation's examples.
-@Suite struct DecodingTests {
+@Suite(.ownThread) struct DecodingTests {
     private func decode<T: Decodable>(_ json: String, as type: T.Type = T.self) throws -> T {
         try JSONTestDecoder.decode(json, as: type)
     }
@@ -76,7 +77,7 @@ enum JSONTestDecoder {
 }
 
 /// ReplayGain factors: the chosen gain, the other as a fallback, the peak as a limit.
-@Suite struct ReplayGainFactorTests {
+@Suite(.ownThread) struct ReplayGainFactorTests {
     @Test func picksTrackOrAlbumAndLimitsByPeak() {
         let rg = ReplayGain(trackGain: -6.0206, albumGain: -9.5424, trackPeak: 0.5, albumPeak: 0.9)
         #expect(abs(rg.factor(album: false) - 0.5) < 1e-4)

@@ -1,7 +1,8 @@
+import BatonTesting
 import Subsonic
 import Testing
 
-@Suite struct MD5Tests {
+@Suite(.ownThread) struct MD5Tests {
     /// MD5 matches the test suite of RFC 1321 (appendix A.5), including multi-block messages.
     @Test(arguments: [
         ("", "d41d8cd98f00b204e9800998ecf8427e"),

@@ -8,7 +8,7 @@ import Testing
 
 /// Against the real Supysonic 0.7.9 started by `scripts/subsonic-server.sh start` (never skipped: a
 /// missing server fails each test with the command to run). Serialized: one test restarts the server.
-@Suite(.serialized) struct SubsonicServerTests {
+@Suite(.serialized, .ownThread) struct SubsonicServerTests {
     /// ping succeeds: Supysonic refuses the token (error 10), the client falls back to `p=enc:` and keeps it.
     @Test func fallsBackFromTokenToEncodedPassword() throws {
         let client = try TestServer.current().client()

@@ -3,7 +3,7 @@ import Curl
 import Subsonic
 import Testing
 
-@Suite struct UnreachableServerTests {
+@Suite(.ownThread) struct UnreachableServerTests {
     /// A Subsonic client pointed at a closed port reports a transport error without the password.
     @Test func reportsAnUnreachableSubsonicServer() throws {
         let port = try FreePort.next()

@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// aplay through `baton_x`, the real plugin and the real batond (issue 13 §3).
-@Suite(.serialized) struct AplayTests {
+@Suite(.serialized, .ownThread) struct AplayTests {
     /// The music: the left channel carries 10000 + (n mod 20000) at frame n, the right is silent, so
     /// every frame is recognisable in the zone's output (and never rounds to 0 in a fade).
     static func music(frames: Int) -> [Int16] {
@@ -292,7 +292,7 @@ func monotonicSeconds() -> Double {
 }
 
 /// The plugin any ALSA program loads.
-@Suite struct PluginTests {
+@Suite(.ownThread) struct PluginTests {
     /// It needs alsa-lib and libc, never the Swift runtime (a program loading it gets no Swift).
     @Test func thePluginDoesNotLinkTheSwiftRuntime() {
         let plugin = Subprocess.buildDirectory + "/libasound_module_pcm_baton.so"
@@ -306,7 +306,7 @@ func monotonicSeconds() -> Double {
 }
 
 /// idle-release: a program that keeps its device open but stops writing gives the zones back.
-@Suite struct IdleReleaseTests {
+@Suite(.ownThread) struct IdleReleaseTests {
     /// aplay reading raw frames from a FIFO: 1 s of frames, then nothing for longer than
     /// `idle-release` (the source is released: `played`), then frames again (admitted anew).
     @Test func aSilentProgramIsReleasedAndAdmittedAgainWhenItWrites() throws {
@@ -418,7 +418,7 @@ func monotonicSeconds() -> Double {
 }
 
 /// A peer that is not the plugin gets a clear ERROR, and batond runs on.
-@Suite struct HostilePeerTests {
+@Suite(.ownThread) struct HostilePeerTests {
     /// Connects to the socket, sends `bytes`, and returns what batond answers before it closes.
     static func exchange(_ socketPath: String, _ bytes: [UInt8]) -> String {
         let fd = connectPeer(socketPath)

@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// MPD (with mpc) playing to `baton_mpd`, `when-interrupted: pause`, controlled through MPD's protocol.
-@Suite(.serialized) struct MPDTests {
+@Suite(.serialized, .ownThread) struct MPDTests {
     final class MPD {
         let port: Int
         let process: BackgroundProcess

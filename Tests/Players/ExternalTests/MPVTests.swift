@@ -4,7 +4,7 @@ import Testing
 
 /// mpv with mpv-mpris on a private D-Bus session bus, playing to `baton_mpv`, `when-interrupted:
 /// pause`, controlled through MPRIS (sd-bus).
-@Suite(.serialized) struct MPVTests {
+@Suite(.serialized, .ownThread) struct MPVTests {
     /// A private session bus (dbus-daemon --session) in `directory`; killed on deinit.
     final class SessionBus {
         let address: String

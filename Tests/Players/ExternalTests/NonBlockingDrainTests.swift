@@ -6,7 +6,7 @@ import Testing
 /// A program that opens the `baton` PCM non-blocking and drains it (MPD does, at the end of its
 /// queue): through real alsa-lib, from Python's ctypes — no player in Debian drains non-blocking on
 /// its own at a moment a test can choose.
-@Suite struct NonBlockingDrainTests {
+@Suite(.ownThread) struct NonBlockingDrainTests {
     /// Opens `baton_x` with SND_PCM_NONBLOCK (a 1 s buffer), writes 1.5 s, waits for the `go` file
     /// (the doorbell holds the source before what it wrote has played), then drains:
     /// prints the first call's answer and how long it took; then, as MPD does, polls until the

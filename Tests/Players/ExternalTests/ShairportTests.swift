@@ -6,7 +6,7 @@ import Testing
 /// PulseAudio's RAOP sink on 127.0.0.1 (see ../shared/notes/airplay-test-sender.md). avahi-daemon
 /// and shairport-sync need a system bus: a private `dbus-daemon` stands in for it through
 /// `DBUS_SYSTEM_BUS_ADDRESS`, which batond's sd-bus uses too.
-@Suite(.serialized) struct ShairportTests {
+@Suite(.serialized, .ownThread) struct ShairportTests {
     /// The tone's level in a quarter second of the zone's left channel starting at `second`.
     static func level(_ left: [Int16], at second: Double) -> Double {
         let from = Int(second * 48_000)

@@ -11,7 +11,7 @@ import Testing
 @testable import ControlParts
 
 /// The bearer token required when the API is reachable beyond loopback.
-@Suite struct APITokenTests {
+@Suite(.ownThread) struct APITokenTests {
     /// A test daemon and its API with the token `s3cret-token`, on a server of its own (stop both).
     static func tokenAPI() throws -> (TestDaemon, HTTPServer) {
         let t = try TestDaemon()

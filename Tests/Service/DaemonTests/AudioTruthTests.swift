@@ -13,7 +13,7 @@ import Testing
 
 /// The state never lies, down to the period: what status and the events say is checked against the
 /// samples the zone wrote (an ALSA file PCM, whose frame n is the zone's frame n).
-@Suite(.serialized) struct AudioTruthTests {
+@Suite(.serialized, .ownThread) struct AudioTruthTests {
     /// Status samples taken as fast as the daemon answers, each with the zone's audible frame.
     struct Sample {
         var state: String

@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// The `batond` executable itself: config validation at start-up.
-@Suite struct BatondProcessTests {
+@Suite(.ownThread) struct BatondProcessTests {
     var batond: String { Subprocess.buildDirectory + "/batond" }
 
     /// The shipped default config passes `--check`.

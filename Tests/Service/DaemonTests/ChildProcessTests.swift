@@ -11,7 +11,7 @@ import Testing
 /// batond's threads block SIGTERM, SIGINT and SIGHUP (the main thread takes them with `sigwait`)
 /// and it ignores SIGPIPE; a child inherits both through `exec` unless it is spawned with
 /// `ChildProcess.withDefaultSignals`. Each test runs the spawner on a thread set up like batond's.
-@Suite struct ChildProcessTests {
+@Suite(.ownThread) struct ChildProcessTests {
     /// Runs `body` on a thread that blocks and ignores what batond's threads do; its result.
     func onABatondLikeThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
         signal(SIGPIPE, SIG_IGN)

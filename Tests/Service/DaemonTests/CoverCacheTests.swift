@@ -6,7 +6,7 @@ import Testing
 @testable import ControlParts
 
 /// The disk cache of cover art: bounded, oldest out first, and safe whatever the server's ids are.
-@Suite struct CoverCacheTests {
+@Suite(.ownThread) struct CoverCacheTests {
     /// Past the byte limit the least recently stored images are removed; what is kept is found again
     /// with its content type; nothing is kept without a directory.
     @Test func keepsImagesWithinItsBound() throws {

@@ -13,7 +13,7 @@ import Testing
 
 /// The cross-site rules, through the real HTTP server: a page on another site must not be able to
 /// ring the doorbell through a browser, nor reach the API under a rebound DNS name.
-@Suite struct CrossSiteTests {
+@Suite(.ownThread) struct CrossSiteTests {
     /// Sends one raw request with the given headers (and body) to the daemon's API.
     static func send(
         _ t: TestDaemon, _ method: String, _ path: String, headers: [String], body: String = ""

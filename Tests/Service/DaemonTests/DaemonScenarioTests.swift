@@ -9,7 +9,7 @@ import Testing
 @testable import ControlParts
 
 /// The doorbell scenario end to end: HTTP API → arbiter → slots → real alsa-lib file PCMs.
-@Suite(.serialized) struct DaemonScenarioTests {
+@Suite(.serialized, .ownThread) struct DaemonScenarioTests {
     let period = 441, ramp = 441  // kitchen: 44.1 kHz, 10 ms periods, 10 ms default ramp
 
     func level(_ s: [Float], _ at: Int, _ hz: Double, frames: Int = 441) -> Double {

@@ -9,7 +9,7 @@ import Testing
 /// What the daemon reports for a `clock: device` zone on the virtual sound card (docs/TESTING.md):
 /// the card's faults as the status and the event stream show them, while another zone plays on.
 /// The engine-level proofs (every frame once, positions to the card's count) are DeviceCardTests.
-@Suite struct DeviceZoneTests {
+@Suite(.ownThread) struct DeviceZoneTests {
     func zone(_ t: TestDaemon, _ name: String) throws -> StatusReport.Zone? {
         try t.status().zones.first { $0.name == name }
     }

@@ -10,7 +10,7 @@ import Testing
 @testable import ControlParts
 
 /// Ducking and per-zone muting, checked on the zones' output files.
-@Suite(.serialized) struct DuckAndMuteTests {
+@Suite(.serialized, .ownThread) struct DuckAndMuteTests {
     let period = 441, ramp = 441
 
     func level(_ s: [Float], _ at: Int, _ hz: Double, rate: Int = 44_100) -> Double {

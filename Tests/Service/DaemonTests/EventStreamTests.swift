@@ -10,7 +10,7 @@ import Testing
 @testable import ControlParts
 
 /// `GET /api/v1/events`: the arbiter's effects as Server-Sent Events, in order, with reasons.
-@Suite struct EventStreamTests {
+@Suite(.ownThread) struct EventStreamTests {
     /// Music then a doorbell streams granted → granted → interruption-began → played → finished →
     /// interruption-ended(shouldResume: true), each with its source and reason, and an `audible`
     /// event for each source once its first frame is heard.

@@ -8,7 +8,7 @@ import Testing
 
 /// An external player as a source, driven as the control plane drives it, with its stream on a
 /// socket pair (the program's end closed as a paused player closes its device).
-@Suite struct ExternalPlayerTests {
+@Suite(.ownThread) struct ExternalPlayerTests {
     /// What Baton tells the player, and nothing seen of the user.
     final class Told: PlayerControl, @unchecked Sendable {
         let said = Mutex<[String]>([])

@@ -1,10 +1,11 @@
+import BatonTesting
 import Testing
 
 @testable import Players
 
 /// What an external player's samples become in the mix: S16 ÷ 32767 (the scale batond writes S16
 /// with, so S16 passes through bit-exact), S32 ÷ 2³¹, float as it is but for what is not finite.
-@Suite struct ExternalSampleTests {
+@Suite(.ownThread) struct ExternalSampleTests {
     func converted(_ bytes: [UInt8], _ sample: ExternalSampleFormat, count: Int) -> [Float] {
         var out = [Float](repeating: .nan, count: count)
         bytes.withUnsafeBytes { raw in

@@ -8,7 +8,7 @@ import Testing
 @testable import Players
 
 /// An external program's stream, on a socket pair (filling a slot of a test daemon's zone).
-@Suite struct ExternalStreamTests {
+@Suite(.ownThread) struct ExternalStreamTests {
     /// Discarding (`drop` while interrupted), a program that paused (sent nothing for a while) is
     /// taken at its rate again when it goes on, not at once for as long as it paused: the clock
     /// owed it the pause, and the first frames of its resume went in one gulp (the music's

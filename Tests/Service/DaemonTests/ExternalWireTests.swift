@@ -1,9 +1,10 @@
+import BatonTesting
 import Testing
 
 @testable import Players
 
 /// The wire protocol's messages as batond writes them.
-@Suite struct ExternalWireTests {
+@Suite(.ownThread) struct ExternalWireTests {
     /// An ERROR longer than the plugin reads (its 1024-byte input, with the header) is cut at a
     /// character, ending "…": it was sent whole, and the plugin took batond for a peer that is not
     /// batond, the sentence lost. A short one goes as it is.

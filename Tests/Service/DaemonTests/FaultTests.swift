@@ -12,7 +12,7 @@ import Testing
 /// Faults the daemon lives through: a PCM that cannot be opened until later, and a state file that
 /// cannot be written (full disk, a state-dir that cannot exist). Each: what the user sees, and
 /// nothing lost.
-@Suite(.serialized) struct FaultTests {
+@Suite(.serialized, .ownThread) struct FaultTests {
     /// A zone whose PCM cannot be opened is `unavailable` with the ALSA error while the other plays;
     /// once the device can be opened (here: its file's directory appears) the zone becomes available
     /// by itself and plays.

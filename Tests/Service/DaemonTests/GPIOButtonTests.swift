@@ -22,7 +22,7 @@ final class HeldEdgeSource: EdgeSource, @unchecked Sendable {
 /// GPIO buttons in the daemon. This machine has no GPIO chip: the edges come from a recorded trace
 /// through the same `EdgeSource` interface the libgpiod reader implements; the real reader is used
 /// for the missing-chip case.
-@Suite(.serialized) struct GPIOButtonTests {
+@Suite(.serialized, .ownThread) struct GPIOButtonTests {
     /// A press with contact bounce (falling edge, bounces within 50 ms, release) rings the doorbell
     /// once: one announcement, one press counted, 1 kHz in the kitchen.
     @Test func bouncyPressRingsOnce() throws {

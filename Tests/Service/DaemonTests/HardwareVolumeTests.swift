@@ -8,7 +8,7 @@ import Testing
 
 /// A zone configured for hardware volume whose mixer control cannot be opened (this machine has
 /// no sound card) says so and falls back to software gain; the volume API works on.
-@Suite struct HardwareVolumeTests {
+@Suite(.ownThread) struct HardwareVolumeTests {
     @Test func missingMixerFallsBackToSoftwareGain() throws {
         let t = try TestDaemon(mixers: ["kitchen": "Digital"])
         defer { t.stop() }

@@ -12,7 +12,7 @@ import Testing
 /// The Home Assistant entities as HA would see them: the retained discovery payloads read from the
 /// real mosquitto broker, checked against HA's MQTT discovery keys per platform, and each entity's
 /// command topic driven with `mosquitto_pub` the way HA publishes to it.
-@Suite(.serialized) struct HomeAssistantEntityTests {
+@Suite(.serialized, .ownThread) struct HomeAssistantEntityTests {
     let base = "baton/test-speaker"
 
     /// The keys HA's MQTT integration documents for each platform Baton uses (those shared by every

@@ -15,7 +15,7 @@ import Testing
 // answered with a clear error, after which the daemon still answers `GET /api/v1/status`. What other
 // suites already cover is listed in docs/RELIABILITY.md ("Bad input") rather than repeated here.
 
-@Suite("Hostile input")
+@Suite("Hostile input", .ownThread)
 struct HostileInputTests {
     /// The error text of a JSON error answer, or the body when it is not one.
     static func error(_ r: RawClient.Response) -> String {

@@ -13,7 +13,7 @@ import Testing
 /// Intercom calls end to end: RTP/Opus from ffmpeg (an independent sender) into the daemon's
 /// receiver, through the arbiter, into the zone's output file; and the policy between calls and
 /// doorbells, checked on the event stream.
-@Suite(.serialized) struct IntercomCallTests {
+@Suite(.serialized, .ownThread) struct IntercomCallTests {
     func level(_ s: [Float], _ at: Int, _ hz: Double, frames: Int = 2_205) -> Double {
         guard at >= 0, at + frames <= s.count else { return -1 }
         return Signals.windowedToneLevel(s[at..<(at + frames)], frequency: hz, rate: 44_100)

@@ -9,7 +9,7 @@ import Testing
 @testable import ControlParts
 
 /// The web app's library endpoints and queue edits, against the real Subsonic test server.
-@Suite struct LibraryAndQueueTests {
+@Suite(.ownThread) struct LibraryAndQueueTests {
     struct Songs: Decodable {
         struct Song: Decodable {
             var id: String

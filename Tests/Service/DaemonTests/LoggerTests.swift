@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 
 /// batond's log: under systemd its standard error is a socket to journald.
-@Suite struct LoggerTests {
+@Suite(.ownThread) struct LoggerTests {
     /// A journal that does not read (journald held by a busy disk) holds no thread that logs: what it
     /// does not take is dropped, and the next line that goes through says how many. batond waited in
     /// the write, and with it every thread that logs — the monitor too, with the control plane's lock.

@@ -8,7 +8,7 @@ import Testing
 
 /// `control: {mpd: …}` pointed at something that is not a working MPD: the control reports what is
 /// wrong, and neither memory nor a CPU nor the watcher's thread is taken for good.
-@Suite struct MPDControlHostileTests {
+@Suite(.ownThread) struct MPDControlHostileTests {
     /// A server on 127.0.0.1 that greets like MPD, then runs `behave` on each connection (on a
     /// thread of its own) until it returns. Counts connections.
     final class FakeMPD: @unchecked Sendable {

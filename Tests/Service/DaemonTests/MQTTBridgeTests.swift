@@ -11,7 +11,7 @@ import Testing
 
 /// The daemon on a real mosquitto broker (one per test, on a free loopback port), driven and watched
 /// by `mosquitto_pub` / `mosquitto_sub` as independent clients.
-@Suite(.serialized) struct MQTTBridgeTests {
+@Suite(.serialized, .ownThread) struct MQTTBridgeTests {
     static let topicBase = "baton/test-speaker"
     let base = MQTTBridgeTests.topicBase
 

@@ -1,3 +1,4 @@
+import BatonTesting
 import Subsonic
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// that looked at what the streamer writes just before could remove or move the entry already
 /// taken, play on, and have it heard anyway. The edit sees, under the queue's lock, which entry
 /// the streamer was last given.
-@Suite struct MusicQueueEditTests {
+@Suite(.ownThread) struct MusicQueueEditTests {
     static func queue(_ count: Int) -> MusicQueue {
         MusicQueue(
             songs: (0..<count).map { Song(id: "s\($0)", title: "Song \($0)") },

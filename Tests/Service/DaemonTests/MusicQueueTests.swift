@@ -14,7 +14,7 @@ import Testing
 
 /// Seek, ReplayGain, the play queue kept across a restart, and a pause long enough for the server
 /// to drop the idle connection — all against the real Subsonic test server, checked in the zone's file.
-@Suite(.serialized) struct MusicQueueTests {
+@Suite(.serialized, .ownThread) struct MusicQueueTests {
     func position(_ t: TestDaemon, _ id: String) -> Double {
         (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0
     }

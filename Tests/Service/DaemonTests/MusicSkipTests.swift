@@ -9,7 +9,7 @@ import Testing
 
 /// A queue with tracks the server will not stream (answered, through `SubsonicRefusingProxy`, as
 /// Supysonic answers a song it does not have), against the real Subsonic test server.
-@Suite struct MusicSkipTests {
+@Suite(.ownThread) struct MusicSkipTests {
     /// The daemon on a proxy that refuses `refused` (titles), the queue `titles` playing from
     /// 19 s into its first 20 s track. Returns the daemon and the source's id.
     static func playing(

@@ -12,7 +12,7 @@ import Testing
 
 /// Music streamed from the real Subsonic test server (Supysonic on 127.0.0.1) through the pipeline:
 /// libcurl → decoder → resampler → slot ring → output thread → ALSA file PCM.
-@Suite(.serialized) struct MusicTests {
+@Suite(.serialized, .ownThread) struct MusicTests {
     func level(_ s: [Float], _ at: Int, _ hz: Double, frames: Int = 4_410) -> Double {
         guard at >= 0, at + frames <= s.count else { return -1 }
         return Signals.windowedToneLevel(s[at..<(at + frames)], frequency: hz, rate: 44_100)

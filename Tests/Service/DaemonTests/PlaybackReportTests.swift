@@ -9,7 +9,7 @@ import Testing
 /// OpenSubsonic `reportPlayback`: what the server is told the player does, against the real
 /// Subsonic test server behind `SubsonicRefusingProxy`, which offers the extension and records
 /// the reports in the order it answers them.
-@Suite struct PlaybackReportTests {
+@Suite(.ownThread) struct PlaybackReportTests {
     /// The server hears starting, playing, paused, playing, stopped as they happened, even when it is
     /// slow to answer the pause: the report of the resume waits for it. Each report went out on a thread of
     /// its own; the resume's reached the server first and the pause's after it, and the server

@@ -1,3 +1,4 @@
+import BatonTesting
 import Synchronization
 import Testing
 
@@ -5,7 +6,7 @@ import Testing
 
 /// Telling Baton's own pauses and plays of an external player from the user's, as MPD's and
 /// MPRIS's controls see the player report them, on a clock of the test's.
-@Suite struct PlayerStateWatchTests {
+@Suite(.ownThread) struct PlayerStateWatchTests {
     final class Clock: Sendable {
         let now = Atomic<Int>(1_000_000_000)
         func advance(seconds: Double) { now.add(Int(seconds * 1e9), ordering: .relaxed) }

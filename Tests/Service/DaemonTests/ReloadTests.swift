@@ -10,7 +10,7 @@ import Testing
 @testable import ControlParts
 
 /// Configuration reload: applied as a diff, unchanged zones never stop, invalid configs are refused.
-@Suite(.serialized) struct ReloadTests {
+@Suite(.serialized, .ownThread) struct ReloadTests {
     /// Changing one zone and adding another leaves the unchanged zone's device and its music
     /// untouched: the tone in its file never breaks across the reload.
     @Test func reloadKeepsUnchangedZonesPlaying() throws {

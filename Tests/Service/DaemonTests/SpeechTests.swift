@@ -9,7 +9,7 @@ import Testing
 @testable import ControlParts
 
 /// Spoken announcements through the real espeak-ng, checked in the zone's output file.
-@Suite(.serialized) struct SpeechTests {
+@Suite(.serialized, .ownThread) struct SpeechTests {
     /// A text is spoken in the kitchen: the file holds about a second of speech-level audio after the
     /// grant, the source is labelled with its text, and the same text again within the coalesce
     /// window plays once.

@@ -13,7 +13,7 @@ import Testing
 
 /// The web app (`GET /`) rendered by a real headless browser (Debian's `chromium`), as a DOM dump:
 /// the quick check; the Selenium run (`scripts/test-webapp.py`) drives it like a person.
-@Suite struct StatusPageTests {
+@Suite(.ownThread) struct StatusPageTests {
     /// Whether a zone card's HTML shows `state`: as its state, or as the last one it said before
     /// batond stopped answering (the dump is taken once the server is gone).
     static func said(_ card: String, _ state: String) -> Bool {

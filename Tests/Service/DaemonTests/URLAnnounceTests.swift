@@ -12,7 +12,7 @@ import Testing
 
 /// Announcements from a URL (Home Assistant's TTS), served by a slow HTTP server on 127.0.0.1 and
 /// checked in the zone's output file.
-@Suite(.serialized) struct URLAnnounceTests {
+@Suite(.serialized, .ownThread) struct URLAnnounceTests {
     static let allowLoopback = AnnounceConfig(allowURLHosts: ["127.0.0.1"])
 
     /// A 1 kHz MP3 (4 s, stereo, 44.1 kHz, 96 kbit/s by default) made by ffmpeg, loud (about 0.5).

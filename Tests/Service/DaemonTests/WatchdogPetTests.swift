@@ -1,9 +1,10 @@
+import BatonTesting
 import Testing
 
 @testable import BatonService
 
 /// How often batond pets systemd's watchdog for a `WatchdogSec=`.
-@Suite struct WatchdogPetTests {
+@Suite(.ownThread) struct WatchdogPetTests {
     /// Half the interval, at least 10 ms apart, at most a minute: a `WatchdogSec=3h` trapped batond at
     /// its start (half of it in µs is past `UInt32`), and systemd restarted it into the same trap.
     @Test func petsAtHalfTheIntervalWithinBounds() {

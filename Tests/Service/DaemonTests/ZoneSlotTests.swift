@@ -8,7 +8,7 @@ import Testing
 /// A zone mixes up to eight sources, one per slot. A source granted while every slot of a zone is
 /// taken waits for one (a slot let go of is free once the output thread has passed it); one that
 /// finds none within the wait is not started and ends, saying why.
-@Suite struct ZoneSlotTests {
+@Suite(.ownThread) struct ZoneSlotTests {
     /// Every slot of the kitchen taken when the doorbell is granted: it waits, and is heard once one
     /// is let go of. It used to be started with no slot there: granted, and silent for good.
     /// (The wait is made 10 s here: this thread's HTTP round trip before the release took longer

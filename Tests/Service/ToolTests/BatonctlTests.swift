@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// `batonctl` against the real `batond` executable on file PCMs, through its HTTP API.
-@Suite struct BatonctlTests {
+@Suite(.ownThread) struct BatonctlTests {
     static var batonctl: String { Subprocess.buildDirectory + "/batonctl" }
 
     /// `status` lists both zones as available with their format, and `--json` prints batond's answer;

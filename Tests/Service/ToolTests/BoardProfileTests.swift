@@ -1,8 +1,9 @@
+import BatonTesting
 import Glibc
 import Testing
 
 /// The shipped board profiles in `boards/`, checked by the rules of docs/BOARDS.md.
-@Suite struct BoardProfileTests {
+@Suite(.ownThread) struct BoardProfileTests {
     static let directory = BatondProcess.repoRoot + "/boards"
 
     static func read(_ name: String) -> String {

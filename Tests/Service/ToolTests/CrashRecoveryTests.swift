@@ -5,7 +5,7 @@ import Testing
 
 /// batond killed with SIGKILL (no fade-out, no final save) and started again: the music queue and
 /// the position heard come back from state-dir (saved about once a second), and `resume` plays on.
-@Suite struct CrashRecoveryTests {
+@Suite(.ownThread) struct CrashRecoveryTests {
     /// The music section for the test Subsonic server that scripts/test.sh starts.
     static func musicSection() throws -> String {
         let env = getenv("BATON_SUBSONIC_ENV").map { String(cString: $0) } ?? "/tmp/baton-subsonic.env"

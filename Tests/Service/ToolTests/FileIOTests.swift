@@ -6,7 +6,7 @@ import Testing
 
 /// `FileIO.writeAtomically` with several writers of one path at once (the cover cache: two phones
 /// asking for the same cover).
-@Suite struct FileIOTests {
+@Suite(.ownThread) struct FileIOTests {
     /// Six threads each write the same path forty times (64 KiB of their own byte) while another
     /// reads it: every read is one writer's whole file, never an empty or a mixed one, and no
     /// temporary file is left. With one shared temporary name, a writer emptied (`O_TRUNC`) the

@@ -4,7 +4,7 @@ import Testing
 
 /// The real batond, idle, with everything that listens configured: its threads sleep until
 /// something happens (issue 15: no polling loops anywhere).
-@Suite struct IdleDaemonTests {
+@Suite(.ownThread) struct IdleDaemonTests {
     /// Two zones, MQTT on a real broker (connected), the intercom's RTP port and an external source's
     /// socket, nothing playing: over 3 s every thread runs at most a few times (the monitor once a
     /// second, for the state save). Before, the intercom's receiver looked every 20 ms (150 runs

@@ -4,7 +4,7 @@ import Testing
 
 /// One batond per configuration: a second one on the same configuration refuses to start before it
 /// touches a device, naming the one that runs; the lock of a killed daemon is taken over.
-@Suite struct InstanceLockTests {
+@Suite(.ownThread) struct InstanceLockTests {
     /// A second `batond --config X` exits non-zero with "another batond (pid N) runs this
     /// configuration" and never opens the PCMs; after SIGKILL of the first, a new one starts.
     @Test func secondDaemonOnOneConfigurationRefusesToStart() throws {

@@ -5,7 +5,7 @@ import Testing
 /// The packaging: the default /etc config, the systemd unit and the .deb layout. The release build of
 /// `scripts/build-deb.sh` is too slow for the suite, so the layout is built from the test build's
 /// binaries (`BATON_BIN_DIR`); docs/PACKAGING.md shows the real package.
-@Suite struct PackagingTests {
+@Suite(.ownThread) struct PackagingTests {
     static let root = BatondProcess.repoRoot
 
     /// The shipped /etc/baton/baton.yaml is a valid configuration.

@@ -6,7 +6,7 @@ import Testing
 /// Secrets never leave batond: a wrong Subsonic password and an MQTT password (to a broker that is
 /// not there) are used, fail and are retried, and neither appears in the log, the effective config,
 /// the status, the events or an error answer.
-@Suite struct SecretsTests {
+@Suite(.ownThread) struct SecretsTests {
     @Test func secretsAreNeverLoggedOrReturned() throws {
         let dir = TestDirectory.make("secrets")
         let subsonicSecret = "subsonic-Secret-\(UInt32.random(in: 1000...9999))"

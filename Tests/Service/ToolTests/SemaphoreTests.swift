@@ -1,3 +1,4 @@
+import BatonTesting
 import Glibc
 import OSThread
 import Testing
@@ -5,7 +6,7 @@ import Testing
 /// `Semaphore.wait(nanoseconds:)` keeps its time on CLOCK_MONOTONIC (glibc's sem_clockwait, through
 /// CGlibc): a wall clock stepped back no longer lengthens it. (Stepping this machine's clock in a
 /// test is not done; what is checked is the wait itself, on the clock it now uses.)
-@Suite struct SemaphoreTests {
+@Suite(.ownThread) struct SemaphoreTests {
     @Test func aTimedWaitEndsAtItsTimeOrAtAPost() {
         let s = Semaphore()
         let start = monotonicNanoseconds()

@@ -23,7 +23,7 @@ import Testing
 /// BATON_SOAK_FIFO=0 to run batond without CAP_SYS_NICE (no SCHED_FIFO), BATON_SOAK_STRESS=0 to
 /// leave stress-ng out, BATON_SOAK_RENDER_AHEAD=1 for zones with a 120 ms buffer that render ahead
 /// (`render-ahead: true`, docs/CONFIG.md).
-@Suite struct SoakTests {
+@Suite(.ownThread) struct SoakTests {
     static func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
 
     @Test func twoMinuteSoak() throws {

@@ -7,7 +7,7 @@ import Testing
 
 /// The soak's rule for an underrun (`StallWitness`): a stall of any CPU's canary excuses it, and
 /// the text says where it was found and which CPU was held; the canaries run on their CPUs.
-@Suite struct StallWitnessTests {
+@Suite(.ownThread) struct StallWitnessTests {
     /// A card's sidecar: opened at 1 s, an underrun at 2 s that its caller found 30 ms later on
     /// `cpu`, prepared right after.
     static func sidecar(foundOn cpu: Int) -> [TestCard.Event] {

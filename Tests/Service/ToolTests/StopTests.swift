@@ -6,7 +6,7 @@ import Testing
 
 /// batond's stop while a request waits on the music server: systemd gives the stop 5 s
 /// (`TimeoutStopSec`), then kills it (no fade-out, no last save).
-@Suite struct StopTests {
+@Suite(.ownThread) struct StopTests {
     /// `music/play` waits on a server that never answers (its request may take 30 s) when batond
     /// gets SIGTERM: it stops within systemd's 5 s, with its fade-out and last save ("stopped"),
     /// and the request ends unplayed. Before, the API's stop waited for the request, and batond was

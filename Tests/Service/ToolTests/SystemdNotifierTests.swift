@@ -1,10 +1,11 @@
+import BatonTesting
 import Glibc
 import Systemd
 import Testing
 
 /// `SystemdNotifier` through the real libsystemd `sd_notify`, received on a datagram socket that stands
 /// in for systemd's. Serialized: the tests set `NOTIFY_SOCKET` and `WATCHDOG_*` in this process.
-@Suite(.serialized) struct SystemdNotifierTests {
+@Suite(.serialized, .ownThread) struct SystemdNotifierTests {
     let notifier = SystemdNotifier()
 
     /// Runs `body` with `NOTIFY_SOCKET` pointing at a fresh socket, then unsets it.

@@ -12,7 +12,7 @@ import class OSThread.OSThread
 // time against the card's clock. Tests that are not about underruns give the card a 100 ms buffer
 // (`roomy`), so that a writer descheduled for tens of milliseconds on a busy two-core machine (seen
 // with the whole suite running) does not underrun where the test did not mean it to.
-@Suite(.serialized)
+@Suite(.serialized, .ownThread)
 struct TestCardTests {
     /// 480-frame periods in a 4800-frame buffer: ten periods of headroom.
     static let roomy = 4800

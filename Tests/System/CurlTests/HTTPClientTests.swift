@@ -5,7 +5,7 @@ import OSThread
 import Testing
 
 /// HTTPClient failures that need no Subsonic server: a closed port and a server that never answers.
-@Suite struct HTTPClientTests {
+@Suite(.ownThread) struct HTTPClientTests {
     /// A closed port on 127.0.0.1 fails at once with curl's "couldn't connect" (7), a transient error.
     @Test func reportsAClosedPort() throws {
         let port = try FreePort.next()

@@ -1,7 +1,8 @@
+import BatonTesting
 import Curl
 import Testing
 
-@Suite struct RedactionTests {
+@Suite(.ownThread) struct RedactionTests {
     /// Credentials in a Subsonic URL (p, t, s, apiKey, user:password@) are replaced by ***; the rest stays.
     @Test(arguments: [
         ("http://h/rest/ping?u=me&t=abc123&s=x9&v=1.16.1", "http://h/rest/ping?u=me&t=***&s=***&v=1.16.1"),

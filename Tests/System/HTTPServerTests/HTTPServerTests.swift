@@ -7,7 +7,7 @@ import Testing
 // Loopback tests of the HTTPServer wrapper through a tiny raw-socket HTTP/1.1 client, so that malformed
 // requests, oversize bodies and streamed chunks can be seen byte by byte.
 
-@Suite("HTTPServer")
+@Suite("HTTPServer", .ownThread)
 struct HTTPServerTests {
     /// A handler echoing the request in a fixed textual form.
     static let echo: @Sendable (HTTPRequest) -> HTTPResponse = { request in

@@ -1,7 +1,8 @@
+import BatonTesting
 import MQTT
 import Testing
 
-@Suite struct HomeAssistantDiscoveryTests {
+@Suite(.ownThread) struct HomeAssistantDiscoveryTests {
     static func discovery() throws -> HomeAssistantDiscovery {
         try HomeAssistantDiscovery(
             device: "kitchen", name: "Kitchen speaker", zones: ["main", "patio"], sounds: ["chime", "doorbell"])

@@ -32,7 +32,7 @@ func configuration(_ broker: MosquittoBroker, clientID: String = "baton-test") t
 
 /// Against a real mosquitto broker on 127.0.0.1 (one per test, on a free port), with `mosquitto_pub`
 /// and `mosquitto_sub` as independent peers.
-@Suite struct MQTTClientTests {
+@Suite(.ownThread) struct MQTTClientTests {
     /// A message published by the client is received by mosquitto_sub.
     @Test func publishesToAnotherClient() throws {
         let broker = try MosquittoBroker()

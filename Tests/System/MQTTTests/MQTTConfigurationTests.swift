@@ -1,3 +1,4 @@
+import BatonTesting
 import MQTT
 import Testing
 
@@ -12,7 +13,7 @@ struct BadField: Sendable, CustomTestStringConvertible {
     var testDescription: String { message }
 }
 
-@Suite struct MQTTConfigurationTests {
+@Suite(.ownThread) struct MQTTConfigurationTests {
     static func base() -> MQTTConfiguration {
         MQTTConfiguration(broker: MQTTURL(host: "127.0.0.1", port: 1883), clientID: "baton-kitchen")
     }

@@ -1,7 +1,8 @@
+import BatonTesting
 import MQTT
 import Testing
 
-@Suite struct MQTTURLTests {
+@Suite(.ownThread) struct MQTTURLTests {
     /// Good URLs give host, port (default by scheme) and TLS.
     @Test(arguments: [
         ("mqtt://broker.lan", "broker.lan", 1883, false),

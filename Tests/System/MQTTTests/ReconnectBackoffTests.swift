@@ -1,7 +1,8 @@
+import BatonTesting
 import MQTT
 import Testing
 
-@Suite struct ReconnectBackoffTests {
+@Suite(.ownThread) struct ReconnectBackoffTests {
     /// The wait starts at the minimum, doubles per failure, and stays at the maximum.
     @Test func doublesUpToTheMaximum() {
         var backoff = ReconnectBackoff(minimum: .seconds(1), maximum: .seconds(60))
