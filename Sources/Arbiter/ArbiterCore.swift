@@ -198,7 +198,7 @@ extension ArbiterCore {
         /// takeover that began at `input` (a second one, after the first ended, too: a play given
         /// between them does not outlast it).
         mutating func see(takeovers: [Contender], at input: UInt64) {
-            if let new = takeovers.last(where: { !covering.contains($0.source) }) {
+            if let new = takeovers.first(where: { !covering.contains($0.source) }) {
                 permanentBy = new
                 permanentSince = input
             }

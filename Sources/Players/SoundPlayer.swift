@@ -8,7 +8,7 @@ public final class SoundPlayer: Source, @unchecked Sendable {
     // @unchecked: `parts` is touched only under the control plane's lock (start, tick); the rest is `let`.
     public let label: String
     public let loop: Bool
-    private let samples: [String: [Float]]
+    let samples: [String: [Float]]
     private var parts: [Part] = []
     private let outputs = Mutex<[SourceOutput]>([])
 

@@ -97,8 +97,8 @@ public final class SoundLibrary: Sendable {
     }
 
     /// The sound `name` as interleaved Float frames at `rate` with `channels` channels.
-    /// Loads, decodes, maps and resamples it on first use; later calls return the cached samples —
-    /// while its file is the same (a doorbell replaced on disk rang as its old self until a restart;
+    /// Loads, decodes, maps and resamples it on first use; later calls return the cached samples
+    /// while they are kept (`cacheBudget`) and its file is the same (a doorbell replaced on disk rang as its old self until a restart;
     /// clearing the whole cache at each reload instead made every sound be decoded again, and the
     /// heap grew by megabytes over a few reloads).
     public func samples(_ name: String, rate: Int, channels: Int) throws(MediaError) -> [Float] {

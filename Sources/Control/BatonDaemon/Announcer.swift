@@ -5,7 +5,8 @@ import Players
 import Synchronization
 
 /// Announcements and local sounds, made into sources before the lock (decoding and resampling
-/// once per sound and zone format, rendering speech, opening a URL) and admitted by the control
+/// once per zone format, kept by the sound library within its budget; rendering speech; opening a
+/// URL) and admitted by the control
 /// plane's one path (`Daemon.admit`). Announcements coalesce: the same sound, text or URL within
 /// the policy's window plays once. Any thread but an output thread.
 public struct Announcer: Sendable {

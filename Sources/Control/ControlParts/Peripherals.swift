@@ -136,7 +136,9 @@ package final class Persistence: Sendable {
                 logger.error("state: \(why)")
                 events.publish(type: .stateError, reason: why)
             }
+            var rewrite = !dropped.isEmpty
             if let q = saved.queue, let problem = StateStore.problem(q) {
+                rewrite = true  // else the queue stays in the file, and every start says so again
                 saved.queue = nil
                 saved.askServerQueue = true  // as with no queue: the server's own is asked for
                 let why = "\(store.path ?? "state"): the saved queue is dropped: \(problem)"
@@ -156,10 +158,10 @@ package final class Persistence: Sendable {
             }
             state.withLock {
                 $0.saved = saved
-                // What is on disk: the file as read — or, set aside, nothing, so that the first
-                // save writes what was restored (else nothing changed wrote nothing, and the next
-                // start found no state at all).
-                $0.written = dropped.isEmpty ? saved : SavedState()
+                // What is on disk: the file as read — or, set aside or holding a queue dropped,
+                // nothing, so that the first save writes what was restored (else nothing changed
+                // wrote nothing, and the next start found no state at all, or the same bad queue).
+                $0.written = rewrite ? SavedState() : saved
             }
             if let q = saved.queue, q.index < q.songs.count {
                 logger.info(

@@ -2,7 +2,8 @@ import Media
 import Players
 
 /// Sound players made from the sounds directory: each sound decoded, mapped and resampled once per
-/// zone format (cached by the library), before the request reaches the control plane's lock.
+/// zone format for a request (zones of one format share the samples), and kept by the library
+/// within its cache's budget, before the request reaches the control plane's lock.
 extension SoundLibrary {
     /// Checks a requested sound name (a bad request when it could escape the directory).
     package func check(_ sound: String) throws(ControlError) {
@@ -39,9 +40,21 @@ extension SoundLibrary {
         _ zones: [ZoneHandle], _ make: (ZoneHandle) throws(MediaError) -> [Float],
         failure: (MediaError) -> ControlError
     ) throws(ControlError) -> [String: [Float]] {
+        // Once per format: zones of one format share one copy (a sound too long for the library's
+        // cache, or speech, which it does not keep, was converted again for each).
         var samples: [String: [Float]] = [:]
+        var byFormat: [[Int]: [Float]] = [:]
         for zone in zones {
-            do throws(MediaError) { samples[zone.name] = try make(zone) } catch { throw failure(error) }
+            let format = [zone.rate, zone.channels]
+            if let shared = byFormat[format] {
+                samples[zone.name] = shared
+                continue
+            }
+            do throws(MediaError) {
+                let made = try make(zone)
+                byFormat[format] = made
+                samples[zone.name] = made
+            } catch { throw failure(error) }
         }
         return samples
     }

@@ -210,8 +210,8 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         }
     }
 
-    /// A change the user made to the player through its own controls (not Baton's), once. Any thread.
-    /// Under the lock.
+    /// A change the user made to the player through its own controls (not Baton's), once; a play
+    /// during an interruption is noted (`playedByUserWhileInterrupted`). Under the lock.
     public func takeUserChange() -> PlayerChange? {
         let change = settings.control?.takeUserChange()
         if state.interrupted, let change { state.playedByUserWhileInterrupted = change == .played }

@@ -9,15 +9,21 @@ import Testing
 /// An external player as a source, driven as the control plane drives it, with its stream on a
 /// socket pair (the program's end closed as a paused player closes its device).
 @Suite(.ownThread) struct ExternalPlayerTests {
-    /// What Baton tells the player, and nothing seen of the user.
+    /// What Baton tells the player, and what the user did through the player (`user`, taken once).
     final class Told: PlayerControl, @unchecked Sendable {
         let said = Mutex<[String]>([])
         let failure = Mutex<String?>(nil)
+        let user = Mutex<PlayerChange?>(nil)
         var description: String { "test" }
         func pause() { said.withLock { $0.append("pause") } }
         func play() { said.withLock { $0.append("play") } }
         func pauseIfPlaying() { said.withLock { $0.append("pause-if-playing") } }
-        func takeUserChange() -> PlayerChange? { nil }
+        func takeUserChange() -> PlayerChange? {
+            user.withLock { change in
+                defer { change = nil }
+                return change
+            }
+        }
         var lastError: String? { failure.withLock { $0 } }
         func close() {}
     }
@@ -51,6 +57,24 @@ import Testing
         player.interruption(began: false, shouldResume: false)
         player.interruption(began: true)
         #expect(told.said.withLock { $0 } == ["pause", "pause-if-playing"])
+    }
+
+    /// A user's play through the player during the interruption: at its end the player, which
+    /// plays already, is not told to play (a play that changes nothing is not reported, and Baton's
+    /// wait for the word would take the user's next play for its own); after a user's play and
+    /// then pause it is, as after no play at all.
+    @Test(arguments: [[PlayerChange.played], [.played, .paused], []])
+    func aPlayerTheUserPlayedIsNotToldToPlayAgain(_ changes: [PlayerChange]) throws {
+        let (player, told, _, program) = try Self.pausePlayer()
+        defer { close(program) }
+        player.interruption(began: true)
+        for change in changes {
+            told.user.withLock { $0 = change }
+            #expect(player.takeUserChange() == change)
+        }
+        player.interruption(began: false, shouldResume: true)
+        let toldToPlay = changes.last != .played
+        #expect(told.said.withLock { $0 } == (toldToPlay ? ["pause", "play"] : ["pause"]))
     }
 
     /// A `pause` source on a stream of a socket pair (the program's end returned, to close), its

@@ -154,6 +154,12 @@ import Testing
         let error = try #require(t.waitForEvent("state-error", seconds: 5))
         #expect(error.reason?.contains("the saved queue is dropped") == true, "\(error.reason ?? "")")
         #expect(try t.status().zones.first { $0.name == "kitchen" }?.volume == Double(Float(0.3)), "the volumes stay")
+        // Written over: the next start does not find (and say) it again.
+        #expect(
+            waitUntil(seconds: 5) {
+                let saved: SavedState? = (try? StateStore(directory: dir).load().get()) ?? nil
+                return saved.map { $0.queue == nil && $0.volumes["kitchen"] == Double(Float(0.3)) } ?? false
+            }, "the file without the queue")
     }
 
     /// A state file that is not one — a JSON object with none of the state's fields — is set aside

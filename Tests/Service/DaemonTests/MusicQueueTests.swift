@@ -11,6 +11,7 @@ import Testing
 @testable import BatonDaemon
 @testable import BatonService
 @testable import ControlParts
+@testable import Players
 
 /// Seek, ReplayGain, the play queue kept across a restart, and a pause long enough for the server
 /// to drop the idle connection — all against the real Subsonic test server, checked in the zone's file.
@@ -299,6 +300,24 @@ extension MusicQueueTests {
         #expect(out.count > end + 4_410 * 6)
         #expect(
             Signals.windowedToneLevel(out[(end + 4_410 * 4)..<(end + 4_410 * 6)], frequency: 440, rate: 44_100) > 0.05)
+    }
+
+    /// Audio for zones of one format is converted once per request: both zones' players hold one
+    /// copy (speech, which the sound library does not keep, was converted again for each zone —
+    /// as was a sound too long for its cache).
+    @Test func zonesOfOneFormatShareTheConvertedSamples() throws {
+        let t = try TestDaemon(zones: [("kitchen", 48_000, nil), ("patio", 48_000, nil), ("garage", 44_100, nil)])
+        defer { t.stop() }
+        let zones = ["kitchen", "patio", "garage"].compactMap { t.daemon.zones.zone($0) }
+        try #require(zones.count == 3 && zones[0].channels == zones[1].channels)
+        let pcm = DecodedPCM(samples: [Float](repeating: 0.1, count: 16_000), channels: 1, rate: 16_000)
+        let player = try t.daemon.sounds.player(
+            Speech.Rendered(pcm: pcm, label: "test", coalesceKey: "test"), in: zones)
+        let kitchen = try #require(player.samples["kitchen"])
+        let patio = try #require(player.samples["patio"])
+        #expect(kitchen.count > zones[0].rate * zones[0].channels / 2, "a second of it")
+        #expect(kitchen.withUnsafeBufferPointer(\.baseAddress) == patio.withUnsafeBufferPointer(\.baseAddress))
+        #expect(player.samples["garage"]?.count ?? 0 < kitchen.count, "another format: its own, at 44.1 kHz")
     }
 
     /// A server that does not answer: `music/play` is a clear 502 naming the failure, and the daemon

@@ -27,19 +27,19 @@ public struct OwnThread: SuiteTrait, TestTrait, TestScoping {
     ) async throws {
         // Once per test case; a suite's own scope (no case) passes straight on.
         guard testCase != nil else { return try await function() }
-        // A test with a time limit goes at once: its limit counts from its start, the wait too.
-        if test.traits.contains(where: { $0 is TimeLimitTrait }) {
-            return try await withTaskExecutorPreference(ThreadPerJob.shared) { try await function() }
-        }
-        await Self.gate.enter()
+        // A test with a time limit is not queued behind the others (its limit counts from its
+        // start, the wait too): it has a gate of its own, one at a time (they are short).
+        let gate = test.traits.contains(where: { $0 is TimeLimitTrait }) ? Self.limitedGate : Self.gate
+        await gate.enter()
         do {
             try await withTaskExecutorPreference(ThreadPerJob.shared) { try await function() }
         } catch {
-            await Self.gate.leave()
+            await gate.leave()
             throw error
         }
-        await Self.gate.leave()
+        await gate.leave()
     }
+    private static let limitedGate = Gate(width: 1)
 }
 
 /// A counting semaphore for tasks: `enter` waits (suspended, holding no thread) while `width` are in.
