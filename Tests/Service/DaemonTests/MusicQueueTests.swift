@@ -16,9 +16,7 @@ import Testing
 /// Seek, ReplayGain, the play queue kept across a restart, and a pause long enough for the server
 /// to drop the idle connection — all against the real Subsonic test server, checked in the zone's file.
 @Suite(.serialized, .ownThread) struct MusicQueueTests {
-    func position(_ t: TestDaemon, _ id: String) -> Double {
-        (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0
-    }
+    func position(_ t: TestDaemon, _ id: String) -> Double { t.position(of: id) }
 
     /// Which step of the "Steps" track (300 Hz + 100 Hz per second) sounds in 100 ms from `at`,
     /// or nil when none is clearly there.
@@ -247,15 +245,22 @@ extension MusicTests {
 }
 
 extension MusicQueueTests {
-    /// The user pauses server music during the doorbell: `ended(shouldResume: false)`, the state
-    /// says paused, and the zone stays silent after the chime.
-    @Test func pauseDuringTheDoorbellKeepsServerMusicPaused() throws {
+    /// Server music (the 440 Hz tone) heard in the kitchen, and the 2 s doorbell that interrupted
+    /// it: the daemon and the music's id.
+    static func toneUnderTheDoorbell() throws -> (TestDaemon, String) {
         let t = try TestDaemon(music: try TestSubsonic.music())
         let id = try #require(
             try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#).object["id"])
-        #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
+        #expect(waitUntil(seconds: 15) { t.position(of: id) > 0.5 })
         _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell2s", "zones": ["kitchen"]}"#)
         #expect(t.waitForEvent("interruption-began", source: id) != nil)
+        return (t, id)
+    }
+
+    /// The user pauses server music during the doorbell: `ended(shouldResume: false)`, the state
+    /// says paused, and the zone stays silent after the chime.
+    @Test func pauseDuringTheDoorbellKeepsServerMusicPaused() throws {
+        let (t, id) = try Self.toneUnderTheDoorbell()
         #expect(try t.json("POST", "/api/v1/music/pause").status == 200)
         let ended = try #require(t.waitForEvent("interruption-ended", source: id))
         #expect(ended.shouldResume == false)
@@ -275,12 +280,7 @@ extension MusicQueueTests {
     /// interrupted after the resume, and when the chime ends it is told to resume (the user's play)
     /// and is heard again, going on from where it was cut.
     @Test func aResumeGivenDuringTheDoorbellIsHeardAfterIt() throws {
-        let t = try TestDaemon(music: try TestSubsonic.music())
-        let id = try #require(
-            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#).object["id"])
-        #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
-        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell2s", "zones": ["kitchen"]}"#)
-        #expect(t.waitForEvent("interruption-began", source: id) != nil)
+        let (t, id) = try Self.toneUnderTheDoorbell()
         let cut = position(t, id)
         #expect(try t.json("POST", "/api/v1/music/pause").status == 200)
         let state = { try? t.status().sources.first { $0.id == id }?.state }

@@ -25,9 +25,7 @@ import Testing
                 "id"])
     }
 
-    func position(_ t: TestDaemon, _ id: String) -> Double {
-        (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0
-    }
+    func position(_ t: TestDaemon, _ id: String) -> Double { t.position(of: id) }
 
     /// A FLAC track streamed raw and an Opus transcode both play their tone in the zone's file, and
     /// status names the track.
@@ -53,11 +51,7 @@ import Testing
     /// The seed scenario with server music: the doorbell interrupts the track (state interrupted,
     /// position frozen), and it resumes where it was cut with `ended(shouldResume: true)`.
     @Test func doorbellInterruptsServerMusic() throws {
-        let t = try TestDaemon(music: try TestSubsonic.music())
-        let id = try #require(
-            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#).object["id"])
-        #expect(waitUntil(seconds: 15) { position(t, id) > 0.5 })
-        _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell2s", "zones": ["kitchen"]}"#)
+        let (t, id) = try MusicQueueTests.toneUnderTheDoorbell()
         let began = try #require(t.waitForEvent("interruption-began", source: id))
         #expect(waitUntil { (try? t.status().zones[0].sources.first { $0.source == id }?.paused) == true })
         // Interrupted once the fade-out has been heard; from then on the position is frozen.

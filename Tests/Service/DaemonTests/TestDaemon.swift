@@ -143,6 +143,11 @@ final class TestDaemon {
         try JSONDecoder().decode(StatusReport.self, from: Data(try request("GET", "/api/v1/status").body))
     }
 
+    /// The position `id` reports heard now, in seconds (0 when it reports none).
+    func position(of id: String) -> Double {
+        (try? status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0
+    }
+
     func events() throws -> [Event] {
         try JSONDecoder().decode([Event].self, from: Data(try request("GET", "/api/v1/events/recent").body))
     }
