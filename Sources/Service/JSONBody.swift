@@ -1,6 +1,7 @@
 import BatonDaemon
 import ControlParts
 import FoundationEssentials
+import OSThread
 
 /// Decodes API request bodies strictly: a JSON object, only the known keys, each of the right type,
 /// with an error message that names the field. Any thread.
@@ -12,17 +13,10 @@ enum JSONBody {
         do { return try decode(type, from: body, keys: keys) } catch { throw ControlError(.badRequest, error.message) }
     }
 
-    private struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     private struct Keys: Decodable {
         var names: [String]
         init(from decoder: any Decoder) throws {
-            names = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
+            names = try decoder.container(keyedBy: AnyCodingKey.self).allKeys.map(\.stringValue)
         }
     }
 

@@ -50,15 +50,8 @@ struct ReadState: Decodable {
     /// What could not be read, in words: `the queue (songs[0].title: missing)`.
     var dropped: [String] = []
 
-    private struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     init(from decoder: any Decoder) throws {
-        let fields = try decoder.container(keyedBy: Key.self)
+        let fields = try decoder.container(keyedBy: AnyCodingKey.self)
         let known = ["volumes", "queue", "askServerQueue"]
         guard fields.allKeys.isEmpty || fields.allKeys.contains(where: { known.contains($0.stringValue) }) else {
             throw DecodingError.dataCorrupted(
@@ -67,10 +60,10 @@ struct ReadState: Decodable {
         func dropped(_ what: String, _ error: any Error) {
             self.dropped.append("\(what) (\((error as? DecodingError)?.summary ?? "\(error)"))")
         }
-        let volumes = Key(stringValue: "volumes")
+        let volumes = AnyCodingKey("volumes")
         if fields.contains(volumes) {
             do {
-                let each = try fields.nestedContainer(keyedBy: Key.self, forKey: volumes)
+                let each = try fields.nestedContainer(keyedBy: AnyCodingKey.self, forKey: volumes)
                 for zone in each.allKeys.sorted(by: { $0.stringValue < $1.stringValue }) {
                     do { state.volumes[zone.stringValue] = try each.decode(Double.self, forKey: zone) } catch {
                         dropped("zone \(zone.stringValue)'s volume", error)
@@ -78,11 +71,11 @@ struct ReadState: Decodable {
                 }
             } catch { dropped("the volumes", error) }
         }
-        let ask = Key(stringValue: "askServerQueue")
+        let ask = AnyCodingKey("askServerQueue")
         do { state.askServerQueue = try fields.decodeIfPresent(Bool.self, forKey: ask) } catch {
             dropped("the mark that the server's queue is to be asked for", error)
         }
-        let queue = Key(stringValue: "queue")
+        let queue = AnyCodingKey("queue")
         do { state.queue = try fields.decodeIfPresent(SavedQueue.self, forKey: queue) } catch {
             dropped("the queue", error)
             state.askServerQueue = true  // as with no file: the server's own queue is asked for

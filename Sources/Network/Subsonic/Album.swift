@@ -1,4 +1,5 @@
 import FoundationEssentials
+import OSThread
 
 /// An album (ID3 view: `getAlbum`, `getArtist`, `search3`).
 ///
@@ -40,7 +41,7 @@ public struct Album: Sendable, Equatable, Identifiable, Decodable {
     }
 
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: AnyKey.self)
+        let c = try decoder.container(keyedBy: AnyCodingKey.self)
         self.init(
             id: try c.requiredString("id"), name: c.string("name") ?? c.string("title") ?? "",
             artist: c.string("artist"), artistId: c.string("artistId"), songCount: c.int("songCount"),
@@ -71,7 +72,7 @@ public struct Artist: Sendable, Equatable, Identifiable, Decodable {
     }
 
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: AnyKey.self)
+        let c = try decoder.container(keyedBy: AnyCodingKey.self)
         self.init(
             id: try c.requiredString("id"), name: c.string("name") ?? "", albumCount: c.int("albumCount"),
             albums: try c.list("album"))
@@ -83,11 +84,11 @@ struct ArtistIndex: Decodable {
     var artists: [Artist]
 
     init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: AnyKey.self)
+        let c = try decoder.container(keyedBy: AnyCodingKey.self)
         struct Letter: Decodable {
             var artists: [Artist]
             init(from decoder: any Decoder) throws {
-                artists = try decoder.container(keyedBy: AnyKey.self).list("artist")
+                artists = try decoder.container(keyedBy: AnyCodingKey.self).list("artist")
             }
         }
         artists = try c.list("index", of: Letter.self).flatMap(\.artists)

@@ -1,19 +1,11 @@
 import FoundationEssentials
-
-/// A coding key made from any string: Subsonic payloads are found under the endpoint's own key.
-struct AnyKey: CodingKey {
-    var stringValue: String
-    var intValue: Int? { nil }
-    init(_ string: String) { stringValue = string }
-    init?(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
-}
+import OSThread
 
 /// Lenient readers for the shapes servers actually send: IDs as strings or numbers, numbers as
 /// strings, lists as arrays, as a single object (old servers), as `{}` or missing when empty.
-extension KeyedDecodingContainer where Key == AnyKey {
+extension KeyedDecodingContainer where Key == AnyCodingKey {
     func string(_ key: String) -> String? {
-        let k = AnyKey(key)
+        let k = AnyCodingKey(key)
         if let s = try? decodeIfPresent(String.self, forKey: k) { return s }
         if let i = try? decodeIfPresent(Int64.self, forKey: k) { return String(i) }
         if let d = try? decodeIfPresent(Double.self, forKey: k) { return String(d) }
@@ -23,13 +15,13 @@ extension KeyedDecodingContainer where Key == AnyKey {
     func requiredString(_ key: String) throws -> String {
         guard let value = string(key) else {
             throw DecodingError.keyNotFound(
-                AnyKey(key), .init(codingPath: codingPath, debugDescription: "missing \(key)"))
+                AnyCodingKey(key), .init(codingPath: codingPath, debugDescription: "missing \(key)"))
         }
         return value
     }
 
     func int(_ key: String) -> Int? {
-        let k = AnyKey(key)
+        let k = AnyCodingKey(key)
         if let i = try? decodeIfPresent(Int.self, forKey: k) { return i }
         if let d = try? decodeIfPresent(Double.self, forKey: k), d.isFinite, abs(d) < 1e15 { return Int(d) }
         if let s = try? decodeIfPresent(String.self, forKey: k) { return Int(s) }
@@ -37,14 +29,14 @@ extension KeyedDecodingContainer where Key == AnyKey {
     }
 
     func double(_ key: String) -> Double? {
-        let k = AnyKey(key)
+        let k = AnyCodingKey(key)
         if let d = try? decodeIfPresent(Double.self, forKey: k) { return d }
         if let s = try? decodeIfPresent(String.self, forKey: k) { return Double(s) }
         return nil
     }
 
     func bool(_ key: String) -> Bool? {
-        let k = AnyKey(key)
+        let k = AnyCodingKey(key)
         if let b = try? decodeIfPresent(Bool.self, forKey: k) { return b }
         if let s = try? decodeIfPresent(String.self, forKey: k) { return s == "true" }
         return nil
@@ -54,18 +46,18 @@ extension KeyedDecodingContainer where Key == AnyKey {
     /// Elements that fail to decode make the whole list fail: a half list would mislead. An array
     /// fails with its element's own error (`song[1]`'s missing `id`), not as "not one object".
     func list<T: Decodable>(_ key: String, of type: T.Type = T.self) throws -> [T] {
-        let k = AnyKey(key)
+        let k = AnyCodingKey(key)
         guard contains(k), (try? decodeNil(forKey: k)) != true else { return [] }
         if (try? nestedUnkeyedContainer(forKey: k)) != nil { return try decode([T].self, forKey: k) }
-        if let empty = try? nestedContainer(keyedBy: AnyKey.self, forKey: k), empty.allKeys.isEmpty { return [] }
+        if let empty = try? nestedContainer(keyedBy: AnyCodingKey.self, forKey: k), empty.allKeys.isEmpty { return [] }
         return [try decode(T.self, forKey: k)]
     }
 
     /// The object under `key`, or nil when absent or null.
-    func object(_ key: String) throws -> KeyedDecodingContainer<AnyKey>? {
-        let k = AnyKey(key)
+    func object(_ key: String) throws -> KeyedDecodingContainer<AnyCodingKey>? {
+        let k = AnyCodingKey(key)
         guard contains(k), (try? decodeNil(forKey: k)) != true else { return nil }
-        return try nestedContainer(keyedBy: AnyKey.self, forKey: k)
+        return try nestedContainer(keyedBy: AnyCodingKey.self, forKey: k)
     }
 }
 
@@ -111,10 +103,10 @@ struct Root<T: Decodable>: Decodable {
     var payload: T?
 
     init(from decoder: any Decoder) throws {
-        let root = try decoder.container(keyedBy: AnyKey.self)
+        let root = try decoder.container(keyedBy: AnyCodingKey.self)
         guard let response = try root.object("subsonic-response") else {
             throw DecodingError.keyNotFound(
-                AnyKey("subsonic-response"),
+                AnyCodingKey("subsonic-response"),
                 .init(codingPath: [], debugDescription: "not a Subsonic response"))
         }
         let error = (try? response.object("error")) ?? nil
@@ -123,10 +115,10 @@ struct Root<T: Decodable>: Decodable {
             type: response.string("type"), serverVersion: response.string("serverVersion"),
             openSubsonic: response.bool("openSubsonic") ?? false,
             errorCode: error?.int("code"), errorMessage: error?.string("message"))
-        if let key = decoder.userInfo[Self.payloadKey] as? String, response.contains(AnyKey(key)),
-            (try? response.decodeNil(forKey: AnyKey(key))) != true
+        if let key = decoder.userInfo[Self.payloadKey] as? String, response.contains(AnyCodingKey(key)),
+            (try? response.decodeNil(forKey: AnyCodingKey(key))) != true
         {
-            payload = try response.decode(T.self, forKey: AnyKey(key))
+            payload = try response.decode(T.self, forKey: AnyCodingKey(key))
         }
     }
 }

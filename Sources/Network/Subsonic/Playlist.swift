@@ -1,4 +1,5 @@
 import FoundationEssentials
+import OSThread
 
 /// A playlist (`getPlaylists`, `getPlaylist`).
 ///
@@ -37,7 +38,7 @@ public struct Playlist: Sendable, Equatable, Identifiable, Decodable {
     }
 
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: AnyKey.self)
+        let c = try decoder.container(keyedBy: AnyCodingKey.self)
         self.init(
             id: try c.requiredString("id"), name: c.string("name") ?? "", owner: c.string("owner"),
             isPublic: c.bool("public"), songCount: c.int("songCount"), duration: c.int("duration"),
@@ -49,7 +50,7 @@ public struct Playlist: Sendable, Equatable, Identifiable, Decodable {
 struct PlaylistList: Decodable {
     var playlists: [Playlist]
     init(from decoder: any Decoder) throws {
-        playlists = try decoder.container(keyedBy: AnyKey.self).list("playlist")
+        playlists = try decoder.container(keyedBy: AnyCodingKey.self).list("playlist")
     }
 }
 
@@ -75,7 +76,7 @@ public struct PlayQueue: Sendable, Equatable, Decodable {
     }
 
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: AnyKey.self)
+        let c = try decoder.container(keyedBy: AnyCodingKey.self)
         self.init(
             entries: try c.list("entry"), current: c.string("current"),
             position: Int64(c.int("position") ?? 0), changedBy: c.string("changedBy"))
@@ -101,7 +102,7 @@ public struct SearchResult: Sendable, Equatable, Decodable {
     }
 
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: AnyKey.self)
+        let c = try decoder.container(keyedBy: AnyCodingKey.self)
         self.init(artists: try c.list("artist"), albums: try c.list("album"), songs: try c.list("song"))
     }
 }
@@ -122,7 +123,7 @@ public struct OpenSubsonicExtension: Sendable, Equatable, Decodable {
     }
 
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: AnyKey.self)
+        let c = try decoder.container(keyedBy: AnyCodingKey.self)
         self.init(name: try c.requiredString("name"), versions: (try? c.list("versions", of: Int.self)) ?? [])
     }
 }
@@ -131,6 +132,6 @@ public struct OpenSubsonicExtension: Sendable, Equatable, Decodable {
 struct SongList: Decodable {
     var songs: [Song]
     init(from decoder: any Decoder) throws {
-        songs = try decoder.container(keyedBy: AnyKey.self).list("song")
+        songs = try decoder.container(keyedBy: AnyCodingKey.self).list("song")
     }
 }

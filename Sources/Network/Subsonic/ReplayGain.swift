@@ -1,4 +1,5 @@
 import FoundationEssentials
+import OSThread
 
 /// OpenSubsonic ReplayGain values of a song, in dB (gains) and linear full-scale units (peaks).
 ///
@@ -28,7 +29,7 @@ public struct ReplayGain: Sendable, Equatable, Codable {
     }
 
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: AnyKey.self)
+        let c = try decoder.container(keyedBy: AnyCodingKey.self)
         self.init(
             trackGain: c.double("trackGain"), albumGain: c.double("albumGain"),
             trackPeak: c.double("trackPeak"), albumPeak: c.double("albumPeak"), baseGain: c.double("baseGain"))

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import OSThread
 
 /// A song (a Subsonic "child" entry) as the server describes it.
 ///
@@ -67,8 +68,8 @@ public struct Song: Sendable, Equatable, Identifiable, Codable {
     }
 
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: AnyKey.self)
-        let gain = (try? c.decodeIfPresent(ReplayGain.self, forKey: AnyKey("replayGain"))) ?? nil
+        let c = try decoder.container(keyedBy: AnyCodingKey.self)
+        let gain = (try? c.decodeIfPresent(ReplayGain.self, forKey: AnyCodingKey("replayGain"))) ?? nil
         self.init(
             id: try c.requiredString("id"), title: c.string("title") ?? "", artist: c.string("artist"),
             artistId: c.string("artistId"), album: c.string("album"), albumId: c.string("albumId"),
