@@ -38,6 +38,7 @@ public final class SoundLibrary: Sendable {
         var samples: [Float]
         var stamp: Stamp?
         var used: Int
+        var bytes: Int { samples.count * MemoryLayout<Float>.stride }
     }
     /// The sounds converted, and the bytes they hold; what was wrong with each file last decoded
     /// (kept whether its samples are or not: a few words).
@@ -98,9 +99,9 @@ public final class SoundLibrary: Sendable {
 
     /// The sound `name` as interleaved Float frames at `rate` with `channels` channels.
     /// Loads, decodes, maps and resamples it on first use; later calls return the cached samples
-    /// while they are kept (`cacheBudget`) and its file is the same (a doorbell replaced on disk rang as its old self until a restart;
-    /// clearing the whole cache at each reload instead made every sound be decoded again, and the
-    /// heap grew by megabytes over a few reloads).
+    /// while they are kept (`cacheBudget`) and its file is the same (a doorbell replaced on disk
+    /// rang as its old self until a restart; clearing the whole cache at each reload instead made
+    /// every sound be decoded again, and the heap grew by megabytes over a few reloads).
     public func samples(_ name: String, rate: Int, channels: Int) throws(MediaError) -> [Float] {
         try Self.validate(name: name)
         let key = Key(name: name, rate: rate, channels: channels)
@@ -121,20 +122,19 @@ public final class SoundLibrary: Sendable {
     /// Caches `samples` within `cacheBudget`, letting go of the least recently used to make room
     /// (a sound larger than the budget is not kept; what it replaces is dropped). Any thread.
     private func keep(_ samples: [Float], as key: Key, stamp: Stamp?, damage: String?) {
-        let size = samples.count * MemoryLayout<Float>.stride
         cache.withLock { c in
             c.damage[key.name] = damage.map { (stamp, $0) }
-            if let old = c.entries.removeValue(forKey: key) {
-                c.bytes -= old.samples.count * MemoryLayout<Float>.stride
-            }
-            guard size <= cacheBudget else { return }
-            while c.bytes + size > cacheBudget, let oldest = c.entries.min(by: { $0.value.used < $1.value.used }) {
-                c.entries[oldest.key] = nil
-                c.bytes -= oldest.value.samples.count * MemoryLayout<Float>.stride
-            }
+            if let old = c.entries.removeValue(forKey: key) { c.bytes -= old.bytes }
             c.uses += 1
-            c.entries[key] = Entry(samples: samples, stamp: stamp, used: c.uses)
-            c.bytes += size
+            let entry = Entry(samples: samples, stamp: stamp, used: c.uses)
+            guard entry.bytes <= cacheBudget else { return }
+            while c.bytes + entry.bytes > cacheBudget, let oldest = c.entries.min(by: { $0.value.used < $1.value.used })
+            {
+                c.entries[oldest.key] = nil
+                c.bytes -= oldest.value.bytes
+            }
+            c.entries[key] = entry
+            c.bytes += entry.bytes
         }
     }
 

@@ -6,9 +6,8 @@ import Synchronization
 
 /// Announcements and local sounds, made into sources before the lock (decoding and resampling
 /// once per zone format, kept by the sound library within its budget; rendering speech; opening a
-/// URL) and admitted by the control
-/// plane's one path (`Daemon.admit`). Announcements coalesce: the same sound, text or URL within
-/// the policy's window plays once. Any thread but an output thread.
+/// URL) and admitted by the control plane's one path (`Daemon.admit`). Announcements coalesce: the
+/// same sound, text or URL within the policy's window plays once. Any thread but an output thread.
 public struct Announcer: Sendable {
     let daemon: Daemon
 

@@ -189,10 +189,9 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     /// user played it meanwhile (what made the arbiter resume it): it plays already, and a play
     /// that changes nothing is not reported, so Baton's wait for the word would take the user's
     /// next play for its own. (Its state as last seen is not asked: the pause Baton queued at the
-    /// start may not have been reported yet.) Without it the
-    /// source stays paused, and a player that says it plays is paused again: left playing it would
-    /// sit blocked on paused slots, showing "playing" while Baton shows it paused. Under the lock;
-    /// the control runs off it.
+    /// start may not have been reported yet.) Without it the source stays paused, and a player that
+    /// says it plays is paused again: left playing it would sit blocked on paused slots, showing
+    /// "playing" while Baton shows it paused. Under the lock; the control runs off it.
     public func interruption(began: Bool, shouldResume: Bool = false) {
         state.interrupted = began
         guard settings.whenInterrupted == .pause, let control = settings.control else { return }
