@@ -59,12 +59,16 @@ public final class SourceSlot: @unchecked Sendable {
     /// Where the mixing of this slot's frames went on after its latest breaks (pauses, a ring that
     /// ran dry): a frame heard before one counts from the break, not across it (`framesHeard`).
     let breaks = MixingBreaks()
-    /// When the slot's frames are in the mix at a gain above 0 (heard, once the device plays them):
-    /// on from the first such frame, off from the frame after the last; the off is tagged when the
+    /// When the slot's frames are in the mix at a gain above 0 (heard, once the device plays them),
+    /// or at all for a source at volume 0 (`atVolumeZero`): on from the first such frame, off from the frame after the last; the off is tagged when the
     /// ring ran dry before the end of the stream (the producer is late: buffering).
     public let sounding = Timeline()
     /// Whether the slot ended its last period sounding. Output thread only.
     var soundingNow = false
+    /// The source plays at volume 0, the user's choice: its frames, mixed at gain 0, count as
+    /// sounding while they are consumed — it plays, at the volume asked — though nothing of it is
+    /// heard. Not a mute, a duck or a fade (those silence it). Set when the slot is claimed.
+    let atVolumeZero = Atomic<Bool>(false)
 
     /// The gain the output thread applied last. Output thread only.
     var gain: Float = 0
@@ -105,6 +109,10 @@ public final class SourceSlot: @unchecked Sendable {
 
     /// The gain the output thread ramps to.
     public var targetGain: Float { Float(bitPattern: targetGainBits.load(ordering: .acquiring)) }
+
+    /// Whether the source plays at volume 0 by the user's choice (`claimSlot`): `sounding` while
+    /// its frames are consumed, though none is heard.
+    public var playsAtVolumeZero: Bool { atVolumeZero.load(ordering: .acquiring) }
 
     /// Fades the source out and stops consuming its frames at the end of the fade, so `resume` goes
     /// on from the very next sample. Control thread.
@@ -294,8 +302,9 @@ public final class SourceSlot: @unchecked Sendable {
     /// Prepares a free slot for a new source. Does not ring the output's doorbell: the control plane
     /// wakes the output once the source has started (`DeviceOutput.wake`), after a sound's frames
     /// are written. Control thread, while the slot is free.
-    func activate(gain: Float) {
+    func activate(gain: Float, atVolumeZero zero: Bool) {
         ring.reset()
+        atVolumeZero.store(zero, ordering: .relaxed)
         targetGainBits.store(gain.bitPattern, ordering: .relaxed)
         currentGainBits.store(gain.bitPattern, ordering: .relaxed)
         rampStepBits.store(0, ordering: .relaxed)

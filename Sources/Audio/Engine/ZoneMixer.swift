@@ -180,10 +180,10 @@ public final class ZoneMixer: @unchecked Sendable {
     /// the slots used are the first few. A slot used for the first time has its ring paged in here
     /// (`FloatRing.makeResident`), before its producer writes. The output thread is not woken: wake
     /// it (`DeviceOutput.wake`) once the source has started. Control thread only.
-    public func claimSlot(gain: Float) -> SourceSlot? {
+    public func claimSlot(gain: Float, atVolumeZero: Bool = false) -> SourceSlot? {
         for slot in slots where slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.free.rawValue {
             slot.ring.makeResident()
-            slot.activate(gain: gain)
+            slot.activate(gain: gain, atVolumeZero: atVolumeZero)
             return slot
         }
         return nil
@@ -404,6 +404,14 @@ public final class ZoneMixer: @unchecked Sendable {
         if pausing && slot.gain == 0 {
             if !slot.pausedNow.load(ordering: .relaxed) { eventInPeriod = true }
             slot.pausedNow.store(true, ordering: .releasing)
+            if slot.soundingNow {
+                // A source at volume 0 (the only one sounding at gain 0) stops where its pause
+                // begins: it has no fade to play out.
+                slot.sounding.record(on: nil, off: frame)
+                slot.soundingNow = false
+                changed = true
+                eventInPeriod = true
+            }
             return filled
         }
         if !pausing && slot.pausedNow.load(ordering: .relaxed) {
@@ -480,7 +488,8 @@ public final class ZoneMixer: @unchecked Sendable {
         }
         if got == 0 && pausing { g = target }  // nothing buffered: the fade is silent anyway
         trackSounding(
-            slot, got: got, startGain: startGain, endGain: g, rising: step > 0, rampPart: rampPart, ranDry: ranDry)
+            slot, got: got, startGain: startGain, endGain: g, rising: step > 0, rampPart: rampPart, ranDry: ranDry,
+            atVolumeZero: !pausing && slot.atVolumeZero.load(ordering: .relaxed))
         if got > 0 {
             // Mixed again after a break (a pause, a ring that ran dry): where, for the position of
             // frames heard before it (`framesHeard`). Not taken back (a barrier for `rewind`).
@@ -501,19 +510,21 @@ public final class ZoneMixer: @unchecked Sendable {
         return true
     }
 
-    /// Records when the slot's frames start and stop being mixed at a gain above 0 (see
-    /// `SourceSlot.sounding`). Rendering thread only. Real-time safe.
+    /// Records when the slot's frames start and stop being mixed at a gain above 0, or at all for a
+    /// source at volume 0 (`atVolumeZero`: not pausing) — see `SourceSlot.sounding`. Rendering thread
+    /// only. Real-time safe.
     @inline(__always)
     private func trackSounding(
-        _ slot: SourceSlot, got: Int, startGain: Float, endGain: Float, rising: Bool, rampPart: Int, ranDry: Bool
+        _ slot: SourceSlot, got: Int, startGain: Float, endGain: Float, rising: Bool, rampPart: Int, ranDry: Bool,
+        atVolumeZero: Bool
     ) {
-        let contributes = got > 0 && (startGain > 0 || endGain > 0 || rising)
-        let onAtEnd = got == periodFrames && endGain > 0
+        let contributes = got > 0 && (atVolumeZero || startGain > 0 || endGain > 0 || rising)
+        let onAtEnd = got == periodFrames && (atVolumeZero || endGain > 0)
         let on = contributes && !slot.soundingNow ? frame : nil
         var off: Int? = nil
         if (slot.soundingNow || on != nil) && !onAtEnd {
             // Heard up to the last frame mixed, or up to where a fade reached 0.
-            off = frame + (endGain > 0 ? got : (startGain > 0 ? min(got, rampPart) : 0))
+            off = frame + (atVolumeZero || endGain > 0 ? got : (startGain > 0 ? min(got, rampPart) : 0))
         }
         if on != nil || off != nil {
             slot.sounding.record(on: on, off: off, tag: ranDry)

@@ -113,8 +113,9 @@ struct AudioTruth {
         hearing(p).state(arbiter: s.arbiter.state(of: p.id), previous: p.reported)
     }
 
-    /// The sources heard in `zone` now (their frames mixed at a gain above 0 at the audible frame),
-    /// highest priority first; a released source's last frames first of all. Under the lock.
+    /// The sources heard in `zone` now (their frames mixed at a gain above 0 at the audible frame:
+    /// not one that plays at volume 0), highest priority first; a released source's last frames
+    /// first of all. Under the lock.
     func heardSources(in zone: ZoneHandle, _ s: borrowing Daemon.State) -> [String] {
         let audible = zone.device.snapshot().audibleFrame
         // Highest priority first, then in arrival order (as the arbiter lists a zone's sources): a
@@ -126,7 +127,7 @@ struct AudioTruth {
         return tails
             + order.compactMap { id -> String? in
                 guard let p = s.playbacks[id],
-                    let slot = p.parts.first(where: { $0.zone == zone.name })?.slot,
+                    let slot = p.parts.first(where: { $0.zone == zone.name })?.slot, !slot.playsAtVolumeZero,
                     slot.sounding.snapshot().isOn(at: audible), !zone.device.outage.isOn(at: audible)
                 else { return nil }
                 return id.rawValue

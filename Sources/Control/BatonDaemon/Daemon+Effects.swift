@@ -88,7 +88,8 @@ extension Daemon {
             // no fade out of its first frames is mixed where nobody hears them.
             let held = p.sourceClass == .music && isHeld(in: part.zone, p, s)
             guard let zone = output(part.zone),
-                let slot = zone.mixer.claimSlot(gain: audible && !held ? target(p, zone: part.zone, s) : 0)
+                let slot = zone.mixer.claimSlot(
+                    gain: audible && !held ? target(p, zone: part.zone, s) : 0, atVolumeZero: p.volume == 0)
             else {
                 logger.error("zone \(part.zone): every slot is busy; \(p.id) cannot play there")
                 continue

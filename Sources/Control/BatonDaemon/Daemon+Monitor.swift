@@ -26,8 +26,11 @@ extension Daemon {
                     type: .played, source: p.id.rawValue, zones: p.zones,
                     reason: why ?? "sound \(p.source.label) played to its end", zoneFrames: frames)
                 apply(s.arbiter.release(p.id, at: .now), &s)
-                // Its last frames are still in the devices' buffers: heard until they play out.
-                for (zone, end) in frames { s.retiring.append(Retiring(source: p.id.rawValue, zone: zone, end: end)) }
+                // Its last frames are still in the devices' buffers: heard until they play out (not
+                // at volume 0: nothing of it is heard).
+                for (zone, end) in frames where p.volume > 0 {
+                    s.retiring.append(Retiring(source: p.id.rawValue, zone: zone, end: end))
+                }
             }
             s.retiring.removeAll { r in
                 guard let zone = output(r.zone) else { return true }

@@ -415,3 +415,38 @@ extension AudioTruthTests {
         #expect(Hearing(parts: [card, snapcast]).state(arbiter: .playing, previous: "paused") == "paused")
     }
 }
+
+extension AudioTruthTests {
+    /// Music asked at volume 0 plays — its frames pass the output at the gain asked, 0 — and reads
+    /// `playing` once its first frame passes (with its `audible` event at that frame), as music at
+    /// zone volume 0 does; nothing of it is heard, so it is not in the zone's `audible` and raises no
+    /// silence alarm, and the monitor does not look for it every 5 ms. It read `buffering` for as
+    /// long as it played (its frames were mixed at gain 0, which counted as not heard), and the
+    /// monitor looked every 5 ms for its first frame heard.
+    @Test func musicAtVolumeZeroPlaysUnheard() throws {
+        let t = try TestDaemon(silenceAlarm: .milliseconds(300))
+        let id = try #require(
+            try t.json(
+                "POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true, "zones": ["kitchen"], "volume": 0}"#
+            ).object["id"])
+        let audible = try #require(t.waitForEvent("audible", source: id), "its first frame passes the output")
+        let first = try #require(audible.zoneFrames?["kitchen"])
+        // Past the silence alarm's 300 ms, and a monitor look after it.
+        #expect(
+            waitUntil { ((try? t.status().zones.first { $0.name == "kitchen" }?.audibleFrame) ?? 0) > first + 22_050 })
+        _ = t.daemon.tick()
+        let status = try t.status()
+        #expect(status.sources.first { $0.id == id }?.state == "playing")
+        #expect(status.zones.first { $0.name == "kitchen" }?.audible == [], "nothing of it is heard")
+        #expect(t.daemon.events.recent().filter { $0.type == "silent-while-playing" }.isEmpty)
+        let next = t.daemon.tick()
+        #expect(next == nil || next! > 5_000_000, "the monitor looks again in \(String(describing: next)) ns")
+        // Paused and resumed, it reads so: the pause has no fade to play out at volume 0.
+        _ = try t.json("POST", "/api/v1/music/pause", "{}")
+        #expect(waitUntil { (try? t.status().sources.first { $0.id == id }?.state) == "paused" })
+        _ = try t.json("POST", "/api/v1/music/resume", "{}")
+        #expect(waitUntil { (try? t.status().sources.first { $0.id == id }?.state) == "playing" })
+        t.stop()
+        #expect(t.left("kitchen").allSatisfy { $0 == 0 }, "played at gain 0")
+    }
+}
