@@ -520,11 +520,18 @@ public final class ZoneMixer: @unchecked Sendable {
     ) {
         let contributes = got > 0 && (atVolumeZero || startGain > 0 || endGain > 0 || rising)
         let onAtEnd = got == periodFrames && (atVolumeZero || endGain > 0)
-        let on = contributes && !slot.soundingNow ? frame : nil
+        var on = contributes && !slot.soundingNow ? frame : nil
         var off: Int? = nil
         if (slot.soundingNow || on != nil) && !onAtEnd {
             // Heard up to the last frame mixed, or up to where a fade reached 0.
             off = frame + (atVolumeZero || endGain > 0 ? got : (startGain > 0 ? min(got, rampPart) : 0))
+        }
+        if on == nil && off == nil && ranDry && !slot.soundingNow {
+            // Dry where it should sound and was not sounding: a resume into an empty ring. Starved
+            // from here — an "on" and a tagged "off" at one frame, never heard —, unless the latest
+            // "off" already says so (a ring still dry). Read back by the writer: no other writes.
+            let s = slot.sounding.snapshot()
+            if s.onFrom >= 0 && !s.onLast && !s.offTag { (on, off) = (frame, frame) }
         }
         if on != nil || off != nil {
             slot.sounding.record(on: on, off: off, tag: ranDry)

@@ -100,6 +100,33 @@ import Testing
         #expect(!never.snapshot().isOn && !never.snapshot().isOn(at: 300) && !never.snapshot().isOn(at: 299))
     }
 
+    /// A pause whose fade takes the ring's last frames, then a resume before more are written: the
+    /// source is starved from the resume's first frame — an "on" and a tagged "off" there, never
+    /// heard — so it reads `buffering` once that frame is heard, not the `paused` of before (which it
+    /// read for as long as its ring stayed empty: nothing recorded the resume). The silence between
+    /// the fade's end and the resume stays a pause's, and a ring still dry records nothing more.
+    @Test func aResumeIntoAnEmptyRingIsStarvedFromItsFirstFrame() throws {
+        let mixer = ZoneMixer(channels: 1, periodFrames: 100, slotCount: 1, ringSamples: 8_192, rampFrames: 40)
+        let slot = try #require(mixer.claimSlot(gain: 1))
+        write(slot, [Float](repeating: 0.25, count: 140))
+        mixer.render()
+        slot.pause()
+        mixer.render()  // the fade takes the last 40 frames: heard up to 140
+        #expect(slot.sounding.snapshot() == .init(onFrom: 0, offFrom: 140, offTag: false))
+        mixer.render()
+        slot.resume()
+        mixer.render()  // from 300, dry
+        let dry = Timeline.Snapshot(onFrom: 300, offFrom: 300, offTag: true, onLast: false, earlier: 140, earliest: 0)
+        #expect(slot.sounding.snapshot() == dry)
+        let s = slot.sounding.snapshot()
+        #expect(!s.isOn(at: 200) && !s.isOn(at: 300) && !s.isOn(at: 350) && s.isOn(at: 100))
+        mixer.render()
+        #expect(slot.sounding.snapshot() == dry, "still dry: nothing more")
+        write(slot, [Float](repeating: 0.25, count: 1_000))
+        mixer.render()
+        #expect(slot.sounding.snapshot().onFrom == 500 && slot.sounding.snapshot().isOn)
+    }
+
     /// Four transitions are kept: a reader a device buffer behind sees the state of its own frame
     /// through an outage that came, went and came again meanwhile (it read "on" before the first
     /// when only the latest two were kept); before every kept one, the other kind than the oldest.
