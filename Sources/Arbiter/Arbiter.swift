@@ -48,9 +48,10 @@ public struct Arbiter<Instant: InstantProtocol>: Sendable where Instant.Duration
                     coalesceKey: coalesceKey)), at: now)
     }
 
-    /// The source finished or gave up; whatever it silenced may resume.
-    public mutating func release(_ source: SourceID, at now: Instant) -> [Effect<Instant>] {
-        handle(.release(source), at: now)
+    /// The source finished or gave up; whatever it silenced may resume. `failed`: it ended on a
+    /// failure, not played through, so a repeat of its request within the coalesce window plays.
+    public mutating func release(_ source: SourceID, failed: Bool = false, at now: Instant) -> [Effect<Instant>] {
+        handle(failed ? .failed(source) : .release(source), at: now)
     }
 
     /// The user acted on `source` (pause, play, stop, seek, change, volume).

@@ -40,6 +40,9 @@ struct ArbiterCore: Sendable {
             receive(request, now: now)
         case .release(let source):
             finish(source, reason: .released)
+        case .failed(let source):
+            coalesceMemory.removeAll { $0.source == source }
+            finish(source, reason: .released)
         case .vanished(let source):
             finish(source, reason: .vanished)
         case .user(let source, let command):

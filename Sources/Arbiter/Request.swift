@@ -50,6 +50,9 @@ public enum Input: Hashable, Sendable {
     case request(Request)
     /// A source finished or gave up its request.
     case release(SourceID)
+    /// A source ended because it failed (its stream broke, its server was too slow), not played
+    /// through: as `release`, and it leaves nothing to coalesce into — a retry of it plays.
+    case failed(SourceID)
     /// The user acted on a source.
     case user(SourceID, UserCommand)
     /// A source disappeared (its process died, its stream closed) without releasing.

@@ -59,6 +59,19 @@ struct QueueTests {
         #expect(s.request("bell-2", .announcement, key: "doorbell") == [.coalesced("bell-2", into: "bell-1")])
     }
 
+    /// A chime that failed after it was granted (its stream broke) leaves nothing to coalesce into:
+    /// the next press within the window plays. One that played through still coalesces the next.
+    @Test func aPressIsNotCoalescedIntoAFailedOne() {
+        var s = Script()
+        s.request("bell-0", .announcement, key: "doorbell")
+        s.advance(.milliseconds(500))
+        #expect(s.send(.failed("bell-0")) == [.finished("bell-0")])
+        #expect(s.request("bell-1", .announcement, key: "doorbell") == [.granted("bell-1", zones: ["kitchen"])])
+        s.advance(.milliseconds(500))
+        s.release("bell-1")
+        #expect(s.request("bell-2", .announcement, key: "doorbell") == [.coalesced("bell-2", into: "bell-1")])
+    }
+
     /// Announcements of equal priority play first in first out.
     @Test func playsAnnouncementsInOrder() {
         var s = Script()

@@ -25,7 +25,8 @@ extension Daemon {
                 events.publish(
                     type: .played, source: p.id.rawValue, zones: p.zones,
                     reason: why ?? "sound \(p.source.label) played to its end", zoneFrames: frames)
-                apply(s.arbiter.release(p.id, at: .now), &s)
+                // One that failed leaves nothing to coalesce into: a retry plays.
+                apply(s.arbiter.release(p.id, failed: why != nil, at: .now), &s)
                 // Its last frames are still in the devices' buffers: heard until they play out (not
                 // at volume 0: nothing of it is heard).
                 for (zone, end) in frames where p.volume > 0 {

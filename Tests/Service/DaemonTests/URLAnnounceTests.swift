@@ -251,6 +251,33 @@ import Testing
         #expect(t.waitForEvent("played", source: first.object["id"], seconds: 10) != nil)
     }
 
+    /// An announcement that failed after it was granted (its server too slow: cut after
+    /// `first-byte-timeout`) leaves nothing to coalesce into: the same URL asked again within the
+    /// window — a retry — plays. It was coalesced into the one that failed, and nothing was heard.
+    @Test func aRetryOfAFailedAnnouncementPlays() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        let dir = TestDirectory.make("url-retry")
+        WAVWriter.write(
+            Signals.sine(frequency: 1000, rate: 44_100, frames: 4 * 44_100, channels: 2, amplitude: 0.5),
+            rate: 44_100, channels: 2, to: "\(dir)/tone.wav")
+        guard case .success(let wav?) = FileIO.read("\(dir)/tone.wav") else { throw TestSetupError(message: "no WAV") }
+        server.route("/slow.wav", .init(contentType: "audio/wav", body: wav, seconds: 40, chunks: 400))
+        let t = try TestDaemon(
+            zones: [("kitchen", 44_100, nil)],
+            announce: AnnounceConfig(allowURLHosts: ["127.0.0.1"], firstByteTimeout: .milliseconds(500)))
+        defer { t.stop() }
+        let requested = SlowHTTPServer.now()
+        let body = #"{"url": "\#(server.url("/slow.wav"))"}"#
+        let id = try #require(try t.json("POST", "/api/v1/announce", body).object["id"])
+        let played = try #require(t.waitForEvent("played", source: id, seconds: 10))
+        #expect(played.reason?.hasPrefix("stopped: ") == true, "\(played.reason ?? "")")
+        let retry = try t.json("POST", "/api/v1/announce", body)
+        #expect(SlowHTTPServer.now() - requested < 3, "within the 3 s coalesce window")
+        #expect(retry.status == 202 && retry.object["status"] == "playing", "\(retry.object)")
+        #expect(retry.object["id"] != id)
+    }
+
     /// The caps while playing: a 4 s file is cut at `announce.max-duration` (1.75 s: it used to be
     /// cut at the whole second below), and a body with
     /// no Content-Length that grows past `max-bytes` (64 KiB of 320 kbit/s: 1.6 s) ends where the
