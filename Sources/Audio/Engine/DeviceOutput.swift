@@ -410,15 +410,25 @@ public final class DeviceOutput: @unchecked Sendable {
         }
     }
 
-    /// Whether the device plays now (a PCM open, a stream connected): `snapshot().available`
-    /// alone. Any thread.
-    public var isAvailable: Bool { streamSink?.isConnected ?? available.load(ordering: .acquiring) }
+    /// Whether the device plays now (a PCM open, a stream connected to a server with one of the
+    /// zone's speakers): `snapshot().available` alone. Any thread.
+    public var isAvailable: Bool {
+        streamSink.map { $0.isConnected && !$0.hasNoListener } ?? available.load(ordering: .acquiring)
+    }
+
+    /// True while a stream output's server takes its audio but says none of the zone's speakers is
+    /// connected (`listenersConnected`): the zone is unavailable. Any thread.
+    public var hasNoListener: Bool { streamSink.map { $0.isConnected && $0.hasNoListener } ?? false }
+
+    /// What the server's latest good answer says of a stream output's speakers: whether any of the
+    /// zone's is connected (the zone's group keeper tells). Any thread.
+    public func listenersConnected(_ any: Bool) { streamSink?.listenersConnected(any) }
 
     /// The zone's counters now. Any thread.
     public func snapshot() -> Snapshot {
         if let sink = streamSink {
             return Snapshot(
-                available: sink.isConnected, lastError: sink.lastError,
+                available: sink.isConnected && !sink.hasNoListener, lastError: sink.lastError,
                 framesPlayed: framesPlayed.load(ordering: .acquiring), xruns: 0, suspends: 0,
                 lateCycles: lateCycles.load(ordering: .acquiring), reopens: max(0, sink.connects - 1),
                 delayFrames: sink.spec.latencyFrames, realtime: realtime.load(ordering: .acquiring),

@@ -53,10 +53,14 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     private let answeredCallAt = Atomic<Int>(Int.min)
     private let awaiting = Atomic<Bool>(false)
     private let stalledFlag = Atomic<Bool>(false)
+    /// Set while the server's last good answer had none of the zone's speakers connected
+    /// (`listenersConnected`): what it takes reaches no one.
+    private let noListener = Atomic<Bool>(false)
 
-    /// Where the zone's audio does not reach the server: "on" at the zone frame of the first frame
-    /// dropped (no connection, a connection not carrying audio yet, a stall), "off" at the first
-    /// frame sent again. Written by the output thread, read by any.
+    /// Where the zone's audio does not reach its listeners: "on" at the zone frame of the first
+    /// frame dropped (no connection, a connection not carrying audio yet, a stall) or, once the
+    /// server says none of the zone's speakers is connected, at the frame heard then; "off" at the
+    /// first frame sent again to a server with a speaker. Written by the output thread, read by any.
     let outage = Timeline()
     /// Zone frames given to `write` so far: the zone frame of the next one. Output thread.
     private var position = 0
@@ -154,6 +158,13 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// or more (snapserver stopped or hung without closing); a write it takes part of ends it. Any thread.
     var isStalled: Bool { stalledFlag.load(ordering: .acquiring) }
 
+    /// True while the server's last good answer had none of the zone's speakers connected. Any thread.
+    var hasNoListener: Bool { noListener.load(ordering: .acquiring) }
+
+    /// What the server's latest answer says of the zone's speakers: whether any is connected. The
+    /// output thread follows it at its next period. Any thread.
+    func listenersConnected(_ any: Bool) { noListener.store(!any, ordering: .releasing) }
+
     /// The server answered a call made at `callStartedAt` (monotonic ns): it runs, and reads what a
     /// connection made before that call is sent. Any thread.
     func serverAnswered(callStartedAt: Int) {
@@ -239,9 +250,10 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// Follows where the audio stops and starts reaching the server (`outage`, `isStalled`), after
     /// a period of which `sent` of `frames` were sent.
     private func track(sent: Int, of frames: Int, now: Int) {
+        let unheard = noListener.load(ordering: .acquiring)
         if sent > 0 && state == .open {
-            // The server takes audio (again): heard from the first frame it took.
-            if outageOn {
+            // The server takes audio (again): heard from the first frame it took, by a speaker.
+            if outageOn && !unheard {
                 outageOn = false
                 lastOutageOff = position
                 outage.record(on: nil, off: position)
@@ -251,6 +263,13 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
                 connected.store(true, ordering: .releasing)
                 notifyPending = true
             }
+        }
+        if unheard && state == .open && !outageOn {
+            // No speaker is connected: what the server plays reaches no one — from the frame heard
+            // now (the speakers left at the latest by the server's answer), as a server that died.
+            outageOn = true
+            outage.record(on: max(position - spec.latencyFrames, lastOutageOff), off: nil)
+            notifyPending = true
         }
         if sent == frames {
             refusedFrom = nil
@@ -274,9 +293,11 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         }
         // A stall is a run of periods it took nothing of: one it took some of starts the run again.
         if sent > 0 || refusedFrom == nil { refusedFrom = (first, now) }
-        if !outageOn, let run = refusedFrom, now - run.at >= Self.stallNanoseconds {
-            outageOn = true
-            outage.record(on: run.frame, off: nil)
+        if !stalledFlag.load(ordering: .relaxed), let run = refusedFrom, now - run.at >= Self.stallNanoseconds {
+            if !outageOn {
+                outageOn = true
+                outage.record(on: run.frame, off: nil)
+            }
             stalledFlag.store(true, ordering: .releasing)
             connected.store(false, ordering: .releasing)
             notifyPending = true

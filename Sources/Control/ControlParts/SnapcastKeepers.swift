@@ -55,6 +55,7 @@ package final class SnapcastKeepers: Sendable {
                 let keeper = GroupKeeper(
                     name: name, zone: s, control: control,
                     answered: { device(name)?.serverAnswered(callStartedAt: $0) },
+                    listeners: { device(name)?.listenersConnected($0) },
                     output: { device(name)?.awaitsServer == true ? .answer : .nothing }, wake: bell(for: name),
                     volumesSet: carried[name] ?? []
                 ) { isError, message in
@@ -105,6 +106,10 @@ package final class SnapcastKeepers: Sendable {
         if zone.device.awaitsServer, let control = snapcast.control {
             return
                 "connected to snapserver source \(snapcast.source); waiting for its JSON-RPC (\(SnapcastControl.shown(control))) to answer"
+        }
+        if zone.device.hasNoListener {
+            let speakers = snapcast.clients.map(\.id).joined(separator: ", ")
+            return "snapserver has none of the zone's speakers (\(speakers)) connected: what it plays reaches no one"
         }
         if zone.device.isStalled {
             return

@@ -50,6 +50,7 @@ public final class GroupKeeper: Sendable {
     public static let hurryInterval = 100_000_000
     private let log: @Sendable (_ isError: Bool, _ message: String) -> Void
     private let answered: @Sendable (_ callStartedAt: Int) -> Void
+    private let listeners: @Sendable (_ anyConnected: Bool) -> Void
     private let output: @Sendable () -> OutputNeed
     private let name: String
     /// Set by `askToStop` (and so `stop`): the loop ends, and a call that waits on the server ends
@@ -63,12 +64,14 @@ public final class GroupKeeper: Sendable {
     ///   - name: the zone's name, for messages.
     ///   - log: receives one line per change of what is wrong (`isError`) or each fix made.
     ///   - answered: told, after each call the server answered, when (monotonic ns) it was made.
+    ///   - listeners: told, after each status read, whether any of the zone's speakers is connected.
     ///   - output: what the zone's stream output needs now (see `OutputNeed`); asked between polls.
     ///   - wake: what `look()` and `stop()` post; given, so that an output started before the
     ///     keeper can post it (`DeviceOutput.connectionObserver`).
     public init(
         name: String, zone: SnapcastZone, control: SnapcastControl, interval: Duration = .seconds(2),
         answered: @escaping @Sendable (_ callStartedAt: Int) -> Void = { _ in },
+        listeners: @escaping @Sendable (_ anyConnected: Bool) -> Void = { _ in },
         output: @escaping @Sendable () -> OutputNeed = { .nothing }, wake: Bell = Bell(),
         volumesSet: Set<String> = [],
         log: @escaping @Sendable (_ isError: Bool, _ message: String) -> Void
@@ -80,6 +83,7 @@ public final class GroupKeeper: Sendable {
         self.control = control.stopping(at: stopFlag)
         self.interval = interval
         self.answered = answered
+        self.listeners = listeners
         self.output = output
         self.log = log
     }
@@ -129,6 +133,7 @@ public final class GroupKeeper: Sendable {
             // What the server says now, before any fix is tried (a fix may fail).
             let connected = zone.speakers.map(\.id).filter { status.client($0)?.connected == true }
             shared.withLock { $0.connected = connected }
+            listeners(!connected.isEmpty)
             // A speaker that left must get its volume again when it is back.
             volumesSet = volumesSet.filter { status.client($0)?.connected == true }
             let plan = zone.plan(for: status, volumesSet: volumesSet)

@@ -289,3 +289,70 @@ import Testing
         #expect(volumeCalls.withLock { $0.count } == 2, "\(volumeCalls.withLock { $0 })")
     }
 }
+
+extension SnapcastOutageTests {
+    /// A Snapcast zone whose one speaker goes away (its snapclient killed) while music plays: once
+    /// the keeper's poll finds none of the zone's speakers connected, the zone is `unavailable`
+    /// (saying so), the music reads `unavailable`, is not in the zone's `audible` and is held — its
+    /// position stays —, and a doorbell for that zone alone is refused: nobody would hear it. When
+    /// the speaker is back the zone is available and the music heard again, with an `audible`
+    /// event. It read `playing` with no speaker connected, and ran on unheard.
+    @Test func aZoneWithNoSpeakerConnectedIsUnavailable() throws {
+        let server = try SnapcastServer(bufferMilliseconds: 300)
+        defer { server.stop() }
+        let speaker = try SnapcastClientTap(id: "pi1", server: server)
+        defer { speaker.stop() }
+        let snapcast = SnapcastConfig(
+            source: .tcp(host: "127.0.0.1", port: server.sourcePort), control: server.control, stream: server.stream,
+            clients: [SnapcastConfig.Client(id: "pi1")], buffer: .milliseconds(300))
+        let daemon = Self.daemon(snapcast, name: "nobody") { sounds in
+            WAVWriter.write(
+                Signals.sine(frequency: 440, rate: 48_000, frames: 48_000, channels: 2), rate: 48_000, channels: 2,
+                to: "\(sounds)/tone.wav")
+            WAVWriter.write(
+                Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2), rate: 48_000, channels: 2,
+                to: "\(sounds)/bell.wav")
+        }
+        defer { daemon.stop() }
+        let device = try #require(daemon.output("upstairs")?.device)
+        let zone = { daemon.status().zones.first { $0.name == "upstairs" } }
+        try #require(
+            waitUntil(seconds: 10) { device.snapshot().available && zone()?.snapcast?.connected == ["pi1"] },
+            "the zone and its speaker never connected")
+        let music = try daemon.announcer.playMusic(sound: "tone", zones: ["upstairs"], loop: true).id
+        func heard() -> String {
+            let s = daemon.status()
+            return "\(s.sources.first { $0.id == music }?.state ?? "-") \(s.zones.first?.audible ?? [])"
+        }
+        try #require(waitUntil(seconds: 5) { heard() == "playing [\"\(music)\"]" }, "\(heard())")
+
+        speaker.kill()
+        var unavailable: Event?
+        try #require(
+            waitUntil(seconds: 10) {
+                unavailable = daemon.events.recent().first { $0.type == "zone-unavailable" }
+                return unavailable != nil
+            }, "no zone-unavailable with no speaker connected")
+        #expect(
+            unavailable?.reason
+                == "snapserver has none of the zone's speakers (pi1) connected: what it plays reaches no one",
+            "\(unavailable?.reason ?? "")")
+        try #require(waitUntil(seconds: 5) { heard() == "unavailable []" }, "\(heard())")
+        let held = try #require(daemon.status().sources.first { $0.id == music }?.positionSeconds)
+        #expect(throws: ControlError.self) { try daemon.announcer.announce(sound: "bell", zones: ["upstairs"]) }
+        let since = unavailable?.seq ?? 0
+
+        try speaker.restart()
+        #expect(
+            waitUntil(seconds: 10) {
+                daemon.events.recent().contains { $0.type == "zone-available" && $0.seq > since }
+            }, "the zone is not available again")
+        #expect(
+            waitUntil(seconds: 5) {
+                daemon.events.recent().contains { $0.type == "audible" && $0.source == music && $0.seq > since }
+            }, "no audible event for the music once the speaker is back")
+        #expect(waitUntil(seconds: 5) { heard() == "playing [\"\(music)\"]" }, "\(heard())")
+        let back = try #require(daemon.status().sources.first { $0.id == music }?.positionSeconds)
+        #expect(back - held < 1.0, "held while no one heard it: \(held) → \(back) s")
+    }
+}
