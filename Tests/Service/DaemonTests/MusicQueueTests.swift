@@ -1,3 +1,4 @@
+import Arbiter
 import AudioCore
 import BatonConfig
 import BatonTesting
@@ -149,6 +150,44 @@ import Testing
 }
 
 /// In `MusicTests` (serialized) with the other test that restarts the daemon-faults server.
+extension MusicQueueTests {
+    /// A seek, then a stop before anything of the new place was heard (the server is slow to
+    /// answer the new stream, which has not begun its track): the queue is saved at the place
+    /// sought — kept when the seek was asked, while no stream ran —, not where the stream was before.
+    @Test func aSeekNotHeardYetIsSavedWhereItGoes() throws {
+        var music = try TestSubsonic.music()
+        let upstream = try #require(music.subsonic.url.split(separator: ":").last.map { String($0) })
+        // Each stream's answer held back 2 s, then given at once.
+        let proxy = try BackgroundProcess(
+            "/usr/bin/python3",
+            [TestDaemon.repoRoot + "/scripts/subsonic/slow-proxy.py", upstream, "100000000", "2", "0"],
+            outputPath: TestDirectory.make("proxy") + "/out")
+        defer { _ = proxy.stop() }
+        #expect(waitUntil { proxy.output.hasPrefix("port ") })
+        let port = proxy.output.dropFirst(5).prefix { $0.isNumber }
+        music.subsonic.url = "http://127.0.0.1:\(port)"
+        let dir = TestDirectory.make("state-seek")
+        let first = try TestDaemon(music: music, stateDir: dir)
+        let song = try steps(first)
+        let id = try #require(
+            try first.json("POST", "/api/v1/music/play", #"{"songs": ["\#(song)"], "zones": ["kitchen"]}"#).object["id"]
+        )
+        #expect(waitUntil(seconds: 15) { position(first, id) > 0.2 })
+        #expect(try first.request("POST", "/api/v1/music/seek", #"{"position": 4.2}"#).status == 200)
+        // The new stream started (its slots were free), and waits for the server.
+        #expect(waitUntil { first.daemon.state.withLock { $0.playbacks[SourceID(id)]?.awaitingSlots == nil } })
+        #expect(
+            try first.status().sources.first { $0.id == id }?.state == "starting", "the new stream is not heard yet")
+        first.stop()
+
+        let second = try TestDaemon(music: music, stateDir: dir)
+        defer { second.stop() }
+        let saved = try #require(try second.status().savedQueue)
+        #expect(saved.track.title == "Steps")
+        #expect(saved.positionSeconds == 4.2, "saved at \(saved.positionSeconds) s")
+    }
+}
+
 extension MusicTests {
     /// A long pause: the server goes away and comes back while the music is paused (its idle
     /// connection is gone). On resume the stream reopens with Range at the exact byte and the tone
