@@ -403,6 +403,31 @@ def scenario(music):
                 shot(d, "webapp-phone-queue.png")
         check("add to queue from the library: the queue lists it after the current track", queue)
 
+        def tap_targets():
+            # On a phone every control a finger taps is at least 44 x 44 CSS px (Apple's and WCAG
+            # 2.5.5's size): buttons, fields, sliders, the zone choices. Links inside text are exempt.
+            resize(d, 360, 800)
+            try:
+                small = []
+                for name in ("now", "library", "queue", "announce", "zones", "timeline"):
+                    tab(d, name)
+                    time.sleep(0.2)
+                    small += d.execute_script(
+                        "return [...document.querySelectorAll('button, input, select, textarea, label')]"
+                        ".filter(e => e.offsetParent !== null && !e.classList.contains('linkish')"
+                        "  && !(e.tagName === 'INPUT' && ['checkbox', 'radio'].includes(e.type) && e.closest('label'))"
+                        "  && !(e.tagName === 'LABEL' && !e.querySelector('input')))"
+                        ".map(e => [e, e.getBoundingClientRect()])"
+                        ".filter(([e, r]) => r.width < 44 || r.height < 44)"
+                        ".map(([e, r]) => arguments[0] + ': ' + e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')"
+                        "  + ' \"' + (e.getAttribute('aria-label') || e.textContent || e.type).trim().slice(0, 20) + '\" '"
+                        "  + Math.round(r.width) + 'x' + Math.round(r.height));", name)
+                assert not small, f"{len(small)} targets under 44 px: " + "; ".join(small[:40])
+            finally:
+                resize(d, *(360, 800) if SHOTS else (1280, 900))
+                tab(d, "now")
+        check("on a phone every control is at least 44 x 44 px", tap_targets)
+
         def lost():
             # batond stopped (as a speaker gone from the network looks to the page): within a poll and
             # its 4 s timeout the cards no longer say what played before; back, they say it again.
