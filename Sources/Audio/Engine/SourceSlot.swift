@@ -67,7 +67,8 @@ public final class SourceSlot: @unchecked Sendable {
     var soundingNow = false
     /// The source plays at volume 0, the user's choice: its frames, mixed at gain 0, count as
     /// sounding while they are consumed — it plays, at the volume asked — though nothing of it is
-    /// heard. Not a mute, a duck or a fade (those silence it). Set when the slot is claimed.
+    /// heard. Not while it is muted there, nor during a fade (those silence it). Set when the slot
+    /// is claimed and by `setAtVolumeZero`.
     let atVolumeZero = Atomic<Bool>(false)
 
     /// The gain the output thread applied last. Output thread only.
@@ -113,6 +114,14 @@ public final class SourceSlot: @unchecked Sendable {
     /// Whether the source plays at volume 0 by the user's choice (`claimSlot`): `sounding` while
     /// its frames are consumed, though none is heard.
     public var playsAtVolumeZero: Bool { atVolumeZero.load(ordering: .acquiring) }
+
+    /// Sets `playsAtVolumeZero`: off while a source at volume 0 is muted in this zone (silenced
+    /// there, it does not play there), on again when it is unmuted. Control thread.
+    public func setAtVolumeZero(_ on: Bool) {
+        guard atVolumeZero.load(ordering: .relaxed) != on else { return }
+        atVolumeZero.store(on, ordering: .releasing)
+        doorbell?.post()
+    }
 
     /// Fades the source out and stops consuming its frames at the end of the fade, so `resume` goes
     /// on from the very next sample. Control thread.

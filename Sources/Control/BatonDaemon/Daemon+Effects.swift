@@ -89,7 +89,8 @@ extension Daemon {
             let held = p.sourceClass == .music && isHeld(in: part.zone, p, s)
             guard let zone = output(part.zone),
                 let slot = zone.mixer.claimSlot(
-                    gain: audible && !held ? target(p, zone: part.zone, s) : 0, atVolumeZero: p.volume == 0)
+                    gain: audible && !held ? target(p, zone: part.zone, s) : 0,
+                    atVolumeZero: playsAtVolumeZero(p, zone: part.zone, s))
             else {
                 logger.error("zone \(part.zone): every slot is busy; \(p.id) cannot play there")
                 continue
@@ -202,6 +203,12 @@ extension Daemon {
         return p.volume * linearGain(decibels: s.arbiter.duckGain(of: p.id, in: z).value)
     }
 
+    /// Whether `p` plays at volume 0 by the user's choice in `zone` (`SourceSlot.playsAtVolumeZero`):
+    /// asked at volume 0 and not muted there.
+    func playsAtVolumeZero(_ p: Playback, zone: String, _ s: borrowing State) -> Bool {
+        p.volume == 0 && !s.arbiter.isMuted(p.id, in: ZoneID(zone))
+    }
+
     /// Sets each slot of `p` to what the arbiter says: paused unless the source is audible; in each
     /// zone, the user's volume × the duck stage, or 0 where it is muted. Duck changes ramp over the
     /// policy's attack or release; everything else over the zone's default ramp. Music is also held
@@ -212,6 +219,7 @@ extension Daemon {
             guard let slot = part.slot else { continue }
             let gain = target(p, zone: part.zone, s)
             if slot.targetGain != gain { slot.setGain(gain, overFrames: ramps["\(p.id)/\(part.zone)"]) }
+            slot.setAtVolumeZero(playsAtVolumeZero(p, zone: part.zone, s))
             let held = p.sourceClass == .music && isHeld(in: part.zone, p, s)
             let pause = !audible || held
             if pause != slot.isPauseRequested {

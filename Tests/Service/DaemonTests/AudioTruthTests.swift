@@ -1,3 +1,4 @@
+import Arbiter
 import BatonConfig
 import BatonTesting
 import Engine
@@ -448,5 +449,38 @@ extension AudioTruthTests {
         #expect(waitUntil { (try? t.status().sources.first { $0.id == id }?.state) == "playing" })
         t.stop()
         #expect(t.left("kitchen").allSatisfy { $0 == 0 }, "played at gain 0")
+    }
+}
+
+extension AudioTruthTests {
+    /// Music at volume 0 in two zones, a doorbell in one: muted there, the music does not play
+    /// there (its slot stops sounding where the mute begins) while it plays on in the other, and
+    /// plays there again once the doorbell is over. It counted as playing where it was muted.
+    @Test func musicAtVolumeZeroMutedInAZoneDoesNotPlayThere() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let id = try #require(
+            try t.json(
+                "POST", "/api/v1/music/play",
+                #"{"sound": "music440", "loop": true, "zones": ["kitchen", "patio"], "volume": 0}"#
+            ).object["id"])
+        #expect(waitUntil { (try? t.status().sources.first { $0.id == id }?.state) == "playing" })
+        func sounding(_ zone: String) -> Bool {
+            t.daemon.state.withLock { s in
+                guard let slot = s.playbacks[SourceID(id)]?.parts.first(where: { $0.zone == zone })?.slot,
+                    let z = t.daemon.output(zone)
+                else { return false }
+                return slot.sounding.snapshot().isOn(at: z.device.snapshot().audibleFrame)
+            }
+        }
+        #expect(waitUntil { sounding("kitchen") && sounding("patio") })
+        let bell = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
+        #expect(t.waitForEvent("audible", source: bell) != nil)
+        #expect(waitUntil { !sounding("kitchen") }, "muted in the kitchen, it does not play there")
+        #expect(sounding("patio"))
+        #expect(try t.status().sources.first { $0.id == id }?.state == "playing", "it plays on in the patio")
+        #expect(t.waitForEvent("played", source: bell) != nil)
+        #expect(waitUntil { sounding("kitchen") }, "unmuted, it plays there again")
     }
 }
