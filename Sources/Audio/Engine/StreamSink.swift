@@ -257,6 +257,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
                 outageOn = false
                 lastOutageOff = position
                 outage.record(on: nil, off: position)
+                notifyPending = true  // what is held there goes on (a speaker back wakes nothing else)
             }
             if stalledFlag.load(ordering: .relaxed) {
                 stalledFlag.store(false, ordering: .releasing)

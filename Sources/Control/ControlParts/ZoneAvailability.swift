@@ -59,7 +59,8 @@ package struct ZoneAvailability {
         let awaitedLong = awaitingSince[name].map { now - $0 >= Self.awaitingLimit } ?? false
         guard
             available[name] != snap.available
-                && (snap.available || snap.lastError != 0 || awaitedLong || available[name] == true)
+                && (snap.available || snap.lastError != 0 || awaitedLong || zone.device.hasNoListener
+                    || available[name] == true)
         else { return }
         available[name] = snap.available
         if snap.available {
@@ -75,7 +76,8 @@ package struct ZoneAvailability {
         } else {
             let why = zone.errorText
             events.publish(type: .zoneUnavailable, zones: [name], reason: why)
-            logger.error("zone \(name): unavailable: \(why); retrying with backoff")
+            let then = zone.device.hasNoListener ? "waiting for one to connect" : "retrying with backoff"
+            logger.error("zone \(name): unavailable: \(why); \(then)")
         }
     }
 }

@@ -129,11 +129,13 @@ public final class GroupKeeper: Sendable {
         do {
             let status = try control.status()
             read = true
-            answered(started)
-            // What the server says now, before any fix is tried (a fix may fail).
+            // What the server says now, before any fix is tried (a fix may fail); who listens is
+            // told before the answer lets a new connection carry audio, so it never carries it
+            // for a moment to no one.
             let connected = zone.speakers.map(\.id).filter { status.client($0)?.connected == true }
             shared.withLock { $0.connected = connected }
             listeners(!connected.isEmpty)
+            answered(started)
             // A speaker that left must get its volume again when it is back.
             volumesSet = volumesSet.filter { status.client($0)?.connected == true }
             let plan = zone.plan(for: status, volumesSet: volumesSet)

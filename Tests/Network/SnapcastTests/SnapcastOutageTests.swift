@@ -347,12 +347,45 @@ extension SnapcastOutageTests {
             waitUntil(seconds: 10) {
                 daemon.events.recent().contains { $0.type == "zone-available" && $0.seq > since }
             }, "the zone is not available again")
+        var audible: Event?
         #expect(
             waitUntil(seconds: 5) {
-                daemon.events.recent().contains { $0.type == "audible" && $0.source == music && $0.seq > since }
+                audible = daemon.events.recent().last { $0.type == "audible" && $0.source == music && $0.seq > since }
+                return audible != nil
             }, "no audible event for the music once the speaker is back")
+        // Held until then, it goes on where the zone's output reaches a speaker again, within a
+        // period or two: the sink wakes the monitor (it waited for its once-a-second look).
+        let back = device.outage
+        let again = try #require(audible?.zoneFrames?["upstairs"])
+        #expect(
+            !back.isOn && again >= back.offFrom && again < back.offFrom + 4_800, "\(again), back at \(back.offFrom)")
         #expect(waitUntil(seconds: 5) { heard() == "playing [\"\(music)\"]" }, "\(heard())")
-        let back = try #require(daemon.status().sources.first { $0.id == music }?.positionSeconds)
-        #expect(back - held < 1.0, "held while no one heard it: \(held) → \(back) s")
+        let position = try #require(daemon.status().sources.first { $0.id == music }?.positionSeconds)
+        #expect(position - held < 1.0, "held while no one heard it: \(held) → \(position) s")
+    }
+}
+
+extension SnapcastOutageTests {
+    /// A Snapcast zone that starts with none of its speakers connected says so at once: a
+    /// `zone-unavailable` event naming them (it said nothing: the connection had no error).
+    @Test func aZoneStartedWithNoSpeakerSaysSo() throws {
+        let server = try SnapcastServer(bufferMilliseconds: 300)
+        defer { server.stop() }
+        let snapcast = SnapcastConfig(
+            source: .tcp(host: "127.0.0.1", port: server.sourcePort), control: server.control, stream: server.stream,
+            clients: [SnapcastConfig.Client(id: "pi1"), SnapcastConfig.Client(id: "pi2")], buffer: .milliseconds(300))
+        let daemon = Self.daemon(snapcast, name: "nobody-yet")
+        defer { daemon.stop() }
+        var event: Event?
+        #expect(
+            waitUntil(seconds: 10) {
+                event = daemon.events.recent().first { $0.type == "zone-unavailable" }
+                return event != nil
+            }, "no zone-unavailable")
+        #expect(
+            event?.reason
+                == "snapserver has none of the zone's speakers (pi1, pi2) connected: what it plays reaches no one",
+            "\(event?.reason ?? "")")
+        #expect(!daemon.events.recent().contains { $0.type == "zone-available" })
     }
 }
