@@ -58,6 +58,8 @@ package final class Persistence: Sendable {
         var served = 0
         /// When the write in progress began (monotonic ns); whether its slowness was reported.
         var writingSince: Int?
+        /// When the last write began (monotonic ns), nil before the first.
+        var lastWriteAt: Int?
         var slowReported = false
         /// `saveLast` waits for the writer (which then posts `wrote` after each write).
         var lastAwaited = false
@@ -89,11 +91,22 @@ package final class Persistence: Sendable {
     private let writer = Mutex<Writer?>(nil)
     /// A write that has not finished after this long is reported (`state-error`).
     static let slowWriteNanoseconds = 5_000_000_000
+    /// While music plays its position moves on every second, and the monitor's save each second
+    /// wrote the file (a temporary file, `fsync`, a rename) 3,600 times an hour of music — on a
+    /// speaker's SD card, wear for nothing. The monitor's saves write a change of the position
+    /// alone at most this often; any other change at once, and the stop's save always: a power cut
+    /// loses at most this much of the place heard (MPD's `state_file_interval` is 2 minutes).
+    package static let positionWriteNanoseconds = 30_000_000_000
+    /// Monotonic nanoseconds (a test sets the clock).
+    private let clock: @Sendable () -> Int
 
-    package init(store: StateStore, logger: Logger, events: EventLog) {
+    package init(
+        store: StateStore, logger: Logger, events: EventLog, clock: @escaping @Sendable () -> Int = monotonicNanoseconds
+    ) {
         self.store = store
         self.logger = logger
         self.events = events
+        self.clock = clock
     }
 
     /// The state as last computed (the saved queue `music/resume` plays).
@@ -253,11 +266,12 @@ package final class Persistence: Sendable {
     /// Records `now` (computed when `keep(queue:)` had been called `basis` times: see `keptCount`)
     /// and, if it changed since the last write, has the writer thread write it; returns at once (the
     /// monitor's save, about once a second: it must go on releasing finished sounds and answering
-    /// the watchdog while the disk writes). A write that has not finished after
-    /// `slowWriteNanoseconds` is reported, once. Returns the queue to be written.
+    /// the watchdog while the disk writes). A change of the queue's position alone is written at
+    /// most every `positionWriteNanoseconds`. A write that has not finished after
+    /// `slowWriteNanoseconds` is reported, once. Returns the queue to be written (nil: none is).
     package func offer(_ now: SavedState, basis: Int? = nil) -> SavedQueue?? {
         let running = runningWriter
-        let clock = monotonicNanoseconds()
+        let clock = self.clock()
         var slow = false
         let due: SavedQueue?? = state.withLock { s in
             guard !s.fadedOut else { return nil }
@@ -267,6 +281,11 @@ package final class Persistence: Sendable {
                 slow = true
             }
             guard running != nil, s.written != now else { return nil }
+            if now.differsInPositionAlone(from: s.written), let last = s.lastWriteAt,
+                clock - last < Self.positionWriteNanoseconds
+            {
+                return nil
+            }
             s.asked += 1
             return .some(now.queue)
         }
@@ -362,7 +381,9 @@ package final class Persistence: Sendable {
             guard s.written != s.saved else { return nil }
             defer {
                 s.written = s.saved
-                s.writingSince = monotonicNanoseconds()
+                let now = clock()
+                s.writingSince = now
+                s.lastWriteAt = now
             }
             return (s.saved, s.written)
         }

@@ -18,6 +18,15 @@ package struct SavedState: Codable, Equatable, Sendable {
         self.volumes = volumes
         self.queue = queue
     }
+
+    /// Whether only the queue's position differs from `other` (the music played on).
+    package func differsInPositionAlone(from other: SavedState) -> Bool {
+        guard var mine = queue, let theirs = other.queue, mine.position != theirs.position else { return false }
+        mine.position = theirs.position
+        var same = self
+        same.queue = mine
+        return same == other
+    }
 }
 
 /// A music queue as it stood: its songs, the track and position heard, where and how loud it played,
