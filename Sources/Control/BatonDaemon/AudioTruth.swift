@@ -126,8 +126,10 @@ struct AudioTruth {
         let tails = s.retiring.filter { $0.zone == zone.name && audible < $0.end }.map(\.source)
         return tails
             + order.compactMap { id -> String? in
-                guard let p = s.playbacks[id],
-                    let slot = p.parts.first(where: { $0.zone == zone.name })?.slot, !slot.playsAtVolumeZero,
+                // Not one at volume 0 (its own, for good: the slot's mark changes with a mute at
+                // once, ahead of the frame heard).
+                guard let p = s.playbacks[id], p.volume > 0,
+                    let slot = p.parts.first(where: { $0.zone == zone.name })?.slot,
                     slot.sounding.snapshot().isOn(at: audible), !zone.device.outage.isOn(at: audible)
                 else { return nil }
                 return id.rawValue

@@ -457,7 +457,7 @@ extension AudioTruthTests {
     /// there (its slot stops sounding where the mute begins) while it plays on in the other, and
     /// plays there again once the doorbell is over. It counted as playing where it was muted.
     @Test func musicAtVolumeZeroMutedInAZoneDoesNotPlayThere() throws {
-        let t = try TestDaemon()
+        let t = try TestDaemon(silenceAlarm: .milliseconds(300))
         defer { t.stop() }
         let id = try #require(
             try t.json(
@@ -474,6 +474,10 @@ extension AudioTruthTests {
             }
         }
         #expect(waitUntil { sounding("kitchen") && sounding("patio") })
+        // Past the silence alarm's 300 ms: a false alarm would be due at once.
+        let kitchen = try #require(t.daemon.output("kitchen"))
+        let from = kitchen.device.snapshot().audibleFrame
+        #expect(waitUntil { kitchen.device.snapshot().audibleFrame > from + 22_050 })
         let bell = try #require(
             try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#).object["id"])
         #expect(t.waitForEvent("audible", source: bell) != nil)
@@ -482,5 +486,9 @@ extension AudioTruthTests {
         #expect(try t.status().sources.first { $0.id == id }?.state == "playing", "it plays on in the patio")
         #expect(t.waitForEvent("played", source: bell) != nil)
         #expect(waitUntil { sounding("kitchen") }, "unmuted, it plays there again")
+        // Nothing of it was heard, before the mute or after: no silence alarm for it (one came at
+        // the mute, while the frame heard was still before it).
+        let alarms = t.daemon.events.recent().filter { $0.type == "silent-while-playing" }
+        #expect(alarms.isEmpty, "\(alarms.map { $0.reason ?? "" })")
     }
 }
