@@ -267,12 +267,15 @@ package final class Persistence: Sendable {
     /// and, if it changed since the last write, has the writer thread write it; returns at once (the
     /// monitor's save, about once a second: it must go on releasing finished sounds and answering
     /// the watchdog while the disk writes). A change of the queue's position alone is written at
-    /// most every `positionWriteNanoseconds`. A write that has not finished after
-    /// `slowWriteNanoseconds` is reported, once. Returns the queue to be written (nil: none is).
+    /// most every `positionWriteNanoseconds` (`SavedState.playedOn`). A write that has not
+    /// finished after `slowWriteNanoseconds` is reported, once. Returns the queue recorded when the
+    /// state differs from the one written (for the server's mirror, which paces itself), written
+    /// now or later; nil when it does not.
     package func offer(_ now: SavedState, basis: Int? = nil) -> SavedQueue?? {
         let running = runningWriter
         let clock = self.clock()
         var slow = false
+        var ring = false
         let due: SavedQueue?? = state.withLock { s in
             guard !s.fadedOut else { return nil }
             let now = Self.record(now, basis: basis, in: &s)
@@ -281,12 +284,13 @@ package final class Persistence: Sendable {
                 slow = true
             }
             guard running != nil, s.written != now else { return nil }
-            if now.differsInPositionAlone(from: s.written), let last = s.lastWriteAt,
-                clock - last < Self.positionWriteNanoseconds
+            if let last = s.lastWriteAt, clock - last < Self.positionWriteNanoseconds,
+                now.playedOn(from: s.written, within: Double(clock - last) / 1e9 + 2)
             {
-                return nil
+                return .some(now.queue)
             }
             s.asked += 1
+            ring = true
             return .some(now.queue)
         }
         if slow {
@@ -295,9 +299,15 @@ package final class Persistence: Sendable {
             logger.error("state: \(why); volumes and the queue are kept in memory and saved once it answers")
             events.publish(type: .stateError, reason: why)
         }
-        if due != nil { running?.bell.post() }
+        if ring { running?.bell.post() }
         return due
     }
+
+    /// Writes asked of the writer thread so far (by `offer` and `saveLast`).
+    package var writesAsked: Int { state.withLock { $0.asked } }
+
+    /// True while the last write failed (it is tried again at the next save).
+    package var isFailing: Bool { state.withLock { $0.failing } }
 
     /// Records `now` as the last state to keep (the stop's, before the fade-out: nothing computed
     /// after it is saved) and has it written, waiting at most `nanoseconds` for the disk: the
@@ -396,6 +406,7 @@ package final class Persistence: Sendable {
                 s.slowReported = false
                 s.failing = failed
                 if failed && s.written == target.state { s.written = target.previous }  // retry next time
+                if failed { s.lastWriteAt = nil }  // the position too, not 30 s later
             }
             return (s.failing, s.slowReported)
         }

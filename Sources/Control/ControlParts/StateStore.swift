@@ -19,9 +19,13 @@ package struct SavedState: Codable, Equatable, Sendable {
         self.queue = queue
     }
 
-    /// Whether only the queue's position differs from `other` (the music played on).
-    package func differsInPositionAlone(from other: SavedState) -> Bool {
-        guard var mine = queue, let theirs = other.queue, mine.position != theirs.position else { return false }
+    /// Whether this is `other` with its music played on: the queue playing in both, and nothing
+    /// else different but its position, further on by at most `seconds` (what could have played
+    /// since). A seek — back, or further than that — or one while paused is not.
+    package func playedOn(from other: SavedState, within seconds: Double) -> Bool {
+        guard var mine = queue, let theirs = other.queue, mine.playing, theirs.playing,
+            mine.position > theirs.position, mine.position - theirs.position <= seconds
+        else { return false }
         mine.position = theirs.position
         var same = self
         same.queue = mine

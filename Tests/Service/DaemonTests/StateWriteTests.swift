@@ -1,4 +1,5 @@
 import BatonTesting
+import Glibc
 import OSThread
 import Subsonic
 import Synchronization
@@ -22,8 +23,10 @@ import Testing
         return SavedState(volumes: ["kitchen": volume], queue: queue)
     }
 
-    /// A change of the position alone is written at most every 30 s; any other change (a volume,
-    /// a pause) at once; the stop's save always.
+    /// A change of the position alone as music plays on is written at most every 30 s; any other
+    /// change at once: a volume, a pause, a seek (back, or further than could have played, or
+    /// while paused); the stop's save always. Every change is still handed back for the server's
+    /// mirror, which paces itself.
     @Test func thePositionAloneIsWrittenAtMostEveryThirtySeconds() throws {
         let dir = TestDirectory.make("state-writes")
         let clock = Clock()
@@ -34,26 +37,55 @@ import Testing
         defer { persistence.stopWriter() }
         func onDisk() -> SavedState? { if case .success(let s) = store.load() { s } else { nil } }
         func written(_ expected: SavedState) -> Bool { waitUntil(seconds: 5) { onDisk() == expected } }
-
-        #expect(persistence.offer(Self.state(1)) != nil, "the first state is written")
-        #expect(written(Self.state(1)))
-        for second in 2...30 {
+        /// Offers `state`, one second after the last offer; whether a write was asked for it.
+        func offer(_ state: SavedState, changed: Bool = true) -> Bool {
             clock.advance(seconds: 1)
-            #expect(persistence.offer(Self.state(Double(second))) == nil, "at \(second) s: the position alone")
+            let asked = persistence.writesAsked
+            let handed = persistence.offer(state)??.position
+            #expect(handed == (changed ? state.queue?.position : nil), "handed back for the mirror when changed")
+            return persistence.writesAsked > asked
         }
-        clock.advance(seconds: 1)
-        #expect(persistence.offer(Self.state(31)) != nil, "30 s after the last write")
+
+        #expect(offer(Self.state(1)), "the first state is written")
+        #expect(written(Self.state(1)))
+        for second in 2...30 { #expect(!offer(Self.state(Double(second))), "at \(second) s: played on") }
+        #expect(offer(Self.state(31)), "30 s after the last write")
         #expect(written(Self.state(31)))
-        clock.advance(seconds: 1)
-        #expect(persistence.offer(Self.state(32, volume: 0.7)) != nil, "a volume is written at once")
+        #expect(offer(Self.state(32, volume: 0.7)), "a volume is written at once")
         #expect(written(Self.state(32, volume: 0.7)))
-        clock.advance(seconds: 1)
-        #expect(persistence.offer(Self.state(33, volume: 0.7, playing: false)) != nil, "a pause at once")
-        #expect(written(Self.state(33, volume: 0.7, playing: false)))
-        clock.advance(seconds: 1)
-        #expect(persistence.offer(Self.state(34, volume: 0.7, playing: false)) == nil)
+        #expect(!offer(Self.state(33, volume: 0.7)))
+        #expect(offer(Self.state(10, volume: 0.7)), "a seek back at once")
+        #expect(written(Self.state(10, volume: 0.7)))
+        #expect(offer(Self.state(60, volume: 0.7)), "a seek further than could have played, at once")
+        #expect(written(Self.state(60, volume: 0.7)))
+        #expect(offer(Self.state(61, volume: 0.7, playing: false)), "a pause at once")
+        #expect(written(Self.state(61, volume: 0.7, playing: false)))
+        #expect(offer(Self.state(90, volume: 0.7, playing: false)), "a seek while paused at once")
+        #expect(written(Self.state(90, volume: 0.7, playing: false)))
+        #expect(!offer(Self.state(90, volume: 0.7, playing: false), changed: false), "nothing changed")
         // The stop writes where it is.
-        _ = persistence.saveLast(Self.state(35, volume: 0.7, playing: false))
-        #expect(written(Self.state(35, volume: 0.7, playing: false)))
+        _ = persistence.saveLast(Self.state(95, volume: 0.7, playing: false))
+        #expect(written(Self.state(95, volume: 0.7, playing: false)))
+    }
+
+    /// A write that failed (a full disk) is tried again at the next save, a change of the position
+    /// alone too — not 30 s later.
+    @Test func aFailedWriteIsTriedAgainAtTheNextSave() throws {
+        let dir = TestDirectory.make("state-writes-full")
+        #expect(symlink("/dev/full", dir + "/state.json.tmp") == 0)
+        let clock = Clock()
+        let store = StateStore(directory: dir)
+        let persistence = Persistence(
+            store: store, logger: Logger(minimum: .error), events: EventLog(), clock: { clock.now.withLock { $0 } })
+        persistence.startWriter()
+        defer { persistence.stopWriter() }
+        _ = persistence.offer(Self.state(1))
+        #expect(waitUntil(seconds: 5) { persistence.isFailing }, "the write to a full disk fails")
+        _ = unlink(dir + "/state.json.tmp")  // the store may have taken it away itself
+        clock.advance(seconds: 1)
+        let asked = persistence.writesAsked
+        _ = persistence.offer(Self.state(2))
+        #expect(persistence.writesAsked > asked, "tried again at once")
+        #expect(waitUntil(seconds: 5) { (try? store.load().get()) == Self.state(2) })
     }
 }
