@@ -162,34 +162,43 @@ struct Commands: Sendable {
         var index: BodyNumber<Int>?
         var from: BodyNumber<Int>?
         var to: BodyNumber<Int>?
+        /// The music source whose queue the client saw (default: the newest).
+        var id: String?
+        /// The song the client saw at `index` (`from` for a move).
+        var song: String?
     }
 
     /// `music/queue/add` (`songs`, `next`), `remove` (`index`), `move` (`from`, `to`), `clear`,
-    /// `jump` (`index`): edits of the newest server music's queue; the answer is the queue.
+    /// `jump` (`index`): edits of the newest server music's queue, or of source `id`'s; `song`, the
+    /// song the client saw at the place it names, is checked first (a list seen before another
+    /// client's edit names another track now). The answer is the queue.
     private func queue(_ operation: String, _ body: [UInt8]) throws(ControlError) -> Reply {
         func need(_ value: Int?, _ field: String) throws(ControlError) -> Int {
             guard let value else { throw ControlError(.badRequest, "missing field \"\(field)\"") }
             return value
         }
         let op: MusicControl.QueueOperation
+        let b: QueueBody
         switch operation {
         case "add":
-            let b = try JSONBody.command(QueueBody.self, body, keys: ["songs", "next"])
+            b = try JSONBody.command(QueueBody.self, body, keys: ["songs", "next", "id"])
             guard let songs = b.songs else { throw ControlError(.badRequest, "missing field \"songs\"") }
             op = .add(songs: songs, next: b.next ?? false)
         case "remove":
-            op = .remove(try need(try JSONBody.command(QueueBody.self, body, keys: ["index"]).index?.value, "index"))
+            b = try JSONBody.command(QueueBody.self, body, keys: ["index", "id", "song"])
+            op = .remove(try need(b.index?.value, "index"))
         case "jump":
-            op = .jump(try need(try JSONBody.command(QueueBody.self, body, keys: ["index"]).index?.value, "index"))
+            b = try JSONBody.command(QueueBody.self, body, keys: ["index", "id", "song"])
+            op = .jump(try need(b.index?.value, "index"))
         case "move":
-            let b = try JSONBody.command(QueueBody.self, body, keys: ["from", "to"])
+            b = try JSONBody.command(QueueBody.self, body, keys: ["from", "to", "id", "song"])
             op = .move(from: try need(b.from?.value, "from"), to: try need(b.to?.value, "to"))
         case "clear":
-            _ = try JSONBody.command(QueueBody.self, body, keys: [])
+            b = try JSONBody.command(QueueBody.self, body, keys: ["id"])
             op = .clear
         default: throw ControlError(.notFound, "no such command: music/queue/\(operation)")
         }
-        return .done(QueueAnswer(try daemon.music.editQueue(op)))
+        return .done(QueueAnswer(try daemon.music.editQueue(op, id: b.id, expecting: b.song)))
     }
 
     private struct VolumeBody: Decodable {

@@ -403,15 +403,44 @@ def scenario(music):
                 shot(d, "webapp-phone-queue.png")
         check("add to queue from the library: the queue lists it after the current track", queue)
 
+        def stale_queue_edit():
+            # Another client changes the queue while this page shows it: a Remove on the list the page
+            # saw names the song it saw, so batond refuses it (the track now in that place is another)
+            # and the page says so and shows the queue as it is; nothing else is removed.
+            _, found = b.api("GET", "/api/v1/library/search?q=Tone")
+            ids = {s["title"]: s["id"] for s in found["songs"]}
+            status, _ = b.api("POST", "/api/v1/music/queue/add", {"songs": [ids["Tone 660 Opus"], ids["Tone 770 WAV 22050"]]})
+            assert status == 200, status
+            tab(d, "queue")
+            click(d, "#queue-refresh")
+            titles = lambda: d.execute_script("return [...document.querySelectorAll('#queue-list li .title')].map(e => e.textContent)")
+            wait_for("four tracks", lambda: len(titles()) == 4)
+            assert titles()[2] == "Tone 660 Opus", titles()
+            status, _ = b.api("POST", "/api/v1/music/queue/remove", {"index": 1})  # the other phone
+            assert status == 200, status
+            click(d, '#queue-list li[data-index="2"] button[data-q="remove"]')
+            wait_for("the refusal", lambda: "Remove failed: the queue changed: track 2 is" in d.find_element(By.ID, "notice").text)
+            print("     notice: " + repr(d.find_element(By.ID, "notice").text))
+            wait_for("the queue as it is", lambda: titles() == ["Tone 440 FLAC", "Tone 660 Opus", "Tone 770 WAV 22050"])
+            _, q = b.api("GET", "/api/v1/music/queue")
+            assert [s["title"] for s in q["songs"]] == ["Tone 440 FLAC", "Tone 660 Opus", "Tone 770 WAV 22050"], q
+        check("a queue edit on a list another client changed is refused and the page shows the queue as it is", stale_queue_edit)
+
         def tap_targets():
             # On a phone every control a finger taps is at least 44 x 44 CSS px (Apple's and WCAG
             # 2.5.5's size): buttons, fields, sliders, the zone choices. Links inside text are exempt.
             resize(d, 360, 800)
             try:
                 small = []
+                # What each tab must show for the check to mean something (controls drawn, not a tab
+                # still empty): the transport and the sliders, the zone choices, the queue's buttons.
+                needed = {"now": ("input[type=range]", ".controls button"), "library": (".chooser label",),
+                          "queue": ("#queue-list button",), "announce": ("#sound-buttons button",)}
                 for name in ("now", "library", "queue", "announce", "zones", "timeline"):
                     tab(d, name)
-                    time.sleep(0.2)
+                    for css in needed.get(name, ()):
+                        wait_for(f"{css} on the {name} tab", lambda: any(
+                            e.is_displayed() for e in d.find_elements(By.CSS_SELECTOR, f"#{name} {css}")), 5)
                     small += d.execute_script(
                         "return [...document.querySelectorAll('button, input, select, textarea, label')]"
                         ".filter(e => e.offsetParent !== null && !e.classList.contains('linkish')"

@@ -27,6 +27,14 @@ extension MusicControl {
         case clear
         /// Plays the track at this place from its start.
         case jump(Int)
+
+        /// The place in the queue the edit names (`index`, or `from` for a move).
+        var place: Int? {
+            switch self {
+            case .remove(let i), .jump(let i), .move(let i, _): i
+            case .add, .clear: nil
+            }
+        }
     }
 
     /// The newest server music's queue.
@@ -38,8 +46,13 @@ extension MusicControl {
         }
     }
 
-    /// Edits the newest server music's queue; new songs are asked from the server first.
-    public func editQueue(_ operation: QueueOperation) throws(ControlError) -> QueueListing {
+    /// Edits the newest server music's queue, or source `id`'s; new songs are asked from the server
+    /// first. `song`: the id of the song the client saw at the place the edit names (`index`,
+    /// `from`): when another is there now (the queue changed since the client looked: another
+    /// client's edit), nothing is done and it is a conflict.
+    public func editQueue(_ operation: QueueOperation, id: String? = nil, expecting song: String? = nil)
+        throws(ControlError) -> QueueListing
+    {
         var added: [(song: Song, gain: Float)] = []
         if case .add(let ids, _) = operation {
             guard !ids.isEmpty else { throw ControlError(.badRequest, "songs: give at least one song id") }
@@ -47,7 +60,15 @@ extension MusicControl {
             let songs = try music.songs(MusicSelection(songs: ids))
             added = Array(zip(songs, music.server(for: songs).gains)).map { (song: $0.0, gain: $0.1) }
         }
-        return try withNewest(hint: " (play something first)") { p, music, s throws(ControlError) in
+        return try withNewest(hint: " (play something first)", id: id) { p, music, s throws(ControlError) in
+            if let song, let place = operation.place, place >= 0 && place < music.songs.count,
+                music.songs[place].id != song
+            {
+                throw ControlError(
+                    .conflict,
+                    "the queue changed: track \(place) is \"\(music.songs[place].title)\" now, not song \(song) (get the queue again)"
+                )
+            }
             var restarted = false
             if case .jump(let index) = operation {
                 guard index >= 0 && index < music.songs.count else {

@@ -428,10 +428,14 @@ results.addEventListener('click', async e => {
 });
 
 // ---- queue --------------------------------------------------------------------------------------
+// The queue as last shown: its edits name the source and the song they were made on, so an edit on a
+// list another client changed meanwhile is refused (409), not made on whatever track is there now.
+let shownQueue = null;
 function renderQueue(q) {
+  shownQueue = q;
   if (!q) { $('#queue-info').textContent = 'Nothing is playing from the music server.'; $('#queue-list').innerHTML = ''; return; }
   $('#queue-info').textContent = `${q.songs.length} tracks in ${q.id}` + (q.restarted ? ' (the stream restarted)' : '');
-  $('#queue-list').innerHTML = q.songs.map((s, i) => `<li data-index="${i}" ${i === q.current ? 'aria-current="true"' : ''}><span class="what">${i === q.current ? '<span class="now">▶ now playing</span> ' : ''}<span class="title">${esc(s.title)}</span> <span class="meta">${esc(s.artist || '')} · ${fmt(s.durationSeconds)}</span></span>
+  $('#queue-list').innerHTML = q.songs.map((s, i) => `<li data-index="${i}" data-song="${esc(s.id)}" ${i === q.current ? 'aria-current="true"' : ''}><span class="what">${i === q.current ? '<span class="now">▶ now playing</span> ' : ''}<span class="title">${esc(s.title)}</span> <span class="meta">${esc(s.artist || '')} · ${fmt(s.durationSeconds)}</span></span>
     <span class="acts"><button type="button" data-q="jump" aria-label="Play ${esc(s.title)} now">Play</button><button type="button" data-q="up" aria-label="Move ${esc(s.title)} up" ${i === 0 ? 'disabled' : ''}>↑</button><button type="button" data-q="down" aria-label="Move ${esc(s.title)} down" ${i === q.songs.length - 1 ? 'disabled' : ''}>↓</button><button type="button" data-q="remove" aria-label="Remove ${esc(s.title)}">Remove</button></span></li>`).join('');
   $('#queue-list').classList.add('list');
 }
@@ -440,15 +444,19 @@ async function loadQueue() {
   catch (e) { if (/no music/.test(e.message)) renderQueue(null); else notify('Loading the queue failed: ' + e.message); }
 }
 $('#queue-refresh').addEventListener('click', loadQueue);
-$('#queue-clear').addEventListener('click', async () => { const r = await act('Clear the queue', 'POST', '/api/v1/music/queue/clear'); if (r) renderQueue(r); });
+$('#queue-clear').addEventListener('click', async () => { const r = await act('Clear the queue', 'POST', '/api/v1/music/queue/clear', shownQueue ? {id: shownQueue.id} : undefined); if (r) renderQueue(r); else loadQueue(); });
 $('#queue-list').addEventListener('click', async e => {
   const b = e.target.closest('button[data-q]'); if (!b) return;
   const i = Number(b.closest('li').dataset.index);
+  const seen = {song: b.closest('li').dataset.song, ...(shownQueue ? {id: shownQueue.id} : {})};
   const op = b.dataset.q;
-  const r = op === 'jump' ? await act('Jump', 'POST', '/api/v1/music/queue/jump', {index: i})
-    : op === 'remove' ? await act('Remove', 'POST', '/api/v1/music/queue/remove', {index: i})
-    : await act('Move', 'POST', '/api/v1/music/queue/move', {from: i, to: op === 'up' ? i - 1 : i + 1});
-  if (r) { renderQueue(r); const li = $(`#queue-list li[data-index="${op === 'up' ? i - 1 : op === 'down' ? i + 1 : i}"] button[data-q="${op}"]`); if (li && !li.disabled) li.focus(); }
+  const r = op === 'jump' ? await act('Jump', 'POST', '/api/v1/music/queue/jump', {index: i, ...seen})
+    : op === 'remove' ? await act('Remove', 'POST', '/api/v1/music/queue/remove', {index: i, ...seen})
+    : await act('Move', 'POST', '/api/v1/music/queue/move', {from: i, to: op === 'up' ? i - 1 : i + 1, ...seen});
+  if (!r) { loadQueue(); return; }  // refused (the queue changed meanwhile?): show it as it is now
+  renderQueue(r);
+  const li = $(`#queue-list li[data-index="${op === 'up' ? i - 1 : op === 'down' ? i + 1 : i}"] button[data-q="${op}"]`);
+  if (li && !li.disabled) li.focus();
 });
 
 // ---- announce -----------------------------------------------------------------------------------

@@ -247,9 +247,47 @@ import Testing
         #expect(error(missing) == "missing field \"to\"")
         let typo = try t.request("POST", "/api/v1/music/queue/add", #"{"song": ["x"]}"#)
         #expect(typo.status == 400)
-        #expect(error(typo) == "unknown field \"song\" (expected: next, songs)")
+        #expect(error(typo) == "unknown field \"song\" (expected: id, next, songs)")
         let only = try t.request("POST", "/api/v1/music/queue/remove", #"{"index": 0}"#)
         #expect(only.status == 400)
         #expect(error(only).contains("only this track"))
+    }
+
+    /// An edit names the song the client saw at the place it names (and the source whose queue it
+    /// saw): when the queue changed since — another phone removed a track — it is refused (409,
+    /// saying what is there now) and nothing changes; the web app then shows the queue as it is.
+    /// It removed whatever track had moved into that place.
+    @Test func anEditOnAQueueThatChangedIsRefused() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        defer { t.stop() }
+        let tones = try decode(Songs.self, try t.request("GET", "/api/v1/library/search?q=Tone")).songs
+        let albumID = try #require(tones.first { $0.title == "Tone 440 FLAC" }?.albumId)
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"album": "\#(albumID)", "zones": ["kitchen"]}"#).object["id"])
+        let seen = try decode(Queue.self, try t.request("GET", "/api/v1/music/queue"))
+        // Another client removes track 2; this one, on the list it saw, asks to remove track 3.
+        let other = try t.request(
+            "POST", "/api/v1/music/queue/remove", #"{"index": 2, "song": "\#(seen.songs[2].id)"}"#)
+        #expect(other.status == 200, "\(other.text)")
+        let stale = try t.request(
+            "POST", "/api/v1/music/queue/remove", #"{"index": 3, "song": "\#(seen.songs[3].id)", "id": "\#(id)"}"#)
+        #expect(stale.status == 409)
+        #expect(
+            error(stale)
+                == "the queue changed: track 3 is \"\(seen.songs[4].title)\" now, not song \(seen.songs[3].id) (get the queue again)"
+        )
+        let now = try decode(Queue.self, try t.request("GET", "/api/v1/music/queue"))
+        #expect(now.songs.map(\.id) == seen.songs.map(\.id).filter { $0 != seen.songs[2].id }, "nothing more removed")
+        let move = try t.request(
+            "POST", "/api/v1/music/queue/move", #"{"from": 2, "to": 1, "song": "\#(seen.songs[2].id)"}"#)
+        #expect(move.status == 409, "\(move.text)")
+        let gone = try t.request(
+            "POST", "/api/v1/music/queue/remove", #"{"index": 3, "song": "\#(now.songs[3].id)", "id": "music-99"}"#)
+        #expect(gone.status == 404, "another source's queue: \(gone.text)")
+        let right = try decode(
+            Queue.self,
+            try t.request(
+                "POST", "/api/v1/music/queue/remove", #"{"index": 3, "song": "\#(now.songs[3].id)", "id": "\#(id)"}"#))
+        #expect(right.songs.map(\.id) == now.songs.map(\.id).filter { $0 != now.songs[3].id })
     }
 }
