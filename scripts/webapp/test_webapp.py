@@ -407,6 +407,15 @@ def scenario(music):
             # Another client changes the queue while this page shows it: a Remove on the list the page
             # saw names the song it saw, so batond refuses it (the track now in that place is another)
             # and the page says so and shows the queue as it is; nothing else is removed.
+            # Paused meanwhile: a track change would redraw the list (a `track` event) between the
+            # other client's edit and the click, and the page would no longer be behind.
+            assert b.api("POST", "/api/v1/music/pause", {})[0] == 200
+            try:
+                stale_queue_edit_paused()
+            finally:
+                assert b.api("POST", "/api/v1/music/resume", {})[0] in (200, 202)
+
+        def stale_queue_edit_paused():
             _, found = b.api("GET", "/api/v1/library/search?q=Tone")
             ids = {s["title"]: s["id"] for s in found["songs"]}
             status, _ = b.api("POST", "/api/v1/music/queue/add", {"songs": [ids["Tone 660 Opus"], ids["Tone 770 WAV 22050"]]})
@@ -419,7 +428,7 @@ def scenario(music):
             status, _ = b.api("POST", "/api/v1/music/queue/remove", {"index": 1})  # the other phone
             assert status == 200, status
             click(d, '#queue-list li[data-index="2"] button[data-q="remove"]')
-            wait_for("the refusal", lambda: "Remove failed: the queue changed: track 2 is" in d.find_element(By.ID, "notice").text)
+            wait_for("the refusal", lambda: "Remove failed: the queue changed: the track at index 2 is" in d.find_element(By.ID, "notice").text)
             print("     notice: " + repr(d.find_element(By.ID, "notice").text))
             wait_for("the queue as it is", lambda: titles() == ["Tone 440 FLAC", "Tone 660 Opus", "Tone 770 WAV 22050"])
             _, q = b.api("GET", "/api/v1/music/queue")

@@ -61,13 +61,20 @@ extension MusicControl {
             added = Array(zip(songs, music.server(for: songs).gains)).map { (song: $0.0, gain: $0.1) }
         }
         return try withNewest(hint: " (play something first)", id: id) { p, music, s throws(ControlError) in
-            if let song, let place = operation.place, place >= 0 && place < music.songs.count,
-                music.songs[place].id != song
-            {
-                throw ControlError(
-                    .conflict,
-                    "the queue changed: track \(place) is \"\(music.songs[place].title)\" now, not song \(song) (get the queue again)"
-                )
+            if let song, let place = operation.place, place >= 0 {
+                let songs = music.songs
+                if place >= songs.count {
+                    throw ControlError(
+                        .conflict,
+                        "the queue changed: it has \(songs.count) tracks now, none at index \(place) (get the queue again)"
+                    )
+                }
+                if songs[place].id != song {
+                    throw ControlError(
+                        .conflict,
+                        "the queue changed: the track at index \(place) is \"\(songs[place].title)\" now, not song \(song) (get the queue again)"
+                    )
+                }
             }
             var restarted = false
             if case .jump(let index) = operation {

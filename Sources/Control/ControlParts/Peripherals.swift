@@ -58,8 +58,10 @@ package final class Persistence: Sendable {
         var served = 0
         /// When the write in progress began (monotonic ns); whether its slowness was reported.
         var writingSince: Int?
-        /// When the last write began (monotonic ns), nil before the first.
+        /// When the last write began and when the last state was offered (monotonic ns), nil before
+        /// the first.
         var lastWriteAt: Int?
+        var lastOfferAt: Int?
         var slowReported = false
         /// `saveLast` waits for the writer (which then posts `wrote` after each write).
         var lastAwaited = false
@@ -278,14 +280,20 @@ package final class Persistence: Sendable {
         var ring = false
         let due: SavedQueue?? = state.withLock { s in
             guard !s.fadedOut else { return nil }
+            let before = (state: s.saved, at: s.lastOfferAt)
+            s.lastOfferAt = clock
             let now = Self.record(now, basis: basis, in: &s)
             if let since = s.writingSince, clock - since >= Self.slowWriteNanoseconds, !s.slowReported {
                 s.slowReported = true
                 slow = true
             }
             guard running != nil, s.written != now else { return nil }
+            // Played on since the write, and since the last offer (a seek back that stays ahead of
+            // the place written is not).
             if let last = s.lastWriteAt, clock - last < Self.positionWriteNanoseconds,
-                now.playedOn(from: s.written, within: Double(clock - last) / 1e9 + 2)
+                now.playedOn(from: s.written, within: Double(clock - last) / 1e9 + 2),
+                now == before.state
+                    || now.playedOn(from: before.state, within: Double(clock - (before.at ?? last)) / 1e9 + 2)
             {
                 return .some(now.queue)
             }
@@ -406,7 +414,6 @@ package final class Persistence: Sendable {
                 s.slowReported = false
                 s.failing = failed
                 if failed && s.written == target.state { s.written = target.previous }  // retry next time
-                if failed { s.lastWriteAt = nil }  // the position too, not 30 s later
             }
             return (s.failing, s.slowReported)
         }

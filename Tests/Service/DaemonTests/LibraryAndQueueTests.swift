@@ -274,10 +274,14 @@ import Testing
         #expect(stale.status == 409)
         #expect(
             error(stale)
-                == "the queue changed: track 3 is \"\(seen.songs[4].title)\" now, not song \(seen.songs[3].id) (get the queue again)"
+                == "the queue changed: the track at index 3 is \"\(seen.songs[4].title)\" now, not song \(seen.songs[3].id) (get the queue again)"
         )
         let now = try decode(Queue.self, try t.request("GET", "/api/v1/music/queue"))
         #expect(now.songs.map(\.id) == seen.songs.map(\.id).filter { $0 != seen.songs[2].id }, "nothing more removed")
+        let past = try t.request(
+            "POST", "/api/v1/music/queue/remove", #"{"index": 4, "song": "\#(seen.songs[4].id)"}"#)
+        #expect(past.status == 409)
+        #expect(error(past) == "the queue changed: it has 4 tracks now, none at index 4 (get the queue again)")
         let move = try t.request(
             "POST", "/api/v1/music/queue/move", #"{"from": 2, "to": 1, "song": "\#(seen.songs[2].id)"}"#)
         #expect(move.status == 409, "\(move.text)")
