@@ -130,8 +130,11 @@ public final class SourceSlot: @unchecked Sendable {
         doorbell?.post()
     }
 
-    /// Fades the source back in from the sample where `pause` stopped it. Control thread.
+    /// Fades the source back in from the sample where `pause` stopped it, over the zone's ramp (not
+    /// the pace of the last gain change: a duck's release would fade it in over a third of a
+    /// second). Control thread.
     public func resume() {
+        rampStepBits.store(0, ordering: .relaxed)
         pauseRequested.store(false, ordering: .releasing)
         doorbell?.post()
     }

@@ -163,3 +163,25 @@ extension ZoneMixerTests {
         #expect(mixer.slots[2...].allSatisfy { !$0.ring.isResident })
     }
 }
+
+extension ZoneMixerTests {
+    /// A resume fades in over the zone's ramp, whatever ramp the last gain change had: after a duck
+    /// released over 4 000 frames, a pause and a resume, the source is at its gain within the
+    /// 100-frame ramp. It faded in at the duck's pace (2.2 periods here; a third of a second at the
+    /// default 300 ms release), which the pause's fade-out did not share.
+    @Test func aResumeFadesInOverTheZoneRampAfterADuck() throws {
+        let mixer = ZoneMixer(channels: 1, periodFrames: 100, slotCount: 1, ringSamples: 1 << 14, rampFrames: 100)
+        let slot = try #require(mixer.claimSlot(gain: 1))
+        let input = [Float](repeating: 0.5, count: 8_000)
+        input.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
+        let out = renderLeft(mixer, cycles: 70) { c in
+            if c == 2 { slot.setGain(0.2, overFrames: 400) }  // duck attack
+            if c == 10 { slot.setGain(1, overFrames: 4_000) }  // release over 40 periods
+            if c == 55 { slot.pause() }
+            if c == 60 { slot.resume() }
+        }
+        #expect(out[5_800] == 0, "paused")
+        let back = try #require(out.indices.first { $0 >= 6_000 && out[$0] > 0 })
+        #expect(out[back + 100] == 0.5, "at full gain one ramp after it resumed: \(out[back + 100])")
+    }
+}
