@@ -42,14 +42,7 @@ import Testing
         let snapcast = SnapcastConfig(
             source: .tcp(host: "127.0.0.1", port: server.sourcePort), stream: server.stream,
             buffer: .milliseconds(300))
-        let daemon = Self.daemon(snapcast, name: name) { sounds in
-            WAVWriter.write(
-                Signals.sine(frequency: 440, rate: 48_000, frames: 48_000, channels: 2), rate: 48_000, channels: 2,
-                to: "\(sounds)/tone.wav")
-            WAVWriter.write(
-                Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2), rate: 48_000, channels: 2,
-                to: "\(sounds)/bell.wav")
-        }
+        let daemon = Self.daemon(snapcast, name: name, sounds: Self.toneAndBell)
         do {
             let device = try #require(daemon.output("upstairs")?.device)
             try #require(waitUntil(seconds: 10) { device.snapshot().available }, "the zone never connected")
@@ -58,6 +51,26 @@ import Testing
             daemon.stop()
             throw error
         }
+    }
+
+    /// Writes `tone` (440 Hz, 1 s) and `bell` (1 kHz, 0.5 s), 48 kHz stereo, into `sounds`.
+    static func toneAndBell(_ sounds: String) {
+        WAVWriter.write(
+            Signals.sine(frequency: 440, rate: 48_000, frames: 48_000, channels: 2), rate: 48_000, channels: 2,
+            to: "\(sounds)/tone.wav")
+        WAVWriter.write(
+            Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2), rate: 48_000, channels: 2,
+            to: "\(sounds)/bell.wav")
+    }
+
+    /// The first event of `type` the daemon published after event `after`, waited for up to `seconds`.
+    static func first(_ type: String, of daemon: Daemon, after: Int = 0, seconds: Double = 10) -> Event? {
+        var found: Event?
+        _ = waitUntil(seconds: seconds) {
+            found = daemon.events.recent().first { $0.type == type && $0.seq > after }
+            return found != nil
+        }
+        return found
     }
 
     @Test func aControlThatNeverAnswersIsSaidAsUnavailable() throws {
@@ -71,12 +84,8 @@ import Testing
             clients: [SnapcastConfig.Client(id: "pi1")])
         let daemon = Self.daemon(snapcast, name: "outage")
         defer { daemon.stop() }
-        var event: Event?
-        #expect(
-            waitUntil(seconds: 8) {
-                event = daemon.events.recent().first { $0.type == "zone-unavailable" }
-                return event != nil
-            }, "no zone-unavailable event")
+        let event = Self.first("zone-unavailable", of: daemon, seconds: 8)
+        #expect(event != nil, "no zone-unavailable event")
         #expect(
             event?.reason
                 == "connected to snapserver source \(snapcast.source); waiting for its JSON-RPC (\(control)) to answer",
@@ -107,13 +116,9 @@ import Testing
         try #require(waitUntil(seconds: 5) { heard() == "playing [\"\(music)\"]" }, "\(heard())")
 
         server.freeze()
-        var unavailable: Event?
-        try #require(
-            waitUntil(seconds: 15) {
-                unavailable = daemon.events.recent().first { $0.type == "zone-unavailable" }
-                return unavailable != nil
-            }, "no zone-unavailable while the server is stopped")
-        #expect(unavailable?.reason?.contains("takes nothing") == true, "\(unavailable?.reason ?? "")")
+        let unavailable = try #require(
+            Self.first("zone-unavailable", of: daemon, seconds: 15), "no zone-unavailable while the server is stopped")
+        #expect(unavailable.reason?.contains("takes nothing") == true, "\(unavailable.reason ?? "")")
         let outage = device.outage
         #expect(outage.isOn, "\(outage)")
         // Heard up to the first frame the server refused, and not from there.
@@ -122,7 +127,7 @@ import Testing
         #expect(throws: ControlError.self) { try daemon.announcer.announce(sound: "bell", zones: ["upstairs"]) }
 
         server.thaw()
-        let since = unavailable?.seq ?? 0
+        let since = unavailable.seq
         #expect(
             waitUntil(seconds: 10) {
                 daemon.events.recent().contains { $0.type == "zone-available" && $0.seq > since }
@@ -305,14 +310,7 @@ extension SnapcastOutageTests {
         let snapcast = SnapcastConfig(
             source: .tcp(host: "127.0.0.1", port: server.sourcePort), control: server.control, stream: server.stream,
             clients: [SnapcastConfig.Client(id: "pi1")], buffer: .milliseconds(300))
-        let daemon = Self.daemon(snapcast, name: "nobody") { sounds in
-            WAVWriter.write(
-                Signals.sine(frequency: 440, rate: 48_000, frames: 48_000, channels: 2), rate: 48_000, channels: 2,
-                to: "\(sounds)/tone.wav")
-            WAVWriter.write(
-                Signals.sine(frequency: 1000, rate: 48_000, frames: 24_000, channels: 2), rate: 48_000, channels: 2,
-                to: "\(sounds)/bell.wav")
-        }
+        let daemon = Self.daemon(snapcast, name: "nobody", sounds: Self.toneAndBell)
         defer { daemon.stop() }
         let device = try #require(daemon.output("upstairs")?.device)
         let zone = { daemon.status().zones.first { $0.name == "upstairs" } }
@@ -326,21 +324,20 @@ extension SnapcastOutageTests {
         }
         try #require(waitUntil(seconds: 5) { heard() == "playing [\"\(music)\"]" }, "\(heard())")
 
+        // The zone may have said it had no speaker at its start, before pi1 connected.
+        let killed = daemon.events.recent().last?.seq ?? 0
         speaker.kill()
-        var unavailable: Event?
-        try #require(
-            waitUntil(seconds: 10) {
-                unavailable = daemon.events.recent().first { $0.type == "zone-unavailable" }
-                return unavailable != nil
-            }, "no zone-unavailable with no speaker connected")
+        let unavailable = try #require(
+            Self.first("zone-unavailable", of: daemon, after: killed, seconds: 10),
+            "no zone-unavailable with no speaker connected")
         #expect(
-            unavailable?.reason
+            unavailable.reason
                 == "snapserver has none of the zone's speakers (pi1) connected: what it plays reaches no one",
-            "\(unavailable?.reason ?? "")")
+            "\(unavailable.reason ?? "")")
         try #require(waitUntil(seconds: 5) { heard() == "unavailable []" }, "\(heard())")
         let held = try #require(daemon.status().sources.first { $0.id == music }?.positionSeconds)
         #expect(throws: ControlError.self) { try daemon.announcer.announce(sound: "bell", zones: ["upstairs"]) }
-        let since = unavailable?.seq ?? 0
+        let since = unavailable.seq
 
         try speaker.restart()
         #expect(
@@ -376,12 +373,8 @@ extension SnapcastOutageTests {
             clients: [SnapcastConfig.Client(id: "pi1"), SnapcastConfig.Client(id: "pi2")], buffer: .milliseconds(300))
         let daemon = Self.daemon(snapcast, name: "nobody-yet")
         defer { daemon.stop() }
-        var event: Event?
-        #expect(
-            waitUntil(seconds: 10) {
-                event = daemon.events.recent().first { $0.type == "zone-unavailable" }
-                return event != nil
-            }, "no zone-unavailable")
+        let event = Self.first("zone-unavailable", of: daemon, seconds: 10)
+        #expect(event != nil, "no zone-unavailable")
         #expect(
             event?.reason
                 == "snapserver has none of the zone's speakers (pi1, pi2) connected: what it plays reaches no one",

@@ -221,18 +221,9 @@ extension AudioTruthTests {
     /// after it in the file) and back to `playing` with an `audible` event where it resumes; every
     /// status sample that says `buffering` is silent at its audible frame.
     @Test func starvedStreamGoesBufferingAndBack() throws {
-        let music = try TestSubsonic.music()
-        let upstream = try #require(music.subsonic.url.split(separator: ":").last.map { String($0) })
         // Tone 880 WAV 48000: 192 000 bytes a second. The proxy sends 0.5 s of it every 0.7 s.
-        let proxy = try BackgroundProcess(
-            "/usr/bin/python3",
-            [TestDaemon.repoRoot + "/scripts/subsonic/slow-proxy.py", upstream, "96000", "0.7", "120000"],
-            outputPath: TestDirectory.make("proxy") + "/out")
+        let (slow, proxy) = try TestSubsonic.slowMusic(chunk: 96_000, interval: 0.7, free: 120_000)
         defer { _ = proxy.stop() }
-        #expect(waitUntil { proxy.output.hasPrefix("port ") })
-        let port = proxy.output.dropFirst(5).prefix { $0.isNumber }
-        var slow = music
-        slow.subsonic.url = "http://127.0.0.1:\(port)"
         let t = try TestDaemon(music: slow)
         let id = try #require(
             try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 880", "zones": ["kitchen"]}"#).object["id"])

@@ -155,17 +155,9 @@ extension MusicQueueTests {
     /// answer the new stream, which has not begun its track): the queue is saved at the place
     /// sought — kept when the seek was asked, while no stream ran —, not where the stream was before.
     @Test func aSeekNotHeardYetIsSavedWhereItGoes() throws {
-        var music = try TestSubsonic.music()
-        let upstream = try #require(music.subsonic.url.split(separator: ":").last.map { String($0) })
         // Each stream's answer held back 2 s, then given at once.
-        let proxy = try BackgroundProcess(
-            "/usr/bin/python3",
-            [TestDaemon.repoRoot + "/scripts/subsonic/slow-proxy.py", upstream, "100000000", "2", "0"],
-            outputPath: TestDirectory.make("proxy") + "/out")
+        let (music, proxy) = try TestSubsonic.slowMusic(chunk: 100_000_000, interval: 2, free: 0)
         defer { _ = proxy.stop() }
-        #expect(waitUntil { proxy.output.hasPrefix("port ") })
-        let port = proxy.output.dropFirst(5).prefix { $0.isNumber }
-        music.subsonic.url = "http://127.0.0.1:\(port)"
         let dir = TestDirectory.make("state-seek")
         let first = try TestDaemon(music: music, stateDir: dir)
         let song = try steps(first)

@@ -16,6 +16,20 @@ import Testing
         func advance(seconds: Int) { now.withLock { $0 += seconds * 1_000_000_000 } }
     }
 
+    /// A started persistence on `clock`, its store in a fresh directory named `name` (`prepare`d
+    /// first), and that directory.
+    static func persistence(
+        _ name: String, _ clock: Clock, prepare: (String) -> Void = { _ in }
+    ) -> (Persistence, StateStore, String) {
+        let dir = TestDirectory.make(name)
+        prepare(dir)
+        let store = StateStore(directory: dir)
+        let persistence = Persistence(
+            store: store, logger: Logger(minimum: .error), events: EventLog(), clock: { clock.now.withLock { $0 } })
+        persistence.startWriter()
+        return (persistence, store, dir)
+    }
+
     static func state(_ position: Double, volume: Double = 0.5, playing: Bool = true) -> SavedState {
         let song = Song(id: "s1", title: "Steps", duration: 600)
         let queue = SavedQueue(
@@ -28,12 +42,8 @@ import Testing
     /// while paused); the stop's save always. Every change is still handed back for the server's
     /// mirror, which paces itself.
     @Test func thePositionAloneIsWrittenAtMostEveryThirtySeconds() throws {
-        let dir = TestDirectory.make("state-writes")
         let clock = Clock()
-        let store = StateStore(directory: dir)
-        let persistence = Persistence(
-            store: store, logger: Logger(minimum: .error), events: EventLog(), clock: { clock.now.withLock { $0 } })
-        persistence.startWriter()
+        let (persistence, store, _) = Self.persistence("state-writes", clock)
         defer { persistence.stopWriter() }
         func onDisk() -> SavedState? { if case .success(let s) = store.load() { s } else { nil } }
         func written(_ expected: SavedState) -> Bool { waitUntil(seconds: 5) { onDisk() == expected } }
@@ -72,13 +82,10 @@ import Testing
 
     /// A write that failed (a full disk) is tried again at the next save.
     @Test func aFailedWriteIsTriedAgainAtTheNextSave() throws {
-        let dir = TestDirectory.make("state-writes-full")
-        #expect(symlink("/dev/full", dir + "/state.json.tmp") == 0)
         let clock = Clock()
-        let store = StateStore(directory: dir)
-        let persistence = Persistence(
-            store: store, logger: Logger(minimum: .error), events: EventLog(), clock: { clock.now.withLock { $0 } })
-        persistence.startWriter()
+        let (persistence, store, dir) = Self.persistence("state-writes-full", clock) { dir in
+            #expect(symlink("/dev/full", dir + "/state.json.tmp") == 0)
+        }
         defer { persistence.stopWriter() }
         _ = persistence.offer(Self.state(1))
         #expect(waitUntil(seconds: 5) { persistence.isFailing }, "the write to a full disk fails")

@@ -222,6 +222,26 @@ enum TestSubsonic {
         return MusicConfig(
             subsonic: .init(url: url, user: user, password: .file(password), format: format), retryLimit: retry)
     }
+
+    /// The music section for the test server behind scripts/subsonic/slow-proxy.py, which hands
+    /// each stream's answer out below real time: the first `free` bytes at once, then `chunk` bytes
+    /// every `interval` seconds. Stop the proxy when done.
+    static func slowMusic(chunk: Int, interval: Double, free: Int) throws -> (MusicConfig, proxy: BackgroundProcess) {
+        var music = try Self.music()
+        guard let upstream = music.subsonic.url.split(separator: ":").last.map({ String($0) }) else {
+            throw TestSetupError(message: "no port in the test server's URL \(music.subsonic.url)")
+        }
+        let proxy = try BackgroundProcess(
+            "/usr/bin/python3",
+            [TestDaemon.repoRoot + "/scripts/subsonic/slow-proxy.py", upstream, "\(chunk)", "\(interval)", "\(free)"],
+            outputPath: TestDirectory.make("proxy") + "/out")
+        guard waitUntil(seconds: 10, { proxy.output.hasPrefix("port ") }) else {
+            _ = proxy.stop()
+            throw TestSetupError(message: "slow-proxy.py did not start: \(proxy.output)")
+        }
+        music.subsonic.url = "http://127.0.0.1:\(proxy.output.dropFirst(5).prefix { $0.isNumber })"
+        return (music, proxy)
+    }
 }
 
 struct TestSetupError: Error, CustomStringConvertible {

@@ -198,19 +198,29 @@ import Testing
         #expect(try t.status().sources.isEmpty)
     }
 
+    /// A server whose `/slow.wav` (4 s of 1 kHz at 44.1 kHz stereo) comes ten times slower than it
+    /// plays: a chunk every 0.1 s for 40 s, never stalled. (A WAV: its header is in the first chunk.)
+    static func trickle() throws -> SlowHTTPServer {
+        let server = try SlowHTTPServer()
+        let dir = TestDirectory.make("url-trickle")
+        WAVWriter.write(
+            Signals.sine(frequency: 1000, rate: 44_100, frames: 4 * 44_100, channels: 2, amplitude: 0.5),
+            rate: 44_100, channels: 2, to: "\(dir)/tone.wav")
+        guard case .success(let wav?) = FileIO.read("\(dir)/tone.wav") else {
+            server.stop()
+            throw TestSetupError(message: "no WAV")
+        }
+        server.route("/slow.wav", .init(contentType: "audio/wav", body: wav, seconds: 40, chunks: 400))
+        return server
+    }
+
     /// A server that sends the file ten times slower than it plays — never stalled, a chunk every
     /// 0.1 s — is cut once the zone has waited `first-byte-timeout` (1 s) for it, and says so: it
     /// held the zone, buffering, for the whole 40 s of the trickle (at a byte a second, for hours),
     /// the music it interrupted with it. (A WAV: its header is in the first chunk.)
     @Test func aServerSlowerThanThePlayIsCut() throws {
-        let server = try SlowHTTPServer()
+        let server = try Self.trickle()
         defer { server.stop() }
-        let dir = TestDirectory.make("url-slow")
-        WAVWriter.write(
-            Signals.sine(frequency: 1000, rate: 44_100, frames: 4 * 44_100, channels: 2, amplitude: 0.5),
-            rate: 44_100, channels: 2, to: "\(dir)/tone.wav")
-        guard case .success(let wav?) = FileIO.read("\(dir)/tone.wav") else { throw TestSetupError(message: "no WAV") }
-        server.route("/slow.wav", .init(contentType: "audio/wav", body: wav, seconds: 40, chunks: 400))
         let t = try TestDaemon(
             zones: [("kitchen", 44_100, nil)],
             announce: AnnounceConfig(allowURLHosts: ["127.0.0.1"], firstByteTimeout: .seconds(1)))
@@ -255,14 +265,8 @@ import Testing
     /// `first-byte-timeout`) leaves nothing to coalesce into: the same URL asked again within the
     /// window — a retry — plays. It was coalesced into the one that failed, and nothing was heard.
     @Test func aRetryOfAFailedAnnouncementPlays() throws {
-        let server = try SlowHTTPServer()
+        let server = try Self.trickle()
         defer { server.stop() }
-        let dir = TestDirectory.make("url-retry")
-        WAVWriter.write(
-            Signals.sine(frequency: 1000, rate: 44_100, frames: 4 * 44_100, channels: 2, amplitude: 0.5),
-            rate: 44_100, channels: 2, to: "\(dir)/tone.wav")
-        guard case .success(let wav?) = FileIO.read("\(dir)/tone.wav") else { throw TestSetupError(message: "no WAV") }
-        server.route("/slow.wav", .init(contentType: "audio/wav", body: wav, seconds: 40, chunks: 400))
         let t = try TestDaemon(
             zones: [("kitchen", 44_100, nil)],
             announce: AnnounceConfig(allowURLHosts: ["127.0.0.1"], firstByteTimeout: .milliseconds(500)))
