@@ -60,8 +60,10 @@ public final class SourceSlot: @unchecked Sendable {
     /// ran dry): a frame heard before one counts from the break, not across it (`framesHeard`).
     let breaks = MixingBreaks()
     /// When the slot's frames are in the mix at a gain above 0 (heard, once the device plays them),
-    /// or at all for a source at volume 0 (`atVolumeZero`): on from the first such frame, off from the frame after the last; the off is tagged when the
-    /// ring ran dry before the end of the stream (the producer is late: buffering).
+    /// or at all for a source at volume 0 (`atVolumeZero`): on from the first such frame, off from
+    /// the frame after the last; the off is tagged when the ring ran dry before the end of the
+    /// stream (the producer is late: buffering), or at a resume into an empty ring (on and off at
+    /// its first frame: `ZoneMixer.trackSounding`).
     public let sounding = Timeline()
     /// Whether the slot ended its last period sounding. Output thread only.
     var soundingNow = false

@@ -95,9 +95,10 @@ package final class Persistence: Sendable {
     static let slowWriteNanoseconds = 5_000_000_000
     /// While music plays its position moves on every second, and the monitor's save each second
     /// wrote the file (a temporary file, `fsync`, a rename) 3,600 times an hour of music — on a
-    /// speaker's SD card, wear for nothing. The monitor's saves write a change of the position
-    /// alone at most this often; any other change at once, and the stop's save always: a power cut
-    /// loses at most this much of the place heard (MPD's `state_file_interval` is 2 minutes).
+    /// speaker's SD card, wear for nothing. The monitor's saves write a change that is only the
+    /// music playing on at most this often (`SavedState.playedOn`); any other change — a seek
+    /// too — at once, and the stop's save always: a power cut loses at most this much of the place
+    /// heard (MPD's `state_file_interval` is 2 minutes).
     package static let positionWriteNanoseconds = 30_000_000_000
     /// Monotonic nanoseconds (a test sets the clock).
     private let clock: @Sendable () -> Int
@@ -268,8 +269,8 @@ package final class Persistence: Sendable {
     /// Records `now` (computed when `keep(queue:)` had been called `basis` times: see `keptCount`)
     /// and, if it changed since the last write, has the writer thread write it; returns at once (the
     /// monitor's save, about once a second: it must go on releasing finished sounds and answering
-    /// the watchdog while the disk writes). A change of the queue's position alone is written at
-    /// most every `positionWriteNanoseconds` (`SavedState.playedOn`). A write that has not
+    /// the watchdog while the disk writes). A change that is only the music playing on is written
+    /// at most every `positionWriteNanoseconds` (`SavedState.playedOn`). A write that has not
     /// finished after `slowWriteNanoseconds` is reported, once. Returns the queue recorded when the
     /// state differs from the one written (for the server's mirror, which paces itself), written
     /// now or later; nil when it does not.
