@@ -7,14 +7,7 @@
 // Zones and classes are JSON objects keyed by name; JSON objects are unordered, so consumers that
 // care about file order should not rely on key order.
 
-/// A coding key made at run time, for mappings keyed by user-chosen names.
-struct NameKey: CodingKey {
-    var stringValue: String
-    var intValue: Int? { nil }
-    init(_ name: String) { stringValue = name }
-    init?(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
-}
+import OSThread
 
 extension BatonConfiguration: Encodable {
     private enum CodingKeys: String, CodingKey {
@@ -33,14 +26,14 @@ extension BatonConfiguration: Encodable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(api, forKey: .api)
-        var zonesContainer = container.nestedContainer(keyedBy: NameKey.self, forKey: .zones)
+        var zonesContainer = container.nestedContainer(keyedBy: AnyCodingKey.self, forKey: .zones)
         for zone in zones {
-            try zonesContainer.encode(zone, forKey: NameKey(zone.name))
+            try zonesContainer.encode(zone, forKey: AnyCodingKey(zone.name))
         }
         if !groups.isEmpty {
-            var groupsContainer = container.nestedContainer(keyedBy: NameKey.self, forKey: .groups)
+            var groupsContainer = container.nestedContainer(keyedBy: AnyCodingKey.self, forKey: .groups)
             for group in groups {
-                try groupsContainer.encode(group.zones, forKey: NameKey(group.name))
+                try groupsContainer.encode(group.zones, forKey: AnyCodingKey(group.name))
             }
         }
         try container.encodeIfPresent(board, forKey: .board)
@@ -232,9 +225,9 @@ extension PolicyConfig: Encodable {
     /// `{"classes": {"music": {...}, ...}, "duck": {...}}`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        var classesContainer = container.nestedContainer(keyedBy: NameKey.self, forKey: .classes)
+        var classesContainer = container.nestedContainer(keyedBy: AnyCodingKey.self, forKey: .classes)
         for audioClass in classes {
-            try classesContainer.encode(audioClass, forKey: NameKey(audioClass.name))
+            try classesContainer.encode(audioClass, forKey: AnyCodingKey(audioClass.name))
         }
         try container.encode(duck, forKey: .duck)
     }

@@ -1,6 +1,8 @@
 // The effective configuration as JSON (`GET /api/v1/config`), continued: triggers, calls, speech,
 // external sources (see BatonConfiguration+Encodable.swift).
 
+import OSThread
+
 extension MQTTConfig: Encodable {
     private enum CodingKeys: String, CodingKey {
         case broker, username
@@ -104,19 +106,11 @@ extension SpeechConfig: Encodable {
 }
 
 extension ExternalSourcesConfig: Encodable {
-    /// A key chosen by the user (a source's name) or `socket`.
-    private struct NameKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     /// `{"socket": "/run/baton/sources.sock", "mpd": {"class": "music", ...}}`, the socket when set.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: NameKey.self)
-        try container.encodeIfPresent(socket, forKey: NameKey(stringValue: "socket"))
-        for source in sources { try container.encode(source, forKey: NameKey(stringValue: source.name)) }
+        var container = encoder.container(keyedBy: AnyCodingKey.self)
+        try container.encodeIfPresent(socket, forKey: AnyCodingKey("socket"))
+        for source in sources { try container.encode(source, forKey: AnyCodingKey(source.name)) }
     }
 }
 

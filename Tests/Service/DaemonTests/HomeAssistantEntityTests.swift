@@ -30,12 +30,6 @@ import Testing
 
     /// One discovery payload: every key it has, and the values the test follows.
     struct Payload: Decodable {
-        struct Key: CodingKey {
-            var stringValue: String
-            var intValue: Int? { nil }
-            init(stringValue: String) { self.stringValue = stringValue }
-            init?(intValue: Int) { nil }
-        }
         struct Availability: Decodable {
             var topic: String
             var valueTemplate: String?
@@ -59,17 +53,17 @@ import Testing
         var device: Device?
 
         init(from decoder: any Decoder) throws {
-            let c = try decoder.container(keyedBy: Key.self)
+            let c = try decoder.container(keyedBy: AnyCodingKey.self)
             keys = Set(c.allKeys.map(\.stringValue))
-            commandTopic = try c.decodeIfPresent(String.self, forKey: Key(stringValue: "command_topic"))
-            stateTopic = try c.decodeIfPresent(String.self, forKey: Key(stringValue: "state_topic"))
-            attributesTopic = try c.decodeIfPresent(String.self, forKey: Key(stringValue: "json_attributes_topic"))
-            availabilityTopic = try c.decodeIfPresent(String.self, forKey: Key(stringValue: "availability_topic"))
-            availability = try c.decodeIfPresent([Availability].self, forKey: Key(stringValue: "availability"))
-            options = try c.decodeIfPresent([String].self, forKey: Key(stringValue: "options"))
-            payloadPress = try c.decodeIfPresent(String.self, forKey: Key(stringValue: "payload_press"))
-            uniqueID = try c.decodeIfPresent(String.self, forKey: Key(stringValue: "unique_id"))
-            device = try c.decodeIfPresent(Device.self, forKey: Key(stringValue: "device"))
+            commandTopic = try c.decodeIfPresent(String.self, forKey: AnyCodingKey("command_topic"))
+            stateTopic = try c.decodeIfPresent(String.self, forKey: AnyCodingKey("state_topic"))
+            attributesTopic = try c.decodeIfPresent(String.self, forKey: AnyCodingKey("json_attributes_topic"))
+            availabilityTopic = try c.decodeIfPresent(String.self, forKey: AnyCodingKey("availability_topic"))
+            availability = try c.decodeIfPresent([Availability].self, forKey: AnyCodingKey("availability"))
+            options = try c.decodeIfPresent([String].self, forKey: AnyCodingKey("options"))
+            payloadPress = try c.decodeIfPresent(String.self, forKey: AnyCodingKey("payload_press"))
+            uniqueID = try c.decodeIfPresent(String.self, forKey: AnyCodingKey("unique_id"))
+            device = try c.decodeIfPresent(Device.self, forKey: AnyCodingKey("device"))
         }
     }
 
