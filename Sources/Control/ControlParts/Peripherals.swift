@@ -289,17 +289,19 @@ package final class Persistence: Sendable {
                 slow = true
             }
             guard running != nil, s.written != now else { return nil }
-            // Played on since the write, and since the last offer (a seek back that stays ahead of
-            // the place written is not).
-            if let last = s.lastWriteAt, clock - last < Self.positionWriteNanoseconds,
-                now.playedOn(from: s.written, within: Double(clock - last) / 1e9 + 2),
-                now == before.state
-                    || now.playedOn(from: before.state, within: Double(clock - (before.at ?? last)) / 1e9 + 2)
-            {
-                return .some(now.queue)
+            // Music that only played on — since the write, and since the last offer (a seek back
+            // that stays ahead of the place written did not) — waits for the interval.
+            var playedOn = false
+            if let last = s.lastWriteAt, clock - last < Self.positionWriteNanoseconds {
+                playedOn =
+                    now.playedOn(from: s.written, within: Double(clock - last) / 1e9 + 2)
+                    && (now == before.state
+                        || now.playedOn(from: before.state, within: Double(clock - (before.at ?? last)) / 1e9 + 2))
             }
-            s.asked += 1
-            ring = true
+            if !playedOn {
+                s.asked += 1
+                ring = true
+            }
             return .some(now.queue)
         }
         if slow {
