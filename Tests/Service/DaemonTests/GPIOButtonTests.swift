@@ -104,6 +104,9 @@ final class HeldEdgeSource: EdgeSource, @unchecked Sendable {
         let line = HeldEdgeSource()
         let t = try TestDaemon(speech: SpeechConfig(command: slow), gpio: [button], edgeSources: { _ in line })
         defer { t.stop() }
+        // The threads are counted in this process: an earlier test's press may still be ending
+        // (its speech outlives its daemon by up to the synthesizer's run).
+        #expect(waitUntil(seconds: 10) { Self.threads(named: "press") == 0 }, "an earlier test's press thread runs on")
         line.replay((0..<40).flatMap { [.falling(ms: Double($0) * 200), .rising(ms: Double($0) * 200 + 100)] })
         #expect(try t.status().gpio?.first?.presses == 40)
         let pressThreads = Self.threads(named: "press")
