@@ -159,6 +159,19 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         state.restartPending ? (startIndex, state.startOffset) : nil
     }
 
+    /// Where the queue is saved as being (`SavedQueue`): the track heard now and the position in
+    /// it; before the stream has begun a track — none runs yet (`pendingStart`), its thread has not
+    /// begun, or its first track was refused with nothing written —, where it starts. A stop in
+    /// that moment saved the place before a seek or skip (the monitor's save, once a second, had
+    /// not seen the new start). Nil when no stream runs or waits: music that never started has no
+    /// place of its own. Under the control plane's lock.
+    public var placeToSave: (index: Int, seconds: Double)? {
+        if let now = nowPlaying() { return (now.index, now.seconds) }
+        if let pending = pendingStart { return pending }
+        guard let streamer = streamer.withLock({ $0 }), streamer.writingKey == nil else { return nil }
+        return (startIndex, state.startOffset)
+    }
+
     public func tick(audible: Bool) {
         guard streamer.withLock({ $0 }) != nil else { return }
         reportGaveUp()

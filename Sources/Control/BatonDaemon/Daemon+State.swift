@@ -76,12 +76,10 @@ extension Daemon {
 
 extension SavedQueue {
     /// The queue of server music `p` at the track and position heard now (to the millisecond), or,
-    /// while no stream runs, where the next one starts (`MusicPlayer.pendingStart`); nil before its
-    /// first track has begun, or when `p` is not server music. Under the daemon lock.
+    /// before its stream has begun a track, where it starts (`MusicPlayer.placeToSave`); nil when
+    /// it never started, or when `p` is not server music. Under the daemon lock.
     init?(_ p: Playback, playing: Bool) {
-        guard let music = p.music,
-            let now = music.nowPlaying().map({ (index: $0.index, seconds: $0.seconds) }) ?? music.pendingStart
-        else { return nil }
+        guard let music = p.music, let now = music.placeToSave else { return nil }
         self.init(
             songs: music.songs, index: now.index, position: (now.seconds * 1000).rounded() / 1000, zones: p.zones,
             volume: Double(p.volume), playing: playing)
