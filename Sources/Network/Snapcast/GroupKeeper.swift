@@ -152,7 +152,8 @@ public final class GroupKeeper: Sendable {
                 fixed += 1
                 log(false, "zone \(name): snapcast: \(action)")
             }
-            let problem = plan.problems.isEmpty ? nil : plan.problems.joined(separator: "; ")
+            let problems = status.problems(of: zone.speakers.map(\.id)) + plan.problems
+            let problem = problems.isEmpty ? nil : problems.joined(separator: "; ")
             shared.withLock { s in
                 s.polls += 1
                 s.fixes += fixed

@@ -1,5 +1,8 @@
 /// What `Server.GetStatus` says, reduced to what Baton keeps in line: groups, their clients and
-/// streams. Decoded from the answer's `result.server`; unknown keys are ignored. A plain value.
+/// streams. Decoded from the answer's `result.server`; unknown keys are ignored. A client the
+/// server describes badly does not make the whole answer unreadable (every zone's keeper then
+/// stopped keeping its speakers, for one speaker of someone else's): what can be read of it is
+/// kept and the rest is said (`Client.problem`). A plain value.
 public struct ServerStatus: Sendable, Equatable, Decodable {
     /// One Snapcast client (a speaker), identified by its host ID (`--hostID`).
     public struct Client: Sendable, Equatable, Decodable {
@@ -34,12 +37,45 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
         }
         public var id: String
         public var connected: Bool
-        public var config: Config
+        /// Nil when it could not be read (`problem` says why).
+        public var config: Config?
+        /// What of the server's entry could not be read, and what Baton takes instead: where in
+        /// the answer and what is wrong (`result.server.groups[0].clients[1].connected: expected
+        /// true or false: taken as not connected`). Nil when all of it was read.
+        public var problem: String?
 
-        public init(id: String, connected: Bool, config: Config) {
+        public init(id: String, connected: Bool, config: Config?, problem: String? = nil) {
             self.id = id
             self.connected = connected
             self.config = config
+            self.problem = problem
+        }
+
+        private enum CodingKeys: String, CodingKey { case id, connected, config }
+
+        /// Reads what it can: a client must have its id, and one whose `connected` cannot be read
+        /// is taken as not connected (a listener Baton cannot see is not counted on).
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            id = try c.decode(String.self, forKey: .id)
+            var problems: [String] = []
+            do {
+                connected = try c.decode(Bool.self, forKey: .connected)
+            } catch {
+                connected = false
+                problems.append("\(Self.describe(error)): taken as not connected")
+            }
+            do {
+                config = try c.decode(Config.self, forKey: .config)
+            } catch {
+                config = nil
+                problems.append("\(Self.describe(error)): its latency is not kept")
+            }
+            problem = problems.isEmpty ? nil : "client \"\(id)\": " + problems.joined(separator: "; ")
+        }
+
+        fileprivate static func describe(_ error: any Error) -> String {
+            (error as? DecodingError)?.summary ?? "\(error)"
         }
     }
 
@@ -48,17 +84,48 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
         public var id: String
         public var streamID: String
         public var clients: [Client]
+        /// Entries of `clients` left out, each with why: one without an id cannot be known by it.
+        public var unreadable: [String]
 
-        public init(id: String, streamID: String, clients: [Client]) {
+        public init(id: String, streamID: String, clients: [Client], unreadable: [String] = []) {
             self.id = id
             self.streamID = streamID
             self.clients = clients
+            self.unreadable = unreadable
         }
 
         enum CodingKeys: String, CodingKey {
             case id, clients
             case streamID = "stream_id"
         }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            id = try c.decode(String.self, forKey: .id)
+            streamID = try c.decode(String.self, forKey: .streamID)
+            var list = try c.nestedUnkeyedContainer(forKey: .clients)
+            clients = []
+            unreadable = []
+            while !list.isAtEnd {
+                // Each entry is consumed whether or not it reads.
+                switch try list.decode(Entry.self).read {
+                case .success(let client): clients.append(client)
+                case .failure(let why): unreadable.append("\(why): a client left out")
+                }
+            }
+        }
+
+        private struct Entry: Decodable {
+            var read: Result<Client, Unreadable>
+            init(from decoder: any Decoder) throws {
+                do {
+                    read = .success(try Client(from: decoder))
+                } catch {
+                    read = .failure(Unreadable(description: Client.describe(error)))
+                }
+            }
+        }
+        private struct Unreadable: Error, CustomStringConvertible { var description: String }
     }
 
     /// One stream source (`idle` or `playing`).
@@ -96,6 +163,14 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
     /// The group `client` is in, if the server knows it.
     public func group(of client: String) -> Group? {
         groups.first { $0.clients.contains { $0.id == client } }
+    }
+
+    /// What of the answer could not be read about `speakers` (the zone's): their entries' problems,
+    /// and clients left out for want of an id (any of them could be one of these).
+    public func problems(of speakers: [String]) -> [String] {
+        groups.flatMap { g in
+            g.unreadable + g.clients.filter { speakers.contains($0.id) }.compactMap(\.problem)
+        }
     }
 
     /// The client with host ID `id`, if the server knows it.

@@ -115,7 +115,7 @@ public struct SnapcastZone: Sendable, Equatable {
             if let percent = s.volumePercent, !volumesSet.contains(s.id) {
                 plan.actions.append(.setVolume(client: s.id, percent: percent))
             }
-            if let ms = s.latencyMilliseconds, client.config.latency != ms {
+            if let ms = s.latencyMilliseconds, let config = client.config, config.latency != ms {
                 plan.actions.append(.setLatency(client: s.id, milliseconds: ms))
             }
         }

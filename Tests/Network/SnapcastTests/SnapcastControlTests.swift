@@ -34,8 +34,8 @@ import Testing
     @Test(arguments: [
         (
             200,
-            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"s","clients":[{"connected":true}]}],"streams":[]}}}"#,
-            "Server.GetStatus: unexpected answer: result.server.groups[0].clients[0].id: missing"
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"s","clients":{}}],"streams":[]}}}"#,
+            "Server.GetStatus: unexpected answer: result.server.groups[0].clients: expected an array"
         ),
         (
             200, #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":"none","streams":[]}}}"#,
@@ -43,8 +43,8 @@ import Testing
         ),
         (
             200,
-            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"s","clients":[{"id":"c","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":1.5}}}]}],"streams":[]}}}"#,
-            "Server.GetStatus: unexpected answer: result.server.groups[0].clients[0].config.volume.percent: a number that is not an integer (or too large)"
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[],"streams":[{"id":"s","status":"idle","uri":{"query":{"sampleformat":48000}}}]}}}"#,
+            "Server.GetStatus: unexpected answer: result.server.streams[0].uri.query.sampleformat: expected a string"
         ),
         (
             200, "not json",
@@ -67,6 +67,57 @@ import Testing
             #expect(error.description == "snapserver http://127.0.0.1:\(fake.port)/jsonrpc: \(problem)")
             #expect(error.isTransient == (status >= 500))
         }
+    }
+
+    /// A client the server describes badly is read as far as it can be, and said where and what
+    /// is taken instead; the rest of the answer stands. The whole answer was refused: one speaker
+    /// of someone else's stopped every zone's keeper (no regrouping, no latency, no listeners).
+    @Test func aBadlyDescribedClientIsReadAsFarAsItCanBe() throws {
+        func client(_ fields: String) -> String { "{\(fields)}" }
+        let volume = #""volume":{"muted":false,"percent":10}"#
+        let clients = [
+            client(#""connected":true"#),
+            client(#""id":"c","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":1.5}}"#),
+            client(#""id":"d","connected":"yes","config":{"latency":3,\#(volume)}"#),
+            client(#""id":"e","connected":true,"config":{"latency":0,\#(volume)}"#),
+        ]
+        let body =
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"s","clients":["#
+            + clients.joined(separator: ",") + #"]}],"streams":[{"id":"s","status":"idle"}]}}}"#
+        let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { _ in
+            HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
+        }
+        defer { fake.stop() }
+        let control = SnapcastControl(control: "http://127.0.0.1:\(fake.port)")
+        let status = try control.status()
+        #expect(status.groups[0].clients.map(\.id) == ["c", "d", "e"])
+        #expect(status.client("c")?.connected == true && status.client("c")?.config == nil)
+        #expect(status.client("d")?.connected == false && status.client("d")?.config?.latency == 3)
+        #expect(status.client("e")?.problem == nil)
+        let leftOut = "result.server.groups[0].clients[0].id: missing: a client left out"
+        #expect(
+            status.problems(of: ["c", "d"]) == [
+                leftOut,
+                #"client "c": result.server.groups[0].clients[1].config.volume.percent: a number that is not an integer (or too large): its latency is not kept"#,
+                #"client "d": result.server.groups[0].clients[2].connected: expected true or false: taken as not connected"#,
+            ])
+        #expect(status.problems(of: ["e"]) == [leftOut], "another's problems are not this zone's")
+
+        // The keeper of a zone of "e" and "d" keeps them (the group made theirs alone), tells
+        // that "e" listens, and says what it could not read about them.
+        let listening = Mutex<Bool?>(nil)
+        let keeper = GroupKeeper(
+            name: "z", zone: SnapcastZone(stream: "s", speakers: [.init(id: "e"), .init(id: "d")]), control: control,
+            listeners: { any in listening.withLock { $0 = any } }
+        ) { _, _ in }
+        var volumesSet: Set<String> = []
+        #expect(
+            keeper.pollOnce(volumesSet: &volumesSet)
+                == leftOut
+                + #"; client "d": result.server.groups[0].clients[2].connected: expected true or false: taken as not connected"#
+        )
+        #expect(listening.withLock { $0 } == true)
+        #expect(keeper.state.connected == ["e"] && keeper.state.fixes == 1)
     }
 
     /// No server: a transient transport error.

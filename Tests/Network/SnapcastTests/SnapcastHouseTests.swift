@@ -30,7 +30,7 @@ import Testing
                 }
                 grouped =
                     g.streamID == "upstairs" && Set(g.clients.map(\.id)) == ["bedroom-pi", "bath-pi"]
-                    && status.client("bedroom-pi")?.config.volume.percent == 80
+                    && status.client("bedroom-pi")?.config?.volume.percent == 80
                 return grouped
             }, "Baton put both speakers in one group on stream upstairs (log: \(rig.log.lines.withLock { $0 }))")
         #expect(waitUntil(seconds: 5) { rig.snapshot.available })
