@@ -1,5 +1,6 @@
 import Arbiter
 import AudioCore
+import BatonConfig
 import ControlParts
 import Players
 
@@ -96,6 +97,7 @@ extension Daemon {
                 continue
             }
             if !audible || held { slot.pause() }
+            if held && p.heldSince == nil { p.heldSince = .now }
             part.slot = slot
             outputs.append(
                 zone.output(
@@ -221,6 +223,8 @@ extension Daemon {
             if slot.targetGain != gain { slot.setGain(gain, overFrames: ramps["\(p.id)/\(part.zone)"]) }
             slot.setAtVolumeZero(playsAtVolumeZero(p, zone: part.zone, s))
             let held = p.sourceClass == .music && isHeld(in: part.zone, p, s)
+            // A hold is counted from its start, or from a play asked during it (`endHold`).
+            if held && (p.heldSince == nil || (audible && p.audible == false)) { p.heldSince = .now }
             let pause = !audible || held
             if pause != slot.isPauseRequested {
                 if pause { slot.pause() } else { slot.resume() }
@@ -258,7 +262,36 @@ extension Daemon {
         for zone in zones.zones where !zone.device.isAvailable { down.insert(zone.name) }
         guard down != s.zonesDown else { return }
         s.zonesDown = down
-        for p in s.playbacks.values where p.started && p.sourceClass == .music { reconcile(p, &s, ramps: [:]) }
+        for p in s.playbacks.values where p.started && p.sourceClass == .music {
+            if let since = p.heldSince, !p.parts.contains(where: { isHeld(in: $0.zone, p, s) }) {
+                p.heldSince = nil
+                endHold(p, heldSince: since, &s)
+            }
+            reconcile(p, &s, ramps: [:])
+        }
+    }
+
+    /// The end of a hold, by the contract's rule for an interruption: music let be heard goes on
+    /// where it was held, unless the hold outlasted its class's `resume-within` — then it is paused
+    /// (`music/resume` plays it from there): speakers switched off for the night with music playing
+    /// brought it back when the first was switched on in the morning. Either way a `hold-ended`
+    /// event says which, and why. Music paused or interrupted meanwhile keeps its own state, and
+    /// says nothing. Under the lock; monitor thread.
+    private func endHold(_ p: Playback, heldSince: ContinuousClock.Instant, _ s: inout State) {
+        guard s.arbiter.state(of: p.id)?.isAudible == true else { return }
+        let lasted = heldSince.duration(to: .now)
+        let tenths = lasted.wholeNanoseconds / 100_000_000
+        let held = "held \(tenths / 10).\(tenths % 10) s while its zones were unavailable"
+        if let limit = s.arbiter.policy[p.sourceClass]?.resumeWithin, lasted > limit {
+            events.publish(
+                type: .holdEnded, source: p.id.rawValue, zones: p.zones,
+                reason: "\(held), longer than resume-within \(ConfigSyntax.format(limit)): paused", shouldResume: false)
+            apply(s.arbiter.user(.pause, on: p.id, at: .now), &s)
+        } else {
+            events.publish(
+                type: .holdEnded, source: p.id.rawValue, zones: p.zones,
+                reason: "\(held): it goes on where it was held", shouldResume: true)
+        }
     }
 
     /// Whether `p` is held in `zone`: a Snapcast zone whose server is away, while none of `p`'s

@@ -18,6 +18,7 @@ public enum EventType: String, CaseIterable, Sendable {
     case volume
     case zoneAvailable = "zone-available"
     case zoneUnavailable = "zone-unavailable"
+    case holdEnded = "hold-ended"
     case volumeControl = "volume-control"
     case renderAheadOff = "render-ahead-off"
     // Server music.

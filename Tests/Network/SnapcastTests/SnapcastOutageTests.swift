@@ -21,7 +21,8 @@ import Testing
     /// A started daemon with one Snapcast zone, `upstairs` (stereo at `rate`), on `snapcast`;
     /// `sounds` writes into its sounds directory first.
     static func daemon(
-        _ snapcast: SnapcastConfig, name: String, rate: Int = 48_000, sounds: (String) -> Void = { _ in }
+        _ snapcast: SnapcastConfig, name: String, rate: Int = 48_000, policy: PolicyConfig = .default,
+        sounds: (String) -> Void = { _ in }
     ) -> Daemon {
         let zone = ZoneConfig(
             name: "upstairs", pcm: snapcast.source.description, rate: rate, channels: 2, clock: .system,
@@ -30,7 +31,7 @@ import Testing
         sounds(directory)
         let config = BatonConfiguration(
             api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0)), zones: [zone], sounds: directory,
-            device: "test-\(name)")
+            policy: policy, device: "test-\(name)")
         let daemon = Daemon(config: config, logger: Logger(minimum: .error))
         daemon.start()
         return daemon
@@ -38,11 +39,13 @@ import Testing
 
     /// A started daemon whose zone `upstairs` feeds `server` (a 300 ms buffer), once connected,
     /// playing `tone` (440 Hz, looped) as music; `bell` (1 kHz, 0.5 s) is in its sounds too.
-    static func playingTone(on server: SnapcastServer, name: String) throws -> (Daemon, DeviceOutput, String) {
+    static func playingTone(
+        on server: SnapcastServer, name: String, policy: PolicyConfig = .default
+    ) throws -> (Daemon, DeviceOutput, String) {
         let snapcast = SnapcastConfig(
             source: .tcp(host: "127.0.0.1", port: server.sourcePort), stream: server.stream,
             buffer: .milliseconds(300))
-        let daemon = Self.daemon(snapcast, name: name, sounds: Self.toneAndBell)
+        let daemon = Self.daemon(snapcast, name: name, policy: policy, sounds: Self.toneAndBell)
         do {
             let device = try #require(daemon.output("upstairs")?.device)
             try #require(waitUntil(seconds: 10) { device.snapshot().available }, "the zone never connected")
@@ -196,6 +199,50 @@ import Testing
         #expect(backwards.isEmpty, "the position went back: \(backwards.prefix(3)), held at \(lost)")
         let heardAgain = try #require(back)
         #expect(heardAgain - lost < 0.5, "it went on \(heardAgain - lost) s later in the sound, after 1.5 s away")
+        let ended = try #require(Self.first("hold-ended", of: daemon, seconds: 0))
+        #expect(ended.source == music && ended.shouldResume == true, "\(ended)")
+        #expect(ended.reason?.hasSuffix("while its zones were unavailable: it goes on where it was held") == true)
+    }
+
+    /// A hold longer than the music class's resume-within ends as an interruption that long does:
+    /// the music stays paused where it was held (speakers switched off for the night with music
+    /// playing brought it back when the first came on in the morning). resume-within 1 s here.
+    @Test func aHoldLongerThanResumeWithinEndsPaused() throws {
+        let server = try SnapcastServer(bufferMilliseconds: 300)
+        defer { server.stop() }
+        var policy = PolicyConfig.default
+        let music = try #require(policy.classes.firstIndex { $0.name == "music" })
+        policy.classes[music].resumeWithin = .seconds(1)
+        let (daemon, device, id) = try Self.playingTone(on: server, name: "heldlong", policy: policy)
+        defer { daemon.stop() }
+        let source = { daemon.status().sources.first { $0.id == id } }
+        try #require(
+            waitUntil(seconds: 5) { (source()?.positionSeconds ?? 0) > 0.5 }, "\(String(describing: source()))")
+
+        server.stop()
+        try #require(waitUntil(seconds: 5) { source()?.state == "unavailable" }, "\(String(describing: source()))")
+        try #require(waitUntil(seconds: 5) { device.snapshot().audibleFrame >= device.outage.onFrom })
+        let held = try #require(source()?.positionSeconds)
+        usleep(1_500_000)
+        try server.start()
+        try #require(waitUntil(seconds: 10) { device.snapshot().available }, "the zone did not come back")
+        let ended = try #require(Self.first("hold-ended", of: daemon))
+        #expect(ended.source == id && ended.shouldResume == false, "\(ended)")
+        #expect(ended.reason?.hasSuffix(", longer than resume-within 1s: paused") == true, "\(ended)")
+        #expect(waitUntil(seconds: 5) { source()?.state == "paused" }, "\(String(describing: source()))")
+        // Not heard on: it stays paused where it was held — but for the server's buffer when it
+        // died (300 ms here), which nobody heard and is lost, as in `musicIsHeldWhileTheServerIsAway`
+        // (the position counts it once a new buffer has passed).
+        usleep(500_000)
+        let paused = try #require(source()?.positionSeconds)
+        usleep(1_000_000)
+        #expect(source()?.state == "paused")
+        #expect(source()?.positionSeconds == paused, "it moved on while paused")
+        #expect(paused >= held && paused - held < 0.5, "held at \(held), paused at \(paused)")
+
+        // A play goes on from there.
+        try daemon.command(.play, source: id)
+        #expect(waitUntil(seconds: 5) { source()?.state == "playing" }, "\(String(describing: source()))")
     }
 
     /// A Snapcast zone whose server is away is never left behind by a source that plays on in
