@@ -109,22 +109,25 @@ struct ExternalPlayers {
     /// player's own controls is a user command to the arbiter; a program that left before its
     /// source was granted releases it.
     func tick(_ s: inout Daemon.State) {
-        var changes: [(SourceID, UserCommand, String)] = []
+        var changes: [(SourceID, PlayerChange, UserCommand, String)] = []
         var abandoned: [SourceID] = []
         for p in s.playbacks.values {
             guard let x = p.source as? ExternalPlayer else { continue }
             switch x.takeUserChange() {
-            case .paused?: changes.append((p.id, .pause, "the user gave the player pause"))
-            case .played?: changes.append((p.id, .play, "the user gave the player play"))
-            case .stopped?: changes.append((p.id, .stop, "the user gave the player stop"))
-            case .gone?: changes.append((p.id, .stop, "the player left (quit or crashed)"))
+            case .paused?: changes.append((p.id, .paused, .pause, "the user gave the player pause"))
+            case .played?: changes.append((p.id, .played, .play, "the user gave the player play"))
+            case .stopped?: changes.append((p.id, .stopped, .stop, "the user gave the player stop"))
+            case .gone?: changes.append((p.id, .gone, .stop, "the player left (quit or crashed)"))
             case nil: break
             }
             if !p.started && x.isAbandoned { abandoned.append(p.id) }
         }
-        for (id, command, why) in changes {
+        for (id, change, command, why) in changes {
             daemon.events.publish(type: .external, source: id.rawValue, reason: why)
+            let player = s.playbacks[id]?.source as? ExternalPlayer
+            player?.applyingPlayerChange(change)
             daemon.apply(s.arbiter.user(command, on: id, at: .now), &s)
+            player?.applyingPlayerChange(nil)
         }
         for id in abandoned { daemon.apply(s.arbiter.release(id, at: .now), &s) }
     }

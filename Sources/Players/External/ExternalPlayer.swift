@@ -53,6 +53,9 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         var interrupted = false
         /// Told to pause by `pausedThroughBaton`, and not told to play since.
         var pausedThroughBaton = false
+        /// The change the player itself reported, while the control plane applies it
+        /// (`applyingPlayerChange`): the pause or play it leads to is not told back to the player.
+        var applying: PlayerChange?
         /// During the interruption the player itself said the user played it, and no pause since:
         /// at the end it plays already.
         var playedByUserWhileInterrupted = false
@@ -167,14 +170,25 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     /// on paused slots, showing "playing" in its own clients while Baton showed it paused; and a
     /// player paused meanwhile (it closes its device) was never asked to play again, so Baton's
     /// resume ended the source instead. The source waits for the player as it does after an
-    /// interruption (`waitingForPlayer`, then `idle-release`). A pause the player itself reported
-    /// comes back here too: telling it again changes nothing. Under the lock; the control runs
-    /// off it.
+    /// interruption (`waitingForPlayer`, then `idle-release`). A pause or play the player itself
+    /// reported comes back here too (`applyingPlayerChange`): it is not told again. Under the lock;
+    /// the control runs off it.
     public func pausedThroughBaton(_ paused: Bool) {
         guard settings.whenInterrupted == .pause, let control = settings.control else { return }
         state.pausedThroughBaton = paused
+        // The player's own change coming back: it is there already. Told again, it changed nothing
+        // the player reported, and Baton's wait for the word (3 s) took the user's next change of
+        // the same kind for its own — Baton read playing while the player was paused.
+        if state.applying == (paused ? .paused : .played) {
+            if !paused { askToPlay(control, told: false) }
+            return
+        }
         if paused { control.pause() } else { askToPlay(control) }
     }
+
+    /// The control plane applies `change`, which the player itself reported (`takeUserChange`),
+    /// until it calls this again with nil. Under the lock.
+    public func applyingPlayerChange(_ change: PlayerChange?) { state.applying = change }
 
     /// Tells the player to play (unless `told` is false: it plays already), and waits for it from
     /// now (`playAskedAt`). Under the lock.

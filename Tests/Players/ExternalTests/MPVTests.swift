@@ -128,6 +128,29 @@ import Testing
         #expect(waitUntil(seconds: 5) { !rig.get("/api/v1/status").contains("\"music-") }, "the source ended")
     }
 
+    /// The user pauses mpv, plays it and pauses it again through its own controls (MPRIS), each
+    /// within a second: Baton reads each. It told mpv back the Pause and the Play mpv had reported
+    /// — changing nothing there, so mpv signalled nothing of them — and waited 3 s for mpv's word on
+    /// each: the user's second pause was taken for Baton's echo, and Baton read playing while mpv
+    /// was paused.
+    @Test func aUsersQuickPausePlayPauseIsReadEachTime() throws {
+        let directory = TestDirectory.make("external-bus")
+        let bus = try SessionBus(directory)
+        let (rig, mpv) = try playingMPV(bus, directory)
+        defer { mpv.stop() }
+        let state = { (want: String) in
+            waitUntil(seconds: 2, every: 0.02) { rig.get("/api/v1/status").contains("\"state\":\"\(want)\"") }
+        }
+        mpris(rig, "Pause")
+        #expect(state("paused"), "the user's pause")
+        mpris(rig, "Play")
+        #expect(state("playing"), "the user's play")
+        mpris(rig, "Pause")
+        #expect(state("paused"), "the user's second pause, within 3 s of the first")
+        usleep(500_000)
+        #expect(status(rig) == "Paused" && rig.get("/api/v1/status").contains("\"state\":\"paused\""))
+    }
+
     /// A Play and then a Pause the user gives mpv through MPRIS during the interruption are a user
     /// pause: the interruption ends with shouldResume false and mpv stays paused. (Back to back, a
     /// few ms apart, mpv signals only the Paused it ends in: there is nothing to see then.)
