@@ -125,7 +125,8 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
-    private static func isIPv4(_ text: Substring) -> Bool {
+    /// Four decimal numbers 0…255 joined by dots (`192.168.1.20`).
+    static func isIPv4(_ text: Substring) -> Bool {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4
             && parts.allSatisfy { part in

@@ -92,9 +92,19 @@ extension ConfigReader {
             return optional(fields, "mpris", .string).map { .mpris(busName: $0, systemBus: bus == "system") }
         case "mpd":
             guard let text = optional(fields, "mpd", .string) else { return nil }
-            let parts = text.split(separator: ":")
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
             guard parts.count == 2, let port = UInt16(parts[1]), port > 0 else {
-                report(fields.values["mpd"]?.value.mark, path.appending("mpd"), "expected HOST:PORT (127.0.0.1:6600)")
+                report(
+                    fields.values["mpd"]?.value.mark, path.appending("mpd"),
+                    "expected ADDRESS:PORT (127.0.0.1:6600)")
+                return nil
+            }
+            // Batond reaches MPD by an IPv4 address (it resolves no names): a name passed the check
+            // and failed at every command, the player never paused.
+            guard parts[0] == "localhost" || ListenAddress.isIPv4(parts[0]) else {
+                report(
+                    fields.values["mpd"]?.value.mark, path.appending("mpd"),
+                    "\"\(parts[0])\" is not an IPv4 address or localhost: give MPD's address (192.168.1.20:6600)")
                 return nil
             }
             return .mpd(host: String(parts[0]), port: port)
