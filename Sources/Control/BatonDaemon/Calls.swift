@@ -56,8 +56,11 @@ public struct Calls: Sendable {
         guard let receiver = daemon.parts.intercom.receiver else {
             throw ControlError(.conflict, "the intercom is stopping")
         }
-        if let existing = daemon.state.withLock({ s in s.playbacks.values.first { $0.sourceClass == .call }?.id }) {
-            return Admission(id: existing.rawValue, outcome: .playing, skipped: [])
+        // The call there is: granted, or still waiting for its zones (a policy may queue calls).
+        if let existing = daemon.state.withLock({ s in
+            s.playbacks.values.first { $0.sourceClass == .call }.map { ($0.id, s.arbiter.state(of: $0.id)) }
+        }) {
+            return Admission(id: existing.0.rawValue, outcome: existing.1 == .queued ? .queued : .playing, skipped: [])
         }
         let events = daemon.events
         var zones: [String] = []

@@ -173,6 +173,27 @@ import Testing
         #expect(waitUntil(seconds: 1) { (try? t.status().intercom?.inCall) == false }, "while the door still sends")
     }
 
+    /// A call the policy queues (here behind an announcement) is said queued, also to a second
+    /// `call/start`, which finds it there: that answered "playing" whatever the call's state.
+    @Test func aCallStartedAgainWhileQueuedIsSaidQueued() throws {
+        var policy = PolicyConfig.default
+        policy.classes[2].priority = 40  // below announcements
+        policy.classes[2].duringHigher = .queue
+        let t = try TestDaemon(
+            policy: policy,
+            intercom: IntercomConfig(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"], silenceTimeout: .seconds(5)))
+        defer { t.stop() }
+        WAVWriter.write(
+            Signals.sine(frequency: 440, rate: 44_100, frames: 44_100 * 30, channels: 1, amplitude: 0.5),
+            rate: 44_100, channels: 1, to: "\(t.sounds)/long440.wav")
+        #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "long440", "zones": ["kitchen"]}"#).status == 202)
+        let first = try t.json("POST", "/api/v1/call/start")
+        #expect(first.object["status"] == "queued", "\(first)")
+        let again = try t.json("POST", "/api/v1/call/start")
+        #expect(again.object["id"] == first.object["id"] && again.object["status"] == "queued", "\(again)")
+    }
+
     /// The `granted` event of a call, once there is one (20 s at most).
     static func grantedCall(_ t: TestDaemon) -> Event? {
         var call: Event?
