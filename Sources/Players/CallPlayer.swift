@@ -14,7 +14,13 @@ public final class CallPlayer: Source, @unchecked Sendable {
     private var pump: IntercomPump?
     private let outputs = Mutex<[SourceOutput]>([])
 
-    public init(receiver: RTPReceiver) { self.receiver = receiver }
+    /// Told why a zone cannot take the call (under the control plane's lock, from `start`).
+    private let report: @Sendable (String) -> Void
+
+    public init(receiver: RTPReceiver, report: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.receiver = receiver
+        self.report = report
+    }
 
     public func start(_ outputs: [SourceOutput]) {
         guard pump == nil else { return }
@@ -22,13 +28,24 @@ public final class CallPlayer: Source, @unchecked Sendable {
         // plane's lock as `stop` is: a hang-up right after cannot be undone by it.
         receiver.expectCall()
         self.outputs.withLock { $0 = outputs }
-        let targets = outputs.map { o in
-            IntercomPump.Target(
-                ring: o.slot.ring, channels: o.channels, rate: o.rate,
-                resampler: o.rate == 48_000
-                    ? nil
-                    : try? makeResampler(o.resampler, inputRate: 48_000, outputRate: o.rate, channels: o.channels),
-                wrote: o.slot.wrote, isHeld: { o.slot.isPauseRequested })
+        // A zone whose converter cannot be made is left out, and said: given the call unconverted,
+        // it played 48 kHz audio at its own rate (8 % low at 44.1 kHz), the jitter buffer trimming.
+        let targets = outputs.compactMap { o -> IntercomPump.Target? in
+            var resampler: (any Resampler)?
+            if o.rate != 48_000 {
+                do {
+                    resampler = try makeResampler(
+                        o.resampler, inputRate: 48_000, outputRate: o.rate, channels: o.channels)
+                } catch {
+                    report(
+                        "zone \(o.zone): the call cannot be converted from 48000 Hz to \(o.rate) Hz (\(error)); not played there"
+                    )
+                    return nil
+                }
+            }
+            return IntercomPump.Target(
+                ring: o.slot.ring, channels: o.channels, rate: o.rate, resampler: resampler, wrote: o.slot.wrote,
+                isHeld: { o.slot.isPauseRequested })
         }
         // The rings hold 20 ms beyond what one wake-up of the slowest-waking output takes at once
         // (30 ms at the default period and buffer); the jitter buffer holds that much too

@@ -73,7 +73,9 @@ public struct Calls: Sendable {
             }
         ) { (available: [ZoneHandle]) throws(ControlError) in
             zones = available.map(\.name)
-            return CallPlayer(receiver: receiver)
+            return CallPlayer(receiver: receiver) { why in
+                events.publish(type: .intercomError, reason: why)
+            }
         }
         return admission
     }
