@@ -34,7 +34,7 @@ extension Daemon {
         let oldTable = zones
         let (table, stopped, started) = oldTable.rebuilt(for: new)
         let stoppedZones = Set(stopped.flatMap { $0.spec.zones.map(\.name) })
-        let report = ReloadReport(from: old, to: new, zones: oldTable.names, stopping: stoppedZones)
+        var report = ReloadReport(from: old, to: new, zones: oldTable.names, stopping: stoppedZones)
 
         // Sources on zones that go away, and programs playing through an external source that was
         // removed or changed, end first, so nothing keeps a slot of a stopped device. The new table
@@ -107,6 +107,13 @@ extension Daemon {
             d.start(logger, connection: parts.snapcast.connectionObserver(for: d)) { [monitor] in monitor.wake() }
         }
         parts.snapcast.update(new.zones) { [weak self] in self?.output($0)?.device }
+        // External sources where there were none (or their socket could not be set up at start):
+        // the socket is set up now, at the path the new configuration gives. Started only at start,
+        // every program was refused ("cannot connect") until a restart, and the reload said nothing.
+        if parts.external.server == nil, !(new.externalSources?.sources.isEmpty ?? true) {
+            external.listen()
+            if parts.external.server != nil { report.needsRestart.removeAll { $0 == "external-sources.socket" } }
+        }
         if let (queue, musicBefore) = resumeMusic {
             // Its reopened zones first open their PCMs (milliseconds; a second at most): a zone
             // not open yet is skipped by the admission, and the music would leave it for good.

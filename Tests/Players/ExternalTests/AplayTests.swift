@@ -243,6 +243,20 @@ import Testing
         #expect(refused.output.contains(#"unknown source "x" (batond's external sources: mpd)"#), "\(refused.output)")
     }
 
+    /// External sources added by a reload to a batond that had none: their socket is set up then,
+    /// and aplay plays through them. It was set up only at start: every program was refused
+    /// ("cannot connect") until a restart, and the reload said nothing of it.
+    @Test func externalSourcesAddedByAReloadPlay() throws {
+        let rig = try ExternalRig(sources: "")
+        ExternalRig.writeWAV(rig.directory + "/short.wav", Self.music(frames: 24_000), channels: 2)
+        rig.writeConfig(sources: "  x: {class: music}")
+        let report = rig.post("/api/v1/reload", "{}")
+        #expect(report.contains(#""needsRestart":[]"#), "\(report)")
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "aplay.log")
+        #expect(aplay.wait(seconds: 10) == 0, "aplay: \(aplay.output)")
+        #expect(rig.get("/api/v1/events/recent").contains("writes S16_LE 2 ch 48000 Hz to baton_x"))
+    }
+
     /// aplay through `baton_x` to the file zone and a virtual card; the card unplugged a second in:
     /// aplay plays on to its end, and the file zone has every frame once and in order (the stream
     /// waited for room in the lost card's ring: aplay hung until a replug).
