@@ -45,7 +45,9 @@ public final class CallPlayer: Source, @unchecked Sendable {
             }
             return IntercomPump.Target(
                 ring: o.slot.ring, channels: o.channels, rate: o.rate, resampler: resampler, wrote: o.slot.wrote,
-                isHeld: { o.slot.isPauseRequested })
+                isHeld: { o.slot.isPauseRequested },
+                inStep: { !o.isLeftBehind(among: outputs) && (!o.slot.isBehind || o.rejoins(among: outputs)) },
+                drop: { o.drop($0) })
         }
         // The rings hold 20 ms beyond what one wake-up of the slowest-waking output takes at once
         // (30 ms at the default period and buffer); the jitter buffer holds that much too

@@ -8,7 +8,7 @@ import Synchronization
 /// output device paces the call; the jitter buffer absorbs the sender's clock.
 ///
 /// Threads: `init`, `start`, `stop` on the control thread; the pump runs on its own thread, and is the
-/// receiver's only consumer while it runs. Allocates in `init` only.
+/// receiver's only consumer while it runs. Allocates in `init` only (and when a zone rejoins: `Target.inStep`).
 // @unchecked: `targets` (with their non-Sendable resamplers) and the buffers are used only by the pump
 // thread between `start` and `stop`; `thread` only by the control thread; the rest is atomics.
 public final class IntercomPump: @unchecked Sendable {
@@ -26,10 +26,19 @@ public final class IntercomPump: @unchecked Sendable {
         /// Whether the zone does not take the call now (its slot paused: the call interrupted by a
         /// policy that lets something over it, or paused by the user). Any thread.
         public let isHeld: @Sendable () -> Bool
+        /// Whether the zone takes the call's next frames with the others (`SourceOutput`'s
+        /// `isLeftBehind` and `rejoins`): false while its card is lost and another zone plays, and
+        /// after, until it is back in step. Called once per block on the pump thread (it may drop
+        /// what the zone's ring held, and pad it to the others' place). Its ring's level then does
+        /// not count, and its frames go to `drop`.
+        public let inStep: @Sendable () -> Bool
+        /// Counts frames that zone did not take (`SourceOutput.drop`). Pump thread.
+        public let drop: @Sendable (Int) -> Void
 
         public init(
             ring: FloatRing, channels: Int, rate: Int, resampler: (any Resampler)?,
-            wrote: @escaping @Sendable () -> Void = {}, isHeld: @escaping @Sendable () -> Bool = { false }
+            wrote: @escaping @Sendable () -> Void = {}, isHeld: @escaping @Sendable () -> Bool = { false },
+            inStep: @escaping @Sendable () -> Bool = { true }, drop: @escaping @Sendable (Int) -> Void = { _ in }
         ) {
             self.ring = ring
             self.channels = channels
@@ -37,6 +46,8 @@ public final class IntercomPump: @unchecked Sendable {
             self.resampler = resampler
             self.wrote = wrote
             self.isHeld = isHeld
+            self.inStep = inStep
+            self.drop = drop
         }
     }
 
@@ -56,6 +67,8 @@ public final class IntercomPump: @unchecked Sendable {
     private var pcm: [Float]
     private var mapped: [Float]
     private var resampled: [Float]
+    /// Whether each target takes the block being pumped (`Target.inStep`, asked once per look).
+    private var taking: [Bool]
     private static let block = 240  // 5 ms at 48 kHz
     private static let blockNanoseconds = block * 1_000_000_000 / 48_000
 
@@ -73,6 +86,7 @@ public final class IntercomPump: @unchecked Sendable {
         mapped = [Float](repeating: 0, count: Self.block * maxChannels)
         let maxRate = targets.map(\.rate).max() ?? 48_000
         resampled = [Float](repeating: 0, count: (Self.block * maxRate / 48_000 + 64) * maxChannels)
+        taking = [Bool](repeating: true, count: targets.count)
     }
 
     /// Samples that did not fit into a full ring (a zone that stopped reading). Any thread.
@@ -111,10 +125,14 @@ public final class IntercomPump: @unchecked Sendable {
                 continue
             }
             heldUntil = nil
-            // The emptiest ring decides: top it up to `lead`, 5 ms at a time.
+            // The emptiest ring of a zone in step decides: top it up to `lead`, 5 ms at a time. A
+            // zone whose card is lost while another plays is not waited for: its ring, full and
+            // unread, kept the call 0.5 s old there once the card was back, the rooms an echo of
+            // each other for the rest of the call.
             var lowest = Int.max
-            for t in targets {
-                lowest = min(lowest, t.ring.readable / t.channels * 1_000_000_000 / t.rate)
+            for (k, t) in targets.enumerated() {
+                taking[k] = t.inStep()
+                if taking[k] { lowest = min(lowest, t.ring.readable / t.channels * 1_000_000_000 / t.rate) }
             }
             if targets.isEmpty || lowest >= lead {
                 usleep(UInt32(interval / 1_000))
@@ -127,7 +145,7 @@ public final class IntercomPump: @unchecked Sendable {
     private func pumpBlock() {
         let inChannels = receiver.configuration.channels
         _ = pcm.withUnsafeMutableBufferPointer { receiver.pull(into: $0, now: clock()) }
-        for t in targets {
+        for (k, t) in targets.enumerated() {
             // Channel map: mono to every channel; stereo to the first two, their mean to the rest.
             for f in 0..<Self.block {
                 for c in 0..<t.channels {
@@ -158,15 +176,17 @@ public final class IntercomPump: @unchecked Sendable {
                         }
                     }
                 }
-                write(resampled, count: produced * t.channels, to: t)
+                write(resampled, count: produced * t.channels, to: t, taking: taking[k])
             } else {
-                write(mapped, count: count, to: t)
+                write(mapped, count: count, to: t, taking: taking[k])
             }
         }
     }
 
-    private func write(_ samples: [Float], count: Int, to target: Target) {
+    private func write(_ samples: [Float], count: Int, to target: Target, taking: Bool) {
         guard count > 0 else { return }
+        // Converted all the same: the converter's state stays the call's, in step when it is back.
+        guard taking else { return target.drop(count / target.channels) }
         let n = samples.withUnsafeBufferPointer { target.ring.write($0.baseAddress!, count: count) }
         if n > 0 { target.wrote() }
         if n < count { overflow.add(count - n, ordering: .relaxed) }

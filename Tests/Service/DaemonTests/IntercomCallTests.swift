@@ -262,6 +262,42 @@ import Testing
         }
     }
 
+    /// A call in a card zone and the kitchen; the card is lost for 1.5 s mid-call and comes back: it
+    /// plays the call in step with the kitchen again. The pump kept the emptiest ring full, the lost
+    /// card's too: its ring filled and stayed full, and once the card was back it played the call
+    /// 0.5 s behind the kitchen for the rest of the call, an echo between the rooms.
+    @Test func aCardLostMidCallComesBackInStep() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name), ("kitchen", 44_100, nil)],
+            intercom: IntercomConfig(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["card", "kitchen"],
+                silenceTimeout: .seconds(2)),
+            deviceClocked: ["card"])
+        defer { t.stop() }
+        let listen = try #require(try t.status().intercom?.listen)
+        let port = try #require(UInt16(listen.split(separator: ":").last ?? ""))
+        let zone = { (name: String) in try? t.status().zones.first { $0.name == name } }
+        #expect(waitUntil { zone("card")?.state == "available" })
+        let caller = Self.call(port, seconds: 8)
+        defer { pthread_join(caller, nil) }
+        let call = try #require(Self.grantedCall(t)?.source, "the RTP call starts")
+        let heard = { (name: String, rate: Double) -> Double? in
+            zone(name)?.sources.first { $0.source == call }.map { Double($0.positionFrames) / rate }
+        }
+        #expect(waitUntil(seconds: 10) { (heard("kitchen", 44_100) ?? 0) > 1 })
+        card.send(.unplug)
+        #expect(waitUntil { zone("card")?.state == "unavailable" })
+        usleep(1_500_000)
+        card.send(.replug)
+        #expect(waitUntil(seconds: 4) { zone("card")?.state == "available" })
+        usleep(1_000_000)
+        let onCard = try #require(heard("card", 48_000))
+        let inKitchen = try #require(heard("kitchen", 44_100))
+        #expect(abs(onCard - inKitchen) < 0.03, "card at \(onCard) s, kitchen at \(inKitchen) s")
+        #expect(try t.status().sources.first { $0.id == call }?.state == "playing")
+    }
+
     /// A call paused (`music/pause` with its id; a policy may let a source over a call too) is heard
     /// live when it is resumed, not from where it was held. The door sends 880 Hz for 1.5 s, then
     /// 1320 Hz (4.5 s: room for a loaded machine); paused during the first, resumed during the
