@@ -126,6 +126,9 @@ public final class GroupKeeper: Sendable {
     public func pollOnce(volumesSet: inout Set<String>) -> String? {
         let started = monotonicNanoseconds()
         var read = false
+        // The zone's connected speakers already in a group on its stream (what the fixes below
+        // would bring the others to).
+        var onStream: [String] = []
         do {
             let status = try control.status()
             read = true
@@ -133,6 +136,7 @@ public final class GroupKeeper: Sendable {
             // told before the answer lets a new connection carry audio, so it never carries it
             // for a moment to no one.
             let connected = zone.speakers.map(\.id).filter { status.client($0)?.connected == true }
+            onStream = connected.filter { status.group(of: $0)?.streamID == zone.stream }
             shared.withLock { $0.connected = connected }
             listeners(!connected.isEmpty)
             answered(started)
@@ -164,8 +168,10 @@ public final class GroupKeeper: Sendable {
             // connect); without a good one, no speaker is known to be connected (the last good
             // list stayed, for as long as the server answered badly).
             if error.serverAnswered { answered(started) }
-            // Unless it was a fix that failed, after a good status was read.
-            if !read { shared.withLock { $0.connected = [] } }
+            // Unless it was a fix that failed, after a good status was read: then only the
+            // speakers already on the zone's stream listen (one left in another group, on another
+            // stream, counted as a listener for as long as the fix failed).
+            if !read { shared.withLock { $0.connected = [] } } else { listeners(!onStream.isEmpty) }
             return error.description
         }
     }

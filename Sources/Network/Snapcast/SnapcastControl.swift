@@ -101,7 +101,15 @@ public struct SnapcastControl: Sendable {
     private struct RPCError: Decodable {
         var code: Int
         var message: String
+        /// Said when it is text; JSON-RPC lets it be any value, which must not hide the message.
         var data: String?
+        private enum CodingKeys: String, CodingKey { case code, message, data }
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            code = try c.decode(Int.self, forKey: .code)
+            message = try c.decode(String.self, forKey: .message)
+            data = try? c.decodeIfPresent(String.self, forKey: .data)
+        }
     }
     private struct Response<Answer: Decodable>: Decodable {
         var result: Answer?
@@ -128,6 +136,9 @@ public struct SnapcastControl: Sendable {
                 url: endpoint, body: Array(body), contentType: "application/json",
                 maxBodyBytes: 4 << 20, timeout: timeout)
         } catch {
+            // An answer larger than the bound is an answer (the server runs): not one that is
+            // tried again every 0.1 s, 4 MiB each time, while a new connection waits for it.
+            if error.tooLarge { throw failure(error.description) }
             throw failure(error.description, transient: true, answered: false)
         }
         guard response.status == 200 else {

@@ -51,6 +51,10 @@ import Testing
             "Server.GetStatus: unexpected answer: (top level): not valid JSON (The given data was not valid JSON.)"
         ),
         (200, #"{"id":1,"jsonrpc":"2.0"}"#, "Server.GetStatus: unexpected answer: neither result nor error"),
+        (
+            200, #"{"id":1,"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error","data":{"why":1}}}"#,
+            "Server.GetStatus: error -32603: Internal error"
+        ),
         (503, "busy", "Server.GetStatus: HTTP 503: busy"),
     ])
     func reportsBadAnswers(status: Int, body: String, problem: String) throws {
@@ -118,6 +122,50 @@ import Testing
         )
         #expect(listening.withLock { $0 } == true)
         #expect(keeper.state.connected == ["e"] && keeper.state.fixes == 1)
+    }
+
+    /// A speaker of the zone left in another group on another stream, while the server refuses to
+    /// move it: connected, but no listener of the zone (it was counted as one for as long as the
+    /// fix failed, and the zone played, available, to nobody).
+    @Test func aSpeakerLeftOnAnotherStreamIsNoListener() throws {
+        let status =
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"other","clients":[{"id":"e","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":10}}}]}],"streams":[{"id":"s","status":"idle"},{"id":"other","status":"idle"}]}}}"#
+        let refused = #"{"id":1,"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error"}}"#
+        let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { request in
+            let body = String(decoding: request.body, as: UTF8.self).contains("Server.GetStatus") ? status : refused
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
+        }
+        defer { fake.stop() }
+        let listening = Mutex<[Bool]>([])
+        let keeper = GroupKeeper(
+            name: "z", zone: SnapcastZone(stream: "s", speakers: [.init(id: "e")]),
+            control: SnapcastControl(control: "http://127.0.0.1:\(fake.port)"),
+            listeners: { any in listening.withLock { $0.append(any) } }
+        ) { _, _ in }
+        var volumesSet: Set<String> = []
+        let problem = keeper.pollOnce(volumesSet: &volumesSet)
+        #expect(problem?.contains("Group.SetStream: error -32603: Internal error") == true, "\(problem ?? "none")")
+        #expect(keeper.state.connected == ["e"])
+        #expect(listening.withLock { $0 }.last == false, "\(listening.withLock { $0 })")
+    }
+
+    /// An answer larger than 4 MiB is an answer: the server runs (what a new connection waits for),
+    /// and it is not tried again at once. It was "no answer", transient: a new connection waited,
+    /// and the keeper asked every 0.1 s, 4 MiB each time.
+    @Test func anAnswerTooLargeIsAnAnswer() throws {
+        let huge = [UInt8](repeating: UInt8(ascii: " "), count: 5 << 20)
+        let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { _ in
+            HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(huge))
+        }
+        defer { fake.stop() }
+        do throws(SnapcastError) {
+            _ = try SnapcastControl(control: "http://127.0.0.1:\(fake.port)").status()
+            Issue.record("no error for 5 MiB")
+        } catch {
+            #expect(error.serverAnswered && !error.isTransient, "\(error)")
+            #expect(error.description.contains("response too large"), "\(error)")
+        }
     }
 
     /// No server: a transient transport error.
