@@ -324,6 +324,9 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         state.ended = true
         state.selfEnded = true
         state.current?.detach()
+        // Let go of: its program may write again on it, as a new source that then owns it — whose
+        // outputs this one's `stop` detached, and whose hold this one's audibility set.
+        state.current = nil
         for o in outputs.withLock({ $0 }) { o.slot.finish() }
         for p in state.pending { p.refuse("batond released source \(settings.name)") }
         state.pending = []
