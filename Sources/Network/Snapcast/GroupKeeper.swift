@@ -156,7 +156,7 @@ public final class GroupKeeper: Sendable {
                 fixed += 1
                 log(false, "zone \(name): snapcast: \(action)")
             }
-            let problems = status.problems(of: zone.speakers.map(\.id)) + plan.problems
+            let problems = status.problems(of: zone.speakers.map(\.id), stream: zone.stream) + plan.problems
             let problem = problems.isEmpty ? nil : problems.joined(separator: "; ")
             shared.withLock { s in
                 s.polls += 1

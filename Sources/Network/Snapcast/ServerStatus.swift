@@ -103,29 +103,8 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             id = try c.decode(String.self, forKey: .id)
             streamID = try c.decode(String.self, forKey: .streamID)
-            var list = try c.nestedUnkeyedContainer(forKey: .clients)
-            clients = []
-            unreadable = []
-            while !list.isAtEnd {
-                // Each entry is consumed whether or not it reads.
-                switch try list.decode(Entry.self).read {
-                case .success(let client): clients.append(client)
-                case .failure(let why): unreadable.append("\(why): a client left out")
-                }
-            }
+            (clients, unreadable) = try c.entries(Client.self, forKey: .clients, each: "a client")
         }
-
-        private struct Entry: Decodable {
-            var read: Result<Client, Unreadable>
-            init(from decoder: any Decoder) throws {
-                do {
-                    read = .success(try Client(from: decoder))
-                } catch {
-                    read = .failure(Unreadable(description: Client.describe(error)))
-                }
-            }
-        }
-        private struct Unreadable: Error, CustomStringConvertible { var description: String }
     }
 
     /// One stream source (`idle` or `playing`).
@@ -134,10 +113,14 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
         public var status: String
         /// The format it reads, `rate:bits:channels` (`uri.query.sampleformat`), when the server says.
         public var sampleFormat: String?
-        public init(id: String, status: String, sampleFormat: String? = nil) {
+        /// What of the server's entry could not be read (a `sampleformat` that is not text: not
+        /// compared), as `Client.problem`.
+        public var problem: String?
+        public init(id: String, status: String, sampleFormat: String? = nil, problem: String? = nil) {
             self.id = id
             self.status = status
             self.sampleFormat = sampleFormat
+            self.problem = problem
         }
         private enum CodingKeys: String, CodingKey { case id, status, uri }
         private enum URIKeys: String, CodingKey { case query }
@@ -145,19 +128,37 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
         public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             id = try c.decode(String.self, forKey: .id)
-            status = try c.decode(String.self, forKey: .status)
+            status = (try? c.decode(String.self, forKey: .status)) ?? "unknown"
             let query = try? c.nestedContainer(keyedBy: URIKeys.self, forKey: .uri)
                 .nestedContainer(keyedBy: QueryKeys.self, forKey: .query)
-            sampleFormat = try query?.decodeIfPresent(String.self, forKey: .sampleformat)
+            do {
+                sampleFormat = try query?.decodeIfPresent(String.self, forKey: .sampleformat)
+                problem = nil
+            } catch {
+                sampleFormat = nil
+                problem = "stream \"\(id)\": \(Client.describe(error)): its format is not compared"
+            }
         }
     }
 
     public var groups: [Group]
     public var streams: [Stream]
+    /// Groups and streams left out, each with why (one without its id or stream cannot be kept).
+    public var unreadable: [String]
 
-    public init(groups: [Group], streams: [Stream]) {
+    public init(groups: [Group], streams: [Stream], unreadable: [String] = []) {
         self.groups = groups
         self.streams = streams
+        self.unreadable = unreadable
+    }
+
+    private enum CodingKeys: String, CodingKey { case groups, streams }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let (groups, badGroups) = try c.entries(Group.self, forKey: .groups, each: "a group")
+        let (streams, badStreams) = try c.entries(Stream.self, forKey: .streams, each: "a stream")
+        self.init(groups: groups, streams: streams, unreadable: badGroups + badStreams)
     }
 
     /// The group `client` is in, if the server knows it.
@@ -165,12 +166,13 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
         groups.first { $0.clients.contains { $0.id == client } }
     }
 
-    /// What of the answer could not be read about `speakers` (the zone's): their entries' problems,
-    /// and clients left out for want of an id (any of them could be one of these).
-    public func problems(of speakers: [String]) -> [String] {
-        groups.flatMap { g in
-            g.unreadable + g.clients.filter { speakers.contains($0.id) }.compactMap(\.problem)
-        }
+    /// What of the answer could not be read about a zone of `speakers` on `stream`: the entries of
+    /// its speakers and its stream, and whatever was left out (any of it could be the zone's).
+    public func problems(of speakers: [String], stream: String) -> [String] {
+        unreadable + streams.filter { $0.id == stream }.compactMap(\.problem)
+            + groups.flatMap { g in
+                g.unreadable + g.clients.filter { speakers.contains($0.id) }.compactMap(\.problem)
+            }
     }
 
     /// The client with host ID `id`, if the server knows it.
@@ -181,6 +183,25 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
 }
 
 extension KeyedDecodingContainer {
+    /// The list at `key`, each entry read on its own: those that cannot be read are left out and
+    /// said (`result.server.groups[1].stream_id: missing: a group left out`). The list itself must
+    /// be one.
+    fileprivate func entries<Value: Decodable>(
+        _ type: Value.Type, forKey key: Key, each: String
+    ) throws -> (read: [Value], unreadable: [String]) {
+        var list = try nestedUnkeyedContainer(forKey: key)
+        var read: [Value] = []
+        var unreadable: [String] = []
+        while !list.isAtEnd {
+            // Each entry is consumed whether or not it reads.
+            switch try list.decode(Entry<Value>.self).read {
+            case .success(let value): read.append(value)
+            case .failure(let why): unreadable.append("\(why): \(each) left out")
+            }
+        }
+        return (read, unreadable)
+    }
+
     /// An integer field. A number it cannot hold (1.5, 1e400) is an error at the field: the
     /// toolchain's JSONDecoder reports one as a path-less "not valid JSON" at the top.
     fileprivate func integer(_ key: Key) throws -> Int {
@@ -195,3 +216,17 @@ extension KeyedDecodingContainer {
         }
     }
 }
+
+/// One entry of a list, read or not (why: where and what).
+private struct Entry<Value: Decodable>: Decodable {
+    var read: Result<Value, Unreadable>
+    init(from decoder: any Decoder) throws {
+        do {
+            read = .success(try Value(from: decoder))
+        } catch {
+            read = .failure(Unreadable(description: ServerStatus.Client.describe(error)))
+        }
+    }
+}
+
+private struct Unreadable: Error, CustomStringConvertible { var description: String }

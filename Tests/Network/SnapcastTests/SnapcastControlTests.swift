@@ -34,8 +34,8 @@ import Testing
     @Test(arguments: [
         (
             200,
-            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"s","clients":{}}],"streams":[]}}}"#,
-            "Server.GetStatus: unexpected answer: result.server.groups[0].clients: expected an array"
+            #"{"id":1,"jsonrpc":"2.0","result":{"host":{}}}"#,
+            "Server.GetStatus: unexpected answer: result.server: missing"
         ),
         (
             200, #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":"none","streams":[]}}}"#,
@@ -43,8 +43,8 @@ import Testing
         ),
         (
             200,
-            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[],"streams":[{"id":"s","status":"idle","uri":{"query":{"sampleformat":48000}}}]}}}"#,
-            "Server.GetStatus: unexpected answer: result.server.streams[0].uri.query.sampleformat: expected a string"
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[],"streams":{"id":"s"}}}}"#,
+            "Server.GetStatus: unexpected answer: result.server.streams: expected an array"
         ),
         (
             200, "not json",
@@ -73,9 +73,10 @@ import Testing
         }
     }
 
-    /// A client the server describes badly is read as far as it can be, and said where and what
-    /// is taken instead; the rest of the answer stands. The whole answer was refused: one speaker
-    /// of someone else's stopped every zone's keeper (no regrouping, no latency, no listeners).
+    /// A client, group or stream the server describes badly is read as far as it can be (or left
+    /// out), and said where and what is taken instead; the rest of the answer stands. The whole
+    /// answer was refused: one entry of someone else's stopped every zone's keeper (no regrouping,
+    /// no latency, no listeners).
     @Test func aBadlyDescribedClientIsReadAsFarAsItCanBe() throws {
         func client(_ fields: String) -> String { "{\(fields)}" }
         let volume = #""volume":{"muted":false,"percent":10}"#
@@ -87,7 +88,8 @@ import Testing
         ]
         let body =
             #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"s","clients":["#
-            + clients.joined(separator: ",") + #"]}],"streams":[{"id":"s","status":"idle"}]}}}"#
+            + clients.joined(separator: ",")
+            + #"]},{"id":"h","clients":[]}],"streams":[{"id":"s","status":"idle","uri":{"query":{"sampleformat":48000}}},{"id":"t","status":1}]}}}"#
         let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { _ in
             HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
         }
@@ -98,14 +100,20 @@ import Testing
         #expect(status.client("c")?.connected == true && status.client("c")?.config == nil)
         #expect(status.client("d")?.connected == false && status.client("d")?.config?.latency == 3)
         #expect(status.client("e")?.problem == nil)
+        #expect(status.streams.map(\.id) == ["s", "t"] && status.streams[0].sampleFormat == nil)
+        let groupLeftOut = "result.server.groups[1].stream_id: missing: a group left out"
+        let format =
+            #"stream "s": result.server.streams[0].uri.query.sampleformat: expected a string: its format is not compared"#
         let leftOut = "result.server.groups[0].clients[0].id: missing: a client left out"
         #expect(
-            status.problems(of: ["c", "d"]) == [
-                leftOut,
+            status.problems(of: ["c", "d"], stream: "s") == [
+                groupLeftOut, format, leftOut,
                 #"client "c": result.server.groups[0].clients[1].config.volume.percent: a number that is not an integer (or too large): its latency is not kept"#,
                 #"client "d": result.server.groups[0].clients[2].connected: expected true or false: taken as not connected"#,
             ])
-        #expect(status.problems(of: ["e"]) == [leftOut], "another's problems are not this zone's")
+        #expect(
+            status.problems(of: ["e"], stream: "t") == [groupLeftOut, leftOut], "another's problems are not this zone's"
+        )
 
         // The keeper of a zone of "e" and "d" keeps them (the group made theirs alone), tells
         // that "e" listens, and says what it could not read about them.
@@ -117,7 +125,7 @@ import Testing
         var volumesSet: Set<String> = []
         #expect(
             keeper.pollOnce(volumesSet: &volumesSet)
-                == leftOut
+                == "\(groupLeftOut); \(format); \(leftOut)"
                 + #"; client "d": result.server.groups[0].clients[2].connected: expected true or false: taken as not connected"#
         )
         #expect(listening.withLock { $0 } == true)
