@@ -105,7 +105,27 @@ public final class IntercomPump: @unchecked Sendable {
         self.thread = nil
     }
 
+    /// The most a pump skips at its start to be live (`catchUp`): more than the jitter buffer
+    /// holds (128 packets of 20 ms).
+    private static let catchUpLimit = 4_000_000_000
+
+    /// Skips what the jitter buffer holds beyond its target delay: a call granted late — queued
+    /// behind something its policy lets over it — is heard live, not from where it came in. Nothing
+    /// pulled it while it waited: the sender filled the jitter buffer (up to 2.56 s, then again
+    /// from its start), the call was heard that far behind the door, and caught up over seconds,
+    /// one packet in six dropped. Pump thread, at its start.
+    private func catchUp() {
+        var skipped = 0
+        while skipped < Self.catchUpLimit {
+            let (target, buffered) = receiver.delays
+            guard buffered > target + Self.blockNanoseconds else { return }
+            _ = pcm.withUnsafeMutableBufferPointer { receiver.pull(into: $0, now: clock()) }
+            skipped += Self.blockNanoseconds
+        }
+    }
+
     private func run() {
+        catchUp()
         var heldUntil: Int?
         while running.load(ordering: .acquiring) {
             // Held in every zone, the call goes on where it is said, and is heard live again when it

@@ -298,6 +298,47 @@ import Testing
         #expect(try t.status().sources.first { $0.id == call }?.state == "playing")
     }
 
+    /// A call queued behind an announcement (a policy that lets announcements over calls) is heard
+    /// live once granted, not from where it came in. The door sends 880 Hz for 1.5 s, then
+    /// 1320 Hz; the announcement is stopped 2.5 s after the call came, and the kitchen hears no 880
+    /// Hz after it. Nothing pulled the queued call: its jitter buffer filled, and it was heard from
+    /// its first packet, seconds behind the door.
+    @Test func aCallQueuedThenGrantedIsHeardLive() throws {
+        var policy = PolicyConfig.default
+        policy.classes[2].priority = 40  // below announcements
+        policy.classes[2].duringHigher = .queue
+        let t = try TestDaemon(
+            policy: policy,
+            intercom: IntercomConfig(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"], silenceTimeout: .seconds(2)))
+        defer { t.stop() }
+        let listen = try #require(try t.status().intercom?.listen)
+        let port = try #require(UInt16(listen.split(separator: ":").last ?? ""))
+        WAVWriter.write(
+            Signals.sine(frequency: 440, rate: 44_100, frames: 44_100 * 30, channels: 1, amplitude: 0.5),
+            rate: 44_100, channels: 1, to: "\(t.sounds)/long440.wav")
+        let bell = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"sound": "long440", "zones": ["kitchen"]}"#).object["id"])
+        let caller = Self.call(
+            port, seconds: 7, tone: "aevalsrc=0.25*sin(2*PI*if(lt(t\\,1.5)\\,880\\,1320)*t):s=48000:d=7")
+        defer { pthread_join(caller, nil) }
+        let queued = try #require(
+            t.waitForEvent("queued", seconds: 20).flatMap { $0.source?.hasPrefix("call-") == true ? $0 : nil },
+            "the call is queued")
+        usleep(2_500_000)  // the door goes on, into its second tone
+        #expect(try t.request("POST", "/api/v1/music/stop", #"{"id": "\#(bell)"}"#).status == 200)
+        let granted = try #require(t.waitForEvent("granted", source: queued.source ?? "", seconds: 5))
+        #expect(waitUntil(seconds: 5) { t.left("kitchen").count > (granted.zoneFrames?["kitchen"] ?? 0) + 44_100 })
+        t.stop()
+        let out = t.left("kitchen")
+        let from = try #require(granted.zoneFrames?["kitchen"])
+        let windows = stride(from: from, to: out.count - 2_205, by: 2_205)
+        let first = windows.filter { level(out, $0, 880) > 0.1 }.count
+        let second = windows.filter { level(out, $0, 1320) > 0.1 }.count
+        #expect(first == 0, "880 Hz in \(first) windows of 50 ms after the grant")
+        #expect(second >= 16, "1320 Hz in \(second) windows of 50 ms")
+    }
+
     /// A call paused (`music/pause` with its id; a policy may let a source over a call too) is heard
     /// live when it is resumed, not from where it was held. The door sends 880 Hz for 1.5 s, then
     /// 1320 Hz (4.5 s: room for a loaded machine); paused during the first, resumed during the
