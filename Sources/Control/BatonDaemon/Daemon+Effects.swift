@@ -262,36 +262,42 @@ extension Daemon {
         for zone in zones.zones where !zone.device.isAvailable { down.insert(zone.name) }
         guard down != s.zonesDown else { return }
         s.zonesDown = down
-        for p in s.playbacks.values where p.started && p.sourceClass == .music {
+        let music = s.playbacks.values.filter { $0.started && $0.sourceClass == .music }
+        // Every hold that ends is decided first, and the pauses go to the arbiter together: one
+        // applied alone reconciled every source, and another held too long was resumed for a
+        // moment (a fade in and out) before its own turn.
+        var pauses: [Effect<ContinuousClock.Instant>] = []
+        for p in music {
             if let since = p.heldSince, !p.parts.contains(where: { isHeld(in: $0.zone, p, s) }) {
                 p.heldSince = nil
-                endHold(p, heldSince: since, &s)
+                if holdEnds(p, heldSince: since, s) { pauses += s.arbiter.user(.pause, on: p.id, at: .now) }
             }
-            reconcile(p, &s, ramps: [:])
         }
+        if !pauses.isEmpty { apply(pauses, &s) }
+        for p in music { reconcile(p, &s, ramps: [:]) }
     }
 
     /// The end of a hold, by the contract's rule for an interruption: music let be heard goes on
-    /// where it was held, unless the hold outlasted its class's `resume-within` — then it is paused
-    /// (`music/resume` plays it from there): speakers switched off for the night with music playing
-    /// brought it back when the first was switched on in the morning. Either way a `hold-ended`
-    /// event says which, and why. Music paused or interrupted meanwhile keeps its own state, and
-    /// says nothing. Under the lock; monitor thread.
-    private func endHold(_ p: Playback, heldSince: ContinuousClock.Instant, _ s: inout State) {
-        guard s.arbiter.state(of: p.id)?.isAudible == true else { return }
+    /// where it was held, unless the hold outlasted its class's `resume-within` — then it is to be
+    /// paused (true: `music/resume` plays it from there): speakers switched off for the night with
+    /// music playing brought it back when the first was switched on in the morning. Either way a
+    /// `hold-ended` event says which, and why. Music paused or interrupted meanwhile keeps its own
+    /// state, and says nothing. Under the lock; monitor thread.
+    private func holdEnds(_ p: Playback, heldSince: ContinuousClock.Instant, _ s: borrowing State) -> Bool {
+        guard s.arbiter.state(of: p.id)?.isAudible == true else { return false }
         let lasted = heldSince.duration(to: .now)
         let tenths = lasted.wholeNanoseconds / 100_000_000
         let held = "held \(tenths / 10).\(tenths % 10) s while its zones were unavailable"
-        if let limit = s.arbiter.policy[p.sourceClass]?.resumeWithin, lasted > limit {
-            events.publish(
-                type: .holdEnded, source: p.id.rawValue, zones: p.zones,
-                reason: "\(held), longer than resume-within \(ConfigSyntax.format(limit)): paused", shouldResume: false)
-            apply(s.arbiter.user(.pause, on: p.id, at: .now), &s)
-        } else {
+        guard let limit = s.arbiter.policy[p.sourceClass]?.resumeWithin, lasted > limit else {
             events.publish(
                 type: .holdEnded, source: p.id.rawValue, zones: p.zones,
                 reason: "\(held): it goes on where it was held", shouldResume: true)
+            return false
         }
+        events.publish(
+            type: .holdEnded, source: p.id.rawValue, zones: p.zones,
+            reason: "\(held), longer than resume-within \(ConfigSyntax.format(limit)): paused", shouldResume: false)
+        return true
     }
 
     /// Whether `p` is held in `zone`: a Snapcast zone whose server is away, while none of `p`'s

@@ -126,20 +126,26 @@ public final class GroupKeeper: Sendable {
     public func pollOnce(volumesSet: inout Set<String>) -> String? {
         let started = monotonicNanoseconds()
         var read = false
-        // The zone's connected speakers already in a group on its stream (what the fixes below
-        // would bring the others to).
+        // The zone's connected speakers already in a group on its stream, and whether who listens
+        // was told before the fixes (it is known then unless every connected speaker is elsewhere).
         var onStream: [String] = []
+        var told = false
         do {
             let status = try control.status()
             read = true
-            // What the server says now, before any fix is tried (a fix may fail); who listens is
-            // told before the answer lets a new connection carry audio, so it never carries it
-            // for a moment to no one.
+            // Who listens is told before the answer lets a new connection carry audio, so it never
+            // carries it for a moment to no one: before the fixes when a speaker is on the zone's
+            // stream (or none is connected); else once the fixes brought them there. A speaker
+            // elsewhere counted at once, and, the fix failing, was taken back after it: the zone
+            // read available for that moment at each poll — long enough for a hold to end.
             let connected = zone.speakers.map(\.id).filter { status.client($0)?.connected == true }
             onStream = connected.filter { status.group(of: $0)?.streamID == zone.stream }
             shared.withLock { $0.connected = connected }
-            listeners(!connected.isEmpty)
-            answered(started)
+            if !onStream.isEmpty || connected.isEmpty {
+                told = true
+                listeners(!onStream.isEmpty)
+                answered(started)
+            }
             // A speaker that left must get its volume again when it is back.
             volumesSet = volumesSet.filter { status.client($0)?.connected == true }
             let plan = zone.plan(for: status, volumesSet: volumesSet)
@@ -156,6 +162,11 @@ public final class GroupKeeper: Sendable {
                 fixed += 1
                 log(false, "zone \(name): snapcast: \(action)")
             }
+            if !told {
+                told = true
+                listeners(true)
+                answered(started)
+            }
             let problems = status.problems(of: zone.speakers.map(\.id), stream: zone.stream) + plan.problems
             let problem = problems.isEmpty ? nil : problems.joined(separator: "; ")
             shared.withLock { s in
@@ -164,14 +175,15 @@ public final class GroupKeeper: Sendable {
             }
             return problem
         } catch {
+            // Without a good status, no speaker is known to be connected (the last good list
+            // stayed, for as long as the server answered badly). A fix that failed after one: only
+            // the speakers already on the zone's stream listen (one left in another group, on
+            // another stream, counted as a listener for as long as the fix failed).
+            shared.withLock { $0.connected = read ? onStream : [] }
+            if read && !told { listeners(false) }
             // Any HTTP answer shows the server runs and reads (what the output waits for after a
-            // connect); without a good one, no speaker is known to be connected (the last good
-            // list stayed, for as long as the server answered badly).
-            if error.serverAnswered { answered(started) }
-            // Unless it was a fix that failed, after a good status was read: then only the
-            // speakers already on the zone's stream listen (one left in another group, on another
-            // stream, counted as a listener for as long as the fix failed).
-            if !read { shared.withLock { $0.connected = [] } } else { listeners(!onStream.isEmpty) }
+            // connect).
+            if error.serverAnswered && !told { answered(started) }
             return error.description
         }
     }
