@@ -30,23 +30,25 @@ public final class CallPlayer: Source, @unchecked Sendable {
         self.outputs.withLock { $0 = outputs }
         // A zone whose converter cannot be made is left out, and said: given the call unconverted,
         // it played 48 kHz audio at its own rate (8 % low at 44.1 kHz), the jitter buffer trimming.
-        let targets = outputs.compactMap { o -> IntercomPump.Target? in
-            var resampler: (any Resampler)?
-            if o.rate != 48_000 {
-                do {
-                    resampler = try makeResampler(
-                        o.resampler, inputRate: 48_000, outputRate: o.rate, channels: o.channels)
-                } catch {
-                    report(
-                        "zone \(o.zone): the call cannot be converted from 48000 Hz to \(o.rate) Hz (\(error)); not played there"
-                    )
-                    return nil
-                }
+        let converted = outputs.compactMap { o -> (SourceOutput, (any Resampler)?)? in
+            guard o.rate != 48_000 else { return (o, nil) }
+            do {
+                return (o, try makeResampler(o.resampler, inputRate: 48_000, outputRate: o.rate, channels: o.channels))
+            } catch {
+                report(
+                    "zone \(o.zone): the call cannot be converted from 48000 Hz to \(o.rate) Hz (\(error)); not played there"
+                )
+                return nil
             }
-            return IntercomPump.Target(
+        }
+        // The zones pumped are what a zone left behind is judged among (one left out is never in
+        // step: a zone coming back took it for the place to rejoin at).
+        let pumped = converted.map(\.0)
+        let targets = converted.map { (o, resampler) in
+            IntercomPump.Target(
                 ring: o.slot.ring, channels: o.channels, rate: o.rate, resampler: resampler, wrote: o.slot.wrote,
                 isHeld: { o.slot.isPauseRequested },
-                inStep: { !o.isLeftBehind(among: outputs) && (!o.slot.isBehind || o.rejoins(among: outputs)) },
+                inStep: { !o.isLeftBehind(among: pumped) && (!o.slot.isBehind || o.rejoins(among: pumped)) },
                 drop: { o.drop($0) })
         }
         // The rings hold 20 ms beyond what one wake-up of the slowest-waking output takes at once
