@@ -125,12 +125,14 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
-    /// Four decimal numbers 0…255 joined by dots (`192.168.1.20`).
+    /// Four decimal numbers 0…255 joined by dots (`192.168.1.20`), none with a leading zero
+    /// (`inet_pton`, which batond connects and listens with, refuses `010.0.0.1`).
     static func isIPv4(_ text: Substring) -> Bool {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4
             && parts.allSatisfy { part in
                 !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCIIDigit) && Int(part)! <= 255
+                    && (part.count == 1 || part.first != "0")
             }
     }
 

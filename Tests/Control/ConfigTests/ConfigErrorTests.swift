@@ -78,7 +78,7 @@ import Testing
         ),
         (
             "api:\n  listen: 127.000.000.001:8470\n",
-            #"test.yaml:5:11: api.listen: "127.000.000.001:8470" is not an address to listen on (a host name cannot be; expected e.g. 0.0.0.0:8470 for every interface, 127.0.0.1:8470 for this machine only)"#
+            #"test.yaml:5:11: api.listen: "127.000.000.001:8470" is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or "[::1]:8470")"#
         ),
         (
             "api:\n  listen: my-pi.local:8470\n",

@@ -47,16 +47,19 @@ import Testing
                       f: {control: {mpd: "127.0.0.1:x"}}
                       g: {volume: 1}
                       h: {control: {mpd: "mpd.lan:6600"}}
+                      i: {control: {mpd: "010.0.0.1:6600"}}
 
                     """) ?? []
-        #expect(lines.count == 8, "\(lines)")
+        #expect(lines.count == 9, "\(lines)")
         #expect(lines.contains { $0.contains("external-sources.a.class") && $0.contains("musik") })
         #expect(lines.contains { $0.contains("external-sources.b.zones") && $0.contains("garage") })
         #expect(lines.contains { $0.contains("external-sources.c.when-interrupted") })
         #expect(lines.contains { $0.contains("external-sources.d.when-interrupted: pause needs a control") })
         #expect(lines.contains { $0.contains("external-sources.e.control: give exactly one of mpris, mpd, command") })
         #expect(lines.contains { $0.contains("external-sources.f.control.mpd: expected ADDRESS:PORT") })
-        // A name passed, and failed at every command at run time ("not an IPv4 address").
+        // A name (or a leading zero, which inet_pton refuses) passed, and failed at every command
+        // at run time ("not an IPv4 address").
+        #expect(lines.contains { $0.contains(#"external-sources.i.control.mpd: "010.0.0.1" is not an IPv4 address"#) })
         #expect(
             lines.contains {
                 $0.contains(
