@@ -228,12 +228,15 @@ struct Commands: Sendable {
         return .done(["id": id, "command": command.rawValue])
     }
 
-    /// A play request's answer: its id, `playing`/`queued`/`coalesced` (and `into`), skipped zones.
+    /// A play request's answer: its id, `playing`/`queued`/`coalesced` (and `into`) — or, for the
+    /// running call `call/start` found, `interrupted`/`paused` —, skipped zones.
     static func answer(_ result: Admission) -> [String: String] {
         var answer: [String: String] = ["id": result.id]
         switch result.outcome {
         case .playing: answer["status"] = "playing"
         case .queued: answer["status"] = "queued"
+        case .interrupted: answer["status"] = "interrupted"
+        case .paused: answer["status"] = "paused"
         case .coalesced(let into):
             answer["status"] = "coalesced"
             answer["into"] = into

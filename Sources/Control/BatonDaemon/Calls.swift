@@ -56,11 +56,19 @@ public struct Calls: Sendable {
         guard let receiver = daemon.parts.intercom.receiver else {
             throw ControlError(.conflict, "the intercom is stopping")
         }
-        // The call there is: granted, or still waiting for its zones (a policy may queue calls).
+        // The call there is, as it is: heard, waiting for its zones (a policy may queue calls), or
+        // granted and not heard (interrupted by what a policy lets over it, or paused).
         if let existing = daemon.state.withLock({ s in
             s.playbacks.values.first { $0.sourceClass == .call }.map { ($0.id, s.arbiter.state(of: $0.id)) }
         }) {
-            return Admission(id: existing.0.rawValue, outcome: existing.1 == .queued ? .queued : .playing, skipped: [])
+            let outcome: Outcome =
+                switch existing.1 {
+                case .queued: .queued
+                case .interrupted: .interrupted
+                case .paused: .paused
+                case .playing, .ducked, nil: .playing
+                }
+            return Admission(id: existing.0.rawValue, outcome: outcome, skipped: [])
         }
         let events = daemon.events
         var zones: [String] = []

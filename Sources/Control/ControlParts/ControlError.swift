@@ -41,6 +41,8 @@ public enum Outcome: Sendable, Equatable {
     case playing
     case queued
     case coalesced(into: String)
+    /// A source there already (the running call `call/start` found), granted but not heard now.
+    case interrupted, paused
 }
 
 /// The answer to a play request: the new source's id, its outcome, and the zones skipped because

@@ -174,7 +174,8 @@ import Testing
     }
 
     /// A call the policy queues (here behind an announcement) is said queued, also to a second
-    /// `call/start`, which finds it there: that answered "playing" whatever the call's state.
+    /// `call/start`, which finds it there — and paused once granted and paused: that answered
+    /// "playing" whatever the call's state.
     @Test func aCallStartedAgainWhileQueuedIsSaidQueued() throws {
         var policy = PolicyConfig.default
         policy.classes[2].priority = 40  // below announcements
@@ -187,11 +188,19 @@ import Testing
         WAVWriter.write(
             Signals.sine(frequency: 440, rate: 44_100, frames: 44_100 * 30, channels: 1, amplitude: 0.5),
             rate: 44_100, channels: 1, to: "\(t.sounds)/long440.wav")
-        #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "long440", "zones": ["kitchen"]}"#).status == 202)
+        let bell = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"sound": "long440", "zones": ["kitchen"]}"#).object["id"])
         let first = try t.json("POST", "/api/v1/call/start")
         #expect(first.object["status"] == "queued", "\(first)")
         let again = try t.json("POST", "/api/v1/call/start")
         #expect(again.object["id"] == first.object["id"] && again.object["status"] == "queued", "\(again)")
+        // Granted, then paused by the user: so said too.
+        #expect(try t.request("POST", "/api/v1/music/stop", #"{"id": "\#(bell)"}"#).status == 200)
+        let call = try #require(first.object["id"])
+        #expect(waitUntil { (try? t.status().sources.first { $0.id == call }?.state) != "queued" })
+        #expect(try t.request("POST", "/api/v1/music/pause", #"{"id": "\#(call)"}"#).status == 200)
+        let paused = try t.json("POST", "/api/v1/call/start")
+        #expect(paused.object["id"] == call && paused.object["status"] == "paused", "\(paused)")
     }
 
     /// The `granted` event of a call, once there is one (20 s at most).
