@@ -168,8 +168,10 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     public var placeToSave: (index: Int, seconds: Double)? {
         if let now = nowPlaying() { return (now.index, now.seconds) }
         if let pending = pendingStart { return pending }
-        guard let streamer = streamer.withLock({ $0 }), streamer.writingKey == nil else { return nil }
-        return (startIndex, state.startOffset)
+        guard let streamer = streamer.withLock({ $0 }), streamer.writingKey == nil,
+            let index = queue.index(of: state.startKey)  // not an entry an edit removed since
+        else { return nil }
+        return (index, state.startOffset)
     }
 
     public func tick(audible: Bool) {
