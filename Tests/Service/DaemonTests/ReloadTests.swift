@@ -270,3 +270,19 @@ import Testing
         #expect(admitted.outcome == Outcome.playing)
     }
 }
+
+extension ReloadTests {
+    /// A reload applied as batond stops (a SIGHUP that came with the SIGTERM), after its external
+    /// sources' socket was stopped, adds sources: their socket is not set up again. A reload sets
+    /// the socket up when there was none (546834a), and a late one left it listening after the stop.
+    @Test func aReloadAfterTheStopSetsNoSocketUp() throws {
+        let t = try TestDaemon()
+        let socket = TestDirectory.make("late-reload") + "/sources.sock"
+        var config = t.config
+        config.externalSources = ExternalSourcesConfig(socket: socket, sources: [ExternalSourceConfig(name: "x")])
+        t.stop()
+        _ = t.daemon.apply(config)
+        #expect(t.daemon.parts.external.server == nil)
+        #expect(access(socket, F_OK) != 0, "nothing listens at \(socket)")
+    }
+}
