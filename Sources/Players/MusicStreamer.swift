@@ -179,6 +179,8 @@ final class MusicStreamer: @unchecked Sendable {
         var failedInARow = 0
         var entry = queue.entry(key: firstKey)
         var next: Fetch? = nil
+        // The last entry streamed could not be played (why), when it could not.
+        var lastFailure: String?
         while let current = entry, !isCancelled {
             let song = current.song
             let offset = current.key == firstKey ? startOffset : 0
@@ -257,11 +259,21 @@ final class MusicStreamer: @unchecked Sendable {
                 end(fetch)
                 break
             }
+            lastFailure = failed ? progressState.withLock { $0.error } ?? song.title : nil
             end(fetch)
             entry = isCancelled ? nil : queue.streamEntry(after: current.key, stream: stream)
         }
         if let next { end(next) }
-        progressState.withLock { $0.finished = !isCancelled && $0.gaveUp == nil }
+        progressState.withLock { p in
+            // A queue whose last track could not be played (or broke off) did not play to its end:
+            // it stops there, resumable from what was heard. Taken as played out, its saved queue was
+            // dropped — after a password change, `music/resume` of a queue at its last track found
+            // none.
+            if !isCancelled && p.gaveUp == nil, let lastFailure {
+                p.gaveUp = "the last track could not be played (\(lastFailure))"
+            }
+            p.finished = !isCancelled && p.gaveUp == nil
+        }
         changed()
         if ended.exchange(true, ordering: .acquiringAndReleasing) {
             // cancel() came first and left the slots to this thread.

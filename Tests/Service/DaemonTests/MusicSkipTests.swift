@@ -148,6 +148,23 @@ import Testing
         #expect(try t.status().savedQueue != nil)
     }
 
+    /// The queue's last track refused (one refusal, not three): the queue stops there, said
+    /// (`played`: `stopped: the last track could not be played (…)`), and it is kept for
+    /// `music/resume`, at the track heard. It was taken as played to its end and its saved queue
+    /// dropped: after a password change, `music/resume` of a queue at its last track found none.
+    @Test func aRefusedLastTrackKeepsTheQueue() throws {
+        let (t, proxy, id) = try Self.playing(["Tone 440 FLAC", "Tone 550 MP3"], refusing: ["Tone 550 MP3"])
+        defer { t.stop() }
+        _ = proxy
+        let played = try #require(t.waitForEvent("played", source: id, seconds: 15))
+        #expect(
+            played.reason?.hasPrefix("stopped: the last track could not be played (Tone 550 MP3:") == true,
+            "\(played.reason ?? "")")
+        #expect(waitUntil { (try? t.status().sources.contains { $0.id == id }) == false }, "the source ended")
+        let saved = try #require(try t.status().savedQueue, "the queue is kept")
+        #expect(saved.track.title == "Tone 440 FLAC" && saved.positionSeconds > 19, "\(saved)")
+    }
+
     /// Seeks in a track the server never answers: each makes a new stream and ends the one before,
     /// whose fetch waits on the silent server. The ended ones used to keep their zone slot until
     /// that fetch gave up (the 20 s stall timeout): eight of them took every slot of the zone, the
