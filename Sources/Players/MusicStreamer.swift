@@ -376,6 +376,7 @@ final class MusicStreamer: @unchecked Sendable {
         while !buffer.isCancelled {
             // A 206 from further on than asked: the bytes between are not to be had from it.
             var gap: Int64?
+            let furthestBefore = furthest
             do {
                 let request = try client.streamRequest(id: song.id, offsetBytes: received)
                 var skip: Int64 = 0
@@ -441,6 +442,10 @@ final class MusicStreamer: @unchecked Sendable {
                 }
                 retrying("\(error)")
                 report(.warning("music: \(song.title): \(error); retrying at byte \(received)"))
+                // A transfer that brought new bytes before it broke starts the waits over: a long
+                // track whose connection a proxy closed at each pause waited 4 s before every
+                // reconnect from the fifth on, longer than its buffer lasts (the music stopped).
+                if furthest > furthestBefore { backoff = .milliseconds(250) }
                 _ = wake.wait(nanoseconds: backoff.wholeNanoseconds)  // or until ended
                 backoff = min(backoff * 2, .seconds(4))
             }
