@@ -208,12 +208,14 @@ package final class MusicConnection: Sendable {
         }
         do {
             guard let q = try music.client.playQueue(), !q.entries.isEmpty else { return .success(nil) }
-            let index = q.current.flatMap { id in q.entries.firstIndex { $0.id == id } } ?? 0
+            // The position is the current song's: without it (no `current`, or a song no longer in
+            // the list) the queue plays from its first song's start, not that far into it.
+            let current = q.current.flatMap { id in q.entries.firstIndex { $0.id == id } }
             logger.info(
                 "music: restored the server's play queue (\(q.entries.count) songs, changed by \(q.changedBy ?? "?"))")
             var queue = SavedQueue(
-                songs: q.entries, index: index, position: Double(q.position) / 1000, zones: zones, volume: 1,
-                playing: false)
+                songs: q.entries, index: current ?? 0, position: current == nil ? 0 : Double(q.position) / 1000,
+                zones: zones, volume: 1, playing: false)
             // Another client's word, checked as the state file is: a position of 2^63 ms trapped
             // batond at its first save (`Int64(position * 1000)`), a negative one dropped the
             // queue at the next start.

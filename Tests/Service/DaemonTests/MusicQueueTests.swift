@@ -460,6 +460,29 @@ extension MusicQueueTests {
         }
     }
 
+    /// The server's queue names as current a song no longer in it (deleted from the library): the
+    /// queue is restored at its first song's start, not 5 s into it — the position is the song's
+    /// that was current.
+    @Test func aServerQueueWhoseCurrentSongIsGoneStartsAtItsStart() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        let body = #"""
+            {"subsonic-response": {"status": "ok", "version": "1.16.1", "playQueue": {
+              "entry": [{"id": "s1", "title": "One", "duration": 100}, {"id": "s2", "title": "Two", "duration": 120}],
+              "current": "s9", "position": 5000, "changedBy": "phone"}}}
+            """#
+        server.route("/rest/getPlayQueue", .init(contentType: "application/json", body: Array(body.utf8)))
+        let dir = TestDirectory.make("server-queue-gone")
+        _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
+        let music = MusicConfig(
+            subsonic: .init(url: server.url(""), user: "baton", password: .file("\(dir)/password"), format: .raw))
+        let t = try TestDaemon(music: music, stateDir: TestDirectory.make("server-queue-gone-state"))
+        defer { t.stop() }
+        #expect(waitUntil(seconds: 5) { (try? t.status().savedQueue) != nil })
+        let saved = try #require(try t.status().savedQueue)
+        #expect(saved.track.title == "One" && saved.positionSeconds == 0, "\(saved)")
+    }
+
     /// With no state file, the queue the server keeps (`getPlayQueue`) is asked in the background:
     /// batond starts and rings a doorbell while the server holds the answer, and status shows no
     /// saved queue until it comes. It comes after the first save wrote the file without it: it is
