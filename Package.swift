@@ -193,7 +193,7 @@ let package = Package(
         tests(
             "CodecTests", "Audio/CodecTests",
             ["Media", "FLACCodec", "MP3Codec", "OpusCodec", "AudioCore", "BatonTesting", "OSThread"]),
-        tests("SubsonicTests", "Network/SubsonicTests", ["Subsonic", "Curl", "BatonTesting"]),
+        tests("SubsonicTests", "Network/SubsonicTests", ["Subsonic", "Curl", "BatonTesting", "HTTPServer"]),
         tests("IntercomTests", "Network/IntercomTests", ["Intercom", "OpusCodec", "AudioCore", "BatonTesting"]),
         tests(
             "SnapcastTests", "Network/SnapcastTests",

@@ -178,9 +178,12 @@ public final class SubsonicClient: Sendable {
                 // `formPost`): a queue of a few hundred songs mirrored with `savePlayQueue` put
                 // every ID in the URL, past the 8 KB request line of nginx's and Tomcat's defaults
                 // (414, every 30 s while it played). A server that does not say so gets the GET.
-                // A redirect turns the POST into a GET without its form (libcurl's default, kept:
-                // re-posting would send the credentials in it to whatever host the redirect names).
-                response = try client.post(
+                // Not followed: libcurl keeps a POST and its form — the credentials — through a 307
+                // or 308 (only 301, 302 and 303 become a GET without it), to whatever host the
+                // redirect names. The redirect is the server's answer: an error.
+                var poster = client
+                poster.options.maxRedirects = 0
+                response = try poster.post(
                     url: String(url[..<query]), body: Array(url[url.index(after: query)...].utf8),
                     contentType: "application/x-www-form-urlencoded", maxBodyBytes: Self.maximumAnswerBytes,
                     timeout: requestTimeout)

@@ -1,6 +1,7 @@
 import BatonTesting
 import Curl
 import Glibc
+import HTTPServer
 import OSThread
 import Subsonic
 import Synchronization
@@ -50,6 +51,34 @@ import Testing
                 let form = recorder.body("/rest/search3") ?? ""
                 #expect(form.contains("u=baton&") && form.contains("&query=Tone%20Tone%20"), "\(form.prefix(200))")
             }
+        }
+    }
+
+    /// A long request's POST (`formPost`) that the server answers with a 307 or 308 to another host
+    /// is not re-posted there: libcurl keeps a POST and its form — the credentials — through those
+    /// two (it turns one into a GET only for 301, 302 and 303). It is the server's answer, an error.
+    @Test func aLongRequestsPostIsNotRepostedThroughARedirect() throws {
+        let thief = try SlowHTTPServer()
+        defer { thief.stop() }
+        let ok = #"{"subsonic-response": {"status": "ok", "version": "1.16.1", "openSubsonic": true"#
+        thief.route(
+            "/rest/search3",
+            .init(contentType: "application/json", body: Array((ok + #", "searchResult3": {}}}"#).utf8)))
+        let elsewhere = thief.url("/rest/search3")
+        for status in [307, 308] {
+            let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20) { request in
+                guard request.path == "/rest/search3" else {
+                    let body = ok + #", "openSubsonicExtensions": [{"name": "formPost", "versions": [1]}]}}"#
+                    return HTTPResponse(
+                        status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
+                }
+                return HTTPResponse(status: status, headers: [("Location", elsewhere)], body: .bytes([]))
+            }
+            defer { server.stop() }
+            let client = SubsonicClient(
+                config: SubsonicSettings(url: "http://127.0.0.1:\(server.port)", user: "baton", password: "pw"))
+            #expect(throws: SubsonicError.self) { try client.search(String(repeating: "Tone ", count: 1_200)) }
+            #expect(thief.requests.isEmpty, "\(status): re-posted to \(thief.requests.map { $0.prefix(40) })")
         }
     }
 
