@@ -44,12 +44,16 @@ final class MQTTBridge: @unchecked Sendable {
     /// How many times the thread has looked at what came (each a status report): tests count them.
     let passes = Atomic<Int>(0)
     private let lanes = CommandLanes(threadName: "mqtt-command")
+    /// The most messages that wait for the bridge's thread (`Shared.commands`).
+    static let inboxLimit = 256
     private var thread: OSThread?
     private var subscription: Int?
     private struct Shared {
-        /// Each command's topic, payload (cut beyond the largest `api.max-body`), its whole length,
-        /// and whether the broker kept it.
+        /// Each command's topic, payload (cut beyond `api.max-body`), its whole length, and whether
+        /// the broker kept it; at most `inboxLimit`, and how many were dropped beyond it since the
+        /// bridge last took them.
         var commands: [(topic: String, payload: [UInt8], length: Int, retained: Bool)] = []
+        var dropped = 0
         /// Set on connect: every retained topic is published again.
         var republish = true
         var events: [Event] = []
@@ -118,12 +122,25 @@ final class MQTTBridge: @unchecked Sendable {
         do {
             client = try MQTTClient(
                 configuration: c,
-                onMessage: { topic, payload, length, retained in
+                onMessage: { [weak daemon] topic, payload, length, retained in
                     // Baton's own zone states come back on `zones/+/state` (not retained): nothing
                     // to do, and waking for each made the bridge build a status report at once.
                     if !retained && topic.hasSuffix("/state") && topic.contains("/zones/") { return }
-                    inbox.shared.withLock { $0.commands.append((topic, payload, length, retained)) }
-                    inbox.wake.post()
+                    // What waits for the bridge is bounded: each message cut past `api.max-body`
+                    // (it is refused by its length), and at most `inboxLimit` of them. A flood of
+                    // large messages while the bridge was busy (a reload waits up to a second for
+                    // its zones) was kept whole, 16 MiB each, without bound.
+                    let kept = min(payload.count, (daemon?.config.api.maxBody ?? 0) + 1)
+                    let taken = inbox.shared.withLock { s -> Bool in
+                        guard s.commands.count < MQTTBridge.inboxLimit else {
+                            s.dropped += 1
+                            return false
+                        }
+                        s.commands.append(
+                            (topic, kept < payload.count ? Array(payload[..<kept]) : payload, length, retained))
+                        return true
+                    }
+                    if taken { inbox.wake.post() }
                 },
                 onStatusChange: { [logger, broker = config.broker, events = daemon.events] status in
                     // Said once each (the log, an event: the broker's own topics cannot carry that
@@ -213,13 +230,20 @@ final class MQTTBridge: @unchecked Sendable {
             // A stop's post may have been the one drained: it is not waited out (10 s, past
             // systemd's 5 s for the stop).
             guard running.load(ordering: .acquiring) else { break }
-            let (commands, republish, events) = inbox.shared.withLock { s in
+            let (commands, dropped, republish, events) = inbox.shared.withLock { s in
                 defer {
                     s.commands.removeAll()
+                    s.dropped = 0
                     s.republish = false
                     s.events.removeAll()
                 }
-                return (s.commands, s.republish, s.events)
+                return (s.commands, s.dropped, s.republish, s.events)
+            }
+            if dropped > 0 {
+                let why =
+                    "\(dropped) messages dropped: \(Self.inboxLimit) already waited for batond (a flood on \(base)/…; the broker's message_size_limit and ACLs bound it)"
+                logger.warning("mqtt: \(why)")
+                daemon.events.publish(type: .mqttError, reason: why)
             }
             for command in commands {
                 handle(command.topic, command.payload, length: command.length, retained: command.retained)
