@@ -173,6 +173,12 @@ public final class MosquittoBroker: @unchecked Sendable {
         process = nil
     }
 
+    /// Freezes the broker (SIGSTOP: it keeps its connections and reads nothing) or lets it go on
+    /// (`frozen: false`, SIGCONT), as a hung or swapped-out broker would.
+    public func freeze(_ frozen: Bool = true) {
+        if let pid = process?.pid { Glibc.kill(pid, frozen ? SIGSTOP : SIGCONT) }
+    }
+
     /// Publishes with `mosquitto_pub` (a separate client) and returns once it has been sent.
     /// - Throws: ``StartError`` with the tool's output when it fails.
     public func publish(

@@ -104,6 +104,30 @@ func configuration(_ broker: MosquittoBroker, clientID: String = "baton-test") t
             recorder.statuses.withLock { $0.map(\.connection) } == [.connecting, .connected, .disconnected, .stopped])
     }
 
+    /// A stop right after a burst of QoS 1 messages the broker has not acknowledged (more than the
+    /// 20 libmosquitto keeps in flight; a reconnect or reload republishes some 32), the broker frozen
+    /// meanwhile: `offline` still reaches it before the clean DISCONNECT (which drops the will) — a
+    /// review feared it would wait behind them while the DISCONNECT went out, and the speaker read
+    /// online for good. libmosquitto 2.0.11 sends them in order.
+    @Test func offlineGoesOutAheadOfTheDisconnectBehindABurst() throws {
+        let broker = try MosquittoBroker()
+        var settings = try configuration(broker)
+        settings.availabilityTopic = "baton/porch/availability"
+        let recorder = Recorder()
+        let client = try recorder.client(settings)
+        client.start()
+        #expect(waitUntil { client.status.isConnected })
+        #expect(
+            try broker.subscribe(topic: "baton/porch/availability").messages() == ["baton/porch/availability online"])
+        broker.freeze()
+        for i in 0..<40 { try client.publish("baton/porch/burst", text: "\(i)", qos: .atLeastOnce) }
+        client.stop()
+        broker.freeze(false)
+        #expect(
+            try broker.subscribe(topic: "baton/porch/availability").messages() == ["baton/porch/availability offline"],
+            "\(broker.log)")
+    }
+
     /// When the process dies without disconnecting, the broker publishes the will: `offline`, retained.
     ///
     /// The dying client runs in an exit test (a child process). No other child of ours may exit
