@@ -89,6 +89,11 @@ final class MQTTBridge: @unchecked Sendable {
         }
     }
     private let inbox = Inbox()
+    /// Each zone's now-playing as last sent, and when (monotonic ns): its position is sent again
+    /// only when it moved otherwise than by playing on (a seek, a pause, another track). Sent each
+    /// second, every second of music was a state and an attributes row in Home Assistant's
+    /// recorder, per zone. Bridge thread.
+    private let nowPlayingSent = Mutex<[String: (now: NowPlaying, at: Int)]>([:])
 
     /// Connects to the configured broker (in the background; failures are retried and shown in
     /// `status`). Throws when the settings cannot make a client (bad URL, unreadable password file).
@@ -639,13 +644,15 @@ extension MQTTBridge {
     }
 
     /// What the now-playing sensor of a zone shows: the source heard there (else a paused one),
-    /// its title, artist, album, position (whole seconds) and state; `idle` when none.
+    /// its title, artist, album, state, and its position (whole seconds) at `positionAt` (UTC, as
+    /// Home Assistant's media player gives `media_position_updated_at`); `idle` when none.
     struct NowPlaying: Encodable, Equatable {
         var state: String
         var title: String?
         var artist: String?
         var album: String?
         var position: Int?
+        var positionAt: String?
         var source: String?
     }
 
@@ -667,9 +674,27 @@ extension MQTTBridge {
                 now.title = playing.track?.title ?? playing.sound
                 now.artist = playing.track?.artist
                 now.album = playing.track?.album
-                now.position = playing.positionSeconds.map { Int($0.rounded(.down)) }
                 now.source = playing.id
+                if let seconds = playing.positionSeconds {
+                    now.position = Int(seconds.rounded(.down))
+                    now.positionAt = EventLog.utcTime()
+                    let clock = monotonicNanoseconds()
+                    // Where the one sent says it is by now; within 2 s of it, what was sent stands.
+                    if let sent = nowPlayingSent.withLock({ $0[zone.name] }), let position = sent.now.position,
+                        sent.now.state == now.state, sent.now.source == now.source, sent.now.title == now.title
+                    {
+                        let moved = now.state == "playing" || now.state == "ducked" ? Double(clock - sent.at) / 1e9 : 0
+                        if abs(Double(position) + moved - seconds) < 2 {
+                            now.position = position
+                            now.positionAt = sent.now.positionAt
+                        }
+                    }
+                    if now.positionAt != nowPlayingSent.withLock({ $0[zone.name] })?.now.positionAt {
+                        nowPlayingSent.withLock { $0[zone.name] = (now, clock) }
+                    }
+                }
             }
+            if now.position == nil { nowPlayingSent.withLock { $0[zone.name] = nil } }
             if let data = try? JSONEncoder.baton.encode(now) {
                 retain("\(base)/zones/\(zone.name)/now-playing", String(decoding: data, as: UTF8.self))
             }

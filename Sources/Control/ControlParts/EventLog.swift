@@ -74,7 +74,7 @@ public final class EventLog: Sendable {
     /// `gmtime_r`: FoundationEssentials' `ISO8601FormatStyle` ran its Gregorian calendar, time zone
     /// and locale code for it (83 of its functions batond no longer runs, by the symbol order made
     /// before and after), whose pages were resident for this alone.
-    static func utcTime(at time: timespec? = nil) -> String {
+    public static func utcTime(at time: timespec? = nil) -> String {
         var ts = timespec()
         if let time { ts = time } else { clock_gettime(CLOCK_REALTIME, &ts) }
         var seconds = ts.tv_sec

@@ -229,6 +229,30 @@ import Testing
         #expect(loud.count >= 10, "speech in \(loud.count) windows of 50 ms")
     }
 
+    /// Music playing on: the zone's now-playing is not sent again each second (each was a state and
+    /// an attributes row in Home Assistant's recorder): its position is given at a time
+    /// (`positionAt`), and sent again when it moves otherwise than by playing on — a pause here.
+    @Test func nowPlayingIsNotSentEachSecond() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        _ = try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+        let topic = "\(base)/zones/kitchen/now-playing"
+        #expect(
+            waitUntil(seconds: 5) {
+                ((try? retained(broker, topic, count: 1))?.first?.payload ?? "").contains(#""state":"playing""#)
+            })
+        // The retained one, then whatever comes in 3 s of music.
+        let sent = try broker.subscribe(topic: topic, count: 10, seconds: 3).messages().filter { $0.hasPrefix(topic) }
+        #expect(sent.count == 1, "\(sent)")
+        #expect(sent.first?.contains(#""positionAt":""#) == true, "\(sent)")
+        let paused = try broker.subscribe(topic: topic, count: 2, seconds: 5)
+        #expect(try t.request("POST", "/api/v1/music/pause").status == 200)
+        #expect(paused.messages().last?.contains(#""state":"paused""#) == true)
+    }
+
     /// Play, pause and next buttons (payload `{}`) drive the newest music, and the zone's
     /// now-playing sensor follows: playing with its title, then paused, then playing again; the
     /// 440 Hz music stops being heard while paused (the zone writes silence until, half a second
