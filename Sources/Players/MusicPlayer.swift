@@ -61,6 +61,8 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         /// Seconds of that track heard so far (`scrobble`), and its position at the last look.
         var heardSeconds = 0.0
         var lastPosition: Double?
+        /// When that track began to be heard (ms since 1970): its submission's time.
+        var heardFrom: Int64 = 0
         var gaveUpReported = false
         /// The arbiter's word: heard (true, as when it first grants the source) or paused or
         /// interrupted (`audibilityChanged`).
@@ -261,14 +263,18 @@ public final class MusicPlayer: Source, @unchecked Sendable {
             state.heardSeconds = 0
             // Heard from where this stream began it: its start, or where a seek or a restore put it.
             state.lastPosition = audibleKey == state.startKey ? state.startOffset : 0
+            // When it began to be heard (this look is at most a second after): the submission's
+            // time, as Last.fm and ListenBrainz take a scrobble's (it was the moment the
+            // threshold was reached, up to 4 minutes later).
+            state.heardFrom = Self.epochMilliseconds() - Int64(max(0, now.seconds - (state.lastPosition ?? 0)) * 1000)
             report(.track(index: now.index, count: queue.count, title: now.song.title))
-            send(now.song, submission: false)
+            send(now.song, submission: false, time: Self.epochMilliseconds())
         }
         state.heardSeconds += heardStep(to: now.seconds)
         state.lastPosition = now.seconds
         if !state.submitted, let threshold = Self.scrobbleThreshold(now.song), state.heardSeconds >= threshold {
             state.submitted = true
-            send(now.song, submission: true)
+            send(now.song, submission: true, time: state.heardFrom)
         }
     }
 
@@ -290,10 +296,12 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         song.duration.flatMap { $0 > 0 ? min(Double($0) / 2, 240) : nil }
     }
 
-    private func send(_ song: Song, submission: Bool) {
+    /// Milliseconds since 1970 (the wall clock).
+    private static func epochMilliseconds() -> Int64 { Int64(Date.now.timeIntervalSince1970 * 1000) }
+
+    private func send(_ song: Song, submission: Bool, time: Int64) {
         let client = server.client
         let report = self.report
-        let time = Int64(Date.now.timeIntervalSince1970 * 1000)
         OSThread.detach(name: "scrobble") {
             do {
                 try client.scrobble(id: song.id, submission: submission, time: time)

@@ -216,6 +216,25 @@ extension MusicTests {
         #expect(heard >= 2.5, "submitted only after half the track was heard (position \(heard) s)")
     }
 
+    /// A submission carries when its track began to be heard — the time Last.fm and ListenBrainz
+    /// take for a scrobble — not when half of it had been: Gapless Part 1 (5 s) is submitted 2.5 s
+    /// in, with the time its "now playing" was sent at its start (it was the submission's moment).
+    @Test func aSubmissionCarriesWhenItsTrackBegan() throws {
+        let real = try TestSubsonic.music()
+        let proxy = try SubsonicRefusingProxy(upstreamURL: real.subsonic.url, refusing: [])
+        var music = real
+        music.subsonic.url = proxy.url
+        let t = try TestDaemon(music: music)
+        defer { t.stop() }
+        _ = try playGaplessPart1(t)
+        #expect(waitUntil(seconds: 15) { proxy.scrobbles.contains { $0.submission } })
+        let submitted = try #require(proxy.scrobbles.first { $0.submission })
+        let nowPlaying = try #require(proxy.scrobbles.first { !$0.submission })
+        #expect(
+            abs(submitted.time - nowPlaying.time) < 1_200,
+            "submitted with \(submitted.time), now playing at \(nowPlaying.time)")
+    }
+
     /// A track sought past its half is not submitted for having reached it: what counts is time
     /// heard. Steps (10 s) sought to 6 s and played to its end is 4 s heard, under its 5 s half:
     /// "now playing", then no submission (there used to be one right after the seek).

@@ -72,6 +72,16 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     }
     /// The `reportPlayback` requests answered, in order.
     public var playbackReports: [PlaybackReport] { reports.withLock { $0.answered } }
+
+    /// A `scrobble` request (passed on to the server): a submission or a "now playing", and its
+    /// `time` (ms since 1970).
+    public struct Scrobble: Sendable, Equatable {
+        public let submission: Bool
+        public let time: Int64
+    }
+    /// The `scrobble` requests that came, in order.
+    public var scrobbles: [Scrobble] { scrobbled.withLock { $0 } }
+    private let scrobbled = Mutex<[Scrobble]>([])
     /// How many `reportPlayback` requests came, answered or held.
     public var playbackReportsArrived: Int { reports.withLock { $0.arrived } }
     /// How many are held now.
@@ -179,6 +189,12 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
             reports.withLock { $0.answered.append(report) }
             Self.answer(client, #"{"subsonic-response": {"status": "ok", "version": "1.16.1", "openSubsonic": true}}"#)
             return
+        }
+        if target.hasPrefix("/rest/scrobble") {
+            let scrobble = Scrobble(
+                submission: Self.query(target, "submission") != "false",
+                time: Self.query(target, "time").flatMap { Int64($0) } ?? -1)
+            scrobbled.withLock { $0.append(scrobble) }
         }
         if target.hasPrefix("/rest/stream"), let id = Self.query(target, "id"), stalled.contains(id) {
             while running.load(ordering: .acquiring), recv(client, &byte, 1, 0) > 0 {}  // until the client gives up
