@@ -179,12 +179,18 @@ package final class MusicConnection: Sendable {
         let logger = self.logger
         saves.run { [self] in
             guard let queue = sync.withLock({ $0.last }), queue.index < queue.songs.count else { return }
+            let client: SubsonicClient
+            do { client = try context(config).client } catch {
+                sync.withLock { $0.failed = false }
+                logger.warning("music: savePlayQueue failed: \(error)")
+                return
+            }
             do {
-                try context(config).client.savePlayQueue(
+                try client.savePlayQueue(
                     songIDs: queue.songs.map(\.id), current: queue.songs[queue.index].id,
                     positionMilliseconds: Int64(queue.position * 1000))
                 sync.withLock { $0.failed = false }
-            } catch let error as SubsonicError where error.isUnsupportedEndpoint {
+            } catch let error as SubsonicError where client.lacksEndpoint(error) {
                 sync.withLock { $0.unsupported = true }
                 logger.info("music: the server has no savePlayQueue; the queue is kept in state-dir only")
             } catch {
@@ -225,7 +231,7 @@ package final class MusicConnection: Sendable {
             }
             return .success(queue)
         } catch {
-            if error.isUnsupportedEndpoint { return .success(nil) }
+            if music.client.lacksEndpoint(error) { return .success(nil) }
             if !stop.isSet { logger.warning("music: getPlayQueue failed: \(error); asked again at the next start") }
             return .failure(error)
         }

@@ -19,7 +19,8 @@ extension SubsonicClient {
             body = try callOnce("getOpenSubsonicExtensions", [], mode: nil)
         } catch {
             switch error {
-            case .http(404, _), .api: return nil
+            case .api: return nil
+            case .http(404, _) where answersAPI(): return nil
             default: throw error
             }
         }
@@ -31,6 +32,26 @@ extension SubsonicClient {
             return list ?? []
         } catch {
             throw .decoding(endpoint: "getOpenSubsonicExtensions", detail: "\(error)")
+        }
+    }
+
+    /// Whether `error` says the server lacks the endpoint: a 404 from a server that answers its
+    /// API (`answersAPI`). A proxy in front of a server that is down — a NAS still booting behind
+    /// Traefik — answers 404 to everything: taken as the server's lack, it was remembered for the
+    /// rest of the run (no API key, no playback reports, the play queue never mirrored again).
+    public func lacksEndpoint(_ error: SubsonicError) -> Bool {
+        error.isUnsupportedEndpoint && answersAPI()
+    }
+
+    /// Whether a Subsonic server answers `ping` now (without credentials: `ok`, or an API error
+    /// saying they are missing — its own answer either way).
+    func answersAPI() -> Bool {
+        do {
+            _ = try callOnce("ping", [], mode: nil)
+            return true
+        } catch {
+            if case .api = error { return true }
+            return false
         }
     }
 

@@ -82,6 +82,36 @@ import Testing
         }
     }
 
+    /// A proxy in front of a server that is down (a NAS still booting behind Traefik) answers 404
+    /// to everything: that is not the server's lack of OpenSubsonic extensions, and is not
+    /// remembered — asked again once the server is there, its extensions are had. It was taken for
+    /// a plain Subsonic server for the rest of the run (no API key, no playback reports, no form
+    /// posts).
+    @Test func aProxysNotFoundIsNotTheServersLack() throws {
+        let up = Atomic<Bool>(false)
+        let ok = #"{"subsonic-response": {"status": "ok", "version": "1.16.1", "openSubsonic": true"#
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { request in
+            guard up.load(ordering: .acquiring) else {
+                return HTTPResponse(
+                    status: 404, headers: [("Content-Type", "text/plain")],
+                    body: .bytes(Array("404 page not found".utf8)))
+            }
+            let body =
+                request.path == "/rest/getOpenSubsonicExtensions"
+                ? ok + #", "openSubsonicExtensions": [{"name": "formPost", "versions": [1]}]}}"# : ok + "}}"
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
+        }
+        defer { server.stop() }
+        let client = SubsonicClient(
+            config: SubsonicSettings(url: "http://127.0.0.1:\(server.port)", user: "baton", password: "pw"))
+        #expect(throws: SubsonicError.self) { try client.extensionNames() }
+        #expect(!client.lacksEndpoint(.http(status: 404, body: "")), "nothing answers its API")
+        up.store(true, ordering: .releasing)
+        #expect(try client.extensionNames() == ["formPost"])
+        #expect(client.lacksEndpoint(.http(status: 404, body: "")), "the server answers its API now")
+    }
+
     /// Several first calls at once on a fresh client (batond asks for the server's queue at start
     /// while the web app lists albums): each succeeds. Before, the one whose token was refused after
     /// another call had already switched to the password threw Supysonic's error 10.
