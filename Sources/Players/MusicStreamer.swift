@@ -435,7 +435,11 @@ final class MusicStreamer: @unchecked Sendable {
                     return
                 }
                 guard error.isTransient, ContinuousClock.now - progressAt < retryLimit else {
-                    if error.isTransient { gaveUp.set() }  // before the failure the reader sees
+                    // Before the failure the reader sees: the server is given up on — unless it
+                    // was a 5xx for this song from a server that answers its API (a file it cannot
+                    // read or transcode): then the song fails and the queue goes on. The queue
+                    // stopped, "the server stayed unreachable", for one bad file.
+                    if error.isTransient, !(error.isServerError && client.answersAPI()) { gaveUp.set() }
                     retrying(nil)
                     buffer.fail(ByteSourceError(message: "\(error)"))
                     return

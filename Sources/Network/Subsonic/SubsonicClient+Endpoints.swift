@@ -45,7 +45,7 @@ extension SubsonicClient {
 
     /// Whether a Subsonic server answers `ping` now (without credentials: `ok`, or an API error
     /// saying they are missing — its own answer either way).
-    func answersAPI() -> Bool {
+    public func answersAPI() -> Bool {
         do {
             _ = try callOnce("ping", [], mode: nil)
             return true

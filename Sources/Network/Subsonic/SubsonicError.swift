@@ -37,6 +37,12 @@ public enum SubsonicError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// An HTTP 5xx answer: the server (or a proxy in front of it) answered, with an error of its own.
+    public var isServerError: Bool {
+        if case .http(let status, _) = self { return status >= 500 }
+        return false
+    }
+
     /// Whether the server does not implement the endpoint (HTTP 404, as Supysonic answers unknown
     /// methods such as `getPlayQueue`).
     public var isUnsupportedEndpoint: Bool {

@@ -14,7 +14,7 @@ import Testing
     /// 19 s into its first 20 s track. Returns the daemon and the source's id.
     static func playing(
         _ titles: [String], refusing refused: Set<String>, stalling stalled: Set<String> = [],
-        cuttingAlways cuts: [String: Int] = [:], retry: Duration = .seconds(20)
+        cuttingAlways cuts: [String: Int] = [:], erroring: Set<String> = [], retry: Duration = .seconds(20)
     ) throws -> (TestDaemon, SubsonicRefusingProxy, String) {
         let real = try TestSubsonic.music(retry: retry)
         let lookup = try TestDaemon(music: real)
@@ -28,7 +28,8 @@ import Testing
             refusing: Set(zip(titles, ids).filter { refused.contains($0.0) }.map(\.1)),
             stalling: Set(zip(titles, ids).filter { stalled.contains($0.0) }.map(\.1)),
             cuttingAlways: Dictionary(
-                uniqueKeysWithValues: zip(titles, ids).compactMap { t, id in cuts[t].map { (id, $0) } }))
+                uniqueKeysWithValues: zip(titles, ids).compactMap { t, id in cuts[t].map { (id, $0) } }),
+            erroring: Set(zip(titles, ids).filter { erroring.contains($0.0) }.map(\.1)))
         var music = real
         music.subsonic.url = proxy.url
         let t = try TestDaemon(music: music)
@@ -128,6 +129,25 @@ import Testing
         let position = { (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 }
         #expect(waitUntil(seconds: 10) { position() > 1.5 }, "the third track plays on")
         #expect(try t.status().sources.first { $0.id == id }?.state == "playing")
+    }
+
+    /// One song the server answers 500 for (a file it cannot read or transcode) while it answers
+    /// everything else: past retry.limit (1 s here) that song fails and the queue goes on. It
+    /// stopped the whole queue, "the server stayed unreachable", for one bad file.
+    @Test func aSongTheServerFailsOnIsSkippedNotTheQueue() throws {
+        let (t, proxy, id) = try Self.playing(
+            ["Tone 440 FLAC", "Tone 550 MP3", "Tone 660 Opus"], refusing: [], erroring: ["Tone 550 MP3"],
+            retry: .seconds(1))
+        defer { t.stop() }
+        _ = proxy
+        #expect(
+            waitUntil(seconds: 15) {
+                (try? t.status().sources.first { $0.id == id }?.track?.title) == "Tone 660 Opus"
+            }, "the song after the failing one plays")
+        let failed = t.daemon.events.recent().filter { $0.type == "stream-error" && $0.source == id }.compactMap(
+            \.reason)
+        #expect(failed.contains { $0.contains("could not play Tone 550 MP3") && $0.contains("HTTP 500") }, "\(failed)")
+        #expect(!failed.contains { $0.contains("unreachable") }, "\(failed)")
     }
 
     /// Three refused in a row: the queue stops there, saying so (not "the server stayed

@@ -53,6 +53,8 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         ([], 0, 0, []))
     private let releasedReports = Semaphore()
     private let keepsPlayQueue: Bool
+    /// Songs whose stream is answered HTTP 500 (a file the server cannot read or transcode).
+    private let erroring: Set<String>
     private let playQueues = Mutex<[SavedPlayQueue]>([])
 
     /// A `savePlayQueue` request: the current song and the position.
@@ -100,8 +102,10 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         upstreamURL: String, refusing songIDs: Set<String>, stalling stalledIDs: Set<String> = [],
         cutting cuts: [String: Int] = [:], offeringPlaybackReport: Bool = false, holding: Set<String> = [],
         coverArt: (type: String, body: String)? = nil, cuttingAlways: [String: Int] = [:],
-        keepingPlayQueue: Bool = false, rewinding: [String: Int] = [:], endingEarly: [String: Int] = [:]
+        keepingPlayQueue: Bool = false, rewinding: [String: Int] = [:], endingEarly: [String: Int] = [:],
+        erroring: Set<String> = []
     ) throws {
+        self.erroring = erroring
         self.endingEarly = endingEarly
         self.rewinding = Mutex(rewinding)
         keepsPlayQueue = keepingPlayQueue
@@ -198,6 +202,15 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         }
         if target.hasPrefix("/rest/stream"), let id = Self.query(target, "id"), stalled.contains(id) {
             while running.load(ordering: .acquiring), recv(client, &byte, 1, 0) > 0 {}  // until the client gives up
+            return
+        }
+        if target.hasPrefix("/rest/stream"), let id = Self.query(target, "id"), erroring.contains(id) {
+            let body = "transcoding failed"
+            Self.sendAll(
+                client,
+                Array(
+                    ("HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n"
+                        + "Connection: close\r\n\r\n\(body)").utf8))
             return
         }
         if target.hasPrefix("/rest/stream"), let id = Self.query(target, "id"), refused.contains(id) {
