@@ -58,8 +58,6 @@ final class MQTTBridge: @unchecked Sendable {
         var republish = true
         var events: [Event] = []
         var retained: [String: String] = [:]
-        /// The sound chosen in Home Assistant's select (nil: the default, see `selectedSound`).
-        var selectedSound: String?
         /// The connection as last reported, and whether its being down was said since it was last
         /// up (to say each change once).
         var connection: MQTTStatus.Connection?
@@ -620,7 +618,8 @@ extension MQTTBridge {
                     .unknownSound,
                     "unknown sound \"\(sound)\" (the sounds are \(daemon.sounds.names().joined(separator: ", ")))")
             }
-            inbox.shared.withLock { $0.selectedSound = sound }
+            // Kept across restarts (state-dir): it went back to `doorbell` at each.
+            daemon.chooseAnnounceSound(sound)
             return nil
         case "sound/announce":
             guard let sound = selectedSound() else {
@@ -635,7 +634,7 @@ extension MQTTBridge {
     /// The sound the select shows: the one chosen, else `doorbell`, else the first.
     fileprivate func selectedSound() -> String? {
         let names = daemon.sounds.names()
-        if let chosen = inbox.shared.withLock({ $0.selectedSound }), names.contains(chosen) { return chosen }
+        if let chosen = daemon.announceSound, names.contains(chosen) { return chosen }
         return names.contains("doorbell") ? "doorbell" : names.first
     }
 

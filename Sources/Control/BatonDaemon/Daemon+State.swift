@@ -26,6 +26,17 @@ extension Daemon {
         }
     }
 
+    /// The sound Home Assistant's select chose for its announce button, kept across restarts
+    /// (`state-dir`); nil until one is chosen. Any thread.
+    public var announceSound: String? { parts.persistence.saved.sound }
+
+    /// Chooses the announce button's sound (a name of the sounds directory, checked by the caller):
+    /// the monitor's next save writes it. Any thread.
+    public func chooseAnnounceSound(_ name: String) {
+        parts.persistence.choose(sound: name)
+        monitor.wake()
+    }
+
     /// Saves the state for the last time (the stop's, before the fade-out turns the zone volumes
     /// down, which must not be saved), waiting for the disk at most 2 s. Control thread.
     func saveLastState() {
@@ -49,6 +60,7 @@ extension Daemon {
         // A zone not configured now (a USB DAC commented out for a day) keeps its saved volume.
         now.volumes = parts.persistence.saved.volumes.filter { zones.zone($0.key) == nil }
         for zone in zones.zones { now.volumes[zone.name] = parts.volumes.userVolume(zone) }
+        now.sound = parts.persistence.saved.sound
         var basis = 0
         var ofThisRun = false
         now.queue = state.withLock { s in

@@ -115,6 +115,10 @@ package final class Persistence: Sendable {
     /// The state as last computed (the saved queue `music/resume` plays).
     package var saved: SavedState { state.withLock { $0.saved } }
 
+    /// Keeps `sound` as the announce button's (Home Assistant's select): written with the next
+    /// save, and the choice a restart finds. Any thread.
+    package func choose(sound: String) { state.withLock { $0.saved.sound = sound } }
+
     /// Set once the stop's last state is recorded (`saveLast`): the zone volumes are going down
     /// and must not be saved.
     package var fadedOut: Bool { state.withLock { $0.fadedOut } }

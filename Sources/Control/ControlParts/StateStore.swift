@@ -13,6 +13,8 @@ package struct SavedState: Codable, Equatable, Sendable {
     /// No queue, and the server's own (`getPlayQueue`) could not be had yet (it failed, or batond
     /// stopped first): asked again at the next start. Absent (nil) otherwise.
     package var askServerQueue: Bool?
+    /// The sound Home Assistant's select chose for its announce button (MQTT), if one was.
+    package var sound: String?
 
     package init(volumes: [String: Double] = [:], queue: SavedQueue? = nil) {
         self.volumes = volumes
@@ -65,7 +67,7 @@ struct ReadState: Decodable {
 
     init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: AnyCodingKey.self)
-        let known = ["volumes", "queue", "askServerQueue"]
+        let known = ["volumes", "queue", "askServerQueue", "sound"]
         guard fields.allKeys.isEmpty || fields.allKeys.contains(where: { known.contains($0.stringValue) }) else {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: [], debugDescription: "none of \(known.joined(separator: ", ")) is in it"))
@@ -83,6 +85,9 @@ struct ReadState: Decodable {
                     }
                 }
             } catch { dropped("the volumes", error) }
+        }
+        do { state.sound = try fields.decodeIfPresent(String.self, forKey: AnyCodingKey("sound")) } catch {
+            dropped("the sound chosen for the announce button", error)
         }
         let ask = AnyCodingKey("askServerQueue")
         do { state.askServerQueue = try fields.decodeIfPresent(Bool.self, forKey: ask) } catch {

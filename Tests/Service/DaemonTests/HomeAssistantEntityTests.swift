@@ -205,6 +205,31 @@ import Testing
         #expect(Signals.windowedToneLevel(t.left("kitchen")[at..<(at + 4_410)], frequency: 1000, rate: 44_100) > 0.4)
     }
 
+    /// The sound chosen in the select is kept across a restart (state-dir): it went back to
+    /// `doorbell` at each.
+    @Test func theChosenSoundIsKeptAcrossARestart() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let dir = TestDirectory.make("chosen-sound")
+        let first = try TestDaemon(
+            zones: [("kitchen", 44_100, nil)], stateDir: dir, mqtt: MQTTConfig(broker: broker.url))
+        #expect(connected(first))
+        try broker.publish(topic: "\(base)/sound/set", message: "bell1k")
+        #expect(
+            waitUntil(seconds: 5) {
+                MusicQueueTests.HeldServerQueue.stateText(dir).contains(#""sound":"bell1k""#)
+            })
+        first.stop()
+        // The broker's retained choice is cleared: what the next start says is its own.
+        try broker.publish(topic: "\(base)/sound", message: "", retain: true)
+        let second = try TestDaemon(
+            zones: [("kitchen", 44_100, nil)], stateDir: dir, mqtt: MQTTConfig(broker: broker.url))
+        defer { second.stop() }
+        #expect(connected(second))
+        #expect(
+            waitUntil(seconds: 5) { (try? retained(broker, "\(base)/sound", count: 1).first?.payload) == "bell1k" })
+    }
+
     /// `notify.send_message` publishes its message as it is: Baton speaks it (espeak-ng) on every
     /// zone, and the kitchen's file holds speech-level audio after the grant; an empty message is a
     /// clear error.
