@@ -128,6 +128,26 @@ func configuration(_ broker: MosquittoBroker, clientID: String = "baton-test") t
             "\(broker.log)")
     }
 
+    /// Two clients with one id (a cloned SD card: two batonds with the same `device`): the broker
+    /// ends each session as the other connects. The clients say why after three short sessions in a
+    /// row — each said only "the connection closed" — and no longer reconnect every second.
+    @Test func twoClientsWithOneIDAreSaid() throws {
+        let broker = try MosquittoBroker()
+        let settings = try configuration(broker)
+        let first = try Recorder().client(settings)
+        let second = try Recorder().client(settings)
+        first.start()
+        second.start()
+        defer {
+            first.stop()
+            second.stop()
+        }
+        let said = { (c: MQTTClient) in
+            c.status.lastError?.contains("is another client using the id \(settings.clientID)") == true
+        }
+        #expect(waitUntil(seconds: 20) { said(first) || said(second) }, "\(first.status) / \(second.status)")
+    }
+
     /// When the process dies without disconnecting, the broker publishes the will: `offline`, retained.
     ///
     /// The dying client runs in an exit test (a child process). No other child of ours may exit

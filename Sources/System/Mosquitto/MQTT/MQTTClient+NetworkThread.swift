@@ -32,11 +32,13 @@ extension MQTTClient {
             } else {
                 failed(Self.text(of: rc, errno: code, host: broker.host))
             }
-            let connected = shared.withLock { shared in
+            // Only a session that lasted starts the waits over: a broker that ends each at once
+            // (another client with this id takes it over) is not reconnected to every second.
+            let lasted = shared.withLock { shared in
                 defer { shared.connectedSinceAttempt = false }
-                return shared.connectedSinceAttempt
+                return shared.connectedSinceAttempt && shared.lastSessionLasted
             }
-            if connected { backoff.reset() }
+            if lasted { backoff.reset() }
             if isStopping { break }
             waitForWake(backoff.nextDelay())
         }
@@ -78,6 +80,8 @@ extension MQTTClient {
         let subscriptions = shared.withLock { shared in
             shared.sessionUp = true
             shared.connectedSinceAttempt = true
+            shared.lastSessionLasted = true
+            shared.sessionSince = monotonicNanoseconds()
             shared.refusal = nil
             shared.pendingSubscribes = []
             shared.subscribing = [:]
@@ -139,20 +143,36 @@ extension MQTTClient {
 
     /// The connection ended: `code` 0 when we asked for it.
     func didDisconnect(code: Int32, errno savedErrno: Int32) {
-        let refusal = shared.withLock { shared in
+        let (refusal, short) = shared.withLock { shared in
+            // A session the broker ended within seconds of its start, again and again: what the
+            // broker does when another client connects with the same id (a cloned SD card, two
+            // batonds with the same `device`). Each said only "the connection closed".
+            if shared.sessionUp && code != 0 {
+                let lasted = monotonicNanoseconds() - shared.sessionSince >= Self.shortSession
+                shared.lastSessionLasted = lasted
+                shared.shortSessions = lasted ? 0 : shared.shortSessions + 1
+            }
             shared.sessionUp = false
             shared.pendingSubscribes = []
             shared.subscribing = [:]
-            return shared.refusal
+            return (shared.refusal, shared.shortSessions)
         }
         if code == 0 {
             updateStatus { $0.connection = .disconnected }
         } else if code == MOSQ_ERR_CONN_REFUSED.rawValue, let refusal {
             failed(refusal)
         } else {
-            failed(Self.text(of: code, errno: savedErrno, host: configuration.broker.host))
+            let why = Self.text(of: code, errno: savedErrno, host: configuration.broker.host)
+            failed(
+                short < 3
+                    ? why
+                    : "\(why) — the broker ended the last \(short) sessions within seconds of their start: is another client using the id \(configuration.clientID) (two batonds with the same `device`)?"
+            )
         }
     }
+
+    /// A session shorter than this, ended by the broker, is a short one (see `didDisconnect`).
+    static let shortSession = 10_000_000_000
 
     /// Records a failed attempt or a dropped connection.
     func failed(_ reason: String) {
