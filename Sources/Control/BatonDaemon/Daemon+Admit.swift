@@ -29,6 +29,13 @@ extension Daemon {
                 guard let was = table.zone(name), let now = current.zone(name) else { return true }
                 return was.rate != now.rate || was.channels != now.channels
             }
+            // batond is stopping (its last state saved, the zones fading out): nothing starts now.
+            // A button's press still rendering its speech then played after the fade-out, a
+            // source the last save never saw.
+            if parts.persistence.fadedOut {
+                _ = source.stop()
+                throw ControlError(.unavailable, "batond is stopping")
+            }
             if let configuration, configuration != s.configGeneration {
                 _ = source.stop()
                 throw ControlError(.unavailable, "batond's configuration was reloaded meanwhile; ask again")

@@ -344,3 +344,16 @@ private struct UnansweredDisk {
         return written
     }
 }
+
+extension FaultTests {
+    /// Once batond's stop has begun (its last state saved, the zones fading out), nothing starts:
+    /// a button's press still rendering its speech, a late MQTT or API request, is refused
+    /// ("batond is stopping") — it played after the fade-out, a source the last save never saw.
+    @Test func nothingStartsOnceTheStopBegan() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        t.daemon.fadeOut()
+        #expect(throws: ControlError.self) { try t.daemon.announcer.announce(sound: "chime", zones: ["kitchen"]) }
+        #expect(t.daemon.status().sources.isEmpty)
+    }
+}
