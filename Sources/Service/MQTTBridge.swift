@@ -44,8 +44,10 @@ final class MQTTBridge: @unchecked Sendable {
     /// How many times the thread has looked at what came (each a status report): tests count them.
     let passes = Atomic<Int>(0)
     private let lanes = CommandLanes(threadName: "mqtt-command")
-    /// The most messages that wait for the bridge's thread (`Shared.commands`).
+    /// The most messages that wait for the bridge's thread (`Shared.commands`), and the most bytes
+    /// of them (an `api.max-body` of megabytes made 256 of them gigabytes).
     static let inboxLimit = 256
+    static let inboxBytesLimit = 8 << 20
     private var thread: OSThread?
     private var subscription: Int?
     private struct Shared {
@@ -53,6 +55,7 @@ final class MQTTBridge: @unchecked Sendable {
         /// the broker kept it; at most `inboxLimit`, and how many were dropped beyond it since the
         /// bridge last took them.
         var commands: [(topic: String, payload: [UInt8], length: Int, retained: Bool)] = []
+        var waitingBytes = 0
         var dropped = 0
         /// Set on connect: every retained topic is published again.
         var republish = true
@@ -135,10 +138,13 @@ final class MQTTBridge: @unchecked Sendable {
                     // its zones) was kept whole, 16 MiB each, without bound.
                     let kept = min(payload.count, (daemon?.config.api.maxBody ?? 0) + 1)
                     let taken = inbox.shared.withLock { s -> Bool in
-                        guard s.commands.count < MQTTBridge.inboxLimit else {
+                        guard s.commands.count < MQTTBridge.inboxLimit,
+                            s.waitingBytes + kept <= MQTTBridge.inboxBytesLimit
+                        else {
                             s.dropped += 1
                             return false
                         }
+                        s.waitingBytes += kept
                         s.commands.append(
                             (topic, kept < payload.count ? Array(payload[..<kept]) : payload, length, retained))
                         return true
@@ -236,6 +242,7 @@ final class MQTTBridge: @unchecked Sendable {
             let (commands, dropped, republish, events) = inbox.shared.withLock { s in
                 defer {
                     s.commands.removeAll()
+                    s.waitingBytes = 0
                     s.dropped = 0
                     s.republish = false
                     s.events.removeAll()
@@ -244,7 +251,7 @@ final class MQTTBridge: @unchecked Sendable {
             }
             if dropped > 0 {
                 let why =
-                    "\(dropped) messages dropped: \(Self.inboxLimit) already waited for batond (a flood on \(base)/…; the broker's message_size_limit and ACLs bound it)"
+                    "\(dropped) messages dropped: \(Self.inboxLimit) messages or 8 MiB already waited for batond (a flood on \(base)/…; the broker's message_size_limit and ACLs bound it)"
                 logger.warning("mqtt: \(why)")
                 daemon.events.publish(type: .mqttError, reason: why)
             }
@@ -330,7 +337,8 @@ final class MQTTBridge: @unchecked Sendable {
         // The API's own limit, before anything is decoded: one huge message would hold every other
         // command and all state on this thread while it is read.
         let limit = daemon.config.api.maxBody
-        guard length <= limit else {
+        // Cut when it came, under the limit then (a reload may have raised it since): too long too.
+        guard length <= limit, payload.count == length else {
             return refuse(ControlError(.badRequest, "a message of \(length) bytes; at most \(limit) (api.max-body)"))
         }
         guard let text = String(validating: payload, as: UTF8.self) else {
@@ -676,7 +684,13 @@ extension MQTTBridge {
                 now.source = playing.id
                 if let seconds = playing.positionSeconds {
                     now.position = Int(seconds.rounded(.down))
-                    now.positionAt = EventLog.utcTime()
+                    // When it was at that whole second (it is a fraction of one further now).
+                    var at = timespec()
+                    clock_gettime(CLOCK_REALTIME, &at)
+                    let back = Int((seconds - seconds.rounded(.down)) * 1e9)
+                    let ns = at.tv_sec * 1_000_000_000 + at.tv_nsec - back
+                    now.positionAt = EventLog.utcTime(
+                        at: timespec(tv_sec: ns / 1_000_000_000, tv_nsec: ns % 1_000_000_000))
                     let clock = monotonicNanoseconds()
                     // Where the one sent says it is by now; within 2 s of it, what was sent stands.
                     if let sent = nowPlayingSent.withLock({ $0[zone.name] }), let position = sent.now.position,

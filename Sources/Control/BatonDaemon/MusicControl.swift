@@ -71,7 +71,7 @@ public struct MusicControl: Sendable {
     }
 
     /// Returns once the queue the server keeps, asked at start when no state file was there, has
-    /// come (or failed); at once otherwise. Up to the server's request timeout: not under the lock.
+    /// come (or failed); at once otherwise. Up to the server's request timeout (and 5 s of `ping` after a 404): not under the lock.
     public func awaitServerQueue() { daemon.parts.persistence.awaitServerQueue() }
 
     /// Plays the saved queue again from its track and position when no music source exists

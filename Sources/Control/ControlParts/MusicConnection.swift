@@ -194,7 +194,9 @@ package final class MusicConnection: Sendable {
                 sync.withLock { $0.unsupported = true }
                 logger.info("music: the server has no savePlayQueue; the queue is kept in state-dir only")
             } catch {
-                let again = (error as? SubsonicError)?.isTransient == true
+                // A 404 that is not the server's lack (a proxy in front of a server that is down)
+                // is tried again too.
+                let again = (error as? SubsonicError).map { $0.isTransient || $0.isUnsupportedEndpoint } == true
                 sync.withLock { $0.failed = again }
                 logger.warning("music: savePlayQueue failed: \(error)\(again ? "; tried again in 30 s" : "")")
             }

@@ -163,8 +163,16 @@ public final class GroupKeeper: Sendable {
                 log(false, "zone \(name): snapcast: \(action)")
             }
             if !told {
+                // The speakers were brought to the stream only if the plan moved them (a stream the
+                // server lacks moves none: they listen to another).
                 told = true
-                listeners(true)
+                let moved = plan.actions.contains {
+                    switch $0 {
+                    case .setClients, .setStream: true
+                    default: false
+                    }
+                }
+                listeners(moved || !onStream.isEmpty)
                 answered(started)
             }
             let problems = status.problems(of: zone.speakers.map(\.id), stream: zone.stream) + plan.problems

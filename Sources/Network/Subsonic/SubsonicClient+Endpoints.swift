@@ -44,10 +44,11 @@ extension SubsonicClient {
     }
 
     /// Whether a Subsonic server answers `ping` now (without credentials: `ok`, or an API error
-    /// saying they are missing — its own answer either way).
+    /// saying they are missing — its own answer either way), within 5 s: it is asked by threads
+    /// that others wait for (a fetch ended by a skip), which the 30 s of a request held.
     public func answersAPI() -> Bool {
         do {
-            _ = try callOnce("ping", [], mode: nil)
+            _ = try callOnce("ping", [], mode: nil, timeout: .seconds(5))
             return true
         } catch {
             if case .api = error { return true }

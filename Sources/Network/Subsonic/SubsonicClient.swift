@@ -165,8 +165,9 @@ public final class SubsonicClient: Sendable {
     /// One request in one mode; `nil` sends no credentials.
     func callOnce(
         _ endpoint: String, _ parameters: [(String, String)],
-        mode: Authentication?, stoppable: Bool = true
+        mode: Authentication?, stoppable: Bool = true, timeout: Duration? = nil
     ) throws(SubsonicError) -> [UInt8] {
+        let requestTimeout = timeout ?? self.requestTimeout
         let url = self.url(endpoint, parameters, mode: mode)
         let response: HTTPClientResponse
         do {

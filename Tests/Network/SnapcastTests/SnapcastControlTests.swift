@@ -161,6 +161,27 @@ import Testing
         #expect(keeper.state.connected == [])
     }
 
+    /// The zone's stream missing on the server, its speaker connected and playing another stream:
+    /// no listener (nothing moved it — there is nowhere to move it to).
+    @Test func aSpeakerOnAnotherStreamWhenTheZonesIsMissingIsNoListener() throws {
+        let status =
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"other","clients":[{"id":"e","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":10}}}]}],"streams":[{"id":"other","status":"idle"}]}}}"#
+        let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { _ in
+            HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(status.utf8)))
+        }
+        defer { fake.stop() }
+        let listening = Mutex<[Bool]>([])
+        let keeper = GroupKeeper(
+            name: "z", zone: SnapcastZone(stream: "s", speakers: [.init(id: "e")]),
+            control: SnapcastControl(control: "http://127.0.0.1:\(fake.port)"),
+            listeners: { any in listening.withLock { $0.append(any) } }
+        ) { _, _ in }
+        var volumesSet: Set<String> = []
+        let problem = keeper.pollOnce(volumesSet: &volumesSet)
+        #expect(problem?.contains(#"stream "s" is not configured on the server"#) == true, "\(problem ?? "none")")
+        #expect(listening.withLock { $0 } == [false])
+    }
+
     /// An answer larger than 4 MiB is an answer: the server runs (what a new connection waits for),
     /// and it is not tried again at once. It was "no answer", transient: a new connection waited,
     /// and the keeper asked every 0.1 s, 4 MiB each time.
