@@ -168,7 +168,17 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// not seen the new start). Nil when no stream runs or waits: music that never started has no
     /// place of its own. Under the control plane's lock.
     public var placeToSave: (index: Int, seconds: Double)? {
-        if let now = nowPlaying() { return (now.index, now.seconds) }
+        if let now = nowPlaying() {
+            // A queue that stopped at a last track nothing of which was written (refused): once
+            // all before it was heard, it goes on from that track's start — not from the end of
+            // the one before, downloaded again to be skipped, and announced again.
+            if let streamer = streamer.withLock({ $0 }), streamer.isDrained,
+                let key = streamer.progress.stoppedBefore, let index = queue.index(of: key)
+            {
+                return (index, 0)
+            }
+            return (now.index, now.seconds)
+        }
         if let pending = pendingStart { return pending }
         guard let streamer = streamer.withLock({ $0 }), streamer.writingKey == nil,
             let index = queue.index(of: state.startKey)  // not an entry an edit removed since

@@ -33,6 +33,9 @@ final class MusicStreamer: @unchecked Sendable {
         /// The queue stopped where it was (it can be resumed from there), and why, as a sentence:
         /// the server stayed unreachable past the retry limit, or tracks in a row could not be played.
         var gaveUp: String?
+        /// The last track, when it could not be played and nothing of it was written: where the
+        /// queue is to go on from, once what was written before it has been heard (`MusicPlayer.placeToSave`).
+        var stoppedBefore: Int?
     }
 
     /// The queue, walked by key: after each track the streamer plays the entry that follows it now,
@@ -260,6 +263,8 @@ final class MusicStreamer: @unchecked Sendable {
                 break
             }
             lastFailure = failed ? progressState.withLock { $0.error } ?? song.title : nil
+            let stoppedBefore = failed && delivered == 0 ? current.key : nil
+            progressState.withLock { $0.stoppedBefore = stoppedBefore }
             end(fetch)
             entry = isCancelled ? nil : queue.streamEntry(after: current.key, stream: stream)
         }
