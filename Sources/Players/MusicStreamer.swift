@@ -187,7 +187,10 @@ final class MusicStreamer: @unchecked Sendable {
         while let current = entry, !isCancelled {
             let song = current.song
             let offset = current.key == firstKey ? startOffset : 0
-            progressState.withLock { $0.trackStarts.append((current.key, written, offset)) }
+            progressState.withLock {
+                $0.trackStarts.append((current.key, written, offset))
+                $0.stoppedBefore = nil  // a refused track's, until a later one starts
+            }
             changed()
             // The track fetched ahead is used only if it is still the one that comes next, and did
             // not fail meanwhile (it gave up on a server away while the music was paused, which is

@@ -136,10 +136,15 @@ final class MQTTBridge: @unchecked Sendable {
                     // (it is refused by its length), and at most `inboxLimit` of them. A flood of
                     // large messages while the bridge was busy (a reload waits up to a second for
                     // its zones) was kept whole, 16 MiB each, without bound.
-                    let kept = min(payload.count, (daemon?.config.api.maxBody ?? 0) + 1)
+                    // One over the limit is refused by its length alone: none of it is kept.
+                    let limit = daemon?.config.api.maxBody ?? 0
+                    let kept = length > limit ? 0 : min(payload.count, limit)
                     let taken = inbox.shared.withLock { s -> Bool in
-                        guard s.commands.count < MQTTBridge.inboxLimit,
-                            s.waitingBytes + kept <= MQTTBridge.inboxBytesLimit
+                        // One always waits (an api.max-body above the byte bound is a message too).
+                        guard
+                            s.commands.isEmpty
+                                || (s.commands.count < MQTTBridge.inboxLimit
+                                    && s.waitingBytes + kept <= MQTTBridge.inboxBytesLimit)
                         else {
                             s.dropped += 1
                             return false
@@ -337,9 +342,15 @@ final class MQTTBridge: @unchecked Sendable {
         // The API's own limit, before anything is decoded: one huge message would hold every other
         // command and all state on this thread while it is read.
         let limit = daemon.config.api.maxBody
-        // Cut when it came, under the limit then (a reload may have raised it since): too long too.
-        guard length <= limit, payload.count == length else {
+        guard length <= limit else {
             return refuse(ControlError(.badRequest, "a message of \(length) bytes; at most \(limit) (api.max-body)"))
+        }
+        // Not kept when it came, over the limit then (a reload has raised it since).
+        guard payload.count == length else {
+            return refuse(
+                ControlError(
+                    .badRequest,
+                    "a message of \(length) bytes, over api.max-body when it came (raised since): send it again"))
         }
         guard let text = String(validating: payload, as: UTF8.self) else {
             return refuse(ControlError(.badRequest, "the message is not UTF-8 text"))

@@ -32,7 +32,7 @@ extension Daemon {
             // batond is stopping (its last state saved, the zones fading out): nothing starts now.
             // A button's press still rendering its speech then played after the fade-out, a
             // source the last save never saw.
-            if parts.persistence.fadedOut {
+            if s.stopping {
                 _ = source.stop()
                 throw ControlError(.unavailable, "batond is stopping")
             }

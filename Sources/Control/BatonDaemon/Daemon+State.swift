@@ -40,6 +40,9 @@ extension Daemon {
     /// Saves the state for the last time (the stop's, before the fade-out turns the zone volumes
     /// down, which must not be saved), waiting for the disk at most 2 s. Control thread.
     func saveLastState() {
+        // From here on nothing is admitted (under the lock `admit` looks at it in): what the last
+        // state is computed from is all there will be.
+        state.withLock { $0.stopping = true }
         let (now, basis, ofThisRun) = currentState()
         if let written = parts.persistence.saveLast(now, basis: basis) { mirror(written, ofThisRun: ofThisRun) }
     }
@@ -60,7 +63,6 @@ extension Daemon {
         // A zone not configured now (a USB DAC commented out for a day) keeps its saved volume.
         now.volumes = parts.persistence.saved.volumes.filter { zones.zone($0.key) == nil }
         for zone in zones.zones { now.volumes[zone.name] = parts.volumes.userVolume(zone) }
-        now.sound = parts.persistence.saved.sound
         var basis = 0
         var ofThisRun = false
         now.queue = state.withLock { s in

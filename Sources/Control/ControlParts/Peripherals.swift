@@ -383,6 +383,9 @@ package final class Persistence: Sendable {
     /// queue, whether to ask it again at the next start). Under `state`'s lock.
     private static func record(_ now: SavedState, basis: Int?, in s: inout Kept) -> SavedState {
         var now = now
+        // The announce button's sound is this object's (`choose`): a look computed before a choice
+        // made meanwhile must not put the older one back.
+        now.sound = s.saved.sound
         // Computed before a source ended and kept its queue: that queue, not the older look's.
         if let basis, basis != s.kept { now.queue = s.saved.queue }
         // Computed from a look before the server's queue came: that queue stays.

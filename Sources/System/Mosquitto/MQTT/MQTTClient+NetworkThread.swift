@@ -32,13 +32,15 @@ extension MQTTClient {
             } else {
                 failed(Self.text(of: rc, errno: code, host: broker.host))
             }
-            // Only a session that lasted starts the waits over: a broker that ends each at once
-            // (another client with this id takes it over) is not reconnected to every second.
-            let lasted = shared.withLock { shared in
+            // A session starts the waits over, unless it is the second or later short one in a
+            // row: a broker that ends each at once (another client with this id takes it over) is
+            // not reconnected to every second — and one restarted once, shortly after a long
+            // outage, is not waited for a minute.
+            let reset = shared.withLock { shared in
                 defer { shared.connectedSinceAttempt = false }
-                return shared.connectedSinceAttempt && shared.lastSessionLasted
+                return shared.connectedSinceAttempt && shared.shortSessions < 2
             }
-            if lasted { backoff.reset() }
+            if reset { backoff.reset() }
             if isStopping { break }
             waitForWake(backoff.nextDelay())
         }
@@ -80,7 +82,6 @@ extension MQTTClient {
         let subscriptions = shared.withLock { shared in
             shared.sessionUp = true
             shared.connectedSinceAttempt = true
-            shared.lastSessionLasted = true
             shared.sessionSince = monotonicNanoseconds()
             shared.refusal = nil
             shared.pendingSubscribes = []
@@ -149,7 +150,6 @@ extension MQTTClient {
             // batonds with the same `device`). Each said only "the connection closed".
             if shared.sessionUp && code != 0 {
                 let lasted = monotonicNanoseconds() - shared.sessionSince >= Self.shortSession
-                shared.lastSessionLasted = lasted
                 shared.shortSessions = lasted ? 0 : shared.shortSessions + 1
             }
             shared.sessionUp = false

@@ -67,10 +67,9 @@ public final class MQTTClient: @unchecked Sendable {
         var subscribing: [Int32: String] = [:]
         /// Whether CONNACK arrived (accepted) on the current connection.
         var sessionUp = false
-        /// Whether a connect succeeded since the network thread last looked, and whether that
-        /// session lasted (`shortSession`): only one that did resets the backoff.
+        /// Whether a connect succeeded since the network thread last looked (it resets the backoff
+        /// unless the sessions are short, see `shortSessions`).
         var connectedSinceAttempt = false
-        var lastSessionLasted = false
         /// When the session now up began (monotonic ns), and how many in a row the broker ended
         /// within `shortSession` of their start.
         var sessionSince = 0
