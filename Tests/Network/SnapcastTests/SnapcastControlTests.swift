@@ -132,13 +132,12 @@ import Testing
         #expect(keeper.state.connected == ["e"] && keeper.state.fixes == 1)
     }
 
-    /// A speaker of the zone left in another group on another stream, while the server refuses to
-    /// move it: connected, but no listener of the zone (it was counted as one for as long as the
-    /// fix failed, and the zone played, available, to nobody; then, taken back after each failed
-    /// fix, for a moment at every poll).
-    @Test func aSpeakerLeftOnAnotherStreamIsNoListener() throws {
-        let status =
-            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"other","clients":[{"id":"e","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":10}}}]}],"streams":[{"id":"s","status":"idle"},{"id":"other","status":"idle"}]}}}"#
+    /// One poll of a keeper of a zone of `speaker` on `stream`, against a server whose status is
+    /// `status` and which refuses every other call (a JSON-RPC error): the problem it says, what it
+    /// told of who listens, and the keeper.
+    static func pollOnce(
+        _ status: String, speaker: String, stream: String
+    ) throws -> (problem: String?, listening: [Bool], keeper: GroupKeeper) {
         let refused = #"{"id":1,"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error"}}"#
         let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { request in
             let body = String(decoding: request.body, as: UTF8.self).contains("Server.GetStatus") ? status : refused
@@ -148,16 +147,27 @@ import Testing
         defer { fake.stop() }
         let listening = Mutex<[Bool]>([])
         let keeper = GroupKeeper(
-            name: "z", zone: SnapcastZone(stream: "s", speakers: [.init(id: "e")]),
+            name: "z", zone: SnapcastZone(stream: stream, speakers: [.init(id: speaker)]),
             control: SnapcastControl(control: "http://127.0.0.1:\(fake.port)"),
             listeners: { any in listening.withLock { $0.append(any) } }
         ) { _, _ in }
         var volumesSet: Set<String> = []
         let problem = keeper.pollOnce(volumesSet: &volumesSet)
+        return (problem, listening.withLock { $0 }, keeper)
+    }
+
+    /// A speaker of the zone left in another group on another stream, while the server refuses to
+    /// move it: connected, but no listener of the zone (it was counted as one for as long as the
+    /// fix failed, and the zone played, available, to nobody; then, taken back after each failed
+    /// fix, for a moment at every poll).
+    @Test func aSpeakerLeftOnAnotherStreamIsNoListener() throws {
+        let status =
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"other","clients":[{"id":"e","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":10}}}]}],"streams":[{"id":"s","status":"idle"},{"id":"other","status":"idle"}]}}}"#
+        let (problem, listening, keeper) = try Self.pollOnce(status, speaker: "e", stream: "s")
         #expect(problem?.contains("Group.SetStream: error -32603: Internal error") == true, "\(problem ?? "none")")
         // Never told as a listener, not even for the moment before the fix failed (the zone read
         // available then, at every poll), nor shown as one.
-        #expect(listening.withLock { $0 } == [false])
+        #expect(listening == [false])
         #expect(keeper.state.connected == [])
     }
 
@@ -166,20 +176,9 @@ import Testing
     @Test func aSpeakerOnAnotherStreamWhenTheZonesIsMissingIsNoListener() throws {
         let status =
             #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"other","clients":[{"id":"e","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":10}}}]}],"streams":[{"id":"other","status":"idle"}]}}}"#
-        let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { _ in
-            HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(status.utf8)))
-        }
-        defer { fake.stop() }
-        let listening = Mutex<[Bool]>([])
-        let keeper = GroupKeeper(
-            name: "z", zone: SnapcastZone(stream: "s", speakers: [.init(id: "e")]),
-            control: SnapcastControl(control: "http://127.0.0.1:\(fake.port)"),
-            listeners: { any in listening.withLock { $0.append(any) } }
-        ) { _, _ in }
-        var volumesSet: Set<String> = []
-        let problem = keeper.pollOnce(volumesSet: &volumesSet)
+        let (problem, listening, _) = try Self.pollOnce(status, speaker: "e", stream: "s")
         #expect(problem?.contains(#"stream "s" is not configured on the server"#) == true, "\(problem ?? "none")")
-        #expect(listening.withLock { $0 } == [false])
+        #expect(listening == [false])
     }
 
     /// An answer larger than 4 MiB is an answer: the server runs (what a new connection waits for),

@@ -173,23 +173,38 @@ import Testing
         #expect(waitUntil(seconds: 1) { (try? t.status().intercom?.inCall) == false }, "while the door still sends")
     }
 
-    /// A call the policy queues (here behind an announcement) is said queued, also to a second
-    /// `call/start`, which finds it there — and paused once granted and paused: that answered
-    /// "playing" whatever the call's state.
-    @Test func aCallStartedAgainWhileQueuedIsSaidQueued() throws {
+    /// A daemon whose policy puts calls below announcements, queued behind them (the intercom on
+    /// the kitchen), with a 30 s announcement playing there: the daemon, the intercom's port and
+    /// the announcement's id.
+    static func callsQueuedBehindABell(silenceTimeout: Duration) throws -> (TestDaemon, UInt16, String) {
         var policy = PolicyConfig.default
         policy.classes[2].priority = 40  // below announcements
         policy.classes[2].duringHigher = .queue
         let t = try TestDaemon(
             policy: policy,
             intercom: IntercomConfig(
-                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"], silenceTimeout: .seconds(5)))
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"], silenceTimeout: silenceTimeout))
+        do {
+            let listen = try #require(try t.status().intercom?.listen)
+            let port = try #require(UInt16(listen.split(separator: ":").last ?? ""))
+            WAVWriter.write(
+                Signals.sine(frequency: 440, rate: 44_100, frames: 44_100 * 30, channels: 1, amplitude: 0.5),
+                rate: 44_100, channels: 1, to: "\(t.sounds)/long440.wav")
+            let bell = try #require(
+                try t.json("POST", "/api/v1/announce", #"{"sound": "long440", "zones": ["kitchen"]}"#).object["id"])
+            return (t, port, bell)
+        } catch {
+            t.stop()
+            throw error
+        }
+    }
+
+    /// A call the policy queues (here behind an announcement) is said queued, also to a second
+    /// `call/start`, which finds it there — and paused once granted and paused: that answered
+    /// "playing" whatever the call's state.
+    @Test func aCallStartedAgainWhileQueuedIsSaidQueued() throws {
+        let (t, _, bell) = try Self.callsQueuedBehindABell(silenceTimeout: .seconds(5))
         defer { t.stop() }
-        WAVWriter.write(
-            Signals.sine(frequency: 440, rate: 44_100, frames: 44_100 * 30, channels: 1, amplitude: 0.5),
-            rate: 44_100, channels: 1, to: "\(t.sounds)/long440.wav")
-        let bell = try #require(
-            try t.json("POST", "/api/v1/announce", #"{"sound": "long440", "zones": ["kitchen"]}"#).object["id"])
         let first = try t.json("POST", "/api/v1/call/start")
         #expect(first.object["status"] == "queued", "\(first)")
         let again = try t.json("POST", "/api/v1/call/start")
@@ -313,21 +328,8 @@ import Testing
     /// Hz after it. Nothing pulled the queued call: its jitter buffer filled, and it was heard from
     /// its first packet, seconds behind the door.
     @Test func aCallQueuedThenGrantedIsHeardLive() throws {
-        var policy = PolicyConfig.default
-        policy.classes[2].priority = 40  // below announcements
-        policy.classes[2].duringHigher = .queue
-        let t = try TestDaemon(
-            policy: policy,
-            intercom: IntercomConfig(
-                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"], silenceTimeout: .seconds(2)))
+        let (t, port, bell) = try Self.callsQueuedBehindABell(silenceTimeout: .seconds(2))
         defer { t.stop() }
-        let listen = try #require(try t.status().intercom?.listen)
-        let port = try #require(UInt16(listen.split(separator: ":").last ?? ""))
-        WAVWriter.write(
-            Signals.sine(frequency: 440, rate: 44_100, frames: 44_100 * 30, channels: 1, amplitude: 0.5),
-            rate: 44_100, channels: 1, to: "\(t.sounds)/long440.wav")
-        let bell = try #require(
-            try t.json("POST", "/api/v1/announce", #"{"sound": "long440", "zones": ["kitchen"]}"#).object["id"])
         let caller = Self.call(
             port, seconds: 7, tone: "aevalsrc=0.25*sin(2*PI*if(lt(t\\,1.5)\\,880\\,1320)*t):s=48000:d=7")
         defer { pthread_join(caller, nil) }
