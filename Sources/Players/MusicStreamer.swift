@@ -266,8 +266,7 @@ final class MusicStreamer: @unchecked Sendable {
                 break
             }
             lastFailure = failed ? progressState.withLock { $0.error } ?? song.title : nil
-            let stoppedBefore = failed && delivered == 0 ? current.key : nil
-            progressState.withLock { $0.stoppedBefore = stoppedBefore }
+            if failed && delivered == 0 { progressState.withLock { $0.stoppedBefore = current.key } }
             end(fetch)
             entry = isCancelled ? nil : queue.streamEntry(after: current.key, stream: stream)
         }

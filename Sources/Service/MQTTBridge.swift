@@ -132,11 +132,11 @@ final class MQTTBridge: @unchecked Sendable {
                     // Baton's own zone states come back on `zones/+/state` (not retained): nothing
                     // to do, and waking for each made the bridge build a status report at once.
                     if !retained && topic.hasSuffix("/state") && topic.contains("/zones/") { return }
-                    // What waits for the bridge is bounded: each message cut past `api.max-body`
-                    // (it is refused by its length), and at most `inboxLimit` of them. A flood of
-                    // large messages while the bridge was busy (a reload waits up to a second for
-                    // its zones) was kept whole, 16 MiB each, without bound.
-                    // One over the limit is refused by its length alone: none of it is kept.
+                    // What waits for the bridge is bounded: a message over `api.max-body` keeps none
+                    // of its bytes (its length refuses it), and at most `inboxLimit` messages and
+                    // `inboxBytesLimit` bytes wait. A flood of large messages while the bridge was
+                    // busy (a reload waits up to a second for its zones) was kept whole, 16 MiB
+                    // each, without bound.
                     let limit = daemon?.config.api.maxBody ?? 0
                     let kept = length > limit ? 0 : min(payload.count, limit)
                     let taken = inbox.shared.withLock { s -> Bool in
@@ -256,7 +256,7 @@ final class MQTTBridge: @unchecked Sendable {
             }
             if dropped > 0 {
                 let why =
-                    "\(dropped) messages dropped: \(Self.inboxLimit) messages or 8 MiB already waited for batond (a flood on \(base)/…; the broker's message_size_limit and ACLs bound it)"
+                    "\(dropped) messages dropped: \(Self.inboxLimit) messages or \(Self.inboxBytesLimit >> 20) MiB already waited for batond (a flood on \(base)/…; the broker's message_size_limit and ACLs bound it)"
                 logger.warning("mqtt: \(why)")
                 daemon.events.publish(type: .mqttError, reason: why)
             }

@@ -163,8 +163,8 @@ public final class GroupKeeper: Sendable {
                 log(false, "zone \(name): snapcast: \(action)")
             }
             if !told {
-                // The speakers were brought to the stream only if the plan moved them (a stream the
-                // server lacks moves none: they listen to another).
+                // None was on the zone's stream (else they were told above): they are there only if
+                // the plan moved them (a stream the server lacks moves none: they listen to another).
                 told = true
                 let moved = plan.actions.contains {
                     switch $0 {
@@ -172,7 +172,7 @@ public final class GroupKeeper: Sendable {
                     default: false
                     }
                 }
-                listeners(moved || !onStream.isEmpty)
+                listeners(moved)
                 answered(started)
             }
             let problems = status.problems(of: zone.speakers.map(\.id), stream: zone.stream) + plan.problems

@@ -63,19 +63,15 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
                 connected = try c.decode(Bool.self, forKey: .connected)
             } catch {
                 connected = false
-                problems.append("\(Self.describe(error)): taken as not connected")
+                problems.append("\(describe(error)): taken as not connected")
             }
             do {
                 config = try c.decode(Config.self, forKey: .config)
             } catch {
                 config = nil
-                problems.append("\(Self.describe(error)): its latency is not kept")
+                problems.append("\(describe(error)): its latency is not kept")
             }
             problem = problems.isEmpty ? nil : "client \"\(id)\": " + problems.joined(separator: "; ")
-        }
-
-        fileprivate static func describe(_ error: any Error) -> String {
-            (error as? DecodingError)?.summary ?? "\(error)"
         }
     }
 
@@ -136,7 +132,7 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
                 problem = nil
             } catch {
                 sampleFormat = nil
-                problem = "stream \"\(id)\": \(Client.describe(error)): its format is not compared"
+                problem = "stream \"\(id)\": \(describe(error)): its format is not compared"
             }
         }
     }
@@ -217,6 +213,11 @@ extension KeyedDecodingContainer {
     }
 }
 
+/// Where in the answer an entry could not be read, and what is wrong.
+private func describe(_ error: any Error) -> String {
+    (error as? DecodingError)?.summary ?? "\(error)"
+}
+
 /// One entry of a list, read or not (why: where and what).
 private struct Entry<Value: Decodable>: Decodable {
     var read: Result<Value, Unreadable>
@@ -224,7 +225,7 @@ private struct Entry<Value: Decodable>: Decodable {
         do {
             read = .success(try Value(from: decoder))
         } catch {
-            read = .failure(Unreadable(description: ServerStatus.Client.describe(error)))
+            read = .failure(Unreadable(description: describe(error)))
         }
     }
 }
