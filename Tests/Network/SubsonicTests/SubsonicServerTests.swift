@@ -10,6 +10,9 @@ import Testing
 /// Against the real Supysonic 0.7.9 started by `scripts/subsonic-server.sh start` (never skipped: a
 /// missing server fails each test with the command to run). Serialized: one test restarts the server.
 @Suite(.serialized, .ownThread) struct SubsonicServerTests {
+    /// The start of an OpenSubsonic server's `ok` answer, its payload and closing braces to follow.
+    static let ok = #"{"subsonic-response": {"status": "ok", "version": "1.16.1", "openSubsonic": true"#
+
     /// ping succeeds: Supysonic refuses the token (error 10), the client falls back to `p=enc:` and keeps it.
     @Test func fallsBackFromTokenToEncodedPassword() throws {
         let client = try TestServer.current().client()
@@ -31,16 +34,15 @@ import Testing
         for forms in [true, false] {
             let recorder = try SlowHTTPServer()
             defer { recorder.stop() }
-            let ok = #"{"subsonic-response": {"status": "ok", "version": "1.16.1", "openSubsonic": true"#
             let extensions = forms ? #"[{"name": "formPost", "versions": [1]}]"# : "[]"
             recorder.route(
                 "/rest/getOpenSubsonicExtensions",
                 .init(
                     contentType: "application/json",
-                    body: Array((ok + #", "openSubsonicExtensions": "# + extensions + "}}").utf8)))
+                    body: Array((Self.ok + #", "openSubsonicExtensions": "# + extensions + "}}").utf8)))
             recorder.route(
                 "/rest/search3",
-                .init(contentType: "application/json", body: Array((ok + #", "searchResult3": {}}}"#).utf8)))
+                .init(contentType: "application/json", body: Array((Self.ok + #", "searchResult3": {}}}"#).utf8)))
             let local = SubsonicClient(config: SubsonicSettings(url: recorder.url(""), user: "baton", password: "pw"))
             _ = try local.search(long)
             _ = try local.search("short")
@@ -60,15 +62,14 @@ import Testing
     @Test func aLongRequestsPostIsNotRepostedThroughARedirect() throws {
         let thief = try SlowHTTPServer()
         defer { thief.stop() }
-        let ok = #"{"subsonic-response": {"status": "ok", "version": "1.16.1", "openSubsonic": true"#
         thief.route(
             "/rest/search3",
-            .init(contentType: "application/json", body: Array((ok + #", "searchResult3": {}}}"#).utf8)))
+            .init(contentType: "application/json", body: Array((Self.ok + #", "searchResult3": {}}}"#).utf8)))
         let elsewhere = thief.url("/rest/search3")
         for status in [307, 308] {
             let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20) { request in
                 guard request.path == "/rest/search3" else {
-                    let body = ok + #", "openSubsonicExtensions": [{"name": "formPost", "versions": [1]}]}}"#
+                    let body = Self.ok + #", "openSubsonicExtensions": [{"name": "formPost", "versions": [1]}]}}"#
                     return HTTPResponse(
                         status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
                 }
@@ -89,7 +90,6 @@ import Testing
     /// posts).
     @Test func aProxysNotFoundIsNotTheServersLack() throws {
         let up = Atomic<Bool>(false)
-        let ok = #"{"subsonic-response": {"status": "ok", "version": "1.16.1", "openSubsonic": true"#
         let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { request in
             guard up.load(ordering: .acquiring) else {
                 return HTTPResponse(
@@ -98,7 +98,7 @@ import Testing
             }
             let body =
                 request.path == "/rest/getOpenSubsonicExtensions"
-                ? ok + #", "openSubsonicExtensions": [{"name": "formPost", "versions": [1]}]}}"# : ok + "}}"
+                ? Self.ok + #", "openSubsonicExtensions": [{"name": "formPost", "versions": [1]}]}}"# : Self.ok + "}}"
             return HTTPResponse(
                 status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
         }

@@ -82,20 +82,24 @@ func configuration(_ broker: MosquittoBroker, clientID: String = "baton-test") t
         #expect(got.withLock { $0.map { "\($0.count)/\($0.length)" } } == ["10/5000", "5/5"])
     }
 
-    /// On connect `online` is retained on the availability topic; a clean stop replaces it with `offline`.
-    @Test func publishesOnlineThenOfflineOnStop() throws {
-        let broker = try MosquittoBroker()
+    /// A started client of `broker` with `availability` as its availability topic, connected, and
+    /// its `online` retained there (a subscriber that comes later still sees it); with the
+    /// recorder of its statuses.
+    func onlineClient(_ broker: MosquittoBroker, availability: String) throws -> (MQTTClient, Recorder) {
         var settings = try configuration(broker)
-        settings.availabilityTopic = "baton/kitchen/availability"
+        settings.availabilityTopic = availability
         let recorder = Recorder()
         let client = try recorder.client(settings)
         client.start()
         #expect(waitUntil { client.status.isConnected })
-        // Retained: a subscriber that comes later still sees it.
-        #expect(
-            try broker.subscribe(topic: "baton/kitchen/availability").messages() == [
-                "baton/kitchen/availability online"
-            ])
+        #expect(try broker.subscribe(topic: availability).messages() == ["\(availability) online"])
+        return (client, recorder)
+    }
+
+    /// On connect `online` is retained on the availability topic; a clean stop replaces it with `offline`.
+    @Test func publishesOnlineThenOfflineOnStop() throws {
+        let broker = try MosquittoBroker()
+        let (client, recorder) = try onlineClient(broker, availability: "baton/kitchen/availability")
         let watcher = try broker.subscribe(topic: "baton/kitchen/availability", count: 2)
         client.stop()
         #expect(watcher.messages() == ["baton/kitchen/availability online", "baton/kitchen/availability offline"])
@@ -111,14 +115,7 @@ func configuration(_ broker: MosquittoBroker, clientID: String = "baton-test") t
     /// online for good. libmosquitto 2.0.11 sends them in order.
     @Test func offlineGoesOutAheadOfTheDisconnectBehindABurst() throws {
         let broker = try MosquittoBroker()
-        var settings = try configuration(broker)
-        settings.availabilityTopic = "baton/porch/availability"
-        let recorder = Recorder()
-        let client = try recorder.client(settings)
-        client.start()
-        #expect(waitUntil { client.status.isConnected })
-        #expect(
-            try broker.subscribe(topic: "baton/porch/availability").messages() == ["baton/porch/availability online"])
+        let (client, _) = try onlineClient(broker, availability: "baton/porch/availability")
         broker.freeze()
         for i in 0..<40 { try client.publish("baton/porch/burst", text: "\(i)", qos: .atLeastOnce) }
         client.stop()
