@@ -20,10 +20,13 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         public let retryLimit: Duration
         /// Each song's linear gain (ReplayGain), in queue order.
         public let gains: [Float]
-        public init(client: SubsonicClient, retryLimit: Duration, gains: [Float]) {
+        /// The submissions the server could not take, to be sent again (one per `music:` section).
+        public let submissions: Submissions
+        public init(client: SubsonicClient, retryLimit: Duration, gains: [Float], submissions: Submissions) {
             self.client = client
             self.retryLimit = retryLimit
             self.gains = gains
+            self.submissions = submissions
         }
     }
 
@@ -309,13 +312,20 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// Milliseconds since 1970 (the wall clock).
     private static func epochMilliseconds() -> Int64 { Int64(Date.now.timeIntervalSince1970 * 1000) }
 
+    /// Sends a scrobble on a thread of its own. A submission the server cannot take now is kept
+    /// to be sent again (`Submissions`); one that goes through sends what was kept.
     private func send(_ song: Song, submission: Bool, time: Int64) {
         let client = server.client
+        let submissions = server.submissions
         let report = self.report
         OSThread.detach(name: "scrobble") {
-            do {
+            do throws(SubsonicError) {
                 try client.scrobble(id: song.id, submission: submission, time: time)
                 report(.scrobbled(submission: submission, title: song.title))
+                submissions.resend(with: client, report: report)
+            } catch  where submission && error.isTransient {
+                let kept = submissions.keep(.init(id: song.id, title: song.title, time: time))
+                report(.warning("music: scrobble of \(song.title) failed: \(error); \(kept)"))
             } catch {
                 report(.warning("music: scrobble of \(song.title) failed: \(error)"))
             }

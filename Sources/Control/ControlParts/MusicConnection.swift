@@ -16,6 +16,8 @@ package final class MusicConnection: Sendable {
         package let client: SubsonicClient
         package let resampler: ResamplerKind
         let logger: Logger
+        /// The submissions the server could not take, kept across the clients made again.
+        let submissions: Submissions
 
         /// The player's view of the server for `songs`: the client, the retry limit, and each song's
         /// ReplayGain factor under `music.replay-gain` (1 when off or untagged; values that cannot
@@ -28,7 +30,8 @@ package final class MusicConnection: Sendable {
                 }
                 return rg.factor(album: config.replayGain == .album)
             }
-            return MusicPlayer.Server(client: client, retryLimit: config.retryLimit, gains: gains)
+            return MusicPlayer.Server(
+                client: client, retryLimit: config.retryLimit, gains: gains, submissions: submissions)
         }
     }
 
@@ -47,6 +50,8 @@ package final class MusicConnection: Sendable {
     /// The `savePlayQueue` calls, one at a time, the newest waiting in place of an older one: a slow
     /// answer (a NAS spinning up) let a later call land first, then the older one over it.
     private let saves = NewestJob(threadName: "save-queue")
+    /// Scrobble submissions waiting to be sent again (`Submissions`): they outlive the clients.
+    package let submissions = Submissions()
     /// How long after a call the same queue is sent again while it plays, or after a failure.
     private static let resendNanoseconds = 30_000_000_000
     private let logger: Logger
@@ -89,7 +94,8 @@ package final class MusicConnection: Sendable {
                 url: music.subsonic.url, user: music.subsonic.user, password: password, apiKey: apiKey,
                 format: music.subsonic.format.rawValue,
                 maxBitRate: music.subsonic.format == .raw ? nil : music.subsonic.maxBitrate), stop: stop)
-        let context = Context(config: music, client: client, resampler: made.resampler, logger: logger)
+        let context = Context(
+            config: music, client: client, resampler: made.resampler, logger: logger, submissions: submissions)
         cache.withLock { $0 = (made, context) }
         return context
     }

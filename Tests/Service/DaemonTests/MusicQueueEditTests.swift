@@ -46,7 +46,9 @@ import Testing
         let client = SubsonicClient(
             config: SubsonicSettings(url: "http://127.0.0.1:9", user: "baton", password: "unused"))
         let player = MusicPlayer(
-            songs: songs, server: MusicPlayer.Server(client: client, retryLimit: .seconds(1), gains: [1, 1, 1, 1]),
+            songs: songs,
+            server: MusicPlayer.Server(
+                client: client, retryLimit: .seconds(1), gains: [1, 1, 1, 1], submissions: Submissions()),
             report: { _ in })
         let stream = player.queue.streamStarts()
         #expect(player.queue.streamEntry(after: 0, stream: stream)?.key == 1)
@@ -73,7 +75,9 @@ import Testing
             config: SubsonicSettings(url: "http://127.0.0.1:9", user: "baton", password: "unused"))
         let player = MusicPlayer(
             songs: songs, index: 1, offset: 42.5,
-            server: MusicPlayer.Server(client: client, retryLimit: .seconds(1), gains: [1, 1, 1, 1]), report: { _ in })
+            server: MusicPlayer.Server(
+                client: client, retryLimit: .seconds(1), gains: [1, 1, 1, 1], submissions: Submissions()),
+            report: { _ in })
         let stream = player.queue.streamStarts()
         #expect(player.queue.streamEntry(after: 1, stream: stream)?.key == 2)
         guard case .success(let outcome) = player.edit(.remove(2)) else {

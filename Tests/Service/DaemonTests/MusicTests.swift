@@ -235,6 +235,30 @@ extension MusicTests {
             "submitted with \(submitted.time), now playing at \(nowPlaying.time)")
     }
 
+    /// A submission the server could not take (it answered 503) is kept and sent once the server
+    /// takes a scrobble again — here the next queue's "now playing" — with the time its track
+    /// began. It used to be lost from the listening history.
+    @Test func aSubmissionTheServerCouldNotTakeIsSentAgain() throws {
+        let real = try TestSubsonic.music()
+        let proxy = try SubsonicRefusingProxy(upstreamURL: real.subsonic.url, refusing: [])
+        proxy.refusesScrobbles.store(true, ordering: .releasing)
+        var music = real
+        music.subsonic.url = proxy.url
+        let t = try TestDaemon(music: music)
+        defer { t.stop() }
+        let began = Int64(Date.now.timeIntervalSince1970 * 1000)
+        _ = try playGaplessPart1(t)
+        #expect(waitUntil(seconds: 15) { proxy.scrobblesRefused.contains { $0.submission } })
+        #expect(proxy.scrobbles.isEmpty)
+        proxy.refusesScrobbles.store(false, ordering: .releasing)
+        _ = try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440", "zones": ["kitchen"]}"#)
+        #expect(waitUntil(seconds: 15) { proxy.scrobbles.contains { $0.submission } })
+        let refused = try #require(proxy.scrobblesRefused.first { $0.submission })
+        #expect(proxy.scrobbles.map(\.submission) == [false, true], "Tone 440's now playing, then the one kept")
+        #expect(proxy.scrobbles.last == refused, "sent again as it was made")
+        #expect(abs(refused.time - began) < 1_500, "its track began at \(began), submitted with \(refused.time)")
+    }
+
     /// A track sought past its half is not submitted for having reached it: what counts is time
     /// heard. Steps (10 s) sought to 6 s and played to its end is 4 s heard, under its 5 s half:
     /// "now playing", then no submission (there used to be one right after the seek).

@@ -81,9 +81,15 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         public let submission: Bool
         public let time: Int64
     }
-    /// The `scrobble` requests that came, in order.
+    /// The `scrobble` requests passed on to the server, in order.
     public var scrobbles: [Scrobble] { scrobbled.withLock { $0 } }
     private let scrobbled = Mutex<[Scrobble]>([])
+    /// While true, each `scrobble` is answered HTTP 503 instead (a server restarting behind its
+    /// proxy) and recorded in `scrobblesRefused`.
+    public let refusesScrobbles = Atomic<Bool>(false)
+    /// The `scrobble` requests answered 503, in order.
+    public var scrobblesRefused: [Scrobble] { refusedScrobbles.withLock { $0 } }
+    private let refusedScrobbles = Mutex<[Scrobble]>([])
     /// How many `reportPlayback` requests came, answered or held.
     public var playbackReportsArrived: Int { reports.withLock { $0.arrived } }
     /// How many are held now.
@@ -198,6 +204,16 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
             let scrobble = Scrobble(
                 submission: Self.query(target, "submission") != "false",
                 time: Self.query(target, "time").flatMap { Int64($0) } ?? -1)
+            if refusesScrobbles.load(ordering: .acquiring) {
+                refusedScrobbles.withLock { $0.append(scrobble) }
+                let body = "restarting"
+                Self.sendAll(
+                    client,
+                    Array(
+                        ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n"
+                            + "Connection: close\r\n\r\n\(body)").utf8))
+                return
+            }
             scrobbled.withLock { $0.append(scrobble) }
         }
         if target.hasPrefix("/rest/stream"), let id = Self.query(target, "id"), stalled.contains(id) {
