@@ -257,6 +257,17 @@ extension ConfigReader {
             if entries.isEmpty, classesPair.value.mapping != nil || classesPair.value.isNull {
                 report(classesPair.value.mark, classesPath, "at least one class is required")
             }
+            // batond itself asks for these (music, announcements from the API, buttons and MQTT,
+            // intercom calls): a section without one loaded, then refused every such request.
+            let missing = PolicyConfig.defaultClasses.map(\.name).filter { name in !entries.contains { $0.key == name }
+            }
+            if !entries.isEmpty, !missing.isEmpty {
+                report(
+                    classesPair.value.mark, classesPath,
+                    "class\(missing.count == 1 ? "" : "es") \(missing.map { "\"\($0)\"" }.joined(separator: ", ")) "
+                        + "missing: batond asks for music, announcement and call (the classes given replace the defaults, docs/CONFIG.md)"
+                )
+            }
             var owners: [Int: String] = [:]
             classes = []
             for entry in entries {

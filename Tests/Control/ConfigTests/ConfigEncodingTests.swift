@@ -14,6 +14,8 @@ import Testing
             policy:
               classes:
                 music: {priority: 10, kind: permanent, resume-within: 5m}
+                announcement: {priority: 50, kind: transient}
+                call: {priority: 90, kind: transient, same: reject}
             """)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -22,7 +24,9 @@ import Testing
             json == """
                 {"announce":{"allow-url-hosts":[],"first-byte-timeout":"10s","max-bytes":"16MiB","max-duration":"5m"},\
                 "api":{"listen":"127.0.0.1:8470","max-body":"64KiB"},"device":"baton",\
-                "policy":{"classes":{"music":{"during-higher":"queue","kind":"permanent","lower":"interrupt",\
+                "policy":{"classes":{"announcement":{"during-higher":"queue","kind":"transient","lower":"interrupt",\
+                "priority":50,"same":"queue"},"call":{"during-higher":"queue","kind":"transient","lower":"interrupt",\
+                "priority":90,"same":"reject"},"music":{"during-higher":"queue","kind":"permanent","lower":"interrupt",\
                 "priority":10,"resume-within":"5m","same":"queue"}},\
                 "duck":{"attack":"50ms","level":"-15dB","release":"300ms"}},\
                 "resampler":{"announcements":"soxr-hq","music":"soxr-hq"},"silence-alarm":"2s",\

@@ -106,15 +106,15 @@ import Testing
             "test.yaml:5:17: policy.duck.level: 6dB is out of range (expected -96dB...0dB)"
         ),
         (
-            "policy:\n  classes:\n    music: {priority: 10, kind: forever}\n",
+            "policy:\n  classes:\n    music: {priority: 10, kind: forever}\n" + builtInClasses,
             #"test.yaml:6:33: policy.classes.music.kind: "forever" is not a supported kind (expected transient or permanent)"#
         ),
         (
-            "policy:\n  classes:\n    music: {priority: 10, kind: permanent, ttl: 2h}\n",
+            "policy:\n  classes:\n    music: {priority: 10, kind: permanent, ttl: 2h}\n" + builtInClasses,
             #"test.yaml:6:49: policy.classes.music.ttl: "2h" is not a duration (expected e.g. 500us, 10ms, 1.5s or 5m)"#
         ),
         (
-            "policy:\n  classes:\n    music: {priority: 10, kind: permanent, lower: cork}\n",
+            "policy:\n  classes:\n    music: {priority: 10, kind: permanent, lower: cork}\n" + builtInClasses,
             #"test.yaml:6:51: policy.classes.music.lower: "cork" is not a supported action (expected interrupt, duck or mix)"#
         ),
         ("sounds: [a]\n", "test.yaml:4:9: sounds: expected a string, found a sequence"),
@@ -158,7 +158,8 @@ import Testing
     @Test func rejectsBadClasses() {
         #expect(
             issueLines(minimalZone + "policy:\n  classes:\n    Music: {priority: 1, kind: permanent}\n") == [
-                #"test.yaml:6:5: policy.classes.Music: class name "Music" must match [a-z0-9_-]+"#
+                #"test.yaml:6:5: policy.classes: classes "music", "announcement", "call" missing: batond asks for music, announcement and call (the classes given replace the defaults, docs/CONFIG.md)"#,
+                #"test.yaml:6:5: policy.classes.Music: class name "Music" must match [a-z0-9_-]+"#,
             ])
         #expect(
             issueLines(minimalZone + "policy:\n  classes: {}\n") == [
@@ -214,6 +215,8 @@ import Testing
                   classes:
                     music: {priority: 10, kind: permanent}
                     radio: {priority: 10, kind: permanent}
+                    announcement: {priority: 50, kind: transient}
+                    call: {priority: 90, kind: transient}
 
                 """
         #expect(

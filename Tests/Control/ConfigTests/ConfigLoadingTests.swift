@@ -112,13 +112,34 @@ import Testing
                 policy:
                   classes:
                     doorbell: {priority: 70, kind: transient, lower: duck}
+                    music: {priority: 10, kind: permanent}
 
-                """)
+                """ + builtInClasses)
         #expect(
             configuration.policy.classes == [
-                ClassConfig(name: "doorbell", priority: 70, kind: .transient, lower: .duck)
+                ClassConfig(name: "doorbell", priority: 70, kind: .transient, lower: .duck),
+                ClassConfig(name: "music", priority: 10, kind: .permanent),
+                ClassConfig(name: "announcement", priority: 50, kind: .transient),
+                ClassConfig(name: "call", priority: 90, kind: .transient),
             ])
         #expect(configuration.policy.duck == .default)
+    }
+
+    /// Classes that leave out one batond asks for are refused at load, naming it: a section without
+    /// `announcement` loaded, then refused every doorbell and announcement.
+    @Test func refusesClassesWithoutTheOnesBatondAsksFor() {
+        let text =
+            minimalZone + """
+                policy:
+                  classes:
+                    music: {priority: 10, kind: permanent}
+                    call: {priority: 90, kind: transient}
+
+                """
+        #expect(
+            issueLines(text) == [
+                #"test.yaml:6:5: policy.classes: class "announcement" missing: batond asks for music, announcement and call (the classes given replace the defaults, docs/CONFIG.md)"#
+            ])
     }
 
     /// A policy with only a duck section keeps the default classes.

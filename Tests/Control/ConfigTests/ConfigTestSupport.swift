@@ -77,3 +77,7 @@ func readText(_ path: String) -> String? {
     }
     return String(decoding: bytes, as: UTF8.self)
 }
+
+/// The rest of the classes batond asks for, after a `music` class in `policy.classes` (a section
+/// without them is refused).
+let builtInClasses = "    announcement: {priority: 50, kind: transient}\n    call: {priority: 90, kind: transient}\n"
