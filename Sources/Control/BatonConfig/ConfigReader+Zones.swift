@@ -40,7 +40,8 @@ extension ConfigReader {
             report(mark, path, "at least one zone is required")
             entries = []
         }
-        let sources = entries.compactMap { zone($0, at: path.appending($0.key), topBoard: board) }
+        var sources = entries.compactMap { zone($0, at: path.appending($0.key), topBoard: board) }
+        sharedDevicesUseSoftwareGain(&sources, at: path)
         checkDevices(sources.filter { $0.zone.snapcast == nil }, at: path)
         checkSnapcastSources(sources, at: path)
         return (sources.map(\.zone), entries.map(\.key))
@@ -183,6 +184,28 @@ extension ConfigReader {
             list.append(channel)
         }
         return isValid ? .list(list) : nil
+    }
+
+    /// A hardware mixer control sets every channel of its card: zones sharing a device cannot each
+    /// have one (one zone's volume moved the other's, whose status still said 100 %). A `mixer`
+    /// written on such a zone is refused; one that comes from the board is left out, so the zone
+    /// uses software gain, as docs/CONFIG.md says.
+    mutating func sharedDevicesUseSoftwareGain(_ sources: inout [ZoneSource], at path: ConfigPath) {
+        var count: [String: Int] = [:]
+        for source in sources where source.zone.snapcast == nil && !source.zone.pcm.isEmpty {
+            count[source.zone.pcm, default: 0] += 1
+        }
+        for i in sources.indices {
+            let zone = sources[i].zone
+            guard let mixer = zone.mixer, zone.snapcast == nil, count[zone.pcm, default: 0] > 1 else { continue }
+            if sources[i].fields.values["mixer"] != nil {
+                report(
+                    sources[i].mark("mixer"), path.appending(zone.name).appending("mixer"),
+                    "device \"\(zone.pcm)\" is shared with other zones, and mixer \"\(mixer)\" would set the "
+                        + "volume of all of them (use software gain: remove mixer, or write mixer: none)")
+            }
+            sources[i].zone.mixer = nil
+        }
     }
 
     /// Zones on one `pcm` form a device: more than one must each list their channels, without

@@ -148,6 +148,24 @@ private func boardIssues(_ text: String, directory: String) -> [String]? {
         #expect(zone.mixer == nil)
     }
 
+    /// Zones sharing a board's device use software gain: the board's mixer control sets every
+    /// channel of the card (one zone's volume moved the other's, whose status still said 100 %).
+    /// A zone alone on its device keeps the board's mixer.
+    @Test func zonesSharingABoardsDeviceUseSoftwareGain() throws {
+        let zones = try load(
+            """
+            boards-dir: \(boardsDirectory())
+            board: dacplus
+            zones:
+              kitchen: {channels: [left]}
+              patio: {channels: [right]}
+              study: {pcm: "hw:CARD=other,DEV=0"}
+
+            """
+        ).zones
+        #expect(zones.map(\.mixer) == [nil, nil, "Digital"])
+    }
+
     /// The top-level board applies to zones without their own; a board without 48000 Hz or S16_LE
     /// gives its first rate and format.
     @Test func inheritsTopLevelBoard() throws {

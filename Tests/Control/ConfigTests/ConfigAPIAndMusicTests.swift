@@ -211,9 +211,9 @@ private let musicSection = """
         let text = """
             api: {listen: "0.0.0.0:8470", token-file: /etc/baton/api.token}
             zones:
-              kitchen: {pcm: amp, channels: [left], volume: 85.5%, max-volume: 90%, mixer: Digital}
+              kitchen: {pcm: amp, channels: [left], volume: 85.5%, max-volume: 90%}
               patio: {pcm: amp, channels: [right], device-channels: 2}
-              den: {pcm: usb, channels: [center, lfe], device-channels: 8}
+              den: {pcm: usb, channels: [center, lfe], device-channels: 8, mixer: Digital}
             groups:
               outside: [patio]
             state-dir: /var/lib/baton

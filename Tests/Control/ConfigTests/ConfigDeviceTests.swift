@@ -168,6 +168,17 @@ private let sharedAmp = """
             ])
     }
 
+    /// A hardware mixer written on a zone that shares its device is refused: it would set every
+    /// zone's volume on that card.
+    @Test func refusesAMixerOnASharedDevice() {
+        let text =
+            "zones:\n  kitchen: {pcm: amp, channels: [left], mixer: Digital}\n  patio: {pcm: amp, channels: [right]}\n"
+        #expect(
+            issueLines(text) == [
+                #"test.yaml:2:48: zones.kitchen.mixer: device "amp" is shared with other zones, and mixer "Digital" would set the volume of all of them (use software gain: remove mixer, or write mixer: none)"#
+            ])
+    }
+
     /// A zone whose own value is already reported is not also reported as disagreeing with its device.
     @Test func skipsDeviceChecksForZonesWithErrors() {
         let text = "zones:\n  kitchen: {pcm: amp, channels: [left]}\n  patio: {pcm: amp, channels: [right], rate: 1}\n"
