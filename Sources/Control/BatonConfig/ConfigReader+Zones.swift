@@ -53,6 +53,9 @@ extension ConfigReader {
             report(
                 pair.keyMark, path,
                 "zone name \"\(pair.key)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)")
+        } else if pair.key == GroupConfig.all {
+            // Every zone list reads `all` as every zone: such a zone could never be named alone.
+            report(pair.keyMark, path, "\"all\" is reserved: it always means every zone")
         }
         guard let zone = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.zoneKeys) else {
             return nil

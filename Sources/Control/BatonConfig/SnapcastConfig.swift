@@ -87,6 +87,13 @@ public struct SnapcastConfig: Sendable, Equatable {
         }
         if host == "localhost" { return .success(.tcp(host: "127.0.0.1", port: port)) }
         guard isNumericAddress(host) else {
+            if host.allSatisfy({ $0.isASCIIDigit || $0 == "." }) {
+                return .failure(
+                    ValueProblem(
+                        message:
+                            "\"\(text)\": \"\(host)\" is not an IPv4 address (four numbers 0...255, none with a leading zero)"
+                    ))
+            }
             return .failure(
                 ValueProblem(
                     message:
@@ -99,12 +106,8 @@ public struct SnapcastConfig: Sendable, Equatable {
     /// True for a dotted IPv4 address or an IPv6 address, as the output's connect will read it
     /// (`inet_pton`: `1:2` is hex and colons, but not an address).
     static func isNumericAddress(_ host: Substring) -> Bool {
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        if parts.count == 4,
-            parts.allSatisfy({ !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCIIDigit) && Int($0)! <= 255 })
-        {
-            return true
-        }
+        // Leading zeros refused, as `inet_pton` does (`010.0.0.5` passed here and failed every connect).
+        if ListenAddress.isIPv4(host) { return true }
         var address = in6_addr()
         return host.contains(":") && inet_pton(AF_INET6, String(host), &address) == 1
     }

@@ -168,6 +168,14 @@ private let sharedAmp = """
             ])
     }
 
+    /// A zone may not be called `all`: every zone list reads it as every zone, as for groups.
+    @Test func refusesAZoneNamedAll() {
+        #expect(
+            issueLines("zones:\n  kitchen: {pcm: a}\n  all: {pcm: b}\n") == [
+                #"test.yaml:3:3: zones.all: "all" is reserved: it always means every zone"#
+            ])
+    }
+
     /// A hardware mixer written on a zone that shares its device is refused: it would set every
     /// zone's volume on that card.
     @Test func refusesAMixerOnASharedDevice() {

@@ -73,6 +73,8 @@ private let upstairs = """
                 snapcast: {source: "tcp://[1:2]:4953"}
               shed:
                 snapcast: {source: "tcp://127.0.0.1:4954", control: "ftp://127.0.0.1:1780", clients: [c]}
+              porch:
+                snapcast: {source: "tcp://010.0.0.5:4953"}
 
             """
         #expect(
@@ -93,6 +95,8 @@ private let upstairs = """
                 #"test.yaml:17:24: zones.loft.snapcast.source: "tcp://[1:2]:4953": "1:2" is not a numeric address (Baton's output thread never resolves names; write the server's IP address)"#,
                 // The control's own error only: not also "grouping speakers needs control:".
                 #"test.yaml:19:57: zones.shed.snapcast.control: "ftp://127.0.0.1:1780" is not an http(s) URL (expected http://host[:port][/path], e.g. http://127.0.0.1:4533)"#,
+                // inet_pton refuses a leading zero: it passed here, then every connect failed.
+                #"test.yaml:21:24: zones.porch.snapcast.source: "tcp://010.0.0.5:4953": "010.0.0.5" is not an IPv4 address (four numbers 0...255, none with a leading zero)"#,
             ])
     }
 
