@@ -253,21 +253,39 @@ final class EventStream: EventSubscriber {
         let id = Mutex<Int?>(nil)
         let made = Mutex<HTTPChunkQueue?>(nil)
         let queue = HTTPChunkQueue(
-            capacity: 4_096,
+            capacity: Self.capacity,
             onClose: { [weak log] in
                 if let subscriber = id.withLock({ $0 }) { log?.unsubscribe(subscriber) }
                 if let queue = made.withLock({ $0 }) { closed(queue) }
             })
         made.withLock { $0 = queue }
         queue.send(": baton events\n\n")
-        id.withLock { $0 = log.subscribe(EventStream(queue: queue), after: lastEventID) }
+        // Subscribed outside `id`'s lock: a replay that overflowed the queue closes it from within,
+        // and the close reads `id` (a recursive lock, the process stopped). A subscriber whose
+        // queue closed before its id was set is dropped at the next event it cannot take.
+        let subscriber = log.subscribe(EventStream(queue: queue), after: lastEventID)
+        id.withLock { $0 = subscriber }
         return queue
     }
+
+    /// How many events a stream holds for a client that reads slowly before it is let go: more
+    /// than the log keeps (2 000), so a whole replay fits. One that falls behind further and
+    /// reconnects is told what it missed (`missed`).
+    static let capacity = 4_096
 
     func deliver(_ event: Event) -> Bool {
         guard let data = try? JSONEncoder.baton.encode(event), let text = String(data: data, encoding: .utf8) else {
             return true
         }
         return queue.send(ServerSentEvent.encode(event: event.type, id: String(event.seq), data: text))
+    }
+
+    /// An `events-missed` event without an id (the client's last id stays its own): the events
+    /// between are gone, and a client that rebuilds state from them reads the status again.
+    func missed(after: Int, next: Int) {
+        _ = queue.send(
+            ServerSentEvent.encode(
+                event: "events-missed", id: nil,
+                data: #"{"after":\#(after),"next":\#(next),"count":\#(next - after - 1)}"#))
     }
 }

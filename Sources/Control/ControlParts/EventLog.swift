@@ -9,6 +9,13 @@ import Synchronization
 /// drops the subscriber (a slow client).
 public protocol EventSubscriber: AnyObject, Sendable {
     func deliver(_ event: Event) -> Bool
+    /// Events after `after` up to `next` (excluded) are no longer kept: the subscriber resumed
+    /// from an id older than the log holds, and what it gets next begins at `next`.
+    func missed(after: Int, next: Int)
+}
+
+extension EventSubscriber {
+    public func missed(after: Int, next: Int) {}
 }
 
 /// Keeps the recent events (for the status timeline) and fans every new one out to the
@@ -119,15 +126,17 @@ public final class EventLog: Sendable {
             // Another run's id read once: this run may reach it meanwhile, and then means "after".
             let (missed, after) = kept(after: lastEventID)
             last = after
+            Self.sayGap(to: subscriber, after: after, before: missed.first)
             for e in missed {
                 _ = subscriber.deliver(e)
                 last = e.seq
             }
         }
-        // (More than `capacity` events published during the replay would leave a gap: the oldest
-        // go first. At the daemon's rates, 2 000 events take hours.)
+        // More than `capacity` events published during the replay leave a gap too (the oldest
+        // go first; at the daemon's rates 2 000 events take hours): said as one.
         return delivery.withLock { _ in
             let missed = last.map { recent(after: $0) } ?? []
+            if let last { Self.sayGap(to: subscriber, after: last, before: missed.first) }
             for e in missed { _ = subscriber.deliver(e) }
             return state.withLock { s in
                 s.nextSubscriber += 1
@@ -135,6 +144,14 @@ public final class EventLog: Sendable {
                 return s.nextSubscriber
             }
         }
+    }
+
+    /// Tells `subscriber` that events after `after` are gone when the first it is given is not the
+    /// next (a client resuming from an id older than the log keeps: it had gone without a word).
+    /// Nothing for a first connection (`after` 0: it asked for all that is kept).
+    private static func sayGap(to subscriber: any EventSubscriber, after: Int, before first: Event?) {
+        guard after > 0, let first, first.seq > after + 1 else { return }
+        subscriber.missed(after: after, next: first.seq)
     }
 
     public func unsubscribe(_ id: Int) {

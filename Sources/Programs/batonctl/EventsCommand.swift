@@ -41,6 +41,11 @@ enum EventsCommand {
         if a.has("follow") {
             var problem: Failure?
             try client.events("/api/v1/events" + (after.map { "?after=\($0)" } ?? "")) { sse in
+                if sse.event == "events-missed" {
+                    // Not an event: what --after asked for is older than batond keeps.
+                    Console.error("batonctl: events were missed, batond no longer keeps them: \(sse.data)")
+                    return true
+                }
                 if invocation.json {
                     Console.out(sse.data)
                 } else {

@@ -220,7 +220,8 @@ function render() {
     // What moves while nothing else changes (the position, the level) is set in place below: the
     // cards are rebuilt only when their content changes, or a tap between two refreshes got lost.
     const level = levelWords(z);
-    live.push({zone: z.name, pos, max: dur || Math.max(1, Math.ceil(pos || 0)), level});
+    // batond refuses a seek to the duration or past it: the slider ends a second before.
+    live.push({zone: z.name, pos, max: dur ? Math.max(0, dur - 1) : Math.max(1, Math.ceil(pos || 0)), level});
     return `<article class="card" data-zone="${esc(z.name)}" aria-labelledby="zone-h-${esc(z.name)}">
       <h3 id="zone-h-${esc(z.name)}"><span>${esc(z.name)}</span><span class="badge ${esc(z.state)}">${esc(z.state)}</span></h3>
       ${groupsOf(z.name).length ? `<div class="chips" aria-label="groups">${groupsOf(z.name).map(g => `<span>${esc(g)}</span>`).join('')}</div>` : ''}
@@ -232,7 +233,7 @@ function render() {
         ${z.error ? `<div class="err">${esc(z.error)}</div>` : ''}
       </div></div>
       ${here ? `<div class="pos"><span class="at"></span>
-        <input type="range" class="seek" data-source="${esc(here.id)}" min="0" step="1" aria-label="Position in ${esc(t ? t.title : here.sound)}" ${t ? '' : 'disabled'}>
+        <input type="range" class="seek" data-source="${esc(here.id)}" data-track="${t ? here.trackIndex : ''}" min="0" step="1" aria-label="Position in ${esc(t ? t.title : here.sound)}" ${t ? '' : 'disabled'}>
         <span>${fmt(dur)}</span></div>
       <div class="controls" data-source="${esc(here.id)}">
         <button type="button" data-act="previous" aria-label="Previous track" ${t ? '' : 'disabled'}>${ICON.previous}</button>
@@ -310,7 +311,9 @@ $('#zone-cards').addEventListener('pointerdown', e => { if (e.target.type === 'r
 for (const ev of ['pointerup', 'pointercancel']) document.addEventListener(ev, () => { if (dragging) { dragging = null; refreshSoon(); } });
 $('#zone-cards').addEventListener('change', e => {
   const el = e.target;
-  if (el.classList.contains('seek')) act('Seek', 'POST', '/api/v1/music/seek', {position: Number(el.value), id: el.dataset.source});
+  // In the track the slider was drawn for (the cards are not rebuilt while it is dragged): the next
+  // track may have begun meanwhile, and a seek without it moved in that one.
+  if (el.classList.contains('seek')) act('Seek', 'POST', '/api/v1/music/seek', Object.assign({position: Number(el.value), id: el.dataset.source}, el.dataset.track ? {track: Number(el.dataset.track)} : {}));
 });
 
 // ---- zones & settings ---------------------------------------------------------------------------
@@ -489,15 +492,26 @@ function connect(after) {
   };
   const onEvent = m => {
     let e; try { e = JSON.parse(m.data); } catch (x) { return; }
-    if (e.seq != null) { if (e.seq <= lastSeq) return; lastSeq = e.seq; }
-    events.push(e); if (events.length > 3000) events.splice(0, 1000);
+    if (e.seq != null) { if (e.seq <= lastSeq) return; if ((lastSeq === 0 && e.seq > 1) || afterGap) since = e.uptimeMs; afterGap = false; lastSeq = e.seq; }
+    events.push(e); if (events.length > 3000) { events.splice(0, 1000); since = events[0].uptimeMs; }
     const d = document.createElement('div'); d.className = 'ev ev-' + e.type;
     d.textContent = `${(e.time || '').slice(11, 23)} ${e.type} ${e.source || ''}${e.zones ? ' [' + e.zones.join(',') + ']' : ''}${e.shouldResume != null ? ' shouldResume=' + e.shouldResume : ''} — ${e.reason || e.message || ''}`;
     const log = $('#events'); log.prepend(d); while (log.childElementCount > 500) log.lastChild.remove();
-    if (e.type === 'track' && !$('#queue').hidden) loadQueue();
+    // The queue shown changes with the track heard, and is gone when its music ends.
+    if (['track', 'finished', 'lost-for-good'].includes(e.type) && !$('#queue').hidden) loadQueue();
     refreshSoon();
   };
   types.forEach(t => es.addEventListener(t, onEvent));
+  // batond no longer kept some events this page had not seen (it was away long, or read too slowly):
+  // the timeline starts again from the next, and what the status says is heard is drawn from there.
+  es.addEventListener('events-missed', m => {
+    let g; try { g = JSON.parse(m.data); } catch (x) { return; }
+    events.length = 0; since = nowMs(); afterGap = true;
+    const d = document.createElement('div'); d.className = 'ev ev-restart';
+    d.textContent = `— ${g.count} events were missed (batond no longer keeps them): the timeline starts again here —`;
+    const log = $('#events'); log.prepend(d);
+    refreshSoon();
+  });
   es.onmessage = onEvent;
 }
 
@@ -505,7 +519,7 @@ function connect(after) {
 // the events of the run before are not this one's: the timeline forgets them, the log says so, and
 // the stream is opened again from this run's first event (and the configuration read again).
 function startedAgain() {
-  lastSeq = 0; events.length = 0;
+  lastSeq = 0; events.length = 0; since = 0;
   const d = document.createElement('div'); d.className = 'ev ev-restart';
   d.textContent = '— batond started again: the events above are of its run before —';
   const log = $('#events'); log.prepend(d);
@@ -518,6 +532,9 @@ function startedAgain() {
 const WINDOW = 180000, colors = {}, palette = ['#3b82f6', '#f59e0b', '#10b981', '#ef4444', '#8b5cf6', '#14b8a6', '#ec4899', '#84cc16'];
 const color = id => colors[id] || (colors[id] = palette[Object.keys(colors).length % palette.length]);
 let uptimeAt = Date.now();
+// The uptime from which the page holds every event: before it (events batond no longer kept, or
+// missed in a gap) a source's start is not known, and one the status says is heard is drawn from here.
+let since = 0, afterGap = false;
 const nowMs = () => status ? status.uptimeMs + (Date.now() - uptimeAt) : 0;
 function intervals() {
   const granted = {}, open = {}, out = [], marks = [], muted = {};
@@ -534,6 +551,9 @@ function intervals() {
       case 'finished': case 'lost-for-good': (granted[id] || []).forEach(z => stopI(z, id, t)); delete granted[id]; break;
     }
   }
+  // Heard now by the status but not opened by any event held: its start is older than what the page
+  // knows (it used to have no bar at all).
+  if (status) for (const z of status.zones) for (const id of z.audible) { const k = z.name + '|' + id; if (!(k in open)) open[k] = since; }
   const n = nowMs();
   for (const k in open) { const [z, id] = k.split('|'); out.push({zone: z, id, from: open[k], to: n}); }
   return {out, marks};

@@ -211,6 +211,32 @@ import Testing
         #expect(event.seq == first.seq + 1)
     }
 
+    /// A client resuming from an id older than the log keeps is told what it missed — an
+    /// `events-missed` event without an id (its own last id stays) — before the kept events: the
+    /// gap went without a word, and the web app drew a source whose `finished` it missed as heard
+    /// for ever. A client that resumes within what is kept is told nothing of the kind.
+    @Test func aResumeOlderThanTheLogIsToldTheGap() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        for _ in 0...t.daemon.events.capacity { t.daemon.events.publish(type: .reloaded) }
+        let oldest = try #require(t.daemon.events.recent().first).seq
+        #expect(oldest > 2)
+        let client = try RawClient(port: t.port)
+        client.send("GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: 1\r\n\r\n")
+        _ = try client.readHead()
+        let gap = try #require(try client.readServerSentEvent())
+        #expect(gap.type == "events-missed" && gap.id == nil)
+        #expect(gap.data == #"{"after":1,"next":\#(oldest),"count":\#(oldest - 2)}"#)
+        let next = try #require(try client.readServerSentEvent())
+        #expect(next.id == "\(oldest)" && next.type == "reloaded")
+
+        let within = try RawClient(port: t.port)
+        within.send("GET /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: \(oldest)\r\n\r\n")
+        _ = try within.readHead()
+        let first = try #require(try within.readServerSentEvent())
+        #expect(first.type == "reloaded" && first.id == "\(oldest + 1)")
+    }
+
     /// An event id that is not one — `?after=abc`, `?after=-1`, `Last-Event-ID: nope` — is a 400
     /// naming it, on the stream and on `recent`. Before, it was dropped without a word and every
     /// kept event came back as if none had been asked.

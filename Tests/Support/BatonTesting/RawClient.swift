@@ -191,10 +191,11 @@ public final class RawClient {
 extension RawClient {
     /// Reads the next Server-Sent Event of a chunked `text/event-stream` body: its `event:` type and
     /// `data:` text (comments skipped), or nil when the stream ends.
-    public func readServerSentEvent() throws -> (type: String, data: String)? {
+    public func readServerSentEvent() throws -> (type: String, data: String, id: String?)? {
         var line: [UInt8] = []
         var type = "message"
         var data = ""
+        var id: String?
         var sawField = false
         while true {
             let byte: UInt8
@@ -206,13 +207,14 @@ extension RawClient {
             let text = String(decoding: line, as: UTF8.self)
             line.removeAll()
             if text.isEmpty {
-                if sawField { return (type, data) }
+                if sawField { return (type, data, id) }
                 continue
             }
             if text.hasPrefix(":") { continue }
             sawField = true
             if text.hasPrefix("event: ") { type = String(text.dropFirst(7)) }
             if text.hasPrefix("data: ") { data = String(text.dropFirst(6)) }
+            if text.hasPrefix("id: ") { id = String(text.dropFirst(4)) }
         }
     }
 }
