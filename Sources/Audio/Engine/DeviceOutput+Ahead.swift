@@ -74,7 +74,7 @@ extension DeviceOutput {
                     renderAheadIsOff(.refused(code))
                 }
             }
-            let avail = pcm.avail()
+            let avail = self.room(in: pcm)
             // Stopped at once after a take-back with frames still in it: a PCM that cannot take
             // back but did not say so in `snd_pcm_rewind` (the xrun is recovered below). A card
             // that ran dry (the thread held off for the `kept` frames it left) has played all it
@@ -108,7 +108,7 @@ extension DeviceOutput {
             // into it (a zone "available" in silence for good). Asked after the delivery, which may
             // have restarted it (an xrun met in the write: then it holds what was written since).
             if !pcm.isRunning {
-                let free = pcm.avail()
+                let free = self.room(in: pcm)
                 let fill = free < 0 ? 0 : bufferFrames - free
                 if fill > 0 && (fill >= lowWater + period || free < period) { _ = pcm.start() }
             }

@@ -38,7 +38,7 @@ extension DeviceOutput {
             var run = history.nextRun()
             var full = false
             if catchingUp || !pcm.isRunning {
-                let room = pcm.avail()
+                let room = self.room(in: pcm)
                 full = room == 0
                 if room > 0 { run.frames = min(run.frames, room) }
             }

@@ -167,6 +167,25 @@ public final class DeviceOutput: @unchecked Sendable {
     /// The device is written again what it dropped (`deliver`): each write only what it has room
     /// for until nothing is pending. Output thread.
     var catchingUp = false
+    /// The part of the device's buffer beyond the one asked for, never filled (`usableBuffer`).
+    /// Output thread.
+    var unusedFrames = 0
+
+    /// Room in the device for what this output keeps there: its `avail` less `unusedFrames`; a
+    /// negative errno as it is. Output thread; real-time safe.
+    func room<Sink: PeriodSink>(in pcm: Sink) -> Int {
+        let avail = pcm.avail()
+        return avail < 0 ? avail : max(0, avail - unusedFrames)
+    }
+
+    /// The buffer the output keeps filled on a device that granted `granted` frames: at most the
+    /// one asked for (at least two periods, as asked). A device may grant more — dmix its own
+    /// sizes, a driver its steps —; filled whole, every request waited for all of it, and a
+    /// wake-up rendered more than the history of written frames (sized for the buffer asked)
+    /// holds, which dropped the oldest before they were written. Any thread.
+    func usableBuffer(granted: Int) -> Int {
+        min(granted, max(spec.pcm.bufferFrames, 2 * spec.pcm.periodFrames))
+    }
     /// `history.sent` less the device's delay at its last measure: what it had surely played by
     /// then (`unplayed`, for a device that cannot say). Output thread.
     var playedAtLastMeasure = 0
@@ -372,7 +391,7 @@ public final class DeviceOutput: @unchecked Sendable {
         let period = spec.pcm.periodFrames
         if spec.rendersAhead { return 2 * period * 1_000_000_000 / max(1, spec.pcm.rate) }
         let granted = grantedBuffer.load(ordering: .acquiring)
-        let buffer = granted > 0 ? granted : spec.pcm.bufferFrames
+        let buffer = granted > 0 ? usableBuffer(granted: granted) : spec.pcm.bufferFrames
         let periods = Self.wakePeriods(bufferFrames: buffer, periodFrames: period, rate: spec.pcm.rate)
         return periods * period * 1_000_000_000 / max(1, spec.pcm.rate)
     }
@@ -498,9 +517,12 @@ public final class DeviceOutput: @unchecked Sendable {
             // Lost soon after its open again and again: available once it has played a while.
             unprovenSince = soonLosses >= 2 ? openedAt : nil
             // Rendering ahead on the system clock: the buffer is the clocked one, as configured.
-            let granted = clockedBuffer?.bufferFrames ?? pcm.configuration.bufferFrames
+            let deviceBuffer = clockedBuffer?.bufferFrames ?? pcm.configuration.bufferFrames
             grantedPeriod.store(clockedBuffer?.periodFrames ?? pcm.configuration.periodFrames, ordering: .relaxed)
-            grantedBuffer.store(granted, ordering: .relaxed)
+            grantedBuffer.store(deviceBuffer, ordering: .relaxed)
+            // What is kept filled of it: from here on the output's "buffer".
+            let granted = usableBuffer(granted: deviceBuffer)
+            unusedFrames = deviceBuffer - granted
             for m in mixers { m.deviceBufferGranted(frames: granted) }
             if framesPlayed.load(ordering: .relaxed) > 0 || reopens.load(ordering: .relaxed) > 0 {
                 reopens.add(1, ordering: .relaxed)
@@ -525,7 +547,8 @@ public final class DeviceOutput: @unchecked Sendable {
                 clockedBuffer.output = pcm
                 _ = clockedBuffer.prepare()
             } else {
-                try? pcm.setWakeThreshold(frames: spec.rendersAhead ? granted - lowWater : wake * spec.pcm.periodFrames)
+                try? pcm.setWakeThreshold(
+                    frames: unusedFrames + (spec.rendersAhead ? granted - lowWater : wake * spec.pcm.periodFrames))
             }
             deviceOpened()
             // A device reopened after a stall is available once it has taken frames (`progressed`):
@@ -624,7 +647,7 @@ public final class DeviceOutput: @unchecked Sendable {
                 // the write until the device took one (for ever on a device that takes none: a
                 // stalled card, reopened); rendering one at every wake-up kept a period pending for
                 // good (one a wake-up, room for one), the zone a period behind its buffer.
-                if catchingUp && pcm.avail() - history.pending < period {
+                if catchingUp && room(in: pcm) - history.pending < period {
                     guard deliver(to: pcm, bufferFrames: bufferFrames) else {
                         deviceLost()
                         return
@@ -778,7 +801,7 @@ public final class DeviceOutput: @unchecked Sendable {
         // One period per wake-up (the default 10 ms / 40 ms): the room cannot change the answer,
         // so it is not asked for (snd_pcm_avail syncs the hardware pointer: a system call).
         guard wake > 1 else { return 1 }
-        let room = pcm.avail() - history.pending
+        let room = self.room(in: pcm) - history.pending
         return min(wake, max(1, room / period))
     }
 

@@ -14,8 +14,9 @@
 /// source's position is the frame the device consumed, and the zone's `audibleFrame` holds still
 /// while the device is away (`pending` counts as delay).
 ///
-/// Capacity: twice the requested buffer plus two periods, rounded to whole periods; a device that
-/// grants a larger buffer than that and drops it whole loses what does not fit (never repeats it).
+/// Capacity: twice the requested buffer plus two periods, rounded to whole periods. A device that
+/// grants a larger buffer is kept only as full as the one requested (`DeviceOutput.usableBuffer`),
+/// so a wake-up never renders more than this holds.
 ///
 /// Output thread only (after `init`); real-time safe: no allocation, lock or log.
 final class WrittenFrames {

@@ -19,11 +19,11 @@ import Testing
     /// A zone output on `card`, opened by its name or by `name` (a PCM in front of it).
     static func device(
         _ card: TestCard, name: String? = nil, zones: [ZoneSpec]? = nil, rendersAhead: Bool = false,
-        stopsWhenIdle: Bool = false
+        stopsWhenIdle: Bool = false, bufferFrames: Int? = nil
     ) -> DeviceOutput {
         let pcm = PCMRequest(
             name: name ?? card.name, rate: card.rate, channels: card.channels, format: .s16LE,
-            periodFrames: card.periodFrames, bufferFrames: card.bufferFrames)
+            periodFrames: card.periodFrames, bufferFrames: bufferFrames ?? card.bufferFrames)
         var spec = DeviceSpec(
             pcm: pcm, clock: .device, realtimePriority: 70,
             zones: zones ?? [
@@ -96,6 +96,33 @@ import Testing
         #expect(IndexSignal.firstBreak(in: card.recordedBytes()) == nil)
         #expect(output.snapshot().xruns == 0 && output.snapshot().lateCycles == 0)
         print("paced: 10 s took \(elapsed) s; audibleFrame within \(worst) frames of the card over \(samples.count)")
+    }
+
+    /// A card that grants ten times the buffer asked (dmix's own sizes, a driver's steps) is kept
+    /// only as full as asked: every frame is played once, in order, and the card never holds more
+    /// than the buffer asked and what a wake-up writes. Filled whole, a wake-up rendered more than
+    /// the history of written frames holds (sized for the buffer asked), whose oldest were dropped
+    /// before the card had them; and a request waited for the whole buffer.
+    @Test(arguments: [false, true])
+    func aLargerBufferThanAskedIsKeptAsAsked(rendersAhead: Bool) throws {
+        let card = Self.card(bufferFrames: 10 * Self.buffer)
+        let output = Self.device(card, rendersAhead: rendersAhead, bufferFrames: Self.buffer)
+        let feeder = SlotFeeder([try #require(output.mixer.claimSlot(gain: 1))])
+        output.start()
+        var most = 0
+        #expect(
+            waitUntil(seconds: 5) {
+                let s = output.snapshot()
+                most = max(most, s.delayFrames)
+                return s.framesPlayed >= 2 * Self.rate
+            })
+        let granted = output.snapshot().bufferFrames
+        output.stop()
+        feeder.stop()
+        #expect(granted == 10 * Self.buffer, "the card's own buffer is what the status says it granted")
+        #expect(most <= Self.buffer + Self.period, "the card held up to \(most) frames")
+        #expect(IndexSignal.firstBreak(in: card.recordedBytes()) == nil)
+        #expect(output.snapshot().xruns == 0)
     }
 
     /// An injected xrun (the card stops with frames still buffered) is counted, the card is playing
