@@ -52,7 +52,8 @@ package final class ZoneTable: Sendable {
     package var names: [String] { zones.map(\.name) }
 
     /// The device spec for one configured device and its zones: 10 ms ramps, 8 slots per zone,
-    /// 500 ms rings, each zone starting at its configured volume.
+    /// 500 ms rings (the buffer and 250 ms when that is more), each zone starting at its
+    /// configured volume.
     package static func deviceSpec(for device: DeviceConfig, zones: [ZoneConfig]) -> DeviceSpec {
         let request = PCMRequest(
             name: device.pcm, rate: device.rate, channels: device.channels,
@@ -61,7 +62,9 @@ package final class ZoneTable: Sendable {
         let specs = device.zones.map { z in
             ZoneSpec(
                 name: z.name, deviceChannels: z.deviceChannels, rampFrames: max(1, device.rate / 100),
-                ringFrames: max(device.rate / 2, device.periodFrames * 4),
+                // Half a second, or the device's buffer and a quarter second more: a long
+                // buffer filled at the start took more than the ring held, and ran it dry.
+                ringFrames: max(device.rate / 2, device.periodFrames * 4, device.bufferFrames + device.rate / 4),
                 volume: Float(zones.first { $0.name == z.name }?.volume ?? 1))
         }
         if let snapcast = device.snapcast {

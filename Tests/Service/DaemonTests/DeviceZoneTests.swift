@@ -102,6 +102,24 @@ import Testing
         #expect(t.daemon.events.recent().filter { $0.type == "render-ahead-off" }.count == 1)
     }
 
+    /// A zone with a long buffer (2 s) has rings that hold it and a quarter second more: filling
+    /// the card at the start, and taking half the buffer at each wake-up, took more than the
+    /// 500 ms rings held, and the music ran dry (135 periods in 3 s).
+    @Test func aLongBufferDoesNotRunTheRingsDry() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 96_000)
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name)], deviceClocked: ["card"], buffers: ["card": .seconds(2)])
+        defer { t.stop() }
+        #expect(waitUntil { (try? zone(t, "card")?.state) == "available" })
+        let music = try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true}"#)
+        #expect(music.status == 202, "\(music.object)")
+        #expect(waitUntil(seconds: 8) { card.recordedFrames > 3 * 48_000 }, "the music plays")
+        let status = try #require(try zone(t, "card"))
+        let starved = status.sources.map(\.starvedPeriods)
+        #expect(starved == [0], "periods that ran dry: \(starved)")
+        #expect(status.xruns == 0)
+    }
+
     /// A zone set to `render-ahead` on a card that stops at a take-back (`rewind: .xrun`, as the
     /// Raspberry Pi's bcm2835 does): the zone finds out before the card plays (it takes back a
     /// period of silence), says so (`rendersAhead: false`, one `render-ahead-off` event with the
