@@ -95,14 +95,21 @@ final class ClockedBuffer: RewindableSink {
 
     /// Gives `output` the frames up to `frame`.
     private func play(through frame: Int) {
+        var restarts = 0
         while played < frame {
             let at = played % bufferFrames
             let run = min(frame - played, bufferFrames - at)
             let r = output?.write(storage + at * frameBytes, frames: run) ?? run
             if r == -Int(EPIPE) || r == -Int(ESTRPIPE) {
-                // A `null`/`file` PCM does not underrun; should it, it starts over.
-                _ = output?.prepare()
-                continue
+                // A `null`/`file` PCM does not underrun; should it, it starts over — unless it
+                // cannot be prepared, or fails so again and again: a failure (it was retried for
+                // ever, spinning on this real-time thread), and the output reopens it.
+                restarts += 1
+                let prepared = restarts <= 3 ? output?.prepare() ?? 0 : Int32(r)
+                if prepared == 0 { continue }
+                failure = prepared
+                played = frame
+                return
             }
             if r < 0 {
                 failure = Int32(r)

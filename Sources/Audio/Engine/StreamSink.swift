@@ -460,7 +460,16 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         awaiting.store(false, ordering: .releasing)
         connectCount.add(1, ordering: .relaxed)
         connected.store(true, ordering: .releasing)
-        if silenceBytes > 0 { _ = send(silence, silenceBytes) }
+        if silenceBytes > 0 {
+            // A short send that splits a frame owes its rest, as a period's does: left out, every
+            // byte after it was shifted — noise at the speakers until a reconnect.
+            let split = max(0, send(silence, silenceBytes)) % frameBytes
+            if split > 0 && state == .open {
+                owedOffset = 0
+                owedCount = frameBytes - split
+                owed.copyMemory(from: silence, byteCount: owedCount)
+            }
+        }
         notifyPending = true
     }
 
