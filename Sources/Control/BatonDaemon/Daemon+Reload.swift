@@ -29,6 +29,36 @@ extension Daemon {
         reloading.withLock { _ in applyNow(new) }
     }
 
+    /// `new` with what a reload does not apply (`ReloadReport.needsRestart`) as it runs: what is
+    /// kept as the configuration is what runs. `GET /api/v1/config` showed a new broker or listen
+    /// address while the old one ran, the MQTT bridge took the new `api.max-body` while the API
+    /// kept the old, and the next reload, compared with it, no longer said a restart was needed.
+    /// External sources' socket is the new one when this reload sets it up (there was none).
+    static func running(
+        _ new: BatonConfiguration, keeping old: BatonConfiguration, settingUpExternal: Bool
+    ) -> BatonConfiguration {
+        var running = new
+        running.api = old.api
+        running.mqtt = old.mqtt
+        // The device's name is used only by the MQTT bridge, made at start.
+        if old.mqtt != nil || new.mqtt != nil { running.device = old.device }
+        running.gpio = old.gpio
+        running.stateDir = old.stateDir
+        running.alsaConfig = old.alsaConfig
+        running.outputDir = old.outputDir
+        // The receiver runs as it started; calls take the zones as configured now (or, its
+        // section gone, the ones it had).
+        running.intercom = old.intercom.map { receiver in
+            var intercom = receiver
+            if let zones = new.intercom?.zones { intercom.zones = zones }
+            return intercom
+        }
+        if !settingUpExternal, running.externalSources != nil {
+            running.externalSources?.socket = old.externalSources?.socket
+        }
+        return running
+    }
+
     private func applyNow(_ new: BatonConfiguration) -> ReloadReport {
         let old = config
         let oldTable = zones
@@ -60,6 +90,8 @@ extension Daemon {
         }
         let externalEnding = Set(report.externalSourcesChanged)
         let library = report.soundsChanged ? Self.soundLibrary(new) : sounds
+        let settingUpExternal = parts.external.server == nil && !(new.externalSources?.sources.isEmpty ?? true)
+        let running = Self.running(new, keeping: old, settingUpExternal: settingUpExternal)
         // Music from the server that was heard on a zone the reload reopens plays on afterwards
         // from where it was heard, on its zones that remain: it stopped for good, also in the
         // zones the reload left alone, until someone asked `music/resume`.
@@ -73,7 +105,7 @@ extension Daemon {
                 s.retiring.removeAll { stoppedZones.contains($0.zone) }
                 for zone in stoppedZones { s.silence[zone] = nil }
                 replaceZones(table)
-                replaceConfig(new, sounds: library)
+                replaceConfig(running, sounds: library)
                 s.configGeneration += 1
             }
             // The queue of the music heard (the newest, if several: music replaces music), as it

@@ -147,6 +147,28 @@ import Testing
         #expect(report.applied && report.needsRestart == ["output-dir"], "\(report.needsRestart)")
     }
 
+    /// What a reload does not apply stays as it runs in the configuration kept: the API's limits
+    /// and listen address, the state directory. `GET /api/v1/config` showed the new ones while the
+    /// old ran, the MQTT bridge took the new `api.max-body` while the API kept the old, and a
+    /// second reload, compared with them, no longer said a restart was needed.
+    @Test func whatNeedsARestartStaysAsItRunsUntilThen() throws {
+        let t = try TestDaemon(stateDir: TestDirectory.make("state"))
+        defer { t.stop() }
+        let running = t.config
+        var new = t.config
+        new.api.maxBody = 2 * running.api.maxBody
+        new.stateDir = TestDirectory.make("other-state")
+        #expect(t.daemon.apply(new).needsRestart == ["api", "state-dir"])
+        #expect(t.daemon.config.api == running.api && t.daemon.config.stateDir == running.stateDir)
+        let shown = try t.request("GET", "/api/v1/config").text.replacing("\\/", with: "/")
+        let (kept, other) = (try #require(running.stateDir), try #require(new.stateDir))
+        #expect(shown.contains(kept) && !shown.contains(other), "\(shown)")
+        new.zones[0].volume = 0.5
+        let second = t.daemon.apply(new)
+        #expect(second.needsRestart == ["api", "state-dir"], "said again: \(second.needsRestart)")
+        #expect(t.daemon.config.zones[0].volume == 0.5, "what a reload applies is applied")
+    }
+
     /// Server music on patio, a reload that reopens it, and other music (a looped sound) playing on
     /// in the kitchen the reload leaves alone: the server music plays on too. Any music then was
     /// taken for music started meanwhile, and the server's stopped for good.
