@@ -121,7 +121,9 @@ extension ZoneConfig: Encodable {
         try container.encode(resampler?.rawValue ?? "auto", forKey: .resampler)
         try container.encode(ConfigSyntax.formatVolume(volume), forKey: .volume)
         try container.encode(ConfigSyntax.formatVolume(maxVolume), forKey: .maxVolume)
-        try container.encodeIfPresent(mixer, forKey: .mixer)
+        // Software gain on a board's zone is written out: without it, read back, the board's
+        // mixer would apply.
+        try container.encodeIfPresent(mixer ?? (board == nil ? nil : "none"), forKey: .mixer)
     }
 }
 

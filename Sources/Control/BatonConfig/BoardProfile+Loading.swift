@@ -70,7 +70,8 @@ extension ConfigReader {
         let rates = requiredList(board, "rates", .integer(ZoneConfig.rateRange))
         let formats = requiredList(board, "formats", .choice(ZoneConfig.SampleFormat.self, "format"))
         let channels = required(board, "channels", .integer(ZoneConfig.channelRange))
-        let mixer = optional(board, "mixer", .string)
+        // `mixer: none`, as a zone writes it, is no mixer (it was a control named "none").
+        let mixer = optional(board, "mixer", .string).flatMap { $0 == "none" ? nil : $0 }
         let volume = optional(board, "volume", .choice(BoardProfile.VolumeControl.self, "volume control"))
         if volume == .hardware && mixer == nil, let mark = board.values["volume"]?.value.mark {
             report(mark, board.path.appending("volume"), "hardware volume needs a `mixer:` control name")

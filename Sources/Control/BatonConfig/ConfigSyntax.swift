@@ -91,12 +91,31 @@ public enum ConfigSyntax {
         return (isPercent ? value / 100 : value, isPercent)
     }
 
-    /// A volume as a whole percentage when it is one (`80%`), else as a fraction (`0.855`); both
-    /// read back exactly with ``volume(_:)``.
+    /// A volume as a whole percentage when it is one (`80%`), else as a fraction (`0.855`), else
+    /// as the shortest percentage or fraction with decimals that reads back to it (`12.3%`, which
+    /// is 0.12300000000000001 and was written so: too long for ``volume(_:)`` to read back).
     public static func formatVolume(_ volume: Double) -> String {
         let percent = (volume * 100).rounded()
         if percent / 100 == volume { return "\(Int(percent))%" }
-        return "\(volume)"
+        let plain = "\(volume)"
+        if volumeParts(plain)?.value == volume { return plain }
+        guard volume.isFinite, volume >= 0, volume < 1e6 else { return plain }
+        for decimals in 1...9 {
+            for (scale, suffix) in [(100.0, "%"), (1.0, "")] {
+                let text = fixed(volume * scale, decimals: decimals) + suffix
+                if volumeParts(text)?.value == volume { return text }
+            }
+        }
+        return plain
+    }
+
+    /// `value` (≥ 0) rounded to `decimals` places, written out (`12.3`).
+    private static func fixed(_ value: Double, decimals: Int) -> String {
+        var power = 1
+        for _ in 0..<decimals { power *= 10 }
+        let scaled = Int((value * Double(power)).rounded())
+        let fraction = String(scaled % power)
+        return "\(scaled / power)." + String(repeating: "0", count: decimals - fraction.count) + fraction
     }
 
     /// `digits[.digits]` times `scale`, exactly; `nil` if malformed, too long or not a whole

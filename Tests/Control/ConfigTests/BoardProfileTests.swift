@@ -1,5 +1,6 @@
 import BatonConfig
 import BatonTesting
+import FoundationEssentials
 import Testing
 
 private let dacplus = """
@@ -54,6 +55,15 @@ private func boardIssues(_ text: String, directory: String) -> [String]? {
                     rates: [44100, 48000, 96000],
                     formats: [.s16LE, .s32LE], channels: 2, mixer: "Digital", dtoverlay: "dtoverlay=hifiberry-dacplus",
                     period: .milliseconds(5), buffer: .milliseconds(20), clock: .device, notes: "For tests.\n"))
+    }
+
+    /// `mixer: none` in a profile is no mixer and software volume, as on a zone: it was hardware
+    /// volume on a control named "none".
+    @Test func aProfilesMixerNoneIsNoMixer() throws {
+        let directory = TestDirectory.make("config-test")
+        writeFile(directory + "/usb.yaml", hires.replacing("channels: 2\n", with: "channels: 2\nmixer: none\n"))
+        let profile = try BoardProfile.load(path: directory + "/usb.yaml")
+        #expect(profile.mixer == nil && profile.volume == .software)
     }
 
     /// loadAll reads every .yaml file in name order and ignores other files.
@@ -141,11 +151,15 @@ private func boardIssues(_ text: String, directory: String) -> [String]? {
                     board: "dacplus"))
     }
 
-    /// `mixer: none` on a zone turns a board's hardware volume into Baton's software gain.
+    /// `mixer: none` on a zone turns a board's hardware volume into Baton's software gain, and the
+    /// effective configuration says so: it left the mixer out, and read back the board's applied.
     @Test func mixerNoneMeansSoftwareGain() throws {
-        let zone = try load("boards-dir: \(boardsDirectory())\nzones:\n  living: {board: dacplus, mixer: none}\n")
-            .zones[0]
-        #expect(zone.mixer == nil)
+        let configuration = try load(
+            "boards-dir: \(boardsDirectory())\nzones:\n  living: {board: dacplus, mixer: none}\n")
+        #expect(configuration.zones[0].mixer == nil)
+        let json = String(decoding: try JSONEncoder().encode(configuration), as: UTF8.self)
+        let reread = try BatonConfiguration.parse(text: json, file: "effective.json", baseDirectory: "")
+        #expect(reread.zones[0].mixer == nil, "\(json)")
     }
 
     /// Zones sharing a board's device use software gain: the board's mixer control sets every

@@ -116,8 +116,13 @@ private let withGroups =
         #expect(ConfigSyntax.volume(text) == nil)
     }
 
-    /// Volumes format as whole percentages when they are, else as fractions, and read back exactly.
-    @Test(arguments: [(0.8, "80%"), (1.0, "100%"), (0.0, "0%"), (0.855, "0.855"), (0.125, "0.125"), (0.07, "7%")])
+    /// Volumes format as whole percentages when they are, else as fractions, else as the shortest
+    /// decimals that read back (`12.3%` is 0.12300000000000001, which was written out whole, too
+    /// long to read back: the effective configuration did not load), and read back exactly.
+    @Test(arguments: [
+        (0.8, "80%"), (1.0, "100%"), (0.0, "0%"), (0.855, "0.855"), (0.125, "0.125"), (0.07, "7%"),
+        (12.3 / 100, "12.3%"), (57.7 / 100, "57.7%"),
+    ])
     func formatsVolume(volume: Double, text: String) {
         #expect(ConfigSyntax.formatVolume(volume) == text)
         #expect(ConfigSyntax.volume(text) == volume)
