@@ -100,6 +100,12 @@ struct CrossSiteGuard: Sendable {
         return (host, parts.count == 2 ? String(parts[1]) : nil)
     }
 
+    /// Whether `address` is this machine's own (127.0.0.0/8, ::1, or 127.x mapped into IPv6).
+    static func isLoopback(_ address: String?) -> Bool {
+        guard let address else { return false }
+        return address == "::1" || address.hasPrefix("127.") || address.lowercased().hasPrefix("::ffff:127.")
+    }
+
     /// The refusal for `r`, or nil when it may go on.
     func refusal(_ r: HTTPRequest) -> HTTPResponse? {
         guard let hostHeader = r.headers["host"], let host = Self.split(authority: hostHeader) else {
@@ -109,9 +115,13 @@ struct CrossSiteGuard: Sendable {
             // Asked only on a miss: a request by a known name costs no system call.
             let now = names.union(machineNames?() ?? [])
             guard now.contains(host.host) else {
+                // The names (the host name, every interface's address: a VPN's, Docker's, a global
+                // IPv6) are told only to a client on this machine: anyone else who reaches the port,
+                // a rebinding page among them, learnt them without logging in.
+                let names = Self.isLoopback(r.remoteAddress) ? " (\(now.sorted().joined(separator: ", ")))" : ""
                 return Self.forbidden(
                     "host",
-                    "Host \"\(hostHeader)\" is not one of this API's names (\(now.sorted().joined(separator: ", "))); "
+                    "Host \"\(hostHeader)\" is not one of this API's names\(names); "
                         + "add it to api.allowed-hosts if the speaker is reached by that name")
             }
         }

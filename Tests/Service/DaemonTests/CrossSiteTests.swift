@@ -87,6 +87,24 @@ import Testing
         #expect(none.status == 403 || none.status == 400, "no Host header: \(none.status)")
     }
 
+    /// The refusal of a foreign Host names the API's names (the host name, every interface's
+    /// address) only to a client on this machine: anyone who reached the port learnt them.
+    @Test func theNamesAreToldOnlyToThisMachine() {
+        let guardian = CrossSiteGuard(names: ["speaker.lan", "10.8.0.5"])
+        for (peer, told) in [
+            ("192.168.1.20", false), ("::ffff:192.168.1.20", false), ("127.0.0.1", true), ("::1", true),
+        ] {
+            let refusal = guardian.refusal(
+                HTTPRequest(method: "GET", path: "/", headers: ["host": "evil.example"], remoteAddress: peer))
+            let text =
+                refusal.map { r in
+                    if case .bytes(let b) = r.body { String(decoding: b, as: UTF8.self) } else { "" }
+                } ?? ""
+            #expect(text.contains("api.allowed-hosts"), "\(peer): \(text)")
+            #expect(text.contains("10.8.0.5") == told, "\(peer): \(text)")
+        }
+    }
+
     /// The API's own names work: the loopback addresses, localhost, the machine's host name, and
     /// a same-origin POST from the page rings the doorbell (202).
     @Test func acceptsItsOwnNamesAndASameOriginPost() throws {
@@ -146,14 +164,17 @@ import Testing
 
     /// A speaker that gets its address (DHCP) or its name after batond started answers to it: the
     /// machine's names are asked again when a request's `Host` is not among those known, and a name
-    /// it still does not have is refused, the message listing the names it has now.
+    /// it still does not have is refused, the message listing the names it has now (to a client on
+    /// this machine).
     @Test func anAddressGainedAfterStartIsAnswered() {
         let machine = Mutex<Set<String>>(["speaker", "speaker.local"])
         let guardrail = CrossSiteGuard(
             names: ["localhost", "127.0.0.1", "::1", "speaker", "speaker.local"],
             machineNames: { machine.withLock { $0 } })
         func host(_ name: String) -> HTTPResponse? {
-            guardrail.refusal(HTTPRequest(method: "GET", path: "/", headers: ["host": name]))
+            // From this machine: the refusal lists the names it has (`theNamesAreToldOnlyToThisMachine`).
+            guardrail.refusal(
+                HTTPRequest(method: "GET", path: "/", headers: ["host": name], remoteAddress: "127.0.0.1"))
         }
         #expect(host("192.168.1.20:8470")?.status == 403)
         machine.withLock { $0 = ["speaker", "speaker.local", "192.168.1.20", "fd00::20"] }
