@@ -167,6 +167,14 @@ public struct API: Sendable {
         }
     }
 
+    /// The session cookie for session `id`, kept by the browser as long as the session is kept unused.
+    private func sessionCookie(_ id: String) -> (name: String, value: String) {
+        (
+            name: "Set-Cookie",
+            value: "\(Sessions.cookieName)=\(id); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(sessions.idleSeconds)"
+        )
+    }
+
     /// `/api/v1/session`: GET says whether a login is needed and, to a logged-in page, its CSRF
     /// secret; POST `{"token": …}` logs in (a session cookie); DELETE logs out.
     private func session(_ r: HTTPRequest, _ who: Caller) -> HTTPResponse {
@@ -181,7 +189,12 @@ public struct API: Sendable {
             switch who {
             case .open: return json(200, State(login: "none", authenticated: true))
             case .bearer: return json(200, State(login: "required", authenticated: true))
-            case .session(_, let csrf): return json(200, State(login: "required", authenticated: true, csrf: csrf))
+            case .session(let id, let csrf):
+                // The cookie again, its 30 days counted from now: set once at login, a phone used
+                // every day had to log in again 30 days after it did, not after 30 days unused.
+                var response = json(200, State(login: "required", authenticated: true, csrf: csrf))
+                response.headers.append(sessionCookie(id))
+                return response
             case .anonymous: return json(200, State(login: "required", authenticated: false))
             }
         case "POST":
@@ -201,12 +214,7 @@ public struct API: Sendable {
             }
             let s = sessions.open()
             var response = json(200, State(login: "required", authenticated: true, csrf: s.csrf))
-            response.headers.append(
-                (
-                    name: "Set-Cookie",
-                    value:
-                        "\(Sessions.cookieName)=\(s.id); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(sessions.idleSeconds)"
-                ))
+            response.headers.append(sessionCookie(s.id))
             return response
         case "DELETE":
             guard case .session(let id, let csrf) = who else {

@@ -110,7 +110,11 @@ import Testing
         #expect(!login.text.contains("s3cret-token"))
 
         #expect(try send("GET", "/api/v1/status", headers: ["Cookie: \(cookie)"]).status == 200)
-        #expect(try send("GET", "/api/v1/session", headers: ["Cookie: \(cookie)"]).text.contains(csrf))
+        let again = try send("GET", "/api/v1/session", headers: ["Cookie: \(cookie)"])
+        #expect(again.text.contains(csrf))
+        // The cookie again, its 30 days from now: set only at login, a phone used every day was
+        // logged out 30 days after it logged in.
+        #expect(again.headers["set-cookie"] == cookieHeader, "\(again.headers)")
         let noCSRF = try send("POST", "/api/v1/music/stop", headers: ["Cookie: \(cookie)"])
         #expect(noCSRF.status == 403)
         #expect(object(noCSRF)["rule"] == "csrf")
