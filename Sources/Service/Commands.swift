@@ -38,13 +38,26 @@ struct Commands: Sendable {
         case "music/stop": return try command(.stop, body)
         case _ where name.hasPrefix("music/queue/"):
             return try queue(String(name.dropFirst("music/queue/".count)), body)
-        case "call/start": return .accepted(Self.answer(try daemon.calls.start(reason: "requested through the API")))
-        case "call/end": return .done(["id": try daemon.calls.hangUp(), "command": "end"])
-        case "reload": return .reload(daemon.reload())
+        case "call/start":
+            try noFields(body)
+            return .accepted(Self.answer(try daemon.calls.start(reason: "requested through the API")))
+        case "call/end":
+            try noFields(body)
+            return .done(["id": try daemon.calls.hangUp(), "command": "end"])
+        case "reload":
+            try noFields(body)
+            return .reload(daemon.reload())
         case _ where name.hasPrefix("zones/") && name.hasSuffix("/volume"):
             return try volume(String(name.dropFirst("zones/".count).dropLast("/volume".count)), body)
         default: throw ControlError(.notFound, "no such command: \(name)")
         }
+    }
+
+    /// A command that takes no fields: an empty body or `{}` (`{"bogus": 1}` was carried out as
+    /// if it were).
+    private func noFields(_ body: [UInt8]) throws(ControlError) {
+        struct None: Decodable {}
+        _ = try JSONBody.command(None.self, body, keys: [])
     }
 
     private struct AnnounceBody: Decodable {

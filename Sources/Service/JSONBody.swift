@@ -36,6 +36,9 @@ enum JSONBody {
         if let unknown = names.sorted().first(where: { !keys.contains($0) }) {
             throw Problem(message: "unknown field \"\(unknown)\" (expected: \(keys.sorted().joined(separator: ", ")))")
         }
+        if let repeated = repeatedKey(in: body) {
+            throw Problem(message: "field \"\(repeated)\" is given more than once")
+        }
         do {
             return try decoder.decode(T.self, from: data)
         } catch let error as DecodingError {
@@ -43,6 +46,76 @@ enum JSONBody {
         } catch {
             throw Problem(message: "invalid request body")
         }
+    }
+
+    /// The first key the top-level object of `body` (valid JSON, an object) gives twice, as the
+    /// decoder reads keys (escapes decoded): `{"volume": 0.2, "volume": 5}` was decoded with one of
+    /// them, without a word.
+    static func repeatedKey(in body: [UInt8]) -> String? {
+        var seen: Set<String> = []
+        var depth = 0
+        var expectingKey = false
+        var i = 0
+        while i < body.count {
+            switch body[i] {
+            case UInt8(ascii: "\""):
+                let (text, end) = string(in: body, from: i)
+                if depth == 1 && expectingKey {
+                    if !seen.insert(text).inserted { return text }
+                    expectingKey = false
+                }
+                i = end
+                continue
+            case UInt8(ascii: "{"):
+                depth += 1
+                if depth == 1 { expectingKey = true }
+            case UInt8(ascii: "["): depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+            case UInt8(ascii: ","): if depth == 1 { expectingKey = true }
+            default: break
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    /// The JSON string starting at `start` (its opening quote), decoded, and the index after it.
+    private static func string(in b: [UInt8], from start: Int) -> (String, Int) {
+        var out: [UInt8] = []
+        var i = start + 1
+        func hex(_ at: Int) -> UInt32? {
+            guard at + 4 <= b.count, let text = String(validating: b[at..<at + 4], as: UTF8.self) else { return nil }
+            return UInt32(text, radix: 16)
+        }
+        while i < b.count && b[i] != UInt8(ascii: "\"") {
+            guard b[i] == UInt8(ascii: "\\"), i + 1 < b.count else {
+                out.append(b[i])
+                i += 1
+                continue
+            }
+            let escape = b[i + 1]
+            i += 2
+            switch escape {
+            case UInt8(ascii: "b"): out.append(8)
+            case UInt8(ascii: "f"): out.append(12)
+            case UInt8(ascii: "n"): out.append(10)
+            case UInt8(ascii: "r"): out.append(13)
+            case UInt8(ascii: "t"): out.append(9)
+            case UInt8(ascii: "u"):
+                guard var unit = hex(i) else { continue }
+                i += 4
+                // A surrogate pair: the high half and, escaped after it, the low.
+                if (0xD800..<0xDC00).contains(unit), i + 1 < b.count, b[i] == UInt8(ascii: "\\"),
+                    b[i + 1] == UInt8(ascii: "u"), let low = hex(i + 2), (0xDC00..<0xE000).contains(low)
+                {
+                    unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                    i += 6
+                }
+                out.append(contentsOf: Array(String(Unicode.Scalar(unit).map(Character.init) ?? "\u{FFFD}").utf8))
+            default: out.append(escape)
+            }
+        }
+        return (String(decoding: out, as: UTF8.self), i + 1)
     }
 
     private static func describe(_ error: DecodingError) -> String {

@@ -175,6 +175,18 @@ import Testing
         t.stop()
     }
 
+    /// A key given twice is found in the body's own object only, as the decoder reads keys: not in
+    /// nested objects, not in strings, escapes and surrogate pairs decoded.
+    @Test func aRepeatedKeyIsFoundAtTheTopOnly() {
+        func repeated(_ text: String) -> String? { JSONBody.repeatedKey(in: Array(text.utf8)) }
+        #expect(repeated(#"{"songs": [{"id": "a"}, {"id": "b"}], "next": true}"#) == nil)
+        #expect(repeated(#"{"text": "a, \"text\": {[", "voice": "en"}"#) == nil)
+        #expect(repeated(#"{"text": "x", "te\u0078t": "y"}"#) == "text")
+        #expect(repeated(#"{"\ud83d\udd14": 1, "🔔": 2}"#) == "🔔")
+        #expect(repeated(#"{"a": {"b": 1, "b": 2}, "c": 3}"#) == nil, "nested: not the command's own fields")
+        #expect(repeated("{}") == nil)
+    }
+
     /// Bad requests get a 4xx JSON error naming the problem, and the daemon keeps serving.
     @Test(
         arguments: [
@@ -198,6 +210,18 @@ import Testing
             ("GET", "/api/v1/announce", nil, 405, "not allowed"),
             ("GET", "/api/v1/nothing", nil, 404, "no such endpoint"),
             ("POST", "/api/v1/music/pause", #"{"id": "music-99"}"#, 404, "no source \"music-99\""),
+            // Given twice, one value was kept without a word; a body where none is taken was ignored.
+            (
+                "POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.2, "volume": 5}"#, 400,
+                "field \"volume\" is given more than once"
+            ),
+            (
+                "POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.2, "vol\u0075me": 0.3}"#, 400,
+                "field \"volume\" is given more than once"
+            ),
+            ("POST", "/api/v1/reload", #"{"bogus": 1}"#, 400, "unknown field \"bogus\""),
+            ("POST", "/api/v1/call/end", "hang up", 400, "malformed JSON"),
+            ("GET", "/api/v1/events/recent?after=1&after=9", nil, 400, "query parameter after is given more than once"),
         ] as [(String, String, String?, Int, String)])
     func badRequestsGetClearErrors(method: String, path: String, body: String?, status: Int, message: String) throws {
         let t = try TestDaemon()

@@ -41,7 +41,10 @@ struct RequestTarget: Equatable {
             else {
                 throw Invalid(message: "query is not valid percent-encoded UTF-8")
             }
-            query[name] = value
+            // One value per name: `?after=1&after=9` kept the last without a word.
+            guard query.updateValue(value, forKey: name) == nil else {
+                throw Invalid(message: "query parameter \(name) is given more than once")
+            }
         }
     }
 
