@@ -31,6 +31,37 @@ struct HTTPServerTests {
         #expect(response.text == "GET /hello ? from 127.0.0.1 x-test=yes body=")
     }
 
+    /// A connection the server accepted gives up on a client that stops acknowledging after 45 s
+    /// (`TCP_USER_TIMEOUT`, from the listening socket): a phone gone from the Wi-Fi held its event
+    /// stream's thread about 15 minutes. Read from the accepted socket itself, found among this
+    /// process's descriptors by its ports.
+    @Test func anAcceptedConnectionGivesUpOnASilentClient() throws {
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, handler: Self.echo)
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        func port(_ fd: Int32, peer: Bool) -> Int? {
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let r = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    peer ? getpeername(fd, $0, &length) : getsockname(fd, $0, &length)
+                }
+            }
+            guard r == 0, address.sin_family == sa_family_t(AF_INET) else { return nil }
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
+        let accepted = (0..<4096).first { fd in
+            port(Int32(fd), peer: false) == server.port && port(Int32(fd), peer: true) != nil
+        }
+        let fd = try #require(accepted.map(Int32.init), "the accepted socket")
+        var timeout: UInt32 = 0
+        var length = socklen_t(MemoryLayout<UInt32>.size)
+        #expect(getsockopt(fd, Int32(IPPROTO_TCP), TCP_USER_TIMEOUT, &timeout, &length) == 0)
+        #expect(timeout == 45_000)
+    }
+
     /// A TCP connection to 127.0.0.1:`port` from the loopback address `source` (127.0.0.x), or -1.
     static func connect(from source: String, to port: Int) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

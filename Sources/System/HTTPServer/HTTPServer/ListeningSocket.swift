@@ -9,6 +9,9 @@ struct ListeningSocket {
     let boundPort: Int
     /// `host:port` as asked, IPv6 in brackets, for messages.
     let displayAddress: String
+    /// How long what is sent to a client may go unacknowledged before its connection is dropped
+    /// (`TCP_USER_TIMEOUT`): three of an event stream's 15 s keep-alives.
+    static let unacknowledgedMilliseconds = 45_000
 
     init(host: String, port: Int, connectionLimit: Int) throws(HTTPServerError) {
         var bare = host
@@ -64,6 +67,16 @@ struct ListeningSocket {
                 setsockopt(socketFD, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &only, socklen_t(MemoryLayout<Int32>.size)) == 0
             else { throw fail() }
         }
+        // A client that vanished without a word (a phone off the Wi-Fi): what is sent to it (an
+        // event stream's keep-alives) goes unacknowledged, and after this long the connection is
+        // dropped; it held a connection thread and one of the client's slots for about 15 minutes,
+        // until TCP's retransmissions gave up. The accepted sockets inherit it from this one.
+        var userTimeout = UInt32(Self.unacknowledgedMilliseconds)
+        guard
+            setsockopt(
+                socketFD, Int32(IPPROTO_TCP), TCP_USER_TIMEOUT, &userTimeout, socklen_t(MemoryLayout<UInt32>.size))
+                == 0
+        else { throw fail() }
         let bound = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) }
         }
