@@ -109,10 +109,12 @@ public enum Service {
                 maxBodyBytes: config.api.maxBody, limits: limits
             ) { api.handle($0) }
         } catch {
-            logger.error("control API: \(error)")
+            // Not 1 (a configuration that cannot work: systemd does not restart it): the address
+            // may come later (DHCP at boot), the port may be freed, and systemd starts it again.
+            logger.error("control API: \(error); exiting with status 3 (to be started again)")
             triggers.stop()
             daemon.stop()
-            return 1
+            return 3
         }
         logger.info(
             "control API on http://\(config.api.listen.host):\(server.port)/ (web app), /api/v1/...\(token == nil ? "" : " (bearer token required)")"

@@ -81,8 +81,23 @@ public final class ExternalSourceServer: @unchecked Sendable {
             close(fd)
             throw SetupError(description: "cannot listen on \(path): \(String(cString: strerror(e)))")
         }
-        chmod(path, 0o660)
-        if let g = getgrnam(group) { chown(path, getuid(), g.pointee.gr_gid) }
+        // Said when it fails (a system-call filter without chown, no such group): the socket was
+        // left to batond's own group, every program of the players' group refused, and the log
+        // said only that it listened.
+        if chmod(path, 0o660) != 0 {
+            logger.warning("external sources: cannot make \(path) 0660: \(String(cString: strerror(errno)))")
+        }
+        if let g = getgrnam(group) {
+            if chown(path, getuid(), g.pointee.gr_gid) != 0 {
+                logger.warning(
+                    "external sources: cannot give \(path) to group \(group): \(String(cString: strerror(errno))); "
+                        + "only programs in batond's own group can play through it")
+            }
+        } else {
+            logger.warning(
+                "external sources: there is no group \(group): only programs in batond's own group can play through \(path)"
+            )
+        }
         listener = fd
         running.store(true, ordering: .releasing)
         thread = OSThread.start(name: "external-accept") { [self] in acceptLoop(fd) }
