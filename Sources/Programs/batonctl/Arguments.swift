@@ -62,9 +62,18 @@ struct Arguments {
     /// `-5` or `-0.5` is a value, not an option (so `volume kitchen -1` reports a range error).
     private static func isNumber(_ word: String) -> Bool { Double(word) != nil }
 
-    /// A comma-separated list option (`--zones a,b`), without empty items; nil when absent.
-    func list(_ name: String) -> [String]? {
-        values[name].map { $0.split(separator: ",").map { $0.trimmed }.filter { !$0.isEmpty } }
+    /// A comma-separated list option (`--zones a,b`), without empty items; nil when absent. Given
+    /// with nothing in it (`--zones "$ZONE"` with `$ZONE` empty, `--zones ,`) it is a usage error:
+    /// sent as an empty list, batond took it for every zone — a doorbell meant for one room rang in
+    /// the bedrooms.
+    func list(_ name: String, command: String) throws(Failure) -> [String]? {
+        guard let text = values[name] else { return nil }
+        let items = text.split(separator: ",").map { $0.trimmed }.filter { !$0.isEmpty }
+        guard !items.isEmpty else {
+            throw .usage(
+                "--\(name) \"\(text)\": give at least one name (leave --\(name) out for its default)", command: command)
+        }
+        return items
     }
 
     /// A whole-number option within `range`; nil when absent.

@@ -17,7 +17,7 @@ enum PlaybackCommands {
         run: { invocation throws(Failure) in
             let a = invocation.arguments
             let body = PlayBody(
-                sound: a.positionals[0], zones: a.list("zones"),
+                sound: a.positionals[0], zones: try a.list("zones", command: "announce"),
                 volume: try a["volume"].map { v throws(Failure) in
                     try Volume.parse(v, what: "--volume", command: "announce")
                 })
@@ -48,7 +48,7 @@ enum PlaybackCommands {
                 var volume: Double?
             }
             let body = SayBody(
-                text: a.positionals[0], voice: a["voice"], zones: a.list("zones"),
+                text: a.positionals[0], voice: a["voice"], zones: try a.list("zones", command: "say"),
                 volume: try a["volume"].map { v throws(Failure) in try Volume.parse(v, what: "--volume", command: "say")
                 })
             printOutcome(try invocation.client.post("/api/v1/announce", body), invocation)
@@ -91,16 +91,14 @@ enum PlaybackCommands {
                         : "give only one of SOUND, --album, --playlist, --songs, --search, --random (got \(given.joined(separator: ", ")))",
                     command: "play")
             }
-            if let songs = a.list("songs"), songs.isEmpty {
-                throw .usage("--songs needs at least one id", command: "play")
-            }
+            let songs = try a.list("songs", command: "play")
             let body = PlayBody(
-                sound: a.positionals.first, zones: a.list("zones"),
+                sound: a.positionals.first, zones: try a.list("zones", command: "play"),
                 volume: try a["volume"].map { v throws(Failure) in
                     try Volume.parse(v, what: "--volume", command: "play")
                 },
                 loop: a.has("loop") ? true : nil,
-                album: a["album"], playlist: a["playlist"], songs: a.list("songs"), search: a["search"],
+                album: a["album"], playlist: a["playlist"], songs: songs, search: a["search"],
                 random: try a.integer("random", in: 1...10_000, command: "play"))
             printOutcome(try invocation.client.post("/api/v1/music/play", body), invocation)
         })

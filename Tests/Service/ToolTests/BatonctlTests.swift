@@ -175,6 +175,10 @@ import Testing
         (["frobnicate"], "unknown command \"frobnicate\""),
         ([], "no command given"),
         (["--url", "https://speaker:8470", "status"], "only http://"),
+        // An empty list was sent as [] and rang every zone.
+        (["announce", "doorbell", "--zones", ""], "--zones \"\": give at least one name"),
+        (["say", "hello", "--zones", " , "], "give at least one name"),
+        (["play", "--songs", ","], "--songs \",\": give at least one name"),
     ])
     func usageErrorsExit2(arguments: [String], message: String) throws {
         let port = try FreePort.next()
