@@ -68,6 +68,8 @@ package final class Persistence: Sendable {
         /// Counts `keep(queue:)`: a state computed before a source kept its queue does not put an
         /// older queue back (`record`).
         var kept = 0
+        /// Why nothing may be written (the file could not be read at start), or nil.
+        var held: String?
     }
     fileprivate let state = Mutex<Kept>(Kept())
     /// The server's queue at start, asked in the background (`restore`): being asked, kept as the
@@ -112,6 +114,9 @@ package final class Persistence: Sendable {
         self.clock = clock
     }
 
+    /// Writes nothing from now on, for `why` (said as the write's failure).
+    private func holdWrites(_ why: String) { state.withLock { $0.held = why } }
+
     /// The state as last computed (the saved queue `music/resume` plays).
     package var saved: SavedState { state.withLock { $0.saved } }
 
@@ -131,7 +136,25 @@ package final class Persistence: Sendable {
     package func restore(
         _ zones: ZoneTable, serverQueue: @escaping @Sendable () -> Result<SavedQueue?, any Error>
     ) {
-        switch store.loadParts() {
+        var loaded = store.loadParts()
+        // A read the system refused may be passing (too many open files, an interrupted read).
+        for _ in 0..<2 {
+            guard case .failure(let failure) = loaded, failure.unreadable else { break }
+            usleep(100_000)
+            loaded = store.loadParts()
+        }
+        switch loaded {
+        case .failure(let failure) where failure.unreadable:
+            // Not damage (a file made root's, an I/O error): left as it is and not written over
+            // this run, so nothing it holds is lost; set aside, the next save wrote the defaults
+            // in its place.
+            let why =
+                "\(failure); it is left as it is and not written over: batond starts without it "
+                + "and saves nothing until it is restarted with the file readable"
+            holdWrites(why)
+            logger.error("state: \(why)")
+            events.publish(type: .stateError, reason: why)
+            askServer(serverQueue)
         case .failure(let failure):
             // Kept for a person to read (the first save wrote over it), and the server's queue
             // asked for as with no file.
@@ -416,7 +439,9 @@ package final class Persistence: Sendable {
             return (s.saved, s.written)
         }
         guard let target else { return nil }
-        let result = store.save(target.state)
+        let held = state.withLock { $0.held }
+        let result =
+            held.map { Result<Void, StateStore.Failure>.failure(.init(description: $0)) } ?? store.save(target.state)
         let failed = if case .failure = result { true } else { false }
         let (wasFailing, wasSlow) = state.withLock { s in
             defer {
@@ -429,7 +454,8 @@ package final class Persistence: Sendable {
         }
         switch result {
         case .failure(let failure):
-            if !wasFailing {
+            // (Held: said once at the start, with why.)
+            if !wasFailing && held == nil {
                 logger.error(
                     "state: \(failure); volumes and the queue are kept in memory and saved again once it works")
                 events.publish(type: .stateError, reason: failure.description)

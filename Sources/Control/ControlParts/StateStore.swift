@@ -115,6 +115,8 @@ package struct StateStore: Sendable {
 
     package struct Failure: Error, CustomStringConvertible {
         package let description: String
+        /// The system would not read it (EACCES, EIO, …): not damage, and not to be set aside.
+        package var unreadable = false
     }
 
     /// The saved state; nil when there is none yet. A file that cannot be read or parsed is a
@@ -133,7 +135,9 @@ package struct StateStore: Sendable {
         case .failure(let error) where error.code == 0:  // not the system's: a size limit
             return .failure(Failure(description: error.description))
         case .failure(let error):
-            return .failure(Failure(description: "\(path): cannot read: \(String(cString: strerror(error.code)))"))
+            return .failure(
+                Failure(description: "\(path): cannot read: \(String(cString: strerror(error.code)))", unreadable: true)
+            )
         case .success(let bytes?):
             do {
                 let read = try JSONDecoder().decode(ReadState.self, from: Data(bytes))
@@ -165,8 +169,12 @@ package struct StateStore: Sendable {
     /// new path, or nil when it could not be moved.
     package func setAside() -> String? {
         guard let path else { return nil }
-        let aside = path + ".damaged"
-        return rename(path, aside) == 0 ? aside : nil
+        // Never over an earlier one (`state.json.damaged`, then `.damaged.2`, …): what it held was lost.
+        let aside = (1...99).lazy.map { $0 == 1 ? path + ".damaged" : path + ".damaged.\($0)" }
+            .first { access($0, F_OK) != 0 }
+        guard let aside, rename(path, aside) == 0 else { return nil }
+        FileIO.syncDirectory(of: path)
+        return aside
     }
 
     /// Writes `state` atomically, creating the directory when missing.

@@ -60,8 +60,21 @@ public enum FileIO {
             shared ? "\(path).tmp-\(getpid())-\(temporaries.add(1, ordering: .relaxed).newValue)" : path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         guard fd >= 0 else { return .failure(failure(temporary, "cannot write")) }
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        var code = errno
+        // Whole, or an error: a short write (a full disk takes what fits) is tried on; one that
+        // takes nothing says ENOSPC (errno was not set, and the message read "Success").
+        var written = 0
+        var code: Int32 = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+            if n > 0 {
+                written += n
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                code = n < 0 ? errno : ENOSPC
+                break
+            }
+        }
         let synced = written == bytes.count && fsync(fd) == 0
         if written == bytes.count { code = errno }
         close(fd)
@@ -73,7 +86,20 @@ public enum FileIO {
                     description: "\(temporary): write failed: \(String(cString: strerror(code)))"))
         }
         guard rename(temporary, path) == 0 else { return .failure(failure(path, "cannot replace")) }
+        // The rename is on disk once its directory is: without this a power cut within the file
+        // system's commit interval could bring the old file back.
+        syncDirectory(of: path)
         return .success(())
+    }
+
+    /// fsyncs the directory holding `path` (its entries: a rename, a new file). Failures are
+    /// ignored: the file itself is written.
+    public static func syncDirectory(of path: String) {
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) }.map { $0.isEmpty ? "/" : $0 } ?? "."
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
     }
 
     /// Numbers the temporary files of `writeAtomically`.

@@ -178,6 +178,38 @@ import Testing
         #expect((try? FileIO.read(dir + "/state.json.damaged").get()) == damaged)
     }
 
+    /// A state file the system will not read (here a link to itself, ELOOP; on a speaker a file
+    /// made root's, an I/O error) is not damage: it is left as it is and written over by nothing —
+    /// not by the volume changed meanwhile, not by the stop's last save. It was set aside as
+    /// damaged, and the next save wrote the defaults in its place.
+    @Test func aStateFileTheSystemWillNotReadIsLeftAsItIs() throws {
+        let dir = TestDirectory.make("unreadable")
+        #expect(symlink("state.json", dir + "/state.json") == 0)
+        let t = try TestDaemon(stateDir: dir)
+        defer { t.stop() }
+        let error = try #require(t.waitForEvent("state-error", seconds: 5))
+        #expect(error.reason?.contains("it is left as it is and not written over") == true, "\(error.reason ?? "")")
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.5}"#).status == 200)
+        t.stop()  // its last save comes before it returns
+        var info = stat()
+        #expect(lstat(dir + "/state.json", &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK, "still the link")
+        #expect(access(dir + "/state.json.damaged", F_OK) != 0, "not set aside")
+    }
+
+    /// A damaged file is set aside beside one set aside before, not over it (`.damaged.2`).
+    @Test func aDamagedFileIsNotSetAsideOverAnEarlierOne() throws {
+        let dir = TestDirectory.make("twicedamaged")
+        let earlier = Array("an earlier one".utf8)
+        HostileInputTests.write(earlier, to: dir + "/state.json.damaged")
+        HostileInputTests.write(Array("not json".utf8), to: dir + "/state.json")
+        let t = try TestDaemon(stateDir: dir)
+        defer { t.stop() }
+        let error = try #require(t.waitForEvent("state-error", seconds: 5))
+        #expect(error.reason?.hasSuffix("kept as \(dir)/state.json.damaged.2") == true, "\(error.reason ?? "")")
+        #expect((try? FileIO.read(dir + "/state.json.damaged").get()) == earlier)
+        #expect((try? FileIO.read(dir + "/state.json.damaged.2").get()) == Array("not json".utf8))
+    }
+
     /// A state file with values that cannot be read — a queue that is a number, a volume that is a
     /// word — loses only those: the other volumes are restored (the whole file was set aside, and
     /// every zone started at its configured volume), the error names what was dropped, and the
