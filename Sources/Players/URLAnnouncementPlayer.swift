@@ -236,14 +236,18 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
     /// The player thread: the network thread, the decoder, then the rings.
     private func run() {
         let network = OSThread.start { [self] in fetch() }
-        let outputs = decodeAll()
+        let decoded = decodeAll()
         buffer.cancel()
         network.join()
+        // The slots given, whether or not the decoder saw them: a stop between the grant and its
+        // look left them to this thread, which released none of them (a slot a zone, until a restart).
+        let outputs = shared.withLock { $0.outputs } ?? decoded
+        // Finished before `ended` says so: once it does, a stop releases them at once, and one
+        // finished after that could be the next source's (its end of stream marked: cut short).
+        for t in outputs { t.slot.finish() }
         if ended.exchange(true, ordering: .acquiringAndReleasing) {
             // stop() came first and left the slots to this thread.
             for t in outputs { t.mixer.release(t.slot) }
-        } else {
-            for t in outputs { t.slot.finish() }
         }
         shared.withLock { $0.finished = true }
         changed()
@@ -296,6 +300,10 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
             }
             if !isCancelled, let damage = decoder.damage {
                 report(.damaged("\(shownURL): damaged audio: \(damage); it played on"))
+            }
+            // A header and no audio (a WAV whose data is empty) "played" in silence, unsaid.
+            if !isCancelled, (renderer.framesDelivered.first ?? 0) == 0 {
+                endEarly("\(shownURL): it holds no audio (0 frames)")
             }
         } catch {
             // Cut by `tick` (it waited too long), which said why: `endEarly` keeps the first.

@@ -193,14 +193,19 @@ public final class SoundLibrary: Sendable {
         for ext in Self.extensions {
             let path = "\(directory)/\(name).\(ext)"
             guard let bytes = try Self.readFile(path) else { continue }
+            let decoded: DecodedPCM
             switch ext {
             case "wav":
-                return try WAVFile.decode(bytes, name: path, limit: Self.limit)
+                decoded = try WAVFile.decode(bytes, name: path, limit: Self.limit)
             default:
-                do { return try OggOpusFile.decode(bytes, name: path, limit: Self.limit) } catch {
+                do { decoded = try OggOpusFile.decode(bytes, name: path, limit: Self.limit) } catch {
                     throw MediaError(file: path, problem: error.message)
                 }
             }
+            // A header and no audio (a data chunk of 0, or shorter than a frame) "played" in
+            // silence: the request answered `playing`, music was interrupted, and nothing said why.
+            guard decoded.frames > 0 else { throw MediaError(file: path, problem: "it holds no audio (0 frames)") }
+            return decoded
         }
         throw MediaError(file: name, problem: "unknown sound (no \(name).wav or \(name).opus in \(directory))")
     }

@@ -151,6 +151,26 @@ import Testing
         #expect(error.seq < played.seq)
     }
 
+    /// A WAV with a header and no audio is said (`stream-error`: it holds no audio) before its
+    /// source ends: it "played to its end" in silence, and nothing said why nothing was heard.
+    @Test func aURLWithNoAudioIsSaid() throws {
+        func le(_ value: Int, _ bytes: Int) -> [UInt8] {
+            (0..<bytes).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+        }
+        let header =
+            Array("RIFF".utf8) + le(36, 4) + Array("WAVEfmt ".utf8) + le(16, 4) + le(1, 2) + le(2, 2)
+            + le(48_000, 4) + le(192_000, 4) + le(4, 2) + le(16, 2) + Array("data".utf8) + le(0, 4)
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        server.route("/silent.wav", .init(contentType: "audio/wav", body: header, seconds: 0, chunks: 1))
+        let t = try TestDaemon(zones: [("kitchen", 48_000, nil)], announce: Self.allowLoopback)
+        defer { t.stop() }
+        let url = server.url("/silent.wav")
+        let id = try #require(try t.json("POST", "/api/v1/announce", #"{"url": "\#(url)"}"#).object["id"])
+        let error = try #require(t.waitForEvent("stream-error", source: id), "no stream-error for the empty audio")
+        #expect(error.reason == "\(url): it holds no audio (0 frames)", "\(error.reason ?? "")")
+    }
+
     /// Every bad URL is a clear error naming its cause, and the daemon plays on: a host not in
     /// `announce.allow-url-hosts` (403 naming the key), a 404, a file larger than `max-bytes` by its
     /// Content-Length (at once, however late its body), bytes that are no audio, a server that is not
