@@ -28,10 +28,16 @@ struct APIConnection {
         return Response(status: head.status, headers: head.headers, body: bytes)
     }
 
+    /// How long a stream may bring nothing, not even a keep-alive, before it is taken as lost.
+    static let streamSilenceSeconds = 45
+
     /// Sends a GET and hands each piece of the body to `onBytes` as it arrives, until the server ends
     /// it or `onBytes` returns false. A non-2xx answer is read whole and returned instead.
     func stream(_ path: String, accept: String, onBytes: ([UInt8]) -> Bool) throws(ConnectionError) -> Response? {
-        let (connection, head) = try open("GET", path, body: nil, accept: accept, readTimeout: 0)
+        // Not for ever: batond sends a keep-alive every 15 s, so a stream silent for three of them
+        // is a speaker gone (power, network); `events --follow` waited on it without end.
+        let (connection, head) = try open(
+            "GET", path, body: nil, accept: accept, readTimeout: Self.streamSilenceSeconds)
         var reader = BodyReader(connection: connection, head: head, method: "GET")
         if !(200..<300).contains(head.status) {
             var bytes: [UInt8] = []

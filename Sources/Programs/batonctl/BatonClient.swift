@@ -28,11 +28,21 @@ struct BatonClient {
     /// stream ends or `onEvent` returns false.
     func events(_ path: String, onEvent: (EventStreamReader) -> Bool) throws(Failure) {
         var parser = ServerSentEventParser()
-        let failed = try exchange { () throws(ConnectionError) in
-            try http.stream(path, accept: "text/event-stream") { bytes in
+        let failed: APIConnection.Response?
+        do {
+            failed = try http.stream(path, accept: "text/event-stream") { bytes in
                 for event in parser.feed(bytes) { if !onEvent(event) { return false } }
                 return true
             }
+        } catch .timedOut {
+            throw .unreachable(
+                address,
+                "nothing from it for \(APIConnection.streamSilenceSeconds) s, not even a keep-alive (it sends one every 15 s): "
+                    + "the speaker or the network is gone")
+        } catch .refused {
+            throw .notRunning(address)
+        } catch {
+            throw .unreachable(address, error.text)
         }
         if let failed { _ = try check(failed, path: path) }
     }
