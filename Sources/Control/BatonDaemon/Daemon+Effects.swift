@@ -223,8 +223,12 @@ extension Daemon {
             if slot.targetGain != gain { slot.setGain(gain, overFrames: ramps["\(p.id)/\(part.zone)"]) }
             slot.setAtVolumeZero(playsAtVolumeZero(p, zone: part.zone, s))
             let held = p.sourceClass == .music && isHeld(in: part.zone, p, s)
-            // A hold is counted from its start, or from a play asked during it (`endHold`).
-            if held && (p.heldSince == nil || (audible && p.audible == false)) { p.heldSince = .now }
+            // A hold is counted from its start, or from a play the user asked during it (paused
+            // before: `holdEnds`) — not from an interruption's end (a doorbell while the speakers
+            // were away started the count again, and music held all night came back at dawn).
+            if held && (p.heldSince == nil || (audible && p.audible == false && p.arbiterState == .paused)) {
+                p.heldSince = .now
+            }
             let pause = !audible || held
             if pause != slot.isPauseRequested {
                 if pause { slot.pause() } else { slot.resume() }

@@ -245,6 +245,47 @@ import Testing
         #expect(waitUntil(seconds: 5) { source()?.state == "playing" }, "\(String(describing: source()))")
     }
 
+    /// A hold is counted from its start, not from the end of an interruption during it: a 2.5 s
+    /// bell over the music, the server stopped as it begins and started again 4.3 s later (the
+    /// zone reconnects at its next try, 5.1 s after the stop), resume-within 4 s: the hold lasted
+    /// longer than that, and the music ends paused. Counted from the bell's end (the arbiter made
+    /// the music audible again), it lasted about 2.6 s, and the music played on.
+    @Test func anInterruptionDuringAHoldDoesNotStartItsCountAgain() throws {
+        let server = try SnapcastServer(bufferMilliseconds: 300)
+        defer { server.stop() }
+        var policy = PolicyConfig.default
+        let music = try #require(policy.classes.firstIndex { $0.name == "music" })
+        policy.classes[music].resumeWithin = .seconds(4)
+        let snapcast = SnapcastConfig(
+            source: .tcp(host: "127.0.0.1", port: server.sourcePort), stream: server.stream,
+            buffer: .milliseconds(300))
+        let daemon = Self.daemon(snapcast, name: "heldbell", policy: policy) { sounds in
+            Self.toneAndBell(sounds)
+            WAVWriter.write(
+                Signals.sine(frequency: 1000, rate: 48_000, frames: 120_000, channels: 2), rate: 48_000, channels: 2,
+                to: "\(sounds)/longbell.wav")
+        }
+        defer { daemon.stop() }
+        let device = try #require(daemon.output("upstairs")?.device)
+        try #require(waitUntil(seconds: 10) { device.snapshot().available }, "the zone never connected")
+        let id = try daemon.announcer.playMusic(sound: "tone", zones: ["upstairs"], loop: true).id
+        let source = { daemon.status().sources.first { $0.id == id } }
+        try #require(waitUntil(seconds: 5) { (source()?.positionSeconds ?? 0) > 0.5 })
+        _ = try daemon.announcer.announce(sound: "longbell", zones: ["upstairs"], volume: 1)
+        try #require(waitUntil(seconds: 5) { source()?.state == "interrupted" }, "\(String(describing: source()))")
+        server.stop()
+        let stopped = ContinuousClock.now
+        let bellEnded = try #require(Self.first("interruption-ended", of: daemon, seconds: 5), "the bell ends")
+        #expect(bellEnded.shouldResume == true, "\(bellEnded)")
+        let wait = Duration.milliseconds(4_300) - stopped.duration(to: .now)
+        usleep(UInt32(max(0, wait.wholeNanoseconds / 1_000)))
+        try server.start()
+        try #require(waitUntil(seconds: 10) { device.snapshot().available }, "the zone did not come back")
+        let ended = try #require(Self.first("hold-ended", of: daemon))
+        #expect(ended.source == id && ended.shouldResume == false, "\(ended)")
+        #expect(waitUntil(seconds: 5) { source()?.state == "paused" }, "\(String(describing: source()))")
+    }
+
     /// A Snapcast zone whose server is away is never left behind by a source that plays on in
     /// another zone: it takes its frames on, unheard (its clock runs), so waiting for it holds no
     /// one and dropping its frames would only empty its ring. (Counted with its server's 1 s buffer,
