@@ -127,7 +127,9 @@ extension DeviceOutput {
             publishingCounters {
                 framesPlayed.add(periods * period, ordering: .sequentiallyConsistent)
                 recordDelay(measured, of: pcm, bufferFrames: bufferFrames)
-                delayMeasuredAt.store(moves ? monotonicNanoseconds() : 0, ordering: .sequentiallyConsistent)
+                // Not measured: not moved on from a stale measure either.
+                delayMeasuredAt.store(
+                    moves && measured != nil ? monotonicNanoseconds() : 0, ordering: .sequentiallyConsistent)
             }
             // What the sink holds (a `file` PCM's hidden delay comes after it, what is still to be
             // written before it).

@@ -150,7 +150,15 @@ extension DeviceOutput {
     /// writes began, after it had been full: it nearly ran dry), and the rate estimate (from a
     /// device that paces, not a `file` PCM). In `publishingCounters`.
     func recordDelay<Sink: PeriodSink>(_ delay: Int?, of pcm: Sink, bufferFrames: Int) {
-        guard let delay else { return }
+        guard let delay else {
+            // Not known (the card stopped or was suspended just after the write: -EPIPE,
+            // -ESTRPIPE): what was sent since the last measure counts as not played yet, so the
+            // audible frame stays where it was measured. Left as it was, the frames counted as
+            // played this cycle moved the audible frame (and positions) on by up to a buffer.
+            let since = max(0, history.sent - playedAtLastMeasure)
+            delayFrames.store(since + pcm.hiddenDelayFrames + history.pending, ordering: .sequentiallyConsistent)
+            return
+        }
         playedAtLastMeasure = history.sent - delay
         // What `deliver` left pending is not in the device yet: not heard either.
         delayFrames.store(delay + pcm.hiddenDelayFrames + history.pending, ordering: .sequentiallyConsistent)
