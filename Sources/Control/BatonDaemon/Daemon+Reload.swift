@@ -134,6 +134,7 @@ extension Daemon {
         for d in stopped { d.stop() }
         if report.policyChanged { state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) } }
         for zone in table.zones { if let volume = carried[zone.name] { zone.mixer.setInitialVolume(Float(volume)) } }
+        parts.volumes.forget(report.zonesRemoved)
         parts.volumes.open(table.zones.filter { (report.zonesAdded + report.zonesChanged).contains($0.name) })
         for d in started {
             d.start(logger, connection: parts.snapcast.connectionObserver(for: d)) { [monitor] in monitor.wake() }

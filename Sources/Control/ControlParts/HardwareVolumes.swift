@@ -21,11 +21,23 @@ package final class HardwareVolumes: Sendable {
     /// Control thread, before or right after the zones start.
     package func open(_ zones: [ZoneHandle]) {
         for zone in zones {
-            guard let control = zone.config.mixer else {
+            let device = zone.config.mixer.map { _ in MixerControl.device(forPCM: zone.pcm) }
+            // A control a reload no longer uses (`mixer: none`, or another control) goes back to
+            // full: left at the zone's last volume, it stayed under the software gain that now
+            // carries that volume — 30 % of 30 %, while the status said 30 %.
+            let previous = controls.withLock { $0[zone.name] }
+            if let previous, previous.control.control != zone.config.mixer || previous.control.device != device {
+                controls.withLock { _ = $0.removeValue(forKey: zone.name) }
+                let full = (try? previous.control.setVolume(1)) != nil
+                logger.info(
+                    "zone \(zone.name): hardware volume \"\(previous.control.control)\" on \(previous.control.device) "
+                        + (full
+                            ? "no longer used: set back to 100%" : "no longer used, and could not be set back to 100%"))
+            }
+            guard let control = zone.config.mixer, let device else {
                 controls.withLock { _ = $0.removeValue(forKey: zone.name) }
                 continue
             }
-            let device = MixerControl.device(forPCM: zone.pcm)
             do {
                 let mixer = try MixerControl(device: device, control: control)
                 let volume = Double(zone.mixer.volume)
@@ -45,6 +57,12 @@ package final class HardwareVolumes: Sendable {
                 )
             }
         }
+    }
+
+    /// Closes the controls of zones a reload removed (they were kept open until a restart). Their
+    /// level is left as it is: the card is no longer Baton's to set.
+    package func forget(_ names: [String]) {
+        controls.withLock { for name in names { $0.removeValue(forKey: name) } }
     }
 
     /// The zone's user volume (0...1): the hardware control's when it has one.
