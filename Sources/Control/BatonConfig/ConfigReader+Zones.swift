@@ -122,10 +122,23 @@ extension ConfigReader {
                 report(
                     zone.values["channels"]?.value.mark, path.appending("channels"),
                     "\(count) is more than board \"\(profile.id)\" has (\(profile.channels) channels)")
+            } else if let profile, count < profile.channels, pcm == profile.pcm {
+                // The board's `hw:` device takes its own channel count only: the zone was refused
+                // at every open, unavailable, where this could say so at load.
+                report(
+                    zone.values["channels"]?.value.mark, path.appending("channels"),
+                    "board \"\(profile.id)\"'s device \(profile.pcm) takes \(profile.channels) channels, not \(count) "
+                        + "(to drive some of them, list them: channels: [left])")
             }
         case .list(let list)?:
             deviceChannels = list
             deviceCount = deviceChannelCount ?? profile?.channels ?? ZoneConfig.defaultDeviceChannelCount(for: list)
+            if let profile, let deviceChannelCount, deviceChannelCount != profile.channels, pcm == profile.pcm {
+                report(
+                    zone.values["device-channels"]?.value.mark, path.appending("device-channels"),
+                    "board \"\(profile.id)\"'s device \(profile.pcm) takes \(profile.channels) channels, not "
+                        + "\(deviceChannelCount)")
+            }
             if let beyond = list.first(where: { $0 >= deviceCount }) {
                 report(
                     zone.values["channels"]?.value.mark, path.appending("channels"),

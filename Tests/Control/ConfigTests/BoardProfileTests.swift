@@ -151,6 +151,24 @@ private func boardIssues(_ text: String, directory: String) -> [String]? {
                     board: "dacplus"))
     }
 
+    /// A board's own device takes its channel count only: fewer (or another device-channels) is
+    /// refused at load, where the zone was unavailable at every open. Through another PCM (a
+    /// `plughw:` that converts) it is the zone's to choose.
+    @Test func aBoardsDeviceTakesItsOwnChannelCount() {
+        let directory = boardsDirectory()
+        #expect(
+            boardIssues(
+                "zones:\n  living: {board: dacplus, channels: 1}\n"
+                    + "  den: {board: dacplus, pcm: other, channels: [left], device-channels: 8}\n"
+                    + "  loft: {board: dacplus, channels: [left], device-channels: 8}\n",
+                directory: directory) == [
+                    #"test.yaml:3:38: zones.living.channels: board "dacplus"'s device hw:CARD=testdac,DEV=0 takes 2 channels, not 1 (to drive some of them, list them: channels: [left])"#,
+                    #"test.yaml:5:61: zones.loft.device-channels: board "dacplus"'s device hw:CARD=testdac,DEV=0 takes 2 channels, not 8"#,
+                ])
+        let converted = "zones:\n  living: {board: dacplus, pcm: \"plughw:CARD=testdac\", channels: 1}\n"
+        #expect(boardIssues(converted, directory: directory) == nil, "through plughw the zone chooses")
+    }
+
     /// `mixer: none` on a zone turns a board's hardware volume into Baton's software gain, and the
     /// effective configuration says so: it left the mixer out, and read back the board's applied.
     @Test func mixerNoneMeansSoftwareGain() throws {
