@@ -60,6 +60,8 @@ extension Daemon {
     }
 
     private func applyNow(_ new: BatonConfiguration) -> ReloadReport {
+        // Once the stop began (`saveLastState`, under this lock too), nothing is started again.
+        if state.withLock({ $0.stopping }) { return .refused(["batond is stopping: the configuration is not applied"]) }
         let old = config
         let oldTable = zones
         let (table, stopped, started) = oldTable.rebuilt(for: new)

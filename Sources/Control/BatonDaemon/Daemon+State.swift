@@ -42,7 +42,9 @@ extension Daemon {
     func saveLastState() {
         // From here on nothing is admitted (under the lock `admit` looks at it in): what the last
         // state is computed from is all there will be.
-        state.withLock { $0.stopping = true }
+        // After a reload that runs now (it applies whole, or not at all): one that went on past
+        // the stop started outputs no one stopped, unfaded (a file PCM's header never finished).
+        reloading.withLock { _ in state.withLock { $0.stopping = true } }
         let (now, basis, ofThisRun) = currentState()
         if let written = parts.persistence.saveLast(now, basis: basis) { mirror(written, ofThisRun: ofThisRun) }
     }

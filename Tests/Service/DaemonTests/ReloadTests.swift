@@ -303,7 +303,10 @@ extension ReloadTests {
         var config = t.config
         config.externalSources = ExternalSourcesConfig(socket: socket, sources: [ExternalSourceConfig(name: "x")])
         t.stop()
-        _ = t.daemon.apply(config)
+        let report = t.daemon.apply(config)
+        // Refused whole: nothing is started again once the stop began (an output started by a late
+        // reload was never stopped, nor faded).
+        #expect(!report.applied && report.errors == ["batond is stopping: the configuration is not applied"])
         #expect(t.daemon.parts.external.server == nil)
         #expect(access(socket, F_OK) != 0, "nothing listens at \(socket)")
     }
