@@ -354,6 +354,33 @@ def scenario(music):
             print(f"     440 Hz: {db(before):.2f} → {db(after):.2f} dBFS ({change:+.2f} dB for volume 1 → 0.5)")
         check("change a volume: the file's level changes by the expected dB", volume)
 
+        def volumes_in_order():
+            # Two moves 300 ms apart whose first request is slow to leave (a phone's radio waking):
+            # the zone ends at the second. Sent side by side, the first arrived last and won.
+            d.execute_script("""
+                window.realFetch = window.fetch; window.volumeBodies = [];
+                let first = true;
+                window.fetch = (path, opt) => {
+                  if (!String(path).includes('/volume')) return window.realFetch(path, opt);
+                  window.volumeBodies.push(opt.body);
+                  const delay = first ? 700 : 0; first = false;
+                  return new Promise(r => setTimeout(r, delay)).then(() => window.realFetch(path, opt));
+                };
+                const s = document.querySelector('#zone-cards article[data-zone=kitchen] input.volume');
+                s.value = 30; s.dispatchEvent(new Event('input', {bubbles: true}));
+                setTimeout(() => { s.value = 40; s.dispatchEvent(new Event('input', {bubbles: true})); }, 300);""")
+            try:
+                wait_for("both sent", lambda: len(d.execute_script("return window.volumeBodies")) == 2, 5)
+                at = lambda: b.api("GET", "/api/v1/status")[1]["zones"][0]["volume"]
+                wait_for("the zone at 40 %", lambda: abs(at() - 0.4) < 1e-6, 5)
+                time.sleep(0.5)  # a late first request would land now
+                volume = at()
+                assert abs(volume - 0.4) < 1e-6, f"the zone ended at {volume}, not the last value moved to"
+            finally:
+                d.execute_script("window.fetch = window.realFetch;")
+            assert b.api("POST", "/api/v1/zones/kitchen/volume", {"volume": 0.5})[0] == 200
+        check("two volume moves, the first slow to leave: the zone ends at the second", volumes_in_order)
+
         def refused_volume():
             # patio's max-volume is 0.805: its slider ends at 80 % (81 would be refused). A page drawn
             # before a reload lowered it still offers 100 %: batond refuses, and the slider shows

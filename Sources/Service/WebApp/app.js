@@ -289,22 +289,34 @@ $('#zone-cards').addEventListener('click', e => {
   act(names[b.dataset.act], 'POST', '/api/v1/music/' + b.dataset.act, {id});
 });
 $('#other-sources').addEventListener('click', e => { const b = e.target.closest('button[data-stop]'); if (b) act('Stop', 'POST', '/api/v1/music/stop', {id: b.dataset.stop}); });
-const volTimers = {}, volPending = new Set();
+const volTimers = {}, volPending = new Set(), volWanted = {}, volSending = {};
 $('#zone-cards').addEventListener('input', e => {
   const el = e.target;
   if (el.classList.contains('volume')) {
     const zone = el.dataset.zone;
     el.nextElementSibling.textContent = el.value + '%';
     volPending.add(zone);
+    volWanted[zone] = el.value;
     clearTimeout(volTimers[zone]);
-    volTimers[zone] = setTimeout(async () => {
-      const sent = el.value;
-      await act('Volume of ' + zone, 'POST', `/api/v1/zones/${encodeURIComponent(zone)}/volume`, {volume: sent / 100});
-      // Answered (applied or refused): the slider shows batond's volume from now on, unless moved again.
-      if (el.value === sent) volPending.delete(zone);
-    }, 150);
+    volTimers[zone] = setTimeout(() => sendVolume(zone), 150);
   }
 });
+// One request at a time per zone, the newest value after it: two sent 150 ms apart could reach
+// batond in either order, and the zone settled on the one the user had moved away from.
+async function sendVolume(zone) {
+  if (volSending[zone]) { volSending[zone].again = true; return; }
+  volSending[zone] = {again: false};
+  try {
+    for (;;) {
+      const sent = volWanted[zone];
+      await act('Volume of ' + zone, 'POST', `/api/v1/zones/${encodeURIComponent(zone)}/volume`, {volume: sent / 100});
+      if (volSending[zone].again && volWanted[zone] !== sent) { volSending[zone].again = false; continue; }
+      // Answered (applied or refused): the slider shows batond's volume from now on, unless moved again.
+      if (volWanted[zone] === sent) volPending.delete(zone);
+      break;
+    }
+  } finally { delete volSending[zone]; }
+}
 // A pointer drag on a slider holds the cards still until it is let go.
 $('#zone-cards').addEventListener('pointerdown', e => { if (e.target.type === 'range') dragging = e.target; });
 // A touch that turns into a scroll ends with pointercancel, not pointerup.
