@@ -211,6 +211,14 @@ static snd_pcm_uframes_t outstanding(const baton_t *b) {
     return (snd_pcm_uframes_t)(b->sent - start);
 }
 
+/// Room in the buffer, 0 when what is outstanding fills it or more: a program that moved ALSA's
+/// application pointer back (snd_pcm_rewind) could have sent more than the buffer holds, and
+/// `buffer_size - outstanding` wrapped to a huge room, a poller woken for ever.
+static snd_pcm_uframes_t room(const baton_t *b) {
+    snd_pcm_uframes_t held = outstanding(b);
+    return held >= b->io.buffer_size ? 0 : b->io.buffer_size - held;
+}
+
 /// Keeps the eventfd readable exactly while a program waiting in poll should wake: there is room for
 /// avail_min frames, or the connection failed. (The socket alone is readable only when batond has
 /// consumed something; a non-blocking writer with an empty buffer would wait for it forever.)
@@ -218,7 +226,7 @@ static void update_ready(baton_t *b) {
     // Draining, a program in poll waits for the DRAINED (the socket wakes it), not for room: with
     // room the eventfd woke it at once, again and again, each drain call answered -EAGAIN.
     bool ready = b->dead || b->io.buffer_size == 0
-                 || (b->draining ? b->drained : b->io.buffer_size - outstanding(b) >= b->avail_min);
+                 || (b->draining ? b->drained : room(b) >= b->avail_min);
     if (ready == b->ready) return;
     uint64_t v = 1;
     if (ready) {
@@ -382,7 +390,7 @@ static int poll_revents_locked(snd_pcm_ioplug_t *io, struct pollfd *pfd, unsigne
     }
     snd_pcm_state_t state = io->state;
     if (state == SND_PCM_STATE_DRAINING) *revents = b->drained ? POLLOUT : 0;
-    else if (io->buffer_size - outstanding(b) >= b->avail_min) *revents = POLLOUT;
+    else if (room(b) >= b->avail_min) *revents = POLLOUT;
     else *revents = 0;
     return 0;
 }
