@@ -6,7 +6,9 @@ struct APIConnection {
     /// Sent as `Authorization: Bearer <token>` when set.
     var token: String?
     var connectTimeout = 5
-    var readTimeout = 30
+    /// Longer than batond's own limits on a request (speech is rendered within 30 s), so an
+    /// answer that is coming is waited for.
+    var readTimeout = 40
 
     struct Response {
         var status: Int

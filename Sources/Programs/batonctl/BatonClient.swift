@@ -34,7 +34,7 @@ struct BatonClient {
                 for event in parser.feed(bytes) { if !onEvent(event) { return false } }
                 return true
             }
-        } catch .timedOut {
+        } catch .noAnswer {
             throw .unreachable(
                 address,
                 "nothing from it for \(APIConnection.streamSilenceSeconds) s, not even a keep-alive (it sends one every 15 s): "
@@ -61,6 +61,11 @@ struct BatonClient {
             return try body()
         } catch .refused {
             throw .notRunning(address)
+        } catch .noAnswer(let seconds) {
+            // Not "cannot reach": the request went, and may be carried out (a text being spoken).
+            throw .failed(
+                "batond at \(address.display) did not answer within \(seconds) s: it was reached, and may still carry the request out"
+            )
         } catch {
             throw .unreachable(address, error.text)
         }

@@ -6,6 +6,9 @@ enum ConnectionError: Error {
     case refused
     case cannotResolve(String)
     case timedOut
+    /// Connected and asked, but no answer came within the read timeout: batond was reached and
+    /// may still carry the request out.
+    case noAnswer(seconds: Int)
     /// A socket call failed: the call's name and errno.
     case system(String, Int32)
     /// The peer closed the connection or sent something that is not HTTP/1.1.
@@ -16,6 +19,7 @@ enum ConnectionError: Error {
         case .refused: "connection refused"
         case .cannotResolve(let why): "cannot resolve the host: \(why)"
         case .timedOut: "timed out"
+        case .noAnswer(let seconds): "no answer within \(seconds) s (batond was reached and may still carry it out)"
         case .system(let call, let code): "\(call): \(String(cString: strerror(code)))"
         case .protocolError(let why): why
         }
@@ -26,12 +30,15 @@ enum ConnectionError: Error {
 /// Blocking I/O with a per-read timeout (none for an event stream). Main thread only.
 final class Connection {
     private let fd: Int32
+    /// Seconds a read waits for data (0: for ever).
+    private let readTimeout: Int
     private var buffer: [UInt8] = []
     private var start = 0
 
     /// Connects to `host:port` (each resolved address in turn), waiting at most `connectTimeout` seconds
     /// per address. Reads then wait at most `readTimeout` seconds for data (0: forever).
     init(host: String, port: UInt16, connectTimeout: Int, readTimeout: Int) throws(ConnectionError) {
+        self.readTimeout = readTimeout
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -126,7 +133,7 @@ final class Connection {
             }
             if n == 0 { return false }
             if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK { throw .timedOut }
+            if errno == EAGAIN || errno == EWOULDBLOCK { throw .noAnswer(seconds: readTimeout) }
             throw .system("recv", errno)
         }
     }
