@@ -155,7 +155,8 @@ extension DeviceOutput {
             // -ESTRPIPE): what was sent since the last measure counts as not played yet, so the
             // audible frame stays where it was measured. Left as it was, the frames counted as
             // played this cycle moved the audible frame (and positions) on by up to a buffer.
-            let since = max(0, history.sent - playedAtLastMeasure)
+            // At most a buffer: a PCM that never says again would freeze positions for good.
+            let since = min(max(0, history.sent - playedAtLastMeasure), bufferFrames)
             delayFrames.store(since + pcm.hiddenDelayFrames + history.pending, ordering: .sequentiallyConsistent)
             return
         }

@@ -183,8 +183,13 @@ public final class DeviceOutput: @unchecked Sendable {
     /// sizes, a driver its steps —; filled whole, every request waited for all of it, and a
     /// wake-up rendered more than the history of written frames (sized for the buffer asked)
     /// holds, which dropped the oldest before they were written. Any thread.
-    func usableBuffer(granted: Int) -> Int {
-        min(granted, max(spec.pcm.bufferFrames, 2 * spec.pcm.periodFrames))
+    ///
+    /// At least two of the device's own periods (dmix hands out its slave's, often 1024 frames:
+    /// kept at the 20 ms asked, such a device underran at every period), within what the history
+    /// holds beside a wake-up's periods.
+    func usableBuffer(granted: Int, grantedPeriod: Int) -> Int {
+        let asked = max(spec.pcm.bufferFrames, 2 * spec.pcm.periodFrames, 2 * grantedPeriod)
+        return min(granted, asked, history.capacity - 2 * spec.pcm.periodFrames)
     }
     /// `history.sent` less the device's delay at its last measure: what it had surely played by
     /// then (`unplayed`, for a device that cannot say). Output thread.
@@ -391,7 +396,10 @@ public final class DeviceOutput: @unchecked Sendable {
         let period = spec.pcm.periodFrames
         if spec.rendersAhead { return 2 * period * 1_000_000_000 / max(1, spec.pcm.rate) }
         let granted = grantedBuffer.load(ordering: .acquiring)
-        let buffer = granted > 0 ? usableBuffer(granted: granted) : spec.pcm.bufferFrames
+        let buffer =
+            granted > 0
+            ? usableBuffer(granted: granted, grantedPeriod: grantedPeriod.load(ordering: .acquiring))
+            : spec.pcm.bufferFrames
         let periods = Self.wakePeriods(bufferFrames: buffer, periodFrames: period, rate: spec.pcm.rate)
         return periods * period * 1_000_000_000 / max(1, spec.pcm.rate)
     }
@@ -521,7 +529,8 @@ public final class DeviceOutput: @unchecked Sendable {
             grantedPeriod.store(clockedBuffer?.periodFrames ?? pcm.configuration.periodFrames, ordering: .relaxed)
             grantedBuffer.store(deviceBuffer, ordering: .relaxed)
             // What is kept filled of it: from here on the output's "buffer".
-            let granted = usableBuffer(granted: deviceBuffer)
+            let granted = usableBuffer(
+                granted: deviceBuffer, grantedPeriod: clockedBuffer?.periodFrames ?? pcm.configuration.periodFrames)
             unusedFrames = deviceBuffer - granted
             for m in mixers { m.deviceBufferGranted(frames: granted) }
             if framesPlayed.load(ordering: .relaxed) > 0 || reopens.load(ordering: .relaxed) > 0 {
