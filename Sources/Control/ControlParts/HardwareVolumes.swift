@@ -20,6 +20,9 @@ package final class HardwareVolumes: Sendable {
     /// Opens the controls of `zones`, moving each zone's current user volume onto its control.
     /// Control thread, before or right after the zones start.
     package func open(_ zones: [ZoneHandle]) {
+        // First every control a zone no longer uses goes back to full, then the new ones are
+        // opened: a zone opened first on a control another zone was leaving had it set to 100 %
+        // after it (and played at full while its status said 40 %).
         for zone in zones {
             let device = zone.config.mixer.map { _ in MixerControl.device(forPCM: zone.pcm) }
             // A control a reload no longer uses (`mixer: none`, or another control) goes back to
@@ -28,16 +31,15 @@ package final class HardwareVolumes: Sendable {
             let previous = controls.withLock { $0[zone.name] }
             if let previous, previous.control.control != zone.config.mixer || previous.control.device != device {
                 controls.withLock { _ = $0.removeValue(forKey: zone.name) }
-                let full = (try? previous.control.setVolume(1)) != nil
-                logger.info(
-                    "zone \(zone.name): hardware volume \"\(previous.control.control)\" on \(previous.control.device) "
-                        + (full
-                            ? "no longer used: set back to 100%" : "no longer used, and could not be set back to 100%"))
+                setBackToFull(previous.control, of: zone.name)
             }
-            guard let control = zone.config.mixer, let device else {
+        }
+        for zone in zones {
+            guard let control = zone.config.mixer else {
                 controls.withLock { _ = $0.removeValue(forKey: zone.name) }
                 continue
             }
+            let device = MixerControl.device(forPCM: zone.pcm)
             do {
                 let mixer = try MixerControl(device: device, control: control)
                 let volume = Double(zone.mixer.volume)
@@ -59,10 +61,23 @@ package final class HardwareVolumes: Sendable {
         }
     }
 
-    /// Closes the controls of zones a reload removed (they were kept open until a restart). Their
-    /// level is left as it is: the card is no longer Baton's to set.
-    package func forget(_ names: [String]) {
-        controls.withLock { for name in names { $0.removeValue(forKey: name) } }
+    /// Closes the controls of zones a reload removed (they were kept open until a restart). One on
+    /// a card a remaining zone still plays on (`pcms`: their PCMs) goes back to full — a zone split
+    /// into two on its card played under the old zone's last level for good —; one on a card Baton
+    /// no longer plays on is left as it is, not Baton's to set.
+    package func forget(_ names: [String], stillPlayingOn pcms: [String]) {
+        let devices = Set(pcms.map { MixerControl.device(forPCM: $0) })
+        for name in names {
+            guard let entry = controls.withLock({ $0.removeValue(forKey: name) }) else { continue }
+            if devices.contains(entry.control.device) { setBackToFull(entry.control, of: name) }
+        }
+    }
+
+    private func setBackToFull(_ control: MixerControl, of zone: String) {
+        let full = (try? control.setVolume(1)) != nil
+        logger.info(
+            "zone \(zone): hardware volume \"\(control.control)\" on \(control.device) "
+                + (full ? "no longer used: set back to 100%" : "no longer used, and could not be set back to 100%"))
     }
 
     /// The zone's user volume (0...1): the hardware control's when it has one.
