@@ -75,69 +75,80 @@ extension Daemon {
         // The user's volume of each zone reopened, carried to its new output unless the zone's
         // configured `volume` changed (it started at that again, the listener's setting lost —
         // and on a hardware control too, and in the state file at the next save).
-        var carried: [String: Double] = [:]
-        for zone in oldTable.zones where stoppedZones.contains(zone.name) {
-            guard let next = new.zones.first(where: { $0.name == zone.name }), next.volume == zone.config.volume else {
-                continue
-            }
-            carried[zone.name] = min(parts.volumes.userVolume(zone), next.maxVolume)
-        }
-        // A zone added back (commented out and in again) starts at the volume the saves kept for it.
-        let saved = parts.persistence.saved.volumes
-        for name in report.zonesAdded {
-            guard let zone = new.zones.first(where: { $0.name == name }),
-                let start = saved[name].flatMap(zone.start(atSaved:))
-            else { continue }
-            carried[name] = start
-        }
-        let externalEnding = Set(report.externalSourcesChanged)
-        let library = report.soundsChanged ? Self.soundLibrary(new) : sounds
-        let settingUpExternal = parts.external.server == nil && !(new.externalSources?.sources.isEmpty ?? true)
-        let running = Self.running(new, keeping: old, settingUpExternal: settingUpExternal)
-        // Music from the server that was heard on a zone the reload reopens plays on afterwards
-        // from where it was heard, on its zones that remain: it stopped for good, also in the
-        // zones the reload left alone, until someone asked `music/resume`.
-        let resumeMusic = state.withLock { s in
-            defer {
-                // A reopened zone starts unseen, like at start: "opening PCM" is not an outage.
-                for zone in stoppedZones { s.availability.forget(zone) }
-                // What the old devices' frame counts said (a sound's last frames, the silence
-                // alarm's watch) means nothing on the new ones, which count from 0: a retiring
-                // sound stayed "heard" there until the new device reached the old count (hours).
-                s.retiring.removeAll { stoppedZones.contains($0.zone) }
-                for zone in stoppedZones { s.silence[zone] = nil }
-                replaceZones(table)
-                replaceConfig(running, sounds: library)
-                s.configGeneration += 1
-            }
-            // The queue of the music heard (the newest, if several: music replaces music), as it
-            // was heard.
-            var resume: (queue: SavedQueue, number: Int)?
-            for p in s.playbacks.values.sorted(by: { $0.id < $1.id })
-            where p.zones.contains(where: stoppedZones.contains)
-                || (p.source as? ExternalPlayer).map({ externalEnding.contains($0.name) }) == true
-            {
-                if p.music != nil, p.isUnderway, s.arbiter.state(of: p.id)?.isAudible == true,
-                    p.zones.contains(where: { z in new.zones.contains { $0.name == z } }),
-                    let queue = SavedQueue(p, playing: true)
-                {
-                    // Newest by number ("music-10" sorts before "music-9" as text).
-                    let number = Int(p.id.rawValue.split(separator: "-").last ?? "") ?? 0
-                    if number >= resume?.number ?? 0 { resume = (queue, number) }
+        // From the volumes read to the controls opened, no volume change comes in between: one
+        // that did was written over by the volume carried (answered 200, a `volume` event, then
+        // the old volume back). Not the rest of the reload (music resumed from a slow server).
+        let resumeMusic = volumeChanges.withLock { _ in
+            var carried: [String: Double] = [:]
+            for zone in oldTable.zones where stoppedZones.contains(zone.name) {
+                guard let next = new.zones.first(where: { $0.name == zone.name }), next.volume == zone.config.volume
+                else {
+                    continue
                 }
-                apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
-                finish(p.id, &s, why: "a reload changed its zones")
+                carried[zone.name] = min(parts.volumes.userVolume(zone), next.maxVolume)
             }
-            // The music that plays on elsewhere (an AirPlay in the kitchen beside the patio's
-            // server music): not music started meanwhile.
-            let before = Set(s.playbacks.values.filter { $0.sourceClass == .music }.map(\.id))
-            return resume.map { (queue: $0.queue, musicBefore: before) }
+            // A zone added back (commented out and in again) starts at the volume the saves kept for it.
+            let saved = parts.persistence.saved.volumes
+            for name in report.zonesAdded {
+                guard let zone = new.zones.first(where: { $0.name == name }),
+                    let start = saved[name].flatMap(zone.start(atSaved:))
+                else { continue }
+                carried[name] = start
+            }
+            let externalEnding = Set(report.externalSourcesChanged)
+            let library = report.soundsChanged ? Self.soundLibrary(new) : sounds
+            let settingUpExternal = parts.external.server == nil && !(new.externalSources?.sources.isEmpty ?? true)
+            let running = Self.running(new, keeping: old, settingUpExternal: settingUpExternal)
+            // Music from the server that was heard on a zone the reload reopens plays on afterwards
+            // from where it was heard, on its zones that remain: it stopped for good, also in the
+            // zones the reload left alone, until someone asked `music/resume`.
+            let resumeMusic = state.withLock { s in
+                defer {
+                    // A reopened zone starts unseen, like at start: "opening PCM" is not an outage.
+                    for zone in stoppedZones { s.availability.forget(zone) }
+                    // What the old devices' frame counts said (a sound's last frames, the silence
+                    // alarm's watch) means nothing on the new ones, which count from 0: a retiring
+                    // sound stayed "heard" there until the new device reached the old count (hours).
+                    s.retiring.removeAll { stoppedZones.contains($0.zone) }
+                    for zone in stoppedZones { s.silence[zone] = nil }
+                    replaceZones(table)
+                    replaceConfig(running, sounds: library)
+                    s.configGeneration += 1
+                }
+                // The queue of the music heard (the newest, if several: music replaces music), as it
+                // was heard.
+                var resume: (queue: SavedQueue, number: Int)?
+                for p in s.playbacks.values.sorted(by: { $0.id < $1.id })
+                where p.zones.contains(where: stoppedZones.contains)
+                    || (p.source as? ExternalPlayer).map({ externalEnding.contains($0.name) }) == true
+                {
+                    if p.music != nil, p.isUnderway, s.arbiter.state(of: p.id)?.isAudible == true,
+                        p.zones.contains(where: { z in new.zones.contains { $0.name == z } }),
+                        let queue = SavedQueue(p, playing: true)
+                    {
+                        // Newest by number ("music-10" sorts before "music-9" as text).
+                        let number = Int(p.id.rawValue.split(separator: "-").last ?? "") ?? 0
+                        if number >= resume?.number ?? 0 { resume = (queue, number) }
+                    }
+                    apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
+                    finish(p.id, &s, why: "a reload changed its zones")
+                }
+                // The music that plays on elsewhere (an AirPlay in the kitchen beside the patio's
+                // server music): not music started meanwhile.
+                let before = Set(s.playbacks.values.filter { $0.sourceClass == .music }.map(\.id))
+                return resume.map { (queue: $0.queue, musicBefore: before) }
+            }
+            for d in stopped { d.stop() }
+            if report.policyChanged {
+                state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) }
+            }
+            for zone in table.zones {
+                if let volume = carried[zone.name] { zone.mixer.setInitialVolume(Float(volume)) }
+            }
+            parts.volumes.forget(report.zonesRemoved, stillPlayingOn: table.zones.map(\.pcm))
+            parts.volumes.open(table.zones.filter { (report.zonesAdded + report.zonesChanged).contains($0.name) })
+            return resumeMusic
         }
-        for d in stopped { d.stop() }
-        if report.policyChanged { state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) } }
-        for zone in table.zones { if let volume = carried[zone.name] { zone.mixer.setInitialVolume(Float(volume)) } }
-        parts.volumes.forget(report.zonesRemoved)
-        parts.volumes.open(table.zones.filter { (report.zonesAdded + report.zonesChanged).contains($0.name) })
         for d in started {
             d.start(logger, connection: parts.snapcast.connectionObserver(for: d)) { [monitor] in monitor.wake() }
         }

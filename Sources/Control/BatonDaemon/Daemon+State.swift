@@ -44,8 +44,14 @@ extension Daemon {
         // state is computed from is all there will be.
         // After a reload that runs now (it applies whole, or not at all): one that went on past
         // the stop started outputs no one stopped, unfaded (a file PCM's header never finished).
-        reloading.withLock { _ in state.withLock { $0.stopping = true } }
-        let (now, basis, ofThisRun) = currentState()
+        // The last state read with no volume change in between (`volumeChanges`): one answered
+        // after the mark is refused, one before it is in the state.
+        let (now, basis, ofThisRun) = reloading.withLock { _ in
+            volumeChanges.withLock { _ in
+                state.withLock { $0.stopping = true }
+                return currentState()
+            }
+        }
         if let written = parts.persistence.saveLast(now, basis: basis) { mirror(written, ofThisRun: ofThisRun) }
     }
 
