@@ -303,7 +303,9 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
             }
             // A header and no audio (a WAV whose data is empty) "played" in silence, unsaid.
             if !isCancelled, (renderer.framesDelivered.first ?? 0) == 0 {
-                endEarly("\(shownURL): it holds no audio (0 frames)")
+                // A transfer that broke after the header says so, not "no audio".
+                let failure = shared.withLock { $0.fetchFailure }
+                endEarly(failure?.message ?? "\(shownURL): it holds no audio (0 frames)")
             }
         } catch {
             // Cut by `tick` (it waited too long), which said why: `endEarly` keeps the first.

@@ -257,17 +257,6 @@ extension ConfigReader {
             if entries.isEmpty, classesPair.value.mapping != nil || classesPair.value.isNull {
                 report(classesPair.value.mark, classesPath, "at least one class is required")
             }
-            // batond itself asks for these (music, announcements from the API, buttons and MQTT,
-            // intercom calls): a section without one loaded, then refused every such request.
-            let missing = PolicyConfig.defaultClasses.map(\.name).filter { name in !entries.contains { $0.key == name }
-            }
-            if !entries.isEmpty, !missing.isEmpty {
-                report(
-                    classesPair.value.mark, classesPath,
-                    "class\(missing.count == 1 ? "" : "es") \(missing.map { "\"\($0)\"" }.joined(separator: ", ")) "
-                        + "missing: batond asks for music, announcement and call (the classes given replace the defaults, docs/CONFIG.md)"
-                )
-            }
             var owners: [Int: String] = [:]
             classes = []
             for entry in entries {
@@ -283,6 +272,17 @@ extension ConfigReader {
                 } else {
                     owners[audioClass.priority] = audioClass.name
                 }
+            }
+        }
+        // batond itself asks for music, announcement and call (music, announcements from the API,
+        // buttons and MQTT, intercom calls): one the section leaves out is kept at its default, as
+        // long as no class given has its priority. Without it the file loaded and every doorbell
+        // (or call, or music) was refused at runtime, "unknown class"; refusing such a file at load
+        // instead stopped speakers whose file had loaded for years (exit 1: systemd does not
+        // restart it). With a priority taken it stays out, as before.
+        if policy.values["classes"] != nil && !classes.isEmpty {
+            for builtIn in PolicyConfig.defaultClasses where !classes.contains(where: { $0.name == builtIn.name }) {
+                if !classes.contains(where: { $0.priority == builtIn.priority }) { classes.append(builtIn) }
             }
         }
         var duck = DuckConfig.default

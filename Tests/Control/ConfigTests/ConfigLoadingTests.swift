@@ -125,21 +125,20 @@ import Testing
         #expect(configuration.policy.duck == .default)
     }
 
-    /// Classes that leave out one batond asks for are refused at load, naming it: a section without
-    /// `announcement` loaded, then refused every doorbell and announcement.
-    @Test func refusesClassesWithoutTheOnesBatondAsksFor() {
-        let text =
+    /// A class batond asks for that the section leaves out is kept at its default (a section
+    /// without `announcement` loaded, then refused every doorbell), unless a class given has its
+    /// priority: then it stays out, as before.
+    @Test func keepsTheClassesBatondAsksForThatAreLeftOut() throws {
+        let classes = try load(
             minimalZone + """
                 policy:
                   classes:
                     music: {priority: 10, kind: permanent}
-                    call: {priority: 90, kind: transient}
+                    intercom: {priority: 90, kind: transient}
 
                 """
-        #expect(
-            issueLines(text) == [
-                #"test.yaml:6:5: policy.classes: class "announcement" missing: batond asks for music, announcement and call (the classes given replace the defaults, docs/CONFIG.md)"#
-            ])
+        ).policy.classes.map(\.name)
+        #expect(classes == ["music", "intercom", "announcement"], "call's priority 90 is taken: \(classes)")
     }
 
     /// A policy with only a duck section keeps the default classes.
