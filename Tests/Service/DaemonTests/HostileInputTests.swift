@@ -195,13 +195,7 @@ struct HostileInputTests {
         Self.write([], to: "\(t.sounds)/empty.wav")
         Self.write((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }, to: "\(t.sounds)/noise.wav")
         // A header and no audio "played" in silence, answered `playing`, the music interrupted.
-        func le(_ value: Int, _ bytes: Int) -> [UInt8] {
-            (0..<bytes).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
-        }
-        let header =
-            Array("RIFF".utf8) + le(36, 4) + Array("WAVEfmt ".utf8) + le(16, 4) + le(1, 2) + le(2, 2)
-            + le(48_000, 4) + le(192_000, 4) + le(4, 2) + le(16, 2) + Array("data".utf8) + le(0, 4)
-        Self.write(header, to: "\(t.sounds)/silent.wav")
+        WAVWriter.write([], rate: 48_000, channels: 2, to: "\(t.sounds)/silent.wav")
         let expected = [
             ("cutpage", "not an Ogg Opus stream"), ("cutaudio", "the stream has invalid timestamps"),
             ("empty", "not a WAV file (no RIFF/WAVE header)"), ("noise", "not a WAV file (no RIFF/WAVE header)"),

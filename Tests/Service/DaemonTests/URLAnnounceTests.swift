@@ -154,12 +154,7 @@ import Testing
     /// A WAV with a header and no audio is said (`stream-error`: it holds no audio) before its
     /// source ends: it "played to its end" in silence, and nothing said why nothing was heard.
     @Test func aURLWithNoAudioIsSaid() throws {
-        func le(_ value: Int, _ bytes: Int) -> [UInt8] {
-            (0..<bytes).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
-        }
-        let header =
-            Array("RIFF".utf8) + le(36, 4) + Array("WAVEfmt ".utf8) + le(16, 4) + le(1, 2) + le(2, 2)
-            + le(48_000, 4) + le(192_000, 4) + le(4, 2) + le(16, 2) + Array("data".utf8) + le(0, 4)
+        let header = WAVWriter.bytes([], rate: 48_000, channels: 2)
         let server = try SlowHTTPServer()
         defer { server.stop() }
         server.route("/silent.wav", .init(contentType: "audio/wav", body: header, seconds: 0, chunks: 1))

@@ -4,6 +4,14 @@ import Glibc
 public enum WAVWriter {
     /// Writes interleaved Float samples in [-1, 1] as a 16-bit WAV.
     public static func write(_ samples: [Float], rate: Int, channels: Int, to path: String) {
+        let bytes = Self.bytes(samples, rate: rate, channels: channels)
+        let f = fopen(path, "wb")!
+        _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, f) }
+        fclose(f)
+    }
+
+    /// The bytes of that WAV (no samples: a header whose data is empty).
+    public static func bytes(_ samples: [Float], rate: Int, channels: Int) -> [UInt8] {
         var bytes: [UInt8] = []
         func u32(_ v: Int) { for k in 0..<4 { bytes.append(UInt8((v >> (8 * k)) & 0xFF)) } }
         func u16(_ v: Int) { for k in 0..<2 { bytes.append(UInt8((v >> (8 * k)) & 0xFF)) } }
@@ -25,8 +33,6 @@ public enum WAVWriter {
             let v = Int16((min(max(s, -1), 1) * 32767).rounded())
             u16(Int(UInt16(bitPattern: v)))
         }
-        let f = fopen(path, "wb")!
-        _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, f) }
-        fclose(f)
+        return bytes
     }
 }
