@@ -46,8 +46,7 @@ public final class Submissions: Sendable {
     /// and at the first the server still cannot take, it and the rest wait again, before any kept
     /// meanwhile. One sender at a time: another call while it runs leaves the rest to it.
     func resend(with client: SubsonicClient, report: @escaping SourceReporter) {
-        guard let first = take() else { return }
-        var next: Pending? = first
+        var next = take()
         while let pending = next {
             do throws(SubsonicError) {
                 try client.scrobble(id: pending.id, submission: true, time: pending.time)

@@ -526,11 +526,11 @@ public final class DeviceOutput: @unchecked Sendable {
             unprovenSince = soonLosses >= 2 ? openedAt : nil
             // Rendering ahead on the system clock: the buffer is the clocked one, as configured.
             let deviceBuffer = clockedBuffer?.bufferFrames ?? pcm.configuration.bufferFrames
-            grantedPeriod.store(clockedBuffer?.periodFrames ?? pcm.configuration.periodFrames, ordering: .relaxed)
+            let devicePeriod = clockedBuffer?.periodFrames ?? pcm.configuration.periodFrames
+            grantedPeriod.store(devicePeriod, ordering: .relaxed)
             grantedBuffer.store(deviceBuffer, ordering: .relaxed)
             // What is kept filled of it: from here on the output's "buffer".
-            let granted = usableBuffer(
-                granted: deviceBuffer, grantedPeriod: clockedBuffer?.periodFrames ?? pcm.configuration.periodFrames)
+            let granted = usableBuffer(granted: deviceBuffer, grantedPeriod: devicePeriod)
             unusedFrames = deviceBuffer - granted
             for m in mixers { m.deviceBufferGranted(frames: granted) }
             if framesPlayed.load(ordering: .relaxed) > 0 || reopens.load(ordering: .relaxed) > 0 {

@@ -28,11 +28,14 @@ package final class HardwareVolumes: Sendable {
             // A control a reload no longer uses (`mixer: none`, or another control) goes back to
             // full: left at the zone's last volume, it stayed under the software gain that now
             // carries that volume — 30 % of 30 %, while the status said 30 %.
-            let previous = controls.withLock { $0[zone.name] }
-            if let previous, previous.control.control != zone.config.mixer || previous.control.device != device {
-                controls.withLock { _ = $0.removeValue(forKey: zone.name) }
-                setBackToFull(previous.control, of: zone.name)
+            let left = controls.withLock { c -> MixerControl? in
+                guard let previous = c[zone.name],
+                    previous.control.control != zone.config.mixer || previous.control.device != device
+                else { return nil }
+                c.removeValue(forKey: zone.name)
+                return previous.control
             }
+            if let left { setBackToFull(left, of: zone.name) }
         }
         for zone in zones {
             guard let control = zone.config.mixer else {

@@ -425,7 +425,7 @@ package final class Persistence: Sendable {
     /// first failure of a streak is logged and published (`state-error`), and the recovery is
     /// logged. Returns the queue written. Under `saving`.
     private func write(recording now: SavedState?, basis: Int?) -> SavedQueue?? {
-        let target: (state: SavedState, previous: SavedState)? = state.withLock { s in
+        let target: (state: SavedState, previous: SavedState, held: String?)? = state.withLock { s in
             // The stop recorded the last state before its fade-out: one computed after it (the
             // monitor's, still running) would keep the volumes turned down by the fade.
             if let now, !s.fadedOut { _ = Self.record(now, basis: basis, in: &s) }
@@ -436,10 +436,10 @@ package final class Persistence: Sendable {
                 s.writingSince = now
                 s.lastWriteAt = now
             }
-            return (s.saved, s.written)
+            return (s.saved, s.written, s.held)
         }
         guard let target else { return nil }
-        let held = state.withLock { $0.held }
+        let held = target.held
         let result =
             held.map { Result<Void, StateStore.Failure>.failure(.init(description: $0)) } ?? store.save(target.state)
         let failed = if case .failure = result { true } else { false }
