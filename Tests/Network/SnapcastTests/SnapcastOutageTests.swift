@@ -40,12 +40,13 @@ import Testing
     /// A started daemon whose zone `upstairs` feeds `server` (a 300 ms buffer), once connected,
     /// playing `tone` (440 Hz, looped) as music; `bell` (1 kHz, 0.5 s) is in its sounds too.
     static func playingTone(
-        on server: SnapcastServer, name: String, policy: PolicyConfig = .default
+        on server: SnapcastServer, name: String, policy: PolicyConfig = .default,
+        sounds: (String) -> Void = Self.toneAndBell
     ) throws -> (Daemon, DeviceOutput, String) {
         let snapcast = SnapcastConfig(
             source: .tcp(host: "127.0.0.1", port: server.sourcePort), stream: server.stream,
             buffer: .milliseconds(300))
-        let daemon = Self.daemon(snapcast, name: name, policy: policy, sounds: Self.toneAndBell)
+        let daemon = Self.daemon(snapcast, name: name, policy: policy, sounds: sounds)
         do {
             let device = try #require(daemon.output("upstairs")?.device)
             try #require(waitUntil(seconds: 10) { device.snapshot().available }, "the zone never connected")
@@ -256,19 +257,13 @@ import Testing
         var policy = PolicyConfig.default
         let music = try #require(policy.classes.firstIndex { $0.name == "music" })
         policy.classes[music].resumeWithin = .seconds(4)
-        let snapcast = SnapcastConfig(
-            source: .tcp(host: "127.0.0.1", port: server.sourcePort), stream: server.stream,
-            buffer: .milliseconds(300))
-        let daemon = Self.daemon(snapcast, name: "heldbell", policy: policy) { sounds in
+        let (daemon, device, id) = try Self.playingTone(on: server, name: "heldbell", policy: policy) { sounds in
             Self.toneAndBell(sounds)
             WAVWriter.write(
                 Signals.sine(frequency: 1000, rate: 48_000, frames: 120_000, channels: 2), rate: 48_000, channels: 2,
                 to: "\(sounds)/longbell.wav")
         }
         defer { daemon.stop() }
-        let device = try #require(daemon.output("upstairs")?.device)
-        try #require(waitUntil(seconds: 10) { device.snapshot().available }, "the zone never connected")
-        let id = try daemon.announcer.playMusic(sound: "tone", zones: ["upstairs"], loop: true).id
         let source = { daemon.status().sources.first { $0.id == id } }
         try #require(waitUntil(seconds: 5) { (source()?.positionSeconds ?? 0) > 0.5 })
         _ = try daemon.announcer.announce(sound: "longbell", zones: ["upstairs"], volume: 1)
