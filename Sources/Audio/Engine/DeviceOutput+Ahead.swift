@@ -38,7 +38,11 @@ extension DeviceOutput {
         let rate = spec.pcm.rate
         let lowWater = Self.lowWaterFrames(bufferFrames: bufferFrames, periodFrames: period, rate: rate)
         // A clocked buffer plays frame by frame when called, fetching nothing ahead: a period is kept.
-        let kept = pcm.playsBetweenCalls ? Self.keptFrames(periodFrames: period) : period
+        // A card keeps two of its own periods, which may be longer than the one asked (dmix's
+        // 1024 frames beside 480 asked): its pointer moves, and it fetches, a period of its own
+        // at a time, and two asked periods would take back what it is playing.
+        let devicePeriod = max(period, grantedPeriod.load(ordering: .acquiring))
+        let kept = pcm.playsBetweenCalls ? Self.keptFrames(periodFrames: devicePeriod) : period
         // A card that stops consuming (a stall) is waited for in steps, so that `stop` is seen.
         let waitMilliseconds = Int32(clamping: max(100, 2 * bufferFrames * 1_000 / rate))
         var rang = true

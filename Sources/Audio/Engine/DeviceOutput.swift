@@ -153,7 +153,7 @@ public final class DeviceOutput: @unchecked Sendable {
     /// the audible frame moves with the card, not in steps of a wake-up.
     let delayMeasuredAt = Atomic<Int>(0)
     private let realtime = Atomic<Bool>(false)
-    private let grantedPeriod = Atomic<Int>(0)
+    let grantedPeriod = Atomic<Int>(0)
     private let grantedBuffer = Atomic<Int>(0)
     private let openAttempts = Atomic<Int>(0)
     private var thread: OSThread?
