@@ -31,8 +31,6 @@ final class ClockedBuffer: RewindableSink {
     private let storage: UnsafeMutableRawPointer
     /// Frames written since the last prepare (the application pointer).
     private var written = 0
-    /// Where the last write ended: after a `rewind`, `forward` may move up to there again.
-    private var writtenMost = 0
     /// Frames given to `output` since the last prepare (the hardware pointer).
     private var played = 0
     /// Running: when it started (CLOCK_MONOTONIC ns) and the frame it started at.
@@ -143,7 +141,6 @@ final class ClockedBuffer: RewindableSink {
             done += run
         }
         written += n
-        writtenMost = written
         // A card's start threshold: the buffer, in whole periods.
         if !running && held >= bufferFrames - bufferFrames % periodFrames { _ = start() }
         return n
@@ -164,7 +161,6 @@ final class ClockedBuffer: RewindableSink {
 
     func prepare() -> Int32 {
         written = 0
-        writtenMost = 0
         played = 0
         running = false
         underrun = false
@@ -224,13 +220,6 @@ final class ClockedBuffer: RewindableSink {
         advance()
         let n = min(max(0, frames), held)
         written -= n
-        return n
-    }
-
-    func forward(frames: Int) -> Int {
-        advance()
-        let n = min(max(0, frames), writtenMost - written, room)
-        written += n
         return n
     }
 

@@ -267,12 +267,15 @@ extension DeviceOutput {
         let r = pcm.rewind(frames: periods * period)
         if r < 0 { return .refused(Int32(clamping: r)) }
         guard r > 0 else { return .nothing }
-        // Whole periods only: what is left of a part period plays as written.
-        if r % period != 0 { _ = pcm.forward(frames: r % period) }
+        // Whole periods only: a device that gave back a part period more (its pointer moved
+        // between the two calls) is written that part again from the history, before what is
+        // rendered next. (Moving forward over it again, `snd_pcm_forward`, can fail or move less
+        // — an xrun between — and every frame after would have gone out that much early.)
         let whole = r / period
+        history.takeBack(whole * period)
+        history.rewind(r % period)
         guard whole > 0 else { return .nothing }
         for m in mixers { m.rewind(periods: whole) }
-        history.takeBack(whole * period)
         publishingCounters {
             framesPlayed.subtract(whole * period, ordering: .sequentiallyConsistent)
             delayFrames.subtract(whole * period, ordering: .sequentiallyConsistent)

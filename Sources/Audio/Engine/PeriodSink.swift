@@ -50,8 +50,6 @@ protocol RewindableSink: PeriodSink {
     func rewindable() -> Int
     /// Takes back up to `frames` of the last frames written: how many, or a negative errno.
     func rewind(frames: Int) -> Int
-    /// Moves forward over `frames` taken back (they play as written): how many, or a negative errno.
-    func forward(frames: Int) -> Int
     /// Waits until it has room for its wake-up threshold, `other` is readable, or `milliseconds` pass.
     func wait(milliseconds: Int32, orUntilReadable other: Int32) -> PCM.WaitResult
     /// True when it plays on its own between calls (a card: it may be fetching the next period,

@@ -188,11 +188,6 @@ public final class PCM {
     /// is `snd_pcm_rewind`.
     public func rewind(frames: Int) -> Int { snd_pcm_rewind(handle, snd_pcm_uframes_t(max(0, frames))) }
 
-    /// Moves the write pointer forward over `frames` taken back by `rewind` (they play again as
-    /// written). Returns the frames moved, or a negative errno. The corresponding C function is
-    /// `snd_pcm_forward`.
-    public func forward(frames: Int) -> Int { snd_pcm_forward(handle, snd_pcm_uframes_t(max(0, frames))) }
-
     /// Sets how much room the device must have before `wait` (and a blocking `write` that found the
     /// buffer full) returns: `frames`, clamped to one period … the buffer. Call it after `init`,
     /// not while writing: it allocates. The corresponding C function is `snd_pcm_sw_params_set_avail_min`.
