@@ -139,24 +139,24 @@ public struct Policy: Hashable, Sendable {
     /// The rules of `sourceClass`, or `nil` if the policy does not declare it.
     public subscript(_ sourceClass: SourceClass) -> ClassPolicy? { classes[sourceClass] }
 
-    /// Baton's defaults, shared by the daemon and docs/ARBITER.md:
+    /// Baton's defaults, the same as the daemon's (`PolicyConfig.defaultClasses`, the shipped
+    /// `config/baton.yaml`) and docs/ARBITER.md's:
     ///
     /// | class        | priority | kind      | lower     | same    | during higher | resume within | coalesce | ttl | queue |
     /// |--------------|----------|-----------|-----------|---------|---------------|---------------|----------|-----|-------|
-    /// | music        | 10       | permanent | mix       | replace | queue         | 5 min         | –        | –   | –     |
-    /// | announcement | 50       | transient | interrupt | queue   | queue         | 30 s          | 3 s      | 30 s| 16    |
+    /// | music        | 10       | permanent | interrupt | replace | queue         | 5 min         | –        | –   | –     |
+    /// | announcement | 50       | transient | interrupt | queue   | queue         | –             | 3 s      | 30 s| 16    |
     /// | call         | 90       | transient | interrupt | reject  | reject        | –             | –        | –   | –     |
     ///
     /// Duck (for classes set to `duck`): -15 dB, 50 ms attack, 300 ms release.
     public static let `default` = Policy(
         classes: [
             .music: ClassPolicy(
-                priority: 10, kind: .permanent, lower: .mix, same: .replace, duringHigher: .queue,
+                priority: 10, kind: .permanent, lower: .interrupt, same: .replace, duringHigher: .queue,
                 resumeWithin: .seconds(300)),
             .announcement: ClassPolicy(
                 priority: 50, kind: .transient, lower: .interrupt, same: .queue,
-                duringHigher: .queue, resumeWithin: .seconds(30),
-                coalesceWindow: .seconds(3), ttl: .seconds(30), queueLimit: 16),
+                duringHigher: .queue, coalesceWindow: .seconds(3), ttl: .seconds(30), queueLimit: 16),
             .call: ClassPolicy(priority: 90, kind: .transient, lower: .interrupt, same: .reject, duringHigher: .reject),
         ], duck: .default)
 }

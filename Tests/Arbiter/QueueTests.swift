@@ -184,20 +184,20 @@ struct QueueEdgeTests {
         #expect(s.state("b") == .playing)
     }
 
-    /// The default policy is the one documented in docs/ARBITER.md.
+    /// The default policy is the one documented in docs/ARBITER.md (and the daemon's:
+    /// `PolicyDefaultsTests`).
     @Test func matchesDocumentedDefaults() {
         let p = Policy.default
         #expect(
             p[.music]
                 == ClassPolicy(
-                    priority: 10, kind: .permanent, lower: .mix, same: .replace,
+                    priority: 10, kind: .permanent, lower: .interrupt, same: .replace,
                     duringHigher: .queue, resumeWithin: .seconds(300)))
         #expect(
             p[.announcement]
                 == ClassPolicy(
                     priority: 50, kind: .transient, lower: .interrupt, same: .queue,
-                    duringHigher: .queue, resumeWithin: .seconds(30),
-                    coalesceWindow: .seconds(3), ttl: .seconds(30), queueLimit: 16))
+                    duringHigher: .queue, coalesceWindow: .seconds(3), ttl: .seconds(30), queueLimit: 16))
         #expect(
             p[.call]
                 == ClassPolicy(
