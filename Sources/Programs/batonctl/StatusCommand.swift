@@ -4,11 +4,13 @@ enum StatusCommand {
         name: "status", synopsis: "[--json]",
         summary: "show the zones (who is audible, ducked, silenced, queued; xruns) and the sources",
         details: """
-            Zones: STATE is available or unavailable (the ALSA error follows the table); AUDIBLE the sources
-            heard there; DUCKED those heard quieter (by whom, how much); SILENCED granted sources not heard
-            there (by whom); QUEUED those waiting; XRUNS the underruns recovered so far.
-            Sources: STATE is the arbiter's word (playing, ducked, interrupted, paused, queued); POSITION
-            is how far it has played.
+            Zones: STATE is available, unavailable (the ALSA error follows the table) or silent (a source
+            is heard there but its output stayed below -70 dBFS); AUDIBLE the sources heard there; DUCKED
+            those heard quieter (by whom, how much); SILENCED granted sources not heard there (by whom);
+            QUEUED those waiting; XRUNS the underruns recovered so far.
+            Sources: STATE is what is heard: playing and ducked only while heard; starting (granted, its
+            first frame not heard yet), buffering (its audio ran out), unavailable (its zones reach no
+            one), interrupted, paused, queued; POSITION is how far it has played.
             """,
         options: [.flag("json", "print batond's JSON answer as is")],
         run: run)
