@@ -225,7 +225,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// streamer begins writing it, and it calls `changed`). Pause and playback reports follow the
     /// arbiter's changes, which wake the monitor themselves. Under the control plane's lock.
     public var nextTick: Int? {
-        guard let streamer = streamer.withLock({ $0 }) else { return nil }
+        guard let streamer = streamer.withLock({ $0 }), !streamer.isHeldStill else { return nil }
         var next = streamer.nextLook
         // Past the threshold but not submitted: it is submitted at the next tick that hears it (a
         // source silenced there is resumed by the arbiter, which wakes the monitor).

@@ -107,6 +107,10 @@ final class MusicStreamer: @unchecked Sendable {
         return (next.frame - heard) * 1_000_000_000 / max(1, first.rate) + 1_000_000
     }
 
+    /// Every zone's slot paused and taken from no more (`allHeldStill`): nothing to look at until a
+    /// resume. Any thread.
+    var isHeldStill: Bool { allHeldStill(targets) }
+
     func start() { OSThread.detach(name: "stream") { [self] in run() } }
 
     /// Stops streaming. Returns true when the thread has already ended, so the caller releases the

@@ -253,6 +253,15 @@ extension SourceOutput {
     public var heardFrames: Int { slot.framesHeard(atZoneFrame: device.heardFrame) }
 }
 
+/// True while every one of `outputs` is paused and its output thread has stopped taking from it:
+/// nothing of the source moves — its rings do not drain, nothing more is heard — until a resume,
+/// which wakes the monitor itself. Its deadlines (a ring half empty, the next track, a scrobble
+/// threshold) would come no closer, and the monitor looked again at each (four times a second for
+/// a paused sound, for as long as it stayed paused). Monitor thread.
+func allHeldStill(_ outputs: [SourceOutput]) -> Bool {
+    !outputs.isEmpty && outputs.allSatisfy { $0.slot.isPauseRequested && $0.slot.isPaused }
+}
+
 /// True once every slot played the source's last frame — but for a zone left behind
 /// (`isLeftBehind`): its lost card would hold the source for as long as it is gone.
 func allDrained(_ outputs: [SourceOutput]) -> Bool {

@@ -525,8 +525,12 @@ final class MQTTBridge: @unchecked Sendable {
             retain("\(base)/state", String(decoding: data, as: UTF8.self))
         }
         publishHomeAssistantState(status)
+        // A source paused, interrupted or queued does not move: what changes it (a command, the
+        // arbiter) is an event. It was taken for moving, and music paused overnight had the bridge
+        // build 20 status reports a second until morning.
+        let still: Set<String> = ["paused", "interrupted", "queued"]
         let moving =
-            !status.sources.isEmpty || status.intercom?.inCall == true
+            status.sources.contains { !still.contains($0.state) } || status.intercom?.inCall == true
             || status.zones.contains { $0.level.peakDb > -200 }
         // The last level before the bridge stops looking every 50 ms goes out at once.
         for level in levels { publishLevel(level.zone, level.text, now: !moving) }

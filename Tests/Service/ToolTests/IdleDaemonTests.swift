@@ -42,4 +42,32 @@ import Testing
         #expect(busiest <= 5, "runs in 3 s: \(ran)")
         #expect(ran.map(\.1).reduce(0, +) <= 20, "runs in 3 s: \(ran)")
     }
+
+    /// Music paused (overnight, say), MQTT connected: nothing moves, and no thread looks. The MQTT
+    /// bridge took a source in its status for something moving, whatever its state, and built a
+    /// status report every 50 ms for as long as the music stayed paused (60 runs here).
+    @Test func aPausedSourceLetsEveryThreadSleep() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let d = try BatondProcess(extra: "mqtt:\n  broker: \(broker.url)")
+        defer { _ = d.stop() }
+        func status() -> String { d.batonctl("status", "--json").output }
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(50_000)
+                return status().contains(#""connection":"connected""#)
+            }, "MQTT connects: \(status())")
+        #expect(d.batonctl("play", "chime", "--loop").status == 0)
+        #expect(waitUntil(seconds: 10, every: 0.05) { status().contains(#""state":"playing""#) }, "\(status())")
+        #expect(d.batonctl("pause").status == 0)
+        #expect(waitUntil(seconds: 10, every: 0.05) { status().contains(#""state":"paused""#) }, "\(status())")
+        usleep(1_000_000)  // the zones stop their PCMs once nothing is heard
+        let pid = "\(d.pid)"
+        let before = ProcessThreads.runs(process: pid)
+        usleep(3_000_000)
+        let after = ProcessThreads.runs(process: pid)
+        let ran = after.compactMap { tid, t in before[tid].map { (t.name, t.runs - $0.runs) } }.sorted { $0.1 > $1.1 }
+        #expect((ran.first?.1 ?? 0) <= 5, "runs in 3 s: \(ran)")
+        #expect(status().contains(#""state":"paused""#), "still paused: \(status())")
+    }
 }
