@@ -668,14 +668,25 @@ extension MQTTBridge {
     /// What the now-playing sensor of a zone shows: the source heard there (else a paused one),
     /// its title, artist, album, state, and its position (whole seconds) at `positionAt` (UTC, as
     /// Home Assistant's media player gives `media_position_updated_at`); `idle` when none.
+    /// The state twice: as `state`, and as `playback` for Home Assistant, which drops an attribute
+    /// named `state` from a sensor's JSON attributes (`MQTT_ATTRIBUTES_BLOCKED`): paused music read
+    /// there as its title and nothing else, as if it played.
     struct NowPlaying: Encodable, Equatable {
-        var state: String
+        var state: String {
+            didSet { playback = state }
+        }
+        private(set) var playback: String
         var title: String?
         var artist: String?
         var album: String?
         var position: Int?
         var positionAt: String?
         var source: String?
+
+        init(state: String) {
+            self.state = state
+            playback = state
+        }
     }
 
     /// The strongest source heard in `zone` (`audible` is strongest first; a released source's

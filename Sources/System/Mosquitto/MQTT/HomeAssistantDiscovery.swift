@@ -167,7 +167,8 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
 
     /// A `sensor` with what plays in `zone`: the title (or `idle`; at most 255 characters, HA's
     /// limit for a state) from the JSON on `…/zones/<zone>/now-playing`, which also gives the
-    /// attributes (title, artist, album, position, state).
+    /// attributes (title, artist, album, position, playback: Home Assistant drops one named
+    /// `state`).
     public func nowPlayingSensor(zone: String) -> Message {
         let topic = "\(baseTopic)/zones/\(zone)/now-playing"
         return message(
