@@ -176,9 +176,9 @@ public final class MusicPlayer: Source, @unchecked Sendable {
             // all before it was heard, it goes on from that track's start — not from the end of
             // the one before, downloaded again to be skipped, and announced again.
             if let streamer = streamer.withLock({ $0 }), streamer.isDrained,
-                let key = streamer.progress.stoppedBefore, let index = queue.index(of: key)
+                let stopped = streamer.progress.stoppedBefore, let index = queue.index(of: stopped.key)
             {
-                return (index, 0)
+                return (index, stopped.seconds)
             }
             return (now.index, now.seconds)
         }

@@ -33,9 +33,11 @@ final class MusicStreamer: @unchecked Sendable {
         /// The queue stopped where it was (it can be resumed from there), and why, as a sentence:
         /// the server stayed unreachable past the retry limit, or tracks in a row could not be played.
         var gaveUp: String?
-        /// The last track, when it could not be played and nothing of it was written: where the
-        /// queue is to go on from, once what was written before it has been heard (`MusicPlayer.placeToSave`).
-        var stoppedBefore: Int?
+        /// Where the queue is to go on from, once what was written before has been heard
+        /// (`MusicPlayer.placeToSave`), when it stopped at a track nothing of which was written (the
+        /// last, refused; the first of those refused in a row; the one the server was given up on):
+        /// that track, from where it was to start (a seek's position, else 0).
+        var stoppedBefore: (key: Int, seconds: Double)?
     }
 
     /// The queue, walked by key: after each track the streamer plays the entry that follows it now,
@@ -184,6 +186,8 @@ final class MusicStreamer: @unchecked Sendable {
     private func run() {
         var written = 0  // frames written into the first zone's slot
         var failedInARow = 0
+        // The first of the tracks refused in a row, nothing of them written: where the queue goes on.
+        var firstRefusedInARow: (key: Int, seconds: Double)?
         var entry = queue.entry(key: firstKey)
         var next: Fetch? = nil
         // The last entry streamed could not be played (why), when it could not.
@@ -239,12 +243,24 @@ final class MusicStreamer: @unchecked Sendable {
             // given up on (the next track would fail the same way), or too many tracks in a row
             // could not be played.
             var stop: String?
+            // Where it goes on from once all written before is heard, when it stops at a track
+            // nothing of which was written: that track's start. Without it the place saved was the
+            // one heard when the source was released, before the device had played its last
+            // frames: near the end of the track before, downloaded again to be skipped at a
+            // resume, and announced again.
+            var goOnAt: (key: Int, seconds: Double)?
             if failed, fetch.gaveUp.value, let failure = fetch.buffer.networkFailure {
                 report(
                     .error(
                         "music: \(song.title) (\(song.id)): the server stayed unreachable past retry.limit (\(failure.message)); stopping the queue here"
                     ))
                 stop = "the server stayed unreachable past retry.limit (\(song.title): \(failure.message))"
+                if delivered == 0 {
+                    progressState.withLock { p in
+                        if p.trackStarts.last?.key == current.key { p.trackStarts.removeLast() }
+                    }
+                    goOnAt = (current.key, offset)
+                }
             } else if failed && delivered == 0 {
                 // Nothing of it was written: it was never heard (where the queue stopped on the
                 // server, above, stays: that is where music/resume goes on).
@@ -253,6 +269,7 @@ final class MusicStreamer: @unchecked Sendable {
                     return p.error
                 }
                 failedInARow += 1
+                if failedInARow == 1 { firstRefusedInARow = (current.key, offset) }
                 if failedInARow >= Self.failuresInARow {
                     report(
                         .error(
@@ -260,17 +277,22 @@ final class MusicStreamer: @unchecked Sendable {
                         ))
                     stop =
                         "\(Self.failuresInARow) tracks in a row could not be played (the last, \(error ?? song.title))"
+                    goOnAt = firstRefusedInARow
                 }
             } else {
                 failedInARow = 0
+                firstRefusedInARow = nil
             }
             if let stop {
-                progressState.withLock { $0.gaveUp = stop }
+                progressState.withLock {
+                    $0.gaveUp = stop
+                    $0.stoppedBefore = goOnAt
+                }
                 end(fetch)
                 break
             }
             lastFailure = failed ? progressState.withLock { $0.error } ?? song.title : nil
-            if failed && delivered == 0 { progressState.withLock { $0.stoppedBefore = current.key } }
+            if failed && delivered == 0 { progressState.withLock { $0.stoppedBefore = (current.key, offset) } }
             end(fetch)
             entry = isCancelled ? nil : queue.streamEntry(after: current.key, stream: stream)
         }
