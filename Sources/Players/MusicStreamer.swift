@@ -467,12 +467,17 @@ final class MusicStreamer: @unchecked Sendable {
                             message: "the server answered from byte \(gap) when asked from byte \(received)"))
                     return
                 }
-                guard error.isTransient, ContinuousClock.now - progressAt < retryLimit else {
+                // A 404 from a proxy whose server behind it is down (Traefik before a restarting
+                // Navidrome) is waited out like a refused connection; one from a server that
+                // answers its API is the song's absence. Taken as that, a ten-second restart
+                // failed this track and the next ones at once, and stopped the queue.
+                let transient = error.isTransient || (error.isNotFound && !client.answersAPI())
+                guard transient, ContinuousClock.now - progressAt < retryLimit else {
                     // Before the failure the reader sees: the server is given up on — unless it
                     // was a 5xx for this song from a server that answers its API (a file it cannot
                     // read or transcode): then the song fails and the queue goes on. The queue
                     // stopped, "the server stayed unreachable", for one bad file.
-                    if error.isTransient, !(error.isServerError && client.answersAPI()) { gaveUp.set() }
+                    if transient, !(error.isServerError && client.answersAPI()) { gaveUp.set() }
                     retrying(nil)
                     buffer.fail(ByteSourceError(message: "\(error)"))
                     return

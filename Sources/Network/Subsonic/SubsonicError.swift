@@ -37,6 +37,13 @@ public enum SubsonicError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// An HTTP 404 answer: the server's "not found" — or a reverse proxy's whose server behind it
+    /// is down (`SubsonicClient.answersAPI` tells the two apart).
+    public var isNotFound: Bool {
+        if case .http(404, _) = self { return true }
+        return false
+    }
+
     /// An HTTP 5xx answer: the server (or a proxy in front of it) answered, with an error of its own.
     public var isServerError: Bool {
         if case .http(let status, _) = self { return status >= 500 }

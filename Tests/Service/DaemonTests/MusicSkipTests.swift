@@ -150,6 +150,31 @@ import Testing
         #expect(!failed.contains { $0.contains("unreachable") }, "\(failed)")
     }
 
+    /// The server behind a reverse proxy restarts (Navidrome's container behind Traefik, which
+    /// answers 404 to everything meanwhile) just as the next track is asked for: the track waits
+    /// for the server, as for one that refuses connections, and plays once it is back. A 404 was
+    /// taken for the song's absence: the track failed at once, the next one too, and the queue
+    /// stopped — music gone for good after a ten-second restart.
+    @Test func aProxysNotFoundWhileItsServerIsDownIsWaitedOut() throws {
+        let (t, proxy, id) = try Self.playing(["Tone 440 FLAC", "Tone 550 MP3"], refusing: [])
+        defer { t.stop() }
+        proxy.serverBehindIsDown.store(true, ordering: .releasing)
+        #expect(try t.request("POST", "/api/v1/music/next").status == 200)
+        #expect(
+            waitUntil(seconds: 10) { (try? t.status().sources.first { $0.id == id }?.buffering) != nil },
+            "it waits for the server: \(String(describing: try? t.status().sources.first { $0.id == id }))")
+        proxy.serverBehindIsDown.store(false, ordering: .releasing)
+        let position = { (try? t.status().sources.first { $0.id == id }) }
+        #expect(
+            waitUntil(seconds: 15) {
+                position()?.track?.title == "Tone 550 MP3" && (position()?.positionSeconds ?? 0) > 0.5
+            },
+            "the track plays once the server is back: \(String(describing: position()))")
+        let failed = t.daemon.events.recent().filter { $0.type == "stream-error" && $0.source == id }.compactMap(
+            \.reason)
+        #expect(!failed.contains { $0.contains("could not play") }, "\(failed)")
+    }
+
     /// Three refused in a row: the queue stops there, saying so (not "the server stayed
     /// unreachable"), and the track after them is not played. It is kept at the first refused
     /// track's start: it was kept near the end of the one heard before (released before the device

@@ -87,6 +87,9 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     /// While true, each `scrobble` is answered HTTP 503 instead (a server restarting behind its
     /// proxy) and recorded in `scrobblesRefused`.
     public let refusesScrobbles = Atomic<Bool>(false)
+    /// While set, every request is answered 404 with Traefik's body, as a reverse proxy whose
+    /// server behind it is down (a NAS restarting) answers.
+    public let serverBehindIsDown = Atomic<Bool>(false)
     /// The `scrobble` requests answered 503, in order.
     public var scrobblesRefused: [Scrobble] { refusedScrobbles.withLock { $0 } }
     private let refusedScrobbles = Mutex<[Scrobble]>([])
@@ -163,6 +166,15 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         }
         let text = String(decoding: head, as: UTF8.self)
         let target = text.split(separator: " ", maxSplits: 2).dropFirst().first.map(String.init) ?? ""
+        if serverBehindIsDown.load(ordering: .acquiring) {
+            let body = "404 page not found\n"
+            Self.sendAll(
+                client,
+                Array(
+                    ("HTTP/1.1 404 Not Found\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                        + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)").utf8))
+            return
+        }
         if let coverArt, target.hasPrefix("/rest/getCoverArt") {
             Self.answer(client, coverArt.body, type: coverArt.type)
             return
