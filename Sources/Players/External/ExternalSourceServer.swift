@@ -12,6 +12,8 @@ public final class ExternalSourceServer: @unchecked Sendable {
     // @unchecked: `listener` and `thread` are set in start and cleared in stop (control thread);
     // `streams` and `running` are the shared state.
     public let path: String
+    /// The socket file `start` made (device, inode): the one `stop` removes.
+    private var madeSocket: (device: dev_t, inode: ino_t)?
     private let logger: Logger
     private let lookup: @Sendable (String) -> String?
     private let onFrames: @Sendable (ExternalStream) -> Void
@@ -70,7 +72,30 @@ public final class ExternalSourceServer: @unchecked Sendable {
         if let directory = path.lastIndex(of: "/").map({ String(path[..<$0]) }), !directory.isEmpty {
             _ = FileIO.makeDirectory(directory, mode: 0o755)
         }
-        unlink(path)
+        // Only a socket nobody listens on is replaced (one left by a batond that was killed): a
+        // second batond on the same path deleted the running one's socket — every player then
+        // failed to reach it, its status saying all was well — and a path naming a file deleted it.
+        var existing = stat()
+        if lstat(path, &existing) == 0 {
+            guard existing.st_mode & S_IFMT == S_IFSOCK else {
+                close(fd)
+                throw SetupError(
+                    description: "\(path) is not a socket: batond does not replace it (external-sources.socket)")
+            }
+            let answered = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            guard answered != 0 else {
+                close(fd)
+                throw SetupError(
+                    description:
+                        "another program listens on \(path) (another batond?): it is left to it (external-sources.socket)"
+                )
+            }
+            unlink(path)
+        }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
@@ -81,6 +106,10 @@ public final class ExternalSourceServer: @unchecked Sendable {
             close(fd)
             throw SetupError(description: "cannot listen on \(path): \(String(cString: strerror(e)))")
         }
+        // What this server made, so that its stop removes only that: not a socket another batond
+        // made there since.
+        var made = stat()
+        if stat(path, &made) == 0 { madeSocket = (made.st_dev, made.st_ino) }
         // Said when it fails (a system-call filter without chown, no such group): the socket was
         // left to batond's own group, every program of the players' group refused, and the log
         // said only that it listened.
@@ -112,7 +141,10 @@ public final class ExternalSourceServer: @unchecked Sendable {
         thread?.join()
         thread = nil
         close(listener)
-        unlink(path)
+        var now = stat()
+        if let made = madeSocket, stat(path, &now) == 0, now.st_dev == made.device, now.st_ino == made.inode {
+            unlink(path)
+        }
         for s in streams.withLock({ Array($0.values) }) { s.stop() }
         let deadline = monotonicNanoseconds() + 500_000_000
         while (!streams.withLock { $0.isEmpty } || handshakes.load(ordering: .acquiring) > 0)
