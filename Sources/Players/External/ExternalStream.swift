@@ -438,8 +438,11 @@ public final class ExternalStream: @unchecked Sendable {
                     // Baton paused the player (`pause`): what it drops is the music just after the
                     // cut, which the resume must start from. MPD then closes its device, and this
                     // stream stays until they are played (the player's next one waits behind it).
+                    // Said when it keeps more than it had: a DROP again (nothing new sent) is not
+                    // a line each (a program could flood the journal past its rate limit).
+                    let before = keptFrames
                     keptFrames = frames
-                    if frames > 0 {
+                    if frames > before {
                         logger.info(
                             "external \(name): \(peer) dropped \(frames) frames while paused by Baton; kept for the resume"
                         )

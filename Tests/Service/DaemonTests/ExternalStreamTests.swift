@@ -42,6 +42,41 @@ import Testing
         #expect(Double(taken) <= (since + 0.1) * 48_000, "\(taken) frames taken \(since) s after it went on")
     }
 
+    /// A program that sends DROP after DROP while Baton holds it paused (pause mode: what it drops
+    /// is kept for the resume) says so in the log once, not once a message: a program in group
+    /// `audio` could flood the journal, whose rate limit then hid batond's real warnings.
+    @Test func repeatedDropsWhilePausedAreLoggedOnce() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        let program = fds[1]
+        defer { close(program) }
+        let lines = Mutex<[String]>([])
+        let stream = ExternalStream(
+            name: "mpd", peer: ExternalPeer(pid: 1, program: "mpd"), fd: fds[0],
+            logger: Logger(minimum: .info, sink: { line in lines.withLock { $0.append(line) } }), onFrames: { _ in })
+        OSThread.detach(name: "external-stream") { stream.run() }
+        defer { stream.stop() }
+        stream.setHeld(true, keepingDropped: true)
+        func send(_ bytes: [UInt8]) {
+            #expect(bytes.withUnsafeBytes { write(program, $0.baseAddress, $0.count) } == bytes.count)
+        }
+        let format = [0, 2, 48_000, 24_000, 480].map { UInt32($0) }  // S16_LE, stereo, 0.5 s buffer
+        send(ExternalWire.message(.format, format.flatMap { ExternalWire.bytes(of: $0) }))
+        send(ExternalWire.message(.data, [UInt8](repeating: 1, count: 480 * 4)))
+        for _ in 0..<50 { send(ExternalWire.message(.drop)) }
+        let kept = { lines.withLock { $0.filter { $0.contains("kept for the resume") }.count } }
+        #expect(waitUntil(seconds: 5) { kept() >= 1 }, "\(lines.withLock { $0 })")
+        // The stream answers each DROP (POSITION): once the last is answered, all were read.
+        var answers = [UInt8](repeating: 0, count: 65_536)
+        var got = 0
+        _ = waitUntil(seconds: 5) {
+            let n = answers.withUnsafeMutableBytes { recv(program, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 { got += n }
+            return got >= 8 + 50 * 24  // the OK to FORMAT, a POSITION (24 bytes) for each DROP
+        }
+        #expect(kept() == 1, "\(lines.withLock { $0 })")
+    }
+
     /// A program that sends control messages without end (DRAINs, 8 bytes each) does not keep the
     /// stream's thread from a stop: it read them until the socket was empty, which it never was.
     @Test func aFloodOfMessagesDoesNotHoldTheStream() throws {
