@@ -106,6 +106,8 @@ public struct JitterBuffer: Sendable {
     public enum ResetReason: Sendable, Equatable {
         /// Another SSRC took over after the locked one fell silent.
         case newSource(ssrc: UInt32)
+        /// The locked SSRC sends another payload type, the locked one silent (no type configured).
+        case newPayloadType(Int)
         /// The sequence number jumped further than the buffer holds.
         case sequenceJump(from: Int64, to: Int64)
     }
@@ -269,6 +271,15 @@ public struct JitterBuffer: Sendable {
             if let last = lastArrival, now - last < configuration.sourceTakeover { return foreign(.ssrc(packet.ssrc)) }
             counters.resets += 1
             outcome = .reset(.newSource(ssrc: packet.ssrc))
+            ssrc = nil
+        } else if ssrc != nil, configuration.payloadType == nil, let want = payloadType,
+            packet.payloadType != want, let last = lastArrival, now - last >= configuration.sourceTakeover
+        {
+            // The same sender with another type, the locked one quiet: its first packet was a stray
+            // of another type (comfort noise, a telephone event before the audio), or it restarted
+            // with another type. Locked on the stray's, it was refused until another SSRC came.
+            counters.resets += 1
+            outcome = .reset(.newPayloadType(Int(packet.payloadType)))
             ssrc = nil
         }
         if ssrc == nil {

@@ -264,6 +264,28 @@ import Testing
                 == .foreign(.payloadType(96)))
     }
 
+    /// The same sender, its SSRC fixed, whose first packet was of another type (a comfort-noise or
+    /// telephone-event packet before the audio, or a restart with another type): once the stray
+    /// type has been quiet for `sourceTakeover`, the sender's stream starts over with the type it
+    /// now sends. It was refused as `foreign(.payloadType)` until another SSRC came: the doorbell
+    /// never rang. While the locked type flows, the other stays foreign (DTMF amid the audio).
+    @Test func aSendersStrayPacketOfAnotherTypeDoesNotLockItOut() throws {
+        let packets = try tonePackets(seconds: 3)
+        let sim = try PlayoutSimulation()
+        #expect(sim.insert(datagram(packets[0], index: 0, ssrc: 7, payloadType: 101), at: 0) == .started)
+        #expect(
+            sim.insert(datagram(packets[1], index: 1, ssrc: 7, payloadType: 96), at: 20 * ms)
+                == .foreign(.payloadType(96)))
+        #expect(
+            sim.insert(datagram(packets[2], index: 2, ssrc: 7, payloadType: 96), at: 2_000 * ms)
+                == .reset(.newPayloadType(96)))
+        #expect(sim.insert(datagram(packets[3], index: 3, ssrc: 7, payloadType: 96), at: 2_020 * ms) == .accepted)
+        #expect(
+            sim.insert(datagram(packets[4], index: 4, ssrc: 7, payloadType: 101), at: 2_030 * ms)
+                == .foreign(.payloadType(101)))
+        #expect(sim.insert(datagram(packets[5], index: 5, ssrc: 7, payloadType: 96), at: 2_040 * ms) == .accepted)
+    }
+
     /// A jump in sequence numbers beyond the buffer's reach resets it to the new position.
     @Test func resetsOnASequenceJump() throws {
         let packets = try tonePackets(seconds: 1)
