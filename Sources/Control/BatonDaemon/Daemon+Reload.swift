@@ -78,6 +78,8 @@ extension Daemon {
         // From the volumes read to the controls opened, no volume change comes in between: one
         // that did was written over by the volume carried (answered 200, a `volume` event, then
         // the old volume back). Not the rest of the reload (music resumed from a slow server).
+        // A call on a zone the reload reopens: it goes on afterwards on the zones it has then.
+        var callGoesOn = false
         let resumeMusic = volumeChanges.withLock { _ in
             var carried: [String: Double] = [:]
             for zone in oldTable.zones where stoppedZones.contains(zone.name) {
@@ -130,6 +132,13 @@ extension Daemon {
                         let number = Int(p.id.rawValue.split(separator: "-").last ?? "") ?? 0
                         if number >= resume?.number ?? 0 { resume = (queue, number) }
                     }
+                    if p.sourceClass == .call {
+                        // Not one a user paused: made again, it would play.
+                        callGoesOn = s.arbiter.state(of: p.id) != .paused
+                        // Said by `finish` (the vanish's own `finished` said "stopped", as if a
+                        // user had stopped it).
+                        p.endReason = "a reload changed its zones"
+                    }
                     apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
                     finish(p.id, &s, why: "a reload changed its zones")
                 }
@@ -160,13 +169,26 @@ extension Daemon {
             external.listen()
             if parts.external.server != nil { report.needsRestart.removeAll { $0 == "external-sources.socket" } }
         }
-        if let (queue, musicBefore) = resumeMusic {
-            // Its reopened zones first open their PCMs (milliseconds; a second at most): a zone
-            // not open yet is skipped by the admission, and the music would leave it for good.
+        // What goes on on the reopened zones waits for them to open their PCMs (milliseconds; a
+        // second at most): a zone not open yet is skipped by the admission, and left for good.
+        if resumeMusic != nil || callGoesOn {
             let deadline = monotonicNanoseconds() + 1_000_000_000
             while started.contains(where: { !$0.snapshot().available }) && monotonicNanoseconds() < deadline {
                 usleep(5_000)
             }
+        }
+        // The call goes on (its source made again, on the call's zones as configured now): the
+        // reload ended it in every zone, the ones it left alone too, and its end hung up the
+        // receiver, which ignored the door's stream until it paused — the visitor gone mid-word.
+        if callGoesOn {
+            do throws(ControlError) {
+                let admission = try calls.start(reason: "it goes on after a reload changed its zones")
+                logger.info("reload: the call goes on as \(admission.id)")
+            } catch {
+                logger.warning("reload: the call could not go on: \(error.message)")
+            }
+        }
+        if let (queue, musicBefore) = resumeMusic {
             do throws(ControlError) {
                 // Not over music a user started meanwhile (a request, a resume). Any music was
                 // taken for that: other music playing on in zones the reload left alone stopped

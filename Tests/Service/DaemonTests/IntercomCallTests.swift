@@ -245,6 +245,42 @@ import Testing
         #expect(try t.json("POST", "/api/v1/call/start").status == 202)
     }
 
+    /// A call in the kitchen and on the patio; a reload reopens the patio (its rate changes): the
+    /// call goes on, in both, while the door still sends. The reload ended the whole call, in the
+    /// kitchen too ("call ended: stopped", as if someone stopped it), and hung up the receiver, which
+    /// then ignored the door's stream until it paused: the visitor was gone mid-sentence.
+    @Test func aReloadThatReopensOneOfTheCallsZonesKeepsTheCall() throws {
+        let t = try TestDaemon(
+            intercom: IntercomConfig(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen", "patio"],
+                silenceTimeout: .seconds(2)))
+        defer { t.stop() }
+        let listen = try #require(try t.status().intercom?.listen)
+        let port = try #require(UInt16(listen.split(separator: ":").last ?? ""))
+        let caller = Self.call(port, seconds: 8)
+        defer { pthread_join(caller, nil) }
+        let first = try #require(Self.grantedCall(t)?.source, "the RTP call starts")
+        let heard = { (source: String, zone: String) -> Int in
+            (try? t.status().zones.first { $0.name == zone }?.sources.first { $0.source == source }?.positionFrames)
+                ?? 0
+        }
+        #expect(waitUntil(seconds: 10) { heard(first, "kitchen") > 22_050 }, "the call is heard")
+        var new = t.config
+        new.zones[1].rate = 44_100  // patio is reopened
+        #expect(t.daemon.apply(new).zonesChanged == ["patio"])
+        let ended = t.daemon.events.recent().first {
+            $0.type == "call" && $0.source == first && $0.reason?.hasPrefix("call ended") == true
+        }
+        #expect(ended?.reason == "call ended: a reload changed its zones", "\(ended?.reason ?? "-")")
+        // The call goes on as a call source again, heard in both zones while the door sends.
+        var call: String?
+        #expect(
+            waitUntil(seconds: 3) {
+                call = try? t.status().sources.first { $0.class == "call" && $0.state == "playing" }?.id
+                return call.map { heard($0, "kitchen") > 4_410 && heard($0, "patio") > 4_410 } ?? false
+            }, "the call goes on: \(String(describing: try? t.status().sources))")
+    }
+
     /// Calls started at once (requests, or a request and the first packets) make one call: the
     /// look for a running call and the admission were two steps, and under `same: mix` two calls
     /// could start — two pumps pulling from the one receiver, its decoder, at once.
