@@ -603,13 +603,15 @@ final class MQTTBridge: @unchecked Sendable {
         for zone in gone { clear(zone: zone) }
     }
 
-    /// Publishes `zone`'s retained topics and its Home Assistant entities empty, which removes them.
+    /// Publishes `zone`'s Home Assistant entities and then its retained topics empty, which removes
+    /// them: the entities first, or Home Assistant renders their templates on empty payloads (an
+    /// error in its log for each).
     private func clear(zone: String) {
-        for suffix in ["state", "volume", "now-playing"] {
-            publish("\(base)/zones/\(zone)/\(suffix)", [], retain: true)
-        }
         if config.discovery, let entities = try? discovery(zones: []).zoneMessages(zone) {
             for m in entities { publish(m.topic, [], retain: true) }
+        }
+        for suffix in ["state", "volume", "now-playing"] {
+            publish("\(base)/zones/\(zone)/\(suffix)", [], retain: true)
         }
         logger.info("mqtt: zone \(zone) is gone: its topics cleared")
     }

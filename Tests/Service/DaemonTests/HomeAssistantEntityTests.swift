@@ -132,6 +132,31 @@ import Testing
         #expect(kitchen == #"{"playback":"idle","state":"idle"}"#, "\(kitchen)")
     }
 
+    /// A zone a reload removes: its entities go first, then its state topics, all emptied. The
+    /// state topics went first, and while its entities still existed Home Assistant rendered their
+    /// templates on empty payloads (an error in its log for each, at every such reload).
+    @Test func aRemovedZonesEntitiesGoBeforeItsState() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        #expect(
+            waitUntil(seconds: 10) {
+                (try? retained(broker, "\(base)/zones/patio/state", count: 1).first?.payload.isEmpty) == false
+            })
+        let all = try broker.subscribe(topic: "#", count: 500, seconds: 4)
+        var new = t.config
+        new.zones.removeAll { $0.name == "patio" }
+        #expect(t.daemon.apply(new).zonesRemoved == ["patio"])
+        // `topic payload` lines; an emptied topic's line ends at the space.
+        let emptied = all.messages().filter { $0.hasSuffix(" ") && $0.contains("patio") }.map { String($0.dropLast()) }
+        let firstState = emptied.firstIndex { $0.hasPrefix("\(base)/zones/patio/") }
+        let lastEntity = emptied.lastIndex { $0.hasPrefix("homeassistant/") }
+        #expect(firstState != nil && lastEntity != nil, "\(emptied)")
+        if let firstState, let lastEntity { #expect(lastEntity < firstState, "\(emptied)") }
+    }
+
     /// Every command topic in the discovery payloads is one Baton acts on: what HA sends there (a
     /// button's `payload_press`, a select option, a number, a message) either makes an event or,
     /// when it cannot be done now (pause with no music), a clear error on `<base>/errors`; the
