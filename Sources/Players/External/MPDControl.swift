@@ -58,7 +58,8 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
 
     private func command(_ line: String, expecting state: String) {
         let ticket = states.expect(state)
-        queue.run { [self] in
+        // A command replaced before it ran: nothing of it is to be seen.
+        queue.run(dropped: { [states] in states.dropExpectation(ticket) }) { [self] in
             do {
                 let connection = try MPDConnection(host: host, port: port, timeoutMilliseconds: 2000)
                 defer { connection.close() }

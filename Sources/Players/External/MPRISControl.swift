@@ -49,7 +49,8 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
 
     private func command(_ member: String, expecting state: String) {
         let ticket = states.expect(state)
-        queue.run { [self] in
+        // A command replaced before it ran: nothing of it is to be seen.
+        queue.run(dropped: { [states] in states.dropExpectation(ticket) }) { [self] in
             do {
                 let bus = try DBusConnection(systemBus: systemBus)
                 try bus.call(destination: busName, path: Self.path, interface: Self.interface, member: member)

@@ -29,9 +29,17 @@ public protocol PlayerControl: AnyObject, Sendable {
     func close()
 }
 
-/// Runs a control's commands one after another on a thread of its own, so that the arbiter never waits.
+/// Runs a control's commands on a thread of its own, so that the arbiter never waits: the one
+/// running, and the newest after it. A command given while another waits replaces it (its `dropped`
+/// runs): each is "be paused" or "be playing", and only the newest is what Baton wants. They were
+/// all kept: with the player slow to answer (MPD unreachable, 2–16 s a command) and doorbells
+/// ringing, the player flapped between pause and play for minutes once it answered again.
 final class ControlQueue: Sendable {
-    private let jobs = Mutex<[@Sendable () -> Void]>([])
+    private struct Job {
+        let run: @Sendable () -> Void
+        let dropped: @Sendable () -> Void
+    }
+    private let waiting = Mutex<Job?>(nil)
     private let wake = Semaphore()
     private let running = Atomic<Bool>(true)
 
@@ -48,13 +56,23 @@ final class ControlQueue: Sendable {
         }
     }
 
-    /// Runs every job queued, in order. The queue's thread.
+    /// Runs the job waiting, and the one given meanwhile, until none waits. The queue's thread.
     private func runQueued() {
-        while let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { job() }
+        while let job = waiting.withLock({ w -> Job? in
+            defer { w = nil }
+            return w
+        }) {
+            job.run()
+        }
     }
 
-    func run(_ job: @escaping @Sendable () -> Void) {
-        jobs.withLock { $0.append(job) }
+    /// Runs `job` after the one running, in place of the one waiting (whose `dropped` runs now).
+    func run(dropped: @escaping @Sendable () -> Void = {}, _ job: @escaping @Sendable () -> Void) {
+        let replaced = waiting.withLock { w -> Job? in
+            defer { w = Job(run: job, dropped: dropped) }
+            return w
+        }
+        replaced?.dropped()
         wake.post()
     }
 
