@@ -61,6 +61,8 @@ final class MQTTBridge: @unchecked Sendable {
         var republish = true
         var events: [Event] = []
         var retained: [String: String] = [:]
+        /// The sounds the discovery last published (the select's options, the doorbell button).
+        var discoveredSounds: [String]?
         /// The connection as last reported, and whether its being down was said since it was last
         /// up (to say each change once).
         var connection: MQTTStatus.Connection?
@@ -524,6 +526,14 @@ final class MQTTBridge: @unchecked Sendable {
         if let data = try? JSONEncoder.baton.encode(summary) {
             retain("\(base)/state", String(decoding: data, as: UTF8.self))
         }
+        // Sounds added to or taken from the directory (read at each look, as the select's choice
+        // is): the discovery follows. Its options were those of the last connect or reload: a
+        // chosen sound HA did not list was refused there, and the button played what it did not show.
+        if config.discovery && client.status.connection == .connected
+            && inbox.shared.withLock({ $0.discoveredSounds }) != daemon.sounds.names()
+        {
+            publishDiscovery()
+        }
         publishHomeAssistantState(status)
         // A source paused, interrupted or queued does not move: what changes it (a command, the
         // arbiter) is an event. It was taken for moving, and music paused overnight had the bridge
@@ -582,10 +592,12 @@ final class MQTTBridge: @unchecked Sendable {
     private func publishDiscovery() {
         do {
             let discovery = try discovery(zones: daemon.zoneNames)
+            inbox.shared.withLock { $0.discoveredSounds = discovery.sounds }
             for m in discovery.messages() { publish(m.topic, m.payload, retain: true) }
             // No sounds (a reload emptied the directory): the select published before goes, or its
-            // options stay in Home Assistant and each fails.
+            // options stay in Home Assistant and each fails. So does the doorbell button.
             if discovery.sounds.isEmpty { publish(discovery.soundSelect().topic, [], retain: true) }
+            if !discovery.sounds.contains("doorbell") { publish(discovery.doorbellButton().topic, [], retain: true) }
         } catch {
             logger.warning("mqtt: Home Assistant discovery: \(error)")
         }

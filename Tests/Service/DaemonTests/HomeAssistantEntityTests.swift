@@ -132,6 +132,32 @@ import Testing
         #expect(kitchen == #"{"playback":"idle","state":"idle"}"#, "\(kitchen)")
     }
 
+    /// Sounds added to and taken from the directory while batond runs (no reload): the sound
+    /// select's options follow, and the doorbell button goes with the `doorbell` sound. The options
+    /// were those of the last connect or reload (a new sound chosen in HA's select was not one of
+    /// them), and the button was published with no `doorbell` sound, each press failing.
+    @Test func theDiscoveryFollowsTheSoundsDirectory() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        let select = "homeassistant/select/baton_test-speaker/sound/config"
+        let button = "homeassistant/button/baton_test-speaker/doorbell/config"
+        func kept(_ topic: String) -> String { (try? retained(broker, topic, count: 1).first?.payload) ?? "" }
+        #expect(waitUntil(seconds: 10) { kept(button).contains("doorbell") }, "\(kept(button))")
+        #expect(!kept(select).contains("aaa"))
+        WAVWriter.write(
+            Signals.sine(frequency: 500, rate: 44_100, frames: 4_410, channels: 1, amplitude: 0.5),
+            rate: 44_100, channels: 1, to: "\(t.sounds)/aaa.wav")
+        #expect(unlink("\(t.sounds)/doorbell.wav") == 0)
+        // Something that wakes the bridge (it looks at least every 10 s).
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.5}"#).status == 200)
+        #expect(waitUntil(seconds: 5) { kept(select).contains(#""aaa""#) }, "\(kept(select))")
+        // Gone from the broker: nothing retained there (the subscription times out, 5 s).
+        #expect(!kept(button).contains("payload_press"), "the doorbell button goes: \(kept(button))")
+    }
+
     /// A zone a reload removes: its entities go first, then its state topics, all emptied. The
     /// state topics went first, and while its entities still existed Home Assistant rendered their
     /// templates on empty payloads (an error in its log for each, at every such reload).

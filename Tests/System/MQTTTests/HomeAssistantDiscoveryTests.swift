@@ -112,6 +112,10 @@ import Testing
         #expect(try Self.discovery().messages().map(\.topic) == (device + zones).map { "homeassistant/\($0)/config" })
         let silent = try HomeAssistantDiscovery(device: "kitchen", name: "K", zones: [])
         #expect(!silent.messages().map(\.topic).contains { $0.contains("/select/") })
+        // No `doorbell` sound: no doorbell button (each press would fail).
+        let noBell = try HomeAssistantDiscovery(device: "kitchen", name: "K", zones: [], sounds: ["chime"])
+        #expect(!noBell.messages().map(\.topic).contains { $0.contains("/doorbell/") })
+        #expect(!silent.messages().map(\.topic).contains { $0.contains("/doorbell/") })
     }
 
     /// Names that cannot be topic levels and HA ids are refused, naming the field.

@@ -74,10 +74,12 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     /// HA's node id for this speaker: `baton_<device>`.
     public var nodeID: String { "baton_\(device)" }
 
-    /// Every discovery message: the doorbell button, the music buttons, the sound select with its
-    /// announce button, the notify entity, then per zone its volume, state and now-playing sensor.
+    /// Every discovery message: the doorbell button (when there is a `doorbell` sound: without one
+    /// each press failed, said only on `<base>/errors`), the music buttons, the sound select with
+    /// its announce button, the notify entity, then per zone its volume, state and now-playing sensor.
     public func messages() -> [Message] {
-        [doorbellButton()] + musicButtons() + (sounds.isEmpty ? [] : [soundSelect()]) + [announceButton(), notify()]
+        (sounds.contains("doorbell") ? [doorbellButton()] : []) + musicButtons()
+            + (sounds.isEmpty ? [] : [soundSelect()]) + [announceButton(), notify()]
             + zones.flatMap(zoneMessages)
     }
 
