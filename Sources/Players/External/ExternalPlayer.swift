@@ -99,7 +99,10 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     }
     /// The program writing now (the last one, when none does).
     public var peer: ExternalPeer { info.withLock { $0.peer } }
-    public var format: String { info.withLock { $0.format } }
+    /// The format of the stream playing now, as it says it now (a program may set another on the
+    /// same connection: aplay between files of two rates); of the last one when none plays.
+    /// Under the lock.
+    public var format: String { state.current?.formatDescription ?? info.withLock { $0.format } }
     /// True while a new connection for this source may join it rather than start a new one.
     public var acceptsStreams: Bool { !state.ended }
     /// The program left before the arbiter granted the source. Under the lock.

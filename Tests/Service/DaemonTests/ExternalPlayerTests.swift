@@ -77,6 +77,24 @@ import Testing
         #expect(told.said.withLock { $0 } == (toldToPlay ? ["pause", "play"] : ["pause"]))
     }
 
+    /// A program that sets its format again on the same connection (aplay playing files of two
+    /// rates, gmediarender between tracks): the source's format in the status is the new one. It
+    /// stayed the first, read once when the stream was taken.
+    @Test func theFormatShownIsTheStreamsLatest() throws {
+        let (player, _, stream, program) = try Self.pausePlayer()
+        defer { close(program) }
+        func send(_ bytes: [UInt8]) {
+            #expect(bytes.withUnsafeBytes { write(program, $0.baseAddress, $0.count) } == bytes.count)
+        }
+        for rate in [44_100, 48_000] {
+            let format = [0, 2, rate, 22_050, 441].map { UInt32($0) }
+            send(ExternalWire.message(.format, format.flatMap { ExternalWire.bytes(of: $0) }))
+            #expect(
+                waitUntil(seconds: 5) { stream.formatDescription.contains("\(rate)") }, "\(stream.formatDescription)")
+            #expect(player.format == stream.formatDescription, "\(player.format) against \(stream.formatDescription)")
+        }
+    }
+
     /// A `pause` source on a stream of a socket pair (the program's end returned, to close), its
     /// control `Told`, started on no zones and not heard.
     static func pausePlayer() throws -> (ExternalPlayer, Told, ExternalStream, program: Int32) {
