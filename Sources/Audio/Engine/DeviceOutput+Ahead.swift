@@ -57,13 +57,20 @@ extension DeviceOutput {
         // any change, up to a buffer later. A card is first asked to take back a period of
         // silence before it plays (`refusalBeforeStart`); one that refused is not asked again.
         var takesBack: Bool? = nil
-        if let off = RenderAheadOff(code: renderAheadOffCode.load(ordering: .acquiring)), off != .cannotRewind {
+        if let off = RenderAheadOff(code: renderAheadOffCode.load(ordering: .acquiring)),
+            off != .cannotRewind && off != .periodTooLong
+        {
             takesBack = false
         } else {
             renderAheadOffCode.store(0, ordering: .releasing)
             if let off = refusalBeforeStart(pcm) {
                 takesBack = false
                 renderAheadIsOff(off)
+            } else if bufferFrames <= kept + period {
+                // It would never hold more than it keeps and a period: never rendered ahead, while
+                // the status said it was.
+                takesBack = false
+                renderAheadIsOff(.periodTooLong)
             }
         }
         while !stopping {

@@ -77,14 +77,19 @@ public final class DeviceOutput: @unchecked Sendable {
         /// the plugin is not told, so what it handed on would play twice. Found by
         /// `refusalBeforeStart`; kept for the life of the output.
         case keptWhatItTookBack
+        /// The device's own period is too long for the buffer asked: two of its periods are never
+        /// taken back (`DeviceOutput.keptFrames`), and the buffer holds no more than that and a
+        /// period (dmix's 1,024 frames against the default 40 ms). Asked again at each open.
+        case periodTooLong
 
         /// As stored in `DeviceOutput.renderAheadOffCode`: 0 none, 1 `cannotRewind`, 2
-        /// `keptWhatItTookBack`, else the (negative) errno.
+        /// `keptWhatItTookBack`, 3 `periodTooLong`, else the (negative) errno.
         init?(code: Int32) {
             switch code {
             case 0: return nil
             case 1: self = .cannotRewind
             case 2: self = .keptWhatItTookBack
+            case 3: self = .periodTooLong
             default: self = .refused(code)
             }
         }
@@ -93,6 +98,7 @@ public final class DeviceOutput: @unchecked Sendable {
             switch self {
             case .cannotRewind: 1
             case .keptWhatItTookBack: 2
+            case .periodTooLong: 3
             case .refused(let errno): errno
             }
         }

@@ -47,6 +47,10 @@ package struct ZoneAvailability {
                 why =
                     "took back what it was given but still counts it as to be played (snd_pcm_delay above 0, or no answer, after the rewind: a plugin that hands frames on at once, as PulseAudio's pulse does?)"
                 reason = "PCM \"\(pcm)\" kept what it took back"
+            case .periodTooLong:
+                why =
+                    "has periods of \(snap.periodFrames) frames, too long for a buffer of \(snap.bufferFrames): two of its periods are never taken back, and the buffer holds no more (raise the zone's buffer to at least three of its periods)"
+                reason = "PCM \"\(pcm)\" period of \(snap.periodFrames) frames too long for its buffer"
             }
             logger.warning(
                 "zone \(name): PCM \"\(pcm)\" \(why); render-ahead is off, the zone keeps its low water and a period as without it"

@@ -230,6 +230,29 @@ import Testing
         print("a PCM that cannot rewind: announcements heard \(rounded) ms after the request")
     }
 
+    /// A card whose own period is too long for the buffer asked (1,024 frames, as dmix's, against
+    /// 480 / 1,920 asked): rendering ahead keeps two of the card's periods from being taken back,
+    /// and such a buffer never holds more — render-ahead is off, and says why. It said it was on
+    /// and never rendered ahead.
+    @Test func aPeriodTooLongForTheBufferTurnsRenderAheadOff() throws {
+        let card = ALSATestRig.makeCard(rate: Self.rate, periodFrames: 1_024, bufferFrames: 2_048)
+        let pcm = PCMRequest(
+            name: card.name, rate: card.rate, channels: card.channels, format: .s16LE, periodFrames: Self.period,
+            bufferFrames: 4 * Self.period)
+        let output = DeviceOutput(
+            DeviceSpec(
+                pcm: pcm, clock: .device, realtimePriority: 70,
+                zones: [ZoneSpec(name: "zone", deviceChannels: [0, 1], rampFrames: 480, ringFrames: card.rate / 2)],
+                rendersAhead: true))
+        output.start()
+        defer { output.stop() }
+        #expect(waitUntil { output.snapshot().framesPlayed >= 4 * 1_024 })
+        let snapshot = output.snapshot()
+        #expect(snapshot.renderAheadOff == .periodTooLong, "\(String(describing: snapshot.renderAheadOff))")
+        #expect(!snapshot.rendersAhead)
+        #expect(snapshot.periodFrames == 1_024, "the card's own period")
+    }
+
     /// On a card that stops at a rewind, as a driver that copies ahead to its hardware does (the
     /// Raspberry Pi's bcm2835 since Linux 6.4, `rewind: .xrun`), the zone finds out before the card
     /// plays, by taking back a period of silence: no xrun, nothing ever taken back, `renderAheadOff`
