@@ -399,6 +399,13 @@ extension MusicQueueTests {
                 .init(
                     contentType: "application/json", body: Array(body.utf8),
                     beforeLastChunk: { _ = answer.wait(nanoseconds: 20_000_000_000) }))
+            // A server answers its API: a 404 for a song is then the song's absence, not a proxy
+            // whose server behind it is down (which is waited out up to `music.retry.limit`).
+            server.route(
+                "/rest/ping",
+                .init(
+                    contentType: "application/json",
+                    body: Array(#"{"subsonic-response": {"status": "ok", "version": "1.16.1"}}"#.utf8)))
             let dir = TestDirectory.make("server-queue")
             _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
             music = MusicConfig(
