@@ -314,8 +314,11 @@ final class MQTTBridge: @unchecked Sendable {
         // every subscriber, as an ordinary message: carried out, it would run the command (an empty
         // body is `reload`'s, `music/stop`'s).
         // An empty message the broker kept (a broker that hands on the retain flag of a clearing)
-        // is nothing to carry out nor clear, and is the clearing's echo if one is due.
-        if payload.isEmpty {
+        // is nothing to carry out nor clear, and is the clearing's echo if one is due. Empty by its
+        // length: one over `api.max-body` keeps none of its bytes, and was taken for the echo (a
+        // retained one never refused nor cleared; one before a due echo swallowed, and the echo
+        // after it carried out as a command with an empty body — a `reload`).
+        if length == 0 {
             let now = monotonicNanoseconds()
             let until = inbox.shared.withLock { s -> Int? in
                 guard let expected = s.clearing[topic] else { return nil }

@@ -278,6 +278,26 @@ import Testing
     }
 
     /// What `broker` keeps on `topic` (a retained message comes at once; mosquitto_sub then times out).
+    /// A retained command over `api.max-body` (none of its bytes kept): refused as retained, and
+    /// cleared from the broker, as a small one is. Its bytes not kept, it was taken for the empty
+    /// message that clears a retained command: nothing said, the broker keeping it, back at every
+    /// connect. (And one arriving while a clearing's echo was due was taken for that echo, and
+    /// the echo, coming after, carried out as a command with an empty body — a `reload`.)
+    @Test func aHugeRetainedCommandIsRefusedAndCleared() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let huge = "{\"text\": \"" + String(repeating: "a", count: 5_000) + "\"}"
+        try broker.publish(topic: "\(base)/announce", message: huge, retain: true)
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 1, seconds: 10)
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        let got = errors.messages()
+        #expect(got.first?.contains("a retained message is not carried out") == true, "\(got)")
+        #expect(waitUntil(seconds: 10) { Self.kept("\(base)/announce", on: broker).isEmpty }, "cleared")
+        #expect(!t.daemon.events.recent().contains { $0.type == "granted" }, "nothing played")
+    }
+
     static func kept(_ topic: String, on broker: MosquittoBroker) -> [String] {
         ((try? broker.subscribe(topic: topic, seconds: 1).messages(seconds: 3)) ?? ["?"]).filter {
             $0.hasPrefix(topic + " ") || $0 == "?"
