@@ -173,6 +173,9 @@ extension DeviceOutput {
                     takesBack = false
                     renderAheadIsOff(.refused(code))
                 }
+                // A part period given back with the whole ones is written again now, not left
+                // pending across the drain, uncounted, ahead of the next sound at the restart.
+                if history.pending > 0 { _ = deliver(to: pcm, bufferFrames: bufferFrames) }
             }
             switch check {
             case .playing: break
