@@ -82,16 +82,27 @@ public final class ExternalSourceServer: @unchecked Sendable {
                 throw SetupError(
                     description: "\(path) is not a socket: batond does not replace it (external-sources.socket)")
             }
-            let answered = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            // Asked on a socket of its own, without blocking (a listener whose backlog is full,
+            // a batond that hangs, would hold the start): only a refusal means nobody listens.
+            let probe = socket(
+                AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
+            var why = probe < 0 ? errno : 0
+            if probe >= 0 {
+                let answered = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                    }
                 }
+                if answered != 0 { why = errno }
+                close(probe)
             }
-            guard answered != 0 else {
+            guard probe >= 0, why == ECONNREFUSED else {
                 close(fd)
+                let listens = probe >= 0 && (why == 0 || why == EAGAIN)
                 throw SetupError(
-                    description:
-                        "another program listens on \(path) (another batond?): it is left to it (external-sources.socket)"
+                    description: listens
+                        ? "another program listens on \(path) (another batond?): it is left to it (external-sources.socket)"
+                        : "cannot tell whether another program listens on \(path) (\(String(cString: strerror(why)))): it is left as it is (external-sources.socket)"
                 )
             }
             unlink(path)
