@@ -18,6 +18,9 @@ public final class SoundLibrary: Sendable {
     public static let limit = (samples: 300 * 48_000 * 2, channels: 8)
     /// The longest sound or speech held per zone in its format (see `convert`).
     public static let maximumSeconds = 600
+    /// The most samples a sound converted for a zone may take: `maximumSeconds` of 48 kHz stereo
+    /// (220 MiB as floats). A zone of a higher rate or more channels holds less time of it.
+    public static let maximumConvertedSamples = maximumSeconds * 48_000 * 2
 
     public let directory: String
     public let resampler: ResamplerKind
@@ -161,17 +164,30 @@ public final class SoundLibrary: Sendable {
                 file: name,
                 problem: "\(seconds) s long: at most \(Self.maximumSeconds) s is held in memory, per zone")
         }
-        var samples = mapChannels(decoded.samples, from: decoded.channels, to: channels)
+        // What it takes in the zone's format: ten minutes of 48 kHz mono was 0.9 GB converted for a
+        // 384 kHz 8-channel zone (7.4 GB more while resampled), and converted again at each request.
+        let converted = decoded.frames * max(1, rate) / max(1, decoded.rate) * max(1, channels)
+        guard converted <= Self.maximumConvertedSamples else {
+            let most = Self.maximumConvertedSamples / max(1, rate * channels)
+            throw MediaError(
+                file: name,
+                problem:
+                    "\(seconds) s long: in this zone's format (\(rate) Hz, \(channels) channels) at most \(most) s is held in memory"
+            )
+        }
+        // Resampled in the fewer channels: mapped up first, the resampler did the work for each copy.
+        let fewer = min(decoded.channels, channels)
+        var samples = mapChannels(decoded.samples, from: decoded.channels, to: fewer)
         if decoded.rate != rate {
             do {
                 let converter = try makeResampler(
-                    resampler, inputRate: decoded.rate, outputRate: rate, channels: channels)
+                    resampler, inputRate: decoded.rate, outputRate: rate, channels: fewer)
                 samples = try converter.resampleAll(samples)
             } catch {
                 throw MediaError(file: name, problem: "cannot resample \(decoded.rate) Hz to \(rate) Hz: \(error)")
             }
         }
-        return samples
+        return fewer == channels ? samples : mapChannels(samples, from: fewer, to: channels)
     }
 
     /// The stamp of the file `decode` reads for `name` (the first ending found), nil when none is.

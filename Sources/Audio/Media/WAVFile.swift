@@ -47,9 +47,12 @@ public enum WAVFile {
                 }
             } else if id.elementsEqual("data".utf8) {
                 guard let f = format else { throw fail("data chunk before fmt chunk") }
-                // Streams written by a pipe say 0 or 0xFFFFFFFF: take what the file holds.
+                // Streams written by a pipe say 0 or 0xFFFFFFFF: take what the file holds. A 0 is
+                // that only when the RIFF size is not known either: with a real one it is an empty
+                // data chunk, and the chunks after it (LIST, id3) played as noise.
                 let available = bytes.count - body
-                let streamed = size == 0 || size == 0xFFFF_FFFF
+                let riffSize = u32(4)
+                let streamed = size == 0xFFFF_FFFF || (size == 0 && (riffSize == 0 || riffSize == 0xFFFF_FFFF))
                 let length = streamed ? available : min(size, available)
                 if let limit, f.channels > limit.channels {
                     throw fail("\(f.channels) channels, more than \(limit.channels)")

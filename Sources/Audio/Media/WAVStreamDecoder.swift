@@ -64,6 +64,7 @@ public final class WAVStreamDecoder: AudioDecoder {
         guard riff[0..<4].elementsEqual("RIFF".utf8), riff[8..<12].elementsEqual("WAVE".utf8) else {
             throw header.fail("not a WAV stream (no RIFF/WAVE header)")
         }
+        let riffSize = le(riff, 4, 4)
         var format: (code: Int, channels: Int, rate: Int, bits: Int)?
         var dataSize = 0
         while true {
@@ -118,7 +119,9 @@ public final class WAVStreamDecoder: AudioDecoder {
         channels = f.channels
         bitsPerSample = f.bits
         frameBytes = f.channels * f.bits / 8
-        if dataSize == 0 || dataSize == 0xFFFF_FFFF {
+        // Sizes a pipe's writer could not know: 0xFFFFFFFF, or 0 with the RIFF size unknown too (a 0
+        // with a real RIFF size is an empty data chunk: what follows it is not audio).
+        if dataSize == 0xFFFF_FFFF || (dataSize == 0 && (riffSize == 0 || riffSize == 0xFFFF_FFFF)) {
             remaining = nil
             totalFrames = nil
         } else {

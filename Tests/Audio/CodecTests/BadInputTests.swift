@@ -183,6 +183,22 @@ struct BadInputTests {
         #expect(frames >= 88_200 - 1152, "decoded \(frames) frames")
     }
 
+    /// Two FLAC files joined (`cat a.flac b.flac`, as a server's `raw` stream of a badly cut track
+    /// may be), the second at another rate: refused where the rate changes, saying so. libFLAC
+    /// takes each frame's own rate: the 48 kHz part played 8 % slow, said as one corrupt frame.
+    @Test func aFLACStreamWhoseRateChangesIsRefused() throws {
+        let first = try Encoded(format: .flac, sample: "s16", rate: 44_100, channels: 2).bytes()
+        let second = try Encoded(format: .flac, sample: "s16", rate: 48_000, channels: 2).bytes()
+        let flac = try FLACStreamDecoder(source: chunked(first + second), name: "joined.flac")
+        #expect(flac.rate == 44_100)
+        do {
+            _ = try decodeAll(flac)
+            Issue.record("decoded to the end")
+        } catch {
+            #expect("\(error)".contains("a frame is 48000 Hz, the stream 44100 Hz (not supported)"), "\(error)")
+        }
+    }
+
     /// A FLAC frame with damaged bytes is reported (lost sync or CRC mismatch) and counted; libFLAC
     /// puts silence in its place and the rest decodes, to the full length.
     @Test func skipsCorruptFLACFrames() throws {
@@ -267,6 +283,32 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
     }
 }
 
+/// A WAV whose data chunk is empty, with a LIST chunk after it, and the RIFF size right (an editor
+/// that saved no audio): no audio, said — not the LIST chunk's bytes played as samples. A data
+/// size of 0 is "to the end" only when the RIFF size is not known either (a pipe's writer).
+@Suite struct EmptyDataChunkTests {
+    static func wav(riffSize: UInt32?) -> [UInt8] {
+        func le32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
+        func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
+        let fmt = Array("fmt ".utf8) + le32(16) + le16(1) + le16(1) + le32(8_000) + le32(16_000) + le16(2) + le16(16)
+        let data = Array("data".utf8) + le32(0)
+        let text = Array("INFOISFT".utf8) + le32(64) + [UInt8](repeating: 0x41, count: 64)
+        let list = Array("LIST".utf8) + le32(UInt32(text.count)) + text
+        let body = Array("WAVE".utf8) + fmt + data + list
+        return Array("RIFF".utf8) + le32(riffSize ?? UInt32(body.count)) + body
+    }
+
+    @Test func anEmptyDataChunkIsNoAudio() throws {
+        let known = Self.wav(riffSize: nil)
+        #expect(try WAVFile.decode(known, name: "empty.wav").frames == 0)
+        let stream = try WAVStreamDecoder(source: MemoryByteSource(known), name: "empty.wav")
+        #expect(try decodeAll(stream).isEmpty)
+        // A pipe's writer knows neither size: the rest of the stream is the audio.
+        let piped = Self.wav(riffSize: 0)
+        #expect(try WAVFile.decode(piped, name: "piped.wav").frames > 0)
+    }
+}
+
 /// A sound longer than ten minutes is refused before it is converted for a zone: an hour of 8 kHz
 /// mono passes the file's limits (a few MB) and became 1.4 GB as 48 kHz stereo floats, per zone.
 @Suite(.ownThread) struct SoundMemoryLimitTests {
@@ -281,6 +323,28 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
         } catch {
             #expect(error.problem == "601 s long: at most 600 s is held in memory, per zone", "\(error)")
         }
+    }
+
+    /// A sound within the ten minutes, but that would take far more than ten minutes of 48 kHz
+    /// stereo in its zone's format (two minutes of 8 kHz mono for a 384 kHz 8-channel zone: 0.4 G
+    /// samples, 1.5 GB): refused with the time that zone can hold. It was converted, and the daemon
+    /// could be killed for the memory, on a Pi.
+    @Test func aSoundTooLargeInAWideZonesFormatIsRefused() throws {
+        let directory = TestDirectory.make("sound-limit-wide")
+        WAVWriter.write(
+            [Float](repeating: 0.1, count: 8_000 * 120), rate: 8_000, channels: 1, to: directory + "/two.wav")
+        let library = SoundLibrary(directory: directory)
+        do {
+            _ = try library.samples("two", rate: 384_000, channels: 8)
+            Issue.record("converted")
+        } catch {
+            #expect(
+                error.problem
+                    == "120 s long: in this zone's format (384000 Hz, 8 channels) at most 18 s is held in memory",
+                "\(error)")
+        }
+        // The same sound in a 48 kHz stereo zone: two minutes, as it always was.
+        #expect(try library.samples("two", rate: 48_000, channels: 2).count == 120 * 48_000 * 2)
     }
 
     /// The converted sounds kept stay within the cache's budget: the least recently asked for is

@@ -76,7 +76,8 @@ public final class FLACStreamDecoder: AudioDecoder {
                 format: Self.formatName,
                 message: "\(name): not a FLAC stream (no fLaC marker and STREAMINFO block)\(seen)")
         }
-        guard (1...8).contains(info.channels), info.rate > 0, (4...32).contains(info.bits) else {
+        guard (1...8).contains(info.channels), (1_000...768_000).contains(info.rate), (4...32).contains(info.bits)
+        else {
             FLAC__stream_decoder_delete(decoder)
             throw DecodeError(
                 format: Self.formatName,
@@ -220,6 +221,13 @@ final class FLACDecodeState {
         let bits = Int(header.bits_per_sample)
         guard channels == info.channels else {
             fatal = "a frame has \(channels) channels, the stream \(info.channels) (not supported)"
+            return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT
+        }
+        // libFLAC takes each frame's own rate and never compares it with STREAMINFO's: two files
+        // joined (a 44.1 kHz one, then a 48 kHz one) played the second 8 % slow, said as one
+        // corrupt frame.
+        guard Int(header.sample_rate) == info.rate else {
+            fatal = "a frame is \(header.sample_rate) Hz, the stream \(info.rate) Hz (not supported)"
             return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT
         }
         guard (4...32).contains(bits) else {
