@@ -14,8 +14,9 @@ import Testing
         ExternalSourceServer(path: path, logger: Logger(minimum: .error), lookup: { _ in nil }, onFrames: { _ in })
     }
 
-    /// Whether something accepts connections on the Unix socket at `path`.
-    static func answers(_ path: String) -> Bool {
+    /// `call` (`connect`, `bind`) on a new stream socket with the address `path`; the socket is
+    /// closed after it. Its result.
+    static func onNewSocket(_ path: String, _ call: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_un()
@@ -25,10 +26,13 @@ import Testing
         }
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                call(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
-        } == 0
+        }
     }
+
+    /// Whether something accepts connections on the Unix socket at `path`.
+    static func answers(_ path: String) -> Bool { onNewSocket(path, connect) == 0 }
 
     @Test func aSecondServerLeavesTheFirstOnesSocketAlone() throws {
         let path = TestDirectory.make("external-socket") + "/sources.sock"
@@ -53,19 +57,8 @@ import Testing
         let killed = Self.server(stale)
         try killed.start()
         killed.stop()
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in stale.utf8.enumerated() { raw[i] = b }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        close(fd)  // bound, never listened on, closed: what a killed process leaves
-        #expect(bound == 0)
+        // Bound, never listened on, closed: what a killed process leaves.
+        #expect(Self.onNewSocket(stale, bind) == 0)
         let next = Self.server(stale)
         try next.start()
         #expect(Self.answers(stale))
