@@ -257,7 +257,9 @@ import Testing
         defer { t.stop() }
         let listen = try #require(try t.status().intercom?.listen)
         let port = try #require(UInt16(listen.split(separator: ":").last ?? ""))
-        let caller = Self.call(port, seconds: 8)
+        // Long enough for the call to go on after the reload when ffmpeg is slow to begin (it may
+        // take seconds beside the parallel suites).
+        let caller = Self.call(port, seconds: 12)
         defer { pthread_join(caller, nil) }
         let first = try #require(Self.grantedCall(t)?.source, "the RTP call starts")
         let heard = { (source: String, zone: String) -> Int in
@@ -275,7 +277,7 @@ import Testing
         // The call goes on as a call source again, heard in both zones while the door sends.
         var call: String?
         #expect(
-            waitUntil(seconds: 3) {
+            waitUntil(seconds: 5) {
                 call = try? t.status().sources.first { $0.class == "call" && $0.state == "playing" }?.id
                 return call.map { heard($0, "kitchen") > 4_410 && heard($0, "patio") > 4_410 } ?? false
             }, "the call goes on: \(String(describing: try? t.status().sources))")
