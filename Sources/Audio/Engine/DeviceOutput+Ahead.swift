@@ -32,7 +32,8 @@ extension DeviceOutput {
     ///
     /// A prepared stream is started as soon as it holds its low water (`snd_pcm_start`), not when
     /// its buffer is full. Faults are handled by `deliver` as on the period-by-period path.
-    func playAhead<Sink: RewindableSink>(on pcm: Sink, bufferFrames: Int, cycle: inout Int) {
+    /// `devicePeriod`: the period the device granted (`PCM.Configuration.periodFrames`).
+    func playAhead<Sink: RewindableSink>(on pcm: Sink, bufferFrames: Int, devicePeriod: Int, cycle: inout Int) {
         let period = spec.pcm.periodFrames
         let channels = spec.pcm.channels
         let rate = spec.pcm.rate
@@ -41,8 +42,7 @@ extension DeviceOutput {
         // A card keeps two of its own periods, which may be longer than the one asked (dmix's
         // 1024 frames beside 480 asked): its pointer moves, and it fetches, a period of its own
         // at a time, and two asked periods would take back what it is playing.
-        let devicePeriod = max(period, grantedPeriod.load(ordering: .acquiring))
-        let kept = pcm.playsBetweenCalls ? Self.keptFrames(periodFrames: devicePeriod) : period
+        let kept = pcm.playsBetweenCalls ? Self.keptFrames(periodFrames: max(period, devicePeriod)) : period
         // A card that stops consuming (a stall) is waited for in steps, so that `stop` is seen.
         let waitMilliseconds = Int32(clamping: max(100, 2 * bufferFrames * 1_000 / rate))
         var rang = true

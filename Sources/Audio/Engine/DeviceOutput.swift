@@ -159,7 +159,7 @@ public final class DeviceOutput: @unchecked Sendable {
     /// the audible frame moves with the card, not in steps of a wake-up.
     let delayMeasuredAt = Atomic<Int>(0)
     private let realtime = Atomic<Bool>(false)
-    let grantedPeriod = Atomic<Int>(0)
+    private let grantedPeriod = Atomic<Int>(0)
     private let grantedBuffer = Atomic<Int>(0)
     private let openAttempts = Atomic<Int>(0)
     private var thread: OSThread?
@@ -572,10 +572,10 @@ public final class DeviceOutput: @unchecked Sendable {
             // that fails within moments of each open read "available" at each, an event each time.
             if !deviceStalled.load(ordering: .acquiring) && unprovenSince == nil { setAvailable(true) }
             if let clockedBuffer {
-                playAhead(on: clockedBuffer, bufferFrames: granted, cycle: &cycle)
+                playAhead(on: clockedBuffer, bufferFrames: granted, devicePeriod: devicePeriod, cycle: &cycle)
                 clockedBuffer.output = nil
             } else if spec.rendersAhead {
-                playAhead(on: pcm, bufferFrames: granted, cycle: &cycle)
+                playAhead(on: pcm, bufferFrames: granted, devicePeriod: devicePeriod, cycle: &cycle)
             } else {
                 play(on: pcm, bufferFrames: granted, cycle: &cycle)
             }
