@@ -532,12 +532,13 @@ final class MQTTBridge: @unchecked Sendable {
         // Sounds added to or taken from the directory (read at each look, as the select's choice
         // is): the discovery follows. Its options were those of the last connect or reload: a
         // chosen sound HA did not list was refused there, and the button played what it did not show.
+        let sounds = daemon.sounds.names()
         if config.discovery && client.status.connection == .connected
-            && inbox.shared.withLock({ $0.discoveredSounds }) != daemon.sounds.names()
+            && inbox.shared.withLock({ $0.discoveredSounds }) != sounds
         {
             publishDiscovery()
         }
-        publishHomeAssistantState(status)
+        publishHomeAssistantState(status, sounds: sounds)
         // A source paused, interrupted or queued does not move: what changes it (a command, the
         // arbiter) is an event. It was taken for moving, and music paused overnight had the bridge
         // build 20 status reports a second until morning.
@@ -662,7 +663,7 @@ extension MQTTBridge {
             daemon.chooseAnnounceSound(sound)
             return nil
         case "sound/announce":
-            guard let sound = selectedSound() else {
+            guard let sound = selectedSound(among: daemon.sounds.names()) else {
                 throw ControlError(.unknownSound, "no sound to announce: the sounds directory is empty")
             }
             return ("announce", Self.json(["sound": sound]))
@@ -671,9 +672,9 @@ extension MQTTBridge {
         }
     }
 
-    /// The sound the select shows: the one chosen, else `doorbell`, else the first.
-    fileprivate func selectedSound() -> String? {
-        let names = daemon.sounds.names()
+    /// The sound the select shows among `names` (the sounds directory's): the one chosen, else
+    /// `doorbell`, else the first.
+    fileprivate func selectedSound(among names: [String]) -> String? {
         if let chosen = daemon.announceSound, names.contains(chosen) { return chosen }
         return names.contains("doorbell") ? "doorbell" : names.first
     }
@@ -713,8 +714,8 @@ extension MQTTBridge {
     }
 
     /// The retained state of the Home Assistant entities: each zone's now-playing and the sound
-    /// select's choice.
-    fileprivate func publishHomeAssistantState(_ status: StatusReport) {
+    /// select's choice among `sounds` (the directory's, read once a look).
+    fileprivate func publishHomeAssistantState(_ status: StatusReport, sounds: [String]) {
         for zone in status.zones {
             let playing =
                 Self.strongestHeard(in: zone, status)
@@ -755,6 +756,6 @@ extension MQTTBridge {
                 retain("\(base)/zones/\(zone.name)/now-playing", String(decoding: data, as: UTF8.self))
             }
         }
-        if let sound = selectedSound() { retain("\(base)/sound", sound) }
+        if let sound = selectedSound(among: sounds) { retain("\(base)/sound", sound) }
     }
 }
