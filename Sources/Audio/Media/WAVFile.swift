@@ -12,6 +12,13 @@ public enum WAVFile {
         return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
     }
 
+    /// Whether a data chunk's `size` says "to the end": a pipe's writer, which cannot know it,
+    /// writes 0xFFFFFFFF, or 0 with the RIFF size (`riffSize`) unknown too. A 0 with a real RIFF
+    /// size is an empty data chunk: the chunks after it (LIST, id3) played as noise.
+    static func dataRunsToTheEnd(size: Int, riffSize: Int) -> Bool {
+        size == 0xFFFF_FFFF || (size == 0 && (riffSize == 0 || riffSize == 0xFFFF_FFFF))
+    }
+
     /// Decodes a whole WAV file held in memory. `name` is used in error messages. `limit`: a file of
     /// more channels, or more samples (frames × channels), is refused before anything is decoded.
     public static func decode(
@@ -47,12 +54,9 @@ public enum WAVFile {
                 }
             } else if id.elementsEqual("data".utf8) {
                 guard let f = format else { throw fail("data chunk before fmt chunk") }
-                // Streams written by a pipe say 0 or 0xFFFFFFFF: take what the file holds. A 0 is
-                // that only when the RIFF size is not known either: with a real one it is an empty
-                // data chunk, and the chunks after it (LIST, id3) played as noise.
+                // Written by a pipe: take what the file holds.
                 let available = bytes.count - body
-                let riffSize = u32(4)
-                let streamed = size == 0xFFFF_FFFF || (size == 0 && (riffSize == 0 || riffSize == 0xFFFF_FFFF))
+                let streamed = dataRunsToTheEnd(size: size, riffSize: u32(4))
                 let length = streamed ? available : min(size, available)
                 if let limit, f.channels > limit.channels {
                     throw fail("\(f.channels) channels, more than \(limit.channels)")

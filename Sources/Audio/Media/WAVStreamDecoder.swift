@@ -119,9 +119,7 @@ public final class WAVStreamDecoder: AudioDecoder {
         channels = f.channels
         bitsPerSample = f.bits
         frameBytes = f.channels * f.bits / 8
-        // Sizes a pipe's writer could not know: 0xFFFFFFFF, or 0 with the RIFF size unknown too (a 0
-        // with a real RIFF size is an empty data chunk: what follows it is not audio).
-        if dataSize == 0xFFFF_FFFF || (dataSize == 0 && (riffSize == 0 || riffSize == 0xFFFF_FFFF)) {
+        if WAVFile.dataRunsToTheEnd(size: dataSize, riffSize: riffSize) {
             remaining = nil
             totalFrames = nil
         } else {
