@@ -55,10 +55,10 @@ public final class SoundPlayer: Source, @unchecked Sendable {
     /// 200 a second). Once all is written: when the last frame will have been played, so it is
     /// released within about a millisecond of it. Under the control plane's lock.
     public var nextTick: Int? {
-        if allHeldStill(parts.map(\.output)) { return nil }
+        let outputs = parts.map(\.output)
+        if allHeldStill(outputs) { return nil }
         let feeding = parts.filter { !$0.samples.isEmpty && (loop || $0.offset < $0.samples.count) }
         if !feeding.isEmpty { return nanosecondsToHalfFull(feeding.map(\.output)) }
-        let outputs = parts.map(\.output)
         return outputs.isEmpty || allDrained(outputs) ? nil : nanosecondsToDrain(outputs)
     }
 
