@@ -52,8 +52,7 @@ package final class ZoneTable: Sendable {
     package var names: [String] { zones.map(\.name) }
 
     /// The device spec for one configured device and its zones: 10 ms ramps, 8 slots per zone,
-    /// 500 ms rings (the buffer and 250 ms when that is more), each zone starting at its
-    /// configured volume.
+    /// rings of `ringFrames`, each zone starting at its configured volume.
     package static func deviceSpec(for device: DeviceConfig, zones: [ZoneConfig]) -> DeviceSpec {
         let request = PCMRequest(
             name: device.pcm, rate: device.rate, channels: device.channels,
@@ -62,9 +61,8 @@ package final class ZoneTable: Sendable {
         let specs = device.zones.map { z in
             ZoneSpec(
                 name: z.name, deviceChannels: z.deviceChannels, rampFrames: max(1, device.rate / 100),
-                // Half a second, or the device's buffer and a quarter second more: a long
-                // buffer filled at the start took more than the ring held, and ran it dry.
-                ringFrames: max(device.rate / 2, device.periodFrames * 4, device.bufferFrames + device.rate / 4),
+                ringFrames: ringFrames(
+                    rate: device.rate, periodFrames: device.periodFrames, bufferFrames: device.bufferFrames),
                 volume: Float(zones.first { $0.name == z.name }?.volume ?? 1))
         }
         if let snapcast = device.snapcast {
@@ -75,6 +73,19 @@ package final class ZoneTable: Sendable {
         return DeviceSpec(
             pcm: request, clock: ZoneClock(device.clock), zones: specs, stopsWhenIdle: true,
             rendersAhead: device.renderAhead)
+    }
+
+    /// Frames of a slot's ring: half a second (four periods at least), or for a long buffer what
+    /// the output may take before a feeder that looked just before it took anything looks again.
+    /// Such a feeder (the monitor, a music stream's thread) sleeps until the ring it left full is
+    /// half full (`SourceOutput.nanosecondsAboveHalf`), as if the output drained it evenly; but
+    /// the output takes the whole buffer at once when its card starts (from idle, too) and up to
+    /// half of it at each wake-up after (`DeviceOutput.wakePeriods`). So the ring holds the
+    /// buffer, half of it more, and a quarter second against a late look. With the buffer and a
+    /// quarter second, a 2 s buffer ran dry a second after the start (75 periods) whenever the
+    /// look came before the card's first fill.
+    package static func ringFrames(rate: Int, periodFrames: Int, bufferFrames: Int) -> Int {
+        max(rate / 2, periodFrames * 4, bufferFrames + bufferFrames / 2 + rate / 4)
     }
 
     /// A Snapcast zone's output: S16_LE into the stream source, paced by the system clock, heard one

@@ -1,5 +1,8 @@
+import BatonConfig
 import BatonTesting
+import Engine
 import Glibc
+import OSThread
 import Testing
 
 @testable import BatonDaemon
@@ -118,6 +121,54 @@ import Testing
         let starved = status.sources.map(\.starvedPeriods)
         #expect(starved == [0], "periods that ran dry: \(starved)")
         #expect(status.xruns == 0)
+    }
+
+    /// The same zone (2 s buffer, the rings the daemon gives it), fed by a sound player looked after
+    /// as the monitor does, whose first look came before the output took anything: it filled the
+    /// ring and sleeps until that is half full, as if the output drained it evenly. The output then
+    /// fills the card (2 s at once) and takes a second more a second later, before that look. With
+    /// rings of the buffer and a quarter second, 75 periods ran dry there; in CI under load the
+    /// daemon's own monitor came first often enough (13 periods in the test above).
+    @Test func aLongBuffersRingOutlastsTheFirstFillAndTheNextWakeUp() throws {
+        let rate = 48_000
+        let card = ALSATestRig.makeCard(rate: rate, periodFrames: 480, bufferFrames: 2 * rate)
+        let config = try BatonConfiguration.parse(
+            text: """
+                zones:
+                  card:
+                    pcm: "\(card.name)"
+                    rate: 48000
+                    clock: device
+                    buffer: 2s
+                """, file: "baton.yaml", baseDirectory: "")
+        let device = try #require(config.devices.first)
+        let output = DeviceOutput(ZoneTable.deviceSpec(for: device, zones: config.zones))
+        let slot = try #require(output.mixer.claimSlot(gain: 1))
+        let player = SoundPlayer(
+            label: "music440", loop: true,
+            samples: ["card": Signals.sine(frequency: 440, rate: rate, frames: rate, channels: 2)])
+        player.start([
+            SourceOutput(
+                zone: "card", slot: slot, mixer: output.mixer, device: output, rate: rate, channels: 2,
+                resampler: .musicDefault)
+        ])
+        // The look before the output took anything.
+        var lookAt = monotonicNanoseconds() + (try #require(player.nextTick))
+        output.start()
+        defer { output.stop() }
+        // Until the card has played 3 s (its second wake-up's take, and the third's), looking every
+        // 50 ms whether it has.
+        let end = monotonicNanoseconds() + 8_000_000_000
+        while card.recordedFrames < 3 * rate && monotonicNanoseconds() < end {
+            let wake = min(lookAt, monotonicNanoseconds() + 50_000_000)
+            var until = timespec(tv_sec: wake / 1_000_000_000, tv_nsec: wake % 1_000_000_000)
+            _ = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil)
+            guard monotonicNanoseconds() >= lookAt else { continue }
+            player.tick(audible: true)
+            lookAt = monotonicNanoseconds() + (try #require(player.nextTick))
+        }
+        #expect(card.recordedFrames >= 3 * rate, "the card played \(card.recordedFrames) frames")
+        #expect(slot.starvedPeriods == 0, "periods that ran dry: \(slot.starvedPeriods)")
     }
 
     /// A zone set to `render-ahead` on a card that stops at a take-back (`rewind: .xrun`, as the
