@@ -336,13 +336,14 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     }
 
     /// Baton ends this source for good — the user stopped it, other music replaced it — not for a
-    /// while (a reload, its zones lost). With `pause`, the player is told to pause at the stop: its
-    /// own interface read "playing" while nothing was heard, and, refused, a player that reopens
-    /// its device after an error (MPD after 10 s) took its zones back on its own. Under the lock.
+    /// while (a reload, its zones lost). A player with a control is told to pause at the stop,
+    /// whatever `when-interrupted` says: its own interface (and AirPlay's sender) read "playing"
+    /// while nothing was heard, and, refused, a player that reopens its device after an error (MPD
+    /// after 10 s) took its zones back on its own. Under the lock.
     public func endsForGood() { state.endsForGood = true }
 
     public func stop() -> Bool {
-        if state.endsForGood && !state.selfEnded && settings.whenInterrupted == .pause {
+        if state.endsForGood && !state.selfEnded {
             settings.control?.pauseIfPlaying()  // runs before `close` ends its queue
         }
         if let current = state.current {

@@ -40,12 +40,13 @@ import Testing
     }
 
     /// mpv playing to `baton_mpv` under MPRIS control, heard in the zone.
-    func playingMPV(_ bus: SessionBus, _ directory: String, bellSeconds: Double = 0.5) throws -> (
-        ExternalRig, BackgroundProcess
-    ) {
+    func playingMPV(
+        _ bus: SessionBus, _ directory: String, bellSeconds: Double = 0.5, whenInterrupted: String = "pause"
+    ) throws -> (ExternalRig, BackgroundProcess) {
         let bell: [Int16] = (0..<Int(48_000 * bellSeconds)).flatMap { [0, Int16(8_000 * sin(Double($0) * 0.1))] }
         let rig = try ExternalRig(
-            sources: "  mpv: {class: music, when-interrupted: pause, control: {mpris: org.mpris.MediaPlayer2.mpv}}",
+            sources:
+                "  mpv: {class: music, when-interrupted: \(whenInterrupted), control: {mpris: org.mpris.MediaPlayer2.mpv}}",
             sounds: ["bell": bell], environment: ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)"])
         ExternalRig.writeWAV(rig.directory + "/song.wav", AplayTests.music(frames: 48_000 * 20), channels: 2)
         let mpv = try rig.program(
@@ -100,11 +101,12 @@ import Testing
 
     /// Stopped through Baton (`music/stop`), mpv is told to pause through MPRIS: it went on saying
     /// "Playing" while nothing was heard, its writes refused. (MPD pauses by itself when its only
-    /// output fails; mpv does not.)
-    @Test func aStopThroughBatonPausesMPV() throws {
+    /// output fails; mpv does not.) Whatever an interruption does to it: with `hold` or `drop` the
+    /// control only followed the player, and a stop left it "Playing" — AirPlay's sender too.
+    @Test(arguments: ["pause", "hold", "drop"]) func aStopThroughBatonPausesMPV(whenInterrupted: String) throws {
         let directory = TestDirectory.make("external-bus")
         let bus = try SessionBus(directory)
-        let (rig, mpv) = try playingMPV(bus, directory)
+        let (rig, mpv) = try playingMPV(bus, directory, whenInterrupted: whenInterrupted)
         defer { mpv.stop() }
         let stop = rig.post("/api/v1/music/stop", "{}")
         let id = try #require(stop.split(separator: "\"").drop { $0 != "id" }.dropFirst(2).first, "\(stop)")
