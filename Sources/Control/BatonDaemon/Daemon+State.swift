@@ -71,6 +71,8 @@ extension Daemon {
         // A zone not configured now (a USB DAC commented out for a day) keeps its saved volume.
         now.volumes = parts.persistence.saved.volumes.filter { zones.zone($0.key) == nil }
         for zone in zones.zones { now.volumes[zone.name] = parts.volumes.userVolume(zone) }
+        now.speakerVolumes = parts.snapcast.volumesSet(
+            zones.zones.map(\.config), saved: parts.persistence.saved.speakerVolumes)
         var basis = 0
         var ofThisRun = false
         now.queue = state.withLock { s in

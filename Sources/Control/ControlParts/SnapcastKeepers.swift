@@ -19,9 +19,14 @@ package final class SnapcastKeepers: Sendable {
     /// Starts a keeper for each Snapcast zone with `control` and speakers, stops those whose zone went
     /// away or changed, and leaves the others running. Each keeper's answers go to the zone's
     /// current output (`device(zone)`, looked up at each answer, so a reload's new device gets
-    /// them): its new connections carry audio once the server is seen running. Control thread
+    /// them): its new connections carry audio once the server is seen running. A new keeper takes
+    /// the speakers `saved` says were set (the state file's, at a start) at the volume configured
+    /// now as set already: a restart must not undo a listener's change either. Control thread
     /// (start, reload).
-    package func update(_ zones: [ZoneConfig], device: @escaping @Sendable (_ zone: String) -> DeviceOutput?) {
+    package func update(
+        _ zones: [ZoneConfig], saved: [String: [String: Int]] = [:],
+        device: @escaping @Sendable (_ zone: String) -> DeviceOutput?
+    ) {
         let wanted = zones.compactMap { zone -> (String, SnapcastZone, SnapcastControl)? in
             guard let s = zone.snapcast, let control = s.control, s.keepsSpeakers else { return nil }
             return (zone.name, Self.zone(zone, s), SnapcastControl(control: control))
@@ -51,6 +56,12 @@ package final class SnapcastKeepers: Sendable {
                 }
             }
             for (name, s, control) in wanted where keepers[name] == nil {
+                if carried[name] == nil, let set = saved[name] {
+                    carried[name] = Set(
+                        s.speakers.compactMap { speaker in
+                            speaker.volumePercent != nil && set[speaker.id] == speaker.volumePercent ? speaker.id : nil
+                        })
+                }
                 let logger = self.logger
                 let keeper = GroupKeeper(
                     name: name, zone: s, control: control,
@@ -86,6 +97,32 @@ package final class SnapcastKeepers: Sendable {
             bells[zone] = bell
             return bell
         }
+    }
+
+    /// Per zone whose keeper runs, the speakers it set to their configured volume, with the
+    /// percent (`SavedState.speakerVolumes`); `saved`'s entry for any other zone of `zones` that
+    /// keeps speakers (its keeper not started yet) or that is not configured now. Any thread.
+    package func volumesSet(_ zones: [ZoneConfig], saved: [String: [String: Int]]) -> [String: [String: Int]] {
+        let running = keepers.withLock { $0 }
+        var result: [String: [String: Int]] = [:]
+        for (zone, set) in saved {
+            guard let config = zones.first(where: { $0.name == zone }) else {
+                result[zone] = set
+                continue
+            }
+            if running[zone] == nil, config.snapcast?.keepsSpeakers == true {
+                result[zone] = set
+            }
+        }
+        for (zone, keeper) in running {
+            let state = keeper.state
+            var set: [String: Int] = [:]
+            for speaker in keeper.zone.speakers where state.volumesSet.contains(speaker.id) {
+                if let percent = speaker.volumePercent { set[speaker.id] = percent }
+            }
+            result[zone] = set.isEmpty ? nil : set
+        }
+        return result
     }
 
     /// Stops every keeper. Control thread.

@@ -15,6 +15,10 @@ package struct SavedState: Codable, Equatable, Sendable {
     package var askServerQueue: Bool?
     /// The sound Home Assistant's select chose for its announce button (MQTT), if one was.
     package var sound: String?
+    /// Per Snapcast zone, the speakers Baton set to their configured volume (percent) since they
+    /// connected: not set again at the next start while they stay connected, so a listener's
+    /// change (a speaker muted for the night) outlives a restart of batond, as it does a reload.
+    package var speakerVolumes: [String: [String: Int]] = [:]
 
     package init(volumes: [String: Double] = [:], queue: SavedQueue? = nil) {
         self.volumes = volumes
@@ -67,7 +71,7 @@ struct ReadState: Decodable {
 
     init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: AnyCodingKey.self)
-        let known = ["volumes", "queue", "askServerQueue", "sound"]
+        let known = ["volumes", "queue", "askServerQueue", "sound", "speakerVolumes"]
         guard fields.allKeys.isEmpty || fields.allKeys.contains(where: { known.contains($0.stringValue) }) else {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: [], debugDescription: "none of \(known.joined(separator: ", ")) is in it"))
@@ -89,6 +93,10 @@ struct ReadState: Decodable {
         do { state.sound = try fields.decodeIfPresent(String.self, forKey: AnyCodingKey("sound")) } catch {
             dropped("the sound chosen for the announce button", error)
         }
+        do {
+            state.speakerVolumes =
+                try fields.decodeIfPresent([String: [String: Int]].self, forKey: AnyCodingKey("speakerVolumes")) ?? [:]
+        } catch { dropped("the Snapcast speakers whose volume was set", error) }
         let ask = AnyCodingKey("askServerQueue")
         do { state.askServerQueue = try fields.decodeIfPresent(Bool.self, forKey: ask) } catch {
             dropped("the mark that the server's queue is to be asked for", error)

@@ -376,6 +376,61 @@ import Testing
         usleep(2_500_000)  // the new keeper polls at once
         #expect(volumeCalls.withLock { $0.count } == 2, "\(volumeCalls.withLock { $0 })")
     }
+
+    /// A restart of batond (an upgrade, a crash) while the speakers stay connected: the new batond
+    /// does not set their volume again, as a reload does not (the state file keeps which speakers
+    /// were set, at what percent); a speaker whose configured volume changed meanwhile is set to
+    /// the new one. Every restart unmuted a speaker muted for the night, at its configured volume.
+    @Test func aRestartDoesNotUndoAListenersVolume() throws {
+        let calls = Mutex<(volumes: [String], polls: Int)>(([], 0))
+        let status =
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"upstairs","clients":["#
+            + #"{"id":"pi1","connected":true,"config":{"latency":0,"volume":{"muted":true,"percent":30}}},"#
+            + #"{"id":"pi2","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":30}}}"#
+            + #"]}],"streams":[{"id":"upstairs","status":"idle"}]}}}"#
+        let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 65_536) { request in
+            let text = String(decoding: request.body, as: UTF8.self)
+            if text.contains("Client.SetVolume") { calls.withLock { $0.volumes.append(text) } }
+            if text.contains("Server.GetStatus") { calls.withLock { $0.polls += 1 } }
+            let body = text.contains("Server.GetStatus") ? status : #"{"id":1,"jsonrpc":"2.0","result":{}}"#
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
+        }
+        defer { fake.stop() }
+        let stateDir = TestDirectory.make("snapcast-restart")
+        func daemon(pi2Volume: Double) -> Daemon {
+            let snapcast = SnapcastConfig(
+                source: .tcp(host: "127.0.0.1", port: 1), control: "http://127.0.0.1:\(fake.port)",
+                stream: "upstairs",
+                clients: [
+                    SnapcastConfig.Client(id: "pi1", volume: 0.7), SnapcastConfig.Client(id: "pi2", volume: pi2Volume),
+                ])
+            let config = BatonConfiguration(
+                api: APIConfig(listen: ListenAddress(host: "127.0.0.1", port: 0)),
+                zones: [
+                    ZoneConfig(
+                        name: "upstairs", pcm: snapcast.source.description, rate: 48_000, channels: 2,
+                        clock: .system, snapcast: snapcast)
+                ], sounds: stateDir, stateDir: stateDir, device: "test-restart")
+            return Daemon(config: config, logger: Logger(minimum: .error))
+        }
+        /// Runs a batond until its keeper has polled twice (the first poll sets what it sets), then stops it.
+        func run(pi2Volume: Double) {
+            let polls = calls.withLock { $0.polls }
+            let d = daemon(pi2Volume: pi2Volume)
+            d.start()
+            #expect(waitUntil(seconds: 10) { calls.withLock { $0.polls } >= polls + 2 }, "the keeper polled")
+            d.stop()
+        }
+        run(pi2Volume: 0.7)
+        #expect(calls.withLock { $0.volumes.count } == 2, "both volumes set once: \(calls.withLock { $0.volumes })")
+        run(pi2Volume: 0.7)
+        #expect(calls.withLock { $0.volumes.count } == 2, "set again after a restart: \(calls.withLock { $0.volumes })")
+        run(pi2Volume: 0.5)  // pi2's configured volume changed
+        let volumes = calls.withLock { $0.volumes }
+        #expect(volumes.count == 3 && volumes.last?.contains(#""id":"pi2""#) == true, "\(volumes)")
+        #expect(volumes.last?.contains(#""percent":50"#) == true, "\(volumes)")
+    }
 }
 
 extension SnapcastOutageTests {
