@@ -101,6 +101,15 @@ extension ConfigReader {
             }
         }
         guard let source, let stream, let buffer else { return nil }
+        // snapserver keeps a speaker's latency within the stream's buffer: a larger one read back
+        // smaller at every poll, and the keeper set it again every 2 s for ever.
+        for client in clients {
+            guard let latency = client.latency, latency > buffer else { continue }
+            report(
+                fields.values["clients"]?.value.mark, path.appending("clients"),
+                "speaker \"\(client.id)\": latency \(ConfigSyntax.format(latency)) is more than the stream's buffer \(ConfigSyntax.format(buffer)) (snapserver keeps a speaker's latency within its buffer)"
+            )
+        }
         return SnapcastConfig(source: source, control: control, stream: stream, clients: clients, buffer: buffer)
     }
 

@@ -110,6 +110,27 @@ private let upstairs = """
             ])
     }
 
+    /// A speaker's latency above the stream's buffer is refused: snapserver holds it to the buffer,
+    /// so it read back smaller at every poll, and the keeper set it again every 2 s for ever (a log
+    /// line each time, and the status saying all was well).
+    @Test func rejectsALatencyAboveTheBuffer() {
+        #expect(
+            issueLines(
+                """
+                zones:
+                  a:
+                    snapcast:
+                      source: "tcp://127.0.0.1:4953"
+                      control: "http://127.0.0.1:1780"
+                      buffer: 300ms
+                      clients: [{id: k, latency: 300ms}, {id: m, latency: 400ms}]
+
+                """
+            ) == [
+                #"test.yaml:7:16: zones.a.snapcast.clients: speaker "m": latency 400ms is more than the stream's buffer 300ms (snapserver keeps a speaker's latency within its buffer)"#
+            ])
+    }
+
     /// On one snapserver, two zones cannot share a speaker or a stream: their keepers regrouped it
     /// in turn every few seconds, the speaker flipping between them, both showing it as theirs.
     /// On two snapservers the same names are two things.
