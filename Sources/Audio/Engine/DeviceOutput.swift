@@ -453,9 +453,16 @@ public final class DeviceOutput: @unchecked Sendable {
     /// connected (`listenersConnected`): the zone is unavailable. Any thread.
     public var hasNoListener: Bool { streamSink.map { $0.isConnected && $0.hasNoListener } ?? false }
 
+    /// True while `hasNoListener` and the zone's speakers are connected to the server, but to
+    /// another stream. Any thread.
+    public var listenersElsewhere: Bool { hasNoListener && streamSink?.listenersElsewhere == true }
+
     /// What the server's latest good answer says of a stream output's speakers: whether any of the
-    /// zone's is connected (the zone's group keeper tells). Any thread.
-    public func listenersConnected(_ any: Bool) { streamSink?.listenersConnected(any) }
+    /// zone's is connected and listens to its stream, and if none does, whether some are connected
+    /// to another one (`elsewhere`; the zone's group keeper tells). Any thread.
+    public func listenersConnected(_ any: Bool, elsewhere: Bool = false) {
+        streamSink?.listenersConnected(any, elsewhere: elsewhere)
+    }
 
     /// The zone's counters now. Any thread.
     public func snapshot() -> Snapshot {

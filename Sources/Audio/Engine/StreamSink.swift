@@ -56,6 +56,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// Set while the server's last good answer had none of the zone's speakers connected
     /// (`listenersConnected`): what it takes reaches no one.
     private let noListener = Atomic<Bool>(false)
+    private let elsewhere = Atomic<Bool>(false)
 
     /// Where the zone's audio does not reach its listeners: "on" at the zone frame of the first
     /// frame dropped (no connection, a connection not carrying audio yet, a stall) or, once the
@@ -161,9 +162,17 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// True while the server's last good answer had none of the zone's speakers connected. Any thread.
     var hasNoListener: Bool { noListener.load(ordering: .acquiring) }
 
-    /// What the server's latest answer says of the zone's speakers: whether any is connected. The
+    /// With no listener (`hasNoListener`): whether the zone's speakers are connected to the server
+    /// but listen to another stream (not moved to the zone's). Any thread.
+    var listenersElsewhere: Bool { elsewhere.load(ordering: .acquiring) }
+
+    /// What the server's latest answer says of the zone's speakers: whether any is connected and
+    /// listens to the zone's stream, and, if none does, whether some are connected elsewhere. The
     /// output thread follows it at its next period. Any thread.
-    func listenersConnected(_ any: Bool) { noListener.store(!any, ordering: .releasing) }
+    func listenersConnected(_ any: Bool, elsewhere: Bool) {
+        self.elsewhere.store(!any && elsewhere, ordering: .releasing)
+        noListener.store(!any, ordering: .releasing)
+    }
 
     /// The server answered a call made at `callStartedAt` (monotonic ns): it runs, and reads what a
     /// connection made before that call is sent. Any thread.

@@ -66,7 +66,7 @@ package final class SnapcastKeepers: Sendable {
                 let keeper = GroupKeeper(
                     name: name, zone: s, control: control,
                     answered: { device(name)?.serverAnswered(callStartedAt: $0) },
-                    listeners: { device(name)?.listenersConnected($0) },
+                    listeners: { device(name)?.listenersConnected($0, elsewhere: $1) },
                     output: { device(name)?.awaitsServer == true ? .answer : .nothing }, wake: bell(for: name),
                     volumesSet: carried[name] ?? []
                 ) { isError, message in
@@ -143,6 +143,10 @@ package final class SnapcastKeepers: Sendable {
         if zone.device.awaitsServer, let control = snapcast.control {
             return
                 "connected to snapserver source \(snapcast.source); waiting for its JSON-RPC (\(SnapcastControl.shown(control))) to answer"
+        }
+        if zone.device.listenersElsewhere {
+            return
+                "snapserver has the zone's speakers connected, but none on its stream \"\(snapcast.stream)\" (the status's snapcast.problem says why): what it plays reaches no one"
         }
         if zone.device.hasNoListener {
             let speakers = snapcast.clients.map(\.id).joined(separator: ", ")

@@ -80,7 +80,10 @@ package struct ZoneAvailability {
         } else {
             let why = zone.errorText
             events.publish(type: .zoneUnavailable, zones: [name], reason: why)
-            let then = zone.device.hasNoListener ? "waiting for one to connect" : "retrying with backoff"
+            let then =
+                zone.device.listenersElsewhere
+                ? "looking again every 2 s"
+                : zone.device.hasNoListener ? "waiting for one to connect" : "retrying with backoff"
             logger.error("zone \(name): unavailable: \(why); \(then)")
         }
     }

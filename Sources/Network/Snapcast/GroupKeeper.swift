@@ -50,7 +50,7 @@ public final class GroupKeeper: Sendable {
     public static let hurryInterval = 100_000_000
     private let log: @Sendable (_ isError: Bool, _ message: String) -> Void
     private let answered: @Sendable (_ callStartedAt: Int) -> Void
-    private let listeners: @Sendable (_ anyConnected: Bool) -> Void
+    private let listeners: @Sendable (_ anyConnected: Bool, _ connectedElsewhere: Bool) -> Void
     private let output: @Sendable () -> OutputNeed
     private let name: String
     /// Set by `askToStop` (and so `stop`): the loop ends, and a call that waits on the server ends
@@ -64,14 +64,15 @@ public final class GroupKeeper: Sendable {
     ///   - name: the zone's name, for messages.
     ///   - log: receives one line per change of what is wrong (`isError`) or each fix made.
     ///   - answered: told, after each call the server answered, when (monotonic ns) it was made.
-    ///   - listeners: told, after each status read, whether any of the zone's speakers is connected.
+    ///   - listeners: told, after each status read, whether any of the zone's speakers is connected
+    ///     and on the zone's stream, and, if none is, whether some are connected to another.
     ///   - output: what the zone's stream output needs now (see `OutputNeed`); asked between polls.
     ///   - wake: what `look()` and `stop()` post; given, so that an output started before the
     ///     keeper can post it (`DeviceOutput.connectionObserver`).
     public init(
         name: String, zone: SnapcastZone, control: SnapcastControl, interval: Duration = .seconds(2),
         answered: @escaping @Sendable (_ callStartedAt: Int) -> Void = { _ in },
-        listeners: @escaping @Sendable (_ anyConnected: Bool) -> Void = { _ in },
+        listeners: @escaping @Sendable (_ anyConnected: Bool, _ connectedElsewhere: Bool) -> Void = { _, _ in },
         output: @escaping @Sendable () -> OutputNeed = { .nothing }, wake: Bell = Bell(),
         volumesSet: Set<String> = [],
         log: @escaping @Sendable (_ isError: Bool, _ message: String) -> Void
@@ -129,6 +130,7 @@ public final class GroupKeeper: Sendable {
         // The zone's connected speakers already in a group on its stream, and whether who listens
         // was told before the fixes (it is known then unless every connected speaker is elsewhere).
         var onStream: [String] = []
+        var connected: [String] = []
         var told = false
         do {
             let status = try control.status()
@@ -138,12 +140,12 @@ public final class GroupKeeper: Sendable {
             // stream (or none is connected); else once the fixes brought them there. A speaker
             // elsewhere counted at once, and, the fix failing, was taken back after it: the zone
             // read available for that moment at each poll — long enough for a hold to end.
-            let connected = zone.speakers.map(\.id).filter { status.client($0)?.connected == true }
+            connected = zone.speakers.map(\.id).filter { status.client($0)?.connected == true }
             onStream = connected.filter { status.group(of: $0)?.streamID == zone.stream }
             shared.withLock { $0.connected = connected }
             if !onStream.isEmpty || connected.isEmpty {
                 told = true
-                listeners(!onStream.isEmpty)
+                listeners(!onStream.isEmpty, false)
                 answered(started)
             }
             // A speaker that left must get its volume again when it is back.
@@ -172,7 +174,7 @@ public final class GroupKeeper: Sendable {
                     default: false
                     }
                 }
-                listeners(moved)
+                listeners(moved, !moved)
                 answered(started)
             }
             let problems = status.problems(of: zone.speakers.map(\.id), stream: zone.stream) + plan.problems
@@ -188,7 +190,7 @@ public final class GroupKeeper: Sendable {
             // the speakers already on the zone's stream listen (one left in another group, on
             // another stream, counted as a listener for as long as the fix failed).
             shared.withLock { $0.connected = read ? onStream : [] }
-            if read && !told { listeners(false) }
+            if read && !told { listeners(false, !connected.isEmpty) }
             // Any HTTP answer shows the server runs and reads (what the output waits for after a
             // connect).
             if error.serverAnswered && !told { answered(started) }

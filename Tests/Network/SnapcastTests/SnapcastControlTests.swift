@@ -120,7 +120,7 @@ import Testing
         let listening = Mutex<Bool?>(nil)
         let keeper = GroupKeeper(
             name: "z", zone: SnapcastZone(stream: "s", speakers: [.init(id: "e"), .init(id: "d")]), control: control,
-            listeners: { any in listening.withLock { $0 = any } }
+            listeners: { any, _ in listening.withLock { $0 = any } }
         ) { _, _ in }
         var volumesSet: Set<String> = []
         #expect(
@@ -149,7 +149,7 @@ import Testing
         let keeper = GroupKeeper(
             name: "z", zone: SnapcastZone(stream: stream, speakers: [.init(id: speaker)]),
             control: SnapcastControl(control: "http://127.0.0.1:\(fake.port)"),
-            listeners: { any in listening.withLock { $0.append(any) } }
+            listeners: { any, _ in listening.withLock { $0.append(any) } }
         ) { _, _ in }
         var volumesSet: Set<String> = []
         let problem = keeper.pollOnce(volumesSet: &volumesSet)

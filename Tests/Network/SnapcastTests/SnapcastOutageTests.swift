@@ -519,4 +519,27 @@ extension SnapcastOutageTests {
             "\(event?.reason ?? "")")
         #expect(!daemon.events.recent().contains { $0.type == "zone-available" })
     }
+
+    /// A zone whose `stream` the server lacks (a typo) while its speaker is connected: the zone is
+    /// unavailable, and its status's error says the speakers are connected but not on its stream.
+    /// It said none of them was connected, while the status listed pi1 as connected: the wrong
+    /// thing to look for.
+    @Test func aZoneWhoseSpeakersListenElsewhereSaysSo() throws {
+        let server = try SnapcastServer(bufferMilliseconds: 300)
+        defer { server.stop() }
+        let speaker = try SnapcastClientTap(id: "pi1", server: server)
+        defer { speaker.stop() }
+        let snapcast = SnapcastConfig(
+            source: .tcp(host: "127.0.0.1", port: server.sourcePort), control: server.control,
+            stream: server.stream + "-typo", clients: [SnapcastConfig.Client(id: "pi1")], buffer: .milliseconds(300))
+        let daemon = Self.daemon(snapcast, name: "elsewhere")
+        defer { daemon.stop() }
+        let zone = { daemon.status().zones.first { $0.name == "upstairs" } }
+        #expect(waitUntil(seconds: 10) { zone()?.snapcast?.connected == ["pi1"] }, "pi1 never connected")
+        let want =
+            "snapserver has the zone's speakers connected, but none on its stream \"\(server.stream)-typo\" (the status's snapcast.problem says why): what it plays reaches no one"
+        #expect(waitUntil(seconds: 5) { zone()?.error == want }, "\(zone()?.error ?? "")")
+        #expect(zone()?.state == "unavailable")
+        #expect(zone()?.snapcast?.problem?.contains("typo") == true, "\(zone()?.snapcast?.problem ?? "")")
+    }
 }
