@@ -157,6 +157,9 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
         self.init(groups: groups, streams: streams, unreadable: badGroups + badStreams)
     }
 
+    /// How many entries of a list that cannot be read are said one by one (`entries`).
+    static let unreadableSaid = 3
+
     /// The group `client` is in, if the server knows it.
     public func group(of client: String) -> Group? {
         groups.first { $0.clients.contains { $0.id == client } }
@@ -180,21 +183,27 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
 
 extension KeyedDecodingContainer {
     /// The list at `key`, each entry read on its own: those that cannot be read are left out and
-    /// said (`result.server.groups[1].stream_id: missing: a group left out`). The list itself must
-    /// be one.
+    /// said (`result.server.groups[1].stream_id: missing: a group left out`), the first
+    /// `ServerStatus.unreadableSaid` of them, then how many more. The list itself must be one. (Every
+    /// one said: 4 MiB of `[0,0,…]` made two million sentences, joined into one 140 MB problem at
+    /// each poll.)
     fileprivate func entries<Value: Decodable>(
         _ type: Value.Type, forKey key: Key, each: String
     ) throws -> (read: [Value], unreadable: [String]) {
         var list = try nestedUnkeyedContainer(forKey: key)
         var read: [Value] = []
         var unreadable: [String] = []
+        var left = 0
         while !list.isAtEnd {
             // Each entry is consumed whether or not it reads.
             switch try list.decode(Entry<Value>.self).read {
             case .success(let value): read.append(value)
-            case .failure(let why): unreadable.append("\(why): \(each) left out")
+            case .failure(let why):
+                if unreadable.count < ServerStatus.unreadableSaid { unreadable.append("\(why): \(each) left out") }
+                left += 1
             }
         }
+        if left > unreadable.count { unreadable.append("\(left - unreadable.count) more of them left out") }
         return (read, unreadable)
     }
 

@@ -155,7 +155,9 @@ public struct SnapcastControl: Sendable {
             throw failure("unexpected answer: \(error)")
         }
         if let error = decoded.error {
-            throw failure("error \(error.code): \(error.message)\(error.data.map { " (\($0))" } ?? "")")
+            // Cut as an HTTP error's body is: a server's words may be megabytes long.
+            let words = error.message + (error.data.map { " (\($0))" } ?? "")
+            throw failure("error \(error.code): \(words.count > 200 ? words.prefix(200) + "…" : words)")
         }
         guard let result = decoded.result else { throw failure("unexpected answer: neither result nor error") }
         return result

@@ -73,6 +73,36 @@ import Testing
         }
     }
 
+    /// A hostile or broken answer of many entries that cannot be read (2,000 groups `0`) is said in
+    /// four lines: the first three and how many more. Each was said: 4 MiB of them made two million
+    /// sentences, joined into one problem of about 140 MB at every poll, logged and kept for the
+    /// status. A server's error message is cut at 200 characters, as an HTTP error's body is.
+    @Test func manyUnreadableEntriesAndALongErrorAreSaidShortly() throws {
+        let groups = Array(repeating: "0", count: 2_000).joined(separator: ",")
+        let long = String(repeating: "x", count: 100_000)
+        let answer = Mutex(#"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":["# + groups + #"],"streams":[]}}}"#)
+        let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { _ in
+            HTTPResponse(
+                status: 200, headers: [("Content-Type", "application/json")],
+                body: .bytes(Array(answer.withLock { $0 }.utf8)))
+        }
+        defer { fake.stop() }
+        let control = SnapcastControl(control: "http://127.0.0.1:\(fake.port)")
+        let status = try control.status()
+        let problems = status.problems(of: ["pi1"], stream: "s")
+        #expect(problems.count == 4, "\(problems.count) problems")
+        #expect(
+            problems.first == "result.server.groups[0]: expected an object: a group left out")
+        #expect(problems.last == "1997 more of them left out")
+        answer.withLock { $0 = #"{"id":1,"jsonrpc":"2.0","error":{"code":-32603,"message":""# + long + #""}}"# }
+        #expect {
+            try control.status()
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("error -32603: " + String(repeating: "x", count: 190)) && text.count < 400
+        }
+    }
+
     /// A client, group or stream the server describes badly is read as far as it can be (or left
     /// out), and said where and what is taken instead; the rest of the answer stands. The whole
     /// answer was refused: one entry of someone else's stopped every zone's keeper (no regrouping,
