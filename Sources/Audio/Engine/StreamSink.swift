@@ -13,7 +13,8 @@ import Synchronization
 /// is seen to run — a JSON-RPC call made after the connect was answered (`serverAnswered`) — as
 /// a server that listens but does not read yet (snapserver starting) would leave what was written
 /// unread in its socket, heard that much later for as long as the connection lasts.
-/// Reconnects back off from `backoffNanoseconds` doubling to `maxBackoffNanoseconds`.
+/// Reconnects back off from `backoffNanoseconds` doubling to `maxBackoffNanoseconds`, and start
+/// from the first again only after a connection that carried audio for `steadyNanoseconds` broke.
 ///
 /// The socket/FIFO belongs to the output thread; the counters are atomics, read by any thread.
 /// The address and path are prepared in `init` (control thread), so the output thread never
@@ -43,6 +44,8 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     private var connectStarted = 0
     /// When the connection awaiting the server completed.
     private var openedAt = 0
+    /// Since when (monotonic ns) the connection carries audio; 0 while it does not.
+    private var carryingSince = 0
     private var backoff: Int
 
     private let connected = Atomic<Bool>(false)
@@ -80,6 +83,8 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
 
     /// A connect that has not completed after this long is abandoned and retried.
     private static let connectTimeout = 2_000_000_000
+    /// How long a connection must carry audio for a break of it to be retried at the first backoff.
+    static let steadyNanoseconds = 1_000_000_000
     /// How long an open connection may take nothing before the server counts as stalled (the zone
     /// unavailable). A running snapserver reads every chunk (20 ms), and the kernel holds a few
     /// hundred milliseconds in its buffers first, so one refusal is already a server far behind:
@@ -219,7 +224,7 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         if state == .connecting { finishConnect(now) }
         if state == .awaitingServer {
             if answeredCallAt.load(ordering: .acquiring) >= openedAt {
-                carryAudio()
+                carryAudio(at: now)
             } else if let gone = hungUp() {
                 // Nothing is sent while waiting, so no write would notice a server that went away.
                 fail(gone, at: now)
@@ -452,11 +457,14 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
         return memcmp(&local, &peer, Int(localLength)) == 0
     }
 
+    /// A connect succeeded. The backoff stays: it starts again only once a connection has carried
+    /// audio for `steadyNanoseconds` (`fail`) — a peer that accepts and closes at once (Docker's
+    /// proxy while the server's container is down) was retried every 0.1 s for ever, the zone
+    /// flipping available and unavailable ten times a second.
     private func opened(at now: Int) {
-        backoff = spec.backoffNanoseconds
         owedCount = 0
         lastErrorCode.store(0, ordering: .relaxed)
-        guard spec.awaitsServer else { return carryAudio() }
+        guard spec.awaitsServer else { return carryAudio(at: now) }
         state = .awaitingServer
         openedAt = now
         awaiting.store(true, ordering: .releasing)
@@ -464,8 +472,9 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     }
 
     /// The connection carries audio from now on: the pre-fill first.
-    private func carryAudio() {
+    private func carryAudio(at now: Int) {
         state = .open
+        carryingSince = now
         awaiting.store(false, ordering: .releasing)
         connectCount.add(1, ordering: .relaxed)
         connected.store(true, ordering: .releasing)
@@ -486,6 +495,9 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     private func fail(_ code: Int32, at now: Int) {
         let changes = state != .closed && state != .connecting
         if state == .open { brokeWhileCarrying = true }
+        // A connection that carried audio steadily broke: the server was there, retried soon again.
+        if state == .open && now - carryingSince >= Self.steadyNanoseconds { backoff = spec.backoffNanoseconds }
+        carryingSince = 0
         close()
         failConnect(code, at: now)
         if changes { notifyPending = true }

@@ -49,6 +49,25 @@ import Testing
         #expect(snap.delayFrames == 48_000 && snap.audibleFrame == snap.framesPlayed - 48_000)
     }
 
+    /// A peer that accepts each connection and closes it at once (Docker's proxy while snapserver's
+    /// container is down) is retried with the backoff doubling, as a refused connect is: 50, 100,
+    /// 200 ms here. Each connect used to start the backoff again: a retry every 50 ms for ever, the
+    /// zone flipping available and unavailable at each.
+    @Test func aPeerThatHangsUpAtOnceIsRetriedWithTheBackoff() throws {
+        let port = try FreePort.next()
+        let listener = try PCMListener(port: port, hangsUp: true)
+        defer { listener.close() }
+        let zone = output(port: port)
+        zone.start()
+        defer { zone.stop() }
+        #expect(waitUntil(seconds: 3) { listener.hungUp >= 1 }, "never connected")
+        let first = monotonicNanoseconds()
+        while monotonicNanoseconds() - first < 2_000_000_000 { usleep(100_000) }
+        // 50 + 100 + 200 ms and then every 200 ms (and a period or two to see each hang-up): about 10.
+        #expect(listener.hungUp <= 13, "\(listener.hungUp) connections in 2 s")
+        #expect(zone.snapshot().reopens <= 13)
+    }
+
     /// The server receives audio in real time plus the pre-fill; after an outage the zone
     /// reconnects and sends, again, only what is due — never the audio of the outage.
     @Test func sendsNoBacklogAfterAnOutage() throws {
@@ -295,17 +314,21 @@ import Testing
 }
 
 /// A TCP listener on 127.0.0.1 that accepts one connection and counts what it reads, on its own
-/// thread. Stands in for snapserver's `mode=server` source.
+/// thread. Stands in for snapserver's `mode=server` source — or, `hangsUp`, for a proxy in front of
+/// a server that is down: it accepts every connection and closes it at once, counting them.
 final class PCMListener: @unchecked Sendable {
     // @unchecked: `thread` is touched only by the test's thread; the counters are atomics.
     private let fd: Int32
     private let received = Atomic<Int>(0)
     private let acceptedFlag = Atomic<Bool>(false)
+    private let hangUps = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     private var thread: pthread_t?
+    private let hangsUp: Bool
     let port: Int
-    init(port: Int) throws {
+    init(port: Int, hangsUp: Bool = false) throws {
         self.port = port
+        self.hangsUp = hangsUp
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -325,6 +348,9 @@ final class PCMListener: @unchecked Sendable {
 
     /// Whether a client's connection was accepted.
     var accepted: Bool { acceptedFlag.load(ordering: .acquiring) }
+
+    /// Connections accepted and closed at once so far (`hangsUp`).
+    var hungUp: Int { hangUps.load(ordering: .acquiring) }
 
     /// Bytes received over the next `seconds`.
     func bytesOver(seconds: Double) -> Int {
@@ -347,6 +373,13 @@ final class PCMListener: @unchecked Sendable {
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         var client: Int32 = -1
+        while hangsUp && !stopping.load(ordering: .acquiring) {
+            guard poll(&p, 1, 20) > 0 else { continue }
+            let c = accept(fd, nil, nil)
+            guard c >= 0 else { continue }
+            hangUps.add(1, ordering: .releasing)
+            Glibc.close(c)
+        }
         while client < 0 && !stopping.load(ordering: .acquiring) {
             if poll(&p, 1, 20) > 0 { client = accept(fd, nil, nil) }
         }
