@@ -30,9 +30,11 @@ public struct APIConfig: Sendable, Equatable {
         self.connectionsPerClient = connectionsPerClient
     }
 
-    /// True when the API listens beyond this machine (the host is not a loopback address), so anyone
-    /// who can reach it could drive the speakers: a token is then required.
-    public var requiresToken: Bool { !listen.isLoopback }
+    /// True when the API is reached from beyond this machine — it listens on an address that is not
+    /// a loopback one, or `allowed-hosts` names hosts it is reached by (a reverse proxy's name in
+    /// front of a loopback listener: every request then comes from the proxy, on loopback) — so
+    /// anyone who can reach it could drive the speakers: a token is then required.
+    public var requiresToken: Bool { !listen.isLoopback || !allowedHosts.isEmpty }
 
     /// `127.0.0.1:8470`, 64 KiB bodies.
     public static let `default` = APIConfig()

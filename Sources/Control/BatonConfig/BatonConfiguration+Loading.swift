@@ -209,6 +209,12 @@ extension ConfigReader {
                 "missing required key \"token-file\": api.listen \(listen) is not a loopback "
                     + "address, so clients must send a token (anyone who can reach it could otherwise control the speakers)"
             )
+        } else if !configuration.allowedHosts.isEmpty, tokenFile == nil, api.values["token-file"] == nil {
+            report(
+                api.anchor, api.path,
+                "missing required key \"token-file\": api.allowed-hosts names hosts the API is reached by "
+                    + "(a reverse proxy's), so requests come from beyond this machine and clients must send a token "
+                    + "(anyone who can reach the proxy could otherwise control the speakers)")
         }
         return configuration
     }

@@ -131,12 +131,23 @@ import Testing
         #expect(Self.rule(bare) == "content-type")
     }
 
-    /// `api.allowed-hosts` adds names (read from the file, checked, lowercased).
+    /// `api.allowed-hosts` adds names (read from the file, checked, lowercased). It needs a token,
+    /// even on a loopback listener: those are the names of a reverse proxy in front of it, whose
+    /// every request came from loopback — the whole API was open to anyone who reached the proxy.
     @Test func allowedHostsAddNames() throws {
         let dir = TestDirectory.make("allowed-hosts")
+        let open = "api:\n  allowed-hosts: [speaker.example.org]\nzones:\n  kitchen: {pcm: \"null\"}\n"
+        _ = FileIO.writeAtomically(Array(open.utf8), to: "\(dir)/baton.yaml")
+        #expect {
+            try BatonConfiguration.load(path: "\(dir)/baton.yaml")
+        } throws: { error in
+            "\(error)".contains(
+                "api: missing required key \"token-file\": api.allowed-hosts names hosts the API is reached by")
+        }
         let yaml = """
             api:
               listen: 127.0.0.1:8470
+              token-file: api.token
               allowed-hosts: [Speaker.Example.org, "10.1.2.3"]
             zones:
               kitchen: {pcm: "null"}
