@@ -125,7 +125,10 @@ enum JSONBody {
         }
         switch error {
         case .typeMismatch(let type, let c): return "\(path(c)): expected \(name(of: type))"
-        case .valueNotFound(let type, let c): return "\(path(c)): expected \(name(of: type)), got null"
+        case .valueNotFound(let type, let c):
+            // `null` for the whole body: valid JSON, but not the object every command takes.
+            return c.codingPath.isEmpty
+                ? "the body must be a JSON object, not null" : "\(path(c)): expected \(name(of: type)), got null"
         case .keyNotFound(let key, _): return "missing field \"\(key.stringValue)\""
         case .dataCorrupted(let c):
             return c.codingPath.isEmpty ? "not valid JSON (\(c.debugDescription))" : "\(path(c)): \(c.debugDescription)"

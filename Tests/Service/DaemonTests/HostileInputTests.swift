@@ -68,6 +68,17 @@ struct HostileInputTests {
         Self.expectAlive(t)
     }
 
+    /// A body of `null` (valid JSON, not an object) is refused in words, not with the decoder's
+    /// "expected Dictionary<String, Any>, got null", a Swift type's name.
+    @Test func aNullBodyIsRefusedInWords() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let r = try t.request("POST", "/api/v1/announce", "null")
+        #expect(r.status == 400)
+        #expect(Self.error(r) == "malformed JSON: the body must be a JSON object, not null")
+        Self.expectAlive(t)
+    }
+
     /// Sound names that try to leave the sound directory are refused before any file is opened:
     /// parent directories, percent-encoded dots (taken literally), absolute paths, NUL bytes, hidden files.
     @Test(arguments: [
