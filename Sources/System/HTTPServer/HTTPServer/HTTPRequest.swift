@@ -9,8 +9,8 @@ public struct HTTPRequest: Sendable {
     /// and never contains NUL: requests whose path does not decode to that are answered 400 before any
     /// handler runs. `%2F` decodes to `/` like any other escape.
     public var path: String
-    /// The query parameters, percent-decoded, with `+` read as a space. A name given twice keeps its
-    /// last value; a name without `=` maps to `""`.
+    /// The query parameters, percent-decoded, with `+` read as a space. A name given twice is a 400
+    /// before any handler runs (`RequestTarget`); a name without `=` maps to `""`.
     public var query: [String: String]
     /// The request headers with lowercased names. Repeated headers are joined with `", "`.
     public var headers: [String: String]

@@ -11,7 +11,8 @@ import Synchronization
 /// Answers the wrapper gives by itself are JSON `{"error": "..."}`: 400 for a request target that is not
 /// valid percent-encoded UTF-8, 413 for a body over `maxBodyBytes`, 500 for a response the handler built
 /// wrongly. libmicrohttpd itself answers a few malformed requests (431 for headers over the connection
-/// memory limit, 400 for a broken request line) with its own, empty bodies.
+/// memory limit, 414 for a request target over it, 400 for a broken request line) with its own short
+/// HTML bodies (Debian builds it with its messages), which cannot be made JSON.
 ///
 /// SIGPIPE: libmicrohttpd sends with `MSG_NOSIGNAL` on Linux, so a client that vanishes never raises it.
 public final class HTTPServer: Sendable {
