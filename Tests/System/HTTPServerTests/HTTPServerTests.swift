@@ -194,6 +194,31 @@ struct HTTPServerTests {
         #expect(!called.isSet)
     }
 
+    /// A body still coming `bodySeconds` after the request began (one that never ends, or trickles)
+    /// closes the connection: the idle timeout counts from the last byte, so a peer with no token
+    /// held a thread and a slot for ever with a byte every 20 s, before anyone looked at who it was.
+    @Test func aBodyThatNeverEndsOrTricklesClosesTheConnection() throws {
+        var limits = HTTPServer.Limits()
+        limits.bodySeconds = 1
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 10, limits: limits, handler: Self.echo)
+        defer { server.stop() }
+        let endless = try RawClient(port: server.port)
+        let piece = String(repeating: "x", count: 8_192)
+        endless.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        // 8 KiB every 50 ms, for ever (as far as the server knows): 1.5 s of it.
+        for _ in 0..<30 {
+            endless.send("2000\r\n\(piece)\r\n")
+            usleep(50_000)
+        }
+        #expect(endless.readsEndOfFile(), "a body still coming past bodySeconds did not close the connection")
+
+        let slow = try RawClient(port: server.port)
+        slow.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n")
+        usleep(1_200_000)  // past bodySeconds (the server's own clock)
+        slow.send("1\r\nx\r\n")
+        #expect(slow.readsEndOfFile(), "a body trickled past bodySeconds did not close the connection")
+    }
+
     /// Path and query are percent-decoded by the wrapper: `+` is a space only in the query.
     @Test func decodesPathAndQuery() throws {
         let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, handler: Self.echo)

@@ -28,6 +28,11 @@ public final class HTTPServer: Sendable {
         /// a buggy client) cannot take every slot from the others. Past it a connection is closed
         /// at once.
         public var maxConnectionsPerClient: Int = 16
+        /// Seconds a request's body may take to arrive, from the request's start: past it the
+        /// connection is closed. The idle timeout counts from the last byte, so a body trickled a
+        /// byte every 20 s held its connection (a thread, a slot) for ever, before any check of who
+        /// sent it.
+        public var bodySeconds: Int = 60
         /// Makes the default limits.
         public init() {}
     }
@@ -54,7 +59,9 @@ public final class HTTPServer: Sendable {
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
     ) throws(HTTPServerError) {
         let listener = try ListeningSocket(host: host, port: port, connectionLimit: limits.maxConnections)
-        let core = ServerCore(maxBodyBytes: max(0, maxBodyBytes), handler: handler)
+        let core = ServerCore(
+            maxBodyBytes: max(0, maxBodyBytes), bodyNanoseconds: max(1, limits.bodySeconds) * 1_000_000_000,
+            handler: handler)
         var flags =
             MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
             | MHD_USE_POLL.rawValue
@@ -103,12 +110,15 @@ public final class HTTPServer: Sendable {
 /// stops the daemon before releasing it.
 final class ServerCore: Sendable {
     let maxBodyBytes: Int
+    /// `Limits.bodySeconds`, in nanoseconds.
+    let bodyNanoseconds: Int
     let handler: @Sendable (HTTPRequest) -> HTTPResponse
     /// Set by `stop()` before `MHD_stop_daemon`, so blocked stream readers give up.
     let stopping = Atomic<Bool>(false)
 
-    init(maxBodyBytes: Int, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) {
+    init(maxBodyBytes: Int, bodyNanoseconds: Int, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) {
         self.maxBodyBytes = maxBodyBytes
+        self.bodyNanoseconds = bodyNanoseconds
         self.handler = handler
     }
 }
