@@ -30,10 +30,10 @@ import Testing
         return (persistence, store, dir)
     }
 
-    static func state(_ position: Double, volume: Double = 0.5, playing: Bool = true) -> SavedState {
-        let song = Song(id: "s1", title: "Steps", duration: 600)
+    static func state(_ position: Double, volume: Double = 0.5, playing: Bool = true, songs: Int = 1) -> SavedState {
+        let all = (1...songs).map { Song(id: "s\($0)", title: "Steps \($0)", duration: 600) }
         let queue = SavedQueue(
-            songs: [song], index: 0, position: position, zones: ["kitchen"], volume: 1, playing: playing)
+            songs: all, index: 0, position: position, zones: ["kitchen"], volume: 1, playing: playing)
         return SavedState(volumes: ["kitchen": volume], queue: queue)
     }
 
@@ -78,6 +78,29 @@ import Testing
         // The stop writes where it is.
         _ = persistence.saveLast(Self.state(95, volume: 0.7, playing: false))
         #expect(written(Self.state(95, volume: 0.7, playing: false)))
+    }
+
+    /// With a queue of 2,000 songs (a playlist; the whole file, about 0.9 MB, is written each time)
+    /// the position alone is written every 2 minutes, not 30 s: 4 × 30 s for four times 500 songs.
+    /// A change of another kind is still written at once.
+    @Test func aLongQueuesPositionIsWrittenLessOften() throws {
+        let clock = Clock()
+        let (persistence, store, _) = Self.persistence("state-writes-long", clock)
+        defer { persistence.stopWriter() }
+        func onDisk() -> SavedState? { if case .success(let s) = store.load() { s } else { nil } }
+        func offer(_ state: SavedState) -> Bool {
+            clock.advance(seconds: 1)
+            let asked = persistence.writesAsked
+            _ = persistence.offer(state)
+            return persistence.writesAsked > asked
+        }
+        #expect(offer(Self.state(1, songs: 2_000)), "the first state is written")
+        #expect(waitUntil(seconds: 5) { onDisk() == Self.state(1, songs: 2_000) })
+        for second in 2...120 {
+            #expect(!offer(Self.state(Double(second), songs: 2_000)), "at \(second) s: played on")
+        }
+        #expect(offer(Self.state(121, songs: 2_000)), "2 minutes after the last write")
+        #expect(offer(Self.state(122, volume: 0.7, songs: 2_000)), "a volume at once")
     }
 
     /// A write that failed (a full disk) is tried again at the next save.
