@@ -97,6 +97,12 @@ extension Daemon {
                 else { continue }
                 carried[name] = start
             }
+            // On the new outputs (not started yet) before the table that holds them is published:
+            // set after the old devices stopped, a save or a status in between read the zone at its
+            // configured volume (a power cut then brought it back so).
+            for zone in table.zones {
+                if let volume = carried[zone.name] { zone.mixer.setInitialVolume(Float(volume)) }
+            }
             let externalEnding = Set(report.externalSourcesChanged)
             let library = report.soundsChanged ? Self.soundLibrary(new) : sounds
             let settingUpExternal = parts.external.server == nil && !(new.externalSources?.sources.isEmpty ?? true)
@@ -150,9 +156,6 @@ extension Daemon {
             for d in stopped { d.stop() }
             if report.policyChanged {
                 state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) }
-            }
-            for zone in table.zones {
-                if let volume = carried[zone.name] { zone.mixer.setInitialVolume(Float(volume)) }
             }
             parts.volumes.forget(report.zonesRemoved, stillPlayingOn: table.zones.map(\.pcm))
             parts.volumes.open(table.zones.filter { (report.zonesAdded + report.zonesChanged).contains($0.name) })
