@@ -6,9 +6,14 @@ struct APIConnection {
     /// Sent as `Authorization: Bearer <token>` when set.
     var token: String?
     var connectTimeout = 5
-    /// Longer than batond's own limits on a request (speech is rendered within 30 s), so an
-    /// answer that is coming is waited for.
-    var readTimeout = 40
+    /// Seconds a whole exchange may take, from the connection to the body's end. Longer than
+    /// batond's own limits on a request (speech is rendered within 30 s), so an answer that is
+    /// coming is waited for; a deadline for the exchange, not per read, so a server that sends
+    /// without end (not batond: an audio stream at a wrong `--url`) cannot hold batonctl for ever.
+    var answerTimeout = 40
+    /// The largest body batonctl reads. batond's largest answer (the 2,000 kept events) is well
+    /// under 1 MiB; more is another server.
+    static let maxBody = 4 << 20
 
     struct Response {
         var status: Int
@@ -22,11 +27,18 @@ struct APIConnection {
 
     /// Sends one request and reads the whole answer.
     func request(_ method: String, _ path: String, json body: [UInt8]? = nil) throws(ConnectionError) -> Response {
-        let (connection, head) = try open(
-            method, path, body: body, accept: "application/json", readTimeout: readTimeout)
+        let connection = try open(
+            method, path, body: body, accept: "application/json", readTimeout: answerTimeout,
+            deadlineSeconds: answerTimeout)
+        let head = try readHead(connection)
+        try Self.check(head, is: "application/json", method: method)
         var reader = BodyReader(connection: connection, head: head, method: method)
-        var bytes: [UInt8] = []
-        while let piece = try reader.next() { bytes += piece }
+        let bytes: [UInt8]
+        do {
+            bytes = try Self.whole(&reader)
+        } catch .noAnswer(let seconds) {
+            throw .unfinishedAnswer(seconds: seconds)
+        }
         return Response(status: head.status, headers: head.headers, body: bytes)
     }
 
@@ -35,19 +47,23 @@ struct APIConnection {
 
     /// Sends a GET and hands each piece of the body to `onBytes` as it arrives, until the server ends
     /// it or `onBytes` returns false. A non-2xx answer is read whole and returned instead.
-    func stream(_ path: String, accept: String, onBytes: ([UInt8]) -> Bool) throws(ConnectionError) -> Response? {
+    func stream(
+        _ path: String, accept: String, onBytes: ([UInt8]) throws(ConnectionError) -> Bool
+    ) throws(ConnectionError) -> Response? {
         // Not for ever: batond sends a keep-alive every 15 s, so a stream silent for three of them
         // is a speaker gone (power, network); `events --follow` waited on it without end.
-        let (connection, head) = try open(
-            "GET", path, body: nil, accept: accept, readTimeout: Self.streamSilenceSeconds)
+        let connection = try open(
+            "GET", path, body: nil, accept: accept, readTimeout: Self.streamSilenceSeconds, deadlineSeconds: nil)
+        let head = try readHead(connection)
+        let success = (200..<300).contains(head.status)
+        // batond's error answers are JSON, as for any request.
+        try Self.check(head, is: success ? accept : "application/json", method: "GET")
         var reader = BodyReader(connection: connection, head: head, method: "GET")
-        if !(200..<300).contains(head.status) {
-            var bytes: [UInt8] = []
-            while let piece = try reader.next() { bytes += piece }
-            return Response(status: head.status, headers: head.headers, body: bytes)
+        if !success {
+            return Response(status: head.status, headers: head.headers, body: try Self.whole(&reader))
         }
         while let piece = try reader.next() {
-            if !onBytes(piece) { break }
+            if !(try onBytes(piece)) { break }
         }
         return nil
     }
@@ -60,21 +76,51 @@ struct APIConnection {
         }
     }
 
+    /// The whole body, at most `maxBody` bytes.
+    private static func whole(_ reader: inout BodyReader) throws(ConnectionError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        while let piece = try reader.next() {
+            guard bytes.count + piece.count <= maxBody else {
+                throw .tooLarge("its answer is larger than \(maxBody >> 20) MiB, where batond's are far smaller")
+            }
+            bytes += piece
+        }
+        return bytes
+    }
+
+    /// Refuses an answer that is not batond's: batond labels every answer `application/json`
+    /// (its event stream `text/event-stream`), so another type is another server, e.g. a web
+    /// server or an audio stream at a wrong `--url`, whose body batonctl has no reason to read.
+    /// No Content-Type is accepted only with no body.
+    private static func check(_ head: Head, is expected: String, method: String) throws(ConnectionError) {
+        let type = head.header("Content-Type")
+        let media = type.map { $0.split(separator: ";", maxSplits: 1).first.map { $0.trimmed.lowercased() } ?? "" }
+        if media == expected { return }
+        let noBody =
+            method == "HEAD" || head.status == 204 || head.status == 304
+            || head.header("Content-Length")?.trimmed == "0"
+        if type == nil && noBody { return }
+        throw .notBatond(status: head.status, contentType: type.map { String($0.prefix(80)) })
+    }
+
     private func open(
         _ method: String, _ path: String, body: [UInt8]?, accept: String,
-        readTimeout: Int
-    ) throws(ConnectionError) -> (Connection, Head) {
+        readTimeout: Int, deadlineSeconds: Int?
+    ) throws(ConnectionError) -> Connection {
         let connection = try Connection(
             host: address.host, port: address.port, connectTimeout: connectTimeout,
-            readTimeout: readTimeout)
+            readTimeout: readTimeout, deadlineSeconds: deadlineSeconds)
         var text = "\(method) \(address.prefix)\(path) HTTP/1.1\r\n"
         text += "Host: \(address.hostHeader)\r\nUser-Agent: batonctl\r\nAccept: \(accept)\r\nConnection: close\r\n"
         if let token { text += "Authorization: Bearer \(token)\r\n" }
         if let body { text += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
         text += "\r\n"
         try connection.send(Array(text.utf8) + (body ?? []))
-        return (connection, try readHead(connection))
+        return connection
     }
+
+    /// The most header lines a head may have.
+    static let maxHeaders = 200
 
     private func readHead(_ connection: Connection) throws(ConnectionError) -> Head {
         var head: Head
@@ -88,6 +134,9 @@ struct APIConnection {
             }
             head = Head(status: status, headers: [])
             while let line = try connection.readLine(), !line.isEmpty {
+                guard head.headers.count < Self.maxHeaders else {
+                    throw .tooLarge("its answer has more than \(Self.maxHeaders) header lines")
+                }
                 guard let colon = line.firstIndex(of: ":") else { continue }
                 head.headers.append((String(line[..<colon]), String(line[line.index(after: colon)...]).trimmed))
             }

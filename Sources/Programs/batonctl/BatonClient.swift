@@ -30,8 +30,8 @@ struct BatonClient {
         var parser = ServerSentEventParser()
         let failed: APIConnection.Response?
         do {
-            failed = try http.stream(path, accept: "text/event-stream") { bytes in
-                for event in parser.feed(bytes) { if !onEvent(event) { return false } }
+            failed = try http.stream(path, accept: "text/event-stream") { bytes throws(ConnectionError) in
+                for event in try parser.feed(bytes) { if !onEvent(event) { return false } }
                 return true
             }
         } catch .noAnswer {
@@ -41,6 +41,8 @@ struct BatonClient {
                     + "the speaker or the network is gone")
         } catch .refused {
             throw .notRunning(address)
+        } catch let error where error.isAnotherServer {
+            throw notBatond(error)
         } catch {
             throw .unreachable(address, error.text)
         }
@@ -66,9 +68,20 @@ struct BatonClient {
             throw .failed(
                 "batond at \(address.display) did not answer within \(seconds) s: it was reached, and may still carry the request out"
             )
+        } catch .unfinishedAnswer(let seconds) {
+            throw .failed(
+                "the server at \(address.display) did not finish its answer within \(seconds) s (batond's take far less: "
+                    + "is it batond?); it was reached, and may have carried the request out")
+        } catch let error where error.isAnotherServer {
+            throw notBatond(error)
         } catch {
             throw .unreachable(address, error.text)
         }
+    }
+
+    /// A server that answers what batond never would (another Content-Type, an endless body).
+    private func notBatond(_ error: ConnectionError) -> Failure {
+        .failed("the server at \(address.display) is not batond: \(error.text); is --url (or BATON_URL) right?")
     }
 
     private struct ErrorAnswer: Decodable { var error: String }
@@ -85,5 +98,15 @@ struct BatonClient {
             message += "; this batond is older than batonctl and does not have it yet"
         }
         throw .api(status: response.status, message: message)
+    }
+}
+
+extension ConnectionError {
+    /// The answer shows that the server is not batond.
+    var isAnotherServer: Bool {
+        switch self {
+        case .notBatond, .tooLarge: true
+        default: false
+        }
     }
 }

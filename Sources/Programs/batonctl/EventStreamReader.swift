@@ -6,15 +6,19 @@ struct EventStreamReader: Equatable {
 }
 
 /// Splits a `text/event-stream` into events as bytes arrive (any chunking): fields per line, an event
-/// at each blank line; comment lines (`: keep-alive`) are skipped.
+/// at each blank line; comment lines (`: keep-alive`) are skipped. A line or an event longer than
+/// `maxEvent` is refused: a stream whose line never ended grew the memory without end.
 struct ServerSentEventParser {
+    /// batond's events are a few hundred bytes of JSON each.
+    static let maxEvent = 1 << 20
+
     private var pending: [UInt8] = []
     private var current = EventStreamReader(event: nil, id: nil, data: "")
     private var hasData = false
     private var lastWasCR = false
 
     /// The events completed by `bytes`.
-    mutating func feed(_ bytes: [UInt8]) -> [EventStreamReader] {
+    mutating func feed(_ bytes: [UInt8]) throws(ConnectionError) -> [EventStreamReader] {
         var events: [EventStreamReader] = []
         for byte in bytes {
             if byte == UInt8(ascii: "\n") && lastWasCR {
@@ -26,6 +30,9 @@ struct ServerSentEventParser {
                 if let event = line(String(decoding: pending, as: UTF8.self)) { events.append(event) }
                 pending.removeAll(keepingCapacity: true)
             } else {
+                guard pending.count + current.data.utf8.count < Self.maxEvent else {
+                    throw .tooLarge("an event of its stream is longer than \(Self.maxEvent >> 20) MiB")
+                }
                 pending.append(byte)
             }
         }

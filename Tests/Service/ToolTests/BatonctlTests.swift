@@ -253,4 +253,50 @@ import Testing
         let seek = Subprocess.run(Self.batonctl, ["--url", "http://127.0.0.1:1", "seek", "999999999999999999:00"])
         #expect(seek.status == 2, "exit \(seek.status): \(seek.output)")
     }
+
+    /// A `--url` at a server that is not batond and whose answer never ends (an audio stream: 200,
+    /// no Content-Length; a JSON or event stream that never stops): exit 1 at once, naming the URL,
+    /// where batonctl read on for ever and grew its memory (the timeout was per read).
+    @Test(arguments: [
+        (
+            "HTTP/1.1 200 OK\r\nContent-Type: audio/mpeg\r\nicy-name: radio\r\n\r\n", ["status"],
+            "it answered HTTP 200 with Content-Type audio/mpeg, not batond's JSON"
+        ),
+        (
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[", ["status"],
+            "its answer is larger than 4 MiB"
+        ),
+        (
+            "HTTP/1.1 200 OK\r\nContent-Type: audio/mpeg\r\n\r\n", ["events", "--follow"],
+            "it answered HTTP 200 with Content-Type audio/mpeg"
+        ),
+        (
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: ", ["events", "--follow"],
+            "an event of its stream is longer than 1 MiB"
+        ),
+    ])
+    func anEndlessAnswerFromAnotherServerIsRefused(head: String, arguments: [String], reason: String) throws {
+        let server = try OneShotServer(answer: head, endless: [UInt8](repeating: UInt8(ascii: "x"), count: 8192))
+        let url = "http://127.0.0.1:\(server.port)"
+        let r = Subprocess.run(Self.batonctl, ["--url", url] + arguments, seconds: 20)
+        #expect(r.status == 1, "\(r.output)")
+        #expect(r.output.hasPrefix("batonctl: the server at \(url) is not batond: \(reason)"), "\(r.output)")
+        #expect(r.output.contains("is --url (or BATON_URL) right?"), "\(r.output)")
+    }
+
+    /// An answer that trickles without end (a byte every half second) ends at the exchange's
+    /// 40 s deadline with exit 1, where a timeout per read never came.
+    @Test func aTricklingAnswerEndsAtTheDeadline() throws {
+        let server = try OneShotServer(
+            answer: "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[", endless: Array(" ".utf8),
+            pause: 500_000)
+        let url = "http://127.0.0.1:\(server.port)"
+        let started = ContinuousClock.now
+        let r = Subprocess.run(Self.batonctl, ["--url", url, "status"], seconds: 60)
+        let took = ContinuousClock.now - started
+        #expect(r.status == 1, "\(r.output)")
+        #expect(
+            r.output.hasPrefix("batonctl: the server at \(url) did not finish its answer within 40 s"), "\(r.output)")
+        #expect(took >= .seconds(39) && took < .seconds(50), "\(took)")
+    }
 }

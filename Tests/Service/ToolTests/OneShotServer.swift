@@ -3,7 +3,8 @@ import Synchronization
 
 /// A loopback TCP listener that accepts one connection on its own thread, records the request
 /// (headers and the Content-Length body) and answers with fixed bytes: to see exactly what batonctl
-/// sends. Create, run the client, then read `request()`.
+/// sends. Create, run the client, then read `request()`. With `endless`, it then sends those bytes
+/// again and again, `pause` microseconds apart, until the client goes: an answer that never ends.
 final class OneShotServer: Sendable {
     let port: Int
     private let listener: Int32
@@ -14,7 +15,7 @@ final class OneShotServer: Sendable {
         var code: Int32
     }
 
-    init(answer: String) throws {
+    init(answer: String, endless: [UInt8]? = nil, pause: UInt32 = 1_000) throws {
         listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
@@ -28,13 +29,14 @@ final class OneShotServer: Sendable {
         }
         guard ok else { throw SetupError(call: "bind/listen", code: errno) }
         port = Int(UInt16(bigEndian: addr.sin_port))
-        let context = Unmanaged.passRetained(Box(server: self, answer: answer)).toOpaque()
+        let context = Unmanaged.passRetained(Box(server: self, answer: answer, endless: endless, pause: pause))
+            .toOpaque()
         var thread = pthread_t()
         let rc = pthread_create(
             &thread, nil,
             { raw in
                 let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-                box.server.serve(answer: box.answer)
+                box.server.serve(answer: box.answer, endless: box.endless, pause: box.pause)
                 return nil
             }, context)
         guard rc == 0 else { throw SetupError(call: "pthread_create", code: rc) }
@@ -44,15 +46,19 @@ final class OneShotServer: Sendable {
     private final class Box {
         let server: OneShotServer
         let answer: String
-        init(server: OneShotServer, answer: String) {
+        let endless: [UInt8]?
+        let pause: UInt32
+        init(server: OneShotServer, answer: String, endless: [UInt8]?, pause: UInt32) {
             self.server = server
             self.answer = answer
+            self.endless = endless
+            self.pause = pause
         }
     }
 
     deinit { close(listener) }
 
-    private func serve(answer: String) {
+    private func serve(answer: String, endless: [UInt8]?, pause: UInt32) {
         let connection = accept(listener, nil, nil)
         guard connection >= 0 else {
             received.withLock { $0 = "" }
@@ -77,6 +83,10 @@ final class OneShotServer: Sendable {
         received.withLock { $0 = String(decoding: bytes, as: UTF8.self) }
         let out = Array(answer.utf8)
         _ = out.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard let endless else { return }
+        while endless.withUnsafeBytes({ send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) > 0 {
+            usleep(pause)
+        }
     }
 
     /// The request received (waits up to 5 s), or "" if none came.
