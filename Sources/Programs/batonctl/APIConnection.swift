@@ -30,16 +30,32 @@ struct APIConnection {
         let connection = try open(
             method, path, body: body, accept: "application/json", readTimeout: answerTimeout,
             deadlineSeconds: answerTimeout)
-        let head = try readHead(connection)
-        try Self.check(head, is: "application/json", method: method)
-        var reader = BodyReader(connection: connection, head: head, method: method)
-        let bytes: [UInt8]
-        do {
-            bytes = try Self.whole(&reader)
-        } catch .noAnswer(let seconds) {
-            throw .unfinishedAnswer(seconds: seconds)
+        return try Self.afterSending { () throws(ConnectionError) in
+            let head = try readHead(connection)
+            try Self.check(head, is: "application/json", method: method)
+            var reader = BodyReader(connection: connection, head: head, method: method)
+            let bytes: [UInt8]
+            do throws(ConnectionError) {
+                bytes = try Self.whole(&reader)
+            } catch .noAnswer(let seconds) {
+                throw .unfinishedAnswer(seconds: seconds)
+            }
+            return Response(status: head.status, headers: head.headers, body: bytes)
         }
-        return Response(status: head.status, headers: head.headers, body: bytes)
+    }
+
+    /// Runs `read` (what follows a request sent whole), with a broken answer (closed early, reset,
+    /// not HTTP, a bad chunk) as `answerBroken`: the server was reached and may have carried the
+    /// request out, so it is not "cannot reach" (exit 3), on which a script retries and a
+    /// doorbell rang twice.
+    private static func afterSending<T>(_ read: () throws(ConnectionError) -> T) throws(ConnectionError) -> T {
+        do {
+            return try read()
+        } catch .system(let call, let code) {
+            throw .answerBroken(ConnectionError.system(call, code).text)
+        } catch .protocolError(let why) {
+            throw .answerBroken(why)
+        }
     }
 
     /// How long a stream may bring nothing, not even a keep-alive, before it is taken as lost.
@@ -54,18 +70,20 @@ struct APIConnection {
         // is a speaker gone (power, network); `events --follow` waited on it without end.
         let connection = try open(
             "GET", path, body: nil, accept: accept, readTimeout: Self.streamSilenceSeconds, deadlineSeconds: nil)
-        let head = try readHead(connection)
-        let success = (200..<300).contains(head.status)
-        // batond's error answers are JSON, as for any request.
-        try Self.check(head, is: success ? accept : "application/json", method: "GET")
-        var reader = BodyReader(connection: connection, head: head, method: "GET")
-        if !success {
-            return Response(status: head.status, headers: head.headers, body: try Self.whole(&reader))
+        return try Self.afterSending { () throws(ConnectionError) -> Response? in
+            let head = try readHead(connection)
+            let success = (200..<300).contains(head.status)
+            // batond's error answers are JSON, as for any request.
+            try Self.check(head, is: success ? accept : "application/json", method: "GET")
+            var reader = BodyReader(connection: connection, head: head, method: "GET")
+            if !success {
+                return Response(status: head.status, headers: head.headers, body: try Self.whole(&reader))
+            }
+            while let piece = try reader.next() {
+                if !(try onBytes(piece)) { break }
+            }
+            return nil
         }
-        while let piece = try reader.next() {
-            if !(try onBytes(piece)) { break }
-        }
-        return nil
     }
 
     struct Head {

@@ -43,6 +43,8 @@ struct BatonClient {
             throw .notRunning(address)
         } catch let error where error.isAnotherServer {
             throw notBatond(error)
+        } catch .answerBroken(let why) {
+            throw .failed("batond at \(address.display) was reached, but its event stream broke off: \(why)")
         } catch {
             throw .unreachable(address, error.text)
         }
@@ -74,7 +76,13 @@ struct BatonClient {
                     + "is it batond?); it was reached, and may have carried the request out")
         } catch let error where error.isAnotherServer {
             throw notBatond(error)
+        } catch .answerBroken(let why) {
+            // Exit 1, not 3: the request went whole, so a retry on "cannot reach" would do it twice.
+            throw .failed(
+                "batond at \(address.display) was reached, but its answer broke off: \(why); "
+                    + "the request may have been carried out")
         } catch {
+            // Not connected, or the request not sent whole.
             throw .unreachable(address, error.text)
         }
     }

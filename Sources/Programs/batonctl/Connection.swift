@@ -16,6 +16,9 @@ enum ConnectionError: Error {
     case notBatond(status: Int, contentType: String?)
     /// The answer (a body, a line, an event) is larger than batond ever sends.
     case tooLarge(String)
+    /// The request was sent whole, then the answer broke (closed early, reset, not HTTP, a bad
+    /// chunk): the server was reached.
+    case answerBroken(String)
     /// A socket call failed: the call's name and errno.
     case system(String, Int32)
     /// The peer closed the connection or sent something that is not HTTP/1.1.
@@ -31,6 +34,7 @@ enum ConnectionError: Error {
         case .notBatond(let status, let type):
             "it answered HTTP \(status) with \(type.map { "Content-Type \($0)" } ?? "no Content-Type"), not batond's JSON"
         case .tooLarge(let what): what
+        case .answerBroken(let why): why
         case .system(let call, let code): "\(call): \(String(cString: strerror(code)))"
         case .protocolError(let why): why
         }

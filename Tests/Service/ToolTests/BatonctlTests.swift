@@ -299,4 +299,30 @@ import Testing
             r.output.hasPrefix("batonctl: the server at \(url) did not finish its answer within 40 s"), "\(r.output)")
         #expect(took >= .seconds(39) && took < .seconds(50), "\(took)")
     }
+
+    /// batond reached, the request sent whole, then the answer broke (not HTTP, closed before or in
+    /// the middle of the body, a bad chunk): exit 1 and "was reached", not 3 ("cannot reach"), on
+    /// which a script retries and the doorbell rings twice.
+    @Test(arguments: [
+        ("garbage\r\n", "not an HTTP answer: \"garbage\""),
+        ("", "the server closed the connection without answering"),
+        (
+            "HTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\": ",
+            "the body ended 93 bytes early"
+        ),
+        (
+            "HTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            "bad chunk size \"zz\""
+        ),
+    ])
+    func aBrokenAnswerAfterTheRequestExits1(answer: String, why: String) throws {
+        let server = try OneShotServer(answer: answer)
+        let url = "http://127.0.0.1:\(server.port)"
+        let r = Subprocess.run(Self.batonctl, ["--url", url, "announce", "doorbell"])
+        #expect(server.request().hasPrefix("POST /api/v1/announce HTTP/1.1\r\n"))
+        #expect(r.status == 1, "\(r.output)")
+        #expect(
+            r.output == "batonctl: batond at \(url) was reached, but its answer broke off: \(why); "
+                + "the request may have been carried out\n")
+    }
 }
