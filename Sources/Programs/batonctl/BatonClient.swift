@@ -14,15 +14,25 @@ struct BatonClient {
 
     /// POSTs `body` as JSON (none: an empty object) and returns the body of a 2xx answer.
     func post<Body: Encodable>(_ path: String, _ body: Body) throws(Failure) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(body) else { throw .failed("cannot encode the request for \(path)") }
-        return try check(
-            exchange { () throws(ConnectionError) in try http.request("POST", path, json: Array(data)) },
-            path: path, method: "POST")
+        try post(path, body, alsoAccepting: []).body
     }
 
     func post(_ path: String) throws(Failure) -> [UInt8] { try post(path, [String: String]()) }
+
+    /// POSTs `body` as JSON and returns the status and body of a 2xx answer or of one whose status is
+    /// in `alsoAccepting` (an answer the caller reads itself, as reload's 422 report).
+    func post<Body: Encodable>(_ path: String, _ body: Body, alsoAccepting: Set<Int>) throws(Failure)
+        -> (status: Int, body: [UInt8])
+    {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(body) else { throw .failed("cannot encode the request for \(path)") }
+        let response = try exchange { () throws(ConnectionError) in
+            try http.request("POST", path, json: Array(data))
+        }
+        if alsoAccepting.contains(response.status) { return (response.status, response.body) }
+        return (response.status, try check(response, path: path, method: "POST"))
+    }
 
     /// Reads the Server-Sent Events at `path`, handing each complete event to `onEvent` until the
     /// stream ends or `onEvent` returns false.

@@ -1,17 +1,55 @@
 /// `reload`, `sounds` and `config`.
 enum InfoCommands {
     static let reload = Command(
-        name: "reload", synopsis: "",
+        name: "reload", synopsis: "[--json]",
         summary: "make batond re-read its configuration file",
-        details:
-            "Sends `POST /api/v1/reload`. batond checks the file first; an invalid file is refused and the running configuration stays.",
-        options: [.flag("json", "print batond's JSON answer as is")],
+        details: """
+            Sends `POST /api/v1/reload`. batond checks the file first; an invalid file is refused (its
+            errors are printed, one per line, exit 1) and the running configuration stays. A reload
+            applied prints `reloaded`, then the zones added, removed and changed (reopened: what played
+            there stopped), and the settings that need a restart of batond to take effect.
+            """,
+        options: [.flag("json", "print batond's JSON answer (its reload report) as is")],
         run: { invocation throws(Failure) in
-            let body = try invocation.client.post("/api/v1/reload")
-            if invocation.printRaw(body) { return }
-            let text = String(decoding: body, as: UTF8.self).trimmed
-            Console.out(text.isEmpty || text == "{}" ? "reloaded" : text)
+            // 422: refused, with the same report (its errors) as a reload applied.
+            let (status, body) = try invocation.client.post(
+                "/api/v1/reload", [String: String](), alsoAccepting: [422])
+            let refused = "batond refused the configuration; the running one stays"
+            if invocation.printRaw(body) {
+                if status == 422 { throw .failed(refused) }
+                return
+            }
+            let report = try invocation.client.decode(ReloadReport.self, body, what: "/api/v1/reload")
+            guard report.applied && status != 422 else {
+                let errors = report.errors ?? []
+                throw .failed(
+                    refused + (errors.isEmpty ? "" : ":\n" + errors.map { "  " + $0 }.joined(separator: "\n")))
+            }
+            Console.out(report.lines.joined(separator: "\n"))
         })
+
+    /// batond's answer to a reload (`ReloadReport` in Sources/Control): the fields batonctl shows.
+    struct ReloadReport: Decodable {
+        var applied: Bool
+        var errors: [String]?
+        var zonesAdded: [String]?
+        var zonesRemoved: [String]?
+        var zonesChanged: [String]?
+        var needsRestart: [String]?
+
+        /// `reloaded`, then one line per kind of change there was.
+        var lines: [String] {
+            var lines = ["reloaded"]
+            let changes = [
+                ("zones added", zonesAdded), ("zones removed", zonesRemoved),
+                ("zones changed (reopened)", zonesChanged), ("restart needed for", needsRestart),
+            ]
+            for (what, names) in changes {
+                if let names, !names.isEmpty { lines.append("\(what): \(names.joined(separator: ", "))") }
+            }
+            return lines
+        }
+    }
 
     static let sounds = Command(
         name: "sounds", synopsis: "[--json]",

@@ -325,4 +325,68 @@ import Testing
             r.output == "batonctl: batond at \(url) was reached, but its answer broke off: \(why); "
                 + "the request may have been carried out\n")
     }
+
+    /// `reload` of a file batond refuses prints its errors one per line (exit 1), and of one it
+    /// applies `reloaded` with the zones added, removed and changed and what needs a restart; both
+    /// printed batond's JSON report as it came (slashes escaped).
+    @Test func reloadPrintsTheReport() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        let path = daemon.directory + "/baton.yaml"
+        let original = try #require(Self.read(path))
+        let kitchen = "  kitchen: {pcm: tool_kitchen, rate: 44100, clock: system}"
+        let patio = "  patio: {pcm: tool_patio, rate: 48000, clock: system}"
+        try #require(
+            original.contains(kitchen) && original.contains(patio) && original.contains("\nstate-dir: state\n"))
+
+        Self.write(
+            path,
+            original.replacing(kitchen, with: "  kitchen: {pcm: tool_kitchen, rate: 44100, clock: system, volume: 3}")
+                + "groups:\n  downstairs: [kitchen, cellar]\n")
+        let refused = daemon.batonctl("reload")
+        #expect(refused.status == 1, "\(refused.output)")
+        let lines = refused.output.split(separator: "\n")
+        #expect(lines.count == 3, "\(refused.output)")
+        #expect(lines.first == "batonctl: batond refused the configuration; the running one stays:")
+        #expect(
+            lines.dropFirst().first.map {
+                $0.hasPrefix("  \(path):") && $0.contains("zones.kitchen.volume: 3 is out of range")
+            }
+                == true, "\(refused.output)")
+        #expect(lines.last?.contains("groups.downstairs: unknown zone \"cellar\"") == true, "\(refused.output)")
+
+        Self.write(
+            path,
+            original.replacing(kitchen, with: "  kitchen: {pcm: tool_kitchen, rate: 48000, clock: system}")
+                .replacing(patio, with: "  garage: {pcm: tool_null, rate: 48000, clock: system}")
+                .replacing("\nstate-dir: state\n", with: "\nstate-dir: state2\n"))
+        let applied = daemon.batonctl("reload")
+        #expect(applied.status == 0, "\(applied.output)")
+        #expect(
+            applied.output
+                == "reloaded\nzones added: garage\nzones removed: patio\nzones changed (reopened): kitchen\n"
+                + "restart needed for: state-dir\n")
+        let again = daemon.batonctl("reload")
+        // The zones are as the file says; state-dir still waits for the restart.
+        #expect(again.output == "reloaded\nrestart needed for: state-dir\n", "\(again.output)")
+    }
+
+    private static func read(_ path: String) -> String? {
+        guard let file = fopen(path, "rb") else { return nil }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func write(_ path: String, _ text: String) {
+        guard let file = fopen(path, "w") else { return }
+        fputs(text, file)
+        fclose(file)
+    }
 }
