@@ -284,6 +284,13 @@ extension MusicConnection.Context {
         if let ids = selection.songs, ids.count > Self.mostSongIDs {
             throw ControlError(.badRequest, "songs: \(ids.count) IDs; at most \(Self.mostSongIDs) at once")
         }
+        // Refused, not clamped: 10 000 asked for played 500, and nothing said so.
+        if let n = selection.random, n > Self.mostSongIDs {
+            throw ControlError(.badRequest, "random: \(n) songs; at most \(Self.mostSongIDs) at once")
+        }
+        if let n = selection.random, n < 1 {
+            throw ControlError(.badRequest, "random: \(n) songs; give at least 1")
+        }
         let songs: [Song]
         do {
             if let id = selection.album {
@@ -297,7 +304,7 @@ extension MusicConnection.Context {
             } else if let text = selection.search {
                 songs = try client.search(text, artistCount: 0, albumCount: 0, songCount: 50).songs
             } else {
-                songs = try client.randomSongs(size: max(1, min(selection.random ?? 10, 500)))
+                songs = try client.randomSongs(size: selection.random ?? 10)
             }
         } catch {
             let notFound: Bool

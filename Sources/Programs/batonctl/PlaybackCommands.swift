@@ -60,7 +60,7 @@ enum PlaybackCommands {
         .value("playlist", "ID", "a playlist"),
         .value("songs", "ID,ID", "these songs, in order"),
         .value("search", "TEXT", "what a search for TEXT finds"),
-        .value("random", "N", "N random songs"),
+        .value("random", "N", "N random songs (1...500)"),
     ]
 
     static let play = Command(
@@ -99,7 +99,8 @@ enum PlaybackCommands {
                 },
                 loop: a.has("loop") ? true : nil,
                 album: a["album"], playlist: a["playlist"], songs: songs, search: a["search"],
-                random: try a.integer("random", in: 1...10_000, command: "play"))
+                // batond plays at most 500 (as many as --songs takes) and refuses more.
+                random: try a.integer("random", in: 1...500, command: "play"))
             printOutcome(try invocation.client.post("/api/v1/music/play", body), invocation)
         })
 

@@ -355,7 +355,7 @@ extension MusicQueueTests {
     }
 
     /// A server that does not answer: `music/play` is a clear 502 naming the failure, and the daemon
-    /// plays announcements on.
+    /// plays announcements on. Too many song IDs or random songs are a 400 before it is asked.
     @Test func unreachableServerIsAClearErrorAndTheDaemonRunsOn() throws {
         let password = TestDirectory.make("pw") + "/password"
         let f = try #require(fopen(password, "w"))
@@ -375,6 +375,12 @@ extension MusicQueueTests {
         let ids = (0..<501).map { "\"s\($0)\"" }.joined(separator: ",")
         let many = try t.request("POST", "/api/v1/music/play", #"{"songs": ["# + ids + "]}")
         #expect(many.status == 400 && many.text.contains("songs: 501 IDs; at most 500 at once"), "\(many.text)")
+        // As many random songs: more, or none, is refused, not clamped (10 000 played 500, silently).
+        let random = try t.request("POST", "/api/v1/music/play", #"{"random": 501}"#)
+        #expect(
+            random.status == 400 && random.text.contains("random: 501 songs; at most 500 at once"), "\(random.text)")
+        let none = try t.request("POST", "/api/v1/music/play", #"{"random": 0}"#)
+        #expect(none.status == 400 && none.text.contains("random: 0 songs; give at least 1"), "\(none.text)")
     }
 
     /// A Subsonic server whose `getPlayQueue` answers a queue of two songs (the second current, 5 s

@@ -179,6 +179,8 @@ import Testing
         (["announce", "doorbell", "--zones", ""], "--zones \"\": give at least one name"),
         (["say", "hello", "--zones", " , "], "give at least one name"),
         (["play", "--songs", ","], "--songs \",\": give at least one name"),
+        // batond refuses more than 500 random songs (it clamped them to 500 silently).
+        (["play", "--random", "501"], "--random 501: expected a whole number in 1...500"),
     ])
     func usageErrorsExit2(arguments: [String], message: String) throws {
         let port = try FreePort.next()
