@@ -61,7 +61,10 @@ enum EventsCommand {
             }
             if let problem { throw problem }
             if count.map({ printed < $0 }) ?? true {
-                throw .failed("batond at \(client.address.display) ended the event stream (it is stopping)")
+                // batond also ends it for a client whose queue of unsent events overflowed.
+                throw .failed(
+                    "batond at \(client.address.display) ended the event stream (it is stopping, or batonctl fell behind)"
+                )
             }
             return
         }

@@ -373,6 +373,20 @@ import Testing
         #expect(again.output == "reloaded\nrestart needed for: state-dir\n", "\(again.output)")
     }
 
+    /// An event stream that batond ends: exit 1, saying why it may have (stopping, or batonctl fell
+    /// behind and its queue overflowed), not only "it is stopping".
+    @Test func anEndedEventStreamSaysWhyItMayHaveEnded() throws {
+        let event = #"{"seq":1,"time":"2026-01-01T00:00:00.000Z","type":"zone-available","zones":["kitchen"]}"#
+        let server = try OneShotServer(
+            answer: "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nid: 1\ndata: \(event)\n\n")
+        let url = "http://127.0.0.1:\(server.port)"
+        let r = Subprocess.run(Self.batonctl, ["--url", url, "events", "--follow", "--json"])
+        #expect(r.status == 1, "\(r.output)")
+        #expect(
+            r.output == "\(event)\nbatonctl: batond at \(url) ended the event stream "
+                + "(it is stopping, or batonctl fell behind)\n")
+    }
+
     private static func read(_ path: String) -> String? {
         guard let file = fopen(path, "rb") else { return nil }
         defer { fclose(file) }
