@@ -92,13 +92,17 @@ public struct SnapcastZone: Sendable, Equatable {
         }
         guard !known.isEmpty else { return plan }
         let wanted = known.map(\.id)
+        // The group that keeps the most of the zone's speakers that play now where they are: its
+        // connected ones first (counted by all, offline ones too, the group of two offline
+        // speakers on another stream took the one playing alone on the zone's: it was moved to the
+        // other stream and back), then all, then one on the zone's stream already.
         var best: ServerStatus.Group?
-        var bestScore = (-1, false)
+        var bestScore = (-1, -1, 0)
         for group in status.groups {
-            let members = group.clients.filter { wanted.contains($0.id) }.count
-            guard members > 0 else { continue }
-            let score = (members, group.streamID == stream)
-            if score.0 > bestScore.0 || (score.0 == bestScore.0 && score.1 && !bestScore.1) {
+            let members = group.clients.filter { wanted.contains($0.id) }
+            guard !members.isEmpty else { continue }
+            let score = (members.filter(\.connected).count, members.count, group.streamID == stream ? 1 : 0)
+            if score > bestScore {
                 best = group
                 bestScore = score
             }

@@ -33,6 +33,23 @@ import Testing
             ])
     }
 
+    /// A speaker playing alone in a group on the zone's stream, and two speakers of the zone that
+    /// are off in a group on another stream: they join the playing one's group, which stays on
+    /// its stream. The larger group was chosen, so the speaker playing was moved to the other
+    /// stream, then back (two switches, a dropout; left there if the second call failed).
+    @Test func keepsThePlayingSpeakersGroup() {
+        let three = SnapcastZone(stream: "upstairs", speakers: [.init(id: "a"), .init(id: "b"), .init(id: "c")])
+        let status = ServerStatus(
+            groups: [
+                Group(
+                    id: "off", streamID: "default",
+                    clients: [client("b", connected: false), client("c", connected: false)]),
+                Group(id: "on", streamID: "upstairs", clients: [client("a")]),
+            ],
+            streams: streams)
+        #expect(three.plan(for: status).actions == [.setClients(group: "on", clients: ["a", "b", "c"])])
+    }
+
     /// Nothing to do when the group is right; a stranger in the group is moved out.
     @Test func keepsAGoodGroupAndEvictsStrangers() {
         let good = ServerStatus(
