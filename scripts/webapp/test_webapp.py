@@ -287,6 +287,31 @@ def scenario(music):
             assert tone(b.tail("kitchen"), 440) > 0.03, "the tone came back"
         check("pause from the page: the file goes silent and the page says paused; play resumes", pause)
 
+        def timeline_follows_pause():
+            # The timeline draws what batond says is heard: paused music is not (a pause sends no
+            # arbiter event, and its bar went on to "now" for as long as it stayed paused).
+            music = next(x["id"] for x in b.api("GET", "/api/v1/status")[1]["sources"] if x["class"] == "music")
+            tab(d, "timeline")
+            bar = f'#timeline-svg rect.bar[data-source="{music}"]'
+            opened = lambda: d.find_elements(By.CSS_SELECTOR, bar + "[data-open]")
+            wait_for("the music's bar open", opened, 5)
+            assert b.api("POST", "/api/v1/music/pause", {"id": music})[0] == 200
+            try:
+                wait_for("the music's bar closed", lambda: not opened() and d.find_elements(By.CSS_SELECTOR, bar), 5)
+                # Closed, it moves left with the time (an open bar's right end stays at "now").
+                end = lambda: d.execute_script("return Math.max(...[...document.querySelectorAll(arguments[0])]"
+                                               ".map(r => +r.getAttribute('x') + +r.getAttribute('width')))", bar)
+                first = end()
+                wait_for("its end to move left", lambda: end() < first - 2, 5)
+                assert not opened(), "paused music drawn as heard"
+            finally:
+                assert b.api("POST", "/api/v1/music/resume", {"id": music})[0] in (200, 202)
+            wait_for("the music's bar open again", opened, 5)
+            tab(d, "now")
+            wait_for("playing again", lambda: card_state(d, "kitchen") == "playing")
+            time.sleep(0.5)  # the fade-in over before the next check measures the level
+        check("paused music: the timeline's bar ends, and begins again when it plays", timeline_follows_pause)
+
         def doorbell():
             music_level = tone(b.tail("kitchen"), 440)
             tab(d, "announce")

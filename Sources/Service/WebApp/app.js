@@ -135,6 +135,7 @@ async function refresh() {
     if (!s || !Array.isArray(s.zones) || !Array.isArray(s.sources)) throw new Error("the answer to /api/v1/status is not batond's status");
     status = s; uptimeAt = Date.now();
     if (run !== null && status.run !== run) startedAgain();
+    noteHeard(s);
     run = status.run; render();
     // Written only when it changes: #conn is a live region, and each write is read out again.
     if (es && es.readyState === 1 && $('#conn').textContent !== 'live') { $('#conn').textContent = 'live'; $('#conn').className = 'conn live'; }
@@ -518,7 +519,7 @@ function connect(after) {
   // the timeline starts again from the next, and what the status says is heard is drawn from there.
   es.addEventListener('events-missed', m => {
     let g; try { g = JSON.parse(m.data); } catch (x) { return; }
-    events.length = 0; since = nowMs(); afterGap = true;
+    events.length = 0; heardSeen.length = 0; since = nowMs(); afterGap = true;
     const d = document.createElement('div'); d.className = 'ev ev-restart';
     d.textContent = `— ${g.count} events were missed (batond no longer keeps them): the timeline starts again here —`;
     const log = $('#events'); log.prepend(d);
@@ -531,7 +532,7 @@ function connect(after) {
 // the events of the run before are not this one's: the timeline forgets them, the log says so, and
 // the stream is opened again from this run's first event (and the configuration read again).
 function startedAgain() {
-  lastSeq = 0; events.length = 0; since = 0;
+  lastSeq = 0; events.length = 0; heardSeen.length = 0; since = 0;
   const d = document.createElement('div'); d.className = 'ev ev-restart';
   d.textContent = '— batond started again: the events above are of its run before —';
   const log = $('#events'); log.prepend(d);
@@ -548,26 +549,53 @@ let uptimeAt = Date.now();
 // missed in a gap) a source's start is not known, and one the status says is heard is drawn from here.
 let since = 0, afterGap = false;
 const nowMs = () => status ? status.uptimeMs + (Date.now() - uptimeAt) : 0;
+// What the status said is heard, each time it changed: `{t: its uptime, heard: Set of "zone|source"}`.
+// A pause sends no event (nor does music fading under a chime end with one at its last frame heard):
+// a bar ends where the status stopped listing its source, as it begins where the status lists it.
+const heardSeen = [];
+function noteHeard(s) {
+  const heard = new Set(s.zones.flatMap(z => z.audible.map(id => z.name + '|' + id)));
+  const last = heardSeen[heardSeen.length - 1];
+  if (last && last.heard.size === heard.size && [...heard].every(k => last.heard.has(k))) return;
+  heardSeen.push({t: s.uptimeMs, heard});
+  if (heardSeen.length > 3000) heardSeen.splice(0, 1000);
+}
+// The bars follow what batond says is heard: an `audible` event opens one, and the events that end
+// hearing close it (`buffering`, `muted`, `interruption-began`, `zone-unavailable`, `finished`,
+// `lost-for-good`); each status (in time order with the events) closes what it does not list and
+// opens what it does. A `granted` source is not heard yet (its stream may still connect).
 function intervals() {
-  const granted = {}, open = {}, out = [], marks = [], muted = {};
+  const granted = {}, open = {}, out = [], marks = [];
   const startI = (z, id, t) => { const k = z + '|' + id; if (!(k in open)) open[k] = t; };
   const stopI = (z, id, t) => { const k = z + '|' + id; if (k in open) { out.push({zone: z, id, from: open[k], to: t}); delete open[k]; } };
+  const seen = heardSeen.filter(h => h.t >= since);
+  let i = 0, first = true;
+  const statusUpTo = t => {
+    for (; i < seen.length && seen[i].t <= t; i++, first = false) {
+      const h = seen[i];
+      for (const k of Object.keys(open)) if (!h.heard.has(k)) { const [z, id] = k.split('|'); stopI(z, id, h.t); }
+      // Heard at the first status held but opened by no event: its start is older than what the
+      // page knows, and it is drawn from there.
+      for (const k of h.heard) if (!(k in open)) open[k] = first ? since : h.t;
+    }
+  };
   for (const e of events) {
     const t = e.uptimeMs, id = e.source;
+    statusUpTo(t);
+    const zs = e.zones || granted[id] || [];
     switch (e.type) {
-      case 'granted': granted[id] = e.zones || []; granted[id].forEach(z => startI(z, id, t)); break;
-      case 'muted': (e.zones || []).forEach(z => { muted[z + '|' + id] = 1; stopI(z, id, t); }); break;
-      case 'unmuted': (e.zones || []).forEach(z => { delete muted[z + '|' + id]; startI(z, id, t); }); break;
-      case 'interruption-began': (granted[id] || []).forEach(z => stopI(z, id, t)); marks.push({t, began: true, zones: granted[id] || []}); break;
-      case 'interruption-ended': marks.push({t, began: false, zones: granted[id] || []}); if (e.shouldResume) (granted[id] || []).forEach(z => { if (!muted[z + '|' + id]) startI(z, id, t); }); break;
-      case 'finished': case 'lost-for-good': (granted[id] || []).forEach(z => stopI(z, id, t)); delete granted[id]; break;
+      case 'granted': granted[id] = e.zones || []; break;
+      case 'audible': (e.zones || []).forEach(z => startI(z, id, t)); break;
+      case 'buffering': case 'muted': zs.forEach(z => stopI(z, id, t)); break;
+      case 'zone-unavailable': for (const k of Object.keys(open)) { const [z, src] = k.split('|'); if (zs.includes(z)) stopI(z, src, t); } break;
+      case 'interruption-began': zs.forEach(z => stopI(z, id, t)); marks.push({t, began: true, zones: zs}); break;
+      case 'interruption-ended': marks.push({t, began: false, zones: zs}); break;
+      case 'finished': case 'lost-for-good': zs.forEach(z => stopI(z, id, t)); delete granted[id]; break;
     }
   }
-  // Heard now by the status but not opened by any event held: its start is older than what the page
-  // knows (it used to have no bar at all).
-  if (status) for (const z of status.zones) for (const id of z.audible) { const k = z.name + '|' + id; if (!(k in open)) open[k] = since; }
+  statusUpTo(Infinity);
   const n = nowMs();
-  for (const k in open) { const [z, id] = k.split('|'); out.push({zone: z, id, from: open[k], to: n}); }
+  for (const k in open) { const [z, id] = k.split('|'); out.push({zone: z, id, from: open[k], to: n, open: true}); }
   return {out, marks};
 }
 function drawTimeline() {
@@ -582,7 +610,7 @@ function drawTimeline() {
     const here = bars.filter(b => b.zone === z && b.to > now - WINDOW);
     here.forEach(b => {
       const over = here.filter(o => o.from < b.to && o.to > b.from), lanes = over.length, lane = over.indexOf(b);
-      out += `<rect class="bar" data-source="${esc(b.id)}" x="${x(b.from)}" y="${y + lane * (rowH - 6) / lanes}" width="${Math.max(1, x(b.to) - x(b.from))}" height="${(rowH - 6) / lanes}" fill="${color(b.id)}"><title>${esc(b.id)}</title></rect>`;
+      out += `<rect class="bar" data-source="${esc(b.id)}"${b.open ? ' data-open="true"' : ''} x="${x(b.from)}" y="${y + lane * (rowH - 6) / lanes}" width="${Math.max(1, x(b.to) - x(b.from))}" height="${(rowH - 6) / lanes}" fill="${color(b.id)}"><title>${esc(b.id)}</title></rect>`;
     });
     marks.filter(m => m.t > now - WINDOW && m.zones.includes(z)).forEach(m => { out += `<text x="${x(m.t) - 4}" y="${y + (m.began ? 10 : rowH - 4)}" font-size="10" fill="#b42318">${m.began ? '▼' : '▲'}</text>`; });
   });
