@@ -657,6 +657,38 @@ def scenario(music):
                      and "Nothing is playing" in d.find_element(By.ID, "queue-info").text, 5)
             tab(d, "now")
         check("music stopped while the queue tab is open: the tab says nothing plays", queue_after_stop)
+
+        def reloaded_elsewhere():
+            # A reload done elsewhere (SIGHUP here, as batonctl or another phone would) removes patio,
+            # renames the group and changes the sounds: the page shows the new groups and sounds, and
+            # patio, ticked in "Play on", is no longer chosen (every Play failed "unknown zone", with
+            # no box left to untick; the groups and sounds were those read at the page's start).
+            tab(d, "library")
+            click(d, '#play-on input[value="patio"]')
+            assert d.execute_script("return document.querySelector('#play-on input[value=patio]').checked")
+            path = b.dir + "/baton.yaml"
+            text = open(path).read()
+            os.mkdir(b.dir + "/sounds2")
+            shutil.copy(ROOT + "/config/sounds/chime.wav", b.dir + "/sounds2/chime.wav")
+            text = "\n".join(line for line in text.split("\n") if not line.startswith("  patio:"))
+            text = text.replace("downstairs: [kitchen, patio]", "upstairs: [kitchen]").replace(f"sounds: {ROOT}/config/sounds", "sounds: sounds2")
+            with open(path, "w") as f:
+                f.write(text)
+            b.proc.send_signal(signal.SIGHUP)
+            boxes = lambda: d.execute_script("return [...document.querySelectorAll('#play-on input')].map(e => e.value)")
+            wait_for("the new zones and groups to choose from", lambda: boxes() == ["kitchen", "upstairs"], 10)
+            chips = lambda: d.execute_script("return [...document.querySelectorAll('#zone-cards [data-zone=kitchen] .chips span')].map(e => e.textContent)")
+            wait_for("the kitchen card in the new group", lambda: chips() == ["upstairs"], 5)
+            sounds = lambda: d.execute_script("return [...document.querySelectorAll('#sound-buttons button')].map(e => e.dataset.sound)")
+            wait_for("the new sounds", lambda: sounds() == ["chime"], 5)
+            box = d.find_element(By.ID, "search")
+            box.clear()
+            box.send_keys("Tone 440")
+            click_in_result(d, "Tone 440", "button[data-play-song]")
+            notice = wait_for("the play answered", lambda: (lambda t: t if t.startswith("Play") else None)(d.find_element(By.ID, "notice").text))
+            assert notice.startswith("Play: "), notice
+            tab(d, "now")
+        check("a reload done elsewhere: the page shows its zones, groups and sounds, and a removed zone is no longer chosen", reloaded_elsewhere)
     finally:
         d.quit()
         b.stop()

@@ -353,8 +353,14 @@ function renderZones() {
 }
 $('#reload').addEventListener('click', async () => {
   const r = await act('Reload', 'POST', '/api/v1/reload');
-  if (r) { notify('Reloaded: ' + JSON.stringify(r), true); config = await api('GET', '/api/v1/config').catch(() => config); }
+  if (r) { notify('Reloaded: ' + JSON.stringify(r), true); reloaded(); }
 });
+// A reload applied (from this page, SIGHUP, batonctl, another phone): what the page read at its
+// start (groups, the policy, the sounds) is read again, and drawn with the next status.
+function reloaded() {
+  api('GET', '/api/v1/config').then(c => { config = c; if (status) render(); }).catch(e => notify('Reading the configuration failed: ' + e.message));
+  loadSounds();
+}
 
 // ---- zone choosers (play on…, announce on…) -----------------------------------------------------
 const chosen = {'play-on': new Set(), 'announce-on': new Set()};
@@ -365,11 +371,15 @@ function renderChoosers() {
     const key = names.join(',');
     if (box.dataset.names === key) continue;
     box.dataset.names = key;
+    // A zone or group a reload removed is no longer chosen: every play would be refused for it,
+    // with no box left to untick.
+    for (const n of [...chosen[id]]) if (!names.includes(n)) chosen[id].delete(n);
     box.innerHTML = `<legend>${id === 'play-on' ? 'Play on' : 'Announce on'} <span class="dim">(none ticked: the default zones)</span></legend>` +
       names.map(n => `<label><input type="checkbox" value="${esc(n)}" ${chosen[id].has(n) ? 'checked' : ''}> ${esc(n)}</label>`).join('');
-    box.addEventListener('change', e => { if (e.target.checked) chosen[id].add(e.target.value); else chosen[id].delete(e.target.value); });
   }
 }
+// One listener each, for every redraw of its boxes.
+for (const id of Object.keys(chosen)) document.getElementById(id).addEventListener('change', e => { if (e.target.checked) chosen[id].add(e.target.value); else chosen[id].delete(e.target.value); });
 const zonesFor = id => [...chosen[id]];
 
 // ---- library ------------------------------------------------------------------------------------
@@ -512,6 +522,7 @@ function connect(after) {
     const log = $('#events'); log.prepend(d); while (log.childElementCount > 500) log.lastChild.remove();
     // The queue shown changes with the track heard, and is gone when its music ends.
     if (['track', 'finished', 'lost-for-good'].includes(e.type) && !$('#queue').hidden) loadQueue();
+    if (e.type === 'reloaded') reloaded();
     refreshSoon();
   };
   types.forEach(t => es.addEventListener(t, onEvent));
@@ -536,8 +547,7 @@ function startedAgain() {
   const d = document.createElement('div'); d.className = 'ev ev-restart';
   d.textContent = '— batond started again: the events above are of its run before —';
   const log = $('#events'); log.prepend(d);
-  api('GET', '/api/v1/config').then(c => { config = c; render(); }).catch(e => notify('Reading the configuration failed: ' + e.message));
-  loadSounds();
+  reloaded();
   connect(0);
 }
 
