@@ -698,6 +698,11 @@ def login(music):
     token = "".join(random.choice("abcdef0123456789") for _ in range(32))
     b = Batond(music, token=token)
     d = browser(360, 800)
+    # The page's timers, recorded as it sets them (they still run as set): a test runs the hourly one
+    # now rather than wait for it.
+    d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+        window.timers = [];
+        (set => { window.setInterval = (fn, ms, ...args) => { window.timers.push({fn, ms}); return set(fn, ms, ...args); }; })(window.setInterval);"""})
     try:
         d.get(b.url)
 
@@ -719,6 +724,15 @@ def login(music):
             assert d.execute_script("return document.cookie") == "", "the session cookie is HttpOnly"
             stored = d.execute_script("return JSON.stringify([Object.keys(localStorage), Object.keys(sessionStorage), location.href])")
             assert token not in stored and stored.startswith("[[],[]"), stored
+            # Left open (a wall tablet), the page asks for its session every hour, which sends the
+            # cookie again with its 30 days counted from then (it was only asked at the page's load:
+            # logged out 30 days later, in use or not). The page's hourly timer is run now.
+            hourly = d.execute_script("return window.timers.filter(t => t.ms >= 60000 && t.ms <= 3600000).length")
+            assert hourly, "no timer of a minute to an hour: " + repr(d.execute_script("return window.timers.map(t => t.ms)"))
+            expiry = d.get_cookie("baton-session")["expiry"]
+            time.sleep(1.5)
+            d.execute_script("window.timers.filter(t => t.ms >= 60000 && t.ms <= 3600000).forEach(t => t.fn());")
+            wait_for("the cookie sent again", lambda: d.get_cookie("baton-session")["expiry"] > expiry, 5)
             # A change works through the page (cookie + CSRF header): the doorbell.
             tab(d, "announce")
             wait_for("the sound buttons", lambda: d.find_elements(By.CSS_SELECTOR, '#sound-buttons button[data-sound="doorbell"]'))

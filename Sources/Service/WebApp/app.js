@@ -628,6 +628,15 @@ function drawTimeline() {
   const legend = [...new Set(bars.map(b => b.id))].slice(-8).map(id => `<tspan fill="${color(id)}">■</tspan> ${esc(id)}`).join('  ');
   svg.innerHTML = out + `<text x="${left + 60}" y="${h - 2}" font-size="10">${legend}</text>`;
 }
+// The session cookie lasts 30 days from the last GET /api/v1/session: asked every hour, a page left
+// open (a wall tablet) stays logged in while it is open, not 30 days after it was loaded.
+async function keepSession() {
+  if ($('#main').hidden) return;
+  let s;
+  try { s = await api('GET', '/api/v1/session'); } catch (e) { return; }  // the status poll says batond is away
+  if (!s.authenticated) showLogin(); else if (s.csrf) csrf = s.csrf;
+}
+setInterval(keepSession, 3600000);
 // Polled while the page is shown, also when no status has come yet: one bad answer must not end it.
 setInterval(() => { if (!$('#main').hidden) refresh(); }, 1000);
 setInterval(drawTimeline, 500);
