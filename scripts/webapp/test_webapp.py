@@ -520,14 +520,35 @@ def scenario(music):
 
         def lost():
             # batond stopped (as a speaker gone from the network looks to the page): within a poll and
-            # its 4 s timeout the cards no longer say what played before; back, they say it again.
+            # its 4 s timeout the cards no longer say what played before, nor do "Other sources" (a
+            # doorbell on the patio), the zone badges and the zone table (they kept "playing" and
+            # "available"), and the timeline no longer draws the music on to "now"; back, they say
+            # what is again.
             wait_for("kitchen playing", lambda: card_state(d, "kitchen") == "playing")
+            music = next(x["id"] for x in b.api("GET", "/api/v1/status")[1]["sources"] if x["class"] == "music")
+            bar = f'#timeline-svg rect.bar[data-source="{music}"]'
+            wait_for("the music's bar open", lambda: d.find_elements(By.CSS_SELECTOR, bar + "[data-open]"), 5)
+            status, answer = b.api("POST", "/api/v1/announce", {"sound": "doorbell", "zones": ["patio"]})
+            assert status in (200, 202), (status, answer)
+            others = lambda: d.execute_script("return [...document.querySelectorAll('#other-sources li[data-source] b')].map(e => e.textContent)")
+            wait_for("the doorbell playing in other sources", lambda: others() == ["playing"], 5)
             b.proc.send_signal(signal.SIGSTOP)
             try:
                 wait_for("the state unknown", lambda: (card_state(d, "kitchen") or "").startswith("unknown"), 10)
+                assert others() == ["unknown (it last said: playing)"], others()
+                badges = d.execute_script("return [...document.querySelectorAll('#zone-cards .badge')].map(e => e.textContent)")
+                assert badges == ["unknown", "unknown"], badges
+                table = d.execute_script("return [...document.querySelectorAll('#zone-table td.zstate')].map(e => e.textContent)")
+                assert table == ["unknown (it last said: available)"] * 2, table
+                # Redrawn every half second.
+                wait_for("the music's bar no longer drawn to now", lambda: d.find_elements(By.CSS_SELECTOR, bar)
+                         and not d.find_elements(By.CSS_SELECTOR, bar + "[data-open]"), 2)
             finally:
                 b.proc.send_signal(signal.SIGCONT)
             wait_for("playing again", lambda: card_state(d, "kitchen") == "playing", 10)
+            wait_for("the zones available again", lambda: d.execute_script(
+                "return [...document.querySelectorAll('#zone-cards .badge')].map(e => e.textContent)") == ["available", "available"], 5)
+            wait_for("the music's bar open again", lambda: d.find_elements(By.CSS_SELECTOR, bar + "[data-open]"), 5)
         check("batond not answering: the cards say the state is unknown, not 'playing'; back, they say it again", lost)
 
         def announcement_only():

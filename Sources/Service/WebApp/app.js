@@ -126,6 +126,9 @@ tabs.forEach((t, i) => {
 // ---- status -------------------------------------------------------------------------------------
 // A refresh asked for while one runs runs once more after it: no answer is missed, none doubled.
 let refreshing = false, again = false;
+// The last status asked for had no answer: what it said is shown dimmed, as unknown, and the
+// timeline's bars end at its time (they are not drawn on to "now" as if still heard).
+let statusFailed = false;
 function refreshSoon() { refresh(); }
 async function refresh() {
   if (refreshing) { again = true; return; }
@@ -133,7 +136,7 @@ async function refresh() {
   try {
     const s = await api('GET', '/api/v1/status');
     if (!s || !Array.isArray(s.zones) || !Array.isArray(s.sources)) throw new Error("the answer to /api/v1/status is not batond's status");
-    status = s; uptimeAt = Date.now();
+    status = s; uptimeAt = Date.now(); statusFailed = false;
     if (run !== null && status.run !== run) startedAgain();
     noteHeard(s);
     run = status.run; render();
@@ -143,13 +146,21 @@ async function refresh() {
     $('#conn').textContent = e.message; $('#conn').className = 'conn down';
     // What the cards showed is no longer known: said (with what it last said), not left reading "playing".
     // The next answer redraws them even if it is what they showed before (nothing moved meanwhile).
-    drawnCards = ''; drawnOthers = '';
+    drawnCards = ''; drawnOthers = ''; statusFailed = true;
     for (const s of document.querySelectorAll('#zone-cards .state')) {
       if (s.dataset.state === 'unknown') continue;
       s.dataset.was = s.dataset.state;
       s.textContent = `unknown: ${e.message} (it last said: ${s.textContent})`;
       s.dataset.state = 'unknown';
     }
+    // So are the other sources' states, the zones' and the table's: dimmed, with what they last said.
+    for (const b of document.querySelectorAll('#other-sources li[data-source] b, #zone-table td.zstate')) {
+      if (b.dataset.state === 'unknown') continue;
+      b.textContent = `unknown (it last said: ${b.textContent})`;
+      b.dataset.state = 'unknown';
+      b.closest('li, tr').classList.add('stale');
+    }
+    for (const b of document.querySelectorAll('#zone-cards .badge')) { b.textContent = 'unknown'; b.className = 'badge unknown'; }
   }
   finally { refreshing = false; if (again) { again = false; refresh(); } }
 }
@@ -333,7 +344,7 @@ $('#zone-cards').addEventListener('change', e => {
 function renderZones() {
   const s = status;
   $('#zone-table tbody').innerHTML = s.zones.map(z => `<tr><th scope="row">${esc(z.name)}</th><td>${esc(z.pcm)}</td><td>${z.rate} Hz · ${z.channels} ch · ${esc(z.format)} · clock ${esc(z.clock)}</td>
-    <td>${esc(z.state)}${z.error ? ' — ' + esc(z.error) : ''}</td><td>${Math.round(z.volume * 100)}% (${esc(z.volumeControl)})</td><td>${(z.framesPlayed / z.rate).toFixed(1)} s</td><td>${z.xruns}</td><td>${z.lateCycles}</td><td>${z.reopens}</td></tr>`).join('');
+    <td class="zstate">${esc(z.state)}${z.error ? ' — ' + esc(z.error) : ''}</td><td>${Math.round(z.volume * 100)}% (${esc(z.volumeControl)})</td><td>${(z.framesPlayed / z.rate).toFixed(1)} s</td><td>${z.xruns}</td><td>${z.lateCycles}</td><td>${z.reopens}</td></tr>`).join('');
   const groups = config && config.groups ? Object.entries(config.groups) : [];
   $('#group-table tbody').innerHTML = groups.length ? groups.map(([g, zs]) => `<tr><th scope="row">${esc(g)}</th><td>${esc((zs.zones || zs).join(', '))}</td></tr>`).join('') : '<tr><td colspan="2" class="dim">no groups</td></tr>';
   const policy = config && config.policy;
@@ -604,8 +615,8 @@ function intervals() {
     }
   }
   statusUpTo(Infinity);
-  const n = nowMs();
-  for (const k in open) { const [z, id] = k.split('|'); out.push({zone: z, id, from: open[k], to: n, open: true}); }
+  const n = statusFailed && status ? status.uptimeMs : nowMs();
+  for (const k in open) { const [z, id] = k.split('|'); out.push({zone: z, id, from: open[k], to: n, open: !statusFailed}); }
   return {out, marks};
 }
 function drawTimeline() {
