@@ -579,13 +579,23 @@ def scenario(music):
             click(d, '#zone-cards article[data-zone="kitchen"] button[data-act="pause"]')
             wait_for("paused", lambda: card_state(d, "kitchen") == "paused")
             d.execute_script("""
-                window.realFetch = window.fetch;
-                window.fetch = (path, opt) => String(path).startsWith('/api/v1/status')
-                  ? Promise.resolve(new Response('<html>Sign in to the hotel Wi-Fi</html>', {status: 200, headers: {'Content-Type': 'text/html'}}))
-                  : window.realFetch(path, opt);""")
+                window.realFetch = window.fetch; window.statusAsked = 0;
+                window.fetch = (path, opt) => !String(path).startsWith('/api/v1/status') ? window.realFetch(path, opt)
+                  : (window.statusAsked++, Promise.resolve(new Response('<html>Sign in to the hotel Wi-Fi</html>', {status: 200, headers: {'Content-Type': 'text/html'}})));""")
             try:
                 words = wait_for("the state unknown", lambda: (lambda t: t if (t or "").startswith("unknown") else None)(card_state(d, "kitchen")), 5)
                 assert "not JSON: text/html" in words, words
+                # The connection's word (a live region: a screen reader reads each write out) is
+                # written once, not again at each failed poll.
+                d.execute_script("""
+                    window.connWrites = 0; window.askedFrom = window.statusAsked;
+                    new MutationObserver(ms => { window.connWrites += ms.length; })
+                      .observe(document.getElementById('conn'), {childList: true, characterData: true, subtree: true, attributes: true});""")
+                wait_for("three more polls", lambda: d.execute_script("return window.statusAsked - window.askedFrom >= 3"), 5)
+                conn_text = d.find_element(By.ID, "conn").text
+                assert "not JSON" in conn_text, conn_text
+                writes = d.execute_script("return window.connWrites")
+                assert writes == 0, f"#conn rewritten {writes} times while it said the same"
             finally:
                 d.execute_script("window.fetch = window.realFetch;")
             wait_for("paused again", lambda: card_state(d, "kitchen") == "paused", 5)

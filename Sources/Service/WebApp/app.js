@@ -48,6 +48,13 @@ function notify(text, ok) {
   if (ok) setTimeout(() => { if (n.textContent.startsWith(text)) n.hidden = true; }, 4000);
 }
 function say(text) { $('#live').textContent = text; }
+// The connection's word, written only when it changes: #conn is a live region (role=status), and a
+// screen reader reads each write out again (a failing poll rewrote it every second).
+function conn(text, state) {
+  const c = $('#conn'), cls = 'conn' + (state ? ' ' + state : '');
+  if (c.textContent !== text) c.textContent = text;
+  if (c.className !== cls) c.className = cls;
+}
 async function act(what, method, path, body) {
   try {
     const answer = await api(method, path, body);
@@ -64,14 +71,14 @@ async function act(what, method, path, body) {
 
 // ---- login / session ----------------------------------------------------------------------------
 function showLogin() {
-  $('#conn').textContent = 'login needed'; $('#conn').className = 'conn';
+  conn('login needed', '');
   $('#login').hidden = false; $('#tabs').hidden = true; $('#main').hidden = true; $('#logout').hidden = true;
   if (es) { es.close(); es = null; }
   $('#token').focus();
 }
 async function start() {
   let s;
-  try { s = await api('GET', '/api/v1/session'); } catch (e) { $('#conn').textContent = 'batond is not reachable'; $('#conn').className = 'conn down'; setTimeout(start, 2000); return; }
+  try { s = await api('GET', '/api/v1/session'); } catch (e) { conn('batond is not reachable', 'down'); setTimeout(start, 2000); return; }
   if (!s.authenticated) { showLogin(); return; }
   csrf = s.csrf || null;
   $('#login').hidden = true; $('#tabs').hidden = false; $('#main').hidden = false;
@@ -140,10 +147,9 @@ async function refresh() {
     if (run !== null && status.run !== run) startedAgain();
     noteHeard(s);
     run = status.run; render();
-    // Written only when it changes: #conn is a live region, and each write is read out again.
-    if (es && es.readyState === 1 && $('#conn').textContent !== 'live') { $('#conn').textContent = 'live'; $('#conn').className = 'conn live'; }
+    if (es && es.readyState === 1) conn('live', 'live');
   } catch (e) {
-    $('#conn').textContent = e.message; $('#conn').className = 'conn down';
+    conn(e.message, 'down');
     // What the cards showed is no longer known: said (with what it last said), not left reading "playing".
     // The next answer redraws them even if it is what they showed before (nothing moved meanwhile).
     drawnCards = ''; drawnOthers = ''; statusFailed = true;
@@ -518,9 +524,9 @@ const types = [/* event types */];
 function connect(after) {
   if (es) es.close();
   es = new EventSource('/api/v1/events?after=' + after);
-  es.onopen = () => { $('#conn').textContent = 'live'; $('#conn').className = 'conn live'; refreshSoon(); };
+  es.onopen = () => { conn('live', 'live'); refreshSoon(); };
   es.onerror = () => {
-    $('#conn').textContent = 'reconnecting…'; $('#conn').className = 'conn down';
+    conn('reconnecting…', 'down');
     // A stream the server closed for good (a restart, a lost session) is opened again from the last event seen.
     if (es.readyState === 2) setTimeout(async () => { try { const s = await api('GET', '/api/v1/session'); if (s.authenticated) connect(lastSeq); else showLogin(); } catch (e) { connect(lastSeq); } }, 1500);
   };
