@@ -54,7 +54,9 @@ struct BatonClient {
         } catch let error where error.isAnotherServer {
             throw notBatond(error)
         } catch .answerBroken(let why) {
-            throw .failed("batond at \(address.display) was reached, but its event stream broke off: \(why)")
+            // batond's stop ends the stream without its last chunk: what a stop looks like here.
+            throw .failed(
+                "batond at \(address.display) ended the event stream (it is stopping, or batonctl fell behind): \(why)")
         } catch {
             throw .unreachable(address, error.text)
         }
@@ -98,8 +100,23 @@ struct BatonClient {
     }
 
     /// A server that answers what batond never would (another Content-Type, an endless body).
+    /// A server that answers what batond never would. An error status in another type is a proxy
+    /// in front of batond as often as another server (nginx's HTML 502 while batond restarts): a
+    /// 502 or 503 says batond behind it was not reached (exit 3: the request was not carried
+    /// out), any other error status says what came; only a success in another type is surely
+    /// not batond.
     private func notBatond(_ error: ConnectionError) -> Failure {
-        .failed("the server at \(address.display) is not batond: \(error.text); is --url (or BATON_URL) right?")
+        if case .notBatond(let status, let type) = error, status >= 400 {
+            let what = "HTTP \(status)\(type.map { " (\($0))" } ?? ""), not batond's JSON"
+            if status == 502 || status == 503 {
+                return .unreachable(
+                    address, "\(what): a proxy in front of batond that cannot reach it (is batond running?)")
+            }
+            return .failed(
+                "the server at \(address.display) answered \(what): a proxy in front of batond, or another server; "
+                    + "is --url (or BATON_URL) right?")
+        }
+        return .failed("the server at \(address.display) is not batond: \(error.text); is --url (or BATON_URL) right?")
     }
 
     private struct ErrorAnswer: Decodable { var error: String }

@@ -286,6 +286,57 @@ import Testing
         #expect(r.output.contains("is --url (or BATON_URL) right?"), "\(r.output)")
     }
 
+    /// An error page from a proxy in front of batond (nginx's HTML): a 502 or 503 is batond not
+    /// reached behind it (exit 3: the request was not carried out), another error status says
+    /// what came (exit 1). Both said "the server is not batond; is --url right?", which sent the
+    /// user to fix a URL that was right while batond restarted.
+    @Test(arguments: [
+        (
+            502, Int32(3),
+            "cannot reach batond at @: HTTP 502 (text/html), not batond's JSON: a proxy in front of batond that cannot reach it (is batond running?)"
+        ),
+        (
+            404, Int32(1),
+            "batonctl: the server at @ answered HTTP 404 (text/html), not batond's JSON: a proxy in front of batond, or another server; is --url (or BATON_URL) right?"
+        ),
+    ])
+    func aProxysErrorPageIsNotCalledAnotherServer(status: Int, exit: Int32, message: String) throws {
+        let page = "<html><body>bad gateway</body></html>"
+        let server = try OneShotServer(
+            answer:
+                "HTTP/1.1 \(status) Nope\r\nContent-Type: text/html\r\nContent-Length: \(page.utf8.count)\r\n\r\n\(page)"
+        )
+        let url = "http://127.0.0.1:\(server.port)"
+        let r = Subprocess.run(Self.batonctl, ["--url", url, "status"], seconds: 20)
+        #expect(r.status == exit, "\(r.output)")
+        #expect(r.output == message.replacing("@", with: url) + "\n", "\(r.output)")
+    }
+
+    /// `events --follow` while batond stops (SIGTERM): batond ends its stream without the last
+    /// chunk, and batonctl says the stream ended and why it may have (exit 1). It said the stream
+    /// "broke off", and the message written for the stop was never printed.
+    @Test func eventsFollowSaysBatondEndedTheStreamAtItsStop() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        let log = TestDirectory.make("events-stop") + "/batonctl.log"
+        let follow = try BackgroundProcess(
+            Self.batonctl, ["--url", "http://127.0.0.1:\(daemon.port)", "events", "--follow"], outputPath: log)
+        defer { _ = follow.stop(signal: SIGKILL) }
+        // An event after it began to follow (it shows only those): the stream is up.
+        #expect(
+            waitUntil(seconds: 10) {
+                _ = daemon.batonctl("volume", "kitchen", "40%")
+                return follow.output.contains("volume")
+            }, "\(follow.output)")
+        #expect(daemon.stop() == 0, "\(daemon.log)")
+        let status = follow.wait(seconds: 10)
+        #expect(status == 1, "exit \(status.map(String.init) ?? "none"): \(follow.output)")
+        #expect(
+            follow.output.contains(
+                "batonctl: batond at http://127.0.0.1:\(daemon.port) ended the event stream (it is stopping, or batonctl fell behind)"
+            ), "\(follow.output)")
+    }
+
     /// An answer that trickles without end (a byte every half second) ends at the exchange's
     /// 40 s deadline with exit 1, where a timeout per read never came.
     @Test func aTricklingAnswerEndsAtTheDeadline() throws {
