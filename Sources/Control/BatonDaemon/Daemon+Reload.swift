@@ -164,9 +164,9 @@ extension Daemon {
         for d in started {
             d.start(logger, connection: parts.snapcast.connectionObserver(for: d)) { [monitor] in monitor.wake() }
         }
-        parts.snapcast.update(new.zones, saved: parts.persistence.saved.speakerVolumes) { [weak self] in
-            self?.output($0)?.device
-        }
+        // Not the saved speakers: a keeper of before hands its own on (`carried`), and a zone kept
+        // now and not before may have had its speakers reconnect unseen.
+        parts.snapcast.update(new.zones) { [weak self] in self?.output($0)?.device }
         // External sources where there were none (or their socket could not be set up at start):
         // the socket is set up now, at the path the new configuration gives. Started only at start,
         // every program was refused ("cannot connect") until a restart, and the reload said nothing.

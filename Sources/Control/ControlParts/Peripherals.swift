@@ -332,9 +332,9 @@ package final class Persistence: Sendable {
                 clock - last < Self.positionWriteNanoseconds(songs: now.queue?.songs.count ?? 0)
             {
                 playedOn =
-                    now.playedOn(from: s.written, within: Double(clock - last) / 1e9 + 2)
+                    now.waits(after: s.written, within: Double(clock - last) / 1e9 + 2)
                     && (now == before.state
-                        || now.playedOn(from: before.state, within: Double(clock - (before.at ?? last)) / 1e9 + 2))
+                        || now.waits(after: before.state, within: Double(clock - (before.at ?? last)) / 1e9 + 2))
             }
             if !playedOn {
                 s.asked += 1

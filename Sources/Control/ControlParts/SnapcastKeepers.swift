@@ -100,19 +100,15 @@ package final class SnapcastKeepers: Sendable {
     }
 
     /// Per zone whose keeper runs, the speakers it set to their configured volume, with the
-    /// percent (`SavedState.speakerVolumes`); `saved`'s entry for any other zone of `zones` that
-    /// keeps speakers (its keeper not started yet) or that is not configured now. Any thread.
+    /// percent (`SavedState.speakerVolumes`); `saved`'s entry for a zone of `zones` that keeps
+    /// speakers but whose keeper has not started yet (at a start). Not one for a zone not kept now:
+    /// its speakers may reconnect unseen meanwhile, and the zone back (a reload, or a start) must
+    /// set their volumes again. Any thread.
     package func volumesSet(_ zones: [ZoneConfig], saved: [String: [String: Int]]) -> [String: [String: Int]] {
         let running = keepers.withLock { $0 }
         var result: [String: [String: Int]] = [:]
-        for (zone, set) in saved {
-            guard let config = zones.first(where: { $0.name == zone }) else {
-                result[zone] = set
-                continue
-            }
-            if running[zone] == nil, config.snapcast?.keepsSpeakers == true {
-                result[zone] = set
-            }
+        for (zone, set) in saved where running[zone] == nil {
+            if zones.first(where: { $0.name == zone })?.snapcast?.keepsSpeakers == true { result[zone] = set }
         }
         for (zone, keeper) in running {
             let state = keeper.state

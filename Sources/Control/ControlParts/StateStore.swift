@@ -25,6 +25,16 @@ package struct SavedState: Codable, Equatable, Sendable {
         self.queue = queue
     }
 
+    /// Whether this state's write may wait after `other`'s (`Persistence.offer`): it is `other`
+    /// with its music played on (`playedOn`), or with other Snapcast speakers set, or both. A
+    /// speaker on flaky Wi-Fi comes and goes from that set every minute, and each change rewrote
+    /// the whole file (megabytes with a long queue).
+    package func waits(after other: SavedState, within seconds: Double) -> Bool {
+        var mine = self
+        mine.speakerVolumes = other.speakerVolumes
+        return mine == other || mine.playedOn(from: other, within: seconds)
+    }
+
     /// Whether this is `other` with its music played on: the queue playing in both, and nothing
     /// else different but its position, further on by at most `seconds` (what could have played
     /// since). A seek — back, or further than that — or one while paused is not.

@@ -94,13 +94,32 @@ import Testing
             _ = persistence.offer(state)
             return persistence.writesAsked > asked
         }
-        #expect(offer(Self.state(1, songs: 2_000)), "the first state is written")
-        #expect(waitUntil(seconds: 5) { onDisk() == Self.state(1, songs: 2_000) })
+        // (Each answer in a Bool of its own: a failed expectation prints its operands, 2,000 songs.)
+        let first = offer(Self.state(1, songs: 2_000))
+        #expect(first, "the first state is written")
+        let firstWritten = waitUntil(seconds: 5) { onDisk() == Self.state(1, songs: 2_000) }
+        #expect(firstWritten)
         for second in 2...120 {
-            #expect(!offer(Self.state(Double(second), songs: 2_000)), "at \(second) s: played on")
+            let asked = offer(Self.state(Double(second), songs: 2_000))
+            #expect(!asked, "at \(second) s: played on")
         }
-        #expect(offer(Self.state(121, songs: 2_000)), "2 minutes after the last write")
-        #expect(offer(Self.state(122, volume: 0.7, songs: 2_000)), "a volume at once")
+        let after = offer(Self.state(121, songs: 2_000))
+        #expect(after, "2 minutes after the last write")
+        let positionWritten = waitUntil(seconds: 5) { onDisk() == Self.state(121, songs: 2_000) }
+        #expect(positionWritten)
+        let volume = offer(Self.state(122, volume: 0.7, songs: 2_000))
+        #expect(volume, "a volume at once")
+        let volumeWritten = waitUntil(seconds: 5) { onDisk() == Self.state(122, volume: 0.7, songs: 2_000) }
+        #expect(volumeWritten)
+        // A Snapcast speaker set, or seen gone (Wi-Fi that comes and goes), waits with the position.
+        var speakers = Self.state(123, volume: 0.7, songs: 2_000)
+        speakers.speakerVolumes = ["upstairs": ["pi1": 70]]
+        let setWaits = !offer(speakers)
+        #expect(setWaits, "a speaker set waits")
+        speakers.queue?.position = 124
+        speakers.speakerVolumes = [:]
+        let goneWaits = !offer(speakers)
+        #expect(goneWaits, "and so does one seen gone")
     }
 
     /// A write that failed (a full disk) is tried again at the next save.
