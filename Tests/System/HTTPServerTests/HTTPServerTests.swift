@@ -205,8 +205,8 @@ struct HTTPServerTests {
         let endless = try RawClient(port: server.port)
         let piece = String(repeating: "x", count: 8_192)
         endless.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
-        // 8 KiB every 50 ms, for ever (as far as the server knows): 1.5 s of it.
-        for _ in 0..<30 {
+        // 8 KiB every 50 ms, for ever (as far as the server knows): 2.5 s of it.
+        for _ in 0..<50 {
             endless.send("2000\r\n\(piece)\r\n")
             usleep(50_000)
         }
@@ -214,7 +214,7 @@ struct HTTPServerTests {
 
         let slow = try RawClient(port: server.port)
         slow.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n")
-        usleep(1_200_000)  // past bodySeconds (the server's own clock)
+        usleep(2_000_000)  // well past bodySeconds (the server's clock starts at its first look)
         slow.send("1\r\nx\r\n")
         #expect(slow.readsEndOfFile(), "a body trickled past bodySeconds did not close the connection")
     }
