@@ -386,13 +386,13 @@ import Testing
         let daemon = try BatondProcess()
         defer { daemon.stop() }
         let path = daemon.directory + "/baton.yaml"
-        let original = try #require(Self.read(path))
+        let original = try #require(TextFile.read(path))
         let kitchen = "  kitchen: {pcm: tool_kitchen, rate: 44100, clock: system}"
         let patio = "  patio: {pcm: tool_patio, rate: 48000, clock: system}"
         try #require(
             original.contains(kitchen) && original.contains(patio) && original.contains("\nstate-dir: state\n"))
 
-        Self.write(
+        TextFile.write(
             path,
             original.replacing(kitchen, with: "  kitchen: {pcm: tool_kitchen, rate: 44100, clock: system, volume: 3}")
                 + "groups:\n  downstairs: [kitchen, cellar]\n")
@@ -408,7 +408,7 @@ import Testing
                 == true, "\(refused.output)")
         #expect(lines.last?.contains("groups.downstairs: unknown zone \"cellar\"") == true, "\(refused.output)")
 
-        Self.write(
+        TextFile.write(
             path,
             original.replacing(kitchen, with: "  kitchen: {pcm: tool_kitchen, rate: 48000, clock: system}")
                 .replacing(patio, with: "  garage: {pcm: tool_null, rate: 48000, clock: system}")
@@ -436,24 +436,5 @@ import Testing
         #expect(
             r.output == "\(event)\nbatonctl: batond at \(url) ended the event stream "
                 + "(it is stopping, or batonctl fell behind)\n")
-    }
-
-    private static func read(_ path: String) -> String? {
-        guard let file = fopen(path, "rb") else { return nil }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func write(_ path: String, _ text: String) {
-        guard let file = fopen(path, "w") else { return }
-        fputs(text, file)
-        fclose(file)
     }
 }

@@ -87,18 +87,7 @@ final class BatondProcess {
     deinit { _ = stop() }
 
     /// What batond printed so far.
-    var log: String {
-        guard let file = fopen(logPath, "rb") else { return "" }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    var log: String { TextFile.read(logPath) ?? "" }
 
     /// SIGTERM, then waits up to 5 s (SIGKILL after). Returns the exit status (128 + signal if killed).
     @discardableResult

@@ -6,18 +6,7 @@ import Testing
 @Suite(.ownThread) struct BoardProfileTests {
     static let directory = BatondProcess.repoRoot + "/boards"
 
-    static func read(_ name: String) -> String {
-        guard let file = fopen(directory + "/" + name, "rb") else { return "" }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    static func read(_ name: String) -> String { TextFile.read(directory + "/" + name) ?? "" }
 
     /// The four documented boards are there.
     @Test func theDocumentedBoardsExist() {

@@ -51,18 +51,7 @@ public final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Everything it has printed so far.
-    public var output: String {
-        guard let file = fopen(outputPath, "rb") else { return "" }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    public var output: String { TextFile.read(outputPath) ?? "" }
 
     /// Waits up to `seconds` for it to exit; returns its exit code (128 + signal when killed), or nil
     /// if it is still running.

@@ -1,0 +1,25 @@
+import Glibc
+
+/// A whole file read or written as text, for tests (a log, a config to edit).
+public enum TextFile {
+    /// The file's contents (invalid UTF-8 repaired), or nil when it cannot be opened.
+    public static func read(_ path: String) -> String? {
+        guard let file = fopen(path, "rb") else { return nil }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Writes `text` over the file (made when missing).
+    public static func write(_ path: String, _ text: String) {
+        guard let file = fopen(path, "w") else { return }
+        fputs(text, file)
+        fclose(file)
+    }
+}
