@@ -336,23 +336,33 @@ import Testing
             ) == true, "\(problem ?? "")")
     }
 
+    /// A stand-in for snapserver's JSON-RPC: pi1 and pi2 connected, at 30 %, in one group on stream
+    /// `upstairs`; every other call answered with an empty result. `seen` gets each request's body.
+    static func twoSpeakerControl(pi1Muted: Bool = false, seen: @escaping @Sendable (String) -> Void) throws
+        -> HTTPServer
+    {
+        let status =
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"upstairs","clients":["#
+            + #"{"id":"pi1","connected":true,"config":{"latency":0,"volume":{"muted":\#(pi1Muted),"percent":30}}},"#
+            + #"{"id":"pi2","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":30}}}"#
+            + #"]}],"streams":[{"id":"upstairs","status":"idle"}]}}}"#
+        return try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 65_536) { request in
+            let text = String(decoding: request.body, as: UTF8.self)
+            seen(text)
+            let body = text.contains("Server.GetStatus") ? status : #"{"id":1,"jsonrpc":"2.0","result":{}}"#
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
+        }
+    }
+
     /// A reload that changes one speaker's settings replaces the zone's keeper; the new keeper does
     /// not set again the volume of a speaker it was already set for (and whose configured volume is
     /// the same): a listener's change stands until that speaker reconnects, as SNAPCAST.md says. It
     /// used to set every speaker's volume again.
     @Test func aReloadDoesNotUndoAListenersVolume() throws {
         let volumeCalls = Mutex<[String]>([])
-        let status =
-            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"upstairs","clients":["#
-            + #"{"id":"pi1","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":30}}},"#
-            + #"{"id":"pi2","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":30}}}"#
-            + #"]}],"streams":[{"id":"upstairs","status":"idle"}]}}}"#
-        let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 65_536) { request in
-            let text = String(decoding: request.body, as: UTF8.self)
+        let fake = try Self.twoSpeakerControl { text in
             if text.contains("Client.SetVolume") { volumeCalls.withLock { $0.append(text) } }
-            let body = text.contains("Server.GetStatus") ? status : #"{"id":1,"jsonrpc":"2.0","result":{}}"#
-            return HTTPResponse(
-                status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
         }
         defer { fake.stop() }
         func zone(pi2Latency: Duration?) -> ZoneConfig {
@@ -384,18 +394,9 @@ import Testing
     /// A run that did not keep the zone's speakers forgets them: they are set again after it.
     @Test func aRestartDoesNotUndoAListenersVolume() throws {
         let calls = Mutex<(volumes: [String], polls: Int)>(([], 0))
-        let status =
-            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"upstairs","clients":["#
-            + #"{"id":"pi1","connected":true,"config":{"latency":0,"volume":{"muted":true,"percent":30}}},"#
-            + #"{"id":"pi2","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":30}}}"#
-            + #"]}],"streams":[{"id":"upstairs","status":"idle"}]}}}"#
-        let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 65_536) { request in
-            let text = String(decoding: request.body, as: UTF8.self)
+        let fake = try Self.twoSpeakerControl(pi1Muted: true) { text in
             if text.contains("Client.SetVolume") { calls.withLock { $0.volumes.append(text) } }
             if text.contains("Server.GetStatus") { calls.withLock { $0.polls += 1 } }
-            let body = text.contains("Server.GetStatus") ? status : #"{"id":1,"jsonrpc":"2.0","result":{}}"#
-            return HTTPResponse(
-                status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
         }
         defer { fake.stop() }
         let stateDir = TestDirectory.make("snapcast-restart")
