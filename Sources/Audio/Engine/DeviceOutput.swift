@@ -460,7 +460,7 @@ public final class DeviceOutput: @unchecked Sendable {
     /// What the server's latest good answer says of a stream output's speakers: whether any of the
     /// zone's is connected and listens to its stream, and if none does, whether some are connected
     /// to another one (`elsewhere`; the zone's group keeper tells). Any thread.
-    public func listenersConnected(_ any: Bool, elsewhere: Bool = false) {
+    public func listenersConnected(_ any: Bool, elsewhere: Bool) {
         streamSink?.listenersConnected(any, elsewhere: elsewhere)
     }
 

@@ -34,21 +34,18 @@ package final class SnapcastKeepers: Sendable {
         var stale: [GroupKeeper] = []
         var fresh: [GroupKeeper] = []
         // A keeper replaced for a zone whose settings changed hands on the speakers whose volume
-        // it set, if their configured volume is the same: a reload must not undo a listener's change.
-        var carried: [String: Set<String>] = [:]
+        // it set, with the percent (kept as set if their configured volume is the same): a reload
+        // must not undo a listener's change.
+        var carried: [String: [String: Int]] = [:]
         keepers.withLock { keepers in
             for (name, keeper) in keepers {
                 guard let (_, s, control) = wanted.first(where: { $0.0 == name }), keeper.zone == s,
                     keeper.control.endpoint == control.endpoint
                 else {
-                    if let (_, s, control) = wanted.first(where: { $0.0 == name }),
+                    if let (_, _, control) = wanted.first(where: { $0.0 == name }),
                         keeper.control.endpoint == control.endpoint
                     {
-                        let now = s.speakers
-                        carried[name] = keeper.state.volumesSet.filter { id in
-                            let before = keeper.zone.speakers.first { $0.id == id }?.volumePercent
-                            return before != nil && now.first { $0.id == id }?.volumePercent == before
-                        }
+                        carried[name] = Self.percentsSet(by: keeper)
                     }
                     stale.append(keeper)
                     keepers[name] = nil
@@ -56,19 +53,17 @@ package final class SnapcastKeepers: Sendable {
                 }
             }
             for (name, s, control) in wanted where keepers[name] == nil {
-                if carried[name] == nil, let set = saved[name] {
-                    carried[name] = Set(
-                        s.speakers.compactMap { speaker in
-                            speaker.volumePercent != nil && set[speaker.id] == speaker.volumePercent ? speaker.id : nil
-                        })
-                }
+                let set = carried[name] ?? saved[name] ?? [:]
                 let logger = self.logger
                 let keeper = GroupKeeper(
                     name: name, zone: s, control: control,
                     answered: { device(name)?.serverAnswered(callStartedAt: $0) },
                     listeners: { device(name)?.listenersConnected($0, elsewhere: $1) },
                     output: { device(name)?.awaitsServer == true ? .answer : .nothing }, wake: bell(for: name),
-                    volumesSet: carried[name] ?? []
+                    volumesSet: Set(
+                        s.speakers.compactMap { speaker in
+                            speaker.volumePercent != nil && set[speaker.id] == speaker.volumePercent ? speaker.id : nil
+                        })
                 ) { isError, message in
                     if isError { logger.warning(message) } else { logger.info(message) }
                 }
@@ -111,14 +106,21 @@ package final class SnapcastKeepers: Sendable {
             if zones.first(where: { $0.name == zone })?.snapcast?.keepsSpeakers == true { result[zone] = set }
         }
         for (zone, keeper) in running {
-            let state = keeper.state
-            var set: [String: Int] = [:]
-            for speaker in keeper.zone.speakers where state.volumesSet.contains(speaker.id) {
-                if let percent = speaker.volumePercent { set[speaker.id] = percent }
-            }
+            let set = Self.percentsSet(by: keeper)
             result[zone] = set.isEmpty ? nil : set
         }
         return result
+    }
+
+    /// The speakers `keeper` set to their configured volume, by the percent it set. A new keeper
+    /// takes those still configured at that percent as set (`update`).
+    private static func percentsSet(by keeper: GroupKeeper) -> [String: Int] {
+        let set = keeper.state.volumesSet
+        var percents: [String: Int] = [:]
+        for speaker in keeper.zone.speakers where set.contains(speaker.id) {
+            if let percent = speaker.volumePercent { percents[speaker.id] = percent }
+        }
+        return percents
     }
 
     /// Stops every keeper. Control thread.
