@@ -305,8 +305,9 @@ package final class Persistence: Sendable {
     /// Records `now` (computed when `keep(queue:)` had been called `basis` times: see `keptCount`)
     /// and, if it changed since the last write, has the writer thread write it; returns at once (the
     /// monitor's save, about once a second: it must go on releasing finished sounds and answering
-    /// the watchdog while the disk writes). A change that is only the music playing on is written
-    /// at most every `positionWriteNanoseconds` (`SavedState.playedOn`). A write that has not
+    /// the watchdog while the disk writes). A change that is only the music playing on, or the
+    /// Snapcast speakers set, is written at most every `positionWriteNanoseconds(songs:)`
+    /// (`SavedState.waits`). A write that has not
     /// finished after `slowWriteNanoseconds` is reported, once. Returns the queue recorded when the
     /// state differs from the one written (for the server's mirror, which paces itself), written
     /// now or later; nil when it does not.
@@ -326,17 +327,18 @@ package final class Persistence: Sendable {
             }
             guard running != nil, s.written != now else { return nil }
             // Music that only played on — since the write, and since the last offer (a seek back
-            // that stays ahead of the place written did not) — waits for the interval.
-            var playedOn = false
+            // that stays ahead of the place written did not) — waits for the interval, as does
+            // a change of the Snapcast speakers set (`SavedState.waits`).
+            var waits = false
             if let last = s.lastWriteAt,
                 clock - last < Self.positionWriteNanoseconds(songs: now.queue?.songs.count ?? 0)
             {
-                playedOn =
+                waits =
                     now.waits(after: s.written, within: Double(clock - last) / 1e9 + 2)
                     && (now == before.state
                         || now.waits(after: before.state, within: Double(clock - (before.at ?? last)) / 1e9 + 2))
             }
-            if !playedOn {
+            if !waits {
                 s.asked += 1
                 ring = true
             }
