@@ -55,12 +55,19 @@ struct BatonClient {
             throw notBatond(error)
         } catch .answerBroken(let why) {
             // batond's stop ends the stream without its last chunk: what a stop looks like here.
-            throw .failed(
-                "batond at \(address.display) ended the event stream (it is stopping, or batonctl fell behind): \(why)")
+            throw eventStreamEnded(why)
         } catch {
             throw .unreachable(address, error.text)
         }
         if let failed { _ = try check(failed, path: path) }
+    }
+
+    /// batond ended its event stream: at its stop (without the stream's last chunk: `why`, what
+    /// was seen), or, cleanly, for a client whose queue of unsent events overflowed.
+    func eventStreamEnded(_ why: String? = nil) -> Failure {
+        .failed(
+            "batond at \(address.display) ended the event stream (it is stopping, or batonctl fell behind)"
+                + (why.map { ": \($0)" } ?? ""))
     }
 
     /// Decodes a JSON answer, or explains that batond answered something else.

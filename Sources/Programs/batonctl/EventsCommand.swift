@@ -61,10 +61,7 @@ enum EventsCommand {
             }
             if let problem { throw problem }
             if count.map({ printed < $0 }) ?? true {
-                // batond also ends it for a client whose queue of unsent events overflowed.
-                throw .failed(
-                    "batond at \(client.address.display) ended the event stream (it is stopping, or batonctl fell behind)"
-                )
+                throw client.eventStreamEnded()
             }
             return
         }
