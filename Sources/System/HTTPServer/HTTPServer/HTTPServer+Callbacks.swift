@@ -14,8 +14,8 @@ final class RequestContext {
     var target: RequestTarget?
     var body: [UInt8] = []
     var overflowed = false
-    /// When (CLOCK_MONOTONIC ns) the request began.
-    let startedAt = monotonicNow()
+    /// When the request began.
+    let startedAt = ContinuousClock.now
 
     init(rawTarget: [UInt8]) {
         self.rawTarget = rawTarget
@@ -91,7 +91,7 @@ func mhdAccessHandler(
         // A body still coming past the deadline (trickled, or one that never ends): the connection
         // is closed. (A 413 queued before the body's end is lost to the client, still sending, in
         // the connection's reset: an oversize body that does end within it is read to its end.)
-        guard monotonicNow() - context.startedAt < core.bodyNanoseconds else { return .NO }
+        guard ContinuousClock.now - context.startedAt < core.bodyTime else { return .NO }
         // A chunked body of unknown length: keep reading it, but stop storing once over the limit.
         if !context.overflowed {
             if context.body.count + size > core.maxBodyBytes {
@@ -119,13 +119,6 @@ func mhdAccessHandler(
         remoteAddress: baton_mhd_client_address(connection).flatMap(numericHost))
     context.body = []
     return queue(core.handler(request), on: connection, core: core)
-}
-
-/// CLOCK_MONOTONIC in nanoseconds.
-func monotonicNow() -> Int {
-    var t = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &t)
-    return t.tv_sec * 1_000_000_000 + t.tv_nsec
 }
 
 private func tooLarge(_ core: ServerCore) -> HTTPResponse {

@@ -60,7 +60,7 @@ public final class HTTPServer: Sendable {
     ) throws(HTTPServerError) {
         let listener = try ListeningSocket(host: host, port: port, connectionLimit: limits.maxConnections)
         let core = ServerCore(
-            maxBodyBytes: max(0, maxBodyBytes), bodyNanoseconds: max(1, limits.bodySeconds) * 1_000_000_000,
+            maxBodyBytes: max(0, maxBodyBytes), bodyTime: .seconds(max(1, limits.bodySeconds)),
             handler: handler)
         var flags =
             MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
@@ -110,15 +110,15 @@ public final class HTTPServer: Sendable {
 /// stops the daemon before releasing it.
 final class ServerCore: Sendable {
     let maxBodyBytes: Int
-    /// `Limits.bodySeconds`, in nanoseconds.
-    let bodyNanoseconds: Int
+    /// `Limits.bodySeconds`.
+    let bodyTime: Duration
     let handler: @Sendable (HTTPRequest) -> HTTPResponse
     /// Set by `stop()` before `MHD_stop_daemon`, so blocked stream readers give up.
     let stopping = Atomic<Bool>(false)
 
-    init(maxBodyBytes: Int, bodyNanoseconds: Int, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) {
+    init(maxBodyBytes: Int, bodyTime: Duration, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) {
         self.maxBodyBytes = maxBodyBytes
-        self.bodyNanoseconds = bodyNanoseconds
+        self.bodyTime = bodyTime
         self.handler = handler
     }
 }
