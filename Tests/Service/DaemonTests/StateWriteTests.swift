@@ -37,6 +37,22 @@ import Testing
         return SavedState(volumes: ["kitchen": volume], queue: queue)
     }
 
+    /// What the file holds now; nil when it cannot be read (or holds nothing).
+    static func onDisk(_ store: StateStore) -> SavedState? {
+        if case .success(let s) = store.load() { s } else { nil }
+    }
+
+    /// Offers `state` to `persistence` one second after the last offer: whether a write was asked
+    /// for it, and the position handed back for the server's mirror (nil: none, unchanged).
+    static func offer(_ state: SavedState, to persistence: Persistence, _ clock: Clock) -> (
+        asked: Bool, handed: Double?
+    ) {
+        clock.advance(seconds: 1)
+        let asked = persistence.writesAsked
+        let handed = persistence.offer(state)??.position
+        return (persistence.writesAsked > asked, handed)
+    }
+
     /// A change of the position alone as music plays on is written at most every 30 s; any other
     /// change at once: a volume, a pause, a seek (back, or further than could have played, or
     /// while paused); the stop's save always. Every change is still handed back for the server's
@@ -45,15 +61,11 @@ import Testing
         let clock = Clock()
         let (persistence, store, _) = Self.persistence("state-writes", clock)
         defer { persistence.stopWriter() }
-        func onDisk() -> SavedState? { if case .success(let s) = store.load() { s } else { nil } }
-        func written(_ expected: SavedState) -> Bool { waitUntil(seconds: 5) { onDisk() == expected } }
-        /// Offers `state`, one second after the last offer; whether a write was asked for it.
+        func written(_ expected: SavedState) -> Bool { waitUntil(seconds: 5) { Self.onDisk(store) == expected } }
         func offer(_ state: SavedState, changed: Bool = true) -> Bool {
-            clock.advance(seconds: 1)
-            let asked = persistence.writesAsked
-            let handed = persistence.offer(state)??.position
+            let (asked, handed) = Self.offer(state, to: persistence, clock)
             #expect(handed == (changed ? state.queue?.position : nil), "handed back for the mirror when changed")
-            return persistence.writesAsked > asked
+            return asked
         }
 
         #expect(offer(Self.state(1)), "the first state is written")
@@ -87,13 +99,8 @@ import Testing
         let clock = Clock()
         let (persistence, store, _) = Self.persistence("state-writes-long", clock)
         defer { persistence.stopWriter() }
-        func onDisk() -> SavedState? { if case .success(let s) = store.load() { s } else { nil } }
-        func offer(_ state: SavedState) -> Bool {
-            clock.advance(seconds: 1)
-            let asked = persistence.writesAsked
-            _ = persistence.offer(state)
-            return persistence.writesAsked > asked
-        }
+        func onDisk() -> SavedState? { Self.onDisk(store) }
+        func offer(_ state: SavedState) -> Bool { Self.offer(state, to: persistence, clock).asked }
         // (Each answer in a Bool of its own: a failed expectation prints its operands, 2,000 songs.)
         let first = offer(Self.state(1, songs: 2_000))
         #expect(first, "the first state is written")
