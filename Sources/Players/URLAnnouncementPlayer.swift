@@ -238,13 +238,18 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         let network = OSThread.start { [self] in fetch() }
         let decoded = decodeAll()
         buffer.cancel()
-        network.join()
+        // A server that sent all the audio (a WAV's data chunk, an Ogg stream's end) may hold its
+        // connection open with more to come: the transfer ends at libcurl's next progress call.
+        stopFlag.set()
         // The slots given, whether or not the decoder saw them: a stop between the grant and its
         // look left them to this thread, which released none of them (a slot a zone, until a restart).
         let outputs = shared.withLock { $0.outputs } ?? decoded
         // Finished before `ended` says so: once it does, a stop releases them at once, and one
         // finished after that could be the next source's (its end of stream marked: cut short).
+        // And before the network thread is joined: the zones play out what was written meanwhile,
+        // not silence under "playing" until the transfer's stall timeout (10 s by default).
         for t in outputs { t.slot.finish() }
+        network.join()
         if ended.exchange(true, ordering: .acquiringAndReleasing) {
             // stop() came first and left the slots to this thread.
             for t in outputs { t.mixer.release(t.slot) }

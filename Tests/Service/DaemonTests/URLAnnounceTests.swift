@@ -390,4 +390,41 @@ import Testing
         let claimed = { mixer.slots.count { $0.phase.load(ordering: .acquiring) != SourceSlot.Phase.free.rawValue } }
         #expect(waitUntil(seconds: 2.5, every: 0.02) { claimed() == 0 }, "its slot is free (\(claimed()) claimed)")
     }
+
+    /// A server that has sent all the audio (a WAV's whole data chunk) and then holds its
+    /// connection open with bytes still to come: the announcement ends when its last frame has
+    /// played, not when the transfer's stall timeout (10 s here) gives up. The slots waited for the
+    /// network thread, so the zone played silence under "playing", the music it interrupted with it.
+    @Test func anAnnouncementWhoseServerHoldsTheRestEndsWithItsAudio() throws {
+        let gate = Semaphore()
+        defer { gate.post() }
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        let dir = TestDirectory.make("url-held")
+        WAVWriter.write(
+            Signals.sine(frequency: 1000, rate: 44_100, frames: 44_100, channels: 2, amplitude: 0.5),
+            rate: 44_100, channels: 2, to: "\(dir)/tone.wav")
+        let wav = ALSATestRig.readBytes("\(dir)/tone.wav")
+        // The WAV in the first chunk, as many bytes after it (past its data chunk) held back.
+        server.route(
+            "/held.wav",
+            .init(
+                contentType: "audio/wav", body: wav + [UInt8](repeating: 0, count: wav.count), chunks: 2,
+                beforeLastChunk: { gate.wait() }))
+        let t = try TestDaemon(
+            zones: [("kitchen", 44_100, nil)],
+            announce: AnnounceConfig(allowURLHosts: ["127.0.0.1"], firstByteTimeout: .seconds(10)))
+        defer { t.stop() }
+        let r = try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url("/held.wav"))"}"#)
+        #expect(r.status == 202, "\(r.object)")
+        let id = try #require(r.object["id"])
+        let granted = try #require(t.waitForEvent("granted", source: id)?.zoneFrames?["kitchen"])
+        let grantedAt = SlowHTTPServer.now()
+        let played = try #require(t.waitForEvent("played", source: id, seconds: 15))
+        let after = SlowHTTPServer.now() - grantedAt
+        #expect(after < 2, "played \(after) s after its grant, for 1 s of audio")
+        #expect(played.reason?.hasPrefix("stopped: ") != true, "\(played.reason ?? "")")
+        let frames = try #require(played.zoneFrames?["kitchen"]) - granted
+        #expect(abs(frames - 44_100) < 4_410, "\(frames) frames played")
+    }
 }
