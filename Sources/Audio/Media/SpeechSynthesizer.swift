@@ -5,7 +5,8 @@ import Synchronization
 
 /// Spoken announcements: a text rendered to audio by espeak-ng (`espeak-ng -w FILE -v VOICE -s WPM
 /// TEXT`, run as a child process with no shell), decoded, and cached per text, voice and speed (the
-/// 32 most recent renderings). The text is passed as one argument, never interpreted.
+/// 32 most recently used renderings, within `cacheBudget` bytes). The text is passed as one
+/// argument, never interpreted.
 ///
 /// Thread: any but an output thread (it runs a process and waits for it); the cache is behind a mutex.
 public final class SpeechSynthesizer: Sendable {
@@ -21,27 +22,55 @@ public final class SpeechSynthesizer: Sendable {
         var voice: String
         var speed: Int
     }
-    private let cache = Mutex<(entries: [Key: DecodedPCM], order: [Key])>(([:], []))
+    /// The renderings kept, least recently used first, and the bytes of their samples.
+    private let cache = Mutex<(entries: [Key: DecodedPCM], order: [Key], bytes: Int)>(([:], [], 0))
     private static let cacheLimit = 32
+    /// At most this many bytes of samples are kept (the sounds' budget,
+    /// `SoundLibrary.defaultCacheBudget`): 32 renderings of 500 characters were about 96 MB, and of
+    /// `max-length: 5000` about 1 GB — any API or MQTT client could fill a Pi's memory with
+    /// distinct texts. A rendering larger than the budget is not kept.
+    public let cacheBudget: Int
 
-    public init(command: String = "espeak-ng", voice: String = "en", speed: Int = 160, timeout: Duration = .seconds(30))
-    {
+    public init(
+        command: String = "espeak-ng", voice: String = "en", speed: Int = 160, timeout: Duration = .seconds(30),
+        cacheBudget: Int = SoundLibrary.defaultCacheBudget
+    ) {
         self.command = command
         self.voice = voice
         self.speed = speed
         self.timeout = timeout
+        self.cacheBudget = cacheBudget
     }
+
+    /// The bytes of samples the cache holds now.
+    public var cachedBytes: Int { cache.withLock { $0.bytes } }
 
     /// `text` spoken in `voice` (default: this synthesizer's), as decoded PCM (espeak-ng: 22050 Hz mono).
     public func render(_ text: String, voice: String? = nil) throws(MediaError) -> DecodedPCM {
         let voice = voice ?? self.voice
         let key = Key(text: text, voice: voice, speed: speed)
-        if let hit = cache.withLock({ $0.entries[key] }) { return hit }
+        let hit = cache.withLock { c -> DecodedPCM? in
+            guard let hit = c.entries[key] else { return nil }
+            c.order.removeAll { $0 == key }
+            c.order.append(key)
+            return hit
+        }
+        if let hit { return hit }
         let pcm = try run(text, voice: voice)
+        let bytes = pcm.samples.count * MemoryLayout<Float>.size
+        guard bytes <= cacheBudget else { return pcm }
         cache.withLock { c in
-            if c.entries[key] == nil { c.order.append(key) }
+            if let old = c.entries.removeValue(forKey: key) {
+                c.bytes -= old.samples.count * MemoryLayout<Float>.size
+                c.order.removeAll { $0 == key }
+            }
+            while !c.order.isEmpty && (c.order.count >= Self.cacheLimit || c.bytes + bytes > cacheBudget) {
+                let oldest = c.order.removeFirst()
+                c.bytes -= (c.entries.removeValue(forKey: oldest)?.samples.count ?? 0) * MemoryLayout<Float>.size
+            }
+            c.order.append(key)
             c.entries[key] = pcm
-            while c.order.count > Self.cacheLimit { c.entries.removeValue(forKey: c.order.removeFirst()) }
+            c.bytes += bytes
         }
         return pcm
     }
