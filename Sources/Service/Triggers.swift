@@ -26,8 +26,9 @@ public final class Triggers: Sendable {
 
     /// One configured button: its reader (nil when it could not be set up), why it is off (`error`),
     /// why its last press rang nothing when its sound could not be played (`pressError`: a file
-    /// that does not decode), and its presses. A missing sound is looked for at each status
-    /// (`missingSound`): a reload may change the sounds directory, and a sound may be added.
+    /// that does not decode), and its presses. A missing sound or speech program is looked for at
+    /// each status (`ringsNothing`): a reload may change the sounds directory, a sound may be added,
+    /// espeak-ng installed.
     private struct Button {
         let config: GPIOButtonConfig
         let button: GPIOButton?
@@ -59,6 +60,7 @@ public final class Triggers: Sendable {
         }
         var started: [Button] = []
         let sounds = daemon.sounds.names()
+        let speech = config.speech.command
         for (index, button) in config.gpio.enumerated() {
             let name = "gpio[\(index)] (\(button.chip) line \(button.line))"
             // A reader that fails while it runs (the chip unplugged, a read error) ends its thread:
@@ -91,9 +93,10 @@ public final class Triggers: Sendable {
                     self.buttons.withLock { $0[index].presses += 1 }
                     presses.run { self.press(button.announce, index: index, from: name) }
                 }
-                // A sound not in the sounds directory is said now, not at the first press (a
-                // visitor's ring, silent). The button listens on: the sound may be added.
-                if let missing = Self.missingSound(button.announce, among: sounds) {
+                // A sound not in the sounds directory, or a speech program that cannot run, is
+                // said now, not at the first press (a visitor's ring, silent). The button listens
+                // on: the sound may be added, the program installed.
+                if let missing = Self.ringsNothing(button.announce, sounds: sounds, speech: speech) {
                     logger.error("\(name): \(missing)")
                     daemon.events.publish(type: .gpioError, reason: "\(name): \(missing)")
                 }
@@ -137,7 +140,12 @@ public final class Triggers: Sendable {
             // event and, the file's, its status; the policy's refusal (a call holds the zones) or
             // zones away are said where they belong. Zones renamed were said nowhere: the status
             // read "listening", the presses counted, the doorbell rang nothing.
-            guard [.unknownSound, .unknownZone, .unprocessable, .badRequest].contains(error.kind) else { return }
+            // So is a text the speech program cannot say, or a speech program that cannot run
+            // (`unavailable`: espeak-ng not installed, `speech.command` wrong).
+            let spoken = action.text != nil && error.message.hasPrefix("speech: ")
+            guard spoken || [.unknownSound, .unknownZone, .unprocessable, .badRequest].contains(error.kind) else {
+                return
+            }
             if error.kind != .unknownSound { buttons.withLock { if index < $0.count { $0[index].pressError = why } } }
             daemon.events.publish(type: .gpioError, reason: "\(name): \(why)")
         }
@@ -145,6 +153,13 @@ public final class Triggers: Sendable {
 
     /// The sound a press of a button without a text plays.
     private static func sound(of action: AnnounceAction) -> String { action.sound ?? "doorbell" }
+
+    /// Why a press of `action` rings nothing, known before it is pressed: its sound is missing
+    /// (`missingSound`), or its text's `speech` program cannot run; nil when neither.
+    private static func ringsNothing(_ action: AnnounceAction, sounds: [String], speech: String) -> String? {
+        guard action.text != nil else { return missingSound(action, among: sounds) }
+        return Speech.whyCannotRun(speech).map { "its text cannot be spoken: speech: \($0): a press rings nothing" }
+    }
 
     /// Why `action`'s sound cannot ring: not among `sounds` (the first ten named), or nil.
     private static func missingSound(_ action: AnnounceAction, among sounds: [String]) -> String? {
@@ -173,11 +188,12 @@ public final class Triggers: Sendable {
     public var gpioStatus: [StatusReport.Button] {
         let buttons = self.buttons.withLock { $0 }
         let sounds = buttons.isEmpty ? [] : daemon.sounds.names()
+        let speech = daemon.config.speech.command
         return buttons.map { b in
             StatusReport.Button(
                 chip: b.config.chip, line: b.config.line,
                 state: b.button == nil || b.error != nil ? "unavailable" : "listening",
-                error: b.error ?? Self.missingSound(b.config.announce, among: sounds) ?? b.pressError,
+                error: b.error ?? Self.ringsNothing(b.config.announce, sounds: sounds, speech: speech) ?? b.pressError,
                 presses: b.presses)
         }
     }

@@ -135,13 +135,34 @@ public final class SpeechSynthesizer: Sendable {
         let rc = ChildProcess.withDefaultSignals(ownGroup: true) {
             posix_spawnp(&pid, arguments[0], &actions, $0, &argv, environ)
         }
-        guard rc == 0 else {
-            let why =
-                rc == ENOENT
-                ? "not installed (apt install espeak-ng), or `speech.command` is wrong" : String(cString: strerror(rc))
-            throw MediaError(file: "speech", problem: "cannot run \(arguments[0]): \(why)")
-        }
+        guard rc == 0 else { throw MediaError(file: "speech", problem: cannotRun(arguments[0], rc)) }
         return ChildProcess.waitForExit(pid, killingAfter: timeout.wholeNanoseconds)
+    }
+
+    /// Why `command` cannot be run (a name found nowhere in PATH, a path that is not an executable
+    /// file), as a spawn of it would fail; nil when it can. Any thread.
+    public static func whyCannotRun(_ command: String) -> String? {
+        let candidates =
+            command.contains("/")
+            ? [command]
+            : (getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin").split(separator: ":").map {
+                "\($0)/\(command)"
+            }
+        var failure = ENOENT
+        for path in candidates {
+            var info = stat()
+            guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            if access(path, X_OK) == 0 { return nil }
+            failure = EACCES
+        }
+        return cannotRun(command, failure)
+    }
+
+    private static func cannotRun(_ command: String, _ error: Int32) -> String {
+        let why =
+            error == ENOENT
+            ? "not installed (apt install espeak-ng), or `speech.command` is wrong" : String(cString: strerror(error))
+        return "cannot run \(command): \(why)"
     }
 
     private static func readText(_ path: String) -> String {

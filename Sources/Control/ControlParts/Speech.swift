@@ -49,6 +49,9 @@ package final class Speech: Sendable {
         }
     }
 
+    /// Why the speech program `command` cannot be run, or nil (`SpeechSynthesizer.whyCannotRun`).
+    package static func whyCannotRun(_ command: String) -> String? { SpeechSynthesizer.whyCannotRun(command) }
+
     /// The synthesizer for `config`, kept while the settings do not change.
     private func synthesizer(_ config: SpeechConfig) -> SpeechSynthesizer {
         cache.withLock { cached in

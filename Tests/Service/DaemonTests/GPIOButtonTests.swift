@@ -90,6 +90,30 @@ final class HeldEdgeSource: EdgeSource, @unchecked Sendable {
         #expect(t.waitForEvent("granted", seconds: 5) != nil)
     }
 
+    /// A button that speaks, on a speaker whose speech program cannot run (espeak-ng not
+    /// installed, `speech.command` wrong): said at start and at each press, as a missing sound is.
+    /// The press's error was `unavailable`, which went to the log only: "listening", no error, the
+    /// presses counted, the doorbell rang nothing.
+    @Test func aButtonWhoseSpeechCannotRunIsSaidAtStartAndAtEachPress() throws {
+        let button = GPIOButtonConfig(line: 17, announce: AnnounceAction(text: "Someone is at the door"))
+        let line = HeldEdgeSource()
+        let t = try TestDaemon(
+            speech: SpeechConfig(command: "/nonexistent/espeak-ng"), gpio: [button], edgeSources: { _ in line })
+        defer { t.stop() }
+        let cannot = "speech: cannot run /nonexistent/espeak-ng: not installed (apt install espeak-ng)"
+        let atStart = try #require(t.waitForEvent("gpio-error", seconds: 0)?.reason)
+        #expect(atStart.hasPrefix("gpio[0] (gpiochip0 line 17): its text cannot be spoken: \(cannot)"), "\(atStart)")
+        var status = try #require(try t.status().gpio?.first)
+        #expect(status.state == "listening" && status.error?.contains(cannot) == true, "\(status.error ?? "-")")
+        line.replay([.falling(ms: 0)])
+        #expect(waitUntil(seconds: 5) { t.daemon.events.recent().filter { $0.type == "gpio-error" }.count == 2 })
+        let pressed = t.daemon.events.recent().last { $0.type == "gpio-error" }?.reason ?? ""
+        #expect(pressed.contains("pressed, but \(cannot)"), "\(pressed)")
+        status = try #require(try t.status().gpio?.first)
+        #expect(status.presses == 1 && status.error?.contains(cannot) == true, "\(status.error ?? "-")")
+        #expect(!t.daemon.events.recent().contains { $0.type == "granted" }, "nothing rang")
+    }
+
     /// A chattering line (forty presses at once, a long doorbell wire) on a button that speaks,
     /// with speech slow to render: one press at a time, the newest waiting — a thread for each
     /// press piled up, without bound, each waiting on the synthesizer.
