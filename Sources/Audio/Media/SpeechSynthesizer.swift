@@ -30,16 +30,21 @@ public final class SpeechSynthesizer: Sendable {
     /// `max-length: 5000` about 1 GB — any API or MQTT client could fill a Pi's memory with
     /// distinct texts. A rendering larger than the budget is not kept.
     public let cacheBudget: Int
+    /// Set at batond's stop: a rendering under way is stopped at once (a hung or slow program held
+    /// the API request it answers, and with it batond's stop, past systemd's 5 s: killed, its
+    /// state not saved).
+    private let stop: StopFlag?
 
     public init(
         command: String = "espeak-ng", voice: String = "en", speed: Int = 160, timeout: Duration = .seconds(30),
-        cacheBudget: Int = SoundLibrary.defaultCacheBudget
+        cacheBudget: Int = SoundLibrary.defaultCacheBudget, stop: StopFlag? = nil
     ) {
         self.command = command
         self.voice = voice
         self.speed = speed
         self.timeout = timeout
         self.cacheBudget = cacheBudget
+        self.stop = stop
     }
 
     /// The bytes of samples the cache holds now.
@@ -101,7 +106,8 @@ public final class SpeechSynthesizer: Sendable {
         }
         // "--" ends the options: a text starting with "-" is still only text.
         let arguments = [command, "-w", wav, "-v", voice, "-s", "\(speed)", "--", text]
-        guard let status = try Self.spawn(arguments, stderrPath: errors, timeout: timeout) else {
+        guard let status = try Self.spawn(arguments, stderrPath: errors, timeout: timeout, stop: stop) else {
+            if stop?.isSet == true { throw MediaError(file: "speech", problem: "stopped: batond is stopping") }
             throw MediaError(
                 file: "speech",
                 problem: "\(command) did not finish within \(Double(timeout.wholeNanoseconds) / 1e9) s; it was stopped")
@@ -118,9 +124,9 @@ public final class SpeechSynthesizer: Sendable {
     }
 
     /// Runs `arguments` (argv[0] looked up in PATH) with stdout discarded and stderr to a file;
-    /// returns the exit status, or nil when it ran past `timeout` (it was killed).
-    private static func spawn(_ arguments: [String], stderrPath: String, timeout: Duration) throws(MediaError)
-        -> Int32?
+    /// returns the exit status, or nil when it ran past `timeout` or `stop` was set (it was killed).
+    private static func spawn(_ arguments: [String], stderrPath: String, timeout: Duration, stop: StopFlag?)
+        throws(MediaError) -> Int32?
     {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -136,7 +142,7 @@ public final class SpeechSynthesizer: Sendable {
             posix_spawnp(&pid, arguments[0], &actions, $0, &argv, environ)
         }
         guard rc == 0 else { throw MediaError(file: "speech", problem: cannotRun(arguments[0], rc)) }
-        return ChildProcess.waitForExit(pid, killingAfter: timeout.wholeNanoseconds)
+        return ChildProcess.waitForExit(pid, killingAfter: timeout.wholeNanoseconds, stop: stop)
     }
 
     /// Why `command` cannot be run (a name found nowhere in PATH, a path that is not an executable

@@ -9,14 +9,14 @@ import Synchronization
 package final class Peripherals: Sendable {
     package let persistence: Persistence
     package let volumes: HardwareVolumes
-    package let speech = Speech()
+    package let speech: Speech
     package let snapcast: SnapcastKeepers
     package let intercom = IntercomLine()
     package let music: MusicConnection
     package let covers: CoverCache
     package let external = ExternalSources()
-    /// Set when batond stops: what waits on the network (the music server, a URL announcement) ends
-    /// at once, so that the HTTP API's and MQTT's stop, which wait for the requests they answer,
+    /// Set when batond stops: what waits on the network (the music server, a URL announcement) or
+    /// on the speech program ends at once, so that the HTTP API's and MQTT's stop, which wait for the requests they answer,
     /// end within systemd's 5 s.
     package let networkStop = StopFlag()
 
@@ -31,6 +31,7 @@ package final class Peripherals: Sendable {
         volumes = HardwareVolumes(logger: logger, events: events)
         snapcast = SnapcastKeepers(logger: logger)
         music = MusicConnection(logger: logger, stop: networkStop)
+        speech = Speech(stop: networkStop)
         covers = CoverCache(directory: directory.map { "\($0)/covers" })
     }
 }

@@ -8,6 +8,10 @@ import Synchronization
 /// synthesizer (and its cache of rendered texts) per `speech:` section. Any thread.
 package final class Speech: Sendable {
     private let cache = Mutex<(config: SpeechConfig, synthesizer: SpeechSynthesizer)?>(nil)
+    /// batond's stop (`Peripherals.networkStop`): a rendering under way is stopped.
+    private let stop: StopFlag?
+
+    package init(stop: StopFlag? = nil) { self.stop = stop }
 
     /// A checked text, rendered: its audio, a label for status, and the key that coalesces repeats.
     package struct Rendered {
@@ -45,7 +49,8 @@ package final class Speech: Sendable {
             return Rendered(pcm: pcm, label: label, coalesceKey: "speech:\(voice ?? config.voice):\(trimmed)")
         case .failure(let error):
             throw ControlError(
-                error.problem.hasPrefix("cannot run") ? .unavailable : .unprocessable, "speech: \(error.problem)")
+                error.problem.hasPrefix("cannot run") || error.problem.hasPrefix("stopped:")
+                    ? .unavailable : .unprocessable, "speech: \(error.problem)")
         }
     }
 
@@ -56,7 +61,7 @@ package final class Speech: Sendable {
     private func synthesizer(_ config: SpeechConfig) -> SpeechSynthesizer {
         cache.withLock { cached in
             if let cached, cached.config == config { return cached.synthesizer }
-            let made = SpeechSynthesizer(command: config.command, voice: config.voice, speed: config.speed)
+            let made = SpeechSynthesizer(command: config.command, voice: config.voice, speed: config.speed, stop: stop)
             cached = (config, made)
             return made
         }

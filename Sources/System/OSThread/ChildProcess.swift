@@ -62,8 +62,9 @@ public enum ChildProcess {
     /// with its process group when it leads one (`withDefaultSignals(ownGroup:)`) — and reaped, and
     /// nil is returned. A thread of its own sleeps until the deadline or the end, whichever comes
     /// first; the process is reaped only after it is done, so the kill can never reach another
-    /// process that took its number. Any thread.
-    public static func waitForExit(_ pid: pid_t, killingAfter nanoseconds: Int) -> Int32? {
+    /// process that took its number. `stop`, once set, is a deadline come: the watchdog looks at it
+    /// every 100 ms (batond's stop must not wait out a hung child past systemd's 5 s). Any thread.
+    public static func waitForExit(_ pid: pid_t, killingAfter nanoseconds: Int, stop: StopFlag? = nil) -> Int32? {
         let ended = Atomic<Bool>(false)
         let bell = WakeFD()
         let killed = Atomic<Bool>(false)
@@ -71,13 +72,14 @@ public enum ChildProcess {
         let watchdog = OSThread.start(name: "child-deadline") {
             while !ended.load(ordering: .acquiring) {
                 let left = deadline - monotonicNanoseconds()
-                guard left > 0 else {
+                guard left > 0, stop?.isSet != true else {
                     killed.store(true, ordering: .releasing)
                     // Its group, if it leads one (what it started), else itself.
                     if kill(-pid, SIGKILL) != 0 { kill(pid, SIGKILL) }
                     return
                 }
-                _ = bell.wait(for: -1, timeout: Int32(clamping: left / 1_000_000 + 1), fallback: 100)
+                let look = stop == nil ? left : min(left, 100_000_000)
+                _ = bell.wait(for: -1, timeout: Int32(clamping: look / 1_000_000 + 1), fallback: 100)
             }
         }
         // Ended (or killed), not reaped yet: the watchdog's kill reaches this process or its zombie.

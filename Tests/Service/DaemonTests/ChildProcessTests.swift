@@ -103,6 +103,36 @@ import Testing
         #expect(waitUntil(seconds: 2, every: 0.01) { !Self.running("3599.25") }, "the synthesizer is gone")
     }
 
+    /// batond's stop ends a rendering under way at once, whatever its deadline: a slow or hung
+    /// speech program held the API request it answered, and the HTTP server's stop waits for its
+    /// requests — past systemd's 5 s, which then killed batond before it saved its state.
+    @Test func batondsStopEndsARenderingAtOnce() throws {
+        let script = TestDirectory.make("speech-stop") + "/speak"
+        let f = try #require(fopen(script, "we"))
+        fputs("#!/bin/bash\nsleep 3599.5\necho never\n", f)
+        fclose(f)
+        chmod(script, 0o755)
+        let stop = StopFlag()
+        let stopping = startThread {
+            usleep(300_000)
+            stop.set()
+        }
+        defer { pthread_join(stopping, nil) }
+        let started = monotonicNanoseconds()
+        let error: String = onABatondLikeThread {
+            do {
+                _ = try SpeechSynthesizer(command: script, stop: stop).render("hello")
+                return "no error"
+            } catch {
+                return "\(error)"
+            }
+        }
+        let took = Double(monotonicNanoseconds() - started) / 1e9
+        #expect(error.contains("stopped: batond is stopping"), "\(error)")
+        #expect(took < 1.5, "it took \(took) s, its deadline 30 s")
+        #expect(waitUntil(seconds: 2, every: 0.01) { !Self.running("3599.5") }, "the synthesizer is gone")
+    }
+
     /// Whether a process whose command line has `argument` runs.
     static func running(_ argument: String) -> Bool {
         guard let proc = opendir("/proc") else { return false }

@@ -72,4 +72,28 @@ import Testing
             r.text.contains("cannot run /nonexistent/espeak-ng: not installed (apt install espeak-ng)"), "\(r.text)")
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).status == 202)
     }
+
+    /// batond's stop (`stopNetwork`, before the API's server waits for its requests) ends a text
+    /// request whose speech program is slow: it is answered at once, not after the program's 30 s
+    /// deadline, past systemd's 5 s.
+    @Test func batondsStopAnswersASlowTextRequestAtOnce() throws {
+        let slow = TestDirectory.make("speech-slow") + "/speak"
+        let f = try #require(fopen(slow, "we"))
+        fputs("#!/bin/sh\nsleep 3598.75\n", f)
+        fclose(f)
+        chmod(slow, 0o755)
+        let t = try TestDaemon(speech: SpeechConfig(command: slow))
+        defer { t.stop() }
+        let daemon = t.daemon
+        let stopping = startThread {
+            usleep(400_000)
+            daemon.stopNetwork()
+        }
+        defer { pthread_join(stopping, nil) }
+        let started = monotonicNanoseconds()
+        let r = try t.request("POST", "/api/v1/announce", #"{"text": "hello"}"#)
+        let took = Double(monotonicNanoseconds() - started) / 1e9
+        #expect(r.status == 503 && r.text.contains("stopped: batond is stopping"), "\(r.status) \(r.text)")
+        #expect(took < 2, "answered after \(took) s")
+    }
 }
