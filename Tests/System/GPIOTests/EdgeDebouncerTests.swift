@@ -79,6 +79,38 @@ import Testing
         #expect(debouncer.presses(in: trace) == [.falling(ms: 0), .falling(ms: 0.2)])
     }
 
+    /// With both edges requested the kernel calls an edge by the level it reads a little after it
+    /// (libgpiod v1): read during the bounce, a press's first edge can be called rising. The line
+    /// had settled high (its last edge before the quiet time was rising), so the first edge after
+    /// the quiet time is a fall, whatever it is called: the press counts, as the falling edge it
+    /// was. It was lost: not a selected edge, and the real falling ones after it bounce.
+    @Test func aPressCalledRisingDuringItsBounceIsAPress() {
+        var debouncer = EdgeDebouncer(edges: .falling, debounce: .milliseconds(50))
+        let trace: [EdgeEvent] = [
+            .falling(ms: 0), .rising(ms: 200), .rising(ms: 500), .falling(ms: 500.3), .rising(ms: 501),
+            .falling(ms: 502),
+        ]
+        #expect(debouncer.presses(in: trace) == [.falling(ms: 0), .falling(ms: 500)])
+    }
+
+    /// A long hold's release called falling (the level read during the release's bounce) is no
+    /// second press: the line had settled low, so the edge is a rise. It counted as a press, and a
+    /// hold longer than the announcement's merge window rang the doorbell twice.
+    @Test func aReleaseCalledFallingIsNoPress() {
+        var debouncer = EdgeDebouncer(edges: .falling, debounce: .milliseconds(50))
+        let trace: [EdgeEvent] = [
+            .falling(ms: 0), .rising(ms: 0.4), .falling(ms: 1), .falling(ms: 4000), .rising(ms: 4000.5),
+        ]
+        #expect(debouncer.presses(in: trace) == [.falling(ms: 0)])
+    }
+
+    /// The level at start stands in for an edge before: a first edge called rising on a line that
+    /// was high is a press.
+    @Test func theLevelAtStartIsTheSettledOne() {
+        var debouncer = EdgeDebouncer(edges: .falling, debounce: .milliseconds(50), high: true)
+        #expect(debouncer.presses(in: [.rising(ms: 10), .falling(ms: 10.2)]) == [.falling(ms: 10)])
+    }
+
     /// The first edge ever seen is accepted, whatever time it carries.
     @Test func acceptsTheFirstEdge() {
         var debouncer = EdgeDebouncer(edges: .falling, debounce: .milliseconds(50))

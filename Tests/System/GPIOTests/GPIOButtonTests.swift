@@ -3,11 +3,12 @@ import Synchronization
 import Testing
 
 @Suite struct GPIOButtonTests {
-    /// A recorded trace through a button gives the debounced presses to the handler.
+    /// A recorded trace through a button gives the debounced presses to the handler. (The release
+    /// at 120 ms ends high: the line cannot fall at 300 ms from low.)
     @Test func reportsDebouncedPressesFromASource() {
         let trace: [EdgeEvent] = [
             .falling(ms: 0), .rising(ms: 0.5), .falling(ms: 1), .rising(ms: 120), .falling(ms: 120.5),
-            .falling(ms: 300), .rising(ms: 300.2),
+            .rising(ms: 121), .falling(ms: 300), .rising(ms: 300.2),
         ]
         let presses = Mutex<[EdgeEvent]>([])
         let configuration = GPIOButtonConfiguration(line: 17)
@@ -17,6 +18,25 @@ import Testing
         button.start()
         button.stop()
         #expect(presses.withLock { $0 } == [.falling(ms: 0), .falling(ms: 300)])
+    }
+
+    /// The line's level at start is the settled one before the first edge: a press whose first
+    /// edge the kernel called rising (the level read during its bounce) is a press, reported as
+    /// the falling edge it was.
+    @Test func takesTheSourcesLevelAtStart() {
+        final class HighLine: EdgeSource {
+            let trace: [EdgeEvent] = [.rising(ms: 500), .falling(ms: 500.3), .rising(ms: 501), .falling(ms: 502)]
+            var initialLevel: Bool? { true }
+            func start(_ handler: @escaping @Sendable (EdgeEvent) -> Void) { for e in trace { handler(e) } }
+            func stop() {}
+        }
+        let presses = Mutex<[EdgeEvent]>([])
+        let button = GPIOButton(
+            source: HighLine(), debouncer: EdgeDebouncer(GPIOButtonConfiguration(line: 17))
+        ) { event in presses.withLock { $0.append(event) } }
+        button.start()
+        button.stop()
+        #expect(presses.withLock { $0 } == [.falling(ms: 500)])
     }
 }
 

@@ -6,4 +6,10 @@ public protocol EdgeSource: AnyObject, Sendable {
     func start(_ handler: @escaping @Sendable (EdgeEvent) -> Void)
     /// Stops delivering; after it returns `handler` is not called again. Control thread.
     func stop()
+    /// The line's level (true: high) when the first edge `start` delivers will come, if known.
+    var initialLevel: Bool? { get }
+}
+
+extension EdgeSource {
+    public var initialLevel: Bool? { nil }
 }

@@ -18,8 +18,9 @@ public final class GPIOButton: Sendable {
 
     /// Starts the source. Control thread.
     public func start() {
+        if let high = source.initialLevel { debouncer.withLock { $0.settle(high: high) } }
         source.start { [self] event in
-            if debouncer.withLock({ $0.accept(event) }) { onPress(event) }
+            if let press = debouncer.withLock({ $0.press(event) }) { onPress(press) }
         }
     }
 

@@ -25,6 +25,9 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
     private let wakeWrite: Int32
     private let onError: @Sendable (GPIOError) -> Void
     private let thread = Mutex<OSThread?>(nil)
+    /// The line's level read right after the request, from which its edges are queued (nil when
+    /// the read failed): the debouncer's settled level before the first edge.
+    public let initialLevel: Bool?
 
     /// Opens `chip` and requests line `offset` as an input with edge events and `bias`, under the
     /// consumer name `consumer` (shown by `gpioinfo`). Control thread.
@@ -69,6 +72,7 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
             gpiod_chip_close(chip)
             throw .system(subject: "\(chipName) line \(offset)", action: "request for edge events", code: code)
         }
+        let value = gpiod_line_get_value(line)
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else {
             let code = errno
@@ -85,6 +89,7 @@ public final class GPIOLineReader: EdgeSource, @unchecked Sendable {
         wakeRead = fds[0]
         wakeWrite = fds[1]
         self.onError = onError
+        initialLevel = value < 0 ? nil : value != 0
     }
 
     deinit {
