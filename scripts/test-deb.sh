@@ -6,6 +6,7 @@
 #
 #   scripts/test-deb.sh [DEB]
 #   scripts/test-deb.sh --debug-binaries
+#   scripts/test-deb.sh --mirror DIR    (prints the bookworm mirror the apt sources under DIR give)
 #
 # Without DEB it builds one with scripts/build-deb.sh: the release build (unless BATON_BIN_DIR names
 # prebuilt binaries), or with --debug-binaries the debug build, which tests the packaging in seconds
@@ -17,6 +18,36 @@
 # BATON_KEEP_ROOT=1 (leave the root for a look). Prints one line per check and `N passed, N failed`; exits 1 if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+# bookworm_mirror DIR: the URI the apt sources under DIR (/etc/apt) give for bookworm, one-line or
+# deb822 format; Debian's own (deb.debian.org, then another …/debian that is not the Raspberry Pi
+# archive) before the rest. Raspberry Pi OS lists both deb.debian.org and archive.raspberrypi.com for
+# bookworm: both URIs went to debootstrap as one, with a newline in it.
+bookworm_mirror() {
+    local dir=$1 f
+    {
+        for f in "$dir"/sources.list "$dir"/sources.list.d/*.list; do
+            [ -f "$f" ] && sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" | awk '$1 == "deb" && $3 == "bookworm" { print $2 }'
+        done
+        for f in "$dir"/sources.list.d/*.sources; do
+            [ -f "$f" ] && awk 'BEGIN { RS = ""; FS = "\n" } {
+                uri = ""; suite = 0; deb = 0; enabled = 1
+                for (i = 1; i <= NF; i++) {
+                    if ($i ~ /^URIs:/) { split($i, a, " "); uri = a[2] }
+                    if ($i ~ /^Suites:/ && ($i " ") ~ / bookworm /) suite = 1
+                    if ($i ~ /^Types:/ && ($i " ") ~ / deb /) deb = 1
+                    if ($i ~ /^Enabled: *no/) enabled = 0
+                }
+                if (suite && deb && enabled && uri != "") print uri }' "$f"
+        done
+    } | awk '{ rank = 2; if ($0 ~ /deb\.debian\.org/) rank = 0; else if ($0 ~ /\/debian\/?$/ && $0 !~ /raspberrypi/) rank = 1
+               print rank, NR, $0 }' | sort -n -k1,1 -k2,2 | head -1 | cut -d' ' -f3-
+}
+# `scripts/test-deb.sh --mirror DIR` prints the mirror chosen from DIR's sources (for the tests).
+if [ "${1:-}" = "--mirror" ]; then
+    bookworm_mirror "${2:-/etc/apt}"
+    exit
+fi
 
 [ "$(id -u)" -eq 0 ] || { echo "baton: test-deb.sh needs root (debootstrap, chroot)" >&2; exit 1; }
 scripts/install-deps.sh --package-test || exit 1
@@ -97,23 +128,7 @@ else
 fi
 printf '%s\n' "$lint" | grep -E '^[OI]: ' | sed 's/^/      /'
 
-# The mirror: the URI this machine's apt sources give for bookworm (one-line or deb822 format).
-mirror=$(
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-        [ -f "$f" ] && sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" | awk '$1 == "deb" && $3 == "bookworm" { print $2 }'
-    done
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -f "$f" ] && awk 'BEGIN { RS = ""; FS = "\n" } {
-            uri = ""; suite = 0; deb = 0; enabled = 1
-            for (i = 1; i <= NF; i++) {
-                if ($i ~ /^URIs:/) { split($i, a, " "); uri = a[2] }
-                if ($i ~ /^Suites:/ && ($i " ") ~ / bookworm /) suite = 1
-                if ($i ~ /^Types:/ && ($i " ") ~ / deb /) deb = 1
-                if ($i ~ /^Enabled: *no/) enabled = 0
-            }
-            if (suite && deb && enabled && uri != "") print uri }' "$f"
-    done | head -1
-)
+mirror=$(bookworm_mirror /etc/apt)
 [ -n "$mirror" ] || { fail "a bookworm mirror in /etc/apt/sources.list*"; finish; }
 
 # A fresh Debian 12 root: minbase is what every Debian system has (Priority: required). debootstrap's

@@ -32,6 +32,27 @@ import Testing
         #expect(r.output.isEmpty, "no warnings: \(r.output)")
     }
 
+    /// scripts/test-deb.sh debootstraps from the one mirror this machine's apt sources give for
+    /// bookworm: Debian's own first. Raspberry Pi OS lists deb.debian.org in sources.list and the
+    /// Raspberry Pi archive in raspi.list, both for bookworm: the two went to debootstrap as one
+    /// URI with a newline in it, and test.sh failed there as root. The same in deb822 form.
+    @Test func theDebTestTakesOneMirrorDebiansFirst() {
+        let dir = TestDirectory.make("apt")
+        mkdir(dir + "/sources.list.d", 0o755)
+        TextFile.write(
+            dir + "/sources.list",
+            "deb http://deb.debian.org/debian bookworm main contrib non-free-firmware\n"
+                + "deb http://deb.debian.org/debian-security/ bookworm-security main\n")
+        TextFile.write(dir + "/sources.list.d/raspi.list", "deb http://archive.raspberrypi.com/debian/ bookworm main\n")
+        let mirror = { Subprocess.run("/bin/bash", [Self.root + "/scripts/test-deb.sh", "--mirror", dir]).output }
+        #expect(mirror() == "http://deb.debian.org/debian\n")
+        unlink(dir + "/sources.list")
+        TextFile.write(
+            dir + "/sources.list.d/debian.sources",
+            "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n")
+        #expect(mirror() == "http://mirror.example/debian\n")
+    }
+
     /// scripts/build-deb.sh packages binaries, unit, conffile, sounds, boards, docs and maintainer
     /// scripts, with Depends from dpkg-shlibdeps.
     @Test(.enabled(if: access("/usr/bin/dpkg-deb", X_OK) == 0, "dpkg-deb is not installed"))
