@@ -227,7 +227,7 @@ package.targets += [
         cSettings: [.unsafeFlags(["-Wall", "-Wextra"])], linkerSettings: [.linkedLibrary("asound")]),
     .testTarget(
         name: "BatonTestCardTests",
-        dependencies: ["ALSA", "BatonTesting", "CBatonTestCard", "CThreadAffinity", "OSThread"],
+        dependencies: ["ALSA", "BatonTesting", "CALSA", "CBatonTestCard", "CThreadAffinity", "OSThread"],
         path: "Tests/Support/BatonTestCardTests", swiftSettings: swiftSettings),
 ]
 

@@ -81,6 +81,48 @@ import Testing
             }, "rate estimate \(String(describing: try? zone(t, "card")?.rateEstimatePPM))")
     }
 
+    /// Zones on cards another program holds (a sound server, a forgotten `aplay -D hw:0`) say so —
+    /// the status and a `zone-unavailable` event: in use by another program — and the daemon stops
+    /// at once; a card let go is opened by itself and plays. Opened blocking, the open waited in
+    /// the kernel for the card and the zone's output thread with it: the status said only "opening",
+    /// no event, and stopping the daemon hung until the card was let go.
+    @Test func aCardHeldByAnotherProgramSaysSoAndTheDaemonStillStops() throws {
+        let card = ALSATestRig.makeCard()
+        let held = ALSATestRig.makeCard()
+        card.hold()
+        held.hold()
+        defer { held.letGo() }
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name), ("held", 48_000, held.name)], deviceClocked: ["card", "held"])
+        var stopped = false
+        defer { if !stopped { t.stop() } }
+        for name in ["card", "held"] {
+            #expect(
+                waitUntil(seconds: 5) {
+                    (try? zone(t, name))??.error?.contains("in use by another program") == true
+                }, "\(name): \(String(describing: try? zone(t, name)?.error))")
+            #expect(try zone(t, name)?.state == "unavailable")
+            #expect(
+                waitUntil(seconds: 5) {
+                    t.daemon.events.recent().contains {
+                        $0.type == "zone-unavailable" && $0.zones == [name]
+                            && $0.reason?.contains("in use by another program") == true
+                    }
+                }, "a zone-unavailable event for \(name)")
+        }
+        card.letGo()
+        #expect(waitUntil(seconds: 12) { (try? zone(t, "card"))??.state == "available" })
+        let music = try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true}"#)
+        #expect(music.status == 202, "\(music.object)")
+        #expect(waitUntil { card.recordedFrames > 4_800 }, "the card let go plays")
+        #expect(try zone(t, "held")?.state == "unavailable")
+        let t0 = monotonicNanoseconds()
+        t.stop()
+        stopped = true
+        let seconds = Double(monotonicNanoseconds() - t0) / 1e9
+        #expect(seconds < 2, "stopping with a zone on a held card took \(seconds) s")
+    }
+
     /// Two zones set to `render-ahead`: one on a card, which renders ahead (`rendersAhead: true`),
     /// and one on a card behind alsa-lib's `rate` plugin, which cannot rewind: that one says so
     /// (`rendersAhead: false`, a `render-ahead-off` event naming it) and plays on.

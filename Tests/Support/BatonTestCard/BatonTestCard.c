@@ -74,6 +74,7 @@ typedef struct card {
     char control_path[PATH_MAX];
     char record_path[PATH_MAX];
     char timing_path[PATH_MAX];
+    char busy_path[PATH_MAX];    // while this file exists the card is held by another program
 
     int control_fd, record_fd, timing_fd, timer_fd;
     int notify_fd;               // inotify on the control file: a command wakes a blocked writer
@@ -842,6 +843,7 @@ static int parse_definition(card_t *c, snd_config_t *conf) {
         else if (strcmp(id, "control") == 0) err = get_path(n, c->control_path);
         else if (strcmp(id, "record") == 0) err = get_path(n, c->record_path);
         else if (strcmp(id, "timing") == 0) err = get_path(n, c->timing_path);
+        else if (strcmp(id, "busy") == 0) err = get_path(n, c->busy_path);
         else if (strcmp(id, "pointer") == 0) {
             err = snd_config_get_string(n, &s);
             if (err == 0 && strcmp(s, "frame") == 0) c->frame_pointer = true;
@@ -914,6 +916,26 @@ static int set_constraints(card_t *c) {
     return snd_pcm_ioplug_set_param_minmax(&c->io, SND_PCM_IOPLUG_HW_PERIODS, periods, periods);
 }
 
+/// How long a blocking open waits for a busy card before it gives up with -EBUSY. The kernel waits
+/// for ever (until a signal); a bound keeps a test that meets the wait from hanging its process.
+#define BUSY_WAIT_LIMIT_NS (15LL * 1000000000LL)
+
+/// The kernel's exclusive open (`snd_pcm_open` in sound/core/pcm_native.c): while another program
+/// holds the card (here: while `busy_path` exists), a non-blocking open fails with -EBUSY at once, and
+/// a blocking one waits (`open_wait`) until the card is let go, here polled every 5 ms and bounded by
+/// BUSY_WAIT_LIMIT_NS (then -EBUSY).
+static int wait_until_free(const card_t *c, int mode) {
+    if (!*c->busy_path || access(c->busy_path, F_OK) != 0) return 0;
+    if (mode & SND_PCM_NONBLOCK) return -EBUSY;
+    int64_t give_up = now_ns() + BUSY_WAIT_LIMIT_NS;
+    while (access(c->busy_path, F_OK) == 0) {
+        if (now_ns() >= give_up) return -EBUSY;
+        struct timespec pause = { 0, 5000000 };
+        nanosleep(&pause, NULL);
+    }
+    return 0;
+}
+
 static void free_card(card_t *c) {
     if (c->control_fd >= 0) close(c->control_fd);
     if (c->record_fd >= 0) close(c->record_fd);
@@ -943,6 +965,8 @@ SND_PCM_PLUGIN_DEFINE_FUNC(batontest) {
     int err = parse_definition(c, conf);
     if (err < 0) { free_card(c); return err; }
     c->avail_min = c->period;
+    err = wait_until_free(c, mode);
+    if (err < 0) { free_card(c); return err; }
 
     if (*c->control_path) {
         c->control_fd = open(c->control_path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);

@@ -1,5 +1,6 @@
 import ALSA
 import BatonTesting
+import CALSA
 import CBatonTestCard
 import CThreadAffinity
 import Glibc
@@ -454,6 +455,45 @@ struct TestCardTests {
         // Events are recorded by the handles that see them: the dead one saw the unplug; the new one
         // opened after the replug (it reads the log's levels at open, not its past events).
         #expect(card.events("unplug").count == 1 && card.events("open").count == 2)
+    }
+
+    /// While another program holds the card (its `busy` file), a non-blocking open fails with -EBUSY
+    /// at once — so `PCM`, which opens so, says the device is in use — and a blocking open waits until
+    /// the card is let go, then opens and plays: the kernel's exclusive open (its `open_wait`).
+    @Test func aBusyCardRefusesANonBlockingOpenAndHoldsABlockingOne() throws {
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        card.hold()
+        var pcm: OpaquePointer?
+        let t0 = monotonicNanoseconds()
+        #expect(snd_pcm_open(&pcm, card.name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK) == -EBUSY)
+        do {
+            _ = try CardWriter(card)
+            Issue.record("PCM opened a busy card")
+        } catch let error as ALSAError {
+            #expect(error.code == -EBUSY && error.isInUse, "\(error)")
+            #expect(error.description.contains("in use by another program"), "\(error)")
+        }
+        #expect(monotonicNanoseconds() - t0 < 1_000_000_000, "a non-blocking open answers at once")
+        #expect(card.events("open").isEmpty)
+
+        let letGoAt = Atomic<Int64>(0)
+        let other = OSThread.start {
+            usleep(300_000)
+            letGoAt.store(monotonicNanoseconds(), ordering: .releasing)
+            card.letGo()
+        }
+        #expect(snd_pcm_open(&pcm, card.name, SND_PCM_STREAM_PLAYBACK, 0) == 0)
+        let openedAt = monotonicNanoseconds()
+        other.join()
+        let letGo = letGoAt.load(ordering: .acquiring)
+        #expect(letGo > 0 && openedAt >= letGo, "the blocking open returned before the card was let go")
+        #expect(openedAt - letGo < 200_000_000, "and soon after: \(Double(openedAt - letGo) / 1e6) ms")
+        if let pcm { snd_pcm_close(pcm) }
+        // Let go, it opens without waiting and plays.
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
+        writer.pcm.drain()
+        #expect(card.recordedFrames == Self.startPeriods * 480)
     }
 
     /// A stall stops consumption for its length: a writer keeping the buffer full blocks that long and

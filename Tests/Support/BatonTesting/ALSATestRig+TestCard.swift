@@ -96,6 +96,9 @@ public struct TestCard: Sendable {
     public let record: String
     /// The timing sidecar: one line per period consumed and per event.
     public let timing: String
+    /// While this file exists, another program holds the card (``hold()``, ``letGo()``): a
+    /// non-blocking open fails with -EBUSY, a blocking one waits, as the kernel's exclusive open does.
+    public let busy: String
     public let rate: Int
     public let periodFrames: Int
     public let bufferFrames: Int
@@ -115,6 +118,16 @@ public struct TestCard: Sendable {
         close(fd)
         precondition(n == line.count, "TestCard: cannot write \(control)")
     }
+
+    /// Another program takes the card: from now on opens find it busy (a handle open now plays on).
+    public func hold() {
+        let fd = open(busy, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        precondition(fd >= 0, "TestCard: cannot create \(busy)")
+        close(fd)
+    }
+
+    /// The other program lets the card go: an open waiting for it goes on, the next one opens.
+    public func letGo() { unlink(busy) }
 
     /// Everything the card consumed so far, as bytes.
     public func recordedBytes() -> [UInt8] { Self.readFile(record) }
@@ -226,6 +239,7 @@ extension ALSATestRig {
                 rewind $REWIND
                 control { @func concat strings [ "\(dir)/card_" $ID ".ctl" ] }
                 record { @func concat strings [ "\(dir)/card_" $ID ".raw" ] }
+                busy { @func concat strings [ "\(dir)/card_" $ID ".busy" ] }
             }
             pcm.\(routePCM) {
                 @args [ CARD ]
@@ -263,6 +277,7 @@ extension ALSATestRig {
         let base = "\(dir)/card_\(id)"
         return TestCard(
             name: name, control: base + ".ctl", record: base + ".raw", timing: base + ".raw.timing",
+            busy: base + ".busy",
             rate: rate, periodFrames: periodFrames, bufferFrames: bufferFrames, format: format,
             channels: channels)
     }

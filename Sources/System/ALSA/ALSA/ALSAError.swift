@@ -24,7 +24,15 @@ public struct ALSAError: Error, Equatable, Sendable, CustomStringConvertible {
     /// True for an xrun (-EPIPE): the stream stopped and must be prepared again.
     public var isXrun: Bool { code == -EPIPE }
 
-    public var description: String { "ALSA PCM \"\(pcm)\": \(operation) failed: \(message) (\(code))" }
+    /// True when another program holds the device (-EBUSY at open): a sound server, another player.
+    public var isInUse: Bool { code == -EBUSY && operation == "open" }
+
+    public var description: String {
+        if isInUse {
+            return "ALSA PCM \"\(pcm)\": open failed: the device is in use by another program (\(message), \(code))"
+        }
+        return "ALSA PCM \"\(pcm)\": \(operation) failed: \(message) (\(code))"
+    }
 }
 
 /// Turns a negative alsa-lib return value into an `ALSAError`.

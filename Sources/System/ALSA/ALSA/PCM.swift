@@ -57,10 +57,15 @@ public final class PCM {
     public init(_ request: PCMRequest) throws(ALSAError) {
         name = request.name
         var pcm: OpaquePointer?
-        try check(snd_pcm_open(&pcm, request.name, SND_PCM_STREAM_PLAYBACK, 0), "open", request.name)
+        // Opened non-blocking: a card another program holds (a sound server, an `aplay -D hw:0`)
+        // answers -EBUSY at once. A blocking open waits in the kernel until it is let go, and the
+        // zone's output thread with it: stop and reload never finished.
+        try check(snd_pcm_open(&pcm, request.name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK), "open", request.name)
         guard let pcm else { throw ALSAError(operation: "open", pcm: request.name, code: -ENODEV) }
         var status: OpaquePointer?
         do {
+            // Written in blocking mode, as before.
+            try check(snd_pcm_nonblock(pcm, 0), "open", request.name)
             configuration = try Self.configure(pcm, request)
             try check(snd_pcm_status_malloc(&status), "allocate status", request.name)
         } catch {
