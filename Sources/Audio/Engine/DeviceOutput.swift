@@ -26,8 +26,11 @@ public final class DeviceOutput: @unchecked Sendable {
         public var available: Bool
         /// The last ALSA error (negative errno), 0 when none.
         public var lastError: Int32
-        /// The call that met it: "open", "write" (the stream failed while playing), "start" (a
-        /// filled stream that would not start), "prepare" (restarting after an xrun or a suspend,
+        /// The call that met it: "open", a setting the device refused as it was set up ("set rate
+        /// 44100 Hz", "set format S32_LE", "set 2 channels", "set period 480 frames", "set buffer
+        /// 1920 frames", "set interleaved access", "apply hw params", "apply sw params", "set up"),
+        /// "write" (the stream failed while playing), "start" (a filled stream that would not
+        /// start), "prepare" (preparing it after its set-up, restarting after an xrun or a suspend,
         /// or waking from idle), "status" (the idle card asked, and gone).
         public var failedCall: String = "open"
         public var framesPlayed: Int
@@ -478,7 +481,8 @@ public final class DeviceOutput: @unchecked Sendable {
         let failure = lastError.load()
         let off = RenderAheadOff(code: renderAheadOffCode.load(ordering: .acquiring))
         return Snapshot(
-            available: available.load(ordering: .acquiring), lastError: failure.code, failedCall: failure.call.name,
+            available: available.load(ordering: .acquiring), lastError: failure.code,
+            failedCall: failure.call.name(openRequest),
             framesPlayed: played, xruns: xruns.load(ordering: .acquiring),
             suspends: suspends.load(ordering: .acquiring), lateCycles: lateCycles.load(ordering: .acquiring),
             reopens: reopens.load(ordering: .acquiring), delayFrames: delay,
@@ -490,6 +494,15 @@ public final class DeviceOutput: @unchecked Sendable {
     // MARK: Output thread
 
     var stopping: Bool { stopFlag.load(ordering: .acquiring) }
+
+    /// What the output thread asks of the PCM when it opens it. Behind a clocked buffer the PCM never
+    /// holds more than two periods: a `file` PCM writes a period to its file a buffer later
+    /// (`hiddenDelayFrames`), and that is what is heard.
+    var openRequest: PCMRequest {
+        var request = spec.pcm
+        if clockedBuffer != nil { request.bufferFrames = 2 * spec.pcm.periodFrames }
+        return request
+    }
 
     private func run() {
         if spec.realtimePriority > 0 {
@@ -503,10 +516,7 @@ public final class DeviceOutput: @unchecked Sendable {
             sink.close()
             return
         }
-        // Behind a clocked buffer the PCM never holds more than two periods: a `file` PCM writes a
-        // period to its file a buffer later (`hiddenDelayFrames`), and that is what is heard.
-        var innerRequest = spec.pcm
-        if clockedBuffer != nil { innerRequest.bufferFrames = 2 * spec.pcm.periodFrames }
+        let innerRequest = openRequest
         var backoff = 250_000_000
         // Losses soon after the open in a row (`shortLivedNanoseconds`), and the pause after the
         // next, doubling at each.
@@ -527,7 +537,8 @@ public final class DeviceOutput: @unchecked Sendable {
                 openAttempts.add(1, ordering: .relaxed)
                 pcm = try PCM(innerRequest)
             } catch {
-                lastError.store(error.code, .open)
+                // The step that failed, as plain values (the text is made by `snapshot`).
+                lastError.store(error.code, LastError.Call(error.step))
                 setAvailable(false)
                 sleepInterruptibly(nanoseconds: backoff)
                 backoff = min(backoff * 2, 8_000_000_000)
@@ -948,13 +959,44 @@ final class LastError: Sendable {
     /// The call that met an error.
     enum Call: UInt64 {
         case open, write, start, prepare, status
-        var name: String {
+        /// A step of the set-up after the open (`PCM.init`): which setting the device refused.
+        case setAccess, setFormat, setChannels, setRate, setPeriod, setBuffer, hwParams, swParams, setUp
+
+        /// The step of `PCM.init` that failed.
+        init(_ step: ALSAError.Step) {
+            self =
+                switch step {
+                case .open: .open
+                case .setAccess: .setAccess
+                case .setFormat: .setFormat
+                case .setChannels: .setChannels
+                case .setRate: .setRate
+                case .setPeriod: .setPeriod
+                case .setBuffer: .setBuffer
+                case .hwParams: .hwParams
+                case .swParams: .swParams
+                case .prepare: .prepare
+                case .other: .setUp
+                }
+        }
+
+        /// What the call asked of `request`'s PCM, as `ALSAError.operation` says it ("set rate 44100 Hz").
+        func name(_ request: PCMRequest) -> String {
             switch self {
             case .open: "open"
             case .write: "write"
             case .start: "start"
             case .prepare: "prepare"
             case .status: "status"
+            case .setAccess: ALSAError.Step.setAccess.operation(for: request)
+            case .setFormat: ALSAError.Step.setFormat.operation(for: request)
+            case .setChannels: ALSAError.Step.setChannels.operation(for: request)
+            case .setRate: ALSAError.Step.setRate.operation(for: request)
+            case .setPeriod: ALSAError.Step.setPeriod.operation(for: request)
+            case .setBuffer: ALSAError.Step.setBuffer.operation(for: request)
+            case .hwParams: ALSAError.Step.hwParams.operation(for: request)
+            case .swParams: ALSAError.Step.swParams.operation(for: request)
+            case .setUp: ALSAError.Step.other.operation(for: request)
             }
         }
     }

@@ -90,6 +90,26 @@ import Testing
         zone.stop()
     }
 
+    /// A card that refuses a setting (a USB DAC without S32_LE, or without 44.1 kHz) says which:
+    /// the zone's failed call is the step of the set-up, with the value it asked for, not "open"
+    /// (the zone said `open failed: Invalid argument` and the user suspected the PCM name).
+    @Test(arguments: [
+        (SampleFormat.s32LE, 48_000, "set format S32_LE"), (SampleFormat.s16LE, 44_100, "set rate 44100 Hz"),
+    ])
+    func aRefusedSettingIsNamed(format: SampleFormat, rate: Int, call: String) throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, format: .s16LE)
+        var s = spec(card.name, rate: rate, format: format)
+        s.pcm.periodFrames = 480
+        s.pcm.bufferFrames = 1_920
+        let zone = DeviceOutput(s)
+        zone.start()
+        defer { zone.stop() }
+        #expect(waitUntil { zone.snapshot().lastError != 0 })
+        let snap = zone.snapshot()
+        #expect(snap.lastError == -EINVAL && snap.failedCall == call, "\(snap.lastError) \(snap.failedCall)")
+        #expect(!snap.available)
+    }
+
     /// A PCM that opens but whose writes fail (-EIO; a `file` PCM writing to /dev/full) is opened
     /// again at once the first time, then after 0.25 s doubling: it was reopened at once, over and
     /// over, on the output thread (hundreds of times a second here), the zone flapping.

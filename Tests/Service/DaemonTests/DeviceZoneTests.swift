@@ -123,6 +123,19 @@ import Testing
         #expect(seconds < 2, "stopping with a zone on a held card took \(seconds) s")
     }
 
+    /// A card that refuses the zone's rate (a USB DAC without 44.1 kHz) says which setting it
+    /// refused, in the status and the event: not "open failed", which sent the user to the PCM name.
+    @Test func aCardThatRefusesTheRateSaysSo() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000)
+        let t = try TestDaemon(zones: [("card", 44_100, card.name)], deviceClocked: ["card"])
+        defer { t.stop() }
+        let expected = "ALSA PCM \"\(card.name)\": set rate 44100 Hz failed: Invalid argument (-22)"
+        #expect(waitUntil(seconds: 5) { (try? zone(t, "card"))??.error == expected })
+        #expect(try zone(t, "card")?.error == expected)
+        let event = t.waitForEvent("zone-unavailable", seconds: 5)
+        #expect(event?.reason == expected, "\(String(describing: event?.reason))")
+    }
+
     /// Two zones set to `render-ahead`: one on a card, which renders ahead (`rendersAhead: true`),
     /// and one on a card behind alsa-lib's `rate` plugin, which cannot rewind: that one says so
     /// (`rendersAhead: false`, a `render-ahead-off` event naming it) and plays on.

@@ -9,10 +9,39 @@ public struct ALSAError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The negative errno alsa-lib returned (e.g. -ENOENT, -EBUSY, -ENODEV).
     public var code: Int32
 
-    public init(operation: String, pcm: String, code: Int32) {
+    /// Which step of opening and setting up the PCM failed (`.other` for any other call): what the
+    /// card refused, as plain values, for a thread that may not allocate to keep.
+    public var step: Step
+
+    public init(operation: String, pcm: String, code: Int32, step: Step = .other) {
         self.operation = operation
         self.pcm = pcm
         self.code = code
+        self.step = step
+    }
+
+    /// The steps of `PCM.init`: the open, then each setting the device may refuse.
+    public enum Step: UInt8, Sendable, CaseIterable {
+        case open, setAccess, setFormat, setChannels, setRate, setPeriod, setBuffer, hwParams, swParams, prepare
+        /// A step of the set-up not named above (allocating, querying, reading back), or any other call.
+        case other
+
+        /// What the step asked for, as `operation` says it: "set rate 44100 Hz", "set format S32_LE".
+        public func operation(for r: PCMRequest) -> String {
+            switch self {
+            case .open: "open"
+            case .setAccess: "set interleaved access"
+            case .setFormat: "set format \(r.format.rawValue)"
+            case .setChannels: "set \(r.channels) channels"
+            case .setRate: "set rate \(r.rate) Hz"
+            case .setPeriod: "set period \(r.periodFrames) frames"
+            case .setBuffer: "set buffer \(r.bufferFrames) frames"
+            case .hwParams: "apply hw params"
+            case .swParams: "apply sw params"
+            case .prepare: "prepare"
+            case .other: "set up"
+            }
+        }
     }
 
     /// alsa-lib's text for the error code. The corresponding C function is `snd_strerror`.
@@ -39,4 +68,12 @@ public struct ALSAError: Error, Equatable, Sendable, CustomStringConvertible {
 @inline(__always)
 func check(_ result: Int32, _ operation: @autoclosure () -> String, _ pcm: String) throws(ALSAError) {
     if result < 0 { throw ALSAError(operation: operation(), pcm: pcm, code: result) }
+}
+
+/// Turns a negative alsa-lib return value of a set-up step into an `ALSAError` that names it.
+@inline(__always)
+func check(_ result: Int32, _ step: ALSAError.Step, _ request: PCMRequest) throws(ALSAError) {
+    if result < 0 {
+        throw ALSAError(operation: step.operation(for: request), pcm: request.name, code: result, step: step)
+    }
 }

@@ -60,12 +60,12 @@ public final class PCM {
         // Opened non-blocking: a card another program holds (a sound server, an `aplay -D hw:0`)
         // answers -EBUSY at once. A blocking open waits in the kernel until it is let go, and the
         // zone's output thread with it: stop and reload never finished.
-        try check(snd_pcm_open(&pcm, request.name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK), "open", request.name)
-        guard let pcm else { throw ALSAError(operation: "open", pcm: request.name, code: -ENODEV) }
+        try check(snd_pcm_open(&pcm, request.name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK), .open, request)
+        guard let pcm else { throw ALSAError(operation: "open", pcm: request.name, code: -ENODEV, step: .open) }
         var status: OpaquePointer?
         do {
             // Written in blocking mode, as before.
-            try check(snd_pcm_nonblock(pcm, 0), "open", request.name)
+            try check(snd_pcm_nonblock(pcm, 0), .open, request)
             configuration = try Self.configure(pcm, request)
             try check(snd_pcm_status_malloc(&status), "allocate status", request.name)
         } catch {
@@ -93,19 +93,19 @@ public final class PCM {
         try check(snd_pcm_hw_params_malloc(&hw), "allocate hw params", name)
         defer { snd_pcm_hw_params_free(hw) }
         try check(snd_pcm_hw_params_any(pcm, hw), "query hw params", name)
-        try check(snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED), "set interleaved access", name)
-        try check(snd_pcm_hw_params_set_format(pcm, hw, r.format.alsaFormat), "set format \(r.format.rawValue)", name)
-        try check(snd_pcm_hw_params_set_channels(pcm, hw, UInt32(r.channels)), "set \(r.channels) channels", name)
+        try check(snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED), .setAccess, r)
+        try check(snd_pcm_hw_params_set_format(pcm, hw, r.format.alsaFormat), .setFormat, r)
+        try check(snd_pcm_hw_params_set_channels(pcm, hw, UInt32(r.channels)), .setChannels, r)
         var rate = UInt32(r.rate)
         var dir: Int32 = 0
         try check(snd_pcm_hw_params_set_rate_resample(pcm, hw, 0), "disable ALSA resampling", name)
-        try check(snd_pcm_hw_params_set_rate(pcm, hw, rate, 0), "set rate \(r.rate) Hz", name)
+        try check(snd_pcm_hw_params_set_rate(pcm, hw, rate, 0), .setRate, r)
         var period = snd_pcm_uframes_t(r.periodFrames)
         try check(
-            snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, &dir), "set period \(r.periodFrames) frames", name)
+            snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, &dir), .setPeriod, r)
         var buffer = snd_pcm_uframes_t(max(r.bufferFrames, Int(period) * 2))
-        try check(snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer), "set buffer \(r.bufferFrames) frames", name)
-        try check(snd_pcm_hw_params(pcm, hw), "apply hw params", name)
+        try check(snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer), .setBuffer, r)
+        try check(snd_pcm_hw_params(pcm, hw), .hwParams, r)
         try check(snd_pcm_hw_params_get_rate(hw, &rate, &dir), "read rate", name)
         try check(snd_pcm_hw_params_get_period_size(hw, &period, &dir), "read period size", name)
         try check(snd_pcm_hw_params_get_buffer_size(hw, &buffer), "read buffer size", name)
@@ -117,8 +117,8 @@ public final class PCM {
         // Start once the buffer is full, so the first periods do not underrun.
         try check(snd_pcm_sw_params_set_start_threshold(pcm, sw, buffer - buffer % period), "set start threshold", name)
         try check(snd_pcm_sw_params_set_avail_min(pcm, sw, period), "set avail min", name)
-        try check(snd_pcm_sw_params(pcm, sw), "apply sw params", name)
-        try check(snd_pcm_prepare(pcm), "prepare", name)
+        try check(snd_pcm_sw_params(pcm, sw), .swParams, r)
+        try check(snd_pcm_prepare(pcm), .prepare, r)
         return Configuration(
             rate: Int(rate), channels: r.channels, format: r.format,
             periodFrames: Int(period), bufferFrames: Int(buffer))
