@@ -271,6 +271,9 @@ static snd_pcm_sframes_t pointer_locked(snd_pcm_ioplug_t *io) {
     bool alive = read_input(b, 0);
     settle(b);
     if (!alive) return -EPIPE;
+    // Before hw_params there is no buffer (and no boundary) to wrap the pointer at: snd_pcm_status
+    // right after the open divided by zero (SIGFPE).
+    if (io->buffer_size == 0) return 0;
     uint64_t hw = b->consumed > b->base ? b->consumed - b->base : 0;
     return (snd_pcm_sframes_t)(hw % (b->boundary ? b->boundary : io->buffer_size));
 }
@@ -308,8 +311,11 @@ static int prepare_locked(snd_pcm_ioplug_t *io) {
                     b->source);
         return -ENODEV;
     }
+    // A prepare discards what was written and not played, as a drop does: batond forgets it too
+    // (and a pending drain). Only the plugin's count was reset, and what the program had written
+    // played on in batond under the buffer it then wrote again.
+    if (b->sent > b->consumed || b->draining) send_message(b, BATON_MSG_DROP, NULL, 0, NULL, 0);
     b->base = b->sent;
-    if (b->draining) send_message(b, BATON_MSG_DROP, NULL, 0, NULL, 0);   // forgotten at batond too
     b->draining = false;
     update_ready(b);
     return 0;
