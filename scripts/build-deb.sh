@@ -80,12 +80,15 @@ else
     products=(batond batonctl)
     # The one release build (scripts/release-flags.sh): static Swift runtime, full RELRO (-z now).
     . scripts/release-flags.sh
-    products+=($(swift package dump-package 2>/dev/null | python3 -c '
+    # python3 reads the package's JSON (install-deps.sh --package installs it); a failure here is
+    # an error, not a package without its plugin.
+    listed=$(swift package dump-package 2>/dev/null | python3 -c '
 import json, sys
 for p in json.load(sys.stdin).get("products", []):
     # The virtual test card (batontest) is for the tests only, never shipped.
     if p["name"].startswith("asound_module_pcm_") and p["name"] != "asound_module_pcm_batontest" and "library" in p.get("type", {}):
-        print(p["name"])' || true))
+        print(p["name"])') || { echo "baton: cannot list the ALSA plugin products (swift package dump-package | python3)" >&2; exit 1; }
+    products+=($listed)
     for product in "${products[@]}"; do
         quiet_build "${release_flags[@]}" --scratch-path "$scratch" --product "$product" || exit 1
     done
@@ -194,8 +197,9 @@ for object in "${objects[@]}"; do
     fi
     break
 done
-# postinst creates the system user with useradd and usermod (passwd is required, not essential).
-depends="$depends, passwd"
+# postinst creates the system user with useradd and usermod (passwd is required, not essential);
+# the unit's ExecReload runs /bin/kill (procps is important, not required: a minimal system lacks it).
+depends="$depends, passwd, procps"
 
 # md5sums of every file but the conffile (dpkg keeps the conffiles' own sums), as dh_md5sums writes it.
 (cd "$pkg" && find . -type f ! -path './DEBIAN/*' ! -path './etc/*' -printf '%P\0' | LC_ALL=C sort -z \
@@ -210,7 +214,7 @@ Architecture: $arch
 Maintainer: ${BATON_MAINTAINER:-Baton maintainers <baton@users.noreply.github.com>}
 Installed-Size: $size
 Depends: $depends
-Recommends: alsa-utils
+Recommends: alsa-utils, espeak-ng
 Section: sound
 Priority: optional
 Description: multi-zone audio router for Raspberry Pi speakers

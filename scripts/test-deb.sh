@@ -230,4 +230,13 @@ umount "$root/proc" && proc_mounted=""
 if in_root apt-get purge -y -q baton > "$work/purge.log" 2>&1; then pass "apt-get purge baton"; else fail "apt-get purge baton" "$(tail -15 "$work/purge.log")"; fi
 check "purge removed the enablement, /var/lib/baton and /etc/baton" sh -c "[ ! -e '$root/etc/systemd/system/multi-user.target.wants/baton.service' ] && [ ! -e '$root/var/lib/baton' ] && [ ! -e '$root/etc/baton' ]"
 
+# Installed again where an administrator made the group baton before the user (the API token
+# file's group): postinst's useradd --user-group refused, and the package was left unconfigured.
+if in_root userdel baton > "$work/again.log" 2>&1 && in_root groupadd --system baton >> "$work/again.log" 2>&1 \
+    && in_root apt-get install -y -q --no-install-recommends "/tmp/$name" >> "$work/again.log" 2>&1; then
+    check "installed again with a group baton made first: the user is in it" sh -c "[ \"\$(chroot '$root' id -gn baton)\" = baton ]"
+else
+    fail "installed again with a group baton made first" "$(tail -15 "$work/again.log")"
+fi
+
 finish
