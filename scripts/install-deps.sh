@@ -11,16 +11,17 @@ runtime=(alsa-utils espeak-ng)
 # (ffmpeg makes the Subsonic test library and transcodes for the test server; python3-venv hosts it;
 # snapserver and snapclient for the Snapcast zone tests, which run their own on loopback ports;
 # chromium-driver lets Selenium drive chromium in scripts/test-webapp.sh; stress-ng loads every core
-# next to batond in the soak.)
+# next to batond in the soak; systemd's systemd-analyze checks the unit file.)
 # (mpd, mpc, mpv + mpv-mpris, shairport-sync, pulseaudio-utils and dbus play through the baton PCM in ExternalTests;
 # python3 too, through alsa-lib with ctypes: a non-blocking drain, NonBlockingDrainTests.)
 testing=(sox ffmpeg python3 python3-venv chromium chromium-driver openssl mosquitto mosquitto-clients snapserver snapclient
          mpd mpc mpv mpv-mpris shairport-sync pulseaudio pulseaudio-utils pulseaudio-module-raop avahi-daemon dbus
-         stress-ng)
+         stress-ng systemd)
 
 # scripts/build-deb.sh: dpkg-shlibdeps, dpkg-parsechangelog and dpkg-architecture (dpkg-dev), pandoc for
-# the man pages. The test suite builds a package too, so --test includes them.
-package=(dpkg-dev pandoc)
+# the man pages, python3 to list the ALSA plugin products. The test suite builds a package too, so --test
+# includes them.
+package=(dpkg-dev pandoc python3)
 # scripts/test-deb.sh: a Debian 12 root to install the package into, and lintian to check it.
 package_test=(debootstrap lintian)
 
@@ -61,3 +62,22 @@ sudo=""
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# The tests and benchmarks start their own servers and players, on loopback ports of their own. These
+# packages also start and enable system services that outlive them: an AirPlay target and an open
+# snapserver on the local network, an MPD or snapclient playing into the card batond uses. On a
+# machine run by systemd, those this script just installed are stopped and disabled again.
+if [ -d /run/systemd/system ]; then
+  units=()
+  for p in "${missing[@]}"; do
+    case "$p" in
+      shairport-sync|snapserver|snapclient|mosquitto) units+=("$p.service") ;;
+      mpd) units+=(mpd.service mpd.socket) ;;
+      avahi-daemon) units+=(avahi-daemon.service avahi-daemon.socket) ;;
+    esac
+  done
+  if [ ${#units[@]} -gt 0 ]; then
+    echo "baton: stopping and disabling ${units[*]} (installed for the tests, which start their own)" >&2
+    $sudo systemctl disable --now "${units[@]}" >/dev/null 2>&1 || true
+  fi
+fi

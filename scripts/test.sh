@@ -39,17 +39,19 @@ done
 # Two more on other ports for the fault tests (the client's and the daemon's), which kill and
 # restart theirs, so tests running in parallel against the first are never disturbed.
 servers=("4533 /tmp/baton-subsonic.env" "4534 /tmp/baton-subsonic-faults.env" "4535 /tmp/baton-subsonic-daemon-faults.env")
-for s in "${servers[@]}"; do
-  set -- $s
-  BATON_SUBSONIC_PORT=$1 BATON_SUBSONIC_ENV=$2 scripts/subsonic-server.sh start || exit 1
-done
 stop_servers() {
   for s in "${servers[@]}"; do
     set -- $s
     BATON_SUBSONIC_PORT=$1 BATON_SUBSONIC_ENV=$2 scripts/subsonic-server.sh stop >/dev/null 2>&1 || true
   done
 }
+# Before the first start: a second that fails (its port taken) stops the first too, not left to be
+# reused by the next run with an older library.
 trap stop_servers EXIT
+for s in "${servers[@]}"; do
+  set -- $s
+  BATON_SUBSONIC_PORT=$1 BATON_SUBSONIC_ENV=$2 scripts/subsonic-server.sh start || exit 1
+done
 took "starting the Subsonic servers"
 swift test --skip-build --skip SoakTests --skip SnapcastHouseTests 2>&1 | tee .build/test.log | grep --line-buffered -vE '^(◇|↳ (Testing Library|Target Platform))'
 status=${PIPESTATUS[0]}
