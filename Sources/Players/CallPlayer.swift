@@ -41,13 +41,19 @@ public final class CallPlayer: Source, @unchecked Sendable {
                 return nil
             }
         }
+        // A zone whose card is lost holds the call as a paused one does: with every zone out (one
+        // zone's card lost, or all of them) the pump pulls the call at its pace and drops it, and
+        // the call is heard live when a card is back. Nothing pulled it: the door overran the
+        // jitter buffer every 2.56 s (each time one packet refused as "far from the call's"), and
+        // the card came back up to 2.5 s behind the door, then caught up over seconds, one packet
+        // in six dropped.
         // The zones pumped are what a zone left behind is judged among (one left out is never in
         // step: a zone coming back took it for the place to rejoin at).
         let pumped = converted.map(\.0)
         let targets = converted.map { (o, resampler) in
             IntercomPump.Target(
                 ring: o.slot.ring, channels: o.channels, rate: o.rate, resampler: resampler, wrote: o.slot.wrote,
-                isHeld: { o.slot.isPauseRequested },
+                isHeld: { o.slot.isPauseRequested || o.isOut },
                 inStep: { !o.isLeftBehind(among: pumped) && (!o.slot.isBehind || o.rejoins(among: pumped)) },
                 drop: { o.drop($0) })
         }

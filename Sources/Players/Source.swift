@@ -69,8 +69,12 @@ public struct SourceOutput: Sendable {
     /// every room). With every zone out the source waits, and goes on from where it was when one is
     /// back. Any thread.
     public func isLeftBehind(among outputs: some Sequence<SourceOutput>) -> Bool {
-        device.spec.stream == nil && !device.isAvailable && outputs.contains { $0.device.isAvailable }
+        isOut && outputs.contains { $0.device.isAvailable }
     }
+
+    /// True while this zone's device is out and stopped taking frames: its card lost (a Snapcast
+    /// zone takes them on, unheard). Any thread.
+    public var isOut: Bool { device.spec.stream == nil && !device.isAvailable }
 
     /// Whether this zone takes the source's frames with the others: neither left behind
     /// (`isLeftBehind`) nor behind since (`rejoins`). Any thread.

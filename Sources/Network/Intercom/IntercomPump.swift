@@ -24,7 +24,8 @@ public final class IntercomPump: @unchecked Sendable {
         /// `SourceSlot.wrote`: it wakes an output stopped while idle for the call's first frames).
         public let wrote: @Sendable () -> Void
         /// Whether the zone does not take the call now (its slot paused: the call interrupted by a
-        /// policy that lets something over it, or paused by the user). Any thread.
+        /// policy that lets something over it, or paused by the user; or its card lost, its output
+        /// reading nothing). Any thread.
         public let isHeld: @Sendable () -> Bool
         /// Whether the zone takes the call's next frames with the others (`SourceOutput`'s
         /// `isLeftBehind` and `rejoins`): false while its card is lost and another zone plays, and
@@ -128,11 +129,11 @@ public final class IntercomPump: @unchecked Sendable {
         catchUp()
         var heldUntil: Int?
         while running.load(ordering: .acquiring) {
-            // Held in every zone, the call goes on where it is said, and is heard live again when it
-            // is taken up: its audio is pulled at its pace, and dropped. It used to wait in the jitter
-            // buffer, which the sender then overran every 2.56 s (each time taken for another stream,
-            // said in `lastRefused`): the call came back up to 2.5 s behind the door, and caught up
-            // over seconds.
+            // Held in every zone (paused, or every zone's card lost), the call goes on where it is
+            // said, and is heard live again when it is taken up: its audio is pulled at its pace,
+            // and dropped. It used to wait in the jitter buffer, which the sender then overran every
+            // 2.56 s (each time taken for another stream, said in `lastRefused`): the call came back
+            // up to 2.5 s behind the door, and caught up over seconds.
             if !targets.isEmpty && targets.allSatisfy({ $0.isHeld() }) {
                 let now = clock()
                 var due = heldUntil ?? now
@@ -144,6 +145,8 @@ public final class IntercomPump: @unchecked Sendable {
                 usleep(UInt32(interval / 1_000))
                 continue
             }
+            // Taken up again: what the jitter buffer gathered beyond its target meanwhile is skipped.
+            if heldUntil != nil { catchUp() }
             heldUntil = nil
             // The emptiest ring of a zone in step decides: top it up to `lead`, 5 ms at a time. A
             // zone whose card is lost while another plays is not waited for: its ring, full and

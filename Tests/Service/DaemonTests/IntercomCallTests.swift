@@ -360,6 +360,54 @@ import Testing
         #expect(try t.status().sources.first { $0.id == call }?.state == "playing")
     }
 
+    /// A call on one zone, whose card is lost for 3 s mid-call and comes back: the call is heard
+    /// there again in step with the door — the jitter buffer holds its usual delay, not what the
+    /// door sent meanwhile — and none of the door's packets was refused. With its one card out,
+    /// nothing pulled the call: the door overran the jitter buffer every 2.56 s (one packet refused
+    /// as "far from the call's" each time), and the card came back playing up to 2.5 s behind the
+    /// door, catching up over seconds, one packet in six dropped.
+    @Test func aCallWhoseOnlyCardIsLostComesBackLive() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name)],
+            intercom: IntercomConfig(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["card"], silenceTimeout: .seconds(2)),
+            deviceClocked: ["card"])
+        defer { t.stop() }
+        let listen = try #require(try t.status().intercom?.listen)
+        let port = try #require(UInt16(listen.split(separator: ":").last ?? ""))
+        let zone = { try? t.status().zones.first { $0.name == "card" } }
+        #expect(waitUntil { zone()?.state == "available" })
+        let caller = Self.call(port, seconds: 14)
+        defer { pthread_join(caller, nil) }
+        let call = try #require(Self.grantedCall(t)?.source, "the RTP call starts")
+        let heard = { zone()?.sources.first { $0.source == call }.map { Double($0.positionFrames) / 48_000 } ?? 0 }
+        #expect(waitUntil(seconds: 10) { heard() > 1 })
+        card.send(.unplug)
+        #expect(waitUntil { zone()?.state == "unavailable" })
+        usleep(3_000_000)
+        card.send(.replug)
+        #expect(waitUntil(seconds: 4) { zone()?.state == "available" })
+        let receiver = try #require(t.daemon.parts.intercom.receiver)
+        usleep(300_000)
+        // Queued in the jitter buffer beyond its target, over the second after the card is back.
+        var beyond: [Int] = []
+        for _ in 0..<20 {
+            let (target, buffered) = receiver.delays
+            beyond.append((buffered - target) / 1_000_000)
+            usleep(50_000)
+        }
+        #expect(beyond.allSatisfy { $0 < 100 }, "ms queued beyond the target: \(beyond)")
+        let status = try #require(try t.status().intercom)
+        #expect(status.foreign == 0 && status.lastRefused == nil, "\(status)")
+        // Heard on the card again: the door's 880 Hz (ffmpeg's sine: amplitude 1/8) in its last 100 ms.
+        let left = Signals.channel(ALSATestRig.readS16(card.record), 0, of: 2)
+        let tail = Array(left.suffix(4_800))
+        let level = Signals.windowedToneLevel(tail[...], frequency: 880, rate: 48_000)
+        #expect(level > 0.08, "880 Hz at \(level) on the card after it came back")
+        #expect(try t.status().sources.first { $0.id == call }?.state == "playing")
+    }
+
     /// A call queued behind an announcement (a policy that lets announcements over calls) is heard
     /// live once granted, not from where it came in. The door sends 880 Hz for 1.5 s, then
     /// 1320 Hz; the announcement is stopped 2.5 s after the call came, and the kitchen hears no 880
