@@ -139,6 +139,25 @@ extension JitterBuffer {
         lastFrames = slotFrames[slot]
     }
 
+    /// Moves play-out to `seq`, dropping what is queued before it (counted trimmed): the queue is
+    /// full and the stream goes on. Receive side.
+    mutating func dropOldest(before seq: Int64) {
+        while nextSeq < seq {
+            let slot = index(nextSeq)
+            if slotSeq[slot] == nextSeq && slotState[slot] == .queued {
+                slotState[slot] = .played
+                counters.trimmed += 1
+                advance(past: slot)
+            } else {
+                nextSeq += 1
+                nextTimestamp += Int64(lastFrames)
+            }
+        }
+        let slot = index(nextSeq)
+        if slotSeq[slot] == nextSeq && slotState[slot] == .queued { nextTimestamp = slotTimestamp[slot] }
+        underrunFrames = 0
+    }
+
     func nearestQueued(after seq: Int64) -> Int64? {
         guard highestSeq > seq else { return nil }
         var s = seq + 1

@@ -15,6 +15,7 @@ import OpusCodec
 ///   48 kHz samples (RFC 7587). Reorders; drops duplicates and packets that come after their turn.
 /// - Play-out starts `targetDelay` after the first packet. A packet missing at its turn while a later one
 ///   is there is lost: rebuilt from the next packet's in-band FEC when it has some, else concealed (PLC).
+/// - A full queue (nothing took the audio) drops its oldest packet for the stream's next one.
 /// - Nothing queued at all (an underrun) is concealed for up to `maximumUnderrun` without advancing, so
 ///   the delay grows by what the network held back; past that the buffer waits and re-anchors on the
 ///   next packet. A sequence jump beyond the buffer's reach resets it.
@@ -42,7 +43,8 @@ public struct JitterBuffer: Sendable {
         public var maximumUnderrun = 100_000_000
         /// How long the locked SSRC must be silent before another SSRC may take over (ns).
         public var sourceTakeover = 500_000_000
-        /// Packets held at most (sequence numbers further ahead reset the buffer).
+        /// Packets held at most (a sequence number further ahead resets the buffer; the stream's next
+        /// past a full queue drops the oldest).
         public var slots = 128
         /// The largest payload accepted, in bytes.
         public var maximumPayload = 1_500
@@ -79,7 +81,8 @@ public struct JitterBuffer: Sendable {
         public var malformed = 0
         /// Valid RTP of another stream: wrong payload type, another SSRC while locked, or an ended stream.
         public var foreign = 0
-        /// Packets dropped to bring the delay down to the target.
+        /// Packets dropped to bring the delay down to the target, or to make room for the stream's
+        /// next when nothing took them (the queue full).
         public var trimmed = 0
         /// Frames of concealment inserted without a loss: to raise the delay, or during an underrun.
         public var stretched = 0
@@ -294,7 +297,14 @@ public struct JitterBuffer: Sendable {
         // A.1's probation): one stray packet (corrupt, or a duplicate seconds late) re-anchored the
         // play-out, and the next normal one again — the queue and a delay's worth lost twice.
         let far = Int64(configuration.slots)
-        if phase != .rebuffering && phase != .idle, seq - nextSeq >= far || seq - nextSeq <= -far {
+        if phase != .rebuffering && phase != .idle, seq - nextSeq >= far, seq > highestSeq, seq - highestSeq < far / 2 {
+            // The stream goes on past a full queue (the packet after its newest, or nearly): nothing
+            // took its audio — a call queued behind a source its policy lets over it. The oldest
+            // is dropped, and play-out moves on. It was refused as far from the call's (said in
+            // `lastRefused`, counted foreign) and the next restarted the stream, every 2.56 s.
+            jumpCandidate = nil
+            dropOldest(before: seq - far + 1)
+        } else if phase != .rebuffering && phase != .idle, seq - nextSeq >= far || seq - nextSeq <= -far {
             defer { jumpCandidate = seq }
             guard jumpCandidate == seq - 1 else { return foreign(.outOfSequence(seq)) }
         } else {

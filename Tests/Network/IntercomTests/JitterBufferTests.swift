@@ -297,6 +297,32 @@ import Testing
         #expect(sim.buffer.counters.resets == 1)
     }
 
+    /// A stream nobody takes for seconds (a call queued behind an announcement: its pump not started;
+    /// or taken at first, then not): each packet past a full queue drops the oldest, and play-out
+    /// goes on from the newest 128 — none refused, no restart. The 129th was refused as far from
+    /// the call's (the status said the call's own stream was refused, and counted it foreign), and
+    /// the next restarted the stream, every 2.56 s.
+    @Test(arguments: [0, 50])
+    func aFullQueueDropsItsOldest(takenFirst: Int) throws {
+        let packets = try tonePackets(seconds: 8)
+        let sim = try PlayoutSimulation()
+        var outcomes: [JitterBuffer.InsertOutcome] = []
+        for i in packets.indices {
+            outcomes.append(sim.insert(datagram(packets[i], index: i), at: i * 20 * ms))
+            if i < takenFirst { try sim.consume(at: i * 20 * ms) }
+        }
+        #expect(outcomes.first == .started && outcomes.dropFirst().allSatisfy { $0 == .accepted })
+        let c = sim.buffer.counters
+        #expect(c.foreign == 0 && c.resets == 0 && c.received == packets.count, "\(c)")
+        #expect(sim.buffer.nextSeq == Int64(1_000 + packets.count - 128))
+        #expect(sim.buffer.bufferedDelay == 128 * 20 * ms)  // the newest 128 packets
+        // Taken up: it plays the newest packets, the tone.
+        let from = sim.audio.count
+        for k in 0..<50 { try sim.consume(at: 8_000 * ms + k * 20 * ms) }
+        let levels = toneLevels(Array(sim.audio[from...])).dropFirst(2)
+        #expect(levels.allSatisfy { $0 > 0.3 }, "\(levels.map { Int($0 * 100) })")
+    }
+
     /// A sender in sequence whose timestamps leap by all the wire allows (2³¹ − 1 each packet: a
     /// hostile one) keeps the buffer's timestamps near zero: they grew by that much per packet,
     /// and after 2³² packets the arithmetic on them trapped — the daemon down. Shifted, they still

@@ -410,7 +410,7 @@ import Testing
 
     /// A call queued behind an announcement (a policy that lets announcements over calls) is heard
     /// live once granted, not from where it came in. The door sends 880 Hz for 1.5 s, then
-    /// 1320 Hz; the announcement is stopped 2.5 s after the call came, and the kitchen hears no 880
+    /// 1320 Hz; the announcement is stopped 3 s after the call came, and the kitchen hears no 880
     /// Hz after it. Nothing pulled the queued call: its jitter buffer filled, and it was heard from
     /// its first packet, seconds behind the door.
     @Test func aCallQueuedThenGrantedIsHeardLive() throws {
@@ -422,7 +422,11 @@ import Testing
         let queued = try #require(
             t.waitForEvent("queued", seconds: 20).flatMap { $0.source?.hasPrefix("call-") == true ? $0 : nil },
             "the call is queued")
-        usleep(2_500_000)  // the door goes on, into its second tone
+        usleep(3_000_000)  // the door goes on, into its second tone, beyond what the jitter buffer holds
+        // Queued, nothing takes the call's audio: the jitter buffer drops its oldest, and refuses
+        // none of the door's packets. Overrun every 2.56 s, it refused one as "far from the call's".
+        let waited = try #require(try t.status().intercom)
+        #expect(waited.foreign == 0 && waited.lastRefused == nil, "\(waited)")
         #expect(try t.request("POST", "/api/v1/music/stop", #"{"id": "\#(bell)"}"#).status == 200)
         let granted = try #require(t.waitForEvent("granted", source: queued.source ?? "", seconds: 5))
         #expect(waitUntil(seconds: 5) { t.left("kitchen").count > (granted.zoneFrames?["kitchen"] ?? 0) + 44_100 })
