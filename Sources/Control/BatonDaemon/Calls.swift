@@ -1,3 +1,4 @@
+import Arbiter
 import BatonConfig
 import ControlParts
 import Players
@@ -83,6 +84,18 @@ public struct Calls: Sendable {
             zones = available.map(\.name)
             return CallPlayer(receiver: receiver) { why in
                 events.publish(type: .intercomError, reason: why)
+            }
+        }
+        // A call queued (a policy lets something over calls) is the receiver's call too, as a granted
+        // one is (`CallPlayer.start`): timed from now, a hang-up not yet carried out taken back, the
+        // door's stream the call's again. A reload that reopened a queued call's zone ended it (its
+        // source's stop hangs up the receiver) and made it again, queued: the door's packets were
+        // then refused as a hung-up stream's, the receiver said no call was on, and the queued call
+        // stayed with no silence timeout to end it. Under the state lock, and only while still
+        // queued: granted since, its start did it; ended since, its hang-up stands.
+        if admission.outcome == .queued {
+            daemon.state.withLock { s in
+                if s.arbiter.state(of: SourceID(admission.id)) == .queued { receiver.expectCall() }
             }
         }
         return admission

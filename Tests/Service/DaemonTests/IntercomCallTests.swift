@@ -174,16 +174,18 @@ import Testing
     }
 
     /// A daemon whose policy puts calls below announcements, queued behind them (the intercom on
-    /// the kitchen), with a 30 s announcement playing there: the daemon, the intercom's port and
-    /// the announcement's id.
-    static func callsQueuedBehindABell(silenceTimeout: Duration) throws -> (TestDaemon, UInt16, String) {
+    /// `zones`: the kitchen), with a 30 s announcement playing in the kitchen: the daemon, the
+    /// intercom's port and the announcement's id.
+    static func callsQueuedBehindABell(
+        silenceTimeout: Duration, zones: [String] = ["kitchen"]
+    ) throws -> (TestDaemon, UInt16, String) {
         var policy = PolicyConfig.default
         policy.classes[2].priority = 40  // below announcements
         policy.classes[2].duringHigher = .queue
         let t = try TestDaemon(
             policy: policy,
             intercom: IntercomConfig(
-                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"], silenceTimeout: silenceTimeout))
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: zones, silenceTimeout: silenceTimeout))
         do {
             let listen = try #require(try t.status().intercom?.listen)
             let port = try #require(UInt16(listen.split(separator: ":").last ?? ""))
@@ -281,6 +283,47 @@ import Testing
                 call = try? t.status().sources.first { $0.class == "call" && $0.state == "playing" }?.id
                 return call.map { heard($0, "kitchen") > 4_410 && heard($0, "patio") > 4_410 } ?? false
             }, "the call goes on: \(String(describing: try? t.status().sources))")
+    }
+
+    /// A call from the door on the kitchen and the patio, an announcement in the kitchen over it (a
+    /// policy that lets announcements over calls); a reload points the patio at a card that is not
+    /// there: the call is made again on the kitchen alone, queued behind the announcement, and is
+    /// still the receiver's — the door's packets are taken, not refused — and once the announcement
+    /// ends it is granted and heard. The reload ended the call (its source's stop hangs up the
+    /// receiver), and the call made again, queued, never took that back: the door's stream was
+    /// refused as a hung-up one's, the receiver said no call was on beside a queued call, and with
+    /// no silence timeout to end it, the queued call stayed.
+    @Test func aCallMadeAgainQueuedByAReloadIsStillTheDoorsCall() throws {
+        let (t, port, bell) = try Self.callsQueuedBehindABell(silenceTimeout: .seconds(2), zones: ["kitchen", "patio"])
+        defer { t.stop() }
+        let caller = Self.call(port, seconds: 12)
+        defer { pthread_join(caller, nil) }
+        let first = try #require(Self.grantedCall(t)?.source, "the RTP call starts (heard on the patio)")
+        var new = t.config
+        new.zones[1].pcm = ALSATestRig.missingPCM  // patio is reopened, and cannot open
+        #expect(t.daemon.apply(new).zonesChanged == ["patio"])
+        var call: String?
+        #expect(
+            waitUntil(seconds: 5) {
+                call = try? t.status().sources.first { $0.class == "call" && $0.id != first }?.id
+                return call != nil
+            }, "the call is made again: \(String(describing: try? t.status().sources))")
+        let again = try #require(call)
+        #expect(try t.status().sources.first { $0.id == again }?.state == "queued")
+        // Refused until the call was made again: the reload's wait for the patio to open (1 s).
+        let before = try #require(try t.status().intercom)
+        usleep(500_000)  // the door goes on sending
+        let waiting = try #require(try t.status().intercom)
+        #expect(waiting.inCall && waiting.foreign == before.foreign && waiting.lastRefused == nil, "\(waiting)")
+        #expect(try t.request("POST", "/api/v1/music/stop", #"{"id": "\#(bell)"}"#).status == 200)
+        #expect(t.waitForEvent("granted", source: again, seconds: 5) != nil)
+        let heard = {
+            (try? t.status().zones.first { $0.name == "kitchen" }?.sources.first { $0.source == again }?.positionFrames)
+                ?? 0
+        }
+        #expect(waitUntil(seconds: 5) { heard() > 22_050 }, "the call is heard")
+        let after = try #require(try t.status().intercom)
+        #expect(after.inCall && after.foreign == before.foreign && after.lastRefused == nil, "\(after)")
     }
 
     /// Calls started at once (requests, or a request and the first packets) make one call: the
