@@ -18,7 +18,7 @@ import OpusCodec
 /// - A full queue (nothing took the audio) drops its oldest packet for the stream's next one.
 /// - Nothing queued at all (an underrun) is concealed for up to `maximumUnderrun` without advancing, so
 ///   the delay grows by what the network held back; past that the buffer waits and re-anchors on the
-///   next packet. A sequence jump beyond the buffer's reach resets it.
+///   next packet. A sequence jump beyond the buffer's reach resets it (the jitter measured afresh).
 /// - The target delay is the spread of packet transit times (arrival minus RTP timestamp) over the last
 ///   `jitterWindow` packets plus a margin, within `minimumDelay…maximumDelay`; it starts at
 ///   `initialDelay`. The buffered audio is steered towards it by dropping a packet when it is one
@@ -312,7 +312,6 @@ public struct JitterBuffer: Sendable {
         }
         counters.received += 1
         lastArrival = now
-        recordTransit(now: now, timestamp: timestamp)
 
         if phase == .rebuffering { anchor(seq: seq, timestamp: timestamp, now: now) }
         let ahead = seq - nextSeq
@@ -320,7 +319,13 @@ public struct JitterBuffer: Sendable {
             counters.resets += 1
             outcome = .reset(.sequenceJump(from: nextSeq, to: seq))
             anchor(seq: seq, timestamp: timestamp, now: now)
+            // A restart's timestamps are another timeline: the jitter is measured afresh, as for a
+            // new source. Against the old window's transits the spread was the jump itself, and the
+            // target delay the maximum (200 ms) until they had all rolled out (2 s).
+            transitCount = 0
+            transitIndex = 0
         }
+        recordTransit(now: now, timestamp: timestamp)
         let slot = index(seq)
         if seq < nextSeq {
             if slotSeq[slot] == seq && slotState[slot] == .played {

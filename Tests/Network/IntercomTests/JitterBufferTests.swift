@@ -323,6 +323,20 @@ import Testing
         #expect(levels.allSatisfy { $0 > 0.3 }, "\(levels.map { Int($0 * 100) })")
     }
 
+    /// A sender that restarts its sequence and its timestamps on the same SSRC: the jitter is
+    /// measured afresh on the new timeline, and the target delay stays where the network puts it.
+    /// The old window's transits stayed, taken against another timestamp base: the spread was the
+    /// jump itself, and the target 200 ms (the maximum) for the next 2 s.
+    @Test func aSequenceRestartMeasuresTheJitterAfresh() throws {
+        let packets = try tonePackets(seconds: 5)
+        let sim = try PlayoutSimulation()
+        var targets: [Int] = []
+        let datagrams = packets.indices.map { datagram(packets[$0], index: $0 < 100 ? $0 : $0 + 5_000) }
+        try sim.run(datagrams, observe: { _ in targets.append(sim.buffer.targetDelay / ms) })
+        #expect(sim.buffer.counters.resets == 1 && sim.buffer.counters.foreign == 1)
+        #expect(targets.allSatisfy { $0 <= 60 }, "target delay (ms) at each 20 ms: \(targets)")
+    }
+
     /// A sender in sequence whose timestamps leap by all the wire allows (2³¹ − 1 each packet: a
     /// hostile one) keeps the buffer's timestamps near zero: they grew by that much per packet,
     /// and after 2³² packets the arithmetic on them trapped — the daemon down. Shifted, they still
