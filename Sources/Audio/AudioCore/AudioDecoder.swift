@@ -46,7 +46,8 @@ public struct DecodeError: Error, Equatable, Sendable, CustomStringConvertible {
 public protocol AudioDecoder: AnyObject {
     /// Frames per second of the decoded audio.
     var rate: Int { get }
-    /// Interleaved channels per frame.
+    /// Interleaved channels per frame, surround in WAVE order (FL, FR, FC, LFE, back, side: FLAC's and
+    /// WAV's order; Opus decoders reorder to it), which `mapChannels` downmixes from.
     var channels: Int { get }
     /// Decodes into `output` (room for `output.count / channels` frames) and returns how many frames
     /// it wrote; 0 means the end of the stream. Throws on corrupt data or when the source failed.

@@ -1,6 +1,7 @@
 /// A whole decoded sound: interleaved Float samples with their rate and channel count.
 public struct DecodedPCM: Sendable, Equatable {
     public var samples: [Float]
+    /// Interleaved channels per frame, surround in WAVE order (as `AudioDecoder.channels`).
     public var channels: Int
     public var rate: Int
     /// What was wrong with the file though it decoded (a WAV shorter than its header says: what it

@@ -7,7 +7,8 @@ public enum OggOpusFile {
     /// Opus always decodes at 48 kHz.
     public static let rate = 48_000
 
-    /// Decodes every link of an Ogg Opus file. `name` is used in error messages.
+    /// Decodes every link of an Ogg Opus file (surround in WAVE order, ``OpusChannelOrder``). `name`
+    /// is used in error messages.
     /// The corresponding C functions are `op_open_memory` and `op_read_float`.
     ///
     /// `limit`: a file of more channels, or more samples (frames × channels), is refused
@@ -50,6 +51,9 @@ public enum OggOpusFile {
             if n < 0 { throw OpusError(code: n, context: name) }
             guard Int(op_channel_count(handle, link)) == channels else {
                 throw OpusError(code: OP_EIMPL, context: name, detail: "links with different channel counts")
+            }
+            buffer.withUnsafeMutableBufferPointer {
+                OpusChannelOrder.toWAVE($0.baseAddress!, frames: Int(n), channels: channels, file: handle, link: link)
             }
             samples.append(contentsOf: buffer[0..<(Int(n) * channels)])
             if samples.count / channels > maxFrames {

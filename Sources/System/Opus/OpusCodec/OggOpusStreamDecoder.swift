@@ -6,7 +6,8 @@ import COpusFile
 /// asks to jump ahead to the end (which a network stream cannot do).
 ///
 /// Always 48 kHz (Opus decodes at 48 kHz whatever the encoder's input was); the channel count is the
-/// first link's. A chained stream whose links change the channel count is an error.
+/// first link's, surround in WAVE order (``OpusChannelOrder``). A chained stream whose links change
+/// the channel count is an error.
 ///
 /// Thread: the decoder's thread only (see `AudioDecoder`).
 public final class OggOpusStreamDecoder: AudioDecoder {
@@ -90,6 +91,7 @@ public final class OggOpusStreamDecoder: AudioDecoder {
                     message: "\(name): a chained link changes the channel "
                         + "count from \(channels) to \(op_channel_count(handle, link)) (not supported)")
             }
+            OpusChannelOrder.toWAVE(base, frames: Int(n), channels: channels, file: handle, link: link)
             decodedFrames += Int(n)
             return Int(n)
         }
