@@ -183,6 +183,60 @@ struct BadInputTests {
         #expect(frames >= 88_200 - 1152, "decoded \(frames) frames")
     }
 
+    /// An MP3 that switches from mono to stereo frames and back (three files joined, as a server's
+    /// `raw` stream of a badly cut track or a radio encoder gives) decodes to its end at full length,
+    /// undamaged, the mono parts on both channels. With mono output allowed too, the switch was a
+    /// change of format: a second of the stereo part dropped as junk, then the track failed ("changes
+    /// from 44100 Hz, 1 channels to 44100 Hz, 2 channels").
+    @Test func anMP3SwitchingBetweenMonoAndStereoDecodesToTheEnd() throws {
+        let directory = TestDirectory.make("codec")
+        var joined: [UInt8] = []
+        for (k, channels) in [1, 2, 1].enumerated() {
+            try ffmpeg(
+                toneInput(rate: 44100, channels: channels) + [
+                    "-c:a", "libmp3lame", "-b:a", "128k", "-write_xing", "0", "-id3v2_version", "0",
+                    "\(directory)/\(k).mp3",
+                ])
+            joined += try readBytes("\(directory)/\(k).mp3")
+        }
+        let mp3 = try MP3StreamDecoder(source: chunked(joined), name: "switching.mp3")
+        #expect(mp3.channels == 2)
+        let samples = try decodeAll(mp3)
+        #expect(mp3.damage == nil, "\(mp3.damage.map { "\($0)" } ?? "")")
+        // Three 2 s parts (without gapless trimming each keeps its encoder delay and padding).
+        #expect(samples.count / 2 >= 3 * 88_200, "decoded \(samples.count / 2) frames")
+        // The first part is mono on both channels; the middle one has 1 kHz on the right only.
+        let left = Signals.channel(samples, 0, of: 2)
+        let right = Signals.channel(samples, 1, of: 2)
+        #expect(left[20_000..<60_000] == right[20_000..<60_000])
+        let middle = (3 * 88_200 / 2 - 20_000)..<(3 * 88_200 / 2 + 20_000)
+        #expect(Signals.windowedToneLevel(right[middle], frequency: 1000, rate: 44100) > 0.4)
+        #expect(Signals.windowedToneLevel(left[middle], frequency: 1000, rate: 44100) < 0.01)
+    }
+
+    /// An MP3 whose rate changes (two files joined, 44.1 then 48 kHz) is refused after a second of
+    /// the other rate, saying so.
+    @Test func anMP3WhoseRateChangesIsRefused() throws {
+        let directory = TestDirectory.make("codec")
+        var joined: [UInt8] = []
+        for (k, rate) in [44100, 48000].enumerated() {
+            try ffmpeg(
+                toneInput(rate: rate, channels: 2) + [
+                    "-c:a", "libmp3lame", "-b:a", "128k", "-write_xing", "0", "-id3v2_version", "0",
+                    "\(directory)/\(k).mp3",
+                ])
+            joined += try readBytes("\(directory)/\(k).mp3")
+        }
+        let mp3 = try MP3StreamDecoder(source: chunked(joined), name: "joined.mp3")
+        #expect(mp3.rate == 44100)
+        do {
+            _ = try decodeAll(mp3)
+            Issue.record("decoded to the end")
+        } catch {
+            #expect("\(error)".contains("changes from 44100 Hz to 48000 Hz (not supported)"), "\(error)")
+        }
+    }
+
     /// Two FLAC files joined (`cat a.flac b.flac`, as a server's `raw` stream of a badly cut track
     /// may be), the second at another rate: refused where the rate changes, saying so. libFLAC
     /// takes each frame's own rate: the 48 kHz part played 8 % slow, said as one corrupt frame.

@@ -8,8 +8,10 @@ import CMPG123
 /// (every encoder of the last twenty years writes one), libmpg123 removes the encoder delay and the
 /// padding, so the frame count is the original's.
 ///
-/// Errors: no MPEG frame within the first 16 MiB, a stream that changes its rate or channel count in
-/// the middle, and libmpg123's errors throw `DecodeError`; a failure of the source throws one with
+/// Always two channels: a mono stream (or a mono frame in a stream that switches mode) comes out on
+/// both.
+///
+/// Errors: no MPEG frame within the first 16 MiB, a stream that changes its rate in the middle, and libmpg123's errors throw `DecodeError`; a failure of the source throws one with
 /// `sourceError` set. libmpg123 skips junk between frames by itself (resynchronises); the decoder
 /// sees it as a gap between the end of one MPEG frame and the start of the next, and says so in
 /// `damage`. Once thrown, every later `read` throws the same error.
@@ -52,7 +54,7 @@ public final class MP3StreamDecoder: AudioDecoder {
     private var firstJunkAt = 0
     /// Frames returned by `read` so far.
     private var framesDecoded = 0
-    /// Set while libmpg123 decodes frames of another rate or channel count than the stream's: after
+    /// Set while libmpg123 decodes frames of another rate than the stream's: after
     /// junk, frames behind a false header it found in it (the junk's stretch counts their bytes).
     /// Their samples are dropped until the stream's own frames come back; a second of them is a
     /// real change of format, which is not supported.
@@ -94,14 +96,17 @@ public final class MP3StreamDecoder: AudioDecoder {
         self.channels = 0
         // Quiet: libmpg123 otherwise prints its complaints about junk to stderr.
         _ = mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue), 0)
-        // Float output at whatever rate and channel count the stream has.
+        // Float output at whatever rate the stream has, always stereo: libmpg123 gives a mono frame
+        // on both channels. With mono allowed too, a stream that switches between mono and stereo
+        // frames (joined files, some radio encoders) changed format mid-stream: a second of it was
+        // dropped as junk, then the track failed.
         _ = mpg123_format_none(handle)
         var rates: UnsafePointer<Int>?
         var rateCount = 0
         mpg123_rates(&rates, &rateCount)
-        let bothLayouts = Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue)
+        let stereo = Int32(MPG123_STEREO.rawValue)
         for i in 0..<rateCount {
-            if let rates { _ = mpg123_format(handle, rates[i], bothLayouts, Int32(MPG123_ENC_FLOAT_32.rawValue)) }
+            if let rates { _ = mpg123_format(handle, rates[i], stereo, Int32(MPG123_ENC_FLOAT_32.rawValue)) }
         }
         status = mpg123_open_feed(handle)
         guard status == MPG123_OK.rawValue else { throw fail("cannot open a feed (\(describe(status)))") }
@@ -130,7 +135,7 @@ public final class MP3StreamDecoder: AudioDecoder {
                     : "cannot find the first frame (\(describe(status)))")
         }
         let format = self.format()
-        guard format.encoding == Int32(MPG123_ENC_FLOAT_32.rawValue), (1...2).contains(format.channels),
+        guard format.encoding == Int32(MPG123_ENC_FLOAT_32.rawValue), format.channels == 2,
             format.rate > 0
         else {
             throw fail(
@@ -310,8 +315,7 @@ public final class MP3StreamDecoder: AudioDecoder {
 
     private func failFormat(_ other: (rate: Int, channels: Int)) throws(DecodeError) -> Int {
         try fail(
-            "the stream changes from \(rate) Hz, \(channels) channels to "
-                + "\(other.rate) Hz, \(other.channels) channels (not supported)")
+            "the stream changes from \(rate) Hz to \(other.rate) Hz (not supported)")
     }
 
     private func fail(_ message: String) throws(DecodeError) -> Int {
