@@ -133,6 +133,43 @@ struct BadInputTests {
         #expect(frames < 96000 && frames >= 96000 - 5 * 960, "decoded \(frames) frames")
     }
 
+    /// An Ogg Opus sound says its damage as a WAV sound does (`DecodedPCM.damage`, which the
+    /// announcer reports): a lost page is a gap stepped over, a file cut inside a page or at a page
+    /// boundary (no end-of-stream page) is truncated, and a whole file says nothing. All three
+    /// played silently as if whole.
+    @Test func anOpusSoundSaysItsDamage() throws {
+        let directory = TestDirectory.make("opus-sound")
+        try ffmpeg(
+            toneInput(rate: 48000, channels: 2) + [
+                "-c:a", "libopus", "-page_duration", "20000", "\(directory)/tone.opus",
+            ])
+        let bytes = try readBytes("\(directory)/tone.opus")
+        let pages = oggPageOffsets(bytes)
+        try #require(pages.count > 6)
+        #expect(try OggOpusFile.decode(bytes, name: "whole.opus").damage == nil)
+        let victim = pages.count / 2
+        let holey = try OggOpusFile.decode(
+            Array(bytes[..<pages[victim]] + bytes[pages[victim + 1]...]), name: "holey.opus")
+        let gap = try #require(holey.damage)
+        #expect(gap.hasPrefix("1 gap (a lost or corrupt Ogg page) stepped over, "), "\(gap)")
+        for (what, end) in [("inside a page", pages[victim] + 30), ("at a page boundary", pages[victim])] {
+            let cut = try OggOpusFile.decode(Array(bytes[..<end]), name: "cut.opus")
+            let damage = try #require(cut.damage, "cut \(what): no damage said")
+            #expect(damage.hasPrefix("truncated: "), "cut \(what): \(damage)")
+            #expect(cut.frames < 60_000, "cut \(what): \(cut.frames) frames")
+        }
+        // Said by the sound library, as a cut WAV is.
+        try ffmpeg(
+            toneInput(rate: 48000, channels: 2) + [
+                "-c:a", "libopus", "-page_duration", "20000", "\(directory)/cut.opus",
+            ])
+        let cutPages = oggPageOffsets(try readBytes("\(directory)/cut.opus"))
+        #expect(truncate("\(directory)/cut.opus", off_t(cutPages[cutPages.count / 2] + 30)) == 0)
+        let library = SoundLibrary(directory: directory)
+        _ = try library.samples("cut", rate: 48_000, channels: 2)
+        #expect(library.damage(of: "cut")?.hasPrefix("truncated: ") == true, "\(library.damage(of: "cut") ?? "nil")")
+    }
+
     /// Junk in the middle of an MP3 stream is skipped by libmpg123 (it finds the next frame header)
     /// and said: where, and how many bytes were skipped. A header it finds in the junk that gives
     /// another rate or channel count (false ones: here 16 and 48 kHz mono) is junk too, not a change

@@ -8,7 +8,9 @@ public enum OggOpusFile {
     public static let rate = 48_000
 
     /// Decodes every link of an Ogg Opus file (surround in WAVE order, ``OpusChannelOrder``). `name`
-    /// is used in error messages.
+    /// is used in error messages. What it steps over is said in `damage` (in `WAVFile`'s form): gaps
+    /// (lost or corrupt pages, `OP_HOLE`), a file cut short (inside a page, or without its
+    /// end-of-stream page), fewer frames than its last page's granule position says.
     /// The corresponding C functions are `op_open_memory` and `op_read_float`.
     ///
     /// `limit`: a file of more channels, or more samples (frames × channels), is refused
@@ -43,11 +45,17 @@ public enum OggOpusFile {
         if total > 0, total <= Int64(min(maxFrames, Int(Int32.max))) { samples.reserveCapacity(Int(total) * channels) }
         let block = 5760 * max(channels, 2)  // 120 ms at 48 kHz, the largest Opus frame
         var buffer = [Float](repeating: 0, count: block)
+        var holes = 0
+        var firstHoleAt = 0
         while true {
             var link: Int32 = 0
             let n = buffer.withUnsafeMutableBufferPointer { op_read_float(handle, $0.baseAddress, Int32(block), &link) }
             if n == 0 { break }
-            if n == OP_HOLE { continue }  // opusfile reports a gap, then goes on decoding
+            if n == OP_HOLE {  // opusfile reports a gap, then goes on decoding
+                if holes == 0 { firstHoleAt = samples.count / channels }
+                holes += 1
+                continue
+            }
             if n < 0 { throw OpusError(code: n, context: name) }
             guard Int(op_channel_count(handle, link)) == channels else {
                 throw OpusError(code: OP_EIMPL, context: name, detail: "links with different channel counts")
@@ -62,6 +70,60 @@ public enum OggOpusFile {
                     detail: "more than \(maxFrames * channels) samples (frames × channels)")
             }
         }
-        return DecodedPCM(samples: samples, channels: channels, rate: rate)
+        let frames = samples.count / channels
+        var damage: [String] = []
+        if holes > 0 {
+            damage.append(
+                DecodeDamage(
+                    count: holes, one: "gap (a lost or corrupt Ogg page) stepped over",
+                    many: "gaps (lost or corrupt Ogg pages) stepped over", firstAtFrame: firstHoleAt, rate: rate
+                ).description)
+        }
+        if let cut = truncation(bytes) {
+            damage.append("truncated: \(cut), after \(seconds(frames)) s")
+        } else if total > 0, frames < total {
+            damage.append(
+                "\(holes == 0 ? "truncated: " : "")its last page says \(total) frames, the file holds \(frames) "
+                    + "(\(seconds(frames)) of \(seconds(Int(total))) s)")
+        }
+        return DecodedPCM(
+            samples: samples, channels: channels, rate: rate,
+            damage: damage.isEmpty ? nil : damage.joined(separator: "; "))
+    }
+
+    /// `frames` at 48 kHz as seconds with two decimals (as `WAVFile` says its truncation).
+    static func seconds(_ frames: Int) -> String {
+        // In Double: a length claimed by a crafted last page may be near Int64's largest.
+        let hundredths = Int(min(Double(max(0, frames)) * 100 / Double(rate), 1e15))
+        return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
+    }
+
+    /// How the file is cut short, nil when its last Ogg page is whole and ends the stream: a file cut
+    /// inside a page (libopusfile drops the part page), or at a page boundary (its last page lacks
+    /// the end-of-stream flag). libopusfile decodes either to the last whole page without a word, and
+    /// its length (`op_pcm_total`) is that page's.
+    static func truncation(_ bytes: [UInt8]) -> String? {
+        // The last page starts within the largest page's length (27 + 255 + 255 × 255 bytes) of the end.
+        var at = bytes.count - 4
+        let lowest = max(0, bytes.count - 65_307)
+        while at >= lowest {
+            if bytes[at] == 0x4F, bytes[at + 1] == 0x67, bytes[at + 2] == 0x67, bytes[at + 3] == 0x53,
+                at + 4 >= bytes.count || bytes[at + 4] == 0
+            {
+                break
+            }
+            at -= 1
+        }
+        guard at >= lowest else { return nil }  // no page near the end: not a case to judge here
+        guard at + 27 <= bytes.count, at + 27 + Int(bytes[at + 26]) <= bytes.count else {
+            return "the file ends inside an Ogg page's header"
+        }
+        let segments = Int(bytes[at + 26])
+        let body = bytes[(at + 27)..<(at + 27 + segments)].reduce(0) { $0 + Int($1) }
+        if at + 27 + segments + body > bytes.count {
+            return "the file ends inside an Ogg page (\(bytes.count - at) of its \(27 + segments + body) bytes)"
+        }
+        if bytes[at + 5] & 4 == 0 { return "its last Ogg page does not end the stream (no end-of-stream flag)" }
+        return nil
     }
 }
