@@ -274,6 +274,37 @@ struct BadInputTests {
         }
     }
 
+    /// A FLAC whose metadata before the audio is larger than the 16 MiB budget for finding audio
+    /// (cover art: here two 9 MiB blocks after STREAMINFO) decodes whole; it was refused, "no FLAC
+    /// audio in 16 MiB of the stream". Metadata past its own budget (64 MiB) is refused saying so.
+    @Test(arguments: [2, 8])
+    func aFLACWithLargeMetadataDecodes(blocks: Int) throws {
+        var bytes = try Encoded(format: .flac, sample: "s16", rate: 44100, channels: 2).bytes()
+        try #require(bytes.starts(with: Array("fLaC".utf8)) && bytes[4] & 0x7F == 0)  // STREAMINFO first
+        let last = bytes[4] & 0x80
+        bytes[4] &= 0x7F
+        let size = 9 << 20
+        var inserted: [UInt8] = []
+        for k in 0..<blocks {
+            // A PADDING block (type 1) of 9 MiB, the last flag on the last one if STREAMINFO had it.
+            inserted += [
+                (k == blocks - 1 ? last : 0) | 1, UInt8(size >> 16), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF),
+            ]
+            inserted += [UInt8](repeating: 0, count: size)
+        }
+        bytes.insert(contentsOf: inserted, at: 8 + 34)
+        let result = outcome(.flac, MemoryByteSource(bytes))
+        if blocks == 2 {
+            #expect((try? result.get()) == 88_200, "\(result)")
+        } else {
+            guard case .failure(let error) = result else {
+                Issue.record("decoded past 72 MiB of metadata")
+                return
+            }
+            #expect("\(error)".contains("more than 64 MiB of metadata before the audio"), "\(error)")
+        }
+    }
+
     /// Two FLAC files joined (`cat a.flac b.flac`, as a server's `raw` stream of a badly cut track
     /// may be), the second at another rate: refused where the rate changes, saying so. libFLAC
     /// takes each frame's own rate: the 48 kHz part played 8 % slow, said as one corrupt frame.

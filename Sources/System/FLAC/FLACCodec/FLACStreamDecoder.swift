@@ -64,7 +64,9 @@ public final class FLACStreamDecoder: AudioDecoder {
                 format: Self.formatName,
                 message: "\(name): cannot start the decoder (init status \(status.rawValue))")
         }
+        state.readingMetadata = true
         let ok = withExtendedLifetime(state) { FLAC__stream_decoder_process_until_end_of_metadata(decoder) != 0 }
+        state.readingMetadata = false
         if let error = Self.failure(of: state, name: name) {
             FLAC__stream_decoder_delete(decoder)
             throw error
@@ -171,9 +173,15 @@ public final class FLACStreamDecoder: AudioDecoder {
 /// What libFLAC's callbacks share with the decoder: the source, the frames of the last FLAC frame
 /// (interleaved Float), and anything that went wrong.
 final class FLACDecodeState {
-    /// How many bytes one `read` (or the metadata) may consume before it gives up on finding audio:
-    /// libFLAC otherwise searches an endless non-FLAC stream for a frame forever.
+    /// How many bytes one `read` may consume before it gives up on finding audio: libFLAC otherwise
+    /// searches an endless non-FLAC stream for a frame forever.
     static let maximumBytesWithoutAudio = 16 << 20
+    /// How many bytes the metadata before the audio may take (`init`): cover art is stored there,
+    /// and a PICTURE block alone may be 16 MiB (a FLAC with a 20 MiB scan was refused as "no audio").
+    static let maximumMetadataBytes = 64 << 20
+    /// Set while `init` reads the metadata (its budget is `maximumMetadataBytes` once STREAMINFO is
+    /// read).
+    var readingMetadata = false
 
     let source: any ByteSource
     var streamInfo: (rate: Int, channels: Int, bits: Int, totalFrames: Int)?
@@ -196,7 +204,13 @@ final class FLACDecodeState {
     /// Returns how many bytes the source delivered (0 at its end), or nil when decoding must stop.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
         if sourceFailure != nil || fatal != nil { return nil }
-        if bytesThisRead > Self.maximumBytesWithoutAudio {
+        // Past STREAMINFO (the first block: it is FLAC), the metadata after it has its own budget.
+        let inMetadata = readingMetadata && streamInfo != nil
+        if inMetadata, bytesThisRead > Self.maximumMetadataBytes {
+            fatal = "more than \(Self.maximumMetadataBytes >> 20) MiB of metadata before the audio"
+            return nil
+        }
+        if !inMetadata, bytesThisRead > Self.maximumBytesWithoutAudio {
             fatal = "no FLAC audio in \(Self.maximumBytesWithoutAudio >> 20) MiB of the stream"
             return nil
         }
