@@ -353,7 +353,8 @@ final class MusicStreamer: @unchecked Sendable {
             }
             if !more { break }
         }
-        if !isCancelled, let damage = renderer.decoder.damage {
+        // The damage of the decoders a restart replaced too (what they gave was heard).
+        if !isCancelled, let damage = renderer.damage {
             report(.damaged("\(song.title) (\(song.id)): damaged audio: \(damage); it played on"))
         }
         // A transcode the server gave up on midway can end its answer in order (a chunked answer

@@ -25,6 +25,11 @@ public final class TrackRenderer {
     }
 
     public private(set) var decoder: any AudioDecoder
+    /// What the decoders replaced by `restart(with:)` stepped over (their damage, merged).
+    private var earlierDamage: DecodeDamage?
+    /// What the track's decoders stepped over so far: the current one's, with that of those
+    /// `restart(with:)` replaced (the frames they gave were heard). nil when nothing.
+    public var damage: DecodeDamage? { merged(earlierDamage, decoder.damage) }
     public let outputs: [Output]
     /// Frames the decoder gave so far, those a seek dropped too (its position in the track).
     public private(set) var framesDecoded = 0
@@ -84,7 +89,8 @@ public final class TrackRenderer {
     /// Goes on with `decoder`, the same track from its first frame (the server sent it again: a new
     /// transcode), dropping the frames the old one gave: the next frame delivered is the one that
     /// would have come next, through the same resamplers (no seam). Throws when the new decoder's
-    /// rate or channels differ (it is not the same track's audio).
+    /// rate or channels differ (it is not the same track's audio). The old decoder's damage is kept
+    /// in `damage`.
     public func restart(with decoder: any AudioDecoder) throws(ByteSourceError) {
         guard decoder.rate == self.decoder.rate, decoder.channels == self.decoder.channels else {
             throw ByteSourceError(
@@ -93,7 +99,21 @@ public final class TrackRenderer {
         }
         skip += framesDecoded
         framesDecoded = 0
+        earlierDamage = merged(earlierDamage, self.decoder.damage)
         self.decoder = decoder
+    }
+
+    /// Two decoders' damage as one: the counts added, the first place the earlier of the two.
+    private func merged(_ a: DecodeDamage?, _ b: DecodeDamage?) -> DecodeDamage? {
+        guard let a else { return b }
+        guard var b else { return a }
+        b.count += a.count
+        let aAt = Double(a.firstAtFrame) / Double(max(1, a.rate))
+        if aAt < Double(b.firstAtFrame) / Double(max(1, b.rate)) {
+            b.firstAtFrame = a.firstAtFrame
+            b.rate = a.rate
+        }
+        return b
     }
 
     /// Decodes the next block (`afterRead` runs right after the decoder returns) and calls

@@ -65,4 +65,43 @@ struct TrackRendererTests {
             #expect(abs(samples.count / channels - 96_000) < 100, "\(resampler): \(samples.count / channels) frames")
         }
     }
+
+    /// A track's stream sent again from its start (a new transcode) keeps the damage the first
+    /// decoder stepped over: the frames it gave were heard. Only the new decoder's was reported,
+    /// so a gap before the server's restart was never said.
+    @Test func aRestartKeepsTheEarlierDecodersDamage() throws {
+        let gap = DecodeDamage(count: 2, one: "gap", many: "gaps", firstAtFrame: 48_000, rate: 48_000)
+        let first = SilentDecoder(frames: 96_000, damage: gap)
+        let renderer = try TrackRenderer(
+            decoder: first, outputs: [TrackRenderer.Output(channels: 2, rate: 48_000, resampler: .soxr(.high))])
+        for _ in 0..<30 { _ = try renderer.step { _, _ in true } }
+        #expect(renderer.damage == gap)
+        try renderer.restart(with: SilentDecoder(frames: 96_000, damage: nil))
+        #expect(renderer.damage == gap, "the first decoder's damage, after the restart")
+        try renderer.restart(
+            with: SilentDecoder(
+                frames: 96_000,
+                damage: DecodeDamage(count: 1, one: "gap", many: "gaps", firstAtFrame: 72_000, rate: 48_000)))
+        #expect(renderer.damage == DecodeDamage(count: 3, one: "gap", many: "gaps", firstAtFrame: 48_000, rate: 48_000))
+    }
+}
+
+/// Gives `frames` frames of stereo silence at 48 kHz, and says `damage`.
+private final class SilentDecoder: AudioDecoder {
+    let rate = 48_000
+    let channels = 2
+    let damage: DecodeDamage?
+    private var left: Int
+
+    init(frames: Int, damage: DecodeDamage?) {
+        left = frames
+        self.damage = damage
+    }
+
+    func read(into output: UnsafeMutableBufferPointer<Float>) throws(DecodeError) -> Int {
+        let n = min(left, output.count / channels)
+        for i in 0..<(n * channels) { output[i] = 0 }
+        left -= n
+        return n
+    }
 }
