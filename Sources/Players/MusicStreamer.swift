@@ -219,9 +219,10 @@ final class MusicStreamer: @unchecked Sendable {
                 if isCancelled { fetch.buffer.cancel() }
             }
             var delivered = 0
+            var reached = 0.0  // where in the track decoding got to (seconds)
             var failed = false
             do {
-                try play(fetch, skipSeconds: offset, gain: current.gain, delivered: &delivered) {
+                try play(fetch, skipSeconds: offset, gain: current.gain, delivered: &delivered, reached: &reached) {
                     // Once this track's bytes are all here, fetch the next one, so it is ready at the joint.
                     if next == nil, let after = queue.entry(after: current.key) { next = startFetch(after) }
                 }
@@ -231,7 +232,7 @@ final class MusicStreamer: @unchecked Sendable {
                     // The server's refusal (not audio, an error answer, 404) rather than what the
                     // decoder made of the nothing that came.
                     let why = fetch.buffer.networkFailure.map(\.message) ?? "\(error)"
-                    report(.trackFailed("could not play \(song.title) (\(song.id)): \(why)"))
+                    report(.trackFailed(Self.failure(song, why: why, delivered: delivered, reached: reached)))
                     progressState.withLock {
                         $0.error = "\(song.title): \(why)"
                         $0.errorKey = current.key
@@ -321,7 +322,8 @@ final class MusicStreamer: @unchecked Sendable {
     /// the decoded frame), and every sample is scaled by `gain` (ReplayGain). `downloaded` is
     /// called (on this thread) once the song's transfer has completed.
     private func play(
-        _ fetch: Fetch, skipSeconds: Double, gain: Float, delivered: inout Int, downloaded: () -> Void
+        _ fetch: Fetch, skipSeconds: Double, gain: Float, delivered: inout Int, reached: inout Double,
+        downloaded: () -> Void
     ) throws {
         let buffer = fetch.buffer
         let song = fetch.song
@@ -333,7 +335,10 @@ final class MusicStreamer: @unchecked Sendable {
             outputs: targets.map {
                 TrackRenderer.Output(channels: $0.channels, rate: $0.rate, resampler: $0.resampler)
             }, skipSeconds: skipSeconds, gain: gain)
-        defer { delivered = renderer.framesDelivered.first ?? 0 }
+        defer {
+            delivered = renderer.framesDelivered.first ?? 0
+            reached = Double(renderer.position) / Double(max(1, renderer.decoder.rate))
+        }
         while !isCancelled {
             let more: Bool
             do {
@@ -370,6 +375,22 @@ final class MusicStreamer: @unchecked Sendable {
                     ))
             }
         }
+    }
+
+    /// Why a track stopped, for its `stream-error`: `could not play TITLE (ID): why` when nothing of
+    /// it was heard, `stopped TITLE (ID) at 3:02: why` when some was (a decode error midway read as
+    /// if the track never started). `reached`: where decoding got to, in seconds.
+    static func failure(_ song: Song, why: String, delivered: Int, reached: Double) -> String {
+        guard delivered > 0 else { return "could not play \(song.title) (\(song.id)): \(why)" }
+        return "stopped \(song.title) (\(song.id)) at \(clock(reached)): \(why)"
+    }
+
+    /// Seconds as `3:02` (`1:02:03` past an hour).
+    static func clock(_ seconds: Double) -> String {
+        let whole = Int(max(0, seconds.isFinite ? seconds : 0))
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return whole >= 3600
+            ? "\(whole / 3600):\(two(whole / 60 % 60)):\(two(whole % 60))" : "\(whole / 60):\(two(whole % 60))"
     }
 
     /// A decoder of the stream in `buffer`; made again when the server sent the stream again from

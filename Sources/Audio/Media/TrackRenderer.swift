@@ -33,6 +33,9 @@ public final class TrackRenderer {
     public let outputs: [Output]
     /// Frames the decoder gave so far, those a seek dropped too (its position in the track).
     public private(set) var framesDecoded = 0
+    /// Where in the track decoding is (frames at the decoder's rate): the frames decoded, or the
+    /// frame a seek or a `restart(with:)` goes on from while the decoder has not reached it yet.
+    public var position: Int { framesDecoded + skip }
     /// Frames delivered to each output so far (at its rate).
     public private(set) var framesDelivered: [Int]
     private let gain: Float

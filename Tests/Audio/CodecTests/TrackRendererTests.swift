@@ -66,6 +66,26 @@ struct TrackRendererTests {
         }
     }
 
+    /// A decode error midway leaves `position` where decoding got to (the streamer says "stopped …
+    /// at 0:02"): two MP3s joined, 2 s at 44.1 kHz then 48 kHz, fail a second into the second part.
+    @Test func aDecodeErrorMidwayLeavesThePositionWhereItStopped() throws {
+        let directory = TestDirectory.make("track-renderer-fail")
+        var joined: [UInt8] = []
+        for (k, rate) in [44_100, 48_000].enumerated() {
+            try ffmpeg(
+                toneInput(rate: rate, channels: 2)
+                    + ["-c:a", "libmp3lame", "-write_xing", "0", "-id3v2_version", "0", "\(directory)/\(k).mp3"])
+            joined += try readBytes("\(directory)/\(k).mp3")
+        }
+        let decoder = try StreamDecoders.open(.mp3, source: MemoryByteSource(joined), name: "joined.mp3")
+        let renderer = try TrackRenderer(
+            decoder: decoder, outputs: [TrackRenderer.Output(channels: 2, rate: 44_100, resampler: .soxr(.high))])
+        #expect(throws: DecodeError.self) { while try renderer.step(deliver: { _, _ in true }) {} }
+        let seconds = Double(renderer.position) / 44_100
+        #expect(seconds > 1.9 && seconds < 2.2, "stopped at \(seconds) s")
+        #expect(renderer.framesDelivered[0] > 80_000)
+    }
+
     /// A track's stream sent again from its start (a new transcode) keeps the damage the first
     /// decoder stepped over: the frames it gave were heard. Only the new decoder's was reported,
     /// so a gap before the server's restart was never said.
