@@ -15,11 +15,8 @@ struct SpeechCacheTests {
         WAVWriter.write(
             Signals.sine(frequency: 440, rate: 22_050, frames: 22_050, channels: 1, amplitude: 0.3),
             rate: 22_050, channels: 1, to: "\(dir)/one.wav")
-        let command = "\(dir)/speak"
-        let f = try #require(fopen(command, "we"))
-        fputs("#!/bin/sh\necho run >> '\(dir)/runs'\ncp '\(dir)/one.wav' \"$2\"\n", f)
-        fclose(f)
-        chmod(command, 0o755)
+        let command = try TextFile.script(
+            "\(dir)/speak", "#!/bin/sh\necho run >> '\(dir)/runs'\ncp '\(dir)/one.wav' \"$2\"\n")
         let runs = { ALSATestRig.readBytes("\(dir)/runs").count { $0 == 0x0A } }
         return (command, runs, 22_050 * MemoryLayout<Float>.size)
     }

@@ -195,11 +195,6 @@ final class LogLines: Sendable {
     let lines = Mutex<[String]>([])
 }
 
-struct TestSetupError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Where a tone starts in one client's output, and when that sample was played.
 struct Onset {
     var frame: Int

@@ -65,11 +65,8 @@ import Testing
     /// speech command (a bash script, which keeps the mask it is given) signals itself: it must end
     /// at once with 143, not sleep on and exit 0 without audio.
     @Test func speechEndsOnSIGTERM() throws {
-        let script = TestDirectory.make("speech-signal") + "/speak"
-        let f = try #require(fopen(script, "we"))  // close-on-exec: a test forking meanwhile must not hold it open
-        fputs("#!/bin/bash\nkill -TERM $$\nsleep 3\n", f)
-        fclose(f)
-        chmod(script, 0o755)
+        let script = try TextFile.script(
+            TestDirectory.make("speech-signal") + "/speak", "#!/bin/bash\nkill -TERM $$\nsleep 3\n")
         let error: String = onABatondLikeThread {
             do {
                 _ = try SpeechSynthesizer(command: script).render("hello")
@@ -85,11 +82,9 @@ import Testing
     /// what it started neither (a wrapper script's program): the wait had no end — the request,
     /// the MQTT announcements behind it and a thread per button press held for ever.
     @Test func aHungSynthesizerIsStoppedAtItsDeadline() throws {
-        let script = TestDirectory.make("speech-hang") + "/speak"
-        let f = try #require(fopen(script, "we"))
-        fputs("#!/bin/bash\nsleep 3599.25\necho never\n", f)  // not exec: what it started must end too
-        fclose(f)
-        chmod(script, 0o755)
+        // Not exec: what it started must end too.
+        let script = try TextFile.script(
+            TestDirectory.make("speech-hang") + "/speak", "#!/bin/bash\nsleep 3599.25\necho never\n")
         let error: String = onABatondLikeThread {
             do {
                 _ = try SpeechSynthesizer(command: script, timeout: .milliseconds(300)).render("hello")
@@ -107,11 +102,8 @@ import Testing
     /// speech program held the API request it answered, and the HTTP server's stop waits for its
     /// requests — past systemd's 5 s, which then killed batond before it saved its state.
     @Test func batondsStopEndsARenderingAtOnce() throws {
-        let script = TestDirectory.make("speech-stop") + "/speak"
-        let f = try #require(fopen(script, "we"))
-        fputs("#!/bin/bash\nsleep 3599.5\necho never\n", f)
-        fclose(f)
-        chmod(script, 0o755)
+        let script = try TextFile.script(
+            TestDirectory.make("speech-stop") + "/speak", "#!/bin/bash\nsleep 3599.5\necho never\n")
         let stop = StopFlag()
         let stopping = startThread {
             usleep(300_000)

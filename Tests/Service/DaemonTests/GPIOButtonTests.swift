@@ -118,11 +118,8 @@ final class HeldEdgeSource: EdgeSource, @unchecked Sendable {
     /// with speech slow to render: one press at a time, the newest waiting — a thread for each
     /// press piled up, without bound, each waiting on the synthesizer.
     @Test func aChatteringButtonDoesNotPileUpThreads() throws {
-        let slow = TestDirectory.make("slow-speech") + "/speak"
-        let f = try #require(fopen(slow, "we"))
-        fputs("#!/bin/sh\nsleep 1\nexec espeak-ng \"$@\"\n", f)
-        fclose(f)
-        chmod(slow, 0o755)
+        let slow = try TextFile.script(
+            TestDirectory.make("slow-speech") + "/speak", "#!/bin/sh\nsleep 1\nexec espeak-ng \"$@\"\n")
         let button = GPIOButtonConfig(
             line: 17, announce: AnnounceAction(text: "Someone is at the door", zones: ["kitchen"]))
         let line = HeldEdgeSource()

@@ -190,11 +190,8 @@ import Testing
     @Test func aDoorbellDoesNotWaitForSpeechToBeRendered() throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }
-        let slow = TestDirectory.make("slow-speech") + "/speak"
-        let f = try #require(fopen(slow, "we"))
-        fputs("#!/bin/sh\nsleep 1\nexec espeak-ng \"$@\"\n", f)
-        fclose(f)
-        chmod(slow, 0o755)
+        let slow = try TextFile.script(
+            TestDirectory.make("slow-speech") + "/speak", "#!/bin/sh\nsleep 1\nexec espeak-ng \"$@\"\n")
         let t = try TestDaemon(
             zones: [("kitchen", 44_100, nil)], speech: SpeechConfig(command: slow), mqtt: MQTTConfig(broker: broker.url)
         )

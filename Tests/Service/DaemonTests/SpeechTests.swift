@@ -77,11 +77,7 @@ import Testing
     /// request whose speech program is slow: it is answered at once, not after the program's 30 s
     /// deadline, past systemd's 5 s.
     @Test func batondsStopAnswersASlowTextRequestAtOnce() throws {
-        let slow = TestDirectory.make("speech-slow") + "/speak"
-        let f = try #require(fopen(slow, "we"))
-        fputs("#!/bin/sh\nsleep 3598.75\n", f)
-        fclose(f)
-        chmod(slow, 0o755)
+        let slow = try TextFile.script(TestDirectory.make("speech-slow") + "/speak", "#!/bin/sh\nsleep 3598.75\n")
         let t = try TestDaemon(speech: SpeechConfig(command: slow))
         defer { t.stop() }
         let daemon = t.daemon

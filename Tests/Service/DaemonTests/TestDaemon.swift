@@ -243,8 +243,3 @@ enum TestSubsonic {
         return (music, proxy)
     }
 }
-
-struct TestSetupError: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
-}
