@@ -90,7 +90,8 @@ extension ZoneConfig: Encodable {
 
     /// The zone without its name (the name is its key in `zones`); `resampler` is `"auto"` when unset.
     /// `channels` is a count, or for a zone driving some device channels their names with
-    /// `device-channels`; volumes are percentages (`"80%"`) when whole, else fractions.
+    /// `device-channels`; volumes are percentages (`"80%"`) when whole, else fractions. `volume` only
+    /// when written: read back, one written out would no longer follow `max-volume` at a reload.
     /// A Snapcast zone has `snapcast` instead of the ALSA keys (pcm, board, format, buffer, clock, mixer).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -100,7 +101,7 @@ extension ZoneConfig: Encodable {
             try container.encode(channels, forKey: .channels)
             try container.encode(ConfigSyntax.format(period), forKey: .period)
             try container.encode(resampler?.rawValue ?? "auto", forKey: .resampler)
-            try container.encode(ConfigSyntax.formatVolume(volume), forKey: .volume)
+            try container.encodeIfPresent(configuredVolume.map(ConfigSyntax.formatVolume), forKey: .volume)
             try container.encode(ConfigSyntax.formatVolume(maxVolume), forKey: .maxVolume)
             return
         }
@@ -119,7 +120,7 @@ extension ZoneConfig: Encodable {
         try container.encode(clock, forKey: .clock)
         if renderAhead { try container.encode(true, forKey: .renderAhead) }
         try container.encode(resampler?.rawValue ?? "auto", forKey: .resampler)
-        try container.encode(ConfigSyntax.formatVolume(volume), forKey: .volume)
+        try container.encodeIfPresent(configuredVolume.map(ConfigSyntax.formatVolume), forKey: .volume)
         try container.encode(ConfigSyntax.formatVolume(maxVolume), forKey: .maxVolume)
         // Software gain on a board's zone is written out: without it, read back, the board's
         // mixer would apply.

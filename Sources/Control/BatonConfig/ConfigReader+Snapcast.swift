@@ -53,7 +53,7 @@ extension ConfigReader {
         let period = value(zone, "period", .duration(ZoneConfig.periodRange), default: .milliseconds(10))
         let resampler = value(zone, "resampler", .choice(ZoneResampler.self, "resampler"), default: .auto)
         let maxVolume = value(zone, "max-volume", .volume, default: 1)
-        let volume = value(zone, "volume", .volume, default: maxVolume ?? 1)
+        let volume = optional(zone, "volume", .volume)
         if let volume, let maxVolume, volume > maxVolume {
             report(
                 zone.values["volume"]?.value.mark, path.appending("volume"),
@@ -64,7 +64,7 @@ extension ConfigReader {
         let config = ZoneConfig(
             name: name, pcm: snapcast.source.description, rate: rate ?? 48000, channels: channels ?? 2,
             format: .s16LE, period: period ?? .milliseconds(10), buffer: .milliseconds(40), clock: .system,
-            resampler: resampler?.resampler, volume: volume ?? maxVolume ?? 1, maxVolume: maxVolume ?? 1,
+            resampler: resampler?.resampler, volume: volume, maxVolume: maxVolume ?? 1,
             snapcast: snapcast)
         return ZoneSource(zone: config, fields: zone, isClean: issues.count == issuesBefore)
     }

@@ -89,8 +89,9 @@ extension ConfigReader {
         let renderAhead = value(zone, "render-ahead", .boolean, default: false)
         let resampler = value(zone, "resampler", .choice(ZoneResampler.self, "resampler"), default: .auto)
         let maxVolume = value(zone, "max-volume", .volume, default: 1)
-        // Without a volume of its own a zone starts at its cap.
-        let volume = value(zone, "volume", .volume, default: maxVolume ?? 1)
+        // Without a volume of its own a zone starts at its cap (kept unwritten: a reload tells a
+        // changed `volume` from a changed cap).
+        let volume = optional(zone, "volume", .volume)
         // `mixer: none` (or a board with software volume) means Baton's own gain.
         let mixer = (optional(zone, "mixer", .string) ?? defaults.mixer).flatMap { $0 == "none" ? nil : $0 }
         let deviceChannelCount = optional(zone, "device-channels", .integer(ZoneConfig.channelRange))
@@ -154,7 +155,7 @@ extension ConfigReader {
             format: format ?? defaults.format, period: period ?? defaults.period, buffer: buffer ?? defaults.buffer,
             clock: clock ?? defaults.clock, renderAhead: renderAhead ?? false, resampler: resampler?.resampler,
             deviceChannels: deviceChannels,
-            deviceChannelCount: deviceCount, volume: volume ?? maxVolume ?? 1, maxVolume: maxVolume ?? 1, mixer: mixer,
+            deviceChannelCount: deviceCount, volume: volume, maxVolume: maxVolume ?? 1, mixer: mixer,
             board: boardName)
         return ZoneSource(zone: config, fields: zone, isClean: issues.count == issuesBefore)
     }

@@ -56,8 +56,17 @@ public struct ZoneConfig: Sendable, Equatable {
     public var renderAhead: Bool
     /// Overrides `resampler.music` for this zone; `nil` (written `auto`) uses the global choice.
     public var resampler: ResamplerKind?
-    /// The user volume the zone starts at, 0...1 (`volume: 80%` or `0.8`). Default 1.
-    public var volume: Double
+    /// The user volume the zone starts at, 0...1 (`volume: 80%` or `0.8`): the one written, else
+    /// `maxVolume`. Setting it writes it (`configuredVolume`).
+    public var volume: Double {
+        get { configuredVolume ?? maxVolume }
+        set { configuredVolume = newValue }
+    }
+    /// The `volume` written in the file; nil when it is not, and the zone starts at its cap. Kept
+    /// apart from the cap it defaults to: a reload compares it to tell whether the configured
+    /// volume changed. Read as the volume itself, a change of only `max-volume` changed it, and the
+    /// reload dropped the volume the listener set (30 % back at a new cap of 100 %).
+    public var configuredVolume: Double?
     /// The highest user volume the zone accepts, 0...1 (`max-volume`). Default 1 (no cap).
     public var maxVolume: Double
 
@@ -79,7 +88,8 @@ public struct ZoneConfig: Sendable, Equatable {
     /// of an ALSA PCM (`pcm` then holds the source, for display), paced by the system clock.
     public var snapcast: SnapcastConfig?
 
-    /// Creates a zone; the defaults are those of the file format.
+    /// Creates a zone; the defaults are those of the file format (`volume`: the one written, nil
+    /// when not, and the zone starts at `maxVolume`).
     ///
     /// When `deviceChannels` is given, `channels` is its length (the `channels` argument is ignored)
     /// and `deviceChannelCount` defaults to the highest index + 1, at least 2; otherwise
@@ -89,7 +99,7 @@ public struct ZoneConfig: Sendable, Equatable {
         period: Duration = .milliseconds(10), buffer: Duration = .milliseconds(40),
         clock: Clock = .device, renderAhead: Bool = false, resampler: ResamplerKind? = nil,
         deviceChannels: [Int]? = nil,
-        deviceChannelCount: Int? = nil, volume: Double = 1, maxVolume: Double = 1, mixer: String? = nil,
+        deviceChannelCount: Int? = nil, volume: Double? = nil, maxVolume: Double = 1, mixer: String? = nil,
         board: String? = nil, snapcast: SnapcastConfig? = nil
     ) {
         self.name = name
@@ -106,7 +116,7 @@ public struct ZoneConfig: Sendable, Equatable {
         self.clock = clock
         self.renderAhead = renderAhead
         self.resampler = resampler
-        self.volume = volume
+        self.configuredVolume = volume
         self.maxVolume = maxVolume
         self.mixer = mixer
         self.board = board

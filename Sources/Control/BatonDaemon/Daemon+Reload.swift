@@ -72,9 +72,12 @@ extension Daemon {
         // removed or changed, end first, so nothing keeps a slot of a stopped device. The new table
         // and configuration go in under the same lock: a request admitted from now on sees them
         // (`admit` checks).
-        // The user's volume of each zone reopened, carried to its new output unless the zone's
-        // configured `volume` changed (it started at that again, the listener's setting lost —
-        // and on a hardware control too, and in the state file at the next save).
+        // The user's volume of each zone reopened, carried to its new output (within its new
+        // `max-volume`) unless the zone's configured `volume` changed (it started at that again,
+        // the listener's setting lost — and on a hardware control too, and in the state file at
+        // the next save). The `volume` written, not the one the zone starts at: without one, that
+        // is the cap, and a change of only `max-volume` lost the listener's volume (30 % back at
+        // a new cap of 100 %).
         // From the volumes read to the controls opened, no volume change comes in between: one
         // that did was written over by the volume carried (answered 200, a `volume` event, then
         // the old volume back). Not the rest of the reload (music resumed from a slow server).
@@ -83,7 +86,8 @@ extension Daemon {
         let resumeMusic = volumeChanges.withLock { _ in
             var carried: [String: Double] = [:]
             for zone in oldTable.zones where stoppedZones.contains(zone.name) {
-                guard let next = new.zones.first(where: { $0.name == zone.name }), next.volume == zone.config.volume
+                guard let next = new.zones.first(where: { $0.name == zone.name }),
+                    next.configuredVolume == zone.config.configuredVolume
                 else {
                     continue
                 }

@@ -33,7 +33,7 @@ import Testing
                 "sounds":"/srv/sounds",\
                 "speech":{"command":"espeak-ng","max-length":500,"speed":160,"voice":"en"},\
                 "zones":{"kitchen":{"buffer":"40ms","channels":2,"clock":"system","format":"S16_LE","max-volume":"100%",\
-                "pcm":"baton_kitchen","period":"10ms","rate":44100,"resampler":"auto","volume":"100%"}}}
+                "pcm":"baton_kitchen","period":"10ms","rate":44100,"resampler":"auto"}}}
                 """)
     }
 

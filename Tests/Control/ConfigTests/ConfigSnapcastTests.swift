@@ -165,7 +165,7 @@ private let upstairs = """
             json == """
                 {"channels":2,"max-volume":"100%","period":"10ms","rate":48000,"resampler":"auto",\
                 "snapcast":{"buffer":"1s","clients":["bedroom-pi",{"id":"bath-pi","latency":"20ms","volume":"80%"}],\
-                "control":"http://127.0.0.1:1780","source":"tcp://127.0.0.1:4953","stream":"upstairs"},"volume":"100%"}
+                "control":"http://127.0.0.1:1780","source":"tcp://127.0.0.1:4953","stream":"upstairs"}}
                 """)
         let whole = String(decoding: try encoder.encode(configuration), as: UTF8.self)
         let reread = try BatonConfiguration.parse(text: whole, file: "effective.json", baseDirectory: "")

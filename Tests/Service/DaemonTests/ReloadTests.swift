@@ -115,6 +115,37 @@ import Testing
         #expect(abs(patio() - 0.7) < 1e-6, "\(patio())")
     }
 
+    /// A zone without a `volume` of its own (it starts at its `max-volume`) whose cap alone is
+    /// edited in the file keeps the volume its listener set, within the new cap; only a written
+    /// `volume` that changes is started at. The parser took the unwritten volume for the cap, so
+    /// the cap's change read as a change of `volume`: the kitchen set to 30 % came back at 100 %.
+    @Test func aChangedMaxVolumeInTheFileKeepsTheListenersVolume() throws {
+        let path = TestDirectory.make("reload-max-volume") + "/baton.yaml"
+        let t = try TestDaemon(configPath: path)
+        defer { t.stop() }
+        let reload = { (kitchen: String) in
+            TextFile.write(
+                path,
+                """
+                zones:
+                  kitchen: {pcm: \(t.config.zones[0].pcm), rate: 44100, clock: system, \(kitchen)}
+                  patio: {pcm: \(t.config.zones[1].pcm), rate: 48000, clock: system}
+                sounds: \(t.sounds)
+                """)
+            return t.daemon.reload()
+        }
+        let kitchen = { (try? t.status().zones.first { $0.name == "kitchen" }?.volume) ?? -1 }
+        #expect(reload("max-volume: 80%").zonesChanged == ["kitchen"])
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.3}"#).status == 200)
+        let raised = reload("max-volume: 100%")
+        #expect(raised.applied && raised.zonesChanged == ["kitchen"], "\(raised)")
+        #expect(abs(kitchen() - 0.3) < 1e-6, "\(kitchen())")
+        #expect(reload("max-volume: 20%").zonesChanged == ["kitchen"])
+        #expect(abs(kitchen() - 0.2) < 1e-6, "within the new cap: \(kitchen())")
+        #expect(reload("max-volume: 90%, volume: 70%").zonesChanged == ["kitchen"])
+        #expect(abs(kitchen() - 0.7) < 1e-6, "the written volume: \(kitchen())")
+    }
+
     /// Music from the server heard on a zone a reload reopens (patio's rate changes) plays on
     /// after it, on both zones, from where it was heard: it ended for good, also in the kitchen the
     /// reload left alone, until someone asked `music/resume`.
