@@ -113,7 +113,12 @@ extension Daemon {
             let running = Self.running(new, keeping: old, settingUpExternal: settingUpExternal)
             // Music from the server that was heard on a zone the reload reopens plays on afterwards
             // from where it was heard, on its zones that remain: it stopped for good, also in the
-            // zones the reload left alone, until someone asked `music/resume`.
+            // zones the reload left alone, until someone asked `music/resume`. So does music a
+            // doorbell or a call interrupts that will resume when it ends (`interrupted`: it was
+            // playing, nobody paused it meanwhile): asked again, it waits for its zones (music's
+            // `during-higher`) and plays from where it was cut. Only audible music was taken: the
+            // interrupted one ended for good, saved as not playing, and the doorbell's end
+            // brought nothing back. Paused music stays ended, as paused.
             let resumeMusic = state.withLock { s in
                 defer {
                     // A reopened zone starts unseen, like at start: "opening PCM" is not an outage.
@@ -134,7 +139,8 @@ extension Daemon {
                 where p.zones.contains(where: stoppedZones.contains)
                     || (p.source as? ExternalPlayer).map({ externalEnding.contains($0.name) }) == true
                 {
-                    if p.music != nil, p.isUnderway, s.arbiter.state(of: p.id)?.isAudible == true,
+                    if p.music != nil, p.isUnderway,
+                        s.arbiter.state(of: p.id).map({ $0.isAudible || $0 == .interrupted }) == true,
                         p.zones.contains(where: { z in new.zones.contains { $0.name == z } }),
                         let queue = SavedQueue(p, playing: true)
                     {

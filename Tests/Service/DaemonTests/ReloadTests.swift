@@ -167,6 +167,36 @@ import Testing
         #expect(abs(position(again.id) - heard) < 3, "from where it was heard (\(heard) s)")
     }
 
+    /// Server music a doorbell interrupts, on both zones, when a reload reopens patio (its rate
+    /// changes): the reload ends the doorbell there, and the music resumes from where it was cut,
+    /// on both zones, as it does when a doorbell ends. Only audible music was asked again: the
+    /// interrupted one ended for good (saved as not playing), and nothing came back.
+    @Test func interruptedServerMusicOnAReopenedZoneResumes() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        defer { t.stop() }
+        WAVWriter.write(
+            Signals.sine(frequency: 1000, rate: 48_000, frames: 8 * 48_000, channels: 2, amplitude: 0.5),
+            rate: 48_000, channels: 2, to: "\(t.sounds)/bell8s.wav")
+        let play = try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen", "patio"]}"#)
+        let id = try #require(play.object["id"], "\(play)")
+        let source = { (id: String) in try? t.status().sources.first { $0.id == id } }
+        let position = { (id: String) in source(id)?.positionSeconds ?? 0 }
+        #expect(waitUntil(seconds: 15) { position(id) > 1.0 })
+        let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell8s", "zones": ["kitchen", "patio"]}"#)
+        let bellID = try #require(bell.object["id"], "\(bell)")
+        #expect(waitUntil { source(id)?.state == "interrupted" }, "\(String(describing: source(id)))")
+        let cut = position(id)
+        var new = t.config
+        new.zones[1].rate = 44_100
+        #expect(t.daemon.apply(new).zonesChanged == ["patio"])
+        let sources = try t.status().sources
+        let again = try #require(
+            sources.first { ![id, bellID].contains($0.id) && $0.class == "music" }, "the music goes on: \(sources)")
+        #expect(Set(again.zones) == ["kitchen", "patio"], "\(again.zones)")
+        #expect(waitUntil(seconds: 15) { position(again.id) > cut + 0.5 }, "\(position(again.id)) after \(cut)")
+        #expect(abs(position(again.id) - cut) < 3, "from where it was cut (\(cut) s)")
+    }
+
     /// A changed `output-dir` needs a restart, and the reload says so: the file PCMs it reopened
     /// still wrote into the old one (set up at start), and the report said nothing.
     @Test func aChangedOutputDirNeedsARestart() throws {
