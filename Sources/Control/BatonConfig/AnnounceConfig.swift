@@ -91,7 +91,8 @@ extension ValueKind {
             guard isIPv6 || isName else {
                 return .failure(
                     ValueProblem(
-                        message: "\"\(text)\" is not a host (expected a name like ha.local or an address, "
+                        message:
+                            "\(ConfigSyntax.quoted(text)) is not a host (expected a name like ha.local or an address, "
                             + "without scheme, port or path)"))
             }
             return .success(host)

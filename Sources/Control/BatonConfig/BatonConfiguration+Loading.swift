@@ -229,7 +229,7 @@ extension ConfigReader {
             if ListenAddress(parsing: host.contains(":") ? "[\(host)]:1" : "\(host):1") == nil {
                 report(
                     node.mark, path,
-                    "\"\(name)\" is not a host name or address (give a name like speaker.example.org or an address, without a port)"
+                    "\(ConfigSyntax.quoted(name)) is not a host name or address (give a name like speaker.example.org or an address, without a port)"
                 )
             } else {
                 names.append(host.lowercased())
@@ -274,7 +274,7 @@ extension ConfigReader {
                 if let owner = owners[audioClass.priority] {
                     report(
                         entry.value["priority"]?.mark, classesPath.appending(entry.key).appending("priority"),
-                        "priority \(audioClass.priority) is already used by class \"\(owner)\"")
+                        "priority \(audioClass.priority) is already used by class \(ConfigSyntax.quoted(owner))")
                 } else {
                     owners[audioClass.priority] = audioClass.name
                 }
@@ -310,7 +310,7 @@ extension ConfigReader {
     /// it is not a mapping. Classes with other problems come back with defaults in their place.
     mutating func audioClass(_ pair: YAMLPair, at path: ConfigPath) -> (ClassConfig, priorityIsValid: Bool)? {
         if !ZoneConfig.isValidName(pair.key) {
-            report(pair.keyMark, path, "class name \"\(pair.key)\" must match [a-z0-9_-]+")
+            report(pair.keyMark, path, "class name \(ConfigSyntax.quoted(pair.key)) must match [a-z0-9_-]+")
         }
         guard let entry = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.classKeys) else {
             return nil

@@ -57,7 +57,8 @@ extension ConfigReader {
         let directory: String
         switch boardsDirectory() {
         case .success(let found): directory = found
-        case .failure(let problem): return .unusable("no board profile \"\(name)\": \(problem.message)")
+        case .failure(let problem):
+            return .unusable("no board profile \(ConfigSyntax.quoted(name)): \(problem.message)")
         }
         let available: [String]
         switch FileReader.names(inDirectory: directory) {
@@ -65,12 +66,13 @@ extension ConfigReader {
             available = names.filter { $0.hasSuffix(".yaml") }.map { BoardProfile.id(ofFile: $0) }
         case .failure(let error):
             return .unusable(
-                "no board profile \"\(name)\": cannot read the boards directory \(directory): \(error.message)")
+                "no board profile \(ConfigSyntax.quoted(name)): cannot read the boards directory \(directory): \(error.message)"
+            )
         }
         guard available.contains(name) else {
-            var message = "no board profile \"\(name)\" in \(directory)"
+            var message = "no board profile \(ConfigSyntax.quoted(name)) in \(directory)"
             if let suggestion = EditDistance.suggestion(for: name, among: available) {
-                message += "; did you mean \"\(suggestion)\"?"
+                message += "; did you mean \(ConfigSyntax.quoted(suggestion))?"
             } else if available.isEmpty {
                 message += " (it has no .yaml files)"
             } else {
@@ -83,7 +85,7 @@ extension ConfigReader {
             return .found(try BoardProfile.load(path: file))
         } catch {
             append(error.issues)
-            return .unusable("board profile \"\(name)\" is not valid (see \(file))")
+            return .unusable("board profile \(ConfigSyntax.quoted(name)) is not valid (see \(file))")
         }
     }
 }

@@ -104,7 +104,8 @@ extension ConfigReader {
             guard parts[0] == "localhost" || ListenAddress.isIPv4(parts[0]) else {
                 report(
                     fields.values["mpd"]?.value.mark, path.appending("mpd"),
-                    "\"\(parts[0])\" is not an IPv4 address or localhost: give MPD's address (192.168.1.20:6600)")
+                    "\(ConfigSyntax.quoted(parts[0])) is not an IPv4 address or localhost: give MPD's address (192.168.1.20:6600)"
+                )
                 return nil
             }
             return .mpd(host: String(parts[0]), port: port)

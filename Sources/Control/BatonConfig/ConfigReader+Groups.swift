@@ -12,11 +12,12 @@ extension ConfigReader {
             if !ZoneConfig.isValidName(entry.key) {
                 report(
                     entry.keyMark, groupPath,
-                    "group name \"\(entry.key)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)")
+                    "group name \(ConfigSyntax.quoted(entry.key)) must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)"
+                )
             } else if entry.key == GroupConfig.all {
                 report(entry.keyMark, groupPath, "\"all\" is reserved: it always means every zone")
             } else if zoneNames.contains(entry.key) {
-                report(entry.keyMark, groupPath, "group name \"\(entry.key)\" is already a zone name")
+                report(entry.keyMark, groupPath, "group name \(ConfigSyntax.quoted(entry.key)) is already a zone name")
             }
             if entry.value.isNull {
                 report(entry.value.mark, groupPath, "a group needs at least one zone")
@@ -28,11 +29,11 @@ extension ConfigReader {
             for node in nodes {
                 guard let name = convert(node, at: groupPath, .string) else { continue }
                 if members.contains(name) {
-                    report(node.mark, groupPath, "zone \"\(name)\" is listed twice")
+                    report(node.mark, groupPath, "zone \(ConfigSyntax.quoted(name)) is listed twice")
                 } else if zoneNames.contains(name) {
                     members.append(name)
                 } else if name == GroupConfig.all || groupNames.contains(name) {
-                    report(node.mark, groupPath, "\"\(name)\" is not a zone: a group lists zones only")
+                    report(node.mark, groupPath, "\(ConfigSyntax.quoted(name)) is not a zone: a group lists zones only")
                 } else {
                     report(node.mark, groupPath, Self.unknownName(name, "zone", among: zoneNames))
                 }
@@ -45,8 +46,9 @@ extension ConfigReader {
     /// `unknown zone "patoi"; did you mean "patio"?`, or with the valid names when none is close.
     static func unknownName(_ name: String, _ what: String, among names: [String]) -> String {
         if let suggestion = EditDistance.suggestion(for: name, among: names) {
-            return "unknown \(what) \"\(name)\"; did you mean \"\(suggestion)\"?"
+            return "unknown \(what) \(ConfigSyntax.quoted(name)); did you mean \(ConfigSyntax.quoted(suggestion))?"
         }
-        return "unknown \(what) \"\(name)\" (expected one of: \(names.joined(separator: ", ")))"
+        return
+            "unknown \(what) \(ConfigSyntax.quoted(name)) (expected one of: \(names.map { ConfigSyntax.shortened($0) }.joined(separator: ", ")))"
     }
 }

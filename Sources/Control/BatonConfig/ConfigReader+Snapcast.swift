@@ -88,7 +88,9 @@ extension ConfigReader {
                     continue
                 }
                 if clients.contains(where: { $0.id == client.id }) {
-                    report(node.mark, path.appending("clients"), "speaker \"\(client.id)\" is listed twice")
+                    report(
+                        node.mark, path.appending("clients"),
+                        "speaker \(ConfigSyntax.quoted(client.id)) is listed twice")
                     continue
                 }
                 clients.append(client)
@@ -107,7 +109,7 @@ extension ConfigReader {
             guard let latency = client.latency, latency > buffer else { continue }
             report(
                 fields.values["clients"]?.value.mark, path.appending("clients"),
-                "speaker \"\(client.id)\": latency \(ConfigSyntax.format(latency)) is more than the stream's buffer \(ConfigSyntax.format(buffer)) (snapserver keeps a speaker's latency within its buffer)"
+                "speaker \(ConfigSyntax.quoted(client.id)): latency \(ConfigSyntax.format(latency)) is more than the stream's buffer \(ConfigSyntax.format(buffer)) (snapserver keeps a speaker's latency within its buffer)"
             )
         }
         return SnapcastConfig(source: source, control: control, stream: stream, clients: clients, buffer: buffer)
@@ -146,19 +148,21 @@ extension ConfigReader {
             if let owner = owner(of: "source " + key, for: s.zone.name) {
                 report(
                     mark, at.appending("source"),
-                    "\(key) is also the source of zone \"\(owner)\" (each Snapcast zone needs its own stream)")
+                    "\(key) is also the source of zone \(ConfigSyntax.quoted(owner)) (each Snapcast zone needs its own stream)"
+                )
             }
             guard let control = snapcast.control?.description else { continue }
             if let owner = owner(of: "stream \(control) \(snapcast.stream)", for: s.zone.name) {
                 report(
                     mark, at.appending("stream"),
-                    "stream \"\(snapcast.stream)\" of \(control) is also zone \"\(owner)\"'s (each zone needs its own)")
+                    "stream \(ConfigSyntax.quoted(snapcast.stream)) of \(control) is also zone \(ConfigSyntax.quoted(owner))'s (each zone needs its own)"
+                )
             }
             for client in snapcast.clients {
                 if let owner = owner(of: "speaker \(control) \(client.id)", for: s.zone.name) {
                     report(
                         mark, at.appending("clients"),
-                        "speaker \"\(client.id)\" of \(control) is also in zone \"\(owner)\" (a speaker plays one zone)"
+                        "speaker \(ConfigSyntax.quoted(client.id)) of \(control) is also in zone \(ConfigSyntax.quoted(owner)) (a speaker plays one zone)"
                     )
                 }
             }

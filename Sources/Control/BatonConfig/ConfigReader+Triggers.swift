@@ -237,7 +237,7 @@ extension ValueKind {
             guard ZoneConfig.isValidName(text) else {
                 return .failure(
                     ValueProblem(
-                        message: "device name \"\(text)\" must match [a-z0-9_-]+ (it appears in "
+                        message: "device name \(ConfigSyntax.quoted(text)) must match [a-z0-9_-]+ (it appears in "
                             + "MQTT topics and Home Assistant)"))
             }
             guard text.count <= 64 else {
@@ -254,7 +254,9 @@ extension ValueKind {
             switch text {
             case "true": .success(true)
             case "false": .success(false)
-            default: .failure(ValueProblem(message: "\"\(text)\" is not a boolean (expected true or false)"))
+            default:
+                .failure(
+                    ValueProblem(message: "\(ConfigSyntax.quoted(text)) is not a boolean (expected true or false)"))
             }
         }
     }
@@ -266,12 +268,12 @@ extension ValueKind {
             if text.contains("@") {
                 return .failure(
                     ValueProblem(
-                        message: "\"\(text)\" has a user name or password in it (set username "
+                        message: "\(ConfigSyntax.quoted(text)) has a user name or password in it (set username "
                             + "and password-file instead)"))
             }
             return .failure(
                 ValueProblem(
-                    message: "\"\(text)\" is not a broker URL (expected mqtt://host[:port] or "
+                    message: "\(ConfigSyntax.quoted(text)) is not a broker URL (expected mqtt://host[:port] or "
                         + "mqtts://host[:port], e.g. mqtt://127.0.0.1:1883)"))
         }
     }
@@ -285,7 +287,7 @@ extension ValueKind {
             else {
                 return .failure(
                     ValueProblem(
-                        message: "\"\(text)\" is not a topic prefix (expected levels separated by "
+                        message: "\(ConfigSyntax.quoted(text)) is not a topic prefix (expected levels separated by "
                             + "/, without +, #, spaces or empty levels, e.g. baton)"))
             }
             return .success(text)
@@ -303,7 +305,7 @@ extension ValueKind {
             guard isName || isPath else {
                 return .failure(
                     ValueProblem(
-                        message: "\"\(text)\" is not a GPIO chip (expected gpiochipN or a path "
+                        message: "\(ConfigSyntax.quoted(text)) is not a GPIO chip (expected gpiochipN or a path "
                             + "such as /dev/gpiochip0)"))
             }
             return .success(text)
@@ -321,7 +323,7 @@ extension ValueKind {
                 ? .success(text)
                 : .failure(
                     ValueProblem(
-                        message: "\"\(text)\" is not a sound name (expected a file name in the sounds "
+                        message: "\(ConfigSyntax.quoted(text)) is not a sound name (expected a file name in the sounds "
                             + "directory without its extension: letters, digits, -, _ and ., e.g. doorbell)"))
         }
     }
@@ -335,7 +337,7 @@ extension ValueKind {
             else {
                 return .failure(
                     ValueProblem(
-                        message: "\"\(text)\" is not an IPv4 address and port (expected e.g. "
+                        message: "\(ConfigSyntax.quoted(text)) is not an IPv4 address and port (expected e.g. "
                             + "0.0.0.0:5004; host names and IPv6 are not accepted)"))
             }
             return .success(address)
@@ -351,7 +353,7 @@ extension ValueKind {
             else {
                 return .failure(
                     ValueProblem(
-                        message: "\"\(text)\" is not a voice name (expected e.g. en, en-us or "
+                        message: "\(ConfigSyntax.quoted(text)) is not a voice name (expected e.g. en, en-us or "
                             + "en+f3: no spaces, not starting with -)"))
             }
             return .success(text)
@@ -366,7 +368,7 @@ extension ValueKind {
             else {
                 return .failure(
                     ValueProblem(
-                        message: "\"\(text)\" is not a command (expected a program name looked up "
+                        message: "\(ConfigSyntax.quoted(text)) is not a command (expected a program name looked up "
                             + "in PATH, e.g. espeak-ng, or an absolute path; no arguments)"))
             }
             return .success(text)

@@ -52,7 +52,8 @@ extension ConfigReader {
         if !ZoneConfig.isValidName(pair.key) {
             report(
                 pair.keyMark, path,
-                "zone name \"\(pair.key)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)")
+                "zone name \(ConfigSyntax.quoted(pair.key)) must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)"
+            )
         } else if pair.key == GroupConfig.all {
             // Every zone list reads `all` as every zone: such a zone could never be named alone.
             report(pair.keyMark, path, "\"all\" is reserved: it always means every zone")
@@ -122,13 +123,13 @@ extension ConfigReader {
             if let profile, count > profile.channels {
                 report(
                     zone.values["channels"]?.value.mark, path.appending("channels"),
-                    "\(count) is more than board \"\(profile.id)\" has (\(profile.channels) channels)")
+                    "\(count) is more than board \(ConfigSyntax.quoted(profile.id)) has (\(profile.channels) channels)")
             } else if let profile, count < profile.channels, pcm == profile.pcm {
                 // The board's `hw:` device takes its own channel count only: the zone was refused
                 // at every open, unavailable, where this could say so at load.
                 report(
                     zone.values["channels"]?.value.mark, path.appending("channels"),
-                    "board \"\(profile.id)\"'s device \(profile.pcm) takes \(profile.channels) channels, not \(count) "
+                    "board \(ConfigSyntax.quoted(profile.id))'s device \(profile.pcm) takes \(profile.channels) channels, not \(count) "
                         + "(to drive some of them, list them: channels: [left])")
             }
         case .list(let list)?:
@@ -137,7 +138,7 @@ extension ConfigReader {
             if let profile, let deviceChannelCount, deviceChannelCount != profile.channels, pcm == profile.pcm {
                 report(
                     zone.values["device-channels"]?.value.mark, path.appending("device-channels"),
-                    "board \"\(profile.id)\"'s device \(profile.pcm) takes \(profile.channels) channels, not "
+                    "board \(ConfigSyntax.quoted(profile.id))'s device \(profile.pcm) takes \(profile.channels) channels, not "
                         + "\(deviceChannelCount)")
             }
             if let beyond = list.first(where: { $0 >= deviceCount }) {
@@ -168,7 +169,7 @@ extension ConfigReader {
         let list = allowed.map(\.description).joined(separator: ", ")
         report(
             pair.value.mark, zone.path.appending(key),
-            "\(value) is not supported by board \"\(profile.id)\" (expected one of: \(list))")
+            "\(value) is not supported by board \(ConfigSyntax.quoted(profile.id)) (expected one of: \(list))")
     }
 
     /// `channels:` as a count or a list of device channels; `nil` when invalid (reported).
@@ -218,7 +219,7 @@ extension ConfigReader {
             if sources[i].fields.values["mixer"] != nil {
                 report(
                     sources[i].mark("mixer"), path.appending(zone.name).appending("mixer"),
-                    "device \"\(zone.pcm)\" is shared with other zones, and mixer \"\(mixer)\" would set the "
+                    "device \(ConfigSyntax.quoted(zone.pcm)) is shared with other zones, and mixer \(ConfigSyntax.quoted(mixer)) would set the "
                         + "volume of all of them (use software gain: remove mixer, or write mixer: none)")
             }
             sources[i].zone.mixer = nil
@@ -242,7 +243,7 @@ extension ConfigReader {
                 let other = all.first { $0.zone.name != source.zone.name }!.zone.name
                 report(
                     source.mark("channels"), path.appending(source.zone.name).appending("channels"),
-                    "device \"\(pcm)\" is shared with zone \"\(other)\", so this zone must list the device "
+                    "device \(ConfigSyntax.quoted(pcm)) is shared with zone \(ConfigSyntax.quoted(other)), so this zone must list the device "
                         + "channels it drives (e.g. channels: [left]) instead of a count")
             }
             let listed = zones.filter(\.zone.usesChannelList)
@@ -254,7 +255,7 @@ extension ConfigReader {
                     if let owner = owners[channel] {
                         report(
                             source.mark("channels"), zonePath.appending("channels"),
-                            "device channel \(DeviceChannel.describe(channel)) of \"\(pcm)\" is also driven by zone \"\(owner)\""
+                            "device channel \(DeviceChannel.describe(channel)) of \(ConfigSyntax.quoted(pcm)) is also driven by zone \(ConfigSyntax.quoted(owner))"
                         )
                     } else {
                         owners[channel] = source.zone.name
@@ -273,8 +274,8 @@ extension ConfigReader {
                 for setting in settings where setting.mine != setting.theirs {
                     report(
                         source.mark(setting.key), zonePath.appending(setting.key),
-                        "\(setting.mine) differs from zone \"\(reference.zone.name)\" (\(setting.theirs)); zones on "
-                            + "device \"\(pcm)\" must agree on \(setting.key)")
+                        "\(setting.mine) differs from zone \(ConfigSyntax.quoted(reference.zone.name)) (\(setting.theirs)); zones on "
+                            + "device \(ConfigSyntax.quoted(pcm)) must agree on \(setting.key)")
                 }
             }
         }

@@ -11,10 +11,12 @@ struct ConfigPath: CustomStringConvertible {
     }
 
     /// A key that would not read as one (empty, or with a dot, a space or a quote in it) is quoted:
-    /// `zones."".pcm`, `zones."living room"`.
+    /// `zones."".pcm`, `zones."living room"`. A long one is cut (`ConfigSyntax.shortened`): every
+    /// issue under it repeats it.
     var description: String {
-        components.map { key in
-            key.isEmpty || key.contains(where: { ". \"".contains($0) })
+        components.map { whole in
+            let key = ConfigSyntax.shortened(whole)
+            return key.isEmpty || key.contains(where: { ". \"".contains($0) })
                 ? "\"\(key.replacing("\"", with: "\\\""))\"" : key
         }.joined(separator: ".")
     }
@@ -103,7 +105,7 @@ struct ConfigReader {
     mutating func reportUnknownKey(_ pair: YAMLPair, at path: ConfigPath, allowed: [String]) {
         let message =
             if let suggestion = EditDistance.suggestion(for: pair.key, among: allowed) {
-                "unknown key; did you mean \"\(suggestion)\"?"
+                "unknown key; did you mean \(ConfigSyntax.quoted(suggestion))?"
             } else {
                 "unknown key (expected one of: \(allowed.joined(separator: ", ")))"
             }
@@ -134,7 +136,7 @@ struct ConfigReader {
         if let pair = fields.nulls[key] {
             report(pair.value.mark, fields.path.appending(key), "a value is required")
         } else {
-            report(fields.anchor, fields.path, "missing required key \"\(key)\"")
+            report(fields.anchor, fields.path, "missing required key \(ConfigSyntax.quoted(key))")
         }
         return nil
     }
@@ -177,7 +179,7 @@ struct ConfigReader {
             if let pair = fields.nulls[key] {
                 report(pair.value.mark, path, "a value is required")
             } else {
-                report(fields.anchor, fields.path, "missing required key \"\(key)\"")
+                report(fields.anchor, fields.path, "missing required key \(ConfigSyntax.quoted(key))")
             }
             return nil
         }
@@ -214,7 +216,7 @@ extension ValueKind {
         ValueKind<Int>(name: "an integer") { text in
             let digits = text.first == "-" ? text.dropFirst() : Substring(text)
             guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy(\.isASCIIDigit), let number = Int(text) else {
-                return .failure(ValueProblem(message: "\"\(text)\" is not an integer"))
+                return .failure(ValueProblem(message: "\(ConfigSyntax.quoted(text)) is not an integer"))
             }
             guard range.contains(number) else {
                 return .failure(
@@ -230,7 +232,9 @@ extension ValueKind {
         ValueKind<Duration>(name: "a duration") { text in
             guard let duration = ConfigSyntax.duration(text) else {
                 return .failure(
-                    ValueProblem(message: "\"\(text)\" is not a duration (expected e.g. 500us, 10ms, 1.5s or 5m)"))
+                    ValueProblem(
+                        message:
+                            "\(ConfigSyntax.quoted(text)) is not a duration (expected e.g. 500us, 10ms, 1.5s or 5m)"))
             }
             guard range.contains(duration) else {
                 let bounds = "\(ConfigSyntax.format(range.lowerBound))...\(ConfigSyntax.format(range.upperBound))"
@@ -245,7 +249,9 @@ extension ValueKind {
         ValueKind<Int>(name: "a size") { text in
             guard let bytes = ConfigSyntax.byteSize(text) else {
                 return .failure(
-                    ValueProblem(message: "\"\(text)\" is not a size (expected e.g. 65536, 512B, 64KiB or 1MiB)"))
+                    ValueProblem(
+                        message: "\(ConfigSyntax.quoted(text)) is not a size (expected e.g. 65536, 512B, 64KiB or 1MiB)"
+                    ))
             }
             guard range.contains(bytes) else {
                 let bounds =
@@ -260,7 +266,9 @@ extension ValueKind {
     static func decibels(_ range: ClosedRange<Double>) -> ValueKind<Double> {
         ValueKind<Double>(name: "a level") { text in
             guard let level = ConfigSyntax.decibels(text) else {
-                return .failure(ValueProblem(message: "\"\(text)\" is not a level in decibels (expected e.g. -15dB)"))
+                return .failure(
+                    ValueProblem(
+                        message: "\(ConfigSyntax.quoted(text)) is not a level in decibels (expected e.g. -15dB)"))
             }
             guard range.contains(level) else {
                 let bounds =
@@ -278,7 +286,7 @@ extension ValueKind {
                 return .failure(
                     ValueProblem(
                         message:
-                            "\"\(text)\" is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or \"[::1]:8470\")"
+                            "\(ConfigSyntax.quoted(text)) is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or \"[::1]:8470\")"
                     ))
             }
             // Listened on, not connected to: the socket takes an address. A host name passed
@@ -287,7 +295,7 @@ extension ValueKind {
                 return .failure(
                     ValueProblem(
                         message:
-                            "\"\(text)\" is not an address to listen on (a host name cannot be; expected e.g. 0.0.0.0:\(address.port) for every interface, 127.0.0.1:\(address.port) for this machine only)"
+                            "\(ConfigSyntax.quoted(text)) is not an address to listen on (a host name cannot be; expected e.g. 0.0.0.0:\(address.port) for every interface, 127.0.0.1:\(address.port) for this machine only)"
                     ))
             }
             return .success(address)
@@ -306,7 +314,8 @@ extension ValueKind {
                 names.count == 1
                 ? names[0]
                 : names.dropLast().joined(separator: ", ") + " or " + names.last!
-            return .failure(ValueProblem(message: "\"\(text)\" is not a supported \(what) (expected \(expected))"))
+            return .failure(
+                ValueProblem(message: "\(ConfigSyntax.quoted(text)) is not a supported \(what) (expected \(expected))"))
         }
     }
 
@@ -314,7 +323,8 @@ extension ValueKind {
     static var volume: ValueKind<Double> {
         ValueKind<Double>(name: "a volume") { text in
             guard let (value, isPercent) = ConfigSyntax.volumeParts(text) else {
-                return .failure(ValueProblem(message: "\"\(text)\" is not a volume (expected e.g. 80% or 0.8)"))
+                return .failure(
+                    ValueProblem(message: "\(ConfigSyntax.quoted(text)) is not a volume (expected e.g. 80% or 0.8)"))
             }
             guard ZoneConfig.volumeRange.contains(value) else {
                 let expected = isPercent ? "0%...100%" : "0...1, or a percentage such as 80%"
@@ -335,7 +345,9 @@ extension ValueKind {
                     : .failure(ValueProblem(message: "\(index) is out of range (expected 0...\(last))"))
             }
             let names = DeviceChannel.allCases.map(\.name).joined(separator: ", ")
-            return .failure(ValueProblem(message: "\"\(text)\" is not a channel (expected 0...\(last) or \(names))"))
+            return .failure(
+                ValueProblem(
+                    message: "\(ConfigSyntax.quoted(text)) is not a channel (expected 0...\(last) or \(names))"))
         }
     }
 
@@ -344,7 +356,8 @@ extension ValueKind {
         ValueKind<String>(name: "a name") { text in
             ZoneConfig.isValidName(text)
                 ? .success(text)
-                : .failure(ValueProblem(message: "\(what) name \"\(text)\" must match [a-z0-9_-]+ (\(why))"))
+                : .failure(
+                    ValueProblem(message: "\(what) name \(ConfigSyntax.quoted(text)) must match [a-z0-9_-]+ (\(why))"))
         }
     }
 
@@ -356,7 +369,7 @@ extension ValueKind {
                 : .failure(
                     ValueProblem(
                         message:
-                            "\"\(text)\" is not an http(s) URL (expected http://host[:port][/path], e.g. http://127.0.0.1:4533)"
+                            "\(ConfigSyntax.quoted(text)) is not an http(s) URL (expected http://host[:port][/path], e.g. http://127.0.0.1:4533)"
                     ))
         }
     }
@@ -369,7 +382,7 @@ extension ValueKind {
                 : .failure(
                     ValueProblem(
                         message:
-                            "\"\(text)\" is not an environment variable name (expected letters, digits and _, not starting with a digit)"
+                            "\(ConfigSyntax.quoted(text)) is not an environment variable name (expected letters, digits and _, not starting with a digit)"
                     ))
         }
     }

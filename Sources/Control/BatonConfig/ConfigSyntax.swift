@@ -91,6 +91,23 @@ public enum ConfigSyntax {
         return (isPercent ? value / 100 : value, isPercent)
     }
 
+    /// The longest value a message quotes whole, in characters.
+    static let quotedLength = 80
+
+    /// `value` in double quotes for a message, cut after ``quotedLength`` characters with "…": a
+    /// message quoted a value whole, and an alias of a 3.5 MB string, 10 000 times, made 35 GB of
+    /// error text.
+    static func quoted(_ value: some StringProtocol) -> String {
+        "\"\(shortened(value))\""
+    }
+
+    /// `value` cut after ``quotedLength`` characters with "…" (whole when shorter).
+    static func shortened(_ value: some StringProtocol) -> String {
+        guard value.utf8.count > quotedLength else { return String(value) }
+        let end = value.index(value.startIndex, offsetBy: quotedLength, limitedBy: value.endIndex) ?? value.endIndex
+        return String(value[..<end]) + (end == value.endIndex ? "" : "…")
+    }
+
     /// A volume as a whole percentage when it is one (`80%`), else as a fraction (`0.855`), else
     /// as the shortest percentage or fraction with decimals that reads back to it (`12.3%`, which
     /// is 0.12300000000000001 and was written so: too long for ``volume(_:)`` to read back).

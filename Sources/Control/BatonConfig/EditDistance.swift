@@ -1,5 +1,8 @@
 /// Suggestions for misspelt keys.
 enum EditDistance {
+    /// The longest word a suggestion is looked for.
+    static let longestWord = 64
+
     /// Levenshtein distance between two strings, by Unicode scalar.
     static func between(_ a: String, _ b: String) -> Int {
         let a = Array(a.unicodeScalars)
@@ -21,10 +24,14 @@ enum EditDistance {
     /// The candidate closest to `word`, if it is close enough to be a likely typo: at most 2 edits,
     /// or a third of the word's length for long words, and fewer edits than the word has characters
     /// (so "ab" does not suggest "api"). Ties go to the earlier candidate.
+    /// A word longer than ``longestWord`` characters gets none, and a candidate longer than 4 ×
+    /// that in bytes is none: no name is that long, and the distance takes time and memory in the
+    /// words' lengths, for every candidate (a 3.5 MB value, aliased 10 000 times).
     static func suggestion(for word: String, among candidates: [String]) -> String? {
+        guard word.utf8.count <= 4 * longestWord, word.count <= longestWord else { return nil }
         let limit = max(2, word.count / 3)
         var best: (candidate: String, distance: Int)?
-        for candidate in candidates {
+        for candidate in candidates where candidate.utf8.count <= 4 * longestWord {
             let distance = between(word.lowercased(), candidate)
             if distance <= limit, distance < word.count, distance < (best?.distance ?? .max) {
                 best = (candidate, distance)

@@ -36,9 +36,9 @@ public struct UnknownZoneError: Error, Sendable, Equatable, CustomStringConverti
 
     /// `unknown zone or group "patoi"; did you mean "patio"? (zones: kitchen, patio; groups: outside; all: every zone)`.
     public var description: String {
-        var text = "unknown zone or group \"\(name)\""
+        var text = "unknown zone or group \(ConfigSyntax.quoted(name))"
         if let suggestion = EditDistance.suggestion(for: name, among: zones + groups + [GroupConfig.all]) {
-            text += "; did you mean \"\(suggestion)\"?"
+            text += "; did you mean \(ConfigSyntax.quoted(suggestion))?"
         }
         let groupList = groups.isEmpty ? "none" : groups.joined(separator: ", ")
         return text + " (zones: \(zones.joined(separator: ", ")); groups: \(groupList); all: every zone)"

@@ -64,26 +64,32 @@ public struct SnapcastConfig: Sendable, Equatable {
         let expected =
             "expected tcp://ADDRESS:PORT (a numeric address, e.g. tcp://127.0.0.1:4953) or the absolute path of the source's FIFO"
         if text.hasPrefix("/") { return .success(.fifo(path: text)) }
-        guard text.hasPrefix("tcp://") else { return .failure(ValueProblem(message: "\"\(text)\": \(expected)")) }
+        guard text.hasPrefix("tcp://") else {
+            return .failure(ValueProblem(message: "\(ConfigSyntax.quoted(text)): \(expected)"))
+        }
         var rest = Substring(text.dropFirst(6))
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         let host: Substring
         let portText: Substring
         if rest.hasPrefix("[") {
             guard let close = rest.firstIndex(of: "]"), rest[rest.index(after: close)...].hasPrefix(":") else {
-                return .failure(ValueProblem(message: "\"\(text)\": \(expected)"))
+                return .failure(ValueProblem(message: "\(ConfigSyntax.quoted(text)): \(expected)"))
             }
             host = rest[rest.index(after: rest.startIndex)..<close]
             portText = rest[rest.index(close, offsetBy: 2)...]
         } else {
             guard let colon = rest.lastIndex(of: ":") else {
-                return .failure(ValueProblem(message: "\"\(text)\": the port is missing (\(expected))"))
+                return .failure(
+                    ValueProblem(message: "\(ConfigSyntax.quoted(text)): the port is missing (\(expected))"))
             }
             host = rest[..<colon]
             portText = rest[rest.index(after: colon)...]
         }
         guard let port = Int(portText), (1...65535).contains(port) else {
-            return .failure(ValueProblem(message: "\"\(text)\": \"\(portText)\" is not a port (1...65535)"))
+            return .failure(
+                ValueProblem(
+                    message: "\(ConfigSyntax.quoted(text)): \(ConfigSyntax.quoted(portText)) is not a port (1...65535)")
+            )
         }
         if host == "localhost" { return .success(.tcp(host: "127.0.0.1", port: port)) }
         guard isNumericAddress(host) else {
@@ -91,13 +97,13 @@ public struct SnapcastConfig: Sendable, Equatable {
                 return .failure(
                     ValueProblem(
                         message:
-                            "\"\(text)\": \"\(host)\" is not an IPv4 address (four numbers 0...255, none with a leading zero)"
+                            "\(ConfigSyntax.quoted(text)): \(ConfigSyntax.quoted(host)) is not an IPv4 address (four numbers 0...255, none with a leading zero)"
                     ))
             }
             return .failure(
                 ValueProblem(
                     message:
-                        "\"\(text)\": \"\(host)\" is not a numeric address (Baton's output thread never resolves names; write the server's IP address)"
+                        "\(ConfigSyntax.quoted(text)): \(ConfigSyntax.quoted(host)) is not a numeric address (Baton's output thread never resolves names; write the server's IP address)"
                 ))
         }
         return .success(.tcp(host: String(host), port: port))

@@ -97,6 +97,39 @@ private let withGroups =
     func reportsBadGroup(snippet: String, expected: String) {
         #expect(issueLines(threeZones + "groups:\n" + snippet) == [expected])
     }
+
+    /// A long value is quoted cut, after 80 characters, in the message and in the key path: the
+    /// messages quoted it whole (and a long key in the path of every issue under it).
+    @Test func longValuesAreCutInMessages() {
+        let long = String(repeating: "x", count: 300)
+        let cut = String(repeating: "x", count: 80) + "…"
+        #expect(
+            issueLines(threeZones + "groups:\n  outside: [\(long)]\n") == [
+                "test.yaml:6:13: groups.outside: unknown zone \"\(cut)\" (expected one of: kitchen, living, patio)"
+            ])
+        let key = String(repeating: "X", count: 300)
+        let keyCut = String(repeating: "X", count: 80) + "…"
+        #expect(
+            issueLines(threeZones + "groups:\n  \(key): [garage]\n") == [
+                "test.yaml:6:3: groups.\(keyCut): group name \"\(keyCut)\" must match [a-z0-9_-]+ (it appears in URLs and MQTT topics)",
+                "test.yaml:6:306: groups.\(keyCut): unknown zone \"garage\" (expected one of: kitchen, living, patio)",
+            ])
+    }
+
+    /// Aliases of a 3.5 MB value, as many as the text limit lets through, each an unknown zone:
+    /// refused at once with short messages. Each message held the whole value, and a suggestion
+    /// was looked for by an edit distance over all of it, for every zone.
+    @Test func aliasesOfALongValueAreRefusedQuickly() throws {
+        let value = String(repeating: "a", count: 3_500_000)
+        let text = threeZones + "sounds: &a \(value)\ngroups:\n  outside: [*a, *a, *a]\n"
+        let started = ContinuousClock.now
+        let lines = try #require(issueLines(text))
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(lines.count == 3 && lines.allSatisfy { $0.utf8.count < 250 }, "\(lines.map { $0.prefix(300) })")
+        #expect(
+            lines.first?.hasPrefix("test.yaml:5:9: groups.outside: unknown zone \"aaaa") == true,
+            "\(lines.map { $0.prefix(300) })")
+    }
 }
 
 @Suite(.ownThread) struct ConfigVolumeTests {

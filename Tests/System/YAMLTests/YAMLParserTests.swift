@@ -99,6 +99,35 @@ import YAML
         }
     }
 
+    /// Aliases of a long string past the text limit are rejected at once, naming the alias that
+    /// went over: an alias counted as one node whatever its length, and 10 000 aliases of a 3.5 MB
+    /// string (35 GB of text, in batond's error messages) were accepted. Within it they are fine.
+    @Test func rejectsAliasesPastTheTextLimit() throws {
+        let value = "\"" + String(repeating: "A", count: 3_500_000) + "\""
+        let text =
+            "sounds: &a \(value)\ngroups: {g: [\(Array(repeating: "*a", count: 10_000).joined(separator: ", "))]}\n"
+        let started = ContinuousClock.now
+        // The outcome, not the tree: a failure would print 35 GB of it.
+        let outcome: Result<Bool, YAMLError>
+        do {
+            outcome = .success(try YAMLParser.parse(text: text, file: "t.yaml") != nil)
+        } catch {
+            outcome = .failure(error)
+        }
+        #expect(
+            outcome
+                == .failure(
+                    YAMLError(
+                        file: "t.yaml", mark: Mark(line: 2, column: 26), path: "groups.g[3]",
+                        reason: .tooMuchText(limit: YAMLParser.textLimit))))
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(
+            YAMLError(file: "t.yaml", mark: .start, reason: .tooMuchText(limit: YAMLParser.textLimit)).message
+                == "the document expands to more than 16 MiB of text (aliases of long values)")
+        let within = try #require(try YAMLParser.parse(text: "a: &a \(value)\nb: [*a, *a, *a]\n", file: "t.yaml"))
+        #expect(within.mapping?.count == 2)
+    }
+
     /// A 100 KB line of `[` is rejected at the 65th level, at once (libyaml alone took 17 s on it):
     /// the error names where the nesting went too deep.
     @Test func rejectsDeepNesting() {

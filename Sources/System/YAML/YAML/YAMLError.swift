@@ -21,6 +21,9 @@ public struct YAMLError: Error, Sendable, Equatable, CustomStringConvertible {
         case multipleDocuments
         /// Resolving aliases would create more nodes than the limit (an "alias bomb").
         case tooManyNodes(limit: Int)
+        /// Resolving aliases would make more scalar text than the limit, in bytes (an alias of a
+        /// long string, many times).
+        case tooMuchText(limit: Int)
         /// Collections nested deeper than the limit (libyaml slows down quadratically with depth).
         case tooDeep(limit: Int)
         /// libyaml could not allocate memory.
@@ -64,6 +67,8 @@ public struct YAMLError: Error, Sendable, Equatable, CustomStringConvertible {
             return "expected a single YAML document, found another one"
         case .tooManyNodes(let limit):
             return "the document expands to more than \(limit) nodes (too many aliases)"
+        case .tooMuchText(let limit):
+            return "the document expands to more than \(limit >> 20) MiB of text (aliases of long values)"
         case .tooDeep(let limit):
             return "collections are nested more than \(limit) deep"
         case .outOfMemory:

@@ -8,6 +8,10 @@ public enum YAMLParser {
     /// The most nodes a document may expand to once aliases are resolved. Guards against
     /// "billion laughs" documents; a Baton configuration has a few hundred.
     public static let nodeLimit = 100_000
+    /// The most scalar text, in UTF-8 bytes, a document may expand to once aliases are resolved.
+    /// Nodes alone did not bound it: an alias of a 3.5 MB scalar counts as one node, and 10 000
+    /// of them made 35 GB of text (in error messages) at a reload. A file holds at most 4 MiB.
+    public static let textLimit = 16 << 20
     /// The deepest nesting of sequences and mappings accepted. A Baton configuration nests 5 deep;
     /// libyaml's time grows with the square of the depth (a 100 KB line of `[` took 17 s), so the
     /// parse stops at the first collection past it.
@@ -21,7 +25,8 @@ public enum YAMLParser {
     /// - Returns: the document's root node, or `nil` when the text holds no document (it is empty,
     ///   or only comments and blank lines).
     /// - Throws: ``YAMLError`` for a syntax error (with libyaml's problem text), a duplicate key, a
-    ///   non-scalar key, an undefined alias, more than one document, or too many nodes.
+    ///   non-scalar key, an undefined alias, more than one document, too many nodes or too much
+    ///   text once aliases are resolved.
     public static func parse(text: String, file: String) throws(YAMLError) -> YAMLNode? {
         try parse(utf8: Array(text.utf8), file: file)
     }
@@ -113,7 +118,7 @@ extension Mark {
 }
 
 /// Builds the tree from parser events: a stack of open collections, anchors seen so far, and a
-/// count of nodes for the alias-expansion limit.
+/// count of nodes and of scalar bytes for the alias-expansion limits.
 private struct TreeBuilder {
     /// A sequence or mapping whose end event has not arrived yet.
     struct Frame {
@@ -128,14 +133,17 @@ private struct TreeBuilder {
         var keyMarks: [String: Mark] = [:]
         /// Nodes in this subtree so far, counting the frame itself.
         var size = 1
+        /// Scalar bytes (keys and values) in this subtree so far.
+        var bytes = 0
     }
 
     let file: String
     var stack: [Frame] = []
-    var anchors: [String: (node: YAMLNode, size: Int)] = [:]
+    var anchors: [String: (node: YAMLNode, size: Int, bytes: Int)] = [:]
     var root: YAMLNode?
     var documents = 0
     var totalNodes = 0
+    var totalBytes = 0
 
     init(file: String) { self.file = file }
 
@@ -153,11 +161,13 @@ private struct TreeBuilder {
             let value = string(data.value, count: data.length)
             let tag = data.tag.map { String(cString: $0) }
             let node = YAMLNode(.scalar(YAMLScalar(value, style: Self.style(data.style), tag: tag)), mark: mark)
-            try add(node, size: 1, anchor: data.anchor.map { String(cString: $0) })
+            try count(bytes: data.length, at: mark)
+            try add(node, size: 1, bytes: data.length, anchor: data.anchor.map { String(cString: $0) })
         case YAML_ALIAS_EVENT:
             let name = String(cString: event.data.alias.anchor)
             guard let anchored = anchors[name] else { throw error(at: mark, .undefinedAlias(name)) }
-            try add(anchored.node, size: anchored.size, anchor: nil)
+            try count(bytes: anchored.bytes, at: mark)
+            try add(anchored.node, size: anchored.size, bytes: anchored.bytes, anchor: nil)
         case YAML_SEQUENCE_START_EVENT:
             guard stack.count < YAMLParser.depthLimit else {
                 throw error(at: mark, .tooDeep(limit: YAMLParser.depthLimit))
@@ -173,25 +183,32 @@ private struct TreeBuilder {
         case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
             let frame = stack.removeLast()
             let content: YAMLNode.Content = frame.isMapping ? .mapping(frame.pairs) : .sequence(frame.items)
-            try add(YAMLNode(content, mark: frame.mark), size: frame.size, anchor: frame.anchor)
+            try add(YAMLNode(content, mark: frame.mark), size: frame.size, bytes: frame.bytes, anchor: frame.anchor)
         default:
             break  // stream start, document end: nothing to build
         }
         return false
     }
 
+    /// Counts the scalar text a scalar or an alias (at `mark`) adds to the document.
+    private mutating func count(bytes: Int, at mark: Mark) throws(YAMLError) {
+        totalBytes += bytes
+        if totalBytes > YAMLParser.textLimit { throw error(at: mark, .tooMuchText(limit: YAMLParser.textLimit)) }
+    }
+
     /// Adds a finished node to the open collection, or makes it the root.
-    private mutating func add(_ node: YAMLNode, size: Int, anchor: String?) throws(YAMLError) {
+    private mutating func add(_ node: YAMLNode, size: Int, bytes: Int, anchor: String?) throws(YAMLError) {
         totalNodes += size
         if totalNodes > YAMLParser.nodeLimit {
             throw error(at: node.mark, .tooManyNodes(limit: YAMLParser.nodeLimit))
         }
-        if let anchor { anchors[anchor] = (node, size) }
+        if let anchor { anchors[anchor] = (node, size, bytes) }
         guard !stack.isEmpty else {
             root = node
             return
         }
         stack[stack.count - 1].size += size
+        stack[stack.count - 1].bytes += bytes
         let top = stack.count - 1
         if !stack[top].isMapping {
             stack[top].items.append(node)
