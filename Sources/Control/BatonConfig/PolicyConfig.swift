@@ -138,3 +138,35 @@ public struct DuckConfig: Sendable, Equatable {
     /// The accepted attack and release times.
     public static let rampRange = Duration.zero...Duration.seconds(10)
 }
+
+extension BatonConfiguration {
+    /// The classes batond itself asks for (`music`, `announcement`, `call`) that the policy leaves
+    /// out because a class of the file has their priority: one line each, saying what is refused
+    /// for it ("unknown class"). The file loads (refusing it stopped speakers whose file had loaded
+    /// for years), but every doorbell press, MQTT announcement or call was then refused at run time
+    /// and nothing said why beforehand: batond logs these at start and at a reload, `--check`
+    /// prints them, and the reload report lists them.
+    public var classWarnings: [String] {
+        PolicyConfig.defaultClasses.compactMap { builtIn in
+            guard !policy.classes.contains(where: { $0.name == builtIn.name }),
+                let taker = policy.classes.first(where: { $0.priority == builtIn.priority })
+            else { return nil }
+            var users: [String]
+            switch builtIn.name {
+            case "announcement":
+                users = ["the API's announce"]
+                if !gpio.isEmpty { users.append("the GPIO buttons") }
+                if mqtt != nil { users.append("MQTT announcements") }
+            case "call":
+                users = ["the API's call/start"]
+                if intercom != nil { users.append("the intercom's calls") }
+            default:
+                users = ["the API's music/play"]
+                if music != nil { users.append("music from the server") }
+            }
+            let list = users.count == 1 ? users[0] : users.dropLast().joined(separator: ", ") + " and " + users.last!
+            return "policy.classes: class \"\(builtIn.name)\" is left out (class \"\(taker.name)\" has its priority "
+                + "\(builtIn.priority)): \(list) \(users.count == 1 ? "is" : "are") refused (\"unknown class\")"
+        }
+    }
+}

@@ -221,6 +221,7 @@ extension Daemon {
                 logger.warning("reload: the music on the zones it reopened could not play on: \(error.message)")
             }
         }
+        for warning in report.warnings { logger.warning("reload: \(warning)") }
         logger.info(
             "reload: applied (added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged), unchanged \(report.zonesUnchanged)\(report.policyChanged ? ", new policy" : "")\(report.needsRestart.isEmpty ? "" : "; restart needed for \(report.needsRestart)"))"
         )

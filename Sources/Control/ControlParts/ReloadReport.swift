@@ -19,6 +19,9 @@ public struct ReloadReport: Codable, Sendable, Equatable {
     public var soundsChanged = false
     /// Settings that only take effect after a restart (e.g. `api.listen`).
     public var needsRestart: [String] = []
+    /// What the new configuration leaves out that batond asks for
+    /// (`BatonConfiguration.classWarnings`): applied, but those requests are refused.
+    public var warnings: [String] = []
 
     package init(applied: Bool, errors: [String]) {
         self.applied = applied
@@ -57,6 +60,7 @@ public struct ReloadReport: Codable, Sendable, Equatable {
             ("output-dir", old.outputDir != new.outputDir),
         ]
         needsRestart = once.filter(\.1).map(\.0)
+        warnings = new.classWarnings
     }
 
     /// `intercom:` without its zones: what the receiver was set up with.

@@ -36,8 +36,9 @@ enum InfoCommands {
         var zonesRemoved: [String]?
         var zonesChanged: [String]?
         var needsRestart: [String]?
+        var warnings: [String]?
 
-        /// `reloaded`, then one line per kind of change there was.
+        /// `reloaded`, then one line per kind of change there was, and one per warning.
         var lines: [String] {
             var lines = ["reloaded"]
             let changes = [
@@ -47,6 +48,7 @@ enum InfoCommands {
             for (what, names) in changes {
                 if let names, !names.isEmpty { lines.append("\(what): \(names.joined(separator: ", "))") }
             }
+            lines += (warnings ?? []).map { "warning: \($0)" }
             return lines
         }
     }

@@ -141,6 +141,29 @@ import Testing
         #expect(classes == ["music", "intercom", "announcement"], "call's priority 90 is taken: \(classes)")
     }
 
+    /// A class batond asks for left out because a class given has its priority is warned about,
+    /// naming what is then refused: the file loaded without a word, and every doorbell press was
+    /// refused at run time ("unknown class").
+    @Test func warnsOfTheClassesBatondAsksForThatAreLeftOut() throws {
+        let configuration = try load(
+            minimalZone + """
+                policy:
+                  classes:
+                    music: {priority: 10, kind: permanent}
+                    doorbell: {priority: 50, kind: transient}
+                    intercom: {priority: 90, kind: transient}
+                gpio:
+                  - {chip: gpiochip0, line: 17, announce: {sound: doorbell}}
+
+                """)
+        #expect(
+            configuration.classWarnings == [
+                #"policy.classes: class "announcement" is left out (class "doorbell" has its priority 50): the API's announce and the GPIO buttons are refused ("unknown class")"#,
+                #"policy.classes: class "call" is left out (class "intercom" has its priority 90): the API's call/start is refused ("unknown class")"#,
+            ])
+        #expect(try load(minimalZone).classWarnings.isEmpty)
+    }
+
     /// A policy with only a duck section keeps the default classes.
     @Test func keepsDefaultClassesWithDuckOnly() throws {
         let policy = try load(minimalZone + "policy:\n  duck: {level: -6dB}\n").policy

@@ -197,6 +197,24 @@ import Testing
         #expect(abs(position(again.id) - cut) < 3, "from where it was cut (\(cut) s)")
     }
 
+    /// A reload to a policy whose own class takes `announcement`'s priority is applied, and its
+    /// report says that announcements are now refused: it said nothing, and every doorbell was
+    /// refused afterwards.
+    @Test func aReloadWarnsOfALeftOutClass() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        var new = t.config
+        new.policy.classes.removeAll { $0.name == "announcement" }
+        new.policy.classes.append(ClassConfig(name: "doorbell", priority: 50, kind: .transient))
+        let report = t.daemon.apply(new)
+        #expect(report.applied)
+        #expect(
+            report.warnings == [
+                #"policy.classes: class "announcement" is left out (class "doorbell" has its priority 50): the API's announce is refused ("unknown class")"#
+            ])
+        #expect(t.daemon.apply(t.config).warnings.isEmpty)
+    }
+
     /// A changed `output-dir` needs a restart, and the reload says so: the file PCMs it reopened
     /// still wrote into the old one (set up at start), and the report said nothing.
     @Test func aChangedOutputDirNeedsARestart() throws {
