@@ -238,8 +238,10 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
         let network = OSThread.start { [self] in fetch() }
         let decoded = decodeAll()
         buffer.cancel()
-        // A server that sent all the audio (a WAV's data chunk, an Ogg stream's end) may hold its
-        // connection open with more to come: the transfer ends at libcurl's next progress call.
+        // A server that sent all the audio may hold its connection open with more to come: the
+        // transfer ends at libcurl's next progress call. (Only a decoder that knows where its audio
+        // ends returns before the body does — WAV, at its data chunk's end, and the max-duration
+        // cut; Ogg Opus, MP3 and FLAC read on to the body's end, and wait with it.)
         stopFlag.set()
         // The slots given, whether or not the decoder saw them: a stop between the grant and its
         // look left them to this thread, which released none of them (a slot a zone, until a restart).

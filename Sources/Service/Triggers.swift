@@ -146,7 +146,10 @@ public final class Triggers: Sendable {
             guard spoken || [.unknownSound, .unknownZone, .unprocessable, .badRequest].contains(error.kind) else {
                 return
             }
-            if error.kind != .unknownSound { buttons.withLock { if index < $0.count { $0[index].pressError = why } } }
+            // A missing sound or speech program is looked for at each status (`ringsNothing`): kept
+            // here, it outlived the sound added or the program installed until the next press.
+            let lookedForAtEachStatus = error.kind == .unknownSound || (spoken && error.kind == .unavailable)
+            if !lookedForAtEachStatus { buttons.withLock { if index < $0.count { $0[index].pressError = why } } }
             daemon.events.publish(type: .gpioError, reason: "\(name): \(why)")
         }
     }

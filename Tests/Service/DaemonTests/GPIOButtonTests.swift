@@ -112,6 +112,16 @@ final class HeldEdgeSource: EdgeSource, @unchecked Sendable {
         status = try #require(try t.status().gpio?.first)
         #expect(status.presses == 1 && status.error?.contains(cannot) == true, "\(status.error ?? "-")")
         #expect(!t.daemon.events.recent().contains { $0.type == "granted" }, "nothing rang")
+        // The program installed (here: the configuration's path made a working one): the status
+        // says so at once, as for a sound added, not after the next press.
+        let speech = "/tmp/baton-tests-speech-\(getpid())"
+        _ = try TextFile.script(speech, "#!/bin/sh\nexec espeak-ng \"$@\"\n")
+        defer { unlink(speech) }
+        var config = t.config
+        config.speech.command = speech
+        #expect(t.daemon.apply(config).applied)
+        status = try #require(try t.status().gpio?.first)
+        #expect(status.error == nil, "\(status.error ?? "-")")
     }
 
     /// A chattering line (forty presses at once, a long doorbell wire) on a button that speaks,
