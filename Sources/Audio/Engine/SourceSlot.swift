@@ -16,7 +16,7 @@ public final class SourceSlot: @unchecked Sendable {
     enum Phase: UInt8 {
         case free = 0  // unused; control may claim it
         case active = 1  // the output thread mixes it
-        case releasing = 2  // control wants it back; the output thread sets `.free` when it stops reading
+        case releasing = 2  // control wants it back; the output thread fades it out, then sets `.free`
     }
 
     /// The frames this source feeds into the zone.
@@ -313,14 +313,15 @@ public final class SourceSlot: @unchecked Sendable {
 
     // MARK: Slot lifecycle (Zone)
 
-    /// Prepares a free slot for a new source. Does not ring the output's doorbell: the control plane
-    /// wakes the output once the source has started (`DeviceOutput.wake`), after a sound's frames
-    /// are written. Control thread, while the slot is free.
-    func activate(gain: Float, atVolumeZero zero: Bool) {
+    /// Prepares a free slot for a new source; `fadeIn`: it starts at gain 0 and ramps to `gain`
+    /// over the zone's ramp (a source going on from the middle of its stream: a seek). Does not
+    /// ring the output's doorbell: the control plane wakes the output once the source has started
+    /// (`DeviceOutput.wake`), after a sound's frames are written. Control thread, while the slot is free.
+    func activate(gain: Float, atVolumeZero zero: Bool, fadeIn: Bool = false) {
         ring.reset()
         atVolumeZero.store(zero, ordering: .relaxed)
         targetGainBits.store(gain.bitPattern, ordering: .relaxed)
-        currentGainBits.store(gain.bitPattern, ordering: .relaxed)
+        currentGainBits.store((fadeIn ? 0 : gain).bitPattern, ordering: .relaxed)
         rampStepBits.store(0, ordering: .relaxed)
         pauseRequested.store(false, ordering: .relaxed)
         pausedNow.store(false, ordering: .relaxed)
@@ -339,8 +340,9 @@ public final class SourceSlot: @unchecked Sendable {
         sounding.reset()
         soundingNow = false
         // A new source starts at its gain: it begins at its own first sample, so there is no jump to
-        // smooth. Ramps are for changes in the middle of a stream (duck, mute, pause, resume).
-        self.gain = gain
+        // smooth. Ramps are for changes in the middle of a stream (duck, mute, pause, resume, and a
+        // source going on from the middle of its stream: `fadeIn`).
+        self.gain = fadeIn ? 0 : gain
         phase.store(Phase.active.rawValue, ordering: .releasing)
     }
 }

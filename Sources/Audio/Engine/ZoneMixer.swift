@@ -13,7 +13,8 @@ import Synchronization
 /// So an output can render well ahead of the device and, when something changes (a new source, a
 /// pause, a gain or the volume), take back the periods the device has not played (`rewind`) and
 /// render them again with the change in. A period in which something happened that others may have
-/// seen — a slot started or stopped sounding, drained, paused, was freed, or the loudness crossed
+/// seen — a slot started or stopped sounding, drained, paused, faded out as let go of or was freed,
+/// or the loudness crossed
 /// the meter's threshold — is never taken back: `rewindablePeriods` ends there.
 // @unchecked: the slots are shared through their atomics; the buffers belong to the rendering thread.
 public final class ZoneMixer: @unchecked Sendable {
@@ -179,18 +180,20 @@ public final class ZoneMixer: @unchecked Sendable {
     /// Claims a free slot for a new source, or nil when all are busy: the lowest free one, so that
     /// the slots used are the first few. A slot used for the first time has its ring paged in here
     /// (`FloatRing.makeResident`), before its producer writes. The output thread is not woken: wake
-    /// it (`DeviceOutput.wake`) once the source has started. Control thread only.
-    public func claimSlot(gain: Float, atVolumeZero: Bool = false) -> SourceSlot? {
+    /// it (`DeviceOutput.wake`) once the source has started. `fadeIn`: the source goes on from the
+    /// middle of its stream (a seek, a skip): it fades in from 0 over the zone's ramp, as a resume
+    /// does, instead of starting at full gain mid-waveform. Control thread only.
+    public func claimSlot(gain: Float, atVolumeZero: Bool = false, fadeIn: Bool = false) -> SourceSlot? {
         for slot in slots where slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.free.rawValue {
             slot.ring.makeResident()
-            slot.activate(gain: gain, atVolumeZero: atVolumeZero)
+            slot.activate(gain: gain, atVolumeZero: atVolumeZero, fadeIn: fadeIn)
             return slot
         }
         return nil
     }
 
     /// Whether a slot is free now (what `claimSlot` would take). A slot released is free once the
-    /// output thread has passed it (its next period). Control thread.
+    /// output thread has faded it out (`release`: the zone's ramp, from its next period). Control thread.
     public var hasFreeSlot: Bool {
         slots.contains { $0.phase.load(ordering: .acquiring) == SourceSlot.Phase.free.rawValue }
     }
@@ -199,8 +202,10 @@ public final class ZoneMixer: @unchecked Sendable {
     /// the zone was made. Any thread; a system call per slot.
     public var residentRingBytes: Int { slots.reduce(0) { $0 + $1.ring.residentBytes } }
 
-    /// Hands a slot back; the output thread stops reading it at its next cycle and marks it free.
-    /// Control thread only.
+    /// Hands a slot back: from its next period the output thread fades it out over the zone's ramp,
+    /// as a pause does (reading its ring only up to the end of the fade), and then marks it free —
+    /// at once when it has nothing to fade (never mixed, at gain 0, drained). Its producer must not
+    /// write it any more. Control thread only.
     public func release(_ slot: SourceSlot) {
         slot.phase.store(SourceSlot.Phase.releasing.rawValue, ordering: .releasing)
         doorbell?.post()
@@ -229,8 +234,21 @@ public final class ZoneMixer: @unchecked Sendable {
         for slot in slots {
             let phase = slot.phase.load(ordering: .acquiring)
             if phase == SourceSlot.Phase.releasing.rawValue {
-                slot.phase.store(SourceSlot.Phase.free.rawValue, ordering: .releasing)
-                slot.epoch += 1
+                // Let go of: it fades out over the zone's ramp, as a pause does, and is freed once
+                // silent — cut off at once, its last period ended mid-waveform (a click at every
+                // stop, seek and skip). One never mixed, at gain 0 or drained has nothing to fade.
+                // Its periods are never taken back.
+                if slot.gain > 0 && slot.startedAtFrame.load(ordering: .relaxed) >= 0
+                    && !slot.drainedFlag.load(ordering: .relaxed)
+                {
+                    filled = renderSlot(slot, filled: filled, releasing: true)
+                }
+                if slot.gain == 0 || slot.startedAtFrame.load(ordering: .relaxed) < 0
+                    || slot.drainedFlag.load(ordering: .relaxed)
+                {
+                    slot.phase.store(SourceSlot.Phase.free.rawValue, ordering: .releasing)
+                    slot.epoch += 1
+                }
                 eventInPeriod = true
                 continue
             }
@@ -388,8 +406,9 @@ public final class ZoneMixer: @unchecked Sendable {
     /// frames (if not, this slot's frames are the first: they are written, not added). Returns
     /// whether `mix` holds this period's sum now.
     @inline(__always)
-    private func renderSlot(_ slot: SourceSlot, filled: Bool) -> Bool {
-        let pausing = slot.pauseRequested.load(ordering: .acquiring)
+    private func renderSlot(_ slot: SourceSlot, filled: Bool, releasing: Bool = false) -> Bool {
+        // A slot let go of fades out as a pause does (`render`).
+        let pausing = releasing || slot.pauseRequested.load(ordering: .acquiring)
         if slot.drainedFlag.load(ordering: .relaxed) { return filled }
         // Frames its producer asked to drop unplayed (from before a loss, played in the source's
         // other zones meanwhile): up to the source frame it named, counted as heard there, as the

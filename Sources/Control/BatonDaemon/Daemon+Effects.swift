@@ -80,8 +80,9 @@ extension Daemon {
     }
 
     /// Claims a slot in each of `p`'s zones, at its gain, or paused at 0 when it is granted but not
-    /// heard anywhere yet (a new source begins at its own first sample: no fade in).
-    func claimSlots(_ p: Playback, _ s: borrowing State) -> [SourceOutput] {
+    /// heard anywhere yet (a new source begins at its own first sample: no fade in). `fadeIn`: it
+    /// goes on from the middle of its stream (`restartInSlots`): it fades in from 0 as a resume does.
+    func claimSlots(_ p: Playback, _ s: borrowing State, fadeIn: Bool = false) -> [SourceOutput] {
         let audible = s.arbiter.state(of: p.id)?.isAudible ?? false
         var outputs: [SourceOutput] = []
         for part in p.parts {
@@ -91,7 +92,7 @@ extension Daemon {
             guard let zone = output(part.zone),
                 let slot = zone.mixer.claimSlot(
                     gain: audible && !held ? target(p, zone: part.zone, s) : 0,
-                    atVolumeZero: playsAtVolumeZero(p, zone: part.zone, s))
+                    atVolumeZero: playsAtVolumeZero(p, zone: part.zone, s), fadeIn: fadeIn)
             else {
                 logger.error("zone \(part.zone): every slot is busy; \(p.id) cannot play there")
                 continue
@@ -114,17 +115,18 @@ extension Daemon {
     }
 
     /// Starts `p`'s source again in fresh slots (a music restart, after its stream ended): now, or
-    /// once its zones have a free slot (`slotsReady`). Under the lock.
+    /// once its zones have a free slot (`slotsReady`). It goes on mid-waveform (a seek, a skip, a
+    /// queue edit), so it fades in over the zone's ramp, as the old slots fade out. Under the lock.
     func restartInSlots(_ p: Playback, _ s: inout State) {
         guard p.started, slotsReady(p) else { return }
-        startInSlots(p, s)
+        startInSlots(p, s, fadeIn: true)
     }
 
     /// Claims `p`'s slots and starts its source in them. With no slot in any of its zones it is
     /// not started: it ends at the monitor's next look, saying why (`noSlot`) — granted and never
     /// heard, it held its zones (a doorbell interrupted the music for good) and read "starting".
-    private func startInSlots(_ p: Playback, _ s: borrowing State) {
-        let outputs = claimSlots(p, s)
+    private func startInSlots(_ p: Playback, _ s: borrowing State, fadeIn: Bool = false) {
+        let outputs = claimSlots(p, s, fadeIn: fadeIn)
         if outputs.isEmpty && !p.parts.isEmpty {
             p.noSlot = "every slot of \(p.zones.joined(separator: ", ")) is taken"
             monitor.wake()
@@ -170,7 +172,8 @@ extension Daemon {
         }
     }
 
-    /// Releases the slots of `p`'s zones now (false: the source's own thread releases them when it ends).
+    /// Releases the slots of `p`'s zones now (false: the source's own thread releases them when it
+    /// ends); each fades out over its zone's ramp and is free after (`ZoneMixer.release`).
     func releaseSlots(_ p: Playback, now: Bool) {
         for part in p.parts {
             if now, let slot = part.slot { output(part.zone)?.mixer.release(slot) }

@@ -19,6 +19,13 @@ import Testing
             if cycle % 50 == 0 { slots[cycle / 50 % 4].setGain(cycle % 100 == 0 ? 0.05 : 0.3) }
             total += countAllocations { mixer.render() }
         }
+        // Slots let go of, fading out over the ramp, then freed.
+        for slot in slots[..<2] { mixer.release(slot) }
+        let rest = FeedLoop(slots: Array(slots[2...]), block: tone)
+        for _ in 0..<3 {
+            rest.topUp()
+            total += countAllocations { mixer.render() }
+        }
         #expect(total == 0)
     }
 }
@@ -129,12 +136,15 @@ extension ZoneMixerTests {
                 #expect(mixer.mix[i] == expected, "period \(p), sample \(i)")
             }
         }
-        // Every slot gone: silence, not the last period again.
+        // Every slot gone: b fades out over the ramp (c, at gain 0, has nothing to fade), then
+        // silence, not the last period again.
         mixer.release(b)
         mixer.release(c)
         mixer.render()
+        #expect(mixer.mix[0] == sb[4 * period * channels] && mixer.mix[32 * channels] == 0)
+        mixer.render()
         #expect((0..<(period * channels)).allSatisfy { mixer.mix[$0] == 0 })
-        #expect(a.framesConsumed == 2 * period + 10 && b.framesConsumed == 4 * period)
+        #expect(a.framesConsumed == 2 * period + 10 && b.framesConsumed == 4 * period + 32)
         #expect(c.framesConsumed == 4 * period)
     }
 }
@@ -183,5 +193,50 @@ extension ZoneMixerTests {
         #expect(out[5_800] == 0, "paused")
         let back = try #require(out.indices.first { $0 >= 6_000 && out[$0] > 0 })
         #expect(out[back + 100] == 0.5, "at full gain one ramp after it resumed: \(out[back + 100])")
+    }
+}
+
+extension ZoneMixerTests {
+    /// A slot let go of in the middle of its stream (a stop, a seek, a skip) fades out over the
+    /// zone's ramp, as a pause does, instead of ending mid-waveform at full amplitude (a click): no
+    /// sample-to-sample step exceeds the signal's own plus one ramp step, the mix is silent after
+    /// the fade, only the fade's frames are consumed, and the slot is free once the fade is over.
+    @Test func aReleasedSlotFadesOutAndIsFreedAfter() throws {
+        let ramp = 150
+        let mixer = ZoneMixer(channels: 2, periodFrames: 100, slotCount: 1, ringSamples: 1 << 16, rampFrames: ramp)
+        let slot = try #require(mixer.claimSlot(gain: 1))
+        let signal = Signals.sine(frequency: 100, rate: 48_000, frames: 10_000, channels: 2, amplitude: 0.9)
+        signal.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
+        var free: [Bool] = []
+        let out = renderLeft(mixer, cycles: 8) { c in
+            if c == 3 { mixer.release(slot) }
+            free.append(mixer.hasFreeSlot)
+        }
+        free.append(mixer.hasFreeSlot)
+        let signalStep: Float = 0.9 * 2 * .pi * 100 / 48_000
+        let bound = signalStep + 0.9 / Float(ramp) + 1e-5
+        var worst: Float = 0
+        for i in 1..<out.count { worst = max(worst, abs(out[i] - out[i - 1])) }
+        #expect(worst <= bound, "largest jump \(worst), bound \(bound)")
+        #expect(out[300] != 0, "the fade begins at the period after the release")
+        #expect(out[(300 + ramp)...].allSatisfy { $0 == 0 }, "silent after the fade")
+        #expect(slot.framesConsumed == 300 + ramp, "consumed up to the end of the fade")
+        #expect(free == [false, false, false, false, false, true, true, true, true], "free once faded")
+    }
+
+    /// A slot claimed to go on from the middle of a stream (`fadeIn`: a seek, a skip) rises from 0
+    /// over the zone's ramp, as a resume does, instead of starting mid-waveform at full gain.
+    @Test func aSlotClaimedToFadeInRisesFromZero() throws {
+        let mixer = ZoneMixer(channels: 1, periodFrames: 100, slotCount: 1, ringSamples: 1 << 14, rampFrames: 150)
+        let slot = try #require(mixer.claimSlot(gain: 0.8, fadeIn: true))
+        #expect(slot.appliedGain == 0 && slot.targetGain == 0.8)
+        let input = [Float](repeating: 0.5, count: 1_000)
+        input.withUnsafeBufferPointer { _ = slot.ring.write($0.baseAddress!, count: $0.count) }
+        let out = renderLeft(mixer, cycles: 4)
+        #expect(out[0] > 0 && out[0] <= 0.5 / 150 + 1e-6, "one ramp step up: \(out[0])")
+        // 0 → 0.8 takes 0.8 of the 150-frame full ramp: 120 frames.
+        for i in 1..<120 { #expect(out[i] > out[i - 1], "rising at \(i)") }
+        #expect(out[120...].allSatisfy { $0 == 0.5 * 0.8 }, "at its gain after the ramp")
+        #expect(slot.framesConsumed == 400, "no frame skipped")
     }
 }
