@@ -101,6 +101,10 @@ public final class ZoneMixer: @unchecked Sendable {
     /// Odd while `publishChangeFrame` writes the three above.
     private let changeFrameSequence = SequenceCount()
 
+    /// The zone frame counter as the rendering thread last published it: frames rendered so far
+    /// (less those a rewind took back). Any thread.
+    public var framesRendered: Int { renderedFrames.load(ordering: .acquiring) }
+
     /// The zone's volume (the user's, linear), applied to the whole mix after the sources' own
     /// gains and ducks. Set by the control thread, ramped by the rendering thread.
     private let volumeBits = Atomic<UInt32>(Float(1).bitPattern)

@@ -154,13 +154,34 @@ package final class ZoneTable: Sendable {
         return (available, zones.filter { !available.contains($0) })
     }
 
-    /// Fades every zone to silence over its ramp and waits for it, at most 0.5 s. Control thread.
+    /// Fades every zone to silence over its ramp and waits until the fade has been heard, at most
+    /// 0.5 s in all. The volume reaches 0 when the fade is rendered, a buffer before the card plays
+    /// it: the stop that follows drops the card's buffer (`snd_pcm_drop`), and stopping then cut
+    /// the music at full level (a click at every `systemctl restart`). So each zone is waited for
+    /// until its audible frame passes what it had rendered when its volume reached 0 (and the
+    /// period a render in progress then adds) — not a zone whose card is away or stopped while
+    /// idle, which plays nothing. Control thread.
     package func fadeOut() {
+        let playing = zones.filter { !$0.device.isStoppedIdle }
         for zone in zones { zone.mixer.setVolume(0) }
         let deadline = monotonicNanoseconds() + 500_000_000
-        while monotonicNanoseconds() < deadline
-            && zones.contains(where: { $0.device.snapshot().available && $0.mixer.appliedVolume > 0 })
-        {
+        // Per zone: the frame its fade ended by, once its volume is 0.
+        var silentFrom = [Int?](repeating: nil, count: playing.count)
+        while monotonicNanoseconds() < deadline {
+            var waiting = false
+            for (i, zone) in playing.enumerated() {
+                let snap = zone.device.snapshot()
+                guard snap.available else { continue }
+                if silentFrom[i] == nil {
+                    guard zone.mixer.appliedVolume == 0 else {
+                        waiting = true
+                        continue
+                    }
+                    silentFrom[i] = zone.mixer.framesRendered + zone.mixer.periodFrames
+                }
+                if let end = silentFrom[i], snap.audibleFrame < end { waiting = true }
+            }
+            guard waiting else { return }
             usleep(5_000)
         }
     }

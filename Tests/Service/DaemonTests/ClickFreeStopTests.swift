@@ -5,7 +5,7 @@ import Testing
 
 @testable import BatonDaemon
 
-/// Music that stops fades to silence on the card: what the
+/// Music that stops — the user's stop, batond's own stop — fades to silence on the card: what the
 /// virtual sound card played (its record, docs/TESTING.md) never jumps by more than the tone's own
 /// step and one step of the zone's 10 ms ramp, and ends in silence, not mid-waveform at full level.
 @Suite(.ownThread) struct ClickFreeStopTests {
@@ -50,5 +50,31 @@ import Testing
         let (jump, at) = Self.largestJump(left[stoppedAt...])
         #expect(Double(jump) <= Self.largestStep, "a step of \(jump) at frame \(at) (bound \(Self.largestStep))")
         #expect(left.suffix(4_800).allSatisfy { $0 == 0 }, "silent after the stop")
+    }
+
+    /// batond's stop (SIGTERM: `fadeOut`, then `stop`) while music plays at full level: the card's
+    /// record ends with the fade to silence. The fade was waited for only until it was rendered,
+    /// and the stop dropped the card's buffer (30 ms at 10/40 ms) with the fade in it: the record
+    /// ended mid-waveform at full level, a click at every restart and upgrade.
+    @Test func batondsStopEndsWithTheFadeHeard() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let t = try TestDaemon(zones: [("card", 48_000, card.name)], deviceClocked: ["card"])
+        #expect(waitUntil { (try? t.status().zones.first?.state) == "available" })
+        let music = try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true}"#)
+        try #require(music.status == 202, "\(music.object)")
+        try #require(waitUntil { card.recordedFrames > 24_000 }, "the music plays")
+        let before = card.recordedFrames
+        t.daemon.fadeOut()
+        t.stop()
+        let left = Self.playedLeft(card)
+        try #require(left.count > before)
+        let (jump, at) = Self.largestJump(left[before...])
+        #expect(Double(jump) <= Self.largestStep, "a step of \(jump) at frame \(at) (bound \(Self.largestStep))")
+        #expect(left.last == 0, "the record ends in silence, not at \(left.last ?? 0)")
+        // With no step above the bound between them, the tone at full level and the silence: the
+        // fade was played.
+        let lastSound = try #require(left.lastIndex { $0 != 0 })
+        let peak = left[max(0, lastSound - 4_800)...].map { abs(Int($0)) }.max() ?? 0
+        #expect(peak > 10_000, "the tone was at full level just before the fade: \(peak)")
     }
 }
