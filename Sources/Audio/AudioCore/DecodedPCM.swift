@@ -18,3 +18,12 @@ public struct DecodedPCM: Sendable, Equatable {
     /// Frames held (samples per channel).
     public var frames: Int { channels == 0 ? 0 : samples.count / channels }
 }
+
+extension DecodedPCM {
+    /// `frames` at `rate` as seconds with two decimals (`41.20`), for what a damage text says. In
+    /// Double: a length claimed by a crafted header or last page may be near Int's largest.
+    public static func seconds(_ frames: Int, rate: Int) -> String {
+        let hundredths = Int(min(Double(max(0, frames)) * 100 / Double(max(1, rate)), 1e15))
+        return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
+    }
+}

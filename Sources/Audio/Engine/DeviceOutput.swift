@@ -538,7 +538,7 @@ public final class DeviceOutput: @unchecked Sendable {
                 pcm = try PCM(innerRequest)
             } catch {
                 // The step that failed, as plain values (the text is made by `snapshot`).
-                lastError.store(error.code, LastError.Call(error.step))
+                lastError.store(error.code, .step(error.step))
                 setAvailable(false)
                 sleepInterruptibly(nanoseconds: backoff)
                 backoff = min(backoff * 2, 8_000_000_000)
@@ -956,47 +956,43 @@ public final class DeviceOutput: @unchecked Sendable {
 /// A device's last error (a negative errno, 0 when none) and the ALSA call that met it, in one
 /// atomic word: a reader never pairs one error with another's call. Any thread; real-time safe.
 final class LastError: Sendable {
-    /// The call that met an error.
-    enum Call: UInt64 {
-        case open, write, start, prepare, status
-        /// A step of the set-up after the open (`PCM.init`): which setting the device refused.
-        case setAccess, setFormat, setChannels, setRate, setPeriod, setBuffer, hwParams, swParams, setUp
+    /// The call that met an error: a write, a start, a status, or a step of opening and setting up
+    /// the PCM (`PCM.init`: which setting the device refused) or a prepare.
+    enum Call: Equatable {
+        case write, start, status
+        case step(ALSAError.Step)
 
-        /// The step of `PCM.init` that failed.
-        init(_ step: ALSAError.Step) {
-            self =
-                switch step {
-                case .open: .open
-                case .setAccess: .setAccess
-                case .setFormat: .setFormat
-                case .setChannels: .setChannels
-                case .setRate: .setRate
-                case .setPeriod: .setPeriod
-                case .setBuffer: .setBuffer
-                case .hwParams: .hwParams
-                case .swParams: .swParams
-                case .prepare: .prepare
-                case .other: .setUp
-                }
+        static let open = Call.step(.open)
+        static let prepare = Call.step(.prepare)
+
+        /// Its number in the atomic word: a step's own, the others above them.
+        var rawValue: UInt64 {
+            switch self {
+            case .step(let step): UInt64(step.rawValue)
+            case .write: 256
+            case .start: 257
+            case .status: 258
+            }
+        }
+
+        init?(rawValue: UInt64) {
+            switch rawValue {
+            case 256: self = .write
+            case 257: self = .start
+            case 258: self = .status
+            default:
+                guard rawValue < 256, let step = ALSAError.Step(rawValue: UInt8(rawValue)) else { return nil }
+                self = .step(step)
+            }
         }
 
         /// What the call asked of `request`'s PCM, as `ALSAError.operation` says it ("set rate 44100 Hz").
         func name(_ request: PCMRequest) -> String {
             switch self {
-            case .open: "open"
             case .write: "write"
             case .start: "start"
-            case .prepare: "prepare"
             case .status: "status"
-            case .setAccess: ALSAError.Step.setAccess.operation(for: request)
-            case .setFormat: ALSAError.Step.setFormat.operation(for: request)
-            case .setChannels: ALSAError.Step.setChannels.operation(for: request)
-            case .setRate: ALSAError.Step.setRate.operation(for: request)
-            case .setPeriod: ALSAError.Step.setPeriod.operation(for: request)
-            case .setBuffer: ALSAError.Step.setBuffer.operation(for: request)
-            case .hwParams: ALSAError.Step.hwParams.operation(for: request)
-            case .swParams: ALSAError.Step.swParams.operation(for: request)
-            case .setUp: ALSAError.Step.other.operation(for: request)
+            case .step(let step): step.operation(for: request)
             }
         }
     }

@@ -6,12 +6,6 @@ import AudioCore
 /// Written by hand because it is a container of a few dozen bytes around raw samples; every
 /// compressed format goes through its library.
 public enum WAVFile {
-    /// `frames` at `rate` as seconds with two decimals.
-    static func seconds(_ frames: Int, _ rate: Int) -> String {
-        let hundredths = frames * 100 / max(1, rate)
-        return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
-    }
-
     /// Whether a data chunk's `size` says "to the end": a pipe's writer, which cannot know it,
     /// writes 0xFFFFFFFF, or 0 with the RIFF size (`riffSize`) unknown too. A 0 with a real RIFF
     /// size is an empty data chunk: the chunks after it (LIST, id3) played as noise.
@@ -72,8 +66,8 @@ public enum WAVFile {
                 if !streamed && size / frameBytes > available / frameBytes {
                     pcm.damage =
                         "truncated: its data chunk says \(size / frameBytes) frames, the file holds "
-                        + "\(available / frameBytes) (\(Self.seconds(available / frameBytes, f.rate)) of "
-                        + "\(Self.seconds(size / frameBytes, f.rate)) s)"
+                        + "\(available / frameBytes) (\(DecodedPCM.seconds(available / frameBytes, rate: f.rate)) of "
+                        + "\(DecodedPCM.seconds(size / frameBytes, rate: f.rate)) s)"
                 }
                 return pcm
             }

@@ -80,22 +80,15 @@ public enum OggOpusFile {
                 ).description)
         }
         if let cut = truncation(bytes) {
-            damage.append("truncated: \(cut), after \(seconds(frames)) s")
+            damage.append("truncated: \(cut), after \(DecodedPCM.seconds(frames, rate: rate)) s")
         } else if total > 0, frames < total {
             damage.append(
                 "\(holes == 0 ? "truncated: " : "")its last page says \(total) frames, the file holds \(frames) "
-                    + "(\(seconds(frames)) of \(seconds(Int(total))) s)")
+                    + "(\(DecodedPCM.seconds(frames, rate: rate)) of \(DecodedPCM.seconds(Int(total), rate: rate)) s)")
         }
         return DecodedPCM(
             samples: samples, channels: channels, rate: rate,
             damage: damage.isEmpty ? nil : damage.joined(separator: "; "))
-    }
-
-    /// `frames` at 48 kHz as seconds with two decimals (as `WAVFile` says its truncation).
-    static func seconds(_ frames: Int) -> String {
-        // In Double: a length claimed by a crafted last page may be near Int64's largest.
-        let hundredths = Int(min(Double(max(0, frames)) * 100 / Double(rate), 1e15))
-        return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
     }
 
     /// How the file is cut short, nil when its last Ogg page is whole and ends the stream: a file cut
