@@ -106,11 +106,15 @@ public final class TrackRenderer {
         self.decoder = decoder
     }
 
-    /// Two decoders' damage as one: the counts added, the first place the earlier of the two.
+    /// Two decoders' damage as one: the counts added, the first place the earlier of the two. A
+    /// stream sent again is decoded again from its start, and damage in the server's bytes (a
+    /// transcoder's bad frame) is met again: damage first met at the same place is the same, and
+    /// counts once (the larger count).
     private func merged(_ a: DecodeDamage?, _ b: DecodeDamage?) -> DecodeDamage? {
         guard let a else { return b }
         guard var b else { return a }
-        b.count += a.count
+        let samePlace = a.firstAtFrame * b.rate == b.firstAtFrame * a.rate
+        b.count = samePlace ? max(a.count, b.count) : a.count + b.count
         let aAt = Double(a.firstAtFrame) / Double(max(1, a.rate))
         if aAt < Double(b.firstAtFrame) / Double(max(1, b.rate)) {
             b.firstAtFrame = a.firstAtFrame

@@ -103,6 +103,12 @@ struct TrackRendererTests {
                 frames: 96_000,
                 damage: DecodeDamage(count: 1, one: "gap", many: "gaps", firstAtFrame: 72_000, rate: 48_000)))
         #expect(renderer.damage == DecodeDamage(count: 3, one: "gap", many: "gaps", firstAtFrame: 48_000, rate: 48_000))
+        // Sent again from its start, the same damage met again at the same place counts once.
+        try renderer.restart(
+            with: SilentDecoder(
+                frames: 96_000,
+                damage: DecodeDamage(count: 2, one: "gap", many: "gaps", firstAtFrame: 48_000, rate: 48_000)))
+        #expect(renderer.damage == DecodeDamage(count: 3, one: "gap", many: "gaps", firstAtFrame: 48_000, rate: 48_000))
     }
 }
 
