@@ -237,26 +237,25 @@ public final class ZoneMixer: @unchecked Sendable {
         var filled = false
         for slot in slots {
             let phase = slot.phase.load(ordering: .acquiring)
-            if phase == SourceSlot.Phase.releasing.rawValue {
+            let releasing = phase == SourceSlot.Phase.releasing.rawValue
+            guard releasing || phase == SourceSlot.Phase.active.rawValue else { continue }
+            if releasing {
                 // Let go of: it fades out over the zone's ramp, as a pause does, and is freed once
                 // silent — cut off at once, its last period ended mid-waveform (a click at every
                 // stop, seek and skip). One never mixed, at gain 0 or drained has nothing to fade.
                 // Its periods are never taken back.
-                if slot.gain > 0 && slot.startedAtFrame.load(ordering: .relaxed) >= 0
-                    && !slot.drainedFlag.load(ordering: .relaxed)
-                {
-                    filled = renderSlot(slot, filled: filled, releasing: true)
-                }
+                eventInPeriod = true
                 if slot.gain == 0 || slot.startedAtFrame.load(ordering: .relaxed) < 0
                     || slot.drainedFlag.load(ordering: .relaxed)
                 {
-                    slot.phase.store(SourceSlot.Phase.free.rawValue, ordering: .releasing)
-                    slot.epoch += 1
+                    free(slot)
+                    continue
                 }
-                eventInPeriod = true
-                continue
             }
-            if phase == SourceSlot.Phase.active.rawValue { filled = renderSlot(slot, filled: filled) }
+            // One call site: `renderSlot` is inlined, and a second copy of it for the fade made the
+            // output thread's code larger.
+            filled = renderSlot(slot, filled: filled, releasing: releasing)
+            if releasing && (slot.gain == 0 || slot.drainedFlag.load(ordering: .relaxed)) { free(slot) }
         }
         if !filled { mix.update(repeating: 0, count: samples) }
         applyVolume(samples: samples)
@@ -267,6 +266,13 @@ public final class ZoneMixer: @unchecked Sendable {
         frame += periodFrames
         if eventInPeriod { barrierFrame = frame }
         renderedFrames.store(frame, ordering: .releasing)
+    }
+
+    /// Marks a slot let go of free, a new epoch for its next source. Rendering thread only.
+    @inline(__always)
+    private func free(_ slot: SourceSlot) {
+        slot.phase.store(SourceSlot.Phase.free.rawValue, ordering: .releasing)
+        slot.epoch += 1
     }
 
     // MARK: Rendering ahead
