@@ -2,6 +2,7 @@ import AudioCore
 import BatonTesting
 import Glibc
 import Media
+import OSThread
 import Testing
 
 let ffmpegPath = "/usr/bin/ffmpeg"
@@ -28,16 +29,8 @@ func toneInput(rate: Int, channels: Int, seconds: Int = toneSeconds) -> [String]
 
 /// Every byte of the file at `path`.
 func readBytes(_ path: String) throws -> [UInt8] {
-    let file = try #require(fopen(path, "rb"), "cannot open \(path)")
-    defer { fclose(file) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-        if n == 0 { break }
-        bytes += chunk[0..<n]
-    }
-    return bytes
+    let read = FileIO.read(path, limit: .max)
+    return try #require(try? read.get(), "cannot read \(path): \(read)")
 }
 
 /// Reads `decoder` to its end in blocks of up to `blockFrames` frames. Stops (and fails the test)

@@ -1,5 +1,6 @@
 import ALSA
 import Glibc
+import OSThread
 import Synchronization
 
 /// An ALSA configuration for the whole test process: numbered `file` PCMs over `null` that write
@@ -95,15 +96,8 @@ public enum ALSATestRig {
 
     /// A file's bytes ([] when it cannot be read).
     public static func readBytes(_ path: String) -> [UInt8] {
-        guard let f = fopen(path, "rb") else { return [] }
-        defer { fclose(f) }
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, 65_536, f) }
-            if n == 0 { return out }
-            out += chunk[0..<n]
-        }
+        guard case .success(let bytes?) = FileIO.read(path, limit: .max) else { return [] }
+        return bytes
     }
 }
 

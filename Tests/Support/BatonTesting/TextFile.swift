@@ -1,18 +1,11 @@
 import Glibc
+import OSThread
 
 /// A whole file read or written as text, for tests (a log, a config to edit).
 public enum TextFile {
-    /// The file's contents (invalid UTF-8 repaired), or nil when it cannot be opened.
+    /// The file's contents (invalid UTF-8 repaired), or nil when it cannot be read.
     public static func read(_ path: String) -> String? {
-        guard let file = fopen(path, "rb") else { return nil }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-        }
+        guard case .success(let bytes?) = FileIO.read(path, limit: .max) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
 
