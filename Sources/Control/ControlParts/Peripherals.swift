@@ -16,8 +16,8 @@ package final class Peripherals: Sendable {
     package let covers: CoverCache
     package let external = ExternalSources()
     /// Set when batond stops: what waits on the network (the music server, a URL announcement) or
-    /// on the speech program ends at once, so that the HTTP API's and MQTT's stop, which wait for the requests they answer,
-    /// end within systemd's 5 s.
+    /// on the speech program ends at once, so that the HTTP API's and MQTT's stop, which wait for
+    /// the requests they answer, end within systemd's 5 s.
     package let networkStop = StopFlag()
 
     package init(config: BatonConfiguration, logger: Logger, events: EventLog) {

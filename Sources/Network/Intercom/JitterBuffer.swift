@@ -297,16 +297,19 @@ public struct JitterBuffer: Sendable {
         // A.1's probation): one stray packet (corrupt, or a duplicate seconds late) re-anchored the
         // play-out, and the next normal one again — the queue and a delay's worth lost twice.
         let far = Int64(configuration.slots)
-        if phase != .rebuffering && phase != .idle, seq - nextSeq >= far, seq > highestSeq, seq - highestSeq < far / 2 {
-            // The stream goes on past a full queue (the packet after its newest, or nearly): nothing
-            // took its audio — a call queued behind a source its policy lets over it. The oldest
-            // is dropped, and play-out moves on. It was refused as far from the call's (said in
-            // `lastRefused`, counted foreign) and the next restarted the stream, every 2.56 s.
-            jumpCandidate = nil
-            dropOldest(before: seq - far + 1)
-        } else if phase != .rebuffering && phase != .idle, seq - nextSeq >= far || seq - nextSeq <= -far {
-            defer { jumpCandidate = seq }
-            guard jumpCandidate == seq - 1 else { return foreign(.outOfSequence(seq)) }
+        if phase != .rebuffering && phase != .idle, seq - nextSeq >= far || seq - nextSeq <= -far {
+            if seq - nextSeq >= far, seq > highestSeq, seq - highestSeq < far / 2 {
+                // The stream goes on past a full queue (the packet after its newest, or nearly):
+                // nothing took its audio — a call queued behind a source its policy lets over it.
+                // The oldest is dropped, and play-out moves on. It was refused as far from the
+                // call's (said in `lastRefused`, counted foreign) and the next restarted the
+                // stream, every 2.56 s.
+                jumpCandidate = nil
+                dropOldest(before: seq - far + 1)
+            } else {
+                defer { jumpCandidate = seq }
+                guard jumpCandidate == seq - 1 else { return foreign(.outOfSequence(seq)) }
+            }
         } else {
             jumpCandidate = nil
         }
