@@ -174,9 +174,11 @@ public final class ZoneMixer: @unchecked Sendable {
     /// The zone volume the output thread applied at the end of its last period.
     public var appliedVolume: Float { Float(bitPattern: appliedVolumeBits.load(ordering: .acquiring)) }
 
-    /// Sets the volume before the output thread starts, without a ramp. Control thread, before start.
+    /// Sets the volume before the output thread starts, without a ramp, and without ringing the
+    /// doorbell: it is no change to render in (rung, an output rendering ahead took back at its
+    /// first wake-up what it had just rendered). Control thread, before start.
     public func setInitialVolume(_ linear: Float) {
-        setVolume(linear)
+        volumeBits.store(min(max(linear, 0), 1).bitPattern, ordering: .releasing)
         volumeGain = volume
         appliedVolumeBits.store(volumeGain.bitPattern, ordering: .releasing)
     }
