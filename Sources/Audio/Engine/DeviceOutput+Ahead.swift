@@ -66,9 +66,10 @@ extension DeviceOutput {
             if let off = refusalBeforeStart(pcm) {
                 takesBack = false
                 renderAheadIsOff(off)
-            } else if bufferFrames <= kept + period {
-                // It would never hold more than it keeps and a period: never rendered ahead, while
-                // the status said it was.
+            } else if bufferFrames <= kept + 2 * period {
+                // It would never hold more than it keeps and a period once a period's room is left
+                // (where it is asked whether it takes back): never rendered ahead, while the status
+                // said it was.
                 takesBack = false
                 renderAheadIsOff(.periodTooLong)
             }
@@ -96,13 +97,13 @@ extension DeviceOutput {
             }
             let held = avail < 0 ? 0 : max(0, bufferFrames - avail)
             let room = avail < 0 ? period : avail - history.pending
-            if takesBack == nil && pcm.isRunning && held > kept + period {
-                let can = pcm.rewindable() > 0
-                takesBack = can
-                if !can { renderAheadIsOff(.cannotRewind) }
-            }
-            // What the device needs to stay above its low water, and what may be rendered ahead.
-            let needed = max(0, (lowWater + period - held + period - 1) / period)
+            // What the device needs to stay above its low water — until it was asked whether it
+            // takes back, more than it keeps and a period, where it can be asked (a card whose own
+            // period is long, as dmix's 1,024 frames beside 480 asked, keeps more than its low water
+            // and a period: it was never asked, never rendered ahead, and the status said it did)
+            // — and what may be rendered ahead.
+            let target = takesBack == nil ? max(lowWater + period, kept + period + 1) : lowWater + period
+            let needed = max(0, (target - held + period - 1) / period)
             let ahead = takesBack == true
             var periods = 0
             while periods < room / period && (periods < needed || (ahead && mixersHavePeriodReady)) {
@@ -122,6 +123,16 @@ extension DeviceOutput {
                 let free = self.room(in: pcm)
                 let fill = free < 0 ? 0 : bufferFrames - free
                 if fill > 0 && (fill >= lowWater + period || free < period) { _ = pcm.start() }
+            }
+            // Asked once, when it holds more than it keeps and a period: what it can take back then
+            // is beyond what it may be playing or fetching.
+            if takesBack == nil && pcm.isRunning {
+                let free = self.room(in: pcm)
+                if free >= 0 && bufferFrames - free > kept + period {
+                    let can = pcm.rewindable() > 0
+                    takesBack = can
+                    if !can { renderAheadIsOff(.cannotRewind) }
+                }
             }
             // A system-clocked device on probation has taken what it was given (a clocked buffer
             // does not play between calls: its progress is not watched below).
@@ -158,9 +169,11 @@ extension DeviceOutput {
                 return stalled(pcm)
             }
             lastPlayed = played
-            // While frames wait to be written again nothing is taken back: a change that rings
-            // then is rendered after what was rendered already, and `nextFrame` says so.
-            let keep = history.pending > 0 ? bufferFrames + history.pending : kept
+            // While frames wait to be written again, or until the device said it takes back,
+            // nothing is taken back: a change that rings then is rendered after what was rendered
+            // already, and `nextFrame` says so (it said `kept` frames on while unasked: up to 30 ms
+            // early).
+            let keep = history.pending > 0 || takesBack != true ? bufferFrames + history.pending : kept
             for m in mixers {
                 m.settle(playedThrough: played)
                 m.publishChangeFrame(played: played, keepFrames: keep, rate: rate, now: now)

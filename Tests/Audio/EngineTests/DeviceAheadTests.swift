@@ -220,12 +220,18 @@ import Testing
         output.start()
         #expect(waitUntil { output.snapshot().framesPlayed >= 2 * DeviceCardTests.longBuffer })
         #expect(!output.snapshot().rendersAhead)
-        let requests = try Self.chimeFiveTimes(output).map(\.ns)
+        let requests = try Self.chimeFiveTimes(output)
         usleep(150_000)
         output.stop()
-        let latencies = try Self.heard(on: card, after: requests)
+        let latencies = try Self.heard(on: card, after: requests.map(\.ns))
         #expect(latencies.allSatisfy { $0 > 0 && $0 < 65 }, "request to first frame heard: \(latencies) ms")
         #expect(output.takeBacks.count == 0)
+        // Nothing taken back: a change starts after all that was rendered, and `nextFrame` says so.
+        // It said the card's two kept periods on from what was played, up to 30 ms early.
+        for r in requests {
+            let first = try #require(r.firstFrame)
+            #expect(first >= r.nextFrame && first - r.nextFrame <= Self.period, "said \(r.nextFrame), began \(first)")
+        }
         let rounded = latencies.map { ($0 * 10).rounded() / 10 }
         print("a PCM that cannot rewind: announcements heard \(rounded) ms after the request")
     }
@@ -253,6 +259,38 @@ import Testing
         #expect(snapshot.periodFrames == 1_024, "the card's own period")
     }
 
+    /// A card whose own period is long (1,024 frames, as dmix's, against 480 asked) with a buffer
+    /// that has room beyond the two it keeps: rendered ahead, and changes taken back, every frame
+    /// played once. It was never asked whether it takes back (it never held more than its low
+    /// water and a period, less than it keeps), so it never rendered ahead, and the status said
+    /// it did.
+    @Test func aCardWithALongPeriodIsRenderedAhead() throws {
+        let card = ALSATestRig.makeCard(rate: Self.rate, periodFrames: 1_024, bufferFrames: 6_144)
+        let output = DeviceCardTests.device(card, rendersAhead: true)
+        let music = try #require(output.mixer.claimSlot(gain: 1))
+        let feeder = SlotFeeder([music])
+        output.start()
+        #expect(waitUntil { output.snapshot().framesPlayed >= 6_144 })
+        let first = output.snapshot().framesPlayed
+        var silent: SourceSlot? = nil
+        #expect(
+            waitUntil(seconds: 6) {
+                Self.askForAChange(output, music: music, silent: &silent)
+                usleep(37_000)
+                return output.snapshot().framesPlayed >= first + Self.rate
+            })
+        let snapshot = output.snapshot()
+        let takeBacks = output.takeBacks
+        output.stop()
+        feeder.stop()
+        #expect(snapshot.renderAheadOff == nil, "\(String(describing: snapshot.renderAheadOff))")
+        #expect(snapshot.rendersAhead)
+        #expect(takeBacks.count >= 10, "the changes were rendered in by taking back (\(takeBacks))")
+        #expect(IndexSignal.firstBreak(in: card.recordedBytes()) == nil, "every frame once, in order")
+        #expect(card.events("rewind-late").isEmpty, "nothing was taken back that the card had played")
+        #expect(snapshot.xruns == 0)
+    }
+
     /// On a card that stops at a rewind, as a driver that copies ahead to its hardware does (the
     /// Raspberry Pi's bcm2835 since Linux 6.4, `rewind: .xrun`), the zone finds out before the card
     /// plays, by taking back a period of silence: no xrun, nothing ever taken back, `renderAheadOff`
@@ -267,7 +305,8 @@ import Testing
         output.start()
         #expect(waitUntil { output.snapshot().framesPlayed >= 2 * DeviceCardTests.longBuffer })
         let foundBefore = mode == .xrun
-        #expect(output.snapshot().rendersAhead == !foundBefore)
+        #expect(
+            output.snapshot().rendersAhead == !foundBefore, "\(String(describing: output.snapshot().renderAheadOff))")
         let requests = try Self.chimeFiveTimes(output).map(\.ns)
         usleep(150_000)
         output.stop()
