@@ -233,6 +233,7 @@ final class MQTTBridge: @unchecked Sendable {
         if left > 0 { logger.warning("mqtt: stopping with \(left) command(s) still waiting on the network") }
         if let subscription { daemon.events.unsubscribe(subscription) }
         inbox.shared.withLock { $0.stopping = true }
+        publishStopped()
         client.stop()
     }
 
@@ -459,20 +460,50 @@ final class MQTTBridge: @unchecked Sendable {
         }
     }
 
+    /// What `zones/<zone>/state` holds.
+    private struct ZoneState: Encodable {
+        var state: String
+        var audible: [String]
+        var volume: Double
+        var sources: [String]
+    }
+    /// What `<base>/state` holds.
+    private struct Summary: Encodable {
+        var zones: [String: ZoneState]
+        var sources: [StatusReport.Source]
+        var intercom: StatusReport.Intercom?
+    }
+
+    /// At a clean stop, before `offline`: every zone's state and now-playing, and the summary, say
+    /// `unavailable`, nothing heard. They are retained, and a program that reads them after batond
+    /// stopped (a Node-RED or openHAB flow: Home Assistant goes by the availability) read music
+    /// playing. A crash cannot say so: they hold only while the availability says `online`.
+    private func publishStopped() {
+        var zones: [String: ZoneState] = [:]
+        for zone in daemon.status().zones {
+            zones[zone.name] = ZoneState(state: "unavailable", audible: [], volume: zone.volume, sources: [])
+        }
+        for (name, zone) in zones {
+            if let data = try? JSONEncoder.baton.encode(zone) {
+                retain("\(base)/zones/\(name)/state", String(decoding: data, as: UTF8.self))
+            }
+            if let data = try? JSONEncoder.baton.encode(NowPlaying(state: "unavailable")) {
+                retain("\(base)/zones/\(name)/now-playing", String(decoding: data, as: UTF8.self))
+            }
+        }
+        if let data = try? JSONEncoder.baton.encode(Summary(zones: zones, sources: [], intercom: nil)) {
+            retain("\(base)/state", String(decoding: data, as: UTF8.self))
+        }
+    }
+
     /// The retained state topics, each published only when its text changed (or after a reconnect).
     /// Publishes what changed; true when something plays (the state moves without events).
     @discardableResult
     private func publishState() -> Bool {
+        // (`ZoneState`: without the level. Home Assistant takes that topic's fields as the state
+        // sensor's attributes, and the level, a new value nearly every look while music plays,
+        // made 20 new states a second per zone, each a row in its recorder; it has its own topic.)
         let status = daemon.status()
-        // Without the level: Home Assistant takes this topic's fields as the state sensor's
-        // attributes, and the level, a new value nearly every look while music plays, made 20 new
-        // states a second per zone, each a row in its recorder (the level has its own topic).
-        struct ZoneState: Encodable {
-            var state: String
-            var audible: [String]
-            var volume: Double
-            var sources: [String]
-        }
         var zones: [(String, ZoneState)] = []
         var levels: [(zone: String, text: String)] = []
         for zone in status.zones {
@@ -505,11 +536,6 @@ final class MQTTBridge: @unchecked Sendable {
             let percent = Int((z.volume * 100).rounded())
             retain(
                 "\(base)/zones/\(name)/volume", "\(min(percent, Self.percent(daemon.maxVolume(of: name)) ?? percent))")
-        }
-        struct Summary: Encodable {
-            var zones: [String: ZoneState]
-            var sources: [StatusReport.Source]
-            var intercom: StatusReport.Intercom?
         }
         let summary = Summary(
             zones: Dictionary(uniqueKeysWithValues: zones),

@@ -222,6 +222,32 @@ import Testing
         #expect(states.count >= 2 && states.count <= 6, "\(states.count) states in 3 s")
     }
 
+    /// At a clean stop the retained state topics say the zone is unavailable, nothing heard: they
+    /// stay on the broker, and a flow that read them after batond stopped read music playing.
+    @Test func aStopLeavesNoRetainedStateSayingMusicPlays() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(zones: [("kitchen", 44_100, nil)], mqtt: MQTTConfig(broker: broker.url))
+        #expect(connected(t))
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true, "zones": ["kitchen"]}"#)
+                .object["id"])
+        #expect(t.waitForEvent("audible", source: id, seconds: 5) != nil)
+        #expect(
+            waitUntil {
+                (try? broker.subscribe(topic: "\(base)/zones/kitchen/state").messages().first)??
+                    .contains(#""state":"music""#) == true
+            })
+        t.stop()
+        let zone = try broker.subscribe(topic: "\(base)/zones/kitchen/state").messages().first ?? ""
+        #expect(zone.contains(#""state":"unavailable""#) && zone.contains(#""audible":[]"#), "\(zone)")
+        let now = try broker.subscribe(topic: "\(base)/zones/kitchen/now-playing").messages().first ?? ""
+        #expect(now.contains(#""state":"unavailable""#) && !now.contains("music440"), "\(now)")
+        let summary = try broker.subscribe(topic: "\(base)/state").messages().first ?? ""
+        #expect(summary.contains(#""sources":[]"#) && !summary.contains(id), "\(summary)")
+        #expect(try broker.subscribe(topic: "\(base)/availability").messages() == ["\(base)/availability offline"])
+    }
+
     /// batond's own disconnect at its stop is not a lost broker: it was logged as "lost …;
     /// reconnecting" and published as an `mqtt-error` at every stop.
     @Test func aStopIsNotALostBroker() throws {
