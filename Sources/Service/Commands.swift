@@ -122,8 +122,8 @@ struct Commands: Sendable {
         }
         let selection = MusicSelection(
             album: b.album, playlist: b.playlist, songs: b.songs, search: b.search, random: b.random?.value)
-        let result = try daemon.music.play(selection, zones: b.zones ?? [], volume: b.volume?.value ?? 1)
-        return .accepted(["id": result.id, "status": result.outcome == .playing ? "playing" : "queued"])
+        return .accepted(
+            Self.answer(try daemon.music.play(selection, zones: b.zones ?? [], volume: b.volume?.value ?? 1)))
     }
 
     private struct SourceBody: Decodable {
@@ -142,10 +142,9 @@ struct Commands: Sendable {
         // which may have been started meanwhile (then this resumes that, not the old queue).
         daemon.music.awaitServerQueue()
         if b.id != nil || daemon.latestSource(of: .music) != nil { return try command(.play, b) }
-        let result = try daemon.music.resumeSavedQueue()
-        return .accepted([
-            "id": result.id, "command": "play", "status": result.outcome == .playing ? "playing" : "queued",
-        ])
+        var answer = Self.answer(try daemon.music.resumeSavedQueue())
+        answer["command"] = "play"
+        return .accepted(answer)
     }
 
     private struct SeekBody: Decodable {
