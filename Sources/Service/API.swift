@@ -129,7 +129,10 @@ public struct API: Sendable {
                 return .error(error.kind.httpStatus, error.message)
             }
         case ("GET", "/api/v1/sounds"):
-            return json(200, ["sounds": daemon.sounds.names()])
+            let listing = daemon.sounds.listing()
+            return json(
+                200,
+                SoundsAnswer(sounds: listing.names, ignored: listing.ignored.map { .init(file: $0.file, why: $0.why) }))
         case ("GET", "/api/v1/config"):
             return json(200, daemon.config.redacted())
         case ("GET", "/api/v1/music/queue"):
@@ -239,6 +242,17 @@ public struct API: Sendable {
         var response = HTTPResponse.error(429, "too many wrong tokens just now; try again in a few seconds")
         response.headers.append((name: "Retry-After", value: "5"))
         return response
+    }
+
+    /// `GET /api/v1/sounds`: the sound names, and the files not offered because their names are not
+    /// sound names (`ignored`, empty when none), each with why.
+    struct SoundsAnswer: Encodable {
+        struct Ignored: Encodable {
+            var file: String
+            var why: String
+        }
+        var sounds: [String]
+        var ignored: [Ignored]
     }
 
     func json<T: Encodable>(_ status: Int, _ value: T) -> HTTPResponse {

@@ -84,20 +84,61 @@ public final class SoundLibrary: Sendable {
         }
     }
 
-    /// The names of the sounds in the directory, sorted.
-    public func names() -> [String] {
-        guard let dir = opendir(directory) else { return [] }
+    /// A file of the directory that looks like a sound but cannot be asked for by its name.
+    public struct Ignored: Sendable, Equatable, Encodable {
+        /// The file's name in the directory.
+        public var file: String
+        /// Why it is not offered.
+        public var why: String
+    }
+
+    /// What makes `name` (refused by `validate`) no sound name, and what to do.
+    static func whyInvalid(_ name: String) -> String {
+        let bad = name.unicodeScalars.first { c in
+            !(c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "-" || c == "_" || c == "."))
+        }
+        let what =
+            if let bad {
+                bad == " " ? "a space" : "the character \"\(bad)\" (U+\(String(bad.value, radix: 16, uppercase: true)))"
+            } else if name.isEmpty {
+                "an empty name"
+            } else if name.utf8.count > 64 {
+                "a name of \(name.utf8.count) bytes (at most 64)"
+            } else if name.hasPrefix(".") {
+                "a name starting with '.'"
+            } else {
+                "'..' in the name"
+            }
+        return
+            "its name \"\(name)\" has \(what): a sound name has letters, digits, '-', '_' and '.' only, at most 64 bytes; rename the file"
+    }
+
+    /// The names of the sounds in the directory, sorted: those `announce` and `play` accept.
+    public func names() -> [String] { listing().names }
+
+    /// The sounds in the directory, sorted, and the `*.wav` / `*.opus` files not offered because
+    /// their names are not valid sound names (`Front Door.wav`: a space), sorted by file: a sound
+    /// listed that `announce` then refuses with "invalid sound name" left the user guessing.
+    public func listing() -> (names: [String], ignored: [Ignored]) {
+        guard let dir = opendir(directory) else { return ([], []) }
         defer { closedir(dir) }
         var found = Set<String>()
+        var ignored: [Ignored] = []
         while let entry = readdir(dir) {
             let file = withUnsafeBytes(of: entry.pointee.d_name) {
                 String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
             }
             for ext in Self.extensions where file.hasSuffix(".\(ext)") && !file.hasPrefix(".") {
-                found.insert(String(file.dropLast(ext.count + 1)))
+                let name = String(file.dropLast(ext.count + 1))
+                do throws(MediaError) {
+                    try Self.validate(name: name)
+                    found.insert(name)
+                } catch {
+                    ignored.append(Ignored(file: file, why: Self.whyInvalid(name)))
+                }
             }
         }
-        return found.sorted()
+        return (found.sorted(), ignored.sorted { $0.file < $1.file })
     }
 
     /// The sound `name` as interleaved Float frames at `rate` with `channels` channels.
