@@ -52,7 +52,10 @@ public struct API: Sendable {
     func caller(_ r: HTTPRequest) -> Caller {
         guard let token else { return .open }
         let header = r.headers["authorization"] ?? ""
-        if header.hasPrefix("Bearer "), Self.constantTimeEqual(String(header.dropFirst(7)), token) { return .bearer }
+        // The scheme is case-insensitive (RFC 7235): `bearer TOKEN` is the token too.
+        if header.prefix(7).lowercased() == "bearer ", Self.constantTimeEqual(String(header.dropFirst(7)), token) {
+            return .bearer
+        }
         if !header.isEmpty { return .anonymous }  // a wrong token is not rescued by a cookie
         if let s = sessions.session(cookieHeader: r.headers["cookie"]) { return .session(id: s.id, csrf: s.csrf) }
         return .anonymous

@@ -48,6 +48,28 @@ import Testing
         #expect(try get("Bearer s3cret-token").status == 200)
     }
 
+    /// The scheme is case-insensitive (RFC 7235, 2.1): `bearer TOKEN` and `BEARER TOKEN` are the
+    /// token. `hasPrefix("Bearer ")` answered them 401, each one a wrong guess: the fifth within
+    /// a second was a 429.
+    @Test func theSchemeIsCaseInsensitive() throws {
+        let (t, server) = try Self.tokenAPI()
+        defer {
+            server.stop()
+            t.stop()
+        }
+        func get(_ auth: String) throws -> Int {
+            let c = try RawClient(port: server.port)
+            c.send(
+                "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: \(auth)\r\n\r\n"
+            )
+            return try c.readResponse().status
+        }
+        let schemes = ["bearer", "BEARER", "bEaReR", "bearer", "Bearer", "bearer", "BEARER", "bearer"]
+        #expect(try schemes.map { try get("\($0) s3cret-token") } == Array(repeating: 200, count: schemes.count))
+        #expect(try get("bearer wrong") == 401)
+        #expect(try get("bearers3cret-token") == 401)
+    }
+
     /// The web app loads without the token (it holds no data); a token in the address
     /// (`?access_token=`) is refused now, for GET as for POST: it would end up in logs and history.
     @Test func webAppLoadsAndQueryTokenIsRefused() throws {
