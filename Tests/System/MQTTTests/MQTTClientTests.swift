@@ -125,6 +125,21 @@ func configuration(_ broker: MosquittoBroker, clientID: String = "baton-test") t
             "\(broker.log)")
     }
 
+    /// What is published just before a clean stop reaches the broker: the stop waits (briefly) for
+    /// the broker to acknowledge it before the DISCONNECT. batond's last retained states (a zone
+    /// unavailable, nothing playing) were lost there, the broker keeping "music playing".
+    @Test func whatIsPublishedBeforeAStopReachesTheBroker() throws {
+        let broker = try MosquittoBroker()
+        let (client, _) = try onlineClient(broker, availability: "baton/hall/availability")
+        for i in 0..<10 {
+            try client.publish("baton/hall/topic\(i)", text: "last \(i)", qos: .atLeastOnce, retain: true)
+        }
+        client.stop()
+        let kept = try broker.subscribe(topic: "baton/hall/+", count: 11, seconds: 3).messages().sorted()
+        #expect(
+            kept == ["baton/hall/availability offline"] + (0..<10).map { "baton/hall/topic\($0) last \($0)" }.sorted())
+    }
+
     /// Two clients with one id (a cloned SD card: two batonds with the same `device`): the broker
     /// ends each session as the other connects. The clients say why after three short sessions in a
     /// row — each said only "the connection closed" — and no longer reconnect every second.

@@ -131,9 +131,13 @@ extension MQTTClient {
     func goOnline() {
         if let topic = configuration.availabilityTopic {
             let online = Array(MQTTConfiguration.onlinePayload.utf8)
-            _ = online.withUnsafeBytes {
+            let rc = online.withUnsafeBytes {
                 mosquitto_publish(
                     handle, nil, topic, Int32($0.count), $0.baseAddress, MQTTQoS.atLeastOnce.rawValue, true)
+            }
+            // Counted as `publish` counts (its `on_publish` will come).
+            if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
+                shared.withLock { $0.published += 1 }
             }
         }
         updateStatus {

@@ -55,6 +55,8 @@ public final class MQTTClient: @unchecked Sendable {
     let shared = Mutex(Shared())
     /// Posted when the network thread's work is done (`stop` waits for it, bounded).
     let ended = Semaphore()
+    /// Posted, while stopping, when the broker has acknowledged every message published.
+    let allAcknowledged = Semaphore()
 
     struct Shared {
         var status = MQTTStatus()
@@ -79,6 +81,11 @@ public final class MQTTClient: @unchecked Sendable {
         var thread: OSThread?
         var started = false
         var stopping = false
+        /// Messages handed to libmosquitto to send, and those it said are done (`on_publish`: a
+        /// QoS 1 one acknowledged by the broker, a QoS 0 one written): a clean stop waits until
+        /// they meet, before its DISCONNECT.
+        var published = 0
+        var acknowledged = 0
     }
 
     /// Creates a client (not yet connecting: see ``start()``).
@@ -172,6 +179,10 @@ public final class MQTTClient: @unchecked Sendable {
             let codes = (0..<Int(max(0, count))).map { granted![$0] }
             Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().didSubscribe(mid: mid, granted: codes)
         }
+        mosquitto_publish_callback_set(handle) { _, context, _ in
+            guard let context else { return }
+            Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().didPublish()
+        }
         mosquitto_message_callback_set(handle) { _, context, message in
             guard let context, let message = message?.pointee, let topic = message.topic else { return }
             let client = Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue()
@@ -221,13 +232,20 @@ public final class MQTTClient: @unchecked Sendable {
             _ = try? publish(
                 topic, payload: Array(MQTTConfiguration.offlinePayload.utf8), qos: .atLeastOnce, retain: true)
         }
+        // What was published just before (batond's last states: a zone unavailable, nothing
+        // playing) reaches the broker: the DISCONNECT went out ahead of messages libmosquitto had
+        // not sent yet, and they were lost — the broker kept "music playing".
+        let waitFrom = monotonicNanoseconds()
+        if connected { waitForAcknowledgements(nanoseconds: Self.acknowledgementWaitNanoseconds) }
+        // Within the stop's budget (systemd's 5 s for all of batond's stop), not on top of it.
+        let waited = monotonicNanoseconds() - waitFrom
         _ = mosquitto_disconnect(handle)
         wake()
         // A thread in libmosquitto's DNS lookup (a broker named by a host name, a resolver that
         // does not answer: 5 s a try) cannot be cut short: the stop waited for it, past systemd's
         // 5 s, and batond was killed before its fade-out and its last state save. It is left to
         // end by itself (it holds the client, and stops after its lookup).
-        if ended.wait(nanoseconds: connected ? Self.stopWaitNanoseconds : 1_000_000_000) {
+        if ended.wait(nanoseconds: connected ? Self.stopWaitNanoseconds - waited : 1_000_000_000) {
             thread.join()
         } else {
             thread.abandon()
@@ -235,8 +253,32 @@ public final class MQTTClient: @unchecked Sendable {
         updateStatus { $0.connection = .stopped }
     }
 
+    /// How long `stop` waits for the broker to acknowledge what was published, before its
+    /// DISCONNECT: a broker that does not answer (frozen, or the network gone) costs this at most.
+    static let acknowledgementWaitNanoseconds = 500_000_000
+
+    /// Waits until every message published has been acknowledged (or written, QoS 0), or
+    /// `nanoseconds` passed. Only while stopping (`didPublish` posts then).
+    func waitForAcknowledgements(nanoseconds: Int) {
+        let deadline = monotonicNanoseconds() + nanoseconds
+        while shared.withLock({ $0.acknowledged < $0.published }) {
+            let left = deadline - monotonicNanoseconds()
+            guard left > 0, allAcknowledged.wait(nanoseconds: left) else { return }
+        }
+    }
+
+    /// `on_publish`: a message is done. Network thread.
+    func didPublish() {
+        let done = shared.withLock { shared in
+            shared.acknowledged += 1
+            return shared.stopping && shared.acknowledged >= shared.published
+        }
+        if done { allAcknowledged.post() }
+    }
+
     /// How long `stop` waits for the network thread of a session that is up: the DISCONNECT's
-    /// 2 s, and a little (1 s without one: nothing to send).
+    /// 2 s, and a little (1 s without one: nothing to send), counting the wait for what was
+    /// published before it (`acknowledgementWaitNanoseconds`).
     static let stopWaitNanoseconds = 2_500_000_000
 
     // MARK: - Messages
@@ -261,6 +303,9 @@ public final class MQTTClient: @unchecked Sendable {
         // libmosquitto 2.0 queues a QoS 1 or 2 message *before* trying to send it, and then returns
         // the send's MOSQ_ERR_NO_CONN although the message stays queued and goes out after the next
         // connect. Only for QoS 0 does NO_CONN mean dropped.
+        if rc == MOSQ_ERR_SUCCESS.rawValue || (rc == MOSQ_ERR_NO_CONN.rawValue && qos != .atMostOnce) {
+            shared.withLock { $0.published += 1 }
+        }
         if rc == MOSQ_ERR_NO_CONN.rawValue && qos != .atMostOnce { return }
         if rc == MOSQ_ERR_NO_CONN.rawValue { throw .notConnected(topic: topic) }
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
