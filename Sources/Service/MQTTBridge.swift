@@ -63,6 +63,8 @@ final class MQTTBridge: @unchecked Sendable {
         var retained: [String: String] = [:]
         /// The sounds the discovery last published (the select's options, the doorbell button).
         var discoveredSounds: [String]?
+        /// The sounds directory could not be read at the last look (said once).
+        var soundsUnreadable = false
         /// The connection as last reported, and whether its being down was said since it was last
         /// up (to say each change once).
         var connection: MQTTStatus.Connection?
@@ -271,7 +273,7 @@ final class MQTTBridge: @unchecked Sendable {
             if (republish || events.contains { $0.type == "reloaded" }) && client.status.connection == .connected {
                 inbox.shared.withLock { $0.retained.removeAll() }
                 clearRemovedZones()
-                if config.discovery { publishDiscovery() }
+                if config.discovery { publishDiscovery(sounds: soundNames()) }
             }
             // While disconnected, events are not queued (libmosquitto would keep every one, without
             // bound): `GET /api/v1/events/recent` has them, and the retained state is sent again on
@@ -558,11 +560,16 @@ final class MQTTBridge: @unchecked Sendable {
         // Sounds added to or taken from the directory (read at each look, as the select's choice
         // is): the discovery follows. Its options were those of the last connect or reload: a
         // chosen sound HA did not list was refused there, and the button played what it did not show.
-        let sounds = daemon.sounds.names()
-        if config.discovery && client.status.connection == .connected
-            && inbox.shared.withLock({ $0.discoveredSounds }) != sounds
+        // A directory that cannot be read now is not an empty one: its select and doorbell button
+        // emptied, Home Assistant deleted them (and what the user had set on them), to make them
+        // again at the next look.
+        let read = soundNames()
+        let sounds = read ?? inbox.shared.withLock { $0.discoveredSounds } ?? []
+        if let read,
+            config.discovery && client.status.connection == .connected
+                && inbox.shared.withLock({ $0.discoveredSounds }) != read
         {
-            publishDiscovery()
+            publishDiscovery(sounds: read)
         }
         publishHomeAssistantState(status, sounds: sounds)
         // A source paused, interrupted or queued does not move: what changes it (a command, the
@@ -604,12 +611,30 @@ final class MQTTBridge: @unchecked Sendable {
         if changed { publish(topic, Array(text.utf8), retain: true) }
     }
 
-    private func discovery(zones: [String]) throws -> HomeAssistantDiscovery {
+    /// The sounds directory's names, or nil when it cannot be read now (said once a time).
+    private func soundNames() -> [String]? {
+        do {
+            let names = try daemon.sounds.readListing().names
+            if inbox.shared.withLock({ $0.soundsUnreadable }) {
+                inbox.shared.withLock { $0.soundsUnreadable = false }
+                logger.info("mqtt: the sounds directory can be read again")
+            }
+            return names
+        } catch {
+            if !inbox.shared.withLock({ $0.soundsUnreadable }) {
+                inbox.shared.withLock { $0.soundsUnreadable = true }
+                logger.warning("mqtt: \(error): Home Assistant's sound entities stay as they were")
+            }
+            return nil
+        }
+    }
+
+    private func discovery(zones: [String], sounds: [String]) throws -> HomeAssistantDiscovery {
         try HomeAssistantDiscovery(
             device: String(base.split(separator: "/").last ?? ""),
             name: "Baton \(base.split(separator: "/").last ?? "")",
             zones: zones, prefix: config.discoveryPrefix,
-            topicPrefix: config.topicPrefix, sounds: daemon.sounds.names(),
+            topicPrefix: config.topicPrefix, sounds: sounds,
             maxVolumes: zones.reduce(into: [:]) { m, zone in m[zone] = Self.percent(daemon.maxVolume(of: zone)) })
     }
 
@@ -619,13 +644,17 @@ final class MQTTBridge: @unchecked Sendable {
         maxVolume.map { Int(($0 * 100 + 1e-9).rounded(.down)) }
     }
 
-    private func publishDiscovery() {
+    /// Publishes every entity; `sounds` nil (the directory cannot be read now): the sound entities
+    /// as last published, none removed.
+    private func publishDiscovery(sounds read: [String]?) {
         do {
-            let discovery = try discovery(zones: daemon.zoneNames)
-            inbox.shared.withLock { $0.discoveredSounds = discovery.sounds }
+            let sounds = read ?? inbox.shared.withLock { $0.discoveredSounds } ?? []
+            let discovery = try discovery(zones: daemon.zoneNames, sounds: sounds)
+            if read != nil { inbox.shared.withLock { $0.discoveredSounds = sounds } }
             for m in discovery.messages() { publish(m.topic, m.payload, retain: true) }
             // No sounds (a reload emptied the directory): the select published before goes, or its
             // options stay in Home Assistant and each fails. So does the doorbell button.
+            guard read != nil else { return }
             if discovery.sounds.isEmpty { publish(discovery.soundSelect().topic, [], retain: true) }
             if !discovery.sounds.contains("doorbell") { publish(discovery.doorbellButton().topic, [], retain: true) }
         } catch {
@@ -649,7 +678,7 @@ final class MQTTBridge: @unchecked Sendable {
     /// them: the entities first, or Home Assistant renders their templates on empty payloads (an
     /// error in its log for each).
     private func clear(zone: String) {
-        if config.discovery, let entities = try? discovery(zones: []).zoneMessages(zone) {
+        if config.discovery, let entities = try? discovery(zones: [], sounds: []).zoneMessages(zone) {
             for m in entities { publish(m.topic, [], retain: true) }
         }
         for suffix in ["state", "volume", "now-playing"] {

@@ -119,8 +119,18 @@ public final class SoundLibrary: Sendable {
     /// The sounds in the directory, sorted, and the `*.wav` / `*.opus` files not offered because
     /// their names are not valid sound names (`Front Door.wav`: a space), sorted by file: a sound
     /// listed that `announce` then refuses with "invalid sound name" left the user guessing.
+    /// An unreadable directory lists nothing (see `readListing`).
     public func listing() -> (names: [String], ignored: [Ignored]) {
-        guard let dir = opendir(directory) else { return ([], []) }
+        (try? readListing()) ?? ([], [])
+    }
+
+    /// `listing`, or why the directory cannot be read now (a directory swapped by a deploy, a
+    /// network share's hiccup, no descriptor left): not an empty directory, whose sounds are gone.
+    public func readListing() throws(MediaError) -> (names: [String], ignored: [Ignored]) {
+        guard let dir = opendir(directory) else {
+            throw MediaError(
+                file: directory, problem: "cannot read the sounds directory: \(String(cString: strerror(errno)))")
+        }
         defer { closedir(dir) }
         var found = Set<String>()
         var ignored: [Ignored] = []

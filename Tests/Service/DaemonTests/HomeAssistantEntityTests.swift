@@ -158,6 +158,36 @@ import Testing
         #expect(!kept(button).contains("payload_press"), "the doorbell button goes: \(kept(button))")
     }
 
+    /// A sounds directory that cannot be read for a while (swapped by a deploy: here a file in its
+    /// place) is not an empty one: the sound select and the doorbell button stay. Both were
+    /// published empty, which has Home Assistant delete them and what the user set on them.
+    @Test func anUnreadableSoundsDirectoryKeepsTheSoundEntities() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        let select = "homeassistant/select/baton_test-speaker/sound/config"
+        let button = "homeassistant/button/baton_test-speaker/doorbell/config"
+        func kept(_ topic: String) -> String { (try? retained(broker, topic, count: 1).first?.payload) ?? "" }
+        #expect(waitUntil(seconds: 10) { kept(button).contains("doorbell") }, "\(kept(button))")
+        #expect(kept(select).contains("doorbell"))
+        // Every message on both topics from now on: the retained ones first.
+        let seen = try broker.subscribe(topic: "homeassistant/+/baton_test-speaker/+/config", count: 500, seconds: 4)
+        #expect(rename(t.sounds, "\(t.sounds).aside") == 0)
+        try TextFile.write("\(t.sounds)", "not a directory")
+        defer {
+            unlink(t.sounds)
+            rename("\(t.sounds).aside", t.sounds)
+        }
+        // Something that wakes the bridge, and its volume published: it looked.
+        #expect(try t.request("POST", "/api/v1/zones/kitchen/volume", #"{"volume": 0.5}"#).status == 200)
+        #expect(waitUntil(seconds: 5) { kept("\(base)/zones/kitchen/volume") == "50" })
+        let emptied = seen.messages().filter { ($0.hasPrefix(select) || $0.hasPrefix(button)) && $0.hasSuffix(" ") }
+        #expect(emptied.isEmpty, "\(emptied)")
+        #expect(kept(button).contains("doorbell") && kept(select).contains("doorbell"))
+    }
+
     /// A zone a reload removes: its entities go first, then its state topics, all emptied. The
     /// state topics went first, and while its entities still existed Home Assistant rendered their
     /// templates on empty payloads (an error in its log for each, at every such reload).
