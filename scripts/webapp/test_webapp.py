@@ -8,6 +8,7 @@ Usage: test_webapp.py BATOND SUBSONIC_ENV [--screenshots DIR]
 Prints one line per check and closes with 'webapp: N passed, N failed'. Loopback only.
 """
 import array, json, math, os, random, shutil, signal, socket, statistics, struct, subprocess, sys, tempfile, time, traceback
+import wave
 import http.client
 
 from selenium import webdriver
@@ -47,6 +48,14 @@ class Batond:
         self.dir = tempfile.mkdtemp(prefix="baton-webapp-")
         self.port = free_port()
         os.mkdir(self.dir + "/out")
+        # The sounds of config/sounds, and `long`: 30 s of a quiet 880 Hz tone, an announcement that
+        # lasts while a check looks at what it does to the music.
+        shutil.copytree(ROOT + "/config/sounds", self.dir + "/sounds")
+        with wave.open(self.dir + "/sounds/long.wav", "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(22050)
+            w.writeframes(array.array("h", (int(3000 * math.sin(2 * math.pi * 880 * i / 22050)) for i in range(30 * 22050))).tobytes())
         with open(self.dir + "/alsa.conf", "w") as f:
             f.write("</usr/share/alsa/alsa.conf>\npcm.web_null { type null }\n")
             for z in ("kitchen", "patio"):
@@ -62,7 +71,7 @@ class Batond:
   patio: {{pcm: web_patio, rate: {RATE}, channels: 2, format: S16_LE, clock: system, volume: 0.6, max-volume: 0.805}}
 groups:
   downstairs: [kitchen, patio]
-sounds: {ROOT}/config/sounds
+sounds: sounds
 alsa-config: alsa.conf
 output-dir: out
 state-dir: state
@@ -693,6 +702,41 @@ def scenario(music):
             tab(d, "now")
         check("music stopped while the queue tab is open: the tab says nothing plays", queue_after_stop)
 
+        def muted_here():
+            # Music in the kitchen and on the patio, a long sound in the kitchen only: the music is
+            # muted in the kitchen and plays on on the patio (batond says it plays); the kitchen's
+            # card said "interrupted by", as for music that waits. A sound in both zones interrupts it.
+            status, answer = b.api("POST", "/api/v1/music/play", {"sound": "chime", "loop": True, "zones": ["kitchen", "patio"]})
+            assert status == 202, (status, answer)
+            music = answer["id"]
+            source = lambda: next(x for x in b.api("GET", "/api/v1/status")[1]["sources"] if x["id"] == music)
+            try:
+                wait_for("the music playing in both zones", lambda: card_state(d, "kitchen") == "playing" and card_state(d, "patio") == "playing", 10)
+                status, chime = b.api("POST", "/api/v1/announce", {"sound": "long", "zones": ["kitchen"]})
+                assert status == 202 and chime["status"] == "playing", (status, chime)
+                try:
+                    want = f"muted here by long ({chime['id']}): it plays on in patio"
+                    wait_for("the kitchen's card to say muted", lambda: card_state(d, "kitchen") == want, 5)
+                    assert card_state(d, "patio") == "playing", card_state(d, "patio")
+                    cls = d.execute_script("return document.querySelector('#zone-cards [data-zone=kitchen] .state').className")
+                    assert cls == "state muted", cls
+                    assert source()["state"] == "playing", source()
+                    print(f"     kitchen: {want!r}, patio: 'playing'")
+                finally:
+                    assert b.api("POST", "/api/v1/music/stop", {"id": chime["id"]})[0] == 200
+                wait_for("the kitchen playing again", lambda: card_state(d, "kitchen") == "playing", 5)
+                status, chime = b.api("POST", "/api/v1/announce", {"sound": "long", "zones": ["kitchen", "patio"]})
+                assert status == 202 and chime["status"] == "playing", (status, chime)
+                try:
+                    want = f"interrupted by long ({chime['id']})"
+                    wait_for("both cards to say interrupted", lambda: card_state(d, "kitchen") == want and card_state(d, "patio") == want, 5)
+                    wait_for("batond to say interrupted", lambda: source()["state"] == "interrupted", 5)
+                finally:
+                    assert b.api("POST", "/api/v1/music/stop", {"id": chime["id"]})[0] == 200
+            finally:
+                assert b.api("POST", "/api/v1/music/stop", {"id": music})[0] == 200
+        check("music in two zones, a sound in one: its card says muted here, not interrupted; in both, interrupted", muted_here)
+
         def reloaded_elsewhere():
             # A reload done elsewhere (SIGHUP here, as batonctl or another phone would) removes patio,
             # renames the group and changes the sounds: the page shows the new groups and sounds, and
@@ -706,7 +750,7 @@ def scenario(music):
             os.mkdir(b.dir + "/sounds2")
             shutil.copy(ROOT + "/config/sounds/chime.wav", b.dir + "/sounds2/chime.wav")
             text = "\n".join(line for line in text.split("\n") if not line.startswith("  patio:"))
-            text = text.replace("downstairs: [kitchen, patio]", "upstairs: [kitchen]").replace(f"sounds: {ROOT}/config/sounds", "sounds: sounds2")
+            text = text.replace("downstairs: [kitchen, patio]", "upstairs: [kitchen]").replace("sounds: sounds\n", "sounds: sounds2\n")
             with open(path, "w") as f:
                 f.write(text)
             b.proc.send_signal(signal.SIGHUP)

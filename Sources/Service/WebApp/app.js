@@ -181,7 +181,15 @@ function stateWords(src, z) {
   if (src.state === 'paused') return ['paused', 'paused'];
   if (z) {
     const m = z.silenced.find(x => x.source === src.id);
-    if (m) return ['interrupted by ' + who(m.by), 'interrupted'];
+    if (m) {
+      // A zone's silenced list holds muted sources too: silenced here only, a source plays on in its
+      // other zones (its position moves, and it comes back here wherever it is by then). Interrupted
+      // is silenced in every zone it has (the arbiter's word), and it waits for the cover to end.
+      const others = status ? status.zones.filter(o => o.name !== z.name && src.zones.includes(o.name) && !o.silenced.some(x => x.source === src.id)) : [];
+      const on = others.filter(o => o.state !== 'unavailable').map(o => o.name);
+      if (others.length) return [`muted here by ${who(m.by)}` + (on.length ? `: it plays on in ${on.join(', ')}` : ''), 'muted'];
+      return ['interrupted by ' + who(m.by), 'interrupted'];
+    }
     // The zone's own alarm (when the status has it): a source is meant to be heard, the output is not.
     if (z.state === 'silent' && ['playing', 'ducked'].includes(src.state)) return ['silent: nothing comes out of the zone', 'silent'];
     // Its frames are mixed, but this zone's output is lost (a card unplugged, snapserver away).
