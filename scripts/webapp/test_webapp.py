@@ -702,6 +702,43 @@ def scenario(music):
             tab(d, "now")
         check("music stopped while the queue tab is open: the tab says nothing plays", queue_after_stop)
 
+        def library_slow():
+            # batond asks the music server for a library view and gives it 30 s: a server that takes
+            # 6 s is waited for (the page gave up after 4 s, "batond did not answer within 4 s"),
+            # and one slower than the page waits is named as slow. The answers are held in the page.
+            tab(d, "library")
+            click(d, "#lib-playlists")
+            wait_for("the playlists", lambda: d.find_element(By.ID, "crumbs").text == "Playlists"
+                     and not d.execute_script("return results.hasAttribute('aria-busy')"))
+            d.execute_script("""
+                window.realFetch = window.fetch; window.libraryDelay = arguments[0];
+                window.fetch = (path, opt) => !String(path).startsWith('/api/v1/library/') ? window.realFetch(path, opt)
+                  : new Promise((resolve, reject) => {
+                      const t = setTimeout(() => window.realFetch(path, opt).then(resolve, reject), window.libraryDelay);
+                      opt.signal.addEventListener('abort', () => { clearTimeout(t); reject(new DOMException('The user aborted a request.', 'AbortError')); });
+                    });""", 6000)
+            try:
+                asked = time.time()
+                click(d, "#lib-artists")
+                artists = "return [...document.querySelectorAll('#lib-results button[data-artist]')].length"
+                errors = "return [...document.querySelectorAll('#lib-results .err')].map(e => e.textContent).join()"
+
+                def shown():
+                    failed = d.execute_script(errors)
+                    assert not failed, failed
+                    return d.execute_script(artists)
+                wait_for("the artists after 6 s", shown, 12)
+                print(f"     the artists shown {time.time() - asked:.1f} s after they were asked for")
+                d.execute_script("LIMITS.library = 1; window.libraryDelay = 3000;")
+                click(d, "#lib-playlists")
+                wait_for("the timeout in words", lambda: d.execute_script(errors) ==
+                         "Loading the playlists failed: no answer within 1 s: the music server is slow (batond waits 30 s for it) or away", 5)
+            finally:
+                d.execute_script("window.fetch = window.realFetch;")
+                d.execute_script("LIMITS.library = 32;")
+            tab(d, "now")
+        check("a slow music server: a library view waits for it, and a timeout says the server is slow", library_slow)
+
         def muted_here():
             # Music in the kitchen and on the patio, a long sound in the kitchen only: the music is
             # muted in the kitchen and plays on on the patio (batond says it plays); the kitchen's

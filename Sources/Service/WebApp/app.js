@@ -8,6 +8,8 @@ let csrf = null, status = null, config = null, lastSeq = 0, es = null, run = nul
 const events = [];
 
 // ---- requests: every failure is shown in plain words -------------------------------------------
+// How long a request waits for its answer, in seconds (a test may shorten them).
+const LIMITS = {look: 4, library: 32, change: 35};
 async function api(method, path, body) {
   const opt = {method, headers: {Accept: 'application/json'}, credentials: 'same-origin'};
   if (method !== 'GET') {
@@ -16,15 +18,19 @@ async function api(method, path, body) {
     opt.body = JSON.stringify(body || {});
   }
   // A look (GET) has an answer within 4 s or none: a speaker gone from the network (its Wi-Fi lost)
-  // left the request hanging, and the page showing what played before as playing now. A command
-  // may wait for the music server (batond gives it 30 s): 35 s, and no word that it failed.
-  const limit = method === 'GET' ? 4 : 35;
+  // left the request hanging, and the page showing what played before as playing now. A look in the
+  // library is batond asking the music server (it gives it 30 s): 32 s, and a timeout blames the
+  // server (a slow one read "batond did not answer within 4 s"). A command may wait for the music
+  // server too: 35 s, and no word that it failed.
+  const library = method === 'GET' && path.startsWith('/api/v1/library/');
+  const limit = method !== 'GET' ? LIMITS.change : library ? LIMITS.library : LIMITS.look;
   const ctl = new AbortController(), timer = setTimeout(() => ctl.abort(), limit * 1000);
   opt.signal = ctl.signal;
   let r, text = '', data = null;
   try {
     try { r = await fetch(path, opt); text = await r.text(); } catch (e) {
       throw new Error(!ctl.signal.aborted ? 'batond is not reachable (' + e.message + ')'
+        : library ? `no answer within ${limit} s: the music server is slow (batond waits 30 s for it) or away`
         : method === 'GET' ? `batond did not answer within ${limit} s` : `no answer within ${limit} s: it may still happen`);
     }
   } finally { clearTimeout(timer); }
