@@ -739,6 +739,48 @@ def scenario(music):
             tab(d, "now")
         check("a slow music server: a library view waits for it, and a timeout says the server is slow", library_slow)
 
+        def library_views_in_order():
+            # An answer that comes late is not drawn over the view chosen after it: album A's tracks
+            # after album B was chosen, a search's results after "Artists" was.
+            tab(d, "library")
+            click(d, "#lib-artists")
+            click(d, "#lib-results button[data-artist]", "an artist")
+            albums = "return Object.fromEntries([...document.querySelectorAll('#lib-results button[data-album]')].map(b => [b.textContent, b.dataset.album]))"
+            found = wait_for("the albums", lambda: (lambda a: a if "Tones" in a and "Steps" in a else None)(d.execute_script(albums)))
+            d.execute_script("""
+                window.realFetch = window.fetch; window.held = []; window.holding = arguments[0]; window.heldDone = false;
+                window.fetch = (path, opt) => !String(path).includes(window.holding) ? window.realFetch(path, opt)
+                  : new Promise((resolve, reject) => window.held.push(() => window.realFetch(path, opt).then(r => {
+                      const text = r.text.bind(r);
+                      r.text = () => text().then(x => { setTimeout(() => { window.heldDone = true; }, 0); return x; });
+                      resolve(r);
+                    }, reject)));""", "/library/albums/" + found["Tones"])
+            title = "const h = document.querySelector('#lib-results h3'); return h && h.firstChild.textContent.trim()"
+            crumb = "return document.querySelector('#crumbs [aria-current]').textContent"
+            try:
+                click(d, f'#lib-results button[data-album="{found["Tones"]}"]', "Tones")
+                wait_for("the Tones album asked for", lambda: d.execute_script("return window.held.length") == 1, 5)
+                click(d, f'#lib-results button[data-album="{found["Steps"]}"]', "Steps")
+                wait_for("the Steps album shown", lambda: d.execute_script(title) == "Steps", 5)
+                d.execute_script("window.held.shift()();")
+                wait_for("the Tones album answered", lambda: d.execute_script("return window.heldDone"), 5)
+                assert (d.execute_script(title), d.execute_script(crumb)) == ("Steps", "Steps"), (d.execute_script(title), d.execute_script(crumb))
+                d.execute_script("window.holding = '/library/search'; window.heldDone = false;")
+                d.find_element(By.ID, "search").send_keys("Tone")
+                wait_for("the search asked for", lambda: d.execute_script("return window.held.length") == 1, 5)
+                click(d, "#lib-artists")
+                wait_for("the artists shown", lambda: d.execute_script(crumb) == "Artists"
+                         and d.find_elements(By.CSS_SELECTOR, "#lib-results button[data-artist]"), 5)
+                d.execute_script("window.held.shift()();")
+                wait_for("the search answered", lambda: d.execute_script("return window.heldDone"), 5)
+                shown = d.execute_script("return [document.querySelector('#crumbs').textContent, document.querySelectorAll('#lib-results li[data-song]').length]")
+                assert shown == ["Artists", 0], f"the search's answer drawn over the artists: {shown}"
+            finally:
+                d.execute_script("window.fetch = window.realFetch;")
+                d.find_element(By.ID, "search").clear()
+            tab(d, "now")
+        check("library answers that come late are not drawn over the view chosen after them", library_views_in_order)
+
         def muted_here():
             # Music in the kitchen and on the patio, a long sound in the kitchen only: the music is
             # muted in the kitchen and plays on on the patio (batond says it plays); the kitchen's

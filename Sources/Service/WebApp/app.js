@@ -432,10 +432,16 @@ function artistRows(artists) {
   if (!artists.length) return '<p class="dim">no artists</p>';
   return `<ul class="list">${artists.map(a => `<li><span class="what"><button type="button" class="linkish" data-artist="${esc(a.id)}">${esc(a.name)}</button> <span class="meta">${a.albumCount != null ? a.albumCount + ' albums' : ''}</span></span></li>`).join('')}</ul>`;
 }
+// One count for every view asked for (a load, a search, the search cleared): an answer is drawn only
+// if no view was asked for after it, so a late one does not overwrite a newer view (album A's tracks
+// shown after B was chosen, search results under "Artists").
+let libSeq = 0, searchTimer = null;
+function navigate() { clearTimeout(searchTimer); return ++libSeq; }
 async function load(what, path, draw) {
+  const seq = navigate();
   results.setAttribute('aria-busy', 'true');
-  try { draw(await api('GET', path)); } catch (e) { results.innerHTML = `<p class="err">${esc(what)} failed: ${esc(e.message)}</p>`; }
-  finally { results.removeAttribute('aria-busy'); }
+  try { const d = await api('GET', path); if (seq === libSeq) draw(d); } catch (e) { if (seq === libSeq) results.innerHTML = `<p class="err">${esc(what)} failed: ${esc(e.message)}</p>`; }
+  finally { if (seq === libSeq) results.removeAttribute('aria-busy'); }
 }
 function showArtists() { crumbs([['Artists', showArtists]]); load('Loading the artists', '/api/v1/library/artists', d => { results.innerHTML = artistRows(d.artists); }); }
 function showArtist(id) { load('Loading the artist', '/api/v1/library/artists/' + encodeURIComponent(id), d => { crumbs([['Artists', showArtists], [d.artist.name, () => showArtist(id)]]); results.innerHTML = `<h3>${esc(d.artist.name)}</h3>` + albumRows(d.artist.albums || []); }); }
@@ -445,19 +451,18 @@ function showPlaylists() { crumbs([['Playlists', showPlaylists]]); load('Loading
 function showPlaylist(id) { load('Loading the playlist', '/api/v1/library/playlists/' + encodeURIComponent(id), d => { crumbs([['Playlists', showPlaylists], [d.playlist.name, () => showPlaylist(id)]]); results.innerHTML = `<div class="row"><h3>${esc(d.playlist.name)}</h3><button type="button" class="primary" data-play-playlist="${esc(id)}">Play playlist</button></div>` + songRows(d.playlist.songs || []); }); }
 let randomSongs = [];
 function showRandom() { crumbs([['Random', showRandom]]); load('Loading random songs', '/api/v1/library/random?size=20', d => { randomSongs = d.songs; results.innerHTML = `<div class="row"><button type="button" class="primary" id="play-random">Play these ${d.songs.length}</button><button type="button" id="more-random">Others</button></div>` + songRows(d.songs); }); }
-let searchTimer = null, searchSeq = 0;
 $('#search').addEventListener('input', () => {
-  clearTimeout(searchTimer);
+  navigate();
   const q = $('#search').value.trim();
   if (!q) { showArtists(); return; }
   searchTimer = setTimeout(() => {
-    const seq = ++searchSeq;
+    const seq = navigate();
     crumbs([['Search: ' + q, () => {}]]);
     api('GET', '/api/v1/library/search?q=' + encodeURIComponent(q)).then(d => {
-      if (seq !== searchSeq) return;
+      if (seq !== libSeq) return;
       results.innerHTML = (d.artists.length ? '<h3>Artists</h3>' + artistRows(d.artists) : '') + (d.albums.length ? '<h3>Albums</h3>' + albumRows(d.albums) : '') + '<h3>Songs</h3>' + songRows(d.songs);
       say(`${d.songs.length} songs, ${d.albums.length} albums, ${d.artists.length} artists found`);
-    }).catch(e => { if (seq === searchSeq) results.innerHTML = `<p class="err">Search failed: ${esc(e.message)}</p>`; });
+    }).catch(e => { if (seq === libSeq) results.innerHTML = `<p class="err">Search failed: ${esc(e.message)}</p>`; });
   }, 250);
 });
 $('#lib-artists').addEventListener('click', showArtists);
