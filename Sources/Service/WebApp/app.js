@@ -149,8 +149,14 @@ async function refresh() {
   try {
     const s = await api('GET', '/api/v1/status');
     if (!s || !Array.isArray(s.zones) || !Array.isArray(s.sources)) throw new Error("the answer to /api/v1/status is not batond's status");
+    const wasFailed = statusFailed;
     status = s; uptimeAt = Date.now(); statusFailed = false;
     if (run !== null && status.run !== run) startedAgain();
+    // batond answers again after it did not: the event stream is opened again (from the last event
+    // seen). Through a gap in the network it can be half open — its end at batond gone, the reset
+    // lost on the way — and an EventSource says open (readyState 1) while no event will ever come:
+    // the page said "live" and showed nothing that happened.
+    else if (wasFailed && es) { connect(lastSeq); conn('reconnecting…', 'down'); }
     noteHeard(s);
     run = status.run; render();
     if (es && es.readyState === 1) conn('live', 'live');
