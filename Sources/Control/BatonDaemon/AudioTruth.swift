@@ -25,6 +25,9 @@ struct Hearing {
             return sounding.isOn(at: audibleFrame) || notYetHeard
                 || outage.runStart(at: audibleFrame).map(sounding.isOn) == true
         }
+        /// The zone's output is lost at the audible frame: nothing mixed there is heard, whatever
+        /// the source did before the loss.
+        var unreached: Bool { outage.isOn(at: audibleFrame) }
         var heard: Bool { sounding.isOn(at: audibleFrame) && !outage.isOn(at: audibleFrame) }
         /// The zone frame from which it is heard (when it is): where its sounding began, or where the
         /// zone's output came back, whichever is later.
@@ -55,15 +58,17 @@ struct Hearing {
 
     /// The state to report, from the arbiter's word and the audio: `playing`/`ducked` only while
     /// heard; `starting` while granted but its first frame is not heard yet; `unavailable` while
-    /// its frames are mixed but its zones' outputs do not reach anyone (a stalled or absent
-    /// snapserver); `buffering` while its ring ran dry and the silence is heard; while the arbiter's
+    /// none of its zones' outputs reaches anyone (a card unplugged, a stalled or absent
+    /// snapserver) — also for one paused or interrupted before the loss and let play during it,
+    /// which read `paused` or `interrupted` for the whole outage — or while its frames are mixed
+    /// or held in a lost zone and its other zones do not hear it yet; `buffering` while its ring ran dry and the silence is heard; while the arbiter's
     /// word is audible but the audio is not back yet (a resume within the device's delay), the word
     /// reported before.
     func state(arbiter: SourceState?, previous: String?) -> String {
         guard let arbiter else { return previous ?? "queued" }
         if heard { return arbiter == .ducked ? "ducked" : "playing" }
         guard arbiter.isAudible else { return arbiter.rawValue }
-        if !parts.isEmpty && parts.allSatisfy(\.lost) { return "unavailable" }
+        if !parts.isEmpty && parts.allSatisfy(\.unreached) { return "unavailable" }
         if parts.isEmpty || parts.allSatisfy(\.notYetHeard) { return "starting" }
         if parts.contains(where: \.lost) { return "unavailable" }
         if parts.contains(where: \.starved) { return "buffering" }
@@ -217,12 +222,14 @@ struct AudioTruth {
         let heardNow = s.playbacks.values.filter {
             $0.started && !$0.released && (s.arbiter.state(of: $0.id)?.isAudible ?? false)
         }
-        // A source not heard yet is looked for every 5 ms; not one whose every zone lost its output
-        // (its return wakes the monitor, and its frame is due below).
+        // A source not heard yet is looked for every 5 ms; not one whose every zone lost its output,
+        // whatever it did before the loss (its return wakes the monitor, and its frame is due
+        // below): music paused before a card was unplugged and played during the outage was
+        // looked for every 5 ms until the card came back.
         let waiting = heardNow.contains { p in
             guard !p.heard else { return false }
             let parts = hearing(p).parts
-            return parts.isEmpty || !parts.allSatisfy(\.lost)
+            return parts.isEmpty || !parts.allSatisfy(\.unreached)
         }
         if waiting || !s.retiring.isEmpty { return 5_000_000 }
         var soonest: Int?

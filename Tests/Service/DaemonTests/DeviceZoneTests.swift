@@ -450,3 +450,43 @@ extension DeviceZoneTests {
         #expect(onPatio.slot.framesSkipped == 0)
     }
 }
+
+extension DeviceZoneTests {
+    /// Music paused on a card, the card unplugged, then played by the user during the outage: it
+    /// reads `unavailable` — nothing of it can be heard anywhere — and the monitor does not look for
+    /// its first frame every 5 ms; replugged, it plays. It read `paused` for the whole outage after
+    /// the play (a part paused before the loss did not count as lost), and the monitor looked every
+    /// 5 ms until the card came back.
+    @Test func musicPlayedWhileItsCardIsLostIsUnavailable() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let t = try TestDaemon(zones: [("card", 48_000, card.name)], deviceClocked: ["card"])
+        defer { t.stop() }
+        #expect(waitUntil { (try? zone(t, "card"))??.state == "available" })
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true, "zones": ["card"]}"#)
+                .object["id"])
+        let state = { (try? t.status().sources.first { $0.id == id }?.state) ?? nil }
+        #expect(waitUntil { state() == "playing" })
+        #expect(try t.json("POST", "/api/v1/music/pause", "{}").status == 200)
+        #expect(waitUntil { state() == "paused" })
+
+        card.send(.unplug)
+        #expect(waitUntil { (try? zone(t, "card"))??.state == "unavailable" })
+        #expect(try t.json("POST", "/api/v1/music/resume", "{}").status == 200)
+        #expect(waitUntil { state() == "unavailable" }, "state \(String(describing: state()))")
+        // And so it stays while the card is away; the monitor waits for the card's return.
+        for _ in 0..<10 {
+            usleep(50_000)
+            _ = t.daemon.tick()
+            #expect(state() == "unavailable")
+            let next = t.daemon.state.withLock { t.daemon.truth.nextLook($0) }
+            #expect(next == nil || next! > 5_000_000, "the monitor looks again in \(String(describing: next)) ns")
+        }
+
+        card.send(.replug)
+        #expect(waitUntil(seconds: 12) { (try? zone(t, "card"))??.state == "available" })
+        #expect(waitUntil { state() == "playing" }, "state \(String(describing: state()))")
+        let back = card.recordedFrames
+        #expect(waitUntil { card.recordedFrames > back + 4_800 }, "the card plays the music again")
+    }
+}
