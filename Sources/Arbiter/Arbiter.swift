@@ -90,6 +90,16 @@ public struct Arbiter<Instant: InstantProtocol>: Sendable where Instant.Duration
     /// A snapshot of `source`, or `nil` if unknown.
     public func status(of source: SourceID) -> SourceStatus? { core.status(of: source) }
 
+    /// What the end of `source`'s interruption at `now` would decide, by the same rules as
+    /// ``Effect/Action/interruptionEnded(_:shouldResume:)`` (`resume-within` included), changing
+    /// nothing: whether it would resume, and for how much longer that holds (what remains of its
+    /// class's `resume-within`; `nil`: no limit). `nil` when it is not interrupted, or unknown.
+    /// `now` must not be before the last input's instant.
+    public func wouldResume(_ source: SourceID, at now: Instant) -> (resume: Bool, within: Duration?)? {
+        guard let epoch else { return nil }
+        return core.wouldResume(source, at: Moment(epoch.duration(to: now)))
+    }
+
     /// Every known source (granted or queued), in arrival order.
     public var sourceIDs: [SourceID] { core.records.map(\.id) }
 

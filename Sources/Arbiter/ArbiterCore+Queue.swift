@@ -26,7 +26,7 @@ extension ArbiterCore {
         let record = Record(
             id: request.source, sourceClass: request.sourceClass,
             kind: request.kind ?? rules.kind, zones: zones, coalesceKey: request.coalesceKey,
-            sequence: nextSequence, requestedAt: now, rules: rules,
+            sequence: nextSequence, requestedAt: now, rules: rules, ownTTL: request.ttl,
             outputs: Array(repeating: ZoneOutput(), count: zones.count))
         nextSequence += 1
 
@@ -121,18 +121,18 @@ extension ArbiterCore {
         return strongest
     }
 
-    /// Drops queued requests older than their class's ttl.
+    /// Drops queued requests older than their ttl (their request's, else their class's).
     mutating func expireQueued(now: Instant) {
         var stale: [Int] = []
         var j = 0
         while j < records.count {
-            if !records[j].granted, let ttl = records[j].rules.ttl, records[j].requestedAt.duration(to: now) >= ttl {
+            if !records[j].granted, let ttl = records[j].ttl, records[j].requestedAt.duration(to: now) >= ttl {
                 stale.append(j)
             }
             j += 1
         }
         for j in stale {
-            emit(.expired(records[j].id), .ttlElapsed(records[j].rules.ttl!))
+            emit(.expired(records[j].id), .ttlElapsed(records[j].ttl!))
         }
         forgetUnplayed(stale.map { records[$0] })
         for j in stale.reversed() {
@@ -199,7 +199,7 @@ extension ArbiterCore {
         let deadline: Instant? = records.withUnsafeBufferPointer { records in
             var deadline: Instant?
             for j in records.indices where !records[j].granted {
-                guard let ttl = records[j].rules.ttl else { continue }
+                guard let ttl = records[j].ttl else { continue }
                 let expiry = records[j].requestedAt.advanced(by: ttl)
                 if deadline == nil || expiry < deadline! { deadline = expiry }
             }

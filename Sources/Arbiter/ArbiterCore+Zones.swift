@@ -185,6 +185,19 @@ extension ArbiterCore {
         return (true, .interruptionOver(lasted: lasted))
     }
 
+    /// Whether `source`'s interruption, were it to end at `now`, would resume it, and for how much
+    /// longer that holds: what remains of its class's `resume-within`, counted from the play given
+    /// meanwhile or else from the interruption's start (nil: no limit). Nil when it is not
+    /// interrupted (or unknown). A pure read.
+    func wouldResume(_ source: SourceID, at now: Instant) -> (resume: Bool, within: Duration?)? {
+        guard let i = index(of: source), let interruption = records[i].interruption else { return nil }
+        let rules = records[i].rules
+        guard resumeDecision(interruption, rules: rules, at: now).resume else { return (false, nil) }
+        guard let limit = rules.resumeWithin else { return (true, nil) }
+        let from = interruption.playOrPause?.at ?? interruption.began
+        return (true, limit - from.duration(to: now))
+    }
+
     /// Sends `interruptionEnded` with `resumeDecision`'s verdict.
     mutating func endInterruption(at i: Int, _ interruption: Interruption, now: Instant) {
         let (shouldResume, reason) = resumeDecision(interruption, rules: records[i].rules, at: now)

@@ -151,6 +151,8 @@ extension ArbiterCore {
         let sequence: UInt64
         let requestedAt: Instant
         var rules: ClassPolicy
+        /// The request's own ttl (``Request/ttl``), kept across policy changes.
+        var ownTTL: Duration? = nil
         var granted: Bool = false
         /// Not playing by the user's command or because it was told not to resume.
         var paused: Bool = false
@@ -159,6 +161,8 @@ extension ArbiterCore {
         var interruption: Interruption?
 
         var priority: Int { rules.priority }
+        /// How long it may wait in the queue: its request's, else its class's.
+        var ttl: Duration? { ownTTL ?? rules.ttl }
 
         var contender: Contender {
             Contender(source: id, sourceClass: sourceClass, priority: rules.priority, kind: kind)

@@ -11,17 +11,22 @@ public struct Request: Hashable, Sendable {
     /// Requests of the same class with the same key coalesce within the class's window
     /// (for example the sound name `doorbell`).
     public var coalesceKey: String?
+    /// How long it may wait in the queue before it expires; `nil` takes the class's
+    /// ``ClassPolicy/ttl``. (Interrupted music asked again by a reload: what remains of its
+    /// `resume-within`, ``Arbiter/wouldResume(_:at:)``.)
+    public var ttl: Duration?
 
     /// Creates a request.
     public init(
         source: SourceID, sourceClass: SourceClass, zones: [ZoneID], kind: RequestKind? = nil,
-        coalesceKey: String? = nil
+        coalesceKey: String? = nil, ttl: Duration? = nil
     ) {
         self.source = source
         self.sourceClass = sourceClass
         self.zones = zones
         self.kind = kind
         self.coalesceKey = coalesceKey
+        self.ttl = ttl
     }
 }
 

@@ -314,3 +314,40 @@ struct InterruptionTests {
         #expect(s.reason(of: .finished("music")) == .userStopped)
     }
 }
+
+extension InterruptionTests {
+    /// `wouldResume` says what the interruption's end would decide now, changing nothing: music
+    /// 200 s into a call would resume, for 100 s more; at 301 s it would not (the end then says
+    /// `shouldResume: false`); a play given at 250 s counts the window from there. Nil for music
+    /// not interrupted. (A reload asks it before it asks interrupted music again.)
+    @Test func wouldResumeSaysWhatTheEndWouldDecide() {
+        var s = Script()
+        s.request("music", .music)
+        #expect(s.arbiter.wouldResume("music", at: s.now) == nil)
+        s.request("intercom", .call)
+        s.advance(.seconds(200))
+        let early = s.arbiter.wouldResume("music", at: s.now)
+        #expect(early?.resume == true && early?.within == .seconds(100), "\(String(describing: early))")
+        s.advance(.seconds(101))
+        let late = s.arbiter.wouldResume("music", at: s.now)
+        #expect(late?.resume == false, "\(String(describing: late))")
+        #expect(s.state("music") == .interrupted, "asking changed nothing")
+        #expect(s.release("intercom") == [.finished("intercom"), .interruptionEnded("music", shouldResume: false)])
+        var p = Script()
+        p.request("music", .music)
+        p.request("intercom", .call)
+        p.advance(.seconds(250))
+        p.user(.play, "music")
+        p.advance(.seconds(60))
+        let afterPlay = p.arbiter.wouldResume("music", at: p.now)
+        #expect(afterPlay?.resume == true && afterPlay?.within == .seconds(240), "\(String(describing: afterPlay))")
+        var unlimited = Policy.default
+        unlimited.classes[.music]?.resumeWithin = nil
+        var u = Script(policy: unlimited)
+        u.request("music", .music)
+        u.request("intercom", .call)
+        u.advance(.seconds(3_600))
+        let any = u.arbiter.wouldResume("music", at: u.now)
+        #expect(any?.resume == true && any?.within == nil, "\(String(describing: any))")
+    }
+}

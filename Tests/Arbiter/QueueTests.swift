@@ -227,3 +227,25 @@ struct QueueEdgeTests {
         #expect(s.request("bell-2", .announcement, ["hall"], key: "doorbell") == [.coalesced("bell-2", into: "bell-1")])
     }
 }
+
+extension QueueTests {
+    /// A request's own ttl wins over its class's (music has none): music asked again behind a call
+    /// with 100 s left of its resume-within expires 100 s later, and a policy change meanwhile
+    /// keeps it.
+    @Test func aRequestsOwnTTLWinsOverItsClasss() {
+        var s = Script()
+        s.request("intercom", .call)
+        let effects = s.arbiter.handle(
+            .request(Request(source: "music", sourceClass: .music, zones: ["kitchen"], ttl: .seconds(100))), at: s.now)
+        #expect(effects.map(\.action) == [.queued("music"), .scheduleTimer(at: s.now.advanced(by: .seconds(100)))])
+        s.advance(.seconds(50))
+        var policy = Policy.default
+        policy.classes[.announcement]?.ttl = .seconds(20)
+        _ = s.arbiter.setPolicy(policy, at: s.now)
+        s.advance(.seconds(49))
+        #expect(s.tick() == [])
+        s.advance(.seconds(1))
+        #expect(s.tick() == [.expired("music")])
+        #expect(s.reason(of: .expired("music")) == .ttlElapsed(.seconds(100)))
+    }
+}

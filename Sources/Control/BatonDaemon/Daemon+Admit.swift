@@ -9,10 +9,11 @@ extension Daemon {
     /// The one admit path: resolves `requested` zones (empty: every zone) to those that can play,
     /// makes the source for them (before the lock: decoding, rendering), gives it an id, and asks
     /// the arbiter. Announcements coalesce by `coalesceKey`. A request made from the configuration
-    /// of `configuration` (a `State.configGeneration`) is refused if a reload came since. Any thread.
+    /// of `configuration` (a `State.configGeneration`) is refused if a reload came since. `ttl`: how
+    /// long it may wait in the arbiter's queue (nil: its class's). Any thread.
     func admit(
         _ sourceClass: SourceClass, zones requested: [String], volume: Float, coalesceKey: String? = nil,
-        configuration: Int? = nil, before announce: ((SourceID) -> Void)? = nil,
+        configuration: Int? = nil, ttl: Duration? = nil, before announce: ((SourceID) -> Void)? = nil,
         make: ([ZoneHandle]) throws(ControlError) -> any Source
     ) throws(ControlError) -> Admission {
         guard volume.isFinite, (0...1).contains(volume) else {
@@ -55,7 +56,7 @@ extension Daemon {
             announce?(id)
             let request = Request(
                 source: id, sourceClass: sourceClass, zones: available.map { ZoneID($0) },
-                coalesceKey: sourceClass == .announcement ? coalesceKey : nil)
+                coalesceKey: sourceClass == .announcement ? coalesceKey : nil, ttl: ttl)
             let effects = s.arbiter.handle(.request(request), at: .now)
             apply(effects, &s)
             return Admission(id: id.rawValue, outcome: try outcome(of: id, in: effects), skipped: skipped)

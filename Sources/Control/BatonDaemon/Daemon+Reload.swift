@@ -118,7 +118,10 @@ extension Daemon {
             // playing, nobody paused it meanwhile): asked again, it waits for its zones (music's
             // `during-higher`) and plays from where it was cut. Only audible music was taken: the
             // interrupted one ended for good, saved as not playing, and the doorbell's end
-            // brought nothing back. Paused music stays ended, as paused.
+            // brought nothing back. Paused music stays ended, as paused. Interrupted music is
+            // asked again only if its interruption, ended now, would resume it (`resume-within`),
+            // and waits no longer than what remains of that: asked again as any new music, a
+            // 20-minute call reloaded at minute 10 brought it back when the call ended.
             let resumeMusic = state.withLock { s in
                 defer {
                     // A reopened zone starts unseen, like at start: "opening PCM" is not an outage.
@@ -133,20 +136,28 @@ extension Daemon {
                     s.configGeneration += 1
                 }
                 // The queue of the music heard (the newest, if several: music replaces music), as it
-                // was heard.
-                var resume: (queue: SavedQueue, number: Int)?
+                // was heard, and how long it may wait for its zones (nil: as any music).
+                var resume: (queue: SavedQueue, number: Int, ttl: Duration?)?
                 for p in s.playbacks.values.sorted(by: { $0.id < $1.id })
                 where p.zones.contains(where: stoppedZones.contains)
                     || (p.source as? ExternalPlayer).map({ externalEnding.contains($0.name) }) == true
                 {
-                    if p.music != nil, p.isUnderway,
-                        s.arbiter.state(of: p.id).map({ $0.isAudible || $0 == .interrupted }) == true,
+                    if p.music != nil, p.isUnderway, let said = s.arbiter.state(of: p.id),
+                        said.isAudible || said == .interrupted,
                         p.zones.contains(where: { z in new.zones.contains { $0.name == z } }),
                         let queue = SavedQueue(p, playing: true)
                     {
+                        let goesOn =
+                            said.isAudible ? (resume: true, within: nil) : s.arbiter.wouldResume(p.id, at: .now)
                         // Newest by number ("music-10" sorts before "music-9" as text).
                         let number = Int(p.id.rawValue.split(separator: "-").last ?? "") ?? 0
-                        if number >= resume?.number ?? 0 { resume = (queue, number) }
+                        if goesOn?.resume != true {
+                            logger.info(
+                                "reload: \(p.id) was interrupted longer than its resume-within: it stays paused (music/resume plays it on)"
+                            )
+                        } else if number >= resume?.number ?? 0 {
+                            resume = (queue, number, goesOn?.within)
+                        }
                     }
                     if p.sourceClass == .call {
                         // Not one a user paused: made again, it would play.
@@ -161,7 +172,7 @@ extension Daemon {
                 // The music that plays on elsewhere (an AirPlay in the kitchen beside the patio's
                 // server music): not music started meanwhile.
                 let before = Set(s.playbacks.values.filter { $0.sourceClass == .music }.map(\.id))
-                return resume.map { (queue: $0.queue, musicBefore: before) }
+                return resume.map { (queue: $0.queue, ttl: $0.ttl, musicBefore: before) }
             }
             for d in stopped { d.stop() }
             if report.policyChanged {
@@ -203,7 +214,7 @@ extension Daemon {
                 logger.warning("reload: the call could not go on: \(error.message)")
             }
         }
-        if let (queue, musicBefore) = resumeMusic {
+        if let (queue, ttl, musicBefore) = resumeMusic {
             do throws(ControlError) {
                 // Not over music a user started meanwhile (a request, a resume). Any music was
                 // taken for that: other music playing on in zones the reload left alone stopped
@@ -215,7 +226,7 @@ extension Daemon {
                 else {
                     throw ControlError(.conflict, "music was started meanwhile")
                 }
-                let admission = try music.play(queue)
+                let admission = try music.play(queue, ttl: ttl)
                 logger.info("reload: the music on the zones it reopened plays on as \(admission.id)")
             } catch {
                 logger.warning("reload: the music on the zones it reopened could not play on: \(error.message)")

@@ -197,6 +197,80 @@ import Testing
         #expect(abs(position(again.id) - cut) < 3, "from where it was cut (\(cut) s)")
     }
 
+    /// The same with music's resume-within at 1 s and the doorbell 2 s in when the reload comes:
+    /// the doorbell's end would leave the music paused (interrupted longer than resume-within), so
+    /// the reload does not ask it again either — it ends as paused, its queue saved where it was
+    /// cut for `music/resume`. It was asked again as new music and played at once (the reload had
+    /// ended the doorbell), against the rule.
+    @Test func musicInterruptedLongerThanResumeWithinStaysPausedAcrossAReload() throws {
+        var policy = PolicyConfig.default
+        let music = try #require(policy.classes.firstIndex { $0.name == "music" })
+        policy.classes[music].resumeWithin = .seconds(1)
+        let t = try TestDaemon(policy: policy, music: try TestSubsonic.music())
+        defer { t.stop() }
+        WAVWriter.write(
+            Signals.sine(frequency: 1000, rate: 48_000, frames: 8 * 48_000, channels: 2, amplitude: 0.5),
+            rate: 48_000, channels: 2, to: "\(t.sounds)/bell8s.wav")
+        let play = try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen", "patio"]}"#)
+        let id = try #require(play.object["id"], "\(play)")
+        let source = { (id: String) in try? t.status().sources.first { $0.id == id } }
+        #expect(waitUntil(seconds: 15) { (source(id)?.positionSeconds ?? 0) > 1.0 })
+        let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell8s", "zones": ["kitchen", "patio"]}"#)
+        let bellID = try #require(bell.object["id"], "\(bell)")
+        #expect(waitUntil { source(id)?.state == "interrupted" }, "\(String(describing: source(id)))")
+        let cut = source(id)?.positionSeconds ?? 0
+        usleep(2_000_000)  // past resume-within
+        var new = t.config
+        new.zones[1].rate = 44_100
+        #expect(t.daemon.apply(new).zonesChanged == ["patio"])
+        usleep(500_000)
+        let sources = try t.status().sources
+        #expect(
+            !sources.contains { ![id, bellID].contains($0.id) && $0.class == "music" },
+            "no music asked again: \(sources)")
+        let saved = try #require(try t.status().savedQueue, "the queue is saved")
+        #expect(!saved.playing)
+        #expect(abs(saved.positionSeconds - cut) < 1, "saved at \(saved.positionSeconds) s, cut at \(cut) s")
+    }
+
+    /// Server music a call interrupts (resume-within 3 s) when a reload reopens the patio 1 s into
+    /// it: the call goes on, and the music, asked again behind it, waits no longer than the 2 s left
+    /// of its resume-within — it expires and stays paused, its queue saved, and the call's end
+    /// later brings nothing back, as it would without the reload. It waited as any new music, and
+    /// played when the call ended.
+    @Test func musicAskedAgainBehindACallWaitsNoLongerThanItsResumeWithin() throws {
+        var policy = PolicyConfig.default
+        let music = try #require(policy.classes.firstIndex { $0.name == "music" })
+        policy.classes[music].resumeWithin = .seconds(3)
+        let t = try TestDaemon(
+            policy: policy, music: try TestSubsonic.music(),
+            intercom: IntercomConfig(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen", "patio"],
+                silenceTimeout: .seconds(60)))
+        defer { t.stop() }
+        let play = try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen", "patio"]}"#)
+        let id = try #require(play.object["id"], "\(play)")
+        let source = { (id: String) in try? t.status().sources.first { $0.id == id } }
+        #expect(waitUntil(seconds: 15) { (source(id)?.positionSeconds ?? 0) > 1.0 })
+        #expect(try t.json("POST", "/api/v1/call/start").status == 202)
+        #expect(waitUntil { source(id)?.state == "interrupted" }, "\(String(describing: source(id)))")
+        usleep(1_000_000)
+        var new = t.config
+        new.zones[1].rate = 44_100
+        #expect(t.daemon.apply(new).zonesChanged == ["patio"])
+        let again = try #require(
+            try t.status().sources.first { $0.id != id && $0.class == "music" }, "the music is asked again")
+        #expect(again.state == "queued", "behind the call that goes on: \(again)")
+        let expired = t.waitForEvent("expired", source: again.id, seconds: 4)
+        #expect(expired != nil, "it expires with its resume-within")
+        #expect(try t.json("POST", "/api/v1/call/end").status == 200)
+        usleep(500_000)
+        let sources = try t.status().sources
+        #expect(!sources.contains { $0.class == "music" }, "no music after the call: \(sources)")
+        let saved = try #require(try t.status().savedQueue, "the queue is saved")
+        #expect(!saved.playing)
+    }
+
     /// A reload to a policy whose own class takes `announcement`'s priority is applied, and its
     /// report says that announcements are now refused: it said nothing, and every doorbell was
     /// refused afterwards.
