@@ -314,8 +314,10 @@ public final class SubsonicClient: Sendable {
         return scrub(text) + (body.count > 200 ? "…" : "")
     }
 
-    /// `text` with the password, its hex form and the API key replaced by `***`: a server may echo
-    /// what it was sent.
+    /// `text` with the password, its hex form and the API key replaced by `***`, and the values of
+    /// the credential parameters (`t`, `s`, `p`, `apiKey`…: ``URLRedaction/redactParameters(in:)``):
+    /// a server may echo what it was sent — an error page quoting the query string put a token and
+    /// its salt, which can be sent again, into API errors and the event log.
     func scrub(_ text: String) -> String {
         var secrets = [config.password, Array(config.password.utf8).hexString]
         if let apiKey = config.apiKey { secrets.append(apiKey) }
@@ -323,6 +325,6 @@ public final class SubsonicClient: Sendable {
         for secret in secrets where secret.count >= 3 {
             result = result.replacing(secret, with: "***")
         }
-        return result
+        return URLRedaction.redactParameters(in: result)
     }
 }

@@ -167,6 +167,40 @@ import Testing
         }
     }
 
+    /// A server whose error echoes the request's query — an error page (HTTP 500), an API error's
+    /// message — gives an error without the token and its salt (`t=***&s=***`): the pair can be sent
+    /// again as the user's credentials, and errors reach the API's answers and the event log. Only
+    /// the password, its hex form and the API key were taken out.
+    @Test func anErrorEchoingTheQueryHidesTheTokenAndSalt() throws {
+        let sent = Mutex<[(token: String, salt: String)]>([])
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { request in
+            let query = request.query.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: "&")
+            sent.withLock { $0.append((request.query["t"] ?? "", request.query["s"] ?? "")) }
+            if request.path == "/rest/ping" {
+                let body =
+                    #"{"subsonic-response": {"status": "failed", "version": "1.16.1", "error": {"code": 0, "message": "cannot take "#
+                    + query + #""}}}"#
+                return HTTPResponse(
+                    status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
+            }
+            return HTTPResponse(
+                status: 500, headers: [("Content-Type", "text/html")],
+                body: .bytes(Array("<p>Internal error for \(request.path)?\(query)</p>".utf8)))
+        }
+        defer { server.stop() }
+        let client = SubsonicClient(
+            config: SubsonicSettings(url: "http://127.0.0.1:\(server.port)", user: "baton", password: "pw"))
+        let api = #expect(throws: SubsonicError.self) { try client.ping() }
+        let page = #expect(throws: SubsonicError.self) { try client.artists() }
+        let pairs = sent.withLock { $0 }
+        #expect(pairs.count == 2 && pairs.allSatisfy { $0.token.count == 32 && $0.salt.count == 12 }, "\(pairs)")
+        for (error, pair) in zip([api, page], pairs) {
+            let text = "\(error.map { "\($0)" } ?? "no error")"
+            #expect(!text.contains(pair.token) && !text.contains(pair.salt), "\(text)")
+            #expect(text.contains("s=***") && text.contains("t=***") && text.contains("u=baton"), "\(text)")
+        }
+    }
+
     /// getOpenSubsonicExtensions: Supysonic answers 404, so it is not an OpenSubsonic server.
     @Test func detectsAPlainSubsonicServer() throws {
         let client = try TestServer.current().client()

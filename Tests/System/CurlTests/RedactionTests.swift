@@ -15,6 +15,17 @@ import Testing
         #expect(URLRedaction.redact(url) == expected)
     }
 
+    /// In free text (a server's error page echoing the query), the values of the credential
+    /// parameters become *** wherever a name begins; names that only end in one stay.
+    @Test(arguments: [
+        ("bad request /rest/ping?u=me&t=abc123&s=x9 here", "bad request /rest/ping?u=me&t=***&s=*** here"),
+        ("<a href=\"/rest/x?p=enc:7365&amp;apiKey=k3y\">", "<a href=\"/rest/x?p=***&amp;apiKey=***\">"),
+        ("t=abc; posts=2 sp=1 status=failed", "t=***; posts=2 sp=1 status=failed"),
+    ])
+    func redactsSecretsInText(text: String, expected: String) {
+        #expect(URLRedaction.redactParameters(in: text) == expected)
+    }
+
     /// A CurlError's URL and description are redacted when it is created.
     @Test func curlErrorsRedactTheirURL() {
         let error = CurlError(code: 7, message: "Couldn't connect to server", url: "http://h/rest/ping?p=hunter2")

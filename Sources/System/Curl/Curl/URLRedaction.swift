@@ -33,6 +33,38 @@ public enum URLRedaction {
         return result + fragment
     }
 
+    /// `text` — not a URL: a server's error message or page, which may echo the request's query —
+    /// with the value of each `name=value` whose name is one of ``secretParameters`` replaced by
+    /// `***` (`…&t=3f2a…&s=9c01…` → `…&t=***&s=***`: a token and its salt can be sent again). A name
+    /// counts where it begins the text or follows a character that is not part of a name (`?`, `&`,
+    /// `;`, a space, a quote): `sp=1` and `posts=2` stay. The value runs to `&`, white space, a
+    /// quote, `<`, `>`, `#` or `;`.
+    public static func redactParameters(in text: String) -> String {
+        let bytes = Array(text.utf8)
+        let names = secretParameters.map { Array($0.utf8) + [UInt8(ascii: "=")] }
+        func inName(_ byte: UInt8) -> Bool {
+            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7a) || byte == 0x5f
+                || byte == 0x2d || byte == 0x2e
+        }
+        let ends: Set<UInt8> = Set("&\"' \t\r\n<>#;".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var i = 0
+        while i < bytes.count {
+            if i == 0 || !inName(bytes[i - 1]),
+                let name = names.first(where: { bytes[i...].starts(with: $0) })
+            {
+                out += name + Array("***".utf8)
+                i += name.count
+                while i < bytes.count && !ends.contains(bytes[i]) { i += 1 }
+                continue
+            }
+            out.append(bytes[i])
+            i += 1
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// `scheme://user:secret@host/...` → `scheme://user:***@host/...`.
     private static func redactUserInfo(_ base: Substring) -> String {
         guard let schemeEnd = base.firstRange(of: "://") else { return String(base) }
