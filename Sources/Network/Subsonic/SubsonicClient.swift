@@ -138,6 +138,9 @@ public final class SubsonicClient: Sendable {
     }
 
     /// The mode to use now; with an API key configured, asks once whether the server takes it.
+    /// Throws ``SubsonicError/authentication(_:)`` when the key is the only credential (the password
+    /// is empty) and the server does not take keys: token or `p=enc:` with an empty password only
+    /// got "error 40: Wrong username or password" on every call, nothing saying the key was never used.
     func authenticationMode() throws(SubsonicError) -> Authentication {
         if config.apiKey != nil, !auth.withLock({ $0.apiKeyProbed }) {
             let extensions = try openSubsonicExtensions()
@@ -150,7 +153,13 @@ public final class SubsonicClient: Sendable {
                 }
             }
         }
-        return auth.withLock { $0.mode }
+        let mode = auth.withLock { $0.mode }
+        if mode != .apiKey, config.apiKey != nil, config.password.isEmpty {
+            throw .authentication(
+                "an API key is set (api-key-file) but the server at \(URLRedaction.redact(config.url)) does not "
+                    + "offer apiKeyAuthentication, and the password is empty: set a password")
+        }
+        return mode
     }
 
     /// The largest API answer taken (a playlist of 10 000 songs is about 5 MB). It was 64 MiB: an

@@ -22,6 +22,9 @@ public enum SubsonicError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `stream` answered something that is not audio: a Subsonic error document (JSON or XML), text,
     /// or an empty body (a failed transcode). `code` and `message` are the server's when it said.
     case notAudio(contentType: String?, code: Int?, message: String)
+    /// The client has no credentials the server takes (an API key only, to a server without
+    /// `apiKeyAuthentication`): no request with credentials was sent. The message says what to set.
+    case authentication(String)
 
     /// Error code 40: wrong user name or password.
     public static let wrongCredentialsCode = 40
@@ -67,6 +70,7 @@ public enum SubsonicError: Error, Sendable, Equatable, CustomStringConvertible {
             let what = contentType.map { "a \($0) answer" } ?? "an answer without Content-Type"
             let said = code.map { "error \($0): \(message)" } ?? message
             return "stream returned \(what), not audio: \(said)"
+        case .authentication(let message): return "cannot authenticate: \(message)"
         }
     }
 }

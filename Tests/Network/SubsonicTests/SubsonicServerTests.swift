@@ -146,6 +146,28 @@ import Testing
         #expect(client.authentication == .password)
     }
 
+    /// An API key as the only credential (the password empty), to a server that does not offer
+    /// `apiKeyAuthentication` (Supysonic): each call says so, and what to set. The client used to
+    /// send a token of the empty password, and every call failed "error 40: Wrong username or
+    /// password", nothing saying the key was never used.
+    @Test func anAPIKeyAloneToAServerWithoutKeysSaysSo() throws {
+        let server = try TestServer.current()
+        var config = server.config
+        config.password = ""
+        config.apiKey = "an-api-key-0123"
+        let client = SubsonicClient(config: config)
+        for call in [{ try client.ping() }, { _ = try client.streamRequest(id: "1") }, { _ = try client.artists() }] {
+            let error = #expect(throws: SubsonicError.self) { try call() }
+            guard case .authentication(let message)? = error else {
+                Issue.record("expected an authentication error, got \(String(describing: error))")
+                continue
+            }
+            #expect(message.contains("api-key-file") && message.contains(server.url), "\(message)")
+            #expect(message.contains("apiKeyAuthentication") && message.contains("set a password"), "\(message)")
+            #expect(!message.contains(config.apiKey!), "\(message)")
+        }
+    }
+
     /// A wrong password gives API error 40, and neither the error nor the config's description holds the password.
     @Test func reportsAWrongPasswordWithoutRevealingIt() throws {
         let server = try TestServer.current()
