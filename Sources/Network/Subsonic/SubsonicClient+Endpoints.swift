@@ -149,7 +149,12 @@ extension SubsonicClient {
     /// `getCoverArt`: the image for a cover art id (a song's, album's or artist's `coverArt`), scaled
     /// by the server to `size` pixels when given. A server answers a failure with a JSON envelope
     /// instead of an image: that becomes ``SubsonicError/api(code:message:)`` (70: no such image).
+    ///
+    /// The authentication mode is settled first (a `ping`, as for `streamRequest`): the request is
+    /// not an API call, and a cover asked first on a server that refuses tokens got its refusal (a
+    /// 502 in the web app) instead of the fallback to `p=enc:`.
     public func coverArt(id: String, size: Int? = nil) throws(SubsonicError) -> (bytes: [UInt8], contentType: String) {
+        if !auth.withLock({ $0.settled }) { try ping() }
         let mode = try authenticationMode()
         var parameters = [("id", id)]
         if let size { parameters.append(("size", "\(size)")) }

@@ -168,6 +168,22 @@ import Testing
         }
     }
 
+    /// A cover asked first, on a fresh client, of a server that refuses tokens (Supysonic: error
+    /// 10) gets the fallback to `p=enc:` as any call: the server's own answer about the cover (no
+    /// such image here), not the token's refusal — which the web app showed as a 502.
+    @Test func aCoverAskedFirstFallsBackFromTheToken() throws {
+        let server = try TestServer.current()
+        let album = try server.album("Tones", client: server.client())
+        let client = server.client()
+        let error = #expect(throws: SubsonicError.self) { try client.coverArt(id: album.id) }
+        guard case .api(let code, _)? = error else {
+            Issue.record("expected the server's API error, got \(String(describing: error))")
+            return
+        }
+        #expect(![10, 41, 42].contains(code), "a token refused: \(error!)")
+        #expect(client.authentication == .password)
+    }
+
     /// A wrong password gives API error 40, and neither the error nor the config's description holds the password.
     @Test func reportsAWrongPasswordWithoutRevealingIt() throws {
         let server = try TestServer.current()
