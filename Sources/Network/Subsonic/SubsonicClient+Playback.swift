@@ -25,14 +25,17 @@ extension SubsonicClient {
         try extensionNames().contains("playbackReport")
     }
 
-    /// `reportPlayback`: the song, its state and the position heard (ms). Callers check
+    /// `reportPlayback`: the song, its state and the position heard (ms), with `ignoreScrobble=true`:
+    /// the server only shows what plays. Baton scrobbles by what is heard itself (`scrobble`); without
+    /// it the server also counted the play from the reports (the spec's default, Navidrome 0.62+), and
+    /// every track was counted twice. `playbackRate` is left to its default, 1. Callers check
     /// ``supportsPlaybackReport()`` first; a server without the extension answers an error.
     public func reportPlayback(id: String, state: PlaybackState, positionMilliseconds: Int64) throws(SubsonicError) {
         _ = try call(
             "reportPlayback",
             [
                 ("mediaId", id), ("mediaType", "song"), ("positionMs", "\(max(0, positionMilliseconds))"),
-                ("state", state.rawValue),
+                ("state", state.rawValue), ("ignoreScrobble", "true"),
             ], stoppable: false)
     }
 }

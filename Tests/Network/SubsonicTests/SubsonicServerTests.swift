@@ -326,6 +326,32 @@ import Testing
         try client.scrobble(id: song.id, submission: true, time: 1_700_000_000_000)
     }
 
+    /// `reportPlayback` says `ignoreScrobble=true`: Baton counts plays with its own `scrobble`, and a
+    /// server that also counted them from the reports (the spec's default, Navidrome 0.62+) counted
+    /// every track twice. The rest as the OpenSubsonic spec names it.
+    @Test func aPlaybackReportAsksTheServerNotToScrobble() throws {
+        let recorder = try SlowHTTPServer()
+        defer { recorder.stop() }
+        let extensions = #"[{"name": "playbackReport", "versions": [1]}]"#
+        recorder.route(
+            "/rest/getOpenSubsonicExtensions",
+            .init(
+                contentType: "application/json",
+                body: Array((Self.ok + #", "openSubsonicExtensions": "# + extensions + "}}").utf8)))
+        recorder.route(
+            "/rest/reportPlayback", .init(contentType: "application/json", body: Array((Self.ok + "}}").utf8)))
+        let client = SubsonicClient(config: SubsonicSettings(url: recorder.url(""), user: "baton", password: "pw"))
+        #expect(try client.supportsPlaybackReport())
+        try client.reportPlayback(id: "song 7", state: .paused, positionMilliseconds: 12_345)
+        let request = try #require(recorder.requests.last { $0.hasPrefix("/rest/reportPlayback?") })
+        let query = request.split(separator: "?", maxSplits: 1)[1].split(separator: "&").map(String.init)
+        for parameter in [
+            "mediaId=song%207", "mediaType=song", "positionMs=12345", "state=paused", "ignoreScrobble=true",
+        ] {
+            #expect(query.contains(parameter), "\(parameter) in \(query.filter { !$0.hasPrefix("p=") })")
+        }
+    }
+
     /// A raw WAV streamed with Range: bytes=N- answers 206 with exactly the file's bytes from N.
     @Test func streamsARawFileFromAnOffset() throws {
         let server = try TestServer.current()
