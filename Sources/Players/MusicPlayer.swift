@@ -51,13 +51,18 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// Sends the playback reports one at a time, the newest in place of any waiting: two sent at
     /// once could reach the server in either order and leave it showing the older state.
     private let reports = NewestJob(threadName: "report-playback")
+    /// The number (`State.reportNumber`) of the last playback report the server did not take, set
+    /// by its job: a look that finds it is still the last one sent sends it again.
+    private let failedReport = Atomic<Int>(0)
 
     private struct State {
         /// Where the current streamer started: the track (its queue key) and seconds into it.
         var startKey: Int
         var startOffset: Double
-        /// The state and track last reported with `reportPlayback`.
+        /// The state and track last reported with `reportPlayback` (sent: it may have failed), and
+        /// that report's number (1, 2…; `failedReport`).
         var reported: (state: SubsonicClient.PlaybackState, index: Int)?
+        var reportNumber = 0
         /// The track (key) last announced as now playing, and whether it was submitted.
         var scrobbledKey: Int?
         var submitted = false
@@ -211,8 +216,15 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         report(.gaveUp(why))
     }
 
+    /// Tells the server `stopped` — of what is heard, or, while nothing is (a skip or seek waiting
+    /// for its slots, a stream not begun), of where the queue stops (`placeToSave`): nothing was
+    /// sent then, and the server showed the last report, `playing`, for good — and ends the stream.
     public func stop() -> Bool {
-        reportPlayback(.stopped)
+        if nowPlaying() != nil {
+            reportPlayback(.stopped)
+        } else if let place = placeToSave {
+            reportPlayback(.stopped, index: place.index, song: queue.songs[place.index], seconds: place.seconds)
+        }
         return endStream()
     }
 
@@ -336,21 +348,36 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// until the first sample of a stream (a start, skip or seek) is heard, `playing` while audible,
     /// `paused` while paused, interrupted or not heard (the server slow, the card away), `stopped` at
     /// the end; again at each track change. A server without the extension is asked once and never sent a report.
+    /// A report the server did not take (or the extension check that failed) is sent again at the
+    /// next look, with the position then, until one goes through or a newer one is sent: a lost
+    /// `paused` left the server showing the song playing on for as long as Baton was paused. Its
+    /// failure is told once.
     private func reportPlayback(_ playback: SubsonicClient.PlaybackState) {
         guard let now = nowPlaying() else { return }
-        guard state.reported?.state != playback || state.reported?.index != now.index else { return }
-        state.reported = (playback, now.index)
+        reportPlayback(playback, index: now.index, song: now.song, seconds: now.seconds)
+    }
+
+    private func reportPlayback(_ playback: SubsonicClient.PlaybackState, index: Int, song: Song, seconds: Double) {
+        let same = state.reported?.state == playback && state.reported?.index == index
+        let failed = state.reportNumber > 0 && failedReport.load(ordering: .acquiring) == state.reportNumber
+        guard !same || failed else { return }
+        state.reported = (playback, index)
+        state.reportNumber += 1
+        let number = state.reportNumber
         let client = server.client
         let report = self.report
-        let song = now.song
-        let ms = Int64(now.seconds * 1000)
-        reports.run {
+        let ms = Int64(seconds * 1000)
+        reports.run { [self] in
             do {
                 guard try client.supportsPlaybackReport() else { return }
                 try client.reportPlayback(id: song.id, state: playback, positionMilliseconds: ms)
             } catch {
-                guard !client.isStopping else { return }  // its extension check, at the stop
-                report(.warning("music: reportPlayback (\(playback.rawValue)) of \(song.title) failed: \(error)"))
+                failedReport.store(number, ordering: .releasing)
+                guard !client.isStopping, !same else { return }  // its extension check, at the stop; told already
+                report(
+                    .warning(
+                        "music: reportPlayback (\(playback.rawValue)) of \(song.title) failed: \(error)"
+                            + (playback == .stopped ? "" : "; sent again at the next look")))
             }
         }
     }

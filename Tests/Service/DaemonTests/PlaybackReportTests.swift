@@ -2,9 +2,11 @@ import BatonConfig
 import BatonTesting
 import FoundationEssentials
 import OSThread
+import Subsonic
 import Testing
 
 @testable import BatonDaemon
+@testable import Players
 
 /// OpenSubsonic `reportPlayback`: what the server is told the player does, against the real
 /// Subsonic test server behind `SubsonicRefusingProxy`, which offers the extension and records
@@ -39,6 +41,56 @@ import Testing
             "\(reports)")
         let positions = reports.map(\.positionMilliseconds)
         #expect(positions == positions.sorted() && positions.last! > 0, "\(reports)")
+    }
+
+    /// A report the server did not take (a 503: it was restarting) is sent again at the next look:
+    /// the pause's was lost for good, and the server showed the song playing on for as long as
+    /// Baton was paused.
+    @Test func aReportTheServerDidNotTakeIsSentAgain() throws {
+        let (real, song) = try Self.toneSong()
+        let proxy = try SubsonicRefusingProxy(
+            upstreamURL: real.subsonic.url, refusing: [], offeringPlaybackReport: true, failingOnce: ["paused"])
+        let (t, _) = try MusicQueueTests.play(song.id, through: proxy, music: real)
+        defer { t.stop() }
+        #expect(waitUntil(seconds: 15) { proxy.playbackReports.last?.state == "playing" })
+        #expect(try t.request("POST", "/api/v1/music/pause").status == 200)
+        #expect(waitUntil(seconds: 5) { proxy.playbackReportsFailed == ["paused"] })
+        #expect(
+            waitUntil(seconds: 5) { proxy.playbackReports.last?.state == "paused" }, "\(proxy.playbackReports)")
+    }
+
+    /// A stop while nothing of the queue is heard — a skip or seek waiting for its slots (after
+    /// `endStream` and `setStart`, before `start`) — tells the server `stopped`, of the track and
+    /// place the queue stops at. Nothing was sent: the server showed the last report, `playing`,
+    /// for good.
+    @Test func aStopWhileTheNextStartWaitsIsReported() throws {
+        let recorder = try SlowHTTPServer()
+        defer { recorder.stop() }
+        let ok = #"{"subsonic-response": {"status": "ok", "version": "1.16.1", "openSubsonic": true"#
+        recorder.route(
+            "/rest/getOpenSubsonicExtensions",
+            .init(
+                contentType: "application/json",
+                body: Array((ok + #", "openSubsonicExtensions": [{"name": "playbackReport", "versions": [1]}]}}"#).utf8)
+            ))
+        recorder.route("/rest/reportPlayback", .init(contentType: "application/json", body: Array((ok + "}}").utf8)))
+        let client = SubsonicClient(config: SubsonicSettings(url: recorder.url(""), user: "baton", password: "pw"))
+        let songs = (0..<3).map { Song(id: "s\($0)", title: "Song \($0)") }
+        let player = MusicPlayer(
+            songs: songs,
+            server: MusicPlayer.Server(
+                client: client, retryLimit: .seconds(1), gains: [1, 1, 1], submissions: Submissions()),
+            report: { _ in })
+        #expect(player.endStream())
+        player.setStart(at: 2, offset: 42.5)
+        #expect(player.nowPlaying() == nil)
+        #expect(player.stop())
+        let reports = { recorder.requests.filter { $0.hasPrefix("/rest/reportPlayback?") } }
+        #expect(waitUntil(seconds: 5) { !reports().isEmpty }, "no report of the stop")
+        let query = reports().first.map { $0.split(separator: "?", maxSplits: 1)[1].split(separator: "&") } ?? []
+        for parameter in ["mediaId=s2", "state=stopped", "positionMs=42500"] {
+            #expect(query.contains(Substring(parameter)), "\(parameter) in \(query)")
+        }
     }
 
     /// The real test server's music, and its "Tone 440 FLAC".

@@ -15,7 +15,9 @@ import Synchronization
 /// With `offeringPlaybackReport`, the proxy plays an OpenSubsonic server with the `playbackReport`
 /// extension (Supysonic has none): `getOpenSubsonicExtensions` lists it, and each `reportPlayback`
 /// is answered `ok` and recorded (`playbackReports`, in the order answered). One whose state is in
-/// `holding` is held unanswered until `releaseReports()` (a server slow to answer it).
+/// `holding` is held unanswered until `releaseReports()` (a server slow to answer it). The first
+/// one of each state in `failingOnce` is answered HTTP 503 (a server restarting) and recorded in
+/// `playbackReportsFailed` instead.
 ///
 /// A `/rest/stream` answer for a song in `endingEarly` ends cleanly after that many bytes of its body,
 /// every time: asked of the server as HTTP/1.0 and passed on without its length, so that the close
@@ -52,6 +54,9 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     private let reports = Mutex<(answered: [PlaybackReport], arrived: Int, held: Int, holding: Set<String>)>(
         ([], 0, 0, []))
     private let releasedReports = Semaphore()
+    private let failingReports: Mutex<(once: Set<String>, failed: [String])>
+    /// The states of the `reportPlayback` requests answered 503 (`failingOnce`), in order.
+    public var playbackReportsFailed: [String] { failingReports.withLock { $0.failed } }
     private let keepsPlayQueue: Bool
     /// Songs whose stream is answered HTTP 500 (a file the server cannot read or transcode).
     private let erroring: Set<String>
@@ -110,11 +115,13 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     public init(
         upstreamURL: String, refusing songIDs: Set<String>, stalling stalledIDs: Set<String> = [],
         cutting cuts: [String: Int] = [:], offeringPlaybackReport: Bool = false, holding: Set<String> = [],
+        failingOnce: Set<String> = [],
         coverArt: (type: String, body: String)? = nil, cuttingAlways: [String: Int] = [:],
         keepingPlayQueue: Bool = false, rewinding: [String: Int] = [:], endingEarly: [String: Int] = [:],
         erroring: Set<String> = []
     ) throws {
         self.erroring = erroring
+        failingReports = Mutex((failingOnce, []))
         self.endingEarly = endingEarly
         self.rewinding = Mutex(rewinding)
         keepsPlayQueue = keepingPlayQueue
@@ -198,6 +205,20 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
             let report = PlaybackReport(
                 state: Self.query(target, "state") ?? "",
                 positionMilliseconds: Self.query(target, "positionMs").flatMap { Int($0) } ?? -1)
+            let fail = failingReports.withLock { f in
+                guard f.once.remove(report.state) != nil else { return false }
+                f.failed.append(report.state)
+                return true
+            }
+            if fail {
+                let body = "restarting"
+                Self.sendAll(
+                    client,
+                    Array(
+                        ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n"
+                            + "Connection: close\r\n\r\n\(body)").utf8))
+                return
+            }
             let hold = reports.withLock { r in
                 r.arrived += 1
                 guard r.holding.contains(report.state) else { return false }
