@@ -47,14 +47,17 @@ extension StatusReport.Source {
     /// A source as the arbiter sees it (`st`) and as it plays (`p`): what is heard now.
     init(_ p: Playback, _ st: SourceStatus, state: String) {
         let music = p.music
+        // One look for music's track and its position: two could straddle a track's start, and
+        // the report show the new track at the old one's end.
         let now = music?.nowPlaying()
         let progress = music?.progress
         self.init(
-            id: p.id.rawValue, class: p.sourceClass.rawValue, sound: p.source.label,
+            id: p.id.rawValue, class: p.sourceClass.rawValue, sound: now?.song.title ?? p.source.label,
             loop: (p.source as? SoundPlayer)?.loop ?? false,
             volume: Double(p.volume), state: state, zones: p.zones,
             skippedZones: p.skipped.isEmpty ? nil : p.skipped,
-            interruptedBy: st.interruptedBy?.source.rawValue, positionSeconds: p.source.position,
+            interruptedBy: st.interruptedBy?.source.rawValue,
+            positionSeconds: music == nil ? p.source.position : now?.seconds,
             track: now.map { StatusReport.Track($0.song) }, trackIndex: now?.index, queueLength: music?.songs.count,
             buffering: progress?.retrying, streamError: progress?.error)
         if let external = p.source as? ExternalPlayer {
