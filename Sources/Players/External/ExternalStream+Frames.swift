@@ -41,6 +41,8 @@ extension ExternalStream {
                         * o.channels)
             }
             input = [Float](repeating: 0, count: Self.block * format.channels)
+            waveMap = Self.waveOrder(format.channels) ?? []
+            waveInput = waveMap.isEmpty ? [] : input
             let burst = targets.map(\.device.burstNanoseconds).min() ?? 10_000_000
             pumpInterval = Int32(min(10, max(2, burst / 1_000_000)))
         }
@@ -59,7 +61,8 @@ extension ExternalStream {
             }
             let frames = min(Self.block, fifoCount / format.frameBytes)
             decode(frames, format)
-            for i in pumps.indices { deliver(frames, format, &pumps[i]) }
+            var waveReady = false
+            for i in pumps.indices { deliver(frames, format, &pumps[i], waveReady: &waveReady) }
             count(taken: frames)
             moved = true
         }
@@ -147,25 +150,52 @@ extension ExternalStream {
         }
     }
 
-    /// Maps `input`'s channels to the zone's, resamples and writes into the slot's ring.
-    func deliver(_ frames: Int, _ format: ExternalFormat, _ p: inout Pump) {
+    /// Where WAVE order's channel i is in ALSA's default order, for the counts where they differ.
+    /// A program that plays through the plugin writes ALSA's default order (the plugin gives no
+    /// channel map): the order of `surround40`, `surround50`, `surround51` and `surround71`, FL FR
+    /// RL RR FC LFE SL SR; `mapChannels` downmixes WAVE order, FL FR FC LFE BL BR SL SR. 4 channels
+    /// (FL FR RL RR) are the same in both; 3 and 7 have no ALSA default layout and are taken as
+    /// WAVE's (FL FR FC; FL FR FC LFE BC SL SR).
+    static func waveOrder(_ channels: Int) -> [Int]? {
+        switch channels {
+        case 5: [0, 1, 4, 2, 3]
+        case 6: [0, 1, 4, 5, 2, 3]
+        case 8: [0, 1, 4, 5, 2, 3, 6, 7]
+        default: nil
+        }
+    }
+
+    /// Whether `mapChannels` downmixes `input` channels to `output` (surround to stereo or mono):
+    /// only then does the order of the surround channels matter. Otherwise channel i goes to zone
+    /// channel i, ALSA order to a card's ALSA order.
+    static func downmixes(_ input: Int, to output: Int) -> Bool { (3...8).contains(input) && output <= 2 }
+
+    /// Maps `input`'s channels to the zone's (`mapChannels`, surround downmixed from ALSA's order),
+    /// resamples and writes into the slot's ring. Allocates nothing.
+    func deliver(_ frames: Int, _ format: ExternalFormat, _ p: inout Pump, waveReady: inout Bool) {
         let inChannels = format.channels
         let outChannels = p.output.channels
-        for f in 0..<frames {
-            for c in 0..<outChannels {
-                let v: Float
-                if inChannels == outChannels || c < inChannels && outChannels > 1 {
-                    v = input[f * inChannels + c]
-                } else if inChannels == 1 {
-                    v = input[f]
-                } else if outChannels == 1 {
-                    var sum: Float = 0
-                    for k in 0..<inChannels { sum += input[f * inChannels + k] }
-                    v = sum / Float(inChannels)
-                } else {
-                    v = (input[f * inChannels] + input[f * inChannels + 1]) / 2
+        let inCount = frames * inChannels
+        if Self.downmixes(inChannels, to: outChannels), !waveMap.isEmpty {
+            if !waveReady {
+                for f in 0..<frames {
+                    let base = f * inChannels
+                    for w in 0..<inChannels { waveInput[base + w] = input[base + waveMap[w]] }
                 }
-                p.mapped[f * outChannels + c] = v
+                waveReady = true
+            }
+            waveInput.withUnsafeBufferPointer { src in
+                p.mapped.withUnsafeMutableBufferPointer { dst in
+                    _ = mapChannels(
+                        UnsafeBufferPointer(rebasing: src[0..<inCount]), from: inChannels, to: outChannels, into: dst)
+                }
+            }
+        } else {
+            input.withUnsafeBufferPointer { src in
+                p.mapped.withUnsafeMutableBufferPointer { dst in
+                    _ = mapChannels(
+                        UnsafeBufferPointer(rebasing: src[0..<inCount]), from: inChannels, to: outChannels, into: dst)
+                }
             }
         }
         let count = frames * outChannels

@@ -88,6 +88,10 @@ public final class ExternalStream: @unchecked Sendable {
     var lastPosition: (consumed: UInt64, delay: UInt64) = (0, 0)
     var lastPositionAt = 0
     var input: [Float] = []
+    /// `input` in WAVE order for a downmix (`waveOrder`), made once per block when a pump needs it;
+    /// `waveMap` the format's `waveOrder`, empty when it needs none.
+    var waveInput: [Float] = []
+    var waveMap: [Int] = []
     /// How long the thread sleeps while the slots are full (ms): the shortest wake-up interval of
     /// the attached zones' outputs (`DeviceOutput.burstNanoseconds`), 2…10 ms — their rings drop by
     /// at most that much per interval, so they never fall below `marginNanoseconds` — and at most

@@ -299,6 +299,66 @@ import Testing
     }
 }
 
+/// A surround program in a stereo zone.
+@Suite(.ownThread) struct SurroundProgramTests {
+    /// The amplitude of `hertz` in `x` (48 kHz; a whole number of its cycles in `x`).
+    static func level(_ x: [Double], _ hertz: Double) -> Double {
+        var c = 0.0
+        var s = 0.0
+        for (n, v) in x.enumerated() {
+            let phase = 2 * Double.pi * hertz * Double(n) / 48_000
+            c += v * cos(phase)
+            s += v * sin(phase)
+        }
+        return 2 * (c * c + s * s).squareRoot() / Double(x.count)
+    }
+
+    /// aplay plays a 5.1 WAV (one tone per channel, amplitude 0.3) in ALSA's default order, FL FR
+    /// RL RR FC LFE, into the stereo zone: it is downmixed as Baton's decoders downmix (docs/
+    /// CODECS.md): each side its front, the centre and its rear at −3 dB, no LFE, over 2.414. Zone
+    /// channel c took program channel c: the centre (dialogue) and the rears were never heard.
+    @Test func aFiveOneProgramIsDownmixedIntoAStereoZone() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music}")
+        // FL FR RL RR FC LFE; whole cycles in every 0.5 s.
+        let tones: [Double] = [300, 500, 700, 900, 1_100, 1_300]
+        let frames = 48_000 * 2
+        var input: [Int16] = []
+        input.reserveCapacity(frames * tones.count)
+        for n in 0..<frames {
+            for hertz in tones {
+                let phase: Double = 2 * Double.pi * hertz * Double(n) / 48_000
+                input.append(Int16(0.3 * 32_767 * sin(phase)))
+            }
+        }
+        ExternalRig.writeWAV(rig.directory + "/surround.wav", input, channels: 6)
+        let aplay = try rig.program(
+            "aplay", ["-q", "-D", "baton_x", rig.directory + "/surround.wav"], log: "aplay.log")
+        #expect(aplay.wait(seconds: 15) == 0, "aplay: \(aplay.output)")
+        #expect(rig.eventsSoon(contain: "\"played\"", seconds: 10), "the source played to its end")
+        let samples = rig.zoneSamples()
+        let start = (samples.firstIndex { $0 != 0 } ?? 0) / 2 + 4_800
+        try #require(samples.count / 2 >= start + 24_000, "\(samples.count / 2) frames heard")
+        func side(_ c: Int) -> [Double] { (start..<(start + 24_000)).map { Double(samples[2 * $0 + c]) / 32_767 } }
+        let (left, right) = (side(0), side(1))
+        let h = 0.707_106_77
+        let front: Double = 0.3 / (1 + 2 * h)
+        let back: Double = front * h
+        // Per program channel FL FR RL RR FC LFE: its level in the left and in the right.
+        let inLeft: [Double] = [front, 0, back, 0, back, 0]
+        let inRight: [Double] = [0, front, 0, back, back, 0]
+        let names = ["FL", "FR", "RL", "RR", "FC", "LFE"]
+        var expected: [(String, [Double], Double, Double)] = []
+        for c in 0..<6 {
+            expected.append(("\(names[c]) in left", left, tones[c], inLeft[c]))
+            expected.append(("\(names[c]) in right", right, tones[c], inRight[c]))
+        }
+        for (what, x, hertz, want) in expected {
+            let got = Self.level(x, hertz)
+            #expect(abs(got - want) < 0.005, "\(what): \(got), expected \(want)")
+        }
+    }
+}
+
 func monotonicSeconds() -> Double {
     var t = timespec()
     clock_gettime(CLOCK_MONOTONIC, &t)
