@@ -32,6 +32,11 @@ public final class ExternalSourceServer: @unchecked Sendable {
     public static let maxConnections = 32
     /// The whole OPEN message must arrive within this (ns), however slowly it trickles.
     static let openNanoseconds = 3_000_000_000
+    /// After OPEN, the FORMAT must arrive within this (ns) by default (the plugin sends it at
+    /// hw_params, right after it connected): else the connection is closed
+    /// (`ExternalStream.formatNanoseconds`).
+    public static let formatNanoseconds = 30_000_000_000
+    private let formatNanoseconds: Int
 
     /// Why the socket could not be set up.
     public struct SetupError: Error, Sendable, CustomStringConvertible {
@@ -40,11 +45,14 @@ public final class ExternalSourceServer: @unchecked Sendable {
 
     /// - Parameters:
     ///   - lookup: nil when the name is a configured external source, else the sentence to refuse it with.
+    ///   - formatNanoseconds: how long a connection may wait after its OPEN before its FORMAT.
     ///   - onFrames: a stream sent its first frames (again, after it was detached).
     public init(
         path: String, logger: Logger, lookup: @escaping @Sendable (String) -> String?,
+        formatNanoseconds: Int = ExternalSourceServer.formatNanoseconds,
         onFrames: @escaping @Sendable (ExternalStream) -> Void
     ) {
+        self.formatNanoseconds = formatNanoseconds
         self.path = path
         self.logger = logger
         self.lookup = lookup
@@ -255,7 +263,8 @@ public final class ExternalSourceServer: @unchecked Sendable {
             return
         }
         sendAll(fd, ExternalWire.message(.ok))
-        let stream = ExternalStream(name: name, peer: peer, fd: fd, logger: logger, onFrames: onFrames)
+        let stream = ExternalStream(
+            name: name, peer: peer, fd: fd, logger: logger, formatNanoseconds: formatNanoseconds, onFrames: onFrames)
         streams.withLock { $0[ObjectIdentifier(stream)] = stream }
         handshakes.subtract(1, ordering: .acquiringAndReleasing)
         logger.info("external \(name): \(peer) connected")

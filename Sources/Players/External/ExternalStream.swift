@@ -19,6 +19,12 @@ public final class ExternalStream: @unchecked Sendable {
     public let peer: ExternalPeer
     let fd: Int32
     let logger: Logger
+    /// How long after OPEN the program has to send its FORMAT (ns): a connection that sent OPEN and
+    /// nothing more held a thread and one of the server's connections for ever (a few such leaks,
+    /// and AirPlay or MPD were refused).
+    let formatNanoseconds: Int
+    /// CLOCK_MONOTONIC ns by which the FORMAT must have come.
+    private let formatDeadline: Int
     /// How far ahead of the output thread the slot rings are kept beyond what one of its wake-ups
     /// takes (`DeviceOutput.burstNanoseconds`): with it, the latency batond adds (40 ms at the
     /// default period and a 40 ms buffer).
@@ -121,12 +127,15 @@ public final class ExternalStream: @unchecked Sendable {
 
     init(
         name: String, peer: ExternalPeer, fd: Int32, logger: Logger,
+        formatNanoseconds: Int = ExternalSourceServer.formatNanoseconds,
         onFrames: @escaping @Sendable (ExternalStream) -> Void
     ) {
         self.name = name
         self.peer = peer
         self.fd = fd
         self.logger = logger
+        self.formatNanoseconds = formatNanoseconds
+        formatDeadline = monotonicNanoseconds() + formatNanoseconds
         self.onFrames = onFrames
     }
 
@@ -242,8 +251,16 @@ public final class ExternalStream: @unchecked Sendable {
             // room in the slots, are dropped at the program's pace, or a DRAIN waits — the outputs
             // have taken some. Held slots take nothing until they are resumed, which pokes.
             let held = s.held && pumps.allSatisfy { $0.output.slot.isPauseRequested }
-            let timeout: Int32 =
+            var timeout: Int32 =
                 s.discarding ? 10 : (!pumps.isEmpty ? (held ? -1 : pumpInterval) : (drainAt != nil ? 20 : -1))
+            if format == nil && !isClosed {
+                let left = formatDeadline - monotonicNanoseconds()
+                guard left > 0 else {
+                    return end(with: .protocolViolation("no FORMAT within \(Self.seconds(formatNanoseconds)) of OPEN"))
+                }
+                let ms = Int32(min(left / 1_000_000 + 1, 60_000))
+                timeout = timeout < 0 ? ms : min(timeout, ms)
+            }
             if !isClosed {
                 if case .failure(let error) = readSocket(timeout: timeout) { return end(with: error) }
             }
@@ -279,6 +296,11 @@ public final class ExternalStream: @unchecked Sendable {
     /// changed the slots since the thread last applied a change (nil: apply it first). Stream thread.
     func onCurrentSlots<R: Sendable>(_ body: () -> R) -> R? {
         slotWrites.withLock { _ in shared.withLock { $0.generation } == pumpGeneration ? body() : nil }
+    }
+
+    /// `ns` as seconds for a sentence: `30 s`, `0.5 s`.
+    static func seconds(_ ns: Int) -> String {
+        ns % 1_000_000_000 == 0 ? "\(ns / 1_000_000_000) s" : "\(Double(ns) / 1e9) s"
     }
 
     /// Logs `error`, and tells the program before its connection closes. Stream thread.

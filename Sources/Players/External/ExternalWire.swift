@@ -88,8 +88,10 @@ public struct ExternalFormat: Sendable, Equatable, CustomStringConvertible {
     static let channelRange = 1...8
     /// What the plugin offers (`BatonPCM.c`); the resamplers convert any of it to any zone rate.
     static let rateRange = 8000...384_000
-    /// A second at the highest rate, a bit more than alsa-lib lets the plugin ask for.
-    static let maxBufferBytes = 8 << 20
+    /// The plugin's own limit (`SND_PCM_IOPLUG_HW_BUFFER_BYTES`, `BatonPCM.c`). batond zero-fills
+    /// a FIFO of the program's buffer: a raw peer asked 8 MiB, and 32 connections took 256 MiB of a
+    /// Pi Zero 2 W's 512.
+    static let maxBufferBytes = 4 << 20
 
     /// Reads a FORMAT payload, or says what is wrong with it.
     static func parse(_ payload: ArraySlice<UInt8>) -> Result<ExternalFormat, ExternalStreamError> {
@@ -112,8 +114,14 @@ public struct ExternalFormat: Sendable, Equatable, CustomStringConvertible {
         }
         let format = ExternalFormat(
             sample: sample, channels: channels, rate: rate, bufferFrames: buffer, periodFrames: period)
-        guard buffer > 0, period > 0, period <= buffer, buffer * format.frameBytes <= maxBufferBytes else {
+        guard buffer > 0, period > 0, period <= buffer else {
             return .failure(.unsupportedFormat("a buffer of \(buffer) frames and a period of \(period)"))
+        }
+        guard buffer * format.frameBytes <= maxBufferBytes else {
+            return .failure(
+                .unsupportedFormat(
+                    "a buffer of \(buffer) frames (\(buffer * format.frameBytes) bytes of \(format)); "
+                        + "batond takes at most \(maxBufferBytes >> 20) MiB, the plugin's own limit"))
         }
         return .success(format)
     }

@@ -556,6 +556,23 @@ func monotonicSeconds() -> Double {
         let slow = Self.message(4, [0, 0, 0, 0, 2, 0, 0, 0, 0xe8, 0x03, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0])
         let slowAnswer = Self.exchange(rig.socket, open + slow)
         #expect(slowAnswer.contains("unsupported format: 1000 Hz (batond takes 8000 to 384000 Hz)"), "\(slowAnswer)")
+        // The plugin's own limit, 4 MiB: 8 MiB was taken, zero-filled, 32 connections 256 MiB.
+        let huge = Self.message(4, [0, 0, 0, 0, 2, 0, 0, 0, 0x80, 0xbb, 0, 0, 0, 0, 0x20, 0, 0, 1, 0, 0])
+        let hugeAnswer = Self.exchange(rig.socket, open + huge)
+        #expect(
+            hugeAnswer.contains(
+                "unsupported format: a buffer of 2097152 frames (8388608 bytes of S16_LE 2 ch 48000 Hz); "
+                    + "batond takes at most 4 MiB, the plugin's own limit"), "\(hugeAnswer)")
+        let largest = Self.message(4, [0, 0, 0, 0, 2, 0, 0, 0, 0x80, 0xbb, 0, 0, 0, 0, 0x10, 0, 0, 1, 0, 0])
+        let largestFd = Self.connectPeer(rig.socket)
+        defer { close(largestFd) }
+        _ = (open + largest).withUnsafeBytes { send(largestFd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var oks = [UInt8](repeating: 0, count: 16)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(largestFd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        #expect(
+            recv(largestFd, &oks, 16, Int32(MSG_WAITALL)) == 16 && oks[0] == 2 && oks[8] == 2,
+            "4 MiB exactly is taken (OK, OK): \(oks)")
         let unknownType = Self.exchange(rig.socket, open + Self.message(77, []))
         #expect(unknownType.contains("unknown message type 77"), "\(unknownType)")
         ExternalRig.writeWAV(rig.directory + "/short.wav", AplayTests.music(frames: 4_800), channels: 2)
