@@ -242,14 +242,34 @@ public final class ExternalSourceServer: @unchecked Sendable {
         }
     }
 
+    /// How a handshake read ended without the bytes: the deadline passed, or the peer closed (or
+    /// its connection failed) — a probe, a second batond's start-up check, a program killed.
+    enum ReadFailure: Error {
+        case timedOut
+        case closed
+    }
+
+    /// Why a handshake ended without a source name: the peer closed (said at info, nothing sent),
+    /// or the sentence to log and send it.
+    enum OpenFailure: Error {
+        case closed(String)
+        case refused(ExternalStreamError)
+    }
+
     /// The handshake (OPEN → OK or ERROR), then the stream until it ends.
     private func serve(_ fd: Int32) {
         let peer = ExternalPeer.of(socket: fd)
         let opened = readOpen(fd)
         guard case .success(let name) = opened else {
-            if case .failure(let error) = opened {
+            switch opened {
+            case .failure(.closed(let what)):
+                // Nobody to tell: an ERROR on a closed socket, and a warning about a timeout that
+                // never was ("no OPEN message within 3 s" for a peer that left at once).
+                logger.info("external sources: \(peer) \(what)")
+            case .failure(.refused(let error)):
                 logger.warning("external sources: \(peer): \(error)")
                 sendAll(fd, ExternalWire.error(error.description))
+            case .success: break
             }
             close(fd)
             handshakes.subtract(1, ordering: .acquiringAndReleasing)
@@ -275,29 +295,35 @@ public final class ExternalSourceServer: @unchecked Sendable {
     }
 
     /// Reads the OPEN message (the whole of it within 3 s): the source's name.
-    private func readOpen(_ fd: Int32) -> Result<String, ExternalStreamError> {
+    private func readOpen(_ fd: Int32) -> Result<String, OpenFailure> {
         let deadline = monotonicNanoseconds() + Self.openNanoseconds
-        guard let header = readExactly(fd, 8, before: deadline) else {
-            return .failure(.protocolViolation("no OPEN message within 3 s"))
+        let header: [UInt8]
+        switch readExactly(fd, 8, before: deadline) {
+        case .success(let bytes): header = bytes
+        case .failure(.closed): return .failure(.closed("closed its connection before sending OPEN"))
+        case .failure(.timedOut): return .failure(.refused(.protocolViolation("no OPEN message within 3 s")))
         }
         let type = ExternalWire.u32(header[...], at: 0)
         let length = Int(ExternalWire.u32(header[...], at: 4))
         guard type == ExternalWire.Message.open.rawValue else {
-            return .failure(.protocolViolation("the first message must be OPEN, not type \(type)"))
+            return .failure(.refused(.protocolViolation("the first message must be OPEN, not type \(type)")))
         }
         guard (5...260).contains(length) else {
-            return .failure(.protocolViolation("OPEN with a payload of \(length) bytes"))
+            return .failure(.refused(.protocolViolation("OPEN with a payload of \(length) bytes")))
         }
-        guard let payload = readExactly(fd, length, before: deadline) else {
-            return .failure(.protocolViolation("no whole OPEN message within 3 s"))
+        let payload: [UInt8]
+        switch readExactly(fd, length, before: deadline) {
+        case .success(let bytes): payload = bytes
+        case .failure(.closed): return .failure(.closed("closed its connection inside its OPEN"))
+        case .failure(.timedOut): return .failure(.refused(.protocolViolation("no whole OPEN message within 3 s")))
         }
         let version = ExternalWire.u32(payload[...], at: 0)
         guard version == ExternalWire.version else {
             return .failure(
-                .protocolViolation("protocol version \(version); this batond speaks \(ExternalWire.version)"))
+                .refused(.protocolViolation("protocol version \(version); this batond speaks \(ExternalWire.version)")))
         }
         guard let name = String(validating: payload[4...], as: UTF8.self) else {
-            return .failure(.protocolViolation("the source name is not UTF-8"))
+            return .failure(.refused(.protocolViolation("the source name is not UTF-8")))
         }
         // Configured names are letters, digits, - and _; anything else (a newline, a NUL) would
         // go into the log and the refusal as it is, so it is refused here, escaped.
@@ -306,28 +332,31 @@ public final class ExternalSourceServer: @unchecked Sendable {
         }
         guard allowed else {
             return .failure(
-                .protocolViolation("the source name \(name.debugDescription) is not letters, digits, - and _"))
+                .refused(.protocolViolation("the source name \(name.debugDescription) is not letters, digits, - and _"))
+            )
         }
         return .success(name)
     }
 
-    /// `count` bytes, or nil when the peer closes, fails or `deadline` (CLOCK_MONOTONIC ns) passes.
-    private func readExactly(_ fd: Int32, _ count: Int, before deadline: Int) -> [UInt8]? {
+    /// `count` bytes; `closed` when the peer closes or its connection fails, `timedOut` when
+    /// `deadline` (CLOCK_MONOTONIC ns) passes first.
+    private func readExactly(_ fd: Int32, _ count: Int, before deadline: Int) -> Result<[UInt8], ReadFailure> {
         var bytes = [UInt8](repeating: 0, count: count)
         var have = 0
         while have < count {
             let left = deadline - monotonicNanoseconds()
-            guard left > 0 else { return nil }
+            guard left > 0 else { return .failure(.timedOut) }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&p, 1, Int32(min(left / 1_000_000 + 1, 60_000)))
             if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { return nil }
+            if ready == 0 { return .failure(.timedOut) }
+            guard ready > 0 else { return .failure(.closed) }
             let n = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + have, count - have, 0) }
             if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return nil }
+            if n <= 0 { return .failure(.closed) }
             have += n
         }
-        return bytes
+        return .success(bytes)
     }
 
     private func sendAll(_ fd: Int32, _ bytes: [UInt8]) {

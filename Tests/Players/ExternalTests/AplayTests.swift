@@ -715,6 +715,18 @@ func monotonicSeconds() -> Double {
         let log = rig.batond.map(\.output) ?? ""
         #expect(!log.contains("\nbatond error: FORGED"), "no forged line in the log")
 
+        // A peer that closes at once (a probe, a second batond's start-up check) is said as that,
+        // at info: it was "no OPEN message within 3 s", a warning, and an ERROR on a closed socket.
+        let probe = Self.connectPeer(rig.socket)
+        #expect(probe >= 0)
+        close(probe)
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return rig.batond?.output.contains("closed its connection before sending OPEN") == true
+            }, "\(rig.batond?.output ?? "")")
+        #expect(rig.batond?.output.contains("no OPEN message within 3 s") == false)
+
         let slow = Self.connectPeer(rig.socket)
         #expect(slow >= 0)
         let began = monotonicSeconds()
