@@ -50,7 +50,7 @@ struct ExternalPlayers {
             (daemon.config.externalSources?.source(name), s.configGeneration)
         }
         guard let source = found else {
-            stream.refuse("unknown source \"\(name)\" (it was removed from batond's config)")
+            stream.refuse("unknown source \"\(name)\" (it was removed from batond's config)", warning: true)
             return
         }
         let what = "\(stream.peer) writes \(stream.formatDescription) to baton_\(name)"
@@ -79,7 +79,7 @@ struct ExternalPlayers {
             ) { _ throws(ControlError) in ExternalPlayer(settings: settings, stream: stream) }
         } catch {
             settings.control?.close()
-            stream.refuse("batond refused source \(name): \(error.message)")
+            stream.refuse("batond refused source \(name): \(error.message)", warning: true)
             events.publish(type: .externalError, reason: "\(what): \(error.message)")
         }
     }

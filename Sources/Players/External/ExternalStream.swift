@@ -47,8 +47,9 @@ public final class ExternalStream: @unchecked Sendable {
         /// keeps the frames it would discard — the music just after the cut — to be played when
         /// the source is heard again.
         var keepsDropped = false
-        /// The control plane refused the stream: the sentence to send before closing.
-        var refusal: String?
+        /// The control plane refused the stream: the sentence to send before closing, and whether
+        /// it is logged as a warning.
+        var refusal: (why: String, warning: Bool)?
         var stop = false
         /// Called once the thread has ended (`onFinish`).
         var finished: (@Sendable () -> Void)?
@@ -208,9 +209,10 @@ public final class ExternalStream: @unchecked Sendable {
         poke()
     }
 
-    /// Sends `why` to the program as an ERROR and closes the connection. Control thread.
-    public func refuse(_ why: String) {
-        shared.withLock { $0.refusal = why }
+    /// Sends `why` to the program as an ERROR and closes the connection, and logs it with the
+    /// program: a warning, or info for Baton's own doing (a stop, a release). Control thread.
+    public func refuse(_ why: String, warning: Bool = false) {
+        shared.withLock { $0.refusal = (why, warning) }
         poke()
     }
 
@@ -240,8 +242,11 @@ public final class ExternalStream: @unchecked Sendable {
         while true {
             let s = shared.withLock { $0 }
             if s.stop { return }
-            if let why = s.refusal {
-                send(ExternalWire.error(why))
+            if let refusal = s.refusal {
+                // Said in batond's log too: only the program heard why its writes failed.
+                let line = "external \(name): \(peer): \(refusal.why); closing its connection"
+                if refusal.warning { logger.warning(line) } else { logger.info(line) }
+                send(ExternalWire.error(refusal.why))
                 return
             }
             if s.generation != pumpGeneration, let error = rebuildPumps(s.targets, generation: s.generation) {

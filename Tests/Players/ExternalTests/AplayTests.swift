@@ -212,6 +212,11 @@ import Testing
             "\(first.output)")
         #expect(!first.output.contains("lost batond"), "\(first.output)")
         #expect(second.wait(seconds: 10) == 0, "the new source plays: \(second.output)")
+        // And in batond's log, with the program: only the program said it.
+        let log = rig.batond?.output ?? ""
+        #expect(
+            log.contains("external x: aplay (pid \(first.pid)): batond stopped source x; closing its connection"),
+            "\(log)")
     }
 
     /// A reload that changes an external source's settings, or removes it, stops the program
@@ -700,6 +705,10 @@ func monotonicSeconds() -> Double {
         }
         let took = monotonicSeconds() - began
         #expect(took < 1.9, "20 refusals took \(took) s")
+        let log = rig.batond?.output ?? ""
+        #expect(
+            log.contains("(pid \(getpid())): batond refused source x: ") && log.contains("; closing its connection"),
+            "each refusal is in batond's log, with the program: \(log)")
     }
 
     /// A name that is not a source name is refused escaped (it cannot forge a log line); an OPEN
