@@ -175,7 +175,7 @@ import Testing
         // Every message on both topics from now on: the retained ones first.
         let seen = try broker.subscribe(topic: "homeassistant/+/baton_test-speaker/+/config", count: 500, seconds: 4)
         #expect(rename(t.sounds, "\(t.sounds).aside") == 0)
-        try TextFile.write("\(t.sounds)", "not a directory")
+        TextFile.write("\(t.sounds)", "not a directory")
         defer {
             unlink(t.sounds)
             rename("\(t.sounds).aside", t.sounds)
