@@ -66,10 +66,11 @@ extension DeviceOutput {
             if let off = refusalBeforeStart(pcm) {
                 takesBack = false
                 renderAheadIsOff(off)
-            } else if bufferFrames <= kept + 2 * period {
-                // It would never hold more than it keeps and a period once a period's room is left
-                // (where it is asked whether it takes back): never rendered ahead, while the status
-                // said it was.
+            } else if bufferFrames < ((kept + period) / period + 1) * period {
+                // It would never hold more than it keeps and a period in whole periods (where it is
+                // asked whether it takes back): never rendered ahead, while the status said it was.
+                // (480-frame periods in the default 1,920-frame buffer keep 960: it is asked at
+                // 1,920.)
                 takesBack = false
                 renderAheadIsOff(.periodTooLong)
             }
