@@ -132,10 +132,16 @@ public struct API: Sendable {
                 return .error(error.kind.httpStatus, error.message)
             }
         case ("GET", "/api/v1/sounds"):
-            let listing = daemon.sounds.listing()
-            return json(
-                200,
-                SoundsAnswer(sounds: listing.names, ignored: listing.ignored.map { .init(file: $0.file, why: $0.why) }))
+            // A directory that cannot be read now is said, not answered as one with no sounds.
+            do {
+                let listing = try daemon.sounds.readListing()
+                return json(
+                    200,
+                    SoundsAnswer(
+                        sounds: listing.names, ignored: listing.ignored.map { .init(file: $0.file, why: $0.why) }))
+            } catch {
+                return .error(503, "\(error)")
+            }
         case ("GET", "/api/v1/config"):
             return json(200, daemon.config.redacted())
         case ("GET", "/api/v1/music/queue"):

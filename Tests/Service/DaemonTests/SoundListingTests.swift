@@ -41,4 +41,21 @@ import Testing
         #expect(try t.request("POST", "/api/v1/announce", #"{"sound": "Front Door"}"#).status == 400)
         #expect(try t.request("POST", "/api/v1/announce", #"{"sound": "front-door"}"#).status == 202)
     }
+
+    /// A sounds directory that cannot be read now (a file in its place, as a deploy swapping it
+    /// can leave) is said, with why: it was answered as an empty directory, 200 and no sounds.
+    @Test func anUnreadableDirectoryIsSaidNotListedEmpty() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        #expect(rename(t.sounds, "\(t.sounds).aside") == 0)
+        TextFile.write(t.sounds, "not a directory")
+        defer {
+            unlink(t.sounds)
+            rename("\(t.sounds).aside", t.sounds)
+        }
+        let r = try t.request("GET", "/api/v1/sounds")
+        let text = String(decoding: r.body, as: UTF8.self)
+        #expect(r.status == 503, "\(text)")
+        #expect(text.contains("cannot read the sounds directory: Not a directory"), "\(text)")
+    }
 }
