@@ -63,6 +63,10 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         /// that report's number (1, 2…; `failedReport`).
         var reported: (state: SubsonicClient.PlaybackState, index: Int)?
         var reportNumber = 0
+        /// A failed report is sent again no sooner than this (monotonic ns): 1 s after the first
+        /// failure, doubling to a minute (`resends` in a row).
+        var resendAt = 0
+        var resends = 0
         /// The track (key) last announced as now playing, and whether it was submitted.
         var scrobbledKey: Int?
         var submitted = false
@@ -348,10 +352,12 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// until the first sample of a stream (a start, skip or seek) is heard, `playing` while audible,
     /// `paused` while paused, interrupted or not heard (the server slow, the card away), `stopped` at
     /// the end; again at each track change. A server without the extension is asked once and never sent a report.
-    /// A report the server did not take (or the extension check that failed) is sent again at the
-    /// next look, with the position then, until one goes through or a newer one is sent: a lost
-    /// `paused` left the server showing the song playing on for as long as Baton was paused. Its
-    /// failure is told once.
+    /// A report the server did not take for a passing reason (the network, a 5xx; or the extension
+    /// check that failed so) is sent again, with the position then, 1 s later and then at doubling
+    /// intervals up to a minute, until one goes through or a newer one is sent: a lost `paused`
+    /// left the server showing the song playing on for as long as Baton was paused. One it refused
+    /// (an error answer) is not: sent again at each look, it was a request a second all night.
+    /// Its failure is told once.
     private func reportPlayback(_ playback: SubsonicClient.PlaybackState) {
         guard let now = nowPlaying() else { return }
         reportPlayback(playback, index: now.index, song: now.song, seconds: now.seconds)
@@ -360,7 +366,13 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     private func reportPlayback(_ playback: SubsonicClient.PlaybackState, index: Int, song: Song, seconds: Double) {
         let same = state.reported?.state == playback && state.reported?.index == index
         let failed = state.reportNumber > 0 && failedReport.load(ordering: .acquiring) == state.reportNumber
-        guard !same || failed else { return }
+        if same {
+            guard failed, monotonicNanoseconds() >= state.resendAt else { return }
+            state.resends += 1
+        } else {
+            state.resends = 0
+        }
+        state.resendAt = monotonicNanoseconds() + min(60, 1 << min(state.resends, 6)) * 1_000_000_000
         state.reported = (playback, index)
         state.reportNumber += 1
         let number = state.reportNumber
@@ -368,16 +380,16 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         let report = self.report
         let ms = Int64(seconds * 1000)
         reports.run { [self] in
-            do {
+            do throws(SubsonicError) {
                 guard try client.supportsPlaybackReport() else { return }
                 try client.reportPlayback(id: song.id, state: playback, positionMilliseconds: ms)
             } catch {
-                failedReport.store(number, ordering: .releasing)
+                if error.isTransient { failedReport.store(number, ordering: .releasing) }
                 guard !client.isStopping, !same else { return }  // its extension check, at the stop; told already
                 report(
                     .warning(
                         "music: reportPlayback (\(playback.rawValue)) of \(song.title) failed: \(error)"
-                            + (playback == .stopped ? "" : "; sent again at the next look")))
+                            + (playback == .stopped || !error.isTransient ? "" : "; sent again shortly")))
             }
         }
     }

@@ -43,7 +43,7 @@ import Testing
         #expect(positions == positions.sorted() && positions.last! > 0, "\(reports)")
     }
 
-    /// A report the server did not take (a 503: it was restarting) is sent again at the next look:
+    /// A report the server did not take (a 503: it was restarting) is sent again a second later:
     /// the pause's was lost for good, and the server showed the song playing on for as long as
     /// Baton was paused.
     @Test func aReportTheServerDidNotTakeIsSentAgain() throws {
@@ -57,6 +57,21 @@ import Testing
         #expect(waitUntil(seconds: 5) { proxy.playbackReportsFailed == ["paused"] })
         #expect(
             waitUntil(seconds: 5) { proxy.playbackReports.last?.state == "paused" }, "\(proxy.playbackReports)")
+    }
+
+    /// A report the server refuses (a Subsonic error, not a passing trouble) is not sent again:
+    /// every look sent it again, a request a second for as long as the music stayed paused.
+    @Test func aReportTheServerRefusesIsNotSentAgainAndAgain() throws {
+        let (real, song) = try Self.toneSong()
+        let proxy = try SubsonicRefusingProxy(
+            upstreamURL: real.subsonic.url, refusing: [], offeringPlaybackReport: true, refusingReports: ["paused"])
+        let (t, _) = try MusicQueueTests.play(song.id, through: proxy, music: real)
+        defer { t.stop() }
+        #expect(waitUntil(seconds: 15) { proxy.playbackReports.last?.state == "playing" })
+        #expect(try t.request("POST", "/api/v1/music/pause").status == 200)
+        #expect(waitUntil(seconds: 5) { proxy.playbackReportsRefused == ["paused"] })
+        // The monitor looks at least once a second: three looks and more.
+        #expect(!waitUntil(seconds: 3) { proxy.playbackReportsRefused.count > 1 }, "\(proxy.playbackReportsRefused)")
     }
 
     /// A stop while nothing of the queue is heard — a skip or seek waiting for its slots (after

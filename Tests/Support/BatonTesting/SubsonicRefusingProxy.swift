@@ -17,7 +17,9 @@ import Synchronization
 /// is answered `ok` and recorded (`playbackReports`, in the order answered). One whose state is in
 /// `holding` is held unanswered until `releaseReports()` (a server slow to answer it). The first
 /// one of each state in `failingOnce` is answered HTTP 503 (a server restarting) and recorded in
-/// `playbackReportsFailed` instead.
+/// `playbackReportsFailed` instead. Every one whose state is in `refusingReports` is answered a
+/// Subsonic error (code 0, a server that cannot take it: not a passing trouble) and recorded in
+/// `playbackReportsRefused`.
 ///
 /// A `/rest/stream` answer for a song in `endingEarly` ends cleanly after that many bytes of its body,
 /// every time: asked of the server as HTTP/1.0 and passed on without its length, so that the close
@@ -55,6 +57,10 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         ([], 0, 0, []))
     private let releasedReports = Semaphore()
     private let failingReports: Mutex<(once: Set<String>, failed: [String])>
+    private let refusingReports: Set<String>
+    private let refusedReports = Mutex<[String]>([])
+    /// The states of the `reportPlayback` requests answered a Subsonic error (`refusingReports`).
+    public var playbackReportsRefused: [String] { refusedReports.withLock { $0 } }
     /// The states of the `reportPlayback` requests answered 503 (`failingOnce`), in order.
     public var playbackReportsFailed: [String] { failingReports.withLock { $0.failed } }
     private let keepsPlayQueue: Bool
@@ -115,13 +121,14 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     public init(
         upstreamURL: String, refusing songIDs: Set<String>, stalling stalledIDs: Set<String> = [],
         cutting cuts: [String: Int] = [:], offeringPlaybackReport: Bool = false, holding: Set<String> = [],
-        failingOnce: Set<String> = [],
+        failingOnce: Set<String> = [], refusingReports: Set<String> = [],
         coverArt: (type: String, body: String)? = nil, cuttingAlways: [String: Int] = [:],
         keepingPlayQueue: Bool = false, rewinding: [String: Int] = [:], endingEarly: [String: Int] = [:],
         erroring: Set<String> = []
     ) throws {
         self.erroring = erroring
         failingReports = Mutex((failingOnce, []))
+        self.refusingReports = refusingReports
         self.endingEarly = endingEarly
         self.rewinding = Mutex(rewinding)
         keepsPlayQueue = keepingPlayQueue
@@ -209,6 +216,17 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
                 guard f.once.remove(report.state) != nil else { return false }
                 f.failed.append(report.state)
                 return true
+            }
+            if refusingReports.contains(report.state) {
+                refusedReports.withLock { $0.append(report.state) }
+                let body =
+                    #"{"subsonic-response": {"status": "failed", "version": "1.16.1", "error": {"code": 0, "message": "cannot take it"}}}"#
+                Self.sendAll(
+                    client,
+                    Array(
+                        ("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+                            + "Connection: close\r\n\r\n\(body)").utf8))
+                return
             }
             if fail {
                 let body = "restarting"
