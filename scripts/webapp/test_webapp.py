@@ -847,6 +847,17 @@ def scenario(music):
                 wait_for("the search answered", lambda: d.execute_script("return window.heldDone"), 5)
                 shown = d.execute_script("return [document.querySelector('#crumbs').textContent, document.querySelectorAll('#lib-results li[data-song]').length]")
                 assert shown == ["Artists", 0], f"the search's answer drawn over the artists: {shown}"
+                # A load overtaken by a search: the results are not left busy under the search's
+                # answer (a screen reader may not read a busy region).
+                d.execute_script("window.holding = '/library/artists'; window.heldDone = false;")
+                click(d, "#lib-artists")
+                wait_for("the artists asked for", lambda: d.execute_script("return window.held.length") == 1, 5)
+                d.find_element(By.ID, "search").clear()
+                d.find_element(By.ID, "search").send_keys("Tone")
+                wait_for("the search's songs shown", lambda: d.find_elements(By.CSS_SELECTOR, "#lib-results li[data-song]"), 10)
+                busy = d.execute_script("return document.querySelector('#lib-results').getAttribute('aria-busy')")
+                assert busy is None, f"the search's results are marked busy: {busy}"
+                d.execute_script("window.held.shift()();")
             finally:
                 d.execute_script("window.fetch = window.realFetch;")
                 d.find_element(By.ID, "search").clear()

@@ -442,7 +442,8 @@ function artistRows(artists) {
 // if no view was asked for after it, so a late one does not overwrite a newer view (album A's tracks
 // shown after B was chosen, search results under "Artists").
 let libSeq = 0, searchTimer = null;
-function navigate() { clearTimeout(searchTimer); return ++libSeq; }
+// A view overtaken is no longer awaited: the results are busy only while the newest one is.
+function navigate() { clearTimeout(searchTimer); results.removeAttribute('aria-busy'); return ++libSeq; }
 async function load(what, path, draw) {
   const seq = navigate();
   results.setAttribute('aria-busy', 'true');
@@ -464,7 +465,8 @@ $('#search').addEventListener('input', () => {
   searchTimer = setTimeout(() => {
     const seq = navigate();
     crumbs([['Search: ' + q, () => {}]]);
-    api('GET', '/api/v1/library/search?q=' + encodeURIComponent(q)).then(d => {
+    results.setAttribute('aria-busy', 'true');
+    api('GET', '/api/v1/library/search?q=' + encodeURIComponent(q)).finally(() => { if (seq === libSeq) results.removeAttribute('aria-busy'); }).then(d => {
       if (seq !== libSeq) return;
       results.innerHTML = (d.artists.length ? '<h3>Artists</h3>' + artistRows(d.artists) : '') + (d.albums.length ? '<h3>Albums</h3>' + albumRows(d.albums) : '') + '<h3>Songs</h3>' + songRows(d.songs);
       say(`${d.songs.length} songs, ${d.albums.length} albums, ${d.artists.length} artists found`);
