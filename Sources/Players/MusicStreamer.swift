@@ -160,6 +160,10 @@ final class MusicStreamer: @unchecked Sendable {
     /// password changed, the library moved) the queue would otherwise race through to its end.
     static let failuresInARow = 3
 
+    /// After this many HTTP 500 or 501 answers in a row for a song, from a server that answers its
+    /// API, the song fails (the queue goes on) instead of being retried up to `retryLimit`.
+    static let requestFailureAttempts = 3
+
     /// Set by a fetch's network thread when it gave up on the server (transient failures past
     /// `retryLimit`), as opposed to the server refusing this track. Any thread.
     private final class GaveUp: Sendable {
@@ -427,6 +431,8 @@ final class MusicStreamer: @unchecked Sendable {
         // a server that broke at the same byte every time was retried for ever, never given up on.
         var furthest: Int64 = 0
         var backoff = Duration.milliseconds(250)
+        // HTTP 500/501 answers in a row (`isRequestFailure`).
+        var requestFailures = 0
         let transcoded = client.config.format != "raw"
         while !buffer.isCancelled {
             // A 206 from further on than asked: the bytes between are not to be had from it.
@@ -493,6 +499,19 @@ final class MusicStreamer: @unchecked Sendable {
                 // Navidrome) is waited out like a refused connection; one from a server that
                 // answers its API is the song's absence. Taken as that, a ten-second restart
                 // failed this track and the next ones at once, and stopped the queue.
+                // A 500 or 501 for this song, again and again, from a server that answers its API:
+                // a file it cannot read or transcode. The song fails and the queue goes on. Retried
+                // up to retry.limit as a server away, each bad file was two minutes of silence
+                // shown as buffering, and thirty warnings.
+                requestFailures = error.isRequestFailure ? requestFailures + 1 : 0
+                if requestFailures >= Self.requestFailureAttempts, client.answersAPI() {
+                    retrying(nil)
+                    buffer.fail(
+                        ByteSourceError(
+                            message: "\(error) (\(requestFailures) times in a row, from a server that answers its API)")
+                    )
+                    return
+                }
                 let transient = error.isTransient || (error.isNotFound && !client.answersAPI())
                 guard transient, ContinuousClock.now - progressAt < retryLimit else {
                     // Before the failure the reader sees: the server is given up on — unless it

@@ -53,6 +53,14 @@ public enum SubsonicError: Error, Sendable, Equatable, CustomStringConvertible {
         return false
     }
 
+    /// An HTTP 500 or 501: the server's own failure on this request (a file it cannot read, a
+    /// transcode that failed), which asking again rarely mends — unlike 502, 503 and 504, a proxy's
+    /// server behind it away or a server restarting, which pass.
+    public var isRequestFailure: Bool {
+        if case .http(let status, _) = self { return status == 500 || status == 501 }
+        return false
+    }
+
     /// Whether the server does not implement the endpoint (HTTP 404, as Supysonic answers unknown
     /// methods such as `getPlayQueue`).
     public var isUnsupportedEndpoint: Bool {
