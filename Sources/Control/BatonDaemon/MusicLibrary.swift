@@ -52,11 +52,15 @@ public struct MusicLibrary: Sendable {
     /// The cover art `id` at `size` pixels (nil: as the server keeps it), from the disk cache or the
     /// server (then kept).
     public func coverArt(id: String, size: Int?) throws(ControlError) -> (bytes: [UInt8], contentType: String) {
-        if let kept = daemon.parts.covers.lookup(id: id, size: size) { return kept }
-        let client = try daemon.parts.music.context(daemon.config).client
+        // Kept by server: an id is the server's own (another server's `al-1` is another cover).
+        let config = daemon.config
+        let server = config.music?.subsonic.url ?? ""
+        if let kept = daemon.parts.covers.lookup(server: server, id: id, size: size) { return kept }
+        let client = try daemon.parts.music.context(config).client
         do {
             let image = try client.coverArt(id: id, size: size)
-            daemon.parts.covers.store(id: id, size: size, bytes: image.bytes, contentType: image.contentType)
+            daemon.parts.covers.store(
+                server: server, id: id, size: size, bytes: image.bytes, contentType: image.contentType)
             return image
         } catch {
             throw Self.error(error)

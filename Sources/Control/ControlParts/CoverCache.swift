@@ -15,22 +15,24 @@ package final class CoverCache: Sendable {
         self.limit = limit
     }
 
-    /// The file name for an id and size: only letters, digits, `-` and `_` survive from the id (a
-    /// server's ids are such), with a hash of the whole id so that two ids never share a file.
-    package static func fileName(id: String, size: Int?, type: String) -> String {
+    /// The file name for an id and size on `server` (its URL): only letters, digits, `-` and `_`
+    /// survive from the id (a server's ids are such), with a hash of the server and the whole id so
+    /// that two ids never share a file — nor the same id on two servers: after a reload to another
+    /// server, its cover `al-1` was the old server's `al-1`, the wrong art.
+    package static func fileName(server: String, id: String, size: Int?, type: String) -> String {
         let safe = String(
             id.unicodeScalars.filter {
                 $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "_")
             }.prefix(40).map(Character.init))
         let ext = type == "image/png" ? "png" : type == "image/webp" ? "webp" : type == "image/gif" ? "gif" : "jpg"
-        return "\(safe)-\(id.fnv1aHex)-\(size ?? 0).\(ext)"
+        return "\(safe)-\((server + "\n" + id).fnv1aHex)-\(size ?? 0).\(ext)"
     }
 
-    /// A kept image for id and size, with its content type.
-    package func lookup(id: String, size: Int?) -> (bytes: [UInt8], contentType: String)? {
+    /// A kept image for id and size on `server`, with its content type.
+    package func lookup(server: String, id: String, size: Int?) -> (bytes: [UInt8], contentType: String)? {
         guard let directory else { return nil }
         for (ext, type) in [("jpg", "image/jpeg"), ("png", "image/png"), ("webp", "image/webp"), ("gif", "image/gif")] {
-            let name = Self.fileName(id: id, size: size, type: type)
+            let name = Self.fileName(server: server, id: id, size: size, type: type)
             precondition(name.hasSuffix(ext))
             if case .success(let bytes?) = FileIO.read("\(directory)/\(name)", limit: 16 << 20), !bytes.isEmpty {
                 return (bytes, type)
@@ -39,11 +41,11 @@ package final class CoverCache: Sendable {
         return nil
     }
 
-    /// Keeps an image, removing the oldest ones past the limit.
-    package func store(id: String, size: Int?, bytes: [UInt8], contentType: String) {
+    /// Keeps an image of `server`'s, removing the oldest ones past the limit.
+    package func store(server: String, id: String, size: Int?, bytes: [UInt8], contentType: String) {
         guard let directory, bytes.count <= limit else { return }
         guard case .success = FileIO.makeDirectory(directory) else { return }
-        let name = Self.fileName(id: id, size: size, type: contentType)
+        let name = Self.fileName(server: server, id: id, size: size, type: contentType)
         guard case .success = FileIO.writeAtomically(bytes, to: "\(directory)/\(name)", shared: true) else { return }
         index.withLock { index in
             var list =

@@ -50,8 +50,12 @@ package final class MusicConnection: Sendable {
     /// The `savePlayQueue` calls, one at a time, the newest waiting in place of an older one: a slow
     /// answer (a NAS spinning up) let a later call land first, then the older one over it.
     private let saves = NewestJob(threadName: "save-queue")
-    /// Scrobble submissions waiting to be sent again (`Submissions`): they outlive the clients.
-    package let submissions = Submissions()
+    /// Scrobble submissions waiting to be sent again (`Submissions`): they outlive the clients made
+    /// again for the same server, not a change of server (`switched`).
+    package var submissions: Submissions { currentSubmissions.withLock { $0 } }
+    private let currentSubmissions = Mutex(Submissions())
+    /// Whether the server was found to lack `savePlayQueue` (the queue is not mirrored there).
+    package var lacksSavePlayQueue: Bool { sync.withLock { $0.unsupported } }
     /// How long after a call the same queue is sent again while it plays, or after a failure.
     private static let resendNanoseconds = 30_000_000_000
     private let logger: Logger
@@ -88,7 +92,11 @@ package final class MusicConnection: Sendable {
             throw error
         }
         let made = Made(config: music, resampler: resampler, password: password, apiKey: apiKey)
-        if let cached = cache.withLock({ $0 }), cached.made == made { return cached.context }
+        let cached = cache.withLock { $0 }
+        if let cached, cached.made == made { return cached.context }
+        if let old = cached?.made.config.subsonic, old.url != music.subsonic.url || old.user != music.subsonic.user {
+            switched(from: old, to: music.subsonic)
+        }
         let client = SubsonicClient(
             config: SubsonicSettings(
                 url: music.subsonic.url, user: music.subsonic.user, password: password, apiKey: apiKey,
@@ -98,6 +106,38 @@ package final class MusicConnection: Sendable {
             config: music, client: client, resampler: made.resampler, logger: logger, submissions: submissions)
         cache.withLock { $0 = (made, context) }
         return context
+    }
+
+    /// The `music:` section now names another server (its URL or its user, after a reload): what
+    /// was learnt of the old one is dropped, said in the log. Its scrobble submissions waiting to
+    /// be sent again carried its song ids to the new server (another song scrobbled, or refused);
+    /// its lack of `savePlayQueue` (Supysonic) kept the queue from being mirrored to the new one
+    /// until a restart. The queue last mirrored stays noted, so the old server's queue as it stands
+    /// is not pushed to the new one: the new server gets the queue at its next change. A queue
+    /// already playing keeps its own client (and its submissions) to the old server.
+    private func switched(from old: SubsonicConfig, to new: SubsonicConfig) {
+        let dropped = currentSubmissions.withLock { s in
+            let waiting = s.waiting.count
+            s = Submissions()
+            return waiting
+        }
+        let lacked = sync.withLock { s in
+            let lacked = s.unsupported
+            s.unsupported = false
+            s.failed = false
+            s.at = 0
+            return lacked
+        }
+        var what = ["music: the server is now \(new.user) at \(new.url) (was \(old.user) at \(old.url))"]
+        if dropped > 0 {
+            what.append("\(dropped) scrobble submission(s) kept for the old server are dropped (its song ids)")
+        }
+        if lacked { what.append("savePlayQueue is asked of the new server (the old one had none)") }
+        if dropped > 0 {
+            logger.warning(what.joined(separator: "; "))
+        } else {
+            logger.info(what.joined(separator: "; "))
+        }
     }
 
     /// The password (a file's first line, not empty, or an environment variable) and the

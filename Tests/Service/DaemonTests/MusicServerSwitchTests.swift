@@ -1,0 +1,94 @@
+import BatonConfig
+import BatonTesting
+import OSThread
+import Testing
+
+@testable import BatonDaemon
+@testable import ControlParts
+
+/// A reload that points `music.subsonic` at another server (here the test server directly, then
+/// through `SubsonicRefusingProxy`: another URL) drops what batond learnt of the old one.
+@Suite(.ownThread) struct MusicServerSwitchTests {
+    /// The daemon's config with the music server's URL changed to `url`.
+    static func pointed(_ t: TestDaemon, at url: String) -> BatonConfiguration {
+        var config = t.daemon.config
+        config.music?.subsonic.url = url
+        return config
+    }
+
+    /// The first server has no `savePlayQueue` (Supysonic): noticed, the queue is not mirrored
+    /// there. After a reload to a server that has it, music played there is mirrored to it. The
+    /// old server's lack was kept for the daemon's life: never mirrored until a restart.
+    @Test func theQueueIsMirroredToTheNewServerAfterAReload() throws {
+        let real = try TestSubsonic.music()
+        let t = try TestDaemon(music: real)
+        defer { t.stop() }
+        let first = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440 FLAC", "zones": ["kitchen"]}"#).object[
+                "id"])
+        #expect(
+            waitUntil(seconds: 15) { t.daemon.parts.music.lacksSavePlayQueue }, "Supysonic's lack is noticed")
+        #expect(try t.request("POST", "/api/v1/music/stop", #"{"id": "\#(first)"}"#).status == 200)
+        let proxy = try SubsonicRefusingProxy(upstreamURL: real.subsonic.url, refusing: [], keepingPlayQueue: true)
+        #expect(t.daemon.apply(Self.pointed(t, at: proxy.url)).applied)
+        let second = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 550 MP3", "zones": ["kitchen"]}"#).object[
+                "id"])
+        var song: String?
+        #expect(
+            waitUntil(seconds: 15) {
+                song = try? t.status().sources.first { $0.id == second }?.track?.id
+                return song != nil
+            })
+        #expect(
+            waitUntil(seconds: 15) { proxy.savedQueues.contains { $0.current == song } },
+            "mirrored to the new server: \(proxy.savedQueues)")
+    }
+
+    /// A submission the first server could not take (503) is kept for it, not sent to the server
+    /// a reload points batond at: its song id is the old server's (another song there, or none).
+    /// It was sent to the new one with the first scrobble that went through.
+    @Test func submissionsKeptForTheOldServerAreNotSentToTheNewOne() throws {
+        let real = try TestSubsonic.music()
+        let old = try SubsonicRefusingProxy(upstreamURL: real.subsonic.url, refusing: [])
+        old.refusesScrobbles.store(true, ordering: .releasing)
+        var music = real
+        music.subsonic.url = old.url
+        let t = try TestDaemon(music: music)
+        defer { t.stop() }
+        _ = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Gapless Part 1", "zones": ["kitchen"]}"#).object[
+                "id"])
+        #expect(waitUntil(seconds: 15) { old.scrobblesRefused.contains { $0.submission } })
+        #expect(waitUntil(seconds: 5) { !t.daemon.parts.music.submissions.waiting.isEmpty }, "kept")
+        let new = try SubsonicRefusingProxy(upstreamURL: real.subsonic.url, refusing: [])
+        #expect(t.daemon.apply(Self.pointed(t, at: new.url)).applied)
+        _ = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440 FLAC", "zones": ["kitchen"]}"#).object[
+                "id"])
+        #expect(waitUntil(seconds: 15) { new.scrobbles.contains { !$0.submission } }, "now playing on the new server")
+        #expect(
+            !waitUntil(seconds: 2) { new.scrobbles.contains { $0.submission } },
+            "the old server's submission is not sent to the new one: \(new.scrobbles)")
+        #expect(t.daemon.parts.music.submissions.waiting.isEmpty)
+    }
+
+    /// Covers are kept on disk by server: after a reload to another server, its cover `al-1` is
+    /// asked of it, not the old server's `al-1` shown from the cache (the wrong art).
+    @Test func coversAreKeptByServer() throws {
+        let real = try TestSubsonic.music()
+        let old = try SubsonicRefusingProxy(
+            upstreamURL: real.subsonic.url, refusing: [], coverArt: ("image/png", "old"))
+        let new = try SubsonicRefusingProxy(
+            upstreamURL: real.subsonic.url, refusing: [], coverArt: ("image/png", "new"))
+        var music = real
+        music.subsonic.url = old.url
+        let t = try TestDaemon(music: music, stateDir: TestDirectory.make("covers-by-server"))
+        defer { t.stop() }
+        #expect(try t.request("GET", "/api/v1/library/cover/al-1").text == "old")
+        #expect(t.daemon.apply(Self.pointed(t, at: new.url)).applied)
+        #expect(try t.request("GET", "/api/v1/library/cover/al-1").text == "new")
+        #expect(t.daemon.apply(Self.pointed(t, at: old.url)).applied)
+        #expect(try t.request("GET", "/api/v1/library/cover/al-1").text == "old")
+    }
+}
