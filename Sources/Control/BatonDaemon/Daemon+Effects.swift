@@ -237,13 +237,10 @@ extension Daemon {
                 if pause { slot.pause() } else { slot.resume() }
             }
         }
-        if p.audible != audible {
-            // Sources take themselves for heard when they start; one that starts silent is told.
-            if p.audible != nil || !audible { p.source.audibilityChanged(audible) }
-            p.audible = audible
-        }
         // A pause or resume through Baton (playing ↔ paused, no interruption between) is the
-        // player's too (`ExternalPlayer.pausedThroughBaton`); an interruption's are its own.
+        // player's too (`ExternalPlayer.pausedThroughBaton`); an interruption's are its own. Told
+        // before the audibility: a `drop` player's stream goes straight to held, not through a
+        // moment of discarding.
         let now = s.arbiter.state(of: p.id)
         if let external = p.source as? ExternalPlayer, let before = p.arbiterState, let now {
             switch (before, now) {
@@ -253,6 +250,11 @@ extension Daemon {
             }
         }
         p.arbiterState = now
+        if p.audible != audible {
+            // Sources take themselves for heard when they start; one that starts silent is told.
+            if p.audible != nil || !audible { p.source.audibilityChanged(audible) }
+            p.audible = audible
+        }
     }
 
     /// Music in a Snapcast zone whose server went away (stopped, restarting, stalled) is held there

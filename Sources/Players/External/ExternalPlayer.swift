@@ -140,14 +140,31 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
 
     /// What the stream does while the source is not heard: discards (`drop`), or sleeps until it is
     /// (`hold`, and `pause`, which also keeps what the player drops when Baton pauses it — about
-    /// a second of MPD's music was skipped at every doorbell). A stream `waiting` behind the
-    /// current one discards nothing: it is not heard yet. Under the lock.
+    /// a second of MPD's music was skipped at every doorbell). A player Baton paused through its
+    /// control (`playerPausedByBaton`) is held and kept from, whatever `when-interrupted` says:
+    /// with `drop` its audio was discarded at its pace, and the resume came back later in the
+    /// track by what the player had sent before it paused. A stream `waiting` behind the current
+    /// one discards nothing: it is not heard yet. Under the lock.
     private func applyAudibility(to stream: ExternalStream, waiting: Bool = false) {
-        switch settings.whenInterrupted {
-        case .drop: if !waiting { stream.setDiscarding(!state.granted) }
-        case .hold: stream.setHeld(!state.granted)
-        case .pause: stream.setHeld(!state.granted, keepingDropped: true)
+        if settings.whenInterrupted == .pause || playerPausedByBaton {
+            if settings.whenInterrupted == .drop { stream.setDiscarding(false) }
+            stream.setHeld(!state.granted, keepingDropped: true)
+            return
         }
+        switch settings.whenInterrupted {
+        case .drop:
+            stream.setHeld(false)
+            if !waiting { stream.setDiscarding(!state.granted) }
+        case .hold: stream.setHeld(!state.granted)
+        case .pause: break
+        }
+    }
+
+    /// Baton told the player to pause through its control — a pause through Baton, or (`pause`)
+    /// an interruption's end that left it paused — or asked it to play and waits for it to send
+    /// again (`playAskedAt`). Under the lock.
+    private var playerPausedByBaton: Bool {
+        settings.control != nil && (state.pausedThroughBaton || state.playAskedAt != nil)
     }
 
     public func start(_ outputs: [SourceOutput]) {
@@ -169,16 +186,26 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     }
 
     /// The user paused (true) or resumed the source through Baton — its API, MQTT, a button —
-    /// not an interruption. With `pause` the player is told as well: left playing, it sat blocked
-    /// on paused slots, showing "playing" in its own clients while Baton showed it paused; and a
-    /// player paused meanwhile (it closes its device) was never asked to play again, so Baton's
-    /// resume ended the source instead. The source waits for the player as it does after an
-    /// interruption (`waitingForPlayer`, then `idle-release`). A pause or play the player itself
-    /// reported comes back here too (`applyingPlayerChange`): it is not told again. Under the lock;
-    /// the control runs off it.
+    /// not an interruption. A player with a control is told as well, whatever `when-interrupted`
+    /// says (that is about interruptions): left playing, a `pause` or `hold` player sat blocked on
+    /// paused slots, showing "playing" in its own clients while Baton showed it paused, and a
+    /// `drop` one (AirPlay) played on, discarded, and came back later in the track; and a player
+    /// paused meanwhile (it closes its device) was never asked to play again, so Baton's resume
+    /// ended the source instead. The source waits for the player as it does after an interruption
+    /// (`waitingForPlayer`, then `idle-release`), and keeps what it drops at the pause for the
+    /// resume (`applyAudibility`). A pause or play the player itself reported comes back here too
+    /// (`applyingPlayerChange`): it is not told again. Call it before `audibilityChanged`, once
+    /// the slots are paused or resumed: a `drop` stream then goes straight to held, none of its
+    /// frames discarded. Under the lock; the control runs off it.
     public func pausedThroughBaton(_ paused: Bool) {
-        guard settings.whenInterrupted == .pause, let control = settings.control else { return }
+        guard let control = settings.control else { return }
         state.pausedThroughBaton = paused
+        // Held, keeping what it drops, before the player is told: its control runs at once on its
+        // own thread, and a player quick to pause (mpv) sent its DROP before the audibility came,
+        // which discarded the music just after the cut. Its slots are paused already.
+        if paused { state.granted = false }
+        if let stream = state.current { applyAudibility(to: stream) }
+        for stream in state.pending { applyAudibility(to: stream, waiting: true) }
         // The player's own change coming back: it is there already. Told again, it changed nothing
         // the player reported, and Baton's wait for the word (3 s) took the user's next change of
         // the same kind for its own — Baton read playing while the player was paused.
@@ -235,9 +262,10 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     }
 
     /// With `pause`, no stream while interrupted or not heard is the player paused by Baton (it
-    /// closes its device), not the program gone: the source waits for it. Under the lock.
+    /// closes its device), not the program gone: the source waits for it. So with any mode while
+    /// Baton paused the player through its control, or waits for the play it asked. Under the lock.
     private var waitingForPlayer: Bool {
-        settings.whenInterrupted == .pause && (state.interrupted || !state.audible || state.playAskedAt != nil)
+        settings.whenInterrupted == .pause && (state.interrupted || !state.audible) || playerPausedByBaton
     }
 
     /// Since when (monotonic ns) the source, with no stream, could be heard — from which its

@@ -114,6 +114,33 @@ import Testing
         #expect(waitUntil(seconds: 5) { status(rig) == "Paused" }, "mpv: \(status(rig))")
     }
 
+    /// A pause and a resume given through Baton (`music/pause`, `music/resume`) reach mpv through
+    /// MPRIS whatever `when-interrupted` says (that is about interruptions): with `drop` mpv played
+    /// on, "Playing", its audio discarded, and the resume came back later in the track by the
+    /// length of the pause; with `hold` it sat blocked, "Playing". Paused, it says Paused;
+    /// resumed, it says Playing and the music goes on from the frame where it was paused (what mpv
+    /// had sent before its pause kept for the resume).
+    @Test(arguments: ["drop", "hold"]) func aPauseAndResumeThroughBatonReachMPV(whenInterrupted: String) throws {
+        let directory = TestDirectory.make("external-bus")
+        let bus = try SessionBus(directory)
+        let (rig, mpv) = try playingMPV(bus, directory, whenInterrupted: whenInterrupted)
+        defer { mpv.stop() }
+        #expect(rig.post("/api/v1/music/pause", "{}").contains("\"command\":\"pause\""))
+        #expect(waitUntil(seconds: 5) { status(rig) == "Paused" }, "mpv paused: \(status(rig))")
+        usleep(1_500_000)  // a pause long enough to show as a jump in the track
+        #expect(rig.get("/api/v1/status").contains("\"state\":\"paused\""), "the source waits, paused, for mpv")
+        let before = MPDTests.heard(rig).count
+        #expect(rig.post("/api/v1/music/resume", "{}").contains("\"command\":\"play\""))
+        #expect(waitUntil(seconds: 5) { status(rig) == "Playing" }, "mpv plays: \(status(rig))")
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return MPDTests.heard(rig).count > before + 48_000
+            }, "and is heard again")
+        MPDTests.expectTheSongGoesOnFromTheCut(MPDTests.heard(rig))
+        #expect(!rig.get("/api/v1/events/recent").contains("control-error"))
+    }
+
     /// mpv crashes while paused through Baton: its MPRIS name leaves the bus, and the source ends
     /// ("the player left"). It waited for a player that was gone, "paused" in the status for as
     /// long as the pause lasted, its resume a Play to nobody. (mpv that quits says "Stopped".)
