@@ -241,11 +241,13 @@ extension Daemon {
         // player's too (`ExternalPlayer.pausedThroughBaton`); an interruption's are its own. Told
         // before the audibility: a `drop` player's stream goes straight to held, not through a
         // moment of discarding.
+        // The first reconcile after its start has no state before (`arbiterState` nil): a pause
+        // given while it waited for its slots is told then, or the player played on, blocked.
         let now = s.arbiter.state(of: p.id)
-        if let external = p.source as? ExternalPlayer, let before = p.arbiterState, let now {
-            switch (before, now) {
-            case (.playing, .paused), (.ducked, .paused): external.pausedThroughBaton(true)
-            case (.paused, .playing), (.paused, .ducked): external.pausedThroughBaton(false)
+        if let external = p.source as? ExternalPlayer, let now {
+            switch (p.arbiterState, now) {
+            case (.playing?, .paused), (.ducked?, .paused), (nil, .paused): external.pausedThroughBaton(true)
+            case (.paused?, .playing), (.paused?, .ducked): external.pausedThroughBaton(false)
             default: break
             }
         }
