@@ -166,6 +166,7 @@ extension Daemon {
                         // user had stopped it).
                         p.endReason = "a reload changed its zones"
                     }
+                    external.sayLeftPaused(p, why: "a reload changed its zones or its source")
                     apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
                     finish(p.id, &s, why: "a reload changed its zones")
                 }

@@ -105,6 +105,17 @@ struct ExternalPlayers {
         }
     }
 
+    /// Says (a warning and an `external` event) that `p`'s player, paused by Baton for an
+    /// interruption that still lasts, stays paused: `p` ends `why` before the interruption does,
+    /// and nothing will tell it to play. Under the lock, before `p` ends.
+    func sayLeftPaused(_ p: Playback, why: String) {
+        guard let x = p.source as? ExternalPlayer, x.leftPausedByBaton else { return }
+        let text =
+            "\(x.peer) on baton_\(x.name) stays paused: Baton paused it for an interruption, and \(why) before it ended"
+        daemon.logger.warning("external \(x.name): \(text)")
+        daemon.events.publish(type: .external, source: p.id.rawValue, reason: text)
+    }
+
     /// Monitor upkeep for external players, under the lock: a change the user made through the
     /// player's own controls is a user command to the arbiter; a program that left before its
     /// source was granted releases it.

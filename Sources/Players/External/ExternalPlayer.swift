@@ -370,6 +370,15 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     /// after 10 s) took its zones back on its own. Under the lock.
     public func endsForGood() { state.endsForGood = true }
 
+    /// Baton paused the player for an interruption that still lasts, and would tell it to play at
+    /// its end: ended now (a reload, batond's stop), nothing will, and the player stays paused.
+    /// Under the lock.
+    public var leftPausedByBaton: Bool {
+        settings.whenInterrupted == .pause && settings.control != nil && state.interrupted
+            && !state.pausedThroughBaton && !state.playedByUserWhileInterrupted && !state.selfEnded
+            && !state.endsForGood
+    }
+
     public func stop() -> Bool {
         if state.endsForGood && !state.selfEnded {
             settings.control?.pauseIfPlaying()  // runs before `close` ends its queue

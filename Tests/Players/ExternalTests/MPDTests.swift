@@ -150,6 +150,26 @@ import Testing
             }, "and is heard again")
     }
 
+    /// A reload that changes the `mpd` source while a doorbell holds MPD paused ends the source
+    /// before the doorbell: nothing will tell MPD to play, and it stays paused. That is said (an
+    /// `external` event and a warning naming the program); the music was silently gone, and the
+    /// status no longer listed it.
+    @Test func aReloadDuringAnInterruptionSaysMPDStaysPaused() throws {
+        let (rig, mpd) = try Self.playing(bellSeconds: 4)
+        rig.post("/api/v1/announce", #"{"sound": "bell"}"#)
+        #expect(waitUntil(seconds: 2) { mpd.state == "paused" })
+        rig.writeConfig(
+            sources:
+                "  mpd: {class: music, when-interrupted: pause, idle-release: 2s, control: {mpd: 127.0.0.1:\(mpd.port)}}"
+        )
+        let report = rig.post("/api/v1/reload", "{}")
+        #expect(report.contains(#""externalSourcesChanged":["mpd"]"#), "\(report)")
+        let said = "mpd (pid \(mpd.process.pid)) on baton_mpd stays paused: Baton paused it for an interruption"
+        #expect(rig.eventsSoon(contain: said), "\(rig.get("/api/v1/events/recent"))")
+        #expect(rig.batond?.output.contains(said) == true, "logged")
+        #expect(mpd.state == "paused")
+    }
+
     /// MPD plays its one short song to the end of its queue: its output drains the device
     /// (non-blocking: one snd_pcm_drain, then it waits for the state to leave DRAINING) and MPD
     /// stops, every frame heard. A drain that answered -EAGAIN and never left DRAINING kept MPD
