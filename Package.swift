@@ -199,7 +199,7 @@ let package = Package(
             "SnapcastTests", "Network/SnapcastTests",
             [
                 "Snapcast", "BatonDaemon", "ControlParts", "BatonConfig", "Engine", "AudioCore", "BatonTesting",
-                "HTTPServer", "OSThread", "Players",
+                "HTTPServer", "OSThread", "Players", "Curl",
             ]),
         tests("ArbiterTests", "Arbiter", ["Arbiter"]),
         tests("ConfigTests", "Control/ConfigTests", ["AudioCore", "BatonConfig", "BatonTesting", "YAML"]),

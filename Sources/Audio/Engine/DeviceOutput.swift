@@ -453,18 +453,24 @@ public final class DeviceOutput: @unchecked Sendable {
     }
 
     /// True while a stream output's server takes its audio but says none of the zone's speakers is
-    /// connected (`listenersConnected`): the zone is unavailable. Any thread.
+    /// connected, on its stream and heard there (`listenersConnected`): the zone is unavailable.
+    /// Any thread.
     public var hasNoListener: Bool { streamSink.map { $0.isConnected && $0.hasNoListener } ?? false }
 
     /// True while `hasNoListener` and the zone's speakers are connected to the server, but to
     /// another stream. Any thread.
     public var listenersElsewhere: Bool { hasNoListener && streamSink?.listenersElsewhere == true }
 
+    /// True while `hasNoListener` and the zone's speakers are connected on its stream, but every one
+    /// is muted there (muted, at 0 %, or in a muted group). Any thread.
+    public var listenersMuted: Bool { hasNoListener && streamSink?.listenersMuted == true }
+
     /// What the server's latest good answer says of a stream output's speakers: whether any of the
-    /// zone's is connected and listens to its stream, and if none does, whether some are connected
-    /// to another one (`elsewhere`; the zone's group keeper tells). Any thread.
-    public func listenersConnected(_ any: Bool, elsewhere: Bool) {
-        streamSink?.listenersConnected(any, elsewhere: elsewhere)
+    /// zone's is connected, listens to its stream and is heard there, and if none is, whether some
+    /// are connected to another one (`elsewhere`) or on it but muted (`muted`; the zone's group
+    /// keeper tells). Any thread.
+    public func listenersConnected(_ any: Bool, elsewhere: Bool, muted: Bool = false) {
+        streamSink?.listenersConnected(any, elsewhere: elsewhere, muted: muted)
     }
 
     /// The zone's counters now. Any thread.

@@ -56,10 +56,11 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     private let answeredCallAt = Atomic<Int>(Int.min)
     private let awaiting = Atomic<Bool>(false)
     private let stalledFlag = Atomic<Bool>(false)
-    /// Set while the server's last good answer had none of the zone's speakers connected
-    /// (`listenersConnected`): what it takes reaches no one.
+    /// Set while the server's last good answer had none of the zone's speakers connected, on its
+    /// stream and heard there (`listenersConnected`): what it takes reaches no one.
     private let noListener = Atomic<Bool>(false)
     private let elsewhere = Atomic<Bool>(false)
+    private let muted = Atomic<Bool>(false)
 
     /// Where the zone's audio does not reach its listeners: "on" at the zone frame of the first
     /// frame dropped (no connection, a connection not carrying audio yet, a stall) or, once the
@@ -164,18 +165,25 @@ final class StreamSink: PeriodSink, @unchecked Sendable {
     /// or more (snapserver stopped or hung without closing); a write it takes part of ends it. Any thread.
     var isStalled: Bool { stalledFlag.load(ordering: .acquiring) }
 
-    /// True while the server's last good answer had none of the zone's speakers connected. Any thread.
+    /// True while the server's last good answer had none of the zone's speakers heard (connected,
+    /// on its stream, not muted). Any thread.
     var hasNoListener: Bool { noListener.load(ordering: .acquiring) }
 
     /// With no listener (`hasNoListener`): whether the zone's speakers are connected to the server
     /// but listen to another stream (not moved to the zone's). Any thread.
     var listenersElsewhere: Bool { elsewhere.load(ordering: .acquiring) }
 
-    /// What the server's latest answer says of the zone's speakers: whether any is connected and
-    /// listens to the zone's stream, and, if none does, whether some are connected elsewhere. The
-    /// output thread follows it at its next period. Any thread.
-    func listenersConnected(_ any: Bool, elsewhere: Bool) {
+    /// With no listener (`hasNoListener`): whether the zone's speakers are connected on its stream
+    /// but every one is muted there (muted, at 0 %, or in a muted group). Any thread.
+    var listenersMuted: Bool { muted.load(ordering: .acquiring) }
+
+    /// What the server's latest answer says of the zone's speakers: whether any is connected,
+    /// listens to the zone's stream and is heard there, and, if none is, whether some are connected
+    /// elsewhere, or on the stream but muted. The output thread follows it at its next period. Any
+    /// thread.
+    func listenersConnected(_ any: Bool, elsewhere: Bool, muted: Bool) {
         self.elsewhere.store(!any && elsewhere, ordering: .releasing)
+        self.muted.store(!any && muted, ordering: .releasing)
         noListener.store(!any, ordering: .releasing)
     }
 

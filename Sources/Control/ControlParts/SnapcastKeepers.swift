@@ -58,7 +58,9 @@ package final class SnapcastKeepers: Sendable {
                 let keeper = GroupKeeper(
                     name: name, zone: s, control: control,
                     answered: { device(name)?.serverAnswered(callStartedAt: $0) },
-                    listeners: { device(name)?.listenersConnected($0, elsewhere: $1) },
+                    listeners: {
+                        device(name)?.listenersConnected($0 == .heard, elsewhere: $0 == .elsewhere, muted: $0 == .muted)
+                    },
                     output: { device(name)?.awaitsServer == true ? .answer : .nothing }, wake: bell(for: name),
                     volumesSet: Set(
                         s.speakers.compactMap { speaker in
@@ -145,6 +147,10 @@ package final class SnapcastKeepers: Sendable {
         if zone.device.listenersElsewhere {
             return
                 "snapserver has the zone's speakers connected, but none on its stream \"\(snapcast.stream)\" (the status's snapcast.problem says why): what it plays reaches no one"
+        }
+        if zone.device.listenersMuted {
+            return
+                "every speaker of the zone on its stream \"\(snapcast.stream)\" is muted in Snapcast (muted, at volume 0 %, or in a muted group): what it plays reaches no one"
         }
         if zone.device.hasNoListener {
             let speakers = snapcast.clients.map(\.id).joined(separator: ", ")

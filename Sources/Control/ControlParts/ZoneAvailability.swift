@@ -83,7 +83,9 @@ package struct ZoneAvailability {
             let then =
                 zone.device.listenersElsewhere
                 ? "looking again every 2 s"
-                : zone.device.hasNoListener ? "waiting for one to connect" : "retrying with backoff"
+                : zone.device.listenersMuted
+                    ? "waiting for one to be unmuted"
+                    : zone.device.hasNoListener ? "waiting for one to connect" : "retrying with backoff"
             logger.error("zone \(name): unavailable: \(why); \(then)")
         }
     }

@@ -31,6 +31,34 @@ public final class GroupKeeper: Sendable {
         public var volumesSet: Set<String> = []
     }
 
+    /// Who hears the zone's stream, as the server's answer says.
+    public enum Listeners: Sendable, Equatable {
+        /// At least one of the zone's speakers is connected, on the zone's stream, and heard (not
+        /// muted, above 0 %, in a group not muted: ``ServerStatus/hears(_:stream:)``).
+        case heard
+        /// None of the zone's speakers is connected.
+        case noneConnected
+        /// Some are connected, none on the zone's stream.
+        case elsewhere
+        /// Some are connected on the zone's stream, and every one of them is muted, at 0 %, or in
+        /// a muted group (someone muted them in Snapweb or Home Assistant).
+        case muted
+
+        /// Who hears `stream` among `speakers` in `status`.
+        public init(_ status: ServerStatus, speakers: [String], stream: String) {
+            let connected = speakers.filter { status.client($0)?.connected == true }
+            if connected.contains(where: { status.hears($0, stream: stream) }) {
+                self = .heard
+            } else if connected.isEmpty {
+                self = .noneConnected
+            } else if connected.contains(where: { status.group(of: $0)?.streamID == stream }) {
+                self = .muted
+            } else {
+                self = .elsewhere
+            }
+        }
+    }
+
     /// What the zone's stream output needs from the keeper now.
     public enum OutputNeed: Sendable {
         /// Nothing but the polls at the interval: it carries audio, or it has no connection (the
@@ -50,7 +78,7 @@ public final class GroupKeeper: Sendable {
     public static let hurryInterval = 100_000_000
     private let log: @Sendable (_ isError: Bool, _ message: String) -> Void
     private let answered: @Sendable (_ callStartedAt: Int) -> Void
-    private let listeners: @Sendable (_ anyConnected: Bool, _ connectedElsewhere: Bool) -> Void
+    private let listeners: @Sendable (Listeners) -> Void
     private let output: @Sendable () -> OutputNeed
     private let name: String
     /// Set by `askToStop` (and so `stop`): the loop ends, and a call that waits on the server ends
@@ -64,15 +92,14 @@ public final class GroupKeeper: Sendable {
     ///   - name: the zone's name, for messages.
     ///   - log: receives one line per change of what is wrong (`isError`) or each fix made.
     ///   - answered: told, after each call the server answered, when (monotonic ns) it was made.
-    ///   - listeners: told, after each status read, whether any of the zone's speakers is connected
-    ///     and on the zone's stream, and, if none is, whether some are connected to another.
+    ///   - listeners: told, after each status read, who hears the zone's stream (see `Listeners`).
     ///   - output: what the zone's stream output needs now (see `OutputNeed`); asked between polls.
     ///   - wake: what `look()` and `stop()` post; given, so that an output started before the
     ///     keeper can post it (`DeviceOutput.connectionObserver`).
     public init(
         name: String, zone: SnapcastZone, control: SnapcastControl, interval: Duration = .seconds(2),
         answered: @escaping @Sendable (_ callStartedAt: Int) -> Void = { _ in },
-        listeners: @escaping @Sendable (_ anyConnected: Bool, _ connectedElsewhere: Bool) -> Void = { _, _ in },
+        listeners: @escaping @Sendable (Listeners) -> Void = { _ in },
         output: @escaping @Sendable () -> OutputNeed = { .nothing }, wake: Bell = Bell(),
         volumesSet: Set<String> = [],
         log: @escaping @Sendable (_ isError: Bool, _ message: String) -> Void
@@ -127,30 +154,35 @@ public final class GroupKeeper: Sendable {
     public func pollOnce(volumesSet: inout Set<String>) -> String? {
         let started = monotonicNanoseconds()
         var read = false
-        // The zone's connected speakers already in a group on its stream, and whether who listens
-        // was told before the fixes (it is known then unless every connected speaker is elsewhere).
+        // The zone's connected speakers already in a group on its stream, who hears it now, and
+        // whether that was told before the fixes (when they cannot change it).
         var onStream: [String] = []
-        var connected: [String] = []
+        var now = Listeners.noneConnected
         var told = false
         do {
             let status = try control.status()
             read = true
             // Who listens is told before the answer lets a new connection carry audio, so it never
-            // carries it for a moment to no one: before the fixes when a speaker is on the zone's
-            // stream (or none is connected); else once the fixes brought them there. A speaker
-            // elsewhere counted at once, and, the fix failing, was taken back after it: the zone
-            // read available for that moment at each poll — long enough for a hold to end.
-            connected = zone.speakers.map(\.id).filter { status.client($0)?.connected == true }
+            // carries it for a moment to no one: before the fixes when they cannot change it; else
+            // once they are made (as a speaker moved to the zone's stream, or unmuted by its
+            // configured volume, hears it). A speaker elsewhere counted at once, and, the fix
+            // failing, was taken back after it: the zone read available for that moment at each
+            // poll — long enough for a hold to end.
+            let ids = zone.speakers.map(\.id)
+            let connected = ids.filter { status.client($0)?.connected == true }
             onStream = connected.filter { status.group(of: $0)?.streamID == zone.stream }
+            now = Listeners(status, speakers: ids, stream: zone.stream)
             shared.withLock { $0.connected = connected }
-            if !onStream.isEmpty || connected.isEmpty {
-                told = true
-                listeners(!onStream.isEmpty, false)
-                answered(started)
-            }
             // A speaker that left must get its volume again when it is back.
             volumesSet = volumesSet.filter { status.client($0)?.connected == true }
             let plan = zone.plan(for: status, volumesSet: volumesSet)
+            let then = Listeners(
+                plan.actions.reduce(status) { $0.applying($1) }, speakers: ids, stream: zone.stream)
+            if now == then {
+                told = true
+                listeners(now)
+                answered(started)
+            }
             var fixed = 0
             for action in plan.actions where !stopFlag.isSet {
                 switch action {
@@ -165,19 +197,13 @@ public final class GroupKeeper: Sendable {
                 log(false, "zone \(name): snapcast: \(action)")
             }
             if !told {
-                // None was on the zone's stream (else they were told above): they are there only if
-                // the plan moved them (a stream the server lacks moves none: they listen to another).
+                // The fixes made, who hears the zone is who they gave it (a stream the server lacks
+                // moves none: they listen to another).
                 told = true
-                let moved = plan.actions.contains {
-                    switch $0 {
-                    case .setClients, .setStream: true
-                    default: false
-                    }
-                }
-                listeners(moved, !moved)
+                listeners(then)
                 answered(started)
             }
-            let problems = status.problems(of: zone.speakers.map(\.id), stream: zone.stream) + plan.problems
+            let problems = status.problems(of: ids, stream: zone.stream) + plan.problems
             let problem = problems.isEmpty ? nil : problems.joined(separator: "; ")
             shared.withLock { s in
                 s.polls += 1
@@ -186,11 +212,12 @@ public final class GroupKeeper: Sendable {
             return problem
         } catch {
             // Without a good status, no speaker is known to be connected (the last good list
-            // stayed, for as long as the server answered badly). A fix that failed after one: only
-            // the speakers already on the zone's stream listen (one left in another group, on
-            // another stream, counted as a listener for as long as the fix failed).
+            // stayed, for as long as the server answered badly). A fix that failed after one: who
+            // heard the zone before the fixes still does (one left in another group, on another
+            // stream, counted as a listener for as long as the fix failed), and only the speakers
+            // already on the zone's stream are shown.
             shared.withLock { $0.connected = read ? onStream : [] }
-            if read && !told { listeners(false, !connected.isEmpty) }
+            if read && !told { listeners(now) }
             // Any HTTP answer shows the server runs and reads (what the output waits for after a
             // connect).
             if error.serverAnswered && !told { answered(started) }

@@ -79,27 +79,46 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
     public struct Group: Sendable, Equatable, Decodable {
         public var id: String
         public var streamID: String
+        /// Muted as a whole (Snapweb's and Home Assistant's group mute): none of its clients plays.
+        public var muted: Bool
         public var clients: [Client]
         /// Entries of `clients` left out, each with why: one without an id cannot be known by it.
         public var unreadable: [String]
+        /// What of the server's entry could not be read, and what Baton takes instead (a `muted`
+        /// that is not true or false: taken as not muted), as `Client.problem`.
+        public var problem: String?
 
-        public init(id: String, streamID: String, clients: [Client], unreadable: [String] = []) {
+        public init(
+            id: String, streamID: String, muted: Bool = false, clients: [Client], unreadable: [String] = [],
+            problem: String? = nil
+        ) {
             self.id = id
             self.streamID = streamID
+            self.muted = muted
             self.clients = clients
             self.unreadable = unreadable
+            self.problem = problem
         }
 
         enum CodingKeys: String, CodingKey {
-            case id, clients
+            case id, clients, muted
             case streamID = "stream_id"
         }
 
+        /// A group without `muted` is taken as not muted (snapserver always says it; a stand-in
+        /// may not); one whose `muted` cannot be read too, and that is said (`problem`).
         public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             id = try c.decode(String.self, forKey: .id)
             streamID = try c.decode(String.self, forKey: .streamID)
             (clients, unreadable) = try c.entries(Client.self, forKey: .clients, each: "a client")
+            do {
+                muted = try c.decodeIfPresent(Bool.self, forKey: .muted) ?? false
+                problem = nil
+            } catch {
+                muted = false
+                problem = "group \"\(id)\": \(describe(error)): taken as not muted"
+            }
         }
     }
 
@@ -166,12 +185,64 @@ public struct ServerStatus: Sendable, Equatable, Decodable {
     }
 
     /// What of the answer could not be read about a zone of `speakers` on `stream`: the entries of
-    /// its speakers and its stream, and whatever was left out (any of it could be the zone's).
+    /// its speakers, their groups and its stream, and whatever was left out (any of it could be the
+    /// zone's).
     public func problems(of speakers: [String], stream: String) -> [String] {
         unreadable + streams.filter { $0.id == stream }.compactMap(\.problem)
             + groups.flatMap { g in
-                g.unreadable + g.clients.filter { speakers.contains($0.id) }.compactMap(\.problem)
+                let members = g.clients.filter { speakers.contains($0.id) }
+                return g.unreadable + (members.isEmpty ? [] : g.problem.map { [$0] } ?? [])
+                    + members.compactMap(\.problem)
             }
+    }
+
+    /// Whether client `id` plays `stream` audibly: connected, in a group on `stream` that is not
+    /// muted, itself not muted and above 0 %. Whoever muted it or turned it down (Snapweb, Home
+    /// Assistant, a zone's configured `volume: 0%`), nobody hears it. A client whose volume could
+    /// not be read (`Client.problem`) is taken as heard: connected on the stream, it may be.
+    public func hears(_ id: String, stream: String) -> Bool {
+        guard let group = group(of: id), group.streamID == stream, !group.muted,
+            let client = group.clients.first(where: { $0.id == id }), client.connected
+        else { return false }
+        guard let volume = client.config?.volume else { return true }
+        return !volume.muted && volume.percent > 0
+    }
+
+    /// What the server will say once `action` is done, as snapserver does it: `Group.SetClients`
+    /// moves the clients listed into the group and each other one of it into a group of its own on
+    /// the same stream; `Client.SetVolume` unmutes (``SnapcastControl/setVolume(client:percent:)``).
+    public func applying(_ action: SnapcastZone.Action) -> ServerStatus {
+        var s = self
+        switch action {
+        case .setClients(let id, let clients):
+            guard let target = s.groups.firstIndex(where: { $0.id == id }) else { return s }
+            let all = s.groups.flatMap(\.clients)
+            let streamID = s.groups[target].streamID
+            let out = s.groups[target].clients.filter { !clients.contains($0.id) }
+            for i in s.groups.indices { s.groups[i].clients.removeAll { clients.contains($0.id) } }
+            s.groups[target].clients = clients.compactMap { c in all.first { $0.id == c } }
+            s.groups =
+                s.groups.filter { !$0.clients.isEmpty || $0.id == id }
+                + out.map { Group(id: "\(id)/\($0.id)", streamID: streamID, clients: [$0]) }
+        case .setStream(let id, let stream):
+            if let i = s.groups.firstIndex(where: { $0.id == id }) { s.groups[i].streamID = stream }
+        case .setVolume(let client, let percent):
+            s.setConfig(of: client) { $0.volume = Client.Volume(muted: false, percent: percent) }
+        case .setLatency(let client, let ms):
+            s.setConfig(of: client) { $0.latency = ms }
+        }
+        return s
+    }
+
+    private mutating func setConfig(of client: String, _ change: (inout Client.Config) -> Void) {
+        for g in groups.indices {
+            for c in groups[g].clients.indices where groups[g].clients[c].id == client {
+                if var config = groups[g].clients[c].config {
+                    change(&config)
+                    groups[g].clients[c].config = config
+                }
+            }
+        }
     }
 
     /// The client with host ID `id`, if the server knows it.

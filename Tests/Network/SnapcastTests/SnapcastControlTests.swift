@@ -150,7 +150,7 @@ import Testing
         let listening = Mutex<Bool?>(nil)
         let keeper = GroupKeeper(
             name: "z", zone: SnapcastZone(stream: "s", speakers: [.init(id: "e"), .init(id: "d")]), control: control,
-            listeners: { any, _ in listening.withLock { $0 = any } }
+            listeners: { who in listening.withLock { $0 = who == .heard } }
         ) { _, _ in }
         var volumesSet: Set<String> = []
         #expect(
@@ -162,24 +162,28 @@ import Testing
         #expect(keeper.state.connected == ["e"] && keeper.state.fixes == 1)
     }
 
-    /// One poll of a keeper of a zone of `speaker` on `stream`, against a server whose status is
-    /// `status` and which refuses every other call (a JSON-RPC error): the problem it says, what it
-    /// told of who listens, and the keeper.
+    /// One poll of a keeper of a zone of `speaker` (set to `volume` % when it connects, if given)
+    /// on `stream`, against a server whose status is `status` and which refuses every other call (a
+    /// JSON-RPC error), or takes it (`refuse` false): the problem it says, what it told of who
+    /// listens, and the keeper.
     static func pollOnce(
-        _ status: String, speaker: String, stream: String
-    ) throws -> (problem: String?, listening: [Bool], keeper: GroupKeeper) {
-        let refused = #"{"id":1,"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error"}}"#
+        _ status: String, speaker: String, stream: String, volume: Int? = nil, refuse: Bool = true
+    ) throws -> (problem: String?, listening: [GroupKeeper.Listeners], keeper: GroupKeeper) {
+        let other =
+            refuse
+            ? #"{"id":1,"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error"}}"#
+            : #"{"id":1,"jsonrpc":"2.0","result":{}}"#
         let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { request in
-            let body = String(decoding: request.body, as: UTF8.self).contains("Server.GetStatus") ? status : refused
+            let body = String(decoding: request.body, as: UTF8.self).contains("Server.GetStatus") ? status : other
             return HTTPResponse(
                 status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
         }
         defer { fake.stop() }
-        let listening = Mutex<[Bool]>([])
+        let listening = Mutex<[GroupKeeper.Listeners]>([])
         let keeper = GroupKeeper(
-            name: "z", zone: SnapcastZone(stream: stream, speakers: [.init(id: speaker)]),
+            name: "z", zone: SnapcastZone(stream: stream, speakers: [.init(id: speaker, volumePercent: volume)]),
             control: SnapcastControl(control: "http://127.0.0.1:\(fake.port)"),
-            listeners: { any, _ in listening.withLock { $0.append(any) } }
+            listeners: { who in listening.withLock { $0.append(who) } }
         ) { _, _ in }
         var volumesSet: Set<String> = []
         let problem = keeper.pollOnce(volumesSet: &volumesSet)
@@ -197,7 +201,7 @@ import Testing
         #expect(problem?.contains("Group.SetStream: error -32603: Internal error") == true, "\(problem ?? "none")")
         // Never told as a listener, not even for the moment before the fix failed (the zone read
         // available then, at every poll), nor shown as one.
-        #expect(listening == [false])
+        #expect(listening == [.elsewhere])
         #expect(keeper.state.connected == [])
     }
 
@@ -208,7 +212,47 @@ import Testing
             #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"other","clients":[{"id":"e","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":10}}}]}],"streams":[{"id":"other","status":"idle"}]}}}"#
         let (problem, listening, _) = try Self.pollOnce(status, speaker: "e", stream: "s")
         #expect(problem?.contains(#"stream "s" is not configured on the server"#) == true, "\(problem ?? "none")")
-        #expect(listening == [false])
+        #expect(listening == [.elsewhere])
+    }
+
+    /// A speaker connected on the zone's stream but muted, at 0 %, or in a muted group (Snapweb,
+    /// Home Assistant) hears nothing: told as `muted`, not as a listener. It was counted as one
+    /// (`muted` was read and not used, the group's not read at all), and the zone read available.
+    @Test func aMutedSpeakerIsNoListener() throws {
+        func status(groupMuted: String, muted: Bool, percent: Int) -> String {
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"s","muted":\#(groupMuted),"clients":[{"id":"e","connected":true,"config":{"latency":0,"volume":{"muted":\#(muted),"percent":\#(percent)}}}]}],"streams":[{"id":"s","status":"idle"}]}}}"#
+        }
+        for (group, muted, percent, want) in [
+            ("true", false, 50, GroupKeeper.Listeners.muted), ("false", true, 50, .muted), ("false", false, 0, .muted),
+            ("false", false, 1, .heard),
+        ] {
+            let (problem, listening, _) = try Self.pollOnce(
+                status(groupMuted: group, muted: muted, percent: percent), speaker: "e", stream: "s")
+            #expect(problem == nil, "\(problem ?? "")")
+            #expect(listening == [want], "group muted \(group), muted \(muted), \(percent) %")
+        }
+        // A group's `muted` Baton cannot read is said, and taken as not muted.
+        let (problem, listening, _) = try Self.pollOnce(
+            status(groupMuted: #""yes""#, muted: false, percent: 50), speaker: "e", stream: "s")
+        #expect(
+            problem == #"group "g": result.server.groups[0].muted: expected true or false: taken as not muted"#,
+            "\(problem ?? "none")")
+        #expect(listening == [.heard])
+    }
+
+    /// A muted speaker whose configured volume Baton sets when it connects (`Client.SetVolume`
+    /// unmutes) hears the zone once that is done — told once, after the call, not as muted for a
+    /// poll first; the call refused, it stays muted.
+    @Test func aSpeakerBatonUnmutesIsAListenerOnceUnmuted() throws {
+        let status =
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"s","muted":false,"clients":[{"id":"e","connected":true,"config":{"latency":0,"volume":{"muted":true,"percent":50}}}]}],"streams":[{"id":"s","status":"idle"}]}}}"#
+        let (problem, listening, keeper) = try Self.pollOnce(
+            status, speaker: "e", stream: "s", volume: 70, refuse: false)
+        #expect(problem == nil && keeper.state.fixes == 1, "\(problem ?? "")")
+        #expect(listening == [.heard])
+        let refused = try Self.pollOnce(status, speaker: "e", stream: "s", volume: 70)
+        #expect(refused.problem?.contains("Client.SetVolume") == true, "\(refused.problem ?? "none")")
+        #expect(refused.listening == [.muted])
     }
 
     /// An answer larger than 4 MiB is an answer: the server runs (what a new connection waits for),
