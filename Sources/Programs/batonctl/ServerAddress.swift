@@ -61,6 +61,11 @@ struct ServerAddress: Equatable, Sendable {
             host = rest
         }
         guard !host.isEmpty else { throw .usage("--url \(text): no host (expected e.g. http://127.0.0.1:8470)") }
+        // `fe80::1` split at its last colon became host `fe80:` and port 1, which then could not
+        // be resolved: exit 3, "cannot reach", for what is a usage error.
+        if host.contains(":") && !rest.hasPrefix("[") {
+            throw .usage("--url \(text): put an IPv6 address in brackets (e.g. http://[::1]:8470)")
+        }
         var port: UInt16 = 8470
         if let portText {
             guard let p = UInt16(portText), p > 0 else {

@@ -181,6 +181,9 @@ import Testing
         (["play", "--songs", ","], "--songs \",\": give at least one name"),
         // batond refuses more than 500 random songs (it clamped them to 500 silently).
         (["play", "--random", "501"], "--random 501: expected a whole number in 1...500"),
+        // Split at its last colon, it was host "fe80:", port 1: "cannot resolve", exit 3.
+        (["--url", "fe80::1", "status"], "--url fe80::1: put an IPv6 address in brackets"),
+        (["--url", "http://::1/baton", "status"], "put an IPv6 address in brackets"),
     ])
     func usageErrorsExit2(arguments: [String], message: String) throws {
         let port = try FreePort.next()
