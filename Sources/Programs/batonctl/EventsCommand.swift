@@ -8,14 +8,15 @@ enum EventsCommand {
         details: """
             Each event is one line: local time, sequence number, type, source, zones, then
             shouldResume (interruption-ended), the duck level or the request it was coalesced into, and
-            the reason. Without --follow it prints the events batond keeps (the last 2,000) and exits;
-            with --follow it prints new ones as they happen until interrupted (Ctrl-C), or until
+            the reason. Without --follow it prints the events batond keeps (the last 2,000) and exits:
+            with --count N the latest N, with --after too the first N after it (to page forward).
+            With --follow it prints new ones as they happen until interrupted (Ctrl-C), or until
             --count events have been printed.
             """,
         options: [
             .flag("follow", "keep printing new events (Server-Sent Events from /api/v1/events)"),
             .value("after", "N", "only events after sequence number N (with --follow: replay them first)"),
-            .value("count", "N", "stop after N events"),
+            .value("count", "N", "at most N events: the latest N (with --after or --follow: the first N)"),
             .flag("json", "one JSON object per line, as batond sends them"),
         ],
         run: run)
@@ -68,14 +69,22 @@ enum EventsCommand {
         let body = try client.get("/api/v1/events/recent" + (after.map { "?after=\($0)" } ?? ""))
         if invocation.json {
             // One object per line, like --follow --json.
-            for event in try client.decode([JSONText].self, body, what: "/api/v1/events/recent").prefix(count ?? .max) {
+            for event in pick(try client.decode([JSONText].self, body, what: "/api/v1/events/recent"), count, after) {
                 Console.out(event.text)
             }
             return
         }
-        for event in try client.decode([Event].self, body, what: "/api/v1/events/recent").prefix(count ?? .max) {
+        for event in pick(try client.decode([Event].self, body, what: "/api/v1/events/recent"), count, after) {
             Console.out(line(event))
         }
+    }
+
+    /// The `count` events to print of the kept ones (oldest first): the latest, or with `--after`
+    /// the first after it (paging forward). The first `count` were printed without `--after`: the
+    /// oldest of up to 2,000, not the recent ones asked for.
+    static func pick<T>(_ events: [T], _ count: Int?, _ after: Int?) -> ArraySlice<T> {
+        guard let count else { return events[...] }
+        return after == nil ? events.suffix(count) : events.prefix(count)
     }
 
     /// `20:09:18.269  #7  interruption-ended  music-1  kitchen  shouldResume=true  reason`

@@ -440,4 +440,30 @@ import Testing
             r.output == "\(event)\nbatonctl: batond at \(url) ended the event stream "
                 + "(it is stopping, or batonctl fell behind)\n")
     }
+
+    /// `events --count N` prints the latest N of the kept events; with `--after` the first N after
+    /// it (paging forward). It printed the oldest N of up to 2,000 without `--after` too.
+    @Test func eventsCountPrintsTheLatest() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(20_000)
+                return daemon.batonctl("events").output.split(separator: "\n").filter {
+                    $0.contains("zone-available")
+                }.count == 2
+            })
+        #expect(daemon.batonctl("volume", "kitchen", "40%").status == 0)
+        #expect(daemon.batonctl("volume", "patio", "30%").status == 0)
+        let all = daemon.batonctl("events").output.split(separator: "\n")
+        #expect(all.count == 4 && all[3].contains(" volume ") && all[3].contains("patio"), "\(all)")
+        let latest = daemon.batonctl("events", "--count", "2")
+        #expect(latest.status == 0, "\(latest.output)")
+        #expect(latest.output.split(separator: "\n") == all.suffix(2), "\(latest.output)")
+        let json = daemon.batonctl("events", "--count", "1", "--json")
+        #expect(json.output.contains("\"type\":\"volume\"") && json.output.contains("\"patio\""), "\(json.output)")
+        #expect(json.output.split(separator: "\n").count == 1, "\(json.output)")
+        let page = daemon.batonctl("events", "--after", "1", "--count", "2")
+        #expect(page.output.split(separator: "\n") == Array(all[1...2]), "\(page.output)")
+    }
 }
