@@ -7,10 +7,12 @@ enum StatusCommand {
             Zones: STATE is available, unavailable (the ALSA error follows the table) or silent (a source
             is heard there but its output stayed below -70 dBFS); AUDIBLE the sources heard there; DUCKED
             those heard quieter (by whom, how much); SILENCED granted sources not heard there (by whom);
-            QUEUED those waiting; XRUNS the underruns recovered so far.
+            QUEUED those waiting; XRUNS the underruns recovered so far. Under the table: each
+            unavailable zone's error, and a Snapcast zone's problem and speakers connected.
             Sources: STATE is what is heard: playing and ducked only while heard; starting (granted, its
             first frame not heard yet), buffering (its audio ran out), unavailable (its zones reach no
             one), interrupted, paused, queued; POSITION is how far it has played.
+            Last, the saved queue (the music `resume` plays when no music source exists), if any.
             """,
         options: [.flag("json", "print batond's JSON answer as is")],
         run: run)
@@ -41,6 +43,27 @@ enum StatusCommand {
             var ducked: [Ducked]?
             var silenced: [Silenced]?
             var queued: [String]?
+            var snapcast: Snapcast?
+        }
+        /// A Snapcast zone's speakers (`clients`), those snapserver has connected, the keeper's
+        /// last problem.
+        struct Snapcast: Decodable {
+            var speakers: [String]?
+            var connected: [String]?
+            var problem: String?
+        }
+        struct Track: Decodable {
+            var title: String
+            var artist: String?
+        }
+        /// The music queue kept in state-dir: what `resume` plays when no music source exists.
+        struct SavedQueue: Decodable {
+            var track: Track
+            var trackIndex: Int?
+            var queueLength: Int?
+            var positionSeconds: Double?
+            var zones: [String]?
+            var playing: Bool?
         }
         struct Source: Decodable {
             var id: String
@@ -57,6 +80,7 @@ enum StatusCommand {
         var uptimeMs: Int?
         var zones: [Zone]
         var sources: [Source]
+        var savedQueue: SavedQueue?
     }
 
     static func run(_ invocation: Invocation) throws(Failure) {
@@ -88,7 +112,18 @@ enum StatusCommand {
                 String(z.xruns ?? 0) + ((z.lateCycles ?? 0) > 0 ? " (\(z.lateCycles!) late)" : ""))
         }
         text += zones.text
-        for z in answer.zones where z.error != nil { text += "\n  \(z.name): \(z.error!)" }
+        for z in answer.zones {
+            if let error = z.error { text += "\n  \(z.name): \(error)" }
+            // A Snapcast zone's problem (a wrong sample format, a speaker never connected, its
+            // JSON-RPC unreachable) and its speakers: what says why it reaches no one.
+            guard let snapcast = z.snapcast else { continue }
+            if let problem = snapcast.problem { text += "\n  \(z.name): snapcast: \(problem)" }
+            let connected = snapcast.connected ?? []
+            let away = (snapcast.speakers ?? []).filter { !connected.contains($0) }
+            text +=
+                "\n  \(z.name): speakers connected: \(connected.isEmpty ? "none" : connected.joined(separator: ", "))"
+            if !away.isEmpty { text += "; not connected: \(away.joined(separator: ", "))" }
+        }
         text += "\n\n"
         if answer.sources.isEmpty {
             text += "no sources"
@@ -108,7 +143,18 @@ enum StatusCommand {
             }
             text += sources.text
         }
+        if let saved = answer.savedQueue { text += "\n\n" + savedQueueLine(saved) }
         return text
+    }
+
+    /// `saved queue: Long Tone 330 - Tones (1/3) at 0:12.5 on kitchen, playing when saved`
+    static func savedQueueLine(_ q: Answer.SavedQueue) -> String {
+        var line = "saved queue: \(q.track.title)" + (q.track.artist.map { " - \($0)" } ?? "")
+        if let index = q.trackIndex, let length = q.queueLength { line += " (\(index + 1)/\(length))" }
+        if let position = q.positionSeconds { line += " at \(Format.position(position))" }
+        if let zones = q.zones, !zones.isEmpty { line += " on \(zones.joined(separator: ", "))" }
+        if let playing = q.playing { line += playing ? ", playing when saved" : ", paused or stopped when saved" }
+        return line
     }
 }
 

@@ -466,4 +466,55 @@ import Testing
         let page = daemon.batonctl("events", "--after", "1", "--count", "2")
         #expect(page.output.split(separator: "\n") == Array(all[1...2]), "\(page.output)")
     }
+
+    /// `status` of a Snapcast zone says its problem (here a speaker that never connected) and its
+    /// speakers connected under the zone table, as an unavailable zone's error is: it showed
+    /// neither, and a zone that reaches no one looked as well as any.
+    @Test func statusShowsASnapcastZonesProblemAndSpeakers() throws {
+        let server = try SnapcastServer()
+        let bedroom = try SnapcastClientTap(id: "bedroom-pi", server: server)
+        defer { bedroom.stop() }
+        let daemon = try BatondProcess(
+            zones: """
+                  upstairs:
+                    snapcast: {source: "\(server.source)", control: "\(server.control)", stream: upstairs, clients: [bedroom-pi, ghost-pi]}
+                    rate: 48000
+                """)
+        defer { daemon.stop() }
+        var status = ""
+        let shown = waitUntil(seconds: 15) {
+            usleep(100_000)
+            status = daemon.batonctl("status").output
+            return status.contains("upstairs: speakers connected: bedroom-pi")
+        }
+        #expect(shown, "\(status)\n\(daemon.log)")
+        let lines = status.split(separator: "\n")
+        #expect(
+            lines.contains("  upstairs: snapcast: speaker \"ghost-pi\" has never connected to the server"), "\(status)")
+        #expect(lines.contains("  upstairs: speakers connected: bedroom-pi; not connected: ghost-pi"), "\(status)")
+        #expect(!lines.contains { $0.contains("kitchen: ") || $0.contains("patio: ") }, "\(status)")
+    }
+
+    /// `status` shows the saved queue (what `resume` plays after a restart, as BATONCTL.md says to
+    /// look for there): it never showed it.
+    @Test func statusShowsTheSavedQueue() throws {
+        let daemon = try BatondProcess(extra: try CrashRecoveryTests.musicSection())
+        defer { daemon.stop() }
+        let play = daemon.batonctl("play", "--search", "Long Tone", "--zones", "kitchen")
+        #expect(play.status == 0, "\(play.output)")
+        var status = ""
+        #expect(
+            waitUntil(seconds: 20) {
+                usleep(100_000)
+                status = daemon.batonctl("status").output
+                return status.contains("saved queue: Long Tone 330")
+            }, "\(status)")
+        try daemon.killAndRestart()
+        status = daemon.batonctl("status").output
+        let saved = status.split(separator: "\n").last ?? ""
+        #expect(
+            saved.hasPrefix("saved queue: Long Tone 330 - Baton Test (1/1) at 0:") && saved.contains(" on kitchen, "),
+            "\(status)")
+        #expect(status.contains("no sources"), "\(status)")
+    }
 }

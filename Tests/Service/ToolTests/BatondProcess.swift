@@ -27,8 +27,9 @@ final class BatondProcess {
 
     /// Starts batond and waits until its API listens. A port that turns out to be taken is replaced
     /// by another, up to 5 times.
-    /// `extra` is appended to the configuration (e.g. a `music:` section).
-    init(extra: String = "", token: String? = nil) throws {
+    /// `extra` is appended to the configuration (e.g. a `music:` section); `zones`, zones beside
+    /// kitchen and patio (YAML indented under `zones:`).
+    init(extra: String = "", zones: String = "", token: String? = nil) throws {
         directory = TestDirectory.make("batonctl")
         mkdir(directory + "/out", 0o755)
         if let token { Self.write(directory + "/token", token + "\n") }
@@ -55,6 +56,7 @@ final class BatondProcess {
                 zones:
                   kitchen: {pcm: tool_kitchen, rate: 44100, clock: system}
                   patio: {pcm: tool_patio, rate: 48000, clock: system}
+                \(zones)
                 sounds: \(Self.repoRoot)/config/sounds
                 alsa-config: alsa.conf
                 output-dir: out
