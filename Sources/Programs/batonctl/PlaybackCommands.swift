@@ -124,6 +124,13 @@ enum PlaybackCommands {
                     "/api/v1/music/\(name)", SourceBody(id: invocation.arguments["id"]))
                 if invocation.printRaw(body) { return }
                 let answer = try invocation.client.decode([String: String].self, body, what: "/api/v1/music/\(name)")
+                // `resume` of the saved queue starts music as `play` does, and answers as it does:
+                // queued behind an announcement, skipped zones. Printed as `music-4: play`, which
+                // hid both.
+                if answer["status"] != nil {
+                    printOutcome(body, invocation)
+                    return
+                }
                 Console.out("\(answer["id"] ?? "music"): \(answer["command"] ?? name)")
             })
     }

@@ -496,8 +496,9 @@ import Testing
     }
 
     /// `status` shows the saved queue (what `resume` plays after a restart, as BATONCTL.md says to
-    /// look for there): it never showed it.
-    @Test func statusShowsTheSavedQueue() throws {
+    /// look for there), and `resume` of it while an announcement holds the zone says it is queued
+    /// behind it: it printed `music-2: play` and `status` never showed the queue.
+    @Test func statusShowsTheSavedQueueAndResumeItsOutcome() throws {
         let daemon = try BatondProcess(extra: try CrashRecoveryTests.musicSection())
         defer { daemon.stop() }
         let play = daemon.batonctl("play", "--search", "Long Tone", "--zones", "kitchen")
@@ -509,6 +510,12 @@ import Testing
                 status = daemon.batonctl("status").output
                 return status.contains("saved queue: Long Tone 330")
             }, "\(status)")
+        // Written to state-dir at once, but after the status has it: killed before, it is lost.
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(20_000)
+                return TextFile.read(daemon.directory + "/state/state.json")?.contains("Long Tone 330") == true
+            })
         try daemon.killAndRestart()
         status = daemon.batonctl("status").output
         let saved = status.split(separator: "\n").last ?? ""
@@ -516,5 +523,9 @@ import Testing
             saved.hasPrefix("saved queue: Long Tone 330 - Baton Test (1/1) at 0:") && saved.contains(" on kitchen, "),
             "\(status)")
         #expect(status.contains("no sources"), "\(status)")
+        #expect(daemon.batonctl("announce", "doorbell", "--zones", "kitchen").output == "announce-1 playing\n")
+        let resume = daemon.batonctl("resume")
+        #expect(resume.status == 0, "\(resume.output)")
+        #expect(resume.output == "music-2 queued\n", "\(daemon.batonctl("status").output)")
     }
 }
