@@ -122,15 +122,32 @@ enum CLI {
         let url = arguments["url"] ?? environment("BATON_URL") ?? ServerAddress.defaultURL
         let address = try ServerAddress(parsing: url)
         var token: String?
-        if let path = arguments["token-file"] ?? environment("BATON_TOKEN_FILE") {
-            let text = try Console.readFile(path).get().trimmed
-            guard !text.isEmpty else { throw .failed("the token file \(path) is empty") }
-            guard !text.contains(where: { $0.isNewline }) else {
-                throw .failed("the token file \(path) holds more than one line")
+        let path = arguments["token-file"] ?? environment("BATON_TOKEN_FILE")
+        if let path {
+            // The first line, as batond reads its api.token-file: the same file serves both (it
+            // refused a file with a second line, a comment, that batond takes).
+            let text = try Console.readFile(path).get()
+            let line = firstLine(text)
+            guard !line.isEmpty else {
+                throw .failed(
+                    text.trimmed.isEmpty
+                        ? "the token file \(path) is empty"
+                        : "the token file \(path) has an empty first line (the token is the first line, as batond reads it)"
+                )
             }
-            token = text
+            token = line
         }
         return BatonClient(http: APIConnection(address: address, token: token))
+    }
+
+    /// The first line of `text` without the blanks around it (spaces, tabs, a `\r`): what batond
+    /// takes from its token file (`FileIO.firstLine`).
+    static func firstLine(_ text: String) -> String {
+        let blank: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" }
+        var line = Substring(text).unicodeScalars.prefix { $0 != "\n" }
+        while let first = line.first, blank(first) { line.removeFirst() }
+        while let last = line.last, blank(last) { line.removeLast() }
+        return String(line)
     }
 
     private static func environment(_ name: String) -> String? {

@@ -528,4 +528,24 @@ import Testing
         #expect(resume.status == 0, "\(resume.output)")
         #expect(resume.output == "music-2 queued\n", "\(daemon.batonctl("status").output)")
     }
+
+    /// The token is the file's first line, as batond reads its api.token-file (one file serves
+    /// both): batonctl refused a file with a second line. An empty first line is refused.
+    @Test func theTokenIsTheFilesFirstLine() throws {
+        let daemon = try BatondProcess(token: "right-token")
+        defer { daemon.stop() }
+        let twoLines = daemon.directory + "/two-lines"
+        TextFile.write(twoLines, "right-token \r\n# for the kitchen speaker\n")
+        let r = daemon.batonctl("--token-file", twoLines, "sounds")
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.output.split(separator: "\n").contains("doorbell"), "\(r.output)")
+        let blankFirst = daemon.directory + "/blank-first"
+        TextFile.write(blankFirst, "\nright-token\n")
+        let blank = daemon.batonctl("--token-file", blankFirst, "sounds")
+        #expect(blank.status == 1, "\(blank.output)")
+        #expect(
+            blank.output
+                == "batonctl: the token file \(blankFirst) has an empty first line (the token is the first line, as batond reads it)\n"
+        )
+    }
 }
