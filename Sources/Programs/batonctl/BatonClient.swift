@@ -5,6 +5,8 @@ import FoundationEssentials
 /// Main thread only.
 struct BatonClient {
     var http: APIConnection
+    /// Where the token sent came from (`--token-file` or `BATON_TOKEN_FILE`), to name in a refusal.
+    var tokenFile: String? = nil
     var address: ServerAddress { http.address }
 
     /// GETs `path` and returns the body of a 2xx answer.
@@ -132,6 +134,19 @@ struct BatonClient {
         -> [UInt8]
     {
         if (200..<300).contains(response.status) { return response.body }
+        // batond's own 401 text asks for a token "or a session" (the web page's login): it said a
+        // token is required when one was sent, never that it was wrong, and sent a script's user
+        // to a browser login.
+        if response.status == 401 {
+            if let tokenFile {
+                throw .failed(
+                    "batond at \(address.display) refused the token from \(tokenFile) (HTTP 401): "
+                        + "it is not the first line of batond's api.token-file")
+            }
+            throw .failed(
+                "batond at \(address.display) requires a token (HTTP 401): give --token-file or set BATON_TOKEN_FILE "
+                    + "(a file holding the token of batond's api.token-file)")
+        }
         var message =
             (try? JSONDecoder().decode(ErrorAnswer.self, from: Data(response.body)))?.error
             ?? String(decoding: response.body, as: UTF8.self).trimmed

@@ -137,7 +137,7 @@ enum CLI {
             }
             token = line
         }
-        return BatonClient(http: APIConnection(address: address, token: token))
+        return BatonClient(http: APIConnection(address: address, token: token), tokenFile: path)
     }
 
     /// The first line of `text` without the blanks around it (spaces, tabs, a `\r`): what batond

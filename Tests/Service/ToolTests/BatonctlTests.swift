@@ -548,4 +548,33 @@ import Testing
                 == "batonctl: the token file \(blankFirst) has an empty first line (the token is the first line, as batond reads it)\n"
         )
     }
+
+    /// A token batond refuses, or none where it wants one: exit 1 and a message that says which,
+    /// naming the file. Both printed batond's text for the web page, "a bearer token is required
+    /// …, or a session: log in with POST /api/v1/session", also when a token had been sent.
+    @Test func aRefusedOrMissingTokenIsSaidAsSuch() throws {
+        let daemon = try BatondProcess(token: "right-token")
+        defer { daemon.stop() }
+        let wrong = daemon.directory + "/wrong-token"
+        TextFile.write(wrong, "wrong-token\n")
+        let refused = daemon.batonctl("--token-file", wrong, "status")
+        #expect(refused.status == 1, "\(refused.output)")
+        #expect(
+            refused.output
+                == "batonctl: batond at \(daemon.url) refused the token from \(wrong) (HTTP 401): "
+                + "it is not the first line of batond's api.token-file\n")
+        // The event stream's refusal too, and the file from BATON_TOKEN_FILE.
+        let stream = Subprocess.run(
+            Self.batonctl, ["--url", daemon.url, "events", "--follow"], environment: ["BATON_TOKEN_FILE": wrong])
+        #expect(stream.status == 1, "\(stream.output)")
+        #expect(stream.output.contains("refused the token from \(wrong) (HTTP 401)"), "\(stream.output)")
+        let none = daemon.batonctl("status")
+        #expect(none.status == 1, "\(none.output)")
+        #expect(
+            none.output
+                == "batonctl: batond at \(daemon.url) requires a token (HTTP 401): give --token-file or set "
+                + "BATON_TOKEN_FILE (a file holding the token of batond's api.token-file)\n")
+        let right = daemon.batonctl("--token-file", daemon.directory + "/token", "status")
+        #expect(right.status == 0, "\(right.output)")
+    }
 }
