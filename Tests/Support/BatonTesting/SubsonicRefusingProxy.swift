@@ -219,22 +219,14 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
             }
             if refusingReports.contains(report.state) {
                 refusedReports.withLock { $0.append(report.state) }
-                let body =
-                    #"{"subsonic-response": {"status": "failed", "version": "1.16.1", "error": {"code": 0, "message": "cannot take it"}}}"#
-                Self.sendAll(
+                Self.answer(
                     client,
-                    Array(
-                        ("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
-                            + "Connection: close\r\n\r\n\(body)").utf8))
+                    #"{"subsonic-response": {"status": "failed", "version": "1.16.1", "error": {"code": 0, "message": "cannot take it"}}}"#
+                )
                 return
             }
             if fail {
-                let body = "restarting"
-                Self.sendAll(
-                    client,
-                    Array(
-                        ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n"
-                            + "Connection: close\r\n\r\n\(body)").utf8))
+                Self.answer(client, "restarting", status: "503 Service Unavailable", type: "text/plain")
                 return
             }
             let hold = reports.withLock { r in
@@ -257,12 +249,7 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
                 time: Self.query(target, "time").flatMap { Int64($0) } ?? -1)
             if refusesScrobbles.load(ordering: .acquiring) {
                 refusedScrobbles.withLock { $0.append(scrobble) }
-                let body = "restarting"
-                Self.sendAll(
-                    client,
-                    Array(
-                        ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n"
-                            + "Connection: close\r\n\r\n\(body)").utf8))
+                Self.answer(client, "restarting", status: "503 Service Unavailable", type: "text/plain")
                 return
             }
             scrobbled.withLock { $0.append(scrobble) }
@@ -374,9 +361,11 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     }
 
     /// A JSON answer, the connection closed after it.
-    private static func answer(_ client: Int32, _ body: String, type: String = "application/json") {
+    private static func answer(
+        _ client: Int32, _ body: String, status: String = "200 OK", type: String = "application/json"
+    ) {
         let answer =
-            "HTTP/1.1 200 OK\r\nContent-Type: \(type)\r\nContent-Length: \(body.utf8.count)\r\n"
+            "HTTP/1.1 \(status)\r\nContent-Type: \(type)\r\nContent-Length: \(body.utf8.count)\r\n"
             + "Connection: close\r\n\r\n\(body)"
         sendAll(client, Array(answer.utf8))
     }
