@@ -236,9 +236,21 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     /// start may not have been reported yet.) Without it the source stays paused, and a player that
     /// says it plays is paused again: left playing it would sit blocked on paused slots, showing
     /// "playing" while Baton shows it paused. Under the lock; the control runs off it.
+    ///
+    /// With `drop` or `hold` an interruption is not the player's (its stream is dropped or held),
+    /// but a pause or play through Baton given during it is, and is told at its end: the arbiter
+    /// goes paused → interrupted → playing (a resume during a doorbell) or interrupted → paused (a
+    /// pause during it, or one that outlasted `resume-within`), no playing ↔ paused step for
+    /// `pausedThroughBaton`'s caller to see. The player was left paused by Baton with the source
+    /// "playing" and nothing heard until idle-release ended it, or left playing, its audio
+    /// discarded, under a source read "paused".
     public func interruption(began: Bool, shouldResume: Bool = false) {
         state.interrupted = began
-        guard settings.whenInterrupted == .pause, let control = settings.control else { return }
+        guard let control = settings.control else { return }
+        guard settings.whenInterrupted == .pause else {
+            if !began && shouldResume == state.pausedThroughBaton { pausedThroughBaton(!shouldResume) }
+            return
+        }
         if began {
             state.playedByUserWhileInterrupted = false
             // Paused through Baton already: a second pause could be a toggle's play.

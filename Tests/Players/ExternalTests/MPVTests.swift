@@ -141,6 +141,34 @@ import Testing
         #expect(!rig.get("/api/v1/events/recent").contains("control-error"))
     }
 
+    /// A pause or a resume through Baton given during a doorbell reaches a `drop` mpv at the
+    /// doorbell's end: paused, then resumed during the bell, it plays after it and is heard; playing,
+    /// then paused during the bell, it says Paused after it. The arbiter goes paused → interrupted
+    /// → playing, or interrupted → paused, with no playing ↔ paused step: mpv stayed paused while
+    /// the source read "playing", or played on, discarded, under a source read "paused".
+    @Test func aPauseOrResumeDuringADoorbellReachesADropMPVAtItsEnd() throws {
+        let directory = TestDirectory.make("external-bus")
+        let bus = try SessionBus(directory)
+        let (rig, mpv) = try playingMPV(bus, directory, bellSeconds: 2, whenInterrupted: "drop")
+        defer { mpv.stop() }
+        #expect(rig.post("/api/v1/music/pause", "{}").contains("\"command\":\"pause\""))
+        #expect(waitUntil(seconds: 5) { status(rig) == "Paused" }, "mpv paused: \(status(rig))")
+        #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
+        #expect(rig.post("/api/v1/music/resume", "{}").contains("\"command\":\"play\""))
+        #expect(status(rig) == "Paused", "not before the bell ends")
+        #expect(waitUntil(seconds: 8) { status(rig) == "Playing" }, "mpv plays after the bell: \(status(rig))")
+        let before = MPDTests.heard(rig).count
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(20_000)
+                return MPDTests.heard(rig).count > before + 48_000
+            }, "and is heard again")
+        #expect(rig.post("/api/v1/announce", #"{"sound": "bell"}"#).contains("\"id\""))
+        #expect(rig.post("/api/v1/music/pause", "{}").contains("\"command\":\"pause\""))
+        #expect(waitUntil(seconds: 8) { status(rig) == "Paused" }, "mpv paused after the bell: \(status(rig))")
+        #expect(rig.get("/api/v1/status").contains("\"state\":\"paused\""))
+    }
+
     /// mpv crashes while paused through Baton: its MPRIS name leaves the bus, and the source ends
     /// ("the player left"). It waited for a player that was gone, "paused" in the status for as
     /// long as the pause lasted, its resume a Play to nobody. (mpv that quits says "Stopped".)
