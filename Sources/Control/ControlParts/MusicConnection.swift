@@ -112,9 +112,10 @@ package final class MusicConnection: Sendable {
     /// was learnt of the old one is dropped, said in the log. Its scrobble submissions waiting to
     /// be sent again carried its song ids to the new server (another song scrobbled, or refused);
     /// its lack of `savePlayQueue` (Supysonic) kept the queue from being mirrored to the new one
-    /// until a restart. The queue last mirrored stays noted, so the old server's queue as it stands
-    /// is not pushed to the new one: the new server gets the queue at its next change. A queue
-    /// already playing keeps its own client (and its submissions) to the old server.
+    /// until a restart. A queue already playing keeps its own client (and its submissions) to the
+    /// old server — but its mirror goes to the new one, old song ids and all, at its next save:
+    /// the saved queue does not say which server its songs are from (not mended; noted in the
+    /// review of 591cf12).
     private func switched(from old: SubsonicConfig, to new: SubsonicConfig) {
         let dropped = currentSubmissions.withLock { s in
             let waiting = s.waiting.count
