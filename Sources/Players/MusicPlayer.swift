@@ -44,6 +44,9 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// The songs of the queue, in order.
     public var songs: [Song] { queue.songs }
     private let server: Server
+    /// The server this queue's songs are from (its URL and user): a reload to another server
+    /// leaves music playing with the client it started with.
+    public var serverIdentity: (url: String, user: String) { (server.client.config.url, server.client.config.user) }
     private let report: SourceReporter
     private let changed: @Sendable () -> Void
     private let streamer = Mutex<MusicStreamer?>(nil)

@@ -17,10 +17,10 @@ extension Daemon {
     /// now, or `inBackground` by the state's writer thread (the monitor, about once a second: a
     /// slow disk must not hold it). Any thread but an output thread.
     public func saveState(inBackground: Bool = false) {
-        let (now, basis, ofThisRun) = currentState()
+        let (now, basis, ofThisRun, otherServer) = currentState()
         let persistence = parts.persistence
         if let written = inBackground ? persistence.offer(now, basis: basis) : persistence.save(now, basis: basis) {
-            mirror(written, ofThisRun: ofThisRun)
+            if !otherServer { mirror(written, ofThisRun: ofThisRun) }
         } else {
             parts.music.retryMirror(config)
         }
@@ -46,13 +46,15 @@ extension Daemon {
         // the stop started outputs no one stopped, unfaded (a file PCM's header never finished).
         // The last state read with no volume change in between (`volumeChanges`): one answered
         // after the mark is refused, one before it is in the state.
-        let (now, basis, ofThisRun) = reloading.withLock { _ in
+        let (now, basis, ofThisRun, otherServer) = reloading.withLock { _ in
             volumeChanges.withLock { _ in
                 state.withLock { $0.stopping = true }
                 return currentState()
             }
         }
-        if let written = parts.persistence.saveLast(now, basis: basis) { mirror(written, ofThisRun: ofThisRun) }
+        if let written = parts.persistence.saveLast(now, basis: basis), !otherServer {
+            mirror(written, ofThisRun: ofThisRun)
+        }
     }
 
     /// Mirrors the queue a save recorded to the server. A queue kept by a source of this run —
@@ -65,8 +67,11 @@ extension Daemon {
     /// Every zone's user volume, and the newest server-music queue at its audible position (or the
     /// last one seen, marked not playing, once its source was stopped; none once it played out);
     /// with how many times a source had kept its queue then (`Persistence.keptCount`), and whether
-    /// the queue is a playing source's (`mirror` adds those kept by sources that ended).
-    private func currentState() -> (SavedState, basis: Int, ofThisRun: Bool) {
+    /// the queue is a playing source's (`mirror` adds those kept by sources that ended), and
+    /// whether its songs are from another server than the one configured now (music that went on
+    /// across a reload to another server: its queue, mirrored there, carried the old server's song
+    /// ids to the new one).
+    private func currentState() -> (SavedState, basis: Int, ofThisRun: Bool, otherServer: Bool) {
         var now = SavedState()
         // A zone not configured now (a USB DAC commented out for a day) keeps its saved volume.
         now.volumes = parts.persistence.saved.volumes.filter { zones.zone($0.key) == nil }
@@ -75,6 +80,8 @@ extension Daemon {
             zones.zones.map(\.config), saved: parts.persistence.saved.speakerVolumes)
         var basis = 0
         var ofThisRun = false
+        var otherServer = false
+        let configured = config.music.map { ($0.subsonic.url, $0.subsonic.user) }
         now.queue = state.withLock { s in
             // Under the control plane's lock: a source that ends keeps its queue (`keep(queue:)`)
             // under it too.
@@ -92,9 +99,11 @@ extension Daemon {
                 return previous
             }
             ofThisRun = true
+            let from = p.music!.serverIdentity
+            otherServer = configured.map { $0 != from } ?? true
             return queue
         }
-        return (now, basis, ofThisRun)
+        return (now, basis, ofThisRun, otherServer)
     }
 }
 

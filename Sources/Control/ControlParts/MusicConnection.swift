@@ -113,9 +113,8 @@ package final class MusicConnection: Sendable {
     /// be sent again carried its song ids to the new server (another song scrobbled, or refused);
     /// its lack of `savePlayQueue` (Supysonic) kept the queue from being mirrored to the new one
     /// until a restart. A queue already playing keeps its own client (and its submissions) to the
-    /// old server — but its mirror goes to the new one, old song ids and all, at its next save:
-    /// the saved queue does not say which server its songs are from (not mended; noted in the
-    /// review of 591cf12).
+    /// old server, and is not mirrored to the new one (the daemon's `currentState` tells it apart
+    /// by its player's server).
     private func switched(from old: SubsonicConfig, to new: SubsonicConfig) {
         let dropped = currentSubmissions.withLock { s in
             let waiting = s.waiting.count

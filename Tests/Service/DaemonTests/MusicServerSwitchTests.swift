@@ -45,6 +45,24 @@ import Testing
             "mirrored to the new server: \(proxy.savedQueues)")
     }
 
+    /// Music still playing across a reload to another server goes on with the server it started
+    /// on, and its queue (that server's song ids) is not mirrored to the new one: it was, at the
+    /// next save, over the queue the user had saved there.
+    @Test func musicPlayingAcrossTheSwitchIsNotMirroredToTheNewServer() throws {
+        let real = try TestSubsonic.music()
+        let t = try TestDaemon(music: real)
+        defer { t.stop() }
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440 FLAC", "zones": ["kitchen"]}"#).object[
+                "id"])
+        #expect(waitUntil(seconds: 15) { (try? t.status().sources.first { $0.id == id }?.state) == "playing" })
+        let proxy = try SubsonicRefusingProxy(upstreamURL: real.subsonic.url, refusing: [], keepingPlayQueue: true)
+        #expect(t.daemon.apply(Self.pointed(t, at: proxy.url)).applied)
+        // The monitor saves about once a second: a save and its mirror would have come by now.
+        #expect(!waitUntil(seconds: 3) { !proxy.savedQueues.isEmpty }, "mirrored: \(proxy.savedQueues)")
+        #expect((try? t.status().sources.first { $0.id == id }?.state) == "playing", "the music went on")
+    }
+
     /// A submission the first server could not take (503) is kept for it, not sent to the server
     /// a reload points batond at: its song id is the old server's (another song there, or none).
     /// It was sent to the new one with the first scrobble that went through.
