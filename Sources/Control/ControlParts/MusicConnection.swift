@@ -68,6 +68,15 @@ package final class MusicConnection: Sendable {
         self.stop = stop
     }
 
+    /// The server batond's configuration names now (its URL and user), set at start and at each
+    /// reload: `context` switches to no other.
+    private let configured = Mutex<(url: String, user: String)?>(nil)
+
+    /// The `music:` section batond's configuration has now. Control thread.
+    package func configure(_ music: MusicConfig?) {
+        configured.withLock { $0 = music.map { ($0.subsonic.url, $0.subsonic.user) } }
+    }
+
     /// The context of `config`'s `music:` section, made again only when the section or a secret
     /// changed: the password and API key files are read at each call (a few bytes, in the page
     /// cache), so a password changed there takes effect without a restart — it took one, and until
@@ -92,19 +101,37 @@ package final class MusicConnection: Sendable {
             throw error
         }
         let made = Made(config: music, resampler: resampler, password: password, apiKey: apiKey)
-        let cached = cache.withLock { $0 }
-        if let cached, cached.made == made { return cached.context }
-        if let old = cached?.made.config.subsonic, old.url != music.subsonic.url || old.user != music.subsonic.user {
-            switched(from: old, to: music.subsonic)
-        }
+        if let cached = cache.withLock({ $0 }), cached.made == made { return cached.context }
+        // A caller holding the configuration from before a reload to another server (a cover asked
+        // then, a save queued then) gets a client of its own: it switched the cache back, dropping
+        // the new server's kept scrobbles, and the next caller switched it again.
+        let current = configured.withLock { $0 }.map { $0.url == music.subsonic.url && $0.user == music.subsonic.user }
         let client = SubsonicClient(
             config: SubsonicSettings(
                 url: music.subsonic.url, user: music.subsonic.user, password: password, apiKey: apiKey,
                 format: music.subsonic.format.rawValue,
                 maxBitRate: music.subsonic.format == .raw ? nil : music.subsonic.maxBitrate), stop: stop)
-        let context = Context(
-            config: music, client: client, resampler: made.resampler, logger: logger, submissions: submissions)
-        cache.withLock { $0 = (made, context) }
+        guard current ?? true else {
+            return Context(
+                config: music, client: client, resampler: made.resampler, logger: logger, submissions: Submissions())
+        }
+        // Compared, switched and stored in one hold of the lock: two callers at once switched twice.
+        let (context, switchedFrom) = cache.withLock { c -> (Context, (SubsonicConfig, Int, Bool)?) in
+            if let c, c.made == made { return (c.context, nil) }
+            var switchedFrom: (SubsonicConfig, Int, Bool)? = nil
+            if let old = c?.made.config.subsonic, old.url != music.subsonic.url || old.user != music.subsonic.user {
+                let (dropped, lacked) = dropWhatWasLearnt()
+                switchedFrom = (old, dropped, lacked)
+            }
+            // After the drop: the new server's context has submissions of its own.
+            let context = Context(
+                config: music, client: client, resampler: made.resampler, logger: logger, submissions: submissions)
+            c = (made, context)
+            return (context, switchedFrom)
+        }
+        if let (old, dropped, lacked) = switchedFrom {
+            switched(from: old, to: music.subsonic, dropped: dropped, lacked: lacked)
+        }
         return context
     }
 
@@ -115,7 +142,22 @@ package final class MusicConnection: Sendable {
     /// until a restart. A queue already playing keeps its own client (and its submissions) to the
     /// old server, and is not mirrored to the new one (the daemon's `currentState` tells it apart
     /// by its player's server).
-    private func switched(from old: SubsonicConfig, to new: SubsonicConfig) {
+    private func switched(from old: SubsonicConfig, to new: SubsonicConfig, dropped: Int, lacked: Bool) {
+        var what = ["music: the server is now \(new.user) at \(new.url) (was \(old.user) at \(old.url))"]
+        if dropped > 0 {
+            what.append("\(dropped) scrobble submission(s) kept for the old server are dropped (its song ids)")
+        }
+        if lacked { what.append("savePlayQueue is asked of the new server (the old one had none)") }
+        if dropped > 0 {
+            logger.warning(what.joined(separator: "; "))
+        } else {
+            logger.info(what.joined(separator: "; "))
+        }
+    }
+
+    /// Drops the kept submissions and what `savePlayQueue` showed of the old server: how many
+    /// submissions were waiting, and whether it lacked the call. Under `cache`'s lock.
+    private func dropWhatWasLearnt() -> (dropped: Int, lacked: Bool) {
         let dropped = currentSubmissions.withLock { s in
             let waiting = s.waiting.count
             s = Submissions()
@@ -128,16 +170,7 @@ package final class MusicConnection: Sendable {
             s.at = 0
             return lacked
         }
-        var what = ["music: the server is now \(new.user) at \(new.url) (was \(old.user) at \(old.url))"]
-        if dropped > 0 {
-            what.append("\(dropped) scrobble submission(s) kept for the old server are dropped (its song ids)")
-        }
-        if lacked { what.append("savePlayQueue is asked of the new server (the old one had none)") }
-        if dropped > 0 {
-            logger.warning(what.joined(separator: "; "))
-        } else {
-            logger.info(what.joined(separator: "; "))
-        }
+        return (dropped, lacked)
     }
 
     /// The password (a file's first line, not empty, or an environment variable) and the

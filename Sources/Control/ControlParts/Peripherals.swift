@@ -31,6 +31,7 @@ package final class Peripherals: Sendable {
         volumes = HardwareVolumes(logger: logger, events: events)
         snapcast = SnapcastKeepers(logger: logger)
         music = MusicConnection(logger: logger, stop: networkStop)
+        music.configure(config.music)
         speech = Speech(stop: networkStop)
         covers = CoverCache(directory: directory.map { "\($0)/covers" })
     }

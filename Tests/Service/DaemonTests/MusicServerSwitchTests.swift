@@ -63,6 +63,24 @@ import Testing
         #expect((try? t.status().sources.first { $0.id == id }?.state) == "playing", "the music went on")
     }
 
+    /// A caller holding the configuration from before the reload (a cover asked then, a save queued
+    /// then) gets a client of its own, and leaves the new server's as it is: it switched the
+    /// connection back to the old server, dropping what was kept for the new one, and the next
+    /// caller switched it again.
+    @Test func aCallerWithTheOldConfigurationDoesNotSwitchBack() throws {
+        let real = try TestSubsonic.music()
+        let t = try TestDaemon(music: real)
+        defer { t.stop() }
+        let before = t.daemon.config
+        let proxy = try SubsonicRefusingProxy(upstreamURL: real.subsonic.url, refusing: [])
+        #expect(t.daemon.apply(Self.pointed(t, at: proxy.url)).applied)
+        let music = t.daemon.parts.music
+        let now = try music.context(t.daemon.config).client
+        let stale = try music.context(before).client
+        #expect(stale.config.url == real.subsonic.url, "the stale caller's own server")
+        #expect(try music.context(t.daemon.config).client === now, "the new server's client stands")
+    }
+
     /// A submission the first server could not take (503) is kept for it, not sent to the server
     /// a reload points batond at: its song id is the old server's (another song there, or none).
     /// It was sent to the new one with the first scrobble that went through.
