@@ -615,17 +615,21 @@ final class MQTTBridge: @unchecked Sendable {
     private func soundNames() -> [String]? {
         do {
             let names = try daemon.sounds.readListing().names
-            if inbox.shared.withLock({ $0.soundsUnreadable }) {
-                inbox.shared.withLock { $0.soundsUnreadable = false }
-                logger.info("mqtt: the sounds directory can be read again")
-            }
+            if soundsUnreadable(false) { logger.info("mqtt: the sounds directory can be read again") }
             return names
         } catch {
-            if !inbox.shared.withLock({ $0.soundsUnreadable }) {
-                inbox.shared.withLock { $0.soundsUnreadable = true }
+            if soundsUnreadable(true) {
                 logger.warning("mqtt: \(error): Home Assistant's sound entities stay as they were")
             }
             return nil
+        }
+    }
+
+    /// Notes whether the sounds directory can be read now; true when that changed (to say once).
+    private func soundsUnreadable(_ unreadable: Bool) -> Bool {
+        inbox.shared.withLock { s in
+            defer { s.soundsUnreadable = unreadable }
+            return s.soundsUnreadable != unreadable
         }
     }
 

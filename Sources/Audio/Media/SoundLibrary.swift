@@ -113,18 +113,14 @@ public final class SoundLibrary: Sendable {
             "its name \"\(name)\" has \(what): a sound name has letters, digits, '-', '_' and '.' only, at most 64 bytes; rename the file"
     }
 
-    /// The names of the sounds in the directory, sorted: those `announce` and `play` accept.
-    public func names() -> [String] { listing().names }
+    /// The names of the sounds in the directory, sorted: those `announce` and `play` accept. An
+    /// unreadable directory lists none (see `readListing`).
+    public func names() -> [String] { (try? readListing())?.names ?? [] }
 
     /// The sounds in the directory, sorted, and the `*.wav` / `*.opus` files not offered because
     /// their names are not valid sound names (`Front Door.wav`: a space), sorted by file: a sound
-    /// listed that `announce` then refuses with "invalid sound name" left the user guessing.
-    /// An unreadable directory lists nothing (see `readListing`).
-    public func listing() -> (names: [String], ignored: [Ignored]) {
-        (try? readListing()) ?? ([], [])
-    }
-
-    /// `listing`, or why the directory cannot be read now (a directory swapped by a deploy, a
+    /// listed that `announce` then refuses with "invalid sound name" left the user guessing. Or
+    /// why the directory cannot be read now (a directory swapped by a deploy, a
     /// network share's hiccup, no descriptor left): not an empty directory, whose sounds are gone.
     public func readListing() throws(MediaError) -> (names: [String], ignored: [Ignored]) {
         guard let dir = opendir(directory) else {
