@@ -130,15 +130,9 @@ extension MQTTClient {
     /// Every subscription is in place: publish `online` and report `.connected`.
     func goOnline() {
         if let topic = configuration.availabilityTopic {
-            let online = Array(MQTTConfiguration.onlinePayload.utf8)
-            let rc = online.withUnsafeBytes {
-                mosquitto_publish(
-                    handle, nil, topic, Int32($0.count), $0.baseAddress, MQTTQoS.atLeastOnce.rawValue, true)
-            }
-            // Counted as `publish` counts (its `on_publish` will come).
-            if rc == MOSQ_ERR_SUCCESS.rawValue || rc == MOSQ_ERR_NO_CONN.rawValue {
-                shared.withLock { $0.published += 1 }
-            }
+            // Through `publish`, which counts it for a stop's wait (its `on_publish` will come).
+            _ = try? publish(
+                topic, payload: Array(MQTTConfiguration.onlinePayload.utf8), qos: .atLeastOnce, retain: true)
         }
         updateStatus {
             $0.connection = .connected
