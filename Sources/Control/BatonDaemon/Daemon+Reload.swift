@@ -122,6 +122,7 @@ extension Daemon {
             // asked again only if its interruption, ended now, would resume it (`resume-within`),
             // and waits no longer than what remains of that: asked again as any new music, a
             // 20-minute call reloaded at minute 10 brought it back when the call ended.
+            var stayedPaused: [String] = []
             let resumeMusic = state.withLock { s in
                 defer {
                     // A reopened zone starts unseen, like at start: "opening PCM" is not an outage.
@@ -152,8 +153,10 @@ extension Daemon {
                         // Newest by number ("music-10" sorts before "music-9" as text).
                         let number = Int(p.id.rawValue.split(separator: "-").last ?? "") ?? 0
                         if goesOn?.resume != true {
-                            logger.info(
-                                "reload: \(p.id) was interrupted longer than its resume-within: it stays paused (music/resume plays it on)"
+                            // Said in the report (the API's answer, the log's warnings): the
+                            // doorbell's end says nothing of a source the reload ended.
+                            stayedPaused.append(
+                                "\(p.id) was interrupted longer than its resume-within: it stays paused, its queue saved where it was cut (music/resume plays it on)"
                             )
                         } else if number >= resume?.number ?? 0 {
                             resume = (queue, number, goesOn?.within)
@@ -175,6 +178,7 @@ extension Daemon {
                 let before = Set(s.playbacks.values.filter { $0.sourceClass == .music }.map(\.id))
                 return resume.map { (queue: $0.queue, ttl: $0.ttl, musicBefore: before) }
             }
+            report.warnings += stayedPaused
             for d in stopped { d.stop() }
             if report.policyChanged {
                 state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) }
