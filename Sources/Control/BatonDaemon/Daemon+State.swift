@@ -88,6 +88,11 @@ extension Daemon {
             basis = parts.persistence.keptCount
             let previous = parts.persistence.saved.queue
             guard let p = MusicControl.newest(s) else {
+                // Kept by music that ended after a reload to another server (stopped, or ended by
+                // the reload itself): its songs are the old server's.
+                if let kept = s.keptQueueServer {
+                    otherServer = configured.map { $0 != kept } ?? true
+                }
                 return previous.map {
                     var q = $0
                     q.playing = false

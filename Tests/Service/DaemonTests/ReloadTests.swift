@@ -470,3 +470,26 @@ extension ReloadTests {
         #expect(access(socket, F_OK) != 0, "nothing listens at \(socket)")
     }
 }
+
+/// What a reload ends and does not ask again is said in its report, and music it cannot play on
+/// as it was is left paused with its queue, not lost or played from the wrong place.
+extension ReloadTests {
+    /// Music that went on across a reload to another server, then stopped: the queue it keeps (the
+    /// old server's song ids) is not mirrored to the new server at the next save. It was, about a
+    /// second after the stop.
+    @Test func aStoppedQueueOfTheOldServerIsNotMirroredToTheNewOne() throws {
+        let real = try TestSubsonic.music()
+        let t = try TestDaemon(music: real)
+        defer { t.stop() }
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { (try? t.status().sources.first { $0.id == id }?.state) == "playing" })
+        let proxy = try SubsonicRefusingProxy(upstreamURL: real.subsonic.url, refusing: [], keepingPlayQueue: true)
+        var new = t.daemon.config
+        new.music?.subsonic.url = proxy.url
+        #expect(t.daemon.apply(new).zonesUnchanged == ["kitchen", "patio"])
+        #expect(try t.request("POST", "/api/v1/music/stop", #"{"id": "\#(id)"}"#).status == 200)
+        #expect(waitUntil { (try? t.status().savedQueue?.playing) == false })
+        #expect(!waitUntil(seconds: 3) { !proxy.savedQueues.isEmpty }, "mirrored: \(proxy.savedQueues)")
+    }
+}
