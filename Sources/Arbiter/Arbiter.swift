@@ -100,6 +100,17 @@ public struct Arbiter<Instant: InstantProtocol>: Sendable where Instant.Duration
         return core.wouldResume(source, at: Moment(epoch.duration(to: now)))
     }
 
+    /// How much longer `source`, queued (not granted yet), may wait before it expires at `now`:
+    /// its ttl less the time it has waited (`.zero` once past it), and `nil` inside when it has no
+    /// ttl. `nil` when it is granted or unknown. A pure read; `now` must not be before the last
+    /// input's instant.
+    public func remainingWait(of source: SourceID, at now: Instant) -> Duration?? {
+        guard let epoch, let i = core.index(of: source), !core.records[i].granted else { return nil }
+        guard let ttl = core.records[i].ttl else { return .some(nil) }
+        let waited = core.records[i].requestedAt.duration(to: Moment(epoch.duration(to: now)))
+        return .some(max(.zero, ttl - waited))
+    }
+
     /// Every known source (granted or queued), in arrival order.
     public var sourceIDs: [SourceID] { core.records.map(\.id) }
 

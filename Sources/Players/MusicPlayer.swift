@@ -167,6 +167,9 @@ public final class MusicPlayer: Source, @unchecked Sendable {
 
     /// The track the streamer started with (before anything of it was heard).
     public var startIndex: Int { queue.index(of: state.startKey) ?? 0 }
+    /// Where the next stream starts (the track and seconds into it): a queued source's place before
+    /// it ever started. Under the control plane's lock.
+    public var startPlace: (index: Int, seconds: Double) { (startIndex, state.startOffset) }
 
     /// Where the next stream starts (the track and seconds into it) while none runs: after
     /// `endStream` and `setStart`, before `start` (a seek waiting for a free slot). What is saved to resume from

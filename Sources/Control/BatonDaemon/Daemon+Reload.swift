@@ -122,7 +122,10 @@ extension Daemon {
             // asked again only if its interruption, ended now, would resume it (`resume-within`),
             // and waits no longer than what remains of that: asked again as any new music, a
             // 20-minute call reloaded at minute 10 brought it back when the call ended.
-            var stayedPaused: [String] = []
+            // What the reload ends and does not ask again, said in the report (the API's answer,
+            // the log's warnings): only the log said so, or nothing did.
+            var lost: [String] = []
+            let server = new.music.map { (url: $0.subsonic.url, user: $0.subsonic.user) }
             let resumeMusic = state.withLock { s in
                 defer {
                     // A reopened zone starts unseen, like at start: "opening PCM" is not an outage.
@@ -136,39 +139,45 @@ extension Daemon {
                     replaceConfig(running, sounds: library)
                     s.configGeneration += 1
                 }
-                // The queue of the music heard (the newest, if several: music replaces music), as it
-                // was heard, and how long it may wait for its zones (nil: as any music).
-                var resume: (queue: SavedQueue, number: Int, ttl: Duration?)?
-                for p in s.playbacks.values.sorted(by: { $0.id < $1.id })
-                where p.zones.contains(where: stoppedZones.contains)
-                    || (p.source as? ExternalPlayer).map({ externalEnding.contains($0.name) }) == true
-                {
-                    if p.music != nil, p.isUnderway, let said = s.arbiter.state(of: p.id),
-                        said.isAudible || said == .interrupted,
-                        p.zones.contains(where: { z in new.zones.contains { $0.name == z } }),
-                        let queue = SavedQueue(p, playing: true)
+                // The queue of the music asked again (the newest, if several: music replaces
+                // music), as it was heard, how long it may wait for its zones (nil: as any music),
+                // and whether its source, ended, kept its queue.
+                var resume: (queue: SavedQueue, number: Int, ttl: Duration?, id: SourceID, kept: Bool)?
+                let ending = s.playbacks.values.sorted(by: { $0.id < $1.id }).filter { p in
+                    p.zones.contains(where: stoppedZones.contains)
+                        || (p.source as? ExternalPlayer).map({ externalEnding.contains($0.name) }) == true
+                }
+                // Each decided before any ends: the end of one (the call) granted what waited
+                // behind it, which was then taken for heard, or not said queued.
+                for p in ending {
+                    let said = s.arbiter.state(of: p.id)
+                    if let music = p.music, let said,
+                        p.zones.contains(where: { z in new.zones.contains { $0.name == z } })
                     {
-                        let goesOn =
-                            said.isAudible ? (resume: true, within: nil) : s.arbiter.wouldResume(p.id, at: .now)
-                        // Newest by number ("music-10" sorts before "music-9" as text).
-                        let number = Int(p.id.rawValue.split(separator: "-").last ?? "") ?? 0
-                        if goesOn?.resume != true {
-                            // Said in the report (the API's answer, the log's warnings): the
-                            // doorbell's end says nothing of a source the reload ended.
-                            stayedPaused.append(
-                                "\(p.id) was interrupted longer than its resume-within: it stays paused, its queue saved where it was cut (music/resume plays it on)"
-                            )
-                        } else if number >= resume?.number ?? 0 {
-                            resume = (queue, number, goesOn?.within)
+                        switch musicAfterReload(p, music, said, server: server, s) {
+                        case .askedAgain(let queue, let ttl):
+                            // Newest by number ("music-10" sorts before "music-9" as text).
+                            let number = Int(p.id.rawValue.split(separator: "-").last ?? "") ?? 0
+                            if number >= resume?.number ?? 0 { resume = (queue, number, ttl, p.id, said != .queued) }
+                        case .left(let why): lost.append(why)
+                        case .ends: break
                         }
+                    } else if said == .queued, p.sourceClass != .call {
+                        // A doorbell queued behind the call the reload makes again: it vanished
+                        // unsaid, its source (made for the old device) not made again.
+                        lost.append(
+                            "\(p.id) was queued on \(p.zones.joined(separator: ", ")), which the reload reopened: it is dropped (ask for it again)"
+                        )
                     }
                     if p.sourceClass == .call {
                         // Not one a user paused: made again, it would play.
-                        callGoesOn = s.arbiter.state(of: p.id) != .paused
+                        callGoesOn = said != .paused
                         // Said by `finish` (the vanish's own `finished` said "stopped", as if a
                         // user had stopped it).
                         p.endReason = "a reload changed its zones"
                     }
+                }
+                for p in ending {
                     external.sayLeftPaused(p, why: "a reload changed its zones or its source")
                     apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
                     finish(p.id, &s, why: "a reload changed its zones")
@@ -176,9 +185,9 @@ extension Daemon {
                 // The music that plays on elsewhere (an AirPlay in the kitchen beside the patio's
                 // server music): not music started meanwhile.
                 let before = Set(s.playbacks.values.filter { $0.sourceClass == .music }.map(\.id))
-                return resume.map { (queue: $0.queue, ttl: $0.ttl, musicBefore: before) }
+                return resume.map { (queue: $0.queue, ttl: $0.ttl, id: $0.id, kept: $0.kept, musicBefore: before) }
             }
-            report.warnings += stayedPaused
+            report.warnings += lost
             for d in stopped { d.stop() }
             if report.policyChanged {
                 state.withLock { s in apply(s.arbiter.setPolicy(Policy(new.policy), at: .now), &s) }
@@ -215,11 +224,16 @@ extension Daemon {
             do throws(ControlError) {
                 let admission = try calls.start(reason: "it goes on after a reload changed its zones")
                 logger.info("reload: the call goes on as \(admission.id)")
+                if !admission.skipped.isEmpty {
+                    report.warnings.append(
+                        "the call goes on as \(admission.id) without \(admission.skipped.joined(separator: ", ")): not available after the reload"
+                    )
+                }
             } catch {
-                logger.warning("reload: the call could not go on: \(error.message)")
+                report.warnings.append("the call the reload ended could not go on: \(error.message)")
             }
         }
-        if let (queue, ttl, musicBefore) = resumeMusic {
+        if let (queue, ttl, id, kept, musicBefore) = resumeMusic {
             do throws(ControlError) {
                 // Not over music a user started meanwhile (a request, a resume). Any music was
                 // taken for that: other music playing on in zones the reload left alone stopped
@@ -233,8 +247,15 @@ extension Daemon {
                 }
                 let admission = try music.play(queue, ttl: ttl)
                 logger.info("reload: the music on the zones it reopened plays on as \(admission.id)")
+                if !admission.skipped.isEmpty {
+                    report.warnings.append(
+                        "\(id) plays on as \(admission.id) without \(admission.skipped.joined(separator: ", ")): not available after the reload"
+                    )
+                }
             } catch {
-                logger.warning("reload: the music on the zones it reopened could not play on: \(error.message)")
+                report.warnings.append(
+                    "\(id) could not play on after the reload: \(error.message)\(kept ? "; its queue is saved where it was heard (music/resume plays it on)" : "")"
+                )
             }
         }
         for warning in report.warnings { logger.warning("reload: \(warning)") }
@@ -245,5 +266,69 @@ extension Daemon {
             type: .reloaded, zones: new.zones.map(\.name),
             reason: "added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged)")
         return report
+    }
+
+    /// What a reload that ends server music `p` (in state `said`) does with it.
+    enum MusicAfterReload {
+        /// Asked again from `queue`, waiting for its zones no longer than `ttl` (nil: as any music).
+        case askedAgain(SavedQueue, ttl: Duration?)
+        /// Not asked again, for the reason given (said in the report).
+        case left(String)
+        /// Ends as it is (paused: it stays paused).
+        case ends
+    }
+
+    /// Music heard, interrupted with its resume to come, or queued is asked again; not when the new
+    /// configuration names another server (`server`: its URL and user) than the one its songs are
+    /// from — asked again, its player was the new server's, given the old one's song ids (tracks
+    /// failed or other songs played, and the queue was mirrored there) — nor when its zones were
+    /// all unavailable (held): asked again, it found the new device not open yet and was refused,
+    /// or skipped the zone for good, where it would have resumed when the zone came back. Under
+    /// the lock.
+    func musicAfterReload(
+        _ p: Playback, _ music: MusicPlayer, _ said: SourceState, server: (url: String, user: String)?,
+        _ s: borrowing State
+    ) -> MusicAfterReload {
+        let queued = said == .queued
+        guard said.isAudible || said == .interrupted || queued else { return .ends }
+        let saved = queued ? nil : p.isUnderway ? SavedQueue(p, playing: true) : nil
+        guard
+            let queue = queued
+                ? SavedQueue(
+                    songs: music.songs, index: music.startPlace.index, position: music.startPlace.seconds,
+                    zones: p.zones, volume: Double(p.volume), playing: true) : saved
+        else { return .ends }
+        let from = music.serverIdentity
+        guard let server, server == from else {
+            let now = server.map { "names \($0.user) at \($0.url)" } ?? "has no music server"
+            return .left(
+                "\(p.id) is music from \(from.user) at \(from.url), and the new configuration \(now): it is not asked again (its songs are the old server's)\(queued ? "" : "; it stays paused, its queue saved where it was heard")"
+            )
+        }
+        if !queued,
+            p.heldSince != nil
+                || p.zones.allSatisfy({ s.zonesDown.contains($0) || zones.zone($0)?.device.isAvailable != true })
+        {
+            return .left(
+                "\(p.id) was held while its zones (\(p.zones.joined(separator: ", "))) were unavailable: it stays paused, its queue saved where it was held (music/resume plays it on)"
+            )
+        }
+        switch said {
+        case .interrupted:
+            guard let goesOn = s.arbiter.wouldResume(p.id, at: .now), goesOn.resume else {
+                return .left(
+                    "\(p.id) was interrupted longer than its resume-within: it stays paused, its queue saved where it was cut (music/resume plays it on)"
+                )
+            }
+            return .askedAgain(queue, ttl: goesOn.within)
+        case .queued:
+            guard case .some(let left) = s.arbiter.remainingWait(of: p.id, at: .now) else { return .ends }
+            if let left, left <= .zero {
+                return .left("\(p.id) had waited its ttl out in the queue: it is not asked again")
+            }
+            return .askedAgain(queue, ttl: left)
+        default:
+            return .askedAgain(queue, ttl: nil)
+        }
     }
 }

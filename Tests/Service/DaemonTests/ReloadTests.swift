@@ -474,6 +474,39 @@ extension ReloadTests {
 /// What a reload ends and does not ask again is said in its report, and music it cannot play on
 /// as it was is left paused with its queue, not lost or played from the wrong place.
 extension ReloadTests {
+    /// A call on both zones, with the intercom.
+    static let intercom = IntercomConfig(
+        listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen", "patio"], silenceTimeout: .seconds(60))
+
+    /// One edit that reopens the patio and points `music.subsonic` at another server: the music
+    /// heard there is not asked again (the new server's player given the old one's song ids: tracks
+    /// failed or other songs played, and its queue was mirrored there); it stays paused, its queue
+    /// saved, not mirrored to the new server, and the report says so.
+    @Test func musicFromAServerTheReloadReplacesStaysPaused() throws {
+        let real = try TestSubsonic.music()
+        let t = try TestDaemon(music: real)
+        defer { t.stop() }
+        let play = try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen", "patio"]}"#)
+        let id = try #require(play.object["id"], "\(play)")
+        #expect(
+            waitUntil(seconds: 15) { (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 > 1 })
+        let proxy = try SubsonicRefusingProxy(upstreamURL: real.subsonic.url, refusing: [], keepingPlayQueue: true)
+        var new = t.daemon.config
+        new.zones[1].rate = 44_100
+        new.music?.subsonic.url = proxy.url
+        let report = t.daemon.apply(new)
+        #expect(report.zonesChanged == ["patio"])
+        let user = real.subsonic.user
+        #expect(
+            report.warnings == [
+                "\(id) is music from \(user) at \(real.subsonic.url), and the new configuration names \(user) at \(proxy.url): it is not asked again (its songs are the old server's); it stays paused, its queue saved where it was heard"
+            ], "\(report.warnings)")
+        let sources = try t.status().sources
+        #expect(!sources.contains { $0.class == "music" }, "no music asked again: \(sources)")
+        #expect(try t.status().savedQueue?.playing == false, "the queue is saved")
+        #expect(!waitUntil(seconds: 3) { !proxy.savedQueues.isEmpty }, "mirrored: \(proxy.savedQueues)")
+    }
+
     /// Music that went on across a reload to another server, then stopped: the queue it keeps (the
     /// old server's song ids) is not mirrored to the new server at the next save. It was, about a
     /// second after the stop.
@@ -491,5 +524,117 @@ extension ReloadTests {
         #expect(try t.request("POST", "/api/v1/music/stop", #"{"id": "\#(id)"}"#).status == 200)
         #expect(waitUntil { (try? t.status().savedQueue?.playing) == false })
         #expect(!waitUntil(seconds: 3) { !proxy.savedQueues.isEmpty }, "mirrored: \(proxy.savedQueues)")
+    }
+
+    /// Music asked again that cannot play (the new policy has no class `music`) and a call that
+    /// cannot go on (nor `call`): the report says so; only the log did, and the API answered 200.
+    @Test func whatCannotGoOnAfterAReloadIsInItsReport() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music(), intercom: Self.intercom)
+        defer { t.stop() }
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { (try? t.status().sources.first { $0.id == id }?.state) == "playing" })
+        #expect(try t.json("POST", "/api/v1/call/start").status == 202)
+        var new = t.daemon.config
+        new.zones[0].rate = 48_000
+        new.zones[1].rate = 44_100
+        new.policy.classes.removeAll { $0.name == "music" || $0.name == "call" }
+        let report = t.daemon.apply(new)
+        #expect(report.zonesChanged == ["kitchen", "patio"])
+        #expect(
+            report.warnings.contains { $0.hasPrefix("\(id) could not play on after the reload: ") },
+            "\(report.warnings)")
+        #expect(
+            report.warnings.contains { $0.hasPrefix("the call the reload ended could not go on: ") },
+            "\(report.warnings)")
+    }
+
+    /// Music queued behind a call and a doorbell queued behind it, on the patio a reload reopens:
+    /// the call goes on, the music is asked again behind it (still queued) and the doorbell, not
+    /// made again, is said dropped in the report. Both vanished unsaid.
+    @Test func requestsQueuedOnAReopenedZoneAreNotLostUnsaid() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music(), intercom: Self.intercom)
+        defer { t.stop() }
+        #expect(try t.json("POST", "/api/v1/call/start").status == 202)
+        let play = try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["patio"]}"#)
+        #expect(play.object["status"] == "queued", "\(play.object)")
+        let music = try #require(play.object["id"])
+        let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["patio"]}"#)
+        #expect(bell.object["status"] == "queued", "\(bell.object)")
+        let bellID = try #require(bell.object["id"])
+        var new = t.daemon.config
+        new.zones[1].rate = 44_100
+        let report = t.daemon.apply(new)
+        #expect(
+            report.warnings == [
+                "\(bellID) was queued on patio, which the reload reopened: it is dropped (ask for it again)"
+            ],
+            "\(report.warnings)")
+        let sources = try t.status().sources
+        let again = try #require(
+            sources.first { $0.id != music && $0.class == "music" }, "the music is asked again: \(sources)")
+        #expect(again.state == "queued" && again.zones == ["patio"], "behind the call that goes on: \(again)")
+        #expect(try t.json("POST", "/api/v1/call/end").status == 200)
+        #expect(t.waitForEvent("granted", source: again.id, seconds: 10) != nil, "it plays once the call ends")
+    }
+
+    /// Server music on a card that was unplugged when a reload reopens the card (its volume
+    /// changes): it is not asked again of a device that cannot open (refused, and lost); it stays
+    /// paused with its queue, said in the report, and `music/resume` plays it once the card is back.
+    @Test func musicOnALostCardStaysPausedAcrossAReload() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name), ("kitchen", 44_100, nil)], music: try TestSubsonic.music(),
+            deviceClocked: ["card"])
+        defer { t.stop() }
+        let zone = { (name: String) in try? t.status().zones.first { $0.name == name } }
+        #expect(waitUntil { zone("card")?.state == "available" })
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["card"]}"#).object["id"])
+        #expect(
+            waitUntil(seconds: 15) { (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 > 1 })
+        card.send(.unplug)
+        #expect(waitUntil { zone("card")?.state == "unavailable" })
+        var new = t.daemon.config
+        new.zones[0].volume = 0.8
+        let report = t.daemon.apply(new)
+        #expect(report.zonesChanged == ["card"])
+        #expect(
+            report.warnings == [
+                "\(id) was held while its zones (card) were unavailable: it stays paused, its queue saved where it was held (music/resume plays it on)"
+            ], "\(report.warnings)")
+        #expect(try t.status().savedQueue?.playing == false, "the queue is saved")
+        card.send(.replug)
+        #expect(waitUntil(seconds: 10) { zone("card")?.state == "available" })
+        let resumed = try t.json("POST", "/api/v1/music/resume")
+        #expect(resumed.status == 202, "\(resumed.object)")
+    }
+
+    /// Server music on the card and the kitchen, the card unplugged when a reload reopens it: the
+    /// music plays on in the kitchen, and the report says it does without the card (skipped for
+    /// good: it said nothing).
+    @Test func aZoneTheResumedMusicSkipsIsInTheReport() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name), ("kitchen", 44_100, nil)], music: try TestSubsonic.music(),
+            deviceClocked: ["card"])
+        defer { t.stop() }
+        let zone = { (name: String) in try? t.status().zones.first { $0.name == name } }
+        #expect(waitUntil { zone("card")?.state == "available" })
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["card", "kitchen"]}"#)
+                .object["id"])
+        #expect(
+            waitUntil(seconds: 15) { (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 > 1 })
+        card.send(.unplug)
+        #expect(waitUntil { zone("card")?.state == "unavailable" })
+        var new = t.daemon.config
+        new.zones[0].volume = 0.8
+        let report = t.daemon.apply(new)
+        let again = try #require(try t.status().sources.first { $0.id != id && $0.class == "music" })
+        #expect(again.zones == ["kitchen"])
+        #expect(
+            report.warnings == ["\(id) plays on as \(again.id) without card: not available after the reload"],
+            "\(report.warnings)")
     }
 }
