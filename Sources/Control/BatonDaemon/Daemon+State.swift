@@ -65,7 +65,7 @@ extension Daemon {
     }
 
     /// Every zone's user volume, and the newest server-music queue at its audible position (or the
-    /// last one seen, marked not playing, once its source was stopped; none once it played out);
+    /// one kept, as it was kept, when no music plays; none once it played out);
     /// with how many times a source had kept its queue then (`Persistence.keptCount`), and whether
     /// the queue is a playing source's (`mirror` adds those kept by sources that ended), and
     /// whether its songs are from another server than the one configured now (music that went on
@@ -87,17 +87,16 @@ extension Daemon {
             // under it too.
             basis = parts.persistence.keptCount
             let previous = parts.persistence.saved.queue
+            // No music now: the queue kept stays as it was. One of this run's was kept not playing
+            // when its source ended (`finish`); one restored at start says what it was when saved
+            // (music heard at a power cut was playing, and a restart must not rewrite it as paused).
             guard let p = MusicControl.newest(s) else {
                 // Kept by music that ended after a reload to another server (stopped, or ended by
                 // the reload itself): its songs are the old server's.
                 if let kept = s.keptQueueServer {
                     otherServer = configured.map { $0 != kept } ?? true
                 }
-                return previous.map {
-                    var q = $0
-                    q.playing = false
-                    return q
-                }
+                return previous
             }
             if p.music!.progress.finished { return nil }
             guard let queue = SavedQueue(p, playing: s.arbiter.state(of: p.id)?.isAudible ?? false) else {

@@ -51,6 +51,16 @@ import Testing
         return try JSONDecoder().decode(Status.self, from: Data(r.output.utf8))
     }
 
+    /// What `state.json` says of its queue's `playing` (nil: no file or no queue).
+    func fileSaysPlaying(_ d: BatondProcess) -> Bool? {
+        struct File: Decodable {
+            struct Queue: Decodable { var playing: Bool }
+            var queue: Queue?
+        }
+        guard let text = TextFile.read(d.directory + "/state/state.json") else { return nil }
+        return (try? JSONDecoder().decode(File.self, from: Data(text.utf8)))?.queue?.playing
+    }
+
     @Test func queueAndPositionSurviveSIGKILL() throws {
         let daemon = try BatondProcess(extra: try Self.musicSection())
         defer { daemon.stop() }
@@ -65,6 +75,14 @@ import Testing
         let saved = try #require(try status(daemon).savedQueue, "\(daemon.log)")
         #expect(saved.track.title == "Long Tone 330")
         #expect(saved.playing)
+        // And it stays so past the monitor's first saves (about once a second): they found no
+        // music source and rewrote the queue as not playing, which it was not at the crash.
+        let restarted = ContinuousClock.now
+        while ContinuousClock.now - restarted < .milliseconds(2500) {
+            #expect(try status(daemon).savedQueue?.playing == true, "status at \(ContinuousClock.now - restarted)")
+            #expect(fileSaysPlaying(daemon) == true, "the file at \(ContinuousClock.now - restarted)")
+            usleep(100_000)
+        }
         // Written when it began playing (the queue and `playing` changed), not since: the position
         // alone is written every 30 s.
         #expect(
