@@ -182,8 +182,10 @@ package final class Persistence: Sendable {
             if !dropped.isEmpty {
                 // The rest is restored; the file is kept for a person to read (the first save
                 // would write over what could not be read), and that save comes at once (below).
+                // Kept in place too until that save replaces it: the parts read are on disk
+                // meanwhile, whatever happens to the save.
                 let aside =
-                    store.setAside().map { "; the file is kept as \($0)" }
+                    store.setAside(keeping: true).map { "; the file is kept as \($0)" }
                     ?? "; the file could not be kept aside: the next save writes over it"
                 let why =
                     "\(store.path ?? "state"): could not read \(dropped.joined(separator: ", ")): dropped, the rest restored\(aside)"

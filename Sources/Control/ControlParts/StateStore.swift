@@ -182,17 +182,36 @@ package struct StateStore: Sendable {
         return nil
     }
 
-    /// Moves a file that could not be read as a state file aside (`state.json.damaged`), so that
+    /// Keeps a file that could not be read as a state file aside (`state.json.damaged`), so that
     /// the first save does not write over it: what it held may still be read by a person. Its
-    /// new path, or nil when it could not be moved.
-    package func setAside() -> String? {
+    /// new path, or nil when it could not be kept.
+    ///
+    /// `keeping`: the file stays where it is too (a second link to it, or a copy where the file
+    /// system has no links), for the parts of it that were read: moved away, they were in memory
+    /// only until the first save wrote them — a power cut before it, or a save that failed (a full
+    /// disk), and the next start found no state, its volumes and queue lost. The save's atomic
+    /// rename then replaces `state.json` and leaves the copy.
+    package func setAside(keeping: Bool = false) -> String? {
         guard let path else { return nil }
         // Never over an earlier one (`state.json.damaged`, then `.damaged.2`, …): what it held was lost.
         let aside = (1...99).lazy.map { $0 == 1 ? path + ".damaged" : path + ".damaged.\($0)" }
             .first { access($0, F_OK) != 0 }
-        guard let aside, rename(path, aside) == 0 else { return nil }
+        guard let aside else { return nil }
+        if keeping {
+            guard link(path, aside) == 0 || Self.copy(path, to: aside) else { return nil }
+        } else {
+            guard rename(path, aside) == 0 else { return nil }
+        }
         FileIO.syncDirectory(of: path)
         return aside
+    }
+
+    /// Copies `path` to `destination` (written atomically); whether it did.
+    private static func copy(_ path: String, to destination: String) -> Bool {
+        guard case .success(let bytes?) = FileIO.read(path),
+            case .success = FileIO.writeAtomically(bytes, to: destination)
+        else { return false }
+        return true
     }
 
     /// Writes `state` atomically, creating the directory when missing.

@@ -237,6 +237,31 @@ import Testing
         #expect((try? FileIO.read(dir + "/state.json.damaged").get()) == damaged)
     }
 
+    /// A file set aside for what could not be read stays in place too until the save of what was
+    /// restored replaces it: with every save failing (here `state.json.tmp` is a directory; on a
+    /// speaker, a full disk) the next start still restores the volume that could be read. The file
+    /// was moved away at once, the parts read kept in memory only, and the next start found no
+    /// state at all.
+    @Test func whatWasRestoredFromADamagedFileOutlivesAFailingSave() throws {
+        let dir = TestDirectory.make("damagedunsaved")
+        let damaged = Array(#"{"volumes": {"kitchen": 0.3, "patio": "loud"}}"#.utf8)
+        HostileInputTests.write(damaged, to: dir + "/state.json")
+        #expect(mkdir(dir + "/state.json.tmp", 0o755) == 0)
+        let t = try TestDaemon(stateDir: dir)
+        let error = try #require(t.waitForEvent("state-error", seconds: 5))
+        #expect(error.reason?.contains("zone patio's volume") == true, "\(error.reason ?? "")")
+        #expect(
+            waitUntil(seconds: 5) {
+                t.daemon.events.recent().contains { $0.type == "state-error" && $0.reason?.contains("tmp") == true }
+            }, "the save failed")
+        t.stop()
+        #expect(rmdir(dir + "/state.json.tmp") == 0)
+        #expect((try? FileIO.read(dir + "/state.json.damaged").get()) == damaged, "kept aside")
+        let again = try TestDaemon(stateDir: dir)
+        defer { again.stop() }
+        #expect(try again.status().zones.first { $0.name == "kitchen" }?.volume == Double(Float(0.3)))
+    }
+
     /// A file set aside for what could not be read — here only the volume of a zone not configured
     /// now, so nothing of this run differs from what was restored — is written anew at once, with
     /// what was restored: a restart after it (a crash, a clean stop) finds the volumes.
