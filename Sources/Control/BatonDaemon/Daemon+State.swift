@@ -113,12 +113,14 @@ extension Daemon {
 
 extension SavedQueue {
     /// The queue of server music `p` at the track and position heard now (to the millisecond), or,
-    /// before its stream has begun a track, where it starts (`MusicPlayer.placeToSave`); nil when
+    /// before its stream has begun a track, where it starts (`MusicPlayer.placeToSave`), with the
+    /// server it streams from; nil when
     /// it never started, or when `p` is not server music. Under the daemon lock.
     init?(_ p: Playback, playing: Bool) {
         guard let music = p.music, let now = music.placeToSave else { return nil }
+        let from = music.serverIdentity
         self.init(
             songs: music.songs, index: now.index, position: (now.seconds * 1000).rounded() / 1000, zones: p.zones,
-            volume: Double(p.volume), playing: playing)
+            volume: Double(p.volume), playing: playing, server: Server(url: from.url, user: from.user))
     }
 }

@@ -81,6 +81,14 @@ public struct MusicControl: Sendable {
         guard let q = daemon.parts.persistence.saved.queue, q.index < q.songs.count else {
             throw ControlError(.notFound, "no music source to resume and no saved queue")
         }
+        // Its song ids are its server's: sent to another (`music.subsonic` changed since), each
+        // failed as "song not found", and the music gave up after three.
+        if let from = q.server, let now = daemon.config.music?.subsonic, from.url != now.url || from.user != now.user {
+            throw ControlError(
+                .conflict,
+                "the saved queue is from \(from.url) as \(from.user), not the server configured now (\(now.url) as \(now.user)); music/play to start anew"
+            )
+        }
         return try play(q)
     }
 

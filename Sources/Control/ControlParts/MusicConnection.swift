@@ -302,7 +302,8 @@ package final class MusicConnection: Sendable {
                 "music: restored the server's play queue (\(q.entries.count) songs, changed by \(q.changedBy ?? "?"))")
             var queue = SavedQueue(
                 songs: q.entries, index: current ?? 0, position: current == nil ? 0 : Double(q.position) / 1000,
-                zones: zones, volume: 1, playing: false)
+                zones: zones, volume: 1, playing: false,
+                server: SavedQueue.Server(url: music.config.subsonic.url, user: music.config.subsonic.user))
             // Another client's word, checked as the state file is: a position of 2^63 ms trapped
             // batond at its first save (`Int64(position * 1000)`), a negative one dropped the
             // queue at the next start.

@@ -59,14 +59,33 @@ package struct SavedQueue: Codable, Equatable, Sendable {
     package var zones: [String]
     package var volume: Double
     package var playing: Bool
+    /// The music server its songs are from (`music.subsonic`'s url and user; never a password):
+    /// song ids are that server's, and mean nothing to another. Nil in a file written before Baton
+    /// kept it (such a queue plays on whatever server is configured).
+    package var server: Server?
 
-    package init(songs: [Song], index: Int, position: Double, zones: [String], volume: Double, playing: Bool) {
+    /// A music server as `music.subsonic` names it.
+    package struct Server: Codable, Equatable, Sendable {
+        package var url: String
+        package var user: String
+
+        package init(url: String, user: String) {
+            self.url = url
+            self.user = user
+        }
+    }
+
+    package init(
+        songs: [Song], index: Int, position: Double, zones: [String], volume: Double, playing: Bool,
+        server: Server? = nil
+    ) {
         self.songs = songs
         self.index = index
         self.position = position
         self.zones = zones
         self.volume = volume
         self.playing = playing
+        self.server = server
     }
 }
 

@@ -63,6 +63,36 @@ import Testing
         #expect((try? t.status().sources.first { $0.id == id }?.state) == "playing", "the music went on")
     }
 
+    /// The saved queue records the server its songs are from: after a restart on another server
+    /// (here the proxy's URL) `music/resume` is refused, naming both, rather than sending the old
+    /// server's song ids to the new one (each failed as "song not found", and the music gave up
+    /// after three). On the same server it plays on.
+    @Test func aQueueSavedFromAnotherServerIsNotResumed() throws {
+        let real = try TestSubsonic.music()
+        let dir = TestDirectory.make("server-switch-state")
+        let t = try TestDaemon(music: real, stateDir: dir)
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440 FLAC", "zones": ["kitchen"]}"#).object[
+                "id"])
+        #expect(waitUntil(seconds: 15) { (try? t.status().sources.first { $0.id == id }?.state) == "playing" })
+        t.stop()
+        let proxy = try SubsonicRefusingProxy(upstreamURL: real.subsonic.url, refusing: [])
+        var other = real
+        other.subsonic.url = proxy.url
+        let elsewhere = try TestDaemon(music: other, stateDir: dir)
+        #expect(try elsewhere.status().savedQueue != nil)
+        let refused = try elsewhere.request("POST", "/api/v1/music/resume", "{}")
+        #expect(refused.status == 409, "\(refused.text)")
+        #expect(
+            refused.text.contains("the saved queue is from \(real.subsonic.url) as baton")
+                && refused.text.contains("music/play to start anew"), "\(refused.text)")
+        #expect(try elsewhere.status().sources.isEmpty, "nothing sent to the other server")
+        elsewhere.stop()
+        let again = try TestDaemon(music: real, stateDir: dir)
+        defer { again.stop() }
+        #expect(try again.request("POST", "/api/v1/music/resume", "{}").status == 202)
+    }
+
     /// A caller holding the configuration from before the reload (a cover asked then, a save queued
     /// then) gets a client of its own, and leaves the new server's as it is: it switched the
     /// connection back to the old server, dropping what was kept for the new one, and the next
