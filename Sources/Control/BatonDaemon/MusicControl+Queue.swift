@@ -76,6 +76,7 @@ extension MusicControl {
                     )
                 }
             }
+            if case .add = operation { try Self.checkQueueLength(music.songs.count + added.count, adding: added.count) }
             var restarted = false
             if case .jump(let index) = operation {
                 guard index >= 0 && index < music.songs.count else {

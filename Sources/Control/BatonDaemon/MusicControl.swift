@@ -21,11 +21,26 @@ public struct MusicControl: Sendable {
         return try start(songs, zones: requested.isEmpty ? music.config.zones : requested, volume: volume)
     }
 
+    /// The most songs a queue holds. Each save copies the whole queue under the daemon's lock and
+    /// writes it to the state file (about 450 bytes a song): unbounded, queue additions of 500
+    /// songs each grew it past the 64 MiB a state file is read up to, and the next start set the
+    /// whole file aside, the volumes with it.
+    public static let mostQueuedSongs = 10_000
+
+    /// Refuses a queue of `count` songs beyond `mostQueuedSongs`.
+    static func checkQueueLength(_ count: Int, adding: Int? = nil) throws(ControlError) {
+        guard count > mostQueuedSongs else { return }
+        let what = adding.map { "adding \($0) songs would make the queue \(count) songs long" } ?? "\(count) songs"
+        throw ControlError(.conflict, "\(what); a queue holds at most \(mostQueuedSongs)")
+    }
+
     /// Plays resolved songs on zones through the arbiter, from song `index` at `offset` seconds
-    /// (a restored queue); `ttl`: how long it may wait for its zones (nil: the class's).
+    /// (a restored queue); `ttl`: how long it may wait for its zones (nil: the class's). At most
+    /// `mostQueuedSongs`.
     func start(
         _ songs: [Song], zones: [String], volume: Float = 1, index: Int = 0, offset: Double = 0, ttl: Duration? = nil
     ) throws(ControlError) -> Admission {
+        try Self.checkQueueLength(songs.count)
         let server = try daemon.parts.music.context(daemon.config).server(for: songs)
         let identity = Mutex<(id: String, zones: [String])>(("", []))
         let report = daemon.events.reporter(logger: daemon.logger) { identity.withLock { $0 } }

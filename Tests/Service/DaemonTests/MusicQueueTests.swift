@@ -383,6 +383,56 @@ extension MusicQueueTests {
         #expect(none.status == 400 && none.text.contains("random: 0 songs; give at least 1"), "\(none.text)")
     }
 
+    /// A queue holds at most `MusicControl.mostQueuedSongs` songs: a playlist that long plays, a
+    /// song added to it is refused (409, naming the limit), and so is a longer playlist. Nothing
+    /// capped it: additions of 500 songs each grew it, and the state file with it, without end.
+    @Test func aQueueHoldsAtMostTenThousandSongs() throws {
+        let server = try SlowHTTPServer()
+        let release = Semaphore()
+        defer {
+            release.post()
+            server.stop()
+        }
+        func ok(_ json: String) -> [UInt8] {
+            Array(#"{"subsonic-response": {"status": "ok", "version": "1.16.1"\#(json)}}"#.utf8)
+        }
+        func playlist(_ count: Int) -> SlowHTTPServer.Route {
+            let entries = (0..<count).map { #"{"id": "s\#($0)", "title": "Song \#($0)", "duration": 100}"# }
+            let list = #", "playlist": {"id": "p", "name": "Long", "entry": ["# + entries.joined(separator: ",") + "]}"
+            return .init(contentType: "application/json", body: ok(list))
+        }
+        server.route("/rest/ping", .init(contentType: "application/json", body: ok("")))
+        server.route(
+            "/rest/getSong",
+            .init(contentType: "application/json", body: ok(#", "song": {"id": "x", "title": "X", "duration": 100}"#)))
+        // The first track's stream is held: the music stays under way while the queue is edited.
+        server.route(
+            "/rest/stream",
+            .init(
+                contentType: "audio/wav", body: Array(repeating: 0, count: 64),
+                beforeLastChunk: { _ = release.wait(nanoseconds: 30_000_000_000) }))
+        let dir = TestDirectory.make("queue-cap")
+        _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
+        let music = MusicConfig(
+            subsonic: .init(url: server.url(""), user: "baton", password: .file("\(dir)/password"), format: .raw))
+        let t = try TestDaemon(music: music)
+        defer { t.stop() }
+        let most = MusicControl.mostQueuedSongs
+        server.route("/rest/getPlaylist", playlist(most))
+        let played = try t.request("POST", "/api/v1/music/play", #"{"playlist": "p", "zones": ["kitchen"]}"#)
+        #expect(played.status == 202, "\(played.text)")
+        let added = try t.request("POST", "/api/v1/music/queue/add", #"{"songs": ["x"]}"#)
+        #expect(added.status == 409, "\(added.text.prefix(300))")
+        #expect(
+            added.text.contains(
+                "adding 1 songs would make the queue \(most + 1) songs long; a queue holds at most \(most)"),
+            "\(added.text.prefix(300))")
+        server.route("/rest/getPlaylist", playlist(most + 1))
+        let longer = try t.request("POST", "/api/v1/music/play", #"{"playlist": "p", "zones": ["kitchen"]}"#)
+        #expect(longer.status == 409, "\(longer.text)")
+        #expect(longer.text.contains("\(most + 1) songs; a queue holds at most \(most)"), "\(longer.text)")
+    }
+
     /// A Subsonic server whose `getPlayQueue` answers a queue of two songs (the second current, 5 s
     /// in) once `answer` is posted, and the daemon started on it with an empty state-dir.
     struct HeldServerQueue {
