@@ -99,9 +99,13 @@ extension Daemon {
                 return previous
             }
             if p.music!.progress.finished { return nil }
-            guard let queue = SavedQueue(p, playing: s.arbiter.state(of: p.id)?.isAudible ?? false) else {
-                return previous
-            }
+            // Playing: heard (`AudioTruth.follow`, the monitor's look before this save) and let be
+            // heard — or heard and waiting a moment for a late stream (`buffering`), not one
+            // that starts (a play, a resume, a seek: nothing of it heard yet) nor music held in a
+            // Snapcast zone whose server is away. The arbiter's grant alone said "playing" of both.
+            let granted = s.arbiter.state(of: p.id)?.isAudible ?? false
+            let heard = p.heard || p.reported == "buffering"
+            guard let queue = SavedQueue(p, playing: granted && heard) else { return previous }
             ofThisRun = true
             let from = p.music!.serverIdentity
             otherServer = configured.map { $0 != from } ?? true

@@ -383,42 +383,57 @@ extension MusicQueueTests {
         #expect(none.status == 400 && none.text.contains("random: 0 songs; give at least 1"), "\(none.text)")
     }
 
-    /// A queue holds at most `MusicControl.mostQueuedSongs` songs: a playlist that long plays, a
-    /// song added to it is refused (409, naming the limit), and so is a longer playlist. Nothing
-    /// capped it: additions of 500 songs each grew it, and the state file with it, without end.
-    @Test func aQueueHoldsAtMostTenThousandSongs() throws {
+    /// A scripted Subsonic server whose `getPlaylist` answers `songs` songs (`s0`, `s1`, …), whose
+    /// `getSong` answers song `x`, and whose streams are held in `hold` before their last byte (the
+    /// music stays under way, nothing of it heard); and the music section for it.
+    static func heldStreamServer(songs: Int, hold: @escaping @Sendable () -> Void) throws -> (
+        SlowHTTPServer, MusicConfig
+    ) {
         let server = try SlowHTTPServer()
-        let release = Semaphore()
-        defer {
-            release.post()
-            server.stop()
-        }
-        func ok(_ json: String) -> [UInt8] {
-            Array(#"{"subsonic-response": {"status": "ok", "version": "1.16.1"\#(json)}}"#.utf8)
-        }
-        func playlist(_ count: Int) -> SlowHTTPServer.Route {
-            let entries = (0..<count).map { #"{"id": "s\#($0)", "title": "Song \#($0)", "duration": 100}"# }
-            let list = #", "playlist": {"id": "p", "name": "Long", "entry": ["# + entries.joined(separator: ",") + "]}"
-            return .init(contentType: "application/json", body: ok(list))
-        }
-        server.route("/rest/ping", .init(contentType: "application/json", body: ok("")))
+        server.route("/rest/getPlaylist", playlist(songs))
+        server.route("/rest/ping", .init(contentType: "application/json", body: subsonicOK("")))
         server.route(
             "/rest/getSong",
-            .init(contentType: "application/json", body: ok(#", "song": {"id": "x", "title": "X", "duration": 100}"#)))
-        // The first track's stream is held: the music stays under way while the queue is edited.
+            .init(
+                contentType: "application/json",
+                body: subsonicOK(#", "song": {"id": "x", "title": "X", "duration": 100}"#)))
         server.route(
             "/rest/stream",
             .init(
                 contentType: "audio/wav", body: Array(repeating: 0, count: 64),
-                beforeLastChunk: { _ = release.wait(nanoseconds: 30_000_000_000) }))
-        let dir = TestDirectory.make("queue-cap")
+                beforeLastChunk: hold))
+        let dir = TestDirectory.make("held-stream")
         _ = FileIO.writeAtomically(Array("secret\n".utf8), to: "\(dir)/password")
         let music = MusicConfig(
             subsonic: .init(url: server.url(""), user: "baton", password: .file("\(dir)/password"), format: .raw))
+        return (server, music)
+    }
+
+    /// A Subsonic answer with `json` (`, "key": …`) in it.
+    static func subsonicOK(_ json: String) -> [UInt8] {
+        Array(#"{"subsonic-response": {"status": "ok", "version": "1.16.1"\#(json)}}"#.utf8)
+    }
+
+    /// `getPlaylist`'s answer: a playlist of `count` songs.
+    static func playlist(_ count: Int) -> SlowHTTPServer.Route {
+        let entries = (0..<count).map { #"{"id": "s\#($0)", "title": "Song \#($0)", "duration": 100}"# }
+        let list = #", "playlist": {"id": "p", "name": "Long", "entry": ["# + entries.joined(separator: ",") + "]}"
+        return .init(contentType: "application/json", body: subsonicOK(list))
+    }
+
+    /// A queue holds at most `MusicControl.mostQueuedSongs` songs: a playlist that long plays, a
+    /// song added to it is refused (409, naming the limit), and so is a longer playlist. Nothing
+    /// capped it: additions of 500 songs each grew it, and the state file with it, without end.
+    @Test func aQueueHoldsAtMostTenThousandSongs() throws {
+        let most = MusicControl.mostQueuedSongs
+        let release = Semaphore()
+        let (server, music) = try Self.heldStreamServer(songs: most) { _ = release.wait(nanoseconds: 30_000_000_000) }
+        defer {
+            release.post()
+            server.stop()
+        }
         let t = try TestDaemon(music: music)
         defer { t.stop() }
-        let most = MusicControl.mostQueuedSongs
-        server.route("/rest/getPlaylist", playlist(most))
         let played = try t.request("POST", "/api/v1/music/play", #"{"playlist": "p", "zones": ["kitchen"]}"#)
         #expect(played.status == 202, "\(played.text)")
         let added = try t.request("POST", "/api/v1/music/queue/add", #"{"songs": ["x"]}"#)
@@ -427,10 +442,36 @@ extension MusicQueueTests {
             added.text.contains(
                 "adding 1 songs would make the queue \(most + 1) songs long; a queue holds at most \(most)"),
             "\(added.text.prefix(300))")
-        server.route("/rest/getPlaylist", playlist(most + 1))
+        server.route("/rest/getPlaylist", Self.playlist(most + 1))
         let longer = try t.request("POST", "/api/v1/music/play", #"{"playlist": "p", "zones": ["kitchen"]}"#)
         #expect(longer.status == 409, "\(longer.text)")
         #expect(longer.text.contains("\(most + 1) songs; a queue holds at most \(most)"), "\(longer.text)")
+    }
+
+    /// Music granted but not heard yet — its stream still coming (here held by the server) — is
+    /// saved as not playing: `playing` says whether the queue was heard when saved. The arbiter's
+    /// grant alone made it `playing` from the first save after a play, a resume or a seek.
+    @Test func musicNotHeardYetIsNotSavedAsPlaying() throws {
+        let release = Semaphore()
+        let (server, music) = try Self.heldStreamServer(songs: 3) { _ = release.wait(nanoseconds: 30_000_000_000) }
+        defer {
+            release.post()
+            server.stop()
+        }
+        let t = try TestDaemon(music: music, stateDir: TestDirectory.make("not-heard-state"))
+        defer { t.stop() }
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"playlist": "p", "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 5) { server.requests.contains { $0.hasPrefix("/rest/stream") } })
+        #expect(waitUntil(seconds: 5) { (try? t.status().savedQueue) != nil }, "saved")
+        // The monitor saves about once a second: over 2 s, each save says the same.
+        let since = ContinuousClock.now
+        while ContinuousClock.now - since < .seconds(2) {
+            let status = try t.status()
+            #expect(status.sources.first { $0.id == id }?.state == "starting")
+            #expect(status.savedQueue?.playing == false, "\(String(describing: status.savedQueue))")
+            usleep(100_000)
+        }
     }
 
     /// A Subsonic server whose `getPlayQueue` answers a queue of two songs (the second current, 5 s
