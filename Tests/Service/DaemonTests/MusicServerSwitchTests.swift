@@ -66,7 +66,8 @@ import Testing
     /// The saved queue records the server its songs are from: after a restart on another server
     /// (here the proxy's URL) `music/resume` is refused, naming both, rather than sending the old
     /// server's song ids to the new one (each failed as "song not found", and the music gave up
-    /// after three). On the same server it plays on.
+    /// after three). On the same server it plays on, and so does a queue saved before Baton kept
+    /// its server, on any.
     @Test func aQueueSavedFromAnotherServerIsNotResumed() throws {
         let real = try TestSubsonic.music()
         let dir = TestDirectory.make("server-switch-state")
@@ -89,8 +90,18 @@ import Testing
         #expect(try elsewhere.status().sources.isEmpty, "nothing sent to the other server")
         elsewhere.stop()
         let again = try TestDaemon(music: real, stateDir: dir)
-        defer { again.stop() }
         #expect(try again.request("POST", "/api/v1/music/resume", "{}").status == 202)
+        again.stop()
+        // A file written before the queue kept its server plays on the server configured.
+        let store = StateStore(directory: dir)
+        var older = try #require(try store.load().get())
+        #expect(older.queue?.server == SavedQueue.Server(url: real.subsonic.url, user: "baton"))
+        older.queue?.server = nil
+        #expect((try? store.save(older).get()) != nil)
+        #expect(TextFile.read(dir + "/state.json")?.contains("\"server\"") == false)
+        let unmarked = try TestDaemon(music: other, stateDir: dir)
+        defer { unmarked.stop() }
+        #expect(try unmarked.request("POST", "/api/v1/music/resume", "{}").status == 202)
     }
 
     /// A caller holding the configuration from before the reload (a cover asked then, a save queued
