@@ -195,7 +195,6 @@ extension Daemon {
                 parts.persistence.keep(queue: nil)
             } else if let queue = SavedQueue(p, playing: false) {
                 parts.persistence.keep(queue: queue)
-                s.keptQueueServer = music.serverIdentity
             }
         }
         releaseSlots(p, now: p.source.stop())

@@ -92,9 +92,10 @@ extension Daemon {
             // (music heard at a power cut was playing, and a restart must not rewrite it as paused).
             guard let p = MusicControl.newest(s) else {
                 // Kept by music that ended after a reload to another server (stopped, or ended by
-                // the reload itself): its songs are the old server's.
-                if let kept = s.keptQueueServer {
-                    otherServer = configured.map { $0 != kept } ?? true
+                // the reload itself), or restored from a file written with another server
+                // configured: its songs are that server's, and mean nothing to the one now.
+                if let from = previous?.server {
+                    otherServer = configured.map { $0 != (from.url, from.user) } ?? true
                 }
                 return previous
             }
