@@ -171,7 +171,9 @@ extension ArbiterCore {
             holders[i].granted = true
             records[i].granted = true
             arbitrationChanged = true
-            records[i].paused = false  // a grant means "play now", whatever was done to the request while it waited
+            // A pause given while it waited holds: it is granted paused (its zones taken, silent) and
+            // plays at the user's play. (Cleared here, music paused during a call played when the
+            // call ended, and a player paused on the phone meanwhile read "playing".)
             emit(.granted(records[i].id, zones: zones), .waited(records[i].requestedAt.duration(to: now)))
         }
     }

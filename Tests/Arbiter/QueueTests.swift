@@ -174,14 +174,46 @@ struct QueueEdgeTests {
         #expect(s.request("bell-1", .announcement, key: "doorbell") == [.granted("bell-1", zones: ["kitchen"])])
     }
 
-    /// A request paused while it waited is granted playing: a grant means play now.
-    @Test func grantsQueuedRequestPlayingEvenIfPausedWhileWaiting() {
+    /// A request paused while it waited is granted paused: its zones are taken and it is silent
+    /// until the user's play. (It was granted playing: music paused during a call played when the
+    /// call ended, and a player paused on the phone meanwhile read "playing".)
+    @Test func grantsQueuedRequestPausedIfPausedWhileWaiting() {
         var s = Script()
-        s.request("a", .announcement)
-        s.request("b", .announcement)
-        s.user(.pause, "b")
-        s.release("a")
-        #expect(s.state("b") == .playing)
+        s.request("intercom", .call)
+        #expect(s.request("music", .music) == [.queued("music")])
+        #expect(s.user(.pause, "music") == [])
+        #expect(s.state("music") == .queued)
+        #expect(s.release("intercom") == [.finished("intercom"), .granted("music", zones: ["kitchen"])])
+        #expect(s.state("music") == .paused)
+        #expect(s.arbiter.status(of: "music")?.zones == [ZoneEntry(zone: "kitchen", audibility: .audible, cause: nil)])
+        #expect(s.user(.play, "music") == [])
+        #expect(s.state("music") == .playing)
+    }
+
+    /// A pause then a play while it waited: the last word holds, it is granted playing.
+    @Test func grantsQueuedRequestPlayingIfPlayedAfterPauseWhileWaiting() {
+        var s = Script()
+        s.request("intercom", .call)
+        s.request("music", .music)
+        s.user(.pause, "music")
+        s.user(.play, "music")
+        s.release("intercom")
+        #expect(s.state("music") == .playing)
+    }
+
+    /// Granted paused, it holds its zones like music the user paused: a chime over it and gone
+    /// leaves it paused (it was not playing when covered), and it plays at the user's play.
+    @Test func aSourceGrantedPausedStaysPausedAcrossAnInterruption() {
+        var s = Script()
+        s.request("intercom", .call)
+        s.request("music", .music)
+        s.user(.pause, "music")
+        s.release("intercom")
+        s.request("chime", .announcement)
+        s.release("chime")
+        #expect(s.actions(for: "music").last == .interruptionEnded("music", shouldResume: false))
+        #expect(s.reason(of: .interruptionEnded("music", shouldResume: false)) == .notPlayingWhenBegan)
+        #expect(s.state("music") == .paused)
     }
 
     /// The default policy is the one documented in docs/ARBITER.md (and the daemon's:

@@ -75,6 +75,8 @@ struct ContractChecker {
         var zones: [ZoneID]
         var at: ManualInstant
         var order: Int
+        /// Paused (or played) while it waited: it is granted so.
+        var paused = false
     }
 
     var policy: Policy
@@ -167,8 +169,10 @@ struct ContractChecker {
         case .user(let s, let c):
             if c == .seek || c == .change, open[s] != nil { open[s]!.userChanged = true }
             if c == .play || c == .pause, open[s] != nil { open[s]!.playOrPause = (c, now, step) }
-            if c == .pause { granted[s]?.paused = true }
-            if c == .play { granted[s]?.paused = false }
+            if c == .pause || c == .play {
+                granted[s]?.paused = c == .pause
+                queued[s]?.paused = c == .pause
+            }
         default: break
         }
         if case .request(let r) = op, let key = r.coalesceKey,
@@ -186,7 +190,8 @@ struct ContractChecker {
             case .granted(let s, let zones):
                 guard let r = lastRequest[s] else { return "granted unknown \(s)" }
                 if granted[s] != nil { return "granted twice \(s)" }
-                if let w = queued.removeValue(forKey: s) {
+                let waited = queued.removeValue(forKey: s)
+                if let w = waited {
                     // FIFO: no earlier request of the same priority sharing a zone may still wait.
                     if let earlier = queued.first(where: { _, o in
                         o.order < w.order && priority(o.sourceClass) == priority(w.sourceClass)
@@ -197,7 +202,7 @@ struct ContractChecker {
                 }
                 granted[s] = Granted(
                     sourceClass: r.sourceClass, kind: r.kind ?? policy[r.sourceClass]!.kind,
-                    zones: zones)
+                    zones: zones, paused: waited?.paused ?? false)
             case .queued(let s):
                 guard let r = lastRequest[s] else { return "queued unknown \(s)" }
                 order += 1

@@ -43,4 +43,44 @@ import Testing
             waitUntil(seconds: 5) { t.daemon.state.withLock { $0.playbacks[id]?.started == true } }, "started")
         #expect(waitUntil(seconds: 2) { told.said.withLock { $0 } == ["pause"] }, "\(told.said.withLock { $0 })")
     }
+
+    /// A player paused through the API while it waited for a call to end is granted paused when
+    /// the call ends: its slot claimed paused, the player told `pause` at its start, the source
+    /// read `paused`. (The grant cleared the pause: the API had answered the pause done, and the
+    /// music played after the call, the player's state read "playing".)
+    @Test func aPauseGivenWhileQueuedHoldsAtTheGrant() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let call = try t.daemon.admit(.call, zones: ["kitchen"], volume: 1) { available throws(ControlError) in
+            try t.daemon.sounds.player("music440", loop: true, in: available)
+        }
+        #expect(call.outcome == .playing)
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { close(fds[1]) }
+        let stream = ExternalStream(
+            name: "mpd", peer: ExternalPeer(pid: 1, program: "mpd"), fd: fds[0], logger: Logger(minimum: .error),
+            onFrames: { _ in })
+        OSThread.detach(name: "external-stream") { stream.run() }
+        let told = ExternalPlayerTests.Told()
+        let settings = ExternalPlayer.Settings(
+            name: "mpd", whenInterrupted: .pause, idleReleaseNanoseconds: 5_000_000_000, control: told)
+        let admission = try t.daemon.admit(.music, zones: ["kitchen"], volume: 1) { _ throws(ControlError) in
+            ExternalPlayer(settings: settings, stream: stream)
+        }
+        #expect(admission.outcome == .queued)
+        let id = SourceID(admission.id)
+        #expect(try t.json("POST", "/api/v1/music/pause", "{\"id\": \"\(admission.id)\"}").status == 200)
+        try t.daemon.command(.stop, source: call.id)
+        #expect(
+            waitUntil(seconds: 5) { t.daemon.state.withLock { $0.playbacks[id]?.started == true } }, "started")
+        #expect(t.daemon.state.withLock { $0.arbiter.state(of: id) } == .paused)
+        let slotPaused = t.daemon.state.withLock { $0.playbacks[id]?.parts.first?.slot?.isPauseRequested }
+        #expect(slotPaused == true, "the slot is claimed paused")
+        #expect(waitUntil(seconds: 2) { told.said.withLock { $0 } == ["pause"] }, "\(told.said.withLock { $0 })")
+        #expect(try t.json("POST", "/api/v1/music/resume", "{\"id\": \"\(admission.id)\"}").status == 200)
+        #expect(t.daemon.state.withLock { $0.arbiter.state(of: id) } == .playing)
+        #expect(
+            waitUntil(seconds: 2) { told.said.withLock { $0 } == ["pause", "play"] }, "\(told.said.withLock { $0 })")
+    }
 }
