@@ -30,20 +30,18 @@ extension ArbiterCore {
             outputs: Array(repeating: ZoneOutput(), count: zones.count))
         nextSequence += 1
 
-        // Equal priority: the arriving class's `same` rule.
+        // Equal priority: the arriving class's `same` rule. A replace takes the old ones out only once
+        // the newcomer is known to be granted or queued: refused by `during-higher` or a full queue
+        // after it, it lost them for nothing (the music a call interrupted told it lost for good, and
+        // the new playlist refused: nothing played after the call).
+        var replaced: [Record] = []
         let equals = records.filter { $0.priority == rules.priority && $0.overlaps(zones) }
         if let first = equals.first {
             switch rules.same {
             case .mix:
                 break
             case .replace:
-                let newcomer = record.contender
-                records.removeAll { $0.priority == rules.priority && $0.overlaps(zones) }
-                forgetUnplayed(equals)
-                arbitrationChanged = true
-                for old in equals {
-                    emit(.lostForGood(old.id), .replacedBy(newcomer))
-                }
+                replaced = equals
             case .reject:
                 emit(.rejected(record.id), .sameRejects((equals.first { $0.granted } ?? first).contender))
                 return
@@ -53,17 +51,25 @@ extension ArbiterCore {
             }
         }
 
-        // Higher priority interrupting every zone: the arriving class's `during-higher` rule.
+        // Higher priority interrupting every zone: the arriving class's `during-higher` rule. (The
+        // replaced ones are of the newcomer's priority: they silence nothing it would hear.)
         if let blocker = blockerInAllZones(priority: rules.priority, zones: zones, holders: holders) {
+            let by = records[blocker].contender
             switch rules.duringHigher {
             case .queue:
-                enqueue(record, reason: .delayedBy(records[blocker].contender))
+                if let limit = fullQueueLimit(for: record, leaving: replaced) {
+                    emit(.rejected(record.id), .queueFull(limit: limit))
+                    return
+                }
+                replace(replaced, by: record.contender)
+                enqueue(record, reason: .delayedBy(by))
             case .reject:
-                emit(.rejected(record.id), .higherRejects(records[blocker].contender))
+                emit(.rejected(record.id), .higherRejects(by))
             }
             return
         }
 
+        replace(replaced, by: record.contender)
         var granted = record
         granted.granted = true
         records.append(granted)
@@ -73,13 +79,33 @@ extension ArbiterCore {
         emit(.granted(granted.id, zones: zones), .outranks(lower.map(\.contender)))
     }
 
+    /// Takes out the sources a newcomer replaces (`same: replace`): each lost for good.
+    mutating func replace(_ old: [Record], by newcomer: Contender) {
+        guard !old.isEmpty else { return }
+        records.removeAll { r in old.contains { $0.id == r.id } }
+        forgetUnplayed(old)
+        arbitrationChanged = true
+        for record in old {
+            emit(.lostForGood(record.id), .replacedBy(newcomer))
+        }
+    }
+
+    /// The limit of `record`'s class's queue if it is full, not counting the requests in `leaving`
+    /// (those a replace will take out); nil when `record` may wait.
+    func fullQueueLimit(for record: Record, leaving: [Record] = []) -> Int? {
+        guard let limit = record.rules.queueLimit else { return nil }
+        let waiting = records.withUnsafeBufferPointer { records in
+            records.indices.count { j in
+                !records[j].granted && records[j].sourceClass == record.sourceClass
+                    && !leaving.contains { $0.id == records[j].id }
+            }
+        }
+        return waiting >= limit ? limit : nil
+    }
+
     /// Queues `record` unless its class's queue is full.
     mutating func enqueue(_ record: Record, reason: Reason) {
-        if let limit = record.rules.queueLimit,
-            records.withUnsafeBufferPointer({ records in
-                records.indices.count { !records[$0].granted && records[$0].sourceClass == record.sourceClass }
-            }) >= limit
-        {
+        if let limit = fullQueueLimit(for: record) {
             emit(.rejected(record.id), .queueFull(limit: limit))
             return
         }

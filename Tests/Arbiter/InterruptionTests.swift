@@ -255,6 +255,42 @@ struct InterruptionTests {
         #expect(s.state("playlist") == .playing)
     }
 
+    /// A replace takes the old music out only when the newcomer is let in: with music set to
+    /// reject during higher priority, a playlist started during a call is refused and the music the
+    /// call interrupted is kept (it was told it lost for good first, and both were lost), and resumes
+    /// when the call ends.
+    @Test func aRefusedReplacementKeepsTheMusicItWouldReplace() {
+        var policy = Policy.default
+        policy.classes[.music]?.duringHigher = .reject
+        var s = Script(policy: policy)
+        s.request("radio", .music)
+        s.request("intercom", .call)
+        #expect(s.request("playlist", .music) == [.rejected("playlist")])
+        #expect(
+            s.reason(of: .rejected("playlist"))
+                == .higherRejects(Contender(source: "intercom", sourceClass: .call, priority: 90, kind: .transient)))
+        #expect(s.state("radio") == .interrupted)
+        #expect(s.release("intercom") == [.finished("intercom"), .interruptionEnded("radio", shouldResume: true)])
+        #expect(s.state("radio") == .playing)
+    }
+
+    /// A full queue refuses the replacement before anything is replaced; one the replace itself makes
+    /// room for is queued (the queued music it replaces does not count against the limit).
+    @Test func aReplacementRefusedByAFullQueueKeepsTheMusic() {
+        var policy = Policy.default
+        policy.classes[.music]?.queueLimit = 1
+        var s = Script(policy: policy)
+        s.request("radio", .music, ["kitchen"])
+        s.request("intercom", .call, ["kitchen", "hall"])
+        #expect(s.request("hall-music", .music, ["hall"]) == [.queued("hall-music")])
+        // Queue full (hall-music waits), and the playlist for the kitchen would not replace it.
+        #expect(s.request("playlist", .music, ["kitchen"]) == [.rejected("playlist")])
+        #expect(s.reason(of: .rejected("playlist")) == .queueFull(limit: 1))
+        #expect(s.state("radio") == .interrupted)
+        // A request for the hall replaces the queued one: room for it.
+        #expect(s.request("hall-2", .music, ["hall"]) == [.lostForGood("hall-music"), .queued("hall-2")])
+    }
+
     /// An interrupted source replaced during the interruption gets no ended: it went away.
     @Test func sendsNoEndedToSourceThatWentAway() {
         var s = Script()
