@@ -1,4 +1,5 @@
 import Arbiter
+import BatonConfig
 import ControlParts
 import Players
 
@@ -73,18 +74,33 @@ extension Daemon {
     }
 
     /// What the arbiter's answer to a request means for its source: playing, queued (also when the
-    /// effects say nothing of it), coalesced, or a conflict naming the rule that rejected it.
+    /// effects say nothing of it), coalesced, or a conflict naming the rule that rejected it. The
+    /// last word on it in the effects decides: a request whose `ttl` is 0 ("now or never") that
+    /// cannot play now is queued and expired in one step, and was answered "queued" though it was
+    /// already gone.
     private func outcome(of id: SourceID, in effects: [Effect<Instant>]) throws(ControlError) -> Outcome {
+        var outcome = Outcome.queued
+        var waited: Reason?
         for e in effects where e.action.source == id {
             switch e.action {
-            case .granted: return .playing
-            case .queued: return .queued
+            case .granted: outcome = .playing
+            case .queued:
+                outcome = .queued
+                waited = e.reason
             case .coalesced(_, let into): return .coalesced(into: into.rawValue)
             case .rejected: throw ControlError(.conflict, "rejected: \(e.reason)")
+            case .expired:
+                guard case .ttlElapsed(let ttl) = e.reason else {
+                    throw ControlError(.conflict, "expired: \(e.reason)")
+                }
+                throw ControlError(
+                    .conflict,
+                    "expired: it cannot play now (\(waited.map { "\($0)" } ?? "its zones are taken")) and its ttl \(ConfigSyntax.format(ttl)) lets it wait no time"
+                )
             default: continue
             }
         }
-        return .queued
+        return outcome
     }
 
     /// Expands zone and group names (and `all`) to zone names in config order. Any thread.
