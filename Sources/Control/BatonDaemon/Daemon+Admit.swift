@@ -108,12 +108,19 @@ extension Daemon {
         do { return try config.expand(names) } catch { throw ControlError(.unknownZone, error.description) }
     }
 
-    /// A user command on a source: `pause`, `play` (resume), `stop`. Any thread.
+    /// A user command on a source: `pause`, `play` (resume), `stop`. An announcement cannot be
+    /// paused: it ends by itself when played, and paused it did not end — it held its zones, silent,
+    /// the music it interrupted kept waiting past its resume-within. (A call can: a call on hold is
+    /// the user's, and it still ends when its packets stop.) Any thread.
     public func command(_ command: UserCommand, source: String) throws(ControlError) {
         try state.withLock { (s: inout State) throws(ControlError) in
             let id = SourceID(source)
             guard let p = s.playbacks[id], s.arbiter.state(of: id) != nil else {
                 throw ControlError(.notFound, "no source \"\(source)\"")
+            }
+            if command == .pause && p.sourceClass == .announcement {
+                throw ControlError(
+                    .conflict, "\(source) is an announcement: announcements cannot be paused; stop them")
             }
             if command == .stop { (p.source as? ExternalPlayer)?.endsForGood() }
             apply(s.arbiter.user(command, on: id, at: .now), &s)

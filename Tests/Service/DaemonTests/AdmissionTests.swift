@@ -27,6 +27,40 @@ import Testing
         #expect(later.status == 202 && later.object["status"] == "playing", "\(later)")
     }
 
+    /// An announcement cannot be paused through the API (409, saying to stop it): paused, it held
+    /// its zones silent without end and the music it interrupted passed its resume-within. It
+    /// plays on, and `stop` ends it. A queued one is refused too (it would be granted paused).
+    @Test func anAnnouncementCannotBePaused() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let bell = try t.json("POST", "/api/v1/announce", #"{"sound": "bell2s", "zones": ["kitchen"]}"#)
+        #expect(bell.status == 202 && bell.object["status"] == "playing", "\(bell)")
+        let id = try #require(bell.object["id"])
+        let queued = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        #expect(queued.status == 202 && queued.object["status"] == "queued", "\(queued)")
+        for source in [id, try #require(queued.object["id"])] {
+            let pause = try t.json("POST", "/api/v1/music/pause", #"{"id": "\#(source)"}"#)
+            #expect(pause.status == 409, "\(pause)")
+            #expect(
+                pause.object["error"] == "\(source) is an announcement: announcements cannot be paused; stop them",
+                "\(pause)")
+        }
+        #expect(t.daemon.state.withLock { $0.arbiter.state(of: SourceID(id)) } == .playing)
+        #expect(try t.json("POST", "/api/v1/music/stop", #"{"id": "\#(id)"}"#).status == 200)
+        #expect(t.daemon.state.withLock { $0.arbiter.state(of: SourceID(id)) } == nil)
+    }
+
+    /// A call can be paused (a call on hold) and plays on at `resume`.
+    @Test func aCallCanBePutOnHold() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let call = try Self.call(t)
+        #expect(try t.json("POST", "/api/v1/music/pause", #"{"id": "\#(call)"}"#).status == 200)
+        #expect(t.daemon.state.withLock { $0.arbiter.state(of: SourceID(call)) } == .paused)
+        #expect(try t.json("POST", "/api/v1/music/resume", #"{"id": "\#(call)"}"#).status == 200)
+        #expect(t.daemon.state.withLock { $0.arbiter.state(of: SourceID(call)) } == .playing)
+    }
+
     /// A call on the kitchen, playing a looped tone: its id.
     static func call(_ t: TestDaemon) throws -> String {
         let call = try t.daemon.admit(.call, zones: ["kitchen"], volume: 1) { available throws(ControlError) in
