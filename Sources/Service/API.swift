@@ -97,7 +97,9 @@ public struct API: Sendable {
         }
         let name = r.path.hasPrefix("/api/v1/") ? String(r.path.dropFirst("/api/v1/".count)) : ""
         let isCommand = Commands.names.contains(name) || (name.hasPrefix("zones/") && name.hasSuffix("/volume"))
-        switch (r.method, r.path) {
+        // HEAD is answered as GET (RFC 9110 9.3.2), libmicrohttpd leaving the body out: an uptime
+        // monitor asking `HEAD /` was told 404, `HEAD /api/v1/status` 405.
+        switch (Self.routed(r.method), r.path) {
         case ("GET", "/api/v1/status"):
             var status = daemon.status()
             if let triggers {
@@ -179,6 +181,9 @@ public struct API: Sendable {
         }
     }
 
+    /// The method a request is routed by: HEAD as GET.
+    static func routed(_ method: String) -> String { method == "HEAD" ? "GET" : method }
+
     /// The session cookie for session `id`, kept by the browser as long as the session is kept unused.
     private func sessionCookie(_ id: String) -> (name: String, value: String) {
         (
@@ -196,7 +201,7 @@ public struct API: Sendable {
             var authenticated: Bool
             var csrf: String?
         }
-        switch r.method {
+        switch Self.routed(r.method) {
         case "GET":
             switch who {
             case .open: return json(200, State(login: "none", authenticated: true))

@@ -118,7 +118,7 @@ func mhdAccessHandler(
         body: context.body,
         remoteAddress: baton_mhd_client_address(connection).flatMap(numericHost))
     context.body = []
-    return queue(core.handler(request), on: connection, core: core)
+    return queue(core.handler(request), on: connection, core: core, head: request.method == "HEAD")
 }
 
 private func tooLarge(_ core: ServerCore) -> HTTPResponse {
@@ -143,8 +143,19 @@ private func collectHeader(
     return .YES
 }
 
-/// Hands `response` to libmicrohttpd. A response the handler built wrongly becomes a 500.
-private func queue(_ response: HTTPResponse, on connection: OpaquePointer, core: ServerCore) -> MHD_Result {
+/// Hands `response` to libmicrohttpd. A response the handler built wrongly becomes a 500. For a
+/// HEAD (`head`) libmicrohttpd leaves the body out; a streaming one is closed at once and answered
+/// as an empty body instead (`Content-Length: 0`): libmicrohttpd 0.9.75 sends a chunked body's last
+/// chunk (`0` CRLF CRLF) after a HEAD's head, which the client reads as the start of the next answer.
+private func queue(
+    _ response: HTTPResponse, on connection: OpaquePointer, core: ServerCore, head: Bool = false
+) -> MHD_Result {
+    if head, case .stream(let stream, _) = response.body {
+        stream.close()
+        var empty = response
+        empty.body = .bytes([])
+        return queue(empty, on: connection, core: core)
+    }
     func unsafe(_ text: String) -> Bool { text.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 } }
     guard (100...599).contains(response.status) else {
         if case .stream(let stream, _) = response.body { stream.close() }
