@@ -17,9 +17,15 @@ public struct API: Sendable {
     let triggers: Triggers?
     /// The Host, Content-Type and Origin rules (cross-site safety), from `api:` at start.
     let crossSite: CrossSiteGuard
-    let sessions = Sessions()
+    let sessions: Sessions
 
     public init(daemon: Daemon, token: String? = nil, triggers: Triggers? = nil) {
+        self.init(daemon: daemon, token: token, triggers: triggers, sessions: Sessions())
+    }
+
+    /// With `sessions` of the test's own (an injected clock).
+    init(daemon: Daemon, token: String?, triggers: Triggers?, sessions: Sessions) {
+        self.sessions = sessions
         self.daemon = daemon
         commands = Commands(daemon: daemon)
         self.token = token
@@ -65,11 +71,17 @@ public struct API: Sendable {
     public func handle(_ r: HTTPRequest) -> HTTPResponse {
         if let refusal = crossSite.refusal(r) { return refusal }
         // A client with a bearer token to try: refused before it is compared while that client's
-        // wrong guesses wait (a 429 then says nothing of whether this one is right).
+        // wrong guesses wait, or everyone's do (a 429 then says nothing of whether this one is
+        // right); everyone's not for loopback nor an address that showed the right token lately
+        // (`Sessions.sharesBudget`: a guesser with a few addresses does not lock the owner out).
         let client = r.remoteAddress ?? ""
         let bearing = token != nil && r.headers["authorization"] != nil
         if bearing && sessions.guessesFull(from: client) { return Self.tooManyGuesses }
         let who = caller(r)
+        switch who {
+        case .bearer, .session: sessions.authenticated(from: client)
+        case .open, .anonymous: break
+        }
         // A wrong bearer token waits as a wrong login does (four tries a second), on every path:
         // the session's GET would tell it otherwise.
         if bearing, case .anonymous = who, !sessions.delayWrongToken(from: client) { return Self.tooManyGuesses }
@@ -229,6 +241,7 @@ public struct API: Sendable {
                 guard sessions.delayWrongToken(from: client) else { return Self.tooManyGuesses }
                 return .error(401, "wrong token (it is the first line of the file api.token-file names)")
             }
+            sessions.authenticated(from: client)
             let s = sessions.open()
             var response = json(200, State(login: "required", authenticated: true, csrf: s.csrf))
             response.headers.append(sessionCookie(s.id))

@@ -28,35 +28,77 @@ final class Sessions: Sendable {
     private let nextWrongAnswer = Mutex<(perClient: [String: Int], all: Int)>(([:], 0))
     /// Readable once batond stops (`endDelays`; never drained): every wrong-token wait ends then.
     private let stopping = WakeFD()
+    /// The addresses that showed the right token or a session lately (monotonic ns of the last
+    /// time), exempt from the budget shared by all clients (`trustedFor`); at most
+    /// `trustedCapacity`, the longest unseen dropped first.
+    private let trusted = Mutex<[String: Int]>([:])
+    static let trustedFor = 24 * 3600 * 1_000_000_000
+    static let trustedCapacity = 256
+    /// The monotonic clock in ns, and the wait before a wrong token's answer (ns; nil: really wait,
+    /// until then or batond's stop): injected by tests.
+    private let now: @Sendable () -> Int
+    private let pause: (@Sendable (Int) -> Void)?
 
-    init(capacity: Int = 64, idleSeconds: Int = 30 * 24 * 3600) {
+    init(
+        capacity: Int = 64, idleSeconds: Int = 30 * 24 * 3600,
+        now: @escaping @Sendable () -> Int = monotonicNanoseconds, pause: (@Sendable (Int) -> Void)? = nil
+    ) {
         self.capacity = capacity
         self.idleSeconds = idleSeconds
+        self.now = now
+        self.pause = pause
+    }
+
+    /// `client` (an address) showed the right token, or a session: for `trustedFor` its requests
+    /// are not held off by the budget all clients share, which a guesser with a few addresses
+    /// keeps full (the owner's batonctl, Home Assistant and web logins were answered 429 for as
+    /// long as it went on).
+    func authenticated(from client: String) {
+        let now = self.now()
+        trusted.withLock { t in
+            t[client] = now
+            if t.count > Self.trustedCapacity, let oldest = t.min(by: { $0.value < $1.value }) {
+                t.removeValue(forKey: oldest.key)
+            }
+        }
+    }
+
+    /// Whether `client`'s wrong tokens count against, and wait for, the budget shared by all
+    /// clients: not on loopback (the speaker itself, or a proxy on it, which its own budget
+    /// slows), nor from an address that showed the right token or a session in the last day.
+    private func sharesBudget(_ client: String, now: Int) -> Bool {
+        if CrossSiteGuard.isLoopback(client) { return false }
+        return trusted.withLock { t in t[client].map { now - $0 >= Self.trustedFor } ?? true }
     }
 
     /// Waits before a wrong token from `client` (its address) is answered: a quarter of a second
     /// after the one answered to it last, whatever its connection, so a guesser gets four tries a
     /// second (another client, the owner's phone, is barely slowed), and sixteen a second over all
-    /// clients. False, at once, when that would be more than 5 s away (answered 429: threads
-    /// cannot pile up).
+    /// clients (but loopback and addresses lately authenticated, `sharesBudget`). False, at once,
+    /// when that would be more than 5 s away (answered 429: threads cannot pile up).
     func delayWrongToken(from client: String) -> Bool {
         let quarter = 250_000_000
-        let now = monotonicNanoseconds()
+        let now = self.now()
+        let shares = sharesBudget(client, now: now)
         let at = nextWrongAnswer.withLock { next -> Int? in
             next.perClient = next.perClient.filter { $0.value > now }  // forgotten once past
             let mine = max(now, next.perClient[client] ?? now) + quarter
             let everyone = max(now, next.all) + quarter / 4
-            let at = max(mine, everyone)
+            let at = shares ? max(mine, everyone) : mine
             guard at - now <= 5_000_000_000 else { return nil }
             next.perClient[client] = at
-            next.all = everyone
+            if shares { next.all = everyone }
             return at
         }
         guard let at else { return false }
+        let wait = at - self.now()
+        if let pause {
+            pause(wait)
+            return true
+        }
         // Until then, or batond's stop: the API's stop waits for its handlers, and a guesser's
         // waits (up to 5 s each) held it past systemd's 5 s for the whole stop, which then killed
         // batond before its fade-out and last save.
-        let wait = at - monotonicNanoseconds()
         if wait > 0 {
             var one = pollfd(fd: stopping.fd, events: Int16(POLLIN), revents: 0)
             _ = poll(&one, 1, Int32(clamping: (wait + 999_999) / 1_000_000))
@@ -68,12 +110,15 @@ final class Sessions: Sendable {
     func endDelays() { stopping.post() }
 
     /// `client` has so many wrong tokens waiting that the next would be answered 429: asked before
-    /// a token is compared, so that a 429 says nothing of whether the token was right.
+    /// a token is compared, so that a 429 says nothing of whether the token was right. The budget
+    /// all clients share counts only for a client that `sharesBudget`.
     func guessesFull(from client: String) -> Bool {
-        let now = monotonicNanoseconds()
+        let now = self.now()
+        let shares = sharesBudget(client, now: now)
         return nextWrongAnswer.withLock {
-            max(max(now, $0.perClient[client] ?? now) + 250_000_000, max(now, $0.all) + 62_500_000) - now
-                > 5_000_000_000
+            let mine = max(now, $0.perClient[client] ?? now) + 250_000_000
+            let everyone = shares ? max(now, $0.all) + 62_500_000 : now
+            return max(mine, everyone) - now > 5_000_000_000
         }
     }
 

@@ -280,6 +280,53 @@ import Testing
         }
     }
 
+    /// A guesser on five addresses keeps the budget all clients share full; the owner's batonctl
+    /// (loopback) and an address that showed the right token before (Home Assistant, a phone that
+    /// logged in) still get in with the right token, while the right token from an address never
+    /// seen is held off with the rest until the guesses stop (a 429 for it says nothing of the
+    /// token). Before, every request with a token, the right one too, was a 429 for as long as the
+    /// guessing went on. The clock stands still: the guesses' waits are taken as overlapping.
+    @Test func aGuesserDoesNotLockOutTheRightToken() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let clock = Mutex(1_000_000_000)
+        let sessions = Sessions(now: { clock.withLock { $0 } }, pause: { _ in })
+        let api = API(daemon: t.daemon, token: "s3cret-token", triggers: nil, sessions: sessions)
+        func get(_ token: String, from address: String) -> Int {
+            api.handle(
+                .init(
+                    method: "GET", path: "/api/v1/status",
+                    headers: ["host": "127.0.0.1", "authorization": "Bearer \(token)"], remoteAddress: address)
+            ).status
+        }
+        func login(_ token: String, from address: String) -> Int {
+            api.handle(
+                .init(
+                    method: "POST", path: "/api/v1/session",
+                    headers: ["host": "127.0.0.1", "content-type": "application/json"],
+                    body: Array(#"{"token": "\#(token)"}"#.utf8), remoteAddress: address)
+            ).status
+        }
+        #expect(get("s3cret-token", from: "192.0.2.10") == 200)  // Home Assistant, before the attack
+        #expect(login("s3cret-token", from: "192.0.2.11") == 200)  // a phone's login
+        var statuses: [Int] = []
+        for round in 0..<20 {
+            for host in 1...5 { statuses.append(get("guess\(round)", from: "192.0.2.\(host)")) }
+        }
+        #expect(statuses.filter { $0 == 401 }.count >= 79, "the guesses were answered: \(statuses)")
+        #expect(get("s3cret-token", from: "192.0.2.99") == 429, "the shared budget is full")
+        #expect(login("s3cret-token", from: "192.0.2.98") == 429)
+        #expect(get("s3cret-token", from: "192.0.2.10") == 200, "Home Assistant was locked out")
+        #expect(login("s3cret-token", from: "192.0.2.11") == 200, "the phone could not log in again")
+        #expect(get("s3cret-token", from: "127.0.0.1") == 200, "batonctl on the speaker was locked out")
+        // Their own wrong tokens still wait their turns (a quarter of a second each, at most 5 s).
+        #expect(get("typo", from: "192.0.2.10") == 401)
+        for _ in 0..<19 { _ = get("typo", from: "192.0.2.10") }
+        #expect(get("typo", from: "192.0.2.10") == 429)
+        clock.withLock { $0 += 6_000_000_000 }  // the guesses' turns are past
+        #expect(get("s3cret-token", from: "192.0.2.99") == 200)
+    }
+
     /// Wrong tokens sent on eight connections at once are answered a quarter of a second apart, as
     /// one after the other would be: guessing is four tries a second however many connections a
     /// guesser opens. Before, each connection waited its own quarter: all eight came back together.
