@@ -86,7 +86,7 @@ let package = Package(
         cLibrary("CYAML", in: "YAML", pkgConfig: "yaml-0.1", apt: ["libyaml-dev"]),
         wrapper("YAML", in: "YAML", ["CYAML"]),
         cLibrary("CMicroHTTPD", in: "HTTPServer", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
-        wrapper("HTTPServer", in: "HTTPServer", ["CMicroHTTPD"]),
+        wrapper("HTTPServer", in: "HTTPServer", ["CMicroHTTPD", "OSThread"]),
         cLibrary("CCurl", in: "Curl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
         wrapper("Curl", in: "Curl", ["CCurl", "OSThread"]),
         cLibrary("CFLAC", in: "FLAC", pkgConfig: "flac", apt: ["libflac-dev"]),

@@ -194,12 +194,12 @@ struct HTTPServerTests {
         #expect(!called.isSet)
     }
 
-    /// A body still coming `bodySeconds` after the request began (one that never ends, or trickles)
+    /// A body still coming `requestSeconds` after the request began (one that never ends, or trickles)
     /// closes the connection: the idle timeout counts from the last byte, so a peer with no token
     /// held a thread and a slot for ever with a byte every 20 s, before anyone looked at who it was.
     @Test func aBodyThatNeverEndsOrTricklesClosesTheConnection() throws {
         var limits = HTTPServer.Limits()
-        limits.bodySeconds = 1
+        limits.requestSeconds = 1
         let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 10, limits: limits, handler: Self.echo)
         defer { server.stop() }
         let endless = try RawClient(port: server.port)
@@ -210,13 +210,54 @@ struct HTTPServerTests {
             endless.send("2000\r\n\(piece)\r\n")
             usleep(50_000)
         }
-        #expect(endless.readsEndOfFile(), "a body still coming past bodySeconds did not close the connection")
+        #expect(endless.readsEndOfFile(), "a body still coming past requestSeconds did not close the connection")
 
         let slow = try RawClient(port: server.port)
         slow.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n")
-        usleep(2_000_000)  // well past bodySeconds (the server's clock starts at its first look)
+        usleep(2_000_000)  // well past requestSeconds (the server's clock starts at its first look)
         slow.send("1\r\nx\r\n")
-        #expect(slow.readsEndOfFile(), "a body trickled past bodySeconds did not close the connection")
+        #expect(slow.readsEndOfFile(), "a body trickled past requestSeconds did not close the connection")
+    }
+
+    /// A request whose head is still coming `requestSeconds` after its connection opened (a byte
+    /// every 200 ms, each restarting the idle timeout), and a connection that never sends one,
+    /// are closed; a request that did arrive is served however long its answer lasts (an event
+    /// stream kept past the limit), and a kept-alive connection gets the limit again for its next
+    /// request. Before, libmicrohttpd never called the server while it read a head, and a byte
+    /// every 25 s held a connection thread and slot for days.
+    @Test func aHeadStillComingPastRequestSecondsClosesTheConnection() throws {
+        var limits = HTTPServer.Limits()
+        limits.requestSeconds = 1
+        let streams = StreamBox()
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, limits: limits) { request in
+            request.path == "/events" ? .eventStream(streams.make(), keepAlive: .seconds(60)) : Self.echo(request)
+        }
+        defer { server.stop() }
+        let trickle = try RawClient(port: server.port)
+        let silent = try RawClient(port: server.port)
+        let events = try RawClient(port: server.port)
+        events.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try events.readHead().status == 200)
+        trickle.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        for _ in 0..<12 {  // 2.4 s of one byte every 200 ms
+            usleep(200_000)
+            trickle.send("a")
+        }
+        #expect(trickle.readsEndOfFile(), "a head trickled past requestSeconds did not close the connection")
+        #expect(silent.readsEndOfFile(), "a connection without a request was kept past requestSeconds")
+        // The stream, opened 2.4 s ago, still delivers.
+        let queue = try #require(streams.waitForStream())
+        let event = ServerSentEvent.encode(event: "tick", data: "late")
+        #expect(queue.send(event))
+        #expect(try events.readChunkedBytes(count: event.count) == event)
+        // Two requests on one connection, the second 0.6 s after the first and 1.2 s after the opening.
+        let kept = try RawClient(port: server.port)
+        usleep(600_000)
+        kept.send("GET /one HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try kept.readResponse().text.hasPrefix("GET /one"))
+        usleep(600_000)
+        kept.send("GET /two HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try kept.readResponse().text.hasPrefix("GET /two"))
     }
 
     /// Path and query are percent-decoded by the wrapper: `+` is a space only in the query.

@@ -9,20 +9,23 @@
 /// Why: `MHD_start_daemon` is variadic. Starts a daemon on an already bound, listening socket
 /// (`MHD_OPTION_LISTEN_SOCKET`, so bind errors come from our own `bind` with a real errno), with a
 /// request-completed callback, a URI log callback (it sees the raw, still escaped request target and its
-/// result becomes the request's context), a per-connection memory limit (caps the request header size),
-/// an idle timeout in seconds, a connection limit and a limit per client address. MHD closes
-/// `listen_fd` in `MHD_stop_daemon`.
+/// result becomes the request's context), a connection notification (a connection's start and
+/// close), a per-connection memory limit (caps the request header size), an idle timeout in
+/// seconds, a connection limit and a limit per client address. MHD closes `listen_fd` in
+/// `MHD_stop_daemon`.
 static inline struct MHD_Daemon *baton_mhd_start(
     unsigned int flags, int listen_fd,
     MHD_AccessHandlerCallback handler, void *handler_cls,
     MHD_RequestCompletedCallback completed, void *completed_cls,
     void *(*uri_log)(void *cls, const char *uri, struct MHD_Connection *connection), void *uri_log_cls,
+    MHD_NotifyConnectionCallback notify, void *notify_cls,
     size_t memory_limit, unsigned int timeout_seconds, unsigned int connection_limit,
     unsigned int per_ip_limit)
 {
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
                             MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_NOTIFY_CONNECTION, notify, notify_cls,
                             MHD_OPTION_URI_LOG_CALLBACK, uri_log, uri_log_cls,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,

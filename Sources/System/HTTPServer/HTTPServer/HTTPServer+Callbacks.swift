@@ -14,8 +14,6 @@ final class RequestContext {
     var target: RequestTarget?
     var body: [UInt8] = []
     var overflowed = false
-    /// When the request began.
-    let startedAt = ContinuousClock.now
 
     init(rawTarget: [UInt8]) {
         self.rawTarget = rawTarget
@@ -37,12 +35,19 @@ func mhdURILog(
     return Unmanaged.passRetained(RequestContext(rawTarget: raw)).toOpaque()
 }
 
-/// Request-completed callback: releases the request's context, whatever way the request ended.
+/// The server's `ServerCore` from a callback's `cls`.
+private func core(_ cls: UnsafeMutableRawPointer?) -> ServerCore? {
+    cls.map { Unmanaged<ServerCore>.fromOpaque($0).takeUnretainedValue() }
+}
+
+/// Request-completed callback: releases the request's context, whatever way the request ended, and
+/// starts the connection's clock for its next request.
 func mhdRequestCompleted(
     _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
     _ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
     _ code: MHD_RequestTerminationCode
 ) {
+    if let connection { core(cls)?.deadlines.completed(connection) }
     guard let requestContext, let context = requestContext.pointee else { return }
     requestContext.pointee = nil
     Unmanaged<RequestContext>.fromOpaque(context).release()
@@ -88,11 +93,10 @@ func mhdAccessHandler(
 
     let size = uploadDataSize.pointee
     if size > 0 {
-        // A body still coming past the deadline (trickled, or one that never ends): the connection
-        // is closed. (A 413 queued before the body's end is lost to the client, still sending, in
-        // the connection's reset: an oversize body that does end within it is read to its end.)
-        guard ContinuousClock.now - context.startedAt < core.bodyTime else { return .NO }
-        // A chunked body of unknown length: keep reading it, but stop storing once over the limit.
+        // (A body still coming past `Limits.requestSeconds` has its connection shut by
+        // `RequestDeadlines`. A 413 queued before the body's end is lost to the client, still
+        // sending, in the connection's reset: an oversize body that does end within it is read to
+        // its end.) A chunked body of unknown length: keep reading it, but stop storing once over the limit.
         if !context.overflowed {
             if context.body.count + size > core.maxBodyBytes {
                 context.overflowed = true
@@ -118,6 +122,7 @@ func mhdAccessHandler(
         body: context.body,
         remoteAddress: baton_mhd_client_address(connection).flatMap(numericHost))
     context.body = []
+    core.deadlines.arrived(connection)  // a slow handler is not cut
     return queue(core.handler(request), on: connection, core: core, head: request.method == "HEAD")
 }
 
@@ -150,6 +155,7 @@ private func collectHeader(
 private func queue(
     _ response: HTTPResponse, on connection: OpaquePointer, core: ServerCore, head: Bool = false
 ) -> MHD_Result {
+    core.deadlines.arrived(connection)
     if head, case .stream(let stream, _) = response.body {
         stream.close()
         var empty = response

@@ -10,7 +10,8 @@ import Synchronization
 ///
 /// Answers the wrapper gives by itself are JSON `{"error": "..."}`: 400 for a request target that is not
 /// valid percent-encoded UTF-8, 413 for a body over `maxBodyBytes`, 500 for a response the handler built
-/// wrongly. libmicrohttpd itself answers a few malformed requests (431 for headers over the connection
+/// wrongly. A request that has not arrived whole within `Limits.requestSeconds` is closed without
+/// an answer. libmicrohttpd itself answers a few malformed requests (431 for headers over the connection
 /// memory limit, 414 for a request target over it, 400 for a broken request line) with its own short
 /// HTML bodies (Debian builds it with its messages), which cannot be made JSON.
 ///
@@ -28,11 +29,13 @@ public final class HTTPServer: Sendable {
         /// a buggy client) cannot take every slot from the others. Past it a connection is closed
         /// at once.
         public var maxConnectionsPerClient: Int = 16
-        /// Seconds a request's body may take to arrive, from the request's start: past it the
-        /// connection is closed. The idle timeout counts from the last byte, so a body trickled a
-        /// byte every 20 s held its connection (a thread, a slot) for ever, before any check of who
-        /// sent it.
-        public var bodySeconds: Int = 60
+        /// Seconds a request may take to arrive whole (request line, headers, body), counted from
+        /// the connection's opening or the end of the previous request on it: past it the
+        /// connection is closed without an answer. Once it has arrived the handler and the answer
+        /// take as long as they take (an event stream for days). The idle timeout counts from the
+        /// last byte, so a head or body trickled a byte every 25 s held its connection (a thread, a
+        /// slot) for ever, before any check of who sent it.
+        public var requestSeconds: Int = 60
         /// Makes the default limits.
         public init() {}
     }
@@ -60,7 +63,7 @@ public final class HTTPServer: Sendable {
     ) throws(HTTPServerError) {
         let listener = try ListeningSocket(host: host, port: port, connectionLimit: limits.maxConnections)
         let core = ServerCore(
-            maxBodyBytes: max(0, maxBodyBytes), bodyTime: .seconds(max(1, limits.bodySeconds)),
+            maxBodyBytes: max(0, maxBodyBytes), requestTime: .seconds(max(1, limits.requestSeconds)),
             handler: handler)
         var flags =
             MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
@@ -73,6 +76,7 @@ public final class HTTPServer: Sendable {
                 mhdAccessHandler, context,
                 mhdRequestCompleted, context,
                 mhdURILog, context,
+                mhdConnectionNotify, context,
                 max(4096, limits.connectionMemoryBytes), UInt32(clamping: max(1, limits.idleTimeoutSeconds)),
                 UInt32(clamping: max(1, limits.maxConnections)),
                 UInt32(clamping: max(1, limits.maxConnectionsPerClient)))
@@ -84,6 +88,7 @@ public final class HTTPServer: Sendable {
         self.port = listener.boundPort
         self.core = core
         self.daemon = Mutex(daemon)
+        core.deadlines.start()
     }
 
     /// Stops serving: open streams end (their `close()` runs), connections close, handler threads are joined
@@ -98,6 +103,7 @@ public final class HTTPServer: Sendable {
             })
         else { return }
         core.stopping.store(true, ordering: .releasing)
+        core.deadlines.stop()
         MHD_stop_daemon(daemon)
     }
 
@@ -110,15 +116,15 @@ public final class HTTPServer: Sendable {
 /// stops the daemon before releasing it.
 final class ServerCore: Sendable {
     let maxBodyBytes: Int
-    /// `Limits.bodySeconds`.
-    let bodyTime: Duration
+    /// `Limits.requestSeconds`, kept by its reaper.
+    let deadlines: RequestDeadlines
     let handler: @Sendable (HTTPRequest) -> HTTPResponse
     /// Set by `stop()` before `MHD_stop_daemon`, so blocked stream readers give up.
     let stopping = Atomic<Bool>(false)
 
-    init(maxBodyBytes: Int, bodyTime: Duration, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) {
+    init(maxBodyBytes: Int, requestTime: Duration, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) {
         self.maxBodyBytes = maxBodyBytes
-        self.bodyTime = bodyTime
+        self.deadlines = RequestDeadlines(limit: requestTime)
         self.handler = handler
     }
 }

@@ -1,0 +1,112 @@
+import CMicroHTTPD
+import Glibc
+import OSThread
+import Synchronization
+
+/// The whole-request limit (`HTTPServer.Limits.requestSeconds`): each open connection's socket and
+/// when its request must have arrived whole, and a thread that shuts down the connections past it.
+///
+/// libmicrohttpd calls Baton only once a request's head is in, and then per body fragment: while it
+/// reads a request line, headers, chunk-size lines or trailers, only its idle timeout applies, which
+/// each byte restarts, so a byte every 25 s held a connection (a thread, one of 64 slots) for days.
+///
+/// A connection is noted at its start (libmicrohttpd's connection notification, on its accepting
+/// thread), its deadline cleared when its request is answered (the handler is about to run, or a
+/// response is queued: a slow handler or a long event stream is not cut), set again when the
+/// request completes (the next request on a kept-alive connection), and the connection forgotten at
+/// its close notification, which libmicrohttpd sends before it closes the socket. The reaper shuts a
+/// socket (`shutdown`, which wakes the connection's thread; libmicrohttpd then closes it as it would
+/// a client's hang-up) only under the table's lock, so it never touches a descriptor reused since.
+final class RequestDeadlines: Sendable {
+    private struct Entry {
+        let fd: Int32
+        var due: ContinuousClock.Instant?
+    }
+
+    let limit: Duration
+    private let table = Mutex<[Int: Entry]>([:])
+    /// True once the server stops: the reaper ends.
+    private let stopped = ConditionLock(false)
+    private let reaper = Mutex<OSThread?>(nil)
+
+    init(limit: Duration) {
+        self.limit = limit
+    }
+
+    private static func key(_ connection: OpaquePointer) -> Int { Int(bitPattern: connection) }
+
+    /// A connection opened on `fd`: its first request must arrive within the limit.
+    func opened(_ connection: OpaquePointer, fd: Int32) {
+        let due = ContinuousClock.now + limit
+        table.withLock { $0[Self.key(connection)] = Entry(fd: fd, due: fd >= 0 ? due : nil) }
+    }
+
+    /// The connection's request has arrived (or is answered already): no deadline while it is served.
+    func arrived(_ connection: OpaquePointer) {
+        table.withLock { $0[Self.key(connection)]?.due = nil }
+    }
+
+    /// The connection's request completed: the next one on it must arrive within the limit.
+    func completed(_ connection: OpaquePointer) {
+        let due = ContinuousClock.now + limit
+        table.withLock { t in
+            guard t[Self.key(connection)] != nil else { return }
+            t[Self.key(connection)]?.due = due
+        }
+    }
+
+    /// The connection is closing (its socket is closed right after): forgotten.
+    func closed(_ connection: OpaquePointer) {
+        _ = table.withLock { $0.removeValue(forKey: Self.key(connection)) }
+    }
+
+    /// Shuts every connection past its deadline; how many.
+    @discardableResult
+    func reap(now: ContinuousClock.Instant = .now) -> Int {
+        table.withLock { t in
+            var count = 0
+            for (key, entry) in t {
+                guard let due = entry.due, due <= now else { continue }
+                shutdown(entry.fd, Int32(SHUT_RDWR))
+                t[key]?.due = nil
+                count += 1
+            }
+            return count
+        }
+    }
+
+    /// Starts the reaper, looking a few times per limit (at most once a second).
+    func start() {
+        let tick = max(min(limit / 4, .seconds(1)), .milliseconds(10))
+        let thread = OSThread.start(name: "http-deadlines") { [self] in
+            while !stopped.wait(timeout: tick, until: { $0 }, { $0 }) { reap() }
+        }
+        reaper.withLock { $0 = thread }
+    }
+
+    /// Ends the reaper and waits for it. Idempotent.
+    func stop() {
+        stopped.withLock { $0 = true }
+        stopped.signal()
+        reaper.withLock { t -> OSThread? in
+            defer { t = nil }
+            return t
+        }?.join()
+    }
+}
+
+/// Connection notification: a connection started (accepting thread) or is closing (its own thread
+/// or `MHD_stop_daemon`'s), before its socket is closed.
+func mhdConnectionNotify(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+    _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+    _ code: MHD_ConnectionNotificationCode
+) {
+    guard let cls, let connection else { return }
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    if code.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED
+        core.deadlines.opened(connection, fd: baton_mhd_connection_fd(connection))
+    } else {
+        core.deadlines.closed(connection)
+    }
+}
