@@ -67,16 +67,59 @@ public struct API: Sendable {
         return .anonymous
     }
 
+    /// The most body a request to the page or the login (`isPublic`) may declare when a token is
+    /// configured: a login is a few dozen bytes, and anyone may send one.
+    static let publicBodyBytes = 4096
+
+    /// Whether `path` needs no token: the page and its login hold no data.
+    static func isPublic(_ path: String) -> Bool { WebApp.asset(path) != nil || path == "/api/v1/session" }
+
+    /// The refusal for a request whose head alone has come (`r.body` empty), before any of its body
+    /// is read: the Host and other cross-site rules, then the token or session (a wrong token
+    /// waiting its turn, as in `handle`), and for the page and the login, which need neither, a
+    /// declared body over `publicBodyBytes` (413). Nil: read the body and `handle` the request.
+    /// The server calls it on its connection's thread (`HTTPServer`'s `admit`). Before, every
+    /// body up to `api.max-body` (16 MiB at most) was read in full before anyone looked at who sent
+    /// it, and 64 anonymous connections could hold a gigabyte of locked memory.
+    public func admit(_ r: HTTPRequest) -> HTTPResponse? {
+        if token != nil && Self.isPublic(r.path) {
+            if let refusal = crossSite.refusal(r) { return refusal }
+            if let declared = r.headers["content-length"].flatMap({ UInt64($0) }), declared > Self.publicBodyBytes {
+                return .error(
+                    413, "a request to \(r.path) without a token carries at most \(Self.publicBodyBytes) bytes of body")
+            }
+            return nil  // a wrong token here waits in `handle`, once
+        }
+        if case .refused(let response) = gate(r) { return response }
+        return nil
+    }
+
+    /// What the rules before routing make of a request.
+    enum Gate {
+        case admitted(Caller)
+        case refused(HTTPResponse)
+    }
+
     /// Answers one request.
     public func handle(_ r: HTTPRequest) -> HTTPResponse {
-        if let refusal = crossSite.refusal(r) { return refusal }
+        let who: Caller
+        switch gate(r) {
+        case .refused(let response): return response
+        case .admitted(let caller): who = caller
+        }
+        return route(r, who)
+    }
+
+    /// The cross-site rules, then who the caller is: a refusal, or the caller to route for.
+    func gate(_ r: HTTPRequest) -> Gate {
+        if let refusal = crossSite.refusal(r) { return .refused(refusal) }
         // A client with a bearer token to try: refused before it is compared while that client's
         // wrong guesses wait, or everyone's do (a 429 then says nothing of whether this one is
         // right); everyone's not for loopback nor an address that showed the right token lately
         // (`Sessions.sharesBudget`: a guesser with a few addresses does not lock the owner out).
         let client = r.remoteAddress ?? ""
         let bearing = token != nil && r.headers["authorization"] != nil
-        if bearing && sessions.guessesFull(from: client) { return Self.tooManyGuesses }
+        if bearing && sessions.guessesFull(from: client) { return .refused(Self.tooManyGuesses) }
         let who = caller(r)
         switch who {
         case .bearer, .session: sessions.authenticated(from: client)
@@ -84,18 +127,21 @@ public struct API: Sendable {
         }
         // A wrong bearer token waits as a wrong login does (four tries a second), on every path:
         // the session's GET would tell it otherwise.
-        if bearing, case .anonymous = who, !sessions.delayWrongToken(from: client) { return Self.tooManyGuesses }
+        if bearing, case .anonymous = who, !sessions.delayWrongToken(from: client) {
+            return .refused(Self.tooManyGuesses)
+        }
         // The page and its login need no token: they hold no data (another method on the page's
         // paths is a 404, as without a token).
-        let isPublic = WebApp.asset(r.path) != nil || r.path == "/api/v1/session"
-        if !isPublic {
+        if !Self.isPublic(r.path) {
             switch who {
             case .open, .bearer: break
             case .session(_, let csrf):
                 if r.method != "GET" && r.method != "HEAD" {
                     guard let given = r.headers["x-baton-csrf"], Self.constantTimeEqual(given, csrf) else {
-                        return CrossSiteGuard.forbidden(
-                            "csrf", "a \(r.method) with a session cookie must carry the page's X-Baton-CSRF header")
+                        return .refused(
+                            CrossSiteGuard.forbidden(
+                                "csrf",
+                                "a \(r.method) with a session cookie must carry the page's X-Baton-CSRF header"))
                     }
                 }
             case .anonymous:
@@ -104,9 +150,14 @@ public struct API: Sendable {
                     "a bearer token is required (Authorization: Bearer <token from api.token-file>), "
                         + "or a session: log in with POST /api/v1/session")
                 response.headers.append((name: "WWW-Authenticate", value: "Bearer"))
-                return response
+                return .refused(response)
             }
         }
+        return .admitted(who)
+    }
+
+    /// Routes a request the gate admitted from `who`.
+    private func route(_ r: HTTPRequest, _ who: Caller) -> HTTPResponse {
         let name = r.path.hasPrefix("/api/v1/") ? String(r.path.dropFirst("/api/v1/".count)) : ""
         let isCommand = Commands.names.contains(name) || (name.hasPrefix("zones/") && name.hasSuffix("/volume"))
         // HEAD is answered as GET (RFC 9110 9.3.2), libmicrohttpd leaving the body out: an uptime

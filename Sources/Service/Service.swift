@@ -106,7 +106,7 @@ public enum Service {
             limits.maxConnectionsPerClient = config.api.connectionsPerClient
             server = try HTTPServer(
                 host: config.api.listen.host, port: Int(config.api.listen.port),
-                maxBodyBytes: config.api.maxBody, limits: limits
+                maxBodyBytes: config.api.maxBody, limits: limits, admit: { api.admit($0) }
             ) { api.handle($0) }
         } catch {
             // Not 1 (a configuration that cannot work: systemd does not restart it): the address

@@ -13,11 +13,16 @@ import Testing
 /// The bearer token required when the API is reachable beyond loopback.
 @Suite(.ownThread) struct APITokenTests {
     /// A test daemon and its API with the token `s3cret-token`, on a server of its own (stop both).
-    static func tokenAPI() throws -> (TestDaemon, HTTPServer) {
+    static func tokenAPI(maxBody: Int = 4096) throws -> (TestDaemon, HTTPServer) {
         let t = try TestDaemon()
         let api = API(daemon: t.daemon, token: "s3cret-token")
         do {
-            return (t, try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { api.handle($0) })
+            return (
+                t,
+                try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: maxBody, admit: { api.admit($0) }) {
+                    api.handle($0)
+                }
+            )
         } catch {
             t.stop()
             throw error
@@ -278,6 +283,45 @@ import Testing
                 got.statuses == Array(repeating: path.hasSuffix("session") ? 200 : 401, count: 8), "\(got.statuses)")
             #expect(got.lastSeconds >= 1.9, "\(path): the eighth answered \(got.lastSeconds) s after they were sent")
         }
+    }
+
+    /// A request without the token, with a wrong one or for another Host is refused once its head
+    /// has come, before any of its body is read: 16 MB declared and none of it sent is answered at
+    /// once, and so is a login declaring more than a login needs. Before, every body up to
+    /// `api.max-body` (16 MiB) was read in full before anyone looked at who sent it.
+    @Test func aRefusedRequestsBodyIsNeverRead() throws {
+        let (t, server) = try Self.tokenAPI(maxBody: 16 << 20)
+        defer {
+            server.stop()
+            t.stop()
+        }
+        func head(_ path: String, _ extra: String, length: Int) throws -> RawClient.Response {
+            let c = try RawClient(port: server.port)
+            c.send(
+                "POST \(path) HTTP/1.1\r\nConnection: close\r\nContent-Type: application/json\r\n\(extra)"
+                    + "Content-Length: \(length)\r\n\r\n")
+            return try c.readResponse()
+        }
+        let none = try head("/api/v1/announce", "Host: 127.0.0.1\r\n", length: 16_000_000)
+        #expect(none.status == 401, "\(none.text)")
+        #expect(none.text.contains("bearer token is required"))
+        let wrong = try head(
+            "/api/v1/announce", "Host: 127.0.0.1\r\nAuthorization: Bearer guess\r\n", length: 16_000_000)
+        #expect(wrong.status == 401)
+        let host = try head("/api/v1/announce", "Host: evil.example\r\n", length: 16_000_000)
+        #expect(host.status == 403)
+        #expect(host.text.contains("host rule"))
+        let login = try head("/api/v1/session", "Host: 127.0.0.1\r\n", length: 100_000)
+        #expect(login.status == 413)
+        #expect(login.text.contains("without a token carries at most 4096 bytes"), "\(login.text)")
+        // With the token the body is read and the request carried out.
+        let body = #"{"sound": "bell1k", "zones": ["kitchen"]}"#
+        let c = try RawClient(port: server.port)
+        c.send(
+            "POST /api/v1/announce HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                + "Authorization: Bearer s3cret-token\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        let ok = try c.readResponse()
+        #expect(ok.status == 202, "\(ok.status) \(ok.text)")
     }
 
     /// A guesser on five addresses keeps the budget all clients share full; the owner's batonctl

@@ -49,7 +49,7 @@ struct HostileInputTests {
         let chunked = try Self.exchange(
             t.port,
             Array("POST /api/v1/announce HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8)
-                + Array("Transfer-Encoding: chunked\r\n\r\n".utf8)
+                + Array("Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
                 + Array([[UInt8]](repeating: piece, count: 10).joined()) + Array("0\r\n\r\n".utf8))
         #expect(chunked.status == 413)
         #expect(Self.error(chunked) == "request body exceeds 65536 bytes")

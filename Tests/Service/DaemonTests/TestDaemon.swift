@@ -95,7 +95,9 @@ final class TestDaemon {
         triggers = Triggers(daemon: daemon, logger: Logger(minimum: .error), edgeSources: edgeSources)
         triggers.start()
         let api = API(daemon: daemon, triggers: triggers)
-        server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: maxBody) { api.handle($0) }
+        server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: maxBody, admit: { api.admit($0) }) {
+            api.handle($0)
+        }
         // Wait until every zone with a real PCM is playing.
         _ = waitUntil {
             files.keys.allSatisfy { z in self.daemon.status().zones.first { $0.name == z }?.state == "available" }

@@ -81,6 +81,10 @@ func mhdAccessHandler(
         } catch {
             return queue(.error(400, error.message), on: connection, core: core)
         }
+        // Who sent it, before any of its body is read (a refusal of it sent at once).
+        if let admit = core.admit, let refusal = admit(request(connection, method, context, body: [])) {
+            return queue(refusal, on: connection, core: core, head: isHead(method))
+        }
         // Refuse a declared oversize body now, before any of it is read; libmicrohttpd then closes the
         // connection instead of reading the body.
         if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
@@ -110,20 +114,31 @@ func mhdAccessHandler(
     }
     if context.overflowed { return queue(tooLarge(core), on: connection, core: core) }
 
+    let whole = request(connection, method, context, body: context.body)
+    context.body = []
+    core.deadlines.arrived(connection)  // a slow handler is not cut
+    return queue(core.handler(whole), on: connection, core: core, head: isHead(method))
+}
+
+/// The request as the handler (or `admit`, with no body yet) sees it.
+private func request(
+    _ connection: OpaquePointer, _ method: UnsafePointer<CChar>?, _ context: RequestContext, body: [UInt8]
+) -> HTTPRequest {
     var headers: [String: String] = [:]
     _ = withUnsafeMutablePointer(to: &headers) {
         MHD_get_connection_values_n(connection, .HEADER_KIND, collectHeader, $0)
     }
-    let request = HTTPRequest(
+    return HTTPRequest(
         method: method.map { String(cString: $0) } ?? "GET",
         path: context.target?.path ?? "/",
         query: context.target?.query ?? [:],
         headers: headers,
-        body: context.body,
+        body: body,
         remoteAddress: baton_mhd_client_address(connection).flatMap(numericHost))
-    context.body = []
-    core.deadlines.arrived(connection)  // a slow handler is not cut
-    return queue(core.handler(request), on: connection, core: core, head: request.method == "HEAD")
+}
+
+private func isHead(_ method: UnsafePointer<CChar>?) -> Bool {
+    method.map { String(cString: $0) == "HEAD" } ?? false
 }
 
 private func tooLarge(_ core: ServerCore) -> HTTPResponse {

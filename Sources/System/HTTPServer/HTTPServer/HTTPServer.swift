@@ -55,16 +55,21 @@ public final class HTTPServer: Sendable {
     ///     `localhost` (= `127.0.0.1`). Only that address is bound.
     ///   - port: 0...65535; 0 lets the kernel choose (read `port` afterwards).
     ///   - maxBodyBytes: larger request bodies are answered 413 and never buffered.
+    ///   - admit: looks at each request once its head has come (`body` empty), before any of its
+    ///     body is read: a response refuses it (sent at once; libmicrohttpd closes a connection
+    ///     whose body is still to come rather than read it), nil lets it go on to `handler`. On
+    ///     the connection's thread.
     ///   - handler: answers each request; called on the connection's thread (see the type).
     /// - Throws: `HTTPServerError`, e.g. `cannot listen on 127.0.0.1:8470: Address already in use (errno 98)`.
     public init(
         host: String, port: Int, maxBodyBytes: Int, limits: Limits = Limits(),
+        admit: (@Sendable (HTTPRequest) -> HTTPResponse?)? = nil,
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
     ) throws(HTTPServerError) {
         let listener = try ListeningSocket(host: host, port: port, connectionLimit: limits.maxConnections)
         let core = ServerCore(
             maxBodyBytes: max(0, maxBodyBytes), requestTime: .seconds(max(1, limits.requestSeconds)),
-            handler: handler)
+            admit: admit, handler: handler)
         var flags =
             MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
             | MHD_USE_POLL.rawValue
@@ -118,13 +123,18 @@ final class ServerCore: Sendable {
     let maxBodyBytes: Int
     /// `Limits.requestSeconds`, kept by its reaper.
     let deadlines: RequestDeadlines
+    let admit: (@Sendable (HTTPRequest) -> HTTPResponse?)?
     let handler: @Sendable (HTTPRequest) -> HTTPResponse
     /// Set by `stop()` before `MHD_stop_daemon`, so blocked stream readers give up.
     let stopping = Atomic<Bool>(false)
 
-    init(maxBodyBytes: Int, requestTime: Duration, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) {
+    init(
+        maxBodyBytes: Int, requestTime: Duration, admit: (@Sendable (HTTPRequest) -> HTTPResponse?)?,
+        handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
+    ) {
         self.maxBodyBytes = maxBodyBytes
         self.deadlines = RequestDeadlines(limit: requestTime)
+        self.admit = admit
         self.handler = handler
     }
 }
