@@ -6,11 +6,18 @@ import AudioCore
 /// Written by hand because it is a container of a few dozen bytes around raw samples; every
 /// compressed format goes through its library.
 public enum WAVFile {
+    /// The data size sox and espeak-ng (`--stdout`) write when they cannot seek back to fill it in
+    /// (a pipe): 0x7FFFF000, with a RIFF size to match (0x7FFFF024).
+    static let pipePlaceholderSize = 0x7FFF_F000
+
     /// Whether a data chunk's `size` says "to the end": a pipe's writer, which cannot know it,
-    /// writes 0xFFFFFFFF, or 0 with the RIFF size (`riffSize`) unknown too. A 0 with a real RIFF
-    /// size is an empty data chunk: the chunks after it (LIST, id3) played as noise.
+    /// writes 0xFFFFFFFF, sox's and espeak-ng's placeholder (`pipePlaceholderSize` or more), or 0
+    /// with the RIFF size (`riffSize`) unknown too. A 0 with a real RIFF size is an empty data
+    /// chunk: the chunks after it (LIST, id3) played as noise. The placeholder read as a size: a
+    /// spoken announcement played to its end, then was said to be truncated after N of its
+    /// 1073739776 frames.
     static func dataRunsToTheEnd(size: Int, riffSize: Int) -> Bool {
-        size == 0xFFFF_FFFF || (size == 0 && (riffSize == 0 || riffSize == 0xFFFF_FFFF))
+        size >= pipePlaceholderSize || (size == 0 && (riffSize == 0 || riffSize == 0xFFFF_FFFF))
     }
 
     /// Decodes a whole WAV file held in memory. `name` is used in error messages. `limit`: a file of

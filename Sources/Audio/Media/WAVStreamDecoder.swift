@@ -1,8 +1,9 @@
 import AudioCore
 
 /// Decodes a RIFF/WAVE stream as it arrives, pulling its bytes from a `ByteSource`: PCM 8/16/24/32-bit
-/// integer and 32/64-bit float, including WAVE_FORMAT_EXTENSIBLE. A data chunk of size 0 or
-/// 0xFFFFFFFF (what a program writing to a pipe puts there) runs until the stream ends.
+/// integer and 32/64-bit float, including WAVE_FORMAT_EXTENSIBLE. A data chunk of size 0,
+/// 0xFFFFFFFF, or 0x7FFFF000 and more (what a program writing to a pipe puts there: sox and
+/// espeak-ng write 0x7FFFF000) runs until the stream ends.
 ///
 /// Samples convert exactly as `WAVFile` converts them (`s / 2^(bits-1)`), so both give the same Floats.
 ///

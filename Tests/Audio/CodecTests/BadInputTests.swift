@@ -392,6 +392,29 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
     }
 }
 
+/// What sox and espeak-ng write to a pipe (they cannot seek back to fill in the sizes): a data
+/// size of 0x7FFFF000 (RIFF 0x7FFFF024). It runs until the stream ends, as 0xFFFFFFFF does: it
+/// played to its end, then was said to be "the stream ended after N of its 1073739776 frames
+/// (truncated)" (a URL announcement's `stream-error`).
+@Suite(.ownThread) struct PipedWAVTests {
+    @Test(arguments: ["espeak-ng --stdout 'the doorbell rang'", "sox -n -b 16 -t wav - synth 0.5 sine 440"])
+    func aPipedWAVRunsToItsEnd(command: String) throws {
+        let path = TestDirectory.make("piped-wav") + "/piped.wav"
+        let run = Subprocess.run("/bin/sh", ["-c", "\(command) 2>/dev/null | cat > \(path)"])
+        try #require(run.status == 0, "\(command): \(run.output)")
+        let bytes = try readBytes(path)
+        // The placeholder is there (the writer's, not made up here); the samples after 44 bytes.
+        try #require(bytes.count > 44 && bytes[40..<44].elementsEqual([0x00, 0xF0, 0xFF, 0x7F]), "\(bytes.prefix(44))")
+        let decoder = try WAVStreamDecoder(source: chunked(bytes), name: "piped.wav")
+        #expect(decoder.totalFrames == nil)
+        let samples = try decodeAll(decoder)
+        #expect(samples.count == (bytes.count - 44) / 2)
+        let pcm = try WAVFile.decode(bytes, name: "piped.wav")
+        #expect(pcm.samples == samples)
+        #expect(pcm.damage == nil)
+    }
+}
+
 /// A WAV whose block align does not match its channels and sample size (24-bit audio in 32-bit
 /// words saying 24) is refused with the reason by both decoders: its samples were read packed, and
 /// played as noise.
