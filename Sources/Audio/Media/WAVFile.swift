@@ -71,10 +71,11 @@ public enum WAVFile {
                 // Shorter than its header says (a copy cut off): what it holds plays, and is said.
                 let frameBytes = max(1, f.channels * f.bits / 8)
                 if !streamed && size / frameBytes > available / frameBytes {
-                    pcm.damage =
+                    let truncated =
                         "truncated: its data chunk says \(size / frameBytes) frames, the file holds "
                         + "\(available / frameBytes) (\(DecodedPCM.seconds(available / frameBytes, rate: f.rate)) of "
                         + "\(DecodedPCM.seconds(size / frameBytes, rate: f.rate)) s)"
+                    pcm.damage = pcm.damage.map { "\(truncated); \($0)" } ?? truncated
                 }
                 return pcm
             }
@@ -123,19 +124,42 @@ public enum WAVFile {
                 let f = Float(
                     bitPattern: UInt32(bytes[p]) | UInt32(bytes[p + 1]) << 8 | UInt32(bytes[p + 2]) << 16 | UInt32(
                         bytes[p + 3]) << 24)
-                out[i] = f.isFinite ? f : 0  // NaN or infinite: silence (it would poison the resampler and mix)
+                out[i] = f
             }
         case (3, 64):
             for i in 0..<count {
                 let p = start + 8 * i
                 var bits: UInt64 = 0
                 for k in 0..<8 { bits |= UInt64(bytes[p + k]) << (8 * k) }
-                let f = Float(Double(bitPattern: bits))
-                out[i] = f.isFinite ? f : 0
+                out[i] = Float(Double(bitPattern: bits))
             }
         default:
             throw fail("WAV format code \(f.code) with \(f.bits)-bit samples is not supported (use PCM or float)")
         }
-        return DecodedPCM(samples: out, channels: f.channels, rate: f.rate)
+        var pcm = DecodedPCM(samples: out, channels: f.channels, rate: f.rate)
+        if f.code == 3 { try silenceNonFinite(&pcm, fail: fail) }
+        return pcm
+    }
+
+    /// Puts 0 for each float sample that is not a finite number (NaN, an infinity, a float64 beyond
+    /// Float's range: it would poison the resampler and the mix), and says how many and where in
+    /// `damage`, in `WAVStreamDecoder`'s words. A file of nothing else is refused: it "played" as
+    /// silence, answered `playing` and interrupted the music, without a word.
+    private static func silenceNonFinite(_ pcm: inout DecodedPCM, fail: (String) -> MediaError) throws(MediaError) {
+        var count = 0
+        var first = 0
+        for i in pcm.samples.indices where !pcm.samples[i].isFinite {
+            if count == 0 { first = i / pcm.channels }
+            count += 1
+            pcm.samples[i] = 0
+        }
+        guard count > 0 else { return }
+        guard count < pcm.samples.count else {
+            throw fail("none of its \(count) samples is a number (all NaN or infinite): nothing to play")
+        }
+        let damage = DecodeDamage(
+            count: count, one: WAVStreamDecoder.nonFiniteOne, many: WAVStreamDecoder.nonFiniteMany,
+            firstAtFrame: first, rate: pcm.rate)
+        pcm.damage = "\(damage)"
     }
 }

@@ -50,10 +50,13 @@ public final class WAVStreamDecoder: AudioDecoder {
         nonFinite == 0
             ? nil
             : DecodeDamage(
-                count: nonFinite, one: "sample that is not a number (NaN or infinite) played as silence",
-                many: "samples that are not numbers (NaN or infinite) played as silence",
-                firstAtFrame: firstNonFiniteAt, rate: rate)
+                count: nonFinite, one: Self.nonFiniteOne, many: Self.nonFiniteMany, firstAtFrame: firstNonFiniteAt,
+                rate: rate)
     }
+
+    /// The damage's words for samples that are not numbers (`WAVFile` says them too).
+    static let nonFiniteOne = "sample that is not a number (NaN or infinite) played as silence"
+    static let nonFiniteMany = "samples that are not numbers (NaN or infinite) played as silence"
 
     /// Reads the header up to the start of the samples (blocking on `source`).
     /// `name` (a file name or URL) appears in error messages.

@@ -388,7 +388,23 @@ func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
             decoder.damage?.description
                 == "4 samples that are not numbers (NaN or infinite) played as silence, the first 0.0 s in")
         #expect(decoder.damage?.firstAtFrame == 1)
-        #expect(try WAVFile.decode(bytes, name: "nan.wav").samples == [0.25, 0, 0.5, 0, 0, 0, -0.125])
+        // A sound file says it in the same words (it was silenced without a word).
+        let pcm = try WAVFile.decode(bytes, name: "nan.wav")
+        #expect(pcm.samples == [0.25, 0, 0.5, 0, 0, 0, -0.125])
+        #expect(pcm.damage == decoder.damage?.description)
+    }
+
+    /// A sound whose every sample is NaN or infinite is refused, naming the file: it passed as a
+    /// sound of 3 frames, the request answered `playing` and the music was interrupted for silence.
+    @Test(arguments: [32, 64])
+    func aSoundOfNothingButThemIsRefused(bits: Int) throws {
+        let bytes = Self.floatWAV([.nan, .infinity, -.nan], bits: bits)
+        #expect(
+            throws: MediaError(
+                file: "nan.wav", problem: "none of its 3 samples is a number (all NaN or infinite): nothing to play")
+        ) {
+            try WAVFile.decode(bytes, name: "nan.wav")
+        }
     }
 }
 
