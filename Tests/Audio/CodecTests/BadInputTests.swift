@@ -336,6 +336,27 @@ struct BadInputTests {
     }
 }
 
+/// Cover art past the 16 MiB budget for finding audio (a 20 MiB ID3v2 tag in front of an MP3)
+/// decodes whole, as a FLAC's does: it was refused, "no MPEG audio frame in the first 16 MiB".
+@Suite(.ownThread) struct LargeTagTests {
+    static let artBytes = 20 << 20
+
+    @Test func anMP3WithA20MiBTagDecodes() throws {
+        let mp3 = try Encoded(format: .mp3, sample: "", rate: 44100, channels: 2).bytes()
+        let plain = try decodeAll(MP3StreamDecoder(source: MemoryByteSource(mp3), name: "plain.mp3"))
+        // The MP3 ffmpeg made, with its own ID3v2 tag (if any) left behind the new one: an ID3v2.4
+        // tag of one APIC frame (sync-safe sizes, no unsynchronisation).
+        func syncsafe(_ n: Int) -> [UInt8] { (0..<4).map { UInt8(n >> (7 * (3 - $0)) & 0x7F) } }
+        let picture = Array("\u{0}image/jpeg\u{0}\u{3}\u{0}".utf8) + [UInt8](repeating: 0x55, count: Self.artBytes)
+        let frame = Array("APIC".utf8) + syncsafe(picture.count) + [0, 0] + picture
+        let tagged = Array("ID3".utf8) + [4, 0, 0] + syncsafe(frame.count) + frame + mp3
+        let decoder = try MP3StreamDecoder(source: chunked(tagged), name: "art.mp3")
+        let samples = try decodeAll(decoder, blockFrames: 4096)
+        #expect(samples.count == plain.count && samples == plain)
+        #expect(decoder.damage == nil)
+    }
+}
+
 /// The byte offsets of each "OggS" page in an Ogg stream, read from the page headers.
 func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
     var offsets: [Int] = []

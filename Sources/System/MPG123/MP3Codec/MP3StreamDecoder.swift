@@ -11,7 +11,8 @@ import CMPG123
 /// Always two channels: a mono stream (or a mono frame in a stream that switches mode) comes out on
 /// both.
 ///
-/// Errors: no MPEG frame within the first 16 MiB, a stream that changes its rate in the middle, and libmpg123's errors throw `DecodeError`; a failure of the source throws one with
+/// Errors: no MPEG frame within the first 16 MiB (after an ID3v2 tag at the start, of up to 64
+/// MiB), a stream that changes its rate in the middle, and libmpg123's errors throw `DecodeError`; a failure of the source throws one with
 /// `sourceError` set. libmpg123 skips junk between frames by itself (resynchronises); the decoder
 /// sees it as a gap between the end of one MPEG frame and the start of the next, and says so in
 /// `damage`. Once thrown, every later `read` throws the same error.
@@ -22,6 +23,9 @@ public final class MP3StreamDecoder: AudioDecoder {
     public static let formatName = "MP3"
     /// How many bytes one `read` (or the header search) may feed before it gives up on finding audio.
     static let maximumBytesWithoutAudio = 16 << 20
+    /// How many bytes an ID3v2 tag at the start (cover art) may take on top of that, as FLAC's
+    /// metadata may.
+    static let maximumTagBytes = 64 << 20
     /// Bytes pulled from the source per feed.
     static let feedSize = 16 << 10
 
@@ -43,6 +47,8 @@ public final class MP3StreamDecoder: AudioDecoder {
     private var tags: [(start: Int, end: Int)] = []
     private var fedBytes = 0
     private var feedTail: [UInt8] = []
+    /// Where the ID3v2 tag at the very start of the stream ends (0: none).
+    private var leadingTagEnd = 0
     /// libmpg123's count of the frames it parsed, at the last look.
     private var lastFrameNumber = -1
     /// Frames of another format were dropped since the last frame of the stream's own.
@@ -118,7 +124,14 @@ public final class MP3StreamDecoder: AudioDecoder {
             status = mpg123_read(handle, nil, 0, &done)
             if status == MPG123_NEW_FORMAT.rawValue { break }
             if status == MPG123_NEED_MORE.rawValue {
-                guard fed <= Self.maximumBytesWithoutAudio else {
+                // An ID3v2 tag in front (cover art: it may be larger than the budget for finding
+                // audio) has a budget of its own: a 20 MiB tag was refused as "no MPEG audio frame".
+                guard fed <= min(leadingTagEnd, Self.maximumTagBytes) + Self.maximumBytesWithoutAudio else {
+                    if leadingTagEnd > Self.maximumTagBytes {
+                        throw fail(
+                            "an ID3v2 tag of \(leadingTagEnd >> 20) MiB in front of the audio (more than "
+                                + "\(Self.maximumTagBytes >> 20) MiB)")
+                    }
                     throw fail("no MPEG audio frame in the first \(Self.maximumBytesWithoutAudio >> 20) MiB")
                 }
                 let n = try feedMore()
@@ -286,6 +299,7 @@ public final class MP3StreamDecoder: AudioDecoder {
             let size = scan[(i + 6)..<(i + 10)].reduce(0) { $0 << 7 | Int($1) }
             let footer = scan[i + 5] & 0x10 != 0 ? 10 : 0
             tags.append((base + i, base + i + 10 + size + footer))
+            if base + i == 0 { leadingTagEnd = 10 + size + footer }
             if tags.count > 8 { tags.removeFirst() }
         }
         feedTail = Array(scan.suffix(9))
