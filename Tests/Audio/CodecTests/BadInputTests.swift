@@ -336,10 +336,25 @@ struct BadInputTests {
     }
 }
 
-/// Cover art past the 16 MiB budget for finding audio (a 20 MiB ID3v2 tag in front of an MP3)
-/// decodes whole, as a FLAC's does: it was refused, "no MPEG audio frame in the first 16 MiB".
+/// Cover art past the 16 MiB budget for finding audio (a 20 MiB ID3v2 tag in front of an MP3, an
+/// OpusTags packet of 20 MiB) decodes whole, as a FLAC's does: they were refused, "no MPEG audio
+/// frame in the first 16 MiB", "no Opus audio in the first 16 MiB of the stream".
 @Suite(.ownThread) struct LargeTagTests {
     static let artBytes = 20 << 20
+
+    /// The Ogg page checksum (CRC-32, polynomial 0x04C11DB7, not reflected, initial 0), by table:
+    /// 20 MiB a bit at a time is slow in a debug build.
+    static let crcTable: [UInt32] = (0..<256).map { (n: Int) -> UInt32 in
+        var crc = UInt32(n) << 24
+        for _ in 0..<8 { crc = crc & 0x8000_0000 != 0 ? (crc << 1) ^ 0x04C1_1DB7 : crc << 1 }
+        return crc
+    }
+
+    static func crc(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0
+        for byte in bytes { crc = (crc << 8) ^ crcTable[Int((crc >> 24) ^ UInt32(byte))] }
+        return crc
+    }
 
     @Test func anMP3WithA20MiBTagDecodes() throws {
         let mp3 = try Encoded(format: .mp3, sample: "", rate: 44100, channels: 2).bytes()
@@ -351,6 +366,58 @@ struct BadInputTests {
         let frame = Array("APIC".utf8) + syncsafe(picture.count) + [0, 0] + picture
         let tagged = Array("ID3".utf8) + [4, 0, 0] + syncsafe(frame.count) + frame + mp3
         let decoder = try MP3StreamDecoder(source: chunked(tagged), name: "art.mp3")
+        let samples = try decodeAll(decoder, blockFrames: 4096)
+        #expect(samples.count == plain.count && samples == plain)
+        #expect(decoder.damage == nil)
+    }
+
+    @Test func anOggOpusWithA20MiBTagPacketDecodes() throws {
+        let opus = try Encoded(format: .oggOpus, sample: "", rate: 48000, channels: 2).bytes()
+        let plain = try decodeAll(OggOpusStreamDecoder(source: MemoryByteSource(opus), name: "plain.opus"))
+        let pages = oggPageOffsets(opus) + [opus.count]
+        // ffmpeg writes OpusHead alone on the first page and OpusTags alone on the second.
+        try #require(
+            pages.count > 3 && opus[(pages[1] + 27 + Int(opus[pages[1] + 26]))...].starts(with: Array("OpusTags".utf8)))
+        let serial = Array(opus[14..<18])
+        var out = Array(opus[pages[0]..<pages[1]])
+        var sequence = 1
+        /// One page of `lacing` segments over `body`, numbered next; its CRC made.
+        func page(_ type: UInt8, granule: UInt64, lacing: [UInt8], body: ArraySlice<UInt8>) {
+            var p = Array("OggS".utf8) + [0, type] + (0..<8).map { UInt8(truncatingIfNeeded: granule >> (8 * $0)) }
+            p += serial + (0..<4).map { UInt8(truncatingIfNeeded: sequence >> (8 * $0)) } + [0, 0, 0, 0]
+            p += [UInt8(lacing.count)] + lacing + body
+            let crc = Self.crc(p)
+            p.replaceSubrange(22..<26, with: (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * $0)) })
+            out += p
+            sequence += 1
+        }
+        // The new OpusTags: a vendor, then one comment of 20 MiB.
+        func le32(_ n: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: n >> (8 * $0)) } }
+        let comment = Array("COMMENT=".utf8) + [UInt8](repeating: 0x61, count: Self.artBytes)
+        let tags = Array("OpusTags".utf8) + le32(5) + Array("baton".utf8) + le32(1) + le32(comment.count) + comment
+        var lacing = [UInt8](repeating: 255, count: tags.count / 255) + [UInt8(tags.count % 255)]
+        var at = 0
+        var first = true
+        while !lacing.isEmpty {
+            let these = Array(lacing.prefix(255))
+            lacing.removeFirst(these.count)
+            let length = these.reduce(0) { $0 + Int($1) }
+            // A page no packet ends on has granule -1; the one the tags end on, 0.
+            page(first ? 0 : 1, granule: lacing.isEmpty ? 0 : .max, lacing: these, body: tags[at..<(at + length)])
+            at += length
+            first = false
+        }
+        // The audio pages as they were, numbered on.
+        for k in 2..<(pages.count - 1) {
+            let p = opus[pages[k]..<pages[k + 1]]
+            let segments = Int(p[p.startIndex + 26])
+            let granule = (0..<8).reduce(UInt64(0)) { $0 | UInt64(p[p.startIndex + 6 + $1]) << (8 * $1) }
+            page(
+                p[p.startIndex + 5], granule: granule,
+                lacing: Array(p[(p.startIndex + 27)..<(p.startIndex + 27 + segments)]),
+                body: p[(p.startIndex + 27 + segments)...])
+        }
+        let decoder = try OggOpusStreamDecoder(source: chunked(out), name: "art.opus")
         let samples = try decodeAll(decoder, blockFrames: 4096)
         #expect(samples.count == plain.count && samples == plain)
         #expect(decoder.damage == nil)

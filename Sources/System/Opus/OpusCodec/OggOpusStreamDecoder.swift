@@ -58,9 +58,11 @@ public final class OggOpusStreamDecoder: AudioDecoder {
         var status: Int32 = 0
         // Unretained: `self.reader` keeps it alive until `deinit` has freed the handle.
         let context = Unmanaged.passUnretained(reader).toOpaque()
+        reader.openingHeaders = true
         guard let handle = op_open_callbacks(context, &callbacks, nil, 0, &status) else {
             throw Self.error(status == 0 ? OP_EFAULT : status, reader: reader, name: name)
         }
+        reader.openingHeaders = false
         self.handle = handle
         self.reader = reader
         self.name = name
@@ -103,6 +105,12 @@ public final class OggOpusStreamDecoder: AudioDecoder {
         if let failure = reader.failure {
             return DecodeError(format: formatName, message: "\(name): \(failure.message)", sourceError: failure)
         }
+        if reader.overBudget && reader.openingHeaders && reader.isOpus {
+            return DecodeError(
+                format: formatName,
+                message: "\(name): more than \(SourceReader.maximumHeaderBytes >> 20) MiB of headers "
+                    + "(tags, cover art) before the audio")
+        }
         if reader.overBudget {
             return DecodeError(
                 format: formatName,
@@ -119,10 +127,21 @@ public final class OggOpusStreamDecoder: AudioDecoder {
 final class SourceReader {
     /// How many bytes one `read` (or the open) may consume before it gives up on finding audio.
     static let maximumBytesWithoutAudio = 16 << 20
+    /// How many bytes the open may consume once the stream starts as Ogg Opus (`OggS`, then
+    /// `OpusHead`): the OpusTags packet holds the cover art (METADATA_BLOCK_PICTURE), which may be
+    /// more than the 16 MiB for finding audio — as FLAC's metadata has 64 MiB. A file with 20 MiB
+    /// of tags was refused as "no Opus audio in the first 16 MiB of the stream".
+    static let maximumHeaderBytes = 64 << 20
 
     let source: any ByteSource
     private(set) var failure: ByteSourceError?
     private(set) var overBudget = false
+    /// Set while `op_open_callbacks` reads the headers.
+    var openingHeaders = false
+    /// Whether the first page read is an Opus identification header (the budget is then
+    /// `maximumHeaderBytes` while opening).
+    private(set) var isOpus = false
+    private var head: [UInt8] = []
     private var bytesThisRead = 0
 
     init(source: any ByteSource) { self.source = source }
@@ -133,13 +152,21 @@ final class SourceReader {
     /// Returns the bytes read, 0 at the end, or -1 (opusfile's read error) when the source failed.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int32 {
         if failure != nil || overBudget { return -1 }
-        if bytesThisRead > Self.maximumBytesWithoutAudio {
+        let budget = openingHeaders && isOpus ? Self.maximumHeaderBytes : Self.maximumBytesWithoutAudio
+        if bytesThisRead > budget {
             overBudget = true
             return -1
         }
         do {
             let n = try source.read(into: buffer)
             bytesThisRead += n
+            if head.count < 36 {
+                head += buffer.prefix(min(n, 36 - head.count))
+                // "OggS", the first page's header (27 bytes, one segment), then "OpusHead".
+                isOpus =
+                    head.count == 36 && head[0..<4].elementsEqual("OggS".utf8)
+                    && head[28..<36].elementsEqual("OpusHead".utf8)
+            }
             return Int32(n)
         } catch {
             failure = error
