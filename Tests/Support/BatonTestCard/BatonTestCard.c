@@ -269,7 +269,12 @@ static void freeze(card_t *c, int64_t now) {
     c->running = false;
 }
 
-/// Parses a signed decimal ("500", "-12.5") into parts per billion of a ppm value.
+/// Whether a drift leaves the clock running forward: -1 000 000 ppm or less is a rate of 0 or
+/// below (rate_scale 0: a writer spun for ever, or a false xrun).
+static bool drift_runs(int64_t ppb) { return ppb > -1000000000LL; }
+
+/// Parses a signed decimal ("500", "-12.5") into parts per billion of a ppm value; false for a
+/// drift that stops the clock or runs it backwards (`drift_runs`).
 static bool parse_ppm(const char *s, int64_t *ppb) {
     bool negative = false;
     int64_t whole = 0, fraction = 0, scale = 1000;
@@ -282,7 +287,9 @@ static bool parse_ppm(const char *s, int64_t *ppb) {
     }
     while (*s == ' ' || *s == '\t' || *s == '\r') s++;
     if (*s) return false;
-    *ppb = (whole * 1000 + fraction) * (negative ? -1 : 1);
+    int64_t value = (whole * 1000 + fraction) * (negative ? -1 : 1);
+    if (!drift_runs(value)) return false;
+    *ppb = value;
     return true;
 }
 
@@ -819,8 +826,16 @@ static int get_drift(snd_config_t *n, int64_t *ppb) {
     long i;
     double d;
     const char *s;
-    if (snd_config_get_integer(n, &i) == 0) { *ppb = (int64_t)i * 1000; return 0; }
-    if (snd_config_get_real(n, &d) == 0) { *ppb = (int64_t)(d * 1000); return 0; }
+    if (snd_config_get_integer(n, &i) == 0) {
+        if (i <= -1000000 || i > 1000000) return -EINVAL;
+        *ppb = (int64_t)i * 1000;
+        return drift_runs(*ppb) ? 0 : -EINVAL;
+    }
+    if (snd_config_get_real(n, &d) == 0) {
+        if (!(d > -1000000.0 && d <= 1000000.0)) return -EINVAL;
+        *ppb = (int64_t)(d * 1000);
+        return drift_runs(*ppb) ? 0 : -EINVAL;
+    }
     if (snd_config_get_string(n, &s) == 0 && parse_ppm(s, ppb)) return 0;
     return -EINVAL;
 }

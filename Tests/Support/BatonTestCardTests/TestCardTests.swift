@@ -588,6 +588,23 @@ struct TestCardTests {
         #expect(card.recordedBytes() == writer.written)
     }
 
+    /// A drift of -1 000 000 ppm or less (a clock stopped or running backwards: rate_scale 0 or
+    /// below, a writer spun for ever or saw a false xrun) is refused: in the definition with the
+    /// card's invalid-value error (the open fails), as a command as an unknown command, the card
+    /// running on at its rate.
+    @Test(.timeLimit(.minutes(1))) func aDriftThatStopsTheClockIsRefused() throws {
+        #expect(throws: (any Error).self) { _ = try CardWriter(ALSATestRig.makeCard(driftPPM: -1_000_000)) }
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
+        card.send(.drift(ppm: -1_000_000))
+        #expect(writer.write(periods: 20) == 0)
+        writer.pcm.drain()
+        #expect(card.events("unknown-command").map(\.detail) == ["drift"])  // the line up to its argument
+        #expect(card.events("drift").isEmpty)
+        #expect(card.recordedBytes() == writer.written)
+    }
+
     /// Every sample format and channel count the card takes is recorded byte for byte, at the shape given.
     @Test(arguments: [
         (SampleFormat.s16LE, 1, 48000, 480), (.s32LE, 2, 44100, 441), (.s32LE, 8, 48000, 240),
