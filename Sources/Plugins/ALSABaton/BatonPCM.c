@@ -480,6 +480,11 @@ static int set_constraints(baton_t *b) {
     return snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_BUFFER_BYTES, 256, 4 << 20);
 }
 
+/// The errno for batond's refusal at open (its ERROR sentence in `b->error`): -EBUSY when it has too
+/// many connections ("…; try again later": a program that retries on busy gets in), else -ENOENT
+/// (no such source). Every refusal was -ENOENT: "No such file or directory" for a busy batond.
+static int open_refusal(const baton_t *b) { return strstr(b->error, "try again later") ? -EBUSY : -ENOENT; }
+
 /// Connects and sends OPEN: 0, or -errno with one line on stderr.
 static int connect_to_batond(baton_t *b) {
     b->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -497,11 +502,23 @@ static int connect_to_batond(baton_t *b) {
     uint32_t version = BATON_PCM_PROTOCOL_VERSION;
     int err = send_message(b, BATON_MSG_OPEN, &version, sizeof version, b->source, strlen(b->source));
     if (err < 0) {
+        // batond may have refused at once (too many connections) and closed before OPEN went out:
+        // the ERROR it sent first is still there to read.
+        b->dead = false;
+        b->got_error = false;
+        read_input(b, 0);
+        b->dead = true;
+        if (b->got_error) {
+            fprintf(stderr, "baton: batond at %s refused source \"%s\" (at open): %s\n", b->socket_path, b->source,
+                    b->error);
+            return open_refusal(b);
+        }
         fprintf(stderr, "baton: batond at %s closed the connection at once (source \"%s\")\n", b->socket_path,
                 b->source);
         return -ECONNREFUSED;
     }
-    return await_reply(b, "at open", -ENOENT);
+    err = await_reply(b, "at open", -ENOENT);
+    return err == -ENOENT ? open_refusal(b) : err;
 }
 
 static int parse_definition(baton_t *b, snd_config_t *conf) {

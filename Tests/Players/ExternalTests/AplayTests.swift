@@ -756,9 +756,16 @@ func monotonicSeconds() -> Double {
         #expect(held.allSatisfy { $0 >= 0 })
         let refused = Self.exchange(rig.socket, Self.message(1, [1, 0, 0, 0] + Array("x".utf8)))
         #expect(refused.contains("batond has 32 connections from programs already; try again later"), "\(refused)")
+        // A program sees it as busy (try again), with batond's sentence: the plugin said every
+        // refusal at open was no such source (-ENOENT), or, when batond had closed before OPEN
+        // went out, "closed the connection at once" (-ECONNREFUSED).
+        ExternalRig.writeWAV(rig.directory + "/short.wav", AplayTests.music(frames: 4_800), channels: 2)
+        let busy = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "busy.log")
+        #expect(busy.wait(seconds: 10) != 0)
+        #expect(busy.output.contains("Device or resource busy"), "\(busy.output)")
+        #expect(busy.output.contains("try again later"), "\(busy.output)")
         for fd in held { close(fd) }
         held = []
-        ExternalRig.writeWAV(rig.directory + "/short.wav", AplayTests.music(frames: 4_800), channels: 2)
         let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "aplay.log")
         #expect(aplay.wait(seconds: 10) == 0, "batond runs on: \(aplay.output)")
     }
