@@ -219,6 +219,23 @@ struct HTTPServerTests {
         #expect(slow.readsEndOfFile(), "a body trickled past requestSeconds did not close the connection")
     }
 
+    /// The whole-request reaper sleeps while nothing is due: it looked a few times per
+    /// `requestSeconds` (at most once a second), an idle daemon's wake-ups for nothing.
+    @Test func theRequestReaperSleepsWhileNothingIsDue() throws {
+        var limits = HTTPServer.Limits()
+        limits.requestSeconds = 1
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 10, limits: limits, handler: Self.echo)
+        defer { server.stop() }
+        let client = try RawClient(port: server.port)
+        client.send("GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(try client.readHead().status == 200)
+        #expect(client.readsEndOfFile())
+        let before = server.requestDeadlineLooks
+        usleep(2_000_000)  // two limits with no connection open
+        // At most the one deadline it slept for when the request came (cleared since).
+        #expect(server.requestDeadlineLooks - before <= 1, "\(server.requestDeadlineLooks - before) looks for nothing")
+    }
+
     /// A request whose head is still coming `requestSeconds` after its connection opened (a byte
     /// every 200 ms, each restarting the idle timeout), and a connection that never sends one,
     /// are closed; a request that did arrive is served however long its answer lasts (an event

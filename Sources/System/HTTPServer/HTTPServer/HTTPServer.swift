@@ -44,6 +44,9 @@ public final class HTTPServer: Sendable {
     public let port: Int
     /// The host as given.
     public let host: String
+    /// How many times the whole-request reaper woke to look (`Limits.requestSeconds`): at a
+    /// deadline due, or one set while it slept with none — never while nothing is due.
+    package var requestDeadlineLooks: Int { core.deadlines.looks.load(ordering: .relaxed) }
 
     private let core: ServerCore
     private let daemon: Mutex<OpaquePointer?>

@@ -17,16 +17,38 @@ import Synchronization
 /// its close notification, which libmicrohttpd sends before it closes the socket. The reaper shuts a
 /// socket (`shutdown`, which wakes the connection's thread; libmicrohttpd then closes it as it would
 /// a client's hang-up) only under the table's lock, so it never touches a descriptor reused since.
+///
+/// The reaper sleeps until the earliest deadline, or while there is none (an idle daemon wakes for
+/// it once a day, not every second: no polling loop); a deadline set earlier than the one it sleeps
+/// for wakes it. Deadlines only move later (each is now + the limit), so that is a connection
+/// opened or answered while it sleeps with none.
 final class RequestDeadlines: Sendable {
     private struct Entry {
         let fd: Int32
         var due: ContinuousClock.Instant?
     }
 
+    private struct Table {
+        var entries: [Int: Entry] = [:]
+        /// True once the server stops: the reaper ends.
+        var stopped = false
+        /// The reaper sleeps until `sleepsUntil` (nil: with no deadline); `woken`: told to look again.
+        var sleeps = false
+        var sleepsUntil: ContinuousClock.Instant?
+        var woken = false
+
+        /// Notes a deadline set: true when the reaper, asleep past it, must be woken.
+        mutating func wakes(for due: ContinuousClock.Instant) -> Bool {
+            guard sleeps, !woken, sleepsUntil.map({ due < $0 }) ?? true else { return false }
+            woken = true
+            return true
+        }
+    }
+
     let limit: Duration
-    private let table = Mutex<[Int: Entry]>([:])
-    /// True once the server stops: the reaper ends.
-    private let stopped = ConditionLock(false)
+    /// How many times the reaper woke (`HTTPServer.requestDeadlineLooks`).
+    let looks = Atomic(0)
+    private let table = ConditionLock(Table())
     private let reaper = Mutex<OSThread?>(nil)
 
     init(limit: Duration) {
@@ -38,26 +60,32 @@ final class RequestDeadlines: Sendable {
     /// A connection opened on `fd`: its first request must arrive within the limit.
     func opened(_ connection: OpaquePointer, fd: Int32) {
         let due = ContinuousClock.now + limit
-        table.withLock { $0[Self.key(connection)] = Entry(fd: fd, due: fd >= 0 ? due : nil) }
+        let wake = table.withLock { t in
+            t.entries[Self.key(connection)] = Entry(fd: fd, due: fd >= 0 ? due : nil)
+            return fd >= 0 && t.wakes(for: due)
+        }
+        if wake { table.signal() }
     }
 
     /// The connection's request has arrived (or is answered already): no deadline while it is served.
     func arrived(_ connection: OpaquePointer) {
-        table.withLock { $0[Self.key(connection)]?.due = nil }
+        table.withLock { $0.entries[Self.key(connection)]?.due = nil }
     }
 
     /// The connection's request completed: the next one on it must arrive within the limit.
     func completed(_ connection: OpaquePointer) {
         let due = ContinuousClock.now + limit
-        table.withLock { t in
-            guard t[Self.key(connection)] != nil else { return }
-            t[Self.key(connection)]?.due = due
+        let wake = table.withLock { t in
+            guard t.entries[Self.key(connection)] != nil else { return false }
+            t.entries[Self.key(connection)]?.due = due
+            return t.wakes(for: due)
         }
+        if wake { table.signal() }
     }
 
     /// The connection is closing (its socket is closed right after): forgotten.
     func closed(_ connection: OpaquePointer) {
-        _ = table.withLock { $0.removeValue(forKey: Self.key(connection)) }
+        _ = table.withLock { $0.entries.removeValue(forKey: Self.key(connection)) }
     }
 
     /// Shuts every connection past its deadline; how many.
@@ -65,29 +93,43 @@ final class RequestDeadlines: Sendable {
     func reap(now: ContinuousClock.Instant = .now) -> Int {
         table.withLock { t in
             var count = 0
-            for (key, entry) in t {
+            for (key, entry) in t.entries {
                 guard let due = entry.due, due <= now else { continue }
                 shutdown(entry.fd, Int32(SHUT_RDWR))
-                t[key]?.due = nil
+                t.entries[key]?.due = nil
                 count += 1
             }
             return count
         }
     }
 
-    /// Starts the reaper, looking a few times per limit (at most once a second).
+    /// Starts the reaper.
     func start() {
-        let tick = max(min(limit / 4, .seconds(1)), .milliseconds(10))
         let thread = OSThread.start(name: "http-deadlines") { [self] in
-            while !stopped.wait(timeout: tick, until: { $0 }, { $0 }) { reap() }
+            while true {
+                let next = table.withLock { t in
+                    let next = t.entries.values.compactMap(\.due).min()
+                    (t.sleeps, t.sleepsUntil, t.woken) = (true, next, false)
+                    return next
+                }
+                let stop = table.wait(
+                    timeout: next.map { $0 - .now } ?? .seconds(86_400), until: { $0.stopped || $0.woken }
+                ) { t in
+                    t.sleeps = false
+                    return t.stopped
+                }
+                if stop { return }
+                looks.add(1, ordering: .relaxed)
+                reap()
+            }
         }
         reaper.withLock { $0 = thread }
     }
 
     /// Ends the reaper and waits for it. Idempotent.
     func stop() {
-        stopped.withLock { $0 = true }
-        stopped.signal()
+        table.withLock { $0.stopped = true }
+        table.signal()
         reaper.withLock { t -> OSThread? in
             defer { t = nil }
             return t
