@@ -58,9 +58,15 @@ public final class CallPlayer: Source, @unchecked Sendable {
                 drop: { o.drop($0) })
         }
         // The rings hold 20 ms beyond what one wake-up of the slowest-waking output takes at once
-        // (30 ms at the default period and buffer); the jitter buffer holds that much too
-        // (`IntercomLine`). The pump refills once per output wake-up (at most every 10 ms).
+        // (30 ms at the default period and buffer); the jitter buffer holds that much too, and
+        // lets its queue swing by it. The pump refills once per output wake-up (at most every
+        // 10 ms). Set for each call, from its zones as they are now: set once, when the intercom
+        // started listening, a reload that lengthened a call zone's buffer (40 → 100 ms: 10 → 50 ms
+        // at a wake-up) or added such a zone to the calls' left the jitter buffer trimming at the
+        // top of each of the pump's swings and concealing at the bottom: the call broke up there
+        // until a restart.
         let burst = outputs.map(\.device.burstNanoseconds).max() ?? 0
+        receiver.setConsumerBurst(burst)
         let pump = IntercomPump(receiver: receiver, targets: targets, lead: 20_000_000 + burst, interval: burst)
         self.pump = pump
         pump.start()

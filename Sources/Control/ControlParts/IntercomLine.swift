@@ -22,26 +22,25 @@ package final class IntercomLine: Sendable {
 
     /// Binds and starts the receiver; `onEvent` runs on its thread (short, see `RTPReceiver`). A port
     /// that cannot be bound is logged and published (`intercom-error`); the daemon runs on without
-    /// calls. `burst`: what one wake-up of the call's slowest-waking zone output takes from its slot at
-    /// once (ns, `DeviceOutput.burstNanoseconds`): the call's pump keeps that in the slot beyond its
-    /// own lead, so the jitter buffer must hold it too — its smallest target delay is at least
-    /// `burst` + 10 ms (20 ms, as always, at the default 10 ms burst) — and the pump pulls that much
-    /// at once, so the buffer's queue swings by it (`consumerBurst`). Control thread, at start.
+    /// calls. `burst`: what one wake-up of the slowest-waking output of `intercom.zones` takes from
+    /// its slot at once (ns, `DeviceOutput.burstNanoseconds`): the call's pump keeps that in the slot
+    /// beyond its own lead, so the jitter buffer must hold it too — its smallest target delay is at
+    /// least `burst` + 10 ms (20 ms, as always, at the default 10 ms burst) — and the pump pulls that
+    /// much at once, so the buffer's queue swings by it (`consumerBurst`). Each call sets it again
+    /// from the zones it plays in (`CallPlayer.start`). Control thread, at start.
     package func start(
         _ config: IntercomConfig, burst: Int, logger: Logger, events: EventLog,
         onEvent: @escaping @Sendable (CallEvent) -> Void
     ) {
         started.withLock { $0 = config }
-        var jitter = JitterBuffer.Configuration(payloadType: config.payloadType.map { UInt8($0) })
-        jitter.minimumDelay = max(jitter.minimumDelay, burst + 10_000_000)
-        jitter.initialDelay = max(jitter.initialDelay, jitter.minimumDelay)
-        jitter.consumerBurst = burst
+        let jitter = JitterBuffer.Configuration(payloadType: config.payloadType.map { UInt8($0) })
         let configuration = RTPReceiver.Configuration(
             host: config.listen.host, port: config.listen.port, channels: config.channels,
             silenceTimeout: config.silenceTimeout.wholeNanoseconds,
             jitter: jitter)
         do {
             let receiver = try RTPReceiver(configuration: configuration, onEvent: onEvent)
+            receiver.setConsumerBurst(burst)
             receiver.start()
             line.withLock { $0 = (receiver, nil) }
             logger.info("intercom: listening for RTP/Opus on \(config.listen.host):\(receiver.port)")

@@ -196,8 +196,15 @@ extension JitterBuffer {
         transits[transitIndex] = Int64(Self.samples(now)) - timestamp
         transitIndex = (transitIndex + 1) % transits.count
         transitCount = min(transitCount + 1, transits.count)
+        updateTarget()
+    }
+
+    /// The target from the transits measured, within `minimumDelay…maximumDelay`; false (the target
+    /// kept) until half a window is measured.
+    @discardableResult
+    mutating func updateTarget() -> Bool {
         // Until half a window is measured, keep the initial target.
-        guard transitCount * 2 >= transits.count else { return }
+        guard transitCount * 2 >= transits.count else { return false }
         var low = Int64.max
         var high = Int64.min
         for i in 0..<transitCount {
@@ -209,6 +216,7 @@ extension JitterBuffer {
         // one wake-up (`IntercomLine`), which can pass 200 ms; clamped to the maximum, each wake-up
         // took more than the buffer held (dropouts for the whole call).
         target = max(min(spread, Self.samples(configuration.maximumDelay)), Self.samples(configuration.minimumDelay))
+        return true
     }
 
     /// Extends a 16-bit sequence number to the value nearest `reference`.

@@ -172,7 +172,10 @@ public struct JitterBuffer: Sendable {
         case empty, queued, played, lost
     }
 
-    public let configuration: Configuration
+    /// The configuration in force: the one given to `init`, but for what `setConsumerBurst` sets.
+    public private(set) var configuration: Configuration
+    /// The configuration given to `init`: what `setConsumerBurst` starts from.
+    let requested: Configuration
     public internal(set) var counters = Counters()
     /// Bumped whenever the stream restarts: the play-out side resets its decoder when it changes.
     public internal(set) var generation = 0
@@ -214,6 +217,7 @@ public struct JitterBuffer: Sendable {
     public init(configuration: Configuration = Configuration()) {
         precondition(configuration.slots > 1 && configuration.maximumPayload > 0 && configuration.jitterWindow > 0)
         self.configuration = configuration
+        requested = configuration
         let n = configuration.slots
         slotSeq = [Int64](repeating: -1, count: n)
         slotState = [SlotState](repeating: .empty, count: n)
@@ -383,4 +387,20 @@ public struct JitterBuffer: Sendable {
         generation += 1
     }
 
+    /// Sets what the consumer takes at once (ns, `Configuration.consumerBurst`) and the delays that
+    /// follow from it: the consumer keeps that much queued beyond its own lead, so the smallest
+    /// target delay is at least `burst` + 10 ms (20 ms, as configured by default, at a 10 ms burst)
+    /// and the initial one at least that. From the configuration given to `init`: a smaller burst
+    /// lowers them again. At once, between packets as between calls: the target is taken again
+    /// from the transits measured within the new bounds (the initial delay until half a window is
+    /// measured). `IntercomPump`'s owner sets it at each call, from the call's zones.
+    public mutating func setConsumerBurst(_ burst: Int) {
+        var c = requested
+        c.minimumDelay = max(c.minimumDelay, burst + 10_000_000)
+        c.initialDelay = max(c.initialDelay, c.minimumDelay)
+        c.consumerBurst = burst
+        guard c != configuration else { return }
+        configuration = c
+        if !updateTarget() { target = Self.samples(configuration.initialDelay) }
+    }
 }

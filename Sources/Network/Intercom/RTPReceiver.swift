@@ -138,6 +138,13 @@ public final class RTPReceiver: @unchecked Sendable {
         pokes.post()  // the receive thread's sleep is timed from the call now
     }
 
+    /// Sets what the consumer takes from the jitter buffer at once (ns) and the delays that follow
+    /// (`JitterBuffer.setConsumerBurst`): the call's pump, at each call, from its zones' outputs. Any
+    /// thread.
+    public func setConsumerBurst(_ burst: Int) {
+        state.withLock { $0.jitter.setConsumerBurst(burst) }
+    }
+
     /// The last datagram refused (malformed, or not the call's), said: its sender and why —
     /// `192.168.1.20:5004: not an Opus packet: …`. Any thread (a snapshot).
     public var lastRefused: String? {

@@ -165,6 +165,23 @@ import Testing
         }
     }
 
+    /// The consumer's burst set at each call (`setConsumerBurst`, from the call's zones): the delays
+    /// follow it up and, from the configuration given, down again, and the target at once.
+    @Test func followsTheConsumerBurstSetAtEachCall() {
+        var buffer = JitterBuffer()
+        buffer.setConsumerBurst(50 * ms)
+        var c = buffer.configuration
+        #expect(c.minimumDelay == 60 * ms && c.initialDelay == 60 * ms && c.consumerBurst == 50 * ms, "\(c)")
+        buffer.setConsumerBurst(250 * ms)
+        c = buffer.configuration
+        #expect(c.minimumDelay == 260 * ms && c.initialDelay == 260 * ms && c.consumerBurst == 250 * ms, "\(c)")
+        #expect(buffer.targetDelay == 260 * ms)
+        buffer.setConsumerBurst(10 * ms)
+        c = buffer.configuration
+        #expect(c.minimumDelay == 20 * ms && c.initialDelay == 60 * ms && c.consumerBurst == 10 * ms, "\(c)")
+        #expect(buffer.targetDelay == 60 * ms)
+    }
+
     /// A minimum delay above the maximum (a call zone whose output takes 250 ms at each wake-up: the
     /// daemon asks 260 ms) is kept, and the call plays whole: the target was clamped to the 200 ms
     /// maximum once half the jitter window was measured, and each pull took more than the buffer

@@ -230,6 +230,43 @@ import Testing
         return call
     }
 
+    /// A reload lengthens the kitchen's buffer (40 → 100 ms: its output takes 50 ms from the call's
+    /// slot at each wake-up, not 10); the next call there keeps the longer delay in its jitter
+    /// buffer — at least 60 ms, 10 beyond what the pump pulls at once — and is heard whole. The
+    /// jitter buffer kept what it was set to when the intercom started listening (at least 20 ms,
+    /// its queue swinging by 10): measured on a quiet link, its target fell to ~20 ms, and it
+    /// trimmed a packet at the top of each of the pump's 50-ms swings and concealed at the bottom,
+    /// until a restart.
+    @Test func aCallAfterAReloadThatLengthensItsZonesBufferKeepsTheLongerDelay() throws {
+        let (t, port) = try daemon()
+        defer { t.stop() }
+        var new = t.config
+        new.zones[0].buffer = .milliseconds(100)
+        let report = t.daemon.apply(new)
+        #expect(report.zonesChanged == ["kitchen"] && !report.needsRestart.contains("intercom"), "\(report)")
+        let receiver = try #require(t.daemon.parts.intercom.receiver)
+        let caller = Self.call(port, seconds: 3)
+        defer { pthread_join(caller, nil) }
+        let call = try #require(Self.grantedCall(t), "the RTP call starts")
+        // Past half the jitter window (50 packets: the target is then measured), to the call's end.
+        #expect(waitUntil(seconds: 10) { receiver.counters.received > 60 })
+        var targets: [Int] = []
+        while receiver.isInCall && receiver.counters.received < 140 {
+            targets.append(receiver.delays.target / 1_000_000)
+            usleep(50_000)
+        }
+        #expect(targets.count > 5 && targets.allSatisfy { $0 >= 60 }, "target delays (ms): \(targets)")
+        #expect(waitUntil(seconds: 10) { !receiver.isInCall }, "the call ends")
+        usleep(300_000)
+        t.stop()
+        // The call's tone (ffmpeg's sine: amplitude 1/8) over its second second.
+        let out = t.left("kitchen")
+        let start = try #require(call.zoneFrames?["kitchen"])
+        let heard = stride(from: start + 44_100, to: start + 88_200, by: 2_205).filter { level(out, $0, 880) > 0.08 }
+            .count
+        #expect(heard >= 18, "880 Hz in \(heard) of 20 windows during the call")
+    }
+
     /// A reload that removes `intercom:` (a change that needs a restart) leaves the intercom as it
     /// runs, and says so: the status showed no intercom while the port stayed bound, and every
     /// call was refused ("no intercom is configured").
