@@ -140,9 +140,11 @@ extension Daemon {
                     s.configGeneration += 1
                 }
                 // The queue of the music asked again (the newest, if several: music replaces
-                // music), as it was heard, how long it may wait for its zones (nil: as any music),
-                // and whether its source, ended, kept its queue.
-                var resume: (queue: SavedQueue, number: Int, ttl: Duration?, id: SourceID, kept: Bool)?
+                // music), as it was heard, and how long it may wait for its zones (nil: as any
+                // music). The others that would have been asked again are passed over: said in the
+                // report (they vanished unsaid), with whether the queue saved is theirs.
+                var resume: (queue: SavedQueue, number: Int, ttl: Duration?, id: SourceID)?
+                var passedOver: [SourceID] = []
                 let ending = s.playbacks.values.sorted(by: { $0.id < $1.id }).filter { p in
                     p.zones.contains(where: stoppedZones.contains)
                         || (p.source as? ExternalPlayer).map({ externalEnding.contains($0.name) }) == true
@@ -158,7 +160,12 @@ extension Daemon {
                         case .askedAgain(let queue, let ttl):
                             // Newest by number ("music-10" sorts before "music-9" as text).
                             let number = Int(p.id.rawValue.split(separator: "-").last ?? "") ?? 0
-                            if number >= resume?.number ?? 0 { resume = (queue, number, ttl, p.id, said != .queued) }
+                            if number >= resume?.number ?? 0 {
+                                if let older = resume?.id { passedOver.append(older) }
+                                resume = (queue, number, ttl, p.id)
+                            } else {
+                                passedOver.append(p.id)
+                            }
                         case .left(let why): lost.append(why)
                         case .ends: break
                         }
@@ -177,15 +184,26 @@ extension Daemon {
                         p.endReason = "a reload changed its zones"
                     }
                 }
+                // The music whose queue is the one saved (one is: the last kept, by its end).
+                var keeper: SourceID?
                 for p in ending {
                     external.sayLeftPaused(p, why: "a reload changed its zones or its source")
                     apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
+                    let kept = parts.persistence.keptCount
                     finish(p.id, &s, why: "a reload changed its zones")
+                    if p.music != nil, parts.persistence.keptCount != kept {
+                        keeper = parts.persistence.saved.queue == nil ? nil : p.id
+                    }
                 }
                 // The music that plays on elsewhere (an AirPlay in the kitchen beside the patio's
                 // server music): not music started meanwhile.
                 let before = Set(s.playbacks.values.filter { $0.sourceClass == .music }.map(\.id))
-                return resume.map { (queue: $0.queue, ttl: $0.ttl, id: $0.id, kept: $0.kept, musicBefore: before) }
+                return resume.map {
+                    (
+                        queue: $0.queue, ttl: $0.ttl, id: $0.id, musicBefore: before, passedOver: passedOver,
+                        keeper: keeper
+                    )
+                }
             }
             report.warnings += lost
             for d in stopped { d.stop() }
@@ -233,7 +251,10 @@ extension Daemon {
                 report.warnings.append("the call the reload ended could not go on: \(error.message)")
             }
         }
-        if let (queue, ttl, id, kept, musicBefore) = resumeMusic {
+        if let (queue, ttl, id, musicBefore, passedOver, keeper) = resumeMusic {
+            // Its queue saved is `music/resume`'s once it ended, unless it plays on.
+            let saved = "; its queue is saved where it was heard (music/resume plays it on)"
+            var playsOn = false
             do throws(ControlError) {
                 // Not over music a user started meanwhile (a request, a resume). Any music was
                 // taken for that: other music playing on in zones the reload left alone stopped
@@ -246,6 +267,7 @@ extension Daemon {
                     throw ControlError(.conflict, "music was started meanwhile")
                 }
                 let admission = try music.play(queue, ttl: ttl)
+                playsOn = true
                 logger.info("reload: the music on the zones it reopened plays on as \(admission.id)")
                 if !admission.skipped.isEmpty {
                     report.warnings.append(
@@ -254,7 +276,13 @@ extension Daemon {
                 }
             } catch {
                 report.warnings.append(
-                    "\(id) could not play on after the reload: \(error.message)\(kept ? "; its queue is saved where it was heard (music/resume plays it on)" : "")"
+                    "\(id) could not play on after the reload: \(error.message)\(keeper == id ? saved : "")")
+            }
+            // Music on reopened zones beside newer music asked again (another zone's, or queued
+            // behind it) vanished unsaid: only the newest is asked again.
+            for older in passedOver {
+                report.warnings.append(
+                    "\(older) is not asked again: only the newest music is (\(id))\(keeper == older && !playsOn ? saved : "; its queue is not saved")"
                 )
             }
         }

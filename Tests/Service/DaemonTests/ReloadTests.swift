@@ -610,6 +610,33 @@ extension ReloadTests {
         #expect(resumed.status == 202, "\(resumed.object)")
     }
 
+    /// Server music in the kitchen, newer server music on the patio; a reload reopens both: the
+    /// newer is asked again, and the report says the older is not, nor its queue saved (the newer's
+    /// plays on). The older vanished unsaid.
+    @Test func musicPassedOverForNewerMusicIsInTheReport() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        defer { t.stop() }
+        let position = { (id: String) in (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 }
+        let older = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["kitchen"]}"#).object["id"])
+        let newer = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["patio"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { position(older) > 0.5 && position(newer) > 0.5 })
+        var new = t.daemon.config
+        new.zones[0].rate = 48_000
+        new.zones[1].rate = 44_100
+        let report = t.daemon.apply(new)
+        #expect(report.zonesChanged == ["kitchen", "patio"])
+        #expect(
+            report.warnings == [
+                "\(older) is not asked again: only the newest music is (\(newer)); its queue is not saved"
+            ],
+            "\(report.warnings)")
+        let again = try #require(
+            try t.status().sources.first { ![older, newer].contains($0.id) && $0.class == "music" })
+        #expect(again.zones == ["patio"], "the newer plays on: \(again)")
+    }
+
     /// Server music on the card and the kitchen, the card unplugged when a reload reopens it: the
     /// music plays on in the kitchen, and the report says it does without the card (skipped for
     /// good: it said nothing).
