@@ -65,6 +65,8 @@ final class MQTTBridge: @unchecked Sendable {
         var discoveredSounds: [String]?
         /// The sounds directory could not be read at the last look (said once).
         var soundsUnreadable = false
+        /// The zones whose max-volume is too low for a volume slider, as last said (each said once).
+        var noVolumeSlider: Set<String> = []
         /// The connection as last reported, and whether its being down was said since it was last
         /// up (to say each change once).
         var connection: MQTTStatus.Connection?
@@ -532,12 +534,7 @@ final class MQTTBridge: @unchecked Sendable {
             if let data = try? JSONEncoder.baton.encode(z) {
                 retain("\(base)/zones/\(name)/state", String(decoding: data, as: UTF8.self))
             }
-            // Not above the slider's top (the max-volume rounded down): Home Assistant refuses a
-            // state out of its number's range and keeps showing the old one (0.555 of 0.555 was 56
-            // on a slider to 55).
-            let percent = Int((z.volume * 100).rounded())
-            retain(
-                "\(base)/zones/\(name)/volume", "\(min(percent, Self.percent(daemon.maxVolume(of: name)) ?? percent))")
+            retain("\(base)/zones/\(name)/volume", Self.volumeText(z.volume, maxVolume: daemon.maxVolume(of: name)))
         }
         let summary = Summary(
             zones: Dictionary(uniqueKeysWithValues: zones),
@@ -639,13 +636,21 @@ final class MQTTBridge: @unchecked Sendable {
             name: "Baton \(base.split(separator: "/").last ?? "")",
             zones: zones, prefix: config.discoveryPrefix,
             topicPrefix: config.topicPrefix, sounds: sounds,
-            maxVolumes: zones.reduce(into: [:]) { m, zone in m[zone] = Self.percent(daemon.maxVolume(of: zone)) })
+            maxVolumes: zones.reduce(into: [:]) { m, zone in m[zone] = daemon.maxVolume(of: zone).map { $0 * 100 } })
     }
 
-    /// A zone's max-volume as the top of Home Assistant's slider: rounded down, a volume the zone
-    /// accepts.
-    static func percent(_ maxVolume: Double?) -> Int? {
-        maxVolume.map { Int(($0 * 100 + 1e-9).rounded(.down)) }
+    /// A zone's volume (0…1) as its `zones/<zone>/volume` topic says it: in percent, on its Home
+    /// Assistant slider's steps (whole percents; tenths for a max-volume below 1 %) and not above
+    /// its top (the max-volume rounded down): Home Assistant refuses a state out of its number's
+    /// range and keeps showing the old one (0.555 of 0.555 was 56 on a slider to 55; 0.4 % was 0).
+    static func volumeText(_ volume: Double, maxVolume: Double?) -> String {
+        let slider = maxVolume.flatMap { HomeAssistantDiscovery.volumeSlider(maxPercent: $0 * 100) }
+        guard let slider, slider.step < 1 else {
+            let percent = Int((volume * 100).rounded())
+            return "\(slider.map { min(percent, Int($0.max)) } ?? percent)"
+        }
+        let tenths = min(Int((volume * 1000).rounded()), Int((slider.max * 10).rounded()))
+        return "\(tenths / 10).\(tenths % 10)"
     }
 
     /// Publishes every entity; `sounds` nil (the directory cannot be read now): the sound entities
@@ -656,6 +661,7 @@ final class MQTTBridge: @unchecked Sendable {
             let discovery = try discovery(zones: daemon.zoneNames, sounds: sounds)
             if read != nil { inbox.shared.withLock { $0.discoveredSounds = sounds } }
             for m in discovery.messages() { publish(m.topic, m.payload, retain: true) }
+            sayNoVolumeSlider(discovery)
             // No sounds (a reload emptied the directory): the select published before goes, or its
             // options stay in Home Assistant and each fails. So does the doorbell button.
             guard read != nil else { return }
@@ -663,6 +669,24 @@ final class MQTTBridge: @unchecked Sendable {
             if !discovery.sounds.contains("doorbell") { publish(discovery.doorbellButton().topic, [], retain: true) }
         } catch {
             logger.warning("mqtt: Home Assistant discovery: \(error)")
+        }
+    }
+
+    /// Logs each zone that gets no volume entity (its max-volume below 0.1 %) once, until that changes.
+    private func sayNoVolumeSlider(_ discovery: HomeAssistantDiscovery) {
+        let none = Set(
+            discovery.zones.filter { zone in
+                HomeAssistantDiscovery.volumeSlider(maxPercent: discovery.maxVolumes[zone] ?? 100) == nil
+            })
+        let new = inbox.shared.withLock { s in
+            defer { s.noVolumeSlider = none }
+            return none.subtracting(s.noVolumeSlider)
+        }
+        for zone in new.sorted() {
+            let max = daemon.maxVolume(of: zone).map(ConfigSyntax.formatVolume) ?? "0"
+            logger.warning(
+                "mqtt: zone \(zone): max-volume \(max) is below 0.1%, the smallest step of Home Assistant's volume slider: it gets no volume entity (one published before is removed)"
+            )
         }
     }
 

@@ -136,6 +136,29 @@ import Testing
     /// select's options follow, and the doorbell button goes with the `doorbell` sound. The options
     /// were those of the last connect or reload (a new sound chosen in HA's select was not one of
     /// them), and the button was published with no `doorbell` sound, each press failing.
+    /// A zone with max-volume 0.5 % gets a slider to 0.5 in steps of 0.1, its state in tenths (not
+    /// above the top) and a volume set in tenths carried out; one with 0.05 % gets no volume entity,
+    /// and the one an earlier run left retained is removed. The slider went from 0 to 0 (Home
+    /// Assistant refuses it: no volume entity) and the state said 0.
+    @Test func aZoneBelowOnePercentHasASliderInTenths() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let patio = "homeassistant/number/baton_test-speaker/patio_volume/config"
+        try broker.publish(topic: patio, message: #"{"name":"patio volume","max":0,"min":0}"#, retain: true)
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url), maxVolumes: ["kitchen": 0.005, "patio": 0.0005])
+        defer { t.stop() }
+        #expect(connected(t))
+        func kept(_ topic: String) -> String { (try? retained(broker, topic, count: 1).first?.payload) ?? "" }
+        let kitchen = kept("homeassistant/number/baton_test-speaker/kitchen_volume/config")
+        #expect(kitchen.contains(#""max":0.5,"min":0"#) && kitchen.contains(#""step":0.1"#), "\(kitchen)")
+        #expect(kept("\(base)/zones/kitchen/volume") == "0.5")
+        try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "0.3")
+        #expect(waitUntil(seconds: 5) { kept("\(base)/zones/kitchen/volume") == "0.3" })
+        #expect(abs(((try? t.status().zones.first { $0.name == "kitchen" }?.volume) ?? 0) - 0.003) < 1e-9)
+        // Gone from the broker: nothing retained there (the subscription times out, 5 s).
+        #expect(!kept(patio).contains("name"), "the patio's slider is removed: \(kept(patio))")
+    }
+
     @Test func theDiscoveryFollowsTheSoundsDirectory() throws {
         let broker = try MosquittoBroker()
         defer { broker.stop() }

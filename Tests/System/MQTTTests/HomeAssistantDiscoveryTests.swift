@@ -51,6 +51,27 @@ import Testing
         #expect(discovery.volumeNumber(zone: "main").text.contains(#""max":100,"min":0"#))
     }
 
+    /// A zone whose `max-volume` is below 1 % gets a slider in tenths up to it, rounded down (0.55 %
+    /// → 0.5); below 0.1 % none, its discovery message empty (removing one published before). The
+    /// slider went from 0 to 0, which Home Assistant refuses (max must be above min): the zone had
+    /// no volume entity.
+    @Test func aZoneBelowOnePercentGetsASliderInTenthsOrNone() throws {
+        let discovery = try HomeAssistantDiscovery(
+            device: "kitchen", name: "K", zones: ["patio", "tiny", "off"],
+            maxVolumes: ["patio": 0.55, "tiny": 0.05, "off": 0])
+        #expect(discovery.volumeNumber(zone: "patio").text.contains(#""max":0.5,"min":0,"mode":"slider""#))
+        #expect(discovery.volumeNumber(zone: "patio").text.contains(#""step":0.1,"#))
+        for zone in ["tiny", "off"] {
+            let none = discovery.volumeNumber(zone: zone)
+            #expect(none.topic == "homeassistant/number/baton_kitchen/\(zone)_volume/config" && none.payload.isEmpty)
+            #expect(discovery.messages().contains(none))
+        }
+        #expect(HomeAssistantDiscovery.volumeSlider(maxPercent: 1)! == (1, 1))
+        #expect(HomeAssistantDiscovery.volumeSlider(maxPercent: 55.5)! == (55, 1))
+        #expect(HomeAssistantDiscovery.volumeSlider(maxPercent: 0.1)! == (0.1, 0.1))
+        #expect(HomeAssistantDiscovery.volumeSlider(maxPercent: 0.099) == nil)
+    }
+
     /// A zone's state sensor: the state field, the rest as attributes, exact JSON.
     @Test func buildsAZoneStateSensor() throws {
         let message = try Self.discovery().stateSensor(zone: "main")

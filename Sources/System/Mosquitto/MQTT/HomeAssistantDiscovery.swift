@@ -30,15 +30,15 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     public let topicPrefix: String
     /// The announcement sounds, the options of the sound `select` (none: no select).
     public let sounds: [String]
-    /// Each zone's highest volume in percent (its `max-volume`), the top of its volume slider; a
-    /// zone not named here goes to 100.
-    public let maxVolumes: [String: Int]
+    /// Each zone's highest volume in percent (its `max-volume`: 0.5 for 0.5 %), the top of its
+    /// volume slider (``volumeSlider(maxPercent:)``); a zone not named here goes to 100.
+    public let maxVolumes: [String: Double]
 
     /// - Throws: ``MQTTError/invalidConfiguration(field:reason:)`` naming a device or zone name that
     ///   cannot be part of a topic and an HA id.
     public init(
         device: String, name: String, zones: [String], prefix: String = "homeassistant",
-        topicPrefix: String = "baton", sounds: [String] = [], maxVolumes: [String: Int] = [:]
+        topicPrefix: String = "baton", sounds: [String] = [], maxVolumes: [String: Double] = [:]
     ) throws(MQTTError) {
         try Self.checkID(device, field: "device")
         for (index, zone) in zones.enumerated() { try Self.checkID(zone, field: "zones[\(index)]") }
@@ -76,7 +76,8 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
 
     /// Every discovery message: the doorbell button (when there is a `doorbell` sound: without one
     /// each press failed, said only on `<base>/errors`), the music buttons, the sound select with
-    /// its announce button, the notify entity, then per zone its volume, state and now-playing sensor.
+    /// its announce button, the notify entity, then per zone its volume (empty for a zone with no
+    /// slider: see ``volumeNumber(zone:)``), state and now-playing sensor.
     public func messages() -> [Message] {
         (sounds.contains("doorbell") ? [doorbellButton()] : []) + musicButtons()
             + (sounds.isEmpty ? [] : [soundSelect()]) + [announceButton(), notify()]
@@ -98,17 +99,34 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
                 payloadPress: #"{"sound":"doorbell"}"#, icon: "mdi:doorbell"))
     }
 
-    /// A `number` 0–100 (up to the zone's `maxVolumes`: a slider past it would only be refused) for
-    /// `zone`'s volume: commands to `…/zones/<zone>/volume/set`, state from `…/zones/<zone>/volume`.
+    /// A `number` from 0 up to the zone's `maxVolumes` (a slider past it would only be refused),
+    /// as ``volumeSlider(maxPercent:)`` gives it, for `zone`'s volume: commands to
+    /// `…/zones/<zone>/volume/set`, state from `…/zones/<zone>/volume`. A zone with no slider
+    /// (`max-volume` below 0.1 %) gets the message empty, which removes one published before: Home
+    /// Assistant refuses a number whose max is not above its min, and the entity was missing.
     public func volumeNumber(zone: String) -> Message {
         let zoneTopic = "\(baseTopic)/zones/\(zone)"
+        guard let slider = Self.volumeSlider(maxPercent: maxVolumes[zone] ?? 100) else {
+            return Message(topic: "\(prefix)/number/\(nodeID)/\(zone)_volume/config", payload: [])
+        }
         return message(
             component: "number", objectID: "\(zone)_volume",
             Entity(
                 name: "\(zone) volume", uniqueID: "\(nodeID)_\(zone)_volume",
                 commandTopic: "\(zoneTopic)/volume/set", stateTopic: "\(zoneTopic)/volume",
-                min: 0, max: Swift.min(100, Swift.max(0, maxVolumes[zone] ?? 100)), step: 1, mode: "slider",
+                min: 0, max: slider.max, step: slider.step, mode: "slider",
                 icon: "mdi:volume-high"), zone: zone)
+    }
+
+    /// The top and step of the volume slider of a zone whose `max-volume` is `maxPercent` %: from
+    /// 1 %, whole percents, the top rounded down (a volume the zone accepts); below 1 %, tenths
+    /// (0.55 % → 0.5, step 0.1: a top of 0, rounded down to whole percents, made a slider Home
+    /// Assistant refuses); below 0.1 % (or 0), nil: no slider.
+    public static func volumeSlider(maxPercent: Double) -> (max: Double, step: Double)? {
+        let top = Swift.min(100, Swift.max(0, maxPercent))
+        if top >= 1 { return ((top + 1e-9).rounded(.down), 1) }
+        let tenths = (top * 10 + 1e-9).rounded(.down)
+        return tenths >= 1 ? (tenths / 10, 0.1) : nil
     }
 
     /// A `sensor` showing `zone`'s state: the `state` field of the JSON on `…/zones/<zone>/state`,
@@ -212,9 +230,9 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         var payloadPress: String?
         var valueTemplate: String?
         var jsonAttributesTopic: String?
-        var min: Int?
-        var max: Int?
-        var step: Int?
+        var min: Double?
+        var max: Double?
+        var step: Double?
         var mode: String?
         var icon: String?
         var options: [String]?
@@ -226,7 +244,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         init(
             name: String, uniqueID: String, commandTopic: String? = nil, stateTopic: String? = nil,
             payloadPress: String? = nil, valueTemplate: String? = nil, jsonAttributesTopic: String? = nil,
-            min: Int? = nil, max: Int? = nil, step: Int? = nil, mode: String? = nil, icon: String? = nil,
+            min: Double? = nil, max: Double? = nil, step: Double? = nil, mode: String? = nil, icon: String? = nil,
             options: [String]? = nil
         ) {
             self.name = name
