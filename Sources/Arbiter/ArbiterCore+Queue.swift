@@ -61,7 +61,10 @@ extension ArbiterCore {
                     emit(.rejected(record.id), .queueFull(limit: limit))
                     return
                 }
-                replace(replaced, by: record.contender)
+                // A request that may wait no time (`ttl: 0`, "now or never") is queued only to expire
+                // in this same step: it is not let in, and replaces nothing. (Replaced here, the music
+                // a call interrupted was lost for good, the newcomer expired: nothing after the call.)
+                if record.ttl != .zero { replace(replaced, by: record.contender) }
                 enqueue(record, reason: .delayedBy(by))
             case .reject:
                 emit(.rejected(record.id), .higherRejects(by))

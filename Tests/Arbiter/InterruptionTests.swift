@@ -274,6 +274,21 @@ struct InterruptionTests {
         #expect(s.state("radio") == .playing)
     }
 
+    /// A replacement that may wait no time (`ttl: 0`) and cannot play now expires and replaces
+    /// nothing: the music the call interrupted plays on after it.
+    @Test func aReplacementWithTTLZeroThatCannotPlayNowKeepsTheMusic() {
+        var policy = Policy.default
+        policy.classes[.music]?.ttl = .zero
+        var s = Script(policy: policy)
+        s.request("radio", .music)
+        s.request("intercom", .call)
+        #expect(s.request("playlist", .music) == [.queued("playlist"), .expired("playlist")])
+        #expect(s.reason(of: .expired("playlist")) == .ttlElapsed(.zero))
+        #expect(s.state("radio") == .interrupted)
+        #expect(s.release("intercom") == [.finished("intercom"), .interruptionEnded("radio", shouldResume: true)])
+        #expect(s.state("radio") == .playing)
+    }
+
     /// A full queue refuses the replacement before anything is replaced; one the replace itself makes
     /// room for is queued (the queued music it replaces does not count against the limit).
     @Test func aReplacementRefusedByAFullQueueKeepsTheMusic() {
