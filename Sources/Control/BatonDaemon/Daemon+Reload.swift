@@ -252,9 +252,11 @@ extension Daemon {
             }
         }
         if let (queue, ttl, id, musicBefore, passedOver, keeper) = resumeMusic {
-            // Its queue saved is `music/resume`'s once it ended, unless it plays on.
+            // Its queue saved is `music/resume`'s once it ended, unless it plays on, or music was
+            // started meanwhile (whose next save replaces the kept queue).
             let saved = "; its queue is saved where it was heard (music/resume plays it on)"
             var playsOn = false
+            var startedMeanwhile = false
             do throws(ControlError) {
                 // Not over music a user started meanwhile (a request, a resume). Any music was
                 // taken for that: other music playing on in zones the reload left alone stopped
@@ -264,6 +266,7 @@ extension Daemon {
                         s.playbacks.values.contains { $0.sourceClass == .music && !musicBefore.contains($0.id) }
                     })
                 else {
+                    startedMeanwhile = true
                     throw ControlError(.conflict, "music was started meanwhile")
                 }
                 let admission = try music.play(queue, ttl: ttl)
@@ -276,13 +279,14 @@ extension Daemon {
                 }
             } catch {
                 report.warnings.append(
-                    "\(id) could not play on after the reload: \(error.message)\(keeper == id ? saved : "")")
+                    "\(id) could not play on after the reload: \(error.message)\(keeper == id && !startedMeanwhile ? saved : "")"
+                )
             }
             // Music on reopened zones beside newer music asked again (another zone's, or queued
             // behind it) vanished unsaid: only the newest is asked again.
             for older in passedOver {
                 report.warnings.append(
-                    "\(older) is not asked again: only the newest music is (\(id))\(keeper == older && !playsOn ? saved : "; its queue is not saved")"
+                    "\(older) is not asked again: only the newest music is (\(id))\(keeper == older && !playsOn && !startedMeanwhile ? saved : "; its queue is not saved")"
                 )
             }
         }
