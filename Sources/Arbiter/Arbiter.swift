@@ -111,6 +111,14 @@ public struct Arbiter<Instant: InstantProtocol>: Sendable where Instant.Duration
         return .some(max(.zero, ttl - waited))
     }
 
+    /// Whether the user's pause is on `source` (`pause` given, no `play` since). For a queued
+    /// source its state reads `queued`, and this is the pause it will be granted with. `false` when
+    /// unknown. A pure read.
+    public func isPaused(_ source: SourceID) -> Bool {
+        guard let i = core.index(of: source) else { return false }
+        return core.records[i].paused
+    }
+
     /// Every known source (granted or queued), in arrival order.
     public var sourceIDs: [SourceID] { core.records.map(\.id) }
 

@@ -183,11 +183,13 @@ struct QueueEdgeTests {
         #expect(s.request("music", .music) == [.queued("music")])
         #expect(s.user(.pause, "music") == [])
         #expect(s.state("music") == .queued)
+        #expect(s.arbiter.isPaused("music"), "the pause it will be granted with")
         #expect(s.release("intercom") == [.finished("intercom"), .granted("music", zones: ["kitchen"])])
         #expect(s.state("music") == .paused)
         #expect(s.arbiter.status(of: "music")?.zones == [ZoneEntry(zone: "kitchen", audibility: .audible, cause: nil)])
         #expect(s.user(.play, "music") == [])
         #expect(s.state("music") == .playing)
+        #expect(!s.arbiter.isPaused("music") && !s.arbiter.isPaused("intercom"))
     }
 
     /// A pause then a play while it waited: the last word holds, it is granted playing.

@@ -11,10 +11,13 @@ extension Daemon {
     /// makes the source for them (before the lock: decoding, rendering), gives it an id, and asks
     /// the arbiter. Announcements coalesce by `coalesceKey`. A request made from the configuration
     /// of `configuration` (a `State.configGeneration`) is refused if a reload came since. `ttl`: how
-    /// long it may wait in the arbiter's queue (nil: its class's). Any thread.
+    /// long it may wait in the arbiter's queue (nil: its class's). `paused`: asked with the user's
+    /// pause on it, in the same step (queued, it is granted paused; granted, its slots are claimed
+    /// paused). Any thread.
     func admit(
         _ sourceClass: SourceClass, zones requested: [String], volume: Float, coalesceKey: String? = nil,
-        configuration: Int? = nil, ttl: Duration? = nil, before announce: ((SourceID) -> Void)? = nil,
+        configuration: Int? = nil, ttl: Duration? = nil, paused: Bool = false,
+        before announce: ((SourceID) -> Void)? = nil,
         make: ([ZoneHandle]) throws(ControlError) -> any Source
     ) throws(ControlError) -> Admission {
         guard volume.isFinite, (0...1).contains(volume) else {
@@ -58,7 +61,8 @@ extension Daemon {
             let request = Request(
                 source: id, sourceClass: sourceClass, zones: available.map { ZoneID($0) },
                 coalesceKey: sourceClass == .announcement ? coalesceKey : nil, ttl: ttl)
-            let effects = s.arbiter.handle(.request(request), at: .now)
+            var effects = s.arbiter.handle(.request(request), at: .now)
+            if paused { effects += s.arbiter.user(.pause, on: id, at: .now) }
             apply(effects, &s)
             return Admission(id: id.rawValue, outcome: try outcome(of: id, in: effects), skipped: skipped)
         }

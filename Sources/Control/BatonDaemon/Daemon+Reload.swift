@@ -140,10 +140,11 @@ extension Daemon {
                     s.configGeneration += 1
                 }
                 // The queue of the music asked again (the newest, if several: music replaces
-                // music), as it was heard, and how long it may wait for its zones (nil: as any
-                // music). The others that would have been asked again are passed over: said in the
-                // report (they vanished unsaid), with whether the queue saved is theirs.
-                var resume: (queue: SavedQueue, number: Int, ttl: Duration?, id: SourceID)?
+                // music), as it was heard, how long it may wait for its zones (nil: as any music),
+                // and whether the user paused it while it was queued. The others that would have
+                // been asked again are passed over: said in the report (they vanished unsaid), with
+                // whether the queue saved is theirs.
+                var resume: (queue: SavedQueue, number: Int, ttl: Duration?, paused: Bool, id: SourceID)?
                 var passedOver: [SourceID] = []
                 let ending = s.playbacks.values.sorted(by: { $0.id < $1.id }).filter { p in
                     p.zones.contains(where: stoppedZones.contains)
@@ -157,12 +158,12 @@ extension Daemon {
                         p.zones.contains(where: { z in new.zones.contains { $0.name == z } })
                     {
                         switch musicAfterReload(p, music, said, server: server, s) {
-                        case .askedAgain(let queue, let ttl):
+                        case .askedAgain(let queue, let ttl, let paused):
                             // Newest by number ("music-10" sorts before "music-9" as text).
                             let number = Int(p.id.rawValue.split(separator: "-").last ?? "") ?? 0
                             if number >= resume?.number ?? 0 {
                                 if let older = resume?.id { passedOver.append(older) }
-                                resume = (queue, number, ttl, p.id)
+                                resume = (queue, number, ttl, paused, p.id)
                             } else {
                                 passedOver.append(p.id)
                             }
@@ -200,8 +201,8 @@ extension Daemon {
                 let before = Set(s.playbacks.values.filter { $0.sourceClass == .music }.map(\.id))
                 return resume.map {
                     (
-                        queue: $0.queue, ttl: $0.ttl, id: $0.id, musicBefore: before, passedOver: passedOver,
-                        keeper: keeper
+                        queue: $0.queue, ttl: $0.ttl, paused: $0.paused, id: $0.id, musicBefore: before,
+                        passedOver: passedOver, keeper: keeper
                     )
                 }
             }
@@ -251,7 +252,7 @@ extension Daemon {
                 report.warnings.append("the call the reload ended could not go on: \(error.message)")
             }
         }
-        if let (queue, ttl, id, musicBefore, passedOver, keeper) = resumeMusic {
+        if let (queue, ttl, paused, id, musicBefore, passedOver, keeper) = resumeMusic {
             // Its queue saved is `music/resume`'s once it ended, unless it plays on, or music was
             // started meanwhile (whose next save replaces the kept queue).
             let saved = "; its queue is saved where it was heard (music/resume plays it on)"
@@ -269,9 +270,11 @@ extension Daemon {
                     startedMeanwhile = true
                     throw ControlError(.conflict, "music was started meanwhile")
                 }
-                let admission = try music.play(queue, ttl: ttl)
+                let admission = try music.play(queue, ttl: ttl, paused: paused)
                 playsOn = true
-                logger.info("reload: the music on the zones it reopened plays on as \(admission.id)")
+                logger.info(
+                    "reload: the music on the zones it reopened \(paused ? "is asked again, paused," : "plays on") as \(admission.id)"
+                )
                 if !admission.skipped.isEmpty {
                     report.warnings.append(
                         "\(id) plays on as \(admission.id) without \(admission.skipped.joined(separator: ", ")): not available after the reload"
@@ -302,8 +305,10 @@ extension Daemon {
 
     /// What a reload that ends server music `p` (in state `said`) does with it.
     enum MusicAfterReload {
-        /// Asked again from `queue`, waiting for its zones no longer than `ttl` (nil: as any music).
-        case askedAgain(SavedQueue, ttl: Duration?)
+        /// Asked again from `queue`, waiting for its zones no longer than `ttl` (nil: as any music);
+        /// `paused`: with the pause the user gave it while it was queued (asked without it, it
+        /// played when the call it waited behind ended).
+        case askedAgain(SavedQueue, ttl: Duration?, paused: Bool = false)
         /// Not asked again, for the reason given (said in the report).
         case left(String)
         /// Ends as it is (paused: it stays paused).
@@ -358,7 +363,7 @@ extension Daemon {
             if let left, left <= .zero {
                 return .left("\(p.id) had waited its ttl out in the queue: it is not asked again")
             }
-            return .askedAgain(queue, ttl: left)
+            return .askedAgain(queue, ttl: left, paused: s.arbiter.isPaused(p.id))
         default:
             return .askedAgain(queue, ttl: nil)
         }

@@ -35,17 +35,19 @@ public struct MusicControl: Sendable {
     }
 
     /// Plays resolved songs on zones through the arbiter, from song `index` at `offset` seconds
-    /// (a restored queue); `ttl`: how long it may wait for its zones (nil: the class's). At most
-    /// `mostQueuedSongs`.
+    /// (a restored queue); `ttl`: how long it may wait for its zones (nil: the class's); `paused`:
+    /// asked paused (see `Daemon.admit`). At most `mostQueuedSongs`.
     func start(
-        _ songs: [Song], zones: [String], volume: Float = 1, index: Int = 0, offset: Double = 0, ttl: Duration? = nil
+        _ songs: [Song], zones: [String], volume: Float = 1, index: Int = 0, offset: Double = 0, ttl: Duration? = nil,
+        paused: Bool = false
     ) throws(ControlError) -> Admission {
         try Self.checkQueueLength(songs.count)
         let server = try daemon.parts.music.context(daemon.config).server(for: songs)
         let identity = Mutex<(id: String, zones: [String])>(("", []))
         let report = daemon.events.reporter(logger: daemon.logger) { identity.withLock { $0 } }
         return try daemon.admit(
-            .music, zones: zones, volume: volume, ttl: ttl, before: { id in identity.withLock { $0.id = id.rawValue } }
+            .music, zones: zones, volume: volume, ttl: ttl, paused: paused,
+            before: { id in identity.withLock { $0.id = id.rawValue } }
         ) {
             (available: [ZoneHandle]) throws(ControlError) in
             identity.withLock { $0.zones = available.map(\.name) }
@@ -108,8 +110,8 @@ public struct MusicControl: Sendable {
     }
 
     /// Plays `q` from its track and position on its zones that exist; `ttl`: how long it may wait
-    /// for its zones (nil: the class's).
-    func play(_ q: SavedQueue, ttl: Duration? = nil) throws(ControlError) -> Admission {
+    /// for its zones (nil: the class's); `paused`: asked paused (see `Daemon.admit`).
+    func play(_ q: SavedQueue, ttl: Duration? = nil, paused: Bool = false) throws(ControlError) -> Admission {
         guard (try? daemon.parts.music.context(daemon.config)) != nil else {
             throw ControlError(.conflict, "a queue was saved but no music server is configured")
         }
@@ -120,7 +122,7 @@ public struct MusicControl: Sendable {
         }
         return try start(
             q.songs, zones: zoneNames, volume: Float(min(max(q.volume, 0), 1)), index: q.index, offset: q.position,
-            ttl: ttl)
+            ttl: ttl, paused: paused)
     }
 
     /// Runs `body` under the lock with the newest granted music source from the server, or throws

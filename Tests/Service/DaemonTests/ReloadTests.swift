@@ -578,6 +578,35 @@ extension ReloadTests {
         #expect(t.waitForEvent("granted", source: again.id, seconds: 10) != nil, "it plays once the call ends")
     }
 
+    /// Music queued behind a call on the patio and paused by the user (the pause holds at its
+    /// grant) when a reload reopens the patio: asked again behind the call that goes on, it keeps
+    /// the pause, and when the call ends it is granted paused, not heard, and plays at the user's
+    /// play. Asked again without it, it played when the call ended.
+    @Test func musicPausedWhileQueuedStaysPausedAcrossAReload() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music(), intercom: Self.intercom)
+        defer { t.stop() }
+        #expect(try t.json("POST", "/api/v1/call/start").status == 202)
+        let play = try t.json("POST", "/api/v1/music/play", #"{"search": "Long Tone", "zones": ["patio"]}"#)
+        #expect(play.object["status"] == "queued", "\(play.object)")
+        let music = try #require(play.object["id"])
+        #expect(try t.json("POST", "/api/v1/music/pause", #"{"id": "\#(music)"}"#).status == 200)
+        var new = t.daemon.config
+        new.zones[1].rate = 44_100
+        #expect(t.daemon.apply(new).warnings == [])
+        let again = try #require(
+            try t.status().sources.first { $0.id != music && $0.class == "music" }, "the music is asked again")
+        #expect(again.state == "queued", "behind the call that goes on: \(again)")
+        #expect(try t.json("POST", "/api/v1/call/end").status == 200)
+        #expect(t.waitForEvent("granted", source: again.id, seconds: 10) != nil, "granted once the call ends")
+        let source = { try? t.status().sources.first { $0.id == again.id } }
+        #expect(source()?.state == "paused", "granted paused: \(String(describing: source()))")
+        usleep(1_000_000)
+        #expect(
+            source()?.state == "paused" && (source()?.positionSeconds ?? 0) < 0.1, "\(String(describing: source()))")
+        #expect(try t.json("POST", "/api/v1/music/resume", #"{"id": "\#(again.id)"}"#).status == 200)
+        #expect(waitUntil(seconds: 15) { (source()?.positionSeconds ?? 0) > 0.5 }, "it plays at the user's play")
+    }
+
     /// Server music on a card that was unplugged when a reload reopens the card (its volume
     /// changes): it is not asked again of a device that cannot open (refused, and lost); it stays
     /// paused with its queue, said in the report, and `music/resume` plays it once the card is back.
