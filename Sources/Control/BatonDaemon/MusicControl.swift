@@ -24,8 +24,9 @@ public struct MusicControl: Sendable {
     /// The most songs a queue holds. Each save copies the whole queue under the daemon's lock and
     /// writes it to the state file (about 450 bytes a song): unbounded, queue additions of 500
     /// songs each grew it past the 64 MiB a state file is read up to, and the next start set the
-    /// whole file aside, the volumes with it.
-    public static let mostQueuedSongs = 10_000
+    /// whole file aside, the volumes with it. A longer queue restored (a state file from before
+    /// the limit, a server's `getPlayQueue`) is cut to it around its song (`SavedQueue.cutToMostSongs`).
+    public static let mostQueuedSongs = SavedQueue.mostSongs
 
     /// Refuses a queue of `count` songs beyond `mostQueuedSongs`.
     static func checkQueueLength(_ count: Int, adding: Int? = nil) throws(ControlError) {

@@ -311,6 +311,7 @@ package final class MusicConnection: Sendable {
                 logger.warning("music: the server's play queue: \(problem); it plays from the song's start")
                 queue.position = 0
             }
+            if let cut = queue.cutToMostSongs() { logger.warning("music: the server's play queue: \(cut)") }
             return .success(queue)
         } catch {
             if music.client.lacksEndpoint(error) { return .success(nil) }

@@ -201,6 +201,10 @@ package final class Persistence: Sendable {
                 logger.error("state: \(why)")
                 events.publish(type: .stateError, reason: why)
             }
+            if let cut = saved.queue?.cutToMostSongs() {
+                rewrite = true  // the file holds what is restored
+                logger.warning("state: \(store.path ?? "state"): the saved queue: \(cut)")
+            }
             for (name, volume) in saved.volumes.sorted(by: { $0.key < $1.key }) {
                 guard let zone = zones.zone(name), let start = zone.config.start(atSaved: volume) else { continue }
                 if !zone.config.allows(volume: volume) {

@@ -75,6 +75,24 @@ package struct SavedQueue: Codable, Equatable, Sendable {
         }
     }
 
+    /// The most songs a queue holds (`MusicControl.mostQueuedSongs`). Each save copies the whole
+    /// queue under the daemon's lock and writes it to the state file (about 450 bytes a song).
+    package static let mostSongs = 10_000
+
+    /// Cuts a queue longer than `mostSongs` to the `mostSongs` around its song (`index` moved
+    /// with it; its position in that song kept), and says what it did; nil when it fits. A state
+    /// file written before the limit, or a server's queue another client left longer: refused
+    /// whole, music/resume answered 409 forever, though it had resumed before.
+    package mutating func cutToMostSongs() -> String? {
+        let count = songs.count
+        guard count > Self.mostSongs, (0..<count).contains(index) else { return nil }
+        let first = max(0, min(index - Self.mostSongs / 2, count - Self.mostSongs))
+        songs = Array(songs[first..<(first + Self.mostSongs)])
+        index -= first
+        return
+            "its \(count) songs are cut to the \(Self.mostSongs) around its song (\(first + 1)…\(first + Self.mostSongs)): a queue holds at most \(Self.mostSongs)"
+    }
+
     package init(
         songs: [Song], index: Int, position: Double, zones: [String], volume: Double, playing: Bool,
         server: Server? = nil

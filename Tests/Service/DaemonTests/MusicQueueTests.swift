@@ -448,6 +448,61 @@ extension MusicQueueTests {
         #expect(longer.text.contains("\(most + 1) songs; a queue holds at most \(most)"), "\(longer.text)")
     }
 
+    /// A saved queue longer than a queue holds (a state file written before the limit; here 12,000
+    /// songs, at song 11,000) is cut to the 10,000 around its song at start, and `music/resume`
+    /// plays it there. Refused whole, every resume was answered 409, though it resumed before.
+    @Test func aSavedQueueLongerThanAQueueHoldsIsCutAndResumes() throws {
+        let most = MusicControl.mostQueuedSongs
+        let release = Semaphore()
+        let (server, music) = try Self.heldStreamServer(songs: 1) { _ = release.wait(nanoseconds: 30_000_000_000) }
+        defer {
+            release.post()
+            server.stop()
+        }
+        let dir = TestDirectory.make("long-saved-queue")
+        let queue = SavedQueue(
+            songs: (0..<(most + 2_000)).map { Song(id: "s\($0)", title: "Song \($0)", duration: 100) }, index: 11_000,
+            position: 5, zones: ["kitchen"], volume: 1, playing: false)
+        let file = try JSONEncoder.baton.encode(SavedState(queue: queue))
+        try FileIO.writeAtomically(Array(file), to: dir + "/state.json").get()
+        let t = try TestDaemon(music: music, stateDir: dir)
+        defer { t.stop() }
+        try Self.expectCutAndResumed(t, most: most)
+    }
+
+    /// The server's play queue (`getPlayQueue`) longer than a queue holds — another client left
+    /// 12,000 songs, at song 11,000 — is cut the same way, and `music/resume` plays it.
+    @Test func aServerQueueLongerThanAQueueHoldsIsCutAndResumes() throws {
+        let most = MusicControl.mostQueuedSongs
+        let release = Semaphore()
+        let (server, music) = try Self.heldStreamServer(songs: 1) { _ = release.wait(nanoseconds: 30_000_000_000) }
+        defer {
+            release.post()
+            server.stop()
+        }
+        let entries = (0..<(most + 2_000)).map { #"{"id": "s\#($0)", "title": "Song \#($0)", "duration": 100}"# }
+        let playQueue =
+            #", "playQueue": {"entry": ["# + entries.joined(separator: ",")
+            + #"], "current": "s11000", "position": 5000, "changedBy": "phone"}"#
+        server.route("/rest/getPlayQueue", .init(contentType: "application/json", body: Self.subsonicOK(playQueue)))
+        let t = try TestDaemon(music: music, stateDir: TestDirectory.make("long-server-queue"))
+        defer { t.stop() }
+        #expect(waitUntil(seconds: 10) { (try? t.status().savedQueue) != nil }, "the server's queue is restored")
+        try Self.expectCutAndResumed(t, most: most)
+    }
+
+    /// The saved queue is the `most` songs around song 11,000 of 12,000 (songs 2,000…11,999), and
+    /// `music/resume` plays it from that song.
+    static func expectCutAndResumed(_ t: TestDaemon, most: Int) throws {
+        let saved = try #require(try t.status().savedQueue, "the queue is restored")
+        #expect(saved.queueLength == most && saved.trackIndex == 9_000, "\(saved)")
+        #expect(saved.track.title == "Song 11000" && saved.positionSeconds == 5, "\(saved)")
+        let resumed = try t.request("POST", "/api/v1/music/resume", "{}")
+        #expect(resumed.status == 202, "\(resumed.text.prefix(300))")
+        let source = try #require(try t.status().sources.first { $0.class == "music" }, "the music plays")
+        #expect(source.queueLength == most, "\(source)")
+    }
+
     /// Music granted but not heard yet — its stream still coming (here held by the server) — is
     /// saved as not playing: `playing` says whether the queue was heard when saved. The arbiter's
     /// grant alone made it `playing` from the first save after a play, a resume or a seek.
