@@ -24,7 +24,8 @@ extension Daemon {
                 s.playbacks[st.contender.source].map { p in
                     StatusReport.Source(
                         p, st,
-                        state: p.isUnderway ? truth.reportedState(p, s) : st.state.rawValue)
+                        state: p.isUnderway ? truth.reportedState(p, s) : st.state.rawValue,
+                        pausedWhileQueued: s.arbiter.isPaused(p.id))
                 }
             }
             return StatusReport(

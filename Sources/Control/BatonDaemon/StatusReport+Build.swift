@@ -45,7 +45,8 @@ extension StatusReport.Zone {
 
 extension StatusReport.Source {
     /// A source as the arbiter sees it (`st`) and as it plays (`p`): what is heard now.
-    init(_ p: Playback, _ st: SourceStatus, state: String) {
+    /// `pausedWhileQueued`: queued, with the user's pause on it.
+    init(_ p: Playback, _ st: SourceStatus, state: String, pausedWhileQueued: Bool = false) {
         let music = p.music
         // One look for music's track and its position: two could straddle a track's start, and
         // the report show the new track at the old one's end.
@@ -60,6 +61,7 @@ extension StatusReport.Source {
             positionSeconds: music == nil ? p.source.position : now?.seconds,
             track: now.map { StatusReport.Track($0.song) }, trackIndex: now?.index, queueLength: music?.songs.count,
             buffering: progress?.retrying, streamError: progress?.error)
+        if pausedWhileQueued && st.state == .queued { paused = true }
         if let external = p.source as? ExternalPlayer {
             let peer = external.peer
             program = peer.program

@@ -106,6 +106,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// `ducked`, `buffering` (its audio ran out before its end: the stream is late),
         /// `interrupted` or `paused`. `playing` and `ducked` only while its frames are heard.
         public var state: String
+        /// `true` on a `queued` source the user paused while it waits: it will be granted paused
+        /// (and play at the user's play). Absent otherwise.
+        public var paused: Bool?
         public var zones: [String]
         public var skippedZones: [String]?
         public var interruptedBy: String?

@@ -590,16 +590,21 @@ extension ReloadTests {
         #expect(play.object["status"] == "queued", "\(play.object)")
         let music = try #require(play.object["id"])
         #expect(try t.json("POST", "/api/v1/music/pause", #"{"id": "\#(music)"}"#).status == 200)
+        let before = try t.status().sources.first { $0.id == music }
+        #expect(
+            before?.state == "queued" && before?.paused == true,
+            "said paused while queued: \(String(describing: before))")
         var new = t.daemon.config
         new.zones[1].rate = 44_100
         #expect(t.daemon.apply(new).warnings == [])
         let again = try #require(
             try t.status().sources.first { $0.id != music && $0.class == "music" }, "the music is asked again")
-        #expect(again.state == "queued", "behind the call that goes on: \(again)")
+        #expect(again.state == "queued" && again.paused == true, "behind the call that goes on, paused: \(again)")
         #expect(try t.json("POST", "/api/v1/call/end").status == 200)
         #expect(t.waitForEvent("granted", source: again.id, seconds: 10) != nil, "granted once the call ends")
         let source = { try? t.status().sources.first { $0.id == again.id } }
-        #expect(source()?.state == "paused", "granted paused: \(String(describing: source()))")
+        #expect(
+            source()?.state == "paused" && source()?.paused == nil, "granted paused: \(String(describing: source()))")
         usleep(1_000_000)
         #expect(
             source()?.state == "paused" && (source()?.positionSeconds ?? 0) < 0.1, "\(String(describing: source()))")
