@@ -67,31 +67,34 @@ public struct API: Sendable {
         return .anonymous
     }
 
-    /// The most body a request to the page or the login (`isPublic`) may declare when a token is
+    /// The most body a request to the page or the login (`isPublic`) may carry when a token is
     /// configured: a login is a few dozen bytes, and anyone may send one.
     static let publicBodyBytes = 4096
 
     /// Whether `path` needs no token: the page and its login hold no data.
     static func isPublic(_ path: String) -> Bool { WebApp.asset(path) != nil || path == "/api/v1/session" }
 
-    /// The refusal for a request whose head alone has come (`r.body` empty), before any of its body
+    /// What to do with a request whose head alone has come (`r.body` empty), before any of its body
     /// is read: the Host and other cross-site rules, then the token or session (a wrong token
-    /// waiting its turn, as in `handle`), and for the page and the login, which need neither, a
-    /// declared body over `publicBodyBytes` (413). Nil: read the body and `handle` the request.
-    /// The server calls it on its connection's thread (`HTTPServer`'s `admit`). Before, every
-    /// body up to `api.max-body` (16 MiB at most) was read in full before anyone looked at who sent
-    /// it, and 64 anonymous connections could hold a gigabyte of locked memory.
-    public func admit(_ r: HTTPRequest) -> HTTPResponse? {
+    /// waiting its turn, as in `handle`), refuse it; the page and the login, which need neither,
+    /// take at most `publicBodyBytes` of body (413 past it, declared or chunked); anything else
+    /// goes on to `handle` with up to `api.max-body`. The server calls it on its connection's
+    /// thread (`HTTPServer`'s `admit`). Before, every body up to `api.max-body` (16 MiB at most)
+    /// was read in full before anyone looked at who sent it, and 64 anonymous connections could
+    /// hold a gigabyte of locked memory; then a chunked login, whose length is declared nowhere,
+    /// was still read up to it.
+    public func admit(_ r: HTTPRequest) -> HTTPAdmission {
         if token != nil && Self.isPublic(r.path) {
-            if let refusal = crossSite.refusal(r) { return refusal }
-            if let declared = r.headers["content-length"].flatMap({ UInt64($0) }), declared > Self.publicBodyBytes {
-                return .error(
+            if let refusal = crossSite.refusal(r) { return .refuse(refusal) }
+            // A wrong token here waits in `handle`, once.
+            return .limit(
+                bytes: Self.publicBodyBytes,
+                tooLarge: .error(
                     413, "a request to \(r.path) without a token carries at most \(Self.publicBodyBytes) bytes of body")
-            }
-            return nil  // a wrong token here waits in `handle`, once
+            )
         }
-        if case .refused(let response) = gate(r) { return response }
-        return nil
+        if case .refused(let response) = gate(r) { return .refuse(response) }
+        return .proceed
     }
 
     /// What the rules before routing make of a request.

@@ -324,6 +324,51 @@ import Testing
         #expect(ok.status == 202, "\(ok.status) \(ok.text)")
     }
 
+    /// An anonymous login's body is held to 4096 bytes however its length is told: chunked, with
+    /// no Content-Length, it is answered 413 (not stored past 4096 bytes); with Content-Length
+    /// twice, 400 before any of it is read. Before, only a declared single length was checked:
+    /// a chunked login was read up to `api.max-body` (16 MiB), and of two lengths the check saw
+    /// neither (joined, not a number) while libmicrohttpd waited for the first's 16 MB, so
+    /// anonymous connections could still make batond hold `api.max-body` each.
+    @Test func anAnonymousBodyIsHeldTo4096BytesHoweverItsLengthIsTold() throws {
+        let (t, server) = try Self.tokenAPI(maxBody: 16 << 20)
+        defer {
+            server.stop()
+            t.stop()
+        }
+        let head =
+            "POST /api/v1/session HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+            + "Content-Type: application/json\r\n"
+        // A login of 5000 bytes in five chunks: a wrong token (401) if it were read whole.
+        let login = Array(#"{"token": "\#(String(repeating: "x", count: 4_987))"}"#.utf8)
+        #expect(login.count == 5_000)
+        var chunked = head + "Transfer-Encoding: chunked\r\n\r\n"
+        for start in stride(from: 0, to: login.count, by: 1_000) {
+            chunked += "3e8\r\n" + String(decoding: login[start..<start + 1_000], as: UTF8.self) + "\r\n"
+        }
+        let c = try RawClient(port: server.port)
+        c.send(chunked + "0\r\n\r\n")
+        let big = try c.readResponse()
+        #expect(big.status == 413, "\(big.status) \(big.text)")
+        #expect(big.text.contains("without a token carries at most 4096 bytes"), "\(big.text)")
+        // Two lengths, the same or not: how long the body is cannot be told.
+        for lengths in ["16000000", "10"] {
+            let d = try RawClient(port: server.port)
+            d.send(head + "Content-Length: 16000000\r\nContent-Length: \(lengths)\r\n\r\n")
+            let twice = try d.readResponse()
+            #expect(twice.status == 400, "\(twice.status) \(twice.text)")
+            #expect(twice.text.contains("Content-Length is given 2 times"), "\(twice.text)")
+        }
+        // A small chunked login is read and answered (a wrong token).
+        let small = Array(#"{"token": "guess"}"#.utf8)
+        let e = try RawClient(port: server.port)
+        e.send(
+            head + "Transfer-Encoding: chunked\r\n\r\n\(String(small.count, radix: 16))\r\n"
+                + String(decoding: small, as: UTF8.self) + "\r\n0\r\n\r\n")
+        let wrong = try e.readResponse()
+        #expect(wrong.status == 401, "\(wrong.status) \(wrong.text)")
+    }
+
     /// A guesser on five addresses keeps the budget all clients share full; the owner's batonctl
     /// (loopback) and an address that showed the right token before (Home Assistant, a phone that
     /// logged in) still get in with the right token, while the right token from an address never

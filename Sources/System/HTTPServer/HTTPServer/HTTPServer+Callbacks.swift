@@ -14,6 +14,10 @@ final class RequestContext {
     var target: RequestTarget?
     var body: [UInt8] = []
     var overflowed = false
+    /// The most body this request may carry (`maxBodyBytes`, or less as `admit` said), and the
+    /// answer to one over it.
+    var bodyLimit = 0
+    var tooLarge = HTTPResponse.error(413, "")
 
     init(rawTarget: [UInt8]) {
         self.rawTarget = rawTarget
@@ -81,16 +85,37 @@ func mhdAccessHandler(
         } catch {
             return queue(.error(400, error.message), on: connection, core: core)
         }
-        // Who sent it, before any of its body is read (a refusal of it sent at once).
-        if let admit = core.admit, let refusal = admit(request(connection, method, context, body: [])) {
-            return queue(refusal, on: connection, core: core, head: isHead(method))
+        // Content-Length twice (libmicrohttpd reads the first, a proxy perhaps the last: a request
+        // smuggling shape) or not a number: no one can say how long the body is.
+        let lengths = headerValues(connection, "content-length")
+        if lengths.count > 1 {
+            return queue(
+                .error(400, "Content-Length is given \(lengths.count) times; a request carries it once"),
+                on: connection, core: core, head: isHead(method))
+        }
+        var declared: UInt64?
+        if let text = lengths.first {
+            guard let length = UInt64(text) else {
+                return queue(
+                    .error(400, "Content-Length \"\(text)\" is not a number of bytes"),
+                    on: connection, core: core, head: isHead(method))
+            }
+            declared = length
+        }
+        context.bodyLimit = core.maxBodyBytes
+        context.tooLarge = tooLarge(core)
+        // Who sent it, before any of its body is read (a refusal of it sent at once), and how much
+        // body they may send.
+        switch core.admit?(request(connection, method, context, body: [])) ?? .proceed {
+        case .proceed: break
+        case .refuse(let refusal): return queue(refusal, on: connection, core: core, head: isHead(method))
+        case .limit(let bytes, let response):
+            if bytes < context.bodyLimit { (context.bodyLimit, context.tooLarge) = (max(0, bytes), response) }
         }
         // Refuse a declared oversize body now, before any of it is read; libmicrohttpd then closes the
         // connection instead of reading the body.
-        if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
-            let length = UInt64(String(cString: declared)), length > UInt64(core.maxBodyBytes)
-        {
-            return queue(tooLarge(core), on: connection, core: core)
+        if let length = declared, length > UInt64(context.bodyLimit) {
+            return queue(context.tooLarge, on: connection, core: core, head: isHead(method))
         }
         return .YES
     }
@@ -100,9 +125,10 @@ func mhdAccessHandler(
         // (A body still coming past `Limits.requestSeconds` has its connection shut by
         // `RequestDeadlines`. A 413 queued before the body's end is lost to the client, still
         // sending, in the connection's reset: an oversize body that does end within it is read to
-        // its end.) A chunked body of unknown length: keep reading it, but stop storing once over the limit.
+        // its end.) A chunked body of unknown length: keep reading it, but stop storing once over the
+        // limit (`maxBodyBytes`, or `admit`'s).
         if !context.overflowed {
-            if context.body.count + size > core.maxBodyBytes {
+            if context.body.count + size > context.bodyLimit {
                 context.overflowed = true
                 context.body = []
             } else if let uploadData {
@@ -112,7 +138,7 @@ func mhdAccessHandler(
         uploadDataSize.pointee = 0
         return .YES
     }
-    if context.overflowed { return queue(tooLarge(core), on: connection, core: core) }
+    if context.overflowed { return queue(context.tooLarge, on: connection, core: core, head: isHead(method)) }
 
     let whole = request(connection, method, context, body: context.body)
     context.body = []
@@ -143,6 +169,30 @@ private func isHead(_ method: UnsafePointer<CChar>?) -> Bool {
 
 private func tooLarge(_ core: ServerCore) -> HTTPResponse {
     .error(413, "request body exceeds \(core.maxBodyBytes) bytes")
+}
+
+/// Every value of the request header `name` (lowercase), in the order sent.
+private func headerValues(_ connection: OpaquePointer, _ name: String) -> [String] {
+    var found: (name: String, values: [String]) = (name, [])
+    _ = withUnsafeMutablePointer(to: &found) {
+        MHD_get_connection_values_n(connection, .HEADER_KIND, collectValues, $0)
+    }
+    return found.values
+}
+
+/// Header iterator: adds the value of a header named as the `(name, values)` at `cls` to its values.
+private func collectValues(
+    _ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind,
+    _ key: UnsafePointer<CChar>?, _ keySize: Int,
+    _ value: UnsafePointer<CChar>?, _ valueSize: Int
+) -> MHD_Result {
+    guard let cls, let key else { return .YES }
+    let found = cls.assumingMemoryBound(to: (name: String, values: [String]).self)
+    let name = String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self).lowercased()
+    guard name == found.pointee.name else { return .YES }
+    found.pointee.values.append(
+        value.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: valueSize), as: UTF8.self) } ?? "")
+    return .YES
 }
 
 /// Header iterator: adds one header to the `[String: String]` at `cls`, name lowercased, repeats joined.

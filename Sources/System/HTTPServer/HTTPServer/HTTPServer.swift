@@ -9,7 +9,8 @@ import Synchronization
 /// instead, on that same thread). `port` and `stop()` may be called from any thread except a handler's.
 ///
 /// Answers the wrapper gives by itself are JSON `{"error": "..."}`: 400 for a request target that is not
-/// valid percent-encoded UTF-8, 413 for a body over `maxBodyBytes`, 500 for a response the handler built
+/// valid percent-encoded UTF-8 or whose `Content-Length` is given twice (a request smuggling shape) or
+/// is not a number, 413 for a body over `maxBodyBytes`, 500 for a response the handler built
 /// wrongly. A request that has not arrived whole within `Limits.requestSeconds` is closed without
 /// an answer. libmicrohttpd itself answers a few malformed requests (431 for headers over the connection
 /// memory limit, 414 for a request target over it, 400 for a broken request line) with its own short
@@ -59,14 +60,13 @@ public final class HTTPServer: Sendable {
     ///   - port: 0...65535; 0 lets the kernel choose (read `port` afterwards).
     ///   - maxBodyBytes: larger request bodies are answered 413 and never buffered.
     ///   - admit: looks at each request once its head has come (`body` empty), before any of its
-    ///     body is read: a response refuses it (sent at once; libmicrohttpd closes a connection
-    ///     whose body is still to come rather than read it), nil lets it go on to `handler`. On
-    ///     the connection's thread.
+    ///     body is read: refuses it, lets it go on to `handler`, or with a body of at most so many
+    ///     bytes (`HTTPAdmission`). On the connection's thread.
     ///   - handler: answers each request; called on the connection's thread (see the type).
     /// - Throws: `HTTPServerError`, e.g. `cannot listen on 127.0.0.1:8470: Address already in use (errno 98)`.
     public init(
         host: String, port: Int, maxBodyBytes: Int, limits: Limits = Limits(),
-        admit: (@Sendable (HTTPRequest) -> HTTPResponse?)? = nil,
+        admit: (@Sendable (HTTPRequest) -> HTTPAdmission)? = nil,
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
     ) throws(HTTPServerError) {
         let listener = try ListeningSocket(host: host, port: port, connectionLimit: limits.maxConnections)
@@ -126,13 +126,13 @@ final class ServerCore: Sendable {
     let maxBodyBytes: Int
     /// `Limits.requestSeconds`, kept by its reaper.
     let deadlines: RequestDeadlines
-    let admit: (@Sendable (HTTPRequest) -> HTTPResponse?)?
+    let admit: (@Sendable (HTTPRequest) -> HTTPAdmission)?
     let handler: @Sendable (HTTPRequest) -> HTTPResponse
     /// Set by `stop()` before `MHD_stop_daemon`, so blocked stream readers give up.
     let stopping = Atomic<Bool>(false)
 
     init(
-        maxBodyBytes: Int, requestTime: Duration, admit: (@Sendable (HTTPRequest) -> HTTPResponse?)?,
+        maxBodyBytes: Int, requestTime: Duration, admit: (@Sendable (HTTPRequest) -> HTTPAdmission)?,
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
     ) {
         self.maxBodyBytes = maxBodyBytes
