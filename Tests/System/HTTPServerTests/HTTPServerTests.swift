@@ -62,10 +62,14 @@ struct HTTPServerTests {
         #expect(timeout == 45_000)
     }
 
-    /// A TCP connection to 127.0.0.1:`port` from the loopback address `source` (127.0.0.x), or -1.
-    static func connect(from source: String, to port: Int) -> Int32 {
+    /// A TCP connection to 127.0.0.1:`port` from the loopback address `source` (127.0.0.x), or -1;
+    /// with `receiveBuffer`, its `SO_RCVBUF` set before it connects (the window it offers).
+    static func connect(from source: String, to port: Int, receiveBuffer: Int32? = nil) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return -1 }
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var local = sockaddr_in()
         local.sin_family = sa_family_t(AF_INET)
         local.sin_addr.s_addr = inet_addr(source)
@@ -275,6 +279,61 @@ struct HTTPServerTests {
         usleep(600_000)
         kept.send("GET /two HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(try kept.readResponse().text.hasPrefix("GET /two"))
+    }
+
+    /// An answer of bytes must be sent within `requestSeconds` of being queued: a client offering
+    /// a small window and reading 256 bytes every 50 ms (each send restarting libmicrohttpd's idle
+    /// timeout) is reset by then, having had a sliver of an 8 MiB answer. A client reading at its
+    /// pace gets the answer whole and its kept-alive connection answers again; an event stream
+    /// outlives the limit. Before, the deadline was cleared once any answer was queued, and an
+    /// anonymous client reading /app.js a few bytes every 25 s held a connection thread for as
+    /// long as it liked (with keep-alive, for ever).
+    @Test func anAnswerReadSlowerThanRequestSecondsClosesTheConnection() throws {
+        var limits = HTTPServer.Limits()
+        limits.requestSeconds = 1
+        let big = [UInt8](repeating: UInt8(ascii: "x"), count: 8 << 20)
+        let streams = StreamBox()
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, limits: limits) { request in
+            switch request.path {
+            case "/events": .eventStream(streams.make(), keepAlive: .seconds(60))
+            case "/big": HTTPResponse(status: 200, body: .bytes(big))
+            default: Self.echo(request)
+            }
+        }
+        defer { server.stop() }
+        let events = try RawClient(port: server.port)
+        events.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try events.readHead().status == 200)
+
+        let slow = Self.connect(from: "127.0.0.1", to: server.port, receiveBuffer: 4096)
+        try #require(slow >= 0)
+        defer { close(slow) }
+        _ = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n".withCString { send(slow, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        let began = ContinuousClock.now
+        var read = 0
+        var ended = false
+        var chunk = [UInt8](repeating: 0, count: 256)
+        while !ended && ContinuousClock.now - began < .seconds(4) {
+            let n = recv(slow, &chunk, chunk.count, Int32(MSG_DONTWAIT))
+            if n > 0 { read += n }
+            ended = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            usleep(50_000)
+        }
+        #expect(ended, "an answer read slowly was still being sent 4 s in (\(read) bytes of it read)")
+        #expect(read < big.count / 16, "\(read) bytes read")
+
+        // A client reading at its own pace, and the stream opened before the slow one.
+        let normal = try RawClient(port: server.port)
+        normal.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        let whole = try normal.readResponse()
+        #expect(whole.status == 200)
+        #expect(whole.body.count == big.count)
+        normal.send("GET /again HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try normal.readResponse().text.hasPrefix("GET /again"))
+        let queue = try #require(streams.waitForStream())
+        let event = ServerSentEvent.encode(event: "tick", data: "late")
+        #expect(queue.send(event))
+        #expect(try events.readChunkedBytes(count: event.count) == event)
     }
 
     /// Path and query are percent-decoded by the wrapper: `+` is a space only in the query.

@@ -220,7 +220,6 @@ private func collectHeader(
 private func queue(
     _ response: HTTPResponse, on connection: OpaquePointer, core: ServerCore, head: Bool = false
 ) -> MHD_Result {
-    core.deadlines.arrived(connection)
     if head, case .stream(let stream, _) = response.body {
         stream.close()
         var empty = response
@@ -240,12 +239,14 @@ private func queue(
     let made: OpaquePointer?
     switch response.body {
     case .bytes(let bytes):
+        core.deadlines.answering(connection)  // sent within the limit, however slowly it is read
         made = bytes.withUnsafeBytes {
             MHD_create_response_from_buffer(
                 $0.count, UnsafeMutableRawPointer(mutating: $0.baseAddress),
                 .RESPMEM_MUST_COPY)
         }
     case .stream(let stream, let keepAlive):
+        core.deadlines.arrived(connection)  // an event stream lasts as long as it lasts
         let streamContext = StreamContext(
             stream: stream, keepAlive: keepAlive, core: core,
             fd: baton_mhd_connection_fd(connection))

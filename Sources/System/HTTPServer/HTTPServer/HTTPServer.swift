@@ -12,7 +12,7 @@ import Synchronization
 /// valid percent-encoded UTF-8 or whose `Content-Length` is given twice (a request smuggling shape) or
 /// is not a number, 413 for a body over `maxBodyBytes`, 500 for a response the handler built
 /// wrongly. A request that has not arrived whole within `Limits.requestSeconds` is closed without
-/// an answer. libmicrohttpd itself answers a few malformed requests (431 for headers over the connection
+/// an answer; an answer of bytes not sent within it is cut (the connection reset). libmicrohttpd itself answers a few malformed requests (431 for headers over the connection
 /// memory limit, 414 for a request target over it, 400 for a broken request line) with its own short
 /// HTML bodies (Debian builds it with its messages), which cannot be made JSON.
 ///
@@ -32,10 +32,12 @@ public final class HTTPServer: Sendable {
         public var maxConnectionsPerClient: Int = 16
         /// Seconds a request may take to arrive whole (request line, headers, body), counted from
         /// the connection's opening or the end of the previous request on it: past it the
-        /// connection is closed without an answer. Once it has arrived the handler and the answer
-        /// take as long as they take (an event stream for days). The idle timeout counts from the
-        /// last byte, so a head or body trickled a byte every 25 s held its connection (a thread, a
-        /// slot) for ever, before any check of who sent it.
+        /// connection is closed without an answer. Once it has arrived the handler takes as long as
+        /// it takes; an answer of bytes must then be sent within the limit again, counted from when
+        /// it is queued (past it the connection is reset), while a streaming answer lasts as long as
+        /// it lasts (an event stream for days). The idle timeout counts from the last byte, so a
+        /// head or body trickled a byte every 25 s, or an answer read a few bytes every 25 s, held
+        /// its connection (a thread, a slot) for ever, the first before any check of who sent it.
         public var requestSeconds: Int = 60
         /// Makes the default limits.
         public init() {}

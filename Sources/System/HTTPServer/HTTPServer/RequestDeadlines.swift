@@ -4,17 +4,22 @@ import OSThread
 import Synchronization
 
 /// The whole-request limit (`HTTPServer.Limits.requestSeconds`): each open connection's socket and
-/// when its request must have arrived whole, and a thread that shuts down the connections past it.
+/// when its request must have arrived whole (or its answer of bytes been sent), and a thread that
+/// shuts down the connections past it.
 ///
 /// libmicrohttpd calls Baton only once a request's head is in, and then per body fragment: while it
 /// reads a request line, headers, chunk-size lines or trailers, only its idle timeout applies, which
 /// each byte restarts, so a byte every 25 s held a connection (a thread, one of 64 slots) for days.
 ///
 /// A connection is noted at its start (libmicrohttpd's connection notification, on its accepting
-/// thread), its deadline cleared when its request is answered (the handler is about to run, or a
-/// response is queued: a slow handler or a long event stream is not cut), set again when the
-/// request completes (the next request on a kept-alive connection), and the connection forgotten at
-/// its close notification, which libmicrohttpd sends before it closes the socket. The reaper shuts a
+/// thread), its deadline cleared when its request has arrived (the handler is about to run: a slow
+/// handler is not cut), set again when an answer of bytes is queued (it must be sent within the
+/// limit; an event stream has none, however long it lasts) and when the request completes (the
+/// next request on a kept-alive connection), and the connection forgotten at its close
+/// notification, which libmicrohttpd sends before it closes the socket. A slow reader is like a
+/// slow sender: libmicrohttpd's idle timeout restarts at each byte sent, so a client taking a few
+/// bytes of an answer every 25 s held its connection for as long as the answer lasted, and with
+/// keep-alive for ever. The reaper shuts a
 /// socket (`shutdown`, which wakes the connection's thread; libmicrohttpd then closes it as it would
 /// a client's hang-up) only under the table's lock, so it never touches a descriptor reused since.
 ///
@@ -26,6 +31,9 @@ final class RequestDeadlines: Sendable {
     private struct Entry {
         let fd: Int32
         var due: ContinuousClock.Instant?
+        /// The deadline is an answer's: the connection is reset, its unsent bytes dropped, not
+        /// left in the kernel for a reader that takes them a few at a time.
+        var answering = false
     }
 
     private struct Table {
@@ -67,17 +75,30 @@ final class RequestDeadlines: Sendable {
         if wake { table.signal() }
     }
 
-    /// The connection's request has arrived (or is answered already): no deadline while it is served.
+    /// The connection's request has arrived, or is answered with a stream: no deadline while the
+    /// handler runs or the stream lasts.
     func arrived(_ connection: OpaquePointer) {
         table.withLock { $0.entries[Self.key(connection)]?.due = nil }
     }
 
+    /// The connection's request is answered with bytes: they must be sent within the limit (a
+    /// client reading a few bytes now and then, each send restarting the idle timeout, held its
+    /// thread for ever).
+    func answering(_ connection: OpaquePointer) {
+        due(connection, answering: true)
+    }
+
     /// The connection's request completed: the next one on it must arrive within the limit.
     func completed(_ connection: OpaquePointer) {
+        due(connection, answering: false)
+    }
+
+    private func due(_ connection: OpaquePointer, answering: Bool) {
         let due = ContinuousClock.now + limit
         let wake = table.withLock { t in
             guard t.entries[Self.key(connection)] != nil else { return false }
             t.entries[Self.key(connection)]?.due = due
+            t.entries[Self.key(connection)]?.answering = answering
             return t.wakes(for: due)
         }
         if wake { table.signal() }
@@ -95,6 +116,11 @@ final class RequestDeadlines: Sendable {
             var count = 0
             for (key, entry) in t.entries {
                 guard let due = entry.due, due <= now else { continue }
+                if entry.answering {
+                    // Closed with a reset (libmicrohttpd closes it once the shutdown wakes it).
+                    var reset = linger(l_onoff: 1, l_linger: 0)
+                    setsockopt(entry.fd, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
+                }
                 shutdown(entry.fd, Int32(SHUT_RDWR))
                 t.entries[key]?.due = nil
                 count += 1
