@@ -371,6 +371,24 @@ struct BadInputTests {
         #expect(decoder.damage == nil)
     }
 
+    /// A leading ID3v2 tag over the 64 MiB budget is refused as soon as its ten-byte header is
+    /// read: it was refused only after 64 + 16 MiB were fed, all of which libmpg123 keeps (80 MiB
+    /// pinned by one stream), and a stream shorter than that ended as "no MPEG audio frame in the
+    /// stream's N bytes" instead.
+    @Test func anMP3TagOverTheBudgetIsRefusedAtItsHeader() throws {
+        let declared = 250 << 20
+        let size = (0..<4).map { UInt8(declared >> (7 * (3 - $0)) & 0x7F) }
+        let stream = Array("ID3".utf8) + [4, 0, 0] + size + [UInt8](repeating: 0x55, count: 4096)
+        let source = MemoryByteSource(stream, chunkSizes: 10...10)
+        #expect(
+            throws: DecodeError(
+                format: "MP3", message: "huge.mp3: an ID3v2 tag of 250 MiB in front of the audio (more than 64 MiB)")
+        ) {
+            _ = try MP3StreamDecoder(source: source, name: "huge.mp3")
+        }
+        #expect(stream.count - source.remaining == 10, "read \(stream.count - source.remaining) bytes")
+    }
+
     @Test func anOggOpusWithA20MiBTagPacketDecodes() throws {
         let opus = try Encoded(format: .oggOpus, sample: "", rate: 48000, channels: 2).bytes()
         let plain = try decodeAll(OggOpusStreamDecoder(source: MemoryByteSource(opus), name: "plain.opus"))

@@ -12,7 +12,8 @@ import CMPG123
 /// both.
 ///
 /// Errors: no MPEG frame within the first 16 MiB (after an ID3v2 tag at the start, of up to 64
-/// MiB), a stream that changes its rate in the middle, and libmpg123's errors throw `DecodeError`; a failure of the source throws one with
+/// MiB; a larger one throws once its header is read), a stream that changes its rate in the
+/// middle, and libmpg123's errors throw `DecodeError`; a failure of the source throws one with
 /// `sourceError` set. libmpg123 skips junk between frames by itself (resynchronises); the decoder
 /// sees it as a gap between the end of one MPEG frame and the start of the next, and says so in
 /// `damage`. Once thrown, every later `read` throws the same error.
@@ -126,12 +127,14 @@ public final class MP3StreamDecoder: AudioDecoder {
             if status == MPG123_NEED_MORE.rawValue {
                 // An ID3v2 tag in front (cover art: it may be larger than the budget for finding
                 // audio) has a budget of its own: a 20 MiB tag was refused as "no MPEG audio frame".
-                guard fed <= min(leadingTagEnd, Self.maximumTagBytes) + Self.maximumBytesWithoutAudio else {
-                    if leadingTagEnd > Self.maximumTagBytes {
-                        throw fail(
-                            "an ID3v2 tag of \(leadingTagEnd >> 20) MiB in front of the audio (more than "
-                                + "\(Self.maximumTagBytes >> 20) MiB)")
-                    }
+                // One over it is refused as soon as its header says so: libmpg123 keeps every byte
+                // fed until it finds a frame, so waiting for the budgets to run out pinned 80 MiB.
+                if leadingTagEnd > Self.maximumTagBytes {
+                    throw fail(
+                        "an ID3v2 tag of \(leadingTagEnd >> 20) MiB in front of the audio (more than "
+                            + "\(Self.maximumTagBytes >> 20) MiB)")
+                }
+                guard fed <= leadingTagEnd + Self.maximumBytesWithoutAudio else {
                     throw fail("no MPEG audio frame in the first \(Self.maximumBytesWithoutAudio >> 20) MiB")
                 }
                 let n = try feedMore()
