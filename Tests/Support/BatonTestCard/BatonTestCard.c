@@ -269,12 +269,14 @@ static void freeze(card_t *c, int64_t now) {
     c->running = false;
 }
 
-/// Whether a drift leaves the clock running forward: -1 000 000 ppm or less is a rate of 0 or
-/// below (rate_scale 0: a writer spun for ever, or a false xrun).
-static bool drift_runs(int64_t ppb) { return ppb > -1000000000LL; }
+/// Whether the card takes a drift (parts per billion of a ppm value), the same in every form it
+/// comes in (an integer, real or string `drift-ppm`, the `drift` command): above -1 000 000 ppm,
+/// since that or less is a rate of 0 or below (rate_scale 0: a writer spun for ever, or a false
+/// xrun), and at most +1 000 000 ppm (twice the rate).
+static bool drift_allowed(int64_t ppb) { return ppb > -1000000000LL && ppb <= 1000000000LL; }
 
 /// Parses a signed decimal ("500", "-12.5") into parts per billion of a ppm value; false for a
-/// drift that stops the clock or runs it backwards (`drift_runs`).
+/// drift the card does not take (`drift_allowed`).
 static bool parse_ppm(const char *s, int64_t *ppb) {
     bool negative = false;
     int64_t whole = 0, fraction = 0, scale = 1000;
@@ -288,7 +290,7 @@ static bool parse_ppm(const char *s, int64_t *ppb) {
     while (*s == ' ' || *s == '\t' || *s == '\r') s++;
     if (*s) return false;
     int64_t value = (whole * 1000 + fraction) * (negative ? -1 : 1);
-    if (!drift_runs(value)) return false;
+    if (!drift_allowed(value)) return false;
     *ppb = value;
     return true;
 }
@@ -826,15 +828,16 @@ static int get_drift(snd_config_t *n, int64_t *ppb) {
     long i;
     double d;
     const char *s;
+    // Out of ±2 000 000 (or NaN) is refused before it is scaled: it would overflow.
     if (snd_config_get_integer(n, &i) == 0) {
-        if (i <= -1000000 || i > 1000000) return -EINVAL;
+        if (i < -2000000 || i > 2000000) return -EINVAL;
         *ppb = (int64_t)i * 1000;
-        return drift_runs(*ppb) ? 0 : -EINVAL;
+        return drift_allowed(*ppb) ? 0 : -EINVAL;
     }
     if (snd_config_get_real(n, &d) == 0) {
-        if (!(d > -1000000.0 && d <= 1000000.0)) return -EINVAL;
+        if (!(d > -2000000.0 && d < 2000000.0)) return -EINVAL;
         *ppb = (int64_t)(d * 1000);
-        return drift_runs(*ppb) ? 0 : -EINVAL;
+        return drift_allowed(*ppb) ? 0 : -EINVAL;
     }
     if (snd_config_get_string(n, &s) == 0 && parse_ppm(s, ppb)) return 0;
     return -EINVAL;

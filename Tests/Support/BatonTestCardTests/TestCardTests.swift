@@ -605,6 +605,37 @@ struct TestCardTests {
         #expect(card.recordedBytes() == writer.written)
     }
 
+    /// The drift's bounds are the same in every form it comes in: an integer, real or string
+    /// `drift-ppm` in the definition and the `drift` command take up to +1 000 000 ppm and refuse
+    /// more, and refuse -1 000 000 or less. A string "1000000.5" and the command were taken while
+    /// the real 1000000.5 was refused.
+    @Test(.timeLimit(.minutes(1))) func theDriftHasTheSameBoundsInEveryForm() throws {
+        for taken in [
+            "1000000", "1000000.0", "\"1000000\"", "\"1000000.000\"", "-999999", "-999999.999", "\"-999999.999\"",
+        ] {
+            #expect(throws: Never.self, "drift-ppm \(taken)") { _ = try CardWriter(ALSATestRig.makeCard(drift: taken)) }
+        }
+        for refused in [
+            "1000001", "1000000.5", "\"1000001\"", "\"1000000.5\"", "-1000000", "-1000000.0", "\"-1000000\"",
+            "\"-1000000.5\"",
+        ] {
+            #expect(throws: (any Error).self, "drift-ppm \(refused)") {
+                _ = try CardWriter(ALSATestRig.makeCard(drift: refused))
+            }
+        }
+        let card = ALSATestRig.makeCard(bufferFrames: Self.roomy)
+        let writer = try CardWriter(card)
+        #expect(writer.write(periods: Self.startPeriods) == 0)
+        card.send(.drift(ppm: 1_000_000.5))
+        #expect(writer.write(periods: 20) == 0)
+        card.send(.drift(ppm: 1_000_000))
+        #expect(writer.write(periods: 20) == 0)
+        writer.pcm.drain()
+        #expect(card.events("unknown-command").map(\.detail) == ["drift"])
+        #expect(card.events("drift").map(\.detail) == ["1000000.000"])
+        #expect(card.recordedBytes() == writer.written)
+    }
+
     /// Every sample format and channel count the card takes is recorded byte for byte, at the shape given.
     @Test(arguments: [
         (SampleFormat.s16LE, 1, 48000, 480), (.s32LE, 2, 44100, 441), (.s32LE, 8, 48000, 240),

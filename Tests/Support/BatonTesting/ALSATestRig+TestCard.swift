@@ -281,4 +281,18 @@ extension ALSATestRig {
             rate: rate, periodFrames: periodFrames, bufferFrames: bufferFrames, format: format,
             channels: channels)
     }
+
+    /// A fresh virtual card of the default shape whose `drift-ppm` is `drift`, a value in ALSA's
+    /// configuration syntax: `1000000` is an integer node, `1000000.5` a real, `"1000000"` a
+    /// string, as a definition may give it (`makeCard`'s is always a string). The name gives the
+    /// arguments in ALSA's `{ … }` form, which keeps each value's type.
+    public static func makeCard(drift: String) -> TestCard {
+        let dir = directory
+        let id = cardCounter.add(1, ordering: .relaxed).newValue
+        let base = "\(dir)/card_\(id)"
+        return TestCard(
+            name: "\(cardPCM):{ DRIFT \(drift) ID \"\(id)\" }", control: base + ".ctl", record: base + ".raw",
+            timing: base + ".raw.timing", busy: base + ".busy",
+            rate: 48000, periodFrames: 480, bufferFrames: 1920, format: .s16LE, channels: 2)
+    }
 }
