@@ -493,8 +493,11 @@ static int connect_to_batond(baton_t *b) {
     memcpy(address.sun_path, b->socket_path, strlen(b->socket_path) + 1);
     if (connect(b->fd, (struct sockaddr *)&address, sizeof address) < 0) {
         int e = errno;
-        fprintf(stderr, "baton: cannot reach batond at %s for source \"%s\": %s (is batond running?)\n",
-                b->socket_path, b->source, strerror(e));
+        // Permission denied is the socket's mode (0660, group audio) or a directory on its path, not
+        // batond being away: "is batond running?" sent the user to a batond that was running.
+        const char *hint = e == EACCES || e == EPERM ? "is this user in the socket's group?" : "is batond running?";
+        fprintf(stderr, "baton: cannot reach batond at %s for source \"%s\": %s (%s)\n", b->socket_path, b->source,
+                strerror(e), hint);
         return e == ENOENT ? -ECONNREFUSED : -e;
     }
     struct timeval timeout = {.tv_sec = SEND_TIMEOUT_S};

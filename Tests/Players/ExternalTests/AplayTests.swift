@@ -300,7 +300,36 @@ import Testing
         #expect(
             refused.output.contains("baton: cannot reach batond at \(rig.socket) for source \"x\""), "\(refused.output)"
         )
-        #expect(refused.output.contains("Connection refused"), "\(refused.output)")
+        #expect(refused.output.contains("Connection refused (is batond running?)"), "\(refused.output)")
+    }
+
+    /// A user that may not use the socket (mode 0660, group audio: a player's user left out of the
+    /// group) is told so, "Permission denied (is this user in the socket's group?)", not "(is batond
+    /// running?)" while batond runs. aplay runs as `nobody` through setpriv, since root passes any
+    /// mode; given the socket's group, the same user plays.
+    @Test(.enabled(if: getuid() == 0, "runs aplay as nobody")) func aUserOutsideTheSocketsGroupIsToldSo() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music}")
+        chmod(rig.directory, 0o755)  // nobody reads the ALSA configuration and the WAV there
+        ExternalRig.writeWAV(rig.directory + "/short.wav", Self.music(frames: 4_800), channels: 2)
+        var socket = stat()
+        try #require(stat(rig.socket, &socket) == 0)
+        try #require(socket.st_mode & 0o007 == 0, "the socket is open to others")
+        func aplay(_ groups: String, log: String) throws -> BackgroundProcess {
+            try BackgroundProcess(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=65534", "--regid=65534", groups, "/usr/bin/env", "ALSA_CONFIG_PATH=\(rig.alsaConfig)",
+                    "aplay", "-D", "baton_x", rig.directory + "/short.wav",
+                ], outputPath: rig.directory + "/" + log)
+        }
+        let outside = try aplay("--clear-groups", log: "outside.log")
+        #expect(outside.wait(seconds: 5) == 1)
+        #expect(
+            outside.output.contains(
+                "baton: cannot reach batond at \(rig.socket) for source \"x\": Permission denied (is this user in the "
+                    + "socket's group?)"), "\(outside.output)")
+        let inside = try aplay("--groups=\(socket.st_gid)", log: "inside.log")
+        #expect(inside.wait(seconds: 10) == 0, "\(inside.output)")
     }
 }
 
