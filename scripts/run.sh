@@ -22,13 +22,15 @@ swift build "${release_flags[@]}" --product batonctl
 
 api="$(sed -n 's/^  listen: *\([0-9.:]*\).*/\1/p' "$config" | head -n 1)"
 api="${api:-127.0.0.1:8470}"
-run_config="$config"
+# The demo's generated config (.demo-NAME next to the user's); empty until it is written, so a
+# failure or Ctrl-C before then never removes anything, least of all the user's own config.
+demo_config=""
 demo_env=/tmp/baton-demo-subsonic.env
 cleanup() {
   [ -n "${batond_pid:-}" ] && kill "$batond_pid" 2>/dev/null && wait "$batond_pid" 2>/dev/null || true
   if [ $demo = 1 ]; then
     BATON_SUBSONIC_PORT=4540 BATON_SUBSONIC_ENV=$demo_env scripts/subsonic-server.sh stop >/dev/null 2>&1 || true
-    rm -f "$run_config"
+    if [ -n "$demo_config" ] && [ "$demo_config" != "$config" ]; then rm -f "$demo_config"; fi
   fi
 }
 trap cleanup EXIT
@@ -39,8 +41,8 @@ if [ $demo = 1 ]; then
   BATON_SUBSONIC_PORT=4540 BATON_SUBSONIC_ENV=$demo_env BATON_SUBSONIC_LIBRARY=demo scripts/subsonic-server.sh start
   password_file="$(sed -n 's/^password-file=//p' $demo_env)"
   # The same config plus a music section, next to it so its relative paths still resolve.
-  run_config="$(dirname "$config")/.demo-$(basename "$config")"
-  cat "$config" - >"$run_config" <<YAML
+  demo_config="$(dirname "$config")/.demo-$(basename "$config")"
+  cat "$config" - >"$demo_config" <<YAML
 
 # Added by scripts/run.sh for the demo: the local Subsonic server it started.
 music:
@@ -54,7 +56,7 @@ YAML
 fi
 
 ctl=".build/release/batonctl --url http://$api"
-.build/release/batond --config "$run_config" &
+.build/release/batond --config "${demo_config:-$config}" &
 batond_pid=$!
 for _ in $(seq 1 100); do
   $ctl status >/dev/null 2>&1 && break
