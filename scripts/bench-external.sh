@@ -9,19 +9,33 @@
 #  2. Delay: baton-delay-probe writes level steps through baton_x; before each step it reads
 #     snd_pcm_delay. The step should be heard DELAY frames later; the card's record and timing say
 #     when it was. The error is reported in ms and in the program's periods.
-# Needs a release build: . scripts/release-flags.sh; swift build "${release_flags[@]}" (batond and both plugins).
+# Builds what it measures first (nice'd, with scripts/release-flags.sh: batond through
+# scripts/bench/build-batond.sh, then both ALSA plugins) and prints the commit they were built from.
 set -euo pipefail
 seconds=${1:-20}
 root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+. scripts/bench/build-batond.sh
+build_batond
 bin=$root/.build/release
-for f in batond libasound_module_pcm_baton.so libasound_module_pcm_batontest.so; do
-  [ -e "$bin/$f" ] || { echo "bench-external: $bin/$f is missing: swift build with scripts/release-flags.sh" >&2; exit 1; }
+build_log=$(mktemp)
+for product in asound_module_pcm_baton asound_module_pcm_batontest; do
+  if ! (. scripts/release-flags.sh && nice -n 10 swift build "${release_flags[@]}" --product "$product") >"$build_log" 2>&1; then
+    tail -n 40 "$build_log" >&2; rm -f "$build_log"
+    echo "bench-external: the release build of $product failed" >&2; exit 1
+  fi
 done
+rm -f "$build_log"
+echo "bench-external: release batond and plugins at commit $baton_commit; $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 dir=$(mktemp -d /tmp/baton-bench-external.XXXXXX)
 port=$((20000 + RANDOM % 30000))
 hz=$(getconf CLK_TCK)
 batond_pid=""
-cleanup() { [ -n "$batond_pid" ] && kill "$batond_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"; }
+cleanup() {
+  if [ -n "$batond_pid" ]; then kill "$batond_pid" 2>/dev/null || true; fi
+  wait 2>/dev/null || true
+  rm -rf "$dir"
+}
 trap cleanup EXIT
 [ -n "${KEEP:-}" ] && trap - EXIT && echo "bench-external: files in $dir"
 
@@ -48,6 +62,8 @@ EOC
 "$bin/batond" --config "$dir/baton.yaml" > "$dir/batond.log" 2>&1 &
 batond_pid=$!
 for _ in $(seq 100); do grep -q "control API on" "$dir/batond.log" && break; sleep 0.1; done
+grep -q "control API on" "$dir/batond.log" \
+  || { echo "bench-external: batond did not start within 10 s: $(tail -n 5 "$dir/batond.log")" >&2; exit 1; }
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 share() { awk -v t="$1" -v s="$2" -v hz="$hz" 'BEGIN { printf "%.2f %%", 100 * t / hz / s }'; }
 
