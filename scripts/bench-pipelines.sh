@@ -66,6 +66,7 @@ python3 scripts/bench/range_server.py "$work" "$port" &
 server=$!
 url="http://127.0.0.1:$port/music.opus"
 for _ in $(seq 100); do curl -fsI "$url" >/dev/null 2>&1 && break; sleep 0.05; done
+curl -fsSI "$url" >/dev/null || { say "the stream server does not answer on $url"; exit 1; }
 
 say "$(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); stream ${duration} s, $((bitrate / 1000)) kb/s; $reps runs each"
 # Warm-up (page cache, GStreamer's plugin registry), not measured.

@@ -123,8 +123,13 @@ python3 scripts/bench/range_server.py "$work/http" "$port" &
 range_server=$!
 url="http://127.0.0.1:$port/music.opus"
 for _ in $(seq 100); do curl -fsI "$url" >/dev/null 2>&1 && break; sleep 0.05; done
-cmp -s <(curl -fs "$url") <(curl -fs "$subsonic_url/rest/stream.view?u=baton&p=$(cat "$subsonic_pw")&v=1.12.0&c=bench&id=$song_id&format=raw") \
-  || { say "the two servers do not serve the same bytes"; exit 1; }
+# Both streams into files, each fetch checked and non-empty: two failed fetches would compare equal.
+curl -fsS -o "$work/peers.opus" "$url" || { say "fetching $url failed (curl exit status $?)"; exit 1; }
+curl -fsS -o "$work/subsonic.opus" "$subsonic_url/rest/stream.view?u=baton&p=$(cat "$subsonic_pw")&v=1.12.0&c=bench&id=$song_id&format=raw" \
+  || { say "fetching song $song_id from $subsonic_url failed (curl exit status $?)"; exit 1; }
+[ -s "$work/peers.opus" ] || { say "$url served nothing"; exit 1; }
+cmp -s "$work/peers.opus" "$work/subsonic.opus" || { say "the two servers do not serve the same bytes"; exit 1; }
+rm -f "$work/peers.opus" "$work/subsonic.opus"
 
 say "$(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); stream ${duration} s, $((bitrate / 1000)) kb/s; $reps rounds of ${warmup} + ${seconds} s"
 header="commit $baton_commit (release batond: swift build ${release_flags[*]}), $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -m)

@@ -14,7 +14,8 @@ runtime=(alsa-utils espeak-ng)
 # next to batond in the soak; systemd's systemd-analyze checks the unit file.)
 # (mpd, mpc, mpv + mpv-mpris, shairport-sync, pulseaudio-utils and dbus play through the baton PCM in ExternalTests;
 # python3 too, through alsa-lib with ctypes: a non-blocking drain, NonBlockingDrainTests.)
-testing=(sox ffmpeg python3 python3-venv chromium chromium-driver openssl mosquitto mosquitto-clients snapserver snapclient
+# (curl: ExternalTests and the scripts call the control API with it.)
+testing=(curl sox ffmpeg python3 python3-venv chromium chromium-driver openssl mosquitto mosquitto-clients snapserver snapclient
          mpd mpc mpv mpv-mpris shairport-sync pulseaudio pulseaudio-utils pulseaudio-module-raop avahi-daemon dbus
          stress-ng systemd)
 
@@ -33,8 +34,8 @@ demo=(ffmpeg python3-venv)
 # -alsa), ffmpeg (makes the stream), GNU time, python3-venv for the Supysonic server, and gdb (names
 # batond's threads by their entry functions in bench-realtime.sh), mosquitto, alsa-utils (aplay),
 # snapserver and snapclient for the `batond idle listening`, `batond external aplay` and `batond idle
-# snapcast` cases.
-bench=(mpd mpc mpv gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-alsa
+# snapcast` cases. curl calls the API and fetches the streams (also in measure-music.sh).
+bench=(curl mpd mpc mpv gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-alsa
        ffmpeg time python3-venv gdb mosquitto alsa-utils snapserver snapclient)
 
 #   scripts/install-deps.sh [--test] [--demo] [--bench] [--package] [--package-test]   (several may be given)

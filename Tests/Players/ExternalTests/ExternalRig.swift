@@ -1,5 +1,6 @@
 import BatonTesting
 import Glibc
+import Testing
 
 /// The real batond with one 48 kHz stereo S16 zone `a` on a raw `file` PCM (`clock: system`) and
 /// external sources; the real `baton` plugin from this build; real programs (aplay) started through
@@ -111,20 +112,40 @@ final class ExternalRig {
             outputPath: directory + "/" + log)
     }
 
+    /// The curl `get` and `post` run (scripts/install-deps.sh --test installs it).
+    var curl = "/usr/bin/curl"
+
     /// POSTs `body` to the API; the answer's body.
     @discardableResult
-    func post(_ path: String, _ body: String) -> String {
-        Subprocess.run(
-            "/usr/bin/curl",
-            [
-                "-s", "-m", "5", "-X", "POST", "-H", "Content-Type: application/json", "-d", body,
-                "http://127.0.0.1:\(port)\(path)",
-            ]
-        ).output
+    func post(_ path: String, _ body: String, sourceLocation: SourceLocation = #_sourceLocation) -> String {
+        request(
+            ["-X", "POST", "-H", "Content-Type: application/json", "-d", body, "http://127.0.0.1:\(port)\(path)"],
+            sourceLocation: sourceLocation)
     }
 
-    func get(_ path: String) -> String {
-        Subprocess.run("/usr/bin/curl", ["-s", "-m", "5", "http://127.0.0.1:\(port)\(path)"]).output
+    /// GETs `path` from the API; the answer's body.
+    func get(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) -> String {
+        request(["http://127.0.0.1:\(port)\(path)"], sourceLocation: sourceLocation)
+    }
+
+    /// Runs curl on the API; its output. A curl that is missing or fails (connection refused, the
+    /// 5 s timeout) is an issue saying so, with its exit status and message: an empty answer would
+    /// otherwise fail the caller's check with a misleading "does not contain".
+    private func request(_ arguments: [String], sourceLocation: SourceLocation) -> String {
+        let run = Subprocess.run(curl, ["-sS", "-m", "5"] + arguments)
+        guard run.status == 0 else {
+            let what = "curl \(arguments.last ?? "")"
+            if run.status == -1 {
+                Issue.record(
+                    "\(what): \(run.output) (install curl: scripts/install-deps.sh --test)",
+                    sourceLocation: sourceLocation)
+            } else {
+                Issue.record(
+                    "\(what) failed (exit status \(run.status)): \(run.output)", sourceLocation: sourceLocation)
+            }
+            return ""
+        }
+        return run.output
     }
 
     /// Whether the recent events come to contain `text` within `seconds` (looked at every 50 ms).
