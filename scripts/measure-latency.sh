@@ -11,6 +11,8 @@
 # request → first announcement sample, and of last announcement sample → first resumed music sample.
 # Needs: mosquitto and mosquitto-clients (scripts/install-deps.sh --test). RENDER_AHEAD=1 gives the
 # zone `buffer: 120ms, render-ahead: true` (a clocked buffer the system clock plays into the file PCM).
+# Both modes stop the batond (and mosquitto) they started and remove their temp dir whatever fails
+# (an assert, a timeout, Ctrl-C, SIGTERM); KEEP=1 keeps the card mode's files.
 #
 # Card mode (scripts/bench/card_latency.py; issue 15): a release batond with one `clock: device` zone
 # on the project's virtual sound card (Tests/Support/BatonTestCard, `type batontest`: it consumes at
