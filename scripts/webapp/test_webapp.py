@@ -79,7 +79,12 @@ music:
   subsonic: {{url: "{music['url']}", user: {music['user']}, password-file: "{music['password-file']}", format: raw}}
 """)
         self.log = open(self.dir + "/batond.log", "w")
-        self.start()
+        self.proc = None
+        try:
+            self.start()
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
 
     def start(self):
         """Starts batond on this config (and its state, when it ran before) and waits for its API."""
@@ -92,7 +97,20 @@ music:
             if open(self.dir + "/batond.log").read().count("control API on") > ready:
                 return
             time.sleep(0.05)
-        raise RuntimeError("batond did not start: " + open(self.dir + "/batond.log").read())
+        # Not left running: the caller gets no Batond to stop.
+        self.kill()
+        raise RuntimeError("batond did not start within 15 s: " + open(self.dir + "/batond.log").read())
+
+    def kill(self):
+        """Stops batond: SIGTERM, then SIGKILL after 10 s."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
     def restart(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -104,11 +122,7 @@ music:
         return f"http://127.0.0.1:{self.port}/"
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        self.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def tail(self, zone, seconds=0.2):
@@ -316,8 +330,9 @@ def shot(d, name):
 
 def scenario(music):
     b = Batond(music)
-    d = browser(*(360, 800) if SHOTS else (1280, 900))
+    d = None
     try:
+        d = browser(*(360, 800) if SHOTS else (1280, 900))
         d.get(b.url)
         wait_for("the page to show the zones", lambda: len(d.find_elements(By.CSS_SELECTOR, "#zone-cards article[data-zone]")) == 2)
 
@@ -955,20 +970,22 @@ def scenario(music):
                 proxy.stop()
         check("the event stream left half open by a network gap: the page opens it again once batond answers", half_open)
     finally:
-        d.quit()
+        if d is not None:
+            d.quit()
         b.stop()
 
 
 def login(music):
     token = "".join(random.choice("abcdef0123456789") for _ in range(32))
     b = Batond(music, token=token)
-    d = browser(360, 800)
-    # The page's timers, recorded as it sets them (they still run as set): a test runs the hourly one
-    # now rather than wait for it.
-    d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
-        window.timers = [];
-        (set => { window.setInterval = (fn, ms, ...args) => { window.timers.push({fn, ms}); return set(fn, ms, ...args); }; })(window.setInterval);"""})
+    d = None
     try:
+        d = browser(360, 800)
+        # The page's timers, recorded as it sets them (they still run as set): a test runs the hourly
+        # one now rather than wait for it.
+        d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+            window.timers = [];
+            (set => { window.setInterval = (fn, ms, ...args) => { window.timers.push({fn, ms}); return set(fn, ms, ...args); }; })(window.setInterval);"""})
         d.get(b.url)
 
         def wrong():
@@ -1009,7 +1026,8 @@ def login(music):
             wait_for("the login form again", lambda: d.find_element(By.ID, "login").is_displayed())
         check("log in with the token on a non-loopback config; the cookie is HttpOnly, nothing stored; log out", right)
     finally:
-        d.quit()
+        if d is not None:
+            d.quit()
         b.stop()
 
 
