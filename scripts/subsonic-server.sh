@@ -53,6 +53,18 @@ ensure_venv() {
   cp "$helpers/requirements.txt" "$stamp"
 }
 
+# The library's generators run in the background, several at once. `bg WHAT COMMAND...` starts one;
+# `wait_bg` waits for each and dies naming those that failed (ffmpeg has said why on stderr): a bare
+# `wait` returns 0 whatever they did, and a library missing tracks would be scanned and served.
+bg_pids=(); bg_what=()
+bg() { local what="$1"; shift; "$@" & bg_pids+=("$!"); bg_what+=("$what"); }
+wait_bg() {
+  local i failed=()
+  for i in "${!bg_pids[@]}"; do wait "${bg_pids[$i]}" || failed+=("${bg_what[$i]}"); done
+  bg_pids=(); bg_what=()
+  [ ${#failed[@]} -eq 0 ] || die "generating the library failed for: ${failed[*]}"
+}
+
 # sine FILE FREQ RATE SECONDS CODEC-ARGS...: a steady stereo sine.
 sine() {
   local out="$1" freq="$2" rate="$3" secs="$4"; shift 4
@@ -69,38 +81,38 @@ make_library() {
   local music="$1" a="Baton Test"
   mkdir -p "$music/Tones" "$music/Gapless" "$music/Large"
   local t="$music/Tones"
-  sine "$t/01 Tone 440.flac" 440 44100 20 -c:a flac \
-    -metadata artist="$a" -metadata album_artist="$a" -metadata album=Tones -metadata title="Tone 440 FLAC" -metadata track=1 &
-  sine "$t/02 Tone 550.mp3" 550 44100 20 -c:a libmp3lame -b:a 192k -id3v2_version 3 \
-    -metadata artist="$a" -metadata album_artist="$a" -metadata album=Tones -metadata title="Tone 550 MP3" -metadata track=2 &
-  sine "$t/03 Tone 660.opus" 660 48000 20 -c:a libopus -b:a 128k \
-    -metadata artist="$a" -metadata album_artist="$a" -metadata album=Tones -metadata title="Tone 660 Opus" -metadata track=3 &
-  sine "$t/04 Tone 770.wav" 770 22050 20 -c:a pcm_s16le -map_metadata -1 &
-  sine "$t/05 Tone 880.wav" 880 48000 20 -c:a pcm_s16le -map_metadata -1 &
-  sine "$music/Large/01 Long Tone 330.wav" 330 44100 72 -c:a pcm_s16le -map_metadata -1 &
+  bg "Tone 440 FLAC" sine "$t/01 Tone 440.flac" 440 44100 20 -c:a flac \
+    -metadata artist="$a" -metadata album_artist="$a" -metadata album=Tones -metadata title="Tone 440 FLAC" -metadata track=1
+  bg "Tone 550 MP3" sine "$t/02 Tone 550.mp3" 550 44100 20 -c:a libmp3lame -b:a 192k -id3v2_version 3 \
+    -metadata artist="$a" -metadata album_artist="$a" -metadata album=Tones -metadata title="Tone 550 MP3" -metadata track=2
+  bg "Tone 660 Opus" sine "$t/03 Tone 660.opus" 660 48000 20 -c:a libopus -b:a 128k \
+    -metadata artist="$a" -metadata album_artist="$a" -metadata album=Tones -metadata title="Tone 660 Opus" -metadata track=3
+  bg "Tone 770 WAV" sine "$t/04 Tone 770.wav" 770 22050 20 -c:a pcm_s16le -map_metadata -1
+  bg "Tone 880 WAV" sine "$t/05 Tone 880.wav" 880 48000 20 -c:a pcm_s16le -map_metadata -1
+  bg "Long Tone 330" sine "$music/Large/01 Long Tone 330.wav" 330 44100 72 -c:a pcm_s16le -map_metadata -1
   # Steps: 1 s of 300 Hz, then 400, 500, … 1200 Hz: where a seek lands can be heard.
   mkdir -p "$music/Steps"
-  ffmpeg -v error -nostdin -y -f lavfi \
+  bg "Steps" ffmpeg -v error -nostdin -y -f lavfi \
     -i "aevalsrc=0.4*sin(2*PI*(300+100*floor(t))*t):s=44100:d=10" -ac 2 -c:a flac \
     -metadata artist="$a" -metadata album_artist="$a" -metadata album=Steps -metadata title="Steps" -metadata track=1 \
-    "$music/Steps/01 Steps.flac" &
+    "$music/Steps/01 Steps.flac"
   # Silence: 10 s of digital zeros (a track that decodes to silence, for silent-while-playing).
   mkdir -p "$music/Silence"
-  ffmpeg -v error -nostdin -y -f lavfi -i "anullsrc=r=44100:cl=stereo:d=10" -c:a flac \
+  bg "Digital Silence" ffmpeg -v error -nostdin -y -f lavfi -i "anullsrc=r=44100:cl=stereo:d=10" -c:a flac \
     -metadata artist="$a" -metadata album_artist="$a" -metadata album=Silence -metadata title="Digital Silence" \
-    -metadata track=1 "$music/Silence/01 Digital Silence.flac" &
+    -metadata track=1 "$music/Silence/01 Digital Silence.flac"
   # Gapless: 15 s at 44100 Hz, cut at samples 220537 and 441048 (deliberately not on a frame boundary).
   local whole="$music/.gapless-whole.wav"
-  sine "$whole" 500 44100 15 -c:a pcm_s16le &
-  wait
+  bg "the gapless source" sine "$whole" 500 44100 15 -c:a pcm_s16le
+  wait_bg
   local cuts=(0 220537 441048 661500) i
   for i in 1 2 3; do
-    ffmpeg -v error -nostdin -y -i "$whole" \
+    bg "Gapless Part $i" ffmpeg -v error -nostdin -y -i "$whole" \
       -af "atrim=start_sample=${cuts[$((i-1))]}:end_sample=${cuts[$i]},asetpts=N/SR/TB" -c:a flac \
       -metadata artist="$a" -metadata album_artist="$a" -metadata album=Gapless \
-      -metadata title="Gapless Part $i" -metadata track="$i" "$music/Gapless/0$i Gapless Part $i.flac" &
+      -metadata title="Gapless Part $i" -metadata track="$i" "$music/Gapless/0$i Gapless Part $i.flac"
   done
-  wait
+  wait_bg
   rm -f "$whole"
   local py="$venv/bin/python"
   "$py" "$helpers/tag_wav.py" "$t/04 Tone 770.wav" "$a" Tones "Tone 770 WAV 22050" 4
@@ -122,10 +134,10 @@ arpeggio() {
 make_demo_library() {
   local d="$1/Baton Demo"
   mkdir -p "$d"
-  arpeggio "$d/01 Morning.flac" "Morning (C major)" 1 261.63 1.25 &
-  arpeggio "$d/02 Doorstep.flac" "Doorstep (A minor)" 2 220.00 1.2 &
-  arpeggio "$d/03 Evening.flac" "Evening (F major)" 3 174.61 1.25 &
-  wait
+  bg "Morning" arpeggio "$d/01 Morning.flac" "Morning (C major)" 1 261.63 1.25
+  bg "Doorstep" arpeggio "$d/02 Doorstep.flac" "Doorstep (A minor)" 2 220.00 1.2
+  bg "Evening" arpeggio "$d/03 Evening.flac" "Evening (F major)" 3 174.61 1.25
+  wait_bg
 }
 
 write_config() {
@@ -222,7 +234,12 @@ start() {
     stop
   fi
   ensure_venv
+  pid=""
   data="$(mktemp -d /tmp/baton-subsonic.XXXXXX)"
+  # Until the env file names it, a failure (or Ctrl-C) removes the new data dir and its server.
+  trap 'kill_server "$pid"; rm -rf "$data"' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   mkdir -p "$data/home" "$data/cache"
   chmod 755 "$data"
   local library="${BATON_SUBSONIC_LIBRARY:-test}"
@@ -242,6 +259,7 @@ start() {
   cli folder scan Music >"$data/scan.log" 2>&1 || die "scan failed: $(cat "$data/scan.log")"
   launch
   write_env
+  trap - EXIT INT TERM
   say "running: http://127.0.0.1:$port (pid $pid, data $data, env $pointer)"
 }
 
