@@ -40,7 +40,7 @@ fi
 # A package of the debug build says so in its version (dpkg -l shows it).
 [ -n "$debug_binaries" ] && [ -z "${BATON_VERSION:-}" ] && version="$version+debug"
 upstream=${version%-*}
-for tool in dpkg-deb dpkg-parsechangelog pandoc gzip; do
+for tool in dpkg-deb dpkg-parsechangelog dpkg-shlibdeps pandoc gzip; do
     command -v "$tool" >/dev/null 2>&1 || { echo "baton: $tool is missing: run scripts/install-deps.sh --package" >&2; exit 1; }
 done
 
@@ -168,24 +168,24 @@ fi
 install -m 0755 packaging/debian/postinst packaging/debian/prerm packaging/debian/postrm "$pkg/DEBIAN/"
 echo /etc/baton/baton.yaml > "$pkg/DEBIAN/conffiles"
 
-# Depends: the shared libraries the binaries really link, with the versions their symbols need.
-fallback="libasound2, libsamplerate0, libsoxr0, libopus0, libopusfile0, libyaml-0-2, libmicrohttpd12, libcurl4, libflac12, libmpg123-0, libsystemd0, libc6"
-depends=""
+# Depends: the shared libraries the binaries really link, with the versions their symbols need. No
+# fixed list to fall back on: one that lagged behind the links (it lacked libmosquitto1 and
+# libgpiod2) made a package that installs and whose batond then cannot start.
 objects=("$pkg/usr/bin/batond" "$pkg/usr/bin/batonctl")
 for plugin in ${plugins[@]+"${plugins[@]}"}; do objects+=("$pkg/usr/lib/$triplet/alsa-lib/$(basename "$plugin")"); done
-if command -v dpkg-shlibdeps >/dev/null 2>&1; then
-    shl=$stage/shlibdeps
-    mkdir -p "$shl/debian"
-    printf 'Source: baton\n\nPackage: baton\nArchitecture: any\n' > "$shl/debian/control"
-    if line=$(cd "$shl" && dpkg-shlibdeps -O ${shlibdeps_options[@]+"${shlibdeps_options[@]}"} "${objects[@]}" 2>"$shl/log"); then
-        depends=${line#shlibs:Depends=}
-    else
-        echo "baton: dpkg-shlibdeps failed, using the fixed list:" >&2
-        cat "$shl/log" >&2
-    fi
-    rm -rf "$shl"
+shl=$stage/shlibdeps
+mkdir -p "$shl/debian"
+printf 'Source: baton\n\nPackage: baton\nArchitecture: any\n' > "$shl/debian/control"
+if ! line=$(cd "$shl" && dpkg-shlibdeps -O ${shlibdeps_options[@]+"${shlibdeps_options[@]}"} "${objects[@]}" 2>"$shl/log"); then
+    cat "$shl/log" >&2
+    echo "baton: dpkg-shlibdeps failed on ${objects[*]}: the package's Depends cannot be computed" >&2
+    exit 1
 fi
-depends=${depends:-$fallback}
+rm -rf "$shl"
+depends=${line#shlibs:Depends=}
+if [ -z "$depends" ] || [ "$depends" = "$line" ]; then
+    echo "baton: dpkg-shlibdeps printed no shlibs:Depends line (got: '$line')" >&2; exit 1
+fi
 # Packed relative relocations (DT_RELR, scripts/release-flags.sh) need glibc 2.36: a version
 # requirement (GLIBC_ABI_DT_RELR) without a symbol, which dpkg-shlibdeps does not see.
 for object in "${objects[@]}"; do
