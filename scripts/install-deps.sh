@@ -61,8 +61,30 @@ echo "baton: installing ${missing[*]}" >&2
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# On a fresh image unattended-upgrades holds the apt and dpkg locks at first boot: wait for them (up
+# to 10 minutes) rather than fail at once with "Could not get lock". DPkg::Lock::Timeout covers the
+# dpkg lock of `install`; `update`'s lists lock it does not (apt 2.6), so `update` is tried again
+# every 10 s while that lock is held, and three times in all for other failures (a mirror's hiccup).
+lock=(-o DPkg::Lock::Timeout=600)
+update_log="$(mktemp)"
+trap 'rm -f "$update_log"' EXIT
+failures=0
+deadline=$((SECONDS + 600))
+until $sudo apt-get "${lock[@]}" update -qq 2>"$update_log"; do
+  cat "$update_log" >&2
+  if grep -q "Could not get lock" "$update_log"; then
+    [ $SECONDS -lt $deadline ] || { echo "baton: apt's lists lock still held after 10 minutes" >&2; exit 1; }
+    echo "baton: another apt holds the lock (unattended-upgrades at first boot?): waiting" >&2
+  else
+    failures=$((failures + 1))
+    [ $failures -lt 3 ] || { echo "baton: apt-get update failed 3 times (see above)" >&2; exit 1; }
+    echo "baton: apt-get update failed; trying again in 10 s" >&2
+  fi
+  sleep 10
+done
+cat "$update_log" >&2
+$sudo apt-get "${lock[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+  || { echo "baton: apt-get install ${missing[*]} failed (see above)" >&2; exit 1; }
 
 # The tests and benchmarks start their own servers and players, on loopback ports of their own. These
 # packages also start and enable system services that outlive them: an AirPlay target and an open
