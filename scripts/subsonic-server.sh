@@ -38,6 +38,19 @@ alive() {
 
 ping_ok() { "$venv/bin/python" "$helpers/ping.py" "$1" "$2" "$3"; }
 
+# What a running server was made by: a hash of this script, the pinned requirements, the WAV tagger
+# and the library asked for (for a directory: its files' names, sizes and times). Written into the
+# env file; a start finds a server with another one (left by a killed run of an older script, or
+# asked for another library) and replaces it rather than reuse it.
+server_version() {
+  local library="${BATON_SUBSONIC_LIBRARY:-test}"
+  {
+    cat "$here/subsonic-server.sh" "$helpers/requirements.txt" "$helpers/tag_wav.py"
+    echo "library=$library"
+    case "$library" in /*) [ -d "$library" ] && find "$library" -type f -printf '%P %s %T@\n' | sort ;; esac
+  } | sha256sum | cut -c1-16
+}
+
 # The venv, reused when it holds exactly the pinned requirements.
 ensure_venv() {
   local stamp="$venv/.baton-requirements"
@@ -208,6 +221,7 @@ pid=$pid
 data=$data
 music=$data/music
 port=$port
+version=$version
 EOF
   mv "$tmp" "$data/server.env"
   cp "$data/server.env" "$pointer.tmp" && mv "$pointer.tmp" "$pointer"
@@ -227,10 +241,14 @@ start() {
     data="$(env_get "$pointer" data)"
     pid="$(env_get "$pointer" pid)"
     if alive "$pid" && ping_ok "$(env_get "$pointer" url)" "$user" "$data/password" 2>/dev/null; then
-      say "already running: $(env_get "$pointer" url) (pid $pid)"
-      return
+      if [ "$(env_get "$pointer" version)" = "$(server_version)" ]; then
+        say "already running: $(env_get "$pointer" url) (pid $pid)"
+        return
+      fi
+      say "the running server (pid $pid) was made by another version of this script or for another library: replacing it"
+    else
+      say "a stale server env file was found: cleaning up"
     fi
-    say "a stale server env file was found: cleaning up"
     stop
   fi
   ensure_venv
@@ -258,6 +276,7 @@ start() {
   cli folder add Music "$data/music" >/dev/null
   cli folder scan Music >"$data/scan.log" 2>&1 || die "scan failed: $(cat "$data/scan.log")"
   launch
+  version="$(server_version)"
   write_env
   trap - EXIT INT TERM
   say "running: http://127.0.0.1:$port (pid $pid, data $data, env $pointer)"
@@ -277,6 +296,8 @@ stop() {
 restart_server_only() {
   [ -f "$pointer" ] || die "not running: scripts/subsonic-server.sh start"
   data="$(env_get "$pointer" data)"
+  # The same data, so the same version (whatever BATON_SUBSONIC_LIBRARY says now).
+  version="$(env_get "$pointer" version)"
   kill_server "$(env_get "$pointer" pid)"
   # An optional pause (seconds) while the server is away, for retry-limit tests.
   if [ -n "${2:-}" ]; then sleep "$2"; fi
