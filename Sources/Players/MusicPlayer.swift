@@ -37,6 +37,9 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         public let song: Song
         /// The queue entry heard (its key: the same song twice in the queue is two entries).
         public let key: Int
+        /// Where the stream began this track (seconds): 0, or where a seek or a restored queue
+        /// started it.
+        public let from: Double
     }
 
     /// The queue; edited only through `edit` (under the control plane's lock).
@@ -267,7 +270,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         guard let now = streamer.withLock({ $0 })?.nowPlaying(), let entry = queue.entry(key: now.key),
             let index = queue.index(of: now.key)
         else { return nil }
-        return NowPlaying(index: index, seconds: now.seconds, song: entry.song, key: now.key)
+        return NowPlaying(index: index, seconds: now.seconds, song: entry.song, key: now.key, from: now.from)
     }
 
     /// The streamer's view: waiting for the server, the error of the track heard now (or of a later
@@ -296,8 +299,9 @@ public final class MusicPlayer: Source, @unchecked Sendable {
             state.scrobbledKey = audibleKey
             state.submitted = false
             state.heardSeconds = 0
-            // Heard from where this stream began it: its start, or where a seek or a restore put it.
-            state.lastPosition = audibleKey == state.startKey ? state.startOffset : 0
+            // Heard from where this stream began it: its start, or where a seek or a restore put it
+            // (its first pass only: the same entry heard again later began at 0).
+            state.lastPosition = now.from
             // When it began to be heard (this look is at most a second after): the submission's
             // time, as Last.fm and ListenBrainz take a scrobble's (it was the moment the
             // threshold was reached, up to 4 minutes later).

@@ -87,12 +87,16 @@ final class MusicStreamer: @unchecked Sendable {
     var isDrained: Bool { allDrained(targets) }
 
     /// The track audible now in the first zone and the position in it (seconds): the frames the
-    /// mixer took, less those still in the device's buffer (`SourceOutput.heardFrames`).
-    func nowPlaying() -> (key: Int, seconds: Double)? {
+    /// mixer took, less those still in the device's buffer (`SourceOutput.heardFrames`); and where
+    /// this stream began that track (`from`: 0, or where a seek or a restored queue started it).
+    func nowPlaying() -> (key: Int, seconds: Double, from: Double)? {
         guard let first = targets.first, let consumed = heardInFirstZone(targets) else { return nil }
         let starts = progress.trackStarts
         guard let current = starts.last(where: { $0.frame <= consumed }) ?? starts.first else { return nil }
-        return (current.key, current.offset + Double(max(0, consumed - current.frame)) / Double(first.rate))
+        return (
+            current.key, current.offset + Double(max(0, consumed - current.frame)) / Double(first.rate),
+            current.offset
+        )
     }
 
     /// Nanoseconds until the monitor should look at this stream again: once the queue is all
@@ -196,9 +200,14 @@ final class MusicStreamer: @unchecked Sendable {
         var next: Fetch? = nil
         // The last entry streamed could not be played (why), when it could not.
         var lastFailure: String?
+        // Where in the track to start: the seek's or the restored queue's place in the first
+        // track only. Taken for every pass at the first track's key, a track moved after the ones
+        // that followed it (an edit that plays on) was heard again from that place, its start lost.
+        var firstPass = true
         while let current = entry, !isCancelled {
             let song = current.song
-            let offset = current.key == firstKey ? startOffset : 0
+            let offset = firstPass ? startOffset : 0
+            firstPass = false
             progressState.withLock {
                 $0.trackStarts.append((current.key, written, offset))
                 $0.stoppedBefore = nil  // a refused track's, until a later one starts

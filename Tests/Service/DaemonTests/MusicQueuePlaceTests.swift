@@ -1,0 +1,50 @@
+import BatonTesting
+import FoundationEssentials
+import Testing
+
+@testable import BatonDaemon
+
+/// Where a queue's tracks start and where a queue ends when it is edited or stopped near its end,
+/// against the real Subsonic test server.
+@Suite(.serialized, .ownThread) struct MusicQueuePlaceTests {
+    /// The ids of the test server's songs titled `titles`, asked through `t`.
+    static func ids(_ t: TestDaemon, _ query: String, _ titles: [String]) throws -> [String] {
+        let found = try JSONDecoder().decode(
+            LibraryAndQueueTests.Songs.self,
+            from: Data(try t.request("GET", "/api/v1/library/search?q=\(query)").body)
+        ).songs
+        return try titles.map { title in try #require(found.first { $0.title == title }?.id, "\(title)") }
+    }
+
+    /// The title and position of source `id`'s track heard now.
+    static func heard(_ t: TestDaemon, _ id: String) -> (title: String?, seconds: Double) {
+        let source = try? t.status().sources.first { $0.id == id }
+        return (source?.track?.title, source?.positionSeconds ?? 0)
+    }
+
+    /// A track sought to 8 s, played on into the next, then moved after that one (an edit that
+    /// plays on): heard again, it starts from its start. The streamer started every pass at the
+    /// first track's entry at the seek's place: it was heard again from 8 s, its start lost.
+    @Test func aTrackMovedToPlayAgainStartsFromItsStart() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        defer { t.stop() }
+        let steps = try Self.ids(t, "Steps", ["Steps"])[0]
+        let part = try Self.ids(t, "Gapless", ["Gapless Part 1"])[0]
+        let id = try #require(
+            try t.json(
+                "POST", "/api/v1/music/play", #"{"songs": ["\#(steps)", "\#(part)"], "zones": ["kitchen"]}"#
+            ).object["id"])
+        #expect(waitUntil(seconds: 15) { Self.heard(t, id).seconds > 0.2 })
+        #expect(try t.request("POST", "/api/v1/music/seek", #"{"position": 8}"#).status == 200)
+        #expect(waitUntil(seconds: 15) { Self.heard(t, id).title == "Gapless Part 1" }, "the second track plays")
+        let moved = try JSONDecoder().decode(
+            LibraryAndQueueTests.Queue.self,
+            from: Data(
+                try t.request("POST", "/api/v1/music/queue/move", #"{"from": 0, "to": 1, "song": "\#(steps)"}"#).body
+            ))
+        #expect(!moved.restarted && moved.songs.map(\.title) == ["Gapless Part 1", "Steps"], "\(moved)")
+        #expect(waitUntil(seconds: 15) { Self.heard(t, id).title == "Steps" }, "the moved track plays again")
+        let again = Self.heard(t, id)
+        #expect(again.title == "Steps" && again.seconds < 3, "heard again from its start: \(again)")
+    }
+}
