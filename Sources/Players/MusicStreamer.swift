@@ -306,7 +306,12 @@ final class MusicStreamer: @unchecked Sendable {
                 break
             }
             lastFailure = failed ? progressState.withLock { $0.error } ?? song.title : nil
-            if failed && delivered == 0 { progressState.withLock { $0.stoppedBefore = (current.key, offset) } }
+            // Refused with nothing written: the queue goes on from the first of those refused in a
+            // row, should it end here. It was this one's: with the last two refused, `music/resume`
+            // went on from the last, and the one before it, never heard, was lost.
+            if failed && delivered == 0 {
+                progressState.withLock { $0.stoppedBefore = firstRefusedInARow ?? (current.key, offset) }
+            }
             end(fetch)
             entry = isCancelled ? nil : queue.streamEntry(after: current.key, stream: stream)
         }

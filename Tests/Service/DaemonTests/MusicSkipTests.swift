@@ -226,6 +226,23 @@ import Testing
         #expect(saved.track.title == "Tone 550 MP3" && saved.positionSeconds == 0, "\(saved)")
     }
 
+    /// The queue's last two tracks refused (two refusals, fewer than three in a row): it is kept at
+    /// the first of them, never heard. It was kept at the last: `music/resume` went on from there,
+    /// and the one before it was lost.
+    @Test func twoRefusedLastTracksKeepTheQueueAtTheFirst() throws {
+        let (t, proxy, id) = try Self.playing(
+            ["Tone 440 FLAC", "Tone 550 MP3", "Tone 660 Opus"], refusing: ["Tone 550 MP3", "Tone 660 Opus"])
+        defer { t.stop() }
+        _ = proxy
+        let played = try #require(t.waitForEvent("played", source: id, seconds: 15))
+        #expect(
+            played.reason?.hasPrefix("stopped: the last track could not be played (Tone 660 Opus:") == true,
+            "\(played.reason ?? "")")
+        #expect(waitUntil { (try? t.status().sources.contains { $0.id == id }) == false }, "the source ended")
+        let saved = try #require(try t.status().savedQueue, "the queue is kept")
+        #expect(saved.track.title == "Tone 550 MP3" && saved.positionSeconds == 0, "\(saved)")
+    }
+
     /// Seeks in a track the server never answers: each makes a new stream and ends the one before,
     /// whose fetch waits on the silent server. The ended ones used to keep their zone slot until
     /// that fetch gave up (the 20 s stall timeout): eight of them took every slot of the zone, the
