@@ -274,15 +274,19 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     }
 
     /// The streamer's view: waiting for the server, the error of the track heard now (or of a later
-    /// one that failed before anything of it was heard), played to its end, gave up.
+    /// one that failed before anything of it was heard), played to its end, gave up. Played to its
+    /// end once the last frame was played (`isDrained`), not once it was written: the streamer is
+    /// done half a second and more before that, and a pause and stop (or a save) then dropped the
+    /// saved queue, its last track not heard to its end.
     public var progress: (retrying: String?, error: String?, finished: Bool, gaveUp: String?) {
-        let p = streamer.withLock { $0 }?.progress
+        let streamer = streamer.withLock { $0 }
+        let p = streamer?.progress
         // A stream error describes the present only until a later track is heard.
         let heard = nowPlaying()?.index ?? startIndex
         let error = p.flatMap { p in
             p.errorKey.flatMap { queue.index(of: $0) }.map { $0 >= heard } == true ? p.error : nil
         }
-        return (p?.retrying, error, p?.finished ?? false, p?.gaveUp)
+        return (p?.retrying, error, p?.finished == true && streamer?.isDrained == true, p?.gaveUp)
     }
 
     /// Scrobbles by what is audible: "now playing" when a track starts being heard, and a submission

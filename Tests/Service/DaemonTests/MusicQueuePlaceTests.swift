@@ -1,8 +1,10 @@
+import Arbiter
 import BatonTesting
 import FoundationEssentials
 import Testing
 
 @testable import BatonDaemon
+@testable import ControlParts
 
 /// Where a queue's tracks start and where a queue ends when it is edited or stopped near its end,
 /// against the real Subsonic test server.
@@ -46,5 +48,31 @@ import Testing
         #expect(waitUntil(seconds: 15) { Self.heard(t, id).title == "Steps" }, "the moved track plays again")
         let again = Self.heard(t, id)
         #expect(again.title == "Steps" && again.seconds < 3, "heard again from its start: \(again)")
+    }
+
+    /// Paused, then sought to 0.3 s before the end of the queue's last track: the streamer writes
+    /// that much, and is done. A stop then keeps the queue there, for `music/resume`: the queue was
+    /// taken as played to its end once its last frame was written (half a second and more before it
+    /// is heard), and the saved queue was dropped, its last track not heard to its end.
+    @Test func aStopBeforeTheLastFrameIsHeardKeepsTheQueue() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        defer { t.stop() }
+        let tone = try Self.ids(t, "Tone", ["Tone 440 FLAC"])[0]
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"songs": ["\#(tone)"], "zones": ["kitchen"]}"#).object["id"])
+        #expect(waitUntil(seconds: 15) { Self.heard(t, id).seconds > 0.2 })
+        #expect(try t.request("POST", "/api/v1/music/pause").status == 200)
+        #expect(try t.request("POST", "/api/v1/music/seek", #"{"position": 19.7}"#).status == 200)
+        #expect(
+            waitUntil(seconds: 10) {
+                t.daemon.state.withLock { s in
+                    guard let music = s.playbacks[SourceID(id)]?.music else { return false }
+                    return music.pendingStart == nil && music.queue.endedAfter != nil
+                }
+            }, "the seek's streamer wrote the last 0.3 s and ended")
+        #expect(try t.request("POST", "/api/v1/music/stop").status == 200)
+        #expect(waitUntil { (try? t.status().sources.contains { $0.id == id }) == false }, "the source ended")
+        let saved = try #require(try t.status().savedQueue, "the queue is kept")
+        #expect(saved.track.title == "Tone 440 FLAC" && abs(saved.positionSeconds - 19.7) < 0.05, "\(saved)")
     }
 }
