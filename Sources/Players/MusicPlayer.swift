@@ -145,6 +145,17 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         state.restartPending = true
     }
 
+    /// The next `start` plays from past the queue's end (`EditOutcome.ends`): its stream finds no
+    /// track, plays nothing, and is played to its end at once (`isDrained`). After `endStream()`.
+    public func setStartPastTheEnd() {
+        state.startKey = Self.pastTheEnd
+        state.startOffset = 0
+        state.restartPending = true
+    }
+
+    /// The start key of a stream past the queue's end: no entry has it (keys count from 0).
+    static let pastTheEnd = -1
+
     /// Why a seek cannot go where it asks.
     public struct SeekProblem: Error, Sendable { public let message: String }
 
@@ -179,7 +190,8 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// meanwhile — a stop or reload then kept the place before the seek. Nil while a stream runs.
     /// Under the control plane's lock.
     public var pendingStart: (index: Int, seconds: Double)? {
-        state.restartPending ? (startIndex, state.startOffset) : nil
+        guard state.restartPending, let index = queue.index(of: state.startKey) else { return nil }
+        return (index, state.startOffset)
     }
 
     /// Where the queue is saved as being (`SavedQueue`): the track heard now and the position in
@@ -425,6 +437,10 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     public enum EditOutcome: Sendable, Equatable {
         case playsOn
         case restart(index: Int, offset: Double)
+        /// The track heard now was removed, and it was the last: the queue has played out. The
+        /// stream goes on past its end (`setStartPastTheEnd`): the source ends as a queue played to
+        /// its end does.
+        case ends
     }
 
     /// Why an edit cannot be made.
@@ -432,7 +448,8 @@ public final class MusicPlayer: Source, @unchecked Sendable {
 
     /// Edits the queue. The tracks from the one heard now to the one being written must stay
     /// together and in order, or the stream restarts: at the track heard now, where it is heard, if
-    /// it is still there, else at the track that took its place. Under the control plane's lock.
+    /// it is still there, else at the track that took its place — or, when there is none (the last
+    /// track, heard now, removed), the queue ends. Under the control plane's lock.
     public func edit(_ change: QueueEdit) -> Result<EditOutcome, EditProblem> {
         let before = queue.entries
         let range = 0...(before.count - 1)
@@ -484,6 +501,9 @@ public final class MusicPlayer: Source, @unchecked Sendable {
             // start was to be — it restarted the seek's track from its beginning.
             return .success(.restart(index: index, offset: now?.seconds ?? state.startOffset))
         }
-        return .success(.restart(index: min(a, after.count - 1), offset: 0))
+        // The track heard now was removed. The one that took its place plays from its start; none
+        // did when it was the last: the queue has played out. It restarted the track before it.
+        guard a < after.count else { return .success(.ends) }
+        return .success(.restart(index: a, offset: 0))
     }
 }

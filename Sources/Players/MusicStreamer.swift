@@ -83,8 +83,14 @@ final class MusicStreamer: @unchecked Sendable {
 
     var progress: Progress { progressState.withLock { $0 } }
 
-    /// True once every slot played the queue's last frame. Any thread.
-    var isDrained: Bool { allDrained(targets) }
+    /// True once every slot played the queue's last frame, or the stream, past the queue's end
+    /// (`MusicPlayer.setStartPastTheEnd`), ended with no track: nothing to play, paused or not.
+    /// Any thread.
+    var isDrained: Bool {
+        if allDrained(targets) { return true }
+        let p = progress
+        return p.finished && p.trackStarts.isEmpty
+    }
 
     /// The track audible now in the first zone and the position in it (seconds): the frames the
     /// mixer took, less those still in the device's buffer (`SourceOutput.heardFrames`); and where

@@ -78,6 +78,7 @@ extension MusicControl {
             }
             if case .add = operation { try Self.checkQueueLength(music.songs.count + added.count, adding: added.count) }
             var restarted = false
+            var ended = false  // the queue played out (`.ends`): no track is current
             if case .jump(let index) = operation {
                 guard index >= 0 && index < music.songs.count else {
                     throw ControlError(.badRequest, "index \(index) is not in the queue (0...\(music.songs.count - 1))")
@@ -98,11 +99,17 @@ extension MusicControl {
                 case .success(.restart(let index, let offset)):
                     restart(p, music, at: index, offset: offset, &s)
                     restarted = true
+                case .success(.ends):
+                    // The last track, heard now, was removed: the stream goes on past the queue's
+                    // end, finds nothing, and the source ends as a queue played to its end.
+                    restart(p, music, at: nil, offset: 0, &s)
+                    restarted = true
+                    ended = true
                 }
             }
             return QueueListing(
                 id: p.id.rawValue, songs: music.songs,
-                current: restarted ? music.startIndex : (music.nowPlaying()?.index ?? music.startIndex),
+                current: ended ? nil : restarted ? music.startIndex : (music.nowPlaying()?.index ?? music.startIndex),
                 restarted: restarted)
         }
     }

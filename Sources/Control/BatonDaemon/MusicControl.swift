@@ -149,12 +149,13 @@ public struct MusicControl: Sendable {
         }
     }
 
-    /// Plays `p` on from track `index`, `offset` seconds in: the old stream gives up its slots and
-    /// the source goes on in fresh ones (once its zones have one free: `Daemon.slotsReady`). A
-    /// user change for the arbiter. Under the lock.
-    func restart(_ p: Playback, _ music: MusicPlayer, at index: Int, offset: Double, _ s: inout Daemon.State) {
+    /// Plays `p` on from track `index`, `offset` seconds in (nil: past the queue's end, where it
+    /// ends as played out): the old stream gives up its slots and the source goes on in fresh ones
+    /// (once its zones have one free: `Daemon.slotsReady`). A user change for the arbiter. Under
+    /// the lock.
+    func restart(_ p: Playback, _ music: MusicPlayer, at index: Int?, offset: Double, _ s: inout Daemon.State) {
         daemon.releaseSlots(p, now: music.endStream())
-        music.setStart(at: index, offset: offset)
+        if let index { music.setStart(at: index, offset: offset) } else { music.setStartPastTheEnd() }
         daemon.restartInSlots(p, &s)
         daemon.apply(s.arbiter.user(.change, on: p.id, at: .now), &s)
     }

@@ -75,4 +75,34 @@ import Testing
         let saved = try #require(try t.status().savedQueue, "the queue is kept")
         #expect(saved.track.title == "Tone 440 FLAC" && abs(saved.positionSeconds - 19.7) < 0.05, "\(saved)")
     }
+
+    /// The last track, heard now, removed: the queue has played out — the source ends (`played`),
+    /// and its saved queue is dropped, as at a queue's end. The track before it was played again
+    /// from its start.
+    @Test func removingTheLastTrackHeardNowEndsTheQueue() throws {
+        let t = try TestDaemon(music: try TestSubsonic.music())
+        defer { t.stop() }
+        let tone = try Self.ids(t, "Tone", ["Tone 440 FLAC"])[0]
+        let part = try Self.ids(t, "Gapless", ["Gapless Part 1"])[0]
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"songs": ["\#(tone)", "\#(part)"], "zones": ["kitchen"]}"#)
+                .object["id"])
+        #expect(waitUntil(seconds: 15) { Self.heard(t, id).seconds > 0.2 })
+        #expect(try t.request("POST", "/api/v1/music/seek", #"{"position": 19}"#).status == 200)
+        #expect(waitUntil(seconds: 15) { Self.heard(t, id).title == "Gapless Part 1" }, "the last track plays")
+        let removed = try JSONDecoder().decode(
+            LibraryAndQueueTests.Queue.self,
+            from: Data(
+                try t.request("POST", "/api/v1/music/queue/remove", #"{"index": 1, "song": "\#(part)"}"#).body))
+        #expect(removed.restarted && removed.current == nil, "\(removed)")
+        #expect(removed.songs.map(\.title) == ["Tone 440 FLAC"], "\(removed)")
+        let played = try #require(t.waitForEvent("played", source: id, seconds: 5), "the source ends")
+        #expect(played.reason?.hasPrefix("stopped") != true, "\(played.reason ?? "")")
+        #expect(waitUntil { (try? t.status().sources.contains { $0.id == id }) == false }, "the source ended")
+        #expect(try t.status().savedQueue == nil, "a queue played to its end is not kept")
+        let tracks = t.daemon.events.recent().filter { $0.source == id && $0.type == "track" }
+        #expect(
+            tracks.filter { $0.reason?.contains("Tone 440 FLAC") == true }.count == 1,
+            "Tone 440 FLAC is not heard again: \(tracks.map { $0.reason ?? "" })")
+    }
 }
