@@ -57,14 +57,20 @@ extension ArbiterCore {
             let by = records[blocker].contender
             switch rules.duringHigher {
             case .queue:
+                // A request that may wait no time (`ttl: 0`, "now or never") is queued only to expire
+                // in this same step: it is not let in, and replaces nothing. (Replaced here, the music
+                // a call interrupted was lost for good, the newcomer expired: nothing after the call.)
+                // Nor does it wait, so a full queue is not why it cannot play: it was refused
+                // "queue full", pointing at `queue-limit` instead of its ttl.
+                if record.ttl == .zero {
+                    enqueue(record, reason: .delayedBy(by), checkingLimit: false)
+                    return
+                }
                 if let limit = fullQueueLimit(for: record, leaving: replaced) {
                     emit(.rejected(record.id), .queueFull(limit: limit))
                     return
                 }
-                // A request that may wait no time (`ttl: 0`, "now or never") is queued only to expire
-                // in this same step: it is not let in, and replaces nothing. (Replaced here, the music
-                // a call interrupted was lost for good, the newcomer expired: nothing after the call.)
-                if record.ttl != .zero { replace(replaced, by: record.contender) }
+                replace(replaced, by: record.contender)
                 enqueue(record, reason: .delayedBy(by))
             case .reject:
                 emit(.rejected(record.id), .higherRejects(by))
@@ -106,9 +112,10 @@ extension ArbiterCore {
         return waiting >= limit ? limit : nil
     }
 
-    /// Queues `record` unless its class's queue is full.
-    mutating func enqueue(_ record: Record, reason: Reason) {
-        if let limit = fullQueueLimit(for: record) {
+    /// Queues `record` unless its class's queue is full (`checkingLimit` false: one that expires
+    /// in this same step, `ttl: 0`, whatever the queue holds).
+    mutating func enqueue(_ record: Record, reason: Reason, checkingLimit: Bool = true) {
+        if checkingLimit, let limit = fullQueueLimit(for: record) {
             emit(.rejected(record.id), .queueFull(limit: limit))
             return
         }

@@ -289,6 +289,23 @@ struct InterruptionTests {
         #expect(s.state("radio") == .playing)
     }
 
+    /// The same with a full queue: a request that may wait no time is not refused "queue full" (it
+    /// would not wait in it): it expires, and the queued music it would replace is kept.
+    @Test func aReplacementWithTTLZeroIsExpiredNotRefusedByAFullQueue() {
+        var policy = Policy.default
+        policy.classes[.music]?.ttl = .zero
+        policy.classes[.music]?.queueLimit = 1
+        var s = Script(policy: policy)
+        s.request("intercom", .call)
+        // Music asked again with its own ttl (as a reload does) waits behind the call: the queue is full.
+        #expect(
+            s.send(.request(Request(source: "again", sourceClass: .music, zones: ["kitchen"], ttl: .seconds(5))))
+                == [.queued("again")])
+        #expect(s.request("playlist", .music) == [.queued("playlist"), .expired("playlist")])
+        #expect(s.reason(of: .expired("playlist")) == .ttlElapsed(.zero))
+        #expect(s.state("again") == .queued)
+    }
+
     /// A full queue refuses the replacement before anything is replaced; one the replace itself makes
     /// room for is queued (the queued music it replaces does not count against the limit).
     @Test func aReplacementRefusedByAFullQueueKeepsTheMusic() {
