@@ -70,7 +70,8 @@ update_log="$(mktemp)"
 trap 'rm -f "$update_log"' EXIT
 failures=0
 deadline=$((SECONDS + 600))
-until $sudo apt-get "${lock[@]}" update -qq 2>"$update_log"; do
+# In the C locale: the lock's message is matched, and apt translates it (sudo keeps LANG).
+until $sudo env LC_ALL=C apt-get "${lock[@]}" update -qq 2>"$update_log"; do
   cat "$update_log" >&2
   if grep -q "Could not get lock" "$update_log"; then
     [ $SECONDS -lt $deadline ] || { echo "baton: apt's lists lock still held after 10 minutes" >&2; exit 1; }
