@@ -78,7 +78,8 @@ public struct GPIOButtonConfig: Sendable, Equatable {
     public var edge: Edge
     /// Default `pull-up`.
     public var bias: Bias
-    /// Edges within this time after a press are bounce (default 50 ms).
+    /// A selected edge is a press only when the line was quiet (no edge of either kind, accepted or
+    /// not) for this long before it; the others are bounce (default 50 ms).
     public var debounce: Duration
     public var announce: AnnounceAction
 
