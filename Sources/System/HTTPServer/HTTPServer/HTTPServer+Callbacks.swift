@@ -87,7 +87,8 @@ func mhdAccessHandler(
         }
         // Content-Length twice (libmicrohttpd reads the first, a proxy perhaps the last: a request
         // smuggling shape) or not a number: no one can say how long the body is.
-        let lengths = headerValues(connection, "content-length")
+        let headers = headerPairs(connection)
+        let lengths = headers.filter { $0.name == "content-length" }.map(\.value)
         if lengths.count > 1 {
             return queue(
                 .error(400, "Content-Length is given \(lengths.count) times; a request carries it once"),
@@ -106,7 +107,7 @@ func mhdAccessHandler(
         context.tooLarge = tooLarge(core)
         // Who sent it, before any of its body is read (a refusal of it sent at once), and how much
         // body they may send.
-        switch core.admit?(request(connection, method, context, body: [])) ?? .proceed {
+        switch core.admit?(request(connection, method, context, headers: headers, body: [])) ?? .proceed {
         case .proceed: break
         case .refuse(let refusal): return queue(refusal, on: connection, core: core, head: isHead(method))
         case .limit(let bytes, let response):
@@ -140,25 +141,27 @@ func mhdAccessHandler(
     }
     if context.overflowed { return queue(context.tooLarge, on: connection, core: core, head: isHead(method)) }
 
-    let whole = request(connection, method, context, body: context.body)
+    let whole = request(connection, method, context, headers: headerPairs(connection), body: context.body)
     context.body = []
     core.deadlines.arrived(connection)  // a slow handler is not cut
     return queue(core.handler(whole), on: connection, core: core, head: isHead(method))
 }
 
-/// The request as the handler (or `admit`, with no body yet) sees it.
+/// The request as the handler (or `admit`, with no body yet) sees it: `headers` (`headerPairs`) by
+/// name, a repeated one's values joined with ", ".
 private func request(
-    _ connection: OpaquePointer, _ method: UnsafePointer<CChar>?, _ context: RequestContext, body: [UInt8]
+    _ connection: OpaquePointer, _ method: UnsafePointer<CChar>?, _ context: RequestContext,
+    headers: [(name: String, value: String)], body: [UInt8]
 ) -> HTTPRequest {
-    var headers: [String: String] = [:]
-    _ = withUnsafeMutablePointer(to: &headers) {
-        MHD_get_connection_values_n(connection, .HEADER_KIND, collectHeader, $0)
+    var byName: [String: String] = [:]
+    for (name, value) in headers {
+        byName[name] = byName[name].map { $0 + ", " + value } ?? value
     }
     return HTTPRequest(
         method: method.map { String(cString: $0) } ?? "GET",
         path: context.target?.path ?? "/",
         query: context.target?.query ?? [:],
-        headers: headers,
+        headers: byName,
         body: body,
         remoteAddress: baton_mhd_client_address(connection).flatMap(numericHost))
 }
@@ -171,45 +174,26 @@ private func tooLarge(_ core: ServerCore) -> HTTPResponse {
     .error(413, "request body exceeds \(core.maxBodyBytes) bytes")
 }
 
-/// Every value of the request header `name` (lowercase), in the order sent.
-private func headerValues(_ connection: OpaquePointer, _ name: String) -> [String] {
-    var found: (name: String, values: [String]) = (name, [])
-    _ = withUnsafeMutablePointer(to: &found) {
-        MHD_get_connection_values_n(connection, .HEADER_KIND, collectValues, $0)
+/// Every request header as sent, in order: its name lowercased, and its value.
+private func headerPairs(_ connection: OpaquePointer) -> [(name: String, value: String)] {
+    var pairs: [(name: String, value: String)] = []
+    _ = withUnsafeMutablePointer(to: &pairs) {
+        MHD_get_connection_values_n(connection, .HEADER_KIND, collectHeader, $0)
     }
-    return found.values
+    return pairs
 }
 
-/// Header iterator: adds the value of a header named as the `(name, values)` at `cls` to its values.
-private func collectValues(
-    _ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind,
-    _ key: UnsafePointer<CChar>?, _ keySize: Int,
-    _ value: UnsafePointer<CChar>?, _ valueSize: Int
-) -> MHD_Result {
-    guard let cls, let key else { return .YES }
-    let found = cls.assumingMemoryBound(to: (name: String, values: [String]).self)
-    let name = String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self).lowercased()
-    guard name == found.pointee.name else { return .YES }
-    found.pointee.values.append(
-        value.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: valueSize), as: UTF8.self) } ?? "")
-    return .YES
-}
-
-/// Header iterator: adds one header to the `[String: String]` at `cls`, name lowercased, repeats joined.
+/// Header iterator: adds one header to the `[(name, value)]` at `cls`, its name lowercased.
 private func collectHeader(
     _ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind,
     _ key: UnsafePointer<CChar>?, _ keySize: Int,
     _ value: UnsafePointer<CChar>?, _ valueSize: Int
 ) -> MHD_Result {
     guard let cls, let key else { return .YES }
-    let headers = cls.assumingMemoryBound(to: [String: String].self)
+    let pairs = cls.assumingMemoryBound(to: [(name: String, value: String)].self)
     let name = String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self).lowercased()
     let text = value.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: valueSize), as: UTF8.self) } ?? ""
-    if let earlier = headers.pointee[name] {
-        headers.pointee[name] = earlier + ", " + text
-    } else {
-        headers.pointee[name] = text
-    }
+    pairs.pointee.append((name, text))
     return .YES
 }
 
