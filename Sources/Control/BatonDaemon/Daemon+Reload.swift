@@ -125,7 +125,7 @@ extension Daemon {
             // What the reload ends and does not ask again, said in the report (the API's answer,
             // the log's warnings): only the log said so, or nothing did.
             var lost: [String] = []
-            let server = new.music.map { (url: $0.subsonic.url, user: $0.subsonic.user) }
+            let server = new.music.map { SavedQueue.Server($0.subsonic) }
             let resumeMusic = state.withLock { s in
                 defer {
                     // A reopened zone starts unseen, like at start: "opening PCM" is not an outage.
@@ -323,7 +323,7 @@ extension Daemon {
     /// or skipped the zone for good, where it would have resumed when the zone came back. Under
     /// the lock.
     func musicAfterReload(
-        _ p: Playback, _ music: MusicPlayer, _ said: SourceState, server: (url: String, user: String)?,
+        _ p: Playback, _ music: MusicPlayer, _ said: SourceState, server: SavedQueue.Server?,
         _ s: borrowing State
     ) -> MusicAfterReload {
         let queued = said == .queued
@@ -335,7 +335,7 @@ extension Daemon {
                     songs: music.songs, index: music.startPlace.index, position: music.startPlace.seconds,
                     zones: p.zones, volume: Double(p.volume), playing: true) : saved
         else { return .ends }
-        let from = music.serverIdentity
+        let from = SavedQueue.Server(music)
         guard let server, server == from else {
             let now = server.map { "names \($0.user) at \($0.url)" } ?? "has no music server"
             return .left(

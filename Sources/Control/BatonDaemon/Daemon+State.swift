@@ -81,7 +81,7 @@ extension Daemon {
         var basis = 0
         var ofThisRun = false
         var otherServer = false
-        let configured = config.music.map { ($0.subsonic.url, $0.subsonic.user) }
+        let configured = config.music.map { SavedQueue.Server($0.subsonic) }
         now.queue = state.withLock { s in
             // Under the control plane's lock: a source that ends keeps its queue (`keep(queue:)`)
             // under it too.
@@ -94,9 +94,7 @@ extension Daemon {
                 // Kept by music that ended after a reload to another server (stopped, or ended by
                 // the reload itself), or restored from a file written with another server
                 // configured: its songs are that server's, and mean nothing to the one now.
-                if let from = previous?.server {
-                    otherServer = configured.map { $0 != (from.url, from.user) } ?? true
-                }
+                if let from = previous?.server { otherServer = configured != from }
                 return previous
             }
             if p.music!.progress.finished { return nil }
@@ -108,8 +106,7 @@ extension Daemon {
             let heard = p.heard || p.reported == "buffering"
             guard let queue = SavedQueue(p, playing: granted && heard) else { return previous }
             ofThisRun = true
-            let from = p.music!.serverIdentity
-            otherServer = configured.map { $0 != from } ?? true
+            otherServer = configured != queue.server
             return queue
         }
         return (now, basis, ofThisRun, otherServer)
@@ -123,9 +120,8 @@ extension SavedQueue {
     /// it never started, or when `p` is not server music. Under the daemon lock.
     init?(_ p: Playback, playing: Bool) {
         guard let music = p.music, let now = music.placeToSave else { return nil }
-        let from = music.serverIdentity
         self.init(
             songs: music.songs, index: now.index, position: (now.seconds * 1000).rounded() / 1000, zones: p.zones,
-            volume: Double(p.volume), playing: playing, server: Server(url: from.url, user: from.user))
+            volume: Double(p.volume), playing: playing, server: Server(music))
     }
 }

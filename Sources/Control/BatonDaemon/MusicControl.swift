@@ -101,7 +101,7 @@ public struct MusicControl: Sendable {
         }
         // Its song ids are its server's: sent to another (`music.subsonic` changed since), each
         // failed as "song not found", and the music gave up after three.
-        if let from = q.server, let now = daemon.config.music?.subsonic, from.url != now.url || from.user != now.user {
+        if let from = q.server, let now = daemon.config.music?.subsonic, from != SavedQueue.Server(now) {
             throw ControlError(
                 .conflict,
                 "the saved queue is from \(from.url) as \(from.user), not the server configured now (\(now.url) as \(now.user)); music/play to start anew"

@@ -303,7 +303,7 @@ package final class MusicConnection: Sendable {
             var queue = SavedQueue(
                 songs: q.entries, index: current ?? 0, position: current == nil ? 0 : Double(q.position) / 1000,
                 zones: zones, volume: 1, playing: false,
-                server: SavedQueue.Server(url: music.config.subsonic.url, user: music.config.subsonic.user))
+                server: SavedQueue.Server(music.config.subsonic))
             // Another client's word, checked as the state file is: a position of 2^63 ms trapped
             // batond at its first save (`Int64(position * 1000)`), a negative one dropped the
             // queue at the next start.
@@ -388,5 +388,16 @@ extension MusicConnection.Context {
         }
         guard !songs.isEmpty else { throw ControlError(.notFound, "nothing to play: the selection has no songs") }
         return songs
+    }
+}
+
+extension SavedQueue.Server {
+    /// The server `subsonic` names.
+    package init(_ subsonic: SubsonicConfig) { self.init(url: subsonic.url, user: subsonic.user) }
+
+    /// The server `music` streams from.
+    package init(_ music: MusicPlayer) {
+        let from = music.serverIdentity
+        self.init(url: from.url, user: from.user)
     }
 }
