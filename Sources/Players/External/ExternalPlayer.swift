@@ -200,20 +200,23 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     public func pausedThroughBaton(_ paused: Bool) {
         guard let control = settings.control else { return }
         state.pausedThroughBaton = paused
+        // The player's own change coming back: it is there already. Told again, it changed nothing
+        // the player reported, and Baton's wait for the word (3 s) took the user's next change of
+        // the same kind for its own — Baton read playing while the player was paused.
+        let echo = state.applying == (paused ? .paused : .played)
+        // A play is awaited (`playAskedAt`) before the stream's mode is set: without it a `drop`
+        // stream was set to discard until the audibility came, a moment later in the control
+        // plane's step, and on a loaded machine its thread ran between the two and threw away the
+        // first of what the player sent before its pause — the music jumped ahead just after the
+        // resume. The stream stays held, keeping, until the audibility comes.
+        if !paused { askToPlay(control, told: !echo) }
         // Held, keeping what it drops, before the player is told: its control runs at once on its
         // own thread, and a player quick to pause (mpv) sent its DROP before the audibility came,
         // which discarded the music just after the cut. Its slots are paused already.
         if paused { state.granted = false }
         if let stream = state.current { applyAudibility(to: stream) }
         for stream in state.pending { applyAudibility(to: stream, waiting: true) }
-        // The player's own change coming back: it is there already. Told again, it changed nothing
-        // the player reported, and Baton's wait for the word (3 s) took the user's next change of
-        // the same kind for its own — Baton read playing while the player was paused.
-        if state.applying == (paused ? .paused : .played) {
-            if !paused { askToPlay(control, told: false) }
-            return
-        }
-        if paused { control.pause() } else { askToPlay(control) }
+        if paused && !echo { control.pause() }
     }
 
     /// The control plane applies `change`, which the player itself reported (`takeUserChange`),

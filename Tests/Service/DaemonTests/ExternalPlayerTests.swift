@@ -4,6 +4,7 @@ import OSThread
 import Synchronization
 import Testing
 
+@testable import BatonDaemon
 @testable import Players
 
 /// An external player as a source, driven as the control plane drives it, with its stream on a
@@ -95,9 +96,57 @@ import Testing
         }
     }
 
+    /// A `drop` player paused and resumed through Baton (`music/pause`, `music/resume`), as
+    /// `Daemon.reconcile` tells it — `pausedThroughBaton`, then the audibility, in one step of the
+    /// control plane: what it sent before its pause, kept at its DROP, plays after the resume. The
+    /// stream was set to discard between the two (the play not awaited yet, the source not granted
+    /// yet), and on a loaded machine its thread ran there and threw away the first of the kept
+    /// frames at the program's rate: mpv's music jumped ahead a few ms after the resume.
+    @Test func aDropPlayerResumedThroughBatonKeepsWhatItSentBeforeItsPause() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        #expect(waitUntil { t.daemon.zones.zones.allSatisfy { $0.device.snapshot().available } })
+        let kitchen = try #require(t.daemon.output("kitchen"))
+        let output = kitchen.output(try #require(kitchen.mixer.claimSlot(gain: 0)), resampler: .callsDefault)
+        defer { kitchen.mixer.release(output.slot) }
+        let (player, told, _, program) = try Self.pausePlayer(whenInterrupted: .drop)
+        defer { close(program) }
+        player.audibilityChanged(true)
+        func send(_ bytes: [UInt8]) {
+            #expect(bytes.withUnsafeBytes { write(program, $0.baseAddress, $0.count) } == bytes.count)
+        }
+        output.slot.pause()  // the pause through Baton: the slot takes nothing, and holds what it is given
+        player.pausedThroughBaton(true)
+        player.audibilityChanged(false)
+        player.start([output])
+        // S16_LE, a 0.2 s buffer; 0.1 s sent: what the slot's ring does not take up to its lead
+        // waits in the stream, and is kept at the DROP.
+        let fields = [0, output.channels, output.rate, output.rate / 5, output.rate / 100].map { UInt32($0) }
+        let sent = output.rate / 10
+        send(ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: $0) }))
+        send(ExternalWire.message(.data, [UInt8](repeating: 1, count: sent * output.channels * 2)))
+        send(ExternalWire.message(.drop))  // the player's pause
+        var answers = [UInt8](repeating: 0, count: 4_096)
+        var got = 0
+        _ = waitUntil(seconds: 5) {
+            let n = answers.withUnsafeMutableBytes { recv(program, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 { got += n }
+            return got >= 8 + 24  // the OK to FORMAT, the POSITION that answers the DROP
+        }
+        player.pausedThroughBaton(false)
+        usleep(100_000)  // the rest of the control plane's step, as long as a loaded machine makes it
+        player.audibilityChanged(true)
+        output.slot.resume()
+        #expect(told.said.withLock { $0 } == ["pause", "play"])
+        let reached = { output.slot.framesConsumed + output.slot.ring.readable / output.channels }
+        #expect(waitUntil(seconds: 2) { reached() == sent }, "\(reached()) of the \(sent) frames reach the slot")
+    }
+
     /// A `pause` source on a stream of a socket pair (the program's end returned, to close), its
     /// control `Told`, started on no zones and not heard.
-    static func pausePlayer() throws -> (ExternalPlayer, Told, ExternalStream, program: Int32) {
+    static func pausePlayer(
+        whenInterrupted: ExternalPlayer.WhenInterrupted = .pause
+    ) throws -> (ExternalPlayer, Told, ExternalStream, program: Int32) {
         var fds: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
         let stream = ExternalStream(
@@ -107,7 +156,8 @@ import Testing
         let told = Told()
         let player = ExternalPlayer(
             settings: .init(
-                name: "mpd", whenInterrupted: .pause, idleReleaseNanoseconds: 5_000_000_000, control: told),
+                name: "mpd", whenInterrupted: whenInterrupted, idleReleaseNanoseconds: 5_000_000_000,
+                control: told),
             stream: stream)
         player.start([])
         player.audibilityChanged(false)
