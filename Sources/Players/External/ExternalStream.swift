@@ -479,9 +479,12 @@ public final class ExternalStream: @unchecked Sendable {
                         )
                     }
                 } else {
-                    fifoCount = 0
-                    fifoStart = 0
-                    keptFrames = 0
+                    // What an earlier DROP kept (at the FIFO's head) was counted as consumed then:
+                    // it is the music just after a cut, no longer the program's to drop. A DROP
+                    // after the resume let go of it (the player's xrun or prepare as it plays
+                    // again) threw away what the rings had not taken yet: the music jumped ahead.
+                    fifoCount = keptFrames * format.frameBytes
+                    if keptFrames == 0 { fifoStart = 0 }
                 }
                 consumedFrames.store(Int(consumed), ordering: .releasing)
             }

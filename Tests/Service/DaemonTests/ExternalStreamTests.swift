@@ -77,6 +77,55 @@ import Testing
         #expect(kept() == 1, "\(lines.withLock { $0 })")
     }
 
+    /// Frames kept at a DROP while Baton paused the player (the music just after the cut) stay
+    /// kept through a DROP the player sends after the resume let go of them (mpv's prepare when it
+    /// plays again): they were counted as consumed at the first DROP, so they are no longer the
+    /// program's to drop. The second DROP emptied the FIFO, and what the rings had not taken yet of
+    /// the kept frames was skipped: the music resumed from the cut, then jumped ahead.
+    @Test func framesKeptForTheResumeOutliveALaterDrop() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        #expect(waitUntil { t.daemon.zones.zones.allSatisfy { $0.device.snapshot().available } })
+        let kitchen = try #require(t.daemon.output("kitchen"))
+        let output = kitchen.output(try #require(kitchen.mixer.claimSlot(gain: 0)), resampler: .callsDefault)
+        defer { kitchen.mixer.release(output.slot) }
+        output.slot.pause()  // nothing is taken from its ring: it holds what was written into it
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        let program = fds[1]
+        defer { close(program) }
+        let lines = Mutex<[String]>([])
+        let stream = ExternalStream(
+            name: "mpv", peer: ExternalPeer(pid: 1, program: "mpv"), fd: fds[0],
+            logger: Logger(minimum: .info, sink: { line in lines.withLock { $0.append(line) } }), onFrames: { _ in })
+        OSThread.detach(name: "external-stream") { stream.run() }
+        defer { stream.stop() }
+        func send(_ bytes: [UInt8]) {
+            #expect(bytes.withUnsafeBytes { write(program, $0.baseAddress, $0.count) } == bytes.count)
+        }
+        stream.setHeld(true, keepingDropped: true)  // Baton paused the player
+        let fields = [0, output.channels, output.rate, 4_410, 441].map { UInt32($0) }  // S16_LE, buffer, period
+        send(ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: $0) }))
+        send(ExternalWire.message(.data, [UInt8](repeating: 1, count: 441 * output.channels * 2)))
+        send(ExternalWire.message(.drop))  // the player's pause
+        let kept = { lines.withLock { $0.contains { $0.contains("dropped 441 frames while paused by Baton") } } }
+        #expect(waitUntil(seconds: 5) { kept() }, "\(lines.withLock { $0 })")
+        stream.setHeld(false)  // the resume: what it drops now is its own again
+        send(ExternalWire.message(.drop))  // the player's prepare as it plays again
+        // The stream answers a DROP (POSITION): once the second is answered, it was read.
+        var answers = [UInt8](repeating: 0, count: 4_096)
+        var got = 0
+        _ = waitUntil(seconds: 5) {
+            let n = answers.withUnsafeMutableBytes { recv(program, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 { got += n }
+            return got >= 8 + 2 * 24  // the OK to FORMAT, a POSITION (24 bytes) for each DROP
+        }
+        stream.attach([output])
+        #expect(
+            waitUntil(seconds: 2) { output.slot.ring.readable == 441 * output.channels },
+            "the kept frames go into the slot: \(output.slot.ring.readable) samples")
+    }
+
     /// A program that sends control messages without end (DRAINs, 8 bytes each) does not keep the
     /// stream's thread from a stop: it read them until the socket was empty, which it never was.
     @Test func aFloodOfMessagesDoesNotHoldTheStream() throws {
