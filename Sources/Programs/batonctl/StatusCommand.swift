@@ -11,7 +11,8 @@ enum StatusCommand {
             unavailable zone's error, and a Snapcast zone's problem and speakers connected.
             Sources: STATE is what is heard: playing and ducked only while heard; starting (granted, its
             first frame not heard yet), buffering (its audio ran out), unavailable (its zones reach no
-            one), interrupted, paused, queued; POSITION is how far it has played.
+            one), interrupted, paused, queued (noted "paused" when the user paused it while it waits:
+            it will then not play by itself); POSITION is how far it has played.
             Last, the saved queue (the music `resume` plays when no music source exists), if any.
             """,
         options: [.flag("json", "print batond's JSON answer as is")],
@@ -76,6 +77,8 @@ enum StatusCommand {
             var skippedZones: [String]?
             var interruptedBy: String?
             var positionSeconds: Double?
+            /// A queued source the user paused: granted paused, it will not play by itself.
+            var paused: Bool?
         }
         var uptimeMs: Int?
         var zones: [Zone]
@@ -132,6 +135,7 @@ enum StatusCommand {
             for s in answer.sources {
                 var notes: [String] = []
                 if let by = s.interruptedBy { notes.append("by \(by)") }
+                if s.state == "queued" && s.paused == true { notes.append("paused: will not play by itself") }
                 if s.loop == true { notes.append("loop") }
                 if let v = s.volume, v != 1 { notes.append("volume \(Format.number(v))") }
                 if let skipped = s.skippedZones, !skipped.isEmpty {

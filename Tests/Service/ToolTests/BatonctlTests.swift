@@ -315,6 +315,26 @@ import Testing
         #expect(r.output == message.replacing("@", with: url) + "\n", "\(r.output)")
     }
 
+    /// A queued source the user paused (`paused: true` beside `state: queued`) is noted so in
+    /// `status`: it read plain "queued", as if it would play once the call ended, when it will not.
+    @Test func aQueuedSourceTheUserPausedIsNotedPaused() throws {
+        let status = """
+            {"zones": [{"name": "kitchen", "state": "available", "audible": ["call-1"], "queued": ["music-2"]}],
+             "sources": [{"id": "call-1", "class": "call", "state": "playing", "zones": ["kitchen"]},
+                         {"id": "music-2", "class": "music", "state": "queued", "paused": true, "zones": ["kitchen"]}]}
+            """
+        let server = try OneShotServer(
+            answer:
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(status.utf8.count)\r\n\r\n\(status)"
+        )
+        let r = Subprocess.run(Self.batonctl, ["--url", "http://127.0.0.1:\(server.port)", "status"], seconds: 20)
+        #expect(r.status == 0, "\(r.output)")
+        let line = r.output.split(separator: "\n").first { $0.hasPrefix("music-2") }
+        #expect(
+            line?.contains("queued") == true && line?.contains("paused: will not play by itself") == true, "\(r.output)"
+        )
+    }
+
     /// `events --follow` while batond stops (SIGTERM): batond ends its stream without the last
     /// chunk, and batonctl says the stream ended and why it may have (exit 1). It said the stream
     /// "broke off", and the message written for the stop was never printed.
