@@ -209,7 +209,8 @@ function stateWords(src, z) {
   }
   if (src.state === 'unavailable') return ['not heard: its zones are unavailable', 'unavailable'];
   if (src.state === 'interrupted') return ['interrupted' + (src.interruptedBy ? ' by ' + who(src.interruptedBy) : ''), 'interrupted'];
-  if (src.state === 'queued') return ['waiting for the zone (queued)', 'queued'];
+  // Paused while it waits (`paused: true` on a queued source): granted, it stays paused until a play.
+  if (src.state === 'queued') return src.paused ? ['paused, waiting for the zone (queued): it will not play by itself when it gets it', 'paused'] : ['waiting for the zone (queued)', 'queued'];
   if (src.buffering) return ['buffering: ' + src.buffering, 'buffering'];
   if (['starting', 'buffering', 'silent'].includes(extra)) return [extra, extra];
   if (['starting', 'buffering', 'silent'].includes(src.state)) return [src.state, src.state];
@@ -254,7 +255,8 @@ function render() {
     const dur = t && t.durationSeconds, pos = here ? here.positionSeconds : null;
     const ducks = z.ducked.map(d => `<div class="duck">ducked to ${d.levelDb} dB by ${esc(who(d.by))} (the volume stays ${Math.round(z.volume * 100)}%)</div>`).join('');
     const heard = z.audible.filter(id => !shown || id !== shown.id).map(id => `<div class="meta">also heard: ${esc(who(id))}</div>`).join('');
-    const paused = here && (here.state === 'paused');
+    // Paused, or paused while queued: the button is Play (a Pause did nothing, and it could not be resumed).
+    const paused = here && (here.state === 'paused' || here.paused === true);
     // What moves while nothing else changes (the position, the level) is set in place below: the
     // cards are rebuilt only when their content changes, or a tap between two refreshes got lost.
     const level = levelWords(z);
