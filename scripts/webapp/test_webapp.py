@@ -914,6 +914,30 @@ def scenario(music):
                 assert b.api("POST", "/api/v1/music/stop", {"id": music})[0] == 200
         check("music in two zones, a sound in one: its card says muted here, not interrupted; in both, interrupted", muted_here)
 
+        def queue_follows_others():
+            # Another client (a phone, batonctl, MQTT) adds to the queue and removes from it while
+            # this page shows it: no event says so, and the list stayed as it was (its taps refused
+            # with 409) until the tab was opened again. Paused: a track change would reload it anyway.
+            status, answer = b.api("POST", "/api/v1/music/play", {"search": "Tone 440", "zones": ["kitchen"]})
+            assert status == 202, (status, answer)
+            music = answer["id"]
+            try:
+                wait_for("the music playing", lambda: card_state(d, "kitchen") == "playing", 10)
+                assert b.api("POST", "/api/v1/music/pause", {"id": music})[0] == 200
+                tab(d, "queue")
+                titles = lambda: d.execute_script("return [...document.querySelectorAll('#queue-list li .title')].map(e => e.textContent)")
+                shown = wait_for("the queue shown", lambda: titles())
+                _, found = b.api("GET", "/api/v1/library/search?q=Tone")
+                song = next(x["id"] for x in found["songs"] if x["title"] == "Tone 660 Opus")
+                assert b.api("POST", "/api/v1/music/queue/add", {"songs": [song], "id": music})[0] == 200
+                wait_for("the other client's song in the list", lambda: titles() == shown + ["Tone 660 Opus"], 5)
+                assert b.api("POST", "/api/v1/music/queue/remove", {"index": len(shown), "id": music})[0] == 200
+                wait_for("the song gone from the list", lambda: titles() == shown, 5)
+            finally:
+                b.api("POST", "/api/v1/music/stop", {"id": music})
+                tab(d, "now")
+        check("the queue tab follows another client's edits", queue_follows_others)
+
         def paused_while_queued():
             # Music asked for while a long sound holds the kitchen waits (queued); paused from its
             # card meanwhile, batond keeps it paused for when it gets the zone. The card said "waiting

@@ -321,6 +321,7 @@ function render() {
   if (drawnOthers !== otherHtml) { drawnOthers = otherHtml; $('#other-sources').innerHTML = otherHtml; }
   renderZones();
   renderChoosers();
+  if (!$('#queue').hidden) queueFollows(s);
 }
 $('#zone-cards').addEventListener('click', e => {
   const b = e.target.closest('button[data-act]'); if (!b) return;
@@ -510,6 +511,20 @@ function renderQueue(q) {
   $('#queue-list').innerHTML = q.songs.map((s, i) => `<li data-index="${i}" data-song="${esc(s.id)}" ${i === q.current ? 'aria-current="true"' : ''}><span class="what">${i === q.current ? '<span class="now">▶ now playing</span> ' : ''}<span class="title">${esc(s.title)}</span> <span class="meta">${esc(s.artist || '')} · ${fmt(s.durationSeconds)}</span></span>
     <span class="acts"><button type="button" data-q="jump" aria-label="Play ${esc(s.title)} now">Play</button><button type="button" data-q="up" aria-label="Move ${esc(s.title)} up" ${i === 0 ? 'disabled' : ''}>↑</button><button type="button" data-q="down" aria-label="Move ${esc(s.title)} down" ${i === q.songs.length - 1 ? 'disabled' : ''}>↓</button><button type="button" data-q="remove" aria-label="Remove ${esc(s.title)}">Remove</button></span></li>`).join('');
   $('#queue-list').classList.add('list');
+}
+// Another client's edit (another phone, batonctl, MQTT) publishes no event: the queue shown is
+// compared with what the status says of the newest server music (its id, its length, the track
+// heard) and read again when they differ — once per difference seen, not at every poll while the
+// answer and the status disagree. (A move that changes neither is found at the next edit's 409.)
+let queueAsked = null;
+function queueFollows(s) {
+  const m = s.sources.filter(x => x.class === 'music' && x.queueLength != null).sort((a, b) => +b.id.split('-').pop() - +a.id.split('-').pop())[0];
+  const now = m ? `${m.id}|${m.queueLength}|${m.trackIndex ?? ''}` : '';
+  const shown = shownQueue ? `${shownQueue.id}|${shownQueue.songs.length}|${m && m.trackIndex != null ? shownQueue.current : ''}` : '';
+  if (now === shown) { queueAsked = null; return; }
+  if (now === queueAsked) return;
+  queueAsked = now;
+  loadQueue();
 }
 async function loadQueue() {
   try { renderQueue(await api('GET', '/api/v1/music/queue')); }
