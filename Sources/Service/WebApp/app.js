@@ -10,7 +10,7 @@ const events = [];
 // ---- requests: every failure is shown in plain words -------------------------------------------
 // How long a request waits for its answer, in seconds (a test may shorten them).
 const LIMITS = {look: 4, library: 32, change: 35};
-async function api(method, path, body) {
+async function api(method, path, body, retried) {
   const opt = {method, headers: {Accept: 'application/json'}, credentials: 'same-origin'};
   if (method !== 'GET') {
     opt.headers['Content-Type'] = 'application/json';
@@ -39,6 +39,15 @@ async function api(method, path, body) {
     if (r.ok) throw new Error(`the answer to ${path} is not batond's (not JSON: ${r.headers.get('Content-Type') || 'no type'})`);
   }
   if (!r.ok) {
+    // Another tab of this browser logged in again: its cookie (one per browser) replaced this tab's,
+    // whose CSRF secret is the old session's. The session's secret is read again and the change sent
+    // once more (refused by the csrf rule, it was not done).
+    if (r.status === 403 && data && data.rule === 'csrf' && !retried) {
+      let s = null;
+      try { s = await api('GET', '/api/v1/session'); } catch (e) { /* the first refusal is said */ }
+      if (s && !s.authenticated) showLogin();
+      else if (s && s.csrf) { csrf = s.csrf; return api(method, path, body, true); }
+    }
     if (r.status === 401 && path !== '/api/v1/session') showLogin();
     // A refused reload says why in `errors` (one line each).
     throw new Error((data && (data.error || (Array.isArray(data.errors) && data.errors.join('; ')))) || ('HTTP ' + r.status));
@@ -78,15 +87,31 @@ async function act(what, method, path, body) {
 // ---- login / session ----------------------------------------------------------------------------
 function showLogin() {
   conn('login needed', '');
+  loginShown = true;
   $('#login').hidden = false; $('#tabs').hidden = true; $('#main').hidden = true; $('#logout').hidden = true;
   if (es) { es.close(); es = null; }
   $('#token').focus();
 }
+// While the login form is shown the session is asked every few seconds: another tab of this browser
+// may log in (the cookie is the browser's), and this one then goes on without a login of its own.
+let loginShown = false, starting = false;
+setInterval(async () => {
+  if (!loginShown || starting || $('#login').hidden) return;
+  let s;
+  try { s = await api('GET', '/api/v1/session'); } catch (e) { return; }
+  if (s.authenticated && loginShown && !starting) start();
+}, 3000);
 async function start() {
+  if (starting) return;
+  starting = true;
+  try { await begin(); } finally { starting = false; }
+}
+async function begin() {
   let s;
   try { s = await api('GET', '/api/v1/session'); } catch (e) { conn('batond is not reachable', 'down'); setTimeout(start, 2000); return; }
   if (!s.authenticated) { showLogin(); return; }
   csrf = s.csrf || null;
+  loginShown = false;
   $('#login').hidden = true; $('#tabs').hidden = false; $('#main').hidden = false;
   $('#logout').hidden = s.login !== 'required' || !csrf;
   try { config = await api('GET', '/api/v1/config'); } catch (e) { notify('Reading the configuration failed: ' + e.message); }
