@@ -938,6 +938,30 @@ def scenario(music):
                 tab(d, "now")
         check("the queue tab follows another client's edits", queue_follows_others)
 
+        def ignored_sounds():
+            # Sound files batond does not offer (a name with a space, one with markup): the Announce
+            # tab says which and why, as text (they vanished without a word).
+            for name in ("Front Door.wav", "<i>loud.wav"):
+                shutil.copy(ROOT + "/config/sounds/chime.wav", f"{b.dir}/sounds/{name}")
+            try:
+                d.get(b.url)
+                tab(d, "announce")
+                said = lambda: d.execute_script("return [...document.querySelectorAll('#sounds-ignored li')].map(e => e.textContent)")
+                lines = sorted(wait_for("the files not offered", lambda: (lambda l: l if len(l) == 2 else None)(said()), 5))
+                assert lines[0].startswith("<i>loud.wav is not offered: ") and "rename the file" in lines[0], lines
+                assert lines[1].startswith('Front Door.wav is not offered: its name "Front Door" has a space') and "rename the file" in lines[1], lines
+                assert not d.find_elements(By.CSS_SELECTOR, "#sounds-ignored i"), "a file name drawn as markup"
+                print(f"     {lines[1]!r}")
+            finally:
+                for name in ("Front Door.wav", "<i>loud.wav"):
+                    os.remove(f"{b.dir}/sounds/{name}")
+            d.get(b.url)
+            tab(d, "announce")
+            wait_for("the sounds", lambda: d.find_elements(By.CSS_SELECTOR, '#sound-buttons button[data-sound="doorbell"]'), 5)
+            assert not d.find_element(By.ID, "sounds-ignored").is_displayed()
+            tab(d, "now")
+        check("sound files batond does not offer: the Announce tab says which and why", ignored_sounds)
+
         def paused_while_queued():
             # Music asked for while a long sound holds the kitchen waits (queued); paused from its
             # card meanwhile, batond keeps it paused for when it gets the zone. The card said "waiting

@@ -576,6 +576,10 @@ async function loadSounds() {
   try {
     const d = await api('GET', '/api/v1/sounds');
     $('#sound-buttons').innerHTML = d.sounds.map(n => `<button type="button" data-sound="${esc(n)}">${esc(n)}</button>`).join('') || '<span class="dim">no sounds</span>';
+    // Files of the sounds directory batond does not offer (a name to rename): said, not left to vanish.
+    const ignored = Array.isArray(d.ignored) ? d.ignored : [];
+    $('#sounds-ignored').innerHTML = ignored.map(x => `<li><b>${esc(x.file)}</b> is not offered: ${esc(x.why)}</li>`).join('');
+    $('#sounds-ignored').hidden = !ignored.length;
   } catch (e) { notify('Loading the sounds failed: ' + e.message); }
 }
 async function announce(what, body) {
