@@ -994,6 +994,32 @@ def scenario(music):
                     b.api("POST", "/api/v1/music/stop", {"id": music})
         check("music paused while it waits for its zone: the card says so and offers Play", paused_while_queued)
 
+        def reload_in_words():
+            # A reload's answer in words: a summary that goes, and what waits for a restart (the
+            # API's address here) in a notice that stays (it was the answer's raw JSON, green, gone
+            # after 4 s).
+            lines = lambda: d.execute_script("return [...document.querySelectorAll('#notice .line')].map(e => e.textContent)")
+            notice = "#notice:not([hidden])"
+            tab(d, "zones")
+            click(d, "#reload")
+            wait_for("the summary", lambda: lines() == ["Reloaded: nothing changed"] and d.find_elements(By.CSS_SELECTOR, notice + ".ok"), 5)
+            path = b.dir + "/baton.yaml"
+            good = open(path).read()
+            with open(path, "w") as f:
+                f.write(good.replace(f"listen: 127.0.0.1:{b.port}", f"listen: 127.0.0.1:{free_port()}"))
+            try:
+                click(d, "#reload")
+                want = ["Reloaded: nothing changed", "takes effect only after a restart of batond: api"]
+                wait_for("the restart asked for", lambda: lines() == want and d.find_elements(By.CSS_SELECTOR, notice + ".warn"), 5)
+                time.sleep(4.5)
+                assert lines() == want and d.find_elements(By.CSS_SELECTOR, notice), "the notice went"
+            finally:
+                with open(path, "w") as f:
+                    f.write(good)
+                assert b.api("POST", "/api/v1/reload")[0] == 200
+            tab(d, "now")
+        check("a reload's answer in words; what waits for a restart stays", reload_in_words)
+
         def reloaded_elsewhere():
             # A reload done elsewhere (SIGHUP here, as batonctl or another phone would) removes patio,
             # renames the group and changes the sounds: the page shows the new groups and sounds, and

@@ -54,13 +54,17 @@ async function api(method, path, body, retried) {
   }
   return data;
 }
+// `ok` true: a success, gone after 4 s; 'warn': done, but with something to read (it stays, as an
+// error does). `text` may be lines (an array): one line each.
+let noticeSeq = 0;
 function notify(text, ok) {
-  const n = $('#notice');
-  n.className = ok ? 'ok' : '';
-  n.innerHTML = `<span>${esc(text)}</span><button type="button" id="notice-close" aria-label="Dismiss">×</button>`;
+  const n = $('#notice'), lines = Array.isArray(text) ? text : [text], seq = ++noticeSeq;
+  n.className = ok === 'warn' ? 'warn' : ok ? 'ok' : '';
+  n.innerHTML = `<span>${lines.map(l => `<span class="line">${esc(l)}</span>`).join('')}</span><button type="button" id="notice-close" aria-label="Dismiss">×</button>`;
   n.hidden = false;
   $('#notice-close').addEventListener('click', () => { n.hidden = true; });
-  if (ok) setTimeout(() => { if (n.textContent.startsWith(text)) n.hidden = true; }, 4000);
+  // Hidden only if no other notice came meanwhile (one that starts alike, as a reload's, too).
+  if (ok === true) setTimeout(() => { if (noticeSeq === seq) n.hidden = true; }, 4000);
 }
 function say(text) { $('#live').textContent = text; }
 // The connection's word, written only when it changes: #conn is a live region (role=status), and a
@@ -418,8 +422,21 @@ function renderZones() {
 }
 $('#reload').addEventListener('click', async () => {
   const r = await act('Reload', 'POST', '/api/v1/reload');
-  if (r) { notify('Reloaded: ' + JSON.stringify(r), true); reloaded(); }
+  if (r) { reloadNotice(r); reloaded(); }
 });
+// A reload's answer in words: what it changed in one line; what it did not bring back (`warnings`) and
+// the sections that wait for a restart (`needsRestart`) one line each, in a notice that stays.
+function reloadNotice(r) {
+  const list = k => Array.isArray(r[k]) ? r[k] : [];
+  const done = [['zonesAdded', 'zones added'], ['zonesRemoved', 'zones removed'], ['zonesChanged', 'zones reopened'], ['externalSourcesChanged', 'external sources changed']]
+    .filter(([k]) => list(k).length).map(([k, w]) => `${w}: ${list(k).join(', ')}`);
+  if (r.policyChanged) done.push('new policy');
+  if (r.soundsChanged) done.push('sounds loaded again');
+  const summary = 'Reloaded: ' + (done.length ? done.join('; ') : 'nothing changed');
+  const more = [...list('warnings').map(w => 'warning: ' + w),
+    ...(list('needsRestart').length ? [`takes effect only after a restart of batond: ${list('needsRestart').join(', ')}`] : [])];
+  if (more.length) notify([summary, ...more], 'warn'); else notify(summary, true);
+}
 // A reload applied (from this page, SIGHUP, batonctl, another phone): what the page read at its
 // start (groups, the policy, the sounds) is read again, and drawn with the next status.
 function reloaded() {
