@@ -1020,6 +1020,26 @@ def scenario(music):
             tab(d, "now")
         check("a reload's answer in words; what waits for a restart stays", reload_in_words)
 
+        def first_answer_not_batonds():
+            # Something between the page and batond (a proxy) answers the page's first question with
+            # a 502: the connection's word says so (it said "batond is not reachable" whatever
+            # happened), and the page starts once batond's answer comes through.
+            script = d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+                window.realFetch = window.fetch;
+                window.fetch = (path, opt) => String(path) !== '/api/v1/session' || window.through ? window.realFetch(path, opt)
+                  : Promise.resolve(new Response('<html>502 Bad Gateway</html>', {status: 502, headers: {'Content-Type': 'text/html'}}));"""})
+            try:
+                d.get(b.url)
+                want = "HTTP 502, an answer that is not batond's (text/html)"
+                wait_for("the 502 in words", lambda: d.find_element(By.ID, "conn").text == want, 5)
+                d.execute_script("window.through = true;")
+                wait_for("the page started", lambda: len(d.find_elements(By.CSS_SELECTOR, "#zone-cards article[data-zone]")) == 2, 10)
+            finally:
+                d.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": script["identifier"]})
+                d.get(b.url)
+            wait_for("the zones", lambda: len(d.find_elements(By.CSS_SELECTOR, "#zone-cards article[data-zone]")) == 2)
+        check("the page's first question answered by something else: the connection says what came", first_answer_not_batonds)
+
         def reloaded_elsewhere():
             # A reload done elsewhere (SIGHUP here, as batonctl or another phone would) removes patio,
             # renames the group and changes the sounds: the page shows the new groups and sounds, and

@@ -34,9 +34,11 @@ async function api(method, path, body, retried) {
         : method === 'GET' ? `batond did not answer within ${limit} s` : `no answer within ${limit} s: it may still happen`);
     }
   } finally { clearTimeout(timer); }
+  let theirs = false;
   try { data = text ? JSON.parse(text) : null; } catch (e) {
     // Something between the page and batond (a proxy, a captive portal) answered with a page of its own.
     if (r.ok) throw new Error(`the answer to ${path} is not batond's (not JSON: ${r.headers.get('Content-Type') || 'no type'})`);
+    theirs = true;
   }
   if (!r.ok) {
     // Another tab of this browser logged in again: its cookie (one per browser) replaced this tab's,
@@ -50,7 +52,8 @@ async function api(method, path, body, retried) {
     }
     if (r.status === 401 && path !== '/api/v1/session') showLogin();
     // A refused reload says why in `errors` (one line each).
-    throw new Error((data && (data.error || (Array.isArray(data.errors) && data.errors.join('; ')))) || ('HTTP ' + r.status));
+    throw new Error((data && (data.error || (Array.isArray(data.errors) && data.errors.join('; ')))) ||
+      ('HTTP ' + r.status + (theirs ? `, an answer that is not batond's (${r.headers.get('Content-Type') || 'no type'})` : '')));
   }
   return data;
 }
@@ -112,7 +115,8 @@ async function start() {
 }
 async function begin() {
   let s;
-  try { s = await api('GET', '/api/v1/session'); } catch (e) { conn('batond is not reachable', 'down'); setTimeout(start, 2000); return; }
+  // The failure as api() words it (a proxy's 502, a timeout), not always "not reachable".
+  try { s = await api('GET', '/api/v1/session'); } catch (e) { conn(e.message, 'down'); setTimeout(start, 2000); return; }
   if (!s.authenticated) { showLogin(); return; }
   csrf = s.csrf || null;
   loginShown = false;
