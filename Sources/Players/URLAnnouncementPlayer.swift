@@ -213,11 +213,13 @@ public final class URLAnnouncementPlayer: Source, @unchecked Sendable {
     /// most 100 ms apart. Once its slots are finished (all written, or it gave up: after its
     /// transfer ended, up to a second after a cut): when its last frame will have been played, so
     /// it is released within about a millisecond of it. It used to be the default 5 ms all along:
-    /// the monitor woke 200 times a second for as long as a URL played. Under the control plane's
-    /// lock.
+    /// the monitor woke 200 times a second for as long as a URL played. Never while every slot is
+    /// paused and still (`allHeldStill`: interrupted by a call): the zones wait for none of its
+    /// audio, and the resume wakes the monitor. It looked 20 times a second for as long as a call
+    /// went on. Under the control plane's lock.
     public var nextTick: Int? {
         let (outputs, finished) = shared.withLock { ($0.outputs, $0.finished) }
-        guard let outputs else { return nil }
+        guard let outputs, !allHeldStill(outputs) else { return nil }
         if !finished { return Self.lookWhileDecoding }
         return allDrained(outputs) ? nil : nanosecondsToDrain(outputs)
     }

@@ -229,6 +229,43 @@ import Testing
         return server
     }
 
+    /// A URL announcement interrupted by a call, its audio not all written yet (20 s, more than its
+    /// rings hold): while its slot is paused and still it asks the monitor for no look at all (the
+    /// call's end wakes the monitor); it asked every 50 ms for as long as the call went on. After
+    /// the call it plays on.
+    @Test func anAnnouncementHeldByACallAsksForNoLooks() throws {
+        let server = try SlowHTTPServer()
+        defer { server.stop() }
+        let dir = TestDirectory.make("url-held")
+        WAVWriter.write(
+            Signals.sine(frequency: 1000, rate: 44_100, frames: 20 * 44_100, channels: 2, amplitude: 0.5),
+            rate: 44_100, channels: 2, to: "\(dir)/tone.wav")
+        guard case .success(let wav?) = FileIO.read("\(dir)/tone.wav") else { throw TestSetupError(message: "no WAV") }
+        server.route("/long.wav", .init(contentType: "audio/wav", body: wav, seconds: 1, chunks: 10))
+        let t = try TestDaemon(
+            zones: [("kitchen", 44_100, nil)],
+            intercom: IntercomConfig(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"], silenceTimeout: .seconds(60)),
+            announce: Self.allowLoopback)
+        defer { t.stop() }
+        let id = try #require(
+            try t.json("POST", "/api/v1/announce", #"{"url": "\#(server.url("/long.wav"))"}"#).object["id"])
+        let source = { try? t.status().sources.first { $0.id == id } }
+        #expect(waitUntil { (source()?.positionSeconds ?? 0) > 0.3 })
+        let tick = { t.daemon.state.withLock { s in s.playbacks.first { "\($0.key)" == id }?.value.source.nextTick } }
+        #expect(tick() == 50_000_000, "while it plays and decodes")
+        #expect(try t.json("POST", "/api/v1/call/start").status == 202)
+        #expect(waitUntil { source()?.state == "interrupted" }, "\(String(describing: source()))")
+        let mixer = try #require(t.daemon.output("kitchen")?.mixer)
+        let held = { mixer.slots.contains { $0.isPauseRequested && $0.isPaused } }
+        #expect(waitUntil(seconds: 5, every: 0.02) { held() }, "its slot is paused and still")
+        #expect(tick() == nil, "held still: \(tick().map(String.init) ?? "nil") ns")
+        #expect(try t.json("POST", "/api/v1/call/end").status == 200)
+        #expect(waitUntil { source()?.state == "playing" }, "\(String(describing: source()))")
+        let at = source()?.positionSeconds ?? 0
+        #expect(waitUntil { (source()?.positionSeconds ?? 0) > at + 0.3 }, "it plays on after the call")
+    }
+
     /// A server that sends the file ten times slower than it plays — never stalled, a chunk every
     /// 0.1 s — is cut once the zone has waited `first-byte-timeout` (1 s) for it, and says so: it
     /// held the zone, buffering, for the whole 40 s of the trickle (at a byte a second, for hours),
