@@ -23,17 +23,24 @@ public final class Triggers: Sendable {
     private let mqtt = Mutex<(bridge: MQTTBridge?, error: String?, broker: String?)>((nil, nil, nil))
     /// The buttons as configured, each running or with the reason it is not, and their presses.
     private let buttons = Mutex<[Button]>([])
+    /// Renders the buttons' texts once at start and after each reload (`checkSpeech`), off the
+    /// control thread; a reload during a check has the next one follow it.
+    private let speechCheck = NewestJob(threadName: "speech-check")
+    /// The event-log subscription that starts a check at each reload, while the buttons run.
+    private let reloads = Mutex<Int?>(nil)
 
     /// One configured button: its reader (nil when it could not be set up), why it is off (`error`),
     /// why its last press rang nothing when its sound could not be played (`pressError`: a file
-    /// that does not decode), and its presses. A missing sound or speech program is looked for at
-    /// each status (`ringsNothing`): a reload may change the sounds directory, a sound may be added,
-    /// espeak-ng installed.
+    /// that does not decode), why its text could not be rendered when it was last tried
+    /// (`speechError`: a voice espeak-ng does not have), and its presses. A missing sound or speech
+    /// program is looked for at each status (`ringsNothing`): a reload may change the sounds
+    /// directory, a sound may be added, espeak-ng installed.
     private struct Button {
         let config: GPIOButtonConfig
         let button: GPIOButton?
         var error: String?
         var pressError: String? = nil
+        var speechError: String? = nil
         var presses = 0
     }
 
@@ -110,10 +117,60 @@ public final class Triggers: Sendable {
         }
         buttons.withLock { $0 = started }
         for case let gpio? in started.map(\.button) { gpio.start() }
+        // A text the speech settings cannot say (a voice espeak-ng does not have: `englsh`) was
+        // found at the first press, a visitor's ring lost, the status "listening" until then.
+        // Tried now and after each reload (which may change `speech:`), off this thread; the
+        // rendering kept, the first ring is not late by it either.
+        if started.contains(where: { $0.button != nil && $0.config.announce.text != nil }) {
+            let watch = ReloadWatch { [weak self] in self?.checkSpeechSoon() }
+            reloads.withLock { $0 = daemon.events.subscribe(watch, after: nil) }
+            checkSpeechSoon()
+        }
+    }
+
+    /// Starts a check of the buttons' texts (`checkSpeech`) on its own thread. Any thread.
+    private func checkSpeechSoon() { speechCheck.run { [weak self] in self?.checkSpeech() } }
+
+    /// Renders each running button's text with the speech settings of now. One that fails is said
+    /// as a missing sound is (the log, a `gpio-error` event, the button's status) until a check or
+    /// a press renders it; a speech program that cannot run is said by `ringsNothing` already.
+    /// The check thread.
+    private func checkSpeech() {
+        let speech = daemon.config.speech.command
+        guard Speech.whyCannotRun(speech) == nil else { return }
+        let texts = buttons.withLock { buttons in
+            buttons.indices.compactMap { i -> (index: Int, text: String, name: String)? in
+                let b = buttons[i]
+                guard b.button != nil, let text = b.config.announce.text else { return nil }
+                return (i, text, "gpio[\(i)] (\(b.config.chip) line \(b.config.line))")
+            }
+        }
+        for (index, text, name) in texts {
+            var why: String?
+            do throws(ControlError) { try daemon.announcer.prepare(text: text) } catch {
+                // batond stopping, not the text's fault.
+                if error.message.hasPrefix("speech: stopped:") { return }
+                why = "its text cannot be spoken: \(error.message): a press rings nothing"
+            }
+            let changed = buttons.withLock { b -> Bool in
+                guard index < b.count else { return false }
+                // Rendered now: a press's failure to render is over too.
+                if why == nil, b[index].pressError?.hasPrefix("pressed, but speech: ") == true {
+                    b[index].pressError = nil
+                }
+                guard b[index].speechError != why else { return false }
+                b[index].speechError = why
+                return true
+            }
+            guard changed, let why else { continue }
+            logger.error("\(name): \(why)")
+            daemon.events.publish(type: .gpioError, reason: "\(name): \(why)")
+        }
     }
 
     /// Stops the buttons and the MQTT bridge (which publishes `offline`). Control thread.
     public func stop() {
+        if let id = reloads.withLock({ $0.take() }) { daemon.events.unsubscribe(id) }
         for case let gpio? in buttons.withLock({ $0.map(\.button) }) { gpio.stop() }
         mqtt.withLock { $0.bridge }?.stop()
     }
@@ -131,7 +188,12 @@ public final class Triggers: Sendable {
                         sound: Self.sound(of: action), zones: action.zones, volume: volume)
                 }
             logger.info("\(name): pressed → \(r.id) \(r.outcome)")
-            buttons.withLock { if index < $0.count { $0[index].pressError = nil } }
+            buttons.withLock {
+                if index < $0.count {
+                    $0[index].pressError = nil
+                    $0[index].speechError = nil
+                }
+            }
         } catch {
             let why = "pressed, but \(error.message)"
             logger.error("\(name): \(why)")
@@ -196,9 +258,20 @@ public final class Triggers: Sendable {
             StatusReport.Button(
                 chip: b.config.chip, line: b.config.line,
                 state: b.button == nil || b.error != nil ? "unavailable" : "listening",
-                error: b.error ?? Self.ringsNothing(b.config.announce, sounds: sounds, speech: speech) ?? b.pressError,
+                error: b.error ?? Self.ringsNothing(b.config.announce, sounds: sounds, speech: speech) ?? b.speechError
+                    ?? b.pressError,
                 presses: b.presses)
         }
+    }
+}
+
+/// Calls `reloaded` at each `reloaded` event (on the publishing thread: it must not block).
+private final class ReloadWatch: EventSubscriber {
+    let reloaded: @Sendable () -> Void
+    init(_ reloaded: @escaping @Sendable () -> Void) { self.reloaded = reloaded }
+    func deliver(_ event: Event) -> Bool {
+        if event.type == EventType.reloaded.rawValue { reloaded() }
+        return true
     }
 }
 

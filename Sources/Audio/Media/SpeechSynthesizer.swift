@@ -80,16 +80,6 @@ public final class SpeechSynthesizer: Sendable {
         return pcm
     }
 
-    /// A voice name espeak-ng could know: letters, digits, `-`, `_`, `+` and `/` (e.g. `en-us`,
-    /// `de`, `en+f3`), at most 40 characters, not starting with `-` (never an option).
-    public static func isValidVoice(_ voice: String) -> Bool {
-        !voice.isEmpty && voice.utf8.count <= 40 && !voice.hasPrefix("-")
-            && voice.utf8.allSatisfy { c in
-                (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D
-                    || c == 0x5F || c == 0x2B || c == 0x2F
-            }
-    }
-
     private func run(_ text: String, voice: String) throws(MediaError) -> DecodedPCM {
         var template = Array("/tmp/baton-speech-XXXXXX".utf8CString)
         let fd = mkstemp(&template)

@@ -155,7 +155,11 @@ extension ConfigReader {
         default:
             break
         }
-        if let text, text.count > speech.maxLength {
+        // What no speech settings can say is refused here, not at the first press (a visitor's
+        // ring, silent): the voice and the program are tried once batond runs (`Triggers`).
+        if let text, let why = SpeechConfig.whyUnspeakable(text) {
+            report(announce.values["text"]?.value.mark, path.appending("text"), "\(why): a press would say nothing")
+        } else if let text, text.count > speech.maxLength {
             report(
                 announce.values["text"]?.value.mark, path.appending("text"),
                 "the text is \(text.count) characters long, more than speech.max-length (\(speech.maxLength))")
@@ -344,17 +348,16 @@ extension ValueKind {
         }
     }
 
-    /// An espeak-ng voice (`en`, `en-us`, `en+f3`): no spaces, not starting with `-` (it would read
-    /// as an option).
+    /// An espeak-ng voice (`en`, `en-us`, `en+f3`): the rule a request's voice is held to
+    /// (`SpeechConfig.isValidVoice`). Looser here, a voice such as `en.us` passed the file and
+    /// failed at every text spoken (a doorbell's first ring, silent).
     static var voiceName: ValueKind<String> {
         ValueKind<String>(name: "a voice") { text in
-            let isControl = { (c: Character) in c.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true }
-            guard !text.isEmpty, !text.hasPrefix("-"), !text.contains(where: { $0.isWhitespace || isControl($0) })
-            else {
+            guard SpeechConfig.isValidVoice(text) else {
                 return .failure(
                     ValueProblem(
                         message: "\(ConfigSyntax.quoted(text)) is not a voice name (expected e.g. en, en-us or "
-                            + "en+f3: no spaces, not starting with -)"))
+                            + "en+f3: letters, digits, -, _, + and /, at most 40 characters, not starting with -)"))
             }
             return .success(text)
         }

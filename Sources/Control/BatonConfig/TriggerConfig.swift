@@ -1,3 +1,5 @@
+import OSThread
+
 /// The triggers and calls of a speaker: MQTT (`mqtt:`), GPIO buttons (`gpio:`), the RTP intercom
 /// (`intercom:`) and spoken announcements (`speech:`). Plain values: safe to share between threads.
 
@@ -148,4 +150,30 @@ public struct SpeechConfig: Sendable, Equatable {
     public static let `default` = SpeechConfig()
     public static let speedRange = 80...450
     public static let maxLengthRange = 1...5000
+
+    /// A voice name espeak-ng could know: letters, digits, `-`, `_`, `+` and `/` (e.g. `en-us`,
+    /// `de`, `en+f3`), at most 40 characters, not starting with `-` (never an option). The rule for
+    /// `speech.voice` and for a request's voice alike.
+    public static func isValidVoice(_ voice: String) -> Bool {
+        !voice.isEmpty && voice.utf8.count <= 40 && !voice.hasPrefix("-")
+            && voice.utf8.allSatisfy { c in
+                (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D
+                    || c == 0x5F || c == 0x2B || c == 0x2F
+            }
+    }
+
+    /// Why `text` cannot be spoken whatever the settings: nothing but white space, or a control
+    /// character other than a tab or a line end (the synthesizer takes the text as a C string: a
+    /// NUL would end it there, unseen); nil when it can. For a request's text and a button's alike.
+    public static func whyUnspeakable(_ text: String) -> String? {
+        let trimmed = text.trimmingWhitespace()
+        guard !trimmed.isEmpty else { return "text is empty" }
+        guard
+            let control = trimmed.unicodeScalars.first(where: {
+                $0.properties.generalCategory == .control && $0 != "\n" && $0 != "\t" && $0 != "\r"
+            })
+        else { return nil }
+        let hex = String(control.value, radix: 16, uppercase: true)
+        return "text has a control character (U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex))"
+    }
 }

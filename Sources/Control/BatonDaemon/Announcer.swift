@@ -36,6 +36,13 @@ public struct Announcer: Sendable {
         }
     }
 
+    /// Renders `text` as `announce(text:)` would, and plays nothing: a text the speech settings
+    /// cannot say fails here, and the rendering is kept for the announcement to come (a button's
+    /// first ring is not late by it). Blocking; any thread but an output thread.
+    public func prepare(text: String) throws(ControlError) {
+        _ = try daemon.parts.speech.render(text, voice: nil, config: daemon.config.speech)
+    }
+
     private func play(sound: String, zones: [String], sourceClass: SourceClass, loop: Bool, volume: Float)
         throws(ControlError) -> Admission
     {

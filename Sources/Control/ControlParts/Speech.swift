@@ -23,22 +23,13 @@ package final class Speech: Sendable {
     /// Checks `text` and `voice` against `config` and renders it (a few hundred ms for a sentence
     /// the first time; cached afterwards). Blocking; never under the control plane's lock.
     package func render(_ text: String, voice: String?, config: SpeechConfig) throws(ControlError) -> Rendered {
+        if let why = SpeechConfig.whyUnspeakable(text) { throw ControlError(.badRequest, why) }
         let trimmed = text.trimmingWhitespace()
-        guard !trimmed.isEmpty else { throw ControlError(.badRequest, "text is empty") }
-        // The synthesizer takes the text as a C string: a NUL would end it there, unseen.
-        if let control = trimmed.unicodeScalars.first(where: {
-            $0.properties.generalCategory == .control && $0 != "\n" && $0 != "\t" && $0 != "\r"
-        }) {
-            let hex = String(control.value, radix: 16, uppercase: true)
-            throw ControlError(
-                .badRequest,
-                "text has a control character (U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex))")
-        }
         guard trimmed.count <= config.maxLength else {
             throw ControlError(
                 .badRequest, "text is \(trimmed.count) characters; at most \(config.maxLength) (speech.max-length)")
         }
-        if let voice, !SpeechSynthesizer.isValidVoice(voice) {
+        if let voice, !SpeechConfig.isValidVoice(voice) {
             throw ControlError(.badRequest, "voice \"\(voice)\" is not a voice name (letters, digits, -, _, +, /)")
         }
         let synthesizer = self.synthesizer(config)

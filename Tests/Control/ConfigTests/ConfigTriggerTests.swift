@@ -256,6 +256,15 @@ private let intercomSection = "intercom:\n  rtp:\n"
             gpioSection.replacing("sound: doorbell", with: "sound: doorbell, zones: []"),
             "test.yaml:6:40: gpio[0].announce.zones: at least one zone or group is required"
         ),
+        // A text no speech settings can say, found at the first press before (a visitor's ring, silent).
+        (
+            gpioSection.replacing("sound: doorbell", with: #"text: "   ""#),
+            "test.yaml:6:22: gpio[0].announce.text: text is empty: a press would say nothing"
+        ),
+        (
+            gpioSection.replacing("sound: doorbell", with: #"text: "Ding\adong""#),
+            "test.yaml:6:22: gpio[0].announce.text: text has a control character (U+0007): a press would say nothing"
+        ),
         (
             "speech: {max-length: 5}\n" + gpioSection.replacing("sound: doorbell", with: "text: hello world"),
             "test.yaml:7:22: gpio[0].announce.text: the text is 11 characters long, more than speech.max-length (5)"
@@ -299,7 +308,12 @@ private let intercomSection = "intercom:\n  rtp:\n"
         ("speech:\n  max-length: 0\n", "test.yaml:5:15: speech.max-length: 0 is out of range (expected 1...5000)"),
         (
             "speech:\n  voice: \"-x\"\n",
-            #"test.yaml:5:10: speech.voice: "-x" is not a voice name (expected e.g. en, en-us or en+f3: no spaces, not starting with -)"#
+            #"test.yaml:5:10: speech.voice: "-x" is not a voice name (expected e.g. en, en-us or en+f3: letters, digits, -, _, + and /, at most 40 characters, not starting with -)"#
+        ),
+        // Refused for a request's voice, and failing every text when it was the configuration's.
+        (
+            "speech:\n  voice: en.us\n",
+            #"test.yaml:5:10: speech.voice: "en.us" is not a voice name (expected e.g. en, en-us or en+f3: letters, digits, -, _, + and /, at most 40 characters, not starting with -)"#
         ),
         (
             "speech:\n  command: espeak-ng -s 120\n",

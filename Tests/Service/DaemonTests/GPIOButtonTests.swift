@@ -124,6 +124,45 @@ final class HeldEdgeSource: EdgeSource, @unchecked Sendable {
         #expect(status.error == nil, "\(status.error ?? "-")")
     }
 
+    /// A button that speaks, in a voice espeak-ng does not have (`speech.voice: englsh`): its text
+    /// is rendered once at start and the failure said there — a `gpio-error` event, the button's
+    /// status — not at the first visitor's ring, lost (the status read "listening", no error, until
+    /// then). A reload to a voice espeak-ng has renders it again and clears the error; the rendering
+    /// is kept, so the first press does not run espeak-ng again.
+    @Test func aButtonsTextIsTriedAtStartAndAfterEachReload() throws {
+        let dir = TestDirectory.make("speech-runs")
+        let runs = dir + "/runs"
+        let speech = try TextFile.script(dir + "/speak", "#!/bin/sh\necho run >> \(runs)\nexec espeak-ng \"$@\"\n")
+        let count = { () -> Int in
+            guard case .success(let bytes?) = FileIO.read(runs) else { return 0 }
+            return bytes.count { $0 == UInt8(ascii: "\n") }
+        }
+        let button = GPIOButtonConfig(
+            line: 17, announce: AnnounceAction(text: "Someone is at the door", zones: ["kitchen"]))
+        let line = HeldEdgeSource()
+        let t = try TestDaemon(
+            speech: SpeechConfig(voice: "englsh", command: speech), gpio: [button], edgeSources: { _ in line })
+        defer { t.stop() }
+        let failed = #"its text cannot be spoken: speech: espeak-ng failed (voice "englsh")"#
+        let said = try #require(t.waitForEvent("gpio-error", seconds: 10)?.reason, "not said before a press")
+        #expect(said.hasPrefix("gpio[0] (gpiochip0 line 17): \(failed)"), "\(said)")
+        #expect(said.hasSuffix(": a press rings nothing"), "\(said)")
+        let status = try #require(try t.status().gpio?.first)
+        #expect(status.state == "listening" && status.error?.hasPrefix(failed) == true, "\(status.error ?? "-")")
+        #expect(count() == 1)
+        var config = t.config
+        config.speech.voice = "en"
+        #expect(t.daemon.apply(config).applied)
+        #expect(
+            waitUntil(seconds: 10) { (try? t.status())?.gpio?.first.map { $0.error == nil } == true },
+            "the reload's rendering clears the error")
+        #expect(count() == 2)
+        line.replay([.falling(ms: 0)])
+        #expect(t.waitForEvent("granted", seconds: 10) != nil)
+        #expect(count() == 2, "the press plays the rendering made at the reload")
+        #expect(t.daemon.events.recent().filter { $0.type == "gpio-error" }.count == 1)
+    }
+
     /// A chattering line (forty presses at once, a long doorbell wire) on a button that speaks,
     /// with speech slow to render: one press at a time, the newest waiting — a thread for each
     /// press piled up, without bound, each waiting on the synthesizer.
