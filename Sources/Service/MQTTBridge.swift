@@ -76,9 +76,10 @@ final class MQTTBridge: @unchecked Sendable {
         /// The zones whose topics were last published (a reload that removes one clears them).
         var publishedZones: [String] = []
         /// Command topics whose retained message batond cleared: how many clearing messages are
-        /// expected back (one per clear: a retained command delivered twice is cleared twice), and
-        /// until when (monotonic ns).
-        var clearing: [String: (count: Int, until: Int)] = [:]
+        /// expected back (one per clear: a retained command delivered twice is cleared twice), when
+        /// the last clear was sent and until when one is expected (monotonic ns). Dropped once that
+        /// passed: kept until an empty message came, one came minutes later was still counted off.
+        var clearing: [String: (count: Int, sent: Int, until: Int)] = [:]
         /// The bridge is stopping: the connection's end is its own doing, not a lost broker.
         var stopping = false
         /// Each zone's level as last published on `zones/<zone>/level`, and when (monotonic ns).
@@ -323,26 +324,45 @@ final class MQTTBridge: @unchecked Sendable {
         // length: one over `api.max-body` keeps none of its bytes, and was taken for the echo (a
         // retained one never refused nor cleared; one before a due echo swallowed, and the echo
         // after it carried out as a command with an empty body — a `reload`).
+        // A clear the broker did not carry out (its ACL does not let batond publish on its command
+        // topics) comes back as nothing: an empty command in the echo's window is taken for it.
+        // That one is said on `<base>/errors` when it came later than an echo does (`echoWithin`):
+        // it was dropped with a line in the log only, the stop or reload it asked for not done.
         if length == 0 {
             let now = monotonicNanoseconds()
-            let until = inbox.shared.withLock { s -> Int? in
+            let clearedAt = inbox.shared.withLock { s -> Int? in
+                s.clearing = s.clearing.filter { $0.value.until > now }
                 guard let expected = s.clearing[topic] else { return nil }
                 if expected.count <= 1 { s.clearing[topic] = nil } else { s.clearing[topic]?.count -= 1 }
-                return expected.until
+                return expected.sent
             }
-            let echo = until.map { retained || $0 > now } ?? false
-            if echo {
-                logger.info("mqtt: \(topic): the empty message that cleared its retained command, not carried out")
+            if let clearedAt {
+                if retained || now - clearedAt <= Self.echoWithin {
+                    logger.info("mqtt: \(topic): the empty message that cleared its retained command, not carried out")
+                } else {
+                    let tenths = (now - clearedAt) / 100_000_000
+                    refuse(
+                        ControlError(
+                            .conflict,
+                            "not carried out: an empty message \(tenths / 10).\(tenths % 10) s after batond cleared a "
+                                + "retained command here was taken as the clearing of that retained command; if it "
+                                + "was a command, send it again"))
+                }
+                return
             }
-            if echo || retained { return }
+            if retained { return }
         }
         // A retained command would run again at every start and reconnect (a doorbell hours late):
         // refused, and the broker asked to clear it (a person clearing it with an empty retained
         // message ran the command: that message reaches the subscribers as an ordinary one).
         guard !retained else {
-            let until = monotonicNanoseconds() + 30_000_000_000
-            inbox.shared.withLock { $0.clearing[topic] = ((($0.clearing[topic]?.count) ?? 0) + 1, until) }
-            publish(topic, [], retain: true)
+            // A clear that could not be sent brings no echo: none is expected.
+            let now = monotonicNanoseconds()
+            if publish(topic, [], retain: true) {
+                inbox.shared.withLock {
+                    $0.clearing[topic] = ((($0.clearing[topic]?.count) ?? 0) + 1, now, now + Self.echoDue)
+                }
+            }
             return refuse(
                 ControlError(
                     .badRequest,
@@ -715,11 +735,25 @@ final class MQTTBridge: @unchecked Sendable {
         logger.info("mqtt: zone \(zone) is gone: its topics cleared")
     }
 
-    private func publish(_ topic: String, _ payload: [UInt8], retain: Bool) {
-        do { try client.publish(topic, payload: payload, qos: .atLeastOnce, retain: retain) } catch {
+    /// Whether the message was handed to the client (sent, or queued for the next connect).
+    @discardableResult
+    private func publish(_ topic: String, _ payload: [UInt8], retain: Bool) -> Bool {
+        do {
+            try client.publish(topic, payload: payload, qos: .atLeastOnce, retain: retain)
+            return true
+        } catch {
             logger.debug("mqtt: publish \(topic): \(error)")
+            return false
         }
     }
+
+    /// How long after a clear of a retained command its echo is taken for one (ns): a broker slow
+    /// to hand it on.
+    static let echoDue = 30_000_000_000
+    /// How soon a clear's echo comes when the broker carried the clear out: the broker hands it on
+    /// as it takes it (one round trip). An empty message later than this that is taken for the
+    /// echo is said on `<base>/errors`: more likely a command after a clear the broker refused.
+    static let echoWithin = 1_000_000_000
 }
 
 // MARK: - Home Assistant's entities (docs/HOME-ASSISTANT.md)

@@ -281,6 +281,50 @@ import Testing
         #expect(!t.daemon.events.recent().contains { $0.type == "reloaded" })
     }
 
+    /// A broker whose ACL does not let batond publish on its command topics (docs/MQTT.md: clearing
+    /// a retained command needs that right): the clear of a retained `music/stop` goes nowhere, and no
+    /// echo of it comes. An empty `music/stop` sent a while later, within the echo's window, is taken
+    /// for it — and said on `<base>/errors`, "send it again"; sent again, it is carried out. It was
+    /// dropped with a line in the log only, nothing on `<base>/errors`.
+    @Test func aCommandTakenForTheEchoOfARefusedClearIsSaid() throws {
+        let user = (name: "tester", password: "tester-pw")
+        let broker = try MosquittoBroker(
+            users: ["baton": "baton-pw", user.name: user.password],
+            acl: """
+                user tester
+                topic readwrite #
+                user baton
+                topic read \(base)/#
+                topic write \(base)/errors
+                """)
+        defer { broker.stop() }
+        try broker.publish(topic: "\(base)/music/stop", message: "{}", retain: true, user: user)
+        let password = TestDirectory.make("mqtt-acl") + "/password"
+        guard case .success = FileIO.writeAtomically(Array("baton-pw\n".utf8), to: password) else {
+            throw TestSetupError(message: "cannot write \(password)")
+        }
+        let refusal = try broker.subscribe(topic: "\(base)/errors", count: 1, seconds: 30, user: user)
+        let t = try TestDaemon(mqtt: MQTTConfig(broker: broker.url, username: "baton", passwordFile: password))
+        defer { t.stop() }
+        #expect(connected(t))
+        let refused = refusal.messages().first ?? ""
+        #expect(refused.contains("a retained message is not carried out"), "\(refused)")
+        #expect(Self.kept("\(base)/music/stop", on: broker, user: user).count == 1, "the broker kept it: no clear")
+        // Later than an echo comes (`MQTTBridge.echoWithin`): a person reacting to the error.
+        usleep(1_200_000)
+        let answers = try broker.subscribe(topic: "\(base)/errors", count: 2, seconds: 15, user: user)
+        try broker.publish(topic: "\(base)/music/stop", message: "", user: user)
+        // Sent again: carried out (nothing plays: music/stop's own answer).
+        try broker.publish(topic: "\(base)/music/stop", message: "", user: user)
+        let said = answers.messages()
+        #expect(said.count == 2, "\(said)")
+        #expect(
+            said.first?.contains(
+                "was taken as the clearing of that retained command; if it was a command, send it again")
+                == true, "\(said)")
+        #expect(said.count == 2 && said[1].contains("no music"), "\(said)")
+    }
+
     /// A reload that changes `mqtt:` is not applied by the running bridge, and says so
     /// (`needsRestart`); the status keeps showing the broker the bridge is on. It used to answer
     /// `needsRestart: []` and show the new, unconnected broker as connected.
@@ -321,8 +365,10 @@ import Testing
         #expect(!t.daemon.events.recent().contains { $0.type == "granted" }, "nothing played")
     }
 
-    static func kept(_ topic: String, on broker: MosquittoBroker) -> [String] {
-        ((try? broker.subscribe(topic: topic, seconds: 1).messages(seconds: 3)) ?? ["?"]).filter {
+    static func kept(
+        _ topic: String, on broker: MosquittoBroker, user: (name: String, password: String)? = nil
+    ) -> [String] {
+        ((try? broker.subscribe(topic: topic, seconds: 1, user: user).messages(seconds: 3)) ?? ["?"]).filter {
             $0.hasPrefix(topic + " ") || $0 == "?"
         }
     }

@@ -37,8 +37,13 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// With `tls`, the listener speaks TLS only, with a certificate for 127.0.0.1 signed by a CA made
     /// on the spot with openssl (``caFile``). `refusing`: topic filters whose subscriptions the
     /// broker refuses (SUBACK 0x80), through mosquitto's dynamic security plugin (an `acl_file`
-    /// denies delivery, not the subscription), anonymous clients allowed everything else.
-    public init(port: Int? = nil, users: [String: String] = [:], tls: Bool = false, refusing: [String] = []) throws {
+    /// denies delivery, not the subscription), anonymous clients allowed everything else. `acl`:
+    /// the lines of an `acl_file` (`user NAME`, then `topic read|write|readwrite|deny TOPIC`):
+    /// a publication it does not allow is dropped, and the publisher, on MQTT 3.1.1, told nothing.
+    public init(
+        port: Int? = nil, users: [String: String] = [:], tls: Bool = false, refusing: [String] = [],
+        acl: String? = nil
+    ) throws {
         for path in [Self.brokerPath, Self.publisherPath, Self.subscriberPath, Self.passwdPath]
         where access(path, X_OK) != 0 {
             throw StartError(
@@ -124,6 +129,12 @@ public final class MosquittoBroker: @unchecked Sendable {
                 throw StartError(description: "cannot write \(directory)/dynsec.json")
             }
             config += ["plugin \(plugin)", "plugin_opt_config_file \(directory)/dynsec.json"]
+        }
+        if let acl {
+            guard writeText(directory + "/acl", acl + "\n") else {
+                throw StartError(description: "cannot write \(directory)/acl")
+            }
+            config.append("acl_file \(directory)/acl")
         }
         guard writeText(directory + "/mosquitto.conf", config.joined(separator: "\n") + "\n") else {
             throw StartError(description: "cannot write \(directory)/mosquitto.conf")
