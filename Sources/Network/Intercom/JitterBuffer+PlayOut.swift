@@ -178,15 +178,18 @@ extension JitterBuffer {
     /// Each packet may move them by up to 2³¹ (a stream whose timestamps jump; a hostile sender in
     /// sequence), and past 2⁶³ the arithmetic on them trapped: the daemon down. They are shifted
     /// together by whole 2³² steps — what the wire's 32 bits cannot tell apart — and the transits
-    /// with them: nothing between them changes.
+    /// with them: nothing between them changes. Only the live ones: the queued packets' and the
+    /// transits measured since the last restart. The others are never read again, and shifted at
+    /// every rebase they drifted by ~2⁴⁰ each time: a sender whose sequence kept jumping (only a
+    /// few slots rewritten, the transit window restarted each time) made them trap in the end.
     mutating func rebaseTimestamps() {
         guard highestTimestamp > Self.rebaseBeyond || highestTimestamp < -Self.rebaseBeyond else { return }
         let shift = (highestTimestamp >> 32) << 32
         highestTimestamp -= shift
         nextTimestamp -= shift
         newestEnd -= shift
-        for i in slotTimestamp.indices { slotTimestamp[i] -= shift }
-        for i in transits.indices { transits[i] += shift }
+        for i in slotTimestamp.indices where slotState[i] == .queued { slotTimestamp[i] -= shift }
+        for i in 0..<transitCount { transits[i] += shift }
     }
 
     /// How far from zero the extended timestamps go before they are shifted back (`rebaseTimestamps`).

@@ -405,4 +405,68 @@ import Testing
         #expect(c.lost == 0 && c.late == 0)
         #expect(c.played + c.trimmed == packets.count)
     }
+
+    /// A hostile sender whose sequence jumps at every other packet (each jump taken: a restart)
+    /// and whose timestamps leap by 2³¹ − 1 at each packet taken: the buffer's timestamps are
+    /// rebased every ~512 of them, and only a few slots (and the first transit) are ever written
+    /// again. Those left from before are never read again and must stay as they were: each rebase
+    /// shifted them by ~2⁴⁰ too, until (after ~8 million rebases) the arithmetic trapped.
+    @Test func aRebaseLeavesStaleEntriesAlone() throws {
+        let sim = try PlayoutSimulation()
+        let (slots, transits) = try Self.normalThenHostile(sim, restarts: 1_600)
+        #expect(sim.buffer.counters.resets == 1_600)
+        #expect(sim.buffer.highestTimestamp.magnitude < 1 << 41)
+        let rewritten = Set((0..<1_600).map { sim.buffer.index(Int64(Self.hostileSeq($0))) })
+        #expect(rewritten.count < 128)
+        for i in slots.indices where !rewritten.contains(i) {
+            #expect(sim.buffer.slotTimestamp[i] == slots[i], "slot \(i)")
+        }
+        #expect(Array(sim.buffer.transits[1...]) == Array(transits[1...]))
+    }
+
+    /// The same sender, against stale entries already at the edge of the 64-bit range (as millions
+    /// of such rebases left them): the next rebase trapped — the daemon down on network input.
+    /// In a child process, as a trap ends the process.
+    @Test func aRebaseDoesNotTrapOnStaleEntries() async {
+        await #expect(processExitsWith: .success) {
+            let sim = try! PlayoutSimulation()
+            try! Self.normalThenHostile(sim, restarts: 600) { buffer in
+                for i in buffer.slotTimestamp.indices { buffer.slotTimestamp[i] = i % 2 == 0 ? .min + 1 : .max - 1 }
+                for i in buffer.transits.indices { buffer.transits[i] = i % 2 == 0 ? .min + 1 : .max - 1 }
+            }
+        }
+    }
+
+    /// The extended sequence number of the hostile stream's `k`th packet taken.
+    static func hostileSeq(_ k: Int) -> Int { 1_120 + (k + 1) * 1_000 }
+
+    /// 120 packets in order (every slot and transit written), `stale` applied to the buffer, then
+    /// `restarts` pairs: a packet 1 000 sequence numbers on (refused, far from the stream's) and
+    /// the one after it (taken: a restart), its timestamp 2³¹ − 1 after the last one taken.
+    /// Returns the slot timestamps and transits as the in-order packets left them.
+    @discardableResult
+    static func normalThenHostile(
+        _ sim: PlayoutSimulation, restarts: Int, stale: (inout JitterBuffer) -> Void = { _ in }
+    ) throws -> (slots: [Int64], transits: [Int64]) {
+        let packet = try tonePackets(seconds: 0.02)[0]
+        for i in 0..<120 { sim.insert(datagram(packet, index: i), at: i * 20 * ms) }
+        stale(&sim.buffer)
+        let kept = (sim.buffer.slotTimestamp, sim.buffer.transits)
+        var timestamp = UInt32(90_000 + 119 * 960)
+        for k in 0..<restarts {
+            let now = (120 + k) * 20 * ms
+            let seq = UInt16(truncatingIfNeeded: hostileSeq(k))
+            timestamp &+= 0x7FFF_FFFF
+            let refused = RTPPacket.datagram(
+                payloadType: 96, sequenceNumber: seq &- 1, timestamp: timestamp, ssrc: 0x1234_5678, payload: packet)
+            let taken = RTPPacket.datagram(
+                payloadType: 96, sequenceNumber: seq, timestamp: timestamp, ssrc: 0x1234_5678, payload: packet)
+            #expect(sim.insert(refused, at: now) == .foreign(.outOfSequence(Int64(hostileSeq(k) - 1))))
+            guard case .reset(.sequenceJump) = sim.insert(taken, at: now) else {
+                Issue.record("packet \(k) did not restart the stream")
+                return kept
+            }
+        }
+        return kept
+    }
 }
