@@ -33,7 +33,7 @@ public struct Calls: Sendable {
                     calls.daemon.parts.intercom.receiver?.endCall()
                 }
             case .callEnded(.silenceTimeout):
-                calls.end(reason: "no packets for \(ConfigSyntax.format(config.silenceTimeout))")
+                calls.endAfterSilence(reason: "no packets for \(ConfigSyntax.format(config.silenceTimeout))")
             case .callEnded(.explicit): break  // the call's source ended, and hung up the receiver
             }
         }
@@ -104,12 +104,28 @@ public struct Calls: Sendable {
     /// Ends the call source, if any: the arbiter releases it (music resumes).
     @discardableResult
     public func end(reason: String) -> String? {
+        daemon.state.withLock { s in endCall(reason: reason, &s) }
+    }
+
+    /// Ends the call source after the receiver's silence timeout — unless the receiver is in a call
+    /// again. Its receive thread, which calls this, ended its call under its own lock and reports
+    /// it after, outside it: between the two, a `call/end` and a `call/start` may have taken the
+    /// state lock before it. That new call (its start put the receiver back in a call, under this
+    /// lock) was ended at once, "no packets for 2s". The receiver times a call again from its start,
+    /// so one whose packets do not come still ends after the silence timeout.
+    func endAfterSilence(reason: String) {
         daemon.state.withLock { s in
-            guard let p = s.playbacks.values.first(where: { $0.sourceClass == .call }) else { return nil }
-            p.endReason = reason  // said by `finish`, whatever ends a call
-            daemon.apply(s.arbiter.release(p.id, at: .now), &s)
-            return p.id.rawValue
+            guard daemon.parts.intercom.receiver?.isInCall != true else { return }
+            endCall(reason: reason, &s)
         }
+    }
+
+    @discardableResult
+    private func endCall(reason: String, _ s: inout Daemon.State) -> String? {
+        guard let p = s.playbacks.values.first(where: { $0.sourceClass == .call }) else { return nil }
+        p.endReason = reason  // said by `finish`, whatever ends a call
+        daemon.apply(s.arbiter.release(p.id, at: .now), &s)
+        return p.id.rawValue
     }
 
     /// Ends the call by request: releases the source, which hangs up the receiver (`CallPlayer.stop`:

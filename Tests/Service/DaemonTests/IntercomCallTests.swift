@@ -125,6 +125,37 @@ import Testing
         #expect(waitUntil { (try? t.status().sources.isEmpty) == true && (try? t.status().intercom?.inCall) == false })
     }
 
+    /// A call hung up and the next one started while the first's silence timeout was on its way:
+    /// the receiver ends its call under its own lock and reports it after, outside it, and the
+    /// report then waits for the state lock, which `call/end` and `call/start` may take first. The
+    /// report, as it comes then, leaves the new call alone: it ended it at once, "no packets for
+    /// 600ms", though its silence timeout was timed from its start.
+    @Test func aLateSilenceTimeoutLeavesTheNextCallAlone() throws {
+        let (t, _) = try daemon()
+        defer { t.stop() }
+        let first = try #require(try t.json("POST", "/api/v1/call/start").object["id"])
+        #expect(try t.request("POST", "/api/v1/call/end").status == 200)
+        let second = try #require(try t.json("POST", "/api/v1/call/start").object["id"])
+        #expect(second != first)
+        #expect(
+            waitUntil {
+                t.daemon.state.withLock { s in s.playbacks.values.contains { $0.id.rawValue == second && $0.started } }
+            })
+        #expect(waitUntil { (try? t.status().intercom?.inCall) == true })
+        // The first call's silence timeout, as the receive thread delivers it when it comes last.
+        t.daemon.calls.endAfterSilence(reason: "no packets for 600ms")
+        #expect(try t.status().sources.map(\.id) == [second])
+        #expect(
+            !t.daemon.events.recent().contains { $0.source == second && $0.reason?.hasPrefix("call ended") == true })
+        // Its own silence timeout still ends it (no packets come).
+        #expect(
+            waitUntil(seconds: 10) {
+                t.daemon.events.recent().contains {
+                    $0.type == "call" && $0.source == second && $0.reason == "call ended: no packets for 600ms"
+                }
+            })
+    }
+
     /// A call source ended otherwise than by the receiver — a user's stop of its id — hangs up the
     /// receiver: it says no call is on, though the door goes on sending. It went on saying a call was
     /// on with no call source, and no new call could start while the stream went on.
