@@ -69,17 +69,20 @@ package final class IntercomLine: Sendable {
             received: c?.received ?? 0, lost: c?.lost ?? 0, concealed: c?.concealed ?? 0,
             fecRecovered: c?.fecRecovered ?? 0,
             late: c?.late ?? 0, duplicate: c?.duplicate ?? 0, malformed: c?.malformed ?? 0, foreign: c?.foreign ?? 0,
+            skipped: c?.skipped ?? 0, rebuffers: c?.rebuffers ?? 0, stretched: c?.stretched ?? 0,
+            trimmed: c?.trimmed ?? 0, resets: c?.resets ?? 0,
             targetDelayMs: (receiver?.delays.target ?? 0) / 1_000_000, lastRefused: receiver?.lastRefused)
     }
 }
 
 /// The RTP intercom (when configured): where it listens, whether a call is on, why it could not
-/// start, and the receiver's counters since start.
+/// start, and the receiver's counters since start (`JitterBuffer.Counters`).
 public struct IntercomStatus: Codable, Sendable, Equatable {
     public var listen: String
     public var inCall: Bool
     public var error: String?
     public var received: Int
+    /// Packets that never came: concealed, rebuilt from FEC, or skipped.
     public var lost: Int
     public var concealed: Int
     public var fecRecovered: Int
@@ -87,6 +90,16 @@ public struct IntercomStatus: Codable, Sendable, Equatable {
     public var duplicate: Int
     public var malformed: Int
     public var foreign: Int
+    /// Of `lost`: skipped when play-out started again past them (after a rebuffer, a jump).
+    public var skipped: Int
+    /// Dry spells longer than the buffer conceals (100 ms): silence until the next packet.
+    public var rebuffers: Int
+    /// Frames concealed without a loss: to raise the delay, or while the queue was dry.
+    public var stretched: Int
+    /// Packets dropped: to bring the delay down, or past a full queue.
+    public var trimmed: Int
+    /// Restarts of the stream: another sender, payload type, or a sequence jump.
+    public var resets: Int
     public var targetDelayMs: Int
     /// The last datagram refused: its sender and why (nil: none yet).
     public var lastRefused: String?

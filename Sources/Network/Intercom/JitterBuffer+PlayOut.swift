@@ -158,6 +158,19 @@ extension JitterBuffer {
         underrunFrames = 0
     }
 
+    /// Counts the packets between the newest and `seq` (the one play-out re-anchors on, arrived at
+    /// `now`; the last before it at `last`) as skipped and lost, but for `refused` of them that came
+    /// and were refused — when the stream went on without them (`Counters.skipped`).
+    mutating func countSkipped(before seq: Int64, timestamp: Int64, now: Int, since last: Int?, refused: Int64) {
+        let missing = seq - highestSeq - 1
+        guard missing > refused, let last, now >= last else { return }
+        let span = timestamp - newestEnd
+        let elapsed = Int64(Self.samples(now - last)) + Int64(Self.samples(configuration.maximumDelay))
+        guard span >= missing * 120, span <= missing * Int64(OpusPacket.maximumFrames), span <= elapsed else { return }
+        counters.skipped += Int(missing - refused)
+        counters.lost += Int(missing - refused)
+    }
+
     func nearestQueued(after seq: Int64) -> Int64? {
         guard highestSeq > seq else { return nil }
         var s = seq + 1

@@ -19,6 +19,7 @@ import OpusCodec
 /// - Nothing queued at all (an underrun) is concealed for up to `maximumUnderrun` without advancing, so
 ///   the delay grows by what the network held back; past that the buffer waits and re-anchors on the
 ///   next packet. A sequence jump beyond the buffer's reach resets it (the jitter measured afresh).
+///   The packets a re-anchor skips, when the stream went on without them, are lost (`skipped`).
 /// - The target delay is the spread of packet transit times (arrival minus RTP timestamp) over the last
 ///   `jitterWindow` packets plus a margin, within `minimumDelay…maximumDelay`; it starts at
 ///   `initialDelay`. The buffered audio is steered towards it by dropping a packet when it is one
@@ -67,7 +68,8 @@ public struct JitterBuffer: Sendable {
         public var received = 0
         /// Packets decoded at their turn.
         public var played = 0
-        /// Packets missing at their turn (`concealed + fecRecovered`).
+        /// Packets of the stream that never came: missing at their turn (`concealed + fecRecovered`)
+        /// or skipped when play-out re-anchored past them (`skipped`).
         public var lost = 0
         /// Missing packets replaced by packet-loss concealment.
         public var concealed = 0
@@ -90,6 +92,13 @@ public struct JitterBuffer: Sendable {
         public var resets = 0
         /// Underruns that outlasted `maximumUnderrun`, after which play-out re-anchored.
         public var rebuffers = 0
+        /// Packets that never came, skipped when play-out re-anchored on a later one: after a
+        /// rebuffer (the network dropped them while the queue ran dry) or at a sequence jump. Only
+        /// when the jump is one of a stream that went on without them: its timestamps moved with
+        /// its sequence numbers (2.5 to 120 ms of audio a packet) and by no more than the time since
+        /// its last packet (plus `maximumDelay`); a sender that renumbered its stream skipped none.
+        /// Counted in `lost` too.
+        public var skipped = 0
         public init() {}
     }
 
@@ -318,11 +327,20 @@ public struct JitterBuffer: Sendable {
             jumpCandidate = nil
         }
         counters.received += 1
+        let previousArrival = lastArrival
         lastArrival = now
 
-        if phase == .rebuffering { anchor(seq: seq, timestamp: timestamp, now: now) }
+        // The packets a re-anchor skips were lost: the Wi-Fi gone for a second, the queue ran dry,
+        // and play-out started again at the next packet, 50 on — counted nowhere, the status said
+        // nothing was lost.
+        if phase == .rebuffering {
+            countSkipped(before: seq, timestamp: timestamp, now: now, since: previousArrival, refused: 0)
+            anchor(seq: seq, timestamp: timestamp, now: now)
+        }
         let ahead = seq - nextSeq
         if ahead >= Int64(configuration.slots) || ahead <= -Int64(configuration.slots) {
+            // The packet before this one came, and was refused (the jump's probation).
+            countSkipped(before: seq, timestamp: timestamp, now: now, since: previousArrival, refused: 1)
             counters.resets += 1
             outcome = .reset(.sequenceJump(from: nextSeq, to: seq))
             anchor(seq: seq, timestamp: timestamp, now: now)

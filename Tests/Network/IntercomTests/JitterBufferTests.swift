@@ -312,6 +312,41 @@ import Testing
         let outcome = sim.insert(datagram(packets[11], index: 5_001), at: 220 * ms)
         #expect(outcome == .reset(.sequenceJump(from: 1_000, to: 6_001)))
         #expect(sim.buffer.counters.resets == 1)
+        // A renumbering (100 s of timestamps in 20 ms), not a loss.
+        #expect(sim.buffer.counters.lost == 0 && sim.buffer.counters.skipped == 0)
+    }
+
+    /// The network drops a second of a call: the queue runs dry, 100 ms are concealed, the buffer
+    /// rebuffers, and play-out starts again at the first packet after the drop, 50 on. Those 50 are
+    /// lost (skipped): nothing counted them, and the status said nothing was lost.
+    @Test func packetsSkippedAfterARebufferAreLost() throws {
+        let packets = try tonePackets(seconds: 3)
+        let sim = try PlayoutSimulation()
+        let dropped = 50..<100
+        let sent = packets.indices.filter { !dropped.contains($0) }
+        // Each at its own time: packet i at i × 20 ms.
+        try sim.run(
+            sent.map { datagram(packets[$0], index: $0) }, until: 3_400 * ms,
+            delay: { sent[$0] >= dropped.upperBound ? dropped.count * 20 * ms : 0 })
+        let c = sim.buffer.counters
+        #expect(c.rebuffers == 2, "\(c)")  // one in the drop, one when the stream ends
+        #expect(c.skipped == dropped.count && c.lost == dropped.count, "\(c)")
+        #expect(c.concealed == 0 && c.fecRecovered == 0 && c.late == 0 && c.resets == 0, "\(c)")
+        #expect(c.played + c.trimmed == sent.count)
+    }
+
+    /// Nothing takes the call's audio (it is queued) and the network drops 4 s of it: the next
+    /// packets jump the sequence by 200, beyond the buffer's reach, and restart play-out there. The
+    /// 199 that never came are lost; the one refused before the restart (the jump's probation) came.
+    @Test func packetsSkippedAtASequenceJumpAreLost() throws {
+        let packets = try tonePackets(seconds: 1)
+        let sim = try PlayoutSimulation()
+        for i in 0..<10 { sim.insert(datagram(packets[i], index: i), at: i * 20 * ms) }
+        #expect(sim.insert(datagram(packets[10], index: 209), at: 4_180 * ms) == .foreign(.outOfSequence(1_209)))
+        let outcome = sim.insert(datagram(packets[11], index: 210), at: 4_200 * ms)
+        #expect(outcome == .reset(.sequenceJump(from: 1_000, to: 1_210)))
+        let c = sim.buffer.counters
+        #expect(c.skipped == 199 && c.lost == 199, "\(c)")
     }
 
     /// A stream nobody takes for seconds (a call queued behind an announcement: its pump not started;

@@ -156,6 +156,51 @@ import Testing
             })
     }
 
+    /// A second of a call lost on the way (the Wi-Fi gone): the queue runs dry, 100 ms are
+    /// concealed, the jitter buffer rebuffers and starts again at the first packet after the gap,
+    /// 50 on. The status says so: 50 lost (skipped), a rebuffer, frames stretched. It said lost 0,
+    /// and had no rebuffers, stretched, trimmed or resets to say.
+    @Test func aCallsDropOutIsInTheStatus() throws {
+        let (t, port) = try daemon(timeout: .seconds(5))
+        defer { t.stop() }
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        // RTP (payload type 96) carrying a 20 ms CELT packet without audio (its TOC byte alone,
+        // decoded as concealment): the counters are what this is about.
+        func send(_ i: Int) {
+            let seq = UInt16(1_000 + i)
+            let timestamp = UInt32(90_000 + i * 960)
+            let bytes: [UInt8] = [
+                0x80, 96, UInt8(seq >> 8), UInt8(seq & 0xFF),
+                UInt8(timestamp >> 24), UInt8(timestamp >> 16 & 0xFF), UInt8(timestamp >> 8 & 0xFF),
+                UInt8(timestamp & 0xFF), 0x12, 0x34, 0x56, 0x78, 0xF8,
+            ]
+            _ = withUnsafePointer(to: &address) { a in
+                a.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+        for i in 0..<50 {
+            send(i)
+            usleep(20_000)
+        }
+        #expect(waitUntil { (try? t.status().sources.first?.state) == "playing" }, "the call is heard")
+        usleep(1_000_000)  // packets 50…99 lost
+        for i in 100..<150 {
+            send(i)
+            usleep(20_000)
+        }
+        #expect(waitUntil { (try? t.status().intercom?.received) == 100 })
+        let status = try #require(try t.status().intercom)
+        #expect(status.skipped == 50 && status.lost >= 50, "\(status)")
+        #expect(status.rebuffers >= 1 && status.stretched >= 1 && status.resets == 0, "\(status)")
+    }
+
     /// A call source ended otherwise than by the receiver — a user's stop of its id — hangs up the
     /// receiver: it says no call is on, though the door goes on sending. It went on saying a call was
     /// on with no call source, and no new call could start while the stream went on.
