@@ -51,9 +51,10 @@ package final class ZoneTable: Sendable {
     package func zone(_ name: String) -> ZoneHandle? { zones.first { $0.name == name } }
     package var names: [String] { zones.map(\.name) }
 
-    /// The device spec for one configured device and its zones: 10 ms ramps, 8 slots per zone,
-    /// rings of `ringFrames`, each zone starting at its configured volume.
-    package static func deviceSpec(for device: DeviceConfig, zones: [ZoneConfig]) -> DeviceSpec {
+    /// The device spec for one configured device of `config` and its zones: 10 ms ramps, 8 slots
+    /// per zone, rings of `ringFrames(rate:among:)`, each zone starting at its configured volume.
+    package static func deviceSpec(for device: DeviceConfig, in config: BatonConfiguration) -> DeviceSpec {
+        let zones = config.zones
         let request = PCMRequest(
             name: device.pcm, rate: device.rate, channels: device.channels,
             format: SampleFormat(device.format),
@@ -61,8 +62,7 @@ package final class ZoneTable: Sendable {
         let specs = device.zones.map { z in
             ZoneSpec(
                 name: z.name, deviceChannels: z.deviceChannels, rampFrames: max(1, device.rate / 100),
-                ringFrames: ringFrames(
-                    rate: device.rate, periodFrames: device.periodFrames, bufferFrames: device.bufferFrames),
+                ringFrames: ringFrames(rate: device.rate, among: config.devices),
                 volume: Float(zones.first { $0.name == z.name }?.volume ?? 1))
         }
         if let snapcast = device.snapcast {
@@ -88,6 +88,21 @@ package final class ZoneTable: Sendable {
         max(rate / 2, periodFrames * 4, bufferFrames + bufferFrames / 2 + rate / 4)
     }
 
+    /// Frames at `rate` of every zone's slot ring: as long in time as the longest ring any zone of
+    /// `devices` needs (`ringFrames(rate:periodFrames:bufferFrames:)`, rounded up). A source may
+    /// play in any zones, and a zone back from a lost card rejoins the others only by holding the
+    /// silence of what they hold unread (`SourceOutput.rejoins`): while it is away its producer
+    /// waits on the others' rings only, which stay at least half full. With a ring shorter than
+    /// half of another's (`buffer:` above about 0.5 s there) it never rejoined: its frames were
+    /// dropped until the stream restarted, the zone available and silent. A change of any zone's
+    /// buffer changes every zone's spec: a reload starts them all anew (`rebuilt`).
+    package static func ringFrames(rate: Int, among devices: [DeviceConfig]) -> Int {
+        devices.reduce(rate / 2) { longest, d in
+            let frames = ringFrames(rate: d.rate, periodFrames: d.periodFrames, bufferFrames: d.bufferFrames)
+            return max(longest, (frames * rate + d.rate - 1) / max(1, d.rate))
+        }
+    }
+
     /// A Snapcast zone's output: S16_LE into the stream source, paced by the system clock, heard one
     /// server buffer later; 20 ms of silence (one server chunk) after each connect, once the server's
     /// JSON-RPC has answered after it (when Baton keeps the zone's speakers: `GroupKeeper`).
@@ -109,7 +124,7 @@ package final class ZoneTable: Sendable {
         var handles: [String: ZoneHandle] = [:]
         var devices: [DeviceOutput] = []
         for d in config.devices {
-            let device = DeviceOutput(deviceSpec(for: d, zones: config.zones))
+            let device = DeviceOutput(deviceSpec(for: d, in: config))
             devices.append(device)
             for z in d.zones {
                 guard let zc = config.zone(named: z.name), let mixer = device.mixer(for: z.name) else { continue }

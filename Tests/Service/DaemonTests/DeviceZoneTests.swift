@@ -197,7 +197,7 @@ import Testing
                     buffer: 2s
                 """, file: "baton.yaml", baseDirectory: "")
         let device = try #require(config.devices.first)
-        let output = DeviceOutput(ZoneTable.deviceSpec(for: device, zones: config.zones))
+        let output = DeviceOutput(ZoneTable.deviceSpec(for: device, in: config))
         let slot = try #require(output.mixer.claimSlot(gain: 1))
         let player = SoundPlayer(
             label: "music440", loop: true,
@@ -351,6 +351,56 @@ extension DeviceZoneTests {
         let onCard = try #require(seconds("card", 48_000))
         let inKitchen = try #require(seconds("kitchen", 44_100))
         #expect(abs(onCard - inKitchen) < 0.03, "card at \(onCard) s, kitchen at \(inKitchen) s")
+    }
+}
+
+extension DeviceZoneTests {
+    /// The card's left channel as recorded so far, from frame `from` on.
+    static func cardLeft(_ card: TestCard, from: Int) -> [Float] {
+        card.recordedBytes().withUnsafeBytes { raw -> [Float] in
+            let s = raw.bindMemory(to: Int16.self)
+            return stride(from: 2 * from, to: s.count - 1, by: 2).map { Float(Int16(littleEndian: s[$0])) / 32_768 }
+        }
+    }
+
+    /// Server music on a card (a 40 ms buffer) and the kitchen (`buffer: 1s`), the card unplugged
+    /// and replugged: the card plays the music again. Every zone's slot ring is as long as the
+    /// longest any zone needs (the kitchen's 1.75 s). With its own half second the card never
+    /// played again: back in step it had to hold the silence of what the kitchen held unread — at
+    /// least half of the kitchen's ring, more than its whole ring —, so its frames were dropped
+    /// until the stream restarted, the zone "available" and silent.
+    @Test func aCardWithAShorterBufferThanItsSourcesOtherZoneRejoins() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name), ("kitchen", 44_100, nil)], music: try TestSubsonic.music(),
+            deviceClocked: ["card"], buffers: ["kitchen": .seconds(1)])
+        defer { t.stop() }
+        #expect(waitUntil { (try? zone(t, "card"))??.state == "available" })
+        let card48k = try #require(t.daemon.output("card")).mixer.slots[0].ring.capacity / 2
+        let kitchen44k = try #require(t.daemon.output("kitchen")).mixer.slots[0].ring.capacity / 2
+        #expect(card48k == (kitchen44k * 48_000 + 44_099) / 44_100, "card \(card48k), kitchen \(kitchen44k) frames")
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone", "zones": ["card", "kitchen"]}"#).object["id"])
+        let position = { (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 }
+        #expect(waitUntil(seconds: 15) { position() > 1 })
+        card.send(.unplug)
+        #expect(waitUntil { (try? zone(t, "card"))??.state == "unavailable" })
+        let kitchenAtUnplug = t.left("kitchen").count
+        #expect(waitUntil(seconds: 5) { t.left("kitchen").count > kitchenAtUnplug + 44_100 })
+        card.send(.replug)
+        #expect(waitUntil(seconds: 12) { (try? zone(t, "card"))??.state == "available" })
+        // Past what the card's ring held from before the loss (half a second at most) and its
+        // buffer: the music (a sine of amplitude 1/8) in a tenth of a second, within the silence of the
+        // kitchen's ring and a few seconds more.
+        let back = card.recordedFrames + 48_000 * 6 / 10
+        let loud = {
+            let left = Self.cardLeft(card, from: back)
+            return stride(from: 0, to: left.count - 4_800, by: 4_800).contains {
+                Signals.rms(left[$0..<($0 + 4_800)]) > 0.02
+            }
+        }
+        #expect(waitUntil(seconds: 6) { loud() }, "the card is silent since it came back")
+        #expect(try t.status().sources.first { $0.id == id }?.state == "playing")
     }
 }
 
