@@ -17,6 +17,9 @@ public final class SoundPlayer: Source, @unchecked Sendable {
         let samples: [Float]
         /// Next sample to write into the slot's ring.
         var offset = 0
+        /// Frames of the sound passed in this zone: written, and dropped while it was left behind
+        /// (each loop counted whole).
+        var passed = 0
     }
 
     /// `samples`: per zone name, interleaved at that zone's rate and channels.
@@ -33,22 +36,60 @@ public final class SoundPlayer: Source, @unchecked Sendable {
         tick(audible: true)
     }
 
-    /// Tops up every ring; marks the end once a one-shot sound is all written.
+    /// Tops up every ring; marks the end once a one-shot sound is all written. A zone left behind
+    /// among the others (its card lost while another plays: `SourceOutput.isLeftBehind`) is not
+    /// written: the frames the zones in step passed meanwhile are dropped for it (`drop`), and once
+    /// its card is back it `rejoins` them before it is written again — as a music stream does. Its
+    /// ring, full and unread, held the sound where the card was lost, and it went on from there:
+    /// an echo of the other rooms as long as the outage, the position jumping back to it, and the
+    /// end (and the resume of what the sound interrupted) late by as much.
     public func tick(audible: Bool) {
-        for i in parts.indices where !parts[i].samples.isEmpty {
-            let slot = parts[i].output.slot
-            while true {
-                if parts[i].offset >= parts[i].samples.count {
-                    if loop { parts[i].offset = 0 } else { break }
-                }
-                let wrote = parts[i].samples[parts[i].offset...].withUnsafeBufferPointer {
-                    slot.write($0.baseAddress!, count: $0.count)
-                }
-                parts[i].offset += wrote
-                if wrote == 0 { break }
-            }
-            if !loop && parts[i].offset >= parts[i].samples.count { slot.finish() }
+        let outputs = parts.map(\.output)
+        var inStep: [Int] = []
+        for i in parts.indices where !parts[i].samples.isEmpty && outputs[i].isInStep(among: outputs) {
+            inStep.append(i)
+            write(i)
         }
+        for i in parts.indices where !parts[i].samples.isEmpty && !inStep.contains(i) {
+            // Up to where the zones in step are, in this zone's frames.
+            let o = outputs[i]
+            let lead = inStep.map {
+                Int((Double(parts[$0].passed) * Double(o.rate) / Double(max(1, outputs[$0].rate))).rounded())
+            }.max()
+            if let lead, lead > parts[i].passed { skip(i, lead - parts[i].passed) }
+            if !o.isLeftBehind(among: outputs) && (!o.slot.isBehind || o.rejoins(among: outputs)) { write(i) }
+        }
+    }
+
+    /// Writes part `i`'s next samples into its ring while it has room.
+    private func write(_ i: Int) {
+        let slot = parts[i].output.slot
+        let frameSamples = max(1, parts[i].output.channels)
+        while true {
+            if parts[i].offset >= parts[i].samples.count {
+                if loop { parts[i].offset = 0 } else { break }
+            }
+            let wrote = parts[i].samples[parts[i].offset...].withUnsafeBufferPointer {
+                slot.write($0.baseAddress!, count: $0.count)
+            }
+            parts[i].offset += wrote
+            parts[i].passed += wrote / frameSamples
+            if wrote == 0 { break }
+        }
+        if !loop && parts[i].offset >= parts[i].samples.count { slot.finish() }
+    }
+
+    /// Drops `frames` of part `i` (its zone left behind): passed, counted as heard (`drop`).
+    private func skip(_ i: Int, _ frames: Int) {
+        let frameSamples = max(1, parts[i].output.channels)
+        let count = parts[i].samples.count
+        var n = frames
+        if !loop { n = min(n, (count - parts[i].offset) / frameSamples) }
+        guard n > 0 else { return }
+        parts[i].output.drop(n)
+        parts[i].passed += n
+        parts[i].offset = loop ? (parts[i].offset + n * frameSamples) % count : parts[i].offset + n * frameSamples
+        if !loop && parts[i].offset >= count { parts[i].output.slot.finish() }
     }
 
     /// While it still writes: when the fullest ring falls to half full (one tick a few hundred ms, not

@@ -355,6 +355,48 @@ extension DeviceZoneTests {
 }
 
 extension DeviceZoneTests {
+    /// A looped sound on a card and the kitchen, the card unplugged for a second and a half and
+    /// replugged: the card plays it again in step with the kitchen, and its position never goes
+    /// back. Its frames are dropped while the card is gone and the card rejoins, as music's are.
+    /// The sound's player wrote each zone's ring on its own: the card's, full and unread, held the
+    /// sound where the card was lost and went on from there, 1.5 s behind the kitchen (an echo),
+    /// and the card, first of the zones, gave the position, which jumped back by as much.
+    @Test func aLoopedSoundOnALostCardComesBackInStep() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name), ("kitchen", 44_100, nil)], deviceClocked: ["card"])
+        defer { t.stop() }
+        #expect(waitUntil { (try? zone(t, "card"))??.state == "available" })
+        let id = try #require(
+            try t.json(
+                "POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true, "zones": ["card", "kitchen"]}"#
+            ).object["id"])
+        let position = { (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0 }
+        #expect(waitUntil(seconds: 5) { position() > 0.5 })
+        card.send(.unplug)
+        #expect(waitUntil { (try? zone(t, "card"))??.state == "unavailable" })
+        let kitchenAtUnplug = t.left("kitchen").count
+        #expect(waitUntil(seconds: 5) { t.left("kitchen").count > kitchenAtUnplug + 3 * 44_100 / 2 })
+        let beforeReplug = position()
+        card.send(.replug)
+        #expect(waitUntil(seconds: 12) { (try? zone(t, "card"))??.state == "available" })
+        var lowest = position()
+        // Within a second the card is back in step (its ring's silence played out).
+        let inStep = waitUntil(seconds: 3) {
+            lowest = min(lowest, position())
+            guard let zones = try? t.status().zones,
+                let onCard = zones.first(where: { $0.name == "card" })?.sources.first(where: { $0.source == id }),
+                let inKitchen = zones.first(where: { $0.name == "kitchen" })?.sources.first(where: { $0.source == id })
+            else { return false }
+            return abs(Double(onCard.positionFrames) / 48_000 - Double(inKitchen.positionFrames) / 44_100) < 0.03
+        }
+        #expect(inStep, "the card is not in step with the kitchen")
+        #expect(lowest >= beforeReplug, "position \(beforeReplug) s before the replug, \(lowest) s after")
+        #expect(try zone(t, "card")?.audible == [id])
+    }
+}
+
+extension DeviceZoneTests {
     /// The card's left channel as recorded so far, from frame `from` on.
     static func cardLeft(_ card: TestCard, from: Int) -> [Float] {
         card.recordedBytes().withUnsafeBytes { raw -> [Float] in
