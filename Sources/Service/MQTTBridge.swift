@@ -51,10 +51,11 @@ final class MQTTBridge: @unchecked Sendable {
     private var thread: OSThread?
     private var subscription: Int?
     private struct Shared {
-        /// Each command's topic, payload (cut beyond `api.max-body`), its whole length, and whether
-        /// the broker kept it; at most `inboxLimit`, and how many were dropped beyond it since the
-        /// bridge last took them.
-        var commands: [(topic: String, payload: [UInt8], length: Int, retained: Bool)] = []
+        /// Each command's topic, payload (cut beyond `api.max-body`), its whole length, whether
+        /// the broker kept it and when it came (monotonic ns: a clear's echo is timed by its
+        /// arrival, not by when a busy bridge got to it); at most `inboxLimit`, and how many were
+        /// dropped beyond it since the bridge last took them.
+        var commands: [(topic: String, payload: [UInt8], length: Int, retained: Bool, received: Int)] = []
         var waitingBytes = 0
         var dropped = 0
         /// Set on connect: every retained topic is published again.
@@ -146,6 +147,7 @@ final class MQTTBridge: @unchecked Sendable {
                     // each, without bound.
                     let limit = daemon?.config.api.maxBody ?? 0
                     let kept = length > limit ? 0 : min(payload.count, limit)
+                    let received = monotonicNanoseconds()
                     let taken = inbox.shared.withLock { s -> Bool in
                         // One always waits (an api.max-body above the byte bound is a message too).
                         guard
@@ -158,7 +160,10 @@ final class MQTTBridge: @unchecked Sendable {
                         }
                         s.waitingBytes += kept
                         s.commands.append(
-                            (topic, kept < payload.count ? Array(payload[..<kept]) : payload, length, retained))
+                            (
+                                topic, kept < payload.count ? Array(payload[..<kept]) : payload, length, retained,
+                                received
+                            ))
                         return true
                     }
                     if taken { inbox.wake.post() }
@@ -269,7 +274,9 @@ final class MQTTBridge: @unchecked Sendable {
                 daemon.events.publish(type: .mqttError, reason: why)
             }
             for command in commands {
-                handle(command.topic, command.payload, length: command.length, retained: command.retained)
+                handle(
+                    command.topic, command.payload, length: command.length, retained: command.retained,
+                    received: command.received)
             }
             // On connect, and after a reload (zones and sounds may have changed: the entities, the
             // select's options), every retained topic is published again.
@@ -297,8 +304,8 @@ final class MQTTBridge: @unchecked Sendable {
     }
 
     /// Carries out one command as the HTTP request it mirrors; a failure goes to `<base>/errors`
-    /// and the log.
-    private func handle(_ topic: String, _ payload: [UInt8], length: Int, retained: Bool) {
+    /// and the log. `received`: when the client took it (monotonic ns).
+    private func handle(_ topic: String, _ payload: [UInt8], length: Int, retained: Bool, received: Int) {
         guard topic.hasPrefix(base + "/") else { return }
         var name = String(topic.dropFirst(base.count + 1))
         var body = payload
@@ -328,19 +335,21 @@ final class MQTTBridge: @unchecked Sendable {
         // topics) comes back as nothing: an empty command in the echo's window is taken for it.
         // That one is said on `<base>/errors` when it came later than an echo does (`echoWithin`):
         // it was dropped with a line in the log only, the stop or reload it asked for not done.
+        // Timed by when it came, not when the bridge got to it: a pass that republished discovery
+        // (the sounds directory on a slow SD card) or waited on the control plane took a real echo
+        // handled over a second after the clear for a command, and said "send it again".
         if length == 0 {
-            let now = monotonicNanoseconds()
             let clearedAt = inbox.shared.withLock { s -> Int? in
-                s.clearing = s.clearing.filter { $0.value.until > now }
+                s.clearing = s.clearing.filter { $0.value.until > received }
                 guard let expected = s.clearing[topic] else { return nil }
                 if expected.count <= 1 { s.clearing[topic] = nil } else { s.clearing[topic]?.count -= 1 }
                 return expected.sent
             }
             if let clearedAt {
-                if retained || now - clearedAt <= Self.echoWithin {
+                if retained || received - clearedAt <= Self.echoWithin {
                     logger.info("mqtt: \(topic): the empty message that cleared its retained command, not carried out")
                 } else {
-                    let tenths = (now - clearedAt) / 100_000_000
+                    let tenths = (received - clearedAt) / 100_000_000
                     refuse(
                         ControlError(
                             .conflict,

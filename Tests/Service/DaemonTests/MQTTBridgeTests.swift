@@ -281,6 +281,43 @@ import Testing
         #expect(!t.daemon.events.recent().contains { $0.type == "reloaded" })
     }
 
+    /// The echo of a clear is timed by when it came, not when the bridge got to it: a bridge busy
+    /// for 1.5 s right after the clear (here its log line waits, as on a slow journal; on a Pi a
+    /// discovery republished from a slow SD card or a control plane held by a reload) handles the
+    /// echo that came at once well over a second after the clear. It was refused on
+    /// `<base>/errors` as "…taken as the clearing…; send it again" (Home Assistant automations on
+    /// errors fired) for an echo that came within milliseconds.
+    @Test func anEchoHandledLateByABusyBridgeIsStillTheEcho() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        try broker.publish(topic: "\(base)/reload", message: "{}", retain: true)
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 2, seconds: 30)
+        final class Once: Sendable { let done = Atomic<Bool>(false) }
+        let slowed = Once()
+        let t = try TestDaemon(
+            mqtt: MQTTConfig(broker: broker.url),
+            triggersLog: { line in
+                // The bridge's thread, just after it sent the clear: busy for 1.5 s, once.
+                if line.contains("a retained message is not carried out"),
+                    !slowed.done.exchange(true, ordering: .relaxed)
+                {
+                    usleep(1_500_000)
+                }
+            })
+        defer { t.stop() }
+        #expect(connected(t))
+        #expect(waitUntil(seconds: 10) { Self.kept("\(base)/reload", on: broker).isEmpty }, "cleared")
+        let held = slowed.done.load(ordering: .relaxed)
+        #expect(held, "the bridge was held after the clear")
+        // The echo came before this (the broker hands messages on in order) and is handled first:
+        // the second error is this one's, not one for the echo.
+        try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "0x20")
+        let got = errors.messages()
+        #expect(got.count == 2 && got[0].contains("a retained message is not carried out"), "\(got)")
+        #expect(got.count == 2 && got[1].contains(#"volume \"0x20\" is not a number"#), "\(got)")
+        #expect(!t.daemon.events.recent().contains { $0.type == "reloaded" })
+    }
+
     /// A broker whose ACL does not let batond publish on its command topics (docs/MQTT.md: clearing
     /// a retained command needs that right): the clear of a retained `music/stop` goes nowhere, and no
     /// echo of it comes. An empty `music/stop` sent a while later, within the echo's window, is taken

@@ -38,7 +38,8 @@ final class TestDaemon {
         gpio: [GPIOButtonConfig] = [], edgeSources: Triggers.EdgeSourceFactory? = nil,
         announce: AnnounceConfig = .default, deviceClocked: Set<String> = [],
         silenceAlarm: Duration = BatonConfiguration.defaultSilenceAlarm, buffers: [String: Duration] = [:],
-        renderAhead: Set<String> = [], slotWait: Duration = .milliseconds(250), maxVolumes: [String: Double] = [:]
+        renderAhead: Set<String> = [], slotWait: Duration = .milliseconds(250), maxVolumes: [String: Double] = [:],
+        triggersLog: (@Sendable (String) -> Void)? = nil
     ) throws {
         sounds = TestDirectory.make("sounds")
         for name in ["doorbell.wav", "chime.wav", "chime.opus"] {
@@ -92,7 +93,10 @@ final class TestDaemon {
         self.config = config
         daemon = Daemon(config: config, configPath: configPath, logger: Logger(minimum: .error), slotWait: slotWait)
         daemon.start()
-        triggers = Triggers(daemon: daemon, logger: Logger(minimum: .error), edgeSources: edgeSources)
+        // `triggersLog`: the lines of the triggers and the MQTT bridge from warnings up, on their threads.
+        triggers = Triggers(
+            daemon: daemon, logger: Logger(minimum: triggersLog == nil ? .error : .warning, sink: triggersLog),
+            edgeSources: edgeSources)
         triggers.start()
         let api = API(daemon: daemon, triggers: triggers)
         server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: maxBody, admit: { api.admit($0) }) {
