@@ -131,9 +131,11 @@ public final class Triggers: Sendable {
     /// Starts a check of the buttons' texts (`checkSpeech`) on its own thread. Any thread.
     private func checkSpeechSoon() { speechCheck.run { [weak self] in self?.checkSpeech() } }
 
-    /// Renders each running button's text with the speech settings of now. One that fails is said
-    /// as a missing sound is (the log, a `gpio-error` event, the button's status) until a check or
-    /// a press renders it; a speech program that cannot run is said by `ringsNothing` already.
+    /// Renders each running button's text with the speech settings of now. One espeak-ng refuses
+    /// is said as a missing sound is (the log, a `gpio-error` event, the button's status) until a
+    /// check or a press renders it; one that could not be tried (a time-out, no temporary file)
+    /// is a warning and the button's status, no event, until then; a speech program that cannot
+    /// run is said by `ringsNothing` already.
     /// The check thread.
     private func checkSpeech() {
         let speech = daemon.config.speech.command
@@ -147,10 +149,20 @@ public final class Triggers: Sendable {
         }
         for (index, text, name) in texts {
             var why: String?
+            var refused = false
             do throws(ControlError) { try daemon.announcer.prepare(text: text) } catch {
                 // batond stopping, not the text's fault.
                 if error.message.hasPrefix("speech: stopped:") { return }
-                why = "its text cannot be spoken: \(error.message): a press rings nothing"
+                // Only espeak-ng's own refusal (a voice it does not have, a text it will not say)
+                // or the text's own checks fail every time. Anything else (espeak-ng past its
+                // timeout on a Pi busy at boot, no temporary file, no audio written) may pass at
+                // the next try: it was said as "a press rings nothing", a gpio-error, and not
+                // looked at again until a reload or a good press.
+                refused = error.kind == .badRequest || error.message.hasPrefix("speech: espeak-ng failed")
+                why =
+                    refused
+                    ? "its text cannot be spoken: \(error.message): a press rings nothing"
+                    : "its text could not be tried (\(error.message)); tried again at the next press"
             }
             let changed = buttons.withLock { b -> Bool in
                 guard index < b.count else { return false }
@@ -163,6 +175,10 @@ public final class Triggers: Sendable {
                 return true
             }
             guard changed, let why else { continue }
+            guard refused else {
+                logger.warning("\(name): \(why)")
+                continue
+            }
             logger.error("\(name): \(why)")
             daemon.events.publish(type: .gpioError, reason: "\(name): \(why)")
         }
