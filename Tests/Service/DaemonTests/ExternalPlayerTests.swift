@@ -105,10 +105,8 @@ import Testing
     @Test func aDropPlayerResumedThroughBatonKeepsWhatItSentBeforeItsPause() throws {
         let t = try TestDaemon()
         defer { t.stop() }
-        #expect(waitUntil { t.daemon.zones.zones.allSatisfy { $0.device.snapshot().available } })
-        let kitchen = try #require(t.daemon.output("kitchen"))
-        let output = kitchen.output(try #require(kitchen.mixer.claimSlot(gain: 0)), resampler: .callsDefault)
-        defer { kitchen.mixer.release(output.slot) }
+        let (output, release) = try ExternalStreamTests.kitchenOutput(t)
+        defer { release() }
         let (player, told, _, program) = try Self.pausePlayer(whenInterrupted: .drop)
         defer { close(program) }
         player.audibilityChanged(true)
@@ -126,13 +124,7 @@ import Testing
         send(ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: $0) }))
         send(ExternalWire.message(.data, [UInt8](repeating: 1, count: sent * output.channels * 2)))
         send(ExternalWire.message(.drop))  // the player's pause
-        var answers = [UInt8](repeating: 0, count: 4_096)
-        var got = 0
-        _ = waitUntil(seconds: 5) {
-            let n = answers.withUnsafeMutableBytes { recv(program, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if n > 0 { got += n }
-            return got >= 8 + 24  // the OK to FORMAT, the POSITION that answers the DROP
-        }
+        ExternalStreamTests.awaitAnswers(from: program, drops: 1)
         player.pausedThroughBaton(false)
         usleep(100_000)  // the rest of the control plane's step, as long as a loaded machine makes it
         player.audibilityChanged(true)

@@ -67,13 +67,7 @@ import Testing
         let kept = { lines.withLock { $0.filter { $0.contains("kept for the resume") }.count } }
         #expect(waitUntil(seconds: 5) { kept() >= 1 }, "\(lines.withLock { $0 })")
         // The stream answers each DROP (POSITION): once the last is answered, all were read.
-        var answers = [UInt8](repeating: 0, count: 65_536)
-        var got = 0
-        _ = waitUntil(seconds: 5) {
-            let n = answers.withUnsafeMutableBytes { recv(program, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if n > 0 { got += n }
-            return got >= 8 + 50 * 24  // the OK to FORMAT, a POSITION (24 bytes) for each DROP
-        }
+        Self.awaitAnswers(from: program, drops: 50)
         #expect(kept() == 1, "\(lines.withLock { $0 })")
     }
 
@@ -85,10 +79,8 @@ import Testing
     @Test func framesKeptForTheResumeOutliveALaterDrop() throws {
         let t = try TestDaemon()
         defer { t.stop() }
-        #expect(waitUntil { t.daemon.zones.zones.allSatisfy { $0.device.snapshot().available } })
-        let kitchen = try #require(t.daemon.output("kitchen"))
-        let output = kitchen.output(try #require(kitchen.mixer.claimSlot(gain: 0)), resampler: .callsDefault)
-        defer { kitchen.mixer.release(output.slot) }
+        let (output, release) = try Self.kitchenOutput(t)
+        defer { release() }
         output.slot.pause()  // nothing is taken from its ring: it holds what was written into it
         var fds: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
@@ -113,13 +105,7 @@ import Testing
         stream.setHeld(false)  // the resume: what it drops now is its own again
         send(ExternalWire.message(.drop))  // the player's prepare as it plays again
         // The stream answers a DROP (POSITION): once the second is answered, it was read.
-        var answers = [UInt8](repeating: 0, count: 4_096)
-        var got = 0
-        _ = waitUntil(seconds: 5) {
-            let n = answers.withUnsafeMutableBytes { recv(program, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if n > 0 { got += n }
-            return got >= 8 + 2 * 24  // the OK to FORMAT, a POSITION (24 bytes) for each DROP
-        }
+        Self.awaitAnswers(from: program, drops: 2)
         stream.attach([output])
         #expect(
             waitUntil(seconds: 2) { output.slot.ring.readable == 441 * output.channels },
@@ -170,10 +156,8 @@ import Testing
     @Test func aDetachedStreamWritesIntoItsSlotsNoMore() throws {
         let t = try TestDaemon()
         defer { t.stop() }
-        #expect(waitUntil { t.daemon.zones.zones.allSatisfy { $0.device.snapshot().available } })
-        let kitchen = try #require(t.daemon.output("kitchen"))
-        let output = kitchen.output(try #require(kitchen.mixer.claimSlot(gain: 0)), resampler: .callsDefault)
-        defer { kitchen.mixer.release(output.slot) }
+        let (output, release) = try Self.kitchenOutput(t)
+        defer { release() }
         output.slot.pause()  // nothing is taken from its ring: it holds what was written into it
         var fds: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
@@ -221,5 +205,26 @@ import Testing
         #expect(again, "announced again once detached")
         #expect(
             output.slot.ring.readable == held, "written into after the detach: \(held) → \(output.slot.ring.readable)")
+    }
+
+    /// A slot of a test daemon's kitchen zone as a source's output, once the zones are up; `release`
+    /// gives it back.
+    static func kitchenOutput(_ t: TestDaemon) throws -> (SourceOutput, release: () -> Void) {
+        #expect(waitUntil { t.daemon.zones.zones.allSatisfy { $0.device.snapshot().available } })
+        let kitchen = try #require(t.daemon.output("kitchen"))
+        let output = kitchen.output(try #require(kitchen.mixer.claimSlot(gain: 0)), resampler: .callsDefault)
+        return (output, { kitchen.mixer.release(output.slot) })
+    }
+
+    /// Reads what the stream answered the program after a FORMAT and `drops` DROPs — the OK, and a
+    /// POSITION (24 bytes) for each DROP — so that all of them were read by its thread.
+    static func awaitAnswers(from program: Int32, drops: Int) {
+        var answers = [UInt8](repeating: 0, count: 65_536)
+        var got = 0
+        _ = waitUntil(seconds: 5) {
+            let n = answers.withUnsafeMutableBytes { recv(program, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 { got += n }
+            return got >= 8 + drops * 24
+        }
     }
 }
