@@ -17,6 +17,10 @@ public struct ReloadReport: Codable, Sendable, Equatable {
     public var externalSourcesChanged: [String] = []
     public var policyChanged = false
     public var soundsChanged = false
+    /// The top-level sections of the file whose settings differ from the ones running (`groups`,
+    /// `speech`, `music`…), in file-format order: those applied and those in `needsRestart`. A
+    /// change with no field of its own (a group, the music server) is said here, not left out.
+    public var sectionsChanged: [String] = []
     /// Settings that only take effect after a restart (e.g. `api.listen`).
     public var needsRestart: [String] = []
     /// What the new configuration leaves out that batond asks for
@@ -60,6 +64,29 @@ public struct ReloadReport: Codable, Sendable, Equatable {
             ("output-dir", old.outputDir != new.outputDir),
         ]
         needsRestart = once.filter(\.1).map(\.0)
+        let sections: [(String, Bool)] = [
+            ("api", old.api != new.api),
+            ("zones", old.zones != new.zones),
+            ("groups", old.groups != new.groups),
+            ("board", old.board != new.board),
+            ("boards-dir", old.boardsDir != new.boardsDir),
+            ("sounds", old.sounds != new.sounds),
+            ("resampler", old.resampler != new.resampler),
+            ("policy", old.policy != new.policy),
+            ("music", old.music != new.music),
+            ("speech", old.speech != new.speech),
+            ("announce", old.announce != new.announce),
+            ("device", old.device != new.device),
+            ("mqtt", old.mqtt != new.mqtt),
+            ("gpio", old.gpio != new.gpio),
+            ("intercom", old.intercom != new.intercom),
+            ("external-sources", old.externalSources != new.externalSources),
+            ("silence-alarm", old.silenceAlarm != new.silenceAlarm),
+            ("state-dir", old.stateDir != new.stateDir),
+            ("alsa-config", old.alsaConfig != new.alsaConfig),
+            ("output-dir", old.outputDir != new.outputDir),
+        ]
+        sectionsChanged = sections.filter(\.1).map(\.0)
         warnings = new.classWarnings
     }
 

@@ -306,6 +306,26 @@ import Testing
         #expect(report.applied && report.needsRestart == ["output-dir"], "\(report.needsRestart)")
     }
 
+    /// A reload that changes only sections no other field names (a group, the speech voice) says
+    /// them in `sectionsChanged`: its report was that of a reload that changed nothing, and the web
+    /// app said "Reloaded: nothing changed" of a reload that applied them. What needs a restart is
+    /// there too; an unchanged file lists nothing.
+    @Test func aReloadListsTheSectionsItChanged() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        #expect(t.daemon.apply(t.config).sectionsChanged == [])
+        var new = t.config
+        new.groups.append(GroupConfig(name: "everywhere", zones: ["kitchen", "patio"]))
+        new.speech.speed = 120
+        let report = t.daemon.apply(new)
+        #expect(report.applied && report.sectionsChanged == ["groups", "speech"], "\(report.sectionsChanged)")
+        #expect(
+            report.zonesChanged.isEmpty && !report.policyChanged && !report.soundsChanged && report.needsRestart.isEmpty
+        )
+        new.outputDir = TestDirectory.make("other-output")
+        #expect(t.daemon.apply(new).sectionsChanged == ["output-dir"], "only what differs from what runs")
+    }
+
     /// What a reload does not apply stays as it runs in the configuration kept: the API's limits
     /// and listen address, the state directory. `GET /api/v1/config` showed the new ones while the
     /// old ran, the MQTT bridge took the new `api.max-body` while the API kept the old, and a
