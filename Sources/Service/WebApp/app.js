@@ -555,8 +555,10 @@ results.addEventListener('click', async e => {
 // ---- queue --------------------------------------------------------------------------------------
 // The queue as last shown: its edits name the source and the song they were made on, so an edit on a
 // list another client changed meanwhile is refused (409), not made on whatever track is there now.
-let shownQueue = null;
+let shownQueue = null, queueSeq = 0;
 function renderQueue(q) {
+  // Shown now (an edit's answer too): a load asked before it and answered after it is older.
+  queueSeq++;
   shownQueue = q;
   if (!q) { $('#queue-info').textContent = 'Nothing is playing from the music server.'; $('#queue-list').innerHTML = ''; return; }
   $('#queue-info').textContent = `${q.songs.length} tracks in ${q.id}` + (q.restarted ? ' (the stream restarted)' : '');
@@ -578,9 +580,19 @@ function queueFollows(s) {
   queueAsked = now;
   loadQueue();
 }
+// Each load numbered (as the library's views are): an answer to an earlier one (a track event, the
+// tab opened) that comes after a later one's is dropped — drawn, it put the list as it was back, and
+// the status, unchanged, asked for nothing more. A load that fails is asked again at the next status
+// that still differs: kept as asked, one lost answer left the tab stale until the status changed.
 async function loadQueue() {
-  try { renderQueue(await api('GET', '/api/v1/music/queue')); }
-  catch (e) { if (/no music/.test(e.message)) renderQueue(null); else notify('Loading the queue failed: ' + e.message); }
+  const seq = ++queueSeq;
+  try { const q = await api('GET', '/api/v1/music/queue'); if (seq === queueSeq) renderQueue(q); }
+  catch (e) {
+    if (seq !== queueSeq) return;
+    if (/no music/.test(e.message)) { renderQueue(null); return; }
+    queueAsked = null;
+    notify('Loading the queue failed: ' + e.message);
+  }
 }
 $('#queue-refresh').addEventListener('click', loadQueue);
 $('#queue-clear').addEventListener('click', async () => { const r = await act('Clear the queue', 'POST', '/api/v1/music/queue/clear', shownQueue ? {id: shownQueue.id} : undefined); if (r) renderQueue(r); else loadQueue(); });
