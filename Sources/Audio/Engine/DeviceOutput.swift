@@ -562,10 +562,7 @@ public final class DeviceOutput: @unchecked Sendable {
             // What is kept filled of it: from here on the output's "buffer".
             let granted = usableBuffer(granted: deviceBuffer, grantedPeriod: devicePeriod)
             unusedFrames = deviceBuffer - granted
-            for m in mixers {
-                m.deviceBufferGranted(frames: granted)
-                m.holdSlotsBehind()
-            }
+            for m in mixers { m.deviceBufferGranted(frames: granted) }
             if framesPlayed.load(ordering: .relaxed) > 0 || reopens.load(ordering: .relaxed) > 0 {
                 reopens.add(1, ordering: .relaxed)
             }

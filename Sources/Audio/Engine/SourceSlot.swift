@@ -75,10 +75,6 @@ public final class SourceSlot: @unchecked Sendable {
 
     /// The gain the output thread applied last. Output thread only.
     var gain: Float = 0
-    /// Set when the zone's device (re)opened with the slot `isBehind` (`ZoneMixer.holdSlotsBehind`):
-    /// nothing of it is mixed or consumed until its producer has it in step again (or ends).
-    /// Output thread only.
-    var heldUntilInStep = false
     /// How many times the output thread freed the slot: a mark of a rendered-ahead period belongs to
     /// the source that held the slot then (`ZoneMixer.rewind`). Output thread only.
     var epoch = 0
@@ -258,15 +254,12 @@ public final class SourceSlot: @unchecked Sendable {
     public func wroteSilence(_ frames: Int) { skipped.add(-frames, ordering: .releasing) }
 
     /// True from the producer's first dropped frame (`drop`) until it marks the slot in step again.
-    /// Marked in step, it rings the output's doorbell: a slot held since its card came back
-    /// (`ZoneMixer.holdSlotsBehind`) is mixed again at once, by an output that renders ahead too.
     /// Any thread; set by the producer.
     public var isBehind: Bool {
         get { behind.load(ordering: .acquiring) }
         set {
             if !newValue { droppedBehind.store(0, ordering: .relaxed) }
             behind.store(newValue, ordering: .releasing)
-            if !newValue { doorbell?.post() }
         }
     }
 
@@ -350,7 +343,6 @@ public final class SourceSlot: @unchecked Sendable {
         // smooth. Ramps are for changes in the middle of a stream (duck, mute, pause, resume, and a
         // source going on from the middle of its stream: `fadeIn`).
         self.gain = fadeIn ? 0 : gain
-        heldUntilInStep = false
         phase.store(Phase.active.rawValue, ordering: .releasing)
     }
 }

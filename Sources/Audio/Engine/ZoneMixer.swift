@@ -220,17 +220,6 @@ public final class ZoneMixer: @unchecked Sendable {
     /// The device's buffer as granted: see `restartSamples`. Rendering thread only.
     func deviceBufferGranted(frames: Int) { restartSamples = frames * channels }
 
-    /// The device (re)opened: every slot behind its source's other zones now (its producer
-    /// dropped frames for it while the card was away, `SourceSlot.drop`) is held — none of it
-    /// mixed or consumed — until its producer has it in step again (`SourceOutput.rejoins`) or
-    /// marks its end. Its ring holds music from before the loss, which the other zones played
-    /// meanwhile; the producer asks for it to be dropped only when it next writes the zone, up to
-    /// half a second later (a music stream sleeps while another zone's ring is full), and the card
-    /// played it meanwhile, long after the others. Rendering thread only. Real-time safe.
-    func holdSlotsBehind() {
-        for slot in slots where slot.behind.load(ordering: .acquiring) { slot.heldUntilInStep = true }
-    }
-
     /// True when the zone has nothing to play until its doorbell rings: every slot is free or
     /// paused (`SourceSlot.awaitsTheDoorbell`) and the volume ramp is done, so `render` would
     /// give silence. Rendering thread only (after `render`). Real-time safe.
@@ -443,12 +432,6 @@ public final class ZoneMixer: @unchecked Sendable {
             slot.discardUpTo.store(-1, ordering: .releasing)
             eventInPeriod = true
         }
-        // Held since its card came back behind the others (`holdSlotsBehind`): nothing of it is read.
-        if slot.heldUntilInStep
-            && (!slot.behind.load(ordering: .acquiring) || slot.endOfStream.load(ordering: .acquiring))
-        {
-            slot.heldUntilInStep = false
-        }
         if pausing && slot.gain == 0 {
             if !slot.pausedNow.load(ordering: .relaxed) { eventInPeriod = true }
             slot.pausedNow.store(true, ordering: .releasing)
@@ -476,7 +459,7 @@ public final class ZoneMixer: @unchecked Sendable {
         let distance = abs(target - slot.gain)
         let fullRamp = distance == 0 ? 0 : Int((distance / rampStep).rounded(.up))
         let rampFrames = min(periodFrames, fullRamp)
-        let want = slot.heldUntilInStep ? 0 : pausing ? rampFrames : periodFrames
+        let want = pausing ? rampFrames : periodFrames
         // Steady gain into an empty mix: read the ring straight into it (see `render`).
         let direct = !filled && rampFrames == 0 && want > 0
         let got =
