@@ -43,12 +43,19 @@ extension ConfigReader {
         return groups
     }
 
-    /// `unknown zone "patoi"; did you mean "patio"?`, or with the valid names when none is close.
+    /// `unknown zone "patoi"; did you mean "patio"?`, or with the valid names when none is close —
+    /// the first `namesListed` of them, and how many more: every name was listed in every such
+    /// message, and a file of 20,000 zone names and as many unknown ones (half a megabyte) made
+    /// gigabytes of messages at a reload.
     static func unknownName(_ name: String, _ what: String, among names: [String]) -> String {
         if let suggestion = EditDistance.suggestion(for: name, among: names) {
             return "unknown \(what) \(ConfigSyntax.quoted(name)); did you mean \(ConfigSyntax.quoted(suggestion))?"
         }
-        return
-            "unknown \(what) \(ConfigSyntax.quoted(name)) (expected one of: \(names.map { ConfigSyntax.shortened($0) }.joined(separator: ", ")))"
+        var listed = names.prefix(namesListed).map { ConfigSyntax.shortened($0) }.joined(separator: ", ")
+        if names.count > namesListed { listed += ", … and \(names.count - namesListed) more" }
+        return "unknown \(what) \(ConfigSyntax.quoted(name)) (expected one of: \(listed))"
     }
+
+    /// The most valid names an unknown name's message lists.
+    static let namesListed = 10
 }

@@ -2,6 +2,8 @@
 enum EditDistance {
     /// The longest word a suggestion is looked for.
     static let longestWord = 64
+    /// The most candidates a suggestion is looked for among (keys are a few dozen; zones a few).
+    static let mostCandidates = 1_000
 
     /// Levenshtein distance between two strings, by Unicode scalar.
     static func between(_ a: String, _ b: String) -> Int {
@@ -29,10 +31,14 @@ enum EditDistance {
     /// words' lengths, for every candidate (a 3.5 MB value, aliased 10 000 times).
     static func suggestion(for word: String, among candidates: [String]) -> String? {
         guard word.utf8.count <= 4 * longestWord, word.count <= longestWord else { return nil }
+        // Nor among more than `mostCandidates`: each unknown name was measured against every one
+        // (20,000 unknown zone names among 20,000 zones: 4 × 10⁸ distances at a reload).
+        guard candidates.count <= mostCandidates else { return nil }
         let limit = max(2, word.count / 3)
+        let lowered = word.lowercased()
         var best: (candidate: String, distance: Int)?
         for candidate in candidates where candidate.utf8.count <= 4 * longestWord {
-            let distance = between(word.lowercased(), candidate)
+            let distance = between(lowered, candidate)
             if distance <= limit, distance < word.count, distance < (best?.distance ?? .max) {
                 best = (candidate, distance)
             }

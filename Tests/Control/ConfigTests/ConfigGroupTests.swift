@@ -116,6 +116,19 @@ private let withGroups =
             ])
     }
 
+    /// An unknown zone among many lists the first 10 and says how many more: every zone was
+    /// listed in every such message (20,000 zones and as many unknown names in a half-megabyte
+    /// file made gigabytes of messages at a reload).
+    @Test func anUnknownZoneAmongManyListsTenOfThem() throws {
+        let zones = (0..<12).map { "  z\($0): {pcm: p\($0)}\n" }.joined()
+        let lines = try #require(issueLines("zones:\n" + zones + "groups:\n  outside: [garage]\n"))
+        #expect(
+            lines == [
+                "test.yaml:15:13: groups.outside: unknown zone \"garage\" (expected one of: "
+                    + (0..<10).map { "z\($0)" }.joined(separator: ", ") + ", … and 2 more)"
+            ], "\(lines)")
+    }
+
     /// Aliases of a 3.5 MB value, as many as the text limit lets through, each an unknown zone:
     /// refused at once with short messages. Each message held the whole value, and a suggestion
     /// was looked for by an edit distance over all of it, for every zone.
