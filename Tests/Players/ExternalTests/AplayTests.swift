@@ -141,9 +141,9 @@ import Testing
         #expect(rig.post("/api/v1/announce", #"{"sound": "long-bell"}"#).contains("\"id\""))
         #expect(waitUntil(seconds: 2) { rig.get("/api/v1/events/recent").contains("interruption-began") })
         usleep(200_000)  // the pause's 10 ms fade is over
-        let held = try rig.runsInTwoSeconds(ofThreads: "external-stream")["external-stream"] ?? 0
+        let held = try rig.wakeUpsInTwoSeconds(ofThreads: "external-stream")["external-stream"] ?? 0
         #expect(!rig.get("/api/v1/events/recent").contains("interruption-ended"), "counted while held")
-        #expect(held <= 10, "the held stream's thread ran \(held) times in 2 s")
+        #expect(held <= 10, "the held stream's thread woke \(held) times in 2 s")
         #expect(aplay.wait(seconds: 20) == 0, "aplay: \(aplay.output)")
         usleep(300_000)
         #expect(rig.get("/api/v1/events/recent").contains("interruption-ended"))
@@ -157,18 +157,18 @@ import Testing
     /// stream wake-ups a second while a program played (bench-realtime `batond external aplay`).
     @Test func threadsSleepUntilSomethingIsDue() throws {
         let rig = try ExternalRig(sources: "  x: {class: music, when-interrupted: hold}")
-        let idle = try rig.runsInTwoSeconds(ofThreads: "external-accept")["external-accept"] ?? 0
-        #expect(idle <= 1, "the accept thread ran while idle")
+        let idle = try rig.wakeUpsInTwoSeconds(ofThreads: "external-accept")["external-accept"] ?? 0
+        #expect(idle <= 1, "the accept thread woke while idle")
 
         ExternalRig.writeWAV(rig.directory + "/music.wav", Self.music(frames: 48_000 * 6), channels: 2)
         let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/music.wav"], log: "aplay.log")
         defer { aplay.stop() }
         #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"playing\"") })
         usleep(500_000)
-        let ran = try rig.runsInTwoSeconds(ofThreads: "monitor", "external-stream")
+        let ran = try rig.wakeUpsInTwoSeconds(ofThreads: "monitor", "external-stream")
         let (monitorRan, streamRan) = (ran["monitor"] ?? 0, ran["external-stream"] ?? 0)
-        #expect(monitorRan <= 10, "the monitor ran \(monitorRan) times in 2 s")
-        #expect(streamRan <= 400, "the stream's thread ran \(streamRan) times in 2 s")
+        #expect(monitorRan <= 10, "the monitor woke \(monitorRan) times in 2 s")
+        #expect(streamRan <= 400, "the stream's thread woke \(streamRan) times in 2 s")
     }
 
     /// batond killed while aplay writes: aplay fails within 2 s (no hang); with batond started

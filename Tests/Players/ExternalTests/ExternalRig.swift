@@ -166,20 +166,20 @@ final class ExternalRig {
 
     struct RigError: Error, CustomStringConvertible { let description: String }
 
-    /// How many times batond's threads of each of `names` ran (were given a CPU) in the next 2 s,
-    /// summed over the threads of one name. A thread names itself when it first runs, which on a
+    /// How many times batond's threads of each of `names` woke (`ProcessThreads.wakeUps`) in the
+    /// next 2 s, summed over the threads of one name. A thread names itself when it first runs, which on a
     /// loaded machine can come after "control API on": each name is waited for, up to 5 s.
-    func runsInTwoSeconds(ofThreads names: String...) throws -> [String: Int] {
+    func wakeUpsInTwoSeconds(ofThreads names: String...) throws -> [String: Int] {
         guard let process = batond else { throw RigError(description: "batond is not running") }
         let pid = "\(process.pid)"
         for name in names where !waitUntil(seconds: 5, { !ProcessThreads.named(name, process: pid).isEmpty }) {
             throw RigError(description: "batond has no thread \(name) after 5 s; its log:\n\(process.output)")
         }
-        let before = ProcessThreads.runs(process: pid)
+        let before = ProcessThreads.wakeUps(process: pid)
         usleep(2_000_000)
         var ran: [String: Int] = [:]
-        for (tid, t) in ProcessThreads.runs(process: pid) where names.contains(t.name) {
-            ran[t.name, default: 0] += t.runs - (before[tid]?.runs ?? 0)
+        for (tid, t) in ProcessThreads.wakeUps(process: pid) where names.contains(t.name) {
+            ran[t.name, default: 0] += t.wakeUps - (before[tid]?.wakeUps ?? 0)
         }
         return ran
     }

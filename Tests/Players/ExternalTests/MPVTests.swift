@@ -94,8 +94,8 @@ import Testing
         let bus = try SessionBus(directory)
         let (rig, mpv) = try playingMPV(bus, directory)
         defer { mpv.stop() }
-        let woke = try rig.runsInTwoSeconds(ofThreads: "mpris")["mpris"] ?? 0
-        #expect(woke <= 4, "the mpris thread ran \(woke) times in 2 s")
+        let woke = try rig.wakeUpsInTwoSeconds(ofThreads: "mpris")["mpris"] ?? 0
+        #expect(woke <= 4, "the mpris thread woke \(woke) times in 2 s")
         #expect(status(rig) == "Playing")
     }
 

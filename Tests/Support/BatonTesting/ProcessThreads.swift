@@ -28,11 +28,42 @@ public enum ProcessThreads {
         FileIO.firstLine("/proc/\(process)/task/\(tid)/comm") ?? "?"
     }
 
-    /// Every thread of `process`, by id: its name and how many times it has run so far.
-    public static func runs(process: String = "self") -> [Int: (name: String, runs: Int)] {
-        var all: [Int: (name: String, runs: Int)] = [:]
-        for tid in ids(process: process) { all[tid] = (name(tid, process: process), timeslices(tid, process: process)) }
+    /// Every thread of `process`, by id: its name and how many times it has gone to sleep of itself
+    /// so far (`wakeUps`).
+    public static func wakeUps(process: String = "self") -> [Int: (name: String, wakeUps: Int)] {
+        var all: [Int: (name: String, wakeUps: Int)] = [:]
+        for tid in ids(process: process) { all[tid] = (name(tid, process: process), wakeUps(tid, process: process)) }
         return all
+    }
+
+    /// How many times thread `tid` of `process` has gone to sleep of itself (waited for a timer, a
+    /// futex, a socket): `voluntary_ctxt_switches` in /proc/PROCESS/task/TID/status; 0 if it is
+    /// gone. One per wake-up, which is what a polling loop costs. Unlike the times it was given a
+    /// CPU (`timeslices`), it does not count the preemptions a busy machine adds to a thread that
+    /// woke once: a monitor that ticked three times in 3 s on a loaded CI runner read 6 "runs".
+    public static func wakeUps(_ tid: Int, process: String = "self") -> Int {
+        guard case .success(let bytes?) = FileIO.read("/proc/\(process)/task/\(tid)/status") else { return 0 }
+        let key = "voluntary_ctxt_switches:"
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix(key) {
+            return Int(line.dropFirst(key.count).trimmingPrefix(while: { $0 == " " || $0 == "\t" })) ?? 0
+        }
+        return 0
+    }
+
+    /// Waits (at most `seconds`) until no thread of `process` woke more than once in half a second:
+    /// what a change set going (a pause's fade, the zones stopping their cards) has settled, so
+    /// that a count of wake-ups after it is of the idle process. False when it never settled. A
+    /// thread that polls faster than twice a second never lets it settle.
+    public static func awaitQuiet(process: String, seconds: Double = 10) -> Bool {
+        var before = wakeUps(process: process)
+        let deadline = monotonicNanoseconds() + Int(seconds * 1e9)
+        while monotonicNanoseconds() < deadline {
+            usleep(500_000)
+            let now = wakeUps(process: process)
+            if now.allSatisfy({ tid, t in t.wakeUps - (before[tid]?.wakeUps ?? 0) <= 1 }) { return true }
+            before = now
+        }
+        return false
     }
 
     /// How many times thread `tid` of `process` has been given a CPU (the third field of
@@ -40,6 +71,23 @@ public enum ProcessThreads {
     public static func timeslices(_ tid: Int, process: String = "self") -> Int {
         let fields = (FileIO.firstLine("/proc/\(process)/task/\(tid)/schedstat") ?? "").split(separator: " ")
         return fields.count > 2 ? Int(fields[2]) ?? 0 : 0
+    }
+
+    /// How many times thread `tid` of `process` has gone to sleep of itself, and how many times it
+    /// was preempted (voluntary_ctxt_switches and nonvoluntary_ctxt_switches in
+    /// /proc/PROCESS/task/TID/status); zeros if it is gone.
+    public static func switches(_ tid: Int, process: String = "self") -> (voluntary: Int, preempted: Int) {
+        guard case .success(let bytes?) = FileIO.read("/proc/\(process)/task/\(tid)/status") else { return (0, 0) }
+        var found = (voluntary: 0, preempted: 0)
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+            let parts = line.split(separator: ":")
+            guard parts.count == 2, let n = Int(parts[1].trimmingPrefix(while: { $0 == " " || $0 == "\t" })) else {
+                continue
+            }
+            if parts[0] == "voluntary_ctxt_switches" { found.voluntary = n }
+            if parts[0] == "nonvoluntary_ctxt_switches" { found.preempted = n }
+        }
+        return found
     }
 
     /// The state letter (R, S, D, T, Z …) in a /proc …/stat file: the field after the name, which
