@@ -54,7 +54,7 @@ public final class CallPlayer: Source, @unchecked Sendable {
             IntercomPump.Target(
                 ring: o.slot.ring, channels: o.channels, rate: o.rate, resampler: resampler, wrote: o.slot.wrote,
                 isHeld: { o.slot.isPauseRequested || o.isOut },
-                inStep: { !o.isLeftBehind(among: pumped) && (!o.slot.isBehind || o.rejoins(among: pumped)) },
+                inStep: { o.takesFrames(among: pumped) },
                 drop: { o.drop($0) })
         }
         // The rings hold 20 ms beyond what one wake-up of the slowest-waking output takes at once

@@ -57,7 +57,7 @@ public final class SoundPlayer: Source, @unchecked Sendable {
                 Int((Double(parts[$0].passed) * Double(o.rate) / Double(max(1, outputs[$0].rate))).rounded())
             }.max()
             if let lead, lead > parts[i].passed { skip(i, lead - parts[i].passed) }
-            if !o.isLeftBehind(among: outputs) && (!o.slot.isBehind || o.rejoins(among: outputs)) { write(i) }
+            if o.takesFrames(among: outputs) { write(i) }
         }
     }
 

@@ -54,7 +54,7 @@ public struct SourceOutput: Sendable {
             guard n == 0 else { continue }
             // Left behind, or behind and not in step yet (its output mixes none of it meanwhile:
             // waiting for room would wait for ever).
-            if isLeftBehind(among: outputs) || (slot.isBehind && !rejoins(among: outputs)) {
+            if !takesFrames(among: outputs) {
                 drop((samples.count - offset) / frameSamples)
                 return true
             }
@@ -70,6 +70,14 @@ public struct SourceOutput: Sendable {
     /// back. Any thread.
     public func isLeftBehind(among outputs: some Sequence<SourceOutput>) -> Bool {
         isOut && outputs.contains { $0.device.isAvailable }
+    }
+
+    /// Whether the source's next frames go into this zone's ring now: not left behind
+    /// (`isLeftBehind`), and in step or rejoining (`rejoins`, which first drops what a zone behind
+    /// holds from before). Otherwise they are dropped for it, or wait with every zone out. The
+    /// producer's thread.
+    public func takesFrames(among outputs: some Sequence<SourceOutput>) -> Bool {
+        !isLeftBehind(among: outputs) && (!slot.isBehind || rejoins(among: outputs))
     }
 
     /// True while this zone's device is out and stopped taking frames: its card lost (a Snapcast

@@ -14,19 +14,10 @@ import Testing
     /// owed it the pause, and the first frames of its resume went in one gulp (the music's
     /// resume swallowed, the program unpaced).
     @Test func aDiscardedProgramThatPausedIsNotTakenAtOnce() throws {
-        var fds: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-        let program = fds[1]
-        defer { close(program) }
-        let stream = ExternalStream(
-            name: "shairport-sync", peer: ExternalPeer(pid: 1, program: "shairport-sync"), fd: fds[0],
-            logger: Logger(minimum: .error), onFrames: { _ in })
-        OSThread.detach(name: "external-stream") { stream.run() }
-        defer { stream.stop() }
+        let pair = try PairedStream(program: "shairport-sync", logging: .error)
+        defer { pair.stop() }
+        let (stream, send) = (pair.stream, pair.send)
         stream.setDiscarding(true)
-        func send(_ bytes: [UInt8]) {
-            #expect(bytes.withUnsafeBytes { write(program, $0.baseAddress, $0.count) } == bytes.count)
-        }
         let format = [0, 2, 48_000, 24_000, 480].map { UInt32($0) }  // S16_LE, stereo, 0.5 s buffer
         send(ExternalWire.message(.format, format.flatMap { ExternalWire.bytes(of: $0) }))
         send(ExternalWire.message(.data, [UInt8](repeating: 1, count: 480 * 4)))
@@ -46,29 +37,19 @@ import Testing
     /// is kept for the resume) says so in the log once, not once a message: a program in group
     /// `audio` could flood the journal, whose rate limit then hid batond's real warnings.
     @Test func repeatedDropsWhilePausedAreLoggedOnce() throws {
-        var fds: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-        let program = fds[1]
-        defer { close(program) }
-        let lines = Mutex<[String]>([])
-        let stream = ExternalStream(
-            name: "mpd", peer: ExternalPeer(pid: 1, program: "mpd"), fd: fds[0],
-            logger: Logger(minimum: .info, sink: { line in lines.withLock { $0.append(line) } }), onFrames: { _ in })
-        OSThread.detach(name: "external-stream") { stream.run() }
-        defer { stream.stop() }
+        let pair = try PairedStream(program: "mpd")
+        defer { pair.stop() }
+        let (stream, send) = (pair.stream, pair.send)
         stream.setHeld(true, keepingDropped: true)
-        func send(_ bytes: [UInt8]) {
-            #expect(bytes.withUnsafeBytes { write(program, $0.baseAddress, $0.count) } == bytes.count)
-        }
         let format = [0, 2, 48_000, 24_000, 480].map { UInt32($0) }  // S16_LE, stereo, 0.5 s buffer
         send(ExternalWire.message(.format, format.flatMap { ExternalWire.bytes(of: $0) }))
         send(ExternalWire.message(.data, [UInt8](repeating: 1, count: 480 * 4)))
         for _ in 0..<50 { send(ExternalWire.message(.drop)) }
-        let kept = { lines.withLock { $0.filter { $0.contains("kept for the resume") }.count } }
-        #expect(waitUntil(seconds: 5) { kept() >= 1 }, "\(lines.withLock { $0 })")
+        let kept = { pair.lines.filter { $0.contains("kept for the resume") }.count }
+        #expect(waitUntil(seconds: 5) { kept() >= 1 }, "\(pair.lines)")
         // The stream answers each DROP (POSITION): once the last is answered, all were read.
-        Self.awaitAnswers(from: program, drops: 50)
-        #expect(kept() == 1, "\(lines.withLock { $0 })")
+        Self.awaitAnswers(from: pair.program, drops: 50)
+        #expect(kept() == 1, "\(pair.lines)")
     }
 
     /// Frames kept at a DROP while Baton paused the player (the music just after the cut) stay
@@ -82,30 +63,20 @@ import Testing
         let (output, release) = try Self.kitchenOutput(t)
         defer { release() }
         output.slot.pause()  // nothing is taken from its ring: it holds what was written into it
-        var fds: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-        let program = fds[1]
-        defer { close(program) }
-        let lines = Mutex<[String]>([])
-        let stream = ExternalStream(
-            name: "mpv", peer: ExternalPeer(pid: 1, program: "mpv"), fd: fds[0],
-            logger: Logger(minimum: .info, sink: { line in lines.withLock { $0.append(line) } }), onFrames: { _ in })
-        OSThread.detach(name: "external-stream") { stream.run() }
-        defer { stream.stop() }
-        func send(_ bytes: [UInt8]) {
-            #expect(bytes.withUnsafeBytes { write(program, $0.baseAddress, $0.count) } == bytes.count)
-        }
+        let pair = try PairedStream(program: "mpv")
+        defer { pair.stop() }
+        let (stream, send) = (pair.stream, pair.send)
         stream.setHeld(true, keepingDropped: true)  // Baton paused the player
         let fields = [0, output.channels, output.rate, 4_410, 441].map { UInt32($0) }  // S16_LE, buffer, period
         send(ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: $0) }))
         send(ExternalWire.message(.data, [UInt8](repeating: 1, count: 441 * output.channels * 2)))
         send(ExternalWire.message(.drop))  // the player's pause
-        let kept = { lines.withLock { $0.contains { $0.contains("dropped 441 frames while paused by Baton") } } }
-        #expect(waitUntil(seconds: 5) { kept() }, "\(lines.withLock { $0 })")
+        let kept = { pair.lines.contains { $0.contains("dropped 441 frames while paused by Baton") } }
+        #expect(waitUntil(seconds: 5) { kept() }, "\(pair.lines)")
         stream.setHeld(false)  // the resume: what it drops now is its own again
         send(ExternalWire.message(.drop))  // the player's prepare as it plays again
         // The stream answers a DROP (POSITION): once the second is answered, it was read.
-        Self.awaitAnswers(from: program, drops: 2)
+        Self.awaitAnswers(from: pair.program, drops: 2)
         stream.attach([output])
         #expect(
             waitUntil(seconds: 2) { output.slot.ring.readable == 441 * output.channels },
@@ -115,14 +86,9 @@ import Testing
     /// A program that sends control messages without end (DRAINs, 8 bytes each) does not keep the
     /// stream's thread from a stop: it read them until the socket was empty, which it never was.
     @Test func aFloodOfMessagesDoesNotHoldTheStream() throws {
-        var fds: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-        let program = fds[1]
-        defer { close(program) }
-        let stream = ExternalStream(
-            name: "flood", peer: ExternalPeer(pid: 1, program: "flood"), fd: fds[0], logger: Logger(minimum: .error),
-            onFrames: { _ in })
-        OSThread.detach(name: "external-stream") { stream.run() }
+        let pair = try PairedStream(program: "flood", logging: .error)
+        defer { pair.stop() }
+        let (stream, program) = (pair.stream, pair.program)
         let flooding = Atomic<Bool>(true)
         let sent = Atomic<Int>(0)
         let flood = startThread {
@@ -159,19 +125,10 @@ import Testing
         let (output, release) = try Self.kitchenOutput(t)
         defer { release() }
         output.slot.pause()  // nothing is taken from its ring: it holds what was written into it
-        var fds: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-        let (ours, program) = (fds[0], fds[1])
-        defer { close(program) }
         let announced = Semaphore()
-        let stream = ExternalStream(
-            name: "aplay", peer: ExternalPeer(pid: 1, program: "aplay"), fd: ours, logger: Logger(minimum: .error),
-            onFrames: { _ in announced.post() })
-        OSThread.detach(name: "external-stream") { stream.run() }
-        defer { stream.stop() }
-        func send(_ bytes: [UInt8]) {
-            #expect(bytes.withUnsafeBytes { write(program, $0.baseAddress, $0.count) } == bytes.count)
-        }
+        let pair = try PairedStream(program: "aplay", logging: .error) { _ in announced.post() }
+        defer { pair.stop() }
+        let (stream, send, ours, program) = (pair.stream, pair.send, pair.ours, pair.program)
         func format(channels: Int) -> [UInt8] {
             let fields = [0, channels, output.rate, 4_410, 441].map { UInt32($0) }  // S16_LE, buffer, period
             return ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: $0) })
@@ -205,6 +162,52 @@ import Testing
         #expect(again, "announced again once detached")
         #expect(
             output.slot.ring.readable == held, "written into after the detach: \(held) → \(output.slot.ring.readable)")
+    }
+
+    /// An `ExternalStream` on one end of a socket pair, run by a thread of its own; the other end is
+    /// the program's, for the test to write to and read the answers from, and the lines the stream
+    /// logs at `logging` and above are kept.
+    final class PairedStream: Sendable {
+        let stream: ExternalStream
+        /// The stream's end of the pair, and the program's.
+        let ours: Int32, program: Int32
+        private let logged: Logged
+
+        /// What a stream logs (`Mutex` cannot be moved into a closure made before `self` is whole).
+        private final class Logged: Sendable {
+            let lines = Mutex<[String]>([])
+        }
+
+        init(
+            program name: String, logging minimum: Logger.Level = .info,
+            onFrames: @escaping @Sendable (ExternalStream) -> Void = { _ in }
+        ) throws {
+            var fds: [Int32] = [0, 0]
+            try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+            (ours, program) = (fds[0], fds[1])
+            let logged = Logged()
+            self.logged = logged
+            let stream = ExternalStream(
+                name: name, peer: ExternalPeer(pid: 1, program: name), fd: ours,
+                logger: Logger(minimum: minimum, sink: { line in logged.lines.withLock { $0.append(line) } }),
+                onFrames: onFrames)
+            self.stream = stream
+            OSThread.detach(name: "external-stream") { stream.run() }
+        }
+
+        /// The lines logged so far.
+        var lines: [String] { logged.lines.withLock { $0 } }
+
+        /// Writes `bytes` as the program, whole.
+        func send(_ bytes: [UInt8]) {
+            #expect(bytes.withUnsafeBytes { write(program, $0.baseAddress, $0.count) } == bytes.count)
+        }
+
+        /// Stops the stream and closes the program's end.
+        func stop() {
+            stream.stop()
+            close(program)
+        }
     }
 
     /// A slot of a test daemon's kitchen zone as a source's output, once the zones are up; `release`
