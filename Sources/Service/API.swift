@@ -57,14 +57,22 @@ public struct API: Sendable {
 
     func caller(_ r: HTTPRequest) -> Caller {
         guard let token else { return .open }
-        let header = r.headers["authorization"] ?? ""
-        // The scheme is case-insensitive (RFC 7235): `bearer TOKEN` is the token too.
-        if header.prefix(7).lowercased() == "bearer ", Self.constantTimeEqual(String(header.dropFirst(7)), token) {
-            return .bearer
+        if let offered = Self.offeredToken(r) {
+            // A wrong token is not rescued by a cookie.
+            return Self.constantTimeEqual(offered, token) ? .bearer : .anonymous
         }
-        if !header.isEmpty { return .anonymous }  // a wrong token is not rescued by a cookie
         if let s = sessions.session(cookieHeader: r.headers["cookie"]) { return .session(id: s.id, csrf: s.csrf) }
         return .anonymous
+    }
+
+    /// The token a request offers: what follows `Bearer ` in its Authorization header (the scheme
+    /// in any case, RFC 7235); nil for none or another scheme. Another scheme is not for batond: a
+    /// proxy's `Basic` login, which browsers send with every request behind it, made each of the
+    /// web app's requests a wrong token — its session ignored (the login form came back for ever)
+    /// and every request waited as a guess (`Sessions.delayWrongToken`).
+    static func offeredToken(_ r: HTTPRequest) -> String? {
+        guard let header = r.headers["authorization"], header.prefix(7).lowercased() == "bearer " else { return nil }
+        return String(header.dropFirst(7))
     }
 
     /// The most body a request to the page or the login (`isPublic`) may carry when a token is
@@ -121,7 +129,7 @@ public struct API: Sendable {
         // right); everyone's not for loopback nor an address that showed the right token lately
         // (`Sessions.sharesBudget`: a guesser with a few addresses does not lock the owner out).
         let client = r.remoteAddress ?? ""
-        let bearing = token != nil && r.headers["authorization"] != nil
+        let bearing = token != nil && Self.offeredToken(r) != nil
         if bearing && sessions.guessesFull(from: client) { return .refused(Self.tooManyGuesses) }
         let who = caller(r)
         switch who {
@@ -296,6 +304,10 @@ public struct API: Sendable {
                 return .error(401, "wrong token (it is the first line of the file api.token-file names)")
             }
             sessions.authenticated(from: client)
+            // A login from a browser logged in already (another tab, a script's cookie jar) ends
+            // the session its cookie named, which the new cookie replaces there: it stayed open
+            // 30 days, its event streams went on past the logout, and it took one of the 64 places.
+            if case .session(let old, _) = who { sessions.close(old) }
             let s = sessions.open()
             var response = json(200, State(login: "required", authenticated: true, csrf: s.csrf))
             response.headers.append(sessionCookie(s.id))

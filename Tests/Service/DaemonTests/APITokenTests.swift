@@ -170,15 +170,7 @@ import Testing
             t.stop()
         }
         let host = "Host: 127.0.0.1:\(server.port)"
-        let login = try RawClient(port: server.port)
-        let body = #"{"token": "s3cret-token"}"#
-        login.send(
-            "POST /api/v1/session HTTP/1.1\r\n\(host)\r\nConnection: close\r\nContent-Type: application/json\r\n"
-                + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
-        let answer = try login.readResponse()
-        let cookie = String(try #require(answer.headers["set-cookie"]).split(separator: ";")[0])
-        let csrf = try #require(
-            (try? JSONDecoder().decode([String: SessionField].self, from: Data(answer.body)))?["csrf"]?.text)
+        let (cookie, csrf) = try Self.login(port: server.port)
         func stream(_ auth: String) throws -> RawClient {
             let c = try RawClient(port: server.port)
             c.send("GET /api/v1/events HTTP/1.1\r\n\(host)\r\nConnection: close\r\n\(auth)\r\n\r\n")
@@ -195,6 +187,76 @@ import Testing
         #expect(page.readsEndOfFile(), "the session's stream ended")
         _ = try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#)
         #expect(try tool.readServerSentEvent() != nil, "the bearer's stream goes on")
+    }
+
+    /// Behind a proxy with a `Basic` login (which browsers send with every request there), the web
+    /// app's session cookie still counts, and the header is no wrong token: eight at once with the
+    /// cookie are answered 200, and without it 401 at once, not a quarter of a second apart.
+    /// Before, any Authorization header made the caller anonymous, cookie or not (the login form
+    /// came back after each login), and each request waited as a guess.
+    @Test func aProxysBasicLoginLeavesTheSessionAlone() throws {
+        let (t, server) = try Self.tokenAPI()
+        defer {
+            server.stop()
+            t.stop()
+        }
+        let host = "Host: 127.0.0.1:\(server.port)"
+        let cookie = try Self.login(port: server.port).cookie
+        let basic = "Authorization: Basic dXNlcjpwYXNz"
+        let withCookie = Self.eightAtOnce(
+            server.port,
+            "GET /api/v1/status HTTP/1.1\r\n\(host)\r\nConnection: close\r\n\(basic)\r\nCookie: \(cookie)\r\n\r\n")
+        #expect(withCookie.statuses == Array(repeating: 200, count: 8), "\(withCookie.statuses)")
+        let without = Self.eightAtOnce(
+            server.port, "GET /api/v1/status HTTP/1.1\r\n\(host)\r\nConnection: close\r\n\(basic)\r\n\r\n")
+        #expect(without.statuses == Array(repeating: 401, count: 8), "\(without.statuses)")
+        #expect(without.lastSeconds < 1.2, "not waited as guesses (1.75 s or more): \(without.lastSeconds) s")
+        let c = try RawClient(port: server.port)
+        c.send("GET /api/v1/session HTTP/1.1\r\n\(host)\r\nConnection: close\r\n\(basic)\r\nCookie: \(cookie)\r\n\r\n")
+        #expect(try c.readResponse().text.contains(#""authenticated":true"#))
+    }
+
+    /// A login sent with the cookie of a session (another tab logging in again, a script's cookie
+    /// jar) ends that session: its event stream ends and its cookie is refused; the new one works.
+    /// Before, the old session stayed for 30 days, its stream went on after the logout of the new
+    /// one, and each such login took one of the 64 places.
+    @Test func aLoginAgainEndsTheSessionItReplaces() throws {
+        let (t, server) = try Self.tokenAPI()
+        defer {
+            server.stop()
+            t.stop()
+        }
+        let host = "Host: 127.0.0.1:\(server.port)"
+        let old = try Self.login(port: server.port).cookie
+        let stream = try RawClient(port: server.port)
+        stream.send("GET /api/v1/events HTTP/1.1\r\n\(host)\r\nConnection: close\r\nCookie: \(old)\r\n\r\n")
+        #expect(try stream.readHead().status == 200)
+        let new = try Self.login(port: server.port, cookie: old).cookie
+        #expect(new != old)
+        #expect(stream.readsEndOfFile(), "the replaced session's stream ended")
+        func status(_ cookie: String) throws -> Int {
+            let c = try RawClient(port: server.port)
+            c.send("GET /api/v1/status HTTP/1.1\r\n\(host)\r\nConnection: close\r\nCookie: \(cookie)\r\n\r\n")
+            return try c.readResponse().status
+        }
+        #expect(try status(old) == 401)
+        #expect(try status(new) == 200)
+    }
+
+    /// Logs in with the right token (sending `cookie`, if any): the session's cookie (`name=value`)
+    /// and CSRF secret.
+    static func login(port: Int, cookie: String? = nil) throws -> (cookie: String, csrf: String) {
+        let c = try RawClient(port: port)
+        let body = #"{"token": "s3cret-token"}"#
+        c.send(
+            "POST /api/v1/session HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+                + (cookie.map { "Cookie: \($0)\r\n" } ?? "")
+                + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        let answer = try c.readResponse()
+        let cookie = String(try #require(answer.headers["set-cookie"]).split(separator: ";")[0])
+        let csrf = try #require(
+            (try? JSONDecoder().decode([String: SessionField].self, from: Data(answer.body)))?["csrf"]?.text)
+        return (cookie, csrf)
     }
 
     /// With a token, a method the page's paths do not take is the documented 404 (not a 401 that
