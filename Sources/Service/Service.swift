@@ -29,7 +29,10 @@ public enum Service {
         signal(SIGPIPE, SIG_IGN)
 
         // One daemon per configuration, decided before anything (a PCM, a port, a file) is touched.
-        let lock = lockPath(config: config, configPath: configPath)
+        let (lock, notInStateDir) = lockPath(config: config, configPath: configPath)
+        if let notInStateDir {
+            logger.warning("state-dir \(notInStateDir): the instance lock is \(lock) instead")
+        }
         switch FileLock.acquire(lock) {
         case .success: break
         case .failure(.held(let pid)):
@@ -163,11 +166,22 @@ public enum Service {
 
     /// The file whose `flock` makes a configuration's daemon the only one: `batond.lock` in the
     /// `state-dir` (a state directory belongs to one daemon; created here if missing). Without a
-    /// state-dir (or when it cannot be created): `batond-HASH.lock`, HASH naming the configuration
-    /// file's absolute path, in `$RUNTIME_DIRECTORY` (systemd's `RuntimeDirectory=`), else in
-    /// `/run/baton` when writable, else in `/tmp`.
-    static func lockPath(config: BatonConfiguration, configPath: String?) -> String {
-        if let dir = config.stateDir, case .success = FileIO.makeDirectory(dir) { return dir + "/batond.lock" }
+    /// state-dir, or when it cannot be created or written (`why`): `batond-HASH.lock`, HASH naming
+    /// the configuration file's absolute path, in `$RUNTIME_DIRECTORY` (systemd's
+    /// `RuntimeDirectory=`), else in `/run/baton` when writable, else in `/tmp`. A state-dir that
+    /// exists on a file system remounted read-only (an SD card after an ext4 error) was taken for
+    /// the lock, whose open then failed: batond exited 1 and systemd never started it again, while
+    /// the state is meant only to stop being saved.
+    static func lockPath(config: BatonConfiguration, configPath: String?) -> (path: String, why: String?) {
+        var why: String?
+        if let dir = config.stateDir {
+            switch FileIO.makeDirectory(dir) {
+            case .success:
+                if access(dir, W_OK) == 0 { return (dir + "/batond.lock", nil) }
+                why = "\(dir) cannot be written: \(String(cString: strerror(errno)))"
+            case .failure(let error): why = error.description
+            }
+        }
         var absolute = configPath ?? "(built-in configuration)"
         if let configPath, let resolved = realpath(configPath, nil) {
             absolute = String(cString: resolved)
@@ -177,10 +191,10 @@ public enum Service {
         if let runtime = getenv("RUNTIME_DIRECTORY").map({ String(cString: $0) }),
             let first = runtime.split(separator: ":").first, access(String(first), W_OK) == 0
         {
-            return "\(first)/\(name)"
+            return ("\(first)/\(name)", why)
         }
-        if access("/run/baton", W_OK) == 0 { return "/run/baton/" + name }
-        return "/tmp/" + name
+        if access("/run/baton", W_OK) == 0 { return ("/run/baton/" + name, why) }
+        return ("/tmp/" + name, why)
     }
 
     /// Gives back the pages of code and read-only data the process ran once and no longer runs

@@ -117,18 +117,30 @@ final class BatondProcess {
         let killed = ContinuousClock.now
         kill(pid, SIGKILL)
         waitpid(pid, nil, 0)
-        pid = try spawn()
-        guard
-            waitUntil(
-                seconds: 15,
-                {
-                    usleep(20_000)
-                    return batonctl("status").status == 0
-                })
-        else {
-            throw StartError(description: "batond did not come back:\n\(log)")
-        }
+        stopped = true
+        try start()
         return killed
+    }
+
+    /// Starts batond again after `stop` (or a kill), on the same configuration and state, and waits
+    /// until its API answers.
+    func start() throws {
+        guard stopped else { throw StartError(description: "batond runs already") }
+        pid = try spawn()
+        stopped = false
+        var status: Int32 = 0
+        let answered = waitUntil(seconds: 15) {
+            usleep(20_000)
+            if waitpid(pid, &status, WNOHANG) == pid {
+                stopped = true
+                return true
+            }
+            return batonctl("status").status == 0
+        }
+        guard answered && !stopped else {
+            let how = stopped ? "exited with \(ChildProcess.exitStatus(status))" : "did not come back"
+            throw StartError(description: "batond \(how):\n\(log)")
+        }
     }
 
     /// True when every one of `zones` is `available`: its output thread has its PCM open.

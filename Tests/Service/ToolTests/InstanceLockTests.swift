@@ -44,4 +44,31 @@ import Testing
         #expect(waitUntil { first.zonesAvailable(["kitchen", "patio"]) }, "\(first.batonctl("status").output)")
         #expect(access("\(out)/kitchen.wav", F_OK) == 0, "the new daemon opened its PCMs")
     }
+
+    /// A state-dir on a file system remounted read-only (an SD card after an ext4 error) does not
+    /// keep batond from starting: the instance lock goes where it would without a state-dir, with a
+    /// warning, and the volumes saved there are still read. Before, the lock's open failed there
+    /// ("cannot take the instance lock"), batond exited 1, and systemd never started it again.
+    @Test(.enabled(if: getuid() == 0, "mounts the state-dir read-only")) func aReadOnlyStateDirStillStarts() throws {
+        let d = try BatondProcess()
+        defer { d.stop() }
+        #expect(d.batonctl("volume", "kitchen", "40%").status == 0)
+        #expect(d.stop() == 0, "\(d.log)")
+        let state = d.directory + "/state"
+        #expect(TextFile.read(state + "/state.json")?.contains(#""kitchen":0.4"#) == true)
+        try #require(Subprocess.run("/usr/bin/mount", ["--bind", state, state]).status == 0)
+        defer { _ = Subprocess.run("/usr/bin/umount", [state]) }
+        let remount = Subprocess.run("/usr/bin/mount", ["-o", "remount,bind,ro", state])
+        try #require(remount.status == 0, "\(remount.output)")
+        try #require(access(state, W_OK) != 0 && errno == EROFS, "the state-dir is read-only")
+
+        try d.start()
+        #expect(
+            d.log.contains("state-dir \(state) cannot be written: Read-only file system: the instance lock is"),
+            "\(d.log)")
+        let status = d.batonctl("status", "--json").output
+        #expect(
+            status.contains(#""name":"kitchen""#) && status.contains(#""volume":0.4"#), "the saved volume: \(status)")
+        #expect(d.stop() == 0, "\(d.log)")
+    }
 }
