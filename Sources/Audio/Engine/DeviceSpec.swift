@@ -78,6 +78,17 @@ public struct DeviceSpec: Sendable, Equatable {
         self.stream = stream
     }
 
+    /// Whether a device made from this spec can play `wanted` as it is: the same in everything but
+    /// its zones' slot rings, which are at least as long (a longer ring only holds more).
+    public func serves(_ wanted: DeviceSpec) -> Bool {
+        guard zones.count == wanted.zones.count,
+            zip(zones, wanted.zones).allSatisfy({ $0.ringFrames >= $1.ringFrames })
+        else { return false }
+        var same = wanted
+        for i in same.zones.indices { same.zones[i].ringFrames = zones[i].ringFrames }
+        return same == self
+    }
+
     /// A device with one zone that owns every channel: 10 ms ramps, 8 slots, 500 ms rings.
     public init(zone: String, pcm: PCMRequest, clock: ZoneClock, realtimePriority: Int32 = 70) {
         self.init(

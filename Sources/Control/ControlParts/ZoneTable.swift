@@ -52,8 +52,11 @@ package final class ZoneTable: Sendable {
     package var names: [String] { zones.map(\.name) }
 
     /// The device spec for one configured device of `config` and its zones: 10 ms ramps, 8 slots
-    /// per zone, rings of `ringFrames(rate:among:)`, each zone starting at its configured volume.
-    package static func deviceSpec(for device: DeviceConfig, in config: BatonConfiguration) -> DeviceSpec {
+    /// per zone, rings of `ringFrames(rate:among:atLeast:)`, each zone starting at its configured
+    /// volume.
+    package static func deviceSpec(
+        for device: DeviceConfig, in config: BatonConfiguration, ringsAtLeast: RingLength? = nil
+    ) -> DeviceSpec {
         let zones = config.zones
         let request = PCMRequest(
             name: device.pcm, rate: device.rate, channels: device.channels,
@@ -62,7 +65,7 @@ package final class ZoneTable: Sendable {
         let specs = device.zones.map { z in
             ZoneSpec(
                 name: z.name, deviceChannels: z.deviceChannels, rampFrames: max(1, device.rate / 100),
-                ringFrames: ringFrames(rate: device.rate, among: config.devices),
+                ringFrames: ringFrames(rate: device.rate, among: config.devices, atLeast: ringsAtLeast),
                 volume: Float(zones.first { $0.name == z.name }?.volume ?? 1))
         }
         if let snapcast = device.snapcast {
@@ -94,13 +97,37 @@ package final class ZoneTable: Sendable {
     /// silence of what they hold unread (`SourceOutput.rejoins`): while it is away its producer
     /// waits on the others' rings only, which stay at least half full. With a ring shorter than
     /// half of another's (`buffer:` above about 0.5 s there) it never rejoined: its frames were
-    /// dropped until the stream restarted, the zone available and silent. A change of any zone's
-    /// buffer changes every zone's spec: a reload starts them all anew (`rebuilt`).
-    package static func ringFrames(rate: Int, among devices: [DeviceConfig]) -> Int {
-        devices.reduce(rate / 2) { longest, d in
+    /// dropped until the stream restarted, the zone available and silent. `atLeast`: the rings a
+    /// reload keeps (`rebuilt`), which every new device's match.
+    package static func ringFrames(rate: Int, among devices: [DeviceConfig], atLeast: RingLength? = nil) -> Int {
+        let needed = devices.reduce(rate / 2) { longest, d in
             let frames = ringFrames(rate: d.rate, periodFrames: d.periodFrames, bufferFrames: d.bufferFrames)
-            return max(longest, (frames * rate + d.rate - 1) / max(1, d.rate))
+            return max(longest, RingLength(frames: frames, rate: d.rate).frames(at: rate))
         }
+        return max(needed, atLeast?.frames(at: rate) ?? 0)
+    }
+
+    /// A slot ring's length in time: `frames` at `rate`.
+    package struct RingLength: Sendable, Equatable {
+        package var frames: Int
+        package var rate: Int
+
+        package init(frames: Int, rate: Int) {
+            self.frames = frames
+            self.rate = rate
+        }
+
+        /// The same length at `other`, rounded up.
+        package func frames(at other: Int) -> Int { (frames * other + rate - 1) / max(1, rate) }
+
+        /// The ring of `spec`'s zones (the longest, in time).
+        package init?(_ spec: DeviceSpec) {
+            guard let frames = spec.zones.map(\.ringFrames).max() else { return nil }
+            self.init(frames: frames, rate: spec.pcm.rate)
+        }
+
+        /// Whether it is longer in time than `other`.
+        package func isLonger(than other: RingLength) -> Bool { frames * other.rate > other.frames * rate }
     }
 
     /// A Snapcast zone's output: S16_LE into the stream source, paced by the system clock, heard one
@@ -138,14 +165,28 @@ package final class ZoneTable: Sendable {
     /// are identical (it plays on untouched): the table, the devices to stop, and the new devices to
     /// start. A zone whose settings changed off the device's spec (`max-volume`, `mixer`,
     /// `resampler`, `volume`) starts anew like any changed zone: kept, it went on with the old ones.
+    /// Rings are compared by what they hold: a device whose rings are longer than `new` needs is
+    /// kept (`DeviceSpec.serves`), and the devices started beside it get rings as long as its, so
+    /// that every zone's rings stay one length (`ringFrames(rate:among:atLeast:)`). Compared whole,
+    /// a reload that removed or shortened the longest `buffer` reopened every zone: the music cut
+    /// everywhere for rings that were long enough. Only rings that must grow reopen every zone;
+    /// rings made shorter than needed stay until every device restarts (a reload that reopens all
+    /// of them, or a restart).
     package func rebuilt(for new: BatonConfiguration) -> (
         table: ZoneTable, stopped: [DeviceOutput], started: [DeviceOutput]
     ) {
-        let devices = ZoneTable.build(new).devices.map { device in
-            self.devices.first { old in
-                old.spec == device.spec
+        let kept = new.devices.map { d in
+            let wanted = ZoneTable.deviceSpec(for: d, in: new)
+            return self.devices.first { old in
+                old.spec.serves(wanted)
                     && old.spec.zones.allSatisfy { z in zone(z.name)?.config == new.zone(named: z.name) }
-            } ?? device
+            }
+        }
+        let ring = kept.compactMap { $0.flatMap { RingLength($0.spec) } }.reduce(nil) { (longest: RingLength?, r) in
+            longest.map { r.isLonger(than: $0) ? r : $0 } ?? r
+        }
+        let devices = zip(new.devices, kept).map { d, old in
+            old ?? DeviceOutput(ZoneTable.deviceSpec(for: d, in: new, ringsAtLeast: ring))
         }
         let handles = new.zones.compactMap { zone -> ZoneHandle? in
             guard let device = devices.first(where: { $0.mixer(for: zone.name) != nil }),

@@ -394,6 +394,44 @@ import Testing
         #expect(heard, "the new doorbell (600 Hz) was heard")
     }
 
+    /// The kitchen's `buffer: 1s` makes every zone's slot rings 1.75 s long. A reload that shortens
+    /// it, then one that removes the kitchen, leaves the patio's music playing untouched (its
+    /// device kept): its rings, longer than needed now, serve; the kitchen reopened gets rings as
+    /// long as the patio's, so that they stay one length. A reload whose rings must grow (the
+    /// kitchen back with `buffer: 2s`) reopens the patio too. With the rings compared whole, the
+    /// first two reopened the patio: its music cut for nothing.
+    @Test func aReloadReopensTheOtherZonesOnlyWhenTheRingsMustGrow() throws {
+        let t = try TestDaemon(buffers: ["kitchen": .seconds(1)])
+        defer { t.stop() }
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["patio"], "loop": true}"#)
+                .object["id"])
+        let playing = { (try? t.status().sources.first { $0.id == id }?.state) == "playing" }
+        #expect(waitUntil { playing() })
+        let frames = { (zone: String) in (t.daemon.output(zone)?.mixer.slots[0].ring.capacity ?? 0) / 2 }
+        let patio = try #require(t.daemon.output("patio")?.device)
+        #expect(frames("patio") == 84_000, "1.75 s at 48 kHz")
+        var shorter = t.config
+        shorter.zones[0].buffer = .milliseconds(40)
+        let report = t.daemon.apply(shorter)
+        #expect(report.zonesChanged == ["kitchen"] && report.zonesUnchanged == ["patio"], "\(report)")
+        #expect(t.daemon.output("patio")?.device === patio, "the patio's output was kept")
+        #expect(frames("kitchen") == 77_175, "the patio's 1.75 s at 44.1 kHz")
+        var without = shorter
+        without.zones.removeFirst()
+        let removed = t.daemon.apply(without)
+        #expect(removed.zonesRemoved == ["kitchen"] && removed.zonesUnchanged == ["patio"], "\(removed)")
+        #expect(t.daemon.output("patio")?.device === patio, "the patio's output was kept")
+        #expect(playing())
+        var longer = t.config
+        longer.zones[0].buffer = .seconds(2)
+        let grown = t.daemon.apply(longer)
+        #expect(grown.zonesAdded == ["kitchen"] && grown.zonesChanged == ["patio"], "\(grown)")
+        #expect(t.daemon.output("patio")?.device !== patio, "the patio was reopened")
+        #expect(frames("patio") == 156_000, "3.25 s at 48 kHz")
+        #expect(frames("kitchen") == 143_325, "3.25 s at 44.1 kHz")
+    }
+
     /// A zone a reload reopens is not reported as an outage: its new device, not open yet, was read
     /// as "opening PCM" after the old one had been available, and every changed zone flapped
     /// `zone-unavailable` → `zone-available` within a few milliseconds. Now it is seen as at start:
