@@ -17,7 +17,7 @@ struct ExternalPlayers {
         let server = ExternalSourceServer(
             path: external.socketPath, logger: daemon.logger,
             lookup: { [weak d = daemon] name in
-                guard let d else { return "batond is stopping" }
+                guard let d else { return ExternalPlayers.stopping }
                 return ExternalPlayers(daemon: d).lookup(name)
             },
             onFrames: { [weak d = daemon] stream in d.map { ExternalPlayers(daemon: $0).frames(stream) } })
@@ -31,8 +31,15 @@ struct ExternalPlayers {
         }
     }
 
-    /// Nil when `name` is a configured external source, else why not. Any thread.
+    /// The refusal of a program that opens its PCM once batond's stop has begun. "try again later"
+    /// is what the plugin maps to -EBUSY (a player retries, and finds the batond that follows);
+    /// said "batond is stopping" alone it was -ENOENT, no such source, and the player gave up.
+    static let stopping = "batond is stopping; try again later"
+
+    /// Nil when `name` is a configured external source, else why not (`stopping` once batond's stop
+    /// has begun: the program would be refused at its first frames anyway). Any thread.
     func lookup(_ name: String) -> String? {
+        if daemon.state.withLock({ $0.stopping }) { return Self.stopping }
         guard let external = daemon.config.externalSources else { return "no external sources are configured" }
         guard external.source(name) != nil else {
             let names = external.sources.map(\.name).joined(separator: ", ")

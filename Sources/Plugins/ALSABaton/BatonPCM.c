@@ -481,9 +481,13 @@ static int set_constraints(baton_t *b) {
 }
 
 /// The errno for batond's refusal at open (its ERROR sentence in `b->error`): -EBUSY when it has too
-/// many connections ("…; try again later": a program that retries on busy gets in), else -ENOENT
-/// (no such source). Every refusal was -ENOENT: "No such file or directory" for a busy batond.
-static int open_refusal(const baton_t *b) { return strstr(b->error, "try again later") ? -EBUSY : -ENOENT; }
+/// many connections or is stopping ("…; try again later", or the bare "batond is stopping" of an
+/// older batond: a program that retries on busy gets in, to the batond that follows),
+/// else -ENOENT (no such source). Every refusal was -ENOENT: "No such file or directory" for a busy
+/// batond, and a player opening during `systemctl restart batond` gave up as if nothing were there.
+static int open_refusal(const baton_t *b) {
+    return strstr(b->error, "try again later") || strstr(b->error, "batond is stopping") ? -EBUSY : -ENOENT;
+}
 
 /// Connects and sends OPEN: 0, or -errno with one line on stderr.
 static int connect_to_batond(baton_t *b) {

@@ -576,6 +576,44 @@ func monotonicSeconds() -> Double {
         return le(type) + le(UInt32(payload.count)) + payload
     }
 
+    /// A batond that is stopping refuses an open with "batond is stopping" (an older one said only
+    /// that; one now adds "; try again later"): aplay is told the device is busy (-EBUSY, try again),
+    /// with the sentence. The plugin took it for no such source (-ENOENT, "No such file or
+    /// directory"), and a player opening during `systemctl restart batond` gave up for good.
+    @Test func aStoppingBatondIsBusyNotAbsent() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music}")
+        rig.killBatond()
+        unlink(rig.socket)
+        // batond's side of the open, as a stopping batond answers it.
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in rig.socket.utf8.enumerated() { raw[i] = b }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        #expect(bound == 0 && listen(listener, 1) == 0, "listening at \(rig.socket): errno \(errno)")
+        ExternalRig.writeWAV(rig.directory + "/short.wav", AplayTests.music(frames: 4_800), channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "stop.log")
+        var ready = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&ready, 1, 10_000) == 1, "aplay connects")
+        let peer = accept(listener, nil, nil)
+        #expect(peer >= 0)
+        var open = [UInt8](repeating: 0, count: 64)
+        _ = recv(peer, &open, open.count, 0)
+        let refusal = Self.message(3, Array("batond is stopping".utf8))
+        _ = refusal.withUnsafeBytes { send(peer, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(peer)
+        #expect(aplay.wait(seconds: 10) != 0)
+        #expect(aplay.output.contains("Device or resource busy"), "\(aplay.output)")
+        #expect(aplay.output.contains("batond is stopping"), "\(aplay.output)")
+    }
+
     /// Garbage, a wrong first message and an unsupported format each get a sentence saying what is
     /// wrong; afterwards aplay still plays.
     @Test func garbageAndBadFormatsGetClearErrorsAndBatondRunsOn() throws {
