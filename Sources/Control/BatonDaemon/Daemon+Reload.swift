@@ -294,6 +294,7 @@ extension Daemon {
             }
         }
         for warning in report.warnings { logger.warning("reload: \(warning)") }
+        if let warning = table.ringMemoryWarning(new) { logger.warning("reload: \(warning)") }
         logger.info(
             "reload: applied (added \(report.zonesAdded), removed \(report.zonesRemoved), changed \(report.zonesChanged), unchanged \(report.zonesUnchanged)\(report.policyChanged ? ", new policy" : "")\(report.needsRestart.isEmpty ? "" : "; restart needed for \(report.needsRestart)"))"
         )

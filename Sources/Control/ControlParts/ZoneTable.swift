@@ -130,6 +130,43 @@ package final class ZoneTable: Sendable {
         package func isLonger(than other: RingLength) -> Bool { frames * other.rate > other.frames * rate }
     }
 
+    /// Above this, the slot rings' worst case is said at load (`ringMemoryWarning`): 64 MiB.
+    package static let ringMemoryWarningBytes = 64 << 20
+
+    /// What the slot rings of this table's zones hold with every slot in use, when that is above
+    /// `ringMemoryWarningBytes`: the bytes in all and per zone, and the `buffer` that makes them so
+    /// long (the longest in `config`). Rings are as long as the longest any zone needs
+    /// (`ringFrames(rate:among:)`): a `buffer: 10s` zone beside an 8-channel 192 kHz zone makes
+    /// each slot used there 94 MB, and batond locks its memory (`mlockall`). Rings are paged in
+    /// only as slots are used, so this is the worst case, said once at start and at each reload;
+    /// nil below it (a default configuration is far below: 1.5 MiB a 48 kHz stereo zone).
+    package func ringMemoryWarning(_ config: BatonConfiguration) -> String? {
+        let perZone = devices.flatMap { d in
+            d.spec.zones.map { z in (name: z.name, slot: z.ringFrames * z.channels * 4, slots: z.slotCount) }
+        }
+        let total = perZone.reduce(0) { $0 + $1.slot * $1.slots }
+        let need = { (d: DeviceConfig) in
+            RingLength(
+                frames: Self.ringFrames(rate: d.rate, periodFrames: d.periodFrames, bufferFrames: d.bufferFrames),
+                rate: d.rate)
+        }
+        guard total > Self.ringMemoryWarningBytes,
+            let longest = devices.compactMap({ RingLength($0.spec) }).max(by: { $1.isLonger(than: $0) }),
+            let widest = config.devices.max(by: { need($1).isLonger(than: need($0)) })
+        else { return nil }
+        func mib(_ bytes: Int) -> String {
+            let tenths = (bytes * 10 + (1 << 19)) >> 20
+            return "\(tenths / 10).\(tenths % 10) MiB"
+        }
+        let zones = perZone.sorted { $0.slot * $0.slots > $1.slot * $1.slots }.map { z in
+            "\(z.name) \(mib(z.slot * z.slots)) (\(z.slot) bytes a slot)"
+        }
+        let seconds = Duration.nanoseconds(longest.frames * 1_000_000_000 / max(1, longest.rate))
+        let zone = widest.zones.map(\.name).joined(separator: ", ")
+        return
+            "zones: every slot ring is \(ConfigSyntax.format(seconds)) long (the longest any zone needs: \(zone), buffer: \(ConfigSyntax.format(widest.buffer))); with every slot of every zone in use they hold \(total) bytes (\(mib(total))) of locked memory: \(zones.joined(separator: ", ")). A shorter buffer in \(zone) makes every zone's rings shorter"
+    }
+
     /// A Snapcast zone's output: S16_LE into the stream source, paced by the system clock, heard one
     /// server buffer later; 20 ms of silence (one server chunk) after each connect, once the server's
     /// JSON-RPC has answered after it (when Baton keeps the zone's speakers: `GroupKeeper`).

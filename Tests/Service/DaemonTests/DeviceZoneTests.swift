@@ -582,3 +582,34 @@ extension DeviceZoneTests {
         #expect(waitUntil { card.recordedFrames > back + 4_800 }, "the card plays the music again")
     }
 }
+
+extension DeviceZoneTests {
+    /// Every zone's slot rings are as long as the longest any zone needs: a `buffer: 10s` kitchen
+    /// beside an 8-channel 192 kHz patio makes each slot used on the patio 94 MB (15.25 s), locked.
+    /// Said at load with the worst case (every slot used) in bytes, per zone, and the buffer that
+    /// makes it so; nothing is said for the same zones with the default buffer.
+    @Test func ringsBesideALongBufferSayTheirWorstCaseInBytes() throws {
+        func zones(kitchenBuffer: String) throws -> (ZoneTable, BatonConfiguration) {
+            let config = try BatonConfiguration.parse(
+                text: """
+                    zones:
+                      kitchen:
+                        pcm: kitchen_pcm
+                        rate: 44100
+                        \(kitchenBuffer)
+                      patio:
+                        pcm: patio_pcm
+                        rate: 192000
+                        channels: 8
+                    """, file: "baton.yaml", baseDirectory: "")
+            return (ZoneTable.build(config), config)
+        }
+        let (long, config) = try zones(kitchenBuffer: "buffer: 10s")
+        #expect(
+            long.ringMemoryWarning(config)
+                == "zones: every slot ring is 15250ms long (the longest any zone needs: kitchen, buffer: 10s); with every slot of every zone in use they hold 792609600 bytes (755.9 MiB) of locked memory: patio 714.8 MiB (93696000 bytes a slot), kitchen 41.0 MiB (5380200 bytes a slot). A shorter buffer in kitchen makes every zone's rings shorter"
+        )
+        let (plain, defaults) = try zones(kitchenBuffer: "")
+        #expect(plain.ringMemoryWarning(defaults) == nil)
+    }
+}
