@@ -8,13 +8,19 @@ extension BatonConfiguration {
     /// `api.token-file`, the `music.subsonic` files and the `mqtt` files) are resolved against the directory that
     /// contains `path`. Board profiles named by `board:` are read from the boards directory.
     ///
+    /// With `checkingFiles`, the files a start of batond opens are checked as well, each problem an
+    /// issue at its key: `api.token-file` readable with a token on its first line, `alsa-config`
+    /// readable, `output-dir` a directory or one that can be made. batond's start, `--check` and
+    /// reload check them, so that what `--check` and a reload accept also starts.
+    ///
     /// Thread safety: any thread; no shared state.
     /// - Throws: ``ConfigError`` with every problem found, each naming `path`, line, column and key
     ///   path; or a single issue if the file cannot be read or is not valid YAML.
-    public static func load(path: String) throws(ConfigError) -> BatonConfiguration {
+    public static func load(path: String, checkingFiles: Bool = false) throws(ConfigError) -> BatonConfiguration {
         switch FileReader.read(path: path) {
         case .success(let bytes):
-            return try parse(utf8: bytes, file: path, baseDirectory: directory(of: path))
+            return try parse(
+                utf8: bytes, file: path, baseDirectory: directory(of: path), checkingFiles: checkingFiles)
         case .failure(let error):
             throw ConfigError(issues: [
                 ConfigIssue(
@@ -40,13 +46,14 @@ extension BatonConfiguration {
         try parse(utf8: Array(text.utf8), file: file, baseDirectory: baseDirectory ?? directory(of: file))
     }
 
-    private static func parse(utf8 bytes: [UInt8], file: String, baseDirectory: String) throws(ConfigError)
-        -> BatonConfiguration
-    {
+    private static func parse(
+        utf8 bytes: [UInt8], file: String, baseDirectory: String, checkingFiles: Bool = false
+    ) throws(ConfigError) -> BatonConfiguration {
         let root = try document(
             utf8: bytes, file: file,
             emptyMessage: "the configuration is empty; at least one zone is required")
         var reader = ConfigReader(file: file)
+        reader.checksFiles = checkingFiles
         let configuration = reader.configuration(root, baseDirectory: baseDirectory)
         guard let configuration, reader.issues.isEmpty else { throw ConfigError(issues: reader.sortedIssues) }
         return configuration
@@ -150,8 +157,14 @@ extension ConfigReader {
         let groups = groups(in: top, zoneNames: zoneNames)
         let sounds = optional(top, "sounds", .string) ?? "sounds"
         let resampler = top.values["resampler"].map { readResamplers($0) } ?? ResamplerConfig.default
-        let alsaConfig = optional(top, "alsa-config", .string)
-        let outputDir = optional(top, "output-dir", .string)
+        let alsaConfig = optional(top, "alsa-config", .string).map(resolve)
+        if let alsaConfig, let pair = top.values["alsa-config"] {
+            checkReadable(alsaConfig, at: pair, ConfigPath.root.appending("alsa-config"))
+        }
+        let outputDir = optional(top, "output-dir", .string).map(resolve)
+        if let outputDir, let pair = top.values["output-dir"] {
+            checkOutputDirectory(outputDir, at: pair, ConfigPath.root.appending("output-dir"))
+        }
         let stateDir = optional(top, "state-dir", .string)
         let policy = top.values["policy"].map { readPolicy($0) } ?? PolicyConfig.default
         let music = top.values["music"].map {
@@ -180,7 +193,7 @@ extension ConfigReader {
 
         return BatonConfiguration(
             api: api, zones: zones, sounds: resolve(sounds), resampler: resampler,
-            alsaConfig: alsaConfig.map(resolve), outputDir: outputDir.map(resolve), policy: policy,
+            alsaConfig: alsaConfig, outputDir: outputDir, policy: policy,
             groups: groups, music: music ?? nil, stateDir: stateDir.map(resolve), board: board,
             boardsDir: boards.configured ?? boards.directory ?? nil, device: device, mqtt: mqtt ?? nil, gpio: gpio,
             intercom: intercom ?? nil, speech: speech, announce: announce, externalSources: externalSources ?? nil,
@@ -194,11 +207,16 @@ extension ConfigReader {
                 allowed: Self.apiKeys)
         else { return .default }
         let listen = value(api, "listen", .listenAddress, default: .default)
-        let tokenFile = optional(api, "token-file", .string)
+        let tokenFile = optional(api, "token-file", .string).map {
+            BatonConfiguration.resolve($0, against: baseDirectory)
+        }
+        if let tokenFile, let pair = api.values["token-file"] {
+            checkTokenFile(tokenFile, at: pair, api.path.appending("token-file"))
+        }
         let configuration = APIConfig(
             listen: listen ?? .default,
             maxBody: value(api, "max-body", .byteSize(APIConfig.maxBodyRange), default: 64 * 1024) ?? 0,
-            tokenFile: tokenFile.map { BatonConfiguration.resolve($0, against: baseDirectory) },
+            tokenFile: tokenFile,
             allowedHosts: api.values["allowed-hosts"].map { allowedHosts($0, at: api.path.appending("allowed-hosts")) }
                 ?? [],
             connectionsPerClient: value(

@@ -53,6 +53,9 @@ struct ConfigReader {
     private(set) var issues: [ConfigIssue] = []
     /// Board profiles looked up while reading zones (configuration files only).
     var boards = BoardLookup()
+    /// Whether the files a start opens are checked too (`api.token-file`, `alsa-config`,
+    /// `output-dir`): for `batond` (start, `--check`, reload), not for text parsed alone.
+    var checksFiles = false
 
     init(file: String) { self.file = file }
 

@@ -13,7 +13,7 @@ extension Daemon {
         guard let path = configPath else { return .refused(["the daemon was not started from a config file"]) }
         return reloading.withLock { _ in
             do throws(ConfigError) {
-                return applyNow(try BatonConfiguration.load(path: path))
+                return applyNow(try BatonConfiguration.load(path: path, checkingFiles: true))
             } catch {
                 logger.error("reload: \(path) is invalid; keeping the running configuration:\n\(error)")
                 events.publish(type: .reloadRejected, reason: error.issues.map(\.description).joined(separator: "\n"))

@@ -50,7 +50,8 @@ if let failure = LoadedCode.pin().release(relock: false) {
 }
 let config: BatonConfiguration
 do {
-    config = try BatonConfiguration.load(path: configPath)
+    // The files a start opens are checked too (not for `--alsa-snippet`, which opens none).
+    config = try BatonConfiguration.load(path: configPath, checkingFiles: !alsaSnippet)
 } catch {
     logger.error("invalid configuration, not starting:\n\(error)")
     exit(1)

@@ -1,5 +1,6 @@
 import BatonTesting
 import Glibc
+import OSThread
 import Testing
 
 /// The `batond` executable itself: config validation at start-up.
@@ -56,5 +57,35 @@ import Testing
         #expect(r.output.contains("did you mean \"period\""), "\(r.output)")
         #expect(r.output.contains("\(path):7:13: zones.kitchen.format"), "\(r.output)")
         #expect(!r.output.contains("control API on"), "it did not start")
+    }
+
+    /// The files a start opens are checked by `--check` too, each problem at its key with the path:
+    /// a missing or empty `api.token-file`, an unreadable `alsa-config`, an `output-dir` that cannot
+    /// be made. `--check` said "ok" and the next start (at boot) exited 1, which systemd does not
+    /// restart. (A start reads the file as `--check` does.)
+    @Test(arguments: [
+        (
+            "api:\n  token-file: missing.token\n",
+            "3:15: api.token-file: cannot read \"DIR/missing.token\": No such file or directory"
+        ),
+        ("api:\n  token-file: empty.token\n", "3:15: api.token-file: \"DIR/empty.token\" is empty"),
+        (
+            "alsa-config: alsa/missing.conf\n",
+            "2:14: alsa-config: cannot read \"DIR/alsa/missing.conf\": No such file or directory"
+        ),
+        ("output-dir: no/such/out\n", "2:13: output-dir: cannot create \"DIR/no/such/out\": No such file or directory"),
+        ("output-dir: empty.token\n", "2:13: output-dir: \"DIR/empty.token\" is not a directory"),
+    ])
+    func checkRefusesTheFilesAStartCannotOpen(section: String, expected: String) throws {
+        let dir = TestDirectory.make("check-files")
+        let path = dir + "/baton.yaml"
+        _ = FileIO.writeAtomically(Array("\n".utf8), to: dir + "/empty.token")
+        let yaml = "zones:\n  kitchen: {pcm: \"null\", clock: system}\n"
+        _ = FileIO.writeAtomically(Array(("# files\n" + section + yaml).utf8), to: path)
+        let message = "\(path):" + expected.replacing("DIR", with: dir)
+        let check = Subprocess.run(batond, ["--config", path, "--check"])
+        #expect(check.status == 1, "\(check.output)")
+        #expect(check.output.contains(message), "\(check.output)")
+        #expect(!check.output.contains("ok ("), "\(check.output)")
     }
 }

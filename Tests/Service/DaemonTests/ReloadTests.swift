@@ -65,6 +65,42 @@ import Testing
         #expect(t.daemon.events.recent().contains { $0.type == "reload-rejected" })
     }
 
+    /// A reload of a file whose `api.token-file` is missing or empty, whose `alsa-config` cannot be
+    /// read or whose `output-dir` cannot be made is refused whole, each file at its key with its
+    /// path, and the running configuration stays: it was applied, and the next start (at boot)
+    /// exited 1, which systemd does not restart.
+    @Test func aReloadRefusesTheFilesAStartCannotOpen() throws {
+        let dir = TestDirectory.make("reload-files")
+        let path = dir + "/baton.yaml"
+        let t = try TestDaemon(configPath: path)
+        defer { t.stop() }
+        _ = FileIO.writeAtomically([], to: dir + "/empty.token")
+        let yaml = """
+            api:
+              token-file: empty.token
+            alsa-config: missing.conf
+            output-dir: no/such/out
+            zones:
+              kitchen: {pcm: x}
+
+            """
+        _ = FileIO.writeAtomically(Array(yaml.utf8), to: path)
+        let r = try t.request("POST", "/api/v1/reload")
+        #expect(r.status == 422)
+        let report = try JSONDecoder().decode(ReloadReport.self, from: Data(r.body))
+        #expect(!report.applied)
+        #expect(
+            report.errors == [
+                "\(path):2:15: api.token-file: \"\(dir)/empty.token\" is empty: its first line must be the API's token",
+                "\(path):3:14: alsa-config: cannot read \"\(dir)/missing.conf\": No such file or directory",
+                "\(path):4:13: output-dir: cannot create \"\(dir)/no/such/out\": No such file or directory (batond makes only its last directory: \"\(dir)/no/such\" must exist)",
+            ], "\(report.errors)")
+        #expect(t.daemon.config == t.config)
+        #expect(try t.status().zones.map(\.name) == ["kitchen", "patio"])
+        let rejected = t.daemon.events.recent().first { $0.type == "reload-rejected" }
+        #expect(rejected?.reason?.contains("api.token-file") == true, "\(String(describing: rejected))")
+    }
+
     /// `POST /api/v1/zones/<zone>/volume` sets the user's zone volume; a bad value or zone is a clear error.
     @Test func zoneVolumeOverTheAPI() throws {
         let t = try TestDaemon()
