@@ -230,14 +230,15 @@ extension ValueKind {
         }
     }
 
-    /// A duration (`500us`, `10ms`, `1.5s`, `5m`) in `range`.
+    /// A duration (`500us`, `10ms`, `1.5s`, `5m`, `1h`, or `0`) in `range`.
     static func duration(_ range: ClosedRange<Duration>) -> ValueKind<Duration> {
         ValueKind<Duration>(name: "a duration") { text in
             guard let duration = ConfigSyntax.duration(text) else {
                 return .failure(
                     ValueProblem(
                         message:
-                            "\(ConfigSyntax.quoted(text)) is not a duration (expected e.g. 500us, 10ms, 1.5s or 5m)"))
+                            "\(ConfigSyntax.quoted(text)) is not a duration (expected e.g. 500us, 10ms, 1.5s, 5m or 1h)"
+                    ))
             }
             guard range.contains(duration) else {
                 let bounds = "\(ConfigSyntax.format(range.lowerBound))...\(ConfigSyntax.format(range.upperBound))"

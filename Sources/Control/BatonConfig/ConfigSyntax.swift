@@ -6,13 +6,15 @@ import OSThread
 /// are public. Pure functions: any thread.
 public enum ConfigSyntax {
     private static let durationUnits: [(suffix: Substring, nanoseconds: Int)] = [
-        ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000),
+        ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000), ("h", 3_600_000_000_000),
     ]
 
-    /// Parses a duration: a decimal number and a unit, `us`, `ms`, `s` or `m`, with no space
-    /// (`500us`, `10ms`, `1.5s`, `5m`). `nil` for anything else, for negative values and for values
-    /// finer than a microsecond.
+    /// Parses a duration: a decimal number and a unit, `us`, `ms`, `s`, `m` or `h`, with no space
+    /// (`500us`, `10ms`, `1.5s`, `5m`, `1h`), or a bare `0` (zero needs no unit: the documents wrote
+    /// `ttl: 0`, and the reader refused it). `nil` for anything else (another number without a
+    /// unit), for negative values and for values finer than a microsecond.
     public static func duration(_ text: String) -> Duration? {
+        if text == "0" { return .zero }
         let numberEnd = text.firstIndex { !($0.isASCIIDigit || $0 == ".") } ?? text.endIndex
         guard let unit = durationUnits.first(where: { $0.suffix == text[numberEnd...] }),
             let nanoseconds = decimal(text[..<numberEnd], scale: unit.nanoseconds),
@@ -21,8 +23,8 @@ public enum ConfigSyntax {
         return .nanoseconds(nanoseconds)
     }
 
-    /// The shortest exact text for a duration that ``duration(_:)`` reads back: `5m`, `30s`, `1500ms`,
-    /// `250us` (whole numbers of the largest unit that fits; `0ms` for zero).
+    /// The shortest exact text for a duration that ``duration(_:)`` reads back: `1h`, `5m`, `30s`,
+    /// `1500ms`, `250us` (whole numbers of the largest unit that fits; `0ms` for zero).
     public static func format(_ duration: Duration) -> String {
         let nanoseconds = duration.wholeNanoseconds
         if nanoseconds == 0 { return "0ms" }

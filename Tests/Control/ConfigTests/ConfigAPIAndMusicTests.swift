@@ -181,12 +181,12 @@ private let musicSection = """
         (musicSection + "  zones: []\n", "test.yaml:9:10: music.zones: at least one zone or group is required"),
         (musicSection + "  zones: all\n", "test.yaml:9:10: music.zones: expected a sequence, found a scalar"),
         (
-            musicSection + "  retry: {limit: 2h}\n",
-            #"test.yaml:9:18: music.retry.limit: "2h" is not a duration (expected e.g. 500us, 10ms, 1.5s or 5m)"#
+            musicSection + "  retry: {limit: 2d}\n",
+            #"test.yaml:9:18: music.retry.limit: "2d" is not a duration (expected e.g. 500us, 10ms, 1.5s, 5m or 1h)"#
         ),
         (
             musicSection + "  retry: {limit: 90m}\n",
-            "test.yaml:9:18: music.retry.limit: 90m is out of range (expected 0ms...60m)"
+            "test.yaml:9:18: music.retry.limit: 90m is out of range (expected 0ms...1h)"
         ),
         ("music:\n  replay-gain: off\n", #"test.yaml:4:1: music: missing required key "subsonic""#),
         ("music:\n  subsonic:\n", "test.yaml:5:12: music.subsonic: a value is required"),

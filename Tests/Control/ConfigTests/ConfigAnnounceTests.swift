@@ -44,7 +44,7 @@ struct ConfigAnnounceTests {
                     #"test.yaml:5:21: announce.allow-url-hosts: "http://ha.local:8123" is not a host (expected a name like ha.local or an address, without scheme, port or path)"#,
                     "test.yaml:5:55: announce.allow-url-hosts: ha.local is listed twice",
                     "test.yaml:6:14: announce.max-bytes: 1KiB is out of range (expected 64KiB...1024MiB)",
-                    "test.yaml:7:17: announce.max-duration: 90m is out of range (expected 1s...60m)",
+                    "test.yaml:7:17: announce.max-duration: 90m is out of range (expected 1s...1h)",
                     "test.yaml:8:3: announce.port: unknown key (expected one of: allow-url-hosts, max-bytes, max-duration, first-byte-timeout)",
                 ])
     }

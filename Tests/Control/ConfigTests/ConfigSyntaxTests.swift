@@ -3,7 +3,7 @@ import BatonTesting
 import Testing
 
 @Suite(.ownThread) struct ConfigSyntaxTests {
-    /// Durations in us, ms, s and m, with decimals, parse exactly.
+    /// Durations in us, ms, s, m and h, with decimals, parse exactly; zero may be a bare 0.
     @Test(arguments: [
         ("500us", Duration.microseconds(500)),
         ("10ms", .milliseconds(10)),
@@ -11,7 +11,7 @@ import Testing
         ("1.5s", .milliseconds(1500)),
         ("2m", .seconds(120)),
         ("5m", .seconds(300)),
-        ("0ms", .zero),
+        ("0ms", .zero), ("0", .zero), ("1h", .seconds(3600)), ("0.5h", .seconds(1800)),
         ("0.000001s", .microseconds(1)),
         // Nine digits of a fraction of a minute overflowed Int on the way (a trap).
         ("1.500000000m", .seconds(90)), ("0.999999m", .microseconds(59_999_940)),
@@ -20,9 +20,10 @@ import Testing
         #expect(ConfigSyntax.duration(text) == expected)
     }
 
-    /// Durations without a unit, with spaces, negative, in unknown units or finer than 1us are rejected.
+    /// Durations without a unit (but a bare 0), with spaces, negative, in unknown units or finer than 1us are rejected.
     @Test(arguments: [
-        "", "10", "ms", "10 ms", "-5ms", "10h", "10MS", ".5s", "5.s", "1e3ms", "1.0005ms", "1.5us",
+        "", "10", "00", "0.0", "1", "ms", "10 ms", "-5ms", "10d", "10H", "10MS", ".5s", "5.s", "1e3ms", "1.0005ms",
+        "1.5us",
         "1234567m", "1..2s", "+1s", "0.999999999m", "0.153722868m",
     ])
     func rejectsBadDuration(text: String) {
@@ -33,6 +34,7 @@ import Testing
     @Test(arguments: [
         (Duration.seconds(300), "5m"), (.seconds(30), "30s"), (.milliseconds(1500), "1500ms"),
         (.microseconds(250), "250us"), (.zero, "0ms"), (.seconds(90), "90s"),
+        (.seconds(3600), "1h"), (.seconds(5400), "90m"),
     ])
     func formatsDuration(duration: Duration, text: String) {
         #expect(ConfigSyntax.format(duration) == text)
