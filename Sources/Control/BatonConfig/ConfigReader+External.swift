@@ -15,6 +15,8 @@ extension ConfigReader {
         for entry in entries {
             let entryPath = path.appending(entry.key)
             if entry.key == "socket" {
+                // `socket:` alone is absent, as a null is for every other optional key.
+                if entry.value.isNull { continue }
                 config.socket = convert(entry.value, at: entryPath, .string).map {
                     BatonConfiguration.resolve($0, against: baseDirectory)
                 }
@@ -49,7 +51,8 @@ extension ConfigReader {
             let control = fields.values["control"].flatMap {
                 readExternalControl($0, at: entryPath.appending("control"))
             }
-            if mode == .pause && control == nil {
+            // Not beside a control that is given but wrong: that one's error says what is wrong.
+            if mode == .pause && control == nil && fields.values["control"] == nil {
                 report(
                     fields.values["when-interrupted"]?.value.mark, entryPath.appending("when-interrupted"),
                     "pause needs a control (mpris, mpd or command) to tell the player")
@@ -80,6 +83,13 @@ extension ConfigReader {
         let kinds = ["mpris", "mpd", "command"].filter { fields.values[$0] != nil }
         guard kinds.count == 1 else {
             report(pair.keyMark, path, "give exactly one of mpris, mpd, command (found \(kinds.count))")
+            return nil
+        }
+        // `bus` is the D-Bus bus of an MPRIS player: beside mpd or command it was ignored unsaid.
+        if kinds[0] != "mpris", let bus = fields.values["bus"] {
+            report(
+                bus.keyMark, path.appending("bus"),
+                "bus is only for mpris (the D-Bus bus its player is on), not \(kinds[0])")
             return nil
         }
         switch kinds[0] {

@@ -48,9 +48,18 @@ import Testing
                       g: {volume: 1}
                       h: {control: {mpd: "mpd.lan:6600"}}
                       i: {control: {mpd: "010.0.0.1:6600"}}
+                      j: {when-interrupted: pause, control: {mpd: "127.0.0.1:6600", bus: system}}
+                      k: {when-interrupted: pause, control: {mpd: "mpd.lan:6600"}}
 
                     """) ?? []
-        #expect(lines.count == 9, "\(lines)")
+        #expect(lines.count == 11, "\(lines)")
+        // One error a mistake: a bus beside mpd was ignored unsaid, and a wrong control was said
+        // twice ("pause needs a control" too).
+        #expect(
+            lines.filter { $0.contains("external-sources.j") } == [
+                "test.yaml:14:65: external-sources.j.control.bus: bus is only for mpris (the D-Bus bus its player is on), not mpd"
+            ], "\(lines)")
+        #expect(lines.filter { $0.contains("external-sources.k") }.count == 1, "\(lines)")
         #expect(lines.contains { $0.contains("external-sources.a.class") && $0.contains("musik") })
         #expect(lines.contains { $0.contains("external-sources.b.zones") && $0.contains("garage") })
         #expect(lines.contains { $0.contains("external-sources.c.when-interrupted") })
@@ -67,6 +76,15 @@ import Testing
                 )
             })
         #expect(lines.contains { $0.contains("external-sources.g.volume: unknown key") })
+    }
+
+    /// `socket:` with no value is absent (the default socket), as a null is for every other
+    /// optional key: it was refused, "expected a string, found null".
+    @Test func aNullSocketIsTheDefault() throws {
+        let external = try #require(
+            try load(minimalZone + "external-sources:\n  socket:\n  airplay: {}\n").externalSources)
+        #expect(external.socket == nil)
+        #expect(external.sources.map(\.name) == ["airplay"])
     }
 
     /// `batond --alsa-snippet` prints one `type baton` PCM per source, with the socket when it is not
