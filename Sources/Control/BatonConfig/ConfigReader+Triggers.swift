@@ -33,7 +33,18 @@ extension ConfigReader {
         let discovery = value(mqtt, "discovery", .boolean, default: defaults.discovery)
         let discoveryPrefix = value(mqtt, "discovery-prefix", .topicPrefix, default: defaults.discoveryPrefix)
         let topicPrefix = value(mqtt, "topic-prefix", .topicPrefix, default: defaults.topicPrefix)
-        let keepalive = value(mqtt, "keepalive", .duration(MQTTConfig.keepaliveRange), default: defaults.keepalive)
+        var keepalive = value(mqtt, "keepalive", .duration(MQTTConfig.keepaliveRange), default: defaults.keepalive)
+        // The broker is told whole seconds (MQTT's keepalive is a 16-bit count of them): 2.5s was
+        // cut to 2s unsaid.
+        if let given = keepalive, given.wholeNanoseconds % 1_000_000_000 != 0,
+            let node = mqtt.values["keepalive"]?.value
+        {
+            report(
+                node.mark, path.appending("keepalive"),
+                "\(ConfigSyntax.shortened(node.scalar?.value ?? "")) is not a whole number of seconds (MQTT's keepalive is counted in seconds)"
+            )
+            keepalive = nil
+        }
 
         if mqtt.values["password-file"] != nil, mqtt.values["username"] == nil {
             report(

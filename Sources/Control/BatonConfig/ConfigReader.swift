@@ -277,7 +277,9 @@ extension ValueKind {
             guard range.contains(level) else {
                 let bounds =
                     "\(ConfigSyntax.formatDecibels(range.lowerBound))...\(ConfigSyntax.formatDecibels(range.upperBound))"
-                return .failure(ValueProblem(message: "\(text) is out of range (expected \(bounds))"))
+                // Cut as a quoted value is: a level has any number of digits (`-000…1dB`, megabytes).
+                return .failure(
+                    ValueProblem(message: "\(ConfigSyntax.shortened(text)) is out of range (expected \(bounds))"))
             }
             return .success(level)
         }

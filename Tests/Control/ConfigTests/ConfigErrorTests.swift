@@ -274,4 +274,14 @@ import Testing
                         #""nowhere" is not a valid listen address (expected host:port, e.g. 127.0.0.1:8470 or "[::1]:8470")"#
                 ))
     }
+
+    /// An out-of-range level is cut in the message as other values are: it has any number of
+    /// digits, and the whole of it (megabytes) was echoed.
+    @Test func anOutOfRangeLevelIsCut() throws {
+        let level = "-1" + String(repeating: "0", count: 100_000) + "dB"
+        let lines = try #require(issueLines("policy:\n  duck: {level: \(level)}\n" + minimalZone))
+        #expect(lines.count == 1 && lines[0].utf8.count < 300, "\(lines[0].prefix(300))")
+        #expect(lines[0].hasPrefix("test.yaml:2:17: policy.duck.level: -100000"), "\(lines[0].prefix(300))")
+        #expect(lines[0].hasSuffix("… is out of range (expected -96dB...0dB)"), "\(lines[0].suffix(300))")
+    }
 }

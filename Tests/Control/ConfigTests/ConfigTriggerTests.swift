@@ -200,6 +200,10 @@ private let intercomSection = "intercom:\n  rtp:\n"
             mqttSection + "  discovery-prefix: /homeassistant\n",
             #"test.yaml:6:21: mqtt.discovery-prefix: "/homeassistant" is not a topic prefix (expected levels separated by /, without +, #, spaces or empty levels, e.g. baton)"#
         ),
+        (
+            mqttSection + "  keepalive: 7.5s\n",
+            "test.yaml:6:14: mqtt.keepalive: 7.5s is not a whole number of seconds (MQTT's keepalive is counted in seconds)"
+        ),
         (mqttSection + "  keepalive: 1s\n", "test.yaml:6:14: mqtt.keepalive: 1s is out of range (expected 5s...1h)"),
         ("mqtt: mqtt://127.0.0.1\n", "test.yaml:4:7: mqtt: expected a mapping, found a scalar"),
         // gpio
