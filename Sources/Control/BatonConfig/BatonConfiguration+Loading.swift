@@ -55,7 +55,7 @@ extension BatonConfiguration {
         var reader = ConfigReader(file: file)
         reader.checksFiles = checkingFiles
         let configuration = reader.configuration(root, baseDirectory: baseDirectory)
-        guard let configuration, reader.issues.isEmpty else { throw ConfigError(issues: reader.sortedIssues) }
+        guard let configuration, reader.issues.isEmpty else { throw ConfigError(issues: reader.shownIssues) }
         return configuration
     }
 
@@ -123,6 +123,20 @@ extension ConfigReader {
         "ttl", "queue-limit",
     ]
     static let duckKeys = ["level", "attack", "release"]
+
+    /// The most issues an error lists: a hostile file (a mapping of a million unknown keys) made
+    /// as many lines, each at a reload in the log, the event and the API's answer.
+    static let issueLimit = 50
+
+    /// The first ``issueLimit`` of ``sortedIssues``, then one saying how many more there are.
+    var shownIssues: [ConfigIssue] {
+        let sorted = sortedIssues
+        guard sorted.count > Self.issueLimit else { return sorted }
+        let more = ConfigIssue(
+            file: file, line: nil, column: nil, path: "",
+            message: "and \(sorted.count - Self.issueLimit) more problems, not shown (fix these first)")
+        return Array(sorted.prefix(Self.issueLimit)) + [more]
+    }
 
     /// The issues sorted by position, the configuration file's own first (a board profile's follow).
     var sortedIssues: [ConfigIssue] {

@@ -81,7 +81,7 @@ struct ConfigReader {
             report(node.mark, path, "expected a mapping, found \(node.kindDescription)")
             return nil
         }
-        for pair in pairs {
+        for pair in pairs where !isMergeKey(pair, at: path) {
             guard allowed.contains(pair.key) else {
                 reportUnknownKey(pair, at: path, allowed: allowed)
                 continue
@@ -102,7 +102,17 @@ struct ConfigReader {
             report(node.mark, path, "expected a mapping, found \(node.kindDescription)")
             return nil
         }
-        return pairs
+        return pairs.filter { !isMergeKey($0, at: path) }
+    }
+
+    /// Whether `pair` is a YAML merge key (`<<: *base`), reported: it was read as a key (or a zone,
+    /// a class) named `<<`, "unknown key" or "must match [a-z0-9_-]+", which did not say why.
+    private mutating func isMergeKey(_ pair: YAMLPair, at path: ConfigPath) -> Bool {
+        guard pair.key == "<<" else { return false }
+        report(
+            pair.keyMark, path.appending(pair.key),
+            "merge keys are not supported (write the keys out; an alias such as *base copies a whole node)")
+        return true
     }
 
     mutating func reportUnknownKey(_ pair: YAMLPair, at path: ConfigPath, allowed: [String]) {

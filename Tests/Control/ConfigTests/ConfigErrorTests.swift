@@ -284,4 +284,30 @@ import Testing
         #expect(lines[0].hasPrefix("test.yaml:2:17: policy.duck.level: -100000"), "\(lines[0].prefix(300))")
         #expect(lines[0].hasSuffix("… is out of range (expected -96dB...0dB)"), "\(lines[0].suffix(300))")
     }
+
+    /// A merge key (`<<`) says so where it is: it was read as a key, or a zone, named `<<`.
+    @Test func aMergeKeyIsSaidUnsupported() {
+        let lines = issueLines(
+            """
+            zones:
+              <<: {pcm: x}
+              kitchen:
+                pcm: x
+                <<: {rate: 48000}
+
+            """)
+        let message = "merge keys are not supported (write the keys out; an alias such as *base copies a whole node)"
+        #expect(lines == ["test.yaml:2:3: zones.<<: \(message)", "test.yaml:5:5: zones.kitchen.<<: \(message)"])
+    }
+
+    /// The problems listed stop at 50, then say how many more there are: a hostile file of a
+    /// hundred thousand unknown keys made as many lines.
+    @Test func theProblemsListedStopAtFifty() throws {
+        var text = minimalZone
+        for index in 0..<1000 { text += "    x\(index): 1\n" }
+        let lines = try #require(issueLines(text))
+        #expect(lines.count == 51)
+        #expect(lines.first?.hasPrefix("test.yaml:4:5: zones.kitchen.x0: unknown key") == true, "\(lines[0])")
+        #expect(lines.last == "test.yaml: and 950 more problems, not shown (fix these first)")
+    }
 }
