@@ -4,7 +4,8 @@
 # 'webapp: N passed, N failed'. scripts/test.sh runs it after the Swift tests.
 #   scripts/test-webapp.sh [--screenshots DIR]
 # Environment: BATON_SUBSONIC_ENV (default /tmp/baton-subsonic.env), BATON_BIN_DIR (default
-# .build/debug), BATON_CACHE (default ~/.cache/baton).
+# .build/debug), BATON_CACHE (default ~/.cache/baton), BATON_WEBAPP_ONLY (a regular expression: only
+# the checks whose name it finds run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache="${BATON_CACHE:-${HOME:-/root}/.cache/baton}"
