@@ -1093,6 +1093,24 @@ def scenario(music):
                 with open(path, "w") as f:
                     f.write(good)
                 assert b.api("POST", "/api/v1/reload")[0] == 200
+            # A new socket for the external sources waits for a restart, and is said only there: the
+            # section was said applied too ("settings applied: external-sources"), at every reload.
+            sources = lambda sock: good + f"external-sources:\n  socket: {b.dir}/{sock}.sock\n  radio: {{class: music}}\n"
+            with open(path, "w") as f:
+                f.write(sources("first"))
+            try:
+                assert b.api("POST", "/api/v1/reload")[1]["sectionsApplied"] == ["external-sources"]
+                with open(path, "w") as f:
+                    f.write(sources("second"))
+                want = ["Reloaded: nothing changed", "takes effect only after a restart of batond: external-sources.socket"]
+                for _ in range(2):
+                    d.execute_script("document.getElementById('notice').hidden = true")
+                    click(d, "#reload")
+                    wait_for("only the restart asked for", lambda: lines() == want and d.find_elements(By.CSS_SELECTOR, notice + ".warn"), 5)
+            finally:
+                with open(path, "w") as f:
+                    f.write(good)
+                assert b.api("POST", "/api/v1/reload")[0] == 200
             tab(d, "now")
         check("a reload's answer in words; what waits for a restart stays", reload_in_words)
 

@@ -226,7 +226,7 @@ extension Daemon {
         // every program was refused ("cannot connect") until a restart, and the reload said nothing.
         if parts.external.server == nil, !(new.externalSources?.sources.isEmpty ?? true) {
             external.listen()
-            if parts.external.server != nil { report.needsRestart.removeAll { $0 == "external-sources.socket" } }
+            if parts.external.server != nil { report.externalSocketSetUp() }
         }
         // What goes on on the reopened zones waits for them to open their PCMs (milliseconds; a
         // second at most): a zone not open yet is skipped by the admission, and left for good.

@@ -21,6 +21,11 @@ public struct ReloadReport: Codable, Sendable, Equatable {
     /// `speech`, `music`…), in file-format order: those applied and those in `needsRestart`. A
     /// change with no field of its own (a group, the music server) is said here, not left out.
     public var sectionsChanged: [String] = []
+    /// The sections of `sectionsChanged` with a change this reload applied, in the same order. A
+    /// section whose only change waits for a restart (`api`; `external-sources` whose `socket`
+    /// alone changed: `needsRestart`) is not here: the web app said "settings applied:
+    /// external-sources" beside "needs a restart: external-sources.socket".
+    public var sectionsApplied: [String] = []
     /// Settings that only take effect after a restart (e.g. `api.listen`).
     public var needsRestart: [String] = []
     /// What the new configuration leaves out that batond asks for
@@ -87,7 +92,26 @@ public struct ReloadReport: Codable, Sendable, Equatable {
             ("output-dir", old.outputDir != new.outputDir),
         ]
         sectionsChanged = sections.filter(\.1).map(\.0)
+        // What of a changed section a reload applies (`Daemon.running` keeps the rest as it runs).
+        var oldSources = old.externalSources
+        oldSources?.socket = new.externalSources?.socket
+        let applied: [String: Bool] = [
+            "api": false, "mqtt": false, "gpio": false, "state-dir": false, "alsa-config": false, "output-dir": false,
+            "device": old.mqtt == nil && new.mqtt == nil,
+            "intercom": old.intercom?.zones != new.intercom?.zones,
+            "external-sources": oldSources != new.externalSources,
+        ]
+        sectionsApplied = sectionsChanged.filter { applied[$0] ?? true }
         warnings = new.classWarnings
+    }
+
+    /// The external sources' socket was set up by this reload (there was none): it is no longer
+    /// waiting for a restart, and its section is applied.
+    package mutating func externalSocketSetUp() {
+        needsRestart.removeAll { $0 == "external-sources.socket" }
+        if sectionsChanged.contains("external-sources"), !sectionsApplied.contains("external-sources") {
+            sectionsApplied = sectionsChanged.filter { $0 == "external-sources" || sectionsApplied.contains($0) }
+        }
     }
 
     /// `intercom:` without its zones: what the receiver was set up with.

@@ -436,11 +436,12 @@ function reloadNotice(r) {
     .filter(([k]) => list(k).length).map(([k, w]) => `${w}: ${list(k).join(', ')}`);
   if (r.policyChanged) done.push('new policy');
   if (r.soundsChanged) done.push('sounds loaded again');
-  // The sections changed that no field above names (groups, speech, the music server…), applied:
-  // without them a reload of only those read "nothing changed". What waits for a restart is said below.
-  const said = new Set([...list('needsRestart'), ...(['zonesAdded', 'zonesRemoved', 'zonesChanged'].some(k => list(k).length) ? ['zones'] : []),
+  // The sections applied that no field above names (groups, speech, the music server…): without
+  // them a reload of only those read "nothing changed". `sectionsApplied`, not `sectionsChanged`: a
+  // section whose only change waits for a restart (said below) was said applied too.
+  const said = new Set([...(['zonesAdded', 'zonesRemoved', 'zonesChanged'].some(k => list(k).length) ? ['zones'] : []),
     ...(r.policyChanged ? ['policy'] : []), ...(r.soundsChanged ? ['sounds', 'resampler'] : []), ...(list('externalSourcesChanged').length ? ['external-sources'] : [])]);
-  const other = list('sectionsChanged').filter(s => !said.has(s));
+  const other = list('sectionsApplied').filter(s => !said.has(s));
   if (other.length) done.push(`settings applied: ${other.join(', ')}`);
   const summary = 'Reloaded: ' + (done.length ? done.join('; ') : Array.isArray(r.sectionsChanged) ? 'nothing changed' : 'applied');
   const more = [...list('warnings').map(w => 'warning: ' + w),

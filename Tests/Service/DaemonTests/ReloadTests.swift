@@ -362,6 +362,33 @@ import Testing
         #expect(t.daemon.apply(new).sectionsChanged == ["output-dir"], "only what differs from what runs")
     }
 
+    /// A section whose only change waits for a restart is not said applied: a new socket for the
+    /// external sources (`needsRestart`: `external-sources.socket`) left `external-sources` in the
+    /// sections changed, and the web app said "settings applied: external-sources" beside "takes
+    /// effect only after a restart", at every reload until the restart.
+    @Test func aSectionWaitingForARestartIsNotSaidApplied() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let dir = TestDirectory.make("applied")
+        var new = t.config
+        new.externalSources = ExternalSourcesConfig(socket: dir + "/a.sock", sources: [ExternalSourceConfig(name: "x")])
+        let first = t.daemon.apply(new)
+        #expect(first.sectionsApplied == ["external-sources"] && first.needsRestart.isEmpty, "set up: \(first)")
+        new.externalSources?.socket = dir + "/b.sock"
+        new.api.maxBody *= 2
+        for _ in 0..<2 {
+            let report = t.daemon.apply(new)
+            #expect(report.sectionsChanged == ["api", "external-sources"], "\(report.sectionsChanged)")
+            #expect(report.needsRestart == ["api", "external-sources.socket"], "\(report.needsRestart)")
+            #expect(report.sectionsApplied == [], "\(report.sectionsApplied)")
+        }
+        new.externalSources?.sources.append(ExternalSourceConfig(name: "y"))
+        new.groups.append(GroupConfig(name: "everywhere", zones: ["kitchen", "patio"]))
+        let report = t.daemon.apply(new)
+        #expect(report.sectionsApplied == ["groups", "external-sources"], "\(report.sectionsApplied)")
+        #expect(report.needsRestart == ["api", "external-sources.socket"], "\(report.needsRestart)")
+    }
+
     /// What a reload does not apply stays as it runs in the configuration kept: the API's limits
     /// and listen address, the state directory. `GET /api/v1/config` showed the new ones while the
     /// old ran, the MQTT bridge took the new `api.max-body` while the API kept the old, and a
