@@ -1003,6 +1003,63 @@ def scenario(music):
                 tab(d, "now")
         check("the queue tab follows past a read that fails and one answered late", queue_follows_past_lost_and_late_answers)
 
+        def queue_follows_past_a_dropped_newer_answer():
+            # A read the status brought on (another client's add) dropped because the page drew a
+            # list after it was asked (its own move's answer, made before the add): the difference
+            # stayed "asked", and the tab showed the list without the add until the status changed
+            # by itself (paused: never), its taps refused with 409.
+            status, answer = b.api("POST", "/api/v1/music/play", {"search": "Tone 440", "zones": ["kitchen"]})
+            assert status == 202, (status, answer)
+            music = answer["id"]
+            titles = lambda: d.execute_script("return [...document.querySelectorAll('#queue-list li .title')].map(e => e.textContent)")
+            _, found = b.api("GET", "/api/v1/library/search?q=Tone")
+            songs = {x["title"]: x["id"] for x in found["songs"]}
+            try:
+                wait_for("the music playing", lambda: card_state(d, "kitchen") == "playing", 10)
+                assert b.api("POST", "/api/v1/music/pause", {"id": music})[0] == 200
+                for title in ("Tone 660 Opus", "Tone 770 WAV 22050"):
+                    assert b.api("POST", "/api/v1/music/queue/add", {"songs": [songs[title]], "id": music})[0] == 200
+                tab(d, "queue")
+                shown = wait_for("the queue shown", lambda: titles() if titles()[-2:] == ["Tone 660 Opus", "Tone 770 WAV 22050"] else None)
+                moved = shown[:-2] + ["Tone 770 WAV 22050", "Tone 660 Opus"]
+                # The move's answer and the first queue read are held until the test lets them go;
+                # the status is not asked until the other client's add is made (the move alone,
+                # seen in the status, would bring on a read of its own).
+                d.execute_script("""
+                    window.realFetch = window.fetch; window.queueReads = 0; window.statusGated = 0;
+                    let releaseMove, releaseRead, openStatus;
+                    const moveHeld = new Promise(r => { releaseMove = r; }), readHeld = new Promise(r => { releaseRead = r; });
+                    const statusGate = new Promise(r => { openStatus = r; });
+                    window.releaseMove = releaseMove; window.releaseRead = releaseRead; window.openStatus = openStatus;
+                    window.fetch = (path, opt) => {
+                      const p = String(path);
+                      if (p === '/api/v1/status') { window.statusGated++; return statusGate.then(() => window.realFetch(path, opt)); }
+                      if (p === '/api/v1/music/queue/move') return window.realFetch(path, opt).then(r => { window.moveAnswered = true; return moveHeld.then(() => r); });
+                      if (p !== '/api/v1/music/queue') return window.realFetch(path, opt);
+                      const n = ++window.queueReads;
+                      return n === 1 ? window.realFetch(path, opt).then(r => readHeld.then(() => { window.readHanded = true; return r; })) : window.realFetch(path, opt);
+                    };""")
+                try:
+                    # The one status asked is held: none is on its way from before the move.
+                    wait_for("the status held", lambda: d.execute_script("return window.statusGated") >= 1, 5)
+                    click(d, f'#queue-list li[data-index="{len(shown) - 1}"] button[data-q="up"]')
+                    wait_for("batond's answer to the move", lambda: d.execute_script("return window.moveAnswered"), 5)
+                    assert b.api("POST", "/api/v1/music/queue/add", {"songs": [songs["Tone 880 WAV 48000"]], "id": music})[0] == 200
+                    d.execute_script("window.openStatus()")
+                    wait_for("the read the add brings on", lambda: d.execute_script("return window.queueReads") == 1, 5)
+                    d.execute_script("window.releaseMove()")
+                    wait_for("the move's answer drawn", lambda: titles() == moved, 5)
+                    d.execute_script("window.releaseRead()")
+                    wait_for("the read's answer handed to the page (and dropped)", lambda: d.execute_script("return window.readHanded"), 5)
+                    wait_for("the other client's song in the list", lambda: titles() == moved + ["Tone 880 WAV 48000"], 5)
+                finally:
+                    d.execute_script("window.fetch = window.realFetch; window.releaseMove && window.releaseMove(); "
+                                     "window.releaseRead && window.releaseRead(); window.openStatus && window.openStatus();")
+            finally:
+                b.api("POST", "/api/v1/music/stop", {"id": music})
+                tab(d, "now")
+        check("the queue tab follows past a newer answer dropped after a list drawn meanwhile", queue_follows_past_a_dropped_newer_answer)
+
         def ignored_sounds():
             # Sound files batond does not offer (a name with a space, one with markup): the Announce
             # tab says which and why, as text (they vanished without a word).

@@ -583,13 +583,16 @@ function queueFollows(s) {
 }
 // Each load numbered (as the library's views are): an answer to an earlier one (a track event, the
 // tab opened) that comes after a later one's is dropped — drawn, it put the list as it was back, and
-// the status, unchanged, asked for nothing more. A load that fails is asked again at the next status
-// that still differs: kept as asked, one lost answer left the tab stale until the status changed.
+// the status, unchanged, asked for nothing more. A load that fails, or whose answer is dropped, is
+// asked again at the next status that still differs: kept as asked, one lost answer left the tab
+// stale until the status changed (a dropped one too: the list drawn after it was asked may be older,
+// an edit's answer made before another client's add).
 async function loadQueue() {
   const seq = ++queueSeq;
-  try { const q = await api('GET', '/api/v1/music/queue'); if (seq === queueSeq) renderQueue(q); }
+  const dropped = () => { queueAsked = null; };
+  try { const q = await api('GET', '/api/v1/music/queue'); if (seq === queueSeq) renderQueue(q); else dropped(); }
   catch (e) {
-    if (seq !== queueSeq) return;
+    if (seq !== queueSeq) { dropped(); return; }
     if (/no music/.test(e.message)) { renderQueue(null); return; }
     queueAsked = null;
     notify('Loading the queue failed: ' + e.message);
