@@ -7,7 +7,9 @@ enum InfoCommands {
             Sends `POST /api/v1/reload`. batond checks the file first; an invalid file is refused (its
             errors are printed, one per line, exit 1) and the running configuration stays. A reload
             applied prints `reloaded`, then the zones added, removed and changed (reopened: what played
-            there stopped), and the settings that need a restart of batond to take effect.
+            there stopped), the top-level sections of the file that differ from the ones running
+            (`none`: the file changed nothing), and the settings that need a restart of batond to take
+            effect.
             """,
         options: [.flag("json", "print batond's JSON answer (its reload report) as is")],
         run: { invocation throws(Failure) in
@@ -35,15 +37,20 @@ enum InfoCommands {
         var zonesAdded: [String]?
         var zonesRemoved: [String]?
         var zonesChanged: [String]?
+        var sectionsChanged: [String]?
         var needsRestart: [String]?
         var warnings: [String]?
 
-        /// `reloaded`, then one line per kind of change there was, and one per warning.
+        /// `reloaded`, then one line per kind of change there was, and one per warning. The sections
+        /// changed are said even when there are none (`none`): a reload of a group or `speech:`
+        /// alone printed `reloaded` and nothing else, as of a file that changed nothing.
         var lines: [String] {
             var lines = ["reloaded"]
             let changes = [
                 ("zones added", zonesAdded), ("zones removed", zonesRemoved),
-                ("zones changed (reopened)", zonesChanged), ("restart needed for", needsRestart),
+                ("zones changed (reopened)", zonesChanged),
+                ("sections changed", sectionsChanged.map { $0.isEmpty ? ["none"] : $0 }),
+                ("restart needed for", needsRestart),
             ]
             for (what, names) in changes {
                 if let names, !names.isEmpty { lines.append("\(what): \(names.joined(separator: ", "))") }

@@ -403,8 +403,8 @@ import Testing
     }
 
     /// `reload` of a file batond refuses prints its errors one per line (exit 1), and of one it
-    /// applies `reloaded` with the zones added, removed and changed and what needs a restart; both
-    /// printed batond's JSON report as it came (slashes escaped).
+    /// applies `reloaded` with the zones added, removed and changed, the sections changed and what
+    /// needs a restart; both printed batond's JSON report as it came (slashes escaped).
     @Test func reloadPrintsTheReport() throws {
         let daemon = try BatondProcess()
         defer { daemon.stop() }
@@ -441,10 +441,16 @@ import Testing
         #expect(
             applied.output
                 == "reloaded\nzones added: garage\nzones removed: patio\nzones changed (reopened): kitchen\n"
-                + "restart needed for: state-dir\n")
+                + "sections changed: zones, state-dir\nrestart needed for: state-dir\n", "\(applied.output)")
         let again = daemon.batonctl("reload")
         // The zones are as the file says; state-dir still waits for the restart.
-        #expect(again.output == "reloaded\nrestart needed for: state-dir\n", "\(again.output)")
+        #expect(
+            again.output == "reloaded\nsections changed: state-dir\nrestart needed for: state-dir\n", "\(again.output)")
+        // A group alone: said (it printed `reloaded` only, as of a file that changed nothing).
+        let ran = try #require(TextFile.read(path)).replacing("\nstate-dir: state2\n", with: "\nstate-dir: state\n")
+        TextFile.write(path, ran + "groups:\n  everywhere: [kitchen, garage]\n")
+        #expect(daemon.batonctl("reload").output == "reloaded\nsections changed: groups\n")
+        #expect(daemon.batonctl("reload").output == "reloaded\nsections changed: none\n")
     }
 
     /// An event stream that batond ends: exit 1, saying why it may have (stopping, or batonctl fell
