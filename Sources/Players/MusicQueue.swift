@@ -16,18 +16,26 @@ public final class MusicQueue: Sendable {
     /// `handedOut`: the key of the entry `streamEntry` last gave the current streamer (nil since
     /// `streamStarts`): an edit sees under this lock whether the streamer has already taken the
     /// entry after the one it was writing.
-    private let state: Mutex<(entries: [Entry], nextKey: Int, endedAfter: Int?, stream: Int, handedOut: Int?)>
+    /// `version`: the number of edits made (`edit`), which the status shows: a move that changes
+    /// neither the queue's length nor the track heard changes it.
+    private let state:
+        Mutex<(entries: [Entry], nextKey: Int, endedAfter: Int?, stream: Int, handedOut: Int?, version: Int)>
 
     /// A queue of `songs`, with one gain per song.
     public init(songs: [Song], gains: [Float]) {
         precondition(songs.count == gains.count, "one gain per song")
         state = Mutex(
-            (zip(songs, gains).enumerated().map { Entry(key: $0, song: $1.0, gain: $1.1) }, songs.count, nil, 0, nil))
+            (zip(songs, gains).enumerated().map { Entry(key: $0, song: $1.0, gain: $1.1) }, songs.count, nil, 0, nil, 0)
+        )
     }
 
     public var entries: [Entry] { state.withLock { $0.entries } }
     public var songs: [Song] { entries.map(\.song) }
     public var count: Int { state.withLock { $0.entries.count } }
+    /// The number of edits made (`edit`).
+    public var version: Int { state.withLock { $0.version } }
+    /// The songs and the number of edits made to them, in one look.
+    public var versioned: (songs: [Song], version: Int) { state.withLock { ($0.entries.map(\.song), $0.version) } }
 
     /// The entry with `key`, if it is still in the queue.
     public func entry(key: Int) -> Entry? { state.withLock { s in s.entries.first { $0.key == key } } }
@@ -83,6 +91,7 @@ public final class MusicQueue: Sendable {
                 return Entry(key: next, song: song, gain: gain)
             }
             s.nextKey = next
+            s.version += 1
             return s.handedOut
         }
     }

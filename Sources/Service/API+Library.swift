@@ -101,12 +101,15 @@ struct QueueAnswer: Encodable, Sendable {
     var current: Int?
     var songs: [SongAnswer]
     var restarted: Bool
+    /// The number of edits made to the queue: the status's `queueVersion`.
+    var version: Int
 
     init(_ q: MusicControl.QueueListing) {
         id = q.id
         current = q.current
         songs = q.songs.map(SongAnswer.init)
         restarted = q.restarted
+        version = q.version
     }
 }
 

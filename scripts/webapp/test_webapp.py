@@ -933,11 +933,18 @@ def scenario(music):
                 titles = lambda: d.execute_script("return [...document.querySelectorAll('#queue-list li .title')].map(e => e.textContent)")
                 shown = wait_for("the queue shown", lambda: titles())
                 _, found = b.api("GET", "/api/v1/library/search?q=Tone")
-                song = next(x["id"] for x in found["songs"] if x["title"] == "Tone 660 Opus")
+                songs = {x["title"]: x["id"] for x in found["songs"]}
+                song = songs["Tone 660 Opus"]
                 assert b.api("POST", "/api/v1/music/queue/add", {"songs": [song], "id": music})[0] == 200
                 wait_for("the other client's song in the list", lambda: titles() == shown + ["Tone 660 Opus"], 5)
                 assert b.api("POST", "/api/v1/music/queue/remove", {"index": len(shown), "id": music})[0] == 200
                 wait_for("the song gone from the list", lambda: titles() == shown, 5)
+                # A move changes neither the queue's length nor the track heard: the status's
+                # queueVersion says it (the list stayed as it was until an edit's 409).
+                assert b.api("POST", "/api/v1/music/queue/add", {"songs": [song, songs["Tone 770 WAV 22050"]], "id": music})[0] == 200
+                wait_for("the two songs in the list", lambda: titles() == shown + ["Tone 660 Opus", "Tone 770 WAV 22050"], 5)
+                assert b.api("POST", "/api/v1/music/queue/move", {"from": len(shown) + 1, "to": len(shown), "id": music})[0] == 200
+                wait_for("the other client's move in the list", lambda: titles() == shown + ["Tone 770 WAV 22050", "Tone 660 Opus"], 5)
             finally:
                 b.api("POST", "/api/v1/music/stop", {"id": music})
                 tab(d, "now")

@@ -16,6 +16,8 @@ extension MusicControl {
         public var current: Int?
         /// True when the edit made the stream restart (it touched the track heard now).
         public var restarted: Bool
+        /// The number of edits made to the queue (the status's `queueVersion`).
+        public var version: Int
     }
 
     /// A change of the queue.
@@ -40,9 +42,10 @@ extension MusicControl {
     /// The newest server music's queue.
     public func queue() throws(ControlError) -> QueueListing {
         try withNewest { p, music, _ in
-            QueueListing(
-                id: p.id.rawValue, songs: music.songs, current: music.nowPlaying()?.index ?? music.startIndex,
-                restarted: false)
+            let queue = music.queue.versioned
+            return QueueListing(
+                id: p.id.rawValue, songs: queue.songs, current: music.nowPlaying()?.index ?? music.startIndex,
+                restarted: false, version: queue.version)
         }
     }
 
@@ -107,10 +110,11 @@ extension MusicControl {
                     ended = true
                 }
             }
+            let queue = music.queue.versioned
             return QueueListing(
-                id: p.id.rawValue, songs: music.songs,
+                id: p.id.rawValue, songs: queue.songs,
                 current: ended ? nil : restarted ? music.startIndex : (music.nowPlaying()?.index ?? music.startIndex),
-                restarted: restarted)
+                restarted: restarted, version: queue.version)
         }
     }
 }

@@ -62,6 +62,7 @@ extension StatusReport.Source {
             track: now.map { StatusReport.Track($0.song) }, trackIndex: now?.index, queueLength: music?.songs.count,
             buffering: progress?.retrying, streamError: progress?.error)
         if pausedWhileQueued && st.state == .queued { paused = true }
+        queueVersion = music?.queue.version
         if let external = p.source as? ExternalPlayer {
             let peer = external.peer
             program = peer.program

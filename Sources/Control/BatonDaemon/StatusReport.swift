@@ -118,6 +118,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var track: Track?
         public var trackIndex: Int?
         public var queueLength: Int?
+        /// Music from the server: the number of edits made to its queue (the `version` of
+        /// `GET /api/v1/music/queue`): a client showing the queue sees another's move by it.
+        public var queueVersion: Int?
         /// The stream is waiting for the server now (reconnecting after a failure); the message says
         /// why.
         public var buffering: String?

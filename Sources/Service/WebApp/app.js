@@ -569,13 +569,13 @@ function renderQueue(q) {
 }
 // Another client's edit (another phone, batonctl, MQTT) publishes no event: the queue shown is
 // compared with what the status says of the newest server music (its id, its length, the track
-// heard) and read again when they differ — once per difference seen, not at every poll while the
-// answer and the status disagree. (A move that changes neither is found at the next edit's 409.)
+// heard, the number of edits made to it: a move changes neither of the others) and read again when
+// they differ — once per difference seen, not at every poll while the answer and the status disagree.
 let queueAsked = null;
 function queueFollows(s) {
   const m = s.sources.filter(x => x.class === 'music' && x.queueLength != null).sort((a, b) => +b.id.split('-').pop() - +a.id.split('-').pop())[0];
-  const now = m ? `${m.id}|${m.queueLength}|${m.trackIndex ?? ''}` : '';
-  const shown = shownQueue ? `${shownQueue.id}|${shownQueue.songs.length}|${m && m.trackIndex != null ? shownQueue.current : ''}` : '';
+  const now = m ? `${m.id}|${m.queueLength}|${m.trackIndex ?? ''}|${m.queueVersion ?? ''}` : '';
+  const shown = shownQueue ? `${shownQueue.id}|${shownQueue.songs.length}|${m && m.trackIndex != null ? shownQueue.current : ''}|${m && m.queueVersion != null ? shownQueue.version : ''}` : '';
   if (now === shown) { queueAsked = null; return; }
   if (now === queueAsked) return;
   queueAsked = now;
