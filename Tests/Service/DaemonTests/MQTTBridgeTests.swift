@@ -170,6 +170,14 @@ import Testing
         defer { t.stop() }
         #expect(connected(t))
         let bridge = try #require(t.triggers.mqttBridge)
+        // The connection's own event (`mqtt-connected`, published after the status said connected)
+        // goes out before the burst is looked for: on a loaded machine the bridge published it after
+        // the subscription below, the first of its 100 messages, and "burst 99" was not among them.
+        #expect(t.waitForEvent("mqtt-connected") != nil)
+        let settling = try broker.subscribe(topic: "\(base)/events", count: 1_000, seconds: 20)
+        t.daemon.events.publish(type: .volume, reason: "settled")
+        #expect(settling.waitFor("settled"), "the bridge publishes events")
+        settling.stop()
         let published = try broker.subscribe(topic: "\(base)/events", count: 100, seconds: 10)
         let before = bridge.passes.load(ordering: .relaxed)
         // The control plane held: a pass that began waits at its status report while they come.

@@ -254,6 +254,18 @@ public final class MosquittoSubscription: Sendable {
         self.process = process
     }
 
+    /// Ends it before its count or timeout.
+    public func stop() { _ = process.stop() }
+
+    /// Waits up to `seconds` until a message received so far contains `text`; whether one did.
+    public func waitFor(_ text: String, seconds: Double = 10) -> Bool {
+        waitUntil(seconds: seconds, every: 0.01) {
+            process.output.split(separator: "\n").contains {
+                !$0.hasPrefix("Client ") && !$0.hasPrefix("Subscribed (mid") && $0.contains(text)
+            }
+        }
+    }
+
     /// Waits for it to exit (after its count of messages, or its timeout) and returns the messages
     /// received as `topic payload` lines, without the debug lines.
     public func messages(seconds: Double = 15) -> [String] {
