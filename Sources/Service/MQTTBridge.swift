@@ -418,10 +418,9 @@ final class MQTTBridge: @unchecked Sendable {
         } else if !Commands.names.contains(name) {
             return refuse(ControlError(.notFound, "unknown command topic (see docs/MQTT.md)"))
         }
-        let asked = monotonicNanoseconds()
         let run: @Sendable () -> Void = { [self, name, body] in
             do throws(ControlError) {
-                try refuseIfStale(name, askedAt: asked)
+                try refuseIfStale(name, askedAt: received)
                 if case .reload(let report) = try commands.run(name, body: body), !report.applied {
                     throw ControlError(.unprocessable, report.errors.joined(separator: "\n"))
                 }
@@ -462,20 +461,23 @@ final class MQTTBridge: @unchecked Sendable {
         }
     }
 
-    /// An announcement that waited in its lane longer than the `announcement` class's ttl (behind
-    /// URLs a slow server holds, or speech being rendered) is not carried out: it would be heard
-    /// long after it was asked for — "the front door is open" after it closed. The arbiter's own ttl
-    /// counts from the request, which is made only when the command runs.
+    /// An announcement that waited longer than the `announcement` class's ttl since it came (in its
+    /// lane, behind URLs a slow server holds or speech being rendered; or for the bridge's thread,
+    /// busy with a reload, a discovery read from a slow SD card or the control plane's lock) is not
+    /// carried out: it would be heard long after it was asked for — "the front door is open" after it
+    /// closed. The arbiter's own ttl counts from the request, which is made only when the command
+    /// runs. `askedAt`: when the client took the message (monotonic ns); it was when the bridge's
+    /// thread handled it, and the time the message waited for that thread was not counted.
     private func refuseIfStale(_ name: String, askedAt: Int) throws(ControlError) {
         guard name == "announce", let ttl = daemon.config.policy.class(named: "announcement")?.ttl else { return }
         // Half a second at least: with `ttl: 0` ("now or never") a command that ran at once has
-        // waited for its thread to start, not behind anything.
+        // waited for the bridge's thread and its lane's thread to start, not behind anything.
         let waited = monotonicNanoseconds() - askedAt
         guard waited > max(ttl.wholeNanoseconds, 500_000_000) else { return }
         let tenths = waited / 100_000_000
         throw ControlError(
             .unavailable,
-            "not carried out: it waited \(tenths / 10).\(tenths % 10) s behind the announcements before it, longer than the announcement class's ttl (\(Double(ttl.wholeNanoseconds / 1_000_000) / 1000) s)"
+            "not carried out: it waited \(tenths / 10).\(tenths % 10) s since it came (behind the announcements before it, or for a busy batond), longer than the announcement class's ttl (\(Double(ttl.wholeNanoseconds / 1_000_000) / 1000) s)"
         )
     }
 

@@ -763,6 +763,45 @@ import Testing
         #expect(!server.requests.contains { $0.contains("/late.mp3") }, "\(server.requests)")
     }
 
+    /// An announcement's age counts from when it came, not from when the bridge's thread got to it: an
+    /// announcement that came while the bridge was busy (here the log line of a refusal before it
+    /// waits, as on a slow journal; on a Pi a reload or a discovery read from a slow SD card) for
+    /// 2 s, past the announcement class's ttl (1 s), is not carried out but refused on
+    /// `<base>/errors`. It was timed from its handling, and played 2 s late.
+    @Test func anAnnouncementThatWaitedForABusyBridgePastItsTTLIsNotCarriedOut() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        final class Hold: Sendable {
+            let sent = Atomic<Bool>(false)
+            let held = Atomic<Bool>(false)
+        }
+        let hold = Hold()
+        let t = try TestDaemon(
+            policy: try Self.policy(announcementTTL: .seconds(1)), mqtt: MQTTConfig(broker: broker.url),
+            triggersLog: { line in
+                // The bridge's thread, refusing the bad volume: busy until the announcement was sent,
+                // and 2 s more (once).
+                if line.contains("is not a number"), !hold.held.exchange(true, ordering: .relaxed) {
+                    _ = waitUntil(seconds: 10) { hold.sent.load(ordering: .relaxed) }
+                    usleep(2_000_000)
+                }
+            })
+        defer { t.stop() }
+        #expect(connected(t))
+        let errors = try broker.subscribe(topic: "\(base)/errors", count: 2, seconds: 10)
+        try broker.publish(topic: "\(base)/zones/kitchen/volume/set", message: "0x20")
+        try broker.publish(topic: "\(base)/announce", message: #"{"sound": "bell1k", "zones": ["kitchen"]}"#)
+        hold.sent.store(true, ordering: .relaxed)
+        let said = errors.messages()
+        let held = hold.held.load(ordering: .relaxed)
+        #expect(held, "the bridge was held")
+        #expect(said.count == 2 && said[0].contains("is not a number"), "\(said)")
+        #expect(
+            said.count == 2 && said[1].contains(#""status":503"#) && said[1].contains("since it came")
+                && said[1].contains("ttl (1.0 s)"), "\(said)")
+        #expect(!t.daemon.events.recent().contains { $0.type == "granted" }, "the announcement not played")
+    }
+
     /// With `ttl: 0` ("now or never") an announcement that runs at once is carried out: the age
     /// check counts a wait behind others, not the start of the lane's thread.
     @Test func anAnnouncementWithTTLZeroThatWaitedForNothingPlays() throws {
