@@ -506,7 +506,16 @@ final class MQTTBridge: @unchecked Sendable {
     private struct Summary: Encodable {
         var zones: [String: ZoneState]
         var sources: [StatusReport.Source]
-        var intercom: StatusReport.Intercom?
+        var intercom: IntercomState?
+    }
+    /// The intercom in `<base>/state`: what changes by the call, not by the packet. Its counters
+    /// (received, lost, concealed, stretched, trimmed…) and last refusal are in `GET /api/v1/status`:
+    /// in the retained state, each change of one during a call (the jitter buffer stretching and
+    /// trimming, a lossy Wi-Fi) was a new retained message, up to 20 a second.
+    private struct IntercomState: Encodable {
+        var listen: String
+        var inCall: Bool
+        var error: String?
     }
 
     /// At a clean stop, before `offline`: every zone's state and now-playing, and the summary, say
@@ -576,12 +585,7 @@ final class MQTTBridge: @unchecked Sendable {
                 s.positionSeconds = s.positionSeconds.map { $0.rounded(.down) }
                 return s
             },
-            intercom: status.intercom.map {
-                var i = $0
-                i.received = 0
-                i.targetDelayMs = 0
-                return i
-            })
+            intercom: status.intercom.map { IntercomState(listen: $0.listen, inCall: $0.inCall, error: $0.error) })
         if let data = try? JSONEncoder.baton.encode(summary) {
             retain("\(base)/state", String(decoding: data, as: UTF8.self))
         }

@@ -802,6 +802,53 @@ import Testing
         #expect(!t.daemon.events.recent().contains { $0.type == "granted" }, "the announcement not played")
     }
 
+    /// A call that loses every other packet (a poor Wi-Fi) changes the intercom's counters by the
+    /// packet (lost, concealed, stretched): `<base>/state` is not published again for each. They were
+    /// in the retained state, a new retained message at nearly every 50 ms look of the bridge.
+    @Test func aCallsCountersAreNotInTheRetainedState() throws {
+        let broker = try MosquittoBroker()
+        defer { broker.stop() }
+        let t = try TestDaemon(
+            intercom: IntercomConfig(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen"],
+                silenceTimeout: .milliseconds(600)),
+            mqtt: MQTTConfig(broker: broker.url))
+        defer { t.stop() }
+        #expect(connected(t))
+        let listen = try #require(try t.status().intercom?.listen)
+        let port = try #require(UInt16(listen.split(separator: ":").last ?? ""))
+        let states = try broker.subscribe(topic: "\(base)/state", count: 1_000, seconds: 5)
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        // RTP (payload type 96) with a 20 ms CELT packet without audio (its TOC byte alone), every
+        // other one never sent: 2 s of a call, in real time.
+        for i in stride(from: 0, to: 200, by: 2) {
+            let seq = UInt16(1_000 + i)
+            let timestamp = UInt32(90_000 + i * 960)
+            let bytes: [UInt8] = [
+                0x80, 96, UInt8(seq >> 8), UInt8(seq & 0xFF),
+                UInt8(timestamp >> 24), UInt8(timestamp >> 16 & 0xFF), UInt8(timestamp >> 8 & 0xFF),
+                UInt8(timestamp & 0xFF), 0x12, 0x34, 0x56, 0x78, 0xF8,
+            ]
+            _ = withUnsafePointer(to: &address) { a in
+                a.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            usleep(40_000)
+        }
+        let status = try #require(try t.status().intercom)
+        #expect(status.lost >= 20, "the counters moved during the call: \(status)")
+        let said = states.messages()
+        #expect(said.contains { $0.contains(#""inCall":true"#) }, "the call is in the state: \(said)")
+        #expect(!said.contains { $0.contains(#""lost""#) || $0.contains(#""stretched""#) }, "\(said.last ?? "")")
+        #expect(said.count <= 12, "\(said.count) retained states in 5 s")
+    }
+
     /// With `ttl: 0` ("now or never") an announcement that runs at once is carried out: the age
     /// check counts a wait behind others, not the start of the lane's thread.
     @Test func anAnnouncementWithTTLZeroThatWaitedForNothingPlays() throws {
