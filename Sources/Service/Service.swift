@@ -97,6 +97,23 @@ public enum Service {
             }
             token = text
         }
+        // The API's address before anything is set going: one that cannot be had stopped batond
+        // only after the zones had opened their cards, MQTT had said "online" and the state had
+        // been read — every 2 s, for as long as systemd started it again.
+        var limits = HTTPServer.Limits()
+        limits.maxConnectionsPerClient = config.api.connectionsPerClient
+        let listener: HTTPListener
+        do {
+            listener = try HTTPListener(host: config.api.listen.host, port: Int(config.api.listen.port), limits: limits)
+        } catch {
+            let status = apiExitStatus(error)
+            logger.error(
+                "control API: \(error); "
+                    + (status == 1
+                        ? "exiting with status 1 (not started again: api.listen must change, or batond be given the right to it)"
+                        : "exiting with status 3 (to be started again)"))
+            return status
+        }
         let systemd = SystemdNotifier()
         let daemon = Daemon(config: config, configPath: configPath, logger: logger)
         daemon.start()
@@ -105,15 +122,11 @@ public enum Service {
         let api = API(daemon: daemon, token: token, triggers: triggers)
         let server: HTTPServer
         do {
-            var limits = HTTPServer.Limits()
-            limits.maxConnectionsPerClient = config.api.connectionsPerClient
             server = try HTTPServer(
-                host: config.api.listen.host, port: Int(config.api.listen.port),
-                maxBodyBytes: config.api.maxBody, limits: limits, admit: { api.admit($0) }
+                serving: listener, maxBodyBytes: config.api.maxBody, limits: limits, admit: { api.admit($0) }
             ) { api.handle($0) }
         } catch {
-            // Not 1 (a configuration that cannot work: systemd does not restart it): the address
-            // may come later (DHCP at boot), the port may be freed, and systemd starts it again.
+            // libmicrohttpd out of threads or memory: may pass at the next start.
             logger.error("control API: \(error); exiting with status 3 (to be started again)")
             triggers.stop()
             daemon.stop()
@@ -164,21 +177,38 @@ public enum Service {
         return 0
     }
 
+    /// The exit status for an API address that cannot be had: 3 (systemd starts batond again) when it
+    /// may come (an address DHCP has not given yet, a port another program frees), 1 (not started
+    /// again: the configuration or the unit must change) when it cannot: a port below 1024 without
+    /// CAP_NET_BIND_SERVICE (EACCES), or what the kernel refuses outright.
+    static func apiExitStatus(_ error: HTTPServerError) -> Int32 {
+        switch error.kind {
+        case .invalidAddress: return 1
+        case .cannotListen: return [EACCES, EPERM, EINVAL, EAFNOSUPPORT].contains(error.errno) ? 1 : 3
+        case .cannotStart: return 3
+        }
+    }
+
     /// The file whose `flock` makes a configuration's daemon the only one: `batond.lock` in the
     /// `state-dir` (a state directory belongs to one daemon; created here if missing). Without a
     /// state-dir, or when it cannot be created or written (`why`): `batond-HASH.lock`, HASH naming
     /// the configuration file's absolute path, in `$RUNTIME_DIRECTORY` (systemd's
-    /// `RuntimeDirectory=`), else in `/run/baton` when writable, else in `/tmp`. A state-dir that
-    /// exists on a file system remounted read-only (an SD card after an ext4 error) was taken for
-    /// the lock, whose open then failed: batond exited 1 and systemd never started it again, while
-    /// the state is meant only to stop being saved.
+    /// `RuntimeDirectory=`), else in `/run/baton` when writable, else in `/tmp` — unless the lock file
+    /// is there already, which is then taken read-only. A state-dir that exists on a file system
+    /// remounted read-only (an SD card after an ext4 error) was taken for the lock, whose open then
+    /// failed: batond exited 1 and systemd never started it again, while the state is meant only to
+    /// stop being saved.
     static func lockPath(config: BatonConfiguration, configPath: String?) -> (path: String, why: String?) {
         var why: String?
         if let dir = config.stateDir {
             switch FileIO.makeDirectory(dir) {
             case .success:
+                // Or, not writable, with the lock file there already (a file system remounted
+                // read-only; another user's batond, the service's): `FileLock` takes it opened for
+                // reading, so that a second batond is still refused.
                 if access(dir, W_OK) == 0 { return (dir + "/batond.lock", nil) }
                 why = "\(dir) cannot be written: \(String(cString: strerror(errno)))"
+                if access(dir + "/batond.lock", R_OK) == 0 { return (dir + "/batond.lock", nil) }
             case .failure(let error): why = error.description
             }
         }

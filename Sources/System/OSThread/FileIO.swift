@@ -151,10 +151,14 @@ public enum FileLock {
     }
 
     /// Takes the lock on `path` (created when missing) without waiting and writes the calling
-    /// process's pid into the file. The descriptor stays open (close-on-exec) for the life of the
-    /// process. The corresponding C function is `flock`.
+    /// process's pid into the file. A file that exists but cannot be written (a read-only file
+    /// system, another user's) is locked opened for reading, without the pid: `flock` needs no
+    /// more. The descriptor stays open (close-on-exec) for the life of the process. The
+    /// corresponding C function is `flock`.
     public static func acquire(_ path: String) -> Result<Void, Failure> {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        var fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let writable = fd >= 0
+        if !writable && [EROFS, EACCES, EPERM].contains(errno) { fd = open(path, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else {
             let code = errno
             return .failure(
@@ -171,7 +175,9 @@ public enum FileLock {
                 var bytes = [UInt8](repeating: 0, count: 32)
                 let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 31, 0) }
                 let text = String(decoding: bytes.prefix(max(n, 0)).prefix { $0 >= 0x30 && $0 <= 0x39 }, as: UTF8.self)
-                return .failure(.held(pid: Int32(text)))
+                // A holder that locked it read-only wrote no pid: the one there may be a dead one's.
+                let pid = Int32(text).flatMap { kill($0, 0) == 0 || errno != ESRCH ? $0 : nil }
+                return .failure(.held(pid: pid))
             }
             return .failure(
                 .failed(
@@ -179,6 +185,7 @@ public enum FileLock {
                         path: path, code: code, description: "\(path): cannot lock: \(String(cString: strerror(code)))")
                 ))
         }
+        guard writable else { return .success(()) }
         let line = Array("\(getpid())\n".utf8)
         _ = ftruncate(fd, 0)
         _ = line.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }

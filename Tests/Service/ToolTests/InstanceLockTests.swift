@@ -46,9 +46,10 @@ import Testing
     }
 
     /// A state-dir on a file system remounted read-only (an SD card after an ext4 error) does not
-    /// keep batond from starting: the instance lock goes where it would without a state-dir, with a
-    /// warning, and the volumes saved there are still read. Before, the lock's open failed there
-    /// ("cannot take the instance lock"), batond exited 1, and systemd never started it again.
+    /// keep batond from starting, and the volumes saved there are still read. Its lock file, there
+    /// from before, is taken read-only, so that a second batond is still refused; without one, the
+    /// lock goes where it would without a state-dir, with a warning. Before, the lock's open failed
+    /// there ("cannot take the instance lock"), batond exited 1, and systemd never started it again.
     @Test(.enabled(if: getuid() == 0, "mounts the state-dir read-only")) func aReadOnlyStateDirStillStarts() throws {
         let d = try BatondProcess()
         defer { d.stop() }
@@ -56,19 +57,35 @@ import Testing
         #expect(d.stop() == 0, "\(d.log)")
         let state = d.directory + "/state"
         #expect(TextFile.read(state + "/state.json")?.contains(#""kitchen":0.4"#) == true)
-        try #require(Subprocess.run("/usr/bin/mount", ["--bind", state, state]).status == 0)
+        func mountReadOnly() throws {
+            try #require(Subprocess.run("/usr/bin/mount", ["--bind", state, state]).status == 0)
+            let remount = Subprocess.run("/usr/bin/mount", ["-o", "remount,bind,ro", state])
+            try #require(remount.status == 0, "\(remount.output)")
+            try #require(access(state, W_OK) != 0 && errno == EROFS, "the state-dir is read-only")
+        }
         defer { _ = Subprocess.run("/usr/bin/umount", [state]) }
-        let remount = Subprocess.run("/usr/bin/mount", ["-o", "remount,bind,ro", state])
-        try #require(remount.status == 0, "\(remount.output)")
-        try #require(access(state, W_OK) != 0 && errno == EROFS, "the state-dir is read-only")
+        try mountReadOnly()
 
+        try d.start()
+        let status = d.batonctl("status", "--json").output
+        #expect(
+            status.contains(#""name":"kitchen""#) && status.contains(#""volume":0.4"#), "the saved volume: \(status)")
+        let second = Subprocess.run(Subprocess.buildDirectory + "/batond", ["--config", d.directory + "/baton.yaml"])
+        #expect(second.status == 1, "\(second.output)")
+        // The pid in the file is the first run's (the holder locked it read-only): not named.
+        #expect(
+            second.output.contains("another batond (pid unknown) runs this configuration (lock \(state)/batond.lock)"),
+            "\(second.output)")
+        #expect(d.stop() == 0, "\(d.log)")
+
+        // No lock file there: the lock goes elsewhere, and the warning says why.
+        try #require(Subprocess.run("/usr/bin/umount", [state]).status == 0)
+        try #require(unlink(state + "/batond.lock") == 0)
+        try mountReadOnly()
         try d.start()
         #expect(
             d.log.contains("state-dir \(state) cannot be written: Read-only file system: the instance lock is"),
             "\(d.log)")
-        let status = d.batonctl("status", "--json").output
-        #expect(
-            status.contains(#""name":"kitchen""#) && status.contains(#""volume":0.4"#), "the saved volume: \(status)")
         #expect(d.stop() == 0, "\(d.log)")
     }
 }

@@ -66,12 +66,25 @@ public final class HTTPServer: Sendable {
     ///     bytes (`HTTPAdmission`). On the connection's thread.
     ///   - handler: answers each request; called on the connection's thread (see the type).
     /// - Throws: `HTTPServerError`, e.g. `cannot listen on 127.0.0.1:8470: Address already in use (errno 98)`.
-    public init(
+    public convenience init(
         host: String, port: Int, maxBodyBytes: Int, limits: Limits = Limits(),
         admit: (@Sendable (HTTPRequest) -> HTTPAdmission)? = nil,
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
     ) throws(HTTPServerError) {
-        let listener = try ListeningSocket(host: host, port: port, connectionLimit: limits.maxConnections)
+        try self.init(
+            serving: HTTPListener(host: host, port: port, limits: limits), maxBodyBytes: maxBodyBytes, limits: limits,
+            admit: admit, handler: handler)
+    }
+
+    /// Starts serving an address bound before (`HTTPListener`), as `init(host:port:…)` does. Any
+    /// thread.
+    public init(
+        serving bound: HTTPListener, maxBodyBytes: Int, limits: Limits = Limits(),
+        admit: (@Sendable (HTTPRequest) -> HTTPAdmission)? = nil,
+        handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
+    ) throws(HTTPServerError) {
+        let listener = try bound.take()
+        let host = bound.host
         let core = ServerCore(
             maxBodyBytes: max(0, maxBodyBytes), requestTime: .seconds(max(1, limits.requestSeconds)),
             admit: admit, handler: handler)

@@ -1,4 +1,39 @@
 import Glibc
+import Synchronization
+
+/// An address bound and listening, not served yet: a program takes it before it sets anything else
+/// going, so that an address it cannot have stops it first; connections wait in the backlog until
+/// `HTTPServer(serving:)` serves it. Its socket is closed when it is let go unserved. Any thread.
+public final class HTTPListener: Sendable {
+    private let socket: Mutex<ListeningSocket?>
+    /// The address as asked (`host` of `HTTPServer`).
+    public let host: String
+    /// The port bound (the kernel's choice for port 0).
+    public let port: Int
+
+    /// Binds `host:port` and listens (see `HTTPServer.init(host:port:…)` for the forms of `host`).
+    public init(host: String, port: Int, limits: HTTPServer.Limits = HTTPServer.Limits()) throws(HTTPServerError) {
+        let bound = try ListeningSocket(host: host, port: port, connectionLimit: limits.maxConnections)
+        socket = Mutex(bound)
+        self.host = host
+        self.port = bound.boundPort
+    }
+
+    /// The socket, for the server that serves it from now on; an error if one took it already.
+    func take() throws(HTTPServerError) -> ListeningSocket {
+        guard
+            let taken = socket.withLock({ s -> ListeningSocket? in
+                defer { s = nil }
+                return s
+            })
+        else { throw HTTPServerError(kind: .cannotStart, address: "\(host):\(port)") }
+        return taken
+    }
+
+    deinit {
+        if let unserved = socket.withLock({ $0 }) { close(unserved.fd) }
+    }
+}
 
 /// A TCP socket bound to one address and listening, made here rather than by libmicrohttpd so that a bind
 /// failure comes back with its real `errno` and the bound port is known (`getsockname`).
