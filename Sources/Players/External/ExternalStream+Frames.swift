@@ -255,6 +255,102 @@ extension ExternalStream {
         }
     }
 
+    /// The frames kept for the resume (`keptFrames`, at the FIFO's head in `old`) as frames of
+    /// `new`: converted, channel-mapped (as `deliver` maps them) and resampled, for a FORMAT that
+    /// comes before they were played. Empty when none are kept, or when no resampler takes the
+    /// ratio (said). Stream thread; allocates (once, at a FORMAT).
+    func carryKept(from old: ExternalFormat, to new: ExternalFormat) -> [UInt8] {
+        let frames = min(keptFrames, fifoCount / old.frameBytes)
+        guard frames > 0 else { return [] }
+        var samples = [Float](repeating: 0, count: frames * old.channels)
+        let first = min(frames, (fifoCapacity - fifoStart) / old.frameBytes)
+        fifo.withUnsafeBytes { raw in
+            samples.withUnsafeMutableBufferPointer { out in
+                Self.convert(raw.baseAddress! + fifoStart, first * old.channels, old.sample, into: out.baseAddress!)
+                Self.convert(
+                    raw.baseAddress!, (frames - first) * old.channels, old.sample,
+                    into: out.baseAddress! + first * old.channels)
+            }
+        }
+        if old.channels != new.channels {
+            if Self.downmixes(old.channels, to: new.channels), let order = Self.waveOrder(old.channels) {
+                let alsa = samples
+                for i in samples.indices { samples[i] = alsa[i - i % old.channels + order[i % old.channels]] }
+            }
+            samples = mapChannels(samples, from: old.channels, to: new.channels)
+        }
+        if old.rate != new.rate {
+            let kind = pumps.first?.output.resampler ?? .musicDefault
+            guard let resampled = Self.resample(samples, channels: new.channels, from: old.rate, to: new.rate, kind)
+            else {
+                logger.warning(
+                    "external \(name): \(peer): the \(frames) frames kept for the resume cannot be converted "
+                        + "from \(old.rate) Hz to \(new.rate) Hz; they are dropped")
+                return []
+            }
+            samples = resampled
+        }
+        return Self.encode(samples, as: new.sample)
+    }
+
+    /// `samples` (interleaved) resampled whole, with what the converter holds back; nil when no
+    /// `kind` converter takes the rates.
+    static func resample(_ samples: [Float], channels: Int, from input: Int, to output: Int, _ kind: ResamplerKind)
+        -> [Float]?
+    {
+        guard let r = try? makeResampler(kind, inputRate: input, outputRate: output, channels: channels) else {
+            return nil
+        }
+        let frames = samples.count / channels
+        var out = [Float](repeating: 0, count: (frames * output / input + 1024) * channels)
+        var produced = 0
+        samples.withUnsafeBufferPointer { inBuf in
+            out.withUnsafeMutableBufferPointer { outBuf in
+                var offset = 0
+                while offset < inBuf.count, produced * channels < outBuf.count {
+                    guard
+                        let (c, made) = try? r.process(
+                            input: UnsafeBufferPointer(rebasing: inBuf[offset...]),
+                            output: UnsafeMutableBufferPointer(rebasing: outBuf[(produced * channels)...]))
+                    else { break }
+                    offset += c * channels
+                    produced += made
+                    if c == 0 && made == 0 { break }
+                }
+                while produced * channels < outBuf.count,
+                    let made = try? r.flush(
+                        output: UnsafeMutableBufferPointer(rebasing: outBuf[(produced * channels)...])),
+                    made > 0
+                {
+                    produced += made
+                }
+            }
+        }
+        return Array(out[0..<(produced * channels)])
+    }
+
+    /// `samples` as little-endian `sample` bytes: the inverse of `convert` (S16 × 32767, so that
+    /// S16 converted and encoded again is bit-exact; S32 × 2³¹), clamped to full scale.
+    static func encode(_ samples: [Float], as sample: ExternalSampleFormat) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: samples.count * sample.bytesPerSample)
+        bytes.withUnsafeMutableBytes { raw in
+            for (i, x) in samples.enumerated() {
+                let clamped = Double(max(-1, min(1, x)))
+                switch sample {
+                case .s16LE:
+                    let v = Int16(clamping: Int((clamped * 32767).rounded()))
+                    raw.storeBytes(of: v.littleEndian, toByteOffset: 2 * i, as: Int16.self)
+                case .s32LE:
+                    let v = Int32(clamping: Int64((clamped * 2_147_483_648).rounded()))
+                    raw.storeBytes(of: v.littleEndian, toByteOffset: 4 * i, as: Int32.self)
+                case .floatLE:
+                    raw.storeBytes(of: x.bitPattern.littleEndian, toByteOffset: 4 * i, as: UInt32.self)
+                }
+            }
+        }
+        return bytes
+    }
+
     // MARK: Answers
 
     /// Frames between what was consumed and the speaker, at the program's rate: the slot ring, the

@@ -447,11 +447,20 @@ public final class ExternalStream: @unchecked Sendable {
             switch ExternalFormat.parse(payload) {
             case .failure(let e): return .failure(e)
             case .success(let f):
-                consumed = received  // what the old format left is forgotten (the plugin does the same)
-                fifo = [UInt8](repeating: 0, count: f.bufferFrames * f.frameBytes)
+                // Frames kept for the resume (a DROP while Baton paused the player: the music just
+                // after the cut) were counted as consumed at their DROP, so they are Baton's, not the
+                // program's: a player that sets itself up again (hw_params, a new rate) before it is
+                // heard again lost them, and resumed up to a buffer after the cut. They go on, in the
+                // new format, at the head of the new FIFO (beside room for a whole buffer of it, which
+                // the plugin, forgetting the rest, now sees free); what else the old format left is
+                // forgotten (the plugin does the same).
+                let carried = format.map { carryKept(from: $0, to: f) } ?? []
+                consumed = received
+                fifo = [UInt8](repeating: 0, count: f.bufferFrames * f.frameBytes + carried.count)
+                fifo.replaceSubrange(0..<carried.count, with: carried)
                 fifoStart = 0
-                fifoCount = 0
-                keptFrames = 0
+                fifoCount = carried.count
+                keptFrames = carried.count / f.frameBytes
                 format = f
                 shared.withLock { _ in formatText = f.description }
                 formatBits.store(1, ordering: .releasing)

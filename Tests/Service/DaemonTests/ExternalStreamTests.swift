@@ -83,6 +83,45 @@ import Testing
             "the kept frames go into the slot: \(output.slot.ring.readable) samples")
     }
 
+    /// Frames kept at a DROP while Baton paused the player (the music just after the cut) stay
+    /// kept through a FORMAT the player sends before it is heard again (its hw_params again on the
+    /// same connection, at another rate and sample format): they were counted as consumed at the
+    /// DROP, so they are Baton's to play. The FORMAT replaced the FIFO with them in it: the resume
+    /// began up to a buffer after the cut.
+    @Test func framesKeptForTheResumeOutliveAFormatChange() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let (output, release) = try Self.kitchenOutput(t)
+        defer { release() }
+        output.slot.pause()  // nothing is taken from its ring: it holds what was written into it
+        let pair = try PairedStream(program: "mpd")
+        defer { pair.stop() }
+        let (stream, send) = (pair.stream, pair.send)
+        stream.setHeld(true, keepingDropped: true)  // Baton paused the player
+        func format(_ sample: Int, rate: Int) -> [UInt8] {
+            let fields = [sample, output.channels, rate, 4_410, 441].map { UInt32($0) }  // buffer, period
+            return ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: $0) })
+        }
+        // 441 frames of S16 at a level of 8192 (a quarter of full scale).
+        let level = ExternalWire.bytes(of: UInt32(8192)).prefix(2)
+        send(format(0, rate: output.rate))
+        send(ExternalWire.message(.data, Array((0..<(441 * output.channels)).map { _ in level }.joined())))
+        send(ExternalWire.message(.drop))  // the player's pause
+        let kept = { pair.lines.contains { $0.contains("dropped 441 frames while paused by Baton") } }
+        #expect(waitUntil(seconds: 5) { kept() }, "\(pair.lines)")
+        // The player sets itself up again, at twice the rate in FLOAT_LE, before it is heard again.
+        send(format(2, rate: 2 * output.rate))
+        Self.awaitAnswers(from: pair.program, drops: 1, formats: 2)
+        #expect(waitUntil { stream.formatDescription == "FLOAT_LE \(output.channels) ch \(2 * output.rate) Hz" })
+        stream.setHeld(false)  // heard again
+        stream.attach([output])
+        // Resampled there and back: the same 441 frames but for what a converter holds back.
+        #expect(
+            waitUntil(seconds: 2) { output.slot.ring.readable >= 300 * output.channels },
+            "the kept frames go into the slot: \(output.slot.ring.readable) samples")
+        #expect(output.slot.ring.readable <= 460 * output.channels, "\(output.slot.ring.readable) samples")
+    }
+
     /// A program that sends control messages without end (DRAINs, 8 bytes each) does not keep the
     /// stream's thread from a stop: it read them until the socket was empty, which it never was.
     @Test func aFloodOfMessagesDoesNotHoldTheStream() throws {
@@ -219,15 +258,16 @@ import Testing
         return (output, { kitchen.mixer.release(output.slot) })
     }
 
-    /// Reads what the stream answered the program after a FORMAT and `drops` DROPs — the OK, and a
-    /// POSITION (24 bytes) for each DROP — so that all of them were read by its thread.
-    static func awaitAnswers(from program: Int32, drops: Int) {
+    /// Reads what the stream answered the program after `formats` FORMATs and `drops` DROPs — an OK
+    /// for each FORMAT, and a POSITION (24 bytes) for each DROP — so that all of them were read by
+    /// its thread.
+    static func awaitAnswers(from program: Int32, drops: Int, formats: Int = 1) {
         var answers = [UInt8](repeating: 0, count: 65_536)
         var got = 0
         _ = waitUntil(seconds: 5) {
             let n = answers.withUnsafeMutableBytes { recv(program, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if n > 0 { got += n }
-            return got >= 8 + drops * 24
+            return got >= 8 * formats + drops * 24
         }
     }
 }
