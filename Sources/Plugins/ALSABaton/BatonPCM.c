@@ -9,8 +9,9 @@
 // is room, so a non-blocking writer with an empty buffer is not left waiting for batond.
 //
 // Failures: no batond at open → -ECONNREFUSED and one line on stderr saying what and where; batond
-// refusing the source or the format → the open or hw_params fails with its sentence on stderr; batond
-// going away while the program plays → the next call fails (-EPIPE from writei, then -ENODEV from
+// refusing the source or the format → the open or hw_params fails with its sentence on stderr (also
+// when it closed the connection before hw_params: its sentence is read then); batond going away while
+// the program plays → the next call fails (-EPIPE from writei, then -ENODEV from
 // prepare) and poll reports POLLERR at once, so the program never hangs and can reopen.
 #define _GNU_SOURCE
 // alsa-lib's headers emit the versioned entry symbol only for shared objects (PIC); SwiftPM does not
@@ -300,15 +301,26 @@ static int delay_locked(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {
     return 0;
 }
 
+/// Says on stderr why the connection is gone: batond's ERROR sentence when it sent one before it
+/// closed ("batond stopped source x", "no FORMAT within 30 s of OPEN", …) — read now if it is still
+/// in the socket (a send that failed marked the connection dead unread) — else that batond was lost.
+static void say_lost(baton_t *b) {
+    if (!b->got_error) {
+        b->dead = false;
+        read_input(b, 0);
+        b->dead = true;
+    }
+    if (b->got_error)
+        fprintf(stderr, "baton: %s (batond at %s, source \"%s\"); reopen the device\n", b->error, b->socket_path,
+                b->source);
+    else
+        fprintf(stderr, "baton: lost batond at %s (source \"%s\"); reopen the device\n", b->socket_path, b->source);
+}
+
 static int prepare_locked(snd_pcm_ioplug_t *io) {
     baton_t *b = io->private_data;
     if (!read_input(b, 0)) {
-        if (b->got_error)   // batond said why before it closed: "batond stopped source x", …
-            fprintf(stderr, "baton: %s (batond at %s, source \"%s\"); reopen the device\n", b->error,
-                    b->socket_path, b->source);
-        else
-            fprintf(stderr, "baton: lost batond at %s (source \"%s\"); reopen the device\n", b->socket_path,
-                    b->source);
+        say_lost(b);
         return -ENODEV;
     }
     // A prepare discards what was written and not played, as a drop does: batond forgets it too
@@ -369,7 +381,12 @@ static int hw_params_locked(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) {
     b->frame_bytes = io->channels * (unsigned int)snd_pcm_format_physical_width(io->format) / 8;
     uint32_t f[5] = {format, io->channels, io->rate, (uint32_t)io->buffer_size, (uint32_t)io->period_size};
     int err = send_message(b, BATON_MSG_FORMAT, f, sizeof f, NULL, 0);
-    if (err < 0) return err;
+    if (err < 0) {
+        // batond closed before it (the FORMAT deadline, a refusal, a restart since the open): only
+        // "Unable to install hw params: No such device" reached the user, its sentence unread.
+        say_lost(b);
+        return err;
+    }
     b->consumed = b->sent;   // the server forgets what was not consumed under the old format
     return await_reply(b, "the format", -EINVAL);
 }

@@ -614,6 +614,73 @@ func monotonicSeconds() -> Double {
         #expect(aplay.output.contains("batond is stopping"), "\(aplay.output)")
     }
 
+    /// A listening socket at `path` in batond's place (batond killed, its socket removed), with
+    /// `backlog` connections waiting at most.
+    static func fakeBatond(at path: String, backlog: Int32 = 1) -> Int32 {
+        unlink(path)
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() { raw[i] = b }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        #expect(bound == 0 && listen(listener, backlog) == 0, "listening at \(path): errno \(errno)")
+        return listener
+    }
+
+    /// Opens `baton_x`, prints `opened`, waits for the file argv[1], then sets the stream up
+    /// (hw_params): prints `hw_params RC`.
+    static let hwParamsProbe = #"""
+        import ctypes, os, sys, time
+        lib = ctypes.CDLL("libasound.so.2")
+        pcm = ctypes.c_void_p()
+        assert lib.snd_pcm_open(ctypes.byref(pcm), b"baton_x", 0, 0) == 0
+        print("opened", flush=True)
+        while not os.path.exists(sys.argv[1]):
+            time.sleep(0.01)
+        print("hw_params", lib.snd_pcm_set_params(pcm, 2, 3, 2, 48000, 0, 500000), flush=True)
+        """#
+
+    /// batond closed a connection between the open and hw_params (the 30 s FORMAT deadline, a
+    /// refusal, a restart), saying why in an ERROR: hw_params fails with the sentence on stderr.
+    /// The FORMAT's send failed (EPIPE) and hw_params returned a bare -ENODEV, the sentence unread:
+    /// the user saw only "Unable to install hw params: No such device".
+    @Test func hwParamsAfterBatondClosedSaysWhy() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music}")
+        rig.killBatond()
+        let listener = Self.fakeBatond(at: rig.socket)
+        defer { close(listener) }
+        let script = rig.directory + "/hwparams.py"
+        let go = rig.directory + "/go"
+        ExternalRig.write(script, Self.hwParamsProbe)
+        let probe = try rig.program("python3", [script, go], log: "hwparams.log")
+        defer { _ = probe.stop() }
+        var ready = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&ready, 1, 10_000) == 1, "the probe connects")
+        let peer = accept(listener, nil, nil)
+        #expect(peer >= 0)
+        var open = [UInt8](repeating: 0, count: 64)
+        _ = recv(peer, &open, open.count, 0)
+        let ok = Self.message(2, [])
+        _ = ok.withUnsafeBytes { send(peer, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        #expect(waitUntil(seconds: 10) { probe.output.contains("opened") }, "\(probe.output)")
+        // batond's side of the FORMAT deadline: the ERROR, then the connection closed.
+        let refusal = Self.message(3, Array("no FORMAT within 30 s of OPEN".utf8))
+        _ = refusal.withUnsafeBytes { send(peer, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(peer)
+        ExternalRig.write(go, "")
+        #expect(probe.wait(seconds: 10) == 0, "\(probe.output)")
+        #expect(probe.output.contains("hw_params -19"), "\(probe.output)")
+        #expect(
+            probe.output.contains("baton: no FORMAT within 30 s of OPEN (batond at \(rig.socket), source \"x\")"),
+            "\(probe.output)")
+    }
+
     /// Garbage, a wrong first message and an unsupported format each get a sentence saying what is
     /// wrong; afterwards aplay still plays.
     @Test func garbageAndBadFormatsGetClearErrorsAndBatondRunsOn() throws {
