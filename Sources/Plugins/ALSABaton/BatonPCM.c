@@ -8,7 +8,8 @@
 // poll waits on the socket (batond consumed something) and on an eventfd kept readable while there
 // is room, so a non-blocking writer with an empty buffer is not left waiting for batond.
 //
-// Failures: no batond at open → -ECONNREFUSED and one line on stderr saying what and where; batond
+// Failures: no batond at open → -ECONNREFUSED and one line on stderr saying what and where (-EBUSY
+// after 2 s when it takes no connections, its backlog full); batond
 // refusing the source or the format → the open or hw_params fails with its sentence on stderr (also
 // when it closed the connection before hw_params: its sentence is read then); batond going away while
 // the program plays → the next call fails (-EPIPE from writei, then -ENODEV from
@@ -510,10 +511,22 @@ static int open_refusal(const baton_t *b) {
 static int connect_to_batond(baton_t *b) {
     b->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (b->fd < 0) return -errno;
+    // Before the connect, which waits under it too: a batond alive but not accepting (stopped,
+    // stuck, out of descriptors) with its backlog full held snd_pcm_open for ever — MPD's output
+    // thread at each retry.
+    struct timeval timeout = {.tv_sec = SEND_TIMEOUT_S};
+    setsockopt(b->fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
     struct sockaddr_un address = {.sun_family = AF_UNIX};
     memcpy(address.sun_path, b->socket_path, strlen(b->socket_path) + 1);
     if (connect(b->fd, (struct sockaddr *)&address, sizeof address) < 0) {
         int e = errno;
+        if (e == EAGAIN || e == EWOULDBLOCK) {
+            fprintf(stderr,
+                    "baton: batond at %s did not take the connection for source \"%s\" within %d s (busy or "
+                    "stuck); try again later\n",
+                    b->socket_path, b->source, SEND_TIMEOUT_S);
+            return -EBUSY;
+        }
         // Permission denied is the socket's mode (0660, group audio) or a directory on its path, not
         // batond being away: "is batond running?" sent the user to a batond that was running.
         const char *hint = e == EACCES || e == EPERM ? "is this user in the socket's group?" : "is batond running?";
@@ -521,8 +534,6 @@ static int connect_to_batond(baton_t *b) {
                 strerror(e), hint);
         return e == ENOENT ? -ECONNREFUSED : -e;
     }
-    struct timeval timeout = {.tv_sec = SEND_TIMEOUT_S};
-    setsockopt(b->fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
     uint32_t version = BATON_PCM_PROTOCOL_VERSION;
     int err = send_message(b, BATON_MSG_OPEN, &version, sizeof version, b->source, strlen(b->source));
     if (err < 0) {

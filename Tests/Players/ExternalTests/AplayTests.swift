@@ -681,6 +681,32 @@ func monotonicSeconds() -> Double {
             "\(probe.output)")
     }
 
+    /// A batond alive but not taking connections (stopped, stuck, out of descriptors), its backlog
+    /// full: the open gives up within the plugin's 2 s send timeout, busy (-EBUSY, try again), with
+    /// a sentence. The connect had no timeout, and snd_pcm_open (MPD's output thread at each retry)
+    /// waited for ever.
+    @Test func anOpenToABatondThatTakesNoConnectionsGivesUp() throws {
+        let rig = try ExternalRig(sources: "  x: {class: music}")
+        rig.killBatond()
+        let listener = Self.fakeBatond(at: rig.socket, backlog: 0)
+        defer { close(listener) }
+        // The one connection a backlog of 0 queues: the next connect waits for an accept.
+        let queued = Self.connectPeer(rig.socket)
+        #expect(queued >= 0)
+        defer { close(queued) }
+        ExternalRig.writeWAV(rig.directory + "/short.wav", AplayTests.music(frames: 4_800), channels: 2)
+        let started = monotonicSeconds()
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_x", rig.directory + "/short.wav"], log: "stuck.log")
+        defer { _ = aplay.stop() }
+        #expect(aplay.wait(seconds: 10) != nil, "aplay still waits in its open: \(aplay.output)")
+        #expect(monotonicSeconds() - started < 8, "it gave up after \(monotonicSeconds() - started) s")
+        #expect(aplay.output.contains("Device or resource busy"), "\(aplay.output)")
+        #expect(
+            aplay.output.contains(
+                "baton: batond at \(rig.socket) did not take the connection for source \"x\" within 2 s"),
+            "\(aplay.output)")
+    }
+
     /// Garbage, a wrong first message and an unsupported format each get a sentence saying what is
     /// wrong; afterwards aplay still plays.
     @Test func garbageAndBadFormatsGetClearErrorsAndBatondRunsOn() throws {
