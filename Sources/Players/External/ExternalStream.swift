@@ -344,6 +344,18 @@ public final class ExternalStream: @unchecked Sendable {
     }
 
     var fifoCapacity: Int { fifo.count }
+
+    /// Makes the FIFO hold at least `capacity` bytes (a multiple of the frame), what it holds at its
+    /// head. Stream thread; allocates (at a DROP that keeps frames).
+    func growFIFO(to capacity: Int) {
+        guard capacity > fifoCapacity else { return }
+        var grown = [UInt8](repeating: 0, count: capacity)
+        let first = min(fifoCount, fifoCapacity - fifoStart)
+        grown[0..<first] = fifo[fifoStart..<(fifoStart + first)]
+        grown[first..<fifoCount] = fifo[0..<(fifoCount - first)]
+        fifo = grown
+        fifoStart = 0
+    }
     var fifoRoom: Int { fifoCapacity - fifoCount }
 
     /// Waits (`timeout` ms at most, -1: no limit) for the socket, when there is room for what it
@@ -482,6 +494,12 @@ public final class ExternalStream: @unchecked Sendable {
                     // a line each (a program could flood the journal past its rate limit).
                     let before = keptFrames
                     keptFrames = frames
+                    // Beside them, room for a whole buffer: the plugin counts them as consumed, and
+                    // after the player's prepare it sees its whole buffer free. A player that wrote
+                    // while still held filled what room was left, then the socket, and waited in a
+                    // send until the plugin's timeout (2 s) took batond for gone — when the kept
+                    // frames were more than the socket holds (hi-res, large buffers).
+                    growFIFO(to: (frames + format.bufferFrames) * format.frameBytes)
                     if frames > before {
                         logger.info(
                             "external \(name): \(peer) dropped \(frames) frames while paused by Baton; kept for the resume"

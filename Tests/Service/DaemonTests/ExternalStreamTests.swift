@@ -122,6 +122,38 @@ import Testing
         #expect(output.slot.ring.readable <= 460 * output.channels, "\(output.slot.ring.readable) samples")
     }
 
+    /// A player held paused by Baton whose DROP kept a whole large buffer (more than the socket
+    /// holds), then written into again after its prepare (the plugin counts the kept frames as
+    /// consumed, so it sees the whole buffer free), has what it writes taken into batond's FIFO:
+    /// the kept frames filled it, the rest filled the socket, and the player waited in its send
+    /// until the plugin's 2 s timeout took batond for gone.
+    @Test func aBufferWrittenAfterAKeepingDropIsTaken() throws {
+        let pair = try PairedStream(program: "mpd")
+        defer { pair.stop() }
+        let (stream, send) = (pair.stream, pair.send)
+        stream.setHeld(true, keepingDropped: true)  // Baton paused the player
+        let buffer = 131_072  // S16_LE stereo: 512 KiB, more than a socket pair holds
+        let format = [0, 2, 48_000, buffer, 1_024].map { UInt32($0) }
+        send(ExternalWire.message(.format, format.flatMap { ExternalWire.bytes(of: $0) }))
+        send(ExternalWire.message(.data, [UInt8](repeating: 1, count: buffer * 4)))
+        send(ExternalWire.message(.drop))  // the player's pause: all of it kept
+        Self.awaitAnswers(from: pair.program, drops: 1)
+        #expect(pair.lines.contains { $0.contains("dropped \(buffer) frames while paused by Baton") }, "\(pair.lines)")
+        // The player's prepare, and its buffer written again while it is still held.
+        let data = ExternalWire.message(.data, [UInt8](repeating: 2, count: buffer * 4))
+        var sent = 0
+        let deadline = monotonicNanoseconds() + 5_000_000_000
+        while sent < data.count && monotonicNanoseconds() < deadline {
+            var ready = pollfd(fd: pair.program, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&ready, 1, 100)
+            let n = data.withUnsafeBytes {
+                Glibc.send(pair.program, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+            }
+            if n > 0 { sent += n }
+        }
+        #expect(sent == data.count, "\(sent) of \(data.count) bytes taken in 5 s")
+    }
+
     /// A program that sends control messages without end (DRAINs, 8 bytes each) does not keep the
     /// stream's thread from a stop: it read them until the socket was empty, which it never was.
     @Test func aFloodOfMessagesDoesNotHoldTheStream() throws {
