@@ -22,12 +22,27 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         public let gains: [Float]
         /// The submissions the server could not take, to be sent again (one per `music:` section).
         public let submissions: Submissions
-        public init(client: SubsonicClient, retryLimit: Duration, gains: [Float], submissions: Submissions) {
+        /// The client the daemon has for this same server now, made again with the password or API
+        /// key its files hold now; nil when the configuration names another server now (music
+        /// playing across a reload to another server goes on with `client`). Called off the
+        /// control plane's lock (it may read the secret files): at each stream request, scrobble
+        /// and playback report. A player kept `client` for good: after the password was changed
+        /// (its file rewritten, batond reloaded) every following track failed "Subsonic error 40"
+        /// and the queue stopped after three.
+        public let current: @Sendable () -> SubsonicClient?
+        public init(
+            client: SubsonicClient, retryLimit: Duration, gains: [Float], submissions: Submissions,
+            current: @escaping @Sendable () -> SubsonicClient? = { nil }
+        ) {
             self.client = client
             self.retryLimit = retryLimit
             self.gains = gains
             self.submissions = submissions
+            self.current = current
         }
+
+        /// The client to ask the server with now: `current`'s, else the one the music started with.
+        public var clientNow: SubsonicClient { current() ?? client }
     }
 
     /// The track heard now and the position in it (seconds).
@@ -48,7 +63,8 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     public var songs: [Song] { queue.songs }
     private let server: Server
     /// The server this queue's songs are from (its URL and user): a reload to another server
-    /// leaves music playing with the client it started with.
+    /// leaves music playing with the client it started with (one to the same server, with a
+    /// changed password, has it use the new client: `Server.current`).
     public var serverIdentity: (url: String, user: String) { (server.client.config.url, server.client.config.user) }
     private let report: SourceReporter
     private let changed: @Sendable () -> Void
@@ -121,7 +137,7 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         state.gaveUpReported = false
         let streamer = MusicStreamer(
             queue: queue, startAt: state.startKey, offset: state.startOffset, targets: outputs,
-            client: server.client, retryLimit: server.retryLimit, report: report, changed: changed)
+            client: { [server] in server.clientNow }, retryLimit: server.retryLimit, report: report, changed: changed)
         self.streamer.withLock { $0 = streamer }
         streamer.start()
     }
@@ -357,10 +373,11 @@ public final class MusicPlayer: Source, @unchecked Sendable {
     /// Sends a scrobble on a thread of its own. A submission the server cannot take now is kept
     /// to be sent again (`Submissions`); one that goes through sends what was kept.
     private func send(_ song: Song, submission: Bool, time: Int64) {
-        let client = server.client
+        let server = self.server
         let submissions = server.submissions
         let report = self.report
         OSThread.detach(name: "scrobble") {
+            let client = server.clientNow
             do throws(SubsonicError) {
                 try client.scrobble(id: song.id, submission: submission, time: time)
                 report(.scrobbled(submission: submission, title: song.title))
@@ -402,10 +419,11 @@ public final class MusicPlayer: Source, @unchecked Sendable {
         state.reported = (playback, index)
         state.reportNumber += 1
         let number = state.reportNumber
-        let client = server.client
+        let server = self.server
         let report = self.report
         let ms = Int64(seconds * 1000)
         reports.run { [self] in
+            let client = server.clientNow
             do throws(SubsonicError) {
                 guard try client.supportsPlaybackReport() else { return }
                 try client.reportPlayback(id: song.id, state: playback, positionMilliseconds: ms)

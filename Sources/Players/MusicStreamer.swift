@@ -49,7 +49,9 @@ final class MusicStreamer: @unchecked Sendable {
     /// Where in the first track to start (seconds): decoded frames before it are skipped.
     let startOffset: Double
     private let targets: [SourceOutput]
-    private let client: SubsonicClient
+    /// The client to ask the server with now (`MusicPlayer.Server.clientNow`): taken again at each
+    /// request, so a password changed meanwhile is used from the next one on.
+    private let client: @Sendable () -> SubsonicClient
     private let retryLimit: Duration
     private let report: SourceReporter
     /// Called on the streamer's thread when `nextLook` may have come closer: a track began to be
@@ -67,8 +69,9 @@ final class MusicStreamer: @unchecked Sendable {
     private let roomOrCancel = Semaphore()
 
     init(
-        queue: MusicQueue, startAt key: Int, offset: Double = 0, targets: [SourceOutput], client: SubsonicClient,
-        retryLimit: Duration, report: @escaping SourceReporter, changed: @escaping @Sendable () -> Void = {}
+        queue: MusicQueue, startAt key: Int, offset: Double = 0, targets: [SourceOutput],
+        client: @escaping @Sendable () -> SubsonicClient, retryLimit: Duration, report: @escaping SourceReporter,
+        changed: @escaping @Sendable () -> Void = {}
     ) {
         self.queue = queue
         firstKey = key
@@ -453,8 +456,16 @@ final class MusicStreamer: @unchecked Sendable {
         var backoff = Duration.milliseconds(250)
         // HTTP 500/501 answers in a row (`isRequestFailure`).
         var requestFailures = 0
-        let transcoded = client.config.format != "raw"
+        // The client of the fetch's first request, and its format: a client made again meanwhile
+        // (a new password) is used for the requests after it only if it streams the same (a format
+        // changed by a reload would send other bytes than those resumed from).
+        let first = self.client()
+        let transcoded = first.config.format != "raw"
         while !buffer.isCancelled {
+            let now = self.client()
+            let client =
+                now.config.format == first.config.format && now.config.maxBitRate == first.config.maxBitRate
+                ? now : first
             // A 206 from further on than asked: the bytes between are not to be had from it.
             var gap: Int64?
             let furthestBefore = furthest

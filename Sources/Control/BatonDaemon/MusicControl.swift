@@ -43,7 +43,13 @@ public struct MusicControl: Sendable {
         paused: Bool = false
     ) throws(ControlError) -> Admission {
         try Self.checkQueueLength(songs.count)
-        let server = try daemon.parts.music.context(daemon.config).server(for: songs)
+        let context = try daemon.parts.music.context(daemon.config)
+        // Each request asks for the client of the server configured then: one made again with a
+        // password changed since (its file rewritten while the queue plays) while it is this server.
+        let from = SavedQueue.Server(context.config.subsonic)
+        let server = context.server(for: songs) { [weak daemon = self.daemon] in
+            daemon.flatMap { $0.parts.music.client(for: from, $0.config) }
+        }
         let identity = Mutex<(id: String, zones: [String])>(("", []))
         let report = daemon.events.reporter(logger: daemon.logger) { identity.withLock { $0 } }
         return try daemon.admit(

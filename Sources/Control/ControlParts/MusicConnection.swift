@@ -22,7 +22,9 @@ package final class MusicConnection: Sendable {
         /// The player's view of the server for `songs`: the client, the retry limit, and each song's
         /// ReplayGain factor under `music.replay-gain` (1 when off or untagged; values that cannot
         /// be ReplayGain are said in the log, and ignored).
-        package func server(for songs: [Song]) -> MusicPlayer.Server {
+        package func server(
+            for songs: [Song], current: @escaping @Sendable () -> SubsonicClient? = { nil }
+        ) -> MusicPlayer.Server {
             let gains = songs.map { song -> Float in
                 guard config.replayGain != .off, let rg = song.replayGain else { return 1 }
                 if let what = rg.implausible {
@@ -31,7 +33,8 @@ package final class MusicConnection: Sendable {
                 return rg.factor(album: config.replayGain == .album)
             }
             return MusicPlayer.Server(
-                client: client, retryLimit: config.retryLimit, gains: gains, submissions: submissions)
+                client: client, retryLimit: config.retryLimit, gains: gains, submissions: submissions,
+                current: current)
         }
     }
 
@@ -72,6 +75,16 @@ package final class MusicConnection: Sendable {
     /// reload: `context` switches to no other.
     private let configured = Mutex<(url: String, user: String)?>(nil)
 
+    /// The client of `config`'s server (`context`: made again when a secret changed) when that is
+    /// still `server`, the one a playing queue's songs are from; nil when `config` names another
+    /// server or none (music playing across a reload to another server keeps its own client), or
+    /// when no client can be made (a secret unreadable, none made before). Reads the secret files:
+    /// not under the control plane's lock.
+    package func client(for server: SavedQueue.Server, _ config: BatonConfiguration) -> SubsonicClient? {
+        guard let music = config.music, SavedQueue.Server(music.subsonic) == server else { return nil }
+        return try? context(config).client
+    }
+
     /// The `music:` section batond's configuration has now. Control thread.
     package func configure(_ music: MusicConfig?) {
         configured.withLock { $0 = music.map { ($0.subsonic.url, $0.subsonic.user) } }
@@ -80,7 +93,8 @@ package final class MusicConnection: Sendable {
     /// The context of `config`'s `music:` section, made again only when the section or a secret
     /// changed: the password and API key files are read at each call (a few bytes, in the page
     /// cache), so a password changed there takes effect without a restart — it took one, and until
-    /// then every request was refused (a queue already playing keeps the client it started with).
+    /// then every request was refused (a queue already playing asks for the client at each request:
+    /// `client(for:_:)`).
     /// Fails (conflict) without a section, or (unavailable) when a secret cannot be read and no
     /// client was made with an earlier one.
     package func context(_ config: BatonConfiguration) throws(ControlError) -> Context {

@@ -36,6 +36,11 @@ import Synchronization
 /// handing out a cover of a type of its choosing). A song in `cuttingAlways` is sent from its start
 /// whatever `Range` asks (the header is not passed on) and cut after that many bytes every time (a
 /// proxy's size cap in front of a server that ignores ranges).
+///
+/// After `requirePassword(_:forwardingAs:)`, a request with a password (`p=enc:HEX`, as batond
+/// sends to Supysonic, which refuses tokens) is let through only with that password, sent on with
+/// the server's own: any other is answered Subsonic error 40 (wrong password) and counted in
+/// `passwordsRefused` (a server whose password was changed).
 public final class SubsonicRefusingProxy: @unchecked Sendable {
     // @unchecked: the socket and the settings are `let`; `running` is atomic.
     public let port: Int
@@ -163,6 +168,17 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     /// `http://127.0.0.1:<port>`.
     public var url: String { "http://127.0.0.1:\(port)" }
 
+    /// The password the proxy takes (nil: any), and the server's own it sends on in its place.
+    private let passwords = Mutex<(accepted: String, real: String)?>(nil)
+    private let refusedPasswords = Atomic<Int>(0)
+    /// Requests refused with error 40 for another password than the one required.
+    public var passwordsRefused: Int { refusedPasswords.load(ordering: .acquiring) }
+
+    /// From now on only `accepted` is taken as the password, and sent on as `real` (the server's).
+    public func requirePassword(_ accepted: String, forwardingAs real: String) {
+        passwords.withLock { $0 = (accepted, real) }
+    }
+
     deinit {
         releaseReports()
         running.store(false, ordering: .releasing)
@@ -178,8 +194,32 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
             guard recv(client, &byte, 1, 0) == 1, head.count < 65_536 else { return }
             head.append(byte)
         }
-        let text = String(decoding: head, as: UTF8.self)
+        var text = String(decoding: head, as: UTF8.self)
         let target = text.split(separator: " ", maxSplits: 2).dropFirst().first.map(String.init) ?? ""
+        if let gate = passwords.withLock({ $0 }), let given = Self.query(target, "p"), given.hasPrefix("enc:") {
+            let hex = Array(given.dropFirst(4).utf8)
+            let bytes = stride(from: 0, to: hex.count - 1, by: 2).compactMap {
+                UInt8(String(decoding: hex[$0...$0 + 1], as: UTF8.self), radix: 16)
+            }
+            guard String(decoding: bytes, as: UTF8.self) == gate.accepted else {
+                refusedPasswords.add(1, ordering: .acquiringAndReleasing)
+                Self.answer(
+                    client,
+                    #"{"subsonic-response": {"status": "failed", "version": "1.16.1", "error": {"code": 40, "message": "Wrong username or password"}}}"#
+                )
+                return
+            }
+            let real = "enc%3A" + gate.real.utf8.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+            let parts = target.split(separator: "?", maxSplits: 1)
+            let query = parts.dropFirst().first.map {
+                $0.split(separator: "&").map { $0.hasPrefix("p=") ? "p=" + real : String($0) }.joined(separator: "&")
+            }
+            let line = text.prefix { $0 != "\r\n" }
+            let words = line.split(separator: " ", maxSplits: 2)
+            if let query, words.count == 3 {
+                text = "\(words[0]) \(parts[0])?\(query) \(words[2])" + text.dropFirst(line.count)
+            }
+        }
         if serverBehindIsDown.load(ordering: .acquiring) {
             let body = "404 page not found\n"
             Self.sendAll(
@@ -393,6 +433,9 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
 }
 
 extension String {
+    /// Zeros before it up to `width` characters.
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+
     /// `%XX` sequences decoded (as UTF-8); nil when one is malformed.
     fileprivate func removingPercentEncoding() -> String? {
         var bytes: [UInt8] = []
