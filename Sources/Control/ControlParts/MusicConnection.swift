@@ -119,7 +119,9 @@ package final class MusicConnection: Sendable {
         // A caller holding the configuration from before a reload to another server (a cover asked
         // then, a save queued then) gets a client of its own: it switched the cache back, dropping
         // the new server's kept scrobbles, and the next caller switched it again.
-        let current = configured.withLock { $0 }.map { $0.url == music.subsonic.url && $0.user == music.subsonic.user }
+        let current = configured.withLock { $0 }.map {
+            SavedQueue.Server(url: $0.url, user: $0.user) == SavedQueue.Server(music.subsonic)
+        }
         let client = SubsonicClient(
             config: SubsonicSettings(
                 url: music.subsonic.url, user: music.subsonic.user, password: password, apiKey: apiKey,
@@ -133,7 +135,7 @@ package final class MusicConnection: Sendable {
         let (context, switchedFrom) = cache.withLock { c -> (Context, (SubsonicConfig, Int, Bool)?) in
             if let c, c.made == made { return (c.context, nil) }
             var switchedFrom: (SubsonicConfig, Int, Bool)? = nil
-            if let old = c?.made.config.subsonic, old.url != music.subsonic.url || old.user != music.subsonic.user {
+            if let old = c?.made.config.subsonic, SavedQueue.Server(old) != SavedQueue.Server(music.subsonic) {
                 let (dropped, lacked) = dropWhatWasLearnt()
                 switchedFrom = (old, dropped, lacked)
             }

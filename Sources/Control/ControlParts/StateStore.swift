@@ -64,7 +64,9 @@ package struct SavedQueue: Codable, Equatable, Sendable {
     /// kept it (such a queue plays on whatever server is configured).
     package var server: Server?
 
-    /// A music server as `music.subsonic` names it.
+    /// A music server as `music.subsonic` names it. Equal when the user is and the URLs name the
+    /// same server (`SubsonicSettings.serverIdentity`: `http://nas:4533/` is `http://NAS:4533`);
+    /// the URL is kept as written, to be shown.
     package struct Server: Codable, Equatable, Sendable {
         package var url: String
         package var user: String
@@ -72,6 +74,11 @@ package struct SavedQueue: Codable, Equatable, Sendable {
         package init(url: String, user: String) {
             self.url = url
             self.user = user
+        }
+
+        package static func == (a: Server, b: Server) -> Bool {
+            a.user == b.user
+                && SubsonicSettings.serverIdentity(url: a.url) == SubsonicSettings.serverIdentity(url: b.url)
         }
     }
 

@@ -47,3 +47,31 @@ public struct SubsonicSettings: Sendable, Equatable, CustomStringConvertible {
         return "\(user)@\(url)" + (extras.isEmpty ? "" : " (\(extras.joined(separator: ", ")))")
     }
 }
+
+extension SubsonicSettings {
+    /// `url` as the server it names, for telling servers apart: the scheme and host in lower case,
+    /// the default port (80 for http, 443 for https) dropped, trailing `/` stripped (the client
+    /// strips them when it calls); the path otherwise as written. `http://NAS:80/music/` is the
+    /// server `http://nas/music` is. Compared as written, a URL given a trailing slash or its host
+    /// in capitals was "another server": the saved queue refused, the kept scrobbles dropped.
+    public static func serverIdentity(url: String) -> String {
+        var text = Substring(url)
+        while text.hasSuffix("/") { text.removeLast() }
+        guard let colon = text.firstIndex(of: ":"), text[colon...].hasPrefix("://") else { return String(text) }
+        let scheme = text[..<colon].lowercased()
+        let rest = text[text.index(colon, offsetBy: 3)...]
+        let end = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        var authority = rest[..<end]
+        var userInfo = ""
+        if let at = authority.lastIndex(of: "@") {
+            userInfo = String(authority[...at])
+            authority = authority[authority.index(after: at)...]
+        }
+        var host = authority.lowercased()
+        let defaultPort = scheme == "http" ? ":80" : scheme == "https" ? ":443" : nil
+        if let defaultPort, host.hasSuffix(defaultPort), !host.hasSuffix("]" + defaultPort.dropFirst()) {
+            host.removeLast(defaultPort.count)
+        }
+        return scheme + "://" + userInfo + host + rest[end...]
+    }
+}

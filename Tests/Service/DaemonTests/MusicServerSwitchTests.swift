@@ -104,6 +104,33 @@ import Testing
         #expect(try unmarked.request("POST", "/api/v1/music/resume", "{}").status == 202)
     }
 
+    /// The same server written otherwise (a trailing `/`, the host in capitals, the default port)
+    /// is not another: the saved queue resumes, and a reload to it keeps what was learnt of it.
+    /// Compared as written, `music/resume` answered 409 "the saved queue is from …", and the
+    /// reload said "the server is now …" and forgot Supysonic's lack of `savePlayQueue`.
+    @Test func theSameServerWrittenOtherwiseIsNotAnother() throws {
+        let real = try TestSubsonic.music()
+        let dir = TestDirectory.make("server-same-state")
+        let t = try TestDaemon(music: real, stateDir: dir)
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"search": "Tone 440 FLAC", "zones": ["kitchen"]}"#).object[
+                "id"])
+        #expect(waitUntil(seconds: 15) { (try? t.status().sources.first { $0.id == id }?.state) == "playing" })
+        #expect(
+            waitUntil(seconds: 15) { t.daemon.parts.music.lacksSavePlayQueue }, "Supysonic's lack is noticed")
+        let slashed = "HTTP://" + real.subsonic.url.dropFirst("http://".count) + "/"
+        #expect(t.daemon.apply(Self.pointed(t, at: slashed)).applied)
+        _ = try t.daemon.parts.music.context(t.daemon.config)
+        #expect(t.daemon.parts.music.lacksSavePlayQueue, "what was learnt of the server is kept")
+        t.stop()
+        var same = real
+        same.subsonic.url = slashed
+        let again = try TestDaemon(music: same, stateDir: dir)
+        defer { again.stop() }
+        let resumed = try again.request("POST", "/api/v1/music/resume", "{}")
+        #expect(resumed.status == 202, "\(resumed.text)")
+    }
+
     /// A caller holding the configuration from before the reload (a cover asked then, a save queued
     /// then) gets a client of its own, and leaves the new server's as it is: it switched the
     /// connection back to the old server, dropping what was kept for the new one, and the next
