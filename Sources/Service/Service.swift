@@ -11,13 +11,21 @@ import Systemd
 /// The daemon process: start the parts in order — the control plane, its triggers (MQTT, GPIO), the
 /// HTTP API, systemd — wait for SIGTERM/SIGINT, stop in reverse. SIGHUP reloads.
 public enum Service {
-    /// How often the watchdog is petted for systemd's `WatchdogSec=` (`interval`): at half of it,
-    /// at least 10 ms apart and at most a minute (`usleep`'s `UInt32` of µs trapped on a
+    /// How often the watchdog is petted for systemd's `WatchdogSec=` (`interval`): at a quarter of
+    /// it, at most a second apart and at least 10 ms (`usleep`'s `UInt32` of µs trapped on a
     /// `WatchdogSec=` over 2.4 hours, at start, and systemd restarted batond into the same trap).
+    /// Petted at half the interval, a pet skipped for a monitor slow for a moment left the next one
+    /// due just at systemd's deadline.
     static func petMicroseconds(watchdog interval: Duration) -> UInt32 {
-        guard interval < .seconds(120) else { return 60_000_000 }
-        return UInt32(max(interval.wholeNanoseconds / 2_000, 10_000))
+        guard interval < .seconds(4) else { return 1_000_000 }
+        return UInt32(max(interval.wholeNanoseconds / 4_000, 10_000))
     }
+
+    /// How long the monitor may go without a tick before the watchdog is no longer petted: half the
+    /// interval (5 s of `WatchdogSec=10s`; the monitor ticks at least once a second), so that a
+    /// moment's stall (a loaded single-core Pi) is not a kill, and a wedged daemon still is, within
+    /// about one and a half intervals. It was a fixed 2 s.
+    static func monitorGrace(watchdog interval: Duration) -> Duration { interval / 2 }
 
     /// Runs until SIGTERM or SIGINT; returns the process exit status. Main thread only, before any
     /// other thread exists (it blocks the signals so that every thread inherits the mask).
@@ -29,9 +37,10 @@ public enum Service {
         signal(SIGPIPE, SIG_IGN)
 
         // One daemon per configuration, decided before anything (a PCM, a port, a file) is touched.
-        let (lock, notInStateDir) = lockPath(config: config, configPath: configPath)
-        if let notInStateDir {
-            logger.warning("state-dir \(notInStateDir): the instance lock is \(lock) instead")
+        let (lock, unwritable) = lockPath(config: config, configPath: configPath)
+        if let unwritable {
+            let taken = lock.hasPrefix(config.stateDir ?? "\0") ? "is taken read-only there" : "is \(lock) instead"
+            logger.warning("state-dir \(unwritable): nothing is saved; the instance lock \(taken)")
         }
         switch FileLock.acquire(lock) {
         case .success: break
@@ -143,10 +152,11 @@ public enum Service {
         if let interval = systemd.watchdogInterval {
             // Pet the watchdog only while the monitor thread is alive: a wedged daemon gets restarted.
             let pet = petMicroseconds(watchdog: interval)
+            let grace = monitorGrace(watchdog: interval)
             OSThread.detach(name: "watchdog") {
                 while true {
                     usleep(pet)
-                    if daemon.monitorIsAlive { _ = try? systemd.watchdog() }
+                    if daemon.monitorTicked(within: grace) { _ = try? systemd.watchdog() }
                 }
             }
         }
@@ -208,7 +218,7 @@ public enum Service {
                 // reading, so that a second batond is still refused.
                 if access(dir, W_OK) == 0 { return (dir + "/batond.lock", nil) }
                 why = "\(dir) cannot be written: \(String(cString: strerror(errno)))"
-                if access(dir + "/batond.lock", R_OK) == 0 { return (dir + "/batond.lock", nil) }
+                if access(dir + "/batond.lock", R_OK) == 0 { return (dir + "/batond.lock", why) }
             case .failure(let error): why = error.description
             }
         }

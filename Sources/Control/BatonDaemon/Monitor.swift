@@ -57,5 +57,10 @@ final class Monitor: Sendable {
     }
 
     /// True while the thread has run within the last 2 s (it runs at least once a second). Any thread.
-    var isAlive: Bool { monotonicNanoseconds() - lastTick.load(ordering: .acquiring) < 2_000_000_000 }
+    var isAlive: Bool { ticked(within: .seconds(2)) }
+
+    /// True when the thread has run within `span` (it runs at least once a second). Any thread.
+    func ticked(within span: Duration) -> Bool {
+        monotonicNanoseconds() - lastTick.load(ordering: .acquiring) < Int(clamping: span.wholeNanoseconds)
+    }
 }

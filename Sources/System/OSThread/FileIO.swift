@@ -175,8 +175,11 @@ public enum FileLock {
                 var bytes = [UInt8](repeating: 0, count: 32)
                 let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 31, 0) }
                 let text = String(decoding: bytes.prefix(max(n, 0)).prefix { $0 >= 0x30 && $0 <= 0x39 }, as: UTF8.self)
-                // A holder that locked it read-only wrote no pid: the one there may be a dead one's.
-                let pid = Int32(text).flatMap { kill($0, 0) == 0 || errno != ESRCH ? $0 : nil }
+                // A holder that locked it read-only wrote no pid: the one there may be an earlier
+                // run's, dead, or now another program's. Named only when it is the same program.
+                let pid = Int32(text).flatMap {
+                    FileIO.firstLine("/proc/\($0)/comm") == FileIO.firstLine("/proc/self/comm") ? $0 : nil
+                }
                 return .failure(.held(pid: pid))
             }
             return .failure(

@@ -67,6 +67,10 @@ import Testing
         try mountReadOnly()
 
         try d.start()
+        #expect(
+            d.log.contains(
+                "state-dir \(state) cannot be written: Read-only file system: nothing is saved; the instance lock is taken read-only there"
+            ), "\(d.log)")
         let status = d.batonctl("status", "--json").output
         #expect(
             status.contains(#""name":"kitchen""#) && status.contains(#""volume":0.4"#), "the saved volume: \(status)")
@@ -84,7 +88,8 @@ import Testing
         try mountReadOnly()
         try d.start()
         #expect(
-            d.log.contains("state-dir \(state) cannot be written: Read-only file system: the instance lock is"),
+            d.log.contains(
+                "state-dir \(state) cannot be written: Read-only file system: nothing is saved; the instance lock is /"),
             "\(d.log)")
         #expect(d.stop() == 0, "\(d.log)")
     }
