@@ -23,7 +23,7 @@ public struct ReloadReport: Codable, Sendable, Equatable {
     public var sectionsChanged: [String] = []
     /// The sections of `sectionsChanged` with a change this reload applied, in the same order. A
     /// section whose only change waits for a restart (`api`; `external-sources` whose `socket`
-    /// alone changed: `needsRestart`) is not here: the web app said "settings applied:
+    /// alone changed; `intercom` added or removed: `needsRestart`) is not here: the web app said "settings applied:
     /// external-sources" beside "needs a restart: external-sources.socket".
     public var sectionsApplied: [String] = []
     /// Settings that only take effect after a restart (e.g. `api.listen`).
@@ -93,13 +93,17 @@ public struct ReloadReport: Codable, Sendable, Equatable {
         ]
         sectionsChanged = sections.filter(\.1).map(\.0)
         // What of a changed section a reload applies (`Daemon.running` keeps the rest as it runs).
-        var oldSources = old.externalSources
-        oldSources?.socket = new.externalSources?.socket
+        // The intercom's zones only while a receiver runs and the section stays: one added or
+        // removed keeps running as it was (none, or the one started with) until a restart, and
+        // both were said applied. The external sources' sources, not their socket: a section
+        // added with only a socket set none up and was said applied (`externalSocketSetUp` says
+        // the socket a reload does set up).
+        let intercomZones = old.intercom.flatMap { o in new.intercom.map { n in o.zones != n.zones } } ?? false
         let applied: [String: Bool] = [
             "api": false, "mqtt": false, "gpio": false, "state-dir": false, "alsa-config": false, "output-dir": false,
             "device": old.mqtt == nil && new.mqtt == nil,
-            "intercom": old.intercom?.zones != new.intercom?.zones,
-            "external-sources": oldSources != new.externalSources,
+            "intercom": intercomZones,
+            "external-sources": (old.externalSources?.sources ?? []) != (new.externalSources?.sources ?? []),
         ]
         sectionsApplied = sectionsChanged.filter { applied[$0] ?? true }
         warnings = new.classWarnings

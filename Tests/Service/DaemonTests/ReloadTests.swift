@@ -389,6 +389,45 @@ import Testing
         #expect(report.needsRestart == ["api", "external-sources.socket"], "\(report.needsRestart)")
     }
 
+    /// An `intercom` section a reload adds starts no receiver (that is done at start), and an
+    /// `external-sources` section with only a `socket` sets no socket up (there are no sources):
+    /// both wait for a restart and are not said applied. They were (`sectionsApplied`), beside
+    /// the same sections in `needsRestart`.
+    @Test func sectionsAReloadAddsButCannotStartAreNotSaidApplied() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let socket = TestDirectory.make("applied-socket") + "/a.sock"
+        var new = t.config
+        new.intercom = Self.intercom
+        new.externalSources = ExternalSourcesConfig(socket: socket, sources: [])
+        for _ in 0..<2 {
+            let report = t.daemon.apply(new)
+            #expect(report.sectionsChanged == ["intercom", "external-sources"], "\(report.sectionsChanged)")
+            #expect(report.needsRestart == ["intercom", "external-sources.socket"], "\(report.needsRestart)")
+            #expect(report.sectionsApplied == [], "\(report.sectionsApplied)")
+        }
+        #expect(t.daemon.config.intercom == nil, "no receiver runs")
+        #expect(access(socket, F_OK) != 0, "no socket was set up")
+    }
+
+    /// An `intercom` section a reload removes leaves the receiver running as it started, and calls
+    /// on the zones it had, until a restart: not said applied (it was). Its zones changed while it
+    /// stays are applied, and said so.
+    @Test func anIntercomRemovedByAReloadIsNotSaidApplied() throws {
+        let t = try TestDaemon(intercom: Self.intercom)
+        defer { t.stop() }
+        var new = t.config
+        new.intercom = nil
+        let removed = t.daemon.apply(new)
+        #expect(removed.sectionsChanged == ["intercom"] && removed.needsRestart == ["intercom"], "\(removed)")
+        #expect(removed.sectionsApplied == [], "\(removed.sectionsApplied)")
+        #expect(t.daemon.config.intercom?.zones == Self.intercom.zones, "the calls' zones are kept")
+        new.intercom = Self.intercom
+        new.intercom?.zones = ["kitchen"]
+        let zones = t.daemon.apply(new)
+        #expect(zones.sectionsApplied == ["intercom"] && zones.needsRestart == [], "\(zones)")
+    }
+
     /// What a reload does not apply stays as it runs in the configuration kept: the API's limits
     /// and listen address, the state directory. `GET /api/v1/config` showed the new ones while the
     /// old ran, the MQTT bridge took the new `api.max-body` while the API kept the old, and a
