@@ -139,7 +139,8 @@ package final class ZoneTable: Sendable {
     /// (`ringFrames(rate:among:)`): a `buffer: 10s` zone beside an 8-channel 192 kHz zone makes
     /// each slot used there 94 MB, and batond locks its memory (`mlockall`). Rings are paged in
     /// only as slots are used, so this is the worst case, said once at start and at each reload;
-    /// nil below it (a default configuration is far below: 1.5 MiB a 48 kHz stereo zone).
+    /// nil below it (a default configuration is far below: 1.5 MiB a 48 kHz stereo zone). Rings a
+    /// reload kept longer than `config` needs (`rebuilt`) are said kept, to shrink at a restart.
     package func ringMemoryWarning(_ config: BatonConfiguration) -> String? {
         let perZone = devices.flatMap { d in
             d.spec.zones.map { z in (name: z.name, slot: z.ringFrames * z.channels * 4, slots: z.slotCount) }
@@ -161,10 +162,22 @@ package final class ZoneTable: Sendable {
         let zones = perZone.sorted { $0.slot * $0.slots > $1.slot * $1.slots }.map { z in
             "\(z.name) \(mib(z.slot * z.slots)) (\(z.slot) bytes a slot)"
         }
-        let seconds = Duration.nanoseconds(longest.frames * 1_000_000_000 / max(1, longest.rate))
+        let length = { (r: RingLength) in ConfigSyntax.format(.nanoseconds(r.frames * 1_000_000_000 / max(1, r.rate))) }
         let zone = widest.zones.map(\.name).joined(separator: ", ")
+        let held =
+            "with every slot of every zone in use they hold \(total) bytes (\(mib(total))) of locked memory: \(zones.joined(separator: ", "))"
+        // Longer than `config` makes them (`build`): rings a reload kept (`rebuilt`), longer than
+        // any zone needs now. Said as if `widest` made them, the warning blamed a zone whose
+        // buffer did not, and a shorter buffer there changed nothing.
+        let kept = devices.contains { d in
+            RingLength(d.spec).map { $0.frames > Self.ringFrames(rate: $0.rate, among: config.devices) } ?? false
+        }
+        if kept {
+            return
+                "zones: every slot ring is \(length(longest)) long, kept from before the reload (the longest any zone needs now is \(length(need(widest))): \(zone), buffer: \(ConfigSyntax.format(widest.buffer))); \(held). The rings shrink only when every zone restarts: restart batond"
+        }
         return
-            "zones: every slot ring is \(ConfigSyntax.format(seconds)) long (the longest any zone needs: \(zone), buffer: \(ConfigSyntax.format(widest.buffer))); with every slot of every zone in use they hold \(total) bytes (\(mib(total))) of locked memory: \(zones.joined(separator: ", ")). A shorter buffer in \(zone) makes every zone's rings shorter"
+            "zones: every slot ring is \(length(longest)) long (the longest any zone needs: \(zone), buffer: \(ConfigSyntax.format(widest.buffer))); \(held). A shorter buffer in \(zone) makes every zone's rings shorter"
     }
 
     /// A Snapcast zone's output: S16_LE into the stream source, paced by the system clock, heard one

@@ -611,5 +611,14 @@ extension DeviceZoneTests {
         )
         let (plain, defaults) = try zones(kitchenBuffer: "")
         #expect(plain.ringMemoryWarning(defaults) == nil)
+        // A reload that shortens the kitchen's buffer reopens the kitchen only: the patio keeps
+        // its 15.25 s rings, and the kitchen's new ones match them. Said as if the new
+        // configuration made them, the warning blamed the kitchen's 40 ms buffer for them.
+        let (kept, _, started) = long.rebuilt(for: defaults)
+        #expect(started.count == 1 && kept.zone("patio")?.device === long.zone("patio")?.device)
+        #expect(
+            kept.ringMemoryWarning(defaults)
+                == "zones: every slot ring is 15250ms long, kept from before the reload (the longest any zone needs now is 500ms: kitchen, buffer: 40ms); with every slot of every zone in use they hold 792609600 bytes (755.9 MiB) of locked memory: patio 714.8 MiB (93696000 bytes a slot), kitchen 41.0 MiB (5380200 bytes a slot). The rings shrink only when every zone restarts: restart batond"
+        )
     }
 }
