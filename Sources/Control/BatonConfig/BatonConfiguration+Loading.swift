@@ -54,8 +54,9 @@ extension BatonConfiguration {
             emptyMessage: "the configuration is empty; at least one zone is required")
         var reader = ConfigReader(file: file)
         reader.checksFiles = checkingFiles
-        let configuration = reader.configuration(root, baseDirectory: baseDirectory)
-        guard let configuration, reader.issues.isEmpty else { throw ConfigError(issues: reader.shownIssues) }
+        let read = reader.configuration(root, baseDirectory: baseDirectory)
+        guard var configuration = read, reader.issues.isEmpty else { throw ConfigError(issues: reader.shownIssues) }
+        configuration.loadWarnings = ConfigReader.sorted(reader.warnings, file: file)
         return configuration
     }
 
@@ -139,7 +140,10 @@ extension ConfigReader {
     }
 
     /// The issues sorted by position, the configuration file's own first (a board profile's follow).
-    var sortedIssues: [ConfigIssue] {
+    var sortedIssues: [ConfigIssue] { Self.sorted(issues, file: file) }
+
+    /// `issues` sorted by position, those in `file` first (a board profile's follow).
+    static func sorted(_ issues: [ConfigIssue], file: String) -> [ConfigIssue] {
         issues.enumerated().sorted { a, b in
             let left = (a.element.file == file ? 0 : 1, a.element.line ?? 0, a.element.column ?? 0, a.offset)
             let right = (b.element.file == file ? 0 : 1, b.element.line ?? 0, b.element.column ?? 0, b.offset)

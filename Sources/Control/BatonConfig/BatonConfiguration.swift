@@ -48,6 +48,10 @@ public struct BatonConfiguration: Sendable, Equatable {
     /// How long a zone may stay below −70 dBFS while a source is heard there before the daemon
     /// raises `silent-while-playing` (`silence-alarm:`, default 2 s).
     public var silenceAlarm: Duration
+    /// What the loader said of the file without refusing it, each at its line and key (a
+    /// fractional `mqtt.keepalive` rounded, a `bus` beside `mpd` ignored, an `output-dir` that is a
+    /// file): in ``warnings``. Empty for a configuration not loaded from text.
+    public var loadWarnings: [ConfigIssue] = []
 
     /// `silence-alarm:`'s default and its accepted range.
     public static let defaultSilenceAlarm = Duration.seconds(2)

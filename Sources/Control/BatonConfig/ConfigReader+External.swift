@@ -86,11 +86,11 @@ extension ConfigReader {
             return nil
         }
         // `bus` is the D-Bus bus of an MPRIS player: beside mpd or command it was ignored unsaid.
+        // Still ignored (a file that started must still start), and said.
         if kinds[0] != "mpris", let bus = fields.values["bus"] {
-            report(
+            warn(
                 bus.keyMark, path.appending("bus"),
-                "bus is only for mpris (the D-Bus bus its player is on), not \(kinds[0])")
-            return nil
+                "bus is only for mpris (the D-Bus bus its player is on): ignored beside \(kinds[0])")
         }
         switch kinds[0] {
         case "mpris":

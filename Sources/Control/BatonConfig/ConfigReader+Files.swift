@@ -5,7 +5,7 @@ import YAML
 /// The files a start opens, checked where they are named (``ConfigReader/checksFiles``): a missing
 /// or empty `api.token-file`, an unreadable `alsa-config` or an `output-dir` that cannot be made
 /// passed `batond --check` and a reload, and the next start (at boot) exited 1, which systemd does
-/// not restart.
+/// not restart. What a start accepts (an `output-dir` that is a file) is a warning, not an error.
 extension ConfigReader {
     /// `api.token-file` at `path` (resolved): readable, and its first line (the token) not blank.
     mutating func checkTokenFile(_ path: String, at pair: YAMLPair, _ keyPath: ConfigPath) {
@@ -32,13 +32,19 @@ extension ConfigReader {
     }
 
     /// `output-dir` at `path` (resolved): a directory, or one the start can make (it makes the last
-    /// directory of the path only, in a parent it may write in).
+    /// directory of the path only, in a parent it may write in); one that is there but not a
+    /// directory is a warning (the start goes on).
     mutating func checkOutputDirectory(_ path: String, at pair: YAMLPair, _ keyPath: ConfigPath) {
         guard checksFiles else { return }
         var status = stat()
         if stat(path, &status) == 0 {
+            // Informational (the ALSA file decides where file PCMs write), and batond starts with
+            // it so (making it finds it there): said, not refused, or a file that started stops
+            // starting.
             if (status.st_mode & S_IFMT) != S_IFDIR {
-                report(pair.value.mark, keyPath, "\(ConfigSyntax.quoted(path)) is not a directory")
+                warn(
+                    pair.value.mark, keyPath,
+                    "\(ConfigSyntax.quoted(path)) is not a directory: file PCMs cannot write there")
             }
             return
         }

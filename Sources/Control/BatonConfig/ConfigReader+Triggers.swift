@@ -34,16 +34,17 @@ extension ConfigReader {
         let discoveryPrefix = value(mqtt, "discovery-prefix", .topicPrefix, default: defaults.discoveryPrefix)
         let topicPrefix = value(mqtt, "topic-prefix", .topicPrefix, default: defaults.topicPrefix)
         var keepalive = value(mqtt, "keepalive", .duration(MQTTConfig.keepaliveRange), default: defaults.keepalive)
-        // The broker is told whole seconds (MQTT's keepalive is a 16-bit count of them): 2.5s was
-        // cut to 2s unsaid.
+        // The broker is told whole seconds (MQTT's keepalive is a 16-bit count of them): 7.5s was
+        // cut to 7s unsaid. Rounded, and said; not refused: a file that started must still start.
         if let given = keepalive, given.wholeNanoseconds % 1_000_000_000 != 0,
             let node = mqtt.values["keepalive"]?.value
         {
-            report(
+            let rounded = Duration.seconds((given.wholeNanoseconds + 500_000_000) / 1_000_000_000)
+            warn(
                 node.mark, path.appending("keepalive"),
-                "\(ConfigSyntax.shortened(node.scalar?.value ?? "")) is not a whole number of seconds (MQTT's keepalive is counted in seconds)"
-            )
-            keepalive = nil
+                "\(ConfigSyntax.shortened(node.scalar?.value ?? "")) is not a whole number of seconds: "
+                    + "\(ConfigSyntax.format(rounded)) is used (MQTT's keepalive is counted in seconds)")
+            keepalive = rounded
         }
 
         if mqtt.values["password-file"] != nil, mqtt.values["username"] == nil {

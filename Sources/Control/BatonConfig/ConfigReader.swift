@@ -51,6 +51,10 @@ struct Fields {
 struct ConfigReader {
     let file: String
     private(set) var issues: [ConfigIssue] = []
+    /// What the file says that is taken another way than written, or not taken (a fractional
+    /// keepalive, a `bus` beside `mpd`): the file still loads. Files that started before these
+    /// were said must still start: batond exits 1 on an error, and systemd does not restart it.
+    private(set) var warnings: [ConfigIssue] = []
     /// Board profiles looked up while reading zones (configuration files only).
     var boards = BoardLookup()
     /// Whether the files a start opens are checked too (`api.token-file`, `alsa-config`,
@@ -67,6 +71,15 @@ struct ConfigReader {
     /// Records a problem.
     mutating func report(_ mark: Mark?, _ path: ConfigPath, _ message: String) {
         issues.append(
+            ConfigIssue(
+                file: file, line: mark?.line, column: mark?.column,
+                path: path.description, message: message))
+    }
+
+    /// Records a warning: the file loads, and batond says it at start, `--check` prints it and a
+    /// reload reports it (``BatonConfiguration/warnings``).
+    mutating func warn(_ mark: Mark?, _ path: ConfigPath, _ message: String) {
+        warnings.append(
             ConfigIssue(
                 file: file, line: mark?.line, column: mark?.column,
                 path: path.description, message: message))

@@ -140,6 +140,13 @@ public struct DuckConfig: Sendable, Equatable {
 }
 
 extension BatonConfiguration {
+    /// Everything batond says of a file it runs: the loader's warnings (``loadWarnings``, each
+    /// `file:line:column: key: message`), then ``classWarnings``. batond logs them at start and at a
+    /// reload, `--check` prints them, and the reload report lists them.
+    public var warnings: [String] {
+        loadWarnings.map(\.description) + classWarnings
+    }
+
     /// The classes batond itself asks for (`music`, `announcement`, `call`) that the policy leaves
     /// out because a class of the file has their priority: one line each, saying what is refused
     /// for it ("unknown class"). The file loads (refusing it stopped speakers whose file had loaded

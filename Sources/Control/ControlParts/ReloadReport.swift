@@ -28,8 +28,9 @@ public struct ReloadReport: Codable, Sendable, Equatable {
     public var sectionsApplied: [String] = []
     /// Settings that only take effect after a restart (e.g. `api.listen`).
     public var needsRestart: [String] = []
-    /// What the new configuration leaves out that batond asks for
-    /// (`BatonConfiguration.classWarnings`): applied, but those requests are refused.
+    /// What the loader said of the new file (`BatonConfiguration.warnings`: a value taken otherwise
+    /// than written, at its line; a class batond asks for that it leaves out, whose requests are
+    /// refused): applied all the same.
     public var warnings: [String] = []
 
     package init(applied: Bool, errors: [String]) {
@@ -106,7 +107,7 @@ public struct ReloadReport: Codable, Sendable, Equatable {
             "external-sources": (old.externalSources?.sources ?? []) != (new.externalSources?.sources ?? []),
         ]
         sectionsApplied = sectionsChanged.filter { applied[$0] ?? true }
-        warnings = new.classWarnings
+        warnings = new.warnings
     }
 
     /// The external sources' socket was set up by this reload (there was none): it is no longer

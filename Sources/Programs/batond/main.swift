@@ -64,7 +64,9 @@ if alsaSnippet {
     print(external.alsaSnippet(plugin: pluginPath), terminator: "")
     exit(0)
 }
-// Loaded, but what batond asks for is refused at run time: said at start and by `--check`.
+// Loaded, but taken otherwise than written (each at its line), or what batond asks for is refused
+// at run time: said at start and by `--check`.
+for warning in config.loadWarnings { logger.warning("\(warning)") }
 for warning in config.classWarnings { logger.warning("\(configPath): \(warning)") }
 if checkOnly {
     print("\(configPath): ok (\(config.zones.count) zones)")

@@ -48,17 +48,11 @@ import Testing
                       g: {volume: 1}
                       h: {control: {mpd: "mpd.lan:6600"}}
                       i: {control: {mpd: "010.0.0.1:6600"}}
-                      j: {when-interrupted: pause, control: {mpd: "127.0.0.1:6600", bus: system}}
                       k: {when-interrupted: pause, control: {mpd: "mpd.lan:6600"}}
 
                     """) ?? []
-        #expect(lines.count == 11, "\(lines)")
-        // One error a mistake: a bus beside mpd was ignored unsaid, and a wrong control was said
-        // twice ("pause needs a control" too).
-        #expect(
-            lines.filter { $0.contains("external-sources.j") } == [
-                "test.yaml:14:65: external-sources.j.control.bus: bus is only for mpris (the D-Bus bus its player is on), not mpd"
-            ], "\(lines)")
+        #expect(lines.count == 10, "\(lines)")
+        // One error a mistake: a wrong control was said twice ("pause needs a control" too).
         #expect(lines.filter { $0.contains("external-sources.k") }.count == 1, "\(lines)")
         #expect(lines.contains { $0.contains("external-sources.a.class") && $0.contains("musik") })
         #expect(lines.contains { $0.contains("external-sources.b.zones") && $0.contains("garage") })
@@ -76,6 +70,27 @@ import Testing
                 )
             })
         #expect(lines.contains { $0.contains("external-sources.g.volume: unknown key") })
+    }
+
+    /// `bus` beside `mpd` or `command` is ignored, as it always was, with a warning at the key: it
+    /// was ignored unsaid, then refused, and a file that had started then stopped batond at its
+    /// next start (exit 1, which systemd does not restart).
+    @Test func aBusBesideMPDIsIgnoredWithAWarning() throws {
+        let configuration = try load(
+            minimalZone + """
+                external-sources:
+                  j: {when-interrupted: pause, control: {mpd: "127.0.0.1:6600", bus: system}}
+                  c: {control: {command: {pause: "true", resume: "true"}, bus: 5}}
+
+                """)
+        let sources = try #require(configuration.externalSources?.sources)
+        #expect(
+            sources.map(\.control) == [.mpd(host: "127.0.0.1", port: 6600), .command(pause: "true", resume: "true")])
+        #expect(
+            configuration.warnings == [
+                "test.yaml:5:65: external-sources.j.control.bus: bus is only for mpris (the D-Bus bus its player is on): ignored beside mpd",
+                "test.yaml:6:59: external-sources.c.control.bus: bus is only for mpris (the D-Bus bus its player is on): ignored beside command",
+            ], "\(configuration.warnings)")
     }
 
     /// `socket:` with no value is absent (the default socket), as a null is for every other

@@ -101,7 +101,6 @@ import Testing
             "2:14: alsa-config: cannot read \"DIR/alsa/missing.conf\": No such file or directory"
         ),
         ("output-dir: no/such/out\n", "2:13: output-dir: cannot create \"DIR/no/such/out\": No such file or directory"),
-        ("output-dir: empty.token\n", "2:13: output-dir: \"DIR/empty.token\" is not a directory"),
     ])
     func checkRefusesTheFilesAStartCannotOpen(section: String, expected: String) throws {
         let dir = TestDirectory.make("check-files")
@@ -114,5 +113,36 @@ import Testing
         #expect(check.status == 1, "\(check.output)")
         #expect(check.output.contains(message), "\(check.output)")
         #expect(!check.output.contains("ok ("), "\(check.output)")
+    }
+
+    /// What a start took another way than written (a fractional keepalive, rounded; a bus beside
+    /// mpd, ignored; an output-dir that is a file, informational) is a warning that `--check` prints
+    /// (as a start logs it), and the file passes: refusing it made a package upgrade restart batond
+    /// into exit 1, which systemd does not restart.
+    @Test func checkWarnsOfWhatAStartTakesOtherwise() throws {
+        let dir = TestDirectory.make("check-warnings")
+        let path = dir + "/baton.yaml"
+        _ = FileIO.writeAtomically(Array("x\n".utf8), to: dir + "/out")
+        let yaml = """
+            output-dir: out
+            mqtt: {broker: "mqtt://127.0.0.1:1", keepalive: 7.5s}
+            external-sources:
+              socket: sources.sock
+              player: {control: {mpd: "127.0.0.1:6600", bus: system}}
+            zones:
+              kitchen: {pcm: "null", clock: system}
+
+            """
+        _ = FileIO.writeAtomically(Array(yaml.utf8), to: path)
+        let check = Subprocess.run(batond, ["--config", path, "--check"])
+        #expect(check.status == 0, "\(check.output)")
+        #expect(check.output.contains("\(path): ok (1 zones)"), "\(check.output)")
+        for warning in [
+            "\(path):1:13: output-dir: \"\(dir)/out\" is not a directory: file PCMs cannot write there",
+            "\(path):2:49: mqtt.keepalive: 7.5s is not a whole number of seconds: 8s is used",
+            "\(path):5:45: external-sources.player.control.bus: bus is only for mpris",
+        ] {
+            #expect(check.output.contains(warning), "\(check.output)")
+        }
     }
 }

@@ -101,6 +101,40 @@ import Testing
         #expect(rejected?.reason?.contains("api.token-file") == true, "\(String(describing: rejected))")
     }
 
+    /// What the file says that a start takes another way (a fractional keepalive, a bus beside mpd,
+    /// an output-dir that is a file) does not refuse a reload: it is applied, and the report's
+    /// warnings say each at its line. Refused, a reload after an upgrade kept the old file, and the
+    /// next start exited 1.
+    @Test func aReloadWarnsOfWhatAStartTakesOtherwise() throws {
+        let dir = TestDirectory.make("reload-warnings")
+        let path = dir + "/baton.yaml"
+        let t = try TestDaemon(configPath: path)
+        defer { t.stop() }
+        _ = FileIO.writeAtomically(Array("x\n".utf8), to: dir + "/out")
+        let yaml = """
+            output-dir: out
+            mqtt: {broker: "mqtt://127.0.0.1:1", keepalive: 7.5s}
+            external-sources:
+              socket: sources.sock
+              player: {control: {mpd: "127.0.0.1:6600", bus: system}}
+            zones:
+              kitchen: {pcm: x}
+
+            """
+        _ = FileIO.writeAtomically(Array(yaml.utf8), to: path)
+        let r = try t.request("POST", "/api/v1/reload")
+        #expect(r.status == 200, "\(r.text)")
+        let report = try JSONDecoder().decode(ReloadReport.self, from: Data(r.body))
+        #expect(report.applied && report.errors.isEmpty, "\(report.errors)")
+        #expect(
+            report.warnings == [
+                "\(path):1:13: output-dir: \"\(dir)/out\" is not a directory: file PCMs cannot write there",
+                "\(path):2:49: mqtt.keepalive: 7.5s is not a whole number of seconds: 8s is used (MQTT's keepalive is counted in seconds)",
+                "\(path):5:45: external-sources.player.control.bus: bus is only for mpris (the D-Bus bus its player is on): ignored beside mpd",
+            ], "\(report.warnings)")
+        #expect(try t.status().zones.map(\.name) == ["kitchen"])
+    }
+
     /// `POST /api/v1/zones/<zone>/volume` sets the user's zone volume; a bad value or zone is a clear error.
     @Test func zoneVolumeOverTheAPI() throws {
         let t = try TestDaemon()
