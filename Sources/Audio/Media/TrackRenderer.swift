@@ -49,6 +49,12 @@ public final class TrackRenderer {
     private let out: UnsafeMutableBufferPointer<Float>
     private var finished = false
     private static let blockFrames = 2_048
+    /// The most frames a seek skips: a clamp only so that no skip, however large (`1e300`), traps
+    /// in the conversion to Int. 2^52 frames are far past any position a seek or a resume may ask
+    /// (under a week: 4.6e11 frames at 768 kHz), exact as a Double, and leave `skip` room to grow
+    /// by the frames a `restart(with:)` adds. It was Int32.max: a resume at 15:00:00 into a 20 h
+    /// audiobook at 48 kHz (2.6e9 frames) played from 12:25:39, a seek at 192 kHz stopped at 3:06:24.
+    static let maxSkipFrames = Double(1 << 52)
 
     /// Prepares the resamplers and buffers. Throws when a resampler cannot be made.
     public init(decoder: any AudioDecoder, outputs: [Output], skipSeconds: Double = 0, gain: Float = 1) throws {
@@ -56,9 +62,8 @@ public final class TrackRenderer {
         self.outputs = outputs
         self.gain = gain
         framesDelivered = Array(repeating: 0, count: outputs.count)
-        // Clamped: no skip, however large, may trap in the conversion to Int.
         skip = Int(
-            min((max(0, skipSeconds.isFinite ? skipSeconds : 0) * Double(decoder.rate)).rounded(), Double(Int32.max)))
+            min((max(0, skipSeconds.isFinite ? skipSeconds : 0) * Double(decoder.rate)).rounded(), Self.maxSkipFrames))
         var groups: [[Int]] = []
         for (k, o) in outputs.enumerated() {
             let same = groups.firstIndex { g in

@@ -110,6 +110,57 @@ struct TrackRendererTests {
                 damage: DecodeDamage(count: 2, one: "gap", many: "gaps", firstAtFrame: 48_000, rate: 48_000)))
         #expect(renderer.damage == DecodeDamage(count: 3, one: "gap", many: "gaps", firstAtFrame: 48_000, rate: 48_000))
     }
+
+    /// A resume or a seek far into a long track starts at its frame: 15:00:00 into a 20-hour
+    /// audiobook at 48 kHz is frame 2 592 000 000, past Int32.max. The frames skipped were capped
+    /// there, and the book played from 12:25:39 while the status and the saved place said 15:00:00.
+    @Test func aSeekPastInt32FramesStartsAtItsFrame() throws {
+        let target = 15 * 3_600 * 48_000
+        let decoder = MarkedDecoder(frames: 20 * 3_600 * 48_000, markFrom: target - 1_000)
+        let renderer = try TrackRenderer(
+            decoder: decoder, outputs: [TrackRenderer.Output(channels: 2, rate: 48_000, resampler: .soxr(.high))],
+            skipSeconds: 15 * 3_600)
+        #expect(renderer.position == target)
+        var first: Float?
+        while first == nil,
+            try renderer.step(deliver: { _, frames in
+                first = frames.first
+                return false
+            })
+        {}
+        // The first frame heard is the target's (1 000 frames past the mark), none from before it.
+        #expect(first == 1_000)
+        #expect(renderer.framesDecoded > target && renderer.framesDecoded <= target + 2_048)
+    }
+}
+
+/// Gives `frames` frames of stereo at 48 kHz: each frame from `markFrom` on is its distance from
+/// there (both channels), each before it -1, so a frame delivered says where it was in the track.
+/// Blocks wholly before the mark are left unwritten (a seek drops them), to go through hours fast.
+private final class MarkedDecoder: AudioDecoder {
+    let rate = 48_000
+    let channels = 2
+    private let frames: Int
+    private let markFrom: Int
+    private var at = 0
+
+    init(frames: Int, markFrom: Int) {
+        self.frames = frames
+        self.markFrom = markFrom
+    }
+
+    func read(into output: UnsafeMutableBufferPointer<Float>) throws(DecodeError) -> Int {
+        let n = min(frames - at, output.count / channels)
+        if at + n > markFrom {
+            for f in 0..<n {
+                let value: Float = at + f >= markFrom ? Float(at + f - markFrom) : -1
+                output[2 * f] = value
+                output[2 * f + 1] = value
+            }
+        }
+        at += n
+        return n
+    }
 }
 
 /// Gives `frames` frames of stereo silence at 48 kHz, and says `damage`.
