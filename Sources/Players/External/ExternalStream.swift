@@ -68,6 +68,8 @@ public final class ExternalStream: @unchecked Sendable {
     let lastReceivedAt = Atomic<Int>(0)
     let consumedFrames = Atomic<Int>(0)
     let formatBits = Atomic<Int>(0)
+    /// The FIFO's size in bytes (`fifoCapacity`), for any thread: at most `maxFIFOBytes`.
+    let fifoBytes = Atomic<Int>(0)
 
     // Stream thread only.
     var format: ExternalFormat?
@@ -77,6 +79,8 @@ public final class ExternalStream: @unchecked Sendable {
     /// Frames at the FIFO's head kept by a DROP (`Shared.keepsDropped`): counted as consumed at the
     /// DROP, as the program expects, and played before what it sends after.
     var keptFrames = 0
+    /// A DROP while held had more than a buffer to keep (said once a stream).
+    var keptBeyondBufferSaid = false
     var received: UInt64 = 0
     var consumed: UInt64 = 0
     var drainAt: UInt64?
@@ -345,9 +349,15 @@ public final class ExternalStream: @unchecked Sendable {
 
     var fifoCapacity: Int { fifo.count }
 
-    /// Makes the FIFO hold at least `capacity` bytes (a multiple of the frame), what it holds at its
-    /// head. Stream thread; allocates (at a DROP that keeps frames).
-    func growFIFO(to capacity: Int) {
+    /// The most the FIFO ever holds: the frames kept for the resume (at most a buffer) beside a
+    /// buffer of the program's (`ExternalFormat.maxBufferBytes` at most).
+    static let maxFIFOBytes = 2 * ExternalFormat.maxBufferBytes
+
+    /// Makes the FIFO hold at least `capacity` bytes (a multiple of `frameBytes`; at most
+    /// `maxFIFOBytes`), what it holds at its head. Stream thread; allocates (at a DROP that keeps
+    /// frames).
+    func growFIFO(to capacity: Int, frameBytes: Int) {
+        let capacity = min(capacity, Self.maxFIFOBytes / frameBytes * frameBytes)
         guard capacity > fifoCapacity else { return }
         var grown = [UInt8](repeating: 0, count: capacity)
         let first = min(fifoCount, fifoCapacity - fifoStart)
@@ -355,6 +365,7 @@ public final class ExternalStream: @unchecked Sendable {
         grown[first..<fifoCount] = fifo[0..<(fifoCount - first)]
         fifo = grown
         fifoStart = 0
+        fifoBytes.store(fifo.count, ordering: .releasing)
     }
     var fifoRoom: Int { fifoCapacity - fifoCount }
 
@@ -472,6 +483,7 @@ public final class ExternalStream: @unchecked Sendable {
                 fifo.replaceSubrange(0..<carried.count, with: carried)
                 fifoStart = 0
                 fifoCount = carried.count
+                fifoBytes.store(fifo.count, ordering: .releasing)
                 keptFrames = carried.count / f.frameBytes
                 format = f
                 shared.withLock { _ in formatText = f.description }
@@ -493,16 +505,31 @@ public final class ExternalStream: @unchecked Sendable {
                     // Said when it keeps more than it had: a DROP again (nothing new sent) is not
                     // a line each (a program could flood the journal past its rate limit).
                     let before = keptFrames
-                    keptFrames = frames
+                    // At most a buffer of them (what the player had in its buffer at a pause): a
+                    // program that wrote a buffer and dropped it again and again while held had
+                    // all of it kept, the FIFO grown by a buffer (up to 4 MiB) each time, without
+                    // end. The head is kept, the music just after the cut; the rest is dropped.
+                    keptFrames = min(frames, format.bufferFrames)
+                    if frames > keptFrames {
+                        fifoCount = keptFrames * format.frameBytes
+                        if !keptBeyondBufferSaid {
+                            keptBeyondBufferSaid = true
+                            logger.warning(
+                                "external \(name): \(peer) dropped \(frames) frames while paused by Baton, more than "
+                                    + "its buffer of \(format.bufferFrames); the first \(keptFrames) are kept for the "
+                                    + "resume, the rest dropped")
+                        }
+                    }
                     // Beside them, room for a whole buffer: the plugin counts them as consumed, and
                     // after the player's prepare it sees its whole buffer free. A player that wrote
                     // while still held filled what room was left, then the socket, and waited in a
                     // send until the plugin's timeout (2 s) took batond for gone — when the kept
                     // frames were more than the socket holds (hi-res, large buffers).
-                    growFIFO(to: (frames + format.bufferFrames) * format.frameBytes)
-                    if frames > before {
+                    growFIFO(to: (keptFrames + format.bufferFrames) * format.frameBytes, frameBytes: format.frameBytes)
+                    if keptFrames > before {
                         logger.info(
-                            "external \(name): \(peer) dropped \(frames) frames while paused by Baton; kept for the resume"
+                            "external \(name): \(peer) dropped \(frames) frames while paused by Baton; "
+                                + "\(keptFrames) kept for the resume"
                         )
                     }
                 } else {

@@ -154,6 +154,30 @@ import Testing
         #expect(sent == data.count, "\(sent) of \(data.count) bytes taken in 5 s")
     }
 
+    /// A program held paused by Baton that writes a buffer and drops it, again and again, has at
+    /// most a buffer kept (the head, the music just after the cut): each DROP kept all the FIFO
+    /// held and grew it by a whole buffer (4 MiB here), without end — the memory bound on a
+    /// connection gone (32 of them filled a Pi Zero 2 W).
+    @Test func repeatedKeepingDropsKeepAtMostABuffer() throws {
+        let pair = try PairedStream(program: "mpd")
+        defer { pair.stop() }
+        let (stream, send) = (pair.stream, pair.send)
+        stream.setHeld(true, keepingDropped: true)  // Baton paused the player
+        let buffer = ExternalFormat.maxBufferBytes / 4  // S16_LE stereo: 4 MiB, the most there is
+        let format = [0, 2, 48_000, buffer, 1_024].map { UInt32($0) }
+        send(ExternalWire.message(.format, format.flatMap { ExternalWire.bytes(of: $0) }))
+        let data = ExternalWire.message(.data, [UInt8](repeating: 1, count: buffer * 4))
+        for _ in 0..<20 {
+            send(data)
+            send(ExternalWire.message(.drop))
+        }
+        Self.awaitAnswers(from: pair.program, drops: 20)
+        let bytes = stream.fifoBytes.load(ordering: .acquiring)
+        #expect(bytes <= 2 * ExternalFormat.maxBufferBytes, "a FIFO of \(bytes) bytes")
+        let cut = pair.lines.filter { $0.contains("more than its buffer of \(buffer)") }
+        #expect(cut.count == 1, "\(pair.lines)")
+    }
+
     /// A program that sends control messages without end (DRAINs, 8 bytes each) does not keep the
     /// stream's thread from a stop: it read them until the socket was empty, which it never was.
     @Test func aFloodOfMessagesDoesNotHoldTheStream() throws {
