@@ -257,81 +257,126 @@ extension ExternalStream {
 
     /// The frames kept for the resume (`keptFrames`, at the FIFO's head in `old`) as frames of
     /// `new`: converted, channel-mapped (as `deliver` maps them) and resampled, for a FORMAT that
-    /// comes before they were played. Empty when none are kept, or when no resampler takes the
-    /// ratio (said). Stream thread; allocates (once, at a FORMAT).
+    /// comes before they were played — at most a buffer of `new` of them, the head (the music just
+    /// after the cut): 4 MiB kept as S16 mono at 8 kHz was converted whole to FLOAT_LE, 8 channels at
+    /// 384 kHz, 3.2 GB, which aborted batond. Converted a block at a time (nothing larger than the
+    /// result is made), and not at all in the same sample format, channels and rate. Empty when
+    /// none are kept, or when no resampler takes the ratio (said). Stream thread; allocates (once,
+    /// at a FORMAT).
     func carryKept(from old: ExternalFormat, to new: ExternalFormat) -> [UInt8] {
-        let frames = min(keptFrames, fifoCount / old.frameBytes)
-        guard frames > 0 else { return [] }
-        var samples = [Float](repeating: 0, count: frames * old.channels)
-        let first = min(frames, (fifoCapacity - fifoStart) / old.frameBytes)
-        fifo.withUnsafeBytes { raw in
-            samples.withUnsafeMutableBufferPointer { out in
-                Self.convert(raw.baseAddress! + fifoStart, first * old.channels, old.sample, into: out.baseAddress!)
-                Self.convert(
-                    raw.baseAddress!, (frames - first) * old.channels, old.sample,
-                    into: out.baseAddress! + first * old.channels)
+        let kept = min(keptFrames, fifoCount / old.frameBytes)
+        guard kept > 0 else { return [] }
+        let room = new.bufferFrames
+        if old.sample == new.sample && old.channels == new.channels && old.rate == new.rate {
+            let frames = min(kept, room)
+            if frames < kept { saidCut(kept: kept, carried: frames, new) }
+            var bytes = [UInt8](repeating: 0, count: frames * old.frameBytes)
+            var at = 0
+            while at < bytes.count {
+                let start = (fifoStart + at) % fifoCapacity
+                let n = min(bytes.count - at, fifoCapacity - start)
+                bytes[at..<(at + n)] = fifo[start..<(start + n)]
+                at += n
             }
+            return bytes
         }
-        if old.channels != new.channels {
-            if Self.downmixes(old.channels, to: new.channels), let order = Self.waveOrder(old.channels) {
-                let alsa = samples
-                for i in samples.indices { samples[i] = alsa[i - i % old.channels + order[i % old.channels]] }
-            }
-            samples = mapChannels(samples, from: old.channels, to: new.channels)
-        }
+        // The kept frames that make at most `room` frames of `new` (the output is cut at `room`).
+        let frames = min(kept, Int((Double(room) * Double(old.rate) / Double(new.rate)).rounded(.up)))
+        var resampler: (any Resampler)?
         if old.rate != new.rate {
             let kind = pumps.first?.output.resampler ?? .musicDefault
-            guard let resampled = Self.resample(samples, channels: new.channels, from: old.rate, to: new.rate, kind)
-            else {
+            resampler = try? makeResampler(kind, inputRate: old.rate, outputRate: new.rate, channels: new.channels)
+            guard resampler != nil else {
                 logger.warning(
-                    "external \(name): \(peer): the \(frames) frames kept for the resume cannot be converted "
+                    "external \(name): \(peer): the \(kept) frames kept for the resume cannot be converted "
                         + "from \(old.rate) Hz to \(new.rate) Hz; they are dropped")
                 return []
             }
-            samples = resampled
         }
-        return Self.encode(samples, as: new.sample)
-    }
-
-    /// `samples` (interleaved) resampled whole, with what the converter holds back; nil when no
-    /// `kind` converter takes the rates.
-    static func resample(_ samples: [Float], channels: Int, from input: Int, to output: Int, _ kind: ResamplerKind)
-        -> [Float]?
-    {
-        guard let r = try? makeResampler(kind, inputRate: input, outputRate: output, channels: channels) else {
-            return nil
+        if frames < kept { saidCut(kept: kept, carried: frames, new) }
+        let block = 4096
+        var decoded = [Float](repeating: 0, count: block * old.channels)
+        var ordered = decoded
+        var mapped = [Float](repeating: 0, count: block * new.channels)
+        var resampled = [Float](repeating: 0, count: block * new.channels)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(room * new.frameBytes)
+        /// Appends what fits of `samples` (whole frames of `new`); false once the result is full.
+        func append(_ samples: ArraySlice<Float>) -> Bool {
+            let left = room * new.frameBytes - bytes.count
+            let n = min(samples.count, left / new.sample.bytesPerSample)
+            bytes += Self.encode(samples.prefix(n), as: new.sample)
+            return n < left / new.sample.bytesPerSample
         }
-        let frames = samples.count / channels
-        var out = [Float](repeating: 0, count: (frames * output / input + 1024) * channels)
-        var produced = 0
-        samples.withUnsafeBufferPointer { inBuf in
-            out.withUnsafeMutableBufferPointer { outBuf in
-                var offset = 0
-                while offset < inBuf.count, produced * channels < outBuf.count {
-                    guard
-                        let (c, made) = try? r.process(
-                            input: UnsafeBufferPointer(rebasing: inBuf[offset...]),
-                            output: UnsafeMutableBufferPointer(rebasing: outBuf[(produced * channels)...]))
-                    else { break }
-                    offset += c * channels
-                    produced += made
-                    if c == 0 && made == 0 { break }
-                }
-                while produced * channels < outBuf.count,
-                    let made = try? r.flush(
-                        output: UnsafeMutableBufferPointer(rebasing: outBuf[(produced * channels)...])),
-                    made > 0
-                {
-                    produced += made
+        let order = Self.downmixes(old.channels, to: new.channels) ? Self.waveOrder(old.channels) : nil
+        var done = 0
+        var full = false
+        while done < frames && !full {
+            let n = min(block, frames - done)
+            let start = (fifoStart + done * old.frameBytes) % fifoCapacity
+            let first = min(n, (fifoCapacity - start) / old.frameBytes)
+            fifo.withUnsafeBytes { raw in
+                decoded.withUnsafeMutableBufferPointer { out in
+                    Self.convert(raw.baseAddress! + start, first * old.channels, old.sample, into: out.baseAddress!)
+                    Self.convert(
+                        raw.baseAddress!, (n - first) * old.channels, old.sample,
+                        into: out.baseAddress! + first * old.channels)
                 }
             }
+            done += n
+            if let order {
+                for i in 0..<(n * old.channels) {
+                    ordered[i] = decoded[i - i % old.channels + order[i % old.channels]]
+                }
+            }
+            let source = order == nil ? decoded : ordered
+            source.withUnsafeBufferPointer { src in
+                mapped.withUnsafeMutableBufferPointer { dst in
+                    _ = mapChannels(
+                        UnsafeBufferPointer(rebasing: src[0..<(n * old.channels)]), from: old.channels,
+                        to: new.channels, into: dst)
+                }
+            }
+            let count = n * new.channels
+            guard let r = resampler else {
+                full = !append(mapped[0..<count])
+                continue
+            }
+            var offset = 0
+            while offset < count && !full {
+                guard
+                    let (c, made) = mapped.withUnsafeBufferPointer({ inBuf in
+                        resampled.withUnsafeMutableBufferPointer { outBuf in
+                            try? r.process(
+                                input: UnsafeBufferPointer(rebasing: inBuf[offset..<count]), output: outBuf)
+                        }
+                    })
+                else { break }
+                offset += c * new.channels
+                full = !append(resampled[0..<(made * new.channels)])
+                if c == 0 && made == 0 { break }
+            }
         }
-        return Array(out[0..<(produced * channels)])
+        if let r = resampler {
+            while !full,
+                let made = resampled.withUnsafeMutableBufferPointer({ try? r.flush(output: $0) }), made > 0
+            {
+                full = !append(resampled[0..<(made * new.channels)])
+            }
+        }
+        return bytes
+    }
+
+    /// Says that a FORMAT carries only the head of the frames kept for the resume.
+    private func saidCut(kept: Int, carried: Int, _ new: ExternalFormat) {
+        logger.warning(
+            "external \(name): \(peer): of the \(kept) frames kept for the resume, the first \(carried) "
+                + "fill its new buffer of \(new.bufferFrames) frames of \(new); the rest are dropped")
     }
 
     /// `samples` as little-endian `sample` bytes: the inverse of `convert` (S16 × 32767, so that
     /// S16 converted and encoded again is bit-exact; S32 × 2³¹), clamped to full scale.
-    static func encode(_ samples: [Float], as sample: ExternalSampleFormat) -> [UInt8] {
+    static func encode(_ samples: some Collection<Float>, as sample: ExternalSampleFormat) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: samples.count * sample.bytesPerSample)
         bytes.withUnsafeMutableBytes { raw in
             for (i, x) in samples.enumerated() {

@@ -178,6 +178,49 @@ import Testing
         #expect(cut.count == 1, "\(pair.lines)")
     }
 
+    /// Frames kept for the resume, then a FORMAT at the highest rate and channel count there is:
+    /// only what fits the new buffer is carried (the head), converted a block at a time. The kept
+    /// frames were converted whole, 48 times as many frames of 8 channels of Float — from 4 MiB
+    /// kept, 3.2 GB, which aborted batond.
+    @Test func aFormatCarriesAtMostABufferOfTheKeptFrames() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let (output, release) = try Self.kitchenOutput(t)
+        defer { release() }
+        output.slot.pause()  // nothing is taken from its ring: it holds what was written into it
+        let pair = try PairedStream(program: "mpd")
+        defer { pair.stop() }
+        let (stream, send) = (pair.stream, pair.send)
+        stream.setHeld(true, keepingDropped: true)  // Baton paused the player
+        // 32 768 frames of S16 mono at 8 kHz: the first 4 096 at a quarter of full scale, then silence.
+        let kept = 32_768
+        let first = [0, 1, 8_000, kept, 1_024].map { UInt32($0) }
+        send(ExternalWire.message(.format, first.flatMap { ExternalWire.bytes(of: $0) }))
+        let level = ExternalWire.bytes(of: UInt32(8192)).prefix(2)
+        let head = Array((0..<4_096).map { _ in level }.joined())
+        send(ExternalWire.message(.data, head + [UInt8](repeating: 0, count: (kept - 4_096) * 2)))
+        send(ExternalWire.message(.drop))  // the player's pause: all of it kept
+        // FLOAT_LE, 8 channels at 384 kHz: a buffer of 4 MiB, 131 072 frames (2 731 at 8 kHz).
+        let room = ExternalFormat.maxBufferBytes / 32
+        let second = [2, 8, 384_000, room, 1_024].map { UInt32($0) }
+        send(ExternalWire.message(.format, second.flatMap { ExternalWire.bytes(of: $0) }))
+        Self.awaitAnswers(from: pair.program, drops: 1, formats: 2)
+        #expect(waitUntil { stream.formatDescription == "FLOAT_LE 8 ch 384000 Hz" })
+        let bytes = stream.fifoBytes.load(ordering: .acquiring)
+        #expect(bytes <= 2 * room * 32, "a FIFO of \(bytes) bytes")
+        #expect(pair.lines.contains { $0.contains("the first 2731 fill its new buffer") }, "\(pair.lines)")
+        stream.setHeld(false)  // heard again
+        stream.attach([output])
+        // The head goes into the slot: the music just after the cut, not silence.
+        #expect(waitUntil(seconds: 5) { output.slot.ring.readable >= 256 * output.channels })
+        var samples = [Float](repeating: 0, count: output.slot.ring.readable)
+        let n = samples.withUnsafeMutableBufferPointer {
+            output.slot.ring.read(into: $0.baseAddress!, count: $0.count, releasing: false)
+        }
+        let loudest = samples[0..<n].map(abs).max() ?? 0
+        #expect(loudest > 0.1, "the loudest of \(n) samples carried: \(loudest)")
+    }
+
     /// A program that sends control messages without end (DRAINs, 8 bytes each) does not keep the
     /// stream's thread from a stop: it read them until the socket was empty, which it never was.
     @Test func aFloodOfMessagesDoesNotHoldTheStream() throws {
