@@ -266,7 +266,8 @@ extension ExternalStream {
     func carryKept(from old: ExternalFormat, to new: ExternalFormat) -> [UInt8] {
         let kept = min(keptFrames, fifoCount / old.frameBytes)
         guard kept > 0 else { return [] }
-        let room = new.bufferFrames
+        // At most 4 MiB of `new`, whatever its own buffer: the FIFO holds that beside a buffer.
+        let room = ExternalFormat.maxBufferBytes / new.frameBytes
         if old.sample == new.sample && old.channels == new.channels && old.rate == new.rate {
             let frames = min(kept, room)
             if frames < kept { saidCut(kept: kept, carried: frames, new) }
@@ -367,11 +368,14 @@ extension ExternalStream {
         return bytes
     }
 
-    /// Says that a FORMAT carries only the head of the frames kept for the resume.
+    /// Says that a FORMAT carries only the head of the frames kept for the resume: once a stream
+    /// (a program could loop FORMATs and flood the journal past its rate limit).
     private func saidCut(kept: Int, carried: Int, _ new: ExternalFormat) {
+        guard !keptBeyondBufferSaid else { return }
+        keptBeyondBufferSaid = true
         logger.warning(
             "external \(name): \(peer): of the \(kept) frames kept for the resume, the first \(carried) "
-                + "fill its new buffer of \(new.bufferFrames) frames of \(new); the rest are dropped")
+                + "fill the \(ExternalFormat.maxBufferBytes >> 20) MiB kept at most in \(new); the rest are dropped")
     }
 
     /// `samples` as little-endian `sample` bytes: the inverse of `convert` (S16 × 32767, so that

@@ -505,19 +505,21 @@ public final class ExternalStream: @unchecked Sendable {
                     // Said when it keeps more than it had: a DROP again (nothing new sent) is not
                     // a line each (a program could flood the journal past its rate limit).
                     let before = keptFrames
-                    // At most a buffer of them (what the player had in its buffer at a pause): a
-                    // program that wrote a buffer and dropped it again and again while held had
-                    // all of it kept, the FIFO grown by a buffer (up to 4 MiB) each time, without
-                    // end. The head is kept, the music just after the cut; the rest is dropped.
-                    keptFrames = min(frames, format.bufferFrames)
+                    // At most the largest buffer a program may have (4 MiB): a program that wrote a
+                    // buffer and dropped it again and again while held had all of it kept, the FIFO
+                    // grown by a buffer (up to 4 MiB) each time, without end. The head is kept, the
+                    // music just after the cut; the rest is dropped. Not its own buffer: a player
+                    // played on through its own controls during the interruption and paused again
+                    // holds more than one, all of it the music after the cut.
+                    keptFrames = min(frames, ExternalFormat.maxBufferBytes / format.frameBytes)
                     if frames > keptFrames {
                         fifoCount = keptFrames * format.frameBytes
                         if !keptBeyondBufferSaid {
                             keptBeyondBufferSaid = true
                             logger.warning(
                                 "external \(name): \(peer) dropped \(frames) frames while paused by Baton, more than "
-                                    + "its buffer of \(format.bufferFrames); the first \(keptFrames) are kept for the "
-                                    + "resume, the rest dropped")
+                                    + "the \(ExternalFormat.maxBufferBytes >> 20) MiB kept at most; the first \(keptFrames) "
+                                    + "are kept for the resume, the rest dropped")
                         }
                     }
                     // Beside them, room for a whole buffer: the plugin counts them as consumed, and

@@ -174,7 +174,7 @@ import Testing
         Self.awaitAnswers(from: pair.program, drops: 20)
         let bytes = stream.fifoBytes.load(ordering: .acquiring)
         #expect(bytes <= 2 * ExternalFormat.maxBufferBytes, "a FIFO of \(bytes) bytes")
-        let cut = pair.lines.filter { $0.contains("more than its buffer of \(buffer)") }
+        let cut = pair.lines.filter { $0.contains("more than the 4 MiB kept at most") }
         #expect(cut.count == 1, "\(pair.lines)")
     }
 
@@ -208,7 +208,7 @@ import Testing
         #expect(waitUntil { stream.formatDescription == "FLOAT_LE 8 ch 384000 Hz" })
         let bytes = stream.fifoBytes.load(ordering: .acquiring)
         #expect(bytes <= 2 * room * 32, "a FIFO of \(bytes) bytes")
-        #expect(pair.lines.contains { $0.contains("the first 2731 fill its new buffer") }, "\(pair.lines)")
+        #expect(pair.lines.contains { $0.contains("the first 2731 fill the 4 MiB kept at most") }, "\(pair.lines)")
         stream.setHeld(false)  // heard again
         stream.attach([output])
         // The head goes into the slot: the music just after the cut, not silence.
@@ -219,6 +219,35 @@ import Testing
         }
         let loudest = samples[0..<n].map(abs).max() ?? 0
         #expect(loudest > 0.1, "the loudest of \(n) samples carried: \(loudest)")
+    }
+
+    /// A player Baton paused (its DROP kept a buffer for the resume), played on through its own
+    /// controls while the doorbell still holds its zone and paused again: the second DROP keeps
+    /// both buffers, all of it the music after the cut. Kept up to one buffer of its own, the
+    /// resume jumped a buffer ahead (up to 21 s with a 4 MiB buffer).
+    @Test func aPlayerPlayedOnAndPausedAgainKeepsAllItsMusicForTheResume() throws {
+        let t = try TestDaemon()
+        defer { t.stop() }
+        let (output, release) = try Self.kitchenOutput(t)
+        defer { release() }
+        output.slot.pause()  // nothing is taken from its ring: it holds what was written into it
+        let pair = try PairedStream(program: "mpd")
+        defer { pair.stop() }
+        let (stream, send) = (pair.stream, pair.send)
+        stream.setHeld(true, keepingDropped: true)  // Baton paused the player
+        let fields = [0, output.channels, output.rate, 441, 441].map { UInt32($0) }  // S16_LE, buffer, period
+        send(ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: $0) }))
+        let buffer = ExternalWire.message(.data, [UInt8](repeating: 1, count: 441 * output.channels * 2))
+        send(buffer)
+        send(ExternalWire.message(.drop))  // its pause
+        send(buffer)  // played on through its own controls, a buffer more
+        send(ExternalWire.message(.drop))  // and paused again
+        Self.awaitAnswers(from: pair.program, drops: 2)
+        stream.setHeld(false)  // the resume
+        stream.attach([output])
+        #expect(
+            waitUntil(seconds: 2) { output.slot.ring.readable == 882 * output.channels },
+            "both buffers go into the slot: \(output.slot.ring.readable) samples")
     }
 
     /// A program that sends control messages without end (DRAINs, 8 bytes each) does not keep the
