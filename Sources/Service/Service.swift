@@ -22,10 +22,11 @@ public enum Service {
     }
 
     /// How long the monitor may go without a tick before the watchdog is no longer petted: half the
-    /// interval (5 s of `WatchdogSec=10s`; the monitor ticks at least once a second), so that a
-    /// moment's stall (a loaded single-core Pi) is not a kill, and a wedged daemon still is, within
-    /// about one and a half intervals. It was a fixed 2 s.
-    static func monitorGrace(watchdog interval: Duration) -> Duration { interval / 2 }
+    /// interval (5 s of `WatchdogSec=10s`), so that a moment's stall (a loaded single-core Pi) is not
+    /// a kill, and a wedged daemon still is, within about one and a half intervals; never less than
+    /// 2 s, since the monitor, idle, ticks only once a second (half of `WatchdogSec=1s` missed pets
+    /// every second).
+    static func monitorGrace(watchdog interval: Duration) -> Duration { max(interval / 2, .seconds(2)) }
 
     /// Runs until SIGTERM or SIGINT; returns the process exit status. Main thread only, before any
     /// other thread exists (it blocks the signals so that every thread inherits the mask).

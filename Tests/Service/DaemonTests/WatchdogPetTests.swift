@@ -16,5 +16,6 @@ import Testing
         #expect(Service.petMicroseconds(watchdog: .seconds(3 * 3_600)) == 1_000_000)
         #expect(Service.petMicroseconds(watchdog: .microseconds(Int64.max)) == 1_000_000)
         #expect(Service.monitorGrace(watchdog: .seconds(10)) == .seconds(5))
+        #expect(Service.monitorGrace(watchdog: .seconds(1)) == .seconds(2), "the idle monitor ticks once a second")
     }
 }
