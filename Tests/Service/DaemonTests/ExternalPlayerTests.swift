@@ -88,8 +88,8 @@ import Testing
             #expect(bytes.withUnsafeBytes { write(program, $0.baseAddress, $0.count) } == bytes.count)
         }
         for rate in [44_100, 48_000] {
-            let format = [0, 2, rate, 22_050, 441].map { UInt32($0) }
-            send(ExternalWire.message(.format, format.flatMap { ExternalWire.bytes(of: $0) }))
+            let format = [0, 2, rate, 22_050, 441]
+            send(ExternalStreamTests.formatMessage(format))
             #expect(
                 waitUntil(seconds: 5) { stream.formatDescription.contains("\(rate)") }, "\(stream.formatDescription)")
             #expect(player.format == stream.formatDescription, "\(player.format) against \(stream.formatDescription)")
@@ -119,9 +119,9 @@ import Testing
         player.start([output])
         // S16_LE, a 0.2 s buffer; 0.1 s sent: what the slot's ring does not take up to its lead
         // waits in the stream, and is kept at the DROP.
-        let fields = [0, output.channels, output.rate, output.rate / 5, output.rate / 100].map { UInt32($0) }
+        let fields = [0, output.channels, output.rate, output.rate / 5, output.rate / 100]
         let sent = output.rate / 10
-        send(ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: $0) }))
+        send(ExternalStreamTests.formatMessage(fields))
         send(ExternalWire.message(.data, [UInt8](repeating: 1, count: sent * output.channels * 2)))
         send(ExternalWire.message(.drop))  // the player's pause
         ExternalStreamTests.awaitAnswers(from: program, drops: 1)

@@ -30,30 +30,11 @@ import Testing
     /// Connects to `path`, sends OPEN for `source` and reads the answer until batond closes: its
     /// first message's type and payload (0 and "" when there was none).
     static func open(_ path: String, source: String) -> (type: UInt32, text: String) {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in path.utf8.enumerated() { raw[i] = b }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard connected == 0 else { return (0, "connect failed: errno \(errno)") }
         let open = ExternalWire.message(.open, ExternalWire.bytes(of: ExternalWire.version) + Array(source.utf8))
-        _ = open.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var answer: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1024)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
-            answer += chunk[0..<n]
-        }
+        let fd = ExternalSocketTests.peer(path, sending: open)
+        guard fd >= 0 else { return (0, "connect failed: errno \(errno)") }
+        defer { close(fd) }
+        let answer = ExternalSocketTests.received(fd, seconds: 5)
         guard answer.count >= 8 else { return (0, "") }
         let length = Int(ExternalWire.u32(answer[...], at: 4))
         let payload = answer.dropFirst(8).prefix(length)

@@ -18,8 +18,8 @@ import Testing
         defer { pair.stop() }
         let (stream, send) = (pair.stream, pair.send)
         stream.setDiscarding(true)
-        let format = [0, 2, 48_000, 24_000, 480].map { UInt32($0) }  // S16_LE, stereo, 0.5 s buffer
-        send(ExternalWire.message(.format, format.flatMap { ExternalWire.bytes(of: $0) }))
+        let format = [0, 2, 48_000, 24_000, 480]  // S16_LE, stereo, 0.5 s buffer
+        send(Self.formatMessage(format))
         send(ExternalWire.message(.data, [UInt8](repeating: 1, count: 480 * 4)))
         #expect(waitUntil(seconds: 5) { stream.framesConsumed == 480 })
         usleep(500_000)  // the program's pause, in real time: nothing sent
@@ -41,8 +41,8 @@ import Testing
         defer { pair.stop() }
         let (stream, send) = (pair.stream, pair.send)
         stream.setHeld(true, keepingDropped: true)
-        let format = [0, 2, 48_000, 24_000, 480].map { UInt32($0) }  // S16_LE, stereo, 0.5 s buffer
-        send(ExternalWire.message(.format, format.flatMap { ExternalWire.bytes(of: $0) }))
+        let format = [0, 2, 48_000, 24_000, 480]  // S16_LE, stereo, 0.5 s buffer
+        send(Self.formatMessage(format))
         send(ExternalWire.message(.data, [UInt8](repeating: 1, count: 480 * 4)))
         for _ in 0..<50 { send(ExternalWire.message(.drop)) }
         let kept = { pair.lines.filter { $0.contains("kept for the resume") }.count }
@@ -67,8 +67,8 @@ import Testing
         defer { pair.stop() }
         let (stream, send) = (pair.stream, pair.send)
         stream.setHeld(true, keepingDropped: true)  // Baton paused the player
-        let fields = [0, output.channels, output.rate, 4_410, 441].map { UInt32($0) }  // S16_LE, buffer, period
-        send(ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: $0) }))
+        let fields = [0, output.channels, output.rate, 4_410, 441]  // S16_LE, buffer, period
+        send(Self.formatMessage(fields))
         send(ExternalWire.message(.data, [UInt8](repeating: 1, count: 441 * output.channels * 2)))
         send(ExternalWire.message(.drop))  // the player's pause
         let kept = { pair.lines.contains { $0.contains("dropped 441 frames while paused by Baton") } }
@@ -99,8 +99,8 @@ import Testing
         let (stream, send) = (pair.stream, pair.send)
         stream.setHeld(true, keepingDropped: true)  // Baton paused the player
         func format(_ sample: Int, rate: Int) -> [UInt8] {
-            let fields = [sample, output.channels, rate, 4_410, 441].map { UInt32($0) }  // buffer, period
-            return ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: $0) })
+            let fields = [sample, output.channels, rate, 4_410, 441]  // buffer, period
+            return Self.formatMessage(fields)
         }
         // 441 frames of S16 at a level of 8192 (a quarter of full scale).
         let level = ExternalWire.bytes(of: UInt32(8192)).prefix(2)
@@ -133,8 +133,8 @@ import Testing
         let (stream, send) = (pair.stream, pair.send)
         stream.setHeld(true, keepingDropped: true)  // Baton paused the player
         let buffer = 131_072  // S16_LE stereo: 512 KiB, more than a socket pair holds
-        let format = [0, 2, 48_000, buffer, 1_024].map { UInt32($0) }
-        send(ExternalWire.message(.format, format.flatMap { ExternalWire.bytes(of: $0) }))
+        let format = [0, 2, 48_000, buffer, 1_024]
+        send(Self.formatMessage(format))
         send(ExternalWire.message(.data, [UInt8](repeating: 1, count: buffer * 4)))
         send(ExternalWire.message(.drop))  // the player's pause: all of it kept
         Self.awaitAnswers(from: pair.program, drops: 1)
@@ -164,8 +164,8 @@ import Testing
         let (stream, send) = (pair.stream, pair.send)
         stream.setHeld(true, keepingDropped: true)  // Baton paused the player
         let buffer = ExternalFormat.maxBufferBytes / 4  // S16_LE stereo: 4 MiB, the most there is
-        let format = [0, 2, 48_000, buffer, 1_024].map { UInt32($0) }
-        send(ExternalWire.message(.format, format.flatMap { ExternalWire.bytes(of: $0) }))
+        let format = [0, 2, 48_000, buffer, 1_024]
+        send(Self.formatMessage(format))
         let data = ExternalWire.message(.data, [UInt8](repeating: 1, count: buffer * 4))
         for _ in 0..<20 {
             send(data)
@@ -194,16 +194,16 @@ import Testing
         stream.setHeld(true, keepingDropped: true)  // Baton paused the player
         // 32 768 frames of S16 mono at 8 kHz: the first 4 096 at a quarter of full scale, then silence.
         let kept = 32_768
-        let first = [0, 1, 8_000, kept, 1_024].map { UInt32($0) }
-        send(ExternalWire.message(.format, first.flatMap { ExternalWire.bytes(of: $0) }))
+        let first = [0, 1, 8_000, kept, 1_024]
+        send(Self.formatMessage(first))
         let level = ExternalWire.bytes(of: UInt32(8192)).prefix(2)
         let head = Array((0..<4_096).map { _ in level }.joined())
         send(ExternalWire.message(.data, head + [UInt8](repeating: 0, count: (kept - 4_096) * 2)))
         send(ExternalWire.message(.drop))  // the player's pause: all of it kept
         // FLOAT_LE, 8 channels at 384 kHz: a buffer of 4 MiB, 131 072 frames (2 731 at 8 kHz).
         let room = ExternalFormat.maxBufferBytes / 32
-        let second = [2, 8, 384_000, room, 1_024].map { UInt32($0) }
-        send(ExternalWire.message(.format, second.flatMap { ExternalWire.bytes(of: $0) }))
+        let second = [2, 8, 384_000, room, 1_024]
+        send(Self.formatMessage(second))
         Self.awaitAnswers(from: pair.program, drops: 1, formats: 2)
         #expect(waitUntil { stream.formatDescription == "FLOAT_LE 8 ch 384000 Hz" })
         let bytes = stream.fifoBytes.load(ordering: .acquiring)
@@ -235,8 +235,8 @@ import Testing
         defer { pair.stop() }
         let (stream, send) = (pair.stream, pair.send)
         stream.setHeld(true, keepingDropped: true)  // Baton paused the player
-        let fields = [0, output.channels, output.rate, 441, 441].map { UInt32($0) }  // S16_LE, buffer, period
-        send(ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: $0) }))
+        let fields = [0, output.channels, output.rate, 441, 441]  // S16_LE, buffer, period
+        send(Self.formatMessage(fields))
         let buffer = ExternalWire.message(.data, [UInt8](repeating: 1, count: 441 * output.channels * 2))
         send(buffer)
         send(ExternalWire.message(.drop))  // its pause
@@ -297,8 +297,8 @@ import Testing
         defer { pair.stop() }
         let (stream, send, ours, program) = (pair.stream, pair.send, pair.ours, pair.program)
         func format(channels: Int) -> [UInt8] {
-            let fields = [0, channels, output.rate, 4_410, 441].map { UInt32($0) }  // S16_LE, buffer, period
-            return ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: $0) })
+            let fields = [0, channels, output.rate, 4_410, 441]  // S16_LE, buffer, period
+            return Self.formatMessage(fields)
         }
         func data(channels: Int) -> [UInt8] {
             ExternalWire.message(.data, [UInt8](repeating: 1, count: 441 * channels * 2))
@@ -384,6 +384,12 @@ import Testing
         let kitchen = try #require(t.daemon.output("kitchen"))
         let output = kitchen.output(try #require(kitchen.mixer.claimSlot(gain: 0)), resampler: .callsDefault)
         return (output, { kitchen.mixer.release(output.slot) })
+    }
+
+    /// A FORMAT message of `fields`: sample format (0 S16_LE, 1 S32_LE, 2 FLOAT_LE), channels,
+    /// rate, buffer frames, period frames.
+    static func formatMessage(_ fields: [Int]) -> [UInt8] {
+        ExternalWire.message(.format, fields.flatMap { ExternalWire.bytes(of: UInt32($0)) })
     }
 
     /// Reads what the stream answered the program after `formats` FORMATs and `drops` DROPs — an OK
