@@ -100,11 +100,15 @@ package final class ZoneTable: Sendable {
     /// dropped until the stream restarted, the zone available and silent. `atLeast`: the rings a
     /// reload keeps (`rebuilt`), which every new device's match.
     package static func ringFrames(rate: Int, among devices: [DeviceConfig], atLeast: RingLength? = nil) -> Int {
-        let needed = devices.reduce(rate / 2) { longest, d in
-            let frames = ringFrames(rate: d.rate, periodFrames: d.periodFrames, bufferFrames: d.bufferFrames)
-            return max(longest, RingLength(frames: frames, rate: d.rate).frames(at: rate))
-        }
+        let needed = devices.reduce(rate / 2) { longest, d in max(longest, ringNeeded(by: d).frames(at: rate)) }
         return max(needed, atLeast?.frames(at: rate) ?? 0)
+    }
+
+    /// The ring `device`'s own period and buffer need (`ringFrames(rate:periodFrames:bufferFrames:)`).
+    static func ringNeeded(by device: DeviceConfig) -> RingLength {
+        RingLength(
+            frames: ringFrames(rate: device.rate, periodFrames: device.periodFrames, bufferFrames: device.bufferFrames),
+            rate: device.rate)
     }
 
     /// A slot ring's length in time: `frames` at `rate`.
@@ -146,11 +150,7 @@ package final class ZoneTable: Sendable {
             d.spec.zones.map { z in (name: z.name, slot: z.ringFrames * z.channels * 4, slots: z.slotCount) }
         }
         let total = perZone.reduce(0) { $0 + $1.slot * $1.slots }
-        let need = { (d: DeviceConfig) in
-            RingLength(
-                frames: Self.ringFrames(rate: d.rate, periodFrames: d.periodFrames, bufferFrames: d.bufferFrames),
-                rate: d.rate)
-        }
+        let need = Self.ringNeeded(by:)
         guard total > Self.ringMemoryWarningBytes,
             let longest = devices.compactMap({ RingLength($0.spec) }).max(by: { $1.isLonger(than: $0) }),
             let widest = config.devices.max(by: { need($1).isLonger(than: need($0)) })
@@ -232,9 +232,7 @@ package final class ZoneTable: Sendable {
                     && old.spec.zones.allSatisfy { z in zone(z.name)?.config == new.zone(named: z.name) }
             }
         }
-        let ring = kept.compactMap { $0.flatMap { RingLength($0.spec) } }.reduce(nil) { (longest: RingLength?, r) in
-            longest.map { r.isLonger(than: $0) ? r : $0 } ?? r
-        }
+        let ring = kept.compactMap { $0.flatMap { RingLength($0.spec) } }.max { $1.isLonger(than: $0) }
         let devices = zip(new.devices, kept).map { d, old in
             old ?? DeviceOutput(ZoneTable.deviceSpec(for: d, in: new, ringsAtLeast: ring))
         }
