@@ -472,7 +472,7 @@ final class MusicStreamer: @unchecked Sendable {
             do {
                 let request = try client.streamRequest(id: song.id, offsetBytes: received)
                 var skip: Int64 = 0
-                try client.stream(
+                let answer = try client.stream(
                     request, stop: stop,
                     onResponse: { r in
                         // A server that ignores Range answers from byte 0. The original file: skip
@@ -513,6 +513,21 @@ final class MusicStreamer: @unchecked Sendable {
                         }
                         return true
                     })
+                // A 206 that ends before the file does, as its `Content-Range` says (a server or a
+                // proxy that answers a range in parts): the rest is asked for, from where it ended.
+                // It was taken as the song's end — the track ended early, the queue went on.
+                if answer.status == 206, let total = answer.totalLength, received < total {
+                    guard furthest > furthestBefore else {
+                        retrying(nil)
+                        buffer.fail(
+                            ByteSourceError(
+                                message: "the server's answer from byte \(answer.startOffset) ended at byte "
+                                    + "\(received) of \(total) with nothing new"))
+                        return
+                    }
+                    backoff = .milliseconds(250)
+                    continue
+                }
                 buffer.finish()
                 return
             } catch {

@@ -913,6 +913,27 @@ extension MusicQueueTests {
         try Self.expectUnbroken330HzTone(t.left("kitchen"), after: granted)
     }
 
+    /// The server answers a resumed download of the original file (`format: raw`) in parts of
+    /// 100 kB, each a 206 whose `Content-Range` gives the file's whole length (a server or a proxy
+    /// that answers a range in parts). The rest is asked for after each: the song plays on past
+    /// the first part, its 330 Hz tone unbroken, without a stream error. The first part was taken
+    /// as the song's end: the track ended 2.6 s in, "ended early".
+    @Test func aRangeAnsweredInPartsIsAskedForTheRest() throws {
+        let music = try TestSubsonic.music(format: .raw)
+        let song = try Self.longTone(music)
+        let proxy = try SubsonicRefusingProxy(
+            upstreamURL: music.subsonic.url, refusing: [], cutting: [song: 400_000],
+            answeringInParts: [song: 100_000])
+        let (t, id) = try Self.play(song, through: proxy, music: music)
+        let granted = try #require(t.waitForEvent("granted", source: id, seconds: 10)?.zoneFrames?["kitchen"])
+        #expect(waitUntil(seconds: 20) { position(t, id) > 6 }, "played on past the first part")
+        let answers = proxy.streamStatuses
+        #expect(answers.count >= 4 && answers.dropFirst().allSatisfy { $0.contains(" 206 ") }, "\(answers)")
+        #expect(!t.daemon.events.recent().contains { $0.type == "stream-error" })
+        t.stop()
+        try Self.expectUnbroken330HzTone(t.left("kitchen"), after: granted)
+    }
+
     /// A transcode the server gave up on midway, its answer ended in order (no error: curl and the
     /// decoder find an end): the track is said to have ended early, against its duration. It read
     /// as played to its end, without a word.

@@ -29,6 +29,10 @@ import Synchronization
 /// the server for that many bytes before what was asked: the answer, a 206 whose `Content-Range`
 /// says so, begins before the bytes the client wants (a server that rounds ranges down).
 ///
+/// Every ranged `/rest/stream` request for a song in `answeringInParts` asks the server for at most
+/// that many bytes from where it was asked: the answer is a 206 of that part, whose `Content-Range`
+/// gives the file's whole length (a server or a proxy that answers a range in parts).
+///
 /// With `keepingPlayQueue`, each `savePlayQueue` is answered `ok` and recorded (`savedQueues`)
 /// instead of going to Supysonic, which has no play queue.
 ///
@@ -50,6 +54,7 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
     private let cutting: Mutex<[String: Int]>
     private let rewinding: Mutex<[String: Int]>
     private let endingEarly: [String: Int]
+    private let answeringInParts: [String: Int]
     private let streamAnswers = Mutex<[String]>([])
     /// The status line of each `/rest/stream` answer forwarded, in order (`HTTP/1.1 200 OK`).
     public var streamStatuses: [String] { streamAnswers.withLock { $0 } }
@@ -129,9 +134,10 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
         failingOnce: Set<String> = [], refusingReports: Set<String> = [],
         coverArt: (type: String, body: String)? = nil, cuttingAlways: [String: Int] = [:],
         keepingPlayQueue: Bool = false, rewinding: [String: Int] = [:], endingEarly: [String: Int] = [:],
-        erroring: Set<String> = []
+        erroring: Set<String> = [], answeringInParts: [String: Int] = [:]
     ) throws {
         self.erroring = erroring
+        self.answeringInParts = answeringInParts
         failingReports = Mutex((failingOnce, []))
         self.refusingReports = refusingReports
         self.endingEarly = endingEarly
@@ -333,6 +339,12 @@ public final class SubsonicRefusingProxy: @unchecked Sendable {
             let back = rewinding.withLock({ $0.removeValue(forKey: id) })
         {
             lines[i] = "Range: bytes=\(max(0, from - back))-"
+        }
+        if target.hasPrefix("/rest/stream"), let id = Self.query(target, "id"), let part = answeringInParts[id],
+            let i = lines.firstIndex(where: { $0.lowercased().hasPrefix("range: bytes=") }),
+            let from = Int(lines[i].dropFirst("range: bytes=".count).prefix { $0.isNumber })
+        {
+            lines[i] = "Range: bytes=\(from)-\(from + part - 1)"
         }
         let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         defer { close(server) }
