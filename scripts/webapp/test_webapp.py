@@ -794,6 +794,28 @@ def scenario(music):
             tab(d, "now")
         check("music stopped while the queue tab is open: the tab says nothing plays", queue_after_stop)
 
+        def saved_queue_plays():
+            # Music stopped keeps its queue (`savedQueue`): the kitchen's card offers it, with its
+            # track and position, and its Play plays it on from there (`music/resume`). The page had
+            # no way back to it: "Nothing playing" and no button, the queue lost unless started over.
+            _, st = b.api("GET", "/api/v1/status")
+            saved = st["savedQueue"]
+            assert saved and "kitchen" in saved["zones"], saved
+            wait_for("the saved track on the card", lambda: f"saved: {saved['track']['title']}" in card(d, "kitchen").text, 5)
+            assert not card(d, "patio").find_elements(By.CSS_SELECTOR, ".controls"), "patio offers a queue that was not its"
+            click(d, '#zone-cards article[data-zone="kitchen"] .controls.saved button[data-act="resume"]')
+            wait_for("kitchen playing", lambda: card_state(d, "kitchen") == "playing" and "Tone 440" in card(d, "kitchen").text, 5)
+            _, st = b.api("GET", "/api/v1/status")
+            music = [x for x in st["sources"] if x["class"] == "music"]
+            assert len(music) == 1 and music[0]["positionSeconds"] >= saved["positionSeconds"] - 0.5, (music, saved)
+            time.sleep(0.6)
+            k = b.tail("kitchen")
+            assert tone(k, 440) > 0.03, f"440 Hz in kitchen at {db(tone(k, 440)):.1f} dBFS"
+            status, answer = b.api("POST", "/api/v1/music/stop", {})
+            assert status == 200, (status, answer)
+            wait_for("nothing playing again", lambda: card_state(d, "kitchen") == "silent", 5)
+        check("music stopped: its card offers the saved queue, and Play plays it on from where it was", saved_queue_plays)
+
         def library_slow():
             # batond asks the music server for a library view and gives it 30 s: a server that takes
             # 6 s is waited for (the page gave up after 4 s, "batond did not answer within 4 s"),

@@ -284,6 +284,9 @@ function render() {
     if (prevStates[z.name] !== undefined && prevStates[z.name] !== key + words) say(`${z.name}: ${shown ? (shown.track ? shown.track.title : shown.sound) + ' ' : ''}${words}`);
     prevStates[z.name] = key + words;
     const t = here && here.track;
+    // No music here, and the queue kept from before a restart or a stop was on this zone: the card
+    // offers it, as batonctl resume does (the page could only start the music over from the library).
+    const saved = !here && s.savedQueue && s.savedQueue.track && (s.savedQueue.zones || []).includes(z.name) ? s.savedQueue : null;
     const cover = t && t.coverArt ? `<img class="cover" alt="Cover of ${esc(t.album || t.title)}" src="/api/v1/library/cover/${encodeURIComponent(t.coverArt)}?size=176">` : `<div class="cover" aria-hidden="true">♪</div>`;
     const dur = t && t.durationSeconds, pos = here ? here.positionSeconds : null;
     const ducks = z.ducked.map(d => `<div class="duck">ducked to ${d.levelDb} dB by ${esc(who(d.by))} (the volume stays ${Math.round(z.volume * 100)}%)</div>`).join('');
@@ -314,6 +317,9 @@ function render() {
         <button type="button" data-act="next" aria-label="Next track" ${t ? '' : 'disabled'}>${ICON.next}</button>
         <button type="button" data-act="stop" aria-label="Stop">${ICON.stop}</button>
         ${t && here.queueLength ? `<span class="meta">track ${here.trackIndex + 1} of ${here.queueLength}</span>` : ''}
+      </div>` : saved ? `<div class="controls saved">
+        <button type="button" data-act="resume" class="primary" aria-label="Play ${esc(saved.track.title)} from ${fmt(saved.positionSeconds)}">${ICON.play}</button>
+        <span class="meta">saved: ${esc(saved.track.title)} at ${fmt(saved.positionSeconds)}, track ${saved.trackIndex + 1} of ${saved.queueLength}</span>
       </div>` : ''}
       ${heard}
       <div class="vol"><label for="vol-${esc(z.name)}">Volume</label>
@@ -358,6 +364,7 @@ function render() {
 }
 $('#zone-cards').addEventListener('click', e => {
   const b = e.target.closest('button[data-act]'); if (!b) return;
+  // A saved queue's Play has no source: `music/resume` without an id plays the saved queue.
   const id = b.closest('.controls').dataset.source;
   const names = {pause: 'Pause', resume: 'Play', next: 'Next', previous: 'Previous', stop: 'Stop'};
   act(names[b.dataset.act], 'POST', '/api/v1/music/' + b.dataset.act, {id});
