@@ -1113,6 +1113,20 @@ def scenario(music):
             tab(d, "now")
         check("sound files batond does not offer: the Announce tab says which and why", ignored_sounds)
 
+        def long_text():
+            # A text longer than speech.max-length (500 here) is refused by batond with the limit
+            # named, and the page says so. The field cut it at 500 characters without a word (a
+            # limit of its own, whatever the configuration says), and the cut text was spoken.
+            tab(d, "announce")
+            box = d.find_element(By.ID, "speak-text")
+            box.clear()
+            box.send_keys("Someone is at the door. " * 25 + Keys.ENTER)
+            said = wait_for("the refusal", lambda: d.find_element(By.ID, "notice").text, 5)
+            assert said.startswith("Speak failed: text is 599 characters; at most 500 (speech.max-length)"), said
+            box.clear()
+            tab(d, "now")
+        check("a text longer than speech.max-length: the page says the limit, nothing is cut", long_text)
+
         def paused_while_queued():
             # Music asked for while a long sound holds the kitchen waits (queued); paused from its
             # card meanwhile, batond keeps it paused for when it gets the zone. The card said "waiting
@@ -1366,6 +1380,18 @@ def login(music):
                      and not d.find_element(By.ID, "login").is_displayed(), 10)
             assert d.execute_script("return csrf") == answer["csrf"]
         check("another tab logs in again: this tab's changes still work, and its login form goes when the cookie is valid", another_tab)
+
+        def session_lost():
+            # batond restarted (its sessions are in memory): the page's next status is refused and the
+            # login form comes back; the header says "login needed", not the API's words for
+            # developers ("a bearer token is required (Authorization: Bearer <token …>)"), which
+            # the refused status wrote over it for as long as the form was shown.
+            b.restart()
+            wait_for("the login form", lambda: d.find_element(By.ID, "login").is_displayed(), 10)
+            time.sleep(2.5)  # the page's status polls (every second) go on while the form is shown
+            said = d.find_element(By.ID, "conn").text
+            assert said == "login needed", said
+        check("batond restarted: the session is gone, the page asks for a login and says only that", session_lost)
     finally:
         if d is not None:
             d.quit()

@@ -83,7 +83,7 @@ async function act(what, method, path, body) {
     refreshSoon();
     return answer;
   } catch (e) {
-    notify(what + ' failed: ' + e.message);
+    notify(what + ' failed: ' + (loginShown ? 'the session ended: log in again' : e.message));
     // What the page showed for it (a slider moved, a button pressed) is redrawn from batond's answer.
     drawnCards = '';
     refreshSoon();
@@ -194,7 +194,9 @@ async function refresh() {
     run = status.run; render();
     if (es && es.readyState === 1) conn('live', 'live');
   } catch (e) {
-    conn(e.message, 'down');
+    // A session that ended shows the login form, which says so: not the API's words for developers
+    // ("a bearer token is required (Authorization: Bearer …)") over it.
+    if (!loginShown) conn(e.message, 'down');
     // What the cards showed is no longer known: said (with what it last said), not left reading "playing".
     // The next answer redraws them even if it is what they showed before (nothing moved meanwhile).
     drawnCards = ''; drawnOthers = ''; statusFailed = true;
