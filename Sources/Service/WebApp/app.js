@@ -428,7 +428,10 @@ function renderZones() {
   }
   const bits = [];
   if (s.mqtt) bits.push(`MQTT ${s.mqtt.broker}: ${s.mqtt.connection}${s.mqtt.error ? ' (' + s.mqtt.error + ')' : ''}`);
-  if (s.intercom) bits.push(`intercom ${s.intercom.listen}: ${s.intercom.inCall ? 'in a call' : 'idle'}`);
+  // What explains a dead doorbell or intercom: a port that could not be bound read "idle", as if the
+  // intercom listened; a button on a missing chip was shown nowhere.
+  if (s.intercom) bits.push(`intercom ${s.intercom.listen}: ${s.intercom.error ? 'not listening: ' + s.intercom.error : s.intercom.inCall ? 'in a call' : 'idle'}`);
+  for (const g of s.gpio || []) if (g.state !== 'listening' || g.error) bits.push(`button ${g.chip} line ${g.line}: ${g.state}${g.error ? ' — ' + g.error : ''}`);
   if (s.savedQueue) bits.push(`saved queue: ${s.savedQueue.track.title} (${s.savedQueue.trackIndex + 1}/${s.savedQueue.queueLength})`);
   bits.push(`up ${(s.uptimeMs / 1000).toFixed(0)} s`);
   $('#extra').textContent = bits.join(' · ');
