@@ -149,7 +149,11 @@ public enum Service {
         // every zone has opened its output or failed to: what is still used comes back at its next use.
         giveBackCode(locked: locked, logger, once: ZonesOpened(daemon), within: .seconds(5), unless: daemon)
         notify(systemd, logger) { try systemd.ready() }
-        notify(systemd, logger) { try systemd.status("\(config.zones.count) zones; API on \(config.api.listen)") }
+        notify(systemd, logger) { try systemd.status(statusLine(zones: config.zones.count, config)) }
+        // After a reload (SIGHUP, the API, MQTT) too: `systemctl status` said the zones of the start.
+        if systemd.isUnderSystemd {
+            daemon.events.subscribe(StatusLineKeeper(systemd: systemd, config: config, logger: logger), after: nil)
+        }
         if let interval = systemd.watchdogInterval {
             // Pet the watchdog only while the monitor thread is alive: a wedged daemon gets restarted.
             let pet = petMicroseconds(watchdog: interval)
@@ -268,6 +272,30 @@ public enum Service {
             giveBackCode(
                 locked: locked, logger,
                 saying: allOpened ? "once every zone opened" : "after \(limit) without every zone opened")
+        }
+    }
+
+    /// systemd's one-line status (`systemctl status`): the zones and the API's address.
+    static func statusLine(zones: Int, _ config: BatonConfiguration) -> String {
+        "\(zones) zones; API on \(config.api.listen)"
+    }
+
+    /// Sends systemd the status line again at each `reloaded` event, with the zones it names (the
+    /// API's address needs a restart). On the thread that publishes it: one datagram, not blocking.
+    private final class StatusLineKeeper: EventSubscriber {
+        let systemd: SystemdNotifier
+        let config: BatonConfiguration
+        let logger: Logger
+        init(systemd: SystemdNotifier, config: BatonConfiguration, logger: Logger) {
+            self.systemd = systemd
+            self.config = config
+            self.logger = logger
+        }
+        func deliver(_ event: Event) -> Bool {
+            if event.type == EventType.reloaded.rawValue, let zones = event.zones {
+                notify(systemd, logger) { try systemd.status(statusLine(zones: zones.count, config)) }
+            }
+            return true
         }
     }
 

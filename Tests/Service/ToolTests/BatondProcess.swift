@@ -11,6 +11,7 @@ final class BatondProcess {
     private(set) var port = 0
     private(set) var pid: pid_t = 0
     private var stopped = false
+    private let notifySocket: String?
 
     var url: String { "http://127.0.0.1:\(port)" }
     var logPath: String { directory + "/batond.log" }
@@ -29,7 +30,9 @@ final class BatondProcess {
     /// by another, up to 5 times.
     /// `extra` is appended to the configuration (e.g. a `music:` section); `zones`, zones beside
     /// kitchen and patio (YAML indented under `zones:`).
-    init(extra: String = "", zones: String = "", token: String? = nil) throws {
+    /// `notifySocket`: batond runs as under systemd, with `NOTIFY_SOCKET` set to it.
+    init(extra: String = "", zones: String = "", token: String? = nil, notifySocket: String? = nil) throws {
+        self.notifySocket = notifySocket
         directory = TestDirectory.make("batonctl")
         mkdir(directory + "/out", 0o755)
         if let token { Self.write(directory + "/token", token + "\n") }
@@ -166,7 +169,7 @@ final class BatondProcess {
         let arguments: [String] = [executable, "--config", directory + "/baton.yaml"]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         // Not under this test process's (fake) systemd: the notify tests set NOTIFY_SOCKET in-process.
-        var env: [String] = []
+        var env: [String] = notifySocket.map { ["NOTIFY_SOCKET=" + $0] } ?? []
         var e = environ
         while let p = e.pointee {
             let entry = String(cString: p)

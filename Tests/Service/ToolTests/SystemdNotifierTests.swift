@@ -91,4 +91,30 @@ import Testing
         setenv("WATCHDOG_USEC", "not-a-number", 1)
         #expect(notifier.watchdogInterval == nil)
     }
+
+    /// batond under systemd says its zones in the status line (`systemctl status`), and again after
+    /// a reload that adds one: it said the start's count for as long as it ran.
+    @Test func theStatusLineFollowsAReload() throws {
+        let socket = NotifySocket(.path)
+        let daemon = try BatondProcess(notifySocket: socket.address)
+        defer { daemon.stop() }
+        func statusLines(until last: String) -> [String] {
+            var lines: [String] = []
+            while let message = socket.receive() {
+                if message.hasPrefix("STATUS=") { lines.append(message) }
+                if message == last { break }
+            }
+            return lines
+        }
+        let api = "API on 127.0.0.1:\(daemon.port)"
+        #expect(statusLines(until: "STATUS=2 zones; \(api)") == ["STATUS=2 zones; \(api)"])
+        let path = daemon.directory + "/baton.yaml"
+        let yaml = try #require(TextFile.read(path))
+        TextFile.write(
+            path,
+            yaml.replacing(
+                "zones:\n", with: "zones:\n  hall: {pcm: tool_null, rate: 48000, clock: system}\n", maxReplacements: 1))
+        kill(daemon.pid, SIGHUP)
+        #expect(statusLines(until: "STATUS=3 zones; \(api)") == ["STATUS=3 zones; \(api)"])
+    }
 }
