@@ -390,15 +390,22 @@ extension ValueKind {
         }
     }
 
-    /// An `http://` or `https://` URL.
+    /// An `http://` or `https://` URL; the scheme in any case (`HTTP://`: schemes are
+    /// case-insensitive, RFC 3986 §3.1), taken in lower case.
     static var httpURL: ValueKind<String> {
-        ValueKind<String>(name: "a URL") { text in
-            SubsonicConfig.isValidURL(text)
+        ValueKind<String>(name: "a URL") { written in
+            var text = written
+            if let end = written.firstRange(of: "://"),
+                ["http", "https"].contains(written[..<end.lowerBound].lowercased())
+            {
+                text = written[..<end.lowerBound].lowercased() + written[end.lowerBound...]
+            }
+            return SubsonicConfig.isValidURL(text)
                 ? .success(text)
                 : .failure(
                     ValueProblem(
                         message:
-                            "\(ConfigSyntax.quoted(text)) is not an http(s) URL (expected http://host[:port][/path], e.g. http://127.0.0.1:4533)"
+                            "\(ConfigSyntax.quoted(written)) is not an http(s) URL (expected http://host[:port][/path], e.g. http://127.0.0.1:4533)"
                     ))
         }
     }

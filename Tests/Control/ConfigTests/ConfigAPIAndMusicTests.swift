@@ -132,6 +132,17 @@ private let musicSection = """
         #expect(SubsonicConfig.isValidURL(url) == isValid)
     }
 
+    /// The scheme in upper case (`HTTP://`, as some write it: schemes are case-insensitive) is read,
+    /// in lower case; the rest as written. It was refused, "not an http(s) URL".
+    @Test func aSchemeInUpperCaseIsRead() throws {
+        let music = try #require(
+            try load(
+                minimalZone + musicSection.replacing("http://127.0.0.1:4533", with: "HTTPS://NAS.example:4533/Music")
+            )
+            .music)
+        #expect(music.subsonic.url == "https://NAS.example:4533/Music")
+    }
+
     /// Bad music values each give one exact message.
     @Test(arguments: [
         (
