@@ -53,15 +53,21 @@ extension Daemon {
             }
         }
         if let written = parts.persistence.saveLast(now, basis: basis), !otherServer {
-            mirror(written, ofThisRun: ofThisRun)
+            mirror(written, ofThisRun: ofThisRun, atStop: true)
         }
     }
 
-    /// Mirrors the queue a save recorded to the server. A queue kept by a source of this run —
+    /// Mirrors the queue a save recorded to the server (`atStop`: the position too, see
+    /// `MusicConnection.mirrorAtStop`). A queue kept by a source of this run —
     /// also one that ended after the state was computed, whose kept queue was recorded in its
     /// place — is of this run too.
-    private func mirror(_ written: SavedQueue?, ofThisRun: Bool) {
-        parts.music.mirror(written, ofThisRun: ofThisRun || parts.persistence.keptCount > 0, config)
+    private func mirror(_ written: SavedQueue?, ofThisRun: Bool, atStop: Bool = false) {
+        let ofThisRun = ofThisRun || parts.persistence.keptCount > 0
+        if atStop {
+            parts.music.mirrorAtStop(written, ofThisRun: ofThisRun, config)
+        } else {
+            parts.music.mirror(written, ofThisRun: ofThisRun, config)
+        }
     }
 
     /// Every zone's user volume, and the newest server-music queue at its audible position (or the

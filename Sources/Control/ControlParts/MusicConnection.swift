@@ -50,6 +50,10 @@ package final class MusicConnection: Sendable {
     /// What was last sent with `savePlayQueue`, when, whether that failed, and whether the server
     /// lacks the call.
     private let sync = Mutex<(last: SavedQueue?, at: Int, failed: Bool, unsupported: Bool)>((nil, 0, false, false))
+    /// Whether the stop's mirror (`mirrorAtStop`) was sent; `stopMirrorSent` is posted when it has
+    /// been answered or has failed.
+    private let stopMirror = Mutex(false)
+    private let stopMirrorSent = Semaphore()
     /// The `savePlayQueue` calls, one at a time, the newest waiting in place of an older one: a slow
     /// answer (a NAS spinning up) let a later call land first, then the older one over it.
     private let saves = NewestJob(threadName: "save-queue")
@@ -252,6 +256,36 @@ package final class MusicConnection: Sendable {
         if due { send(config) }
     }
 
+    /// The stop's mirror: as `mirror`, and also the position heard while playing, which `mirror`
+    /// sends only every 30 s — the server kept a position up to 30 s before the stop, where another
+    /// client picking the queue up began. `awaitMirrorAtStop` waits for it.
+    package func mirrorAtStop(_ queue: SavedQueue?, ofThisRun: Bool, _ config: BatonConfiguration) {
+        guard let queue, queue.index < queue.songs.count, config.music != nil else { return }
+        let due: Bool = sync.withLock { s in
+            guard !s.unsupported, s.last != nil || ofThisRun else { return false }
+            let same =
+                s.last.map {
+                    $0.songs.map(\.id) == queue.songs.map(\.id) && $0.index == queue.index
+                        && $0.playing == queue.playing
+                        && $0.position == queue.position
+                } ?? false
+            guard !same || s.failed else { return false }
+            s.last = queue
+            s.at = monotonicNanoseconds()
+            return true
+        }
+        guard due else { return }
+        stopMirror.withLock { $0 = true }
+        send(config) { [stopMirrorSent] in stopMirrorSent.post() }
+    }
+
+    /// Waits up to `span` for the stop's mirror; true when it was answered (or none was sent).
+    /// It is not stopped with the network (`stoppable: false`): the process's end would cut it.
+    package func awaitMirrorAtStop(within span: Duration) -> Bool {
+        guard stopMirror.withLock({ $0 }) else { return true }
+        return stopMirrorSent.wait(nanoseconds: span.wholeNanoseconds)
+    }
+
     /// Sends the queue last mirrored again if its call failed 30 s ago or more: the state may not
     /// change again to call `mirror` (music stopped while the server was away), and the server kept
     /// an older queue for good. Cheap while nothing failed. Any thread but an output thread.
@@ -270,9 +304,10 @@ package final class MusicConnection: Sendable {
     /// before, which a newer may have passed meanwhile — after the one running and in place of one
     /// waiting. A failure the server or the network may get over (`isTransient`) is tried again in
     /// 30 s (`retryMirror`); another (the server refused it) is said once, not every 30 s all day.
-    private func send(_ config: BatonConfiguration) {
+    private func send(_ config: BatonConfiguration, then done: (@Sendable () -> Void)? = nil) {
         let logger = self.logger
         saves.run { [self] in
+            defer { done?() }
             guard let queue = sync.withLock({ $0.last }), queue.index < queue.songs.count else { return }
             let client: SubsonicClient
             do { client = try context(config).client } catch {

@@ -134,4 +134,23 @@ import Testing
         #expect(saved.last!.current == song.id && saved.last!.positionMilliseconds >= 500, "\(saved)")
         #expect(!waitUntil(seconds: 2) { proxy.savedQueues.count > saved.count }, "\(proxy.savedQueues)")
     }
+
+    /// batond stopped while music plays: the server's copy of the queue is where it was heard, for
+    /// the client that picks it up. The position alone is mirrored only every 30 s while playing, and
+    /// the server kept the one from the music's start (0 s, 3 s in).
+    @Test func theStopMirrorsThePositionHeard() throws {
+        let (real, song) = try Self.toneSong()
+        let proxy = try SubsonicRefusingProxy(upstreamURL: real.subsonic.url, refusing: [], keepingPlayQueue: true)
+        let (t, id) = try MusicQueueTests.play(song.id, through: proxy, music: real)
+        #expect(waitUntil(seconds: 15) { proxy.savedQueues.first?.current == song.id }, "\(proxy.savedQueues)")
+        var heard = 0.0
+        #expect(
+            waitUntil(seconds: 10) {
+                heard = (try? t.status().sources.first { $0.id == id }?.positionSeconds ?? 0) ?? 0
+                return heard > 3
+            })
+        t.stop()
+        let last = try #require(proxy.savedQueues.last)
+        #expect(last.current == song.id && last.positionMilliseconds >= Int(heard * 1000), "\(proxy.savedQueues)")
+    }
 }
