@@ -45,6 +45,13 @@ extension DeviceOutput {
         let kept = pcm.playsBetweenCalls ? Self.keptFrames(periodFrames: max(period, devicePeriod)) : period
         // A card that stops consuming (a stall) is waited for in steps, so that `stop` is seen.
         let waitMilliseconds = Int32(clamping: max(100, 2 * bufferFrames * 1_000 / rate))
+        // How late the card may reach its low water and still count as playing: a period of its
+        // own (its pointer may move a period at a time).
+        let wakeMargin = max(period, devicePeriod)
+        // The card's last wait for its low water timed out and it has not played since: a card that
+        // stalled but still runs (no error, no room). Its audible frame is not moved on (`counters`).
+        var stalling = false
+        var timedOut = false
         var rang = true
         var idleFrames = 0
         // When the running card last took frames (a stall: no error, no room, `played` stands).
@@ -145,14 +152,27 @@ extension DeviceOutput {
             // clocked buffer hands its PCM what the clock played only when the thread wakes: until
             // then a `file` PCM or a pipe has not had it, so the audible frame stays what the PCM
             // was given (it steps at each wake-up).
+            //
+            // How far: until the thread wakes again, when the card is down to its low water, and a
+            // period; a card that is not there by then has stalled, and its wait times out
+            // (`wakeMilliseconds`). Not at all once one did, until the card is seen playing again:
+            // moved on, the audible frame ran ahead of a stalled card to everything written, and
+            // went back at each wait.
             let measured = pcm.delay()
-            let moves = pcm.isRunning && pcm.playsBetweenCalls
+            if let measured, history.sent - measured != lastPlayed {
+                stalling = false
+            } else if timedOut {
+                stalling = true
+            }
+            let moves = pcm.isRunning && pcm.playsBetweenCalls && !stalling
             publishingCounters {
                 framesPlayed.add(periods * period, ordering: .sequentiallyConsistent)
                 recordDelay(measured, of: pcm, bufferFrames: bufferFrames)
                 // Not measured: not moved on from a stale measure either.
                 delayMeasuredAt.store(
                     moves && measured != nil ? monotonicNanoseconds() : 0, ordering: .sequentiallyConsistent)
+                extrapolationLimit.store(
+                    max(0, (measured ?? 0) - lowWater) + wakeMargin, ordering: .sequentiallyConsistent)
             }
             // What the sink holds (a `file` PCM's hidden delay comes after it, what is still to be
             // written before it).
@@ -203,13 +223,22 @@ extension DeviceOutput {
             // or the bell rings. A card holding no more than its low water (its sources had nothing
             // ready to render ahead, or it is not running) would wake it at once: then a period's
             // sleep on the bell alone.
+            // A card is waited for as long as it should take to get there and a period more (a card
+            // that stalls is found then, `stalling`); a clocked buffer, which does not stall, longer.
+            timedOut = false
             if pcm.isRunning && delay > lowWater {
-                switch pcm.wait(milliseconds: waitMilliseconds, orUntilReadable: doorbell.fd) {
+                let wakeMilliseconds =
+                    pcm.playsBetweenCalls
+                    ? Int32(clamping: (delay - lowWater + 2 * wakeMargin) * 1_000 / rate + 1) : waitMilliseconds
+                switch pcm.wait(milliseconds: min(wakeMilliseconds, waitMilliseconds), orUntilReadable: doorbell.fd) {
                 case .other:
                     doorbell.drain()
                     rang = true
-                case .ready, .timedOut:
+                case .ready:
                     rang = false
+                case .timedOut:
+                    rang = false
+                    timedOut = true
                 }
             } else {
                 rang = doorbell.waitForPost(milliseconds: Int32(clamping: max(1, period * 1_000 / rate)))

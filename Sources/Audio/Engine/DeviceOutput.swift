@@ -161,6 +161,11 @@ public final class DeviceOutput: @unchecked Sendable {
     /// with a 120 ms buffer, so `snapshot()` takes off what the card has played since, at its rate:
     /// the audible frame moves with the card, not in steps of a wake-up.
     let delayMeasuredAt = Atomic<Int>(0)
+    /// Rendering ahead: the most `snapshot()` takes off the delay measured at `delayMeasuredAt`
+    /// (frames): what the card plays until the thread should wake again (down to its low water, and
+    /// a period). A card that stalls while running says nothing until then; its audible frame was
+    /// moved on to everything written.
+    let extrapolationLimit = Atomic<Int>(0)
     private let realtime = Atomic<Bool>(false)
     private let grantedPeriod = Atomic<Int>(0)
     private let grantedBuffer = Atomic<Int>(0)
@@ -426,7 +431,8 @@ public final class DeviceOutput: @unchecked Sendable {
     }
 
     /// `framesPlayed` and `delayFrames` as the output thread last published them together; rendering
-    /// ahead, the delay less what the card has played since it was measured (`delayMeasuredAt`).
+    /// ahead, the delay less what the card has played since it was measured (`delayMeasuredAt`), at
+    /// most `extrapolationLimit`.
     private func counters() -> (played: Int, delay: Int) {
         while true {
             let before = countersSequence.load(ordering: .sequentiallyConsistent)
@@ -437,10 +443,12 @@ public final class DeviceOutput: @unchecked Sendable {
             let played = framesPlayed.load(ordering: .sequentiallyConsistent)
             var delay = delayFrames.load(ordering: .sequentiallyConsistent)
             let measuredAt = delayMeasuredAt.load(ordering: .sequentiallyConsistent)
+            let limit = extrapolationLimit.load(ordering: .sequentiallyConsistent)
             guard countersSequence.load(ordering: .sequentiallyConsistent) == before else { continue }
             if measuredAt > 0 {
                 let since = max(0, monotonicNanoseconds() - measuredAt)
-                delay = max(0, delay - Int(Int64(since) * Int64(spec.pcm.rate) / 1_000_000_000))
+                let playedSince = Int(Int64(since) * Int64(spec.pcm.rate) / 1_000_000_000)
+                delay = max(0, delay - min(limit, playedSince))
             }
             return (played, delay)
         }

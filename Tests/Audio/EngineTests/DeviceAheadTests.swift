@@ -140,6 +140,53 @@ import Testing
             "rendering ahead: audible frame within \(worst) frames of the card over \(samples) samples, \(wakes) wakes")
     }
 
+    /// A card that stalls but stays running (a DAC whose clock stops for a second) is not heard
+    /// playing on: between wake-ups the audible frame moves with the card only as far as the card
+    /// should have played before the thread's next wake-up (its low water and a period), and once
+    /// that wake-up found the card had not got there (its wait timed out), it stands at the frame
+    /// where the card stopped — not sliding on to everything written and back at every wait. When
+    /// the card plays again, so does the audible frame.
+    @Test func aStalledCardIsNotHeardPlayingOn() throws {
+        let card = Self.card()
+        let output = DeviceCardTests.device(card, rendersAhead: true)
+        let feeder = SlotFeeder([try #require(output.mixer.claimSlot(gain: 1))])
+        output.start()
+        defer {
+            output.stop()
+            feeder.stop()
+        }
+        #expect(waitUntil { output.snapshot().framesPlayed >= 2 * DeviceCardTests.longBuffer })
+        card.send(.stall(milliseconds: 1_000))
+        var samples: [(ns: Int64, audible: Int)] = []
+        let end = DeviceCardTests.now() + 900_000_000
+        while DeviceCardTests.now() < end {
+            samples.append((DeviceCardTests.now(), output.snapshot().audibleFrame))
+            usleep(3_000)
+        }
+        let stall = try #require(card.events("stall").first)
+        let stoppedAt = stall.frames
+        // What the card should have played before the thread's next wake-up: down to its low water
+        // (30 ms: three periods), and a period.
+        let wakeUp = DeviceCardTests.longBuffer - 3 * Self.period + Self.period
+        let most = samples.map(\.audible).max() ?? 0
+        #expect(most <= stoppedAt + wakeUp, "ran \(most - stoppedAt) frames ahead of the stalled card")
+        // From 300 ms into the stall (the thread has waited in vain since) to its end.
+        let settled = samples.filter { $0.ns >= stall.nanoseconds + 300_000_000 }.map(\.audible)
+        #expect(settled.count >= 100)
+        let off = settled.map { $0 - stoppedAt }
+        #expect(
+            off.allSatisfy { abs($0) <= Self.period },
+            "the audible frame vs where the card stopped: \(off.min() ?? 0)...\(off.max() ?? 0) frames")
+        let backwards = zip(settled, settled.dropFirst()).filter { $1 < $0 }.count
+        #expect(backwards == 0, "the audible frame went back \(backwards) times")
+        // Playing again after the stall: heard moving again.
+        let after = stall.nanoseconds + 1_300_000_000
+        while DeviceCardTests.now() < after { usleep(10_000) }
+        #expect(output.snapshot().audibleFrame >= stoppedAt + Self.rate / 5)
+        #expect(output.snapshot().xruns == 0)
+        print("stalled card: at most \(most - stoppedAt) frames ahead, then \(off.min() ?? 0)...\(off.max() ?? 0)")
+    }
+
     /// An injected xrun wakes the output at once (the card's descriptor reports it; the thread does
     /// not sleep out its ~70 ms): the card plays again within 20 ms, and every frame is played once.
     @Test func anXrunIsRecoveredAtOnce() throws {
