@@ -15,9 +15,10 @@ extension DeviceOutput {
     ///   (`unplayedFrames`, read before `prepare` discards them) are written again after the prepare.
     ///   An underrun proper has played everything: nothing is written twice.
     /// - `-ESTRPIPE` (suspend): counted in `suspends`; `snd_pcm_resume` continues where the device
-    ///   stopped (retried while it answers -EAGAIN). When it is refused (-ENOSYS, or the stream is left
-    ///   in XRUN, which is how alsa-lib's ioplug reports a refusal), the stream is prepared and what it
-    ///   dropped is written again, as after an xrun.
+    ///   stopped (retried while it answers -EAGAIN, for at most `stallLimitNanoseconds`). When it
+    ///   is refused (-ENOSYS, or the stream is left in XRUN, which is how alsa-lib's ioplug reports
+    ///   a refusal) or still -EAGAIN then, the stream is prepared and what it dropped is written
+    ///   again, as after an xrun.
     /// - anything else (`-ENODEV`: gone): what the device dropped is kept for the reopen; false.
     ///
     /// What a stream that is not running, or one catching up (written again what it dropped at a
@@ -120,12 +121,17 @@ extension DeviceOutput {
     }
 
     /// Resumes a suspended device, or restarts it (`restart`) when it cannot resume: 0, or the
-    /// prepare's error.
+    /// prepare's error. A device still waking up (-EAGAIN) is asked again every 10 ms for at most
+    /// `stallLimitNanoseconds`, then restarted as one that cannot resume: asked for as long as it
+    /// said -EAGAIN, it held this thread, the zone "available" and its sources "playing" in
+    /// silence, with no limit (alsa-lib's `snd_pcm_recover` has none either). A device that cannot
+    /// be prepared then is lost, and reopened with backoff.
     private func resumeAfterSuspend<Sink: PeriodSink>(_ pcm: Sink) -> Int32 {
         rateEstimator.reset()
+        let giveUpAt = monotonicNanoseconds() + Self.stallLimitNanoseconds
         var r = pcm.resume()
-        while r == -EAGAIN && !stopping {
-            sleepUntil(monotonicNanoseconds() + 10_000_000)  // still waking up (alsa-lib's recover waits 1 s)
+        while r == -EAGAIN && !stopping && monotonicNanoseconds() < giveUpAt {
+            sleepUntil(min(giveUpAt, monotonicNanoseconds() + 10_000_000))  // still waking up
             r = pcm.resume()
         }
         if r == 0 && !pcm.isInXrun { return 0 }

@@ -58,6 +58,46 @@ import Testing
         }
     }
 
+    /// A card suspended before its first write that answers `snd_pcm_resume` with -EAGAIN (still
+    /// waking up) for `wakesAfter` ns from the first ask, then resumes; a prepare wakes it at once.
+    /// (The virtual card cannot say -EAGAIN: alsa-lib's ioplug answers every resume with 0.)
+    final class SuspendedCard: PeriodSink {
+        let wakesAfter: Int
+        var suspended = true
+        var firstResumeAt: Int?
+        var resumes = 0
+        var prepares = 0
+        var held = 0
+        init(wakesAfter: Int) { self.wakesAfter = wakesAfter }
+        func write(_ bytes: UnsafeRawPointer, frames: Int) -> Int {
+            if suspended { return -Int(ESTRPIPE) }
+            let taken = min(frames, LostDeviceTests.buffer - held)
+            held += taken
+            return taken
+        }
+        func recover(_ code: Int32) -> Int32 { code }
+        func delay() -> Int? { suspended ? nil : held }
+        var hiddenDelayFrames: Int { 0 }
+        func unplayedFrames() -> Int? { held }
+        func resume() -> Int32 {
+            resumes += 1
+            let now = DeviceCardTests.now()
+            let first = firstResumeAt ?? Int(now)
+            firstResumeAt = first
+            guard Int(now) - first >= wakesAfter else { return -EAGAIN }
+            suspended = false
+            return 0
+        }
+        func prepare() -> Int32 {
+            prepares += 1
+            suspended = false
+            held = 0
+            return 0
+        }
+        var isRunning: Bool { false }
+        func avail() -> Int { suspended ? -Int(ESTRPIPE) : LostDeviceTests.buffer - held }
+    }
+
     /// A zone of one stereo `clock: device` output, not started: the test runs its cycle.
     static func output(_ zone: String) -> DeviceOutput {
         DeviceOutput(
@@ -125,5 +165,26 @@ import Testing
         #expect(output.snapshot().xruns == DeviceOutput.recoveryLimit)
         #expect(output.isStalledByRestarts && output.snapshot().lastError == -EPIPE)
         #expect(output.history.pending == 5 * Self.period, "nothing it dropped counted as played")
+    }
+
+    /// A suspended device that answers every resume with -EAGAIN for 3 s is asked again for at most
+    /// `stallLimitNanoseconds`, then prepared (as one that cannot resume) and written what it
+    /// dropped: one delivery, recovered. Asked for as long as it said -EAGAIN, it held the output
+    /// thread with no limit, the zone "available" and its sources "playing" in silence.
+    @Test func aDeviceStillWakingFromASuspendIsRestartedAfterTheStallLimit() throws {
+        let output = Self.output("waking")
+        let device = SuspendedCard(wakesAfter: 3_000_000_000)
+        var cycle = 0
+        for _ in 0..<2 { output.renderPeriod(period: Self.period, channels: 2, cycle: &cycle) }
+        let start = DeviceCardTests.now()
+        #expect(output.deliver(to: device, bufferFrames: Self.buffer), "recovered")
+        let took = Int(DeviceCardTests.now() - start)
+        let limit = DeviceOutput.stallLimitNanoseconds
+        #expect(took >= limit && took <= limit + 500_000_000, "the delivery took \(took / 1_000_000) ms")
+        #expect(device.prepares == 1, "prepared once it had not woken within the limit")
+        #expect(device.resumes >= 100, "asked again every 10 ms meanwhile (\(device.resumes))")
+        #expect(device.held == 2 * Self.period, "what it dropped written again")
+        #expect(output.snapshot().suspends == 1 && output.snapshot().xruns == 0)
+        #expect(output.history.pending == 0)
     }
 }
