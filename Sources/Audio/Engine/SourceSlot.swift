@@ -9,8 +9,9 @@ import Synchronization
 /// - the source's **producer thread** writes frames into `ring` and marks the end of the stream;
 /// - the zone's **output thread** reads frames, ramps the gain and reports what it did.
 /// Samples are interleaved Float at the zone's rate and channel count.
-// @unchecked: every field shared across threads is an `Atomic` or the SPSC `FloatRing`; `gain` is
-// touched by the output thread only.
+// @unchecked: every field shared across threads is an `Atomic` or the SPSC `FloatRing`; `gain`,
+// `soundingNow` and `epoch` are the output thread's, but for `activate`'s writes to a free slot, which
+// it reads only once it sees the slot active (an acquiring load of `phase`).
 public final class SourceSlot: @unchecked Sendable {
     /// Slot lifecycle, stored in `phase`.
     enum Phase: UInt8 {
@@ -65,7 +66,8 @@ public final class SourceSlot: @unchecked Sendable {
     /// stream (the producer is late: buffering), or at a resume into an empty ring (on and off at
     /// its first frame: `ZoneMixer.trackSounding`).
     public let sounding = Timeline()
-    /// Whether the slot ended its last period sounding. Output thread only.
+    /// Whether the slot ended its last period sounding. Output thread only, but for `activate`
+    /// (as `gain`).
     var soundingNow = false
     /// The source plays at volume 0, the user's choice: its frames, mixed at gain 0, count as
     /// sounding while they are consumed — it plays, at the volume asked — though nothing of it is
@@ -73,7 +75,8 @@ public final class SourceSlot: @unchecked Sendable {
     /// is claimed and by `setAtVolumeZero`.
     let atVolumeZero = Atomic<Bool>(false)
 
-    /// The gain the output thread applied last. Output thread only.
+    /// The gain the output thread applied last. Output thread only, but for `activate`, which sets
+    /// it on a free slot: the output thread reads it only while the slot is active (or releasing).
     var gain: Float = 0
     /// How many times the output thread freed the slot: a mark of a rendered-ahead period belongs to
     /// the source that held the slot then (`ZoneMixer.rewind`). Output thread only.

@@ -66,6 +66,13 @@ public final class ZoneMixer: @unchecked Sendable {
         var lastMixedEndFrame: Int
         var starved: Int
         var soundingNow: Bool
+
+        /// The mark of a slot not active then: never used (`rewind` and `dropMark` skip it).
+        static func inactive(epoch: Int) -> SlotMark {
+            SlotMark(
+                epoch: epoch, active: false, readPosition: 0, gain: 0, consumed: 0, lastMixedEndFrame: -1, starved: 0,
+                soundingNow: false)
+        }
     }
 
     /// The first frame the next `render` produces: a change made now (a gain, a pause, a new slot)
@@ -147,9 +154,7 @@ public final class ZoneMixer: @unchecked Sendable {
         markCapacity = rewindPeriods
         marks = .allocate(capacity: max(1, rewindPeriods))
         marks.initialize(repeating: Mark(frame: 0, volumeGain: 0), count: max(1, rewindPeriods))
-        let blank = SlotMark(
-            epoch: 0, active: false, readPosition: 0, gain: 0, consumed: 0, lastMixedEndFrame: -1, starved: 0,
-            soundingNow: false)
+        let blank = SlotMark.inactive(epoch: 0)
         slotMarks = .allocate(capacity: max(1, rewindPeriods) * slotCount)
         slotMarks.initialize(repeating: blank, count: max(1, rewindPeriods) * slotCount)
     }
@@ -358,9 +363,15 @@ public final class ZoneMixer: @unchecked Sendable {
         if markCount == markCapacity { dropMark(index) }
         marks[index] = Mark(frame: frame, volumeGain: volumeGain)
         for (i, slot) in slots.enumerated() {
-            let active = slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.active.rawValue
+            // A slot not active is not read: a free one's gain, sounding state and ring are the
+            // control thread's, which may be activating it now (`SourceSlot.activate`, ordered
+            // before this thread's reads only by the acquiring load of an active phase).
+            guard slot.phase.load(ordering: .acquiring) == SourceSlot.Phase.active.rawValue else {
+                slotMarks[index * slots.count + i] = .inactive(epoch: slot.epoch)
+                continue
+            }
             slotMarks[index * slots.count + i] = SlotMark(
-                epoch: slot.epoch, active: active, readPosition: slot.ring.readPosition, gain: slot.gain,
+                epoch: slot.epoch, active: true, readPosition: slot.ring.readPosition, gain: slot.gain,
                 consumed: slot.consumed.load(ordering: .relaxed),
                 lastMixedEndFrame: slot.lastMixedEndFrame.load(ordering: .relaxed),
                 starved: slot.starved.load(ordering: .relaxed), soundingNow: slot.soundingNow)
