@@ -226,11 +226,19 @@ public final class ZoneMixer: @unchecked Sendable {
     func deviceBufferGranted(frames: Int) { restartSamples = frames * channels }
 
     /// True when the zone has nothing to play until its doorbell rings: every slot is free or
-    /// paused (`SourceSlot.awaitsTheDoorbell`) and the volume ramp is done, so `render` would
-    /// give silence. Rendering thread only (after `render`). Real-time safe.
+    /// paused (`SourceSlot.awaitsTheDoorbell`), so `render` would give silence. A volume change
+    /// then is taken at once, with no ramp (there is nothing to ramp over): asked to ramp over
+    /// silence, the zone was not idle, so a volume set on a card stopped idle started it (a USB DAC
+    /// pops at a start), and the fade-out at batond's stop started every idle card. Rendering
+    /// thread only (after `render`). Real-time safe.
     public var isIdle: Bool {
         for slot in slots where !slot.awaitsTheDoorbell(restartSamples: restartSamples) { return false }
-        return volumeGain == Float(bitPattern: volumeBits.load(ordering: .acquiring))
+        let target = Float(bitPattern: volumeBits.load(ordering: .acquiring))
+        if volumeGain != target {
+            volumeGain = target
+            appliedVolumeBits.store(target.bitPattern, ordering: .relaxed)
+        }
+        return true
     }
 
     /// Renders one period into `mix`. Rendering thread only. Real-time safe.
