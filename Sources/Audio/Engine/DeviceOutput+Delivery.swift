@@ -128,6 +128,9 @@ extension DeviceOutput {
     /// be prepared then is lost, and reopened with backoff.
     private func resumeAfterSuspend<Sink: PeriodSink>(_ pcm: Sink) -> Int32 {
         rateEstimator.reset()
+        // The card stopped at the suspend: while it wakes, its audible frame is not moved on from
+        // its last measure as if it played (`counters`).
+        publishingCounters { delayMeasuredAt.store(0, ordering: .sequentiallyConsistent) }
         let giveUpAt = monotonicNanoseconds() + Self.stallLimitNanoseconds
         var r = pcm.resume()
         while r == -EAGAIN && !stopping && monotonicNanoseconds() < giveUpAt {

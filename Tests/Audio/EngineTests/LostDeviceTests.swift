@@ -68,6 +68,8 @@ import Testing
         var resumes = 0
         var prepares = 0
         var held = 0
+        /// Called at each resume (before it answers).
+        var onResume: (() -> Void)?
         init(wakesAfter: Int) { self.wakesAfter = wakesAfter }
         func write(_ bytes: UnsafeRawPointer, frames: Int) -> Int {
             if suspended { return -Int(ESTRPIPE) }
@@ -80,6 +82,7 @@ import Testing
         var hiddenDelayFrames: Int { 0 }
         func unplayedFrames() -> Int? { held }
         func resume() -> Int32 {
+            onResume?()
             resumes += 1
             let now = DeviceCardTests.now()
             let first = firstResumeAt ?? Int(now)
@@ -186,5 +189,28 @@ import Testing
         #expect(device.held == 2 * Self.period, "what it dropped written again")
         #expect(output.snapshot().suspends == 1 && output.snapshot().xruns == 0)
         #expect(output.history.pending == 0)
+    }
+
+    /// While a suspended card wakes (its resume answering -EAGAIN), the zone's audible frame is
+    /// not moved on from the card's last measured delay as if it played: it stopped at the suspend.
+    /// (Moved on at the card's rate, as between a rendering-ahead output's wake-ups, it ran up to
+    /// `extrapolationLimit` ahead of the frozen card for as long as the card took to wake.)
+    @Test func aCardWakingFromASuspendIsNotHeardPlayingOn() throws {
+        let output = Self.output("asleep")
+        let held = 2 * Self.period
+        output.publishingCounters {
+            output.framesPlayed.add(held, ordering: .sequentiallyConsistent)
+            output.delayFrames.store(held, ordering: .sequentiallyConsistent)
+            output.delayMeasuredAt.store(Int(DeviceCardTests.now()), ordering: .sequentiallyConsistent)
+            output.extrapolationLimit.store(held, ordering: .sequentiallyConsistent)
+        }
+        let device = SuspendedCard(wakesAfter: 100_000_000)
+        var audible: [Int] = []
+        device.onResume = { audible.append(output.snapshot().audibleFrame) }
+        var cycle = 0
+        output.renderPeriod(period: Self.period, channels: 2, cycle: &cycle)
+        #expect(output.deliver(to: device, bufferFrames: Self.buffer), "resumed")
+        #expect(device.prepares == 0 && audible.count >= 5)
+        #expect(audible.allSatisfy { $0 == 0 }, "the audible frame while it woke: \(Set(audible).sorted())")
     }
 }
