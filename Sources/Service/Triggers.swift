@@ -226,8 +226,13 @@ public final class Triggers: Sendable {
             }
             // A missing sound or speech program is looked for at each status (`ringsNothing`): kept
             // here, it outlived the sound added or the program installed until the next press.
-            let lookedForAtEachStatus = error.kind == .unknownSound || (spoken && error.kind == .unavailable)
-            if !lookedForAtEachStatus { buttons.withLock { if index < $0.count { $0[index].pressError = why } } }
+            // batond stopping is no fault of the button's. (A speech failure that may pass at the
+            // next try — espeak-ng past its deadline, no audio written — is `unavailable` too, and
+            // kept: the status says it until a press or a check renders.)
+            let notKept =
+                error.kind == .unknownSound || error.message.hasPrefix("speech: cannot run")
+                || error.message.hasPrefix("speech: stopped:")
+            if !notKept { buttons.withLock { if index < $0.count { $0[index].pressError = why } } }
             daemon.events.publish(type: .gpioError, reason: "\(name): \(why)")
         }
     }

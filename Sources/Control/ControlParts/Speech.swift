@@ -39,9 +39,13 @@ package final class Speech: Sendable {
             let label = "speech: " + (trimmed.count > 40 ? String(trimmed.prefix(40)) + "…" : trimmed)
             return Rendered(pcm: pcm, label: label, coalesceKey: "speech:\(voice ?? config.voice):\(trimmed)")
         case .failure(let error):
+            // Only espeak-ng's own refusal (a voice it does not have) fails every time. The rest
+            // may pass at the next try — espeak-ng not installed yet, killed at its deadline on a
+            // busy Pi, no temporary file, no audio written, batond stopping — and a client such as
+            // Home Assistant reads a 422 as final.
             throw ControlError(
-                error.problem.hasPrefix("cannot run") || error.problem.hasPrefix("stopped:")
-                    ? .unavailable : .unprocessable, "speech: \(error.problem)")
+                error.problem.hasPrefix("espeak-ng failed") ? .unprocessable : .unavailable,
+                "speech: \(error.problem)")
         }
     }
 

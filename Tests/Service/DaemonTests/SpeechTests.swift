@@ -73,6 +73,17 @@ import Testing
         #expect(try t.json("POST", "/api/v1/announce", #"{"sound": "bell1k"}"#).status == 202)
     }
 
+    /// A rendering that may pass at the next try (here the program exits 0 and writes no audio, as
+    /// with /tmp full; on a busy Pi espeak-ng killed at its deadline) is a 503, which a client tries
+    /// again; it was a 422, which Home Assistant reads as final.
+    @Test func aRenderingThatMayPassLaterIsUnavailable() throws {
+        let silent = try TextFile.script(TestDirectory.make("speech-silent") + "/speak", "#!/bin/sh\nexit 0\n")
+        let t = try TestDaemon(speech: SpeechConfig(command: silent))
+        defer { t.stop() }
+        let r = try t.request("POST", "/api/v1/announce", #"{"text": "hello"}"#)
+        #expect(r.status == 503 && r.text.contains("speech: espeak-ng wrote no audio"), "\(r.status) \(r.text)")
+    }
+
     /// batond's stop (`stopNetwork`, before the API's server waits for its requests) ends a text
     /// request whose speech program is slow: it is answered at once, not after the program's 30 s
     /// deadline, past systemd's 5 s.
