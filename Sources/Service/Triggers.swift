@@ -213,6 +213,14 @@ public final class Triggers: Sendable {
         } catch {
             let why = "pressed, but \(error.message)"
             logger.error("\(name): \(why)")
+            // A text that failed past its rendering (the text's checks are `badRequest`, espeak-ng's
+            // failures "speech: …"; a zone a reload renamed, the policy's refusal are neither) was
+            // rendered: what a check said of its rendering is over. The status, which says that
+            // first, read "its text could not be tried …; tried again at the next press" after a
+            // press that had just tried it.
+            if action.text != nil && error.kind != .badRequest && !error.message.hasPrefix("speech: ") {
+                buttons.withLock { if index < $0.count { $0[index].speechError = nil } }
+            }
             // The button's own fault (its sound missing or not playable, its zones no longer
             // configured — renamed by a reload, which the running button does not take up) is an
             // event and, the file's, its status; the policy's refusal (a call holds the zones) or

@@ -195,6 +195,43 @@ final class HeldEdgeSource: EdgeSource, @unchecked Sendable {
         #expect(!t.daemon.events.recent().contains { $0.type == "gpio-error" })
     }
 
+    /// A button whose text could not be tried at start nor at a reload that renamed its zone, then
+    /// pressed: the press renders (espeak-ng is past), its announcement is refused (the zone is gone),
+    /// and the status says that — it read "its text could not be tried …; tried again at the next
+    /// press", a press that had just tried it and failed for another reason.
+    @Test func aPressPastTheSpeechSaysItsOwnFailure() throws {
+        let dir = TestDirectory.make("speech-twice-empty")
+        let runs = dir + "/runs"
+        // The first two runs (start, the reload) write no audio, as with /tmp full.
+        let speech = try TextFile.script(
+            dir + "/speak",
+            "#!/bin/sh\necho run >> \(runs)\n[ $(wc -l < \(runs)) -le 2 ] && exit 0\nexec espeak-ng \"$@\"\n")
+        let count = { () -> Int in
+            guard case .success(let bytes?) = FileIO.read(runs) else { return 0 }
+            return bytes.count { $0 == UInt8(ascii: "\n") }
+        }
+        let button = GPIOButtonConfig(
+            line: 17, announce: AnnounceAction(text: "Someone is at the door", zones: ["patio"]))
+        let line = HeldEdgeSource()
+        let t = try TestDaemon(speech: SpeechConfig(command: speech), gpio: [button], edgeSources: { _ in line })
+        defer { t.stop() }
+        let couldNot = "its text could not be tried (speech: espeak-ng wrote no audio); tried again at the next press"
+        #expect(waitUntil(seconds: 10) { (try? t.status())?.gpio?.first?.error == couldNot })
+        var new = t.config
+        new.zones[1].name = "terrace"
+        new.gpio[0].announce.zones = ["terrace"]
+        #expect(t.daemon.apply(new).applied)
+        // The reload's check has run (and found the same) once its thread is gone.
+        #expect(waitUntil(seconds: 10) { count() == 2 && Self.threads(named: "speech-check") == 0 })
+        line.replay([.falling(ms: 0)])
+        let said = try #require(t.waitForEvent("gpio-error", seconds: 10)?.reason)
+        #expect(said.contains(#"pressed, but unknown zone or group "patio""#), "\(said)")
+        #expect(count() == 3)
+        let status = try #require(try t.status().gpio?.first)
+        let error = status.error ?? "-"
+        #expect(error.contains(#"pressed, but unknown zone or group "patio""#), "\(error)")
+    }
+
     /// A chattering line (forty presses at once, a long doorbell wire) on a button that speaks,
     /// with speech slow to render: one press at a time, the newest waiting — a thread for each
     /// press piled up, without bound, each waiting on the synthesizer.
