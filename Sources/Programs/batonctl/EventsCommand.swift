@@ -7,9 +7,10 @@ enum EventsCommand {
         summary: "print the recent events (granted, interrupted, played, …); --follow streams new ones",
         details: """
             Each event is one line: local time, sequence number, type, source, zones, then
-            shouldResume (interruption-ended), the duck level or the request it was coalesced into, and
-            the reason. Without --follow it prints the events batond keeps (the last 2,000) and exits:
-            with --count N the latest N, with --after too the first N after it (to page forward).
+            shouldResume (interruption-ended), the duck level in dB (duck-began), the new volume 0…1
+            (volume) or the request it was coalesced into, and the reason. Without --follow it
+            prints the events batond keeps (the last 2,000) and exits: with --count N the latest N,
+            with --after too the first N after it (to page forward).
             With --follow it prints new ones as they happen until interrupted (Ctrl-C), or until
             --count events have been printed.
             """,
@@ -94,7 +95,17 @@ enum EventsCommand {
             (e.zones.map { $0.isEmpty ? "-" : $0.joined(separator: ",") } ?? "-").padding(14),
         ]
         if let resume = e.shouldResume { fields.append("shouldResume=\(resume)") }
-        if let level = e.level { fields.append("level=\(Format.number(level))dB") }
+        // A duck's level is in dB, a volume event's the zone's linear volume 0…1 (it read
+        // `level=0.5dB`).
+        if let level = e.level {
+            let field =
+                switch e.type {
+                case "volume": "volume=\(Format.number(level))"
+                case "duck-began", "duck-ended": "level=\(Format.number(level))dB"
+                default: "level=\(Format.number(level))"
+                }
+            fields.append(field)
+        }
         if let into = e.into { fields.append("into=\(into)") }
         if let reason = e.reason, !reason.isEmpty { fields.append(reason) }
         return fields.joined(separator: "  ").trimmed

@@ -603,4 +603,16 @@ import Testing
         let right = daemon.batonctl("--token-file", daemon.directory + "/token", "status")
         #expect(right.status == 0, "\(right.output)")
     }
+
+    /// `events` prints a volume event's level as the zone's linear volume (`volume=0.5`), a duck's
+    /// in dB: it read `level=0.5dB`.
+    @Test func eventsPrintAVolumeEventsLevelAsAVolume() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        #expect(daemon.batonctl("volume", "kitchen", "0.5").status == 0)
+        let events = daemon.batonctl("events").output
+        let line = try #require(events.split(separator: "\n").first { $0.contains(" volume ") }, "\(events)")
+        #expect(line.contains(" kitchen ") && line.contains("  volume=0.5  zone volume set to 0.5"), "\(line)")
+        #expect(!line.contains("dB"), "\(line)")
+    }
 }
