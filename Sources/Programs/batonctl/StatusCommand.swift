@@ -167,7 +167,8 @@ enum Format {
     /// `a,b`, or `-` when empty.
     static func list(_ items: [String]) -> String { items.isEmpty ? "-" : items.joined(separator: ", ") }
 
-    /// A number without a useless `.0`, at most 2 decimals.
+    /// A number without a useless `.0`, at most 2 decimals (`57`, `1`, `0.5`; not `57.` for
+    /// 0.57 × 100, which is 57.000000000000007).
     static func number(_ value: Double) -> String {
         // A number from the server too large (or not finite) for these formats is shown as it
         // is: `Int(1e300)` trapped, batonctl dying on a signal.
@@ -177,6 +178,7 @@ enum Format {
         let sign = hundredths < 0 ? "-" : ""
         var text = "\(sign)\(abs(hundredths) / 100).\(String(abs(hundredths) % 100).leftPadded(2))"
         while text.hasSuffix("0") { text.removeLast() }
+        if text.hasSuffix(".") { text.removeLast() }
         return text
     }
 

@@ -615,4 +615,14 @@ import Testing
         #expect(line.contains(" kitchen ") && line.contains("  volume=0.5  zone volume set to 0.5"), "\(line)")
         #expect(!line.contains("dB"), "\(line)")
     }
+
+    /// A volume whose percentage is whole (0.57 × 100 is 57.000000000000007) prints without a
+    /// trailing dot, and one that rounds to a whole number too: it read `(57.%)`, `volume 1. (99.9%)`.
+    @Test(arguments: [("0.57", "volume 0.57 (57%)"), ("0.999", "volume 1 (99.9%)"), ("0.25", "volume 0.25 (25%)")])
+    func volumePrintsWholeNumbersWithoutADot(volume: String, printed: String) throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        let r = daemon.batonctl("volume", "kitchen", volume)
+        #expect(r.status == 0 && r.output == "kitchen: \(printed)\n", "\(r.output)")
+    }
 }
