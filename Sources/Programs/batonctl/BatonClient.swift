@@ -152,7 +152,13 @@ struct BatonClient {
             ?? String(decoding: response.body, as: UTF8.self).trimmed
         if message.isEmpty { message = "HTTP \(response.status) for \(method) \(path)" }
         if response.status == 404 && message.hasPrefix("no such endpoint") {
-            message += "; this batond is older than batonctl and does not have it yet"
+            // Behind a proxy, a wrong prefix reaches batond at a path it does not have: it was
+            // called an older batond.
+            message +=
+                address.prefix.isEmpty
+                ? "; this batond is older than batonctl and does not have it yet"
+                : "; is the prefix \(address.prefix) of --url (or BATON_URL) right? (or this batond is older than "
+                    + "batonctl and does not have it yet)"
         }
         throw .api(status: response.status, message: message)
     }

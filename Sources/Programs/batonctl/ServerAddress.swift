@@ -1,6 +1,8 @@
 /// Where batond listens, from `--url`, `BATON_URL` or the default `http://127.0.0.1:8470`.
 /// Accepts `http://HOST[:PORT][/PREFIX]` or `HOST[:PORT]`; HOST is a name, IPv4 or `[IPv6]`;
-/// the port defaults to 8470. Only plain HTTP: batond serves no TLS.
+/// the port defaults to HTTP's 80 in a URL (`http://speaker.local/baton`, a reverse proxy: it went
+/// to 8470, past the proxy) and to batond's 8470 for a bare HOST. Only plain HTTP: batond serves
+/// no TLS.
 struct ServerAddress: Equatable, Sendable {
     static let defaultURL = "http://127.0.0.1:8470"
 
@@ -9,14 +11,15 @@ struct ServerAddress: Equatable, Sendable {
     /// A path prefix before `/api/v1/...` (for a reverse proxy), without the trailing `/`.
     var prefix: String
 
-    /// The address as the user should read it, e.g. `http://127.0.0.1:8470`.
-    var display: String {
-        let h = host.contains(":") ? "[\(host)]" : host
-        return "http://\(h):\(port)\(prefix)"
-    }
+    /// The address as the user should read it, e.g. `http://127.0.0.1:8470`, `http://speaker.local/baton`
+    /// (HTTP's port 80 is not written).
+    var display: String { "http://\(hostHeader)\(prefix)" }
 
-    /// The `Host:` header value.
-    var hostHeader: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    /// The `Host:` header value (without HTTP's port 80, as browsers and curl send it).
+    var hostHeader: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return port == 80 ? h : "\(h):\(port)"
+    }
 
     init(host: String, port: UInt16, prefix: String = "") {
         self.host = host
@@ -26,6 +29,7 @@ struct ServerAddress: Equatable, Sendable {
 
     init(parsing text: String) throws(Failure) {
         var rest = Substring(text)
+        var port: UInt16 = 8470
         if let scheme = rest.firstRange(of: "://") {
             let name = rest[..<scheme.lowerBound].lowercased()
             guard name == "http" else {
@@ -34,6 +38,7 @@ struct ServerAddress: Equatable, Sendable {
                 )
             }
             rest = rest[scheme.upperBound...]
+            port = 80
         }
         var prefix = ""
         if let slash = rest.firstIndex(of: "/") {
@@ -66,7 +71,6 @@ struct ServerAddress: Equatable, Sendable {
         if host.contains(":") && !rest.hasPrefix("[") {
             throw .usage("--url \(text): put an IPv6 address in brackets (e.g. http://[::1]:8470)")
         }
-        var port: UInt16 = 8470
         if let portText {
             guard let p = UInt16(portText), p > 0 else {
                 throw .usage("--url \(text): \"\(portText)\" is not a port (1..65535)")

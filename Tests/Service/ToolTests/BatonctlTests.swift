@@ -625,4 +625,29 @@ import Testing
         let r = daemon.batonctl("volume", "kitchen", volume)
         #expect(r.status == 0 && r.output == "kitchen: \(printed)\n", "\(r.output)")
     }
+
+    /// `--url http://HOST/PREFIX` (a reverse proxy) goes to HTTP's port 80, a bare HOST to batond's
+    /// 8470: the URL went to 8470, past the proxy, and the address was said with it.
+    @Test func aURLWithoutAPortGoesToPort80() throws {
+        let r = Subprocess.run(Self.batonctl, ["--url", "http://127.0.0.1/baton", "status"])
+        #expect(r.status == 3)
+        #expect(
+            r.output == "batond is not running at http://127.0.0.1/baton (connection refused). "
+                + "Start it with `systemctl start baton` or `scripts/run.sh`.\n", "\(r.output)")
+        let bare = Subprocess.run(Self.batonctl, ["--url", "127.0.0.1", "status"])
+        #expect(bare.output.hasPrefix("batond is not running at http://127.0.0.1:8470 "), "\(bare.output)")
+    }
+
+    /// A wrong `/PREFIX` that reaches batond (its "no such endpoint") is said as a prefix that may be
+    /// wrong: it was "this batond is older than batonctl".
+    @Test func aWrongPrefixIsSaidAsSuch() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        let r = Subprocess.run(Self.batonctl, ["--url", daemon.url + "/baton", "status"])
+        #expect(r.status == 1)
+        #expect(
+            r.output == "batond: no such endpoint: GET /baton/api/v1/status (see docs/API.md); is the prefix /baton "
+                + "of --url (or BATON_URL) right? (or this batond is older than batonctl and does not have it yet) "
+                + "(HTTP 404)\n", "\(r.output)")
+    }
 }
