@@ -70,14 +70,27 @@ enum EventsCommand {
         let body = try client.get("/api/v1/events/recent" + (after.map { "?after=\($0)" } ?? ""))
         if invocation.json {
             // One object per line, like --follow --json.
-            for event in pick(try client.decode([JSONText].self, body, what: "/api/v1/events/recent"), count, after) {
+            let events = try client.decode([JSONText].self, body, what: "/api/v1/events/recent")
+            sayMissed(after: after, first: events.first?.seq)
+            for event in pick(events, count, after) {
                 Console.out(event.text)
             }
             return
         }
-        for event in pick(try client.decode([Event].self, body, what: "/api/v1/events/recent"), count, after) {
+        let events = try client.decode([Event].self, body, what: "/api/v1/events/recent")
+        sayMissed(after: after, first: events.first?.seq)
+        for event in pick(events, count, after) {
             Console.out(line(event))
         }
+    }
+
+    /// Says, as `--follow` does at batond's `events-missed`, that what `--after` asked for is older
+    /// than batond keeps: the first kept event `first` was printed as if it followed N, silently.
+    static func sayMissed(after: Int?, first: Int?) {
+        guard let after, after > 0, let first, first > after + 1 else { return }
+        Console.error(
+            "batonctl: events were missed, batond no longer keeps them: "
+                + #"{"after":\#(after),"next":\#(first),"count":\#(first - after - 1)}"#)
     }
 
     /// The `count` events to print of the kept ones (oldest first): the latest, or with `--after`
@@ -134,11 +147,14 @@ enum EventsCommand {
     }
 }
 
-/// A JSON value kept as compact text (for `events --json`).
+/// A JSON value kept as compact text (for `events --json`), and its `seq` when it has one.
 struct JSONText: Decodable {
     var text: String
+    var seq: Int?
     init(from decoder: any Decoder) throws {
-        text = try JSONValue(from: decoder).compact
+        let value = try JSONValue(from: decoder)
+        text = value.compact
+        if case .object(let fields) = value, case .number(let n)? = fields["seq"], n >= 0, n < 1e15 { seq = Int(n) }
     }
 }
 

@@ -650,4 +650,37 @@ import Testing
                 + "of --url (or BATON_URL) right? (or this batond is older than batonctl and does not have it yet) "
                 + "(HTTP 404)\n", "\(r.output)")
     }
+
+    /// `events --after N` without `--follow`, when the events after N are no longer kept (batond
+    /// keeps the last 2,000), says so as `--follow` does; it printed the first kept one as if it
+    /// followed N. Paging on from a kept event says nothing.
+    @Test func eventsAfterAnEventNoLongerKeptSaysEventsWereMissed() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(20_000)
+                return daemon.batonctl("events").output.split(separator: "\n").count == 2
+            })
+        // 2,010 volume events (one connection, kept alive): #3…#2012, of which #13… are kept.
+        let client = try RawClient(port: daemon.port)
+        for i in 0..<2_010 {
+            let body = i.isMultiple(of: 2) ? #"{"volume": 0.5}"# : #"{"volume": 0.6}"#
+            client.send(
+                "POST /api/v1/zones/kitchen/volume HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            let status = try client.readResponse().status
+            guard status == 200 else { throw ClientError(description: "volume \(i): HTTP \(status)") }
+        }
+        let r = daemon.batonctl("events", "--after", "2", "--count", "1")
+        #expect(r.status == 0)
+        let lines = r.output.split(separator: "\n")
+        #expect(lines.count == 2, "\(r.output)")
+        let missed = #"batonctl: events were missed, batond no longer keeps them: {"after":2,"next":13,"count":10}"#
+        #expect(lines.first.map(String.init) == missed, "\(r.output)")
+        #expect(lines.last?.contains("  #13  volume ") == true, "\(r.output)")
+        let kept = daemon.batonctl("events", "--after", "12", "--count", "1")
+        #expect(kept.output.split(separator: "\n").count == 1, "\(kept.output)")
+        #expect(kept.output.contains("  #13  volume "), "\(kept.output)")
+    }
 }
