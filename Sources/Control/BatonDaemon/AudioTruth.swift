@@ -101,6 +101,8 @@ struct AudioTruth {
     let zones: ZoneTable
     let events: EventLog
     let silenceAlarm: Duration
+    /// The zones' user volumes: nothing is heard in a zone turned down to 0.
+    let volumes: HardwareVolumes
 
     /// What `p`'s slots say now. Under the lock.
     func hearing(_ p: Playback) -> Hearing {
@@ -120,8 +122,11 @@ struct AudioTruth {
 
     /// The sources heard in `zone` now (their frames mixed at a gain above 0 at the audible frame:
     /// not one that plays at volume 0), highest priority first; a released source's last frames
-    /// first of all. Under the lock.
+    /// first of all. None in a zone whose user volume is 0 (turned down, on its software stage or
+    /// its hardware control): its sources were listed heard, and after `silence-alarm` it was said
+    /// `silent-while-playing` — an alarm each time someone turned a room down. Under the lock.
     func heardSources(in zone: ZoneHandle, _ s: borrowing Daemon.State) -> [String] {
+        guard volumes.userVolume(zone) > 0 else { return [] }
         let audible = zone.device.snapshot().audibleFrame
         // Highest priority first, then in arrival order (as the arbiter lists a zone's sources): a
         // doorbell heard over ducked music comes before it, whichever came first.

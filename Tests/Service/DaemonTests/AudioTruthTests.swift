@@ -444,6 +444,32 @@ extension AudioTruthTests {
 }
 
 extension AudioTruthTests {
+    /// A zone turned down to 0 while music plays in it: the music plays on, unheard — not in the
+    /// zone's `audible`, and no `silent-while-playing` (said after `silence-alarm` each time someone
+    /// turned a room down, with the music listed heard). Turned up again, it is heard again.
+    @Test func aZoneTurnedDownToZeroHearsNothingAndRaisesNoAlarm() throws {
+        let t = try TestDaemon(silenceAlarm: .milliseconds(300))
+        let id = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true, "zones": ["kitchen"]}"#)
+                .object["id"])
+        #expect(t.waitForEvent("audible", source: id) != nil)
+        try t.daemon.setVolume(zone: "kitchen", volume: 0)
+        let down = try #require(try t.status().zones.first { $0.name == "kitchen" }?.audibleFrame)
+        // Past the silence alarm's 300 ms, and a monitor look after it.
+        #expect(
+            waitUntil { ((try? t.status().zones.first { $0.name == "kitchen" }?.audibleFrame) ?? 0) > down + 22_050 })
+        _ = t.daemon.tick()
+        var kitchen = try #require(try t.status().zones.first { $0.name == "kitchen" })
+        #expect(kitchen.audible == [] && kitchen.state == "available", "\(kitchen.audible) \(kitchen.state)")
+        #expect(try t.status().sources.first { $0.id == id }?.state == "playing")
+        #expect(t.daemon.events.recent().filter { $0.type == "silent-while-playing" }.isEmpty)
+        try t.daemon.setVolume(zone: "kitchen", volume: 0.5)
+        _ = t.daemon.tick()
+        kitchen = try #require(try t.status().zones.first { $0.name == "kitchen" })
+        #expect(kitchen.audible == [id])
+        t.stop()
+    }
+
     /// Music at volume 0 in two zones, a doorbell in one: muted there, the music does not play
     /// there (its slot stops sounding where the mute begins) while it plays on in the other, and
     /// plays there again once the doorbell is over. It counted as playing where it was muted.
