@@ -221,7 +221,8 @@ package final class ZoneTable: Sendable {
     /// a reload that removed or shortened the longest `buffer` reopened every zone: the music cut
     /// everywhere for rings that were long enough. Only rings that must grow reopen every zone;
     /// rings made shorter than needed stay until every device restarts (a reload that reopens all
-    /// of them, or a restart).
+    /// of them, or a restart). A Snapcast zone's speakers, `control` and `stream` are not compared
+    /// (`played(_:)`): its keeper applies them, and the stream connection plays on.
     package func rebuilt(for new: BatonConfiguration) -> (
         table: ZoneTable, stopped: [DeviceOutput], started: [DeviceOutput]
     ) {
@@ -229,7 +230,9 @@ package final class ZoneTable: Sendable {
             let wanted = ZoneTable.deviceSpec(for: d, in: new)
             return self.devices.first { old in
                 old.spec.serves(wanted)
-                    && old.spec.zones.allSatisfy { z in zone(z.name)?.config == new.zone(named: z.name) }
+                    && old.spec.zones.allSatisfy { z in
+                        zone(z.name).map { Self.played($0.config) } == new.zone(named: z.name).map(Self.played)
+                    }
             }
         }
         let ring = kept.compactMap { $0.flatMap { RingLength($0.spec) } }.max { $1.isLonger(than: $0) }
@@ -245,6 +248,20 @@ package final class ZoneTable: Sendable {
         let stopped = self.devices.filter { d in !devices.contains { $0 === d } }
         let started = devices.filter { d in !self.devices.contains { $0 === d } }
         return (ZoneTable(zones: handles, devices: devices), stopped, started)
+    }
+
+    /// `zone`'s settings its device plays by: a Snapcast zone's speakers (`clients`, their volumes
+    /// and latencies), its `control` and its `stream` name left out. Only its group keeper uses
+    /// those, and `SnapcastKeepers.update` replaces that on its own (carrying the volumes it set);
+    /// whether Baton keeps speakers at all is in the device's spec (`StreamSpec.awaitsServer`).
+    /// Compared whole, a speaker's new latency reopened the stream connection: what played in the
+    /// zone ended as vanished and the speakers drifted apart for seconds.
+    static func played(_ zone: ZoneConfig) -> ZoneConfig {
+        var played = zone
+        played.snapcast?.clients = []
+        played.snapcast?.control = nil
+        played.snapcast?.stream = ""
+        return played
     }
 
     /// Splits `zones` into those whose device plays now and those skipped; unavailable, with each
