@@ -29,6 +29,10 @@ public final class GroupKeeper: Sendable {
         /// The speakers whose configured volume was set since they connected (not again until they
         /// reconnect: a listener's change stands).
         public var volumesSet: Set<String> = []
+        /// The connected speakers whose latency the server held lower than configured, with what
+        /// it answered (`SnapcastControl.setLatency`): not asked again while it reads so (snapserver
+        /// holds a latency within its own buffer, and asking every poll changed nothing).
+        public var latenciesHeld: [String: Int] = [:]
     }
 
     /// Who hears the zone's stream, as the server's answer says.
@@ -173,9 +177,11 @@ public final class GroupKeeper: Sendable {
             onStream = connected.filter { status.group(of: $0)?.streamID == zone.stream }
             now = Listeners(status, speakers: ids, stream: zone.stream)
             shared.withLock { $0.connected = connected }
-            // A speaker that left must get its volume again when it is back.
+            // A speaker that left must get its volume again when it is back, and its latency is
+            // asked again once (the server may have another buffer by then).
             volumesSet = volumesSet.filter { status.client($0)?.connected == true }
-            let plan = zone.plan(for: status, volumesSet: volumesSet)
+            var held = shared.withLock { $0.latenciesHeld }.filter { status.client($0.key)?.connected == true }
+            let plan = zone.plan(for: status, volumesSet: volumesSet, latenciesHeld: held)
             let then = Listeners(
                 plan.actions.reduce(status) { $0.applying($1) }, speakers: ids, stream: zone.stream)
             if now == then {
@@ -184,6 +190,8 @@ public final class GroupKeeper: Sendable {
                 answered(started)
             }
             var fixed = 0
+            var heldNow: [String] = []
+            defer { shared.withLock { $0.latenciesHeld = held } }
             for action in plan.actions where !stopFlag.isSet {
                 switch action {
                 case .setClients(let group, let clients): try control.setClients(group: group, clients: clients)
@@ -191,7 +199,10 @@ public final class GroupKeeper: Sendable {
                 case .setVolume(let client, let percent):
                     try control.setVolume(client: client, percent: percent)
                     volumesSet.insert(client)
-                case .setLatency(let client, let ms): try control.setLatency(client: client, milliseconds: ms)
+                case .setLatency(let client, let ms):
+                    let took = try control.setLatency(client: client, milliseconds: ms)
+                    held[client] = took < ms ? took : nil
+                    if took < ms { heldNow.append(SnapcastZone.latencyHeld(client, asked: ms, held: took)) }
                 }
                 fixed += 1
                 log(false, "zone \(name): snapcast: \(action)")
@@ -203,7 +214,7 @@ public final class GroupKeeper: Sendable {
                 listeners(then)
                 answered(started)
             }
-            let problems = status.problems(of: ids, stream: zone.stream) + plan.problems
+            let problems = status.problems(of: ids, stream: zone.stream) + plan.problems + heldNow
             let problem = problems.isEmpty ? nil : problems.joined(separator: "; ")
             shared.withLock { s in
                 s.polls += 1
@@ -216,7 +227,11 @@ public final class GroupKeeper: Sendable {
             // heard the zone before the fixes still does (one left in another group, on another
             // stream, counted as a listener for as long as the fix failed), and only the speakers
             // already on the zone's stream are shown.
-            shared.withLock { $0.connected = read ? onStream : [] }
+            shared.withLock { s in
+                s.connected = read ? onStream : []
+                // Unread, the server may be another (restarted with a larger buffer).
+                if !read { s.latenciesHeld = [:] }
+            }
             if read && !told { listeners(now) }
             // Any HTTP answer shows the server runs and reads (what the output waits for after a
             // connect).

@@ -79,13 +79,25 @@ public struct SnapcastControl: Sendable {
             answer: Ignored.self)
     }
 
-    /// Sets how many milliseconds earlier a client plays. The corresponding method is `Client.SetLatency`.
-    public func setLatency(client: String, milliseconds: Int) throws(SnapcastError) {
+    /// Sets how many milliseconds earlier a client plays; returns what the server holds it to (it
+    /// keeps it within its own `[stream] buffer`: `result.latency`), `milliseconds` when the answer
+    /// does not say. The corresponding method is `Client.SetLatency`.
+    @discardableResult
+    public func setLatency(client: String, milliseconds: Int) throws(SnapcastError) -> Int {
         struct Params: Encodable {
             var id: String
             var latency: Int
         }
-        _ = try call("Client.SetLatency", Params(id: client, latency: milliseconds), answer: Ignored.self)
+        struct Held: Decodable {
+            var latency: Int?
+            private enum CodingKeys: String, CodingKey { case latency }
+            // Anything else said there is taken as no word: the call was answered.
+            init(from decoder: any Decoder) throws {
+                latency = try? decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(Int.self, forKey: .latency)
+            }
+        }
+        let held = try call("Client.SetLatency", Params(id: client, latency: milliseconds), answer: Held.self)
+        return held.latency ?? milliseconds
     }
 
     // MARK: JSON-RPC

@@ -69,8 +69,13 @@ public struct SnapcastZone: Sendable, Equatable {
     ///   anyone else in a group of their own) and to play the zone's stream.
     /// - Latency is kept at its configured value; volume is set once per connection (listed in
     ///   `volumesSet` once done), so a listener's later change on that speaker stands.
+    /// - A speaker whose latency the server held lower than asked (`latenciesHeld`: what it
+    ///   answered, within its own buffer) and still has there is not asked again: that is a
+    ///   problem, which says what to set.
     /// - Speakers the server has never seen are reported, and joined as soon as they connect.
-    public func plan(for status: ServerStatus, volumesSet: Set<String> = []) -> Plan {
+    public func plan(
+        for status: ServerStatus, volumesSet: Set<String> = [], latenciesHeld: [String: Int] = [:]
+    ) -> Plan {
         var plan = Plan()
         if !status.streams.contains(where: { $0.id == stream }) {
             let names = status.streams.map(\.id).joined(separator: ", ")
@@ -120,9 +125,19 @@ public struct SnapcastZone: Sendable, Equatable {
                 plan.actions.append(.setVolume(client: s.id, percent: percent))
             }
             if let ms = s.latencyMilliseconds, let config = client.config, config.latency != ms {
-                plan.actions.append(.setLatency(client: s.id, milliseconds: ms))
+                if let held = latenciesHeld[s.id], held == config.latency {
+                    plan.problems.append(Self.latencyHeld(s.id, asked: ms, held: held))
+                } else {
+                    plan.actions.append(.setLatency(client: s.id, milliseconds: ms))
+                }
             }
         }
         return plan
+    }
+
+    /// The problem of a speaker whose latency the server held to `held` ms when asked `asked`:
+    /// snapserver keeps a client's latency within its `[stream] buffer`.
+    public static func latencyHeld(_ speaker: String, asked: Int, held: Int) -> String {
+        "speaker \"\(speaker)\" plays \(held) ms earlier, not the \(asked) ms asked: snapserver holds a latency within its [stream] buffer; set buffer to at least \(asked) ms in snapserver.conf (and the zone's snapcast buffer to match), or the speaker's latency to at most \(held) ms"
     }
 }

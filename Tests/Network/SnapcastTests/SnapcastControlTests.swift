@@ -424,6 +424,62 @@ import Testing
         #expect(GroupKeeper.shape("HTTP 401") != GroupKeeper.shape("HTTP 500"))
     }
 
+    /// A speaker configured at 500 ms on a server whose own buffer is 400 ms: the server holds the
+    /// latency to 400 and says so in its answer. The keeper asks once, and says what to set,
+    /// not again while the server reads 400 ms for it. It asked every poll (a log line each time,
+    /// every 2 s for ever), and the status said no problem.
+    @Test func aLatencyTheServerHoldsLowerIsAskedOnceAndSaid() throws {
+        let status =
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"s","clients":[{"id":"pi1","connected":true,"config":{"latency":400,"volume":{"muted":false,"percent":50}}}]}],"streams":[{"id":"s","status":"idle"}]}}}"#
+        let latencyCalls = Mutex(0)
+        let fake = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 4096) { request in
+            let text = String(decoding: request.body, as: UTF8.self)
+            if text.contains("Client.SetLatency") { latencyCalls.withLock { $0 += 1 } }
+            let body =
+                text.contains("Server.GetStatus") ? status : #"{"id":1,"jsonrpc":"2.0","result":{"latency":400}}"#
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(body.utf8)))
+        }
+        defer { fake.stop() }
+        let keeper = GroupKeeper(
+            name: "z", zone: SnapcastZone(stream: "s", speakers: [.init(id: "pi1", latencyMilliseconds: 500)]),
+            control: SnapcastControl(control: "http://127.0.0.1:\(fake.port)")
+        ) { _, _ in }
+        var volumesSet: Set<String> = []
+        let said = SnapcastZone.latencyHeld("pi1", asked: 500, held: 400)
+        #expect(said.contains("plays 400 ms earlier, not the 500 ms asked"), "\(said)")
+        #expect(keeper.pollOnce(volumesSet: &volumesSet) == said)
+        #expect(keeper.pollOnce(volumesSet: &volumesSet) == said)
+        #expect(latencyCalls.withLock { $0 } == 1)
+        #expect(keeper.state.fixes == 1 && keeper.state.latenciesHeld == ["pi1": 400])
+    }
+
+    /// The same against the real snapserver (a 300 ms buffer) with a real speaker: asked 500 ms,
+    /// it takes 300, and the keeper asks once.
+    @Test func aRealServerHoldsALatencyToItsBuffer() throws {
+        let server = try SnapcastServer(bufferMilliseconds: 300)
+        defer { server.stop() }
+        let speaker = try SnapcastClientTap(id: "pi1", server: server)
+        defer { speaker.stop() }
+        let control = SnapcastControl(control: server.control)
+        try #require(
+            waitUntil(seconds: 10, every: 0.02) { (try? control.status())?.client("pi1")?.connected == true },
+            "the snapclient did not connect")
+        let fixes = Mutex<[String]>([])
+        let keeper = GroupKeeper(
+            name: "z",
+            zone: SnapcastZone(stream: server.stream, speakers: [.init(id: "pi1", latencyMilliseconds: 500)]),
+            control: control
+        ) { isError, message in if !isError { fixes.withLock { $0.append(message) } } }
+        var volumesSet: Set<String> = []
+        let said = SnapcastZone.latencyHeld("pi1", asked: 500, held: 300)
+        #expect(keeper.pollOnce(volumesSet: &volumesSet) == said)
+        #expect(keeper.pollOnce(volumesSet: &volumesSet) == said)
+        let latencies = fixes.withLock { $0 }.filter { $0.contains("SetLatency") }
+        #expect(latencies == ["zone z: snapcast: Client.SetLatency pi1 500 ms"])
+        #expect((try? control.status())?.client("pi1")?.config?.latency == 300)
+    }
+
     /// A password in the control URL stays out of what is said: it went to the log and the zone's
     /// `problem` in the status as written.
     @Test func aPasswordInTheControlURLIsNotSaid() throws {
