@@ -234,8 +234,10 @@ public final class GroupKeeper: Sendable {
             }
             if read && !told { listeners(now) }
             // Any HTTP answer shows the server runs and reads (what the output waits for after a
-            // connect).
-            if error.serverAnswered && !told { answered(started) }
+            // connect): the status read, whatever a fix after it met (only the fix's error was
+            // looked at: a fix that got no answer kept a new connection waiting, the zone
+            // unavailable "waiting for its JSON-RPC to answer", while it answered).
+            if (read || error.serverAnswered) && !told { answered(started) }
             return error.description
         }
     }

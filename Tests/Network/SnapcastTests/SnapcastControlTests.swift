@@ -480,6 +480,59 @@ import Testing
         #expect((try? control.status())?.client("pi1")?.config?.latency == 300)
     }
 
+    /// A poll whose status read answers, and whose fix then gets no answer (the server drops
+    /// the connection on `Group.SetStream`), tells that the server answered: a new connection
+    /// carries audio. Only the fix's error was looked at, so a new connection waited, and the zone
+    /// read unavailable "waiting for its JSON-RPC to answer" while it answered.
+    @Test func aStatusReadIsAnAnswerWhenAFixAfterItGetsNone() throws {
+        let status =
+            #"{"id":1,"jsonrpc":"2.0","result":{"server":{"groups":[{"id":"g","stream_id":"other","clients":[{"id":"pi1","connected":true,"config":{"latency":0,"volume":{"muted":false,"percent":50}}}]}],"streams":[{"id":"s","status":"idle"},{"id":"other","status":"idle"}]}}}"#
+        let listener = try Listener()
+        let fd = listener.fd
+        let server = OSThread.start(name: "dropping-rpc") {
+            while true {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { return }
+                var request: [UInt8] = []
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                // The head, then the body its Content-Length says.
+                while true {
+                    let n = recv(client, &chunk, chunk.count, 0)
+                    guard n > 0 else { break }
+                    request += chunk[..<n]
+                    let text = String(decoding: request, as: UTF8.self)
+                    guard let end = text.firstRange(of: "\r\n\r\n"),
+                        let length = text.firstMatch(of: #/[Cc]ontent-[Ll]ength: (\d+)/#).flatMap({ Int($0.1) })
+                    else { continue }
+                    if text.utf8.count - text.utf8.distance(from: text.startIndex, to: end.upperBound) >= length {
+                        break
+                    }
+                }
+                if String(decoding: request, as: UTF8.self).contains("Server.GetStatus") {
+                    let answer =
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(status.utf8.count)\r\nConnection: close\r\n\r\n\(status)"
+                    _ = answer.withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                }
+                close(client)  // anything else: dropped unanswered
+            }
+        }
+        defer {
+            shutdown(fd, Int32(SHUT_RDWR))  // its accept ends
+            server.join()
+            close(fd)
+        }
+        let answers = Mutex(0)
+        let keeper = GroupKeeper(
+            name: "z", zone: SnapcastZone(stream: "s", speakers: [.init(id: "pi1")]),
+            control: SnapcastControl(control: "http://127.0.0.1:\(listener.port)"),
+            answered: { _ in answers.withLock { $0 += 1 } }
+        ) { _, _ in }
+        var volumesSet: Set<String> = []
+        let problem = keeper.pollOnce(volumesSet: &volumesSet) ?? ""
+        #expect(problem.contains("Group.SetStream"), "\(problem)")
+        #expect(answers.withLock { $0 } == 1)
+    }
+
     /// A password in the control URL stays out of what is said: it went to the log and the zone's
     /// `problem` in the status as written.
     @Test func aPasswordInTheControlURLIsNotSaid() throws {
