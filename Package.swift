@@ -125,7 +125,8 @@ let package = Package(
             "Players", "Players",
             ["AudioCore", "Curl", "Engine", "Intercom", "Media", "OSThread", "Subsonic", "Systemd"]),
         // Configuration, and the control plane (admit, route, report; domain errors, no transport).
-        module("BatonConfig", "Control/BatonConfig", ["AudioCore", "OSThread", "YAML"]),
+        // Snapcast: a control URL is read as the server it reaches, as the client reads it.
+        module("BatonConfig", "Control/BatonConfig", ["AudioCore", "OSThread", "Snapcast", "YAML"]),
         // What the control plane is made of beside its decisions: the zones built from the config, the
         // domain error, the event log, and the peripherals it drives (state file, mixer controls, speech,
         // Snapcast speakers, the intercom line, the music server, cover art, the external-sources socket).

@@ -1,5 +1,6 @@
 import AudioCore
 import OSThread
+import Snapcast
 import YAML
 
 extension ConfigReader {
@@ -152,14 +153,17 @@ extension ConfigReader {
                 )
             }
             guard let control = snapcast.control?.description else { continue }
-            if let owner = owner(of: "stream \(control) \(snapcast.stream)", for: s.zone.name) {
+            // Keyed on the server, not on how it is written (`http://127.0.0.1:1780` and
+            // `http://localhost:1780/` are one).
+            let server = SnapcastControl.identity(control)
+            if let owner = owner(of: "stream \(server) \(snapcast.stream)", for: s.zone.name) {
                 report(
                     mark, at.appending("stream"),
                     "stream \(ConfigSyntax.quoted(snapcast.stream)) of \(control) is also zone \(ConfigSyntax.quoted(owner))'s (each zone needs its own)"
                 )
             }
             for client in snapcast.clients {
-                if let owner = owner(of: "speaker \(control) \(client.id)", for: s.zone.name) {
+                if let owner = owner(of: "speaker \(server) \(client.id)", for: s.zone.name) {
                     report(
                         mark, at.appending("clients"),
                         "speaker \(ConfigSyntax.quoted(client.id)) of \(control) is also in zone \(ConfigSyntax.quoted(owner)) (a speaker plays one zone)"

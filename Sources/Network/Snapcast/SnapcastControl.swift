@@ -16,15 +16,44 @@ public struct SnapcastControl: Sendable {
     ///   unless the URL already ends with it.
     /// - Parameter stop: once set, a call that waits ends at once (libcurl's next progress call).
     public init(control: String, timeout: Duration = .seconds(3), stop: StopFlag? = nil) {
-        var base = control
-        while base.hasSuffix("/") { base.removeLast() }
-        endpoint = base.hasSuffix("/jsonrpc") ? base : base + "/jsonrpc"
+        endpoint = Self.endpoint(control)
         self.timeout = timeout
         var options = HTTPClient.Options()
         options.connectTimeout = .seconds(2)
         options.maxRedirects = 0
         options.stop = stop
         http = HTTPClient(options: options)
+    }
+
+    /// The JSON-RPC endpoint of `control` (`http://HOST:PORT`): `/jsonrpc` added unless it ends
+    /// with it, after any `/`.
+    public static func endpoint(_ control: String) -> String {
+        var base = control
+        while base.hasSuffix("/") { base.removeLast() }
+        return base.hasSuffix("/jsonrpc") ? base : base + "/jsonrpc"
+    }
+
+    /// One text for every spelling of the server `control` reaches: its `endpoint(_:)` with the
+    /// scheme and host in lower case, no credentials, `localhost` as 127.0.0.1 and the scheme's
+    /// default port written out (`http://LOCALHOST:1780/` and `http://127.0.0.1:1780/jsonrpc` are
+    /// both `http://127.0.0.1:1780/jsonrpc`). Two controls with one identity are one server.
+    public static func identity(_ control: String) -> String {
+        let url = endpoint(control)
+        guard let separator = url.firstRange(of: "://") else { return url }
+        let scheme = url[..<separator.lowerBound].lowercased()
+        let rest = url[separator.upperBound...]
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        var authority = rest[..<slash]
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        var host = authority.lowercased()
+        var port = scheme == "https" ? "443" : "80"
+        // `HOST:PORT` or `[V6]:PORT`: the last colon, when no `]` follows it.
+        if let colon = host.lastIndex(of: ":"), !host[colon...].contains("]") {
+            port = String(host[host.index(after: colon)...])
+            host = String(host[..<colon])
+        }
+        if host == "localhost" { host = "127.0.0.1" }
+        return "\(scheme)://\(host):\(port)\(rest[slash...])"
     }
 
     /// `control` with any credentials hidden (`http://user:***@host:1780`), for the log and status.

@@ -154,6 +154,30 @@ private let upstairs = """
             ])
     }
 
+    /// One snapserver written two ways is one server: a speaker of two zones whose controls
+    /// differ by a trailing `/`, `/jsonrpc`, `localhost` or the host's case is refused as on one
+    /// spelling. The control's text was the key, so each of these was taken as another server.
+    @Test(arguments: [
+        "http://127.0.0.1:1780/", "http://127.0.0.1:1780/jsonrpc", "http://127.0.0.1:1780/jsonrpc/",
+        "http://localhost:1780", "http://LocalHost:1780/",
+    ])
+    func refusesASpeakerOfTwoZonesOnOneServerWrittenTwoWays(control: String) {
+        #expect(
+            issueLines(
+                """
+                zones:
+                  a:
+                    snapcast: {source: "tcp://127.0.0.1:4953", control: "http://127.0.0.1:1780", stream: s, clients: [pi1]}
+                  b:
+                    snapcast: {source: "tcp://127.0.0.1:4954", control: "\(control)", stream: t, clients: [pi1]}
+
+                """
+            ) == [
+                #"test.yaml:5:15: zones.b.snapcast.clients: speaker "pi1" of "#
+                    + #"\#(control) is also in zone "a" (a speaker plays one zone)"#
+            ])
+    }
+
     /// The effective configuration encodes the section (bare IDs for speakers without trims) and
     /// reads back to the same configuration.
     @Test func roundTripsThroughJSON() throws {
