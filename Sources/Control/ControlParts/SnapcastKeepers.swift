@@ -180,9 +180,10 @@ package final class SnapcastKeepers: Sendable {
     /// The zone's Snapcast part of the status report (nil for an ALSA zone).
     package func status(_ zone: ZoneHandle) -> SnapcastStatus? {
         guard let s = zone.config.snapcast else { return nil }
+        // No keeper: no speaker to keep, none to be connected.
         let state = keepers.withLock { $0[zone.name] }?.state
         return SnapcastStatus(
-            source: "\(s.source)", speakers: s.clients.map(\.id), connected: state?.connected ?? [],
+            source: "\(s.source)", speakers: s.clients.map(\.id), connected: state.map(\.connected) ?? [],
             problem: state?.problem, fixes: state?.fixes ?? 0, droppedFrames: zone.device.droppedFrames)
     }
 }
@@ -193,7 +194,8 @@ package final class SnapcastKeepers: Sendable {
 public struct SnapcastStatus: Codable, Sendable, Equatable {
     public var source: String
     public var speakers: [String]
-    public var connected: [String]
+    /// Nil (absent from the JSON) when the keeper's last poll read no status: not known.
+    public var connected: [String]?
     public var problem: String?
     public var fixes: Int
     public var droppedFrames: Int

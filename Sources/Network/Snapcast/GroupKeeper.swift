@@ -22,8 +22,9 @@ public final class GroupKeeper: Sendable {
         public var polls = 0
         /// Calls made to fix drift, since start.
         public var fixes = 0
-        /// The speakers the server reports connected, in zone order.
-        public var connected: [String] = []
+        /// The speakers the server reports connected, in zone order; nil when the last poll read
+        /// no status (or none was made yet): who is connected is not known then.
+        public var connected: [String]?
         /// The last problem (server unreachable, bad answer, unknown stream), nil when all is well.
         public var problem: String?
         /// The speakers whose configured volume was set since they connected (not again until they
@@ -222,13 +223,14 @@ public final class GroupKeeper: Sendable {
             }
             return problem
         } catch {
-            // Without a good status, no speaker is known to be connected (the last good list
-            // stayed, for as long as the server answered badly). A fix that failed after one: who
+            // Without a good status, who is connected is not known (the last good list stayed,
+            // for as long as the server answered badly; then none was shown, as if the speakers
+            // were away while the server was). A fix that failed after one: who
             // heard the zone before the fixes still does (one left in another group, on another
             // stream, counted as a listener for as long as the fix failed), and only the speakers
             // already on the zone's stream are shown.
             shared.withLock { s in
-                s.connected = read ? onStream : []
+                s.connected = read ? onStream : nil
                 // Unread, the server may be another (restarted with a larger buffer).
                 if !read { s.latenciesHeld = [:] }
             }

@@ -46,8 +46,8 @@ enum StatusCommand {
             var queued: [String]?
             var snapcast: Snapcast?
         }
-        /// A Snapcast zone's speakers (`clients`), those snapserver has connected, the keeper's
-        /// last problem.
+        /// A Snapcast zone's speakers (`clients`), those snapserver has connected (absent: not
+        /// known, no status read), the keeper's last problem.
         struct Snapcast: Decodable {
             var speakers: [String]?
             var connected: [String]?
@@ -121,7 +121,11 @@ enum StatusCommand {
             // JSON-RPC unreachable) and its speakers: what says why it reaches no one.
             guard let snapcast = z.snapcast else { continue }
             if let problem = snapcast.problem { text += "\n  \(z.name): snapcast: \(problem)" }
-            let connected = snapcast.connected ?? []
+            // Absent: snapserver gave no status (it showed "none" connected, every speaker away).
+            guard let connected = snapcast.connected else {
+                text += "\n  \(z.name): speakers: unknown (snapserver's JSON-RPC gave no status)"
+                continue
+            }
             let away = (snapcast.speakers ?? []).filter { !connected.contains($0) }
             text +=
                 "\n  \(z.name): speakers connected: \(connected.isEmpty ? "none" : connected.joined(separator: ", "))"

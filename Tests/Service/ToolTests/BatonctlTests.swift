@@ -521,6 +521,30 @@ import Testing
         #expect(!lines.contains { $0.contains("kitchen: ") || $0.contains("patio: ") }, "\(status)")
     }
 
+    /// `status` of a Snapcast zone whose JSON-RPC cannot be reached says its speakers are not
+    /// known: it said "speakers connected: none; not connected: bedroom-pi, bath-pi", as if they
+    /// were away while it was the server that did not answer.
+    @Test func statusSaysASnapcastZonesSpeakersAreUnknownWithoutAnAnswer() throws {
+        let (source, control) = (try FreePort.next(), try FreePort.next())  // nothing listens on either
+        let daemon = try BatondProcess(
+            zones: """
+                  upstairs:
+                    snapcast: {source: "tcp://127.0.0.1:\(source)", control: "http://127.0.0.1:\(control)", stream: upstairs, clients: [bedroom-pi, bath-pi]}
+                    rate: 48000
+                """)
+        defer { daemon.stop() }
+        var status = ""
+        let polled = waitUntil(seconds: 15) {
+            usleep(100_000)
+            status = daemon.batonctl("status").output
+            return status.contains("upstairs: snapcast: snapserver http://127.0.0.1:\(control)/jsonrpc")
+        }
+        #expect(polled, "\(status)\n\(daemon.log)")
+        let lines = status.split(separator: "\n")
+        #expect(lines.contains("  upstairs: speakers: unknown (snapserver's JSON-RPC gave no status)"), "\(status)")
+        #expect(!lines.contains { $0.contains("speakers connected") }, "\(status)")
+    }
+
     /// `status` shows the saved queue (what `resume` plays after a restart, as BATONCTL.md says to
     /// look for there), and `resume` of it while an announcement holds the zone says it is queued
     /// behind it: it printed `music-2: play` and `status` never showed the queue.
