@@ -22,7 +22,8 @@ import Synchronization
 // thread only (documented above); `thread` is touched by `start` and `stop` on the control thread.
 public final class RTPReceiver: @unchecked Sendable {
     public struct Configuration: Sendable, Equatable {
-        /// The IPv4 address to bind (e.g. "0.0.0.0", "127.0.0.1").
+        /// The IPv4 address to bind (e.g. "0.0.0.0", "127.0.0.1"); a multicast group (224.0.0.0/4,
+        /// e.g. "239.1.2.3") is bound and joined on the interface the kernel routes it to.
         public var host: String
         /// The UDP port; 0 picks a free one (see `port`).
         public var port: UInt16
@@ -303,7 +304,25 @@ public final class RTPReceiver: @unchecked Sendable {
         _ = withUnsafeMutablePointer(to: &bound) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
+        if isMulticast(address.sin_addr) {
+            // Bound to the group's address, the socket takes only the group's datagrams, but none
+            // arrive until the group is joined: the kernel picks the interface (INADDR_ANY: the one
+            // its routes send the group to, the default route's).
+            var request = ip_mreq(imr_multiaddr: address.sin_addr, imr_interface: in_addr(s_addr: INADDR_ANY))
+            let joined = setsockopt(
+                fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ip_mreq>.size))
+            guard joined == 0 else {
+                let e = errno
+                close(fd)
+                throw .socket(operation: "join multicast group \(host)", errno: e)
+            }
+        }
         return (fd, UInt16(bigEndian: bound.sin_port))
+    }
+
+    /// Whether `address` is an IPv4 multicast group (224.0.0.0/4).
+    private static func isMulticast(_ address: in_addr) -> Bool {
+        UInt32(bigEndian: address.s_addr) >> 28 == 0xE
     }
 }
 

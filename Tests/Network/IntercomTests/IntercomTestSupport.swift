@@ -105,16 +105,23 @@ final class PlayoutSimulation {
     }
 }
 
-/// A UDP socket on loopback that sends datagrams to `port`.
+/// A UDP socket that sends datagrams to `port` on loopback, or to a multicast group `host`: looped
+/// back to this host with a TTL of 0, so that none leaves it.
 final class UDPSender {
     let fd: Int32
     var address = sockaddr_in()
 
-    init(port: UInt16) {
+    init(port: UInt16, host: String = "127.0.0.1") {
         fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
+        if UInt32(bigEndian: address.sin_addr.s_addr) >> 28 == 0xE {
+            var loop: UInt8 = 1
+            var ttl: UInt8 = 0
+            precondition(setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, &loop, 1) == 0)
+            precondition(setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_TTL, &ttl, 1) == 0)
+        }
     }
 
     deinit { close(fd) }

@@ -249,6 +249,19 @@ import Testing
         #expect(old < 0.05, "the last call's tone at \(old)")
     }
 
+    /// A multicast group as the listen address (door stations and paging systems often send to
+    /// one) is joined: a packet sent to the group arrives. The group was bound and never joined, and
+    /// no datagram came (`received` 0, no error): the doorbell never rang.
+    @Test func receivesFromAMulticastGroup() throws {
+        let group = "239.\(Int.random(in: 1...254)).\(Int.random(in: 1...254)).\(Int.random(in: 1...254))"
+        let receiver = try RTPReceiver(configuration: .init(host: group, port: 0), onEvent: { _ in })
+        receiver.start()
+        defer { receiver.stop() }
+        let sender = UDPSender(port: receiver.port, host: group)
+        sender.send(datagram(try tonePackets(seconds: 0.02)[0], index: 0))
+        #expect(waitUntil(seconds: 2) { receiver.counters.received == 1 }, "group \(group): \(receiver.counters)")
+    }
+
     /// A busy port and a bad address fail at init with a clear reason.
     @Test func reportsSocketErrors() throws {
         let first = try RTPReceiver(configuration: .init(host: "127.0.0.1", port: 0), onEvent: { _ in })
