@@ -350,7 +350,9 @@ public struct JitterBuffer: Sendable {
             transitCount = 0
             transitIndex = 0
         }
-        recordTransit(now: now, timestamp: timestamp)
+        // Transits are recorded once the packet is known not to be a copy: a duplicate of one played
+        // 400 ms before made the spread 400 ms, and the target the maximum for a window's packets.
+        // A late packet's is recorded: it says how much more delay the network needs.
         let slot = index(seq)
         if seq < nextSeq {
             if slotSeq[slot] == seq && slotState[slot] == .played {
@@ -358,6 +360,7 @@ public struct JitterBuffer: Sendable {
                 return .duplicate
             }
             guard case .filling = phase, slotState[slot] != .queued else {
+                recordTransit(now: now, timestamp: timestamp)
                 counters.late += 1
                 return .late
             }
@@ -369,6 +372,7 @@ public struct JitterBuffer: Sendable {
             counters.duplicate += 1
             return .duplicate
         }
+        recordTransit(now: now, timestamp: timestamp)
         slotSeq[slot] = seq
         slotState[slot] = .queued
         slotTimestamp[slot] = timestamp

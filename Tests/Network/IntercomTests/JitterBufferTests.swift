@@ -79,6 +79,19 @@ import Testing
         #expect(levels[10..<(levels.count - 30)].allSatisfy { $0 > 0.25 }, "\(levels.map { Int($0 * 100) })")
     }
 
+    /// A copy of a packet played long ago (400 ms late) is a duplicate and says nothing of the
+    /// network's delay: the target stays where the stream put it. Its transit was measured before
+    /// it was known to be a copy: the spread was 400 ms, and the target the maximum (200 ms) for
+    /// the next 100 packets — delay added, stretched in, trimmed out again.
+    @Test func aLateDuplicateDoesNotRaiseTheDelay() throws {
+        let packets = try tonePackets(seconds: 4)
+        let sim = try PlayoutSimulation()
+        try sim.run((0..<200).map { datagram(packets[$0], index: $0) }, until: 200 * 20 * ms)
+        #expect(sim.buffer.targetDelay == 20 * ms)
+        #expect(sim.insert(datagram(packets[180], index: 180), at: 180 * 20 * ms + 400 * ms) == .duplicate)
+        #expect(sim.buffer.targetDelay == 20 * ms)
+    }
+
     /// A packet that arrives after its turn is late: it was already concealed, and is dropped.
     @Test func dropsLatePackets() throws {
         let packets = try tonePackets(seconds: 2)
