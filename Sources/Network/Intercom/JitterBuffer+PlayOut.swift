@@ -110,6 +110,7 @@ extension JitterBuffer {
         transitCount = 0
         transitIndex = 0
         anchor(seq: highestSeq, timestamp: highestTimestamp, now: now)
+        isFirstFill = true
     }
 
     /// Starts play-out afresh at this packet, after the target delay.
@@ -123,6 +124,7 @@ extension JitterBuffer {
         underrunFrames = 0
         playedSinceAdjust = 0
         phase = .filling(since: now)
+        isFirstFill = false
         generation += 1
     }
 
@@ -160,15 +162,32 @@ extension JitterBuffer {
 
     /// Counts the packets between the newest and `seq` (the one play-out re-anchors on, arrived at
     /// `now`; the last before it at `last`) as skipped and lost, but for `refused` of them that came
-    /// and were refused — when the stream went on without them (`Counters.skipped`).
-    mutating func countSkipped(before seq: Int64, timestamp: Int64, now: Int, since last: Int?, refused: Int64) {
+    /// and were refused — when the stream went on without them (`Counters.skipped`). Returns the
+    /// sequence numbers counted, for `markSkipped` once play-out re-anchored (the refused ones are
+    /// those just before `seq`, the jump's probation).
+    mutating func countSkipped(
+        before seq: Int64, timestamp: Int64, now: Int, since last: Int?, refused: Int64
+    ) -> Range<Int64>? {
         let missing = seq - highestSeq - 1
-        guard missing > refused, let last, now >= last else { return }
+        guard missing > refused, let last, now >= last else { return nil }
         let span = timestamp - newestEnd
         let elapsed = Int64(Self.samples(now - last)) + Int64(Self.samples(configuration.maximumDelay))
-        guard span >= missing * 120, span <= missing * Int64(OpusPacket.maximumFrames), span <= elapsed else { return }
+        guard span >= missing * 120, span <= missing * Int64(OpusPacket.maximumFrames), span <= elapsed else {
+            return nil
+        }
         counters.skipped += Int(missing - refused)
         counters.lost += Int(missing - refused)
+        return (highestSeq + 1)..<(seq - refused)
+    }
+
+    /// Marks the slots of the packets counted skipped (the newest that fit beside the one play-out
+    /// re-anchored on), so that one arriving late is taken back from `skipped` and `lost` once.
+    mutating func markSkipped(_ skipped: Range<Int64>?) {
+        guard let skipped else { return }
+        for seq in max(skipped.lowerBound, nextSeq - Int64(configuration.slots) + 1)..<skipped.upperBound {
+            slotSeq[index(seq)] = seq
+            slotState[index(seq)] = .skipped
+        }
     }
 
     func nearestQueued(after seq: Int64) -> Int64? {

@@ -97,7 +97,7 @@ public struct JitterBuffer: Sendable {
         /// when the jump is one of a stream that went on without them: its timestamps moved with
         /// its sequence numbers (2.5 to 120 ms of audio a packet) and by no more than the time since
         /// its last packet (plus `maximumDelay`); a sender that renumbered its stream skipped none.
-        /// Counted in `lost` too.
+        /// Counted in `lost` too; one that comes late after all is taken back from both.
         public var skipped = 0
         public init() {}
     }
@@ -178,7 +178,8 @@ public struct JitterBuffer: Sendable {
     }
 
     enum SlotState: UInt8, Sendable {
-        case empty, queued, played, lost
+        /// `skipped`: counted skipped at a re-anchor (`markSkipped`), its turn gone without it.
+        case empty, queued, played, lost, skipped
     }
 
     /// The configuration in force: the one given to `init`, but for what `setConsumerBurst` sets.
@@ -207,6 +208,9 @@ public struct JitterBuffer: Sendable {
     var newestEnd: Int64 = 0
     var lastFrames = 960
     var underrunFrames = 0
+    /// Whether play-out fills for a stream's first packets (from `start` until it plays): then an
+    /// earlier packet reordered behind a later one moves the start back to it.
+    var isFirstFill = false
     var playedSinceAdjust = 0
     // Slots, indexed by extended sequence number modulo `slots`.
     var slotSeq: [Int64]
@@ -334,16 +338,20 @@ public struct JitterBuffer: Sendable {
         // and play-out started again at the next packet, 50 on — counted nowhere, the status said
         // nothing was lost.
         if phase == .rebuffering {
-            countSkipped(before: seq, timestamp: timestamp, now: now, since: previousArrival, refused: 0)
+            let skipped = countSkipped(
+                before: seq, timestamp: timestamp, now: now, since: previousArrival, refused: 0)
             anchor(seq: seq, timestamp: timestamp, now: now)
+            markSkipped(skipped)
         }
         let ahead = seq - nextSeq
         if ahead >= Int64(configuration.slots) || ahead <= -Int64(configuration.slots) {
             // The packet before this one came, and was refused (the jump's probation).
-            countSkipped(before: seq, timestamp: timestamp, now: now, since: previousArrival, refused: 1)
+            let skipped = countSkipped(
+                before: seq, timestamp: timestamp, now: now, since: previousArrival, refused: 1)
             counters.resets += 1
             outcome = .reset(.sequenceJump(from: nextSeq, to: seq))
             anchor(seq: seq, timestamp: timestamp, now: now)
+            markSkipped(skipped)
             // A restart's timestamps are another timeline: the jitter is measured afresh, as for a
             // new source. Against the old window's transits the spread was the jump itself, and the
             // target delay the maximum (200 ms) until they had all rolled out (2 s).
@@ -359,8 +367,17 @@ public struct JitterBuffer: Sendable {
                 counters.duplicate += 1
                 return .duplicate
             }
-            guard case .filling = phase, slotState[slot] != .queued else {
+            // Only a stream's first packets may start play-out earlier: after a re-anchor the
+            // packets before it were skipped, and one that comes then moved play-out back to it —
+            // audio over 100 ms old, then the rest of the skipped ones concealed.
+            guard case .filling = phase, isFirstFill, slotState[slot] != .queued else {
                 recordTransit(now: now, timestamp: timestamp)
+                if slotSeq[slot] == seq && slotState[slot] == .skipped {
+                    // It came after all: not one that never came. A copy of it is a duplicate.
+                    counters.skipped -= 1
+                    counters.lost -= 1
+                    slotState[slot] = .played
+                }
                 counters.late += 1
                 return .late
             }

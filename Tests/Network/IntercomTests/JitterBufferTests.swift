@@ -348,6 +348,30 @@ import Testing
         #expect(c.played + c.trimmed == sent.count)
     }
 
+    /// Packets 60–79 held back: the queue runs dry, play-out rebuffers and re-anchors on 80 (60–79
+    /// counted skipped); then 75 comes. It is late: play-out goes on from 80, and it no longer counts
+    /// as skipped (19 never came; a copy of it is a duplicate). It moved play-out back to 75 (the reorder of a stream's first
+    /// packets): audio over 100 ms old played, 76–79 concealed, and 24 counted lost.
+    @Test func aPacketReorderedAcrossARebufferIsLate() throws {
+        let packets = try tonePackets(seconds: 2)
+        let sim = try PlayoutSimulation()
+        try sim.run((0..<60).map { datagram(packets[$0], index: $0) }, until: 60 * 20 * ms)
+        for t in 60..<80 { try sim.consume(at: t * 20 * ms) }
+        #expect(sim.buffer.counters.rebuffers == 1)
+        #expect(sim.insert(datagram(packets[80], index: 80), at: 80 * 20 * ms) == .accepted)
+        #expect(sim.insert(datagram(packets[75], index: 75), at: 80 * 20 * ms + 5 * ms) == .late)
+        #expect(sim.insert(datagram(packets[75], index: 75), at: 80 * 20 * ms + 6 * ms) == .duplicate)
+        for i in 81..<100 {
+            sim.insert(datagram(packets[i], index: i), at: i * 20 * ms)
+            try sim.consume(at: i * 20 * ms)
+        }
+        for t in 100..<120 { try sim.consume(at: t * 20 * ms) }  // the stream ends: played out
+        let c = sim.buffer.counters
+        #expect(c.lost == 19 && c.skipped == 19 && c.late == 1, "\(c)")
+        #expect(c.concealed == 0 && c.fecRecovered == 0 && c.rebuffers == 2, "\(c)")
+        #expect(c.played + c.trimmed == 60 + 20, "\(c)")  // 0–59 and 80–99
+    }
+
     /// Nothing takes the call's audio (it is queued) and the network drops 4 s of it: the next
     /// packets jump the sequence by 200, beyond the buffer's reach, and restart play-out there. The
     /// 199 that never came are lost; the one refused before the restart (the jump's probation) came.
