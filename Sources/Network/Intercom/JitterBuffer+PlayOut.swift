@@ -107,8 +107,12 @@ extension JitterBuffer {
         payloadType = configuration.payloadType ?? packet.payloadType
         highestSeq = Int64(packet.sequenceNumber)
         highestTimestamp = Int64(packet.timestamp)
+        // A new stream's jitter is measured afresh, from the initial target (as after `reset`): one
+        // that took over mid-call kept the last one's target, 170 ms after a jittery one, for 50
+        // packets.
         transitCount = 0
         transitIndex = 0
+        target = Self.samples(configuration.initialDelay)
         anchor(seq: highestSeq, timestamp: highestTimestamp, now: now)
         isFirstFill = true
     }

@@ -235,6 +235,30 @@ import Testing
         #expect(sim.actions.contains { if case .decode = $0 { true } else { false } })
     }
 
+    /// A new source starts afresh: at the initial target delay (60 ms), its first audio 60 ms after
+    /// its first packet. It kept the old stream's target — 170 ms after a jittery one — though its
+    /// jitter was measured afresh: a door station that restarted was heard late for 50 packets.
+    @Test func aNewSourceStartsAtTheInitialDelay() throws {
+        let packets = try tonePackets(seconds: 3)
+        let sim = try PlayoutSimulation()
+        // Every other packet 150 ms late.
+        try sim.run(
+            (0..<120).map { datagram(packets[$0], index: $0) }, until: 120 * 20 * ms,
+            delay: { $0 % 2 == 1 ? 150 * ms : 0 })
+        #expect(sim.buffer.targetDelay == 170 * ms)
+        let start = 120 * 20 * ms + 900 * ms
+        #expect(
+            sim.insert(datagram(packets[0], index: 0, firstSeq: 7, ssrc: 2), at: start) == .reset(.newSource(ssrc: 2)))
+        #expect(sim.buffer.targetDelay == 60 * ms)
+        let from = sim.actions.count
+        for k in 0..<10 {
+            if k > 0 { sim.insert(datagram(packets[k], index: k, firstSeq: 7, ssrc: 2), at: start + k * 20 * ms) }
+            try sim.consume(at: start + k * 20 * ms)
+        }
+        let firstAudio = try #require(sim.actions[from...].firstIndex { $0 != .silence })
+        #expect(firstAudio - from == 3, "first audio \((firstAudio - from) * 20) ms after the first packet")
+    }
+
     /// Garbage, RTCP and wrong payload types are counted (malformed / foreign) and do not disturb the stream.
     @Test func countsMalformedAndForeignDatagrams() throws {
         let packets = try tonePackets(seconds: 1)
