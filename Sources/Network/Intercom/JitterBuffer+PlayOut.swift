@@ -82,9 +82,10 @@ extension JitterBuffer {
         return payloads.withUnsafeBytes { all in body(UnsafeRawBufferPointer(rebasing: all[base..<(base + length)])) }
     }
 
-    /// Counts a datagram too large to have been read whole (`bytes` long) as malformed. Receive side.
-    public mutating func rejectOversized(bytes: Int) -> InsertOutcome {
-        malformed(.payloadTooLarge(bytes: bytes, maximum: configuration.maximumPayload))
+    /// Counts a datagram too large to have been read whole (`bytes` long, more than the `maximum`
+    /// the receiver reads) as malformed. Receive side.
+    public mutating func rejectOversized(bytes: Int, maximum: Int) -> InsertOutcome {
+        malformed(.datagramTooLarge(bytes: bytes, maximum: maximum))
     }
 
     /// Counts a packet the decoder rejected although its header looked valid. Play-out side.

@@ -128,12 +128,16 @@ public struct JitterBuffer: Sendable {
         case rtp(RTPPacketError)
         case emptyPayload
         case payloadTooLarge(bytes: Int, maximum: Int)
+        /// A datagram longer than the receiver reads (`maximum` bytes), truncated: no RTP/Opus packet
+        /// it accepts is that long.
+        case datagramTooLarge(bytes: Int, maximum: Int)
         case opus(OpusPacketError)
         public var description: String {
             switch self {
             case .rtp(let e): "\(e)"
             case .emptyPayload: "an RTP packet without payload"
             case .payloadTooLarge(let bytes, let maximum): "a \(bytes)-byte payload, more than \(maximum)"
+            case .datagramTooLarge(let bytes, let maximum): "a \(bytes)-byte datagram, more than the \(maximum) read"
             case .opus(let e): "not an Opus packet: \(e)"
             }
         }

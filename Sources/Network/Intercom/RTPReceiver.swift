@@ -218,7 +218,7 @@ public final class RTPReceiver: @unchecked Sendable {
                     state.withLock { s in
                         if n > buffer.count {
                             // Truncated: longer than any RTP/Opus packet the buffer accepts.
-                            if case .malformed(let why) = s.jitter.rejectOversized(bytes: n) {
+                            if case .malformed(let why) = s.jitter.rejectOversized(bytes: n, maximum: buffer.count) {
                                 s.lastRefused = (from, .malformed(why))
                             }
                             return

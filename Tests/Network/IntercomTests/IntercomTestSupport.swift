@@ -126,6 +126,16 @@ final class UDPSender {
 
     deinit { close(fd) }
 
+    /// The local port (bound by the first `send`).
+    var port: UInt16 {
+        var local = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return UInt16(bigEndian: local.sin_port)
+    }
+
     func send(_ bytes: [UInt8]) {
         let n = bytes.withUnsafeBytes { b in
             withUnsafePointer(to: &address) {

@@ -262,6 +262,20 @@ import Testing
         #expect(waitUntil(seconds: 2) { receiver.counters.received == 1 }, "group \(group): \(receiver.counters)")
     }
 
+    /// A datagram too long to be read whole is refused as what it is: a datagram longer than the
+    /// receiver reads. It was said to be "a 3000-byte payload, more than 1500" — neither a payload
+    /// nor that limit.
+    @Test func refusesAnOversizedDatagramAsADatagram() throws {
+        let receiver = try RTPReceiver(configuration: .init(host: "127.0.0.1", port: 0), onEvent: { _ in })
+        receiver.start()
+        defer { receiver.stop() }
+        let sender = UDPSender(port: receiver.port)
+        sender.send(datagram([UInt8](repeating: 0xF8, count: 2_988), index: 0))  // 12 + 2 988 bytes
+        #expect(waitUntil { receiver.counters.malformed == 1 })
+        #expect(receiver.lastRefused == "127.0.0.1:\(sender.port): a 3000-byte datagram, more than the 2048 read")
+        #expect(receiver.counters.received == 0)
+    }
+
     /// A busy port and a bad address fail at init with a clear reason.
     @Test func reportsSocketErrors() throws {
         let first = try RTPReceiver(configuration: .init(host: "127.0.0.1", port: 0), onEvent: { _ in })
