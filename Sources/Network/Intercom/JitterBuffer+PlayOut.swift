@@ -88,8 +88,13 @@ extension JitterBuffer {
         malformed(.datagramTooLarge(bytes: bytes, maximum: maximum))
     }
 
-    /// Counts a packet the decoder rejected although its header looked valid. Play-out side.
-    public mutating func countUndecodable() { counters.malformed += 1 }
+    /// Counts a packet the decoder rejected although its header looked valid, for `action` (from
+    /// `next`): malformed, and for a `.decode` no longer played (`next` counted it so; it is
+    /// concealed instead). Play-out side.
+    public mutating func countUndecodable(_ action: Playout) {
+        counters.malformed += 1
+        if case .decode = action { counters.played -= 1 }
+    }
 
     // MARK: - Internals
 

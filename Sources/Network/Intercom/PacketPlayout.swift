@@ -85,7 +85,7 @@ final class PacketPlayout {
                     case .silence: return 0
                     }
                 } catch {
-                    state.withLock { $0.jitter.countUndecodable() }
+                    state.withLock { $0.jitter.countUndecodable(action) }
                     let frames: Int
                     switch action {
                     case .decode(_, let f), .recover(_, let f), .conceal(let f): frames = f

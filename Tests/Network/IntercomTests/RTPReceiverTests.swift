@@ -276,6 +276,33 @@ import Testing
         #expect(receiver.counters.received == 0)
     }
 
+    /// A packet whose header looks valid but that libopus cannot decode is counted malformed and
+    /// concealed, not played: it was counted played (at its turn) and malformed (when it failed).
+    @Test func anUndecodablePacketIsNotCountedPlayed() throws {
+        let clock = ManualClock()
+        let receiver = try RTPReceiver(
+            configuration: .init(host: "127.0.0.1", port: 0), clock: { clock.now }, onEvent: { _ in })
+        receiver.start()
+        defer { receiver.stop() }
+        let sender = UDPSender(port: receiver.port)
+        var payloads = try tonePackets(seconds: 0.2)
+        // Code 3, two frames of 10 ms, constant size: one byte cannot be split in two.
+        payloads[5] = [0x03, 0x02, 0x00]
+        for i in payloads.indices {
+            clock.advance(20 * ms)
+            sender.send(datagram(payloads[i], index: i))
+        }
+        #expect(waitUntil { receiver.counters.received == payloads.count })
+        var block = [Float](repeating: 0, count: 960)
+        for _ in 0..<20 {
+            _ = block.withUnsafeMutableBufferPointer { receiver.pull(into: $0, now: clock.now) }
+            clock.advance(20 * ms)
+        }
+        let c = receiver.counters
+        #expect(c.malformed == 1, "\(c)")
+        #expect(c.played + c.trimmed == payloads.count - 1, "\(c)")
+    }
+
     /// A busy port and a bad address fail at init with a clear reason.
     @Test func reportsSocketErrors() throws {
         let first = try RTPReceiver(configuration: .init(host: "127.0.0.1", port: 0), onEvent: { _ in })
