@@ -91,6 +91,8 @@ struct SilenceWatch {
     var heardSince: Int?
     var quietSince: Int?
     var alarmed = false
+    /// The zone was turned down to 0 at the last look: nothing was heard because of that.
+    var turnedDown = false
 }
 
 /// Following the audio: each source's reported state and the zones' silence watches, from the
@@ -182,12 +184,17 @@ struct AudioTruth {
         defer { s.silence[zone.name] = w }
         guard let first = heard.first else {
             w = SilenceWatch()
+            w.turnedDown = volumes.userVolume(zone) <= 0
             return
         }
         if w.heardSince == nil {
             // From the frame the source heard first began there (it is heard, so that is known).
             let slot = s.playbacks[SourceID(first)]?.parts.first { $0.zone == zone.name }?.slot
             w.heardSince = slot.map { $0.sounding.snapshot().onRunStart(at: audible) } ?? audible
+            // Turned up again: from the frames mixed at the new volume on, not from the music's
+            // start — the turn-down's silence, still in the device, read as silence for that long.
+            if w.turnedDown { w.heardSince = max(w.heardSince ?? audible, zone.device.snapshot().framesPlayed) }
+            w.turnedDown = false
         }
         let loud = zone.mixer.meter.loudness.snapshot()
         if loud.isOn(at: audible) {

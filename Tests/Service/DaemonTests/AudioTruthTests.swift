@@ -463,10 +463,18 @@ extension AudioTruthTests {
         #expect(kitchen.audible == [] && kitchen.state == "available", "\(kitchen.audible) \(kitchen.state)")
         #expect(try t.status().sources.first { $0.id == id }?.state == "playing")
         #expect(t.daemon.events.recent().filter { $0.type == "silent-while-playing" }.isEmpty)
+        // Turned up after more than the silence alarm at 0: heard again, and no alarm either (the
+        // silence of the turn-down, still in the device at the first look, counted from the music's
+        // start: the alarm came at once, then `sound-returned`).
         try t.daemon.setVolume(zone: "kitchen", volume: 0.5)
+        _ = t.daemon.tick()
+        let up = try #require(try t.status().zones.first { $0.name == "kitchen" }?.framesPlayed)
+        #expect(waitUntil { ((try? t.status().zones.first { $0.name == "kitchen" }?.audibleFrame) ?? 0) > up + 8_820 })
         _ = t.daemon.tick()
         kitchen = try #require(try t.status().zones.first { $0.name == "kitchen" })
         #expect(kitchen.audible == [id])
+        let alarms = t.daemon.events.recent().filter { ["silent-while-playing", "sound-returned"].contains($0.type) }
+        #expect(alarms.isEmpty, "\(alarms.map(\.type))")
         t.stop()
     }
 
