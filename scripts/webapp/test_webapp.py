@@ -803,6 +803,16 @@ def scenario(music):
             assert saved and "kitchen" in saved["zones"], saved
             wait_for("the saved track on the card", lambda: f"saved: {saved['track']['title']}" in card(d, "kitchen").text, 5)
             assert not card(d, "patio").find_elements(By.CSS_SELECTOR, ".controls"), "patio offers a queue that was not its"
+            # Other music anywhere (a sound played as music on the patio): `music/resume` without an
+            # id acts on it, so the kitchen does not offer the saved queue meanwhile (its Play
+            # resumed the patio's music and left the kitchen silent).
+            status, other = b.api("POST", "/api/v1/music/play", {"sound": "long", "loop": True, "zones": ["patio"]})
+            assert status == 202, (status, other)
+            wait_for("the patio playing", lambda: card_state(d, "patio") == "playing", 5)
+            assert not card(d, "kitchen").find_elements(By.CSS_SELECTOR, ".controls.saved"), card(d, "kitchen").text
+            status, _ = b.api("POST", "/api/v1/music/stop", {"id": other["id"]})
+            assert status == 200, status
+            wait_for("the saved track on the card again", lambda: card(d, "kitchen").find_elements(By.CSS_SELECTOR, ".controls.saved"), 5)
             click(d, '#zone-cards article[data-zone="kitchen"] .controls.saved button[data-act="resume"]')
             wait_for("kitchen playing", lambda: card_state(d, "kitchen") == "playing" and "Tone 440" in card(d, "kitchen").text, 5)
             _, st = b.api("GET", "/api/v1/status")

@@ -286,9 +286,11 @@ function render() {
     if (prevStates[z.name] !== undefined && prevStates[z.name] !== key + words) say(`${z.name}: ${shown ? (shown.track ? shown.track.title : shown.sound) + ' ' : ''}${words}`);
     prevStates[z.name] = key + words;
     const t = here && here.track;
-    // No music here, and the queue kept from before a restart or a stop was on this zone: the card
-    // offers it, as batonctl resume does (the page could only start the music over from the library).
-    const saved = !here && s.savedQueue && s.savedQueue.track && (s.savedQueue.zones || []).includes(z.name) ? s.savedQueue : null;
+    // No music anywhere (`music/resume` without an id acts on the newest music source, of any zone:
+    // a sound played as music, an external player), and the queue kept from before a restart or a
+    // stop was on this zone: the card offers it, as batonctl resume does (the page could only start
+    // the music over from the library).
+    const saved = !music.length && s.savedQueue && s.savedQueue.track && (s.savedQueue.zones || []).includes(z.name) ? s.savedQueue : null;
     const cover = t && t.coverArt ? `<img class="cover" alt="Cover of ${esc(t.album || t.title)}" src="/api/v1/library/cover/${encodeURIComponent(t.coverArt)}?size=176">` : `<div class="cover" aria-hidden="true">♪</div>`;
     const dur = t && t.durationSeconds, pos = here ? here.positionSeconds : null;
     const ducks = z.ducked.map(d => `<div class="duck">ducked to ${d.levelDb} dB by ${esc(who(d.by))} (the volume stays ${Math.round(z.volume * 100)}%)</div>`).join('');
