@@ -126,6 +126,12 @@ public enum Service {
         }
         let systemd = SystemdNotifier()
         let daemon = Daemon(config: config, configPath: configPath, logger: logger)
+        // systemd's status line again after each reload (SIGHUP, the API, MQTT): `systemctl status`
+        // said the zones of the start. From before the API and MQTT serve, whose reloads in the
+        // first seconds went unseen.
+        if systemd.isUnderSystemd {
+            daemon.events.subscribe(StatusLineKeeper(systemd: systemd, config: config, logger: logger), after: nil)
+        }
         daemon.start()
         let triggers = Triggers(daemon: daemon, logger: logger)
         triggers.start()
@@ -149,11 +155,7 @@ public enum Service {
         // every zone has opened its output or failed to: what is still used comes back at its next use.
         giveBackCode(locked: locked, logger, once: ZonesOpened(daemon), within: .seconds(5), unless: daemon)
         notify(systemd, logger) { try systemd.ready() }
-        notify(systemd, logger) { try systemd.status(statusLine(zones: config.zones.count, config)) }
-        // After a reload (SIGHUP, the API, MQTT) too: `systemctl status` said the zones of the start.
-        if systemd.isUnderSystemd {
-            daemon.events.subscribe(StatusLineKeeper(systemd: systemd, config: config, logger: logger), after: nil)
-        }
+        notify(systemd, logger) { try systemd.status(statusLine(zones: daemon.zoneNames.count, config)) }
         if let interval = systemd.watchdogInterval {
             // Pet the watchdog only while the monitor thread is alive: a wedged daemon gets restarted.
             let pet = petMicroseconds(watchdog: interval)

@@ -50,9 +50,9 @@ package final class MusicConnection: Sendable {
     /// What was last sent with `savePlayQueue`, when, whether that failed, and whether the server
     /// lacks the call.
     private let sync = Mutex<(last: SavedQueue?, at: Int, failed: Bool, unsupported: Bool)>((nil, 0, false, false))
-    /// Whether the stop's mirror (`mirrorAtStop`) was sent; `stopMirrorSent` is posted when it has
-    /// been answered or has failed.
-    private let stopMirror = Mutex(false)
+    /// When the stop's mirror (`mirrorAtStop`) was sent (monotonic ns); `stopMirrorSent` is posted
+    /// when it has been answered or has failed.
+    private let stopMirror = Mutex<Int?>(nil)
     private let stopMirrorSent = Semaphore()
     /// The `savePlayQueue` calls, one at a time, the newest waiting in place of an older one: a slow
     /// answer (a NAS spinning up) let a later call land first, then the older one over it.
@@ -275,15 +275,17 @@ package final class MusicConnection: Sendable {
             return true
         }
         guard due else { return }
-        stopMirror.withLock { $0 = true }
+        stopMirror.withLock { $0 = monotonicNanoseconds() }
         send(config) { [stopMirrorSent] in stopMirrorSent.post() }
     }
 
-    /// Waits up to `span` for the stop's mirror; true when it was answered (or none was sent).
-    /// It is not stopped with the network (`stoppable: false`): the process's end would cut it.
+    /// Waits for the stop's mirror until `span` after it was sent (the fade-out and the outputs'
+    /// stop ran meanwhile); true when it was answered (or none was sent). It is not stopped with
+    /// the network (`stoppable: false`): the process's end would cut it.
     package func awaitMirrorAtStop(within span: Duration) -> Bool {
-        guard stopMirror.withLock({ $0 }) else { return true }
-        return stopMirrorSent.wait(nanoseconds: span.wholeNanoseconds)
+        guard let sent = stopMirror.withLock({ $0 }) else { return true }
+        let left = sent + span.wholeNanoseconds - monotonicNanoseconds()
+        return stopMirrorSent.wait(nanoseconds: max(0, left))
     }
 
     /// Sends the queue last mirrored again if its call failed 30 s ago or more: the state may not
