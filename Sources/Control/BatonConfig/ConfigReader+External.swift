@@ -75,6 +75,20 @@ extension ConfigReader {
             }
     }
 
+    /// A D-Bus well-known bus name: at most 255 characters, two or more elements separated by
+    /// dots, each of ASCII letters, digits, `_` and `-`, not starting with a digit.
+    static func isBusName(_ name: String) -> Bool {
+        let elements = name.split(separator: ".", omittingEmptySubsequences: false)
+        return name.utf8.count <= 255 && elements.count >= 2
+            && elements.allSatisfy { element in
+                guard let first = element.unicodeScalars.first, !("0"..."9").contains(first) else { return false }
+                return element.unicodeScalars.allSatisfy {
+                    ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
+                        || $0 == "-"
+                }
+            }
+    }
+
     private mutating func readExternalControl(_ pair: YAMLPair, at path: ConfigPath) -> ExternalSourceConfig.Control? {
         guard let fields = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.externalControlKeys)
         else {
@@ -99,7 +113,16 @@ extension ConfigReader {
                 report(fields.values["bus"]?.value.mark, path.appending("bus"), "bus is session or system")
                 return nil
             }
-            return optional(fields, "mpris", .string).map { .mpris(busName: $0, systemBus: bus == "system") }
+            guard let name = optional(fields, "mpris", .string) else { return nil }
+            // A name sd-bus refuses made every command fail ("Invalid argument") and a `'` broke the
+            // watcher's match rule, all unsaid until a doorbell.
+            guard Self.isBusName(name) else {
+                report(
+                    fields.values["mpris"]?.value.mark, path.appending("mpris"),
+                    "not a D-Bus bus name (e.g. org.mpris.MediaPlayer2.mpv)")
+                return nil
+            }
+            return .mpris(busName: name, systemBus: bus == "system")
         case "mpd":
             guard let text = optional(fields, "mpd", .string) else { return nil }
             let parts = text.split(separator: ":", omittingEmptySubsequences: false)

@@ -72,6 +72,29 @@ import Testing
         #expect(lines.contains { $0.contains("external-sources.g.volume: unknown key") })
     }
 
+    /// An MPRIS name that is not a D-Bus bus name is refused where it is written: `mpv` passed, and
+    /// every command then failed ("Pause: Invalid argument"); a `'` broke the watcher's match rule,
+    /// which reconnected every second for ever.
+    @Test(arguments: ["mpv", "org.mpris.MediaPlayer2.mpv'", "org..mpv", ".org.mpv", "org.2mpv", "org.mpris.mpv "])
+    func refusesAnMPRISNameThatIsNoBusName(name: String) {
+        let lines =
+            issueLines(minimalZone + "external-sources:\n  s: {control: {mpris: \"\(name)\"}}\n") ?? []
+        #expect(
+            lines == [
+                "test.yaml:5:24: external-sources.s.control.mpris: not a D-Bus bus name (e.g. org.mpris.MediaPlayer2.mpv)"
+            ],
+            "\(lines)")
+    }
+
+    /// Well-known names as players own them pass: dashes, underscores, digits after the first
+    /// character of an element.
+    @Test(arguments: ["org.mpris.MediaPlayer2.mpv", "org.mpris.MediaPlayer2.spotifyd", "a-b._c.d9"])
+    func acceptsAnMPRISBusName(name: String) throws {
+        let external = try #require(
+            try load(minimalZone + "external-sources:\n  s: {control: {mpris: \"\(name)\"}}\n").externalSources)
+        #expect(external.source("s")?.control == .mpris(busName: name, systemBus: false))
+    }
+
     /// `bus` beside `mpd` or `command` is ignored, as it always was, with a warning at the key: it
     /// was ignored unsaid, then refused, and a file that had started then stopped batond at its
     /// next start (exit 1, which systemd does not restart).
