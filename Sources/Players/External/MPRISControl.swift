@@ -53,7 +53,8 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
         queue.run(dropped: { [states] in states.dropExpectation(ticket) }) { [self] in
             do {
                 let bus = try DBusConnection(systemBus: systemBus)
-                try bus.call(destination: busName, path: Self.path, interface: Self.interface, member: member)
+                let destination = try resolve(bus)?.name ?? busName
+                try bus.call(destination: destination, path: Self.path, interface: Self.interface, member: member)
                 states.ran(ticket)
                 failure.withLock { $0.command = nil }
             } catch {
@@ -73,22 +74,33 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     /// quick the next one (mpv folds a Play and a Pause a few ms apart into one signal, though).
     private func watch() {
         var reported = false
+        /// Whether the name (or an instance of it) was seen owned since the control started: a
+        /// player that leaves ends its source, and is not said to be missing.
+        var everOwned = false
+        var saidAbsent = false
         var lastHeard = monotonicNanoseconds()
         while running.load(ordering: .acquiring) {
             do {
                 let bus = try DBusConnection(systemBus: systemBus)
                 var owner: String?
+                /// The name followed: `busName`, or the instance of it found (`resolve`).
+                var followed: String?
                 var reread = true
+                // The name and those under it (`busName.instance…`).
                 try bus.subscribe(
                     "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
-                        + "member='NameOwnerChanged',arg0='\(busName)'"
-                ) { [states] signal in
-                    let had = owner
-                    owner = signal.strings.count == 3 && !signal.strings[2].isEmpty ? signal.strings[2] : nil
+                        + "member='NameOwnerChanged',arg0namespace='\(busName)'"
+                ) { [states, busName] signal in
+                    guard signal.strings.count == 3,
+                        signal.strings[0] == busName || signal.strings[0].hasPrefix(busName + ".instance")
+                    else { return }
                     reread = true
                     // The player quit or crashed: a source paused or interrupted waited for it for
                     // ever, "paused" in the status, its resume a Play to nobody.
-                    if had != nil && owner == nil { states.sawLeave() }
+                    if signal.strings[0] == followed && owner != nil && signal.strings[2].isEmpty {
+                        owner = nil
+                        states.sawLeave()
+                    }
                 }
                 // Every MPRIS player uses the same path: the sender tells this one apart.
                 try bus.subscribe(
@@ -102,22 +114,32 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
                 while running.load(ordering: .acquiring) {
                     if reread {
                         reread = false
-                        owner = try bus.nameOwner(busName)
-                        // Not on the bus (yet): nothing to follow until NameOwnerChanged says it came;
-                        // a command meanwhile reports its own failure. Gone while the watcher had
-                        // no bus (its session ended with the player's): it left, which no signal
-                        // will say — a source paused or interrupted waited for it for ever.
-                        if owner == nil {
-                            states.sawAbsent()
-                        } else {
+                        let found = try resolve(bus)
+                        (followed, owner) = (found?.name, found?.owner)
+                        // Not on the bus (yet): nothing to follow until NameOwnerChanged says it came.
+                        // Gone while the watcher had no bus (its session ended with the player's): it
+                        // left, which no signal will say — a source paused or interrupted waited for
+                        // it for ever.
+                        if let found {
                             let state = try bus.stringProperty(
-                                destination: busName, path: Self.path, interface: Self.interface, name: "PlaybackStatus"
-                            )
+                                destination: found.name, path: Self.path, interface: Self.interface,
+                                name: "PlaybackStatus")
                             states.saw(state)
+                            everOwned = true
+                            failure.withLock { $0.watcher = nil }
+                        } else {
+                            states.sawAbsent()
+                            // Said while it lasts: a name the player does not own (a typo, spotifyd's
+                            // with its pid) was accepted and never reported until a doorbell failed.
+                            // Reported once, unless the player was there: one that leaves ends its
+                            // source.
+                            let text = "\(busName) has no owner on the \(systemBus ? "system" : "session") bus"
+                            failure.withLock { $0.watcher = text }
+                            if !everOwned && !saidAbsent { report(text) }
+                            saidAbsent = true
                         }
                         lastHeard = monotonicNanoseconds()
                         reported = false
-                        failure.withLock { $0.watcher = nil }
                     }
                     try bus.process(waitingAtMost: 1_000_000)
                 }
@@ -131,6 +153,17 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
                 usleep(1_000_000)
             }
         }
+    }
+
+    /// The name to talk to now and its owner: `busName`, or else the first of `busName.instance…`
+    /// that has an owner (spotifyd, a second mpv: the name carries the player's pid); nil while
+    /// none has.
+    private func resolve(_ bus: DBusConnection) throws(DBusError) -> (name: String, owner: String)? {
+        if let owner = try bus.nameOwner(busName) { return (busName, owner) }
+        for name in try bus.listNames().filter({ $0.hasPrefix(busName + ".instance") }).sorted() {
+            if let owner = try bus.nameOwner(name) { return (name, owner) }
+        }
+        return nil
     }
 
     private func notFollowing(_ why: String) {

@@ -99,6 +99,99 @@ import Testing
         #expect(status(rig) == "Playing")
     }
 
+    /// A name nobody owns on the bus (a typo; spotifyd's, which carries its pid) is said at once,
+    /// in the source's `controlError` and a `control-error` event: it was accepted and never
+    /// reported until a doorbell's Pause failed.
+    @Test func aNameWithNoOwnerIsSaid() throws {
+        let directory = TestDirectory.make("external-bus")
+        let bus = try SessionBus(directory)
+        let rig = try ExternalRig(
+            sources: "  mpv: {class: music, control: {mpris: org.mpris.MediaPlayer2.nobody}}",
+            environment: ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)"])
+        ExternalRig.writeWAV(rig.directory + "/song.wav", AplayTests.music(frames: 48_000 * 10), channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_mpv", rig.directory + "/song.wav"], log: "aplay.log")
+        defer { aplay.stop() }
+        #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"music-") }, "the source plays")
+        let said = "org.mpris.MediaPlayer2.nobody has no owner on the session bus"
+        #expect(
+            waitUntil(seconds: 2) {
+                usleep(20_000)
+                return rig.get("/api/v1/status").contains("\"controlError\":\"\(said)\"")
+            }, "\(rig.get("/api/v1/status"))")
+        #expect(rig.eventsSoon(contain: said))
+    }
+
+    /// A player whose MPRIS name carries its pid (spotifyd's `org.mpris.MediaPlayer2.spotifyd.
+    /// instance<PID>`; a second mpv's `org.mpris.MediaPlayer2.mpv.instance<PID>`) is reached by
+    /// the name without it: the configured name had no owner, and no pause ever reached it.
+    @Test func anInstanceOfTheNameIsFollowedAndTold() throws {
+        let directory = TestDirectory.make("external-bus")
+        let bus = try SessionBus(directory)
+        let rig = try ExternalRig(
+            sources: "  mpv: {class: music, when-interrupted: pause, control: {mpris: org.mpris.MediaPlayer2.mpv}}",
+            environment: ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)"])
+        ExternalRig.writeWAV(rig.directory + "/song.wav", AplayTests.music(frames: 48_000 * 20), channels: 2)
+        // Another mpv holds the plain name, so the one under test takes its instance name; it
+        // then quits, leaving the instance name alone on the bus.
+        let other = try rig.program(
+            "mpv", ["--no-config", "--idle=yes", "--ao=null", "--script=/usr/lib/mpv-mpris/mpris.so"], log: "other.log")
+        func names() -> String {
+            Subprocess.run("/usr/bin/env", rig.environment + ["busctl", "--user", "list", "--acquired"], seconds: 5)
+                .output
+        }
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(50_000)
+                return names().contains("org.mpris.MediaPlayer2.mpv ")
+            })
+        let mpv = try rig.program(
+            "mpv",
+            [
+                "--no-video", "--no-config", "--ao=alsa", "--audio-device=alsa/baton_mpv", "--pause",
+                "--script=/usr/lib/mpv-mpris/mpris.so", rig.directory + "/song.wav",
+            ], log: "mpv.log")
+        defer { mpv.stop() }
+        let instance = "org.mpris.MediaPlayer2.mpv.instance\(mpv.pid)"
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(50_000)
+                return names().contains(instance)
+            }, "\(names())")
+        _ = other.stop()
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(50_000)
+                return !names().contains("org.mpris.MediaPlayer2.mpv ")
+            })
+        func call(_ member: String) {
+            let out = Subprocess.run(
+                "/usr/bin/env",
+                rig.environment + [
+                    "busctl", "--user", "call", instance, "/org/mpris/MediaPlayer2", "org.mpris.MediaPlayer2.Player",
+                    member,
+                ], seconds: 5)
+            #expect(out.status == 0, "busctl \(member): \(out.output)")
+        }
+        func playbackStatus() -> String {
+            Subprocess.run(
+                "/usr/bin/env",
+                rig.environment + [
+                    "busctl", "--user", "get-property", instance, "/org/mpris/MediaPlayer2",
+                    "org.mpris.MediaPlayer2.Player", "PlaybackStatus",
+                ], seconds: 5
+            ).output
+        }
+        call("Play")
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(20_000)
+                return MPDTests.heard(rig).count > 48_000 / 2
+            }, "mpv is heard")
+        #expect(rig.post("/api/v1/music/pause", "{}").contains("\"command\":\"pause\""))
+        #expect(waitUntil(seconds: 5) { playbackStatus().contains("Paused") }, "mpv: \(playbackStatus())")
+        #expect(!rig.get("/api/v1/status").contains("controlError"), "\(rig.get("/api/v1/status"))")
+    }
+
     /// Stopped through Baton (`music/stop`), mpv is told to pause through MPRIS: it went on saying
     /// "Playing" while nothing was heard, its writes refused. (MPD pauses by itself when its only
     /// output fails; mpv does not.) Whatever an interruption does to it: with `hold` or `drop` the

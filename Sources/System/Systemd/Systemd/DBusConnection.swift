@@ -111,6 +111,38 @@ public final class DBusConnection {
         return owner
     }
 
+    /// The names on the bus now, unique and well-known. The bus's `ListNames`, through
+    /// `sd_bus_call` and `sd_bus_message_read_strv`.
+    public func listNames() throws(DBusError) -> [String] {
+        let operation = "org.freedesktop.DBus.ListNames"
+        var message: OpaquePointer?
+        var rc = sd_bus_message_new_method_call(
+            bus, &message, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListNames")
+        guard rc >= 0, let message else {
+            throw DBusError(operation: operation, message: String(cString: strerror(-rc)))
+        }
+        defer { sd_bus_message_unref(message) }
+        var error = baton_bus_error_null()
+        defer { sd_bus_error_free(&error) }
+        var reply: OpaquePointer?
+        rc = sd_bus_call(bus, message, 2_000_000, &error, &reply)
+        guard rc >= 0, let reply else { throw DBusError(operation: operation, message: Self.text(error, rc)) }
+        defer { sd_bus_message_unref(reply) }
+        var strv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        guard sd_bus_message_read_strv(reply, &strv) >= 0, let strv else {
+            throw DBusError(operation: operation, message: "the reply holds no string array")
+        }
+        defer { free(strv) }
+        var names: [String] = []
+        var i = 0
+        while let name = strv[i] {
+            names.append(String(cString: name))
+            free(name)
+            i += 1
+        }
+        return names
+    }
+
     /// Calls `handler` (on the thread that calls `process`) for each signal that matches `rule`, a
     /// D-Bus match rule ("type='signal',interface='…',member='…',path='…',arg0='…'"), until the
     /// connection closes. The bus filters by the rule; a `sender=` with a well-known name is
