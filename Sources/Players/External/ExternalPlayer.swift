@@ -56,9 +56,9 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         /// The change the player itself reported, while the control plane applies it
         /// (`applyingPlayerChange`): the pause or play it leads to is not told back to the player.
         var applying: PlayerChange?
-        /// During the interruption the player itself said the user played it, and no pause since:
-        /// at the end it plays already.
-        var playedByUserWhileInterrupted = false
+        /// What the player itself said the user did last during the interruption (nil: nothing):
+        /// at the end it is there already, and not told again.
+        var userChangeWhileInterrupted: PlayerChange?
         /// When Baton told the paused player to play (monotonic ns), until it writes again — on a new
         /// stream, or on the one it kept open. Until then the source waits for it, even once what it
         /// had sent has played out (the frames kept at its pause take about as long as a player
@@ -197,13 +197,17 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     /// (`applyingPlayerChange`): it is not told again. Call it before `audibilityChanged`, once
     /// the slots are paused or resumed: a `drop` stream then goes straight to held, none of its
     /// frames discarded. Under the lock; the control runs off it.
-    public func pausedThroughBaton(_ paused: Bool) {
+    public func pausedThroughBaton(_ paused: Bool) { setPausedThroughBaton(paused, playerDid: state.applying) }
+
+    /// `pausedThroughBaton`; `playerDid`: what the player itself reported it did (`applying`, or
+    /// the user's last change during an interruption), not told back to it.
+    private func setPausedThroughBaton(_ paused: Bool, playerDid: PlayerChange?) {
         guard let control = settings.control else { return }
         state.pausedThroughBaton = paused
         // The player's own change coming back: it is there already. Told again, it changed nothing
         // the player reported, and Baton's wait for the word (3 s) took the user's next change of
         // the same kind for its own — Baton read playing while the player was paused.
-        let echo = state.applying == (paused ? .paused : .played)
+        let echo = playerDid == (paused ? .paused : .played)
         // A play is awaited (`playAskedAt`) before the stream's mode is set: without it a `drop`
         // stream was set to discard until the audibility came, a moment later in the control
         // plane's step, and on a loaded machine its thread ran between the two and threw away the
@@ -249,18 +253,26 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     /// discarded, under a source read "paused".
     public func interruption(began: Bool, shouldResume: Bool = false) {
         state.interrupted = began
+        // For every mode: with `drop` and `hold` it was reset only by a `pause` interruption, and
+        // a user's play during one doorbell was taken at the next for one during it.
+        if began { state.userChangeWhileInterrupted = nil }
         guard let control = settings.control else { return }
         guard settings.whenInterrupted == .pause else {
-            if !began && shouldResume == state.pausedThroughBaton { pausedThroughBaton(!shouldResume) }
+            // What the user did to the player itself during it is done: a play re-sent at the end
+            // changed nothing the player reported, and Baton, waiting 3 s for the word, took the
+            // user's next play (after a pause) for its own — the source stayed paused and held
+            // while the player showed Playing.
+            if !began && shouldResume == state.pausedThroughBaton {
+                setPausedThroughBaton(!shouldResume, playerDid: state.userChangeWhileInterrupted)
+            }
             return
         }
         if began {
-            state.playedByUserWhileInterrupted = false
             // Paused through Baton already: a second pause could be a toggle's play.
             if !state.pausedThroughBaton { control.pause() }
         } else if shouldResume {
             state.pausedThroughBaton = false
-            askToPlay(control, told: !state.playedByUserWhileInterrupted)
+            askToPlay(control, told: !playedByUserWhileInterrupted)
         } else {
             // Left paused by Baton: the next interruption must not pause it again (a toggle's play).
             state.pausedThroughBaton = true
@@ -269,12 +281,16 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     }
 
     /// A change the user made to the player through its own controls (not Baton's), once; a play
-    /// during an interruption is noted (`playedByUserWhileInterrupted`). Under the lock.
+    /// during an interruption is noted (`userChangeWhileInterrupted`). Under the lock.
     public func takeUserChange() -> PlayerChange? {
         let change = settings.control?.takeUserChange()
-        if state.interrupted, let change { state.playedByUserWhileInterrupted = change == .played }
+        if state.interrupted, let change { state.userChangeWhileInterrupted = change }
         return change
     }
+
+    /// During the interruption the player itself said the user played it, and no pause since: at
+    /// the end it plays already.
+    private var playedByUserWhileInterrupted: Bool { state.userChangeWhileInterrupted == .played }
 
     /// With `pause`, no stream while interrupted or not heard is the player paused by Baton (it
     /// closes its device), not the program gone: the source waits for it. So with any mode while
@@ -390,7 +406,7 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     /// Under the lock.
     public var leftPausedByBaton: Bool {
         settings.whenInterrupted == .pause && settings.control != nil && state.interrupted
-            && !state.pausedThroughBaton && !state.playedByUserWhileInterrupted && !state.selfEnded
+            && !state.pausedThroughBaton && !playedByUserWhileInterrupted && !state.selfEnded
             && !state.endsForGood
     }
 

@@ -78,6 +78,39 @@ import Testing
         #expect(told.said.withLock { $0 } == (toldToPlay ? ["pause", "play"] : ["pause"]))
     }
 
+    /// A `drop` player the user paused through its own controls, then played during a doorbell:
+    /// at the doorbell's end it plays already, and is not told to play again. It was (the user's
+    /// play was noted only for `pause`), a play that changed nothing the player reported, and
+    /// Baton, waiting 3 s for the word, took the user's next pause and play for its own: the source
+    /// stayed paused and held while the player showed Playing.
+    @Test(arguments: [ExternalPlayer.WhenInterrupted.drop, .hold])
+    func aDropPlayerTheUserPlayedDuringADoorbellIsNotToldToPlay(whenInterrupted: ExternalPlayer.WhenInterrupted)
+        throws
+    {
+        let (player, told, _, program) = try Self.pausePlayer(whenInterrupted: whenInterrupted)
+        defer { close(program) }
+        player.audibilityChanged(true)
+        player.applyingPlayerChange(.paused)  // the user's pause through the player, applied
+        player.pausedThroughBaton(true)
+        player.applyingPlayerChange(nil)
+        player.interruption(began: true)
+        told.user.withLock { $0 = .played }
+        #expect(player.takeUserChange() == .played)
+        player.interruption(began: false, shouldResume: true)
+        #expect(told.said.withLock { $0 } == [])
+        // A user's pause during the next doorbell: the end that does not resume tells nothing
+        // either (the player is paused already); with no change of the user's, the player is told.
+        player.interruption(began: true)
+        told.user.withLock { $0 = .paused }
+        #expect(player.takeUserChange() == .paused)
+        player.interruption(began: false, shouldResume: false)
+        #expect(told.said.withLock { $0 } == [])
+        player.pausedThroughBaton(false)
+        player.interruption(began: true)
+        player.interruption(began: false, shouldResume: false)
+        #expect(told.said.withLock { $0 } == ["play", "pause"])
+    }
+
     /// A program that sets its format again on the same connection (aplay playing files of two
     /// rates, gmediarender between tracks): the source's format in the status is the new one. It
     /// stayed the first, read once when the stream was taken.
