@@ -411,8 +411,21 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
     }
 
     public func stop() -> Bool {
-        if state.endsForGood && !state.selfEnded {
-            settings.control?.pauseIfPlaying()  // runs before `close` ends its queue
+        if state.endsForGood && !state.selfEnded, let control = settings.control {
+            // Each runs before `close` ends the control's queue.
+            if !control.followsPlayer {
+                // A command pair cannot ask whether the player plays, and did nothing here: a
+                // player that reopens its device (squeezelite) played again as a new source. Told
+                // when it plays as far as Baton knows — not paused by Baton, through it or for an
+                // interruption (its pause may be a toggle).
+                let pausedForInterruption = settings.whenInterrupted == .pause && state.interrupted
+                if !state.pausedThroughBaton && !pausedForInterruption { control.pause() }
+            } else if state.playAskedAt != nil {
+                // A play Baton sent, not reported yet: the state last seen says paused.
+                control.pause()
+            } else {
+                control.pauseIfPlaying()
+            }
         }
         if let current = state.current {
             current.detach()

@@ -49,6 +49,7 @@ public final class MPDControl: PlayerControl, @unchecked Sendable {
     public func pause() { command("pause 1", expecting: "pause") }
     public func play() { command("play", expecting: "play") }
     public func pauseIfPlaying() { if states.isPlaying { pause() } }
+    public var followsPlayer: Bool { true }
 
     public func close() {
         running.store(false, ordering: .releasing)

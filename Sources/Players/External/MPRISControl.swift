@@ -41,6 +41,7 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     public func pause() { command("Pause", expecting: "Paused") }
     public func play() { command("Play", expecting: "Playing") }
     public func pauseIfPlaying() { if states.isPlaying { pause() } }
+    public var followsPlayer: Bool { true }
 
     public func close() {
         running.store(false, ordering: .releasing)

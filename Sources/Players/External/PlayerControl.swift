@@ -22,6 +22,8 @@ public protocol PlayerControl: AnyObject, Sendable {
     /// Pauses the player if its own interface says it plays now; a control that cannot see the
     /// player does nothing (its pause command may be a toggle).
     func pauseIfPlaying()
+    /// Whether it sees the player's own state (MPD, MPRIS), or only tells it (a command pair).
+    var followsPlayer: Bool { get }
     /// A change the user made (seen through the player's interface, not commanded by Baton), once.
     func takeUserChange() -> PlayerChange?
     /// The last failure, if the last attempt failed.
@@ -102,6 +104,7 @@ public final class CommandControl: PlayerControl, @unchecked Sendable {
     public func pause() { run(pauseCommand) }
     public func play() { run(resumeCommand) }
     public func pauseIfPlaying() {}
+    public var followsPlayer: Bool { false }
     public func takeUserChange() -> PlayerChange? { nil }
     public var lastError: String? { failure.withLock { $0 } }
     public func close() { queue.close() }

@@ -19,6 +19,7 @@ import Testing
         func pause() { said.withLock { $0.append("pause") } }
         func play() { said.withLock { $0.append("play") } }
         func pauseIfPlaying() { said.withLock { $0.append("pause-if-playing") } }
+        var followsPlayer: Bool { true }
         func takeUserChange() -> PlayerChange? {
             user.withLock { change in
                 defer { change = nil }
@@ -111,6 +112,64 @@ import Testing
         #expect(told.said.withLock { $0 } == ["play", "pause"])
     }
 
+    /// Stopped for good (`music/stop`, other music), a player controlled by a command pair is told
+    /// to pause when it plays as far as Baton knows: it was not (a command pair cannot say whether
+    /// the player plays), and one that reopens its device (squeezelite) played again as a new
+    /// source. Not when Baton paused it (through Baton, or `pause` for an interruption): its pause
+    /// command may be a toggle. `said`: what the commands wrote, p for pause and r for resume.
+    @Test(arguments: [
+        (ExternalPlayer.WhenInterrupted.drop, "playing", "p"), (.hold, "playing", "p"), (.pause, "playing", "p"),
+        (.hold, "interrupted", "p"), (.pause, "interrupted", "p"), (.drop, "paused", "p"), (.pause, "resumed", "prp"),
+    ])
+    func aStopForGoodPausesAPlayerOfACommandPair(
+        whenInterrupted: ExternalPlayer.WhenInterrupted, before: String, said: String
+    ) throws {
+        let file = TestDirectory.make("command-control") + "/said"
+        let control = CommandControl(pause: "printf p >> \(file)", resume: "printf r >> \(file)", report: { _ in })
+        let (player, _, program) = try Self.player(whenInterrupted: whenInterrupted, control: control)
+        defer { close(program) }
+        player.audibilityChanged(true)
+        // Each command waited for: one given while another waits replaces it.
+        func saidSoon(_ text: String) -> Bool {
+            waitUntil(seconds: 5) {
+                usleep(10_000)
+                return TextFile.read(file) == text
+            }
+        }
+        switch before {
+        case "interrupted":
+            player.interruption(began: true)
+            if whenInterrupted == .pause { #expect(saidSoon("p")) }
+        case "paused":
+            player.pausedThroughBaton(true)
+            #expect(saidSoon("p"))
+        case "resumed":
+            player.pausedThroughBaton(true)
+            #expect(saidSoon("p"))
+            player.pausedThroughBaton(false)
+            #expect(saidSoon("pr"))
+        default: break
+        }
+        player.endsForGood()
+        #expect(player.stop())
+        #expect(saidSoon(said), "\(TextFile.read(file) ?? "")")
+        usleep(200_000)
+        #expect(TextFile.read(file) == said)
+    }
+
+    /// Stopped for good after Baton told the player to play, before the player said it plays: it
+    /// is told to pause, not asked whether it plays (the state last seen says paused).
+    @Test func aStopForGoodRightAfterAPlayPausesThePlayer() throws {
+        let (player, told, _, program) = try Self.pausePlayer(whenInterrupted: .drop)
+        defer { close(program) }
+        player.audibilityChanged(true)
+        player.pausedThroughBaton(true)
+        player.pausedThroughBaton(false)
+        player.endsForGood()
+        #expect(player.stop())
+        #expect(told.said.withLock { $0 } == ["pause", "play", "pause"])
+    }
+
     /// A program that sets its format again on the same connection (aplay playing files of two
     /// rates, gmediarender between tracks): the source's format in the status is the new one. It
     /// stayed the first, read once when the stream was taken.
@@ -172,21 +231,30 @@ import Testing
     static func pausePlayer(
         whenInterrupted: ExternalPlayer.WhenInterrupted = .pause
     ) throws -> (ExternalPlayer, Told, ExternalStream, program: Int32) {
+        let told = Told()
+        let (player, stream, program) = try player(whenInterrupted: whenInterrupted, control: told)
+        return (player, told, stream, program)
+    }
+
+    /// A source on a stream of a socket pair (the program's end returned, to close), its control
+    /// `control`, started on no zones and not heard.
+    static func player(
+        whenInterrupted: ExternalPlayer.WhenInterrupted, control: any PlayerControl
+    ) throws -> (ExternalPlayer, ExternalStream, program: Int32) {
         var fds: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
         let stream = ExternalStream(
             name: "mpd", peer: ExternalPeer(pid: 1, program: "mpd"), fd: fds[0], logger: Logger(minimum: .error),
             onFrames: { _ in })
         OSThread.detach(name: "external-stream") { stream.run() }
-        let told = Told()
         let player = ExternalPlayer(
             settings: .init(
                 name: "mpd", whenInterrupted: whenInterrupted, idleReleaseNanoseconds: 5_000_000_000,
-                control: told),
+                control: control),
             stream: stream)
         player.start([])
         player.audibilityChanged(false)
-        return (player, told, stream, fds[1])
+        return (player, stream, fds[1])
     }
 
     /// A `pause` source interrupted and resumed (the player told to pause, then to play), its
