@@ -138,6 +138,8 @@ struct MPDError: Error, CustomStringConvertible {
 final class MPDConnection {
     private let fd: Int32
     private var buffer: [UInt8] = []
+    /// SO_RCVTIMEO as said (`2 s`): how long a recv waits for MPD.
+    private let receiveTimeout: String
     static let maxLine = 64 << 10
     static let maxLines = 4096
     static let answerSeconds = 5
@@ -149,6 +151,7 @@ final class MPDConnection {
         guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &address.sin_addr) == 1 else {
             throw MPDError(description: "\(host) is not an IPv4 address")
         }
+        receiveTimeout = Self.seconds(timeoutMilliseconds)
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw MPDError(description: "socket: \(String(cString: strerror(errno)))") }
         var timeout = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: Int(timeoutMilliseconds % 1000) * 1000)
@@ -162,6 +165,11 @@ final class MPDConnection {
         guard connected == 0 else {
             let e = errno
             Glibc.close(fd)
+            // SO_SNDTIMEO ran out (a listener whose backlog is full, a host that drops the SYN):
+            // strerror read "Operation now in progress", as if it still were.
+            if e == EINPROGRESS {
+                throw MPDError(description: "did not accept a connection within \(Self.seconds(timeoutMilliseconds))")
+            }
             throw MPDError(description: "cannot connect: \(String(cString: strerror(e)))")
         }
         let greeting: String
@@ -178,6 +186,11 @@ final class MPDConnection {
     }
 
     func close() { Glibc.close(fd) }
+
+    /// `2 s`, `0.5 s`: a timeout as said.
+    private static func seconds(_ milliseconds: Int) -> String {
+        milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(Double(milliseconds) / 1000) s"
+    }
 
     /// Sends one command; the lines before `OK`. `ACK` throws MPD's message.
     func run(_ command: String) throws(MPDError) -> [String] {
@@ -255,9 +268,11 @@ final class MPDConnection {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
-                throw MPDError(
-                    description: n == 0
-                        ? "MPD closed the connection" : "no answer (\(String(cString: strerror(errno))))")
+                let e = errno
+                if n == 0 { throw MPDError(description: "MPD closed the connection") }
+                // SO_RCVTIMEO ran out: strerror read "Resource temporarily unavailable".
+                if e == EAGAIN || e == EWOULDBLOCK { throw MPDError(description: "no answer within \(receiveTimeout)") }
+                throw MPDError(description: "no answer (\(String(cString: strerror(e))))")
             }
             buffer += chunk[0..<n]
         }

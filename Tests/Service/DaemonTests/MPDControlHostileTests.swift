@@ -67,6 +67,56 @@ import Testing
         func contains(_ text: String) -> Bool { lines.withLock { $0.contains { $0.contains(text) } } }
     }
 
+    /// An MPD that does not take the connection (its backlog full: the SYN is dropped) or takes it
+    /// and says nothing: the control says how long it waited. It said "cannot connect: Operation
+    /// now in progress" (SO_SNDTIMEO's EINPROGRESS) and "no answer (Resource temporarily
+    /// unavailable)" (SO_RCVTIMEO's EAGAIN).
+    @Test func aTimeoutIsSaidAsOne() throws {
+        let full = try Listener()
+        defer { close(full.fd) }
+        #expect(listen(full.fd, 0) == 0)
+        // Filled: connections until one is not taken within 0.2 s.
+        var fillers: [Int32] = []
+        defer { for fd in fillers { close(fd) } }
+        var filled = false
+        for _ in 0..<8 where !filled {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            fillers.append(fd)
+            var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = full.port.bigEndian
+            let rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            filled = rc != 0
+        }
+        #expect(filled, "the backlog is full")
+        let silent = try Listener()  // takes connections into its backlog, never a word
+        defer { close(silent.fd) }
+        let reports = Reports()
+        let refusing = MPDControl(host: "127.0.0.1", port: full.port, report: reports.add)
+        defer { refusing.close() }
+        let mute = MPDControl(host: "127.0.0.1", port: silent.port, report: reports.add)
+        defer { mute.close() }
+        refusing.pause()
+        mute.pause()
+        #expect(
+            waitUntil(seconds: 8, every: 0.05) {
+                reports.contains(
+                    "mpd 127.0.0.1:\(full.port): cannot follow its state: did not accept a connection within 2 s")
+                    && reports.contains("mpd 127.0.0.1:\(silent.port): cannot follow its state: no answer within 2 s")
+            }, "\(reports.lines.withLock { $0 })")
+        #expect(
+            refusing.lastError?.hasSuffix("did not accept a connection within 2 s") == true,
+            "\(refusing.lastError ?? "")")
+        #expect(mute.lastError?.hasSuffix("no answer within 2 s") == true, "\(mute.lastError ?? "")")
+    }
+
     /// A server that never ends a line (64 KiB blocks of "x" after the greeting): the answer is
     /// refused at 64 KiB with a sentence; before, the line grew without end (memory) and each read
     /// scanned it whole (a core), and `close` could not stop it. After `close` no new connection.
