@@ -134,7 +134,8 @@ struct ExternalPlayers {
             switch x.takeUserChange() {
             case .paused?: changes.append((p.id, .paused, .pause, "the user gave the player pause"))
             case .played?: changes.append((p.id, .played, .play, "the user gave the player play"))
-            case .stopped?: changes.append((p.id, .stopped, .stop, "the user gave the player stop"))
+            case .stopped?:
+                changes.append((p.id, .stopped, .stop, "the player stopped (its own controls or the end of its queue)"))
             case .gone?: changes.append((p.id, .gone, .stop, "the player left (quit or crashed)"))
             case nil: break
             }
