@@ -115,11 +115,15 @@ extension ConfigReader {
             }
             guard let name = optional(fields, "mpris", .string) else { return nil }
             // A name sd-bus refuses made every command fail ("Invalid argument") and a `'` broke the
-            // watcher's match rule, all unsaid until a doorbell.
+            // watcher's match rule, all unsaid until a doorbell. Said, and the control left out (the
+            // player plays through Baton as one without a control): refused, a file that started
+            // would stop batond at its next start (exit 1, which systemd does not restart), its
+            // other zones silent, for a control that never worked.
             guard Self.isBusName(name) else {
-                report(
+                warn(
                     fields.values["mpris"]?.value.mark, path.appending("mpris"),
-                    "not a D-Bus bus name (e.g. org.mpris.MediaPlayer2.mpv)")
+                    "not a D-Bus bus name (e.g. org.mpris.MediaPlayer2.mpv): the player has no control, "
+                        + "Baton cannot pause it")
                 return nil
             }
             return .mpris(busName: name, systemBus: bus == "system")
