@@ -1184,7 +1184,8 @@ def scenario(music):
                 f.write(good.replace(f"listen: 127.0.0.1:{b.port}", f"listen: 127.0.0.1:{free_port()}"))
             try:
                 click(d, "#reload")
-                want = ["Reloaded: nothing changed", "takes effect only after a restart of batond: api"]
+                # Not "nothing changed": the change is there, applied at the next start.
+                want = ["Reloaded: nothing applied now", "takes effect only after a restart of batond: api"]
                 wait_for("the restart asked for", lambda: lines() == want and d.find_elements(By.CSS_SELECTOR, notice + ".warn"), 5)
                 time.sleep(4.5)
                 assert lines() == want and d.find_elements(By.CSS_SELECTOR, notice), "the notice went"
@@ -1212,7 +1213,7 @@ def scenario(music):
                 assert b.api("POST", "/api/v1/reload")[1]["sectionsApplied"] == ["external-sources"]
                 with open(path, "w") as f:
                     f.write(sources("second"))
-                want = ["Reloaded: nothing changed", "takes effect only after a restart of batond: external-sources.socket"]
+                want = ["Reloaded: nothing applied now", "takes effect only after a restart of batond: external-sources.socket"]
                 for _ in range(2):
                     d.execute_script("document.getElementById('notice').hidden = true")
                     click(d, "#reload")

@@ -457,7 +457,9 @@ function reloadNotice(r) {
     ...(r.policyChanged ? ['policy'] : []), ...(r.soundsChanged ? ['sounds', 'resampler'] : []), ...(list('externalSourcesChanged').length ? ['external-sources'] : [])]);
   const other = list('sectionsApplied').filter(s => !said.has(s));
   if (other.length) done.push(`settings applied: ${other.join(', ')}`);
-  const summary = 'Reloaded: ' + (done.length ? done.join('; ') : Array.isArray(r.sectionsChanged) ? 'nothing changed' : 'applied');
+  // Changes that all wait for a restart are not "nothing changed": nothing of them applies yet.
+  const summary = 'Reloaded: ' + (done.length ? done.join('; ') : list('needsRestart').length ? 'nothing applied now'
+    : Array.isArray(r.sectionsChanged) ? 'nothing changed' : 'applied');
   const more = [...list('warnings').map(w => 'warning: ' + w),
     ...(list('needsRestart').length ? [`takes effect only after a restart of batond: ${list('needsRestart').join(', ')}`] : [])];
   if (more.length) notify([summary, ...more], 'warn'); else notify(summary, true);
