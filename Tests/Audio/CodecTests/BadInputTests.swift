@@ -202,6 +202,54 @@ struct BadInputTests {
         #expect(tagged.damage == nil)
     }
 
+    /// More than 1 KiB of junk in the middle of an MP3 (libmpg123's default resync limit) is skipped
+    /// like less is: the track decodes to its end, short by the frames the junk broke, and says where.
+    /// It ended the track: "decoding failed (Failed to find valid MPEG data within limit on
+    /// resync.…)".
+    @Test(arguments: [1_500, 4_096])
+    func skipsMoreThanAKiBOfJunkInAnMP3(bytes junkBytes: Int) throws {
+        let bytes = try Encoded(format: .mp3, sample: "", rate: 44100, channels: 2).bytes()
+        let middle = bytes.count / 2
+        let junk = [UInt8](repeating: 0, count: junkBytes)
+        let mp3 = try MP3StreamDecoder(
+            source: chunked(Array(bytes[..<middle] + junk + bytes[middle...])), name: "j.mp3")
+        let frames = try decodeAll(mp3).count / 2
+        let damage = try #require(mp3.damage)
+        #expect(abs(damage.firstAtFrame - 44_100) < 2 * 1152, "\(damage)")
+        // As with less junk (`saysJunkBetweenMP3Frames`): the bytes skipped are the junk and the
+        // few real frames that false headers in it took with them (measured: 4–5 of 627 bytes),
+        // and the audio is short by those frames (1 152 each), within three.
+        let said = "\(damage)"
+        let skipped = said.split(separator: "; ").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? 0
+        #expect(skipped >= junkBytes && skipped < junkBytes + 8 * 627, "\(said)")
+        let lost = Double(skipped - junkBytes) / 627 * 1152
+        #expect(abs(Double(88_200 - frames) - lost) <= 3 * 1152, "decoded \(frames) frames, \(said)")
+    }
+
+    /// An APEv2 tag after the last MP3 frame, larger than libmpg123's default resync limit (1 KiB:
+    /// a tag with cover art is tens of KiB), ends the stream cleanly at its full length and is not
+    /// damage. It made a finished track fail ("decoding failed (Failed to find valid MPEG data
+    /// within limit on resync.…)").
+    @Test func aLargeAPETagAfterTheLastMP3FrameIsNotDamage() throws {
+        let bytes = try Encoded(format: .mp3, sample: "", rate: 44100, channels: 2).bytes()
+        let tag = Array("APETAGEX".utf8) + [UInt8](repeating: 0, count: 2_000)
+        let mp3 = try MP3StreamDecoder(source: chunked(bytes + tag), name: "ape.mp3")
+        #expect(try decodeAll(mp3).count / 2 == 88_200)
+        #expect(mp3.damage == nil, "\(mp3.damage.map { "\($0)" } ?? "")")
+    }
+
+    /// With libmpg123's search for the next frame unlimited, endless junk after an MP3's audio
+    /// (a server that streams zeros) is given up after the decoder's own 16 MiB budget.
+    @Test(.timeLimit(.minutes(1))) func givesUpOnEndlessJunkAfterMP3Audio() throws {
+        let bytes = try Encoded(format: .mp3, sample: "", rate: 44100, channels: 2).bytes()
+        let source = EndlessByteSource(prefix: bytes, repeating: [0])
+        let mp3 = try MP3StreamDecoder(source: source, name: "endless.mp3")
+        #expect(throws: DecodeError(format: "MP3", message: "endless.mp3: no MPEG audio in 16 MiB of the stream")) {
+            _ = try decodeAll(mp3)
+        }
+        #expect(source.delivered <= bytes.count + 17 << 20, "read \(source.delivered) bytes")
+    }
+
     /// An ID3v2 tag between MP3 frames (two files joined: a podcast's stitched-in segment) is
     /// metadata libmpg123 skips, not damage.
     @Test func anID3TagBetweenMP3FramesIsNotDamage() throws {

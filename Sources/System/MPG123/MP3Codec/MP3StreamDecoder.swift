@@ -103,6 +103,11 @@ public final class MP3StreamDecoder: AudioDecoder {
         self.channels = 0
         // Quiet: libmpg123 otherwise prints its complaints about junk to stderr.
         _ = mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue), 0)
+        // Search for the next frame header however far it is: libmpg123 gives up after 1 KiB of
+        // junk by default, which ended a track at a longer stretch in the middle, and made a finished
+        // one fail at a tag after its last frame (an APEv2 tag with cover art). The byte budget
+        // (`maximumBytesWithoutAudio`) stops an endless search instead.
+        _ = mpg123_param2(handle, Int32(MPG123_RESYNC_LIMIT.rawValue), -1, 0)
         // Float output at whatever rate the stream has, always stereo: libmpg123 gives a mono frame
         // on both channels. With mono allowed too, a stream that switches between mono and stereo
         // frames (joined files, some radio encoders) changed format mid-stream: a second of it was
@@ -348,6 +353,8 @@ public final class MP3StreamDecoder: AudioDecoder {
 
     private static func describe(_ status: Int32) -> String {
         guard let text = mpg123_plain_strerror(status) else { return "error \(status)" }
-        return "\(String(cString: text)), \(status)"
+        // Most of libmpg123's messages end with "(code N)" already.
+        let message = String(cString: text)
+        return message.hasSuffix("(code \(status))") ? message : "\(message) (code \(status))"
     }
 }
