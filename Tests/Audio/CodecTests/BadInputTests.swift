@@ -382,6 +382,22 @@ struct BadInputTests {
         #expect(damage.count == flac.corruptFrames && abs(damage.firstAtFrame - 44_100) < 2 * 4096, "\(damage)")
         #expect(samples.count == 88200 * 2)
     }
+
+    /// One flipped bit anywhere in a FLAC's audio is a corrupt frame, stepped over: the stream
+    /// decodes to its full length and says the damage. A flip that made libFLAC find a false frame
+    /// header it cannot parse (UNPARSEABLE_STREAM, which it resynchronises after, as after a lost
+    /// sync) stopped the stream: "the stream uses FLAC features this decoder cannot parse".
+    @Test func oneFlippedBitInAFLACIsSteppedOver() throws {
+        let bytes = try Encoded(format: .flac, sample: "s16", rate: 44100, channels: 2).bytes()
+        for offset in stride(from: bytes.count / 4, to: 3 * bytes.count / 4, by: 1009) {
+            var damaged = bytes
+            damaged[offset] ^= 0x10
+            let flac = try FLACStreamDecoder(source: MemoryByteSource(damaged), name: "flipped.flac")
+            let frames = Result { () throws(DecodeError) in try decodeAll(flac, blockFrames: 4096).count / 2 }
+            #expect((try? frames.get()) == 88_200, "bit 4 of byte \(offset) flipped: \(frames)")
+            #expect(flac.damage != nil, "bit 4 of byte \(offset) flipped: no damage said")
+        }
+    }
 }
 
 /// Cover art past the 16 MiB budget for finding audio (a 20 MiB ID3v2 tag in front of an MP3, an

@@ -10,10 +10,12 @@ import CFLAC
 /// STREAMINFO's, read in `init`.
 ///
 /// Errors: bad data before STREAMINFO, a stream that changes its channel count, features libFLAC
-/// cannot parse, and a stream that ends before the sample count STREAMINFO announced (a truncated
-/// file or a dropped connection) throw `DecodeError`; once thrown, every later `read` throws it again.
-/// A corrupt frame in the middle (lost sync, bad CRC) is counted in `corruptFrames`; libFLAC
-/// resynchronises by itself and writes silence in the lost frame's place, so the length stays right.
+/// cannot parse (before the first audio frame, or more than 16 times with no good frame between),
+/// and a stream that ends before the sample count STREAMINFO announced (a truncated file or a
+/// dropped connection) throw `DecodeError`; once thrown, every later `read` throws it again.
+/// A corrupt frame in the middle (lost sync, bad CRC, or a false frame header libFLAC cannot parse,
+/// as one flipped bit gives) is counted in `corruptFrames`; libFLAC resynchronises by itself and
+/// writes silence in the lost frame's place, so the length stays right.
 ///
 /// Thread: the decoder's thread only (see `AudioDecoder`).
 public final class FLACStreamDecoder: AudioDecoder {
@@ -195,6 +197,10 @@ final class FLACDecodeState {
     var decodedFrames = 0
     /// Decoded frames before the first corrupt one.
     var firstCorruptAt = 0
+    /// UNPARSEABLE_STREAM reports since the last frame written; more than
+    /// `maximumUnparseableRun` is a stream libFLAC cannot parse, not damage.
+    private var unparseableRun = 0
+    static let maximumUnparseableRun = 16
     private var bytesThisRead = 0
 
     init(source: any ByteSource) { self.source = source }
@@ -265,6 +271,7 @@ final class FLACDecodeState {
                 }
             }
         }
+        unparseableRun = 0
         pendingFrames += frames
         decodedFrames += frames
         bytesThisRead = 0
@@ -277,13 +284,21 @@ final class FLACDecodeState {
         streamInfo = (Int(info.sample_rate), Int(info.channels), Int(info.bits_per_sample), Int(info.total_samples))
     }
 
+    /// libFLAC reported a problem. Before the first audio frame, a stream it cannot parse is
+    /// fatal; after it, that is what a false frame header in damaged audio gives (a flipped bit:
+    /// libFLAC resynchronises after it as after a lost sync), so it is a corrupt frame unless
+    /// `maximumUnparseableRun` come in a row with no good frame between. Every other problem (lost
+    /// sync, a bad CRC) is a corrupt frame.
     func error(_ status: FLAC__StreamDecoderErrorStatus) {
         if status == FLAC__STREAM_DECODER_ERROR_STATUS_UNPARSEABLE_STREAM {
-            fatal = "the stream uses FLAC features this decoder cannot parse"
-        } else {
-            if corruptFrames == 0 { firstCorruptAt = decodedFrames }
-            corruptFrames += 1
+            unparseableRun += 1
+            guard streamInfo != nil, decodedFrames > 0, unparseableRun <= Self.maximumUnparseableRun else {
+                fatal = "the stream uses FLAC features this decoder cannot parse"
+                return
+            }
         }
+        if corruptFrames == 0 { firstCorruptAt = decodedFrames }
+        corruptFrames += 1
     }
 }
 
