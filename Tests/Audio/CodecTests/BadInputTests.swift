@@ -398,6 +398,26 @@ struct BadInputTests {
             #expect(flac.damage != nil, "bit 4 of byte \(offset) flipped: no damage said")
         }
     }
+
+    /// An ID3v1 tag after a FLAC's last frame (128 bytes, "TAG"; some taggers add one) is no damage:
+    /// no audio follows it. It was said as a corrupt frame ("1 corrupt frame skipped (lost sync or
+    /// a bad CRC), 2.0 s in"), which a server's track reported as "damaged audio".
+    @Test(arguments: [true, false])
+    func anID3v1TagAfterAFLACIsNotDamage(withTotal: Bool) throws {
+        var bytes = try Encoded(format: .flac, sample: "s16", rate: 44100, channels: 2).bytes()
+        // STREAMINFO's total sample count zeroed (36 bits: the low half of the block's byte 13 and
+        // bytes 14–17; the block starts at byte 8), as an encoder writing to a pipe leaves it.
+        if !withTotal {
+            try #require(bytes.starts(with: Array("fLaC".utf8)) && bytes[4] & 0x7F == 0)
+            bytes[8 + 13] &= 0xF0
+            for i in (8 + 14)..<(8 + 18) { bytes[i] = 0 }
+        }
+        let tag = Array("TAG".utf8) + [UInt8](repeating: 0x20, count: 125)
+        let flac = try FLACStreamDecoder(source: chunked(bytes + tag), name: "tagged.flac")
+        #expect(flac.totalFrames == (withTotal ? 88_200 : nil))
+        #expect(try decodeAll(flac).count / 2 == 88_200)
+        #expect(flac.damage == nil, "\(flac.damage.map { "\($0)" } ?? "")")
+    }
 }
 
 /// Cover art past the 16 MiB budget for finding audio (a 20 MiB ID3v2 tag in front of an MP3, an

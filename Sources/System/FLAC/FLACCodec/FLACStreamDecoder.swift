@@ -15,7 +15,9 @@ import CFLAC
 /// dropped connection) throw `DecodeError`; once thrown, every later `read` throws it again.
 /// A corrupt frame in the middle (lost sync, bad CRC, or a false frame header libFLAC cannot parse,
 /// as one flipped bit gives) is counted in `corruptFrames`; libFLAC resynchronises by itself and
-/// writes silence in the lost frame's place, so the length stays right.
+/// writes silence in the lost frame's place, so the length stays right. Bytes after the last frame
+/// (an ID3v1 tag) are not counted: only a problem that a frame follows is, or one before a stream
+/// that ends short of STREAMINFO's count.
 ///
 /// Thread: the decoder's thread only (see `AudioDecoder`).
 public final class FLACStreamDecoder: AudioDecoder {
@@ -117,6 +119,8 @@ public final class FLACStreamDecoder: AudioDecoder {
             if decoderState == FLAC__STREAM_DECODER_END_OF_STREAM {
                 ended = true
                 if let total = totalFrames, state.decodedFrames < total {
+                    // Problems after the last frame written lost frames: damage, not a tag.
+                    state.countErrors()
                     // Short after damage: the frames lost with it, not (only) a cut end.
                     let why = damage.map { "\($0)" } ?? "truncated"
                     return try fail(
@@ -197,6 +201,10 @@ final class FLACDecodeState {
     var decodedFrames = 0
     /// Decoded frames before the first corrupt one.
     var firstCorruptAt = 0
+    /// Problems libFLAC reported since the last frame written, and the decoded frames before the
+    /// first of them: counted in `corruptFrames` when a frame follows.
+    private var uncountedErrors = 0
+    private var uncountedErrorAt = 0
     /// UNPARSEABLE_STREAM reports since the last frame written; more than
     /// `maximumUnparseableRun` is a stream libFLAC cannot parse, not damage.
     private var unparseableRun = 0
@@ -271,6 +279,7 @@ final class FLACDecodeState {
                 }
             }
         }
+        countErrors()
         unparseableRun = 0
         pendingFrames += frames
         decodedFrames += frames
@@ -288,7 +297,8 @@ final class FLACDecodeState {
     /// fatal; after it, that is what a false frame header in damaged audio gives (a flipped bit:
     /// libFLAC resynchronises after it as after a lost sync), so it is a corrupt frame unless
     /// `maximumUnparseableRun` come in a row with no good frame between. Every other problem (lost
-    /// sync, a bad CRC) is a corrupt frame.
+    /// sync, a bad CRC) is a corrupt frame. Either is counted only once a frame follows it
+    /// (`write`): bytes after the last frame (an ID3v1 tag) are not damage.
     func error(_ status: FLAC__StreamDecoderErrorStatus) {
         if status == FLAC__STREAM_DECODER_ERROR_STATUS_UNPARSEABLE_STREAM {
             unparseableRun += 1
@@ -297,8 +307,17 @@ final class FLACDecodeState {
                 return
             }
         }
-        if corruptFrames == 0 { firstCorruptAt = decodedFrames }
-        corruptFrames += 1
+        if uncountedErrors == 0 { uncountedErrorAt = decodedFrames }
+        uncountedErrors += 1
+    }
+
+    /// Counts the problems reported since the last frame in `corruptFrames`: a frame followed them,
+    /// or (at the end of the stream) frames are missing.
+    func countErrors() {
+        guard uncountedErrors > 0 else { return }
+        if corruptFrames == 0 { firstCorruptAt = uncountedErrorAt }
+        corruptFrames += uncountedErrors
+        uncountedErrors = 0
     }
 }
 
