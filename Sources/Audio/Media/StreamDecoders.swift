@@ -13,8 +13,9 @@ public enum StreamFormat: String, Sendable, CaseIterable, CustomStringConvertibl
     public var description: String { rawValue }
 }
 
-/// Chooses and opens the decoder for a stream: by its Content-Type when it names a format, by its
-/// first bytes when it has none (or only `application/octet-stream`).
+/// Chooses and opens the decoder for a stream: by its Content-Type when it names a format (an Ogg
+/// one's first page names the codec), by its first bytes when it has none (or only
+/// `application/octet-stream`).
 ///
 /// Thread: any; the decoder it returns belongs to the caller's thread.
 public enum StreamDecoders {
@@ -50,6 +51,16 @@ public enum StreamDecoders {
         let format: StreamFormat
         if let named = contentTypes[mediaType] {
             format = named
+            // An Ogg type names the container, not the codec (Navidrome sends Ogg Vorbis as
+            // `audio/ogg`): Ogg of another codec is named as when sniffed, not "not an Ogg Opus
+            // stream (-132)". Bytes that are no Ogg at all still go to the decoder the type names.
+            if named == .oggOpus {
+                let head = try peek(peekable, sniffBytes, name: name)
+                if head.starts(with: Array("OggS".utf8)), case .failure(let problem)? = sniff(head) {
+                    throw DecodeError(
+                        format: unknownFormatName, message: "\(name): \(problem.message) (first bytes: \(hex(head)))")
+                }
+            }
         } else {
             let head = try peek(peekable, sniffBytes, name: name)
             if !genericContentTypes.contains(mediaType) {

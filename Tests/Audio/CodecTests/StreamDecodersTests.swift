@@ -103,6 +103,21 @@ struct StreamDecodersTests {
         #expect(error.message.contains(problem), "\(error)")
     }
 
+    /// An Ogg Content-Type names the container, not the codec (Navidrome sends Ogg Vorbis and Ogg
+    /// FLAC as `audio/ogg`): Ogg of a codec Baton does not decode is named as when sniffed. It went to
+    /// the Opus decoder: "not an Ogg Opus stream (-132)".
+    @Test(arguments: ["audio/ogg", "application/ogg", "audio/opus"], ["Vorbis", "FLAC"])
+    func namesTheCodecOfAnOggStream(_ contentType: String, codec: String) throws {
+        let directory = TestDirectory.make("ogg-codec")
+        let path = "\(directory)/tone.ogg"
+        try ffmpeg(
+            toneInput(rate: 44100, channels: 2) + ["-c:a", codec == "Vorbis" ? "libvorbis" : "flac", "-f", "ogg", path])
+        let error = try #require(makeError(contentType, try readBytes(path)))
+        #expect(error.format == StreamDecoders.unknownFormatName)
+        #expect(error.message.hasPrefix("stream: Ogg \(codec) is not supported (first bytes: 4F 67 67 53 "), "\(error)")
+        #expect(error.sourceError == nil)
+    }
+
     /// An empty stream with no Content-Type is an error saying so.
     @Test func rejectsEmptyStream() throws {
         let error = try #require(makeError(nil, []))
