@@ -24,7 +24,7 @@ struct ResamplerTests {
             #expect(ResamplerKind(rawValue: wrong) == nil)
         }
         #expect(ResamplerKind.musicDefault == .soxr(.high))
-        #expect(ResamplerKind.announcementsDefault.library == .soxr)
+        #expect(ResamplerKind.announcementsDefault == .soxr(.high))  // as RESAMPLING.md and CONFIG.md say
         #expect(ResamplerKind.callsDefault.library == .samplerate)
     }
 
