@@ -133,6 +133,31 @@ struct BadInputTests {
         #expect(frames < 96000 && frames >= 96000 - 5 * 960, "decoded \(frames) frames")
     }
 
+    /// Once an Ogg Opus stream's `read` has thrown, every later `read` throws the same error, as the
+    /// other decoders' do: after a short chained link with another channel count, a later read
+    /// returned 0, the end of a whole stream.
+    @Test func anOggOpusErrorIsFinal() throws {
+        let directory = TestDirectory.make("opus-final")
+        var joined: [UInt8] = []
+        for (k, (channels, seconds)) in [(2, "1"), (1, "0.01")].enumerated() {
+            let tone = ["0.5*sin(2*PI*440*t)", "0.5*sin(2*PI*1000*t)"].prefix(channels).joined(separator: "|")
+            try ffmpeg([
+                "-f", "lavfi", "-i", "aevalsrc=\(tone):s=48000:d=\(seconds)", "-c:a", "libopus",
+                "-serial_offset", "\(k + 1)", "\(directory)/\(k).opus",
+            ])
+            joined += try readBytes("\(directory)/\(k).opus")
+        }
+        let opus = try OggOpusStreamDecoder(source: chunked(joined), name: "chain.opus")
+        let error = try #require(throws: DecodeError.self) { _ = try decodeAll(opus) }
+        #expect(error.message == "chain.opus: a chained link changes the channel count from 2 to 1 (not supported)")
+        var block = [Float](repeating: 0, count: 2_000)
+        for k in 1...5 {
+            #expect(throws: error, "read \(k) after the error") {
+                try block.withUnsafeMutableBufferPointer { buffer throws(DecodeError) in try opus.read(into: buffer) }
+            }
+        }
+    }
+
     /// An Ogg Opus sound says its damage as a WAV sound does (`DecodedPCM.damage`, which the
     /// announcer reports): a lost page is a gap stepped over, a file cut inside a page or at a page
     /// boundary (no end-of-stream page) is truncated, and a whole file says nothing. All three
@@ -473,11 +498,11 @@ struct BadInputTests {
         #expect(stream.count - source.remaining == 10, "read \(stream.count - source.remaining) bytes")
     }
 
-    @Test func anOggOpusWithA20MiBTagPacketDecodes() throws {
-        let opus = try Encoded(format: .oggOpus, sample: "", rate: 48000, channels: 2).bytes()
-        let plain = try decodeAll(OggOpusStreamDecoder(source: MemoryByteSource(opus), name: "plain.opus"))
+    /// `opus` (ffmpeg's: OpusHead alone on the first page, OpusTags alone on the second) with its
+    /// OpusTags replaced by one of a vendor and one comment of `artBytes` bytes, over as many pages
+    /// as it takes; the audio pages as they were, numbered on.
+    static func withLargeTags(_ opus: [UInt8], artBytes: Int = artBytes) throws -> [UInt8] {
         let pages = oggPageOffsets(opus) + [opus.count]
-        // ffmpeg writes OpusHead alone on the first page and OpusTags alone on the second.
         try #require(
             pages.count > 3 && opus[(pages[1] + 27 + Int(opus[pages[1] + 26]))...].starts(with: Array("OpusTags".utf8)))
         let serial = Array(opus[14..<18])
@@ -493,9 +518,8 @@ struct BadInputTests {
             out += p
             sequence += 1
         }
-        // The new OpusTags: a vendor, then one comment of 20 MiB.
         func le32(_ n: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: n >> (8 * $0)) } }
-        let comment = Array("COMMENT=".utf8) + [UInt8](repeating: 0x61, count: Self.artBytes)
+        let comment = Array("COMMENT=".utf8) + [UInt8](repeating: 0x61, count: artBytes)
         let tags = Array("OpusTags".utf8) + le32(5) + Array("baton".utf8) + le32(1) + le32(comment.count) + comment
         var lacing = [UInt8](repeating: 255, count: tags.count / 255) + [UInt8(tags.count % 255)]
         var at = 0
@@ -509,7 +533,6 @@ struct BadInputTests {
             at += length
             first = false
         }
-        // The audio pages as they were, numbered on.
         for k in 2..<(pages.count - 1) {
             let p = opus[pages[k]..<pages[k + 1]]
             let segments = Int(p[p.startIndex + 26])
@@ -519,10 +542,34 @@ struct BadInputTests {
                 lacing: Array(p[(p.startIndex + 27)..<(p.startIndex + 27 + segments)]),
                 body: p[(p.startIndex + 27 + segments)...])
         }
+        return out
+    }
+
+    @Test func anOggOpusWithA20MiBTagPacketDecodes() throws {
+        let opus = try Encoded(format: .oggOpus, sample: "", rate: 48000, channels: 2).bytes()
+        let plain = try decodeAll(OggOpusStreamDecoder(source: MemoryByteSource(opus), name: "plain.opus"))
+        let out = try Self.withLargeTags(opus)
         let decoder = try OggOpusStreamDecoder(source: chunked(out), name: "art.opus")
         let samples = try decodeAll(decoder, blockFrames: 4096)
         #expect(samples.count == plain.count && samples == plain)
         #expect(decoder.damage == nil)
+    }
+
+    /// A chained link whose headers run past the 16 MiB budget (a second album's cover art) stops
+    /// the stream saying where, not "in the first 16 MiB of the stream" (the budget is per read):
+    /// after the first link's 2 s.
+    @Test func aChainedLinkOverTheBudgetSaysWhere() throws {
+        let first = try Encoded(format: .oggOpus, sample: "", rate: 48000, channels: 2).bytes()
+        let path = TestDirectory.make("opus-chain") + "/second.opus"
+        try ffmpeg(toneInput(rate: 48000, channels: 2) + ["-c:a", "libopus", "-serial_offset", "7", path])
+        let second = try Self.withLargeTags(try readBytes(path), artBytes: 17 << 20)
+        let decoder = try OggOpusStreamDecoder(source: chunked(first + second), name: "chain.opus")
+        #expect(
+            throws: DecodeError(
+                format: "Ogg Opus", message: "chain.opus: no Opus audio in 16 MiB of the stream, 2.0 s in")
+        ) {
+            _ = try decodeAll(decoder, blockFrames: 4096)
+        }
     }
 }
 

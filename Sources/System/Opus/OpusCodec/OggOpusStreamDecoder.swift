@@ -7,7 +7,7 @@ import COpusFile
 ///
 /// Always 48 kHz (Opus decodes at 48 kHz whatever the encoder's input was); the channel count is the
 /// first link's, surround in WAVE order (``OpusChannelOrder``). A chained stream whose links change
-/// the channel count is an error.
+/// the channel count is an error. Once `read` has thrown, every later `read` throws the same error.
 ///
 /// Thread: the decoder's thread only (see `AudioDecoder`).
 public final class OggOpusStreamDecoder: AudioDecoder {
@@ -33,6 +33,7 @@ public final class OggOpusStreamDecoder: AudioDecoder {
     private let handle: OpaquePointer
     private let reader: SourceReader
     private let name: String
+    private var finalError: DecodeError?
     /// Decodes single-stream links in libopusfile's place (see ``OpusLinkDecoder``); nil when
     /// libopusfile decodes everything itself (tests compare the two).
     let linkDecoder: OpusLinkDecoder?
@@ -75,6 +76,7 @@ public final class OggOpusStreamDecoder: AudioDecoder {
     /// Decodes up to `output.count / channels` frames. Returns 0 at the end of the stream.
     /// The corresponding C function is `op_read_float`.
     public func read(into output: UnsafeMutableBufferPointer<Float>) throws(DecodeError) -> Int {
+        if let finalError { throw finalError }
         let room = output.count / channels * channels
         guard room > 0, let base = output.baseAddress else { return 0 }
         reader.startRead()
@@ -86,12 +88,13 @@ public final class OggOpusStreamDecoder: AudioDecoder {
                 holes += 1
                 continue
             }
-            if n < 0 { throw Self.error(n, reader: reader, name: name) }
+            if n < 0 { return try fail(Self.error(n, reader: reader, name: name, decodedFrames: decodedFrames)) }
             if n > 0, Int(op_channel_count(handle, link)) != channels {
-                throw DecodeError(
-                    format: Self.formatName,
-                    message: "\(name): a chained link changes the channel "
-                        + "count from \(channels) to \(op_channel_count(handle, link)) (not supported)")
+                return try fail(
+                    DecodeError(
+                        format: Self.formatName,
+                        message: "\(name): a chained link changes the channel "
+                            + "count from \(channels) to \(op_channel_count(handle, link)) (not supported)"))
             }
             OpusChannelOrder.toWAVE(base, frames: Int(n), channels: channels, file: handle, link: link)
             decodedFrames += Int(n)
@@ -99,9 +102,17 @@ public final class OggOpusStreamDecoder: AudioDecoder {
         }
     }
 
+    private func fail(_ error: DecodeError) throws(DecodeError) -> Int {
+        finalError = error
+        throw error
+    }
+
     /// An opusfile code as a `DecodeError`; a failure of the source itself wins, since opusfile only
-    /// saw it as a read error.
-    private static func error(_ code: Int32, reader: SourceReader, name: String) -> DecodeError {
+    /// saw it as a read error. `decodedFrames`: the frames decoded before it (a budget run out
+    /// after audio, in a chained link's headers, says where).
+    private static func error(
+        _ code: Int32, reader: SourceReader, name: String, decodedFrames: Int = 0
+    ) -> DecodeError {
         if let failure = reader.failure {
             return DecodeError(format: formatName, message: "\(name): \(failure.message)", sourceError: failure)
         }
@@ -112,10 +123,17 @@ public final class OggOpusStreamDecoder: AudioDecoder {
                     + "(tags, cover art) before the audio")
         }
         if reader.overBudget {
+            let budget = SourceReader.maximumBytesWithoutAudio >> 20
+            guard decodedFrames > 0 else {
+                return DecodeError(
+                    format: formatName, message: "\(name): no Opus audio in the first \(budget) MiB of the stream")
+            }
+            // The budget is per `read`: past the start, it ran out further on (a chained link's
+            // headers, junk), not in the stream's first bytes.
+            let tenths = Int((Double(decodedFrames) / Double(OggOpusFile.rate) * 10).rounded())
             return DecodeError(
                 format: formatName,
-                message: "\(name): no Opus audio in the first "
-                    + "\(SourceReader.maximumBytesWithoutAudio >> 20) MiB of the stream")
+                message: "\(name): no Opus audio in \(budget) MiB of the stream, \(tenths / 10).\(tenths % 10) s in")
         }
         let opus = OpusError(code: code, context: name)
         return DecodeError(format: formatName, message: "\(name): \(opus.message) (\(code))")
