@@ -27,9 +27,25 @@ public enum OggOpusFile {
     static func decode(
         _ bytes: [UInt8], name: String, singleStream: Bool, limit: (samples: Int, channels: Int)? = nil
     ) throws(OpusError) -> DecodedPCM {
+        // libopusfile reads the bytes in place until `op_free`, so open, decode and free all run
+        // inside the closure: the pointer is valid only there (the file was opened in it and read
+        // after it had returned).
+        let cut = truncation(bytes)
+        return try bytes.withUnsafeBufferPointer { memory throws(OpusError) in
+            try decode(memory, name: name, singleStream: singleStream, limit: limit, truncated: cut)
+        }
+    }
+
+    /// `decode` over `memory`, which stays valid throughout. `truncated`: how the file is cut short
+    /// (`truncation`), if it is.
+    private static func decode(
+        _ memory: UnsafeBufferPointer<UInt8>, name: String, singleStream: Bool,
+        limit: (samples: Int, channels: Int)?, truncated: String?
+    ) throws(OpusError) -> DecodedPCM {
         var status: Int32 = 0
-        let handle: OpaquePointer? = bytes.withUnsafeBufferPointer { op_open_memory($0.baseAddress, $0.count, &status) }
-        guard let handle else { throw OpusError(code: status == 0 ? OP_EFAULT : status, context: name) }
+        guard let handle = op_open_memory(memory.baseAddress, memory.count, &status) else {
+            throw OpusError(code: status == 0 ? OP_EFAULT : status, context: name)
+        }
         let linkDecoder = singleStream ? OpusLinkDecoder(installingOn: handle) : nil
         defer {
             op_free(handle)
@@ -79,7 +95,7 @@ public enum OggOpusFile {
                     many: "gaps (lost or corrupt Ogg pages) stepped over", firstAtFrame: firstHoleAt, rate: rate
                 ).description)
         }
-        if let cut = truncation(bytes) {
+        if let cut = truncated {
             damage.append("truncated: \(cut), after \(DecodedPCM.seconds(frames, rate: rate)) s")
         } else if total > 0, frames < total {
             damage.append(
