@@ -424,6 +424,31 @@ struct BadInputTests {
         }
     }
 
+    /// Frame headers libFLAC cannot parse (a reserved block size, their CRC-8 right) after the
+    /// first frame are corrupt frames while there are at most 16 in a row, and the stream decodes to
+    /// its length; more in a row are a stream it cannot parse, refused.
+    @Test(arguments: [8, 17])
+    func unparseableFLACFramesInARow(count: Int) throws {
+        var bytes = try Encoded(format: .flac, sample: "s16", rate: 44100, channels: 2).bytes()
+        let headers = flacFrameHeaders(bytes)
+        try #require(headers.count > count + 1)
+        for (start, length) in headers[1...count] {
+            bytes[start + 2] &= 0x0F  // block size code 0: reserved
+            bytes[start + length] = crc8(bytes[start..<(start + length)])
+        }
+        let flac = try FLACStreamDecoder(source: chunked(bytes), name: "reserved.flac")
+        let frames = Result { () throws(DecodeError) in try decodeAll(flac, blockFrames: 4096).count / 2 }
+        if count <= 16 {
+            #expect((try? frames.get()) == 88_200, "\(frames)")
+            #expect(flac.corruptFrames == count)
+        } else {
+            #expect(
+                throws: DecodeError(
+                    format: "FLAC", message: "reserved.flac: the stream uses FLAC features this decoder cannot parse")
+            ) { try frames.get() }
+        }
+    }
+
     /// An ID3v1 tag after a FLAC's last frame (128 bytes, "TAG"; some taggers add one) is no damage:
     /// no audio follows it. It was said as a corrupt frame ("1 corrupt frame skipped (lost sync or
     /// a bad CRC), 2.0 s in"), which a server's track reported as "damaged audio".
@@ -571,6 +596,33 @@ struct BadInputTests {
             _ = try decodeAll(decoder, blockFrames: 4096)
         }
     }
+}
+
+/// Where each of the first 128 frame headers of a fixed-block-size FLAC stream starts, and its
+/// length before the CRC-8: a frame sync (0xFFF8) with the next frame number (one UTF-8 byte) and a
+/// right CRC-8 (so a false sync in the audio is not taken).
+func flacFrameHeaders(_ bytes: [UInt8]) -> [(start: Int, length: Int)] {
+    var headers: [(start: Int, length: Int)] = []
+    var at = 0
+    while at + 16 < bytes.count, headers.count < 128 {
+        defer { at += 1 }
+        guard bytes[at] == 0xFF, bytes[at + 1] == 0xF8, Int(bytes[at + 4]) == headers.count else { continue }
+        let blockSize = bytes[at + 2] >> 4
+        let rate = bytes[at + 2] & 0x0F
+        let length = 5 + (blockSize == 6 ? 1 : blockSize == 7 ? 2 : 0) + (rate == 12 ? 1 : rate >= 13 ? 2 : 0)
+        if crc8(bytes[at..<(at + length)]) == bytes[at + length] { headers.append((at, length)) }
+    }
+    return headers
+}
+
+/// FLAC's header CRC-8 (polynomial 0x07, initial 0).
+func crc8(_ bytes: ArraySlice<UInt8>) -> UInt8 {
+    var crc: UInt8 = 0
+    for byte in bytes {
+        crc ^= byte
+        for _ in 0..<8 { crc = crc & 0x80 != 0 ? (crc << 1) ^ 0x07 : crc << 1 }
+    }
+    return crc
 }
 
 /// The byte offsets of each "OggS" page in an Ogg stream, read from the page headers.

@@ -208,6 +208,8 @@ final class FLACDecodeState {
     /// UNPARSEABLE_STREAM reports since the last frame written; more than
     /// `maximumUnparseableRun` is a stream libFLAC cannot parse, not damage.
     private var unparseableRun = 0
+    /// The last problem libFLAC reported was UNPARSEABLE_STREAM.
+    private var afterUnparseable = false
     static let maximumUnparseableRun = 16
     private var bytesThisRead = 0
 
@@ -281,6 +283,7 @@ final class FLACDecodeState {
         }
         countErrors()
         unparseableRun = 0
+        afterUnparseable = false
         pendingFrames += frames
         decodedFrames += frames
         bytesThisRead = 0
@@ -300,6 +303,11 @@ final class FLACDecodeState {
     /// sync, a bad CRC) is a corrupt frame. Either is counted only once a frame follows it
     /// (`write`): bytes after the last frame (an ID3v1 tag) are not damage.
     func error(_ status: FLAC__StreamDecoderErrorStatus) {
+        // libFLAC searches for the next frame from inside the one it could not parse, and reports
+        // the bytes it skipped as a lost sync: the same frame, counted once.
+        let afterUnparseable = self.afterUnparseable
+        self.afterUnparseable = status == FLAC__STREAM_DECODER_ERROR_STATUS_UNPARSEABLE_STREAM
+        if status == FLAC__STREAM_DECODER_ERROR_STATUS_LOST_SYNC && afterUnparseable { return }
         if status == FLAC__STREAM_DECODER_ERROR_STATUS_UNPARSEABLE_STREAM {
             unparseableRun += 1
             guard streamInfo != nil, decodedFrames > 0, unparseableRun <= Self.maximumUnparseableRun else {
