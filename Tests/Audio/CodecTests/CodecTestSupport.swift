@@ -112,9 +112,18 @@ final class EndlessByteSource: ByteSource {
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(ByteSourceError) -> Int {
         let n = min(buffer.count, 65536)
-        for i in 0..<n {
-            let at = delivered + i
-            buffer[i] = at < prefix.count ? prefix[at] : pattern[(at - prefix.count) % pattern.count]
+        var i = 0
+        while i < n, delivered + i < prefix.count {
+            buffer[i] = prefix[delivered + i]
+            i += 1
+        }
+        if pattern.count == 1 {
+            // One byte repeated: a fill, not a loop a byte at a time (16 MiB of them is slow in a
+            // debug build, and tests that read them have a time limit).
+            UnsafeMutableRawBufferPointer(rebasing: buffer[i..<n]).initializeMemory(
+                as: UInt8.self, repeating: pattern[0])
+        } else {
+            for j in i..<n { buffer[j] = pattern[(delivered + j - prefix.count) % pattern.count] }
         }
         delivered += n
         return n
