@@ -64,6 +64,15 @@ public struct Arbiter<Instant: InstantProtocol>: Sendable where Instant.Duration
         handle(.vanished(source), at: now)
     }
 
+    /// `source` disappeared without releasing, and `request` takes its place in the same step (see
+    /// ``Input/replaced(_:by:)``): `finished` for it, then the request's answer, and only what
+    /// neither of them silences any more is told to resume.
+    public mutating func sourceVanished(
+        _ source: SourceID, replacedBy request: Request, at now: Instant
+    ) -> [Effect<Instant>] {
+        handle(.replaced(source, by: request), at: now)
+    }
+
     /// The scheduled timer fired (calling it at other times is harmless): expires stale queued requests.
     public mutating func tick(at now: Instant) -> [Effect<Instant>] {
         handle(.tick, at: now)

@@ -45,6 +45,9 @@ struct ArbiterCore: Sendable {
             finish(source, reason: .released)
         case .vanished(let source):
             finish(source, reason: .vanished)
+        case .replaced(let source, let request):
+            finish(source, reason: .vanished)
+            receive(request, now: now)
         case .user(let source, let command):
             apply(command, to: source)
         case .tick:

@@ -62,6 +62,11 @@ public enum Input: Hashable, Sendable {
     case user(SourceID, UserCommand)
     /// A source disappeared (its process died, its stream closed) without releasing.
     case vanished(SourceID)
+    /// A source disappeared and a request takes its place, in one step: what the old one silenced
+    /// is judged against the newcomer before anyone is told, so nothing it covered and the
+    /// newcomer covers too is told to resume for the instant between (a call the daemon makes
+    /// again after a reload reopened one of its zones: the music it interrupted played over it).
+    case replaced(SourceID, by: Request)
     /// The timer from the last ``Effect/Action/scheduleTimer(at:)`` fired, or the clock moved on.
     case tick
     /// The configuration changed.

@@ -243,6 +243,27 @@ struct InterruptionTests {
             ])
     }
 
+    /// A call that vanishes and is made again in the same step (`replaced`) keeps the music it
+    /// interrupted interrupted: `finished` and the new call's grant, no `interruptionEnded` between;
+    /// the music resumes when the new call ends, timed from the first call's start. (Vanished, then
+    /// asked again, the music was told to resume, and interrupted again.)
+    @Test func aCallReplacedInOneStepKeepsTheMusicInterrupted() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("call-1", .call, ["kitchen", "patio"])
+        s.advance(.seconds(5))
+        let again = Request(source: "call-2", sourceClass: .call, zones: ["kitchen", "patio"])
+        #expect(
+            s.send(.replaced("call-1", by: again)) == [
+                .finished("call-1"), .granted("call-2", zones: ["kitchen", "patio"]),
+            ])
+        #expect(s.reason(of: .finished("call-1")) == .vanished)
+        #expect(s.state("music") == .interrupted)
+        s.advance(.seconds(1))
+        #expect(s.release("call-2") == [.finished("call-2"), .interruptionEnded("music", shouldResume: true)])
+        #expect(s.reason(of: .interruptionEnded("music", shouldResume: true)) == .interruptionOver(lasted: .seconds(6)))
+    }
+
     /// Another music request replaces the playing one, which is told it lost for good (no began, no resume).
     @Test func replacesMusicForGood() {
         var s = Script()
