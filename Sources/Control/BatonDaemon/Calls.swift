@@ -43,24 +43,34 @@ public struct Calls: Sendable {
     /// exists.
     @discardableResult
     public func start(reason: String) throws(ControlError) -> Admission {
+        try start(reason: reason, replacing: nil)
+    }
+
+    /// `start`; `replacing`: the call a reload ends, which this one takes the place of in one
+    /// arbiter step (`Daemon.admit`'s `replacing`), and which does not count as a call there is.
+    func start(reason: String, replacing: SourceID?) throws(ControlError) -> Admission {
         // The intercom as it runs (a reload's new `intercom:` takes effect at the next start).
         guard let config = daemon.parts.intercom.config, daemon.parts.intercom.receiver != nil else {
             throw ControlError(.conflict, "no intercom is configured or it could not start (intercom: in the config)")
         }
         return try daemon.parts.intercom.starting.withLock { _ throws(ControlError) in
-            try admitCall(reason: reason, config: config)
+            try admitCall(reason: reason, config: config, replacing: replacing)
         }
     }
 
     /// `start`, under `IntercomLine.starting`.
-    private func admitCall(reason: String, config: IntercomConfig) throws(ControlError) -> Admission {
+    private func admitCall(reason: String, config: IntercomConfig, replacing: SourceID?) throws(ControlError)
+        -> Admission
+    {
         guard let receiver = daemon.parts.intercom.receiver else {
             throw ControlError(.conflict, "the intercom is stopping")
         }
         // The call there is, as it is: heard, waiting for its zones (a policy may queue calls), or
         // granted and not heard (interrupted by what a policy lets over it, or paused).
         if let existing = daemon.state.withLock({ s in
-            s.playbacks.values.first { $0.sourceClass == .call }.map { ($0.id, s.arbiter.state(of: $0.id)) }
+            s.playbacks.values.first { $0.sourceClass == .call && $0.id != replacing }.map {
+                ($0.id, s.arbiter.state(of: $0.id))
+            }
         }) {
             let outcome: Outcome =
                 switch existing.1 {
@@ -76,7 +86,7 @@ public struct Calls: Sendable {
         let admission = try daemon.admit(
             // The zones as configured now (a reload renames or removes zones; only the receiver's
             // own settings wait for a restart), else as it started.
-            .call, zones: daemon.config.intercom?.zones ?? config.zones, volume: 1,
+            .call, zones: daemon.config.intercom?.zones ?? config.zones, volume: 1, replacing: replacing,
             before: { id in
                 events.publish(type: .call, source: id.rawValue, zones: zones, reason: "call started: \(reason)")
             }

@@ -13,10 +13,12 @@ extension Daemon {
     /// of `configuration` (a `State.configGeneration`) is refused if a reload came since. `ttl`: how
     /// long it may wait in the arbiter's queue (nil: its class's). `paused`: asked with the user's
     /// pause on it, in the same step (queued, it is granted paused; granted, its slots are claimed
-    /// paused). Any thread.
+    /// paused). `replacing`: a source that ends in the same arbiter step (`sourceVanished(_:replacedBy:)`):
+    /// what it silenced and the new one does too is not resumed between; refused if it ended
+    /// meanwhile. Any thread.
     func admit(
         _ sourceClass: SourceClass, zones requested: [String], volume: Float, coalesceKey: String? = nil,
-        configuration: Int? = nil, ttl: Duration? = nil, paused: Bool = false,
+        configuration: Int? = nil, ttl: Duration? = nil, paused: Bool = false, replacing: SourceID? = nil,
         before announce: ((SourceID) -> Void)? = nil,
         make: ([ZoneHandle]) throws(ControlError) -> any Source
     ) throws(ControlError) -> Admission {
@@ -52,6 +54,10 @@ extension Daemon {
                     "zone \(changed.joined(separator: ", ")) was changed by a reload while the request was admitted; ask again"
                 )
             }
+            if let replacing, s.playbacks[replacing] == nil || s.arbiter.state(of: replacing) == nil {
+                _ = source.stop()
+                throw ControlError(.conflict, "\(replacing) ended meanwhile")
+            }
             let id = SourceID("\(Self.prefix(sourceClass))-\(s.nextID)")
             s.nextID += 1
             s.playbacks[id] = Playback(
@@ -61,7 +67,9 @@ extension Daemon {
             let request = Request(
                 source: id, sourceClass: sourceClass, zones: available.map { ZoneID($0) },
                 coalesceKey: sourceClass == .announcement ? coalesceKey : nil, ttl: ttl)
-            var effects = s.arbiter.handle(.request(request), at: .now)
+            var effects =
+                replacing.map { s.arbiter.sourceVanished($0, replacedBy: request, at: .now) }
+                ?? s.arbiter.handle(.request(request), at: .now)
             if paused { effects += s.arbiter.user(.pause, on: id, at: .now) }
             apply(effects, &s)
             return Admission(id: id.rawValue, outcome: try outcome(of: id, in: effects), skipped: skipped)

@@ -81,8 +81,9 @@ extension Daemon {
         // From the volumes read to the controls opened, no volume change comes in between: one
         // that did was written over by the volume carried (answered 200, a `volume` event, then
         // the old volume back). Not the rest of the reload (music resumed from a slow server).
-        // A call on a zone the reload reopens: it goes on afterwards on the zones it has then.
-        var callGoesOn = false
+        // A call on a zone the reload reopens: it goes on afterwards on the zones it has then,
+        // made again in the step that ends it (`Calls.start(replacing:)`).
+        var callGoingOn: SourceID?
         let resumeMusic = volumeChanges.withLock { _ in
             var carried: [String: Double] = [:]
             for zone in oldTable.zones where stoppedZones.contains(zone.name) {
@@ -179,7 +180,7 @@ extension Daemon {
                     }
                     if p.sourceClass == .call {
                         // Not one a user paused: made again, it would play.
-                        callGoesOn = said != .paused
+                        if said != .paused { callGoingOn = p.id }
                         // Said by `finish` (the vanish's own `finished` said "stopped", as if a
                         // user had stopped it).
                         p.endReason = "a reload changed its zones"
@@ -188,6 +189,15 @@ extension Daemon {
                 // The music whose queue is the one saved (one is: the last kept, by its end).
                 var keeper: SourceID?
                 for p in ending {
+                    // The call that goes on ends when it is made again, in that arbiter step: ended
+                    // here, what it interrupted in the zones the reload leaves alone was resumed
+                    // until then (the music heard over the visitor, a doorbell queued behind it
+                    // granted). It plays on there meanwhile; its slots on the devices that stop are
+                    // let go of now, while the table is the old one.
+                    if p.id == callGoingOn {
+                        for part in p.parts where stoppedZones.contains(part.zone) { part.slot = nil }
+                        continue
+                    }
                     external.sayLeftPaused(p, why: "a reload changed its zones or its source")
                     apply(s.arbiter.sourceVanished(p.id, at: .now), &s)
                     let kept = parts.persistence.keptCount
@@ -230,18 +240,19 @@ extension Daemon {
         }
         // What goes on on the reopened zones waits for them to open their PCMs (milliseconds; a
         // second at most): a zone not open yet is skipped by the admission, and left for good.
-        if resumeMusic != nil || callGoesOn {
+        if resumeMusic != nil || callGoingOn != nil {
             let deadline = monotonicNanoseconds() + 1_000_000_000
             while started.contains(where: { !$0.snapshot().available }) && monotonicNanoseconds() < deadline {
                 usleep(5_000)
             }
         }
-        // The call goes on (its source made again, on the call's zones as configured now): the
-        // reload ended it in every zone, the ones it left alone too, and its end hung up the
-        // receiver, which ignored the door's stream until it paused — the visitor gone mid-word.
-        if callGoesOn {
+        // The call goes on (its source made again, on the call's zones as configured now, in the
+        // arbiter step that ends the old one): ended for good, it was over in every zone, the ones
+        // the reload left alone too, and its end hung up the receiver, which ignored the door's
+        // stream until it paused — the visitor gone mid-word.
+        if let old = callGoingOn {
             do throws(ControlError) {
-                let admission = try calls.start(reason: "it goes on after a reload changed its zones")
+                let admission = try calls.start(reason: "it goes on after a reload changed its zones", replacing: old)
                 logger.info("reload: the call goes on as \(admission.id)")
                 if !admission.skipped.isEmpty {
                     report.warnings.append(
@@ -250,6 +261,10 @@ extension Daemon {
                 }
             } catch {
                 report.warnings.append("the call the reload ended could not go on: \(error.message)")
+            }
+            // Not made again (it could not be, or a call made meanwhile is the door's): it ends now.
+            state.withLock { s in
+                if s.playbacks[old] != nil { apply(s.arbiter.sourceVanished(old, at: .now), &s) }
             }
         }
         if let (queue, ttl, paused, id, musicBefore, passedOver, keeper) = resumeMusic {

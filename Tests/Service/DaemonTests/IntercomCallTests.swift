@@ -398,6 +398,68 @@ import Testing
             }, "the call goes on: \(String(describing: try? t.status().sources))")
     }
 
+    /// Music in the kitchen alone, a call on the kitchen and the patio over it; a reload reopens the
+    /// patio (its rate changes): the music stays interrupted until the call ends — no
+    /// `interruption-ended` before the hang-up, its state never `playing`, no 440 Hz in the kitchen.
+    /// The reload ended the call, and the arbiter, seeing the kitchen free, resumed the music there
+    /// until the call was made again once the patio had opened: music over the visitor.
+    @Test func aReloadThatReopensOneOfTheCallsZonesKeepsTheMusicInterrupted() throws {
+        let t = try TestDaemon(
+            intercom: IntercomConfig(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), zones: ["kitchen", "patio"],
+                silenceTimeout: .seconds(20)))
+        defer { t.stop() }
+        let music = try #require(
+            try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "zones": ["kitchen"], "loop": true}"#)
+                .object["id"])
+        #expect(waitUntil { t.position(of: music) > 0.3 })
+        let first = try #require(try t.json("POST", "/api/v1/call/start").object["id"])
+        let began = try #require(t.waitForEvent("interruption-began", source: music))
+        // It reads interrupted once its fade-out has been heard.
+        #expect(waitUntil { (try? t.status().sources.first { $0.id == music }?.state) == "interrupted" })
+        // The music's state, looked at as often as can be while the reload runs.
+        let reloading = Atomic<Bool>(true)
+        let states = Mutex<Set<String>>([])
+        let daemon = t.daemon
+        let watcher = startThread {
+            while reloading.load(ordering: .acquiring) {
+                let state = daemon.status().sources.first { $0.id == music }?.state ?? "gone"
+                states.withLock { _ = $0.insert(state) }
+                usleep(1_000)
+            }
+        }
+        var new = t.config
+        new.zones[1].rate = 44_100  // patio is reopened
+        let report = t.daemon.apply(new)
+        usleep(200_000)
+        reloading.store(false, ordering: .releasing)
+        pthread_join(watcher, nil)
+        #expect(report.zonesChanged == ["patio"])
+        #expect(states.withLock { $0 } == ["interrupted"])
+        let call = try #require(try t.status().sources.first { $0.class == "call" }?.id)
+        #expect(call != first, "the call goes on as a call made again")
+        #expect(
+            !t.daemon.events.recent().contains { $0.type == "interruption-ended" && $0.source == music },
+            "\(t.daemon.events.recent().filter { $0.source == music }.map(\.type))")
+        #expect(try t.json("POST", "/api/v1/call/end").object["id"] == call)
+        _ = t.waitForEvent("interruption-ended", source: music)
+        // The last: the one the call's end brought.
+        let ended = try #require(
+            t.daemon.events.recent().last { $0.type == "interruption-ended" && $0.source == music })
+        #expect(ended.shouldResume == true)
+        #expect(t.daemon.events.recent().filter { $0.type == "interruption-began" && $0.source == music }.count == 1)
+        usleep(300_000)
+        t.stop()
+        let out = t.left("kitchen")
+        let cut = try #require(began.zoneFrames?["kitchen"])
+        let back = try #require(ended.zoneFrames?["kitchen"])
+        #expect(level(out, cut - 4_410, 440) > 0.3, "music before the call")
+        #expect(level(out, back + 1_764, 440) > 0.3, "music after the call")
+        // From the end of the cut's fade to the resume, in 10 ms steps.
+        let heard = stride(from: cut + 441, to: back - 2_205, by: 441).filter { level(out, $0, 440) > 0.01 }
+        #expect(heard.isEmpty, "440 Hz during the call at frames \(heard.map { $0 - cut }) after the cut")
+    }
+
     /// A call from the door on the kitchen and the patio, an announcement in the kitchen over it (a
     /// policy that lets announcements over calls); a reload points the patio at a card that is not
     /// there: the call is made again on the kitchen alone, queued behind the announcement, and is
