@@ -84,8 +84,14 @@ extension ArbiterCore {
             }
             return ZoneEntry(zone: zone, audibility: .audible, cause: nil)
         }
+        // What covers it now, as its zones' status says: the strongest of its silencers (the first
+        // in zone order among equals, as `interruptionBegan` picks) — not the one its interruption
+        // began with, which may be gone (a doorbell granted when the call ended).
+        let covering = entries.compactMap { $0.audibility == .silenced ? $0.cause : nil }
         return SourceStatus(
             contender: record.contender, state: state(of: record), zones: entries,
-            interruptedBy: record.interruption?.by)
+            interruptedBy: record.interruption.map { interruption in
+                covering.max { $0.priority < $1.priority } ?? interruption.by
+            })
     }
 }

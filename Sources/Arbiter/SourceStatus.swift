@@ -50,7 +50,9 @@ public struct SourceStatus: Hashable, Sendable {
     public var state: SourceState
     /// Per zone, in zone order. Queued sources list their zones as silenced with no cause.
     public var zones: [ZoneEntry]
-    /// While interrupted: who interrupted it (the strongest when it began).
+    /// While interrupted: what covers it now, the strongest of what silences it in its zones (the
+    /// first in zone order among equals), as its zones' ``ZoneStatus/silenced`` say — not
+    /// necessarily the source its `interruptionBegan` named, which may have ended since.
     public var interruptedBy: Contender?
 }
 

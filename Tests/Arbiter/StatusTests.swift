@@ -41,6 +41,26 @@ struct StatusTests {
         #expect(s.arbiter.zones == ["kitchen"])
     }
 
+    /// A source's `interruptedBy` names what silences it now, as its zone's status does: music
+    /// interrupted by a call, a doorbell queued behind the call and granted when it ends, reads
+    /// interrupted by the doorbell. It named the call, gone, beside the zone's "silenced by the bell".
+    @Test func interruptedByNamesWhatCoversItNow() {
+        var s = Script()
+        s.request("music", .music)
+        s.request("call", .call)
+        #expect(s.request("bell", .announcement) == [.queued("bell")])
+        #expect(s.release("call") == [.finished("call"), .granted("bell", zones: ["kitchen"])])
+        let bell = Contender(source: "bell", sourceClass: .announcement, priority: 50, kind: .transient)
+        #expect(s.arbiter.status(of: ZoneID("kitchen")).silenced.map(\.by) == [bell])
+        #expect(s.arbiter.status(of: SourceID("music"))?.interruptedBy == bell)
+        #expect(s.state("music") == .interrupted)
+        // One interruption still, the one the call began: nothing said to the music meanwhile.
+        #expect(
+            s.actions(for: "music") == [
+                .granted("music", zones: ["kitchen"]), .interruptionBegan("music", zones: ["kitchen"]),
+            ])
+    }
+
     /// An unknown or finished source has no state and a 0 dB duck stage.
     @Test func reportsNothingForUnknownSource() {
         var s = Script()
