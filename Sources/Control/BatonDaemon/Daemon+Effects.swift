@@ -217,7 +217,7 @@ extension Daemon {
     /// Sets each slot of `p` to what the arbiter says: paused unless the source is audible; in each
     /// zone, the user's volume × the duck stage, or 0 where it is muted. Duck changes ramp over the
     /// policy's attack or release; everything else over the zone's default ramp. Music is also held
-    /// (paused) in a Snapcast zone whose server is away (`followStreams`).
+    /// (paused) while all its zones are out (`followStreams`).
     func reconcile(_ p: Playback, _ s: inout State, ramps: [String: Int]) {
         let audible = s.arbiter.state(of: p.id)?.isAudible ?? false
         for part in p.parts {
@@ -259,15 +259,17 @@ extension Daemon {
         }
     }
 
-    /// Music in a Snapcast zone whose server went away (stopped, restarting, stalled) is held there
-    /// from the monitor's next look, and goes on from that sample when the server is back: the
-    /// zone's clock runs on through the outage (so its speakers stay in step), and the music used
-    /// to run on with it, unheard, coming back later in the track by the outage's length. What
-    /// played between the outage's first frame and the hold (a period and a fade; a stall's first
-    /// 0.1 s) is lost. Music that plays on in another zone is not held: the Snapcast zone keeps
-    /// taking its frames, unheard, and is in step with the others when its server is back.
-    /// Announcements and calls are not held: late, they would be wrong. Under the lock; monitor
-    /// thread.
+    /// Music whose zones are all out is held there from the monitor's next look, and goes on from
+    /// that sample when one is back (within resume-within: `holdEnds`). A Snapcast zone whose
+    /// server went away (stopped, restarting, stalled): the zone's clock runs on through the
+    /// outage (so its speakers stay in step), and the music used to run on with it, unheard,
+    /// coming back later in the track by the outage's length. What played between the outage's
+    /// first frame and the hold (a period and a fade; a stall's first 0.1 s) is lost. A card
+    /// unplugged or stalled stops taking frames, and its source waits where the card lost it.
+    /// Music that plays on in another zone is not held: a Snapcast zone keeps taking its frames,
+    /// unheard, and a lost card is left behind (`SourceOutput.isLeftBehind`); each is in step
+    /// with the others when it is back. Announcements and calls are not held: late, they would be
+    /// wrong. Under the lock; monitor thread.
     func followStreams(_ s: inout State) {
         var down = Set<String>()
         for zone in zones.zones where !zone.device.isAvailable { down.insert(zone.name) }
@@ -311,10 +313,12 @@ extension Daemon {
         return true
     }
 
-    /// Whether `p` is held in `zone`: a Snapcast zone whose server is away, while none of `p`'s
-    /// zones plays. Under the lock.
+    /// Whether `p` is held in `zone`: every one of `p`'s zones is out — a Snapcast zone whose
+    /// server is away, a card unplugged or stalled — as the monitor last looked. A card's hold was
+    /// not counted (its source waits by itself), and music on a USB DAC unplugged for the night
+    /// came back at the morning's replug, past its resume-within and with no `hold-ended`. Under
+    /// the lock.
     private func isHeld(in zone: String, _ p: Playback, _ s: borrowing State) -> Bool {
-        guard s.zonesDown.contains(zone), output(zone)?.device.spec.stream != nil else { return false }
-        return p.zones.allSatisfy(s.zonesDown.contains)
+        s.zonesDown.contains(zone) && p.zones.allSatisfy(s.zonesDown.contains)
     }
 }

@@ -40,8 +40,9 @@ final class Playback {
     /// Since when it waits for a free slot in each of its zones, to start or (music) start again
     /// (`Daemon.slotsReady`); nil when it does not.
     var awaitingSlots: ContinuousClock.Instant?
-    /// Music: since when it is held in a Snapcast zone whose server or speakers are away
-    /// (`Daemon.followStreams`), or since it was last let be heard while held; nil when not held.
+    /// Music: since when it is held in zones that are all out — a Snapcast server or its speakers
+    /// away, a card lost (`Daemon.followStreams`) — or since it was last let be heard while held;
+    /// nil when not held.
     var heldSince: ContinuousClock.Instant?
     /// Why it was granted but never started: no slot free in any of its zones. The monitor ends it.
     var noSlot: String?

@@ -622,3 +622,76 @@ extension DeviceZoneTests {
         )
     }
 }
+
+extension DeviceZoneTests {
+    /// A daemon with one card zone, `card`, whose music class resumes within `resumeWithin`, playing
+    /// `music440` looped there as music, heard; and the music's id.
+    static func musicOnACard(_ card: TestCard, resumeWithin: Duration) throws -> (TestDaemon, String) {
+        var policy = PolicyConfig.default
+        let music = try #require(policy.classes.firstIndex { $0.name == "music" })
+        policy.classes[music].resumeWithin = resumeWithin
+        let t = try TestDaemon(zones: [("card", 48_000, card.name)], policy: policy, deviceClocked: ["card"])
+        do {
+            try #require(waitUntil { (try? t.status())?.zones.first?.state == "available" })
+            let id = try #require(
+                try t.json("POST", "/api/v1/music/play", #"{"sound": "music440", "loop": true, "zones": ["card"]}"#)
+                    .object["id"])
+            try #require(
+                waitUntil(seconds: 5) {
+                    ((try? t.status())?.sources.first { $0.id == id }?.positionSeconds ?? 0) > 0.5
+                })
+            return (t, id)
+        } catch {
+            t.stop()
+            throw error
+        }
+    }
+
+    /// Music on a card alone, the card unplugged for longer than the music's resume-within (1 s)
+    /// and replugged: the hold ends as an interruption that long does — a `hold-ended` event, not
+    /// to resume, and the music paused where it was lost, its position standing. It went on at
+    /// once from that frame (a USB DAC unplugged for the night brought the music back at the
+    /// morning's replug), with no event: only a Snapcast zone's hold was counted.
+    @Test func aCardAwayLongerThanResumeWithinEndsItsMusicPaused() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let (t, id) = try Self.musicOnACard(card, resumeWithin: .seconds(1))
+        defer { t.stop() }
+        let source = { (try? t.status())?.sources.first { $0.id == id } }
+        card.send(.unplug)
+        try #require(waitUntil { source()?.state == "unavailable" }, "\(String(describing: source()))")
+        let lost = try #require(source()?.positionSeconds)
+        usleep(1_500_000)
+        card.send(.replug)
+        try #require(waitUntil(seconds: 12) { (try? zone(t, "card"))??.state == "available" })
+        let ended = t.waitForEvent("hold-ended", source: id, seconds: 5)
+        #expect(ended?.shouldResume == false, "\(String(describing: ended))")
+        #expect(ended?.reason?.hasSuffix(", longer than resume-within 1s: paused") == true)
+        #expect(waitUntil { source()?.state == "paused" }, "\(String(describing: source()))")
+        let paused = try #require(source()?.positionSeconds)
+        usleep(1_000_000)
+        #expect(source()?.state == "paused")
+        #expect(source()?.positionSeconds == paused, "it moved on while paused")
+        // Paused where it was lost: but for the periods the card had taken and dropped, written
+        // again at the replug.
+        #expect(paused >= lost && paused - lost < 0.1, "lost at \(lost), paused at \(paused)")
+    }
+
+    /// The same, the card back within the music's resume-within (10 s): the hold ends with a
+    /// `hold-ended` event saying it goes on, and the music plays on the card again.
+    @Test func aCardBackWithinResumeWithinPlaysItsMusicOn() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let (t, id) = try Self.musicOnACard(card, resumeWithin: .seconds(10))
+        defer { t.stop() }
+        let source = { (try? t.status())?.sources.first { $0.id == id } }
+        card.send(.unplug)
+        try #require(waitUntil { source()?.state == "unavailable" }, "\(String(describing: source()))")
+        card.send(.replug)
+        try #require(waitUntil(seconds: 12) { (try? zone(t, "card"))??.state == "available" })
+        let ended = try #require(t.waitForEvent("hold-ended", source: id, seconds: 5), "no hold-ended event")
+        #expect(ended.shouldResume == true, "\(ended)")
+        #expect(ended.reason?.hasSuffix("while its zones were unavailable: it goes on where it was held") == true)
+        #expect(waitUntil { source()?.state == "playing" }, "\(String(describing: source()))")
+        let back = card.recordedFrames
+        #expect(waitUntil { card.recordedFrames > back + 4_800 }, "the card plays the music again")
+    }
+}
