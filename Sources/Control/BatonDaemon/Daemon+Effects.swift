@@ -294,14 +294,19 @@ extension Daemon {
     /// where it was held, unless the hold outlasted its class's `resume-within` — then it is to be
     /// paused (true: `music/resume` plays it from there): speakers switched off for the night with
     /// music playing brought it back when the first was switched on in the morning. Either way a
-    /// `hold-ended` event says which, and why. Music paused or interrupted meanwhile keeps its own
-    /// state, and says nothing. Under the lock; monitor thread.
+    /// `hold-ended` event says which, and why. Music paused meanwhile keeps its own state, and says
+    /// nothing; so does music interrupted now, held no longer than `resume-within` (its
+    /// interruption's end decides). Interrupted and held longer, it is paused too, so that end does
+    /// not resume it: the hold was forgotten, and music held all night behind a doorbell granted
+    /// at dawn came back when the doorbell ended. Under the lock; monitor thread.
     private func holdEnds(_ p: Playback, heldSince: ContinuousClock.Instant, _ s: borrowing State) -> Bool {
-        guard s.arbiter.state(of: p.id)?.isAudible == true else { return false }
+        let state = s.arbiter.state(of: p.id)
+        guard state?.isAudible == true || state == .interrupted else { return false }
         let lasted = heldSince.duration(to: .now)
         let tenths = lasted.wholeNanoseconds / 100_000_000
         let held = "held \(tenths / 10).\(tenths % 10) s while its zones were unavailable"
         guard let limit = s.arbiter.policy[p.sourceClass]?.resumeWithin, lasted > limit else {
+            guard state != .interrupted else { return false }
             events.publish(
                 type: .holdEnded, source: p.id.rawValue, zones: p.zones,
                 reason: "\(held): it goes on where it was held", shouldResume: true)

@@ -624,13 +624,18 @@ extension DeviceZoneTests {
 }
 
 extension DeviceZoneTests {
-    /// A daemon with one card zone, `card`, whose music class resumes within `resumeWithin`, playing
-    /// `music440` looped there as music, heard; and the music's id.
-    static func musicOnACard(_ card: TestCard, resumeWithin: Duration) throws -> (TestDaemon, String) {
+    /// A daemon with a card zone, `card` (and a file zone, `kitchen`, with `kitchen`), whose music
+    /// class resumes within `resumeWithin`, playing `music440` looped on the card alone as music,
+    /// heard; and the music's id.
+    static func musicOnACard(
+        _ card: TestCard, resumeWithin: Duration, kitchen: Bool = false
+    ) throws -> (TestDaemon, String) {
         var policy = PolicyConfig.default
         let music = try #require(policy.classes.firstIndex { $0.name == "music" })
         policy.classes[music].resumeWithin = resumeWithin
-        let t = try TestDaemon(zones: [("card", 48_000, card.name)], policy: policy, deviceClocked: ["card"])
+        let t = try TestDaemon(
+            zones: [("card", 48_000, card.name)] + (kitchen ? [("kitchen", 44_100, nil)] : []), policy: policy,
+            deviceClocked: ["card"])
         do {
             try #require(waitUntil { (try? t.status())?.zones.first?.state == "available" })
             let id = try #require(
@@ -693,5 +698,44 @@ extension DeviceZoneTests {
         #expect(waitUntil { source()?.state == "playing" }, "\(String(describing: source()))")
         let back = card.recordedFrames
         #expect(waitUntil { card.recordedFrames > back + 4_800 }, "the card plays the music again")
+    }
+}
+
+extension DeviceZoneTests {
+    /// A hold that ends while the music is interrupted, having outlasted its resume-within (5 s),
+    /// leaves it paused: a `hold-ended` event says so, and the interruption's end does not resume
+    /// it. The music on the card alone; a 6 s bell in the kitchen, a 3 s bell for both zones queued
+    /// behind it; the card unplugged as the first begins, replugged as the second is granted (it
+    /// interrupts the held music for 3 s). The card is back at its reopen 7.75 s after the unplug
+    /// (0.25 s doubling), as the second bell plays. The hold was forgotten: no event, and the
+    /// music, held 7.75 s, came back at the second bell's end.
+    @Test func aHoldThatEndsDuringAnInterruptionStillEndsPaused() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        let (t, id) = try Self.musicOnACard(card, resumeWithin: .seconds(5), kitchen: true)
+        defer { t.stop() }
+        for seconds in [6, 3] {
+            WAVWriter.write(
+                Signals.sine(frequency: 1000, rate: 48_000, frames: seconds * 48_000, channels: 2), rate: 48_000,
+                channels: 2, to: "\(t.sounds)/bell\(seconds)s.wav")
+        }
+        let source = { (try? t.status())?.sources.first { $0.id == id } }
+        _ = try t.daemon.announcer.announce(sound: "bell6s", zones: ["kitchen"])
+        let second = try t.daemon.announcer.announce(sound: "bell3s", zones: ["card", "kitchen"])
+        card.send(.unplug)
+        try #require(waitUntil { source()?.state == "unavailable" }, "\(String(describing: source()))")
+        // The second bell is granted as the first ends, and interrupts the held music.
+        try #require(waitUntil(seconds: 8) { source()?.state == "interrupted" }, "\(String(describing: source()))")
+        card.send(.replug)
+        try #require(waitUntil(seconds: 5) { (try? zone(t, "card"))??.state == "available" })
+        try #require(
+            t.waitForEvent("interruption-ended", source: id, seconds: 0) == nil,
+            "the second bell ended before the card was back")
+        let ended = t.waitForEvent("hold-ended", source: id, seconds: 5)
+        #expect(ended?.shouldResume == false, "\(String(describing: ended))")
+        #expect(ended?.reason?.hasSuffix(", longer than resume-within 5s: paused") == true)
+        let resumed = try #require(t.waitForEvent("interruption-ended", source: id, seconds: 8))
+        #expect(t.daemon.events.recent().contains { $0.type == "finished" && $0.source == second.id })
+        #expect(resumed.shouldResume == false, "\(resumed)")
+        #expect(waitUntil { source()?.state == "paused" }, "\(String(describing: source()))")
     }
 }
