@@ -290,6 +290,46 @@ extension Daemon {
         for p in music { reconcile(p, &s, ramps: [:]) }
     }
 
+    /// An announcement whose zones are all lost cards waits where they lost it (its source stops
+    /// taking frames), and played on at the replug however late: a doorbell cut by an unplug was
+    /// heard when the card came back, hours later. Once its zones have been out longer than its
+    /// class's `ttl` (how late it may still be heard, as in the queue) it ends, too late to be
+    /// heard (`played`, stopped, with why; a new request is not coalesced into it). One in a
+    /// Snapcast zone is not waited for (the zone takes its frames on, unheard) and ends in its own
+    /// time; music is held (`followStreams`); calls and external programs are left. Returns the
+    /// nanoseconds until the next is due. Under the lock; monitor thread.
+    func endStaleAnnouncements(_ s: inout State) -> Int? {
+        var next: Int?
+        for p in s.playbacks.values.sorted(by: { $0.id < $1.id })
+        where p.started && !p.released && p.sourceClass != .music && p.sourceClass != .call
+            && !(p.source is ExternalPlayer)
+        {
+            let out =
+                !p.zones.isEmpty
+                && p.zones.allSatisfy { z in s.zonesDown.contains(z) && output(z)?.device.spec.stream == nil }
+            guard out else {
+                p.heldSince = nil
+                continue
+            }
+            let since = p.heldSince ?? .now
+            p.heldSince = since
+            guard let ttl = s.arbiter.policy[p.sourceClass]?.ttl else { continue }
+            let left = ttl - since.duration(to: .now)
+            if left > .zero {
+                next = min(next ?? left.wholeNanoseconds, left.wholeNanoseconds)
+                continue
+            }
+            p.released = true
+            events.publish(
+                type: .played, source: p.id.rawValue, zones: p.zones,
+                reason:
+                    "stopped: its zones were unavailable longer than its ttl (\(ConfigSyntax.format(ttl))): too late to be heard"
+            )
+            apply(s.arbiter.release(p.id, failed: true, at: .now), &s)
+        }
+        return next
+    }
+
     /// The end of a hold, by the contract's rule for an interruption: music let be heard goes on
     /// where it was held, unless the hold outlasted its class's `resume-within` — then it is to be
     /// paused (true: `music/resume` plays it from there): speakers switched off for the night with

@@ -51,7 +51,7 @@ extension Daemon {
             }
             for zone in zones.zones { s.availability.report(zone, events: events, logger: logger) }
             followStreams(&s)
-            var next: Int? = nil
+            var next = endStaleAnnouncements(&s)
             for p in s.playbacks.values where p.started && !p.released {
                 if let n = p.source.nextTick { next = min(next ?? n, n) }
             }

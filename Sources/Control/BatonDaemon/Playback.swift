@@ -42,7 +42,8 @@ final class Playback {
     var awaitingSlots: ContinuousClock.Instant?
     /// Music: since when it is held in zones that are all out — a Snapcast server or its speakers
     /// away, a card lost (`Daemon.followStreams`) — or since it was last let be heard while held;
-    /// nil when not held.
+    /// nil when not held. An announcement: since when its zones are all lost cards
+    /// (`Daemon.endStaleAnnouncements`).
     var heldSince: ContinuousClock.Instant?
     /// Why it was granted but never started: no slot free in any of its zones. The monitor ends it.
     var noSlot: String?

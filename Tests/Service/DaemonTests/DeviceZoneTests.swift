@@ -739,3 +739,35 @@ extension DeviceZoneTests {
         #expect(waitUntil { source()?.state == "paused" }, "\(String(describing: source()))")
     }
 }
+
+extension DeviceZoneTests {
+    /// A doorbell on a card alone, the card unplugged half a second in and away longer than the
+    /// announcement class's ttl (1 s here): the doorbell ends, stopped as too late to be heard
+    /// (`played` with why), while the card is still away, and nothing of it is heard at the replug.
+    /// It waited where the card lost it and played its remaining 1.5 s at the replug, 8 s late.
+    @Test func aDoorbellOnACardAwayLongerThanItsTTLEnds() throws {
+        let card = ALSATestRig.makeCard(rate: 48_000, periodFrames: 480, bufferFrames: 1_920)
+        var policy = PolicyConfig.default
+        let announcement = try #require(policy.classes.firstIndex { $0.name == "announcement" })
+        policy.classes[announcement].ttl = .seconds(1)
+        let t = try TestDaemon(zones: [("card", 48_000, card.name)], policy: policy, deviceClocked: ["card"])
+        defer { t.stop() }
+        try #require(waitUntil { (try? t.status())?.zones.first?.state == "available" })
+        let bell = try t.daemon.announcer.announce(sound: "bell2s", zones: ["card"])
+        try #require(t.waitForEvent("audible", source: bell.id, seconds: 5) != nil)
+        usleep(500_000)
+        card.send(.unplug)
+        let played = t.waitForEvent("played", source: bell.id, seconds: 3)
+        #expect(
+            played?.reason
+                == "stopped: its zones were unavailable longer than its ttl (1s): too late to be heard",
+            "\(String(describing: played))")
+        #expect(t.daemon.events.recent().contains { $0.type == "finished" && $0.source == bell.id })
+        let since = try #require(t.daemon.events.recent().last).seq
+        card.send(.replug)
+        try #require(waitUntil(seconds: 12) { (try? zone(t, "card"))??.state == "available" })
+        usleep(500_000)
+        let heard = t.daemon.events.recent().filter { $0.type == "audible" && $0.seq > since }
+        #expect(heard.isEmpty, "\(heard)")
+    }
+}
