@@ -129,8 +129,16 @@ extension DeviceOutput {
     private func resumeAfterSuspend<Sink: PeriodSink>(_ pcm: Sink) -> Int32 {
         rateEstimator.reset()
         // The card stopped at the suspend: while it wakes, its audible frame is not moved on from
-        // its last measure as if it played (`counters`).
-        publishingCounters { delayMeasuredAt.store(0, ordering: .sequentiallyConsistent) }
+        // where the suspend found it as if it played (`counters`), nor back to its last measure
+        // (what it played since that measure counted as not heard: behind where it stopped).
+        publishingCounters {
+            let played = playedSinceMeasure(
+                at: delayMeasuredAt.load(ordering: .sequentiallyConsistent),
+                limit: extrapolationLimit.load(ordering: .sequentiallyConsistent))
+            let delay = delayFrames.load(ordering: .sequentiallyConsistent)
+            delayFrames.store(max(0, delay - played), ordering: .sequentiallyConsistent)
+            delayMeasuredAt.store(0, ordering: .sequentiallyConsistent)
+        }
         let giveUpAt = monotonicNanoseconds() + Self.stallLimitNanoseconds
         var r = pcm.resume()
         while r == -EAGAIN && !stopping && monotonicNanoseconds() < giveUpAt {

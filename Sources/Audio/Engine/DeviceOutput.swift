@@ -445,13 +445,18 @@ public final class DeviceOutput: @unchecked Sendable {
             let measuredAt = delayMeasuredAt.load(ordering: .sequentiallyConsistent)
             let limit = extrapolationLimit.load(ordering: .sequentiallyConsistent)
             guard countersSequence.load(ordering: .sequentiallyConsistent) == before else { continue }
-            if measuredAt > 0 {
-                let since = max(0, monotonicNanoseconds() - measuredAt)
-                let playedSince = Int(Int64(since) * Int64(spec.pcm.rate) / 1_000_000_000)
-                delay = max(0, delay - min(limit, playedSince))
-            }
+            delay = max(0, delay - playedSinceMeasure(at: measuredAt, limit: limit))
             return (played, delay)
         }
+    }
+
+    /// Rendering ahead: what the card has played since its delay was measured at `measuredAt`
+    /// (`delayMeasuredAt`; 0: nothing), at its rate, at most `limit` (`extrapolationLimit`): what
+    /// `counters` takes off the delay. Any thread; real-time safe.
+    func playedSinceMeasure(at measuredAt: Int, limit: Int) -> Int {
+        guard measuredAt > 0 else { return 0 }
+        let since = max(0, monotonicNanoseconds() - measuredAt)
+        return min(limit, Int(Int64(since) * Int64(spec.pcm.rate) / 1_000_000_000))
     }
 
     /// Whether the device plays now (a PCM open, a stream connected to a server with one of the

@@ -191,26 +191,31 @@ import Testing
         #expect(output.history.pending == 0)
     }
 
-    /// While a suspended card wakes (its resume answering -EAGAIN), the zone's audible frame is
-    /// not moved on from the card's last measured delay as if it played: it stopped at the suspend.
-    /// (Moved on at the card's rate, as between a rendering-ahead output's wake-ups, it ran up to
-    /// `extrapolationLimit` ahead of the frozen card for as long as the card took to wake.)
+    /// While a suspended card wakes (its resume answering -EAGAIN), the zone's audible frame stands
+    /// where it was when the suspend was met: not moved on from the card's last measured delay as if
+    /// it played (at the card's rate, as between a rendering-ahead output's wake-ups, it ran up to
+    /// `extrapolationLimit` ahead of the frozen card for as long as the card took to wake), nor back
+    /// to that measure (forgetting what the card had played since it: it stood behind where the card
+    /// stopped until it was measured again).
     @Test func aCardWakingFromASuspendIsNotHeardPlayingOn() throws {
         let output = Self.output("asleep")
-        let held = 2 * Self.period
+        // Measured 20 ms ago holding the buffer: heard 20 ms on since, and up to 20 ms more.
         output.publishingCounters {
-            output.framesPlayed.add(held, ordering: .sequentiallyConsistent)
-            output.delayFrames.store(held, ordering: .sequentiallyConsistent)
-            output.delayMeasuredAt.store(Int(DeviceCardTests.now()), ordering: .sequentiallyConsistent)
-            output.extrapolationLimit.store(held, ordering: .sequentiallyConsistent)
+            output.framesPlayed.add(Self.buffer, ordering: .sequentiallyConsistent)
+            output.delayFrames.store(Self.buffer, ordering: .sequentiallyConsistent)
+            output.delayMeasuredAt.store(Int(DeviceCardTests.now()) - 20_000_000, ordering: .sequentiallyConsistent)
+            output.extrapolationLimit.store(Self.buffer, ordering: .sequentiallyConsistent)
         }
         let device = SuspendedCard(wakesAfter: 100_000_000)
         var audible: [Int] = []
         device.onResume = { audible.append(output.snapshot().audibleFrame) }
         var cycle = 0
         output.renderPeriod(period: Self.period, channels: 2, cycle: &cycle)
+        let before = output.snapshot().audibleFrame
         #expect(output.deliver(to: device, bufferFrames: Self.buffer), "resumed")
-        #expect(device.prepares == 0 && audible.count >= 5)
-        #expect(audible.allSatisfy { $0 == 0 }, "the audible frame while it woke: \(Set(audible).sorted())")
+        #expect(device.prepares == 0 && audible.count >= 2)
+        #expect(
+            audible.allSatisfy { $0 == audible.first } && (audible.first ?? 0) >= before,
+            "the audible frame while it woke: \(Set(audible).sorted()), \(before) just before")
     }
 }
