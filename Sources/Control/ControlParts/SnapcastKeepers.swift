@@ -35,7 +35,9 @@ package final class SnapcastKeepers: Sendable {
         var fresh: [GroupKeeper] = []
         // A keeper replaced for a zone whose settings changed hands on the speakers whose volume
         // it set, with the percent (kept as set if their configured volume is the same): a reload
-        // must not undo a listener's change.
+        // must not undo a listener's change. Also when the control URL is written another way for
+        // the same server (`SnapcastControl.identity`: `localhost`, credentials added), whose new
+        // spelling the new keeper calls.
         var carried: [String: [String: Int]] = [:]
         keepers.withLock { keepers in
             for (name, keeper) in keepers {
@@ -43,7 +45,7 @@ package final class SnapcastKeepers: Sendable {
                     keeper.control.endpoint == control.endpoint
                 else {
                     if let (_, _, control) = wanted.first(where: { $0.0 == name }),
-                        keeper.control.endpoint == control.endpoint
+                        SnapcastControl.identity(keeper.control.endpoint) == SnapcastControl.identity(control.endpoint)
                     {
                         carried[name] = Self.percentsSet(by: keeper)
                     }
