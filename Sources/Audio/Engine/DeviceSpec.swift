@@ -53,8 +53,9 @@ public struct DeviceSpec: Sendable, Equatable {
     public var stream: StreamSpec?
     /// Stop the PCM while every zone is idle for half a second — each slot free or paused (its
     /// fade over: `ZoneMixer.isIdle`): drain it and wait, costing nothing, until the doorbell
-    /// rings (`DeviceOutput.wake()` for a new source, a resume, a volume change) for something to
-    /// play; then prepare it and play from the next period.
+    /// rings (`DeviceOutput.wake()` for a new source, a resume) for something to play; then prepare
+    /// it and play from the next period. A volume change rings it too, but is taken at once with
+    /// nothing to ramp over: the PCM stays stopped.
     /// The zone's frame counter pauses meanwhile. Never for a stream output (snapserver is fed
     /// without a break).
     public var stopsWhenIdle: Bool

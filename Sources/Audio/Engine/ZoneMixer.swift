@@ -127,9 +127,10 @@ public final class ZoneMixer: @unchecked Sendable {
     ///   - slotCount: how many sources the zone can mix at once.
     ///   - ringSamples: each slot's ring size in samples.
     ///   - rampFrames: frames a full 0↔1 gain change takes (click-free ramps).
-    ///   - doorbell: posted when the volume changes, so an output thread that stopped while its zones
-    ///     were idle ramps to it (see `DeviceSpec.stopsWhenIdle`), and when a slot's gain or pause
-    ///     changes or it is released, so that an output that renders ahead renders the change in.
+    ///   - doorbell: posted when the volume changes, or a slot's gain or pause changes or it is
+    ///     released, so that an output that renders ahead renders the change in. An output stopped
+    ///     while its zones were idle takes a volume change at once and stays stopped (`isIdle`: there
+    ///     is nothing to ramp over; see `DeviceSpec.stopsWhenIdle`).
     ///   - rewindPeriods: how many periods back `rewind` can go (0: none, and what is read from the
     ///     rings is handed back to their producers at once).
     ///   - firstWakeFrames: rendering ahead, what a slot's ring must hold before its producer's
