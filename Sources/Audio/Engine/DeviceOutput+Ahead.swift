@@ -48,9 +48,11 @@ extension DeviceOutput {
         // How late the card may reach its low water and still count as playing: a period of its
         // own (its pointer may move a period at a time).
         let wakeMargin = max(period, devicePeriod)
-        // The card's last wait for its low water timed out and it has not played since: a card that
-        // stalled but still runs (no error, no room). Its audible frame is not moved on (`counters`).
-        var stalling = false
+        // Where the card stood (played, in zone frames) when a wait for its low water timed out
+        // with the card short of it — whatever it played in that wait before it stopped: a card
+        // that stalled but still runs (no error, no room). Its audible frame is not moved on
+        // (`counters`) until a measure finds it moved since. Nil: playing.
+        var stalledAt: Int? = nil
         var timedOut = false
         var rang = true
         var idleFrames = 0
@@ -157,14 +159,19 @@ extension DeviceOutput {
             // period; a card that is not there by then has stalled, and its wait times out
             // (`wakeMilliseconds`). Not at all once one did, until the card is seen playing again:
             // moved on, the audible frame ran ahead of a stalled card to everything written, and
-            // went back at each wait.
+            // went back at each wait. The card almost always stops within a wait, having played
+            // some of it: asked whether it played since the wake-up before, it was moved on again
+            // from where it stopped for a second whole wait (up to the buffer), and went back twice.
             let measured = pcm.delay()
-            if let measured, history.sent - measured != lastPlayed {
-                stalling = false
-            } else if timedOut {
-                stalling = true
+            if let measured {
+                let playedNow = history.sent - measured
+                if let at = stalledAt {
+                    if playedNow != at { stalledAt = nil }
+                } else if timedOut && held > lowWater {
+                    stalledAt = playedNow
+                }
             }
-            let moves = pcm.isRunning && pcm.playsBetweenCalls && !stalling
+            let moves = pcm.isRunning && pcm.playsBetweenCalls && stalledAt == nil
             publishingCounters {
                 framesPlayed.add(periods * period, ordering: .sequentiallyConsistent)
                 recordDelay(measured, of: pcm, bufferFrames: bufferFrames)
@@ -224,13 +231,23 @@ extension DeviceOutput {
             // ready to render ahead, or it is not running) would wake it at once: then a period's
             // sleep on the bell alone.
             // A card is waited for as long as it should take to get there and a period more (a card
-            // that stalls is found then, `stalling`); a clocked buffer, which does not stall, longer.
+            // that stalls is found then, `stalledAt`); a clocked buffer, which does not stall, longer.
+            // A card whose descriptor wakes the thread with nothing to say (room short of its
+            // threshold, no error: a plugin's own wake-up, the test card's commands) is waited for
+            // again until that time is up: `timedOut` says the card did not get there in time.
             timedOut = false
             if pcm.isRunning && delay > lowWater {
                 let wakeMilliseconds =
                     pcm.playsBetweenCalls
                     ? Int32(clamping: (delay - lowWater + 2 * wakeMargin) * 1_000 / rate + 1) : waitMilliseconds
-                switch pcm.wait(milliseconds: min(wakeMilliseconds, waitMilliseconds), orUntilReadable: doorbell.fd) {
+                let waitMs = min(wakeMilliseconds, waitMilliseconds)
+                let until = monotonicNanoseconds() + Int(waitMs) * 1_000_000
+                var waited = pcm.wait(milliseconds: waitMs, orUntilReadable: doorbell.fd)
+                while pcm.playsBetweenCalls && waited == .timedOut && !stopping && monotonicNanoseconds() < until {
+                    let left = Int32(clamping: (until - monotonicNanoseconds() + 999_999) / 1_000_000)
+                    waited = pcm.wait(milliseconds: max(0, left), orUntilReadable: doorbell.fd)
+                }
+                switch waited {
                 case .other:
                     doorbell.drain()
                     rang = true
