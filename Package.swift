@@ -178,8 +178,11 @@ let package = Package(
         .target(name: "CAllocCounter", path: "Tests/Support/CAllocCounter"),
         // CThreadAffinity pins the harness's own threads (glibc's affinity calls need _GNU_SOURCE).
         .target(name: "CThreadAffinity", path: "Tests/Support/CThreadAffinity"),
+        // CNetworkNamespace gives a test a network of its own (unshare and setns need _GNU_SOURCE).
+        .target(name: "CNetworkNamespace", path: "Tests/Support/CNetworkNamespace"),
         .target(
-            name: "BatonTesting", dependencies: ["ALSA", "AudioCore", "CAllocCounter", "CThreadAffinity", "OSThread"],
+            name: "BatonTesting",
+            dependencies: ["ALSA", "AudioCore", "CAllocCounter", "CNetworkNamespace", "CThreadAffinity", "OSThread"],
             path: "Tests/Support/BatonTesting", swiftSettings: swiftSettings),
 
         // Tests, by layer; each wrapper's in a target named after it.

@@ -22,7 +22,8 @@ package final class IntercomLine: Sendable {
 
     /// Binds and starts the receiver; `onEvent` runs on its thread (short, see `RTPReceiver`). A port
     /// that cannot be bound is logged and published (`intercom-error`); the daemon runs on without
-    /// calls. `burst`: what one wake-up of the slowest-waking output of `intercom.zones` takes from
+    /// calls. A multicast group that cannot be joined yet (no route to it: the network is not up) is
+    /// logged and published too, and shown in status until the receiver has joined it (logged). `burst`: what one wake-up of the slowest-waking output of `intercom.zones` takes from
     /// its slot at once (ns, `DeviceOutput.burstNanoseconds`): the call's pump keeps that in the slot
     /// beyond its own lead, so the jitter buffer must hold it too — its smallest target delay is at
     /// least `burst` + 10 ms (20 ms, as always, at the default 10 ms burst) — and the pump pulls that
@@ -39,11 +40,23 @@ package final class IntercomLine: Sendable {
             silenceTimeout: config.silenceTimeout.wholeNanoseconds,
             jitter: jitter)
         do {
-            let receiver = try RTPReceiver(configuration: configuration, onEvent: onEvent)
+            let host = config.listen.host
+            let receiver = try RTPReceiver(
+                configuration: configuration,
+                onJoined: { tries in
+                    logger.info("intercom: joined multicast group \(host) (\(tries) tries); calls are on")
+                }, onEvent: onEvent)
             receiver.setConsumerBurst(burst)
             receiver.start()
             line.withLock { $0 = (receiver, nil) }
-            logger.info("intercom: listening for RTP/Opus on \(config.listen.host):\(receiver.port)")
+            if let waiting = receiver.waitingForGroup {
+                // A network not up yet (DHCP on Wi-Fi): the receiver joins once it is; until then no
+                // datagram comes, and the status says why (`status`).
+                logger.warning("intercom: bound \(host):\(receiver.port), \(waiting)")
+                events.publish(type: .intercomError, reason: waiting)
+            } else {
+                logger.info("intercom: listening for RTP/Opus on \(host):\(receiver.port)")
+            }
         } catch {
             line.withLock { $0 = (nil, "\(error)") }
             logger.error("intercom: \(error); calls are off")
@@ -65,7 +78,7 @@ package final class IntercomLine: Sendable {
         let c = receiver?.counters
         return IntercomStatus(
             listen: "\(config.listen.host):\(receiver?.port ?? config.listen.port)",
-            inCall: receiver?.isInCall ?? false, error: error,
+            inCall: receiver?.isInCall ?? false, error: error ?? receiver?.waitingForGroup,
             received: c?.received ?? 0, lost: c?.lost ?? 0, concealed: c?.concealed ?? 0,
             fecRecovered: c?.fecRecovered ?? 0,
             late: c?.late ?? 0, duplicate: c?.duplicate ?? 0, malformed: c?.malformed ?? 0, foreign: c?.foreign ?? 0,
@@ -76,7 +89,8 @@ package final class IntercomLine: Sendable {
 }
 
 /// The RTP intercom (when configured): where it listens, whether a call is on, why it could not
-/// start, and the receiver's counters since start (`JitterBuffer.Counters`).
+/// start (or, for a multicast group not joined yet, why it hears nothing so far), and the
+/// receiver's counters since start (`JitterBuffer.Counters`).
 public struct IntercomStatus: Codable, Sendable, Equatable {
     public var listen: String
     public var inCall: Bool

@@ -19,11 +19,14 @@ import Synchronization
 /// Memory: the jitter buffer's slots (192 000 bytes by default) plus one packet and 120 ms of PCM;
 /// all allocated in `init`.
 // @unchecked: mutable state is in `state` (a mutex) or atomics; `playout` is used by the one consumer
-// thread only (documented above); `thread` is touched by `start` and `stop` on the control thread.
+// thread only (documented above); `thread` is touched by `start` and `stop` on the control thread;
+// `joinTries` by `init`, then by the receive thread only.
 public final class RTPReceiver: @unchecked Sendable {
     public struct Configuration: Sendable, Equatable {
         /// The IPv4 address to bind (e.g. "0.0.0.0", "127.0.0.1"); a multicast group (224.0.0.0/4,
-        /// e.g. "239.1.2.3") is bound and joined on the interface the kernel routes it to.
+        /// e.g. "239.1.2.3") is bound and joined on the interface the kernel routes it to — and,
+        /// while no interface routes it (the network is not up yet), joined again every
+        /// `joinRetry` (`waitingForGroup`).
         public var host: String
         /// The UDP port; 0 picks a free one (see `port`).
         public var port: UInt16
@@ -32,16 +35,20 @@ public final class RTPReceiver: @unchecked Sendable {
         /// No packets for this long ends the call (ns).
         public var silenceTimeout: Int
         public var jitter: JitterBuffer.Configuration
+        /// How often a multicast group not yet joined is tried again (ns).
+        public var joinRetry: Int
 
         public init(
             host: String = "0.0.0.0", port: UInt16 = 5004, channels: Int = 1,
-            silenceTimeout: Int = 2_000_000_000, jitter: JitterBuffer.Configuration = .init()
+            silenceTimeout: Int = 2_000_000_000, jitter: JitterBuffer.Configuration = .init(),
+            joinRetry: Int = 5_000_000_000
         ) {
             self.host = host
             self.port = port
             self.channels = channels
             self.silenceTimeout = silenceTimeout
             self.jitter = jitter
+            self.joinRetry = joinRetry
         }
     }
 
@@ -52,6 +59,9 @@ public final class RTPReceiver: @unchecked Sendable {
         /// The last datagram refused: its sender and why (said by `lastRefused`; kept as values, so
         /// that a flood of them costs no text per datagram under the lock).
         var lastRefused: (from: sockaddr_in, why: Refusal)?
+        /// Why the multicast group is not joined yet (the last join's errno) and when it is tried
+        /// again (ns); nil: joined, or not a group.
+        var unjoined: (errno: Int32, retry: Int)?
     }
 
     public let configuration: Configuration
@@ -60,6 +70,11 @@ public final class RTPReceiver: @unchecked Sendable {
     private let socket: Int32
     private let clock: @Sendable () -> Int
     private let onEvent: @Sendable (CallEvent) -> Void
+    private let onJoined: @Sendable (_ tries: Int) -> Void
+    /// The multicast group to join (nil: the address is not one).
+    private let group: in_addr?
+    /// Joins tried so far (the receive thread's, after `init`'s).
+    private var joinTries = 1
     private let state: Mutex<State>
     private let playout: PacketPlayout
     private let running = Atomic<Bool>(false)
@@ -68,9 +83,13 @@ public final class RTPReceiver: @unchecked Sendable {
     private let pokes = WakeFD()
 
     /// Binds the socket (so a busy port fails here) and allocates everything; call `start` to receive.
-    /// `clock` gives monotonic ns (the same clock as the `now` passed to `pull`).
+    /// `clock` gives monotonic ns (the same clock as the `now` passed to `pull`). A multicast group
+    /// that cannot be joined yet is no error: the receive thread tries again every `joinRetry`
+    /// (`waitingForGroup` says why meanwhile) and calls `onJoined` with the joins tried once one
+    /// passes.
     public init(
         configuration: Configuration, clock: @escaping @Sendable () -> Int = monotonicNanoseconds,
+        onJoined: @escaping @Sendable (_ tries: Int) -> Void = { _ in },
         onEvent: @escaping @Sendable (CallEvent) -> Void
     ) throws(IntercomError) {
         do {
@@ -80,11 +99,13 @@ public final class RTPReceiver: @unchecked Sendable {
         } catch {
             throw .decoder(error)
         }
-        let (socket, port) = try Self.bind(host: configuration.host, port: configuration.port)
+        let (socket, port, group) = try Self.bind(host: configuration.host, port: configuration.port)
         self.configuration = configuration
         self.socket = socket
         self.port = port
+        self.group = group
         self.clock = clock
+        self.onJoined = onJoined
         self.onEvent = onEvent
         // A new stream takes over within half the silence timeout: one that restarts with a new
         // SSRC, no pause, was foreign for the whole takeover (500 ms) and ended a call with a
@@ -95,6 +116,10 @@ public final class RTPReceiver: @unchecked Sendable {
             State(
                 jitter: JitterBuffer(configuration: jitter),
                 monitor: CallMonitor(silenceTimeout: configuration.silenceTimeout)))
+        if let group {
+            let e = Self.join(socket, group)
+            if e != 0 { state.withLock { $0.unjoined = (e, clock() + configuration.joinRetry) } }
+        }
     }
 
     deinit {
@@ -164,6 +189,17 @@ public final class RTPReceiver: @unchecked Sendable {
         }
     }
 
+    /// While the multicast group is not joined, why and how often it is tried again — `waiting for a
+    /// route to 239.1.2.3 (No such device); tried again every 5 s` — nil once joined (or not a
+    /// group). Any thread (a snapshot).
+    public var waitingForGroup: String? {
+        guard let e = state.withLock({ $0.unjoined?.errno }) else { return nil }
+        let every = Double(configuration.joinRetry) / 1e9
+        let seconds = every == every.rounded() ? "\(Int(every))" : "\(every)"
+        let why = String(cString: strerror(e))
+        return "waiting for a route to \(configuration.host) (\(why)); tried again every \(seconds) s"
+    }
+
     /// Whether a call is in progress. Any thread (a snapshot).
     public var isInCall: Bool { state.withLock { $0.monitor.inCall } }
 
@@ -185,11 +221,27 @@ public final class RTPReceiver: @unchecked Sendable {
     // MARK: - Receive thread
 
     /// How long the receive thread may sleep (ms, -1: until a datagram or a poke): during a call until
-    /// its silence timeout is due (+1 ms), else without limit — no call, nothing to time. (It used to
-    /// look every 20 ms: 50 wake-ups a second whenever an intercom was configured.)
+    /// its silence timeout is due (+1 ms), while the group is not joined until the next join, else
+    /// without limit — no call, nothing to time. (It used to look every 20 ms: 50 wake-ups a second
+    /// whenever an intercom was configured.)
     private func sleepLimit(now: Int) -> Int32 {
-        let due = state.withLock { s in s.monitor.inCall ? s.monitor.lastPacket + configuration.silenceTimeout : nil }
+        let due = state.withLock { s in
+            let silence = s.monitor.inCall ? s.monitor.lastPacket + configuration.silenceTimeout : nil
+            guard let retry = s.unjoined?.retry else { return silence }
+            return min(silence ?? retry, retry)
+        }
         return due.map { Int32(clamping: max(0, $0 - now) / 1_000_000 + 1) } ?? -1
+    }
+
+    /// Joins the group again when it is due and not joined yet. Receive thread.
+    private func rejoinIfDue() {
+        guard let group else { return }
+        let now = clock()
+        guard let due = state.withLock({ $0.unjoined?.retry }), now >= due else { return }
+        let e = Self.join(socket, group)
+        joinTries += 1
+        state.withLock { $0.unjoined = e == 0 ? nil : (e, now + configuration.joinRetry) }
+        if e == 0 { onJoined(joinTries) }
     }
 
     private func receiveLoop() {
@@ -198,6 +250,7 @@ public final class RTPReceiver: @unchecked Sendable {
         events.reserveCapacity(4)
         while running.load(ordering: .acquiring) {
             let readable = pokes.wait(for: socket, timeout: sleepLimit(now: clock()), fallback: 20)
+            rejoinIfDue()
             housekeeping(&events)
             if readable {
                 // Drain what is there, a bounded batch so timeouts stay checked under a flood.
@@ -280,7 +333,9 @@ public final class RTPReceiver: @unchecked Sendable {
         return "\(ip >> 24).\(ip >> 16 & 0xFF).\(ip >> 8 & 0xFF).\(ip & 0xFF):\(UInt16(bigEndian: address.sin_port))"
     }
 
-    private static func bind(host: String, port: UInt16) throws(IntercomError) -> (Int32, UInt16) {
+    /// Binds `host:port`: the socket, the port bound and, when `host` is a multicast group, the group
+    /// (joined by `join`).
+    private static func bind(host: String, port: UInt16) throws(IntercomError) -> (Int32, UInt16, in_addr?) {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -304,20 +359,20 @@ public final class RTPReceiver: @unchecked Sendable {
         _ = withUnsafeMutablePointer(to: &bound) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        if isMulticast(address.sin_addr) {
-            // Bound to the group's address, the socket takes only the group's datagrams, but none
-            // arrive until the group is joined: the kernel picks the interface (INADDR_ANY: the one
-            // its routes send the group to, the default route's).
-            var request = ip_mreq(imr_multiaddr: address.sin_addr, imr_interface: in_addr(s_addr: INADDR_ANY))
-            let joined = setsockopt(
-                fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ip_mreq>.size))
-            guard joined == 0 else {
-                let e = errno
-                close(fd)
-                throw .socket(operation: "join multicast group \(host)", errno: e)
-            }
-        }
-        return (fd, UInt16(bigEndian: bound.sin_port))
+        return (fd, UInt16(bigEndian: bound.sin_port), isMulticast(address.sin_addr) ? address.sin_addr : nil)
+    }
+
+    /// Joins `group` on `fd`: 0, or the errno. Bound to the group's address, the socket takes only
+    /// the group's datagrams, but none arrive until the group is joined: the kernel picks the
+    /// interface (INADDR_ANY: the one its routes send the group to, the default route's) — with no
+    /// route to the group (a network not up yet: DHCP on Wi-Fi not done when batond starts) the join
+    /// fails with ENODEV, and passes once there is one.
+    private static func join(_ fd: Int32, _ group: in_addr) -> Int32 {
+        var request = ip_mreq(imr_multiaddr: group, imr_interface: in_addr(s_addr: INADDR_ANY))
+        let joined = setsockopt(
+            fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ip_mreq>.size))
+        // Already a member: joined (not expected — each join is of a fresh socket or after a failure).
+        return joined == 0 || errno == EADDRINUSE ? 0 : errno
     }
 
     /// Whether `address` is an IPv4 multicast group (224.0.0.0/4).
