@@ -128,6 +128,7 @@ extension JitterBuffer {
         clearSlots()
         nextSeq = seq
         nextTimestamp = timestamp
+        anchorTimestamp = timestamp
         highestSeq = seq
         highestTimestamp = timestamp
         newestEnd = timestamp
@@ -229,6 +230,7 @@ extension JitterBuffer {
         let shift = (highestTimestamp >> 32) << 32
         highestTimestamp -= shift
         nextTimestamp -= shift
+        anchorTimestamp -= shift
         newestEnd -= shift
         for i in slotTimestamp.indices where slotState[i] == .queued { slotTimestamp[i] -= shift }
         for i in 0..<transitCount { transits[i] += shift }

@@ -215,6 +215,8 @@ public struct JitterBuffer: Sendable {
     /// Whether play-out fills for a stream's first packets (from `start` until it plays): then an
     /// earlier packet reordered behind a later one moves the start back to it.
     var isFirstFill = false
+    /// The timestamp play-out was last anchored on (`anchor`): how far a start moved back has gone.
+    var anchorTimestamp: Int64 = 0
     var playedSinceAdjust = 0
     // Slots, indexed by extended sequence number modulo `slots`.
     var slotSeq: [Int64]
@@ -371,10 +373,13 @@ public struct JitterBuffer: Sendable {
                 counters.duplicate += 1
                 return .duplicate
             }
-            // Only a stream's first packets may start play-out earlier: after a re-anchor the
-            // packets before it were skipped, and one that comes then moved play-out back to it —
-            // audio over 100 ms old, then the rest of the skipped ones concealed.
-            guard case .filling = phase, isFirstFill, slotState[slot] != .queued else {
+            // A stream's first packets may start play-out earlier. After a re-anchor the packets
+            // before it were skipped, and one that came then moved play-out back to it — audio over
+            // 100 ms old, then the rest of the skipped ones concealed; only the packet just before
+            // the queued run may (the anchor's neighbour, reordered behind it at the end of a
+            // burst), while the start moves back by no more than the target delay.
+            let beforeRun = seq == nextSeq - 1 && anchorTimestamp - timestamp <= Int64(target)
+            guard case .filling = phase, isFirstFill || beforeRun, slotState[slot] != .queued else {
                 recordTransit(now: now, timestamp: timestamp)
                 if slotSeq[slot] == seq && slotState[slot] == .skipped {
                     // It came after all: not one that never came. A copy of it is a duplicate.
@@ -384,6 +389,11 @@ public struct JitterBuffer: Sendable {
                 }
                 counters.late += 1
                 return .late
+            }
+            if slotSeq[slot] == seq && slotState[slot] == .skipped {
+                // Counted skipped at the re-anchor, it comes in time after all.
+                counters.skipped -= 1
+                counters.lost -= 1
             }
             // Reordered before play-out began: start from this earlier packet instead.
             nextSeq = seq

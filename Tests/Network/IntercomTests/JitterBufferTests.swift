@@ -396,6 +396,59 @@ import Testing
         #expect(c.played + c.trimmed == 60 + 20, "\(c)")  // 0–59 and 80–99
     }
 
+    /// After a rebuffer play-out re-anchors on the first packet to come, 80; 79, reordered behind it
+    /// by a millisecond (the end of a Wi-Fi burst), comes before play-out has begun: it is taken and
+    /// played first, and no longer counted skipped (60–78 are; a copy of it is a duplicate). It was
+    /// late (only a stream's first packets moved the start back), though nothing of 80 had played.
+    @Test func thePacketJustBeforeARebuffersAnchorIsPlayed() throws {
+        let packets = try tonePackets(seconds: 2)
+        let sim = try PlayoutSimulation()
+        try sim.run((0..<60).map { datagram(packets[$0], index: $0) }, until: 60 * 20 * ms)
+        for t in 60..<80 { try sim.consume(at: t * 20 * ms) }
+        #expect(sim.buffer.counters.rebuffers == 1)
+        #expect(sim.insert(datagram(packets[80], index: 80), at: 80 * 20 * ms) == .accepted)
+        #expect(sim.insert(datagram(packets[79], index: 79), at: 80 * 20 * ms + 1 * ms) == .accepted)
+        #expect(sim.insert(datagram(packets[79], index: 79), at: 80 * 20 * ms + 2 * ms) == .duplicate)
+        sim.actions.removeAll()
+        for i in 81..<100 {
+            sim.insert(datagram(packets[i], index: i), at: i * 20 * ms)
+            try sim.consume(at: i * 20 * ms)
+        }
+        for t in 100..<120 { try sim.consume(at: t * 20 * ms) }  // the stream ends: played out
+        let decoded = sim.actions.compactMap { if case .decode(let slot, _) = $0 { slot } else { nil } }
+        #expect(decoded.prefix(2).map { sim.buffer.slotSeq[$0] } == [1_079, 1_080])
+        let c = sim.buffer.counters
+        #expect(c.lost == 19 && c.skipped == 19 && c.late == 0 && c.duplicate == 1, "\(c)")
+        #expect(c.concealed == 0 && c.fecRecovered == 0 && c.rebuffers == 2, "\(c)")
+        #expect(c.played + c.trimmed == 60 + 21, "\(c)")  // 0–59 and 79–99
+    }
+
+    /// Before play-out takes a re-anchored start, the start moves back packet by packet next to the
+    /// queued run, by no more than the target delay (at most 40 ms here): 79 and 78 are taken; 77
+    /// (60 ms back) is late, and so is 75, not next to the run.
+    @Test func aRebuffersStartMovesBackByNoMoreThanTheTarget() throws {
+        var configuration = JitterBuffer.Configuration()
+        configuration.maximumDelay = 40 * ms
+        configuration.initialDelay = 40 * ms
+        let packets = try tonePackets(seconds: 2)
+        let sim = try PlayoutSimulation(configuration: configuration)
+        try sim.run((0..<60).map { datagram(packets[$0], index: $0) }, until: 60 * 20 * ms)
+        for t in 60..<80 { try sim.consume(at: t * 20 * ms) }
+        #expect(sim.buffer.counters.rebuffers == 1)
+        let arrival = 80 * 20 * ms
+        #expect(sim.insert(datagram(packets[80], index: 80), at: arrival) == .accepted)
+        #expect(sim.insert(datagram(packets[75], index: 75), at: arrival + 1 * ms) == .late)
+        #expect(sim.insert(datagram(packets[79], index: 79), at: arrival + 2 * ms) == .accepted)
+        #expect(sim.insert(datagram(packets[78], index: 78), at: arrival + 3 * ms) == .accepted)
+        #expect(sim.buffer.targetDelay == 40 * ms)
+        #expect(sim.insert(datagram(packets[77], index: 77), at: arrival + 4 * ms) == .late)
+        try sim.consume(at: arrival + 40 * ms)
+        let decoded = sim.actions.compactMap { if case .decode(let slot, _) = $0 { slot } else { nil } }
+        #expect(decoded.suffix(1).map { sim.buffer.slotSeq[$0] } == [1_078])
+        let c = sim.buffer.counters
+        #expect(c.skipped == 16 && c.late == 2, "\(c)")  // 60–74 and 76; 75 and 77 late
+    }
+
     /// Nothing takes the call's audio (it is queued) and the network drops 4 s of it: the next
     /// packets jump the sequence by 200, beyond the buffer's reach, and restart play-out there. The
     /// 199 that never came are lost; the one refused before the restart (the jump's probation) came.
