@@ -15,9 +15,10 @@ runtime=(alsa-utils espeak-ng)
 # (mpd, mpc, mpv + mpv-mpris, shairport-sync, pulseaudio-utils and dbus play through the baton PCM in ExternalTests;
 # python3 too, through alsa-lib with ctypes: a non-blocking drain, NonBlockingDrainTests.)
 # (curl: ExternalTests and the scripts call the control API with it.)
+# (iproute2: the intercom's multicast tests run `ip` in a network namespace of their own.)
 testing=(curl sox ffmpeg python3 python3-venv chromium chromium-driver openssl mosquitto mosquitto-clients snapserver snapclient
          mpd mpc mpv mpv-mpris shairport-sync pulseaudio pulseaudio-utils pulseaudio-module-raop avahi-daemon dbus
-         stress-ng systemd)
+         stress-ng systemd iproute2)
 
 # scripts/build-deb.sh: dpkg-shlibdeps, dpkg-parsechangelog and dpkg-architecture (dpkg-dev), pandoc for
 # the man pages, python3 to list the ALSA plugin products. The test suite builds a package too, so --test
