@@ -20,8 +20,15 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     private let failure = Mutex<(command: String?, watcher: String?)>((nil, nil))
     private let states: PlayerStateWatch
     private let running = Atomic<Bool>(true)
+    /// When the control started (monotonic ns), from which `ownerGrace` counts.
+    private let started = monotonicNanoseconds()
     static let path = "/org/mpris/MediaPlayer2"
     static let interface = "org.mpris.MediaPlayer2.Player"
+    /// How long a name may have no owner after the control starts before it is said (ns): the
+    /// control starts at the program's first frames, and a player takes its name when it likes —
+    /// mpv after opening its audio, about 0.25 s after its launch under dbus-run-session, so a
+    /// player starting normally was reported as "has no owner".
+    public static let ownerGrace = 3_000_000_000
 
     /// `userChanged` runs on the watcher's thread when it keeps a user change (`takeUserChange`).
     public init(
@@ -79,6 +86,9 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
         /// player that leaves ends its source, and is not said to be missing.
         var everOwned = false
         var saidAbsent = false
+        /// Neither the name nor an instance of it had an owner when last read.
+        var ownerless = false
+        let absentText = "\(busName) has no owner on the \(systemBus ? "system" : "session") bus"
         var lastHeard = monotonicNanoseconds()
         while running.load(ordering: .acquiring) {
             do {
@@ -127,22 +137,32 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
                                 name: "PlaybackStatus")
                             states.saw(state)
                             everOwned = true
+                            ownerless = false
                             failure.withLock { $0.watcher = nil }
                         } else {
                             states.sawAbsent()
-                            // Said while it lasts: a name the player does not own (a typo, spotifyd's
-                            // with its pid) was accepted and never reported until a doorbell failed.
-                            // Reported once, unless the player was there: one that leaves ends its
-                            // source.
-                            let text = "\(busName) has no owner on the \(systemBus ? "system" : "session") bus"
-                            failure.withLock { $0.watcher = text }
-                            if !everOwned && !saidAbsent { report(text) }
-                            saidAbsent = true
+                            ownerless = true
+                            if everOwned || saidAbsent { failure.withLock { $0.watcher = absentText } }
                         }
                         lastHeard = monotonicNanoseconds()
                         reported = false
                     }
-                    try bus.process(waitingAtMost: 1_000_000)
+                    // Said while it lasts: a name the player does not own (a typo, spotifyd's with
+                    // its pid) was accepted and never reported until a doorbell failed. Reported
+                    // once, after `ownerGrace` (a player starting takes its name a moment after its
+                    // first frames), unless the player was there: one that leaves ends its source.
+                    var wait = 1_000_000
+                    if ownerless && !everOwned && !saidAbsent {
+                        let left = Self.ownerGrace - (monotonicNanoseconds() - started)
+                        if left <= 0 {
+                            saidAbsent = true
+                            failure.withLock { $0.watcher = absentText }
+                            report(absentText)
+                        } else {
+                            wait = min(wait, left / 1000 + 1)
+                        }
+                    }
+                    try bus.process(waitingAtMost: UInt64(wait))
                 }
             } catch {
                 // Not known while not followed: the state last seen may be long gone.

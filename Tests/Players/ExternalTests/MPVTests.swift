@@ -99,9 +99,9 @@ import Testing
         #expect(status(rig) == "Playing")
     }
 
-    /// A name nobody owns on the bus (a typo; spotifyd's, which carries its pid) is said at once,
-    /// in the source's `controlError` and a `control-error` event: it was accepted and never
-    /// reported until a doorbell's Pause failed.
+    /// A name nobody owns on the bus (a typo; spotifyd's, which carries its pid) is said once its
+    /// grace (`MPRISControl.ownerGrace`, 3 s) has passed, in the source's `controlError` and a
+    /// `control-error` event: it was accepted and never reported until a doorbell's Pause failed.
     @Test func aNameWithNoOwnerIsSaid() throws {
         let directory = TestDirectory.make("external-bus")
         let bus = try SessionBus(directory)
@@ -114,11 +114,46 @@ import Testing
         #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"music-") }, "the source plays")
         let said = "org.mpris.MediaPlayer2.nobody has no owner on the session bus"
         #expect(
-            waitUntil(seconds: 2) {
+            waitUntil(seconds: 5) {
                 usleep(20_000)
                 return rig.get("/api/v1/status").contains("\"controlError\":\"\(said)\"")
             }, "\(rig.get("/api/v1/status"))")
         #expect(rig.eventsSoon(contain: said))
+    }
+
+    /// A player that takes its name a moment after its first frames (mpv does so after opening its
+    /// audio, about 0.25 s after its launch) is not said to have no owner: the control starts at
+    /// the first frames, and the name is given `MPRISControl.ownerGrace` (3 s) to appear. It was
+    /// reported at once, a `control-error` and a warning for a player that was starting.
+    @Test func aPlayerThatTakesItsNameLateIsNotSaidMissing() throws {
+        let directory = TestDirectory.make("external-bus")
+        let bus = try SessionBus(directory)
+        let rig = try ExternalRig(
+            sources: "  mpv: {class: music, control: {mpris: org.mpris.MediaPlayer2.mpv}}",
+            environment: ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)"])
+        ExternalRig.writeWAV(rig.directory + "/song.wav", AplayTests.music(frames: 48_000 * 10), channels: 2)
+        let aplay = try rig.program("aplay", ["-q", "-D", "baton_mpv", rig.directory + "/song.wav"], log: "aplay.log")
+        defer { aplay.stop() }
+        #expect(waitUntil(seconds: 5) { rig.get("/api/v1/status").contains("\"music-") }, "the source plays")
+        let playing = monotonicSeconds()
+        usleep(300_000)
+        let mpv = try rig.program(
+            "mpv", ["--no-config", "--idle=yes", "--ao=null", "--script=/usr/lib/mpv-mpris/mpris.so"], log: "mpv.log")
+        defer { mpv.stop() }
+        #expect(
+            waitUntil(seconds: 5) {
+                usleep(50_000)
+                return Subprocess.run(
+                    "/usr/bin/env", rig.environment + ["busctl", "--user", "list", "--acquired"], seconds: 5
+                ).output.contains("org.mpris.MediaPlayer2.mpv ")
+            }, "mpv takes its name")
+        // Past the grace (`MPRISControl.ownerGrace`, 3 s), counted from before the source was seen
+        // playing.
+        let past = playing + 3.5 - monotonicSeconds()
+        if past > 0 { usleep(UInt32(past * 1e6)) }
+        let events = rig.get("/api/v1/events/recent")
+        #expect(!events.contains("control-error"), "\(events)")
+        #expect(!rig.get("/api/v1/status").contains("controlError"), "\(rig.get("/api/v1/status"))")
     }
 
     /// A player whose MPRIS name carries its pid (spotifyd's `org.mpris.MediaPlayer2.spotifyd.
