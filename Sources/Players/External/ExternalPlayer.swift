@@ -258,12 +258,20 @@ public final class ExternalPlayer: Source, @unchecked Sendable {
         if began { state.userChangeWhileInterrupted = nil }
         guard let control = settings.control else { return }
         guard settings.whenInterrupted == .pause else {
-            // What the user did to the player itself during it is done: a play re-sent at the end
-            // changed nothing the player reported, and Baton, waiting 3 s for the word, took the
-            // user's next play (after a pause) for its own — the source stayed paused and held
-            // while the player showed Playing.
-            if !began && shouldResume == state.pausedThroughBaton {
-                setPausedThroughBaton(!shouldResume, playerDid: state.userChangeWhileInterrupted)
+            // The player is told when what it does — the user's last change to it during the
+            // interruption, else what Baton last told it — differs from the end's: a play or
+            // pause through Baton during it (no step of pausedThroughBaton), or the user's own
+            // through the player undone by one through Baton (paused through Baton, the user plays
+            // the player, then pauses the source in Baton: the player played on, blocked in its
+            // held write, while Baton showed it paused). What the user did that agrees is done: a
+            // play re-sent at the end changed nothing the player reported, and Baton, waiting 3 s
+            // for the word, took the user's next play (after a pause) for its own — the source
+            // stayed paused and held while the player showed Playing.
+            if !began {
+                let does = state.userChangeWhileInterrupted ?? (state.pausedThroughBaton ? .paused : .played)
+                if does != (shouldResume ? .played : .paused) || shouldResume == state.pausedThroughBaton {
+                    setPausedThroughBaton(!shouldResume, playerDid: does)
+                }
             }
             return
         }

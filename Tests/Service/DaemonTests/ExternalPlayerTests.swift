@@ -112,6 +112,32 @@ import Testing
         #expect(told.said.withLock { $0 } == ["play", "pause"])
     }
 
+    /// A `drop` or `hold` player paused through Baton that the user played through its own
+    /// controls during a doorbell, then paused again through Baton (the interruption ends without
+    /// resuming), is told to pause: it was not (Baton's side had not changed), and played on,
+    /// blocked in its held write, while Baton showed it paused. The mirror: played, paused by the
+    /// user during the doorbell, resumed through Baton, it is told to play.
+    @Test(arguments: [ExternalPlayer.WhenInterrupted.drop, .hold])
+    func aPlayerTheUserChangedDuringADoorbellIsToldWhatBatonSaysAtItsEnd(
+        whenInterrupted: ExternalPlayer.WhenInterrupted
+    ) throws {
+        let (player, told, _, program) = try Self.pausePlayer(whenInterrupted: whenInterrupted)
+        defer { close(program) }
+        player.audibilityChanged(true)
+        player.pausedThroughBaton(true)
+        player.interruption(began: true)
+        told.user.withLock { $0 = .played }
+        #expect(player.takeUserChange() == .played)
+        player.interruption(began: false, shouldResume: false)
+        #expect(told.said.withLock { $0 } == ["pause", "pause"])
+        player.pausedThroughBaton(false)
+        player.interruption(began: true)
+        told.user.withLock { $0 = .paused }
+        #expect(player.takeUserChange() == .paused)
+        player.interruption(began: false, shouldResume: true)
+        #expect(told.said.withLock { $0 } == ["pause", "pause", "play", "play"])
+    }
+
     /// Stopped for good (`music/stop`, other music), a player controlled by a command pair is told
     /// to pause when it plays as far as Baton knows: it was not (a command pair cannot say whether
     /// the player plays), and one that reopens its device (squeezelite) played again as a new
