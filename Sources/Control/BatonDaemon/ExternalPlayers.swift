@@ -78,7 +78,7 @@ struct ExternalPlayers {
             name: name,
             whenInterrupted: ExternalPlayer.WhenInterrupted(source.whenInterrupted),
             idleReleaseNanoseconds: source.idleRelease.wholeNanoseconds,
-            control: control(source), wake: wakeMonitor)
+            control: control(source, pid: stream.peer.pid), wake: wakeMonitor)
         do {
             _ = try daemon.admit(
                 SourceClass(source.sourceClass), zones: source.zones, volume: 1, configuration: generation,
@@ -94,7 +94,8 @@ struct ExternalPlayers {
     /// Asks for a monitor pass now: a stream ended, the user changed the player. Any thread.
     private var wakeMonitor: @Sendable () -> Void { { [monitor = daemon.monitor] in monitor.wake() } }
 
-    private func control(_ source: ExternalSourceConfig) -> (any PlayerControl)? {
+    /// `source`'s control; `pid`: the program writing to it, whose MPRIS instance name is preferred.
+    private func control(_ source: ExternalSourceConfig, pid: Int) -> (any PlayerControl)? {
         let events = daemon.events
         let logger = daemon.logger
         let name = source.name
@@ -108,7 +109,7 @@ struct ExternalPlayers {
             return MPDControl(host: host, port: port, report: report, userChanged: wakeMonitor)
         case .command(let pause, let resume): return CommandControl(pause: pause, resume: resume, report: report)
         case .mpris(let bus, let system):
-            return MPRISControl(busName: bus, systemBus: system, report: report, userChanged: wakeMonitor)
+            return MPRISControl(busName: bus, systemBus: system, pid: pid, report: report, userChanged: wakeMonitor)
         }
     }
 

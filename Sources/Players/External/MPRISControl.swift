@@ -12,6 +12,9 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     // @unchecked: the mutable state is behind Mutexes and atomics; the rest is `let`.
     public let busName: String
     public let systemBus: Bool
+    /// The player's pid (the program writing to the source): its `busName.instance<pid>` is the
+    /// one to talk to when it has an owner.
+    public let pid: Int?
     private let queue = ControlQueue()
     private let report: @Sendable (String) -> Void
     /// The last command's failure (cleared by the next command that succeeds) and the watcher's
@@ -30,14 +33,16 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
     /// player starting normally was reported as "has no owner".
     public static let ownerGrace = 3_000_000_000
 
-    /// `userChanged` runs on the watcher's thread when it keeps a user change (`takeUserChange`).
+    /// `pid`: the player's, when known (`resolve`). `userChanged` runs on the watcher's thread
+    /// when it keeps a user change (`takeUserChange`).
     public init(
-        busName: String, systemBus: Bool, report: @escaping @Sendable (String) -> Void,
+        busName: String, systemBus: Bool, pid: Int? = nil, report: @escaping @Sendable (String) -> Void,
         userChanged: @escaping @Sendable () -> Void = {}
     ) {
         states = PlayerStateWatch(paused: "Paused", playing: "Playing", changed: userChanged)
         self.busName = busName
         self.systemBus = systemBus
+        self.pid = pid
         self.report = report
         OSThread.detach(name: "mpris") { [self] in watch() }
     }
@@ -176,12 +181,17 @@ public final class MPRISControl: PlayerControl, @unchecked Sendable {
         }
     }
 
-    /// The name to talk to now and its owner: `busName`, or else the first of `busName.instance…`
-    /// that has an owner (spotifyd, a second mpv: the name carries the player's pid); nil while
-    /// none has.
+    /// The name to talk to now and its owner: `busName.instance<pid>`, the player's own (spotifyd,
+    /// a second mpv: the name carries the player's pid); else `busName`; else the first of
+    /// `busName.instance…`, by number, that has an owner; nil while none has. The plain name came
+    /// first: with another mpv (the TV's) owning it, and the one writing to Baton its instance
+    /// name, Baton paused the TV. (Sorted as text, instance1000 came before instance999.)
     private func resolve(_ bus: DBusConnection) throws(DBusError) -> (name: String, owner: String)? {
+        let instance = busName + ".instance"
+        if let pid, let owner = try bus.nameOwner(instance + String(pid)) { return (instance + String(pid), owner) }
         if let owner = try bus.nameOwner(busName) { return (busName, owner) }
-        for name in try bus.listNames().filter({ $0.hasPrefix(busName + ".instance") }).sorted() {
+        let names = try bus.listNames().filter { $0.hasPrefix(instance) }
+        for name in names.sorted(by: { ($0.count, $0) < ($1.count, $1) }) {
             if let owner = try bus.nameOwner(name) { return (name, owner) }
         }
         return nil

@@ -227,6 +227,59 @@ import Testing
         #expect(!rig.get("/api/v1/status").contains("controlError"), "\(rig.get("/api/v1/status"))")
     }
 
+    /// With two mpvs on the bus, the TV's owning `org.mpris.MediaPlayer2.mpv` and the one writing to
+    /// Baton `org.mpris.MediaPlayer2.mpv.instance<PID>`, a pause through Baton reaches the one whose
+    /// pid wrote to it: the plain name came first, and Baton paused the TV.
+    @Test func theInstanceOfThePlayersPidIsToldBeforeThePlainName() throws {
+        let directory = TestDirectory.make("external-bus")
+        let bus = try SessionBus(directory)
+        let rig = try ExternalRig(
+            sources: "  mpv: {class: music, when-interrupted: drop, control: {mpris: org.mpris.MediaPlayer2.mpv}}",
+            environment: ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)"])
+        ExternalRig.writeWAV(rig.directory + "/song.wav", AplayTests.music(frames: 48_000 * 20), channels: 2)
+        func names() -> String {
+            Subprocess.run("/usr/bin/env", rig.environment + ["busctl", "--user", "list", "--acquired"], seconds: 5)
+                .output
+        }
+        func playbackStatus(_ name: String) -> String {
+            let out = Subprocess.run(
+                "/usr/bin/env",
+                rig.environment + [
+                    "busctl", "--user", "get-property", name, "/org/mpris/MediaPlayer2",
+                    "org.mpris.MediaPlayer2.Player", "PlaybackStatus",
+                ], seconds: 5
+            ).output
+            return out.contains("Playing") ? "Playing" : (out.contains("Paused") ? "Paused" : out)
+        }
+        // The TV's mpv, not Baton's: it plays to no device, and holds the plain name.
+        let tv = try rig.program(
+            "mpv", ["--no-config", "--ao=null", "--script=/usr/lib/mpv-mpris/mpris.so", rig.directory + "/song.wav"],
+            log: "tv.log")
+        defer { tv.stop() }
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(50_000)
+                return names().contains("org.mpris.MediaPlayer2.mpv ")
+            })
+        let mpv = try rig.program(
+            "mpv",
+            [
+                "--no-video", "--no-config", "--ao=alsa", "--audio-device=alsa/baton_mpv",
+                "--script=/usr/lib/mpv-mpris/mpris.so", rig.directory + "/song.wav",
+            ], log: "mpv.log")
+        defer { mpv.stop() }
+        let instance = "org.mpris.MediaPlayer2.mpv.instance\(mpv.pid)"
+        #expect(
+            waitUntil(seconds: 10) {
+                usleep(20_000)
+                return MPDTests.heard(rig).count > 48_000 / 2
+            }, "mpv is heard")
+        #expect(waitUntil(seconds: 5) { playbackStatus(instance) == "Playing" }, "\(names())")
+        #expect(rig.post("/api/v1/music/pause", "{}").contains("\"command\":\"pause\""))
+        #expect(waitUntil(seconds: 5) { playbackStatus(instance) == "Paused" }, "mpv: \(playbackStatus(instance))")
+        #expect(playbackStatus("org.mpris.MediaPlayer2.mpv") == "Playing", "the TV plays on")
+    }
+
     /// Stopped through Baton (`music/stop`), mpv is told to pause through MPRIS: it went on saying
     /// "Playing" while nothing was heard, its writes refused. (MPD pauses by itself when its only
     /// output fails; mpv does not.) Whatever an interruption does to it: with `hold` or `drop` the
