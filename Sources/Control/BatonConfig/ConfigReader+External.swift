@@ -49,7 +49,7 @@ extension ConfigReader {
             let idle = value(
                 fields, "idle-release", .duration(ExternalSourceConfig.idleReleaseRange), default: defaults.idleRelease)
             let control = fields.values["control"].flatMap {
-                readExternalControl($0, at: entryPath.appending("control"))
+                readExternalControl($0, at: entryPath.appending("control"), pausing: mode == .pause)
             }
             // Not beside a control that is given but wrong: that one's error says what is wrong.
             if mode == .pause && control == nil && fields.values["control"] == nil {
@@ -89,7 +89,10 @@ extension ConfigReader {
             }
     }
 
-    private mutating func readExternalControl(_ pair: YAMLPair, at path: ConfigPath) -> ExternalSourceConfig.Control? {
+    /// `pausing`: the source's `when-interrupted` is `pause`, which a control left out makes `hold`.
+    private mutating func readExternalControl(
+        _ pair: YAMLPair, at path: ConfigPath, pausing: Bool
+    ) -> ExternalSourceConfig.Control? {
         guard let fields = fields(of: pair.value, at: path, anchor: pair.keyMark, allowed: Self.externalControlKeys)
         else {
             return nil
@@ -118,12 +121,13 @@ extension ConfigReader {
             // watcher's match rule, all unsaid until a doorbell. Said, and the control left out (the
             // player plays through Baton as one without a control): refused, a file that started
             // would stop batond at its next start (exit 1, which systemd does not restart), its
-            // other zones silent, for a control that never worked.
+            // other zones silent, for a control that never worked. A `pause` source so left
+            // without a control is held at an interruption (it says so: it passed as `pause`).
             guard Self.isBusName(name) else {
                 warn(
                     fields.values["mpris"]?.value.mark, path.appending("mpris"),
                     "not a D-Bus bus name (e.g. org.mpris.MediaPlayer2.mpv): the player has no control, "
-                        + "Baton cannot pause it")
+                        + "Baton cannot pause it" + (pausing ? "; when-interrupted: pause works as hold" : ""))
                 return nil
             }
             return .mpris(busName: name, systemBus: bus == "system")

@@ -87,6 +87,21 @@ import Testing
             "\(configuration.warnings)")
     }
 
+    /// With `when-interrupted: pause`, the warning says the source works as `hold`: without its
+    /// control it is held at an interruption, and nothing said so (the file's `pause` stood).
+    @Test func anMPRISNameThatIsNoBusNameSaysAPauseSourceWorksAsHold() throws {
+        let configuration = try load(
+            minimalZone + "external-sources:\n  s: {when-interrupted: pause, control: {mpris: mpv}}\n")
+        let source = try #require(configuration.externalSources?.source("s"))
+        #expect(source.control == nil)
+        #expect(source.whenInterrupted == .pause)
+        #expect(
+            configuration.warnings == [
+                "test.yaml:5:49: external-sources.s.control.mpris: not a D-Bus bus name (e.g. org.mpris.MediaPlayer2.mpv): the player has no control, Baton cannot pause it; when-interrupted: pause works as hold"
+            ],
+            "\(configuration.warnings)")
+    }
+
     /// Well-known names as players own them pass: dashes, underscores, digits after the first
     /// character of an element.
     @Test(arguments: ["org.mpris.MediaPlayer2.mpv", "org.mpris.MediaPlayer2.spotifyd", "a-b._c.d9"])
