@@ -157,6 +157,16 @@ extension ConfigReader {
                     allowed: Self.externalCommandKeys),
                 let pause = required(command, "pause", .string), let resume = required(command, "resume", .string)
             else { return nil }
+            // One command for both is a toggle (playerctl play-pause, LMS `pause` with no
+            // argument): Baton sends the pause at a stop for good, and a player the user had paused
+            // itself (a command pair cannot see it) then starts. Said, not refused: a file that
+            // started must still start.
+            if pause.split(whereSeparator: \.isWhitespace) == resume.split(whereSeparator: \.isWhitespace) {
+                warn(
+                    command.values["resume"]?.value.mark, path.appending("command").appending("resume"),
+                    "pause and resume are the same command: a toggle; Baton may start a player the user "
+                        + "paused: give commands that only pause and only play")
+            }
             return .command(pause: pause, resume: resume)
         }
     }

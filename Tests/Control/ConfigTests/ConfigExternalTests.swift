@@ -102,6 +102,26 @@ import Testing
             "\(configuration.warnings)")
     }
 
+    /// A command pair whose pause and resume are one command is a toggle (playerctl play-pause,
+    /// LMS `pause` with no argument): Baton sends the pause at a stop for good, and a player the
+    /// user had paused itself (which a command pair cannot see) then starts. Said at `resume`, and
+    /// kept (a file that started must still start); two commands that differ are not said.
+    @Test(arguments: [
+        ("playerctl play-pause", "playerctl play-pause", true), ("a  b", " a b", true), ("a", "b", false),
+    ])
+    func warnsOfACommandPairThatIsAToggle(pause: String, resume: String, said: Bool) throws {
+        let configuration = try load(
+            minimalZone + "external-sources:\n  s: {control: {command: {pause: \"\(pause)\", resume: \"\(resume)\"}}}\n"
+        )
+        #expect(configuration.externalSources?.source("s")?.control == .command(pause: pause, resume: resume))
+        let warning =
+            "external-sources.s.control.command.resume: pause and resume are the same command: a toggle; Baton may start a player the user paused: give commands that only pause and only play"
+        #expect(
+            configuration.warnings
+                == (said ? ["test.yaml:5:\(46 + pause.utf8.count): \(warning)"] : []),
+            "\(configuration.warnings)")
+    }
+
     /// Well-known names as players own them pass: dashes, underscores, digits after the first
     /// character of an element.
     @Test(arguments: ["org.mpris.MediaPlayer2.mpv", "org.mpris.MediaPlayer2.spotifyd", "a-b._c.d9"])
@@ -119,16 +139,18 @@ import Testing
             minimalZone + """
                 external-sources:
                   j: {when-interrupted: pause, control: {mpd: "127.0.0.1:6600", bus: system}}
-                  c: {control: {command: {pause: "true", resume: "true"}, bus: 5}}
+                  c: {control: {command: {pause: "mpc pause", resume: "mpc play"}, bus: 5}}
 
                 """)
         let sources = try #require(configuration.externalSources?.sources)
         #expect(
-            sources.map(\.control) == [.mpd(host: "127.0.0.1", port: 6600), .command(pause: "true", resume: "true")])
+            sources.map(\.control) == [
+                .mpd(host: "127.0.0.1", port: 6600), .command(pause: "mpc pause", resume: "mpc play"),
+            ])
         #expect(
             configuration.warnings == [
                 "test.yaml:5:65: external-sources.j.control.bus: bus is only for mpris (the D-Bus bus its player is on): ignored beside mpd",
-                "test.yaml:6:59: external-sources.c.control.bus: bus is only for mpris (the D-Bus bus its player is on): ignored beside command",
+                "test.yaml:6:68: external-sources.c.control.bus: bus is only for mpris (the D-Bus bus its player is on): ignored beside command",
             ], "\(configuration.warnings)")
     }
 
