@@ -296,6 +296,47 @@ import Testing
         #expect(waitUntil(seconds: 2) { receiver.counters.received == 1 }, "\(receiver.counters)")
     }
 
+    /// A datagram too long to be read whole is refused as what it is: a datagram longer than the
+    /// receiver reads. It was said to be "a 3000-byte payload, more than 1500" — neither a payload
+    /// nor that limit.
+    @Test func refusesAnOversizedDatagramAsADatagram() throws {
+        let receiver = try RTPReceiver(configuration: .init(host: "127.0.0.1", port: 0), onEvent: { _ in })
+        receiver.start()
+        defer { receiver.stop() }
+        let sender = UDPSender(port: receiver.port)
+        sender.send(datagram([UInt8](repeating: 0xF8, count: 2_988), index: 0))  // 12 + 2 988 bytes
+        #expect(waitUntil { receiver.counters.malformed == 1 })
+        #expect(receiver.lastRefused == "127.0.0.1:\(sender.port): a 3000-byte datagram, more than the 2048 read")
+        #expect(receiver.counters.received == 0)
+    }
+
+    /// A packet whose header looks valid but that libopus cannot decode is counted malformed and
+    /// concealed, not played: it was counted played (at its turn) and malformed (when it failed).
+    @Test func anUndecodablePacketIsNotCountedPlayed() throws {
+        let clock = ManualClock()
+        let receiver = try RTPReceiver(
+            configuration: .init(host: "127.0.0.1", port: 0), clock: { clock.now }, onEvent: { _ in })
+        receiver.start()
+        defer { receiver.stop() }
+        let sender = UDPSender(port: receiver.port)
+        var payloads = try tonePackets(seconds: 0.2)
+        // Code 3, two frames of 10 ms, constant size: one byte cannot be split in two.
+        payloads[5] = [0x03, 0x02, 0x00]
+        for i in payloads.indices {
+            clock.advance(20 * ms)
+            sender.send(datagram(payloads[i], index: i))
+        }
+        #expect(waitUntil { receiver.counters.received == payloads.count })
+        var block = [Float](repeating: 0, count: 960)
+        for _ in 0..<20 {
+            _ = block.withUnsafeMutableBufferPointer { receiver.pull(into: $0, now: clock.now) }
+            clock.advance(20 * ms)
+        }
+        let c = receiver.counters
+        #expect(c.malformed == 1, "\(c)")
+        #expect(c.played + c.trimmed == payloads.count - 1, "\(c)")
+    }
+
     /// A busy port and a bad address fail at init with a clear reason.
     @Test func reportsSocketErrors() throws {
         let first = try RTPReceiver(configuration: .init(host: "127.0.0.1", port: 0), onEvent: { _ in })
