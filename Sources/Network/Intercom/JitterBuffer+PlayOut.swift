@@ -121,6 +121,7 @@ extension JitterBuffer {
         target = Self.samples(configuration.initialDelay)
         anchor(seq: highestSeq, timestamp: highestTimestamp, now: now)
         isFirstFill = true
+        lastTaken = Int64.min
     }
 
     /// Starts play-out afresh at this packet, after the target delay.
@@ -147,6 +148,7 @@ extension JitterBuffer {
     }
 
     mutating func advance(past slot: Int) {
+        lastTaken = nextSeq
         nextSeq += 1
         nextTimestamp = slotTimestamp[slot] + Int64(slotFrames[slot])
         lastFrames = slotFrames[slot]

@@ -217,6 +217,9 @@ public struct JitterBuffer: Sendable {
     var isFirstFill = false
     /// The timestamp play-out was last anchored on (`anchor`): how far a start moved back has gone.
     var anchorTimestamp: Int64 = 0
+    /// The last packet play-out took (played or trimmed), kept across a re-anchor: a start moves
+    /// back only to packets after it (a late copy of it was played again, 20 ms twice).
+    var lastTaken = Int64.min
     var playedSinceAdjust = 0
     // Slots, indexed by extended sequence number modulo `slots`.
     var slotSeq: [Int64]
@@ -378,7 +381,8 @@ public struct JitterBuffer: Sendable {
             // 100 ms old, then the rest of the skipped ones concealed; only the packet just before
             // the queued run may (the anchor's neighbour, reordered behind it at the end of a
             // burst), while the start moves back by no more than the target delay.
-            let beforeRun = seq == nextSeq - 1 && anchorTimestamp - timestamp <= Int64(target)
+            let beforeRun =
+                seq == nextSeq - 1 && seq > lastTaken && anchorTimestamp - timestamp <= Int64(target)
             guard case .filling = phase, isFirstFill || beforeRun, slotState[slot] != .queued else {
                 recordTransit(now: now, timestamp: timestamp)
                 if slotSeq[slot] == seq && slotState[slot] == .skipped {

@@ -423,6 +423,28 @@ import Testing
         #expect(c.played + c.trimmed == 60 + 21, "\(c)")  // 0–59 and 79–99
     }
 
+    /// A late copy of the last packet played before a rebuffer, come just after the re-anchor's
+    /// first packet: it is not taken as the packet just before the run — its 20 ms were played
+    /// again, uncounted as a duplicate, as the call came back.
+    @Test func aCopyOfThePacketPlayedBeforeARebufferIsNotPlayedAgain() throws {
+        let packets = try tonePackets(seconds: 2)
+        let sim = try PlayoutSimulation()
+        try sim.run((0..<60).map { datagram(packets[$0], index: $0) }, until: 60 * 20 * ms)
+        for t in 60..<80 { try sim.consume(at: t * 20 * ms) }
+        #expect(sim.buffer.counters.rebuffers == 1)
+        #expect(sim.insert(datagram(packets[60], index: 60), at: 80 * 20 * ms) == .accepted)
+        let copy = sim.insert(datagram(packets[59], index: 59), at: 80 * 20 * ms + 1 * ms)
+        #expect(copy == .late || copy == .duplicate, "\(copy)")
+        sim.actions.removeAll()
+        for i in 61..<80 {
+            sim.insert(datagram(packets[i], index: i), at: (i + 20) * 20 * ms)
+            try sim.consume(at: (i + 20) * 20 * ms)
+        }
+        let decoded = sim.actions.compactMap { if case .decode(let slot, _) = $0 { slot } else { nil } }
+        #expect(decoded.first.map { sim.buffer.slotSeq[$0] } == 1_060)
+        #expect(sim.buffer.counters.played + sim.buffer.counters.trimmed <= 80, "\(sim.buffer.counters)")
+    }
+
     /// Before play-out takes a re-anchored start, the start moves back packet by packet next to the
     /// queued run, by no more than the target delay (at most 40 ms here): 79 and 78 are taken; 77
     /// (60 ms back) is late, and so is 75, not next to the run.
