@@ -14,9 +14,11 @@ import CMPG123
 /// Errors: no MPEG frame within the first 16 MiB (after an ID3v2 tag at the start, of up to 64
 /// MiB; a larger one throws once its header is read), a stream that changes its rate in the
 /// middle, and libmpg123's errors throw `DecodeError`; a failure of the source throws one with
-/// `sourceError` set. libmpg123 skips junk between frames by itself (resynchronises); the decoder
-/// sees it as a gap between the end of one MPEG frame and the start of the next, and says so in
-/// `damage`. Once thrown, every later `read` throws the same error.
+/// `sourceError` set. libmpg123 skips junk between frames by itself (resynchronises, within 1 KiB);
+/// the decoder sees it as a gap between the end of one MPEG frame and the start of the next, and
+/// says so in `damage`. Junk after the last frame, however long, ends the stream cleanly; more than
+/// 1 KiB in the middle throws (`endAfterJunk`). Once thrown, every later `read` throws the same
+/// error.
 ///
 /// Thread: the decoder's thread only (see `AudioDecoder`).
 public final class MP3StreamDecoder: AudioDecoder {
@@ -29,6 +31,8 @@ public final class MP3StreamDecoder: AudioDecoder {
     static let maximumTagBytes = 64 << 20
     /// Bytes pulled from the source per feed.
     static let feedSize = 16 << 10
+    /// How far libmpg123 searches junk for the next frame header before it gives up.
+    static let resyncLimit = 1024
 
     public private(set) var rate: Int
     public private(set) var channels: Int
@@ -38,11 +42,25 @@ public final class MP3StreamDecoder: AudioDecoder {
     private let name: String
     private var feed: [UInt8]
     private var sourceEnded = false
+    /// The stream ended after junk that follows its last frame (`endAfterJunk`).
+    private var endedInJunk = false
+    /// A frame behind junk came past the stream's known length (`noteFrame`): the next `read`
+    /// looks on (`endAfterJunk`).
+    private var junkPastTheEnd = false
+    /// The stream's length in frames as its LAME/Info tag gives it (nil: no tag), read at the first
+    /// frame: libmpg123 works it out from the latest frame's sample count, which a false frame
+    /// changes.
+    private var knownLength: Int?
+    /// The last bytes fed (up to two feeds): libmpg123 may hold them unparsed when it gives up on junk.
+    private var recentlyFed: [UInt8] = []
     private var finalError: DecodeError?
     /// Where the last MPEG frame parsed began in the stream and its length (bytes), to see junk
     /// between it and the next (-1: none parsed yet).
     private var lastFramePosition = -1
     private var lastFrameBytes = 0
+    /// The MPEG version (`mpg123_version`: 0–2 for 1.0, 2.0, 2.5) and layer (1–3) of the last frame
+    /// parsed.
+    private var lastFrameKind = (version: Int32(-1), layer: Int32(-1))
     /// ID3v2 tags seen in the bytes fed (the latest few; stream offsets), the bytes fed so far, and
     /// the last bytes of the previous feed (a tag's header may straddle two).
     private var tags: [(start: Int, end: Int)] = []
@@ -103,11 +121,11 @@ public final class MP3StreamDecoder: AudioDecoder {
         self.channels = 0
         // Quiet: libmpg123 otherwise prints its complaints about junk to stderr.
         _ = mpg123_param2(handle, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue), 0)
-        // Search for the next frame header however far it is: libmpg123 gives up after 1 KiB of
-        // junk by default, which ended a track at a longer stretch in the middle, and made a finished
-        // one fail at a tag after its last frame (an APEv2 tag with cover art). The byte budget
-        // (`maximumBytesWithoutAudio`) stops an endless search instead.
-        _ = mpg123_param2(handle, Int32(MPG123_RESYNC_LIMIT.rawValue), -1, 0)
+        // Search at most 1 KiB of junk for the next frame header (libmpg123's default, set here so
+        // that it stays): in random bytes a longer search finds false headers and decodes them (100
+        // kB of them after the audio: noise at up to +12 dBFS, or frames of another rate that failed
+        // the track). Past it, `endAfterJunk` reads on to see whether any audio follows.
+        _ = mpg123_param2(handle, Int32(MPG123_RESYNC_LIMIT.rawValue), Self.resyncLimit, 0)
         // Float output at whatever rate the stream has, always stereo: libmpg123 gives a mono frame
         // on both channels. With mono allowed too, a stream that switches between mono and stereo
         // frames (joined files, some radio encoders) changed format mid-stream: a second of it was
@@ -165,6 +183,8 @@ public final class MP3StreamDecoder: AudioDecoder {
         }
         self.rate = format.rate
         self.channels = format.channels
+        let length = Int(mpg123_length(handle))
+        self.knownLength = length > 0 ? length : nil
     }
 
     deinit { mpg123_delete(handle) }
@@ -174,6 +194,8 @@ public final class MP3StreamDecoder: AudioDecoder {
     /// The corresponding C functions are `mpg123_read` and `mpg123_feed`.
     public func read(into output: UnsafeMutableBufferPointer<Float>) throws(DecodeError) -> Int {
         if let finalError { throw finalError }
+        if endedInJunk { return 0 }
+        if junkPastTheEnd { return try endAfterFalseFrame() }
         let room = output.count / channels
         guard room > 0, let base = output.baseAddress else { return 0 }
         // At most one MPEG frame's samples a call to libmpg123, so that it parses at most one new
@@ -186,11 +208,24 @@ public final class MP3StreamDecoder: AudioDecoder {
                 break
             }
             filled += got
-            noteFrame(decoded: framesDecoded + filled)
+            if try !noteFrame(decoded: framesDecoded + filled) {
+                // A false frame: the samples past the stream's length are its.
+                filled = min(filled, max(0, (knownLength ?? 0) - framesDecoded))
+                junkPastTheEnd = true
+                break
+            }
             if got < want { break }  // libmpg123 needs more bytes than it has: give what is decoded
         }
+        // Nothing before the false frame to give: 0 would end the stream unlooked.
+        if junkPastTheEnd && filled == 0 { return try endAfterFalseFrame() }
         framesDecoded += filled
         return filled
+    }
+
+    /// After a false frame behind junk past the stream's known length (`noteFrame`).
+    private func endAfterFalseFrame() throws(DecodeError) -> Int {
+        try endAfterJunk(
+            failing: "junk after the stream's last frame (by its Info tag), then more audio (not supported)")
     }
 
     /// After a read that gave samples: if libmpg123 parsed one new MPEG frame since the last look
@@ -199,18 +234,26 @@ public final class MP3StreamDecoder: AudioDecoder {
     /// trimming empties the padding frames at the end) are not looked into; frames of another
     /// format dropped meanwhile (`otherFormat`) are junk whatever the count. `decoded`: the frames
     /// decoded so far, this read's included.
-    /// The corresponding C functions are `mpg123_framepos`, `mpg123_position` and `mpg123_info2`.
-    private func noteFrame(decoded: Int) {
+    ///
+    /// Returns false when the frame behind the junk comes after the stream's known length (the
+    /// LAME/Info tag's count, when there is one: the stream's audio is all out) and is not the
+    /// first of three in a row in the bytes fed (`framesFollow`; another file joined on is): a false
+    /// frame header libmpg123 found in junk after the last frame (in 1 KiB of random bytes, about
+    /// one time in 40). Not noted: the junk after the last frame is not damage.
+    /// The corresponding C functions are `mpg123_framepos`, `mpg123_position`, `mpg123_info2` and
+    /// `mpg123_length`.
+    private func noteFrame(decoded: Int) throws(DecodeError) -> Bool {
         let position = Int(mpg123_framepos(handle))
         // The frame just parsed is of another format (samples of the one before came with the
         // change): not a frame of the stream's; the stretch is counted when its own come back.
-        guard position != lastFramePosition, otherFormat == nil else { return }
+        guard position != lastFramePosition, otherFormat == nil else { return true }
         var number: off_t = 0
         _ = mpg123_position(handle, 0, 0, &number, nil, nil, nil)
         let expected = lastFramePosition + lastFrameBytes
         let tagged = tags.contains { $0.start == expected && $0.end == position }
         let next = Int(number) == lastFrameNumber + 1
         if lastFramePosition >= 0 && position > expected && ((next && !tagged) || droppedOtherFormat) {
+            if let knownLength, decoded >= knownLength, try !framesFollow(at: position) { return false }
             if junkStretches == 0 { firstJunkAt = decoded }
             junkStretches += 1
             junkBytes += position - expected
@@ -220,7 +263,9 @@ public final class MP3StreamDecoder: AudioDecoder {
         _ = mpg123_info2(handle, &info)
         lastFramePosition = position
         lastFrameBytes = Int(info.framesize)
+        lastFrameKind = (info.version, info.layer)
         lastFrameNumber = Int(number)
+        return true
     }
 
     /// One call's worth of `read`: up to `frames` frames into `base`; nil when there are none now
@@ -263,13 +308,79 @@ public final class MP3StreamDecoder: AudioDecoder {
             case MPG123_DONE.rawValue:
                 return 0
             default:
+                if status == MPG123_ERR.rawValue && mpg123_errcode(handle) == MPG123_RESYNC_FAIL.rawValue {
+                    return try endAfterJunk(failing: "decoding failed (\(describe(status)))")
+                }
                 return try fail("decoding failed (\(describe(status)))")
             }
         }
     }
 
+    /// libmpg123 found no frame header in the `resyncLimit` bytes after the last frame and gave up.
+    /// Reads on without decoding (up to `maximumBytesWithoutAudio`): if no frames of the stream's
+    /// kind follow (`containsFrames`) and the source ends, the junk was after the last frame (a tag,
+    /// padding, another file's bytes) and the stream ends here, undamaged; if they follow, the
+    /// stream has more junk in the middle than libmpg123 searches, and throws `failure`.
+    private func endAfterJunk(failing failure: String) throws(DecodeError) -> Int {
+        let junkStart = lastFramePosition + lastFrameBytes
+        var rest = Array(recentlyFed.suffix(max(0, min(recentlyFed.count, fedBytes - junkStart))))
+        var read = 0
+        while !sourceEnded && read <= Self.maximumBytesWithoutAudio {
+            let n: Int
+            do { n = try pull() } catch {
+                finalError = error
+                throw error
+            }
+            rest += feed[0..<n]
+            read += n
+        }
+        // The bytes begin with the last frame's end; frames libmpg123 parsed after it without
+        // output (gapless trimming at the end) may come first: the junk starts after them.
+        let (version, layer) = lastFrameKind
+        var junk = 0
+        while let length = Self.frameLength(rest, at: junk, version: version, layer: layer, rate: rate) {
+            junk += length
+        }
+        if Self.containsFrames(rest, from: junk, version: version, layer: layer, rate: rate) {
+            return try fail(failure)
+        }
+        guard sourceEnded else {
+            return try fail("no MPEG audio in \(Self.maximumBytesWithoutAudio >> 20) MiB of the stream")
+        }
+        endedInJunk = true
+        return 0
+    }
+
+    /// Whether three frames of the stream's kind follow in a row from `position` (a stream offset)
+    /// on, or a shorter run ends with the stream. Feeds libmpg123 up to 8 KiB past `position` first
+    /// (three frames take at most 5.2 KiB), which it keeps for its next frames.
+    private func framesFollow(at position: Int) throws(DecodeError) -> Bool {
+        while fedBytes < position + 8192 && !sourceEnded {
+            do { _ = try feedMore() } catch {
+                finalError = error
+                throw error
+            }
+        }
+        return Self.framesRun(
+            recentlyFed, at: position - (fedBytes - recentlyFed.count), version: lastFrameKind.version,
+            layer: lastFrameKind.layer, rate: rate, orToTheEnd: sourceEnded)
+    }
+
     /// Pulls the next bytes from the source into libmpg123; returns how many (0 at the source's end).
     private func feedMore() throws(DecodeError) -> Int {
+        let n = try pull()
+        guard n > 0 else { return 0 }
+        noteTags(count: n)
+        recentlyFed = Array((recentlyFed + feed[0..<n]).suffix(2 * Self.feedSize))
+        let status = feed.withUnsafeBufferPointer { mpg123_feed(handle, $0.baseAddress, n) }
+        guard status == MPG123_OK.rawValue else {
+            throw DecodeError(format: Self.formatName, message: "\(name): cannot take more data (\(describe(status)))")
+        }
+        return n
+    }
+
+    /// Reads the next bytes from the source into `feed`; returns how many (0 at the source's end).
+    private func pull() throws(DecodeError) -> Int {
         let source = self.source
         let result = feed.withUnsafeMutableBytes { buffer in
             Result { () throws(ByteSourceError) in try source.read(into: buffer) }
@@ -280,15 +391,7 @@ public final class MP3StreamDecoder: AudioDecoder {
         case .failure(let error):
             throw DecodeError(format: Self.formatName, message: "\(name): \(error.message)", sourceError: error)
         }
-        guard n > 0 else {
-            sourceEnded = true
-            return 0
-        }
-        noteTags(count: n)
-        let status = feed.withUnsafeBufferPointer { mpg123_feed(handle, $0.baseAddress, n) }
-        guard status == MPG123_OK.rawValue else {
-            throw DecodeError(format: Self.formatName, message: "\(name): cannot take more data (\(describe(status)))")
-        }
+        if n == 0 { sourceEnded = true }
         return n
     }
 
