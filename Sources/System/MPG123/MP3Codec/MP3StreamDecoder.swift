@@ -185,6 +185,9 @@ public final class MP3StreamDecoder: AudioDecoder {
         self.channels = format.channels
         let length = Int(mpg123_length(handle))
         self.knownLength = length > 0 ? length : nil
+        var info = mpg123_frameinfo2()
+        _ = mpg123_info2(handle, &info)
+        self.lastFrameKind = (info.version, info.layer)
     }
 
     deinit { mpg123_delete(handle) }
