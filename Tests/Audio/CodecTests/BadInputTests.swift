@@ -269,6 +269,20 @@ struct BadInputTests {
         #expect(mp3.damage == nil, "\(mp3.damage.map { "\($0)" } ?? "")")
     }
 
+    /// The same, and random bytes after the end, read in large blocks (a stream's prebuffered ring
+    /// gives up to 16 KiB at once): libmpg123 gives up on the junk in the call that gives the last
+    /// frame's samples, and those are played — they were dropped, the stream's last 601 frames.
+    @Test(arguments: [-1, 0, 1, 2])
+    func theLastMP3FrameBeforeJunkIsPlayedWhenReadWhole(seed: Int) throws {
+        let bytes = try Encoded(format: .mp3, sample: "", rate: 44100, channels: 2).bytes()
+        let junk =
+            seed < 0
+            ? Array("APETAGEX".utf8) + [UInt8](repeating: 0, count: 2_000) : garbage(count: 100_000, seed: UInt64(seed))
+        let mp3 = try MP3StreamDecoder(source: MemoryByteSource(bytes + junk), name: "whole.mp3")
+        #expect(try decodeAll(mp3).count / 2 == 88_200)
+        #expect(mp3.damage == nil, "\(mp3.damage.map { "\($0)" } ?? "")")
+    }
+
     /// Random bytes after the last MP3 frame (a damaged end, another file's bytes glued on) are not
     /// played: the stream ends cleanly at its full length, no sample out of range. With libmpg123's
     /// search for the next frame unlimited, it found false frame headers in them and decoded those:

@@ -44,6 +44,9 @@ public final class MP3StreamDecoder: AudioDecoder {
     private var sourceEnded = false
     /// The stream ended after junk that follows its last frame (`endAfterJunk`).
     private var endedInJunk = false
+    /// libmpg123 gave up resyncing in the call that gave the last frame's samples: those were given,
+    /// and the next `read` looks at what follows (`endAfterJunk`) with this failure.
+    private var resyncFailed: String?
     /// A frame behind junk came past the stream's known length (`noteFrame`): the next `read`
     /// looks on (`endAfterJunk`).
     private var junkPastTheEnd = false
@@ -199,6 +202,10 @@ public final class MP3StreamDecoder: AudioDecoder {
         if let finalError { throw finalError }
         if endedInJunk { return 0 }
         if junkPastTheEnd { return try endAfterFalseFrame() }
+        if let failure = resyncFailed {
+            resyncFailed = nil
+            return try endAfterJunk(failing: failure)
+        }
         let room = output.count / channels
         guard room > 0, let base = output.baseAddress else { return 0 }
         // At most one MPEG frame's samples a call to libmpg123, so that it parses at most one new
@@ -211,6 +218,10 @@ public final class MP3StreamDecoder: AudioDecoder {
                 break
             }
             filled += got
+            if resyncFailed != nil {
+                _ = try noteFrame(decoded: framesDecoded + filled)
+                break
+            }
             if try !noteFrame(decoded: framesDecoded + filled) {
                 // A false frame: the samples past the stream's length are its.
                 filled = min(filled, max(0, (knownLength ?? 0) - framesDecoded))
@@ -284,6 +295,14 @@ public final class MP3StreamDecoder: AudioDecoder {
             // What it gave is in the format before a change it reports with it.
             let other = otherFormat
             if status == MPG123_NEW_FORMAT.rawValue { formatChanged() }
+            // The call that gives up resyncing after the last frame also gives that frame's
+            // samples (dropped, a large read lost the stream's last 13 ms; half a 50 ms sound).
+            if done > 0, other == nil, status == MPG123_ERR.rawValue,
+                mpg123_errcode(handle) == MPG123_RESYNC_FAIL.rawValue
+            {
+                resyncFailed = "decoding failed (\(describe(status)))"
+                return done / frameBytes
+            }
             if done > 0, status != MPG123_ERR.rawValue {
                 guard let other else { return done / frameBytes }
                 droppedOtherFormat = true
