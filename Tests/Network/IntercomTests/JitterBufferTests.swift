@@ -372,16 +372,25 @@ import Testing
         #expect(c.played + c.trimmed == sent.count)
     }
 
+    /// Packets 0–59 of a 2 s tone played in time, then 20 pulls with nothing come (60–79 held up):
+    /// one rebuffer. The simulation at 80 × 20 ms, and the packets.
+    static func rebufferedAt80(_ configuration: JitterBuffer.Configuration = .init()) throws -> (
+        PlayoutSimulation, [[UInt8]]
+    ) {
+        let packets = try tonePackets(seconds: 2)
+        let sim = try PlayoutSimulation(configuration: configuration)
+        try sim.run((0..<60).map { datagram(packets[$0], index: $0) }, until: 60 * 20 * ms)
+        for t in 60..<80 { try sim.consume(at: t * 20 * ms) }
+        #expect(sim.buffer.counters.rebuffers == 1)
+        return (sim, packets)
+    }
+
     /// Packets 60–79 held back: the queue runs dry, play-out rebuffers and re-anchors on 80 (60–79
     /// counted skipped); then 75 comes. It is late: play-out goes on from 80, and it no longer counts
     /// as skipped (19 never came; a copy of it is a duplicate). It moved play-out back to 75 (the reorder of a stream's first
     /// packets): audio over 100 ms old played, 76–79 concealed, and 24 counted lost.
     @Test func aPacketReorderedAcrossARebufferIsLate() throws {
-        let packets = try tonePackets(seconds: 2)
-        let sim = try PlayoutSimulation()
-        try sim.run((0..<60).map { datagram(packets[$0], index: $0) }, until: 60 * 20 * ms)
-        for t in 60..<80 { try sim.consume(at: t * 20 * ms) }
-        #expect(sim.buffer.counters.rebuffers == 1)
+        let (sim, packets) = try Self.rebufferedAt80()
         #expect(sim.insert(datagram(packets[80], index: 80), at: 80 * 20 * ms) == .accepted)
         #expect(sim.insert(datagram(packets[75], index: 75), at: 80 * 20 * ms + 5 * ms) == .late)
         #expect(sim.insert(datagram(packets[75], index: 75), at: 80 * 20 * ms + 6 * ms) == .duplicate)
@@ -401,11 +410,7 @@ import Testing
     /// played first, and no longer counted skipped (60–78 are; a copy of it is a duplicate). It was
     /// late (only a stream's first packets moved the start back), though nothing of 80 had played.
     @Test func thePacketJustBeforeARebuffersAnchorIsPlayed() throws {
-        let packets = try tonePackets(seconds: 2)
-        let sim = try PlayoutSimulation()
-        try sim.run((0..<60).map { datagram(packets[$0], index: $0) }, until: 60 * 20 * ms)
-        for t in 60..<80 { try sim.consume(at: t * 20 * ms) }
-        #expect(sim.buffer.counters.rebuffers == 1)
+        let (sim, packets) = try Self.rebufferedAt80()
         #expect(sim.insert(datagram(packets[80], index: 80), at: 80 * 20 * ms) == .accepted)
         #expect(sim.insert(datagram(packets[79], index: 79), at: 80 * 20 * ms + 1 * ms) == .accepted)
         #expect(sim.insert(datagram(packets[79], index: 79), at: 80 * 20 * ms + 2 * ms) == .duplicate)
@@ -427,11 +432,7 @@ import Testing
     /// first packet: it is not taken as the packet just before the run — its 20 ms were played
     /// again, uncounted as a duplicate, as the call came back.
     @Test func aCopyOfThePacketPlayedBeforeARebufferIsNotPlayedAgain() throws {
-        let packets = try tonePackets(seconds: 2)
-        let sim = try PlayoutSimulation()
-        try sim.run((0..<60).map { datagram(packets[$0], index: $0) }, until: 60 * 20 * ms)
-        for t in 60..<80 { try sim.consume(at: t * 20 * ms) }
-        #expect(sim.buffer.counters.rebuffers == 1)
+        let (sim, packets) = try Self.rebufferedAt80()
         #expect(sim.insert(datagram(packets[60], index: 60), at: 80 * 20 * ms) == .accepted)
         let copy = sim.insert(datagram(packets[59], index: 59), at: 80 * 20 * ms + 1 * ms)
         #expect(copy == .late || copy == .duplicate, "\(copy)")
@@ -452,11 +453,7 @@ import Testing
         var configuration = JitterBuffer.Configuration()
         configuration.maximumDelay = 40 * ms
         configuration.initialDelay = 40 * ms
-        let packets = try tonePackets(seconds: 2)
-        let sim = try PlayoutSimulation(configuration: configuration)
-        try sim.run((0..<60).map { datagram(packets[$0], index: $0) }, until: 60 * 20 * ms)
-        for t in 60..<80 { try sim.consume(at: t * 20 * ms) }
-        #expect(sim.buffer.counters.rebuffers == 1)
+        let (sim, packets) = try Self.rebufferedAt80(configuration)
         let arrival = 80 * 20 * ms
         #expect(sim.insert(datagram(packets[80], index: 80), at: arrival) == .accepted)
         #expect(sim.insert(datagram(packets[75], index: 75), at: arrival + 1 * ms) == .late)
