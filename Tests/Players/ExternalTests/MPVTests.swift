@@ -147,13 +147,22 @@ import Testing
                     "/usr/bin/env", rig.environment + ["busctl", "--user", "list", "--acquired"], seconds: 5
                 ).output.contains("org.mpris.MediaPlayer2.mpv ")
             }, "mpv takes its name")
+        let named = monotonicSeconds() - playing
         // Past the grace (`MPRISControl.ownerGrace`, 3 s), counted from before the source was seen
         // playing.
         let past = playing + 3.5 - monotonicSeconds()
         if past > 0 { usleep(UInt32(past * 1e6)) }
         let events = rig.get("/api/v1/events/recent")
-        #expect(!events.contains("control-error"), "\(events)")
-        #expect(!rig.get("/api/v1/status").contains("controlError"), "\(rig.get("/api/v1/status"))")
+        if named < 2.5 {
+            #expect(!events.contains("control-error"), "\(events)")
+        } else if named > 3.2 {
+            // A machine so loaded that mpv took its name after the grace: then it was said, rightly.
+            #expect(events.contains("has no owner"), "mpv named \(named) s after: \(events)")
+        }
+        // Once the name is there, the status does not say it is missing.
+        #expect(
+            waitUntil(seconds: 3) { !rig.get("/api/v1/status").contains("controlError") },
+            "\(rig.get("/api/v1/status"))")
     }
 
     /// A player whose MPRIS name carries its pid (spotifyd's `org.mpris.MediaPlayer2.spotifyd.
