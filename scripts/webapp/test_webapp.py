@@ -336,6 +336,7 @@ def shot(d, name):
 def scenario(music):
     b = Batond(music)
     d = None
+    rung = {}  # when the doorbell check rang
     try:
         d = browser(*(360, 800) if SHOTS else (1280, 900))
         d.get(b.url)
@@ -418,6 +419,7 @@ def scenario(music):
             tab(d, "announce")
             wait_for("the sound buttons", lambda: d.find_elements(By.CSS_SELECTOR, '#sound-buttons button[data-sound="doorbell"]'))
             click(d, '#sound-buttons button[data-sound="doorbell"]')
+            rung["at"] = time.time()
             tab(d, "now")
             words = wait_for("the interruption in words", lambda: (lambda t: t if (t or "").startswith("interrupted by doorbell") else None)(card_state(d, "kitchen")), 5)
             shot(d, "webapp-phone-doorbell.png")
@@ -442,8 +444,13 @@ def scenario(music):
             wait_for("paused", lambda: card_state(d, "kitchen") == "paused")
             ended = lambda: sum(1 for e in b.api("GET", "/api/v1/events/recent")[1] if e.get("type") == "interruption-ended")
             ended_before = ended()
+            # Another doorbell within 3 s of the one before (the policy's `coalesce` for
+            # announcements) is that one, already heard: nothing new plays. The check before rings
+            # one and can end within 3 s of it (a fresh clone's run once did: no chime).
+            time.sleep(max(0.0, rung.get("at", 0) + 3.2 - time.time()))
             tab(d, "announce")
             click(d, '#sound-buttons button[data-sound="doorbell"]')
+            wait_for("the doorbell played", lambda: "Announce doorbell: playing" in d.find_element(By.ID, "notice").text, 5)
             tab(d, "now")
             wait_for("the chime in the kitchen", lambda: rms(b.tail("kitchen", 0.1)) > 0.01, 5)
             # The card drawn from a status with the chime heard (it said "paused" before the doorbell
