@@ -135,18 +135,20 @@ enum PlaybackCommands {
             })
     }
 
-    /// `seek POSITION [--track N]`: `POST /api/v1/music/seek`.
+    /// `seek POSITION [--track N] [--id ID]`: `POST /api/v1/music/seek`.
     static let seek = Command(
-        name: "seek", synopsis: "POSITION [--track N]",
+        name: "seek", synopsis: "POSITION [--track N] [--id ID]",
         summary: "move the music to POSITION (seconds, or M:SS) in the current track, or in track N",
         details: """
-            Sends `POST /api/v1/music/seek {"position": SECONDS}` for the newest music source. The track
+            Sends `POST /api/v1/music/seek {"position": SECONDS}` for the newest music source, or the
+            one --id names (music on two sets of zones: the older could not be sought). The track
             is fetched again and decoded up to the position, so a seek is exact to the sample for raw
             and transcoded streams alike. --track N (0-based, as `status` shows) seeks into another
             track of the queue.
             """,
         options: [
             .value("track", "N", "the track of the queue (default: the current one)"),
+            .value("id", "ID", "the music source (default: the newest)"),
             .flag("json", "print batond's JSON answer as is"),
         ],
         positionals: 1...1,
@@ -160,8 +162,10 @@ enum PlaybackCommands {
             struct Body: Encodable {
                 var position: Double
                 var track: Int?
+                var id: String?
             }
-            let body = try invocation.client.post("/api/v1/music/seek", Body(position: seconds, track: track))
+            let body = try invocation.client.post(
+                "/api/v1/music/seek", Body(position: seconds, track: track, id: invocation.arguments["id"]))
             if invocation.printRaw(body) { return }
             struct Answer: Decodable { var id: String }
             let answer = try invocation.client.decode(Answer.self, body, what: "/api/v1/music/seek")

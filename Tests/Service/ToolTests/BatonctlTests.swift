@@ -48,6 +48,16 @@ import Testing
         #expect(text.contains("\"kitchen\":0.4") && text.contains("\"patio\":1"), "\(text)")
     }
 
+    /// `seek --id` asks batond to seek the music source it names, not the newest (music on two sets
+    /// of zones: the older could not be sought from batonctl; `--id` was an unknown option, exit 2).
+    /// batond's answer names the id it was given.
+    @Test func seekTakesTheSourceToSeek() throws {
+        let daemon = try BatondProcess()
+        defer { daemon.stop() }
+        let r = daemon.batonctl("seek", "0.5", "--id", "music-7")
+        #expect(r.status == 1 && r.output.contains("no music from the server with id music-7"), "\(r.output)")
+    }
+
     /// `announce doorbell --zones kitchen` prints the announcement's id and status; `status` shows it
     /// audible in the kitchen; `events` then shows it granted and, when done, played.
     @Test func announceThenEvents() throws {
